@@ -1,0 +1,17 @@
+"""ast_ad: reverse-mode automatic differentiation of plain Python and NumPy, by source transformation.
+
+>>> import numpy as np
+>>> import ast_ad
+>>> def f(x1, x2):
+...     return np.log(x1) + x1 * x2 - np.sin(x2)
+>>> ast_ad.grad(f)  # doctest: +ELLIPSIS
+<ast_ad gradient of f argnums=(0,)>
+"""
+
+from ast_ad import errors, extend, rules  # noqa: F401  (importing rules registers them)
+from ast_ad.api import grad, source, value_and_grad
+from ast_ad import tracer  # noqa: E402
+from ast_ad.checking import check_grads  # noqa: E402
+
+__all__ = ["grad", "value_and_grad", "source", "check_grads", "tracer", "extend", "errors"]
+__version__ = "0.1.0"

@@ -1,0 +1,165 @@
+"""The public entry points: ``grad``, ``value_and_grad`` and ``source``."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import numbers
+import types
+from typing import Any, Callable
+
+import numpy as np
+
+from ast_ad import transform
+from ast_ad.errors import (ArgnumsError, ASTADError, NonDifferentiableArgumentError, NonScalarOutputError,
+                           SourceUnavailableError)
+from ast_ad.runtime import unbroadcast
+
+STAGES = ("normalized", "adjoint")
+
+
+def grad(fun: Callable[..., Any] | None = None, argnums: int | tuple[int, ...] = 0) -> Any:
+    """The gradient of scalar-valued ``fun`` with respect to the argument(s) at ``argnums``.
+
+    Works as ``grad(f)``, ``grad(f, 1)``, ``grad(f, argnums=(0, 1))`` (a tuple of
+    gradients) and as a decorator, ``@grad`` or ``@grad(argnums=1)``.
+    """
+    if fun is None:
+        return functools.partial(grad, argnums=argnums)
+    return Gradient(fun, argnums, with_value=False)
+
+
+def value_and_grad(fun: Callable[..., Any] | None = None, argnums: int | tuple[int, ...] = 0) -> Any:
+    """Like :func:`grad`, but the function returns ``(value, gradient)`` from one forward pass."""
+    if fun is None:
+        return functools.partial(value_and_grad, argnums=argnums)
+    return Gradient(fun, argnums, with_value=True)
+
+
+def source(fn: Any, stage: str = "adjoint") -> str:
+    """The generated Python of a gradient function (``stage="adjoint"``) or of ``fn``'s normalized form."""
+    if stage not in STAGES:
+        raise ASTADError(f"unknown stage {stage!r}: choose one of {', '.join(STAGES)}")
+    gradient = fn if isinstance(fn, Gradient) else Gradient(fn, 0, with_value=False)
+    if stage == "normalized":
+        return transform.forward_source(gradient.fun)
+    return gradient.loaded().text
+
+
+class Gradient:
+    """A gradient function: binds the call's arguments, runs the generated code, shapes the result."""
+
+    def __init__(self, fun: Callable[..., Any], argnums: int | tuple[int, ...], with_value: bool):
+        self.fun, self.bound_self = _unbind(fun)
+        self.single = isinstance(argnums, numbers.Integral)
+        self.argnums = _check_argnums(argnums)
+        self.with_value = with_value
+        self.signature = inspect.signature(self.fun)
+        self.nparams = len(self.signature.parameters)
+        for k in self.argnums:
+            if k >= self.nparams - (self.bound_self is not None) or k < 0:
+                raise ArgnumsError(f"argnums={argnums!r} names argument {k}, but {self.fun.__qualname__} "
+                                   f"takes {self.nparams - (self.bound_self is not None)} arguments")
+        self.shift = 1 if self.bound_self is not None else 0
+        for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+            setattr(self, attr, getattr(self.fun, attr, None))
+
+    def loaded(self) -> Any:
+        return transform.gradient(self.fun, tuple(k + self.shift for k in self.argnums), self.single)
+
+    @property
+    def __wrapped__(self) -> Callable[..., Any]:
+        """The generated function, so ``inspect.getsource`` shows its text."""
+        return self.loaded().fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.bound_self is not None:
+            args = (self.bound_self, *args)
+        if kwargs or len(args) != self.nparams:
+            args = self.bind(args, kwargs)
+        positions = [k + self.shift for k in self.argnums]
+        for k in positions:
+            _check_differentiable(args[k], self.parameter_name(k))
+        loaded = self.loaded()
+        out, grads = loaded.fn(*args)
+        if np.ndim(out) != 0 or not isinstance(np.asarray(out).item(), numbers.Real):
+            raise self.non_scalar(out)
+        if self.single:
+            grads = _like(grads, args[positions[0]])
+        else:
+            grads = tuple(_like(g, args[k]) for g, k in zip(grads, positions))
+        return (out, grads) if self.with_value else grads
+
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise ASTADError(f"{self.__qualname__}() was called with arguments that do not fit it: {exc}") from None
+        bound.apply_defaults()
+        return tuple(bound.arguments.values())
+
+    def parameter_name(self, k: int) -> str:
+        return list(self.signature.parameters)[k]
+
+    def non_scalar(self, out: Any) -> NonScalarOutputError:
+        line = transform.normalized(self.fun).result_line
+        what = f"an array of shape {np.shape(out)}" if np.ndim(out) else f"a {type(out).__name__}"
+        return NonScalarOutputError(f"grad needs a function that returns a scalar, but {self.__qualname__} "
+                                    f"returned {what}; reduce it first (np.sum, np.mean) or take one entry",
+                                    line.filename, line.lineno, line.text)
+
+    def __repr__(self) -> str:
+        return f"<ast_ad gradient of {self.__qualname__} argnums={self.argnums}>"
+
+
+def _unbind(fun: Any) -> tuple[Callable[..., Any], Any]:
+    if isinstance(fun, Gradient):
+        raise ASTADError("differentiating a gradient again is not supported yet")
+    if isinstance(fun, types.MethodType):
+        return fun.__func__, fun.__self__
+    if not callable(fun):
+        raise ASTADError(f"grad needs a function, got {type(fun).__name__} {fun!r}")
+    if not inspect.isfunction(inspect.unwrap(fun)):
+        raise SourceUnavailableError(
+            f"{fun!r} is not a Python function with source; wrap it in a def, "
+            "or register a rule for it with ast_ad.extend.defvjp")
+    return fun, None
+
+
+def _check_argnums(argnums: Any) -> tuple[int, ...]:
+    items = (argnums,) if isinstance(argnums, numbers.Integral) else argnums
+    if not isinstance(items, tuple) or not items or not all(isinstance(k, numbers.Integral) for k in items) \
+            or isinstance(argnums, bool):
+        raise ArgnumsError(f"argnums must be an int or a non-empty tuple of ints, not {argnums!r}")
+    if len(set(items)) != len(items):
+        raise ArgnumsError(f"argnums {argnums!r} repeats an argument")
+    return tuple(int(k) for k in items)
+
+
+def _check_differentiable(value: Any, name: str) -> None:
+    if isinstance(value, (bool, np.bool_)):
+        kind = "a bool"
+    elif isinstance(value, (int, float, np.floating, np.integer)):
+        return
+    elif isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        return
+    elif isinstance(value, (complex, np.complexfloating)) or \
+            (isinstance(value, np.ndarray) and value.dtype.kind == "c"):
+        kind = "complex"
+    elif isinstance(value, np.ndarray):
+        kind = f"an array of dtype {value.dtype}"
+    else:
+        kind = f"a {type(value).__name__}"
+    raise NonDifferentiableArgumentError(
+        f"cannot differentiate with respect to {name!r}, which is {kind}: pass a float or an array of floats "
+        f"(for example np.asarray(x, dtype=float)), or leave it out of argnums")
+
+
+def _like(bar: Any, x: Any) -> Any:
+    """The gradient ``bar`` given the type, shape and dtype of the argument ``x``."""
+    bar = unbroadcast(bar, x)
+    if isinstance(x, np.ndarray):
+        return np.array(np.broadcast_to(bar, x.shape), dtype=x.dtype)
+    if isinstance(x, np.floating):
+        return type(x)(bar)
+    return float(bar)

@@ -1,0 +1,97 @@
+"""Stage 2, check: the fence. Refuse every construct outside the language ast_ad differentiates.
+
+>>> import gast
+>>> tree = gast.parse("def f(x):\\n    with open('log') as fh:\\n        return x").body[0]
+>>> try:
+...     check(tree, lambda node: ("f.py", node.lineno, "    with open('log') as fh:"))
+... except SyntaxError as err:
+...     print(err.lineno, err.msg.split(':')[0])
+2 with blocks are not supported
+
+The language is straight-line Python over numbers and arrays: assignments
+(plain, tuple and augmented), calls, operators, attribute reads, subscripts,
+constants, pass-through statements (``print``, ``assert``, ``pass``) and one
+``return`` at the end. Each refusal is an :class:`UnsupportedSyntaxError` at the
+user's line, with a hint of what to write instead.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import gast
+
+from ast_ad.errors import UnsupportedSyntaxError
+
+Locate = Callable[[gast.AST], tuple[str, int, str]]
+
+_CONTROL_FLOW = ("is not supported yet: ast_ad differentiates straight-line code; "
+                 "for a branch on values use np.where(cond, a, b)")
+
+REFUSED: dict[type, str] = {
+    gast.If: "if statements " + _CONTROL_FLOW,
+    gast.IfExp: "conditional expressions " + _CONTROL_FLOW,
+    gast.For: "for loops " + _CONTROL_FLOW,
+    gast.While: "while loops " + _CONTROL_FLOW,
+    gast.Break: "break " + _CONTROL_FLOW,
+    gast.Continue: "continue " + _CONTROL_FLOW,
+    gast.BoolOp: "and/or " + _CONTROL_FLOW,
+    gast.Lambda: "lambdas inside a differentiated function are not supported yet: use a def at module level",
+    gast.ListComp: "list comprehensions are not supported yet: use numpy on whole arrays",
+    gast.SetComp: "set comprehensions are not supported: use numpy on whole arrays",
+    gast.DictComp: "dict comprehensions are not supported: build the dict outside",
+    gast.GeneratorExp: "generator expressions are not supported yet: use np.sum on an array",
+    gast.FunctionDef: "nested functions are not supported yet: define the helper at module level",
+    gast.AsyncFunctionDef: "async functions cannot be differentiated: write a plain def",
+    gast.ClassDef: "class definitions inside a differentiated function are not supported: "
+                   "define the class at module level",
+    gast.Try: "try/except is not supported: handle errors outside the differentiated function",
+    gast.With: "with blocks are not supported: open resources outside the differentiated function",
+    gast.AsyncWith: "async with is not supported: differentiate plain synchronous code",
+    gast.AsyncFor: "async for is not supported: differentiate plain synchronous code",
+    gast.Raise: "raise is not supported: check inputs before calling the gradient",
+    gast.Yield: "yield is not supported: generators cannot be differentiated; return a value",
+    gast.YieldFrom: "yield from is not supported: generators cannot be differentiated; return a value",
+    gast.Await: "await is not supported: differentiate plain synchronous code",
+    gast.Global: "global statements are not supported: pass the value in as an argument and return it",
+    gast.Nonlocal: "nonlocal statements are not supported: pass the value in as an argument and return it",
+    gast.NamedExpr: "assignment expressions (:=) are not supported: assign on a line of its own",
+    gast.Delete: "del is not supported: drop the statement, names are freed when the function returns",
+    gast.Import: "import inside a differentiated function is not supported: import at module level",
+    gast.ImportFrom: "import inside a differentiated function is not supported: import at module level",
+    gast.Starred: "star-arguments (*args) are not supported: pass each argument explicitly",
+    gast.Dict: "dict literals are not supported in differentiated code yet: build the dict outside",
+    gast.Set: "set literals are not supported in differentiated code: use a tuple",
+}
+if hasattr(gast, "Match"):
+    REFUSED[gast.Match] = "match statements are not supported: " + _CONTROL_FLOW
+
+
+def check(tree: gast.FunctionDef, locate: Locate) -> gast.FunctionDef:
+    """Return ``tree`` unchanged if it is inside the language; raise at the first construct that is not."""
+    _check_arguments(tree.args, locate)
+    for statement in tree.body:
+        for node in gast.walk(statement):
+            hint = REFUSED.get(type(node))
+            if hint is not None:
+                raise refuse(node, hint, locate)
+            if isinstance(node, gast.keyword) and node.arg is None:
+                raise refuse(node.value, "**kwargs in a call is not supported: pass each keyword explicitly",
+                             locate)
+            if isinstance(node, gast.Compare) and len(node.ops) > 1:
+                raise refuse(node, "chained comparisons are not supported yet: compare two values at a time",
+                             locate)
+    return tree
+
+
+def _check_arguments(args: gast.arguments, locate: Locate) -> None:
+    for star in (args.vararg, args.kwarg):
+        if star is not None:
+            raise refuse(star, "functions with *args or **kwargs cannot be differentiated: "
+                               "name every parameter", locate)
+
+
+def refuse(node: gast.AST, hint: str, locate: Locate) -> UnsupportedSyntaxError:
+    """An :class:`UnsupportedSyntaxError` pointing at ``node``."""
+    filename, lineno, text = locate(node)
+    return UnsupportedSyntaxError(hint, filename, lineno, getattr(node, "col_offset", 0) + 1, text)

@@ -1,0 +1,208 @@
+"""Stage 5, emit: name every outside object, then print the functions as Python with astor.
+
+>>> import numpy as np
+>>> spelling(np.sin, "xp.sin"), spelling(np.linalg.inv, "inv")
+(('np', ('sin',)), ('np', ('linalg', 'inv')))
+
+Modules get their usual short names (``np``, ``math``), numpy and math functions
+are written through them (``np.sin``), and anything else gets the name the user
+reached it by. A name is never one the generated functions bind locally. The
+text is deterministic: the same function always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+import sys
+import types
+from dataclasses import dataclass
+from typing import Any
+
+import astor
+import gast
+
+from ast_ad import ir, syntax
+from ast_ad.naming import Namer, identifier
+from ast_ad.reverse import Adjoint, CalleeRef
+
+MODULE_NAMES = {"numpy": "np", "math": "math", "operator": "operator"}
+SPELLED_THROUGH = ("numpy", "numpy.linalg", "numpy.fft", "math", "operator")
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A global or closure value the generated code reads, re-read before every call."""
+
+    alias: str
+    fn: Any
+    origin: tuple[str, str]
+    value: Any  # as it was when transformed
+    data: bool  # data is refreshed; a changed function or module means transforming again
+
+
+@dataclass(frozen=True)
+class Emitted:
+    text: str
+    entry: str
+    namespace: dict[str, Any]
+    bindings: tuple[Binding, ...]
+
+
+def spelling(obj: Any, hint: str) -> tuple[str, tuple[str, ...]]:
+    """The preferred global name for ``obj`` and the attributes to read from it."""
+    if isinstance(obj, types.ModuleType):
+        return MODULE_NAMES.get(obj.__name__, obj.__name__.rsplit(".", 1)[-1]), ()
+    module, name = getattr(obj, "__module__", None), getattr(obj, "__name__", None)
+    if module == "_operator":
+        module = "operator"
+    if module in SPELLED_THROUGH and isinstance(name, str) and getattr(sys.modules[module], name, None) is obj:
+        root, *rest = module.split(".")
+        return MODULE_NAMES[root], (*rest, name)
+    if module == "builtins" and getattr(builtins, name, None) is obj:
+        return name, ()
+    if isinstance(obj, CalleeRef):
+        return f"{obj.adjoint.function.name}_{obj.part}", ()
+    return identifier(hint.rsplit(".", 1)[-1]), ()
+
+
+def emit(top: Adjoint, single: bool) -> Emitted:
+    """The module text: every callee's ``_fwd``/``_bwd`` pair, then the gradient function."""
+    adjoints = _callees(top)
+    trees = [tree for a in adjoints for tree in _pair(a)] + [_combined(top, single)]
+    namer = Namer(reserved=_locals(trees))
+    names: dict[Any, str] = {}
+    namespace: dict[str, Any] = {}
+    bindings: list[Binding] = []
+
+    def global_name(key: Any, preferred: str, value: Any) -> str:
+        if key not in names:
+            names[key] = namer.fresh(preferred)
+            namespace[names[key]] = value
+        return names[key]
+
+    for a in adjoints + [top]:  # the functions' own names first, so they keep them
+        suffixes = ("vjp",) if a is top else ("fwd", "bwd")
+        for part in suffixes:
+            global_name((id(a), part), f"{a.function.name}_{part}", None)
+
+    def resolve(adjoint: Adjoint, marker: str) -> gast.expr:
+        ref = adjoint.refs.entries[int(marker[1:])]
+        obj = ref.obj
+        if isinstance(obj, CalleeRef):
+            return syntax.name(names[(id(obj.adjoint), obj.part)])
+        data = ref.origin is not None and not callable(obj) and not isinstance(obj, types.ModuleType)
+        if data:
+            key = ("data", id(adjoint.function.fn), ref.origin)
+            alias = global_name(key, identifier(ref.hint), obj)
+            return syntax.name(alias)
+        root, attrs = spelling(obj, ref.hint)
+        base = obj if not attrs else _root_module(obj)
+        expr: gast.expr = syntax.name(global_name(id(base), root, base))
+        for attr in attrs:
+            expr = gast.Attribute(value=expr, attr=attr, ctx=gast.Load())
+        return expr
+
+    owners = [a for a in adjoints for _ in range(2)] + [top]
+    for adjoint, tree in zip(owners, trees):
+        _Resolve(lambda marker, adj=adjoint: resolve(adj, marker)).visit(tree)
+        tree.name = names[(id(adjoint), "vjp" if tree is trees[-1] else tree.name.rsplit("_", 1)[-1])]
+    for a in adjoints + [top]:
+        for ref in a.refs.entries:
+            if ref.origin is not None:
+                data = not callable(ref.root) and not isinstance(ref.root, types.ModuleType)
+                alias = names.get(("data", id(a.function.fn), ref.origin), "")
+                bindings.append(Binding(alias, a.function.fn, ref.origin, ref.root, data))
+    for k, v in list(namespace.items()):
+        if v is None:
+            del namespace[k]
+    text = "\n\n".join(_print(tree) for tree in trees)
+    return Emitted(text, trees[-1].name, namespace, tuple(dict.fromkeys(bindings)))
+
+
+def emit_forward(function: ir.Function) -> str:
+    """The normalized function as Python: its forward statements and its return."""
+    refs = syntax.RefTable()
+    body = [syntax.statement(s, refs) for s in function.body] + [syntax.ret(syntax.atom(function.result, refs))]
+    tree = syntax.function(function.name, list(function.params), body)
+    namer = Namer(reserved=_locals([tree]))
+    chosen: dict[int, str] = {}
+
+    def resolve(marker: str) -> gast.expr:
+        ref = refs.entries[int(marker[1:])]
+        root, attrs = spelling(ref.obj, ref.hint)
+        base = ref.obj if not attrs else _root_module(ref.obj)
+        if id(base) not in chosen:
+            chosen[id(base)] = namer.fresh(root)
+        expr: gast.expr = syntax.name(chosen[id(base)])
+        for attr in attrs:
+            expr = gast.Attribute(value=expr, attr=attr, ctx=gast.Load())
+        return expr
+
+    _Resolve(resolve).visit(tree)
+    return _print(tree)
+
+
+def _root_module(obj: Any) -> types.ModuleType:
+    """The top-level module a spelled-through function is read from (``numpy`` for ``np.linalg.inv``)."""
+    module = obj.__module__ if obj.__module__ != "_operator" else "operator"
+    return sys.modules[module.split(".")[0]]
+
+
+def _callees(top: Adjoint) -> list[Adjoint]:
+    """Every adjoint ``top`` calls, callees before callers, each once."""
+    order: dict[int, Adjoint] = {}
+
+    def visit(a: Adjoint) -> None:
+        for callee in a.callees:
+            if id(callee) not in order:
+                visit(callee)
+                order[id(callee)] = callee
+    visit(top)
+    return list(order.values())
+
+
+def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
+    grads = [syntax.name(g) for g in a.grads]
+    result = syntax.tuple_([a.result, grads[0] if single else syntax.tuple_(grads)])
+    body = a.forward + a.backward + [syntax.ret(result)]
+    return syntax.function(f"{a.function.name}_vjp", [*a.params, a.seed], body, [syntax.const(1.0)])
+
+
+def _pair(a: Adjoint) -> list[gast.FunctionDef]:
+    saved = a.saved()
+    local = Namer(used=_locals([syntax.function("f", list(a.params), a.forward + a.backward)]) | {a.seed})
+    pack = local.fresh("saved")
+    fwd = syntax.function(f"{a.function.name}_fwd", list(a.params), a.forward + [
+        syntax.ret(syntax.tuple_([a.result, syntax.tuple_([syntax.name(s) for s in saved])]))])
+    unpack = [syntax.assign(saved, syntax.name(pack))] if saved else []
+    bwd = syntax.function(f"{a.function.name}_bwd", [pack, a.seed], unpack + a.backward + [
+        syntax.ret(syntax.tuple_([syntax.name(g) for g in a.grads]))])
+    return [fwd, bwd]
+
+
+def _locals(trees: list[gast.FunctionDef]) -> set[str]:
+    return {n.id for t in trees for n in gast.walk(t) if isinstance(n, gast.Name) and not n.id.startswith(syntax.MARK)}
+
+
+class _Resolve(gast.NodeTransformer):
+    def __init__(self, resolve: Any):
+        self.resolve = resolve
+
+    def visit_Name(self, node: gast.Name) -> gast.expr:
+        return self.resolve(node.id) if node.id.startswith(syntax.MARK) else node
+
+
+_COMMENT = re.compile(r"^(\s*)(?:'|\"|'''|\"\"\")" + syntax.MARK + r"#(\d+)(?:'|\"|'''|\"\"\")\s*$", re.M)
+
+
+def _print(tree: gast.FunctionDef) -> str:
+    """astor's text of ``tree``, comment markers turned into ``#`` comments."""
+    texts: list[str] = []
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Expr) and isinstance(node.value, gast.Constant) \
+                and isinstance(node.value.value, str) and node.value.value.startswith(syntax.MARK + "#"):
+            texts.append(node.value.value[2:])
+            node.value.value = f"{syntax.MARK}#{len(texts) - 1}"
+    text = astor.to_source(gast.gast_to_ast(tree))
+    return _COMMENT.sub(lambda m: f"{m.group(1)}# {texts[int(m.group(2))]}", text)

@@ -1,0 +1,159 @@
+"""Inline a rule's body into generated code, with the program's names substituted.
+
+>>> import math
+>>> from ast_ad import registry, rules, syntax
+>>> import astor
+>>> table = syntax.RefTable()
+>>> body = inline(registry.lookup(math.sin).vjps[0], syntax.name("y_bar"), syntax.name("y"),
+...               [syntax.name("x")], {}, table)
+>>> astor.to_source(gast.gast_to_ast(body)).strip(), table.entries[0].hint
+('(y_bar * §0.cos(x))', 'math')
+
+A rule inlines when it is a lambda, or a def whose body is one ``return``, and
+every parameter its body reads gets a name, a literal or a literal default.
+Otherwise ``inline`` returns ``None`` and the generator emits a call to the rule.
+After substitution, ``c is None`` tests and conditional expressions on
+constants are folded, so ``axis=None`` defaults leave no dead branches behind.
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import functools
+import inspect
+import operator
+from typing import Any, Callable
+
+import gast
+
+from ast_ad import parse, syntax
+from ast_ad.errors import ASTADError
+
+LITERALS = (type(None), bool, int, float, complex, str)
+
+
+class Hole:
+    """Stands for a gast expression while ``inspect.Signature.bind`` matches arguments to parameters."""
+
+    def __init__(self, node: gast.expr):
+        self.node = node
+
+
+def inline(rule: Callable[..., Any], g: gast.expr, ans: gast.expr, args: list[gast.expr],
+           kwargs: dict[str, gast.expr], refs: syntax.RefTable) -> gast.expr | None:
+    """The rule's body applied to these expressions, or ``None`` if it does not inline."""
+    template = _template(rule)
+    if template is None:
+        return None
+    signature, body = template
+    bound = signature.bind(Hole(g), Hole(ans), *map(Hole, args), **{k: Hole(v) for k, v in kwargs.items()})
+    bound.apply_defaults()
+    values = {p: _value(signature.parameters[p], v) for p, v in bound.arguments.items()}
+    try:
+        result = _Substitute(values, rule.__globals__, refs).visit(copy.deepcopy(body))
+    except _NoInline:
+        return None
+    return _Fold().visit(result)
+
+
+def bindable(rule: Callable[..., Any], nargs: int, kwargs: list[str]) -> bool:
+    """Whether a call with ``nargs`` positional arguments and these keywords fits the rule."""
+    try:
+        inspect.signature(rule).bind(*([None] * (nargs + 2)), **dict.fromkeys(kwargs))
+    except TypeError:
+        return False
+    except ValueError:
+        return True
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _template(rule: Callable[..., Any]) -> tuple[inspect.Signature, gast.expr] | None:
+    try:
+        tree = parse.parse(rule).tree
+        signature = inspect.signature(rule)
+    except (ASTADError, TypeError, ValueError):
+        return None
+    body = [s for s in tree.body if not (isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], gast.Return) or body[0].value is None:
+        return None
+    scoped = (gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp, gast.NamedExpr)
+    if any(isinstance(node, scoped) for node in gast.walk(body[0].value)):
+        return None
+    return signature, body[0].value
+
+
+def _value(param: inspect.Parameter, value: Any) -> gast.expr | None:
+    if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+        return None
+    if isinstance(value, Hole):
+        return value.node
+    if _is_literal(value):
+        return syntax.const(value)
+    return None
+
+
+def _is_literal(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return all(_is_literal(v) for v in value)
+    return isinstance(value, LITERALS)
+
+
+class _NoInline(Exception):
+    pass
+
+
+class _Substitute(gast.NodeTransformer):
+    def __init__(self, values: dict[str, gast.expr | None], namespace: dict[str, Any], refs: syntax.RefTable):
+        self.values, self.namespace, self.refs = values, namespace, refs
+
+    def visit_Name(self, node: gast.Name) -> gast.expr:
+        if node.id in self.values:
+            value = self.values[node.id]
+            if value is None:
+                raise _NoInline
+            return copy.deepcopy(value)
+        if node.id in self.namespace:
+            return self.refs.marker(self.namespace[node.id], node.id)
+        if hasattr(builtins, node.id):
+            return self.refs.marker(getattr(builtins, node.id), node.id)
+        raise _NoInline
+
+
+FOLDABLE = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
+
+
+class _Fold(gast.NodeTransformer):
+    """Fold what substitution made constant: ``None is None``, ``a if True else b``, ``2 - 1``, ``x ** 1``."""
+
+    def visit_Compare(self, node: gast.Compare) -> gast.expr:
+        self.generic_visit(node)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (gast.Is, gast.IsNot)) \
+                and _constant(node.left) and _constant(node.comparators[0]):
+            same = node.left.value is node.comparators[0].value
+            return gast.Constant(value=same == isinstance(node.ops[0], gast.Is), kind=None)
+        return node
+
+    def visit_IfExp(self, node: gast.IfExp) -> gast.expr:
+        self.generic_visit(node)
+        if _constant(node.test):
+            return node.body if node.test.value else node.orelse
+        return node
+
+    def visit_BinOp(self, node: gast.BinOp) -> gast.expr:
+        self.generic_visit(node)
+        fold = FOLDABLE.get(type(node.op))
+        if fold and _number(node.left) and _number(node.right):
+            return syntax.const(fold(node.left.value, node.right.value))
+        if isinstance(node.op, gast.Pow) and _number(node.right) and node.right.value == 1:
+            return node.left
+        return node
+
+
+def _constant(node: gast.expr) -> bool:
+    return isinstance(node, gast.Constant)
+
+
+def _number(node: gast.expr) -> bool:
+    return isinstance(node, gast.Constant) and type(node.value) in (int, float)

@@ -1,0 +1,58 @@
+"""Stage 6, load: compile exactly the printed text, and register it so tracebacks, pdb and inspect show it.
+
+>>> loaded = load("def double(x):\\n    return 2 * x\\n", "double", {})
+>>> import inspect
+>>> loaded.fn(3.0), inspect.getsource(loaded.fn).splitlines()[0]
+(6.0, 'def double(x):')
+"""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ast_ad.emit import Binding
+
+_serial = itertools.count(1)
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Loaded:
+    fn: Callable[..., Any]
+    text: str
+    namespace: dict[str, Any]
+    bindings: tuple[Binding, ...]
+
+    def refresh(self) -> bool:
+        """Re-read the globals and closure values the code uses; ``False`` if a function or module changed."""
+        for binding in self.bindings:
+            value = read(binding.fn, binding.origin)
+            if binding.data:
+                self.namespace[binding.alias] = value
+            elif value is not binding.value:
+                return False
+        return True
+
+
+def load(text: str, entry: str, namespace: dict[str, Any], bindings: tuple[Binding, ...] = ()) -> Loaded:
+    """Compile ``text`` into a fresh namespace and return its function ``entry``."""
+    filename = f"<ast_ad {entry} #{next(_serial)}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    scope = dict(namespace)
+    exec(compile(text, filename, "exec"), scope)  # noqa: S102 -- compiling the code we just printed
+    return Loaded(scope[entry], text, scope, bindings)
+
+
+def read(fn: Any, origin: tuple[str, str]) -> Any:
+    """The current value of a global or closure variable of ``fn``."""
+    kind, name = origin
+    if kind == "global":
+        return fn.__globals__.get(name, _MISSING)
+    cell = fn.__closure__[fn.__code__.co_freevars.index(name)]
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _MISSING

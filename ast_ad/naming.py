@@ -1,0 +1,38 @@
+"""Deterministic, collision-free names for generated code.
+
+>>> namer = Namer(reserved={"t1"})
+>>> namer.fresh("y", user=True), namer.fresh("y", user=True), namer.fresh("t1")
+('y', 'y_1', 't1_1')
+
+User names keep their spelling where they can; a generated name never takes a
+name the user's function binds (its *reserved* names), nor one already given.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+
+
+class Namer:
+    def __init__(self, reserved: set[str] | frozenset[str] = frozenset(), used: set[str] | None = None):
+        self.reserved = set(reserved)
+        self.used = set(used or ())
+
+    def fresh(self, base: str, user: bool = False) -> str:
+        """A new name from ``base``: ``base`` itself if free, else ``base_1``, ``base_2``, ..."""
+        base = identifier(base)
+        taken = self.used if user else self.used | self.reserved
+        name, k = base, 0
+        while name in taken or keyword.iskeyword(name):
+            k += 1
+            name = f"{base}_{k}"
+            taken = self.used | self.reserved
+        self.used.add(name)
+        return name
+
+
+def identifier(text: str) -> str:
+    """``text`` made into a Python identifier."""
+    text = re.sub(r"\W", "_", text).strip("_") or "t"
+    return "t_" + text if text[0].isdigit() else text

@@ -1,0 +1,105 @@
+"""Stage 1, parse: read a function's real source into a gast tree that remembers where it came from.
+
+>>> def f(x):
+...     return x * 2.0
+>>> source = parse(f)
+>>> source.tree.name, source.tree.body[0].lineno + source.line_offset == f.__code__.co_firstlineno + 1
+('f', True)
+
+Indented sources (methods, nested functions) are parsed in place under an
+``if 1:`` header, so every node keeps its real column; ``line_offset`` maps a
+node's line back to the user's file. A lambda becomes a one-statement ``def``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import linecache
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import gast
+
+from ast_ad.errors import SourceUnavailableError
+
+
+@dataclass(frozen=True)
+class Source:
+    """A function's gast tree, with what it takes to point at the user's lines."""
+
+    fn: Callable[..., Any]
+    tree: gast.FunctionDef
+    filename: str
+    line_offset: int
+
+    def lineno(self, node: gast.AST) -> int:
+        """The line in the user's file that ``node`` stands on."""
+        return getattr(node, "lineno", 1) + self.line_offset
+
+    def line(self, node: gast.AST) -> str:
+        """The text of that line, as the user wrote it."""
+        return linecache.getline(self.filename, self.lineno(node)).rstrip("\n")
+
+
+def parse(fn: Callable[..., Any]) -> Source:
+    """Parse ``fn``'s source; raise :class:`SourceUnavailableError` when there is none."""
+    fn = inspect.unwrap(fn)
+    lines, start = _source_lines(fn)
+    text = "".join(lines)
+    indented = text[:1].isspace()
+    module = _parse_text("if 1:\n" + text if indented else text, fn)
+    body = module.body[0].body if indented else module.body
+    offset = start - 1 - (1 if indented else 0)
+    filename = fn.__code__.co_filename
+    if fn.__name__ == "<lambda>":
+        return Source(fn, _lambda_as_def(_find_lambda(module, fn, offset), fn), filename, offset)
+    defs = [node for node in body if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef))]
+    if not defs:
+        raise SourceUnavailableError(f"could not find the definition of {fn.__qualname__} in its source")
+    return Source(fn, defs[0], filename, offset)
+
+
+def _source_lines(fn: Callable[..., Any]) -> tuple[list[str], int]:
+    if not inspect.isfunction(fn):
+        raise SourceUnavailableError(
+            f"{fn!r} is not a Python function, so ast_ad cannot read its source; "
+            "differentiate a def or lambda, or register a rule with ast_ad.extend.defvjp")
+    try:
+        return inspect.getsourcelines(fn)
+    except (OSError, TypeError) as exc:
+        raise SourceUnavailableError(
+            f"the source of {fn.__qualname__} is not available ({exc}); functions built by "
+            "exec or typed into an interactive prompt cannot be transformed: define it in a file, "
+            "or register a rule with ast_ad.extend.defvjp") from None
+
+
+def _parse_text(text: str, fn: Callable[..., Any]) -> gast.Module:
+    try:
+        return gast.parse(text)
+    except SyntaxError:
+        raise SourceUnavailableError(
+            f"the source lines of {fn.__qualname__} do not parse on their own; "
+            "write the function as a def on lines of its own") from None
+
+
+def _find_lambda(module: gast.Module, fn: Callable[..., Any], offset: int) -> gast.Lambda:
+    """The lambda node in ``module`` whose code is ``fn``'s (matched by arguments, then position)."""
+    code = fn.__code__
+    names = code.co_varnames[: code.co_argcount]
+    found = [node for node in gast.walk(module) if isinstance(node, gast.Lambda)
+             and tuple(arg.id for arg in node.args.args) == names]
+    if len(found) > 1:
+        positions = {(line, col) for line, _, col, _ in code.co_positions() if line is not None}
+        found = [node for node in found
+                 if (node.body.lineno + offset, node.body.col_offset) in positions] or found[:1]
+    if not found:
+        raise SourceUnavailableError("could not find the lambda's source; write it as a def")
+    return found[0]
+
+
+def _lambda_as_def(node: gast.Lambda, fn: Callable[..., Any]) -> gast.FunctionDef:
+    ret = gast.Return(value=node.body)
+    gast.copy_location(ret, node.body)
+    tree = gast.FunctionDef(name="lambda_", args=node.args, body=[ret], decorator_list=[],
+                            returns=None, type_comment=None, type_params=[])
+    return gast.copy_location(tree, node)

@@ -1,0 +1,73 @@
+"""The rule registry: which functions are primitives, and how to differentiate them.
+
+A *rule* is a vector-Jacobian product (VJP) for one positional argument of a
+function, written ``lambda g, ans, *args, **kwargs: ...``: given the adjoint
+``g`` of the result ``ans`` and the call's own arguments, it returns that
+argument's adjoint contribution.
+
+>>> import math
+>>> rule = lookup(math.sin)
+>>> rule.vjps[0](1.0, math.sin(0.0), 0.0)
+1.0
+
+Both the source transformer and the runtime tracer read this table, so every
+rule is written exactly once. The registry imports no AST library.
+
+*Elementwise* rules may receive an adjoint ``g`` that still carries broadcast
+dimensions; the engines reduce it to the argument's shape afterwards (summing
+over broadcast axes commutes with elementwise products). Every other rule
+receives ``g`` of exactly the shape of ``ans``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+VJP = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How to differentiate ``fn``: one VJP per positional argument (``None``: no gradient)."""
+
+    fn: Any
+    vjps: tuple[VJP | None, ...] = ()
+    nondiff: bool = False
+    elementwise: bool = False
+
+    def vjp(self, argnum: int) -> VJP | None:
+        """The rule for positional argument ``argnum``, or ``None``."""
+        return self.vjps[argnum] if argnum < len(self.vjps) else None
+
+
+_RULES: dict[Any, Rule] = {}
+
+
+def defvjp(fn: Any, *vjps: VJP | None, elementwise: bool = False) -> None:
+    """Register one reverse rule per positional argument of ``fn``."""
+    _RULES[fn] = Rule(fn, tuple(vjps), elementwise=elementwise)
+
+
+def defvjp_elementwise(fn: Any, *vjps: VJP | None) -> None:
+    """Register rules for an elementwise (broadcasting) function."""
+    defvjp(fn, *vjps, elementwise=True)
+
+
+def def_nondiff(*fns: Any) -> None:
+    """Declare functions whose result carries no gradient (``floor``, ``shape``, ...)."""
+    for fn in fns:
+        _RULES[fn] = Rule(fn, nondiff=True)
+
+
+def lookup(fn: Any) -> Rule | None:
+    """The rule registered for ``fn``, or ``None`` (also for unhashable objects)."""
+    try:
+        return _RULES.get(fn)
+    except TypeError:
+        return None
+
+
+def registered() -> tuple[Rule, ...]:
+    """Every registered rule, in registration order."""
+    return tuple(_RULES.values())

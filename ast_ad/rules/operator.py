@@ -1,0 +1,26 @@
+"""Rules for Python's operators (``+ - * / ** @``, unary ``-``/``+``, ``abs``), via the operator module."""
+
+import operator
+
+import numpy as np
+
+from ast_ad.registry import def_nondiff, defvjp, defvjp_elementwise as ew
+from ast_ad.runtime import getitem_vjp, matmul_vjp_a, matmul_vjp_b, safe_log
+
+# ---- arithmetic -------------------------------------------------------------------------------
+ew(operator.add,     lambda g, ans, x, y: g,                   lambda g, ans, x, y: g)
+ew(operator.sub,     lambda g, ans, x, y: g,                   lambda g, ans, x, y: -g)
+ew(operator.mul,     lambda g, ans, x, y: g * y,               lambda g, ans, x, y: g * x)
+ew(operator.truediv, lambda g, ans, x, y: g / y,               lambda g, ans, x, y: -g * ans / y)
+ew(operator.pow,     lambda g, ans, x, y: g * y * x ** (y - 1), lambda g, ans, x, y: g * ans * safe_log(x))
+ew(operator.neg,     lambda g, ans, x: -g)
+ew(operator.pos,     lambda g, ans, x: g)
+ew(operator.abs,     lambda g, ans, x: g * np.sign(x))
+
+# ---- products and indexing ---------------------------------------------------------------------
+defvjp(operator.matmul,  lambda g, ans, a, b: matmul_vjp_a(g, a, b), lambda g, ans, a, b: matmul_vjp_b(g, a, b))
+defvjp(operator.getitem, lambda g, ans, x, index: getitem_vjp(g, x, index))
+
+# ---- no gradient --------------------------------------------------------------------------------
+def_nondiff(operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
+            operator.not_, operator.floordiv, operator.mod)

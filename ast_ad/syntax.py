@@ -1,0 +1,168 @@
+"""Small builders of gast nodes, and the translation of IR statements into them.
+
+Objects from outside the function appear in built trees as *markers*, names
+like ``§3`` that no Python identifier can spell; the emit stage gives each
+object its final name. ``RefTable`` hands markers out.
+
+>>> table = RefTable()
+>>> import math
+>>> table.marker(math.sin, "math.sin").id, table.marker(math.cos, "math.cos").id
+('§0', '§1')
+"""
+
+from __future__ import annotations
+
+import copy
+import operator
+from typing import Any
+
+import gast
+
+from ast_ad import ir
+
+MARK = "§"
+
+
+class RefTable:
+    """The outside objects a generated function reads, by marker."""
+
+    def __init__(self) -> None:
+        self.entries: list[ir.Ref] = []
+        self._index: dict[ir.Ref, int] = {}
+
+    def marker(self, obj: Any, hint: str) -> gast.Name:
+        return self.ref(ir.Ref(obj, hint))
+
+    def ref(self, ref: ir.Ref) -> gast.Name:
+        if ref not in self._index:
+            self._index[ref] = len(self.entries)
+            self.entries.append(ref)
+        return name(f"{MARK}{self._index[ref]}")
+
+
+# ---- node builders --------------------------------------------------------------------------------------
+def name(id_: str, ctx: gast.AST | None = None) -> gast.Name:
+    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
+
+
+def store(id_: str) -> gast.Name:
+    return name(id_, gast.Store())
+
+
+def const(value: Any, refs: RefTable | None = None) -> gast.expr:
+    """A literal; slices become ``slice(...)`` calls (through ``refs``, so a local ``slice`` is harmless)."""
+    if isinstance(value, tuple):
+        return gast.Tuple(elts=[const(v, refs) for v in value], ctx=gast.Load())
+    if isinstance(value, list):
+        return gast.List(elts=[const(v, refs) for v in value], ctx=gast.Load())
+    if isinstance(value, slice):
+        func = refs.marker(slice, "slice") if refs else name("slice")
+        return call(func, [const(value.start), const(value.stop), const(value.step)])
+    if value is Ellipsis:
+        return gast.Constant(value=Ellipsis, kind=None)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+        return gast.UnaryOp(op=gast.USub(), operand=gast.Constant(value=-value, kind=None))
+    return gast.Constant(value=value, kind=None)
+
+
+def call(func: gast.expr, args: list[gast.expr], keywords: dict[str, gast.expr] | None = None) -> gast.Call:
+    kws = [gast.keyword(arg=k, value=v) for k, v in (keywords or {}).items()]
+    return gast.Call(func=func, args=args, keywords=kws)
+
+
+def assign(targets: str | list[str], value: gast.expr) -> gast.Assign:
+    target = store(targets) if isinstance(targets, str) else \
+        gast.Tuple(elts=[store(t) for t in targets], ctx=gast.Store())
+    return gast.Assign(targets=[target], value=value, type_comment=None)
+
+
+def add(left: gast.expr, right: gast.expr) -> gast.BinOp:
+    return gast.BinOp(left=left, op=gast.Add(), right=right)
+
+
+def tuple_(elts: list[gast.expr]) -> gast.Tuple:
+    return gast.Tuple(elts=elts, ctx=gast.Load())
+
+
+def ret(value: gast.expr) -> gast.Return:
+    return gast.Return(value=value)
+
+
+def comment(text: str) -> gast.Expr:
+    """A statement the emit stage prints as ``# text``."""
+    return gast.Expr(value=gast.Constant(value=MARK + "#" + text, kind=None))
+
+
+def function(fname: str, params: list[str], body: list[gast.stmt],
+             defaults: list[gast.expr] | None = None) -> gast.FunctionDef:
+    args = gast.arguments(args=[name(p, gast.Param()) for p in params], posonlyargs=[], vararg=None,
+                          kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=defaults or [])
+    return gast.FunctionDef(name=fname, args=args, body=body, decorator_list=[], returns=None,
+                            type_comment=None, type_params=[])
+
+
+# ---- IR to gast ------------------------------------------------------------------------------------------
+BINARY_SYNTAX = {operator.add: gast.Add, operator.sub: gast.Sub, operator.mul: gast.Mult,
+                 operator.truediv: gast.Div, operator.pow: gast.Pow, operator.matmul: gast.MatMult,
+                 operator.floordiv: gast.FloorDiv, operator.mod: gast.Mod}
+UNARY_SYNTAX = {operator.neg: gast.USub, operator.pos: gast.UAdd, operator.not_: gast.Not}
+COMPARE_SYNTAX = {operator.lt: gast.Lt, operator.le: gast.LtE, operator.gt: gast.Gt, operator.ge: gast.GtE,
+                  operator.eq: gast.Eq, operator.ne: gast.NotEq}
+
+
+def atom(a: ir.Atom, refs: RefTable) -> gast.expr:
+    if isinstance(a, ir.Var):
+        return name(a.name)
+    if isinstance(a, ir.Const):
+        return const(a.value, refs)
+    return refs.ref(a)
+
+
+def index(a: ir.Atom, refs: RefTable) -> gast.expr:
+    """An atom in subscript position, where ``1:3`` and ``...`` may be written as such."""
+    if isinstance(a, ir.Const) and isinstance(a.value, slice):
+        s = a.value
+        return gast.Slice(*(None if v is None else const(v) for v in (s.start, s.stop, s.step)))
+    if isinstance(a, ir.Const) and isinstance(a.value, tuple):
+        return gast.Tuple(elts=[index(ir.Const(v), refs) for v in a.value], ctx=gast.Load())
+    return atom(a, refs)
+
+
+def expr(e: ir.Expr, refs: RefTable, fn_name: gast.expr | None = None) -> gast.expr:
+    """The gast expression for an IR right-hand side (``fn_name`` overrides the callee's name)."""
+    if isinstance(e, ir.Call):
+        args = [atom(a, refs) for a in e.args]
+        fn = e.fn.obj
+        if fn_name is None and not e.kwargs:
+            if fn in BINARY_SYNTAX and len(args) == 2:
+                return gast.BinOp(left=args[0], op=BINARY_SYNTAX[fn](), right=args[1])
+            if fn in UNARY_SYNTAX and len(args) == 1:
+                return gast.UnaryOp(op=UNARY_SYNTAX[fn](), operand=args[0])
+            if fn in COMPARE_SYNTAX and len(args) == 2:
+                return gast.Compare(left=args[0], ops=[COMPARE_SYNTAX[fn]()], comparators=[args[1]])
+            if fn is operator.getitem and len(args) == 2:
+                return gast.Subscript(value=args[0], slice=index(e.args[1], refs), ctx=gast.Load())
+        return call(fn_name or refs.ref(e.fn), args, {k: atom(v, refs) for k, v in e.kwargs})
+    if isinstance(e, ir.Pack):
+        elts = [atom(a, refs) for a in e.elts]
+        return gast.List(elts=elts, ctx=gast.Load()) if e.kind == "list" else tuple_(elts)
+    if isinstance(e, ir.Attr):
+        return gast.Attribute(value=atom(e.value, refs), attr=e.attr, ctx=gast.Load())
+    return atom(e, refs)
+
+
+def statement(s: ir.Stmt, refs: RefTable) -> gast.stmt:
+    """The gast statement for an IR statement."""
+    if isinstance(s, ir.Assign):
+        return assign(s.target, expr(s.value, refs))
+    if isinstance(s, ir.Unpack):
+        return assign(list(s.targets), atom(s.value, refs))
+    return _effect(s, refs)
+
+
+def _effect(s: ir.Effect, refs: RefTable) -> gast.stmt:
+    node = copy.deepcopy(s.node)
+    for child in gast.walk(node):
+        if isinstance(child, gast.Name) and child.id.startswith(MARK):
+            child.id = refs.ref(s.refs[int(child.id[1:])]).id
+    return node

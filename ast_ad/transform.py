@@ -1,0 +1,73 @@
+"""The driver: the pipeline in one screen, and the cache in front of it.
+
+    parse -> check -> normalize -> reverse -> emit -> load
+
+Each stage takes a value and returns one; ``stages(fn)`` shows them all.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ast_ad import ir
+from ast_ad.check import check
+from ast_ad.emit import emit, emit_forward
+from ast_ad.errors import LocatedError
+from ast_ad.load import Loaded, load
+from ast_ad.normalize import normalize
+from ast_ad.parse import Source, parse
+from ast_ad.reverse import Adjoint, reverse
+
+_lock = threading.RLock()
+_adjoints: dict[tuple[Any, tuple[int, ...]], Adjoint] = {}
+_loaded: dict[tuple[Any, tuple[int, ...], bool], Loaded] = {}
+_building: set[Any] = set()
+
+
+def normalized(fn: Any) -> ir.Function:
+    """parse -> check -> normalize."""
+    source = parse(fn)
+    check(source.tree, _locator(source))
+    return normalize(source)
+
+
+def adjoint(fn: Any, argnums: tuple[int, ...]) -> Adjoint:
+    """parse -> check -> normalize -> reverse, cached per function and argnums."""
+    key = (fn, argnums)
+    with _lock:
+        if key not in _adjoints:
+            if fn in _building:
+                raise LocatedError(f"{fn.__qualname__} calls itself; recursion is not supported yet",
+                                   fn.__code__.co_filename, fn.__code__.co_firstlineno)
+            _building.add(fn)
+            try:
+                _adjoints[key] = reverse(normalized(fn), argnums, adjoint)
+            finally:
+                _building.discard(fn)
+        return _adjoints[key]
+
+
+def gradient(fn: Any, argnums: tuple[int, ...], single: bool) -> Loaded:
+    """The loaded gradient function, transformed again when a function or module it reads has changed."""
+    key = (fn, argnums, single)
+    loaded = _loaded.get(key)
+    if loaded is not None and loaded.refresh():
+        return loaded
+    with _lock:
+        if loaded is not None:
+            _adjoints.clear()
+        emitted = emit(adjoint(fn, argnums), single)
+        loaded = load(emitted.text, emitted.entry, emitted.namespace, emitted.bindings)
+        loaded.refresh()
+        _loaded[key] = loaded
+        return loaded
+
+
+def forward_source(fn: Any) -> str:
+    """The normalized form of ``fn``, as Python."""
+    return emit_forward(normalized(fn))
+
+
+def _locator(source: Source) -> Any:
+    return lambda node: (source.filename, source.lineno(node), source.line(node))
