@@ -6,16 +6,24 @@ import functools
 import inspect
 import numbers
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ast_ad import transform
-from ast_ad.errors import (ArgnumsError, ASTADError, NonDifferentiableArgumentError, NonScalarOutputError,
-                           SourceUnavailableError)
+from ast_ad.errors import (
+    ArgnumsError,
+    ASTADError,
+    NonDifferentiableArgumentError,
+    NonScalarOutputError,
+    SourceUnavailableError,
+)
 from ast_ad.runtime import unbroadcast
 
 STAGES = ("normalized", "adjoint")
+# Argument types known to be scalars; the generated code is specialized on them.
+SCALAR_TYPES = frozenset({float, int, np.float64, np.float32, np.float16, np.int64, np.int32})
 
 
 def grad(fun: Callable[..., Any] | None = None, argnums: int | tuple[int, ...] = 0) -> Any:
@@ -36,13 +44,22 @@ def value_and_grad(fun: Callable[..., Any] | None = None, argnums: int | tuple[i
     return Gradient(fun, argnums, with_value=True)
 
 
-def source(fn: Any, stage: str = "adjoint") -> str:
-    """The generated Python of a gradient function (``stage="adjoint"``) or of ``fn``'s normalized form."""
+def source(fn: Any, *example_args: Any, stage: str = "adjoint") -> str:
+    """The generated Python of a gradient function (``stage="adjoint"``) or of ``fn``'s normalized form.
+
+    Generated code is specialized on which arguments are scalars (it leaves
+    out un-broadcasting that scalars cannot need). ``source`` shows the version
+    for ``example_args`` if given, else for the gradient's last call, else the
+    general version for arrays.
+    """
     if stage not in STAGES:
         raise ASTADError(f"unknown stage {stage!r}: choose one of {', '.join(STAGES)}")
     gradient = fn if isinstance(fn, Gradient) else Gradient(fn, 0, with_value=False)
     if stage == "normalized":
         return transform.forward_source(gradient.fun)
+    if example_args:
+        args = (gradient.bound_self, *example_args) if gradient.bound_self is not None else example_args
+        return gradient.loaded(shape_labels(args)).text
     return gradient.loaded().text
 
 
@@ -61,11 +78,16 @@ class Gradient:
                 raise ArgnumsError(f"argnums={argnums!r} names argument {k}, but {self.fun.__qualname__} "
                                    f"takes {self.nparams - (self.bound_self is not None)} arguments")
         self.shift = 1 if self.bound_self is not None else 0
+        self.last_shapes: tuple[int, ...] | None = None
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             setattr(self, attr, getattr(self.fun, attr, None))
 
-    def loaded(self) -> Any:
-        return transform.gradient(self.fun, tuple(k + self.shift for k in self.argnums), self.single)
+    def loaded(self, shapes: tuple[int, ...] | None = None) -> Any:
+        """The generated code for arguments of these shape labels (default: those of the last call)."""
+        if shapes is None:
+            shapes = self.last_shapes or tuple(range(self.nparams))
+        self.last_shapes = shapes
+        return transform.gradient(self.fun, tuple(k + self.shift for k in self.argnums), self.single, shapes)
 
     @property
     def __wrapped__(self) -> Callable[..., Any]:
@@ -80,14 +102,14 @@ class Gradient:
         positions = [k + self.shift for k in self.argnums]
         for k in positions:
             _check_differentiable(args[k], self.parameter_name(k))
-        loaded = self.loaded()
+        loaded = self.loaded(shape_labels(args))
         out, grads = loaded.fn(*args)
         if np.ndim(out) != 0 or not isinstance(np.asarray(out).item(), numbers.Real):
             raise self.non_scalar(out)
         if self.single:
             grads = _like(grads, args[positions[0]])
         else:
-            grads = tuple(_like(g, args[k]) for g, k in zip(grads, positions))
+            grads = tuple(_like(g, args[k]) for g, k in zip(grads, positions, strict=True))
         return (out, grads) if self.with_value else grads
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
@@ -110,6 +132,11 @@ class Gradient:
 
     def __repr__(self) -> str:
         return f"<ast_ad gradient of {self.__qualname__} argnums={self.argnums}>"
+
+
+def shape_labels(args: tuple[Any, ...]) -> tuple[int, ...]:
+    """``-1`` for each scalar argument, the argument's position for anything else."""
+    return tuple(-1 if type(a) in SCALAR_TYPES else k for k, a in enumerate(args))
 
 
 def _unbind(fun: Any) -> tuple[Callable[..., Any], Any]:

@@ -17,7 +17,7 @@ user's line, with a hint of what to write instead.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import gast
 
@@ -25,17 +25,17 @@ from ast_ad.errors import UnsupportedSyntaxError
 
 Locate = Callable[[gast.AST], tuple[str, int, str]]
 
-_CONTROL_FLOW = ("is not supported yet: ast_ad differentiates straight-line code; "
+_CONTROL_FLOW = (" not supported yet: ast_ad differentiates straight-line code; "
                  "for a branch on values use np.where(cond, a, b)")
 
 REFUSED: dict[type, str] = {
-    gast.If: "if statements " + _CONTROL_FLOW,
-    gast.IfExp: "conditional expressions " + _CONTROL_FLOW,
-    gast.For: "for loops " + _CONTROL_FLOW,
-    gast.While: "while loops " + _CONTROL_FLOW,
-    gast.Break: "break " + _CONTROL_FLOW,
-    gast.Continue: "continue " + _CONTROL_FLOW,
-    gast.BoolOp: "and/or " + _CONTROL_FLOW,
+    gast.If: "if statements are" + _CONTROL_FLOW,
+    gast.IfExp: "conditional expressions are" + _CONTROL_FLOW,
+    gast.For: "for loops are" + _CONTROL_FLOW,
+    gast.While: "while loops are" + _CONTROL_FLOW,
+    gast.Break: "break is" + _CONTROL_FLOW,
+    gast.Continue: "continue is" + _CONTROL_FLOW,
+    gast.BoolOp: "and/or are" + _CONTROL_FLOW,
     gast.Lambda: "lambdas inside a differentiated function are not supported yet: use a def at module level",
     gast.ListComp: "list comprehensions are not supported yet: use numpy on whole arrays",
     gast.SetComp: "set comprehensions are not supported: use numpy on whole arrays",
@@ -64,7 +64,7 @@ REFUSED: dict[type, str] = {
     gast.Set: "set literals are not supported in differentiated code: use a tuple",
 }
 if hasattr(gast, "Match"):
-    REFUSED[gast.Match] = "match statements are not supported: " + _CONTROL_FLOW
+    REFUSED[gast.Match] = "match statements are" + _CONTROL_FLOW
 
 
 def check(tree: gast.FunctionDef, locate: Locate) -> gast.FunctionDef:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numbers
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,7 @@ def check_grads(fun: Callable[..., Any], *args: Any, argnums: int | tuple[int, .
     theirs = tracer.grad(fun, nums)(*args)
     rng = np.random.default_rng(seed)
     report = []
-    for k, ours_k, theirs_k in zip(nums, ours, theirs):
+    for k, ours_k, theirs_k in zip(nums, ours, theirs, strict=True):
         if not np.allclose(ours_k, theirs_k, rtol=1e-9, atol=1e-12):
             report.append(f"argument {k}: ast_ad {ours_k!r} != tracer {theirs_k!r}")
         direction = rng.standard_normal(np.shape(args[k]))

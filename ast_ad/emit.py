@@ -13,6 +13,7 @@ text is deterministic: the same function always gives the same bytes.
 from __future__ import annotations
 
 import builtins
+import copy
 import re
 import sys
 import types
@@ -30,7 +31,7 @@ MODULE_NAMES = {"numpy": "np", "math": "math", "operator": "operator"}
 SPELLED_THROUGH = ("numpy", "numpy.linalg", "numpy.fft", "math", "operator")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Binding:
     """A global or closure value the generated code reads, re-read before every call."""
 
@@ -69,7 +70,7 @@ def spelling(obj: Any, hint: str) -> tuple[str, tuple[str, ...]]:
 def emit(top: Adjoint, single: bool) -> Emitted:
     """The module text: every callee's ``_fwd``/``_bwd`` pair, then the gradient function."""
     adjoints = _callees(top)
-    trees = [tree for a in adjoints for tree in _pair(a)] + [_combined(top, single)]
+    trees = copy.deepcopy([tree for a in adjoints for tree in _pair(a)] + [_combined(top, single)])
     namer = Namer(reserved=_locals(trees))
     names: dict[Any, str] = {}
     namespace: dict[str, Any] = {}
@@ -104,7 +105,7 @@ def emit(top: Adjoint, single: bool) -> Emitted:
         return expr
 
     owners = [a for a in adjoints for _ in range(2)] + [top]
-    for adjoint, tree in zip(owners, trees):
+    for adjoint, tree in zip(owners, trees, strict=True):
         _Resolve(lambda marker, adj=adjoint: resolve(adj, marker)).visit(tree)
         tree.name = names[(id(adjoint), "vjp" if tree is trees[-1] else tree.name.rsplit("_", 1)[-1])]
     for a in adjoints + [top]:
@@ -117,7 +118,8 @@ def emit(top: Adjoint, single: bool) -> Emitted:
         if v is None:
             del namespace[k]
     text = "\n\n".join(_print(tree) for tree in trees)
-    return Emitted(text, trees[-1].name, namespace, tuple(dict.fromkeys(bindings)))
+    unique = {(b.alias, id(b.fn), b.origin): b for b in bindings}
+    return Emitted(text, trees[-1].name, namespace, tuple(unique.values()))
 
 
 def emit_forward(function: ir.Function) -> str:

@@ -23,7 +23,8 @@ import copy
 import functools
 import inspect
 import operator
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gast
 
@@ -68,7 +69,7 @@ def bindable(rule: Callable[..., Any], nargs: int, kwargs: list[str]) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _template(rule: Callable[..., Any]) -> tuple[inspect.Signature, gast.expr] | None:
     try:
         tree = parse.parse(rule).tree

@@ -20,7 +20,7 @@ a global or closure value, or a builtin.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import gast
 
@@ -55,7 +55,7 @@ class Ref:
         return hash((id(self.obj), self.hint))
 
 
-Atom = Union[Var, Const, Ref]
+Atom = Var | Const | Ref
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class Attr:
     attr: str
 
 
-Expr = Union[Call, Pack, Attr, Var, Const, Ref]
+Expr = Call | Pack | Attr | Var | Const | Ref
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ class Effect:
     line: Line
 
 
-Stmt = Union[Assign, Unpack, Effect]
+Stmt = Assign | Unpack | Effect
 
 
 @dataclass(frozen=True)

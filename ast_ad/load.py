@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import itertools
 import linecache
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ast_ad.emit import Binding
 

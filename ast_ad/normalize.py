@@ -79,7 +79,7 @@ class Lowerer:
         tree = self.source.tree
         params = [arg.id for arg in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs]
         names = tuple(self.namer.fresh(param, user=True) for param in params)
-        self.env.update((param, ir.Var(name)) for param, name in zip(params, names))
+        self.env.update((param, ir.Var(name)) for param, name in zip(params, names, strict=True))
         statements = tree.body
         if statements and isinstance(statements[0], gast.Expr) and isinstance(statements[0].value, gast.Constant):
             statements = statements[1:]  # docstring
@@ -141,8 +141,8 @@ class Lowerer:
         elif isinstance(target, (gast.Tuple, gast.List)) and isinstance(value, (gast.Tuple, gast.List)) \
                 and len(target.elts) == len(value.elts):
             atoms = [self.expr(v, t.id if isinstance(t, gast.Name) else None, isinstance(t, gast.Name))
-                     for t, v in zip(target.elts, value.elts)]
-            for t, atom in zip(target.elts, atoms):
+                     for t, v in zip(target.elts, value.elts, strict=True)]
+            for t, atom in zip(target.elts, atoms, strict=True):
                 self.bind_target(t, atom)
         else:
             self.bind_target(target, self.expr(value))
@@ -157,7 +157,7 @@ class Lowerer:
         names = [self.namer.fresh(t.id if isinstance(t, gast.Name) else "t", user=isinstance(t, gast.Name))
                  for t in target.elts]
         self.body.append(ir.Unpack(tuple(names), value, self.line))
-        for t, name in zip(target.elts, names):
+        for t, name in zip(target.elts, names, strict=True):
             self.bind_target(t, ir.Var(name)) if not isinstance(t, gast.Name) else \
                 self.env.__setitem__(t.id, ir.Var(name))
 
@@ -204,7 +204,8 @@ class Lowerer:
         fn = UNARY.get(type(node.op))
         if fn is None:
             raise refuse(node, "the ~ operator is not supported", self.locate)
-        hint = name or (f"neg_{operand.name}" if isinstance(operand, ir.Var) else "t")
+        word = {operator.neg: "neg", operator.pos: "pos", operator.not_: "not"}[fn]
+        hint = name or (f"{word}_{operand.name}" if isinstance(operand, ir.Var) else "t")
         return self.bind(ir.Call(self.operator(fn), (operand,)), hint, user)
 
     def expr_Compare(self, node: gast.Compare, name: str | None, user: bool) -> ir.Atom:
@@ -350,7 +351,7 @@ def _rename_loads(node: gast.AST, rename: Any) -> gast.AST:
 
 def _closure(fn: Any) -> dict[str, Any]:
     cells = fn.__closure__ or ()
-    return dict(zip(fn.__code__.co_freevars, cells))
+    return dict(zip(fn.__code__.co_freevars, cells, strict=True))
 
 
 def _bound_names(tree: gast.FunctionDef) -> set[str]:

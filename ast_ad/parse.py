@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import inspect
 import linecache
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import gast
 

@@ -13,16 +13,18 @@ argument's adjoint contribution.
 Both the source transformer and the runtime tracer read this table, so every
 rule is written exactly once. The registry imports no AST library.
 
-*Elementwise* rules may receive an adjoint ``g`` that still carries broadcast
-dimensions; the engines reduce it to the argument's shape afterwards (summing
-over broadcast axes commutes with elementwise products). Every other rule
-receives ``g`` of exactly the shape of ``ans``.
+Every rule receives ``g`` of exactly the shape of ``ans``. A rule of an
+*elementwise* (broadcasting) function may return a contribution of the
+broadcast shape; the engines sum it down to the argument's shape (the
+transformer only where another operand could have broadcast it). Every other
+rule returns exactly the argument's shape.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 VJP = Callable[..., Any]
 

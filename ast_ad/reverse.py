@@ -17,8 +17,9 @@ become calls to their generated ``_fwd``/``_bwd`` pair.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import gast
 
@@ -33,7 +34,7 @@ from ast_ad.syntax import RefTable
 class CalleeRef:
     """A reference, in generated code, to the forward or backward function of a callee."""
 
-    adjoint: "Adjoint"
+    adjoint: Adjoint
     part: str  # "fwd" or "bwd"
 
 
@@ -49,7 +50,7 @@ class Adjoint:
     seed: str
     grads: list[str]
     refs: RefTable
-    callees: list["Adjoint"] = field(default_factory=list)
+    callees: list[Adjoint] = field(default_factory=list)
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -68,12 +69,57 @@ class Adjoint:
         return list(seen)
 
 
-Derive = Callable[[Any, tuple[int, ...]], Adjoint]
+Derive = Callable[[Any, tuple[int, ...], tuple[int, ...]], Adjoint]
 
 
-def reverse(function: ir.Function, argnums: tuple[int, ...], derive: Derive) -> Adjoint:
-    """Build the adjoint of ``function`` with respect to the parameters at ``argnums``."""
-    return Reverser(function, argnums, derive).run()
+def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive) -> Adjoint:
+    """Build the adjoint of ``function`` with respect to the parameters at ``argnums``.
+
+    ``shapes`` labels each parameter's shape: ``SCALAR`` for numbers, and equal
+    labels for parameters known to share a shape. An elementwise rule's
+    contribution needs no un-broadcasting when no other operand can have
+    broadcast it up (see ``shape_classes``).
+    """
+    return Reverser(function, argnums, shapes, derive).run()
+
+
+SCALAR = -1
+
+
+def shape_classes(function: ir.Function, shapes: tuple[int, ...]) -> dict[str, int]:
+    """Label every name with a shape class: names with equal labels are known to have equal shapes.
+
+    Elementwise operations keep their operands' class when all non-scalar
+    operands share one; anything else starts a class of its own.
+    """
+    classes = dict(zip(function.params, shapes, strict=True))
+    fresh = max(shapes, default=0) + 1
+    for stmt in function.body:
+        targets = [stmt.target] if isinstance(stmt, ir.Assign) else getattr(stmt, "targets", ())
+        label = None
+        if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) and not stmt.value.kwargs:
+            rule = registry.lookup(stmt.value.fn.obj)
+            if getattr(stmt.value.fn.obj, "__module__", None) == "math":
+                label = SCALAR
+            elif rule is not None and rule.elementwise:
+                operands = {shape_class(a, classes) for a in stmt.value.args} - {SCALAR}
+                label = operands.pop() if len(operands) == 1 and None not in operands else \
+                    (SCALAR if not operands else None)
+        for target in targets:
+            if label is None:
+                label, fresh = fresh, fresh + 1
+            classes[target] = label
+            label = None
+    return classes
+
+
+def shape_class(atom: ir.Atom, classes: dict[str, int]) -> int | None:
+    """The shape class of an atom: ``SCALAR`` for numbers and None, ``None`` when unknown."""
+    if isinstance(atom, ir.Var):
+        return classes.get(atom.name)
+    if isinstance(atom, ir.Const) and (atom.value is None or type(atom.value) in (int, float, bool)):
+        return SCALAR
+    return None
 
 
 def activity(function: ir.Function, argnums: tuple[int, ...]) -> set[str]:
@@ -130,8 +176,9 @@ def is_user_function(fn: Any) -> bool:
 
 
 class Reverser:
-    def __init__(self, function: ir.Function, argnums: tuple[int, ...], derive: Derive):
+    def __init__(self, function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive):
         self.function, self.argnums, self.derive = function, argnums, derive
+        self.classes = shape_classes(function, shapes)
         self.refs = RefTable()
         self.namer = Namer(used=function.names())
         self.active = activity(function, argnums)
@@ -169,7 +216,7 @@ class Reverser:
                 and is_user_function(stmt.value.fn.obj):
             args = self.bind_call(stmt)
             active = tuple(p for p, a in enumerate(args) if _atom_active(a, self.active))
-            callee = self.derive(stmt.value.fn.obj, active)
+            callee = self.derive(stmt.value.fn.obj, active, self.labels(args))
             self.callees.append(callee)
             saved = self.namer.fresh(f"{stmt.target}_saved")
             self.calls[i] = (callee, saved, [args[p] for p in active])
@@ -221,17 +268,37 @@ class Reverser:
             if _atom_active(atom, self.active):
                 raise self.missing(stmt, f"the differentiated value {atom.name} is passed to {call.fn.hint} "
                                          f"as keyword {key}=; pass it positionally")
-        if not rule.elementwise:
-            bar = self.bars[stmt.target]
-            unbroadcast = self.refs.marker(runtime.unbroadcast, "unbroadcast")
-            self.backward.append(syntax.assign(bar, syntax.call(unbroadcast, [syntax.name(bar),
-                                                                              syntax.name(stmt.target)])))
         for k, atom in enumerate(call.args):
             if _atom_active(atom, self.active):
                 vjp = rule.vjp(k)
                 if vjp is None:
                     raise self.missing(stmt, f"{call.fn.hint} has no gradient rule for argument {k + 1}")
-                self.accumulate(atom.name, self.contribution(stmt, vjp, k))
+                contribution = self.contribution(stmt, vjp, k)
+                if rule.elementwise and not self.exact(call, k):
+                    unbroadcast = self.refs.marker(runtime.unbroadcast, "unbroadcast")
+                    contribution = syntax.call(unbroadcast, [contribution, syntax.name(atom.name)])
+                self.accumulate(atom.name, contribution)
+
+    def exact(self, call: ir.Call, k: int) -> bool:
+        """Whether an elementwise rule's contribution to argument ``k`` already has that argument's shape.
+
+        It does when no other operand can broadcast it up: when all of them are scalars.
+        """
+        mine = shape_class(call.args[k], self.classes)
+        return all(shape_class(a, self.classes) in (SCALAR, mine) and (mine is not None or
+                   shape_class(a, self.classes) == SCALAR) for j, a in enumerate(call.args) if j != k)
+
+    def labels(self, args: list[ir.Atom]) -> tuple[int, ...]:
+        """Shape labels for a callee's parameters, numbered in order of first appearance."""
+        numbering: dict[Any, int] = {}
+        labels = []
+        for k, a in enumerate(args):
+            label = shape_class(a, self.classes)
+            if label == SCALAR:
+                labels.append(SCALAR)
+            else:
+                labels.append(numbering.setdefault(label if label is not None else ("unknown", k), len(numbering)))
+        return tuple(labels)
 
     def contribution(self, stmt: ir.Assign, vjp: registry.VJP, k: int) -> gast.expr:
         call = stmt.value
@@ -252,7 +319,7 @@ class Reverser:
         bwd = self.refs.marker(CalleeRef(callee, "bwd"), "bwd")
         call = syntax.call(bwd, [syntax.name(saved), syntax.name(self.bars[stmt.target])])
         self.backward.append(syntax.assign(parts, call) if parts else gast.Expr(value=call))
-        for n, part in zip(names, parts):
+        for n, part in zip(names, parts, strict=True):
             self.accumulate(n, syntax.name(part))
 
     def accumulate(self, var: str, contribution: gast.expr) -> None:

@@ -36,7 +36,7 @@ def zeros_like(x):
 def add_adjoints(a, b):
     """Sum two adjoints, element by element for tuples."""
     if isinstance(a, tuple):
-        return tuple(add_adjoints(p, q) for p, q in zip(a, b))
+        return tuple(add_adjoints(p, q) for p, q in zip(a, b, strict=True))
     return a + b
 
 

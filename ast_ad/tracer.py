@@ -20,7 +20,8 @@ import builtins
 import numbers
 import operator
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,7 @@ from ast_ad.runtime import unbroadcast
 class Node:
     """A recorded primitive application: its value and, per boxed argument, (parent node, vjp)."""
 
-    def __init__(self, value: Any, parents: list[tuple["Node", Callable[[Any], Any]]]):
+    def __init__(self, value: Any, parents: list[tuple[Node, Callable[[Any], Any]]]):
         self.value, self.parents = value, parents
 
 
@@ -48,6 +49,11 @@ class Box:
     ndim = property(lambda self: np.ndim(self.value))
     dtype = property(lambda self: np.asarray(self.value).dtype)
     T = property(lambda self: apply(np.transpose, self))
+    sum = lambda self, *args, **kwargs: apply(np.sum, self, *args, **kwargs)  # noqa: E731
+    mean = lambda self, *args, **kwargs: apply(np.mean, self, *args, **kwargs)  # noqa: E731
+    dot = lambda self, other: apply(np.dot, self, other)  # noqa: E731
+    reshape = lambda self, *shape: apply(np.reshape, self, shape[0] if len(shape) == 1 else shape)  # noqa: E731
+    transpose = lambda self, *axes: apply(np.transpose, self, *(axes[:1] if len(axes) == 1 else (axes or ())))  # noqa: E731
     __len__ = lambda self: len(self.value)  # noqa: E731
     __bool__ = lambda self: bool(self.value)  # noqa: E731
     __float__ = lambda self: float(self.value)  # noqa: E731
@@ -91,9 +97,10 @@ def _vjp(rule: Callable[..., Any], ans: Any, values: list[Any], kwargs: dict[str
     return lambda g: rule(g, ans, *values, **kwargs)
 
 
-def backward(out: Box, seed: Any = 1.0) -> dict[Node, Any]:
-    """Adjoints of every node that ``out`` depends on."""
-    order, seen = [], set()
+def backward(out: Box, seed: Any = 1.0) -> dict[int, Any]:
+    """The adjoint of every node ``out`` depends on, keyed by ``id(node)``."""
+    order: list[Node] = []
+    seen: set[int] = set()
 
     def visit(node: Node) -> None:
         if id(node) not in seen:
@@ -104,14 +111,11 @@ def backward(out: Box, seed: Any = 1.0) -> dict[Node, Any]:
     visit(out.node)
     adjoints = {id(out.node): seed}
     for node in reversed(order):
-        g = adjoints.pop(id(node), None)
-        if g is None:
-            continue
-        node.adjoint = g
-        for parent, vjp in node.parents:
+        g = adjoints.get(id(node))
+        for parent, vjp in node.parents if g is not None else ():
             contribution = unbroadcast(vjp(g), parent.value)
             adjoints[id(parent)] = adjoints[id(parent)] + contribution if id(parent) in adjoints else contribution
-    return {}
+    return adjoints
 
 
 def value_and_grad(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
@@ -121,13 +125,9 @@ def value_and_grad(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) 
     def run(*args: Any) -> Any:
         boxes = {k: Box(args[k], Node(args[k], [])) for k in nums}
         out = traced(fun)(*[boxes.get(k, a) for k, a in enumerate(args)])
-        if not isinstance(out, Box):
-            grads = [np.zeros_like(args[k]) * 1.0 for k in nums]
-        else:
-            backward(out)
-            grads = [unbroadcast(getattr(boxes[k].node, "adjoint", 0.0 * np.asarray(args[k])), args[k])
-                     for k in nums]
-            out = out.value
+        adjoints = backward(out) if isinstance(out, Box) else {}
+        grads = [unbroadcast(adjoints.get(id(boxes[k].node), 0.0), args[k]) for k in nums]
+        out = out.value if isinstance(out, Box) else out
         return out, grads[0] if isinstance(argnums, numbers.Integral) else tuple(grads)
     return run
 
@@ -139,49 +139,47 @@ def grad(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
 
 
 # ---- running the user's function with traced primitives ------------------------------------------------
-_copies: dict[Any, Any] = {}
-
-
-def traced(fn: Any) -> Any:
-    """A copy of ``fn`` whose globals and closure see traced primitives (cached)."""
+def traced(fn: Any, copies: dict[Any, Any] | None = None) -> Any:
+    """A copy of ``fn`` whose globals and closure see traced primitives, read afresh for each run."""
+    copies = {} if copies is None else copies
     if isinstance(fn, types.MethodType):
-        return types.MethodType(traced(fn.__func__), fn.__self__)
-    if fn in _copies:
-        return _copies[fn]
+        return types.MethodType(traced(fn.__func__, copies), fn.__self__)
+    if fn in copies:
+        return copies[fn]
     namespace: dict[str, Any] = {}
     closure = tuple(types.CellType() for _ in fn.__closure__ or ())
     copy = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, closure or None)
     copy.__kwdefaults__ = fn.__kwdefaults__
-    _copies[fn] = copy
-    namespace.update({k: view(v) for k, v in fn.__globals__.items()})
-    namespace["__builtins__"] = _Builtins
-    for cell, original in zip(closure, fn.__closure__ or ()):
+    copies[fn] = copy
+    namespace.update({k: view(v, copies) for k, v in fn.__globals__.items()})
+    namespace["__builtins__"] = _BUILTINS
+    for cell, original in zip(closure, fn.__closure__ or (), strict=True):
         try:
-            cell.cell_contents = view(original.cell_contents)
+            cell.cell_contents = view(original.cell_contents, copies)
         except ValueError:
             pass
     return copy
 
 
-def view(value: Any) -> Any:
+def view(value: Any, copies: dict[Any, Any]) -> Any:
     """What a traced function sees in place of ``value``."""
     if isinstance(value, types.ModuleType):
-        return ModuleView(value)
+        return ModuleView(value, copies)
     if registry.lookup(value) is not None:
         return lambda *args, fn=value, **kwargs: apply(fn, *args, **kwargs)
     if isinstance(value, types.FunctionType):
-        return traced(value)
+        return traced(value, copies)
     return value
 
 
 class ModuleView:
     """A module whose primitives record onto the tape."""
 
-    def __init__(self, module: types.ModuleType):
-        self._module = module
+    def __init__(self, module: types.ModuleType, copies: dict[Any, Any]):
+        self._module, self._copies = module, copies
 
     def __getattr__(self, name: str) -> Any:
-        return view(getattr(self._module, name))
+        return view(getattr(self._module, name), self._copies)
 
 
-_Builtins = {k: view(v) if registry.lookup(v) is not None else v for k, v in vars(builtins).items()}
+_BUILTINS = {k: view(v, {}) if registry.lookup(v) is not None else v for k, v in vars(builtins).items()}

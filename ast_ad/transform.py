@@ -20,8 +20,8 @@ from ast_ad.parse import Source, parse
 from ast_ad.reverse import Adjoint, reverse
 
 _lock = threading.RLock()
-_adjoints: dict[tuple[Any, tuple[int, ...]], Adjoint] = {}
-_loaded: dict[tuple[Any, tuple[int, ...], bool], Loaded] = {}
+_adjoints: dict[tuple[Any, tuple[int, ...], tuple[int, ...]], Adjoint] = {}
+_loaded: dict[tuple[Any, tuple[int, ...], bool, tuple[int, ...]], Loaded] = {}
 _building: set[Any] = set()
 
 
@@ -32,9 +32,9 @@ def normalized(fn: Any) -> ir.Function:
     return normalize(source)
 
 
-def adjoint(fn: Any, argnums: tuple[int, ...]) -> Adjoint:
-    """parse -> check -> normalize -> reverse, cached per function and argnums."""
-    key = (fn, argnums)
+def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...]) -> Adjoint:
+    """parse -> check -> normalize -> reverse, cached per function, argnums and parameter shapes."""
+    key = (fn, argnums, shapes)
     with _lock:
         if key not in _adjoints:
             if fn in _building:
@@ -42,22 +42,22 @@ def adjoint(fn: Any, argnums: tuple[int, ...]) -> Adjoint:
                                    fn.__code__.co_filename, fn.__code__.co_firstlineno)
             _building.add(fn)
             try:
-                _adjoints[key] = reverse(normalized(fn), argnums, adjoint)
+                _adjoints[key] = reverse(normalized(fn), argnums, shapes, adjoint)
             finally:
                 _building.discard(fn)
         return _adjoints[key]
 
 
-def gradient(fn: Any, argnums: tuple[int, ...], single: bool) -> Loaded:
+def gradient(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int, ...]) -> Loaded:
     """The loaded gradient function, transformed again when a function or module it reads has changed."""
-    key = (fn, argnums, single)
+    key = (fn, argnums, single, shapes)
     loaded = _loaded.get(key)
     if loaded is not None and loaded.refresh():
         return loaded
     with _lock:
         if loaded is not None:
             _adjoints.clear()
-        emitted = emit(adjoint(fn, argnums), single)
+        emitted = emit(adjoint(fn, argnums, shapes), single)
         loaded = load(emitted.text, emitted.entry, emitted.namespace, emitted.bindings)
         loaded.refresh()
         _loaded[key] = loaded

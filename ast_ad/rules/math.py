@@ -4,7 +4,8 @@ import math
 
 import numpy as np
 
-from ast_ad.registry import defvjp_elementwise as ew, def_nondiff
+from ast_ad.registry import def_nondiff
+from ast_ad.registry import defvjp_elementwise as ew
 
 # ---- trigonometric ---------------------------------------------------------------------------
 ew(math.sin,   lambda g, ans, x: g * math.cos(x))

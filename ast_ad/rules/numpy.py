@@ -2,9 +2,19 @@
 
 import numpy as np
 
-from ast_ad.registry import def_nondiff, defvjp, defvjp_elementwise as ew
-from ast_ad.runtime import (balanced_eq, clip_mask, dot_vjp_a, dot_vjp_b, expand_reduced,
-                            matmul_vjp_a, matmul_vjp_b, reduced_count, safe_log)
+from ast_ad.registry import def_nondiff, defvjp
+from ast_ad.registry import defvjp_elementwise as ew
+from ast_ad.runtime import (
+                            balanced_eq,
+                            clip_mask,
+                            dot_vjp_a,
+                            dot_vjp_b,
+                            expand_reduced,
+                            matmul_vjp_a,
+                            matmul_vjp_b,
+                            reduced_count,
+                            safe_log,
+)
 
 # ---- trigonometric ---------------------------------------------------------------------------
 ew(np.sin,     lambda g, ans, x: g * np.cos(x))

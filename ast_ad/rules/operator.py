@@ -4,7 +4,8 @@ import operator
 
 import numpy as np
 
-from ast_ad.registry import def_nondiff, defvjp, defvjp_elementwise as ew
+from ast_ad.registry import def_nondiff, defvjp
+from ast_ad.registry import defvjp_elementwise as ew
 from ast_ad.runtime import getitem_vjp, matmul_vjp_a, matmul_vjp_b, safe_log
 
 # ---- arithmetic -------------------------------------------------------------------------------

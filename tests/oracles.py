@@ -1,0 +1,62 @@
+"""The oracles a gradient is compared with: finite differences, the tracer, and autograd."""
+
+from __future__ import annotations
+
+import math
+import types
+from typing import Any, Callable
+
+import numpy as np
+
+
+def directional(fun: Callable[..., Any], args: tuple, k: int, direction: Any, eps: float = 1e-6) -> float:
+    """Central difference of ``fun`` along ``direction`` in argument ``k``."""
+    def at(step: float) -> float:
+        moved = list(args)
+        moved[k] = np.asarray(args[k], dtype=float) + step * direction
+        if np.ndim(args[k]) == 0:
+            moved[k] = float(moved[k])
+        return float(fun(*moved))
+    return (at(eps) - at(-eps)) / (2 * eps)
+
+
+def assert_fd(fun: Callable[..., Any], args: tuple, argnums: tuple[int, ...], grads: tuple, seed: int = 0) -> None:
+    """Each gradient agrees with central differences along a random direction."""
+    rng = np.random.default_rng(seed)
+    for k, g in zip(argnums, grads, strict=True):
+        direction = rng.standard_normal(np.shape(args[k]))
+        numeric = directional(fun, args, k, direction)
+        analytic = float(np.sum(np.asarray(g) * direction))
+        assert math.isclose(analytic, numeric, rel_tol=1e-4, abs_tol=1e-5), (k, analytic, numeric)
+
+
+def assert_same(ours: tuple, theirs: tuple, rtol: float = 1e-9, atol: float = 1e-12) -> None:
+    for a, b in zip(ours, theirs, strict=True):
+        assert np.shape(a) == np.shape(b), (np.shape(a), np.shape(b))
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+
+
+def with_autograd_numpy(fun: Callable[..., Any]) -> Callable[..., Any]:
+    """A copy of ``fun`` (and the module functions it calls) seeing autograd.numpy as ``np``."""
+    import autograd.numpy as anp
+
+    def convert(f: Any, seen: dict) -> Any:
+        if f in seen:
+            return seen[f]
+        scope = dict(f.__globals__)
+        copy = types.FunctionType(f.__code__, scope, f.__name__, f.__defaults__, _cells(f, seen, convert))
+        seen[f] = copy
+        for key, value in scope.items():
+            if value is np:
+                scope[key] = anp
+            elif isinstance(value, types.FunctionType) and value.__module__ == f.__module__:
+                scope[key] = convert(value, seen)
+        return copy
+    return convert(fun, {})
+
+
+def _cells(f: Any, seen: dict, convert: Any) -> Any:
+    if not f.__closure__:
+        return None
+    return tuple(types.CellType(convert(c.cell_contents, seen) if isinstance(c.cell_contents, types.FunctionType)
+                                else c.cell_contents) for c in f.__closure__)
