@@ -103,8 +103,11 @@ class Gradient:
         for k in positions:
             _check_differentiable(args[k], self.parameter_name(k))
         loaded = self.loaded(shape_labels(args))
-        out, grads = loaded.fn(*args)
-        if np.ndim(out) != 0 or not isinstance(np.asarray(out).item(), numbers.Real):
+        try:
+            out, grads = loaded.fn(*args)
+        except Exception as exc:
+            raise self.explain_failure(exc, args) from None
+        if not _is_scalar(out):
             raise self.non_scalar(out)
         if self.single:
             grads = _like(grads, args[positions[0]])
@@ -122,6 +125,14 @@ class Gradient:
 
     def parameter_name(self, k: int) -> str:
         return list(self.signature.parameters)[k]
+
+    def explain_failure(self, exc: Exception, args: tuple[Any, ...]) -> Exception:
+        """A failure in generated code: a non-scalar output explains it; otherwise it stands as it is."""
+        try:
+            out = self.fun(*args)
+        except Exception:
+            return exc
+        return exc if _is_scalar(out) else self.non_scalar(out)
 
     def non_scalar(self, out: Any) -> NonScalarOutputError:
         line = transform.normalized(self.fun).result_line
@@ -180,6 +191,10 @@ def _check_differentiable(value: Any, name: str) -> None:
     raise NonDifferentiableArgumentError(
         f"cannot differentiate with respect to {name!r}, which is {kind}: pass a float or an array of floats "
         f"(for example np.asarray(x, dtype=float)), or leave it out of argnums")
+
+
+def _is_scalar(out: Any) -> bool:
+    return np.ndim(out) == 0 and isinstance(np.asarray(out).item(), numbers.Real)
 
 
 def _like(bar: Any, x: Any) -> Any:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gast
+import numpy as np
 
 from ast_ad import ir, registry, runtime, syntax
 from ast_ad.errors import LocatedError, MissingRuleError
@@ -84,6 +85,7 @@ def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, 
 
 
 SCALAR = -1
+FULL_REDUCTIONS = {np.sum, np.mean, float}  # called on one argument alone, these give a scalar
 
 
 def shape_classes(function: ir.Function, shapes: tuple[int, ...]) -> dict[str, int]:
@@ -99,7 +101,8 @@ def shape_classes(function: ir.Function, shapes: tuple[int, ...]) -> dict[str, i
         label = None
         if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) and not stmt.value.kwargs:
             rule = registry.lookup(stmt.value.fn.obj)
-            if getattr(stmt.value.fn.obj, "__module__", None) == "math":
+            if getattr(stmt.value.fn.obj, "__module__", None) == "math" or \
+                    (stmt.value.fn.obj in FULL_REDUCTIONS and len(stmt.value.args) == 1):
                 label = SCALAR
             elif rule is not None and rule.elementwise:
                 operands = {shape_class(a, classes) for a in stmt.value.args} - {SCALAR}
@@ -218,6 +221,7 @@ class Reverser:
             active = tuple(p for p, a in enumerate(args) if _atom_active(a, self.active))
             callee = self.derive(stmt.value.fn.obj, active, self.labels(args))
             self.callees.append(callee)
+            self.refs.ref(stmt.value.fn)  # recorded so that redefining the callee is noticed
             saved = self.namer.fresh(f"{stmt.target}_saved")
             self.calls[i] = (callee, saved, [args[p] for p in active])
             call = syntax.call(self.refs.marker(CalleeRef(callee, "fwd"), "fwd"),
@@ -330,6 +334,8 @@ class Reverser:
         bar = syntax.name(self.bars[var])
         if var in self.structured:
             total = syntax.call(self.refs.marker(runtime.add_adjoints, "add_adjoints"), [bar, contribution])
+        elif isinstance(contribution, gast.UnaryOp) and isinstance(contribution.op, gast.USub):
+            total = gast.BinOp(left=bar, op=gast.Sub(), right=contribution.operand)
         else:
             total = syntax.add(bar, contribution)
         self.backward.append(syntax.assign(self.bars[var], total))

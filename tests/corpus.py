@@ -8,8 +8,9 @@ mean nothing; ``autograd=False`` marks functions autograd cannot run (math.*).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st

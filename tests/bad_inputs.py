@@ -1,0 +1,109 @@
+"""Functions outside the language. Each marks the line its error must point at with ``# error here``."""
+
+import numpy as np
+
+from tests import helpers_without_rule
+
+
+def with_loop(x):
+    for _ in range(3):  # error here
+        x = x * 2.0
+    return x
+
+
+def with_try(x):
+    try:  # error here
+        return x
+    except ValueError:
+        return x
+
+
+def with_with(x):
+    with open("f") as fh:  # error here
+        fh.read()
+    return x
+
+
+def with_global(x):
+    global COUNTER  # error here
+    return x
+
+
+def with_walrus(x):
+    return (y := x * 2.0) + y  # error here
+
+
+def with_yield(x):
+    yield x  # error here
+
+
+def with_class(x):
+    class Local:  # error here
+        pass
+    return x
+
+
+def with_starred(x):
+    return np.maximum(*x)  # error here
+
+
+def with_item_assignment(x):
+    x[0] = 1.0  # error here
+    return x
+
+
+def with_import(x):
+    import math  # error here
+    return math.sin(x)
+
+
+def early_return(x):
+    return x  # error here
+    y = x * 2.0
+    return y
+
+
+def no_return(x):
+    y = x * 2.0  # error here  # noqa: F841
+
+
+def missing_rule(x):
+    y = helpers_without_rule.opaque(x)  # error here
+    return y * 2.0
+
+
+def missing_numpy_rule(x):
+    return np.sum(np.cumprod(x))  # error here
+
+
+def keyword_active(x):
+    return np.sum(a=x)  # error here
+
+
+def not_scalar(x):
+    return x * 2.0  # error here
+
+
+def returns_string(x):
+    return "not a number"  # error here
+
+
+def undefined_name(x):
+    return x * not_defined_anywhere  # error here  # noqa: F821
+
+
+def star_args(*xs):  # error here
+    return xs[0]
+
+
+def chained(x):
+    return np.sum(0.0 < x < 1.0)  # error here
+
+
+def lambda_inside(x):
+    f = lambda y: y * 2.0  # error here  # noqa: E731
+    return f(x)
+
+
+def outer(x):
+    return np.dot(x.reshape(2, 1), x.reshape(1, 2))  # error here

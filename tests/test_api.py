@@ -1,0 +1,195 @@
+"""The public API: grad, value_and_grad, source, extend, check_grads, and what users rely on around them."""
+
+from __future__ import annotations
+
+import inspect
+import linecache
+import math
+import traceback
+
+import numpy as np
+import pytest
+
+import ast_ad
+from ast_ad import transform
+from tests import api_functions as fx
+
+Y, DX1, DX2 = 6.552027172500, 3.5, 2.989992496600
+IMPORT_STYLES = [fx.worked, fx.worked_numpy, fx.worked_from_import, fx.worked_alias, fx.worked_math,
+                 fx.worked_math_aliases]
+
+
+@pytest.mark.parametrize("fn", IMPORT_STYLES, ids=lambda f: f.__name__)
+def test_worked_example_through_every_import_style(fn) -> None:
+    value, (dx1, dx2) = ast_ad.value_and_grad(fn, argnums=(0, 1))(2.0, 3.0)
+    assert round(float(value), 12) == Y
+    assert round(dx1, 12) == DX1 and round(dx2, 12) == DX2
+    assert round(ast_ad.grad(fn)(2.0, 3.0), 12) == DX1
+    assert round(ast_ad.grad(fn, 1)(2.0, 3.0), 12) == DX2
+
+
+def test_worked_example_generated_source_sums_both_paths_into_x2() -> None:
+    df = ast_ad.grad(fx.worked, (0, 1))
+    df(2.0, 3.0)
+    text = ast_ad.source(df)
+    assert "x2_bar = sin_x2_bar * np.cos(x2)" in text
+    assert "x2_bar = x2_bar + x1_times_x2_bar * x1" in text
+    assert text.startswith("def worked_vjp(x1, x2, out_bar=1.0):")
+
+
+def test_decorator_forms() -> None:
+    assert fx.decorated(3.0) == 12.0
+    assert fx.decorated_argnums(2.0, 3.0) == 12.0
+
+
+def test_gradient_has_the_arguments_type_shape_and_dtype() -> None:
+    assert type(ast_ad.grad(fx.worked)(2.0, 3.0)) is float
+    assert type(ast_ad.grad(fx.worked)(2, 3)) is float
+    x = np.array([[1.0, 2.0]], dtype=np.float32)
+    g = ast_ad.grad(fx.uses_global)(np.ones(3, dtype=np.float32))
+    assert g.dtype == np.float32 and g.shape == (3,)
+    g = ast_ad.grad(fx.mutating_looking)(x)
+    assert g.dtype == np.float32 and g.shape == (1, 2)
+    assert isinstance(ast_ad.grad(fx.worked)(np.float32(2.0), 3.0), np.float32)
+
+
+def test_value_and_grad_value_is_the_functions_own() -> None:
+    x = np.array([0.3, 0.4, 0.5])
+    value, _ = ast_ad.value_and_grad(fx.uses_global)(x)
+    assert value == fx.uses_global(x)
+
+
+def test_keywords_and_defaults() -> None:
+    assert ast_ad.grad(fx.with_defaults)(2.0) == 6.0
+    assert ast_ad.grad(fx.with_defaults, 1)(2.0, y=5.0, k=1.0) == 2.0
+    assert ast_ad.grad(fx.with_defaults)(x=2.0, k=4.0) == 12.0
+
+
+def test_methods_lambdas_closures() -> None:
+    assert ast_ad.grad(fx.Model(1.0).loss)(2.0) == 12.0
+    assert ast_ad.grad(lambda x: x ** 3)(2.0) == 12.0
+    square = lambda x: x * x  # noqa: E731
+    assert ast_ad.grad(square)(5.0) == 10.0
+    assert math.isclose(ast_ad.grad(fx.make_scaled(3.0))(0.5), 3.0 * math.cos(0.5))
+    assert math.isclose(ast_ad.grad(fx.make_scaled(5.0))(0.5), 5.0 * math.cos(0.5))
+
+
+def test_user_functions_are_differentiated_with_keywords_and_defaults() -> None:
+    # callee(x) = 2x, callee(x, b=x) = x^2, callee(b=3, a=x) = 3x
+    assert ast_ad.grad(fx.caller)(1.5) == 2.0 + 2 * 1.5 + 3.0
+    assert "callee_bwd" in ast_ad.source(ast_ad.grad(fx.caller))
+
+
+def test_registered_user_primitive_is_used_by_transformer_and_tracer() -> None:
+    x = np.array([-1.0, 0.0, 2.0])
+    expected = 2.0 / (1.0 + np.exp(-x))
+    before = fx.calls["n"]
+    np.testing.assert_allclose(ast_ad.grad(fx.uses_softplus)(x), expected)
+    np.testing.assert_allclose(ast_ad.tracer.grad(fx.uses_softplus)(x), expected)
+    assert fx.calls["n"] == before + 2  # a def rule with side effects is called, not inlined... twice
+    text = ast_ad.source(ast_ad.grad(fx.uses_softplus))
+    assert "softplus(x)" in text and "softplus_bwd" not in text
+
+
+def test_def_nondiff() -> None:
+    assert ast_ad.grad(fx.uses_step)(2.0) == 3.0
+    assert ast_ad.grad(fx.uses_step)(-2.0) == 0.0
+
+
+def test_changed_global_is_read_again() -> None:
+    x = np.array([0.1, 0.2, 0.3])
+    df = ast_ad.grad(fx.uses_global)
+    np.testing.assert_allclose(df(x), fx.BIAS * fx.SCALE)
+    old = fx.BIAS
+    try:
+        fx.BIAS = np.array([5.0, 6.0, 7.0])
+        np.testing.assert_allclose(df(x), fx.BIAS * fx.SCALE)
+    finally:
+        fx.BIAS = old
+
+
+def test_redefined_callee_is_transformed_again(tmp_path, monkeypatch) -> None:
+    (tmp_path / "calls_v1.py").write_text("def callee(a):\n    return a * 2.0\n\n\n"
+                                          "def caller(x):\n    return callee(x) * x\n")
+    (tmp_path / "calls_v2.py").write_text("def callee(a):\n    return a * 20.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import calls_v1
+    import calls_v2
+    df = ast_ad.grad(calls_v1.caller)
+    assert df(1.5) == 6.0
+    calls_v1.callee = calls_v2.callee
+    assert df(1.5) == 60.0
+
+
+def test_hygiene_names_that_look_generated() -> None:
+    args = (0.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0)
+    ours = ast_ad.grad(fx.unhygienic, tuple(range(7)))(*args)
+    theirs = ast_ad.tracer.grad(fx.unhygienic, tuple(range(7)))(*args)
+    np.testing.assert_allclose(ours, theirs)
+    assert ast_ad.grad(fx.shadowing, (0, 1))(3.0, 2.0) == (4.0, 12.0)
+
+
+def test_arguments_are_not_modified() -> None:
+    x = np.array([1.0, 2.0])
+    keep = x.copy()
+    ast_ad.grad(fx.mutating_looking)(x)
+    np.testing.assert_array_equal(x, keep)
+
+
+def test_source_stages_and_getsource() -> None:
+    df = ast_ad.grad(fx.worked)
+    df(2.0, 3.0)
+    assert inspect.getsource(df) == ast_ad.source(df).split("\n\n\n")[-1] or ast_ad.source(df).endswith(
+        inspect.getsource(df))
+    normalized = ast_ad.source(fx.worked, stage="normalized")
+    assert normalized.splitlines()[1:] == ["    log_x1 = np.log(x1)", "    x1_times_x2 = x1 * x2",
+                                           "    t1 = log_x1 + x1_times_x2", "    sin_x2 = np.sin(x2)",
+                                           "    out = t1 - sin_x2", "    return out"]
+    with pytest.raises(ast_ad.errors.ASTADError):
+        ast_ad.source(df, stage="nope")
+
+
+def test_source_for_example_arguments() -> None:
+    df = ast_ad.grad(fx.worked)
+    general, scalar = ast_ad.source(df, np.ones(2), np.ones(2)), ast_ad.source(df, 2.0, 3.0)
+    assert "unbroadcast" in general and "unbroadcast" not in scalar
+
+
+def test_tracebacks_show_generated_lines() -> None:
+    with np.errstate(all="raise"):
+        try:
+            ast_ad.grad(fx.raises_inside)(0.0)
+        except FloatingPointError as exc:
+            frames = traceback.extract_tb(exc.__traceback__)
+        else:
+            pytest.fail("log(0) should have raised")
+    generated = [f for f in frames if f.filename.startswith("<ast_ad")]
+    assert generated and generated[-1].line == "y = np.log(x)"
+    assert linecache.getline(generated[-1].filename, generated[-1].lineno).strip() == "y = np.log(x)"
+
+
+def test_deterministic_text() -> None:
+    first = ast_ad.source(ast_ad.grad(fx.caller))
+    transform._adjoints.clear()
+    transform._loaded.clear()
+    assert ast_ad.source(ast_ad.grad(fx.caller)) == first
+
+
+def test_print_passes_through(capsys) -> None:
+    assert ast_ad.grad(fx.prints)(1.0) == 2.0
+    assert "x is 1.0" in capsys.readouterr().out
+
+
+def test_check_grads_passes_and_fails() -> None:
+    ast_ad.check_grads(fx.worked, 2.0, 3.0, argnums=(0, 1))
+    wrong = ast_ad.registry.lookup(np.sin)
+    try:
+        ast_ad.extend.defvjp_elementwise(np.sin, lambda g, ans, x: g * np.sin(x))
+        transform._adjoints.clear()
+        transform._loaded.clear()
+        with pytest.raises(AssertionError, match="finite differences"):
+            ast_ad.check_grads(fx.worked, 2.0, 3.0, argnums=(0, 1))
+    finally:
+        ast_ad.registry._RULES[np.sin] = wrong
+        transform._adjoints.clear()
+        transform._loaded.clear()

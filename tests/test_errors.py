@@ -1,0 +1,93 @@
+"""Bad input gets an ast_ad exception that names the user's file and line and says what to do instead."""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import numpy as np
+import pytest
+
+import ast_ad
+from ast_ad import errors
+from tests import bad_inputs
+
+U, M, N, L = (errors.UnsupportedSyntaxError, errors.MissingRuleError, errors.NonScalarOutputError,
+              errors.LocatedError)
+CASES = [
+    (bad_inputs.with_loop, U, "for loops"), (bad_inputs.with_try, U, "try/except"),
+    (bad_inputs.with_with, U, "with blocks"), (bad_inputs.with_global, U, "global"),
+    (bad_inputs.with_walrus, U, ":="), (bad_inputs.with_yield, U, "yield"), (bad_inputs.with_class, U, "class"),
+    (bad_inputs.with_starred, U, "star-arguments"), (bad_inputs.with_item_assignment, U, "item"),
+    (bad_inputs.with_import, U, "import at module level"), (bad_inputs.early_return, U, "last statement"),
+    (bad_inputs.no_return, L, "must end with `return"), (bad_inputs.missing_rule, M, "defvjp"),
+    (bad_inputs.missing_numpy_rule, M, "np.cumprod has no gradient rule"),
+    (bad_inputs.keyword_active, M, "pass it positionally"), (bad_inputs.not_scalar, N, "shape (2,)"),
+    (bad_inputs.returns_string, N, "returned a str"), (bad_inputs.undefined_name, L, "not defined"),
+    (bad_inputs.star_args, U, "*args"), (bad_inputs.chained, U, "chained comparisons"),
+    (bad_inputs.lambda_inside, U, "lambdas"),
+]
+
+
+def marked_line(fn) -> int:
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if "# error here" in line)
+
+
+@pytest.mark.parametrize("fn, kind, words", CASES, ids=[c[0].__name__ for c in CASES])
+def test_error_names_the_users_line(fn, kind, words) -> None:
+    with pytest.raises(kind) as info:
+        ast_ad.grad(fn)(np.array([0.5, 0.25]))
+    err = info.value
+    assert isinstance(err, errors.ASTADError)
+    assert words in str(err)
+    assert err.filename == bad_inputs.__file__
+    assert err.lineno == marked_line(fn)
+    if isinstance(err, SyntaxError):
+        assert err.text and "# error here" in err.text and err.offset >= 1
+    else:
+        assert f"{bad_inputs.__file__}:{err.lineno}:" in str(err)
+
+
+@pytest.mark.parametrize("value, words", [("s", "str"), (None, "NoneType"), ([1.0], "list"),
+                                          (np.array([1, 2]), "int64"), (True, "bool"), (1j, "complex")])
+def test_undifferentiable_arguments(value, words) -> None:
+    with pytest.raises(errors.NonDifferentiableArgumentError, match=words) as info:
+        ast_ad.grad(bad_inputs.with_loop)(value)
+    assert "'x'" in str(info.value)
+
+
+@pytest.mark.parametrize("argnums", [1, -1, (0, 0), "x", (), 1.5, True])
+def test_bad_argnums(argnums) -> None:
+    with pytest.raises(errors.ArgnumsError):
+        ast_ad.grad(bad_inputs.with_loop, argnums)
+
+
+@pytest.mark.parametrize("thing, kind", [(np.sin, errors.SourceUnavailableError),
+                                         (math.sin, errors.SourceUnavailableError),
+                                         (3, errors.ASTADError), ("f", errors.ASTADError)])
+def test_things_that_are_not_python_functions(thing, kind) -> None:
+    with pytest.raises(kind):
+        ast_ad.grad(thing)(1.0)
+
+
+def test_function_built_by_exec() -> None:
+    scope: dict = {}
+    exec("def built(x):\n    return x * 2.0\n", scope)  # noqa: S102
+    with pytest.raises(errors.SourceUnavailableError, match="exec"):
+        ast_ad.grad(scope["built"])(1.0)
+
+
+def test_unsupported_syntax_error_is_a_syntax_error() -> None:
+    with pytest.raises(SyntaxError):
+        ast_ad.grad(bad_inputs.with_loop)(1.0)
+
+
+def test_missing_rule_shows_how_to_register() -> None:
+    with pytest.raises(errors.MissingRuleError, match=r"ast_ad\.extend\.defvjp\(fn, lambda g, ans, x"):
+        ast_ad.grad(bad_inputs.missing_rule)(1.0)
+
+
+def test_non_scalar_output_found_even_when_the_backward_pass_breaks_on_it() -> None:
+    with pytest.raises(errors.NonScalarOutputError, match=r"shape \(2, 2\)"):
+        ast_ad.grad(bad_inputs.outer)(np.array([0.5, 0.25]))
