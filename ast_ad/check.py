@@ -25,23 +25,10 @@ from ast_ad.errors import UnsupportedSyntaxError
 
 Locate = Callable[[gast.AST], tuple[str, int, str]]
 
-_CONTROL_FLOW = (" not supported yet: ast_ad differentiates straight-line code; "
-                 "for a branch on values use np.where(cond, a, b)")
 
 REFUSED: dict[type, str] = {
-    gast.If: "if statements are" + _CONTROL_FLOW,
-    gast.IfExp: "conditional expressions are" + _CONTROL_FLOW,
-    gast.For: "for loops are" + _CONTROL_FLOW,
-    gast.While: "while loops are" + _CONTROL_FLOW,
-    gast.Break: "break is" + _CONTROL_FLOW,
-    gast.Continue: "continue is" + _CONTROL_FLOW,
-    gast.BoolOp: "and/or are" + _CONTROL_FLOW,
-    gast.Lambda: "lambdas inside a differentiated function are not supported yet: use a def at module level",
-    gast.ListComp: "list comprehensions are not supported yet: use numpy on whole arrays",
     gast.SetComp: "set comprehensions are not supported: use numpy on whole arrays",
     gast.DictComp: "dict comprehensions are not supported: build the dict outside",
-    gast.GeneratorExp: "generator expressions are not supported yet: use np.sum on an array",
-    gast.FunctionDef: "nested functions are not supported yet: define the helper at module level",
     gast.AsyncFunctionDef: "async functions cannot be differentiated: write a plain def",
     gast.ClassDef: "class definitions inside a differentiated function are not supported: "
                    "define the class at module level",
@@ -64,7 +51,7 @@ REFUSED: dict[type, str] = {
     gast.Set: "set literals are not supported in differentiated code: use a tuple",
 }
 if hasattr(gast, "Match"):
-    REFUSED[gast.Match] = "match statements are" + _CONTROL_FLOW
+    REFUSED[gast.Match] = "match statements are not supported: write if/elif/else"
 
 
 def check(tree: gast.FunctionDef, locate: Locate) -> gast.FunctionDef:
@@ -77,9 +64,6 @@ def check(tree: gast.FunctionDef, locate: Locate) -> gast.FunctionDef:
                 raise refuse(node, hint, locate)
             if isinstance(node, gast.keyword) and node.arg is None:
                 raise refuse(node.value, "**kwargs in a call is not supported: pass each keyword explicitly",
-                             locate)
-            if isinstance(node, gast.Compare) and len(node.ops) > 1:
-                raise refuse(node, "chained comparisons are not supported yet: compare two values at a time",
                              locate)
     return tree
 

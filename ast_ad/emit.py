@@ -154,14 +154,16 @@ def _root_module(obj: Any) -> types.ModuleType:
 def _callees(top: Adjoint) -> list[Adjoint]:
     """Every adjoint ``top`` calls, callees before callers, each once."""
     order: dict[int, Adjoint] = {}
+    seen = {id(top)}
 
     def visit(a: Adjoint) -> None:
         for callee in a.callees:
-            if id(callee) not in order:
+            if id(callee) not in seen:
+                seen.add(id(callee))
                 visit(callee)
                 order[id(callee)] = callee
     visit(top)
-    return list(order.values())
+    return [a for a in order.values() if a is not top]
 
 
 def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
@@ -175,7 +177,10 @@ def _pair(a: Adjoint) -> list[gast.FunctionDef]:
     saved = a.saved()
     local = Namer(used=_locals([syntax.function("f", list(a.params), a.forward + a.backward)]) | {a.seed})
     pack = local.fresh("saved")
-    fwd = syntax.function(f"{a.function.name}_fwd", list(a.params), a.forward + [
+    top = {n.id for s in a.forward if isinstance(s, gast.Assign) for n in gast.walk(s.targets[0])
+           if isinstance(n, gast.Name)}
+    unbound = [syntax.assign(s, syntax.const(None)) for s in saved if s not in top and s not in a.params]
+    fwd = syntax.function(f"{a.function.name}_fwd", list(a.params), unbound + a.forward + [
         syntax.ret(syntax.tuple_([a.result, syntax.tuple_([syntax.name(s) for s in saved])]))])
     unpack = [syntax.assign(saved, syntax.name(pack))] if saved else []
     bwd = syntax.function(f"{a.function.name}_bwd", [pack, a.seed], unpack + a.backward + [

@@ -28,7 +28,7 @@ from typing import Any
 
 import gast
 
-from ast_ad import parse, syntax
+from ast_ad import parse, runtime, syntax
 from ast_ad.errors import ASTADError
 
 LITERALS = (type(None), bool, int, float, complex, str)
@@ -55,7 +55,7 @@ def inline(rule: Callable[..., Any], g: gast.expr, ans: gast.expr, args: list[ga
         result = _Substitute(values, rule.__globals__, refs).visit(copy.deepcopy(body))
     except _NoInline:
         return None
-    return _Fold().visit(result)
+    return _Fold(refs).visit(result)
 
 
 def bindable(rule: Callable[..., Any], nargs: int, kwargs: list[str]) -> bool:
@@ -126,7 +126,23 @@ FOLDABLE = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.
 
 
 class _Fold(gast.NodeTransformer):
-    """Fold what substitution made constant: ``None is None``, ``a if True else b``, ``2 - 1``, ``x ** 1``."""
+    """Fold what substitution made constant: ``None is None``, ``a if True else b``, ``2 - 1``, ``x ** 1``.
+
+    ``pow_minus_one(x, 3)`` becomes ``x ** 2``: a literal exponent needs no helper.
+    """
+
+    def __init__(self, refs: syntax.RefTable):
+        self.refs = refs
+
+    def visit_Call(self, node: gast.Call) -> gast.expr:
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, gast.Name) and func.id.startswith(syntax.MARK) and len(node.args) == 2 \
+                and self.refs.entries[int(func.id[1:])].obj is runtime.pow_minus_one \
+                and _number(node.args[1]) and node.args[1].value >= 1:
+            power = syntax.const(node.args[1].value - 1)
+            return self.visit_BinOp(gast.BinOp(left=node.args[0], op=gast.Pow(), right=power))
+        return node
 
     def visit_Compare(self, node: gast.Compare) -> gast.expr:
         self.generic_visit(node)

@@ -5,14 +5,23 @@ Grammar (``check_ir`` verifies it)::
     function  ::= def NAME(param*): stmt* return atom
     stmt      ::= NAME = expr                     # Assign: one primitive application
                 | NAME, NAME* = atom             # Unpack a tuple
+                | NAME.append(atom)               # Append to a list
+                | if VAR: stmt* else: stmt*       # If
+                | for NAME in atom: stmt*         # For over a range (other iterables are indexed)
+                | while raw: stmt*                # While
+                | break                           # only last in a loop body
                 | effect                          # print/assert: forward only, no gradient
-    expr      ::= call | pack | attr | atom
+    expr      ::= call | pack | attr | raw | atom
     call      ::= REF(atom*, NAME=atom*)          # the function is resolved at transform time
     pack      ::= (atom*) | [atom*]
     attr      ::= atom.NAME                       # a runtime attribute read (shape, ndim...)
+    raw       ::= a Python expression kept as written, with no gradient (tests, and/or)
     atom      ::= VAR | CONST | REF
 
-Every name is bound once; evaluation order is the user's, left to right.
+In straight-line code every name is bound once, and evaluation order is the
+user's, left to right. A user variable assigned inside an ``if`` or a loop
+keeps one *mutable* name for the whole function (``Function.mutable``); the
+reverse pass restores such a name's old value where it needs it.
 A ``Ref`` is an object the function reads from outside: a module, a function,
 a global or closure value, or a builtin.
 """
@@ -77,7 +86,15 @@ class Attr:
     attr: str
 
 
-Expr = Call | Pack | Attr | Var | Const | Ref
+@dataclass(frozen=True)
+class Raw:
+    """An expression kept as the user wrote it (names rewritten), evaluated forward only."""
+
+    node: gast.expr
+    refs: tuple[Ref, ...]
+
+
+Expr = Call | Pack | Attr | Raw | Var | Const | Ref
 
 
 @dataclass(frozen=True)
@@ -112,7 +129,70 @@ class Effect:
     line: Line
 
 
-Stmt = Assign | Unpack | Effect
+@dataclass(frozen=True)
+class Append:
+    target: str
+    value: Atom
+    line: Line
+
+
+@dataclass(frozen=True)
+class If:
+    test: Atom
+    body: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...]
+    line: Line
+
+
+@dataclass(frozen=True)
+class For:
+    target: str
+    iter: Atom
+    body: tuple[Stmt, ...]
+    line: Line
+
+
+@dataclass(frozen=True)
+class While:
+    test: Raw
+    body: tuple[Stmt, ...]
+    line: Line
+
+
+@dataclass(frozen=True)
+class Break:
+    line: Line
+
+
+Stmt = Assign | Unpack | Effect | Append | If | For | While | Break
+
+
+def walk(body: tuple[Stmt, ...]):
+    """Every statement in ``body``, nested ones included, in program order."""
+    for stmt in body:
+        yield stmt
+        for block in blocks(stmt):
+            yield from walk(block)
+
+
+def blocks(stmt: Stmt) -> tuple[tuple[Stmt, ...], ...]:
+    """The statement lists nested directly in ``stmt``."""
+    if isinstance(stmt, If):
+        return (stmt.body, stmt.orelse)
+    if isinstance(stmt, (For, While)):
+        return (stmt.body,)
+    return ()
+
+
+def defined(stmt: Stmt) -> tuple[str, ...]:
+    """The names ``stmt`` itself binds (not those of nested statements)."""
+    if isinstance(stmt, Assign):
+        return (stmt.target,)
+    if isinstance(stmt, Unpack):
+        return stmt.targets
+    if isinstance(stmt, For):
+        return (stmt.target,)
+    return ()
 
 
 @dataclass(frozen=True)
@@ -123,20 +203,18 @@ class Function:
     result: Atom
     result_line: Line
     fn: Any
+    mutable: frozenset[str] = frozenset()
 
     def names(self) -> set[str]:
         """Every local name the function binds."""
         names = set(self.params)
-        for stmt in self.body:
-            if isinstance(stmt, Assign):
-                names.add(stmt.target)
-            elif isinstance(stmt, Unpack):
-                names.update(stmt.targets)
+        for stmt in walk(self.body):
+            names.update(defined(stmt))
         return names
 
 
 def check_ir(fn: Function) -> Function:
-    """Verify the grammar above: atoms as operands, every name bound once and before use."""
+    """Verify the grammar above: atoms as operands, names bound before use, once unless mutable."""
     bound = set(fn.params)
 
     def use(atom: Any) -> None:
@@ -144,27 +222,30 @@ def check_ir(fn: Function) -> Function:
         assert not isinstance(atom, Var) or atom.name in bound, f"{atom.name} used before it is bound"
 
     def bind(name: str) -> None:
-        assert name not in bound, f"{name} bound twice"
+        assert name not in bound or name in fn.mutable, f"{name} bound twice"
         bound.add(name)
 
-    for stmt in fn.body:
-        if isinstance(stmt, Assign):
-            value = stmt.value
-            if isinstance(value, Call):
-                assert isinstance(value.fn, Ref)
-                for atom in value.args + tuple(a for _, a in value.kwargs):
+    def block(body: tuple[Stmt, ...], in_loop: bool) -> None:
+        for k, stmt in enumerate(body):
+            if isinstance(stmt, Assign):
+                value = stmt.value
+                atoms = value.args + tuple(a for _, a in value.kwargs) if isinstance(value, Call) else \
+                    value.elts if isinstance(value, Pack) else (value.value,) if isinstance(value, Attr) else \
+                    () if isinstance(value, Raw) else (value,)
+                for atom in atoms:
                     use(atom)
-            elif isinstance(value, Pack):
-                for atom in value.elts:
-                    use(atom)
-            elif isinstance(value, Attr):
-                use(value.value)
-            else:
-                use(value)
-            bind(stmt.target)
-        elif isinstance(stmt, Unpack):
-            use(stmt.value)
-            for name in stmt.targets:
+            elif isinstance(stmt, (Unpack, Append)):
+                use(stmt.value)
+            elif isinstance(stmt, If):
+                use(stmt.test)
+            elif isinstance(stmt, For):
+                use(stmt.iter)
+            elif isinstance(stmt, Break):
+                assert in_loop and k == len(body) - 1, "break must be last in a loop body"
+            for name in defined(stmt):
                 bind(name)
+            for nested in blocks(stmt):
+                block(nested, in_loop or isinstance(stmt, (For, While)))
+    block(fn.body, False)
     use(fn.result)
     return fn

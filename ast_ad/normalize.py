@@ -36,6 +36,7 @@ from ast_ad.check import refuse
 from ast_ad.errors import LocatedError
 from ast_ad.naming import Namer, identifier
 from ast_ad.parse import Source
+from ast_ad.structure import structure
 
 BINARY = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
           gast.Div: operator.truediv, gast.Pow: operator.pow, gast.MatMult: operator.matmul,
@@ -73,6 +74,10 @@ class Lowerer:
         self.env: dict[str, ir.Atom] = {}
         self.body: list[ir.Stmt] = []
         self.line = ir.Line(source.filename, source.lineno(source.tree), source.line(source.tree))
+        self.owner: dict[str, str] = {}  # IR name -> the user variable it holds
+        self.mutable: set[str] = set()
+        self.local_functions: dict[str, gast.FunctionDef | gast.Lambda] = {}
+        self.inlining: list[str] = []
 
     # ---- the function ------------------------------------------------------------------------------
     def function(self) -> ir.Function:
@@ -80,9 +85,14 @@ class Lowerer:
         params = [arg.id for arg in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs]
         names = tuple(self.namer.fresh(param, user=True) for param in params)
         self.env.update((param, ir.Var(name)) for param, name in zip(params, names, strict=True))
+        self.owner.update(zip(names, params, strict=True))
         statements = tree.body
         if statements and isinstance(statements[0], gast.Expr) and isinstance(statements[0].value, gast.Constant):
             statements = statements[1:]  # docstring
+        statements = structure(statements, Namer(reserved=self.locals))
+        self.locals |= {n.id for s in statements for n in gast.walk(s)
+                        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+        self.namer.reserved |= self.locals
         if not statements or not isinstance(statements[-1], gast.Return) or statements[-1].value is None:
             raise self.error(statements[-1] if statements else tree,
                              "the function must end with `return <value>`: grad needs a value to differentiate")
@@ -92,7 +102,7 @@ class Lowerer:
         last = statements[-1]
         self.line = self.line_of(last)
         result = self.expr(last.value, "out")
-        return ir.Function(tree.name, names, tuple(self.body), result, self.line, self.fn)
+        return ir.Function(tree.name, names, tuple(self.body), result, self.line, self.fn, frozenset(self.mutable))
 
     # ---- statements ----------------------------------------------------------------------------------
     def stmt(self, node: gast.stmt) -> None:
@@ -126,8 +136,19 @@ class Lowerer:
         raise refuse(node, "return is only supported as the last statement of the function", self.locate)
 
     def stmt_Expr(self, node: gast.Expr) -> None:
-        if not isinstance(node.value, gast.Constant):
+        call = node.value
+        if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) and call.func.attr == "append" \
+                and self.is_local(call.func.value) and len(call.args) == 1 and not call.keywords:
+            target = self.expr(call.func.value)
+            self.body.append(ir.Append(target.name, self.expr(call.args[0]), self.line))
+        elif not isinstance(node.value, gast.Constant):
             self.effect(node)
+
+    def stmt_FunctionDef(self, node: gast.FunctionDef) -> None:
+        if node.decorator_list:
+            raise refuse(node, "decorated nested functions are not supported: define the function at module "
+                               "level", self.locate)
+        self.local_functions[node.name] = node
 
     def stmt_Assert(self, node: gast.Assert) -> None:
         self.effect(node)
@@ -136,8 +157,17 @@ class Lowerer:
         pass
 
     def assign(self, target: gast.expr, value: gast.expr) -> None:
-        if isinstance(target, gast.Name):
-            self.env[target.id] = self.expr(value, target.id, user=True)
+        if isinstance(target, gast.Name) and isinstance(value, gast.Lambda):
+            self.local_functions[target.id] = value
+            return
+        if isinstance(target, gast.Name) and self.is_mutable(target.id):
+            name = self.env[target.id].name
+            self.copy(name, self.expr(value, name, exact=True))
+        elif isinstance(target, gast.Name):
+            atom = self.expr(value, target.id, user=True)
+            if isinstance(atom, ir.Const) and isinstance(atom.value, list):  # a new list each time: no alias
+                atom = self.bind(atom, target.id, user=True)
+            self.env[target.id] = atom
         elif isinstance(target, (gast.Tuple, gast.List)) and isinstance(value, (gast.Tuple, gast.List)) \
                 and len(target.elts) == len(value.elts):
             atoms = [self.expr(v, t.id if isinstance(t, gast.Name) else None, isinstance(t, gast.Name))
@@ -148,6 +178,9 @@ class Lowerer:
             self.bind_target(target, self.expr(value))
 
     def bind_target(self, target: gast.expr, value: ir.Atom) -> None:
+        if isinstance(target, gast.Name) and self.is_mutable(target.id):
+            self.copy(self.env[target.id].name, value)
+            return
         if isinstance(target, gast.Name):
             self.env[target.id] = value
             return
@@ -158,29 +191,171 @@ class Lowerer:
                  for t in target.elts]
         self.body.append(ir.Unpack(tuple(names), value, self.line))
         for t, name in zip(target.elts, names, strict=True):
-            self.bind_target(t, ir.Var(name)) if not isinstance(t, gast.Name) else \
-                self.env.__setitem__(t.id, ir.Var(name))
+            if isinstance(t, gast.Name) and not self.is_mutable(t.id):
+                self.owner[name] = t.id
+                self.env[t.id] = ir.Var(name)
+            else:
+                self.bind_target(t, ir.Var(name))
+
+    def copy(self, name: str, atom: ir.Atom) -> None:
+        """``name = atom``, unless the value was already computed into ``name``."""
+        if atom != ir.Var(name):
+            self.body.append(ir.Assign(name, atom, self.line))
+
+    def is_mutable(self, user_name: str) -> bool:
+        atom = self.env.get(user_name)
+        return isinstance(atom, ir.Var) and atom.name in self.mutable
+
+    def prepare(self, node: gast.stmt) -> None:
+        """Give each user variable that ``node`` assigns one mutable name, bound before ``node`` runs."""
+        stored = [n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)]
+        for user_name in dict.fromkeys(stored):
+            atom = self.env.get(user_name)
+            if isinstance(atom, ir.Var) and self.owner.get(atom.name) == user_name:
+                self.mutable.add(atom.name)
+                continue
+            name = self.namer.fresh(user_name, user=True)
+            self.owner[name] = user_name
+            self.mutable.add(name)
+            self.body.append(ir.Assign(name, atom if atom is not None else ir.Const(None), self.line))
+            self.env[user_name] = ir.Var(name)
+
+    def block(self, statements: list[gast.stmt]) -> tuple[ir.Stmt, ...]:
+        """Lower ``statements`` into a nested block of their own."""
+        outer, self.body = self.body, []
+        try:
+            for node in statements:
+                self.line = self.line_of(node)
+                self.stmt(node)
+            return tuple(self.body)
+        finally:
+            self.body = outer
+
+    # ---- control flow --------------------------------------------------------------------------------
+    def stmt_If(self, node: gast.If) -> None:
+        self.prepare(node)
+        test = self.test(node.test)
+        body, orelse = self.block(node.body), self.block(node.orelse)
+        self.body.append(ir.If(test, body, orelse, self.line_of(node)))
+
+    def stmt_While(self, node: gast.While) -> None:
+        self.prepare(node)
+        test = self.raw(node.test)
+        self.body.append(ir.While(test, self.block(node.body), self.line_of(node)))
+
+    def stmt_Break(self, node: gast.Break) -> None:
+        self.body.append(ir.Break(self.line_of(node)))
+
+    def stmt_For(self, node: gast.For) -> None:
+        line = self.line_of(node)
+        counted = self.range_call(node.iter)
+        if counted is not None and isinstance(node.target, gast.Name):
+            self.prepare(node)
+            self.body.append(ir.For(self.env[node.target.id].name, counted, self.block(node.body), line))
+            return
+        length, pattern = self.iteration(node.iter, node.target)
+        index = self.namer.fresh("k")
+        self.mutable.add(index)
+        self.prepare(node)
+        indices = self.bind(ir.Call(ir.Ref(range, "range"), (length,)), "indices")
+        outer, self.body = self.body, []
+        try:
+            for target, seq, backwards in pattern:
+                self.line = line
+                item = ir.Var(index) if seq is None else self.bind(
+                    ir.Call(self.operator(operator.getitem), (seq, self.position(backwards, index))),
+                    f"{_atom_name(seq)}_item")
+                self.bind_target(target, item)
+            for stmt in node.body:
+                self.line = self.line_of(stmt)
+                self.stmt(stmt)
+            body = tuple(self.body)
+        finally:
+            self.body = outer
+        self.body.append(ir.For(index, indices, body, line))
+
+    def range_call(self, node: gast.expr) -> ir.Atom | None:
+        """The lowered ``range(...)`` object if ``node`` calls the builtin range, else ``None``."""
+        if isinstance(node, gast.Call) and self.resolves_to(node.func, range):
+            return self.expr(node, "r")
+        return None
+
+    def iteration(self, node: gast.expr, target: gast.expr) -> tuple[ir.Atom, list]:
+        """``for target in node`` over sequences: the trip count, and (target, sequence, reversed) triples.
+
+        ``enumerate``, ``zip`` and ``reversed`` are unfolded, so ``for i, (a, b) in enumerate(zip(xs, ys))``
+        indexes ``xs`` and ``ys`` with the loop counter itself.
+        """
+        call = node if isinstance(node, gast.Call) else None
+        if call and self.resolves_to(call.func, enumerate) and len(call.args) == 1 \
+                and isinstance(target, gast.Tuple) and len(target.elts) == 2:
+            length, pattern = self.iteration(call.args[0], target.elts[1])
+            return length, [(target.elts[0], None, False)] + pattern
+        lenient = all(kw.arg == "strict" and isinstance(kw.value, gast.Constant) and kw.value.value is False
+                      for kw in getattr(call, "keywords", []))
+        if call and self.resolves_to(call.func, zip) and call.args and lenient \
+                and isinstance(target, gast.Tuple) and len(target.elts) == len(call.args):
+            parts = [self.iteration(arg, t) for arg, t in zip(call.args, target.elts, strict=True)]
+            lengths = tuple(length for length, _ in parts)
+            length = lengths[0] if len(lengths) == 1 else self.bind(ir.Call(ir.Ref(min, "min"), lengths), "n")
+            return length, [item for _, pattern in parts for item in pattern]
+        backwards = bool(call) and self.resolves_to(call.func, reversed) and len(call.args) == 1
+        seq = self.expr(call.args[0] if backwards else node)
+        length = self.bind(ir.Call(ir.Ref(len, "len"), (seq,)), f"n_{_atom_name(seq)}")
+        return length, [(target, seq, backwards)]
+
+    def position(self, backwards: bool, index: str) -> ir.Atom:
+        if not backwards:
+            return ir.Var(index)
+        return self.bind(ir.Call(self.operator(operator.sub), (ir.Const(-1), ir.Var(index))), "back")
+
+    def resolves_to(self, node: gast.expr, obj: Any) -> bool:
+        return isinstance(node, gast.Name) and node.id not in self.env and node.id not in self.locals \
+            and self.name(node) == ir.Ref(obj, node.id)
+
+    def test(self, node: gast.expr) -> ir.Atom:
+        """A branch condition, as a name the reverse pass can read again."""
+        if isinstance(node, gast.Name):
+            atom = self.name(node)
+            if isinstance(atom, ir.Var):
+                return atom
+        return self.bind(self.raw(node), "cond")
+
+    def raw(self, node: gast.expr) -> ir.Raw:
+        """``node`` kept as written, its names rewritten (see ``effect``); it carries no gradient."""
+        refs: list[ir.Ref] = []
+        renamed = _rename_loads(copy.deepcopy(node), lambda name: self.rename(name, refs))
+        return ir.Raw(renamed, tuple(refs))
+
+    def rename(self, name: gast.Name, refs: list[ir.Ref]) -> gast.Name:
+        atom = self.name(name)
+        if isinstance(atom, ir.Var):
+            return gast.Name(id=atom.name, ctx=gast.Load(), annotation=None, type_comment=None)
+        refs.append(atom if isinstance(atom, ir.Ref) else ir.Ref(atom.value, "const"))
+        return gast.Name(id=f"§{len(refs) - 1}", ctx=gast.Load(), annotation=None, type_comment=None)
 
     def effect(self, node: gast.stmt) -> None:
         """Keep ``node`` as it is, its names rewritten: locals to their SSA names, the rest to refs."""
         refs: list[ir.Ref] = []
-
-        def rename(name: gast.Name) -> gast.Name:
-            atom = self.name(name)
-            if isinstance(atom, ir.Var):
-                return gast.Name(id=atom.name, ctx=gast.Load(), annotation=None, type_comment=None)
-            refs.append(atom if isinstance(atom, ir.Ref) else ir.Ref(atom.value, "const"))
-            return gast.Name(id=f"§{len(refs) - 1}", ctx=gast.Load(), annotation=None, type_comment=None)
-
-        self.body.append(ir.Effect(_rename_loads(copy.deepcopy(node), rename), tuple(refs), self.line))
+        renamed = _rename_loads(copy.deepcopy(node), lambda name: self.rename(name, refs))
+        self.body.append(ir.Effect(renamed, tuple(refs), self.line))
 
     # ---- expressions ---------------------------------------------------------------------------------
-    def expr(self, node: gast.expr, name: str | None = None, user: bool = False) -> ir.Atom:
-        """Lower ``node`` to an atom; the last statement it adds is named ``name`` if given."""
+    def expr(self, node: gast.expr, name: str | None = None, user: bool = False, exact: bool = False) -> ir.Atom:
+        """Lower ``node`` to an atom; the last statement it adds is named ``name`` if given.
+
+        With ``exact``, that statement assigns ``name`` itself (a mutable variable's one name).
+        """
         handler = getattr(self, "expr_" + type(node).__name__, None)
         if handler is None:
             raise refuse(node, f"{type(node).__name__} expressions are not supported here", self.locate)
-        return handler(node, name, user)
+        if exact and isinstance(node, gast.IfExp):
+            return self.expr_IfExp(node, name, user, exact=True)
+        outer, self.exact = getattr(self, "exact", None), name if exact else None
+        try:
+            return handler(node, name, user)
+        finally:
+            self.exact = outer
 
     def expr_Name(self, node: gast.Name, name: str | None, user: bool) -> ir.Atom:
         return self.name(node)
@@ -208,7 +383,56 @@ class Lowerer:
         hint = name or (f"{word}_{operand.name}" if isinstance(operand, ir.Var) else "t")
         return self.bind(ir.Call(self.operator(fn), (operand,)), hint, user)
 
+    def expr_IfExp(self, node: gast.IfExp, name: str | None, user: bool, exact: bool = False) -> ir.Atom:
+        target = name if exact else self.namer.fresh(name or "choice", user=user)
+        if not exact:
+            self.body.append(ir.Assign(target, ir.Const(None), self.line))
+        self.mutable.add(target)
+        test = self.test(node.test)
+        branches = []
+        for value in (node.body, node.orelse):
+            outer, self.body = self.body, []
+            try:
+                self.copy(target, self.expr(value, target, exact=True))
+                branches.append(tuple(self.body))
+            finally:
+                self.body = outer
+        self.body.append(ir.If(test, branches[0], branches[1], self.line))
+        return ir.Var(target)
+
+    def expr_BoolOp(self, node: gast.BoolOp, name: str | None, user: bool) -> ir.Atom:
+        return self.bind(self.raw(node), name or "cond", user)
+
+    def expr_ListComp(self, node: gast.ListComp, name: str | None, user: bool) -> ir.Atom:
+        """``[elt for t in xs if c]`` becomes a loop that appends to a new list."""
+        acc = self.namer.fresh(name or "items", user=user)
+        self.locals.add(acc)
+        self.body.append(ir.Assign(acc, ir.Const([]), self.line))
+        self.env[acc] = ir.Var(acc)
+        self.owner[acc] = acc
+        renames = {}
+        for gen in node.generators:
+            for target in gast.walk(gen.target):
+                if isinstance(target, gast.Name):
+                    renames[target.id] = self.namer.fresh(target.id)
+        self.locals |= set(renames.values())
+        node = _rename_all(copy.deepcopy(node), renames)
+        append = gast.Expr(value=gast.Call(func=gast.Attribute(value=_load(acc), attr="append", ctx=gast.Load()),
+                                           args=[node.elt], keywords=[]))
+        inner: gast.stmt = append
+        for gen in reversed(node.generators):
+            for cond in reversed(gen.ifs):
+                inner = gast.If(test=cond, body=[inner], orelse=[])
+            inner = gast.For(target=gen.target, iter=gen.iter, body=[inner], orelse=[], type_comment=None)
+        self.stmt(_locate_all(inner, node))
+        return self.env.pop(acc)
+
+    def expr_GeneratorExp(self, node: gast.GeneratorExp, name: str | None, user: bool) -> ir.Atom:
+        return self.expr_ListComp(node, name, user)
+
     def expr_Compare(self, node: gast.Compare, name: str | None, user: bool) -> ir.Atom:
+        if len(node.ops) > 1:
+            return self.bind(self.raw(node), name or "cond", user)
         fn = COMPARE.get(type(node.ops[0]))
         if fn is None:
             raise refuse(node, "only < <= > >= == != comparisons are supported", self.locate)
@@ -217,6 +441,8 @@ class Lowerer:
 
     def expr_Call(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
         func = node.func
+        if isinstance(func, gast.Name) and func.id in self.local_functions and func.id not in self.env:
+            return self.inline(self.local_functions[func.id], node, name, user)
         if isinstance(func, gast.Attribute) and self.is_local(func.value):
             return self.method(node, name, user)
         fn = self.expr(func)
@@ -228,6 +454,53 @@ class Lowerer:
         base = fn.hint.rsplit(".", 1)[-1]
         hint = name or (f"{base}_{args[0].name}" if len(args) == 1 and isinstance(args[0], ir.Var) else base)
         return self.bind(ir.Call(fn, args, kwargs), hint, user)
+
+    def inline(self, fn: gast.FunctionDef | gast.Lambda, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
+        """A call to a function defined inside this one: its body, lowered in place with its own names."""
+        label = getattr(fn, "name", "lambda")
+        if label in self.inlining or len(self.inlining) > 20:
+            raise refuse(node, f"the nested function {label} calls itself: define it at module level to "
+                               "recurse", self.locate)
+        body = [gast.Return(value=fn.body)] if isinstance(fn, gast.Lambda) else list(fn.body)
+        params = [a.id for a in fn.args.posonlyargs + fn.args.args]
+        if fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs or len(node.args) > len(params) \
+                or any(kw.arg not in params for kw in node.keywords):
+            raise refuse(node, f"this call does not fit {label}'s parameters (ast_ad inlines nested functions "
+                               "with plain positional and keyword parameters)", self.locate)
+        values = dict(zip(params, [self.expr(a) for a in node.args], strict=False))
+        values.update((kw.arg, self.expr(kw.value)) for kw in node.keywords)
+        defaults = dict(zip(params[len(params) - len(fn.args.defaults):], fn.args.defaults, strict=True))
+        for p in params:
+            if p not in values:
+                if p not in defaults:
+                    raise refuse(node, f"missing argument {p!r} in the call to {label}", self.locate)
+                values[p] = self.expr(defaults[p])
+        inner_locals = {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name)
+                        and isinstance(n.ctx, gast.Store)} | set(params)
+        renames = {v: self.namer.fresh(f"{label}_{v}" if label != "lambda" else v) for v in sorted(inner_locals)}
+        body = [_rename_all(copy.deepcopy(s), renames) for s in body]
+        saved_env, saved_locals = dict(self.env), set(self.locals)
+        self.inlining.append(label)
+        try:
+            for v in inner_locals:
+                self.env.pop(renames[v], None)
+            self.locals |= set(renames.values())
+            for p in params:
+                self.env[renames[p]] = values[p]
+            body = structure(body, Namer(reserved=self.locals))
+            self.locals |= {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name)
+                            and isinstance(n.ctx, gast.Store)}
+            for stmt in body[:-1]:
+                self.line = self.line_of(stmt)
+                self.stmt(stmt)
+            last = body[-1] if body else None
+            if not isinstance(last, gast.Return) or last.value is None:
+                raise refuse(last or node, f"{label} must end with `return <value>` to be differentiated",
+                             self.locate)
+            return self.expr(last.value, name, user)
+        finally:
+            self.inlining.pop()
+            self.env, self.locals = saved_env, saved_locals
 
     def method(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
         attr = node.func.attr
@@ -311,11 +584,17 @@ class Lowerer:
         return ir.Ref(fn, f"operator.{fn.__name__}")
 
     def bind(self, value: ir.Expr, hint: str, user: bool = False) -> ir.Var:
+        if getattr(self, "exact", None) is not None and hint == self.exact:
+            self.exact = None
+            self.body.append(ir.Assign(hint, value, self.line))
+            return ir.Var(hint)
         if not user and len(hint) > MAX_NAME:
             hint = "t"
         if hint == "t" or not identifier(hint) == hint:
             hint = f"t{self.next_temp()}"
         target = self.namer.fresh(hint, user=user)
+        if user:
+            self.owner[target] = hint
         self.body.append(ir.Assign(target, value, self.line))
         return ir.Var(target)
 
@@ -340,6 +619,28 @@ def _binary_hint(left: ir.Atom, word: str, right: ir.Atom) -> str:
     if isinstance(left, ir.Var) and isinstance(right, ir.Var):
         return f"{left.name}_{word}_{right.name}"
     return "t"
+
+
+def _atom_name(atom: ir.Atom) -> str:
+    return atom.name if isinstance(atom, ir.Var) else identifier(getattr(atom, "hint", "seq"))
+
+
+def _load(name: str) -> gast.Name:
+    return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
+
+
+def _rename_all(node: gast.AST, renames: dict[str, str]) -> gast.AST:
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and n.id in renames:
+            n.id = renames[n.id]
+    return node
+
+
+def _locate_all(node: gast.AST, like: gast.AST) -> gast.AST:
+    for n in gast.walk(node):
+        if getattr(n, "lineno", None) is None and "lineno" in getattr(n, "_attributes", ()):
+            gast.copy_location(n, like)
+    return node
 
 
 def _rename_loads(node: gast.AST, rename: Any) -> gast.AST:

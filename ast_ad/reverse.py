@@ -59,13 +59,12 @@ class Adjoint:
 
     def saved(self) -> list[str]:
         """Forward names the backward statements read, in order of first use."""
-        stored = {n.id for s in self.backward for n in gast.walk(s)
-                  if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+        forward = set(self.params) | {n.id for s in self.forward for n in gast.walk(s)
+                                      if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         seen: dict[str, None] = {}
         for s in self.backward:
             for n in gast.walk(s):
-                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and not n.id.startswith(syntax.MARK) \
-                        and n.id not in stored and n.id != self.seed:
+                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id in forward:
                     seen.setdefault(n.id)
         return list(seen)
 
@@ -73,50 +72,107 @@ class Adjoint:
 Derive = Callable[[Any, tuple[int, ...], tuple[int, ...]], Adjoint]
 
 
-def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive) -> Adjoint:
+def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
+            shell: Adjoint | None = None) -> Adjoint:
     """Build the adjoint of ``function`` with respect to the parameters at ``argnums``.
 
     ``shapes`` labels each parameter's shape: ``SCALAR`` for numbers, and equal
     labels for parameters known to share a shape. An elementwise rule's
     contribution needs no un-broadcasting when no other operand can have
-    broadcast it up (see ``shape_classes``).
+    broadcast it up (see ``shape_classes``). ``shell``, if given, is filled in
+    and returned (so a recursive call can refer to it before it is finished).
     """
-    return Reverser(function, argnums, shapes, derive).run()
+    return Reverser(function, argnums, shapes, derive).run(shell)
 
 
 SCALAR = -1
 FULL_REDUCTIONS = {np.sum, np.mean, float}  # called on one argument alone, these give a scalar
 
 
-def shape_classes(function: ir.Function, shapes: tuple[int, ...]) -> dict[str, int]:
+# ---- analyses ---------------------------------------------------------------------------------------------
+def activity(function: ir.Function, argnums: tuple[int, ...]) -> set[str]:
+    """The names whose values depend on the differentiated parameters (a fixpoint, for loops)."""
+    active = {function.params[i] for i in argnums}
+    size = -1
+    while size != len(active):
+        size = len(active)
+        for stmt in ir.walk(function.body):
+            if isinstance(stmt, ir.Assign) and _is_active(stmt.value, active):
+                active.add(stmt.target)
+            elif isinstance(stmt, ir.Unpack) and _atom_active(stmt.value, active):
+                active.update(stmt.targets)
+            elif isinstance(stmt, ir.Append) and _atom_active(stmt.value, active):
+                active.add(stmt.target)
+    return active
+
+
+def usefulness(function: ir.Function, active: set[str]) -> set[str]:
+    """The active names the result depends on (a fixpoint, for loops)."""
+    useful = {function.result.name} & active if isinstance(function.result, ir.Var) else set()
+    statements = list(ir.walk(function.body))
+    size = -1
+    while size != len(useful):
+        size = len(useful)
+        for stmt in reversed(statements):
+            if isinstance(stmt, ir.Assign) and stmt.target in useful:
+                useful.update(v.name for v in _inputs(stmt.value) if v.name in active)
+            elif isinstance(stmt, ir.Unpack) and useful.intersection(stmt.targets) and stmt.value.name in active:
+                useful.add(stmt.value.name)
+            elif isinstance(stmt, ir.Append) and stmt.target in useful and _atom_active(stmt.value, active):
+                useful.add(stmt.value.name)
+    return useful
+
+
+def shape_classes(function: ir.Function, shapes: tuple[int, ...]) -> dict[str, int | None]:
     """Label every name with a shape class: names with equal labels are known to have equal shapes.
 
     Elementwise operations keep their operands' class when all non-scalar
-    operands share one; anything else starts a class of its own.
+    operands share one; anything else starts a class of its own; a name
+    assigned in several places with different classes gets ``None`` (unknown).
     """
-    classes = dict(zip(function.params, shapes, strict=True))
-    fresh = max(shapes, default=0) + 1
-    for stmt in function.body:
-        targets = [stmt.target] if isinstance(stmt, ir.Assign) else getattr(stmt, "targets", ())
-        label = None
-        if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) and not stmt.value.kwargs:
-            rule = registry.lookup(stmt.value.fn.obj)
-            if getattr(stmt.value.fn.obj, "__module__", None) == "math" or \
-                    (stmt.value.fn.obj in FULL_REDUCTIONS and len(stmt.value.args) == 1):
-                label = SCALAR
-            elif rule is not None and rule.elementwise:
-                operands = {shape_class(a, classes) for a in stmt.value.args} - {SCALAR}
-                label = operands.pop() if len(operands) == 1 and None not in operands else \
-                    (SCALAR if not operands else None)
-        for target in targets:
-            if label is None:
-                label, fresh = fresh, fresh + 1
-            classes[target] = label
-            label = None
+    classes: dict[str, int | None] = dict(zip(function.params, shapes, strict=True))
+    fresh: dict[int, int] = {}
+    changed = True
+    while changed:
+        changed = False
+        for stmt in ir.walk(function.body):
+            for target, label in _labels(stmt, classes, fresh, max(shapes, default=0) + 1):
+                new = label if target not in classes else (classes[target] if classes[target] == label else None)
+                if target not in classes or new != classes[target]:
+                    classes[target], changed = new, True
     return classes
 
 
-def shape_class(atom: ir.Atom, classes: dict[str, int]) -> int | None:
+def _labels(stmt: ir.Stmt, classes: dict[str, int | None], fresh: dict[int, int], base: int):
+    if isinstance(stmt, ir.For):
+        return [(stmt.target, SCALAR if _is_range(stmt.iter) else None)]
+    if isinstance(stmt, ir.Unpack):
+        return [(t, None) for t in stmt.targets]
+    if not isinstance(stmt, ir.Assign):
+        return []
+    value = stmt.value
+    if isinstance(value, (ir.Var, ir.Const)):
+        return [(stmt.target, shape_class(value, classes))]
+    if isinstance(value, ir.Call) and not value.kwargs:
+        rule = registry.lookup(value.fn.obj)
+        if getattr(value.fn.obj, "__module__", None) == "math" or \
+                (value.fn.obj in FULL_REDUCTIONS and len(value.args) == 1):
+            return [(stmt.target, SCALAR)]
+        if rule is not None and rule.elementwise:
+            operands = {shape_class(a, classes) for a in value.args} - {SCALAR}
+            if not operands:
+                return [(stmt.target, SCALAR)]
+            if len(operands) == 1 and None not in operands:
+                return [(stmt.target, operands.pop())]
+            return [(stmt.target, None)]
+    return [(stmt.target, fresh.setdefault(id(stmt), base + len(fresh)))]
+
+
+def _is_range(atom: ir.Atom) -> bool:
+    return isinstance(atom, ir.Var)
+
+
+def shape_class(atom: ir.Atom, classes: dict[str, int | None]) -> int | None:
     """The shape class of an atom: ``SCALAR`` for numbers and None, ``None`` when unknown."""
     if isinstance(atom, ir.Var):
         return classes.get(atom.name)
@@ -125,30 +181,74 @@ def shape_class(atom: ir.Atom, classes: dict[str, int]) -> int | None:
     return None
 
 
-def activity(function: ir.Function, argnums: tuple[int, ...]) -> set[str]:
-    """The names whose values depend on the differentiated parameters."""
-    active = {function.params[i] for i in argnums}
+def local_names(function: ir.Function) -> set[str]:
+    """Names whose adjoint can be assigned by its first contribution, as in straight-line code.
+
+    Such a name is bound once, directly in one block, and every use that can
+    contribute to its adjoint comes after that, directly in the same block.
+    """
+    defs: dict[str, list[tuple[int, int]]] = {p: [(0, -1)] for p in function.params}
+    uses: dict[str, list[tuple[int, int]]] = {}
+    counter = [0]
+
+    def visit(body: tuple[ir.Stmt, ...], block: int) -> None:
+        for k, stmt in enumerate(body):
+            for name in ir.defined(stmt):
+                defs.setdefault(name, []).append((block, k))
+            for var in _stmt_inputs(stmt):
+                uses.setdefault(var, []).append((block, k))
+            for nested in ir.blocks(stmt):
+                counter[0] += 1
+                visit(nested, counter[0])
+    visit(function.body, 0)
+    if isinstance(function.result, ir.Var):
+        uses.setdefault(function.result.name, []).append((0, len(function.body)))
+    local = set()
+    for name, places in defs.items():
+        if len(places) == 1 and name not in function.mutable:
+            block, k = places[0]
+            if all(b == block and j > k for b, j in uses.get(name, [])):
+                local.add(name)
+    return local
+
+
+def loop_bound(function: ir.Function) -> set[str]:
+    """Names bound inside a loop body: each iteration overwrites them."""
+    bound: set[str] = set()
+    for stmt in ir.walk(function.body):
+        if isinstance(stmt, (ir.For, ir.While)):
+            bound.add(stmt.target) if isinstance(stmt, ir.For) else None
+            for inner in ir.walk(stmt.body):
+                bound.update(ir.defined(inner))
+                if isinstance(inner, ir.Assign) and isinstance(inner.value, ir.Call) \
+                        and is_user_function(inner.value.fn.obj):
+                    bound.add(inner.target)
+    return bound
+
+
+def first_definitions(function: ir.Function) -> set[int]:
+    """Statements that bind a name for the first time, at the top level: nothing to save before them."""
+    seen = set(function.params)
+    first = set()
     for stmt in function.body:
-        if isinstance(stmt, ir.Assign) and _is_active(stmt.value, active):
-            active.add(stmt.target)
-        elif isinstance(stmt, ir.Unpack) and _atom_active(stmt.value, active):
-            active.update(stmt.targets)
-    return active
+        names = set(ir.defined(stmt))
+        if names and not names & seen and not ir.blocks(stmt):
+            first.add(id(stmt))
+        for inner in ir.walk((stmt,)):
+            seen.update(ir.defined(inner))
+    return first
 
 
-def usefulness(function: ir.Function, active: set[str]) -> set[str]:
-    """The active names the result depends on."""
-    useful = {function.result.name} & active if isinstance(function.result, ir.Var) else set()
-    for stmt in reversed(function.body):
-        if isinstance(stmt, ir.Assign) and stmt.target in useful:
-            useful.update(v.name for v in _inputs(stmt.value) if v.name in active)
-        elif isinstance(stmt, ir.Unpack) and useful.intersection(stmt.targets) and stmt.value.name in active:
-            useful.add(stmt.value.name)
-    return useful
+def _stmt_inputs(stmt: ir.Stmt) -> list[str]:
+    if isinstance(stmt, ir.Assign):
+        return [v.name for v in _inputs(stmt.value)]
+    if isinstance(stmt, (ir.Unpack, ir.Append)):
+        return [stmt.value.name] if isinstance(stmt.value, ir.Var) else []
+    return []
 
 
 def _is_active(value: ir.Expr, active: set[str]) -> bool:
-    if isinstance(value, ir.Attr):
+    if isinstance(value, (ir.Attr, ir.Raw)):
         return False
     if isinstance(value, ir.Call):
         rule = registry.lookup(value.fn.obj)
@@ -168,6 +268,8 @@ def _inputs(value: ir.Expr) -> list[ir.Var]:
         atoms = list(value.elts)
     elif isinstance(value, ir.Attr):
         atoms = [value.value]
+    elif isinstance(value, ir.Raw):
+        atoms = []
     else:
         atoms = [value]
     return [a for a in atoms if isinstance(a, ir.Var)]
@@ -178,56 +280,87 @@ def is_user_function(fn: Any) -> bool:
     return inspect.isfunction(fn) and registry.lookup(fn) is None
 
 
+# ---- saving and restoring overwritten values ------------------------------------------------------------
+RESTORE = "§restore"
+ANS = "§ans"  # stands for the new value of a name its own statement also reads
+UNAPPEND = "§unappend"
+
+
+def _placeholder(kind: str, name: str, key: int) -> gast.Expr:
+    return gast.Expr(value=gast.Constant(value=(kind, name, key), kind=None))
+
+
+def _placeholder_of(stmt: gast.stmt) -> tuple[str, str, int] | None:
+    if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Constant) and isinstance(stmt.value.value, tuple):
+        return stmt.value.value
+    return None
+
+
 class Reverser:
     def __init__(self, function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive):
         self.function, self.argnums, self.derive = function, argnums, derive
-        self.classes = shape_classes(function, shapes)
         self.refs = RefTable()
         self.namer = Namer(used=function.names())
         self.active = activity(function, argnums)
         self.useful = usefulness(function, self.active)
+        self.classes = shape_classes(function, shapes)
+        self.local = local_names(function)
+        self.rebound = set(function.mutable) | loop_bound(function)
+        self.first = first_definitions(function)
         self.bars: dict[str, str] = {}
-        self.structured = {s.value.name for s in function.body if isinstance(s, ir.Unpack)}
-        self.structured |= {s.target for s in function.body if isinstance(s, ir.Assign)
+        self.live: set[str] = set()
+        self.structured = {s.value.name for s in ir.walk(function.body) if isinstance(s, ir.Unpack)
+                           and isinstance(s.value, ir.Var)}
+        self.structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Append)}
+        self.structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
                             and isinstance(s.value, ir.Pack)}
-        self.calls: dict[int, tuple[Adjoint, str, list[ir.Atom]]] = {}
+        self.calls: dict[int, tuple[Adjoint, str, list[ir.Atom], list[ir.Atom]]] = {}
         self.callees: list[Adjoint] = []
-        self.backward: list[gast.stmt] = []
+        self.needed: set[str] = set()
+        self.pending: set[str] = set()  # adjoints reset to zero: the next contribution assigns
+        self.tape_name: str | None = None
 
-    def run(self) -> Adjoint:
-        forward = [self.forward(i, s) for i, s in enumerate(self.function.body)]
+    # ---- the driver -------------------------------------------------------------------------------------
+    def run(self, shell: Adjoint | None = None) -> Adjoint:
+        self.plan_calls()
         result = self.function.result
         seed = self.namer.fresh(f"{result.name}_bar" if isinstance(result, ir.Var) else "out_bar")
         if isinstance(result, ir.Var) and result.name in self.useful:
             self.bars[result.name] = seed
-        line = None
-        for i in reversed(range(len(self.function.body))):
-            stmt = self.function.body[i]
-            if not self.needs_adjoint(stmt):
-                continue
-            if stmt.line != line:
-                line = stmt.line
-                self.backward.append(syntax.comment(f"line {line.lineno}: {line.text.strip()}"))
-            self.adjoint(i, stmt)
-        grads = [self.grad(self.function.params[i]) for i in self.argnums]
-        return Adjoint(self.function, self.argnums, forward, self.backward,
-                       syntax.atom(result, self.refs), seed, grads, self.refs, self.callees)
+            self.live.add(result.name)
+        backward = self.backward_block(self.function.body)
+        grads = [self.grad(self.function.params[i], backward) for i in self.argnums]
+        backward = self.initial_adjoints(seed) + backward
+        self.needed = {n.id for s in backward for n in gast.walk(s)
+                       if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+        backward = self.resolve_restores(backward)
+        forward = self.prologue() + self.forward_block(self.function.body, saving=True)
+        result_expr = syntax.atom(result, self.refs)
+        if isinstance(result, ir.Var) and result.name in self.rebound and result.name in self.needed:
+            kept = self.namer.fresh(f"{result.name}_result")  # the backward pass restores older values
+            forward.append(syntax.assign(kept, result_expr))
+            result_expr = syntax.name(kept)
+        adjoint = shell or Adjoint(self.function, self.argnums, [], [], syntax.const(None), seed, [], self.refs)
+        adjoint.function, adjoint.argnums, adjoint.forward, adjoint.backward = \
+            self.function, self.argnums, forward, backward
+        adjoint.result, adjoint.seed, adjoint.grads = result_expr, seed, grads
+        adjoint.refs, adjoint.callees = self.refs, self.callees
+        return adjoint
 
-    # ---- forward -----------------------------------------------------------------------------------
-    def forward(self, i: int, stmt: ir.Stmt) -> gast.stmt:
-        if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) and self.needs_adjoint(stmt) \
-                and is_user_function(stmt.value.fn.obj):
-            args = self.bind_call(stmt)
-            active = tuple(p for p, a in enumerate(args) if _atom_active(a, self.active))
-            callee = self.derive(stmt.value.fn.obj, active, self.labels(args))
-            self.callees.append(callee)
-            self.refs.ref(stmt.value.fn)  # recorded so that redefining the callee is noticed
-            saved = self.namer.fresh(f"{stmt.target}_saved")
-            self.calls[i] = (callee, saved, [args[p] for p in active])
-            call = syntax.call(self.refs.marker(CalleeRef(callee, "fwd"), "fwd"),
-                               [syntax.atom(a, self.refs) for a in args])
-            return syntax.assign([stmt.target, saved], call)
-        return syntax.statement(stmt, self.refs)
+    def plan_calls(self) -> None:
+        """Derive the adjoint of every call to a user function whose result needs an adjoint."""
+        for stmt in ir.walk(self.function.body):
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) and self.needs_adjoint(stmt) \
+                    and is_user_function(stmt.value.fn.obj):
+                args = self.bind_call(stmt)
+                active = tuple(p for p, a in enumerate(args) if _atom_active(a, self.active))
+                callee = self.derive(stmt.value.fn.obj, active, self.labels(args))
+                self.callees.append(callee)
+                self.refs.ref(stmt.value.fn)  # recorded so that redefining the callee is noticed
+                saved = self.namer.fresh(f"{stmt.target}_saved")
+                if stmt.target in self.rebound:
+                    self.rebound.add(saved)
+                self.calls[id(stmt)] = (callee, saved, args, [args[p] for p in active])
 
     def bind_call(self, stmt: ir.Assign) -> list[ir.Atom]:
         """The call's arguments in the callee's parameter order, defaults filled in."""
@@ -239,58 +372,6 @@ class Reverser:
         bound.apply_defaults()
         return [v if isinstance(v, (ir.Var, ir.Const, ir.Ref)) else ir.Ref(v, f"{call.fn.hint}_{k}")
                 for k, v in bound.arguments.items()]
-
-    # ---- backward ----------------------------------------------------------------------------------
-    def needs_adjoint(self, stmt: ir.Stmt) -> bool:
-        if isinstance(stmt, ir.Assign):
-            return stmt.target in self.useful
-        if isinstance(stmt, ir.Unpack):
-            return bool(self.useful.intersection(stmt.targets))
-        return False
-
-    def adjoint(self, i: int, stmt: ir.Stmt) -> None:
-        if isinstance(stmt, ir.Unpack):
-            parts = [syntax.name(self.bars[t]) if t in self.bars else self.zeros(t) for t in stmt.targets]
-            self.accumulate(stmt.value.name, syntax.tuple_(parts))
-        elif isinstance(stmt.value, ir.Pack):
-            g = syntax.name(self.bars[stmt.target])
-            for k, elt in enumerate(stmt.value.elts):
-                if _atom_active(elt, self.active):
-                    item = gast.Subscript(value=g, slice=syntax.const(k), ctx=gast.Load())
-                    self.accumulate(elt.name, item)
-        elif i in self.calls:
-            self.callee_adjoint(stmt, *self.calls[i])
-        else:
-            self.rule_adjoint(stmt)
-
-    def rule_adjoint(self, stmt: ir.Assign) -> None:
-        call = stmt.value
-        rule = registry.lookup(call.fn.obj)
-        if rule is None:
-            raise self.missing(stmt, f"{call.fn.hint} has no gradient rule")
-        for key, atom in call.kwargs:
-            if _atom_active(atom, self.active):
-                raise self.missing(stmt, f"the differentiated value {atom.name} is passed to {call.fn.hint} "
-                                         f"as keyword {key}=; pass it positionally")
-        for k, atom in enumerate(call.args):
-            if _atom_active(atom, self.active):
-                vjp = rule.vjp(k)
-                if vjp is None:
-                    raise self.missing(stmt, f"{call.fn.hint} has no gradient rule for argument {k + 1}")
-                contribution = self.contribution(stmt, vjp, k)
-                if rule.elementwise and not self.exact(call, k):
-                    unbroadcast = self.refs.marker(runtime.unbroadcast, "unbroadcast")
-                    contribution = syntax.call(unbroadcast, [contribution, syntax.name(atom.name)])
-                self.accumulate(atom.name, contribution)
-
-    def exact(self, call: ir.Call, k: int) -> bool:
-        """Whether an elementwise rule's contribution to argument ``k`` already has that argument's shape.
-
-        It does when no other operand can broadcast it up: when all of them are scalars.
-        """
-        mine = shape_class(call.args[k], self.classes)
-        return all(shape_class(a, self.classes) in (SCALAR, mine) and (mine is not None or
-                   shape_class(a, self.classes) == SCALAR) for j, a in enumerate(call.args) if j != k)
 
     def labels(self, args: list[ir.Atom]) -> tuple[int, ...]:
         """Shape labels for a callee's parameters, numbered in order of first appearance."""
@@ -304,52 +385,339 @@ class Reverser:
                 labels.append(numbering.setdefault(label if label is not None else ("unknown", k), len(numbering)))
         return tuple(labels)
 
-    def contribution(self, stmt: ir.Assign, vjp: registry.VJP, k: int) -> gast.expr:
+    # ---- forward ----------------------------------------------------------------------------------------
+    def saves(self, name: str, stmt: ir.Stmt) -> bool:
+        """Whether ``stmt`` overwrites a value of ``name`` that the backward pass reads."""
+        return name in self.rebound and name in self.needed and id(stmt) not in self.first
+
+    def push(self, name: str) -> gast.stmt:
+        append = gast.Attribute(value=syntax.name(self.tape()), attr="append", ctx=gast.Load())
+        return gast.Expr(value=syntax.call(append, [syntax.name(name)]))
+
+    def tape(self) -> str:
+        if self.tape_name is None:
+            self.tape_name = self.namer.fresh("tape")
+        return self.tape_name
+
+    def prologue(self) -> list[gast.stmt]:
+        """``tape = []``, and ``None`` for saved names that a loop binds first."""
+        needs = [n for n in sorted(self.rebound & self.needed) if n not in self.function.params
+                 and not self._bound_before_loops(n)]
+        out = [syntax.assign(n, syntax.const(None)) for n in needs]
+        if self.tape_name is not None:
+            out.insert(0, syntax.assign(self.tape_name, gast.List(elts=[], ctx=gast.Load())))
+        return out
+
+    def _bound_before_loops(self, name: str) -> bool:
+        for stmt in self.function.body:
+            if name in ir.defined(stmt) and not ir.blocks(stmt):
+                return True
+            if ir.blocks(stmt):
+                return False
+        return False
+
+    def forward_block(self, body: tuple[ir.Stmt, ...], saving: bool) -> list[gast.stmt]:
+        out: list[gast.stmt] = []
+        for stmt in body:
+            opaque = ir.blocks(stmt) and not self.needs_adjoint(stmt)
+            if opaque and saving:
+                out += [self.push(n) for n in self.snapshot(stmt)]
+            elif saving:
+                out += [self.push(n) for n in self.defined(stmt) if self.saves(n, stmt)]
+            out += self.forward(stmt, saving and not opaque)
+        return out
+
+    def forward(self, stmt: ir.Stmt, saving: bool) -> list[gast.stmt]:
+        if id(stmt) in self.calls:
+            callee, saved, args, _ = self.calls[id(stmt)]
+            call = syntax.call(self.refs.marker(CalleeRef(callee, "fwd"), "fwd"),
+                               [syntax.atom(a, self.refs) for a in args])
+            return [syntax.assign([stmt.target, saved], call)]
+        if isinstance(stmt, ir.If):
+            body = self.forward_block(stmt.body, saving) or [gast.Pass()]
+            return [gast.If(test=syntax.atom(stmt.test, self.refs), body=body,
+                            orelse=self.forward_block(stmt.orelse, saving))]
+        if isinstance(stmt, (ir.For, ir.While)):
+            return self.forward_loop(stmt, saving)
+        if isinstance(stmt, ir.Break):
+            return [gast.Break()]
+        if isinstance(stmt, ir.Append):
+            append = gast.Attribute(value=syntax.name(stmt.target), attr="append", ctx=gast.Load())
+            return [gast.Expr(value=syntax.call(append, [syntax.atom(stmt.value, self.refs)]))]
+        if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Raw):
+            return [syntax.assign(stmt.target, syntax.raw(stmt.value, self.refs))]
+        return [syntax.statement(stmt, self.refs)]
+
+    def forward_loop(self, stmt: ir.For | ir.While, saving: bool) -> list[gast.stmt]:
+        counted = saving and self.needs_adjoint(stmt) and self.counts(stmt)
+        count = self.count_name(stmt) if counted else None
+        body = self.forward_block(stmt.body, saving)
+        if count:
+            body.insert(0, gast.AugAssign(target=syntax.store(count), op=gast.Add(), value=syntax.const(1)))
+        if isinstance(stmt, ir.For):
+            loop = gast.For(target=syntax.store(stmt.target), iter=syntax.atom(stmt.iter, self.refs),
+                            body=body or [gast.Pass()], orelse=[], type_comment=None)
+        else:
+            loop = gast.While(test=syntax.raw(stmt.test, self.refs), body=body or [gast.Pass()], orelse=[])
+        if not count:
+            return [loop]
+        return [syntax.assign(count, syntax.const(0)), loop, self.push(count)]
+
+    def counts(self, stmt: ir.For | ir.While) -> bool:
+        """A while loop, or a for loop that may break, records its trip count."""
+        return isinstance(stmt, ir.While) or any(isinstance(s, ir.Break) for s in _shallow(stmt.body))
+
+    def count_name(self, stmt: ir.For | ir.While) -> str:
+        key = ("count", id(stmt))
+        if key not in self.bars:
+            self.bars[key] = self.namer.fresh("trips")
+        return self.bars[key]
+
+    def defined(self, stmt: ir.Stmt) -> list[str]:
+        names = list(ir.defined(stmt))
+        if id(stmt) in self.calls:
+            names.append(self.calls[id(stmt)][1])
+        return names
+
+    def snapshot(self, stmt: ir.Stmt) -> list[str]:
+        """The saved names an inactive compound statement overwrites: saved before it, restored after."""
+        names = dict.fromkeys(n for s in ir.walk((stmt,)) for n in self.defined(s))
+        return [n for n in names if n in self.rebound and n in self.needed]
+
+    # ---- backward ---------------------------------------------------------------------------------------
+    def needs_adjoint(self, stmt: ir.Stmt) -> bool:
+        if isinstance(stmt, ir.Assign):
+            return stmt.target in self.useful
+        if isinstance(stmt, ir.Unpack):
+            return bool(self.useful.intersection(stmt.targets))
+        if isinstance(stmt, ir.Append):
+            return stmt.target in self.useful
+        return any(self.needs_adjoint(s) for block in ir.blocks(stmt) for s in block)
+
+    def backward_block(self, body: tuple[ir.Stmt, ...]) -> list[gast.stmt]:
+        out: list[gast.stmt] = []
+        line = None
+        for stmt in reversed(body):
+            if not self.needs_adjoint(stmt):
+                out += self.restores(stmt)
+                continue
+            adjoint = self.adjoint(stmt)
+            if ir.blocks(stmt):
+                line = None
+            elif stmt.line != line and any(_placeholder_of(s) is None for s in adjoint):
+                line = stmt.line
+                out.append(syntax.comment(f"line {line.lineno}: {line.text.strip()}"))
+            out += adjoint
+        return out
+
+    def restores(self, stmt: ir.Stmt) -> list[gast.stmt]:
+        """Undo what an inactive statement overwrote (kept only where the backward pass reads it)."""
+        if ir.blocks(stmt):
+            return [_placeholder(RESTORE, n, -1) for n in reversed(self.snapshot_candidates(stmt))]
+        return [_placeholder(RESTORE, n, id(stmt)) for n in reversed(self.defined(stmt))]
+
+    def snapshot_candidates(self, stmt: ir.Stmt) -> list[str]:
+        names = dict.fromkeys(n for s in ir.walk((stmt,)) for n in self.defined(s))
+        return [n for n in names if n in self.rebound]
+
+    def resolve_restores(self, body: list[gast.stmt]) -> list[gast.stmt]:
+        out = []
+        for stmt in body:
+            mark = _placeholder_of(stmt)
+            if mark is None:
+                for field in ("body", "orelse"):
+                    if getattr(stmt, field, None):
+                        setattr(stmt, field, self.resolve_restores(getattr(stmt, field)) or
+                                ([gast.Pass()] if field == "body" else []))
+                out.append(stmt)
+                continue
+            kind, name, key = mark
+            if name not in self.needed or name not in self.rebound:
+                continue
+            if kind == UNAPPEND:
+                out.append(gast.Expr(value=syntax.call(_attr(name, "pop"), [])))
+            elif key == -1 or key not in self.first:
+                out.append(syntax.assign(name, syntax.call(_attr(self.tape(), "pop"), [])))
+        return out
+
+    def adjoint(self, stmt: ir.Stmt) -> list[gast.stmt]:
+        if isinstance(stmt, ir.If):
+            return self.adjoint_if(stmt)
+        if isinstance(stmt, (ir.For, ir.While)):
+            return self.adjoint_loop(stmt)
+        if isinstance(stmt, ir.Append):
+            return self.adjoint_append(stmt)
+        if isinstance(stmt, ir.Unpack):
+            parts = [syntax.name(self.bars[t]) if t in self.bars and (t in self.live or t not in self.local)
+                     else self.zeros(t) for t in stmt.targets]
+            out = self.accumulate(stmt.value.name, syntax.tuple_(parts))
+            return out + [_placeholder(RESTORE, t, id(stmt)) for t in reversed(stmt.targets)]
+        return self.adjoint_assign(stmt)
+
+    def adjoint_if(self, stmt: ir.If) -> list[gast.stmt]:
+        body, orelse = self.backward_block(stmt.body), self.backward_block(stmt.orelse)
+        return [gast.If(test=syntax.atom(stmt.test, self.refs), body=body or [gast.Pass()], orelse=orelse)]
+
+    def adjoint_loop(self, stmt: ir.For | ir.While) -> list[gast.stmt]:
+        body = self.backward_block(stmt.body) or [gast.Pass()]
+        trips = syntax.call(_attr(self.tape(), "pop"), []) if self.counts(stmt) else None
+        if isinstance(stmt, ir.While):
+            index = self.namer.fresh("_")
+            iterable = syntax.call(self.refs.marker(range, "range"), [trips])
+            return [gast.For(target=syntax.store(index), iter=iterable, body=body, orelse=[], type_comment=None)]
+        steps = syntax.atom(stmt.iter, self.refs)
+        if trips is not None:
+            steps = gast.Subscript(value=steps, slice=gast.Slice(lower=None, upper=trips, step=None), ctx=gast.Load())
+        iterable = syntax.call(self.refs.marker(reversed, "reversed"), [steps])
+        loop = gast.For(target=syntax.store(stmt.target), iter=iterable, body=body, orelse=[], type_comment=None)
+        return [loop, _placeholder(RESTORE, stmt.target, id(stmt))]
+
+    def adjoint_append(self, stmt: ir.Append) -> list[gast.stmt]:
+        popped = syntax.call(_attr(self.bar(stmt.target), "pop"), [])
+        out = self.accumulate(stmt.value.name, popped) if _atom_active(stmt.value, self.active) \
+            else [gast.Expr(value=popped)]
+        return out + [_placeholder(UNAPPEND, stmt.target, id(stmt))]
+
+    def adjoint_assign(self, stmt: ir.Assign) -> list[gast.stmt]:
+        """Contributions to the statement's inputs, then restore what it overwrote.
+
+        For ``y = y * x`` inside a loop the rule needs both values of ``y``: the
+        new one (``ans``) is kept as ``y_new`` before the old one is restored.
+        """
+        target = stmt.target
+        g = self.bar(target)
+        restores = [_placeholder(RESTORE, n, id(stmt)) for n in reversed(self.defined(stmt))]
+        reset = target not in self.local and id(stmt) not in self.first
+        self.live.discard(target)
+        if target not in {v.name for v in _inputs(stmt.value)}:
+            out = self.contributions(stmt, g, target)
+            if reset:
+                out.append(syntax.assign(g, self.zero(target)))
+            return out + restores
+        g_next = self.namer.fresh(f"{g}_next")
+        out = [syntax.assign(g_next, syntax.name(g))]
+        if reset:
+            self.pending.add(target)
+        contributions = self.contributions(stmt, g_next, ANS)
+        if target in self.pending:
+            self.pending.discard(target)
+            out.append(syntax.assign(g, self.zero(target)))
+        if _reads(contributions, ANS):
+            newer = self.namer.fresh(f"{target}_new")
+            contributions = [_rename(c, ANS, newer) for c in contributions]
+            out.append(syntax.assign(newer, syntax.name(target)))
+        return out + restores + contributions
+
+    def contributions(self, stmt: ir.Assign, g: str, ans: str) -> list[gast.stmt]:
+        value = stmt.value
+        if isinstance(value, (ir.Var, ir.Const, ir.Ref)):
+            return self.accumulate(value.name, syntax.name(g)) if _atom_active(value, self.active) else []
+        if isinstance(value, ir.Pack):
+            out: list[gast.stmt] = []
+            for k, elt in enumerate(value.elts):
+                if _atom_active(elt, self.active):
+                    item = gast.Subscript(value=syntax.name(g), slice=syntax.const(k), ctx=gast.Load())
+                    out += self.accumulate(elt.name, item)
+            return out
+        if id(stmt) in self.calls:
+            return self.callee_contributions(stmt, g, *self.calls[id(stmt)])
+        return self.rule_contributions(stmt, g, ans)
+
+    def rule_contributions(self, stmt: ir.Assign, g: str, ans: str) -> list[gast.stmt]:
         call = stmt.value
-        g, ans = syntax.name(self.bars[stmt.target]), syntax.name(stmt.target)
+        if not isinstance(call, ir.Call) or not any(_atom_active(a, self.active) for a in _inputs(call)):
+            return []  # a value computed from constants: nothing flows back
+        rule = registry.lookup(call.fn.obj)
+        if rule is None:
+            raise self.missing(stmt, f"{call.fn.hint} has no gradient rule")
+        for key, atom in call.kwargs:
+            if _atom_active(atom, self.active):
+                raise self.missing(stmt, f"the differentiated value {atom.name} is passed to {call.fn.hint} "
+                                         f"as keyword {key}=; pass it positionally")
+        out: list[gast.stmt] = []
+        for k, atom in enumerate(call.args):
+            if _atom_active(atom, self.active):
+                vjp = rule.vjp(k)
+                if vjp is None:
+                    raise self.missing(stmt, f"{call.fn.hint} has no gradient rule for argument {k + 1}")
+                contribution = self.contribution(stmt, vjp, g, ans)
+                if rule.elementwise and not self.exact(call, k):
+                    unbroadcast = self.refs.marker(runtime.unbroadcast, "unbroadcast")
+                    contribution = syntax.call(unbroadcast, [contribution, syntax.name(atom.name)])
+                out += self.accumulate(atom.name, contribution)
+        return out
+
+    def exact(self, call: ir.Call, k: int) -> bool:
+        """Whether an elementwise rule's contribution to argument ``k`` already has that argument's shape.
+
+        It does when no other operand can broadcast it up: when each is a scalar or shares its class.
+        """
+        mine = shape_class(call.args[k], self.classes)
+        others = [shape_class(a, self.classes) for j, a in enumerate(call.args) if j != k]
+        return all(c == SCALAR or (c is not None and c == mine) for c in others)
+
+    def contribution(self, stmt: ir.Assign, vjp: registry.VJP, g: str, ans_name: str) -> gast.expr:
+        call = stmt.value
+        ans = syntax.name(ans_name)
         args = [syntax.atom(a, self.refs) for a in call.args]
         kwargs = {key: syntax.atom(a, self.refs) for key, a in call.kwargs}
         if not bindable(vjp, len(args), list(kwargs)):
             raise self.error(stmt, f"the call to {call.fn.hint} does not match the arguments of its gradient rule")
-        body = inline(vjp, g, ans, args, kwargs, self.refs)
+        body = inline(vjp, syntax.name(g), ans, args, kwargs, self.refs)
         if body is not None:
             return body
-        rule_name = f"{call.fn.hint.rsplit('.', 1)[-1]}_vjp_{k}"
-        return syntax.call(self.refs.marker(vjp, rule_name), [g, ans, *args], kwargs)
+        rule_name = f"{call.fn.hint.rsplit('.', 1)[-1]}_vjp"
+        return syntax.call(self.refs.marker(vjp, rule_name), [syntax.name(g), ans, *args], kwargs)
 
-    def callee_adjoint(self, stmt: ir.Assign, callee: Adjoint, saved: str, args: list[ir.Atom]) -> None:
-        names = [a.name for a in args]
+    def callee_contributions(self, stmt: ir.Assign, g: str, callee: Adjoint, saved: str, args: list[ir.Atom],
+                             active: list[ir.Atom]) -> list[gast.stmt]:
+        names = [a.name for a in active]
         parts = [self.namer.fresh(f"{n}_bar_{stmt.target}") for n in names]
         bwd = self.refs.marker(CalleeRef(callee, "bwd"), "bwd")
-        call = syntax.call(bwd, [syntax.name(saved), syntax.name(self.bars[stmt.target])])
-        self.backward.append(syntax.assign(parts, call) if parts else gast.Expr(value=call))
+        call = syntax.call(bwd, [syntax.name(saved), syntax.name(g)])
+        out: list[gast.stmt] = [syntax.assign(parts, call) if parts else gast.Expr(value=call)]
         for n, part in zip(names, parts, strict=True):
-            self.accumulate(n, syntax.name(part))
+            out += self.accumulate(n, syntax.name(part))
+        return out
 
-    def accumulate(self, var: str, contribution: gast.expr) -> None:
+    def bar(self, var: str) -> str:
         if var not in self.bars:
             self.bars[var] = self.namer.fresh(f"{var}_bar")
-            self.backward.append(syntax.assign(self.bars[var], contribution))
-            return
-        bar = syntax.name(self.bars[var])
-        if var in self.structured:
-            total = syntax.call(self.refs.marker(runtime.add_adjoints, "add_adjoints"), [bar, contribution])
-        elif isinstance(contribution, gast.UnaryOp) and isinstance(contribution.op, gast.USub):
-            total = gast.BinOp(left=bar, op=gast.Sub(), right=contribution.operand)
-        else:
-            total = syntax.add(bar, contribution)
-        self.backward.append(syntax.assign(self.bars[var], total))
+        return self.bars[var]
 
-    def grad(self, param: str) -> str:
-        if param not in self.bars:
-            self.bars[param] = self.namer.fresh(f"{param}_bar")
-            self.backward.append(syntax.assign(self.bars[param], self.zeros(param)))
+    def accumulate(self, var: str, contribution: gast.expr) -> list[gast.stmt]:
+        bar = self.bar(var)
+        if (var in self.local and var not in self.live) or var in self.pending:
+            self.live.add(var)
+            self.pending.discard(var)
+            return [syntax.assign(bar, contribution)]
+        current = syntax.name(bar)
+        if var in self.structured:
+            total = syntax.call(self.refs.marker(runtime.add_adjoints, "add_adjoints"), [current, contribution])
+        elif isinstance(contribution, gast.UnaryOp) and isinstance(contribution.op, gast.USub):
+            total = gast.BinOp(left=current, op=gast.Sub(), right=contribution.operand)
+        else:
+            total = syntax.add(current, contribution)
+        return [syntax.assign(bar, total)]
+
+    def initial_adjoints(self, seed: str) -> list[gast.stmt]:
+        """Adjoints that accumulate across branches and iterations start at zero."""
+        names = [v for v in self.bars if isinstance(v, str) and v not in self.local and self.bars[v] != seed]
+        return [syntax.assign(self.bars[v], self.zero(v)) for v in names]
+
+    def zero(self, var: str) -> gast.expr:
+        return syntax.const(None) if var in self.structured else syntax.const(0.0)
+
+    def grad(self, param: str, backward: list[gast.stmt]) -> str:
+        if param not in self.bars or (param in self.local and param not in self.live):
+            self.bars[param] = self.bars.get(param) or self.namer.fresh(f"{param}_bar")
+            backward.append(syntax.assign(self.bars[param], self.zeros(param)))
         return self.bars[param]
 
     def zeros(self, var: str) -> gast.expr:
         return syntax.call(self.refs.marker(runtime.zeros_like, "zeros_like"), [syntax.name(var)])
 
-    # ---- errors ------------------------------------------------------------------------------------
+    # ---- errors ----------------------------------------------------------------------------------------
     def error(self, stmt: ir.Stmt, message: str) -> LocatedError:
         return LocatedError(message, stmt.line.filename, stmt.line.lineno, stmt.line.text)
 
@@ -357,3 +725,28 @@ class Reverser:
         hint = ("; if it is your own primitive, register a rule: "
                 "ast_ad.extend.defvjp(fn, lambda g, ans, x: ...), one lambda per positional argument")
         return MissingRuleError(message + hint, stmt.line.filename, stmt.line.lineno, stmt.line.text)
+
+
+def _shallow(body: tuple[ir.Stmt, ...]):
+    """Statements of a loop body, into its ifs but not into nested loops."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ir.If):
+            yield from _shallow(stmt.body)
+            yield from _shallow(stmt.orelse)
+
+
+def _attr(name: str, attr: str) -> gast.Attribute:
+    return gast.Attribute(value=syntax.name(name), attr=attr, ctx=gast.Load())
+
+
+def _reads(statements: list[gast.stmt], name: str) -> bool:
+    return any(isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Load)
+               for s in statements for n in gast.walk(s))
+
+
+def _rename(stmt: gast.stmt, old: str, new: str) -> gast.stmt:
+    for n in gast.walk(stmt):
+        if isinstance(n, gast.Name) and n.id == old and isinstance(n.ctx, gast.Load):
+            n.id = new
+    return stmt

@@ -27,17 +27,35 @@ def unbroadcast(g, x):
 
 
 def zeros_like(x):
-    """A zero adjoint for ``x``: a float for scalars, a tuple for tuples."""
-    if isinstance(x, (tuple, list)):
+    """A zero adjoint for ``x``: a float for scalars, a tuple or list for tuples and lists."""
+    if isinstance(x, tuple):
         return tuple(zeros_like(item) for item in x)
+    if isinstance(x, list):
+        return [zeros_like(item) for item in x]
     return 0.0 if np.ndim(x) == 0 else np.zeros(np.shape(x))
 
 
 def add_adjoints(a, b):
-    """Sum two adjoints, element by element for tuples."""
-    if isinstance(a, tuple):
-        return tuple(add_adjoints(p, q) for p, q in zip(a, b, strict=True))
+    """Sum two adjoints, element by element for tuples and lists; ``None`` is zero."""
+    if a is None or b is None:
+        return b if a is None else a
+    if isinstance(a, (tuple, list)):
+        return type(a)(add_adjoints(p, q) for p, q in zip(a, b, strict=True))
     return a + b
+
+
+def unstack(g, x):
+    """The adjoint of the list ``x`` that numpy stacked into an array with adjoint ``g``."""
+    if isinstance(x, (list, tuple)):
+        return [unstack(g[i], item) for i, item in enumerate(x)]
+    return unbroadcast(g, x)
+
+
+def extremum_vjp(g, ans, x, axis=None, keepdims=False):
+    """Adjoint of ``x`` in a max or min over ``axis``: shared equally among the entries that tie."""
+    hits = x == expand_reduced(ans, x, axis, keepdims)
+    share = hits / np.sum(hits, axis=axis, keepdims=True)
+    return expand_reduced(g, x, axis, keepdims) * share
 
 
 def expand_reduced(g, x, axis=None, keepdims=False):
@@ -102,7 +120,9 @@ def check_dot_rank(a, b):
 def getitem_vjp(g, x, index):
     """Adjoint of ``x`` in ``x[index]``: ``g`` scattered into zeros (repeated indices add)."""
     if isinstance(x, (tuple, list)):
-        return tuple(g if i == index else zeros_like(item) for i, item in enumerate(x))
+        parts = [zeros_like(item) for item in x]
+        parts[index] = g
+        return type(x)(parts)
     out = np.zeros(np.shape(x), dtype=np.result_type(x, g, 1.0))
     np.add.at(out, index, g)
     return out
@@ -121,6 +141,16 @@ def clip_mask(x, lo, hi):
 def balanced_eq(x, ans, y):
     """1 where ``x`` alone gave ``ans``, 0.5 where ``x`` and ``y`` tied (for max/min)."""
     return (x == ans) / (1.0 + (x == y))
+
+
+def pow_minus_one(x, y):
+    """``x ** (y - 1)`` for the rule of ``x ** y``: finite where ``y`` is 0 (the rule multiplies it by 0),
+    and ``inf`` rather than ZeroDivisionError for a negative power of ``0.0``."""
+    e = np.where(np.equal(y, 0), 1, y - 1) if np.ndim(y) else (1 if y == 0 else y - 1)
+    try:
+        return x ** e
+    except ZeroDivisionError:
+        return np.power(np.float64(x), e)
 
 
 def safe_log(x):

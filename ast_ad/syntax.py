@@ -148,21 +148,48 @@ def expr(e: ir.Expr, refs: RefTable, fn_name: gast.expr | None = None) -> gast.e
         return gast.List(elts=elts, ctx=gast.Load()) if e.kind == "list" else tuple_(elts)
     if isinstance(e, ir.Attr):
         return gast.Attribute(value=atom(e.value, refs), attr=e.attr, ctx=gast.Load())
+    if isinstance(e, ir.Raw):
+        return raw(e, refs)
     return atom(e, refs)
 
 
 def statement(s: ir.Stmt, refs: RefTable) -> gast.stmt:
-    """The gast statement for an IR statement."""
+    """The gast statement for an IR statement (compound ones with their blocks)."""
     if isinstance(s, ir.Assign):
         return assign(s.target, expr(s.value, refs))
     if isinstance(s, ir.Unpack):
         return assign(list(s.targets), atom(s.value, refs))
+    if isinstance(s, ir.Append):
+        method = gast.Attribute(value=name(s.target), attr="append", ctx=gast.Load())
+        return gast.Expr(value=call(method, [atom(s.value, refs)]))
+    if isinstance(s, ir.If):
+        return gast.If(test=atom(s.test, refs), body=block(s.body, refs) or [gast.Pass()],
+                       orelse=block(s.orelse, refs))
+    if isinstance(s, ir.For):
+        return gast.For(target=store(s.target), iter=atom(s.iter, refs), body=block(s.body, refs) or [gast.Pass()],
+                        orelse=[], type_comment=None)
+    if isinstance(s, ir.While):
+        return gast.While(test=raw(s.test, refs), body=block(s.body, refs) or [gast.Pass()], orelse=[])
+    if isinstance(s, ir.Break):
+        return gast.Break()
     return _effect(s, refs)
 
 
+def block(body: tuple[ir.Stmt, ...], refs: RefTable) -> list[gast.stmt]:
+    return [statement(s, refs) for s in body]
+
+
 def _effect(s: ir.Effect, refs: RefTable) -> gast.stmt:
-    node = copy.deepcopy(s.node)
+    return _remark(copy.deepcopy(s.node), s.refs, refs)
+
+
+def raw(r: ir.Raw, refs: RefTable) -> gast.expr:
+    """A raw expression, its local markers turned into markers of ``refs``."""
+    return _remark(copy.deepcopy(r.node), r.refs, refs)
+
+
+def _remark(node: gast.AST, local: tuple[ir.Ref, ...], refs: RefTable) -> gast.AST:
     for child in gast.walk(node):
         if isinstance(child, gast.Name) and child.id.startswith(MARK):
-            child.id = refs.ref(s.refs[int(child.id[1:])]).id
+            child.id = refs.ref(local[int(child.id[1:])]).id
     return node

@@ -13,7 +13,6 @@ from typing import Any
 from ast_ad import ir
 from ast_ad.check import check
 from ast_ad.emit import emit, emit_forward
-from ast_ad.errors import LocatedError
 from ast_ad.load import Loaded, load
 from ast_ad.normalize import normalize
 from ast_ad.parse import Source, parse
@@ -22,7 +21,6 @@ from ast_ad.reverse import Adjoint, reverse
 _lock = threading.RLock()
 _adjoints: dict[tuple[Any, tuple[int, ...], tuple[int, ...]], Adjoint] = {}
 _loaded: dict[tuple[Any, tuple[int, ...], bool, tuple[int, ...]], Loaded] = {}
-_building: set[Any] = set()
 
 
 def normalized(fn: Any) -> ir.Function:
@@ -33,19 +31,23 @@ def normalized(fn: Any) -> ir.Function:
 
 
 def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...]) -> Adjoint:
-    """parse -> check -> normalize -> reverse, cached per function, argnums and parameter shapes."""
+    """parse -> check -> normalize -> reverse, cached per function, argnums and parameter shapes.
+
+    A function that calls itself (directly or through others) gets the adjoint
+    under construction: its generated ``_fwd``/``_bwd`` pair calls itself too.
+    """
     key = (fn, argnums, shapes)
     with _lock:
-        if key not in _adjoints:
-            if fn in _building:
-                raise LocatedError(f"{fn.__qualname__} calls itself; recursion is not supported yet",
-                                   fn.__code__.co_filename, fn.__code__.co_firstlineno)
-            _building.add(fn)
-            try:
-                _adjoints[key] = reverse(normalized(fn), argnums, shapes, adjoint)
-            finally:
-                _building.discard(fn)
-        return _adjoints[key]
+        if key in _adjoints:
+            return _adjoints[key]
+        function = normalized(fn)
+        shell = Adjoint(function, argnums, [], [], None, "", [], None)
+        _adjoints[key] = shell
+        try:
+            return reverse(function, argnums, shapes, adjoint, shell)
+        except BaseException:
+            _adjoints.pop(key, None)
+            raise
 
 
 def gradient(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int, ...]) -> Loaded:

@@ -5,10 +5,10 @@ import numpy as np
 from tests import helpers_without_rule
 
 
-def with_loop(x):
-    for _ in range(3):  # error here
-        x = x * 2.0
-    return x
+def with_match(x):
+    match x:  # error here
+        case _:
+            return x
 
 
 def with_try(x):
@@ -57,12 +57,6 @@ def with_import(x):
     return math.sin(x)
 
 
-def early_return(x):
-    return x  # error here
-    y = x * 2.0
-    return y
-
-
 def no_return(x):
     y = x * 2.0  # error here  # noqa: F841
 
@@ -96,13 +90,16 @@ def star_args(*xs):  # error here
     return xs[0]
 
 
-def chained(x):
-    return np.sum(0.0 < x < 1.0)  # error here
+def with_delete(x):
+    y = x * 2.0
+    del y  # error here
+    return x
 
 
-def lambda_inside(x):
-    f = lambda y: y * 2.0  # error here  # noqa: E731
-    return f(x)
+def recursive_nested(x):
+    def down(y):
+        return down(y * 0.5)  # error here
+    return down(x)
 
 
 def outer(x):

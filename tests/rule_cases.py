@@ -37,6 +37,16 @@ def reductions() -> st.SearchStrategy:
     return shapes(1, 3).flatmap(_reduce_case)
 
 
+def _distinct(shape: tuple[int, ...]) -> st.SearchStrategy:
+    size = int(np.prod(shape))
+    return st.permutations(range(size)).map(lambda p: (np.array(p, dtype=float) * 0.37 - 1.0).reshape(shape))
+
+
+def untied_reductions() -> st.SearchStrategy:
+    """Reductions of arrays with no two entries equal (max and min have kinks at ties)."""
+    return reductions().flatmap(lambda case: _distinct(case[0][0].shape).map(lambda x: ((x,), case[1])))
+
+
 def _matmul_shapes() -> st.SearchStrategy:
     n, k, m = (st.integers(1, 3) for _ in range(3))
     return st.tuples(n, k, m, st.sampled_from(["vv", "mv", "vm", "mm", "bmm"]))
@@ -93,6 +103,18 @@ def clips() -> st.SearchStrategy:
     return st.tuples(st.tuples(x, st.just(-0.5), st.just(0.7)), st.just({}))
 
 
+def lists_of_arrays() -> st.SearchStrategy:
+    """A list of same-shaped arrays (or floats)."""
+    return shapes(0, 2).flatmap(lambda s: st.lists(arrays(s) if s else floats(), min_size=1, max_size=4)).map(
+        lambda items: ((items,), {}))
+
+
+def stacks() -> st.SearchStrategy:
+    return shapes(1, 2).flatmap(lambda s: st.tuples(
+        st.tuples(st.lists(arrays(s), min_size=1, max_size=3)),
+        st.fixed_dictionaries({"axis": st.integers(-len(s) - 1, len(s))})))
+
+
 # ---- mirrors ast_ad/rules/operator.py ------------------------------------------------------------------
 OPERATOR = {
     operator.add: binary(), operator.sub: binary(), operator.mul: binary(), operator.truediv: binary("real", "away"),
@@ -113,7 +135,8 @@ MATH = {
 }
 
 # ---- mirrors ast_ad/rules/builtins.py ------------------------------------------------------------------
-BUILTINS = {builtins.float: unary(scalar_only=True), builtins.abs: unary("away")}
+BUILTINS = {builtins.float: unary(scalar_only=True), builtins.abs: unary("away"),
+            builtins.sum: lists_of_arrays().map(lambda case: ((list(case[0][0]),), {}))}
 
 # ---- mirrors ast_ad/rules/numpy.py ---------------------------------------------------------------------
 NUMPY = {
@@ -125,7 +148,8 @@ NUMPY = {
     np.divide: binary("real", "away"), np.negative: unary(), np.positive: unary(), np.reciprocal: unary("away"),
     np.abs: unary("away"), np.maximum: untied(), np.minimum: untied(), np.where: wheres(), np.clip: clips(),
     np.sum: reductions(), np.mean: reductions(), np.dot: dot_with_scalars(), np.matmul: products(),
-    np.transpose: transposes(), np.reshape: reshapes(),
+    np.transpose: transposes(), np.reshape: reshapes(), np.max: untied_reductions(), np.min: untied_reductions(),
+    np.stack: stacks(), np.array: lists_of_arrays(), np.asarray: lists_of_arrays(),
 }
 
 CASES = {**OPERATOR, **MATH, **BUILTINS, **NUMPY}

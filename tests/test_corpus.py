@@ -8,9 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ast_ad
-from tests.corpus import CASES, Case
+from tests import corpus_control
+from tests.corpus import CASES as STRAIGHT
+from tests.corpus import Case
 from tests.oracles import assert_fd, assert_same, with_autograd_numpy
 
+CASES = STRAIGHT + corpus_control.CASES
 IDS = [f"{case.fn.__name__}-{i}" for i, case in enumerate(CASES)]
 
 

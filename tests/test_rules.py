@@ -56,6 +56,9 @@ def projection_error(rule: registry.Rule, args: tuple, kwargs: dict, k: int, see
 def test_rule_matches_finite_differences(rule: registry.Rule, data: st.DataObject) -> None:
     args, kwargs = data.draw(CASES[rule.fn])
     for k, arg in enumerate(args):
+        if isinstance(arg, list):
+            check_list_rule(rule, args, kwargs, k)
+            continue
         is_float = isinstance(arg, float) or (isinstance(arg, np.ndarray) and arg.dtype.kind == "f")
         if rule.vjp(k) is None or not is_float:
             continue
@@ -78,3 +81,25 @@ def test_nondiff_rules_stop_the_gradient(rule: registry.Rule) -> None:
         assert not isinstance(result, tracer.Box)
         return
     pytest.fail(f"no example arguments fit {_name(rule)}")
+
+
+def check_list_rule(rule: registry.Rule, args: tuple, kwargs: dict, k: int) -> None:
+    """Rules whose argument is a list of arrays: check each entry of the list by random projection."""
+    rng = np.random.default_rng(k)
+    items = args[k]
+    ans = rule.fn(*args, **kwargs)
+    u = rng.standard_normal(np.shape(ans))
+    parts = rule.vjp(k)(u, ans, *args, **kwargs)
+    assert len(parts) == len(items)
+    for i, item in enumerate(items):
+        v = rng.standard_normal(np.shape(item))
+
+        def along(t: float, i: int = i, v: np.ndarray = v, item: np.ndarray = item) -> float:
+            moved = list(items)
+            moved[i] = item + t * v
+            call = list(args)
+            call[k] = moved
+            return float(np.sum(u * rule.fn(*call, **kwargs)))
+        numeric = (along(1e-6) - along(-1e-6)) / 2e-6
+        analytic = float(np.sum(unbroadcast(parts[i], item) * v))
+        assert math.isclose(analytic, numeric, rel_tol=1e-5, abs_tol=1e-6), (i, analytic, numeric)

@@ -5,15 +5,18 @@ import numpy as np
 from ast_ad.registry import def_nondiff, defvjp
 from ast_ad.registry import defvjp_elementwise as ew
 from ast_ad.runtime import (
-                            balanced_eq,
-                            clip_mask,
-                            dot_vjp_a,
-                            dot_vjp_b,
-                            expand_reduced,
-                            matmul_vjp_a,
-                            matmul_vjp_b,
-                            reduced_count,
-                            safe_log,
+    balanced_eq,
+    clip_mask,
+    dot_vjp_a,
+    dot_vjp_b,
+    expand_reduced,
+    extremum_vjp,
+    matmul_vjp_a,
+    matmul_vjp_b,
+    pow_minus_one,
+    reduced_count,
+    safe_log,
+    unstack,
 )
 
 # ---- trigonometric ---------------------------------------------------------------------------
@@ -40,7 +43,7 @@ ew(np.log10, lambda g, ans, x: g / (x * np.log(10.0)))
 ew(np.log1p, lambda g, ans, x: g / (1.0 + x))
 ew(np.sqrt,  lambda g, ans, x: g * 0.5 / ans)
 ew(np.square, lambda g, ans, x: g * 2.0 * x)
-ew(np.power, lambda g, ans, x, y: g * y * x ** (y - 1), lambda g, ans, x, y: g * ans * safe_log(x))
+ew(np.power, lambda g, ans, x, y: g * y * pow_minus_one(x, y), lambda g, ans, x, y: g * ans * safe_log(x))
 
 # ---- arithmetic --------------------------------------------------------------------------------
 ew(np.add,        lambda g, ans, x, y: g,     lambda g, ans, x, y: g)
@@ -61,6 +64,16 @@ defvjp(np.sum,  lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=Fals
                 expand_reduced(g, x, axis, keepdims))
 defvjp(np.mean, lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=False, *args, **kwargs:
                 expand_reduced(g, x, axis, keepdims) / reduced_count(x, axis))
+
+defvjp(np.max,  lambda g, ans, x, axis=None, out=None, keepdims=False, *args, **kwargs:
+                extremum_vjp(g, ans, x, axis, keepdims))
+defvjp(np.min,  lambda g, ans, x, axis=None, out=None, keepdims=False, *args, **kwargs:
+                extremum_vjp(g, ans, x, axis, keepdims))
+
+# ---- lists of arrays -----------------------------------------------------------------------------
+defvjp(np.stack,   lambda g, ans, xs, axis=0, *args, **kwargs: unstack(np.moveaxis(g, axis, 0), xs))
+defvjp(np.array,   lambda g, ans, x, *args, **kwargs: unstack(g, x))
+defvjp(np.asarray, lambda g, ans, x, *args, **kwargs: unstack(g, x))
 
 # ---- products ------------------------------------------------------------------------------------
 defvjp(np.dot,    lambda g, ans, a, b: dot_vjp_a(g, a, b),    lambda g, ans, a, b: dot_vjp_b(g, a, b))

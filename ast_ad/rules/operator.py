@@ -6,14 +6,15 @@ import numpy as np
 
 from ast_ad.registry import def_nondiff, defvjp
 from ast_ad.registry import defvjp_elementwise as ew
-from ast_ad.runtime import getitem_vjp, matmul_vjp_a, matmul_vjp_b, safe_log
+from ast_ad.runtime import getitem_vjp, matmul_vjp_a, matmul_vjp_b, pow_minus_one, safe_log
 
 # ---- arithmetic -------------------------------------------------------------------------------
 ew(operator.add,     lambda g, ans, x, y: g,                   lambda g, ans, x, y: g)
 ew(operator.sub,     lambda g, ans, x, y: g,                   lambda g, ans, x, y: -g)
 ew(operator.mul,     lambda g, ans, x, y: g * y,               lambda g, ans, x, y: g * x)
 ew(operator.truediv, lambda g, ans, x, y: g / y,               lambda g, ans, x, y: -g * ans / y)
-ew(operator.pow,     lambda g, ans, x, y: g * y * x ** (y - 1), lambda g, ans, x, y: g * ans * safe_log(x))
+ew(operator.pow,     lambda g, ans, x, y: g * y * pow_minus_one(x, y),
+                     lambda g, ans, x, y: g * ans * safe_log(x))
 ew(operator.neg,     lambda g, ans, x: -g)
 ew(operator.pos,     lambda g, ans, x: g)
 ew(operator.abs,     lambda g, ans, x: g * np.sign(x))
