@@ -24,6 +24,7 @@ from ast_ad.runtime import unbroadcast
 STAGES = ("normalized", "adjoint")
 # Argument types known to be scalars; the generated code is specialized on them.
 SCALAR_TYPES = frozenset({float, int, np.float64, np.float32, np.float16, np.int64, np.int32})
+PLAIN_FLOATS = frozenset({float, np.float64})
 
 
 def grad(fun: Callable[..., Any] | None = None, argnums: int | tuple[int, ...] = 0) -> Any:
@@ -79,6 +80,7 @@ class Gradient:
                                    f"takes {self.nparams - (self.bound_self is not None)} arguments")
         self.shift = 1 if self.bound_self is not None else 0
         self.last_shapes: tuple[int, ...] | None = None
+        self.positions = [k + self.shift for k in self.argnums]
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             setattr(self, attr, getattr(self.fun, attr, None))
 
@@ -99,20 +101,23 @@ class Gradient:
             args = (self.bound_self, *args)
         if kwargs or len(args) != self.nparams:
             args = self.bind(args, kwargs)
-        positions = [k + self.shift for k in self.argnums]
+        positions = self.positions
         for k in positions:
-            _check_differentiable(args[k], self.parameter_name(k))
+            if type(args[k]) not in PLAIN_FLOATS:
+                _check_differentiable(args[k], self.parameter_name(k))
         loaded = self.loaded(shape_labels(args))
         try:
             out, grads = loaded.fn(*args)
         except Exception as exc:
             raise self.explain_failure(exc, args) from None
-        if not _is_scalar(out):
+        if type(out) not in PLAIN_FLOATS and not _is_scalar(out):
             raise self.non_scalar(out)
         if self.single:
             grads = _like(grads, args[positions[0]])
         else:
             grads = tuple(_like(g, args[k]) for g, k in zip(grads, positions, strict=True))
+            if len({id(g) for g in grads}) < len(grads):  # one array for two arguments: give each its own
+                grads = tuple(g.copy() if isinstance(g, np.ndarray) and i else g for i, g in enumerate(grads))
         return (out, grads) if self.with_value else grads
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
@@ -199,8 +204,13 @@ def _is_scalar(out: Any) -> bool:
 
 def _like(bar: Any, x: Any) -> Any:
     """The gradient ``bar`` given the type, shape and dtype of the argument ``x``."""
+    if type(x) is float and type(bar) in PLAIN_FLOATS:
+        return float(bar)
     bar = unbroadcast(bar, x)
     if isinstance(x, np.ndarray):
+        if type(bar) is np.ndarray and bar.shape == x.shape and bar.dtype == x.dtype and bar.flags.owndata \
+                and bar.flags.writeable:
+            return bar  # a new array the gradient computed: no one else holds it
         return np.array(np.broadcast_to(bar, x.shape), dtype=x.dtype)
     if isinstance(x, np.floating):
         return type(x)(bar)

@@ -13,7 +13,6 @@ text is deterministic: the same function always gives the same bytes.
 from __future__ import annotations
 
 import builtins
-import copy
 import re
 import sys
 import types
@@ -70,7 +69,7 @@ def spelling(obj: Any, hint: str) -> tuple[str, tuple[str, ...]]:
 def emit(top: Adjoint, single: bool) -> Emitted:
     """The module text: every callee's ``_fwd``/``_bwd`` pair, then the gradient function."""
     adjoints = _callees(top)
-    trees = copy.deepcopy([tree for a in adjoints for tree in _pair(a)] + [_combined(top, single)])
+    trees = syntax.clone([tree for a in adjoints for tree in _pair(a)] + [_combined(top, single)])
     namer = Namer(reserved=_locals(trees))
     names: dict[Any, str] = {}
     namespace: dict[str, Any] = {}
@@ -82,10 +81,10 @@ def emit(top: Adjoint, single: bool) -> Emitted:
             namespace[names[key]] = value
         return names[key]
 
-    for a in adjoints + [top]:  # the functions' own names first, so they keep them
-        suffixes = ("vjp",) if a is top else ("fwd", "bwd")
-        for part in suffixes:
+    for a in adjoints:  # the functions' own names first, so they keep them
+        for part in ("fwd", "bwd"):
             global_name((id(a), part), f"{a.function.name}_{part}", None)
+    global_name((id(top), "vjp"), f"{top.function.name}_vjp", None)
 
     def resolve(adjoint: Adjoint, marker: str) -> gast.expr:
         ref = adjoint.refs.entries[int(marker[1:])]
@@ -108,7 +107,7 @@ def emit(top: Adjoint, single: bool) -> Emitted:
     for adjoint, tree in zip(owners, trees, strict=True):
         _Resolve(lambda marker, adj=adjoint: resolve(adj, marker)).visit(tree)
         tree.name = names[(id(adjoint), "vjp" if tree is trees[-1] else tree.name.rsplit("_", 1)[-1])]
-    for a in adjoints + [top]:
+    for a in dict.fromkeys(adjoints + [top]):
         for ref in a.refs.entries:
             if ref.origin is not None:
                 data = not callable(ref.root) and not isinstance(ref.root, types.ModuleType)
@@ -163,7 +162,9 @@ def _callees(top: Adjoint) -> list[Adjoint]:
                 visit(callee)
                 order[id(callee)] = callee
     visit(top)
-    return [a for a in order.values() if a is not top]
+    if any(c is top for a in [top, *order.values()] for c in a.callees):
+        order[id(top)] = top  # top calls itself: it needs its own pair too
+    return list(order.values())
 
 
 def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:

@@ -19,7 +19,6 @@ constants are folded, so ``axis=None`` defaults leave no dead branches behind.
 from __future__ import annotations
 
 import builtins
-import copy
 import functools
 import inspect
 import operator
@@ -52,7 +51,7 @@ def inline(rule: Callable[..., Any], g: gast.expr, ans: gast.expr, args: list[ga
     bound.apply_defaults()
     values = {p: _value(signature.parameters[p], v) for p, v in bound.arguments.items()}
     try:
-        result = _Substitute(values, rule.__globals__, refs).visit(copy.deepcopy(body))
+        result = _Substitute(values, rule.__globals__, refs).visit(syntax.clone(body))
     except _NoInline:
         return None
     return _Fold(refs).visit(result)
@@ -61,7 +60,7 @@ def inline(rule: Callable[..., Any], g: gast.expr, ans: gast.expr, args: list[ga
 def bindable(rule: Callable[..., Any], nargs: int, kwargs: list[str]) -> bool:
     """Whether a call with ``nargs`` positional arguments and these keywords fits the rule."""
     try:
-        inspect.signature(rule).bind(*([None] * (nargs + 2)), **dict.fromkeys(kwargs))
+        _signature(rule).bind(*([None] * (nargs + 2)), **dict.fromkeys(kwargs))
     except TypeError:
         return False
     except ValueError:
@@ -70,10 +69,15 @@ def bindable(rule: Callable[..., Any], nargs: int, kwargs: list[str]) -> bool:
 
 
 @functools.cache
+def _signature(rule: Callable[..., Any]) -> inspect.Signature:
+    return inspect.signature(rule)
+
+
+@functools.cache
 def _template(rule: Callable[..., Any]) -> tuple[inspect.Signature, gast.expr] | None:
     try:
         tree = parse.parse(rule).tree
-        signature = inspect.signature(rule)
+        signature = _signature(rule)
     except (ASTADError, TypeError, ValueError):
         return None
     body = [s for s in tree.body if not (isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant))]
@@ -114,7 +118,7 @@ class _Substitute(gast.NodeTransformer):
             value = self.values[node.id]
             if value is None:
                 raise _NoInline
-            return copy.deepcopy(value)
+            return syntax.clone(value)
         if node.id in self.namespace:
             return self.refs.marker(self.namespace[node.id], node.id)
         if hasattr(builtins, node.id):

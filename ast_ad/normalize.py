@@ -23,7 +23,6 @@ the function's real closure, globals and builtins, so ``np.sin``, ``numpy.sin``,
 from __future__ import annotations
 
 import builtins
-import copy
 import operator
 import types
 from typing import Any
@@ -31,7 +30,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from ast_ad import ir
+from ast_ad import ir, syntax
 from ast_ad.check import refuse
 from ast_ad.errors import LocatedError
 from ast_ad.naming import Namer, identifier
@@ -324,7 +323,7 @@ class Lowerer:
     def raw(self, node: gast.expr) -> ir.Raw:
         """``node`` kept as written, its names rewritten (see ``effect``); it carries no gradient."""
         refs: list[ir.Ref] = []
-        renamed = _rename_loads(copy.deepcopy(node), lambda name: self.rename(name, refs))
+        renamed = _rename_loads(syntax.clone(node), lambda name: self.rename(name, refs))
         return ir.Raw(renamed, tuple(refs))
 
     def rename(self, name: gast.Name, refs: list[ir.Ref]) -> gast.Name:
@@ -337,7 +336,7 @@ class Lowerer:
     def effect(self, node: gast.stmt) -> None:
         """Keep ``node`` as it is, its names rewritten: locals to their SSA names, the rest to refs."""
         refs: list[ir.Ref] = []
-        renamed = _rename_loads(copy.deepcopy(node), lambda name: self.rename(name, refs))
+        renamed = _rename_loads(syntax.clone(node), lambda name: self.rename(name, refs))
         self.body.append(ir.Effect(renamed, tuple(refs), self.line))
 
     # ---- expressions ---------------------------------------------------------------------------------
@@ -416,7 +415,7 @@ class Lowerer:
                 if isinstance(target, gast.Name):
                     renames[target.id] = self.namer.fresh(target.id)
         self.locals |= set(renames.values())
-        node = _rename_all(copy.deepcopy(node), renames)
+        node = _rename_all(syntax.clone(node), renames)
         append = gast.Expr(value=gast.Call(func=gast.Attribute(value=_load(acc), attr="append", ctx=gast.Load()),
                                            args=[node.elt], keywords=[]))
         inner: gast.stmt = append
@@ -478,7 +477,7 @@ class Lowerer:
         inner_locals = {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name)
                         and isinstance(n.ctx, gast.Store)} | set(params)
         renames = {v: self.namer.fresh(f"{label}_{v}" if label != "lambda" else v) for v in sorted(inner_locals)}
-        body = [_rename_all(copy.deepcopy(s), renames) for s in body]
+        body = [_rename_all(syntax.clone(s), renames) for s in body]
         saved_env, saved_locals = dict(self.env), set(self.locals)
         self.inlining.append(label)
         try:

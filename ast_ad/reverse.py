@@ -317,6 +317,7 @@ class Reverser:
         self.calls: dict[int, tuple[Adjoint, str, list[ir.Atom], list[ir.Atom]]] = {}
         self.callees: list[Adjoint] = []
         self.needed: set[str] = set()
+        self.kept: set[tuple[str, int]] = set()  # (name, statement) whose old value is saved and restored
         self.pending: set[str] = set()  # adjoints reset to zero: the next contribution assigns
         self.tape_name: str | None = None
 
@@ -333,10 +334,10 @@ class Reverser:
         backward = self.initial_adjoints(seed) + backward
         self.needed = {n.id for s in backward for n in gast.walk(s)
                        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
-        backward = self.resolve_restores(backward)
+        backward = self.resolve_restores(backward, set(), in_loop=False)
         forward = self.prologue() + self.forward_block(self.function.body, saving=True)
         result_expr = syntax.atom(result, self.refs)
-        if isinstance(result, ir.Var) and result.name in self.rebound and result.name in self.needed:
+        if isinstance(result, ir.Var) and any(name == result.name for name, _ in self.kept):
             kept = self.namer.fresh(f"{result.name}_result")  # the backward pass restores older values
             forward.append(syntax.assign(kept, result_expr))
             result_expr = syntax.name(kept)
@@ -387,8 +388,8 @@ class Reverser:
 
     # ---- forward ----------------------------------------------------------------------------------------
     def saves(self, name: str, stmt: ir.Stmt) -> bool:
-        """Whether ``stmt`` overwrites a value of ``name`` that the backward pass reads."""
-        return name in self.rebound and name in self.needed and id(stmt) not in self.first
+        """Whether ``stmt`` overwrites a value of ``name`` that the backward pass restores (and reads)."""
+        return (name, id(stmt)) in self.kept
 
     def push(self, name: str) -> gast.stmt:
         append = gast.Attribute(value=syntax.name(self.tape()), attr="append", ctx=gast.Load())
@@ -401,8 +402,8 @@ class Reverser:
 
     def prologue(self) -> list[gast.stmt]:
         """``tape = []``, and ``None`` for saved names that a loop binds first."""
-        needs = [n for n in sorted(self.rebound & self.needed) if n not in self.function.params
-                 and not self._bound_before_loops(n)]
+        saved = {name for name, _ in self.kept}
+        needs = [n for n in sorted(saved) if n not in self.function.params and not self._bound_before_loops(n)]
         out = [syntax.assign(n, syntax.const(None)) for n in needs]
         if self.tape_name is not None:
             out.insert(0, syntax.assign(self.tape_name, gast.List(elts=[], ctx=gast.Load())))
@@ -482,7 +483,7 @@ class Reverser:
     def snapshot(self, stmt: ir.Stmt) -> list[str]:
         """The saved names an inactive compound statement overwrites: saved before it, restored after."""
         names = dict.fromkeys(n for s in ir.walk((stmt,)) for n in self.defined(s))
-        return [n for n in names if n in self.rebound and n in self.needed]
+        return [n for n in names if (n, id(stmt)) in self.kept]
 
     # ---- backward ---------------------------------------------------------------------------------------
     def needs_adjoint(self, stmt: ir.Stmt) -> bool:
@@ -501,6 +502,8 @@ class Reverser:
             if not self.needs_adjoint(stmt):
                 out += self.restores(stmt)
                 continue
+            if ir.blocks(stmt) or isinstance(stmt, (ir.Unpack, ir.Append)):
+                out += self.flush()
             adjoint = self.adjoint(stmt)
             if ir.blocks(stmt):
                 line = None
@@ -508,37 +511,54 @@ class Reverser:
                 line = stmt.line
                 out.append(syntax.comment(f"line {line.lineno}: {line.text.strip()}"))
             out += adjoint
+        return out + self.flush()
+
+    def flush(self) -> list[gast.stmt]:
+        """Write out the zero of every adjoint reset since its last contribution."""
+        out = [syntax.assign(self.bar(v), self.zero(v)) for v in sorted(self.pending)]
+        self.pending.clear()
         return out
 
     def restores(self, stmt: ir.Stmt) -> list[gast.stmt]:
         """Undo what an inactive statement overwrote (kept only where the backward pass reads it)."""
         if ir.blocks(stmt):
-            return [_placeholder(RESTORE, n, -1) for n in reversed(self.snapshot_candidates(stmt))]
+            return [_placeholder(RESTORE, n, id(stmt)) for n in reversed(self.snapshot_candidates(stmt))]
         return [_placeholder(RESTORE, n, id(stmt)) for n in reversed(self.defined(stmt))]
 
     def snapshot_candidates(self, stmt: ir.Stmt) -> list[str]:
         names = dict.fromkeys(n for s in ir.walk((stmt,)) for n in self.defined(s))
         return [n for n in names if n in self.rebound]
 
-    def resolve_restores(self, body: list[gast.stmt]) -> list[gast.stmt]:
-        out = []
-        for stmt in body:
+    def resolve_restores(self, body: list[gast.stmt], later: set[str], in_loop: bool) -> list[gast.stmt]:
+        """Turn restore placeholders into pops, keeping only those whose value something reads later.
+
+        ``later`` holds the names read after ``body``. Outside loops the text after a
+        restore is what runs after it, so a restore whose name is not read there goes
+        (and so does the push that saved it). Inside a loop the next iteration runs
+        the text before it too, so there every restore of a name the backward pass
+        reads is kept.
+        """
+        out: list[gast.stmt] = []
+        for stmt in reversed(body):
             mark = _placeholder_of(stmt)
             if mark is None:
+                loop = isinstance(stmt, gast.For)
                 for field in ("body", "orelse"):
                     if getattr(stmt, field, None):
-                        setattr(stmt, field, self.resolve_restores(getattr(stmt, field)) or
-                                ([gast.Pass()] if field == "body" else []))
+                        inner = self.resolve_restores(getattr(stmt, field), set(later), in_loop or loop)
+                        setattr(stmt, field, inner or ([gast.Pass()] if field == "body" else []))
+                later |= _loads(stmt)
                 out.append(stmt)
                 continue
             kind, name, key = mark
-            if name not in self.needed or name not in self.rebound:
+            if name not in self.needed or name not in self.rebound or not (in_loop or name in later):
                 continue
             if kind == UNAPPEND:
                 out.append(gast.Expr(value=syntax.call(_attr(name, "pop"), [])))
-            elif key == -1 or key not in self.first:
+            elif key not in self.first:
+                self.kept.add((name, key))
                 out.append(syntax.assign(name, syntax.call(_attr(self.tape(), "pop"), [])))
-        return out
+        return out[::-1]
 
     def adjoint(self, stmt: ir.Stmt) -> list[gast.stmt]:
         if isinstance(stmt, ir.If):
@@ -585,6 +605,8 @@ class Reverser:
         new one (``ans``) is kept as ``y_new`` before the old one is restored.
         """
         target = stmt.target
+        if target in self.pending:  # its adjoint is zero: nothing flows back, only restore
+            return [_placeholder(RESTORE, n, id(stmt)) for n in reversed(self.defined(stmt))]
         g = self.bar(target)
         restores = [_placeholder(RESTORE, n, id(stmt)) for n in reversed(self.defined(stmt))]
         reset = target not in self.local and id(stmt) not in self.first
@@ -592,16 +614,13 @@ class Reverser:
         if target not in {v.name for v in _inputs(stmt.value)}:
             out = self.contributions(stmt, g, target)
             if reset:
-                out.append(syntax.assign(g, self.zero(target)))
+                self.pending.add(target)  # zero from here on; the next contribution assigns
             return out + restores
         g_next = self.namer.fresh(f"{g}_next")
         out = [syntax.assign(g_next, syntax.name(g))]
         if reset:
             self.pending.add(target)
         contributions = self.contributions(stmt, g_next, ANS)
-        if target in self.pending:
-            self.pending.discard(target)
-            out.append(syntax.assign(g, self.zero(target)))
         if _reads(contributions, ANS):
             newer = self.namer.fresh(f"{target}_new")
             contributions = [_rename(c, ANS, newer) for c in contributions]
@@ -738,6 +757,10 @@ def _shallow(body: tuple[ir.Stmt, ...]):
 
 def _attr(name: str, attr: str) -> gast.Attribute:
     return gast.Attribute(value=syntax.name(name), attr=attr, ctx=gast.Load())
+
+
+def _loads(stmt: gast.stmt) -> set[str]:
+    return {n.id for n in gast.walk(stmt) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
 
 
 def _reads(statements: list[gast.stmt], name: str) -> bool:

@@ -14,6 +14,9 @@ import numpy as np
 
 def unbroadcast(g, x):
     """Sum ``g`` down to the shape of ``x``, undoing numpy broadcasting."""
+    shape = getattr(x, "shape", None)
+    if shape is not None and getattr(g, "shape", None) == shape:
+        return g
     shape = np.shape(x)
     if np.shape(g) == shape:
         return g
@@ -78,6 +81,8 @@ def reduced_count(x, axis=None):
 
 def matmul_vjp_a(g, a, b):
     """Adjoint of ``a`` in ``a @ b``, for vectors, matrices and stacks of matrices."""
+    if np.ndim(a) == 2 and np.ndim(b) == 2:
+        return g @ b.T
     if np.ndim(b) == 1:
         return g * b if np.ndim(a) == 1 else np.expand_dims(g, -1) * b
     if np.ndim(a) == 1:
@@ -87,6 +92,8 @@ def matmul_vjp_a(g, a, b):
 
 def matmul_vjp_b(g, a, b):
     """Adjoint of ``b`` in ``a @ b``, for vectors, matrices and stacks of matrices."""
+    if np.ndim(a) == 2 and np.ndim(b) <= 2:
+        return g @ a if np.ndim(b) == 1 else a.T @ g
     if np.ndim(a) == 1:
         return g * a if np.ndim(b) == 1 else unbroadcast(np.expand_dims(a, -1) * np.expand_dims(g, -2), b)
     if np.ndim(b) == 1:

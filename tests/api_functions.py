@@ -137,3 +137,8 @@ def raises_inside(x):
 def prints(x):
     print("x is", x)
     return x * 2.0
+
+
+def shared_sum(x, y):
+    t = x + y
+    return np.sum(t * t)

@@ -193,3 +193,12 @@ def test_check_grads_passes_and_fails() -> None:
         ast_ad.registry._RULES[np.sin] = wrong
         transform._adjoints.clear()
         transform._loaded.clear()
+
+
+def test_gradients_never_share_memory_with_each_other_or_the_arguments() -> None:
+    x, y = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    gx, gy = ast_ad.grad(fx.shared_sum, (0, 1))(x, y)
+    np.testing.assert_allclose(gx, 2 * (x + y))
+    gx[0] = 100.0
+    assert gy[0] != 100.0
+    assert not np.shares_memory(gx, x) and not np.shares_memory(gy, y)

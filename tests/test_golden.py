@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import ast_ad
-from tests import corpus
+from tests import corpus, corpus_control
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
 SCALARS, ARRAYS = (2.0, 3.0), (np.ones(3), np.ones(3))
@@ -24,6 +24,12 @@ CASES = [  # (function, argnums, example arguments)
     (corpus.layer, 0, (np.ones(4),)),
     (corpus.tuples, 0, (np.ones(3),)),
     (corpus.scalar_math, (0, 1), SCALARS),
+    (corpus_control.scalar_loop, 0, (0.5,)),
+    (corpus_control.branch, 0, (0.5,)),
+    (corpus_control.early_returns, 0, (0.5,)),
+    (corpus_control.break_continue, 0, (0.5,)),
+    (corpus_control.rnn, (0, 1), (np.ones(2), np.ones(3))),
+    (corpus_control.list_building, 0, (0.5,)),
 ]
 
 

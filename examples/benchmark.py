@@ -1,0 +1,169 @@
+"""Time the primal, ast_ad's gradient and autograd's gradient on the same functions, interleaved.
+
+    python examples/benchmark.py [--quick]
+
+For each workload it prints the median time per call of the plain function, of
+ast_ad's gradient and of autograd 1.9.1's gradient (if installed), the ratio of
+gradient to primal, the speed-up over autograd, and ast_ad's one-time cost of
+the first call (parse, transform, compile). autograd needs ``autograd.numpy``
+in place of ``numpy``, so it runs a copy of each function that sees it as
+``np``; it cannot differentiate ``math.sin``, so that row has no autograd column.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+import time
+import types
+
+import numpy as np
+
+import ast_ad
+from ast_ad import transform
+
+rng = np.random.default_rng(0)
+W_RNN, U_RNN = rng.standard_normal((64, 64)) * 0.1, rng.standard_normal((64, 32)) * 0.1
+XS_RNN = rng.standard_normal((50, 32))
+X_MLP, Y_MLP = rng.standard_normal((128, 784)), rng.standard_normal((128, 10))
+
+
+def worked(x1, x2):
+    return np.log(x1) + x1 * x2 - np.sin(x2)
+
+
+def loop_math(x):
+    for _ in range(100):
+        x = x * 0.99 + math.sin(x) * 0.1
+    return x
+
+
+def loop_numpy(x):
+    for _ in range(100):
+        x = x * 0.99 + np.sin(x) * 0.1
+    return x
+
+
+def rnn(W, h):
+    for t in range(50):
+        h = np.tanh(W @ h + U_RNN @ XS_RNN[t])
+    return np.sum(h ** 2)
+
+
+def mlp(W1, b1, W2, b2):
+    hidden = np.tanh(X_MLP @ W1 + b1)
+    logits = hidden @ W2 + b2
+    return np.mean((logits - Y_MLP) ** 2)
+
+
+def thirty_lines(a, b):
+    c = a * b + np.sin(a)
+    d = c * c - np.cos(b)
+    e = np.exp(-d * 0.1) + a
+    f = e / (1.0 + b * b)
+    g = np.tanh(f) * c
+    h = g + d * e
+    i = np.log1p(h * h)
+    j = i * a - f
+    k = np.sqrt(j * j + 1.0)
+    m = k * g + h
+    n = np.sin(m) * np.cos(k)
+    o = n + m * 0.5
+    p = o * o - a
+    q = np.exp(-p * p)
+    r = q + n * b
+    s = r * np.tanh(o)
+    t = s - q * k
+    u = t * t + 1.0
+    v = np.log(u) * c
+    w = v + s / u
+    y = w * np.sin(v)
+    z = y + np.cos(w) * t
+    aa = z * z + y
+    bb = np.sqrt(aa * aa + 1.0)
+    cc = bb - z * 0.3
+    dd = cc * np.tanh(bb)
+    ee = dd + cc * a
+    ff = ee * b - dd
+    return ff * ff
+
+
+def median_time(fn, args, repeat: int) -> float:
+    """Median seconds per call, over ``repeat`` batches sized to take about a millisecond."""
+    start = time.perf_counter()
+    fn(*args)
+    once = max(time.perf_counter() - start, 1e-7)
+    number = max(1, int(1e-3 / once))
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn(*args)
+        times.append((time.perf_counter() - start) / number)
+    return statistics.median(times)
+
+
+def with_autograd_numpy(fn):
+    import autograd.numpy as anp
+    scope = dict(fn.__globals__, np=anp)
+    return types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__)
+
+
+def first_call_seconds(fn, argnums, args) -> float:
+    transform._adjoints.clear()
+    transform._loaded.clear()
+    start = time.perf_counter()
+    ast_ad.grad(fn, argnums)(*args)
+    return time.perf_counter() - start
+
+
+def workloads():
+    W1, b1 = rng.standard_normal((784, 256)) * 0.05, np.zeros(256)
+    W2, b2 = rng.standard_normal((256, 10)) * 0.05, np.zeros(10)
+    return [
+        ("worked example (scalars)", worked, (0, 1), (2.0, 3.0), True),
+        ("100-step loop, math.sin", loop_math, (0,), (0.5,), False),
+        ("100-step loop, np.sin", loop_numpy, (0,), (0.5,), True),
+        ("RNN, 50 steps, 64 units", rnn, (0, 1), (W_RNN, np.zeros(64)), True),
+        ("MLP 784-256-10, batch 128", mlp, (0, 1, 2, 3), (W1, b1, W2, b2), True),
+    ]
+
+
+def main(repeat: int) -> None:
+    try:
+        import autograd
+    except ImportError:
+        autograd = None
+    header = f"{'workload':28} {'primal':>10} {'ast_ad':>10} {'autograd':>10} {'grad/primal':>12} " \
+             f"{'vs autograd':>12} {'first call':>11}"
+    print(header)
+    print("-" * len(header))
+    for name, fn, argnums, args, has_autograd in workloads():
+        first = first_call_seconds(fn, argnums, args)
+        ours = ast_ad.grad(fn, argnums)
+        theirs = autograd.grad(with_autograd_numpy(fn), argnums) if autograd and has_autograd else None
+        primal_t, ours_t, theirs_t = [], [], []
+        for _ in range(3):  # interleaved rounds
+            primal_t.append(median_time(fn, args, repeat))
+            ours_t.append(median_time(ours, args, repeat))
+            if theirs is not None:
+                theirs_t.append(median_time(theirs, args, repeat))
+        p, o = min(primal_t), min(ours_t)
+        t = min(theirs_t) if theirs_t else None
+        print(f"{name:28} {_fmt(p):>10} {_fmt(o):>10} {_fmt(t):>10} {o / p:>11.1f}x "
+              f"{(f'{t / o:.0f}x faster' if t else 'n/a'):>12} {_fmt(first):>11}")
+    first = first_call_seconds(thirty_lines, (0, 1), (0.3, 0.7))
+    print(f"\nfirst call (transform + compile) of a 30-line function: {_fmt(first)}")
+
+
+def _fmt(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} us"
+    return f"{seconds * 1e3:.2f} ms"
+
+
+if __name__ == "__main__":
+    main(repeat=3 if "--quick" in sys.argv else 7)

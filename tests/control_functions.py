@@ -1,0 +1,61 @@
+"""Functions for tests/test_control_flow.py."""
+
+import math
+
+import numpy as np
+
+
+def inactive_loop(x):
+    count = 0
+    for i in range(5):
+        count = count + i
+    return x * count
+
+
+def running_sum(x):
+    y = 0.0
+    for _ in range(7):
+        y = y + x
+    return y
+
+
+def scalar_loop(x):
+    for _ in range(100):
+        x = x * 0.99 + math.sin(x) * 0.1
+    return x
+
+
+def stops_early(x):
+    for _ in range(100):
+        x = x * 1.1
+        if x > 10.0:
+            break
+    return x
+
+
+def power(x, n):
+    if n == 0:
+        return 1.0
+    return x * power(x, n - 1)
+
+
+def newton_sqrt(a):
+    x = a
+    steps = 0
+    while steps < 30:
+        x = 0.5 * (x + a / x)
+        steps += 1
+    return x
+
+
+def sum_rows(x):
+    total = 0.0
+    for row in x:
+        total = total + np.sum(row * row)
+    return total
+
+
+def repeated_square(x, n):
+    for _ in range(n):
+        x = x * x
+    return x

@@ -1,0 +1,56 @@
+"""What the tape records, and control flow that the corpus does not reach on its own."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import ast_ad
+from tests import control_functions as cf
+
+
+def forward_of(fn, *args) -> str:
+    text = ast_ad.source(ast_ad.grad(fn), *args)
+    return text.split("\n\n\n")[-1]
+
+
+def test_a_loop_that_touches_no_active_value_records_nothing() -> None:
+    assert "tape" not in forward_of(cf.inactive_loop, 0.5)
+    assert ast_ad.grad(cf.inactive_loop)(0.5) == 10.0
+
+
+def test_a_value_the_backward_pass_never_reads_is_not_saved() -> None:
+    # y = y + x: the rule of + reads neither operand, so overwriting y saves nothing.
+    assert "tape" not in forward_of(cf.running_sum, 0.5)
+    assert ast_ad.grad(cf.running_sum)(0.5) == 7.0
+
+
+def test_the_scalar_loop_saves_one_value_per_iteration() -> None:
+    text = forward_of(cf.scalar_loop, 0.5)
+    assert text.count("tape.append(") == 1
+    assert "reversed(r)" in text
+
+
+def test_trip_counts_only_where_a_loop_can_stop_early() -> None:
+    assert "trips" not in forward_of(cf.scalar_loop, 0.5)
+    assert "trips += 1" in forward_of(cf.stops_early, 0.5)
+
+
+def test_deep_recursion() -> None:
+    assert math.isclose(ast_ad.grad(cf.power)(1.01, 200), 200 * 1.01 ** 199)
+
+
+def test_while_with_an_inactive_condition() -> None:
+    assert math.isclose(ast_ad.grad(cf.newton_sqrt)(2.0), 1 / (2 * math.sqrt(2.0)), rel_tol=1e-9)
+
+
+def test_loop_over_an_array_given_as_list_of_rows() -> None:
+    x = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_allclose(ast_ad.grad(cf.sum_rows)(x), 2 * x)
+
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_loops_that_run_zero_times(n: int) -> None:
+    assert ast_ad.grad(cf.repeated_square)(1.1, n) == pytest.approx(2 ** n * 1.1 ** (2 ** n - 1))
