@@ -8,11 +8,14 @@
 ...     print(err.lineno, err.msg.split(':')[0])
 2 with blocks are not supported
 
-The language is straight-line Python over numbers and arrays: assignments
+The language is Python over numbers, arrays and lists of them: assignments
 (plain, tuple and augmented), calls, operators, attribute reads, subscripts,
-constants, pass-through statements (``print``, ``assert``, ``pass``) and one
-``return`` at the end. Each refusal is an :class:`UnsupportedSyntaxError` at the
-user's line, with a hint of what to write instead.
+constants, ``if``/``elif``/``else``, conditional expressions, ``for`` and
+``while`` (with ``break``, ``continue``, ``else``), ``return`` anywhere, nested
+functions and lambdas, comprehensions, and statements that touch no gradient
+(``print``, ``assert``, ``pass``). Each refusal is an
+:class:`UnsupportedSyntaxError` at the user's line, with a hint of what to
+write instead.
 """
 
 from __future__ import annotations
