@@ -8,14 +8,13 @@
 <ast_ad gradient of f argnums=(0,)>
 """
 
-from ast_ad import (  # noqa: F401  (importing rules registers them)
-    errors,
-    extend,
-    rules,
-    tracer,  # noqa: E402
-)
+from ast_ad import errors, extend, rules, tracer  # noqa: F401  (importing rules registers them)
 from ast_ad.api import grad, source, value_and_grad
-from ast_ad.checking import check_grads  # noqa: E402
+from ast_ad.checking import check_grads
+from ast_ad.explain import explain
+from ast_ad.export import export
+from ast_ad.graph import graph
 
-__all__ = ["grad", "value_and_grad", "source", "check_grads", "tracer", "extend", "errors"]
+__all__ = ["grad", "value_and_grad", "source", "check_grads", "explain", "graph", "export", "tracer", "extend",
+           "errors"]
 __version__ = "0.1.0"

@@ -125,9 +125,19 @@ def emit_forward(function: ir.Function) -> str:
     """The normalized function as Python: its forward statements and its return."""
     refs = syntax.RefTable()
     body = [syntax.statement(s, refs) for s in function.body] + [syntax.ret(syntax.atom(function.result, refs))]
-    tree = syntax.function(function.name, list(function.params), body)
+    return emit_tree(syntax.function(function.name, list(function.params), body), refs)[0]
+
+
+def emit_tree(tree: gast.FunctionDef, refs: syntax.RefTable) -> tuple[str, dict[str, Any]]:
+    """Print one function whose outside objects are markers of ``refs``; also the namespace it needs.
+
+    Objects are read as they are now: this is for one-off code (the normalized form, ``explain``),
+    not for gradients, which re-read changing globals on every call.
+    """
+    tree = syntax.clone(tree)
     namer = Namer(reserved=_locals([tree]))
     chosen: dict[int, str] = {}
+    namespace: dict[str, Any] = {}
 
     def resolve(marker: str) -> gast.expr:
         ref = refs.entries[int(marker[1:])]
@@ -135,13 +145,14 @@ def emit_forward(function: ir.Function) -> str:
         base = ref.obj if not attrs else _root_module(ref.obj)
         if id(base) not in chosen:
             chosen[id(base)] = namer.fresh(root)
+            namespace[chosen[id(base)]] = base
         expr: gast.expr = syntax.name(chosen[id(base)])
         for attr in attrs:
             expr = gast.Attribute(value=expr, attr=attr, ctx=gast.Load())
         return expr
 
     _Resolve(resolve).visit(tree)
-    return _print(tree)
+    return _print(tree), namespace
 
 
 def _root_module(obj: Any) -> types.ModuleType:

@@ -371,7 +371,8 @@ class Reverser:
         except TypeError as exc:
             raise self.error(stmt, f"the call to {call.fn.hint} does not match its parameters: {exc}") from None
         bound.apply_defaults()
-        return [v if isinstance(v, (ir.Var, ir.Const, ir.Ref)) else ir.Ref(v, f"{call.fn.hint}_{k}")
+        return [v if isinstance(v, (ir.Var, ir.Const, ir.Ref)) else
+                ir.Const(v) if isinstance(v, (int, float, bool, str, type(None))) else ir.Ref(v, f"{call.fn.hint}_{k}")
                 for k, v in bound.arguments.items()]
 
     def labels(self, args: list[ir.Atom]) -> tuple[int, ...]:

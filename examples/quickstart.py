@@ -9,14 +9,19 @@ def f(x1, x2):
     return np.log(x1) + x1 * x2 - np.sin(x2)
 
 
-df = ast_ad.value_and_grad(f, argnums=(0, 1))
-y, (dx1, dx2) = df(2.0, 3.0)
-print(f"y      = {y:.12f}")
-print(f"dy/dx1 = {dx1:.12f}")
-print(f"dy/dx2 = {dx2:.12f}")
-print()
-print("The generated gradient:")
-print(ast_ad.source(df))
-traced_y, (tx1, tx2) = ast_ad.tracer.value_and_grad(f, argnums=(0, 1))(2.0, 3.0)
-agree = np.allclose([y, dx1, dx2], [traced_y, tx1, tx2], rtol=1e-12, atol=0)
-print(f"The runtime tracer agrees: {agree} ({tx1:.12f}, {tx2:.12f})")
+def main() -> None:
+    df = ast_ad.value_and_grad(f, argnums=(0, 1))
+    y, (dx1, dx2) = df(2.0, 3.0)
+    print(f"y      = {y:.12f}")
+    print(f"dy/dx1 = {dx1:.12f}")
+    print(f"dy/dx2 = {dx2:.12f}")
+    print()
+    print("The generated gradient:")
+    print(ast_ad.source(df))
+    traced_y, (tx1, tx2) = ast_ad.tracer.value_and_grad(f, argnums=(0, 1))(2.0, 3.0)
+    agree = np.allclose([y, dx1, dx2], [traced_y, tx1, tx2], rtol=1e-12, atol=0)
+    print(f"The runtime tracer agrees: {agree} ({tx1:.12f}, {tx2:.12f})")
+
+
+if __name__ == "__main__":
+    main()

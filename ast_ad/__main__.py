@@ -1,0 +1,119 @@
+"""The command line: ``python -m ast_ad show|explain|graph FILE.py:FUNCTION [values...]``.
+
+    python -m ast_ad show model.py:loss --argnums 0,1 [--stage normalized|adjoint] [2.0 3.0]
+    python -m ast_ad explain model.py:f 2.0 3.0 --argnums 0,1
+    python -m ast_ad graph model.py:f 2.0 3.0 -o graph.svg
+
+Values are Python literals: ``2.0``, ``[1.0, 2.0]`` (an array). Errors name the file and line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import os
+import re
+import sys
+from typing import Any
+
+import numpy as np
+
+import ast_ad
+from ast_ad.errors import ASTADError
+
+KEYWORDS = re.compile(r"\b(def|return|for|in|if|else|elif|while|break|pass|None|True|False)\b")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ast_ad", description="See how ast_ad differentiates a function.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, text in [("show", "print the generated source"), ("explain", "print the evaluation traces"),
+                       ("graph", "write or print the computational graph")]:
+        sub = commands.add_parser(name, help=text)
+        sub.add_argument("target", help="FILE.py:FUNCTION")
+        sub.add_argument("values", nargs="*", help="argument values, as Python literals")
+        sub.add_argument("--argnums", default="0", help="comma-separated argument positions (default 0)")
+        if name == "show":
+            sub.add_argument("--stage", choices=("normalized", "adjoint"), default="adjoint")
+        if name == "graph":
+            sub.add_argument("-o", "--output", help="a .svg, .png or .pdf file (default: print DOT)")
+    options, extra = parser.parse_known_args(argv)
+    stray = [e for e in extra if e.startswith("-") and not _is_number(e)]
+    if stray:
+        parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    options.values = list(options.values) + extra  # values may also follow the options
+    try:
+        return run(options)
+    except (ASTADError, SyntaxError) as err:
+        print(f"ast_ad: {err}", file=sys.stderr)
+        return 1
+
+
+def run(options: argparse.Namespace) -> int:
+    fn = load_function(options.target)
+    values = [literal(v) for v in options.values]
+    argnums = tuple(int(k) for k in options.argnums.split(","))
+    argnums_arg: Any = argnums[0] if len(argnums) == 1 else argnums
+    if options.command == "show":
+        text = ast_ad.source(ast_ad.grad(fn, argnums_arg), *values, stage=options.stage)
+        print(colour(text) if sys.stdout.isatty() and not os.environ.get("NO_COLOR") else text)
+    elif options.command == "explain":
+        print(ast_ad.explain(fn, *values, argnums=argnums_arg))
+    else:
+        picture = ast_ad.graph(fn, *values, argnums=argnums_arg)
+        if options.output:
+            picture.render(options.output)
+            print(f"wrote {options.output}")
+        else:
+            print(picture.dot, end="")
+    return 0
+
+
+def load_function(target: str) -> Any:
+    """The function ``FUNCTION`` of the file ``FILE.py``, for ``FILE.py:FUNCTION``."""
+    path, _, name = target.rpartition(":")
+    if not path or not name:
+        raise ASTADError(f"name a function as FILE.py:FUNCTION, not {target!r}")
+    if not os.path.exists(path):
+        raise ASTADError(f"no file {path!r}")
+    spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    spec.loader.exec_module(module)
+    fn = module
+    for part in name.split("."):
+        if not hasattr(fn, part):
+            raise ASTADError(f"{path} has no function {name!r}")
+        fn = getattr(fn, part)
+    return fn
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def literal(text: str) -> Any:
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        raise ASTADError(f"cannot read the value {text!r}: write a number or a list of numbers") from None
+    return np.asarray(value, dtype=float) if isinstance(value, (list, tuple)) else value
+
+
+def colour(text: str) -> str:
+    """Keywords bold, comments dim: enough to read generated code on a terminal."""
+    out = []
+    for line in text.splitlines():
+        code, hash_, comment = line.partition("#")
+        code = KEYWORDS.sub(lambda m: f"\033[1m{m.group(0)}\033[0m", code)
+        out.append(code + (f"\033[2m#{comment}\033[0m" if hash_ else ""))
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""A module for the command-line and export tests."""
+
+import math
+
+import numpy as np
+
+SCALE = np.array([1.0, 2.0, 3.0])
+
+
+def f(x1, x2):
+    return np.log(x1) + x1 * x2 - np.sin(x2)
+
+
+def helper(v, k=2.0):
+    return np.tanh(v) * k
+
+
+def loop(x):
+    for _ in range(5):
+        x = x * 0.9 + math.sin(x) * 0.2
+    return x
+
+
+def model(w, b):
+    total = 0.0
+    for i in range(3):
+        total = total + np.sum(helper(w * SCALE[i] + b) ** 2)
+    if total > 1.0:
+        total = total * 0.5
+    return total + np.sum(np.maximum(w, 0.0))
+
+
+def broken(x):
+    return x * undefined_name  # noqa: F821

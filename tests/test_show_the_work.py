@@ -1,0 +1,160 @@
+"""explain, graph, the command line and export."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ast_ad
+from tests.corpus_control import CASES as CONTROL
+from tests.data import cli_model
+
+MODEL = cli_model.__file__
+
+
+# ---- explain ----------------------------------------------------------------------------------------------
+def test_explain_reproduces_the_worked_example() -> None:
+    ex = ast_ad.explain(cli_model.f, 2.0, 3.0, argnums=(0, 1))
+    assert ex.forward_rows() == [
+        ("x1", "input", "2.000000000000", ""), ("x2", "input", "3.000000000000", ""),
+        ("v1", "log(x1)", "0.693147180560", ""), ("v2", "x1 * x2", "6.000000000000", ""),
+        ("v3", "sin(x2)", "0.141120008060", ""), ("v4", "v1 + v2", "6.693147180560", ""),
+        ("y", "v4 - v3", "6.552027172500", "")]
+    adjoints = {s.label: round(float(s.adjoint), 12) for s in ex.steps}
+    assert adjoints == {"v1": 1.0, "v2": 1.0, "v3": -1.0, "v4": 1.0, "y": 1.0}
+    assert [(e.step, e.input, e.contribution) for e in ex.edges][:2] == [("y", "v4", 1.0), ("y", "v3", -1.0)]
+    sine = next(e for e in ex.edges if e.step == "v3")
+    assert (sine.upstream, round(sine.local, 12), round(sine.contribution, 12)) == (-1.0, -0.9899924966, 0.9899924966)
+    assert [(src, round(c, 12)) for src, c in ex.contributions["x1"]] == [("v1", 0.5), ("v2", 3.0)]
+    assert [(src, round(c, 12)) for src, c in ex.contributions["x2"]] == [("v2", 2.0), ("v3", 0.9899924966)]
+    assert round(ex.gradient["x1"], 12) == 3.5 and round(ex.gradient["x2"], 12) == 2.9899924966
+    text = str(ex)
+    assert "bar(v4) = 1.000000000000" in text and "bar(v3) = -1.000000000000" in text
+    assert "0.500000000000 (from v1) + 3.000000000000 (from v2)" in text
+    assert "<table>" in ex._repr_html_()
+
+
+@pytest.mark.parametrize("case", [c for c in CONTROL if c.fn.__name__ in (
+    "scalar_loop", "branch", "while_count", "nested_loops", "early_returns", "closures", "augmented_in_loop")],
+    ids=lambda c: c.fn.__name__)
+@settings(max_examples=10)
+@given(data=st.data())
+def test_explain_gradient_is_the_gradient(case, data) -> None:
+    args = data.draw(case.args)
+    ex = ast_ad.explain(case.fn, *args, argnums=case.argnums)
+    ours = ast_ad.grad(case.fn, case.argnums)(*args)
+    params = list(ex.gradient)
+    for k, g in zip(case.argnums, ours, strict=True):
+        np.testing.assert_allclose(ex.gradient[params[case.argnums.index(k)]], g, rtol=1e-9, atol=1e-12)
+
+
+def test_explain_groups_loop_iterations() -> None:
+    ex = ast_ad.explain(cli_model.loop, 0.5)
+    assert {s.count for s in ex.steps} == {5}
+    assert "x5" in str(ex)
+
+
+def test_explain_summarises_arrays() -> None:
+    ex = ast_ad.explain(cli_model.model, np.array([0.1, -0.2, 0.3]), 0.05, argnums=(0, 1))
+    assert any("array(3,)" in row[2] for row in ex.forward_rows())
+
+
+# ---- graph --------------------------------------------------------------------------------------------------
+def test_graph_of_the_worked_example() -> None:
+    dot = ast_ad.graph(cli_model.f, 2.0, 3.0, argnums=(0, 1)).dot
+    edges = {line.split(" [")[0].strip() for line in dot.splitlines() if "->" in line}
+    assert edges == {'"x1" -> "v1"', '"x1" -> "v2"', '"x2" -> "v2"', '"x2" -> "v3"', '"v1" -> "v4"',
+                     '"v2" -> "v4"', '"v4" -> "y"', '"v3" -> "y"'}
+    assert '"v3" -> "y" [label="-1"];' in dot
+    assert 'label="v1 = log(x1)\\n0.693147\\nadjoint 1"' in dot
+
+
+def test_static_graph_of_a_loop() -> None:
+    dot = ast_ad.graph(cli_model.loop).dot
+    assert '"v2" [shape=box, label="v2 = sin(x)\\nline 20, in a loop"];' in dot
+    assert '"x" -> "v2";' in dot and '"v3" -> "y";' in dot
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed (.ci/run installs it)")
+def test_graph_renders_svg_and_png(tmp_path) -> None:
+    picture = ast_ad.graph(cli_model.f, 2.0, 3.0, argnums=(0, 1))
+    svg = picture.render(str(tmp_path / "g.svg"))
+    assert open(svg).read().lstrip().startswith("<?xml") and "v4 = v1 + v2" in open(svg).read()
+    png = picture.render(str(tmp_path / "g.png"))
+    assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+# ---- command line ---------------------------------------------------------------------------------------------
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ast_ad", *args], capture_output=True, text=True,
+                          env=dict(os.environ, NO_COLOR="1"))
+
+
+def test_cli_show() -> None:
+    done = cli("show", f"{MODEL}:f", "--argnums", "0,1", "2.0", "3.0")
+    assert done.returncode == 0
+    assert "x2_bar = x2_bar + x1_times_x2_bar * x1" in done.stdout
+    done = cli("show", f"{MODEL}:f", "--stage", "normalized")
+    assert "    t1 = log_x1 + x1_times_x2" in done.stdout
+
+
+def test_cli_explain() -> None:
+    done = cli("explain", f"{MODEL}:f", "2.0", "3.0", "--argnums", "0,1")
+    assert done.returncode == 0 and "v3  sin(x2)      0.141120008060" in done.stdout
+
+
+def test_cli_graph(tmp_path) -> None:
+    done = cli("graph", f"{MODEL}:f", "2.0", "3.0")
+    assert done.returncode == 0 and done.stdout.startswith('digraph "f"')
+    if shutil.which("dot"):
+        out = tmp_path / "graph.svg"
+        assert cli("graph", f"{MODEL}:f", "2.0", "3.0", "-o", str(out)).returncode == 0
+        assert out.exists()
+
+
+def test_cli_errors_name_the_file_and_line() -> None:
+    done = cli("show", f"{MODEL}:broken")
+    assert done.returncode == 1
+    line = next(n for n, text in enumerate(open(MODEL), 1) if "undefined_name" in text)
+    assert f"{MODEL}:{line}:" in done.stderr and "not defined" in done.stderr
+    assert cli("show", "nowhere.py:f").returncode == 1
+    assert "has no function" in cli("show", f"{MODEL}:nothing").stderr
+
+
+# ---- export ------------------------------------------------------------------------------------------------------
+BLOCK_AST_AD = "import sys; sys.modules['ast_ad'] = None\n"
+
+
+@pytest.mark.parametrize("name, args, argnums", [("f", (2.0, 3.0), (0, 1)),
+                                                 ("model", ([0.1, -0.2, 0.3], 0.05), (0, 1)),
+                                                 ("loop", (0.5,), 0)])
+def test_export_runs_without_ast_ad(tmp_path, name, args, argnums) -> None:
+    fn = getattr(cli_model, name)
+    values = [np.array(a) if isinstance(a, list) else a for a in args]
+    gradient = ast_ad.value_and_grad(fn, argnums)
+    value, expected = gradient(*values)
+    path = ast_ad.export(gradient, str(tmp_path / "exported.py"), *values)
+    script = BLOCK_AST_AD + (
+        f"import numpy as np\nsys.path.insert(0, {str(tmp_path)!r})\nimport exported\n"
+        f"args = {[a if not isinstance(a, np.ndarray) else a.tolist() for a in values]!r}\n"
+        "args = [np.array(a) if isinstance(a, list) else a for a in args]\n"
+        f"out, grads = exported.{name}_vjp(*args)\n"
+        "print(repr(float(out)))\n"
+        "grads = grads if isinstance(grads, tuple) else (grads,)\n"
+        "print(repr([np.asarray(g, dtype=float).tolist() for g in grads]))\n")
+    done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr + open(path).read()
+    out_line, grads_line = done.stdout.splitlines()
+    assert math.isclose(float(out_line), float(value), rel_tol=1e-12)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    for got, want in zip(eval(grads_line), expected, strict=True):  # noqa: S307 -- our own repr output
+        np.testing.assert_allclose(np.sum(got, axis=0) if np.ndim(got) > np.ndim(want) else got, want,
+                                   rtol=1e-10)
