@@ -30,7 +30,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from ast_ad import ir, syntax
+from ast_ad import ir, runtime, syntax
 from ast_ad.check import refuse
 from ast_ad.errors import LocatedError
 from ast_ad.naming import Namer, identifier
@@ -49,8 +49,13 @@ WORDS = {operator.add: "plus", operator.sub: "minus", operator.mul: "times", ope
 # Attributes of array values: ``x.T`` is a primitive, the rest are read as they are (no gradient).
 ATTRIBUTE_PRIMITIVES = {"T": np.transpose}
 # Methods of array values, resolved to the numpy function of the same meaning.
-METHODS = {"sum": np.sum, "mean": np.mean, "dot": np.dot, "transpose": np.transpose,
-           "reshape": np.reshape}
+METHODS = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min, "var": np.var,
+           "std": np.std, "cumsum": np.cumsum, "cumprod": np.cumprod, "dot": np.dot, "transpose": np.transpose,
+           "reshape": np.reshape, "ravel": np.ravel, "flatten": np.ravel, "copy": np.copy, "clip": np.clip,
+           "squeeze": np.squeeze, "swapaxes": np.swapaxes, "repeat": np.repeat, "take": np.take,
+           "trace": np.trace, "diagonal": np.diagonal, "round": np.round, "argmax": np.argmax,
+           "argmin": np.argmin, "argsort": np.argsort, "any": np.any, "all": np.all, "astype": runtime.astype,
+           "nonzero": np.nonzero}
 VARARG_METHODS = {"reshape", "transpose"}  # x.reshape(2, 3) means np.reshape(x, (2, 3))
 
 MAX_NAME = 16
@@ -123,13 +128,45 @@ class Lowerer:
             self.assign(node.target, node.value)
 
     def stmt_AugAssign(self, node: gast.AugAssign) -> None:
+        if isinstance(node.target, gast.Subscript):
+            self.augment_item(node)
+            return
         if not isinstance(node.target, gast.Name):
-            raise refuse(node, "augmented assignment to an item or attribute is not supported yet: "
-                               "write `y = y + v` with a new array", self.locate)
+            raise refuse(node, "augmented assignment to an attribute is not supported: "
+                               "use a local variable", self.locate)
         load = gast.Name(id=node.target.id, ctx=gast.Load(), annotation=None, type_comment=None)
         value = gast.copy_location(gast.BinOp(left=gast.copy_location(load, node.target), op=node.op,
                                               right=node.value), node)
         self.assign(node.target, value)
+
+    def assign_item(self, target: gast.Subscript, value: ir.Atom, index: ir.Atom | None = None) -> None:
+        """``y[i] = v`` becomes ``y = assign_item(y, i, v)``: a new array, so every old value stays intact."""
+        base = target.value
+        if not isinstance(base, gast.Name) or base.id not in self.locals or base.id not in self.env:
+            raise refuse(target, "item assignment is supported on local variables only (y[i] = v, not "
+                                 "y.a[i] = v or g()[i] = v): assign to a local array first", self.locate)
+        array = self.expr(base)
+        index = self.index(target.slice) if index is None else index
+        call = ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (array, index, value))
+        if self.is_mutable(base.id):
+            self.body.append(ir.Assign(self.env[base.id].name, call, self.line))
+        else:
+            self.env[base.id] = self.bind(call, base.id, user=True)
+
+    def augment_item(self, node: gast.AugAssign) -> None:
+        """``y[i] += v`` reads ``y[i]`` once, adds, and assigns the item."""
+        target = node.target
+        array = self.expr(target.value) if isinstance(target.value, gast.Name) else None
+        if array is None:
+            raise refuse(target, "augmented assignment is supported on items of local variables only",
+                         self.locate)
+        index = self.index(target.slice)
+        old = self.bind(ir.Call(self.operator(operator.getitem), (array, index)), f"{target.value.id}_item")
+        fn = BINARY.get(type(node.op))
+        if fn is None:
+            raise refuse(node, f"the operator {type(node.op).__name__} is not supported", self.locate)
+        new = self.bind(ir.Call(self.operator(fn), (old, self.expr(node.value))), "t")
+        self.assign_item(target, new, index)
 
     def stmt_Return(self, node: gast.Return) -> None:
         raise refuse(node, "return is only supported as the last statement of the function", self.locate)
@@ -177,6 +214,9 @@ class Lowerer:
             self.bind_target(target, self.expr(value))
 
     def bind_target(self, target: gast.expr, value: ir.Atom) -> None:
+        if isinstance(target, gast.Subscript):
+            self.assign_item(target, value)
+            return
         if isinstance(target, gast.Name) and self.is_mutable(target.id):
             self.copy(self.env[target.id].name, value)
             return
@@ -184,8 +224,8 @@ class Lowerer:
             self.env[target.id] = value
             return
         if not isinstance(target, (gast.Tuple, gast.List)):
-            raise refuse(target, "assignment to an item or attribute is not supported yet: "
-                                 "build a new array (np.where, np.concatenate) instead", self.locate)
+            raise refuse(target, "assignment to an attribute is not supported: use a local variable",
+                         self.locate)
         names = [self.namer.fresh(t.id if isinstance(t, gast.Name) else "t", user=isinstance(t, gast.Name))
                  for t in target.elts]
         self.body.append(ir.Unpack(tuple(names), value, self.line))
@@ -208,6 +248,8 @@ class Lowerer:
     def prepare(self, node: gast.stmt) -> None:
         """Give each user variable that ``node`` assigns one mutable name, bound before ``node`` runs."""
         stored = [n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)]
+        stored += [n.value.id for n in gast.walk(node) if isinstance(n, gast.Subscript)
+                   and isinstance(n.ctx, gast.Store) and isinstance(n.value, gast.Name)]
         for user_name in dict.fromkeys(stored):
             atom = self.env.get(user_name)
             if isinstance(atom, ir.Var) and self.owner.get(atom.name) == user_name:
@@ -511,7 +553,7 @@ class Lowerer:
         if attr in VARARG_METHODS and len(args) > 1:
             args = (self.bind(ir.Pack(args), "shape"),)
         kwargs = tuple((kw.arg, self.expr(kw.value)) for kw in node.keywords)
-        fn = ir.Ref(METHODS[attr], f"np.{attr}")
+        fn = ir.Ref(METHODS[attr], attr if attr == "astype" else f"np.{METHODS[attr].__name__}")
         hint = name or (f"{attr}_{receiver.name}" if isinstance(receiver, ir.Var) else attr)
         return self.bind(ir.Call(fn, (receiver,) + args, kwargs), hint, user)
 
@@ -520,7 +562,10 @@ class Lowerer:
         if isinstance(base, ir.Ref) and isinstance(base.obj, (types.ModuleType, type)):
             if not hasattr(base.obj, node.attr):
                 raise self.error(node, f"{base.hint} has no attribute {node.attr!r}")
-            return ir.Ref(getattr(base.obj, node.attr), f"{base.hint}.{node.attr}", base.origin, base.root)
+            value = getattr(base.obj, node.attr)
+            if isinstance(value, (int, float, bool, type(None))):  # np.pi, np.newaxis: constants
+                return ir.Const(value)
+            return ir.Ref(value, f"{base.hint}.{node.attr}", base.origin, base.root)
         if node.attr in ATTRIBUTE_PRIMITIVES:
             fn = ATTRIBUTE_PRIMITIVES[node.attr]
             hint = name or (f"{base.name}_{node.attr}" if isinstance(base, ir.Var) else node.attr)
@@ -660,5 +705,8 @@ def _bound_names(tree: gast.FunctionDef) -> set[str]:
     for node in gast.walk(tree):
         if isinstance(node, gast.Name) and isinstance(node.ctx, (gast.Store, gast.Param)):
             names.add(node.id)
+        elif isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store) \
+                and isinstance(node.value, gast.Name):
+            names.add(node.value.id)
     return names
 

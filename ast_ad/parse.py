@@ -13,6 +13,7 @@ node's line back to the user's file. A lambda becomes a one-statement ``def``.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import linecache
 from collections.abc import Callable
@@ -45,6 +46,10 @@ class Source:
 def parse(fn: Callable[..., Any]) -> Source:
     """Parse ``fn``'s source; raise :class:`SourceUnavailableError` when there is none."""
     fn = inspect.unwrap(fn)
+    if getattr(fn, "__name__", None) == "<lambda>" and inspect.isfunction(fn):
+        whole = _whole_file(fn.__code__.co_filename)
+        if whole is not None:
+            return Source(fn, _lambda_as_def(_find_lambda(whole, fn, 0), fn), fn.__code__.co_filename, 0)
     lines, start = _source_lines(fn)
     text = "".join(lines)
     indented = text[:1].isspace()
@@ -58,6 +63,20 @@ def parse(fn: Callable[..., Any]) -> Source:
     if not defs:
         raise SourceUnavailableError(f"could not find the definition of {fn.__qualname__} in its source")
     return Source(fn, defs[0], filename, offset)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_file(filename: str, text: str) -> gast.Module | None:
+    try:
+        return gast.parse(text)
+    except SyntaxError:
+        return None
+
+
+def _whole_file(filename: str) -> gast.Module | None:
+    """The whole file a lambda was written in, parsed (a lambda's own lines may not parse alone)."""
+    text = "".join(linecache.getlines(filename))
+    return _parsed_file(filename, text) if text else None
 
 
 def _source_lines(fn: Callable[..., Any]) -> tuple[list[str], int]:
@@ -88,7 +107,8 @@ def _find_lambda(module: gast.Module, fn: Callable[..., Any], offset: int) -> ga
     code = fn.__code__
     names = code.co_varnames[: code.co_argcount]
     found = [node for node in gast.walk(module) if isinstance(node, gast.Lambda)
-             and tuple(arg.id for arg in node.args.args) == names]
+             and tuple(arg.id for arg in node.args.args) == names
+             and (offset or node.lineno == code.co_firstlineno)]
     if len(found) > 1:
         positions = {(line, col) for line, _, col, _ in code.co_positions() if line is not None}
         found = [node for node in found

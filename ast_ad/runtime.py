@@ -14,6 +14,8 @@ import numpy as np
 
 def unbroadcast(g, x):
     """Sum ``g`` down to the shape of ``x``, undoing numpy broadcasting."""
+    if isinstance(x, (tuple, list, dict)):
+        return g
     shape = getattr(x, "shape", None)
     if shape is not None and getattr(g, "shape", None) == shape:
         return g
@@ -31,6 +33,8 @@ def unbroadcast(g, x):
 
 def zeros_like(x):
     """A zero adjoint for ``x``: a float for scalars, a tuple or list for tuples and lists."""
+    if isinstance(x, dict):
+        return {key: zeros_like(item) for key, item in x.items()}
     if isinstance(x, tuple):
         return tuple(zeros_like(item) for item in x)
     if isinstance(x, list):
@@ -42,8 +46,11 @@ def add_adjoints(a, b):
     """Sum two adjoints, element by element for tuples and lists; ``None`` is zero."""
     if a is None or b is None:
         return b if a is None else a
+    if isinstance(a, dict):
+        return {key: add_adjoints(a[key], b[key]) for key in a}
     if isinstance(a, (tuple, list)):
-        return type(a)(add_adjoints(p, q) for p, q in zip(a, b, strict=True))
+        parts = [add_adjoints(p, q) for p, q in zip(a, b, strict=True)]
+        return parts if isinstance(a, list) else tuple(parts)
     return a + b
 
 
@@ -126,10 +133,12 @@ def check_dot_rank(a, b):
 
 def getitem_vjp(g, x, index):
     """Adjoint of ``x`` in ``x[index]``: ``g`` scattered into zeros (repeated indices add)."""
+    if isinstance(x, dict):
+        return {key: g if key == index else zeros_like(item) for key, item in x.items()}
     if isinstance(x, (tuple, list)):
         parts = [zeros_like(item) for item in x]
         parts[index] = g
-        return type(x)(parts)
+        return parts if isinstance(x, list) else tuple(parts)
     out = np.zeros(np.shape(x), dtype=np.result_type(x, g, 1.0))
     np.add.at(out, index, g)
     return out
@@ -163,3 +172,455 @@ def pow_minus_one(x, y):
 def safe_log(x):
     """``log(x)``, taking 0 where ``x`` is 0 (for the exponent's rule of ``x ** y``)."""
     return np.log(np.where(x == 0, 1.0, x))
+
+
+# ---- reductions and scans -------------------------------------------------------------------------------
+def along_last(x, axis):
+    """``x`` with ``axis`` moved last (flattened when ``axis`` is None), and how to undo it."""
+    if axis is None:
+        return np.ravel(x), lambda y: np.reshape(y, np.shape(x))
+    x = np.asarray(x)
+    return np.moveaxis(x, axis, -1), lambda y: np.moveaxis(y, -1, axis)
+
+
+def prod_vjp(g, ans, x, axis=None, keepdims=False):
+    """Adjoint of ``x`` in ``np.prod``: the product of the other entries, exact where ``x`` has zeros."""
+    g = expand_reduced(g, x, axis, keepdims)
+    if axis is not None and np.ndim(axis) > 0:  # several axes: bring them together, then as for one
+        x = np.asarray(x)
+        axes = tuple(a % x.ndim for a in axis)
+        ends = tuple(range(x.ndim - len(axes), x.ndim))
+        moved = np.moveaxis(x, axes, ends)
+        flat = np.reshape(moved, moved.shape[:x.ndim - len(axes)] + (-1,))
+        others = prod_vjp(1.0, None, flat, -1)
+        return g * np.moveaxis(np.reshape(others, moved.shape), ends, axes)
+    moved, back = along_last(x, axis)
+    left = np.cumprod(np.concatenate([np.ones_like(moved[..., :1]), moved[..., :-1]], axis=-1), axis=-1)
+    right = np.flip(np.cumprod(np.concatenate([np.ones_like(moved[..., :1]), np.flip(moved, -1)[..., :-1]],
+                                              axis=-1), axis=-1), -1)
+    return g * back(left * right)
+
+
+def var_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
+    """Adjoint of ``x`` in ``np.var``."""
+    mean = np.mean(x, axis=axis, keepdims=True)
+    return expand_reduced(g, x, axis, keepdims) * 2.0 * (x - mean) / (reduced_count(x, axis) - ddof)
+
+
+def std_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
+    """Adjoint of ``x`` in ``np.std``; where the deviation is zero, the gradient is taken as zero."""
+    spread = expand_reduced(ans, x, axis, keepdims)
+    share = np.divide(1.0, spread, out=np.zeros(np.shape(spread)), where=spread != 0)
+    return var_vjp(g, ans, x, axis, ddof, keepdims) * 0.5 * share
+
+
+def cumsum_vjp(g, x, axis=None):
+    """Adjoint of ``x`` in ``np.cumsum``: a cumulative sum from the end."""
+    if axis is None:
+        return np.reshape(np.flip(np.cumsum(np.flip(np.ravel(g)))), np.shape(x))
+    return np.flip(np.cumsum(np.flip(g, axis), axis), axis)
+
+
+def cumprod_vjp(g, ans, x, axis=None):
+    """Adjoint of ``x`` in ``np.cumprod`` (exact with zeros: each prefix product is taken apart)."""
+    moved, back = along_last(x, axis)
+    g_moved = along_last(g, axis if axis is not None else None)[0] if axis is not None else np.ravel(g)
+    n = moved.shape[-1]
+    out = np.zeros(moved.shape)
+    for i in range(n):
+        others = moved.copy()
+        others[..., i] = 1.0
+        products = np.cumprod(others, axis=-1)
+        out[..., i] = np.sum(g_moved[..., i:] * products[..., i:], axis=-1)
+    return back(out)
+
+
+def average_vjp(g, x, axis=None, weights=None):
+    """Adjoint of ``x`` in ``np.average``."""
+    if weights is None:
+        return expand_reduced(g, x, axis) / reduced_count(x, axis)
+    w = np.asarray(weights, dtype=float)
+    if axis is not None and w.ndim == 1 and np.ndim(x) > 1:
+        shape = [1] * np.ndim(x)
+        shape[axis] = w.shape[0]
+        w = w.reshape(shape)
+    return expand_reduced(g, x, axis) * w / np.sum(weights)
+
+
+def norm_vjp(g, ans, x, ord=None, axis=None, keepdims=False):
+    """Adjoint of ``x`` in ``np.linalg.norm``; at a zero vector the gradient is taken as zero."""
+    matrix = (axis is None and np.ndim(x) == 2 and ord is not None) or (axis is not None and np.ndim(axis) > 0)
+    g = expand_reduced(g, x, axis, keepdims)
+    ans = expand_reduced(ans, x, axis, keepdims)
+    if matrix and ord == "nuc":
+        u, _, vt = np.linalg.svd(x, full_matrices=False)
+        return g * (u @ vt)
+    if matrix and ord == 2:
+        u, _, vt = np.linalg.svd(x, full_matrices=False)
+        return g * np.outer(u[:, 0], vt[0])
+    if matrix and ord not in (None, "fro"):
+        raise NotImplementedError(f"the gradient of np.linalg.norm with ord={ord!r} on matrices")
+    safe = np.divide(1.0, ans, out=np.zeros(np.shape(ans)), where=ans != 0)
+    if ord in (None, 2, "fro"):
+        return g * x * safe
+    if ord == 1:
+        return g * np.sign(x)
+    if ord in (np.inf, -np.inf):
+        hits = np.abs(x) == ans
+        return g * np.sign(x) * hits / np.sum(hits, axis=axis, keepdims=True)
+    return g * np.sign(x) * np.abs(x) ** (ord - 1) * safe ** (ord - 1)
+
+
+# ---- products ---------------------------------------------------------------------------------------------
+def outer_vjp_a(g, a, b):
+    return np.reshape(g @ np.ravel(b), np.shape(a))
+
+
+def outer_vjp_b(g, a, b):
+    return np.reshape(np.ravel(a) @ g, np.shape(b))
+
+
+def inner_vjp(g, a, b):
+    """Adjoint of ``a`` in ``np.inner(a, b)`` (last axes contracted)."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(g * b, a)
+    g_axes = list(range(np.ndim(a) - 1, np.ndim(g)))
+    return np.tensordot(g, b, axes=(g_axes, list(range(np.ndim(b) - 1))))
+
+
+def inner_vjp_b(g, a, b):
+    """Adjoint of ``b`` in ``np.inner(a, b)``: ``g``'s axes of ``a`` moved behind those of ``b`` first."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(g * a, b)
+    lead = np.ndim(a) - 1
+    g = np.moveaxis(g, list(range(lead)), list(range(np.ndim(g) - lead, np.ndim(g))))
+    return inner_vjp(g, b, a)
+
+
+def einsum_spec(spec, *operands):
+    """``spec`` with ``...`` spelt out and the output named: a list of input subscripts and the output's."""
+    inputs, _, output = spec.replace(" ", "").partition("->")
+    parts = inputs.split(",")
+    free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in spec]
+    widest = max((np.ndim(op) - len(p.replace("...", "")) for p, op in zip(parts, operands, strict=True) if "..." in p),
+                 default=0)
+    dots = "".join(free[:widest])
+    expanded = [p.replace("...", dots[widest - (np.ndim(op) - len(p.replace("...", ""))):])
+                for p, op in zip(parts, operands, strict=True)]
+    if not _:
+        counts = {c: "".join(expanded).count(c) for c in "".join(expanded)}
+        output = dots + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in dots))
+    else:
+        output = output.replace("...", dots)
+    return expanded, output
+
+
+def einsum_vjp(k, g, spec, *operands):
+    """Adjoint of operand ``k`` in ``np.einsum(spec, *operands)``, repeated (diagonal) indices included."""
+    inputs, output = einsum_spec(spec, *operands)
+    mine = inputs[k]
+    unique = "".join(dict.fromkeys(mine))
+    others = [(s, op) for j, (s, op) in enumerate(zip(inputs, operands, strict=True)) if j != k]
+    covered = output + "".join(s for s, _ in others)
+    for c in unique:  # an index summed away in operand k alone: g is constant along it
+        if c not in covered:
+            others.append((c, np.ones(np.shape(operands[k])[mine.index(c)])))
+    subscripts = ",".join([output] + [s for s, _ in others]) + "->" + unique
+    part = np.einsum(subscripts, g, *[op for _, op in others])
+    if unique == mine:
+        return unbroadcast(part, operands[k])
+    spare = iter(c for c in "abcdefghijklmnopqrstuvwxyz" if c not in spec)
+    target, deltas, seen = [], [], set()
+    for c in mine:
+        if c in seen:
+            fresh = next(spare)
+            deltas.append((c + fresh, np.eye(np.shape(operands[k])[len(target)])))
+            target.append(fresh)
+        else:
+            seen.add(c)
+            target.append(c)
+    subscripts = ",".join([unique] + [d for d, _ in deltas]) + "->" + "".join(target)
+    return np.einsum(subscripts, part, *[e for _, e in deltas])
+
+
+def tensordot_spec(a, b, axes=2):
+    """The einsum subscripts of ``np.tensordot(a, b, axes)``."""
+    if np.ndim(axes) == 0:
+        axes = (list(range(np.ndim(a) - axes, np.ndim(a))), list(range(axes)))
+    left, right = [list(np.atleast_1d(ax)) for ax in axes]
+    letters = iter("abcdefghijklmnopqrstuvwxyz")
+    sa = [next(letters) for _ in range(np.ndim(a))]
+    sb = [next(letters) for _ in range(np.ndim(b))]
+    for i, j in zip(left, right, strict=True):
+        sb[j] = sa[i]
+    out = [c for i, c in enumerate(sa) if i not in [x % np.ndim(a) for x in left]] + \
+          [c for j, c in enumerate(sb) if j not in [x % np.ndim(b) for x in right]]
+    return "".join(sa) + "," + "".join(sb) + "->" + "".join(out)
+
+
+def kron_vjp(k, g, a, b):
+    """Adjoint of ``a`` (k=0) or ``b`` (k=1) in ``np.kron(a, b)``, for vectors and matrices."""
+    a2, b2 = np.atleast_2d(a), np.atleast_2d(b)
+    (p, q), (m, n) = a2.shape, b2.shape
+    blocks = np.reshape(g, (p, m, q, n))
+    part = np.einsum("ikjl,kl->ij", blocks, b2) if k == 0 else np.einsum("ikjl,ij->kl", blocks, a2)
+    return np.reshape(part, np.shape(a if k == 0 else b))
+
+
+def diagonal_vjp(g, x, offset=0, axis1=0, axis2=1):
+    """Adjoint of ``x`` in ``np.diagonal``/``np.trace``: ``g`` laid back on that diagonal."""
+    x = np.asarray(x)
+    moved = np.moveaxis(np.zeros(x.shape), (axis1, axis2), (-2, -1))
+    eye = np.eye(moved.shape[-2], moved.shape[-1], k=offset)
+    g = np.asarray(g)
+    if g.ndim == moved.ndim - 2:  # trace: one number per matrix
+        full = g[..., None, None] * eye
+    else:  # diagonal: a vector per matrix, written onto the diagonal
+        rows, cols = np.nonzero(eye)
+        full = moved.copy()
+        full[..., rows, cols] = g
+    return np.moveaxis(full, (-2, -1), (axis1, axis2))
+
+
+def diag_vjp(g, v, k=0):
+    """Adjoint of ``v`` in ``np.diag(v, k)``: it builds a matrix from a vector or takes a diagonal."""
+    if np.ndim(v) == 1:
+        return np.diag(g, k)
+    return diagonal_vjp(g, v, k)
+
+
+# ---- shape and layout --------------------------------------------------------------------------------------
+def split_vjp(g, ans, x, axis=0):
+    """Adjoint of ``x`` in ``np.split`` and friends: the parts' adjoints put back together."""
+    parts = [bar if bar is not None else np.zeros(np.shape(part)) for bar, part in zip(g, ans, strict=True)]
+    parts = [np.broadcast_to(p, np.shape(a)) for p, a in zip(parts, ans, strict=True)]
+    return np.concatenate(parts, axis=axis)
+
+
+def concatenate_vjp(g, arrays, axis=0):
+    """Adjoints of the arrays ``np.concatenate`` joined: ``g`` cut back into their sizes."""
+    if axis is None:
+        sizes = np.cumsum([np.size(a) for a in arrays])[:-1]
+        return [np.reshape(part, np.shape(a)) for part, a in zip(np.split(np.ravel(g), sizes), arrays, strict=True)]
+    sizes = np.cumsum([np.shape(a)[axis] for a in arrays])[:-1]
+    return list(np.split(g, sizes, axis=axis))
+
+
+def hstack_vjp(g, arrays):
+    parts = [np.atleast_1d(a) for a in arrays]
+    axis = 0 if parts[0].ndim == 1 else 1
+    return [np.reshape(p, np.shape(a)) for p, a in zip(concatenate_vjp(g, parts, axis), arrays, strict=True)]
+
+
+def vstack_vjp(g, arrays):
+    parts = [np.atleast_2d(a) for a in arrays]
+    return [np.reshape(p, np.shape(a)) for p, a in zip(concatenate_vjp(g, parts, 0), arrays, strict=True)]
+
+
+def tile_vjp(g, x, reps):
+    """Adjoint of ``x`` in ``np.tile``: the copies' adjoints summed."""
+    reps = (reps,) if np.ndim(reps) == 0 else tuple(reps)
+    shape = np.shape(x)
+    d = max(len(shape), len(reps))
+    shape_d, reps_d = (1,) * (d - len(shape)) + shape, (1,) * (d - len(reps)) + reps
+    blocks = np.reshape(g, [n for pair in zip(reps_d, shape_d, strict=True) for n in pair])
+    return np.reshape(np.sum(blocks, axis=tuple(range(0, 2 * d, 2))), shape)
+
+
+def repeat_vjp(g, x, repeats, axis=None):
+    """Adjoint of ``x`` in ``np.repeat``: each entry's copies summed."""
+    if axis is None:
+        flat = np.ravel(x)
+        source = np.repeat(np.arange(flat.size), repeats)
+        out = np.zeros(flat.size)
+        np.add.at(out, source, np.ravel(g))
+        return np.reshape(out, np.shape(x))
+    x = np.asarray(x)
+    source = np.repeat(np.arange(x.shape[axis]), repeats)
+    out = np.zeros(np.moveaxis(x, axis, 0).shape)
+    np.add.at(out, source, np.moveaxis(g, axis, 0))
+    return np.moveaxis(out, 0, axis)
+
+
+def pad_vjp(g, x, pad_width, mode="constant"):
+    """Adjoint of ``x`` in ``np.pad`` with constant padding: the middle of ``g``."""
+    if mode != "constant":
+        raise NotImplementedError(f"the gradient of np.pad with mode={mode!r}")
+    widths = np.broadcast_to(np.asarray(pad_width), (np.ndim(x), 2))
+    index = tuple(slice(int(lo), int(lo) + n) for (lo, _), n in zip(widths, np.shape(x), strict=True))
+    return g[index]
+
+
+def sort_vjp(g, x, axis=-1):
+    """Adjoint of ``x`` in ``np.sort``: ``g`` sent back to where each entry came from."""
+    if axis is None:
+        order = np.argsort(np.ravel(x), kind="stable")
+        out = np.zeros(np.size(x))
+        out[order] = np.ravel(g)
+        return np.reshape(out, np.shape(x))
+    order = np.argsort(x, axis=axis, kind="stable")
+    out = np.zeros(np.shape(x))
+    np.put_along_axis(out, order, g, axis=axis)
+    return out
+
+
+def take_vjp(g, x, indices, axis=None):
+    """Adjoint of ``x`` in ``np.take``: ``g`` scattered back (repeated indices add)."""
+    if axis is None:
+        out = np.zeros(np.size(x))
+        np.add.at(out, np.ravel(indices), np.ravel(g))
+        return np.reshape(out, np.shape(x))
+    out = np.zeros(np.shape(x))
+    index = [slice(None)] * np.ndim(x)
+    index[axis] = indices
+    np.add.at(out, tuple(index), g)
+    return out
+
+
+def select_vjp(g, condlist, choicelist):
+    """Adjoints of the choices in ``np.select``: each gets ``g`` where it was the first true condition."""
+    taken = np.zeros(np.shape(g), dtype=bool)
+    parts = []
+    for cond, choice in zip(condlist, choicelist, strict=True):
+        mine = np.logical_and(cond, np.logical_not(taken))
+        parts.append(unbroadcast(np.where(mine, g, 0.0), choice))
+        taken = np.logical_or(taken, cond)
+    return parts
+
+
+def select_default_vjp(g, condlist, default):
+    taken = np.any(np.broadcast_arrays(*condlist), axis=0) if len(condlist) else np.zeros(np.shape(g), bool)
+    return unbroadcast(np.where(taken, 0.0, g), default)
+
+
+def assign_item(x, index, value):
+    """``x`` with ``x[index] = value``, as a new array (or list): ``y[i] = v`` in generated code."""
+    out = list(x) if isinstance(x, list) else np.array(x, dtype=np.result_type(x, value))
+    out[index] = value
+    return out
+
+
+def assign_item_vjp_x(g, x, index):
+    """The overwritten entries take no gradient."""
+    if isinstance(x, list):
+        parts = list(g)
+        parts[index] = zeros_like(x[index])
+        return parts
+    out = np.array(g, dtype=float)
+    out[index] = 0.0
+    return out
+
+
+def assign_item_vjp_value(g, index, value):
+    return unbroadcast(g[index], value)
+
+
+def astype(x, dtype):
+    """``x.astype(dtype)`` as a function."""
+    return np.asarray(x).astype(dtype)
+
+
+# ---- linear algebra ----------------------------------------------------------------------------------------
+def T(a):
+    """The transpose of a matrix, or of each matrix in a stack."""
+    return np.swapaxes(a, -1, -2)
+
+
+def solve_vjp_a(g, ans, a, b):
+    b_bar = np.linalg.solve(T(a), g)
+    if np.ndim(b) == 1:
+        return -np.outer(b_bar, ans)
+    return -b_bar @ T(ans)
+
+
+def solve_vjp_b(g, ans, a, b):
+    return np.linalg.solve(T(a), g)
+
+
+def cholesky_vjp(g, ans):
+    """Adjoint of ``a`` in ``np.linalg.cholesky`` (symmetric; Murray's formula)."""
+    inv_l = np.linalg.inv(ans)
+    phi = T(ans) @ g
+    phi = np.tril(phi) - 0.5 * np.eye(phi.shape[-1]) * phi
+    s = T(inv_l) @ phi @ inv_l
+    return lower_only(0.5 * (s + T(s)))
+
+
+def lower_only(s):
+    """The gradient of a function of a symmetric matrix that numpy reads from its lower triangle only."""
+    n = np.shape(s)[-1]
+    return np.tril(2.0 * s) - np.eye(n) * s
+
+
+def eigh_vjp(g, ans, a):
+    """Adjoint of ``a`` in ``np.linalg.eigh``, which reads only the lower triangle of ``a``."""
+    w, v = ans
+    w_bar, v_bar = g
+    w_bar = np.zeros(np.shape(w)) if w_bar is None else w_bar
+    v_bar = np.zeros(np.shape(v)) if v_bar is None else v_bar
+    gaps = w[..., None, :] - w[..., :, None]
+    f = np.divide(1.0, gaps, out=np.zeros(np.shape(gaps)), where=gaps != 0)
+    inner = np.eye(np.shape(w)[-1]) * w_bar[..., None, :] + f * (T(v) @ v_bar)
+    s = v @ inner @ T(v)
+    return lower_only(0.5 * (s + T(s)))
+
+
+def svd_vjp(g, ans, a, full_matrices=True, compute_uv=True):
+    """Adjoint of ``a`` in ``np.linalg.svd`` (thin factors, or singular values alone; distinct values)."""
+    if not compute_uv:
+        u, _, vt = np.linalg.svd(a, full_matrices=False)
+        return u @ (np.eye(np.shape(g)[-1]) * g[..., None, :]) @ vt
+    if full_matrices and np.shape(a)[-1] != np.shape(a)[-2]:
+        raise NotImplementedError("the gradient of np.linalg.svd with full_matrices=True on a non-square "
+                                  "matrix: pass full_matrices=False")
+    u, s, vt = ans
+    u_bar, s_bar, vt_bar = (np.zeros(np.shape(x)) if b is None else b for b, x in zip(g, ans, strict=True))
+    v, v_bar = T(vt), T(vt_bar)
+    k = np.shape(s)[-1]
+    s2 = s[..., None, :] ** 2 - s[..., :, None] ** 2
+    f = np.divide(1.0, s2, out=np.zeros(np.shape(s2)), where=np.abs(s2) > 0)
+    sigma = np.eye(k) * s[..., None, :]
+    inv_sigma = np.eye(k) * np.divide(1.0, s, out=np.zeros(np.shape(s)), where=s != 0)[..., None, :]
+    j = f * (T(u) @ u_bar - T(u_bar) @ u)
+    kk = f * (T(v) @ v_bar - T(v_bar) @ v)
+    core = u @ (j @ sigma + np.eye(k) * s_bar[..., None, :] + sigma @ kk) @ vt
+    m, n = np.shape(a)[-2:]
+    if m > k:
+        core = core + (np.eye(m) - u @ T(u)) @ u_bar @ inv_sigma @ vt
+    if n > k:
+        core = core + u @ inv_sigma @ T(v_bar) @ (np.eye(n) - v @ vt)
+    return core
+
+
+def qr_vjp(g, ans, a):
+    """Adjoint of ``a`` in the reduced ``np.linalg.qr`` (square or tall ``a``)."""
+    q, r = ans
+    q_bar, r_bar = (np.zeros(np.shape(x)) if b is None else b for b, x in zip(g, ans, strict=True))
+    m = r @ T(r_bar) - T(q_bar) @ q
+    copyltu = np.tril(m) + T(np.tril(m, -1))
+    return T(np.linalg.solve(r, T(q_bar + q @ copyltu)))
+
+
+def pinv_vjp(g, ans, a):
+    """Adjoint of ``a`` in ``np.linalg.pinv``."""
+    p = ans
+    m, n = np.shape(a)[-2:]
+    left = np.eye(m) - a @ p
+    right = np.eye(n) - p @ a
+    return -T(p) @ g @ T(p) + left @ T(g) @ p @ T(p) + T(p) @ p @ T(g) @ right
+
+
+def matrix_power_vjp(g, a, n):
+    """Adjoint of ``a`` in ``np.linalg.matrix_power(a, n)`` for ``n >= 0``."""
+    if n < 0:
+        raise NotImplementedError("the gradient of matrix_power with a negative exponent: use inv and a power")
+    powers = [np.eye(np.shape(a)[-1])]
+    for _ in range(max(n - 1, 0)):
+        powers.append(powers[-1] @ a)
+    return sum((T(powers[k]) @ g @ T(powers[n - 1 - k]) for k in range(n)), np.zeros(np.shape(a)))
+
+
+def sinc_slope(x):
+    """The derivative of ``np.sinc(x) = sin(pi x) / (pi x)``; 0 at 0."""
+    safe = np.where(x == 0, 1.0, x)
+    return np.where(x == 0, 0.0, (np.cos(np.pi * x) - np.sinc(x)) / safe)

@@ -27,7 +27,7 @@ import numpy as np
 
 from ast_ad import registry
 from ast_ad.errors import MissingRuleError
-from ast_ad.runtime import unbroadcast
+from ast_ad.runtime import add_adjoints, assign_item, astype, unbroadcast
 
 
 class Node:
@@ -49,15 +49,29 @@ class Box:
     ndim = property(lambda self: np.ndim(self.value))
     dtype = property(lambda self: np.asarray(self.value).dtype)
     T = property(lambda self: apply(np.transpose, self))
-    sum = lambda self, *args, **kwargs: apply(np.sum, self, *args, **kwargs)  # noqa: E731
-    mean = lambda self, *args, **kwargs: apply(np.mean, self, *args, **kwargs)  # noqa: E731
-    dot = lambda self, other: apply(np.dot, self, other)  # noqa: E731
+    size = property(lambda self: np.size(self.value))
     reshape = lambda self, *shape: apply(np.reshape, self, shape[0] if len(shape) == 1 else shape)  # noqa: E731
     transpose = lambda self, *axes: apply(np.transpose, self, *(axes[:1] if len(axes) == 1 else (axes or ())))  # noqa: E731
     __len__ = lambda self: len(self.value)  # noqa: E731
     __bool__ = lambda self: bool(self.value)  # noqa: E731
-    __float__ = lambda self: float(self.value)  # noqa: E731
     __repr__ = lambda self: f"Box({self.value!r})"  # noqa: E731
+
+    def __getattr__(self, name: str) -> Any:
+        """Array methods: ``x.max(axis=0)`` is ``np.max(x, axis=0)``."""
+        if name in METHODS:
+            return lambda *args, **kwargs: apply(METHODS[name], self, *args, **kwargs)
+        raise AttributeError(f"the tracer does not know the array attribute {name!r}")
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """``y[i] = v`` on a traced array: the box now holds a new array, recorded like any primitive."""
+        new = apply(assign_item, self, index, value)
+        self.value, self.node = (new.value, new.node) if isinstance(new, Box) else (new, Node(new, []))
+
+    def __float__(self) -> float:
+        raise TypeError("the tracer cannot follow a differentiated value into a plain float here")
+
+    def __iter__(self):
+        return iter([self[i] for i in range(len(self.value))])
 
 
 def _binary(fn: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
@@ -75,6 +89,15 @@ for _name, _fn in [("lt", operator.lt), ("le", operator.le), ("gt", operator.gt)
                    ("eq", operator.eq), ("ne", operator.ne), ("getitem", operator.getitem)]:
     setattr(Box, f"__{_name}__", lambda self, other, fn=_fn: apply(fn, self, other))
 Box.__hash__ = object.__hash__
+
+METHODS = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min, "var": np.var,
+           "std": np.std, "cumsum": np.cumsum, "cumprod": np.cumprod, "dot": np.dot, "ravel": np.ravel,
+           "flatten": np.ravel, "copy": np.copy, "clip": np.clip, "squeeze": np.squeeze, "swapaxes": np.swapaxes,
+           "repeat": np.repeat, "take": np.take, "trace": np.trace, "diagonal": np.diagonal, "astype": astype,
+           "round": np.round, "argmax": np.argmax, "argmin": np.argmin, "any": np.any, "all": np.all}
+# Array constructors: what they make is boxed (with no parents), so item assignment into it is traced.
+CONSTRUCTORS = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like, np.full_like,
+                np.eye, np.arange, np.linspace}
 
 
 def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -114,7 +137,7 @@ def backward(out: Box, seed: Any = 1.0) -> dict[int, Any]:
         g = adjoints.get(id(node))
         for parent, vjp in node.parents if g is not None else ():
             contribution = unbroadcast(vjp(g), parent.value)
-            adjoints[id(parent)] = adjoints[id(parent)] + contribution if id(parent) in adjoints else contribution
+            adjoints[id(parent)] = add_adjoints(adjoints.get(id(parent)), contribution)
     return adjoints
 
 
@@ -123,13 +146,32 @@ def value_and_grad(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) 
     nums = (argnums,) if isinstance(argnums, numbers.Integral) else tuple(argnums)
 
     def run(*args: Any) -> Any:
-        boxes = {k: Box(args[k], Node(args[k], [])) for k in nums}
-        out = traced(fun)(*[boxes.get(k, a) for k, a in enumerate(args)])
+        boxed = {k: _box(args[k]) for k in nums}  # (boxed value, its input nodes), containers leaf by leaf
+        out = traced(fun)(*[boxed[k][0] if k in boxed else a for k, a in enumerate(args)])
         adjoints = backward(out) if isinstance(out, Box) else {}
-        grads = [unbroadcast(adjoints.get(id(boxes[k].node), 0.0), args[k]) for k in nums]
+        grads = [_gather(boxed[k][1], adjoints, args[k]) for k in nums]
         out = out.value if isinstance(out, Box) else out
         return out, grads[0] if isinstance(argnums, numbers.Integral) else tuple(grads)
     return run
+
+
+def _box(value: Any) -> tuple[Any, Any]:
+    if isinstance(value, dict):
+        parts = {key: _box(v) for key, v in value.items()}
+        return {key: p[0] for key, p in parts.items()}, {key: p[1] for key, p in parts.items()}
+    if isinstance(value, (list, tuple)):
+        parts = [_box(v) for v in value]
+        return type(value)(p[0] for p in parts), [p[1] for p in parts]
+    node = Node(value, [])
+    return Box(value, node), node
+
+
+def _gather(nodes: Any, adjoints: dict[int, Any], value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _gather(nodes[key], adjoints, v) for key, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_gather(n, adjoints, v) for n, v in zip(nodes, value, strict=True))
+    return unbroadcast(adjoints.get(id(nodes), 0.0), value)
 
 
 def grad(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
@@ -165,11 +207,29 @@ def view(value: Any, copies: dict[Any, Any]) -> Any:
     """What a traced function sees in place of ``value``."""
     if isinstance(value, types.ModuleType):
         return ModuleView(value, copies)
+    if _hashable(value) and value in CONSTRUCTORS:
+        return lambda *args, fn=value, **kwargs: _constant_box(fn(*_unboxed(args), **kwargs))
     if registry.lookup(value) is not None:
         return lambda *args, fn=value, **kwargs: apply(fn, *args, **kwargs)
     if isinstance(value, types.FunctionType):
         return traced(value, copies)
     return value
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _constant_box(value: Any) -> Any:
+    return Box(value, Node(value, [])) if isinstance(value, np.ndarray) else value
+
+
+def _unboxed(args: tuple[Any, ...]) -> list[Any]:
+    return [a.value if isinstance(a, Box) else a for a in args]
 
 
 class ModuleView:

@@ -47,8 +47,8 @@ def with_starred(x):
     return np.maximum(*x)  # error here
 
 
-def with_item_assignment(x):
-    x[0] = 1.0  # error here
+def with_attribute_assignment(x):
+    x.flags = 1.0  # error here
     return x
 
 
@@ -67,7 +67,7 @@ def missing_rule(x):
 
 
 def missing_numpy_rule(x):
-    return np.sum(np.cumprod(x))  # error here
+    return np.sum(np.interp(x, [0.0, 1.0], [0.0, 2.0]))  # error here
 
 
 def keyword_active(x):

@@ -153,3 +153,263 @@ NUMPY = {
 }
 
 CASES = {**OPERATOR, **MATH, **BUILTINS, **NUMPY}
+
+
+# ---- more of ast_ad/rules/numpy.py ------------------------------------------------------------------------
+def case(*args, **kwargs) -> st.SearchStrategy:
+    """A strategy of (args, kwargs) from strategies or plain values."""
+    wrap = [a if isinstance(a, st.SearchStrategy) else st.just(a) for a in args]
+    return st.tuples(st.tuples(*wrap), st.fixed_dictionaries(
+        {k: v if isinstance(v, st.SearchStrategy) else st.just(v) for k, v in kwargs.items()}))
+
+
+def of_shape(min_dims: int = 1, max_dims: int = 3, domain: str = "real") -> st.SearchStrategy:
+    return shapes(min_dims, max_dims).flatmap(lambda s: arrays(s, domain))
+
+
+def axis_case(x_strategy: st.SearchStrategy, none: bool = True, **extra) -> st.SearchStrategy:
+    def build(x):
+        axes = st.sampled_from(([None] if none else []) + list(range(-x.ndim, x.ndim)))
+        return case(x, axis=axes, **extra)
+    return x_strategy.flatmap(build)
+
+
+def distinct(min_dims: int = 1, max_dims: int = 3) -> st.SearchStrategy:
+    return shapes(min_dims, max_dims).flatmap(_distinct)
+
+
+def var_like() -> st.SearchStrategy:
+    def build(x):
+        def fits(c):
+            axis, ddof = c[1]["axis"], c[1]["ddof"]
+            n = x.size if axis is None else x.shape[axis]
+            return n > ddof
+        return case(x, axis=st.sampled_from([None, *range(x.ndim)]), ddof=st.sampled_from([0, 1]),
+                    keepdims=st.booleans()).filter(fits)
+    return distinct(1, 2).flatmap(build)
+
+
+def averages() -> st.SearchStrategy:
+    def build(x):
+        pos = arrays(x.shape, "pos")
+        along = st.integers(0, x.ndim - 1).flatmap(lambda ax: case(x, axis=ax, weights=arrays((x.shape[ax],), "pos")))
+        return case(x, axis=None, weights=pos) | case(x, axis=None) | along
+    return of_shape(1, 2).flatmap(build)
+
+
+def same_shape_pair() -> st.SearchStrategy:
+    return shapes(1, 2).flatmap(lambda s: case(arrays(s), arrays(s)))
+
+
+def inner_pairs() -> st.SearchStrategy:
+    return st.tuples(st.integers(1, 3), shapes(0, 1), shapes(0, 1)).flatmap(
+        lambda t: case(arrays(t[1] + (t[0],)), arrays(t[2] + (t[0],))))
+
+
+EINSUM = ["ij,jk->ik", "ii->", "ij->ji", "i,i->", "...j,j->...", "bij,bjk->bik", "ij,ij", "ii->i", "i,j->ij"]
+EINSUM_SHAPES = {"ij,jk->ik": [(2, 3), (3, 2)], "ii->": [(3, 3)], "ij->ji": [(2, 3)], "i,i->": [(3,), (3,)],
+                 "...j,j->...": [(2, 2, 3), (3,)], "bij,bjk->bik": [(2, 2, 3), (2, 3, 2)], "ij,ij": [(2, 3), (2, 3)],
+                 "ii->i": [(3, 3)], "i,j->ij": [(2,), (3,)]}
+
+
+def einsums() -> st.SearchStrategy:
+    return st.sampled_from(EINSUM).flatmap(lambda spec: case(spec, *[arrays(s) for s in EINSUM_SHAPES[spec]]))
+
+
+def tensordots() -> st.SearchStrategy:
+    return case(arrays((2, 3, 4)), arrays((3, 4, 2)), axes=2) | \
+        case(arrays((2, 3)), arrays((3, 4)), axes=st.just(([1], [0]))) | case(arrays((2, 3)), arrays((4,)), axes=0)
+
+
+def krons() -> st.SearchStrategy:
+    return st.sampled_from([((2, 3), (2, 2)), ((3,), (2,)), ((2, 2), (3,))]).flatmap(
+        lambda s: case(arrays(s[0]), arrays(s[1])))
+
+
+def diagonals(kind: str) -> st.SearchStrategy:
+    matrix = case(arrays((3, 4)), offset=st.integers(-1, 1))
+    stack = case(arrays((2, 3, 3)), offset=0, axis1=1, axis2=2)
+    return matrix | stack
+
+
+def diags() -> st.SearchStrategy:
+    return case(arrays((3,)), k=st.integers(-1, 1)) | case(arrays((3, 4)), k=st.integers(-1, 1))
+
+
+def triangles() -> st.SearchStrategy:
+    return case(arrays((3, 4)), k=st.integers(-1, 1))
+
+
+def one(min_dims: int = 1) -> st.SearchStrategy:
+    return case(of_shape(min_dims))
+
+
+def squeezable() -> st.SearchStrategy:
+    return case(arrays((2, 1, 3))) | case(arrays((1, 3)), axis=0)
+
+
+def swaps() -> st.SearchStrategy:
+    return of_shape(2, 3).flatmap(lambda x: case(x, st.integers(0, x.ndim - 1), st.integers(0, x.ndim - 1)))
+
+
+def broadcasts() -> st.SearchStrategy:
+    return shapes(0, 2).flatmap(lambda s: case(arrays(s), (2,) + s))
+
+
+def flips() -> st.SearchStrategy:
+    return axis_case(of_shape(1, 3))
+
+
+def rolls() -> st.SearchStrategy:
+    return of_shape(1, 2).flatmap(lambda x: case(x, st.integers(-3, 3), axis=st.sampled_from([None, 0])))
+
+
+def tiles() -> st.SearchStrategy:
+    return of_shape(1, 2).flatmap(lambda x: case(x, st.sampled_from([2, (2, 1), (1, 2, 2)])))
+
+
+def repeats() -> st.SearchStrategy:
+    return of_shape(1, 2).flatmap(lambda x: case(x, 2, axis=None) | case(x, 3, axis=0) |
+                                  case(x, st.just(np.array([1, 0, 2][: x.shape[0]] + [1] * max(0, x.shape[0] - 3))),
+                                       axis=0))
+
+
+def pads() -> st.SearchStrategy:
+    return of_shape(1, 2).flatmap(lambda x: case(x, st.sampled_from([1, 2, ((1, 2),) * x.ndim])))
+
+
+def sorts() -> st.SearchStrategy:
+    return distinct(1, 2).flatmap(lambda x: case(x, axis=st.sampled_from([None, -1, 0])))
+
+
+def takes() -> st.SearchStrategy:
+    return case(arrays((4, 3)), st.just(np.array([0, 2, 2])), axis=st.sampled_from([None, 0, 1]))
+
+
+def concatenates() -> st.SearchStrategy:
+    return case(st.lists(arrays((2, 3)), min_size=1, max_size=3), axis=st.sampled_from([0, 1, None]))
+
+
+def stacks_of(shape: tuple[int, ...]) -> st.SearchStrategy:
+    return case(st.lists(arrays(shape), min_size=1, max_size=3))
+
+
+def splits() -> st.SearchStrategy:
+    return case(arrays((4, 2)), st.sampled_from([2, [1, 3]]), axis=0) | case(arrays((2, 4)), 2, axis=1)
+
+
+def array_splits() -> st.SearchStrategy:
+    return case(arrays((5,)), 2) | case(arrays((3, 4)), 3, axis=1)
+
+
+def selects() -> st.SearchStrategy:
+    return st.tuples(arrays((4,)), arrays((4,)), arrays((4,)), arrays((4,))).filter(
+        lambda t: np.all(np.abs(t[0]) > 1e-3) and np.all(np.abs(t[0] - 0.5) > 1e-3)).map(
+        lambda t: (([t[0] > 0.5, t[0] < 0.0], [t[1], t[2]], t[3]), {}))
+
+
+def assigns() -> st.SearchStrategy:
+    def build(index):
+        part = np.zeros((4, 3))[index]
+        return case(arrays((4, 3)), st.just(index), arrays(np.shape(part)))
+    return st.sampled_from([0, -1, (1, 2), (slice(None), 0), np.array([0, 2])]).flatmap(build)
+
+
+def remainders() -> st.SearchStrategy:
+    return case(st.floats(2.2, 2.6), st.floats(1.5, 2.0))
+
+
+MORE_NUMPY = {
+    np.arcsinh: unary(), np.arccosh: case(st.floats(1.2, 3.0)), np.arctanh: unary("unit"),
+    np.logaddexp: binary(), np.logaddexp2: binary(), np.hypot: binary("away", "away"), np.sinc: unary(),
+    np.deg2rad: unary(), np.radians: unary(), np.rad2deg: unary(), np.degrees: unary(), np.fmax: untied(),
+    np.fmin: untied(), np.float_power: binary("pos", "real"), np.cbrt: unary("away"), np.fabs: unary("away"),
+    np.copysign: binary("away", "away"), np.remainder: remainders(), np.fmod: remainders(),
+    np.amax: untied_reductions(), np.amin: untied_reductions(), np.prod: reductions(), np.var: var_like(),
+    np.std: var_like(), np.cumsum: axis_case(of_shape(1, 2)), np.cumprod: axis_case(of_shape(1, 2)),
+    np.average: averages(), np.nansum: reductions(), np.vdot: same_shape_pair(), np.inner: inner_pairs(),
+    np.outer: case(of_shape(1, 2), of_shape(1, 2)), np.tensordot: tensordots(), np.einsum: einsums(),
+    np.kron: krons(), np.trace: diagonals("trace"), np.diagonal: diagonals("diagonal"), np.diag: diags(),
+    np.tril: triangles(), np.triu: triangles(), np.ravel: one(), np.squeeze: squeezable(),
+    np.expand_dims: of_shape(1, 2).flatmap(lambda x: case(x, st.integers(0, x.ndim))),
+    np.atleast_1d: case(of_shape(0, 2)), np.atleast_2d: case(of_shape(0, 2)), np.atleast_3d: case(of_shape(0, 3)),
+    np.swapaxes: swaps(), np.moveaxis: swaps(), np.broadcast_to: broadcasts(), np.flip: flips(),
+    np.fliplr: case(arrays((2, 3))), np.flipud: case(of_shape(1, 2)), np.roll: rolls(), np.tile: tiles(),
+    np.repeat: repeats(), np.pad: pads(), np.sort: sorts(), np.take: takes(), np.copy: one(),
+    np.concatenate: concatenates(), np.hstack: stacks_of((2, 3)) | stacks_of((3,)), np.vstack: stacks_of((3,)),
+    np.split: splits(), np.array_split: array_splits(), np.select: selects(), np.real: one(),
+}
+
+
+def _assign_item_cases():
+    from ast_ad.runtime import assign_item, astype
+    return {assign_item: assigns(), astype: case(of_shape(1, 2), np.float64)}
+
+
+MORE_NUMPY.update(_assign_item_cases())
+
+
+# ---- mirrors ast_ad/rules/linalg.py ------------------------------------------------------------------------
+def square(n: int = 3, stack: bool = False) -> st.SearchStrategy:
+    shape = (2, n, n) if stack else (n, n)
+    return arrays(shape).map(lambda a: a + 3.0 * np.eye(n))
+
+
+def spd(n: int = 3) -> st.SearchStrategy:
+    return arrays((n, n)).map(lambda a: a @ a.T + np.eye(n))
+
+
+def distinct_spectrum(n: int = 3) -> st.SearchStrategy:
+    return st.permutations(range(n)).map(lambda p: np.diag(np.array(p, dtype=float) + 1.0)).flatmap(
+        lambda d: arrays((n, n)).map(lambda m: _rotate(d, m)))
+
+
+def _rotate(d: np.ndarray, m: np.ndarray) -> np.ndarray:
+    q, _ = np.linalg.qr(m + 3.0 * np.eye(len(d)))
+    return q @ d @ q.T
+
+
+def tall(m: int = 4, n: int = 3) -> st.SearchStrategy:
+    return arrays((m, n)).map(lambda a: a + np.vstack([3.0 * np.eye(n), np.zeros((m - n, n))]))
+
+
+def svd_input() -> st.SearchStrategy:
+    def spread(a: np.ndarray) -> np.ndarray:
+        u, _, vt = np.linalg.svd(a, full_matrices=False)
+        return u @ np.diag([3.0, 2.0, 1.0]) @ vt
+    return tall().map(spread)
+
+
+def norms() -> st.SearchStrategy:
+    vector = distinct(1, 1).flatmap(lambda x: case(x, ord=st.sampled_from([None, 1, 2, np.inf, 3])))
+    matrix = arrays((3, 3)).map(lambda a: a + np.diag([3.0, 1.5, 0.5])).flatmap(
+        lambda x: case(x, ord=st.sampled_from([None, "fro", "nuc"])))
+    along = arrays((2, 3), "away").flatmap(lambda x: case(x, axis=st.sampled_from([0, 1]), keepdims=st.booleans()))
+    return vector | matrix | along
+
+
+LINALG = {
+    np.linalg.inv: case(square() | square(stack=True)), np.linalg.det: case(square() | square(stack=True)),
+    np.linalg.slogdet: case(square()), np.linalg.solve: case(square(), arrays((3,))) | case(square(), arrays((3, 2))),
+    np.linalg.cholesky: case(spd()), np.linalg.eigh: case(distinct_spectrum()),
+    np.linalg.svd: case(svd_input(), full_matrices=False) | case(svd_input(), compute_uv=False),
+    np.linalg.qr: case(tall() | square()), np.linalg.pinv: case(tall()),
+    np.linalg.matrix_power: case(square(), st.integers(0, 3)), np.linalg.norm: norms(),
+}
+
+
+# ---- mirrors ast_ad/rules/scipy.py -----------------------------------------------------------------------
+def _scipy_cases() -> dict:
+    try:
+        import scipy.special as sp
+    except ImportError:  # pragma: no cover
+        return {}
+    return {sp.expit: unary(), sp.logit: unary("unit").map(lambda c: ((c[0][0] * 0.5 + 0.5,), {})),
+            sp.erf: unary(), sp.erfc: unary(), sp.gammaln: unary("pos"), sp.digamma: unary("pos"),
+            sp.xlogy: binary("pos", "pos"), sp.logsumexp: reductions(),
+            sp.softmax: axis_case(of_shape(1, 2)), sp.log_softmax: axis_case(of_shape(1, 2))}
+
+
+CASES.update(MORE_NUMPY)
+CASES.update(LINALG)
+CASES.update(_scipy_cases())

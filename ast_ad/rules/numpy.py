@@ -5,18 +5,50 @@ import numpy as np
 from ast_ad.registry import def_nondiff, defvjp
 from ast_ad.registry import defvjp_elementwise as ew
 from ast_ad.runtime import (
+    assign_item,
+    assign_item_vjp_value,
+    assign_item_vjp_x,
+    astype,
+    average_vjp,
     balanced_eq,
     clip_mask,
+    concatenate_vjp,
+    cumprod_vjp,
+    cumsum_vjp,
+    diag_vjp,
+    diagonal_vjp,
     dot_vjp_a,
     dot_vjp_b,
+    einsum_vjp,
     expand_reduced,
     extremum_vjp,
+    hstack_vjp,
+    inner_vjp,
+    inner_vjp_b,
+    kron_vjp,
     matmul_vjp_a,
     matmul_vjp_b,
+    outer_vjp_a,
+    outer_vjp_b,
+    pad_vjp,
     pow_minus_one,
+    prod_vjp,
     reduced_count,
+    repeat_vjp,
     safe_log,
+    select_default_vjp,
+    select_vjp,
+    sinc_slope,
+    sort_vjp,
+    split_vjp,
+    std_vjp,
+    take_vjp,
+    tensordot_spec,
+    tile_vjp,
+    unbroadcast,
     unstack,
+    var_vjp,
+    vstack_vjp,
 )
 
 # ---- trigonometric ---------------------------------------------------------------------------
@@ -83,8 +115,103 @@ defvjp(np.matmul, lambda g, ans, a, b: matmul_vjp_a(g, a, b), lambda g, ans, a, 
 defvjp(np.transpose, lambda g, ans, x, axes=None: np.transpose(g, None if axes is None else np.argsort(axes)))
 defvjp(np.reshape,   lambda g, ans, x, *args, **kwargs: np.reshape(g, np.shape(x)))
 
+# ---- more elementwise functions ---------------------------------------------------------------
+ew(np.arcsinh,     lambda g, ans, x: g / np.sqrt(x * x + 1.0))
+ew(np.arccosh,     lambda g, ans, x: g / np.sqrt(x * x - 1.0))
+ew(np.arctanh,     lambda g, ans, x: g / (1.0 - x * x))
+ew(np.logaddexp,   lambda g, ans, x, y: g * np.exp(x - ans), lambda g, ans, x, y: g * np.exp(y - ans))
+ew(np.logaddexp2,  lambda g, ans, x, y: g * 2.0 ** (x - ans), lambda g, ans, x, y: g * 2.0 ** (y - ans))
+ew(np.hypot,       lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y / ans)
+ew(np.sinc,        lambda g, ans, x: g * sinc_slope(x))
+ew(np.deg2rad,     lambda g, ans, x: g * (np.pi / 180.0))
+ew(np.radians,     lambda g, ans, x: g * (np.pi / 180.0))
+ew(np.rad2deg,     lambda g, ans, x: g * (180.0 / np.pi))
+ew(np.degrees,     lambda g, ans, x: g * (180.0 / np.pi))
+ew(np.fmax,        lambda g, ans, x, y: g * balanced_eq(x, ans, y), lambda g, ans, x, y: g * balanced_eq(y, ans, x))
+ew(np.fmin,        lambda g, ans, x, y: g * balanced_eq(x, ans, y), lambda g, ans, x, y: g * balanced_eq(y, ans, x))
+ew(np.float_power, lambda g, ans, x, y: g * y * pow_minus_one(x, y), lambda g, ans, x, y: g * ans * safe_log(x))
+ew(np.cbrt,        lambda g, ans, x: g / (3.0 * ans * ans))
+ew(np.fabs,        lambda g, ans, x: g * np.sign(x))
+ew(np.copysign,    lambda g, ans, x, y: g * np.sign(x) * np.sign(ans), None)
+ew(np.remainder,   lambda g, ans, x, y: g, lambda g, ans, x, y: -g * np.floor_divide(x, y))
+ew(np.fmod,        lambda g, ans, x, y: g, lambda g, ans, x, y: -g * np.trunc(x / y))
+
+# ---- more reductions and scans -------------------------------------------------------------------
+defvjp(np.amax,    lambda g, ans, x, axis=None, out=None, keepdims=False, *args, **kwargs:
+                   extremum_vjp(g, ans, x, axis, keepdims))
+defvjp(np.amin,    lambda g, ans, x, axis=None, out=None, keepdims=False, *args, **kwargs:
+                   extremum_vjp(g, ans, x, axis, keepdims))
+defvjp(np.prod,    lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=False, *args, **kwargs:
+                   prod_vjp(g, ans, x, axis, keepdims))
+defvjp(np.var,     lambda g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs:
+                   var_vjp(g, ans, x, axis, ddof, keepdims))
+defvjp(np.std,     lambda g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs:
+                   std_vjp(g, ans, x, axis, ddof, keepdims))
+defvjp(np.cumsum,  lambda g, ans, x, axis=None, *args, **kwargs: cumsum_vjp(g, x, axis))
+defvjp(np.cumprod, lambda g, ans, x, axis=None, *args, **kwargs: cumprod_vjp(g, ans, x, axis))
+defvjp(np.average, lambda g, ans, x, axis=None, weights=None, *args, **kwargs: average_vjp(g, x, axis, weights))
+defvjp(np.nansum,  lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=False, *args, **kwargs:
+                   expand_reduced(g, x, axis, keepdims) * np.logical_not(np.isnan(x)))
+
+def einsum_rule(k: int):
+    """The rule of operand ``k`` of ``np.einsum``."""
+    return lambda g, ans, spec, *operands, **kwargs: einsum_vjp(k, g, spec, *operands)
+
+
+# ---- more products ----------------------------------------------------------------------------------
+defvjp(np.vdot,      lambda g, ans, a, b: g * np.reshape(b, np.shape(a)),
+                     lambda g, ans, a, b: g * np.reshape(a, np.shape(b)))
+defvjp(np.inner,     lambda g, ans, a, b: inner_vjp(g, a, b), lambda g, ans, a, b: inner_vjp_b(g, a, b))
+defvjp(np.outer,     lambda g, ans, a, b: outer_vjp_a(g, a, b), lambda g, ans, a, b: outer_vjp_b(g, a, b))
+defvjp(np.tensordot, lambda g, ans, a, b, axes=2: einsum_vjp(0, g, tensordot_spec(a, b, axes), a, b),
+                     lambda g, ans, a, b, axes=2: einsum_vjp(1, g, tensordot_spec(a, b, axes), a, b))
+defvjp(np.einsum, None, *map(einsum_rule, range(8)))  # np.einsum(spec, *operands): a rule per operand
+defvjp(np.kron,      lambda g, ans, a, b: kron_vjp(0, g, a, b), lambda g, ans, a, b: kron_vjp(1, g, a, b))
+defvjp(np.trace,     lambda g, ans, x, offset=0, axis1=0, axis2=1, *args, **kwargs:
+                     diagonal_vjp(g, x, offset, axis1, axis2))
+defvjp(np.diagonal,  lambda g, ans, x, offset=0, axis1=0, axis2=1: diagonal_vjp(g, x, offset, axis1, axis2))
+defvjp(np.diag,      lambda g, ans, v, k=0: diag_vjp(g, v, k))
+defvjp(np.tril,      lambda g, ans, x, k=0: np.tril(g, k))
+defvjp(np.triu,      lambda g, ans, x, k=0: np.triu(g, k))
+
+# ---- shape and layout ----------------------------------------------------------------------------
+defvjp(np.ravel,        lambda g, ans, x, *args, **kwargs: np.reshape(g, np.shape(x)))
+defvjp(np.squeeze,      lambda g, ans, x, *args, **kwargs: np.reshape(g, np.shape(x)))
+defvjp(np.expand_dims,  lambda g, ans, x, axis: np.reshape(g, np.shape(x)))
+defvjp(np.atleast_1d,   lambda g, ans, x: np.reshape(g, np.shape(x)))
+defvjp(np.atleast_2d,   lambda g, ans, x: np.reshape(g, np.shape(x)))
+defvjp(np.atleast_3d,   lambda g, ans, x: np.reshape(g, np.shape(x)))
+defvjp(np.swapaxes,     lambda g, ans, x, axis1, axis2: np.swapaxes(g, axis1, axis2))
+defvjp(np.moveaxis,     lambda g, ans, x, source, destination: np.moveaxis(g, destination, source))
+defvjp(np.broadcast_to, lambda g, ans, x, shape, *args, **kwargs: unbroadcast(g, x))
+defvjp(np.flip,         lambda g, ans, x, axis=None: np.flip(g, axis))
+defvjp(np.fliplr,       lambda g, ans, x: np.fliplr(g))
+defvjp(np.flipud,       lambda g, ans, x: np.flipud(g))
+defvjp(np.roll,         lambda g, ans, x, shift, axis=None: np.roll(g, np.negative(shift), axis))
+defvjp(np.tile,         lambda g, ans, x, reps: tile_vjp(g, x, reps))
+defvjp(np.repeat,       lambda g, ans, x, repeats, axis=None: repeat_vjp(g, x, repeats, axis))
+defvjp(np.pad,          lambda g, ans, x, pad_width, mode="constant", **kwargs: pad_vjp(g, x, pad_width, mode))
+defvjp(np.sort,         lambda g, ans, x, axis=-1, *args, **kwargs: sort_vjp(g, x, axis))
+defvjp(np.take,         lambda g, ans, x, indices, axis=None, *args, **kwargs: take_vjp(g, x, indices, axis))
+defvjp(np.copy,         lambda g, ans, x, *args, **kwargs: g)
+defvjp(np.concatenate,  lambda g, ans, arrays, axis=0, *args, **kwargs: concatenate_vjp(g, arrays, axis))
+defvjp(np.hstack,       lambda g, ans, arrays, *args, **kwargs: hstack_vjp(g, arrays))
+defvjp(np.vstack,       lambda g, ans, arrays, *args, **kwargs: vstack_vjp(g, arrays))
+defvjp(np.split,        lambda g, ans, x, indices_or_sections, axis=0: split_vjp(g, ans, x, axis))
+defvjp(np.array_split,  lambda g, ans, x, indices_or_sections, axis=0: split_vjp(g, ans, x, axis))
+defvjp(np.select,       None, lambda g, ans, condlist, choicelist, default=0: select_vjp(g, condlist, choicelist),
+                        lambda g, ans, condlist, choicelist, default=0: select_default_vjp(g, condlist, default))
+defvjp(np.real,         lambda g, ans, x: g)
+defvjp(assign_item,     lambda g, ans, x, index, value: assign_item_vjp_x(g, x, index), None,
+                        lambda g, ans, x, index, value: assign_item_vjp_value(g, index, value))
+defvjp(astype,          lambda g, ans, x, dtype: g)
+
 # ---- no gradient -----------------------------------------------------------------------------------
 def_nondiff(np.sign, np.floor, np.ceil, np.round, np.rint, np.trunc, np.shape, np.ndim, np.size,
             np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.isnan, np.isinf, np.isfinite,
             np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
-            np.argmax, np.argmin, np.argsort)
+            np.argmax, np.argmin, np.argsort, np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
+            np.floor_divide, np.any, np.all, np.nonzero, np.count_nonzero, np.searchsorted, np.isclose, np.allclose,
+            np.array_equal, np.signbit, np.zeros, np.ones, np.empty, np.full, np.eye, np.identity, np.arange,
+            np.linspace, np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift, np.right_shift,
+            np.gcd, np.lcm, np.heaviside, np.unravel_index)
