@@ -150,9 +150,13 @@ class Gradient:
         return f"<ast_ad gradient of {self.__qualname__} argnums={self.argnums}>"
 
 
+CONTAINER = -2  # the shape label of a tuple, list or dict argument
+
+
 def shape_labels(args: tuple[Any, ...]) -> tuple[int, ...]:
-    """``-1`` for each scalar argument, the argument's position for anything else."""
-    return tuple(-1 if type(a) in SCALAR_TYPES else k for k, a in enumerate(args))
+    """``-1`` for each scalar argument, ``-2`` for containers, the argument's position for anything else."""
+    return tuple(-1 if type(a) in SCALAR_TYPES else CONTAINER if isinstance(a, (tuple, list, dict)) else k
+                 for k, a in enumerate(args))
 
 
 def _unbind(fun: Any) -> tuple[Callable[..., Any], Any]:
@@ -180,6 +184,14 @@ def _check_argnums(argnums: Any) -> tuple[int, ...]:
 
 
 def _check_differentiable(value: Any, name: str) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_differentiable(item, f"{name}[{key!r}]")
+        return
+    if isinstance(value, (tuple, list)):
+        for i, item in enumerate(value):
+            _check_differentiable(item, f"{name}[{i}]")
+        return
     if isinstance(value, (bool, np.bool_)):
         kind = "a bool"
     elif isinstance(value, (int, float, np.floating, np.integer)):
@@ -194,8 +206,8 @@ def _check_differentiable(value: Any, name: str) -> None:
     else:
         kind = f"a {type(value).__name__}"
     raise NonDifferentiableArgumentError(
-        f"cannot differentiate with respect to {name!r}, which is {kind}: pass a float or an array of floats "
-        f"(for example np.asarray(x, dtype=float)), or leave it out of argnums")
+        f"cannot differentiate with respect to {name!r}, which is {kind}: pass a float, an array of floats, "
+        f"or a tuple, list or dict of them (for example np.asarray(x, dtype=float)), or leave it out of argnums")
 
 
 def _is_scalar(out: Any) -> bool:
@@ -203,9 +215,16 @@ def _is_scalar(out: Any) -> bool:
 
 
 def _like(bar: Any, x: Any) -> Any:
-    """The gradient ``bar`` given the type, shape and dtype of the argument ``x``."""
+    """The gradient ``bar`` given the type, shape and dtype of the argument ``x`` (containers: leaf by leaf)."""
     if type(x) is float and type(bar) in PLAIN_FLOATS:
         return float(bar)
+    if isinstance(x, dict):
+        return {key: _like(None if bar is None else bar[key], item) for key, item in x.items()}
+    if isinstance(x, (tuple, list)):
+        parts = [_like(None if bar is None else bar[i], item) for i, item in enumerate(x)]
+        return type(x)(parts) if not hasattr(x, "_fields") else type(x)(*parts)
+    if bar is None:
+        bar = 0.0
     bar = unbroadcast(bar, x)
     if isinstance(x, np.ndarray):
         if type(bar) is np.ndarray and bar.shape == x.shape and bar.dtype == x.dtype and bar.flags.owndata \

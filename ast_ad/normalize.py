@@ -484,8 +484,10 @@ class Lowerer:
         func = node.func
         if isinstance(func, gast.Name) and func.id in self.local_functions and func.id not in self.env:
             return self.inline(self.local_functions[func.id], node, name, user)
-        if isinstance(func, gast.Attribute) and self.is_local(func.value):
-            return self.method(node, name, user)
+        if isinstance(func, gast.Attribute):
+            receiver = self.expr(func.value)
+            if not (isinstance(receiver, ir.Ref) and isinstance(receiver.obj, (types.ModuleType, type))):
+                return self.method(node, receiver, name, user)
         fn = self.expr(func)
         if not isinstance(fn, ir.Ref):
             raise refuse(node, "calling a value computed inside the function is not supported yet: "
@@ -543,12 +545,12 @@ class Lowerer:
             self.inlining.pop()
             self.env, self.locals = saved_env, saved_locals
 
-    def method(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
+    def method(self, node: gast.Call, receiver: ir.Atom, name: str | None, user: bool) -> ir.Atom:
+        """``x.sum(axis=0)`` on an array value is ``np.sum(x, axis=0)``."""
         attr = node.func.attr
         if attr not in METHODS:
-            raise refuse(node, f"the method .{attr}() is not supported yet: call the numpy function, "
+            raise refuse(node, f"the method .{attr}() is not supported: call the numpy function, "
                                f"np.{attr}(x, ...), instead", self.locate)
-        receiver = self.expr(node.func.value)
         args = tuple(self.expr(arg) for arg in node.args)
         if attr in VARARG_METHODS and len(args) > 1:
             args = (self.bind(ir.Pack(args), "shape"),)

@@ -86,6 +86,10 @@ def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, 
 
 
 SCALAR = -1
+CONTAINER = -2  # a tuple, list or dict argument: its adjoint has the same structure
+# Primitives that return a tuple or list of arrays: their results' adjoints are tuples or lists too.
+SEQUENCES = {np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.linalg.eigh, np.linalg.svd,
+             np.linalg.qr, np.linalg.slogdet}
 FULL_REDUCTIONS = {np.sum, np.mean, float}  # called on one argument alone, these give a scalar
 
 
@@ -312,6 +316,10 @@ class Reverser:
         self.structured = {s.value.name for s in ir.walk(function.body) if isinstance(s, ir.Unpack)
                            and isinstance(s.value, ir.Var)}
         self.structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Append)}
+        self.structured |= {p for p, label in zip(function.params, shapes, strict=True) if label == CONTAINER}
+        self.structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
+                            and isinstance(s.value, ir.Call) and _hashable(s.value.fn.obj)
+                            and s.value.fn.obj in SEQUENCES}
         self.structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
                             and isinstance(s.value, ir.Pack)}
         self.calls: dict[int, tuple[Adjoint, str, list[ir.Atom], list[ir.Atom]]] = {}
@@ -745,6 +753,14 @@ class Reverser:
         hint = ("; if it is your own primitive, register a rule: "
                 "ast_ad.extend.defvjp(fn, lambda g, ans, x: ...), one lambda per positional argument")
         return MissingRuleError(message + hint, stmt.line.filename, stmt.line.lineno, stmt.line.text)
+
+
+def _hashable(obj: Any) -> bool:
+    try:
+        hash(obj)
+    except TypeError:
+        return False
+    return True
 
 
 def _shallow(body: tuple[ir.Stmt, ...]):

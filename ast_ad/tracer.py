@@ -51,7 +51,8 @@ class Box:
     T = property(lambda self: apply(np.transpose, self))
     size = property(lambda self: np.size(self.value))
     reshape = lambda self, *shape: apply(np.reshape, self, shape[0] if len(shape) == 1 else shape)  # noqa: E731
-    transpose = lambda self, *axes: apply(np.transpose, self, *(axes[:1] if len(axes) == 1 else (axes or ())))  # noqa: E731
+    transpose = lambda self, *axes: apply(  # noqa: E731
+        np.transpose, self, *([axes[0]] if len(axes) == 1 else [axes] if axes else []))
     __len__ = lambda self: len(self.value)  # noqa: E731
     __bool__ = lambda self: bool(self.value)  # noqa: E731
     __repr__ = lambda self: f"Box({self.value!r})"  # noqa: E731
@@ -101,23 +102,43 @@ CONSTRUCTORS = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_lik
 
 
 def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call primitive ``fn``; if a Box is among its arguments, record a Node."""
-    values = [a.value if isinstance(a, Box) else a for a in args]
-    boxed = [k for k, a in enumerate(args) if isinstance(a, Box)]
+    """Call primitive ``fn``; if a Box is among its arguments (or in a list argument), record a Node."""
+    values = [_unboxed_item(a) for a in args]
     if any(isinstance(v, Box) for v in kwargs.values()):
         raise MissingRuleError(f"the tracer cannot differentiate a keyword argument of {fn}")
     ans = fn(*values, **kwargs)
     rule = registry.lookup(fn)
-    if not boxed or (rule is not None and rule.nondiff):
+    inputs = [(k, j, box) for k, a in enumerate(args) for j, box in _boxes_in(a)]
+    if not inputs or (rule is not None and rule.nondiff):
         return ans
-    if rule is None or any(rule.vjp(k) is None for k in boxed):
+    if rule is None or any(rule.vjp(k) is None for k, _, _ in inputs):
         raise MissingRuleError(f"no gradient rule for {getattr(fn, '__name__', fn)}")
-    parents = [(args[k].node, _vjp(rule.vjp(k), ans, values, kwargs)) for k in boxed]
+    parents = [(box.node, _vjp(rule.vjp(k), ans, values, kwargs, j)) for k, j, box in inputs]
     return Box(ans, Node(ans, parents))
 
 
-def _vjp(rule: Callable[..., Any], ans: Any, values: list[Any], kwargs: dict[str, Any]) -> Callable[[Any], Any]:
-    return lambda g: rule(g, ans, *values, **kwargs)
+def _boxes_in(arg: Any) -> list[tuple[int | None, Box]]:
+    """The boxes an argument holds: itself, or the entries of a list or tuple of arrays."""
+    if isinstance(arg, Box):
+        return [(None, arg)]
+    if isinstance(arg, (list, tuple)):
+        return [(j, item) for j, item in enumerate(arg) if isinstance(item, Box)]
+    return []
+
+
+def _unboxed_item(arg: Any) -> Any:
+    if isinstance(arg, Box):
+        return arg.value
+    if isinstance(arg, (list, tuple)) and any(isinstance(item, Box) for item in arg):
+        return type(arg)(item.value if isinstance(item, Box) else item for item in arg)
+    return arg
+
+
+def _vjp(rule: Callable[..., Any], ans: Any, values: list[Any], kwargs: dict[str, Any],
+         entry: int | None) -> Callable[[Any], Any]:
+    if entry is None:
+        return lambda g: rule(g, ans, *values, **kwargs)
+    return lambda g: rule(g, ans, *values, **kwargs)[entry]
 
 
 def backward(out: Box, seed: Any = 1.0) -> dict[int, Any]:
