@@ -22,6 +22,7 @@ rule returns exactly the argument's shape.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,7 @@ class Rule:
     vjps: tuple[VJP | None, ...] = ()
     nondiff: bool = False
     elementwise: bool = False
+    origin: str = ""  # the module that registered the rule (``ast_ad.rules.numpy``, or the user's)
 
     def vjp(self, argnum: int) -> VJP | None:
         """The rule for positional argument ``argnum``, or ``None``."""
@@ -48,18 +50,24 @@ _RULES: dict[Any, Rule] = {}
 
 def defvjp(fn: Any, *vjps: VJP | None, elementwise: bool = False) -> None:
     """Register one reverse rule per positional argument of ``fn``."""
-    _RULES[fn] = Rule(fn, tuple(vjps), elementwise=elementwise)
+    _RULES[fn] = Rule(fn, tuple(vjps), elementwise=elementwise, origin=_caller())
 
 
 def defvjp_elementwise(fn: Any, *vjps: VJP | None) -> None:
     """Register rules for an elementwise (broadcasting) function."""
-    defvjp(fn, *vjps, elementwise=True)
+    _RULES[fn] = Rule(fn, tuple(vjps), elementwise=True, origin=_caller())
 
 
 def def_nondiff(*fns: Any) -> None:
     """Declare functions whose result carries no gradient (``floor``, ``shape``, ...)."""
     for fn in fns:
-        _RULES[fn] = Rule(fn, nondiff=True)
+        _RULES[fn] = Rule(fn, nondiff=True, origin=_caller())
+
+
+def _caller() -> str:
+    """The module that called the registering function (two frames up)."""
+    frame = sys._getframe(2)
+    return frame.f_globals.get("__name__", "")
 
 
 def lookup(fn: Any) -> Rule | None:

@@ -49,12 +49,12 @@ def test_error_names_the_users_line(fn, kind, words) -> None:
         assert f"{bad_inputs.__file__}:{err.lineno}:" in str(err)
 
 
-@pytest.mark.parametrize("value, words", [("s", "str"), (None, "NoneType"), ([1.0], "list"),
+@pytest.mark.parametrize("value, words", [("s", "str"), (None, "NoneType"), ([1.0, "s"], r"x\[1\]"),
                                           (np.array([1, 2]), "int64"), (True, "bool"), (1j, "complex")])
 def test_undifferentiable_arguments(value, words) -> None:
     with pytest.raises(errors.NonDifferentiableArgumentError, match=words) as info:
         ast_ad.grad(bad_inputs.with_try)(value)
-    assert "'x'" in str(info.value)
+    assert "'x" in str(info.value)
 
 
 @pytest.mark.parametrize("argnums", [1, -1, (0, 0), "x", (), 1.5, True])
