@@ -624,3 +624,95 @@ def sinc_slope(x):
     """The derivative of ``np.sinc(x) = sin(pi x) / (pi x)``; 0 at 0."""
     safe = np.where(x == 0, 1.0, x)
     return np.where(x == 0, 0.0, (np.cos(np.pi * x) - np.sinc(x)) / safe)
+
+
+# ---- more numpy -------------------------------------------------------------------------------------------
+def diff_vjp(g, x, n=1, axis=-1):
+    """Adjoint of ``x`` in ``np.diff(x, n, axis)``: ``n`` times the adjoint of one difference."""
+    for _ in range(n):
+        g = np.moveaxis(g, axis, -1)
+        edge = np.zeros(g.shape[:-1] + (1,))
+        g = np.moveaxis(np.concatenate([edge, g], axis=-1) - np.concatenate([g, edge], axis=-1), -1, axis)
+    return np.reshape(g, np.shape(x))
+
+
+def rollaxis_vjp(g, x, axis, start=0):
+    """Adjoint of ``x`` in ``np.rollaxis``: ``g`` with the inverse permutation."""
+    ndim = np.ndim(x)
+    marks = np.rollaxis(np.zeros(tuple(range(2, ndim + 2))), axis, start).shape
+    return np.transpose(g, np.argsort([m - 2 for m in marks]))
+
+
+def dstack_vjp(g, arrays):
+    parts = [np.atleast_3d(a) for a in arrays]
+    return [np.reshape(p, np.shape(a)) for p, a in zip(concatenate_vjp(g, parts, 2), arrays, strict=True)]
+
+
+def column_stack_vjp(g, arrays):
+    parts = [np.reshape(a, (-1, 1)) if np.ndim(a) < 2 else a for a in arrays]
+    return [np.reshape(p, np.shape(a)) for p, a in zip(concatenate_vjp(g, parts, 1), arrays, strict=True)]
+
+
+def nanmean_vjp(g, x, axis=None, keepdims=False):
+    present = np.logical_not(np.isnan(x))
+    return expand_reduced(g, x, axis, keepdims) * present / np.sum(present, axis=axis, keepdims=True)
+
+
+def trapezoid_vjp(g, y, dx=1.0, axis=-1):
+    """Adjoint of ``y`` in ``np.trapezoid(y, dx=dx)``: weights dx/2, dx, ..., dx, dx/2."""
+    n = np.shape(y)[axis]
+    weights = np.full(n, float(dx))
+    weights[[0, -1]] = dx / 2.0
+    shape = [1] * np.ndim(y)
+    shape[axis] = n
+    return np.expand_dims(g, axis) * np.reshape(weights, shape)
+
+
+def convolve_vjp(k, g, a, v, mode="full"):
+    """Adjoint of ``a`` (k=0) or ``v`` (k=1) in ``np.convolve(a, v, mode)``: ``g`` placed in the full
+    convolution, correlated with the other operand."""
+    n, m = len(a), len(v)
+    full = np.zeros(n + m - 1)
+    start = {"full": 0, "same": (min(n, m) - 1) // 2, "valid": min(n, m) - 1}[mode]
+    full[start:start + len(g)] = g
+    return np.correlate(full, v if k == 0 else a, "valid")
+
+
+def correlate_vjp(k, g, a, v, mode="valid"):
+    """Adjoint of ``a`` (k=0) or ``v`` (k=1) in ``np.correlate(a, v, mode)`` (real arrays)."""
+    if k == 0:
+        return convolve_vjp(0, g, a, v[::-1], mode)
+    return convolve_vjp(1, g, a, v[::-1], mode)[::-1]
+
+
+def polyval_vjp_p(g, p, x):
+    powers = np.arange(len(p) - 1, -1, -1)
+    return np.array([np.sum(g * np.asarray(x) ** k) for k in powers])
+
+
+def linspace_vjp(k, g, num=50, endpoint=True):
+    """Adjoint of ``start`` (k=0) or ``stop`` (k=1) in ``np.linspace``."""
+    t = np.linspace(0.0, 1.0, num, endpoint=endpoint)
+    t = np.reshape(t, (-1,) + (1,) * (np.ndim(g) - 1))
+    return np.sum(g * (1.0 - t if k == 0 else t), axis=0)
+
+
+def multi_dot_vjp(g, arrays):
+    """Adjoints of the matrices ``np.linalg.multi_dot`` multiplies (a first or last vector included)."""
+    mats = [np.asarray(a, dtype=float) for a in arrays]
+    if mats[0].ndim == 1:
+        mats[0] = mats[0][None, :]
+    if mats[-1].ndim == 1:
+        mats[-1] = mats[-1][:, None]
+    g2 = np.reshape(g, (mats[0].shape[0], mats[-1].shape[1]))
+    parts = []
+    for i, a in enumerate(mats):
+        left = mats[0] if i == 1 else np.linalg.multi_dot(mats[:i]) if i > 1 else np.eye(a.shape[0])
+        last = len(mats) - 1
+        right = mats[-1] if i == last - 1 else np.linalg.multi_dot(mats[i + 1:]) if i < last - 1 else np.eye(a.shape[1])
+        parts.append(np.reshape(left.T @ g2 @ right.T, np.shape(arrays[i])))
+    return parts
+
+
+def vecdot_vjp(g, other, axis=-1):
+    return np.expand_dims(g, axis) * other

@@ -413,3 +413,59 @@ def _scipy_cases() -> dict:
 CASES.update(MORE_NUMPY)
 CASES.update(LINALG)
 CASES.update(_scipy_cases())
+
+
+# ---- the last additions to ast_ad/rules/numpy.py, linalg.py and scipy.py ------------------------------------
+def _more() -> dict:
+    ranks = of_shape(2, 3)
+    extra = {
+        np.diff: axis_case(of_shape(1, 2), none=False, n=st.integers(1, 2)).filter(
+            lambda c: c[0][0].shape[c[1]["axis"]] > c[1]["n"]),
+        np.cross: case(arrays((3,)), arrays((3,))) | case(arrays((2, 3)), arrays((3,))),
+        np.rot90: case(arrays((2, 3)), k=st.integers(-2, 3)),
+        np.rollaxis: ranks.flatmap(lambda x: case(x, st.integers(0, x.ndim - 1), start=st.integers(0, x.ndim))),
+        np.hsplit: case(arrays((2, 4)), 2) | case(arrays((4,)), 2), np.vsplit: case(arrays((4, 2)), 2),
+        np.dsplit: case(arrays((1, 2, 4)), 2),
+        np.dstack: stacks_of((2, 3)) | stacks_of((3,)), np.column_stack: stacks_of((3,)) | stacks_of((3, 2)),
+        np.nan_to_num: one(), np.nanmean: reductions(), np.nanmax: untied_reductions(),
+        np.nanmin: untied_reductions(), np.nancumsum: axis_case(of_shape(1, 2)),
+        np.ptp: distinct(1, 2).flatmap(lambda x: case(x, axis=st.sampled_from([None, *range(x.ndim)]))),
+        np.trapezoid: of_shape(1, 2).filter(lambda x: x.shape[-1] > 1).flatmap(lambda x: case(x, dx=st.floats(0.1, 2))),
+        np.convolve: case(arrays((4,)), arrays((3,)), mode=st.sampled_from(["full", "same", "valid"])) |
+        case(arrays((2,)), arrays((5,)), mode=st.sampled_from(["full", "same", "valid"])),
+        np.correlate: case(arrays((5,)), arrays((3,)), mode=st.sampled_from(["full", "same", "valid"])),
+        np.polyval: case(arrays((4,)), of_shape(0, 1)), np.linspace: case(floats(), floats(), num=st.integers(2, 5)),
+        np.full: case((2, 3), floats()), np.matrix_transpose: case(of_shape(2, 3)),
+        np.vecdot: same_shape_pair(), np.cumulative_sum: axis_case(of_shape(1, 1)),
+        np.linalg.outer: case(arrays((3,)), arrays((2,))), np.linalg.trace: case(arrays((2, 3, 3))),
+        np.linalg.diagonal: case(arrays((2, 3, 3)), offset=st.integers(-1, 1)),
+        np.linalg.matmul: products(), np.linalg.matrix_transpose: case(of_shape(2, 3)),
+        np.linalg.vecdot: same_shape_pair(), np.linalg.svdvals: case(svd_input()),
+        np.linalg.eigvalsh: case(distinct_spectrum()),
+        np.linalg.multi_dot: case(st.tuples(arrays((3,)), arrays((3, 2)), arrays((2, 4))).map(list)) |
+        case(st.tuples(arrays((2, 3)), arrays((3, 3)), arrays((3, 2)), arrays((2,))).map(list)),
+        np.linalg.cross: case(arrays((3,)), arrays((3,))),
+        np.linalg.vector_norm: distinct(1, 2).flatmap(lambda x: case(x, ord=st.sampled_from([2, 1, 3]))),
+        np.linalg.matrix_norm: case(arrays((3, 3)).map(lambda a: a + np.diag([3.0, 1.5, 0.5])),
+                                    ord=st.sampled_from(["fro", "nuc"])),
+    }
+    try:
+        import scipy.special as sp
+    except ImportError:  # pragma: no cover
+        return extra
+    orders = st.sampled_from([0, 1, 2])
+    extra.update({
+        sp.gamma: unary("pos"), sp.rgamma: unary("pos"), sp.beta: binary("pos", "pos"),
+        sp.betaln: binary("pos", "pos"), sp.polygamma: case(orders, floats("pos")),
+        sp.erfinv: unary("unit"), sp.erfcinv: case(st.floats(0.2, 1.8)), sp.erfcx: unary(), sp.ndtr: unary(),
+        sp.log_ndtr: unary(), sp.ndtri: case(st.floats(0.05, 0.95)), sp.dawsn: unary(),
+        sp.i0: unary(), sp.i1: unary(), sp.j0: unary(), sp.j1: unary(), sp.y0: unary("pos"), sp.y1: unary("pos"),
+        sp.iv: case(orders, floats()), sp.ive: case(orders, floats("away")), sp.jv: case(orders, floats()),
+        sp.yv: case(orders, floats("pos")), sp.kv: case(orders, floats("pos")), sp.yn: case(orders, floats("pos")),
+        sp.entr: unary("pos"), sp.rel_entr: binary("pos", "pos"), sp.xlog1py: binary("pos", "pos"),
+        sp.expm1: unary(), sp.log1p: unary("pos"), sp.sindg: unary(), sp.cosdg: unary(),
+    })
+    return extra
+
+
+CASES.update(_more())

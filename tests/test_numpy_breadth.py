@@ -106,12 +106,12 @@ def autograd_twin(fn):
 #   with finite differences; trace, diagonal: autograd takes offset and axes only positionally;
 #   broadcast_to: autograd fails an internal assertion on shapes we draw; sinc at 0 and prod with a zero entry:
 #   autograd gives nan, ours the derivative (0, and the product of the other entries); pad: autograd refuses
-#   the pad widths we draw;
+#   the pad widths we draw; cross with a broadcast operand: autograd's gradient keeps the broadcast shape;
 # - functions of lists or returning tuples (split, concatenate, stack, slogdet, svd, qr, ...): autograd's
 #   containers differ from plain lists and tuples.
 DIFFERENT = {"eigh", "cholesky", "outer", "diag", "tile", "trace", "diagonal", "broadcast_to",
              "split", "array_split", "concatenate", "hstack", "vstack", "stack", "array", "asarray", "select",
-             "slogdet", "svd", "qr", "sinc", "prod", "pad"}
+             "slogdet", "svd", "qr", "sinc", "prod", "pad", "cross"}
 SHARED = [r for r in registry.registered() if not r.nondiff and r.fn in RULE_CASES
           and getattr(r.fn, "__name__", "") not in DIFFERENT and autograd_twin(r.fn) is not None]
 

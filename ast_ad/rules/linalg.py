@@ -6,14 +6,21 @@ from ast_ad.registry import defvjp
 from ast_ad.runtime import (
     T,
     cholesky_vjp,
+    diagonal_vjp,
     eigh_vjp,
+    matmul_vjp_a,
+    matmul_vjp_b,
     matrix_power_vjp,
+    multi_dot_vjp,
     norm_vjp,
+    outer_vjp_a,
+    outer_vjp_b,
     pinv_vjp,
     qr_vjp,
     solve_vjp_a,
     solve_vjp_b,
     svd_vjp,
+    vecdot_vjp,
 )
 
 defvjp(np.linalg.inv,          lambda g, ans, a: -T(ans) @ g @ T(ans))
@@ -30,3 +37,20 @@ defvjp(np.linalg.pinv,         lambda g, ans, a, *args, **kwargs: pinv_vjp(g, an
 defvjp(np.linalg.matrix_power, lambda g, ans, a, n: matrix_power_vjp(g, a, n))
 defvjp(np.linalg.norm,         lambda g, ans, x, ord=None, axis=None, keepdims=False:
                                norm_vjp(g, ans, x, ord, axis, keepdims))
+
+# ---- the array-API names numpy 2 added to numpy.linalg ----------------------------------------------------
+defvjp(np.linalg.outer,     lambda g, ans, a, b: outer_vjp_a(g, a, b), lambda g, ans, a, b: outer_vjp_b(g, a, b))
+defvjp(np.linalg.trace,     lambda g, ans, x, offset=0, dtype=None: diagonal_vjp(g, x, offset, -2, -1))
+defvjp(np.linalg.diagonal,  lambda g, ans, x, offset=0: diagonal_vjp(g, x, offset, -2, -1))
+defvjp(np.linalg.matmul,    lambda g, ans, a, b: matmul_vjp_a(g, a, b), lambda g, ans, a, b: matmul_vjp_b(g, a, b))
+defvjp(np.linalg.matrix_transpose, lambda g, ans, x: T(g))
+defvjp(np.linalg.vecdot,    lambda g, ans, a, b, axis=-1: vecdot_vjp(g, b, axis),
+                            lambda g, ans, a, b, axis=-1: vecdot_vjp(g, a, axis))
+defvjp(np.linalg.svdvals,   lambda g, ans, a: svd_vjp(g, ans, a, False, False))
+defvjp(np.linalg.eigvalsh,  lambda g, ans, a, UPLO="L": eigh_vjp((g, None), np.linalg.eigh(a), a))
+defvjp(np.linalg.multi_dot, lambda g, ans, arrays, *args, **kwargs: multi_dot_vjp(g, arrays))
+defvjp(np.linalg.cross,     lambda g, ans, a, b, axis=-1: np.cross(b, g), lambda g, ans, a, b, axis=-1: np.cross(g, a))
+defvjp(np.linalg.vector_norm, lambda g, ans, x, axis=None, keepdims=False, ord=2:
+                              norm_vjp(g, ans, x if axis is not None or np.ndim(x) == 1 else np.ravel(x), ord,
+                                       axis, keepdims).reshape(np.shape(x)))
+defvjp(np.linalg.matrix_norm, lambda g, ans, x, keepdims=False, ord="fro": norm_vjp(g, ans, x, ord, None, keepdims))

@@ -5,6 +5,7 @@ import numpy as np
 from ast_ad.registry import def_nondiff, defvjp
 from ast_ad.registry import defvjp_elementwise as ew
 from ast_ad.runtime import (
+    T,
     assign_item,
     assign_item_vjp_value,
     assign_item_vjp_x,
@@ -12,13 +13,18 @@ from ast_ad.runtime import (
     average_vjp,
     balanced_eq,
     clip_mask,
+    column_stack_vjp,
     concatenate_vjp,
+    convolve_vjp,
+    correlate_vjp,
     cumprod_vjp,
     cumsum_vjp,
     diag_vjp,
     diagonal_vjp,
+    diff_vjp,
     dot_vjp_a,
     dot_vjp_b,
+    dstack_vjp,
     einsum_vjp,
     expand_reduced,
     extremum_vjp,
@@ -26,15 +32,19 @@ from ast_ad.runtime import (
     inner_vjp,
     inner_vjp_b,
     kron_vjp,
+    linspace_vjp,
     matmul_vjp_a,
     matmul_vjp_b,
+    nanmean_vjp,
     outer_vjp_a,
     outer_vjp_b,
     pad_vjp,
+    polyval_vjp_p,
     pow_minus_one,
     prod_vjp,
     reduced_count,
     repeat_vjp,
+    rollaxis_vjp,
     safe_log,
     select_default_vjp,
     select_vjp,
@@ -45,9 +55,11 @@ from ast_ad.runtime import (
     take_vjp,
     tensordot_spec,
     tile_vjp,
+    trapezoid_vjp,
     unbroadcast,
     unstack,
     var_vjp,
+    vecdot_vjp,
     vstack_vjp,
 )
 
@@ -212,6 +224,45 @@ def_nondiff(np.sign, np.floor, np.ceil, np.round, np.rint, np.trunc, np.shape, n
             np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
             np.argmax, np.argmin, np.argsort, np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
             np.floor_divide, np.any, np.all, np.nonzero, np.count_nonzero, np.searchsorted, np.isclose, np.allclose,
-            np.array_equal, np.signbit, np.zeros, np.ones, np.empty, np.full, np.eye, np.identity, np.arange,
-            np.linspace, np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift, np.right_shift,
+            np.array_equal, np.signbit, np.zeros, np.ones, np.empty, np.eye, np.identity, np.arange,
+            np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift, np.right_shift,
             np.gcd, np.lcm, np.heaviside, np.unravel_index)
+
+# ---- more of numpy: differences, stacking, nan-aware reductions, convolution, polynomials ----------------
+defvjp(np.diff,         lambda g, ans, x, n=1, axis=-1, *args, **kwargs: diff_vjp(g, x, n, axis))
+defvjp(np.cross,        lambda g, ans, a, b: np.cross(b, g), lambda g, ans, a, b: np.cross(g, a))
+defvjp(np.rot90,        lambda g, ans, x, k=1, axes=(0, 1): np.rot90(g, -k, axes))
+defvjp(np.rollaxis,     lambda g, ans, x, axis, start=0: rollaxis_vjp(g, x, axis, start))
+defvjp(np.hsplit,       lambda g, ans, x, sections: split_vjp(g, ans, x, 1 if np.ndim(x) > 1 else 0))
+defvjp(np.vsplit,       lambda g, ans, x, sections: split_vjp(g, ans, x, 0))
+defvjp(np.dsplit,       lambda g, ans, x, sections: split_vjp(g, ans, x, 2))
+defvjp(np.dstack,       lambda g, ans, arrays: dstack_vjp(g, arrays))
+defvjp(np.column_stack, lambda g, ans, arrays: column_stack_vjp(g, arrays))
+defvjp(np.nan_to_num,   lambda g, ans, x, *args, **kwargs: g * np.isfinite(x))
+defvjp(np.nanmean,      lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=False, *args, **kwargs:
+                        nanmean_vjp(g, x, axis, keepdims))
+defvjp(np.nanmax,       lambda g, ans, x, axis=None, out=None, keepdims=False, *args, **kwargs:
+                        extremum_vjp(g, ans, x, axis, keepdims))
+defvjp(np.nanmin,       lambda g, ans, x, axis=None, out=None, keepdims=False, *args, **kwargs:
+                        extremum_vjp(g, ans, x, axis, keepdims))
+defvjp(np.nancumsum,    lambda g, ans, x, axis=None, *args, **kwargs: cumsum_vjp(g, x, axis) * np.isfinite(x))
+defvjp(np.ptp,          lambda g, ans, x, axis=None, out=None, keepdims=False:
+                        extremum_vjp(g, np.max(x, axis, keepdims=keepdims), x, axis, keepdims)
+                        - extremum_vjp(g, np.min(x, axis, keepdims=keepdims), x, axis, keepdims))
+defvjp(np.trapezoid,    lambda g, ans, y, x=None, dx=1.0, axis=-1: trapezoid_vjp(g, y, dx, axis))
+defvjp(np.convolve,     lambda g, ans, a, v, mode="full": convolve_vjp(0, g, a, v, mode),
+                        lambda g, ans, a, v, mode="full": convolve_vjp(1, g, a, v, mode))
+defvjp(np.correlate,    lambda g, ans, a, v, mode="valid": correlate_vjp(0, g, a, v, mode),
+                        lambda g, ans, a, v, mode="valid": correlate_vjp(1, g, a, v, mode))
+defvjp(np.polyval,      lambda g, ans, p, x: polyval_vjp_p(g, p, x),
+                        lambda g, ans, p, x: g * np.polyval(np.polyder(p), x))
+defvjp(np.linspace,     lambda g, ans, start, stop, num=50, endpoint=True, *args, **kwargs:
+                        linspace_vjp(0, g, num, endpoint),
+                        lambda g, ans, start, stop, num=50, endpoint=True, *args, **kwargs:
+                        linspace_vjp(1, g, num, endpoint))
+defvjp(np.full,         None, lambda g, ans, shape, fill_value, *args, **kwargs: unbroadcast(g, fill_value))
+defvjp(np.matrix_transpose, lambda g, ans, x: T(g))
+defvjp(np.vecdot,       lambda g, ans, a, b, axis=-1: vecdot_vjp(g, b, axis),
+                        lambda g, ans, a, b, axis=-1: vecdot_vjp(g, a, axis))
+defvjp(np.cumulative_sum, lambda g, ans, x, axis=None, dtype=None, out=None, include_initial=False:
+                          cumsum_vjp(g[1:] if include_initial else g, x, axis))
