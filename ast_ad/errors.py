@@ -52,3 +52,11 @@ class NonDifferentiableArgumentError(ASTADError, TypeError):
 
 class SourceUnavailableError(ASTADError):
     """The function's source cannot be read, so it cannot be transformed."""
+
+
+class InPlaceAliasError(ASTADError):
+    """An in-place update (``x += y``, ``x[i] = v``) of an array that another variable also refers to.
+
+    Python would change both; ast_ad computes the update as a new array, so it refuses rather than
+    return a different number.
+    """

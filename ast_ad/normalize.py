@@ -59,6 +59,10 @@ METHODS = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min"
 VARARG_METHODS = {"reshape", "transpose"}  # x.reshape(2, 3) means np.reshape(x, (2, 3))
 
 MAX_NAME = 16
+# Functions whose result may share memory with their first argument.
+VIEWS = {operator.getitem, np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.swapaxes,
+         np.moveaxis, np.broadcast_to, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.diagonal, np.real,
+         np.asarray, runtime.astype}
 
 
 def normalize(source: Source) -> ir.Function:
@@ -82,6 +86,8 @@ class Lowerer:
         self.mutable: set[str] = set()
         self.local_functions: dict[str, gast.FunctionDef | gast.Lambda] = {}
         self.inlining: list[str] = []
+        self.shares: dict[str, set[str]] = {}  # IR name -> IR names that may share its memory (copies, views)
+        self.changing: set[str] = set()  # user names that an if or a loop assigns: their IR names get mutable
 
     # ---- the function ------------------------------------------------------------------------------
     def function(self) -> ir.Function:
@@ -97,6 +103,8 @@ class Lowerer:
         self.locals |= {n.id for s in statements for n in gast.walk(s)
                         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         self.namer.reserved |= self.locals
+        self.changing = {n.id for s in statements if isinstance(s, (gast.If, gast.For, gast.While))
+                         for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         if not statements or not isinstance(statements[-1], gast.Return) or statements[-1].value is None:
             raise self.error(statements[-1] if statements else tree,
                              "the function must end with `return <value>`: grad needs a value to differentiate")
@@ -128,6 +136,7 @@ class Lowerer:
             self.assign(node.target, node.value)
 
     def stmt_AugAssign(self, node: gast.AugAssign) -> None:
+        self.guard_in_place(node.target)
         if isinstance(node.target, gast.Subscript):
             self.augment_item(node)
             return
@@ -192,6 +201,32 @@ class Lowerer:
     def stmt_Pass(self, node: gast.Pass) -> None:
         pass
 
+    def guard_in_place(self, target: gast.expr) -> None:
+        """Before ``x += y`` or ``x[i] = v``: if another variable may share ``x``'s memory, check it at run time.
+
+        Python changes the shared array in place; ast_ad computes a new array. Where sharing is possible
+        (``y = x``, ``y = x[1:]``, ``y = x.T``...), the generated code checks and refuses rather than differ.
+        """
+        base = target.value if isinstance(target, gast.Subscript) else target
+        if not isinstance(base, gast.Name) or not isinstance(self.env.get(base.id), ir.Var):
+            return
+        mine = self.env[base.id].name
+        related = self.shares.get(mine, set()) | {mine}
+        others = [atom for name, atom in self.env.items() if name != base.id and isinstance(atom, ir.Var)
+                  and (atom.name in related or mine in self.shares.get(atom.name, set()))]
+        if not others:
+            return
+        where = f"{self.source.filename}:{self.line.lineno}"
+        call = ir.Call(ir.Ref(runtime.check_in_place, "check_in_place"),
+                       (ir.Var(mine), self.bind(ir.Pack(tuple(dict.fromkeys(others))), "others"), ir.Const(where)))
+        self.bind(call, "checked")
+
+    def share(self, a: str, b: str) -> None:
+        """Record that IR names ``a`` and ``b`` may refer to the same memory."""
+        group = self.shares.get(a, set()) | self.shares.get(b, set()) | {a, b}
+        for name in group:
+            self.shares[name] = group - {name}
+
     def assign(self, target: gast.expr, value: gast.expr) -> None:
         if isinstance(target, gast.Name) and isinstance(value, gast.Lambda):
             self.local_functions[target.id] = value
@@ -203,7 +238,8 @@ class Lowerer:
             atom = self.expr(value, target.id, user=True)
             if isinstance(atom, ir.Const) and isinstance(atom.value, list):  # a new list each time: no alias
                 atom = self.bind(atom, target.id, user=True)
-            self.env[target.id] = atom
+            self.env[target.id] = self.snapshot(atom, target.id)
+            self.note_views(atom)
         elif isinstance(target, (gast.Tuple, gast.List)) and isinstance(value, (gast.Tuple, gast.List)) \
                 and len(target.elts) == len(value.elts):
             atoms = [self.expr(v, t.id if isinstance(t, gast.Name) else None, isinstance(t, gast.Name))
@@ -215,13 +251,14 @@ class Lowerer:
 
     def bind_target(self, target: gast.expr, value: ir.Atom) -> None:
         if isinstance(target, gast.Subscript):
+            self.guard_in_place(target)
             self.assign_item(target, value)
             return
         if isinstance(target, gast.Name) and self.is_mutable(target.id):
             self.copy(self.env[target.id].name, value)
             return
         if isinstance(target, gast.Name):
-            self.env[target.id] = value
+            self.env[target.id] = self.snapshot(value, target.id)
             return
         if not isinstance(target, (gast.Tuple, gast.List)):
             raise refuse(target, "assignment to an attribute is not supported: use a local variable",
@@ -236,14 +273,35 @@ class Lowerer:
             else:
                 self.bind_target(t, ir.Var(name))
 
+    def snapshot(self, atom: ir.Atom, user_name: str) -> ir.Atom:
+        """``atom`` for a new binding of ``user_name``: a mutable name's current value is copied, since it changes."""
+        if isinstance(atom, ir.Var) and (atom.name in self.mutable or self.owner.get(atom.name) in self.changing):
+            copied = self.bind(atom, user_name, user=True)
+            self.share(copied.name, atom.name)
+            return copied
+        return atom
+
     def copy(self, name: str, atom: ir.Atom) -> None:
         """``name = atom``, unless the value was already computed into ``name``."""
         if atom != ir.Var(name):
             self.body.append(ir.Assign(name, atom, self.line))
+            if isinstance(atom, ir.Var):
+                self.share(name, atom.name)
+        self.note_views(ir.Var(name))
+
+    def note_views(self, atom: ir.Atom) -> None:
+        """If the statement that made ``atom`` returns a view (``x[1:]``, ``x.T``, ``np.reshape``...), record it."""
+        if not isinstance(atom, ir.Var) or not self.body:
+            return
+        last = self.body[-1]
+        if isinstance(last, ir.Assign) and last.target == atom.name and isinstance(last.value, ir.Call) \
+                and last.value.fn.obj in VIEWS and last.value.args and isinstance(last.value.args[0], ir.Var):
+            self.share(atom.name, last.value.args[0].name)
 
     def is_mutable(self, user_name: str) -> bool:
+        """Whether ``user_name`` holds its own mutable name (not a copy of another variable's)."""
         atom = self.env.get(user_name)
-        return isinstance(atom, ir.Var) and atom.name in self.mutable
+        return isinstance(atom, ir.Var) and atom.name in self.mutable and self.owner.get(atom.name) == user_name
 
     def prepare(self, node: gast.stmt) -> None:
         """Give each user variable that ``node`` assigns one mutable name, bound before ``node`` runs."""

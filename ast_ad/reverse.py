@@ -614,19 +614,21 @@ class Reverser:
         new one (``ans``) is kept as ``y_new`` before the old one is restored.
         """
         target = stmt.target
-        if target in self.pending:  # its adjoint is zero: nothing flows back, only restore
-            return [_placeholder(RESTORE, n, id(stmt)) for n in reversed(self.defined(stmt))]
+        prefix: list[gast.stmt] = []
+        if target in self.pending:  # reset since its last use: write the zero out, the inputs still need theirs
+            self.pending.discard(target)
+            prefix = [syntax.assign(self.bar(target), self.zero(target))]
         g = self.bar(target)
         restores = [_placeholder(RESTORE, n, id(stmt)) for n in reversed(self.defined(stmt))]
         reset = target not in self.local and id(stmt) not in self.first
         self.live.discard(target)
         if target not in {v.name for v in _inputs(stmt.value)}:
-            out = self.contributions(stmt, g, target)
+            out = prefix + self.contributions(stmt, g, target)
             if reset:
                 self.pending.add(target)  # zero from here on; the next contribution assigns
             return out + restores
         g_next = self.namer.fresh(f"{g}_next")
-        out = [syntax.assign(g_next, syntax.name(g))]
+        out = prefix + [syntax.assign(g_next, syntax.name(g))]
         if reset:
             self.pending.add(target)
         contributions = self.contributions(stmt, g_next, ANS)

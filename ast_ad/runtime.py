@@ -716,3 +716,18 @@ def multi_dot_vjp(g, arrays):
 
 def vecdot_vjp(g, other, axis=-1):
     return np.expand_dims(g, axis) * other
+
+
+def check_in_place(target, others, where):
+    """Refuse an in-place update of an array that another live variable shares memory with."""
+    if not isinstance(target, np.ndarray):
+        return
+    for other in others:
+        if isinstance(other, np.ndarray) and np.may_share_memory(target, other):
+            try:
+                from ast_ad.errors import InPlaceAliasError as error
+            except ImportError:  # in an exported module
+                error = ValueError
+            raise error(f"{where}: this in-place update changes an array that another variable also refers to "
+                        "(Python would change both; ast_ad computes a new array): copy it first, "
+                        "y = x.copy(), or write x = x + ... instead of x += ...")

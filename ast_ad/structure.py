@@ -98,7 +98,7 @@ class _Shaper:
                 continue
             if isinstance(s, (gast.For, gast.While)):
                 out += self.loop(s)
-                if rest and _returns(s):
+                if _returns(s) and (rest or loop is not None):  # a return inside ends the loops around it too
                     self.flag_used = True
                     guard = [gast.Break()] if loop is not None else []
                     out.append(_located(gast.If(test=_name(self.flag), body=guard or [gast.Pass()],

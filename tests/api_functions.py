@@ -123,9 +123,16 @@ def make_scaled(k):
 
 
 def mutating_looking(x):
-    y = x
+    y = x * 1.0
     y += 1.0
     y *= 2.0
+    x += 3.0
+    return np.sum(y * x)
+
+
+def aliasing(x):
+    y = x
+    y += 1.0
     return np.sum(y * x)
 
 

@@ -202,3 +202,10 @@ def test_gradients_never_share_memory_with_each_other_or_the_arguments() -> None
     gx[0] = 100.0
     assert gy[0] != 100.0
     assert not np.shares_memory(gx, x) and not np.shares_memory(gy, y)
+
+
+def test_in_place_update_of_a_shared_array_is_refused() -> None:
+    # Python changes x too when y is x; ast_ad would compute a new array, so it refuses instead of differing.
+    with pytest.raises(ast_ad.errors.InPlaceAliasError, match=r"api_functions.py:\d+: this in-place update"):
+        ast_ad.grad(fx.aliasing)(np.array([1.0, 2.0]))
+    assert ast_ad.grad(fx.aliasing)(1.5) == 2 * 1.5 + 1.0  # floats cannot be shared, so that is fine

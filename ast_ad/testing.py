@@ -1,0 +1,232 @@
+"""Random programs in the language ast_ad differentiates, as a hypothesis strategy: ``programs()``.
+
+>>> from hypothesis import given
+>>> from ast_ad.testing import programs
+>>> @given(programs(loops=False))
+... def test(program):
+...     assert "def f(" in program.source
+
+Each production of the grammar has its own small function: an expression is a
+leaf, a bounded unary function, or a binary operation; a statement is an
+assignment, an augmented or tuple assignment, an ``if``/``elif``/``else``, a
+``for`` or ``while`` loop (with ``break``, ``continue`` and early ``return``),
+a call to a generated helper, or a list built in a loop. Values stay finite:
+unary functions are bounded (``tanh``, ``sin``), divisions are by ``1 + e * e``
+and loops scale what they carry. Branch conditions compare against constants,
+so a program with them is only piecewise smooth (``Program.smooth`` says).
+
+Write a program to a real module with ``program.load(directory)`` (ast_ad
+reads source from files) and call ``program.arguments(data)`` inside a test
+to draw its inputs. hypothesis shrinks a failing program to a small one; its
+``source`` is what to print.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+UNARY = ["np.sin({})", "np.cos({})", "np.tanh({})", "np.exp(np.tanh({}))", "np.log(1.0 + {0} * {0})",
+         "np.sqrt(1.0 + {0} * {0})", "-{}", "abs({})"]
+BINARY = ["{0} + {1}", "{0} - {1}", "{0} * {1}", "{0} / (1.0 + {1} * {1})", "0.5 * {0} * np.sin({1})"]
+_serial = itertools.count()
+
+
+@dataclass
+class Program:
+    """A generated module: helper functions and a function ``f`` to differentiate."""
+
+    source: str
+    arity: int
+    arrays: bool
+    smooth: bool
+    features: set[str] = field(default_factory=set)
+
+    def __repr__(self) -> str:
+        return f"Program(features={sorted(self.features)}):\n{self.source}"
+
+    def load(self, directory: str) -> Any:
+        """Write the program to a new module file in ``directory`` and return its ``f``."""
+        name = f"ast_ad_program_{os.getpid()}_{next(_serial)}"
+        path = os.path.join(directory, name + ".py")
+        with open(path, "w") as out:
+            out.write(self.source)
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.f
+
+    def arguments(self, data: st.DataObject) -> tuple[Any, ...]:
+        """Draw inputs for ``f``: floats in [-2, 2], or arrays of shape (3,) of them."""
+        value = st.floats(-2.0, 2.0, allow_nan=False, allow_infinity=False)
+        if self.arrays:
+            from hypothesis.extra import numpy as hnp
+            value = hnp.arrays(np.float64, (3,), elements=value)
+        return tuple(data.draw(value) for _ in range(self.arity))
+
+
+class _Writer:
+    """Draws one program, statement by statement, keeping track of the names in scope."""
+
+    def __init__(self, draw: Any, options: dict[str, Any]):
+        self.draw, self.options = draw, options
+        self.names: list[str] = []
+        self.counter = itertools.count()
+        self.features: set[str] = set()
+        self.smooth = True
+        self.helpers: list[str] = []
+
+    # ---- expressions ------------------------------------------------------------------------------------
+    def expr(self, depth: int = 0) -> str:
+        choice = self.draw(st.integers(0, 2 if depth < 3 else 0))
+        if choice == 0:
+            return self.leaf()
+        if choice == 1:
+            return self.draw(st.sampled_from(UNARY)).format(self.expr(depth + 1))
+        if self.helpers and self.draw(st.integers(0, 4)) == 0:
+            self.features.add("helper call")
+            return f"{self.draw(st.sampled_from(self.helpers))}({self.expr(depth + 1)})"
+        return "(" + self.draw(st.sampled_from(BINARY)).format(self.expr(depth + 1), self.expr(depth + 1)) + ")"
+
+    def leaf(self) -> str:
+        if self.draw(st.integers(0, 4)) == 0:
+            return repr(self.draw(st.sampled_from([0.5, 1.5, 2.0, -0.25])))
+        return self.draw(st.sampled_from(self.names))
+
+    def condition(self) -> str:
+        self.smooth = False
+        summary = f"np.sum({self.expr(2)})" if self.options["arrays"] else self.expr(2)
+        return f"{summary} {self.draw(st.sampled_from(['>', '<']))} {self.draw(st.sampled_from([0.0, 0.3, -0.4]))}"
+
+    def fresh(self) -> str:
+        name = f"v{next(self.counter)}"
+        return name
+
+    # ---- statements -------------------------------------------------------------------------------------
+    def block(self, indent: str, size: int, in_loop: bool, depth: int) -> list[str]:
+        lines: list[str] = []
+        for _ in range(size):
+            lines += self.statement(indent, in_loop, depth)
+        return lines
+
+    def statement(self, indent: str, in_loop: bool, depth: int) -> list[str]:
+        kinds = ["assign", "assign", "augment", "tuple"]
+        if self.options["branches"] and depth < 2:
+            kinds.append("if")
+        if self.options["loops"] and depth < 2:
+            kinds += ["for", "while"]
+        if self.options["lists"] and depth < 2:
+            kinds.append("list")
+        if in_loop and self.options["branches"]:
+            kinds += ["jump"]
+        if self.options["returns"] and depth > 0 and self.options["branches"]:
+            kinds.append("return")
+        kind = self.draw(st.sampled_from(kinds))
+        return getattr(self, "stmt_" + kind)(indent, in_loop, depth)
+
+    def stmt_assign(self, indent: str, in_loop: bool, depth: int) -> list[str]:
+        value = self.expr()
+        name = self.draw(st.sampled_from(self.names)) if in_loop or self.draw(st.booleans()) else self.fresh()
+        if name not in self.names and depth == 0:
+            self.names.append(name)
+        elif name not in self.names:
+            return [f"{indent}{self.draw(st.sampled_from(self.names))} = {value}"]
+        carried = f"0.5 * np.tanh({value})" if in_loop else value
+        return [f"{indent}{name} = {carried}"]
+
+    def stmt_augment(self, indent: str, in_loop: bool, depth: int) -> list[str]:
+        self.features.add("augmented assignment")
+        name = self.draw(st.sampled_from(self.names))
+        op, value = self.draw(st.sampled_from([("+=", "np.sin({})"), ("*=", "np.tanh({})"), ("-=", "0.5 * {}")]))
+        return [f"{indent}{name} {op} {value.format(self.expr(1))}"]
+
+    def stmt_tuple(self, indent: str, in_loop: bool, depth: int) -> list[str]:
+        self.features.add("tuple assignment")
+        a, b = self.draw(st.sampled_from(self.names)), self.draw(st.sampled_from(self.names))
+        if a == b:
+            return self.stmt_assign(indent, in_loop, depth)
+        return [f"{indent}{a}, {b} = {b}, np.tanh({self.expr(1)})"]
+
+    def stmt_if(self, indent: str, in_loop: bool, depth: int) -> list[str]:
+        self.features.add("if")
+        lines = [f"{indent}if {self.condition()}:"] + self.block(indent + "    ", self.draw(st.integers(1, 2)),
+                                                               in_loop, depth + 1)
+        if self.draw(st.booleans()):
+            self.features.add("elif")
+            lines += [f"{indent}elif {self.condition()}:"] + self.block(indent + "    ", 1, in_loop, depth + 1)
+        if self.draw(st.booleans()):
+            lines += [f"{indent}else:"] + self.block(indent + "    ", 1, in_loop, depth + 1)
+        return lines
+
+    def stmt_for(self, indent: str, in_loop: bool, depth: int) -> list[str]:
+        self.features.add("for")
+        index = f"i{next(self.counter)}"
+        steps = self.draw(st.integers(0, 4))
+        body = [f"{indent}    {self.draw(st.sampled_from(self.names))} += 0.1 * {index} * np.sin({self.leaf()})"]
+        body += self.block(indent + "    ", self.draw(st.integers(1, 2)), True, depth + 1)
+        return [f"{indent}for {index} in range({steps}):"] + body
+
+    def stmt_while(self, indent: str, in_loop: bool, depth: int) -> list[str]:
+        self.features.add("while")
+        counter = f"n{next(self.counter)}"
+        body = self.block(indent + "    ", self.draw(st.integers(1, 2)), True, depth + 1)
+        return [f"{indent}{counter} = 0", f"{indent}while {counter} < {self.draw(st.integers(0, 3))}:",
+                f"{indent}    {counter} += 1"] + body
+
+    def stmt_jump(self, indent: str, in_loop: bool, depth: int) -> list[str]:
+        word = self.draw(st.sampled_from(["break", "continue"]))
+        self.features.add(word)
+        return [f"{indent}if {self.condition()}:", f"{indent}    {word}"]
+
+    def stmt_return(self, indent: str, in_loop: bool, depth: int) -> list[str]:
+        self.features.add("early return")
+        return [f"{indent}return {self.result(self.expr(1))}"]
+
+    def stmt_list(self, indent: str, in_loop: bool, depth: int) -> list[str]:
+        self.features.add("list")
+        items, index, name = f"items{next(self.counter)}", f"j{next(self.counter)}", self.fresh()
+        lines = [f"{indent}{items} = []", f"{indent}for {index} in range({self.draw(st.integers(1, 3))}):",
+                 f"{indent}    {items}.append(np.tanh({self.expr(1)}) * {index})"]
+        joined = self.draw(st.sampled_from(["sum({})", "np.sum(np.stack({}), axis=0)", "{}[-1]"]))
+        lines.append(f"{indent}{name} = {joined.format(items)}")
+        if depth == 0:
+            self.names.append(name)
+        else:
+            lines[-1] = f"{indent}{self.draw(st.sampled_from(self.names))} = {joined.format(items)}"
+        return lines
+
+    def result(self, value: str) -> str:
+        return f"np.sum({value})" if self.options["arrays"] else value
+
+
+@st.composite
+def programs(draw: Any, arrays: bool | None = None, branches: bool = True, loops: bool = True,
+             lists: bool = True, helpers: bool = True, returns: bool = True, max_statements: int = 6) -> Program:
+    """A random function ``f`` (and its helpers) in the language ast_ad differentiates.
+
+    Each keyword turns a family of constructs on or off; ``arrays`` picks float
+    or array inputs (drawn when ``None``).
+    """
+    use_arrays = draw(st.booleans()) if arrays is None else arrays
+    options = {"arrays": use_arrays, "branches": branches, "loops": loops, "lists": lists, "returns": returns}
+    arity = draw(st.integers(1, 3))
+    params = [f"x{k}" for k in range(arity)]
+    writer = _Writer(draw, options)
+    source = ["import math", "", "import numpy as np", ""]
+    if helpers and draw(st.booleans()):
+        writer.names = ["a"]
+        for k in range(draw(st.integers(1, 2))):
+            body = writer.expr(1)
+            source += ["", f"def helper{k}(a, scale=0.5):", f"    return scale * np.tanh({body}) + a", ""]
+            writer.helpers.append(f"helper{k}")
+    writer.names = list(params)
+    body = writer.block("    ", draw(st.integers(1, max_statements)), False, 0)
+    final = writer.result(writer.expr())
+    source += ["", f"def f({', '.join(params)}):"] + body + [f"    return {final}", ""]
+    return Program("\n".join(source), arity, use_arrays, writer.smooth, writer.features)
