@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -89,7 +90,11 @@ class Gradient:
         if shapes is None:
             shapes = self.last_shapes or tuple(range(self.nparams))
         self.last_shapes = shapes
-        return transform.gradient(self.fun, tuple(k + self.shift for k in self.argnums), self.single, shapes)
+        try:
+            return transform.gradient(self.fun, tuple(k + self.shift for k in self.argnums), self.single, shapes)
+        except RecursionError:
+            raise ASTADError(f"{self.__qualname__} is nested too deeply to transform within Python's recursion "
+                             "limit: split deep expressions into statements, or raise sys.setrecursionlimit") from None
 
     @property
     def __wrapped__(self) -> Callable[..., Any]:
@@ -133,6 +138,10 @@ class Gradient:
 
     def explain_failure(self, exc: Exception, args: tuple[Any, ...]) -> Exception:
         """A failure in generated code: a non-scalar output explains it; otherwise it stands as it is."""
+        if isinstance(exc, RecursionError):
+            return ASTADError(f"the gradient of {self.__qualname__} recursed deeper than Python's limit "
+                              f"({sys.getrecursionlimit()}): its forward and backward passes each take a frame "
+                              "per call of a recursive function; raise sys.setrecursionlimit or use a loop")
         try:
             out = self.fun(*args)
         except Exception:

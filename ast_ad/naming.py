@@ -18,16 +18,19 @@ class Namer:
     def __init__(self, reserved: set[str] | frozenset[str] = frozenset(), used: set[str] | None = None):
         self.reserved = set(reserved)
         self.used = set(used or ())
+        self.next: dict[str, int] = {}  # the next suffix to try for a base name
 
     def fresh(self, base: str, user: bool = False) -> str:
         """A new name from ``base``: ``base`` itself if free, else ``base_1``, ``base_2``, ..."""
         base = identifier(base)
-        taken = self.used if user else self.used | self.reserved
-        name, k = base, 0
-        while name in taken or keyword.iskeyword(name):
-            k += 1
+        name, k = base, self.next.get(base, 0)
+        if k or name in self.used or (not user and name in self.reserved) or keyword.iskeyword(name):
+            k = max(k, 1)
             name = f"{base}_{k}"
-            taken = self.used | self.reserved
+            while name in self.used or name in self.reserved:
+                k += 1
+                name = f"{base}_{k}"
+        self.next[base] = k + 1
         self.used.add(name)
         return name
 

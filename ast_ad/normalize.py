@@ -703,9 +703,10 @@ class Lowerer:
         return ir.Var(target)
 
     def next_temp(self) -> int:
-        k = 1
+        k = getattr(self, "temps", 0) + 1
         while f"t{k}" in self.namer.used or f"t{k}" in self.locals:
             k += 1
+        self.temps = k
         return k
 
     # ---- locations -----------------------------------------------------------------------------------

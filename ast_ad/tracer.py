@@ -143,16 +143,19 @@ def _vjp(rule: Callable[..., Any], ans: Any, values: list[Any], kwargs: dict[str
 
 def backward(out: Box, seed: Any = 1.0) -> dict[int, Any]:
     """The adjoint of every node ``out`` depends on, keyed by ``id(node)``."""
-    order: list[Node] = []
-    seen: set[int] = set()
-
-    def visit(node: Node) -> None:
-        if id(node) not in seen:
-            seen.add(id(node))
-            for parent, _ in node.parents:
-                visit(parent)
+    order: list[Node] = []  # a topological order, built without recursion (graphs can be deep)
+    seen: set[int] = {id(out.node)}
+    stack: list[tuple[Node, int]] = [(out.node, 0)]
+    while stack:
+        node, k = stack.pop()
+        if k < len(node.parents):
+            stack.append((node, k + 1))
+            parent = node.parents[k][0]
+            if id(parent) not in seen:
+                seen.add(id(parent))
+                stack.append((parent, 0))
+        else:
             order.append(node)
-    visit(out.node)
     adjoints = {id(out.node): seed}
     for node in reversed(order):
         g = adjoints.get(id(node))

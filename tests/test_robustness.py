@@ -1,0 +1,122 @@
+"""Hygiene, the transform cache, threads, and big or deep inputs."""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import ast_ad
+from ast_ad import registry
+from tests.data import hygiene
+from tests.oracles import assert_same
+
+
+def test_generated_looking_names_change_nothing() -> None:
+    args = (0.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0)
+    argnums = tuple(range(7))
+    assert_same(ast_ad.grad(hygiene.looks_generated, argnums)(*args),
+                ast_ad.tracer.grad(hygiene.looks_generated, argnums)(*args))
+    assert ast_ad.grad(hygiene.shadows_numpy, (0, 1, 2))(2.0, 3.0, 0.5) == pytest.approx(
+        (math.sin(0.5), 0.5, 2.0 * math.cos(0.5) + 3.0))
+    assert ast_ad.grad(hygiene.shadows_np, (0, 1))(3.0, 2.0) == (4.0, 12.0)
+    assert ast_ad.grad(hygiene.loops_with_tape_names, (0, 1))(1.0, 0.5) == pytest.approx(
+        ast_ad.tracer.grad(hygiene.loops_with_tape_names, (0, 1))(1.0, 0.5))
+
+
+def test_a_gradient_call_changes_no_argument_global_or_rule() -> None:
+    rules = registry.registered()
+    globals_before = dict(vars(hygiene))
+    x = np.array([0.5, 1.5])
+    kept = x.copy()
+    np.testing.assert_allclose(ast_ad.grad(hygiene.reads_globals)(x), np.cos(x) * 100.0)
+    np.testing.assert_array_equal(x, kept)
+    assert registry.registered() == rules
+    after = vars(hygiene)
+    assert after.keys() == globals_before.keys()
+    assert all(after[k] is v for k, v in globals_before.items())
+
+
+def test_cache_is_keyed_by_argnums() -> None:
+    f = hygiene.shadows_np
+    assert ast_ad.grad(f, 0)(3.0, 2.0) == 4.0
+    assert ast_ad.grad(f, 1)(3.0, 2.0) == 12.0
+    assert ast_ad.grad(f, (1, 0))(3.0, 2.0) == (12.0, 4.0)
+
+
+def test_gradients_built_from_many_threads_at_once() -> None:
+    results: list = []
+    errors: list = []
+
+    def work(k: int) -> None:
+        try:
+            results.append(ast_ad.grad(hygiene.loops_with_tape_names, 0)(1.0 + k, 0.5))
+        except Exception as exc:  # noqa: BLE001 -- reported below
+            errors.append(exc)
+    from ast_ad import transform
+    transform._adjoints.clear()
+    transform._loaded.clear()
+    threads = [threading.Thread(target=work, args=(k % 2,)) for k in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert sorted(set(results)) == [0.125]
+
+
+def write_module(tmp_path, name: str, text: str):
+    import importlib.util
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_function_of_two_thousand_statements(tmp_path) -> None:
+    lines = ["import numpy as np", "", "def f(x):", "    y = x"]
+    lines += [f"    y = y * 0.999 + np.sin(y) * {k % 7} * 0.001" for k in range(2000)]
+    lines += ["    return y", ""]
+    module = write_module(tmp_path, "long_function", "\n".join(lines))
+    g = ast_ad.grad(module.f)(0.3)
+    assert g == pytest.approx(ast_ad.tracer.grad(module.f)(0.3), rel=1e-9)
+
+
+def test_deeply_nested_expressions(tmp_path) -> None:
+    expr = "x"
+    for _ in range(60):
+        expr = f"np.sin({expr} * 0.9 + 0.1)"
+    module = write_module(tmp_path, "deep_expr", f"import numpy as np\n\ndef f(x):\n    return {expr}\n")
+    assert ast_ad.grad(module.f)(0.2) == pytest.approx(ast_ad.tracer.grad(module.f)(0.2), rel=1e-9)
+
+
+def test_too_deep_nesting_is_a_clear_error(tmp_path) -> None:
+    expr = "x" + " + x" * 900
+    module = write_module(tmp_path, "too_deep", f"def f(x):\n    return {expr}\n")
+    try:
+        g = ast_ad.grad(module.f)(1.0)
+    except ast_ad.errors.ASTADError as err:
+        assert "nested too deeply" in str(err)
+    else:
+        assert g == 901.0
+
+
+def test_deep_recursion_of_user_functions(tmp_path) -> None:
+    module = write_module(tmp_path, "recursive",
+                          "def down(x, n):\n    if n == 0:\n        return x\n    return down(x * 1.001, n - 1)\n")
+    assert ast_ad.grad(module.down)(1.0, 200) == pytest.approx(1.001 ** 200)
+    with pytest.raises(ast_ad.errors.ASTADError, match="recursion"):
+        ast_ad.grad(module.down)(1.0, sys.getrecursionlimit() + 100)
+
+
+
+def test_a_million_iterations(tmp_path) -> None:
+    module = write_module(tmp_path, "million", "import math\n\ndef f(x):\n    for _ in range(1_000_000):\n"
+                                               "        x = x * 0.999999 + math.sin(x) * 1e-6\n    return x\n")
+    g = ast_ad.grad(module.f)(0.5)
+    assert math.isfinite(g) and 0.0 < g < 10.0
