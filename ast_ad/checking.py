@@ -29,7 +29,7 @@ def check_grads(fun: Callable[..., Any], *args: Any, argnums: int | tuple[int, .
         if not np.allclose(ours_k, theirs_k, rtol=1e-9, atol=1e-12):
             report.append(f"argument {k}: ast_ad {ours_k!r} != tracer {theirs_k!r}")
         direction = rng.standard_normal(np.shape(args[k]))
-        numeric = _directional(fun, args, k, direction, eps)
+        numeric = directional(fun, args, k, direction, eps)
         analytic = float(np.sum(np.asarray(ours_k) * direction))
         if not np.isclose(analytic, numeric, rtol=rtol, atol=atol):
             report.append(f"argument {k}: along a random direction ast_ad gives {analytic!r}, "
@@ -38,7 +38,8 @@ def check_grads(fun: Callable[..., Any], *args: Any, argnums: int | tuple[int, .
         raise AssertionError(f"gradients of {getattr(fun, '__qualname__', fun)} disagree:\n  " + "\n  ".join(report))
 
 
-def _directional(fun: Callable[..., Any], args: tuple[Any, ...], k: int, direction: Any, eps: float) -> float:
+def directional(fun: Callable[..., Any], args: tuple[Any, ...], k: int, direction: Any, eps: float = 1e-6) -> float:
+    """The central difference of ``fun`` along ``direction`` in argument ``k``."""
     def at(step: float) -> float:
         moved = list(args)
         moved[k] = np.asarray(args[k], dtype=float) + step * direction

@@ -78,6 +78,15 @@ def lookup(fn: Any) -> Rule | None:
         return None
 
 
+def hashable(obj: Any) -> bool:
+    """Whether ``obj`` can be looked up in a table keyed by functions."""
+    try:
+        hash(obj)
+    except TypeError:
+        return False
+    return True
+
+
 def registered() -> tuple[Rule, ...]:
     """Every registered rule, in registration order."""
     return tuple(_RULES.values())

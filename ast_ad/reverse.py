@@ -318,7 +318,7 @@ class Reverser:
         self.structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Append)}
         self.structured |= {p for p, label in zip(function.params, shapes, strict=True) if label == CONTAINER}
         self.structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
-                            and isinstance(s.value, ir.Call) and _hashable(s.value.fn.obj)
+                            and isinstance(s.value, ir.Call) and registry.hashable(s.value.fn.obj)
                             and s.value.fn.obj in SEQUENCES}
         self.structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
                             and isinstance(s.value, ir.Pack)}
@@ -755,14 +755,6 @@ class Reverser:
         hint = ("; if it is your own primitive, register a rule: "
                 "ast_ad.extend.defvjp(fn, lambda g, ans, x: ...), one lambda per positional argument")
         return MissingRuleError(message + hint, stmt.line.filename, stmt.line.lineno, stmt.line.text)
-
-
-def _hashable(obj: Any) -> bool:
-    try:
-        hash(obj)
-    except TypeError:
-        return False
-    return True
 
 
 def _shallow(body: tuple[ir.Stmt, ...]):

@@ -231,21 +231,13 @@ def view(value: Any, copies: dict[Any, Any]) -> Any:
     """What a traced function sees in place of ``value``."""
     if isinstance(value, types.ModuleType):
         return ModuleView(value, copies)
-    if _hashable(value) and value in CONSTRUCTORS:
+    if registry.hashable(value) and value in CONSTRUCTORS:
         return lambda *args, fn=value, **kwargs: _constant_box(fn(*_unboxed(args), **kwargs))
     if registry.lookup(value) is not None:
         return lambda *args, fn=value, **kwargs: apply(fn, *args, **kwargs)
     if isinstance(value, types.FunctionType):
         return traced(value, copies)
     return value
-
-
-def _hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
 
 
 def _constant_box(value: Any) -> Any:

@@ -9,16 +9,7 @@ from typing import Any
 
 import numpy as np
 
-
-def directional(fun: Callable[..., Any], args: tuple, k: int, direction: Any, eps: float = 1e-6) -> float:
-    """Central difference of ``fun`` along ``direction`` in argument ``k``."""
-    def at(step: float) -> float:
-        moved = list(args)
-        moved[k] = np.asarray(args[k], dtype=float) + step * direction
-        if np.ndim(args[k]) == 0:
-            moved[k] = float(moved[k])
-        return float(fun(*moved))
-    return (at(eps) - at(-eps)) / (2 * eps)
+from ast_ad.checking import directional
 
 
 def assert_fd(fun: Callable[..., Any], args: tuple, argnums: tuple[int, ...], grads: tuple, seed: int = 0) -> None:
