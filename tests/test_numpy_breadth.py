@@ -88,12 +88,17 @@ def autograd_twin(fn):
     """autograd's wrapped version of a numpy/scipy function, or None."""
     import autograd.numpy as anp
     import autograd.numpy.linalg as alinalg
-    import autograd.scipy.special as aspecial
+    try:
+        import autograd.scipy.special as aspecial
+    except ImportError:  # autograd's scipy module needs scipy, an optional extra
+        aspecial = None
     module = getattr(fn, "__module__", "") or ""
     name = getattr(fn, "__name__", "")
     if not (module.startswith(("numpy", "scipy")) or type(fn).__name__ == "ufunc"):
         return None
     place = alinalg if "linalg" in module else aspecial if module.startswith("scipy") else anp
+    if place is None:
+        return None
     from autograd.core import primitive_vjps
     twin = getattr(place, name, None)
     return twin if twin is not None and twin in primitive_vjps else None
