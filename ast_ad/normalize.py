@@ -416,8 +416,12 @@ class Lowerer:
         """A branch condition, as a name the reverse pass can read again."""
         if isinstance(node, gast.Name):
             atom = self.name(node)
-            if isinstance(atom, ir.Var):
+            steady = isinstance(atom, ir.Var) and atom.name not in self.mutable \
+                and self.owner.get(atom.name) not in self.changing
+            if steady:
                 return atom
+            # a variable that may change, inside the branch or later: the reverse pass needs the decision itself
+            return self.bind(atom, "cond")
         return self.bind(self.raw(node), "cond")
 
     def raw(self, node: gast.expr) -> ir.Raw:

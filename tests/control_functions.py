@@ -59,3 +59,21 @@ def repeated_square(x, n):
     for _ in range(n):
         x = x * x
     return x
+
+
+def flag_changed_in_its_branch(x0):
+    """A return in a loop that never runs, then one that does: the `returned` flag changes inside an if."""
+    if 0.5 < 0.0:
+        x0 = 0.5
+    else:
+        n = 0
+        while n < 0:
+            n += 1
+            return x0
+    m = 0
+    while m < 1:
+        m += 1
+        if 0.5 > 0.0:
+            return 0.5
+        x0 = 0.5 * x0
+    return 0.5

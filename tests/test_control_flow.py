@@ -54,3 +54,8 @@ def test_loop_over_an_array_given_as_list_of_rows() -> None:
 @pytest.mark.parametrize("n", [0, 1, 5])
 def test_loops_that_run_zero_times(n: int) -> None:
     assert ast_ad.grad(cf.repeated_square)(1.1, n) == pytest.approx(2 ** n * 1.1 ** (2 ** n - 1))
+
+
+def test_a_branch_whose_condition_changes_inside_it_replays_the_decision() -> None:
+    # found by the long random-program run: the backward pass must take the branch forward took
+    assert ast_ad.grad(cf.flag_changed_in_its_branch)(1.0) == 0.0
