@@ -636,7 +636,10 @@ class Reverser:
             newer = self.namer.fresh(f"{target}_new")
             contributions = [_rename(c, ANS, newer) for c in contributions]
             out.append(syntax.assign(newer, syntax.name(target)))
-        return out + restores + contributions
+        # the target's old value first (the rule reads it); a callee's saved values only after its backward
+        first = [r for r in restores if _placeholder_of(r)[1] == target]
+        after = [r for r in restores if _placeholder_of(r)[1] != target]
+        return out + first + contributions + after
 
     def contributions(self, stmt: ir.Assign, g: str, ans: str) -> list[gast.stmt]:
         value = stmt.value

@@ -88,7 +88,10 @@ class _Writer:
         if choice == 0:
             return self.leaf()
         if choice == 1:
-            return self.draw(st.sampled_from(UNARY)).format(self.expr(depth + 1))
+            unary = self.draw(st.sampled_from(UNARY))
+            if unary.startswith("abs"):
+                self.smooth = False  # abs has a kink at 0
+            return unary.format(self.expr(depth + 1))
         if self.helpers and self.draw(st.integers(0, 4)) == 0:
             self.features.add("helper call")
             return f"{self.draw(st.sampled_from(self.helpers))}({self.expr(depth + 1)})"

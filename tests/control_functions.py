@@ -77,3 +77,14 @@ def flag_changed_in_its_branch(x0):
             return 0.5
         x0 = 0.5 * x0
     return 0.5
+
+
+def half_tanh(a, scale=0.5):
+    return scale * np.tanh(a) + a
+
+
+def helper_result_overwrites_its_argument(x):
+    for _ in range(2):
+        x = half_tanh(x)
+    x = half_tanh(x)
+    return x

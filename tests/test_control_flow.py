@@ -59,3 +59,9 @@ def test_loops_that_run_zero_times(n: int) -> None:
 def test_a_branch_whose_condition_changes_inside_it_replays_the_decision() -> None:
     # found by the long random-program run: the backward pass must take the branch forward took
     assert ast_ad.grad(cf.flag_changed_in_its_branch)(1.0) == 0.0
+
+
+def test_x_equals_helper_of_x() -> None:
+    # found by the long random-program run: the helper's saved values must outlive its backward call
+    g = ast_ad.grad(cf.helper_result_overwrites_its_argument)(0.3)
+    assert g == pytest.approx(ast_ad.tracer.grad(cf.helper_result_overwrites_its_argument)(0.3), rel=1e-12)
