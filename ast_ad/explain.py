@@ -32,7 +32,7 @@ from ast_ad.emit import emit_tree
 from ast_ad.errors import ASTADError
 from ast_ad.load import load
 from ast_ad.naming import Namer
-from ast_ad.reverse import activity, is_user_function
+from ast_ad.reverse import is_user_function
 from ast_ad.runtime import unbroadcast
 
 SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.pow: "**",
@@ -238,7 +238,6 @@ def explain(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0) -> Explanat
     events = recorder.events
     if recorder.result_event is None or not events[recorder.result_event].active:
         raise ASTADError(f"the value of {function.name} does not depend on the arguments {nums}")
-    activity(function, nums)  # the same analysis the transformer runs: it raises nothing new here
     order = sorted((i for i, e in enumerate(events) if e.active and e.key >= 0),
                    key=lambda i: (events[i].level, i))
     keys = list(dict.fromkeys(events[i].key for i in order))
@@ -298,7 +297,7 @@ def explain(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0) -> Explanat
                 merged[key] = merged[key] + c if key in merged else c
             ordered = sorted(merged.items(), key=lambda kc: keys.index(kc[0]))
             contributions[p] = [(labels[key], c) for key, c in ordered]
-    return Explanation(inputs, steps, list(edges.values())[::1], "y", recorder.result, gradient, contributions)
+    return Explanation(inputs, steps, list(edges.values()), "y", recorder.result, gradient, contributions)
 
 
 def _vjp(stmt: ir.Assign, event: Event, position: int, g: Any) -> tuple[Any, Any]:

@@ -139,8 +139,7 @@ def test_arguments_are_not_modified() -> None:
 def test_source_stages_and_getsource() -> None:
     df = ast_ad.grad(fx.worked)
     df(2.0, 3.0)
-    assert inspect.getsource(df) == ast_ad.source(df).split("\n\n\n")[-1] or ast_ad.source(df).endswith(
-        inspect.getsource(df))
+    assert inspect.getsource(df) == ast_ad.source(df).split("\n\n\n")[-1]
     normalized = ast_ad.source(fx.worked, stage="normalized")
     assert normalized.splitlines()[1:] == ["    log_x1 = np.log(x1)", "    x1_times_x2 = x1 * x2",
                                            "    t1 = log_x1 + x1_times_x2", "    sin_x2 = np.sin(x2)",

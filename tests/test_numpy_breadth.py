@@ -17,7 +17,7 @@ from tests import corpus_numpy
 from tests.corpus import Case
 from tests.oracles import assert_fd, assert_same
 from tests.rule_cases import CASES as RULE_CASES
-from tests.test_rules import pairing, random_like
+from tests.test_rules import random_like
 
 
 def leaves(value):
@@ -71,11 +71,10 @@ def test_float32_stays_float32_through_forward_and_backward() -> None:
 
 
 def test_integer_arrays_pass_through_inactive() -> None:
-    def_index = np.array([0, 2])
     g = ast_ad.grad(corpus_numpy.reads)(np.linspace(0.0, 1.0, 12))
     assert g.shape == (12,)
     with pytest.raises(ast_ad.errors.NonDifferentiableArgumentError, match="int64"):
-        ast_ad.grad(corpus_numpy.reads)(def_index)
+        ast_ad.grad(corpus_numpy.reads)(np.arange(12))
 
 
 def test_complex_inputs_are_refused() -> None:
@@ -148,7 +147,6 @@ def test_rule_matches_autograd(rule: registry.Rule, data: st.DataObject) -> None
             reject()  # autograd cannot take this call (keywords it lacks); finite differences still check ours
 
         np.testing.assert_allclose(ours, theirs, rtol=1e-7, atol=1e-9)
-        assert pairing(u, ans) == pairing(u, ans)
 
 
 def test_autograd_twins_are_many() -> None:
