@@ -1,15 +1,6 @@
 """Functions for tests/test_control_flow.py."""
 
-import math
-
 import numpy as np
-
-
-def inactive_loop(x):
-    count = 0
-    for i in range(5):
-        count = count + i
-    return x * count
 
 
 def running_sum(x):
@@ -17,12 +8,6 @@ def running_sum(x):
     for _ in range(7):
         y = y + x
     return y
-
-
-def scalar_loop(x):
-    for _ in range(100):
-        x = x * 0.99 + math.sin(x) * 0.1
-    return x
 
 
 def stops_early(x):

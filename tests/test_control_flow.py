@@ -9,6 +9,7 @@ import pytest
 
 import ast_ad
 from tests import control_functions as cf
+from tests import corpus_control as cc
 
 
 def forward_of(fn, *args) -> str:
@@ -17,8 +18,8 @@ def forward_of(fn, *args) -> str:
 
 
 def test_a_loop_that_touches_no_active_value_records_nothing() -> None:
-    assert "tape" not in forward_of(cf.inactive_loop, 0.5)
-    assert ast_ad.grad(cf.inactive_loop)(0.5) == 10.0
+    assert "tape" not in forward_of(cc.unused_loop, 0.5)
+    assert ast_ad.grad(cc.unused_loop)(0.5) == 10.0
 
 
 def test_a_value_the_backward_pass_never_reads_is_not_saved() -> None:
@@ -28,13 +29,13 @@ def test_a_value_the_backward_pass_never_reads_is_not_saved() -> None:
 
 
 def test_the_scalar_loop_saves_one_value_per_iteration() -> None:
-    text = forward_of(cf.scalar_loop, 0.5)
+    text = forward_of(cc.scalar_loop, 0.5)
     assert text.count("tape.append(") == 1
     assert "reversed(r)" in text
 
 
 def test_trip_counts_only_where_a_loop_can_stop_early() -> None:
-    assert "trips" not in forward_of(cf.scalar_loop, 0.5)
+    assert "trips" not in forward_of(cc.scalar_loop, 0.5)
     assert "trips += 1" in forward_of(cf.stops_early, 0.5)
 
 
