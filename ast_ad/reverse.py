@@ -327,6 +327,7 @@ class Reverser:
         self.needed: set[str] = set()
         self.kept: set[tuple[str, int]] = set()  # (name, statement) whose old value is saved and restored
         self.pending: set[str] = set()  # adjoints reset to zero: the next contribution assigns
+        self.zero_in: set[int] = set()  # statements whose result's adjoint may be a float zero (``densify``)
         self.tape_name: str | None = None
 
     # ---- the driver -------------------------------------------------------------------------------------
@@ -337,6 +338,7 @@ class Reverser:
         if isinstance(result, ir.Var) and result.name in self.useful:
             self.bars[result.name] = seed
             self.live.add(result.name)
+        self.zero_in = self.float_zeros()
         backward = self.backward_block(self.function.body)
         grads = [self.grad(self.function.params[i], backward) for i in self.argnums]
         backward = self.initial_adjoints(seed) + backward
@@ -484,9 +486,15 @@ class Reverser:
         return self.bars[key]
 
     def defined(self, stmt: ir.Stmt) -> list[str]:
+        """The names ``stmt`` binds, in the order the forward pass saves them.
+
+        A call to a user function also binds its saved values; they are saved
+        first, so that the backward pass restores the result's old value first
+        (a rule may read it) and the saved values after the callee's backward.
+        """
         names = list(ir.defined(stmt))
         if id(stmt) in self.calls:
-            names.append(self.calls[id(stmt)][1])
+            names.insert(0, self.calls[id(stmt)][1])
         return names
 
     def snapshot(self, stmt: ir.Stmt) -> list[str]:
@@ -619,11 +627,12 @@ class Reverser:
             self.pending.discard(target)
             prefix = [syntax.assign(self.bar(target), self.zero(target))]
         g = self.bar(target)
+        zero = id(stmt) in self.zero_in
         restores = [_placeholder(RESTORE, n, id(stmt)) for n in reversed(self.defined(stmt))]
         reset = target not in self.local and id(stmt) not in self.first
         self.live.discard(target)
         if target not in {v.name for v in _inputs(stmt.value)}:
-            out = prefix + self.contributions(stmt, g, target)
+            out = prefix + self.contributions(stmt, g, target, zero)
             if reset:
                 self.pending.add(target)  # zero from here on; the next contribution assigns
             return out + restores
@@ -631,7 +640,7 @@ class Reverser:
         out = prefix + [syntax.assign(g_next, syntax.name(g))]
         if reset:
             self.pending.add(target)
-        contributions = self.contributions(stmt, g_next, ANS)
+        contributions = self.contributions(stmt, g_next, ANS, zero)
         if _reads(contributions, ANS):
             newer = self.namer.fresh(f"{target}_new")
             contributions = [_rename(c, ANS, newer) for c in contributions]
@@ -641,7 +650,8 @@ class Reverser:
         after = [r for r in restores if _placeholder_of(r)[1] != target]
         return out + first + contributions + after
 
-    def contributions(self, stmt: ir.Assign, g: str, ans: str) -> list[gast.stmt]:
+    def contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool) -> list[gast.stmt]:
+        """The statement's contributions to its inputs' adjoints; ``zero``: ``g`` may be a float zero."""
         value = stmt.value
         if isinstance(value, (ir.Var, ir.Const, ir.Ref)):
             return self.accumulate(value.name, syntax.name(g)) if _atom_active(value, self.active) else []
@@ -653,10 +663,10 @@ class Reverser:
                     out += self.accumulate(elt.name, item)
             return out
         if id(stmt) in self.calls:
-            return self.callee_contributions(stmt, g, *self.calls[id(stmt)])
-        return self.rule_contributions(stmt, g, ans)
+            return self.callee_contributions(stmt, g, ans, zero, *self.calls[id(stmt)])
+        return self.rule_contributions(stmt, g, ans, zero)
 
-    def rule_contributions(self, stmt: ir.Assign, g: str, ans: str) -> list[gast.stmt]:
+    def rule_contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool) -> list[gast.stmt]:
         call = stmt.value
         if not isinstance(call, ir.Call) or not any(_atom_active(a, self.active) for a in _inputs(call)):
             return []  # a value computed from constants: nothing flows back
@@ -667,7 +677,7 @@ class Reverser:
             if _atom_active(atom, self.active):
                 raise self.missing(stmt, f"the differentiated value {atom.name} is passed to {call.fn.hint} "
                                          f"as keyword {key}=; pass it positionally")
-        out: list[gast.stmt] = []
+        out = self.densify(stmt, g, ans) if zero else []
         for k, atom in enumerate(call.args):
             if _atom_active(atom, self.active):
                 vjp = rule.vjp(k)
@@ -679,6 +689,13 @@ class Reverser:
                     contribution = syntax.call(unbroadcast, [contribution, syntax.name(atom.name)])
                 out += self.accumulate(atom.name, contribution)
         return out
+
+    def densify(self, stmt: ir.Assign, g: str, ans: str) -> list[gast.stmt]:
+        """``g = dense_adjoint(g, ans)`` where ``g`` may be a float zero that the statement's rule cannot take."""
+        if not self.needs_dense(stmt):
+            return []
+        dense = self.refs.marker(runtime.dense_adjoint, "dense_adjoint")
+        return [syntax.assign(g, syntax.call(dense, [syntax.name(g), syntax.name(ans)]))]
 
     def exact(self, call: ir.Call, k: int) -> bool:
         """Whether an elementwise rule's contribution to argument ``k`` already has that argument's shape.
@@ -702,13 +719,14 @@ class Reverser:
         rule_name = f"{call.fn.hint.rsplit('.', 1)[-1]}_vjp"
         return syntax.call(self.refs.marker(vjp, rule_name), [syntax.name(g), ans, *args], kwargs)
 
-    def callee_contributions(self, stmt: ir.Assign, g: str, callee: Adjoint, saved: str, args: list[ir.Atom],
-                             active: list[ir.Atom]) -> list[gast.stmt]:
+    def callee_contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool, callee: Adjoint, saved: str,
+                             args: list[ir.Atom], active: list[ir.Atom]) -> list[gast.stmt]:
         names = [a.name for a in active]
         parts = [self.namer.fresh(f"{n}_bar_{stmt.target}") for n in names]
         bwd = self.refs.marker(CalleeRef(callee, "bwd"), "bwd")
         call = syntax.call(bwd, [syntax.name(saved), syntax.name(g)])
-        out: list[gast.stmt] = [syntax.assign(parts, call) if parts else gast.Expr(value=call)]
+        out = self.densify(stmt, g, ans) if zero else []
+        out.append(syntax.assign(parts, call) if parts else gast.Expr(value=call))
         for n, part in zip(names, parts, strict=True):
             out += self.accumulate(n, syntax.name(part))
         return out
@@ -749,6 +767,66 @@ class Reverser:
 
     def zeros(self, var: str) -> gast.expr:
         return syntax.call(self.refs.marker(runtime.zeros_like, "zeros_like"), [syntax.name(var)])
+
+    # ---- adjoints that may still be a float zero -------------------------------------------------------
+    # An accumulating adjoint starts as (and is reset to) the float 0.0, which broadcasting rules take as
+    # zeros of any shape. A rule that reshapes, indexes or multiplies matrices needs the real shape, so
+    # where its ``g`` may still be that float the generated code first calls ``dense_adjoint``. Which
+    # adjoints may be is a small dataflow problem over the backward pass, solved here on the IR.
+    def float_zeros(self) -> set[int]:
+        """The statements whose result's adjoint may be a float zero when their adjoint runs."""
+        zero_in: set[int] = set()
+        maybe = set(self.function.params) | {n for s in ir.walk(self.function.body) for n in ir.defined(s)}
+        if isinstance(self.function.result, ir.Var):
+            maybe.discard(self.function.result.name)  # the seed: a number only for a scalar result
+        self.zeros_block(self.function.body, maybe, zero_in)
+        return zero_in
+
+    def zeros_block(self, body: tuple[ir.Stmt, ...], maybe: set[str], zero_in: set[int]) -> set[str]:
+        """``maybe``, the names whose adjoint may be a float zero, after the backward pass of ``body``."""
+        for stmt in reversed(body):
+            if not self.needs_adjoint(stmt):
+                continue
+            if isinstance(stmt, ir.If):
+                maybe = self.zeros_block(stmt.body, set(maybe), zero_in) | \
+                    self.zeros_block(stmt.orelse, set(maybe), zero_in)
+            elif isinstance(stmt, (ir.For, ir.While)):  # iterate to a fixpoint; the loop may not run
+                head: set[str] = set()
+                while not maybe <= head:
+                    head |= maybe
+                    maybe = self.zeros_block(stmt.body, set(head), zero_in)
+                maybe = head
+            elif isinstance(stmt, ir.Unpack):
+                maybe.discard(stmt.value.name)  # a tuple of the parts' adjoints
+            elif isinstance(stmt, ir.Assign):
+                self.zeros_assign(stmt, maybe, zero_in)
+        return maybe
+
+    def zeros_assign(self, stmt: ir.Assign, maybe: set[str], zero_in: set[int]) -> None:
+        zero = stmt.target in maybe
+        if zero:
+            zero_in.add(id(stmt))
+        passes = zero and not self.needs_dense(stmt)  # whether a float zero can reach the inputs
+        reset = stmt.target not in self.local and id(stmt) not in self.first
+        if reset:
+            maybe.add(stmt.target)
+        value = stmt.value
+        for k, atom in enumerate(value.args if isinstance(value, ir.Call) else _inputs(value)):
+            if not _atom_active(atom, self.active):
+                continue
+            rule = registry.lookup(value.fn.obj) if isinstance(value, ir.Call) else None
+            broadcast = rule is not None and rule.elementwise and not self.exact(value, k)
+            if not passes or broadcast:  # unbroadcast makes an array of the argument's shape
+                maybe.discard(atom.name)
+
+    def needs_dense(self, stmt: ir.Assign) -> bool:
+        """Whether a float zero adjoint of ``stmt``'s result must be made an array before its rule runs."""
+        if shape_class(ir.Var(stmt.target), self.classes) == SCALAR or not isinstance(stmt.value, ir.Call):
+            return False
+        if id(stmt) in self.calls:
+            return True
+        rule = registry.lookup(stmt.value.fn.obj)
+        return rule is not None and not rule.elementwise
 
     # ---- errors ----------------------------------------------------------------------------------------
     def error(self, stmt: ir.Stmt, message: str) -> LocatedError:

@@ -42,6 +42,17 @@ def zeros_like(x):
     return 0.0 if np.ndim(x) == 0 else np.zeros(np.shape(x))
 
 
+def dense_adjoint(g, x):
+    """``g``, the adjoint of ``x``, as zeros of ``x``'s shape if it is still the float zero it started as.
+
+    Accumulating adjoints start as ``0.0``, which broadcasting rules take as any
+    shape; a rule that reshapes, indexes or multiplies matrices needs the real shape.
+    """
+    if type(g) is float and g == 0.0 and not isinstance(x, float):
+        return zeros_like(x)
+    return g
+
+
 def add_adjoints(a, b):
     """Sum two adjoints, element by element for tuples and lists; ``None`` is zero."""
     if a is None or b is None:
@@ -88,23 +99,35 @@ def reduced_count(x, axis=None):
 
 def matmul_vjp_a(g, a, b):
     """Adjoint of ``a`` in ``a @ b``, for vectors, matrices and stacks of matrices."""
-    if np.ndim(a) == 2 and np.ndim(b) == 2:
-        return g @ b.T
-    if np.ndim(b) == 1:
-        return g * b if np.ndim(a) == 1 else np.expand_dims(g, -1) * b
-    if np.ndim(a) == 1:
-        return unbroadcast(np.matmul(b, np.expand_dims(g, -1))[..., 0], a)
+    g, a, b = np.asarray(g), np.asarray(a), np.asarray(b)
+    a_ndim, b_ndim = a.ndim, b.ndim
+    if b_ndim == 2 and a_ndim <= 2:
+        return g @ b.T if a_ndim == 2 else b @ g
+    if b_ndim == 1:
+        if a_ndim == 1:
+            return g * b
+        if a_ndim == 2:  # an outer product; np.dot runs it through BLAS, faster than broadcasting
+            return np.dot(g[:, None], b[None, :])
+        return g[..., None] * b
+    if a_ndim == 1:
+        return unbroadcast(np.matmul(b, g[..., None])[..., 0], a)
     return unbroadcast(np.matmul(g, np.swapaxes(b, -1, -2)), a)
 
 
 def matmul_vjp_b(g, a, b):
     """Adjoint of ``b`` in ``a @ b``, for vectors, matrices and stacks of matrices."""
-    if np.ndim(a) == 2 and np.ndim(b) <= 2:
-        return g @ a if np.ndim(b) == 1 else a.T @ g
-    if np.ndim(a) == 1:
-        return g * a if np.ndim(b) == 1 else unbroadcast(np.expand_dims(a, -1) * np.expand_dims(g, -2), b)
-    if np.ndim(b) == 1:
-        return unbroadcast(np.matmul(np.swapaxes(a, -1, -2), np.expand_dims(g, -1))[..., 0], b)
+    g, a, b = np.asarray(g), np.asarray(a), np.asarray(b)
+    a_ndim, b_ndim = a.ndim, b.ndim
+    if a_ndim == 2 and b_ndim <= 2:
+        return g @ a if b_ndim == 1 else a.T @ g
+    if a_ndim == 1:
+        if b_ndim == 1:
+            return g * a
+        if b_ndim == 2:
+            return np.dot(a[:, None], g[None, :])
+        return unbroadcast(a[:, None] * g[..., None, :], b)
+    if b_ndim == 1:
+        return unbroadcast(np.matmul(np.swapaxes(a, -1, -2), g[..., None])[..., 0], b)
     return unbroadcast(np.matmul(np.swapaxes(a, -1, -2), g), b)
 
 

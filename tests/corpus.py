@@ -69,6 +69,12 @@ def products(a, b):
     return np.sum(np.dot(a, b.T)) + np.sum(np.matmul(a.T, b) ** 2)
 
 
+def literal_operands(m, v):
+    # nested lists as matmul operands: the rules must not assume arrays
+    return np.sum(np.matmul(m, [[1.0, 2.0], [3.0, -1.0], [0.5, 0.0], [2.0, 1.0]]) ** 2) \
+        + np.sum(np.matmul([[0.5, -1.0], [2.0, 1.0]], v) * v) + np.sum(np.matmul([1.0, 2.0], np.tanh(v)))
+
+
 def reductions(x):
     m = np.mean(x, axis=0)
     s = np.sum(x, axis=-1, keepdims=True)
@@ -169,6 +175,7 @@ CASES = [
     Case(divisions, st.tuples(arrays((2, 3), "away"), arrays((3,), "pos")), (0, 1)),
     Case(layer, st.tuples(arrays((4,)))),
     Case(products, m34, (0, 1)),
+    Case(literal_operands, st.tuples(arrays((3, 4)), arrays((2,))), (0, 1)),
     Case(reductions, st.tuples(shapes(2, 3).flatmap(lambda s: arrays(s)))),
     Case(user_calls, st.tuples(arrays((3,)), floats()), (0, 1)),
     Case(tuples, st.tuples(values())),

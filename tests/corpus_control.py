@@ -211,6 +211,38 @@ def array_in_loop(x):
     return np.sum(acc * acc)
 
 
+def matmul_in_skipped_branch(A, h, n):
+    y = A @ h
+    for i in range(3):
+        if n > i:
+            h = np.tanh(y)
+        y = A @ h  # the last y is never used: its adjoint stays zero, which matmul's rule must take
+    return np.sum(h)
+
+
+def reshape_in_skipped_branch(x, n):
+    y = x.reshape(2, 2)
+    total = 0.0
+    for i in range(3):
+        if n > i:
+            total = total + np.sum(y[0] * np.cos(y[1]))
+        y = (x * (i + 1.0)).reshape(2, 2)
+    return total + np.sum(x)
+
+
+def rotate(v):
+    return v @ W
+
+
+def helper_in_skipped_branch(x, n):
+    y = rotate(x)
+    for i in range(2):
+        if n > i:
+            x = np.tanh(y)
+        y = rotate(x)
+    return np.sum(x)
+
+
 CASES = [
     Case(branch, st.tuples(floats().filter(lambda v: abs(v - 0.5) > 1e-3 and abs(v + 0.5) > 1e-3))),
     Case(branch_arrays, st.tuples(arrays((3,)), arrays((3,))).filter(lambda a: abs(np.sum(a[0])) > 1e-3), (0, 1)),
@@ -235,4 +267,7 @@ CASES = [
     Case(index_list_with_loop, st.tuples(arrays((3,)))),
     Case(unused_loop, st.tuples(floats())),
     Case(array_in_loop, st.tuples(arrays((3,)))),
+    Case(matmul_in_skipped_branch, st.tuples(arrays((3, 3)), arrays((3,)), st.integers(0, 3)), (0, 1)),
+    Case(reshape_in_skipped_branch, st.tuples(arrays((4,)), st.integers(0, 3))),
+    Case(helper_in_skipped_branch, st.tuples(arrays((3,)), st.integers(0, 2))),
 ]
