@@ -25,6 +25,7 @@ import gast
 import numpy as np
 
 from ast_ad import ir, registry, runtime, syntax
+from ast_ad.batching import batch_products
 from ast_ad.errors import LocatedError, MissingRuleError
 from ast_ad.inline import bindable, inline
 from ast_ad.naming import Namer
@@ -597,17 +598,20 @@ class Reverser:
 
     def adjoint_loop(self, stmt: ir.For | ir.While) -> list[gast.stmt]:
         body = self.backward_block(stmt.body) or [gast.Pass()]
+        bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
+        before, after = batch_products(body, bound, self.refs, self.namer)
         trips = syntax.call(_attr(self.tape(), "pop"), []) if self.counts(stmt) else None
         if isinstance(stmt, ir.While):
             index = self.namer.fresh("_")
             iterable = syntax.call(self.refs.marker(range, "range"), [trips])
-            return [gast.For(target=syntax.store(index), iter=iterable, body=body, orelse=[], type_comment=None)]
+            return before + [gast.For(target=syntax.store(index), iter=iterable, body=body, orelse=[],
+                                      type_comment=None)] + after
         steps = syntax.atom(stmt.iter, self.refs)
         if trips is not None:
             steps = gast.Subscript(value=steps, slice=gast.Slice(lower=None, upper=trips, step=None), ctx=gast.Load())
         iterable = syntax.call(self.refs.marker(reversed, "reversed"), [steps])
         loop = gast.For(target=syntax.store(stmt.target), iter=iterable, body=body, orelse=[], type_comment=None)
-        return [loop, _placeholder(RESTORE, stmt.target, id(stmt))]
+        return before + [loop] + after + [_placeholder(RESTORE, stmt.target, id(stmt))]
 
     def adjoint_append(self, stmt: ir.Append) -> list[gast.stmt]:
         popped = syntax.call(_attr(self.bar(stmt.target), "pop"), [])

@@ -131,6 +131,51 @@ def matmul_vjp_b(g, a, b):
     return unbroadcast(np.matmul(np.swapaxes(a, -1, -2), g), b)
 
 
+def summed_matmul_vjp_a(terms, a):
+    """``sum(matmul_vjp_a(g, a, b) for g, b in terms)``: what a loop gives a fixed ``a`` in ``a @ b``."""
+    return summed_products(terms, a, matmul_vjp_a, fixed_first=True)
+
+
+def summed_matmul_vjp_b(terms, b):
+    """``sum(matmul_vjp_b(g, a, b) for g, a in terms)``: what a loop gives a fixed ``b`` in ``a @ b``."""
+    return summed_products(terms, b, matmul_vjp_b, fixed_first=False)
+
+
+def summed_dot_vjp_a(terms, a):
+    """``sum(dot_vjp_a(g, a, b) for g, b in terms)``: what a loop gives a fixed ``a`` in ``np.dot(a, b)``."""
+    return summed_products(terms, a, dot_vjp_a, fixed_first=True)
+
+
+def summed_dot_vjp_b(terms, b):
+    """``sum(dot_vjp_b(g, a, b) for g, a in terms)``: what a loop gives a fixed ``b`` in ``np.dot(a, b)``."""
+    return summed_products(terms, b, dot_vjp_b, fixed_first=False)
+
+
+def summed_products(terms, fixed, vjp, fixed_first):
+    """The sum of a loop's contributions ``vjp(g, ...)`` to a matrix ``fixed`` it multiplies every step.
+
+    ``terms`` holds each step's ``(g, other operand)``. With vectors, each step's
+    contribution is an outer product, and their sum is one matrix product of the
+    stacked vectors: ``G.T @ B`` for ``fixed @ b``, ``A.T @ G`` for ``a @ fixed``.
+    With matrices, the steps' columns (for ``fixed @ b``) or rows (for ``a @ fixed``)
+    side by side do the same. Other shapes are summed step by step.
+    """
+    fixed = np.asarray(fixed)
+    gs = [np.asarray(g) for g, _ in terms]
+    others = [np.asarray(other) for _, other in terms]
+    ranks = {(g.ndim, other.ndim) for g, other in zip(gs, others, strict=True)}
+    if fixed.ndim == 2 and ranks == {(1, 1)}:
+        return np.stack(gs).T @ np.stack(others) if fixed_first else np.stack(others).T @ np.stack(gs)
+    if fixed.ndim == 2 and ranks == {(2, 2)}:
+        if fixed_first:
+            return np.concatenate(gs, axis=1) @ np.concatenate(others, axis=1).T
+        return np.concatenate(others, axis=0).T @ np.concatenate(gs, axis=0)
+    total = 0.0
+    for g, other in terms:
+        total = total + (vjp(g, fixed, other) if fixed_first else vjp(g, other, fixed))
+    return total
+
+
 def dot_vjp_a(g, a, b):
     """Adjoint of ``a`` in ``np.dot(a, b)`` (scalars, vectors and matrices)."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:

@@ -32,6 +32,12 @@ class RefTable:
     def marker(self, obj: Any, hint: str) -> gast.Name:
         return self.ref(ir.Ref(obj, hint))
 
+    def lookup(self, marker: str) -> Any:
+        """The object behind a marker, or None for a name that is not one."""
+        if not marker.startswith(MARK) or not marker[len(MARK):].isdigit():
+            return None
+        return self.entries[int(marker[len(MARK):])].obj
+
     def ref(self, ref: ir.Ref) -> gast.Name:
         if ref not in self._index:
             self._index[ref] = len(self.entries)

@@ -243,6 +243,29 @@ def helper_in_skipped_branch(x, n):
     return np.sum(x)
 
 
+def shared_weights(A, C, h):
+    # A and C are used by every step: their adjoints are summed once, after the loop (ast_ad/batching.py)
+    for _ in range(4):
+        h = np.tanh(A @ h) + np.dot(h, C) * 0.5
+    return np.sum(h ** 2)
+
+
+def shared_weights_while(A, h):
+    n = 0
+    while n < 3:
+        h = np.sin(A @ h)
+        n += 1
+    return np.sum(h)
+
+
+def decaying_weights(A, h):
+    # A changes every step: its adjoint cannot wait
+    for _ in range(3):
+        h = np.tanh(A @ h)
+        A = A * 0.9
+    return np.sum(h)
+
+
 CASES = [
     Case(branch, st.tuples(floats().filter(lambda v: abs(v - 0.5) > 1e-3 and abs(v + 0.5) > 1e-3))),
     Case(branch_arrays, st.tuples(arrays((3,)), arrays((3,))).filter(lambda a: abs(np.sum(a[0])) > 1e-3), (0, 1)),
@@ -270,4 +293,8 @@ CASES = [
     Case(matmul_in_skipped_branch, st.tuples(arrays((3, 3)), arrays((3,)), st.integers(0, 3)), (0, 1)),
     Case(reshape_in_skipped_branch, st.tuples(arrays((4,)), st.integers(0, 3))),
     Case(helper_in_skipped_branch, st.tuples(arrays((3,)), st.integers(0, 2))),
+    Case(shared_weights, st.tuples(arrays((3, 3)), arrays((3, 3)), arrays((3,))), (0, 1, 2)),
+    Case(shared_weights, st.tuples(arrays((3, 3)), arrays((3, 3)), arrays((3, 3))), (0, 1, 2)),
+    Case(shared_weights_while, st.tuples(arrays((3, 3)), arrays((3,))), (0, 1)),
+    Case(decaying_weights, st.tuples(arrays((3, 3)), arrays((3,))), (0, 1)),
 ]

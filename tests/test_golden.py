@@ -30,6 +30,7 @@ CASES = [  # (function, argnums, example arguments)
     (corpus_control.break_continue, 0, (0.5,)),
     (corpus_control.rnn, (0, 1), (np.ones(2), np.ones(3))),
     (corpus_control.list_building, 0, (0.5,)),
+    (corpus_control.shared_weights, (0, 1, 2), (np.eye(3), np.eye(3), np.ones(3))),
 ]
 
 

@@ -1,0 +1,93 @@
+"""A loop's contributions to a matrix it multiplies every step are summed once, after the loop.
+
+The corpus (``shared_weights``, ``shared_weights_while``, ``decaying_weights``) checks the
+gradients against the tracer and finite differences; here: the summing helpers against
+the step-by-step sum, and when the rewrite applies.
+"""
+
+from __future__ import annotations
+
+import gast
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ast_ad
+from ast_ad import runtime, syntax
+from ast_ad.batching import SUMMED, batch_products
+from ast_ad.naming import Namer
+from tests import corpus_control
+from tests.strategies import arrays
+
+
+@st.composite
+def loop_terms(draw, fixed_first: bool):
+    """A fixed matrix and a loop's ``(g, other operand)`` pairs: vectors, matrices or a mix."""
+    n, k = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    fixed = draw(arrays((n, k) if fixed_first else (k, n)))
+    terms = []
+    for _ in range(draw(st.integers(0, 5))):
+        if draw(st.booleans()):  # a vector step
+            terms.append((draw(arrays((n,))), draw(arrays((k,)))))
+        else:  # a matrix step, with its own number of columns (or rows)
+            m = draw(st.integers(1, 3))
+            g, other = draw(arrays((n, m))), draw(arrays((k, m)))
+            terms.append((g, other) if fixed_first else (g.T, other.T))
+    return fixed, terms
+
+
+@given(loop_terms(fixed_first=True))
+def test_summed_matmul_a_is_the_sum_of_the_steps(case) -> None:
+    fixed, terms = case
+    expected = sum((runtime.matmul_vjp_a(g, fixed, b) for g, b in terms), 0.0)
+    for summed in (runtime.summed_matmul_vjp_a, runtime.summed_dot_vjp_a):
+        np.testing.assert_allclose(summed(terms, fixed), expected, rtol=1e-12, atol=1e-12)
+
+
+@given(loop_terms(fixed_first=False))
+def test_summed_matmul_b_is_the_sum_of_the_steps(case) -> None:
+    fixed, terms = case
+    expected = sum((runtime.matmul_vjp_b(g, a, fixed) for g, a in terms), 0.0)
+    for summed in (runtime.summed_matmul_vjp_b, runtime.summed_dot_vjp_b):
+        np.testing.assert_allclose(summed(terms, fixed), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_summed_dot_keeps_dot_rules_for_scalars() -> None:
+    fixed = np.arange(6.0).reshape(2, 3)
+    terms = [(np.ones((2, 3)), 2.0), (np.full((2, 3), 3.0), -1.0)]  # np.dot(fixed, scalar) each step
+    np.testing.assert_allclose(runtime.summed_dot_vjp_a(terms, fixed), 2.0 * 1.0 + 3.0 * -1.0)
+
+
+def _loop_body(source: str, refs: syntax.RefTable) -> list[gast.stmt]:
+    """Parse a backward loop body in which ``matmul_vjp_a`` stands for the runtime helper's marker."""
+    marker = refs.marker(runtime.matmul_vjp_a, "matmul_vjp_a").id
+    body = gast.parse(source).body
+    for node in gast.walk(gast.Module(body=body, type_ignores=[])):
+        if isinstance(node, gast.Name) and node.id == "matmul_vjp_a":
+            node.id = marker
+    return body
+
+
+def test_an_adjoint_the_loop_reads_is_not_batched() -> None:
+    refs = syntax.RefTable()
+    body = _loop_body("W_bar = W_bar + matmul_vjp_a(g, W, h)\ng = g * W_bar", refs)
+    assert batch_products(body, set(), refs, Namer()) == ([], [])
+
+
+def test_an_operand_the_loop_binds_is_not_batched() -> None:
+    refs = syntax.RefTable()
+    body = _loop_body("W_bar = W_bar + matmul_vjp_a(g, W, h)", refs)
+    assert batch_products(body, {"W"}, refs, Namer()) == ([], [])
+    before, after = batch_products(body, set(), refs, Namer())
+    assert len(before) == 1 and len(after) == 1 and isinstance(body[0], gast.Expr)
+
+
+def test_every_summing_helper_is_reachable_from_generated_code() -> None:
+    source = ast_ad.source(ast_ad.grad(corpus_control.shared_weights, (0, 1, 2)), np.eye(3), np.eye(3), np.ones(3))
+    assert "summed_matmul_vjp_a(A_bar_terms, A)" in source and "summed_dot_vjp_b(C_bar_terms, C)" in source
+    assert set(SUMMED) == {runtime.matmul_vjp_a, runtime.matmul_vjp_b, runtime.dot_vjp_a, runtime.dot_vjp_b}
+
+
+def test_weights_the_loop_changes_are_summed_step_by_step() -> None:
+    source = ast_ad.source(ast_ad.grad(corpus_control.decaying_weights, (0, 1)), np.eye(3), np.ones(3))
+    assert "_terms" not in source and "matmul_vjp_a(" in source
