@@ -81,7 +81,7 @@ class Gradient:
                                    f"takes {self.nparams - (self.bound_self is not None)} arguments")
         self.shift = 1 if self.bound_self is not None else 0
         self.last_shapes: tuple[int, ...] | None = None
-        self.positions = [k + self.shift for k in self.argnums]
+        self.positions = tuple(k + self.shift for k in self.argnums)
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             setattr(self, attr, getattr(self.fun, attr, None))
 
@@ -91,7 +91,7 @@ class Gradient:
             shapes = self.last_shapes or tuple(range(self.nparams))
         self.last_shapes = shapes
         try:
-            return transform.gradient(self.fun, tuple(k + self.shift for k in self.argnums), self.single, shapes)
+            return transform.gradient(self.fun, self.positions, self.single, shapes)
         except RecursionError:
             raise ASTADError(f"{self.__qualname__} is nested too deeply to transform within Python's recursion "
                              "limit: split deep expressions into statements, or raise sys.setrecursionlimit") from None
@@ -119,10 +119,11 @@ class Gradient:
             raise self.non_scalar(out)
         if self.single:
             grads = _like(grads, args[positions[0]])
-        else:
-            grads = tuple(_like(g, args[k]) for g, k in zip(grads, positions, strict=True))
-            if len({id(g) for g in grads}) < len(grads):  # one array for two arguments: give each its own
-                grads = tuple(g.copy() if isinstance(g, np.ndarray) and i else g for i, g in enumerate(grads))
+        else:  # plain loops: this runs on every call, and comprehensions cost more than the work here
+            shaped = []
+            for g, k in zip(grads, positions, strict=True):
+                shaped.append(_distinct(_like(g, args[k]), shaped))
+            grads = tuple(shaped)
         return (out, grads) if self.with_value else grads
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
@@ -164,8 +165,19 @@ CONTAINER = -2  # the shape label of a tuple, list or dict argument
 
 def shape_labels(args: tuple[Any, ...]) -> tuple[int, ...]:
     """``-1`` for each scalar argument, ``-2`` for containers, the argument's position for anything else."""
-    return tuple(-1 if type(a) in SCALAR_TYPES else CONTAINER if isinstance(a, (tuple, list, dict)) else k
-                 for k, a in enumerate(args))
+    labels = []
+    for k, a in enumerate(args):
+        labels.append(-1 if type(a) in SCALAR_TYPES else CONTAINER if isinstance(a, (tuple, list, dict)) else k)
+    return tuple(labels)
+
+
+def _distinct(grad: Any, others: list[Any]) -> Any:
+    """``grad``, copied if it is the very array given for another argument: each gets its own."""
+    if type(grad) is np.ndarray:
+        for other in others:
+            if other is grad:
+                return grad.copy()
+    return grad
 
 
 def _unbind(fun: Any) -> tuple[Callable[..., Any], Any]:
