@@ -16,6 +16,7 @@ from ast_ad import transform
 from ast_ad.errors import (
     ArgnumsError,
     ASTADError,
+    GradientFailedError,
     NonDifferentiableArgumentError,
     NonScalarOutputError,
     SourceUnavailableError,
@@ -114,7 +115,10 @@ class Gradient:
         try:
             out, grads = loaded.fn(*args)
         except Exception as exc:
-            raise self.explain_failure(exc, args) from None
+            failure = self.explain_failure(exc, args, loaded)
+            if failure is exc:
+                raise
+            raise failure from (exc if isinstance(failure, GradientFailedError) else None)
         if type(out) not in PLAIN_FLOATS and not _is_scalar(out):
             raise self.non_scalar(out)
         if self.single:
@@ -137,8 +141,13 @@ class Gradient:
     def parameter_name(self, k: int) -> str:
         return list(self.signature.parameters)[k]
 
-    def explain_failure(self, exc: Exception, args: tuple[Any, ...]) -> Exception:
-        """A failure in generated code: a non-scalar output explains it; otherwise it stands as it is."""
+    def explain_failure(self, exc: Exception, args: tuple[Any, ...], loaded: Any) -> Exception:
+        """A failure in generated code, explained.
+
+        If the function itself fails the same way, the error is the user's and stands
+        as it is. Otherwise a non-scalar output explains it, or else it happened while
+        the gradient of some line ran: name that line.
+        """
         if isinstance(exc, RecursionError):
             return ASTADError(f"the gradient of {self.__qualname__} recursed deeper than Python's limit "
                               f"({sys.getrecursionlimit()}): its forward and backward passes each take a frame "
@@ -147,7 +156,16 @@ class Gradient:
             out = self.fun(*args)
         except Exception:
             return exc
-        return exc if _is_scalar(out) else self.non_scalar(out)
+        if not _is_scalar(out):
+            return self.non_scalar(out)
+        where = loaded.user_line(exc)
+        if isinstance(exc, ASTADError) or where is None:
+            return exc
+        return GradientFailedError(
+            f"{self.__qualname__} runs, but the gradient of this line failed with {type(exc).__name__}: {exc}; "
+            "write the line with other operations, or register a rule for the function it calls "
+            "(ast_ad.extend.defvjp), and please report it if the operation is one ast_ad lists as supported",
+            *where)
 
     def non_scalar(self, out: Any) -> NonScalarOutputError:
         line = transform.normalized(self.fun).result_line

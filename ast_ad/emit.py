@@ -47,6 +47,7 @@ class Emitted:
     entry: str
     namespace: dict[str, Any]
     bindings: tuple[Binding, ...]
+    files: dict[str, str]  # each generated function's name -> the file of the user's function it derives from
 
 
 def spelling(obj: Any, hint: str) -> tuple[str, tuple[str, ...]]:
@@ -118,7 +119,8 @@ def emit(top: Adjoint, single: bool) -> Emitted:
             del namespace[k]
     text = "\n\n".join(_print(tree) for tree in trees)
     unique = {(b.alias, id(b.fn), b.origin): b for b in bindings}
-    return Emitted(text, trees[-1].name, namespace, tuple(unique.values()))
+    files = {tree.name: adjoint.function.result_line.filename for adjoint, tree in zip(owners, trees, strict=True)}
+    return Emitted(text, trees[-1].name, namespace, tuple(unique.values()), files)
 
 
 def emit_forward(function: ir.Function) -> str:

@@ -38,6 +38,10 @@ class MissingRuleError(LocatedError):
     """A differentiated value flows into a function with no gradient rule."""
 
 
+class GradientFailedError(LocatedError):
+    """The function runs, but computing its gradient failed at one of its lines (a gap in a gradient rule)."""
+
+
 class NonScalarOutputError(LocatedError):
     """``grad`` was asked for the gradient of a function whose value is not a scalar."""
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ast_ad.emit import Binding
 
 _serial = itertools.count(1)
 _MISSING = object()
+_COMMENT = re.compile(r"\s*# line (\d+): (.*)$")
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,32 @@ class Loaded:
     text: str
     namespace: dict[str, Any]
     bindings: tuple[Binding, ...]
+    files: dict[str, str] = field(default_factory=dict)  # generated function -> the user's file
+
+    def user_line(self, exc: BaseException) -> tuple[str, int, str] | None:
+        """The user's line whose gradient was running where ``exc`` was raised in this code, if any.
+
+        The innermost generated frame in the traceback gives a line of the generated
+        text; the ``# line N: ...`` comment above it, in the same function, names the
+        user's line whose adjoint that is.
+        """
+        filename = self.fn.__code__.co_filename
+        frame = None
+        tb = exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == filename:
+                frame = tb
+            tb = tb.tb_next
+        if frame is None or frame.tb_frame.f_code.co_name not in self.files:
+            return None
+        lines = self.text.splitlines()
+        for text in reversed(lines[:frame.tb_lineno]):
+            found = _COMMENT.match(text)
+            if found:
+                return self.files[frame.tb_frame.f_code.co_name], int(found.group(1)), found.group(2)
+            if text.lstrip().startswith("def "):
+                return None
+        return None
 
     def refresh(self) -> bool:
         """Re-read the globals and closure values the code uses; ``False`` if a function or module changed."""
@@ -38,13 +66,14 @@ class Loaded:
         return True
 
 
-def load(text: str, entry: str, namespace: dict[str, Any], bindings: tuple[Binding, ...] = ()) -> Loaded:
+def load(text: str, entry: str, namespace: dict[str, Any], bindings: tuple[Binding, ...] = (),
+         files: dict[str, str] | None = None) -> Loaded:
     """Compile ``text`` into a fresh namespace and return its function ``entry``."""
     filename = f"<ast_ad {entry} #{next(_serial)}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
     scope = dict(namespace)
     exec(compile(text, filename, "exec"), scope)  # noqa: S102 -- compiling the code we just printed
-    return Loaded(scope[entry], text, scope, bindings)
+    return Loaded(scope[entry], text, scope, bindings, files or {})
 
 
 def read(fn: Any, origin: tuple[str, str]) -> Any:

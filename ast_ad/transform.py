@@ -60,7 +60,7 @@ def gradient(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int,
         if loaded is not None:
             _adjoints.clear()
         emitted = emit(adjoint(fn, argnums, shapes), single)
-        loaded = load(emitted.text, emitted.entry, emitted.namespace, emitted.bindings)
+        loaded = load(emitted.text, emitted.entry, emitted.namespace, emitted.bindings, emitted.files)
         loaded.refresh()
         _loaded[key] = loaded
         return loaded

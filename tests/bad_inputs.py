@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from tests import helpers_without_rule
+from tests import broken_rule, helpers_without_rule
 
 
 def with_match(x):
@@ -104,3 +104,11 @@ def recursive_nested(x):
 
 def outer(x):
     return np.dot(x.reshape(2, 1), x.reshape(1, 2))  # error here
+
+
+def rule_breaks(x):
+    return np.sum(broken_rule.doubled(x))  # error here
+
+
+def rule_breaks_in_helper(x):
+    return broken_rule.helper(x) * 2.0

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import ast_ad
-from ast_ad import errors
-from tests import bad_inputs
+from ast_ad import errors, transform
+from tests import bad_inputs, broken_rule
 
 U, M, N, L = (errors.UnsupportedSyntaxError, errors.MissingRuleError, errors.NonScalarOutputError,
               errors.LocatedError)
@@ -91,3 +91,22 @@ def test_missing_rule_shows_how_to_register() -> None:
 def test_non_scalar_output_found_even_when_the_backward_pass_breaks_on_it() -> None:
     with pytest.raises(errors.NonScalarOutputError, match=r"shape \(2, 2\)"):
         ast_ad.grad(bad_inputs.outer)(np.array([0.5, 0.25]))
+
+
+@pytest.mark.parametrize("fn, module", [(bad_inputs.rule_breaks, bad_inputs),
+                                        (bad_inputs.rule_breaks_in_helper, broken_rule)])
+def test_a_rule_that_fails_is_reported_at_the_users_line(fn, module) -> None:
+    """A function that runs but whose gradient fails names the line whose gradient failed (in its own file)."""
+    ast_ad.extend.defvjp(broken_rule.doubled, lambda g, ans, x: np.reshape(g, (7, -1)))
+    transform._adjoints.clear()
+    transform._loaded.clear()
+    try:
+        with pytest.raises(errors.GradientFailedError, match="cannot reshape") as info:
+            ast_ad.grad(fn)(np.array([0.5, 0.25]))
+    finally:
+        del ast_ad.registry._RULES[broken_rule.doubled]
+        transform._adjoints.clear()
+        transform._loaded.clear()
+    err = info.value
+    assert (err.filename, err.lineno) == (module.__file__, marked_line(module.helper if module is broken_rule else fn))
+    assert isinstance(err.__cause__, ValueError) and "register a rule" in str(err)
