@@ -101,14 +101,14 @@ def _only_accumulated(body: list[gast.stmt], bar: str) -> bool:
     """Whether every use of ``bar`` in ``body`` is a ``bar = bar + ...`` or ``bar = bar - ...`` that
     reads it once: then the order of the additions does not matter."""
     uses = 0
-    for node in gast.walk(gast.Module(body=body, type_ignores=[])):
+    for node in syntax.walk(gast.Module(body=body, type_ignores=[])):
         if isinstance(node, gast.Name) and node.id == bar:
             uses += 1
         elif isinstance(node, gast.Assign) and any(_is_name(t, bar) for t in node.targets):
             value = node.value
             if len(node.targets) != 1 or not isinstance(value, gast.BinOp) \
                     or not isinstance(value.op, (gast.Add, gast.Sub)) or not _is_name(value.left, bar) \
-                    or any(_is_name(n, bar) for n in gast.walk(value.right)):
+                    or any(_is_name(n, bar) for n in syntax.walk(value.right)):
                 return False
             uses -= 2
     return uses == 0

@@ -106,7 +106,7 @@ def emit(top: Adjoint, single: bool) -> Emitted:
 
     owners = [a for a in adjoints for _ in range(2)] + [top]
     for adjoint, tree in zip(owners, trees, strict=True):
-        _Resolve(lambda marker, adj=adjoint: resolve(adj, marker)).visit(tree)
+        syntax.replace_markers(tree, lambda marker, adj=adjoint: resolve(adj, marker))
         tree.name = names[(id(adjoint), "vjp" if tree is trees[-1] else tree.name.rsplit("_", 1)[-1])]
     for a in dict.fromkeys(adjoints + [top]):
         for ref in a.refs.entries:
@@ -153,7 +153,7 @@ def emit_tree(tree: gast.FunctionDef, refs: syntax.RefTable) -> tuple[str, dict[
             expr = gast.Attribute(value=expr, attr=attr, ctx=gast.Load())
         return expr
 
-    _Resolve(resolve).visit(tree)
+    syntax.replace_markers(tree, resolve)
     return _print(tree), namespace
 
 
@@ -203,15 +203,8 @@ def _pair(a: Adjoint) -> list[gast.FunctionDef]:
 
 
 def _locals(trees: list[gast.FunctionDef]) -> set[str]:
-    return {n.id for t in trees for n in gast.walk(t) if isinstance(n, gast.Name) and not n.id.startswith(syntax.MARK)}
-
-
-class _Resolve(gast.NodeTransformer):
-    def __init__(self, resolve: Any):
-        self.resolve = resolve
-
-    def visit_Name(self, node: gast.Name) -> gast.expr:
-        return self.resolve(node.id) if node.id.startswith(syntax.MARK) else node
+    return {n.id for t in trees for n in syntax.walk(t)
+            if isinstance(n, gast.Name) and not n.id.startswith(syntax.MARK)}
 
 
 _COMMENT = re.compile(r"^(\s*)(?:'|\"|'''|\"\"\")" + syntax.MARK + r"#(\d+)(?:'|\"|'''|\"\"\")\s*$", re.M)
@@ -220,7 +213,7 @@ _COMMENT = re.compile(r"^(\s*)(?:'|\"|'''|\"\"\")" + syntax.MARK + r"#(\d+)(?:'|
 def _print(tree: gast.FunctionDef) -> str:
     """astor's text of ``tree``, comment markers turned into ``#`` comments."""
     texts: list[str] = []
-    for node in gast.walk(tree):
+    for node in syntax.walk(tree):
         if isinstance(node, gast.Expr) and isinstance(node.value, gast.Constant) \
                 and isinstance(node.value.value, str) and node.value.value.startswith(syntax.MARK + "#"):
             texts.append(node.value.value[2:])

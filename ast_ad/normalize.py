@@ -739,14 +739,14 @@ def _load(name: str) -> gast.Name:
 
 
 def _rename_all(node: gast.AST, renames: dict[str, str]) -> gast.AST:
-    for n in gast.walk(node):
+    for n in syntax.walk(node):
         if isinstance(n, gast.Name) and n.id in renames:
             n.id = renames[n.id]
     return node
 
 
 def _locate_all(node: gast.AST, like: gast.AST) -> gast.AST:
-    for n in gast.walk(node):
+    for n in syntax.walk(node):
         if getattr(n, "lineno", None) is None and "lineno" in getattr(n, "_attributes", ()):
             gast.copy_location(n, like)
     return node

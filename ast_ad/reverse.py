@@ -343,7 +343,7 @@ class Reverser:
         backward = self.backward_block(self.function.body)
         grads = [self.grad(self.function.params[i], backward) for i in self.argnums]
         backward = self.initial_adjoints(seed) + backward
-        self.needed = {n.id for s in backward for n in gast.walk(s)
+        self.needed = {n.id for s in backward for n in syntax.walk(s)
                        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
         backward = self.resolve_restores(backward, set(), in_loop=False)
         forward = self.prologue() + self.forward_block(self.function.body, saving=True)
@@ -856,16 +856,16 @@ def _attr(name: str, attr: str) -> gast.Attribute:
 
 
 def _loads(stmt: gast.stmt) -> set[str]:
-    return {n.id for n in gast.walk(stmt) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+    return {n.id for n in syntax.walk(stmt) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
 
 
 def _reads(statements: list[gast.stmt], name: str) -> bool:
     return any(isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Load)
-               for s in statements for n in gast.walk(s))
+               for s in statements for n in syntax.walk(s))
 
 
 def _rename(stmt: gast.stmt, old: str, new: str) -> gast.stmt:
-    for n in gast.walk(stmt):
+    for n in syntax.walk(stmt):
         if isinstance(n, gast.Name) and n.id == old and isinstance(n.ctx, gast.Load):
             n.id = new
     return stmt

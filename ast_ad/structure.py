@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import gast
 
+from ast_ad import syntax
 from ast_ad.naming import Namer
 
 JUMPS = (gast.Return, gast.Break, gast.Continue)
@@ -186,7 +187,7 @@ def _assign(target: str, value: gast.expr) -> gast.Assign:
 
 
 def _located(node: gast.AST, like: gast.AST) -> gast.AST:
-    for n in gast.walk(node):
+    for n in syntax.walk(node):
         if not hasattr(n, "lineno") or getattr(n, "lineno", None) is None:
             gast.copy_location(n, like)
     return node
