@@ -49,7 +49,8 @@ def parse(fn: Callable[..., Any]) -> Source:
     if getattr(fn, "__name__", None) == "<lambda>" and inspect.isfunction(fn):
         whole = _whole_file(fn.__code__.co_filename)
         if whole is not None:
-            return Source(fn, _lambda_as_def(_find_lambda(whole, fn, 0), fn), fn.__code__.co_filename, 0)
+            lambdas = whole[1].get(fn.__code__.co_firstlineno, [])
+            return Source(fn, _lambda_as_def(_find_lambda(lambdas, fn, 0), fn), fn.__code__.co_filename, 0)
     lines, start = _source_lines(fn)
     text = "".join(lines)
     indented = text[:1].isspace()
@@ -58,7 +59,8 @@ def parse(fn: Callable[..., Any]) -> Source:
     offset = start - 1 - (1 if indented else 0)
     filename = fn.__code__.co_filename
     if fn.__name__ == "<lambda>":
-        return Source(fn, _lambda_as_def(_find_lambda(module, fn, offset), fn), filename, offset)
+        lambdas = [node for node in gast.walk(module) if isinstance(node, gast.Lambda)]
+        return Source(fn, _lambda_as_def(_find_lambda(lambdas, fn, offset), fn), filename, offset)
     defs = [node for node in body if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef))]
     if not defs:
         raise SourceUnavailableError(f"could not find the definition of {fn.__qualname__} in its source")
@@ -66,15 +68,21 @@ def parse(fn: Callable[..., Any]) -> Source:
 
 
 @functools.lru_cache(maxsize=64)
-def _parsed_file(filename: str, text: str) -> gast.Module | None:
+def _parsed_file(filename: str, text: str) -> tuple[gast.Module, dict[int, list[gast.Lambda]]] | None:
     try:
-        return gast.parse(text)
+        module = gast.parse(text)
     except SyntaxError:
         return None
+    lambdas: dict[int, list[gast.Lambda]] = {}
+    for node in gast.walk(module):
+        if isinstance(node, gast.Lambda):
+            lambdas.setdefault(node.lineno, []).append(node)
+    return module, lambdas
 
 
-def _whole_file(filename: str) -> gast.Module | None:
-    """The whole file a lambda was written in, parsed (a lambda's own lines may not parse alone)."""
+def _whole_file(filename: str) -> tuple[gast.Module, dict[int, list[gast.Lambda]]] | None:
+    """The whole file a lambda was written in, parsed (a lambda's own lines may not parse alone),
+    and its lambdas by line."""
     text = "".join(linecache.getlines(filename))
     return _parsed_file(filename, text) if text else None
 
@@ -102,12 +110,11 @@ def _parse_text(text: str, fn: Callable[..., Any]) -> gast.Module:
             "write the function as a def on lines of its own") from None
 
 
-def _find_lambda(module: gast.Module, fn: Callable[..., Any], offset: int) -> gast.Lambda:
-    """The lambda node in ``module`` whose code is ``fn``'s (matched by arguments, then position)."""
+def _find_lambda(lambdas: list[gast.Lambda], fn: Callable[..., Any], offset: int) -> gast.Lambda:
+    """The lambda node among ``lambdas`` whose code is ``fn``'s (matched by arguments, then position)."""
     code = fn.__code__
     names = code.co_varnames[: code.co_argcount]
-    found = [node for node in gast.walk(module) if isinstance(node, gast.Lambda)
-             and tuple(arg.id for arg in node.args.args) == names
+    found = [node for node in lambdas if tuple(arg.id for arg in node.args.args) == names
              and (offset or node.lineno == code.co_firstlineno)]
     if len(found) > 1:
         positions = {(line, col) for line, _, col, _ in code.co_positions() if line is not None}

@@ -21,3 +21,21 @@ def test_quickstart_prints_the_worked_example() -> None:
     assert "dy/dx2 = 2.989992496600" in out
     assert "x2_bar = x2_bar + x1_times_x2_bar * x1" in out
     assert "The runtime tracer agrees: True" in out
+
+
+def test_the_benchmark_times_correct_gradients() -> None:
+    """Every workload the benchmark times gives the gradient the tracer gives (a fast wrong answer is no answer)."""
+    import numpy as np
+
+    import ast_ad
+
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import benchmark
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    for name, fn, argnums, args, _ in benchmark.workloads():
+        ours = ast_ad.grad(fn, argnums)(*args)
+        theirs = ast_ad.tracer.grad(fn, argnums)(*args)
+        for a, b in zip(ours, theirs, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=name)
