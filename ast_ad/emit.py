@@ -12,6 +12,7 @@ text is deterministic: the same function always gives the same bytes.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import re
 import sys
@@ -70,8 +71,9 @@ def spelling(obj: Any, hint: str) -> tuple[str, tuple[str, ...]]:
 def emit(top: Adjoint, single: bool) -> Emitted:
     """The module text: every callee's ``_fwd``/``_bwd`` pair, then the gradient function."""
     adjoints = _callees(top)
-    trees = syntax.clone([tree for a in adjoints for tree in _pair(a)] + [_combined(top, single)])
-    namer = Namer(reserved=_locals(trees))
+    built = [tree for a in adjoints for tree in _pair(a)] + [_combined(top, single)]
+    namer = Namer(reserved=_locals(built))
+    trees = [gast.gast_to_ast(tree) for tree in built]  # Python's own ast: a copy to resolve and print
     names: dict[Any, str] = {}
     namespace: dict[str, Any] = {}
     bindings: list[Binding] = []
@@ -87,21 +89,20 @@ def emit(top: Adjoint, single: bool) -> Emitted:
             global_name((id(a), part), f"{a.function.name}_{part}", None)
     global_name((id(top), "vjp"), f"{top.function.name}_vjp", None)
 
-    def resolve(adjoint: Adjoint, marker: str) -> gast.expr:
+    def resolve(adjoint: Adjoint, marker: str) -> ast.expr:
         ref = adjoint.refs.entries[int(marker[1:])]
         obj = ref.obj
         if isinstance(obj, CalleeRef):
-            return syntax.name(names[(id(obj.adjoint), obj.part)])
+            return ast.Name(id=names[(id(obj.adjoint), obj.part)], ctx=ast.Load())
         data = ref.origin is not None and not callable(obj) and not isinstance(obj, types.ModuleType)
         if data:
             key = ("data", id(adjoint.function.fn), ref.origin)
-            alias = global_name(key, identifier(ref.hint), obj)
-            return syntax.name(alias)
+            return ast.Name(id=global_name(key, identifier(ref.hint), obj), ctx=ast.Load())
         root, attrs = spelling(obj, ref.hint)
         base = obj if not attrs else _root_module(obj)
-        expr: gast.expr = syntax.name(global_name(id(base), root, base))
+        expr: ast.expr = ast.Name(id=global_name(id(base), root, base), ctx=ast.Load())
         for attr in attrs:
-            expr = gast.Attribute(value=expr, attr=attr, ctx=gast.Load())
+            expr = ast.Attribute(value=expr, attr=attr, ctx=ast.Load())
         return expr
 
     owners = [a for a in adjoints for _ in range(2)] + [top]
@@ -117,7 +118,7 @@ def emit(top: Adjoint, single: bool) -> Emitted:
     for k, v in list(namespace.items()):
         if v is None:
             del namespace[k]
-    text = "\n\n".join(_print(tree) for tree in trees)
+    text = "\n\n".join(_print_ast(tree) for tree in trees)
     unique = {(b.alias, id(b.fn), b.origin): b for b in bindings}
     files = {tree.name: adjoint.function.result_line.filename for adjoint, tree in zip(owners, trees, strict=True)}
     return Emitted(text, trees[-1].name, namespace, tuple(unique.values()), files)
@@ -211,12 +212,17 @@ _COMMENT = re.compile(r"^(\s*)(?:'|\"|'''|\"\"\")" + syntax.MARK + r"#(\d+)(?:'|
 
 
 def _print(tree: gast.FunctionDef) -> str:
-    """astor's text of ``tree``, comment markers turned into ``#`` comments."""
+    """astor's text of the gast ``tree``, comment markers turned into ``#`` comments."""
+    return _print_ast(gast.gast_to_ast(tree))
+
+
+def _print_ast(tree: ast.FunctionDef) -> str:
+    """astor's text of ``tree``, comment markers turned into ``#`` comments (``tree`` is changed)."""
     texts: list[str] = []
     for node in syntax.walk(tree):
-        if isinstance(node, gast.Expr) and isinstance(node.value, gast.Constant) \
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
                 and isinstance(node.value.value, str) and node.value.value.startswith(syntax.MARK + "#"):
             texts.append(node.value.value[2:])
             node.value.value = f"{syntax.MARK}#{len(texts) - 1}"
-    text = astor.to_source(gast.gast_to_ast(tree))
+    text = astor.to_source(tree)
     return _COMMENT.sub(lambda m: f"{m.group(1)}# {texts[int(m.group(2))]}", text)

@@ -12,6 +12,7 @@ object its final name. ``RefTable`` hands markers out.
 
 from __future__ import annotations
 
+import ast
 import operator
 from typing import Any
 
@@ -62,22 +63,28 @@ def walk(node: gast.AST):
 
 
 def replace_markers(node: gast.AST, resolve: Any) -> gast.AST:
-    """Replace every marker name under ``node`` by ``resolve(marker)``, in source order."""
+    """Replace every marker name under ``node`` by ``resolve(marker)``, in source order.
+
+    Works on gast trees and on Python's own ``ast`` trees alike.
+    """
     for field in node._fields:
         value = getattr(node, field, None)
         if type(value) is list:
             for k, item in enumerate(value):
-                if type(item) is gast.Name:
+                if type(item) in NAMES:
                     if item.id.startswith(MARK):
                         value[k] = resolve(item.id)
                 elif isinstance(item, gast.AST):
                     replace_markers(item, resolve)
-        elif type(value) is gast.Name:
+        elif type(value) in NAMES:
             if value.id.startswith(MARK):
                 setattr(node, field, resolve(value.id))
         elif isinstance(value, gast.AST):
             replace_markers(value, resolve)
     return node
+
+
+NAMES = (gast.Name, ast.Name)
 
 
 def clone(node: Any) -> Any:
