@@ -25,7 +25,7 @@ import gast
 
 from ast_ad import ir, syntax
 from ast_ad.naming import Namer, identifier
-from ast_ad.reverse import Adjoint, CalleeRef
+from ast_ad.reverse import Adjoint, CalleeRef, released
 
 MODULE_NAMES = {"numpy": "np", "math": "math", "operator": "operator"}
 SPELLED_THROUGH = ("numpy", "numpy.linalg", "numpy.fft", "math", "operator")
@@ -184,7 +184,9 @@ def _callees(top: Adjoint) -> list[Adjoint]:
 def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
     grads = [syntax.name(g) for g in a.grads]
     result = syntax.tuple_([a.result, grads[0] if single else syntax.tuple_(grads)])
-    body = a.forward + a.backward + [syntax.ret(result)]
+    keep = {n.id for n in syntax.walk(result) if isinstance(n, gast.Name)}
+    keep |= {a.seed, *a.params}
+    body = a.forward + released(a.backward, a.releasable, a.array_adjoints, keep) + [syntax.ret(result)]
     return syntax.function(f"{a.function.name}_vjp", [*a.params, a.seed], body, [syntax.const(1.0)])
 
 

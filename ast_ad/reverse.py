@@ -53,6 +53,8 @@ class Adjoint:
     grads: list[str]
     refs: RefTable
     callees: list[Adjoint] = field(default_factory=list)
+    releasable: frozenset[str] = frozenset()  # arrays the forward pass binds once: see ``released``
+    array_adjoints: frozenset[str] = frozenset()  # adjoint names of values that may be arrays
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -357,7 +359,25 @@ class Reverser:
             self.function, self.argnums, forward, backward
         adjoint.result, adjoint.seed, adjoint.grads = result_expr, seed, grads
         adjoint.refs, adjoint.callees = self.refs, self.callees
+        adjoint.releasable = self.releasable()
+        adjoint.array_adjoints = frozenset(bar for var, bar in self.bars.items() if isinstance(var, str)
+                                           and shape_class(ir.Var(var), self.classes) != SCALAR)
         return adjoint
+
+    def releasable(self) -> frozenset[str]:
+        """Arrays computed once, at the top level of the forward pass, by a primitive or a call.
+
+        Once the backward pass has read them for the last time, the gradient function can let
+        them go (``released``), so that big backward products reuse their memory.
+        """
+        names = set()
+        for stmt in self.function.body:
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) \
+                    and shape_class(ir.Var(stmt.target), self.classes) != SCALAR:
+                rule = registry.lookup(stmt.value.fn.obj) if registry.hashable(stmt.value.fn.obj) else None
+                if (rule is not None and not rule.nondiff) or id(stmt) in self.calls:
+                    names.add(stmt.target)
+        return frozenset(names - self.structured - self.rebound - set(self.function.params))
 
     def plan_calls(self) -> None:
         """Derive the adjoint of every call to a user function whose result needs an adjoint."""
@@ -853,6 +873,45 @@ def _shallow(body: tuple[ir.Stmt, ...]):
 
 def _attr(name: str, attr: str) -> gast.Attribute:
     return gast.Attribute(value=syntax.name(name), attr=attr, ctx=gast.Load())
+
+
+def released(backward: list[gast.stmt], releasable: frozenset[str], adjoints: frozenset[str],
+             keep: set[str]) -> list[gast.stmt]:
+    """``backward`` with ``del`` statements for the names it reads no more.
+
+    A gradient function would hold every value until it returns; for arrays that means
+    the backward pass's big results (a weight matrix's adjoint) are allocated while memory
+    nothing will read again is still held. Released are the ``releasable`` forward arrays
+    and those of the array ``adjoints`` that the backward pass assigns at its top level
+    (once bound there, they stay bound). Each goes after the statement that reads it last; names whose last reads
+    are consecutive statements go in one ``del`` after the run. Names in ``keep`` stay.
+    """
+    last: dict[str, int] = {}
+    bound: dict[str, int] = {name: -1 for name in releasable}
+    for k, stmt in enumerate(backward):
+        for name in _loads(stmt):
+            last[name] = k
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) \
+                and stmt.targets[0].id in adjoints:
+            bound.setdefault(stmt.targets[0].id, k)
+    ends: dict[int, list[str]] = {}
+    for name, k in last.items():
+        if name in bound and bound[name] <= k and name not in keep:
+            ends.setdefault(k, []).append(name)
+    unread = sorted(releasable - last.keys() - keep)
+    out = [_delete(unread)] if unread else []
+    pending: list[str] = []
+    for k, stmt in enumerate(backward):
+        out.append(stmt)
+        pending += ends.get(k, [])
+        if pending and k + 1 not in ends and k + 1 < len(backward):  # the return releases the rest
+            out.append(_delete(sorted(pending)))
+            pending = []
+    return out
+
+
+def _delete(names: list[str]) -> gast.Delete:
+    return gast.Delete(targets=[syntax.name(n, gast.Del()) for n in names])
 
 
 def _loads(stmt: gast.stmt) -> set[str]:
