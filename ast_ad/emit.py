@@ -186,7 +186,7 @@ def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
     result = syntax.tuple_([a.result, grads[0] if single else syntax.tuple_(grads)])
     keep = {n.id for n in syntax.walk(result) if isinstance(n, gast.Name)}
     keep |= {a.seed, *a.params}
-    body = a.forward + released(a.backward, a.releasable, a.array_adjoints, keep) + [syntax.ret(result)]
+    body = a.forward + released(a.backward, a.releasable, a.array_adjoints, keep, a.refs) + [syntax.ret(result)]
     return syntax.function(f"{a.function.name}_vjp", [*a.params, a.seed], body, [syntax.const(1.0)])
 
 

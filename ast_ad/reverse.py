@@ -876,15 +876,16 @@ def _attr(name: str, attr: str) -> gast.Attribute:
 
 
 def released(backward: list[gast.stmt], releasable: frozenset[str], adjoints: frozenset[str],
-             keep: set[str]) -> list[gast.stmt]:
+             keep: set[str], refs: RefTable) -> list[gast.stmt]:
     """``backward`` with ``del`` statements for the names it reads no more.
 
     A gradient function would hold every value until it returns; for arrays that means
     the backward pass's big results (a weight matrix's adjoint) are allocated while memory
     nothing will read again is still held. Released are the ``releasable`` forward arrays
     and those of the array ``adjoints`` that the backward pass assigns at its top level
-    (once bound there, they stay bound). Each goes after the statement that reads it last; names whose last reads
-    are consecutive statements go in one ``del`` after the run. Names in ``keep`` stay.
+    (once bound there, they stay bound), once read for the last time: at the end of each
+    line's backward block, and before any call that may build a big new array (anything
+    but a ufunc or ``unbroadcast``). Names in ``keep`` stay.
     """
     last: dict[str, int] = {}
     bound: dict[str, int] = {name: -1 for name in releasable}
@@ -902,12 +903,27 @@ def released(backward: list[gast.stmt], releasable: frozenset[str], adjoints: fr
     out = [_delete(unread)] if unread else []
     pending: list[str] = []
     for k, stmt in enumerate(backward):
-        out.append(stmt)
-        pending += ends.get(k, [])
-        if pending and k + 1 not in ends and k + 1 < len(backward):  # the return releases the rest
+        if pending and (_is_comment(stmt) or _allocates(stmt, refs)):
             out.append(_delete(sorted(pending)))
             pending = []
-    return out
+        out.append(stmt)
+        pending += ends.get(k, [])
+    return out  # the return releases what is still pending
+
+
+def _is_comment(stmt: gast.stmt) -> bool:
+    return isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Constant) \
+        and isinstance(stmt.value.value, str) and stmt.value.value.startswith(syntax.MARK + "#")
+
+
+def _allocates(stmt: gast.stmt, refs: RefTable) -> bool:
+    """Whether ``stmt`` calls something that may build a new array bigger than its arguments."""
+    for node in syntax.walk(stmt):
+        if isinstance(node, gast.Call):
+            fn = refs.lookup(node.func.id) if isinstance(node.func, gast.Name) else None
+            if not isinstance(fn, np.ufunc) and fn is not runtime.unbroadcast:
+                return True
+    return False
 
 
 def _delete(names: list[str]) -> gast.Delete:
