@@ -80,8 +80,9 @@ DISTINCT = st.permutations(range(12)).map(lambda p: np.array(p, dtype=float) * 0
 
 CASES = [
     Case(reads, st.tuples(arrays((12,)).filter(lambda a: np.all(np.abs(a - 0.5) > 1e-3)))),
-    Case(writes, st.tuples(arrays((4,))).filter(lambda a: np.all(np.abs(a[0][:2] ** 2 - 1.5) > 1e-3)
-                                                 and abs(a[0][1] * 2.0 - 1.5) > 1e-3), autograd=False),
+    Case(writes, st.tuples(arrays((4,))).filter(  # no entry of y at the mask's threshold, 1.5
+        lambda a: np.all(np.abs(a[0][:2] ** 2 - 1.5) > 1e-3) and abs(a[0][1] * 2.0 - 1.5) > 1e-3
+        and abs(a[0][3] - 1.5) > 1e-3), autograd=False),
     Case(writes_into_argument, st.tuples(arrays((5,))), autograd=False),
     Case(methods, st.tuples(DISTINCT), autograd=False),
     Case(container_params, st.tuples(st.fixed_dictionaries(
