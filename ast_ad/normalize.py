@@ -317,6 +317,8 @@ class Lowerer:
             self.owner[name] = user_name
             self.mutable.add(name)
             self.body.append(ir.Assign(name, atom if atom is not None else ir.Const(None), self.line))
+            if isinstance(atom, ir.Var):  # ``v = x`` before the loop: v starts as x's very array
+                self.share(name, atom.name)
             self.env[user_name] = ir.Var(name)
 
     def block(self, statements: list[gast.stmt]) -> tuple[ir.Stmt, ...]:

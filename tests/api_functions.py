@@ -136,6 +136,13 @@ def aliasing(x):
     return np.sum(y * x)
 
 
+def aliasing_in_a_loop(x):
+    y = x
+    for _ in range(2):
+        y += 1.0  # the first += changes x too
+    return np.sum(y * x)
+
+
 def raises_inside(x):
     y = np.log(x)
     return y * x

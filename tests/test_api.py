@@ -208,3 +208,10 @@ def test_in_place_update_of_a_shared_array_is_refused() -> None:
     with pytest.raises(ast_ad.errors.InPlaceAliasError, match=r"api_functions.py:\d+: this in-place update"):
         ast_ad.grad(fx.aliasing)(np.array([1.0, 2.0]))
     assert ast_ad.grad(fx.aliasing)(1.5) == 2 * 1.5 + 1.0  # floats cannot be shared, so that is fine
+
+
+def test_in_place_update_in_a_loop_of_an_array_shared_before_it_is_refused() -> None:
+    # found by the long random-program run: the loop's own name for y started as x's array unnoticed
+    with pytest.raises(ast_ad.errors.InPlaceAliasError, match=r"api_functions.py:\d+: this in-place update"):
+        ast_ad.grad(fx.aliasing_in_a_loop)(np.array([1.0, 2.0]))
+    assert ast_ad.grad(fx.aliasing_in_a_loop)(1.5) == pytest.approx(2 * 1.5 + 2.0)
