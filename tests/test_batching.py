@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gast
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -36,19 +37,18 @@ def loop_terms(draw, fixed_first: bool):
     return fixed, terms
 
 
-@given(loop_terms(fixed_first=True))
-def test_summed_matmul_a_is_the_sum_of_the_steps(case) -> None:
-    fixed, terms = case
-    expected = sum((runtime.matmul_vjp_a(g, fixed, b) for g, b in terms), 0.0)
-    for summed in (runtime.summed_matmul_vjp_a, runtime.summed_dot_vjp_a):
-        np.testing.assert_allclose(summed(terms, fixed), expected, rtol=1e-12, atol=1e-12)
+SIDES = [  # (fixed operand first, the per-step rule, the helpers that sum a loop's steps of it)
+    (True, runtime.matmul_vjp_a, (runtime.summed_matmul_vjp_a, runtime.summed_dot_vjp_a)),
+    (False, runtime.matmul_vjp_b, (runtime.summed_matmul_vjp_b, runtime.summed_dot_vjp_b)),
+]
 
 
-@given(loop_terms(fixed_first=False))
-def test_summed_matmul_b_is_the_sum_of_the_steps(case) -> None:
-    fixed, terms = case
-    expected = sum((runtime.matmul_vjp_b(g, a, fixed) for g, a in terms), 0.0)
-    for summed in (runtime.summed_matmul_vjp_b, runtime.summed_dot_vjp_b):
+@pytest.mark.parametrize("fixed_first, step, summing", SIDES, ids=["a @ b, a fixed", "a @ b, b fixed"])
+@given(data=st.data())
+def test_summed_products_are_the_sum_of_the_steps(fixed_first, step, summing, data) -> None:
+    fixed, terms = data.draw(loop_terms(fixed_first))
+    expected = sum(((step(g, fixed, other) if fixed_first else step(g, other, fixed)) for g, other in terms), 0.0)
+    for summed in summing:
         np.testing.assert_allclose(summed(terms, fixed), expected, rtol=1e-12, atol=1e-12)
 
 
