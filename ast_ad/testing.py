@@ -10,7 +10,8 @@ Each production of the grammar has its own small function: an expression is a
 leaf, a bounded unary function, or a binary operation; a statement is an
 assignment, an augmented or tuple assignment, an ``if``/``elif``/``else``, a
 ``for`` or ``while`` loop (with ``break``, ``continue`` and early ``return``),
-a call to a generated helper, or a list built in a loop. Values stay finite:
+a call to a generated helper, or a list built in a loop; with arrays, products
+with a matrix built from the inputs, and reversals. Values stay finite:
 unary functions are bounded (``tanh``, ``sin``), divisions are by ``1 + e * e``
 and loops scale what they carry. Branch conditions compare against constants,
 so a program with them is only piecewise smooth (``Program.smooth`` says).
@@ -35,6 +36,8 @@ from hypothesis import strategies as st
 UNARY = ["np.sin({})", "np.cos({})", "np.tanh({})", "np.exp(np.tanh({}))", "np.log(1.0 + {0} * {0})",
          "np.sqrt(1.0 + {0} * {0})", "-{}", "abs({})"]
 BINARY = ["{0} + {1}", "{0} - {1}", "{0} * {1}", "{0} / (1.0 + {1} * {1})", "0.5 * {0} * np.sin({1})"]
+# With arrays: a matrix ``m`` (built from the inputs at the top of ``f``) times vectors, and reversals
+MATRIX = ["(m @ {})", "({} @ m)", "np.dot(m, {})", "{}[::-1]"]
 _serial = itertools.count()
 
 
@@ -81,6 +84,7 @@ class _Writer:
         self.features: set[str] = set()
         self.smooth = True
         self.helpers: list[str] = []
+        self.matrix = False  # whether ``m`` is in scope
 
     # ---- expressions ------------------------------------------------------------------------------------
     def expr(self, depth: int = 0) -> str:
@@ -88,7 +92,9 @@ class _Writer:
         if choice == 0:
             return self.leaf()
         if choice == 1:
-            unary = self.draw(st.sampled_from(UNARY))
+            unary = self.draw(st.sampled_from(UNARY + (MATRIX if self.matrix else [])))
+            if unary in MATRIX:
+                self.features.add("matrix")
             if unary.startswith("abs"):
                 self.smooth = False  # abs has a kink at 0
             return unary.format(self.expr(depth + 1))
@@ -210,11 +216,13 @@ class _Writer:
 
 @st.composite
 def programs(draw: Any, arrays: bool | None = None, branches: bool = True, loops: bool = True,
-             lists: bool = True, helpers: bool = True, returns: bool = True, max_statements: int = 6) -> Program:
+             lists: bool = True, helpers: bool = True, returns: bool = True, matrices: bool = True,
+             max_statements: int = 6) -> Program:
     """A random function ``f`` (and its helpers) in the language ast_ad differentiates.
 
     Each keyword turns a family of constructs on or off; ``arrays`` picks float
-    or array inputs (drawn when ``None``).
+    or array inputs (drawn when ``None``); ``matrices``, with arrays, may start
+    ``f`` with a matrix ``m`` of its inputs that expressions multiply by.
     """
     use_arrays = draw(st.booleans()) if arrays is None else arrays
     options = {"arrays": use_arrays, "branches": branches, "loops": loops, "lists": lists, "returns": returns}
@@ -229,7 +237,11 @@ def programs(draw: Any, arrays: bool | None = None, branches: bool = True, loops
             source += ["", f"def helper{k}(a, scale=0.5):", f"    return scale * np.tanh({body}) + a", ""]
             writer.helpers.append(f"helper{k}")
     writer.names = list(params)
-    body = writer.block("    ", draw(st.integers(1, max_statements)), False, 0)
+    body = []
+    if use_arrays and matrices and draw(st.booleans()):
+        writer.matrix = True
+        body.append(f"    m = 0.5 * np.outer(np.tanh(x0), np.cos(x{arity - 1}))")
+    body += writer.block("    ", draw(st.integers(1, max_statements)), False, 0)
     final = writer.result(writer.expr())
     source += ["", f"def f({', '.join(params)}):"] + body + [f"    return {final}", ""]
     return Program("\n".join(source), arity, use_arrays, writer.smooth, writer.features)

@@ -99,7 +99,7 @@ def test_the_strategy_covers_every_construct() -> None:
         seen.update(program.features)
     collect()
     assert seen >= {"if", "elif", "for", "while", "break", "continue", "early return", "list", "helper call",
-                    "augmented assignment", "tuple assignment"}
+                    "augmented assignment", "tuple assignment", "matrix"}
 
 
 def test_a_loaded_program_is_differentiated() -> None:
