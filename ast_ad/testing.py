@@ -37,7 +37,8 @@ UNARY = ["np.sin({})", "np.cos({})", "np.tanh({})", "np.exp(np.tanh({}))", "np.l
          "np.sqrt(1.0 + {0} * {0})", "-{}", "abs({})"]
 BINARY = ["{0} + {1}", "{0} - {1}", "{0} * {1}", "{0} / (1.0 + {1} * {1})", "0.5 * {0} * np.sin({1})"]
 # With arrays: a matrix ``m`` (built from the inputs at the top of ``f``) times vectors, and reversals
-MATRIX = ["(m @ {})", "({} @ m)", "np.dot(m, {})", "{}[::-1]"]
+# (``ONES *`` makes a number a vector too).
+MATRIX = ["(m @ (ONES * {}))", "((ONES * {}) @ m)", "np.dot(m, ONES * {})", "(ONES * {})[::-1]"]
 _serial = itertools.count()
 
 
@@ -241,6 +242,7 @@ def programs(draw: Any, arrays: bool | None = None, branches: bool = True, loops
     if use_arrays and matrices and draw(st.booleans()):
         writer.matrix = True
         body.append(f"    m = 0.5 * np.outer(np.tanh(x0), np.cos(x{arity - 1}))")
+        source += ["ONES = np.ones(3)", ""]
     body += writer.block("    ", draw(st.integers(1, max_statements)), False, 0)
     final = writer.result(writer.expr())
     source += ["", f"def f({', '.join(params)}):"] + body + [f"    return {final}", ""]
