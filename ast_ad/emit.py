@@ -222,9 +222,9 @@ def _print_ast(tree: ast.FunctionDef) -> str:
     """astor's text of ``tree``, comment markers turned into ``#`` comments (``tree`` is changed)."""
     texts: list[str] = []
     for node in syntax.walk(tree):
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
-                and isinstance(node.value.value, str) and node.value.value.startswith(syntax.MARK + "#"):
-            texts.append(node.value.value[2:])
+        text = syntax.comment_text(node)
+        if text is not None:  # astor drops comments: print a numbered marker, then put the text back
+            texts.append(text)
             node.value.value = f"{syntax.MARK}#{len(texts) - 1}"
     text = astor.to_source(tree)
     return _COMMENT.sub(lambda m: f"{m.group(1)}# {texts[int(m.group(2))]}", text)

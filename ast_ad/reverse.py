@@ -903,17 +903,12 @@ def released(backward: list[gast.stmt], releasable: frozenset[str], adjoints: fr
     out = [_delete(unread)] if unread else []
     pending: list[str] = []
     for k, stmt in enumerate(backward):
-        if pending and (_is_comment(stmt) or _allocates(stmt, refs)):
+        if pending and (syntax.comment_text(stmt) is not None or _allocates(stmt, refs)):
             out.append(_delete(sorted(pending)))
             pending = []
         out.append(stmt)
         pending += ends.get(k, [])
     return out  # the return releases what is still pending
-
-
-def _is_comment(stmt: gast.stmt) -> bool:
-    return isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Constant) \
-        and isinstance(stmt.value.value, str) and stmt.value.value.startswith(syntax.MARK + "#")
 
 
 def _allocates(stmt: gast.stmt, refs: RefTable) -> bool:

@@ -153,6 +153,14 @@ def comment(text: str) -> gast.Expr:
     return gast.Expr(value=gast.Constant(value=MARK + "#" + text, kind=None))
 
 
+def comment_text(stmt: ast.AST) -> str | None:
+    """The text of a statement made by :func:`comment` (in a gast tree or a Python ``ast`` one), else None."""
+    if isinstance(stmt, (gast.Expr, ast.Expr)) and isinstance(stmt.value, (gast.Constant, ast.Constant)) \
+            and isinstance(stmt.value.value, str) and stmt.value.value.startswith(MARK + "#"):
+        return stmt.value.value[len(MARK) + 1:]
+    return None
+
+
 def function(fname: str, params: list[str], body: list[gast.stmt],
              defaults: list[gast.expr] | None = None) -> gast.FunctionDef:
     args = gast.arguments(args=[name(p, gast.Param()) for p in params], posonlyargs=[], vararg=None,

@@ -82,10 +82,10 @@ def test_an_operand_the_loop_binds_is_not_batched() -> None:
     assert len(before) == 1 and len(after) == 1 and isinstance(body[0], gast.Expr)
 
 
-def test_every_summing_helper_is_reachable_from_generated_code() -> None:
+def test_each_side_of_each_product_is_summed_after_the_loop() -> None:
     source = ast_ad.source(ast_ad.grad(corpus_control.shared_weights, (0, 1, 2)), np.eye(3), np.eye(3), np.ones(3))
-    assert "summed_matmul_vjp_a(A_bar_terms, A)" in source and "summed_dot_vjp_b(C_bar_terms, C)" in source
-    assert set(SUMMED) == {runtime.matmul_vjp_a, runtime.matmul_vjp_b, runtime.dot_vjp_a, runtime.dot_vjp_b}
+    for helper, _ in SUMMED.values():  # A @ h, h @ A, np.dot(h, C), np.dot(C, h)
+        assert f"{helper.__name__}(" in source
 
 
 def test_weights_the_loop_changes_are_summed_step_by_step() -> None:
