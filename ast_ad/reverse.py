@@ -374,7 +374,7 @@ class Reverser:
         for stmt in self.function.body:
             if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) \
                     and shape_class(ir.Var(stmt.target), self.classes) != SCALAR:
-                rule = registry.lookup(stmt.value.fn.obj) if registry.hashable(stmt.value.fn.obj) else None
+                rule = registry.lookup(stmt.value.fn.obj)
                 if (rule is not None and not rule.nondiff) or id(stmt) in self.calls:
                     names.add(stmt.target)
         return frozenset(names - self.structured - self.rebound - set(self.function.params))
