@@ -17,6 +17,7 @@ from ast_ad.errors import (
     ArgnumsError,
     ASTADError,
     GradientFailedError,
+    LocatedError,
     NonDifferentiableArgumentError,
     NonScalarOutputError,
     SourceUnavailableError,
@@ -159,6 +160,8 @@ class Gradient:
         if not _is_scalar(out):
             return self.non_scalar(out)
         where = loaded.user_line(exc)
+        if isinstance(exc, LocatedError) and exc.filename is None and where is not None:
+            return type(exc)(str(exc), *where)  # a refusal from a helper: give it the user's line
         if isinstance(exc, ASTADError) or where is None:
             return exc
         return GradientFailedError(

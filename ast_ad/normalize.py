@@ -23,6 +23,7 @@ the function's real closure, globals and builtins, so ``np.sin``, ``numpy.sin``,
 from __future__ import annotations
 
 import builtins
+import inspect
 import operator
 import types
 from typing import Any
@@ -30,7 +31,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from ast_ad import ir, runtime, syntax
+from ast_ad import ir, registry, runtime, syntax
 from ast_ad.check import refuse
 from ast_ad.errors import LocatedError
 from ast_ad.naming import Namer, identifier
@@ -46,8 +47,10 @@ COMPARE = {gast.Lt: operator.lt, gast.LtE: operator.le, gast.Gt: operator.gt, ga
 WORDS = {operator.add: "plus", operator.sub: "minus", operator.mul: "times", operator.truediv: "over",
          operator.pow: "pow", operator.matmul: "at"}
 
-# Attributes of array values: ``x.T`` is a primitive, the rest are read as they are (no gradient).
-ATTRIBUTE_PRIMITIVES = {"T": np.transpose}
+# Attributes of array values: ``x.T`` is a primitive; the facts in NONDIFF_ATTRIBUTES are read as they are
+# (no gradient); any other attribute (a namedtuple's field, ``p.w``) is read by ``runtime.field``, which has a rule.
+ATTRIBUTE_PRIMITIVES = {"T": np.transpose, "mT": runtime.T, "real": np.real, "imag": np.imag}
+NONDIFF_ATTRIBUTES = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"}
 # Methods of array values, resolved to the numpy function of the same meaning.
 METHODS = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min, "var": np.var,
            "std": np.std, "cumsum": np.cumsum, "cumprod": np.cumprod, "dot": np.dot, "transpose": np.transpose,
@@ -185,7 +188,11 @@ class Lowerer:
         if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) and call.func.attr == "append" \
                 and self.is_local(call.func.value) and len(call.args) == 1 and not call.keywords:
             target = self.expr(call.func.value)
-            self.body.append(ir.Append(target.name, self.expr(call.args[0]), self.line))
+            value = self.expr(call.args[0])
+            self.guard_in_place(call.func.value)
+            self.body.append(ir.Append(target.name, value, self.line))
+            if isinstance(value, ir.Var):
+                self.share(target.name, value.name)
         elif not isinstance(node.value, gast.Constant):
             self.effect(node)
 
@@ -244,6 +251,8 @@ class Lowerer:
                 and len(target.elts) == len(value.elts):
             atoms = [self.expr(v, t.id if isinstance(t, gast.Name) else None, isinstance(t, gast.Name))
                      for t, v in zip(target.elts, value.elts, strict=True)]
+            # every value is read before any target is bound: ``a, v = v, a`` swaps, even where a name is mutable
+            atoms = [self.hold(atom) for atom in atoms]
             for t, atom in zip(target.elts, atoms, strict=True):
                 self.bind_target(t, atom)
         else:
@@ -281,6 +290,14 @@ class Lowerer:
             return copied
         return atom
 
+    def hold(self, atom: ir.Atom) -> ir.Atom:
+        """``atom``, or a copy of it if it is a mutable name that a later binding may overwrite."""
+        if isinstance(atom, ir.Var) and atom.name in self.mutable:
+            held = self.bind(atom, atom.name)
+            self.share(held.name, atom.name)
+            return held
+        return atom
+
     def copy(self, name: str, atom: ir.Atom) -> None:
         """``name = atom``, unless the value was already computed into ``name``."""
         if atom != ir.Var(name):
@@ -294,9 +311,15 @@ class Lowerer:
         if not isinstance(atom, ir.Var) or not self.body:
             return
         last = self.body[-1]
-        if isinstance(last, ir.Assign) and last.target == atom.name and isinstance(last.value, ir.Call) \
-                and last.value.fn.obj in VIEWS and last.value.args and isinstance(last.value.args[0], ir.Var):
+        if not isinstance(last, ir.Assign) or last.target != atom.name:
+            return
+        if isinstance(last.value, ir.Call) and last.value.fn.obj in VIEWS and last.value.args \
+                and isinstance(last.value.args[0], ir.Var):
             self.share(atom.name, last.value.args[0].name)
+        elif isinstance(last.value, ir.Pack):  # a container holds its elements themselves
+            for elt in last.value.elts:
+                if isinstance(elt, ir.Var):
+                    self.share(atom.name, elt.name)
 
     def is_mutable(self, user_name: str) -> bool:
         """Whether ``user_name`` holds its own mutable name (not a copy of another variable's)."""
@@ -366,6 +389,7 @@ class Lowerer:
                 item = ir.Var(index) if seq is None else self.bind(
                     ir.Call(self.operator(operator.getitem), (seq, self.position(backwards, index))),
                     f"{_atom_name(seq)}_item")
+                self.note_views(item)  # ``for row in y``: each row is a view of y
                 self.bind_target(target, item)
             for stmt in node.body:
                 self.line = self.line_of(stmt)
@@ -506,7 +530,24 @@ class Lowerer:
         return ir.Var(target)
 
     def expr_BoolOp(self, node: gast.BoolOp, name: str | None, user: bool) -> ir.Atom:
-        return self.bind(self.raw(node), name or "cond", user)
+        """``a or b`` is ``a if a else b`` and ``a and b`` is ``b if a else a``, ``a`` evaluated once."""
+        exact = name is not None and getattr(self, "exact", None) == name
+        first = self.hold(self.expr(node.values[0]))
+        rest = node.values[1:]
+        later = rest[0] if len(rest) == 1 else gast.copy_location(gast.BoolOp(op=node.op, values=rest), node)
+        if isinstance(first, ir.Const) and not isinstance(first.value, list):  # ``None or y``: decided here
+            if bool(first.value) == isinstance(node.op, gast.Or):
+                return first
+            return self.expr(later, name, user, exact=exact)
+        held = f"§value{len(self.env)}"  # not an identifier: it cannot meet a user's name
+        self.env[held] = first
+        try:
+            seen = gast.copy_location(_load(held), node)
+            body, orelse = (seen, later) if isinstance(node.op, gast.Or) else (later, seen)
+            choice = gast.copy_location(gast.IfExp(test=seen, body=body, orelse=orelse), node)
+            return self.expr(choice, name, user, exact=exact)
+        finally:
+            del self.env[held]
 
     def expr_ListComp(self, node: gast.ListComp, name: str | None, user: bool) -> ir.Atom:
         """``[elt for t in xs if c]`` becomes a loop that appends to a new list."""
@@ -558,6 +599,7 @@ class Lowerer:
                                "call a module-level function", self.locate)
         args = tuple(self.expr(arg) for arg in node.args)
         kwargs = tuple((kw.arg, self.expr(kw.value)) for kw in node.keywords)
+        args, kwargs = _positional(fn.obj, args, kwargs)
         base = fn.hint.rsplit(".", 1)[-1]
         hint = name or (f"{base}_{args[0].name}" if len(args) == 1 and isinstance(args[0], ir.Var) else base)
         return self.bind(ir.Call(fn, args, kwargs), hint, user)
@@ -637,7 +679,11 @@ class Lowerer:
             hint = name or (f"{base.name}_{node.attr}" if isinstance(base, ir.Var) else node.attr)
             return self.bind(ir.Call(ir.Ref(fn, f"np.{fn.__name__}"), (base,)), hint, user)
         hint = name or (f"{base.name}_{node.attr}" if isinstance(base, ir.Var) else node.attr)
-        return self.bind(ir.Attr(base, node.attr), hint, user)
+        if node.attr == "flat":
+            raise refuse(node, "x.flat is not supported: index x.ravel() instead (x.ravel()[i])", self.locate)
+        if node.attr in NONDIFF_ATTRIBUTES or not isinstance(base, ir.Var):
+            return self.bind(ir.Attr(base, node.attr), hint, user)
+        return self.bind(ir.Call(ir.Ref(runtime.field, "field"), (base, ir.Const(node.attr))), hint, user)
 
     def expr_Subscript(self, node: gast.Subscript, name: str | None, user: bool) -> ir.Atom:
         value = self.expr(node.value)
@@ -724,6 +770,35 @@ class Lowerer:
 
     def error(self, node: gast.AST, message: str) -> LocatedError:
         return LocatedError(message, *self.locate(node))
+
+
+def _positional(fn: Any, args: tuple[ir.Atom, ...], kwargs: tuple[tuple[str, ir.Atom], ...]) -> tuple:
+    """A primitive's keyword arguments that may carry a gradient, moved to their positions.
+
+    Rules are written per positional argument, so ``np.average(x, weights=w)`` becomes
+    ``np.average(x, None, w)``, the gap filled with the parameter's literal default.
+    Constant keywords (``axis=0``) stay as written.
+    """
+    wanted = {key for key, atom in kwargs if isinstance(atom, ir.Var)}
+    if not wanted or registry.lookup(fn) is None:
+        return args, kwargs
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return args, kwargs
+    names = [p.name for p in params]
+    last = max((names.index(key) for key in wanted if key in names), default=-1)
+    given = dict(kwargs)
+    moved = list(args)
+    for param in params[len(args):last + 1]:
+        if param.name in given:
+            moved.append(given.pop(param.name))
+        elif isinstance(param.default, (type(None), bool, int, float, str)):
+            moved.append(ir.Const(param.default))
+        else:
+            return args, kwargs
+    return tuple(moved), tuple(given.items())
 
 
 def _binary_hint(left: ir.Atom, word: str, right: ir.Atom) -> str:

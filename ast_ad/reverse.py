@@ -700,7 +700,8 @@ class Reverser:
         for key, atom in call.kwargs:
             if _atom_active(atom, self.active):
                 raise self.missing(stmt, f"the differentiated value {atom.name} is passed to {call.fn.hint} "
-                                         f"as keyword {key}=; pass it positionally")
+                                         f"as keyword {key}=, which has no gradient rule: compute that part "
+                                         "outside the call, or pass a constant")
         out = self.densify(stmt, g, ans) if zero else []
         for k, atom in enumerate(call.args):
             if _atom_active(atom, self.active):

@@ -583,6 +583,66 @@ def assign_item_vjp_value(g, index, value):
     return unbroadcast(g[index], value)
 
 
+def chosen_vjp(k, g, ans, xs):
+    """Adjoint of argument ``k`` of ``min``/``max``: the argument chosen (the first, at ties) takes ``g``.
+
+    ``min(a, b)`` returns one of its arguments itself, so identity finds it; ``min(xs)`` an item of ``xs``.
+    """
+    items = list(xs[0]) if len(xs) == 1 else list(xs)
+    chosen = next((i for i, item in enumerate(items) if item is ans), None)
+    if chosen is None:
+        chosen = next(i for i, item in enumerate(items) if item == ans)
+    if len(xs) == 1:
+        parts = [g if i == chosen else zeros_like(item) for i, item in enumerate(items)]
+        return parts if isinstance(xs[0], list) else tuple(parts) if isinstance(xs[0], tuple) else np.array(parts)
+    return g if k == chosen else zeros_like(xs[k])
+
+
+def part(g, k):
+    """Item ``k`` of a tuple adjoint, zero where nothing flowed into it (``None``)."""
+    item = g[k]
+    return 0.0 if item is None else item
+
+
+def clip_lo_vjp(g, x, lo, hi):
+    """Adjoint of the lower bound of ``np.clip``: where it is the result."""
+    taken = x < lo if hi is None else (x < lo) & (lo <= hi)
+    return g * taken
+
+
+def clip_hi_vjp(g, x, lo, hi):
+    """Adjoint of the upper bound of ``np.clip``: where it is the result."""
+    return g * ((x if lo is None else np.maximum(x, lo)) > hi)
+
+
+def average_weights_vjp(g, ans, x, axis, weights):
+    """Adjoint of ``weights`` in ``np.average(x, axis, weights)``: ``(x - average) / sum(weights)``."""
+    w = np.asarray(weights, dtype=float)
+    spread = (x - expand_reduced(ans, x, axis)) * expand_reduced(g, x, axis) / np.sum(w)
+    if axis is not None and w.ndim == 1 and np.ndim(x) > 1:
+        return np.sum(spread, axis=tuple(a for a in range(np.ndim(x)) if a != axis % np.ndim(x)))
+    return spread
+
+
+def field(obj, name):
+    """``obj.name``: a namedtuple's field, or any other attribute (which carries a gradient only in a namedtuple)."""
+    return getattr(obj, name)
+
+
+def field_vjp(g, obj, name):
+    """Adjoint of ``obj`` in ``obj.name``: the field's slot of a namedtuple takes ``g``."""
+    fields = getattr(type(obj), "_fields", None)
+    if not isinstance(obj, tuple) or fields is None or name not in fields:
+        try:
+            from ast_ad.errors import MissingRuleError as error
+        except ImportError:  # in an exported module
+            error = TypeError
+        raise error(f"ast_ad cannot differentiate the attribute .{name} of a {type(obj).__name__}: only numpy "
+                    "arrays' attributes and namedtuples' fields carry gradients; pass the value itself as an "
+                    "argument (or use a namedtuple, a dict or a tuple)")
+    return tuple(g if field == name else zeros_like(item) for field, item in zip(fields, obj, strict=True))
+
+
 def astype(x, dtype):
     """``x.astype(dtype)`` as a function."""
     return np.asarray(x).astype(dtype)
@@ -787,15 +847,36 @@ def vecdot_vjp(g, other, axis=-1):
 
 
 def check_in_place(target, others, where):
-    """Refuse an in-place update of an array that another live variable shares memory with."""
-    if not isinstance(target, np.ndarray):
+    """Refuse an in-place update of an object that another live variable also reaches.
+
+    An array is changed for every array that shares its memory; a list or dict for every
+    name bound to it. Containers among ``others`` are searched, so ``a = ys[0]`` counts
+    as reaching ``ys[0]``'s array.
+    """
+    if isinstance(target, np.ndarray):
+        def reaches(obj):
+            return isinstance(obj, np.ndarray) and np.may_share_memory(target, obj)
+    elif isinstance(target, (list, dict)):
+        def reaches(obj):
+            return obj is target
+    else:
         return
-    for other in others:
-        if isinstance(other, np.ndarray) and np.may_share_memory(target, other):
-            try:
-                from ast_ad.errors import InPlaceAliasError as error
-            except ImportError:  # in an exported module
-                error = ValueError
-            raise error(f"{where}: this in-place update changes an array that another variable also refers to "
-                        "(Python would change both; ast_ad computes a new array): copy it first, "
-                        "y = x.copy(), or write x = x + ... instead of x += ...")
+    if any(reaches(obj) for other in others for obj in _objects(other)):
+        try:
+            from ast_ad.errors import InPlaceAliasError as error
+        except ImportError:  # in an exported module
+            error = ValueError
+        raise error(f"{where}: this in-place update changes an object that another variable also refers to "
+                    "(Python would change both; ast_ad computes a new value): copy it first, "
+                    "y = x.copy(), or write x = x + ... instead of x += ...")
+
+
+def _objects(obj):
+    """``obj`` and, for a list, tuple or dict, everything inside it."""
+    yield obj
+    if isinstance(obj, (list, tuple)):
+        for item in obj:
+            yield from _objects(item)
+    elif isinstance(obj, dict):
+        for item in obj.values():
+            yield from _objects(item)

@@ -233,11 +233,23 @@ def view(value: Any, copies: dict[Any, Any]) -> Any:
         return ModuleView(value, copies)
     if registry.hashable(value) and value in CONSTRUCTORS:
         return lambda *args, fn=value, **kwargs: _constant_box(fn(*_unboxed(args), **kwargs))
+    if registry.lookup(value) is not None and isinstance(value, type):
+        return TypeView(value)
     if registry.lookup(value) is not None:
         return lambda *args, fn=value, **kwargs: apply(fn, *args, **kwargs)
     if isinstance(value, types.FunctionType):
         return traced(value, copies)
     return value
+
+
+class TypeView:
+    """A scalar type with a rule (``np.float64``): traced when called, still a dtype when passed as one."""
+
+    def __init__(self, cls: type):
+        self.cls, self.dtype = cls, np.dtype(cls)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return apply(self.cls, *args, **kwargs)
 
 
 def _constant_box(value: Any) -> Any:

@@ -71,7 +71,7 @@ def missing_numpy_rule(x):
 
 
 def keyword_active(x):
-    return np.sum(a=x)  # error here
+    return np.sum(x * 2.0, initial=x)  # error here
 
 
 def not_scalar(x):

@@ -8,12 +8,14 @@ non-differentiable), so no rule goes unchecked.
 from __future__ import annotations
 
 import builtins
+import collections
 import math
 import operator
 
 import numpy as np
 from hypothesis import strategies as st
 
+from ast_ad import runtime
 from tests.strategies import arrays, broadcast_pair, floats, shapes, values
 
 
@@ -109,6 +111,20 @@ def lists_of_arrays() -> st.SearchStrategy:
         lambda items: ((items,), {}))
 
 
+def choices() -> st.SearchStrategy:
+    """min and max: two to four distinct floats, or one list of them."""
+    distinct = st.lists(floats(), min_size=2, max_size=4, unique=True).filter(
+        lambda xs: min(abs(a - b) for a in xs for b in xs if a is not b) > 1e-3)
+    return st.tuples(distinct.map(tuple), st.just({})) | st.tuples(distinct.map(lambda xs: (xs,)), st.just({}))
+
+
+Pair = collections.namedtuple("Pair", "w b")
+
+
+def fields() -> st.SearchStrategy:
+    return st.tuples(st.tuples(st.builds(Pair, arrays((2,)), floats()), st.sampled_from(["w", "b"])), st.just({}))
+
+
 def stacks() -> st.SearchStrategy:
     return shapes(1, 2).flatmap(lambda s: st.tuples(
         st.tuples(st.lists(arrays(s), min_size=1, max_size=3)),
@@ -120,6 +136,7 @@ OPERATOR = {
     operator.add: binary(), operator.sub: binary(), operator.mul: binary(), operator.truediv: binary("real", "away"),
     operator.pow: binary("pos", "real"), operator.neg: unary(), operator.pos: unary(), operator.abs: unary("away"),
     operator.matmul: products(), operator.getitem: getitems(),
+    operator.mod: st.tuples(st.tuples(st.floats(2.2, 2.6), st.floats(1.5, 2.0)), st.just({})),
 }
 
 # ---- mirrors ast_ad/rules/math.py --------------------------------------------------------------------
@@ -132,11 +149,17 @@ MATH = {
     math.log: unary("pos", True) | binary("pos", "away", True).filter(lambda c: c[0][1] > 1.01),
     math.log1p: unary("pos", True), math.log2: unary("pos", True), math.log10: unary("pos", True),
     math.sqrt: unary("pos", True), math.pow: binary("pos", "real", True), math.fabs: unary("away", True),
+    math.fmod: st.tuples(st.tuples(st.floats(2.2, 2.6), st.floats(1.5, 2.0)), st.just({})),
+    math.remainder: st.tuples(st.tuples(st.floats(2.2, 2.6), st.floats(1.5, 2.0)), st.just({})),
+    math.copysign: binary("away", "away", True),
+    math.fsum: st.tuples(st.tuples(st.lists(floats(), min_size=1, max_size=4)), st.just({})),
 }
 
 # ---- mirrors ast_ad/rules/builtins.py ------------------------------------------------------------------
 BUILTINS = {builtins.float: unary(scalar_only=True), builtins.abs: unary("away"),
-            builtins.sum: lists_of_arrays().map(lambda case: ((list(case[0][0]),), {}))}
+            builtins.sum: lists_of_arrays().map(lambda case: ((list(case[0][0]),), {})),
+            builtins.pow: binary("pos", "real"), builtins.min: choices(), builtins.max: choices(),
+            builtins.divmod: st.tuples(st.tuples(st.floats(2.2, 2.6), st.floats(1.5, 2.0)), st.just({}))}
 
 # ---- mirrors ast_ad/rules/numpy.py ---------------------------------------------------------------------
 NUMPY = {
@@ -193,7 +216,8 @@ def averages() -> st.SearchStrategy:
     def build(x):
         pos = arrays(x.shape, "pos")
         along = st.integers(0, x.ndim - 1).flatmap(lambda ax: case(x, axis=ax, weights=arrays((x.shape[ax],), "pos")))
-        return case(x, axis=None, weights=pos) | case(x, axis=None) | along
+        weighted = st.integers(0, x.ndim - 1).flatmap(lambda ax: case(x, ax, arrays((x.shape[ax],), "pos")))
+        return case(x, axis=None, weights=pos) | case(x, axis=None) | along | case(x, None, pos) | weighted
     return of_shape(1, 2).flatmap(build)
 
 
@@ -436,6 +460,8 @@ def _more() -> dict:
         np.correlate: case(arrays((5,)), arrays((3,)), mode=st.sampled_from(["full", "same", "valid"])),
         np.polyval: case(arrays((4,)), of_shape(0, 1)), np.linspace: case(floats(), floats(), num=st.integers(2, 5)),
         np.full: case((2, 3), floats()), np.matrix_transpose: case(of_shape(2, 3)),
+        np.full_like: case(arrays((2, 3)), floats()), np.float64: case(floats()),
+        runtime.field: fields(), runtime.T: case(of_shape(2, 3)),
         np.vecdot: same_shape_pair(), np.cumulative_sum: axis_case(of_shape(1, 1)),
         np.linalg.outer: case(arrays((3,)), arrays((2,))), np.linalg.trace: case(arrays((2, 3, 3))),
         np.linalg.diagonal: case(arrays((2, 3, 3)), offset=st.integers(-1, 1)),
@@ -460,7 +486,7 @@ def _more() -> dict:
         sp.erfinv: unary("unit"), sp.erfcinv: case(st.floats(0.2, 1.8)), sp.erfcx: unary(), sp.ndtr: unary(),
         sp.log_ndtr: unary(), sp.ndtri: case(st.floats(0.05, 0.95)), sp.dawsn: unary(),
         sp.i0: unary(), sp.i1: unary(), sp.j0: unary(), sp.j1: unary(), sp.y0: unary("pos"), sp.y1: unary("pos"),
-        sp.iv: case(orders, floats()), sp.ive: case(orders, floats("away")), sp.jv: case(orders, floats()),
+        sp.iv: case(orders, floats("away")), sp.ive: case(orders, floats("away")), sp.jv: case(orders, floats()),
         sp.yv: case(orders, floats("pos")), sp.kv: case(orders, floats("pos")), sp.yn: case(orders, floats("pos")),
         sp.entr: unary("pos"), sp.rel_entr: binary("pos", "pos"), sp.xlog1py: binary("pos", "pos"),
         sp.expm1: unary(), sp.log1p: unary("pos"), sp.sindg: unary(), sp.cosdg: unary(),

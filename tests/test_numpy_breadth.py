@@ -131,6 +131,7 @@ def test_rule_matches_autograd(rule: registry.Rule, data: st.DataObject) -> None
     rng = np.random.default_rng(0)
     ans = rule.fn(*args, **kwargs)
     u = random_like(ans, rng)
+    compared = 0
     for k, arg in enumerate(args):
         if rule.vjp(k) is None or not (isinstance(arg, float) or getattr(arg, "dtype", None) == np.float64):
             continue
@@ -144,9 +145,12 @@ def test_rule_matches_autograd(rule: registry.Rule, data: st.DataObject) -> None
             vjp, _ = autograd.make_vjp(at)(arg)
             theirs = vjp(u)
         except (TypeError, NotImplementedError, ValueError, AssertionError):
-            reject()  # autograd cannot take this call (keywords it lacks); finite differences still check ours
+            continue  # autograd cannot take this call (keywords it lacks, np.clip's bounds): finite differences do
 
         np.testing.assert_allclose(ours, theirs, rtol=1e-7, atol=1e-9)
+        compared += 1
+    if not compared:
+        reject()
 
 
 def test_autograd_twins_are_many() -> None:

@@ -86,7 +86,7 @@ def projection_error(rule: registry.Rule, args: tuple, kwargs: dict, k: int, see
 def test_rule_matches_finite_differences(rule: registry.Rule, data: st.DataObject) -> None:
     args, kwargs = data.draw(CASES[rule.fn])
     for k, arg in enumerate(args):
-        if isinstance(arg, list):
+        if isinstance(arg, (list, tuple)):
             if rule.vjp(k) is not None and all(np.asarray(a).dtype.kind == "f" for a in arg):
                 check_list_rule(rule, args, kwargs, k)
             continue
@@ -140,7 +140,7 @@ def check_list_rule(rule: registry.Rule, args: tuple, kwargs: dict, k: int) -> N
             moved = list(items)
             moved[i] = item + t * v
             call = list(args)
-            call[k] = moved
+            call[k] = type(items)(*moved) if hasattr(items, "_fields") else type(items)(moved)
             return pairing(u, rule.fn(*call, **kwargs))
         numeric = (along(1e-6) - along(-1e-6)) / 2e-6
         analytic = float(np.sum(unbroadcast(parts[i], item) * v))

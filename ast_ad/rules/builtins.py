@@ -1,16 +1,29 @@
 """Rules for Python builtins that numeric code calls on differentiated values."""
 
 import builtins
+import operator
 
 import numpy as np
 
-from ast_ad.registry import def_nondiff, defvjp
+from ast_ad.registry import def_nondiff, defvjp, lookup
 from ast_ad.registry import defvjp_elementwise as ew
-from ast_ad.runtime import check_in_place, unbroadcast
+from ast_ad.runtime import check_in_place, chosen_vjp, field, field_vjp, part, unbroadcast
 
 ew(builtins.float, lambda g, ans, x: g)
 ew(builtins.abs,   lambda g, ans, x: g * np.sign(x))
 defvjp(builtins.sum, lambda g, ans, xs, start=0: [unbroadcast(g, x) for x in xs], lambda g, ans, xs, start: g)
+
+ew(builtins.pow, *lookup(operator.pow).vjps)  # pow(x, y) is x ** y: one definition of the derivative
+ew(builtins.divmod, lambda g, ans, x, y: part(g, 1), lambda g, ans, x, y: -part(g, 1) * ans[0])
+
+# min and max return the chosen argument itself: it takes the whole adjoint (the first, at ties)
+defvjp(builtins.min, lambda g, ans, *xs: chosen_vjp(0, g, ans, xs),
+                     lambda g, ans, *xs: chosen_vjp(1, g, ans, xs),
+                     lambda g, ans, *xs: chosen_vjp(2, g, ans, xs),
+                     lambda g, ans, *xs: chosen_vjp(3, g, ans, xs))
+defvjp(builtins.max, *lookup(builtins.min).vjps)
+
+defvjp(field, lambda g, ans, obj, name: field_vjp(g, obj, name))
 
 def_nondiff(check_in_place)  # the guard before an in-place update: no value, no gradient
 def_nondiff(builtins.len, builtins.int, builtins.bool, builtins.round, builtins.range,

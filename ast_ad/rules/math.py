@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from ast_ad.registry import def_nondiff
+from ast_ad.registry import def_nondiff, defvjp
 from ast_ad.registry import defvjp_elementwise as ew
 
 # ---- trigonometric ---------------------------------------------------------------------------
@@ -32,7 +32,11 @@ ew(math.log2,  lambda g, ans, x: g / (x * math.log(2.0)))
 ew(math.log10, lambda g, ans, x: g / (x * math.log(10.0)))
 ew(math.sqrt,  lambda g, ans, x: g * 0.5 / ans)
 ew(math.pow,   lambda g, ans, x, y: g * y * math.pow(x, y - 1.0), lambda g, ans, x, y: g * ans * math.log(x))
+ew(math.fmod,  lambda g, ans, x, y: g, lambda g, ans, x, y: -g * math.trunc(x / y))
+ew(math.remainder, lambda g, ans, x, y: g, lambda g, ans, x, y: -g * round(x / y))
+ew(math.copysign, lambda g, ans, x, y: g * np.sign(x) * np.sign(ans), lambda g, ans, x, y: 0.0 * g)
+defvjp(math.fsum, lambda g, ans, xs: [g for _ in xs])
 ew(math.fabs,  lambda g, ans, x: g * np.sign(x))
 
 # ---- no gradient ---------------------------------------------------------------------------------
-def_nondiff(math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite, math.copysign)
+def_nondiff(math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite)

@@ -11,7 +11,10 @@ from ast_ad.runtime import (
     assign_item_vjp_x,
     astype,
     average_vjp,
+    average_weights_vjp,
     balanced_eq,
+    clip_hi_vjp,
+    clip_lo_vjp,
     clip_mask,
     column_stack_vjp,
     concatenate_vjp,
@@ -101,7 +104,9 @@ ew(np.abs,        lambda g, ans, x: g * np.sign(x))
 ew(np.maximum,    lambda g, ans, x, y: g * balanced_eq(x, ans, y), lambda g, ans, x, y: g * balanced_eq(y, ans, x))
 ew(np.minimum,    lambda g, ans, x, y: g * balanced_eq(x, ans, y), lambda g, ans, x, y: g * balanced_eq(y, ans, x))
 ew(np.where,      None, lambda g, ans, c, x, y: np.where(c, g, 0.0), lambda g, ans, c, x, y: np.where(c, 0.0, g))
-ew(np.clip,       lambda g, ans, x, lo=None, hi=None, *args, **kwargs: g * clip_mask(x, lo, hi))
+ew(np.clip,       lambda g, ans, x, lo=None, hi=None, *args, **kwargs: g * clip_mask(x, lo, hi),
+                 lambda g, ans, x, lo, hi=None, *args, **kwargs: clip_lo_vjp(g, x, lo, hi),
+                 lambda g, ans, x, lo, hi, *args, **kwargs: clip_hi_vjp(g, x, lo, hi))
 
 # ---- reductions --------------------------------------------------------------------------------
 defvjp(np.sum,  lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=False, *args, **kwargs:
@@ -161,7 +166,9 @@ defvjp(np.std,     lambda g, ans, x, axis=None, dtype=None, out=None, ddof=0, ke
                    std_vjp(g, ans, x, axis, ddof, keepdims))
 defvjp(np.cumsum,  lambda g, ans, x, axis=None, *args, **kwargs: cumsum_vjp(g, x, axis))
 defvjp(np.cumprod, lambda g, ans, x, axis=None, *args, **kwargs: cumprod_vjp(g, ans, x, axis))
-defvjp(np.average, lambda g, ans, x, axis=None, weights=None, *args, **kwargs: average_vjp(g, x, axis, weights))
+defvjp(np.average, lambda g, ans, x, axis=None, weights=None, *args, **kwargs: average_vjp(g, x, axis, weights),
+                   None,
+                   lambda g, ans, x, axis, weights, *args, **kwargs: average_weights_vjp(g, ans, x, axis, weights))
 defvjp(np.nansum,  lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=False, *args, **kwargs:
                    expand_reduced(g, x, axis, keepdims) * np.logical_not(np.isnan(x)))
 
@@ -217,10 +224,11 @@ defvjp(np.real,         lambda g, ans, x: g)
 defvjp(assign_item,     lambda g, ans, x, index, value: assign_item_vjp_x(g, x, index), None,
                         lambda g, ans, x, index, value: assign_item_vjp_value(g, index, value))
 defvjp(astype,          lambda g, ans, x, dtype: g)
+defvjp(T,               lambda g, ans, a: T(g))
 
 # ---- no gradient -----------------------------------------------------------------------------------
 def_nondiff(np.sign, np.floor, np.ceil, np.round, np.rint, np.trunc, np.shape, np.ndim, np.size,
-            np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.isnan, np.isinf, np.isfinite,
+            np.zeros_like, np.ones_like, np.empty_like, np.isnan, np.imag, np.isinf, np.isfinite,
             np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
             np.argmax, np.argmin, np.argsort, np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
             np.floor_divide, np.any, np.all, np.nonzero, np.count_nonzero, np.searchsorted, np.isclose, np.allclose,
@@ -260,6 +268,8 @@ defvjp(np.linspace,     lambda g, ans, start, stop, num=50, endpoint=True, *args
                         linspace_vjp(0, g, num, endpoint),
                         lambda g, ans, start, stop, num=50, endpoint=True, *args, **kwargs:
                         linspace_vjp(1, g, num, endpoint))
+defvjp(np.full_like,    None, lambda g, ans, a, fill_value, *args, **kwargs: unbroadcast(g, fill_value))
+ew(np.float64, lambda g, ans, x: g)  # numpy's float type called as a function: a cast, like float(x)
 defvjp(np.full,         None, lambda g, ans, shape, fill_value, *args, **kwargs: unbroadcast(g, fill_value))
 defvjp(np.matrix_transpose, lambda g, ans, x: T(g))
 defvjp(np.vecdot,       lambda g, ans, a, b, axis=-1: vecdot_vjp(g, b, axis),

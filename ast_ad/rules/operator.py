@@ -15,6 +15,7 @@ ew(operator.mul,     lambda g, ans, x, y: g * y,               lambda g, ans, x,
 ew(operator.truediv, lambda g, ans, x, y: g / y,               lambda g, ans, x, y: -g * ans / y)
 ew(operator.pow,     lambda g, ans, x, y: g * y * pow_minus_one(x, y),
                      lambda g, ans, x, y: g * ans * safe_log(x))
+ew(operator.mod,     lambda g, ans, x, y: g,                   lambda g, ans, x, y: -g * (x // y))
 ew(operator.neg,     lambda g, ans, x: -g)
 ew(operator.pos,     lambda g, ans, x: g)
 ew(operator.abs,     lambda g, ans, x: g * np.sign(x))
@@ -25,4 +26,4 @@ defvjp(operator.getitem, lambda g, ans, x, index: getitem_vjp(g, x, index))
 
 # ---- no gradient --------------------------------------------------------------------------------
 def_nondiff(operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
-            operator.not_, operator.floordiv, operator.mod)
+            operator.not_, operator.floordiv)
