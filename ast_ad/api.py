@@ -268,6 +268,10 @@ def _like(bar: Any, x: Any) -> Any:
     if bar is None:
         bar = 0.0
     bar = unbroadcast(bar, x)
+    if np.iscomplexobj(bar):
+        raise ASTADError("a complex value reached the gradient: ast_ad differentiates real code only (complex "
+                         "values come from 1j, np.fft, or a negative float to a fractional power such as "
+                         "(-2.0) ** 0.5); keep the computation real, e.g. np.sqrt(np.abs(x))")
     if isinstance(x, np.ndarray):
         if type(bar) is np.ndarray and bar.shape == x.shape and bar.dtype == x.dtype and bar.flags.owndata \
                 and bar.flags.writeable:

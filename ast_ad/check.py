@@ -50,7 +50,6 @@ REFUSED: dict[type, str] = {
     gast.Import: "import inside a differentiated function is not supported: import at module level",
     gast.ImportFrom: "import inside a differentiated function is not supported: import at module level",
     gast.Starred: "star-arguments (*args) are not supported: pass each argument explicitly",
-    gast.Dict: "dict literals are not supported in differentiated code yet: build the dict outside",
     gast.Set: "set literals are not supported in differentiated code: use a tuple",
 }
 if hasattr(gast, "Match"):

@@ -13,7 +13,7 @@ Grammar (``check_ir`` verifies it)::
                 | effect                          # print/assert: forward only, no gradient
     expr      ::= call | pack | attr | raw | atom
     call      ::= REF(atom*, NAME=atom*)          # the function is resolved at transform time
-    pack      ::= (atom*) | [atom*]
+    pack      ::= (atom*) | [atom*] | {CONST: atom*}
     attr      ::= atom.NAME                       # a runtime attribute read (shape, ndim...)
     raw       ::= a Python expression kept as written, with no gradient (tests, and/or)
     atom      ::= VAR | CONST | REF
@@ -77,7 +77,12 @@ class Call:
 @dataclass(frozen=True)
 class Pack:
     elts: tuple[Atom, ...]
-    kind: str = "tuple"  # or "list"
+    kind: str = "tuple"  # or "list", or "dict" (with ``keys``, constants, one per element)
+    keys: tuple[Any, ...] = ()
+
+    def slot(self, k: int) -> Any:
+        """What indexes element ``k`` of the packed value: its key for a dict, else its position."""
+        return self.keys[k] if self.kind == "dict" else k
 
 
 @dataclass(frozen=True)

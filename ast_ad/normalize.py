@@ -60,6 +60,12 @@ METHODS = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min"
            "argmin": np.argmin, "argsort": np.argsort, "any": np.any, "all": np.all, "astype": runtime.astype,
            "nonzero": np.nonzero}
 VARARG_METHODS = {"reshape", "transpose"}  # x.reshape(2, 3) means np.reshape(x, (2, 3))
+# What makes values complex, which ast_ad refuses at the line that names it (real code only, for now).
+COMPLEX_MAKERS = {complex, np.complex128, np.complex64, np.clongdouble, np.linalg.eig, np.linalg.eigvals,
+                  np.roots, np.iscomplexobj}
+COMPLEX_MODULES = {"cmath", "numpy.fft", "numpy.lib.scimath", "scipy.fft", "scipy.fftpack"}
+COMPLEX_HINT = ("complex numbers are not supported yet: ast_ad differentiates real code only "
+                "(no 1j, cmath, np.fft, np.emath or complex dtypes); keep the computation real")
 
 MAX_NAME = 16
 # Functions whose result may share memory with their first argument.
@@ -70,7 +76,38 @@ VIEWS = {operator.getitem, np.transpose, np.reshape, np.ravel, np.squeeze, np.ex
 
 def normalize(source: Source) -> ir.Function:
     """Lower ``source`` (already checked) to an :class:`ir.Function`."""
-    return ir.check_ir(Lowerer(source).function())
+    key = (source.fn, getattr(source.fn, "__code__", None))
+    _LOWERING[key] = False
+    try:
+        lowerer = Lowerer(source)
+        function = ir.check_ir(lowerer.function())
+        if _LOWERING[key] and lowerer.writes:
+            raise lowerer.error(source.tree, f"{source.tree.name} calls itself and changes its argument "
+                                             f"{sorted(lowerer.writes)[0]!r} in place: compute a new value instead")
+        _WRITES[key] = frozenset(lowerer.writes)
+        return function
+    finally:
+        del _LOWERING[key]
+
+
+# The parameters each user function may change in place (Python's caller would see the change), by function.
+_WRITES: dict[Any, frozenset[str]] = {}
+_LOWERING: dict[Any, bool] = {}  # functions being lowered now: True once a call to one assumed it writes nothing
+
+
+def param_writes(fn: Any) -> frozenset[str]:
+    """The parameters of the user function ``fn`` that it may change in place."""
+    key = (fn, getattr(fn, "__code__", None))
+    if key in _LOWERING:
+        _LOWERING[key] = True
+        return frozenset()
+    if key not in _WRITES:
+        from ast_ad.check import check
+        from ast_ad.parse import parse
+        source = parse(fn)
+        check(source.tree, lambda node: (source.filename, source.lineno(node), source.line(node)))
+        normalize(source)
+    return _WRITES[key]
 
 
 class Lowerer:
@@ -91,6 +128,9 @@ class Lowerer:
         self.inlining: list[str] = []
         self.shares: dict[str, set[str]] = {}  # IR name -> IR names that may share its memory (copies, views)
         self.changing: set[str] = set()  # user names that an if or a loop assigns: their IR names get mutable
+        self.params: dict[str, str] = {}  # IR name -> parameter, for the parameters' own values
+        self.kinds: dict[str, str] = {}  # IR name -> "list" or "tuple", where that is known (see ``kind``)
+        self.writes: set[str] = set()  # parameters whose values an in-place statement may change
 
     # ---- the function ------------------------------------------------------------------------------
     def function(self) -> ir.Function:
@@ -99,6 +139,7 @@ class Lowerer:
         names = tuple(self.namer.fresh(param, user=True) for param in params)
         self.env.update((param, ir.Var(name)) for param, name in zip(params, names, strict=True))
         self.owner.update(zip(names, params, strict=True))
+        self.params = dict(zip(names, params, strict=True))
         statements = tree.body
         if statements and isinstance(statements[0], gast.Expr) and isinstance(statements[0].value, gast.Constant):
             statements = statements[1:]  # docstring
@@ -184,17 +225,80 @@ class Lowerer:
         raise refuse(node, "return is only supported as the last statement of the function", self.locate)
 
     def stmt_Expr(self, node: gast.Expr) -> None:
+        """A call made for its effect: an append, an in-place write ast_ad rewrites, or a call it can see into.
+
+        Python passes arrays and lists by reference, so a call that may change its arguments is
+        lowered to what it computes (``np.add.at(y, i, v)`` is ``y = add_at(y, i, v)``) or refused.
+        """
         call = node.value
-        if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) and call.func.attr == "append" \
-                and self.is_local(call.func.value) and len(call.args) == 1 and not call.keywords:
-            target = self.expr(call.func.value)
+        if not isinstance(call, gast.Call):
+            if not isinstance(call, gast.Constant):
+                self.effect(node)
+            return
+        func = call.func
+        if isinstance(func, gast.Attribute) and self.is_local(func.value):
+            self.method_statement(call, func)
+            return
+        if isinstance(func, gast.Name) and func.id in self.local_functions and func.id not in self.env:
+            self.expr(call)  # inlined: its writes are the caller's own
+            return
+        fn = self.expr(func)
+        if not isinstance(fn, ir.Ref):
+            raise refuse(node, "calling a value computed inside the function is not supported yet: "
+                               "call a module-level function", self.locate)
+        twin = registry.in_place(fn.obj)
+        if twin is not None:
+            self.rewrite_in_place(call, call.args[0] if call.args else None, call.args[1:], twin)
+        elif any(kw.arg == "out" for kw in call.keywords) or inspect.isfunction(fn.obj) \
+                and registry.lookup(fn.obj) is None:
+            self.expr(call)  # out= is a write; a user function is transformed, its writes checked
+        elif registry.is_effect(fn.obj) or registry.lookup(fn.obj) is not None or not self.reads_locals(call):
+            self.effect(node)
+        else:
+            raise refuse(node, f"ast_ad cannot tell whether {fn.hint} changes its arguments, and its result is "
+                               "unused: assign what it computes to a variable, or register it as a primitive "
+                               "(ast_ad.extend.defvjp)", self.locate)
+
+    def method_statement(self, call: gast.Call, func: gast.Attribute) -> None:
+        """``xs.append(v)``, ``y.fill(v)``, ``y.sort()``: a method of a local value, called for its effect."""
+        if func.attr == "append" and len(call.args) == 1 and not call.keywords:
+            target = self.expr(func.value)
             value = self.expr(call.args[0])
-            self.guard_in_place(call.func.value)
+            self.guard_in_place(func.value)
             self.body.append(ir.Append(target.name, value, self.line))
             if isinstance(value, ir.Var):
                 self.share(target.name, value.name)
-        elif not isinstance(node.value, gast.Constant):
-            self.effect(node)
+            return
+        if func.attr == "extend" and len(call.args) == 1 and isinstance(call.args[0], (gast.List, gast.Tuple)):
+            for elt in call.args[0].elts:
+                append = gast.Attribute(value=func.value, attr="append", ctx=gast.Load())
+                self.method_statement(gast.copy_location(gast.Call(func=append, args=[elt], keywords=[]), call),
+                                      append)
+            return
+        twin = registry.in_place(getattr(np.ndarray, func.attr, None))
+        if twin is not None:
+            self.rewrite_in_place(call, func.value, call.args, twin)
+            return
+        raise refuse(call, f"the method .{func.attr}() changes {func.value.id} in place, which ast_ad does not "
+                           f"differentiate: compute a new value instead ({func.value.id} = ...), for lists "
+                           f"xs = xs + [v] or xs = xs[::-1]", self.locate)
+
+    def rewrite_in_place(self, call: gast.Call, target: gast.expr | None, rest: list, twin: Any) -> None:
+        """``f(y, *rest)`` that changes ``y`` in place becomes ``y = twin(y, *rest)``, checked like ``y += ...``."""
+        if not (isinstance(target, gast.Name) and target.id in self.env and target.id in self.locals):
+            raise refuse(call, "this call changes its first argument in place; ast_ad follows that only for a "
+                               "local variable: assign the array to a local name first", self.locate)
+        self.guard_in_place(target)
+        value = gast.copy_location(gast.Call(func=_load("§twin"), args=[target, *rest], keywords=call.keywords),
+                                   call)
+        self.env["§twin"] = ir.Ref(twin, getattr(twin, "__name__", "twin"))
+        try:
+            self.assign(target, value)
+        finally:
+            del self.env["§twin"]
+
+    def reads_locals(self, node: gast.AST) -> bool:
+        return any(isinstance(n, gast.Name) and n.id in self.env for n in syntax.walk(node))
 
     def stmt_FunctionDef(self, node: gast.FunctionDef) -> None:
         if node.decorator_list:
@@ -219,6 +323,7 @@ class Lowerer:
             return
         mine = self.env[base.id].name
         related = self.shares.get(mine, set()) | {mine}
+        self.writes |= {self.params[name] for name in related if name in self.params}
         others = [atom for name, atom in self.env.items() if name != base.id and isinstance(atom, ir.Var)
                   and (atom.name in related or mine in self.shares.get(atom.name, set()))]
         if not others:
@@ -340,6 +445,8 @@ class Lowerer:
             self.owner[name] = user_name
             self.mutable.add(name)
             self.body.append(ir.Assign(name, atom if atom is not None else ir.Const(None), self.line))
+            if atom is not None:
+                self.note_kind(name, atom)
             if isinstance(atom, ir.Var):  # ``v = x`` before the loop: v starts as x's very array
                 self.share(name, atom.name)
             self.env[user_name] = ir.Var(name)
@@ -487,9 +594,20 @@ class Lowerer:
             self.exact = outer
 
     def expr_Name(self, node: gast.Name, name: str | None, user: bool) -> ir.Atom:
-        return self.name(node)
+        return self.refuse_complex(node, self.name(node))
+
+    def refuse_complex(self, node: gast.expr, atom: ir.Atom) -> ir.Atom:
+        """``atom``, unless it is something that makes complex values (``cmath``, ``np.fft``, ``complex``)."""
+        if isinstance(atom, ir.Ref):
+            obj = atom.obj
+            module = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None)
+            if (registry.hashable(obj) and obj in COMPLEX_MAKERS) or module in COMPLEX_MODULES:
+                raise refuse(node, COMPLEX_HINT, self.locate)
+        return atom
 
     def expr_Constant(self, node: gast.Constant, name: str | None, user: bool) -> ir.Atom:
+        if isinstance(node.value, complex):
+            raise refuse(node, COMPLEX_HINT, self.locate)
         return ir.Const(node.value)
 
     def expr_BinOp(self, node: gast.BinOp, name: str | None, user: bool) -> ir.Atom:
@@ -498,7 +616,23 @@ class Lowerer:
             raise refuse(node, f"the operator {type(node.op).__name__} is not supported", self.locate)
         left, right = self.expr(node.left), self.expr(node.right)
         hint = name or _binary_hint(left, WORDS.get(fn, "op"), right)
+        kinds = (self.kind(left), self.kind(right))
+        if fn is operator.add and any(kinds):
+            joined = self.bind(ir.Call(ir.Ref(runtime.concat, "concat"), (left, right)), hint, user)
+            self.kinds[joined.name] = kinds[0] or kinds[1]
+            return joined
+        if fn is operator.mul and any(kinds):
+            seq, n = (left, right) if kinds[0] else (right, left)
+            repeated = self.bind(ir.Call(ir.Ref(runtime.repeat_seq, "repeat_seq"), (seq, n)), hint, user)
+            self.kinds[repeated.name] = kinds[0] or kinds[1]
+            return repeated
         return self.bind(ir.Call(self.operator(fn), (left, right)), hint, user)
+
+    def kind(self, atom: ir.Atom) -> str | None:
+        """``"list"`` or ``"tuple"`` where ``atom`` is known to be one (a literal, a comprehension, a join)."""
+        if isinstance(atom, ir.Const) and isinstance(atom.value, (list, tuple)):
+            return type(atom.value).__name__
+        return self.kinds.get(atom.name) if isinstance(atom, ir.Var) else None
 
     def expr_UnaryOp(self, node: gast.UnaryOp, name: str | None, user: bool) -> ir.Atom:
         operand = self.expr(node.operand)
@@ -554,6 +688,7 @@ class Lowerer:
         acc = self.namer.fresh(name or "items", user=user)
         self.locals.add(acc)
         self.body.append(ir.Assign(acc, ir.Const([]), self.line))
+        self.kinds[acc] = "list"
         self.env[acc] = ir.Var(acc)
         self.owner[acc] = acc
         renames = {}
@@ -597,12 +732,49 @@ class Lowerer:
         if not isinstance(fn, ir.Ref):
             raise refuse(node, "calling a value computed inside the function is not supported yet: "
                                "call a module-level function", self.locate)
+        out = next((kw for kw in node.keywords if kw.arg == "out"), None)
+        if out is not None:
+            return self.write_out(node, out, name, user)
         args = tuple(self.expr(arg) for arg in node.args)
         kwargs = tuple((kw.arg, self.expr(kw.value)) for kw in node.keywords)
         args, kwargs = _positional(fn.obj, args, kwargs)
+        if inspect.isfunction(fn.obj) and registry.lookup(fn.obj) is None:
+            self.check_arguments_kept(node, fn, args, kwargs)
         base = fn.hint.rsplit(".", 1)[-1]
         hint = name or (f"{base}_{args[0].name}" if len(args) == 1 and isinstance(args[0], ir.Var) else base)
         return self.bind(ir.Call(fn, args, kwargs), hint, user)
+
+    def write_out(self, node: gast.Call, out: gast.keyword, name: str | None, user: bool) -> ir.Atom:
+        """``f(x, out=y)`` writes ``f(x)`` into ``y`` and returns ``y``: it is ``y[...] = f(x)``."""
+        target = out.value
+        if not (isinstance(target, gast.Name) and target.id in self.env and target.id in self.locals):
+            raise refuse(node, "out= is supported with a local array only (f(x, out=y)): or write y = f(x)",
+                         self.locate)
+        plain = gast.copy_location(gast.Call(func=node.func, args=node.args,
+                                             keywords=[kw for kw in node.keywords if kw is not out]), node)
+        store = gast.Subscript(value=gast.Name(id=target.id, ctx=gast.Store(), annotation=None, type_comment=None),
+                               slice=gast.Constant(value=Ellipsis, kind=None), ctx=gast.Store())
+        self.assign(gast.copy_location(store, target), plain)
+        return self.expr(target, name, user)
+
+    def check_arguments_kept(self, node: gast.Call, fn: ir.Ref, args: tuple, kwargs: tuple) -> None:
+        """Refuse, at run time, an array or list passed to a user function that changes that parameter in place.
+
+        Python's caller would see the change; ast_ad's gradient computes it as a new value.
+        """
+        writes = param_writes(fn.obj)
+        if not writes:
+            return
+        try:
+            bound = inspect.signature(fn.obj).bind_partial(*args, **dict(kwargs))
+        except TypeError:
+            return  # Python raises its own error when the call runs
+        where = f"{self.source.filename}:{self.line.lineno}"
+        for param, atom in bound.arguments.items():
+            if param in writes and isinstance(atom, ir.Var):
+                message = ir.Const(f"{where}: {fn.hint} changes its argument {param!r} in place (Python's caller "
+                                   "would see the change); return the new value instead, or pass a copy")
+                self.bind(ir.Call(ir.Ref(runtime.check_kept, "check_kept"), (atom, message)), "checked")
 
     def inline(self, fn: gast.FunctionDef | gast.Lambda, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
         """A call to a function defined inside this one: its body, lowered in place with its own names."""
@@ -667,13 +839,13 @@ class Lowerer:
 
     def expr_Attribute(self, node: gast.Attribute, name: str | None, user: bool) -> ir.Atom:
         base = self.expr(node.value)
-        if isinstance(base, ir.Ref) and isinstance(base.obj, (types.ModuleType, type)):
+        if isinstance(base, ir.Ref) and isinstance(base.obj, (types.ModuleType, type, np.ufunc)):
             if not hasattr(base.obj, node.attr):
                 raise self.error(node, f"{base.hint} has no attribute {node.attr!r}")
             value = getattr(base.obj, node.attr)
             if isinstance(value, (int, float, bool, type(None))):  # np.pi, np.newaxis: constants
                 return ir.Const(value)
-            return ir.Ref(value, f"{base.hint}.{node.attr}", base.origin, base.root)
+            return self.refuse_complex(node, ir.Ref(value, f"{base.hint}.{node.attr}", base.origin, base.root))
         if node.attr in ATTRIBUTE_PRIMITIVES:
             fn = ATTRIBUTE_PRIMITIVES[node.attr]
             hint = name or (f"{base.name}_{node.attr}" if isinstance(base, ir.Var) else node.attr)
@@ -697,6 +869,15 @@ class Lowerer:
             values = tuple(elt.value for elt in elts)
             return ir.Const(values if kind == "tuple" else list(values))
         return self.bind(ir.Pack(elts, kind), name or "pack", user)
+
+    def expr_Dict(self, node: gast.Dict, name: str | None, user: bool) -> ir.Atom:
+        """``{"w": w, "b": b}``: keys are constants (strings, numbers), values atoms."""
+        keys = [self.expr(key) if key is not None else None for key in node.keys]
+        if not all(isinstance(key, ir.Const) and registry.hashable(key.value) for key in keys):
+            raise refuse(node, "dict literals need constant keys ({'w': w}) and no ** unpacking: "
+                               "build other dicts outside the function", self.locate)
+        values = tuple(self.expr(value) for value in node.values)
+        return self.bind(ir.Pack(values, "dict", tuple(key.value for key in keys)), name or "params", user)
 
     def expr_List(self, node: gast.List, name: str | None, user: bool) -> ir.Atom:
         return self.expr_Tuple(node, name, user, kind="list")
@@ -743,6 +924,7 @@ class Lowerer:
         if getattr(self, "exact", None) is not None and hint == self.exact:
             self.exact = None
             self.body.append(ir.Assign(hint, value, self.line))
+            self.note_kind(hint, value)
             return ir.Var(hint)
         if not user and len(hint) > MAX_NAME:
             hint = "t"
@@ -752,7 +934,14 @@ class Lowerer:
         if user:
             self.owner[target] = hint
         self.body.append(ir.Assign(target, value, self.line))
+        self.note_kind(target, value)
         return ir.Var(target)
+
+    def note_kind(self, target: str, value: ir.Expr) -> None:
+        if isinstance(value, ir.Pack) and value.kind != "dict":
+            self.kinds[target] = value.kind
+        elif isinstance(value, (ir.Var, ir.Const)) and self.kind(value):
+            self.kinds[target] = self.kind(value)
 
     def next_temp(self) -> int:
         k = getattr(self, "temps", 0) + 1

@@ -48,6 +48,15 @@ class Rule:
 _RULES: dict[Any, Rule] = {}
 
 
+def zero(g: Any, ans: Any, *args: Any, **kwargs: Any) -> float:
+    """The rule of an argument that the result does not depend on (a shape, an array written over whole).
+
+    Unlike ``None`` (no rule: a differentiated value there is refused), it contributes nothing;
+    the transformer emits no code for it.
+    """
+    return 0.0
+
+
 def defvjp(fn: Any, *vjps: VJP | None, elementwise: bool = False) -> None:
     """Register one reverse rule per positional argument of ``fn``."""
     _RULES[fn] = Rule(fn, tuple(vjps), elementwise=elementwise, origin=_caller())
@@ -62,6 +71,47 @@ def def_nondiff(*fns: Any) -> None:
     """Declare functions whose result carries no gradient (``floor``, ``shape``, ...)."""
     for fn in fns:
         _RULES[fn] = Rule(fn, nondiff=True, origin=_caller())
+
+
+_IN_PLACE: dict[Any, Any] = {}
+_EFFECTS: set[Any] = set()
+
+
+def def_in_place(fn: Any, twin: Any) -> None:
+    """Declare that ``fn(x, *rest)`` changes ``x`` in place, and that ``x = twin(x, *rest)`` computes the same.
+
+    ``fn`` may be a function (``np.add.at``) or a method of arrays (``np.ndarray.sort``).
+    """
+    _IN_PLACE[fn] = twin
+
+
+def in_place(fn: Any) -> Any:
+    """The functional twin of an in-place ``fn``, or ``None``."""
+    try:
+        return _IN_PLACE.get(fn)
+    except TypeError:
+        return None
+
+
+_SEQUENCES: set[Any] = set()
+
+
+def def_sequence(*fns: Any) -> None:
+    """Declare functions that return a tuple or list: their results' adjoints add element by element."""
+    _SEQUENCES.update(fns)
+
+
+def returns_sequence(fn: Any) -> bool:
+    return hashable(fn) and fn in _SEQUENCES
+
+
+def def_effect(*fns: Any) -> None:
+    """Declare functions called for an effect alone (``print``): they read their arguments and change none."""
+    _EFFECTS.update(fns)
+
+
+def is_effect(fn: Any) -> bool:
+    return hashable(fn) and fn in _EFFECTS
 
 
 def _caller() -> str:

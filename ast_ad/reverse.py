@@ -90,9 +90,6 @@ def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, 
 
 SCALAR = -1
 CONTAINER = -2  # a tuple, list or dict argument: its adjoint has the same structure
-# Primitives that return a tuple or list of arrays: their results' adjoints are tuples or lists too.
-SEQUENCES = {np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.linalg.eigh, np.linalg.svd,
-             np.linalg.qr, np.linalg.slogdet}
 FULL_REDUCTIONS = {np.sum, np.mean, float}  # called on one argument alone, these give a scalar
 
 
@@ -122,7 +119,7 @@ def usefulness(function: ir.Function, active: set[str]) -> set[str]:
         size = len(useful)
         for stmt in reversed(statements):
             if isinstance(stmt, ir.Assign) and stmt.target in useful:
-                useful.update(v.name for v in _inputs(stmt.value) if v.name in active)
+                useful.update(v.name for v in _flowing(stmt.value) if v.name in active)
             elif isinstance(stmt, ir.Unpack) and useful.intersection(stmt.targets) and stmt.value.name in active:
                 useful.add(stmt.value.name)
             elif isinstance(stmt, ir.Append) and stmt.target in useful and _atom_active(stmt.value, active):
@@ -261,7 +258,16 @@ def _is_active(value: ir.Expr, active: set[str]) -> bool:
         rule = registry.lookup(value.fn.obj)
         if rule is not None and rule.nondiff:
             return False
-    return any(v.name in active for v in _inputs(value))
+    return any(v.name in active for v in _flowing(value))
+
+
+def _flowing(value: ir.Expr) -> list[ir.Var]:
+    """The inputs a gradient can flow back to: not those whose rule is ``registry.zero`` (``np.full_like(x, v)``)."""
+    rule = registry.lookup(value.fn.obj) if isinstance(value, ir.Call) else None
+    if rule is None or registry.zero not in rule.vjps:
+        return _inputs(value)
+    zeros = [a for k, a in enumerate(value.args) if rule.vjp(k) is registry.zero]
+    return [v for v in _inputs(value) if v not in zeros]
 
 
 def _atom_active(atom: ir.Atom, active: set[str]) -> bool:
@@ -321,8 +327,7 @@ class Reverser:
         self.structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Append)}
         self.structured |= {p for p, label in zip(function.params, shapes, strict=True) if label == CONTAINER}
         self.structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
-                            and isinstance(s.value, ir.Call) and registry.hashable(s.value.fn.obj)
-                            and s.value.fn.obj in SEQUENCES}
+                            and isinstance(s.value, ir.Call) and registry.returns_sequence(s.value.fn.obj)}
         self.structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
                             and isinstance(s.value, ir.Pack)}
         self.calls: dict[int, tuple[Adjoint, str, list[ir.Atom], list[ir.Atom]]] = {}
@@ -412,7 +417,9 @@ class Reverser:
         labels = []
         for k, a in enumerate(args):
             label = shape_class(a, self.classes)
-            if label == SCALAR:
+            if isinstance(a, ir.Var) and a.name in self.structured:
+                labels.append(CONTAINER)
+            elif label == SCALAR:
                 labels.append(SCALAR)
             else:
                 labels.append(numbering.setdefault(label if label is not None else ("unknown", k), len(numbering)))
@@ -683,7 +690,7 @@ class Reverser:
             out: list[gast.stmt] = []
             for k, elt in enumerate(value.elts):
                 if _atom_active(elt, self.active):
-                    item = gast.Subscript(value=syntax.name(g), slice=syntax.const(k), ctx=gast.Load())
+                    item = gast.Subscript(value=syntax.name(g), slice=syntax.const(value.slot(k)), ctx=gast.Load())
                     out += self.accumulate(elt.name, item)
             return out
         if id(stmt) in self.calls:
@@ -708,6 +715,8 @@ class Reverser:
                 vjp = rule.vjp(k)
                 if vjp is None:
                     raise self.missing(stmt, f"{call.fn.hint} has no gradient rule for argument {k + 1}")
+                if vjp is registry.zero:
+                    continue
                 contribution = self.contribution(stmt, vjp, g, ans)
                 if rule.elementwise and not self.exact(call, k):
                     unbroadcast = self.refs.marker(runtime.unbroadcast, "unbroadcast")
@@ -729,6 +738,8 @@ class Reverser:
         """
         mine = shape_class(call.args[k], self.classes)
         others = [shape_class(a, self.classes) for j, a in enumerate(call.args) if j != k]
+        if mine == CONTAINER:
+            return False  # ``unbroadcast`` refuses lists that ``+`` joined
         return all(c == SCALAR or (c is not None and c == mine) for c in others)
 
     def contribution(self, stmt: ir.Assign, vjp: registry.VJP, g: str, ans_name: str) -> gast.expr:

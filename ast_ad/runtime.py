@@ -15,6 +15,14 @@ import numpy as np
 def unbroadcast(g, x):
     """Sum ``g`` down to the shape of ``x``, undoing numpy broadcasting."""
     if isinstance(x, (tuple, list, dict)):
+        if isinstance(g, (tuple, list, dict)) and len(g) != len(x):
+            try:
+                from ast_ad.errors import MissingRuleError as error
+            except ImportError:  # in an exported module
+                error = TypeError
+            raise error("this + or * joined or repeated lists or tuples, which ast_ad could not tell apart "
+                        "from arithmetic here: build the list as a literal, with append, or with "
+                        "list(...) first, so ast_ad knows it is a list")
         return g
     shape = getattr(x, "shape", None)
     if shape is not None and getattr(g, "shape", None) == shape:
@@ -562,8 +570,22 @@ def select_default_vjp(g, condlist, default):
 
 
 def assign_item(x, index, value):
-    """``x`` with ``x[index] = value``, as a new array (or list): ``y[i] = v`` in generated code."""
-    out = list(x) if isinstance(x, list) else np.array(x, dtype=np.result_type(x, value))
+    """``x`` with ``x[index] = value``, as a new array (or list): ``y[i] = v`` in generated code.
+
+    The new array keeps ``x``'s dtype, as numpy's write does; a float written into an
+    integer array would be truncated, so that is refused.
+    """
+    if isinstance(x, list):
+        out = list(x)
+    else:
+        out = np.array(x)
+        if out.dtype.kind in "biu" and np.result_type(value).kind in "fc":
+            try:
+                from ast_ad.errors import LocatedError as error
+            except ImportError:  # in an exported module
+                error = TypeError
+            raise error(f"a float written into an array of {out.dtype} is truncated, as numpy does, and has no "
+                        "gradient: make the array float first (np.zeros(n), x.astype(float))")
     out[index] = value
     return out
 
@@ -580,7 +602,59 @@ def assign_item_vjp_x(g, x, index):
 
 
 def assign_item_vjp_value(g, index, value):
-    return unbroadcast(g[index], value)
+    """The written entries' adjoint; where an index repeats, only the last write landed (numpy's rule)."""
+    taken = g[index]
+    if isinstance(g, np.ndarray) and _fancy(index):
+        order = np.arange(np.size(taken)).reshape(np.shape(taken))
+        stamp = np.full(np.shape(g), -1)
+        stamp[index] = order
+        taken = np.where(stamp[index] == order, taken, 0.0)
+    return unbroadcast(taken, value)
+
+
+def _fancy(index):
+    """Whether ``index`` holds an integer array or list, which may repeat entries."""
+    if isinstance(index, tuple):
+        return any(_fancy(part) for part in index)
+    return isinstance(index, (list, np.ndarray)) and np.asarray(index).dtype.kind in "iu"
+
+
+def copied(dst, src):
+    """``np.copyto(dst, src)`` as a new array: ``src`` broadcast to ``dst``'s shape, in ``dst``'s dtype."""
+    return assign_item(dst, Ellipsis, src)
+
+
+def add_at(x, index, value):
+    """``np.add.at(x, index, value)`` as a new array: repeated indices add up."""
+    out = np.array(x, dtype=np.result_type(x, value))
+    np.add.at(out, index, value)
+    return out
+
+
+def concat(a, b):
+    """``a + b`` for lists or tuples: joined end to end."""
+    return a + b
+
+
+def concat_vjp_a(g, a):
+    return g[:len(a)]
+
+
+def concat_vjp_b(g, a):
+    return g[len(a):]
+
+
+def repeat_seq(a, n):
+    """``a * n`` (or ``n * a``) for a list or tuple: ``n`` copies end to end."""
+    return a * n
+
+
+def repeat_seq_vjp(g, a, n):
+    """Every copy's adjoint, added element by element."""
+    total = None
+    for k in range(n):
+        total = add_adjoints(total, g[k * len(a):(k + 1) * len(a)])
+    return zeros_like(a) if total is None else list(total) if isinstance(a, list) else tuple(total)
 
 
 def chosen_vjp(k, g, ans, xs):
@@ -869,6 +943,16 @@ def check_in_place(target, others, where):
         raise error(f"{where}: this in-place update changes an object that another variable also refers to "
                     "(Python would change both; ast_ad computes a new value): copy it first, "
                     "y = x.copy(), or write x = x + ... instead of x += ...")
+
+
+def check_kept(value, message):
+    """Refuse to pass an array, list or dict to a function that changes that argument in place."""
+    if isinstance(value, (np.ndarray, list, dict)):
+        try:
+            from ast_ad.errors import InPlaceAliasError as error
+        except ImportError:  # in an exported module
+            error = ValueError
+        raise error(message)
 
 
 def _objects(obj):

@@ -213,6 +213,8 @@ def expr(e: ir.Expr, refs: RefTable, fn_name: gast.expr | None = None) -> gast.e
         return call(fn_name or refs.ref(e.fn), args, {k: atom(v, refs) for k, v in e.kwargs})
     if isinstance(e, ir.Pack):
         elts = [atom(a, refs) for a in e.elts]
+        if e.kind == "dict":
+            return gast.Dict(keys=[const(k) for k in e.keys], values=elts)
         return gast.List(elts=elts, ctx=gast.Load()) if e.kind == "list" else tuple_(elts)
     if isinstance(e, ir.Attr):
         return gast.Attribute(value=atom(e.value, refs), attr=e.attr, ctx=gast.Load())

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ast_ad import registry, tracer
-from ast_ad.runtime import check_in_place, unbroadcast
+from ast_ad.runtime import check_in_place, check_kept, unbroadcast
 from tests.rule_cases import CASES
 
 # ast_ad's own rules (tests and users may register more; those are checked where they are defined)
@@ -109,7 +109,7 @@ def test_nondiff_rules_stop_the_gradient(rule: registry.Rule) -> None:
               np.invert: (box(np.array([1, 2])),), np.gcd: (box(np.array([4, 6])), 2),
               np.lcm: (box(np.array([4, 6])), 2), np.bitwise_and: (box(np.array([4, 6])), 2),
               np.bitwise_or: (box(np.array([4, 6])), 2), np.bitwise_xor: (box(np.array([4, 6])), 2),
-              check_in_place: (box(np.ones(2)), (np.zeros(2),), "here")}
+              check_in_place: (box(np.ones(2)), (np.zeros(2),), "here"), check_kept: (box(0.5), "here")}
     if rule.fn in shaped:
         assert not isinstance(tracer.apply(rule.fn, *shaped[rule.fn]), tracer.Box)
         return

@@ -5,9 +5,22 @@ import operator
 
 import numpy as np
 
-from ast_ad.registry import def_nondiff, defvjp, lookup
+from ast_ad.registry import def_effect, def_nondiff, def_sequence, defvjp, lookup
 from ast_ad.registry import defvjp_elementwise as ew
-from ast_ad.runtime import check_in_place, chosen_vjp, field, field_vjp, part, unbroadcast
+from ast_ad.runtime import (
+    check_in_place,
+    check_kept,
+    chosen_vjp,
+    concat,
+    concat_vjp_a,
+    concat_vjp_b,
+    field,
+    field_vjp,
+    part,
+    repeat_seq,
+    repeat_seq_vjp,
+    unbroadcast,
+)
 
 ew(builtins.float, lambda g, ans, x: g)
 ew(builtins.abs,   lambda g, ans, x: g * np.sign(x))
@@ -25,6 +38,13 @@ defvjp(builtins.max, *lookup(builtins.min).vjps)
 
 defvjp(field, lambda g, ans, obj, name: field_vjp(g, obj, name))
 
-def_nondiff(check_in_place)  # the guard before an in-place update: no value, no gradient
+# lists and tuples joined (a + b) and repeated (a * n): their adjoints split and add element by element
+defvjp(concat, lambda g, ans, a, b: concat_vjp_a(g, a), lambda g, ans, a, b: concat_vjp_b(g, a))
+defvjp(repeat_seq, lambda g, ans, a, n: repeat_seq_vjp(g, a, n))
+def_sequence(concat, repeat_seq, builtins.divmod)
+
+def_effect(builtins.print)
+
+def_nondiff(check_in_place, check_kept)  # guards before in-place updates: no value, no gradient
 def_nondiff(builtins.len, builtins.int, builtins.bool, builtins.round, builtins.range,
             builtins.isinstance, builtins.type)

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ast_ad.registry import defvjp
+from ast_ad.registry import def_sequence, defvjp
 from ast_ad.runtime import (
     T,
     cholesky_vjp,
@@ -54,3 +54,5 @@ defvjp(np.linalg.vector_norm, lambda g, ans, x, axis=None, keepdims=False, ord=2
                               norm_vjp(g, ans, x if axis is not None or np.ndim(x) == 1 else np.ravel(x), ord,
                                        axis, keepdims).reshape(np.shape(x)))
 defvjp(np.linalg.matrix_norm, lambda g, ans, x, keepdims=False, ord="fro": norm_vjp(g, ans, x, ord, None, keepdims))
+
+def_sequence(np.linalg.eigh, np.linalg.svd, np.linalg.qr, np.linalg.slogdet)  # they return tuples

@@ -2,10 +2,11 @@
 
 import numpy as np
 
-from ast_ad.registry import def_nondiff, defvjp
+from ast_ad.registry import def_in_place, def_nondiff, def_sequence, defvjp, zero
 from ast_ad.registry import defvjp_elementwise as ew
 from ast_ad.runtime import (
     T,
+    add_at,
     assign_item,
     assign_item_vjp_value,
     assign_item_vjp_x,
@@ -19,6 +20,7 @@ from ast_ad.runtime import (
     column_stack_vjp,
     concatenate_vjp,
     convolve_vjp,
+    copied,
     correlate_vjp,
     cumprod_vjp,
     cumsum_vjp,
@@ -224,6 +226,18 @@ defvjp(np.real,         lambda g, ans, x: g)
 defvjp(assign_item,     lambda g, ans, x, index, value: assign_item_vjp_x(g, x, index), None,
                         lambda g, ans, x, index, value: assign_item_vjp_value(g, index, value))
 defvjp(astype,          lambda g, ans, x, dtype: g)
+defvjp(add_at,          lambda g, ans, x, index, value: g,
+                        None,
+                        lambda g, ans, x, index, value: unbroadcast(g[index], value))
+
+def_sequence(np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit)  # they return lists of arrays
+
+# ---- functions and methods that change their first argument in place, and their functional twins ------------
+defvjp(copied,          zero, lambda g, ans, dst, src: unbroadcast(g, src))
+def_in_place(np.add.at, add_at)
+def_in_place(np.copyto, copied)
+def_in_place(np.ndarray.fill, np.full_like)
+def_in_place(np.ndarray.sort, np.sort)
 defvjp(T,               lambda g, ans, a: T(g))
 
 # ---- no gradient -----------------------------------------------------------------------------------
@@ -268,7 +282,7 @@ defvjp(np.linspace,     lambda g, ans, start, stop, num=50, endpoint=True, *args
                         linspace_vjp(0, g, num, endpoint),
                         lambda g, ans, start, stop, num=50, endpoint=True, *args, **kwargs:
                         linspace_vjp(1, g, num, endpoint))
-defvjp(np.full_like,    None, lambda g, ans, a, fill_value, *args, **kwargs: unbroadcast(g, fill_value))
+defvjp(np.full_like,    zero, lambda g, ans, a, fill_value, *args, **kwargs: unbroadcast(g, fill_value))
 ew(np.float64, lambda g, ans, x: g)  # numpy's float type called as a function: a cast, like float(x)
 defvjp(np.full,         None, lambda g, ans, shape, fill_value, *args, **kwargs: unbroadcast(g, fill_value))
 defvjp(np.matrix_transpose, lambda g, ans, x: T(g))
