@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ast_ad import registry
+from ast_ad import registry, runtime
 from ast_ad.errors import MissingRuleError
 from ast_ad.runtime import add_adjoints, assign_item, astype, unbroadcast
 
@@ -49,6 +49,9 @@ class Box:
     ndim = property(lambda self: np.ndim(self.value))
     dtype = property(lambda self: np.asarray(self.value).dtype)
     T = property(lambda self: apply(np.transpose, self))
+    mT = property(lambda self: apply(runtime.T, self))
+    real = property(lambda self: apply(np.real, self))
+    imag = property(lambda self: apply(np.imag, self))
     size = property(lambda self: np.size(self.value))
     reshape = lambda self, *shape: apply(np.reshape, self, shape[0] if len(shape) == 1 else shape)  # noqa: E731
     transpose = lambda self, *axes: apply(  # noqa: E731
@@ -80,7 +83,8 @@ def _binary(fn: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[..., A
 
 
 for _name, _fn in [("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
-                   ("truediv", operator.truediv), ("pow", operator.pow), ("matmul", operator.matmul)]:
+                   ("truediv", operator.truediv), ("pow", operator.pow), ("matmul", operator.matmul),
+                   ("mod", operator.mod), ("divmod", builtins.divmod)]:
     _forward, _reflected = _binary(_fn)
     setattr(Box, f"__{_name}__", _forward)
     setattr(Box, f"__r{_name}__", _reflected)
@@ -179,13 +183,18 @@ def value_and_grad(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) 
     return run
 
 
+def _rebuild(like: Any, parts: list[Any]) -> Any:
+    """A list or tuple of ``parts`` of the type of ``like`` (a namedtuple takes them as fields)."""
+    return type(like)(*parts) if hasattr(like, "_fields") else type(like)(parts)
+
+
 def _box(value: Any) -> tuple[Any, Any]:
     if isinstance(value, dict):
         parts = {key: _box(v) for key, v in value.items()}
         return {key: p[0] for key, p in parts.items()}, {key: p[1] for key, p in parts.items()}
     if isinstance(value, (list, tuple)):
         parts = [_box(v) for v in value]
-        return type(value)(p[0] for p in parts), [p[1] for p in parts]
+        return _rebuild(value, [p[0] for p in parts]), [p[1] for p in parts]
     node = Node(value, [])
     return Box(value, node), node
 
@@ -194,7 +203,7 @@ def _gather(nodes: Any, adjoints: dict[int, Any], value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _gather(nodes[key], adjoints, v) for key, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(_gather(n, adjoints, v) for n, v in zip(nodes, value, strict=True))
+        return _rebuild(value, [_gather(n, adjoints, v) for n, v in zip(nodes, value, strict=True)])
     return unbroadcast(adjoints.get(id(nodes), 0.0), value)
 
 

@@ -1,0 +1,231 @@
+"""The trust catalogue: one function per way a gradient could silently differ from Python's semantics.
+
+Each function is either differentiated exactly (``EXACT`` in ``tests/test_trust.py``) or refused with an
+ast_ad error at the line marked ``# refused here``. Numbered as the categories of issue 10.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+
+import numpy as np
+
+Params = collections.namedtuple("Params", "w b")
+
+
+# ---- a value the generated code must compute as Python does -------------------------------------------------
+def swap_after_loop(y, a, v):
+    for _ in y:
+        a = a * 0.5
+    a, v = v, a
+    return np.sum(a * 2.0 + v)
+
+
+# ---- 1. reference semantics: containers, views, helpers ----------------------------------------------------
+def write_through_list_alias(x):
+    ys = [x * 1.0, x * 2.0]
+    a = ys[0]
+    a[0] = 5.0  # refused here
+    return np.sum(ys[0] * x)
+
+
+def write_through_loop_row(x):
+    y = x * 1.0
+    for row in y:
+        row *= 2.0  # refused here
+    return np.sum(y * x)
+
+
+def write_through_slice(x):
+    y = x * 1.0
+    z = y[1:]
+    z[0] = 3.0  # refused here
+    return np.sum(y * x)
+
+
+def write_through_reshape(x):
+    y = x * 1.0
+    z = y.reshape(-1)
+    z *= 3.0  # refused here
+    return np.sum(y * x)
+
+
+def append_through_alias(x):
+    xs = [x]
+    ys = xs
+    ys.append(x * 2.0)  # refused here
+    return np.sum(xs[0] * x)
+
+
+def doubles_in_place(a):
+    a *= 2.0
+    return 1.0
+
+
+def helper_changes_argument(x):
+    y = x * 1.0
+    doubles_in_place(y)  # refused here
+    return np.sum(y * x)
+
+
+def helper_changes_argument_used(x):
+    y = x * 1.0
+    s = doubles_in_place(y)  # refused here
+    return np.sum(y * x) + s
+
+
+def helper_on_scalars(x):
+    s = doubles_in_place(x)  # a float is rebound, not changed: exact
+    return x * s
+
+
+# ---- 2. numpy's write semantics -----------------------------------------------------------------------------
+def repeated_index_write(x):
+    y = np.zeros(3)
+    y[[0, 0, 2]] = x
+    return np.sum(y * y)
+
+
+def repeated_index_add(x):
+    y = np.zeros(3)
+    idx = np.array([0, 0, 2])
+    y[idx] += x
+    return np.sum(y * y)
+
+
+def add_at(x):
+    y = np.zeros(3)
+    np.add.at(y, [0, 0, 2], x)
+    return np.sum(y * y)
+
+
+def out_argument(x):
+    y = np.zeros(3)
+    np.sin(x, out=y)
+    return np.sum(y * x)
+
+
+def fill_method(x):
+    y = x * 1.0
+    y.fill(2.0)
+    return np.sum(y * x)
+
+
+def sort_method(x):
+    y = x * 1.0
+    y.sort()
+    return np.sum(y * np.arange(3.0))
+
+
+def copyto(x):
+    y = np.zeros(3)
+    np.copyto(y, x * 2.0)
+    return np.sum(y * x)
+
+
+def float_into_int_array(x):
+    y = np.zeros(3, dtype=int)
+    y[0] = x[0]  # refused here
+    return np.sum(y * x)
+
+
+def unknown_in_place_method(x):
+    xs = [x, x * 2.0]
+    xs.reverse()  # refused here
+    return np.sum(xs[0])
+
+
+def unknown_function_for_effect(x):
+    y = x * 1.0
+    np.put(y, [0], 5.0)  # refused here
+    return np.sum(y)
+
+
+# ---- 3. containers as values --------------------------------------------------------------------------------
+def layer(params, x):
+    return np.tanh(params["W"] @ x + params["b"])
+
+
+def dict_of_parameters(W, b, x):
+    params = {"W": W, "b": b}
+    return np.sum(layer(params, x) ** 2) + np.sum(layer(params, x * 2.0))
+
+
+def lists_joined(x):
+    a = [x, x * 2.0]
+    b = a + [x * 3.0]
+    return np.sum(b[2] * b[0])
+
+
+def lists_repeated(x):
+    a = [x] * 3
+    return np.sum(a[2] * a[0])
+
+
+def tuples_joined(x):
+    t = (x,) + (x * 2.0, x * 3.0)
+    return np.sum(t[0] * t[1] * t[2])
+
+
+def lists_extended(x):
+    xs = [x]
+    xs.extend([x * 2.0, x * 3.0])
+    return np.sum(xs[2] * xs[1])
+
+
+# ---- 4. operators and attributes that turn a value into a number -------------------------------------------
+def modulo(x):
+    return np.sum(x % 1.5 + 2.5 % (x + 2.0))
+
+
+def divmod_parts(x):
+    q, r = divmod(x, 1.5)
+    return r * q + divmod(x, 0.7)[1]
+
+
+def copysign(x):
+    return math.copysign(x, -1.0) * x
+
+
+def or_value(x):
+    s = None or x
+    t = x > 1.0 and x
+    return s * 2.0 + t * x
+
+
+def real_and_transposes(x):
+    return np.sum(x.real * x) + np.sum(x.mT @ x)
+
+
+def namedtuple_fields(p, x):
+    return np.sum(p.w * x + p.b)
+
+
+def builtin_min_max_pow(x):
+    return min(x, 2.0) * 3.0 + max([x, 0.5, x * x]) + pow(x, 3.0)
+
+
+def fsum_and_float64(x):
+    return math.fsum([x, x * 2.0]) + np.float64(x) * x
+
+
+def clip_with_active_bounds(x, lo):
+    return np.sum(np.clip(x, lo, lo + 2.0))
+
+
+def active_keyword(x, w):
+    return np.average(x, weights=w)
+
+
+def flat_read(x):
+    return x.flat[1] * 2.0  # refused here
+
+
+# ---- 5. complex numbers -------------------------------------------------------------------------------------
+def complex_literal(x):
+    return np.sum(np.abs(np.exp(1j * x)) ** 2 * x)  # refused here
+
+
+def complex_fft(x):
+    return np.sum(np.abs(np.fft.fft(x)))  # refused here
