@@ -838,6 +838,7 @@ class Lowerer:
         return self.bind(ir.Call(fn, (receiver,) + args, kwargs), hint, user)
 
     def expr_Attribute(self, node: gast.Attribute, name: str | None, user: bool) -> ir.Atom:
+        node = gast.copy_location(gast.Attribute(value=node.value, attr=self.mangled(node.attr), ctx=node.ctx), node)
         base = self.expr(node.value)
         if isinstance(base, ir.Ref) and isinstance(base.obj, (types.ModuleType, type, np.ufunc)):
             if not hasattr(base.obj, node.attr):
@@ -856,6 +857,13 @@ class Lowerer:
         if node.attr in NONDIFF_ATTRIBUTES or not isinstance(base, ir.Var):
             return self.bind(ir.Attr(base, node.attr), hint, user)
         return self.bind(ir.Call(ir.Ref(runtime.field, "field"), (base, ir.Const(node.attr))), hint, user)
+
+    def mangled(self, attr: str) -> str:
+        """``self.__k`` in a method of class ``C`` reads ``_C__k``, as Python's compiler mangles it."""
+        parts = self.fn.__qualname__.split(".")
+        if not attr.startswith("__") or attr.endswith("__") or len(parts) < 2 or parts[-2] == "<locals>":
+            return attr
+        return f"_{parts[-2].lstrip('_')}{attr}"
 
     def expr_Subscript(self, node: gast.Subscript, name: str | None, user: bool) -> ir.Atom:
         value = self.expr(node.value)

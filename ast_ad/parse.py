@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import inspect
 import linecache
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -64,7 +65,62 @@ def parse(fn: Callable[..., Any]) -> Source:
     defs = [node for node in body if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef))]
     if not defs:
         raise SourceUnavailableError(f"could not find the definition of {fn.__qualname__} in its source")
+    if not _runs(defs[0], fn, filename):
+        raise SourceUnavailableError(
+            f"the source of {fn.__qualname__} in {filename} is not the code Python runs for it: the file was "
+            "edited after it was imported, the function was built under another file's name, or its __code__ "
+            "was replaced; reload the module (importlib.reload) or restart, so that ast_ad differentiates "
+            "what runs")
     return Source(fn, defs[0], filename, offset)
+
+
+def _runs(tree: gast.FunctionDef, fn: Callable[..., Any], filename: str) -> bool:
+    """Whether the file's text, compiled as it is now, gives ``fn.__code__``: the same bytecode, names and constants.
+
+    The whole file is compiled, so methods, closures and the module's imports compile as they did.
+    """
+    code = fn.__code__
+    compiled = _compiled_file(filename, "".join(linecache.getlines(filename)), code.co_flags & _FUTURE_FLAGS)
+    found = compiled is not None and _code_at(compiled, code.co_name, code.co_firstlineno)
+    return bool(found) and _same_code(found, code)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_file(filename: str, text: str, flags: int) -> Any:
+    try:
+        return compile(text, filename, "exec", flags=flags, dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return None
+
+
+_FUTURE_FLAGS = 0
+for _feature in ("annotations", "generator_stop"):
+    _FUTURE_FLAGS |= getattr(__import__("__future__"), _feature).compiler_flag
+
+
+def _code_at(code: Any, name: str, line: int) -> Any:
+    """The code object named ``name`` starting at ``line`` among those nested in ``code``."""
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            if const.co_name == name and const.co_firstlineno == line:
+                return const
+            found = _code_at(const, name, line)
+            if found is not None:
+                return found
+    return None
+
+
+def _same_code(a: Any, b: Any) -> bool:
+    if a.co_code != b.co_code or a.co_names != b.co_names or a.co_varnames != b.co_varnames \
+            or len(a.co_consts) != len(b.co_consts):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts, strict=True):
+        if isinstance(x, types.CodeType) and isinstance(y, types.CodeType):
+            if not _same_code(x, y):
+                return False
+        elif type(x) is not type(y) or (x != y and not (x != x and y != y)):  # NaN equals NaN here
+            return False
+    return True
 
 
 @functools.lru_cache(maxsize=64)

@@ -144,3 +144,36 @@ def test_nondiff_declarations_are_piecewise_constant() -> None:
             except Exception:  # noqa: BLE001  (takes no float: shapes, constructors, guards)
                 break
             assert np.all((slope == 0) | (np.abs(slope) > 1e6)), (rule.fn, x, slope)
+
+
+# ---- 6. source that is not the code Python runs -------------------------------------------------------------
+def _module(path, text: str):
+    import importlib.util
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_file_edited_after_import_is_refused(tmp_path) -> None:
+    import linecache
+    module = _module(tmp_path / "edited_model.py", "def f(x):\n    return x * 2.0\n")
+    (tmp_path / "edited_model.py").write_text("def f(x):\n    return x * 3.0\n")
+    linecache.checkcache()
+    with pytest.raises(errors.SourceUnavailableError, match="not the code Python runs"):
+        ast_ad.grad(module.f)(1.0)
+
+
+def test_a_function_compiled_under_another_files_name_is_refused(tmp_path) -> None:
+    _module(tmp_path / "named_model.py", "def f(x):\n    return x * 2.0\n")
+    scope: dict = {}
+    exec(compile("def q(x):\n    return x * 9.0\n", str(tmp_path / "named_model.py"), "exec"), scope)  # noqa: S102
+    with pytest.raises(errors.SourceUnavailableError, match="not the code Python runs"):
+        ast_ad.grad(scope["q"])(1.0)
+
+
+def test_unchanged_methods_and_closures_are_read() -> None:
+    """The check compiles the whole file, so methods (mangled names) and closures match what runs."""
+    assert ast_ad.grad(c.Scaled(3.0).apply)(2.0) == 3.0
+    assert ast_ad.grad(c.scaler(4.0))(2.0) == 4.0

@@ -229,3 +229,18 @@ def complex_literal(x):
 
 def complex_fft(x):
     return np.sum(np.abs(np.fft.fft(x)))  # refused here
+
+
+# ---- 6. source read for methods and closures (the check that it is the code Python runs) -------------------
+class Scaled:
+    def __init__(self, k):
+        self.__k = k
+
+    def apply(self, x):
+        return x * self.__k
+
+
+def scaler(k):
+    def scale(x):
+        return x * k
+    return scale
