@@ -77,6 +77,8 @@ class Gradient:
         self.with_value = with_value
         self.signature = inspect.signature(self.fun)
         self.nparams = len(self.signature.parameters)
+        # every parameter positional-or-keyword: a call with one positional argument each needs no binding
+        self.plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in self.signature.parameters.values())
         for k in self.argnums:
             if k >= self.nparams - (self.bound_self is not None) or k < 0:
                 raise ArgnumsError(f"argnums={argnums!r} names argument {k}, but {self.fun.__qualname__} "
@@ -106,7 +108,7 @@ class Gradient:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.bound_self is not None:
             args = (self.bound_self, *args)
-        if kwargs or len(args) != self.nparams:
+        if kwargs or len(args) != self.nparams or not self.plain:
             args = self.bind(args, kwargs)
         positions = self.positions
         for k in positions:
@@ -119,7 +121,9 @@ class Gradient:
             failure = self.explain_failure(exc, args, loaded)
             if failure is exc:
                 raise
-            raise failure from (exc if isinstance(failure, GradientFailedError) else None)
+            # the user's own error (raised again by the function itself) keeps the generated code's as its cause
+            own = type(failure) is type(exc) and not isinstance(failure, ASTADError)
+            raise failure from (exc if own or isinstance(failure, GradientFailedError) else None)
         if type(out) not in PLAIN_FLOATS and not _is_scalar(out):
             raise self.non_scalar(out)
         if self.single:
@@ -134,8 +138,9 @@ class Gradient:
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         try:
             bound = self.signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise ASTADError(f"{self.__qualname__}() was called with arguments that do not fit it: {exc}") from None
+        except TypeError:
+            self.fun(*args, **kwargs)  # Python refuses the call before the body runs, with its own TypeError
+            raise
         bound.apply_defaults()
         return tuple(bound.arguments.values())
 
@@ -155,8 +160,8 @@ class Gradient:
                               "per call of a recursive function; raise sys.setrecursionlimit or use a loop")
         try:
             out = self.fun(*args)
-        except Exception:
-            return exc
+        except Exception as own:  # the user's own error, raised at the user's line with the user's traceback
+            return own if type(own) is type(exc) else exc
         if not _is_scalar(out):
             return self.non_scalar(out)
         where = loaded.user_line(exc)

@@ -58,6 +58,8 @@ if hasattr(gast, "Match"):
 
 def check(tree: gast.FunctionDef, locate: Locate) -> gast.FunctionDef:
     """Return ``tree`` unchanged if it is inside the language; raise at the first construct that is not."""
+    if isinstance(tree, gast.AsyncFunctionDef):
+        raise refuse(tree, REFUSED[gast.AsyncFunctionDef], locate)
     _check_arguments(tree.args, locate)
     for statement in tree.body:
         for node in gast.walk(statement):

@@ -177,3 +177,30 @@ def test_unchanged_methods_and_closures_are_read() -> None:
     """The check compiles the whole file, so methods (mangled names) and closures match what runs."""
     assert ast_ad.grad(c.Scaled(3.0).apply)(2.0) == 3.0
     assert ast_ad.grad(c.scaler(4.0))(2.0) == 4.0
+
+
+# ---- 7. calling conventions and exceptions ------------------------------------------------------------------
+def test_parameters_bind_as_python_binds_them() -> None:
+    assert ast_ad.grad(c.conventions, (0, 1))(1.0, 2.0, z=3.0) == (6.0, 3.0)
+    assert ast_ad.grad(c.conventions)(1.0, y=2.0) == 4.0
+    with pytest.raises(TypeError, match="positional arguments but 3 were given"):
+        ast_ad.grad(c.conventions)(1.0, 2.0, 3.0)
+    with pytest.raises(TypeError, match="positional-only"):
+        ast_ad.grad(c.conventions)(x=1.0, y=2.0)
+
+
+@pytest.mark.parametrize("fn, kind", [(c.divides_by_zero, ZeroDivisionError), (c.fails_assert, AssertionError)])
+def test_the_users_exception_comes_from_the_users_line(fn, kind) -> None:
+    import traceback
+    with pytest.raises(kind) as info:
+        ast_ad.grad(fn)(1.0)
+    frames = traceback.extract_tb(info.value.__traceback__)
+    lines, start = inspect.getsourcelines(fn)
+    line = start + next(i for i, text in enumerate(lines) if "# raises here" in text)
+    assert (frames[-1].filename, frames[-1].lineno) == (c.__file__, line)
+
+
+def test_async_functions_are_refused() -> None:
+    with pytest.raises(errors.UnsupportedSyntaxError, match="async") as info:
+        ast_ad.grad(c.coroutine)(1.0)
+    assert (info.value.filename, info.value.lineno) == (c.__file__, _marked_line(c.coroutine))

@@ -244,3 +244,22 @@ def scaler(k):
     def scale(x):
         return x * k
     return scale
+
+
+# ---- 7. calling conventions and the user's own exceptions ---------------------------------------------------
+def conventions(x, /, y, *, z=2.0):
+    return x * y * z
+
+
+def divides_by_zero(x):
+    y = x * 0.0
+    return 1.0 / y  # raises here
+
+
+def fails_assert(x):
+    assert x > 5.0, "x too small"  # raises here
+    return x
+
+
+async def coroutine(x):  # refused here
+    return x
