@@ -158,3 +158,15 @@ def test_export_runs_without_ast_ad(tmp_path, name, args, argnums) -> None:
     for got, want in zip(eval(grads_line), expected, strict=True):  # noqa: S307 -- our own repr output
         np.testing.assert_allclose(np.sum(got, axis=0) if np.ndim(got) > np.ndim(want) else got, want,
                                    rtol=1e-10)
+
+
+def test_an_exported_module_refuses_arguments_it_was_not_built_for(tmp_path) -> None:
+    """Exported for a number, the module refuses an array there, rather than return a gradient of the wrong shape."""
+    ast_ad.export(ast_ad.grad(cli_model.f, (0, 1)), str(tmp_path / "scalar_export.py"), 2.0, 3.0)
+    script = BLOCK_AST_AD + (
+        f"import numpy as np\nsys.path.insert(0, {str(tmp_path)!r})\nimport scalar_export\n"
+        "print(scalar_export.f_vjp(2.0, 3.0)[0])\n"
+        "try:\n    scalar_export.f_vjp(np.ones(3), 3.0)\nexcept TypeError as e:\n    print('refused:', e)\n")
+    done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "refused: f_vjp was exported for a scalar argument 0, not a ndarray" in done.stdout
