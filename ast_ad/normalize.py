@@ -129,6 +129,8 @@ class Lowerer:
         self.shares: dict[str, set[str]] = {}  # IR name -> IR names that may share its memory (copies, views)
         self.changing: set[str] = set()  # user names that an if or a loop assigns: their IR names get mutable
         self.params: dict[str, str] = {}  # IR name -> parameter, for the parameters' own values
+        self.appends_left: dict[str, int] = {}  # user name -> appends to it not lowered yet
+        self.loops: list[set[str]] = []  # per enclosing loop, the names it appends to
         self.kinds: dict[str, str] = {}  # IR name -> "list" or "tuple", where that is known (see ``kind``)
         self.writes: set[str] = set()  # parameters whose values an in-place statement may change
 
@@ -147,6 +149,9 @@ class Lowerer:
         self.locals |= {n.id for s in statements for n in gast.walk(s)
                         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         self.namer.reserved |= self.locals
+        for s in statements:
+            for name in _appended(s):
+                self.appends_left[name] = self.appends_left.get(name, 0) + 1
         self.changing = {n.id for s in statements if isinstance(s, (gast.If, gast.For, gast.While))
                          for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         if not statements or not isinstance(statements[-1], gast.Return) or statements[-1].value is None:
@@ -265,6 +270,7 @@ class Lowerer:
             target = self.expr(func.value)
             value = self.expr(call.args[0])
             self.guard_in_place(func.value)
+            self.appends_left[func.value.id] = self.appends_left.get(func.value.id, 1) - 1
             self.body.append(ir.Append(target.name, value, self.line))
             if isinstance(value, ir.Var):
                 self.share(target.name, value.name)
@@ -472,12 +478,23 @@ class Lowerer:
     def stmt_While(self, node: gast.While) -> None:
         self.prepare(node)
         test = self.raw(node.test)
-        self.body.append(ir.While(test, self.block(node.body), self.line_of(node)))
+        self.loops.append(_appended(node))
+        try:
+            self.body.append(ir.While(test, self.block(node.body), self.line_of(node)))
+        finally:
+            self.loops.pop()
 
     def stmt_Break(self, node: gast.Break) -> None:
         self.body.append(ir.Break(self.line_of(node)))
 
     def stmt_For(self, node: gast.For) -> None:
+        self.loops.append(_appended(node))
+        try:
+            self.lower_for(node)
+        finally:
+            self.loops.pop()
+
+    def lower_for(self, node: gast.For) -> None:
         line = self.line_of(node)
         counted = self.range_call(node.iter)
         if counted is not None and isinstance(node.target, gast.Name):
@@ -869,6 +886,12 @@ class Lowerer:
         value = self.expr(node.value)
         index = self.index(node.slice)
         hint = name or (f"{value.name}_item" if isinstance(value, ir.Var) else "item")
+        grows = isinstance(node.value, gast.Name) and (self.appends_left.get(node.value.id, 0) > 0
+                                                       or any(node.value.id in names for names in self.loops))
+        if grows and isinstance(value, ir.Var):
+            # a list that grows later: its adjoint here has the length it has now
+            n = self.bind(ir.Call(ir.Ref(len, "len"), (value,)), f"n_{value.name}")
+            return self.bind(ir.Call(ir.Ref(runtime.list_item, "list_item"), (value, index, n)), hint, user)
         return self.bind(ir.Call(self.operator(operator.getitem), (value, index)), hint, user)
 
     def expr_Tuple(self, node: gast.Tuple, name: str | None, user: bool, kind: str = "tuple") -> ir.Atom:
@@ -996,6 +1019,12 @@ def _positional(fn: Any, args: tuple[ir.Atom, ...], kwargs: tuple[tuple[str, ir.
         else:
             return args, kwargs
     return tuple(moved), tuple(given.items())
+
+
+def _appended(node: gast.AST) -> set[str]:
+    """The names ``node`` appends to (``xs.append(v)``, ``xs.extend(...)``)."""
+    return {n.func.value.id for n in gast.walk(node) if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
+            and n.func.attr in ("append", "extend") and isinstance(n.func.value, gast.Name)}
 
 
 def _binary_hint(left: ir.Atom, word: str, right: ir.Atom) -> str:

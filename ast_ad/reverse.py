@@ -17,6 +17,7 @@ become calls to their generated ``_fwd``/``_bwd`` pair.
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +56,7 @@ class Adjoint:
     callees: list[Adjoint] = field(default_factory=list)
     releasable: frozenset[str] = frozenset()  # arrays the forward pass binds once: see ``released``
     array_adjoints: frozenset[str] = frozenset()  # adjoint names of values that may be arrays
+    structured_result: bool = False  # the function returns a list, tuple or dict (its adjoint adds by element)
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -341,6 +343,7 @@ class Reverser:
     # ---- the driver -------------------------------------------------------------------------------------
     def run(self, shell: Adjoint | None = None) -> Adjoint:
         self.plan_calls()
+        self.spread_structure()
         result = self.function.result
         seed = self.namer.fresh(f"{result.name}_bar" if isinstance(result, ir.Var) else "out_bar")
         if isinstance(result, ir.Var) and result.name in self.useful:
@@ -365,9 +368,32 @@ class Reverser:
         adjoint.result, adjoint.seed, adjoint.grads = result_expr, seed, grads
         adjoint.refs, adjoint.callees = self.refs, self.callees
         adjoint.releasable = self.releasable()
+        adjoint.structured_result = isinstance(result, ir.Var) and result.name in self.structured
         adjoint.array_adjoints = frozenset(bar for var, bar in self.bars.items() if isinstance(var, str)
                                            and shape_class(ir.Var(var), self.classes) != SCALAR)
         return adjoint
+
+    def spread_structure(self) -> None:
+        """Names that hold lists, tuples or dicts: copies of such names, and results of calls that return one.
+
+        Their adjoints add element by element (``add_adjoints``), never with ``+``, which would join them.
+        """
+        self.items: set[str] = set()
+        size = -1
+        while size != len(self.structured):
+            size = len(self.structured)
+            for stmt in ir.walk(self.function.body):
+                if not isinstance(stmt, ir.Assign):
+                    continue
+                value = stmt.value
+                if isinstance(value, ir.Var) and value.name in self.structured:
+                    self.structured.add(stmt.target)
+                elif isinstance(value, ir.Call) and value.fn.obj is operator.getitem \
+                        and isinstance(value.args[0], ir.Var) and value.args[0].name in self.structured:
+                    self.structured.add(stmt.target)  # an item of a container may be a container itself
+                    self.items.add(stmt.target)
+                elif id(stmt) in self.calls and self.calls[id(stmt)][0].structured_result:
+                    self.structured.add(stmt.target)
 
     def releasable(self) -> frozenset[str]:
         """Arrays computed once, at the top level of the forward pass, by a primitive or a call.
@@ -382,7 +408,7 @@ class Reverser:
                 rule = registry.lookup(stmt.value.fn.obj)
                 if (rule is not None and not rule.nondiff) or id(stmt) in self.calls:
                     names.add(stmt.target)
-        return frozenset(names - self.structured - self.rebound - set(self.function.params))
+        return frozenset(names - (self.structured - self.items) - self.rebound - set(self.function.params))
 
     def plan_calls(self) -> None:
         """Derive the adjoint of every call to a user function whose result needs an adjoint."""

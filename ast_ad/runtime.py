@@ -56,7 +56,7 @@ def dense_adjoint(g, x):
     Accumulating adjoints start as ``0.0``, which broadcasting rules take as any
     shape; a rule that reshapes, indexes or multiplies matrices needs the real shape.
     """
-    if type(g) is float and g == 0.0 and not isinstance(x, float):
+    if g is None or (type(g) is float and g == 0.0 and not isinstance(x, float)):
         return zeros_like(x)
     return g
 
@@ -629,6 +629,18 @@ def add_at(x, index, value):
     out = np.array(x, dtype=np.result_type(x, value))
     np.add.at(out, index, value)
     return out
+
+
+def list_item(xs, index, n):
+    """``xs[index]`` of a list that grows later (``xs.append``): ``n`` is its length when it was read."""
+    return xs[index]
+
+
+def list_item_vjp(g, xs, index, n):
+    """The adjoint of the list as it was when read: ``n`` entries, the one read taking ``g``."""
+    parts = [zeros_like(xs[k]) for k in range(n)]
+    parts[index] = g
+    return parts
 
 
 def concat(a, b):

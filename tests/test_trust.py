@@ -49,6 +49,12 @@ EXACT = [
     (c.fsum_and_float64, (1.3,), (0,), True),
     (c.clip_with_active_bounds, (X, 1.0), (0, 1), True),
     (c.active_keyword, (X, np.array([1.0, 2.0, 3.0])), (0, 1), False),  # the tracer takes no keywords
+    (c.returned_list, (X,), (0,), True),
+    (c.append_from_same_list, (X,), (0,), True),
+    (c.unused_stacked_output, (X,), (0,), True),
+    (c.list_of_parameter_dicts, ([{"W": W[:2], "b": B[:2]}, {"W": M, "b": B[1:]}], np.array([0.7, -1.2])), (0,),
+     True),
+    (c.def_inside_loop, (1.3,), (0,), True),
 ]
 
 # (function, arguments, error type)
@@ -70,10 +76,33 @@ REFUSED = [
 
 
 def _flatten(value):
-    """The arrays of a gradient (a container's leaves), for the finite-difference oracle."""
-    if isinstance(value, (tuple, list)):
-        return [leaf for item in value for leaf in _flatten(item)]
-    return [np.asarray(value, dtype=float)]
+    """The arrays of a gradient (a container's leaves), to compare with the tracer's."""
+    return [np.asarray(leaf, dtype=float) for _, leaf in _leaves(value)]
+
+
+def _leaves(value, path=()):
+    """(path, leaf) for every number or array inside lists, tuples and dicts."""
+    if isinstance(value, dict):
+        return [pair for key, item in value.items() for pair in _leaves(item, (*path, key))]
+    if isinstance(value, (list, tuple)):
+        return [pair for i, item in enumerate(value) for pair in _leaves(item, (*path, i))]
+    return [(path, value)]
+
+
+def _at(value, path):
+    for key in path:
+        value = value[key]
+    return value
+
+
+def _replace(value, path, new):
+    if not path:
+        return new
+    if isinstance(value, dict):
+        return {**value, path[0]: _replace(value[path[0]], path[1:], new)}
+    parts = list(value)
+    parts[path[0]] = _replace(parts[path[0]], path[1:], new)
+    return type(value)(*parts) if hasattr(value, "_fields") else type(value)(parts)
 
 
 def _copies(args):
@@ -85,18 +114,12 @@ def test_exact(fn, args, argnums, traced) -> None:
     value, grads = ast_ad.value_and_grad(fn, argnums)(*_copies(args))
     assert value == fn(*_copies(args))  # bit for bit
     for k, g in zip(argnums, grads, strict=True):
-        if isinstance(args[k], tuple):  # a namedtuple: each field against finite differences
-            for i, leaf in enumerate(_flatten(g)):
-                def field(v, *rest, i=i, k=k):
-                    parts = list(args[k])
-                    parts[i] = v
-                    call = list(rest)
-                    call.insert(k, type(args[k])(*parts))
-                    return fn(*call)
-                rest = args[:k] + args[k + 1:]
-                assert_fd(field, (args[k][i], *rest), (0,), (leaf,))
-        else:
-            assert_fd(fn, _copies(args), (k,), (g,))
+        for path, leaf in _leaves(args[k]):  # a container: each leaf against finite differences
+            def moved(v, k=k, path=path):
+                call = list(_copies(args))
+                call[k] = _replace(args[k], path, v)
+                return fn(*call)
+            assert_fd(moved, (leaf,), (0,), (_at(g, path),))
     if traced:
         assert_same(_flatten(grads), _flatten(ast_ad.tracer.grad(fn, argnums)(*_copies(args))))
 

@@ -263,3 +263,47 @@ def fails_assert(x):
 
 async def coroutine(x):  # refused here
     return x
+
+
+# ---- the crashes seen in ordinary code ----------------------------------------------------------------------
+def build_list(x):
+    out = []
+    for i in range(3):
+        out.append(x * i)
+    return out
+
+
+def returned_list(x):
+    ys = build_list(x)
+    return np.sum(ys[2] * ys[1])
+
+
+def append_from_same_list(x):
+    ys = [x]
+    ys.append(ys[-1] * 2.0)
+    ys.append(ys[-1] * ys[0])
+    return np.sum(ys[2] * ys[1])
+
+
+def unused_stacked_output(x):
+    hs = []
+    for i in range(3):
+        hs.append(x * i)
+    stacked = np.stack(hs)
+    return np.sum(x * 2.0) + 0.0 * stacked.shape[0]
+
+
+def list_of_parameter_dicts(params, x):
+    h = x
+    for p in params:
+        h = np.tanh(p["W"] @ h + p["b"])
+    return np.sum(h)
+
+
+def def_inside_loop(x):
+    s = 0.0
+    for i in range(3):
+        def g(z):
+            return z * i  # noqa: B023  (called within the iteration that defines it)
+        s = s + g(x)
+    return s

@@ -16,6 +16,8 @@ from ast_ad.runtime import (
     concat_vjp_b,
     field,
     field_vjp,
+    list_item,
+    list_item_vjp,
     part,
     repeat_seq,
     repeat_seq_vjp,
@@ -41,6 +43,7 @@ defvjp(field, lambda g, ans, obj, name: field_vjp(g, obj, name))
 # lists and tuples joined (a + b) and repeated (a * n): their adjoints split and add element by element
 defvjp(concat, lambda g, ans, a, b: concat_vjp_a(g, a), lambda g, ans, a, b: concat_vjp_b(g, a))
 defvjp(repeat_seq, lambda g, ans, a, n: repeat_seq_vjp(g, a, n))
+defvjp(list_item, lambda g, ans, xs, index, n: list_item_vjp(g, xs, index, n))
 def_sequence(concat, repeat_seq, builtins.divmod)
 
 def_effect(builtins.print)
