@@ -23,6 +23,7 @@ the function's real closure, globals and builtins, so ``np.sin``, ``numpy.sin``,
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import operator
 import types
@@ -131,6 +132,9 @@ class Lowerer:
         self.params: dict[str, str] = {}  # IR name -> parameter, for the parameters' own values
         self.appends_left: dict[str, int] = {}  # user name -> appends to it not lowered yet
         self.loops: list[set[str]] = []  # per enclosing loop, the names it appends to
+        self.partials: dict[str, tuple] = {}  # name -> (function, args, keywords) of a functools.partial
+        self.partial_values: dict[str, ir.Atom] = {}
+        self.instances: dict[str, type] = {}  # IR name -> the user class it was made by (``m = Model(w)``)
         self.kinds: dict[str, str] = {}  # IR name -> "list" or "tuple", where that is known (see ``kind``)
         self.writes: set[str] = set()  # parameters whose values an in-place statement may change
 
@@ -211,9 +215,44 @@ class Lowerer:
         else:
             self.env[base.id] = self.bind(call, base.id, user=True)
 
+    def assign_nested(self, target: gast.Subscript, value: ir.Atom) -> None:
+        """``L[0][i] = v``: the object ``L[0]`` changes in place; ast_ad writes a new one back into ``L``.
+
+        Another variable that reaches ``L[0]``'s object would see Python's change: that is refused at run time.
+        """
+        outer = target.value
+        root = outer
+        while isinstance(root, gast.Subscript):
+            root = root.value
+        if not (isinstance(root, gast.Name) and root.id in self.env and root.id in self.locals):
+            raise refuse(target, "item assignment is supported on local variables only (y[i] = v, L[0][i] = v): "
+                                 "assign to a local array first", self.locate)
+        inner = self.expr(outer)
+        self.note_views(inner)
+        if isinstance(inner, ir.Var):
+            related = self.shares.get(inner.name, set()) | {inner.name}
+            others = [atom for key, atom in self.env.items() if key != root.id and isinstance(atom, ir.Var)
+                      and atom.name in related]
+            if others:
+                where = f"{self.source.filename}:{self.line.lineno}"
+                call = ir.Call(ir.Ref(runtime.check_in_place, "check_in_place"),
+                               (inner, self.bind(ir.Pack(tuple(dict.fromkeys(others))), "others"), ir.Const(where)))
+                self.bind(call, "checked")
+        index = self.index(target.slice)
+        new = self.bind(ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (inner, index, value)),
+                        f"{_atom_name(inner)}_new" if isinstance(inner, ir.Var) else "item")
+        self.bind_target(outer, new)
+
     def augment_item(self, node: gast.AugAssign) -> None:
         """``y[i] += v`` reads ``y[i]`` once, adds, and assigns the item."""
         target = node.target
+        if isinstance(target.value, gast.Subscript):  # ``L[0][i] += v``
+            fn = BINARY.get(type(node.op))
+            if fn is None:
+                raise refuse(node, f"the operator {type(node.op).__name__} is not supported", self.locate)
+            new = self.bind(ir.Call(self.operator(fn), (self.expr(target), self.expr(node.value))), "t")
+            self.assign_nested(target, new)
+            return
         array = self.expr(target.value) if isinstance(target.value, gast.Name) else None
         if array is None:
             raise refuse(target, "augmented assignment is supported on items of local variables only",
@@ -349,6 +388,10 @@ class Lowerer:
         if isinstance(target, gast.Name) and isinstance(value, gast.Lambda):
             self.local_functions[target.id] = value
             return
+        if isinstance(target, gast.Name) and isinstance(value, gast.Call) and value.args \
+                and self.static(value.func) is functools.partial:
+            self.partials[target.id] = self.frozen_partial(value)
+            return
         if isinstance(target, gast.Name) and self.is_mutable(target.id):
             name = self.env[target.id].name
             self.copy(name, self.expr(value, name, exact=True))
@@ -370,6 +413,9 @@ class Lowerer:
             self.bind_target(target, self.expr(value))
 
     def bind_target(self, target: gast.expr, value: ir.Atom) -> None:
+        if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Subscript):
+            self.assign_nested(target, value)
+            return
         if isinstance(target, gast.Subscript):
             self.guard_in_place(target)
             self.assign_item(target, value)
@@ -400,6 +446,19 @@ class Lowerer:
             self.share(copied.name, atom.name)
             return copied
         return atom
+
+    def frozen_partial(self, value: gast.Call) -> tuple[gast.expr, list[gast.expr], list[gast.keyword]]:
+        """``functools.partial(f, a, k=b)``: ``a`` and ``b`` evaluated now, as Python does, under names of their own."""
+        def frozen(node: gast.expr) -> gast.expr:
+            if self.is_function(node):
+                return node
+            key = f"§partial{len(self.partial_values)}"  # not an identifier: it cannot meet a user's name
+            self.partial_values[key] = self.hold(self.expr(node))
+            self.env[key] = self.partial_values[key]
+            return gast.copy_location(_load(key), node)
+        func, *args = value.args
+        return func, [frozen(a) for a in args], [gast.keyword(arg=kw.arg, value=frozen(kw.value))
+                                                 for kw in value.keywords]
 
     def hold(self, atom: ir.Atom) -> ir.Atom:
         """``atom``, or a copy of it if it is a mutable name that a later binding may overwrite."""
@@ -440,8 +499,8 @@ class Lowerer:
     def prepare(self, node: gast.stmt) -> None:
         """Give each user variable that ``node`` assigns one mutable name, bound before ``node`` runs."""
         stored = [n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)]
-        stored += [n.value.id for n in gast.walk(node) if isinstance(n, gast.Subscript)
-                   and isinstance(n.ctx, gast.Store) and isinstance(n.value, gast.Name)]
+        stored += [_root(n).id for n in gast.walk(node) if isinstance(n, gast.Subscript)
+                   and isinstance(n.ctx, gast.Store) and isinstance(_root(n), gast.Name)]
         for user_name in dict.fromkeys(stored):
             atom = self.env.get(user_name)
             if isinstance(atom, ir.Var) and self.owner.get(atom.name) == user_name:
@@ -559,8 +618,7 @@ class Lowerer:
         return self.bind(ir.Call(self.operator(operator.sub), (ir.Const(-1), ir.Var(index))), "back")
 
     def resolves_to(self, node: gast.expr, obj: Any) -> bool:
-        return isinstance(node, gast.Name) and node.id not in self.env and node.id not in self.locals \
-            and self.name(node) == ir.Ref(obj, node.id)
+        return isinstance(node, gast.Name) and self.static(node) is obj
 
     def test(self, node: gast.expr) -> ir.Atom:
         """A branch condition, as a name the reverse pass can read again."""
@@ -739,12 +797,36 @@ class Lowerer:
 
     def expr_Call(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
         func = node.func
+        if isinstance(func, gast.Name) and func.id in self.partials and func.id not in self.env:
+            return self.call_partial(node, name, user)
         if isinstance(func, gast.Name) and func.id in self.local_functions and func.id not in self.env:
             return self.inline(self.local_functions[func.id], node, name, user)
+        if isinstance(func, gast.Lambda):
+            return self.inline(func, node, name, user)
+        if self.resolves_to(func, map) and len(node.args) >= 2 and self.is_function(node.args[0]) \
+                and not node.keywords:
+            return self.expr(self.mapped(node), name, user)
+        if self.resolves_to(func, list) and len(node.args) == 1 and isinstance(node.args[0], gast.Call) \
+                and self.resolves_to(node.args[0].func, map) and self.is_function(node.args[0].args[0]):
+            return self.expr(node.args[0], name, user)  # list(map(f, xs)): map is lowered to a list already
+        if isinstance(func, gast.Name) and func.id not in self.env and func.id not in self.locals \
+                and any(self.is_function(arg) for arg in node.args):
+            fn = self.name(func)
+            if isinstance(fn, ir.Ref) and inspect.isfunction(fn.obj) and registry.lookup(fn.obj) is None:
+                return self.inline(self.helper_tree(node, fn.obj), node, name, user)
         if isinstance(func, gast.Attribute):
+            owner = self.static(func.value)
+            if isinstance(owner, types.ModuleType) and not hasattr(owner, func.attr):
+                return self.expr(func, name, user)  # raises AttributeError if it runs, as Python would
             receiver = self.expr(func.value)
+            method = self.method_of(receiver, func.attr)
+            if method is not None:  # a method of the user's own class: a call of its function with self
+                return self.call_function(node, ir.Ref(method, func.attr), (receiver,), name, user)
             if not (isinstance(receiver, ir.Ref) and isinstance(receiver.obj, (types.ModuleType, type))):
                 return self.method(node, receiver, name, user)
+        if isinstance(func, gast.Name) and func.id in self.env and self.method_of(self.env[func.id], "__call__"):
+            method = self.method_of(self.env[func.id], "__call__")
+            return self.call_function(node, ir.Ref(method, func.id), (self.env[func.id],), name, user)
         fn = self.expr(func)
         if not isinstance(fn, ir.Ref):
             raise refuse(node, "calling a value computed inside the function is not supported yet: "
@@ -752,14 +834,92 @@ class Lowerer:
         out = next((kw for kw in node.keywords if kw.arg == "out"), None)
         if out is not None:
             return self.write_out(node, out, name, user)
-        args = tuple(self.expr(arg) for arg in node.args)
+        return self.call_function(node, fn, (), name, user)
+
+    def call_function(self, node: gast.Call, fn: ir.Ref, first: tuple[ir.Atom, ...], name: str | None,
+                      user: bool) -> ir.Atom:
+        """``fn(*first, *node's arguments)``, its arguments lowered, as one statement."""
+        args = first + tuple(self.expr(arg) for arg in node.args)
         kwargs = tuple((kw.arg, self.expr(kw.value)) for kw in node.keywords)
         args, kwargs = _positional(fn.obj, args, kwargs)
         if inspect.isfunction(fn.obj) and registry.lookup(fn.obj) is None:
             self.check_arguments_kept(node, fn, args, kwargs)
         base = fn.hint.rsplit(".", 1)[-1]
         hint = name or (f"{base}_{args[0].name}" if len(args) == 1 and isinstance(args[0], ir.Var) else base)
-        return self.bind(ir.Call(fn, args, kwargs), hint, user)
+        result = self.bind(ir.Call(fn, args, kwargs), hint, user)
+        if isinstance(fn.obj, type) and fn.obj.__module__ not in ("builtins", "numpy") \
+                and not issubclass(fn.obj, (tuple, np.ndarray)):
+            self.instances[result.name] = fn.obj  # an object of the user's class: its methods are known
+        return result
+
+    def static(self, node: gast.expr) -> Any:
+        """The object a name or a dotted path of modules names (``functools.partial``), or ``None``."""
+        if isinstance(node, gast.Name) and node.id not in self.env and node.id not in self.locals \
+                and node.id not in self.local_functions:
+            try:
+                atom = self.name(node)
+            except LocatedError:
+                return None  # reported where it is used
+            return atom.obj if isinstance(atom, ir.Ref) else None
+        if isinstance(node, gast.Attribute):
+            base = self.static(node.value)
+            if isinstance(base, types.ModuleType):
+                return getattr(base, node.attr, None)
+        return None
+
+    def method_of(self, receiver: ir.Atom, attr: str) -> Any:
+        """The plain function behind ``receiver.attr(...)`` for an object of the user's own class, or ``None``."""
+        cls = type(receiver.obj) if isinstance(receiver, ir.Ref) else \
+            self.instances.get(receiver.name) if isinstance(receiver, ir.Var) else None
+        if cls is None or cls.__module__ in ("builtins", "numpy") or isinstance(receiver, ir.Ref) and \
+                isinstance(receiver.obj, (types.ModuleType, type, np.ndarray, float, int)):
+            return None
+        method = inspect.getattr_static(cls, attr, None)
+        return method if inspect.isfunction(method) else None
+
+    def is_function(self, node: gast.expr) -> bool:
+        """Whether ``node`` is a function value ast_ad can inline: a lambda, or a def of this function."""
+        return isinstance(node, gast.Lambda) or (isinstance(node, gast.Name) and node.id in self.local_functions
+                                                 and node.id not in self.env)
+
+    def mapped(self, node: gast.Call) -> gast.expr:
+        """``map(f, xs, ys)`` is ``[f(x, y) for x, y in zip(xs, ys)]``: a list, since everything consumes it once."""
+        items = [gast.Name(id=f"item_{k}", ctx=gast.Store(), annotation=None, type_comment=None)
+                 for k in range(len(node.args) - 1)]
+        target = items[0] if len(items) == 1 else gast.Tuple(elts=items, ctx=gast.Store())
+        iterable = node.args[1] if len(items) == 1 else gast.Call(func=_load("zip"), args=node.args[1:], keywords=[])
+        if isinstance(iterable, gast.Call) and iterable.func.id == "zip":
+            self.env.pop("zip", None)
+        elt = gast.Call(func=node.args[0], args=[_load(item.id) for item in items], keywords=[])
+        comp = gast.ListComp(elt=elt, generators=[gast.comprehension(target=target, iter=iterable, ifs=[],
+                                                                     is_async=0)])
+        return _locate_all(comp, node)
+
+    def helper_tree(self, node: gast.Call, fn: Any) -> gast.FunctionDef:
+        """The tree of a module function called with a function argument (``apply(lambda z: ..., x)``).
+
+        It is inlined here, so the function it receives is inlined in turn; its lines are moved to
+        stand where they are in its file.
+        """
+        if fn.__globals__ is not self.fn.__globals__ or fn.__closure__:
+            raise refuse(node, f"a function passed to {fn.__name__} is supported only where {fn.__name__} is a "
+                               "closure-free function of the same module: define it there, or pass values",
+                         self.locate)
+        from ast_ad.parse import parse
+        source = parse(fn)
+        tree = syntax.clone(source.tree)
+        shift = source.line_offset - self.source.line_offset
+        for n in syntax.walk(tree):
+            for attr in ("lineno", "end_lineno"):
+                if getattr(n, attr, None) is not None:
+                    setattr(n, attr, getattr(n, attr) + shift)
+        return tree
+
+    def call_partial(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
+        """``g(x)`` where ``g = functools.partial(f, a)``: ``f(a, x)``, with ``a`` as it was when ``g`` was made."""
+        func, args, keywords = self.partials[node.func.id]
+        call = gast.Call(func=func, args=[*args, *node.args], keywords=[*keywords, *node.keywords])
+        return self.expr(gast.copy_location(call, node), name, user)
 
     def write_out(self, node: gast.Call, out: gast.keyword, name: str | None, user: bool) -> ir.Atom:
         """``f(x, out=y)`` writes ``f(x)`` into ``y`` and returns ``y``: it is ``y[...] = f(x)``."""
@@ -805,11 +965,14 @@ class Lowerer:
                 or any(kw.arg not in params for kw in node.keywords):
             raise refuse(node, f"this call does not fit {label}'s parameters (ast_ad inlines nested functions "
                                "with plain positional and keyword parameters)", self.locate)
-        values = dict(zip(params, [self.expr(a) for a in node.args], strict=False))
-        values.update((kw.arg, self.expr(kw.value)) for kw in node.keywords)
+        passed = dict(zip(params, node.args, strict=False))
+        passed.update((kw.arg, kw.value) for kw in node.keywords)
+        functions = {p: self.local_functions[v.id] if isinstance(v, gast.Name) else v
+                     for p, v in passed.items() if self.is_function(v)}
+        values = {p: self.expr(v) for p, v in passed.items() if p not in functions}
         defaults = dict(zip(params[len(params) - len(fn.args.defaults):], fn.args.defaults, strict=True))
         for p in params:
-            if p not in values:
+            if p not in values and p not in functions:
                 if p not in defaults:
                     raise refuse(node, f"missing argument {p!r} in the call to {label}", self.locate)
                 values[p] = self.expr(defaults[p])
@@ -824,7 +987,10 @@ class Lowerer:
                 self.env.pop(renames[v], None)
             self.locals |= set(renames.values())
             for p in params:
-                self.env[renames[p]] = values[p]
+                if p in functions:
+                    self.local_functions[renames[p]] = functions[p]
+                else:
+                    self.env[renames[p]] = values[p]
             body = structure(body, Namer(reserved=self.locals))
             self.locals |= {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name)
                             and isinstance(n.ctx, gast.Store)}
@@ -839,6 +1005,8 @@ class Lowerer:
         finally:
             self.inlining.pop()
             self.env, self.locals = saved_env, saved_locals
+            for p in functions:
+                self.local_functions.pop(renames[p], None)
 
     def method(self, node: gast.Call, receiver: ir.Atom, name: str | None, user: bool) -> ir.Atom:
         """``x.sum(axis=0)`` on an array value is ``np.sum(x, axis=0)``."""
@@ -858,8 +1026,9 @@ class Lowerer:
         node = gast.copy_location(gast.Attribute(value=node.value, attr=self.mangled(node.attr), ctx=node.ctx), node)
         base = self.expr(node.value)
         if isinstance(base, ir.Ref) and isinstance(base.obj, (types.ModuleType, type, np.ufunc)):
-            if not hasattr(base.obj, node.attr):
-                raise self.error(node, f"{base.hint} has no attribute {node.attr!r}")
+            if not hasattr(base.obj, node.attr):  # ``if hasattr(np, ...)`` guards it: fail only if it runs
+                call = ir.Call(ir.Ref(runtime.absent, "absent"), (ir.Const(base.hint), ir.Const(node.attr)))
+                return self.bind(call, name or node.attr, user)
             value = getattr(base.obj, node.attr)
             if isinstance(value, (int, float, bool, type(None))):  # np.pi, np.newaxis: constants
                 return ir.Const(value)
@@ -1021,6 +1190,13 @@ def _positional(fn: Any, args: tuple[ir.Atom, ...], kwargs: tuple[tuple[str, ir.
     return tuple(moved), tuple(given.items())
 
 
+def _root(node: gast.expr) -> gast.expr:
+    """The variable an item path starts from: ``L`` in ``L[0][i]``."""
+    while isinstance(node, gast.Subscript):
+        node = node.value
+    return node
+
+
 def _appended(node: gast.AST) -> set[str]:
     """The names ``node`` appends to (``xs.append(v)``, ``xs.extend(...)``)."""
     return {n.func.value.id for n in gast.walk(node) if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
@@ -1074,7 +1250,7 @@ def _bound_names(tree: gast.FunctionDef) -> set[str]:
         if isinstance(node, gast.Name) and isinstance(node.ctx, (gast.Store, gast.Param)):
             names.add(node.id)
         elif isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store) \
-                and isinstance(node.value, gast.Name):
-            names.add(node.value.id)
+                and isinstance(_root(node), gast.Name):
+            names.add(_root(node).id)
     return names
 

@@ -105,6 +105,18 @@ def returns_sequence(fn: Any) -> bool:
     return hashable(fn) and fn in _SEQUENCES
 
 
+_SAME_KIND: set[Any] = set()
+
+
+def def_same_kind(*fns: Any) -> None:
+    """Declare functions whose result is a list, tuple or dict when their first argument is (``assign_item``)."""
+    _SAME_KIND.update(fns)
+
+
+def keeps_kind(fn: Any) -> bool:
+    return hashable(fn) and fn in _SAME_KIND
+
+
 def def_effect(*fns: Any) -> None:
     """Declare functions called for an effect alone (``print``): they read their arguments and change none."""
     _EFFECTS.update(fns)

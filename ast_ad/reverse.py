@@ -388,6 +388,9 @@ class Reverser:
                 value = stmt.value
                 if isinstance(value, ir.Var) and value.name in self.structured:
                     self.structured.add(stmt.target)
+                elif isinstance(value, ir.Call) and registry.keeps_kind(value.fn.obj) and value.args \
+                        and isinstance(value.args[0], ir.Var) and value.args[0].name in self.structured:
+                    self.structured.add(stmt.target)
                 elif isinstance(value, ir.Call) and value.fn.obj is operator.getitem \
                         and isinstance(value.args[0], ir.Var) and value.args[0].name in self.structured:
                     self.structured.add(stmt.target)  # an item of a container may be a container itself

@@ -710,6 +710,11 @@ def average_weights_vjp(g, ans, x, axis, weights):
     return spread
 
 
+def absent(owner, name):
+    """``module.name`` where the module has no such attribute: Python's AttributeError, when the line runs."""
+    raise AttributeError(f"{owner} has no attribute {name!r}")
+
+
 def field(obj, name):
     """``obj.name``: a namedtuple's field, or any other attribute (which carries a gradient only in a namedtuple)."""
     return getattr(obj, name)

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ast_ad import registry, tracer
-from ast_ad.runtime import check_in_place, check_kept, unbroadcast
+from ast_ad.runtime import absent, check_in_place, check_kept, unbroadcast
 from tests.rule_cases import CASES
 
 # ast_ad's own rules (tests and users may register more; those are checked where they are defined)
@@ -110,6 +110,10 @@ def test_nondiff_rules_stop_the_gradient(rule: registry.Rule) -> None:
               np.lcm: (box(np.array([4, 6])), 2), np.bitwise_and: (box(np.array([4, 6])), 2),
               np.bitwise_or: (box(np.array([4, 6])), 2), np.bitwise_xor: (box(np.array([4, 6])), 2),
               check_in_place: (box(np.ones(2)), (np.zeros(2),), "here"), check_kept: (box(0.5), "here")}
+    if rule.fn is absent:  # stands for a missing attribute: it raises, as reading one does in Python
+        with pytest.raises(AttributeError):
+            tracer.apply(absent, "np", "missing")
+        return
     if rule.fn in shaped:
         assert not isinstance(tracer.apply(rule.fn, *shaped[rule.fn]), tracer.Box)
         return

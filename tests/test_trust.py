@@ -55,6 +55,12 @@ EXACT = [
     (c.list_of_parameter_dicts, ([{"W": W[:2], "b": B[:2]}, {"W": M, "b": B[1:]}], np.array([0.7, -1.2])), (0,),
      True),
     (c.def_inside_loop, (1.3,), (0,), True),
+    (c.lambda_passed_to_helper, (1.3,), (0,), True),
+    (c.mapped_lambda, (1.3,), (0,), True),
+    (c.partial_of_a_primitive, (1.3,), (0,), False),  # the tracer takes no keywords
+    (c.methods_of_user_classes, (1.3,), (0,), True),
+    (c.version_check, (1.3,), (0,), True),
+    (c.nested_item_writes, (X,), (0,), False),  # the tracer does not follow writes into items of lists
 ]
 
 # (function, arguments, error type)
@@ -72,6 +78,7 @@ REFUSED = [
     (c.flat_read, (X,), errors.UnsupportedSyntaxError),
     (c.complex_literal, (X,), errors.UnsupportedSyntaxError),
     (c.complex_fft, (X,), errors.UnsupportedSyntaxError),
+    (c.nested_write_through_alias, (X,), errors.InPlaceAliasError),
 ]
 
 

@@ -7,6 +7,7 @@ ast_ad error at the line marked ``# refused here``. Numbered as the categories o
 from __future__ import annotations
 
 import collections
+import functools
 import math
 
 import numpy as np
@@ -307,3 +308,65 @@ def def_inside_loop(x):
             return z * i  # noqa: B023  (called within the iteration that defines it)
         s = s + g(x)
     return s
+
+
+# ---- refused before, written by real code -------------------------------------------------------------------
+def apply(f, x):
+    return f(x) + f(x * 2.0)
+
+
+def lambda_passed_to_helper(x):
+    return apply(lambda z: z * z, x)
+
+
+def mapped_lambda(x):
+    return sum(map(lambda v: v * v, [x, x * 2.0])) + sum(list(map(lambda a, b: a * b, [x], [3.0])))
+
+
+def partial_of_a_primitive(x):
+    g = functools.partial(math.pow, 2.0)
+    h = functools.partial(np.clip, a_min=0.0, a_max=x * 2.0)
+    return g(x) + h(1.5)
+
+
+class Spring:
+    def __init__(self, k):
+        self.k = k
+
+    def energy(self, x):
+        return 0.5 * self.k * x * x
+
+    def __call__(self, x):
+        return self.k * x
+
+
+STIFF = Spring(2.0)
+
+
+def methods_of_user_classes(x):
+    soft = Spring(3.0)
+    return soft.energy(x) + STIFF.energy(x) + soft(x)
+
+
+def version_check(x):
+    if hasattr(np, "not_in_any_numpy"):
+        y = np.not_in_any_numpy(x)
+    else:
+        y = x * 2.0
+    return y
+
+
+def nested_item_writes(x):
+    rows = [x * 1.0, x * 2.0]
+    rows[0][1] = 5.0
+    rows[1][0] += x[2]
+    for i in range(3):
+        rows[1][i] = rows[0][i] * rows[1][i]
+    return np.sum(rows[0] * x) + np.sum(rows[1] * rows[0])
+
+
+def nested_write_through_alias(x):
+    rows = [x * 1.0, x * 2.0]
+    first = rows[0]
+    rows[0][1] = 5.0  # refused here
+    return np.sum(first * x)

@@ -8,6 +8,7 @@ import numpy as np
 from ast_ad.registry import def_effect, def_nondiff, def_sequence, defvjp, lookup
 from ast_ad.registry import defvjp_elementwise as ew
 from ast_ad.runtime import (
+    absent,
     check_in_place,
     check_kept,
     chosen_vjp,
@@ -48,6 +49,6 @@ def_sequence(concat, repeat_seq, builtins.divmod)
 
 def_effect(builtins.print)
 
-def_nondiff(check_in_place, check_kept)  # guards before in-place updates: no value, no gradient
+def_nondiff(absent, check_in_place, check_kept)  # guards before in-place updates: no value, no gradient
 def_nondiff(builtins.len, builtins.int, builtins.bool, builtins.round, builtins.range,
             builtins.isinstance, builtins.type)

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ast_ad.registry import def_in_place, def_nondiff, def_sequence, defvjp, zero
+from ast_ad.registry import def_in_place, def_nondiff, def_same_kind, def_sequence, defvjp, zero
 from ast_ad.registry import defvjp_elementwise as ew
 from ast_ad.runtime import (
     T,
@@ -231,6 +231,7 @@ defvjp(add_at,          lambda g, ans, x, index, value: g,
                         lambda g, ans, x, index, value: unbroadcast(g[index], value))
 
 def_sequence(np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit)  # they return lists of arrays
+def_same_kind(assign_item)  # ``L[0] = v`` on a list gives a list
 
 # ---- functions and methods that change their first argument in place, and their functional twins ------------
 defvjp(copied,          zero, lambda g, ans, dst, src: unbroadcast(g, src))
