@@ -1012,8 +1012,11 @@ class Lowerer:
         """``x.sum(axis=0)`` on an array value is ``np.sum(x, axis=0)``."""
         attr = node.func.attr
         if attr not in METHODS:
-            raise refuse(node, f"the method .{attr}() is not supported: call the numpy function, "
-                               f"np.{attr}(x, ...), instead", self.locate)
+            twin = getattr(np, attr, None)
+            hint = f"call the numpy function, np.{attr}(x, ...), instead" if callable(twin) and \
+                registry.lookup(twin) is not None and not attr.startswith("_") else \
+                "ast_ad knows the methods of numpy arrays and of your own classes; compute it with a function"
+            raise refuse(node, f"the method .{attr}() is not supported: {hint}", self.locate)
         args = tuple(self.expr(arg) for arg in node.args)
         if attr in VARARG_METHODS and len(args) > 1:
             args = (self.bind(ir.Pack(args), "shape"),)

@@ -73,6 +73,13 @@ def add_adjoints(a, b):
     return a + b
 
 
+def cast_vjp(g, ans, x):
+    """Adjoint of ``x`` in a cast: ``g`` where the result is still a float, zero where it was truncated to integers."""
+    if np.result_type(ans).kind in "biu":
+        return zeros_like(x)
+    return unstack(g, x)
+
+
 def unstack(g, x):
     """The adjoint of the list ``x`` that numpy stacked into an array with adjoint ``g``."""
     if isinstance(x, (list, tuple)):

@@ -61,6 +61,7 @@ EXACT = [
     (c.methods_of_user_classes, (1.3,), (0,), True),
     (c.version_check, (1.3,), (0,), True),
     (c.nested_item_writes, (X,), (0,), False),  # the tracer does not follow writes into items of lists
+    (c.casts_to_integers, (X,), (0,), True),
 ]
 
 # (function, arguments, error type)
@@ -79,7 +80,14 @@ REFUSED = [
     (c.complex_literal, (X,), errors.UnsupportedSyntaxError),
     (c.complex_fft, (X,), errors.UnsupportedSyntaxError),
     (c.nested_write_through_alias, (X,), errors.InPlaceAliasError),
+    (c.unknown_method, (X,), errors.UnsupportedSyntaxError),
 ]
+
+
+def test_refusal_hints_name_only_functions_that_exist() -> None:
+    with pytest.raises(errors.UnsupportedSyntaxError) as info:
+        ast_ad.grad(c.unknown_method)(X)
+    assert "np.pop" not in str(info.value) and "your own classes" in str(info.value)
 
 
 def _flatten(value):

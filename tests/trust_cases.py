@@ -370,3 +370,12 @@ def nested_write_through_alias(x):
     first = rows[0]
     rows[0][1] = 5.0  # refused here
     return np.sum(first * x)
+
+
+def casts_to_integers(x):
+    return np.sum(x.astype(int) * x + np.asarray(x, dtype=np.int64) * x + x.astype(float) * x)
+
+
+def unknown_method(x):
+    xs = [x]
+    return xs.pop() * 2.0  # refused here

@@ -14,6 +14,7 @@ from ast_ad.runtime import (
     average_vjp,
     average_weights_vjp,
     balanced_eq,
+    cast_vjp,
     clip_hi_vjp,
     clip_lo_vjp,
     clip_mask,
@@ -123,8 +124,8 @@ defvjp(np.min,  lambda g, ans, x, axis=None, out=None, keepdims=False, *args, **
 
 # ---- lists of arrays -----------------------------------------------------------------------------
 defvjp(np.stack,   lambda g, ans, xs, axis=0, *args, **kwargs: unstack(np.moveaxis(g, axis, 0), xs))
-defvjp(np.array,   lambda g, ans, x, *args, **kwargs: unstack(g, x))
-defvjp(np.asarray, lambda g, ans, x, *args, **kwargs: unstack(g, x))
+defvjp(np.array,   lambda g, ans, x, *args, **kwargs: cast_vjp(g, ans, x))
+defvjp(np.asarray, lambda g, ans, x, *args, **kwargs: cast_vjp(g, ans, x))
 
 # ---- products ------------------------------------------------------------------------------------
 defvjp(np.dot,    lambda g, ans, a, b: dot_vjp_a(g, a, b),    lambda g, ans, a, b: dot_vjp_b(g, a, b))
@@ -225,7 +226,7 @@ defvjp(np.select,       None, lambda g, ans, condlist, choicelist, default=0: se
 defvjp(np.real,         lambda g, ans, x: g)
 defvjp(assign_item,     lambda g, ans, x, index, value: assign_item_vjp_x(g, x, index), None,
                         lambda g, ans, x, index, value: assign_item_vjp_value(g, index, value))
-defvjp(astype,          lambda g, ans, x, dtype: g)
+defvjp(astype,          lambda g, ans, x, dtype: cast_vjp(g, ans, x))
 defvjp(add_at,          lambda g, ans, x, index, value: g,
                         None,
                         lambda g, ans, x, index, value: unbroadcast(g[index], value))
