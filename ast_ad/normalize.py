@@ -806,6 +806,9 @@ class Lowerer:
         if self.resolves_to(func, map) and len(node.args) >= 2 and self.is_function(node.args[0]) \
                 and not node.keywords:
             return self.expr(self.mapped(node), name, user)
+        if self.resolves_to(func, sorted) and len(node.args) == 1 \
+                and all(kw.arg in ("key", "reverse") for kw in node.keywords):
+            return self.sorted_call(node, name, user)
         if self.resolves_to(func, list) and len(node.args) == 1 and isinstance(node.args[0], gast.Call) \
                 and self.resolves_to(node.args[0].func, map) and self.is_function(node.args[0].args[0]):
             return self.expr(node.args[0], name, user)  # list(map(f, xs)): map is lowered to a list already
@@ -894,6 +897,27 @@ class Lowerer:
         comp = gast.ListComp(elt=elt, generators=[gast.comprehension(target=target, iter=iterable, ifs=[],
                                                                      is_async=0)])
         return _locate_all(comp, node)
+
+    def sorted_call(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
+        """``sorted(xs, key=f, reverse=r)``: the keys are computed (``f`` inlined), then the items ordered by them."""
+        options = {kw.arg: kw.value for kw in node.keywords}
+        items = self.hold(self.expr(node.args[0]))
+        if "key" in options and not self.is_function(options["key"]):
+            raise refuse(node, "sorted(..., key=...) is supported with a lambda or a function defined here",
+                         self.locate)
+        held = f"§sorted{len(self.env)}"  # not an identifier: it cannot meet a user's name
+        self.env[held] = items
+        try:
+            keys = self.expr(self.mapped(gast.copy_location(
+                gast.Call(func=_load("map"), args=[options["key"], _load(held)], keywords=[]), node))) \
+                if "key" in options else items
+        finally:
+            del self.env[held]
+        reverse = self.expr(options["reverse"]) if "reverse" in options else ir.Const(False)
+        result = self.bind(ir.Call(ir.Ref(runtime.sorted_by, "sorted_by"), (items, keys, reverse)),
+                           name or "ordered", user)
+        self.kinds[result.name] = "list"
+        return result
 
     def helper_tree(self, node: gast.Call, fn: Any) -> gast.FunctionDef:
         """The tree of a module function called with a function argument (``apply(lambda z: ..., x)``).
@@ -1138,6 +1162,7 @@ class Lowerer:
             self.owner[target] = hint
         self.body.append(ir.Assign(target, value, self.line))
         self.note_kind(target, value)
+        self.note_views(ir.Var(target))  # ``[v][0]``, ``x.T[1:]``: every view and container on the way counts
         return ir.Var(target)
 
     def note_kind(self, target: str, value: ir.Expr) -> None:

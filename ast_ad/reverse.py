@@ -268,8 +268,8 @@ def _flowing(value: ir.Expr) -> list[ir.Var]:
     rule = registry.lookup(value.fn.obj) if isinstance(value, ir.Call) else None
     if rule is None or registry.zero not in rule.vjps:
         return _inputs(value)
-    zeros = [a for k, a in enumerate(value.args) if rule.vjp(k) is registry.zero]
-    return [v for v in _inputs(value) if v not in zeros]
+    flowing = [a for k, a in enumerate(value.args) if rule.vjp(k) is not registry.zero]
+    return [a for a in flowing + [a for _, a in value.kwargs] if isinstance(a, ir.Var)]
 
 
 def _atom_active(atom: ir.Atom, active: set[str]) -> bool:
@@ -388,6 +388,8 @@ class Reverser:
                 value = stmt.value
                 if isinstance(value, ir.Var) and value.name in self.structured:
                     self.structured.add(stmt.target)
+                    if value.name in self.items:
+                        self.items.add(stmt.target)
                 elif isinstance(value, ir.Call) and registry.keeps_kind(value.fn.obj) and value.args \
                         and isinstance(value.args[0], ir.Var) and value.args[0].name in self.structured:
                     self.structured.add(stmt.target)
@@ -822,7 +824,9 @@ class Reverser:
         return [syntax.assign(self.bars[v], self.zero(v)) for v in names]
 
     def zero(self, var: str) -> gast.expr:
-        return syntax.const(None) if var in self.structured else syntax.const(0.0)
+        """The adjoint before anything flows in: ``None`` for a container, ``0.0`` for a number, an array or an
+        item of a container (which is most often one of those; ``add_adjoints`` takes ``0.0`` for any)."""
+        return syntax.const(None) if var in self.structured and var not in self.items else syntax.const(0.0)
 
     def grad(self, param: str, backward: list[gast.stmt]) -> str:
         if param not in self.bars or (param in self.local and param not in self.live):

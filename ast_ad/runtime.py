@@ -65,6 +65,8 @@ def add_adjoints(a, b):
     """Sum two adjoints, element by element for tuples and lists; ``None`` is zero."""
     if a is None or b is None:
         return b if a is None else a
+    if isinstance(a, float) and a == 0.0 and isinstance(b, (tuple, list, dict)):
+        return b  # the float zero an item's adjoint starts as, meeting a container's adjoint
     if isinstance(a, dict):
         return {key: add_adjoints(a[key], b[key]) for key in a}
     if isinstance(a, (tuple, list)):
@@ -648,6 +650,21 @@ def list_item_vjp(g, xs, index, n):
     parts = [zeros_like(xs[k]) for k in range(n)]
     parts[index] = g
     return parts
+
+
+def sorted_by(xs, keys, reverse=False):
+    """``sorted(xs, key=f, reverse=r)`` given the keys ``[f(x) for x in xs]``: the same stable order."""
+    order = sorted(range(len(keys)), key=keys.__getitem__, reverse=reverse)
+    return [xs[i] for i in order]
+
+
+def sorted_by_vjp(g, xs, keys, reverse=False):
+    """Each sorted item's adjoint goes back to the place it came from."""
+    order = sorted(range(len(keys)), key=keys.__getitem__, reverse=reverse)
+    parts = [None] * len(order)
+    for position, i in enumerate(order):
+        parts[i] = g[position]
+    return parts if isinstance(xs, list) else tuple(parts) if isinstance(xs, tuple) else np.array(parts)
 
 
 def concat(a, b):

@@ -86,6 +86,7 @@ class _Writer:
         self.smooth = True
         self.helpers: list[str] = []
         self.matrix = False  # whether ``m`` is in scope
+        self.damp = False  # whether the helper ``damp`` (it changes its argument in place) is defined
 
     # ---- expressions ------------------------------------------------------------------------------------
     def expr(self, depth: int = 0) -> str:
@@ -133,6 +134,9 @@ class _Writer:
             kinds += ["for", "while"]
         if self.options["lists"] and depth < 2:
             kinds.append("list")
+        if self.options["mutation"]:
+            kinds += ["container", "choice"] + (["write", "write", "alias"] if self.options["arrays"] else [])
+            kinds += ["damp"] if self.damp else []
         if in_loop and self.options["branches"]:
             kinds += ["jump"]
         if self.options["returns"] and depth > 0 and self.options["branches"]:
@@ -211,6 +215,70 @@ class _Writer:
             lines[-1] = f"{indent}{self.draw(st.sampled_from(self.names))} = {joined.format(items)}"
         return lines
 
+    # ---- mutation, aliases and containers (``mutation=True``) -------------------------------------------
+    def scalar(self) -> str:
+        """A number computed from the program's values, to write into an array."""
+        return f"np.tanh(np.sum({self.expr(2)}))" if self.options["arrays"] else f"np.tanh({self.expr(2)})"
+
+    def stmt_write(self, indent: str, in_loop: bool, depth: int) -> list[str]:
+        """An item write on a private copy: repeated and fancy indices, slices, steps, np.add.at, out=."""
+        self.features.add("item write")
+        name, copy = self.draw(st.sampled_from(self.names)), self.fresh()
+        index = self.draw(st.sampled_from(["0", "-1", "[0, 0, 2]", "np.array([2, 0, 2])", "1:", "::2",
+                                           "np.array([True, False, True])"]))
+        how = self.draw(st.sampled_from(["{c}[{i}] = {v}", "{c}[{i}] += {v}", "{c}[{i}] *= {v}",
+                                         "np.add.at({c}, [0, 0, 2], {v})", "np.sin({c}, out={c})",
+                                         "{c}.fill({v})"]))
+        lines = [f"{indent}{copy} = np.ones(3) * {name}", f"{indent}{how.format(c=copy, i=index, v=self.scalar())}"]
+        if depth == 0:
+            self.names.append(copy)
+        else:
+            lines.append(f"{indent}{self.draw(st.sampled_from(self.names))} = {copy}")
+        return lines
+
+    def stmt_alias(self, indent: str, in_loop: bool, depth: int) -> list[str]:
+        """A write through another name, a view or a container: Python changes both (ast_ad refuses it)."""
+        self.features.add("alias write")
+        name, array, alias = self.draw(st.sampled_from(self.names)), self.fresh(), self.fresh()
+        view = self.draw(st.sampled_from(["{n}", "{n}[1:]", "{n}.reshape(3)", "[{n}][0]"])).format(n=array)
+        lines = [f"{indent}{array} = np.ones(3) * {name}", f"{indent}{alias} = {view}",
+                 f"{indent}{alias} *= {self.scalar()}"]
+        if depth == 0:
+            self.names.append(array)
+        return lines
+
+    def stmt_container(self, indent: str, in_loop: bool, depth: int) -> list[str]:
+        """Lists, tuples and dicts of values: built, joined, repeated and indexed."""
+        self.features.add("container")
+        box, name = self.fresh(), self.fresh()
+        a, b = self.expr(1), self.expr(1)
+        build, read = self.draw(st.sampled_from([
+            ("[{a}, {b}]", "{box}[0] * {box}[-1]"), ("({a}, {b})", "{box}[1] - {box}[0]"),
+            ('{{"p": {a}, "q": {b}}}', '{box}["p"] * {box}["q"]'), ("[{a}] + [{b}]", "{box}[1] * {box}[0]"),
+            ("[{a}] * 2", "{box}[0] + {box}[1]"), ("({a},) + ({b},)", "{box}[0] * {box}[1]")]))
+        lines = [f"{indent}{box} = {build.format(a=a, b=b)}", f"{indent}{name} = {read.format(box=box)}"]
+        if depth == 0:
+            self.names.append(name)
+        else:
+            lines[-1] = f"{indent}{self.draw(st.sampled_from(self.names))} = {read.format(box=box)}"
+        return lines
+
+    def stmt_choice(self, indent: str, in_loop: bool, depth: int) -> list[str]:
+        """``and``/``or`` as values."""
+        self.features.add("and/or value")
+        self.smooth = False
+        test = self.condition()
+        name = self.draw(st.sampled_from(self.names))
+        if self.options["arrays"]:  # an array's truth value is ambiguous: choose between numbers
+            return [f"{indent}{name} = {name} * (({test}) and {self.scalar()} or {self.scalar()})"]
+        return [f"{indent}{name} = ({test}) and {self.expr(1)} or {self.expr(1)}"]
+
+    def stmt_damp(self, indent: str, in_loop: bool, depth: int) -> list[str]:
+        """A call of a helper that changes its argument in place (refused for arrays; numbers are rebound)."""
+        self.features.add("mutating helper")
+        name = self.draw(st.sampled_from(self.names))
+        return [f"{indent}{name} = damp({name})"]
+
     def result(self, value: str) -> str:
         return f"np.sum({value})" if self.options["arrays"] else value
 
@@ -218,15 +286,18 @@ class _Writer:
 @st.composite
 def programs(draw: Any, arrays: bool | None = None, branches: bool = True, loops: bool = True,
              lists: bool = True, helpers: bool = True, returns: bool = True, matrices: bool = True,
-             max_statements: int = 6) -> Program:
+             mutation: bool = False, max_statements: int = 6) -> Program:
     """A random function ``f`` (and its helpers) in the language ast_ad differentiates.
 
     Each keyword turns a family of constructs on or off; ``arrays`` picks float
     or array inputs (drawn when ``None``); ``matrices``, with arrays, may start
-    ``f`` with a matrix ``m`` of its inputs that expressions multiply by.
+    ``f`` with a matrix ``m`` of its inputs that expressions multiply by; ``mutation`` adds item writes
+    (repeated and fancy indices, ``np.add.at``, ``out=``), writes through aliases and views, containers,
+    ``and``/``or`` values and a helper that changes its argument in place.
     """
     use_arrays = draw(st.booleans()) if arrays is None else arrays
-    options = {"arrays": use_arrays, "branches": branches, "loops": loops, "lists": lists, "returns": returns}
+    options = {"arrays": use_arrays, "branches": branches, "loops": loops, "lists": lists, "returns": returns,
+               "mutation": mutation}
     arity = draw(st.integers(1, 3))
     params = [f"x{k}" for k in range(arity)]
     writer = _Writer(draw, options)
@@ -237,6 +308,9 @@ def programs(draw: Any, arrays: bool | None = None, branches: bool = True, loops
             body = writer.expr(1)
             source += ["", f"def helper{k}(a, scale=0.5):", f"    return scale * np.tanh({body}) + a", ""]
             writer.helpers.append(f"helper{k}")
+    if mutation and draw(st.booleans()):
+        source += ["", "def damp(a):", "    a *= 0.5", "    return a", ""]
+        writer.damp = True
     writer.names = list(params)
     body = []
     if use_arrays and matrices and draw(st.booleans()):

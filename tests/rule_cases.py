@@ -466,6 +466,8 @@ def _more() -> dict:
         runtime.repeat_seq: case(st.lists(floats(), min_size=1, max_size=3), st.integers(1, 3)),
         runtime.add_at: case(arrays((4,)), st.just(np.array([0, 2, 0])), arrays((3,))),
         runtime.copied: case(arrays((2, 3)), arrays((3,))),
+        runtime.sorted_by: st.lists(floats(), min_size=2, max_size=4, unique=True).flatmap(
+            lambda xs: case(xs, [-x for x in xs], st.booleans())),
         runtime.list_item: case(st.lists(floats(), min_size=3, max_size=3), st.sampled_from([0, 1, -1]), 3),
         np.vecdot: same_shape_pair(), np.cumulative_sum: axis_case(of_shape(1, 1)),
         np.linalg.outer: case(arrays((3,)), arrays((2,))), np.linalg.trace: case(arrays((2, 3, 3))),

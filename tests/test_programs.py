@@ -58,6 +58,29 @@ def test_programs_match_autograd(program: Program, data: st.DataObject) -> None:
     assert_same(grads, tuple(np.asarray(t, dtype=float) for t in theirs), rtol=1e-7, atol=1e-10)
 
 
+# ---- mutation, aliases and containers: Python's own run is the oracle -------------------------------------
+@given(programs(mutation=True), st.data())
+def test_mutating_programs_are_exact_or_refused(program: Program, data: st.DataObject) -> None:
+    """Programs that write into arrays, alias them and build containers: the value is bit for bit Python's, and
+    the gradient agrees with finite differences of Python's own run (which follows every alias). The tracer
+    models writes as new arrays, so it is no oracle here. A refusal (``InPlaceAliasError``) is a pass."""
+    fn, args, argnums, value, grads = run(program, data)
+    assert value == fn(*copy.deepcopy(args))
+    if program.smooth and all(np.all(np.isfinite(g)) for g in grads):
+        assert_fd(lambda *a: fn(*copy.deepcopy(a)), args, argnums, grads)
+
+
+def test_the_mutation_family_covers_its_constructs() -> None:
+    seen: set[str] = set()
+
+    @settings(max_examples=300, database=None)
+    @given(programs(mutation=True))
+    def collect(program: Program) -> None:
+        seen.update(program.features)
+    collect()
+    assert seen >= {"item write", "alias write", "container", "and/or value", "mutating helper"}
+
+
 # ---- the transformer against arbitrary Python -----------------------------------------------------------------
 def as_function(source: str) -> str | None:
     body = "".join("    " + line + "\n" for line in source.splitlines()) or "    pass\n"

@@ -62,6 +62,7 @@ EXACT = [
     (c.version_check, (1.3,), (0,), True),
     (c.nested_item_writes, (X,), (0,), False),  # the tracer does not follow writes into items of lists
     (c.casts_to_integers, (X,), (0,), True),
+    (c.sorted_with_key, (1.3,), (0,), True),
 ]
 
 # (function, arguments, error type)
@@ -81,6 +82,7 @@ REFUSED = [
     (c.complex_fft, (X,), errors.UnsupportedSyntaxError),
     (c.nested_write_through_alias, (X,), errors.InPlaceAliasError),
     (c.unknown_method, (X,), errors.UnsupportedSyntaxError),
+    (c.view_inside_expression, (X,), errors.InPlaceAliasError),
 ]
 
 

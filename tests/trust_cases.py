@@ -379,3 +379,16 @@ def casts_to_integers(x):
 def unknown_method(x):
     xs = [x]
     return xs.pop() * 2.0  # refused here
+
+
+def sorted_with_key(x):
+    xs = [x, x * 2.0, x * 0.5]
+    ys = sorted(xs, key=lambda v: -v)
+    return ys[0] * 3.0 + ys[2] + sorted(xs)[1] * sorted(xs, reverse=True)[0]
+
+
+def view_inside_expression(x):
+    v = x * 1.0
+    w = [v][0]
+    w *= 2.0  # refused here
+    return np.sum(v)

@@ -5,7 +5,7 @@ import operator
 
 import numpy as np
 
-from ast_ad.registry import def_effect, def_nondiff, def_sequence, defvjp, lookup
+from ast_ad.registry import def_effect, def_nondiff, def_sequence, defvjp, lookup, zero
 from ast_ad.registry import defvjp_elementwise as ew
 from ast_ad.runtime import (
     absent,
@@ -22,6 +22,8 @@ from ast_ad.runtime import (
     part,
     repeat_seq,
     repeat_seq_vjp,
+    sorted_by,
+    sorted_by_vjp,
     unbroadcast,
 )
 
@@ -45,7 +47,8 @@ defvjp(field, lambda g, ans, obj, name: field_vjp(g, obj, name))
 defvjp(concat, lambda g, ans, a, b: concat_vjp_a(g, a), lambda g, ans, a, b: concat_vjp_b(g, a))
 defvjp(repeat_seq, lambda g, ans, a, n: repeat_seq_vjp(g, a, n))
 defvjp(list_item, lambda g, ans, xs, index, n: list_item_vjp(g, xs, index, n))
-def_sequence(concat, repeat_seq, builtins.divmod)
+defvjp(sorted_by, lambda g, ans, xs, keys, reverse=False: sorted_by_vjp(g, xs, keys, reverse), zero)
+def_sequence(concat, repeat_seq, sorted_by, builtins.divmod)
 
 def_effect(builtins.print)
 
