@@ -340,9 +340,20 @@ def norm_vjp(g, ans, x, ord=None, axis=None, keepdims=False):
     if matrix and ord == "nuc":
         u, _, vt = np.linalg.svd(x, full_matrices=False)
         return g * (u @ vt)
-    if matrix and ord == 2:
+    if matrix and ord in (2, -2) and np.ndim(x) == 2:  # the largest (smallest) singular value
         u, _, vt = np.linalg.svd(x, full_matrices=False)
-        return g * np.outer(u[:, 0], vt[0])
+        k = 0 if ord == 2 else -1
+        return g * np.outer(u[:, k], vt[k])
+    if matrix and ord in (1, -1, np.inf, -np.inf) and np.ndim(x) == 2:  # the largest (smallest) column or row sum
+        along = 0 if ord in (1, -1) else 1
+        sums = np.sum(np.abs(x), axis=along)
+        chosen = np.argmax(sums) if ord in (1, np.inf) else np.argmin(sums)
+        taken = np.zeros(np.shape(x))
+        if along == 0:
+            taken[:, chosen] = 1.0
+        else:
+            taken[chosen, :] = 1.0
+        return g * np.sign(x) * taken
     if matrix and ord not in (None, "fro"):
         raise NotImplementedError(f"the gradient of np.linalg.norm with ord={ord!r} on matrices")
     safe = np.divide(1.0, ans, out=np.zeros(np.shape(ans)), where=ans != 0)
@@ -584,8 +595,8 @@ def assign_item(x, index, value):
     The new array keeps ``x``'s dtype, as numpy's write does; a float written into an
     integer array would be truncated, so that is refused.
     """
-    if isinstance(x, list):
-        out = list(x)
+    if isinstance(x, (list, dict)):
+        out = type(x)(x)
     else:
         out = np.array(x)
         if out.dtype.kind in "biu" and np.result_type(value).kind in "fc":
@@ -601,6 +612,9 @@ def assign_item(x, index, value):
 
 def assign_item_vjp_x(g, x, index):
     """The overwritten entries take no gradient."""
+    if isinstance(x, dict):
+        return {key: item for key, item in g.items() if key in x and key != index} | \
+            ({index: zeros_like(x[index])} if index in x else {})
     if isinstance(x, list):
         parts = list(g)
         parts[index] = zeros_like(x[index])

@@ -63,6 +63,8 @@ EXACT = [
     (c.nested_item_writes, (X,), (0,), False),  # the tracer does not follow writes into items of lists
     (c.casts_to_integers, (X,), (0,), True),
     (c.sorted_with_key, (1.3,), (0,), True),
+    (c.dict_item_writes, (X,), (0,), False),  # the tracer does not follow writes into dicts
+    (c.matrix_norms, (np.array([0.3, 1.7, -2.9, 1.1]),), (0,), True),
 ]
 
 # (function, arguments, error type)

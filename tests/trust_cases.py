@@ -392,3 +392,16 @@ def view_inside_expression(x):
     w = [v][0]
     w *= 2.0  # refused here
     return np.sum(v)
+
+
+def dict_item_writes(x):
+    d = {"a": x}
+    d["b"] = x * 2.0
+    d["a"] = d["a"] * 3.0
+    return np.sum(d["a"] * d["b"])
+
+
+def matrix_norms(x):
+    m = x.reshape(2, 2)
+    return (np.linalg.norm(m, ord=1) + np.linalg.norm(m, ord=np.inf) + np.linalg.norm(m, ord="nuc")
+            + np.linalg.norm(m, ord=-2) + np.sum(np.linalg.norm(m, ord=3, axis=0)) + np.sum(np.linalg.norm(m, axis=1)))
