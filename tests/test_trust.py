@@ -65,6 +65,8 @@ EXACT = [
     (c.sorted_with_key, (1.3,), (0,), True),
     (c.dict_item_writes, (X,), (0,), False),  # the tracer does not follow writes into dicts
     (c.matrix_norms, (np.array([0.3, 1.7, -2.9, 1.1]),), (0,), True),
+    (c.list_slices_and_augmented_join, (X,), (0,), True),
+    (c.imag_is_zero, (X,), (0,), True),
 ]
 
 # (function, arguments, error type)
@@ -85,6 +87,13 @@ REFUSED = [
     (c.nested_write_through_alias, (X,), errors.InPlaceAliasError),
     (c.unknown_method, (X,), errors.UnsupportedSyntaxError),
     (c.view_inside_expression, (X,), errors.InPlaceAliasError),
+    (c.write_through_transpose, (X,), errors.InPlaceAliasError),
+    (c.write_through_asarray, (X,), errors.InPlaceAliasError),
+    (c.resize_in_place, (X,), errors.UnsupportedSyntaxError),
+    (c.place_in_place, (X,), errors.UnsupportedSyntaxError),
+    (c.insert_into_list, (X,), errors.UnsupportedSyntaxError),
+    (c.update_a_dict, (X,), errors.UnsupportedSyntaxError),
+    (c.dataclass_made_inside, (1.3,), errors.MissingRuleError),
 ]
 
 
@@ -213,6 +222,16 @@ def test_a_function_compiled_under_another_files_name_is_refused(tmp_path) -> No
     exec(compile("def q(x):\n    return x * 9.0\n", str(tmp_path / "named_model.py"), "exec"), scope)  # noqa: S102
     with pytest.raises(errors.SourceUnavailableError, match="not the code Python runs"):
         ast_ad.grad(scope["q"])(1.0)
+
+
+def test_a_replaced_code_object_is_read_from_where_it_was_written() -> None:
+    def doubled(x):
+        return x * 2.0
+
+    def tripled(x):
+        return x * 3.0
+    doubled.__code__ = tripled.__code__
+    assert ast_ad.grad(doubled)(1.0) == 3.0
 
 
 def test_unchanged_methods_and_closures_are_read() -> None:

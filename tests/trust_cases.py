@@ -7,6 +7,7 @@ ast_ad error at the line marked ``# refused here``. Numbered as the categories o
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import math
 
@@ -405,3 +406,63 @@ def matrix_norms(x):
     m = x.reshape(2, 2)
     return (np.linalg.norm(m, ord=1) + np.linalg.norm(m, ord=np.inf) + np.linalg.norm(m, ord="nuc")
             + np.linalg.norm(m, ord=-2) + np.sum(np.linalg.norm(m, ord=3, axis=0)) + np.sum(np.linalg.norm(m, axis=1)))
+
+
+# ---- more of each category ----------------------------------------------------------------------------------
+def write_through_transpose(x):
+    m = np.outer(x, x) * 1.0
+    t = m.T
+    t[0, 1] = 3.0  # refused here
+    return np.sum(m * 2.0)
+
+
+def write_through_asarray(x):
+    y = x * 1.0
+    z = np.asarray(y)
+    z += 1.0  # refused here
+    return np.sum(y * x)
+
+
+def resize_in_place(x):
+    y = x * 1.0
+    y.resize(2)  # refused here
+    return np.sum(y)
+
+
+def place_in_place(x):
+    y = x * 1.0
+    np.place(y, y > 1.0, 0.0)  # refused here
+    return np.sum(y)
+
+
+def insert_into_list(x):
+    xs = [x]
+    xs.insert(0, x * 2.0)  # refused here
+    return np.sum(xs[0])
+
+
+def update_a_dict(x):
+    d = {"a": x}
+    d.update({"b": x})  # refused here
+    return np.sum(d["a"])
+
+
+def list_slices_and_augmented_join(x):
+    xs = [x, x * 2.0, x * 3.0]
+    ys = xs[1:]
+    ys += [x * 4.0]
+    return np.sum(ys[0] * ys[-1] * xs[::2][1])
+
+
+def imag_is_zero(x):
+    return np.sum(x.imag * x + x.real * x)
+
+
+@dataclasses.dataclass
+class Layer:
+    w: float
+
+
+def dataclass_made_inside(x):
+    layer = Layer(x)  # refused here
+    return layer.w * 2.0
