@@ -249,9 +249,17 @@ def pow_minus_one(x, y):
     and ``inf`` rather than ZeroDivisionError for a negative power of ``0.0``."""
     e = np.where(np.equal(y, 0), 1, y - 1) if np.ndim(y) else (1 if y == 0 else y - 1)
     try:
-        return x ** e
+        power = x ** e
     except ZeroDivisionError:
         return np.power(np.float64(x), e)
+    if type(power) is complex:  # Python's power of a negative float: the value went complex on this line
+        try:
+            from ast_ad.errors import LocatedError as error
+        except ImportError:  # in an exported module
+            error = ValueError
+        raise error("a negative number to a fractional power is complex in Python, and ast_ad differentiates "
+                    "real code only: keep the base positive, or use np.power (nan there) or np.cbrt")
+    return power
 
 
 def safe_log(x):
@@ -592,20 +600,13 @@ def select_default_vjp(g, condlist, default):
 def assign_item(x, index, value):
     """``x`` with ``x[index] = value``, as a new array (or list): ``y[i] = v`` in generated code.
 
-    The new array keeps ``x``'s dtype, as numpy's write does; a float written into an
-    integer array would be truncated, so that is refused.
+    The new array keeps ``x``'s dtype, as numpy's write does: a float written into an
+    integer array is truncated (and takes no gradient, see ``assign_item_vjp_value``).
     """
     if isinstance(x, (list, dict)):
         out = type(x)(x)
     else:
         out = np.array(x)
-        if out.dtype.kind in "biu" and np.result_type(value).kind in "fc":
-            try:
-                from ast_ad.errors import LocatedError as error
-            except ImportError:  # in an exported module
-                error = TypeError
-            raise error(f"a float written into an array of {out.dtype} is truncated, as numpy does, and has no "
-                        "gradient: make the array float first (np.zeros(n), x.astype(float))")
     out[index] = value
     return out
 
@@ -624,8 +625,13 @@ def assign_item_vjp_x(g, x, index):
     return out
 
 
-def assign_item_vjp_value(g, index, value):
-    """The written entries' adjoint; where an index repeats, only the last write landed (numpy's rule)."""
+def assign_item_vjp_value(g, ans, index, value):
+    """The written entries' adjoint; where an index repeats, only the last write landed (numpy's rule).
+
+    Written into an integer array, the value was truncated: it takes no gradient.
+    """
+    if isinstance(ans, np.ndarray) and ans.dtype.kind in "biu":
+        return zeros_like(value)
     taken = g[index]
     if isinstance(g, np.ndarray) and _fancy(index):
         order = np.arange(np.size(taken)).reshape(np.shape(taken))
@@ -644,7 +650,9 @@ def _fancy(index):
 
 def copied(dst, src):
     """``np.copyto(dst, src)`` as a new array: ``src`` broadcast to ``dst``'s shape, in ``dst``'s dtype."""
-    return assign_item(dst, Ellipsis, src)
+    out = np.array(dst)
+    np.copyto(out, src)  # numpy's own casting rules and errors
+    return out
 
 
 def add_at(x, index, value):

@@ -225,7 +225,7 @@ defvjp(np.select,       None, lambda g, ans, condlist, choicelist, default=0: se
                         lambda g, ans, condlist, choicelist, default=0: select_default_vjp(g, condlist, default))
 defvjp(np.real,         lambda g, ans, x: g)
 defvjp(assign_item,     lambda g, ans, x, index, value: assign_item_vjp_x(g, x, index), None,
-                        lambda g, ans, x, index, value: assign_item_vjp_value(g, index, value))
+                        lambda g, ans, x, index, value: assign_item_vjp_value(g, ans, index, value))
 defvjp(astype,          lambda g, ans, x, dtype: cast_vjp(g, ans, x))
 defvjp(add_at,          lambda g, ans, x, index, value: g,
                         None,
@@ -235,7 +235,7 @@ def_sequence(np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit)  # they 
 def_same_kind(assign_item)  # ``L[0] = v`` on a list gives a list
 
 # ---- functions and methods that change their first argument in place, and their functional twins ------------
-defvjp(copied,          zero, lambda g, ans, dst, src: unbroadcast(g, src))
+defvjp(copied,          zero, lambda g, ans, dst, src: cast_vjp(g, ans, src))
 def_in_place(np.add.at, add_at)
 def_in_place(np.copyto, copied)
 def_in_place(np.ndarray.fill, np.full_like)
