@@ -498,7 +498,10 @@ class Lowerer:
 
     def prepare(self, node: gast.stmt) -> None:
         """Give each user variable that ``node`` assigns one mutable name, bound before ``node`` runs."""
-        stored = [n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)]
+        functions = {t.id for n in gast.walk(node) if isinstance(n, gast.Assign) and isinstance(n.value, gast.Lambda)
+                     for t in n.targets if isinstance(t, gast.Name)}  # inlined where called: no variable
+        stored = [n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
+                  and n.id not in functions]
         stored += [_root(n).id for n in gast.walk(node) if isinstance(n, gast.Subscript)
                    and isinstance(n.ctx, gast.Store) and isinstance(_root(n), gast.Name)]
         for user_name in dict.fromkeys(stored):
@@ -676,7 +679,9 @@ class Lowerer:
         if isinstance(atom, ir.Ref):
             obj = atom.obj
             module = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None)
-            if (registry.hashable(obj) and obj in COMPLEX_MAKERS) or module in COMPLEX_MODULES:
+            if (registry.hashable(obj) and obj in COMPLEX_MAKERS) or module in COMPLEX_MODULES \
+                    or isinstance(obj, (complex, np.complexfloating)) \
+                    or (isinstance(obj, np.ndarray) and np.iscomplexobj(obj)):
                 raise refuse(node, COMPLEX_HINT, self.locate)
         return atom
 

@@ -135,7 +135,8 @@ class _Writer:
         if self.options["lists"] and depth < 2:
             kinds.append("list")
         if self.options["mutation"]:
-            kinds += ["container", "choice"] + (["write", "write", "alias"] if self.options["arrays"] else [])
+            kinds += ["container", "choice", "complex"]
+            kinds += ["write", "write", "alias"] if self.options["arrays"] else []
             kinds += ["damp"] if self.damp else []
         if in_loop and self.options["branches"]:
             kinds += ["jump"]
@@ -273,6 +274,12 @@ class _Writer:
             return [f"{indent}{name} = {name} * (({test}) and {self.scalar()} or {self.scalar()})"]
         return [f"{indent}{name} = ({test}) and {self.expr(1)} or {self.expr(1)}"]
 
+    def stmt_complex(self, indent: str, in_loop: bool, depth: int) -> list[str]:
+        """A complex intermediate of a real result (ast_ad refuses it at its line, for now)."""
+        self.features.add("complex value")
+        name = self.draw(st.sampled_from(self.names))
+        return [f"{indent}{name} = np.abs(np.exp(1j * {self.expr(1)})) * {name}"]
+
     def stmt_damp(self, indent: str, in_loop: bool, depth: int) -> list[str]:
         """A call of a helper that changes its argument in place (refused for arrays; numbers are rebound)."""
         self.features.add("mutating helper")
@@ -293,7 +300,7 @@ def programs(draw: Any, arrays: bool | None = None, branches: bool = True, loops
     or array inputs (drawn when ``None``); ``matrices``, with arrays, may start
     ``f`` with a matrix ``m`` of its inputs that expressions multiply by; ``mutation`` adds item writes
     (repeated and fancy indices, ``np.add.at``, ``out=``), writes through aliases and views, containers,
-    ``and``/``or`` values and a helper that changes its argument in place.
+    ``and``/``or`` values, complex intermediates and a helper that changes its argument in place.
     """
     use_arrays = draw(st.booleans()) if arrays is None else arrays
     options = {"arrays": use_arrays, "branches": branches, "loops": loops, "lists": lists, "returns": returns,

@@ -68,6 +68,7 @@ EXACT = [
     (c.list_slices_and_augmented_join, (X,), (0,), True),
     (c.imag_is_zero, (X,), (0,), True),
     (c.float_into_int_array, (X,), (0,), False),  # the tracer does not keep numpy's integer dtype
+    (c.closures_over_the_loop_variable, (1.3,), (0,), True),
 ]
 
 # (function, arguments, error type)
@@ -95,6 +96,7 @@ REFUSED = [
     (c.insert_into_list, (X,), errors.UnsupportedSyntaxError),
     (c.update_a_dict, (X,), errors.UnsupportedSyntaxError),
     (c.dataclass_made_inside, (1.3,), errors.MissingRuleError),
+    (c.complex_global, (1.3,), errors.UnsupportedSyntaxError),
 ]
 
 

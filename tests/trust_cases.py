@@ -471,3 +471,19 @@ class Layer:
 def dataclass_made_inside(x):
     layer = Layer(x)  # refused here
     return layer.w * 2.0
+
+
+def closures_over_the_loop_variable(x):
+    s = 0.0
+    for k in range(3):
+        scale = lambda z: z * k  # noqa: E731, B023
+        s = s + scale(x)
+    late = lambda z: z * k  # noqa: E731  (Python binds late: the last k)
+    return s + late(x)
+
+
+ROTATION = 1j
+
+
+def complex_global(x):
+    return abs(x * ROTATION)  # refused here
