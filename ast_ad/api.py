@@ -177,7 +177,8 @@ class Gradient:
 
     def non_scalar(self, out: Any) -> NonScalarOutputError:
         line = transform.normalized(self.fun).result_line
-        what = f"an array of shape {np.shape(out)}" if np.ndim(out) else f"a {type(out).__name__}"
+        what = f"a {type(out).__name__} of {len(out)} values" if isinstance(out, (tuple, list, dict)) else \
+            f"an array of shape {np.shape(out)}" if np.ndim(out) else f"a {type(out).__name__}"
         return NonScalarOutputError(f"grad needs a function that returns a scalar, but {self.__qualname__} "
                                     f"returned {what}; reduce it first (np.sum, np.mean) or take one entry",
                                     line.filename, line.lineno, line.text)

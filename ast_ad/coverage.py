@@ -4,12 +4,20 @@ from __future__ import annotations
 
 from ast_ad import registry
 
+# ast_ad's own helpers, by what the user writes that they stand for
+HELPERS = {"assign_item": "y[i] = v (item assignment)", "astype": "x.astype(...)", "T": "x.mT",
+           "concat": "a + b (lists, tuples)", "repeat_seq": "a * n (lists, tuples)", "field": "p.w (namedtuples)",
+           "list_item": "xs[i] (a list that grows later)", "sorted_by": "sorted(xs, key=...)",
+           "add_at": "np.add.at (rewritten)", "copied": "np.copyto (rewritten)"}
 
-def spelled(fn: object) -> str:
+
+def spelled(fn: object, origin: str = "") -> str:
     module = getattr(fn, "__module__", None) or ""
     name = getattr(fn, "__name__", repr(fn))
+    if origin == "ast_ad.rules.scipy":
+        return f"scipy.special.{name}"
     if isinstance(fn, type):
-        return name
+        return name if module == "builtins" else f"np.{name}"
     if module in ("_operator", "operator"):
         return f"operator.{name}"
     if module.startswith("numpy.linalg"):
@@ -19,7 +27,7 @@ def spelled(fn: object) -> str:
     if module.startswith("scipy"):
         return f"scipy.special.{name}"
     if module == "ast_ad.runtime":
-        return {"assign_item": "y[i] = v (item assignment)", "astype": "x.astype(...)"}.get(name, name)
+        return HELPERS.get(name, name)
     return f"{module}.{name}" if module not in ("builtins",) else name
 
 
@@ -42,9 +50,10 @@ def table() -> str:
     groups: dict[str, list[str]] = {}
     zero: dict[str, list[str]] = {}
     for rule in rules:
-        name = spelled(rule.fn)
-        library = name.split(".")[0] if "." in name and not name.startswith("y[") else "python"
-        library = "np.linalg" if name.startswith("np.linalg") else library
+        name = spelled(rule.fn, rule.origin)
+        helper = getattr(rule.fn, "__module__", "") == "ast_ad.runtime" and not name.startswith("np.")
+        library = name.split(".")[0] if "." in name and not helper else "python"
+        library = "np.linalg" if name.startswith("np.linalg") else "scipy.special" if library == "scipy" else library
         (zero if rule.nondiff else groups).setdefault(library, []).append(name)
     differentiable = sum(len(v) for v in groups.values())
     lines = ["# Functions ast_ad differentiates", "",

@@ -575,7 +575,6 @@ class Lowerer:
                 item = ir.Var(index) if seq is None else self.bind(
                     ir.Call(self.operator(operator.getitem), (seq, self.position(backwards, index))),
                     f"{_atom_name(seq)}_item")
-                self.note_views(item)  # ``for row in y``: each row is a view of y
                 self.bind_target(target, item)
             for stmt in node.body:
                 self.line = self.line_of(stmt)

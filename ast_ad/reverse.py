@@ -332,6 +332,7 @@ class Reverser:
                             and isinstance(s.value, ir.Call) and registry.returns_sequence(s.value.fn.obj)}
         self.structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
                             and isinstance(s.value, ir.Pack)}
+        self.items: set[str] = set()  # structured names that are items of containers (see ``spread_structure``)
         self.calls: dict[int, tuple[Adjoint, str, list[ir.Atom], list[ir.Atom]]] = {}
         self.callees: list[Adjoint] = []
         self.needed: set[str] = set()
@@ -342,8 +343,9 @@ class Reverser:
 
     # ---- the driver -------------------------------------------------------------------------------------
     def run(self, shell: Adjoint | None = None) -> Adjoint:
+        self.spread_structure()  # before the calls are planned: their container arguments are labelled so
         self.plan_calls()
-        self.spread_structure()
+        self.spread_structure()  # and after: what the callees return
         result = self.function.result
         seed = self.namer.fresh(f"{result.name}_bar" if isinstance(result, ir.Var) else "out_bar")
         if isinstance(result, ir.Var) and result.name in self.useful:
@@ -378,7 +380,6 @@ class Reverser:
 
         Their adjoints add element by element (``add_adjoints``), never with ``+``, which would join them.
         """
-        self.items: set[str] = set()
         size = -1
         while size != len(self.structured):
             size = len(self.structured)

@@ -112,3 +112,7 @@ def rule_breaks(x):
 
 def rule_breaks_in_helper(x):
     return broken_rule.helper(x) * 2.0
+
+
+def returns_tuple(x):
+    return x[0], x[1]  # error here
