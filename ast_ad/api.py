@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
+import re
 import sys
 import types
 from collections.abc import Callable
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ast_ad import transform
+from ast_ad import registry, transform
 from ast_ad.errors import (
     ArgnumsError,
     ASTADError,
@@ -169,6 +170,14 @@ class Gradient:
             return type(exc)(str(exc), *where)  # a refusal from a helper: give it the user's line
         if isinstance(exc, ASTADError) or where is None:
             return exc
+        yours = [rule for rule in registry.registered() if not rule.origin.startswith("ast_ad.")
+                 and re.search(rf"\b{re.escape(getattr(rule.fn, '__name__', '') or '?')}\s*\(", where[2])]
+        if yours:
+            rule = yours[0]
+            return GradientFailedError(
+                f"{self.__qualname__} runs, but your gradient rule for {rule.fn.__name__} (registered in "
+                f"{rule.origin}) failed on this line with {type(exc).__name__}: {exc}; check what the rule "
+                "returns: each rule gets the result's adjoint g and returns its argument's", *where)
         return GradientFailedError(
             f"{self.__qualname__} runs, but the gradient of this line failed with {type(exc).__name__}: {exc}; "
             "write the line with other operations, or register a rule for the function it calls "

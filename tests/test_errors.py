@@ -110,4 +110,4 @@ def test_a_rule_that_fails_is_reported_at_the_users_line(fn, module) -> None:
         transform._loaded.clear()
     err = info.value
     assert (err.filename, err.lineno) == (module.__file__, marked_line(module.helper if module is broken_rule else fn))
-    assert isinstance(err.__cause__, ValueError) and "register a rule" in str(err)
+    assert isinstance(err.__cause__, ValueError) and "your gradient rule for doubled" in str(err)
