@@ -152,9 +152,10 @@ def _source_lines(fn: Callable[..., Any]) -> tuple[list[str], int]:
         return inspect.getsourcelines(fn)
     except (OSError, TypeError) as exc:
         raise SourceUnavailableError(
-            f"the source of {fn.__qualname__} is not available ({exc}); functions built by "
-            "exec or typed into an interactive prompt cannot be transformed: define it in a file, "
-            "or register a rule with ast_ad.extend.defvjp") from None
+            f"the source of {fn.__qualname__} is not available ({exc}): ast_ad reads a function's source, "
+            "which Python keeps for files, IPython and Jupyter cells and the Python 3.13 prompt, but not for "
+            "exec'd strings, `python -c` or older prompts; define it in a file, or register a rule with "
+            "ast_ad.extend.defvjp") from None
 
 
 def _parse_text(text: str, fn: Callable[..., Any]) -> gast.Module:

@@ -266,3 +266,14 @@ def test_async_functions_are_refused() -> None:
     with pytest.raises(errors.UnsupportedSyntaxError, match="async") as info:
         ast_ad.grad(c.coroutine)(1.0)
     assert (info.value.filename, info.value.lineno) == (c.__file__, _marked_line(c.coroutine))
+
+
+def test_a_function_typed_at_the_313_prompt_is_read() -> None:
+    """Python 3.13's prompt keeps each input in linecache as ``<python-input-N>``; ast_ad reads it there."""
+    import linecache
+    text = "def typed(x):\n    return x * x * 3.0\n"
+    name = "<python-input-ast-ad-test>"
+    linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+    scope: dict = {}
+    exec(compile(text, name, "exec"), scope)  # noqa: S102 -- what the prompt does with an input
+    assert ast_ad.grad(scope["typed"])(2.0) == 12.0
