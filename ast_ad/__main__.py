@@ -33,7 +33,9 @@ def main(argv: list[str] | None = None) -> int:
         sub = commands.add_parser(name, help=text)
         sub.add_argument("target", help="FILE.py:FUNCTION")
         sub.add_argument("values", nargs="*", help="argument values, as Python literals")
-        sub.add_argument("--argnums", default="0", help="comma-separated argument positions (default 0)")
+        sub.add_argument("--argnums", default=None,
+                         help="comma-separated argument positions (default: 0 for show; for explain and graph, "
+                              "every argument given as a number or an array of numbers)")
         if name == "show":
             sub.add_argument("--stage", choices=("normalized", "adjoint"), default="adjoint")
         if name == "graph":
@@ -53,7 +55,13 @@ def main(argv: list[str] | None = None) -> int:
 def run(options: argparse.Namespace) -> int:
     fn = load_function(options.target)
     values = [literal(v) for v in options.values]
-    argnums = tuple(int(k) for k in options.argnums.split(","))
+    if options.argnums is not None:
+        argnums = tuple(int(k) for k in options.argnums.split(","))
+    elif options.command == "show" or not values:
+        argnums = (0,)
+    else:  # the teaching commands tell the whole story: every path to every input
+        argnums = tuple(k for k, v in enumerate(values) if isinstance(v, float)
+                        or (isinstance(v, np.ndarray) and v.dtype.kind == "f")) or (0,)
     argnums_arg: Any = argnums[0] if len(argnums) == 1 else argnums
     if options.command == "show":
         text = ast_ad.source(ast_ad.grad(fn, argnums_arg), *values, stage=options.stage)

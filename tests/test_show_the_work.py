@@ -111,6 +111,13 @@ def test_cli_explain() -> None:
     assert done.returncode == 0 and "v3  sin(x2)      0.141120008060" in done.stdout
 
 
+def test_cli_explain_tells_every_path_by_default() -> None:
+    """Without --argnums, explain differentiates every float argument: both paths of x2 meet in the table."""
+    done = cli("explain", f"{MODEL}:f", "2.0", "3.0")
+    assert done.returncode == 0
+    assert "x2     2.000000000000 (from v2) + 0.989992496600 (from v3)  2.989992496600" in done.stdout
+
+
 def test_cli_graph(tmp_path) -> None:
     done = cli("graph", f"{MODEL}:f", "2.0", "3.0")
     assert done.returncode == 0 and done.stdout.startswith('digraph "f"')
