@@ -68,6 +68,10 @@ def source(fn: Any, *example_args: Any, stage: str = "adjoint") -> str:
     return gradient.loaded().text
 
 
+# The shape labels of the last call, per function, argnums and form: ``source(grad(f))`` shows that version.
+_LAST_SHAPES: dict[tuple[Any, tuple[int, ...], bool], tuple[int, ...]] = {}
+
+
 class Gradient:
     """A gradient function: binds the call's arguments, runs the generated code, shapes the result."""
 
@@ -92,9 +96,10 @@ class Gradient:
 
     def loaded(self, shapes: tuple[int, ...] | None = None) -> Any:
         """The generated code for arguments of these shape labels (default: those of the last call)."""
-        if shapes is None:
-            shapes = self.last_shapes or tuple(range(self.nparams))
-        self.last_shapes = shapes
+        key = (self.fun, self.positions, self.single)
+        if shapes is None:  # this gradient's last call, or the last call of any gradient like it
+            shapes = self.last_shapes or _LAST_SHAPES.get(key) or tuple(range(self.nparams))
+        self.last_shapes = _LAST_SHAPES[key] = shapes
         try:
             return transform.gradient(self.fun, self.positions, self.single, shapes)
         except RecursionError:
