@@ -1,4 +1,4 @@
-"""Stage 5, emit: name every outside object, then print the functions as Python with astor.
+"""Stage 5, emit: name every outside object, then print the functions as Python (astor, see ``printer``).
 
 >>> import numpy as np
 >>> spelling(np.sin, "xp.sin"), spelling(np.linalg.inv, "inv")
@@ -20,10 +20,9 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-import astor
 import gast
 
-from ast_ad import ir, syntax
+from ast_ad import ir, printer, syntax
 from ast_ad.naming import Namer, identifier
 from ast_ad.reverse import Adjoint, CalleeRef, released
 
@@ -214,17 +213,17 @@ _COMMENT = re.compile(r"^(\s*)(?:'|\"|'''|\"\"\")" + syntax.MARK + r"#(\d+)(?:'|
 
 
 def _print(tree: gast.FunctionDef) -> str:
-    """astor's text of the gast ``tree``, comment markers turned into ``#`` comments."""
+    """The text of the gast ``tree``, comment markers turned into ``#`` comments."""
     return _print_ast(gast.gast_to_ast(tree))
 
 
 def _print_ast(tree: ast.FunctionDef) -> str:
-    """astor's text of ``tree``, comment markers turned into ``#`` comments (``tree`` is changed)."""
+    """The text of ``tree``, comment markers turned into ``#`` comments (``tree`` is changed)."""
     texts: list[str] = []
     for node in syntax.walk(tree):
         text = syntax.comment_text(node)
-        if text is not None:  # astor drops comments: print a numbered marker, then put the text back
+        if text is not None:  # printers drop comments: print a numbered marker, then put the text back
             texts.append(text)
             node.value.value = f"{syntax.MARK}#{len(texts) - 1}"
-    text = astor.to_source(tree)
+    text = printer.to_source(tree)
     return _COMMENT.sub(lambda m: f"{m.group(1)}# {texts[int(m.group(2))]}", text)

@@ -120,13 +120,12 @@ def _add_called_helpers(source: str, helpers: dict[str, str]) -> None:
 def _function_source(fn: Any, alias: str) -> str:
     """A rule or primitive of yours, as source: a lambda becomes a ``def`` named ``alias``."""
     if fn.__name__ == "<lambda>":
-        import astor
         import gast
 
-        from ast_ad import parse, syntax
+        from ast_ad import parse, printer, syntax
         tree = parse.parse(fn).tree
         tree.name = alias
-        return astor.to_source(gast.gast_to_ast(syntax.clone(tree)))
+        return printer.to_source(gast.gast_to_ast(syntax.clone(tree)))
     source = textwrap.dedent(inspect.getsource(fn))
     source = "\n".join(line for line in source.splitlines() if not line.startswith("@"))
     if fn.__name__ != alias:

@@ -1,12 +1,11 @@
 """Inline a rule's body into generated code, with the program's names substituted.
 
 >>> import math
->>> from ast_ad import registry, rules, syntax
->>> import astor
+>>> from ast_ad import printer, registry, rules, syntax
 >>> table = syntax.RefTable()
 >>> body = inline(registry.lookup(math.sin).vjps[0], syntax.name("y_bar"), syntax.name("y"),
 ...               [syntax.name("x")], {}, table)
->>> astor.to_source(gast.gast_to_ast(body)).strip(), table.entries[0].hint
+>>> printer.to_source(gast.gast_to_ast(body), printer="astor").strip(), table.entries[0].hint
 ('(y_bar * §0.cos(x))', 'math')
 
 A rule inlines when it is a lambda, or a def whose body is one ``return``, and

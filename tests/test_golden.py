@@ -50,3 +50,86 @@ def test_generated_source(fn, argnums, args) -> None:
 @pytest.mark.parametrize("fn, argnums, args", CASES, ids=[c[0].__name__ for c in CASES])
 def test_normalized_source(fn, argnums, args) -> None:
     compare(f"{fn.__name__}.normalized.txt", ast_ad.source(fn, stage="normalized"))
+
+
+# ---- the fallback printer (Python 3.14 has no astor): the same program, comments included -------------------
+@pytest.fixture
+def unparse_printer(monkeypatch):
+    from ast_ad import transform
+    monkeypatch.setenv("AST_AD_PRINTER", "unparse")
+    transform._adjoints.clear()
+    transform._loaded.clear()
+    yield
+    transform._adjoints.clear()
+    transform._loaded.clear()
+
+
+def _comments(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip().startswith("#")]
+
+
+def _program(text: str) -> str:
+    """The program ``text`` parses to; ``del (a, b)`` (astor's way to wrap a long line) is ``del a, b``."""
+    import ast
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Delete) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
+            node.targets = [ast.Name(id=elt.id, ctx=ast.Del()) for elt in node.targets[0].elts]
+    return ast.dump(tree)
+
+
+@pytest.mark.parametrize("fn, argnums, args", CASES, ids=[c[0].__name__ for c in CASES])
+def test_the_fallback_printer_prints_the_same_program(fn, argnums, args, unparse_printer) -> None:
+    import ast
+    text = ast_ad.source(ast_ad.grad(fn, argnums), *args)
+    golden = (GOLDEN / f"{fn.__name__}.adjoint.txt").read_text()
+    assert _program(text) == _program(golden)
+    assert _comments(text) == _comments(golden)
+    assert ast_ad.source(fn, stage="normalized") == ast.unparse(
+        ast.parse((GOLDEN / f"{fn.__name__}.normalized.txt").read_text())) + "\n"
+
+
+def test_gradients_printed_by_the_fallback_are_the_same(monkeypatch) -> None:
+    from ast_ad import printer, transform
+    results = {}
+    for name in ("astor", "unparse"):
+        monkeypatch.setenv("AST_AD_PRINTER", name)
+        transform._adjoints.clear()
+        transform._loaded.clear()
+        assert printer.chosen() == name
+        results[name] = [ast_ad.value_and_grad(fn, argnums)(*args) for fn, argnums, args in CASES]
+    transform._adjoints.clear()
+    transform._loaded.clear()
+    for (value, grads), (value_2, grads_2) in zip(results["astor"], results["unparse"], strict=True):
+        assert value == value_2  # the same program: the same bits
+        np.testing.assert_array_equal(_flat(grads), _flat(grads_2))
+
+
+def _flat(grads) -> np.ndarray:
+    return np.hstack([np.ravel(g) for g in (grads if isinstance(grads, tuple) else (grads,))])
+
+
+def test_without_astor_the_fallback_is_chosen(monkeypatch) -> None:
+    """As on Python 3.14, where astor cannot be imported: ast_ad prints with ast.unparse."""
+    import sys
+
+    from ast_ad import printer
+    monkeypatch.delenv("AST_AD_PRINTER", raising=False)
+    monkeypatch.setitem(sys.modules, "astor", None)  # ``import astor`` raises ImportError
+    printer._astor.cache_clear()
+    try:
+        assert printer._astor() is None and printer.chosen() == "unparse"
+    finally:
+        printer._astor.cache_clear()
+
+
+def test_importing_and_using_ast_ad_warns_of_no_deprecation() -> None:
+    """Test suites that turn warnings into errors must not break on astor's warnings (Python 3.13)."""
+    import subprocess
+    import sys
+    script = ("import numpy as np, ast_ad\n"
+              "from tests import corpus\n"
+              "print(ast_ad.grad(corpus.worked, (0, 1))(2.0, 3.0))\n")
+    done = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", script], capture_output=True,
+                          text=True, cwd=pathlib.Path(__file__).parent.parent)
+    assert done.returncode == 0, done.stderr

@@ -1,0 +1,53 @@
+"""Print a Python ``ast`` tree as source: astor where it works, the standard library's ``ast.unparse`` where not.
+
+astor 0.8.1 (its last release) refers to ``ast.Num`` and the other node classes that Python 3.14
+removed, and warns on 3.13 when imported. ast_ad imports it lazily, with those warnings silenced, and
+falls back to ``ast.unparse`` where it cannot be imported. Both print the same program; astor's
+layout is the one the golden files record.
+
+>>> import ast
+>>> to_source(ast.parse("y = x*2"), printer="unparse")
+'y = x * 2\\n'
+
+``AST_AD_PRINTER=unparse`` (or ``astor``) forces one, so the fallback is tested on every Python.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import os
+import warnings
+from typing import Any
+
+PRINTERS = ("astor", "unparse")
+
+
+@functools.cache
+def _astor() -> Any:
+    """The astor module, or ``None`` where it cannot be imported (Python 3.14)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            import astor
+        except (ImportError, AttributeError):
+            return None
+    return astor
+
+
+def chosen() -> str:
+    """The printer in use: ``AST_AD_PRINTER`` if set, else astor where it imports, else ``unparse``."""
+    forced = os.environ.get("AST_AD_PRINTER", "")
+    if forced in PRINTERS:
+        return forced
+    return "astor" if _astor() is not None else "unparse"
+
+
+def to_source(tree: ast.AST, printer: str | None = None) -> str:
+    """``tree`` as Python source, ending in a newline."""
+    printer = printer or chosen()
+    if printer == "astor" and _astor() is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return _astor().to_source(tree)
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
