@@ -46,6 +46,7 @@ def autograd_count() -> int | None:
 
 def table() -> str:
     """Markdown: the differentiable and the non-differentiable functions, grouped by library."""
+    registry.load_all_rules()
     rules = [r for r in registry.registered() if r.origin.startswith("ast_ad.rules")]
     groups: dict[str, list[str]] = {}
     zero: dict[str, list[str]] = {}

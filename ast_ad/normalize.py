@@ -1135,11 +1135,13 @@ class Lowerer:
         if node.id in self.closure:
             try:
                 value = self.closure[node.id].cell_contents
-                return ir.Ref(value, node.id, ("closure", node.id), value)
             except ValueError:
                 raise self.error(node, f"the closure variable {node.id!r} is not set yet") from None
+            registry.load_rules_for(value)
+            return ir.Ref(value, node.id, ("closure", node.id), value)
         if node.id in self.fn.__globals__:
             value = self.fn.__globals__[node.id]
+            registry.load_rules_for(value)
             return ir.Ref(value, node.id, ("global", node.id), value)
         if hasattr(builtins, node.id):
             return ir.Ref(getattr(builtins, node.id), node.id)

@@ -22,7 +22,9 @@ rule returns exactly the argument's shape.
 
 from __future__ import annotations
 
+import importlib
 import sys
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -124,6 +126,33 @@ def def_effect(*fns: Any) -> None:
 
 def is_effect(fn: Any) -> bool:
     return hashable(fn) and fn in _EFFECTS
+
+
+# Rules for optional libraries, registered when the user's code first names the library: importing
+# scipy.special alone costs more than all the rest of ast_ad.
+_LAZY = {"scipy": "ast_ad.rules.scipy"}
+
+
+def load_rules_for(obj: Any) -> None:
+    """Register the rules of the optional library ``obj`` belongs to (a module, or a function of one).
+
+    A ufunc does not say its module: one without a rule loads every optional library that is installed.
+    """
+    if not _LAZY:
+        return
+    module = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None) or ""
+    unknown_ufunc = type(obj).__name__ == "ufunc" and lookup(obj) is None
+    for library, rules in list(_LAZY.items()):
+        if unknown_ufunc or module == library or module.startswith(library + "."):
+            del _LAZY[library]
+            importlib.import_module(rules)
+
+
+def load_all_rules() -> None:
+    """Register the rules of every optional library that is installed (for tables and tests)."""
+    for rules in list(_LAZY.values()):
+        importlib.import_module(rules)
+    _LAZY.clear()
 
 
 def _caller() -> str:

@@ -238,6 +238,7 @@ def traced(fn: Any, copies: dict[Any, Any] | None = None) -> Any:
 
 def view(value: Any, copies: dict[Any, Any]) -> Any:
     """What a traced function sees in place of ``value``."""
+    registry.load_rules_for(value)
     if isinstance(value, types.ModuleType):
         return ModuleView(value, copies)
     if registry.hashable(value) and value in CONSTRUCTORS:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import sys
 import threading
 
@@ -148,3 +149,19 @@ def test_released_arrays_lower_the_peak_memory_of_a_gradient(tmp_path) -> None:
 
     assert_same(scope[loaded.fn.__name__](x)[1], loaded.fn(x)[1])
     assert peak(loaded.fn) < 0.75 * peak(scope[loaded.fn.__name__])
+
+
+def test_optional_rules_are_registered_when_the_code_names_the_library() -> None:
+    """``import ast_ad`` does not import scipy; differentiating code that names scipy.special registers its rules."""
+    import subprocess
+    import sys
+    script = ("import sys, numpy as np, ast_ad\n"
+              "assert 'scipy' not in sys.modules, 'import ast_ad imported scipy'\n"
+              "from tests import scipy_functions as s\n"
+              "print(ast_ad.grad(s.uses_erf)(0.5), ast_ad.grad(s.uses_module)(0.5))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert done.returncode == 0, done.stderr
+    erf_slope = 2.0 / math.sqrt(math.pi) * math.exp(-0.25)
+    first, second = (float(v) for v in done.stdout.split())
+    assert math.isclose(first, erf_slope) and math.isclose(second, erf_slope * 2.0)

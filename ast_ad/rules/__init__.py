@@ -1,3 +1,7 @@
-"""Rule tables, one module per library they cover. Importing this package registers them all."""
+"""Rule tables, one module per library they cover. Importing this package registers them.
 
-from ast_ad.rules import operator, builtins, linalg, math, numpy, scipy  # noqa: F401, I001  (registers the rules; operator first, builtins reuse its derivatives)
+The rules of optional libraries (``scipy.py``) are registered when the user's code first names the
+library (``registry.load_rules_for``), so ``import ast_ad`` does not import them.
+"""
+
+from ast_ad.rules import operator, builtins, linalg, math, numpy  # noqa: F401, I001  (registers the rules; operator first, builtins reuse its derivatives)
