@@ -690,25 +690,45 @@ def sorted_by_vjp(g, xs, keys, reverse=False):
 
 
 def concat(a, b):
-    """``a + b`` for lists or tuples: joined end to end."""
+    """``a + b`` for lists or tuples: joined end to end (a list plus an array is numpy's sum: its gradient is
+    refused, in ``concat_vjp_a``)."""
     return a + b
 
 
-def concat_vjp_a(g, a):
+def _refuse_sequence_arithmetic():
+    try:
+        from ast_ad.errors import MissingRuleError as error
+    except ImportError:  # in an exported module
+        error = TypeError
+    raise error("this + or * mixes a list with an array or a number, which numpy computes element by element: "
+                "write np.asarray([...]) for the list, so it is arithmetic, or join lists with lists")
+
+
+def concat_vjp_a(g, a, b):
+    _check_joined(a, b)
     return g[:len(a)]
 
 
-def concat_vjp_b(g, a):
+def concat_vjp_b(g, a, b):
+    _check_joined(a, b)
     return g[len(a):]
 
 
+def _check_joined(a, b):
+    if not (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))):
+        _refuse_sequence_arithmetic()
+
+
 def repeat_seq(a, n):
-    """``a * n`` (or ``n * a``) for a list or tuple: ``n`` copies end to end."""
+    """``a * n`` (or ``n * a``) for a list or tuple: ``n`` copies end to end (a list times an array is numpy's
+    product: its gradient is refused)."""
     return a * n
 
 
 def repeat_seq_vjp(g, a, n):
     """Every copy's adjoint, added element by element."""
+    if not isinstance(a, (list, tuple)) or not isinstance(n, int):
+        _refuse_sequence_arithmetic()
     total = None
     for k in range(n):
         total = add_adjoints(total, g[k * len(a):(k + 1) * len(a)])

@@ -97,6 +97,7 @@ REFUSED = [
     (c.update_a_dict, (X,), errors.UnsupportedSyntaxError),
     (c.dataclass_made_inside, (1.3,), errors.MissingRuleError),
     (c.complex_global, (1.3,), errors.UnsupportedSyntaxError),
+    (c.list_plus_array, (X,), errors.MissingRuleError),
 ]
 
 

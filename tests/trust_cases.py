@@ -487,3 +487,7 @@ ROTATION = 1j
 
 def complex_global(x):
     return abs(x * ROTATION)  # refused here
+
+
+def list_plus_array(x):
+    return np.sum([1.0, 2.0, 3.0] + x)  # refused here

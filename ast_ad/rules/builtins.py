@@ -44,7 +44,7 @@ defvjp(builtins.max, *lookup(builtins.min).vjps)
 defvjp(field, lambda g, ans, obj, name: field_vjp(g, obj, name))
 
 # lists and tuples joined (a + b) and repeated (a * n): their adjoints split and add element by element
-defvjp(concat, lambda g, ans, a, b: concat_vjp_a(g, a), lambda g, ans, a, b: concat_vjp_b(g, a))
+defvjp(concat, lambda g, ans, a, b: concat_vjp_a(g, a, b), lambda g, ans, a, b: concat_vjp_b(g, a, b))
 defvjp(repeat_seq, lambda g, ans, a, n: repeat_seq_vjp(g, a, n))
 defvjp(list_item, lambda g, ans, xs, index, n: list_item_vjp(g, xs, index, n))
 defvjp(sorted_by, lambda g, ans, xs, keys, reverse=False: sorted_by_vjp(g, xs, keys, reverse), zero)
