@@ -133,8 +133,8 @@ class Lowerer:
         self.appends_left: dict[str, int] = {}  # user name -> appends to it not lowered yet
         self.loops: list[set[str]] = []  # per enclosing loop, the names it appends to
         self.partials: dict[str, tuple] = {}  # name -> (function, args, keywords) of a functools.partial
-        self.partial_values: dict[str, ir.Atom] = {}
         self.instances: dict[str, type] = {}  # IR name -> the user class it was made by (``m = Model(w)``)
+        self.serial = 0  # for ``hidden`` names
         self.kinds: dict[str, str] = {}  # IR name -> "list" or "tuple", where that is known (see ``kind``)
         self.writes: set[str] = set()  # parameters whose values an in-place statement may change
 
@@ -228,16 +228,8 @@ class Lowerer:
             raise refuse(target, "item assignment is supported on local variables only (y[i] = v, L[0][i] = v): "
                                  "assign to a local array first", self.locate)
         inner = self.expr(outer)
-        self.note_views(inner)
         if isinstance(inner, ir.Var):
-            related = self.shares.get(inner.name, set()) | {inner.name}
-            others = [atom for key, atom in self.env.items() if key != root.id and isinstance(atom, ir.Var)
-                      and atom.name in related]
-            if others:
-                where = f"{self.source.filename}:{self.line.lineno}"
-                call = ir.Call(ir.Ref(runtime.check_in_place, "check_in_place"),
-                               (inner, self.bind(ir.Pack(tuple(dict.fromkeys(others))), "others"), ir.Const(where)))
-                self.bind(call, "checked")
+            self.guard_object(inner, root.id)
         index = self.index(target.slice)
         new = self.bind(ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (inner, index, value)),
                         f"{_atom_name(inner)}_new" if isinstance(inner, ir.Var) else "item")
@@ -283,8 +275,9 @@ class Lowerer:
         if isinstance(func, gast.Attribute) and self.is_local(func.value):
             self.method_statement(call, func)
             return
-        if isinstance(func, gast.Name) and func.id in self.local_functions and func.id not in self.env:
-            self.expr(call)  # inlined: its writes are the caller's own
+        if isinstance(func, gast.Name) and func.id not in self.env and (func.id in self.local_functions
+                                                                      or func.id in self.partials):
+            self.expr(call)  # inlined, or a partial's function called: its writes are checked as any call's
             return
         fn = self.expr(func)
         if not isinstance(fn, ir.Ref):
@@ -334,13 +327,13 @@ class Lowerer:
             raise refuse(call, "this call changes its first argument in place; ast_ad follows that only for a "
                                "local variable: assign the array to a local name first", self.locate)
         self.guard_in_place(target)
-        value = gast.copy_location(gast.Call(func=_load("§twin"), args=[target, *rest], keywords=call.keywords),
-                                   call)
-        self.env["§twin"] = ir.Ref(twin, getattr(twin, "__name__", "twin"))
+        held = self.hidden("twin")
+        value = gast.copy_location(gast.Call(func=_load(held), args=[target, *rest], keywords=call.keywords), call)
+        self.env[held] = ir.Ref(twin, getattr(twin, "__name__", "twin"))
         try:
             self.assign(target, value)
         finally:
-            del self.env["§twin"]
+            del self.env[held]
 
     def reads_locals(self, node: gast.AST) -> bool:
         return any(isinstance(n, gast.Name) and n.id in self.env for n in syntax.walk(node))
@@ -364,18 +357,23 @@ class Lowerer:
         (``y = x``, ``y = x[1:]``, ``y = x.T``...), the generated code checks and refuses rather than differ.
         """
         base = target.value if isinstance(target, gast.Subscript) else target
-        if not isinstance(base, gast.Name) or not isinstance(self.env.get(base.id), ir.Var):
-            return
-        mine = self.env[base.id].name
-        related = self.shares.get(mine, set()) | {mine}
+        if isinstance(base, gast.Name) and isinstance(self.env.get(base.id), ir.Var):
+            self.guard_object(self.env[base.id], base.id)
+
+    def guard_object(self, atom: ir.Var, owner: str) -> None:
+        """Check at run time that no live variable but ``owner`` reaches the object ``atom``, about to change.
+
+        A parameter it may reach is recorded in ``writes``: Python's caller would see the change too.
+        """
+        related = self.shares.get(atom.name, set()) | {atom.name}
         self.writes |= {self.params[name] for name in related if name in self.params}
-        others = [atom for name, atom in self.env.items() if name != base.id and isinstance(atom, ir.Var)
-                  and (atom.name in related or mine in self.shares.get(atom.name, set()))]
+        others = [other for name, other in self.env.items() if name != owner and isinstance(other, ir.Var)
+                  and other.name in related]
         if not others:
             return
         where = f"{self.source.filename}:{self.line.lineno}"
         call = ir.Call(ir.Ref(runtime.check_in_place, "check_in_place"),
-                       (ir.Var(mine), self.bind(ir.Pack(tuple(dict.fromkeys(others))), "others"), ir.Const(where)))
+                       (atom, self.bind(ir.Pack(tuple(dict.fromkeys(others))), "others"), ir.Const(where)))
         self.bind(call, "checked")
 
     def share(self, a: str, b: str) -> None:
@@ -452,13 +450,17 @@ class Lowerer:
         def frozen(node: gast.expr) -> gast.expr:
             if self.is_function(node):
                 return node
-            key = f"§partial{len(self.partial_values)}"  # not an identifier: it cannot meet a user's name
-            self.partial_values[key] = self.hold(self.expr(node))
-            self.env[key] = self.partial_values[key]
+            key = self.hidden("partial")
+            self.env[key] = self.hold(self.expr(node))
             return gast.copy_location(_load(key), node)
         func, *args = value.args
         return func, [frozen(a) for a in args], [gast.keyword(arg=kw.arg, value=frozen(kw.value))
                                                  for kw in value.keywords]
+
+    def hidden(self, base: str) -> str:
+        """A new name for a value ast_ad holds in ``env`` itself: not an identifier, so it meets no user's name."""
+        self.serial += 1
+        return f"§{base}{self.serial}"
 
     def hold(self, atom: ir.Atom) -> ir.Atom:
         """``atom``, or a copy of it if it is a mutable name that a later binding may overwrite."""
@@ -752,7 +754,7 @@ class Lowerer:
             if bool(first.value) == isinstance(node.op, gast.Or):
                 return first
             return self.expr(later, name, user, exact=exact)
-        held = f"§value{len(self.env)}"  # not an identifier: it cannot meet a user's name
+        held = self.hidden("value")
         self.env[held] = first
         try:
             seen = gast.copy_location(_load(held), node)
@@ -894,9 +896,10 @@ class Lowerer:
         items = [gast.Name(id=f"item_{k}", ctx=gast.Store(), annotation=None, type_comment=None)
                  for k in range(len(node.args) - 1)]
         target = items[0] if len(items) == 1 else gast.Tuple(elts=items, ctx=gast.Store())
+        if len(items) > 1 and "zip" in self.locals:
+            raise refuse(node, "map over several sequences is lowered with zip, which this function rebinds: "
+                               "rename the local variable zip", self.locate)
         iterable = node.args[1] if len(items) == 1 else gast.Call(func=_load("zip"), args=node.args[1:], keywords=[])
-        if isinstance(iterable, gast.Call) and iterable.func.id == "zip":
-            self.env.pop("zip", None)
         elt = gast.Call(func=node.args[0], args=[_load(item.id) for item in items], keywords=[])
         comp = gast.ListComp(elt=elt, generators=[gast.comprehension(target=target, iter=iterable, ifs=[],
                                                                      is_async=0)])
@@ -909,7 +912,7 @@ class Lowerer:
         if "key" in options and not self.is_function(options["key"]):
             raise refuse(node, "sorted(..., key=...) is supported with a lambda or a function defined here",
                          self.locate)
-        held = f"§sorted{len(self.env)}"  # not an identifier: it cannot meet a user's name
+        held = self.hidden("sorted")
         self.env[held] = items
         try:
             keys = self.expr(self.mapped(gast.copy_location(

@@ -75,8 +75,13 @@ def def_nondiff(*fns: Any) -> None:
         _RULES[fn] = Rule(fn, nondiff=True, origin=_caller())
 
 
-_IN_PLACE: dict[Any, Any] = {}
-_EFFECTS: set[Any] = set()
+# Facts about primitives that the engine reads, beside their rules: fact -> {function: value}.
+_FACTS: dict[str, dict[Any, Any]] = {"in_place": {}, "sequence": {}, "same_kind": {}, "effect": {}}
+
+
+def _fact(fact: str, fn: Any) -> Any:
+    """The value recorded for ``fn`` under ``fact``, or ``None`` (also for unhashable objects)."""
+    return _FACTS[fact].get(fn) if hashable(fn) else None
 
 
 def def_in_place(fn: Any, twin: Any) -> None:
@@ -84,48 +89,39 @@ def def_in_place(fn: Any, twin: Any) -> None:
 
     ``fn`` may be a function (``np.add.at``) or a method of arrays (``np.ndarray.sort``).
     """
-    _IN_PLACE[fn] = twin
+    _FACTS["in_place"][fn] = twin
 
 
 def in_place(fn: Any) -> Any:
     """The functional twin of an in-place ``fn``, or ``None``."""
-    try:
-        return _IN_PLACE.get(fn)
-    except TypeError:
-        return None
-
-
-_SEQUENCES: set[Any] = set()
+    return _fact("in_place", fn)
 
 
 def def_sequence(*fns: Any) -> None:
     """Declare functions that return a tuple or list: their results' adjoints add element by element."""
-    _SEQUENCES.update(fns)
+    _FACTS["sequence"].update(dict.fromkeys(fns, True))
 
 
 def returns_sequence(fn: Any) -> bool:
-    return hashable(fn) and fn in _SEQUENCES
-
-
-_SAME_KIND: set[Any] = set()
+    return bool(_fact("sequence", fn))
 
 
 def def_same_kind(*fns: Any) -> None:
     """Declare functions whose result is a list, tuple or dict when their first argument is (``assign_item``)."""
-    _SAME_KIND.update(fns)
+    _FACTS["same_kind"].update(dict.fromkeys(fns, True))
 
 
 def keeps_kind(fn: Any) -> bool:
-    return hashable(fn) and fn in _SAME_KIND
+    return bool(_fact("same_kind", fn))
 
 
 def def_effect(*fns: Any) -> None:
     """Declare functions called for an effect alone (``print``): they read their arguments and change none."""
-    _EFFECTS.update(fns)
+    _FACTS["effect"].update(dict.fromkeys(fns, True))
 
 
 def is_effect(fn: Any) -> bool:
-    return hashable(fn) and fn in _EFFECTS
+    return bool(_fact("effect", fn))
 
 
 # Rules for optional libraries, registered when the user's code first names the library: importing

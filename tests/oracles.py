@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import types
 from collections.abc import Callable
@@ -52,3 +53,9 @@ def _cells(f: Any, seen: dict, convert: Any) -> Any:
         return None
     return tuple(types.CellType(convert(c.cell_contents, seen) if isinstance(c.cell_contents, types.FunctionType)
                                 else c.cell_contents) for c in f.__closure__)
+
+
+def marked_line(fn: Callable[..., Any], marker: str) -> int:
+    """The line of ``fn``'s file that carries the comment ``marker`` (``# error here``): where an error must point."""
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if marker in line)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import math
 
 import numpy as np
@@ -10,7 +9,7 @@ import pytest
 
 import ast_ad
 from ast_ad import errors, transform
-from tests import bad_inputs, broken_rule
+from tests import bad_inputs, broken_rule, oracles
 
 U, M, N, L = (errors.UnsupportedSyntaxError, errors.MissingRuleError, errors.NonScalarOutputError,
               errors.LocatedError)
@@ -31,8 +30,7 @@ CASES = [
 
 
 def marked_line(fn) -> int:
-    lines, start = inspect.getsourcelines(fn)
-    return start + next(i for i, line in enumerate(lines) if "# error here" in line)
+    return oracles.marked_line(fn, "# error here")
 
 
 @pytest.mark.parametrize("fn, kind, words", CASES, ids=[c[0].__name__ for c in CASES])

@@ -7,15 +7,13 @@ ast_ad error at the line marked ``# refused here``.
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import pytest
 
 import ast_ad
 from ast_ad import errors
 from tests import trust_cases as c
-from tests.oracles import assert_fd, assert_same
+from tests.oracles import assert_fd, assert_same, marked_line
 
 X = np.array([0.3, 1.7, 2.9])
 M = np.array([[0.3, 1.1], [-0.4, 0.8]])
@@ -98,6 +96,7 @@ REFUSED = [
     (c.dataclass_made_inside, (1.3,), errors.MissingRuleError),
     (c.complex_global, (1.3,), errors.UnsupportedSyntaxError),
     (c.list_plus_array, (X,), errors.MissingRuleError),
+    (c.helper_changes_an_item_of_its_argument, (X,), errors.InPlaceAliasError),
 ]
 
 
@@ -157,8 +156,7 @@ def test_exact(fn, args, argnums, traced) -> None:
 
 
 def _marked_line(fn) -> int:
-    lines, start = inspect.getsourcelines(fn)
-    return start + next(i for i, line in enumerate(lines) if "# refused here" in line)
+    return marked_line(fn, "# refused here")
 
 
 @pytest.mark.parametrize("fn, args, kind", REFUSED, ids=[r[0].__name__ for r in REFUSED])
@@ -258,9 +256,7 @@ def test_the_users_exception_comes_from_the_users_line(fn, kind) -> None:
     with pytest.raises(kind) as info:
         ast_ad.grad(fn)(1.0)
     frames = traceback.extract_tb(info.value.__traceback__)
-    lines, start = inspect.getsourcelines(fn)
-    line = start + next(i for i, text in enumerate(lines) if "# raises here" in text)
-    assert (frames[-1].filename, frames[-1].lineno) == (c.__file__, line)
+    assert (frames[-1].filename, frames[-1].lineno) == (c.__file__, marked_line(fn, "# raises here"))
 
 
 def test_async_functions_are_refused() -> None:

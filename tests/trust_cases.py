@@ -491,3 +491,14 @@ def complex_global(x):
 
 def list_plus_array(x):
     return np.sum([1.0, 2.0, 3.0] + x)  # refused here
+
+
+def sets_an_item_of_an_item(rows):
+    rows[0][1] = 5.0
+    return 1.0
+
+
+def helper_changes_an_item_of_its_argument(x):
+    rows = [x * 1.0]
+    sets_an_item_of_an_item(rows)  # refused here
+    return np.sum(rows[0] * x)
