@@ -1,4 +1,4 @@
-"""ast_ad: reverse-mode automatic differentiation of plain Python and NumPy, by source transformation.
+"""ast_ad: automatic differentiation (reverse and forward mode, any order) of plain Python and NumPy, by source transformation.
 
 >>> import numpy as np
 >>> import ast_ad
@@ -11,10 +11,12 @@
 from ast_ad import errors, extend, rules, tracer  # noqa: F401  (importing rules registers them)
 from ast_ad.api import grad, source, value_and_grad
 from ast_ad.checking import check_grads
+from ast_ad.compose import hessian, hvp, jacfwd, jacobian, jacrev, jvp, vjp
 from ast_ad.explain import explain
 from ast_ad.export import export
 from ast_ad.graph import graph
 
-__all__ = ["grad", "value_and_grad", "source", "check_grads", "explain", "graph", "export", "tracer", "extend",
+__all__ = ["grad", "value_and_grad", "jvp", "vjp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "source",
+           "check_grads", "explain", "graph", "export", "tracer", "extend",
            "errors"]
 __version__ = "0.1.0"

@@ -1,4 +1,4 @@
-"""The public entry points: ``grad``, ``value_and_grad`` and ``source``."""
+"""The public entry points: ``grad``, ``value_and_grad`` and ``source`` (``compose`` has the rest)."""
 
 from __future__ import annotations
 
@@ -62,6 +62,9 @@ def source(fn: Any, *example_args: Any, stage: str = "adjoint") -> str:
     gradient = fn if isinstance(fn, Gradient) else Gradient(fn, 0, with_value=False)
     if stage == "normalized":
         return transform.forward_source(gradient.fun)
+    if gradient.transformed:  # a derivative of a derivative: the forward-mode code over the inner one
+        args = example_args or gradient.last_args or (1.0,) * gradient.nparams
+        return gradient.lowered(tuple(args)).loaded.text
     if example_args:
         args = (gradient.bound_self, *example_args) if gradient.bound_self is not None else example_args
         return gradient.loaded(shape_labels(args)).text
@@ -73,14 +76,21 @@ _LAST_SHAPES: dict[tuple[Any, tuple[int, ...], bool], tuple[int, ...]] = {}
 
 
 class Gradient:
-    """A gradient function: binds the call's arguments, runs the generated code, shapes the result."""
+    """A gradient function: binds the call's arguments, runs the generated code, shapes the result.
+
+    It is *composable* (see ``compose``): other transformations, and ``grad`` itself, can be applied to it.
+    """
+
+    composable = True
 
     def __init__(self, fun: Callable[..., Any], argnums: int | tuple[int, ...], with_value: bool):
         self.fun, self.bound_self = _unbind(fun)
+        self.transformed = getattr(self.fun, "composable", False)  # a derivative of something ast_ad made
         self.single = isinstance(argnums, numbers.Integral)
         self.argnums = _check_argnums(argnums)
         self.with_value = with_value
-        self.signature = inspect.signature(self.fun)
+        self.last_args: tuple[Any, ...] | None = None
+        self.signature = self.fun.signature if self.transformed else inspect.signature(self.fun)
         self.nparams = len(self.signature.parameters)
         # every parameter positional-or-keyword: a call with one positional argument each needs no binding
         self.plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in self.signature.parameters.values())
@@ -116,6 +126,8 @@ class Gradient:
             args = (self.bound_self, *args)
         if kwargs or len(args) != self.nparams or not self.plain:
             args = self.bind(args, kwargs)
+        if self.transformed:
+            return self.call_transformed(args)
         positions = self.positions
         for k in positions:
             if type(args[k]) not in PLAIN_FLOATS:
@@ -132,6 +144,11 @@ class Gradient:
             raise failure from (exc if own or isinstance(failure, GradientFailedError) else None)
         if type(out) not in PLAIN_FLOATS and not _is_scalar(out):
             raise self.non_scalar(out)
+        return self.shape(out, grads, args)
+
+    def shape(self, out: Any, grads: Any, args: tuple[Any, ...]) -> Any:
+        """The generated code's ``(out, grads)`` as this gradient returns them: shaped like the arguments."""
+        positions = self.positions
         if self.single:
             grads = _like(grads, args[positions[0]])
         else:  # plain loops: this runs on every call, and comprehensions cost more than the work here
@@ -140,6 +157,94 @@ class Gradient:
                 shaped.append(_distinct(_like(g, args[k]), shaped))
             grads = tuple(shaped)
         return (out, grads) if self.with_value else grads
+
+    # ---- composition (see ``compose``) ------------------------------------------------------------------
+    def lowered(self, args: tuple[Any, ...]) -> Any:
+        """This gradient at ``args`` as generated code that ast_ad can transform again."""
+        from ast_ad import compose
+
+        if self.bound_self is not None:
+            args = (self.bound_self, *args)
+        if self.transformed:
+            return self.lowered_transformed(args)
+        loaded = self.loaded(shape_labels(args))
+
+        def finish(raw: Any) -> Any:
+            out, grads = raw
+            if not _is_scalar(out):
+                raise self.non_scalar(out)
+            return self.shape(out, grads, args)
+
+        def finish_dot(raw: Any, raw_dot: Any) -> Any:
+            return self.shape(raw_dot[0], raw_dot[1], args)
+        return compose.Lowered(loaded.fn, (*args, 1.0), tuple(range(self.shift, len(args))), finish, finish_dot,
+                               loaded)
+
+    def lowered_transformed(self, args: tuple[Any, ...]) -> Any:
+        """The derivative of a scalar function of a scalar that ast_ad made: forward mode over its code."""
+        from ast_ad import compose
+
+        (k,) = self.argnums if len(self.argnums) == 1 else (None,)
+        if k is None or np.ndim(args[k]) != 0 or isinstance(args[k], (tuple, list, dict)):
+            raise ASTADError("differentiating a derivative of a derivative again works with respect to one "
+                             "scalar argument at a time: pass that argument as a float")
+        inner = compose.lower(self.fun, args)
+        loaded = compose.jvp_code(inner, (k,))
+
+        def finish(raw: Any) -> Any:
+            out = inner.finish(raw[0])
+            if not _is_scalar(out):
+                raise self.non_scalar(out)
+            grad = _like(inner.finish_dot(raw[0], raw[1]), args[k])
+            return (out, grad) if self.with_value else (grad if self.single else (grad,))
+
+        def finish_dot(raw: Any, raw_dot: Any) -> Any:
+            out_dot = inner.finish_dot(raw[0], raw_dot[0])
+            grad_dot = _like(inner.finish_dot(raw[0], raw_dot[1]), args[k])
+            grad_dot = grad_dot if self.single else (grad_dot,)
+            return (out_dot, grad_dot) if self.with_value else grad_dot
+        return compose.Lowered(loaded.fn, (*inner.args, 1.0), inner.positions, finish, finish_dot, loaded)
+
+    def call_transformed(self, args: tuple[Any, ...]) -> Any:
+        """The gradient of a scalar function ast_ad made (a gradient, say): one forward pass per entry of
+        each differentiated argument, over that function's generated code."""
+        from ast_ad import compose
+
+        self.last_args = args
+        inner = compose.lower(self.fun, args)
+        out, grads = None, []
+        for k in self.argnums:
+            _check_differentiable(args[k], self.parameter_name(k))
+            if isinstance(args[k], (tuple, list, dict)):
+                raise ASTADError("the derivative of a derivative with respect to a tuple, list or dict is not "
+                                 "supported yet: pass its arrays as separate arguments")
+            loaded = compose.jvp_code(inner, (k,))
+            x = np.asarray(args[k], dtype=float)
+            columns = []
+            for j in range(x.size):
+                e = np.zeros(x.size)
+                e[j] = 1.0
+                raw, raw_dot = compose.run(loaded, *inner.args, float(e[0]) if x.ndim == 0 else e.reshape(x.shape))
+                out = inner.finish(raw)
+                if not _is_scalar(out):
+                    raise self.non_scalar(out)
+                columns.append(inner.finish_dot(raw, raw_dot))
+            grads.append(_like(np.reshape(np.asarray(columns, dtype=float), x.shape), args[k]))
+        if out is None:
+            out = self.fun(*args)
+        result = grads[0] if self.single else tuple(grads)
+        return (out, result) if self.with_value else result
+
+    def adjoints(self, args: tuple[Any, ...], out_bar: Any) -> tuple[Any, ...]:
+        """Every differentiated argument's adjoint for the output adjoint ``out_bar`` (any output): ``vjp``."""
+        from ast_ad import compose
+
+        if self.bound_self is not None:
+            args = (self.bound_self, *args)
+        loaded = self.loaded(shape_labels(args))
+        _, grads = compose.run(loaded, *args, out_bar)
+        grads = (grads,) if self.single else grads
+        return tuple(_like(g, args[k]) for g, k in zip(grads, self.positions, strict=True))
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         try:
@@ -222,8 +327,8 @@ def _distinct(grad: Any, others: list[Any]) -> Any:
 
 
 def _unbind(fun: Any) -> tuple[Callable[..., Any], Any]:
-    if isinstance(fun, Gradient):
-        raise ASTADError("differentiating a gradient again is not supported yet")
+    if getattr(fun, "composable", False):
+        return fun, None
     if isinstance(fun, types.MethodType):
         return fun.__func__, fun.__self__
     if not callable(fun):
@@ -270,6 +375,19 @@ def _check_differentiable(value: Any, name: str) -> None:
     raise NonDifferentiableArgumentError(
         f"cannot differentiate with respect to {name!r}, which is {kind}: pass a float, an array of floats, "
         f"or a tuple, list or dict of them (for example np.asarray(x, dtype=float)), or leave it out of argnums")
+
+
+def _differentiable(value: Any) -> bool:
+    """Whether ``value`` can carry a derivative: floats, float arrays, and containers holding some."""
+    if isinstance(value, dict):
+        return any(_differentiable(v) for v in value.values())
+    if isinstance(value, (tuple, list)):
+        return any(_differentiable(v) for v in value)
+    if isinstance(value, (bool, np.bool_, numbers.Integral)):
+        return False
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind == "f"
+    return isinstance(value, numbers.Real)
 
 
 def _is_scalar(out: Any) -> bool:

@@ -46,7 +46,6 @@ REFUSED: dict[type, str] = {
     gast.Global: "global statements are not supported: pass the value in as an argument and return it",
     gast.Nonlocal: "nonlocal statements are not supported: pass the value in as an argument and return it",
     gast.NamedExpr: "assignment expressions (:=) are not supported: assign on a line of its own",
-    gast.Delete: "del is not supported: drop the statement, names are freed when the function returns",
     gast.Import: "import inside a differentiated function is not supported: import at module level",
     gast.ImportFrom: "import inside a differentiated function is not supported: import at module level",
     gast.Starred: "star-arguments (*args) are not supported: pass each argument explicitly",

@@ -24,6 +24,7 @@ import gast
 
 from ast_ad import ir, printer, syntax
 from ast_ad.naming import Namer, identifier
+from ast_ad.forward import Tangent
 from ast_ad.reverse import Adjoint, CalleeRef, released
 
 MODULE_NAMES = {"numpy": "np", "math": "math", "operator": "operator"}
@@ -69,10 +70,24 @@ def spelling(obj: Any, hint: str) -> tuple[str, tuple[str, ...]]:
 
 def emit(top: Adjoint, single: bool) -> Emitted:
     """The module text: every callee's ``_fwd``/``_bwd`` pair, then the gradient function."""
-    adjoints = _callees(top)
-    built = [tree for a in adjoints for tree in _pair(a)] + [_combined(top, single)]
-    namer = Namer(reserved=_locals(built))
-    trees = [gast.gast_to_ast(tree) for tree in built]  # Python's own ast: a copy to resolve and print
+    units = [(a, part, tree) for a in _callees(top) for part, tree in zip(("fwd", "bwd"), _pair(a), strict=True)]
+    return _module(units + [(top, "vjp", _combined(top, single))])
+
+
+def emit_jvp(top: Tangent) -> Emitted:
+    """The module text of forward mode: every callee's ``_jvp``, then the function's own."""
+    units = [(t, "jvp", t.tree("jvp")) for t in _callees(top) if t is not top]
+    return _module(units + [(top, "jvp", top.tree("jvp"))])
+
+
+def _module(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
+    """Name every function and outside object of these (owner, part, tree) units, and print them.
+
+    An owner (an ``Adjoint`` or a ``Tangent``) has the ``function`` it derives from and the ``refs``
+    its trees' markers index; the last unit is the entry point.
+    """
+    namer = Namer(reserved=_locals([tree for _, _, tree in units]))
+    trees = [gast.gast_to_ast(tree) for _, _, tree in units]  # Python's own ast: a copy to resolve and print
     names: dict[Any, str] = {}
     namespace: dict[str, Any] = {}
     bindings: list[Binding] = []
@@ -83,19 +98,17 @@ def emit(top: Adjoint, single: bool) -> Emitted:
             namespace[names[key]] = value
         return names[key]
 
-    for a in adjoints:  # the functions' own names first, so they keep them
-        for part in ("fwd", "bwd"):
-            global_name((id(a), part), f"{a.function.name}_{part}", None)
-    global_name((id(top), "vjp"), f"{top.function.name}_vjp", None)
+    for owner, part, _ in units:  # the functions' own names first, so they keep them
+        global_name((id(owner), part), f"{owner.function.name}_{part}", None)
 
-    def resolve(adjoint: Adjoint, marker: str) -> ast.expr:
-        ref = adjoint.refs.entries[int(marker[1:])]
+    def resolve(owner: Any, marker: str) -> ast.expr:
+        ref = owner.refs.entries[int(marker[1:])]
         obj = ref.obj
         if isinstance(obj, CalleeRef):
             return ast.Name(id=names[(id(obj.adjoint), obj.part)], ctx=ast.Load())
         data = ref.origin is not None and not callable(obj) and not isinstance(obj, types.ModuleType)
         if data:
-            key = ("data", id(adjoint.function.fn), ref.origin)
+            key = ("data", id(owner.function.fn), ref.origin)
             return ast.Name(id=global_name(key, identifier(ref.hint), obj), ctx=ast.Load())
         root, attrs = spelling(obj, ref.hint)
         base = obj if not attrs else _root_module(obj)
@@ -104,22 +117,21 @@ def emit(top: Adjoint, single: bool) -> Emitted:
             expr = ast.Attribute(value=expr, attr=attr, ctx=ast.Load())
         return expr
 
-    owners = [a for a in adjoints for _ in range(2)] + [top]
-    for adjoint, tree in zip(owners, trees, strict=True):
-        syntax.replace_markers(tree, lambda marker, adj=adjoint: resolve(adj, marker))
-        tree.name = names[(id(adjoint), "vjp" if tree is trees[-1] else tree.name.rsplit("_", 1)[-1])]
-    for a in dict.fromkeys(adjoints + [top]):
-        for ref in a.refs.entries:
+    for (owner, part, _), tree in zip(units, trees, strict=True):
+        syntax.replace_markers(tree, lambda marker, owner=owner: resolve(owner, marker))
+        tree.name = names[(id(owner), part)]
+    for owner in dict.fromkeys(owner for owner, _, _ in units):
+        for ref in owner.refs.entries:
             if ref.origin is not None:
                 data = not callable(ref.root) and not isinstance(ref.root, types.ModuleType)
-                alias = names.get(("data", id(a.function.fn), ref.origin), "")
-                bindings.append(Binding(alias, a.function.fn, ref.origin, ref.root, data))
+                alias = names.get(("data", id(owner.function.fn), ref.origin), "")
+                bindings.append(Binding(alias, owner.function.fn, ref.origin, ref.root, data))
     for k, v in list(namespace.items()):
         if v is None:
             del namespace[k]
     text = "\n\n".join(_print_ast(tree) for tree in trees)
     unique = {(b.alias, id(b.fn), b.origin): b for b in bindings}
-    files = {tree.name: adjoint.function.result_line.filename for adjoint, tree in zip(owners, trees, strict=True)}
+    files = {tree.name: owner.function.result_line.filename for (owner, _, _), tree in zip(units, trees, strict=True)}
     return Emitted(text, trees[-1].name, namespace, tuple(unique.values()), files)
 
 
@@ -163,12 +175,12 @@ def _root_module(obj: Any) -> types.ModuleType:
     return sys.modules[module.split(".")[0]]
 
 
-def _callees(top: Adjoint) -> list[Adjoint]:
+def _callees(top: Any) -> list[Any]:
     """Every adjoint ``top`` calls, callees before callers, each once."""
-    order: dict[int, Adjoint] = {}
+    order: dict[int, Any] = {}
     seen = {id(top)}
 
-    def visit(a: Adjoint) -> None:
+    def visit(a: Any) -> None:
         for callee in a.callees:
             if id(callee) not in seen:
                 seen.add(id(callee))

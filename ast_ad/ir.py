@@ -6,6 +6,7 @@ Grammar (``check_ir`` verifies it)::
     stmt      ::= NAME = expr                     # Assign: one primitive application
                 | NAME, NAME* = atom             # Unpack a tuple
                 | NAME.append(atom)               # Append to a list
+                | NAME = NAME.pop()               # Pop from a list (forward mode only)
                 | if VAR: stmt* else: stmt*       # If
                 | for NAME in atom: stmt*         # For over a range (other iterables are indexed)
                 | while raw: stmt*                # While
@@ -142,6 +143,15 @@ class Append:
 
 
 @dataclass(frozen=True)
+class Pop:
+    """``target = source.pop()`` (``target`` None: the value is dropped); a tape's read in generated code."""
+
+    target: str | None
+    source: str
+    line: Line
+
+
+@dataclass(frozen=True)
 class If:
     test: Atom
     body: tuple[Stmt, ...]
@@ -169,7 +179,7 @@ class Break:
     line: Line
 
 
-Stmt = Assign | Unpack | Effect | Append | If | For | While | Break
+Stmt = Assign | Unpack | Effect | Append | Pop | If | For | While | Break
 
 
 def walk(body: tuple[Stmt, ...]):
@@ -196,6 +206,8 @@ def defined(stmt: Stmt) -> tuple[str, ...]:
     if isinstance(stmt, Unpack):
         return stmt.targets
     if isinstance(stmt, For):
+        return (stmt.target,)
+    if isinstance(stmt, Pop) and stmt.target is not None:
         return (stmt.target,)
     return ()
 
@@ -241,6 +253,8 @@ def check_ir(fn: Function) -> Function:
                     use(atom)
             elif isinstance(stmt, (Unpack, Append)):
                 use(stmt.value)
+            elif isinstance(stmt, Pop):
+                use(Var(stmt.source))
             elif isinstance(stmt, If):
                 use(stmt.test)
             elif isinstance(stmt, For):

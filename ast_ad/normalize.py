@@ -298,6 +298,9 @@ class Lowerer:
 
     def method_statement(self, call: gast.Call, func: gast.Attribute) -> None:
         """``xs.append(v)``, ``y.fill(v)``, ``y.sort()``: a method of a local value, called for its effect."""
+        if func.attr == "pop" and not call.args and not call.keywords:
+            self.pop(None, func.value)
+            return
         if func.attr == "append" and len(call.args) == 1 and not call.keywords:
             target = self.expr(func.value)
             value = self.expr(call.args[0])
@@ -321,6 +324,17 @@ class Lowerer:
                            f"differentiate: compute a new value instead ({func.value.id} = ...), for lists "
                            f"xs = xs + [v] or xs = xs[::-1]", self.locate)
 
+    def pop(self, target: gast.expr | None, source: gast.expr) -> None:
+        """``v = xs.pop()`` (or ``xs.pop()``) on a local list: how generated code reads its tape back."""
+        listed = self.expr(source)
+        self.guard_in_place(source)
+        hint = target.id if isinstance(target, gast.Name) else "popped"
+        fresh = self.namer.fresh(hint, user=isinstance(target, gast.Name))
+        self.body.append(ir.Pop(fresh if target is not None else None, listed.name, self.line))
+        if target is not None:
+            self.share(fresh, listed.name)  # the popped value is what was appended: it may be shared
+            self.bind_target(target, ir.Var(fresh))
+
     def rewrite_in_place(self, call: gast.Call, target: gast.expr | None, rest: list, twin: Any) -> None:
         """``f(y, *rest)`` that changes ``y`` in place becomes ``y = twin(y, *rest)``, checked like ``y += ...``."""
         if not (isinstance(target, gast.Name) and target.id in self.env and target.id in self.locals):
@@ -337,6 +351,14 @@ class Lowerer:
 
     def reads_locals(self, node: gast.AST) -> bool:
         return any(isinstance(n, gast.Name) and n.id in self.env for n in syntax.walk(node))
+
+    def stmt_Delete(self, node: gast.Delete) -> None:
+        """``del name``: the name is unbound (generated code frees arrays so), so a later read is refused."""
+        for target in node.targets:
+            if not (isinstance(target, gast.Name) and target.id in self.env and target.id in self.locals):
+                raise refuse(node, "del is supported for local names only: drop the statement", self.locate)
+            if not self.loops and not getattr(self, "nesting", 0):
+                del self.env[target.id]
 
     def stmt_FunctionDef(self, node: gast.FunctionDef) -> None:
         if node.decorator_list:
@@ -383,6 +405,10 @@ class Lowerer:
             self.shares[name] = group - {name}
 
     def assign(self, target: gast.expr, value: gast.expr) -> None:
+        if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and value.func.attr == "pop" \
+                and not value.args and not value.keywords and self.is_local(value.func.value):
+            self.pop(target, value.func.value)
+            return
         if isinstance(target, gast.Name) and isinstance(value, gast.Lambda):
             self.local_functions[target.id] = value
             return
@@ -524,6 +550,7 @@ class Lowerer:
     def block(self, statements: list[gast.stmt]) -> tuple[ir.Stmt, ...]:
         """Lower ``statements`` into a nested block of their own."""
         outer, self.body = self.body, []
+        self.nesting = getattr(self, "nesting", 0) + 1
         try:
             for node in statements:
                 self.line = self.line_of(node)
@@ -531,6 +558,7 @@ class Lowerer:
             return tuple(self.body)
         finally:
             self.body = outer
+            self.nesting -= 1
 
     # ---- control flow --------------------------------------------------------------------------------
     def stmt_If(self, node: gast.If) -> None:

@@ -3,7 +3,18 @@
 A *rule* is a vector-Jacobian product (VJP) for one positional argument of a
 function, written ``lambda g, ans, *args, **kwargs: ...``: given the adjoint
 ``g`` of the result ``ans`` and the call's own arguments, it returns that
-argument's adjoint contribution.
+argument's adjoint contribution. Its forward twin, the Jacobian-vector
+product (JVP), has the same shape, ``lambda u, ans, *args, **kwargs: ...``:
+given the tangent ``u`` of one argument, the result's tangent.
+
+Most JVPs are not written out, but follow from facts beside the VJP:
+
+- an elementwise function's Jacobian is diagonal, so its JVP is its VJP's
+  expression with the tangent in place of ``g``;
+- a function *linear* in an argument (``np.sum``, ``np.reshape``, ``a @ b``
+  in either operand) has itself as its JVP, applied to the tangent;
+- a *reduction* (``np.max(x, axis)``) has the JVP ``np.sum(u * D, axis)``,
+  where ``D`` is its VJP applied to ones.
 
 >>> import math
 >>> rule = lookup(math.sin)
@@ -41,10 +52,32 @@ class Rule:
     nondiff: bool = False
     elementwise: bool = False
     origin: str = ""  # the module that registered the rule (``ast_ad.rules.numpy``, or the user's)
+    jvps: tuple[VJP | None, ...] = ()  # forward rules written out (``defjvp``); the rest follow from facts
 
     def vjp(self, argnum: int) -> VJP | None:
         """The rule for positional argument ``argnum``, or ``None``."""
         return self.vjps[argnum] if argnum < len(self.vjps) else None
+
+    def jvp(self, argnum: int) -> Any:
+        """The forward rule for positional argument ``argnum``: a function, ``zero``, ``LINEAR``,
+        ``REDUCTION`` (see the module's docstring), or ``None`` (none: a tangent there is refused)."""
+        written = self.jvps[argnum] if argnum < len(self.jvps) else None
+        if written is not None:
+            return written
+        vjp = self.vjp(argnum)
+        if vjp is zero:
+            return zero
+        if argnum in (_fact("linear", self.fn) or ()):
+            return LINEAR
+        if vjp is not None and self.elementwise:
+            return vjp
+        if vjp is not None and _fact("reduction", self.fn) is not None:
+            return REDUCTION
+        return None
+
+
+LINEAR = "linear"  # the forward rule is the function itself, the tangent in place of the argument
+REDUCTION = "reduction"  # the forward rule is np.sum(u * D, axis), D the VJP applied to ones
 
 
 _RULES: dict[Any, Rule] = {}
@@ -61,12 +94,29 @@ def zero(g: Any, ans: Any, *args: Any, **kwargs: Any) -> float:
 
 def defvjp(fn: Any, *vjps: VJP | None, elementwise: bool = False) -> None:
     """Register one reverse rule per positional argument of ``fn``."""
-    _RULES[fn] = Rule(fn, tuple(vjps), elementwise=elementwise, origin=_caller())
+    _RULES[fn] = Rule(fn, tuple(vjps), elementwise=elementwise, origin=_caller(), jvps=_written_jvps(fn))
 
 
 def defvjp_elementwise(fn: Any, *vjps: VJP | None) -> None:
     """Register rules for an elementwise (broadcasting) function."""
-    _RULES[fn] = Rule(fn, tuple(vjps), elementwise=True, origin=_caller())
+    _RULES[fn] = Rule(fn, tuple(vjps), elementwise=True, origin=_caller(), jvps=_written_jvps(fn))
+
+
+def defjvp(fn: Any, *jvps: VJP | None) -> None:
+    """Register one forward rule per positional argument of ``fn``: ``lambda u, ans, *args, **kwargs: ...``.
+
+    ``None`` keeps the forward rule that follows from the function's facts (see the module's docstring).
+    """
+    old = _RULES.get(fn)
+    if old is None:
+        _RULES[fn] = Rule(fn, (), jvps=tuple(jvps), origin=_caller())
+    else:
+        _RULES[fn] = Rule(fn, old.vjps, old.nondiff, old.elementwise, old.origin, tuple(jvps))
+
+
+def _written_jvps(fn: Any) -> tuple[VJP | None, ...]:
+    old = _RULES.get(fn) if hashable(fn) else None
+    return old.jvps if old is not None else ()
 
 
 def def_nondiff(*fns: Any) -> None:
@@ -76,7 +126,8 @@ def def_nondiff(*fns: Any) -> None:
 
 
 # Facts about primitives that the engine reads, beside their rules: fact -> {function: value}.
-_FACTS: dict[str, dict[Any, Any]] = {"in_place": {}, "sequence": {}, "same_kind": {}, "effect": {}}
+_FACTS: dict[str, dict[Any, Any]] = {"in_place": {}, "sequence": {}, "same_kind": {}, "effect": {},
+                                     "linear": {}, "reduction": {}}
 
 
 def _fact(fact: str, fn: Any) -> Any:
@@ -95,6 +146,28 @@ def def_in_place(fn: Any, twin: Any) -> None:
 def in_place(fn: Any) -> Any:
     """The functional twin of an in-place ``fn``, or ``None``."""
     return _fact("in_place", fn)
+
+
+def def_linear(fn: Any, *argnums: int) -> None:
+    """Declare ``fn`` linear in each of these positional arguments while the others stay fixed
+    (``np.sum`` in 0; ``np.matmul`` in 0 and 1): ``fn(..., a + b, ...) == fn(..., a, ...) + fn(..., b, ...)``
+    and ``fn(..., 0, ...) == 0``. Its forward rule is then ``fn`` itself, applied to the tangent."""
+    _FACTS["linear"][fn] = frozenset(argnums) | (_fact("linear", fn) or frozenset())
+
+
+def linear_in(fn: Any) -> frozenset[int]:
+    return _fact("linear", fn) or frozenset()
+
+
+def def_reduction(fn: Any, axes: tuple[int, ...] | None = None) -> None:
+    """Declare ``fn`` a reduction: each entry of its result depends only on the entries of its arguments
+    that it combines, over the call's ``axis`` argument (or over the fixed ``axes``, as for ``np.linalg.det``)."""
+    _FACTS["reduction"][fn] = ("axis",) if axes is None else axes
+
+
+def reduction_axes(fn: Any) -> tuple[Any, ...] | None:
+    """``("axis",)`` for a reduction over its ``axis`` argument, the fixed axes, or ``None``."""
+    return _fact("reduction", fn)
 
 
 def def_sequence(*fns: Any) -> None:

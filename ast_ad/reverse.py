@@ -109,6 +109,8 @@ def activity(function: ir.Function, argnums: tuple[int, ...]) -> set[str]:
                 active.update(stmt.targets)
             elif isinstance(stmt, ir.Append) and _atom_active(stmt.value, active):
                 active.add(stmt.target)
+            elif isinstance(stmt, ir.Pop) and stmt.source in active and stmt.target is not None:
+                active.add(stmt.target)
     return active
 
 
@@ -126,6 +128,8 @@ def usefulness(function: ir.Function, active: set[str]) -> set[str]:
                 useful.add(stmt.value.name)
             elif isinstance(stmt, ir.Append) and stmt.target in useful and _atom_active(stmt.value, active):
                 useful.add(stmt.value.name)
+            elif isinstance(stmt, ir.Pop) and stmt.target in useful and stmt.source in active:
+                useful.add(stmt.source)
     return useful
 
 
@@ -290,6 +294,48 @@ def _inputs(value: ir.Expr) -> list[ir.Var]:
     return [a for a in atoms if isinstance(a, ir.Var)]
 
 
+def structured_names(function: ir.Function, shapes: tuple[int, ...]) -> set[str]:
+    """Names known to hold a list, tuple or dict: unpacked, appended to, packed, container parameters,
+    and results of functions that return sequences."""
+    structured = {s.value.name for s in ir.walk(function.body) if isinstance(s, ir.Unpack)
+                  and isinstance(s.value, ir.Var)}
+    structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Append)}
+    structured |= {p for p, label in zip(function.params, shapes, strict=True) if label == CONTAINER}
+    structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
+                   and isinstance(s.value, ir.Call) and registry.returns_sequence(s.value.fn.obj)}
+    structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
+                   and isinstance(s.value, ir.Pack)}
+    return structured
+
+
+def bind_call(stmt: ir.Assign, error: Callable[[ir.Stmt, str], LocatedError]) -> list[ir.Atom]:
+    """A call's arguments in the callee's parameter order, defaults filled in."""
+    call = stmt.value
+    try:
+        bound = inspect.signature(call.fn.obj).bind(*call.args, **dict(call.kwargs))
+    except TypeError as exc:
+        raise error(stmt, f"the call to {call.fn.hint} does not match its parameters: {exc}") from None
+    bound.apply_defaults()
+    return [v if isinstance(v, (ir.Var, ir.Const, ir.Ref)) else
+            ir.Const(v) if isinstance(v, (int, float, bool, str, type(None))) else ir.Ref(v, f"{call.fn.hint}_{k}")
+            for k, v in bound.arguments.items()]
+
+
+def call_labels(args: list[ir.Atom], classes: dict[str, int | None], structured: set[str]) -> tuple[int, ...]:
+    """Shape labels for a callee's parameters, numbered in order of first appearance."""
+    numbering: dict[Any, int] = {}
+    labels = []
+    for k, a in enumerate(args):
+        label = shape_class(a, classes)
+        if isinstance(a, ir.Var) and a.name in structured:
+            labels.append(CONTAINER)
+        elif label == SCALAR:
+            labels.append(SCALAR)
+        else:
+            labels.append(numbering.setdefault(label if label is not None else ("unknown", k), len(numbering)))
+    return tuple(labels)
+
+
 def is_user_function(fn: Any) -> bool:
     """A Python function ast_ad should differentiate through (no rule registered for it)."""
     return inspect.isfunction(fn) and registry.lookup(fn) is None
@@ -324,14 +370,7 @@ class Reverser:
         self.first = first_definitions(function)
         self.bars: dict[str, str] = {}
         self.live: set[str] = set()
-        self.structured = {s.value.name for s in ir.walk(function.body) if isinstance(s, ir.Unpack)
-                           and isinstance(s.value, ir.Var)}
-        self.structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Append)}
-        self.structured |= {p for p, label in zip(function.params, shapes, strict=True) if label == CONTAINER}
-        self.structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
-                            and isinstance(s.value, ir.Call) and registry.returns_sequence(s.value.fn.obj)}
-        self.structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
-                            and isinstance(s.value, ir.Pack)}
+        self.structured = structured_names(function, shapes)
         self.items: set[str] = set()  # structured names that are items of containers (see ``spread_structure``)
         self.calls: dict[int, tuple[Adjoint, str, list[ir.Atom], list[ir.Atom]]] = {}
         self.callees: list[Adjoint] = []
@@ -343,6 +382,10 @@ class Reverser:
 
     # ---- the driver -------------------------------------------------------------------------------------
     def run(self, shell: Adjoint | None = None) -> Adjoint:
+        for stmt in ir.walk(self.function.body):
+            if isinstance(stmt, ir.Pop):
+                raise self.error(stmt, "list.pop() is supported in forward mode (jvp) only: reverse mode cannot "
+                                       "differentiate it yet; index the list instead (xs[-1], xs = xs[:-1])")
         self.spread_structure()  # before the calls are planned: their container arguments are labelled so
         self.plan_calls()
         self.spread_structure()  # and after: what the callees return
@@ -432,30 +475,10 @@ class Reverser:
                 self.calls[id(stmt)] = (callee, saved, args, [args[p] for p in active])
 
     def bind_call(self, stmt: ir.Assign) -> list[ir.Atom]:
-        """The call's arguments in the callee's parameter order, defaults filled in."""
-        call = stmt.value
-        try:
-            bound = inspect.signature(call.fn.obj).bind(*call.args, **dict(call.kwargs))
-        except TypeError as exc:
-            raise self.error(stmt, f"the call to {call.fn.hint} does not match its parameters: {exc}") from None
-        bound.apply_defaults()
-        return [v if isinstance(v, (ir.Var, ir.Const, ir.Ref)) else
-                ir.Const(v) if isinstance(v, (int, float, bool, str, type(None))) else ir.Ref(v, f"{call.fn.hint}_{k}")
-                for k, v in bound.arguments.items()]
+        return bind_call(stmt, self.error)
 
     def labels(self, args: list[ir.Atom]) -> tuple[int, ...]:
-        """Shape labels for a callee's parameters, numbered in order of first appearance."""
-        numbering: dict[Any, int] = {}
-        labels = []
-        for k, a in enumerate(args):
-            label = shape_class(a, self.classes)
-            if isinstance(a, ir.Var) and a.name in self.structured:
-                labels.append(CONTAINER)
-            elif label == SCALAR:
-                labels.append(SCALAR)
-            else:
-                labels.append(numbering.setdefault(label if label is not None else ("unknown", k), len(numbering)))
-        return tuple(labels)
+        return call_labels(args, self.classes, self.structured)
 
     # ---- forward ----------------------------------------------------------------------------------------
     def saves(self, name: str, stmt: ir.Stmt) -> bool:

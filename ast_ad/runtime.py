@@ -245,9 +245,13 @@ def balanced_eq(x, ans, y):
 
 
 def pow_minus_one(x, y):
-    """``x ** (y - 1)`` for the rule of ``x ** y``: finite where ``y`` is 0 (the rule multiplies it by 0),
-    and ``inf`` rather than ZeroDivisionError for a negative power of ``0.0``."""
-    e = np.where(np.equal(y, 0), 1, y - 1) if np.ndim(y) else (1 if y == 0 else y - 1)
+    """``x ** (y - 1)`` for the rule of ``x ** y``: finite where ``x`` and ``y`` are 0 (the rule multiplies it
+    by 0), and ``inf`` rather than ZeroDivisionError for a negative power of ``0.0``. Elsewhere it is smooth
+    in ``y``, so that its own derivative (a second derivative of ``x ** y``) is exact."""
+    if np.ndim(y) or np.ndim(x):
+        e = np.where(np.equal(y, 0) & np.equal(x, 0), 1, y - 1)
+    else:
+        e = 1 if y == 0 and x == 0 else y - 1
     try:
         power = x ** e
     except ZeroDivisionError:
@@ -1047,3 +1051,125 @@ def _objects(obj):
     elif isinstance(obj, dict):
         for item in obj.values():
             yield from _objects(item)
+
+
+# ---- forward mode: tangents -------------------------------------------------------------------------------
+def fit(dot, ans):
+    """The tangent ``dot`` of an elementwise result ``ans``, broadcast up to ``ans``'s shape where it is smaller."""
+    shape = np.shape(ans)
+    if np.shape(dot) == shape:
+        return dot
+    return np.array(np.broadcast_to(dot, shape))
+
+
+def cast_jvp(u, ans):
+    """Tangent of a cast: ``u`` in the result's dtype, zero where the result is integers (truncated)."""
+    if np.result_type(ans).kind in "biu":
+        return zeros_like(ans)
+    return np.asarray(u, dtype=np.result_type(ans))
+
+
+def sort_jvp(u, x, axis=-1):
+    """Tangent of ``np.sort(x, axis)``: ``u`` taken in the order the sort put ``x`` in."""
+    if axis is None:
+        return np.ravel(u)[np.argsort(np.ravel(x), kind="stable")]
+    return np.take_along_axis(np.asarray(u), np.argsort(x, axis=axis, kind="stable"), axis=axis)
+
+
+def pad_jvp(u, pad_width, mode="constant"):
+    """Tangent of ``np.pad``: the tangent padded the same way, constant padding with zeros."""
+    return np.pad(u, pad_width, mode)
+
+
+def cumprod_jvp(u, ans, x, axis=None):
+    """Tangent of ``np.cumprod``, step by step (``p[i] = p[i-1] x[i]``), so zeros in ``x`` are exact."""
+    moved, back = along_last(x, axis)
+    du = along_last(u, axis)[0]
+    ans_moved = along_last(ans, axis)[0]
+    out = np.zeros(np.broadcast_shapes(np.shape(moved), np.shape(du)))
+    out[..., 0] = du[..., 0]
+    for i in range(1, moved.shape[-1]):
+        out[..., i] = out[..., i - 1] * moved[..., i] + ans_moved[..., i - 1] * du[..., i]
+    return out if axis is None else back(out)  # over the flattened array, the result stays flat
+
+
+def average_weights_jvp(u, ans, x, axis, weights):
+    """Tangent of ``np.average(x, axis, weights)`` in the weights: ``sum(u (x - average)) / sum(weights)``."""
+    w, du = np.asarray(weights, dtype=float), np.asarray(u, dtype=float)
+    if axis is not None and w.ndim == 1 and np.ndim(x) > 1:
+        shape = [1] * np.ndim(x)
+        shape[axis] = w.shape[0]
+        w, du = w.reshape(shape), du.reshape(shape)
+    spread = x - expand_reduced(ans, x, axis)
+    return np.sum(du * spread, axis=axis) / np.sum(w * np.ones(np.shape(x)), axis=axis)
+
+
+def chosen_jvp(k, u, ans, xs):
+    """Tangent of ``min``/``max`` from argument ``k``: ``u`` if that argument is the one chosen, else zero."""
+    items = list(xs[0]) if len(xs) == 1 else list(xs)
+    chosen = next((i for i, item in enumerate(items) if item is ans), None)
+    if chosen is None:
+        chosen = next(i for i, item in enumerate(items) if item == ans)
+    if len(xs) == 1:
+        return u[chosen]
+    return u if k == chosen else 0.0 * u
+
+
+def slogdet_jvp(u, a):
+    """Tangent of ``np.linalg.slogdet(a)``: the sign does not change; the log gains ``trace(a^-1 u)``."""
+    return 0.0, np.trace(np.linalg.solve(a, u), axis1=-2, axis2=-1)
+
+
+def cholesky_jvp(u, ans):
+    """Tangent of ``L = cholesky(a)``: ``L Phi(L^-1 u L^-T)``, Phi the lower triangle with half the diagonal."""
+    inv_l = np.linalg.inv(ans)
+    inner = inv_l @ lower_only_sym(u) @ T(inv_l)
+    return ans @ (np.tril(inner) - 0.5 * np.eye(np.shape(ans)[-1]) * inner)
+
+
+def lower_only_sym(u):
+    """The symmetric matrix whose lower triangle is ``u``'s (what numpy's cholesky and eigh read)."""
+    low = np.tril(u)
+    return low + T(np.tril(u, -1))
+
+
+def eigh_jvp(u, ans):
+    """Tangents of ``w, v = eigh(a)`` (distinct eigenvalues): ``diag(v^T u v)`` and ``v (F * v^T u v)``."""
+    w, v = ans
+    inner = T(v) @ lower_only_sym(u) @ v
+    gaps = w[..., None, :] - w[..., :, None]
+    off = np.eye(np.shape(w)[-1], dtype=bool)
+    factor = np.where(off, 0.0, 1.0 / np.where(off, 1.0, gaps))
+    return np.diagonal(inner, axis1=-2, axis2=-1).copy(), v @ (factor * inner)
+
+
+def svdvals_jvp(u, a):
+    """Tangent of the singular values of ``a`` (distinct): ``diag(U^T u V)``."""
+    left, _, vt = np.linalg.svd(a, full_matrices=False)
+    return np.einsum("...ki,...kl,...il->...i", left, u, vt)
+
+
+def matrix_power_jvp(u, a, n):
+    """Tangent of ``matrix_power(a, n)`` for ``n >= 0``: the sum of ``a^i u a^(n-1-i)``."""
+    if n < 0:
+        raise NotImplementedError("the derivative of matrix_power with a negative exponent: use inv and a power")
+    powers = [np.eye(np.shape(a)[-1])]
+    for _ in range(max(n - 1, 0)):
+        powers.append(powers[-1] @ a)
+    return sum((powers[i] @ u @ powers[n - 1 - i] for i in range(n)), np.zeros(np.shape(a)))
+
+
+def multi_dot_jvp(u, arrays):
+    """Tangent of ``np.linalg.multi_dot(arrays)``: one product per factor, that factor's tangent in its place."""
+    total = 0.0
+    for k in range(len(arrays)):
+        total = total + np.linalg.multi_dot([u[k] if j == k else a for j, a in enumerate(arrays)])
+    return total
+
+
+def product_terms_jvp(u, terms):
+    """Tangent terms of ``summed_products``: each step's ``(g, b)`` gives ``(g_dot, b)`` and ``(g, b_dot)``."""
+    out = []
+    for (g, other), (g_dot, other_dot) in zip(terms, u, strict=True):
+        out += [(g_dot, other), (g, other_dot)]
+    return out

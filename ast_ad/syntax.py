@@ -232,6 +232,9 @@ def statement(s: ir.Stmt, refs: RefTable) -> gast.stmt:
     if isinstance(s, ir.Append):
         method = gast.Attribute(value=name(s.target), attr="append", ctx=gast.Load())
         return gast.Expr(value=call(method, [atom(s.value, refs)]))
+    if isinstance(s, ir.Pop):
+        popped = call(gast.Attribute(value=name(s.source), attr="pop", ctx=gast.Load()), [])
+        return gast.Expr(value=popped) if s.target is None else assign(s.target, popped)
     if isinstance(s, ir.If):
         return gast.If(test=atom(s.test, refs), body=block(s.body, refs) or [gast.Pass()],
                        orelse=block(s.orelse, refs))

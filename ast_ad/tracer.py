@@ -17,6 +17,7 @@ transformer: a transformation bug cannot hide in both.
 from __future__ import annotations
 
 import builtins
+import inspect
 import numbers
 import operator
 import types
@@ -119,6 +120,27 @@ def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         raise MissingRuleError(f"no gradient rule for {getattr(fn, '__name__', fn)}")
     parents = [(box.node, _vjp(rule.vjp(k), ans, values, kwargs, j)) for k, j, box in inputs]
     return Box(ans, Node(ans, parents))
+
+
+def tangent(rule: registry.Rule, k: int, u: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The tangent ``rule.fn(*args, **kwargs)`` gets from argument ``k`` moving along ``u`` (its forward rule)."""
+    jvp = rule.jvp(k)
+    if jvp is None:
+        raise MissingRuleError(f"no forward rule for argument {k + 1} of {getattr(rule.fn, '__name__', rule.fn)}")
+    if jvp is registry.zero:
+        return runtime.zeros_like(ans)
+    if jvp is registry.LINEAR:
+        return rule.fn(*args[:k], u, *args[k + 1:], **kwargs)
+    if jvp is registry.REDUCTION:
+        vjp = rule.vjps[k]
+        slope = vjp(np.ones_like(ans), ans, *args, **kwargs)
+        axes = registry.reduction_axes(rule.fn)
+        if axes != ("axis",):
+            return np.sum(u * slope, axis=axes)
+        bound = inspect.signature(vjp).bind(None, None, *args, **kwargs)
+        bound.apply_defaults()
+        return np.sum(u * slope, axis=bound.arguments.get("axis"), keepdims=bound.arguments.get("keepdims", False))
+    return jvp(u, ans, *args, **kwargs)
 
 
 def _boxes_in(arg: Any) -> list[tuple[int | None, Box]]:

@@ -92,8 +92,8 @@ def star_args(*xs):  # error here
 
 def with_delete(x):
     y = x * 2.0
-    del y  # error here
-    return x
+    del y
+    return y * x  # error here
 
 
 def recursive_nested(x):

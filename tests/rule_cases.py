@@ -468,8 +468,8 @@ def _more() -> dict:
         runtime.repeat_seq: case(st.lists(floats(), min_size=1, max_size=3), st.integers(1, 3)),
         runtime.add_at: case(arrays((4,)), st.just(np.array([0, 2, 0])), arrays((3,))),
         runtime.copied: case(arrays((2, 3)), arrays((3,))),
-        runtime.sorted_by: st.lists(floats(), min_size=2, max_size=4, unique=True).flatmap(
-            lambda xs: case(xs, [-x for x in xs], st.booleans())),
+        runtime.sorted_by: st.permutations([0.3, -1.1, 0.8, 1.7]).flatmap(
+            lambda xs: case(list(xs), [-x for x in xs], st.booleans())),
         runtime.list_item: case(st.lists(floats(), min_size=3, max_size=3), st.sampled_from([0, 1, -1]), 3),
         np.vecdot: same_shape_pair(), np.cumulative_sum: axis_case(of_shape(1, 1)),
         np.linalg.outer: case(arrays((3,)), arrays((2,))), np.linalg.trace: case(arrays((2, 3, 3))),
@@ -504,3 +504,92 @@ def _more() -> dict:
 
 
 CASES.update(_more())
+
+
+# ---- mirrors ast_ad/rules/runtime.py: the helpers generated code calls (forward rules only) ------------------
+def _product_adjoint(fn, shape_of_g) -> st.SearchStrategy:
+    """``fn(g, a, b)`` for the adjoint helpers of a product: ``g`` shaped like ``a @ b``."""
+    def build(case_):
+        (a, b), _ = case_
+        return case(arrays(shape_of_g(a, b)), a, b)
+    return products(allow_batch=False).flatmap(build)
+
+
+def _terms(fixed_first: bool, rank: int) -> st.SearchStrategy:
+    """A loop's ``(g, other)`` pairs and the matrix they multiply every step (``summed_products``)."""
+    n, m = 2, 3
+    if rank == 1:
+        pair = st.tuples(arrays((n,)), arrays((m,))) if fixed_first else st.tuples(arrays((n,)), arrays((m,)))
+        fixed = np.zeros((n, m)) if fixed_first else np.zeros((m, n))
+    else:
+        pair = st.tuples(arrays((n, 2)), arrays((m, 2))) if fixed_first else st.tuples(arrays((2, n)), arrays((2, m)))
+        fixed = np.zeros((n, m)) if fixed_first else np.zeros((m, n))
+    return case(st.lists(pair, min_size=1, max_size=3), fixed)
+
+
+def _helpers() -> dict:
+    rt = runtime
+    lists3 = st.lists(floats(), min_size=3, max_size=3)
+    distinct3 = st.permutations([0.3, -1.1, 0.8]).map(np.array)
+    return {
+        rt.unbroadcast: case(arrays((2, 3)), arrays((3,))) | case(arrays((2, 3)), arrays((2, 1))),
+        rt.expand_reduced: case(arrays((3,)), arrays((2, 3)), 0, False) | case(floats(), arrays((2, 3)), None, False),
+        rt.getitem_vjp: case(arrays((2,)), arrays((4,)), np.array([0, 2])) | case(arrays((3,)), arrays((2, 3)), 1),
+        rt.assign_item_vjp_x: case(arrays((4,)), arrays((4,)), 1),
+        rt.assign_item_vjp_value: case(arrays((4,)), arrays((4,)), slice(0, 2), arrays((2,))),
+        rt.extremum_vjp: distinct3.flatmap(lambda x: case(floats(), np.max(x), x)),
+        rt.cast_vjp: case(arrays((3,)), arrays((3,)), arrays((3,))),
+        rt.unstack: case(arrays((2, 3)), [np.zeros(3), np.zeros(3)]),
+        rt.clip_lo_vjp: case(arrays((3,)), st.just(np.array([-1.0, 0.1, 0.9])), -0.5, 0.7),
+        rt.clip_hi_vjp: case(arrays((3,)), st.just(np.array([-1.0, 0.1, 0.9])), -0.5, 0.7),
+        rt.column_stack_vjp: case(arrays((3, 2)), [np.zeros(3), np.zeros(3)]),
+        rt.concat_vjp_a: case(lists3, [0.0, 0.0], [0.0]), rt.concat_vjp_b: case(lists3, [0.0, 0.0], [0.0]),
+        rt.concatenate_vjp: case(arrays((5,)), [np.zeros(2), np.zeros(3)], 0),
+        rt.cumsum_vjp: case(arrays((2, 3)), arrays((2, 3)), 1) | case(arrays((4,)), arrays((4,)), None),
+        rt.diag_vjp: case(arrays((3, 3)), arrays((3,)), 0),
+        rt.diagonal_vjp: case(arrays((3,)), arrays((3, 3)), 0, 0, 1),
+        rt.diff_vjp: case(arrays((3,)), arrays((4,)), 1, -1),
+        rt.dstack_vjp: case(arrays((1, 3, 2)), [np.zeros(3), np.zeros(3)]),
+        rt.field_vjp: case(arrays((2,)), Pair(np.zeros(2), 0.0), "w"),
+        rt.hstack_vjp: case(arrays((5,)), [np.zeros(2), np.zeros(3)]),
+        rt.vstack_vjp: case(arrays((2, 3)), [np.zeros(3), np.zeros(3)]),
+        rt.list_item_vjp: case(floats(), [0.0, 0.0, 0.0], 1, 3),
+        rt.pad_vjp: case(arrays((5,)), arrays((3,)), 1),
+        rt.repeat_seq_vjp: case(st.lists(floats(), min_size=4, max_size=4), [0.0, 0.0], 2),
+        rt.repeat_vjp: case(arrays((6,)), arrays((3,)), 2, None),
+        rt.rollaxis_vjp: case(arrays((3, 2)), arrays((2, 3)), 1, 0),
+        rt.select_default_vjp: case(arrays((3,)), [np.array([True, False, False])], arrays((3,))),
+        rt.select_vjp: case(arrays((3,)), [np.array([True, False, True])], [np.zeros(3)]),
+        rt.sort_vjp: distinct3.flatmap(lambda x: case(arrays((3,)), x, -1)),
+        rt.sorted_by_vjp: case(lists3, [0.0, 0.0, 0.0], [3.0, 1.0, 2.0], False),
+        rt.split_vjp: case(st.lists(arrays((2,)), min_size=2, max_size=2), [np.zeros(2), np.zeros(2)],
+                           np.zeros(4), 0),
+        rt.take_vjp: case(arrays((2,)), arrays((4,)), np.array([0, 3]), None),
+        rt.tile_vjp: case(arrays((6,)), arrays((3,)), 2),
+        rt.trapezoid_vjp: case(floats(), arrays((4,)), 1.0, -1),
+        rt.fit: case(arrays((3,)), arrays((2, 3))) | case(floats(), arrays((2,))),
+        rt.part: case(st.tuples(floats(), floats()), 1),
+        rt.matmul_vjp_a: _product_adjoint(rt.matmul_vjp_a, lambda a, b: np.shape(a @ b)),
+        rt.matmul_vjp_b: _product_adjoint(rt.matmul_vjp_b, lambda a, b: np.shape(a @ b)),
+        rt.dot_vjp_a: _product_adjoint(rt.dot_vjp_a, lambda a, b: np.shape(np.dot(a, b))),
+        rt.dot_vjp_b: _product_adjoint(rt.dot_vjp_b, lambda a, b: np.shape(np.dot(a, b))),
+        rt.inner_vjp: case(floats(), arrays((3,)), arrays((3,))),
+        rt.inner_vjp_b: case(floats(), arrays((3,)), arrays((3,))),
+        rt.outer_vjp_a: case(arrays((3, 2)), arrays((3,)), arrays((2,))),
+        rt.outer_vjp_b: case(arrays((3, 2)), arrays((3,)), arrays((2,))),
+        rt.vecdot_vjp: case(arrays((2,)), arrays((2, 3)), -1),
+        rt.linspace_vjp: case(st.sampled_from([0, 1]), arrays((4,)), 4, True),
+        rt.var_vjp: case(floats(), 0.0, arrays((4,)), None, 0, False) | case(arrays((3,)), 0.0, arrays((2, 3)), 0, 1, False),
+        rt.chosen_vjp: case(0, floats(), 1.0, (1.0, 2.0)) | case(1, floats(), 1.0, (2.0, 1.0)),
+        rt.summed_matmul_vjp_a: _terms(True, 1) | _terms(True, 2),
+        rt.summed_matmul_vjp_b: _terms(False, 1) | _terms(False, 2),
+        rt.summed_dot_vjp_a: _terms(True, 1), rt.summed_dot_vjp_b: _terms(False, 1),
+        rt.add_adjoints: case(arrays((3,)), arrays((3,))) | case(st.tuples(floats(), arrays((2,))),
+                                                                st.tuples(floats(), arrays((2,)))),
+        rt.dense_adjoint: case(arrays((3,)), arrays((3,))),
+        rt.pow_minus_one: case(floats("pos"), floats()),
+        rt.safe_log: case(floats("pos")) | case(arrays((3,), "pos")),
+    }
+
+
+CASES.update(_helpers())

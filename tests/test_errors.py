@@ -24,7 +24,7 @@ CASES = [
     (bad_inputs.keyword_active, M, "keyword initial="), (bad_inputs.not_scalar, N, "shape (2,)"),
     (bad_inputs.returns_string, N, "returned a str"), (bad_inputs.returns_tuple, N, "returned a tuple of 2 values"),
     (bad_inputs.undefined_name, L, "not defined"),
-    (bad_inputs.star_args, U, "*args"), (bad_inputs.with_delete, U, "del is not"),
+    (bad_inputs.star_args, U, "*args"), (bad_inputs.with_delete, L, "used before it is assigned"),
     (bad_inputs.recursive_nested, U, "calls itself"),
 ]
 

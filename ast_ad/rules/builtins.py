@@ -5,12 +5,13 @@ import operator
 
 import numpy as np
 
-from ast_ad.registry import def_effect, def_nondiff, def_sequence, defvjp, lookup, zero
+from ast_ad.registry import def_effect, def_linear, def_nondiff, def_sequence, defjvp, defvjp, lookup, zero
 from ast_ad.registry import defvjp_elementwise as ew
 from ast_ad.runtime import (
     absent,
     check_in_place,
     check_kept,
+    chosen_jvp,
     chosen_vjp,
     concat,
     concat_vjp_a,
@@ -25,6 +26,7 @@ from ast_ad.runtime import (
     sorted_by,
     sorted_by_vjp,
     unbroadcast,
+    zeros_like,
 )
 
 ew(builtins.float, lambda g, ans, x: g)
@@ -49,6 +51,16 @@ defvjp(repeat_seq, lambda g, ans, a, n: repeat_seq_vjp(g, a, n))
 defvjp(list_item, lambda g, ans, xs, index, n: list_item_vjp(g, xs, index, n))
 defvjp(sorted_by, lambda g, ans, xs, keys, reverse=False: sorted_by_vjp(g, xs, keys, reverse), zero)
 def_sequence(concat, repeat_seq, sorted_by, builtins.divmod)
+
+# ---- forward mode (elementwise functions need nothing here) -------------------------------------------------
+defjvp(builtins.sum,    lambda u, ans, xs, start=0: sum(u), lambda u, ans, xs, start: u)
+defjvp(builtins.divmod, lambda u, ans, x, y: (0.0 * u, u), lambda u, ans, x, y: (0.0 * u, -u * ans[0]))
+defjvp(builtins.min,    lambda u, ans, *xs: chosen_jvp(0, u, ans, xs), lambda u, ans, *xs: chosen_jvp(1, u, ans, xs),
+                        lambda u, ans, *xs: chosen_jvp(2, u, ans, xs), lambda u, ans, *xs: chosen_jvp(3, u, ans, xs))
+defjvp(builtins.max,    *lookup(builtins.min).jvps)
+defjvp(concat,          lambda u, ans, a, b: concat(u, zeros_like(b)), lambda u, ans, a, b: concat(zeros_like(a), u))
+for _fn in (repeat_seq, list_item, sorted_by):
+    def_linear(_fn, 0)
 
 def_effect(builtins.print)
 

@@ -2,24 +2,30 @@
 
 import numpy as np
 
-from ast_ad.registry import def_sequence, defvjp
+from ast_ad.registry import def_linear, def_reduction, def_sequence, defjvp, defvjp
 from ast_ad.runtime import (
     T,
+    cholesky_jvp,
     cholesky_vjp,
     diagonal_vjp,
+    eigh_jvp,
     eigh_vjp,
     matmul_vjp_a,
     matmul_vjp_b,
+    matrix_power_jvp,
     matrix_power_vjp,
+    multi_dot_jvp,
     multi_dot_vjp,
     norm_vjp,
     outer_vjp_a,
     outer_vjp_b,
     pinv_vjp,
     qr_vjp,
+    slogdet_jvp,
     solve_vjp_a,
     solve_vjp_b,
     svd_vjp,
+    svdvals_jvp,
     vecdot_vjp,
 )
 
@@ -56,3 +62,24 @@ defvjp(np.linalg.vector_norm, lambda g, ans, x, axis=None, keepdims=False, ord=2
 defvjp(np.linalg.matrix_norm, lambda g, ans, x, keepdims=False, ord="fro": norm_vjp(g, ans, x, ord, None, keepdims))
 
 def_sequence(np.linalg.eigh, np.linalg.svd, np.linalg.qr, np.linalg.slogdet)  # they return tuples
+
+# ---- forward mode --------------------------------------------------------------------------------------------
+# svd, qr and pinv have no forward rule yet: a tangent through them is refused at the user's line.
+defjvp(np.linalg.inv,          lambda u, ans, a: -(ans @ u @ ans))
+defjvp(np.linalg.slogdet,      lambda u, ans, a: slogdet_jvp(u, a))
+defjvp(np.linalg.solve,        lambda u, ans, a, b: -np.linalg.solve(a, u @ ans))
+defjvp(np.linalg.cholesky,     lambda u, ans, a, *args, **kwargs: cholesky_jvp(u, ans))
+defjvp(np.linalg.eigh,         lambda u, ans, a, UPLO="L": eigh_jvp(u, ans))
+defjvp(np.linalg.eigvalsh,     lambda u, ans, a, UPLO="L": eigh_jvp(u, np.linalg.eigh(a))[0])
+defjvp(np.linalg.svdvals,      lambda u, ans, a: svdvals_jvp(u, a))
+defjvp(np.linalg.matrix_power, lambda u, ans, a, n: matrix_power_jvp(u, a, n))
+defjvp(np.linalg.multi_dot,    lambda u, ans, arrays, *args, **kwargs: multi_dot_jvp(u, arrays))
+def_linear(np.linalg.solve, 1)
+for _fn in (np.linalg.trace, np.linalg.diagonal, np.linalg.matrix_transpose):
+    def_linear(_fn, 0)
+for _fn in (np.linalg.outer, np.linalg.matmul, np.linalg.vecdot, np.linalg.cross):
+    def_linear(_fn, 0, 1)
+def_reduction(np.linalg.norm)
+def_reduction(np.linalg.vector_norm)
+def_reduction(np.linalg.matrix_norm, axes=(-2, -1))
+def_reduction(np.linalg.det, axes=(-2, -1))

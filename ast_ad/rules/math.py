@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from ast_ad.registry import def_nondiff, defvjp
+from ast_ad.registry import def_linear, def_nondiff, defvjp
 from ast_ad.registry import defvjp_elementwise as ew
 
 # ---- trigonometric ---------------------------------------------------------------------------
@@ -36,6 +36,7 @@ ew(math.fmod,  lambda g, ans, x, y: g, lambda g, ans, x, y: -g * math.trunc(x / 
 ew(math.remainder, lambda g, ans, x, y: g, lambda g, ans, x, y: -g * round(x / y))
 ew(math.copysign, lambda g, ans, x, y: g * np.sign(x) * np.sign(ans), lambda g, ans, x, y: 0.0 * g)
 defvjp(math.fsum, lambda g, ans, xs: [g for _ in xs])
+def_linear(math.fsum, 0)
 ew(math.fabs,  lambda g, ans, x: g * np.sign(x))
 
 # ---- no gradient ---------------------------------------------------------------------------------

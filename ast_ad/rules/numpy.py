@@ -2,7 +2,17 @@
 
 import numpy as np
 
-from ast_ad.registry import def_in_place, def_nondiff, def_same_kind, def_sequence, defvjp, zero
+from ast_ad.registry import (
+    def_in_place,
+    def_linear,
+    def_nondiff,
+    def_reduction,
+    def_same_kind,
+    def_sequence,
+    defjvp,
+    defvjp,
+    zero,
+)
 from ast_ad.registry import defvjp_elementwise as ew
 from ast_ad.runtime import (
     T,
@@ -12,8 +22,10 @@ from ast_ad.runtime import (
     assign_item_vjp_x,
     astype,
     average_vjp,
+    average_weights_jvp,
     average_weights_vjp,
     balanced_eq,
+    cast_jvp,
     cast_vjp,
     clip_hi_vjp,
     clip_lo_vjp,
@@ -23,6 +35,7 @@ from ast_ad.runtime import (
     convolve_vjp,
     copied,
     correlate_vjp,
+    cumprod_jvp,
     cumprod_vjp,
     cumsum_vjp,
     diag_vjp,
@@ -44,6 +57,7 @@ from ast_ad.runtime import (
     nanmean_vjp,
     outer_vjp_a,
     outer_vjp_b,
+    pad_jvp,
     pad_vjp,
     polyval_vjp_p,
     pow_minus_one,
@@ -55,6 +69,7 @@ from ast_ad.runtime import (
     select_default_vjp,
     select_vjp,
     sinc_slope,
+    sort_jvp,
     sort_vjp,
     split_vjp,
     std_vjp,
@@ -64,6 +79,7 @@ from ast_ad.runtime import (
     trapezoid_vjp,
     unbroadcast,
     unstack,
+    zeros_like,
     var_vjp,
     vecdot_vjp,
     vstack_vjp,
@@ -292,3 +308,47 @@ defvjp(np.vecdot,       lambda g, ans, a, b, axis=-1: vecdot_vjp(g, b, axis),
                         lambda g, ans, a, b, axis=-1: vecdot_vjp(g, a, axis))
 defvjp(np.cumulative_sum, lambda g, ans, x, axis=None, dtype=None, out=None, include_initial=False:
                           cumsum_vjp(g[1:] if include_initial else g, x, axis))
+
+# ---- forward mode ------------------------------------------------------------------------------------------
+# Elementwise functions need nothing here: their forward rule is their reverse rule's expression. Linear
+# functions are their own forward rule; reductions take np.sum(u * D, axis) with D their reverse rule on ones.
+for _fn in (np.sum, np.mean, np.stack, np.transpose, np.reshape, np.trace, np.diagonal, np.diag, np.tril, np.triu,
+            np.ravel, np.squeeze, np.expand_dims, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.swapaxes,
+            np.moveaxis, np.broadcast_to, np.flip, np.fliplr, np.flipud, np.roll, np.tile, np.repeat, np.take,
+            np.copy, np.concatenate, np.hstack, np.vstack, np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit,
+            np.dstack, np.column_stack, np.diff, np.rot90, np.rollaxis, np.real, T, np.matrix_transpose, np.cumsum,
+            np.cumulative_sum, np.trapezoid, np.polyval):
+    def_linear(_fn, 0)
+defjvp(np.polyval, None, lambda u, ans, p, x: u * np.polyval(np.polyder(p), x))
+for _fn in (np.dot, np.matmul, np.vdot, np.inner, np.outer, np.tensordot, np.kron, np.cross, np.vecdot,
+            np.convolve, np.correlate):
+    def_linear(_fn, 0, 1)
+def_linear(np.einsum, *range(1, 9))
+for _fn in (np.max, np.min, np.amax, np.amin, np.nanmax, np.nanmin, np.ptp, np.prod, np.var, np.std, np.nansum,
+            np.nanmean):
+    def_reduction(_fn)
+defjvp(np.array,      lambda u, ans, x, *args, **kwargs: cast_jvp(u, ans))
+defjvp(np.asarray,    lambda u, ans, x, *args, **kwargs: cast_jvp(u, ans))
+defjvp(astype,        lambda u, ans, x, dtype: cast_jvp(u, ans))
+defjvp(np.average,    lambda u, ans, x, axis=None, weights=None, *args, **kwargs: np.average(u, axis, weights),
+                      None,
+                      lambda u, ans, x, axis, weights, *args, **kwargs: average_weights_jvp(u, ans, x, axis, weights))
+defjvp(np.cumprod,    lambda u, ans, x, axis=None, *args, **kwargs: cumprod_jvp(u, ans, x, axis))
+defjvp(np.nancumsum,  lambda u, ans, x, axis=None, *args, **kwargs: np.cumsum(np.where(np.isnan(x), 0.0, u), axis))
+defjvp(np.nan_to_num, lambda u, ans, x, *args, **kwargs: u * np.isfinite(x))
+defjvp(np.sort,       lambda u, ans, x, axis=-1, *args, **kwargs: sort_jvp(u, x, axis))
+defjvp(np.pad,        lambda u, ans, x, pad_width, mode="constant", **kwargs: pad_jvp(u, pad_width, mode))
+defjvp(np.select,     None, lambda u, ans, condlist, choicelist, default=0: np.select(condlist, u, 0.0),
+                      lambda u, ans, condlist, choicelist, default=0:
+                      np.select(condlist, [np.zeros(np.shape(ans))] * len(condlist), u))
+defjvp(np.full_like,  zero, lambda u, ans, a, fill_value, *args, **kwargs: np.full_like(ans, u))
+defjvp(np.full,       None, lambda u, ans, shape, fill_value, *args, **kwargs: np.full(np.shape(ans), u))
+defjvp(np.linspace,   lambda u, ans, start, stop, num=50, endpoint=True, *args, **kwargs:
+                      np.linspace(u, 0.0 * u, num, endpoint),
+                      lambda u, ans, start, stop, num=50, endpoint=True, *args, **kwargs:
+                      np.linspace(0.0 * u, u, num, endpoint))
+defjvp(assign_item,   lambda u, ans, x, index, value: assign_item(u, index, 0.0), None,
+                      lambda u, ans, x, index, value: assign_item(zeros_like(x), index, u))
+defjvp(add_at,        lambda u, ans, x, index, value: u, None,
+                      lambda u, ans, x, index, value: add_at(zeros_like(x), index, u))
+defjvp(copied,        zero, lambda u, ans, dst, src: copied(zeros_like(dst), u))

@@ -7,7 +7,7 @@ except ImportError:  # pragma: no cover - scipy is optional
 
 import numpy as np
 
-from ast_ad.registry import defvjp
+from ast_ad.registry import def_reduction, defjvp, defvjp
 from ast_ad.registry import defvjp_elementwise as ew
 from ast_ad.runtime import expand_reduced
 
@@ -64,3 +64,9 @@ if sp is not None:
     ew(sp.log1p,     lambda g, ans, x: g / (1.0 + x))
     ew(sp.sindg,     lambda g, ans, x: g * (np.pi / 180.0) * sp.cosdg(x))
     ew(sp.cosdg,     lambda g, ans, x: -g * (np.pi / 180.0) * sp.sindg(x))
+
+if sp is not None:
+    # ---- forward mode (the elementwise functions need nothing here) -----------------------------------------
+    def_reduction(sp.logsumexp)
+    defjvp(sp.softmax,     lambda u, ans, x, axis=None: ans * (u - np.sum(u * ans, axis=axis, keepdims=True)))
+    defjvp(sp.log_softmax, lambda u, ans, x, axis=None: u - np.sum(np.exp(ans) * u, axis=axis, keepdims=True))

@@ -1,0 +1,331 @@
+"""Transformations of transformations: ``jvp``, ``vjp``, Jacobians, Hessians, and derivatives of derivatives.
+
+>>> import numpy as np
+>>> import ast_ad
+>>> def f(x1, x2):
+...     return np.log(x1) + x1 * x2 - np.sin(x2)
+>>> out, out_dot = ast_ad.jvp(f, (2.0, 3.0), (1.0, 0.0))
+>>> round(float(out_dot), 12)
+3.5
+>>> round(float(ast_ad.grad(ast_ad.grad(f))(2.0, 3.0)), 12)  # d2f/dx1^2 = -1/x1^2
+-0.25
+
+Every callable ast_ad makes can be *lowered*: for given arguments it names a
+function ast_ad can transform (the generated code itself, which is plain
+Python), the arguments to call it with, and how its raw result becomes the
+callable's result. A transformation applied to such a callable transforms the
+generated code: ``jvp`` of a gradient is forward mode over reverse mode, a
+Hessian-vector product. ``grad`` of a scalar function of a scalar that ast_ad
+made is forward mode over it, so ``grad(grad(grad(grad(f))))`` is forward mode
+stacked three times over reverse mode.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ast_ad import transform
+from ast_ad.errors import ArgnumsError, ASTADError, LocatedError
+
+Finish = Callable[[Any], Any]
+FinishDot = Callable[[Any, Any], Any]
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """A callable's computation as a function ast_ad can transform.
+
+    ``fn(*args)`` gives the raw result; ``finish(raw)`` is the callable's result, and
+    ``finish_dot(raw, raw_dot)`` its tangent (linear in ``raw_dot``). The callable's
+    argument ``k`` is ``args[positions[k]]``.
+    """
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    positions: tuple[int, ...]
+    finish: Finish
+    finish_dot: FinishDot
+    loaded: Any = None  # the generated code behind ``fn``, if any (for ``source``)
+
+
+def lower(fun: Any, args: tuple[Any, ...]) -> Lowered:
+    """``fun`` at ``args`` as a function ast_ad can transform: its own lowering, or the user's function."""
+    own = getattr(fun, "lowered", None)
+    if own is not None and getattr(fun, "composable", False):
+        return own(args)
+    from ast_ad.api import _unbind  # the same checks (a function with source) as grad
+
+    fn, bound = _unbind(fun)
+    if bound is not None:
+        return Lowered(fn, (bound, *args), tuple(range(1, len(args) + 1)), _same, _tangent)
+    return Lowered(fn, args, tuple(range(len(args))), _same, _tangent)
+
+
+def _same(raw: Any) -> Any:
+    return raw
+
+
+def _tangent(raw: Any, raw_dot: Any) -> Any:
+    return raw_dot
+
+
+# ---- forward mode --------------------------------------------------------------------------------------------
+def jvp(fun: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+    """``(fun(*primals), J tangents)``: forward mode, one pass, no tape.
+
+    ``tangents`` matches ``primals`` one for one (containers as containers); ``None``
+    marks an argument that is not differentiated (integers, flags).
+    """
+    primals, tangents = _pair_up(primals, tangents)
+    active = tuple(k for k, t in enumerate(tangents) if t is not None)
+    lowered = lower(fun, primals)
+    return forward_at(lowered, active, tuple(tangents[k] for k in active))
+
+
+def forward_at(lowered: Lowered, active: tuple[int, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+    """Run the forward-mode code of ``lowered`` with these tangents for the caller's arguments ``active``."""
+    loaded = jvp_code(lowered, active)
+    raw, raw_dot = run(loaded, *lowered.args, *tangents)
+    return lowered.finish(raw), lowered.finish_dot(raw, raw_dot)
+
+
+def jvp_code(lowered: Lowered, active: tuple[int, ...]) -> Any:
+    from ast_ad.api import shape_labels
+
+    argnums = tuple(lowered.positions[k] for k in active)
+    return transform.jvp_function(lowered.fn, argnums, shape_labels(lowered.args))
+
+
+def run(loaded: Any, *args: Any) -> Any:
+    """Call generated code; a refusal raised in a helper gets the user's line it belongs to."""
+    try:
+        return loaded.fn(*args)
+    except LocatedError as exc:
+        where = loaded.user_line(exc)
+        if exc.filename is None and where is not None:
+            raise type(exc)(str(exc), *where) from None
+        raise
+
+
+def _pair_up(primals: Any, tangents: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise ASTADError("jvp takes primals and tangents as tuples, one entry per argument: "
+                         "jvp(f, (x,), (x_dot,))")
+    if len(primals) != len(tangents):
+        raise ASTADError(f"jvp got {len(primals)} primals but {len(tangents)} tangents: give one tangent per "
+                         "argument (None for one that is not differentiated)")
+    out = []
+    for k, (p, t) in enumerate(zip(primals, tangents, strict=True)):
+        out.append(None if t is None else _tangent_like(t, p, k))
+    return tuple(primals), tuple(out)
+
+
+def _tangent_like(t: Any, p: Any, k: int) -> Any:
+    """The tangent ``t`` checked against its primal ``p``: the same structure and shape, as floats."""
+    if isinstance(p, dict):
+        if not isinstance(t, dict) or set(t) != set(p):
+            raise ASTADError(f"the tangent of argument {k} must be a dict with the keys of its primal")
+        return {key: _tangent_like(t[key], item, k) for key, item in p.items()}
+    if isinstance(p, (tuple, list)):
+        if not isinstance(t, (tuple, list)) or len(t) != len(p):
+            raise ASTADError(f"the tangent of argument {k} must be a {type(p).__name__} of {len(p)} tangents")
+        parts = [_tangent_like(a, b, k) for a, b in zip(t, p, strict=True)]
+        return type(p)(*parts) if hasattr(p, "_fields") else type(p)(parts)
+    if np.shape(t) != np.shape(p):
+        raise ASTADError(f"the tangent of argument {k} has shape {np.shape(t)}, but the argument has shape "
+                         f"{np.shape(p)}: a tangent has its primal's shape")
+    if isinstance(p, np.ndarray):
+        return np.asarray(t, dtype=p.dtype if p.dtype.kind == "f" else float)
+    return float(t) if np.ndim(t) == 0 and not isinstance(t, np.ndarray) else np.asarray(t, dtype=float)
+
+
+# ---- reverse mode ---------------------------------------------------------------------------------------------
+def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+    """``(fun(*primals), vjp_fn)``, where ``vjp_fn(out_bar)`` is the tuple of every argument's adjoint.
+
+    Works for any output: an array, a tuple or dict of them. An argument that cannot be
+    differentiated (an integer, a flag) gets ``None``. ``vjp_fn`` may be called many times.
+    """
+    from ast_ad.api import Gradient, _differentiable
+
+    argnums = tuple(k for k, p in enumerate(primals) if _differentiable(p))
+    if getattr(fun, "composable", False):
+        return _vjp_of_transformed(fun, primals, argnums)
+    gradient = Gradient(fun, argnums or (0,), with_value=True)
+    out = fun(*primals)
+
+    def vjp_fn(out_bar: Any) -> tuple[Any, ...]:
+        if not argnums:
+            return (None,) * len(primals)
+        grads = gradient.adjoints(primals, out_bar)
+        found = dict(zip(argnums, grads, strict=True))
+        return tuple(found.get(k) for k in range(len(primals)))
+    return out, vjp_fn
+
+
+def _vjp_of_transformed(fun: Any, primals: tuple[Any, ...], argnums: tuple[int, ...]):
+    """The VJP of a gradient ``x -> grad_A f(x)``: ``v -> grad(<grad f, v>)``, which by the symmetry of
+    second derivatives is the forward-mode tangent of ``grad f`` (all arguments) along ``v`` in ``A``."""
+    from ast_ad.api import Gradient
+
+    if not isinstance(fun, Gradient) or fun.transformed or fun.with_value:
+        raise ASTADError("vjp of this transformed function is not supported yet: vjp takes a plain function or "
+                         "a gradient from ast_ad.grad; use jvp (forward mode) over it instead")
+    full = Gradient(fun.fun, argnums, with_value=False)
+    out = fun(*primals)
+
+    def vjp_fn(out_bar: Any) -> tuple[Any, ...]:
+        bars = (out_bar,) if fun.single else tuple(out_bar)
+        tangents: list[Any] = [None] * len(primals)
+        for k, bar in zip(fun.argnums, bars, strict=True):
+            tangents[k] = bar
+        for k in argnums:
+            if tangents[k] is None:
+                tangents[k] = np.zeros_like(primals[k], dtype=float) if np.ndim(primals[k]) else 0.0
+        _, dots = jvp(full, primals, tuple(tangents))
+        dots = (dots,) if full.single else dots
+        found = dict(zip(argnums, dots, strict=True))
+        return tuple(found.get(k) for k in range(len(primals)))
+    return out, vjp_fn
+
+
+# ---- Jacobians and Hessians ----------------------------------------------------------------------------------
+def jacfwd(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+    """The Jacobian by forward mode: one ``jvp`` per entry of the argument; shape ``out.shape + arg.shape``."""
+    return Jacobian(fun, argnums, "forward")
+
+
+def jacrev(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+    """The Jacobian by reverse mode: one ``vjp`` per entry of the output; shape ``out.shape + arg.shape``."""
+    return Jacobian(fun, argnums, "reverse")
+
+
+def jacobian(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+    """The Jacobian, by forward mode when the arguments have fewer entries than the output, else by reverse."""
+    return Jacobian(fun, argnums, "auto")
+
+
+def hessian(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+    """The Hessian of scalar ``fun``: forward mode over the reverse-mode gradient (a tuple of tuples for
+    tuple ``argnums``)."""
+    from ast_ad.api import grad
+
+    return Jacobian(grad(fun, argnums), argnums, "forward")
+
+
+def hvp(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+    """``hvp(f)(*args, v)``: the Hessian of scalar ``f`` times ``v``, by forward over reverse, without building H."""
+    from ast_ad.api import grad
+
+    gradient = grad(fun, argnums)
+    positions = _argnums(argnums)
+
+    def hessian_vector_product(*args: Any) -> Any:
+        *primals, v = args
+        vs = (v,) if isinstance(argnums, numbers.Integral) else tuple(v)
+        if len(vs) != len(positions):
+            raise ArgnumsError(f"hvp needs one vector per argument in argnums={argnums!r}, got {len(vs)}")
+        tangents: list[Any] = [None] * len(primals)
+        for k, vk in zip(positions, vs, strict=True):
+            tangents[k] = vk
+        return jvp(gradient, tuple(primals), tuple(tangents))[1]
+    hessian_vector_product.__name__ = f"hvp_{getattr(fun, '__name__', 'f')}"
+    return hessian_vector_product
+
+
+def _argnums(argnums: Any) -> tuple[int, ...]:
+    from ast_ad.api import _check_argnums
+
+    return _check_argnums(argnums)
+
+
+class Jacobian:
+    """A Jacobian function: ``out.shape + arg.shape``, a tuple over tuple ``argnums``, a tuple over tuple outputs."""
+
+    def __init__(self, fun: Callable[..., Any], argnums: int | tuple[int, ...], mode: str):
+        self.fun, self.mode = fun, mode
+        self.single = isinstance(argnums, numbers.Integral)
+        self.argnums = _argnums(argnums)
+        self.__name__ = f"jacobian_{getattr(fun, '__name__', 'f')}"
+
+    def __call__(self, *args: Any) -> Any:
+        for k in self.argnums:
+            if k >= len(args):
+                raise ArgnumsError(f"argnums={self.argnums!r} names argument {k}, but the call has {len(args)}")
+            if isinstance(args[k], (tuple, list, dict)):
+                raise ASTADError(f"the Jacobian with respect to a {type(args[k]).__name__} argument is not "
+                                 "supported: pass its arrays as separate arguments, or one stacked array")
+        sizes = sum(int(np.size(args[k])) for k in self.argnums)
+        mode = self.mode
+        if mode == "auto":
+            out = self.fun(*args)
+            mode = "forward" if sizes <= sum(int(np.size(leaf)) for leaf in _leaves(out)) else "reverse"
+        blocks = [self.forward(args, k) if mode == "forward" else self.reverse(args, k) for k in self.argnums]
+        if self.single:
+            return blocks[0]
+        if isinstance(blocks[0], tuple):  # tuple outputs: out index first, then argnum
+            return tuple(tuple(b[i] for b in blocks) for i in range(len(blocks[0])))
+        return tuple(blocks)
+
+    def forward(self, args: tuple[Any, ...], k: int) -> Any:
+        lowered = lower(self.fun, args)
+        x = np.asarray(args[k], dtype=float)
+        columns = []
+        loaded = jvp_code(lowered, (k,))
+        out = None
+        for j in range(x.size):
+            e = np.zeros(x.size)
+            e[j] = 1.0
+            t = float(e[0]) if x.ndim == 0 else e.reshape(x.shape)
+            raw, raw_dot = run(loaded, *lowered.args, t)
+            out, column = lowered.finish(raw), lowered.finish_dot(raw, raw_dot)
+            columns.append(column)
+        if out is None:  # an empty argument
+            out = self.fun(*args)
+            return _stack_columns([], out, x.shape)
+        return _stack_columns(columns, out, x.shape)
+
+    def reverse(self, args: tuple[Any, ...], k: int) -> Any:
+        out, vjp_fn = vjp(self.fun, *args)
+        x_shape = np.shape(args[k])
+        leaves = _leaves(out)
+        blocks = []
+        for i, leaf in enumerate(leaves):
+            rows = []
+            for j in range(int(np.size(leaf))):
+                bars = [np.zeros(np.shape(other)) if np.ndim(other) else 0.0 for other in leaves]
+                if np.ndim(leaf):
+                    bar = np.zeros(np.size(leaf))
+                    bar[j] = 1.0
+                    bars[i] = bar.reshape(np.shape(leaf))
+                else:
+                    bars[i] = 1.0
+                row = vjp_fn(_rebuild(out, bars))[k]
+                rows.append(np.zeros(x_shape) if row is None else np.asarray(row, dtype=float))
+            stacked = np.stack(rows) if rows else np.zeros((0,) + x_shape)
+            blocks.append(stacked.reshape(np.shape(leaf) + x_shape))
+        return tuple(blocks) if isinstance(out, tuple) else blocks[0]
+
+
+def _leaves(out: Any) -> list[Any]:
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+def _rebuild(out: Any, bars: list[Any]) -> Any:
+    return tuple(bars) if isinstance(out, tuple) else bars[0]
+
+
+def _stack_columns(columns: list[Any], out: Any, x_shape: tuple[int, ...]) -> Any:
+    """Columns ``J e_j`` stacked into ``out.shape + x.shape`` (leaf by leaf for tuple outputs)."""
+    if isinstance(out, tuple):
+        return tuple(_stack_columns([c[i] for c in columns], leaf, x_shape) for i, leaf in enumerate(out))
+    shape = np.shape(out)
+    if not columns:
+        return np.zeros(shape + x_shape)
+    stacked = np.stack([np.broadcast_to(np.asarray(c, dtype=float), shape) for c in columns], axis=-1)
+    return stacked.reshape(shape + x_shape)

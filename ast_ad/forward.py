@@ -1,0 +1,331 @@
+"""Stage 4', forward mode: each statement followed by the statement of its tangent.
+
+For ``return np.log(x1) + x1 * x2 - np.sin(x2)`` with both arguments active,
+the statements read the forward rules with the program's names put in::
+
+    log_x1 = np.log(x1)
+    log_x1_dot = x1_dot / x1
+    x1_times_x2 = x1 * x2
+    x1_times_x2_dot = x1_dot * x2 + x2_dot * x1
+    ...
+    return out, out_dot
+
+Only *active* names (those that depend on a differentiated argument) get a
+tangent, named after the user's variable (``x1_dot``). Control flow is kept as
+it is: forward mode needs no tape. A call to one of the user's functions
+becomes a call to that function's own generated ``_jvp``. A tangent is never
+written in place, so tangents may share memory with each other.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import gast
+import numpy as np
+
+from ast_ad import ir, registry, runtime, syntax
+from ast_ad.errors import LocatedError, MissingRuleError
+from ast_ad.inline import bindable, inline
+from ast_ad.naming import Namer
+from ast_ad.reverse import SCALAR, CalleeRef, activity, bind_call, call_labels, is_user_function, shape_class, \
+    shape_classes, structured_names, usefulness
+from ast_ad.syntax import RefTable
+
+
+@dataclass(eq=False)
+class Tangent:
+    """A function's forward-mode code: its statements, interleaved with their tangents."""
+
+    function: ir.Function
+    argnums: tuple[int, ...]
+    params: list[str]
+    body: list[gast.stmt]
+    refs: RefTable
+    callees: list[Tangent] = field(default_factory=list)
+
+    def tree(self, name: str) -> gast.FunctionDef:
+        return syntax.function(name, self.params, self.body)
+
+
+Derive = Callable[[Any, tuple[int, ...], tuple[int, ...]], Tangent]
+
+
+def forward(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
+            shell: Tangent | None = None) -> Tangent:
+    """The forward-mode code of ``function``: tangents for the parameters at ``argnums``, in that order.
+
+    ``shapes`` labels the parameters as for ``reverse``; ``shell``, if given, is filled in and
+    returned (so that a recursive call can refer to it before it is finished).
+    """
+    return Forwarder(function, argnums, shapes, derive).run(shell)
+
+
+class Forwarder:
+    def __init__(self, function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive):
+        self.function, self.argnums, self.derive = function, argnums, derive
+        self.refs = RefTable()
+        self.namer = Namer(used=function.names())
+        active = activity(function, argnums)
+        self.active = usefulness(function, active) | {function.params[k] for k in argnums}
+        self.classes = shape_classes(function, shapes)
+        self.structured = structured_names(function, shapes)
+        self.dots: dict[str, str] = {}
+        self.callees: list[Tangent] = []
+
+    def run(self, shell: Tangent | None) -> Tangent:
+        params = list(self.function.params) + [self.dot(self.function.params[k]) for k in self.argnums]
+        body = self.block(self.function.body)
+        result = self.function.result
+        out = syntax.atom(result, self.refs)
+        body.append(syntax.ret(syntax.tuple_([out, self.tangent_of(result)])))
+        tangent = shell or Tangent(self.function, self.argnums, [], [], self.refs)
+        tangent.params, tangent.body, tangent.refs, tangent.callees = params, body, self.refs, self.callees
+        return tangent
+
+    # ---- names ------------------------------------------------------------------------------------------
+    def dot(self, name: str) -> str:
+        if name not in self.dots:
+            self.dots[name] = self.namer.fresh(f"{name}_dot")
+        return self.dots[name]
+
+    def is_active(self, atom: ir.Atom) -> bool:
+        return isinstance(atom, ir.Var) and atom.name in self.active
+
+    def tangent_of(self, atom: ir.Atom) -> gast.expr:
+        """The tangent of an atom: its ``_dot`` name, or a zero of its structure if it is not active."""
+        if self.is_active(atom):
+            return syntax.name(self.dot(atom.name))
+        return syntax.call(self.refs.marker(runtime.zeros_like, "zeros_like"), [syntax.atom(atom, self.refs)])
+
+    # ---- statements -------------------------------------------------------------------------------------
+    def block(self, body: tuple[ir.Stmt, ...]) -> list[gast.stmt]:
+        out: list[gast.stmt] = []
+        line = None
+        for stmt in body:
+            if stmt.line != line and not isinstance(stmt, ir.Break):
+                line = stmt.line
+                out.append(syntax.comment(f"line {line.lineno}: {line.text.strip()}"))
+            out += self.statement(stmt)
+        return out
+
+    def statement(self, stmt: ir.Stmt) -> list[gast.stmt]:
+        if isinstance(stmt, ir.Assign):
+            return self.assign(stmt)
+        if isinstance(stmt, ir.Unpack):
+            return self.unpack(stmt)
+        if isinstance(stmt, ir.Append):
+            return self.append(stmt)
+        if isinstance(stmt, ir.Pop):
+            return self.pop(stmt)
+        if isinstance(stmt, ir.If):
+            return [gast.If(test=syntax.atom(stmt.test, self.refs), body=self.block(stmt.body) or [gast.Pass()],
+                            orelse=self.block(stmt.orelse))]
+        if isinstance(stmt, ir.For):
+            return [gast.For(target=syntax.store(stmt.target), iter=syntax.atom(stmt.iter, self.refs),
+                             body=self.block(stmt.body) or [gast.Pass()], orelse=[], type_comment=None)]
+        if isinstance(stmt, ir.While):
+            return [gast.While(test=syntax.raw(stmt.test, self.refs), body=self.block(stmt.body) or [gast.Pass()],
+                               orelse=[])]
+        return [syntax.statement(stmt, self.refs)]  # break, and effects (print, assert): no tangent
+
+    def unpack(self, stmt: ir.Unpack) -> list[gast.stmt]:
+        primal = syntax.statement(stmt, self.refs)
+        targets = [t for t in stmt.targets if t in self.active]
+        if not targets:
+            return [primal]
+        if self.is_active(stmt.value):
+            dots = [self.dot(t) for t in stmt.targets]
+            return [primal, syntax.assign(dots, syntax.name(self.dot(stmt.value.name)))]
+        return [primal] + [syntax.assign(self.dot(t), self.zero(t)) for t in targets]
+
+    def append(self, stmt: ir.Append) -> list[gast.stmt]:
+        primal = syntax.statement(stmt, self.refs)
+        if stmt.target not in self.active:
+            return [primal]
+        method = gast.Attribute(value=syntax.name(self.dot(stmt.target)), attr="append", ctx=gast.Load())
+        return [primal, gast.Expr(value=syntax.call(method, [self.tangent_of(stmt.value)]))]
+
+    def pop(self, stmt: ir.Pop) -> list[gast.stmt]:
+        primal = syntax.statement(stmt, self.refs)
+        if stmt.source not in self.active:
+            return [primal]
+        return [primal, syntax.statement(ir.Pop(self.dot(stmt.target) if stmt.target in self.active else None,
+                                                self.dot(stmt.source), stmt.line), self.refs)]
+
+    def zero(self, name: str) -> gast.expr:
+        return syntax.call(self.refs.marker(runtime.zeros_like, "zeros_like"), [syntax.name(name)])
+
+    def assign(self, stmt: ir.Assign) -> list[gast.stmt]:
+        """The primal statement and its tangent's; the old value kept where the tangent reads it."""
+        primal = syntax.statement(stmt, self.refs)
+        target = stmt.target
+        if target not in self.active:
+            return [primal]
+        value = stmt.value
+        if isinstance(value, ir.Call) and is_user_function(value.fn.obj) and \
+                any(self.is_active(a) for a in value.args + tuple(a for _, a in value.kwargs)):
+            return self.call_user(stmt)
+        reads_itself = target in {v.name for v in _inputs(value)}
+        ans = self.namer.fresh(f"{target}_new") if reads_itself else target
+        tangent = self.tangent(stmt, ans)
+        if tangent is None:
+            return [primal, syntax.assign(self.dot(target), self.zero(target))]
+        if not reads_itself:
+            return [primal, syntax.assign(self.dot(target), tangent)]
+        if not any(isinstance(n, gast.Name) and n.id == ans for n in syntax.walk(tangent)):
+            return [syntax.assign(self.dot(target), tangent), primal]  # the tangent reads the old value first
+        new = syntax.assign(ans, syntax.expr(value, self.refs))
+        return [new, syntax.assign(self.dot(target), tangent), syntax.assign(target, syntax.name(ans))]
+
+    def tangent(self, stmt: ir.Assign, ans: str) -> gast.expr | None:
+        """The tangent of the statement's value, or ``None`` where it is zero."""
+        value = stmt.value
+        if isinstance(value, (ir.Var, ir.Const, ir.Ref)):
+            return syntax.name(self.dot(value.name)) if self.is_active(value) else None
+        if isinstance(value, ir.Pack):
+            return self.pack(value)
+        if isinstance(value, ir.Call):
+            return self.rule_tangent(stmt, ans)
+        return None  # attributes (shape, dtype) and raw tests carry no tangent
+
+    def pack(self, value: ir.Pack) -> gast.expr:
+        elts = [self.tangent_of(a) for a in value.elts]
+        if value.kind == "dict":
+            return gast.Dict(keys=[syntax.const(k) for k in value.keys], values=elts)
+        return gast.List(elts=elts, ctx=gast.Load()) if value.kind == "list" else syntax.tuple_(elts)
+
+    def rule_tangent(self, stmt: ir.Assign, ans: str) -> gast.expr | None:
+        call = stmt.value
+        rule = registry.lookup(call.fn.obj)
+        if rule is None:
+            raise self.missing(stmt, f"{call.fn.hint} has no gradient rule")
+        if rule.nondiff:
+            return None
+        for key, atom in call.kwargs:
+            if self.is_active(atom):
+                raise self.missing(stmt, f"the differentiated value {atom.name} is passed to {call.fn.hint} as "
+                                         f"keyword {key}=, which has no rule: compute that part outside the call, "
+                                         "or pass a constant")
+        terms: list[gast.expr] = []
+        exact = True
+        for k, atom in enumerate(call.args):
+            if not self.is_active(atom):
+                continue
+            jvp = rule.jvp(k)
+            if jvp is None:
+                raise self.missing(stmt, f"{call.fn.hint} has no forward-mode rule for argument {k + 1}")
+            if jvp is registry.zero:
+                continue
+            terms.append(self.term(stmt, rule, jvp, k, ans))
+            exact = exact and (not rule.elementwise or self.exact(call, k, stmt.target))
+        if not terms:
+            return None
+        total = terms[0]
+        for term in terms[1:]:
+            if stmt.target in self.structured or call.fn.obj is runtime.add_adjoints:
+                total = syntax.call(self.refs.marker(runtime.add_adjoints, "add_adjoints"), [total, term])
+            elif isinstance(term, gast.UnaryOp) and isinstance(term.op, gast.USub):
+                total = gast.BinOp(left=total, op=gast.Sub(), right=term.operand)
+            else:
+                total = syntax.add(total, term)
+        if not exact and not registry.returns_sequence(call.fn.obj):
+            total = syntax.call(self.refs.marker(runtime.fit, "fit"), [total, syntax.name(ans)])
+        return total
+
+    def term(self, stmt: ir.Assign, rule: registry.Rule, jvp: Any, k: int, ans: str) -> gast.expr:
+        """The tangent the statement's value gets from its argument ``k``."""
+        call = stmt.value
+        u = ir.Var(self.dot(call.args[k].name))
+        if jvp is registry.LINEAR:
+            return syntax.expr(ir.Call(call.fn, call.args[:k] + (u,) + call.args[k + 1:], call.kwargs), self.refs)
+        args = [syntax.atom(a, self.refs) for a in call.args]
+        kwargs = {key: syntax.atom(a, self.refs) for key, a in call.kwargs}
+        if jvp is registry.REDUCTION:
+            return self.reduction(stmt, rule, k, u, ans, args, kwargs)
+        if not bindable(jvp, len(args), list(kwargs)):
+            raise self.error(stmt, f"the call to {call.fn.hint} does not match the arguments of its forward rule")
+        body = inline(jvp, syntax.name(u.name), syntax.name(ans), args, kwargs, self.refs)
+        if body is not None:
+            return body
+        rule_name = f"{call.fn.hint.rsplit('.', 1)[-1]}_jvp"
+        return syntax.call(self.refs.marker(jvp, rule_name), [syntax.name(u.name), syntax.name(ans), *args], kwargs)
+
+    def reduction(self, stmt: ir.Assign, rule: registry.Rule, k: int, u: ir.Var, ans: str,
+                  args: list[gast.expr], kwargs: dict[str, gast.expr]) -> gast.expr:
+        """``np.sum(u * D, axis)`` for a reduction, ``D`` its reverse rule applied to ones."""
+        call = stmt.value
+        vjp = rule.vjp(k)
+        if not bindable(vjp, len(args), list(kwargs)):
+            raise self.error(stmt, f"the call to {call.fn.hint} does not match the arguments of its gradient rule")
+        ones = syntax.call(self.refs.marker(np.ones_like, "np.ones_like"), [syntax.name(ans)])
+        slope = inline(vjp, ones, syntax.name(ans), args, kwargs, self.refs)
+        if slope is None:
+            rule_name = f"{call.fn.hint.rsplit('.', 1)[-1]}_vjp"
+            slope = syntax.call(self.refs.marker(vjp, rule_name), [ones, syntax.name(ans), *args], kwargs)
+        axes = registry.reduction_axes(call.fn.obj)
+        keywords: dict[str, gast.expr] = {}
+        if axes == ("axis",):
+            bound = _bound(vjp, len(args), kwargs, args)
+            keywords["axis"] = bound.get("axis", syntax.const(None))
+            keywords["keepdims"] = bound.get("keepdims", syntax.const(False))
+        else:
+            keywords["axis"] = syntax.const(axes)
+        product = gast.BinOp(left=syntax.name(u.name), op=gast.Mult(), right=slope)
+        return syntax.call(self.refs.marker(np.sum, "np.sum"), [product], keywords)
+
+    def exact(self, call: ir.Call, k: int, target: str) -> bool:
+        """Whether an elementwise rule's tangent from argument ``k`` already has the result's shape."""
+        mine, result = shape_class(call.args[k], self.classes), shape_class(ir.Var(target), self.classes)
+        others = [shape_class(a, self.classes) for j, a in enumerate(call.args) if j != k]
+        return result == SCALAR or (mine is not None and mine == result) or all(c == SCALAR for c in others)
+
+    def call_user(self, stmt: ir.Assign) -> list[gast.stmt]:
+        """``y, y_dot = helper_jvp(args..., tangents of the active ones)``."""
+        args = bind_call(stmt, self.error)
+        active = tuple(p for p, a in enumerate(args) if self.is_active(a))
+        callee = self.derive(stmt.value.fn.obj, active, call_labels(args, self.classes, self.structured))
+        self.callees.append(callee)
+        self.refs.ref(stmt.value.fn)  # recorded so that redefining the callee is noticed
+        jvp = self.refs.marker(CalleeRef(callee, "jvp"), "jvp")
+        operands = [syntax.atom(a, self.refs) for a in args] + [syntax.name(self.dot(args[p].name)) for p in active]
+        return [syntax.assign([stmt.target, self.dot(stmt.target)], syntax.call(jvp, operands))]
+
+    # ---- errors -------------------------------------------------------------------------------------------
+    def error(self, stmt: ir.Stmt, message: str) -> LocatedError:
+        return LocatedError(message, stmt.line.filename, stmt.line.lineno, stmt.line.text)
+
+    def missing(self, stmt: ir.Stmt, message: str) -> MissingRuleError:
+        hint = ("; if it is your own primitive, register a forward rule: "
+                "ast_ad.extend.defjvp(fn, lambda u, ans, x: ...), one lambda per positional argument")
+        return MissingRuleError(message + hint, stmt.line.filename, stmt.line.lineno, stmt.line.text)
+
+
+def _inputs(value: ir.Expr) -> list[ir.Var]:
+    if isinstance(value, ir.Call):
+        atoms = list(value.args) + [a for _, a in value.kwargs]
+    elif isinstance(value, ir.Pack):
+        atoms = list(value.elts)
+    elif isinstance(value, ir.Attr):
+        atoms = [value.value]
+    else:
+        atoms = [value] if isinstance(value, (ir.Var, ir.Const, ir.Ref)) else []
+    return [a for a in atoms if isinstance(a, ir.Var)]
+
+
+def _bound(rule: Any, nargs: int, kwargs: dict[str, gast.expr], args: list[gast.expr]) -> dict[str, gast.expr]:
+    """The call's expressions by the rule's parameter names (``axis``, ``keepdims``), defaults as constants."""
+    signature = inspect.signature(rule)
+    bound = signature.bind(None, None, *args, **kwargs)
+    bound.apply_defaults()
+    out = {}
+    for key, value in bound.arguments.items():
+        if isinstance(value, gast.AST):
+            out[key] = value
+        elif isinstance(value, (type(None), bool, int, float, tuple)):
+            out[key] = syntax.const(value)
+    return out
+
