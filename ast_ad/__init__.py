@@ -1,4 +1,6 @@
-"""ast_ad: automatic differentiation (reverse and forward mode, any order) of plain Python and NumPy, by source transformation.
+"""ast_ad: automatic differentiation of plain Python and NumPy by source transformation.
+
+Reverse and forward mode, stacked to any order.
 
 >>> import numpy as np
 >>> import ast_ad

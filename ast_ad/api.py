@@ -25,7 +25,7 @@ from ast_ad.errors import (
 )
 from ast_ad.runtime import unbroadcast
 
-STAGES = ("normalized", "adjoint")
+STAGES = ("normalized", "adjoint", "jvp")
 # Argument types known to be scalars; the generated code is specialized on them.
 SCALAR_TYPES = frozenset({float, int, np.float64, np.float32, np.float16, np.int64, np.int32})
 PLAIN_FLOATS = frozenset({float, np.float64})
@@ -50,15 +50,26 @@ def value_and_grad(fun: Callable[..., Any] | None = None, argnums: int | tuple[i
 
 
 def source(fn: Any, *example_args: Any, stage: str = "adjoint") -> str:
-    """The generated Python of a gradient function (``stage="adjoint"``) or of ``fn``'s normalized form.
+    """The generated Python of a gradient function (``stage="adjoint"``), of ``fn``'s forward mode
+    (``stage="jvp"``, every float argument differentiated), of a Jacobian or Hessian function, or
+    ``fn``'s normalized form.
 
     Generated code is specialized on which arguments are scalars (it leaves
     out un-broadcasting that scalars cannot need). ``source`` shows the version
     for ``example_args`` if given, else for the gradient's last call, else the
-    general version for arrays.
+    general version for arrays (for scalars, in forward mode).
     """
+    from ast_ad import compose
+
     if stage not in STAGES:
         raise ASTADError(f"unknown stage {stage!r}: choose one of {', '.join(STAGES)}")
+    if isinstance(fn, compose.Jacobian):
+        return fn.source(example_args)
+    if stage == "jvp":
+        nparams = len(inspect.signature(fn).parameters) if not getattr(fn, "composable", False) else fn.nparams
+        args = example_args or (1.0,) * nparams
+        active = tuple(k for k, a in enumerate(args) if _differentiable(a))
+        return compose.jvp_code(compose.lower(fn, tuple(args)), active).text
     gradient = fn if isinstance(fn, Gradient) else Gradient(fn, 0, with_value=False)
     if stage == "normalized":
         return transform.forward_source(gradient.fun)

@@ -272,6 +272,16 @@ class Jacobian:
             return tuple(tuple(b[i] for b in blocks) for i in range(len(blocks[0])))
         return tuple(blocks)
 
+    def source(self, args: tuple[Any, ...]) -> str:
+        """The generated code this Jacobian runs for ``args``: forward mode over ``fun`` (or its gradient)."""
+        if not args:
+            raise ASTADError("source of a Jacobian or Hessian needs example arguments: source(jac, x, ...)")
+        if self.mode == "reverse":
+            from ast_ad.api import Gradient
+
+            return Gradient(self.fun, self.argnums[0], with_value=False).loaded().text
+        return jvp_code(lower(self.fun, args), (self.argnums[0],)).text
+
     def forward(self, args: tuple[Any, ...], k: int) -> Any:
         lowered = lower(self.fun, args)
         x = np.asarray(args[k], dtype=float)

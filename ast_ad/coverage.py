@@ -47,7 +47,11 @@ def autograd_count() -> int | None:
 def table() -> str:
     """Markdown: the differentiable and the non-differentiable functions, grouped by library."""
     registry.load_all_rules()
-    rules = [r for r in registry.registered() if r.origin.startswith("ast_ad.rules")]
+    rules = [r for r in registry.registered() if r.origin.startswith("ast_ad.rules")
+             and r.origin != "ast_ad.rules.runtime"]  # the helpers' own rules, for derivatives of derivatives
+    forward = [spelled(r.fn, r.origin) for r in rules if not r.nondiff
+               and all(r.jvp(k) is not None for k in range(len(r.vjps)) if r.vjp(k) is not None)]
+    reverse_only = sorted({spelled(r.fn, r.origin) for r in rules if not r.nondiff} - set(forward))
     groups: dict[str, list[str]] = {}
     zero: dict[str, list[str]] = {}
     for rule in rules:
@@ -62,6 +66,8 @@ def table() -> str:
              "`AST_AD_UPDATE_GOLDEN=1 pytest tests/test_numpy_breadth.py` rewrites it.", "",
              f"- {differentiable} functions with reverse rules, and {sum(len(v) for v in zero.values())} declared "
              "without a gradient (piecewise constant, integer or boolean results).",
+             f"- {len(forward)} of the {differentiable} have forward rules too (`jvp`, Hessians); the others are "
+             f"refused in forward mode at the user's line: {', '.join(f'`{n}`' for n in reverse_only)}.",
              "- Array methods (`x.sum()`, `x.T`, `x.reshape(...)`, `x.astype(...)`, ...) resolve to these rules."]
     count = autograd_count()
     if count is not None:

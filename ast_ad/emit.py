@@ -23,8 +23,8 @@ from typing import Any
 import gast
 
 from ast_ad import ir, printer, syntax
-from ast_ad.naming import Namer, identifier
 from ast_ad.forward import Tangent
+from ast_ad.naming import Namer, identifier
 from ast_ad.reverse import Adjoint, CalleeRef, released
 
 MODULE_NAMES = {"numpy": "np", "math": "math", "operator": "operator"}

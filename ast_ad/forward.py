@@ -31,8 +31,18 @@ from ast_ad import ir, registry, runtime, syntax
 from ast_ad.errors import LocatedError, MissingRuleError
 from ast_ad.inline import bindable, inline
 from ast_ad.naming import Namer
-from ast_ad.reverse import SCALAR, CalleeRef, activity, bind_call, call_labels, is_user_function, shape_class, \
-    shape_classes, structured_names, usefulness
+from ast_ad.reverse import (
+    SCALAR,
+    CalleeRef,
+    bind_call,
+    call_labels,
+    is_active_value,
+    is_user_function,
+    shape_class,
+    shape_classes,
+    structured_names,
+    usefulness,
+)
 from ast_ad.syntax import RefTable
 
 
@@ -69,7 +79,7 @@ class Forwarder:
         self.function, self.argnums, self.derive = function, argnums, derive
         self.refs = RefTable()
         self.namer = Namer(used=function.names())
-        active = activity(function, argnums)
+        active = forward_activity(function, argnums)
         self.active = usefulness(function, active) | {function.params[k] for k in argnums}
         self.classes = shape_classes(function, shapes)
         self.structured = structured_names(function, shapes)
@@ -78,7 +88,11 @@ class Forwarder:
 
     def run(self, shell: Tangent | None) -> Tangent:
         params = list(self.function.params) + [self.dot(self.function.params[k]) for k in self.argnums]
-        body = self.block(self.function.body)
+        given = {self.function.params[k] for k in self.argnums}
+        # a parameter without a tangent that the function rebinds to a differentiated value starts at zero
+        body = [syntax.assign(self.dot(p), self.zero(p)) for p in self.function.params
+                if p in self.active and p not in given]
+        body += self.block(self.function.body)
         result = self.function.result
         out = syntax.atom(result, self.refs)
         body.append(syntax.ret(syntax.tuple_([out, self.tangent_of(result)])))
@@ -201,6 +215,9 @@ class Forwarder:
     def rule_tangent(self, stmt: ir.Assign, ans: str) -> gast.expr | None:
         call = stmt.value
         rule = registry.lookup(call.fn.obj)
+        if rule is None and (getattr(call.fn.obj, "__module__", None) or "").startswith("ast_ad."):
+            raise self.missing(stmt, f"{call.fn.hint}, a helper of ast_ad's gradient code, has no forward-mode "
+                                     "rule yet, so this derivative of a derivative is not supported")
         if rule is None:
             raise self.missing(stmt, f"{call.fn.hint} has no gradient rule")
         if rule.nondiff:
@@ -302,6 +319,35 @@ class Forwarder:
         hint = ("; if it is your own primitive, register a forward rule: "
                 "ast_ad.extend.defjvp(fn, lambda u, ans, x: ...), one lambda per positional argument")
         return MissingRuleError(message + hint, stmt.line.filename, stmt.line.lineno, stmt.line.text)
+
+
+def forward_activity(function: ir.Function, argnums: tuple[int, ...]) -> set[str]:
+    """The names whose tangents can be nonzero: ``activity``, except that a call whose differentiated
+    arguments all have zero forward rules (``unbroadcast(g, x)``, where ``x`` gives only a shape) is not."""
+    active = {function.params[k] for k in argnums}
+    size = -1
+    while size != len(active):
+        size = len(active)
+        for stmt in ir.walk(function.body):
+            if isinstance(stmt, ir.Assign) and _carries(stmt.value, active):
+                active.add(stmt.target)
+            elif isinstance(stmt, ir.Unpack) and isinstance(stmt.value, ir.Var) and stmt.value.name in active:
+                active.update(stmt.targets)
+            elif isinstance(stmt, ir.Append) and isinstance(stmt.value, ir.Var) and stmt.value.name in active:
+                active.add(stmt.target)
+            elif isinstance(stmt, ir.Pop) and stmt.source in active and stmt.target is not None:
+                active.add(stmt.target)
+    return active
+
+
+def _carries(value: ir.Expr, active: set[str]) -> bool:
+    if not is_active_value(value, active):
+        return False
+    rule = registry.lookup(value.fn.obj) if isinstance(value, ir.Call) else None
+    if rule is None or any(isinstance(a, ir.Var) and a.name in active for _, a in value.kwargs):
+        return True
+    return any(rule.jvp(k) is not registry.zero for k, a in enumerate(value.args)
+               if isinstance(a, ir.Var) and a.name in active)
 
 
 def _inputs(value: ir.Expr) -> list[ir.Var]:

@@ -879,7 +879,8 @@ class Lowerer:
         args = first + tuple(self.expr(arg) for arg in node.args)
         kwargs = tuple((kw.arg, self.expr(kw.value)) for kw in node.keywords)
         args, kwargs = _positional(fn.obj, args, kwargs)
-        if inspect.isfunction(fn.obj) and registry.lookup(fn.obj) is None:
+        if inspect.isfunction(fn.obj) and registry.lookup(fn.obj) is None \
+                and not (fn.obj.__module__ or "").startswith("ast_ad."):  # ast_ad's helpers change nothing
             self.check_arguments_kept(node, fn, args, kwargs)
         base = fn.hint.rsplit(".", 1)[-1]
         hint = name or (f"{base}_{args[0].name}" if len(args) == 1 and isinstance(args[0], ir.Var) else base)

@@ -103,7 +103,7 @@ def activity(function: ir.Function, argnums: tuple[int, ...]) -> set[str]:
     while size != len(active):
         size = len(active)
         for stmt in ir.walk(function.body):
-            if isinstance(stmt, ir.Assign) and _is_active(stmt.value, active):
+            if isinstance(stmt, ir.Assign) and is_active_value(stmt.value, active):
                 active.add(stmt.target)
             elif isinstance(stmt, ir.Unpack) and _atom_active(stmt.value, active):
                 active.update(stmt.targets)
@@ -257,7 +257,7 @@ def _stmt_inputs(stmt: ir.Stmt) -> list[str]:
     return []
 
 
-def _is_active(value: ir.Expr, active: set[str]) -> bool:
+def is_active_value(value: ir.Expr, active: set[str]) -> bool:
     if isinstance(value, (ir.Attr, ir.Raw)):
         return False
     if isinstance(value, ir.Call):
@@ -337,8 +337,9 @@ def call_labels(args: list[ir.Atom], classes: dict[str, int | None], structured:
 
 
 def is_user_function(fn: Any) -> bool:
-    """A Python function ast_ad should differentiate through (no rule registered for it)."""
-    return inspect.isfunction(fn) and registry.lookup(fn) is None
+    """A Python function ast_ad should differentiate through (no rule registered for it; not ast_ad's own)."""
+    return inspect.isfunction(fn) and registry.lookup(fn) is None and \
+        not (getattr(fn, "__module__", None) or "").startswith("ast_ad.")
 
 
 # ---- saving and restoring overwritten values ------------------------------------------------------------

@@ -245,17 +245,21 @@ def balanced_eq(x, ans, y):
 
 
 def pow_minus_one(x, y):
-    """``x ** (y - 1)`` for the rule of ``x ** y``: finite where ``x`` and ``y`` are 0 (the rule multiplies it
-    by 0), and ``inf`` rather than ZeroDivisionError for a negative power of ``0.0``. Elsewhere it is smooth
-    in ``y``, so that its own derivative (a second derivative of ``x ** y``) is exact."""
+    """``x ** (y - 1)`` for the rule of ``x ** y``, and ``inf`` rather than ZeroDivisionError for a negative
+    power of ``0.0``. Where ``y`` is 0 (the rule multiplies it by 0) and the power is not finite, 0.
+
+    It is ``x ** (y - 1)`` itself wherever that is finite, so that its derivative in ``y`` (in a second
+    derivative of ``x ** y``) is exact."""
     if np.ndim(y) or np.ndim(x):
-        e = np.where(np.equal(y, 0) & np.equal(x, 0), 1, y - 1)
-    else:
-        e = 1 if y == 0 and x == 0 else y - 1
+        base = np.asarray(x)
+        base = base.astype(float) if base.dtype.kind in "biu" else base  # integers to negative powers
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            power = base ** (y - 1)
+        return np.where(np.equal(y, 0) & ~np.isfinite(power), 0.0, power)
     try:
-        power = x ** e
-    except ZeroDivisionError:
-        return np.power(np.float64(x), e)
+        power = x ** (y - 1)
+    except (ZeroDivisionError, OverflowError):
+        return 0.0 if y == 0 else np.power(np.float64(x), y - 1)
     if type(power) is complex:  # Python's power of a negative float: the value went complex on this line
         try:
             from ast_ad.errors import LocatedError as error

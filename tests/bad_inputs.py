@@ -93,7 +93,7 @@ def star_args(*xs):  # error here
 def with_delete(x):
     y = x * 2.0
     del y
-    return y * x  # error here
+    return y * x  # error here  # noqa: F821
 
 
 def recursive_nested(x):

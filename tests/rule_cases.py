@@ -579,7 +579,8 @@ def _helpers() -> dict:
         rt.outer_vjp_b: case(arrays((3, 2)), arrays((3,)), arrays((2,))),
         rt.vecdot_vjp: case(arrays((2,)), arrays((2, 3)), -1),
         rt.linspace_vjp: case(st.sampled_from([0, 1]), arrays((4,)), 4, True),
-        rt.var_vjp: case(floats(), 0.0, arrays((4,)), None, 0, False) | case(arrays((3,)), 0.0, arrays((2, 3)), 0, 1, False),
+        rt.var_vjp: case(floats(), 0.0, arrays((4,)), None, 0, False) |
+        case(arrays((3,)), 0.0, arrays((2, 3)), 0, 1, False),
         rt.chosen_vjp: case(0, floats(), 1.0, (1.0, 2.0)) | case(1, floats(), 1.0, (2.0, 1.0)),
         rt.summed_matmul_vjp_a: _terms(True, 1) | _terms(True, 2),
         rt.summed_matmul_vjp_b: _terms(False, 1) | _terms(False, 2),

@@ -52,6 +52,20 @@ def test_normalized_source(fn, argnums, args) -> None:
     compare(f"{fn.__name__}.normalized.txt", ast_ad.source(fn, stage="normalized"))
 
 
+FORWARD = [(corpus.worked, SCALARS), (corpus_control.scalar_loop, (0.5,)), (corpus_control.branch, (0.5,)),
+           (corpus_control.rnn, (np.ones(2), np.ones(3)))]
+
+
+@pytest.mark.parametrize("fn, args", FORWARD, ids=[c[0].__name__ for c in FORWARD])
+def test_forward_mode_source(fn, args) -> None:
+    compare(f"{fn.__name__}.jvp.txt", ast_ad.source(fn, *args, stage="jvp"))
+
+
+def test_second_derivative_source() -> None:
+    """grad(grad(f)): forward mode over the generated gradient, for the worked example."""
+    compare("worked.second.txt", ast_ad.source(ast_ad.grad(ast_ad.grad(corpus.worked)), *SCALARS))
+
+
 # ---- the fallback printer (Python 3.14 has no astor): the same program, comments included -------------------
 @pytest.fixture
 def unparse_printer(monkeypatch):

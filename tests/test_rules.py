@@ -160,7 +160,7 @@ def test_forward_rule_matches_finite_differences(rule: registry.Rule, data: st.D
         u = direction_like(ans, rng)
         dot = tracer.tangent(rule, k, v, ans, args, kwargs)
 
-        def along(t: float, k: int = k, v=v) -> float:
+        def along(t: float, k: int = k, v=v, u=u, arg=arg) -> float:
             shifted = list(args)
             shifted[k] = moved(arg, v, t)
             return paired(u, canonical(rule.fn, rule.fn(*shifted, **kwargs), ans))

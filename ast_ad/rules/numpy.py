@@ -79,10 +79,10 @@ from ast_ad.runtime import (
     trapezoid_vjp,
     unbroadcast,
     unstack,
-    zeros_like,
     var_vjp,
     vecdot_vjp,
     vstack_vjp,
+    zeros_like,
 )
 
 # ---- trigonometric ---------------------------------------------------------------------------

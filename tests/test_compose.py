@@ -1,0 +1,244 @@
+"""Forward mode and stacked transformations: jvp, vjp, Jacobians, Hessians, derivatives of any order.
+
+Oracles: finite differences of the function's own run; reverse mode by the dot-product identity
+<v, J u> = <J^T v, u>; autograd's hessian where autograd applies; closed forms for higher orders.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ast_ad
+from ast_ad.checking import directional
+from ast_ad.errors import ASTADError, MissingRuleError
+from tests import corpus_control
+from tests.compose_functions import branchy, reductions, rnn_loss
+from tests.corpus import CASES as STRAIGHT
+from tests.corpus import Case
+from tests.oracles import with_autograd_numpy
+
+CASES = STRAIGHT + corpus_control.CASES
+IDS = [f"{case.fn.__name__}-{i}" for i, case in enumerate(CASES)]
+
+
+def direction(value, rng):
+    return rng.standard_normal(np.shape(value)) if isinstance(value, np.ndarray) else float(rng.standard_normal())
+
+
+def tangents_for(case: Case, args: tuple, rng) -> tuple:
+    return tuple(direction(a, rng) if k in case.argnums else None for k, a in enumerate(args))
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+@settings(max_examples=20)
+@given(data=st.data())
+def test_jvp_matches_finite_differences_and_reverse_mode(case: Case, data: st.DataObject) -> None:
+    args = data.draw(case.args)
+    rng = np.random.default_rng(1)
+    tangents = tangents_for(case, args, rng)
+    out, out_dot = ast_ad.jvp(case.fn, args, tangents)
+    assert out == case.fn(*args)  # the primal is the function's own value, bit for bit
+    grads = ast_ad.grad(case.fn, case.argnums)(*args)
+    # <1, J u> (a scalar output) = <grad, u>: forward and reverse mode agree
+    reverse = sum(float(np.sum(np.asarray(g) * tangents[k])) for g, k in zip(grads, case.argnums, strict=True))
+    assert math.isclose(float(out_dot), reverse, rel_tol=1e-8, abs_tol=1e-10)
+    if case.smooth:
+        numeric = 0.0
+        for k in case.argnums:
+            numeric += directional(case.fn, args, k, np.asarray(tangents[k]))
+        assert math.isclose(float(out_dot), numeric, rel_tol=1e-4, abs_tol=1e-5)
+
+
+def vector_valued(x, w):
+    h = np.tanh(w @ x)
+    return np.concatenate([h * x[0], np.cumsum(h)])
+
+
+def looped(x):
+    y = x
+    for i in range(4):
+        y = np.sin(y) * 1.5 + x[i % 3]
+    return y
+
+
+@pytest.mark.parametrize("fn", [vector_valued, looped])
+def test_vjp_and_jvp_satisfy_the_dot_product_identity(fn) -> None:
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal(3), rng.standard_normal((3, 3))
+    args = (x, w) if fn is vector_valued else (x,)
+    u = tuple(rng.standard_normal(np.shape(a)) for a in args)
+    out, out_dot = ast_ad.jvp(fn, args, u)
+    out2, vjp_fn = ast_ad.vjp(fn, *args)
+    np.testing.assert_array_equal(out, out2)
+    v = rng.standard_normal(np.shape(out))
+    bars = vjp_fn(v)
+    assert len(bars) == len(args)
+    left = float(np.sum(v * out_dot))
+    right = sum(float(np.sum(b * t)) for b, t in zip(bars, u, strict=True))
+    assert math.isclose(left, right, rel_tol=1e-10)
+    np.testing.assert_allclose(vjp_fn(v)[0], bars[0])  # vjp_fn can be called again
+
+
+@pytest.mark.parametrize("fn", [vector_valued, looped])
+def test_jacobians_by_both_modes_agree_with_finite_differences(fn) -> None:
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal(3), rng.standard_normal((3, 3))
+    args = (x, w) if fn is vector_valued else (x,)
+    forward, reverse, auto = (jac(fn)(*args) for jac in (ast_ad.jacfwd, ast_ad.jacrev, ast_ad.jacobian))
+    out = fn(*args)
+    assert forward.shape == np.shape(out) + x.shape
+    np.testing.assert_allclose(forward, reverse, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(auto, forward, rtol=1e-10, atol=1e-12)
+    for j in range(x.size):
+        e = np.zeros(x.size)
+        e[j] = 1.0
+        numeric = (fn(x + 1e-6 * e, *args[1:]) - fn(x - 1e-6 * e, *args[1:])) / 2e-6
+        np.testing.assert_allclose(forward[..., j], numeric, rtol=1e-5, atol=1e-6)
+    if fn is vector_valued:
+        both = ast_ad.jacrev(fn, argnums=(0, 1))(*args)
+        assert isinstance(both, tuple) and both[1].shape == np.shape(out) + w.shape
+
+
+@pytest.mark.parametrize("fn, args", [
+    (rnn_loss, (np.linspace(-0.5, 0.6, 9).reshape(3, 3), np.linspace(-1.0, 1.0, 12).reshape(4, 3))),
+    (branchy, (np.array([0.4, -0.7, 1.1]),)),
+    (reductions, (np.array([0.4, -0.7, 1.1, 0.2]),)),
+])
+def test_hessian_matches_autograd(fn, args) -> None:
+    import autograd
+
+    ours = ast_ad.hessian(fn)(*args)
+    theirs = autograd.hessian(with_autograd_numpy(fn))(*args)
+    assert ours.shape == np.shape(args[0]) * 2
+    np.testing.assert_allclose(ours, theirs, rtol=1e-8, atol=1e-10)
+    v = np.random.default_rng(0).standard_normal(np.shape(args[0]))
+    hv = ast_ad.hvp(fn)(*args, v)
+    np.testing.assert_allclose(hv, np.tensordot(ours, v, axes=v.ndim), rtol=1e-9, atol=1e-11)
+
+
+def quartic(x):
+    return math.sin(x) * x + math.exp(0.5 * x)
+
+
+def test_derivatives_to_the_fourth_order_match_closed_forms() -> None:
+    x = 0.7
+    closed = [math.cos(x) * x + math.sin(x) + 0.5 * math.exp(0.5 * x),
+              -math.sin(x) * x + 2 * math.cos(x) + 0.25 * math.exp(0.5 * x),
+              -math.cos(x) * x - 3 * math.sin(x) + 0.125 * math.exp(0.5 * x),
+              math.sin(x) * x - 4 * math.cos(x) + 0.0625 * math.exp(0.5 * x)]
+    d = quartic
+    for order, expected in enumerate(closed, start=1):
+        d = ast_ad.grad(d)
+        assert math.isclose(d(x), expected, rel_tol=1e-12), order
+    # forward over reverse, and forward over forward, give the same second derivative
+    _, second = ast_ad.jvp(ast_ad.grad(quartic), (x,), (1.0,))
+    assert math.isclose(second, closed[1], rel_tol=1e-12)
+
+
+def calls_a_helper(x):
+    return helper_power(x, 3.0) + np.sin(x)
+
+
+def helper_power(a, n):
+    out = a
+    for _ in range(int(n) - 1):
+        out = out * a
+    return out
+
+
+def test_higher_order_through_a_helper_function() -> None:
+    """The case other tools break on: a second derivative through a call to the user's own function."""
+    x = 1.3
+    second = ast_ad.grad(ast_ad.grad(calls_a_helper))(x)
+    assert math.isclose(second, 6 * x - math.sin(x), rel_tol=1e-12)
+    third = ast_ad.grad(ast_ad.grad(ast_ad.grad(calls_a_helper)))(x)
+    assert math.isclose(third, 6 - math.cos(x), rel_tol=1e-12)
+
+
+def mixed(x, y):
+    return x * x * y + np.sin(x * y)
+
+
+def test_mixed_partials_and_hessian_of_two_arguments() -> None:
+    x, y = 0.4, 1.7
+    dxy = ast_ad.grad(ast_ad.grad(mixed, 0), 1)(x, y)
+    assert math.isclose(dxy, 2 * x + math.cos(x * y) - x * y * math.sin(x * y), rel_tol=1e-12)
+    blocks = ast_ad.hessian(mixed, argnums=(0, 1))(x, y)
+    assert math.isclose(float(blocks[0][1]), dxy, rel_tol=1e-12)
+    assert math.isclose(float(blocks[1][0]), dxy, rel_tol=1e-12)
+
+
+def test_vjp_of_a_gradient_is_a_hessian_vector_product() -> None:
+    x = np.array([0.4, -0.7, 1.1])
+    _, vjp_fn = ast_ad.vjp(ast_ad.grad(branchy), x)
+    v = np.array([1.0, 2.0, -0.5])
+    (hv,) = vjp_fn(v)
+    np.testing.assert_allclose(hv, ast_ad.hessian(branchy)(x) @ v, rtol=1e-10)
+
+
+def with_svd(x):
+    return np.sum(np.linalg.svd(x, compute_uv=False) ** 2)
+
+
+def test_forward_mode_refuses_a_rule_it_lacks_at_the_users_line() -> None:
+    with pytest.raises(MissingRuleError, match="forward-mode rule") as err:
+        ast_ad.jvp(with_svd, (np.eye(2) + 0.1,), (np.ones((2, 2)),))
+    assert err.value.lineno == with_svd.__code__.co_firstlineno + 1
+
+
+def with_norm(x):
+    return np.linalg.norm(x) * 2.0
+
+
+def test_a_second_derivative_through_a_helper_without_forward_rule_is_refused() -> None:
+    with pytest.raises(MissingRuleError, match="no forward-mode rule yet"):
+        ast_ad.hessian(with_norm)(np.array([0.3, 0.4]))
+
+
+def test_bad_tangents_are_explained() -> None:
+    with pytest.raises(ASTADError, match="has shape"):
+        ast_ad.jvp(rnn_loss, (np.eye(3), np.ones((4, 3))), (np.ones(3), None))
+    with pytest.raises(ASTADError, match="one tangent per argument"):
+        ast_ad.jvp(rnn_loss, (np.eye(3), np.ones((4, 3))), (np.ones((3, 3)),))
+
+
+def softplus(x):
+    return np.log1p(np.exp(x))
+
+
+ast_ad.extend.defvjp(softplus, lambda g, ans, x: g / (1.0 + np.exp(-x)))
+ast_ad.extend.defjvp(softplus, lambda u, ans, x: u / (1.0 + np.exp(-x)))
+
+
+def uses_softplus(x):
+    return np.sum(softplus(x) * x)
+
+
+def test_custom_rules_are_used_forward_and_differentiated_again() -> None:
+    x = np.array([0.3, -1.2, 0.8])
+    s = 1.0 / (1.0 + np.exp(-x))
+    _, dot = ast_ad.jvp(uses_softplus, (x,), (np.ones(3),))
+    assert math.isclose(float(dot), float(np.sum(s * x + softplus(x))), rel_tol=1e-12)
+    # the reverse rule, differentiated again by forward mode: d/dx (s x + softplus) = s(1-s) x + 2 s
+    np.testing.assert_allclose(ast_ad.hessian(uses_softplus)(x), np.diag(s * (1 - s) * x + 2 * s), rtol=1e-12)
+
+
+def opaque(x):
+    return x * 2.0
+
+
+ast_ad.extend.defvjp(opaque, lambda g, ans, x: 2.0 * g)  # a reverse rule only, and not declared elementwise
+
+
+def uses_opaque(x):
+    return opaque(x) + x
+
+
+def test_forward_rule_of_a_primitive_without_one_is_refused() -> None:
+    with pytest.raises(MissingRuleError, match="defjvp"):
+        ast_ad.jvp(uses_opaque, (1.0,), (1.0,))
