@@ -2,6 +2,10 @@
 
     python examples/benchmark.py [--quick]
 
+A second table times forward mode and second derivatives (``jvp``, a Hessian-vector
+product, a full Hessian, a Jacobian by both modes) against autograd and, if it is
+installed, JAX: eagerly, and under ``jax.jit`` (its compile time reported apart).
+
 For each workload it prints the median time per call of the plain function, of
 ast_ad's gradient and of autograd 1.9.1's gradient (if installed), the ratio of
 gradient to primal, the speed-up over autograd, and ast_ad's one-time cost of
@@ -90,6 +94,94 @@ def thirty_lines(a, b):
     return ff * ff
 
 
+A_MAP = rng.standard_normal((100, 100)) * 0.1
+
+
+def rosenbrock(x):
+    """A 100-variable function written as an element loop."""
+    total = 0.0
+    for i in range(99):
+        total = total + (1.0 - x[i]) ** 2 + 10.0 * (x[i + 1] - x[i] ** 2) ** 2
+    return total
+
+
+def map100(x):
+    """A function from 100 numbers to 100."""
+    y = np.tanh(A_MAP @ x)
+    return y * x + np.sin(x)
+
+
+def second_order_workloads():
+    """(name, ast_ad's callable, autograd's (given autograd and the autograd copy), JAX's (given jax, jnp copy),
+    the primal, the arguments)."""
+    W1, b1 = rng.standard_normal((784, 256)) * 0.05, np.zeros(256)
+    W2, b2 = rng.standard_normal((256, 10)) * 0.05, np.zeros(10)
+    v1 = rng.standard_normal((784, 256))
+    x100 = rng.standard_normal(100) * 0.5
+    return [
+        ("jvp, 100-step loop, math.sin", loop_math, (0.5,),
+         lambda f: lambda x: ast_ad.jvp(f, (x,), (1.0,)), None, None),
+        ("jvp, 100-step loop, np.sin", loop_numpy, (0.5,),
+         lambda f: lambda x: ast_ad.jvp(f, (x,), (1.0,)), None,
+         lambda jax, f: lambda x: jax.jvp(f, (x,), (1.0,))),
+        ("hvp, MLP loss in W1", mlp, (W1, b1, W2, b2),
+         lambda f: lambda *a: ast_ad.hvp(f)(*a, v1),
+         lambda ag, f: lambda *a: ag.make_hvp(f)(*a)[0](v1),
+         lambda jax, f: lambda *a: jax.jvp(lambda w: jax.grad(f)(w, *a[1:]), (a[0],), (v1,))[1]),
+        ("Hessian, 100 vars, element loop", rosenbrock, (x100,),
+         lambda f: ast_ad.hessian(f), lambda ag, f: ag.hessian(f), lambda jax, f: jax.hessian(f)),
+        ("Jacobian 100->100, forward", map100, (x100,),
+         lambda f: ast_ad.jacfwd(f), lambda ag, f: ag.jacobian(f), lambda jax, f: jax.jacfwd(f)),
+        ("Jacobian 100->100, reverse", map100, (x100,),
+         lambda f: ast_ad.jacrev(f), lambda ag, f: ag.jacobian(f), lambda jax, f: jax.jacrev(f)),
+    ]
+
+
+def second_order(repeat: int) -> None:
+    try:
+        import autograd
+    except ImportError:
+        autograd = None
+    try:
+        import jax
+        import jax.numpy as jnp
+        jax.config.update("jax_enable_x64", True)
+    except ImportError:
+        jax = None
+    header = f"{'workload':32} {'primal':>10} {'ast_ad':>10} {'autograd':>10} {'jax':>10} {'jax.jit':>10} " \
+             f"{'ours/primal':>12} {'jit compile':>12}"
+    print("\n" + header)
+    print("-" * len(header))
+    for name, fn, args, ours_of, autograd_of, jax_of in second_order_workloads():
+        ours = ours_of(fn)
+        theirs = autograd_of(autograd, with_autograd_numpy(fn)) if autograd and autograd_of else None
+        eager = jitted = compile_time = None
+        if jax is not None and jax_of is not None:
+            eager = jax_of(jax, with_namespace(fn, jnp))
+            jitted = jax.jit(eager)
+            start = time.perf_counter()
+            jax.block_until_ready(jitted(*args))
+            compile_time = time.perf_counter() - start
+        times: dict[str, list[float]] = {"primal": [], "ours": [], "autograd": [], "jax": [], "jit": []}
+        for _ in range(3):  # interleaved rounds
+            times["primal"].append(median_time(fn, args, repeat))
+            times["ours"].append(median_time(ours, args, repeat))
+            if theirs is not None:
+                times["autograd"].append(median_time(theirs, args, max(1, repeat // 3)))
+            if eager is not None:
+                times["jax"].append(median_time(lambda *a: jax.block_until_ready(eager(*a)), args, repeat))
+                times["jit"].append(median_time(lambda *a: jax.block_until_ready(jitted(*a)), args, repeat))
+        best = {key: (min(value) if value else None) for key, value in times.items()}
+        print(f"{name:32} {_fmt(best['primal']):>10} {_fmt(best['ours']):>10} {_fmt(best['autograd']):>10} "
+              f"{_fmt(best['jax']):>10} {_fmt(best['jit']):>10} {best['ours'] / best['primal']:>11.1f}x "
+              f"{_fmt(compile_time):>12}")
+
+
+def with_namespace(fn, namespace):
+    scope = dict(fn.__globals__, np=namespace)
+    return types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__)
+
+
 def median_time(fn, args, repeat: int) -> float:
     """Median seconds per call, over ``repeat`` batches sized to take about a millisecond."""
     start = time.perf_counter()
@@ -162,6 +254,7 @@ def main(repeat: int) -> None:
     first = first_call_seconds(thirty_lines, (0, 1), (0.3, 0.7))
     print(f"\nfirst call (transform + compile) of a 30-line function: {_fmt(first)} (median of 5)")
     print(f"the process's very first gradient call, which also reads the rule tables: {_fmt(very_first)}")
+    second_order(repeat)
 
 
 def _fmt(seconds: float | None) -> str:

@@ -61,6 +61,7 @@ defjvp(builtins.max,    *lookup(builtins.min).jvps)
 defjvp(concat,          lambda u, ans, a, b: concat(u, zeros_like(b)), lambda u, ans, a, b: concat(zeros_like(a), u))
 for _fn in (repeat_seq, list_item, sorted_by):
     def_linear(_fn, 0)
+defjvp(list_item, None, zero, zero)
 
 def_effect(builtins.print)
 

@@ -347,8 +347,9 @@ defjvp(np.linspace,   lambda u, ans, start, stop, num=50, endpoint=True, *args, 
                       np.linspace(u, 0.0 * u, num, endpoint),
                       lambda u, ans, start, stop, num=50, endpoint=True, *args, **kwargs:
                       np.linspace(0.0 * u, u, num, endpoint))
-defjvp(assign_item,   lambda u, ans, x, index, value: assign_item(u, index, 0.0), None,
+defjvp(assign_item,   lambda u, ans, x, index, value: assign_item(u, index, 0.0), zero,
                       lambda u, ans, x, index, value: assign_item(zeros_like(x), index, u))
-defjvp(add_at,        lambda u, ans, x, index, value: u, None,
+defjvp(add_at,        lambda u, ans, x, index, value: u, zero,
                       lambda u, ans, x, index, value: add_at(zeros_like(x), index, u))
+defjvp(np.take,       None, zero)  # indices are integers (see operator.getitem)
 defjvp(copied,        zero, lambda u, ans, dst, src: copied(zeros_like(dst), u))

@@ -4,7 +4,7 @@ import operator
 
 import numpy as np
 
-from ast_ad.registry import def_linear, def_nondiff, defvjp
+from ast_ad.registry import def_linear, def_nondiff, defjvp, defvjp, zero
 from ast_ad.registry import defvjp_elementwise as ew
 from ast_ad.runtime import getitem_vjp, matmul_vjp_a, matmul_vjp_b, pow_minus_one, safe_log
 
@@ -25,6 +25,7 @@ defvjp(operator.matmul,  lambda g, ans, a, b: matmul_vjp_a(g, a, b), lambda g, a
 defvjp(operator.getitem, lambda g, ans, x, index: getitem_vjp(g, x, index))
 def_linear(operator.matmul, 0, 1)
 def_linear(operator.getitem, 0)
+defjvp(operator.getitem, None, zero)  # an index is an integer: in generated code it may come off an active tape
 
 # ---- no gradient --------------------------------------------------------------------------------
 def_nondiff(operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,

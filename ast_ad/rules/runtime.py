@@ -17,19 +17,15 @@ import numpy as np
 from ast_ad import runtime as rt
 from ast_ad.registry import def_linear, def_nondiff, defjvp, zero
 
-# ---- helpers linear in their first argument (the adjoint), the others read for shapes or choices -----------
-# each entry: the helper, and how many arguments after the first have zero derivative
-for _fn, _others in ((rt.unbroadcast, 1), (rt.expand_reduced, 1), (rt.getitem_vjp, 1), (rt.assign_item_vjp_x, 1),
-                     (rt.assign_item_vjp_value, 2), (rt.extremum_vjp, 2), (rt.cast_vjp, 2), (rt.unstack, 1),
-                     (rt.clip_lo_vjp, 3), (rt.clip_hi_vjp, 3), (rt.column_stack_vjp, 1), (rt.concat_vjp_a, 2),
-                     (rt.concat_vjp_b, 2), (rt.concatenate_vjp, 1), (rt.cumsum_vjp, 1), (rt.diag_vjp, 1),
-                     (rt.diagonal_vjp, 1), (rt.diff_vjp, 1), (rt.dstack_vjp, 1), (rt.field_vjp, 1),
-                     (rt.hstack_vjp, 1), (rt.vstack_vjp, 1), (rt.list_item_vjp, 1), (rt.pad_vjp, 1),
-                     (rt.repeat_seq_vjp, 1), (rt.repeat_vjp, 1), (rt.rollaxis_vjp, 1), (rt.select_default_vjp, 1),
-                     (rt.select_vjp, 1), (rt.sort_vjp, 1), (rt.sorted_by_vjp, 2), (rt.split_vjp, 2),
-                     (rt.take_vjp, 1), (rt.tile_vjp, 1), (rt.trapezoid_vjp, 1), (rt.fit, 1), (rt.part, 0)):
+# ---- helpers linear in their first argument (the adjoint), the others read only for shapes, indices or choices ---
+for _fn in (rt.unbroadcast, rt.expand_reduced, rt.getitem_vjp, rt.assign_item_vjp_x, rt.assign_item_vjp_value,
+            rt.extremum_vjp, rt.cast_vjp, rt.unstack, rt.clip_lo_vjp, rt.clip_hi_vjp, rt.column_stack_vjp,
+            rt.concat_vjp_a, rt.concat_vjp_b, rt.concatenate_vjp, rt.cumsum_vjp, rt.diag_vjp, rt.diagonal_vjp,
+            rt.diff_vjp, rt.dstack_vjp, rt.field_vjp, rt.hstack_vjp, rt.vstack_vjp, rt.list_item_vjp, rt.pad_vjp,
+            rt.repeat_seq_vjp, rt.repeat_vjp, rt.rollaxis_vjp, rt.select_default_vjp, rt.select_vjp, rt.sort_vjp,
+            rt.sorted_by_vjp, rt.split_vjp, rt.take_vjp, rt.tile_vjp, rt.trapezoid_vjp, rt.fit, rt.part):
     def_linear(_fn, 0)
-    defjvp(_fn, None, *[zero] * _others)
+    defjvp(_fn, None, *[zero] * 5)
 
 # ---- products: linear in the adjoint and in the other operand ---------------------------------------------
 for _fn, _shape_only in ((rt.matmul_vjp_a, 1), (rt.matmul_vjp_b, 2), (rt.dot_vjp_a, 1), (rt.dot_vjp_b, 2),
