@@ -1,7 +1,7 @@
 """The command line: ``python -m ast_ad show|explain|graph FILE.py:FUNCTION [values...]``.
 
     python -m ast_ad show model.py:loss --argnums 0,1 [--stage normalized|adjoint] [2.0 3.0]
-    python -m ast_ad explain model.py:f 2.0 3.0 --argnums 0,1
+    python -m ast_ad explain model.py:f 2.0 3.0 --argnums 0,1 [--mode forward --tangents 1,0]
     python -m ast_ad graph model.py:f 2.0 3.0 -o graph.svg
 
 Values are Python literals: ``2.0``, ``[1.0, 2.0]`` (an array). Errors name the file and line.
@@ -37,7 +37,12 @@ def main(argv: list[str] | None = None) -> int:
                          help="comma-separated argument positions (default: 0 for show; for explain and graph, "
                               "every argument given as a number or an array of numbers)")
         if name == "show":
-            sub.add_argument("--stage", choices=("normalized", "adjoint"), default="adjoint")
+            sub.add_argument("--stage", choices=("normalized", "adjoint", "jvp"), default="adjoint")
+        if name == "explain":
+            sub.add_argument("--mode", choices=("reverse", "forward"), default="reverse",
+                             help="forward: the tangent trace (each step's value and tangent)")
+            sub.add_argument("--tangents", default=None,
+                             help="comma-separated tangents, one per argument in argnums (default: all 1)")
         if name == "graph":
             sub.add_argument("-o", "--output", help="a .svg, .png or .pdf file (default: print DOT)")
     options, extra = parser.parse_known_args(argv)
@@ -63,11 +68,14 @@ def run(options: argparse.Namespace) -> int:
         argnums = tuple(k for k, v in enumerate(values) if isinstance(v, float)
                         or (isinstance(v, np.ndarray) and v.dtype.kind == "f")) or (0,)
     argnums_arg: Any = argnums[0] if len(argnums) == 1 else argnums
-    if options.command == "show":
+    if options.command == "show" and options.stage == "jvp":
+        print(ast_ad.source(fn, *values, stage="jvp"))
+    elif options.command == "show":
         text = ast_ad.source(ast_ad.grad(fn, argnums_arg), *values, stage=options.stage)
         print(colour(text) if sys.stdout.isatty() and not os.environ.get("NO_COLOR") else text)
     elif options.command == "explain":
-        print(ast_ad.explain(fn, *values, argnums=argnums_arg))
+        tangents = None if options.tangents is None else tuple(literal(t) for t in options.tangents.split(","))
+        print(ast_ad.explain(fn, *values, argnums=argnums_arg, mode=options.mode, tangents=tangents))
     else:
         picture = ast_ad.graph(fn, *values, argnums=argnums_arg)
         if options.output:

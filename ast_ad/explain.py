@@ -51,6 +51,7 @@ class Step:
     count: int
     line: int
     adjoint: Any = None
+    tangent: Any = None
 
 
 @dataclass
@@ -77,6 +78,21 @@ class Explanation:
     value: Any
     gradient: dict[str, Any]
     contributions: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
+    mode: str = "reverse"
+    tangent: Any = None  # forward mode: the output's tangent
+
+    def tangent_rows(self) -> list[tuple[str, ...]]:
+        rows = [(s.label, "input", summary(s.value), summary(s.tangent), "") for s in self.inputs]
+        return rows + [(s.label, s.expression, summary(s.value), summary(s.tangent),
+                        f"x{s.count}" if s.count > 1 else "") for s in self.steps]
+
+    def forward_text(self) -> str:
+        return "\n".join([
+            "Forward tangent trace (each step's value, and its tangent)",
+            table(("v", "computation", "value", "tangent", "runs"), self.tangent_rows()),
+            "",
+            f"The output's tangent: {summary(self.tangent)}",
+        ])
 
     def forward_rows(self) -> list[tuple[str, ...]]:
         rows = [(s.label, "input", summary(s.value), "") for s in self.inputs]
@@ -98,6 +114,8 @@ class Explanation:
         return table(("input", "contributions", "gradient"), self.accumulation_rows())
 
     def __str__(self) -> str:
+        if self.mode == "forward":
+            return self.forward_text()
         adjoints = [(s.label, summary(s.adjoint)) for s in reversed(self.steps) if s.adjoint is not None]
         return "\n".join([
             "Forward evaluation trace",
@@ -114,6 +132,9 @@ class Explanation:
         ])
 
     def _repr_html_(self) -> str:
+        if self.mode == "forward":
+            return "<h4>Forward tangent trace</h4>" + html_table(("v", "computation", "value", "tangent", "runs"),
+                                                                   self.tangent_rows())
         return "".join([
             "<h4>Forward evaluation trace</h4>", html_table(("v", "computation", "value", "runs"),
                                                             self.forward_rows()),
@@ -231,9 +252,18 @@ def _operands(value: ir.Expr) -> tuple[ir.Atom, ...]:
 
 
 # ---- the reverse trace ---------------------------------------------------------------------------------------
-def explain(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0) -> Explanation:
-    """The forward trace, the reverse trace and the accumulation of ``fn`` at ``args``."""
+def explain(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0, mode: str = "reverse",
+            tangents: tuple[Any, ...] | None = None) -> Explanation:
+    """The forward trace, the reverse trace and the accumulation of ``fn`` at ``args``.
+
+    ``mode="forward"`` gives the forward tangent trace instead: each step's value and its tangent,
+    for ``tangents`` (one per argument in ``argnums``; ones by default).
+    """
+    if mode not in ("reverse", "forward"):
+        raise ASTADError(f"unknown mode {mode!r}: choose reverse or forward")
     nums = (argnums,) if isinstance(argnums, numbers.Integral) else tuple(argnums)
+    if mode == "forward":
+        return explain_forward(fn, args, nums, tangents)
     recorder, function = record(fn, args, nums)
     events = recorder.events
     if recorder.result_event is None or not events[recorder.result_event].active:
@@ -298,6 +328,70 @@ def explain(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0) -> Explanat
             ordered = sorted(merged.items(), key=lambda kc: keys.index(kc[0]))
             contributions[p] = [(labels[key], c) for key, c in ordered]
     return Explanation(inputs, steps, list(edges.values()), "y", recorder.result, gradient, contributions)
+
+
+def explain_forward(fn: Any, args: tuple[Any, ...], nums: tuple[int, ...],
+                    tangents: tuple[Any, ...] | None) -> Explanation:
+    """The forward tangent trace: the events in the order they ran, each one's tangent from its inputs'."""
+    if tangents is None:
+        tangents = tuple(np.ones_like(args[k], dtype=float) if np.ndim(args[k]) else 1.0 for k in nums)
+    if len(tangents) != len(nums):
+        raise ASTADError(f"explain needs one tangent per argument in argnums={nums!r}, got {len(tangents)}")
+    recorder, function = record(fn, args, nums)
+    events = recorder.events
+    given = dict(zip(nums, tangents, strict=True))
+    dots: dict[int, Any] = {}
+    for i, event in enumerate(events):
+        if event.key < 0:
+            if -1 - event.key in given:
+                dots[i] = given[-1 - event.key]
+            continue
+        stmt = recorder.statements[event.key]
+        for position, parent in enumerate(event.parents):
+            if parent is not None and parent in dots:
+                part = _jvp(stmt, event, position, dots[parent])
+                dots[i] = dots[i] + part if i in dots else part
+    out_key = events[recorder.result_event].key if recorder.result_event is not None else None
+    order = sorted((i for i, e in enumerate(events) if e.key >= 0 and i in dots), key=lambda i: (events[i].level, i))
+    keys = list(dict.fromkeys(events[i].key for i in order))
+    labels = {k: f"v{n + 1}" for n, k in enumerate(k for k in keys if k != out_key)}
+    labels[out_key] = "y"
+    names = {-1 - k: p for k, p in enumerate(function.params)}
+
+    def label(event: int | None, atom: ir.Atom) -> str:
+        if event is None:
+            return _constant_text(atom)
+        key = events[event].key
+        return names[key] if key < 0 else labels.get(key, _constant_text(atom))
+    steps = []
+    for key in keys:
+        runs = [i for i in order if events[i].key == key]
+        stmt = recorder.statements[key]
+        operands = [label(p, a) for p, a in zip(events[runs[0]].parents, _operands(stmt.value), strict=True)]
+        steps.append(Step(labels[key], _expression(stmt, operands, ", ".join(operands)), events[runs[-1]].value,
+                          len(runs), stmt.line.lineno, tangent=dots[runs[-1]]))
+    inputs = [Step(p, "input", args[k], 1, 0, tangent=given[k]) for k, p in enumerate(function.params) if k in nums]
+    out = dots.get(recorder.result_event, 0.0) if recorder.result_event is not None else 0.0
+    return Explanation(inputs, steps, [], "y", recorder.result, {}, {}, mode="forward", tangent=out)
+
+
+def _jvp(stmt: ir.Assign, event: Event, position: int, u: Any) -> Any:
+    """The tangent the event's value gets from its argument ``position`` moving along ``u``."""
+    value = stmt.value
+    if isinstance(value, ir.Var):
+        return u
+    kwargs = {k: _const_value(a) for k, a in value.kwargs}
+    fn = value.fn.obj
+    rule = registry.lookup(fn)
+    if rule is None and is_user_function(fn):
+        from ast_ad.compose import jvp
+
+        tangents = [None] * len(event.args)
+        tangents[position] = u
+        return jvp(fn, tuple(event.args), tuple(tangents))[1]
+    if rule is None or rule.jvp(position) is None:
+        raise ASTADError(f"{value.fn.hint} has no forward-mode rule for argument {position + 1}")
+    return tracer.tangent(rule, position, u, event.value, tuple(event.args), kwargs)
 
 
 def _vjp(stmt: ir.Assign, event: Event, position: int, g: Any) -> tuple[Any, Any]:

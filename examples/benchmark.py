@@ -100,7 +100,7 @@ A_MAP = rng.standard_normal((100, 100)) * 0.1
 def rosenbrock(x):
     """A 100-variable function written as an element loop."""
     total = 0.0
-    for i in range(99):
+    for i in range(len(x) - 1):
         total = total + (1.0 - x[i]) ** 2 + 10.0 * (x[i + 1] - x[i] ** 2) ** 2
     return total
 
@@ -169,8 +169,8 @@ def second_order(repeat: int) -> None:
             if theirs is not None:
                 times["autograd"].append(median_time(theirs, args, max(1, repeat // 3)))
             if eager is not None:
-                times["jax"].append(median_time(lambda *a: jax.block_until_ready(eager(*a)), args, repeat))
-                times["jit"].append(median_time(lambda *a: jax.block_until_ready(jitted(*a)), args, repeat))
+                times["jax"].append(median_time(lambda *a, f=eager: jax.block_until_ready(f(*a)), args, repeat))
+                times["jit"].append(median_time(lambda *a, f=jitted: jax.block_until_ready(f(*a)), args, repeat))
         best = {key: (min(value) if value else None) for key, value in times.items()}
         print(f"{name:32} {_fmt(best['primal']):>10} {_fmt(best['ours']):>10} {_fmt(best['autograd']):>10} "
               f"{_fmt(best['jax']):>10} {_fmt(best['jit']):>10} {best['ours'] / best['primal']:>11.1f}x "

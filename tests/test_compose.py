@@ -242,3 +242,25 @@ def uses_opaque(x):
 def test_forward_rule_of_a_primitive_without_one_is_refused() -> None:
     with pytest.raises(MissingRuleError, match="defjvp"):
         ast_ad.jvp(uses_opaque, (1.0,), (1.0,))
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+@settings(max_examples=3)
+@given(data=st.data())
+def test_every_helper_generated_code_calls_has_rules(case: Case, data: st.DataObject) -> None:
+    """The generated language is the input language: each of ast_ad's helpers that a gradient calls has rules
+    (so the gradient can be differentiated again), or is one of those listed as not done yet."""
+    import types
+
+    from ast_ad import registry
+    from ast_ad.api import shape_labels
+    from ast_ad.rules.runtime import NOT_YET
+
+    args = data.draw(case.args)
+    gradient = ast_ad.grad(case.fn, case.argnums)
+    gradient(*args)
+    loaded = gradient.loaded(shape_labels(args))
+    called = [v for v in loaded.namespace.values() if isinstance(v, types.FunctionType)
+              and v.__module__ == "ast_ad.runtime"]
+    missing = [f.__name__ for f in called if registry.lookup(f) is None and f not in NOT_YET]
+    assert not missing, f"helpers without rules in the gradient of {case.fn.__name__}: {missing}"

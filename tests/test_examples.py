@@ -39,3 +39,29 @@ def test_the_benchmark_times_correct_gradients() -> None:
         theirs = ast_ad.tracer.grad(fn, argnums)(*args)
         for a, b in zip(ours, theirs, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=name)
+
+
+def test_the_benchmark_times_correct_second_order_derivatives() -> None:
+    """The forward-mode and second-order rows compute what autograd computes (or, for math.sin, the tracer's
+    gradient along the tangent)."""
+    import autograd
+    import numpy as np
+
+    import ast_ad
+
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import benchmark
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    for name, fn, args, ours_of, autograd_of, _ in benchmark.second_order_workloads():
+        if "Hessian" in name:  # autograd's Hessian of the element loop takes seconds: check it at a smaller size
+            args = (args[0][:12],)
+        ours = ours_of(fn)(*args)
+        if autograd_of is None:
+            expected = (fn(*args), ast_ad.tracer.grad(fn)(*args))
+        else:
+            expected = autograd_of(autograd, benchmark.with_autograd_numpy(fn))(*args)
+        ours = ours[1] if "jvp" in name else ours
+        expected = expected[1] if "jvp" in name else expected
+        np.testing.assert_allclose(ours, expected, rtol=1e-9, atol=1e-11, err_msg=name)

@@ -42,6 +42,31 @@ def test_explain_reproduces_the_worked_example() -> None:
     assert "<table>" in ex._repr_html_()
 
 
+def test_explain_forward_gives_the_tangent_trace_of_the_worked_example() -> None:
+    """With tangents (1, 0): v1_dot = 0.5, v2_dot = 3, v3_dot = 0, y_dot = 3.5."""
+    ex = ast_ad.explain(cli_model.f, 2.0, 3.0, argnums=(0, 1), mode="forward", tangents=(1.0, 0.0))
+    tangents = {s.label: round(float(s.tangent), 12) for s in ex.steps}
+    assert tangents == {"v1": 0.5, "v2": 3.0, "v3": 0.0, "v4": 3.5, "y": 3.5}
+    assert round(float(ex.tangent), 12) == 3.5
+    assert "Forward tangent trace" in str(ex) and "<table>" in ex._repr_html_()
+
+
+@pytest.mark.parametrize("case", [c for c in CONTROL if c.fn.__name__ in (
+    "scalar_loop", "branch", "while_count", "nested_loops", "early_returns", "closures", "augmented_in_loop")],
+    ids=lambda c: c.fn.__name__)
+@settings(max_examples=10)
+@given(data=st.data())
+def test_explain_forward_tangent_is_the_jvp(case, data) -> None:
+    args = data.draw(case.args)
+    tangents = tuple(0.5 + k for k in range(len(case.argnums)))
+    ex = ast_ad.explain(case.fn, *args, argnums=case.argnums, mode="forward", tangents=tangents)
+    full = [None] * len(args)
+    for k, t in zip(case.argnums, tangents, strict=True):
+        full[k] = np.full(np.shape(args[k]), t) if np.ndim(args[k]) else t
+    _, dot = ast_ad.jvp(case.fn, tuple(args), tuple(full))
+    np.testing.assert_allclose(ex.tangent, dot, rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("case", [c for c in CONTROL if c.fn.__name__ in (
     "scalar_loop", "branch", "while_count", "nested_loops", "early_returns", "closures", "augmented_in_loop")],
     ids=lambda c: c.fn.__name__)
@@ -109,6 +134,11 @@ def test_cli_show() -> None:
 def test_cli_explain() -> None:
     done = cli("explain", f"{MODEL}:f", "2.0", "3.0", "--argnums", "0,1")
     assert done.returncode == 0 and "v3  sin(x2)      0.141120008060" in done.stdout
+
+
+def test_cli_explain_forward() -> None:
+    done = cli("explain", f"{MODEL}:f", "2.0", "3.0", "--mode", "forward", "--tangents", "1,0")
+    assert done.returncode == 0 and "The output's tangent: 3.500000000000" in done.stdout
 
 
 def test_cli_explain_tells_every_path_by_default() -> None:

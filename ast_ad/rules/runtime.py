@@ -5,11 +5,7 @@ to another's output: ``jvp`` of a gradient is a Hessian-vector product. Most hel
 adjoint they carry and read the other arguments only for shapes or for piecewise-constant choices
 (which entries tied in a max), so their forward rule is the helper itself or zero.
 
-Helpers with no forward rule yet, so that a second derivative through them is refused at the user's line:
-``prod_vjp``, ``std_vjp``, ``norm_vjp``, ``cumprod_vjp``, ``solve_vjp_a``/``solve_vjp_b``, ``cholesky_vjp``,
-``eigh_vjp``, ``svd_vjp``, ``qr_vjp``, ``pinv_vjp``, ``matrix_power_vjp``, ``multi_dot_vjp``, ``average_vjp``
-and ``average_weights_vjp`` (in the weights), ``nanmean_vjp``, ``einsum_vjp``, ``kron_vjp``, ``convolve_vjp``,
-``correlate_vjp``, ``polyval_vjp_p``, ``sinc_slope``.
+Helpers with no forward rule yet (``NOT_YET``): a second derivative through them is refused at the line.
 """
 
 import numpy as np
@@ -17,13 +13,18 @@ import numpy as np
 from ast_ad import runtime as rt
 from ast_ad.registry import def_linear, def_nondiff, defjvp, zero
 
+NOT_YET = (rt.prod_vjp, rt.std_vjp, rt.norm_vjp, rt.cumprod_vjp, rt.solve_vjp_a, rt.solve_vjp_b, rt.cholesky_vjp,
+           rt.eigh_vjp, rt.svd_vjp, rt.qr_vjp, rt.pinv_vjp, rt.matrix_power_vjp, rt.multi_dot_vjp, rt.average_vjp,
+           rt.average_weights_vjp, rt.nanmean_vjp, rt.einsum_vjp, rt.kron_vjp, rt.convolve_vjp, rt.correlate_vjp,
+           rt.polyval_vjp_p, rt.sinc_slope)
+
 # ---- helpers linear in their first argument (the adjoint), the others read only for shapes, indices or choices ---
 for _fn in (rt.unbroadcast, rt.expand_reduced, rt.getitem_vjp, rt.assign_item_vjp_x, rt.assign_item_vjp_value,
             rt.extremum_vjp, rt.cast_vjp, rt.unstack, rt.clip_lo_vjp, rt.clip_hi_vjp, rt.column_stack_vjp,
             rt.concat_vjp_a, rt.concat_vjp_b, rt.concatenate_vjp, rt.cumsum_vjp, rt.diag_vjp, rt.diagonal_vjp,
             rt.diff_vjp, rt.dstack_vjp, rt.field_vjp, rt.hstack_vjp, rt.vstack_vjp, rt.list_item_vjp, rt.pad_vjp,
             rt.repeat_seq_vjp, rt.repeat_vjp, rt.rollaxis_vjp, rt.select_default_vjp, rt.select_vjp, rt.sort_vjp,
-            rt.sorted_by_vjp, rt.split_vjp, rt.take_vjp, rt.tile_vjp, rt.trapezoid_vjp, rt.fit, rt.part):
+            rt.sorted_by_vjp, rt.split_vjp, rt.take_vjp, rt.tile_vjp, rt.fit, rt.part):
     def_linear(_fn, 0)
     defjvp(_fn, None, *[zero] * 5)
 
@@ -33,6 +34,8 @@ for _fn, _shape_only in ((rt.matmul_vjp_a, 1), (rt.matmul_vjp_b, 2), (rt.dot_vjp
     def_linear(_fn, 0, 3 - _shape_only)
     defjvp(_fn, *[zero if k == _shape_only else None for k in range(3)])
 def_linear(rt.vecdot_vjp, 0, 1)
+def_linear(rt.trapezoid_vjp, 0, 2)  # the weights are dx/2, dx, ..., dx/2: linear in dx too
+defjvp(rt.trapezoid_vjp, None, zero, None, zero)
 def_linear(rt.linspace_vjp, 1)
 def_linear(rt.var_vjp, 0, 2)  # 2 (x - mean(x)) g / (n - ddof): linear in x too
 defjvp(rt.var_vjp, None, zero)
