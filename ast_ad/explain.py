@@ -28,11 +28,11 @@ import gast
 import numpy as np
 
 from ast_ad import ir, registry, syntax, tracer, transform
+from ast_ad.analysis import is_user_function
 from ast_ad.emit import emit_tree
 from ast_ad.errors import ASTADError
 from ast_ad.load import load
 from ast_ad.naming import Namer
-from ast_ad.reverse import is_user_function
 from ast_ad.runtime import unbroadcast
 
 SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.pow: "**",
@@ -268,19 +268,7 @@ def explain(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0, mode: str =
     events = recorder.events
     if recorder.result_event is None or not events[recorder.result_event].active:
         raise ASTADError(f"the value of {function.name} does not depend on the arguments {nums}")
-    order = sorted((i for i, e in enumerate(events) if e.active and e.key >= 0),
-                   key=lambda i: (events[i].level, i))
-    keys = list(dict.fromkeys(events[i].key for i in order))
-    out_key = events[recorder.result_event].key
-    labels = {k: f"v{n + 1}" for n, k in enumerate(k for k in keys if k != out_key)}
-    labels[out_key] = "y"
-    names = {-1 - k: p for k, p in enumerate(function.params)}
-
-    def label(event: int | None, atom: ir.Atom) -> str:
-        if event is None:
-            return _constant_text(atom)
-        key = events[event].key
-        return names[key] if key < 0 else labels.get(key, _constant_text(atom))
+    order, keys, labels, label = _numbering(recorder, function, lambda i, e: e.active)
 
     adjoint: dict[int, Any] = {recorder.result_event: 1.0}
     edges: dict[tuple[int, int], Edge] = {}
@@ -330,6 +318,26 @@ def explain(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0, mode: str =
     return Explanation(inputs, steps, list(edges.values()), "y", recorder.result, gradient, contributions)
 
 
+def _numbering(recorder: Recorder, function: ir.Function, shown: Any) -> tuple[list[int], list[int], dict, Any]:
+    """The events shown (``shown(i, event)``) in textbook order (by dependency depth), their statements,
+    the labels v1, v2, ..., y, and a function naming an operand by its label, parameter or constant."""
+    events = recorder.events
+    order = sorted((i for i, e in enumerate(events) if e.key >= 0 and shown(i, e)),
+                   key=lambda i: (events[i].level, i))
+    keys = list(dict.fromkeys(events[i].key for i in order))
+    out_key = events[recorder.result_event].key if recorder.result_event is not None else None
+    labels = {k: f"v{n + 1}" for n, k in enumerate(k for k in keys if k != out_key)}
+    labels[out_key] = "y"
+    names = {-1 - k: p for k, p in enumerate(function.params)}
+
+    def label(event: int | None, atom: ir.Atom) -> str:
+        if event is None:
+            return _constant_text(atom)
+        key = events[event].key
+        return names[key] if key < 0 else labels.get(key, _constant_text(atom))
+    return order, keys, labels, label
+
+
 def explain_forward(fn: Any, args: tuple[Any, ...], nums: tuple[int, ...],
                     tangents: tuple[Any, ...] | None) -> Explanation:
     """The forward tangent trace: the events in the order they ran, each one's tangent from its inputs'."""
@@ -351,18 +359,7 @@ def explain_forward(fn: Any, args: tuple[Any, ...], nums: tuple[int, ...],
             if parent is not None and parent in dots:
                 part = _jvp(stmt, event, position, dots[parent])
                 dots[i] = dots[i] + part if i in dots else part
-    out_key = events[recorder.result_event].key if recorder.result_event is not None else None
-    order = sorted((i for i, e in enumerate(events) if e.key >= 0 and i in dots), key=lambda i: (events[i].level, i))
-    keys = list(dict.fromkeys(events[i].key for i in order))
-    labels = {k: f"v{n + 1}" for n, k in enumerate(k for k in keys if k != out_key)}
-    labels[out_key] = "y"
-    names = {-1 - k: p for k, p in enumerate(function.params)}
-
-    def label(event: int | None, atom: ir.Atom) -> str:
-        if event is None:
-            return _constant_text(atom)
-        key = events[event].key
-        return names[key] if key < 0 else labels.get(key, _constant_text(atom))
+    order, keys, labels, label = _numbering(recorder, function, lambda i, e: i in dots)
     steps = []
     for key in keys:
         runs = [i for i in order if events[i].key == key]
@@ -405,7 +402,8 @@ def _vjp(stmt: ir.Assign, event: Event, position: int, g: Any) -> tuple[Any, Any
     if rule is None and is_user_function(fn):
         def call(seed: Any) -> Any:
             boxes = list(event.args)
-            boxes[position] = tracer.Box(event.args[position], tracer.Node(event.args[position], []))
+            start = event.args[position]
+            boxes[position] = tracer.Box(start, tracer.Node(start, []), tracer.new_level())
             out = tracer.traced(fn)(*boxes, **kwargs)
             return tracer.backward(out, seed).get(id(boxes[position].node), 0.0)
     elif rule is not None and rule.vjp(position) is not None:

@@ -28,21 +28,23 @@ import gast
 import numpy as np
 
 from ast_ad import ir, registry, runtime, syntax
-from ast_ad.errors import LocatedError, MissingRuleError
-from ast_ad.inline import bindable, inline
-from ast_ad.naming import Namer
-from ast_ad.reverse import (
+from ast_ad.analysis import (
     SCALAR,
-    CalleeRef,
+    at_line,
     bind_call,
     call_labels,
-    is_active_value,
+    forward_activity,
+    inputs_of,
     is_user_function,
     shape_class,
     shape_classes,
     structured_names,
     usefulness,
 )
+from ast_ad.errors import LocatedError, MissingRuleError
+from ast_ad.inline import bindable, inline
+from ast_ad.naming import Namer
+from ast_ad.reverse import CalleeRef
 from ast_ad.syntax import RefTable
 
 
@@ -183,7 +185,7 @@ class Forwarder:
         if isinstance(value, ir.Call) and is_user_function(value.fn.obj) and \
                 any(self.is_active(a) for a in value.args + tuple(a for _, a in value.kwargs)):
             return self.call_user(stmt)
-        reads_itself = target in {v.name for v in _inputs(value)}
+        reads_itself = target in {v.name for v in inputs_of(value)}
         ans = self.namer.fresh(f"{target}_new") if reads_itself else target
         tangent = self.tangent(stmt, ans)
         if tangent is None:
@@ -313,53 +315,11 @@ class Forwarder:
 
     # ---- errors -------------------------------------------------------------------------------------------
     def error(self, stmt: ir.Stmt, message: str) -> LocatedError:
-        return LocatedError(message, stmt.line.filename, stmt.line.lineno, stmt.line.text)
+        return at_line(LocatedError, stmt, message)
 
     def missing(self, stmt: ir.Stmt, message: str) -> MissingRuleError:
-        hint = ("; if it is your own primitive, register a forward rule: "
-                "ast_ad.extend.defjvp(fn, lambda u, ans, x: ...), one lambda per positional argument")
-        return MissingRuleError(message + hint, stmt.line.filename, stmt.line.lineno, stmt.line.text)
-
-
-def forward_activity(function: ir.Function, argnums: tuple[int, ...]) -> set[str]:
-    """The names whose tangents can be nonzero: ``activity``, except that a call whose differentiated
-    arguments all have zero forward rules (``unbroadcast(g, x)``, where ``x`` gives only a shape) is not."""
-    active = {function.params[k] for k in argnums}
-    size = -1
-    while size != len(active):
-        size = len(active)
-        for stmt in ir.walk(function.body):
-            if isinstance(stmt, ir.Assign) and _carries(stmt.value, active):
-                active.add(stmt.target)
-            elif isinstance(stmt, ir.Unpack) and isinstance(stmt.value, ir.Var) and stmt.value.name in active:
-                active.update(stmt.targets)
-            elif isinstance(stmt, ir.Append) and isinstance(stmt.value, ir.Var) and stmt.value.name in active:
-                active.add(stmt.target)
-            elif isinstance(stmt, ir.Pop) and stmt.source in active and stmt.target is not None:
-                active.add(stmt.target)
-    return active
-
-
-def _carries(value: ir.Expr, active: set[str]) -> bool:
-    if not is_active_value(value, active):
-        return False
-    rule = registry.lookup(value.fn.obj) if isinstance(value, ir.Call) else None
-    if rule is None or any(isinstance(a, ir.Var) and a.name in active for _, a in value.kwargs):
-        return True
-    return any(rule.jvp(k) is not registry.zero for k, a in enumerate(value.args)
-               if isinstance(a, ir.Var) and a.name in active)
-
-
-def _inputs(value: ir.Expr) -> list[ir.Var]:
-    if isinstance(value, ir.Call):
-        atoms = list(value.args) + [a for _, a in value.kwargs]
-    elif isinstance(value, ir.Pack):
-        atoms = list(value.elts)
-    elif isinstance(value, ir.Attr):
-        atoms = [value.value]
-    else:
-        atoms = [value] if isinstance(value, (ir.Var, ir.Const, ir.Ref)) else []
-    return [a for a in atoms if isinstance(a, ir.Var)]
+        return at_line(MissingRuleError, stmt, message + "; if it is your own primitive, register a forward rule: "
+                       "ast_ad.extend.defjvp(fn, lambda u, ans, x: ...), one lambda per positional argument")
 
 
 def _bound(rule: Any, nargs: int, kwargs: dict[str, gast.expr], args: list[gast.expr]) -> dict[str, gast.expr]:

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ast_ad import ir, transform
+from ast_ad.analysis import activity
 from ast_ad.errors import ASTADError
 from ast_ad.explain import _constant_text, _expression, _operands, explain, summary
-from ast_ad.reverse import activity
 
 
 @dataclass(frozen=True)

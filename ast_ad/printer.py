@@ -3,7 +3,7 @@
 astor 0.8.1 (its last release) refers to ``ast.Num`` and the other node classes that Python 3.14
 removed, and warns on 3.13 when imported. ast_ad imports it lazily, with those warnings silenced, and
 falls back to ``ast.unparse`` where it cannot be imported. Both print the same program; astor's
-layout is the one the golden files record.
+layout is the one the golden files record. Neither splits a statement across lines.
 
 >>> import ast
 >>> to_source(ast.parse("y = x*2"), printer="unparse")
@@ -49,5 +49,6 @@ def to_source(tree: ast.AST, printer: str | None = None) -> str:
     if printer == "astor" and _astor() is not None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            return _astor().to_source(tree)
+            # astor's own line splitting leaves a lone ``)`` on a line of its own: keep each statement whole
+            return _astor().to_source(tree, pretty_source="".join)
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"

@@ -16,7 +16,6 @@ become calls to their generated ``_fwd``/``_bwd`` pair.
 
 from __future__ import annotations
 
-import inspect
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +25,24 @@ import gast
 import numpy as np
 
 from ast_ad import ir, registry, runtime, syntax
+from ast_ad.analysis import (
+    CONTAINER,
+    SCALAR,
+    activity,
+    at_line,
+    atom_active,
+    bind_call,
+    call_labels,
+    first_definitions,
+    inputs_of,
+    is_user_function,
+    local_names,
+    loop_bound,
+    shape_class,
+    shape_classes,
+    structured_names,
+    usefulness,
+)
 from ast_ad.batching import batch_products
 from ast_ad.errors import LocatedError, MissingRuleError
 from ast_ad.inline import bindable, inline
@@ -88,258 +105,6 @@ def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, 
     and returned (so a recursive call can refer to it before it is finished).
     """
     return Reverser(function, argnums, shapes, derive).run(shell)
-
-
-SCALAR = -1
-CONTAINER = -2  # a tuple, list or dict argument: its adjoint has the same structure
-FULL_REDUCTIONS = {np.sum, np.mean, float}  # called on one argument alone, these give a scalar
-
-
-# ---- analyses ---------------------------------------------------------------------------------------------
-def activity(function: ir.Function, argnums: tuple[int, ...]) -> set[str]:
-    """The names whose values depend on the differentiated parameters (a fixpoint, for loops)."""
-    active = {function.params[i] for i in argnums}
-    size = -1
-    while size != len(active):
-        size = len(active)
-        for stmt in ir.walk(function.body):
-            if isinstance(stmt, ir.Assign) and is_active_value(stmt.value, active):
-                active.add(stmt.target)
-            elif isinstance(stmt, ir.Unpack) and _atom_active(stmt.value, active):
-                active.update(stmt.targets)
-            elif isinstance(stmt, ir.Append) and _atom_active(stmt.value, active):
-                active.add(stmt.target)
-            elif isinstance(stmt, ir.Pop) and stmt.source in active and stmt.target is not None:
-                active.add(stmt.target)
-    return active
-
-
-def usefulness(function: ir.Function, active: set[str]) -> set[str]:
-    """The active names the result depends on (a fixpoint, for loops)."""
-    useful = {function.result.name} & active if isinstance(function.result, ir.Var) else set()
-    statements = list(ir.walk(function.body))
-    size = -1
-    while size != len(useful):
-        size = len(useful)
-        for stmt in reversed(statements):
-            if isinstance(stmt, ir.Assign) and stmt.target in useful:
-                useful.update(v.name for v in _flowing(stmt.value) if v.name in active)
-            elif isinstance(stmt, ir.Unpack) and useful.intersection(stmt.targets) and stmt.value.name in active:
-                useful.add(stmt.value.name)
-            elif isinstance(stmt, ir.Append) and stmt.target in useful and _atom_active(stmt.value, active):
-                useful.add(stmt.value.name)
-            elif isinstance(stmt, ir.Pop) and stmt.target in useful and stmt.source in active:
-                useful.add(stmt.source)
-    return useful
-
-
-def shape_classes(function: ir.Function, shapes: tuple[int, ...]) -> dict[str, int | None]:
-    """Label every name with a shape class: names with equal labels are known to have equal shapes.
-
-    Elementwise operations keep their operands' class when all non-scalar
-    operands share one; anything else starts a class of its own; a name
-    assigned in several places with different classes gets ``None`` (unknown).
-    """
-    classes: dict[str, int | None] = dict(zip(function.params, shapes, strict=True))
-    fresh: dict[int, int] = {}
-    changed = True
-    while changed:
-        changed = False
-        for stmt in ir.walk(function.body):
-            for target, label in _labels(stmt, classes, fresh, max(shapes, default=0) + 1):
-                new = label if target not in classes else (classes[target] if classes[target] == label else None)
-                if target not in classes or new != classes[target]:
-                    classes[target], changed = new, True
-    return classes
-
-
-def _labels(stmt: ir.Stmt, classes: dict[str, int | None], fresh: dict[int, int], base: int):
-    if isinstance(stmt, ir.For):
-        return [(stmt.target, SCALAR if _is_range(stmt.iter) else None)]
-    if isinstance(stmt, ir.Unpack):
-        return [(t, None) for t in stmt.targets]
-    if not isinstance(stmt, ir.Assign):
-        return []
-    value = stmt.value
-    if isinstance(value, (ir.Var, ir.Const)):
-        return [(stmt.target, shape_class(value, classes))]
-    if isinstance(value, ir.Call) and not value.kwargs:
-        rule = registry.lookup(value.fn.obj)
-        if getattr(value.fn.obj, "__module__", None) == "math" or \
-                (value.fn.obj in FULL_REDUCTIONS and len(value.args) == 1):
-            return [(stmt.target, SCALAR)]
-        if rule is not None and rule.elementwise:
-            operands = {shape_class(a, classes) for a in value.args} - {SCALAR}
-            if not operands:
-                return [(stmt.target, SCALAR)]
-            if len(operands) == 1 and None not in operands:
-                return [(stmt.target, operands.pop())]
-            return [(stmt.target, None)]
-    return [(stmt.target, fresh.setdefault(id(stmt), base + len(fresh)))]
-
-
-def _is_range(atom: ir.Atom) -> bool:
-    return isinstance(atom, ir.Var)
-
-
-def shape_class(atom: ir.Atom, classes: dict[str, int | None]) -> int | None:
-    """The shape class of an atom: ``SCALAR`` for numbers and None, ``None`` when unknown."""
-    if isinstance(atom, ir.Var):
-        return classes.get(atom.name)
-    if isinstance(atom, ir.Const) and (atom.value is None or type(atom.value) in (int, float, bool)):
-        return SCALAR
-    return None
-
-
-def local_names(function: ir.Function) -> set[str]:
-    """Names whose adjoint can be assigned by its first contribution, as in straight-line code.
-
-    Such a name is bound once, directly in one block, and every use that can
-    contribute to its adjoint comes after that, directly in the same block.
-    """
-    defs: dict[str, list[tuple[int, int]]] = {p: [(0, -1)] for p in function.params}
-    uses: dict[str, list[tuple[int, int]]] = {}
-    counter = [0]
-
-    def visit(body: tuple[ir.Stmt, ...], block: int) -> None:
-        for k, stmt in enumerate(body):
-            for name in ir.defined(stmt):
-                defs.setdefault(name, []).append((block, k))
-            for var in _stmt_inputs(stmt):
-                uses.setdefault(var, []).append((block, k))
-            for nested in ir.blocks(stmt):
-                counter[0] += 1
-                visit(nested, counter[0])
-    visit(function.body, 0)
-    if isinstance(function.result, ir.Var):
-        uses.setdefault(function.result.name, []).append((0, len(function.body)))
-    local = set()
-    for name, places in defs.items():
-        if len(places) == 1 and name not in function.mutable:
-            block, k = places[0]
-            if all(b == block and j > k for b, j in uses.get(name, [])):
-                local.add(name)
-    return local
-
-
-def loop_bound(function: ir.Function) -> set[str]:
-    """Names bound inside a loop body: each iteration overwrites them."""
-    bound: set[str] = set()
-    for stmt in ir.walk(function.body):
-        if isinstance(stmt, (ir.For, ir.While)):
-            bound.add(stmt.target) if isinstance(stmt, ir.For) else None
-            for inner in ir.walk(stmt.body):
-                bound.update(ir.defined(inner))
-                if isinstance(inner, ir.Assign) and isinstance(inner.value, ir.Call) \
-                        and is_user_function(inner.value.fn.obj):
-                    bound.add(inner.target)
-    return bound
-
-
-def first_definitions(function: ir.Function) -> set[int]:
-    """Statements that bind a name for the first time, at the top level: nothing to save before them."""
-    seen = set(function.params)
-    first = set()
-    for stmt in function.body:
-        names = set(ir.defined(stmt))
-        if names and not names & seen and not ir.blocks(stmt):
-            first.add(id(stmt))
-        for inner in ir.walk((stmt,)):
-            seen.update(ir.defined(inner))
-    return first
-
-
-def _stmt_inputs(stmt: ir.Stmt) -> list[str]:
-    if isinstance(stmt, ir.Assign):
-        return [v.name for v in _inputs(stmt.value)]
-    if isinstance(stmt, (ir.Unpack, ir.Append)):
-        return [stmt.value.name] if isinstance(stmt.value, ir.Var) else []
-    return []
-
-
-def is_active_value(value: ir.Expr, active: set[str]) -> bool:
-    if isinstance(value, (ir.Attr, ir.Raw)):
-        return False
-    if isinstance(value, ir.Call):
-        rule = registry.lookup(value.fn.obj)
-        if rule is not None and rule.nondiff:
-            return False
-    return any(v.name in active for v in _flowing(value))
-
-
-def _flowing(value: ir.Expr) -> list[ir.Var]:
-    """The inputs a gradient can flow back to: not those whose rule is ``registry.zero`` (``np.full_like(x, v)``)."""
-    rule = registry.lookup(value.fn.obj) if isinstance(value, ir.Call) else None
-    if rule is None or registry.zero not in rule.vjps:
-        return _inputs(value)
-    flowing = [a for k, a in enumerate(value.args) if rule.vjp(k) is not registry.zero]
-    return [a for a in flowing + [a for _, a in value.kwargs] if isinstance(a, ir.Var)]
-
-
-def _atom_active(atom: ir.Atom, active: set[str]) -> bool:
-    return isinstance(atom, ir.Var) and atom.name in active
-
-
-def _inputs(value: ir.Expr) -> list[ir.Var]:
-    if isinstance(value, ir.Call):
-        atoms = list(value.args) + [a for _, a in value.kwargs]
-    elif isinstance(value, ir.Pack):
-        atoms = list(value.elts)
-    elif isinstance(value, ir.Attr):
-        atoms = [value.value]
-    elif isinstance(value, ir.Raw):
-        atoms = []
-    else:
-        atoms = [value]
-    return [a for a in atoms if isinstance(a, ir.Var)]
-
-
-def structured_names(function: ir.Function, shapes: tuple[int, ...]) -> set[str]:
-    """Names known to hold a list, tuple or dict: unpacked, appended to, packed, container parameters,
-    and results of functions that return sequences."""
-    structured = {s.value.name for s in ir.walk(function.body) if isinstance(s, ir.Unpack)
-                  and isinstance(s.value, ir.Var)}
-    structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Append)}
-    structured |= {p for p, label in zip(function.params, shapes, strict=True) if label == CONTAINER}
-    structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
-                   and isinstance(s.value, ir.Call) and registry.returns_sequence(s.value.fn.obj)}
-    structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
-                   and isinstance(s.value, ir.Pack)}
-    return structured
-
-
-def bind_call(stmt: ir.Assign, error: Callable[[ir.Stmt, str], LocatedError]) -> list[ir.Atom]:
-    """A call's arguments in the callee's parameter order, defaults filled in."""
-    call = stmt.value
-    try:
-        bound = inspect.signature(call.fn.obj).bind(*call.args, **dict(call.kwargs))
-    except TypeError as exc:
-        raise error(stmt, f"the call to {call.fn.hint} does not match its parameters: {exc}") from None
-    bound.apply_defaults()
-    return [v if isinstance(v, (ir.Var, ir.Const, ir.Ref)) else
-            ir.Const(v) if isinstance(v, (int, float, bool, str, type(None))) else ir.Ref(v, f"{call.fn.hint}_{k}")
-            for k, v in bound.arguments.items()]
-
-
-def call_labels(args: list[ir.Atom], classes: dict[str, int | None], structured: set[str]) -> tuple[int, ...]:
-    """Shape labels for a callee's parameters, numbered in order of first appearance."""
-    numbering: dict[Any, int] = {}
-    labels = []
-    for k, a in enumerate(args):
-        label = shape_class(a, classes)
-        if isinstance(a, ir.Var) and a.name in structured:
-            labels.append(CONTAINER)
-        elif label == SCALAR:
-            labels.append(SCALAR)
-        else:
-            labels.append(numbering.setdefault(label if label is not None else ("unknown", k), len(numbering)))
-    return tuple(labels)
-
-
-def is_user_function(fn: Any) -> bool:
-    """A Python function ast_ad should differentiate through (no rule registered for it; not ast_ad's own)."""
-    return inspect.isfunction(fn) and registry.lookup(fn) is None and \
-        not (getattr(fn, "__module__", None) or "").startswith("ast_ad.")
 
 
 # ---- saving and restoring overwritten values ------------------------------------------------------------
@@ -466,7 +231,7 @@ class Reverser:
             if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) and self.needs_adjoint(stmt) \
                     and is_user_function(stmt.value.fn.obj):
                 args = self.bind_call(stmt)
-                active = tuple(p for p, a in enumerate(args) if _atom_active(a, self.active))
+                active = tuple(p for p, a in enumerate(args) if atom_active(a, self.active))
                 callee = self.derive(stmt.value.fn.obj, active, self.labels(args))
                 self.callees.append(callee)
                 self.refs.ref(stmt.value.fn)  # recorded so that redefining the callee is noticed
@@ -698,7 +463,7 @@ class Reverser:
 
     def adjoint_append(self, stmt: ir.Append) -> list[gast.stmt]:
         popped = syntax.call(_attr(self.bar(stmt.target), "pop"), [])
-        out = self.accumulate(stmt.value.name, popped) if _atom_active(stmt.value, self.active) \
+        out = self.accumulate(stmt.value.name, popped) if atom_active(stmt.value, self.active) \
             else [gast.Expr(value=popped)]
         return out + [_placeholder(UNAPPEND, stmt.target, id(stmt))]
 
@@ -718,7 +483,7 @@ class Reverser:
         restores = [_placeholder(RESTORE, n, id(stmt)) for n in reversed(self.defined(stmt))]
         reset = target not in self.local and id(stmt) not in self.first
         self.live.discard(target)
-        if target not in {v.name for v in _inputs(stmt.value)}:
+        if target not in {v.name for v in inputs_of(stmt.value)}:
             out = prefix + self.contributions(stmt, g, target, zero)
             if reset:
                 self.pending.add(target)  # zero from here on; the next contribution assigns
@@ -741,11 +506,11 @@ class Reverser:
         """The statement's contributions to its inputs' adjoints; ``zero``: ``g`` may be a float zero."""
         value = stmt.value
         if isinstance(value, (ir.Var, ir.Const, ir.Ref)):
-            return self.accumulate(value.name, syntax.name(g)) if _atom_active(value, self.active) else []
+            return self.accumulate(value.name, syntax.name(g)) if atom_active(value, self.active) else []
         if isinstance(value, ir.Pack):
             out: list[gast.stmt] = []
             for k, elt in enumerate(value.elts):
-                if _atom_active(elt, self.active):
+                if atom_active(elt, self.active):
                     item = gast.Subscript(value=syntax.name(g), slice=syntax.const(value.slot(k)), ctx=gast.Load())
                     out += self.accumulate(elt.name, item)
             return out
@@ -755,19 +520,19 @@ class Reverser:
 
     def rule_contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool) -> list[gast.stmt]:
         call = stmt.value
-        if not isinstance(call, ir.Call) or not any(_atom_active(a, self.active) for a in _inputs(call)):
+        if not isinstance(call, ir.Call) or not any(atom_active(a, self.active) for a in inputs_of(call)):
             return []  # a value computed from constants: nothing flows back
         rule = registry.lookup(call.fn.obj)
         if rule is None:
             raise self.missing(stmt, f"{call.fn.hint} has no gradient rule")
         for key, atom in call.kwargs:
-            if _atom_active(atom, self.active):
+            if atom_active(atom, self.active):
                 raise self.missing(stmt, f"the differentiated value {atom.name} is passed to {call.fn.hint} "
                                          f"as keyword {key}=, which has no gradient rule: compute that part "
                                          "outside the call, or pass a constant")
         out = self.densify(stmt, g, ans) if zero else []
         for k, atom in enumerate(call.args):
-            if _atom_active(atom, self.active):
+            if atom_active(atom, self.active):
                 vjp = rule.vjp(k)
                 if vjp is None:
                     raise self.missing(stmt, f"{call.fn.hint} has no gradient rule for argument {k + 1}")
@@ -905,8 +670,8 @@ class Reverser:
         if reset:
             maybe.add(stmt.target)
         value = stmt.value
-        for k, atom in enumerate(value.args if isinstance(value, ir.Call) else _inputs(value)):
-            if not _atom_active(atom, self.active):
+        for k, atom in enumerate(value.args if isinstance(value, ir.Call) else inputs_of(value)):
+            if not atom_active(atom, self.active):
                 continue
             rule = registry.lookup(value.fn.obj) if isinstance(value, ir.Call) else None
             broadcast = rule is not None and rule.elementwise and not self.exact(value, k)
@@ -924,12 +689,11 @@ class Reverser:
 
     # ---- errors ----------------------------------------------------------------------------------------
     def error(self, stmt: ir.Stmt, message: str) -> LocatedError:
-        return LocatedError(message, stmt.line.filename, stmt.line.lineno, stmt.line.text)
+        return at_line(LocatedError, stmt, message)
 
     def missing(self, stmt: ir.Stmt, message: str) -> MissingRuleError:
-        hint = ("; if it is your own primitive, register a rule: "
-                "ast_ad.extend.defvjp(fn, lambda g, ans, x: ...), one lambda per positional argument")
-        return MissingRuleError(message + hint, stmt.line.filename, stmt.line.lineno, stmt.line.text)
+        return at_line(MissingRuleError, stmt, message + "; if it is your own primitive, register a rule: "
+                       "ast_ad.extend.defvjp(fn, lambda g, ans, x: ...), one lambda per positional argument")
 
 
 def _shallow(body: tuple[ir.Stmt, ...]):

@@ -31,6 +31,8 @@ def unbroadcast(g, x):
     if np.shape(g) == shape:
         return g
     g = np.asarray(g)
+    if g.ndim < len(shape):  # ``g`` broadcasts to ``x`` (a zero, say): nothing was summed up
+        return np.broadcast_to(g, shape)
     if g.ndim > len(shape):
         g = g.sum(axis=tuple(range(g.ndim - len(shape))))
     axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)

@@ -12,12 +12,23 @@ rule. The backward pass walks the nodes in reverse topological order, summing
 contributions. The function runs unchanged, on a copy whose globals and
 closure see traced primitives, so it shares only the rule registry with the
 transformer: a transformation bug cannot hide in both.
+
+Forward mode (``jvp``) carries a ``Dual`` instead: a value and its tangent,
+each primitive applying its forward rule as it runs. Transformations nest:
+each call of ``grad`` or ``jvp`` is a *level*, and a box of one level may hold a
+box of an outer one (``Box(Dual(x))`` in ``jvp(grad(f))``). A primitive peels the
+innermost level, runs on what is inside (recording the outer levels as it
+goes), and runs its rules the same way, so rules are differentiated again.
+
+>>> round(jvp(grad(lambda x: x * x * x), (2.0,), (1.0,))[1], 12)  # d2/dx2 x^3 = 6 x
+12.0
 """
 
 from __future__ import annotations
 
 import builtins
 import inspect
+import itertools
 import numbers
 import operator
 import types
@@ -38,13 +49,24 @@ class Node:
         self.value, self.parents = value, parents
 
 
+_levels = itertools.count(1)
+
+
+def new_level() -> int:
+    """A new trace level, deeper than every one before it."""
+    return next(_levels)
+
+
 class Box:
-    """A differentiated value while the function runs."""
+    """A differentiated value while the function runs (reverse mode), at one trace ``level``.
+
+    Level 0 is a constant (an array a constructor made, so that item assignment into it is traced).
+    """
 
     __array_ufunc__ = None  # numpy defers ``array * box`` to Box.__rmul__
 
-    def __init__(self, value: Any, node: Node):
-        self.value, self.node = value, node
+    def __init__(self, value: Any, node: Node, level: int = 0):
+        self.value, self.node, self.level = value, node, level
 
     shape = property(lambda self: np.shape(self.value))
     ndim = property(lambda self: np.ndim(self.value))
@@ -70,13 +92,25 @@ class Box:
     def __setitem__(self, index: Any, value: Any) -> None:
         """``y[i] = v`` on a traced array: the box now holds a new array, recorded like any primitive."""
         new = apply(assign_item, self, index, value)
-        self.value, self.node = (new.value, new.node) if isinstance(new, Box) else (new, Node(new, []))
+        if not isinstance(new, (Box, Dual)):
+            new = Box(new, Node(new, []))
+        self.__class__ = type(new)
+        self.__dict__.update(new.__dict__)
 
     def __float__(self) -> float:
         raise TypeError("the tracer cannot follow a differentiated value into a plain float here")
 
     def __iter__(self):
         return iter([self[i] for i in range(len(self.value))])
+
+
+class Dual(Box):
+    """A value and its tangent while the function runs (forward mode), at one trace ``level``."""
+
+    def __init__(self, value: Any, tangent: Any, level: int):
+        self.value, self.tangent, self.level = value, tangent, level
+
+    __repr__ = lambda self: f"Dual({self.value!r}, {self.tangent!r})"  # noqa: E731
 
 
 def _binary(fn: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
@@ -107,19 +141,61 @@ CONSTRUCTORS = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_lik
 
 
 def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call primitive ``fn``; if a Box is among its arguments (or in a list argument), record a Node."""
-    values = [_unboxed_item(a) for a in args]
-    if any(isinstance(v, Box) for v in kwargs.values()):
+    """Call primitive ``fn``; for the innermost level among its arguments (or their list items), record a
+    Node (reverse mode) or carry the tangent (forward mode); outer levels are handled inside, recursively."""
+    if any(isinstance(v, Box) and v.level for v in kwargs.values()):
         raise MissingRuleError(f"the tracer cannot differentiate a keyword argument of {fn}")
-    ans = fn(*values, **kwargs)
+    level = max((box.level for a in args for _, box in _boxes_in(a)), default=0)
+    values = [_peel(a, level) for a in args]
+    if level == 0:  # only constants: an array made from one stays a constant box (``y[i] += x`` writes into it)
+        ans = fn(*values, **kwargs)
+        boxed = any(_boxes_in(a) for a in args) and isinstance(ans, np.ndarray)
+        return Box(ans, Node(ans, []), 0) if boxed and not getattr(registry.lookup(fn), "nondiff", False) else ans
+    ans = apply(fn, *values, **kwargs)
     rule = registry.lookup(fn)
-    inputs = [(k, j, box) for k, a in enumerate(args) for j, box in _boxes_in(a)]
-    if not inputs or (rule is not None and rule.nondiff):
-        return ans
+    inputs = [(k, j, box) for k, a in enumerate(args) for j, box in _boxes_in(a) if box.level == level]
+    if rule is not None and rule.nondiff:
+        return _peel(ans, level)
+    if isinstance(inputs[0][2], Dual):
+        return _forward(fn, rule, args, values, kwargs, ans, level)
     if rule is None or any(rule.vjp(k) is None for k, _, _ in inputs):
         raise MissingRuleError(f"no gradient rule for {getattr(fn, '__name__', fn)}")
     parents = [(box.node, _vjp(rule.vjp(k), ans, values, kwargs, j)) for k, j, box in inputs]
-    return Box(ans, Node(ans, parents))
+    return Box(ans, Node(ans, parents), level)
+
+
+def _forward(fn: Any, rule: registry.Rule | None, args: tuple[Any, ...], values: list[Any], kwargs: dict[str, Any],
+             ans: Any, level: int) -> Any:
+    """``Dual(ans, tangent)``: the tangents of the arguments of this level pushed through the forward rules."""
+    if rule is None:
+        raise MissingRuleError(f"no forward rule for {getattr(fn, '__name__', fn)}")
+    total = None
+    for k, arg in enumerate(args):
+        u = _tangent_in(arg, level)
+        if u is None:
+            continue
+        part = tangent(rule, k, u, ans, tuple(values), kwargs)
+        total = part if total is None else apply(add_adjoints, total, part)
+    return Dual(ans, total, level)
+
+
+def _tangent_in(arg: Any, level: int) -> Any:
+    """The tangent of an argument at ``level`` (a list of them, zeros for the rest, for a list), or None."""
+    if isinstance(arg, Dual) and arg.level == level:
+        return arg.tangent
+    if isinstance(arg, (list, tuple)) and any(isinstance(a, Dual) and a.level == level for a in arg):
+        return type(arg)(_tangent_in(a, level) if isinstance(a, Dual) and a.level == level
+                         else runtime.zeros_like(_peel(a, level)) for a in arg)
+    return None
+
+
+def _peel(arg: Any, level: int) -> Any:
+    """``arg`` with the boxes of ``level`` (and constant boxes) opened, in list and tuple items too."""
+    if isinstance(arg, Box):
+        return arg.value if arg.level in (level, 0) else arg
+    if isinstance(arg, (list, tuple)) and any(isinstance(item, Box) for item in arg):
+        return type(arg)(_peel(item, level) for item in arg)
+    return arg
 
 
 def tangent(rule: registry.Rule, k: int, u: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -130,17 +206,40 @@ def tangent(rule: registry.Rule, k: int, u: Any, ans: Any, args: tuple[Any, ...]
     if jvp is registry.zero:
         return runtime.zeros_like(ans)
     if jvp is registry.LINEAR:
-        return rule.fn(*args[:k], u, *args[k + 1:], **kwargs)
+        return apply(rule.fn, *args[:k], u, *args[k + 1:], **kwargs)
     if jvp is registry.REDUCTION:
         vjp = rule.vjps[k]
-        slope = vjp(np.ones_like(ans), ans, *args, **kwargs)
+        slope = _rule(vjp, u, ans, args)(apply(np.ones_like, ans), ans, *args, **kwargs)
         axes = registry.reduction_axes(rule.fn)
         if axes != ("axis",):
-            return np.sum(u * slope, axis=axes)
+            return apply(np.sum, apply(operator.mul, u, slope), axis=axes)
         bound = inspect.signature(vjp).bind(None, None, *args, **kwargs)
         bound.apply_defaults()
-        return np.sum(u * slope, axis=bound.arguments.get("axis"), keepdims=bound.arguments.get("keepdims", False))
-    return jvp(u, ans, *args, **kwargs)
+        return apply(np.sum, apply(operator.mul, u, slope), axis=bound.arguments.get("axis"),
+                     keepdims=bound.arguments.get("keepdims", False))
+    return _rule(jvp, u, ans, args)(u, ans, *args, **kwargs)
+
+
+_TRACED_RULES: dict[int, Any] = {}
+
+
+def _rule(rule: Callable[..., Any], g: Any, ans: Any, args: Any) -> Callable[..., Any]:
+    """``rule`` itself, or, where an outer level's boxes are among its inputs, a traced copy of it."""
+    if not any(_holds_box(v) for v in (g, ans, *args)):
+        return rule
+    if id(rule) not in _TRACED_RULES:
+        _TRACED_RULES[id(rule)] = (rule, traced(rule))
+    return _TRACED_RULES[id(rule)][1]
+
+
+def _holds_box(value: Any) -> bool:
+    if isinstance(value, Box):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_holds_box(v) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_box(v) for v in value.values())
+    return False
 
 
 def _boxes_in(arg: Any) -> list[tuple[int | None, Box]]:
@@ -152,19 +251,11 @@ def _boxes_in(arg: Any) -> list[tuple[int | None, Box]]:
     return []
 
 
-def _unboxed_item(arg: Any) -> Any:
-    if isinstance(arg, Box):
-        return arg.value
-    if isinstance(arg, (list, tuple)) and any(isinstance(item, Box) for item in arg):
-        return type(arg)(item.value if isinstance(item, Box) else item for item in arg)
-    return arg
-
-
 def _vjp(rule: Callable[..., Any], ans: Any, values: list[Any], kwargs: dict[str, Any],
          entry: int | None) -> Callable[[Any], Any]:
     if entry is None:
-        return lambda g: rule(g, ans, *values, **kwargs)
-    return lambda g: rule(g, ans, *values, **kwargs)[entry]
+        return lambda g: _rule(rule, g, ans, values)(g, ans, *values, **kwargs)
+    return lambda g: _rule(rule, g, ans, values)(g, ans, *values, **kwargs)[entry]
 
 
 def backward(out: Box, seed: Any = 1.0) -> dict[int, Any]:
@@ -186,8 +277,8 @@ def backward(out: Box, seed: Any = 1.0) -> dict[int, Any]:
     for node in reversed(order):
         g = adjoints.get(id(node))
         for parent, vjp in node.parents if g is not None else ():
-            contribution = unbroadcast(vjp(g), parent.value)
-            adjoints[id(parent)] = add_adjoints(adjoints.get(id(parent)), contribution)
+            contribution = apply(unbroadcast, vjp(g), parent.value)
+            adjoints[id(parent)] = apply(add_adjoints, adjoints.get(id(parent)), contribution)
     return adjoints
 
 
@@ -196,13 +287,45 @@ def value_and_grad(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) 
     nums = (argnums,) if isinstance(argnums, numbers.Integral) else tuple(argnums)
 
     def run(*args: Any) -> Any:
-        boxed = {k: _box(args[k]) for k in nums}  # (boxed value, its input nodes), containers leaf by leaf
+        level = new_level()
+        boxed = {k: _box(args[k], level) for k in nums}  # (boxed value, its input nodes), containers leaf by leaf
         out = traced(fun)(*[boxed[k][0] if k in boxed else a for k, a in enumerate(args)])
-        adjoints = backward(out) if isinstance(out, Box) else {}
+        mine = isinstance(out, Box) and not isinstance(out, Dual) and out.level == level
+        adjoints = backward(out) if mine else {}
         grads = [_gather(boxed[k][1], adjoints, args[k]) for k in nums]
-        out = out.value if isinstance(out, Box) else out
+        out = out.value if mine else out
         return out, grads[0] if isinstance(argnums, numbers.Integral) else tuple(grads)
     return run
+
+
+def jvp(fun: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+    """``(fun(*primals), J tangents)`` by forward-mode tracing; ``None`` marks an argument not differentiated."""
+    level = new_level()
+    args = [a if t is None else _dual(a, t, level) for a, t in zip(primals, tangents, strict=True)]
+    out = traced(fun)(*args)
+    return _primal(out, level), _out_tangent(out, level)
+
+
+def _dual(value: Any, tangent: Any, level: int) -> Any:
+    if isinstance(value, dict):
+        return {key: _dual(v, tangent[key], level) for key, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return _rebuild(value, [_dual(v, t, level) for v, t in zip(value, tangent, strict=True)])
+    return Dual(value, tangent, level)
+
+
+def _primal(out: Any, level: int) -> Any:
+    if isinstance(out, (list, tuple)):
+        return _rebuild(out, [_primal(o, level) for o in out])
+    return _peel(out, level)
+
+
+def _out_tangent(out: Any, level: int) -> Any:
+    if isinstance(out, (list, tuple)):
+        return _rebuild(out, [_out_tangent(o, level) for o in out])
+    if isinstance(out, Dual) and out.level == level:
+        return out.tangent
+    return runtime.zeros_like(_peel(out, level))
 
 
 def _rebuild(like: Any, parts: list[Any]) -> Any:
@@ -210,15 +333,15 @@ def _rebuild(like: Any, parts: list[Any]) -> Any:
     return type(like)(*parts) if hasattr(like, "_fields") else type(like)(parts)
 
 
-def _box(value: Any) -> tuple[Any, Any]:
+def _box(value: Any, level: int) -> tuple[Any, Any]:
     if isinstance(value, dict):
-        parts = {key: _box(v) for key, v in value.items()}
+        parts = {key: _box(v, level) for key, v in value.items()}
         return {key: p[0] for key, p in parts.items()}, {key: p[1] for key, p in parts.items()}
     if isinstance(value, (list, tuple)):
-        parts = [_box(v) for v in value]
+        parts = [_box(v, level) for v in value]
         return _rebuild(value, [p[0] for p in parts]), [p[1] for p in parts]
     node = Node(value, [])
-    return Box(value, node), node
+    return Box(value, node, level), node
 
 
 def _gather(nodes: Any, adjoints: dict[int, Any], value: Any) -> Any:
@@ -226,7 +349,7 @@ def _gather(nodes: Any, adjoints: dict[int, Any], value: Any) -> Any:
         return {key: _gather(nodes[key], adjoints, v) for key, v in value.items()}
     if isinstance(value, (list, tuple)):
         return _rebuild(value, [_gather(n, adjoints, v) for n, v in zip(nodes, value, strict=True)])
-    return unbroadcast(adjoints.get(id(nodes), 0.0), value)
+    return apply(unbroadcast, adjoints.get(id(nodes), 0.0), value)
 
 
 def grad(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
@@ -239,6 +362,8 @@ def grad(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
 def traced(fn: Any, copies: dict[Any, Any] | None = None) -> Any:
     """A copy of ``fn`` whose globals and closure see traced primitives, read afresh for each run."""
     copies = {} if copies is None else copies
+    if getattr(getattr(fn, "__code__", None), "co_filename", None) == __file__:
+        return fn  # a function the tracer made (grad of grad): it traces itself
     if isinstance(fn, types.MethodType):
         return types.MethodType(traced(fn.__func__, copies), fn.__self__)
     if fn in copies:
@@ -269,7 +394,7 @@ def view(value: Any, copies: dict[Any, Any]) -> Any:
         return TypeView(value)
     if registry.lookup(value) is not None:
         return lambda *args, fn=value, **kwargs: apply(fn, *args, **kwargs)
-    if isinstance(value, types.FunctionType):
+    if isinstance(value, types.FunctionType) and not (value.__module__ or "").startswith("ast_ad."):
         return traced(value, copies)
     return value
 

@@ -54,6 +54,19 @@ def test_jvp_matches_finite_differences_and_reverse_mode(case: Case, data: st.Da
         assert math.isclose(float(out_dot), numeric, rel_tol=1e-4, abs_tol=1e-5)
 
 
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+@settings(max_examples=10)
+@given(data=st.data())
+def test_jvp_matches_the_forward_tracer(case: Case, data: st.DataObject) -> None:
+    """The tracer's forward mode (dual numbers, the same rules, no transformation) is the oracle."""
+    args = data.draw(case.args)
+    tangents = tangents_for(case, args, np.random.default_rng(2))
+    ours = ast_ad.jvp(case.fn, args, tangents)
+    theirs = ast_ad.tracer.jvp(case.fn, args, tangents)
+    assert ours[0] == theirs[0]
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-9, atol=1e-12)
+
+
 def vector_valued(x, w):
     h = np.tanh(w @ x)
     return np.concatenate([h * x[0], np.cumsum(h)])
@@ -119,6 +132,8 @@ def test_hessian_matches_autograd(fn, args) -> None:
     v = np.random.default_rng(0).standard_normal(np.shape(args[0]))
     hv = ast_ad.hvp(fn)(*args, v)
     np.testing.assert_allclose(hv, np.tensordot(ours, v, axes=v.ndim), rtol=1e-9, atol=1e-11)
+    traced = ast_ad.tracer.jvp(ast_ad.tracer.grad(fn), args, (v,) + (None,) * (len(args) - 1))[1]
+    np.testing.assert_allclose(hv, traced, rtol=1e-9, atol=1e-11)
 
 
 def quartic(x):
@@ -135,9 +150,14 @@ def test_derivatives_to_the_fourth_order_match_closed_forms() -> None:
     for order, expected in enumerate(closed, start=1):
         d = ast_ad.grad(d)
         assert math.isclose(d(x), expected, rel_tol=1e-12), order
-    # forward over reverse, and forward over forward, give the same second derivative
+    # forward over reverse gives the same second derivative; the tracer, nesting its levels, agrees
     _, second = ast_ad.jvp(ast_ad.grad(quartic), (x,), (1.0,))
     assert math.isclose(second, closed[1], rel_tol=1e-12)
+    traced = quartic
+    for order, expected in enumerate(closed, start=1):
+        traced = ast_ad.tracer.grad(traced)  # reverse over reverse over ...
+        assert math.isclose(traced(x), expected, rel_tol=1e-12), order
+    assert math.isclose(ast_ad.tracer.jvp(ast_ad.tracer.grad(quartic), (x,), (1.0,))[1], closed[1], rel_tol=1e-12)
 
 
 def calls_a_helper(x):

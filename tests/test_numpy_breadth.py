@@ -17,15 +17,7 @@ from tests import corpus_numpy
 from tests.corpus import Case
 from tests.oracles import assert_fd, assert_same
 from tests.rule_cases import CASES as RULE_CASES
-from tests.test_rules import random_like
-
-
-def leaves(value):
-    if isinstance(value, dict):
-        return [leaf for key in value for leaf in leaves(value[key])]
-    if isinstance(value, (tuple, list)):
-        return [leaf for item in value for leaf in leaves(item)]
-    return [value]
+from tests.test_rules import leaves, random_like
 
 
 @pytest.mark.parametrize("case", corpus_numpy.CASES, ids=lambda c: c.fn.__name__)

@@ -191,7 +191,7 @@ def test_every_forward_rule_is_checked() -> None:
 def test_nondiff_rules_stop_the_gradient(rule: registry.Rule) -> None:
     """A non-differentiable function applied to a traced value gives back a plain, untraced value."""
     def box(value: object) -> tracer.Box:
-        return tracer.Box(value, tracer.Node(value, []))
+        return tracer.Box(value, tracer.Node(value, []), tracer.new_level())
     shaped = {np.zeros: (3,), np.ones: (3,), np.empty: (3,), np.eye: (3,), np.identity: (3,),
               np.full: (3, box(0.7)), np.arange: (box(3.0),), np.linspace: (box(0.0), 1.0),
               np.unravel_index: (box(np.array([1, 2])), (2, 3)),

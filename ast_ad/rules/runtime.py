@@ -11,7 +11,7 @@ Helpers with no forward rule yet (``NOT_YET``): a second derivative through them
 import numpy as np
 
 from ast_ad import runtime as rt
-from ast_ad.registry import def_linear, def_nondiff, defjvp, zero
+from ast_ad.registry import def_linear, def_nondiff, defjvp, defvjp, zero
 
 NOT_YET = (rt.prod_vjp, rt.std_vjp, rt.norm_vjp, rt.cumprod_vjp, rt.solve_vjp_a, rt.solve_vjp_b, rt.cholesky_vjp,
            rt.eigh_vjp, rt.svd_vjp, rt.qr_vjp, rt.pinv_vjp, rt.matrix_power_vjp, rt.multi_dot_vjp, rt.average_vjp,
@@ -48,6 +48,10 @@ defjvp(rt.summed_dot_vjp_b,    lambda u, ans, terms, b: rt.summed_dot_vjp_b(rt.p
 def_nondiff(rt.product_terms_jvp)  # reached only through the rules above: its result is already a tangent
 
 # ---- accumulation -----------------------------------------------------------------------------------------
+# reverse rules too, so that the tracer's backward pass can itself be traced (reverse over reverse)
+defvjp(rt.unbroadcast,   lambda g, ans, d, x: rt.fit(g, d), zero)
+defvjp(rt.add_adjoints,  lambda g, ans, a, b: g, lambda g, ans, a, b: g)
+defvjp(rt.fit,           lambda g, ans, d, like: rt.unbroadcast(g, d), zero)
 defjvp(rt.add_adjoints,  lambda u, ans, a, b: u, lambda u, ans, a, b: u)
 defjvp(rt.dense_adjoint, lambda u, ans, g, x: rt.dense_adjoint(u, x), zero)
 

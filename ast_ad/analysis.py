@@ -1,0 +1,310 @@
+"""Facts about a normalized function that the transformations read: which names carry derivatives, which
+the result needs, which have equal shapes, which hold containers, how a call binds its callee's parameters.
+
+>>> import numpy as np
+>>> from ast_ad import transform
+>>> def f(x, n):
+...     y = x * 2.0
+...     k = n + 1
+...     return np.sum(y) * k
+>>> sorted(activity(transform.normalized(f), (0,)))  # n and k do not depend on x
+['out', 'sum_y', 'x', 'y']
+
+Each is a fixpoint over the statements (loops feed values back), written once here for reverse and forward
+mode alike.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ast_ad import ir, registry
+from ast_ad.errors import LocatedError
+
+SCALAR = -1
+CONTAINER = -2  # a tuple, list or dict argument: its adjoint has the same structure
+FULL_REDUCTIONS = {np.sum, np.mean, float}  # called on one argument alone, these give a scalar
+
+
+def activity(function: ir.Function, argnums: tuple[int, ...]) -> set[str]:
+    """The names whose values depend on the differentiated parameters (a fixpoint, for loops)."""
+    active = {function.params[i] for i in argnums}
+    size = -1
+    while size != len(active):
+        size = len(active)
+        for stmt in ir.walk(function.body):
+            if isinstance(stmt, ir.Assign) and is_active_value(stmt.value, active):
+                active.add(stmt.target)
+            elif isinstance(stmt, ir.Unpack) and atom_active(stmt.value, active):
+                active.update(stmt.targets)
+            elif isinstance(stmt, ir.Append) and atom_active(stmt.value, active):
+                active.add(stmt.target)
+            elif isinstance(stmt, ir.Pop) and stmt.source in active and stmt.target is not None:
+                active.add(stmt.target)
+    return active
+
+
+def usefulness(function: ir.Function, active: set[str]) -> set[str]:
+    """The active names the result depends on (a fixpoint, for loops)."""
+    useful = {function.result.name} & active if isinstance(function.result, ir.Var) else set()
+    statements = list(ir.walk(function.body))
+    size = -1
+    while size != len(useful):
+        size = len(useful)
+        for stmt in reversed(statements):
+            if isinstance(stmt, ir.Assign) and stmt.target in useful:
+                useful.update(v.name for v in _flowing(stmt.value) if v.name in active)
+            elif isinstance(stmt, ir.Unpack) and useful.intersection(stmt.targets) and stmt.value.name in active:
+                useful.add(stmt.value.name)
+            elif isinstance(stmt, ir.Append) and stmt.target in useful and atom_active(stmt.value, active):
+                useful.add(stmt.value.name)
+            elif isinstance(stmt, ir.Pop) and stmt.target in useful and stmt.source in active:
+                useful.add(stmt.source)
+    return useful
+
+
+def shape_classes(function: ir.Function, shapes: tuple[int, ...]) -> dict[str, int | None]:
+    """Label every name with a shape class: names with equal labels are known to have equal shapes.
+
+    Elementwise operations keep their operands' class when all non-scalar
+    operands share one; anything else starts a class of its own; a name
+    assigned in several places with different classes gets ``None`` (unknown).
+    """
+    classes: dict[str, int | None] = dict(zip(function.params, shapes, strict=True))
+    fresh: dict[int, int] = {}
+    changed = True
+    while changed:
+        changed = False
+        for stmt in ir.walk(function.body):
+            for target, label in _labels(stmt, classes, fresh, max(shapes, default=0) + 1):
+                new = label if target not in classes else (classes[target] if classes[target] == label else None)
+                if target not in classes or new != classes[target]:
+                    classes[target], changed = new, True
+    return classes
+
+
+def _labels(stmt: ir.Stmt, classes: dict[str, int | None], fresh: dict[int, int], base: int):
+    if isinstance(stmt, ir.For):
+        return [(stmt.target, SCALAR if _is_range(stmt.iter) else None)]
+    if isinstance(stmt, ir.Unpack):
+        return [(t, None) for t in stmt.targets]
+    if not isinstance(stmt, ir.Assign):
+        return []
+    value = stmt.value
+    if isinstance(value, (ir.Var, ir.Const)):
+        return [(stmt.target, shape_class(value, classes))]
+    if isinstance(value, ir.Call) and not value.kwargs:
+        rule = registry.lookup(value.fn.obj)
+        if getattr(value.fn.obj, "__module__", None) == "math" or \
+                (value.fn.obj in FULL_REDUCTIONS and len(value.args) == 1):
+            return [(stmt.target, SCALAR)]
+        if rule is not None and rule.elementwise:
+            operands = {shape_class(a, classes) for a in value.args} - {SCALAR}
+            if not operands:
+                return [(stmt.target, SCALAR)]
+            if len(operands) == 1 and None not in operands:
+                return [(stmt.target, operands.pop())]
+            return [(stmt.target, None)]
+    return [(stmt.target, fresh.setdefault(id(stmt), base + len(fresh)))]
+
+
+def _is_range(atom: ir.Atom) -> bool:
+    return isinstance(atom, ir.Var)
+
+
+def shape_class(atom: ir.Atom, classes: dict[str, int | None]) -> int | None:
+    """The shape class of an atom: ``SCALAR`` for numbers and None, ``None`` when unknown."""
+    if isinstance(atom, ir.Var):
+        return classes.get(atom.name)
+    if isinstance(atom, ir.Const) and (atom.value is None or type(atom.value) in (int, float, bool)):
+        return SCALAR
+    return None
+
+
+def local_names(function: ir.Function) -> set[str]:
+    """Names whose adjoint can be assigned by its first contribution, as in straight-line code.
+
+    Such a name is bound once, directly in one block, and every use that can
+    contribute to its adjoint comes after that, directly in the same block.
+    """
+    defs: dict[str, list[tuple[int, int]]] = {p: [(0, -1)] for p in function.params}
+    uses: dict[str, list[tuple[int, int]]] = {}
+    counter = [0]
+
+    def visit(body: tuple[ir.Stmt, ...], block: int) -> None:
+        for k, stmt in enumerate(body):
+            for name in ir.defined(stmt):
+                defs.setdefault(name, []).append((block, k))
+            for var in _stmt_inputs(stmt):
+                uses.setdefault(var, []).append((block, k))
+            for nested in ir.blocks(stmt):
+                counter[0] += 1
+                visit(nested, counter[0])
+    visit(function.body, 0)
+    if isinstance(function.result, ir.Var):
+        uses.setdefault(function.result.name, []).append((0, len(function.body)))
+    local = set()
+    for name, places in defs.items():
+        if len(places) == 1 and name not in function.mutable:
+            block, k = places[0]
+            if all(b == block and j > k for b, j in uses.get(name, [])):
+                local.add(name)
+    return local
+
+
+def loop_bound(function: ir.Function) -> set[str]:
+    """Names bound inside a loop body: each iteration overwrites them."""
+    bound: set[str] = set()
+    for stmt in ir.walk(function.body):
+        if isinstance(stmt, (ir.For, ir.While)):
+            bound.add(stmt.target) if isinstance(stmt, ir.For) else None
+            for inner in ir.walk(stmt.body):
+                bound.update(ir.defined(inner))
+                if isinstance(inner, ir.Assign) and isinstance(inner.value, ir.Call) \
+                        and is_user_function(inner.value.fn.obj):
+                    bound.add(inner.target)
+    return bound
+
+
+def first_definitions(function: ir.Function) -> set[int]:
+    """Statements that bind a name for the first time, at the top level: nothing to save before them."""
+    seen = set(function.params)
+    first = set()
+    for stmt in function.body:
+        names = set(ir.defined(stmt))
+        if names and not names & seen and not ir.blocks(stmt):
+            first.add(id(stmt))
+        for inner in ir.walk((stmt,)):
+            seen.update(ir.defined(inner))
+    return first
+
+
+def _stmt_inputs(stmt: ir.Stmt) -> list[str]:
+    if isinstance(stmt, ir.Assign):
+        return [v.name for v in inputs_of(stmt.value)]
+    if isinstance(stmt, (ir.Unpack, ir.Append)):
+        return [stmt.value.name] if isinstance(stmt.value, ir.Var) else []
+    return []
+
+
+def is_active_value(value: ir.Expr, active: set[str]) -> bool:
+    if isinstance(value, (ir.Attr, ir.Raw)):
+        return False
+    if isinstance(value, ir.Call):
+        rule = registry.lookup(value.fn.obj)
+        if rule is not None and rule.nondiff:
+            return False
+    return any(v.name in active for v in _flowing(value))
+
+
+def _flowing(value: ir.Expr) -> list[ir.Var]:
+    """The inputs a gradient can flow back to: not those whose rule is ``registry.zero`` (``np.full_like(x, v)``)."""
+    rule = registry.lookup(value.fn.obj) if isinstance(value, ir.Call) else None
+    if rule is None or registry.zero not in rule.vjps:
+        return inputs_of(value)
+    flowing = [a for k, a in enumerate(value.args) if rule.vjp(k) is not registry.zero]
+    return [a for a in flowing + [a for _, a in value.kwargs] if isinstance(a, ir.Var)]
+
+
+def atom_active(atom: ir.Atom, active: set[str]) -> bool:
+    return isinstance(atom, ir.Var) and atom.name in active
+
+
+def inputs_of(value: ir.Expr) -> list[ir.Var]:
+    if isinstance(value, ir.Call):
+        atoms = list(value.args) + [a for _, a in value.kwargs]
+    elif isinstance(value, ir.Pack):
+        atoms = list(value.elts)
+    elif isinstance(value, ir.Attr):
+        atoms = [value.value]
+    elif isinstance(value, ir.Raw):
+        atoms = []
+    else:
+        atoms = [value]
+    return [a for a in atoms if isinstance(a, ir.Var)]
+
+
+def structured_names(function: ir.Function, shapes: tuple[int, ...]) -> set[str]:
+    """Names known to hold a list, tuple or dict: unpacked, appended to, packed, container parameters,
+    and results of functions that return sequences."""
+    structured = {s.value.name for s in ir.walk(function.body) if isinstance(s, ir.Unpack)
+                  and isinstance(s.value, ir.Var)}
+    structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Append)}
+    structured |= {p for p, label in zip(function.params, shapes, strict=True) if label == CONTAINER}
+    structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
+                   and isinstance(s.value, ir.Call) and registry.returns_sequence(s.value.fn.obj)}
+    structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
+                   and isinstance(s.value, ir.Pack)}
+    return structured
+
+
+def bind_call(stmt: ir.Assign, error: Callable[[ir.Stmt, str], LocatedError]) -> list[ir.Atom]:
+    """A call's arguments in the callee's parameter order, defaults filled in."""
+    call = stmt.value
+    try:
+        bound = inspect.signature(call.fn.obj).bind(*call.args, **dict(call.kwargs))
+    except TypeError as exc:
+        raise error(stmt, f"the call to {call.fn.hint} does not match its parameters: {exc}") from None
+    bound.apply_defaults()
+    return [v if isinstance(v, (ir.Var, ir.Const, ir.Ref)) else
+            ir.Const(v) if isinstance(v, (int, float, bool, str, type(None))) else ir.Ref(v, f"{call.fn.hint}_{k}")
+            for k, v in bound.arguments.items()]
+
+
+def call_labels(args: list[ir.Atom], classes: dict[str, int | None], structured: set[str]) -> tuple[int, ...]:
+    """Shape labels for a callee's parameters, numbered in order of first appearance."""
+    numbering: dict[Any, int] = {}
+    labels = []
+    for k, a in enumerate(args):
+        label = shape_class(a, classes)
+        if isinstance(a, ir.Var) and a.name in structured:
+            labels.append(CONTAINER)
+        elif label == SCALAR:
+            labels.append(SCALAR)
+        else:
+            labels.append(numbering.setdefault(label if label is not None else ("unknown", k), len(numbering)))
+    return tuple(labels)
+
+
+def is_user_function(fn: Any) -> bool:
+    """A Python function ast_ad should differentiate through (no rule registered for it; not ast_ad's own)."""
+    return inspect.isfunction(fn) and registry.lookup(fn) is None and \
+        not (getattr(fn, "__module__", None) or "").startswith("ast_ad.")
+
+
+def forward_activity(function: ir.Function, argnums: tuple[int, ...]) -> set[str]:
+    """The names whose tangents can be nonzero: ``activity``, except that a call whose differentiated
+    arguments all have zero forward rules (``unbroadcast(g, x)``, where ``x`` gives only a shape) is not."""
+    active = {function.params[k] for k in argnums}
+    size = -1
+    while size != len(active):
+        size = len(active)
+        for stmt in ir.walk(function.body):
+            if isinstance(stmt, ir.Assign) and _carries(stmt.value, active):
+                active.add(stmt.target)
+            elif isinstance(stmt, ir.Unpack) and isinstance(stmt.value, ir.Var) and stmt.value.name in active:
+                active.update(stmt.targets)
+            elif isinstance(stmt, ir.Append) and isinstance(stmt.value, ir.Var) and stmt.value.name in active:
+                active.add(stmt.target)
+            elif isinstance(stmt, ir.Pop) and stmt.source in active and stmt.target is not None:
+                active.add(stmt.target)
+    return active
+
+
+def _carries(value: ir.Expr, active: set[str]) -> bool:
+    if not is_active_value(value, active):
+        return False
+    rule = registry.lookup(value.fn.obj) if isinstance(value, ir.Call) else None
+    if rule is None or any(isinstance(a, ir.Var) and a.name in active for _, a in value.kwargs):
+        return True
+    return any(rule.jvp(k) is not registry.zero for k, a in enumerate(value.args)
+               if isinstance(a, ir.Var) and a.name in active)
+
+
+def at_line(error: type[LocatedError], stmt: ir.Stmt, message: str) -> Any:
+    """``error(message)`` located at the user's line of ``stmt``."""
+    return error(message, stmt.line.filename, stmt.line.lineno, stmt.line.text)

@@ -1,0 +1,72 @@
+"""The analyses both modes read (``ast_ad/analysis.py``), one small function in, the facts out."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ast_ad import transform
+from ast_ad.analysis import (
+    CONTAINER,
+    SCALAR,
+    activity,
+    forward_activity,
+    shape_classes,
+    structured_names,
+    usefulness,
+)
+from ast_ad.runtime import expand_reduced
+
+
+def mixed(x, n):
+    y = x * 2.0
+    k = n + 1
+    unused = np.cos(x)
+    return np.sum(y) * k + 0.0 * unused.shape[0]
+
+
+def test_activity_follows_the_differentiated_arguments_only() -> None:
+    function = transform.normalized(mixed)
+    active = activity(function, (0,))
+    assert {"x", "y", "unused"} <= active and not {"n", "k"} & active
+
+
+def test_usefulness_drops_what_the_result_does_not_read() -> None:
+    function = transform.normalized(mixed)
+    useful = usefulness(function, activity(function, (0,)))
+    assert "y" in useful and "unused" not in useful  # only its shape reaches the result
+
+
+def shapes_only(g, x):
+    return expand_reduced(g, x, None, False) * 2.0
+
+
+def test_forward_activity_ignores_arguments_read_for_their_shape() -> None:
+    function = transform.normalized(shapes_only)
+    assert activity(function, (1,)) >= {"x", "out"}
+    assert forward_activity(function, (1,)) == {"x"}  # it reads only x's shape: no tangent flows
+    assert "out" in forward_activity(function, (0,))
+
+
+def elementwise(a, b, s):
+    c = a * b
+    d = c + s
+    return np.sum(d)
+
+
+def test_shape_classes_carry_through_elementwise_operations() -> None:
+    classes = shape_classes(transform.normalized(elementwise), (0, 0, SCALAR))
+    assert classes["c"] == classes["d"] == 0
+    assert classes["out"] != 0
+    different = shape_classes(transform.normalized(elementwise), (0, 1, SCALAR))
+    assert different["c"] is None  # a and b may differ: c's shape is not known
+
+
+def containers(xs, y):
+    pair = (y, y)
+    first, second = pair
+    return xs[0] + first * second
+
+
+def test_structured_names_are_the_containers() -> None:
+    names = structured_names(transform.normalized(containers), (CONTAINER, SCALAR))
+    assert {"xs", "pair"} <= names and "first" not in names
