@@ -17,8 +17,9 @@ from ast_ad.compose import hessian, hvp, jacfwd, jacobian, jacrev, jvp, vjp
 from ast_ad.explain import explain
 from ast_ad.export import export
 from ast_ad.graph import graph
+from ast_ad.load import cache_clear
 
 __all__ = ["grad", "value_and_grad", "jvp", "vjp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "source",
-           "check_grads", "explain", "graph", "export", "tracer", "extend",
+           "check_grads", "cache_clear", "explain", "graph", "export", "tracer", "extend",
            "errors"]
 __version__ = "0.1.0"

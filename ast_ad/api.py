@@ -372,20 +372,25 @@ def _check_differentiable(value: Any, name: str) -> None:
         return
     if isinstance(value, (bool, np.bool_)):
         kind = "a bool"
-    elif isinstance(value, (int, float, np.floating, np.integer)):
+    elif isinstance(value, (numbers.Integral, np.integer)):  # as an integer array is: its derivative is not defined
+        kind = f"an integer ({type(value).__name__} {value!r})"
+    elif isinstance(value, (float, np.floating)):
         return
     elif isinstance(value, np.ndarray) and value.dtype.kind == "f":
         return
     elif isinstance(value, (complex, np.complexfloating)) or \
             (isinstance(value, np.ndarray) and value.dtype.kind == "c"):
         kind = "complex"
+    elif isinstance(value, np.ndarray) and value.dtype.kind in "iu":
+        kind = f"an integer (an array of dtype {value.dtype})"
     elif isinstance(value, np.ndarray):
         kind = f"an array of dtype {value.dtype}"
     else:
         kind = f"a {type(value).__name__}"
     raise NonDifferentiableArgumentError(
-        f"cannot differentiate with respect to {name!r}, which is {kind}: pass a float, an array of floats, "
-        f"or a tuple, list or dict of them (for example np.asarray(x, dtype=float)), or leave it out of argnums")
+        f"cannot differentiate with respect to {name!r}, which is {kind}: pass a float (3.0, not 3), an array "
+        f"of floats, or a tuple, list or dict of them (for example np.asarray(x, dtype=float)), or leave it out "
+        f"of argnums")
 
 
 def _differentiable(value: Any) -> bool:

@@ -1,5 +1,10 @@
 """Stage 6, load: compile exactly the printed text, and register it so tracebacks, pdb and inspect show it.
 
+Each generated module is also written to a real file (``cache_dir()``), named after its entry function and
+its text's hash, and compiled with that file name: the interpreter's traceback printer, debuggers, coverage
+tools and profilers read lines from disk. ``AST_AD_CACHE=0`` turns the files off (the code is then named
+``<ast_ad f_vjp #1>`` and lives in ``linecache`` alone); ``AST_AD_CACHE_DIR`` moves them.
+
 >>> loaded = load("def double(x):\\n    return 2 * x\\n", "double", {})
 >>> import inspect
 >>> loaded.fn(3.0), inspect.getsource(loaded.fn).splitlines()[0]
@@ -8,9 +13,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import linecache
+import os
+import pathlib
 import re
+import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,11 +79,65 @@ class Loaded:
 def load(text: str, entry: str, namespace: dict[str, Any], bindings: tuple[Binding, ...] = (),
          files: dict[str, str] | None = None) -> Loaded:
     """Compile ``text`` into a fresh namespace and return its function ``entry``."""
-    filename = f"<ast_ad {entry} #{next(_serial)}>"
+    filename = written(text, entry) or f"<ast_ad {entry} #{next(_serial)}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
     scope = dict(namespace)
     exec(compile(text, filename, "exec"), scope)  # noqa: S102 -- compiling the code we just printed
     return Loaded(scope[entry], text, scope, bindings, files or {})
+
+
+def cache_dir() -> pathlib.Path | None:
+    """Where generated modules are written: ``AST_AD_CACHE_DIR``, else the platform's user cache directory
+    (``~/.cache/ast_ad`` on Linux); ``None`` when ``AST_AD_CACHE=0``."""
+    if os.environ.get("AST_AD_CACHE", "1") == "0":
+        return None
+    if os.environ.get("AST_AD_CACHE_DIR"):
+        return pathlib.Path(os.environ["AST_AD_CACHE_DIR"])
+    if sys.platform == "win32":
+        base = pathlib.Path(os.environ.get("LOCALAPPDATA", pathlib.Path.home() / "AppData" / "Local"))
+        return base / "ast_ad" / "Cache"
+    if sys.platform == "darwin":
+        return pathlib.Path.home() / "Library" / "Caches" / "ast_ad"
+    return pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "ast_ad"
+
+
+def written(text: str, entry: str) -> str | None:
+    """The path of a file holding ``text`` (written now, atomically, unless it is there), or ``None``.
+
+    Falls back to the temporary directory where the cache directory is not writable.
+    """
+    folder = cache_dir()
+    if folder is None:
+        return None
+    name = f"{entry}-{hashlib.sha256(text.encode()).hexdigest()[:16]}.py"
+    user = os.getuid() if hasattr(os, "getuid") else 0
+    for place in (folder, pathlib.Path(tempfile.gettempdir()) / f"ast_ad-{user}"):
+        path = place / name
+        try:
+            if not path.exists():
+                place.mkdir(parents=True, exist_ok=True)
+                fd, partial = tempfile.mkstemp(dir=place, suffix=".partial")
+                with os.fdopen(fd, "w", encoding="utf-8") as out:
+                    out.write(text)
+                os.replace(partial, path)  # atomic: another process reads the whole file or none of it
+            return str(path)
+        except OSError:
+            continue
+    return None
+
+
+def cache_clear() -> int:
+    """Delete the generated modules written to the cache directory; the number of files removed."""
+    folder = cache_dir()
+    removed = 0
+    if folder is not None and folder.is_dir():
+        for path in folder.glob("*.py"):
+            try:
+                path.unlink()
+                removed += 1
+            except OSError:
+                pass
+    return removed
 
 
 def read(fn: Any, origin: tuple[str, str]) -> Any:

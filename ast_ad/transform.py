@@ -8,7 +8,9 @@ Each stage takes a value and returns one; ``stages(fn)`` shows them all.
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from typing import Any
 
 from ast_ad import ir
@@ -20,6 +22,8 @@ from ast_ad.normalize import normalize
 from ast_ad.parse import Source, parse
 from ast_ad.reverse import Adjoint, reverse
 
+log = logging.getLogger("ast_ad")
+SLOW_SECONDS = 1.0  # a first transform slower than this says so, once, at the WARNING level
 _lock = threading.RLock()
 _adjoints: dict[tuple[Any, tuple[int, ...], tuple[int, ...]], Adjoint] = {}
 _loaded: dict[tuple[Any, ...], Loaded] = {}
@@ -62,8 +66,12 @@ def gradient(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int,
     with _lock:
         if loaded is not None:
             _adjoints.clear()
-        emitted = emit(adjoint(fn, argnums, shapes), single)
-        loaded = load(emitted.text, emitted.entry, emitted.namespace, emitted.bindings, emitted.files)
+        clock = _Clock(fn, "gradient")
+        derived = clock.stage("parse, normalize, reverse", lambda: adjoint(fn, argnums, shapes))
+        emitted = clock.stage("emit", lambda: emit(derived, single))
+        loaded = clock.stage("compile", lambda: load(emitted.text, emitted.entry, emitted.namespace,
+                                                     emitted.bindings, emitted.files))
+        clock.report(emitted.text)
         loaded.refresh()
         _loaded[key] = loaded
         return loaded
@@ -94,11 +102,41 @@ def jvp_function(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...]) -> 
     with _lock:
         if loaded is not None:
             _tangents.clear()
-        emitted = emit_jvp(tangent(fn, argnums, shapes))
-        loaded = load(emitted.text, emitted.entry, emitted.namespace, emitted.bindings, emitted.files)
+        clock = _Clock(fn, "forward mode")
+        derived = clock.stage("parse, normalize, forward", lambda: tangent(fn, argnums, shapes))
+        emitted = clock.stage("emit", lambda: emit_jvp(derived))
+        loaded = clock.stage("compile", lambda: load(emitted.text, emitted.entry, emitted.namespace,
+                                                     emitted.bindings, emitted.files))
+        clock.report(emitted.text)
         loaded.refresh()
         _loaded[key] = loaded
         return loaded
+
+
+class _Clock:
+    """Times the stages of one transformation; logs each at INFO, and a slow whole once at WARNING."""
+
+    def __init__(self, fn: Any, what: str):
+        self.fn, self.what, self.times = fn, what, {}
+
+    def stage(self, name: str, run: Any) -> Any:
+        start = time.perf_counter()
+        result = run()
+        self.times[name] = time.perf_counter() - start
+        log.info("%s of %s: %s took %.3f s", self.what, _name(self.fn), name, self.times[name])
+        return result
+
+    def report(self, text: str) -> None:
+        total = sum(self.times.values())
+        if total > SLOW_SECONDS:
+            slowest = max(self.times, key=self.times.__getitem__)
+            log.warning("the %s of %s took %.1f s to generate (%d lines of code, most of it in %s); this happens "
+                        "once per function and argument kinds, later calls reuse it", self.what, _name(self.fn),
+                        total, text.count("\n"), slowest)
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)
 
 
 def forward_source(fn: Any) -> str:

@@ -5,13 +5,18 @@ from __future__ import annotations
 import inspect
 import linecache
 import math
+import os
+import subprocess
+import sys
+import tempfile
 import traceback
 
 import numpy as np
 import pytest
 
 import ast_ad
-from ast_ad import transform
+from ast_ad import load, transform
+from ast_ad.errors import NonDifferentiableArgumentError
 from tests import api_functions as fx
 
 Y, DX1, DX2 = 6.552027172500, 3.5, 2.989992496600
@@ -44,13 +49,20 @@ def test_decorator_forms() -> None:
 
 def test_gradient_has_the_arguments_type_shape_and_dtype() -> None:
     assert type(ast_ad.grad(fx.worked)(2.0, 3.0)) is float
-    assert type(ast_ad.grad(fx.worked)(2, 3)) is float
+    assert type(ast_ad.grad(fx.worked)(2.0, 3)) is float  # an integer is fine where it is not differentiated
     x = np.array([[1.0, 2.0]], dtype=np.float32)
     g = ast_ad.grad(fx.uses_global)(np.ones(3, dtype=np.float32))
     assert g.dtype == np.float32 and g.shape == (3,)
     g = ast_ad.grad(fx.mutating_looking)(x)
     assert g.dtype == np.float32 and g.shape == (1, 2)
     assert isinstance(ast_ad.grad(fx.worked)(np.float32(2.0), 3.0), np.float32)
+
+
+def test_integers_are_refused_alike_as_scalars_and_arrays() -> None:
+    """Their derivative is not defined: a scalar and an array of integers get the same refusal."""
+    for value in (2, np.int64(2), np.array([1, 2])):
+        with pytest.raises(NonDifferentiableArgumentError, match=r"an integer .*pass a float \(3.0, not 3\)"):
+            ast_ad.grad(fx.uses_global)(value)
 
 
 def test_value_and_grad_value_is_the_functions_own() -> None:
@@ -164,9 +176,40 @@ def test_tracebacks_show_generated_lines() -> None:
             frames = traceback.extract_tb(exc.__cause__.__traceback__)
         else:
             pytest.fail("log(0) should have raised")
-    generated = [f for f in frames if f.filename.startswith("<ast_ad")]
+    generated = [f for f in frames if f.filename.startswith(str(load.cache_dir()))]
     assert generated and generated[-1].line == "y = np.log(x)"
     assert linecache.getline(generated[-1].filename, generated[-1].lineno).strip() == "y = np.log(x)"
+    with open(generated[-1].filename, encoding="utf-8") as written:  # a real file: every tool can read it
+        assert written.read().splitlines()[generated[-1].lineno - 1].strip() == "y = np.log(x)"
+
+
+def test_the_default_traceback_printer_shows_generated_lines(tmp_path) -> None:
+    """Python 3.11's own printer reads lines from disk: an uncaught error in generated code shows its line."""
+    script = tmp_path / "fails.py"
+    script.write_text("import numpy as np\nimport ast_ad\n\ndef f(x1, x2):\n    return np.log(x1) + x1 * x2\n\n"
+                      "ast_ad.grad(f).__wrapped__('a', 'b')\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env={**os.environ, "AST_AD_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.returncode == 1
+    assert str(tmp_path / "cache") in done.stderr and "log_x1 = np.log(x1)" in done.stderr
+
+
+def test_generated_files_can_be_turned_off_and_cleared(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("AST_AD_CACHE_DIR", str(tmp_path))
+    loaded = load.load("def double(x):\n    return 2 * x\n", "double", {})
+    assert loaded.fn.__code__.co_filename.startswith(str(tmp_path)) and loaded.fn(3) == 6
+    assert ast_ad.cache_clear() == 1 and not list(tmp_path.glob("*.py"))
+    assert inspect.getsource(loaded.fn).startswith("def double")  # linecache still has the text
+    monkeypatch.setenv("AST_AD_CACHE", "0")
+    assert load.load("def triple(x):\n    return 3 * x\n", "triple", {}).fn.__code__.co_filename.startswith("<ast_ad")
+
+
+def test_an_unwritable_cache_falls_back_to_the_temporary_directory(tmp_path, monkeypatch) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    monkeypatch.setenv("AST_AD_CACHE_DIR", str(blocked / "cache"))
+    loaded = load.load("def quadruple(x):\n    return 4 * x\n", "quadruple", {})
+    assert loaded.fn.__code__.co_filename.startswith(tempfile.gettempdir()) and loaded.fn(1) == 4
 
 
 def test_deterministic_text() -> None:
@@ -217,3 +260,19 @@ def test_in_place_update_in_a_loop_of_an_array_shared_before_it_is_refused() -> 
     with pytest.raises(ast_ad.errors.InPlaceAliasError, match=r"api_functions.py:\d+: this in-place update"):
         ast_ad.grad(fx.aliasing_in_a_loop)(np.array([1.0, 2.0]))
     assert ast_ad.grad(fx.aliasing_in_a_loop)(1.5) == pytest.approx(2 * 1.5 + 2.0)
+
+
+def test_a_slow_first_transform_says_so_once(monkeypatch, caplog) -> None:
+    """Silent by default; one WARNING line when the transform is slower than the threshold (set to 0 here,
+    so the test does not depend on the machine's speed), and each stage at INFO."""
+    import logging
+
+    monkeypatch.setattr(transform, "SLOW_SECONDS", 0.0)
+    transform._loaded.clear()
+    with caplog.at_level(logging.INFO, logger="ast_ad"):
+        ast_ad.grad(fx.worked)(2.0, 3.0)
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "worked" in warnings[0].getMessage() and "once per function" in \
+        warnings[0].getMessage()
+    assert {r.getMessage().split(": ")[1].split(" took")[0] for r in caplog.records if r.levelno == logging.INFO} \
+        == {"parse, normalize, reverse", "emit", "compile"}
