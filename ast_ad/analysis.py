@@ -48,9 +48,12 @@ def activity(function: ir.Function, argnums: tuple[int, ...]) -> set[str]:
     return active
 
 
-def usefulness(function: ir.Function, active: set[str]) -> set[str]:
-    """The active names the result depends on (a fixpoint, for loops)."""
-    useful = {function.result.name} & active if isinstance(function.result, ir.Var) else set()
+def usefulness(function: ir.Function, active: set[str], seeds: set[str] | None = None) -> set[str]:
+    """The active names the result (or the names ``seeds``, parts of it) depends on (a fixpoint, for loops)."""
+    if seeds is not None:
+        useful = seeds & active
+    else:
+        useful = {function.result.name} & active if isinstance(function.result, ir.Var) else set()
     statements = list(ir.walk(function.body))
     size = -1
     while size != len(useful):
@@ -308,3 +311,15 @@ def _carries(value: ir.Expr, active: set[str]) -> bool:
 def at_line(error: type[LocatedError], stmt: ir.Stmt, message: str) -> Any:
     """``error(message)`` located at the user's line of ``stmt``."""
     return error(message, stmt.line.filename, stmt.line.lineno, stmt.line.text)
+
+
+def packed_result(function: ir.Function) -> ir.Pack | None:
+    """The tuple the function returns, where it builds it at the top level as its last binding of the name."""
+    result = function.result
+    if not isinstance(result, ir.Var) or result.name in function.mutable:
+        return None
+    for stmt in function.body:
+        if isinstance(stmt, ir.Assign) and stmt.target == result.name and isinstance(stmt.value, ir.Pack) \
+                and stmt.value.kind == "tuple":
+            return stmt.value
+    return None

@@ -189,7 +189,7 @@ class Gradient:
         def finish_dot(raw: Any, raw_dot: Any) -> Any:
             return self.shape(raw_dot[0], raw_dot[1], args)
         return compose.Lowered(loaded.fn, (*args, 1.0), tuple(range(self.shift, len(args))), finish, finish_dot,
-                               loaded)
+                               loaded, (self.with_value, True))
 
     def lowered_transformed(self, args: tuple[Any, ...]) -> Any:
         """The derivative of a scalar function of a scalar that ast_ad made: forward mode over its code."""
@@ -214,7 +214,8 @@ class Gradient:
             grad_dot = _like(inner.finish_dot(raw[0], raw_dot[1]), args[k])
             grad_dot = grad_dot if self.single else (grad_dot,)
             return (out_dot, grad_dot) if self.with_value else grad_dot
-        return compose.Lowered(loaded.fn, (*inner.args, 1.0), inner.positions, finish, finish_dot, loaded)
+        return compose.Lowered(loaded.fn, (*inner.args, 1.0), inner.positions, finish, finish_dot, loaded,
+                               (self.with_value, True))
 
     def call_transformed(self, args: tuple[Any, ...]) -> Any:
         """The gradient of a scalar function ast_ad made (a gradient, say): one forward pass per entry of
@@ -246,16 +247,9 @@ class Gradient:
         result = grads[0] if self.single else tuple(grads)
         return (out, result) if self.with_value else result
 
-    def adjoints(self, args: tuple[Any, ...], out_bar: Any) -> tuple[Any, ...]:
-        """Every differentiated argument's adjoint for the output adjoint ``out_bar`` (any output): ``vjp``."""
-        from ast_ad import compose
-
-        if self.bound_self is not None:
-            args = (self.bound_self, *args)
-        loaded = self.loaded(shape_labels(args))
-        _, grads = compose.run(loaded, *args, out_bar)
-        grads = (grads,) if self.single else grads
-        return tuple(_like(g, args[k]) for g, k in zip(grads, self.positions, strict=True))
+    def shaped(self, grad: Any, arg: Any) -> Any:
+        """One adjoint as the gradient of ``arg`` is returned: its type, shape and dtype."""
+        return _like(grad, arg)
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         try:

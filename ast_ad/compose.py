@@ -51,6 +51,7 @@ class Lowered:
     finish: Finish
     finish_dot: FinishDot
     loaded: Any = None  # the generated code behind ``fn``, if any (for ``source``)
+    needed: tuple[bool, ...] | None = None  # the parts of ``fn``'s returned tuple that ``finish_dot`` reads
 
 
 def lower(fun: Any, args: tuple[Any, ...]) -> Lowered:
@@ -98,13 +99,18 @@ def jvp_code(lowered: Lowered, active: tuple[int, ...]) -> Any:
     from ast_ad.api import shape_labels
 
     argnums = tuple(lowered.positions[k] for k in active)
-    return transform.jvp_function(lowered.fn, argnums, shape_labels(lowered.args))
+    return transform.jvp_function(lowered.fn, argnums, shape_labels(lowered.args), lowered.needed)
 
 
 def run(loaded: Any, *args: Any) -> Any:
     """Call generated code; a refusal raised in a helper gets the user's line it belongs to."""
+    return run_code(loaded, loaded.fn, *args)
+
+
+def run_code(loaded: Any, fn: Callable[..., Any], *args: Any) -> Any:
+    """Call ``fn``, a function of the generated module ``loaded``, as ``run`` does."""
     try:
-        return loaded.fn(*args)
+        return fn(*args)
     except LocatedError as exc:
         where = loaded.user_line(exc)
         if exc.filename is None and where is not None:
@@ -151,21 +157,33 @@ def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tu
     Works for any output: an array, a tuple or dict of them. An argument that cannot be
     differentiated (an integer, a flag) gets ``None``. ``vjp_fn`` may be called many times.
     """
-    from ast_ad.api import Gradient, _differentiable
+    from ast_ad.api import Gradient, _differentiable, shape_labels
 
     argnums = tuple(k for k, p in enumerate(primals) if _differentiable(p))
     if getattr(fun, "composable", False):
         return _vjp_of_transformed(fun, primals, argnums)
     gradient = Gradient(fun, argnums or (0,), with_value=True)
-    out = fun(*primals)
+    if not argnums:
+        return fun(*primals), lambda out_bar: (None,) * len(primals)
+    args = (gradient.bound_self, *primals) if gradient.bound_self is not None else tuple(primals)
+    fwd, bwd, loaded = transform.pair(gradient.fun, gradient.positions, shape_labels(args))
+    out, saved = run_code(loaded, fwd, *args)
 
     def vjp_fn(out_bar: Any) -> tuple[Any, ...]:
-        if not argnums:
-            return (None,) * len(primals)
-        grads = gradient.adjoints(primals, out_bar)
-        found = dict(zip(argnums, grads, strict=True))
+        grads = run_code(loaded, bwd, fresh(saved), out_bar)  # its tapes are popped: each call gets its own
+        shaped = [gradient.shaped(g, args[k]) for g, k in zip(grads, gradient.positions, strict=True)]
+        found = dict(zip(argnums, shaped, strict=True))
         return tuple(found.get(k) for k in range(len(primals)))
     return out, vjp_fn
+
+
+def fresh(saved: Any) -> Any:
+    """``saved`` with every list in it copied (a backward pass pops its tapes; nothing else in it changes)."""
+    if isinstance(saved, list):
+        return [fresh(item) for item in saved]
+    if isinstance(saved, tuple) and not hasattr(saved, "_fields"):
+        return tuple(fresh(item) for item in saved)
+    return saved
 
 
 def _vjp_of_transformed(fun: Any, primals: tuple[Any, ...], argnums: tuple[int, ...]):

@@ -49,6 +49,7 @@ class Emitted:
     namespace: dict[str, Any]
     bindings: tuple[Binding, ...]
     files: dict[str, str]  # each generated function's name -> the file of the user's function it derives from
+    functions: tuple[str, ...] = ()  # every generated function's name, in order
 
 
 def spelling(obj: Any, hint: str) -> tuple[str, tuple[str, ...]]:
@@ -72,6 +73,13 @@ def emit(top: Adjoint, single: bool) -> Emitted:
     """The module text: every callee's ``_fwd``/``_bwd`` pair, then the gradient function."""
     units = [(a, part, tree) for a in _callees(top) for part, tree in zip(("fwd", "bwd"), _pair(a), strict=True)]
     return _module(units + [(top, "vjp", _combined(top, single))])
+
+
+def emit_pair(top: Adjoint) -> Emitted:
+    """The module of a ``_fwd``/``_bwd`` pair for ``top`` (after its callees'): for ``vjp``, whose backward
+    pass may run many times after one forward pass. The entry is ``top``'s ``_bwd``; its ``_fwd`` precedes it."""
+    adjoints = [a for a in _callees(top) if a is not top] + [top]
+    return _module([(a, part, tree) for a in adjoints for part, tree in zip(("fwd", "bwd"), _pair(a), strict=True)])
 
 
 def emit_jvp(top: Tangent) -> Emitted:
@@ -132,7 +140,7 @@ def _module(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
     text = "\n\n".join(_print_ast(tree) for tree in trees)
     unique = {(b.alias, id(b.fn), b.origin): b for b in bindings}
     files = {tree.name: owner.function.result_line.filename for (owner, _, _), tree in zip(units, trees, strict=True)}
-    return Emitted(text, trees[-1].name, namespace, tuple(unique.values()), files)
+    return Emitted(text, trees[-1].name, namespace, tuple(unique.values()), files, tuple(t.name for t in trees))
 
 
 def emit_forward(function: ir.Function) -> str:

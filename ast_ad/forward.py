@@ -36,6 +36,7 @@ from ast_ad.analysis import (
     forward_activity,
     inputs_of,
     is_user_function,
+    packed_result,
     shape_class,
     shape_classes,
     structured_names,
@@ -67,22 +68,30 @@ Derive = Callable[[Any, tuple[int, ...], tuple[int, ...]], Tangent]
 
 
 def forward(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
-            shell: Tangent | None = None) -> Tangent:
+            shell: Tangent | None = None, needed: tuple[bool, ...] | None = None) -> Tangent:
     """The forward-mode code of ``function``: tangents for the parameters at ``argnums``, in that order.
 
     ``shapes`` labels the parameters as for ``reverse``; ``shell``, if given, is filled in and
-    returned (so that a recursive call can refer to it before it is finished).
+    returned (so that a recursive call can refer to it before it is finished). ``needed`` marks the
+    parts of a returned tuple whose tangents the caller reads (``grad`` of a gradient reads the
+    gradient's, not the value's): the others are zeros, and nothing is computed for them.
     """
-    return Forwarder(function, argnums, shapes, derive).run(shell)
+    return Forwarder(function, argnums, shapes, derive, needed).run(shell)
 
 
 class Forwarder:
-    def __init__(self, function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive):
+    def __init__(self, function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
+                 needed: tuple[bool, ...] | None = None):
         self.function, self.argnums, self.derive = function, argnums, derive
         self.refs = RefTable()
         self.namer = Namer(used=function.names())
         active = forward_activity(function, argnums)
-        self.active = usefulness(function, active) | {function.params[k] for k in argnums}
+        pack = packed_result(function) if needed is not None else None
+        self.parts = pack.elts if pack is not None and len(pack.elts) == len(needed) else None
+        self.needed = needed
+        seeds = {a.name for a, n in zip(self.parts, needed, strict=True) if n and isinstance(a, ir.Var)} \
+            if self.parts is not None else None
+        self.active = usefulness(function, active, seeds) | {function.params[k] for k in argnums}
         self.classes = shape_classes(function, shapes)
         self.structured = structured_names(function, shapes)
         self.dots: dict[str, str] = {}
@@ -97,7 +106,12 @@ class Forwarder:
         body += self.block(self.function.body)
         result = self.function.result
         out = syntax.atom(result, self.refs)
-        body.append(syntax.ret(syntax.tuple_([out, self.tangent_of(result)])))
+        if self.parts is not None:  # only the needed parts of the returned tuple get their tangents
+            dots = syntax.tuple_([self.tangent_of(a) if n else self.zero_of(a)
+                                  for a, n in zip(self.parts, self.needed, strict=True)])
+        else:
+            dots = self.tangent_of(result)
+        body.append(syntax.ret(syntax.tuple_([out, dots])))
         tangent = shell or Tangent(self.function, self.argnums, [], [], self.refs)
         tangent.params, tangent.body, tangent.refs, tangent.callees = params, body, self.refs, self.callees
         return tangent
@@ -115,6 +129,9 @@ class Forwarder:
         """The tangent of an atom: its ``_dot`` name, or a zero of its structure if it is not active."""
         if self.is_active(atom):
             return syntax.name(self.dot(atom.name))
+        return self.zero_of(atom)
+
+    def zero_of(self, atom: ir.Atom) -> gast.expr:
         return syntax.call(self.refs.marker(runtime.zeros_like, "zeros_like"), [syntax.atom(atom, self.refs)])
 
     # ---- statements -------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any
 
 from ast_ad import ir
 from ast_ad.check import check
-from ast_ad.emit import emit, emit_forward, emit_jvp
+from ast_ad.emit import emit, emit_forward, emit_jvp, emit_pair
 from ast_ad.forward import Tangent, forward
 from ast_ad.load import Loaded, load
 from ast_ad.normalize import normalize
@@ -27,7 +27,7 @@ SLOW_SECONDS = 1.0  # a first transform slower than this says so, once, at the W
 _lock = threading.RLock()
 _adjoints: dict[tuple[Any, tuple[int, ...], tuple[int, ...]], Adjoint] = {}
 _loaded: dict[tuple[Any, ...], Loaded] = {}
-_tangents: dict[tuple[Any, tuple[int, ...], tuple[int, ...]], Tangent] = {}
+_tangents: dict[tuple[Any, ...], Tangent] = {}
 
 
 def normalized(fn: Any) -> ir.Function:
@@ -77,9 +77,28 @@ def gradient(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int,
         return loaded
 
 
-def tangent(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...]) -> Tangent:
-    """parse -> check -> normalize -> forward, cached per function, argnums and parameter shapes."""
-    key = (fn, argnums, shapes)
+def pair(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...]) -> tuple[Any, Any, Loaded]:
+    """The loaded ``(f_fwd, f_bwd)``: ``f_fwd(*args) -> (out, saved)``, ``f_bwd(saved, out_bar) -> adjoints``."""
+    key = ("pair", fn, argnums, shapes)
+    loaded = _loaded.get(key)
+    if loaded is None or not loaded.refresh():
+        with _lock:
+            if loaded is not None:
+                _adjoints.clear()
+            emitted = emit_pair(adjoint(fn, argnums, shapes))
+            loaded = load(emitted.text, emitted.entry, emitted.namespace, emitted.bindings, emitted.files)
+            loaded.refresh()
+            _loaded[key] = loaded
+    bwd = loaded.fn
+    fwd = loaded.namespace[list(loaded.files)[-2]]  # the pair is printed fwd, then bwd
+    return fwd, bwd, loaded
+
+
+def tangent(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
+            needed: tuple[bool, ...] | None = None) -> Tangent:
+    """parse -> check -> normalize -> forward, cached per function, argnums, parameter shapes and the parts of
+    the result whose tangents are read (``forward``'s ``needed``)."""
+    key = (fn, argnums, shapes, needed)
     with _lock:
         if key in _tangents:
             return _tangents[key]
@@ -87,15 +106,16 @@ def tangent(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...]) -> Tange
         shell = Tangent(function, argnums, [], [], None)
         _tangents[key] = shell
         try:
-            return forward(function, argnums, shapes, tangent, shell)
+            return forward(function, argnums, shapes, tangent, shell, needed)
         except BaseException:
             _tangents.pop(key, None)
             raise
 
 
-def jvp_function(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...]) -> Loaded:
+def jvp_function(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
+                 needed: tuple[bool, ...] | None = None) -> Loaded:
     """The loaded forward-mode function ``f_jvp(*args, *tangents) -> (out, out_dot)``."""
-    key = ("jvp", fn, argnums, shapes)
+    key = ("jvp", fn, argnums, shapes, needed)
     loaded = _loaded.get(key)
     if loaded is not None and loaded.refresh():
         return loaded
@@ -103,7 +123,7 @@ def jvp_function(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...]) -> 
         if loaded is not None:
             _tangents.clear()
         clock = _Clock(fn, "forward mode")
-        derived = clock.stage("parse, normalize, forward", lambda: tangent(fn, argnums, shapes))
+        derived = clock.stage("parse, normalize, forward", lambda: tangent(fn, argnums, shapes, needed))
         emitted = clock.stage("emit", lambda: emit_jvp(derived))
         loaded = clock.stage("compile", lambda: load(emitted.text, emitted.entry, emitted.namespace,
                                                      emitted.bindings, emitted.files))
