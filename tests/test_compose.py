@@ -294,3 +294,22 @@ def test_vjp_runs_the_forward_pass_once_and_its_backward_pass_again_and_again() 
     first, second = vjp_fn(1.0), vjp_fn(2.0)
     expected = ast_ad.grad(calls_a_helper)(x)
     assert math.isclose(first[0], expected, rel_tol=1e-14) and math.isclose(second[0], 2 * expected, rel_tol=1e-14)
+
+
+def scalar_math_loop(x, y):
+    total = 0.0
+    for k in range(3):
+        total = total + math.sin(x * (k + 1)) * math.exp(0.3 * y) + x * y * k
+    return total
+
+
+def test_hessian_where_autograd_cannot_run_matches_finite_differences_of_the_gradient() -> None:
+    """math.sin and math.exp: autograd cannot trace them, so the oracle is central differences of ast_ad's
+    own gradient (itself checked against finite differences of the function elsewhere)."""
+    x, y = 0.4, -0.6
+    blocks = ast_ad.hessian(scalar_math_loop, argnums=(0, 1))(x, y)
+    grad = ast_ad.grad(scalar_math_loop, argnums=(0, 1))
+    eps = 1e-6
+    for j, (dx, dy) in enumerate(((eps, 0.0), (0.0, eps))):
+        column = (np.array(grad(x + dx, y + dy)) - np.array(grad(x - dx, y - dy))) / (2 * eps)
+        np.testing.assert_allclose([float(blocks[0][j]), float(blocks[1][j])], column, rtol=1e-6, atol=1e-8)

@@ -59,6 +59,26 @@ def test_programs_match_autograd(program: Program, data: st.DataObject) -> None:
     assert_same(grads, tuple(np.asarray(t, dtype=float) for t in theirs), rtol=1e-7, atol=1e-10)
 
 
+@given(programs(lists=True), st.data())
+def test_forward_mode_of_programs_matches_the_tracer_and_reverse_mode(program: Program, data: st.DataObject) -> None:
+    """jvp of a random program: its value is Python's own, its tangent the forward tracer's, and
+    <grad, u> = J u (the dot-product identity between the two modes)."""
+    fn, args, argnums, value, grads = run(program, data)
+    rng = np.random.default_rng(0)
+    tangents = tuple(rng.standard_normal(np.shape(a)) if isinstance(a, np.ndarray) else float(rng.standard_normal())
+                     for a in args)
+    try:
+        out, out_dot = ast_ad.jvp(fn, copy.deepcopy(args), tangents)
+    except ast_ad.errors.InPlaceAliasError:
+        reject()
+    assert out == value
+    _, traced = ast_ad.tracer.jvp(fn, copy.deepcopy(args), tangents)
+    np.testing.assert_allclose(out_dot, traced, rtol=1e-9, atol=1e-12)
+    reverse = sum(float(np.sum(np.asarray(g) * t)) for g, t in zip(grads, tangents, strict=True))
+    if np.isfinite(reverse):
+        assert math.isclose(float(out_dot), reverse, rel_tol=1e-8, abs_tol=1e-9)
+
+
 # ---- mutation, aliases and containers: Python's own run is the oracle -------------------------------------
 @given(programs(mutation=True), st.data())
 def test_mutating_programs_are_exact_or_refused(program: Program, data: st.DataObject) -> None:
@@ -74,6 +94,32 @@ def test_mutating_programs_are_exact_or_refused(program: Program, data: st.DataO
     assert value == fn(*copy.deepcopy(args))
     if program.smooth and all(np.all(np.isfinite(g)) for g in grads):
         assert_fd(lambda *a: fn(*copy.deepcopy(a)), args, argnums, grads)
+
+
+@given(programs(mutation=True), st.data())
+def test_forward_mode_of_mutating_programs_is_exact_or_refused(program: Program, data: st.DataObject) -> None:
+    """The mutation family in forward mode: Python's value bit for bit, the tangent against finite differences
+    of Python's own run."""
+    if "complex value" in program.features:
+        return  # refused where it is made, as in reverse mode (the test above)
+    note(program.source)
+    fn = program.load(DIRECTORY)
+    args = program.arguments(data)
+    rng = np.random.default_rng(1)
+    tangents = tuple(rng.standard_normal(np.shape(a)) if isinstance(a, np.ndarray) else float(rng.standard_normal())
+                     for a in args)
+    try:
+        out, out_dot = ast_ad.jvp(fn, copy.deepcopy(args), tangents)
+    except ast_ad.errors.InPlaceAliasError:
+        reject()
+    assert out == fn(*copy.deepcopy(args))
+    if program.smooth and np.all(np.isfinite(out_dot)):
+        eps = 1e-6
+        moved = [[a + s * eps * t if isinstance(a, np.ndarray) else a + s * eps * t for a, t in zip(args, tangents,
+                                                                                               strict=True)]
+                 for s in (1, -1)]
+        numeric = (fn(*copy.deepcopy(moved[0])) - fn(*copy.deepcopy(moved[1]))) / (2 * eps)
+        assert math.isclose(float(out_dot), float(numeric), rel_tol=1e-4, abs_tol=1e-5)
 
 
 def test_the_mutation_family_covers_its_constructs() -> None:
