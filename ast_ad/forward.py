@@ -233,6 +233,8 @@ class Forwarder:
 
     def rule_tangent(self, stmt: ir.Assign, ans: str) -> gast.expr | None:
         call = stmt.value
+        if not any(self.is_active(a) for a in call.args + tuple(a for _, a in call.kwargs)):
+            return None  # computed from constants (into a name that carries a tangent elsewhere): zero
         rule = registry.lookup(call.fn.obj)
         if rule is None and (getattr(call.fn.obj, "__module__", None) or "").startswith("ast_ad."):
             raise self.missing(stmt, f"{call.fn.hint}, a helper of ast_ad's gradient code, has no forward-mode "
