@@ -247,6 +247,20 @@ class Gradient:
         result = grads[0] if self.single else tuple(grads)
         return (out, result) if self.with_value else result
 
+    def ast_ad_rule(self) -> Any:
+        """The rules of this gradient as a primitive, for code that calls it (``grad`` of a function whose
+        body calls ``ast_ad.grad``): forward, its ``jvp``; reverse, by the symmetry of second derivatives,
+        the ``jvp`` of the gradient in each argument along the adjoint (a Hessian-vector product)."""
+        if self.with_value or self.bound_self is not None or self.transformed:
+            return None
+        rule = getattr(self, "_rule", None)
+        if rule is None:
+            k = range(self.nparams)
+            rule = self._rule = registry.Rule(self, tuple(functools.partial(_gradient_vjp, self, j) for j in k),
+                                              origin="ast_ad.api",
+                                              jvps=tuple(functools.partial(_gradient_jvp, self, j) for j in k))
+        return rule
+
     def shaped(self, grad: Any, arg: Any) -> Any:
         """One adjoint as the gradient of ``arg`` is returned: its type, shape and dtype."""
         return _like(grad, arg)
@@ -309,6 +323,27 @@ class Gradient:
 
     def __repr__(self) -> str:
         return f"<ast_ad gradient of {self.__qualname__} argnums={self.argnums}>"
+
+
+def _gradient_vjp(gradient: Gradient, k: int, g: Any, ans: Any, *args: Any) -> Any:
+    """Argument ``k``'s adjoint through ``gradient(*args)`` = grad_A f: d/dx_k <grad_A f, g>, which is the
+    forward-mode tangent of grad_k f along ``g`` placed in the arguments A."""
+    from ast_ad import compose
+
+    bars = (g,) if gradient.single else tuple(g)
+    tangents: list[Any] = [None] * len(args)
+    for a, bar in zip(gradient.argnums, bars, strict=True):
+        tangents[a] = bar
+    return compose.jvp(grad(gradient.fun, k), args, tuple(tangents))[1]
+
+
+def _gradient_jvp(gradient: Gradient, k: int, u: Any, ans: Any, *args: Any) -> Any:
+    """The tangent of ``gradient(*args)`` from argument ``k`` moving along ``u``."""
+    from ast_ad import compose
+
+    tangents: list[Any] = [None] * len(args)
+    tangents[k] = u
+    return compose.jvp(gradient, args, tuple(tangents))[1]
 
 
 CONTAINER = -2  # the shape label of a tuple, list or dict argument

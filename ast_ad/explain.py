@@ -469,7 +469,7 @@ def summary(value: Any) -> str:
     if isinstance(value, str):
         return value
     if np.ndim(value) == 0:
-        number = float(np.real(value))
+        number = float(np.real(value)) + 0.0  # -0.0 (0 times a negative slope) prints as 0
         return f"{number:.12f}"
     array = np.asarray(value, dtype=float)
     entries = ", ".join(f"{v:.4g}" for v in array.ravel()[:3]) + (", ..." if array.size > 3 else "")

@@ -111,6 +111,19 @@ def param_writes(fn: Any) -> frozenset[str]:
     return _WRITES[key]
 
 
+_NOT_LITERAL = object()
+
+
+def _literal(node: gast.expr) -> Any:
+    """The value of a constant (or a tuple of them) written in the source, else ``_NOT_LITERAL``."""
+    if isinstance(node, gast.Constant):
+        return node.value
+    if isinstance(node, gast.Tuple):
+        parts = [_literal(e) for e in node.elts]
+        return _NOT_LITERAL if any(p is _NOT_LITERAL for p in parts) else tuple(parts)
+    return _NOT_LITERAL
+
+
 class Lowerer:
     """Walks the gast tree once, appending one IR statement per primitive application."""
 
@@ -846,10 +859,14 @@ class Lowerer:
         if self.resolves_to(func, list) and len(node.args) == 1 and isinstance(node.args[0], gast.Call) \
                 and self.resolves_to(node.args[0].func, map) and self.is_function(node.args[0].args[0]):
             return self.expr(node.args[0], name, user)  # list(map(f, xs)): map is lowered to a list already
+        made = self.transformation(node)
+        if made is not None:
+            return made
         if isinstance(func, gast.Name) and func.id not in self.env and func.id not in self.locals \
                 and any(self.is_function(arg) for arg in node.args):
             fn = self.name(func)
-            if isinstance(fn, ir.Ref) and inspect.isfunction(fn.obj) and registry.lookup(fn.obj) is None:
+            if isinstance(fn, ir.Ref) and inspect.isfunction(fn.obj) and registry.lookup(fn.obj) is None \
+                    and not (fn.obj.__module__ or "").startswith("ast_ad."):
                 return self.inline(self.helper_tree(node, fn.obj), node, name, user)
         if isinstance(func, gast.Attribute):
             owner = self.static(func.value)
@@ -889,6 +906,27 @@ class Lowerer:
                 and not issubclass(fn.obj, (tuple, np.ndarray)):
             self.instances[result.name] = fn.obj  # an object of the user's class: its methods are known
         return result
+
+    def transformation(self, node: gast.Call) -> ir.Ref | None:
+        """``ast_ad.grad(f, argnums)`` written in the body: made now (it only builds an object), so that the
+        call of what it makes is a call of a known primitive (its rules: ``api.Gradient.ast_ad_rule``)."""
+        from ast_ad import api
+
+        if self.static(node.func) not in (api.grad, api.value_and_grad) or not node.args:
+            return None
+        target = node.args[0]
+        fn = self.static(target)
+        if fn is None:
+            return None
+        values = [_literal(arg) for arg in node.args[1:]] + [_literal(kw.value) for kw in node.keywords]
+        if any(v is _NOT_LITERAL for v in values):
+            raise refuse(node, "ast_ad.grad inside a differentiated function needs a module-level function and "
+                               "constant argnums", self.locate)
+        made = self.static(node.func)(fn, *values[:len(node.args) - 1],
+                                      **{kw.arg: v for kw, v in zip(node.keywords, values[len(node.args) - 1:],
+                                                                    strict=True)})
+        source = self.name(target)  # recorded: redefining ``f`` transforms again
+        return ir.Ref(made, f"grad_{getattr(fn, '__name__', 'f')}", source.origin, source.root)
 
     def static(self, node: gast.expr) -> Any:
         """The object a name or a dotted path of modules names (``functools.partial``), or ``None``."""

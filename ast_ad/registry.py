@@ -231,11 +231,18 @@ def _caller() -> str:
 
 
 def lookup(fn: Any) -> Rule | None:
-    """The rule registered for ``fn``, or ``None`` (also for unhashable objects)."""
+    """The rule registered for ``fn``, or ``None`` (also for unhashable objects).
+
+    An object that makes its own rules (a gradient ``ast_ad.grad`` returned: ``ast_ad_rule``) gives them.
+    """
     try:
-        return _RULES.get(fn)
+        rule = _RULES.get(fn)
     except TypeError:
         return None
+    if rule is None:
+        make = getattr(type(fn), "ast_ad_rule", None)
+        return make(fn) if make is not None else None
+    return rule
 
 
 def hashable(obj: Any) -> bool:

@@ -330,3 +330,47 @@ def test_a_differentiated_name_rebound_to_a_constant_call_has_a_zero_tangent() -
     """Found by the random programs: a call of the user's function on constants, into a name with a tangent."""
     assert ast_ad.jvp(rebinds_to_a_constant, (0.3,), (1.0,))[1] == 0.0
     assert ast_ad.jvp(rebinds_to_a_constant, (-0.3,), (1.0,))[1] == 2.0
+
+
+@pytest.mark.parametrize("name", ["force_norm", "force_norm_inline", "both_gradients", "step"])
+def test_grad_of_a_function_whose_body_calls_grad(name) -> None:
+    """Reverse over a call of ast_ad.grad: the adjoint through a gradient is a Hessian-vector product
+    (forward over reverse), checked against autograd differentiating its own gradient."""
+    import autograd
+    import autograd.numpy as anp
+
+    from tests import compose_nested as nested
+
+    x, y = np.array([0.3, -0.5, 0.9]), 1.5
+    args = (x,) if name == "step" else (x, y)
+    fn = getattr(nested, name)
+    def pot(a, b):
+        return anp.sum(anp.sin(a) * b) + anp.sum(a ** 3)
+    theirs = {
+        "force_norm": lambda a, b: anp.sum(autograd.grad(pot)(a, b) ** 2),
+        "force_norm_inline": lambda a, b: anp.sum(autograd.grad(pot)(a, b) ** 2),
+        "both_gradients": lambda a, b: anp.sum(autograd.grad(pot, 0)(a, b) * a) + autograd.grad(pot, 1)(a, b) * b,
+        "step": lambda w: pot(w - 0.1 * autograd.grad(pot)(w, 2.0), 2.0),
+    }[name]
+    argnums = tuple(range(len(args)))
+    ours = ast_ad.grad(fn, argnums)(*args)
+    expected = autograd.grad(theirs, argnums)(*args)
+    for a, b in zip(ours, expected, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    tangents = tuple(np.ones_like(a) if np.ndim(a) else 1.0 for a in args)
+    _, dot = ast_ad.jvp(fn, args, tangents)
+    assert math.isclose(float(dot), sum(float(np.sum(a)) for a in expected), rel_tol=1e-9)
+
+
+def grad_with_computed_argnums(x, k):
+    return ast_ad.grad(softplus_sum, k)(x)  # refused here
+
+
+def softplus_sum(x):
+    return np.sum(np.log1p(np.exp(x)))
+
+
+def test_grad_in_the_body_needs_constant_arguments() -> None:
+    with pytest.raises(ast_ad.errors.UnsupportedSyntaxError, match="constant argnums") as err:
+        ast_ad.grad(grad_with_computed_argnums)(np.ones(2), 0)
+    assert err.value.lineno == grad_with_computed_argnums.__code__.co_firstlineno + 1

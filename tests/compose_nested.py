@@ -1,0 +1,32 @@
+"""Functions whose bodies call ``ast_ad.grad`` (a module of their own: autograd's copies of them see
+``autograd.grad`` in its place)."""
+
+import numpy as np
+
+import ast_ad
+
+
+def potential(x, y):
+    return np.sum(np.sin(x) * y) + np.sum(x ** 3)
+
+
+grad_potential = ast_ad.grad(potential)  # made once, at module level
+
+
+def force_norm(x, y):
+    return np.sum(grad_potential(x, y) ** 2)
+
+
+def force_norm_inline(x, y):
+    return np.sum(ast_ad.grad(potential)(x, y) ** 2)
+
+
+def both_gradients(x, y):
+    gx, gy = ast_ad.grad(potential, argnums=(0, 1))(x, y)
+    return np.sum(gx * x) + gy * y
+
+
+def step(w):
+    """A particle-like step: move along minus the gradient, then measure the energy there."""
+    z = w - 0.1 * ast_ad.grad(potential)(w, 2.0)
+    return potential(z, 2.0)
