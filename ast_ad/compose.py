@@ -23,6 +23,7 @@ stacked three times over reverse mode.
 from __future__ import annotations
 
 import numbers
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,8 @@ class Lowered:
 
 def lower(fun: Any, args: tuple[Any, ...]) -> Lowered:
     """``fun`` at ``args`` as a function ast_ad can transform: its own lowering, or the user's function."""
+    if type(fun) is types.FunctionType:  # the common case, first (parse checks that it has a source)
+        return Lowered(fun, args, tuple(range(len(args))), _same, _tangent)
     own = getattr(fun, "lowered", None)
     if own is not None and getattr(fun, "composable", False):
         return own(args)
@@ -133,6 +136,8 @@ def _pair_up(primals: Any, tangents: Any) -> tuple[tuple[Any, ...], tuple[Any, .
 
 def _tangent_like(t: Any, p: Any, k: int) -> Any:
     """The tangent ``t`` checked against its primal ``p``: the same structure and shape, as floats."""
+    if type(p) is float and type(t) in (float, int):
+        return float(t)
     if isinstance(p, dict):
         if not isinstance(t, dict) or set(t) != set(p):
             raise ASTADError(f"the tangent of argument {k} must be a dict with the keys of its primal")
