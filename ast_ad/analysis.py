@@ -30,14 +30,19 @@ CONTAINER = -2  # a tuple, list or dict argument: its adjoint has the same struc
 FULL_REDUCTIONS = {np.sum, np.mean, float}  # called on one argument alone, these give a scalar
 
 
-def activity(function: ir.Function, argnums: tuple[int, ...]) -> set[str]:
-    """The names whose values depend on the differentiated parameters (a fixpoint, for loops)."""
+def activity(function: ir.Function, argnums: tuple[int, ...], carries: Any = None) -> set[str]:
+    """The names whose values depend on the differentiated parameters (a fixpoint, for loops).
+
+    ``carries(value, active)`` says whether an assigned value depends on them (default: any of its inputs
+    the gradient can flow back to, ``is_active_value``).
+    """
+    carries = carries or is_active_value
     active = {function.params[i] for i in argnums}
     size = -1
     while size != len(active):
         size = len(active)
         for stmt in ir.walk(function.body):
-            if isinstance(stmt, ir.Assign) and is_active_value(stmt.value, active):
+            if isinstance(stmt, ir.Assign) and carries(stmt.value, active):
                 active.add(stmt.target)
             elif isinstance(stmt, ir.Unpack) and atom_active(stmt.value, active):
                 active.update(stmt.targets)
@@ -282,20 +287,7 @@ def is_user_function(fn: Any) -> bool:
 def forward_activity(function: ir.Function, argnums: tuple[int, ...]) -> set[str]:
     """The names whose tangents can be nonzero: ``activity``, except that a call whose differentiated
     arguments all have zero forward rules (``unbroadcast(g, x)``, where ``x`` gives only a shape) is not."""
-    active = {function.params[k] for k in argnums}
-    size = -1
-    while size != len(active):
-        size = len(active)
-        for stmt in ir.walk(function.body):
-            if isinstance(stmt, ir.Assign) and _carries(stmt.value, active):
-                active.add(stmt.target)
-            elif isinstance(stmt, ir.Unpack) and isinstance(stmt.value, ir.Var) and stmt.value.name in active:
-                active.update(stmt.targets)
-            elif isinstance(stmt, ir.Append) and isinstance(stmt.value, ir.Var) and stmt.value.name in active:
-                active.add(stmt.target)
-            elif isinstance(stmt, ir.Pop) and stmt.source in active and stmt.target is not None:
-                active.add(stmt.target)
-    return active
+    return activity(function, argnums, _carries)
 
 
 def _carries(value: ir.Expr, active: set[str]) -> bool:

@@ -59,16 +59,21 @@ def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...]) -> Adjoi
 
 def gradient(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int, ...]) -> Loaded:
     """The loaded gradient function, transformed again when a function or module it reads has changed."""
-    key = (fn, argnums, single, shapes)
+    return _built((fn, argnums, single, shapes), fn, "gradient", "parse, normalize, reverse",
+                  lambda: adjoint(fn, argnums, shapes), lambda derived: emit(derived, single), _adjoints)
+
+
+def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: Any, derived_cache: dict) -> Loaded:
+    """The loaded module for ``key``: cached, and built again (its derivations too) when what it reads changed."""
     loaded = _loaded.get(key)
     if loaded is not None and loaded.refresh():
         return loaded
     with _lock:
         if loaded is not None:
-            _adjoints.clear()
-        clock = _Clock(fn, "gradient")
-        derived = clock.stage("parse, normalize, reverse", lambda: adjoint(fn, argnums, shapes))
-        emitted = clock.stage("emit", lambda: emit(derived, single))
+            derived_cache.clear()
+        clock = _Clock(fn, what)
+        derived = clock.stage(derivation, derive)
+        emitted = clock.stage("emit", lambda: emit_(derived))
         loaded = clock.stage("compile", lambda: load(emitted.text, emitted.entry, emitted.namespace,
                                                      emitted.bindings, emitted.files))
         clock.report(emitted.text)
@@ -115,22 +120,8 @@ def tangent(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
 def jvp_function(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
                  needed: tuple[bool, ...] | None = None) -> Loaded:
     """The loaded forward-mode function ``f_jvp(*args, *tangents) -> (out, out_dot)``."""
-    key = ("jvp", fn, argnums, shapes, needed)
-    loaded = _loaded.get(key)
-    if loaded is not None and loaded.refresh():
-        return loaded
-    with _lock:
-        if loaded is not None:
-            _tangents.clear()
-        clock = _Clock(fn, "forward mode")
-        derived = clock.stage("parse, normalize, forward", lambda: tangent(fn, argnums, shapes, needed))
-        emitted = clock.stage("emit", lambda: emit_jvp(derived))
-        loaded = clock.stage("compile", lambda: load(emitted.text, emitted.entry, emitted.namespace,
-                                                     emitted.bindings, emitted.files))
-        clock.report(emitted.text)
-        loaded.refresh()
-        _loaded[key] = loaded
-        return loaded
+    return _built(("jvp", fn, argnums, shapes, needed), fn, "forward mode", "parse, normalize, forward",
+                  lambda: tangent(fn, argnums, shapes, needed), emit_jvp, _tangents)
 
 
 class _Clock:

@@ -59,18 +59,24 @@ def test_programs_match_autograd(program: Program, data: st.DataObject) -> None:
     assert_same(grads, tuple(np.asarray(t, dtype=float) for t in theirs), rtol=1e-7, atol=1e-10)
 
 
-@given(programs(lists=True), st.data())
-def test_forward_mode_of_programs_matches_the_tracer_and_reverse_mode(program: Program, data: st.DataObject) -> None:
-    """jvp of a random program: its value is Python's own, its tangent the forward tracer's, and
-    <grad, u> = J u (the dot-product identity between the two modes)."""
-    fn, args, argnums, value, grads = run(program, data)
-    rng = np.random.default_rng(0)
+def forward(fn, args, seed: int):
+    """Random tangents for ``args``, and ``jvp`` along them (a refusal of an alias is a pass)."""
+    rng = np.random.default_rng(seed)
     tangents = tuple(rng.standard_normal(np.shape(a)) if isinstance(a, np.ndarray) else float(rng.standard_normal())
                      for a in args)
     try:
         out, out_dot = ast_ad.jvp(fn, copy.deepcopy(args), tangents)
     except ast_ad.errors.InPlaceAliasError:
         reject()
+    return tangents, out, out_dot
+
+
+@given(programs(lists=True), st.data())
+def test_forward_mode_of_programs_matches_the_tracer_and_reverse_mode(program: Program, data: st.DataObject) -> None:
+    """jvp of a random program: its value is Python's own, its tangent the forward tracer's, and
+    <grad, u> = J u (the dot-product identity between the two modes)."""
+    fn, args, argnums, value, grads = run(program, data)
+    tangents, out, out_dot = forward(fn, args, seed=0)
     assert out == value
     _, traced = ast_ad.tracer.jvp(fn, copy.deepcopy(args), tangents)
     np.testing.assert_allclose(out_dot, traced, rtol=1e-9, atol=1e-12)
@@ -105,13 +111,7 @@ def test_forward_mode_of_mutating_programs_is_exact_or_refused(program: Program,
     note(program.source)
     fn = program.load(DIRECTORY)
     args = program.arguments(data)
-    rng = np.random.default_rng(1)
-    tangents = tuple(rng.standard_normal(np.shape(a)) if isinstance(a, np.ndarray) else float(rng.standard_normal())
-                     for a in args)
-    try:
-        out, out_dot = ast_ad.jvp(fn, copy.deepcopy(args), tangents)
-    except ast_ad.errors.InPlaceAliasError:
-        reject()
+    tangents, out, out_dot = forward(fn, args, seed=1)
     assert out == fn(*copy.deepcopy(args))
     if program.smooth and np.all(np.isfinite(out_dot)):
         eps = 1e-6
