@@ -1179,3 +1179,29 @@ def product_terms_jvp(u, terms):
     for (g, other), (g_dot, other_dot) in zip(terms, u, strict=True):
         out += [(g_dot, other), (g, other_dot)]
     return out
+
+
+def std_vjp_jvp_ans(u, g, ans, x, axis=None, ddof=0, keepdims=False):
+    """Tangent of ``std_vjp(g, ans, x, ...)`` in ``ans``: it divides by the deviation, so ``-u / ans`` times it."""
+    spread = expand_reduced(ans, x, axis, keepdims)
+    ratio = np.divide(-expand_reduced(u, x, axis, keepdims), spread, out=np.zeros(np.shape(spread)),
+                      where=spread != 0)
+    return std_vjp(g, ans, x, axis, ddof, keepdims) * ratio
+
+
+def norm_vjp_jvp(k, u, g, ans, x, ord=None, axis=None, keepdims=False):
+    """Tangent of ``norm_vjp(g, ans, x, ...)`` in ``ans`` (k=1) or ``x`` (k=2), for the 2-norm and the
+    Frobenius norm (``g x / ans``), the 1-norm of vectors (``g sign(x)``) and the max norm (piecewise
+    constant in both); other orders are refused."""
+    matrix = (axis is None and np.ndim(x) == 2 and ord is not None) or (axis is not None and np.ndim(axis) > 0)
+    if ord in (None, 2, "fro") and not (matrix and ord == 2):
+        if k == 2:
+            return norm_vjp(g, ans, u, ord, axis, keepdims)
+        spread = expand_reduced(ans, x, axis, keepdims)
+        ratio = np.divide(-expand_reduced(u, x, axis, keepdims), spread, out=np.zeros(np.shape(spread)),
+                          where=spread != 0)
+        return norm_vjp(g, ans, x, ord, axis, keepdims) * ratio
+    if not matrix and ord in (1, np.inf, -np.inf):
+        return zeros_like(x)
+    raise NotImplementedError(f"the second derivative of np.linalg.norm with ord={ord!r}: use the 2-norm, or "
+                              "write the norm with numpy (np.sum(np.abs(x) ** p) ** (1 / p))")

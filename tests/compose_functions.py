@@ -23,3 +23,8 @@ def branchy(x):
 
 def reductions(x):
     return np.max(x) * np.mean(x ** 2) + np.var(x) - np.sqrt(np.sum(x * x))
+
+
+def solves(x):
+    a = 3.0 * np.eye(3) + np.outer(x, x)
+    return np.sum(np.linalg.solve(a, x) ** 2) + np.std(x) * np.sum(x) + np.linalg.norm(x) * x[0]

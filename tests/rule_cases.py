@@ -590,6 +590,14 @@ def _helpers() -> dict:
                                                                 st.tuples(floats(), arrays((2,)))),
         rt.dense_adjoint: case(arrays((3,)), arrays((3,))),
         rt.pow_minus_one: case(floats("pos"), floats()),
+        rt.solve_vjp_b: square().flatmap(lambda a: case(arrays((3,)), arrays((3,)), a, arrays((3,)))),
+        rt.solve_vjp_a: square().flatmap(lambda a: case(arrays((3,)), arrays((3,)), a, arrays((3,))) |
+                                         case(arrays((3, 2)), arrays((3, 2)), a, arrays((3, 2)))),
+        rt.norm_vjp: case(floats(), floats("away"), arrays((4,)), st.sampled_from([None, 2])) |
+        case(arrays((3,)), arrays((3,), "away"), arrays((2, 3)), None, 0) |
+        case(floats(), floats("away"), arrays((3, 3)), "fro"),
+        rt.std_vjp: case(floats(), floats("away"), arrays((4,)), None, 0, False) |
+        case(arrays((3,)), arrays((3,), "away"), arrays((2, 3)), 0, 1, False),
         rt.safe_log: case(floats("pos")) | case(arrays((3,), "pos")),
     }
 

@@ -13,7 +13,7 @@ import numpy as np
 from ast_ad import runtime as rt
 from ast_ad.registry import def_linear, def_nondiff, defjvp, defvjp, zero
 
-NOT_YET = (rt.prod_vjp, rt.std_vjp, rt.norm_vjp, rt.cumprod_vjp, rt.solve_vjp_a, rt.solve_vjp_b, rt.cholesky_vjp,
+NOT_YET = (rt.prod_vjp, rt.cumprod_vjp, rt.cholesky_vjp,
            rt.eigh_vjp, rt.svd_vjp, rt.qr_vjp, rt.pinv_vjp, rt.matrix_power_vjp, rt.multi_dot_vjp, rt.average_vjp,
            rt.average_weights_vjp, rt.nanmean_vjp, rt.einsum_vjp, rt.kron_vjp, rt.convolve_vjp, rt.correlate_vjp,
            rt.polyval_vjp_p, rt.sinc_slope)
@@ -46,6 +46,24 @@ defjvp(rt.summed_matmul_vjp_b, lambda u, ans, terms, b: rt.summed_matmul_vjp_b(r
 defjvp(rt.summed_dot_vjp_a,    lambda u, ans, terms, a: rt.summed_dot_vjp_a(rt.product_terms_jvp(u, terms), a), zero)
 defjvp(rt.summed_dot_vjp_b,    lambda u, ans, terms, b: rt.summed_dot_vjp_b(rt.product_terms_jvp(u, terms), b), zero)
 def_nondiff(rt.product_terms_jvp)  # reached only through the rules above: its result is already a tangent
+
+# ---- linear algebra and statistics ---------------------------------------------------------------------------
+# solve_vjp_b(g, ans, a, b) = solve(a^T, g); solve_vjp_a = -outer(that, ans): linear in g and in ans
+def_linear(rt.solve_vjp_b, 0)
+defjvp(rt.solve_vjp_b, None, zero, lambda u, ans2, g, ans, a, b: -np.linalg.solve(rt.T(a), rt.T(u) @ ans2), zero)
+def_linear(rt.solve_vjp_a, 0, 1)
+defjvp(rt.solve_vjp_a, None, None,
+       lambda u, ans2, g, ans, a, b: rt.solve_vjp_a(-(rt.T(u) @ rt.solve_vjp_b(g, ans, a, b)), ans, a, b), zero)
+def_linear(rt.std_vjp, 0, 2)  # the variance's adjoint (linear in g and in x) over the deviation ``ans``
+defjvp(rt.std_vjp, None, lambda u, ans2, g, ans, x, axis=None, ddof=0, keepdims=False:
+       rt.std_vjp_jvp_ans(u, g, ans, x, axis, ddof, keepdims))
+
+def_linear(rt.norm_vjp, 0)  # the 2-norm's adjoint g x / |x|; other orders are in norm_vjp_jvp
+defjvp(rt.norm_vjp, None,
+       lambda u, ans2, g, ans, x, ord=None, axis=None, keepdims=False: rt.norm_vjp_jvp(1, u, g, ans, x, ord, axis,
+                                                                                     keepdims),
+       lambda u, ans2, g, ans, x, ord=None, axis=None, keepdims=False: rt.norm_vjp_jvp(2, u, g, ans, x, ord, axis,
+                                                                                     keepdims))
 
 # ---- accumulation -----------------------------------------------------------------------------------------
 # reverse rules too, so that the tracer's backward pass can itself be traced (reverse over reverse)
