@@ -236,9 +236,10 @@ class Forwarder:
         if not any(self.is_active(a) for a in call.args + tuple(a for _, a in call.kwargs)):
             return None  # computed from constants (into a name that carries a tangent elsewhere): zero
         rule = registry.lookup(call.fn.obj)
-        if rule is None and (getattr(call.fn.obj, "__module__", None) or "").startswith("ast_ad."):
-            raise self.missing(stmt, f"{call.fn.hint}, a helper of ast_ad's gradient code, has no forward-mode "
-                                     "rule yet, so this derivative of a derivative is not supported")
+        helper = getattr(call.fn.obj, "func", call.fn.obj)  # a gradient's own rules are partials of ast_ad's
+        if rule is None and (getattr(helper, "__module__", None) or "").startswith("ast_ad."):
+            raise at_line(MissingRuleError, stmt, f"{call.fn.hint}, a helper of ast_ad's gradient code, has no "
+                          "forward-mode rule yet, so this derivative of a derivative is not supported")
         if rule is None:
             raise self.missing(stmt, f"{call.fn.hint} has no gradient rule")
         if rule.nondiff:

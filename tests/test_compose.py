@@ -375,3 +375,10 @@ def test_grad_in_the_body_needs_constant_arguments() -> None:
     with pytest.raises(ast_ad.errors.UnsupportedSyntaxError, match="constant argnums") as err:
         ast_ad.grad(grad_with_computed_argnums)(np.ones(2), 0)
     assert err.value.lineno == grad_with_computed_argnums.__code__.co_firstlineno + 1
+
+
+def test_a_third_derivative_through_a_gradient_called_in_a_body_is_refused() -> None:
+    from tests import compose_nested as nested
+
+    with pytest.raises(MissingRuleError, match="derivative of a derivative is not supported"):
+        ast_ad.hessian(nested.force_norm)(np.array([0.3, -0.5]), 1.5)
