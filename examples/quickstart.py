@@ -21,6 +21,11 @@ def main() -> None:
     traced_y, (tx1, tx2) = ast_ad.tracer.value_and_grad(f, argnums=(0, 1))(2.0, 3.0)
     agree = np.allclose([y, dx1, dx2], [traced_y, tx1, tx2], rtol=1e-12, atol=0)
     print(f"The runtime tracer agrees: {agree} ({tx1:.12f}, {tx2:.12f})")
+    print()
+    _, y_dot = ast_ad.jvp(f, (2.0, 3.0), (1.0, 0.0))
+    print(f"Forward mode along (1, 0): y_dot = {y_dot:.12f}")
+    hessian = ast_ad.hessian(f, argnums=(0, 1))(2.0, 3.0)
+    print("The Hessian, forward over reverse:", [[round(float(h), 12) for h in row] for row in hessian])
 
 
 if __name__ == "__main__":
