@@ -1,4 +1,5 @@
-"""Sum a loop's matrix-product adjoints once, after the loop, as one matrix product.
+"""Sum a loop's matrix-product adjoints once, after the loop, as one matrix product (and its reads ``x[i]``
+of a fixed array into one array, instead of a zero array per step).
 
 A loop that multiplies the same matrix by a new vector each step (an RNN's
 ``h = np.tanh(W @ h + ...)``) gives that matrix an outer product per step in the
@@ -36,6 +37,7 @@ SUMMED = {
     runtime.matmul_vjp_b: (runtime.summed_matmul_vjp_b, 2),
     runtime.dot_vjp_a: (runtime.summed_dot_vjp_a, 1),
     runtime.dot_vjp_b: (runtime.summed_dot_vjp_b, 2),
+    runtime.getitem_vjp: (runtime.summed_getitem_vjp, 1),  # x_bar = x_bar + getitem_vjp(g, x, i): (g, i)
 }
 
 

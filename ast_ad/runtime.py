@@ -170,6 +170,29 @@ def summed_dot_vjp_b(terms, b):
     return summed_products(terms, b, dot_vjp_b, fixed_first=False)
 
 
+def summed_getitem_vjp(terms, x):
+    """``sum(getitem_vjp(g, x, index) for g, index in terms)``: what a loop's reads ``x[i]`` give ``x``, added
+    into one array after the loop instead of one zero array per step."""
+    if isinstance(x, (dict, tuple, list)):
+        total = None
+        for g, index in terms:
+            total = add_adjoints(total, getitem_vjp(g, x, index))
+        return zeros_like(x) if total is None else total
+    out = np.zeros(np.shape(x), dtype=np.result_type(x, 1.0, *[np.result_type(g) for g, _ in terms]))
+    for g, index in terms:
+        if isinstance(index, (int, np.integer, slice)) or (isinstance(index, tuple) and all(
+                isinstance(i, (int, np.integer, slice)) or i is None or i is Ellipsis for i in index)):
+            out[index] += g  # a basic index names each entry once
+        else:
+            np.add.at(out, index, g)  # repeated fancy indices add up
+    return out
+
+
+def index_terms_jvp(u, terms):
+    """Tangent terms of ``summed_getitem_vjp``: each step's ``(g, index)`` gives ``(g_dot, index)``."""
+    return [(g_dot, index) for (g_dot, _), (_, index) in zip(u, terms, strict=True)]
+
+
 def summed_products(terms, fixed, vjp, fixed_first):
     """The sum of a loop's contributions ``vjp(g, ...)`` to a matrix ``fixed`` it multiplies every step.
 

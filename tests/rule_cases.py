@@ -586,6 +586,9 @@ def _helpers() -> dict:
         rt.summed_matmul_vjp_a: _terms(True, 1) | _terms(True, 2),
         rt.summed_matmul_vjp_b: _terms(False, 1) | _terms(False, 2),
         rt.summed_dot_vjp_a: _terms(True, 1), rt.summed_dot_vjp_b: _terms(False, 1),
+        rt.summed_getitem_vjp: case(st.lists(st.tuples(floats(), st.sampled_from([0, 2, -1])), min_size=1,
+                                             max_size=4), np.zeros(4)) |
+        case(st.lists(st.tuples(arrays((2,)), st.just(np.array([1, 1]))), min_size=1, max_size=3), np.zeros(3)),
         rt.add_adjoints: case(arrays((3,)), arrays((3,))) | case(st.tuples(floats(), arrays((2,))),
                                                                 st.tuples(floats(), arrays((2,)))),
         rt.dense_adjoint: case(arrays((3,)), arrays((3,))),

@@ -45,7 +45,8 @@ defjvp(rt.summed_matmul_vjp_a, lambda u, ans, terms, a: rt.summed_matmul_vjp_a(r
 defjvp(rt.summed_matmul_vjp_b, lambda u, ans, terms, b: rt.summed_matmul_vjp_b(rt.product_terms_jvp(u, terms), b), zero)
 defjvp(rt.summed_dot_vjp_a,    lambda u, ans, terms, a: rt.summed_dot_vjp_a(rt.product_terms_jvp(u, terms), a), zero)
 defjvp(rt.summed_dot_vjp_b,    lambda u, ans, terms, b: rt.summed_dot_vjp_b(rt.product_terms_jvp(u, terms), b), zero)
-def_nondiff(rt.product_terms_jvp)  # reached only through the rules above: its result is already a tangent
+defjvp(rt.summed_getitem_vjp, lambda u, ans, terms, x: rt.summed_getitem_vjp(rt.index_terms_jvp(u, terms), x), zero)
+def_nondiff(rt.product_terms_jvp, rt.index_terms_jvp)  # reached only through the rules above: already tangents
 
 # ---- linear algebra and statistics ---------------------------------------------------------------------------
 # solve_vjp_b(g, ans, a, b) = solve(a^T, g); solve_vjp_a = -outer(that, ans): linear in g and in ans
