@@ -101,6 +101,8 @@ class Gradient:
         self.argnums = _check_argnums(argnums)
         self.with_value = with_value
         self.last_args: tuple[Any, ...] | None = None
+        self._rule: registry.Rule | None = None  # its rules as a primitive (``ast_ad_rule``), made once
+        self._partials: dict[Any, Gradient] = {}  # gradients of ``fun`` its reverse rule runs (``gradient_adjoints``)
         self.signature = self.fun.signature if self.transformed else inspect.signature(self.fun)
         self.nparams = len(self.signature.parameters)
         # every parameter positional-or-keyword: a call with one positional argument each needs no binding
@@ -230,18 +232,10 @@ class Gradient:
             if isinstance(args[k], (tuple, list, dict)):
                 raise ASTADError("the derivative of a derivative with respect to a tuple, list or dict is not "
                                  "supported yet: pass its arrays as separate arguments")
-            loaded = compose.jvp_code(inner, (k,))
-            x = np.asarray(args[k], dtype=float)
-            columns = []
-            for j in range(x.size):
-                e = np.zeros(x.size)
-                e[j] = 1.0
-                raw, raw_dot = compose.run(loaded, *inner.args, float(e[0]) if x.ndim == 0 else e.reshape(x.shape))
-                out = inner.finish(raw)
-                if not _is_scalar(out):
-                    raise self.non_scalar(out)
-                columns.append(inner.finish_dot(raw, raw_dot))
-            grads.append(_like(np.reshape(np.asarray(columns, dtype=float), x.shape), args[k]))
+            out, columns = compose.forward_columns(inner, k)
+            if out is not None and not _is_scalar(out):
+                raise self.non_scalar(out)
+            grads.append(_like(np.reshape(np.asarray(columns, dtype=float), np.shape(args[k])), args[k]))
         if out is None:
             out = self.fun(*args)
         result = grads[0] if self.single else tuple(grads)
@@ -253,7 +247,7 @@ class Gradient:
         the ``jvp`` of the gradient in each argument along the adjoint (a Hessian-vector product)."""
         if self.with_value or self.bound_self is not None or self.transformed:
             return None
-        rule = getattr(self, "_rule", None)
+        rule = self._rule
         if rule is None:
             k = range(self.nparams)
             rule = self._rule = registry.Rule(self, tuple(functools.partial(_gradient_vjp, self, j) for j in k),
@@ -325,16 +319,25 @@ class Gradient:
         return f"<ast_ad gradient of {self.__qualname__} argnums={self.argnums}>"
 
 
-def _gradient_vjp(gradient: Gradient, k: int, g: Any, ans: Any, *args: Any) -> Any:
-    """Argument ``k``'s adjoint through ``gradient(*args)`` = grad_A f: d/dx_k <grad_A f, g>, which is the
-    forward-mode tangent of grad_k f along ``g`` placed in the arguments A."""
+def gradient_adjoints(gradient: Gradient, positions: int | tuple[int, ...], g: Any, args: tuple[Any, ...]) -> Any:
+    """The adjoints of the arguments at ``positions`` through ``gradient(*args)`` = grad_A f, given its adjoint
+    ``g``: d/dx <grad_A f, g>, which by the symmetry of second derivatives is the forward-mode tangent of
+    grad_positions f along ``g`` placed in the arguments A (a Hessian-vector product)."""
     from ast_ad import compose
 
     bars = (g,) if gradient.single else tuple(g)
     tangents: list[Any] = [None] * len(args)
     for a, bar in zip(gradient.argnums, bars, strict=True):
         tangents[a] = bar
-    return compose.jvp(grad(gradient.fun, k), args, tuple(tangents))[1]
+    partials = gradient._partials  # made once: the rule runs inside generated loops
+    if positions not in partials:
+        partials[positions] = Gradient(gradient.fun, positions, with_value=False)
+    return compose.jvp(partials[positions], args, tuple(tangents))[1]
+
+
+def _gradient_vjp(gradient: Gradient, k: int, g: Any, ans: Any, *args: Any) -> Any:
+    """Argument ``k``'s rule through a call of ``gradient`` in generated code."""
+    return gradient_adjoints(gradient, k, g, args)
 
 
 def _gradient_jvp(gradient: Gradient, k: int, u: Any, ans: Any, *args: Any) -> Any:

@@ -128,8 +128,12 @@ def _pair_up(primals: Any, tangents: Any) -> tuple[tuple[Any, ...], tuple[Any, .
     if len(primals) != len(tangents):
         raise ASTADError(f"jvp got {len(primals)} primals but {len(tangents)} tangents: give one tangent per "
                          "argument (None for one that is not differentiated)")
+    from ast_ad.api import _check_differentiable
+
     out = []
     for k, (p, t) in enumerate(zip(primals, tangents, strict=True)):
+        if t is not None and type(p) is not float:
+            _check_differentiable(p, f"argument {k}")  # an integer has no tangent: give it None
         out.append(None if t is None else _tangent_like(t, p, k))
     return tuple(primals), tuple(out)
 
@@ -192,27 +196,16 @@ def fresh(saved: Any) -> Any:
 
 
 def _vjp_of_transformed(fun: Any, primals: tuple[Any, ...], argnums: tuple[int, ...]):
-    """The VJP of a gradient ``x -> grad_A f(x)``: ``v -> grad(<grad f, v>)``, which by the symmetry of
-    second derivatives is the forward-mode tangent of ``grad f`` (all arguments) along ``v`` in ``A``."""
-    from ast_ad.api import Gradient
+    """The VJP of a gradient ``x -> grad_A f(x)`` (``api.gradient_adjoints``: a Hessian-vector product)."""
+    from ast_ad.api import Gradient, gradient_adjoints
 
     if not isinstance(fun, Gradient) or fun.transformed or fun.with_value:
         raise ASTADError("vjp of this transformed function is not supported yet: vjp takes a plain function or "
                          "a gradient from ast_ad.grad; use jvp (forward mode) over it instead")
-    full = Gradient(fun.fun, argnums, with_value=False)
     out = fun(*primals)
 
     def vjp_fn(out_bar: Any) -> tuple[Any, ...]:
-        bars = (out_bar,) if fun.single else tuple(out_bar)
-        tangents: list[Any] = [None] * len(primals)
-        for k, bar in zip(fun.argnums, bars, strict=True):
-            tangents[k] = bar
-        for k in argnums:
-            if tangents[k] is None:
-                tangents[k] = np.zeros_like(primals[k], dtype=float) if np.ndim(primals[k]) else 0.0
-        _, dots = jvp(full, primals, tuple(tangents))
-        dots = (dots,) if full.single else dots
-        found = dict(zip(argnums, dots, strict=True))
+        found = dict(zip(argnums, gradient_adjoints(fun, argnums, out_bar, primals), strict=True))
         return tuple(found.get(k) for k in range(len(primals)))
     return out, vjp_fn
 
@@ -277,9 +270,12 @@ class Jacobian:
         self.__name__ = f"jacobian_{getattr(fun, '__name__', 'f')}"
 
     def __call__(self, *args: Any) -> Any:
+        from ast_ad.api import _check_differentiable
+
         for k in self.argnums:
             if k >= len(args):
                 raise ArgnumsError(f"argnums={self.argnums!r} names argument {k}, but the call has {len(args)}")
+            _check_differentiable(args[k], f"argument {k}")
             if isinstance(args[k], (tuple, list, dict)):
                 raise ASTADError(f"the Jacobian with respect to a {type(args[k]).__name__} argument is not "
                                  "supported: pass its arrays as separate arguments, or one stacked array")
@@ -306,22 +302,8 @@ class Jacobian:
         return jvp_code(lower(self.fun, args), (self.argnums[0],)).text
 
     def forward(self, args: tuple[Any, ...], k: int) -> Any:
-        lowered = lower(self.fun, args)
-        x = np.asarray(args[k], dtype=float)
-        columns = []
-        loaded = jvp_code(lowered, (k,))
-        out = None
-        for j in range(x.size):
-            e = np.zeros(x.size)
-            e[j] = 1.0
-            t = float(e[0]) if x.ndim == 0 else e.reshape(x.shape)
-            raw, raw_dot = run(loaded, *lowered.args, t)
-            out, column = lowered.finish(raw), lowered.finish_dot(raw, raw_dot)
-            columns.append(column)
-        if out is None:  # an empty argument
-            out = self.fun(*args)
-            return _stack_columns([], out, x.shape)
-        return _stack_columns(columns, out, x.shape)
+        out, columns = forward_columns(lower(self.fun, args), k)
+        return _stack_columns(columns, self.fun(*args) if out is None else out, np.shape(args[k]))
 
     def reverse(self, args: tuple[Any, ...], k: int) -> Any:
         out, vjp_fn = vjp(self.fun, *args)
@@ -343,6 +325,21 @@ class Jacobian:
             stacked = np.stack(rows) if rows else np.zeros((0,) + x_shape)
             blocks.append(stacked.reshape(np.shape(leaf) + x_shape))
         return tuple(blocks) if isinstance(out, tuple) else blocks[0]
+
+
+def forward_columns(lowered: Lowered, k: int) -> tuple[Any, list[Any]]:
+    """The callable's value, and its tangents along each unit vector of its argument ``k`` (the columns of
+    its Jacobian), one forward pass each; the value is ``None`` for an empty argument."""
+    loaded = jvp_code(lowered, (k,))
+    x = np.asarray(lowered.args[lowered.positions[k]], dtype=float)
+    out, columns = None, []
+    for j in range(x.size):
+        e = np.zeros(x.size)
+        e[j] = 1.0
+        raw, raw_dot = run(loaded, *lowered.args, float(e[0]) if x.ndim == 0 else e.reshape(x.shape))
+        out = lowered.finish(raw)
+        columns.append(lowered.finish_dot(raw, raw_dot))
+    return out, columns
 
 
 def _leaves(out: Any) -> list[Any]:

@@ -49,7 +49,6 @@ class Emitted:
     namespace: dict[str, Any]
     bindings: tuple[Binding, ...]
     files: dict[str, str]  # each generated function's name -> the file of the user's function it derives from
-    functions: tuple[str, ...] = ()  # every generated function's name, in order
 
 
 def spelling(obj: Any, hint: str) -> tuple[str, tuple[str, ...]]:
@@ -140,7 +139,7 @@ def _module(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
     text = "\n\n".join(_print_ast(tree) for tree in trees)
     unique = {(b.alias, id(b.fn), b.origin): b for b in bindings}
     files = {tree.name: owner.function.result_line.filename for (owner, _, _), tree in zip(units, trees, strict=True)}
-    return Emitted(text, trees[-1].name, namespace, tuple(unique.values()), files, tuple(t.name for t in trees))
+    return Emitted(text, trees[-1].name, namespace, tuple(unique.values()), files)
 
 
 def emit_forward(function: ir.Function) -> str:

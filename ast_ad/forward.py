@@ -19,7 +19,6 @@ written in place, so tangents may share memory with each other.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,7 +100,7 @@ class Forwarder:
         params = list(self.function.params) + [self.dot(self.function.params[k]) for k in self.argnums]
         given = {self.function.params[k] for k in self.argnums}
         # a parameter without a tangent that the function rebinds to a differentiated value starts at zero
-        body = [syntax.assign(self.dot(p), self.zero(p)) for p in self.function.params
+        body = [syntax.assign(self.dot(p), self.zero_of(ir.Var(p))) for p in self.function.params
                 if p in self.active and p not in given]
         body += self.block(self.function.body)
         result = self.function.result
@@ -173,7 +172,7 @@ class Forwarder:
         if self.is_active(stmt.value):
             dots = [self.dot(t) for t in stmt.targets]
             return [primal, syntax.assign(dots, syntax.name(self.dot(stmt.value.name)))]
-        return [primal] + [syntax.assign(self.dot(t), self.zero(t)) for t in targets]
+        return [primal] + [syntax.assign(self.dot(t), self.zero_of(ir.Var(t))) for t in targets]
 
     def append(self, stmt: ir.Append) -> list[gast.stmt]:
         primal = syntax.statement(stmt, self.refs)
@@ -189,9 +188,6 @@ class Forwarder:
         return [primal, syntax.statement(ir.Pop(self.dot(stmt.target) if stmt.target in self.active else None,
                                                 self.dot(stmt.source), stmt.line), self.refs)]
 
-    def zero(self, name: str) -> gast.expr:
-        return syntax.call(self.refs.marker(runtime.zeros_like, "zeros_like"), [syntax.name(name)])
-
     def assign(self, stmt: ir.Assign) -> list[gast.stmt]:
         """The primal statement and its tangent's; the old value kept where the tangent reads it."""
         primal = syntax.statement(stmt, self.refs)
@@ -206,7 +202,7 @@ class Forwarder:
         ans = self.namer.fresh(f"{target}_new") if reads_itself else target
         tangent = self.tangent(stmt, ans)
         if tangent is None:
-            return [primal, syntax.assign(self.dot(target), self.zero(target))]
+            return [primal, syntax.assign(self.dot(target), self.zero_of(ir.Var(target)))]
         if not reads_itself:
             return [primal, syntax.assign(self.dot(target), tangent)]
         if not any(isinstance(n, gast.Name) and n.id == ans for n in syntax.walk(tangent)):
@@ -305,14 +301,9 @@ class Forwarder:
         if slope is None:
             rule_name = f"{call.fn.hint.rsplit('.', 1)[-1]}_vjp"
             slope = syntax.call(self.refs.marker(vjp, rule_name), [ones, syntax.name(ans), *args], kwargs)
-        axes = registry.reduction_axes(call.fn.obj)
-        keywords: dict[str, gast.expr] = {}
-        if axes == ("axis",):
-            bound = _bound(vjp, len(args), kwargs, args)
-            keywords["axis"] = bound.get("axis", syntax.const(None))
-            keywords["keepdims"] = bound.get("keepdims", syntax.const(False))
-        else:
-            keywords["axis"] = syntax.const(axes)
+        axis, keepdims = registry.reduced_over(rule, k, args, kwargs)
+        keywords = {name: value if isinstance(value, gast.AST) else syntax.const(value)
+                    for name, value in (("axis", axis), ("keepdims", keepdims))}
         product = gast.BinOp(left=syntax.name(u.name), op=gast.Mult(), right=slope)
         return syntax.call(self.refs.marker(np.sum, "np.sum"), [product], keywords)
 
@@ -340,18 +331,3 @@ class Forwarder:
     def missing(self, stmt: ir.Stmt, message: str) -> MissingRuleError:
         return at_line(MissingRuleError, stmt, message + "; if it is your own primitive, register a forward rule: "
                        "ast_ad.extend.defjvp(fn, lambda u, ans, x: ...), one lambda per positional argument")
-
-
-def _bound(rule: Any, nargs: int, kwargs: dict[str, gast.expr], args: list[gast.expr]) -> dict[str, gast.expr]:
-    """The call's expressions by the rule's parameter names (``axis``, ``keepdims``), defaults as constants."""
-    signature = inspect.signature(rule)
-    bound = signature.bind(None, None, *args, **kwargs)
-    bound.apply_defaults()
-    out = {}
-    for key, value in bound.arguments.items():
-        if isinstance(value, gast.AST):
-            out[key] = value
-        elif isinstance(value, (type(None), bool, int, float, tuple)):
-            out[key] = syntax.const(value)
-    return out
-

@@ -912,7 +912,7 @@ class Lowerer:
         call of what it makes is a call of a known primitive (its rules: ``api.Gradient.ast_ad_rule``)."""
         from ast_ad import api
 
-        if self.static(node.func) not in (api.grad, api.value_and_grad) or not node.args:
+        if self.static(node.func) is not api.grad or not node.args:
             return None
         target = node.args[0]
         fn = self.static(target)

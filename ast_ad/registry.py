@@ -34,6 +34,7 @@ rule returns exactly the argument's shape.
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 import types
 from collections.abc import Callable
@@ -168,6 +169,17 @@ def def_reduction(fn: Any, axes: tuple[int, ...] | None = None) -> None:
 def reduction_axes(fn: Any) -> tuple[Any, ...] | None:
     """``("axis",)`` for a reduction over its ``axis`` argument, the fixed axes, or ``None``."""
     return _fact("reduction", fn)
+
+
+def reduced_over(rule: Rule, k: int, args: Any, kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    """``(axis, keepdims)`` of a reduction's call: its fixed axes, or the call's own ``axis`` and ``keepdims``
+    (as the call gives them: values, or expressions standing for them), its reverse rule's defaults else."""
+    axes = reduction_axes(rule.fn)
+    if axes != ("axis",):
+        return axes, False
+    bound = inspect.signature(rule.vjps[k]).bind(None, None, *args, **kwargs)
+    bound.apply_defaults()
+    return bound.arguments.get("axis"), bound.arguments.get("keepdims", False)
 
 
 def def_sequence(*fns: Any) -> None:

@@ -27,7 +27,6 @@ goes), and runs its rules the same way, so rules are differentiated again.
 from __future__ import annotations
 
 import builtins
-import inspect
 import itertools
 import numbers
 import operator
@@ -210,13 +209,8 @@ def tangent(rule: registry.Rule, k: int, u: Any, ans: Any, args: tuple[Any, ...]
     if jvp is registry.REDUCTION:
         vjp = rule.vjps[k]
         slope = _rule(vjp, u, ans, args)(apply(np.ones_like, ans), ans, *args, **kwargs)
-        axes = registry.reduction_axes(rule.fn)
-        if axes != ("axis",):
-            return apply(np.sum, apply(operator.mul, u, slope), axis=axes)
-        bound = inspect.signature(vjp).bind(None, None, *args, **kwargs)
-        bound.apply_defaults()
-        return apply(np.sum, apply(operator.mul, u, slope), axis=bound.arguments.get("axis"),
-                     keepdims=bound.arguments.get("keepdims", False))
+        axis, keepdims = registry.reduced_over(rule, k, args, kwargs)
+        return apply(np.sum, apply(operator.mul, u, slope), axis=axis, keepdims=keepdims)
     return _rule(jvp, u, ans, args)(u, ans, *args, **kwargs)
 
 
@@ -293,8 +287,7 @@ def value_and_grad(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) 
         mine = isinstance(out, Box) and not isinstance(out, Dual) and out.level == level
         adjoints = backward(out) if mine else {}
         grads = [_gather(boxed[k][1], adjoints, args[k]) for k in nums]
-        out = out.value if mine else out
-        return out, grads[0] if isinstance(argnums, numbers.Integral) else tuple(grads)
+        return _primal(out, level), grads[0] if isinstance(argnums, numbers.Integral) else tuple(grads)
     return run
 
 

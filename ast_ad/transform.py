@@ -84,16 +84,8 @@ def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: An
 
 def pair(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...]) -> tuple[Any, Any, Loaded]:
     """The loaded ``(f_fwd, f_bwd)``: ``f_fwd(*args) -> (out, saved)``, ``f_bwd(saved, out_bar) -> adjoints``."""
-    key = ("pair", fn, argnums, shapes)
-    loaded = _loaded.get(key)
-    if loaded is None or not loaded.refresh():
-        with _lock:
-            if loaded is not None:
-                _adjoints.clear()
-            emitted = emit_pair(adjoint(fn, argnums, shapes))
-            loaded = load(emitted.text, emitted.entry, emitted.namespace, emitted.bindings, emitted.files)
-            loaded.refresh()
-            _loaded[key] = loaded
+    loaded = _built(("pair", fn, argnums, shapes), fn, "vjp", "parse, normalize, reverse",
+                    lambda: adjoint(fn, argnums, shapes), emit_pair, _adjoints)
     bwd = loaded.fn
     fwd = loaded.namespace[list(loaded.files)[-2]]  # the pair is printed fwd, then bwd
     return fwd, bwd, loaded

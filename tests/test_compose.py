@@ -222,6 +222,16 @@ def test_a_second_derivative_through_a_helper_without_forward_rule_is_refused() 
         ast_ad.hessian(with_prod)(np.array([0.3, 0.4]))
 
 
+def test_an_integer_argument_takes_no_tangent() -> None:
+    """As grad refuses an integer (a wrong zero otherwise: np.asarray(3) is an integer array, whose cast passes
+    no tangent), so do jvp and the Jacobians; None marks it as not differentiated."""
+    with pytest.raises(ast_ad.errors.NonDifferentiableArgumentError, match="an integer"):
+        ast_ad.jvp(mixed, (2, 1.7), (1.0, 0.0))
+    with pytest.raises(ast_ad.errors.NonDifferentiableArgumentError, match="an integer"):
+        ast_ad.jacfwd(mixed)(2, 1.7)
+    assert ast_ad.jvp(mixed, (2, 1.7), (None, 1.0))[1] == pytest.approx(4 + 2 * math.cos(3.4))
+
+
 def test_bad_tangents_are_explained() -> None:
     with pytest.raises(ASTADError, match="has shape"):
         ast_ad.jvp(rnn_loss, (np.eye(3), np.ones((4, 3))), (np.ones(3), None))
