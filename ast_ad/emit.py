@@ -49,6 +49,7 @@ class Emitted:
     namespace: dict[str, Any]
     bindings: tuple[Binding, ...]
     files: dict[str, str]  # each generated function's name -> the file of the user's function it derives from
+    functions: tuple[Any, ...] = ()  # the user's functions it derives from, the entry's first (the cache keys on them)
 
 
 def spelling(obj: Any, hint: str) -> tuple[str, tuple[str, ...]]:
@@ -139,7 +140,8 @@ def _module(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
     text = "\n\n".join(_print_ast(tree) for tree in trees)
     unique = {(b.alias, id(b.fn), b.origin): b for b in bindings}
     files = {tree.name: owner.function.result_line.filename for (owner, _, _), tree in zip(units, trees, strict=True)}
-    return Emitted(text, trees[-1].name, namespace, tuple(unique.values()), files)
+    functions = tuple(dict.fromkeys(owner.function.fn for owner, _, _ in reversed(units)))
+    return Emitted(text, trees[-1].name, namespace, tuple(unique.values()), files, functions)
 
 
 def emit_forward(function: ir.Function) -> str:

@@ -28,7 +28,7 @@ from typing import Any
 from ast_ad.emit import Binding
 
 _serial = itertools.count(1)
-_MISSING = object()
+MISSING = object()
 _COMMENT = re.compile(r"\s*# line (\d+): (.*)$")
 
 
@@ -106,32 +106,53 @@ def written(text: str, entry: str) -> str | None:
 
     Falls back to the temporary directory where the cache directory is not writable.
     """
-    folder = cache_dir()
-    if folder is None:
-        return None
-    name = f"{entry}-{hashlib.sha256(text.encode()).hexdigest()[:16]}.py"
-    user = os.getuid() if hasattr(os, "getuid") else 0
-    for place in (folder, pathlib.Path(tempfile.gettempdir()) / f"ast_ad-{user}"):
-        path = place / name
-        try:
-            if not path.exists():
-                place.mkdir(parents=True, exist_ok=True)
-                fd, partial = tempfile.mkstemp(dir=place, suffix=".partial")
-                with os.fdopen(fd, "w", encoding="utf-8") as out:
-                    out.write(text)
-                os.replace(partial, path)  # atomic: another process reads the whole file or none of it
+    name = text_name(text, entry)
+    for place in places():
+        if (place / name).exists():
+            return str(place / name)
+        path = write_atomic(place, name, text)
+        if path is not None:
             return str(path)
-        except OSError:
-            continue
     return None
 
 
-def cache_clear() -> int:
-    """Delete the generated modules written to the cache directory; the number of files removed."""
+def text_name(text: str, entry: str) -> str:
+    """The file name of a generated module: its entry function and a hash of its text."""
+    return f"{entry}-{hashlib.sha256(text.encode()).hexdigest()[:16]}.py"
+
+
+def places() -> list[pathlib.Path]:
+    """The folders generated modules go to, in order: the cache directory, then a temporary one."""
     folder = cache_dir()
+    if folder is None:
+        return []
+    user = os.getuid() if hasattr(os, "getuid") else 0
+    return [folder, pathlib.Path(tempfile.gettempdir()) / f"ast_ad-{user}"]
+
+
+def write_atomic(place: pathlib.Path, name: str, text: str) -> pathlib.Path | None:
+    """Write ``text`` to ``place / name`` so that a reader sees the whole file or none; ``None`` on failure."""
+    try:
+        place.mkdir(parents=True, exist_ok=True)
+        fd, partial = tempfile.mkstemp(dir=place, suffix=".partial")
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(partial, place / name)  # atomic: another process reads the whole file or none of it
+    except OSError:
+        pathlib.Path(partial).unlink(missing_ok=True)
+        return None
+    return place / name
+
+
+def cache_clear() -> int:
+    """Delete the generated modules (and the persistent cache's index) in the cache directories; the number of
+    files removed."""
     removed = 0
-    if folder is not None and folder.is_dir():
-        for path in folder.glob("*.py"):
+    for folder in places():
+        for path in [*folder.glob("*.py"), *folder.glob("index/*.json")]:
             try:
                 path.unlink()
                 removed += 1
@@ -144,9 +165,9 @@ def read(fn: Any, origin: tuple[str, str]) -> Any:
     """The current value of a global or closure variable of ``fn``."""
     kind, name = origin
     if kind == "global":
-        return fn.__globals__.get(name, _MISSING)
+        return fn.__globals__.get(name, MISSING)
     cell = fn.__closure__[fn.__code__.co_freevars.index(name)]
     try:
         return cell.cell_contents
     except ValueError:
-        return _MISSING
+        return MISSING

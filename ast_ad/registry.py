@@ -82,6 +82,14 @@ REDUCTION = "reduction"  # the forward rule is np.sum(u * D, axis), D the VJP ap
 
 
 _RULES: dict[Any, Rule] = {}
+# Registrations made outside ast_ad (the user's rules and facts), in order: the persistent cache keys on them.
+USER_CHANGES: list[tuple[Any, ...]] = []
+
+
+def _note(kind: str, *payload: Any) -> None:
+    """Record a registration made by the user's code (three frames up: the user, ``def...``, here)."""
+    if not sys._getframe(2).f_globals.get("__name__", "").startswith("ast_ad"):
+        USER_CHANGES.append((kind, *payload))
 
 
 def zero(g: Any, ans: Any, *args: Any, **kwargs: Any) -> float:
@@ -95,11 +103,13 @@ def zero(g: Any, ans: Any, *args: Any, **kwargs: Any) -> float:
 
 def defvjp(fn: Any, *vjps: VJP | None, elementwise: bool = False) -> None:
     """Register one reverse rule per positional argument of ``fn``."""
+    _note("vjp", fn, elementwise, *vjps)
     _RULES[fn] = Rule(fn, tuple(vjps), elementwise=elementwise, origin=_caller(), jvps=_written_jvps(fn))
 
 
 def defvjp_elementwise(fn: Any, *vjps: VJP | None) -> None:
     """Register rules for an elementwise (broadcasting) function."""
+    _note("vjp", fn, True, *vjps)
     _RULES[fn] = Rule(fn, tuple(vjps), elementwise=True, origin=_caller(), jvps=_written_jvps(fn))
 
 
@@ -108,6 +118,7 @@ def defjvp(fn: Any, *jvps: VJP | None) -> None:
 
     ``None`` keeps the forward rule that follows from the function's facts (see the module's docstring).
     """
+    _note("jvp", fn, *jvps)
     old = _RULES.get(fn)
     if old is None:
         _RULES[fn] = Rule(fn, (), jvps=tuple(jvps), origin=_caller())
@@ -123,6 +134,7 @@ def _written_jvps(fn: Any) -> tuple[VJP | None, ...]:
 def def_nondiff(*fns: Any) -> None:
     """Declare functions whose result carries no gradient (``floor``, ``shape``, ...)."""
     for fn in fns:
+        _note("nondiff", fn)
         _RULES[fn] = Rule(fn, nondiff=True, origin=_caller())
 
 
@@ -141,6 +153,7 @@ def def_in_place(fn: Any, twin: Any) -> None:
 
     ``fn`` may be a function (``np.add.at``) or a method of arrays (``np.ndarray.sort``).
     """
+    _note("in_place", fn, twin)
     _FACTS["in_place"][fn] = twin
 
 
@@ -153,6 +166,7 @@ def def_linear(fn: Any, *argnums: int) -> None:
     """Declare ``fn`` linear in each of these positional arguments while the others stay fixed
     (``np.sum`` in 0; ``np.matmul`` in 0 and 1): ``fn(..., a + b, ...) == fn(..., a, ...) + fn(..., b, ...)``
     and ``fn(..., 0, ...) == 0``. Its forward rule is then ``fn`` itself, applied to the tangent."""
+    _note("linear", fn, *argnums)
     _FACTS["linear"][fn] = frozenset(argnums) | (_fact("linear", fn) or frozenset())
 
 
@@ -163,6 +177,7 @@ def linear_in(fn: Any) -> frozenset[int]:
 def def_reduction(fn: Any, axes: tuple[int, ...] | None = None) -> None:
     """Declare ``fn`` a reduction: each entry of its result depends only on the entries of its arguments
     that it combines, over the call's ``axis`` argument (or over the fixed ``axes``, as for ``np.linalg.det``)."""
+    _note("reduction", fn, axes)
     _FACTS["reduction"][fn] = ("axis",) if axes is None else axes
 
 
@@ -184,6 +199,7 @@ def reduced_over(rule: Rule, k: int, args: Any, kwargs: dict[str, Any]) -> tuple
 
 def def_sequence(*fns: Any) -> None:
     """Declare functions that return a tuple or list: their results' adjoints add element by element."""
+    _note("sequence", *fns)
     _FACTS["sequence"].update(dict.fromkeys(fns, True))
 
 
@@ -193,6 +209,7 @@ def returns_sequence(fn: Any) -> bool:
 
 def def_same_kind(*fns: Any) -> None:
     """Declare functions whose result is a list, tuple or dict when their first argument is (``assign_item``)."""
+    _note("same_kind", *fns)
     _FACTS["same_kind"].update(dict.fromkeys(fns, True))
 
 
@@ -202,6 +219,7 @@ def keeps_kind(fn: Any) -> bool:
 
 def def_effect(*fns: Any) -> None:
     """Declare functions called for an effect alone (``print``): they read their arguments and change none."""
+    _note("effect", *fns)
     _FACTS["effect"].update(dict.fromkeys(fns, True))
 
 

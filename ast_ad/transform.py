@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any
 
-from ast_ad import ir
+from ast_ad import ir, store
 from ast_ad.check import check
 from ast_ad.emit import emit, emit_forward, emit_jvp, emit_pair
 from ast_ad.forward import Tangent, forward
@@ -28,6 +28,7 @@ _lock = threading.RLock()
 _adjoints: dict[tuple[Any, tuple[int, ...], tuple[int, ...]], Adjoint] = {}
 _loaded: dict[tuple[Any, ...], Loaded] = {}
 _tangents: dict[tuple[Any, ...], Tangent] = {}
+counts = {"built": 0, "stored": 0, "fetched": 0}  # modules transformed, written to and read from the disk cache
 
 
 def normalized(fn: Any) -> ir.Function:
@@ -71,6 +72,13 @@ def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: An
     with _lock:
         if loaded is not None:
             derived_cache.clear()
+        stored = store.key(fn, tuple("<fn>" if part is fn else part for part in key))
+        found = store.fetch(stored, fn) if stored is not None else None
+        if found is not None and found.refresh():
+            log.info("%s of %s: read from the cache (%s)", what, _name(fn), found.fn.__code__.co_filename)
+            counts["fetched"] += 1
+            _loaded[key] = found
+            return found
         clock = _Clock(fn, what)
         derived = clock.stage(derivation, derive)
         emitted = clock.stage("emit", lambda: emit_(derived))
@@ -78,6 +86,9 @@ def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: An
                                                      emitted.bindings, emitted.files))
         clock.report(emitted.text)
         loaded.refresh()
+        counts["built"] += 1
+        if stored is not None and store.save(stored, emitted, loaded):
+            counts["stored"] += 1
         _loaded[key] = loaded
         return loaded
 

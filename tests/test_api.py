@@ -198,7 +198,7 @@ def test_generated_files_can_be_turned_off_and_cleared(tmp_path, monkeypatch) ->
     monkeypatch.setenv("AST_AD_CACHE_DIR", str(tmp_path))
     loaded = load.load("def double(x):\n    return 2 * x\n", "double", {})
     assert loaded.fn.__code__.co_filename.startswith(str(tmp_path)) and loaded.fn(3) == 6
-    assert ast_ad.cache_clear() == 1 and not list(tmp_path.glob("*.py"))
+    assert ast_ad.cache_clear() >= 1 and not list(tmp_path.glob("*.py"))
     assert inspect.getsource(loaded.fn).startswith("def double")  # linecache still has the text
     monkeypatch.setenv("AST_AD_CACHE", "0")
     assert load.load("def triple(x):\n    return 3 * x\n", "triple", {}).fn.__code__.co_filename.startswith("<ast_ad")
