@@ -2,6 +2,7 @@
 
     python -m ast_ad show model.py:loss --argnums 0,1 [--stage normalized|adjoint] [2.0 3.0]
     python -m ast_ad explain model.py:f 2.0 3.0 --argnums 0,1 [--mode forward --tangents 1,0]
+    python -m ast_ad explain model.py:f 2.0 3.0 --html page.html
     python -m ast_ad graph model.py:f 2.0 3.0 -o graph.svg
 
 Values are Python literals: ``2.0``, ``[1.0, 2.0]`` (an array). Errors name the file and line.
@@ -43,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
                              help="forward: the tangent trace (each step's value and tangent)")
             sub.add_argument("--tangents", default=None,
                              help="comma-separated tangents, one per argument in argnums (default: all 1)")
+            sub.add_argument("--html", default=None, metavar="PAGE.html",
+                             help="write one self-contained page instead: the graph, both traces, where paths "
+                                  "meet, and the generated gradient")
         if name == "graph":
             sub.add_argument("-o", "--output", help="a .svg, .png or .pdf file (default: print DOT)")
     options, extra = parser.parse_known_args(argv)
@@ -75,7 +79,13 @@ def run(options: argparse.Namespace) -> int:
         print(colour(text) if sys.stdout.isatty() and not os.environ.get("NO_COLOR") else text)
     elif options.command == "explain":
         tangents = None if options.tangents is None else tuple(literal(t) for t in options.tangents.split(","))
-        print(ast_ad.explain(fn, *values, argnums=argnums_arg, mode=options.mode, tangents=tangents))
+        if options.html:
+            from ast_ad.page import page
+            with open(options.html, "w", encoding="utf-8") as out:
+                out.write(page(fn, *values, argnums=argnums_arg))
+            print(f"wrote {options.html}")
+        else:
+            print(ast_ad.explain(fn, *values, argnums=argnums_arg, mode=options.mode, tangents=tangents))
     else:
         picture = ast_ad.graph(fn, *values, argnums=argnums_arg)
         if options.output:

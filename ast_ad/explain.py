@@ -483,11 +483,12 @@ def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
     return "\n".join(lines)
 
 
-def html_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+def html_table(header: tuple[str, ...], rows: list[tuple[str, ...]], name: str | None = None) -> str:
     import html
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    named = f' id="{name}"' if name else ""
+    return f"<table{named}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 __all__ = ["explain", "Explanation", "Step", "Edge"]
