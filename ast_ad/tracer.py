@@ -3,8 +3,8 @@
 >>> import math
 >>> def f(x1, x2):
 ...     return math.log(x1) + x1 * x2 - math.sin(x2)
->>> [round(g, 6) for g in grad(f, argnums=(0, 1))(2.0, 3.0)]
-[3.5, 2.989992]
+>>> tuple(round(g, 6) for g in grad(f, argnums=(0, 1))(2.0, 3.0))
+(3.5, 2.989992)
 
 While the function runs, each differentiated value is a ``Box`` and each
 primitive applied to one records a ``Node`` with a closure for each argument's

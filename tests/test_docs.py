@@ -1,0 +1,85 @@
+"""The documentation shows what ast_ad does: the tutorial's tables, listings and picture are what ast_ad
+prints today, and the guides' examples run."""
+
+import os
+import pathlib
+import re
+import runpy
+import sys
+
+import pytest
+
+import ast_ad
+from ast_ad import page
+
+DOCS = pathlib.Path(__file__).parent.parent / "docs"
+WORKED = "import numpy as np\n\n\ndef f(x1, x2):\n    return np.log(x1) + x1 * x2 - np.sin(x2)\n"
+
+
+@pytest.fixture(scope="module")
+def worked(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tutorial")
+    (folder / "model.py").write_text(WORKED)
+    sys.path.insert(0, str(folder))
+    try:
+        import model
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop("model", None)
+    return model.f
+
+
+def _blocks(path: pathlib.Path, language: str = "") -> list[str]:
+    """The fenced blocks of a page in this language ("": those without one)."""
+    blocks: list[str] = []
+    inside, keep, lines = False, False, []
+    for line in path.read_text().splitlines(keepends=True):
+        if line.startswith("```"):
+            if inside and keep:
+                blocks.append("".join(lines))
+            inside, keep, lines = not inside, line.strip() == "```" + language, []
+        elif inside:
+            lines.append(line)
+    return blocks
+
+
+def test_the_tutorial_shows_what_ast_ad_prints(worked) -> None:
+    tutorial = (DOCS / "tutorial.md").read_text()
+    assert WORKED in _blocks(DOCS / "tutorial.md", "python")
+    reverse = str(ast_ad.explain(worked, 2.0, 3.0, argnums=(0, 1)))
+    for section in reverse.split("\n\n"):
+        if not section.startswith("Adjoints:"):
+            assert section + "\n" in _blocks(DOCS / "tutorial.md"), section
+    forward = str(ast_ad.explain(worked, 2.0, 3.0, argnums=(0, 1), mode="forward", tangents=(1.0, 0.0)))
+    assert forward + "\n" in _blocks(DOCS / "tutorial.md")
+    assert ast_ad.source(ast_ad.grad(worked, argnums=(0, 1)), 2.0, 3.0) in tutorial
+    assert ast_ad.source(worked, 2.0, 3.0, stage="jvp") in tutorial
+    assert repr(ast_ad.grad(worked, argnums=(0, 1))(2.0, 3.0)) in tutorial
+
+
+def test_the_tutorial_graph_is_current(worked) -> None:
+    picture = page.svg(ast_ad.explain(worked, 2.0, 3.0, argnums=(0, 1))) + "\n"
+    path = DOCS / "worked-graph.svg"
+    if os.environ.get("AST_AD_UPDATE_GOLDEN"):
+        path.write_text(picture)
+    assert path.read_text() == picture, "docs/worked-graph.svg is out of date: run with AST_AD_UPDATE_GOLDEN=1"
+
+
+def test_the_custom_rules_guide_runs(tmp_path) -> None:
+    """Its python blocks, one after another in one file, as a reader would write them."""
+    script = tmp_path / "custom_rules.py"
+    script.write_text("\n".join(_blocks(DOCS / "guides" / "custom-rules.md", "python")))
+    namespace = runpy.run_path(str(script))
+    assert namespace["H"].shape == (3, 3)
+
+
+def test_every_page_is_in_the_navigation() -> None:
+    nav = (DOCS.parent / "mkdocs.yml").read_text()
+    pages = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md")}
+    assert pages == set(re.findall(r":\s*([\w/-]+\.md)$", nav, re.M))
+
+
+def test_the_readme_links_resolve() -> None:
+    readme = (DOCS.parent / "README.md").read_text()
+    for link in re.findall(r"\]\(([^)#]+)\)", readme):
+        assert (DOCS.parent / link).exists(), link
