@@ -104,6 +104,8 @@ def load_function(target: str) -> Any:
     if not os.path.exists(path):
         raise ASTADError(f"no file {path!r}")
     spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+    if spec is None or spec.loader is None:
+        raise ASTADError(f"{path!r} cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     spec.loader.exec_module(module)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
 import numpy as np
 
@@ -28,6 +28,8 @@ from ast_ad.errors import LocatedError
 SCALAR = -1
 CONTAINER = -2  # a tuple, list or dict argument: its adjoint has the same structure
 FULL_REDUCTIONS = {np.sum, np.mean, float}  # called on one argument alone, these give a scalar
+
+E = TypeVar("E", bound=LocatedError)
 
 
 def activity(function: ir.Function, argnums: tuple[int, ...], carries: Any = None) -> set[str]:
@@ -66,7 +68,8 @@ def usefulness(function: ir.Function, active: set[str], seeds: set[str] | None =
         for stmt in reversed(statements):
             if isinstance(stmt, ir.Assign) and stmt.target in useful:
                 useful.update(v.name for v in _flowing(stmt.value) if v.name in active)
-            elif isinstance(stmt, ir.Unpack) and useful.intersection(stmt.targets) and stmt.value.name in active:
+            elif isinstance(stmt, ir.Unpack) and useful.intersection(stmt.targets) and \
+                    atom_active(stmt.value, active):
                 useful.add(stmt.value.name)
             elif isinstance(stmt, ir.Append) and stmt.target in useful and atom_active(stmt.value, active):
                 useful.add(stmt.value.name)
@@ -95,7 +98,8 @@ def shape_classes(function: ir.Function, shapes: tuple[int, ...]) -> dict[str, i
     return classes
 
 
-def _labels(stmt: ir.Stmt, classes: dict[str, int | None], fresh: dict[int, int], base: int):
+def _labels(stmt: ir.Stmt, classes: dict[str, int | None], fresh: dict[int, int],
+            base: int) -> list[tuple[str, int | None]]:
     if isinstance(stmt, ir.For):
         return [(stmt.target, SCALAR if _is_range(stmt.iter) else None)]
     if isinstance(stmt, ir.Unpack):
@@ -212,13 +216,13 @@ def is_active_value(value: ir.Expr, active: set[str]) -> bool:
 def _flowing(value: ir.Expr) -> list[ir.Var]:
     """The inputs a gradient can flow back to: not those whose rule is ``registry.zero`` (``np.full_like(x, v)``)."""
     rule = registry.lookup(value.fn.obj) if isinstance(value, ir.Call) else None
-    if rule is None or registry.zero not in rule.vjps:
+    if not isinstance(value, ir.Call) or rule is None or registry.zero not in rule.vjps:
         return inputs_of(value)
     flowing = [a for k, a in enumerate(value.args) if rule.vjp(k) is not registry.zero]
     return [a for a in flowing + [a for _, a in value.kwargs] if isinstance(a, ir.Var)]
 
 
-def atom_active(atom: ir.Atom, active: set[str]) -> bool:
+def atom_active(atom: ir.Expr, active: set[str]) -> TypeGuard[ir.Var]:
     return isinstance(atom, ir.Var) and atom.name in active
 
 
@@ -252,7 +256,7 @@ def structured_names(function: ir.Function, shapes: tuple[int, ...]) -> set[str]
 
 def bind_call(stmt: ir.Assign, error: Callable[[ir.Stmt, str], LocatedError]) -> list[ir.Atom]:
     """A call's arguments in the callee's parameter order, defaults filled in."""
-    call = stmt.value
+    call = ir.call_of(stmt)
     try:
         bound = inspect.signature(call.fn.obj).bind(*call.args, **dict(call.kwargs))
     except TypeError as exc:
@@ -294,13 +298,13 @@ def _carries(value: ir.Expr, active: set[str]) -> bool:
     if not is_active_value(value, active):
         return False
     rule = registry.lookup(value.fn.obj) if isinstance(value, ir.Call) else None
-    if rule is None or any(isinstance(a, ir.Var) and a.name in active for _, a in value.kwargs):
+    if not isinstance(value, ir.Call) or rule is None or any(atom_active(a, active) for _, a in value.kwargs):
         return True
     return any(rule.jvp(k) is not registry.zero for k, a in enumerate(value.args)
                if isinstance(a, ir.Var) and a.name in active)
 
 
-def at_line(error: type[LocatedError], stmt: ir.Stmt, message: str) -> Any:
+def at_line(error: type[E], stmt: ir.Stmt, message: str) -> E:
     """``error(message)`` located at the user's line of ``stmt``."""
     return error(message, stmt.line.filename, stmt.line.lineno, stmt.line.text)
 

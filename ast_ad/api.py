@@ -9,7 +9,7 @@ import re
 import sys
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, overload
 
 import numpy as np
 
@@ -23,7 +23,11 @@ from ast_ad.errors import (
     NonScalarOutputError,
     SourceUnavailableError,
 )
+from ast_ad.load import Loaded
 from ast_ad.runtime import unbroadcast
+
+if TYPE_CHECKING:
+    from ast_ad.compose import Lowered
 
 STAGES = ("normalized", "adjoint", "jvp")
 # Argument types known to be scalars; the generated code is specialized on them.
@@ -31,21 +35,45 @@ SCALAR_TYPES = frozenset({float, int, np.float64, np.float32, np.float16, np.int
 PLAIN_FLOATS = frozenset({float, np.float64})
 
 
-def grad(fun: Callable[..., Any] | None = None, argnums: int | tuple[int, ...] = 0) -> Any:
+P = ParamSpec("P")
+
+
+@overload
+def grad(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Gradient[P]: ...
+@overload
+def grad(fun: None = None, argnums: int | tuple[int, ...] = 0) -> Callable[[Callable[P, Any]], Gradient[P]]: ...
+
+
+def grad(fun: Callable[P, Any] | None = None,
+         argnums: int | tuple[int, ...] = 0) -> Gradient[P] | Callable[[Callable[P, Any]], Gradient[P]]:
     """The gradient of scalar-valued ``fun`` with respect to the argument(s) at ``argnums``.
 
     Works as ``grad(f)``, ``grad(f, 1)``, ``grad(f, argnums=(0, 1))`` (a tuple of
-    gradients) and as a decorator, ``@grad`` or ``@grad(argnums=1)``.
+    gradients) and as a decorator, ``@grad`` or ``@grad(argnums=1)``. The gradient takes the
+    arguments ``fun`` takes; it returns an array (or number) shaped like the argument at ``argnums``,
+    or a tuple of them for a tuple ``argnums``.
     """
     if fun is None:
-        return functools.partial(grad, argnums=argnums)
+        def decorate(fun: Callable[P, Any]) -> Gradient[P]:
+            return Gradient(fun, argnums, with_value=False)
+        return decorate
     return Gradient(fun, argnums, with_value=False)
 
 
-def value_and_grad(fun: Callable[..., Any] | None = None, argnums: int | tuple[int, ...] = 0) -> Any:
+@overload
+def value_and_grad(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Gradient[P]: ...
+@overload
+def value_and_grad(fun: None = None,
+                   argnums: int | tuple[int, ...] = 0) -> Callable[[Callable[P, Any]], Gradient[P]]: ...
+
+
+def value_and_grad(fun: Callable[P, Any] | None = None,
+                   argnums: int | tuple[int, ...] = 0) -> Gradient[P] | Callable[[Callable[P, Any]], Gradient[P]]:
     """Like :func:`grad`, but the function returns ``(value, gradient)`` from one forward pass."""
     if fun is None:
-        return functools.partial(value_and_grad, argnums=argnums)
+        def decorate(fun: Callable[P, Any]) -> Gradient[P]:
+            return Gradient(fun, argnums, with_value=True)
+        return decorate
     return Gradient(fun, argnums, with_value=True)
 
 
@@ -75,7 +103,8 @@ def source(fn: Any, *example_args: Any, stage: str = "adjoint") -> str:
         return transform.forward_source(gradient.fun)
     if gradient.transformed:  # a derivative of a derivative: the forward-mode code over the inner one
         args = example_args or gradient.last_args or (1.0,) * gradient.nparams
-        return gradient.lowered(tuple(args)).loaded.text
+        text: str = gradient.lowered(tuple(args)).loaded.text
+        return text
     if example_args:
         args = (gradient.bound_self, *example_args) if gradient.bound_self is not None else example_args
         return gradient.loaded(shape_labels(args)).text
@@ -86,15 +115,16 @@ def source(fn: Any, *example_args: Any, stage: str = "adjoint") -> str:
 _LAST_SHAPES: dict[tuple[Any, tuple[int, ...], bool], tuple[int, ...]] = {}
 
 
-class Gradient:
+class Gradient(Generic[P]):
     """A gradient function: binds the call's arguments, runs the generated code, shapes the result.
 
     It is *composable* (see ``compose``): other transformations, and ``grad`` itself, can be applied to it.
     """
 
     composable = True
+    __qualname__: str  # the function's own, as are __name__, __doc__ and __module__
 
-    def __init__(self, fun: Callable[..., Any], argnums: int | tuple[int, ...], with_value: bool):
+    def __init__(self, fun: Callable[P, Any], argnums: int | tuple[int, ...], with_value: bool):
         self.fun, self.bound_self = _unbind(fun)
         self.transformed = getattr(self.fun, "composable", False)  # a derivative of something ast_ad made
         self.single = isinstance(argnums, numbers.Integral)
@@ -102,8 +132,9 @@ class Gradient:
         self.with_value = with_value
         self.last_args: tuple[Any, ...] | None = None
         self._rule: registry.Rule | None = None  # its rules as a primitive (``ast_ad_rule``), made once
-        self._partials: dict[Any, Gradient] = {}  # gradients of ``fun`` its reverse rule runs (``gradient_adjoints``)
-        self.signature = self.fun.signature if self.transformed else inspect.signature(self.fun)
+        self._partials: dict[Any, Gradient[Any]] = {}  # the gradients its reverse rule runs (``gradient_adjoints``)
+        self.signature: inspect.Signature = getattr(self.fun, "signature") if self.transformed \
+            else inspect.signature(self.fun)  # noqa: B009 -- a transformed function has one
         self.nparams = len(self.signature.parameters)
         # every parameter positional-or-keyword: a call with one positional argument each needs no binding
         self.plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in self.signature.parameters.values())
@@ -117,7 +148,7 @@ class Gradient:
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             setattr(self, attr, getattr(self.fun, attr, None))
 
-    def loaded(self, shapes: tuple[int, ...] | None = None) -> Any:
+    def loaded(self, shapes: tuple[int, ...] | None = None) -> Loaded:
         """The generated code for arguments of these shape labels (default: those of the last call)."""
         key = (self.fun, self.positions, self.single)
         if shapes is None:  # this gradient's last call, or the last call of any gradient like it
@@ -134,9 +165,8 @@ class Gradient:
         """The generated function, so ``inspect.getsource`` shows its text."""
         return self.loaded().fn
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.bound_self is not None:
-            args = (self.bound_self, *args)
+    def __call__(self, *given: P.args, **kwargs: P.kwargs) -> Any:
+        args: tuple[Any, ...] = given if self.bound_self is None else (self.bound_self, *given)
         if kwargs or len(args) != self.nparams or not self.plain:
             args = self.bind(args, kwargs)
         if self.transformed:
@@ -165,21 +195,22 @@ class Gradient:
         if self.single:
             grads = _like(grads, args[positions[0]])
         else:  # plain loops: this runs on every call, and comprehensions cost more than the work here
-            shaped = []
+            shaped: list[Any] = []
             for g, k in zip(grads, positions, strict=True):
                 shaped.append(_distinct(_like(g, args[k]), shaped))
             grads = tuple(shaped)
         return (out, grads) if self.with_value else grads
 
     # ---- composition (see ``compose``) ------------------------------------------------------------------
-    def lowered(self, args: tuple[Any, ...]) -> Any:
+    def lowered(self, args: tuple[Any, ...]) -> Lowered:
         """This gradient at ``args`` as generated code that ast_ad can transform again."""
         from ast_ad import compose
 
         if self.bound_self is not None:
             args = (self.bound_self, *args)
         if self.transformed:
-            return self.lowered_transformed(args)
+            lowered: Lowered = self.lowered_transformed(args)
+            return lowered
         loaded = self.loaded(shape_labels(args))
 
         def finish(raw: Any) -> Any:
@@ -269,7 +300,8 @@ class Gradient:
         return tuple(bound.arguments.values())
 
     def parameter_name(self, k: int) -> str:
-        return list(self.signature.parameters)[k]
+        names: list[str] = list(self.signature.parameters)
+        return names[k]
 
     def explain_failure(self, exc: Exception, args: tuple[Any, ...], loaded: Any) -> Exception:
         """A failure in generated code, explained.
@@ -319,7 +351,7 @@ class Gradient:
         return f"<ast_ad gradient of {self.__qualname__} argnums={self.argnums}>"
 
 
-def gradient_adjoints(gradient: Gradient, positions: int | tuple[int, ...], g: Any, args: tuple[Any, ...]) -> Any:
+def gradient_adjoints(gradient: Gradient[Any], positions: int | tuple[int, ...], g: Any, args: tuple[Any, ...]) -> Any:
     """The adjoints of the arguments at ``positions`` through ``gradient(*args)`` = grad_A f, given its adjoint
     ``g``: d/dx <grad_A f, g>, which by the symmetry of second derivatives is the forward-mode tangent of
     grad_positions f along ``g`` placed in the arguments A (a Hessian-vector product)."""
@@ -335,12 +367,12 @@ def gradient_adjoints(gradient: Gradient, positions: int | tuple[int, ...], g: A
     return compose.jvp(partials[positions], args, tuple(tangents))[1]
 
 
-def _gradient_vjp(gradient: Gradient, k: int, g: Any, ans: Any, *args: Any) -> Any:
+def _gradient_vjp(gradient: Gradient[Any], k: int, g: Any, ans: Any, *args: Any) -> Any:
     """Argument ``k``'s rule through a call of ``gradient`` in generated code."""
     return gradient_adjoints(gradient, k, g, args)
 
 
-def _gradient_jvp(gradient: Gradient, k: int, u: Any, ans: Any, *args: Any) -> Any:
+def _gradient_jvp(gradient: Gradient[Any], k: int, u: Any, ans: Any, *args: Any) -> Any:
     """The tangent of ``gradient(*args)`` from argument ``k`` moving along ``u``."""
     from ast_ad import compose
 
@@ -434,7 +466,7 @@ def _differentiable(value: Any) -> bool:
     if isinstance(value, (bool, np.bool_, numbers.Integral)):
         return False
     if isinstance(value, np.ndarray):
-        return value.dtype.kind == "f"
+        return bool(value.dtype.kind == "f")
     return isinstance(value, numbers.Real)
 
 

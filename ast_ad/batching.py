@@ -26,6 +26,9 @@ into an adjoint that the loop only ever adds to.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import gast
 
 from ast_ad import registry, runtime, syntax
@@ -67,7 +70,7 @@ def batch_products(body: list[gast.stmt], bound: set[str], refs: syntax.RefTable
     return before, after
 
 
-def _accumulations(body: list[gast.stmt]):
+def _accumulations(body: list[gast.stmt]) -> Iterator[tuple[gast.Assign, list[gast.stmt], int]]:
     """``(statement, list holding it, index)`` for each assignment in ``body`` and its ``if`` branches."""
     for index, stmt in enumerate(body):
         if isinstance(stmt, gast.Assign):
@@ -77,7 +80,7 @@ def _accumulations(body: list[gast.stmt]):
             yield from _accumulations(stmt.orelse)
 
 
-def _summable(stmt: gast.Assign, refs: syntax.RefTable, bound: set[str]):
+def _summable(stmt: gast.Assign, refs: syntax.RefTable, bound: set[str]) -> tuple[Any, ...] | None:
     """For ``X_bar = X_bar + rule(g, a, b)`` with a summable rule and a fixed operand the loop does
     not bind: ``(X_bar, summing helper, fixed operand, [g, varying operand])``; else None."""
     value = stmt.value

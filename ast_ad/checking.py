@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import numbers
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +20,7 @@ def check_grads(fun: Callable[..., Any], *args: Any, argnums: int | tuple[int, .
     (``<grad, v>`` against ``(f(x + eps v) - f(x - eps v)) / 2 eps``), so no
     Jacobian is ever built.
     """
-    nums = (argnums,) if isinstance(argnums, numbers.Integral) else tuple(argnums)
+    nums = tuple(argnums) if isinstance(argnums, (tuple, list)) else (operator.index(argnums),)
     ours = grad(fun, nums)(*args)
     theirs = tracer.grad(fun, nums)(*args)
     rng = np.random.default_rng(seed)

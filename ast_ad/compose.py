@@ -32,6 +32,7 @@ import numpy as np
 
 from ast_ad import transform
 from ast_ad.errors import ArgnumsError, ASTADError, LocatedError
+from ast_ad.load import Loaded
 
 Finish = Callable[[Any], Any]
 FinishDot = Callable[[Any, Any], Any]
@@ -61,7 +62,8 @@ def lower(fun: Any, args: tuple[Any, ...]) -> Lowered:
         return Lowered(fun, args, tuple(range(len(args))), _same, _tangent)
     own = getattr(fun, "lowered", None)
     if own is not None and getattr(fun, "composable", False):
-        return own(args)
+        lowered: Lowered = own(args)
+        return lowered
     from ast_ad.api import _unbind  # the same checks (a function with source) as grad
 
     fn, bound = _unbind(fun)
@@ -98,7 +100,7 @@ def forward_at(lowered: Lowered, active: tuple[int, ...], tangents: tuple[Any, .
     return lowered.finish(raw), lowered.finish_dot(raw, raw_dot)
 
 
-def jvp_code(lowered: Lowered, active: tuple[int, ...]) -> Any:
+def jvp_code(lowered: Lowered, active: tuple[int, ...]) -> Loaded:
     from ast_ad.api import shape_labels
 
     argnums = tuple(lowered.positions[k] for k in active)
@@ -195,7 +197,8 @@ def fresh(saved: Any) -> Any:
     return saved
 
 
-def _vjp_of_transformed(fun: Any, primals: tuple[Any, ...], argnums: tuple[int, ...]):
+def _vjp_of_transformed(fun: Any, primals: tuple[Any, ...],
+                        argnums: tuple[int, ...]) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     """The VJP of a gradient ``x -> grad_A f(x)`` (``api.gradient_adjoints``: a Hessian-vector product)."""
     from ast_ad.api import Gradient, gradient_adjoints
 

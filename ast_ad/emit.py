@@ -62,7 +62,7 @@ def spelling(obj: Any, hint: str) -> tuple[str, tuple[str, ...]]:
     if module in SPELLED_THROUGH and isinstance(name, str) and getattr(sys.modules[module], name, None) is obj:
         root, *rest = module.split(".")
         return MODULE_NAMES[root], (*rest, name)
-    if module == "builtins" and getattr(builtins, name, None) is obj:
+    if module == "builtins" and isinstance(name, str) and getattr(builtins, name, None) is obj:
         return name, ()
     if isinstance(obj, CalleeRef):
         return f"{obj.adjoint.function.name}_{obj.part}", ()

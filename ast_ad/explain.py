@@ -19,7 +19,6 @@ loop, is one step with a count; its value is its last one.
 
 from __future__ import annotations
 
-import numbers
 import operator
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,7 +81,8 @@ class Explanation:
     tangent: Any = None  # forward mode: the output's tangent
 
     def tangent_rows(self) -> list[tuple[str, ...]]:
-        rows = [(s.label, "input", summary(s.value), summary(s.tangent), "") for s in self.inputs]
+        rows: list[tuple[str, ...]] = [(s.label, "input", summary(s.value), summary(s.tangent), "")
+                                       for s in self.inputs]
         return rows + [(s.label, s.expression, summary(s.value), summary(s.tangent),
                         f"x{s.count}" if s.count > 1 else "") for s in self.steps]
 
@@ -95,7 +95,7 @@ class Explanation:
         ])
 
     def forward_rows(self) -> list[tuple[str, ...]]:
-        rows = [(s.label, "input", summary(s.value), "") for s in self.inputs]
+        rows: list[tuple[str, ...]] = [(s.label, "input", summary(s.value), "") for s in self.inputs]
         return rows + [(s.label, s.expression, summary(s.value), f"x{s.count}" if s.count > 1 else "")
                        for s in self.steps]
 
@@ -104,7 +104,7 @@ class Explanation:
                  f"x{e.count}" if e.count > 1 else "") for e in self.edges]
 
     def accumulation_rows(self) -> list[tuple[str, ...]]:
-        rows = []
+        rows: list[tuple[str, ...]] = []
         for name, parts in self.contributions.items():
             terms = " + ".join(f"{summary(c)} (from {src})" for src, c in parts) or "0 (no path)"
             rows.append((name, terms, summary(self.gradient[name])))
@@ -167,6 +167,9 @@ class Recorder:
         self.last: dict[str, int] = {}
         self.params = params
         self.argnums = argnums
+        self.args: tuple[Any, ...] = ()
+        self.result_event: int | None = None  # the event whose value the function returns
+        self.result: Any = None
 
     def start(self, *values: Any) -> None:
         for k, (name, value) in enumerate(zip(self.params, values, strict=True)):
@@ -215,8 +218,8 @@ def record(fn: Any, args: tuple[Any, ...], argnums: tuple[int, ...]) -> tuple[Re
     recorder = Recorder(statements, function.params, argnums)
     result = loaded.fn(*args, recorder)
     result_event = recorder.last.get(function.result.name) if isinstance(function.result, ir.Var) else None
-    recorder.result = result  # type: ignore[attr-defined]
-    recorder.result_event = result_event  # type: ignore[attr-defined]
+    recorder.result = result
+    recorder.result_event = result_event
     return recorder, function
 
 
@@ -261,7 +264,7 @@ def explain(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0, mode: str =
     """
     if mode not in ("reverse", "forward"):
         raise ASTADError(f"unknown mode {mode!r}: choose reverse or forward")
-    nums = (argnums,) if isinstance(argnums, numbers.Integral) else tuple(argnums)
+    nums = tuple(argnums) if isinstance(argnums, (tuple, list)) else (operator.index(argnums),)
     if mode == "forward":
         return explain_forward(fn, args, nums, tangents)
     recorder, function = record(fn, args, nums)
@@ -318,7 +321,8 @@ def explain(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0, mode: str =
     return Explanation(inputs, steps, list(edges.values()), "y", recorder.result, gradient, contributions)
 
 
-def _numbering(recorder: Recorder, function: ir.Function, shown: Any) -> tuple[list[int], list[int], dict, Any]:
+def _numbering(recorder: Recorder, function: ir.Function,
+               shown: Any) -> tuple[list[int], list[int], dict[int | None, str], Any]:
     """The events shown (``shown(i, event)``) in textbook order (by dependency depth), their statements,
     the labels v1, v2, ..., y, and a function naming an operand by its label, parameter or constant."""
     events = recorder.events
@@ -326,7 +330,7 @@ def _numbering(recorder: Recorder, function: ir.Function, shown: Any) -> tuple[l
                    key=lambda i: (events[i].level, i))
     keys = list(dict.fromkeys(events[i].key for i in order))
     out_key = events[recorder.result_event].key if recorder.result_event is not None else None
-    labels = {k: f"v{n + 1}" for n, k in enumerate(k for k in keys if k != out_key)}
+    labels: dict[int | None, str] = {k: f"v{n + 1}" for n, k in enumerate(k for k in keys if k != out_key)}
     labels[out_key] = "y"
     names = {-1 - k: p for k, p in enumerate(function.params)}
 
@@ -377,6 +381,7 @@ def _jvp(stmt: ir.Assign, event: Event, position: int, u: Any) -> Any:
     value = stmt.value
     if isinstance(value, ir.Var):
         return u
+    value = ir.call_of(stmt)
     kwargs = {k: _const_value(a) for k, a in value.kwargs}
     fn = value.fn.obj
     rule = registry.lookup(fn)
@@ -396,6 +401,7 @@ def _vjp(stmt: ir.Assign, event: Event, position: int, g: Any) -> tuple[Any, Any
     value = stmt.value
     if isinstance(value, ir.Var):
         return g, 1.0
+    value = ir.call_of(stmt)
     kwargs = {k: _const_value(a) for k, a in value.kwargs}
     fn = value.fn.obj
     rule = registry.lookup(fn)
@@ -407,8 +413,10 @@ def _vjp(stmt: ir.Assign, event: Event, position: int, g: Any) -> tuple[Any, Any
             out = tracer.traced(fn)(*boxes, **kwargs)
             return tracer.backward(out, seed).get(id(boxes[position].node), 0.0)
     elif rule is not None and rule.vjp(position) is not None:
+        vjp: Any = rule.vjp(position)
+
         def call(seed: Any) -> Any:
-            return rule.vjp(position)(seed, event.value, *event.args, **kwargs)
+            return vjp(seed, event.value, *event.args, **kwargs)
     else:
         raise ASTADError(f"{value.fn.hint} has no gradient rule for argument {position + 1}")
     contribution = call(g)
@@ -429,6 +437,7 @@ def _operation(stmt: ir.Assign) -> str:
     value = stmt.value
     if isinstance(value, ir.Var):
         return "copy"
+    value = ir.call_of(stmt)
     fn = value.fn.obj
     return SYMBOLS.get(fn) or PREFIX.get(fn) or _short(value.fn)
 
@@ -442,6 +451,7 @@ def _expression(stmt: ir.Assign, operands: list[str], joined: str) -> str:
     value = stmt.value
     if isinstance(value, ir.Var):
         return operands[0]
+    value = ir.call_of(stmt)
     fn = value.fn.obj
     if fn in SYMBOLS and len(operands) == 2:
         return f"{operands[0]} {SYMBOLS[fn]} {operands[1]}"

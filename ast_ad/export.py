@@ -27,7 +27,7 @@ Call {entry}(...): it returns (value, gradient). Generated code: edit with care.
 '''
 
 
-def export(gradient: Gradient, path: str, *example_args: Any) -> str:
+def export(gradient: Gradient[Any], path: str, *example_args: Any) -> str:
     """Write ``gradient``'s generated code, and all it needs besides numpy, to the module file ``path``."""
     if not isinstance(gradient, Gradient):
         raise ASTADError("export takes a gradient made by ast_ad.grad or ast_ad.value_and_grad")
@@ -39,7 +39,9 @@ def export(gradient: Gradient, path: str, *example_args: Any) -> str:
     else:
         labels = tuple(range(gradient.nparams))
         loaded = gradient.loaded()
-    imports, helpers, values = [], {}, []
+    imports: list[str] = []
+    helpers: dict[str, str] = {}
+    values: list[str] = []
     for alias, obj in sorted(loaded.namespace.items()):
         if alias.startswith("__") or obj is loaded.fn or _is_generated(obj, loaded):
             continue
@@ -60,6 +62,8 @@ def export(gradient: Gradient, path: str, *example_args: Any) -> str:
         imports.append("import numpy as np")
     if not any(i.endswith(" as np") for i in imports):
         imports.append("import numpy as np")
+    if any(re.search(r"\bAny\b", h) for h in helpers.values()):  # the helpers' annotations
+        imports.append("from typing import Any")
     kinds = tuple("scalar" if k == -1 else "container" if k == -2 else "array" for k in labels)
     scalars = ", ".join(t.__name__ if t.__module__ == "builtins" else f"np.{t.__name__}"
                         for t in sorted(SCALAR_TYPES, key=lambda t: t.__name__))

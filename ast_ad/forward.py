@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 import gast
 import numpy as np
@@ -86,9 +86,10 @@ class Forwarder:
         self.namer = Namer(used=function.names())
         active = forward_activity(function, argnums)
         pack = packed_result(function) if needed is not None else None
-        self.parts = pack.elts if pack is not None and len(pack.elts) == len(needed) else None
-        self.needed = needed
-        seeds = {a.name for a, n in zip(self.parts, needed, strict=True) if n and isinstance(a, ir.Var)} \
+        self.parts = pack.elts if pack is not None and needed is not None and len(pack.elts) == len(needed) \
+            else None
+        self.needed = needed or ()
+        seeds = {a.name for a, n in zip(self.parts, self.needed, strict=True) if n and isinstance(a, ir.Var)} \
             if self.parts is not None else None
         self.active = usefulness(function, active, seeds) | {function.params[k] for k in argnums}
         self.classes = shape_classes(function, shapes)
@@ -121,7 +122,7 @@ class Forwarder:
             self.dots[name] = self.namer.fresh(f"{name}_dot")
         return self.dots[name]
 
-    def is_active(self, atom: ir.Atom) -> bool:
+    def is_active(self, atom: ir.Expr) -> TypeGuard[ir.Var]:
         return isinstance(atom, ir.Var) and atom.name in self.active
 
     def tangent_of(self, atom: ir.Atom) -> gast.expr:
@@ -228,7 +229,7 @@ class Forwarder:
         return gast.List(elts=elts, ctx=gast.Load()) if value.kind == "list" else syntax.tuple_(elts)
 
     def rule_tangent(self, stmt: ir.Assign, ans: str) -> gast.expr | None:
-        call = stmt.value
+        call = ir.call_of(stmt)
         if not any(self.is_active(a) for a in call.args + tuple(a for _, a in call.kwargs)):
             return None  # computed from constants (into a name that carries a tangent elsewhere): zero
         rule = registry.lookup(call.fn.obj)
@@ -273,8 +274,10 @@ class Forwarder:
 
     def term(self, stmt: ir.Assign, rule: registry.Rule, jvp: Any, k: int, ans: str) -> gast.expr:
         """The tangent the statement's value gets from its argument ``k``."""
-        call = stmt.value
-        u = ir.Var(self.dot(call.args[k].name))
+        call = ir.call_of(stmt)
+        argument = call.args[k]
+        assert isinstance(argument, ir.Var)  # an active argument
+        u = ir.Var(self.dot(argument.name))
         if jvp is registry.LINEAR:
             return syntax.expr(ir.Call(call.fn, call.args[:k] + (u,) + call.args[k + 1:], call.kwargs), self.refs)
         args = [syntax.atom(a, self.refs) for a in call.args]
@@ -292,9 +295,9 @@ class Forwarder:
     def reduction(self, stmt: ir.Assign, rule: registry.Rule, k: int, u: ir.Var, ans: str,
                   args: list[gast.expr], kwargs: dict[str, gast.expr]) -> gast.expr:
         """``np.sum(u * D, axis)`` for a reduction, ``D`` its reverse rule applied to ones."""
-        call = stmt.value
+        call = ir.call_of(stmt)
         vjp = rule.vjp(k)
-        if not bindable(vjp, len(args), list(kwargs)):
+        if vjp is None or not bindable(vjp, len(args), list(kwargs)):
             raise self.error(stmt, f"the call to {call.fn.hint} does not match the arguments of its gradient rule")
         ones = syntax.call(self.refs.marker(np.ones_like, "np.ones_like"), [syntax.name(ans)])
         slope = inline(vjp, ones, syntax.name(ans), args, kwargs, self.refs)
@@ -317,11 +320,13 @@ class Forwarder:
         """``y, y_dot = helper_jvp(args..., tangents of the active ones)``."""
         args = bind_call(stmt, self.error)
         active = tuple(p for p, a in enumerate(args) if self.is_active(a))
-        callee = self.derive(stmt.value.fn.obj, active, call_labels(args, self.classes, self.structured))
+        call = ir.call_of(stmt)
+        callee = self.derive(call.fn.obj, active, call_labels(args, self.classes, self.structured))
         self.callees.append(callee)
-        self.refs.ref(stmt.value.fn)  # recorded so that redefining the callee is noticed
+        self.refs.ref(call.fn)  # recorded so that redefining the callee is noticed
         jvp = self.refs.marker(CalleeRef(callee, "jvp"), "jvp")
-        operands = [syntax.atom(a, self.refs) for a in args] + [syntax.name(self.dot(args[p].name)) for p in active]
+        operands = [syntax.atom(a, self.refs) for a in args]
+        operands += [syntax.name(self.dot(a.name)) for a in args if self.is_active(a)]
         return [syntax.assign([stmt.target, self.dot(stmt.target)], syntax.call(jvp, operands))]
 
     # ---- errors -------------------------------------------------------------------------------------------

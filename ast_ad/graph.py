@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 import shutil
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,7 +127,7 @@ def _static_graph(fn: Any, argnums: Any) -> Graph:
     return Graph("\n".join(lines + edges + ["}"]) + "\n")
 
 
-def _statements(body: tuple[ir.Stmt, ...], looped: bool):
+def _statements(body: tuple[ir.Stmt, ...], looped: bool) -> Iterator[tuple[ir.Stmt, bool]]:
     for stmt in body:
         yield stmt, looped
         for block in ir.blocks(stmt):

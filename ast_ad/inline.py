@@ -108,7 +108,7 @@ class _NoInline(Exception):
     pass
 
 
-class _Substitute(gast.NodeTransformer):
+class _Substitute(gast.NodeTransformer):  # type: ignore[misc]  # gast has no types
     def __init__(self, values: dict[str, gast.expr | None], namespace: dict[str, Any], refs: syntax.RefTable):
         self.values, self.namespace, self.refs = values, namespace, refs
 
@@ -128,7 +128,7 @@ class _Substitute(gast.NodeTransformer):
 FOLDABLE = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
 
 
-class _Fold(gast.NodeTransformer):
+class _Fold(gast.NodeTransformer):  # type: ignore[misc]  # gast has no types
     """Fold what substitution made constant: ``None is None``, ``a if True else b``, ``2 - 1``, ``x ** 1``.
 
     ``pow_minus_one(x, 3)`` becomes ``x ** 2``: a literal exponent needs no helper.

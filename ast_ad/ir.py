@@ -29,6 +29,7 @@ a global or closure value, or a builtin.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,12 +183,19 @@ class Break:
 Stmt = Assign | Unpack | Effect | Append | Pop | If | For | While | Break
 
 
-def walk(body: tuple[Stmt, ...]):
+def walk(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
     """Every statement in ``body``, nested ones included, in program order."""
     for stmt in body:
         yield stmt
         for block in blocks(stmt):
             yield from walk(block)
+
+
+def call_of(stmt: Assign) -> Call:
+    """The call a statement assigns (for code that has already checked that it is one)."""
+    if not isinstance(stmt.value, Call):
+        raise TypeError(f"expected a call, got {stmt.value!r}")
+    return stmt.value
 
 
 def blocks(stmt: Stmt) -> tuple[tuple[Stmt, ...], ...]:

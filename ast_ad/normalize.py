@@ -53,13 +53,6 @@ WORDS = {operator.add: "plus", operator.sub: "minus", operator.mul: "times", ope
 ATTRIBUTE_PRIMITIVES = {"T": np.transpose, "mT": runtime.T, "real": np.real, "imag": np.imag}
 NONDIFF_ATTRIBUTES = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"}
 # Methods of array values, resolved to the numpy function of the same meaning.
-METHODS = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min, "var": np.var,
-           "std": np.std, "cumsum": np.cumsum, "cumprod": np.cumprod, "dot": np.dot, "transpose": np.transpose,
-           "reshape": np.reshape, "ravel": np.ravel, "flatten": np.ravel, "copy": np.copy, "clip": np.clip,
-           "squeeze": np.squeeze, "swapaxes": np.swapaxes, "repeat": np.repeat, "take": np.take,
-           "trace": np.trace, "diagonal": np.diagonal, "round": np.round, "argmax": np.argmax,
-           "argmin": np.argmin, "argsort": np.argsort, "any": np.any, "all": np.all, "astype": runtime.astype,
-           "nonzero": np.nonzero}
 VARARG_METHODS = {"reshape", "transpose"}  # x.reshape(2, 3) means np.reshape(x, (2, 3))
 # What makes values complex, which ast_ad refuses at the line that names it (real code only, for now).
 COMPLEX_MAKERS = {complex, np.complex128, np.complex64, np.clongdouble, np.linalg.eig, np.linalg.eigvals,
@@ -145,7 +138,7 @@ class Lowerer:
         self.params: dict[str, str] = {}  # IR name -> parameter, for the parameters' own values
         self.appends_left: dict[str, int] = {}  # user name -> appends to it not lowered yet
         self.loops: list[set[str]] = []  # per enclosing loop, the names it appends to
-        self.partials: dict[str, tuple] = {}  # name -> (function, args, keywords) of a functools.partial
+        self.partials: dict[str, tuple[Any, ...]] = {}  # name -> (function, args, keywords) of a functools.partial
         self.instances: dict[str, type] = {}  # IR name -> the user class it was made by (``m = Model(w)``)
         self.serial = 0  # for ``hidden`` names
         self.kinds: dict[str, str] = {}  # IR name -> "list" or "tuple", where that is known (see ``kind``)
@@ -224,7 +217,7 @@ class Lowerer:
         index = self.index(target.slice) if index is None else index
         call = ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (array, index, value))
         if self.is_mutable(base.id):
-            self.body.append(ir.Assign(self.env[base.id].name, call, self.line))
+            self.body.append(ir.Assign(self.local(base.id).name, call, self.line))
         else:
             self.env[base.id] = self.bind(call, base.id, user=True)
 
@@ -319,9 +312,9 @@ class Lowerer:
             value = self.expr(call.args[0])
             self.guard_in_place(func.value)
             self.appends_left[func.value.id] = self.appends_left.get(func.value.id, 1) - 1
-            self.body.append(ir.Append(target.name, value, self.line))
+            self.body.append(ir.Append(_var(target).name, value, self.line))
             if isinstance(value, ir.Var):
-                self.share(target.name, value.name)
+                self.share(_var(target).name, value.name)
             return
         if func.attr == "extend" and len(call.args) == 1 and isinstance(call.args[0], (gast.List, gast.Tuple)):
             for elt in call.args[0].elts:
@@ -343,12 +336,12 @@ class Lowerer:
         self.guard_in_place(source)
         hint = target.id if isinstance(target, gast.Name) else "popped"
         fresh = self.namer.fresh(hint, user=isinstance(target, gast.Name))
-        self.body.append(ir.Pop(fresh if target is not None else None, listed.name, self.line))
+        self.body.append(ir.Pop(fresh if target is not None else None, _var(listed).name, self.line))
         if target is not None:
-            self.share(fresh, listed.name)  # the popped value is what was appended: it may be shared
+            self.share(fresh, _var(listed).name)  # the popped value is what was appended: it may be shared
             self.bind_target(target, ir.Var(fresh))
 
-    def rewrite_in_place(self, call: gast.Call, target: gast.expr | None, rest: list, twin: Any) -> None:
+    def rewrite_in_place(self, call: gast.Call, target: gast.expr | None, rest: list[Any], twin: Any) -> None:
         """``f(y, *rest)`` that changes ``y`` in place becomes ``y = twin(y, *rest)``, checked like ``y += ...``."""
         if not (isinstance(target, gast.Name) and target.id in self.env and target.id in self.locals):
             raise refuse(call, "this call changes its first argument in place; ast_ad follows that only for a "
@@ -393,7 +386,7 @@ class Lowerer:
         """
         base = target.value if isinstance(target, gast.Subscript) else target
         if isinstance(base, gast.Name) and isinstance(self.env.get(base.id), ir.Var):
-            self.guard_object(self.env[base.id], base.id)
+            self.guard_object(self.local(base.id), base.id)
 
     def guard_object(self, atom: ir.Var, owner: str) -> None:
         """Check at run time that no live variable but ``owner`` reaches the object ``atom``, about to change.
@@ -430,7 +423,7 @@ class Lowerer:
             self.partials[target.id] = self.frozen_partial(value)
             return
         if isinstance(target, gast.Name) and self.is_mutable(target.id):
-            name = self.env[target.id].name
+            name = self.local(target.id).name
             self.copy(name, self.expr(value, name, exact=True))
         elif isinstance(target, gast.Name):
             atom = self.expr(value, target.id, user=True)
@@ -458,7 +451,7 @@ class Lowerer:
             self.assign_item(target, value)
             return
         if isinstance(target, gast.Name) and self.is_mutable(target.id):
-            self.copy(self.env[target.id].name, value)
+            self.copy(self.local(target.id).name, value)
             return
         if isinstance(target, gast.Name):
             self.env[target.id] = self.snapshot(value, target.id)
@@ -532,6 +525,10 @@ class Lowerer:
                 if isinstance(elt, ir.Var):
                     self.share(atom.name, elt.name)
 
+    def local(self, name: str) -> ir.Var:
+        """The IR name a local variable is bound to now."""
+        return _var(self.env[name])
+
     def is_mutable(self, user_name: str) -> bool:
         """Whether ``user_name`` holds its own mutable name (not a copy of another variable's)."""
         atom = self.env.get(user_name)
@@ -604,7 +601,7 @@ class Lowerer:
         counted = self.range_call(node.iter)
         if counted is not None and isinstance(node.target, gast.Name):
             self.prepare(node)
-            self.body.append(ir.For(self.env[node.target.id].name, counted, self.block(node.body), line))
+            self.body.append(ir.For(self.local(node.target.id).name, counted, self.block(node.body), line))
             return
         length, pattern = self.iteration(node.iter, node.target)
         index = self.namer.fresh("k")
@@ -633,7 +630,7 @@ class Lowerer:
             return self.expr(node, "r")
         return None
 
-    def iteration(self, node: gast.expr, target: gast.expr) -> tuple[ir.Atom, list]:
+    def iteration(self, node: gast.expr, target: gast.expr) -> tuple[ir.Atom, list[Any]]:
         """``for target in node`` over sequences: the trip count, and (target, sequence, reversed) triples.
 
         ``enumerate``, ``zip`` and ``reversed`` are unfolded, so ``for i, (a, b) in enumerate(zip(xs, ys))``
@@ -652,8 +649,8 @@ class Lowerer:
             lengths = tuple(length for length, _ in parts)
             length = lengths[0] if len(lengths) == 1 else self.bind(ir.Call(ir.Ref(min, "min"), lengths), "n")
             return length, [item for _, pattern in parts for item in pattern]
-        backwards = bool(call) and self.resolves_to(call.func, reversed) and len(call.args) == 1
-        seq = self.expr(call.args[0] if backwards else node)
+        backwards = call is not None and self.resolves_to(call.func, reversed) and len(call.args) == 1
+        seq = self.expr(call.args[0] if call is not None and backwards else node)
         length = self.bind(ir.Call(ir.Ref(len, "len"), (seq,)), f"n_{_atom_name(seq)}")
         return length, [(target, seq, backwards)]
 
@@ -709,7 +706,8 @@ class Lowerer:
             return self.expr_IfExp(node, name, user, exact=True)
         outer, self.exact = getattr(self, "exact", None), name if exact else None
         try:
-            return handler(node, name, user)
+            atom: ir.Atom = handler(node, name, user)
+            return atom
         finally:
             self.exact = outer
 
@@ -741,12 +739,12 @@ class Lowerer:
         kinds = (self.kind(left), self.kind(right))
         if fn is operator.add and any(kinds):
             joined = self.bind(ir.Call(ir.Ref(runtime.concat, "concat"), (left, right)), hint, user)
-            self.kinds[joined.name] = kinds[0] or kinds[1]
+            self.kinds[_var(joined).name] = kinds[0] or kinds[1] or ""
             return joined
         if fn is operator.mul and any(kinds):
             seq, n = (left, right) if kinds[0] else (right, left)
             repeated = self.bind(ir.Call(ir.Ref(runtime.repeat_seq, "repeat_seq"), (seq, n)), hint, user)
-            self.kinds[repeated.name] = kinds[0] or kinds[1]
+            self.kinds[_var(repeated).name] = kinds[0] or kinds[1] or ""
             return repeated
         return self.bind(ir.Call(self.operator(fn), (left, right)), hint, user)
 
@@ -769,7 +767,7 @@ class Lowerer:
         return self.bind(ir.Call(self.operator(fn), (operand,)), hint, user)
 
     def expr_IfExp(self, node: gast.IfExp, name: str | None, user: bool, exact: bool = False) -> ir.Atom:
-        target = name if exact else self.namer.fresh(name or "choice", user=user)
+        target = name if exact and name is not None else self.namer.fresh(name or "choice", user=user)
         if not exact:
             self.body.append(ir.Assign(target, ir.Const(None), self.line))
         self.mutable.add(target)
@@ -926,6 +924,7 @@ class Lowerer:
                                       **{kw.arg: v for kw, v in zip(node.keywords, values[len(node.args) - 1:],
                                                                     strict=True)})
         source = self.name(target)  # recorded: redefining ``f`` transforms again
+        assert isinstance(source, ir.Ref)  # a function, read from the globals or a closure
         return ir.Ref(made, f"grad_{getattr(fn, '__name__', 'f')}", source.origin, source.root)
 
     def static(self, node: gast.expr) -> Any:
@@ -1032,7 +1031,7 @@ class Lowerer:
         self.assign(gast.copy_location(store, target), plain)
         return self.expr(target, name, user)
 
-    def check_arguments_kept(self, node: gast.Call, fn: ir.Ref, args: tuple, kwargs: tuple) -> None:
+    def check_arguments_kept(self, node: gast.Call, fn: ir.Ref, args: tuple[Any, ...], kwargs: tuple[Any, ...]) -> None:
         """Refuse, at run time, an array or list passed to a user function that changes that parameter in place.
 
         Python's caller would see the change; ast_ad's gradient computes it as a new value.
@@ -1109,7 +1108,8 @@ class Lowerer:
     def method(self, node: gast.Call, receiver: ir.Atom, name: str | None, user: bool) -> ir.Atom:
         """``x.sum(axis=0)`` on an array value is ``np.sum(x, axis=0)``."""
         attr = node.func.attr
-        if attr not in METHODS:
+        fn_obj = registry.method(attr)
+        if fn_obj is None:
             twin = getattr(np, attr, None)
             hint = f"call the numpy function, np.{attr}(x, ...), instead" if callable(twin) and \
                 registry.lookup(twin) is not None and not attr.startswith("_") else \
@@ -1119,7 +1119,7 @@ class Lowerer:
         if attr in VARARG_METHODS and len(args) > 1:
             args = (self.bind(ir.Pack(args), "shape"),)
         kwargs = tuple((kw.arg, self.expr(kw.value)) for kw in node.keywords)
-        fn = ir.Ref(METHODS[attr], attr if attr == "astype" else f"np.{METHODS[attr].__name__}")
+        fn = ir.Ref(fn_obj, attr if attr == "astype" else f"np.{fn_obj.__name__}")
         hint = name or (f"{attr}_{receiver.name}" if isinstance(receiver, ir.Var) else attr)
         return self.bind(ir.Call(fn, (receiver,) + args, kwargs), hint, user)
 
@@ -1167,7 +1167,7 @@ class Lowerer:
     def expr_Tuple(self, node: gast.Tuple, name: str | None, user: bool, kind: str = "tuple") -> ir.Atom:
         elts = tuple(self.expr(elt) for elt in node.elts)
         if all(isinstance(elt, ir.Const) for elt in elts):
-            values = tuple(elt.value for elt in elts)
+            values = tuple(_constant(elt) for elt in elts)
             return ir.Const(values if kind == "tuple" else list(values))
         return self.bind(ir.Pack(elts, kind), name or "pack", user)
 
@@ -1178,7 +1178,7 @@ class Lowerer:
             raise refuse(node, "dict literals need constant keys ({'w': w}) and no ** unpacking: "
                                "build other dicts outside the function", self.locate)
         values = tuple(self.expr(value) for value in node.values)
-        return self.bind(ir.Pack(values, "dict", tuple(key.value for key in keys)), name or "params", user)
+        return self.bind(ir.Pack(values, "dict", tuple(_constant(key) for key in keys)), name or "params", user)
 
     def expr_List(self, node: gast.List, name: str | None, user: bool) -> ir.Atom:
         return self.expr_Tuple(node, name, user, kind="list")
@@ -1187,12 +1187,12 @@ class Lowerer:
         if isinstance(node, gast.Slice):
             parts = [self.expr(p) if p is not None else ir.Const(None) for p in (node.lower, node.upper, node.step)]
             if all(isinstance(p, ir.Const) for p in parts):
-                return ir.Const(slice(*(p.value for p in parts)))
+                return ir.Const(slice(*(_constant(p) for p in parts)))
             return self.bind(ir.Call(ir.Ref(slice, "slice"), tuple(parts)), "index", False)
         if isinstance(node, gast.Tuple):
             elts = tuple(self.index(elt) for elt in node.elts)
             if all(isinstance(elt, ir.Const) for elt in elts):
-                return ir.Const(tuple(elt.value for elt in elts))
+                return ir.Const(tuple(_constant(elt) for elt in elts))
             return self.bind(ir.Pack(elts), "index", False)
         return self.expr(node)
 
@@ -1245,7 +1245,7 @@ class Lowerer:
         if isinstance(value, ir.Pack) and value.kind != "dict":
             self.kinds[target] = value.kind
         elif isinstance(value, (ir.Var, ir.Const)) and self.kind(value):
-            self.kinds[target] = self.kind(value)
+            self.kinds[target] = self.kind(value) or ""
 
     def next_temp(self) -> int:
         k = getattr(self, "temps", 0) + 1
@@ -1265,7 +1265,7 @@ class Lowerer:
         return LocatedError(message, *self.locate(node))
 
 
-def _positional(fn: Any, args: tuple[ir.Atom, ...], kwargs: tuple[tuple[str, ir.Atom], ...]) -> tuple:
+def _positional(fn: Any, args: tuple[ir.Atom, ...], kwargs: tuple[tuple[str, ir.Atom], ...]) -> tuple[Any, ...]:
     """A primitive's keyword arguments that may carry a gradient, moved to their positions.
 
     Rules are written per positional argument, so ``np.average(x, weights=w)`` becomes
@@ -1336,7 +1336,7 @@ def _locate_all(node: gast.AST, like: gast.AST) -> gast.AST:
 
 
 def _rename_loads(node: gast.AST, rename: Any) -> gast.AST:
-    class Renamer(gast.NodeTransformer):
+    class Renamer(gast.NodeTransformer):  # type: ignore[misc]  # gast has no types
         def visit_Name(self, name: gast.Name) -> gast.AST:
             return gast.copy_location(rename(name), name) if isinstance(name.ctx, gast.Load) else name
     return Renamer().visit(node)
@@ -1358,3 +1358,16 @@ def _bound_names(tree: gast.FunctionDef) -> set[str]:
             names.add(_root(node).id)
     return names
 
+
+def _var(atom: ir.Expr) -> ir.Var:
+    """``atom``, which the caller knows to be a name (a list appended to, a local rebound)."""
+    if not isinstance(atom, ir.Var):
+        raise TypeError(f"expected a name, got {atom!r}")
+    return atom
+
+
+def _constant(atom: ir.Expr | None) -> Any:
+    """The value of an atom the caller has checked to be a constant."""
+    if not isinstance(atom, ir.Const):
+        raise TypeError(f"expected a constant, got {atom!r}")
+    return atom.value

@@ -90,10 +90,11 @@ def svg(ex: Explanation) -> str:
         if edge.input not in place or edge.step not in place:
             continue
         (x1, y1), (x2, y2) = place[edge.input], place[edge.step]
-        a, b, c, d = x1 + NODE_W, y1 + NODE_H / 2, x2, y2 + NODE_H / 2
+        left, top, right, bottom = x1 + NODE_W, y1 + NODE_H / 2, x2, y2 + NODE_H / 2
         label = edge.operation if edge.local is None else _short(edge.local)
-        out.append(f'<line x1="{a}" y1="{b}" x2="{c}" y2="{d}" stroke="#555" marker-end="url(#arrow)"/>')
-        out.append(f'<text x="{(a + c) / 2}" y="{(b + d) / 2 - 4}" font-size="11" text-anchor="middle" '
+        out.append(f'<line x1="{left}" y1="{top}" x2="{right}" y2="{bottom}" stroke="#555" '
+                   'marker-end="url(#arrow)"/>')
+        out.append(f'<text x="{(left + right) / 2}" y="{(top + bottom) / 2 - 4}" font-size="11" text-anchor="middle" '
                    f'fill="#a33">{html.escape(label)}</text>')
     steps = {s.label: s for s in [*ex.inputs, *ex.steps]}
     for label, (x, y) in place.items():

@@ -50,5 +50,6 @@ def to_source(tree: ast.AST, printer: str | None = None) -> str:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             # astor's own line splitting leaves a lone ``)`` on a line of its own: keep each statement whole
-            return _astor().to_source(tree, pretty_source="".join)
+            text: str = _astor().to_source(tree, pretty_source="".join)
+            return text
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"

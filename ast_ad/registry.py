@@ -140,7 +140,7 @@ def def_nondiff(*fns: Any) -> None:
 
 # Facts about primitives that the engine reads, beside their rules: fact -> {function: value}.
 _FACTS: dict[str, dict[Any, Any]] = {"in_place": {}, "sequence": {}, "same_kind": {}, "effect": {},
-                                     "linear": {}, "reduction": {}}
+                                     "linear": {}, "reduction": {}, "method": {}}
 
 
 def _fact(fact: str, fn: Any) -> Any:
@@ -183,7 +183,8 @@ def def_reduction(fn: Any, axes: tuple[int, ...] | None = None) -> None:
 
 def reduction_axes(fn: Any) -> tuple[Any, ...] | None:
     """``("axis",)`` for a reduction over its ``axis`` argument, the fixed axes, or ``None``."""
-    return _fact("reduction", fn)
+    axes: tuple[Any, ...] | None = _fact("reduction", fn)
+    return axes
 
 
 def reduced_over(rule: Rule, k: int, args: Any, kwargs: dict[str, Any]) -> tuple[Any, Any]:
@@ -192,9 +193,22 @@ def reduced_over(rule: Rule, k: int, args: Any, kwargs: dict[str, Any]) -> tuple
     axes = reduction_axes(rule.fn)
     if axes != ("axis",):
         return axes, False
-    bound = inspect.signature(rule.vjps[k]).bind(None, None, *args, **kwargs)
+    vjp = rule.vjps[k]
+    assert vjp is not None  # a reduction's forward rule is made from its reverse rule
+    bound = inspect.signature(vjp).bind(None, None, *args, **kwargs)
     bound.apply_defaults()
     return bound.arguments.get("axis"), bound.arguments.get("keepdims", False)
+
+
+def def_method(name: str, fn: Any) -> None:
+    """Declare that the array method ``x.name(*args)`` computes ``fn(x, *args)`` (``x.sum(axis=0)``)."""
+    _note("method", name, fn)
+    _FACTS["method"][name] = fn
+
+
+def method(name: str) -> Any:
+    """The function an array method computes, or ``None``."""
+    return _FACTS["method"].get(name)
 
 
 def def_sequence(*fns: Any) -> None:
@@ -257,7 +271,7 @@ def load_all_rules() -> None:
 def _caller() -> str:
     """The module that called the registering function (two frames up)."""
     frame = sys._getframe(2)
-    return frame.f_globals.get("__name__", "")
+    return str(frame.f_globals.get("__name__", ""))
 
 
 def lookup(fn: Any) -> Rule | None:

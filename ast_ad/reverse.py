@@ -17,7 +17,7 @@ become calls to their generated ``_fwd``/``_bwd`` pair.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,8 +54,8 @@ from ast_ad.syntax import RefTable
 class CalleeRef:
     """A reference, in generated code, to the forward or backward function of a callee."""
 
-    adjoint: Adjoint
-    part: str  # "fwd" or "bwd"
+    adjoint: Any  # an ``Adjoint``, or forward mode's ``Tangent``
+    part: str  # "fwd" or "bwd", or "jvp"
 
 
 @dataclass(eq=False)
@@ -134,11 +134,11 @@ class Reverser:
         self.local = local_names(function)
         self.rebound = set(function.mutable) | loop_bound(function)
         self.first = first_definitions(function)
-        self.bars: dict[str, str] = {}
+        self.bars: dict[str | tuple[str, int], str] = {}  # names' adjoints, and loops' trip counts
         self.live: set[str] = set()
         self.structured = structured_names(function, shapes)
         self.items: set[str] = set()  # structured names that are items of containers (see ``spread_structure``)
-        self.calls: dict[int, tuple[Adjoint, str, list[ir.Atom], list[ir.Atom]]] = {}
+        self.calls: dict[int, tuple[Adjoint, str, list[ir.Atom], list[ir.Var]]] = {}
         self.callees: list[Adjoint] = []
         self.needed: set[str] = set()
         self.kept: set[tuple[str, int]] = set()  # (name, statement) whose old value is saved and restored
@@ -238,7 +238,7 @@ class Reverser:
                 saved = self.namer.fresh(f"{stmt.target}_saved")
                 if stmt.target in self.rebound:
                     self.rebound.add(saved)
-                self.calls[id(stmt)] = (callee, saved, args, [args[p] for p in active])
+                self.calls[id(stmt)] = (callee, saved, args, [a for a in args if atom_active(a, self.active)])
 
     def bind_call(self, stmt: ir.Assign) -> list[ir.Atom]:
         return bind_call(stmt, self.error)
@@ -291,6 +291,7 @@ class Reverser:
     def forward(self, stmt: ir.Stmt, saving: bool) -> list[gast.stmt]:
         if id(stmt) in self.calls:
             callee, saved, args, _ = self.calls[id(stmt)]
+            assert isinstance(stmt, ir.Assign)  # only assignments call functions
             call = syntax.call(self.refs.marker(CalleeRef(callee, "fwd"), "fwd"),
                                [syntax.atom(a, self.refs) for a in args])
             return [syntax.assign([stmt.target, saved], call)]
@@ -436,8 +437,10 @@ class Reverser:
         if isinstance(stmt, ir.Unpack):
             parts = [syntax.name(self.bars[t]) if t in self.bars and (t in self.live or t not in self.local)
                      else self.zeros(t) for t in stmt.targets]
+            assert isinstance(stmt.value, ir.Var)  # an active tuple unpacked
             out = self.accumulate(stmt.value.name, syntax.tuple_(parts))
             return out + [_placeholder(RESTORE, t, id(stmt)) for t in reversed(stmt.targets)]
+        assert isinstance(stmt, ir.Assign)  # effects, pops and breaks have no adjoint
         return self.adjoint_assign(stmt)
 
     def adjoint_if(self, stmt: ir.If) -> list[gast.stmt]:
@@ -498,8 +501,8 @@ class Reverser:
             contributions = [_rename(c, ANS, newer) for c in contributions]
             out.append(syntax.assign(newer, syntax.name(target)))
         # the target's old value first (the rule reads it); a callee's saved values only after its backward
-        first = [r for r in restores if _placeholder_of(r)[1] == target]
-        after = [r for r in restores if _placeholder_of(r)[1] != target]
+        first = [r for r in restores if (_placeholder_of(r) or ("", ""))[1] == target]
+        after = [r for r in restores if (_placeholder_of(r) or ("", ""))[1] != target]
         return out + first + contributions + after
 
     def contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool) -> list[gast.stmt]:
@@ -564,7 +567,7 @@ class Reverser:
         return all(c == SCALAR or (c is not None and c == mine) for c in others)
 
     def contribution(self, stmt: ir.Assign, vjp: registry.VJP, g: str, ans_name: str) -> gast.expr:
-        call = stmt.value
+        call = ir.call_of(stmt)
         ans = syntax.name(ans_name)
         args = [syntax.atom(a, self.refs) for a in call.args]
         kwargs = {key: syntax.atom(a, self.refs) for key, a in call.kwargs}
@@ -577,7 +580,7 @@ class Reverser:
         return syntax.call(self.refs.marker(vjp, rule_name), [syntax.name(g), ans, *args], kwargs)
 
     def callee_contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool, callee: Adjoint, saved: str,
-                             args: list[ir.Atom], active: list[ir.Atom]) -> list[gast.stmt]:
+                             args: list[ir.Atom], active: list[ir.Var]) -> list[gast.stmt]:
         names = [a.name for a in active]
         parts = [self.namer.fresh(f"{n}_bar_{stmt.target}") for n in names]
         bwd = self.refs.marker(CalleeRef(callee, "bwd"), "bwd")
@@ -655,7 +658,7 @@ class Reverser:
                     head |= maybe
                     maybe = self.zeros_block(stmt.body, set(head), zero_in)
                 maybe = head
-            elif isinstance(stmt, ir.Unpack):
+            elif isinstance(stmt, ir.Unpack) and isinstance(stmt.value, ir.Var):
                 maybe.discard(stmt.value.name)  # a tuple of the parts' adjoints
             elif isinstance(stmt, ir.Assign):
                 self.zeros_assign(stmt, maybe, zero_in)
@@ -674,7 +677,8 @@ class Reverser:
             if not atom_active(atom, self.active):
                 continue
             rule = registry.lookup(value.fn.obj) if isinstance(value, ir.Call) else None
-            broadcast = rule is not None and rule.elementwise and not self.exact(value, k)
+            broadcast = isinstance(value, ir.Call) and rule is not None and rule.elementwise and \
+                not self.exact(value, k)
             if not passes or broadcast:  # unbroadcast makes an array of the argument's shape
                 maybe.discard(atom.name)
 
@@ -696,7 +700,7 @@ class Reverser:
                        "ast_ad.extend.defvjp(fn, lambda g, ans, x: ...), one lambda per positional argument")
 
 
-def _shallow(body: tuple[ir.Stmt, ...]):
+def _shallow(body: tuple[ir.Stmt, ...]) -> Iterator[ir.Stmt]:
     """Statements of a loop body, into its ifs but not into nested loops."""
     for stmt in body:
         yield stmt

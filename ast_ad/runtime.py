@@ -9,17 +9,19 @@ array([2., 2., 2.])
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 
-def unbroadcast(g, x):
+def unbroadcast(g: Any, x: Any) -> Any:
     """Sum ``g`` down to the shape of ``x``, undoing numpy broadcasting."""
     if isinstance(x, (tuple, list, dict)):
         if isinstance(g, (tuple, list, dict)) and len(g) != len(x):
             try:
                 from ast_ad.errors import MissingRuleError as error
             except ImportError:  # in an exported module
-                error = TypeError
+                error = TypeError  # type: ignore[misc, assignment]  # exported without ast_ad
             raise error("this + or * joined or repeated lists or tuples, which ast_ad could not tell apart "
                         "from arithmetic here: build the list as a literal, with append, or with "
                         "list(...) first, so ast_ad knows it is a list")
@@ -41,7 +43,7 @@ def unbroadcast(g, x):
     return np.broadcast_to(g, shape) if g.shape != shape else g
 
 
-def zeros_like(x):
+def zeros_like(x: Any) -> Any:
     """A zero adjoint for ``x``: a float for scalars, a tuple or list for tuples and lists."""
     if isinstance(x, dict):
         return {key: zeros_like(item) for key, item in x.items()}
@@ -52,7 +54,7 @@ def zeros_like(x):
     return 0.0 if np.ndim(x) == 0 else np.zeros(np.shape(x))
 
 
-def dense_adjoint(g, x):
+def dense_adjoint(g: Any, x: Any) -> Any:
     """``g``, the adjoint of ``x``, as zeros of ``x``'s shape if it is still the float zero it started as.
 
     Accumulating adjoints start as ``0.0``, which broadcasting rules take as any
@@ -63,7 +65,7 @@ def dense_adjoint(g, x):
     return g
 
 
-def add_adjoints(a, b):
+def add_adjoints(a: Any, b: Any) -> Any:
     """Sum two adjoints, element by element for tuples and lists; ``None`` is zero."""
     if a is None or b is None:
         return b if a is None else a
@@ -77,28 +79,28 @@ def add_adjoints(a, b):
     return a + b
 
 
-def cast_vjp(g, ans, x):
+def cast_vjp(g: Any, ans: Any, x: Any) -> Any:
     """Adjoint of ``x`` in a cast: ``g`` where the result is still a float, zero where it was truncated to integers."""
     if np.result_type(ans).kind in "biu":
         return zeros_like(x)
     return unstack(g, x)
 
 
-def unstack(g, x):
+def unstack(g: Any, x: Any) -> Any:
     """The adjoint of the list ``x`` that numpy stacked into an array with adjoint ``g``."""
     if isinstance(x, (list, tuple)):
         return [unstack(g[i], item) for i, item in enumerate(x)]
     return unbroadcast(g, x)
 
 
-def extremum_vjp(g, ans, x, axis=None, keepdims=False):
+def extremum_vjp(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: Any = False) -> Any:
     """Adjoint of ``x`` in a max or min over ``axis``: shared equally among the entries that tie."""
     hits = x == expand_reduced(ans, x, axis, keepdims)
     share = hits / np.sum(hits, axis=axis, keepdims=True)
     return expand_reduced(g, x, axis, keepdims) * share
 
 
-def expand_reduced(g, x, axis=None, keepdims=False):
+def expand_reduced(g: Any, x: Any, axis: Any = None, keepdims: Any = False) -> Any:
     """Broadcast ``g``, the adjoint of a reduction of ``x`` over ``axis``, back to ``x``'s shape."""
     shape = np.shape(x)
     if axis is not None and not keepdims:
@@ -107,7 +109,7 @@ def expand_reduced(g, x, axis=None, keepdims=False):
     return np.broadcast_to(g, shape)
 
 
-def reduced_count(x, axis=None):
+def reduced_count(x: Any, axis: Any = None) -> Any:
     """How many entries of ``x`` a reduction over ``axis`` combines."""
     shape = np.shape(x)
     if axis is None:
@@ -116,7 +118,7 @@ def reduced_count(x, axis=None):
     return int(np.prod([shape[a] for a in axes]))
 
 
-def matmul_vjp_a(g, a, b):
+def matmul_vjp_a(g: Any, a: Any, b: Any) -> Any:
     """Adjoint of ``a`` in ``a @ b``, for vectors, matrices and stacks of matrices."""
     g, a, b = np.asarray(g), np.asarray(a), np.asarray(b)
     a_ndim, b_ndim = a.ndim, b.ndim
@@ -133,7 +135,7 @@ def matmul_vjp_a(g, a, b):
     return unbroadcast(np.matmul(g, np.swapaxes(b, -1, -2)), a)
 
 
-def matmul_vjp_b(g, a, b):
+def matmul_vjp_b(g: Any, a: Any, b: Any) -> Any:
     """Adjoint of ``b`` in ``a @ b``, for vectors, matrices and stacks of matrices."""
     g, a, b = np.asarray(g), np.asarray(a), np.asarray(b)
     a_ndim, b_ndim = a.ndim, b.ndim
@@ -150,27 +152,27 @@ def matmul_vjp_b(g, a, b):
     return unbroadcast(np.matmul(np.swapaxes(a, -1, -2), g), b)
 
 
-def summed_matmul_vjp_a(terms, a):
+def summed_matmul_vjp_a(terms: Any, a: Any) -> Any:
     """``sum(matmul_vjp_a(g, a, b) for g, b in terms)``: what a loop gives a fixed ``a`` in ``a @ b``."""
     return summed_products(terms, a, matmul_vjp_a, fixed_first=True)
 
 
-def summed_matmul_vjp_b(terms, b):
+def summed_matmul_vjp_b(terms: Any, b: Any) -> Any:
     """``sum(matmul_vjp_b(g, a, b) for g, a in terms)``: what a loop gives a fixed ``b`` in ``a @ b``."""
     return summed_products(terms, b, matmul_vjp_b, fixed_first=False)
 
 
-def summed_dot_vjp_a(terms, a):
+def summed_dot_vjp_a(terms: Any, a: Any) -> Any:
     """``sum(dot_vjp_a(g, a, b) for g, b in terms)``: what a loop gives a fixed ``a`` in ``np.dot(a, b)``."""
     return summed_products(terms, a, dot_vjp_a, fixed_first=True)
 
 
-def summed_dot_vjp_b(terms, b):
+def summed_dot_vjp_b(terms: Any, b: Any) -> Any:
     """``sum(dot_vjp_b(g, a, b) for g, a in terms)``: what a loop gives a fixed ``b`` in ``np.dot(a, b)``."""
     return summed_products(terms, b, dot_vjp_b, fixed_first=False)
 
 
-def summed_getitem_vjp(terms, x):
+def summed_getitem_vjp(terms: Any, x: Any) -> Any:
     """``sum(getitem_vjp(g, x, index) for g, index in terms)``: what a loop's reads ``x[i]`` give ``x``, added
     into one array after the loop instead of one zero array per step."""
     if isinstance(x, (dict, tuple, list)):
@@ -188,12 +190,12 @@ def summed_getitem_vjp(terms, x):
     return out
 
 
-def index_terms_jvp(u, terms):
+def index_terms_jvp(u: Any, terms: Any) -> Any:
     """Tangent terms of ``summed_getitem_vjp``: each step's ``(g, index)`` gives ``(g_dot, index)``."""
     return [(g_dot, index) for (g_dot, _), (_, index) in zip(u, terms, strict=True)]
 
 
-def summed_products(terms, fixed, vjp, fixed_first):
+def summed_products(terms: Any, fixed: Any, vjp: Any, fixed_first: Any) -> Any:
     """The sum of a loop's contributions ``vjp(g, ...)`` to a matrix ``fixed`` it multiplies every step.
 
     ``terms`` holds each step's ``(g, other operand)``. With vectors, each step's
@@ -218,7 +220,7 @@ def summed_products(terms, fixed, vjp, fixed_first):
     return total
 
 
-def dot_vjp_a(g, a, b):
+def dot_vjp_a(g: Any, a: Any, b: Any) -> Any:
     """Adjoint of ``a`` in ``np.dot(a, b)`` (scalars, vectors and matrices)."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(g * b, a)
@@ -226,7 +228,7 @@ def dot_vjp_a(g, a, b):
     return matmul_vjp_a(g, a, b)
 
 
-def dot_vjp_b(g, a, b):
+def dot_vjp_b(g: Any, a: Any, b: Any) -> Any:
     """Adjoint of ``b`` in ``np.dot(a, b)`` (scalars, vectors and matrices)."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(g * a, b)
@@ -234,14 +236,14 @@ def dot_vjp_b(g, a, b):
     return matmul_vjp_b(g, a, b)
 
 
-def check_dot_rank(a, b):
+def check_dot_rank(a: Any, b: Any) -> Any:
     """``np.dot`` of arrays of three or more dimensions is not matmul: refuse it."""
     if np.ndim(a) > 2 or np.ndim(b) > 2:
         raise NotImplementedError("the gradient of np.dot on arrays with more than 2 dimensions "
                                   "is not supported: use np.matmul or np.tensordot")
 
 
-def getitem_vjp(g, x, index):
+def getitem_vjp(g: Any, x: Any, index: Any) -> Any:
     """Adjoint of ``x`` in ``x[index]``: ``g`` scattered into zeros (repeated indices add)."""
     if isinstance(x, dict):
         return {key: g if key == index else zeros_like(item) for key, item in x.items()}
@@ -254,7 +256,7 @@ def getitem_vjp(g, x, index):
     return out
 
 
-def clip_mask(x, lo, hi):
+def clip_mask(x: Any, lo: Any, hi: Any) -> Any:
     """1 where ``np.clip(x, lo, hi)`` passes ``x`` through, 0 where it clips."""
     inside = np.ones(np.shape(x))
     if lo is not None:
@@ -264,12 +266,12 @@ def clip_mask(x, lo, hi):
     return inside
 
 
-def balanced_eq(x, ans, y):
+def balanced_eq(x: Any, ans: Any, y: Any) -> Any:
     """1 where ``x`` alone gave ``ans``, 0.5 where ``x`` and ``y`` tied (for max/min)."""
     return (x == ans) / (1.0 + (x == y))
 
 
-def pow_minus_one(x, y):
+def pow_minus_one(x: Any, y: Any) -> Any:
     """``x ** (y - 1)`` for the rule of ``x ** y``, and ``inf`` rather than ZeroDivisionError for a negative
     power of ``0.0``. Where ``y`` is 0 (the rule multiplies it by 0) and the power is not finite, 0.
 
@@ -289,19 +291,19 @@ def pow_minus_one(x, y):
         try:
             from ast_ad.errors import LocatedError as error
         except ImportError:  # in an exported module
-            error = ValueError
+            error = ValueError  # type: ignore[misc, assignment]  # exported without ast_ad
         raise error("a negative number to a fractional power is complex in Python, and ast_ad differentiates "
                     "real code only: keep the base positive, or use np.power (nan there) or np.cbrt")
     return power
 
 
-def safe_log(x):
+def safe_log(x: Any) -> Any:
     """``log(x)``, taking 0 where ``x`` is 0 (for the exponent's rule of ``x ** y``)."""
     return np.log(np.where(x == 0, 1.0, x))
 
 
 # ---- reductions and scans -------------------------------------------------------------------------------
-def along_last(x, axis):
+def along_last(x: Any, axis: Any) -> Any:
     """``x`` with ``axis`` moved last (flattened when ``axis`` is None), and how to undo it."""
     if axis is None:
         return np.ravel(x), lambda y: np.reshape(y, np.shape(x))
@@ -309,7 +311,7 @@ def along_last(x, axis):
     return np.moveaxis(x, axis, -1), lambda y: np.moveaxis(y, -1, axis)
 
 
-def prod_vjp(g, ans, x, axis=None, keepdims=False):
+def prod_vjp(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: Any = False) -> Any:
     """Adjoint of ``x`` in ``np.prod``: the product of the other entries, exact where ``x`` has zeros."""
     g = expand_reduced(g, x, axis, keepdims)
     if axis is not None and np.ndim(axis) > 0:  # several axes: bring them together, then as for one
@@ -327,27 +329,27 @@ def prod_vjp(g, ans, x, axis=None, keepdims=False):
     return g * back(left * right)
 
 
-def var_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
+def var_vjp(g: Any, ans: Any, x: Any, axis: Any = None, ddof: Any = 0, keepdims: Any = False) -> Any:
     """Adjoint of ``x`` in ``np.var``."""
     mean = np.mean(x, axis=axis, keepdims=True)
     return expand_reduced(g, x, axis, keepdims) * 2.0 * (x - mean) / (reduced_count(x, axis) - ddof)
 
 
-def std_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
+def std_vjp(g: Any, ans: Any, x: Any, axis: Any = None, ddof: Any = 0, keepdims: Any = False) -> Any:
     """Adjoint of ``x`` in ``np.std``; where the deviation is zero, the gradient is taken as zero."""
     spread = expand_reduced(ans, x, axis, keepdims)
     share = np.divide(1.0, spread, out=np.zeros(np.shape(spread)), where=spread != 0)
     return var_vjp(g, ans, x, axis, ddof, keepdims) * 0.5 * share
 
 
-def cumsum_vjp(g, x, axis=None):
+def cumsum_vjp(g: Any, x: Any, axis: Any = None) -> Any:
     """Adjoint of ``x`` in ``np.cumsum``: a cumulative sum from the end."""
     if axis is None:
         return np.reshape(np.flip(np.cumsum(np.flip(np.ravel(g)))), np.shape(x))
     return np.flip(np.cumsum(np.flip(g, axis), axis), axis)
 
 
-def cumprod_vjp(g, ans, x, axis=None):
+def cumprod_vjp(g: Any, ans: Any, x: Any, axis: Any = None) -> Any:
     """Adjoint of ``x`` in ``np.cumprod`` (exact with zeros: each prefix product is taken apart)."""
     moved, back = along_last(x, axis)
     g_moved = along_last(g, axis if axis is not None else None)[0] if axis is not None else np.ravel(g)
@@ -361,7 +363,7 @@ def cumprod_vjp(g, ans, x, axis=None):
     return back(out)
 
 
-def average_vjp(g, x, axis=None, weights=None):
+def average_vjp(g: Any, x: Any, axis: Any = None, weights: Any = None) -> Any:
     """Adjoint of ``x`` in ``np.average``."""
     if weights is None:
         return expand_reduced(g, x, axis) / reduced_count(x, axis)
@@ -373,7 +375,7 @@ def average_vjp(g, x, axis=None, weights=None):
     return expand_reduced(g, x, axis) * w / np.sum(weights)
 
 
-def norm_vjp(g, ans, x, ord=None, axis=None, keepdims=False):
+def norm_vjp(g: Any, ans: Any, x: Any, ord: Any = None, axis: Any = None, keepdims: Any = False) -> Any:
     """Adjoint of ``x`` in ``np.linalg.norm``; at a zero vector the gradient is taken as zero."""
     matrix = (axis is None and np.ndim(x) == 2 and ord is not None) or (axis is not None and np.ndim(axis) > 0)
     g = expand_reduced(g, x, axis, keepdims)
@@ -409,15 +411,15 @@ def norm_vjp(g, ans, x, ord=None, axis=None, keepdims=False):
 
 
 # ---- products ---------------------------------------------------------------------------------------------
-def outer_vjp_a(g, a, b):
+def outer_vjp_a(g: Any, a: Any, b: Any) -> Any:
     return np.reshape(g @ np.ravel(b), np.shape(a))
 
 
-def outer_vjp_b(g, a, b):
+def outer_vjp_b(g: Any, a: Any, b: Any) -> Any:
     return np.reshape(np.ravel(a) @ g, np.shape(b))
 
 
-def inner_vjp(g, a, b):
+def inner_vjp(g: Any, a: Any, b: Any) -> Any:
     """Adjoint of ``a`` in ``np.inner(a, b)`` (last axes contracted)."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(g * b, a)
@@ -425,7 +427,7 @@ def inner_vjp(g, a, b):
     return np.tensordot(g, b, axes=(g_axes, list(range(np.ndim(b) - 1))))
 
 
-def inner_vjp_b(g, a, b):
+def inner_vjp_b(g: Any, a: Any, b: Any) -> Any:
     """Adjoint of ``b`` in ``np.inner(a, b)``: ``g``'s axes of ``a`` moved behind those of ``b`` first."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(g * a, b)
@@ -434,7 +436,7 @@ def inner_vjp_b(g, a, b):
     return inner_vjp(g, b, a)
 
 
-def einsum_spec(spec, *operands):
+def einsum_spec(spec: Any, *operands: Any) -> Any:
     """``spec`` with ``...`` spelt out and the output named: a list of input subscripts and the output's."""
     inputs, _, output = spec.replace(" ", "").partition("->")
     parts = inputs.split(",")
@@ -452,7 +454,7 @@ def einsum_spec(spec, *operands):
     return expanded, output
 
 
-def einsum_vjp(k, g, spec, *operands):
+def einsum_vjp(k: Any, g: Any, spec: Any, *operands: Any) -> Any:
     """Adjoint of operand ``k`` in ``np.einsum(spec, *operands)``, repeated (diagonal) indices included."""
     inputs, output = einsum_spec(spec, *operands)
     mine = inputs[k]
@@ -467,7 +469,9 @@ def einsum_vjp(k, g, spec, *operands):
     if unique == mine:
         return unbroadcast(part, operands[k])
     spare = iter(c for c in "abcdefghijklmnopqrstuvwxyz" if c not in spec)
-    target, deltas, seen = [], [], set()
+    target: list[str] = []
+    deltas: list[tuple[str, Any]] = []
+    seen: set[str] = set()
     for c in mine:
         if c in seen:
             fresh = next(spare)
@@ -480,7 +484,7 @@ def einsum_vjp(k, g, spec, *operands):
     return np.einsum(subscripts, part, *[e for _, e in deltas])
 
 
-def tensordot_spec(a, b, axes=2):
+def tensordot_spec(a: Any, b: Any, axes: Any = 2) -> Any:
     """The einsum subscripts of ``np.tensordot(a, b, axes)``."""
     if np.ndim(axes) == 0:
         axes = (list(range(np.ndim(a) - axes, np.ndim(a))), list(range(axes)))
@@ -495,7 +499,7 @@ def tensordot_spec(a, b, axes=2):
     return "".join(sa) + "," + "".join(sb) + "->" + "".join(out)
 
 
-def kron_vjp(k, g, a, b):
+def kron_vjp(k: Any, g: Any, a: Any, b: Any) -> Any:
     """Adjoint of ``a`` (k=0) or ``b`` (k=1) in ``np.kron(a, b)``, for vectors and matrices."""
     a2, b2 = np.atleast_2d(a), np.atleast_2d(b)
     (p, q), (m, n) = a2.shape, b2.shape
@@ -504,7 +508,7 @@ def kron_vjp(k, g, a, b):
     return np.reshape(part, np.shape(a if k == 0 else b))
 
 
-def diagonal_vjp(g, x, offset=0, axis1=0, axis2=1):
+def diagonal_vjp(g: Any, x: Any, offset: Any = 0, axis1: Any = 0, axis2: Any = 1) -> Any:
     """Adjoint of ``x`` in ``np.diagonal``/``np.trace``: ``g`` laid back on that diagonal."""
     x = np.asarray(x)
     moved = np.moveaxis(np.zeros(x.shape), (axis1, axis2), (-2, -1))
@@ -519,7 +523,7 @@ def diagonal_vjp(g, x, offset=0, axis1=0, axis2=1):
     return np.moveaxis(full, (-2, -1), (axis1, axis2))
 
 
-def diag_vjp(g, v, k=0):
+def diag_vjp(g: Any, v: Any, k: Any = 0) -> Any:
     """Adjoint of ``v`` in ``np.diag(v, k)``: it builds a matrix from a vector or takes a diagonal."""
     if np.ndim(v) == 1:
         return np.diag(g, k)
@@ -527,14 +531,14 @@ def diag_vjp(g, v, k=0):
 
 
 # ---- shape and layout --------------------------------------------------------------------------------------
-def split_vjp(g, ans, x, axis=0):
+def split_vjp(g: Any, ans: Any, x: Any, axis: Any = 0) -> Any:
     """Adjoint of ``x`` in ``np.split`` and friends: the parts' adjoints put back together."""
     parts = [bar if bar is not None else np.zeros(np.shape(part)) for bar, part in zip(g, ans, strict=True)]
     parts = [np.broadcast_to(p, np.shape(a)) for p, a in zip(parts, ans, strict=True)]
     return np.concatenate(parts, axis=axis)
 
 
-def concatenate_vjp(g, arrays, axis=0):
+def concatenate_vjp(g: Any, arrays: Any, axis: Any = 0) -> Any:
     """Adjoints of the arrays ``np.concatenate`` joined: ``g`` cut back into their sizes."""
     if axis is None:
         sizes = np.cumsum([np.size(a) for a in arrays])[:-1]
@@ -543,18 +547,18 @@ def concatenate_vjp(g, arrays, axis=0):
     return list(np.split(g, sizes, axis=axis))
 
 
-def hstack_vjp(g, arrays):
+def hstack_vjp(g: Any, arrays: Any) -> Any:
     parts = [np.atleast_1d(a) for a in arrays]
     axis = 0 if parts[0].ndim == 1 else 1
     return [np.reshape(p, np.shape(a)) for p, a in zip(concatenate_vjp(g, parts, axis), arrays, strict=True)]
 
 
-def vstack_vjp(g, arrays):
+def vstack_vjp(g: Any, arrays: Any) -> Any:
     parts = [np.atleast_2d(a) for a in arrays]
     return [np.reshape(p, np.shape(a)) for p, a in zip(concatenate_vjp(g, parts, 0), arrays, strict=True)]
 
 
-def tile_vjp(g, x, reps):
+def tile_vjp(g: Any, x: Any, reps: Any) -> Any:
     """Adjoint of ``x`` in ``np.tile``: the copies' adjoints summed."""
     reps = (reps,) if np.ndim(reps) == 0 else tuple(reps)
     shape = np.shape(x)
@@ -564,7 +568,7 @@ def tile_vjp(g, x, reps):
     return np.reshape(np.sum(blocks, axis=tuple(range(0, 2 * d, 2))), shape)
 
 
-def repeat_vjp(g, x, repeats, axis=None):
+def repeat_vjp(g: Any, x: Any, repeats: Any, axis: Any = None) -> Any:
     """Adjoint of ``x`` in ``np.repeat``: each entry's copies summed."""
     if axis is None:
         flat = np.ravel(x)
@@ -579,7 +583,7 @@ def repeat_vjp(g, x, repeats, axis=None):
     return np.moveaxis(out, 0, axis)
 
 
-def pad_vjp(g, x, pad_width, mode="constant"):
+def pad_vjp(g: Any, x: Any, pad_width: Any, mode: Any = "constant") -> Any:
     """Adjoint of ``x`` in ``np.pad`` with constant padding: the middle of ``g``."""
     if mode != "constant":
         raise NotImplementedError(f"the gradient of np.pad with mode={mode!r}")
@@ -588,7 +592,7 @@ def pad_vjp(g, x, pad_width, mode="constant"):
     return g[index]
 
 
-def sort_vjp(g, x, axis=-1):
+def sort_vjp(g: Any, x: Any, axis: Any = -1) -> Any:
     """Adjoint of ``x`` in ``np.sort``: ``g`` sent back to where each entry came from."""
     if axis is None:
         order = np.argsort(np.ravel(x), kind="stable")
@@ -601,20 +605,20 @@ def sort_vjp(g, x, axis=-1):
     return out
 
 
-def take_vjp(g, x, indices, axis=None):
+def take_vjp(g: Any, x: Any, indices: Any, axis: Any = None) -> Any:
     """Adjoint of ``x`` in ``np.take``: ``g`` scattered back (repeated indices add)."""
     if axis is None:
         out = np.zeros(np.size(x))
         np.add.at(out, np.ravel(indices), np.ravel(g))
         return np.reshape(out, np.shape(x))
     out = np.zeros(np.shape(x))
-    index = [slice(None)] * np.ndim(x)
+    index: list[Any] = [slice(None)] * np.ndim(x)
     index[axis] = indices
     np.add.at(out, tuple(index), g)
     return out
 
 
-def select_vjp(g, condlist, choicelist):
+def select_vjp(g: Any, condlist: Any, choicelist: Any) -> Any:
     """Adjoints of the choices in ``np.select``: each gets ``g`` where it was the first true condition."""
     taken = np.zeros(np.shape(g), dtype=bool)
     parts = []
@@ -625,26 +629,23 @@ def select_vjp(g, condlist, choicelist):
     return parts
 
 
-def select_default_vjp(g, condlist, default):
+def select_default_vjp(g: Any, condlist: Any, default: Any) -> Any:
     taken = np.any(np.broadcast_arrays(*condlist), axis=0) if len(condlist) else np.zeros(np.shape(g), bool)
     return unbroadcast(np.where(taken, 0.0, g), default)
 
 
-def assign_item(x, index, value):
+def assign_item(x: Any, index: Any, value: Any) -> Any:
     """``x`` with ``x[index] = value``, as a new array (or list): ``y[i] = v`` in generated code.
 
     The new array keeps ``x``'s dtype, as numpy's write does: a float written into an
     integer array is truncated (and takes no gradient, see ``assign_item_vjp_value``).
     """
-    if isinstance(x, (list, dict)):
-        out = type(x)(x)
-    else:
-        out = np.array(x)
+    out: Any = type(x)(x) if isinstance(x, (list, dict)) else np.array(x)
     out[index] = value
     return out
 
 
-def assign_item_vjp_x(g, x, index):
+def assign_item_vjp_x(g: Any, x: Any, index: Any) -> Any:
     """The overwritten entries take no gradient."""
     if isinstance(x, dict):
         return {key: item for key, item in g.items() if key in x and key != index} | \
@@ -658,7 +659,7 @@ def assign_item_vjp_x(g, x, index):
     return out
 
 
-def assign_item_vjp_value(g, ans, index, value):
+def assign_item_vjp_value(g: Any, ans: Any, index: Any, value: Any) -> Any:
     """The written entries' adjoint; where an index repeats, only the last write landed (numpy's rule).
 
     Written into an integer array, the value was truncated: it takes no gradient.
@@ -674,46 +675,46 @@ def assign_item_vjp_value(g, ans, index, value):
     return unbroadcast(taken, value)
 
 
-def _fancy(index):
+def _fancy(index: Any) -> Any:
     """Whether ``index`` holds an integer array or list, which may repeat entries."""
     if isinstance(index, tuple):
         return any(_fancy(part) for part in index)
     return isinstance(index, (list, np.ndarray)) and np.asarray(index).dtype.kind in "iu"
 
 
-def copied(dst, src):
+def copied(dst: Any, src: Any) -> Any:
     """``np.copyto(dst, src)`` as a new array: ``src`` broadcast to ``dst``'s shape, in ``dst``'s dtype."""
     out = np.array(dst)
     np.copyto(out, src)  # numpy's own casting rules and errors
     return out
 
 
-def add_at(x, index, value):
+def add_at(x: Any, index: Any, value: Any) -> Any:
     """``np.add.at(x, index, value)`` as a new array: repeated indices add up."""
     out = np.array(x, dtype=np.result_type(x, value))
     np.add.at(out, index, value)
     return out
 
 
-def list_item(xs, index, n):
+def list_item(xs: Any, index: Any, n: Any) -> Any:
     """``xs[index]`` of a list that grows later (``xs.append``): ``n`` is its length when it was read."""
     return xs[index]
 
 
-def list_item_vjp(g, xs, index, n):
+def list_item_vjp(g: Any, xs: Any, index: Any, n: Any) -> Any:
     """The adjoint of the list as it was when read: ``n`` entries, the one read taking ``g``."""
     parts = [zeros_like(xs[k]) for k in range(n)]
     parts[index] = g
     return parts
 
 
-def sorted_by(xs, keys, reverse=False):
+def sorted_by(xs: Any, keys: Any, reverse: Any = False) -> Any:
     """``sorted(xs, key=f, reverse=r)`` given the keys ``[f(x) for x in xs]``: the same stable order."""
     order = sorted(range(len(keys)), key=keys.__getitem__, reverse=reverse)
     return [xs[i] for i in order]
 
 
-def sorted_by_vjp(g, xs, keys, reverse=False):
+def sorted_by_vjp(g: Any, xs: Any, keys: Any, reverse: Any = False) -> Any:
     """Each sorted item's adjoint goes back to the place it came from."""
     order = sorted(range(len(keys)), key=keys.__getitem__, reverse=reverse)
     parts = [None] * len(order)
@@ -722,43 +723,43 @@ def sorted_by_vjp(g, xs, keys, reverse=False):
     return parts if isinstance(xs, list) else tuple(parts) if isinstance(xs, tuple) else np.array(parts)
 
 
-def concat(a, b):
+def concat(a: Any, b: Any) -> Any:
     """``a + b`` for lists or tuples: joined end to end (a list plus an array is numpy's sum: its gradient is
     refused, in ``concat_vjp_a``)."""
     return a + b
 
 
-def _refuse_sequence_arithmetic():
+def _refuse_sequence_arithmetic() -> Any:
     try:
         from ast_ad.errors import MissingRuleError as error
     except ImportError:  # in an exported module
-        error = TypeError
+        error = TypeError  # type: ignore[misc, assignment]  # exported without ast_ad
     raise error("this + or * mixes a list with an array or a number, which numpy computes element by element: "
                 "write np.asarray([...]) for the list, so it is arithmetic, or join lists with lists")
 
 
-def concat_vjp_a(g, a, b):
+def concat_vjp_a(g: Any, a: Any, b: Any) -> Any:
     _check_joined(a, b)
     return g[:len(a)]
 
 
-def concat_vjp_b(g, a, b):
+def concat_vjp_b(g: Any, a: Any, b: Any) -> Any:
     _check_joined(a, b)
     return g[len(a):]
 
 
-def _check_joined(a, b):
+def _check_joined(a: Any, b: Any) -> Any:
     if not (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))):
         _refuse_sequence_arithmetic()
 
 
-def repeat_seq(a, n):
+def repeat_seq(a: Any, n: Any) -> Any:
     """``a * n`` (or ``n * a``) for a list or tuple: ``n`` copies end to end (a list times an array is numpy's
     product: its gradient is refused)."""
     return a * n
 
 
-def repeat_seq_vjp(g, a, n):
+def repeat_seq_vjp(g: Any, a: Any, n: Any) -> Any:
     """Every copy's adjoint, added element by element."""
     if not isinstance(a, (list, tuple)) or not isinstance(n, int):
         _refuse_sequence_arithmetic()
@@ -768,7 +769,7 @@ def repeat_seq_vjp(g, a, n):
     return zeros_like(a) if total is None else list(total) if isinstance(a, list) else tuple(total)
 
 
-def chosen_vjp(k, g, ans, xs):
+def chosen_vjp(k: Any, g: Any, ans: Any, xs: Any) -> Any:
     """Adjoint of argument ``k`` of ``min``/``max``: the argument chosen (the first, at ties) takes ``g``.
 
     ``min(a, b)`` returns one of its arguments itself, so identity finds it; ``min(xs)`` an item of ``xs``.
@@ -783,24 +784,24 @@ def chosen_vjp(k, g, ans, xs):
     return g if k == chosen else zeros_like(xs[k])
 
 
-def part(g, k):
+def part(g: Any, k: Any) -> Any:
     """Item ``k`` of a tuple adjoint, zero where nothing flowed into it (``None``)."""
     item = g[k]
     return 0.0 if item is None else item
 
 
-def clip_lo_vjp(g, x, lo, hi):
+def clip_lo_vjp(g: Any, x: Any, lo: Any, hi: Any) -> Any:
     """Adjoint of the lower bound of ``np.clip``: where it is the result."""
     taken = x < lo if hi is None else (x < lo) & (lo <= hi)
     return g * taken
 
 
-def clip_hi_vjp(g, x, lo, hi):
+def clip_hi_vjp(g: Any, x: Any, lo: Any, hi: Any) -> Any:
     """Adjoint of the upper bound of ``np.clip``: where it is the result."""
     return g * ((x if lo is None else np.maximum(x, lo)) > hi)
 
 
-def average_weights_vjp(g, ans, x, axis, weights):
+def average_weights_vjp(g: Any, ans: Any, x: Any, axis: Any, weights: Any) -> Any:
     """Adjoint of ``weights`` in ``np.average(x, axis, weights)``: ``(x - average) / sum(weights)``."""
     w = np.asarray(weights, dtype=float)
     spread = (x - expand_reduced(ans, x, axis)) * expand_reduced(g, x, axis) / np.sum(w)
@@ -809,53 +810,53 @@ def average_weights_vjp(g, ans, x, axis, weights):
     return spread
 
 
-def absent(owner, name):
+def absent(owner: Any, name: Any) -> Any:
     """``module.name`` where the module has no such attribute: Python's AttributeError, when the line runs."""
     raise AttributeError(f"{owner} has no attribute {name!r}")
 
 
-def field(obj, name):
+def field(obj: Any, name: Any) -> Any:
     """``obj.name``: a namedtuple's field, or any other attribute (which carries a gradient only in a namedtuple)."""
     return getattr(obj, name)
 
 
-def field_vjp(g, obj, name):
+def field_vjp(g: Any, obj: Any, name: Any) -> Any:
     """Adjoint of ``obj`` in ``obj.name``: the field's slot of a namedtuple takes ``g``."""
     fields = getattr(type(obj), "_fields", None)
     if not isinstance(obj, tuple) or fields is None or name not in fields:
         try:
             from ast_ad.errors import MissingRuleError as error
         except ImportError:  # in an exported module
-            error = TypeError
+            error = TypeError  # type: ignore[misc, assignment]  # exported without ast_ad
         raise error(f"ast_ad cannot differentiate the attribute .{name} of a {type(obj).__name__}: only numpy "
                     "arrays' attributes and namedtuples' fields carry gradients; pass the value itself as an "
                     "argument (or use a namedtuple, a dict or a tuple)")
     return tuple(g if field == name else zeros_like(item) for field, item in zip(fields, obj, strict=True))
 
 
-def astype(x, dtype):
+def astype(x: Any, dtype: Any) -> Any:
     """``x.astype(dtype)`` as a function."""
     return np.asarray(x).astype(dtype)
 
 
 # ---- linear algebra ----------------------------------------------------------------------------------------
-def T(a):
+def T(a: Any) -> Any:
     """The transpose of a matrix, or of each matrix in a stack."""
     return np.swapaxes(a, -1, -2)
 
 
-def solve_vjp_a(g, ans, a, b):
+def solve_vjp_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
     b_bar = np.linalg.solve(T(a), g)
     if np.ndim(b) == 1:
         return -np.outer(b_bar, ans)
     return -b_bar @ T(ans)
 
 
-def solve_vjp_b(g, ans, a, b):
+def solve_vjp_b(g: Any, ans: Any, a: Any, b: Any) -> Any:
     return np.linalg.solve(T(a), g)
 
 
-def cholesky_vjp(g, ans):
+def cholesky_vjp(g: Any, ans: Any) -> Any:
     """Adjoint of ``a`` in ``np.linalg.cholesky`` (symmetric; Murray's formula)."""
     inv_l = np.linalg.inv(ans)
     phi = T(ans) @ g
@@ -864,13 +865,13 @@ def cholesky_vjp(g, ans):
     return lower_only(0.5 * (s + T(s)))
 
 
-def lower_only(s):
+def lower_only(s: Any) -> Any:
     """The gradient of a function of a symmetric matrix that numpy reads from its lower triangle only."""
     n = np.shape(s)[-1]
     return np.tril(2.0 * s) - np.eye(n) * s
 
 
-def eigh_vjp(g, ans, a):
+def eigh_vjp(g: Any, ans: Any, a: Any) -> Any:
     """Adjoint of ``a`` in ``np.linalg.eigh``, which reads only the lower triangle of ``a``."""
     w, v = ans
     w_bar, v_bar = g
@@ -883,7 +884,7 @@ def eigh_vjp(g, ans, a):
     return lower_only(0.5 * (s + T(s)))
 
 
-def svd_vjp(g, ans, a, full_matrices=True, compute_uv=True):
+def svd_vjp(g: Any, ans: Any, a: Any, full_matrices: Any = True, compute_uv: Any = True) -> Any:
     """Adjoint of ``a`` in ``np.linalg.svd`` (thin factors, or singular values alone; distinct values)."""
     if not compute_uv:
         u, _, vt = np.linalg.svd(a, full_matrices=False)
@@ -910,7 +911,7 @@ def svd_vjp(g, ans, a, full_matrices=True, compute_uv=True):
     return core
 
 
-def qr_vjp(g, ans, a):
+def qr_vjp(g: Any, ans: Any, a: Any) -> Any:
     """Adjoint of ``a`` in the reduced ``np.linalg.qr`` (square or tall ``a``)."""
     q, r = ans
     q_bar, r_bar = (np.zeros(np.shape(x)) if b is None else b for b, x in zip(g, ans, strict=True))
@@ -919,7 +920,7 @@ def qr_vjp(g, ans, a):
     return T(np.linalg.solve(r, T(q_bar + q @ copyltu)))
 
 
-def pinv_vjp(g, ans, a):
+def pinv_vjp(g: Any, ans: Any, a: Any) -> Any:
     """Adjoint of ``a`` in ``np.linalg.pinv``."""
     p = ans
     m, n = np.shape(a)[-2:]
@@ -928,7 +929,7 @@ def pinv_vjp(g, ans, a):
     return -T(p) @ g @ T(p) + left @ T(g) @ p @ T(p) + T(p) @ p @ T(g) @ right
 
 
-def matrix_power_vjp(g, a, n):
+def matrix_power_vjp(g: Any, a: Any, n: Any) -> Any:
     """Adjoint of ``a`` in ``np.linalg.matrix_power(a, n)`` for ``n >= 0``."""
     if n < 0:
         raise NotImplementedError("the gradient of matrix_power with a negative exponent: use inv and a power")
@@ -938,14 +939,14 @@ def matrix_power_vjp(g, a, n):
     return sum((T(powers[k]) @ g @ T(powers[n - 1 - k]) for k in range(n)), np.zeros(np.shape(a)))
 
 
-def sinc_slope(x):
+def sinc_slope(x: Any) -> Any:
     """The derivative of ``np.sinc(x) = sin(pi x) / (pi x)``; 0 at 0."""
     safe = np.where(x == 0, 1.0, x)
     return np.where(x == 0, 0.0, (np.cos(np.pi * x) - np.sinc(x)) / safe)
 
 
 # ---- more numpy -------------------------------------------------------------------------------------------
-def diff_vjp(g, x, n=1, axis=-1):
+def diff_vjp(g: Any, x: Any, n: Any = 1, axis: Any = -1) -> Any:
     """Adjoint of ``x`` in ``np.diff(x, n, axis)``: ``n`` times the adjoint of one difference."""
     for _ in range(n):
         g = np.moveaxis(g, axis, -1)
@@ -954,29 +955,29 @@ def diff_vjp(g, x, n=1, axis=-1):
     return np.reshape(g, np.shape(x))
 
 
-def rollaxis_vjp(g, x, axis, start=0):
+def rollaxis_vjp(g: Any, x: Any, axis: Any, start: Any = 0) -> Any:
     """Adjoint of ``x`` in ``np.rollaxis``: ``g`` with the inverse permutation."""
     ndim = np.ndim(x)
     marks = np.rollaxis(np.zeros(tuple(range(2, ndim + 2))), axis, start).shape
     return np.transpose(g, np.argsort([m - 2 for m in marks]))
 
 
-def dstack_vjp(g, arrays):
+def dstack_vjp(g: Any, arrays: Any) -> Any:
     parts = [np.atleast_3d(a) for a in arrays]
     return [np.reshape(p, np.shape(a)) for p, a in zip(concatenate_vjp(g, parts, 2), arrays, strict=True)]
 
 
-def column_stack_vjp(g, arrays):
+def column_stack_vjp(g: Any, arrays: Any) -> Any:
     parts = [np.reshape(a, (-1, 1)) if np.ndim(a) < 2 else a for a in arrays]
     return [np.reshape(p, np.shape(a)) for p, a in zip(concatenate_vjp(g, parts, 1), arrays, strict=True)]
 
 
-def nanmean_vjp(g, x, axis=None, keepdims=False):
+def nanmean_vjp(g: Any, x: Any, axis: Any = None, keepdims: Any = False) -> Any:
     present = np.logical_not(np.isnan(x))
     return expand_reduced(g, x, axis, keepdims) * present / np.sum(present, axis=axis, keepdims=True)
 
 
-def trapezoid_vjp(g, y, dx=1.0, axis=-1):
+def trapezoid_vjp(g: Any, y: Any, dx: Any = 1.0, axis: Any = -1) -> Any:
     """Adjoint of ``y`` in ``np.trapezoid(y, dx=dx)``: weights dx/2, dx, ..., dx, dx/2."""
     n = np.shape(y)[axis]
     weights = np.full(n, float(dx))
@@ -986,7 +987,7 @@ def trapezoid_vjp(g, y, dx=1.0, axis=-1):
     return np.expand_dims(g, axis) * np.reshape(weights, shape)
 
 
-def convolve_vjp(k, g, a, v, mode="full"):
+def convolve_vjp(k: Any, g: Any, a: Any, v: Any, mode: Any = "full") -> Any:
     """Adjoint of ``a`` (k=0) or ``v`` (k=1) in ``np.convolve(a, v, mode)``: ``g`` placed in the full
     convolution, correlated with the other operand."""
     n, m = len(a), len(v)
@@ -996,26 +997,26 @@ def convolve_vjp(k, g, a, v, mode="full"):
     return np.correlate(full, v if k == 0 else a, "valid")
 
 
-def correlate_vjp(k, g, a, v, mode="valid"):
+def correlate_vjp(k: Any, g: Any, a: Any, v: Any, mode: Any = "valid") -> Any:
     """Adjoint of ``a`` (k=0) or ``v`` (k=1) in ``np.correlate(a, v, mode)`` (real arrays)."""
     if k == 0:
         return convolve_vjp(0, g, a, v[::-1], mode)
     return convolve_vjp(1, g, a, v[::-1], mode)[::-1]
 
 
-def polyval_vjp_p(g, p, x):
+def polyval_vjp_p(g: Any, p: Any, x: Any) -> Any:
     powers = np.arange(len(p) - 1, -1, -1)
     return np.array([np.sum(g * np.asarray(x) ** k) for k in powers])
 
 
-def linspace_vjp(k, g, num=50, endpoint=True):
+def linspace_vjp(k: Any, g: Any, num: Any = 50, endpoint: Any = True) -> Any:
     """Adjoint of ``start`` (k=0) or ``stop`` (k=1) in ``np.linspace``."""
     t = np.linspace(0.0, 1.0, num, endpoint=endpoint)
     t = np.reshape(t, (-1,) + (1,) * (np.ndim(g) - 1))
     return np.sum(g * (1.0 - t if k == 0 else t), axis=0)
 
 
-def multi_dot_vjp(g, arrays):
+def multi_dot_vjp(g: Any, arrays: Any) -> Any:
     """Adjoints of the matrices ``np.linalg.multi_dot`` multiplies (a first or last vector included)."""
     mats = [np.asarray(a, dtype=float) for a in arrays]
     if mats[0].ndim == 1:
@@ -1032,11 +1033,11 @@ def multi_dot_vjp(g, arrays):
     return parts
 
 
-def vecdot_vjp(g, other, axis=-1):
+def vecdot_vjp(g: Any, other: Any, axis: Any = -1) -> Any:
     return np.expand_dims(g, axis) * other
 
 
-def check_in_place(target, others, where):
+def check_in_place(target: Any, others: Any, where: Any) -> Any:
     """Refuse an in-place update of an object that another live variable also reaches.
 
     An array is changed for every array that shares its memory; a list or dict for every
@@ -1044,10 +1045,10 @@ def check_in_place(target, others, where):
     as reaching ``ys[0]``'s array.
     """
     if isinstance(target, np.ndarray):
-        def reaches(obj):
+        def reaches(obj: Any) -> Any:
             return isinstance(obj, np.ndarray) and np.may_share_memory(target, obj)
     elif isinstance(target, (list, dict)):
-        def reaches(obj):
+        def reaches(obj: Any) -> Any:
             return obj is target
     else:
         return
@@ -1055,23 +1056,23 @@ def check_in_place(target, others, where):
         try:
             from ast_ad.errors import InPlaceAliasError as error
         except ImportError:  # in an exported module
-            error = ValueError
+            error = ValueError  # type: ignore[misc, assignment]  # exported without ast_ad
         raise error(f"{where}: this in-place update changes an object that another variable also refers to "
                     "(Python would change both; ast_ad computes a new value): copy it first, "
                     "y = x.copy(), or write x = x + ... instead of x += ...")
 
 
-def check_kept(value, message):
+def check_kept(value: Any, message: Any) -> Any:
     """Refuse to pass an array, list or dict to a function that changes that argument in place."""
     if isinstance(value, (np.ndarray, list, dict)):
         try:
             from ast_ad.errors import InPlaceAliasError as error
         except ImportError:  # in an exported module
-            error = ValueError
+            error = ValueError  # type: ignore[misc, assignment]  # exported without ast_ad
         raise error(message)
 
 
-def _objects(obj):
+def _objects(obj: Any) -> Any:
     """``obj`` and, for a list, tuple or dict, everything inside it."""
     yield obj
     if isinstance(obj, (list, tuple)):
@@ -1083,7 +1084,7 @@ def _objects(obj):
 
 
 # ---- forward mode: tangents -------------------------------------------------------------------------------
-def fit(dot, ans):
+def fit(dot: Any, ans: Any) -> Any:
     """The tangent ``dot`` of an elementwise result ``ans``, broadcast up to ``ans``'s shape where it is smaller."""
     shape = np.shape(ans)
     if np.shape(dot) == shape:
@@ -1091,26 +1092,26 @@ def fit(dot, ans):
     return np.array(np.broadcast_to(dot, shape))
 
 
-def cast_jvp(u, ans):
+def cast_jvp(u: Any, ans: Any) -> Any:
     """Tangent of a cast: ``u`` in the result's dtype, zero where the result is integers (truncated)."""
     if np.result_type(ans).kind in "biu":
         return zeros_like(ans)
     return np.asarray(u, dtype=np.result_type(ans))
 
 
-def sort_jvp(u, x, axis=-1):
+def sort_jvp(u: Any, x: Any, axis: Any = -1) -> Any:
     """Tangent of ``np.sort(x, axis)``: ``u`` taken in the order the sort put ``x`` in."""
     if axis is None:
         return np.ravel(u)[np.argsort(np.ravel(x), kind="stable")]
     return np.take_along_axis(np.asarray(u), np.argsort(x, axis=axis, kind="stable"), axis=axis)
 
 
-def pad_jvp(u, pad_width, mode="constant"):
+def pad_jvp(u: Any, pad_width: Any, mode: Any = "constant") -> Any:
     """Tangent of ``np.pad``: the tangent padded the same way, constant padding with zeros."""
     return np.pad(u, pad_width, mode)
 
 
-def cumprod_jvp(u, ans, x, axis=None):
+def cumprod_jvp(u: Any, ans: Any, x: Any, axis: Any = None) -> Any:
     """Tangent of ``np.cumprod``, step by step (``p[i] = p[i-1] x[i]``), so zeros in ``x`` are exact."""
     moved, back = along_last(x, axis)
     du = along_last(u, axis)[0]
@@ -1122,7 +1123,7 @@ def cumprod_jvp(u, ans, x, axis=None):
     return out if axis is None else back(out)  # over the flattened array, the result stays flat
 
 
-def average_weights_jvp(u, ans, x, axis, weights):
+def average_weights_jvp(u: Any, ans: Any, x: Any, axis: Any, weights: Any) -> Any:
     """Tangent of ``np.average(x, axis, weights)`` in the weights: ``sum(u (x - average)) / sum(weights)``."""
     w, du = np.asarray(weights, dtype=float), np.asarray(u, dtype=float)
     if axis is not None and w.ndim == 1 and np.ndim(x) > 1:
@@ -1133,7 +1134,7 @@ def average_weights_jvp(u, ans, x, axis, weights):
     return np.sum(du * spread, axis=axis) / np.sum(w * np.ones(np.shape(x)), axis=axis)
 
 
-def chosen_jvp(k, u, ans, xs):
+def chosen_jvp(k: Any, u: Any, ans: Any, xs: Any) -> Any:
     """Tangent of ``min``/``max`` from argument ``k``: ``u`` if that argument is the one chosen, else zero."""
     items = list(xs[0]) if len(xs) == 1 else list(xs)
     chosen = next((i for i, item in enumerate(items) if item is ans), None)
@@ -1144,25 +1145,25 @@ def chosen_jvp(k, u, ans, xs):
     return u if k == chosen else 0.0 * u
 
 
-def slogdet_jvp(u, a):
+def slogdet_jvp(u: Any, a: Any) -> Any:
     """Tangent of ``np.linalg.slogdet(a)``: the sign does not change; the log gains ``trace(a^-1 u)``."""
     return 0.0, np.trace(np.linalg.solve(a, u), axis1=-2, axis2=-1)
 
 
-def cholesky_jvp(u, ans):
+def cholesky_jvp(u: Any, ans: Any) -> Any:
     """Tangent of ``L = cholesky(a)``: ``L Phi(L^-1 u L^-T)``, Phi the lower triangle with half the diagonal."""
     inv_l = np.linalg.inv(ans)
     inner = inv_l @ lower_only_sym(u) @ T(inv_l)
     return ans @ (np.tril(inner) - 0.5 * np.eye(np.shape(ans)[-1]) * inner)
 
 
-def lower_only_sym(u):
+def lower_only_sym(u: Any) -> Any:
     """The symmetric matrix whose lower triangle is ``u``'s (what numpy's cholesky and eigh read)."""
     low = np.tril(u)
     return low + T(np.tril(u, -1))
 
 
-def eigh_jvp(u, ans):
+def eigh_jvp(u: Any, ans: Any) -> Any:
     """Tangents of ``w, v = eigh(a)`` (distinct eigenvalues): ``diag(v^T u v)`` and ``v (F * v^T u v)``."""
     w, v = ans
     inner = T(v) @ lower_only_sym(u) @ v
@@ -1172,13 +1173,13 @@ def eigh_jvp(u, ans):
     return np.diagonal(inner, axis1=-2, axis2=-1).copy(), v @ (factor * inner)
 
 
-def svdvals_jvp(u, a):
+def svdvals_jvp(u: Any, a: Any) -> Any:
     """Tangent of the singular values of ``a`` (distinct): ``diag(U^T u V)``."""
     left, _, vt = np.linalg.svd(a, full_matrices=False)
     return np.einsum("...ki,...kl,...il->...i", left, u, vt)
 
 
-def matrix_power_jvp(u, a, n):
+def matrix_power_jvp(u: Any, a: Any, n: Any) -> Any:
     """Tangent of ``matrix_power(a, n)`` for ``n >= 0``: the sum of ``a^i u a^(n-1-i)``."""
     if n < 0:
         raise NotImplementedError("the derivative of matrix_power with a negative exponent: use inv and a power")
@@ -1188,7 +1189,7 @@ def matrix_power_jvp(u, a, n):
     return sum((powers[i] @ u @ powers[n - 1 - i] for i in range(n)), np.zeros(np.shape(a)))
 
 
-def multi_dot_jvp(u, arrays):
+def multi_dot_jvp(u: Any, arrays: Any) -> Any:
     """Tangent of ``np.linalg.multi_dot(arrays)``: one product per factor, that factor's tangent in its place."""
     total = 0.0
     for k in range(len(arrays)):
@@ -1196,7 +1197,7 @@ def multi_dot_jvp(u, arrays):
     return total
 
 
-def product_terms_jvp(u, terms):
+def product_terms_jvp(u: Any, terms: Any) -> Any:
     """Tangent terms of ``summed_products``: each step's ``(g, b)`` gives ``(g_dot, b)`` and ``(g, b_dot)``."""
     out = []
     for (g, other), (g_dot, other_dot) in zip(terms, u, strict=True):
@@ -1204,7 +1205,7 @@ def product_terms_jvp(u, terms):
     return out
 
 
-def std_vjp_jvp_ans(u, g, ans, x, axis=None, ddof=0, keepdims=False):
+def std_vjp_jvp_ans(u: Any, g: Any, ans: Any, x: Any, axis: Any = None, ddof: Any = 0, keepdims: Any = False) -> Any:
     """Tangent of ``std_vjp(g, ans, x, ...)`` in ``ans``: it divides by the deviation, so ``-u / ans`` times it."""
     spread = expand_reduced(ans, x, axis, keepdims)
     ratio = np.divide(-expand_reduced(u, x, axis, keepdims), spread, out=np.zeros(np.shape(spread)),
@@ -1212,7 +1213,8 @@ def std_vjp_jvp_ans(u, g, ans, x, axis=None, ddof=0, keepdims=False):
     return std_vjp(g, ans, x, axis, ddof, keepdims) * ratio
 
 
-def norm_vjp_jvp(k, u, g, ans, x, ord=None, axis=None, keepdims=False):
+def norm_vjp_jvp(k: Any, u: Any, g: Any, ans: Any, x: Any, ord: Any = None, axis: Any = None,
+                 keepdims: Any = False) -> Any:
     """Tangent of ``norm_vjp(g, ans, x, ...)`` in ``ans`` (k=1) or ``x`` (k=2), for the 2-norm and the
     Frobenius norm (``g x / ans``), the 1-norm of vectors (``g sign(x)``) and the max norm (piecewise
     constant in both); other orders are refused."""

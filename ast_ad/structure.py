@@ -38,6 +38,8 @@ A function whose only ``return`` is its last statement is left as it is.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import gast
 
 from ast_ad import syntax
@@ -87,7 +89,7 @@ class _Shaper:
                             _located(gast.Break(), s)]
                 return out
             if isinstance(s, gast.Break):
-                if loop.broke:
+                if loop is not None and loop.broke:
                     out.append(_located(_assign(loop.broke, gast.Constant(value=True, kind=None)), s))
                 return out + [s]
             if isinstance(s, gast.Continue):
@@ -164,7 +166,7 @@ def _returns(s: gast.stmt) -> bool:
     return any(isinstance(n, gast.Return) for n in _walk(s))
 
 
-def _walk(node: gast.AST, into_loops: bool = True):
+def _walk(node: gast.AST, into_loops: bool = True) -> Iterator[gast.AST]:
     """The statements under ``node`` (not inside nested functions; loops only if ``into_loops``)."""
     yield node
     for field in ("body", "orelse"):

@@ -62,13 +62,14 @@ class Program:
         with open(path, "w") as out:
             out.write(self.source)
         spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None  # a .py file we just wrote
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module.f
 
     def arguments(self, data: st.DataObject) -> tuple[Any, ...]:
         """Draw inputs for ``f``: floats in [-2, 2], or arrays of shape (3,) of them."""
-        value = st.floats(-2.0, 2.0, allow_nan=False, allow_infinity=False)
+        value: st.SearchStrategy[Any] = st.floats(-2.0, 2.0, allow_nan=False, allow_infinity=False)
         if self.arrays:
             from hypothesis.extra import numpy as hnp
             value = hnp.arrays(np.float64, (3,), elements=value)
@@ -99,16 +100,18 @@ class _Writer:
                 self.features.add("matrix")
             if unary.startswith("abs"):
                 self.smooth = False  # abs has a kink at 0
-            return unary.format(self.expr(depth + 1))
+            return str(unary.format(self.expr(depth + 1)))
         if self.helpers and self.draw(st.integers(0, 4)) == 0:
             self.features.add("helper call")
             return f"{self.draw(st.sampled_from(self.helpers))}({self.expr(depth + 1)})"
-        return "(" + self.draw(st.sampled_from(BINARY)).format(self.expr(depth + 1), self.expr(depth + 1)) + ")"
+        binary: str = self.draw(st.sampled_from(BINARY))
+        return "(" + binary.format(self.expr(depth + 1), self.expr(depth + 1)) + ")"
 
     def leaf(self) -> str:
         if self.draw(st.integers(0, 4)) == 0:
             return repr(self.draw(st.sampled_from([0.5, 1.5, 2.0, -0.25])))
-        return self.draw(st.sampled_from(self.names))
+        name: str = self.draw(st.sampled_from(self.names))
+        return name
 
     def condition(self) -> str:
         self.smooth = False
@@ -143,7 +146,8 @@ class _Writer:
         if self.options["returns"] and depth > 0 and self.options["branches"]:
             kinds.append("return")
         kind = self.draw(st.sampled_from(kinds))
-        return getattr(self, "stmt_" + kind)(indent, in_loop, depth)
+        lines: list[str] = getattr(self, "stmt_" + kind)(indent, in_loop, depth)
+        return lines
 
     def stmt_assign(self, indent: str, in_loop: bool, depth: int) -> list[str]:
         value = self.expr()
@@ -312,14 +316,14 @@ def programs(draw: Any, arrays: bool | None = None, branches: bool = True, loops
     if helpers and draw(st.booleans()):
         writer.names = ["a"]
         for k in range(draw(st.integers(1, 2))):
-            body = writer.expr(1)
-            source += ["", f"def helper{k}(a, scale=0.5):", f"    return scale * np.tanh({body}) + a", ""]
+            inner = writer.expr(1)
+            source += ["", f"def helper{k}(a, scale=0.5):", f"    return scale * np.tanh({inner}) + a", ""]
             writer.helpers.append(f"helper{k}")
     if mutation and draw(st.booleans()):
         source += ["", "def damp(a):", "    a *= 0.5", "    return a", ""]
         writer.damp = True
     writer.names = list(params)
-    body = []
+    body: list[str] = []
     if use_arrays and matrices and draw(st.booleans()):
         writer.matrix = True
         body.append(f"    m = 0.5 * np.outer(np.tanh(x0), np.cos(x{arity - 1}))")

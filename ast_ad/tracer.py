@@ -31,14 +31,14 @@ import itertools
 import numbers
 import operator
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from ast_ad import registry, runtime
 from ast_ad.errors import MissingRuleError
-from ast_ad.runtime import add_adjoints, assign_item, astype, unbroadcast
+from ast_ad.runtime import add_adjoints, assign_item, unbroadcast
 
 
 class Node:
@@ -80,12 +80,14 @@ class Box:
         np.transpose, self, *([axes[0]] if len(axes) == 1 else [axes] if axes else []))
     __len__ = lambda self: len(self.value)  # noqa: E731
     __bool__ = lambda self: bool(self.value)  # noqa: E731
-    __repr__ = lambda self: f"Box({self.value!r})"  # noqa: E731
+    def __repr__(self) -> str:
+        return f"Box({self.value!r})"
 
     def __getattr__(self, name: str) -> Any:
         """Array methods: ``x.max(axis=0)`` is ``np.max(x, axis=0)``."""
-        if name in METHODS:
-            return lambda *args, **kwargs: apply(METHODS[name], self, *args, **kwargs)
+        method: Callable[..., Any] | None = registry.method(name)
+        if method is not None:
+            return lambda *args, **kwargs: apply(method, self, *args, **kwargs)
         raise AttributeError(f"the tracer does not know the array attribute {name!r}")
 
     def __setitem__(self, index: Any, value: Any) -> None:
@@ -99,8 +101,8 @@ class Box:
     def __float__(self) -> float:
         raise TypeError("the tracer cannot follow a differentiated value into a plain float here")
 
-    def __iter__(self):
-        return iter([self[i] for i in range(len(self.value))])
+    def __iter__(self) -> Iterator[Any]:
+        return iter([operator.getitem(self, i) for i in range(len(self.value))])
 
 
 class Dual(Box):
@@ -109,31 +111,31 @@ class Dual(Box):
     def __init__(self, value: Any, tangent: Any, level: int):
         self.value, self.tangent, self.level = value, tangent, level
 
-    __repr__ = lambda self: f"Dual({self.value!r}, {self.tangent!r})"  # noqa: E731
+    def __repr__(self) -> str:
+        return f"Dual({self.value!r}, {self.tangent!r})"
 
 
 def _binary(fn: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
     return (lambda self, other: apply(fn, self, other)), (lambda self, other: apply(fn, other, self))
 
 
-for _name, _fn in [("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
-                   ("truediv", operator.truediv), ("pow", operator.pow), ("matmul", operator.matmul),
-                   ("mod", operator.mod), ("divmod", builtins.divmod)]:
-    _forward, _reflected = _binary(_fn)
-    setattr(Box, f"__{_name}__", _forward)
+_OPERATORS: list[tuple[str, Callable[..., Any]]] = [
+    ("add", operator.add), ("sub", operator.sub), ("mul", operator.mul), ("truediv", operator.truediv),
+    ("pow", operator.pow), ("matmul", operator.matmul), ("mod", operator.mod), ("divmod", builtins.divmod)]
+_UNARY: list[tuple[str, Callable[..., Any]]] = [("neg", operator.neg), ("pos", operator.pos), ("abs", operator.abs)]
+_COMPARISONS: list[tuple[str, Callable[..., Any]]] = [
+    ("lt", operator.lt), ("le", operator.le), ("gt", operator.gt), ("ge", operator.ge), ("eq", operator.eq),
+    ("ne", operator.ne), ("getitem", operator.getitem)]
+for _name, _fn in _OPERATORS:
+    _left, _reflected = _binary(_fn)
+    setattr(Box, f"__{_name}__", _left)
     setattr(Box, f"__r{_name}__", _reflected)
-for _name, _fn in [("neg", operator.neg), ("pos", operator.pos), ("abs", operator.abs)]:
+for _name, _fn in _UNARY:
     setattr(Box, f"__{_name}__", lambda self, fn=_fn: apply(fn, self))
-for _name, _fn in [("lt", operator.lt), ("le", operator.le), ("gt", operator.gt), ("ge", operator.ge),
-                   ("eq", operator.eq), ("ne", operator.ne), ("getitem", operator.getitem)]:
+for _name, _fn in _COMPARISONS:
     setattr(Box, f"__{_name}__", lambda self, other, fn=_fn: apply(fn, self, other))
-Box.__hash__ = object.__hash__
+setattr(Box, "__hash__", object.__hash__)  # noqa: B010 -- after __eq__ is set, which would unset it
 
-METHODS = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min, "var": np.var,
-           "std": np.std, "cumsum": np.cumsum, "cumprod": np.cumprod, "dot": np.dot, "ravel": np.ravel,
-           "flatten": np.ravel, "copy": np.copy, "clip": np.clip, "squeeze": np.squeeze, "swapaxes": np.swapaxes,
-           "repeat": np.repeat, "take": np.take, "trace": np.trace, "diagonal": np.diagonal, "astype": astype,
-           "round": np.round, "argmax": np.argmax, "argmin": np.argmin, "any": np.any, "all": np.all}
 # Array constructors: what they make is boxed (with no parents), so item assignment into it is traced.
 CONSTRUCTORS = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like, np.full_like,
                 np.eye, np.arange, np.linspace}
@@ -159,7 +161,7 @@ def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return _forward(fn, rule, args, values, kwargs, ans, level)
     if rule is None or any(rule.vjp(k) is None for k, _, _ in inputs):
         raise MissingRuleError(f"no gradient rule for {getattr(fn, '__name__', fn)}")
-    parents = [(box.node, _vjp(rule.vjp(k), ans, values, kwargs, j)) for k, j, box in inputs]
+    parents = [(box.node, _vjp(_written(rule.vjp(k)), ans, values, kwargs, j)) for k, j, box in inputs]
     return Box(ans, Node(ans, parents), level)
 
 
@@ -208,6 +210,7 @@ def tangent(rule: registry.Rule, k: int, u: Any, ans: Any, args: tuple[Any, ...]
         return apply(rule.fn, *args[:k], u, *args[k + 1:], **kwargs)
     if jvp is registry.REDUCTION:
         vjp = rule.vjps[k]
+        assert vjp is not None  # a reduction's forward rule follows from its reverse rule
         slope = _rule(vjp, u, ans, args)(apply(np.ones_like, ans), ans, *args, **kwargs)
         axis, keepdims = registry.reduced_over(rule, k, args, kwargs)
         return apply(np.sum, apply(operator.mul, u, slope), axis=axis, keepdims=keepdims)
@@ -223,7 +226,8 @@ def _rule(rule: Callable[..., Any], g: Any, ans: Any, args: Any) -> Callable[...
         return rule
     if id(rule) not in _TRACED_RULES:
         _TRACED_RULES[id(rule)] = (rule, traced(rule))
-    return _TRACED_RULES[id(rule)][1]
+    copy: Callable[..., Any] = _TRACED_RULES[id(rule)][1]
+    return copy
 
 
 def _holds_box(value: Any) -> bool:
@@ -243,6 +247,12 @@ def _boxes_in(arg: Any) -> list[tuple[int | None, Box]]:
     if isinstance(arg, (list, tuple)):
         return [(j, item) for j, item in enumerate(arg) if isinstance(item, Box)]
     return []
+
+
+def _written(rule: Callable[..., Any] | None) -> Callable[..., Any]:
+    """A rule the caller has checked is there."""
+    assert rule is not None
+    return rule
 
 
 def _vjp(rule: Callable[..., Any], ans: Any, values: list[Any], kwargs: dict[str, Any],
@@ -278,7 +288,7 @@ def backward(out: Box, seed: Any = 1.0) -> dict[int, Any]:
 
 def value_and_grad(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
     """``(value, gradient)`` of ``fun``, computed by tracing."""
-    nums = (argnums,) if isinstance(argnums, numbers.Integral) else tuple(argnums)
+    nums = tuple(argnums) if isinstance(argnums, (tuple, list)) else (operator.index(argnums),)
 
     def run(*args: Any) -> Any:
         level = new_level()
@@ -331,8 +341,8 @@ def _box(value: Any, level: int) -> tuple[Any, Any]:
         parts = {key: _box(v, level) for key, v in value.items()}
         return {key: p[0] for key, p in parts.items()}, {key: p[1] for key, p in parts.items()}
     if isinstance(value, (list, tuple)):
-        parts = [_box(v, level) for v in value]
-        return _rebuild(value, [p[0] for p in parts]), [p[1] for p in parts]
+        items = [_box(v, level) for v in value]
+        return _rebuild(value, [p[0] for p in items]), [p[1] for p in items]
     node = Node(value, [])
     return Box(value, node, level), node
 

@@ -21,6 +21,7 @@ from ast_ad.load import Loaded, load
 from ast_ad.normalize import normalize
 from ast_ad.parse import Source, parse
 from ast_ad.reverse import Adjoint, reverse
+from ast_ad.syntax import RefTable
 
 log = logging.getLogger("ast_ad")
 SLOW_SECONDS = 1.0  # a first transform slower than this says so, once, at the WARNING level
@@ -49,7 +50,7 @@ def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...]) -> Adjoi
         if key in _adjoints:
             return _adjoints[key]
         function = normalized(fn)
-        shell = Adjoint(function, argnums, [], [], None, "", [], None)
+        shell = Adjoint(function, argnums, [], [], None, "", [], RefTable())
         _adjoints[key] = shell
         try:
             return reverse(function, argnums, shapes, adjoint, shell)
@@ -64,7 +65,8 @@ def gradient(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int,
                   lambda: adjoint(fn, argnums, shapes), lambda derived: emit(derived, single), _adjoints)
 
 
-def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: Any, derived_cache: dict) -> Loaded:
+def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: Any,
+           derived_cache: dict[Any, Any]) -> Loaded:
     """The loaded module for ``key``: cached, and built again (its derivations too) when what it reads changed."""
     loaded = _loaded.get(key)
     if loaded is not None and loaded.refresh():
@@ -82,15 +84,15 @@ def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: An
         clock = _Clock(fn, what)
         derived = clock.stage(derivation, derive)
         emitted = clock.stage("emit", lambda: emit_(derived))
-        loaded = clock.stage("compile", lambda: load(emitted.text, emitted.entry, emitted.namespace,
-                                                     emitted.bindings, emitted.files))
+        built: Loaded = clock.stage("compile", lambda: load(emitted.text, emitted.entry, emitted.namespace,
+                                                            emitted.bindings, emitted.files))
         clock.report(emitted.text)
-        loaded.refresh()
+        built.refresh()
         counts["built"] += 1
-        if stored is not None and store.save(stored, emitted, loaded):
+        if stored is not None and store.save(stored, emitted, built):
             counts["stored"] += 1
-        _loaded[key] = loaded
-        return loaded
+        _loaded[key] = built
+        return built
 
 
 def pair(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...]) -> tuple[Any, Any, Loaded]:
@@ -111,7 +113,7 @@ def tangent(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
         if key in _tangents:
             return _tangents[key]
         function = normalized(fn)
-        shell = Tangent(function, argnums, [], [], None)
+        shell = Tangent(function, argnums, [], [], RefTable())
         _tangents[key] = shell
         try:
             return forward(function, argnums, shapes, tangent, shell, needed)
@@ -131,7 +133,8 @@ class _Clock:
     """Times the stages of one transformation; logs each at INFO, and a slow whole once at WARNING."""
 
     def __init__(self, fn: Any, what: str):
-        self.fn, self.what, self.times = fn, what, {}
+        self.fn, self.what = fn, what
+        self.times: dict[str, float] = {}
 
     def stage(self, name: str, run: Any) -> Any:
         start = time.perf_counter()

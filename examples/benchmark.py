@@ -9,7 +9,8 @@ installed, JAX: eagerly, and under ``jax.jit`` (its compile time reported apart)
 For each workload it prints the median time per call of the plain function, of
 ast_ad's gradient and of autograd 1.9.1's gradient (if installed), the ratio of
 gradient to primal, the speed-up over autograd, and ast_ad's one-time cost of
-the first call (parse, transform, compile; the median of five, caches emptied).
+the first call (parse, transform, compile; the median of five, caches emptied), and
+the first call of a new process with an empty and with a warm persistent cache.
 autograd needs ``autograd.numpy``
 in place of ``numpy``, so it runs a copy of each function that sees it as
 ``np``; it cannot differentiate ``math.sin``, so that row has no autograd column.
@@ -18,8 +19,12 @@ in place of ``numpy``, so it runs a copy of each function that sees it as
 from __future__ import annotations
 
 import math
+import os
+import pathlib
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import types
 
@@ -204,15 +209,58 @@ def with_autograd_numpy(fn):
 
 
 def first_call_seconds(fn, argnums, args, repeat: int = 5) -> float:
-    """Median seconds of a first call (parse, transform, emit, compile, run), the caches emptied each time."""
+    """Median seconds of a first call (parse, transform, emit, compile, run), the caches emptied each time
+    and the persistent cache off (so that the transformation runs)."""
     times = []
-    for _ in range(repeat):
-        transform._adjoints.clear()
-        transform._loaded.clear()
-        start = time.perf_counter()
-        ast_ad.grad(fn, argnums)(*args)
-        times.append(time.perf_counter() - start)
+    saved = os.environ.get("AST_AD_CACHE")
+    os.environ["AST_AD_CACHE"] = "0"
+    try:
+        for _ in range(repeat):
+            transform._adjoints.clear()
+            transform._loaded.clear()
+            start = time.perf_counter()
+            ast_ad.grad(fn, argnums)(*args)
+            times.append(time.perf_counter() - start)
+    finally:
+        if saved is None:
+            del os.environ["AST_AD_CACHE"]
+        else:
+            os.environ["AST_AD_CACHE"] = saved
     return statistics.median(times)
+
+
+WARM_START = """
+import sys, time
+sys.path.insert(0, {folder!r})
+import ast_ad
+from benchmark import thirty_lines
+from ast_ad import transform
+start = time.perf_counter()
+ast_ad.grad(thirty_lines, (0, 1))(0.3, 0.7)
+print(time.perf_counter() - start, transform.counts["fetched"])
+"""
+
+
+def new_process_first_calls(repeat: int = 5) -> tuple[float, float]:
+    """Median seconds of the first call in a new process (import not counted): with an empty persistent cache,
+    and with the cache that an earlier process left (read back instead of transformed)."""
+    folder = os.path.dirname(os.path.abspath(__file__))
+    script = WARM_START.format(folder=folder)
+    cold, warm = [], []
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "AST_AD_CACHE_DIR": cache}
+        for _ in range(repeat):  # interleaved: an empty cache, then the one it left
+            for kind, times in (("cold", cold), ("warm", warm)):
+                if kind == "cold":
+                    for path in pathlib.Path(cache).rglob("*"):
+                        if path.is_file():
+                            path.unlink()
+                done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                                      check=True)
+                seconds, fetched = done.stdout.split()
+                assert (fetched == "1") == (kind == "warm"), done.stdout
+                times.append(float(seconds))
+    return statistics.median(cold), statistics.median(warm)
 
 
 def workloads():
@@ -254,6 +302,9 @@ def main(repeat: int) -> None:
     first = first_call_seconds(thirty_lines, (0, 1), (0.3, 0.7))
     print(f"\nfirst call (transform + compile) of a 30-line function: {_fmt(first)} (median of 5)")
     print(f"the process's very first gradient call, which also reads the rule tables: {_fmt(very_first)}")
+    cold, warm = new_process_first_calls()
+    print(f"first call of that 30-line function in a new process: {_fmt(cold)} with an empty cache, "
+          f"{_fmt(warm)} with the cache an earlier process left (median of 5)")
     second_order(repeat)
 
 

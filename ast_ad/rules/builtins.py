@@ -5,7 +5,7 @@ import operator
 
 import numpy as np
 
-from ast_ad.registry import def_effect, def_linear, def_nondiff, def_sequence, defjvp, defvjp, lookup, zero
+from ast_ad.registry import Rule, def_effect, def_linear, def_nondiff, def_sequence, defjvp, defvjp, lookup, zero
 from ast_ad.registry import defvjp_elementwise as ew
 from ast_ad.runtime import (
     absent,
@@ -29,11 +29,18 @@ from ast_ad.runtime import (
     zeros_like,
 )
 
+
+def _registered(fn: object) -> Rule:
+    """The rule registered above for ``fn`` (to share its definition with another function)."""
+    rule = lookup(fn)
+    assert rule is not None
+    return rule
+
 ew(builtins.float, lambda g, ans, x: g)
 ew(builtins.abs,   lambda g, ans, x: g * np.sign(x))
 defvjp(builtins.sum, lambda g, ans, xs, start=0: [unbroadcast(g, x) for x in xs], lambda g, ans, xs, start: g)
 
-ew(builtins.pow, *lookup(operator.pow).vjps)  # pow(x, y) is x ** y: one definition of the derivative
+ew(builtins.pow, *_registered(operator.pow).vjps)  # pow(x, y) is x ** y: one definition of the derivative
 ew(builtins.divmod, lambda g, ans, x, y: part(g, 1), lambda g, ans, x, y: -part(g, 1) * ans[0])
 
 # min and max return the chosen argument itself: it takes the whole adjoint (the first, at ties)
@@ -41,7 +48,7 @@ defvjp(builtins.min, lambda g, ans, *xs: chosen_vjp(0, g, ans, xs),
                      lambda g, ans, *xs: chosen_vjp(1, g, ans, xs),
                      lambda g, ans, *xs: chosen_vjp(2, g, ans, xs),
                      lambda g, ans, *xs: chosen_vjp(3, g, ans, xs))
-defvjp(builtins.max, *lookup(builtins.min).vjps)
+defvjp(builtins.max, *_registered(builtins.min).vjps)
 
 defvjp(field, lambda g, ans, obj, name: field_vjp(g, obj, name))
 
@@ -57,7 +64,7 @@ defjvp(builtins.sum,    lambda u, ans, xs, start=0: sum(u), lambda u, ans, xs, s
 defjvp(builtins.divmod, lambda u, ans, x, y: (0.0 * u, u), lambda u, ans, x, y: (0.0 * u, -u * ans[0]))
 defjvp(builtins.min,    lambda u, ans, *xs: chosen_jvp(0, u, ans, xs), lambda u, ans, *xs: chosen_jvp(1, u, ans, xs),
                         lambda u, ans, *xs: chosen_jvp(2, u, ans, xs), lambda u, ans, *xs: chosen_jvp(3, u, ans, xs))
-defjvp(builtins.max,    *lookup(builtins.min).jvps)
+defjvp(builtins.max,    *_registered(builtins.min).jvps)
 defjvp(concat,          lambda u, ans, a, b: concat(u, zeros_like(b)), lambda u, ans, a, b: concat(zeros_like(a), u))
 for _fn in (repeat_seq, list_item, sorted_by):
     def_linear(_fn, 0)

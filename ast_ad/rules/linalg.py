@@ -1,5 +1,7 @@
 """Rules for numpy.linalg: matrices and stacks of matrices."""
 
+from typing import Any
+
 import numpy as np
 
 from ast_ad.registry import def_linear, def_reduction, def_sequence, defjvp, defvjp
@@ -75,6 +77,7 @@ defjvp(np.linalg.svdvals,      lambda u, ans, a: svdvals_jvp(u, a))
 defjvp(np.linalg.matrix_power, lambda u, ans, a, n: matrix_power_jvp(u, a, n))
 defjvp(np.linalg.multi_dot,    lambda u, ans, arrays, *args, **kwargs: multi_dot_jvp(u, arrays))
 def_linear(np.linalg.solve, 1)
+_fn: Any  # each loop below binds a numpy function
 for _fn in (np.linalg.trace, np.linalg.diagonal, np.linalg.matrix_transpose):
     def_linear(_fn, 0)
 for _fn in (np.linalg.outer, np.linalg.matmul, np.linalg.vecdot, np.linalg.cross):

@@ -1,10 +1,14 @@
 """Rules for numpy: elementwise functions, reductions and structure."""
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from ast_ad.registry import (
     def_in_place,
     def_linear,
+    def_method,
     def_nondiff,
     def_reduction,
     def_same_kind,
@@ -191,7 +195,7 @@ defvjp(np.average, lambda g, ans, x, axis=None, weights=None, *args, **kwargs: a
 defvjp(np.nansum,  lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=False, *args, **kwargs:
                    expand_reduced(g, x, axis, keepdims) * np.logical_not(np.isnan(x)))
 
-def einsum_rule(k: int):
+def einsum_rule(k: int) -> Callable[..., Any]:
     """The rule of operand ``k`` of ``np.einsum``."""
     return lambda g, ans, spec, *operands, **kwargs: einsum_vjp(k, g, spec, *operands)
 
@@ -256,6 +260,14 @@ def_in_place(np.add.at, add_at)
 def_in_place(np.copyto, copied)
 def_in_place(np.ndarray.fill, np.full_like)
 def_in_place(np.ndarray.sort, np.sort)
+
+# ---- array methods: ``x.sum(axis=0)`` is ``np.sum(x, axis=0)`` ------------------------------------------------
+for _method in ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cumprod", "dot", "transpose",
+                "reshape", "ravel", "copy", "clip", "squeeze", "swapaxes", "repeat", "take", "trace", "diagonal",
+                "round", "argmax", "argmin", "argsort", "any", "all", "nonzero"):
+    def_method(_method, getattr(np, _method))
+def_method("flatten", np.ravel)
+def_method("astype", astype)
 defvjp(T,               lambda g, ans, a: T(g))
 
 # ---- no gradient -----------------------------------------------------------------------------------
@@ -312,6 +324,7 @@ defvjp(np.cumulative_sum, lambda g, ans, x, axis=None, dtype=None, out=None, inc
 # ---- forward mode ------------------------------------------------------------------------------------------
 # Elementwise functions need nothing here: their forward rule is their reverse rule's expression. Linear
 # functions are their own forward rule; reductions take np.sum(u * D, axis) with D their reverse rule on ones.
+_fn: Any  # each loop below binds a numpy function
 for _fn in (np.sum, np.mean, np.stack, np.transpose, np.reshape, np.trace, np.diagonal, np.diag, np.tril, np.triu,
             np.ravel, np.squeeze, np.expand_dims, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.swapaxes,
             np.moveaxis, np.broadcast_to, np.flip, np.fliplr, np.flipud, np.roll, np.tile, np.repeat, np.take,
