@@ -17,12 +17,14 @@ mode alike.
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeGuard, TypeVar
 
 import numpy as np
 
-from ast_ad import ir, registry
+from ast_ad import ir, registry, runtime
 from ast_ad.errors import LocatedError
 
 SCALAR = -1
@@ -319,3 +321,64 @@ def packed_result(function: ir.Function) -> ir.Pack | None:
                 and stmt.value.kind == "tuple":
             return stmt.value
     return None
+
+
+@dataclass(frozen=True)
+class InPlace:
+    """Where reverse mode writes arrays in place (``in_place_writes``).
+
+    ``loops`` maps each loop that owns arrays (the outermost loop in which an array is only ever rebound
+    by writes to its own items) to those arrays; ``writes`` and ``reads`` are the ids of the statements
+    ``y = assign_item(y, i, v)`` and ``t = y[i]`` inside such loops, with the array's name.
+    """
+
+    loops: dict[int, tuple[str, ...]]
+    writes: dict[int, str]
+    reads: dict[int, str]
+
+
+def _self_write(stmt: ir.Stmt) -> TypeGuard[ir.Assign]:
+    return isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) \
+        and stmt.value.fn.obj is runtime.assign_item and isinstance(stmt.value.args[0], ir.Var) \
+        and stmt.value.args[0].name == stmt.target
+
+
+def in_place_writes(function: ir.Function, useful: set[str], structured: set[str],
+                    classes: dict[str, int | None]) -> InPlace:
+    """The arrays a loop only changes item by item, which reverse mode can write in place.
+
+    Such a write saves the entries it overwrites (not the whole array) and the backward pass puts them
+    back, in reverse order, so the array is as it was at each step when the backward pass reads it:
+    O(what changes) per write instead of a copy of the array. The array must have an adjoint, hold no
+    container, and be rebound inside the loop by nothing but those writes; the loop must not iterate
+    over it. The forward pass copies it once, when the loop starts.
+    """
+    loops: dict[int, tuple[str, ...]] = {}
+    writes: dict[int, str] = {}
+    reads: dict[int, str] = {}
+
+    def visit(body: tuple[ir.Stmt, ...], owned: frozenset[str]) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ir.For, ir.While)):
+                inner = list(ir.walk(stmt.body))
+                iterated = {stmt.iter.name} if isinstance(stmt, ir.For) and isinstance(stmt.iter, ir.Var) else set()
+                names = {s.target for s in inner if _self_write(s)} - owned - iterated
+                ok = tuple(sorted(n for n in names if n in useful and n not in structured
+                                  and classes.get(n) != SCALAR
+                                  and all(_self_write(s) for s in inner if n in ir.defined(s))))
+                if ok:
+                    loops[id(stmt)] = ok
+                    for s in inner:
+                        if _self_write(s) and s.target in ok:
+                            writes[id(s)] = s.target
+                        elif isinstance(s, ir.Assign) and isinstance(s.value, ir.Call) \
+                                and s.value.fn.obj is operator.getitem and not s.value.kwargs \
+                                and isinstance(s.value.args[0], ir.Var) and s.value.args[0].name in ok:
+                            reads[id(s)] = s.value.args[0].name
+                visit(stmt.body, owned | frozenset(ok))
+            elif isinstance(stmt, ir.If):
+                visit(stmt.body, owned)
+                visit(stmt.orelse, owned)
+
+    visit(function.body, frozenset())
+    return InPlace(loops, writes, reads)

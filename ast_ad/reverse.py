@@ -28,12 +28,14 @@ from ast_ad import ir, registry, runtime, syntax
 from ast_ad.analysis import (
     CONTAINER,
     SCALAR,
+    InPlace,
     activity,
     at_line,
     atom_active,
     bind_call,
     call_labels,
     first_definitions,
+    in_place_writes,
     inputs_of,
     is_user_function,
     local_names,
@@ -91,11 +93,11 @@ class Adjoint:
         return list(seen)
 
 
-Derive = Callable[[Any, tuple[int, ...], tuple[int, ...]], Adjoint]
+Derive = Callable[[Any, tuple[int, ...], tuple[int, ...], bool], Adjoint]
 
 
 def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
-            shell: Adjoint | None = None) -> Adjoint:
+            shell: Adjoint | None = None, in_place: bool = True) -> Adjoint:
     """Build the adjoint of ``function`` with respect to the parameters at ``argnums``.
 
     ``shapes`` labels each parameter's shape: ``SCALAR`` for numbers, and equal
@@ -103,8 +105,10 @@ def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, 
     contribution needs no un-broadcasting when no other operand can have
     broadcast it up (see ``shape_classes``). ``shell``, if given, is filled in
     and returned (so a recursive call can refer to it before it is finished).
+    ``in_place``: a loop's item writes change their array in place (``in_place_writes``); a callee's
+    backward pass, which a caller's derivative may transform again, keeps them as new arrays.
     """
-    return Reverser(function, argnums, shapes, derive).run(shell)
+    return Reverser(function, argnums, shapes, derive, in_place).run(shell)
 
 
 # ---- saving and restoring overwritten values ------------------------------------------------------------
@@ -124,7 +128,8 @@ def _placeholder_of(stmt: gast.stmt) -> tuple[str, str, int] | None:
 
 
 class Reverser:
-    def __init__(self, function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive):
+    def __init__(self, function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
+                 in_place: bool = True):
         self.function, self.argnums, self.derive = function, argnums, derive
         self.refs = RefTable()
         self.namer = Namer(used=function.names())
@@ -145,6 +150,8 @@ class Reverser:
         self.pending: set[str] = set()  # adjoints reset to zero: the next contribution assigns
         self.zero_in: set[int] = set()  # statements whose result's adjoint may be a float zero (``densify``)
         self.tape_name: str | None = None
+        self.in_place = in_place_writes(function, self.useful, self.structured, self.classes) if in_place \
+            else InPlace({}, {}, {})
 
     # ---- the driver -------------------------------------------------------------------------------------
     def run(self, shell: Adjoint | None = None) -> Adjoint:
@@ -169,7 +176,12 @@ class Reverser:
         backward = self.resolve_restores(backward, set(), in_loop=False)
         forward = self.prologue() + self.forward_block(self.function.body, saving=True)
         result_expr = syntax.atom(result, self.refs)
-        if isinstance(result, ir.Var) and any(name == result.name for name, _ in self.kept):
+        if self.in_place.loops and isinstance(result, ir.Var) and shape_class(result, self.classes) != SCALAR:
+            kept = self.namer.fresh(f"{result.name}_result")  # the backward pass writes the arrays back
+            forward.append(syntax.assign(kept, syntax.call(self.refs.marker(runtime.detached, "detached"),
+                                                           [result_expr])))
+            result_expr = syntax.name(kept)
+        elif isinstance(result, ir.Var) and any(name == result.name for name, _ in self.kept):
             kept = self.namer.fresh(f"{result.name}_result")  # the backward pass restores older values
             forward.append(syntax.assign(kept, result_expr))
             result_expr = syntax.name(kept)
@@ -232,7 +244,7 @@ class Reverser:
                     and is_user_function(stmt.value.fn.obj):
                 args = self.bind_call(stmt)
                 active = tuple(p for p, a in enumerate(args) if atom_active(a, self.active))
-                callee = self.derive(stmt.value.fn.obj, active, self.labels(args))
+                callee = self.derive(stmt.value.fn.obj, active, self.labels(args), False)
                 self.callees.append(callee)
                 self.refs.ref(stmt.value.fn)  # recorded so that redefining the callee is noticed
                 saved = self.namer.fresh(f"{stmt.target}_saved")
@@ -283,10 +295,30 @@ class Reverser:
             opaque = ir.blocks(stmt) and not self.needs_adjoint(stmt)
             if opaque and saving:
                 out += [self.push(n) for n in self.snapshot(stmt)]
+            elif saving and id(stmt) in self.in_place.writes:
+                out += self.write_in_place(stmt)
+                continue
             elif saving:
                 out += [self.push(n) for n in self.defined(stmt) if self.saves(n, stmt)]
+            if id(stmt) in self.in_place.loops:  # the loop's own copy of each array it writes in place
+                copy = self.refs.marker(np.copy, "np.copy")
+                out += [syntax.assign(n, syntax.call(copy, [syntax.name(n)])) for n in self.in_place.loops[id(stmt)]]
             out += self.forward(stmt, saving and not opaque)
         return out
+
+    def write_in_place(self, stmt: ir.Stmt) -> list[gast.stmt]:
+        """``y[i] = v``, after saving the entries it overwrites: ``tape.append(entries(y, i))``."""
+        call = ir.call_of(stmt) if isinstance(stmt, ir.Assign) else None
+        assert call is not None and isinstance(stmt, ir.Assign)
+        old = syntax.call(self.refs.marker(runtime.entries, "entries"), [syntax.name(stmt.target),
+                                                                         syntax.atom(call.args[1], self.refs)])
+        append = gast.Attribute(value=syntax.name(self.tape()), attr="append", ctx=gast.Load())
+        write = gast.Assign(targets=[self.item(stmt.target, call.args[1], gast.Store())],
+                            value=syntax.atom(call.args[2], self.refs), type_comment=None)
+        return [gast.Expr(value=syntax.call(append, [old])), write]
+
+    def item(self, name: str, index: ir.Atom, ctx: Any) -> gast.expr:
+        return gast.Subscript(value=syntax.name(name), slice=syntax.index(index, self.refs), ctx=ctx)
 
     def forward(self, stmt: ir.Stmt, saving: bool) -> list[gast.stmt]:
         if id(stmt) in self.calls:
@@ -434,6 +466,9 @@ class Reverser:
             return self.adjoint_loop(stmt)
         if isinstance(stmt, ir.Append):
             return self.adjoint_append(stmt)
+        if id(stmt) in self.in_place.writes:
+            assert isinstance(stmt, ir.Assign)
+            return self.adjoint_write(stmt)
         if isinstance(stmt, ir.Unpack):
             parts = [syntax.name(self.bars[t]) if t in self.bars and (t in self.live or t not in self.local)
                      else self.zeros(t) for t in stmt.targets]
@@ -448,9 +483,17 @@ class Reverser:
         return [gast.If(test=syntax.atom(stmt.test, self.refs), body=body or [gast.Pass()], orelse=orelse)]
 
     def adjoint_loop(self, stmt: ir.For | ir.While) -> list[gast.stmt]:
+        owned = []
+        for name in self.in_place.loops.get(id(stmt), ()):  # adjoints this loop writes into: its own copies
+            current = syntax.name(self.bar(name)) if name in self.live or name not in self.local else self.zero(name)
+            owned.append(syntax.assign(self.bar(name), syntax.call(
+                self.refs.marker(runtime.owned_adjoint, "owned_adjoint"), [current, syntax.name(name)])))
+            self.live.add(name)
+            self.pending.discard(name)
         body = self.backward_block(stmt.body) or [gast.Pass()]
         bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
         before, after = batch_products(body, bound, self.refs, self.namer)
+        before = owned + before
         trips = syntax.call(_attr(self.tape(), "pop"), []) if self.counts(stmt) else None
         if isinstance(stmt, ir.While):
             index = self.namer.fresh("_")
@@ -463,6 +506,24 @@ class Reverser:
         iterable = syntax.call(self.refs.marker(reversed, "reversed"), [steps])
         loop = gast.For(target=syntax.store(stmt.target), iter=iterable, body=body, orelse=[], type_comment=None)
         return before + [loop] + after + [_placeholder(RESTORE, stmt.target, id(stmt))]
+
+    def adjoint_write(self, stmt: ir.Assign) -> list[gast.stmt]:
+        """The backward pass of ``y[i] = v`` written in place: ``v``'s adjoint (read before anything changes),
+        then the overwritten entries back from the tape, and their adjoints zeroed: they take no gradient."""
+        call = ir.call_of(stmt)
+        name, index, value = stmt.target, call.args[1], call.args[2]
+        bar = self.bar(name)
+        out: list[gast.stmt] = []
+        if atom_active(value, self.active):
+            taken = syntax.call(self.refs.marker(runtime.assign_item_vjp_value, "assign_item_vjp_value"),
+                                [syntax.name(bar), syntax.name(name), syntax.atom(index, self.refs),
+                                 syntax.atom(value, self.refs)])
+            out += self.accumulate(value.name, taken)
+        pop = syntax.call(_attr(self.tape(), "pop"), [])
+        out.append(gast.Assign(targets=[self.item(name, index, gast.Store())], value=pop, type_comment=None))
+        out.append(gast.Assign(targets=[self.item(bar, index, gast.Store())], value=syntax.const(0.0),
+                               type_comment=None))
+        return out
 
     def adjoint_append(self, stmt: ir.Append) -> list[gast.stmt]:
         popped = syntax.call(_attr(self.bar(stmt.target), "pop"), [])
@@ -534,6 +595,11 @@ class Reverser:
                                          f"as keyword {key}=, which has no gradient rule: compute that part "
                                          "outside the call, or pass a constant")
         out = self.densify(stmt, g, ans) if zero else []
+        if id(stmt) in self.in_place.reads and atom_active(call.args[0], self.active):  # y[i] read, in place
+            name = self.in_place.reads[id(stmt)]
+            add = self.refs.marker(runtime.add_into, "add_into")
+            return out + [gast.Expr(value=syntax.call(add, [syntax.name(self.bar(name)),
+                                                            syntax.atom(call.args[1], self.refs), syntax.name(g)]))]
         for k, atom in enumerate(call.args):
             if atom_active(atom, self.active):
                 vjp = rule.vjp(k)

@@ -645,6 +645,44 @@ def assign_item(x: Any, index: Any, value: Any) -> Any:
     return out
 
 
+def owned_adjoint(g: Any, x: Any) -> Any:
+    """A dense copy of ``g``, the adjoint of the array ``x``, that a loop can update in place.
+
+    ``g`` may still be the float zero an adjoint starts as. The copy is the loop's own: nothing else
+    holds it, so writing into it changes no other adjoint.
+    """
+    dtype = np.result_type(x, g, 1.0)
+    return np.array(np.broadcast_to(np.asarray(g, dtype=dtype), np.shape(x)), dtype=dtype)
+
+
+def add_into(x: Any, index: Any, value: Any) -> None:
+    """``x[index] += value`` in place, repeated indices adding up (``np.add.at``): a read's adjoint."""
+    if _fancy(index):
+        np.add.at(x, index, value)
+    else:  # an integer, a slice or a mask names each entry once
+        x[index] += value
+
+
+def entries(x: Any, index: Any) -> Any:
+    """A copy of ``x[index]``: the entries a write is about to overwrite."""
+    taken = x[index]
+    return taken.copy() if isinstance(taken, np.ndarray) else taken
+
+
+def detached(x: Any) -> Any:
+    """``x`` with every array in it copied: a result that the backward pass, which writes the arrays of
+    the forward pass back as they were, must not change."""
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    if isinstance(x, dict):
+        return {key: detached(item) for key, item in x.items()}
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*(detached(item) for item in x))
+    if isinstance(x, (tuple, list)):
+        return type(x)(detached(item) for item in x)
+    return x
+
+
 def assign_item_vjp_x(g: Any, x: Any, index: Any) -> Any:
     """The overwritten entries take no gradient."""
     if isinstance(x, dict):
@@ -667,6 +705,10 @@ def assign_item_vjp_value(g: Any, ans: Any, index: Any, value: Any) -> Any:
     if isinstance(ans, np.ndarray) and ans.dtype.kind in "biu":
         return zeros_like(value)
     taken = g[index]
+    if not isinstance(taken, np.ndarray) and type(value) in (float, np.float64):
+        return taken  # one entry, written once: its adjoint (a copy, as numbers are)
+    if isinstance(taken, np.ndarray) and isinstance(g, np.ndarray) and np.shares_memory(taken, g):
+        taken = taken.copy()  # a view of the adjoint, which a loop may then zero in place
     if isinstance(g, np.ndarray) and _fancy(index):
         order = np.arange(np.size(taken)).reshape(np.shape(taken))
         stamp = np.full(np.shape(g), -1)
@@ -677,6 +719,8 @@ def assign_item_vjp_value(g: Any, ans: Any, index: Any, value: Any) -> Any:
 
 def _fancy(index: Any) -> Any:
     """Whether ``index`` holds an integer array or list, which may repeat entries."""
+    if isinstance(index, (int, np.integer, slice)):  # the common cases, first
+        return False
     if isinstance(index, tuple):
         return any(_fancy(part) for part in index)
     return isinstance(index, (list, np.ndarray)) and np.asarray(index).dtype.kind in "iu"

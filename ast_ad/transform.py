@@ -26,7 +26,7 @@ from ast_ad.syntax import RefTable
 log = logging.getLogger("ast_ad")
 SLOW_SECONDS = 1.0  # a first transform slower than this says so, once, at the WARNING level
 _lock = threading.RLock()
-_adjoints: dict[tuple[Any, tuple[int, ...], tuple[int, ...]], Adjoint] = {}
+_adjoints: dict[tuple[Any, tuple[int, ...], tuple[int, ...], bool], Adjoint] = {}
 _loaded: dict[tuple[Any, ...], Loaded] = {}
 _tangents: dict[tuple[Any, ...], Tangent] = {}
 counts = {"built": 0, "stored": 0, "fetched": 0}  # modules transformed, written to and read from the disk cache
@@ -39,13 +39,14 @@ def normalized(fn: Any) -> ir.Function:
     return normalize(source)
 
 
-def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...]) -> Adjoint:
-    """parse -> check -> normalize -> reverse, cached per function, argnums and parameter shapes.
+def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place: bool = True) -> Adjoint:
+    """parse -> check -> normalize -> reverse, cached per function, argnums, parameter shapes and whether its
+    loops write arrays in place (``reverse``'s ``in_place``: not for callees).
 
     A function that calls itself (directly or through others) gets the adjoint
     under construction: its generated ``_fwd``/``_bwd`` pair calls itself too.
     """
-    key = (fn, argnums, shapes)
+    key = (fn, argnums, shapes, in_place)
     with _lock:
         if key in _adjoints:
             return _adjoints[key]
@@ -53,7 +54,7 @@ def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...]) -> Adjoi
         shell = Adjoint(function, argnums, [], [], None, "", [], RefTable())
         _adjoints[key] = shell
         try:
-            return reverse(function, argnums, shapes, adjoint, shell)
+            return reverse(function, argnums, shapes, adjoint, shell, in_place)
         except BaseException:
             _adjoints.pop(key, None)
             raise

@@ -55,6 +55,29 @@ def loop_numpy(x):
     return x
 
 
+def element_loop(x):
+    y = np.ones(x.shape[0])
+    for i in range(1, x.shape[0]):
+        y[i] = y[i - 1] * x[i]
+    return np.sum(y)
+
+
+def element_loop_by_hand(x):
+    """The gradient of ``element_loop`` written by hand: the limit (it keeps ``y`` and needs no tape)."""
+    n = x.shape[0]
+    y = np.ones(n)
+    for i in range(1, n):
+        y[i] = y[i - 1] * x[i]
+    y_bar, x_bar = np.ones(n), np.zeros(n)
+    for i in range(n - 1, 0, -1):
+        x_bar[i] = y_bar[i] * y[i - 1]
+        y_bar[i - 1] += y_bar[i] * x[i]
+    return np.sum(y), x_bar
+
+
+X_ELEMENTS = 1.0 + rng.standard_normal(3000) * 1e-3
+
+
 def rnn(W, h):
     for t in range(50):
         h = np.tanh(W @ h + U_RNN @ XS_RNN[t])
@@ -272,6 +295,7 @@ def workloads():
         ("100-step loop, np.sin", loop_numpy, (0,), (0.5,), True),
         ("RNN, 50 steps, 64 units", rnn, (0, 1), (W_RNN, np.zeros(64)), True),
         ("MLP 784-256-10, batch 128", mlp, (0, 1, 2, 3), (W1, b1, W2, b2), True),
+        ("element loop y[i] = y[i-1] * x[i], n = 3000", element_loop, (0,), (X_ELEMENTS,), False),
     ]
 
 
@@ -299,6 +323,12 @@ def main(repeat: int) -> None:
         t = min(theirs_t) if theirs_t else None
         print(f"{name:28} {_fmt(p):>10} {_fmt(o):>10} {_fmt(t):>10} {o / p:>11.1f}x "
               f"{(f'{t / o:.0f}x faster' if t else 'n/a'):>12} {_fmt(first):>11}")
+    primal_t, hand_t = [], []
+    for _ in range(3):
+        primal_t.append(median_time(element_loop, (X_ELEMENTS,), repeat))
+        hand_t.append(median_time(element_loop_by_hand, (X_ELEMENTS,), repeat))
+    print(f"{'  the same, written by hand':28} {_fmt(min(primal_t)):>10} {_fmt(min(hand_t)):>10} {'':>10} "
+          f"{min(hand_t) / min(primal_t):>11.1f}x")
     first = first_call_seconds(thirty_lines, (0, 1), (0.3, 0.7))
     print(f"\nfirst call (transform + compile) of a 30-line function: {_fmt(first)} (median of 5)")
     print(f"the process's very first gradient call, which also reads the rule tables: {_fmt(very_first)}")

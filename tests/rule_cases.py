@@ -592,6 +592,9 @@ def _helpers() -> dict:
         rt.add_adjoints: case(arrays((3,)), arrays((3,))) | case(st.tuples(floats(), arrays((2,))),
                                                                 st.tuples(floats(), arrays((2,)))),
         rt.dense_adjoint: case(arrays((3,)), arrays((3,))),
+        rt.owned_adjoint: case(arrays((3,)), arrays((3,))) | case(arrays((1,)), arrays((3,))),
+        rt.detached: case(arrays((3,))) | case(st.tuples(arrays((2,)), floats())),
+        rt.entries: case(arrays((4,)), 1) | case(arrays((2, 3)), 0) | case(arrays((5,)), slice(1, 4)),
         rt.pow_minus_one: case(floats("pos"), floats()),
         rt.solve_vjp_b: square().flatmap(lambda a: case(arrays((3,)), arrays((3,)), a, arrays((3,)))),
         rt.solve_vjp_a: square().flatmap(lambda a: case(arrays((3,)), arrays((3,)), a, arrays((3,))) |

@@ -11,7 +11,7 @@ Helpers with no forward rule yet (``NOT_YET``): a second derivative through them
 import numpy as np
 
 from ast_ad import runtime as rt
-from ast_ad.registry import def_linear, def_nondiff, defjvp, defvjp, zero
+from ast_ad.registry import def_in_place, def_linear, def_nondiff, def_same_kind, defjvp, defvjp, zero
 
 NOT_YET = (rt.prod_vjp, rt.cumprod_vjp, rt.cholesky_vjp,
            rt.eigh_vjp, rt.svd_vjp, rt.qr_vjp, rt.pinv_vjp, rt.matrix_power_vjp, rt.multi_dot_vjp, rt.average_vjp,
@@ -73,6 +73,17 @@ defvjp(rt.add_adjoints,  lambda g, ans, a, b: g, lambda g, ans, a, b: g)
 defvjp(rt.fit,           lambda g, ans, d, like: rt.unbroadcast(g, d), zero)
 defjvp(rt.add_adjoints,  lambda u, ans, a, b: u, lambda u, ans, a, b: u)
 defjvp(rt.dense_adjoint, lambda u, ans, g, x: rt.dense_adjoint(u, x), zero)
+
+# ---- writing in place (reverse mode's item writes in loops, ``analysis.in_place_writes``) -------------------
+defvjp(rt.owned_adjoint, lambda g, ans, a, x: rt.unbroadcast(g, a), zero)
+defjvp(rt.owned_adjoint, lambda u, ans, a, x: rt.owned_adjoint(u, x), zero)
+defvjp(rt.detached,      lambda g, ans, x: g)
+def_linear(rt.detached, 0)
+def_same_kind(rt.detached)  # a container's copy is a container
+def_in_place(rt.add_into, rt.add_at)  # add_into(y_bar, i, g) is y_bar = add_at(y_bar, i, g)
+defvjp(rt.entries,       lambda g, ans, x, index: rt.getitem_vjp(g, x, index), None)
+def_linear(rt.entries, 0)
+defjvp(rt.entries,       None, zero)  # an index is an integer: in generated code it may come off an active tape
 
 # ---- pieces of rules ----------------------------------------------------------------------------------------
 defjvp(rt.pow_minus_one, lambda u, ans, x, y: u * (y - 1) * rt.pow_minus_one(x, y - 1),

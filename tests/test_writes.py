@@ -1,0 +1,88 @@
+"""Item writes in loops cost what they change: reverse mode writes the array in place, saves the entries a
+write overwrites, and writes them back in the backward pass (``analysis.in_place_writes``)."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import ast_ad
+from tests import writes_functions as wf
+from tests.oracles import assert_fd, assert_same
+
+rng = np.random.default_rng(7)
+X4 = rng.uniform(0.6, 1.4, 4)
+X6 = rng.uniform(0.6, 1.4, 6)
+
+CASES = [
+    (wf.chain, (X4,), (0,)),
+    (wf.into_parameter, (X4, rng.uniform(0.5, 1.5, 4)), (0, 1)),
+    (wf.grid, (X4[:3],), (0,)),
+    (wf.rows, (X4,), (0,)),
+    (wf.stops_early, (X4 * 1.3,), (0,)),
+    (wf.strided_slices, (X6,), (0,)),
+    (wf.repeated_indices, (X6[:5],), (0,)),
+    (wf.masked, (X4 + 0.3,), (0,)),
+    (wf.branchy, (X6[:5],), (0,)),
+    (wf.read_whole_in_loop, (X4,), (0,)),
+    (wf.calls_a_writer, (X4,), (0,)),
+]
+
+
+@pytest.mark.parametrize(("fun", "args", "argnums"), CASES, ids=[c[0].__name__ for c in CASES])
+def test_in_place_gradients_match_the_oracles(fun, args, argnums) -> None:
+    before = [np.copy(a) for a in args]
+    value, grads = ast_ad.value_and_grad(fun, argnums)(*args)
+    assert value == fun(*[np.copy(a) for a in args])  # the function's own value, bit for bit
+    for a, b in zip(args, before, strict=True):
+        np.testing.assert_array_equal(a, b)  # the caller's arrays are never written
+    assert_same(grads, ast_ad.tracer.grad(fun, argnums)(*[np.copy(a) for a in args]))
+    assert_fd(lambda *a: fun(*[np.copy(v) for v in a]), args, argnums, grads)
+
+
+def test_the_loops_write_in_place() -> None:
+    text = ast_ad.source(ast_ad.grad(wf.chain), X4)
+    assert "y[i] = t" in text and "tape.append(entries(y, i))" in text and "assign_item(" not in text
+    assert "y_bar[i] = 0.0" in text and "add_into(y_bar, t1, y_item_bar)" in text
+
+
+def test_a_returned_array_is_not_written_back() -> None:
+    out, vjp_fn = ast_ad.vjp(wf.returns_the_array, X4)
+    np.testing.assert_array_equal(out, wf.returns_the_array(X4))
+    g = np.arange(4.0)
+    first, second = vjp_fn(g), vjp_fn(g)  # the backward pass runs twice on the same forward pass
+    np.testing.assert_array_equal(first[0], second[0])
+    np.testing.assert_array_equal(out, wf.returns_the_array(X4))
+    jac = ast_ad.jacrev(wf.returns_the_array)(X4)
+    np.testing.assert_allclose(first[0], g @ jac, rtol=1e-12)
+    np.testing.assert_allclose(jac, ast_ad.jacfwd(wf.returns_the_array)(X4), rtol=1e-12)
+    y, total = ast_ad.vjp(wf.returns_a_tuple, X4)[0]
+    np.testing.assert_array_equal(y, X4[:3] ** 2)
+
+
+def test_second_derivatives_through_in_place_writes() -> None:
+    hessian = ast_ad.hessian(wf.grid)(X4[:3])
+    gradient = ast_ad.grad(wf.grid)
+    eps = 1e-6
+    numeric = np.array([(gradient(X4[:3] + eps * e) - gradient(X4[:3] - eps * e)) / (2 * eps) for e in np.eye(3)])
+    np.testing.assert_allclose(hessian, numeric, rtol=1e-5, atol=1e-7)
+
+
+def _peak(n: int) -> int:
+    x = np.full(n, 1.0001)
+    gradient = ast_ad.grad(wf.chain)
+    gradient(x)  # transformed and compiled before measuring
+    tracemalloc.start()
+    gradient(x)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak
+
+
+def test_memory_grows_linearly_with_the_steps() -> None:
+    """A copy of the array per write would make four times the steps cost sixteen times the memory."""
+    small, large = _peak(1000), _peak(4000)
+    assert large < 5 * small
+    assert large < 400 * 4000  # a few hundred bytes a step: the saved entries, not the array

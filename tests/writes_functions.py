@@ -1,0 +1,109 @@
+"""Loops that write arrays item by item: reverse mode writes them in place (``analysis.in_place_writes``)."""
+
+import numpy as np
+
+
+def chain(x):
+    y = np.ones(x.shape[0])
+    for i in range(1, x.shape[0]):
+        y[i] = y[i - 1] * x[i]
+    return np.sum(y)
+
+
+def into_parameter(x, y):
+    for i in range(1, 4):
+        y[i] = y[i - 1] * x[i] + y[i]
+    return np.sum(y * y)
+
+
+def grid(x):
+    g = np.zeros((3, 3))
+    for i in range(3):
+        for j in range(3):
+            g[i, j] = x[i] * x[j] + (g[i - 1, j] if i > 0 else 0.0)
+    return np.sum(g ** 2)
+
+
+def rows(x):
+    m = np.zeros((3, 4))
+    for i in range(3):
+        m[i] = x * (i + 1.0) + (m[i - 1] if i > 0 else 0.0)
+    return np.sum(np.sin(m))
+
+
+def stops_early(x):
+    y = np.ones(4)
+    k = 0
+    while k < 4:
+        y[k] = y[k - 1] * x[k] if k > 0 else x[0]
+        if y[k] > 2.0:
+            break
+        k = k + 1
+    return np.sum(y)
+
+
+def strided_slices(x):
+    y = np.zeros(6)
+    for i in range(0, 6, 2):
+        y[i:i + 2] = x[i:i + 2] * (1.0 + np.sum(y))
+    return np.sum(np.sin(y))
+
+
+def repeated_indices(x):
+    y = np.zeros(4)
+    for k in range(3):
+        y[[0, 0, k + 1]] = x[k:k + 3] * (k + 1.0)  # only the last write to entry 0 lands
+        y[[1, 1]] += x[:2]  # += reads once and writes once: one of the two additions lands
+    return np.sum(y * y)
+
+
+def masked(x):
+    y = x * 1.0
+    for k in range(3):
+        y[y > 1.0] = y[y > 1.0] * 0.5
+        y[k] = y[k] + x[k + 1]
+    return np.sum(y ** 3)
+
+
+def branchy(x):
+    y = np.zeros(5)
+    for i in range(5):
+        if x[i] > 1.0:
+            y[i] = x[i] * x[i]
+        else:
+            y[i] = np.sin(x[i]) + (y[i - 1] if i > 0 else 0.0)
+    return np.sum(y)
+
+
+def read_whole_in_loop(x):
+    y = np.ones(4)
+    total = 0.0
+    for i in range(4):
+        total = total + np.sum(y * x)  # the whole array read at each step, as it then is
+        y[i] = x[i] * total
+    return total + np.sum(y)
+
+
+def returns_the_array(x):
+    y = np.zeros(4)
+    for i in range(4):
+        y[i] = x[i] * 2.0 + (y[i - 1] if i > 0 else 0.0)
+    return y
+
+
+def returns_a_tuple(x):
+    y = np.zeros(3)
+    for i in range(3):
+        y[i] = x[i] ** 2
+    return y, np.sum(y)
+
+
+def _steps(x, n):
+    y = np.ones(n)
+    for i in range(1, n):
+        y[i] = y[i - 1] * x[i]
+    return y
+
+
+def calls_a_writer(x):
+    return np.sum(_steps(x, 4) ** 2)
