@@ -93,6 +93,88 @@ def jvp(fun: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, 
     return forward_at(lowered, active, tuple(tangents[k] for k in active))
 
 
+class JvpOf:
+    """``ast_ad.jvp(fun, primals, tangents)`` written in a differentiated function: a primitive of the two
+    tuples, returning ``(out, out_dot)``.
+
+    Its rules differentiate the forward-mode code of ``fun`` again, as any generated code can be: reverse,
+    ``vjp`` of that code (reverse over forward); forward, its ``jvp`` (forward over forward).
+    """
+
+    def __init__(self, fun: Callable[..., Any]):
+        self.fun = fun
+        self.__name__ = self.__qualname__ = f"jvp_{getattr(fun, '__name__', 'f')}"
+        self._rule: Any = None
+
+    def __call__(self, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+        return jvp(self.fun, primals, tangents)
+
+    def code(self, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Callable[..., Any], tuple[int, ...]]:
+        """The forward-mode function ``f_jvp(*primals, *active tangents) -> (out, out_dot)``, and which
+        arguments have tangents."""
+        primals, tangents = _pair_up(tuple(primals), tuple(tangents))
+        active = tuple(k for k, t in enumerate(tangents) if t is not None)
+        lowered = lower(self.fun, primals)
+        if lowered.fn is not self.fun:
+            raise ASTADError(f"ast_ad.jvp of {self.__qualname__[4:]} inside a differentiated function needs a "
+                             "plain function of your own")
+        return jvp_code(lowered, active).fn, active
+
+    def ast_ad_rule(self) -> Any:
+        """Reverse: the adjoints of the primals' and the tangents' tuples; forward: the tangent of
+        ``(out, out_dot)`` along the primals' or the tangents' tangents."""
+        from ast_ad import registry
+
+        if self._rule is None:
+            self._rule = registry.Rule(self, (self._primals_vjp, self._tangents_vjp), origin="ast_ad.compose",
+                                       jvps=(self._primals_jvp, self._tangents_jvp))
+        return self._rule
+
+    def _adjoints(self, g: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+        code, active = self.code(primals, tangents)
+        given = (*primals, *(tangents[k] for k in active))
+        _, vjp_fn = vjp(code, *given)
+        bars = vjp_fn(tuple(_zero_if_none(b, like) for b, like in zip(g, jvp(self.fun, primals, tangents),
+                                                                             strict=True)))
+        primal_bars = tuple(_zero_if_none(b, p) for b, p in zip(bars[:len(primals)], primals, strict=True))
+        tangent_bars: list[Any] = [None if t is None else 0.0 * np.asarray(t) for t in tangents]
+        for k, bar in zip(active, bars[len(primals):], strict=True):
+            tangent_bars[k] = _zero_if_none(bar, tangents[k])
+        return primal_bars, tuple(tangent_bars)
+
+    def _primals_vjp(self, g: Any, ans: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> Any:
+        return self._adjoints(g, primals, tangents)[0]
+
+    def _tangents_vjp(self, g: Any, ans: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> Any:
+        return self._adjoints(g, primals, tangents)[1]
+
+    def _primals_jvp(self, u: Any, ans: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> Any:
+        code, active = self.code(primals, tangents)
+        return jvp(code, (*primals, *(tangents[k] for k in active)), (*u, *[None] * len(active)))[1]
+
+    def _tangents_jvp(self, u: Any, ans: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> Any:
+        code, active = self.code(primals, tangents)
+        return jvp(code, (*primals, *(tangents[k] for k in active)), (*[None] * len(primals),
+                                                                       *(u[k] for k in active)))[1]
+
+
+_JVPS: dict[Any, JvpOf] = {}
+
+
+def jvp_of(fun: Callable[..., Any]) -> JvpOf:
+    """The primitive ``JvpOf(fun)``, made once per function (generated code refers to it by name)."""
+    if fun not in _JVPS:
+        from ast_ad import registry
+
+        _JVPS[fun] = JvpOf(fun)
+        registry.def_sequence(_JVPS[fun])  # it returns a tuple: its adjoint adds element by element
+    return _JVPS[fun]
+
+
+def _zero_if_none(value: Any, like: Any) -> Any:
+    return 0.0 * np.asarray(like) if value is None else value
+
+
 def forward_at(lowered: Lowered, active: tuple[int, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
     """Run the forward-mode code of ``lowered`` with these tangents for the caller's arguments ``active``."""
     loaded = jvp_code(lowered, active)

@@ -860,6 +860,10 @@ class Lowerer:
         made = self.transformation(node)
         if made is not None:
             return made
+        forward = self.forward_mode(node)
+        if forward is not None:
+            return self.bind(ir.Call(forward, (self.expr(node.args[1]), self.expr(node.args[2]))),
+                             name or f"{forward.hint}_result", user)
         if isinstance(func, gast.Name) and func.id not in self.env and func.id not in self.locals \
                 and any(self.is_function(arg) for arg in node.args):
             fn = self.name(func)
@@ -923,9 +927,29 @@ class Lowerer:
         made = self.static(node.func)(fn, *values[:len(node.args) - 1],
                                       **{kw.arg: v for kw, v in zip(node.keywords, values[len(node.args) - 1:],
                                                                     strict=True)})
-        source = self.name(target)  # recorded: redefining ``f`` transforms again
-        assert isinstance(source, ir.Ref)  # a function, read from the globals or a closure
+        source = self.expr(target)  # recorded: redefining ``f`` transforms again
+        if not isinstance(source, ir.Ref):
+            raise refuse(node, "ast_ad.grad inside a differentiated function needs a module-level function",
+                         self.locate)
         return ir.Ref(made, f"grad_{getattr(fn, '__name__', 'f')}", source.origin, source.root)
+
+    def forward_mode(self, node: gast.Call) -> ir.Ref | None:
+        """``ast_ad.jvp(f, primals, tangents)`` written in the body, ``f`` a module-level function: a call of
+        the primitive ``compose.JvpOf(f)`` on the two tuples (its rules transform ``f``'s forward-mode code)."""
+        from ast_ad import compose
+
+        if self.static(node.func) is not compose.jvp:
+            return None
+        fn = self.static(node.args[0]) if node.args else None
+        if fn is None or len(node.args) != 3 or node.keywords \
+                or not all(isinstance(arg, (gast.Tuple, gast.List, gast.Name)) for arg in node.args[1:]):
+            raise refuse(node, "ast_ad.jvp inside a differentiated function needs a module-level function and "
+                               "the primals and tangents as two tuples: ast_ad.jvp(f, (x,), (v,))", self.locate)
+        source = self.expr(node.args[0])  # recorded: redefining ``f`` transforms again
+        if not isinstance(source, ir.Ref):
+            raise refuse(node, "ast_ad.jvp inside a differentiated function needs a module-level function",
+                         self.locate)
+        return ir.Ref(compose.jvp_of(fn), f"jvp_{getattr(fn, '__name__', 'f')}", source.origin, source.root)
 
     def static(self, node: gast.expr) -> Any:
         """The object a name or a dotted path of modules names (``functools.partial``), or ``None``."""

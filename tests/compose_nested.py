@@ -30,3 +30,17 @@ def step(w):
     """A particle-like step: move along minus the gradient, then measure the energy there."""
     z = w - 0.1 * ast_ad.grad(potential)(w, 2.0)
     return potential(z, 2.0)
+
+
+def directional_energy(x, y):
+    """Forward mode in the body: the derivative of the potential along the ones, scaled by the potential."""
+    out, out_dot = ast_ad.jvp(potential, (x, y), (np.ones_like(x), None))
+    return out_dot * out
+
+
+def cube(a):
+    return a * a * a
+
+
+def cube_slope(a):
+    return ast_ad.jvp(cube, (a,), (1.0,))[1]  # 3 a^2

@@ -374,6 +374,48 @@ def test_grad_of_a_function_whose_body_calls_grad(name) -> None:
     assert math.isclose(float(dot), sum(float(np.sum(a)) for a in expected), rel_tol=1e-9)
 
 
+@pytest.mark.parametrize("outer", ["grad", "jvp"])
+def test_jvp_in_the_body_differentiates_in_both_modes(outer) -> None:
+    """Reverse over forward (``grad`` of a body that calls ``ast_ad.jvp``) and forward over forward, against
+    autograd differentiating the same composition, and against closed forms for a cube."""
+    import autograd
+    import autograd.numpy as anp
+
+    from tests import compose_nested as nested
+
+    x, y = np.array([0.3, -0.5, 0.9]), 1.5
+
+    def pot(a, b):
+        return anp.sum(anp.sin(a) * b) + anp.sum(a ** 3)
+
+    def theirs(a, b):
+        slope = anp.sum(autograd.grad(pot)(a, b))  # the derivative along the ones
+        return slope * pot(a, b)
+    expected = autograd.grad(theirs, (0, 1))(x, y)
+    if outer == "grad":
+        ours = ast_ad.grad(nested.directional_energy, (0, 1))(x, y)
+        for a, b in zip(ours, expected, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+        assert ast_ad.grad(nested.cube_slope)(2.0) == pytest.approx(12.0, rel=1e-14)  # 6 a
+    else:
+        _, dot = ast_ad.jvp(nested.directional_energy, (x, y), (np.ones(3), 1.0))
+        assert math.isclose(float(dot), float(np.sum(expected[0]) + expected[1]), rel_tol=1e-10)
+        assert ast_ad.jvp(nested.cube_slope, (2.0,), (1.0,)) == pytest.approx((12.0, 12.0), rel=1e-14)
+
+
+def test_jvp_in_the_body_needs_a_module_function_and_two_tuples() -> None:
+    from tests import compose_nested as nested
+
+    def bad(a):
+        return ast_ad.jvp(nested.cube, a, 1.0)  # not tuples
+    def worse(a):
+        return ast_ad.jvp(lambda b: b * b, (a,), (1.0,))[1]
+    for fn in (bad, worse):
+        with pytest.raises(ast_ad.errors.UnsupportedSyntaxError, match="module-level function") as err:
+            ast_ad.grad(fn)(2.0)
+        assert err.value.lineno == fn.__code__.co_firstlineno + 1
+
+
 def grad_with_computed_argnums(x, k):
     return ast_ad.grad(softplus_sum, k)(x)  # refused here
 
