@@ -65,6 +65,10 @@ def check(tree: gast.FunctionDef, locate: Locate) -> gast.FunctionDef:
             hint = REFUSED.get(type(node))
             if hint is not None:
                 raise refuse(node, hint, locate)
+            if isinstance(node, gast.Constant) and isinstance(node.value, complex):  # refused even where unreachable
+                raise refuse(node, "complex numbers are not supported yet: ast_ad differentiates real code only "
+                                   "(no 1j, cmath, np.fft, np.emath or complex dtypes); keep the computation real",
+                             locate)
             if isinstance(node, gast.keyword) and node.arg is None:
                 raise refuse(node.value, "**kwargs in a call is not supported: pass each keyword explicitly",
                              locate)

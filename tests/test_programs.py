@@ -39,7 +39,12 @@ def run(program: Program, data: st.DataObject):
 def test_programs_match_the_tracer_and_their_own_value(program: Program, data: st.DataObject) -> None:
     fn, args, argnums, value, grads = run(program, data)
     assert value == fn(*copy.deepcopy(args))  # the primal is bit for bit the function's own (which may write
-    _, traced = ast_ad.tracer.value_and_grad(fn, argnums)(*copy.deepcopy(args))  # into its arguments)
+    try:
+        _, traced = ast_ad.tracer.value_and_grad(fn, argnums)(*copy.deepcopy(args))  # into its arguments)
+    except TypeError as err:
+        if "'Box' does not support ufuncs" not in str(err):
+            raise
+        reject()  # the tracer cannot follow a plain array multiplied in place by a traced one (v *= x)
     assert_same(grads, traced)
 
 

@@ -1,0 +1,65 @@
+"""GradBench's ``particle`` eval (Pearlmutter and Siskind's charged particle): find the control ``w`` that
+makes the particle's path, integrated by Euler's method under the force of two charges, hit the origin.
+
+The integrator takes the gradient of the potential at every step, and the minimiser takes the gradient
+of the integrator: nested derivatives, in four combinations. ``rf`` is reverse mode (outer) over forward
+mode (inner); the first letter is the minimiser's.
+"""
+
+import numpy as np
+
+import ast_ad
+
+from .solver import argmin, gradient_by_forward_mode
+from .wrap import timed
+
+E0, E1 = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+
+
+def potential(x, w):
+    """The potential at ``x`` of the unit charges at (10, 10 - w) and (10, 0)."""
+    return 1.0 / np.sqrt((x[0] - 10.0) ** 2 + (x[1] - 10.0 + w) ** 2) + 1.0 / np.sqrt((x[0] - 10.0) ** 2 + x[1] ** 2)
+
+
+def miss_r(w):
+    """The squared distance from the origin where the path crosses the x axis; forces by reverse mode."""
+    x = np.array([0.0, 8.0])
+    xdot = np.array([0.75, 0.0])
+    while True:
+        xddot = -ast_ad.grad(potential)(x, w[0])
+        x_new = x + 0.1 * xdot
+        if x_new[1] > 0.0:
+            x = x_new
+            xdot = xdot + 0.1 * xddot
+        else:
+            break
+    t_f = -x[1] / xdot[1]
+    return (x[0] + t_f * xdot[0]) ** 2
+
+
+def miss_f(w):
+    """The same path, its forces by forward mode: one ``jvp`` per coordinate."""
+    x = np.array([0.0, 8.0])
+    xdot = np.array([0.75, 0.0])
+    while True:
+        fx = ast_ad.jvp(potential, (x, w[0]), (E0, None))[1]
+        fy = ast_ad.jvp(potential, (x, w[0]), (E1, None))[1]
+        xddot = -np.array([fx, fy])
+        x_new = x + 0.1 * xdot
+        if x_new[1] > 0.0:
+            x = x_new
+            xdot = xdot + 0.1 * xddot
+        else:
+            break
+    t_f = -x[1] / xdot[1]
+    return (x[0] + t_f * xdot[0]) ** 2
+
+
+def _solve(miss, outer):
+    gradient = ast_ad.grad(miss) if outer == "r" else gradient_by_forward_mode(miss)
+    return lambda w: float(argmin(miss, gradient, np.array([w]))[0])
+
+
+FUNCTIONS = {mode: timed(pre=lambda raw: raw["w"], post=float)(_solve(miss_r if mode[1] == "r" else miss_f,
+                                                                       mode[0]))
+             for mode in ("rr", "rf", "fr", "ff")}

@@ -1,0 +1,100 @@
+"""GradBench's ``saddle`` eval: min over p of max over q of (p1^2 + p2^2) - (q1^2 + q2^2), its f(x1, y1,
+x2, y2) with p = (x1, y1) and q = (x2, y2), both by gradient descent from the same start.
+
+The outer minimiser differentiates the inner maximiser's loop: nested derivatives, in four combinations
+(``rf``: reverse mode outside, forward mode inside).
+"""
+
+import numpy as np
+
+import ast_ad
+
+from .solver import argmin
+from .wrap import timed
+
+E0, E1 = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+
+
+def cost(p, q):
+    return (p[0] ** 2 + p[1] ** 2) - (q[0] ** 2 + q[1] ** 2)
+
+
+def best_reply_r(x, start):
+    """max over y of cost(x, y): gradient ascent from ``start``, its gradients by reverse mode."""
+    y = start
+    fy = -cost(x, y)
+    gy = -ast_ad.grad(cost, argnums=1)(x, y)
+    eta = 1e-5
+    i = 0
+    while np.sqrt(np.sum(gy * gy)) > 1e-5:
+        if i == 10:
+            eta = 2.0 * eta
+            i = 0
+            continue
+        y_new = y - eta * gy
+        if np.sqrt(np.sum((y - y_new) ** 2)) <= 1e-5:
+            break
+        f_new = -cost(x, y_new)
+        if f_new < fy:
+            y = y_new
+            fy = f_new
+            gy = -ast_ad.grad(cost, argnums=1)(x, y)
+            i = i + 1
+        else:
+            eta = eta / 2.0
+            i = 0
+    return cost(x, y)
+
+
+def best_reply_f(x, start):
+    """The same ascent, its gradients by forward mode: one ``jvp`` per coordinate."""
+    y = start
+    fy = -cost(x, y)
+    gy = -np.array([ast_ad.jvp(cost, (x, y), (None, E0))[1], ast_ad.jvp(cost, (x, y), (None, E1))[1]])
+    eta = 1e-5
+    i = 0
+    while np.sqrt(np.sum(gy * gy)) > 1e-5:
+        if i == 10:
+            eta = 2.0 * eta
+            i = 0
+            continue
+        y_new = y - eta * gy
+        if np.sqrt(np.sum((y - y_new) ** 2)) <= 1e-5:
+            break
+        f_new = -cost(x, y_new)
+        if f_new < fy:
+            y = y_new
+            fy = f_new
+            gy = -np.array([ast_ad.jvp(cost, (x, y), (None, E0))[1], ast_ad.jvp(cost, (x, y), (None, E1))[1]])
+            i = i + 1
+        else:
+            eta = eta / 2.0
+            i = 0
+    return cost(x, y)
+
+
+def _gradient_in(fun, k, mode):
+    """The gradient of ``fun`` in its argument ``k``: ``grad`` (mode ``r``), or one ``jvp`` per coordinate."""
+    if mode == "r":
+        return ast_ad.grad(fun, argnums=k)
+
+    def by_forward_mode(*args):
+        return np.array([ast_ad.jvp(fun, args, tuple(e if j == k else None for j in range(len(args))))[1]
+                         for e in (E0, E1)])
+    return by_forward_mode
+
+
+def _solve(mode):
+    reply = best_reply_r if mode[1] == "r" else best_reply_f
+    outer = _gradient_in(reply, 0, mode[0])  # differentiates the inner ascent
+    final = _gradient_in(cost, 1, mode[0])
+
+    def saddle(start):
+        x = argmin(lambda p: reply(p, start), lambda p: outer(p, start), start)
+        y = argmin(lambda q: -cost(x, q), lambda q: -final(x, q), start)
+        return np.concatenate([x, y])
+    return saddle
+
+
+FUNCTIONS = {mode: timed(pre=lambda raw: np.array(raw["start"], dtype=float), post=lambda v: v.tolist())(
+    _solve(mode)) for mode in ("rr", "rf", "fr", "ff")}

@@ -1,0 +1,150 @@
+"""ast_ad's GradBench tool (``benchmarks/gradbench``), without a GradBench checkout: each module's
+derivatives on small inputs against finite differences (or closed forms), the nested-derivative evals
+against the answers GradBench's own evals expect, and the protocol on a scripted exchange."""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+TOOL = pathlib.Path(__file__).parent.parent / "benchmarks" / "gradbench"
+sys.path.insert(0, str(TOOL))
+
+from ast_ad_gradbench import det, gmm, hello, kmeans, llsq, lse, ode, particle, saddle  # noqa: E402
+from runner import exchange  # noqa: E402
+
+rng = np.random.default_rng(3)
+
+
+def evaluate(module, function, given):
+    response = module.FUNCTIONS[function](given | {"min_runs": 1, "min_seconds": 0})
+    assert response["success"] and len(response["timings"]) == 1
+    return response["output"]
+
+
+def numeric_gradient(f, x, eps=1e-6):
+    """Central differences of ``f`` at ``x`` (any shape), one entry at a time."""
+    g = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[index] = eps
+        g[index] = (f(x + step) - f(x - step)) / (2 * eps)
+    return g
+
+
+def test_lse() -> None:
+    x = rng.normal(size=7) * 3
+    np.testing.assert_allclose(evaluate(lse, "primal", {"x": x.tolist()}), np.log(np.sum(np.exp(x))), rtol=1e-12)
+    np.testing.assert_allclose(evaluate(lse, "gradient", {"x": x.tolist()}), np.exp(x) / np.sum(np.exp(x)),
+                               rtol=1e-12)
+
+
+def test_llsq() -> None:
+    x, n = rng.normal(size=5), 9
+    gradient = evaluate(llsq, "gradient", {"x": x.tolist(), "n": n})
+    np.testing.assert_allclose(gradient, numeric_gradient(lambda v: llsq.llsq(v, n), x), rtol=1e-6, atol=1e-8)
+
+
+def test_ode() -> None:
+    x, s = rng.uniform(0.5, 1.5, size=4), 5
+    gradient = evaluate(ode, "gradient", {"x": x.tolist(), "s": s})
+    np.testing.assert_allclose(gradient, numeric_gradient(lambda v: ode.last(v, s), x), rtol=1e-6, atol=1e-9)
+
+
+def test_det() -> None:
+    a = rng.normal(size=(5, 5))
+    given = {"A": a.ravel().tolist(), "ell": 5}
+    assert math.isclose(evaluate(det, "primal", given), np.linalg.det(a), rel_tol=1e-10)
+    expected = np.linalg.det(a) * np.linalg.inv(a).T  # the cofactors
+    np.testing.assert_allclose(evaluate(det, "gradient", given), expected.ravel(), rtol=1e-9, atol=1e-12)
+
+
+def test_kmeans() -> None:
+    points, centroids = rng.normal(size=(12, 2)), rng.normal(size=(3, 2))
+    given = {"points": points.tolist(), "centroids": centroids.tolist()}
+    g = numeric_gradient(lambda c: kmeans.cost(points, c), centroids)
+    h = numeric_gradient(lambda c: np.sum(kmeans.gradient_in_centroids(points, c)), centroids)  # diagonal
+    np.testing.assert_allclose(evaluate(kmeans, "dir", given), g / h, rtol=1e-5)
+
+
+def test_gmm() -> None:
+    d, k, n = 3, 2, 6
+    given = {"d": d, "k": k, "n": n, "m": 1, "gamma": 1.5, "x": rng.normal(size=(n, d)).tolist(),
+             "alpha": rng.normal(size=k).tolist(), "mu": rng.normal(size=(k, d)).tolist(),
+             "q": (0.2 * rng.normal(size=(k, d))).tolist(), "l": rng.normal(size=(k, 3)).tolist()}
+    jacobian = evaluate(gmm, "jacobian", given)
+    args = gmm._input(given | {"min_runs": 1})
+    for position, name in enumerate(("alpha", "mu", "q", "l")):
+        def f(v, position=position):
+            moved = list(args)
+            moved[position] = v
+            return gmm.log_posterior(*moved)
+        np.testing.assert_allclose(jacobian[name], numeric_gradient(f, args[position]), rtol=1e-6, atol=1e-7)
+
+
+def test_gmm_objective_is_the_definition() -> None:
+    """The simplified objective against the definition: Gaussian densities and the Wishart density of the
+    precision matrices, computed directly (scipy's distributions)."""
+    stats = pytest.importorskip("scipy.stats")
+    d, k, n, m, gamma = 2, 2, 4, 0, 1.0
+    given = {"d": d, "k": k, "n": n, "m": m, "gamma": gamma, "x": rng.normal(size=(n, d)).tolist(),
+             "alpha": rng.normal(size=k).tolist(), "mu": rng.normal(size=(k, d)).tolist(),
+             "q": (0.2 * rng.normal(size=(k, d))).tolist(), "l": rng.normal(size=(k, 1)).tolist()}
+    alpha, mu, q, lower = (np.array(given[name]) for name in ("alpha", "mu", "q", "l"))
+    phi = np.exp(alpha) / np.sum(np.exp(alpha))
+    precisions = []
+    for j in range(k):
+        tri = np.diag(np.exp(q[j]))
+        tri[1, 0] = lower[j, 0]
+        precisions.append(tri.T @ tri)
+    x = np.array(given["x"])
+    likelihood = sum(np.log(sum(phi[j] * stats.multivariate_normal(mu[j], np.linalg.inv(precisions[j])).pdf(x[i])
+                                for j in range(k))) for i in range(n))
+    prior = sum(stats.wishart(df=d + m + 1, scale=np.eye(d) / gamma ** 2).logpdf(p) for p in precisions)
+    assert math.isclose(evaluate(gmm, "objective", given), likelihood + prior, rel_tol=1e-9)
+
+
+@pytest.mark.parametrize("mode", ["rr", "rf", "fr", "ff"])
+def test_particle_in_each_mode(mode) -> None:
+    """The value GradBench's particle eval expects, in all four nestings of forward and reverse mode."""
+    assert math.isclose(evaluate(particle, mode, {"w": 0.0}), 0.2071918746486116, rel_tol=1e-9)
+
+
+@pytest.mark.parametrize("mode", ["rr", "rf", "fr", "ff"])
+def test_saddle_in_each_mode(mode) -> None:
+    np.testing.assert_allclose(evaluate(saddle, mode, {"start": [1.0, 1.0]}), [8.246324826140356e-06] * 4,
+                               rtol=1e-9)
+
+
+def test_the_protocol_on_a_scripted_exchange() -> None:
+    script = [{"id": 0, "kind": "start", "eval": "hello"},
+              {"id": 1, "kind": "define", "module": "hello"},
+              {"id": 2, "kind": "evaluate", "module": "hello", "function": "double", "input": 3.0},
+              {"id": 3, "kind": "evaluate", "module": "hello", "function": "triple", "input": 3.0},
+              {"id": 4, "kind": "define", "module": "no_such_eval"},
+              {"id": 5, "kind": "analysis", "of": 2, "valid": True},
+              {"id": 6, "kind": "end"}]
+    pairs = list(exchange(None, script))
+    responses = {message["id"]: response for message, response in pairs}
+    assert [m["id"] for m, _ in pairs] == list(range(7)) and all(r["id"] == i for i, r in responses.items())
+    assert responses[0]["tool"] == "ast_ad" and responses[1]["success"]
+    assert responses[2]["output"] == 6.0 and responses[2]["timings"][0]["name"] == "evaluate"
+    assert not responses[3]["success"] and "triple" in responses[3]["error"]
+    assert not responses[4]["success"] and "ModuleNotFoundError" in responses[4]["error"]
+
+
+def test_the_tool_answers_on_its_standard_streams() -> None:
+    lines = "\n".join(json.dumps(m) for m in [{"id": 0, "kind": "start"},
+                                              {"id": 1, "kind": "evaluate", "module": "hello",
+                                               "function": "square", "input": 4.0}, {"id": 2, "kind": "end"}])
+    done = subprocess.run([sys.executable, str(TOOL / "run.py")], input=lines + "\n", capture_output=True, text=True,
+                          check=True, timeout=120)
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert answers[1]["output"] == 16.0 and answers[2] == {"id": 2}
+    assert hello.square(3.0) == 9.0
