@@ -23,7 +23,7 @@ def log_posterior(alpha, mu, q, lower, x, gamma, m, rows, cols, constant):
     tri[:, rows, cols] = lower  # the strictly lower part (the eval's l), column by column
     tri = tri + np.exp(q)[:, :, None] * np.eye(d)
     centred = x[:, None, :] - mu[None, :, :]
-    mahalanobis = np.einsum("kab,nkb->nka", tri, centred)
+    mahalanobis = np.einsum("kab,nkb->nka", tri, centred, optimize=True)
     beta = alpha[None, :] - 0.5 * np.sum(mahalanobis ** 2, axis=2) + np.sum(q, axis=1)[None, :]
     likelihood = np.sum(logsumexp(beta, 1)) - n * logsumexp(alpha, 0)
     frobenius = np.sum(np.exp(q) ** 2) + np.sum(lower ** 2)
