@@ -1091,15 +1091,19 @@ def check_in_place(target: Any, others: Any, where: Any) -> Any:
     name bound to it. Containers among ``others`` are searched, so ``a = ys[0]`` counts
     as reaching ``ys[0]``'s array.
     """
-    if isinstance(target, np.ndarray):
-        def reaches(obj: Any) -> Any:
-            return isinstance(obj, np.ndarray) and np.may_share_memory(target, obj)
-    elif isinstance(target, (list, dict)):
-        def reaches(obj: Any) -> Any:
-            return obj is target
-    else:
+    if not isinstance(target, (np.ndarray, list, dict)):
         return
-    if any(reaches(obj) for other in others for obj in _objects(other)):
+    array = isinstance(target, np.ndarray)
+    stack = list(others)  # a walk of ``others`` and everything inside them (a loop: a tape is long)
+    found = False
+    while stack and not found:
+        obj = stack.pop()
+        if isinstance(obj, (list, tuple)):
+            stack.extend(obj)
+        elif isinstance(obj, dict):
+            stack.extend(obj.values())
+        found = obj is target or (array and isinstance(obj, np.ndarray) and np.may_share_memory(target, obj))
+    if found:
         try:
             from ast_ad.errors import InPlaceAliasError as error
         except ImportError:  # in an exported module
@@ -1117,17 +1121,6 @@ def check_kept(value: Any, message: Any) -> Any:
         except ImportError:  # in an exported module
             error = ValueError  # type: ignore[misc, assignment]  # exported without ast_ad
         raise error(message)
-
-
-def _objects(obj: Any) -> Any:
-    """``obj`` and, for a list, tuple or dict, everything inside it."""
-    yield obj
-    if isinstance(obj, (list, tuple)):
-        for item in obj:
-            yield from _objects(item)
-    elif isinstance(obj, dict):
-        for item in obj.values():
-            yield from _objects(item)
 
 
 # ---- forward mode: tangents -------------------------------------------------------------------------------

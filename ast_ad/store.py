@@ -7,11 +7,11 @@ closure variable of one), and a hash of each user function the module derives fr
 same, compiles the stored text instead of transforming again.
 
 The key covers everything the generated text depends on: the function's code object and source text (and
-its defaults), ast_ad's own sources, the Python, numpy and gast versions, the printer, every rule and fact
-the user's code registered, and the specialization (argnums, argument kinds, which derivative). A module
-that holds something ast_ad cannot find again by name (an object made while transforming, a callable
-instance) is not stored: it is transformed in each process, as before. ``AST_AD_CACHE=0`` turns the cache
-off with the files; ``ast_ad.cache_clear()`` empties it.
+its defaults), ast_ad's own source files (size and modification time), the Python, numpy and gast
+versions, the printer, every rule and fact the user's code registered, and the specialization (argnums,
+argument kinds, which derivative). A module that holds something ast_ad cannot find again by name (an
+object made while transforming, a callable instance) is not stored: it is transformed in each process, as
+before. ``AST_AD_CACHE=0`` turns the cache off with the files; ``ast_ad.cache_clear()`` empties it.
 """
 
 from __future__ import annotations
@@ -96,11 +96,11 @@ def environment() -> str:
         digest = hashlib.sha256(repr((sys.version, numpy.__version__, getattr(gast, "__version__", ""),
                                       astor and astor.origin)).encode())
         package = os.path.dirname(__file__)
-        for folder in (package, os.path.join(package, "rules")):
-            for name in sorted(os.listdir(folder)):
-                if name.endswith(".py"):
-                    with open(os.path.join(folder, name), "rb") as source:
-                        digest.update(name.encode() + source.read())
+        for folder in (package, os.path.join(package, "rules")):  # each file's size and modification time:
+            for entry in sorted(os.scandir(folder), key=lambda e: e.name):  # an edit or a new install changes it
+                if entry.name.endswith(".py"):
+                    info = entry.stat()
+                    digest.update(f"{entry.name}:{info.st_size}:{info.st_mtime_ns};".encode())
         _environment = digest.hexdigest()
     return _environment
 
