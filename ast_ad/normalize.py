@@ -977,9 +977,30 @@ class Lowerer:
         return method if inspect.isfunction(method) else None
 
     def is_function(self, node: gast.expr) -> bool:
-        """Whether ``node`` is a function value ast_ad can inline: a lambda, or a def of this function."""
+        """Whether ``node`` is a function value ast_ad can inline: a lambda, a def of this function, or a
+        plain function of the same module without a rule (passed on by name: ``integrate(x, force)``)."""
         return isinstance(node, gast.Lambda) or (isinstance(node, gast.Name) and node.id in self.local_functions
-                                                 and node.id not in self.env)
+                                                 and node.id not in self.env) or self.module_function(node) is not None
+
+    def module_function(self, node: gast.expr) -> gast.Lambda | None:
+        """For the name of a function of this module without a rule, a lambda that calls it by that name."""
+        if not isinstance(node, gast.Name) or node.id in self.env or node.id in self.locals \
+                or node.id in self.local_functions:
+            return None
+        fn = self.static(node)
+        if not inspect.isfunction(fn) or fn.__globals__ is not self.fn.__globals__ or registry.lookup(fn) is not None:
+            return None
+        params = list(inspect.signature(fn).parameters.values())
+        if any(p.kind is not p.POSITIONAL_OR_KEYWORD or p.default is not p.empty for p in params):
+            return None
+        names = [gast.Name(id=f"arg_{k}", ctx=gast.Param(), annotation=None, type_comment=None)
+                 for k in range(len(params))]
+        call = gast.Call(func=gast.Name(id=node.id, ctx=gast.Load(), annotation=None, type_comment=None),
+                         args=[gast.Name(id=n.id, ctx=gast.Load(), annotation=None, type_comment=None) for n in names],
+                         keywords=[])
+        arguments = gast.arguments(args=names, posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                                   kwarg=None, defaults=[])
+        return gast.copy_location(gast.Lambda(args=arguments, body=gast.copy_location(call, node)), node)
 
     def mapped(self, node: gast.Call) -> gast.expr:
         """``map(f, xs, ys)`` is ``[f(x, y) for x, y in zip(xs, ys)]``: a list, since everything consumes it once."""
@@ -1088,7 +1109,7 @@ class Lowerer:
                                "with plain positional and keyword parameters)", self.locate)
         passed = dict(zip(params, node.args, strict=False))
         passed.update((kw.arg, kw.value) for kw in node.keywords)
-        functions = {p: self.local_functions[v.id] if isinstance(v, gast.Name) else v
+        functions = {p: self.module_function(v) or (self.local_functions[v.id] if isinstance(v, gast.Name) else v)
                      for p, v in passed.items() if self.is_function(v)}
         values = {p: self.expr(v) for p, v in passed.items() if p not in functions}
         defaults = dict(zip(params[len(params) - len(fn.args.defaults):], fn.args.defaults, strict=True))

@@ -44,3 +44,16 @@ def cube(a):
 
 def cube_slope(a):
     return ast_ad.jvp(cube, (a,), (1.0,))[1]  # 3 a^2
+
+
+def apply_twice(x, f):
+    return f(f(x))
+
+
+def halve_sin(z):
+    return 0.5 * np.sin(z)
+
+
+def uses_a_function_by_name(x):
+    """A module function passed by name to a helper, which calls it (inlined, as a lambda would be)."""
+    return apply_twice(x, halve_sin)

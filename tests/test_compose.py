@@ -416,6 +416,17 @@ def test_jvp_in_the_body_needs_a_module_function_and_two_tuples() -> None:
         assert err.value.lineno == fn.__code__.co_firstlineno + 1
 
 
+def test_a_function_passed_by_name_to_a_helper() -> None:
+    from tests import compose_nested as nested
+
+    x = 0.7
+    expected = 0.5 * math.cos(0.5 * math.sin(x)) * 0.5 * math.cos(x)
+    assert ast_ad.grad(nested.uses_a_function_by_name)(x) == pytest.approx(expected, rel=1e-14)
+    assert ast_ad.jvp(nested.uses_a_function_by_name, (x,), (1.0,))[1] == pytest.approx(expected, rel=1e-14)
+    assert ast_ad.grad(nested.uses_a_function_by_name)(x) == pytest.approx(
+        ast_ad.tracer.grad(nested.uses_a_function_by_name)(x), rel=1e-14)
+
+
 def grad_with_computed_argnums(x, k):
     return ast_ad.grad(softplus_sum, k)(x)  # refused here
 

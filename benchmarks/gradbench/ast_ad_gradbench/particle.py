@@ -21,12 +21,23 @@ def potential(x, w):
     return 1.0 / np.sqrt((x[0] - 10.0) ** 2 + (x[1] - 10.0 + w) ** 2) + 1.0 / np.sqrt((x[0] - 10.0) ** 2 + x[1] ** 2)
 
 
-def miss_r(w):
-    """The squared distance from the origin where the path crosses the x axis; forces by reverse mode."""
+def force_r(x, w):
+    """Minus the potential's gradient at ``x``, by reverse mode."""
+    return -ast_ad.grad(potential)(x, w)
+
+
+def force_f(x, w):
+    """The same force by forward mode: one ``jvp`` per coordinate."""
+    return -np.array([ast_ad.jvp(potential, (x, w), (E0, None))[1], ast_ad.jvp(potential, (x, w), (E1, None))[1]])
+
+
+def miss(w, force):
+    """The squared distance from the origin where the path, integrated by Euler's method under ``force``,
+    crosses the x axis."""
     x = np.array([0.0, 8.0])
     xdot = np.array([0.75, 0.0])
     while True:
-        xddot = -ast_ad.grad(potential)(x, w[0])
+        xddot = force(x, w[0])
         x_new = x + 0.1 * xdot
         if x_new[1] > 0.0:
             x = x_new
@@ -35,24 +46,14 @@ def miss_r(w):
             break
     t_f = -x[1] / xdot[1]
     return (x[0] + t_f * xdot[0]) ** 2
+
+
+def miss_r(w):
+    return miss(w, force_r)
 
 
 def miss_f(w):
-    """The same path, its forces by forward mode: one ``jvp`` per coordinate."""
-    x = np.array([0.0, 8.0])
-    xdot = np.array([0.75, 0.0])
-    while True:
-        fx = ast_ad.jvp(potential, (x, w[0]), (E0, None))[1]
-        fy = ast_ad.jvp(potential, (x, w[0]), (E1, None))[1]
-        xddot = -np.array([fx, fy])
-        x_new = x + 0.1 * xdot
-        if x_new[1] > 0.0:
-            x = x_new
-            xdot = xdot + 0.1 * xddot
-        else:
-            break
-    t_f = -x[1] / xdot[1]
-    return (x[0] + t_f * xdot[0]) ** 2
+    return miss(w, force_f)
 
 
 def _solve(miss, outer):

@@ -19,11 +19,22 @@ def cost(p, q):
     return (p[0] ** 2 + p[1] ** 2) - (q[0] ** 2 + q[1] ** 2)
 
 
-def best_reply_r(x, start):
-    """max over y of cost(x, y): gradient ascent from ``start``, its gradients by reverse mode."""
+def slope_r(x, y):
+    """The gradient of ``cost(x, y)`` in ``y``, by reverse mode."""
+    return ast_ad.grad(cost, argnums=1)(x, y)
+
+
+def slope_f(x, y):
+    """The same gradient by forward mode: one ``jvp`` per coordinate."""
+    return np.array([ast_ad.jvp(cost, (x, y), (None, E0))[1], ast_ad.jvp(cost, (x, y), (None, E1))[1]])
+
+
+def best_reply(x, start, slope):
+    """max over y of cost(x, y): gradient ascent from ``start`` (descent on minus the cost), as the eval's
+    minimiser does it, with the gradients ``slope`` gives."""
     y = start
     fy = -cost(x, y)
-    gy = -ast_ad.grad(cost, argnums=1)(x, y)
+    gy = -slope(x, y)
     eta = 1e-5
     i = 0
     while np.sqrt(np.sum(gy * gy)) > 1e-5:
@@ -38,39 +49,20 @@ def best_reply_r(x, start):
         if f_new < fy:
             y = y_new
             fy = f_new
-            gy = -ast_ad.grad(cost, argnums=1)(x, y)
+            gy = -slope(x, y)
             i = i + 1
         else:
             eta = eta / 2.0
             i = 0
     return cost(x, y)
+
+
+def best_reply_r(x, start):
+    return best_reply(x, start, slope_r)
 
 
 def best_reply_f(x, start):
-    """The same ascent, its gradients by forward mode: one ``jvp`` per coordinate."""
-    y = start
-    fy = -cost(x, y)
-    gy = -np.array([ast_ad.jvp(cost, (x, y), (None, E0))[1], ast_ad.jvp(cost, (x, y), (None, E1))[1]])
-    eta = 1e-5
-    i = 0
-    while np.sqrt(np.sum(gy * gy)) > 1e-5:
-        if i == 10:
-            eta = 2.0 * eta
-            i = 0
-            continue
-        y_new = y - eta * gy
-        if np.sqrt(np.sum((y - y_new) ** 2)) <= 1e-5:
-            break
-        f_new = -cost(x, y_new)
-        if f_new < fy:
-            y = y_new
-            fy = f_new
-            gy = -np.array([ast_ad.jvp(cost, (x, y), (None, E0))[1], ast_ad.jvp(cost, (x, y), (None, E1))[1]])
-            i = i + 1
-        else:
-            eta = eta / 2.0
-            i = 0
-    return cost(x, y)
+    return best_reply(x, start, slope_f)
 
 
 def _gradient_in(fun, k, mode):
