@@ -16,7 +16,7 @@ import pytest
 TOOL = pathlib.Path(__file__).parent.parent / "benchmarks" / "gradbench"
 sys.path.insert(0, str(TOOL))
 
-from ast_ad_gradbench import det, gmm, hello, kmeans, llsq, lse, ode, particle, saddle  # noqa: E402
+from ast_ad_gradbench import det, gmm, hello, kmeans, llsq, lse, lstm, ode, particle, saddle  # noqa: E402
 from runner import exchange  # noqa: E402
 
 rng = np.random.default_rng(3)
@@ -108,6 +108,18 @@ def test_gmm_objective_is_the_definition() -> None:
                                 for j in range(k))) for i in range(n))
     prior = sum(stats.wishart(df=d + m + 1, scale=np.eye(d) / gamma ** 2).logpdf(p) for p in precisions)
     assert math.isclose(evaluate(gmm, "objective", given), likelihood + prior, rel_tol=1e-9)
+
+
+def test_lstm() -> None:
+    layers, bits, steps = 2, 3, 5
+    given = {"main_params": rng.random((2 * layers, 4 * bits)).tolist(), "extra_params": rng.random((3, bits)).tolist(),
+             "state": rng.random((2 * layers, bits)).tolist(),
+             "sequence": np.eye(bits)[rng.integers(0, bits, steps)].tolist()}
+    jacobian = np.array(evaluate(lstm, "jacobian", given))
+    main, extra, state, sequence = lstm._input(given)
+    numeric = [numeric_gradient(lambda m: lstm.loss(m, extra, state, sequence), main),
+               numeric_gradient(lambda e: lstm.loss(main, e, state, sequence), extra)]
+    np.testing.assert_allclose(jacobian, np.concatenate([g.ravel() for g in numeric]), rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("mode", ["rr", "rf", "fr", "ff"])
