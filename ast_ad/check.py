@@ -27,6 +27,8 @@ import gast
 from ast_ad.errors import UnsupportedSyntaxError
 
 Locate = Callable[[gast.AST], tuple[str, int, str]]
+COMPLEX_HINT = ("complex numbers are not supported yet: ast_ad differentiates real code only "
+                "(no 1j, cmath, np.fft, np.emath or complex dtypes); keep the computation real")
 
 
 REFUSED: dict[type, str] = {
@@ -66,9 +68,7 @@ def check(tree: gast.FunctionDef, locate: Locate) -> gast.FunctionDef:
             if hint is not None:
                 raise refuse(node, hint, locate)
             if isinstance(node, gast.Constant) and isinstance(node.value, complex):  # refused even where unreachable
-                raise refuse(node, "complex numbers are not supported yet: ast_ad differentiates real code only "
-                                   "(no 1j, cmath, np.fft, np.emath or complex dtypes); keep the computation real",
-                             locate)
+                raise refuse(node, COMPLEX_HINT, locate)
             if isinstance(node, gast.keyword) and node.arg is None:
                 raise refuse(node.value, "**kwargs in a call is not supported: pass each keyword explicitly",
                              locate)

@@ -130,12 +130,12 @@ class JvpOf:
                                        jvps=(self._primals_jvp, self._tangents_jvp))
         return self._rule
 
-    def _adjoints(self, g: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+    def _adjoints(self, g: Any, ans: Any, primals: tuple[Any, ...],
+                  tangents: tuple[Any, ...]) -> tuple[Any, Any]:
         code, active = self.code(primals, tangents)
         given = (*primals, *(tangents[k] for k in active))
         _, vjp_fn = vjp(code, *given)
-        bars = vjp_fn(tuple(_zero_if_none(b, like) for b, like in zip(g, jvp(self.fun, primals, tangents),
-                                                                             strict=True)))
+        bars = vjp_fn(tuple(_zero_if_none(b, like) for b, like in zip(g, ans, strict=True)))
         primal_bars = tuple(_zero_if_none(b, p) for b, p in zip(bars[:len(primals)], primals, strict=True))
         tangent_bars: list[Any] = [None if t is None else 0.0 * np.asarray(t) for t in tangents]
         for k, bar in zip(active, bars[len(primals):], strict=True):
@@ -143,10 +143,10 @@ class JvpOf:
         return primal_bars, tuple(tangent_bars)
 
     def _primals_vjp(self, g: Any, ans: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> Any:
-        return self._adjoints(g, primals, tangents)[0]
+        return self._adjoints(g, ans, primals, tangents)[0]
 
     def _tangents_vjp(self, g: Any, ans: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> Any:
-        return self._adjoints(g, primals, tangents)[1]
+        return self._adjoints(g, ans, primals, tangents)[1]
 
     def _primals_jvp(self, u: Any, ans: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> Any:
         code, active = self.code(primals, tangents)
@@ -270,13 +270,22 @@ def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tu
     return out, vjp_fn
 
 
-def fresh(saved: Any) -> Any:
-    """``saved`` with every list in it copied (a backward pass pops its tapes; nothing else in it changes)."""
+def fresh(saved: Any, copies: dict[int, Any] | None = None) -> Any:
+    """``saved`` with every list and array in it copied, each once (what is shared stays shared): a backward
+    pass pops its tapes, and writes back the arrays its loops wrote in place (``analysis.in_place_writes``)."""
+    copies = {} if copies is None else copies
+    if id(saved) in copies:
+        return copies[id(saved)]
     if isinstance(saved, list):
-        return [fresh(item) for item in saved]
-    if isinstance(saved, tuple) and not hasattr(saved, "_fields"):
-        return tuple(fresh(item) for item in saved)
-    return saved
+        made: Any = [fresh(item, copies) for item in saved]
+    elif isinstance(saved, tuple) and not hasattr(saved, "_fields"):
+        made = tuple(fresh(item, copies) for item in saved)
+    elif isinstance(saved, np.ndarray):
+        made = saved.copy()
+    else:
+        return saved
+    copies[id(saved)] = made
+    return made
 
 
 def _vjp_of_transformed(fun: Any, primals: tuple[Any, ...],

@@ -33,7 +33,7 @@ import gast
 import numpy as np
 
 from ast_ad import ir, registry, runtime, syntax
-from ast_ad.check import refuse
+from ast_ad.check import COMPLEX_HINT, refuse
 from ast_ad.errors import LocatedError
 from ast_ad.naming import Namer, identifier
 from ast_ad.parse import Source
@@ -58,8 +58,6 @@ VARARG_METHODS = {"reshape", "transpose"}  # x.reshape(2, 3) means np.reshape(x,
 COMPLEX_MAKERS = {complex, np.complex128, np.complex64, np.clongdouble, np.linalg.eig, np.linalg.eigvals,
                   np.roots, np.iscomplexobj}
 COMPLEX_MODULES = {"cmath", "numpy.fft", "numpy.lib.scimath", "scipy.fft", "scipy.fftpack"}
-COMPLEX_HINT = ("complex numbers are not supported yet: ast_ad differentiates real code only "
-                "(no 1j, cmath, np.fft, np.emath or complex dtypes); keep the computation real")
 
 MAX_NAME = 16
 # Functions whose result may share memory with their first argument.

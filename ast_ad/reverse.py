@@ -296,6 +296,7 @@ class Reverser:
             if opaque and saving:
                 out += [self.push(n) for n in self.snapshot(stmt)]
             elif saving and id(stmt) in self.in_place.writes:
+                assert isinstance(stmt, ir.Assign)
                 out += self.write_in_place(stmt)
                 continue
             elif saving:
@@ -306,10 +307,9 @@ class Reverser:
             out += self.forward(stmt, saving and not opaque)
         return out
 
-    def write_in_place(self, stmt: ir.Stmt) -> list[gast.stmt]:
+    def write_in_place(self, stmt: ir.Assign) -> list[gast.stmt]:
         """``y[i] = v``, after saving the entries it overwrites: ``tape.append(entries(y, i))``."""
-        call = ir.call_of(stmt) if isinstance(stmt, ir.Assign) else None
-        assert call is not None and isinstance(stmt, ir.Assign)
+        call = ir.call_of(stmt)
         old = syntax.call(self.refs.marker(runtime.entries, "entries"), [syntax.name(stmt.target),
                                                                          syntax.atom(call.args[1], self.refs)])
         append = gast.Attribute(value=syntax.name(self.tape()), attr="append", ctx=gast.Load())

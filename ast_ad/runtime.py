@@ -710,7 +710,7 @@ def assign_item_vjp_value(g: Any, ans: Any, index: Any, value: Any) -> Any:
     taken = g[index]
     if not isinstance(taken, np.ndarray) and type(value) in (float, np.float64):
         return taken  # one entry, written once: its adjoint (a copy, as numbers are)
-    if isinstance(taken, np.ndarray) and isinstance(g, np.ndarray) and np.shares_memory(taken, g):
+    if isinstance(taken, np.ndarray) and isinstance(g, np.ndarray) and np.may_share_memory(taken, g):
         taken = taken.copy()  # a view of the adjoint, which a loop may then zero in place
     if isinstance(g, np.ndarray) and _fancy(index):
         order = np.arange(np.size(taken)).reshape(np.shape(taken))

@@ -129,7 +129,10 @@ def _stable(value: Any) -> str | None:
         return f"array({value.dtype.str}, {value.shape}, {hashlib.sha256(value.tobytes()).hexdigest()})"
     code = getattr(value, "__code__", None)
     if isinstance(code, types.CodeType):  # a rule: its code, and what its closure holds
-        cells = tuple(c.cell_contents for c in (value.__closure__ or ()))
+        try:
+            cells = tuple(c.cell_contents for c in (value.__closure__ or ()))
+        except ValueError:  # a closure variable not bound yet: nothing to spell it by
+            return None
         inner = _stable((value.__module__, value.__qualname__, value.__defaults__, cells))
         return None if inner is None else f"fn({hashlib.sha256(marshal.dumps(code)).hexdigest()}, {inner})"
     name = _importable(value)

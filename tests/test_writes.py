@@ -42,6 +42,18 @@ def test_in_place_gradients_match_the_oracles(fun, args, argnums) -> None:
     assert_fd(lambda *a: fun(*[np.copy(v) for v in a]), args, argnums, grads)
 
 
+@pytest.mark.parametrize(("fun", "args", "argnums"), CASES, ids=[c[0].__name__ for c in CASES])
+def test_vjp_runs_its_backward_pass_again_on_the_same_forward_pass(fun, args, argnums) -> None:
+    """Each call of ``vjp_fn`` writes back the arrays the forward pass wrote: it gets its own copies."""
+    out, vjp_fn = ast_ad.vjp(fun, *args)
+    first, second = vjp_fn(1.0), vjp_fn(1.0)
+    expected = ast_ad.grad(fun, tuple(range(len(args))))(*args)
+    for a, b, c in zip(first, second, expected, strict=True):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(a, c, rtol=1e-12)
+    assert out == fun(*[np.copy(a) for a in args])
+
+
 def test_the_loops_write_in_place() -> None:
     text = ast_ad.source(ast_ad.grad(wf.chain), X4)
     assert "y[i] = t" in text and "tape.append(entries(y, i))" in text and "assign_item(" not in text
