@@ -24,7 +24,7 @@ from ast_ad.errors import (
     SourceUnavailableError,
 )
 from ast_ad.load import Loaded
-from ast_ad.runtime import unbroadcast
+from ast_ad.runtime import is_array, unbroadcast, zeros_of
 
 if TYPE_CHECKING:
     from ast_ad.compose import Lowered
@@ -440,14 +440,13 @@ def _check_differentiable(value: Any, name: str) -> None:
         kind = f"an integer ({type(value).__name__} {value!r})"
     elif isinstance(value, (float, np.floating)):
         return
-    elif isinstance(value, np.ndarray) and value.dtype.kind == "f":
+    elif is_array(value) and value.dtype.kind == "f":
         return
-    elif isinstance(value, (complex, np.complexfloating)) or \
-            (isinstance(value, np.ndarray) and value.dtype.kind == "c"):
+    elif isinstance(value, (complex, np.complexfloating)) or (is_array(value) and value.dtype.kind == "c"):
         kind = "complex"
-    elif isinstance(value, np.ndarray) and value.dtype.kind in "iu":
+    elif is_array(value) and value.dtype.kind in "iu":
         kind = f"an integer (an array of dtype {value.dtype})"
-    elif isinstance(value, np.ndarray):
+    elif is_array(value):
         kind = f"an array of dtype {value.dtype}"
     else:
         kind = f"a {type(value).__name__}"
@@ -465,12 +464,14 @@ def _differentiable(value: Any) -> bool:
         return any(_differentiable(v) for v in value)
     if isinstance(value, (bool, np.bool_, numbers.Integral)):
         return False
-    if isinstance(value, np.ndarray):
+    if is_array(value):
         return bool(value.dtype.kind == "f")
     return isinstance(value, numbers.Real)
 
 
 def _is_scalar(out: Any) -> bool:
+    if is_array(out):  # a 0-d array of any library; its value is not needed (a dask one stays lazy)
+        return out.ndim == 0 and out.dtype.kind in "biuf"
     return np.ndim(out) == 0 and isinstance(np.asarray(out).item(), numbers.Real)
 
 
@@ -490,6 +491,20 @@ def _like(bar: Any, x: Any) -> Any:
         raise ASTADError("a complex value reached the gradient: ast_ad differentiates real code only (complex "
                          "values come from 1j, np.fft, or a negative float to a fractional power such as "
                          "(-2.0) ** 0.5); keep the computation real, e.g. np.sqrt(np.abs(x))")
+    foreign_x, foreign_bar = is_array(x) and not isinstance(x, np.ndarray), is_array(bar) and \
+        not isinstance(bar, np.ndarray)
+    if foreign_x or foreign_bar:  # arrays of another library (dask, CuPy): the gradient stays of that type, lazy
+        if foreign_x and type(bar) is not type(x):  # a float, or a numpy array that met no argument of x's type
+            bar = zeros_of(x, dtype=x.dtype) + bar
+        dtype = x.dtype if foreign_x or isinstance(x, np.ndarray) else np.result_type(x)
+        if bar.shape != np.shape(x):
+            bar = np.broadcast_to(bar, np.shape(x))
+        if bar.dtype != dtype:
+            bar = bar.astype(dtype)
+        chunks = getattr(x, "chunks", None)  # a dask array's gradient has its chunks
+        if chunks is not None and hasattr(bar, "rechunk") and getattr(bar, "chunks", chunks) != chunks:
+            bar = bar.rechunk(chunks)
+        return bar
     if isinstance(x, np.ndarray):
         if type(bar) is np.ndarray and bar.shape == x.shape and bar.dtype == x.dtype and bar.flags.owndata \
                 and bar.flags.writeable:

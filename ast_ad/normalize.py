@@ -670,6 +670,10 @@ class Lowerer:
                 return atom
             # a variable that may change, inside the branch or later: the reverse pass needs the decision itself
             return self.bind(atom, "cond")
+        # The decision is kept as a bool: the reverse pass reads it again without asking the value a second
+        # time (a dask array would compute again), and Python converts it once, as it does itself.
+        if self.static(gast.Name(id="bool", ctx=gast.Load(), annotation=None, type_comment=None)) is builtins.bool:
+            node = _decision(node)
         return self.bind(self.raw(node), "cond")
 
     def raw(self, node: gast.expr) -> ir.Raw:
@@ -1354,6 +1358,17 @@ def _binary_hint(left: ir.Atom, word: str, right: ir.Atom) -> str:
     if isinstance(left, ir.Var) and isinstance(right, ir.Var):
         return f"{left.name}_{word}_{right.name}"
     return "t"
+
+
+def _decision(node: gast.expr) -> gast.expr:
+    """``node`` as a test that gives a bool and asks each value for its truth once, as ``if node:`` does:
+    ``bool(a) and bool(b)`` for ``a and b`` (``bool(a and b)`` would ask ``a`` twice when it is false)."""
+    if isinstance(node, gast.BoolOp):
+        return gast.copy_location(gast.BoolOp(op=node.op, values=[_decision(v) for v in node.values]), node)
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
+        return node
+    truth = gast.Name(id="bool", ctx=gast.Load(), annotation=None, type_comment=None)
+    return gast.copy_location(gast.Call(func=truth, args=[node], keywords=[]), node)
 
 
 def _atom_name(atom: ir.Atom) -> str:

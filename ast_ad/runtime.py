@@ -3,6 +3,13 @@
 Each helper is a small self-contained function over numpy, so that an exported
 gradient module can carry its own copy of the ones it uses.
 
+The helpers keep their arguments' array type. They call numpy's functions, which
+hand each call to the array type of its arguments (NEP 13 ``__array_ufunc__``,
+NEP 18 ``__array_function__``), so a gradient of dask or CuPy arrays is built of
+dask or CuPy arrays. They never call ``np.asarray`` on an array (``as_array``
+leaves arrays as they are), make zeros with ``np.zeros(shape)`` (``zeros_of``
+makes them of an array's type) or copy with ``np.array`` (``np.copy`` dispatches).
+
 >>> unbroadcast(np.ones((2, 3)), np.zeros(3))
 array([2., 2., 2.])
 """
@@ -12,6 +19,35 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+
+def is_array(x: Any) -> bool:
+    """Whether ``x`` is an array: numpy's, or one of a library that implements numpy's dispatch protocols."""
+    if isinstance(x, np.ndarray):
+        return True
+    kind = type(x)
+    return hasattr(kind, "__array_function__") and hasattr(kind, "__array_ufunc__") and hasattr(x, "shape") \
+        and hasattr(x, "dtype") and not isinstance(x, np.generic)
+
+
+def as_array(x: Any) -> Any:
+    """``x`` as an array: numbers and lists to numpy, an array of any library as it is."""
+    return x if is_array(x) else np.asarray(x)
+
+
+def of_type(g: Any, x: Any) -> Any:
+    """``g`` (a number, say a float zero or a seed) as an array of ``x``'s library where ``x`` is an array of
+    another library than numpy, so that broadcasting it to ``x``'s shape makes no numpy array."""
+    if isinstance(x, np.ndarray) or type(g) is type(x) or not is_array(x):
+        return g
+    return np.asarray(g, like=x)
+
+
+def zeros_of(like: Any, shape: Any = None, dtype: Any = float) -> Any:
+    """Zeros of ``like``'s shape (or of ``shape``), of ``like``'s array type: numpy's for numbers and lists."""
+    if is_array(like) and not isinstance(like, np.ndarray):
+        return np.zeros_like(like, dtype=dtype, shape=like.shape if shape is None else shape)
+    return np.zeros(np.shape(like) if shape is None else shape, dtype=dtype)
 
 
 def unbroadcast(g: Any, x: Any) -> Any:
@@ -32,9 +68,9 @@ def unbroadcast(g: Any, x: Any) -> Any:
     shape = np.shape(x)
     if np.shape(g) == shape:
         return g
-    g = np.asarray(g)
+    g = as_array(g)
     if g.ndim < len(shape):  # ``g`` broadcasts to ``x`` (a zero, say): nothing was summed up
-        return np.broadcast_to(g, shape)
+        return np.broadcast_to(of_type(g, x), shape)
     if g.ndim > len(shape):
         g = g.sum(axis=tuple(range(g.ndim - len(shape))))
     axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
@@ -51,7 +87,7 @@ def zeros_like(x: Any) -> Any:
         return tuple(zeros_like(item) for item in x)
     if isinstance(x, list):
         return [zeros_like(item) for item in x]
-    return 0.0 if np.ndim(x) == 0 else np.zeros(np.shape(x))
+    return 0.0 if np.ndim(x) == 0 else zeros_of(x)
 
 
 def dense_adjoint(g: Any, x: Any) -> Any:
@@ -106,7 +142,7 @@ def expand_reduced(g: Any, x: Any, axis: Any = None, keepdims: Any = False) -> A
     if axis is not None and not keepdims:
         axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
         g = np.expand_dims(g, tuple(a % len(shape) for a in axes))
-    return np.broadcast_to(g, shape)
+    return np.broadcast_to(of_type(g, x), shape)
 
 
 def reduced_count(x: Any, axis: Any = None) -> Any:
@@ -120,7 +156,7 @@ def reduced_count(x: Any, axis: Any = None) -> Any:
 
 def matmul_vjp_a(g: Any, a: Any, b: Any) -> Any:
     """Adjoint of ``a`` in ``a @ b``, for vectors, matrices and stacks of matrices."""
-    g, a, b = np.asarray(g), np.asarray(a), np.asarray(b)
+    g, a, b = as_array(g), as_array(a), as_array(b)
     a_ndim, b_ndim = a.ndim, b.ndim
     if b_ndim == 2 and a_ndim <= 2:
         return g @ b.T if a_ndim == 2 else b @ g
@@ -137,7 +173,7 @@ def matmul_vjp_a(g: Any, a: Any, b: Any) -> Any:
 
 def matmul_vjp_b(g: Any, a: Any, b: Any) -> Any:
     """Adjoint of ``b`` in ``a @ b``, for vectors, matrices and stacks of matrices."""
-    g, a, b = np.asarray(g), np.asarray(a), np.asarray(b)
+    g, a, b = as_array(g), as_array(a), as_array(b)
     a_ndim, b_ndim = a.ndim, b.ndim
     if a_ndim == 2 and b_ndim <= 2:
         return g @ a if b_ndim == 1 else a.T @ g
@@ -180,7 +216,7 @@ def summed_getitem_vjp(terms: Any, x: Any) -> Any:
         for g, index in terms:
             total = add_adjoints(total, getitem_vjp(g, x, index))
         return zeros_like(x) if total is None else total
-    out = np.zeros(np.shape(x), dtype=np.result_type(x, 1.0, *[np.result_type(g) for g, _ in terms]))
+    out = zeros_of(x, dtype=np.result_type(x, 1.0, *[np.result_type(g) for g, _ in terms]))
     for g, index in terms:
         if isinstance(index, (int, np.integer, slice)) or (isinstance(index, tuple) and all(
                 isinstance(i, (int, np.integer, slice)) or i is None or i is Ellipsis for i in index)):
@@ -204,9 +240,9 @@ def summed_products(terms: Any, fixed: Any, vjp: Any, fixed_first: Any) -> Any:
     With matrices, the steps' columns (for ``fixed @ b``) or rows (for ``a @ fixed``)
     side by side do the same. Other shapes are summed step by step.
     """
-    fixed = np.asarray(fixed)
-    gs = [np.asarray(g) for g, _ in terms]
-    others = [np.asarray(other) for _, other in terms]
+    fixed = as_array(fixed)
+    gs = [as_array(g) for g, _ in terms]
+    others = [as_array(other) for _, other in terms]
     ranks = {(g.ndim, other.ndim) for g, other in zip(gs, others, strict=True)}
     if fixed.ndim == 2 and ranks == {(1, 1)}:
         return np.stack(gs).T @ np.stack(others) if fixed_first else np.stack(others).T @ np.stack(gs)
@@ -251,7 +287,7 @@ def getitem_vjp(g: Any, x: Any, index: Any) -> Any:
         parts = [zeros_like(item) for item in x]
         parts[index] = g
         return parts if isinstance(x, list) else tuple(parts)
-    out = np.zeros(np.shape(x), dtype=np.result_type(x, g, 1.0))
+    out = zeros_of(x, dtype=np.result_type(x, g, 1.0))
     if _fancy(index):
         np.add.at(out, index, g)
     else:  # each entry named once: a plain write is the same sum, and much faster than np.add.at
@@ -261,7 +297,7 @@ def getitem_vjp(g: Any, x: Any, index: Any) -> Any:
 
 def clip_mask(x: Any, lo: Any, hi: Any) -> Any:
     """1 where ``np.clip(x, lo, hi)`` passes ``x`` through, 0 where it clips."""
-    inside = np.ones(np.shape(x))
+    inside = np.ones_like(as_array(x), dtype=float)
     if lo is not None:
         inside = inside * (x >= lo)
     if hi is not None:
@@ -281,7 +317,7 @@ def pow_minus_one(x: Any, y: Any) -> Any:
     It is ``x ** (y - 1)`` itself wherever that is finite, so that its derivative in ``y`` (in a second
     derivative of ``x ** y``) is exact."""
     if np.ndim(y) or np.ndim(x):
-        base = np.asarray(x)
+        base = as_array(x)
         base = base.astype(float) if base.dtype.kind in "biu" else base  # integers to negative powers
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             power = base ** (y - 1)
@@ -300,6 +336,12 @@ def pow_minus_one(x: Any, y: Any) -> Any:
     return power
 
 
+def reciprocal_or_zero(x: Any) -> Any:
+    """``1 / x``, and 0 where ``x`` is 0 (a gradient taken as zero where a norm or a spread vanishes)."""
+    nonzero = x != 0
+    return np.where(nonzero, 1.0 / np.where(nonzero, x, 1.0), 0.0)
+
+
 def safe_log(x: Any) -> Any:
     """``log(x)``, taking 0 where ``x`` is 0 (for the exponent's rule of ``x ** y``)."""
     return np.log(np.where(x == 0, 1.0, x))
@@ -310,7 +352,7 @@ def along_last(x: Any, axis: Any) -> Any:
     """``x`` with ``axis`` moved last (flattened when ``axis`` is None), and how to undo it."""
     if axis is None:
         return np.ravel(x), lambda y: np.reshape(y, np.shape(x))
-    x = np.asarray(x)
+    x = as_array(x)
     return np.moveaxis(x, axis, -1), lambda y: np.moveaxis(y, -1, axis)
 
 
@@ -318,7 +360,7 @@ def prod_vjp(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: Any = False) 
     """Adjoint of ``x`` in ``np.prod``: the product of the other entries, exact where ``x`` has zeros."""
     g = expand_reduced(g, x, axis, keepdims)
     if axis is not None and np.ndim(axis) > 0:  # several axes: bring them together, then as for one
-        x = np.asarray(x)
+        x = as_array(x)
         axes = tuple(a % x.ndim for a in axis)
         ends = tuple(range(x.ndim - len(axes), x.ndim))
         moved = np.moveaxis(x, axes, ends)
@@ -341,7 +383,7 @@ def var_vjp(g: Any, ans: Any, x: Any, axis: Any = None, ddof: Any = 0, keepdims:
 def std_vjp(g: Any, ans: Any, x: Any, axis: Any = None, ddof: Any = 0, keepdims: Any = False) -> Any:
     """Adjoint of ``x`` in ``np.std``; where the deviation is zero, the gradient is taken as zero."""
     spread = expand_reduced(ans, x, axis, keepdims)
-    share = np.divide(1.0, spread, out=np.zeros(np.shape(spread)), where=spread != 0)
+    share = reciprocal_or_zero(spread)
     return var_vjp(g, ans, x, axis, ddof, keepdims) * 0.5 * share
 
 
@@ -357,7 +399,7 @@ def cumprod_vjp(g: Any, ans: Any, x: Any, axis: Any = None) -> Any:
     moved, back = along_last(x, axis)
     g_moved = along_last(g, axis if axis is not None else None)[0] if axis is not None else np.ravel(g)
     n = moved.shape[-1]
-    out = np.zeros(moved.shape)
+    out = zeros_of(moved)
     for i in range(n):
         others = moved.copy()
         others[..., i] = 1.0
@@ -370,7 +412,7 @@ def average_vjp(g: Any, x: Any, axis: Any = None, weights: Any = None) -> Any:
     """Adjoint of ``x`` in ``np.average``."""
     if weights is None:
         return expand_reduced(g, x, axis) / reduced_count(x, axis)
-    w = np.asarray(weights, dtype=float)
+    w = as_array(weights).astype(float)
     if axis is not None and w.ndim == 1 and np.ndim(x) > 1:
         shape = [1] * np.ndim(x)
         shape[axis] = w.shape[0]
@@ -394,7 +436,7 @@ def norm_vjp(g: Any, ans: Any, x: Any, ord: Any = None, axis: Any = None, keepdi
         along = 0 if ord in (1, -1) else 1
         sums = np.sum(np.abs(x), axis=along)
         chosen = np.argmax(sums) if ord in (1, np.inf) else np.argmin(sums)
-        taken = np.zeros(np.shape(x))
+        taken = zeros_of(x)
         if along == 0:
             taken[:, chosen] = 1.0
         else:
@@ -402,7 +444,7 @@ def norm_vjp(g: Any, ans: Any, x: Any, ord: Any = None, axis: Any = None, keepdi
         return g * np.sign(x) * taken
     if matrix and ord not in (None, "fro"):
         raise NotImplementedError(f"the gradient of np.linalg.norm with ord={ord!r} on matrices")
-    safe = np.divide(1.0, ans, out=np.zeros(np.shape(ans)), where=ans != 0)
+    safe = reciprocal_or_zero(ans)
     if ord in (None, 2, "fro"):
         return g * x * safe
     if ord == 1:
@@ -513,10 +555,9 @@ def kron_vjp(k: Any, g: Any, a: Any, b: Any) -> Any:
 
 def diagonal_vjp(g: Any, x: Any, offset: Any = 0, axis1: Any = 0, axis2: Any = 1) -> Any:
     """Adjoint of ``x`` in ``np.diagonal``/``np.trace``: ``g`` laid back on that diagonal."""
-    x = np.asarray(x)
-    moved = np.moveaxis(np.zeros(x.shape), (axis1, axis2), (-2, -1))
+    moved = np.moveaxis(zeros_of(x), (axis1, axis2), (-2, -1))
     eye = np.eye(moved.shape[-2], moved.shape[-1], k=offset)
-    g = np.asarray(g)
+    g = as_array(g)
     if g.ndim == moved.ndim - 2:  # trace: one number per matrix
         full = g[..., None, None] * eye
     else:  # diagonal: a vector per matrix, written onto the diagonal
@@ -536,7 +577,7 @@ def diag_vjp(g: Any, v: Any, k: Any = 0) -> Any:
 # ---- shape and layout --------------------------------------------------------------------------------------
 def split_vjp(g: Any, ans: Any, x: Any, axis: Any = 0) -> Any:
     """Adjoint of ``x`` in ``np.split`` and friends: the parts' adjoints put back together."""
-    parts = [bar if bar is not None else np.zeros(np.shape(part)) for bar, part in zip(g, ans, strict=True)]
+    parts = [bar if bar is not None else zeros_of(part) for bar, part in zip(g, ans, strict=True)]
     parts = [np.broadcast_to(p, np.shape(a)) for p, a in zip(parts, ans, strict=True)]
     return np.concatenate(parts, axis=axis)
 
@@ -576,12 +617,12 @@ def repeat_vjp(g: Any, x: Any, repeats: Any, axis: Any = None) -> Any:
     if axis is None:
         flat = np.ravel(x)
         source = np.repeat(np.arange(flat.size), repeats)
-        out = np.zeros(flat.size)
+        out = zeros_of(flat)
         np.add.at(out, source, np.ravel(g))
         return np.reshape(out, np.shape(x))
-    x = np.asarray(x)
+    x = as_array(x)
     source = np.repeat(np.arange(x.shape[axis]), repeats)
-    out = np.zeros(np.moveaxis(x, axis, 0).shape)
+    out = zeros_of(x, np.moveaxis(x, axis, 0).shape)
     np.add.at(out, source, np.moveaxis(g, axis, 0))
     return np.moveaxis(out, 0, axis)
 
@@ -599,11 +640,11 @@ def sort_vjp(g: Any, x: Any, axis: Any = -1) -> Any:
     """Adjoint of ``x`` in ``np.sort``: ``g`` sent back to where each entry came from."""
     if axis is None:
         order = np.argsort(np.ravel(x), kind="stable")
-        out = np.zeros(np.size(x))
+        out = zeros_of(x, (np.size(x),))
         out[order] = np.ravel(g)
         return np.reshape(out, np.shape(x))
     order = np.argsort(x, axis=axis, kind="stable")
-    out = np.zeros(np.shape(x))
+    out = zeros_of(x)
     np.put_along_axis(out, order, g, axis=axis)
     return out
 
@@ -611,10 +652,10 @@ def sort_vjp(g: Any, x: Any, axis: Any = -1) -> Any:
 def take_vjp(g: Any, x: Any, indices: Any, axis: Any = None) -> Any:
     """Adjoint of ``x`` in ``np.take``: ``g`` scattered back (repeated indices add)."""
     if axis is None:
-        out = np.zeros(np.size(x))
+        out = zeros_of(x, (np.size(x),))
         np.add.at(out, np.ravel(indices), np.ravel(g))
         return np.reshape(out, np.shape(x))
-    out = np.zeros(np.shape(x))
+    out = zeros_of(x)
     index: list[Any] = [slice(None)] * np.ndim(x)
     index[axis] = indices
     np.add.at(out, tuple(index), g)
@@ -623,7 +664,7 @@ def take_vjp(g: Any, x: Any, indices: Any, axis: Any = None) -> Any:
 
 def select_vjp(g: Any, condlist: Any, choicelist: Any) -> Any:
     """Adjoints of the choices in ``np.select``: each gets ``g`` where it was the first true condition."""
-    taken = np.zeros(np.shape(g), dtype=bool)
+    taken = zeros_of(g, dtype=bool)
     parts = []
     for cond, choice in zip(condlist, choicelist, strict=True):
         mine = np.logical_and(cond, np.logical_not(taken))
@@ -633,7 +674,7 @@ def select_vjp(g: Any, condlist: Any, choicelist: Any) -> Any:
 
 
 def select_default_vjp(g: Any, condlist: Any, default: Any) -> Any:
-    taken = np.any(np.broadcast_arrays(*condlist), axis=0) if len(condlist) else np.zeros(np.shape(g), bool)
+    taken = np.any(np.broadcast_arrays(*condlist), axis=0) if len(condlist) else zeros_of(g, dtype=bool)
     return unbroadcast(np.where(taken, 0.0, g), default)
 
 
@@ -643,7 +684,7 @@ def assign_item(x: Any, index: Any, value: Any) -> Any:
     The new array keeps ``x``'s dtype, as numpy's write does: a float written into an
     integer array is truncated (and takes no gradient, see ``assign_item_vjp_value``).
     """
-    out: Any = type(x)(x) if isinstance(x, (list, dict)) else np.array(x)
+    out: Any = type(x)(x) if isinstance(x, (list, dict)) else np.copy(x)
     out[index] = value
     return out
 
@@ -654,8 +695,7 @@ def owned_adjoint(g: Any, x: Any) -> Any:
     ``g`` may still be the float zero an adjoint starts as. The copy is the loop's own: nothing else
     holds it, so writing into it changes no other adjoint.
     """
-    dtype = np.result_type(x, g, 1.0)
-    return np.array(np.broadcast_to(np.asarray(g, dtype=dtype), np.shape(x)), dtype=dtype)
+    return zeros_of(x, dtype=np.result_type(x, g, 1.0)) + g
 
 
 def add_into(x: Any, index: Any, value: Any) -> None:
@@ -669,13 +709,13 @@ def add_into(x: Any, index: Any, value: Any) -> None:
 def entries(x: Any, index: Any) -> Any:
     """A copy of ``x[index]``: the entries a write is about to overwrite."""
     taken = x[index]
-    return taken.copy() if isinstance(taken, np.ndarray) else taken
+    return taken.copy() if is_array(taken) else taken
 
 
 def detached(x: Any) -> Any:
     """``x`` with every array in it copied: a result that the backward pass, which writes the arrays of
     the forward pass back as they were, must not change."""
-    if isinstance(x, np.ndarray):
+    if is_array(x):
         return x.copy()
     if isinstance(x, dict):
         return {key: detached(item) for key, item in x.items()}
@@ -695,7 +735,7 @@ def assign_item_vjp_x(g: Any, x: Any, index: Any) -> Any:
         parts = list(g)
         parts[index] = zeros_like(x[index])
         return parts
-    out = np.array(g, dtype=float)
+    out = as_array(g).astype(float)  # a copy
     out[index] = 0.0
     return out
 
@@ -705,14 +745,17 @@ def assign_item_vjp_value(g: Any, ans: Any, index: Any, value: Any) -> Any:
 
     Written into an integer array, the value was truncated: it takes no gradient.
     """
-    if isinstance(ans, np.ndarray) and ans.dtype.kind in "biu":
+    if is_array(ans) and ans.dtype.kind in "biu":
         return zeros_like(value)
     taken = g[index]
-    if not isinstance(taken, np.ndarray) and type(value) in (float, np.float64):
+    if not is_array(taken) and type(value) in (float, np.float64):
         return taken  # one entry, written once: its adjoint (a copy, as numbers are)
-    if isinstance(taken, np.ndarray) and isinstance(g, np.ndarray) and np.may_share_memory(taken, g):
-        taken = taken.copy()  # a view of the adjoint, which a loop may then zero in place
-    if isinstance(g, np.ndarray) and _fancy(index):
+    if isinstance(taken, np.ndarray) and isinstance(g, np.ndarray):
+        if np.may_share_memory(taken, g):
+            taken = taken.copy()  # a view of the adjoint, which a loop may then zero in place
+    elif is_array(taken):
+        taken = taken.copy()  # another library's array: it may be a view too
+    if is_array(g) and _fancy(index):
         order = np.arange(np.size(taken)).reshape(np.shape(taken))
         stamp = np.full(np.shape(g), -1)
         stamp[index] = order
@@ -726,19 +769,19 @@ def _fancy(index: Any) -> Any:
         return False
     if isinstance(index, tuple):
         return any(_fancy(part) for part in index)
-    return isinstance(index, (list, np.ndarray)) and np.asarray(index).dtype.kind in "iu"
+    return (isinstance(index, list) or is_array(index)) and as_array(index).dtype.kind in "iu"
 
 
 def copied(dst: Any, src: Any) -> Any:
     """``np.copyto(dst, src)`` as a new array: ``src`` broadcast to ``dst``'s shape, in ``dst``'s dtype."""
-    out = np.array(dst)
+    out = np.copy(dst)
     np.copyto(out, src)  # numpy's own casting rules and errors
     return out
 
 
 def add_at(x: Any, index: Any, value: Any) -> Any:
     """``np.add.at(x, index, value)`` as a new array: repeated indices add up."""
-    out = np.array(x, dtype=np.result_type(x, value))
+    out = as_array(x).astype(np.result_type(x, value))  # a copy
     np.add.at(out, index, value)
     return out
 
@@ -764,10 +807,10 @@ def sorted_by(xs: Any, keys: Any, reverse: Any = False) -> Any:
 def sorted_by_vjp(g: Any, xs: Any, keys: Any, reverse: Any = False) -> Any:
     """Each sorted item's adjoint goes back to the place it came from."""
     order = sorted(range(len(keys)), key=keys.__getitem__, reverse=reverse)
-    parts = [None] * len(order)
+    parts: list[Any] = [None] * len(order)
     for position, i in enumerate(order):
         parts[i] = g[position]
-    return parts if isinstance(xs, list) else tuple(parts) if isinstance(xs, tuple) else np.array(parts)
+    return parts if isinstance(xs, list) else tuple(parts) if isinstance(xs, tuple) else np.stack(parts)
 
 
 def concat(a: Any, b: Any) -> Any:
@@ -827,7 +870,7 @@ def chosen_vjp(k: Any, g: Any, ans: Any, xs: Any) -> Any:
         chosen = next(i for i, item in enumerate(items) if item == ans)
     if len(xs) == 1:
         parts = [g if i == chosen else zeros_like(item) for i, item in enumerate(items)]
-        return parts if isinstance(xs[0], list) else tuple(parts) if isinstance(xs[0], tuple) else np.array(parts)
+        return parts if isinstance(xs[0], list) else tuple(parts) if isinstance(xs[0], tuple) else np.stack(parts)
     return g if k == chosen else zeros_like(xs[k])
 
 
@@ -850,7 +893,7 @@ def clip_hi_vjp(g: Any, x: Any, lo: Any, hi: Any) -> Any:
 
 def average_weights_vjp(g: Any, ans: Any, x: Any, axis: Any, weights: Any) -> Any:
     """Adjoint of ``weights`` in ``np.average(x, axis, weights)``: ``(x - average) / sum(weights)``."""
-    w = np.asarray(weights, dtype=float)
+    w = as_array(weights).astype(float)
     spread = (x - expand_reduced(ans, x, axis)) * expand_reduced(g, x, axis) / np.sum(w)
     if axis is not None and w.ndim == 1 and np.ndim(x) > 1:
         return np.sum(spread, axis=tuple(a for a in range(np.ndim(x)) if a != axis % np.ndim(x)))
@@ -883,7 +926,7 @@ def field_vjp(g: Any, obj: Any, name: Any) -> Any:
 
 def astype(x: Any, dtype: Any) -> Any:
     """``x.astype(dtype)`` as a function."""
-    return np.asarray(x).astype(dtype)
+    return as_array(x).astype(dtype)
 
 
 # ---- linear algebra ----------------------------------------------------------------------------------------
@@ -922,10 +965,10 @@ def eigh_vjp(g: Any, ans: Any, a: Any) -> Any:
     """Adjoint of ``a`` in ``np.linalg.eigh``, which reads only the lower triangle of ``a``."""
     w, v = ans
     w_bar, v_bar = g
-    w_bar = np.zeros(np.shape(w)) if w_bar is None else w_bar
-    v_bar = np.zeros(np.shape(v)) if v_bar is None else v_bar
+    w_bar = zeros_of(w) if w_bar is None else w_bar
+    v_bar = zeros_of(v) if v_bar is None else v_bar
     gaps = w[..., None, :] - w[..., :, None]
-    f = np.divide(1.0, gaps, out=np.zeros(np.shape(gaps)), where=gaps != 0)
+    f = reciprocal_or_zero(gaps)
     inner = np.eye(np.shape(w)[-1]) * w_bar[..., None, :] + f * (T(v) @ v_bar)
     s = v @ inner @ T(v)
     return lower_only(0.5 * (s + T(s)))
@@ -940,13 +983,13 @@ def svd_vjp(g: Any, ans: Any, a: Any, full_matrices: Any = True, compute_uv: Any
         raise NotImplementedError("the gradient of np.linalg.svd with full_matrices=True on a non-square "
                                   "matrix: pass full_matrices=False")
     u, s, vt = ans
-    u_bar, s_bar, vt_bar = (np.zeros(np.shape(x)) if b is None else b for b, x in zip(g, ans, strict=True))
+    u_bar, s_bar, vt_bar = (zeros_of(x) if b is None else b for b, x in zip(g, ans, strict=True))
     v, v_bar = T(vt), T(vt_bar)
     k = np.shape(s)[-1]
     s2 = s[..., None, :] ** 2 - s[..., :, None] ** 2
-    f = np.divide(1.0, s2, out=np.zeros(np.shape(s2)), where=np.abs(s2) > 0)
+    f = reciprocal_or_zero(s2)
     sigma = np.eye(k) * s[..., None, :]
-    inv_sigma = np.eye(k) * np.divide(1.0, s, out=np.zeros(np.shape(s)), where=s != 0)[..., None, :]
+    inv_sigma = np.eye(k) * reciprocal_or_zero(s)[..., None, :]
     j = f * (T(u) @ u_bar - T(u_bar) @ u)
     kk = f * (T(v) @ v_bar - T(v_bar) @ v)
     core = u @ (j @ sigma + np.eye(k) * s_bar[..., None, :] + sigma @ kk) @ vt
@@ -961,7 +1004,7 @@ def svd_vjp(g: Any, ans: Any, a: Any, full_matrices: Any = True, compute_uv: Any
 def qr_vjp(g: Any, ans: Any, a: Any) -> Any:
     """Adjoint of ``a`` in the reduced ``np.linalg.qr`` (square or tall ``a``)."""
     q, r = ans
-    q_bar, r_bar = (np.zeros(np.shape(x)) if b is None else b for b, x in zip(g, ans, strict=True))
+    q_bar, r_bar = (zeros_of(x) if b is None else b for b, x in zip(g, ans, strict=True))
     m = r @ T(r_bar) - T(q_bar) @ q
     copyltu = np.tril(m) + T(np.tril(m, -1))
     return T(np.linalg.solve(r, T(q_bar + q @ copyltu)))
@@ -983,7 +1026,7 @@ def matrix_power_vjp(g: Any, a: Any, n: Any) -> Any:
     powers = [np.eye(np.shape(a)[-1])]
     for _ in range(max(n - 1, 0)):
         powers.append(powers[-1] @ a)
-    return sum((T(powers[k]) @ g @ T(powers[n - 1 - k]) for k in range(n)), np.zeros(np.shape(a)))
+    return sum((T(powers[k]) @ g @ T(powers[n - 1 - k]) for k in range(n)), zeros_of(a))
 
 
 def sinc_slope(x: Any) -> Any:
@@ -997,7 +1040,7 @@ def diff_vjp(g: Any, x: Any, n: Any = 1, axis: Any = -1) -> Any:
     """Adjoint of ``x`` in ``np.diff(x, n, axis)``: ``n`` times the adjoint of one difference."""
     for _ in range(n):
         g = np.moveaxis(g, axis, -1)
-        edge = np.zeros(g.shape[:-1] + (1,))
+        edge = zeros_of(g, g.shape[:-1] + (1,))
         g = np.moveaxis(np.concatenate([edge, g], axis=-1) - np.concatenate([g, edge], axis=-1), -1, axis)
     return np.reshape(g, np.shape(x))
 
@@ -1031,14 +1074,14 @@ def trapezoid_vjp(g: Any, y: Any, dx: Any = 1.0, axis: Any = -1) -> Any:
     weights[[0, -1]] = dx / 2.0
     shape = [1] * np.ndim(y)
     shape[axis] = n
-    return np.expand_dims(g, axis) * np.reshape(weights, shape)
+    return np.expand_dims(of_type(g, y), axis) * np.reshape(weights, shape)
 
 
 def convolve_vjp(k: Any, g: Any, a: Any, v: Any, mode: Any = "full") -> Any:
     """Adjoint of ``a`` (k=0) or ``v`` (k=1) in ``np.convolve(a, v, mode)``: ``g`` placed in the full
     convolution, correlated with the other operand."""
     n, m = len(a), len(v)
-    full = np.zeros(n + m - 1)
+    full = zeros_of(g, (n + m - 1,))
     start = {"full": 0, "same": (min(n, m) - 1) // 2, "valid": min(n, m) - 1}[mode]
     full[start:start + len(g)] = g
     return np.correlate(full, v if k == 0 else a, "valid")
@@ -1053,7 +1096,7 @@ def correlate_vjp(k: Any, g: Any, a: Any, v: Any, mode: Any = "valid") -> Any:
 
 def polyval_vjp_p(g: Any, p: Any, x: Any) -> Any:
     powers = np.arange(len(p) - 1, -1, -1)
-    return np.array([np.sum(g * np.asarray(x) ** k) for k in powers])
+    return np.stack([np.sum(g * as_array(x) ** k) for k in powers])
 
 
 def linspace_vjp(k: Any, g: Any, num: Any = 50, endpoint: Any = True) -> Any:
@@ -1065,7 +1108,7 @@ def linspace_vjp(k: Any, g: Any, num: Any = 50, endpoint: Any = True) -> Any:
 
 def multi_dot_vjp(g: Any, arrays: Any) -> Any:
     """Adjoints of the matrices ``np.linalg.multi_dot`` multiplies (a first or last vector included)."""
-    mats = [np.asarray(a, dtype=float) for a in arrays]
+    mats = [as_array(a).astype(float) for a in arrays]
     if mats[0].ndim == 1:
         mats[0] = mats[0][None, :]
     if mats[-1].ndim == 1:
@@ -1091,9 +1134,9 @@ def check_in_place(target: Any, others: Any, where: Any) -> Any:
     name bound to it. Containers among ``others`` are searched, so ``a = ys[0]`` counts
     as reaching ``ys[0]``'s array.
     """
-    if not isinstance(target, (np.ndarray, list, dict)):
+    if not (is_array(target) or isinstance(target, (list, dict))):
         return
-    array = isinstance(target, np.ndarray)
+    array = is_array(target)
     stack = list(others)  # a walk of ``others`` and everything inside them (a loop: a tape is long)
     found = False
     while stack and not found:
@@ -1102,7 +1145,7 @@ def check_in_place(target: Any, others: Any, where: Any) -> Any:
             stack.extend(obj)
         elif isinstance(obj, dict):
             stack.extend(obj.values())
-        found = obj is target or (array and isinstance(obj, np.ndarray) and np.may_share_memory(target, obj))
+        found = obj is target or (array and is_array(obj) and np.may_share_memory(target, obj))
     if found:
         try:
             from ast_ad.errors import InPlaceAliasError as error
@@ -1115,7 +1158,7 @@ def check_in_place(target: Any, others: Any, where: Any) -> Any:
 
 def check_kept(value: Any, message: Any) -> Any:
     """Refuse to pass an array, list or dict to a function that changes that argument in place."""
-    if isinstance(value, (np.ndarray, list, dict)):
+    if is_array(value) or isinstance(value, (list, dict)):
         try:
             from ast_ad.errors import InPlaceAliasError as error
         except ImportError:  # in an exported module
@@ -1129,21 +1172,21 @@ def fit(dot: Any, ans: Any) -> Any:
     shape = np.shape(ans)
     if np.shape(dot) == shape:
         return dot
-    return np.array(np.broadcast_to(dot, shape))
+    return np.copy(np.broadcast_to(of_type(dot, ans), shape))
 
 
 def cast_jvp(u: Any, ans: Any) -> Any:
     """Tangent of a cast: ``u`` in the result's dtype, zero where the result is integers (truncated)."""
     if np.result_type(ans).kind in "biu":
         return zeros_like(ans)
-    return np.asarray(u, dtype=np.result_type(ans))
+    return as_array(u).astype(np.result_type(ans), copy=False)
 
 
 def sort_jvp(u: Any, x: Any, axis: Any = -1) -> Any:
     """Tangent of ``np.sort(x, axis)``: ``u`` taken in the order the sort put ``x`` in."""
     if axis is None:
         return np.ravel(u)[np.argsort(np.ravel(x), kind="stable")]
-    return np.take_along_axis(np.asarray(u), np.argsort(x, axis=axis, kind="stable"), axis=axis)
+    return np.take_along_axis(as_array(u), np.argsort(x, axis=axis, kind="stable"), axis=axis)
 
 
 def pad_jvp(u: Any, pad_width: Any, mode: Any = "constant") -> Any:
@@ -1156,7 +1199,7 @@ def cumprod_jvp(u: Any, ans: Any, x: Any, axis: Any = None) -> Any:
     moved, back = along_last(x, axis)
     du = along_last(u, axis)[0]
     ans_moved = along_last(ans, axis)[0]
-    out = np.zeros(np.broadcast_shapes(np.shape(moved), np.shape(du)))
+    out = zeros_of(moved, np.broadcast_shapes(np.shape(moved), np.shape(du)))
     out[..., 0] = du[..., 0]
     for i in range(1, moved.shape[-1]):
         out[..., i] = out[..., i - 1] * moved[..., i] + ans_moved[..., i - 1] * du[..., i]
@@ -1165,13 +1208,13 @@ def cumprod_jvp(u: Any, ans: Any, x: Any, axis: Any = None) -> Any:
 
 def average_weights_jvp(u: Any, ans: Any, x: Any, axis: Any, weights: Any) -> Any:
     """Tangent of ``np.average(x, axis, weights)`` in the weights: ``sum(u (x - average)) / sum(weights)``."""
-    w, du = np.asarray(weights, dtype=float), np.asarray(u, dtype=float)
+    w, du = as_array(weights).astype(float), as_array(u).astype(float)
     if axis is not None and w.ndim == 1 and np.ndim(x) > 1:
         shape = [1] * np.ndim(x)
         shape[axis] = w.shape[0]
         w, du = w.reshape(shape), du.reshape(shape)
     spread = x - expand_reduced(ans, x, axis)
-    return np.sum(du * spread, axis=axis) / np.sum(w * np.ones(np.shape(x)), axis=axis)
+    return np.sum(du * spread, axis=axis) / np.sum(w * np.ones_like(as_array(x), dtype=float), axis=axis)
 
 
 def chosen_jvp(k: Any, u: Any, ans: Any, xs: Any) -> Any:
@@ -1226,7 +1269,7 @@ def matrix_power_jvp(u: Any, a: Any, n: Any) -> Any:
     powers = [np.eye(np.shape(a)[-1])]
     for _ in range(max(n - 1, 0)):
         powers.append(powers[-1] @ a)
-    return sum((powers[i] @ u @ powers[n - 1 - i] for i in range(n)), np.zeros(np.shape(a)))
+    return sum((powers[i] @ u @ powers[n - 1 - i] for i in range(n)), zeros_of(a))
 
 
 def multi_dot_jvp(u: Any, arrays: Any) -> Any:
@@ -1248,8 +1291,7 @@ def product_terms_jvp(u: Any, terms: Any) -> Any:
 def std_vjp_jvp_ans(u: Any, g: Any, ans: Any, x: Any, axis: Any = None, ddof: Any = 0, keepdims: Any = False) -> Any:
     """Tangent of ``std_vjp(g, ans, x, ...)`` in ``ans``: it divides by the deviation, so ``-u / ans`` times it."""
     spread = expand_reduced(ans, x, axis, keepdims)
-    ratio = np.divide(-expand_reduced(u, x, axis, keepdims), spread, out=np.zeros(np.shape(spread)),
-                      where=spread != 0)
+    ratio = -expand_reduced(u, x, axis, keepdims) * reciprocal_or_zero(spread)
     return std_vjp(g, ans, x, axis, ddof, keepdims) * ratio
 
 
@@ -1263,8 +1305,7 @@ def norm_vjp_jvp(k: Any, u: Any, g: Any, ans: Any, x: Any, ord: Any = None, axis
         if k == 2:
             return norm_vjp(g, ans, u, ord, axis, keepdims)
         spread = expand_reduced(ans, x, axis, keepdims)
-        ratio = np.divide(-expand_reduced(u, x, axis, keepdims), spread, out=np.zeros(np.shape(spread)),
-                          where=spread != 0)
+        ratio = -expand_reduced(u, x, axis, keepdims) * reciprocal_or_zero(spread)
         return norm_vjp(g, ans, x, ord, axis, keepdims) * ratio
     if not matrix and ord in (1, np.inf, -np.inf):
         return zeros_like(x)

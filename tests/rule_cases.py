@@ -493,6 +493,7 @@ def _more() -> dict:
     extra.update({
         sp.gamma: unary("pos"), sp.rgamma: unary("pos"), sp.beta: binary("pos", "pos"),
         sp.betaln: binary("pos", "pos"), sp.polygamma: case(orders, floats("pos")),
+        sp.zeta: case(st.sampled_from([2.0, 3.0, 4.5]), floats("pos")),
         sp.erfinv: unary("unit"), sp.erfcinv: case(st.floats(0.2, 1.8)), sp.erfcx: unary(), sp.ndtr: unary(),
         sp.log_ndtr: unary(), sp.ndtri: case(st.floats(0.05, 0.95)), sp.dawsn: unary(),
         sp.i0: unary(), sp.i1: unary(), sp.j0: unary(), sp.j1: unary(), sp.y0: unary("pos"), sp.y1: unary("pos"),

@@ -32,8 +32,8 @@ from ast_ad.runtime import (
 )
 
 defvjp(np.linalg.inv,          lambda g, ans, a: -T(ans) @ g @ T(ans))
-defvjp(np.linalg.det,          lambda g, ans, a: np.asarray(g * ans)[..., None, None] * T(np.linalg.inv(a)))
-defvjp(np.linalg.slogdet,      lambda g, ans, a: np.asarray(g[1])[..., None, None] * T(np.linalg.inv(a)))
+defvjp(np.linalg.det,          lambda g, ans, a: np.expand_dims(g * ans, (-2, -1)) * T(np.linalg.inv(a)))
+defvjp(np.linalg.slogdet,      lambda g, ans, a: np.expand_dims(g[1], (-2, -1)) * T(np.linalg.inv(a)))
 defvjp(np.linalg.solve,        lambda g, ans, a, b: solve_vjp_a(g, ans, a, b),
                                lambda g, ans, a, b: solve_vjp_b(g, ans, a, b))
 defvjp(np.linalg.cholesky,     lambda g, ans, a, *args, **kwargs: cholesky_vjp(g, ans))

@@ -51,6 +51,7 @@ from ast_ad.runtime import (
     einsum_vjp,
     expand_reduced,
     extremum_vjp,
+    fit,
     hstack_vjp,
     inner_vjp,
     inner_vjp_b,
@@ -87,6 +88,7 @@ from ast_ad.runtime import (
     vecdot_vjp,
     vstack_vjp,
     zeros_like,
+    zeros_of,
 )
 
 # ---- trigonometric ---------------------------------------------------------------------------
@@ -353,9 +355,9 @@ defjvp(np.sort,       lambda u, ans, x, axis=-1, *args, **kwargs: sort_jvp(u, x,
 defjvp(np.pad,        lambda u, ans, x, pad_width, mode="constant", **kwargs: pad_jvp(u, pad_width, mode))
 defjvp(np.select,     None, lambda u, ans, condlist, choicelist, default=0: np.select(condlist, u, 0.0),
                       lambda u, ans, condlist, choicelist, default=0:
-                      np.select(condlist, [np.zeros(np.shape(ans))] * len(condlist), u))
+                      np.select(condlist, [zeros_of(ans)] * len(condlist), u))
 defjvp(np.full_like,  zero, lambda u, ans, a, fill_value, *args, **kwargs: np.full_like(ans, u))
-defjvp(np.full,       None, lambda u, ans, shape, fill_value, *args, **kwargs: np.full(np.shape(ans), u))
+defjvp(np.full,       None, lambda u, ans, shape, fill_value, *args, **kwargs: fit(u, ans))
 defjvp(np.linspace,   lambda u, ans, start, stop, num=50, endpoint=True, *args, **kwargs:
                       np.linspace(u, 0.0 * u, num, endpoint),
                       lambda u, ans, start, stop, num=50, endpoint=True, *args, **kwargs:

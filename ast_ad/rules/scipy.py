@@ -17,7 +17,7 @@ if sp is not None:
     ew(sp.erf,     lambda g, ans, x: g * (2.0 / np.sqrt(np.pi)) * np.exp(-x * x))
     ew(sp.erfc,    lambda g, ans, x: -g * (2.0 / np.sqrt(np.pi)) * np.exp(-x * x))
     ew(sp.gammaln, lambda g, ans, x: g * sp.digamma(x))
-    ew(sp.digamma, lambda g, ans, x: g * sp.polygamma(1, x))
+    ew(sp.digamma, lambda g, ans, x: g * sp.zeta(2.0, x))  # polygamma(1, x), through a ufunc: it dispatches
     ew(sp.xlogy,   lambda g, ans, x, y: g * np.where(x == 0, 0.0, np.log(np.where(x == 0, 1.0, y))),
                    lambda g, ans, x, y: g * x / y)
     defvjp(sp.logsumexp,   lambda g, ans, a, axis=None, b=None, keepdims=False, return_sign=False:
@@ -34,7 +34,9 @@ if sp is not None:
                      lambda g, ans, a, b: g * ans * (sp.digamma(b) - sp.digamma(a + b)))
     ew(sp.betaln,    lambda g, ans, a, b: g * (sp.digamma(a) - sp.digamma(a + b)),
                      lambda g, ans, a, b: g * (sp.digamma(b) - sp.digamma(a + b)))
-    ew(sp.polygamma, None, lambda g, ans, n, x: g * sp.polygamma(n + 1, x))
+    # polygamma(n + 1, x) as scipy computes it, from ufuncs (polygamma converts its arguments to numpy)
+    ew(sp.polygamma, None, lambda g, ans, n, x: g * ((-1.0) ** (n + 2) * sp.gamma(n + 2.0) * sp.zeta(n + 2.0, x)))
+    ew(sp.zeta,      None, lambda g, ans, x, q: -g * x * sp.zeta(x + 1.0, q))  # in q; the order is a constant
     # ---- error functions and the normal distribution --------------------------------------------------------
     ew(sp.erfinv,    lambda g, ans, x: g * (np.sqrt(np.pi) / 2.0) * np.exp(ans * ans))
     ew(sp.erfcinv,   lambda g, ans, x: -g * (np.sqrt(np.pi) / 2.0) * np.exp(ans * ans))
