@@ -33,6 +33,7 @@ import numpy as np
 from ast_ad import transform
 from ast_ad.errors import ArgnumsError, ASTADError, LocatedError
 from ast_ad.load import Loaded
+from ast_ad.runtime import as_array, is_array, of_type
 
 Finish = Callable[[Any], Any]
 FinishDot = Callable[[Any, Any], Any]
@@ -137,7 +138,7 @@ class JvpOf:
         _, vjp_fn = vjp(code, *given)
         bars = vjp_fn(tuple(_zero_if_none(b, like) for b, like in zip(g, ans, strict=True)))
         primal_bars = tuple(_zero_if_none(b, p) for b, p in zip(bars[:len(primals)], primals, strict=True))
-        tangent_bars: list[Any] = [None if t is None else 0.0 * np.asarray(t) for t in tangents]
+        tangent_bars: list[Any] = [None if t is None else 0.0 * as_array(t) for t in tangents]
         for k, bar in zip(active, bars[len(primals):], strict=True):
             tangent_bars[k] = _zero_if_none(bar, tangents[k])
         return primal_bars, tuple(tangent_bars)
@@ -172,7 +173,7 @@ def jvp_of(fun: Callable[..., Any]) -> JvpOf:
 
 
 def _zero_if_none(value: Any, like: Any) -> Any:
-    return 0.0 * np.asarray(like) if value is None else value
+    return 0.0 * as_array(like) if value is None else value
 
 
 def forward_at(lowered: Lowered, active: tuple[int, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
@@ -238,6 +239,10 @@ def _tangent_like(t: Any, p: Any, k: int) -> Any:
     if np.shape(t) != np.shape(p):
         raise ASTADError(f"the tangent of argument {k} has shape {np.shape(t)}, but the argument has shape "
                          f"{np.shape(p)}: a tangent has its primal's shape")
+    if is_array(t) and not isinstance(t, np.ndarray):  # a dask or CuPy tangent stays one
+        return t.astype(p.dtype if is_array(p) and p.dtype.kind == "f" else float)
+    if is_array(p) and not isinstance(p, np.ndarray):  # a tangent for a dask or CuPy primal: of its type
+        return of_type(np.asarray(t, dtype=p.dtype if p.dtype.kind == "f" else float), p)
     if isinstance(p, np.ndarray):
         return np.asarray(t, dtype=p.dtype if p.dtype.kind == "f" else float)
     return float(t) if np.ndim(t) == 0 and not isinstance(t, np.ndarray) else np.asarray(t, dtype=float)
@@ -415,7 +420,7 @@ class Jacobian:
                 else:
                     bars[i] = 1.0
                 row = vjp_fn(_rebuild(out, bars))[k]
-                rows.append(np.zeros(x_shape) if row is None else np.asarray(row, dtype=float))
+                rows.append(np.zeros(x_shape) if row is None else as_array(row).astype(float, copy=False))
             stacked = np.stack(rows) if rows else np.zeros((0,) + x_shape)
             blocks.append(stacked.reshape(np.shape(leaf) + x_shape))
         return tuple(blocks) if isinstance(out, tuple) else blocks[0]
@@ -425,12 +430,12 @@ def forward_columns(lowered: Lowered, k: int) -> tuple[Any, list[Any]]:
     """The callable's value, and its tangents along each unit vector of its argument ``k`` (the columns of
     its Jacobian), one forward pass each; the value is ``None`` for an empty argument."""
     loaded = jvp_code(lowered, (k,))
-    x = np.asarray(lowered.args[lowered.positions[k]], dtype=float)
+    x = lowered.args[lowered.positions[k]]
     out, columns = None, []
-    for j in range(x.size):
-        e = np.zeros(x.size)
+    for j in range(int(np.size(x))):
+        e = np.zeros(np.size(x))
         e[j] = 1.0
-        raw, raw_dot = run(loaded, *lowered.args, float(e[0]) if x.ndim == 0 else e.reshape(x.shape))
+        raw, raw_dot = run(loaded, *lowered.args, float(e[0]) if np.ndim(x) == 0 else e.reshape(np.shape(x)))
         out = lowered.finish(raw)
         columns.append(lowered.finish_dot(raw, raw_dot))
     return out, columns
@@ -451,5 +456,5 @@ def _stack_columns(columns: list[Any], out: Any, x_shape: tuple[int, ...]) -> An
     shape = np.shape(out)
     if not columns:
         return np.zeros(shape + x_shape)
-    stacked = np.stack([np.broadcast_to(np.asarray(c, dtype=float), shape) for c in columns], axis=-1)
+    stacked = np.stack([np.broadcast_to(as_array(c).astype(float, copy=False), shape) for c in columns], axis=-1)
     return stacked.reshape(shape + x_shape)

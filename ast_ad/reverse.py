@@ -302,7 +302,7 @@ class Reverser:
             elif saving:
                 out += [self.push(n) for n in self.defined(stmt) if self.saves(n, stmt)]
             if id(stmt) in self.in_place.loops:  # the loop's own copy of each array it writes in place
-                copy = self.refs.marker(np.copy, "np.copy")
+                copy = self.refs.marker(runtime.detached, "detached")  # x.copy(): np.copy moves dask to numpy
                 out += [syntax.assign(n, syntax.call(copy, [syntax.name(n)])) for n in self.in_place.loops[id(stmt)]]
             out += self.forward(stmt, saving and not opaque)
         return out

@@ -8,7 +8,7 @@ hand each call to the array type of its arguments (NEP 13 ``__array_ufunc__``,
 NEP 18 ``__array_function__``), so a gradient of dask or CuPy arrays is built of
 dask or CuPy arrays. They never call ``np.asarray`` on an array (``as_array``
 leaves arrays as they are), make zeros with ``np.zeros(shape)`` (``zeros_of``
-makes them of an array's type) or copy with ``np.array`` (``np.copy`` dispatches).
+makes them of an array's type) or copy with ``np.array`` (the ``copy`` method: dask has no ``np.copy``).
 
 >>> unbroadcast(np.ones((2, 3)), np.zeros(3))
 array([2., 2., 2.])
@@ -41,6 +41,12 @@ def of_type(g: Any, x: Any) -> Any:
     if isinstance(x, np.ndarray) or type(g) is type(x) or not is_array(x):
         return g
     return np.asarray(g, like=x)
+
+
+def copy_as(x: Any, dtype: Any) -> Any:
+    """A new array with ``x``'s values in ``dtype``, to write into (dask's ``astype`` may return ``x`` itself)."""
+    out = as_array(x).astype(dtype)
+    return out.copy() if out is x else out
 
 
 def zeros_of(like: Any, shape: Any = None, dtype: Any = float) -> Any:
@@ -222,7 +228,7 @@ def summed_getitem_vjp(terms: Any, x: Any) -> Any:
                 isinstance(i, (int, np.integer, slice)) or i is None or i is Ellipsis for i in index)):
             out[index] += g  # a basic index names each entry once
         else:
-            np.add.at(out, index, g)  # repeated fancy indices add up
+            scatter_add(out, index, g)  # repeated fancy indices add up
     return out
 
 
@@ -279,6 +285,50 @@ def check_dot_rank(a: Any, b: Any) -> Any:
                                   "is not supported: use np.matmul or np.tensordot")
 
 
+def scatter_add(out: Any, index: Any, g: Any) -> Any:
+    """``np.add.at(out, index, g)``: ``out[index] += g`` in place, repeated indices adding up; ``out``.
+
+    dask has no ``np.add.at``: for one integer array among slices, as ``x[idx]`` and ``x[:, idx]`` are, the
+    entries are added in as many plain writes as an index repeats (``x[idx] = x[idx] + g`` with ``idx``'s
+    entries distinct each time), which dask runs lazily. Other fancy indices of such an array are refused.
+    """
+    try:
+        np.add.at(out, index, g)
+        return out
+    except TypeError:
+        if isinstance(out, np.ndarray):
+            raise
+    parts = index if isinstance(index, tuple) else (index,)
+    fancy = [j for j, part in enumerate(parts) if _fancy(part)]
+    ints = [j for j, part in enumerate(parts) if isinstance(part, (int, np.integer))]
+    run = sorted(fancy + ints)
+    if len(fancy) != 1 or not all(isinstance(part, slice) for j, part in enumerate(parts) if j not in run) \
+            or run != list(range(run[0], run[0] + len(run))) or not isinstance(parts[fancy[0]], (list, np.ndarray)):
+        raise NotImplementedError(
+            f"the gradient of reading a {type(out).__name__} at this index: {type(out).__name__} cannot add at "
+            "repeated indices (np.add.at) except for one numpy integer array among slices and integers "
+            "(x[idx], x[:, idx], x[idx, 1])")
+    if ints:  # x[idx, 1] is x[idx, 1:2] without that axis: the same entries, with one integer array alone
+        rank = np.ndim(parts[fancy[0]])
+        g = np.expand_dims(g, tuple(j if j < fancy[0] else j - 1 + rank for j in ints))
+        parts = tuple(slice(part % out.shape[j], part % out.shape[j] + 1) if j in ints else part
+                      for j, part in enumerate(parts))
+    p = fancy[0]
+    positions = np.asarray(parts[p])
+    flat = np.ravel(positions % out.shape[p])
+    g = np.reshape(g, np.shape(g)[:p] + (flat.size,) + np.shape(g)[p + positions.ndim:])
+    order = np.argsort(flat, kind="stable")
+    ranked = flat[order]
+    starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])
+    rank = np.empty(flat.size, dtype=np.intp)  # how many earlier entries of the index name the same place
+    rank[order] = np.arange(flat.size) - np.repeat(starts, np.diff(np.r_[starts, flat.size]))
+    for level in range(int(rank.max()) + 1 if flat.size else 0):
+        chosen = np.flatnonzero(rank == level)
+        where = parts[:p] + (flat[chosen],) + parts[p + 1:]
+        out[where] = out[where] + np.take(g, chosen, axis=p)
+    return out
+
+
 def getitem_vjp(g: Any, x: Any, index: Any) -> Any:
     """Adjoint of ``x`` in ``x[index]``: ``g`` scattered into zeros (repeated indices add)."""
     if isinstance(x, dict):
@@ -289,9 +339,16 @@ def getitem_vjp(g: Any, x: Any, index: Any) -> Any:
         return parts if isinstance(x, list) else tuple(parts)
     out = zeros_of(x, dtype=np.result_type(x, g, 1.0))
     if _fancy(index):
-        np.add.at(out, index, g)
-    else:  # each entry named once: a plain write is the same sum, and much faster than np.add.at
+        scatter_add(out, index, g)
+    elif isinstance(out, np.ndarray):  # each entry named once: a plain write is the same sum, faster than np.add.at
         out[index] = g
+    else:
+        try:
+            out[index] = g
+        except (ValueError, NotImplementedError) as exc:  # dask, at a mask: it does not know how many entries
+            raise NotImplementedError(
+                f"the gradient of reading a {type(out).__name__} through this index ({exc}): write "
+                "np.where(mask, x, 0.0) instead of x[mask] where the result is summed") from exc
     return out
 
 
@@ -618,12 +675,12 @@ def repeat_vjp(g: Any, x: Any, repeats: Any, axis: Any = None) -> Any:
         flat = np.ravel(x)
         source = np.repeat(np.arange(flat.size), repeats)
         out = zeros_of(flat)
-        np.add.at(out, source, np.ravel(g))
+        scatter_add(out, source, np.ravel(g))
         return np.reshape(out, np.shape(x))
     x = as_array(x)
     source = np.repeat(np.arange(x.shape[axis]), repeats)
     out = zeros_of(x, np.moveaxis(x, axis, 0).shape)
-    np.add.at(out, source, np.moveaxis(g, axis, 0))
+    scatter_add(out, source, np.moveaxis(g, axis, 0))
     return np.moveaxis(out, 0, axis)
 
 
@@ -653,12 +710,12 @@ def take_vjp(g: Any, x: Any, indices: Any, axis: Any = None) -> Any:
     """Adjoint of ``x`` in ``np.take``: ``g`` scattered back (repeated indices add)."""
     if axis is None:
         out = zeros_of(x, (np.size(x),))
-        np.add.at(out, np.ravel(indices), np.ravel(g))
+        scatter_add(out, np.ravel(indices), np.ravel(g))
         return np.reshape(out, np.shape(x))
     out = zeros_of(x)
     index: list[Any] = [slice(None)] * np.ndim(x)
     index[axis] = indices
-    np.add.at(out, tuple(index), g)
+    scatter_add(out, tuple(index), g)
     return out
 
 
@@ -684,7 +741,7 @@ def assign_item(x: Any, index: Any, value: Any) -> Any:
     The new array keeps ``x``'s dtype, as numpy's write does: a float written into an
     integer array is truncated (and takes no gradient, see ``assign_item_vjp_value``).
     """
-    out: Any = type(x)(x) if isinstance(x, (list, dict)) else np.copy(x)
+    out: Any = type(x)(x) if isinstance(x, (list, dict)) else x.copy() if is_array(x) else np.array(x)
     out[index] = value
     return out
 
@@ -701,7 +758,7 @@ def owned_adjoint(g: Any, x: Any) -> Any:
 def add_into(x: Any, index: Any, value: Any) -> None:
     """``x[index] += value`` in place, repeated indices adding up (``np.add.at``): a read's adjoint."""
     if _fancy(index):
-        np.add.at(x, index, value)
+        scatter_add(x, index, value)
     else:  # an integer, a slice or a mask names each entry once
         x[index] += value
 
@@ -735,7 +792,7 @@ def assign_item_vjp_x(g: Any, x: Any, index: Any) -> Any:
         parts = list(g)
         parts[index] = zeros_like(x[index])
         return parts
-    out = as_array(g).astype(float)  # a copy
+    out = copy_as(g, float)
     out[index] = 0.0
     return out
 
@@ -774,15 +831,15 @@ def _fancy(index: Any) -> Any:
 
 def copied(dst: Any, src: Any) -> Any:
     """``np.copyto(dst, src)`` as a new array: ``src`` broadcast to ``dst``'s shape, in ``dst``'s dtype."""
-    out = np.copy(dst)
+    out = dst.copy()
     np.copyto(out, src)  # numpy's own casting rules and errors
     return out
 
 
 def add_at(x: Any, index: Any, value: Any) -> Any:
     """``np.add.at(x, index, value)`` as a new array: repeated indices add up."""
-    out = as_array(x).astype(np.result_type(x, value))  # a copy
-    np.add.at(out, index, value)
+    out = copy_as(x, np.result_type(x, value))
+    scatter_add(out, index, value)
     return out
 
 
@@ -922,6 +979,16 @@ def field_vjp(g: Any, obj: Any, name: Any) -> Any:
                     "arrays' attributes and namedtuples' fields carry gradients; pass the value itself as an "
                     "argument (or use a namedtuple, a dict or a tuple)")
     return tuple(g if field == name else zeros_like(item) for field, item in zip(fields, obj, strict=True))
+
+
+def inverse_axes(axes: Any) -> Any:
+    """The axes that undo ``np.transpose(x, axes)``, as a tuple of ints (dask refuses an array of them)."""
+    return None if axes is None else tuple(int(a) for a in np.argsort(axes))
+
+
+def copy_of(x: Any) -> Any:
+    """``x.copy()`` as a function: the object's own copy (a dask array stays lazy, a list stays a list)."""
+    return x.copy()
 
 
 def astype(x: Any, dtype: Any) -> Any:
@@ -1172,7 +1239,7 @@ def fit(dot: Any, ans: Any) -> Any:
     shape = np.shape(ans)
     if np.shape(dot) == shape:
         return dot
-    return np.copy(np.broadcast_to(of_type(dot, ans), shape))
+    return np.broadcast_to(of_type(dot, ans), shape).copy()
 
 
 def cast_jvp(u: Any, ans: Any) -> Any:

@@ -110,3 +110,22 @@ def test_corpus_on_duck_arrays(case: corpus.Case, data: st.DataObject) -> None:
         assert_equal_values(d_g, g)
     if math.isfinite(float(np.sum(value))):
         assert_equal_values(d_value, value)
+
+
+@pytest.mark.parametrize("case", CORPUS, ids=[c.fn.__name__ for c in CORPUS])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_corpus_forward_mode_on_duck_arrays(case: corpus.Case, data: st.DataObject) -> None:
+    """Forward mode too: duck primals and tangents give a duck tangent, with numpy's values."""
+    args = data.draw(case.args)
+    try:
+        case.fn(*ducks(args))
+    except Refused:
+        return
+    rng = np.random.default_rng(0)
+    tangents = tuple(direction_like(a, rng) if k in case.argnums else None for k, a in enumerate(args))
+    _, expected = ast_ad.jvp(case.fn, args, tangents)
+    _, got = ast_ad.jvp(case.fn, ducks(args), ducks(tangents))
+    if any(isinstance(leaf, Duck) for leaf in leaves(ducks(tangents))):
+        assert not numpy_leaves(got), f"forward mode made numpy arrays: {got!r}"
+    assert_equal_values(got, expected)

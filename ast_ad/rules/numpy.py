@@ -31,6 +31,8 @@ from ast_ad.runtime import (
     balanced_eq,
     cast_jvp,
     cast_vjp,
+    copy_of,
+    inverse_axes,
     clip_hi_vjp,
     clip_lo_vjp,
     clip_mask,
@@ -154,7 +156,7 @@ defvjp(np.dot,    lambda g, ans, a, b: dot_vjp_a(g, a, b),    lambda g, ans, a, 
 defvjp(np.matmul, lambda g, ans, a, b: matmul_vjp_a(g, a, b), lambda g, ans, a, b: matmul_vjp_b(g, a, b))
 
 # ---- structure -----------------------------------------------------------------------------------
-defvjp(np.transpose, lambda g, ans, x, axes=None: np.transpose(g, None if axes is None else np.argsort(axes)))
+defvjp(np.transpose, lambda g, ans, x, axes=None: np.transpose(g, inverse_axes(axes)))
 defvjp(np.reshape,   lambda g, ans, x, *args, **kwargs: np.reshape(g, np.shape(x)))
 
 # ---- more elementwise functions ---------------------------------------------------------------
@@ -265,11 +267,15 @@ def_in_place(np.ndarray.sort, np.sort)
 
 # ---- array methods: ``x.sum(axis=0)`` is ``np.sum(x, axis=0)`` ------------------------------------------------
 for _method in ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cumprod", "dot", "transpose",
-                "reshape", "ravel", "copy", "clip", "squeeze", "swapaxes", "repeat", "take", "trace", "diagonal",
+                "reshape", "ravel", "clip", "squeeze", "swapaxes", "repeat", "take", "trace", "diagonal",
                 "round", "argmax", "argmin", "argsort", "any", "all", "nonzero"):
     def_method(_method, getattr(np, _method))
 def_method("flatten", np.ravel)
 def_method("astype", astype)
+def_method("copy", copy_of)  # the object's own copy: np.copy would compute a dask array, and make a list an array
+defvjp(copy_of,         lambda g, ans, x: g)
+def_linear(copy_of, 0)
+def_same_kind(copy_of)
 defvjp(T,               lambda g, ans, a: T(g))
 
 # ---- no gradient -----------------------------------------------------------------------------------

@@ -90,4 +90,5 @@ defjvp(rt.pow_minus_one, lambda u, ans, x, y: u * (y - 1) * rt.pow_minus_one(x, 
                          lambda u, ans, x, y: u * ans * rt.safe_log(x))
 defjvp(rt.safe_log,      lambda u, ans, x: np.where(x == 0, 0.0, u / np.where(x == 0, 1.0, x)))
 
-def_nondiff(rt.balanced_eq, rt.clip_mask, rt.reduced_count, rt.zeros_like, rt.zeros_of, rt.tensordot_spec)
+def_nondiff(rt.balanced_eq, rt.clip_mask, rt.reduced_count, rt.zeros_like, rt.zeros_of, rt.tensordot_spec,
+            rt.inverse_axes)
