@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import linecache
 import numbers
 import re
 import sys
@@ -39,42 +40,48 @@ P = ParamSpec("P")
 
 
 @overload
-def grad(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Gradient[P]: ...
+def grad(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0, *, jit: str | None = None) -> Gradient[P]: ...
 @overload
-def grad(fun: None = None, argnums: int | tuple[int, ...] = 0) -> Callable[[Callable[P, Any]], Gradient[P]]: ...
+def grad(fun: None = None, argnums: int | tuple[int, ...] = 0, *,
+         jit: str | None = None) -> Callable[[Callable[P, Any]], Gradient[P]]: ...
 
 
-def grad(fun: Callable[P, Any] | None = None,
-         argnums: int | tuple[int, ...] = 0) -> Gradient[P] | Callable[[Callable[P, Any]], Gradient[P]]:
+def grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int, ...] = 0, *,
+         jit: str | None = None) -> Gradient[P] | Callable[[Callable[P, Any]], Gradient[P]]:
     """The gradient of scalar-valued ``fun`` with respect to the argument(s) at ``argnums``.
 
     Works as ``grad(f)``, ``grad(f, 1)``, ``grad(f, argnums=(0, 1))`` (a tuple of
     gradients) and as a decorator, ``@grad`` or ``@grad(argnums=1)``. The gradient takes the
     arguments ``fun`` takes; it returns an array (or number) shaped like the argument at ``argnums``,
     or a tuple of them for a tuple ``argnums``.
+
+    ``jit="numba"`` compiles the generated gradient with Numba (``pip install "ast_ad[numba]"``), in
+    nopython mode: loops and branches over numbers and arrays run at compiled speed. Code Numba cannot
+    compile raises :class:`ast_ad.jit.JitError` at the first call, naming the line.
     """
     if fun is None:
         def decorate(fun: Callable[P, Any]) -> Gradient[P]:
-            return Gradient(fun, argnums, with_value=False)
+            return Gradient(fun, argnums, with_value=False, jit=jit)
         return decorate
-    return Gradient(fun, argnums, with_value=False)
+    return Gradient(fun, argnums, with_value=False, jit=jit)
 
 
 @overload
-def value_and_grad(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Gradient[P]: ...
+def value_and_grad(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0, *,
+                   jit: str | None = None) -> Gradient[P]: ...
 @overload
-def value_and_grad(fun: None = None,
-                   argnums: int | tuple[int, ...] = 0) -> Callable[[Callable[P, Any]], Gradient[P]]: ...
+def value_and_grad(fun: None = None, argnums: int | tuple[int, ...] = 0, *,
+                   jit: str | None = None) -> Callable[[Callable[P, Any]], Gradient[P]]: ...
 
 
-def value_and_grad(fun: Callable[P, Any] | None = None,
-                   argnums: int | tuple[int, ...] = 0) -> Gradient[P] | Callable[[Callable[P, Any]], Gradient[P]]:
+def value_and_grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int, ...] = 0, *,
+                   jit: str | None = None) -> Gradient[P] | Callable[[Callable[P, Any]], Gradient[P]]:
     """Like :func:`grad`, but the function returns ``(value, gradient)`` from one forward pass."""
     if fun is None:
         def decorate(fun: Callable[P, Any]) -> Gradient[P]:
-            return Gradient(fun, argnums, with_value=True)
+            return Gradient(fun, argnums, with_value=True, jit=jit)
         return decorate
-    return Gradient(fun, argnums, with_value=True)
+    return Gradient(fun, argnums, with_value=True, jit=jit)
 
 
 def source(fn: Any, *example_args: Any, stage: str = "adjoint") -> str:
@@ -124,7 +131,11 @@ class Gradient(Generic[P]):
     composable = True
     __qualname__: str  # the function's own, as are __name__, __doc__ and __module__
 
-    def __init__(self, fun: Callable[P, Any], argnums: int | tuple[int, ...], with_value: bool):
+    def __init__(self, fun: Callable[P, Any], argnums: int | tuple[int, ...], with_value: bool,
+                 jit: str | None = None):
+        if jit not in (None, "numba"):
+            raise ASTADError(f'jit={jit!r}: the compiler ast_ad knows is jit="numba" (or leave jit out)')
+        self.jit = jit
         self.fun, self.bound_self = _unbind(fun)
         self.transformed = getattr(self.fun, "composable", False)  # a derivative of something ast_ad made
         self.single = isinstance(argnums, numbers.Integral)
@@ -160,6 +171,20 @@ class Gradient(Generic[P]):
             raise ASTADError(f"{self.__qualname__} is nested too deeply to transform within Python's recursion "
                              "limit: split deep expressions into statements, or raise sys.setrecursionlimit") from None
 
+    def compiled(self, loaded: Loaded) -> Callable[..., Any]:
+        """``loaded``'s entry function compiled by this gradient's ``jit`` (see ``ast_ad.jit``)."""
+        from ast_ad import jit
+
+        if self.transformed:
+            raise ASTADError("jit= applies to a gradient of a plain function, not of a derivative")
+        if self.bound_self is not None:
+            raise ASTADError("jit= does not compile methods: differentiate a function of the object's arrays")
+        assert self.jit is not None
+        code = self.fun.__code__
+        first = linecache.getline(code.co_filename, code.co_firstlineno).strip()
+        run: Callable[..., Any] = jit.compiled(loaded, self.jit, (code.co_filename, code.co_firstlineno, first))
+        return run
+
     @property
     def __wrapped__(self) -> Callable[..., Any]:
         """The generated function, so ``inspect.getsource`` shows its text."""
@@ -176,8 +201,9 @@ class Gradient(Generic[P]):
             if type(args[k]) not in PLAIN_FLOATS:
                 _check_differentiable(args[k], self.parameter_name(k))
         loaded = self.loaded(shape_labels(args))
+        run = loaded.fn if self.jit is None else self.compiled(loaded)
         try:
-            out, grads = loaded.fn(*args)
+            out, grads = run(*args)
         except Exception as exc:
             failure = self.explain_failure(exc, args, loaded)
             if failure is exc:

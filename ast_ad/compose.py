@@ -33,7 +33,7 @@ import numpy as np
 from ast_ad import transform
 from ast_ad.errors import ArgnumsError, ASTADError, LocatedError
 from ast_ad.load import Loaded
-from ast_ad.runtime import as_array, is_array, of_type
+from ast_ad.runtime import as_array, is_array, of_type, size_of
 
 Finish = Callable[[Any], Any]
 FinishDot = Callable[[Any, Any], Any]
@@ -378,11 +378,11 @@ class Jacobian:
             if isinstance(args[k], (tuple, list, dict)):
                 raise ASTADError(f"the Jacobian with respect to a {type(args[k]).__name__} argument is not "
                                  "supported: pass its arrays as separate arguments, or one stacked array")
-        sizes = sum(int(np.size(args[k])) for k in self.argnums)
+        sizes = sum(size_of(args[k]) for k in self.argnums)
         mode = self.mode
         if mode == "auto":
             out = self.fun(*args)
-            mode = "forward" if sizes <= sum(int(np.size(leaf)) for leaf in _leaves(out)) else "reverse"
+            mode = "forward" if sizes <= sum(size_of(leaf) for leaf in _leaves(out)) else "reverse"
         blocks = [self.forward(args, k) if mode == "forward" else self.reverse(args, k) for k in self.argnums]
         if self.single:
             return blocks[0]
@@ -411,10 +411,10 @@ class Jacobian:
         blocks = []
         for i, leaf in enumerate(leaves):
             rows = []
-            for j in range(int(np.size(leaf))):
+            for j in range(size_of(leaf)):
                 bars = [np.zeros(np.shape(other)) if np.ndim(other) else 0.0 for other in leaves]
                 if np.ndim(leaf):
-                    bar = np.zeros(np.size(leaf))
+                    bar = np.zeros(size_of(leaf))
                     bar[j] = 1.0
                     bars[i] = bar.reshape(np.shape(leaf))
                 else:
@@ -432,8 +432,8 @@ def forward_columns(lowered: Lowered, k: int) -> tuple[Any, list[Any]]:
     loaded = jvp_code(lowered, (k,))
     x = lowered.args[lowered.positions[k]]
     out, columns = None, []
-    for j in range(int(np.size(x))):
-        e = np.zeros(np.size(x))
+    for j in range(size_of(x)):
+        e = np.zeros(size_of(x))
         e[j] = 1.0
         raw, raw_dot = run(loaded, *lowered.args, float(e[0]) if np.ndim(x) == 0 else e.reshape(np.shape(x)))
         out = lowered.finish(raw)

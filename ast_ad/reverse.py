@@ -149,7 +149,7 @@ class Reverser:
         self.kept: set[tuple[str, int]] = set()  # (name, statement) whose old value is saved and restored
         self.pending: set[str] = set()  # adjoints reset to zero: the next contribution assigns
         self.zero_in: set[int] = set()  # statements whose result's adjoint may be a float zero (``densify``)
-        self.tape_name: str | None = None
+        self.tapes: dict[tuple[str, str], str] = {}  # the stack of each saved value, by what it saves (``tape``)
         self.in_place = in_place_writes(function, self.useful, self.structured, self.classes) if in_place \
             else InPlace({}, {}, {})
 
@@ -264,22 +264,24 @@ class Reverser:
         return (name, id(stmt)) in self.kept
 
     def push(self, name: str) -> gast.stmt:
-        append = gast.Attribute(value=syntax.name(self.tape()), attr="append", ctx=gast.Load())
+        append = gast.Attribute(value=syntax.name(self.tape(name)), attr="append", ctx=gast.Load())
         return gast.Expr(value=syntax.call(append, [syntax.name(name)]))
 
-    def tape(self) -> str:
-        if self.tape_name is None:
-            self.tape_name = self.namer.fresh("tape")
-        return self.tape_name
+    def tape(self, key: str, kind: str = "tape") -> str:
+        """The stack that keeps ``key``'s old values (``x_tape``), or an array's overwritten entries
+        (``y_entries``). One stack per value, not one for all: each holds values of one type, so that Numba
+        can compile the code, and a reader sees which value each push and pop is about."""
+        if (key, kind) not in self.tapes:
+            self.tapes[(key, kind)] = self.namer.fresh(f"{key}_{kind}")
+        return self.tapes[(key, kind)]
 
     def prologue(self) -> list[gast.stmt]:
         """``tape = []``, and ``None`` for saved names that a loop binds first."""
         saved = {name for name, _ in self.kept}
         needs = [n for n in sorted(saved) if n not in self.function.params and not self._bound_before_loops(n)]
         out = [syntax.assign(n, syntax.const(None)) for n in needs]
-        if self.tape_name is not None:
-            out.insert(0, syntax.assign(self.tape_name, gast.List(elts=[], ctx=gast.Load())))
-        return out
+        tapes = [syntax.assign(tape, gast.List(elts=[], ctx=gast.Load())) for tape in self.tapes.values()]
+        return tapes + out
 
     def _bound_before_loops(self, name: str) -> bool:
         for stmt in self.function.body:
@@ -312,7 +314,8 @@ class Reverser:
         call = ir.call_of(stmt)
         old = syntax.call(self.refs.marker(runtime.entries, "entries"), [syntax.name(stmt.target),
                                                                          syntax.atom(call.args[1], self.refs)])
-        append = gast.Attribute(value=syntax.name(self.tape()), attr="append", ctx=gast.Load())
+        append = gast.Attribute(value=syntax.name(self.tape(stmt.target, "entries")), attr="append",
+                               ctx=gast.Load())
         write = gast.Assign(targets=[self.item(stmt.target, call.args[1], gast.Store())],
                             value=syntax.atom(call.args[2], self.refs), type_comment=None)
         return [gast.Expr(value=syntax.call(append, [old])), write]
@@ -456,7 +459,7 @@ class Reverser:
                 out.append(gast.Expr(value=syntax.call(_attr(name, "pop"), [])))
             elif key not in self.first:
                 self.kept.add((name, key))
-                out.append(syntax.assign(name, syntax.call(_attr(self.tape(), "pop"), [])))
+                out.append(syntax.assign(name, syntax.call(_attr(self.tape(name), "pop"), [])))
         return out[::-1]
 
     def adjoint(self, stmt: ir.Stmt) -> list[gast.stmt]:
@@ -494,7 +497,7 @@ class Reverser:
         bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
         before, after = batch_products(body, bound, self.refs, self.namer)
         before = owned + before
-        trips = syntax.call(_attr(self.tape(), "pop"), []) if self.counts(stmt) else None
+        trips = syntax.call(_attr(self.tape(self.count_name(stmt)), "pop"), []) if self.counts(stmt) else None
         if isinstance(stmt, ir.While):
             index = self.namer.fresh("_")
             iterable = syntax.call(self.refs.marker(range, "range"), [trips])
@@ -519,7 +522,7 @@ class Reverser:
                                 [syntax.name(bar), syntax.name(name), syntax.atom(index, self.refs),
                                  syntax.atom(value, self.refs)])
             out += self.accumulate(value.name, taken)
-        pop = syntax.call(_attr(self.tape(), "pop"), [])
+        pop = syntax.call(_attr(self.tape(name, "entries"), "pop"), [])
         out.append(gast.Assign(targets=[self.item(name, index, gast.Store())], value=pop, type_comment=None))
         out.append(gast.Assign(targets=[self.item(bar, index, gast.Store())], value=syntax.const(0.0),
                                type_comment=None))

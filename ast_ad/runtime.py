@@ -49,10 +49,25 @@ def copy_as(x: Any, dtype: Any) -> Any:
     return out.copy() if out is x else out
 
 
+def broadcast_like(g: Any, x: Any, shape: Any) -> Any:
+    """``np.broadcast_to(g, shape)``: a view for numpy; for another library's ``x``, zeros of ``x``'s type and
+    layout plus ``g`` (dask would make a number broadcast to ``shape`` one chunk of that whole shape)."""
+    if isinstance(x, np.ndarray) or not is_array(x):
+        return np.broadcast_to(g, shape)
+    return zeros_of(x, shape, dtype=np.result_type(g)) + g
+
+
+def size_of(x: Any) -> int:
+    """How many entries ``x`` has (``np.size`` computes a dask array)."""
+    return int(x.size) if is_array(x) else int(np.size(x))
+
+
 def zeros_of(like: Any, shape: Any = None, dtype: Any = float) -> Any:
     """Zeros of ``like``'s shape (or of ``shape``), of ``like``'s array type: numpy's for numbers and lists."""
     if is_array(like) and not isinstance(like, np.ndarray):
-        return np.zeros_like(like, dtype=dtype, shape=like.shape if shape is None else shape)
+        if shape is None or tuple(shape) == tuple(like.shape):  # like's shape: its layout too (dask's chunks)
+            return np.zeros_like(like, dtype=dtype)
+        return np.zeros_like(like, dtype=dtype, shape=shape)
     return np.zeros(np.shape(like) if shape is None else shape, dtype=dtype)
 
 
@@ -76,7 +91,7 @@ def unbroadcast(g: Any, x: Any) -> Any:
         return g
     g = as_array(g)
     if g.ndim < len(shape):  # ``g`` broadcasts to ``x`` (a zero, say): nothing was summed up
-        return np.broadcast_to(of_type(g, x), shape)
+        return broadcast_like(g, x, shape)
     if g.ndim > len(shape):
         g = g.sum(axis=tuple(range(g.ndim - len(shape))))
     axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
@@ -148,7 +163,7 @@ def expand_reduced(g: Any, x: Any, axis: Any = None, keepdims: Any = False) -> A
     if axis is not None and not keepdims:
         axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
         g = np.expand_dims(g, tuple(a % len(shape) for a in axes))
-    return np.broadcast_to(of_type(g, x), shape)
+    return broadcast_like(g, x, shape)
 
 
 def reduced_count(x: Any, axis: Any = None) -> Any:
@@ -309,8 +324,8 @@ def scatter_add(out: Any, index: Any, g: Any) -> Any:
             "repeated indices (np.add.at) except for one numpy integer array among slices and integers "
             "(x[idx], x[:, idx], x[idx, 1])")
     if ints:  # x[idx, 1] is x[idx, 1:2] without that axis: the same entries, with one integer array alone
-        rank = np.ndim(parts[fancy[0]])
-        g = np.expand_dims(g, tuple(j if j < fancy[0] else j - 1 + rank for j in ints))
+        dims = np.ndim(parts[fancy[0]])
+        g = np.expand_dims(g, tuple(j if j < fancy[0] else j - 1 + dims for j in ints))
         parts = tuple(slice(part % out.shape[j], part % out.shape[j] + 1) if j in ints else part
                       for j, part in enumerate(parts))
     p = fancy[0]
@@ -320,10 +335,10 @@ def scatter_add(out: Any, index: Any, g: Any) -> Any:
     order = np.argsort(flat, kind="stable")
     ranked = flat[order]
     starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])
-    rank = np.empty(flat.size, dtype=np.intp)  # how many earlier entries of the index name the same place
-    rank[order] = np.arange(flat.size) - np.repeat(starts, np.diff(np.r_[starts, flat.size]))
-    for level in range(int(rank.max()) + 1 if flat.size else 0):
-        chosen = np.flatnonzero(rank == level)
+    repeat = np.empty(flat.size, dtype=np.intp)  # how many earlier entries of the index name the same place
+    repeat[order] = np.arange(flat.size) - np.repeat(starts, np.diff(np.r_[starts, flat.size]))
+    for level in range(int(repeat.max()) + 1 if flat.size else 0):
+        chosen = np.flatnonzero(repeat == level)
         where = parts[:p] + (flat[chosen],) + parts[p + 1:]
         out[where] = out[where] + np.take(g, chosen, axis=p)
     return out
@@ -642,7 +657,7 @@ def split_vjp(g: Any, ans: Any, x: Any, axis: Any = 0) -> Any:
 def concatenate_vjp(g: Any, arrays: Any, axis: Any = 0) -> Any:
     """Adjoints of the arrays ``np.concatenate`` joined: ``g`` cut back into their sizes."""
     if axis is None:
-        sizes = np.cumsum([np.size(a) for a in arrays])[:-1]
+        sizes = np.cumsum([size_of(a) for a in arrays])[:-1]
         return [np.reshape(part, np.shape(a)) for part, a in zip(np.split(np.ravel(g), sizes), arrays, strict=True)]
     sizes = np.cumsum([np.shape(a)[axis] for a in arrays])[:-1]
     return list(np.split(g, sizes, axis=axis))
@@ -697,7 +712,7 @@ def sort_vjp(g: Any, x: Any, axis: Any = -1) -> Any:
     """Adjoint of ``x`` in ``np.sort``: ``g`` sent back to where each entry came from."""
     if axis is None:
         order = np.argsort(np.ravel(x), kind="stable")
-        out = zeros_of(x, (np.size(x),))
+        out = zeros_of(x, (size_of(x),))
         out[order] = np.ravel(g)
         return np.reshape(out, np.shape(x))
     order = np.argsort(x, axis=axis, kind="stable")
@@ -709,7 +724,7 @@ def sort_vjp(g: Any, x: Any, axis: Any = -1) -> Any:
 def take_vjp(g: Any, x: Any, indices: Any, axis: Any = None) -> Any:
     """Adjoint of ``x`` in ``np.take``: ``g`` scattered back (repeated indices add)."""
     if axis is None:
-        out = zeros_of(x, (np.size(x),))
+        out = zeros_of(x, (size_of(x),))
         scatter_add(out, np.ravel(indices), np.ravel(g))
         return np.reshape(out, np.shape(x))
     out = zeros_of(x)
@@ -750,8 +765,16 @@ def owned_adjoint(g: Any, x: Any) -> Any:
     """A dense copy of ``g``, the adjoint of the array ``x``, that a loop can update in place.
 
     ``g`` may still be the float zero an adjoint starts as. The copy is the loop's own: nothing else
-    holds it, so writing into it changes no other adjoint.
+    holds it, so writing into it changes no other adjoint. A list's (or dict's) adjoint is a list (dict)
+    of owned adjoints of its items; a number's is the number (nothing can write into it).
     """
+    if isinstance(x, (list, dict)):
+        keys = range(len(x)) if isinstance(x, list) else list(x)
+        parts = {k: (0.0 if g is None or isinstance(g, float) or g[k] is None else g[k]) for k in keys}
+        owned = {k: owned_adjoint(parts[k], x[k]) for k in keys}
+        return [owned[k] for k in keys] if isinstance(x, list) else owned
+    if not is_array(x):
+        return g
     return zeros_of(x, dtype=np.result_type(x, g, 1.0)) + g
 
 
@@ -813,7 +836,7 @@ def assign_item_vjp_value(g: Any, ans: Any, index: Any, value: Any) -> Any:
     elif is_array(taken):
         taken = taken.copy()  # another library's array: it may be a view too
     if is_array(g) and _fancy(index):
-        order = np.arange(np.size(taken)).reshape(np.shape(taken))
+        order = np.arange(size_of(taken)).reshape(np.shape(taken))
         stamp = np.full(np.shape(g), -1)
         stamp[index] = order
         taken = np.where(stamp[index] == order, taken, 0.0)
@@ -1239,7 +1262,7 @@ def fit(dot: Any, ans: Any) -> Any:
     shape = np.shape(ans)
     if np.shape(dot) == shape:
         return dot
-    return np.broadcast_to(of_type(dot, ans), shape).copy()
+    return broadcast_like(dot, ans, shape).copy()
 
 
 def cast_jvp(u: Any, ans: Any) -> Any:

@@ -125,6 +125,37 @@ def thirty_lines(a, b):
 A_MAP = rng.standard_normal((100, 100)) * 0.1
 
 
+def branchy(x, y):
+    """Thirty lines over numbers: loops, a while loop, and branches on values (what jax.jit refuses)."""
+    total = 0.0
+    for i in range(20):
+        t = x * math.cos(i * 0.3) + y * math.sin(i * 0.2)
+        if t > 0.5:
+            total = total + t * t
+        elif t < -0.5:
+            total = total - math.exp(t)
+        else:
+            total = total + math.sin(t) * y
+        if total > 10.0:
+            total = total * 0.5
+        k = 0
+        while k < 3:
+            x = x * 0.99 + 0.01 * math.tanh(total)
+            k += 1
+    scale = 1.0
+    for j in range(10):
+        step = math.sqrt(1.0 + (total * 0.1) ** 2)
+        if step > 1.5 and j % 2 == 0:
+            scale = scale * 0.9
+            continue
+        scale = scale + 0.05 * math.log(step) * y
+        if scale > 3.0:
+            break
+    while total > 1.0:
+        total = total * 0.7
+    return total * x * scale
+
+
 def rosenbrock(x):
     """A 100-variable function written as an element loop."""
     total = 0.0
@@ -336,6 +367,61 @@ def main(repeat: int) -> None:
     print(f"first call of that 30-line function in a new process: {_fmt(cold)} with an empty cache, "
           f"{_fmt(warm)} with the cache an earlier process left (median of 5)")
     second_order(repeat)
+    compiled(repeat)
+
+
+def compiled(repeat: int) -> None:
+    """ast_ad's gradient compiled by Numba (jit="numba") against the interpreted one and jax.jit(jax.grad).
+
+    JAX cannot trace math.sin, so its rows for both scalar loops run the np.sin version; jax.jit refuses
+    Python branches on traced values, and JAX has no item assignment (y[i] = ...): those rows have none.
+    """
+    try:
+        import numba
+    except ImportError:
+        print("\n(numba is not installed: pip install \"ast_ad[numba]\" for the compiled table)")
+        return
+    try:
+        import jax
+        import jax.numpy as jnp
+        jax.config.update("jax_enable_x64", True)
+    except ImportError:
+        jax = None
+    header = f"{'compiled gradients':32} {'primal':>10} {'njit primal':>11} {'ast_ad':>10} {'jit=numba':>10} " \
+             f"{'compile':>8} {'jax.jit':>10} {'compile':>8} {'vs jax.jit':>11}"
+    print("\n" + header)
+    print("-" * len(header))
+    rows = [("100-step loop, math.sin", loop_math, (0,), (0.5,), loop_numpy),
+            ("100-step loop, np.sin", loop_numpy, (0,), (0.5,), loop_numpy),
+            ("loops and branches (scalars)", branchy, (0, 1), (0.3, 0.7), None),
+            ("element loop, n = 3000", element_loop, (0,), (X_ELEMENTS,), None)]
+    for name, fn, argnums, args, jax_fn in rows:
+        ours = ast_ad.grad(fn, argnums)
+        fast = ast_ad.grad(fn, argnums, jit="numba")
+        start = time.perf_counter()
+        fast(*args)
+        compile_ours = time.perf_counter() - start
+        primal_jit = numba.njit(fn)
+        primal_jit(*args)
+        jitted = compile_jax = None
+        if jax is not None and jax_fn is not None:
+            jitted = jax.jit(jax.grad(with_namespace(jax_fn, jnp)))
+            start = time.perf_counter()
+            jax.block_until_ready(jitted(*args))
+            compile_jax = time.perf_counter() - start
+        times: dict[str, list[float]] = {"primal": [], "njit": [], "ours": [], "fast": [], "jit": []}
+        for _ in range(3):  # interleaved rounds
+            times["primal"].append(median_time(fn, args, repeat))
+            times["njit"].append(median_time(primal_jit, args, repeat))
+            times["ours"].append(median_time(ours, args, repeat))
+            times["fast"].append(median_time(fast, args, repeat))
+            if jitted is not None:
+                times["jit"].append(median_time(lambda *a, f=jitted: jax.block_until_ready(f(*a)), args, repeat))
+        best = {key: (min(value) if value else None) for key, value in times.items()}
+        versus = f"{best['jit'] / best['fast']:.1f}x faster" if best["jit"] else "refused"
+        print(f"{name:32} {_fmt(best['primal']):>10} {_fmt(best['njit']):>11} {_fmt(best['ours']):>10} "
+              f"{_fmt(best['fast']):>10} {compile_ours:>7.2f}s {_fmt(best['jit']):>10} "
+              f"{(f'{compile_jax:.2f}s' if compile_jax else ''):>8} {versus:>11}")
 
 
 def _fmt(seconds: float | None) -> str:

@@ -129,3 +129,18 @@ def test_corpus_forward_mode_on_duck_arrays(case: corpus.Case, data: st.DataObje
     if any(isinstance(leaf, Duck) for leaf in leaves(ducks(tangents))):
         assert not numpy_leaves(got), f"forward mode made numpy arrays: {got!r}"
     assert_equal_values(got, expected)
+
+
+def test_cupy_gradients_stay_on_the_device() -> None:
+    """Where CuPy and a GPU are present, a gradient of CuPy arrays is a CuPy array (no GPU here: skipped)."""
+    cupy = pytest.importorskip("cupy")
+    try:
+        devices = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # CuPy without a driver or a device
+        pytest.skip(f"no CUDA device: {exc}")
+    if devices < 1:
+        pytest.skip("no CUDA device")
+    x = np.linspace(-1.0, 1.0, 5)
+    g = ast_ad.grad(corpus.chain)(cupy.asarray(x))
+    assert isinstance(g, cupy.ndarray)
+    assert np.allclose(cupy.asnumpy(g), ast_ad.grad(corpus.chain)(x))

@@ -21,6 +21,8 @@ from tests import corpus, corpus_control, corpus_numpy
 from tests.test_rules import leaves
 
 dask = pytest.importorskip("dask")
+# a numpy function dask runs only by computing its arguments: an error here (ast_ad must not call one)
+pytestmark = pytest.mark.filterwarnings("error:.*is not implemented by Dask array:FutureWarning")
 da = pytest.importorskip("dask.array")
 
 CORPUS = corpus.CASES + corpus_control.CASES + corpus_numpy.CASES
@@ -79,9 +81,11 @@ def test_corpus_on_dask_arrays(case: corpus.Case, data: st.DataObject) -> None:
             if isinstance(arg, da.Array):
                 assert isinstance(leaf, da.Array) and leaf.chunks == arg.chunks and leaf.dtype == arg.dtype
     computed_value, computed = dask.compute(value, grads, scheduler="sync")
+    single = any(np.result_type(leaf) == np.float32 for leaf in leaves(args))  # dask sums in its own order
+    tolerance = 1e-5 if single else 1e-12
     for got, want in zip(leaves(computed), leaves(expected), strict=True):
-        assert np.allclose(got, want, rtol=1e-12, atol=1e-12, equal_nan=True)
-    assert np.allclose(computed_value, expected_value, rtol=1e-12, atol=1e-12, equal_nan=True)
+        assert np.allclose(got, want, rtol=tolerance, atol=tolerance, equal_nan=True)
+    assert np.allclose(computed_value, expected_value, rtol=tolerance, atol=tolerance, equal_nan=True)
 
 
 def logistic_loss(w, X, y):
@@ -136,6 +140,11 @@ def test_forward_mode_jacobian_and_hessian_on_dask() -> None:
     assert np.allclose(vjp_fn(1.0)[0].compute(), ast_ad.grad(logistic_loss)(w, X, y))
     hvp = ast_ad.hvp(logistic_loss)(wd, Xd, yd, da.from_array(v, chunks=3))
     assert np.allclose(np.asarray(dask.compute(hvp)[0]), ast_ad.hvp(logistic_loss)(w, X, y, v))
+    hessian = ast_ad.hessian(logistic_loss)(wd, Xd, yd)
+    assert isinstance(hessian, da.Array) and hessian.shape == (3, 3)
+    assert np.allclose(hessian.compute(), ast_ad.hessian(logistic_loss)(w, X, y))
+    jacobian = ast_ad.jacfwd(lambda w, X: X @ w)(wd, Xd)
+    assert isinstance(jacobian, da.Array) and np.allclose(jacobian.compute(), X)
 
 
 def sign_branch(x):

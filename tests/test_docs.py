@@ -73,6 +73,16 @@ def test_the_custom_rules_guide_runs(tmp_path) -> None:
     assert namespace["H"].shape == (3, 3)
 
 
+def test_the_arrays_guide_runs(tmp_path) -> None:
+    """Its python blocks (dask and Numba), one after another, as a reader would run them."""
+    pytest.importorskip("dask.array")
+    pytest.importorskip("numba")
+    script = tmp_path / "arrays.py"
+    script.write_text("\n".join(_blocks(DOCS / "guides" / "arrays.md", "python")))
+    namespace = runpy.run_path(str(script))
+    assert namespace["w_bar"].shape == (20,) and namespace["dloop"](0.5) == ast_ad.grad(namespace["loop"])(0.5)
+
+
 def test_every_page_is_in_the_navigation() -> None:
     nav = (DOCS.parent / "mkdocs.yml").read_text()
     pages = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md")}

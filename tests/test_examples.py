@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import pathlib
+import re
 import subprocess
 import sys
+
+import pytest
 
 EXAMPLES = pathlib.Path(__file__).parent.parent / "examples"
 
 
-def run(name: str) -> str:
-    done = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, check=True)
+def run(name: str, *args: str) -> str:
+    done = subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, check=True)
     return done.stdout
 
 
@@ -67,3 +70,17 @@ def test_the_benchmark_times_correct_second_order_derivatives() -> None:
         ours = ours[1] if "jvp" in name else ours
         expected = expected[1] if "jvp" in name else expected
         np.testing.assert_allclose(ours, expected, rtol=1e-9, atol=1e-11, err_msg=name)
+
+
+@pytest.mark.parametrize("where", [[], ["--cluster"]], ids=["threads", "local-cluster"])
+def test_dask_regression_small(where: list[str]) -> None:
+    """A small version of the dask example, on threads and on a dask.distributed LocalCluster: the lazy
+    gradient equals the one on numpy arrays, and gradient descent lowers the loss."""
+    pytest.importorskip("dask.array")
+    pytest.importorskip("dask.distributed")
+    out = run("dask_regression.py", "--rows", "20000", "--chunk", "5000", "--check", *where)
+    assert "gradient on dask = gradient on numpy: True" in out
+    losses = [float(v) for v in re.findall(r"loss (\d+\.\d+)", out)]
+    assert len(losses) == 3 and losses[0] > losses[1] > losses[2]
+    assert ("LocalCluster" in out) == bool(where)
+    assert float(re.search(r"peak resident memory: (\d+) MB", out).group(1)) < 1000

@@ -1,0 +1,130 @@
+"""Gradients compiled by Numba: ``ast_ad.grad(f, jit="numba")``.
+
+The generated gradient is plain numeric Python, so Numba can compile it as it is, in nopython mode:
+its loops, branches and tapes (one list per saved value, so each holds one type) run at compiled speed.
+What Numba needs besides is here: a compiled version of each runtime helper the generated code calls
+(``numba.extending.overload``), written for the numbers and arrays Numba types, and ``reversed`` of a
+``range`` (and of a slice of one), which Numba lacks. The Python helpers stay the definition; each
+compiled one computes what the Python one computes, and the tests run both on the same inputs.
+
+Where the code is outside what Numba compiles (a container argument, a helper without a compiled
+version, a variable that is a number in one place and an array in another), the first call raises
+:class:`JitError` naming the user's line whose gradient Numba could not compile, and Numba's reason.
+Nothing falls back to Python silently.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import threading
+from typing import Any
+
+from ast_ad.errors import LocatedError
+from ast_ad.load import Loaded
+
+_lock = threading.Lock()
+_compiled: dict[int, tuple[Loaded, Any]] = {}
+_installed = False
+
+
+class JitError(LocatedError):
+    """Numba cannot compile this gradient: the message names the user's line and Numba's reason."""
+
+
+def compiled(loaded: Loaded, jit: str, origin: tuple[str, int, str] | None = None) -> Any:
+    """The generated entry function of ``loaded``, compiled by ``jit`` (only ``"numba"``), made once.
+    ``origin``: the user's function (file, line of its ``def``, that line), for failures in its forward pass."""
+    if jit != "numba":
+        raise ValueError(f'jit={jit!r}: the only compiler ast_ad knows is jit="numba"')
+    found = _compiled.get(id(loaded))
+    if found is not None and found[0] is loaded:
+        return found[1]
+    with _lock:
+        numba = _numba()
+        _install(numba)
+        namespace = dict(loaded.namespace)
+        # The same code, with each ``del`` (which frees memory early in Python) a ``pass``: Numba refuses del,
+        # and manages the memory itself. Line numbers stay, so Numba's messages point into the shown text.
+        tree = _Undelete().visit(ast.parse(loaded.text))
+        exec(compile(tree, loaded.fn.__code__.co_filename, "exec"), namespace)  # noqa: S102 -- our own code
+        for name in loaded.files:  # every generated function, compiled, calling the others compiled
+            namespace[name] = numba.njit(namespace[name])
+        entry = namespace[loaded.fn.__name__]
+        runner = _Compiled(entry, loaded, numba, origin)
+        _compiled[id(loaded)] = (loaded, runner)
+        return runner
+
+
+class _Compiled:
+    """Calls the compiled gradient; Numba compiles at the first call of each argument types, and a failure
+    there is reported at the user's line."""
+
+    def __init__(self, entry: Any, loaded: Loaded, numba: Any, origin: tuple[str, int, str] | None):
+        self.entry, self.loaded, self.numba, self.origin = entry, loaded, numba, origin
+
+    def __call__(self, *args: Any) -> Any:
+        try:
+            return self.entry(*args)
+        except (self.numba.core.errors.TypingError, self.numba.core.errors.UnsupportedError,
+                self.numba.core.errors.LoweringError) as exc:
+            raise self.explain(exc) from None
+
+    def explain(self, exc: Exception) -> JitError:
+        message = str(exc)
+        lines = self.loaded.text.splitlines()
+        filename = self.loaded.fn.__code__.co_filename
+        places = [int(n) for path, n in re.findall(r'File "([^"]+)", line (\d+)', message)
+                  if path == filename or path.endswith(filename.rsplit("/", 1)[-1])]
+        reason = next((line.strip() for line in message.splitlines() if line.strip()
+                       and not line.startswith(("Failed in", "During:", "File", "<source"))), message)
+        where = _user_line(lines, places[-1], self.loaded.files) if places else None
+        generated = lines[places[-1] - 1].strip() if places else "?"
+        if where is None and places and self.origin is not None:  # the forward pass: the function itself
+            where = self.origin
+        hint = ("Numba compiles numbers, numpy arrays, and lists and tuples of them; keep each variable one type "
+                "(a number everywhere, or an array everywhere), or leave out jit= to run the gradient in Python")
+        if where is None:
+            return JitError(f"Numba could not compile the gradient ({reason}); generated line: {generated}. {hint}")
+        return JitError(f"Numba could not compile the gradient of this line ({reason}); generated line: "
+                        f"{generated}. {hint}", *where)
+
+
+class _Undelete(ast.NodeTransformer):
+    def visit_Delete(self, node: ast.Delete) -> ast.Pass:
+        return ast.copy_location(ast.Pass(), node)
+
+
+def _user_line(lines: list[str], lineno: int, files: dict[str, str]) -> tuple[str, int, str] | None:
+    """The user's line whose gradient generated line ``lineno`` computes: the ``# line N:`` comment above it in
+    the same generated function (``None`` in a forward pass, which has no such comments)."""
+    from ast_ad.load import _COMMENT
+
+    for index in range(lineno - 1, -1, -1):
+        found = _COMMENT.match(lines[index])
+        if found:
+            name = next((line.split("def ", 1)[1].split("(", 1)[0] for line in reversed(lines[:index])
+                         if line.startswith("def ")), "")
+            return files.get(name, next(iter(files.values()), "?")), int(found.group(1)), found.group(2)
+        if lines[index].startswith("def "):
+            return None
+    return None
+
+
+def _numba() -> Any:
+    try:
+        import numba
+    except ImportError:
+        raise JitError('jit="numba" needs Numba: pip install "ast_ad[numba]"') from None
+    return numba
+
+
+def _install(numba: Any) -> None:
+    """The compiled versions of the runtime helpers, registered with Numba once."""
+    global _installed
+    if _installed:
+        return
+    from ast_ad import numba_helpers
+
+    numba_helpers.register(numba)
+    _installed = True

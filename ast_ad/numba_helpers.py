@@ -1,0 +1,202 @@
+"""Numba's versions of the runtime helpers generated gradients call (``jit="numba"``, see ``ast_ad.jit``).
+
+Each overload gives, for the argument types Numba infers, an implementation that computes what the
+Python helper in ``ast_ad.runtime`` computes for those types; for other types it gives none, and Numba
+reports the helper as unsupported (``jit`` names the user's line). ``tests/test_jit.py`` runs every
+one of them against its Python twin.
+
+The overloads carry no annotations: Numba requires the typing function's signature and each
+implementation's to be the same, annotations included.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from ast_ad import runtime
+
+# The helpers that have a compiled version (``register``); the tests check each against its Python twin.
+COMPILED = (runtime.unbroadcast, runtime.expand_reduced, runtime.reduced_count, runtime.getitem_vjp,
+            runtime.summed_getitem_vjp, runtime.add_into, runtime.assign_item, runtime.assign_item_vjp_x,
+            runtime.assign_item_vjp_value, runtime.entries, runtime.detached, runtime.owned_adjoint,
+            runtime.pow_minus_one)
+
+
+def register(numba: Any) -> None:
+    from numba import types
+    from numba.extending import overload
+
+    def plain(t: Any) -> Any:  # a value that may still be None (a saved value before the loop sets it)
+        return t.type if isinstance(t, types.Optional) else t
+
+    def number(t: Any) -> bool:
+        return isinstance(plain(t), (types.Number, types.Boolean))
+
+    def array(t: Any) -> bool:
+        return isinstance(plain(t), types.Array)
+
+    def none(t: Any) -> bool:
+        return t is None or isinstance(t, (types.NoneType, types.Omitted))
+
+    def basic(t: Any) -> bool:  # an index that names each entry once: an integer, a slice, or a tuple of them
+        if isinstance(t, types.BaseTuple):
+            return all(basic(part) for part in t)  # a tuple type iterates over its items' types
+        return isinstance(t, (types.Integer, types.SliceType))
+
+    def one_entry(x: Any, index: Any) -> bool:  # x[index] is a number: an integer for each axis
+        parts = list(index) if isinstance(index, types.BaseTuple) else [index]
+        return len(parts) == plain(x).ndim and all(isinstance(part, types.Integer) for part in parts)
+
+    # ---- reversed(range) and range[:k]: Numba has neither ------------------------------------------------
+    @overload(reversed)
+    def _reversed(seq):
+        if isinstance(seq, types.RangeType):
+            def impl(seq):
+                n = len(seq)
+                return range(seq.start + (n - 1) * seq.step, seq.start - seq.step, -seq.step)
+            return impl
+        return None
+
+    @overload(operator.getitem)
+    def _range_slice(seq, index):
+        if isinstance(seq, types.RangeType) and isinstance(index, types.SliceType):
+            def impl(seq, index):
+                start, stop, step = index.indices(len(seq))
+                return range(seq.start + start * seq.step, seq.start + stop * seq.step, seq.step * step)
+            return impl
+        return None
+
+    # ---- adjoints of broadcasting and reductions ---------------------------------------------------------
+    @overload(runtime.unbroadcast)
+    def _unbroadcast(g, x):
+        if number(x):  # everything that broadcast up from a number sums back into it
+            return (lambda g, x: g) if number(g) else (lambda g, x: np.sum(g))
+        if array(x) and number(g):
+            return lambda g, x: np.full(x.shape, g)
+        if array(x) and array(g) and g.ndim == x.ndim:
+            def impl(g, x):
+                if g.shape != x.shape:
+                    raise ValueError("jit='numba' un-broadcasts only between equal shapes and to or from numbers")
+                return g
+            return impl
+        return None
+
+    @overload(runtime.expand_reduced)
+    def _expand_reduced(g, x, axis=None, keepdims=False):
+        if not none(axis):
+            return None
+        if number(x):
+            return lambda g, x, axis=None, keepdims=False: g
+        if array(x) and number(g):
+            return lambda g, x, axis=None, keepdims=False: np.full(x.shape, g)
+        return None
+
+    @overload(runtime.reduced_count)
+    def _reduced_count(x, axis=None):
+        if none(axis):
+            return (lambda x, axis=None: 1) if number(x) else (lambda x, axis=None: x.size)
+        return None
+
+    @overload(runtime.pow_minus_one)
+    def _pow_minus_one(x, y):
+        if number(x) and number(y):
+            def impl(x, y):
+                power = y - 1
+                if x == 0 and power < 0:  # Python raises ZeroDivisionError; the helper gives inf (0 for y = 0)
+                    return 0.0 if y == 0 else np.inf
+                if x < 0 and power != np.floor(power):
+                    raise ValueError("a negative number to a fractional power is complex in Python, and ast_ad "
+                                     "differentiates real code only")
+                return x ** power
+            return impl
+        return None
+
+    # ---- item reads and writes ---------------------------------------------------------------------------
+    @overload(runtime.getitem_vjp)
+    def _getitem_vjp(g, x, index):
+        if array(x) and basic(index):
+            def impl(g, x, index):
+                out = np.zeros(x.shape)
+                out[index] = g
+                return out
+            return impl
+        return None
+
+    @overload(runtime.summed_getitem_vjp)
+    def _summed_getitem_vjp(terms, x):
+        item = getattr(terms, "dtype", None) or getattr(terms, "item_type", None)  # a list, or a typed List
+        if array(x) and isinstance(terms, (types.List, types.ListType)) and isinstance(item, types.BaseTuple) \
+                and basic(item[1]):
+            def impl(terms, x):
+                out = np.zeros(x.shape)
+                for g, index in terms:
+                    out[index] += g
+                return out
+            return impl
+        return None
+
+    @overload(runtime.add_into)
+    def _add_into(x, index, value):
+        if array(x) and basic(index):
+            def impl(x, index, value):
+                x[index] += value
+            return impl
+        return None
+
+    @overload(runtime.assign_item)
+    def _assign_item(x, index, value):
+        if array(x):
+            def impl(x, index, value):
+                out = x.copy()
+                out[index] = value
+                return out
+            return impl
+        return None
+
+    @overload(runtime.assign_item_vjp_x)
+    def _assign_item_vjp_x(g, x, index):
+        if array(x) and array(g):
+            def impl(g, x, index):
+                out = g.astype(np.float64)
+                out[index] = 0.0
+                return out
+            return impl
+        return None
+
+    @overload(runtime.assign_item_vjp_value)
+    def _assign_item_vjp_value(g, ans, index, value):
+        if not (array(g) and array(ans) and basic(index)):
+            return None
+        if isinstance(ans.dtype, (types.Integer, types.Boolean)):  # written into integers: truncated, no gradient
+            return (lambda g, ans, index, value: 0.0) if number(value) else \
+                (lambda g, ans, index, value: np.zeros_like(value, dtype=np.float64))
+        if number(value):
+            return lambda g, ans, index, value: g[index]
+        return lambda g, ans, index, value: runtime.unbroadcast(g[index].copy(), value)
+
+    @overload(runtime.entries)
+    def _entries(x, index):
+        if array(x) and basic(index):
+            if one_entry(x, index):
+                return lambda x, index: x[index]
+            return lambda x, index: x[index].copy()
+        return None
+
+    @overload(runtime.detached)
+    def _detached(x):
+        if array(x):
+            return lambda x: x.copy()
+        if number(x):
+            return lambda x: x
+        return None
+
+    @overload(runtime.owned_adjoint)
+    def _owned_adjoint(g, x):
+        if array(x) and number(g):
+            return lambda g, x: np.full(x.shape, np.float64(g))
+        if array(x) and array(g):
+            return lambda g, x: g.astype(np.float64)
+        return None

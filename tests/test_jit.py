@@ -1,0 +1,137 @@
+"""``jit="numba"``: the generated gradient compiled by Numba gives the gradient the Python one gives.
+
+Each compiled runtime helper is run against its Python twin; scalar loops, branches, while loops and
+element-by-element writes are compiled and compared with the interpreted gradient (and the tracer);
+code Numba cannot compile is refused at the user's line, never run in Python instead.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ast_ad
+from ast_ad import runtime
+from ast_ad.jit import JitError
+from tests import corpus_control
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "examples"))
+try:
+    from benchmark import branchy, element_loop, loop_math, loop_numpy  # the benchmark's compiled rows
+finally:
+    sys.path.pop(0)
+
+numba = pytest.importorskip("numba")
+from ast_ad import numba_helpers  # noqa: E402 -- after the skip: it names Numba's types when registering
+
+
+def with_a_dict(params, x):
+    return params["w"] * x
+
+
+CASES = [
+    (loop_math, (0,), (0.5,)),
+    (loop_numpy, (0,), (0.5,)),
+    (element_loop, (0,), (1.0 + np.linspace(-0.01, 0.01, 40),)),
+    (branchy, (0, 1), (2.0, 1.5)),
+    (branchy, (0, 1), (0.3, 0.7)),
+    (branchy, (0, 1), (-1.2, 2.5)),
+]
+# the corpus's functions of numbers whose gradients Numba compiles
+SCALAR_CORPUS = ["branch", "conditional_expression", "scalar_loop", "loop_runtime_range", "while_active",
+                 "while_count", "break_continue", "early_returns", "for_else", "augmented_in_loop"]
+
+
+@pytest.mark.parametrize(("fn", "argnums", "args"), CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)])
+def test_compiled_gradient_is_the_interpreted_one(fn, argnums, args) -> None:
+    value, grads = ast_ad.value_and_grad(fn, argnums, jit="numba")(*args)
+    expected_value, expected = ast_ad.value_and_grad(fn, argnums)(*args)
+    traced = ast_ad.tracer.grad(fn, argnums)(*args)
+    assert value == pytest.approx(expected_value, rel=1e-13)
+    for ours, theirs, tracer in zip(grads, expected, traced, strict=True):
+        assert np.allclose(ours, theirs, rtol=1e-13, atol=1e-15) and np.allclose(ours, tracer, rtol=1e-9)
+        assert type(ours) is type(theirs) and np.shape(ours) == np.shape(theirs)
+
+
+@pytest.mark.parametrize("case", [c for c in corpus_control.CASES if c.fn.__name__ in SCALAR_CORPUS],
+                         ids=lambda c: c.fn.__name__)
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_corpus_scalar_functions_compile(case, data: st.DataObject) -> None:
+    args = data.draw(case.args)
+    compiled = ast_ad.grad(case.fn, case.argnums, jit="numba")(*args)
+    interpreted = ast_ad.grad(case.fn, case.argnums)(*args)
+    assert np.allclose(compiled, interpreted, rtol=1e-12, atol=1e-15)
+
+
+def test_unsupported_code_is_refused_at_the_users_line() -> None:
+    with pytest.raises(JitError) as refusal:
+        ast_ad.grad(with_a_dict, 1, jit="numba")({"w": 2.0}, 3.0)
+    assert refusal.value.filename == __file__ and "Numba" in str(refusal.value)
+    assert "leave out jit=" in str(refusal.value)
+
+
+def test_without_numba_the_error_says_what_to_install(monkeypatch) -> None:
+    from ast_ad import jit
+
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
+    monkeypatch.setattr(jit, "_compiled", {})
+    with pytest.raises(JitError, match=r'pip install "ast_ad\[numba\]"'):
+        ast_ad.grad(loop_math, jit="numba")(0.25)
+
+
+def test_an_unknown_compiler_is_refused() -> None:
+    with pytest.raises(ast_ad.errors.ASTADError, match="numba"):
+        ast_ad.grad(loop_math, jit="cython")
+
+
+# ---- each compiled helper against its Python twin --------------------------------------------------------
+A = np.arange(1.0, 7.0)
+M = np.arange(1.0, 7.0).reshape(2, 3)
+HELPER_CASES = {
+    runtime.unbroadcast: [(2.5, 1.0), (A, 1.0), (0.5, A), (A * 2, A), (M, M)],
+    runtime.expand_reduced: [(2.0, A, None, False), (2.0, 1.5, None, False), (3.0, M, None, False)],
+    runtime.reduced_count: [(A, None), (M, None), (2.0, None)],
+    runtime.getitem_vjp: [(2.0, A, 3), (np.ones(2), A, slice(1, 3)), (np.ones(3), M, 1), (5.0, M, (1, 2))],
+    runtime.summed_getitem_vjp: [([(1.0, 2), (3.0, 2), (0.5, 0)], A)],
+    runtime.add_into: [(A.copy(), 2, 4.0), (A.copy(), slice(0, 2), np.ones(2)), (M.copy(), (0, 1), 2.0)],
+    runtime.assign_item: [(A, 1, 9.0), (M, 0, np.zeros(3)), (A, slice(2, 4), np.ones(2))],
+    runtime.assign_item_vjp_x: [(A, A, 2), (M, M, (1, 1)), (A, A, slice(0, 3))],
+    runtime.assign_item_vjp_value: [(A, A, 2, 1.0), (A, A, slice(1, 3), np.ones(2)), (M, M, 0, np.ones(3)),
+                                    (A, np.arange(6), 1, 1.0)],
+    runtime.entries: [(A, 2), (A, slice(1, 4)), (M, 1), (M, (1, 2))],
+    runtime.detached: [(A,), (2.0,)],
+    runtime.owned_adjoint: [(0.0, A), (A * 3, A), (1.5, M)],
+    runtime.pow_minus_one: [(2.0, 3.0), (0.0, 0.0), (0.0, 0.5), (-2.0, 3.0), (1.5, 2)],
+}
+
+
+def test_every_compiled_helper_has_cases() -> None:
+    assert set(HELPER_CASES) == set(numba_helpers.COMPILED)
+
+
+@pytest.mark.parametrize("helper", list(HELPER_CASES), ids=lambda h: h.__name__)
+def test_compiled_helper_matches_python(helper) -> None:
+    from ast_ad import jit
+
+    jit._install(numba)
+    for args in HELPER_CASES[helper]:
+        python_args = [a.copy() if isinstance(a, np.ndarray) else list(a) if isinstance(a, list) else a
+                       for a in args]
+        compiled_args = [a.copy() if isinstance(a, np.ndarray) else numba.typed.List(a) if isinstance(a, list)
+                         else a for a in args]
+        with np.errstate(divide="ignore"):  # 0.0 to a negative power: inf, as the helper says
+            expected = helper(*python_args)
+        n = len(args)
+        call = numba.njit(eval(f"lambda {', '.join(f'a{i}' for i in range(n))}: helper("  # noqa: S307
+                               f"{', '.join(f'a{i}' for i in range(n))})", {"helper": helper}))
+        got = call(*compiled_args)
+        if expected is None:  # a helper that writes in place: compare what it wrote
+            assert np.array_equal(compiled_args[0], python_args[0]), (helper.__name__, args)
+        else:
+            assert np.shape(got) == np.shape(expected) and np.allclose(got, expected), (helper.__name__, args)
