@@ -1,0 +1,123 @@
+"""GradBench's ``ba`` eval: bundle adjustment's reprojection error, and its sparse Jacobian.
+
+The objective is ADBench's, written over all observations at once: row ``j`` of each array is
+observation ``j`` (its camera's 11 parameters, its point, its weight, its feature). Observation ``j``'s
+two residuals depend on its own 15 inputs only, so the Jacobian is block-sparse, and 15 forward-mode
+passes give every block at once: the tangent that moves input ``k`` of every observation by one gives
+column ``k`` of every block (column compression, as ADBench's fast tools do). The blocks are then laid
+out in the eval's compressed-row format.
+"""
+
+import numpy as np
+
+import ast_ad
+
+from .wrap import timed
+
+CAMERA = 11  # rotation (3), centre (3), focal length, principal point (2), radial distortion (2)
+
+
+def rodrigues_rotate_point(rot, X):
+    """Each point ``X[j]`` rotated by the axis-angle vector ``rot[j]``."""
+    sqtheta = np.sum(rot * rot, axis=1)
+    turning = sqtheta != 0.0
+    theta = np.sqrt(np.where(turning, sqtheta, 1.0))
+    costheta = np.cos(theta)[:, None]
+    sintheta = np.sin(theta)[:, None]
+    w = rot / theta[:, None]
+    w_cross_X = np.cross(w, X)
+    tmp = np.sum(w * X, axis=1)[:, None] * (1.0 - costheta)
+    rotated = X * costheta + w_cross_X * sintheta + w * tmp
+    return np.where(turning[:, None], rotated, X + np.cross(rot, X))
+
+
+def project(cams, X):
+    Xcam = rodrigues_rotate_point(cams[:, 0:3], X - cams[:, 3:6])
+    proj = Xcam[:, 0:2] / Xcam[:, 2:3]
+    rsq = np.sum(proj * proj, axis=1)[:, None]
+    distortion = 1.0 + cams[:, 9:10] * rsq + cams[:, 10:11] * rsq * rsq
+    return proj * distortion * cams[:, 6:7] + cams[:, 7:9]
+
+
+def reproj_err(cams, X, w, feats):
+    """The weighted reprojection error of each observation: one row of two per observation."""
+    return w[:, None] * (project(cams, X) - feats)
+
+
+def w_err(w):
+    return 1.0 - w * w
+
+
+class Problem:
+    """The eval's input, duplicated as it asks: n cameras, m points, p observations of them in turn."""
+
+    def __init__(self, raw):
+        self.n, self.m, self.p = int(raw["n"]), int(raw["m"]), int(raw["p"])
+        self.cams = np.tile(np.asarray(raw["cam"], dtype=float), (self.n, 1))
+        self.X = np.tile(np.asarray(raw["x"], dtype=float), (self.m, 1))
+        self.w = np.full(self.p, float(raw["w"]))
+        self.feats = np.tile(np.asarray(raw["feat"], dtype=float), (self.p, 1))
+        observation = np.arange(self.p)
+        self.camera_of, self.point_of = observation % self.n, observation % self.m
+
+    def inputs(self):
+        """Each observation's camera, point, weight and feature, one row each."""
+        return self.cams[self.camera_of], self.X[self.point_of], self.w, self.feats
+
+
+def objective(problem):
+    cams, X, w, feats = problem.inputs()
+    return reproj_err(cams, X, w, feats), w_err(w)
+
+
+def blocks(problem):
+    """Every observation's 2 x 15 block of the Jacobian of its residuals (camera, point, weight), and the
+    derivative of each weight error: one forward pass per column of a block."""
+    cams, X, w, feats = problem.inputs()
+    primals = (cams, X, w, feats)
+    columns = []
+    for k in range(CAMERA + 3 + 1):
+        moved_cams, moved_X, moved_w = np.zeros_like(cams), np.zeros_like(X), np.zeros_like(w)
+        if k < CAMERA:
+            moved_cams[:, k] = 1.0
+        elif k < CAMERA + 3:
+            moved_X[:, k - CAMERA] = 1.0
+        else:
+            moved_w[:] = 1.0
+        _, column = ast_ad.jvp(reproj_err, primals, (moved_cams, moved_X, moved_w, None))
+        columns.append(column)
+    _, w_slope = ast_ad.jvp(w_err, (w,), (np.ones_like(w),))
+    return np.stack(columns, axis=2), w_slope  # (p, 2, 15), (p,)
+
+
+def sparse(problem, J, w_slope):
+    """The Jacobian in compressed rows: two rows of 15 entries per observation, then one per weight."""
+    n, m, p = problem.n, problem.m, problem.p
+    rows = np.concatenate([[0], (CAMERA + 4) * np.arange(1, 2 * p + 1), 2 * p * (CAMERA + 4) + np.arange(1, p + 1)])
+    camera_cols = CAMERA * problem.camera_of[:, None] + np.arange(CAMERA)
+    point_cols = CAMERA * n + 3 * problem.point_of[:, None] + np.arange(3)
+    weight_cols = (CAMERA * n + 3 * m + np.arange(p))[:, None]
+    per_row = np.concatenate([camera_cols, point_cols, weight_cols], axis=1)  # (p, 15), the same for both rows
+    cols = np.concatenate([np.repeat(per_row[:, None, :], 2, axis=1).ravel(), CAMERA * n + 3 * m + np.arange(p)])
+    vals = np.concatenate([J.ravel(), w_slope])
+    return rows, cols, vals
+
+
+def _objective_output(errors):
+    reproj, weights = errors
+    return {"reproj_error": {"elements": reproj.ravel()[:2].tolist(), "repeated": len(reproj)},
+            "w_err": {"element": float(weights[0]), "repeated": len(weights)}}
+
+
+def _jacobian_output(matrix):
+    def first_and_last(values):
+        return np.concatenate([values[:30], values[-1:]]).tolist()
+    rows, cols, vals = matrix
+    return {"rows": [int(v) for v in first_and_last(rows)], "cols": [int(v) for v in first_and_last(cols)],
+            "vals": [float(v) for v in first_and_last(vals)]}
+
+
+FUNCTIONS = {
+    "objective": timed(pre=Problem, post=_objective_output)(objective),
+    "jacobian": timed(pre=Problem, post=_jacobian_output)(lambda problem: sparse(problem, *blocks(problem))),
+}
