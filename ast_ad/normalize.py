@@ -132,6 +132,7 @@ class Lowerer:
         self.local_functions: dict[str, gast.FunctionDef | gast.Lambda] = {}
         self.inlining: list[str] = []
         self.shares: dict[str, set[str]] = {}  # IR name -> IR names that may share its memory (copies, views)
+        self.holds: dict[str, set[str]] = {}  # a list or tuple's IR name -> IR names of the objects it holds
         self.changing: set[str] = set()  # user names that an if or a loop assigns: their IR names get mutable
         self.params: dict[str, str] = {}  # IR name -> parameter, for the parameters' own values
         self.appends_left: dict[str, int] = {}  # user name -> appends to it not lowered yet
@@ -308,11 +309,11 @@ class Lowerer:
         if func.attr == "append" and len(call.args) == 1 and not call.keywords:
             target = self.expr(func.value)
             value = self.expr(call.args[0])
-            self.guard_in_place(func.value)
+            self.guard_in_place(func.value, container=True)
             self.appends_left[func.value.id] = self.appends_left.get(func.value.id, 1) - 1
             self.body.append(ir.Append(_var(target).name, value, self.line))
             if isinstance(value, ir.Var):
-                self.share(_var(target).name, value.name)
+                self.contain(_var(target).name, value.name)
             return
         if func.attr == "extend" and len(call.args) == 1 and isinstance(call.args[0], (gast.List, gast.Tuple)):
             for elt in call.args[0].elts:
@@ -331,12 +332,12 @@ class Lowerer:
     def pop(self, target: gast.expr | None, source: gast.expr) -> None:
         """``v = xs.pop()`` (or ``xs.pop()``) on a local list: how generated code reads its tape back."""
         listed = self.expr(source)
-        self.guard_in_place(source)
+        self.guard_in_place(source, container=True)
         hint = target.id if isinstance(target, gast.Name) else "popped"
         fresh = self.namer.fresh(hint, user=isinstance(target, gast.Name))
         self.body.append(ir.Pop(fresh if target is not None else None, _var(listed).name, self.line))
         if target is not None:
-            self.share(fresh, _var(listed).name)  # the popped value is what was appended: it may be shared
+            self.contain(_var(listed).name, fresh)  # the popped value is what was appended: it may be shared
             self.bind_target(target, ir.Var(fresh))
 
     def rewrite_in_place(self, call: gast.Call, target: gast.expr | None, rest: list[Any], twin: Any) -> None:
@@ -376,7 +377,7 @@ class Lowerer:
     def stmt_Pass(self, node: gast.Pass) -> None:
         pass
 
-    def guard_in_place(self, target: gast.expr) -> None:
+    def guard_in_place(self, target: gast.expr, container: bool = False) -> None:
         """Before ``x += y`` or ``x[i] = v``: if another variable may share ``x``'s memory, check it at run time.
 
         Python changes the shared array in place; ast_ad computes a new array. Where sharing is possible
@@ -384,14 +385,16 @@ class Lowerer:
         """
         base = target.value if isinstance(target, gast.Subscript) else target
         if isinstance(base, gast.Name) and isinstance(self.env.get(base.id), ir.Var):
-            self.guard_object(self.local(base.id), base.id)
+            self.guard_object(self.local(base.id), base.id, container)
 
-    def guard_object(self, atom: ir.Var, owner: str) -> None:
+    def guard_object(self, atom: ir.Var, owner: str, container: bool = False) -> None:
         """Check at run time that no live variable but ``owner`` reaches the object ``atom``, about to change.
 
         A parameter it may reach is recorded in ``writes``: Python's caller would see the change too.
+        ``container``: the change is to a list itself (``append``, ``pop``), which leaves the objects in it
+        as they were, so what they share with other names does not matter.
         """
-        related = self.shares.get(atom.name, set()) | {atom.name}
+        related = self.reaching(atom.name, container)
         self.writes |= {self.params[name] for name in related if name in self.params}
         others = [other for name, other in self.env.items() if name != owner and isinstance(other, ir.Var)
                   and other.name in related]
@@ -401,6 +404,29 @@ class Lowerer:
         call = ir.Call(ir.Ref(runtime.check_in_place, "check_in_place"),
                        (atom, self.bind(ir.Pack(tuple(dict.fromkeys(others))), "others"), ir.Const(where)))
         self.bind(call, "checked")
+
+    def contain(self, container: str, item: str) -> None:
+        """Record that the list or tuple ``container`` holds the object ``item`` (``xs.append(item)``)."""
+        self.holds.setdefault(container, set()).add(item)
+
+    def reaching(self, name: str, container: bool) -> set[str]:
+        """The IR names that may reach the object ``name`` holds: those sharing its memory, the lists and tuples
+        holding it (or holding them); unless only a list changes (``container``: its items stay as they are),
+        also the objects it holds, and theirs."""
+        held_by: dict[str, set[str]] = {}
+        for outer, items in self.holds.items():
+            for item in items:
+                held_by.setdefault(item, set()).add(outer)
+        found, stack = {name}, [name]
+        while stack:
+            current = stack.pop()
+            near = self.shares.get(current, set()) | held_by.get(current, set())
+            if not container:
+                near = near | self.holds.get(current, set())
+            for other in near - found:
+                found.add(other)
+                stack.append(other)
+        return found
 
     def share(self, a: str, b: str) -> None:
         """Record that IR names ``a`` and ``b`` may refer to the same memory."""
@@ -521,7 +547,7 @@ class Lowerer:
         elif isinstance(last.value, ir.Pack):  # a container holds its elements themselves
             for elt in last.value.elts:
                 if isinstance(elt, ir.Var):
-                    self.share(atom.name, elt.name)
+                    self.contain(atom.name, elt.name)
 
     def local(self, name: str) -> ir.Var:
         """The IR name a local variable is bound to now."""

@@ -16,7 +16,7 @@ import pytest
 TOOL = pathlib.Path(__file__).parent.parent / "benchmarks" / "gradbench"
 sys.path.insert(0, str(TOOL))
 
-from ast_ad_gradbench import ba, det, gmm, hello, kmeans, llsq, lse, lstm, ode, particle, saddle  # noqa: E402
+from ast_ad_gradbench import ba, det, gmm, hello, ht, kmeans, llsq, lse, lstm, ode, particle, saddle  # noqa: E402
 from runner import exchange  # noqa: E402
 
 rng = np.random.default_rng(3)
@@ -93,6 +93,48 @@ def test_ba() -> None:
     output = evaluate(ba, "jacobian", raw)
     assert len(output["cols"]) == len(output["vals"]) == 31 and len(output["rows"]) == 3 * 5 + 1 + 1
     assert evaluate(ba, "objective", raw)["reproj_error"]["repeated"] == 5
+
+
+def _hand(points: int, complicated: bool) -> dict:
+    """A small random hand in the eval's input format: ADBench's 22 bones and their parents, 12 vertices."""
+    bones, vertices = 22, 12
+    parents = [-1, 0, 1, 2, 3, 0, 5, 6, 7, 0, 9, 10, 11, 0, 13, 14, 15, 0, 17, 18, 19, 0]
+
+    def transforms():
+        t = np.tile(np.eye(4), (bones, 1, 1))
+        t[:, :3, :] += rng.normal(size=(bones, 3, 4)) * 0.3
+        return t.tolist()
+    weights = rng.random((vertices, bones))
+    model = {"bone_count": bones, "bone_names": [f"b{i}" for i in range(bones)], "parents": parents,
+             "base_relatives": transforms(), "inverse_base_absolutes": transforms(),
+             "base_positions": np.hstack([rng.normal(size=(vertices, 3)), np.ones((vertices, 1))]).tolist(),
+             "weights": (weights / weights.sum(axis=1, keepdims=True)).tolist(),
+             "triangles": rng.integers(0, vertices, size=(8, 3)).tolist(), "is_mirrored": False}
+    correspondences = rng.integers(0, 8 if complicated else vertices, size=points).tolist()
+    return {"theta": (rng.normal(size=26) * 0.5).tolist(), "us": rng.random((points, 2)).tolist() if complicated
+            else [], "data": {"model": model, "correspondences": correspondences,
+                              "points": rng.normal(size=(points, 3)).tolist()}}
+
+
+@pytest.mark.parametrize("complicated", [False, True], ids=["simple", "complicated"])
+def test_ht(complicated: bool) -> None:
+    """The Jacobian (the us columns first, in the complicated variant) against finite differences."""
+    raw = _hand(6, complicated)
+    J = np.asarray(evaluate(ht, "jacobian", raw))
+    problem = ht.Problem(raw)
+
+    def errors(theta, us):
+        problem.theta, problem.us = theta, us
+        return ht.objective(problem).ravel()
+    theta, us = np.asarray(raw["theta"]), np.asarray(raw["us"]).reshape(-1, 2)
+    by_theta = np.stack([numeric_gradient(lambda t, i=i: errors(t, us)[i], theta) for i in range(18)])
+    np.testing.assert_allclose(J[:, -26:], by_theta, rtol=1e-6, atol=1e-7)
+    if complicated:  # each point's three rows, in its own two coordinates
+        by_us = np.stack([numeric_gradient(lambda u, i=i: errors(theta, u)[i], us) for i in range(18)])
+        for row in range(18):
+            np.testing.assert_allclose(J[row, :2], by_us[row, row // 3], rtol=1e-6, atol=1e-7)
+            assert not np.any(np.delete(by_us[row], row // 3, axis=0))
+    assert len(evaluate(ht, "objective", raw)) == 18
 
 
 def test_kmeans() -> None:
@@ -190,3 +232,15 @@ def test_the_tool_answers_on_its_standard_streams() -> None:
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert answers[1]["output"] == 16.0 and answers[2] == {"id": 2}
     assert hello.square(3.0) == 9.0
+
+
+def test_the_runner_counts_a_failed_evaluation(tmp_path) -> None:
+    """An evaluation the tool fails gets no analysis from the eval: the runner reports it and exits non-zero."""
+    script = tmp_path / "session.jsonl"
+    script.write_text("\n".join(json.dumps(m) for m in [
+        {"id": 0, "kind": "start", "eval": "hello"}, {"id": 1, "kind": "define", "module": "hello"},
+        {"id": 2, "kind": "evaluate", "module": "hello", "function": "triple", "input": 3.0},
+        {"id": 3, "kind": "end"}]) + "\n")
+    done = subprocess.run([sys.executable, str(TOOL / "runner.py"), "--script", str(script)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 1 and "hello triple : FAILED" in done.stdout

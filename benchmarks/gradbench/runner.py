@@ -73,6 +73,11 @@ def main() -> int:
     for message, response in exchange(options.eval or None, script):
         if message["kind"] == "evaluate":
             evaluations[message["id"]] = message | {"response": response}
+            if not response.get("success", False):  # the eval sends no analysis of a failed evaluation
+                invalid += 1
+                error = str(response.get("error", "")).strip().splitlines()
+                print(f"{message.get('module')} {message.get('function')} {message.get('description', '')}: "
+                      f"FAILED\n  {error[-1] if error else ''}")
         elif message["kind"] == "analysis":
             evaluated = evaluations.get(message["of"], {})
             seconds = sum(t["nanoseconds"] for t in evaluated.get("response", {}).get("timings", [])) / 1e9
