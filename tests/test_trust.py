@@ -67,6 +67,7 @@ EXACT = [
     (c.imag_is_zero, (X,), (0,), True),
     (c.float_into_int_array, (X,), (0,), False),  # the tracer does not keep numpy's integer dtype
     (c.closures_over_the_loop_variable, (1.3,), (0,), True),
+    (c.list_of_argument_views, (M,), (0,), True),  # a list of views of an argument, appended to: not a write
 ]
 
 # (function, arguments, error type)
@@ -97,6 +98,7 @@ REFUSED = [
     (c.complex_global, (1.3,), errors.UnsupportedSyntaxError),
     (c.list_plus_array, (X,), errors.MissingRuleError),
     (c.helper_changes_an_item_of_its_argument, (X,), errors.InPlaceAliasError),
+    (c.helper_writes_into_a_listed_view, (M,), errors.InPlaceAliasError),
 ]
 
 

@@ -502,3 +502,27 @@ def helper_changes_an_item_of_its_argument(x):
     rows = [x * 1.0]
     sets_an_item_of_an_item(rows)  # refused here
     return np.sum(rows[0] * x)
+
+
+def _chain_rows(m):
+    """Appends rows of its argument (views of it) to a list of its own: the argument itself is not changed."""
+    out = []
+    for i in range(m.shape[0]):
+        out.append(m[i] if i == 0 else out[i - 1] * m[i])
+    return np.stack(out)
+
+
+def list_of_argument_views(m):
+    return np.sum(_chain_rows(m) ** 2)
+
+
+def _zero_a_listed_row(m):
+    rows = []
+    for i in range(m.shape[0]):
+        rows.append(m[i])
+    rows[0][0] = 0.0  # the argument's own memory: Python's caller would see the change
+    return rows[0]
+
+
+def helper_writes_into_a_listed_view(m):
+    return np.sum(_zero_a_listed_row(m) * 2.0)  # refused here
