@@ -497,7 +497,11 @@ class Reverser:
         bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
         before, after = batch_products(body, bound, self.refs, self.namer)
         before = owned + before
-        trips = syntax.call(_attr(self.tape(self.count_name(stmt)), "pop"), []) if self.counts(stmt) else None
+        trips = None
+        if self.counts(stmt):  # the trip count, read back as a statement of its own (``v = xs.pop()``): the
+            count = self.count_name(stmt)  # language ast_ad reads again, for a derivative of this code
+            before.append(syntax.assign(count, syntax.call(_attr(self.tape(count), "pop"), [])))
+            trips = syntax.name(count)
         if isinstance(stmt, ir.While):
             index = self.namer.fresh("_")
             iterable = syntax.call(self.refs.marker(range, "range"), [trips])

@@ -1346,6 +1346,50 @@ def eigh_jvp(u: Any, ans: Any) -> Any:
     return np.diagonal(inner, axis1=-2, axis2=-1).copy(), v @ (factor * inner)
 
 
+def svd_jvp(u: Any, ans: Any, a: Any, full_matrices: Any = True, compute_uv: Any = True) -> Any:
+    """Tangents of the thin ``U, S, Vt = svd(a)`` (distinct singular values), or of ``S`` alone: with
+    ``P = U^T u V`` and ``F_ij = 1 / (s_j^2 - s_i^2)``, ``dS = diag(P)``, ``dU = U (F * (P S + S P^T)) +
+    (I - U U^T) u V S^-1`` and ``dV = V (F * (S P + P^T S)) + (I - V V^T) u^T U S^-1``."""
+    if not compute_uv:
+        return svdvals_jvp(u, a)
+    if full_matrices and np.shape(a)[-1] != np.shape(a)[-2]:
+        raise NotImplementedError("the derivative of np.linalg.svd with full_matrices=True on a non-square "
+                                  "matrix: pass full_matrices=False")
+    left, s, vt = ans
+    v = T(vt)
+    p = T(left) @ u @ v
+    s_row, s_col = s[..., None, :], s[..., :, None]
+    gaps = s_row ** 2 - s_col ** 2
+    f = reciprocal_or_zero(gaps)
+    inverse = reciprocal_or_zero(s)[..., None, :]
+    m, n = np.shape(a)[-2:]
+    d_left = left @ (f * (p * s_row + s_col * T(p)))
+    d_v = v @ (f * (s_col * p + T(p) * s_row))
+    if m > np.shape(s)[-1]:
+        d_left = d_left + (u @ v - left @ (T(left) @ u @ v)) * inverse
+    if n > np.shape(s)[-1]:
+        d_v = d_v + (T(u) @ left - v @ (T(v) @ T(u) @ left)) * inverse
+    return d_left, np.diagonal(p, axis1=-2, axis2=-1).copy(), T(d_v)
+
+
+def qr_jvp(u: Any, ans: Any) -> Any:
+    """Tangents of the reduced ``q, r = qr(a)`` (``a`` square or tall, of full rank): with ``x = q^T u r^-1``
+    and ``s`` the skew matrix of its strictly lower part, ``dr = (x - s) r`` and ``dq = u r^-1 - q (x - s)``."""
+    q, r = ans
+    u_r = T(np.linalg.solve(T(r), T(u)))  # u r^-1
+    x = T(q) @ u_r
+    low = np.tril(x, -1)
+    upper = x - (low - T(low))
+    return u_r - q @ upper, upper @ r
+
+
+def pinv_jvp(u: Any, ans: Any, a: Any) -> Any:
+    """Tangent of ``p = pinv(a)``: ``-p u p + p p^T u^T (I - a p) + (I - p a) u^T p^T p``."""
+    p = ans
+    m, n = np.shape(a)[-2:]
+    return -p @ u @ p + p @ T(p) @ T(u) @ (np.eye(m) - a @ p) + (np.eye(n) - p @ a) @ T(u) @ T(p) @ p
+
+
 def svdvals_jvp(u: Any, a: Any) -> Any:
     """Tangent of the singular values of ``a`` (distinct): ``diag(U^T u V)``."""
     left, _, vt = np.linalg.svd(a, full_matrices=False)

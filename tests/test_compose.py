@@ -446,3 +446,40 @@ def test_a_third_derivative_through_a_gradient_called_in_a_body_is_refused() -> 
 
     with pytest.raises(MissingRuleError, match="derivative of a derivative is not supported"):
         ast_ad.hessian(nested.force_norm)(np.array([0.3, -0.5]), 1.5)
+
+
+def test_forward_over_reverse_of_an_element_loop_needs_no_alias_checks() -> None:
+    """The gradient of ``x[i]`` reads in a loop appends each read's adjoint to a list; appending changes the
+    list, not the arrays in it, so the Hessian's code checks nothing at run time (it did, at every append,
+    walking every container: quadratic in the loop's length)."""
+    def rosenbrock(x):
+        total = 0.0
+        for i in range(len(x) - 1):
+            total = total + (1.0 - x[i]) ** 2 + 10.0 * (x[i + 1] - x[i] ** 2) ** 2
+        return total
+    x = np.linspace(-1.0, 1.0, 6)
+    assert "check_in_place" not in ast_ad.source(ast_ad.hessian(rosenbrock), x)
+    expected = np.zeros((6, 6))
+    for i in range(5):  # the Hessian of each term, by hand
+        expected[i, i] += 2.0 - 40.0 * (x[i + 1] - x[i] ** 2) + 80.0 * x[i] ** 2
+        expected[i, i + 1] += -40.0 * x[i]
+        expected[i + 1, i] += -40.0 * x[i]
+        expected[i + 1, i + 1] += 20.0
+    np.testing.assert_allclose(ast_ad.hessian(rosenbrock)(x), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", [c for c in corpus_control.CASES if c.fn.__name__ in (
+    "while_active", "while_count", "break_continue", "early_returns", "for_else", "shared_weights_while")],
+    ids=lambda c: c.fn.__name__)
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_second_derivatives_of_while_loops_and_breaks(case: Case, data: st.DataObject) -> None:
+    """A loop whose trips are counted reads its count back as a statement of its own: forward mode over
+    the gradient follows it. Its Hessian-vector product against the tracer's forward over reverse."""
+    args = data.draw(case.args)
+    k = case.argnums[0]
+    v = np.ones(np.shape(args[k])) if np.ndim(args[k]) else 1.0
+    ours = ast_ad.hvp(case.fn, k)(*args, v)
+    tangents = tuple(v if j == k else None for j in range(len(args)))
+    traced = ast_ad.tracer.jvp(ast_ad.tracer.grad(case.fn, k), args, tangents)[1]
+    np.testing.assert_allclose(ours, traced, rtol=1e-9, atol=1e-11)

@@ -51,6 +51,7 @@ defvjp(builtins.min, lambda g, ans, *xs: chosen_vjp(0, g, ans, xs),
 defvjp(builtins.max, *_registered(builtins.min).vjps)
 
 defvjp(field, lambda g, ans, obj, name: field_vjp(g, obj, name))
+defjvp(field, lambda u, ans, obj, name: field(u, name))  # a namedtuple's tangent is one of its type
 
 # lists and tuples joined (a + b) and repeated (a * n): their adjoints split and add element by element
 defvjp(concat, lambda g, ans, a, b: concat_vjp_a(g, a, b), lambda g, ans, a, b: concat_vjp_b(g, a, b))

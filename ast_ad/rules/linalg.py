@@ -21,11 +21,14 @@ from ast_ad.runtime import (
     norm_vjp,
     outer_vjp_a,
     outer_vjp_b,
+    pinv_jvp,
     pinv_vjp,
+    qr_jvp,
     qr_vjp,
     slogdet_jvp,
     solve_vjp_a,
     solve_vjp_b,
+    svd_jvp,
     svd_vjp,
     svdvals_jvp,
     vecdot_vjp,
@@ -66,7 +69,6 @@ defvjp(np.linalg.matrix_norm, lambda g, ans, x, keepdims=False, ord="fro": norm_
 def_sequence(np.linalg.eigh, np.linalg.svd, np.linalg.qr, np.linalg.slogdet)  # they return tuples
 
 # ---- forward mode --------------------------------------------------------------------------------------------
-# svd, qr and pinv have no forward rule yet: a tangent through them is refused at the user's line.
 defjvp(np.linalg.inv,          lambda u, ans, a: -(ans @ u @ ans))
 defjvp(np.linalg.slogdet,      lambda u, ans, a: slogdet_jvp(u, a))
 defjvp(np.linalg.solve,        lambda u, ans, a, b: -np.linalg.solve(a, u @ ans))
@@ -74,6 +76,10 @@ defjvp(np.linalg.cholesky,     lambda u, ans, a, *args, **kwargs: cholesky_jvp(u
 defjvp(np.linalg.eigh,         lambda u, ans, a, UPLO="L": eigh_jvp(u, ans))
 defjvp(np.linalg.eigvalsh,     lambda u, ans, a, UPLO="L": eigh_jvp(u, np.linalg.eigh(a))[0])
 defjvp(np.linalg.svdvals,      lambda u, ans, a: svdvals_jvp(u, a))
+defjvp(np.linalg.svd,          lambda u, ans, a, full_matrices=True, compute_uv=True, *args, **kwargs:
+                               svd_jvp(u, ans, a, full_matrices, compute_uv))
+defjvp(np.linalg.qr,           lambda u, ans, a, mode="reduced": qr_jvp(u, ans))
+defjvp(np.linalg.pinv,         lambda u, ans, a, *args, **kwargs: pinv_jvp(u, ans, a))
 defjvp(np.linalg.matrix_power, lambda u, ans, a, n: matrix_power_jvp(u, a, n))
 defjvp(np.linalg.multi_dot,    lambda u, ans, arrays, *args, **kwargs: multi_dot_jvp(u, arrays))
 def_linear(np.linalg.solve, 1)
