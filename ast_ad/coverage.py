@@ -66,8 +66,10 @@ def table() -> str:
              "`AST_AD_UPDATE_GOLDEN=1 pytest tests/test_numpy_breadth.py` rewrites it.", "",
              f"- {differentiable} functions with reverse rules, and {sum(len(v) for v in zero.values())} declared "
              "without a gradient (piecewise constant, integer or boolean results).",
-             f"- {len(forward)} of the {differentiable} have forward rules too (`jvp`, Hessians); the others are "
-             f"refused in forward mode at the user's line: {', '.join(f'`{n}`' for n in reverse_only)}.",
+             (f"- {len(forward)} of the {differentiable} have forward rules too (`jvp`, Hessians); the others are "
+              f"refused in forward mode at the user's line: {', '.join(f'`{n}`' for n in reverse_only)}."
+              if reverse_only else f"- All {differentiable} have forward rules too (`jvp`, Hessians, derivatives "
+              "of any order)."),
              "- Array methods (`x.sum()`, `x.T`, `x.reshape(...)`, `x.astype(...)`, ...) resolve to these rules."]
     count = autograd_count()
     if count is not None:
