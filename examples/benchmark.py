@@ -201,16 +201,9 @@ def second_order(repeat: int) -> None:
         import autograd
     except ImportError:
         autograd = None
-    try:
-        import jax
-        import jax.numpy as jnp
-        jax.config.update("jax_enable_x64", True)
-    except ImportError:
-        jax = None
-    header = f"{'workload':32} {'primal':>10} {'ast_ad':>10} {'autograd':>10} {'jax':>10} {'jax.jit':>10} " \
-             f"{'ours/primal':>12} {'jit compile':>12}"
-    print("\n" + header)
-    print("-" * len(header))
+    jax, jnp = _jax()
+    _table(f"{'workload':32} {'primal':>10} {'ast_ad':>10} {'autograd':>10} {'jax':>10} {'jax.jit':>10} "
+           f"{'ours/primal':>12} {'jit compile':>12}")
     for name, fn, args, ours_of, autograd_of, jax_of in second_order_workloads():
         ours = ours_of(fn)
         theirs = autograd_of(autograd, with_autograd_numpy(fn)) if autograd and autograd_of else None
@@ -234,6 +227,22 @@ def second_order(repeat: int) -> None:
         print(f"{name:32} {_fmt(best['primal']):>10} {_fmt(best['ours']):>10} {_fmt(best['autograd']):>10} "
               f"{_fmt(best['jax']):>10} {_fmt(best['jit']):>10} {best['ours'] / best['primal']:>11.1f}x "
               f"{_fmt(compile_time):>12}")
+
+
+def _jax():
+    """JAX and jax.numpy with 64-bit floats, or (None, None) where JAX is not installed."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None, None
+    jax.config.update("jax_enable_x64", True)
+    return jax, jnp
+
+
+def _table(header: str) -> None:
+    print("\n" + header)
+    print("-" * len(header))
 
 
 def with_namespace(fn, namespace):
@@ -381,16 +390,9 @@ def compiled(repeat: int) -> None:
     except ImportError:
         print("\n(numba is not installed: pip install \"ast_ad[numba]\" for the compiled table)")
         return
-    try:
-        import jax
-        import jax.numpy as jnp
-        jax.config.update("jax_enable_x64", True)
-    except ImportError:
-        jax = None
-    header = f"{'compiled gradients':32} {'primal':>10} {'njit primal':>11} {'ast_ad':>10} {'jit=numba':>10} " \
-             f"{'compile':>8} {'jax.jit(grad)':>16} {'compile':>8} {'vs JAX':>13}"
-    print("\n" + header)
-    print("-" * len(header))
+    jax, jnp = _jax()
+    _table(f"{'compiled gradients':32} {'primal':>10} {'njit primal':>11} {'ast_ad':>10} {'jit=numba':>10} "
+           f"{'compile':>8} {'jax.jit(grad)':>16} {'compile':>8} {'vs JAX':>13}")
     rows = [("100-step loop, math.sin", loop_math, (0,), (0.5,), loop_numpy),
             ("100-step loop, np.sin", loop_numpy, (0,), (0.5,), loop_numpy),
             ("loops and branches (scalars)", branchy, (0, 1), (0.3, 0.7), branchy),
