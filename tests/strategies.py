@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -32,3 +33,9 @@ def broadcast_pair(domain_a: str = "real", domain_b: str = "real") -> st.SearchS
     """Two arrays whose shapes broadcast against each other."""
     pair = hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3)
     return pair.flatmap(lambda s: st.tuples(arrays(s.input_shapes[0], domain_a), arrays(s.input_shapes[1], domain_b)))
+
+
+def few(examples: int) -> int:
+    """``examples`` under the CI profile (40 examples a test), proportionally more under a longer one
+    (``HYPOTHESIS_PROFILE=long``): for tests that run every rule or every corpus function, each with few."""
+    return max(examples, examples * settings.default.max_examples // 40)

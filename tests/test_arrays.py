@@ -21,6 +21,7 @@ from ast_ad import registry, tracer
 from tests import corpus, corpus_control, corpus_numpy
 from tests.duck import Duck, Refused, ducks, unwrap
 from tests.rule_cases import CASES as RULE_CASES
+from tests.strategies import few
 from tests.test_rules import DIFFERENTIABLE, _name, direction_like, leaves, random_like
 
 CORPUS = corpus.CASES + corpus_control.CASES + corpus_numpy.CASES
@@ -47,7 +48,7 @@ def has_duck(value) -> bool:
 
 
 @pytest.mark.parametrize("rule", DIFFERENTIABLE, ids=_name)
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=few(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_every_rule_keeps_the_array_type(rule: registry.Rule, data: st.DataObject) -> None:
     """Each reverse and forward rule, given duck arrays, gives duck arrays with numpy's values."""
@@ -88,7 +89,7 @@ def test_every_rule_keeps_the_array_type(rule: registry.Rule, data: st.DataObjec
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=[c.fn.__name__ for c in CORPUS])
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=few(5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_corpus_on_duck_arrays(case: corpus.Case, data: st.DataObject) -> None:
     """Where Python runs a corpus function on duck arrays, ast_ad's gradient does, with duck gradients."""
@@ -113,7 +114,7 @@ def test_corpus_on_duck_arrays(case: corpus.Case, data: st.DataObject) -> None:
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=[c.fn.__name__ for c in CORPUS])
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=few(3), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_corpus_forward_mode_on_duck_arrays(case: corpus.Case, data: st.DataObject) -> None:
     """Forward mode too: duck primals and tangents give a duck tangent, with numpy's values."""

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import ast_ad
 from tests import corpus, corpus_control, corpus_numpy
+from tests.strategies import few
 from tests.test_rules import leaves
 
 dask = pytest.importorskip("dask")
@@ -58,7 +59,7 @@ def lazy(value, chunks: int = 2):
 
 @pytest.mark.parametrize("case", [c for c in CORPUS if c.fn.__name__ not in EAGER_IN_DASK],
                          ids=[c.fn.__name__ for c in CORPUS if c.fn.__name__ not in EAGER_IN_DASK])
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=few(4), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_corpus_on_dask_arrays(case: corpus.Case, data: st.DataObject) -> None:
     args = data.draw(case.args)
