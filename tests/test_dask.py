@@ -146,6 +146,8 @@ def test_forward_mode_jacobian_and_hessian_on_dask() -> None:
     assert np.allclose(hessian.compute(), ast_ad.hessian(logistic_loss)(w, X, y))
     jacobian = ast_ad.jacfwd(lambda w, X: X @ w)(wd, Xd)
     assert isinstance(jacobian, da.Array) and np.allclose(jacobian.compute(), X)
+    rows = ast_ad.jacrev(lambda w, X: np.tanh(X @ w))(wd, Xd)  # one vjp a row, each lazy
+    assert isinstance(rows, da.Array) and np.allclose(rows.compute(), (1 - np.tanh(X @ w) ** 2)[:, None] * X)
 
 
 def sign_branch(x):
