@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import linecache
 import numbers
 import re
 import sys
@@ -25,7 +24,7 @@ from ast_ad.errors import (
     SourceUnavailableError,
 )
 from ast_ad.load import Loaded
-from ast_ad.runtime import is_array, unbroadcast, zeros_of
+from ast_ad.runtime import broadcast_like, is_array, unbroadcast
 
 if TYPE_CHECKING:
     from ast_ad.compose import Lowered
@@ -179,10 +178,7 @@ class Gradient(Generic[P]):
             raise ASTADError("jit= applies to a gradient of a plain function, not of a derivative")
         if self.bound_self is not None:
             raise ASTADError("jit= does not compile methods: differentiate a function of the object's arrays")
-        assert self.jit is not None
-        code = self.fun.__code__
-        first = linecache.getline(code.co_filename, code.co_firstlineno).strip()
-        run: Callable[..., Any] = jit.compiled(loaded, self.jit, (code.co_filename, code.co_firstlineno, first))
+        run: Callable[..., Any] = jit.compiled(loaded, self.fun)  # jit="numba": checked when made
         return run
 
     @property
@@ -520,11 +516,11 @@ def _like(bar: Any, x: Any) -> Any:
     foreign_x, foreign_bar = is_array(x) and not isinstance(x, np.ndarray), is_array(bar) and \
         not isinstance(bar, np.ndarray)
     if foreign_x or foreign_bar:  # arrays of another library (dask, CuPy): the gradient stays of that type, lazy
-        if foreign_x and type(bar) is not type(x):  # a float, or a numpy array that met no argument of x's type
-            bar = zeros_of(x, dtype=x.dtype) + bar
-        dtype = x.dtype if foreign_x or isinstance(x, np.ndarray) else np.result_type(x)
-        if bar.shape != np.shape(x):
+        if foreign_x and (type(bar) is not type(x) or bar.shape != x.shape):  # a float, a numpy array, a part
+            bar = broadcast_like(bar, x, x.shape)  # of x's type and layout (a dask array's chunks)
+        elif bar.shape != np.shape(x):
             bar = np.broadcast_to(bar, np.shape(x))
+        dtype = x.dtype if foreign_x or isinstance(x, np.ndarray) else np.result_type(x)
         if bar.dtype != dtype:
             bar = bar.astype(dtype)
         chunks = getattr(x, "chunks", None)  # a dask array's gradient has its chunks

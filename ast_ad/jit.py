@@ -16,6 +16,7 @@ Nothing falls back to Python silently.
 from __future__ import annotations
 
 import ast
+import linecache
 import re
 import threading
 from typing import Any
@@ -32,11 +33,9 @@ class JitError(LocatedError):
     """Numba cannot compile this gradient: the message names the user's line and Numba's reason."""
 
 
-def compiled(loaded: Loaded, jit: str, origin: tuple[str, int, str] | None = None) -> Any:
-    """The generated entry function of ``loaded``, compiled by ``jit`` (only ``"numba"``), made once.
-    ``origin``: the user's function (file, line of its ``def``, that line), for failures in its forward pass."""
-    if jit != "numba":
-        raise ValueError(f'jit={jit!r}: the only compiler ast_ad knows is jit="numba"')
+def compiled(loaded: Loaded, fun: Any) -> Any:
+    """The generated entry function of ``loaded``, the gradient of the user's function ``fun``, compiled by
+    Numba; made once per generated module."""
     found = _compiled.get(id(loaded))
     if found is not None and found[0] is loaded:
         return found[1]
@@ -50,8 +49,9 @@ def compiled(loaded: Loaded, jit: str, origin: tuple[str, int, str] | None = Non
         exec(compile(tree, loaded.fn.__code__.co_filename, "exec"), namespace)  # noqa: S102 -- our own code
         for name in loaded.files:  # every generated function, compiled, calling the others compiled
             namespace[name] = numba.njit(namespace[name])
-        entry = namespace[loaded.fn.__name__]
-        runner = _Compiled(entry, loaded, numba, origin)
+        code = fun.__code__  # where a failure in the forward pass (which has no line comments) is reported
+        origin = (code.co_filename, code.co_firstlineno, linecache.getline(code.co_filename, code.co_firstlineno))
+        runner = _Compiled(namespace[loaded.fn.__name__], loaded, numba, origin)
         _compiled[id(loaded)] = (loaded, runner)
         return runner
 
@@ -60,7 +60,7 @@ class _Compiled:
     """Calls the compiled gradient; Numba compiles at the first call of each argument types, and a failure
     there is reported at the user's line."""
 
-    def __init__(self, entry: Any, loaded: Loaded, numba: Any, origin: tuple[str, int, str] | None):
+    def __init__(self, entry: Any, loaded: Loaded, numba: Any, origin: tuple[str, int, str]):
         self.entry, self.loaded, self.numba, self.origin = entry, loaded, numba, origin
 
     def __call__(self, *args: Any) -> Any:
@@ -78,37 +78,21 @@ class _Compiled:
                   if path == filename or path.endswith(filename.rsplit("/", 1)[-1])]
         reason = next((line.strip() for line in message.splitlines() if line.strip()
                        and not line.startswith(("Failed in", "During:", "File", "<source"))), message)
-        where = _user_line(lines, places[-1], self.loaded.files) if places else None
-        generated = lines[places[-1] - 1].strip() if places else "?"
-        if where is None and places and self.origin is not None:  # the forward pass: the function itself
-            where = self.origin
         hint = ("Numba compiles numbers, numpy arrays, and lists and tuples of them; keep each variable one type "
                 "(a number everywhere, or an array everywhere), or leave out jit= to run the gradient in Python")
-        if where is None:
-            return JitError(f"Numba could not compile the gradient ({reason}); generated line: {generated}. {hint}")
+        if not places:
+            return JitError(f"Numba could not compile the gradient ({reason}). {hint}")
+        lineno = places[-1]
+        function = next((line.split("def ", 1)[1].split("(", 1)[0] for line in reversed(lines[:lineno])
+                         if line.startswith("def ")), "")
+        where = self.loaded.line_at(lineno, function) or (self.origin[0], self.origin[1], self.origin[2].strip())
         return JitError(f"Numba could not compile the gradient of this line ({reason}); generated line: "
-                        f"{generated}. {hint}", *where)
+                        f"{lines[lineno - 1].strip()}. {hint}", *where)
 
 
 class _Undelete(ast.NodeTransformer):
     def visit_Delete(self, node: ast.Delete) -> ast.Pass:
         return ast.copy_location(ast.Pass(), node)
-
-
-def _user_line(lines: list[str], lineno: int, files: dict[str, str]) -> tuple[str, int, str] | None:
-    """The user's line whose gradient generated line ``lineno`` computes: the ``# line N:`` comment above it in
-    the same generated function (``None`` in a forward pass, which has no such comments)."""
-    from ast_ad.load import _COMMENT
-
-    for index in range(lineno - 1, -1, -1):
-        found = _COMMENT.match(lines[index])
-        if found:
-            name = next((line.split("def ", 1)[1].split("(", 1)[0] for line in reversed(lines[:index])
-                         if line.startswith("def ")), "")
-            return files.get(name, next(iter(files.values()), "?")), int(found.group(1)), found.group(2)
-        if lines[index].startswith("def "):
-            return None
-    return None
 
 
 def _numba() -> Any:

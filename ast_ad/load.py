@@ -54,13 +54,19 @@ class Loaded:
             if tb.tb_frame.f_code.co_filename == filename:
                 frame = tb
             tb = tb.tb_next
-        if frame is None or frame.tb_frame.f_code.co_name not in self.files:
+        if frame is None:
             return None
-        lines = self.text.splitlines()
-        for text in reversed(lines[:frame.tb_lineno]):
+        return self.line_at(frame.tb_lineno, frame.tb_frame.f_code.co_name)
+
+    def line_at(self, lineno: int, function: str) -> tuple[str, int, str] | None:
+        """The user's line whose gradient line ``lineno`` of the generated ``function`` computes: the
+        ``# line N: ...`` comment above it in that function (``None`` in a forward pass, which has none)."""
+        if function not in self.files:
+            return None
+        for text in reversed(self.text.splitlines()[:lineno]):
             found = _COMMENT.match(text)
             if found:
-                return self.files[frame.tb_frame.f_code.co_name], int(found.group(1)), found.group(2)
+                return self.files[function], int(found.group(1)), found.group(2)
             if text.lstrip().startswith("def "):
                 return None
         return None

@@ -133,6 +133,7 @@ class Lowerer:
         self.inlining: list[str] = []
         self.shares: dict[str, set[str]] = {}  # IR name -> IR names that may share its memory (copies, views)
         self.holds: dict[str, set[str]] = {}  # a list or tuple's IR name -> IR names of the objects it holds
+        self.held_by: dict[str, set[str]] = {}  # the same relation the other way round
         self.changing: set[str] = set()  # user names that an if or a loop assigns: their IR names get mutable
         self.params: dict[str, str] = {}  # IR name -> parameter, for the parameters' own values
         self.appends_left: dict[str, int] = {}  # user name -> appends to it not lowered yet
@@ -408,19 +409,16 @@ class Lowerer:
     def contain(self, container: str, item: str) -> None:
         """Record that the list or tuple ``container`` holds the object ``item`` (``xs.append(item)``)."""
         self.holds.setdefault(container, set()).add(item)
+        self.held_by.setdefault(item, set()).add(container)
 
     def reaching(self, name: str, container: bool) -> set[str]:
         """The IR names that may reach the object ``name`` holds: those sharing its memory, the lists and tuples
         holding it (or holding them); unless only a list changes (``container``: its items stay as they are),
         also the objects it holds, and theirs."""
-        held_by: dict[str, set[str]] = {}
-        for outer, items in self.holds.items():
-            for item in items:
-                held_by.setdefault(item, set()).add(outer)
         found, stack = {name}, [name]
         while stack:
             current = stack.pop()
-            near = self.shares.get(current, set()) | held_by.get(current, set())
+            near = self.shares.get(current, set()) | self.held_by.get(current, set())
             if not container:
                 near = near | self.holds.get(current, set())
             for other in near - found:

@@ -1235,7 +1235,7 @@ def check_in_place(target: Any, others: Any, where: Any) -> Any:
             stack.extend(obj)
         elif isinstance(obj, dict):
             stack.extend(obj.values())
-        found = obj is target or (array and is_array(obj) and np.may_share_memory(target, obj))
+        found = obj is target or (array and is_array(obj) and _may_share_memory(target, obj))
     if found:
         try:
             from ast_ad.errors import InPlaceAliasError as error
@@ -1244,6 +1244,15 @@ def check_in_place(target: Any, others: Any, where: Any) -> Any:
         raise error(f"{where}: this in-place update changes an object that another variable also refers to "
                     "(Python would change both; ast_ad computes a new value): copy it first, "
                     "y = x.copy(), or write x = x + ... instead of x += ...")
+
+
+def _may_share_memory(a: Any, b: Any) -> bool:
+    """Whether two arrays may share memory: numpy tells for its own arrays. For another library's arrays
+    of one type, they are taken to share it (dask cannot tell without computing both): a refusal, never a
+    guess that they are apart."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return bool(np.may_share_memory(a, b))
+    return type(a) is type(b)
 
 
 def check_kept(value: Any, message: Any) -> Any:

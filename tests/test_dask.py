@@ -178,3 +178,43 @@ def test_distributed_local_cluster() -> None:
         value, g = client.compute([value, g], sync=True)
     expected_value, expected = ast_ad.value_and_grad(logistic_loss)(w, X, y)
     assert np.allclose(value, expected_value) and np.allclose(g, expected)
+
+
+def repeated_reads(x):
+    return np.sum(x[np.array([0, 2, 2, 0, 2])] ** 2) + np.sum(x[:, np.array([1, 1])]) + np.sum(x[np.array([1, 1]), 0])
+
+
+def test_reads_at_repeated_indices_stay_lazy() -> None:
+    """dask has no np.add.at: the repeats are added in as many plain writes as an index repeats."""
+    x = np.arange(12.0).reshape(4, 3) / 7.0
+    scheduler = Counting()
+    with dask.config.set(scheduler=scheduler):
+        g = ast_ad.grad(repeated_reads)(da.from_array(x, chunks=(2, 3)))
+        assert scheduler.runs == 0
+    assert isinstance(g, da.Array) and np.allclose(g.compute(), ast_ad.grad(repeated_reads)(x))
+
+
+def apart_reads(x):
+    return np.sum(x[np.array([0, 0]), :, 1])
+
+
+def test_other_repeated_reads_are_refused() -> None:
+    """An integer array and an integer apart (numpy moves the array's axes first): refused, not computed."""
+    with pytest.raises(ast_ad.errors.ASTADError, match="cannot add at repeated indices"):
+        ast_ad.grad(apart_reads)(da.from_array(np.ones((2, 3, 2)), chunks=2))
+
+
+def write_through_view(x):
+    y = x * 1.0
+    z = y[1:]
+    z[0] = 3.0
+    return np.sum(y * x)
+
+
+def test_a_write_that_may_reach_another_array_is_refused_without_computing() -> None:
+    """numpy tells whether two of its arrays share memory; of two dask arrays ast_ad cannot tell without
+    computing them, so the write is refused, as it is for numpy's views."""
+    scheduler = Counting()
+    with dask.config.set(scheduler=scheduler), pytest.raises(ast_ad.errors.InPlaceAliasError):
+        ast_ad.grad(write_through_view)(da.from_array(np.ones(4), chunks=2))
+    assert scheduler.runs == 0
