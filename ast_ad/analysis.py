@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeGuard, TypeVar
 
+import gast
 import numpy as np
 
 from ast_ad import ir, registry, runtime
@@ -382,3 +383,104 @@ def in_place_writes(function: ir.Function, useful: set[str], structured: set[str
 
     visit(function.body, frozenset())
     return InPlace(loops, writes, reads)
+
+
+# ---- binomial checkpointing ---------------------------------------------------------------------------------
+def checkpoint_state(function: ir.Function, position: int, in_place: InPlace) -> tuple[tuple[str, ...], str | None]:
+    """The loop-carried state that snapshots of the loop at ``function.body[position]`` keep, or why that
+    loop is not checkpointed (``grad(f, checkpoints=c)``; see ``ast_ad.revolve``).
+
+    The state is every name the loop body rebinds that is bound before the loop (to a value: not the
+    ``None`` that names bound in a loop start with) or read in a step before that step binds it: from
+    those, the body computes any step again. A loop is checkpointed
+    when computing one of its steps again gives what the first run gave and changes nothing else:
+    a ``for`` loop (a ``while`` loop's length is unknown when it starts) that does not break, prints,
+    asserts, appends to or pops from a list, writes arrays in place (its tape is already O(what changes)),
+    or calls a function ast_ad has no rule for (which might not give the same result twice).
+    """
+    loop = function.body[position]
+    if not isinstance(loop, ir.For):
+        return (), "a while loop's length is not known when it starts"
+    why = _not_repeatable(loop.body, in_place, set())
+    if why is not None:
+        return (), why
+    rebound = dict.fromkeys(n for s in ir.walk(loop.body) for n in ir.defined(s))
+    before = set(function.params) | {n for s in ir.walk(function.body[:position]) for n in ir.defined(s)
+                                     if not (isinstance(s, ir.Assign) and s.value == ir.Const(None))}
+    exposed = _exposed(loop.body, {loop.target})
+    return tuple(n for n in rebound if n != loop.target and (n in before or n in exposed)), None
+
+
+def _not_repeatable(body: tuple[ir.Stmt, ...], in_place: InPlace, seen: set[int]) -> str | None:
+    for stmt in ir.walk(body):
+        if isinstance(stmt, ir.Break):
+            return "it may break: its length is not known when it starts"
+        if isinstance(stmt, ir.Effect):
+            return f"line {stmt.line.lineno} has an effect, which computing the step again would repeat"
+        if isinstance(stmt, (ir.Append, ir.Pop)):
+            return f"line {stmt.line.lineno} changes a list, which the snapshots would share"
+        if id(stmt) in in_place.loops or id(stmt) in in_place.writes:
+            return "it writes arrays in place, and so tapes only the entries each write changes"
+        if not isinstance(stmt, ir.Assign):
+            continue
+        refs = stmt.value.refs if isinstance(stmt.value, ir.Raw) else \
+            (stmt.value.fn,) if isinstance(stmt.value, ir.Call) else ()
+        for ref in refs:
+            if not callable(ref.obj) or isinstance(ref.obj, type) or registry.lookup(ref.obj) is not None:
+                continue
+            if is_user_function(ref.obj) and id(ref.obj) not in seen:
+                from ast_ad.transform import normalized  # the callee's own body, checked the same way
+
+                seen.add(id(ref.obj))
+                why = _not_repeatable(normalized(ref.obj).body, InPlace({}, {}, {}), seen)
+                if why is not None:
+                    return f"it calls {ref.hint}, where {why}"
+            elif not is_user_function(ref.obj):
+                return f"line {stmt.line.lineno} calls {ref.hint}, which has no rule and so may not give the " \
+                       "same result when the step is computed again"
+    return None
+
+
+def _exposed(body: tuple[ir.Stmt, ...], written: set[str]) -> set[str]:
+    """The names ``body`` reads before it has surely bound them (``written``: those bound already)."""
+    found: set[str] = set()
+    for stmt in body:
+        found |= set(reads_of(stmt)) - written
+        if isinstance(stmt, ir.If):
+            found |= _exposed(stmt.body, set(written)) | _exposed(stmt.orelse, set(written))
+            written |= _bound(stmt.body) & _bound(stmt.orelse)
+        elif isinstance(stmt, (ir.For, ir.While)):
+            found |= _exposed(stmt.body, written | set(ir.defined(stmt)))
+        else:
+            written |= set(ir.defined(stmt))
+    return found
+
+
+def _bound(body: tuple[ir.Stmt, ...]) -> set[str]:
+    """The names ``body`` surely binds (at its own level, or in both branches of an ``if``)."""
+    names: set[str] = set()
+    for stmt in body:
+        if isinstance(stmt, ir.If):
+            names |= _bound(stmt.body) & _bound(stmt.orelse)
+        elif not isinstance(stmt, (ir.For, ir.While)):
+            names |= set(ir.defined(stmt))
+    return names
+
+
+def reads_of(stmt: ir.Stmt) -> list[str]:
+    """The names ``stmt`` itself reads (not its nested statements), kept-as-written expressions included."""
+    nodes: list[Any] = []
+    if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Raw):
+        nodes.append(stmt.value.node)
+    elif isinstance(stmt, ir.While):
+        nodes.append(stmt.test.node)
+    elif isinstance(stmt, ir.Effect):
+        nodes.append(stmt.node)
+    names = [n.id for node in nodes for n in gast.walk(node) if isinstance(n, gast.Name)]
+    if isinstance(stmt, ir.If) and isinstance(stmt.test, ir.Var):
+        names.append(stmt.test.name)
+    if isinstance(stmt, ir.For) and isinstance(stmt.iter, ir.Var):
+        names.append(stmt.iter.name)
+    if isinstance(stmt, ir.Pop):
+        names.append(stmt.source)
+    return names + _stmt_inputs(stmt)

@@ -39,14 +39,15 @@ P = ParamSpec("P")
 
 
 @overload
-def grad(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0, *, jit: str | None = None) -> Gradient[P]: ...
+def grad(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0, *, jit: str | None = None,
+         checkpoints: int | None = None) -> Gradient[P]: ...
 @overload
-def grad(fun: None = None, argnums: int | tuple[int, ...] = 0, *,
-         jit: str | None = None) -> Callable[[Callable[P, Any]], Gradient[P]]: ...
+def grad(fun: None = None, argnums: int | tuple[int, ...] = 0, *, jit: str | None = None,
+         checkpoints: int | None = None) -> Callable[[Callable[P, Any]], Gradient[P]]: ...
 
 
-def grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int, ...] = 0, *,
-         jit: str | None = None) -> Gradient[P] | Callable[[Callable[P, Any]], Gradient[P]]:
+def grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int, ...] = 0, *, jit: str | None = None,
+         checkpoints: int | None = None) -> Gradient[P] | Callable[[Callable[P, Any]], Gradient[P]]:
     """The gradient of scalar-valued ``fun`` with respect to the argument(s) at ``argnums``.
 
     Works as ``grad(f)``, ``grad(f, 1)``, ``grad(f, argnums=(0, 1))`` (a tuple of
@@ -57,30 +58,38 @@ def grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int, ...] = 0
     ``jit="numba"`` compiles the generated gradient with Numba (``pip install "ast_ad[numba]"``), in
     nopython mode: loops and branches over numbers and arrays run at compiled speed. Code Numba cannot
     compile raises :class:`ast_ad.jit.JitError` at the first call, naming the line.
+
+    ``checkpoints=c`` trades time for memory in long loops (binomial checkpointing, ``ast_ad.revolve``):
+    each ``for`` loop at the top level of ``fun`` keeps at most ``c`` snapshots of the state it carries
+    from step to step, and the backward pass computes the other steps again, by revolve's optimal
+    schedule, instead of taping every step. The gradient is the same, to the bit. The generated code
+    says above each loop whether it is checkpointed, and if not, why (a ``while`` loop, a ``break``, a
+    ``print``, an in-place write, a call without a rule).
     """
     if fun is None:
         def decorate(fun: Callable[P, Any]) -> Gradient[P]:
-            return Gradient(fun, argnums, with_value=False, jit=jit)
+            return Gradient(fun, argnums, with_value=False, jit=jit, checkpoints=checkpoints)
         return decorate
-    return Gradient(fun, argnums, with_value=False, jit=jit)
+    return Gradient(fun, argnums, with_value=False, jit=jit, checkpoints=checkpoints)
 
 
 @overload
-def value_and_grad(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0, *,
-                   jit: str | None = None) -> Gradient[P]: ...
+def value_and_grad(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0, *, jit: str | None = None,
+                   checkpoints: int | None = None) -> Gradient[P]: ...
 @overload
-def value_and_grad(fun: None = None, argnums: int | tuple[int, ...] = 0, *,
-                   jit: str | None = None) -> Callable[[Callable[P, Any]], Gradient[P]]: ...
+def value_and_grad(fun: None = None, argnums: int | tuple[int, ...] = 0, *, jit: str | None = None,
+                   checkpoints: int | None = None) -> Callable[[Callable[P, Any]], Gradient[P]]: ...
 
 
 def value_and_grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int, ...] = 0, *,
-                   jit: str | None = None) -> Gradient[P] | Callable[[Callable[P, Any]], Gradient[P]]:
+                   jit: str | None = None,
+                   checkpoints: int | None = None) -> Gradient[P] | Callable[[Callable[P, Any]], Gradient[P]]:
     """Like :func:`grad`, but the function returns ``(value, gradient)`` from one forward pass."""
     if fun is None:
         def decorate(fun: Callable[P, Any]) -> Gradient[P]:
-            return Gradient(fun, argnums, with_value=True, jit=jit)
+            return Gradient(fun, argnums, with_value=True, jit=jit, checkpoints=checkpoints)
         return decorate
-    return Gradient(fun, argnums, with_value=True, jit=jit)
+    return Gradient(fun, argnums, with_value=True, jit=jit, checkpoints=checkpoints)
 
 
 def source(fn: Any, *example_args: Any, stage: str = "adjoint") -> str:
@@ -118,7 +127,17 @@ def source(fn: Any, *example_args: Any, stage: str = "adjoint") -> str:
 
 
 # The shape labels of the last call, per function, argnums and form: ``source(grad(f))`` shows that version.
-_LAST_SHAPES: dict[tuple[Any, tuple[int, ...], bool], tuple[int, ...]] = {}
+_LAST_SHAPES: dict[tuple[Any, tuple[int, ...], bool, int | None], tuple[int, ...]] = {}
+
+
+def check_checkpoints(checkpoints: Any) -> int | None:
+    """``checkpoints=``, checked: ``None`` or a positive integer."""
+    if checkpoints is None:
+        return None
+    if isinstance(checkpoints, bool) or not isinstance(checkpoints, numbers.Integral) or checkpoints < 1:
+        raise ASTADError(f"checkpoints={checkpoints!r}: give the number of snapshots each checkpointed loop may "
+                         "keep, a positive integer (checkpoints=10), or leave checkpoints out")
+    return int(checkpoints)
 
 
 class Gradient(Generic[P]):
@@ -131,12 +150,19 @@ class Gradient(Generic[P]):
     __qualname__: str  # the function's own, as are __name__, __doc__ and __module__
 
     def __init__(self, fun: Callable[P, Any], argnums: int | tuple[int, ...], with_value: bool,
-                 jit: str | None = None):
+                 jit: str | None = None, checkpoints: int | None = None):
         if jit not in (None, "numba"):
             raise ASTADError(f'jit={jit!r}: the compiler ast_ad knows is jit="numba" (or leave jit out)')
         self.jit = jit
+        self.checkpoints = check_checkpoints(checkpoints)
+        if jit is not None and checkpoints is not None:
+            raise ASTADError("jit= and checkpoints= together are not supported yet: Numba does not compile the "
+                             "checkpointed loop's schedule; leave one of them out")
         self.fun, self.bound_self = _unbind(fun)
         self.transformed = getattr(self.fun, "composable", False)  # a derivative of something ast_ad made
+        if self.transformed and self.checkpoints is not None:
+            raise ASTADError("checkpoints= applies to the gradient of a plain function: a derivative of a "
+                             "derivative runs forward mode over the inner one, which tapes nothing")
         self.single = isinstance(argnums, numbers.Integral)
         self.argnums = _check_argnums(argnums)
         self.with_value = with_value
@@ -160,12 +186,12 @@ class Gradient(Generic[P]):
 
     def loaded(self, shapes: tuple[int, ...] | None = None) -> Loaded:
         """The generated code for arguments of these shape labels (default: those of the last call)."""
-        key = (self.fun, self.positions, self.single)
+        key = (self.fun, self.positions, self.single, self.checkpoints)
         if shapes is None:  # this gradient's last call, or the last call of any gradient like it
             shapes = self.last_shapes or _LAST_SHAPES.get(key) or tuple(range(self.nparams))
         self.last_shapes = _LAST_SHAPES[key] = shapes
         try:
-            return transform.gradient(self.fun, self.positions, self.single, shapes)
+            return transform.gradient(self.fun, self.positions, self.single, shapes, self.checkpoints)
         except RecursionError:
             raise ASTADError(f"{self.__qualname__} is nested too deeply to transform within Python's recursion "
                              "limit: split deep expressions into statements, or raise sys.setrecursionlimit") from None

@@ -249,22 +249,27 @@ def _tangent_like(t: Any, p: Any, k: int) -> Any:
 
 
 # ---- reverse mode ---------------------------------------------------------------------------------------------
-def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+def vjp(fun: Callable[..., Any], *primals: Any,
+        checkpoints: int | None = None) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     """``(fun(*primals), vjp_fn)``, where ``vjp_fn(out_bar)`` is the tuple of every argument's adjoint.
 
     Works for any output: an array, a tuple or dict of them. An argument that cannot be
     differentiated (an integer, a flag) gets ``None``. ``vjp_fn`` may be called many times.
+    ``checkpoints=c``: binomial checkpointing of ``fun``'s loops, as for :func:`ast_ad.grad`.
     """
     from ast_ad.api import Gradient, _differentiable, shape_labels
 
     argnums = tuple(k for k, p in enumerate(primals) if _differentiable(p))
     if getattr(fun, "composable", False):
+        if checkpoints is not None:
+            raise ASTADError("checkpoints= applies to the vjp of a plain function: the vjp of a derivative "
+                             "runs forward mode over it, which tapes nothing")
         return _vjp_of_transformed(fun, primals, argnums)
-    gradient = Gradient(fun, argnums or (0,), with_value=True)
+    gradient = Gradient(fun, argnums or (0,), with_value=True, checkpoints=checkpoints)
     if not argnums:
         return fun(*primals), lambda out_bar: (None,) * len(primals)
     args = (gradient.bound_self, *primals) if gradient.bound_self is not None else tuple(primals)
-    fwd, bwd, loaded = transform.pair(gradient.fun, gradient.positions, shape_labels(args))
+    fwd, bwd, loaded = transform.pair(gradient.fun, gradient.positions, shape_labels(args), gradient.checkpoints)
     out, saved = run_code(loaded, fwd, *args)
 
     def vjp_fn(out_bar: Any) -> tuple[Any, ...]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ast_ad import runtime
+from ast_ad import revolve, runtime
 from ast_ad.api import SCALAR_TYPES, Gradient
 from ast_ad.errors import ASTADError
 
@@ -49,6 +49,10 @@ def export(gradient: Gradient[Any], path: str, *example_args: Any) -> str:
             imports.append(f"import {obj.__name__}" + (f" as {alias}" if alias != obj.__name__ else ""))
         elif getattr(obj, "__module__", None) == runtime.__name__:
             _add_helper(obj, alias, helpers)
+        elif getattr(obj, "__module__", None) == revolve.__name__:  # a checkpointed loop's schedule
+            helpers.setdefault(revolve.__name__, _standalone(revolve))
+            if alias != obj.__name__:
+                values.append(f"{alias} = {obj.__name__}")
         elif inspect.isfunction(obj):
             helpers[alias] = _function_source(obj, alias)
         elif getattr(obj, "__module__", None) == "builtins":
@@ -119,6 +123,11 @@ def _add_called_helpers(source: str, helpers: dict[str, str]) -> None:
         other = getattr(runtime, name, None)
         if inspect.isfunction(other) and other.__module__ == runtime.__name__:
             _add_helper(other, name, helpers)
+
+
+def _standalone(module: types.ModuleType) -> str:
+    """A module of ast_ad's that imports nothing of ast_ad's at its top, whole, as part of another."""
+    return inspect.getsource(module).replace("from __future__ import annotations\n", "")
 
 
 def _function_source(fn: Any, alias: str) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from ast_ad import ir, registry, runtime, syntax
+from ast_ad import ir, registry, revolve, runtime, syntax
 from ast_ad.analysis import (
     CONTAINER,
     SCALAR,
@@ -34,12 +34,14 @@ from ast_ad.analysis import (
     atom_active,
     bind_call,
     call_labels,
+    checkpoint_state,
     first_definitions,
     in_place_writes,
     inputs_of,
     is_user_function,
     local_names,
     loop_bound,
+    reads_of,
     shape_class,
     shape_classes,
     structured_names,
@@ -93,11 +95,24 @@ class Adjoint:
         return list(seen)
 
 
-Derive = Callable[[Any, tuple[int, ...], tuple[int, ...], bool], Adjoint]
+Derive = Callable[[Any, tuple[int, ...], tuple[int, ...], bool, int | None], Adjoint]
+
+
+@dataclass
+class Checkpointed:
+    """A loop whose backward pass computes steps again from snapshots (``ast_ad.revolve``)."""
+
+    state: tuple[str, ...]  # the loop-carried names each snapshot keeps
+    sweep: str  # the names, in generated code, of the forward pass's segments,
+    reversal: str  # of the backward pass's actions,
+    stack: str  # and of the stack of snapshots
+    tape_loop: gast.For | None = None  # the backward pass's taped and untaped steps, filled in when the
+    advance_loop: gast.For | None = None  # forward pass is built (``stand_in``)
+    reverse_loop: gast.For | None = None  # the backward pass of one step: its restores, as in straight-line code
 
 
 def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
-            shell: Adjoint | None = None, in_place: bool = True) -> Adjoint:
+            shell: Adjoint | None = None, in_place: bool = True, checkpoints: int | None = None) -> Adjoint:
     """Build the adjoint of ``function`` with respect to the parameters at ``argnums``.
 
     ``shapes`` labels each parameter's shape: ``SCALAR`` for numbers, and equal
@@ -107,8 +122,11 @@ def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, 
     and returned (so a recursive call can refer to it before it is finished).
     ``in_place``: a loop's item writes change their array in place (``in_place_writes``); a callee's
     backward pass, which a caller's derivative may transform again, keeps them as new arrays.
+    ``checkpoints``: the loops at the top level of the function and of its callees that can be are
+    checkpointed (``ast_ad.revolve``), each keeping at most this many snapshots of its state
+    (``analysis.checkpoint_state`` says which loops can be).
     """
-    return Reverser(function, argnums, shapes, derive, in_place).run(shell)
+    return Reverser(function, argnums, shapes, derive, in_place, checkpoints).run(shell)
 
 
 # ---- saving and restoring overwritten values ------------------------------------------------------------
@@ -129,7 +147,7 @@ def _placeholder_of(stmt: gast.stmt) -> tuple[str, str, int] | None:
 
 class Reverser:
     def __init__(self, function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
-                 in_place: bool = True):
+                 in_place: bool = True, checkpoints: int | None = None):
         self.function, self.argnums, self.derive = function, argnums, derive
         self.refs = RefTable()
         self.namer = Namer(used=function.names())
@@ -152,6 +170,9 @@ class Reverser:
         self.tapes: dict[tuple[str, str], str] = {}  # the stack of each saved value, by what it saves (``tape``)
         self.in_place = in_place_writes(function, self.useful, self.structured, self.classes) if in_place \
             else InPlace({}, {}, {})
+        self.checkpoints = checkpoints
+        self.checkpointed: dict[int, Checkpointed] = {}
+        self.not_checkpointed: dict[int, str] = {}  # why a loop is not, said in a comment above it
 
     # ---- the driver -------------------------------------------------------------------------------------
     def run(self, shell: Adjoint | None = None) -> Adjoint:
@@ -168,6 +189,7 @@ class Reverser:
             self.bars[result.name] = seed
             self.live.add(result.name)
         self.zero_in = self.float_zeros()
+        self.plan_checkpoints()
         backward = self.backward_block(self.function.body)
         grads = [self.grad(self.function.params[i], backward) for i in self.argnums]
         backward = self.initial_adjoints(seed) + backward
@@ -244,13 +266,27 @@ class Reverser:
                     and is_user_function(stmt.value.fn.obj):
                 args = self.bind_call(stmt)
                 active = tuple(p for p, a in enumerate(args) if atom_active(a, self.active))
-                callee = self.derive(stmt.value.fn.obj, active, self.labels(args), False)
+                callee = self.derive(stmt.value.fn.obj, active, self.labels(args), False, self.checkpoints)
                 self.callees.append(callee)
                 self.refs.ref(stmt.value.fn)  # recorded so that redefining the callee is noticed
                 saved = self.namer.fresh(f"{stmt.target}_saved")
                 if stmt.target in self.rebound:
                     self.rebound.add(saved)
                 self.calls[id(stmt)] = (callee, saved, args, [a for a in args if atom_active(a, self.active)])
+
+    def plan_checkpoints(self) -> None:
+        """Which top-level loops are checkpointed, and with which state (``analysis.checkpoint_state``)."""
+        if self.checkpoints is None:
+            return
+        for position, stmt in enumerate(self.function.body):
+            if not isinstance(stmt, (ir.For, ir.While)) or not self.needs_adjoint(stmt):
+                continue
+            state, why = checkpoint_state(self.function, position, self.in_place)
+            if why is not None:
+                self.not_checkpointed[id(stmt)] = why
+                continue
+            self.checkpointed[id(stmt)] = Checkpointed(state, self.namer.fresh("sweep"),
+                                                       self.namer.fresh("reversal"), self.namer.fresh("snapshots"))
 
     def bind_call(self, stmt: ir.Assign) -> list[ir.Atom]:
         return bind_call(stmt, self.error)
@@ -277,7 +313,7 @@ class Reverser:
 
     def prologue(self) -> list[gast.stmt]:
         """``tape = []``, and ``None`` for saved names that a loop binds first."""
-        saved = {name for name, _ in self.kept}
+        saved = {name for name, _ in self.kept} | {n for plan in self.checkpointed.values() for n in plan.state}
         needs = [n for n in sorted(saved) if n not in self.function.params and not self._bound_before_loops(n)]
         out = [syntax.assign(n, syntax.const(None)) for n in needs]
         tapes = [syntax.assign(tape, gast.List(elts=[], ctx=gast.Load())) for tape in self.tapes.values()]
@@ -346,6 +382,13 @@ class Reverser:
         return [syntax.statement(stmt, self.refs)]
 
     def forward_loop(self, stmt: ir.For | ir.While, saving: bool) -> list[gast.stmt]:
+        if saving and id(stmt) in self.checkpointed:
+            assert isinstance(stmt, ir.For)  # only for loops are
+            return self.forward_checkpointed(stmt, self.checkpointed[id(stmt)])
+        if saving and id(stmt) in self.not_checkpointed:
+            why = self.not_checkpointed.pop(id(stmt))  # said once, above the loop
+            return [syntax.comment(f"line {stmt.line.lineno}: not checkpointed: {why}"),
+                    *self.forward_loop(stmt, saving)]
         counted = saving and self.needs_adjoint(stmt) and self.counts(stmt)
         count = self.count_name(stmt) if counted else None
         body = self.forward_block(stmt.body, saving)
@@ -359,6 +402,43 @@ class Reverser:
         if not count:
             return [loop]
         return [syntax.assign(count, syntax.const(0)), loop, self.push(count)]
+
+    def forward_checkpointed(self, stmt: ir.For, plan: Checkpointed) -> list[gast.stmt]:
+        """The first sweep of a checkpointed loop: each segment starts with a snapshot, and runs untaped;
+        then the last step, taped. ``revolve`` picks the segments."""
+        steps = syntax.atom(stmt.iter, self.refs)
+        schedule = syntax.call(self.refs.marker(revolve.revolve, "revolve"), [steps, syntax.const(self.checkpoints)])
+        start, stop = self.namer.fresh("start"), self.namer.fresh("stop")
+        segment = gast.For(target=syntax.store(stmt.target), iter=_part(steps, start, stop),
+                           body=self.forward_block(stmt.body, saving=False) or [gast.Pass()], orelse=[],
+                           type_comment=None)
+        sweep = gast.For(target=_targets([start, stop]), iter=syntax.name(plan.sweep),
+                         body=[self.snapshot_state(plan), segment], orelse=[], type_comment=None)
+        taped = self.forward_block(stmt.body, saving=True) or [gast.Pass()]
+        assert plan.tape_loop is not None and plan.advance_loop is not None  # the backward pass is built first
+        plan.tape_loop.body = syntax.clone(taped)
+        plan.advance_loop.body = syntax.clone(segment.body)
+        last = gast.Subscript(value=steps, slice=gast.Slice(lower=syntax.const(-1), upper=None, step=None),
+                              ctx=gast.Load())
+        state = ", ".join(plan.state) or "nothing"
+        return [syntax.comment(f"line {stmt.line.lineno}: checkpointed, at most {self.checkpoints} snapshots "
+                               f"of {state}"),
+                syntax.assign([plan.sweep, plan.reversal], schedule),
+                syntax.assign(plan.stack, gast.List(elts=[], ctx=gast.Load())), sweep,
+                gast.For(target=syntax.store(stmt.target), iter=last, body=taped, orelse=[], type_comment=None)]
+
+    def stand_in(self, stmt: ir.For) -> gast.stmt:
+        """What a step of the loop reads from outside it, as one expression: a step run again in the backward
+        pass reads these, so what overwrites them later is restored before it (``resolve_restores``). What the
+        step computes itself, or takes from a snapshot, it needs no tape for."""
+        bound = {n for s in ir.walk(stmt.body) for n in ir.defined(s)} | {stmt.target}
+        outside = dict.fromkeys(n for s in ir.walk(stmt.body) for n in reads_of(s) if n not in bound)
+        return gast.Expr(value=syntax.tuple_([syntax.name(n) for n in outside]))
+
+    def snapshot_state(self, plan: Checkpointed) -> gast.stmt:
+        state = [syntax.name(n) for n in plan.state]
+        kept = state[0] if len(state) == 1 else syntax.tuple_(state)
+        return gast.Expr(value=syntax.call(_attr(plan.stack, "append"), [kept]))
 
     def counts(self, stmt: ir.For | ir.While) -> bool:
         """A while loop, or a for loop that may break, records its trip count."""
@@ -439,15 +519,22 @@ class Reverser:
         (and so does the push that saved it). Inside a loop the next iteration runs
         the text before it too, so there every restore of a name the backward pass
         reads is kept.
+
+        A checkpointed loop's backward pass of one step is followed by the step before it taped again,
+        not by its backward pass: there, a restore is kept only where the rest of the step's backward
+        pass reads it, or where it restores the loop's state (which the steps before it start from).
         """
         out: list[gast.stmt] = []
         for stmt in reversed(body):
             mark = _placeholder_of(stmt)
             if mark is None:
-                loop = isinstance(stmt, gast.For)
+                step = next((plan for plan in self.checkpointed.values() if plan.reverse_loop is stmt), None)
+                loop = isinstance(stmt, gast.For) and step is None
                 for field in ("body", "orelse"):
                     if getattr(stmt, field, None):
-                        inner = self.resolve_restores(getattr(stmt, field), set(later), in_loop or loop)
+                        inner = self.resolve_restores(getattr(stmt, field), set(later) | set(step.state), False) \
+                            if step is not None else \
+                            self.resolve_restores(getattr(stmt, field), set(later), in_loop or loop)
                         setattr(stmt, field, inner or ([gast.Pass()] if field == "body" else []))
                 later |= _loads(stmt)
                 out.append(stmt)
@@ -486,6 +573,9 @@ class Reverser:
         return [gast.If(test=syntax.atom(stmt.test, self.refs), body=body or [gast.Pass()], orelse=orelse)]
 
     def adjoint_loop(self, stmt: ir.For | ir.While) -> list[gast.stmt]:
+        if id(stmt) in self.checkpointed:
+            assert isinstance(stmt, ir.For)  # only for loops are
+            return self.adjoint_checkpointed(stmt, self.checkpointed[id(stmt)])
         owned = []
         for name in self.in_place.loops.get(id(stmt), ()):  # adjoints this loop writes into: its own copies
             current = syntax.name(self.bar(name)) if name in self.live or name not in self.local else self.zero(name)
@@ -513,6 +603,40 @@ class Reverser:
         iterable = syntax.call(self.refs.marker(reversed, "reversed"), [steps])
         loop = gast.For(target=syntax.store(stmt.target), iter=iterable, body=body, orelse=[], type_comment=None)
         return before + [loop] + after + [_placeholder(RESTORE, stmt.target, id(stmt))]
+
+    def adjoint_checkpointed(self, stmt: ir.For, plan: Checkpointed) -> list[gast.stmt]:
+        """The backward pass of a checkpointed loop: ``revolve``'s actions, from the last step's on."""
+        body = self.backward_block(stmt.body) or [gast.Pass()]
+        bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
+        before, after = batch_products(body, bound, self.refs, self.namer)
+        steps = syntax.atom(stmt.iter, self.refs)
+        action, start, stop = self.namer.fresh("action"), self.namer.fresh("begin"), self.namer.fresh("end")
+        part = _part(steps, start, stop)
+
+        def loop(iterable: gast.expr, inner: list[gast.stmt]) -> gast.For:
+            return gast.For(target=syntax.store(stmt.target), iter=iterable, body=inner, orelse=[], type_comment=None)
+        # the steps run again: stand-ins until the forward pass is built, when the tape is known
+        plan.tape_loop = loop(syntax.clone(part), [self.stand_in(stmt)])
+        plan.advance_loop = loop(syntax.clone(part), [self.stand_in(stmt)])
+        state = [syntax.name(n) for n in plan.state]
+        top = gast.Subscript(value=syntax.name(plan.stack), slice=syntax.const(-1), ctx=gast.Load())
+        restore: gast.stmt = gast.Pass() if not state else syntax.assign(list(plan.state) if len(state) > 1
+                                                                        else plan.state[0], top)
+        plan.reverse_loop = loop(syntax.call(self.refs.marker(reversed, "reversed"), [part]), body)
+        actions: list[tuple[str, list[gast.stmt]]] = [
+            ("reverse", [plan.reverse_loop]),
+            ("tape", [plan.tape_loop]),
+            ("advance", [plan.advance_loop]),
+            ("snapshot", [self.snapshot_state(plan)]),
+            ("restore", [restore]),
+            ("release", [gast.Expr(value=syntax.call(_attr(plan.stack, "pop"), []))])]
+        chain: list[gast.stmt] = []
+        for kind, inner in reversed(actions):
+            test = gast.Compare(left=syntax.name(action), ops=[gast.Eq()], comparators=[syntax.const(kind)])
+            chain = [gast.If(test=test, body=inner, orelse=chain)]
+        driver = gast.For(target=_targets([action, start, stop]), iter=syntax.name(plan.reversal), body=chain,
+                          orelse=[], type_comment=None)
+        return before + [driver] + after + [_placeholder(RESTORE, stmt.target, id(stmt))]
 
     def adjoint_write(self, stmt: ir.Assign) -> list[gast.stmt]:
         """The backward pass of ``y[i] = v`` written in place: ``v``'s adjoint (read before anything changes),
@@ -780,6 +904,17 @@ def _shallow(body: tuple[ir.Stmt, ...]) -> Iterator[ir.Stmt]:
         if isinstance(stmt, ir.If):
             yield from _shallow(stmt.body)
             yield from _shallow(stmt.orelse)
+
+
+def _part(steps: gast.expr, start: str, stop: str) -> gast.Subscript:
+    """``steps[start:stop]``."""
+    return gast.Subscript(value=syntax.clone(steps), slice=gast.Slice(lower=syntax.name(start),
+                                                                     upper=syntax.name(stop), step=None),
+                          ctx=gast.Load())
+
+
+def _targets(names: list[str]) -> gast.Tuple:
+    return gast.Tuple(elts=[syntax.store(n) for n in names], ctx=gast.Store())
 
 
 def _attr(name: str, attr: str) -> gast.Attribute:

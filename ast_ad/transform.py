@@ -26,7 +26,7 @@ from ast_ad.syntax import RefTable
 log = logging.getLogger("ast_ad")
 SLOW_SECONDS = 1.0  # a first transform slower than this says so, once, at the WARNING level
 _lock = threading.RLock()
-_adjoints: dict[tuple[Any, tuple[int, ...], tuple[int, ...], bool], Adjoint] = {}
+_adjoints: dict[tuple[Any, ...], Adjoint] = {}
 _loaded: dict[tuple[Any, ...], Loaded] = {}
 _tangents: dict[tuple[Any, ...], Tangent] = {}
 counts = {"built": 0, "stored": 0, "fetched": 0}  # modules transformed, written to and read from the disk cache
@@ -39,14 +39,16 @@ def normalized(fn: Any) -> ir.Function:
     return normalize(source)
 
 
-def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place: bool = True) -> Adjoint:
-    """parse -> check -> normalize -> reverse, cached per function, argnums, parameter shapes and whether its
-    loops write arrays in place (``reverse``'s ``in_place``: not for callees).
+def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place: bool = True,
+            checkpoints: int | None = None) -> Adjoint:
+    """parse -> check -> normalize -> reverse, cached per function, argnums, parameter shapes, whether its
+    loops write arrays in place (``reverse``'s ``in_place``: not for callees) and how many snapshots its
+    checkpointed loops keep (``reverse``'s ``checkpoints``: not for callees either).
 
     A function that calls itself (directly or through others) gets the adjoint
     under construction: its generated ``_fwd``/``_bwd`` pair calls itself too.
     """
-    key = (fn, argnums, shapes, in_place)
+    key = (fn, argnums, shapes, in_place) if checkpoints is None else (fn, argnums, shapes, in_place, checkpoints)
     with _lock:
         if key in _adjoints:
             return _adjoints[key]
@@ -54,16 +56,19 @@ def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place
         shell = Adjoint(function, argnums, [], [], None, "", [], RefTable())
         _adjoints[key] = shell
         try:
-            return reverse(function, argnums, shapes, adjoint, shell, in_place)
+            return reverse(function, argnums, shapes, adjoint, shell, in_place, checkpoints)
         except BaseException:
             _adjoints.pop(key, None)
             raise
 
 
-def gradient(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int, ...]) -> Loaded:
+def gradient(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int, ...],
+             checkpoints: int | None = None) -> Loaded:
     """The loaded gradient function, transformed again when a function or module it reads has changed."""
-    return _built((fn, argnums, single, shapes), fn, "gradient", "parse, normalize, reverse",
-                  lambda: adjoint(fn, argnums, shapes), lambda derived: emit(derived, single), _adjoints)
+    key = (fn, argnums, single, shapes) if checkpoints is None else (fn, argnums, single, shapes, checkpoints)
+    return _built(key, fn, "gradient", "parse, normalize, reverse",
+                  lambda: adjoint(fn, argnums, shapes, checkpoints=checkpoints), lambda derived: emit(derived, single),
+                  _adjoints)
 
 
 def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: Any,
@@ -96,10 +101,12 @@ def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: An
         return built
 
 
-def pair(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...]) -> tuple[Any, Any, Loaded]:
+def pair(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
+         checkpoints: int | None = None) -> tuple[Any, Any, Loaded]:
     """The loaded ``(f_fwd, f_bwd)``: ``f_fwd(*args) -> (out, saved)``, ``f_bwd(saved, out_bar) -> adjoints``."""
-    loaded = _built(("pair", fn, argnums, shapes), fn, "vjp", "parse, normalize, reverse",
-                    lambda: adjoint(fn, argnums, shapes), emit_pair, _adjoints)
+    key = ("pair", fn, argnums, shapes) if checkpoints is None else ("pair", fn, argnums, shapes, checkpoints)
+    loaded = _built(key, fn, "vjp", "parse, normalize, reverse",
+                    lambda: adjoint(fn, argnums, shapes, checkpoints=checkpoints), emit_pair, _adjoints)
     bwd = loaded.fn
     fwd = loaded.namespace[list(loaded.files)[-2]]  # the pair is printed fwd, then bwd
     return fwd, bwd, loaded

@@ -298,14 +298,15 @@ def test_every_helper_generated_code_calls_has_rules(case: Case, data: st.DataOb
     from ast_ad.rules.runtime import NOT_YET
 
     args = data.draw(case.args)
-    gradient = ast_ad.grad(case.fn, case.argnums)
-    gradient(*args)
-    loaded = gradient.loaded(shape_labels(args))
-    called = [v for v in loaded.namespace.values() if isinstance(v, types.FunctionType)
-              and v.__module__ == "ast_ad.runtime"]
-    missing = [f.__name__ for f in called if registry.lookup(f) is None and registry.in_place(f) is None
-               and f not in NOT_YET]  # an in-place helper is differentiated through its functional twin
-    assert not missing, f"helpers without rules in the gradient of {case.fn.__name__}: {missing}"
+    for checkpoints in (None, 2):  # and the checkpointed gradient's schedule (``ast_ad.revolve``)
+        gradient = ast_ad.grad(case.fn, case.argnums, checkpoints=checkpoints)
+        gradient(*args)
+        loaded = gradient.loaded(shape_labels(args))
+        called = [v for v in loaded.namespace.values() if isinstance(v, types.FunctionType)
+                  and v.__module__ in ("ast_ad.runtime", "ast_ad.revolve")]
+        missing = [f.__name__ for f in called if registry.lookup(f) is None and registry.in_place(f) is None
+                   and f not in NOT_YET]  # an in-place helper is differentiated through its functional twin
+        assert not missing, f"helpers without rules in the gradient of {case.fn.__name__}: {missing}"
 
 
 def test_vjp_runs_the_forward_pass_once_and_its_backward_pass_again_and_again() -> None:

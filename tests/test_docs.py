@@ -7,6 +7,7 @@ import re
 import runpy
 import sys
 
+import numpy as np
 import pytest
 
 import ast_ad
@@ -81,6 +82,15 @@ def test_the_arrays_guide_runs(tmp_path) -> None:
     script.write_text("\n".join(_blocks(DOCS / "guides" / "arrays.md", "python")))
     namespace = runpy.run_path(str(script))
     assert namespace["w_bar"].shape == (20,) and namespace["dloop"](0.5) == ast_ad.grad(namespace["loop"])(0.5)
+
+
+def test_the_checkpointing_guide_runs(tmp_path) -> None:
+    """Its example, as a reader would run it: 10,000 steps; the gradient is the un-checkpointed one's."""
+    script = tmp_path / "checkpointing.py"
+    script.write_text("\n".join(_blocks(DOCS / "guides" / "checkpointing.md", "python")))
+    namespace = runpy.run_path(str(script))
+    u0 = np.linspace(0.0, 1.0, 1000)
+    assert np.array_equal(namespace["g"](u0, 10_000), ast_ad.grad(namespace["simulate"])(u0, 10_000))
 
 
 def test_every_page_is_in_the_navigation() -> None:

@@ -84,3 +84,25 @@ def test_dask_regression_small(where: list[str]) -> None:
     assert len(losses) == 3 and losses[0] > losses[1] > losses[2]
     assert ("LocalCluster" in out) == bool(where)
     assert float(re.search(r"peak resident memory: (\d+) MB", out).group(1)) < 1000
+
+
+def test_the_benchmark_checkpoints_the_same_gradient() -> None:
+    """The checkpointing table's workload: the same gradient with and without snapshots, and autograd's."""
+    import autograd
+    import numpy as np
+
+    import ast_ad
+
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import benchmark
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    u0 = np.linspace(0.0, 1.0, 7)
+    want = ast_ad.grad(benchmark.simulation)(u0, 60)
+    for snapshots in (2, 10):
+        assert np.array_equal(ast_ad.grad(benchmark.simulation, checkpoints=snapshots)(u0, 60), want)
+    theirs = autograd.grad(benchmark.with_autograd_numpy(benchmark.simulation))(u0, 60)
+    np.testing.assert_allclose(want, theirs, rtol=1e-12)
+    np.testing.assert_allclose(ast_ad.grad(benchmark.simulation_10000)(u0),
+                               ast_ad.grad(benchmark.simulation)(u0, 10_000), rtol=1e-12)

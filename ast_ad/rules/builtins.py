@@ -74,5 +74,5 @@ defjvp(list_item, None, zero, zero)
 def_effect(builtins.print)
 
 def_nondiff(absent, check_in_place, check_kept)  # guards before in-place updates: no value, no gradient
-def_nondiff(builtins.len, builtins.int, builtins.bool, builtins.round, builtins.range,
+def_nondiff(builtins.len, builtins.int, builtins.bool, builtins.round, builtins.range, builtins.slice,
             builtins.isinstance, builtins.type)

@@ -10,6 +10,7 @@ Helpers with no forward rule yet (``NOT_YET``): a second derivative through them
 
 import numpy as np
 
+from ast_ad import revolve
 from ast_ad import runtime as rt
 from ast_ad.registry import def_in_place, def_linear, def_nondiff, def_same_kind, defjvp, defvjp, zero
 
@@ -47,6 +48,7 @@ defjvp(rt.summed_dot_vjp_a,    lambda u, ans, terms, a: rt.summed_dot_vjp_a(rt.p
 defjvp(rt.summed_dot_vjp_b,    lambda u, ans, terms, b: rt.summed_dot_vjp_b(rt.product_terms_jvp(u, terms), b), zero)
 defjvp(rt.summed_getitem_vjp, lambda u, ans, terms, x: rt.summed_getitem_vjp(rt.index_terms_jvp(u, terms), x), zero)
 def_nondiff(rt.product_terms_jvp, rt.index_terms_jvp)  # reached only through the rules above: already tangents
+def_nondiff(revolve.revolve)  # a checkpointed loop's schedule: indices, no gradient
 
 # ---- linear algebra and statistics ---------------------------------------------------------------------------
 # solve_vjp_b(g, ans, a, b) = solve(a^T, g); solve_vjp_a = -outer(that, ans): linear in g and in ans
