@@ -311,6 +311,11 @@ def test_loops_that_are_not_checkpointed_say_why(fn, args, why, capsys) -> None:
         assert np.array_equal(ast_ad.grad(fn, checkpoints=2)(*args), ast_ad.grad(fn)(*args))
 
 
+def test_loops_of_the_functions_f_calls_are_checkpointed() -> None:
+    text = ast_ad.source(ast_ad.grad(loss, checkpoints=3), np.ones(4), 30)
+    assert "def rnn_like_fwd(" in text and "checkpointed, at most 3 snapshots of h" in text
+
+
 def test_only_loops_at_the_top_level_are_checkpointed() -> None:
     text = ast_ad.source(ast_ad.grad(in_a_branch, checkpoints=2), 0.5, 3)
     assert "checkpointed" not in text
