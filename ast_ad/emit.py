@@ -95,7 +95,7 @@ def _module(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
     its trees' markers index; the last unit is the entry point.
     """
     namer = Namer(reserved=_locals([tree for _, _, tree in units]))
-    trees = [gast.gast_to_ast(tree) for _, _, tree in units]  # Python's own ast: a copy to resolve and print
+    trees = [syntax.to_ast(tree) for _, _, tree in units]  # Python's own ast: a copy to resolve and print
     names: dict[Any, str] = {}
     namespace: dict[str, Any] = {}
     bindings: list[Binding] = []
@@ -226,8 +226,7 @@ def _pair(a: Adjoint) -> list[gast.FunctionDef]:
 
 
 def _locals(trees: list[gast.FunctionDef]) -> set[str]:
-    return {n.id for t in trees for n in syntax.walk(t)
-            if isinstance(n, gast.Name) and not n.id.startswith(syntax.MARK)}
+    return {name for t in trees for name in syntax.name_ids(t) if not name.startswith(syntax.MARK)}
 
 
 _COMMENT = re.compile(r"^(\s*)(?:'|\"|'''|\"\"\")" + syntax.MARK + r"#(\d+)(?:'|\"|'''|\"\"\")\s*$", re.M)
@@ -235,13 +234,13 @@ _COMMENT = re.compile(r"^(\s*)(?:'|\"|'''|\"\"\")" + syntax.MARK + r"#(\d+)(?:'|
 
 def _print(tree: gast.FunctionDef) -> str:
     """The text of the gast ``tree``, comment markers turned into ``#`` comments."""
-    return _print_ast(gast.gast_to_ast(tree))
+    return _print_ast(syntax.to_ast(tree))
 
 
 def _print_ast(tree: ast.FunctionDef) -> str:
     """The text of ``tree``, comment markers turned into ``#`` comments (``tree`` is changed)."""
     texts: list[str] = []
-    for node in syntax.walk(tree):
+    for node in syntax.statements(tree):
         text = syntax.comment_text(node)
         if text is not None:  # printers drop comments: print a numbered marker, then put the text back
             texts.append(text)

@@ -193,8 +193,7 @@ class Reverser:
         backward = self.backward_block(self.function.body)
         grads = [self.grad(self.function.params[i], backward) for i in self.argnums]
         backward = self.initial_adjoints(seed) + backward
-        self.needed = {n.id for s in backward for n in syntax.walk(s)
-                       if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+        self.needed = set().union(*(syntax.name_ids(s, loads=True) for s in backward))
         backward = self.resolve_restores(backward, set(), in_loop=False)
         forward = self.prologue() + self.forward_block(self.function.body, saving=True)
         result_expr = syntax.atom(result, self.refs)
@@ -972,7 +971,7 @@ def _delete(names: list[str]) -> gast.Delete:
 
 
 def _loads(stmt: gast.stmt) -> set[str]:
-    return {n.id for n in syntax.walk(stmt) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+    return syntax.name_ids(stmt, loads=True)
 
 
 def _reads(statements: list[gast.stmt], name: str) -> bool:

@@ -63,6 +63,72 @@ def walk(node: gast.AST) -> Iterator[Any]:
         stack.extend(reversed(children))
 
 
+def name_ids(node: gast.AST, loads: bool = False) -> set[str]:
+    """The ids of the names under ``node`` (only those read, with ``loads``): ``walk`` without a generator,
+    which the transform of a long function called for every node of the backward pass, several times."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if type(current) is gast.Name:
+            if not loads or type(current.ctx) is gast.Load:
+                found.add(current.id)
+            continue
+        for field in current._fields:
+            value = getattr(current, field, None)
+            if type(value) is list:
+                stack.extend(item for item in value if isinstance(item, gast.AST))
+            elif isinstance(value, gast.AST):
+                stack.append(value)
+    return found
+
+
+# Python's parser shares one instance of each context among all the names of a tree; so does ``to_ast``
+_CONTEXTS: dict[type, ast.expr_context] = {gast.Load: ast.Load(), gast.Store: ast.Store(), gast.Del: ast.Del()}
+_SCOPES = (gast.FunctionDef, gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
+
+
+def to_ast(node: Any) -> Any:
+    """Python's own ``ast`` for a gast tree, without source locations (the printers need none).
+
+    The nodes of generated code have the same names and fields in both, so each is made directly;
+    functions, lambdas and comprehensions, whose parameters and scopes gast spells its own way, go
+    through ``gast.gast_to_ast``, their bodies through this again. (``gast_to_ast`` over a whole long
+    gradient was a fifth of its transform.)
+    """
+    kind = type(node)
+    if kind is list:
+        return [to_ast(item) for item in node]
+    if kind is gast.Name:
+        return ast.Name(id=node.id, ctx=_CONTEXTS[type(node.ctx)])
+    if kind is gast.Constant:
+        return ast.Constant(value=node.value, kind=node.kind)
+    if kind in _CONTEXTS:
+        return _CONTEXTS[kind]
+    if not isinstance(node, gast.AST):
+        return node
+    if isinstance(node, gast.FunctionDef):
+        shell = gast.FunctionDef(**{field: getattr(node, field, None) for field in node._fields})
+        shell.body = [gast.Pass()]
+        made = gast.gast_to_ast(shell)
+        made.body = to_ast(node.body)
+        return made
+    if isinstance(node, _SCOPES):
+        return gast.gast_to_ast(node)
+    made = getattr(ast, kind.__name__)
+    return made(**{field: to_ast(getattr(node, field)) for field in made._fields if hasattr(node, field)})
+
+
+def statements(node: Any) -> Iterator[Any]:
+    """Every statement under ``node`` (a function or statement of gast or ast), in order, not the
+    expressions in them."""
+    for field in ("body", "orelse", "finalbody"):
+        for stmt in getattr(node, field, None) or ():
+            if isinstance(stmt, (gast.stmt, ast.stmt)):
+                yield stmt
+                yield from statements(stmt)
+
+
 def replace_markers(node: gast.AST, resolve: Any) -> gast.AST:
     """Replace every marker name under ``node`` by ``resolve(marker)``, in source order.
 

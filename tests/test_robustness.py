@@ -88,6 +88,39 @@ def test_a_function_of_two_thousand_statements(tmp_path) -> None:
     assert g == pytest.approx(ast_ad.tracer.grad(module.f)(0.3), rel=1e-9)
 
 
+def _straight_line(lines: int) -> str:
+    """A function of ``lines`` lines, each two or three primitives on the two lines before it."""
+    body = ["import numpy as np", "", "def f(x, y):", "    v0 = x * y", "    v1 = np.sin(v0)"]
+    forms = ["{p} * {q} + x", "np.tanh({p}) - {q}", "np.exp(-{p} * {p}) * y", "{p} / (1.0 + {q} * {q})"]
+    for k in range(2, lines):
+        body.append(f"    v{k} = " + forms[k % 4].format(p=f"v{k - 1}", q=f"v{k - 2}"))
+    return "\n".join([*body, f"    return v{lines - 1}", ""])
+
+
+def test_the_transform_does_linear_work(tmp_path, monkeypatch) -> None:
+    """Python function calls while transforming, emitting and compiling a straight-line function: a count
+    that does not depend on the machine's speed. Three times the lines, three times the calls (±10%)."""
+    from ast_ad import transform
+
+    monkeypatch.setenv("AST_AD_CACHE", "0")  # built each time, never read from the persistent cache
+    def calls(lines: int) -> int:
+        fn = write_module(tmp_path, f"straight_{lines}", _straight_line(lines)).f
+        count = [0]
+
+        def profile(frame, event, arg) -> None:
+            if event == "call":
+                count[0] += 1
+        sys.setprofile(profile)
+        try:
+            transform.gradient(fn, (0, 1), False, (-1, -1))
+        finally:
+            sys.setprofile(None)
+        return count[0]
+    calls(20)  # the rules' templates, parsed once per process
+    short, long = calls(100), calls(300)
+    assert 2.7 < long / short < 3.3, (short, long)
+
+
 def test_deeply_nested_expressions(tmp_path) -> None:
     expr = "x"
     for _ in range(60):
