@@ -705,7 +705,11 @@ class Reverser:
             out: list[gast.stmt] = []
             for k, elt in enumerate(value.elts):
                 if atom_active(elt, self.active):
-                    item = gast.Subscript(value=syntax.name(g), slice=syntax.const(value.slot(k)), ctx=gast.Load())
+                    item: gast.expr = gast.Subscript(value=syntax.name(g), slice=syntax.const(value.slot(k)),
+                                                     ctx=gast.Load())
+                    if stmt.target not in self.local:  # rebound: its adjoint may still be the zero, None
+                        item = syntax.call(self.refs.marker(runtime.part, "part"), [syntax.name(g),
+                                                                                   syntax.const(value.slot(k))])
                     out += self.accumulate(elt.name, item)
             return out
         if id(stmt) in self.calls:

@@ -955,8 +955,9 @@ def chosen_vjp(k: Any, g: Any, ans: Any, xs: Any) -> Any:
 
 
 def part(g: Any, k: Any) -> Any:
-    """Item ``k`` of a tuple adjoint, zero where nothing flowed into it (``None``)."""
-    item = g[k]
+    """Item ``k`` of a tuple or list adjoint, zero where nothing flowed into it or into the whole (``None``,
+    or the float zero that is its tangent in forward mode)."""
+    item = None if g is None or (isinstance(g, float) and g == 0.0) else g[k]
     return 0.0 if item is None else item
 
 

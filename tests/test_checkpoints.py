@@ -23,7 +23,7 @@ from ast_ad.extend import defvjp
 from ast_ad.testing import programs
 from tests import corpus_control
 from tests.corpus import CASES as STRAIGHT
-from tests.oracles import assert_fd
+from tests.oracles import assert_fd, assert_same
 from tests.strategies import few
 
 CASES = STRAIGHT + corpus_control.CASES
@@ -356,3 +356,76 @@ def test_an_exported_checkpointed_gradient_stands_alone(tmp_path) -> None:
     assert "\nfrom ast_ad" not in text and "\nimport ast_ad" not in text and "def revolve(" in text
     namespace = runpy.run_path(path)
     assert np.array_equal(namespace["loss_vjp"](u0, 30)[1], gradient(u0, 30))
+
+
+# ---- containers as the loop's state --------------------------------------------------------------------------
+def with_dict_parameters(params, h, c, xs):
+    for x in xs:
+        z = params["W"] @ h + x
+        c = 0.9 * c + 0.1 * np.tanh(z)
+        h = np.tanh(c) * params["b"]
+    return np.sum(h * h) + np.sum(c)
+
+
+def with_tuple_state(state, n):
+    for _ in range(n):
+        a, b = state
+        state = (a * 0.9 + np.sin(b), b - 0.1 * a)
+    return np.sum(state[0] * state[1])
+
+
+def with_list_rebound(ws, n):
+    """A list argument rebound to a new list each step (its adjoint starts as None: ``runtime.part``)."""
+    total = 1.0
+    for k in range(n):
+        total = total + np.sum(ws[k % 2] * total)
+        ws = [ws[1] * 0.5, ws[0] * 0.99]
+    return total
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return np.array_equal(a, b)
+
+
+CONTAINER_STATE = [
+    (with_dict_parameters, ({"W": W[:2, :2], "b": np.array([1.0, 0.5])}, np.ones(2), np.zeros(2),
+                            np.linspace(-1.0, 1.0, 14).reshape(7, 2)), (0, 1, 2), "c, h"),
+    (with_tuple_state, ((np.ones(3), np.full(3, 0.5)), 9), 0, "state"),
+    (with_list_rebound, ([np.ones(2), np.full(2, 0.3)], 8), 0, "total, ws"),
+]
+
+
+@pytest.mark.parametrize("fn, args, argnums, state", CONTAINER_STATE, ids=[c[0].__name__ for c in CONTAINER_STATE])
+def test_containers_as_the_loops_state(fn, args, argnums, state) -> None:
+    want = ast_ad.grad(fn, argnums)(*args)
+    assert_same(_leaves(want), _leaves(ast_ad.tracer.grad(fn, argnums)(*args)))
+    for snapshots in (1, 2, 3):
+        assert _same(ast_ad.grad(fn, argnums, checkpoints=snapshots)(*args), want)
+    assert f"at most 2 snapshots of {state}" in ast_ad.source(ast_ad.grad(fn, argnums, checkpoints=2), *args)
+
+
+def _leaves(tree):
+    if isinstance(tree, dict):
+        return [leaf for key in sorted(tree) for leaf in _leaves(tree[key])]
+    if isinstance(tree, (tuple, list)):
+        return [leaf for item in tree for leaf in _leaves(item)]
+    return [tree]
+
+
+def test_a_list_rebound_in_a_loop_against_finite_differences() -> None:
+    """Its gradient was refused at run time before (the item of a None adjoint), and its Hessian-vector product."""
+    ws, eps = [np.array([1.0, 0.8]), np.array([0.3, -0.2])], 1e-6
+    grad = ast_ad.grad(with_list_rebound)
+    g = grad(ws, 6)
+    direction = [np.array([1.0, -0.5]), np.array([0.25, 0.5])]
+    shifted = [[w + s * eps * d for w, d in zip(ws, direction, strict=True)] for s in (1, -1)]
+    slope = (with_list_rebound(shifted[0], 6) - with_list_rebound(shifted[1], 6)) / (2 * eps)
+    assert slope == pytest.approx(sum(np.dot(a, d) for a, d in zip(g, direction, strict=True)), rel=1e-6)
+    _, hv = ast_ad.jvp(grad, (ws, 6), (direction, None))
+    fd = [(a - b) / (2 * eps) for a, b in zip(grad(shifted[0], 6), grad(shifted[1], 6), strict=True)]
+    for a, b in zip(hv, fd, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
