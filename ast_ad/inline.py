@@ -74,6 +74,11 @@ def _bind(signature: inspect.Signature, args: list[gast.expr],
 
 def bindable(rule: Callable[..., Any], nargs: int, kwargs: list[str]) -> bool:
     """Whether a call with ``nargs`` positional arguments and these keywords fits the rule."""
+    return _bindable(rule, nargs, tuple(kwargs))
+
+
+@functools.cache
+def _bindable(rule: Callable[..., Any], nargs: int, kwargs: tuple[str, ...]) -> bool:
     try:
         _signature(rule).bind(*([None] * (nargs + 2)), **dict.fromkeys(kwargs))
     except TypeError:

@@ -156,7 +156,7 @@ class Lowerer:
         if statements and isinstance(statements[0], gast.Expr) and isinstance(statements[0].value, gast.Constant):
             statements = statements[1:]  # docstring
         statements = structure(statements, Namer(reserved=self.locals))
-        self.locals |= {n.id for s in statements for n in gast.walk(s)
+        self.locals |= {n.id for s in statements for n in syntax.walk(s)
                         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         self.namer.reserved |= self.locals
         for s in statements:
@@ -1374,8 +1374,9 @@ def _root(node: gast.expr) -> gast.expr:
 
 def _appended(node: gast.AST) -> set[str]:
     """The names ``node`` appends to (``xs.append(v)``, ``xs.extend(...)``)."""
-    return {n.func.value.id for n in gast.walk(node) if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
-            and n.func.attr in ("append", "extend") and isinstance(n.func.value, gast.Name)}
+    return {n.func.value.id for n in syntax.walk(node) if isinstance(n, gast.Call)
+            and isinstance(n.func, gast.Attribute) and n.func.attr in ("append", "extend")
+            and isinstance(n.func.value, gast.Name)}
 
 
 def _binary_hint(left: ir.Atom, word: str, right: ir.Atom) -> str:
@@ -1432,7 +1433,7 @@ def _closure(fn: Any) -> dict[str, Any]:
 def _bound_names(tree: gast.FunctionDef) -> set[str]:
     """Every name the function binds: parameters and assignment targets."""
     names = {arg.id for arg in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs}
-    for node in gast.walk(tree):
+    for node in syntax.walk(tree):
         if isinstance(node, gast.Name) and isinstance(node.ctx, (gast.Store, gast.Param)):
             names.add(node.id)
         elif isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store) \
