@@ -173,6 +173,8 @@ class Reverser:
         self.checkpoints = checkpoints
         self.checkpointed: dict[int, Checkpointed] = {}
         self.not_checkpointed: dict[int, str] = {}  # why a loop is not, said in a comment above it
+        self.recomputed: dict[int, list[ir.Assign]] = {}  # by loop: what its backward pass computes again
+        self.recomputed_ids: set[int] = set()
 
     # ---- the driver -------------------------------------------------------------------------------------
     def run(self, shell: Adjoint | None = None) -> Adjoint:
@@ -190,6 +192,7 @@ class Reverser:
             self.live.add(result.name)
         self.zero_in = self.float_zeros()
         self.plan_checkpoints()
+        self.plan_recomputed()
         backward = self.backward_block(self.function.body)
         grads = [self.grad(self.function.params[i], backward) for i in self.argnums]
         backward = self.initial_adjoints(seed) + backward
@@ -272,6 +275,40 @@ class Reverser:
                 if stmt.target in self.rebound:
                     self.rebound.add(saved)
                 self.calls[id(stmt)] = (callee, saved, args, [a for a in args if atom_active(a, self.active)])
+
+    def plan_recomputed(self) -> None:
+        """Index arithmetic and reads of arrays nothing writes, in loops: computed again by the backward pass,
+        at the top of each step, rather than taped (``t1 = i - 1``, ``x_item = x[i]``).
+
+        Such a statement sits directly in the body of a ``for`` loop (whose target is an index), binds a
+        name nothing else binds, and computes it from constants, the loop's index, names computed the
+        same way before it, and (for a read) an array no statement rebinds or writes: so at the top of a
+        step's backward pass it computes what it computed in that step.
+        """
+        bindings: dict[str, int] = {}
+        for stmt in ir.walk(self.function.body):
+            for name in self.defined(stmt):
+                bindings[name] = bindings.get(name, 0) + 1
+        fixed = set(self.function.params) - self.rebound - set(self.function.mutable)
+        for loop in ir.walk(self.function.body):
+            if not isinstance(loop, ir.For) or not self.needs_adjoint(loop):
+                continue
+            index, chosen = {loop.target}, []
+            for stmt in loop.body:
+                if not isinstance(stmt, ir.Assign) or not isinstance(stmt.value, ir.Call) or stmt.value.kwargs \
+                        or id(stmt) in self.calls or bindings.get(stmt.target) != 1 \
+                        or id(stmt) in self.in_place.reads or id(stmt) in self.in_place.writes:
+                    continue
+                fn, args = stmt.value.fn.obj, stmt.value.args
+                if fn in INDEX_ARITHMETIC and all(_index_atom(a, index) for a in args):
+                    chosen.append(stmt)
+                    index.add(stmt.target)
+                elif fn is operator.getitem and len(args) == 2 and isinstance(args[0], ir.Var) \
+                        and args[0].name in fixed and _index_atom(args[1], index):
+                    chosen.append(stmt)
+            if chosen:
+                self.recomputed[id(loop)] = chosen
+                self.recomputed_ids.update(id(stmt) for stmt in chosen)
 
     def plan_checkpoints(self) -> None:
         """Which top-level loops are checkpointed, and with which state (``analysis.checkpoint_state``)."""
@@ -504,6 +541,8 @@ class Reverser:
         """Undo what an inactive statement overwrote (kept only where the backward pass reads it)."""
         if ir.blocks(stmt):
             return [_placeholder(RESTORE, n, id(stmt)) for n in reversed(self.snapshot_candidates(stmt))]
+        if id(stmt) in self.recomputed_ids:
+            return []  # computed again at the top of the step's backward pass (``plan_recomputed``)
         return [_placeholder(RESTORE, n, id(stmt)) for n in reversed(self.defined(stmt))]
 
     def snapshot_candidates(self, stmt: ir.Stmt) -> list[str]:
@@ -585,6 +624,7 @@ class Reverser:
         body = self.backward_block(stmt.body) or [gast.Pass()]
         bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
         before, after = batch_products(body, bound, self.refs, self.namer)
+        body[:0] = self.computed_again(stmt)
         before = owned + before
         trips = None
         if self.counts(stmt):  # the trip count, read back as a statement of its own (``v = xs.pop()``): the
@@ -603,11 +643,16 @@ class Reverser:
         loop = gast.For(target=syntax.store(stmt.target), iter=iterable, body=body, orelse=[], type_comment=None)
         return before + [loop] + after + [_placeholder(RESTORE, stmt.target, id(stmt))]
 
+    def computed_again(self, loop: ir.For | ir.While) -> list[gast.stmt]:
+        """The step's index arithmetic and reads, as the forward pass computed them (``plan_recomputed``)."""
+        return [syntax.statement(stmt, self.refs) for stmt in self.recomputed.get(id(loop), ())]
+
     def adjoint_checkpointed(self, stmt: ir.For, plan: Checkpointed) -> list[gast.stmt]:
         """The backward pass of a checkpointed loop: ``revolve``'s actions, from the last step's on."""
         body = self.backward_block(stmt.body) or [gast.Pass()]
         bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
         before, after = batch_products(body, bound, self.refs, self.namer)
+        body[:0] = self.computed_again(stmt)
         steps = syntax.atom(stmt.iter, self.refs)
         action, start, stop = self.namer.fresh("action"), self.namer.fresh("begin"), self.namer.fresh("end")
         part = _part(steps, start, stop)
@@ -674,7 +719,8 @@ class Reverser:
             prefix = [syntax.assign(self.bar(target), self.zero(target))]
         g = self.bar(target)
         zero = id(stmt) in self.zero_in
-        restores = [_placeholder(RESTORE, n, id(stmt)) for n in reversed(self.defined(stmt))]
+        restores = [] if id(stmt) in self.recomputed_ids else \
+            [_placeholder(RESTORE, n, id(stmt)) for n in reversed(self.defined(stmt))]
         reset = target not in self.local and id(stmt) not in self.first
         self.live.discard(target)
         if target not in {v.name for v in inputs_of(stmt.value)}:
@@ -907,6 +953,14 @@ def _shallow(body: tuple[ir.Stmt, ...]) -> Iterator[ir.Stmt]:
         if isinstance(stmt, ir.If):
             yield from _shallow(stmt.body)
             yield from _shallow(stmt.orelse)
+
+
+INDEX_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg}
+
+
+def _index_atom(atom: ir.Atom, index: set[str]) -> bool:
+    """An integer constant, or a name of ``index``: the loop's index and what is computed from it alone."""
+    return (isinstance(atom, ir.Const) and type(atom.value) is int) or (isinstance(atom, ir.Var) and atom.name in index)
 
 
 def _part(steps: gast.expr, start: str, stop: str) -> gast.Subscript:

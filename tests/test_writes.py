@@ -93,6 +93,16 @@ def _peak(n: int) -> int:
     return peak
 
 
+def test_index_arithmetic_and_reads_of_unwritten_arrays_are_computed_again_not_taped() -> None:
+    """``t1 = i - 1`` and ``x[i]`` (``x`` is never written): the backward pass computes them at the top of
+    each step; only the read of the written array, the product and the overwritten entries are taped."""
+    text = ast_ad.source(ast_ad.grad(wf.chain), np.ones(5))
+    tapes = sorted(line.split(" = ")[0].strip() for line in text.splitlines() if line.endswith(" = []"))
+    assert tapes == ["t2_tape", "x_bar_terms", "y_entries", "y_item_tape"], tapes
+    backward = text[text.index("for i in reversed(r):"):]
+    assert backward.splitlines()[1:3] == ["        t1 = i - 1", "        x_item = x[i]"]
+
+
 def test_memory_grows_linearly_with_the_steps() -> None:
     """A copy of the array per write would make four times the steps cost sixteen times the memory."""
     small, large = _peak(1000), _peak(4000)
