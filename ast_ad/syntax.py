@@ -53,14 +53,19 @@ def walk(node: gast.AST) -> Iterator[Any]:
     while stack:
         current = stack.pop()
         yield current
-        children: list[Any] = []
-        for field in current._fields:
-            value = getattr(current, field, None)
-            if type(value) is list:
-                children.extend(item for item in value if isinstance(item, gast.AST))
-            elif isinstance(value, gast.AST):
-                children.append(value)
-        stack.extend(reversed(children))
+        stack.extend(reversed(_children(current)))
+
+
+def _children(node: gast.AST) -> list[Any]:
+    """The nodes directly under ``node``, in field order."""
+    children: list[Any] = []
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if type(value) is list:
+            children.extend(item for item in value if isinstance(item, gast.AST))
+        elif isinstance(value, gast.AST):
+            children.append(value)
+    return children
 
 
 def name_ids(node: gast.AST, loads: bool = False) -> set[str]:
@@ -74,12 +79,7 @@ def name_ids(node: gast.AST, loads: bool = False) -> set[str]:
             if not loads or type(current.ctx) is gast.Load:
                 found.add(current.id)
             continue
-        for field in current._fields:
-            value = getattr(current, field, None)
-            if type(value) is list:
-                stack.extend(item for item in value if isinstance(item, gast.AST))
-            elif isinstance(value, gast.AST):
-                stack.append(value)
+        stack.extend(_children(current))
     return found
 
 
