@@ -25,7 +25,7 @@ from typing import Any, TypeGuard, TypeVar
 import gast
 import numpy as np
 
-from ast_ad import ir, registry, runtime
+from ast_ad import ir, registry, runtime, syntax
 from ast_ad.errors import LocatedError
 
 SCALAR = -1
@@ -421,12 +421,18 @@ def _not_repeatable(body: tuple[ir.Stmt, ...], in_place: InPlace, seen: set[int]
             return f"line {stmt.line.lineno} changes a list, which the snapshots would share"
         if id(stmt) in in_place.loops or id(stmt) in in_place.writes:
             return "it writes arrays in place, and so tapes only the entries each write changes"
-        if not isinstance(stmt, ir.Assign):
+        if isinstance(stmt, ir.While):  # its test runs again with the step (``while rng() > 0.5``)
+            called = _raw_calls(stmt.test)
+        elif isinstance(stmt, ir.Assign):
+            called = _raw_calls(stmt.value) if isinstance(stmt.value, ir.Raw) else \
+                [stmt.value.fn] if isinstance(stmt.value, ir.Call) else []
+        else:
             continue
-        refs = stmt.value.refs if isinstance(stmt.value, ir.Raw) else \
-            (stmt.value.fn,) if isinstance(stmt.value, ir.Call) else ()
-        for ref in refs:
-            if not callable(ref.obj) or isinstance(ref.obj, type) or registry.lookup(ref.obj) is not None:
+        for ref in called:
+            if ref is None:
+                return f"line {stmt.line.lineno} calls a function ast_ad cannot name, which may not give the " \
+                       "same result when the step is computed again"
+            if isinstance(ref.obj, type) or registry.lookup(ref.obj) is not None:
                 continue
             if is_user_function(ref.obj) and id(ref.obj) not in seen:
                 from ast_ad.transform import normalized  # the callee's own body, checked the same way
@@ -439,6 +445,28 @@ def _not_repeatable(body: tuple[ir.Stmt, ...], in_place: InPlace, seen: set[int]
                 return f"line {stmt.line.lineno} calls {ref.hint}, which has no rule and so may not give the " \
                        "same result when the step is computed again"
     return None
+
+
+def _raw_calls(raw: ir.Raw) -> list[ir.Ref | None]:
+    """What an expression kept as written calls: each function, reached from the objects it names
+    (``np.random.rand`` from ``np``); ``None`` for a call of anything else (a computed value)."""
+    called: list[ir.Ref | None] = []
+    for node in gast.walk(raw.node):
+        if not isinstance(node, gast.Call):
+            continue
+        func, attrs = node.func, []
+        while isinstance(func, gast.Attribute):
+            attrs.append(func.attr)
+            func = func.value
+        if not (isinstance(func, gast.Name) and func.id.startswith(syntax.MARK)):
+            called.append(None)
+            continue
+        ref = raw.refs[int(func.id[1:])]
+        obj = ref.obj
+        for attr in reversed(attrs):
+            obj = getattr(obj, attr, None)
+        called.append(ir.Ref(obj, ".".join([ref.hint, *reversed(attrs)])) if callable(obj) else None)
+    return called
 
 
 def _exposed(body: tuple[ir.Stmt, ...], written: set[str]) -> set[str]:

@@ -179,6 +179,12 @@ class Reverser:
     # ---- the driver -------------------------------------------------------------------------------------
     def run(self, shell: Adjoint | None = None) -> Adjoint:
         for stmt in ir.walk(self.function.body):
+            if isinstance(stmt, ir.For):
+                rebinding = next((s for s in ir.walk(stmt.body) if stmt.target in ir.defined(s)), None)
+                if rebinding is not None:  # the backward loop would read the loop's value, not the new one
+                    raise self.error(rebinding, f"the loop variable {stmt.target} is assigned inside its loop, "
+                                                "which reverse mode cannot differentiate yet: assign the new "
+                                                f"value to another name ({stmt.target}2 = ...) and use that")
             if isinstance(stmt, ir.Pop):
                 raise self.error(stmt, "list.pop() is supported in forward mode (jvp) only: reverse mode cannot "
                                        "differentiate it yet; index the list instead (xs[-1], xs = xs[:-1])")
@@ -293,7 +299,9 @@ class Reverser:
         for loop in ir.walk(self.function.body):
             if not isinstance(loop, ir.For) or not self.needs_adjoint(loop):
                 continue
-            index, chosen = {loop.target}, []
+            # the loop's index (a body that rebinds it, ``i = i * 2``, is refused in ``run``)
+            index: set[str] = {loop.target}
+            chosen: list[ir.Assign] = []
             for stmt in loop.body:
                 if not isinstance(stmt, ir.Assign) or not isinstance(stmt.value, ir.Call) or stmt.value.kwargs \
                         or id(stmt) in self.calls or bindings.get(stmt.target) != 1 \
@@ -662,10 +670,9 @@ class Reverser:
         # the steps run again: stand-ins until the forward pass is built, when the tape is known
         plan.tape_loop = loop(syntax.clone(part), [self.stand_in(stmt)])
         plan.advance_loop = loop(syntax.clone(part), [self.stand_in(stmt)])
-        state = [syntax.name(n) for n in plan.state]
         top = gast.Subscript(value=syntax.name(plan.stack), slice=syntax.const(-1), ctx=gast.Load())
-        restore: gast.stmt = gast.Pass() if not state else syntax.assign(list(plan.state) if len(state) > 1
-                                                                        else plan.state[0], top)
+        restore: gast.stmt = gast.Pass() if not plan.state else \
+            syntax.assign(list(plan.state) if len(plan.state) > 1 else plan.state[0], top)
         plan.reverse_loop = loop(syntax.call(self.refs.marker(reversed, "reversed"), [part]), body)
         actions: list[tuple[str, list[gast.stmt]]] = [
             ("reverse", [plan.reverse_loop]),

@@ -43,12 +43,12 @@ def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place
             checkpoints: int | None = None) -> Adjoint:
     """parse -> check -> normalize -> reverse, cached per function, argnums, parameter shapes, whether its
     loops write arrays in place (``reverse``'s ``in_place``: not for callees) and how many snapshots its
-    checkpointed loops keep (``reverse``'s ``checkpoints``: not for callees either).
+    checkpointed loops keep (``reverse``'s ``checkpoints``: its callees' too).
 
     A function that calls itself (directly or through others) gets the adjoint
     under construction: its generated ``_fwd``/``_bwd`` pair calls itself too.
     """
-    key = (fn, argnums, shapes, in_place) if checkpoints is None else (fn, argnums, shapes, in_place, checkpoints)
+    key = (fn, argnums, shapes, in_place, checkpoints)
     with _lock:
         if key in _adjoints:
             return _adjoints[key]
@@ -65,8 +65,7 @@ def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place
 def gradient(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int, ...],
              checkpoints: int | None = None) -> Loaded:
     """The loaded gradient function, transformed again when a function or module it reads has changed."""
-    key = (fn, argnums, single, shapes) if checkpoints is None else (fn, argnums, single, shapes, checkpoints)
-    return _built(key, fn, "gradient", "parse, normalize, reverse",
+    return _built((fn, argnums, single, shapes, checkpoints), fn, "gradient", "parse, normalize, reverse",
                   lambda: adjoint(fn, argnums, shapes, checkpoints=checkpoints), lambda derived: emit(derived, single),
                   _adjoints)
 
@@ -104,8 +103,7 @@ def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: An
 def pair(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
          checkpoints: int | None = None) -> tuple[Any, Any, Loaded]:
     """The loaded ``(f_fwd, f_bwd)``: ``f_fwd(*args) -> (out, saved)``, ``f_bwd(saved, out_bar) -> adjoints``."""
-    key = ("pair", fn, argnums, shapes) if checkpoints is None else ("pair", fn, argnums, shapes, checkpoints)
-    loaded = _built(key, fn, "vjp", "parse, normalize, reverse",
+    loaded = _built(("pair", fn, argnums, shapes, checkpoints), fn, "vjp", "parse, normalize, reverse",
                     lambda: adjoint(fn, argnums, shapes, checkpoints=checkpoints), emit_pair, _adjoints)
     bwd = loaded.fn
     fwd = loaded.namespace[list(loaded.files)[-2]]  # the pair is printed fwd, then bwd

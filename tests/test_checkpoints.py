@@ -429,3 +429,37 @@ def test_a_list_rebound_in_a_loop_against_finite_differences() -> None:
     fd = [(a - b) / (2 * eps) for a, b in zip(grad(shifted[0], 6), grad(shifted[1], 6), strict=True)]
     for a, b in zip(hv, fd, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def rebinds_its_index(x, xs, n):
+    s = x
+    for i in range(n):
+        i = i * 2
+        s = s * xs[i]
+    return s
+
+
+def noisy_inner_loop(x, n):
+    s = x
+    for _ in range(n):
+        k = 0
+        while np.random.rand() > 0.5:
+            k = k + 1
+        s = s * (1.0 + 0.01 * k)
+    return s
+
+
+def test_a_loop_variable_assigned_in_its_loop_is_refused_in_reverse_mode() -> None:
+    """The backward loop read the loop's own value where the body had rebound it: a wrong gradient. Refused."""
+    with pytest.raises(ast_ad.errors.LocatedError, match="loop variable i is assigned inside its loop"):
+        ast_ad.grad(rebinds_its_index, (0, 1))(1.0, np.linspace(0.5, 1.5, 8), 4)
+
+
+def test_a_while_test_without_a_rule_keeps_its_loop_from_being_checkpointed() -> None:
+    """Its test would run again with the step, drawing other numbers: the loop keeps its tape."""
+    text = ast_ad.source(ast_ad.grad(noisy_inner_loop, checkpoints=2), 1.0, 20)
+    assert "not checkpointed: " in text and "which has no rule" in text
+    np.random.seed(3)
+    first = ast_ad.grad(noisy_inner_loop, checkpoints=2)(1.0, 20)
+    np.random.seed(3)
+    assert first == ast_ad.grad(noisy_inner_loop)(1.0, 20)
