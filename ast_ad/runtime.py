@@ -437,7 +437,7 @@ def prod_vjp(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: Any = False) 
         ends = tuple(range(x.ndim - len(axes), x.ndim))
         moved = np.moveaxis(x, axes, ends)
         flat = np.reshape(moved, moved.shape[:x.ndim - len(axes)] + (-1,))
-        others = prod_vjp(1.0, None, flat, -1)
+        others = prod_vjp(np.ones(flat.shape[:-1]), None, flat, -1)
         return g * np.moveaxis(np.reshape(others, moved.shape), ends, axes)
     moved, back = along_last(x, axis)
     left = np.cumprod(np.concatenate([np.ones_like(moved[..., :1]), moved[..., :-1]], axis=-1), axis=-1)
@@ -598,7 +598,7 @@ def einsum_vjp(k: Any, g: Any, spec: Any, *operands: Any) -> Any:
             seen.add(c)
             target.append(c)
     subscripts = ",".join([unique] + [d for d, _ in deltas]) + "->" + "".join(target)
-    return np.einsum(subscripts, part, *[e for _, e in deltas])
+    return of_type(np.einsum(subscripts, part, *[e for _, e in deltas]), operands[k])  # numpy eyes: like operand k
 
 
 def tensordot_spec(a: Any, b: Any, axes: Any = 2) -> Any:
@@ -1187,7 +1187,17 @@ def correlate_vjp(k: Any, g: Any, a: Any, v: Any, mode: Any = "valid") -> Any:
 
 def polyval_vjp_p(g: Any, p: Any, x: Any) -> Any:
     powers = np.arange(len(p) - 1, -1, -1)
-    return np.stack([np.sum(g * as_array(x) ** k) for k in powers])
+    return of_type(np.stack([np.sum(g * as_array(x) ** k) for k in powers]), p)  # numbers g, x: like p
+
+
+def polyder_vjp(g: Any, p: Any, m: Any = 1) -> Any:
+    """Adjoint of ``p`` in ``np.polyder(p, m)``: entry i of the result is ``p_i (n-1-i)! / (n-1-i-m)!``."""
+    n = len(p)
+    out = zeros_of(as_array(p))
+    if n > m:
+        factors = [float(np.prod([n - 1 - i - t for t in range(m)])) for i in range(n - m)]
+        out[:n - m] = as_array(g)[:n - m] * np.array(factors)
+    return out
 
 
 def linspace_vjp(k: Any, g: Any, num: Any = 50, endpoint: Any = True) -> Any:
@@ -1455,3 +1465,236 @@ def norm_vjp_jvp(k: Any, u: Any, g: Any, ans: Any, x: Any, ord: Any = None, axis
         return zeros_like(x)
     raise NotImplementedError(f"the second derivative of np.linalg.norm with ord={ord!r}: use the 2-norm, or "
                               "write the norm with numpy (np.sum(np.abs(x) ** p) ** (1 / p))")
+
+
+# ---- forward rules of the gradient helpers above (a derivative of a derivative through them) -------------
+# Each is the tangent of one helper in one of its arguments, the others held; ``ast_ad/rules/runtime.py``
+# registers them. The helpers are linear in the adjoint ``g``; these are their derivatives in the rest.
+def filled(parts: Any, like: Any) -> Any:
+    """The parts of a tuple's adjoint or tangent with ``None`` (nothing flowed in) as zeros shaped like ``like``'s."""
+    return tuple(zeros_of(x) if p is None else zeros_of(x) + p for p, x in zip(parts, like, strict=True))
+
+
+def prod_others_jvp(u: Any, x: Any, axis: Any = None) -> Any:
+    """Tangent of ``prod_vjp(1, _, x, axis)`` (each entry's product of the others) along ``u``: for entry i, the
+    sum over j != i of ``u_j`` times the product of the entries other than i and j. Each product is taken as
+    such, so zeros in ``x`` are exact."""
+    if axis is not None and np.ndim(axis) > 0:  # several axes: bring them together, then as for one
+        x, u = as_array(x), np.broadcast_to(u, np.shape(x))
+        axes = tuple(a % x.ndim for a in axis)
+        ends = tuple(range(x.ndim - len(axes), x.ndim))
+        moved = np.moveaxis(x, axes, ends)
+        flat = np.reshape(moved, moved.shape[:x.ndim - len(axes)] + (-1,))
+        flat_u = np.reshape(np.moveaxis(u, axes, ends), flat.shape)
+        return np.moveaxis(np.reshape(prod_others_jvp(flat_u, flat, -1), moved.shape), ends, axes)
+    moved, back = along_last(x, axis)
+    du = along_last(np.broadcast_to(u, np.shape(x)), axis)[0]
+    out = zeros_of(moved)
+    for i in range(moved.shape[-1]):
+        others = moved.copy()
+        others[..., i] = 1.0
+        pairs = prod_vjp(np.ones(others.shape[:-1]), None, others, -1)  # j != i: the product of all but i, j
+        out[..., i] = np.sum(du * pairs, axis=-1) - du[..., i] * pairs[..., i]
+    return back(out)
+
+
+def cumprod_vjp_jvp(u: Any, g: Any, x: Any, axis: Any = None) -> Any:
+    """Tangent of ``cumprod_vjp(g, _, x, axis)`` in ``x``. Entry i of that adjoint is ``sum_k>=i g_k P_k``, with
+    ``P_k`` the product of ``x_0 .. x_k`` without ``x_i``: the cumulative product of ``x`` with entry i set to
+    1, whose tangent (``u`` with entry i zero) paired with ``g`` masked to ``k >= i`` is ``cumprod_vjp``'s
+    own. Exact with zeros; O(n^3) along the axis."""
+    moved, back = along_last(x, axis)
+    g_moved = along_last(g, axis)[0] if axis is not None else np.ravel(g)
+    du = along_last(np.broadcast_to(u, np.shape(x)), axis)[0]
+    n = moved.shape[-1]
+    out = zeros_of(moved)
+    for i in range(n):
+        others, u_others = moved.copy(), du.copy()
+        others[..., i], u_others[..., i] = 1.0, 0.0
+        masked = g_moved * (np.arange(n) >= i)
+        out[..., i] = np.sum(cumprod_vjp(masked, None, others, -1) * u_others, axis=-1)
+    return back(out)
+
+
+def average_weights_shape(w: Any, x: Any, axis: Any) -> Any:
+    """1-D weights along ``axis`` of ``x``, shaped to broadcast against it."""
+    if axis is not None and np.ndim(w) == 1 and np.ndim(x) > 1:
+        shape = [1] * np.ndim(x)
+        shape[axis] = np.shape(w)[0]
+        return np.reshape(w, shape)
+    return w
+
+
+def average_vjp_jvp(u: Any, g: Any, x: Any, axis: Any, weights: Any) -> Any:
+    """Tangent of ``average_vjp(g, x, axis, weights)`` in the weights: ``g (u - w sum(u) / sum(w)) / sum(w)``."""
+    w, du = as_array(weights).astype(float), as_array(u).astype(float)
+    total = np.sum(w)
+    spread = (du - w * np.sum(du) / total) / total
+    return expand_reduced(g, x, axis) * average_weights_shape(spread, x, axis)
+
+
+def average_weights_vjp_jvp(k: Any, u: Any, g: Any, ans: Any, x: Any, axis: Any, weights: Any) -> Any:
+    """Tangent of ``average_weights_vjp(g, ans, x, axis, weights)`` in ``ans`` (k=1), ``x`` (k=2) or the weights
+    (k=4). That adjoint is ``(x - ans) g / sum(weights)``, summed to the weights' shape."""
+    w = as_array(weights).astype(float)
+    total = np.sum(w)
+    g_full = expand_reduced(g, x, axis)
+    if k == 1:
+        spread = -expand_reduced(u, x, axis) * g_full / total
+    elif k == 2:
+        spread = np.broadcast_to(u, np.shape(x)) * g_full / total
+    else:
+        spread = -(x - expand_reduced(ans, x, axis)) * g_full * np.sum(u) / total ** 2
+    if axis is not None and w.ndim == 1 and np.ndim(x) > 1:
+        return np.sum(spread, axis=tuple(a for a in range(np.ndim(x)) if a != axis % np.ndim(x)))
+    return spread
+
+
+def polyval_vjp_p_jvp(u: Any, g: Any, p: Any, x: Any) -> Any:
+    """Tangent of ``polyval_vjp_p(g, p, x)`` in ``x``: the coefficient of ``x^k`` gains ``sum(g k x^(k-1) u)``."""
+    x = as_array(x)
+    powers = range(len(p) - 1, -1, -1)
+    return np.stack([np.sum(g * k * x ** (k - 1) * u) if k > 0 else np.sum(g * 0.0 * u) for k in powers])
+
+
+def sinc_curvature(x: Any) -> Any:
+    """The second derivative of ``np.sinc``: ``(-pi sin(pi x) - 2 sinc'(x)) / x``; near 0, its series
+    ``-pi^2/3 + pi^4 x^2/10 - pi^6 x^4/168`` (the closed form loses digits there)."""
+    x = as_array(x).astype(float)
+    small = np.abs(x) < 1e-3
+    safe = np.where(small, 1.0, x)
+    far = (-np.pi * np.sin(np.pi * safe) - 2.0 * sinc_slope(safe)) / safe
+    x2 = x * x
+    near = -np.pi ** 2 / 3.0 + np.pi ** 4 * x2 / 10.0 - np.pi ** 6 * x2 * x2 / 168.0
+    out = np.where(small, near, far)
+    return out if np.ndim(out) else float(out)
+
+
+def matrix_power_vjp_jvp(u: Any, g: Any, a: Any, n: Any) -> Any:
+    """Tangent of ``matrix_power_vjp(g, a, n) = sum_k (a^k)^T g (a^(n-1-k))^T`` in ``a``."""
+    powers = [np.eye(np.shape(a)[-1])]
+    for _ in range(max(n - 1, 0)):
+        powers.append(powers[-1] @ a)
+    tangents = [matrix_power_jvp(u, a, k) for k in range(max(n, 1))]
+    return sum((T(tangents[k]) @ g @ T(powers[n - 1 - k]) + T(powers[k]) @ g @ T(tangents[n - 1 - k])
+                for k in range(n)), zeros_of(a))
+
+
+def multi_dot_vjp_jvp(u: Any, g: Any, arrays: Any) -> Any:
+    """Tangents of ``multi_dot_vjp(g, arrays)`` in the arrays: each factor's adjoint is linear in each other
+    factor, so it gains that adjoint with the other factor's tangent in its place, summed over the others."""
+    out = [zeros_of(a) for a in arrays]
+    for j, tangent in enumerate(u):
+        if tangent is None:
+            continue
+        parts = multi_dot_vjp(g, [zeros_of(a) + tangent if i == j else a for i, a in enumerate(arrays)])
+        for i, part in enumerate(parts):
+            if i != j:
+                out[i] = out[i] + part
+    return out
+
+
+def cholesky_vjp_jvp(u: Any, g: Any, ans: Any) -> Any:
+    """Tangent of ``cholesky_vjp(g, ans)`` (Murray's formula) in the factor ``ans``."""
+    inv_l = np.linalg.inv(ans)
+    d_inv = -inv_l @ u @ inv_l
+    eye = np.eye(np.shape(ans)[-1])
+    phi = T(ans) @ g
+    phi = np.tril(phi) - 0.5 * eye * phi
+    d_phi = T(u) @ g
+    d_phi = np.tril(d_phi) - 0.5 * eye * d_phi
+    d_s = T(d_inv) @ phi @ inv_l + T(inv_l) @ d_phi @ inv_l + T(inv_l) @ phi @ d_inv
+    return lower_only(0.5 * (d_s + T(d_s)))
+
+
+def eigh_vjp_jvp(u: Any, g: Any, ans: Any) -> Any:
+    """Tangent of ``eigh_vjp(g, ans, a)`` in ``ans = (w, v)``."""
+    w, v = ans
+    dw, dv = filled(u, ans)
+    w_bar, v_bar = filled(g, ans)
+    gaps = w[..., None, :] - w[..., :, None]
+    f = reciprocal_or_zero(gaps)
+    d_f = -f * f * (dw[..., None, :] - dw[..., :, None])
+    eye = np.eye(np.shape(w)[-1])
+    inner = eye * w_bar[..., None, :] + f * (T(v) @ v_bar)
+    d_inner = d_f * (T(v) @ v_bar) + f * (T(dv) @ v_bar)
+    d_s = dv @ inner @ T(v) + v @ d_inner @ T(v) + v @ inner @ T(dv)
+    return lower_only(0.5 * (d_s + T(d_s)))
+
+
+def qr_vjp_jvp(u: Any, g: Any, ans: Any) -> Any:
+    """Tangent of ``qr_vjp(g, ans, a)`` in ``ans = (q, r)``."""
+    q, r = ans
+    dq, dr = filled(u, ans)
+    q_bar, r_bar = filled(g, ans)
+    m = r @ T(r_bar) - T(q_bar) @ q
+    d_m = dr @ T(r_bar) - T(q_bar) @ dq
+    c = np.tril(m) + T(np.tril(m, -1))
+    d_c = np.tril(d_m) + T(np.tril(d_m, -1))
+    x = np.linalg.solve(r, T(q_bar + q @ c))
+    return T(np.linalg.solve(r, T(dq @ c + q @ d_c) - dr @ x))
+
+
+def pinv_vjp_jvp(k: Any, u: Any, g: Any, p: Any, a: Any) -> Any:
+    """Tangent of ``pinv_vjp(g, p, a) = -p^T g p^T + L g^T p p^T + p^T p g^T R`` (``L = I - a p``,
+    ``R = I - p a``) in ``p`` (k=1) or ``a`` (k=2)."""
+    m, n = np.shape(a)[-2:]
+    left, right = np.eye(m) - a @ p, np.eye(n) - p @ a
+    if k == 2:
+        return -u @ p @ T(g) @ p @ T(p) - T(p) @ p @ T(g) @ p @ u
+    d_left, d_right = -a @ u, -u @ a
+    return (-(T(u) @ g @ T(p) + T(p) @ g @ T(u)) + d_left @ T(g) @ p @ T(p) + left @ T(g) @ (u @ T(p) + p @ T(u))
+            + (T(u) @ p + T(p) @ u) @ T(g) @ right + T(p) @ p @ T(g) @ d_right)
+
+
+def svd_vjp_jvp(u: Any, g: Any, ans: Any, a: Any, full_matrices: Any = True, compute_uv: Any = True) -> Any:
+    """Tangent of ``svd_vjp(g, ans, a, ...)``: in ``ans = (U, S, Vt)`` for the factors, in ``a`` for the singular
+    values alone (``compute_uv=False``, where the helper factors ``a`` again)."""
+    if not compute_uv:
+        factors = np.linalg.svd(a, full_matrices=False)
+        d_left, _, d_vt = svd_jvp(u, factors, a, False, True)
+        left, _, vt = factors
+        diag = np.eye(np.shape(g)[-1]) * g[..., None, :]
+        return d_left @ diag @ vt + left @ diag @ d_vt
+    left, s, vt = ans
+    d_left, ds, d_vt = filled(u, ans)
+    u_bar, s_bar, vt_bar = filled(g, ans)
+    v, v_bar, dv = T(vt), T(vt_bar), T(d_vt)
+    k = np.shape(s)[-1]
+    eye = np.eye(k)
+    s_row, s_col, ds_row, ds_col = s[..., None, :], s[..., :, None], ds[..., None, :], ds[..., :, None]
+    f = reciprocal_or_zero(s_row ** 2 - s_col ** 2)
+    d_f = -f * f * (2.0 * s_row * ds_row - 2.0 * s_col * ds_col)
+    sigma, d_sigma = eye * s_row, eye * ds_row
+    inverse = reciprocal_or_zero(s)
+    inv_sigma, d_inv_sigma = eye * inverse[..., None, :], eye * (-inverse * inverse * ds)[..., None, :]
+    jl = T(left) @ u_bar - T(u_bar) @ left
+    jr = T(v) @ v_bar - T(v_bar) @ v
+    j, kk = f * jl, f * jr
+    d_j = d_f * jl + f * (T(d_left) @ u_bar - T(u_bar) @ d_left)
+    d_k = d_f * jr + f * (T(dv) @ v_bar - T(v_bar) @ dv)
+    inner = j @ sigma + eye * s_bar[..., None, :] + sigma @ kk
+    d_inner = d_j @ sigma + j @ d_sigma + d_sigma @ kk + sigma @ d_k
+    out = d_left @ inner @ vt + left @ d_inner @ vt + left @ inner @ d_vt
+    m, n = np.shape(a)[-2:]
+    if m > k:
+        rest = np.eye(m) - left @ T(left)
+        d_rest = -(d_left @ T(left) + left @ T(d_left))
+        out = out + d_rest @ u_bar @ inv_sigma @ vt + rest @ u_bar @ (d_inv_sigma @ vt + inv_sigma @ d_vt)
+    if n > k:
+        rest = np.eye(n) - v @ vt
+        d_rest = -(dv @ vt + v @ d_vt)
+        out = out + (d_left @ inv_sigma + left @ d_inv_sigma) @ T(v_bar) @ rest + left @ inv_sigma @ T(v_bar) @ d_rest
+    return out
+
+
+def other_operand_jvp(fn: Any, j: Any, first: Any, own: Any = None) -> Any:
+    """The forward rule, at position ``j``, of a helper ``fn`` that gives one operand's adjoint of a product whose
+    operand 0 stands at position ``first``: linear in each other operand, and reading its own only for its
+    shape (a zero tangent there). Whose adjoint: operand ``own``, or the helper's first argument's."""
+    def rule(u: Any, ans: Any, *args: Any, **kwargs: Any) -> Any:
+        if j == first + (args[0] if own is None else own):
+            return 0.0 * ans
+        return fn(*[u if i == j else a for i, a in enumerate(args)], **kwargs)
+    rule.__name__ = f"{fn.__name__}_jvp"
+    return rule

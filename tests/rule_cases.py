@@ -33,7 +33,7 @@ def binary(da: str = "real", db: str = "real", scalar_only: bool = False) -> st.
 
 def _reduce_case(shape: tuple[int, ...]) -> st.SearchStrategy:
     axes = st.sampled_from([None, *range(-len(shape), len(shape))]) | \
-        st.just(tuple(range(len(shape)))) if shape else st.just(None)
+        st.just(tuple(range(len(shape)))) | st.just(tuple(range(1, len(shape)))) if shape else st.just(None)
     return st.tuples(st.tuples(arrays(shape)), st.fixed_dictionaries({"axis": axes, "keepdims": st.booleans()}))
 
 
@@ -378,7 +378,8 @@ MORE_NUMPY.update(_assign_item_cases())
 # ---- mirrors ast_ad/rules/linalg.py ------------------------------------------------------------------------
 def square(n: int = 3, stack: bool = False) -> st.SearchStrategy:
     shape = (2, n, n) if stack else (n, n)
-    return arrays(shape).map(lambda a: a + 3.0 * np.eye(n))
+    # strictly diagonally dominant, so never singular (a + 3 I alone can be: [[2, -1, -1], [-1, 2, -1], ...])
+    return arrays(shape).map(lambda a: a + (np.sum(np.abs(a), axis=-1, keepdims=True) + 1.0) * np.eye(n))
 
 
 def spd(n: int = 3) -> st.SearchStrategy:
@@ -609,4 +610,62 @@ def _helpers() -> dict:
     }
 
 
+def _second_order_helpers() -> dict:
+    """The helpers of reductions, products and factorizations, whose forward rules give second derivatives.
+    A result (``ans``) is moved apart from the input it came from: each helper is a function of all its
+    arguments."""
+    rt = runtime
+    zeros_in = st.just(np.array([0.5, 0.0, -1.2, 0.0]))  # two zeros: a product's second derivative is not zero
+    wide = svd_input().map(lambda a: a.T)
+    thin = lambda a: tuple(np.linalg.svd(a, full_matrices=False))  # noqa: E731
+    factors = st.tuples(arrays((4, 3)), arrays((3,)), arrays((3, 3)))
+    eigh = distinct_spectrum().map(lambda a: tuple(np.linalg.eigh(a)))
+    cases = {
+        rt.prod_vjp: case(arrays((2,)), 0.0, arrays((2, 3)), 1, False) | case(floats(), 0.0, zeros_in, None, False)
+        | case(arrays((2,)), 0.0, arrays((2, 3, 2)), (1, 2), False)
+        | case(arrays((2, 1)), 0.0, arrays((2, 3)), 1, True),
+        rt.cumprod_vjp: case(arrays((4,)), 0.0, arrays((4,)), None) | case(arrays((2, 3)), 0.0, arrays((2, 3)), 1)
+        | case(arrays((4,)), 0.0, zeros_in, None),
+        rt.average_vjp: case(floats(), arrays((4,)), None, arrays((4,), "pos"))
+        | case(arrays((2,)), arrays((2, 3)), 1, arrays((3,), "pos")),
+        rt.average_weights_vjp: case(floats(), floats(), arrays((4,)), None, arrays((4,), "pos"))
+        | case(arrays((2,)), arrays((2,)), arrays((2, 3)), 1, arrays((3,), "pos")),
+        rt.nanmean_vjp: case(floats(), st.just(np.array([0.3, np.nan, 1.2])), None, False),
+        rt.polyval_vjp_p: case(floats(), arrays((3,)), floats()) | case(arrays((2,)), arrays((4,)), arrays((2,))),
+        rt.polyder_vjp: case(arrays((2,)), arrays((3,)), 1) | case(arrays((2,)), arrays((4,)), 2),
+        np.polyder: case(arrays((4,)), st.sampled_from([1, 2])),
+        rt.sinc_slope: case(arrays((3,), "away")) | case(st.just(np.array([0.05, 2e-3, -0.7, 1.5]))),  # 0: test_compose
+        rt.matrix_power_vjp: case(arrays((2, 2)), arrays((2, 2)), st.integers(0, 3)),
+        rt.multi_dot_vjp: case(arrays((3, 4)), st.tuples(arrays((3, 2)), arrays((2, 2)), arrays((2, 4))).map(list))
+        | case(arrays((4,)), st.tuples(arrays((3,)), arrays((3, 4))).map(list)),
+        rt.cholesky_vjp: case(arrays((3, 3)), spd().map(np.linalg.cholesky)),
+        rt.eigh_vjp: case(st.tuples(arrays((3,)), arrays((3, 3))), eigh, arrays((3, 3)))
+        | case(st.tuples(arrays((3,)), st.none()), eigh, arrays((3, 3))),
+        rt.qr_vjp: case(st.tuples(arrays((4, 3)), arrays((3, 3))), tall().map(lambda a: tuple(np.linalg.qr(a))),
+                        arrays((4, 3)))
+        | case(st.tuples(st.none(), arrays((3, 3))), tall().map(lambda a: tuple(np.linalg.qr(a))), arrays((4, 3))),
+        rt.svd_vjp: case(factors, svd_input().map(thin), arrays((4, 3)), False, True)
+        | case(st.tuples(arrays((3, 3)), arrays((3,)), arrays((3, 4))), wide.map(thin), arrays((3, 4)), False, True)
+        | case(st.tuples(st.none(), arrays((3,)), st.none()), svd_input().map(thin), arrays((4, 3)), False, True)
+        | svd_input().flatmap(lambda a: case(arrays((3,)), np.linalg.svd(a, compute_uv=False), a, False, False)),
+        rt.pinv_vjp: tall().flatmap(lambda a: case(arrays((3, 4)), np.linalg.pinv(a) + 0.0 * a.T, a)),
+        rt.einsum_vjp: case(st.sampled_from([0, 1]), arrays((2, 4)), "ij,jk->ik", arrays((2, 3)), arrays((3, 4)))
+        | case(0, floats(), "ii->", arrays((3, 3)))
+        | case(st.sampled_from([0, 1, 2]), arrays((2,)), "ij,jk,k->i", arrays((2, 3)), arrays((3, 4)), arrays((4,))),
+        rt.kron_vjp: case(st.sampled_from([0, 1]), arrays((6,)), arrays((2,)), arrays((3,)))
+        | case(st.sampled_from([0, 1]), arrays((2, 6)), arrays((2, 2)), arrays((1, 3))),
+    }
+    def sliding(k: int) -> st.SearchStrategy:  # np.convolve and np.correlate of 4 and 3 numbers, each mode
+        return case(k, arrays((6,)), arrays((4,)), arrays((3,)), "full") | \
+            case(k, arrays((4,)), arrays((4,)), arrays((3,)), "same") | \
+            case(k, arrays((2,)), arrays((4,)), arrays((3,)), "valid")
+    cases[rt.convolve_vjp] = cases[rt.correlate_vjp] = st.sampled_from([0, 1]).flatmap(sliding)
+    from ast_ad.rules.numpy import EINSUM_RULES
+    for k, rule in enumerate(EINSUM_RULES):  # operand k's rule of an elementwise product of k + 1 vectors
+        spec = ",".join(["i"] * (k + 1)) + "->i"
+        cases[rule] = case(arrays((2,)), np.zeros(2), spec, *[arrays((2,))] * (k + 1))
+    return cases
+
+
 CASES.update(_helpers())
+CASES.update(_second_order_helpers())

@@ -62,10 +62,12 @@ from ast_ad.runtime import (
     matmul_vjp_a,
     matmul_vjp_b,
     nanmean_vjp,
+    other_operand_jvp,
     outer_vjp_a,
     outer_vjp_b,
     pad_jvp,
     pad_vjp,
+    polyder_vjp,
     polyval_vjp_p,
     pow_minus_one,
     prod_vjp,
@@ -211,7 +213,11 @@ defvjp(np.inner,     lambda g, ans, a, b: inner_vjp(g, a, b), lambda g, ans, a, 
 defvjp(np.outer,     lambda g, ans, a, b: outer_vjp_a(g, a, b), lambda g, ans, a, b: outer_vjp_b(g, a, b))
 defvjp(np.tensordot, lambda g, ans, a, b, axes=2: einsum_vjp(0, g, tensordot_spec(a, b, axes), a, b),
                      lambda g, ans, a, b, axes=2: einsum_vjp(1, g, tensordot_spec(a, b, axes), a, b))
-defvjp(np.einsum, None, *map(einsum_rule, range(8)))  # np.einsum(spec, *operands): a rule per operand
+EINSUM_RULES = [einsum_rule(k) for k in range(8)]
+defvjp(np.einsum, None, *EINSUM_RULES)  # np.einsum(spec, *operands): a rule per operand
+for _k, _rule in enumerate(EINSUM_RULES):  # called by name in gradients (their operands vary in number)
+    def_linear(_rule, 0)
+    defjvp(_rule, None, zero, zero, *[other_operand_jvp(_rule, j, 3, _k) for j in range(3, 11)])
 defvjp(np.kron,      lambda g, ans, a, b: kron_vjp(0, g, a, b), lambda g, ans, a, b: kron_vjp(1, g, a, b))
 defvjp(np.trace,     lambda g, ans, x, offset=0, axis1=0, axis2=1, *args, **kwargs:
                      diagonal_vjp(g, x, offset, axis1, axis2))
@@ -314,6 +320,7 @@ defvjp(np.convolve,     lambda g, ans, a, v, mode="full": convolve_vjp(0, g, a, 
                         lambda g, ans, a, v, mode="full": convolve_vjp(1, g, a, v, mode))
 defvjp(np.correlate,    lambda g, ans, a, v, mode="valid": correlate_vjp(0, g, a, v, mode),
                         lambda g, ans, a, v, mode="valid": correlate_vjp(1, g, a, v, mode))
+defvjp(np.polyder,      lambda g, ans, p, m=1: polyder_vjp(g, p, m))
 defvjp(np.polyval,      lambda g, ans, p, x: polyval_vjp_p(g, p, x),
                         lambda g, ans, p, x: g * np.polyval(np.polyder(p), x))
 defvjp(np.linspace,     lambda g, ans, start, stop, num=50, endpoint=True, *args, **kwargs:
@@ -338,7 +345,7 @@ for _fn in (np.sum, np.mean, np.stack, np.transpose, np.reshape, np.trace, np.di
             np.moveaxis, np.broadcast_to, np.flip, np.fliplr, np.flipud, np.roll, np.tile, np.repeat, np.take,
             np.copy, np.concatenate, np.hstack, np.vstack, np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit,
             np.dstack, np.column_stack, np.diff, np.rot90, np.rollaxis, np.real, T, np.matrix_transpose, np.cumsum,
-            np.cumulative_sum, np.trapezoid, np.polyval):
+            np.cumulative_sum, np.trapezoid, np.polyval, np.polyder):
     def_linear(_fn, 0)
 defjvp(np.polyval, None, lambda u, ans, p, x: u * np.polyval(np.polyder(p), x))
 for _fn in (np.dot, np.matmul, np.vdot, np.inner, np.outer, np.tensordot, np.kron, np.cross, np.vecdot,

@@ -5,7 +5,8 @@ to another's output: ``jvp`` of a gradient is a Hessian-vector product. Most hel
 adjoint they carry and read the other arguments only for shapes or for piecewise-constant choices
 (which entries tied in a max), so their forward rule is the helper itself or zero.
 
-Helpers with no forward rule yet (``NOT_YET``): a second derivative through them is refused at the line.
+The helpers of reductions, statistics, products and factorizations are linear in the adjoint too; their
+forward rules in the other arguments are the ``*_jvp`` helpers at the end of ``ast_ad/runtime.py``.
 """
 
 import numpy as np
@@ -14,18 +15,13 @@ from ast_ad import revolve
 from ast_ad import runtime as rt
 from ast_ad.registry import def_in_place, def_linear, def_nondiff, def_same_kind, defjvp, defvjp, zero
 
-NOT_YET = (rt.prod_vjp, rt.cumprod_vjp, rt.cholesky_vjp,
-           rt.eigh_vjp, rt.svd_vjp, rt.qr_vjp, rt.pinv_vjp, rt.matrix_power_vjp, rt.multi_dot_vjp, rt.average_vjp,
-           rt.average_weights_vjp, rt.nanmean_vjp, rt.einsum_vjp, rt.kron_vjp, rt.convolve_vjp, rt.correlate_vjp,
-           rt.polyval_vjp_p, rt.sinc_slope)
-
 # ---- helpers linear in their first argument (the adjoint), the others read only for shapes, indices or choices ---
 for _fn in (rt.unbroadcast, rt.expand_reduced, rt.getitem_vjp, rt.assign_item_vjp_x, rt.assign_item_vjp_value,
             rt.extremum_vjp, rt.cast_vjp, rt.unstack, rt.clip_lo_vjp, rt.clip_hi_vjp, rt.column_stack_vjp,
             rt.concat_vjp_a, rt.concat_vjp_b, rt.concatenate_vjp, rt.cumsum_vjp, rt.diag_vjp, rt.diagonal_vjp,
             rt.diff_vjp, rt.dstack_vjp, rt.field_vjp, rt.hstack_vjp, rt.vstack_vjp, rt.list_item_vjp, rt.pad_vjp,
             rt.repeat_seq_vjp, rt.repeat_vjp, rt.rollaxis_vjp, rt.select_default_vjp, rt.select_vjp, rt.sort_vjp,
-            rt.sorted_by_vjp, rt.split_vjp, rt.take_vjp, rt.tile_vjp, rt.fit, rt.part):
+            rt.sorted_by_vjp, rt.split_vjp, rt.take_vjp, rt.tile_vjp, rt.fit, rt.part, rt.polyder_vjp):
     def_linear(_fn, 0)
     defjvp(_fn, None, *[zero] * 5)
 
@@ -94,3 +90,45 @@ defjvp(rt.safe_log,      lambda u, ans, x: np.where(x == 0, 0.0, u / np.where(x 
 
 def_nondiff(rt.balanced_eq, rt.clip_mask, rt.reduced_count, rt.zeros_like, rt.zeros_of, rt.tensordot_spec,
             rt.inverse_axes)
+
+# ---- reductions, statistics, products and factorizations: linear in the adjoint; the rest by their own rules --
+for _adjoint in (rt.prod_vjp, rt.cumprod_vjp, rt.average_vjp, rt.average_weights_vjp, rt.nanmean_vjp,
+                 rt.polyval_vjp_p, rt.matrix_power_vjp, rt.multi_dot_vjp, rt.cholesky_vjp, rt.eigh_vjp, rt.svd_vjp,
+                 rt.qr_vjp, rt.pinv_vjp):
+    def_linear(_adjoint, 0)
+defjvp(rt.prod_vjp, None, zero, lambda u, ans2, g, ans, x, axis=None, keepdims=False:
+       rt.expand_reduced(g, x, axis, keepdims) * rt.prod_others_jvp(u, x, axis), zero, zero)
+defjvp(rt.cumprod_vjp, None, zero, lambda u, ans2, g, ans, x, axis=None: rt.cumprod_vjp_jvp(u, g, x, axis), zero)
+defjvp(rt.average_vjp, None, zero, zero,
+       lambda u, ans2, g, x, axis=None, weights=None: rt.average_vjp_jvp(u, g, x, axis, weights))
+defjvp(rt.average_weights_vjp, None,
+       lambda u, ans2, g, ans, x, axis, weights: rt.average_weights_vjp_jvp(1, u, g, ans, x, axis, weights),
+       lambda u, ans2, g, ans, x, axis, weights: rt.average_weights_vjp_jvp(2, u, g, ans, x, axis, weights), zero,
+       lambda u, ans2, g, ans, x, axis, weights: rt.average_weights_vjp_jvp(4, u, g, ans, x, axis, weights))
+defjvp(rt.nanmean_vjp, None, zero, zero, zero)  # the NaNs' places: piecewise constant
+defjvp(rt.polyval_vjp_p, None, zero, lambda u, ans2, g, p, x: rt.polyval_vjp_p_jvp(u, g, p, x))
+defjvp(rt.sinc_slope, lambda u, ans, x: u * rt.sinc_curvature(x))
+defjvp(rt.matrix_power_vjp, None, lambda u, ans2, g, a, n: rt.matrix_power_vjp_jvp(u, g, a, n), zero)
+defjvp(rt.multi_dot_vjp, None, lambda u, ans2, g, arrays: rt.multi_dot_vjp_jvp(u, g, arrays))
+defjvp(rt.cholesky_vjp, None, lambda u, ans2, g, ans: rt.cholesky_vjp_jvp(u, g, ans))
+# the factorizations' adjoints and results are tuples: parts nothing flowed into are None (``filled``)
+defjvp(rt.eigh_vjp, lambda u, ans2, g, ans, a: rt.eigh_vjp(rt.filled(u, ans), ans, a),
+       lambda u, ans2, g, ans, a: rt.eigh_vjp_jvp(u, g, ans), zero)
+defjvp(rt.qr_vjp, lambda u, ans2, g, ans, a: rt.qr_vjp(rt.filled(u, ans), ans, a),
+       lambda u, ans2, g, ans, a: rt.qr_vjp_jvp(u, g, ans), zero)
+defjvp(rt.svd_vjp,
+       lambda u, ans2, g, ans, a, full_matrices=True, compute_uv=True:
+       rt.svd_vjp(rt.filled(u, ans) if compute_uv else u, ans, a, full_matrices, compute_uv),
+       lambda u, ans2, g, ans, a, full_matrices=True, compute_uv=True:
+       rt.svd_vjp_jvp(u, g, ans, a, full_matrices, True) if compute_uv else 0.0 * ans2,
+       lambda u, ans2, g, ans, a, full_matrices=True, compute_uv=True:
+       0.0 * ans2 if compute_uv else rt.svd_vjp_jvp(u, g, ans, a, full_matrices, False), zero, zero)
+defjvp(rt.pinv_vjp, None, lambda u, ans2, g, ans, a: rt.pinv_vjp_jvp(1, u, g, ans, a),
+       lambda u, ans2, g, ans, a: rt.pinv_vjp_jvp(2, u, g, ans, a))
+
+# operand k's adjoint of a product: linear in the adjoint and in each other operand, its own read for its shape
+def_linear(rt.einsum_vjp, 1)
+defjvp(rt.einsum_vjp, zero, None, zero, *[rt.other_operand_jvp(rt.einsum_vjp, j, 3) for j in range(3, 11)])
+for _operand in (rt.kron_vjp, rt.convolve_vjp, rt.correlate_vjp):
+    def_linear(_operand, 1)
+    defjvp(_operand, zero, None, rt.other_operand_jvp(_operand, 2, 2), rt.other_operand_jvp(_operand, 3, 2), zero)
