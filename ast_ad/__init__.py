@@ -10,16 +10,56 @@ Reverse and forward mode, stacked to any order.
 <ast_ad gradient of f argnums=(0,)>
 """
 
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
 from ast_ad import errors, extend, rules, tracer  # noqa: F401  (importing rules registers them)
 from ast_ad.api import grad, source, value_and_grad
-from ast_ad.checking import check_grads
-from ast_ad.compose import hessian, hvp, jacfwd, jacobian, jacrev, jvp, vjp
-from ast_ad.explain import explain
-from ast_ad.export import export
-from ast_ad.graph import graph
-from ast_ad.load import cache_clear
+
+if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ below imports them
+    from ast_ad.checking import check_grads
+    from ast_ad.compose import hessian, hvp, jacfwd, jacobian, jacrev, jvp, vjp
+    from ast_ad.explain import explain
+    from ast_ad.export import export
+    from ast_ad.graph import graph
+    from ast_ad.load import cache_clear
+
+# Imported when first asked for (PEP 562): ``import ast_ad`` stays small, and the transform's own modules load
+# with the first gradient.
+_LAZY = {"check_grads": "checking", "hessian": "compose", "hvp": "compose", "jacfwd": "compose",
+         "jacobian": "compose", "jacrev": "compose", "jvp": "compose", "vjp": "compose", "explain": "explain",
+         "export": "export", "graph": "graph", "cache_clear": "load"}
 
 __all__ = ["grad", "value_and_grad", "jvp", "vjp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "source",
            "check_grads", "cache_clear", "explain", "graph", "export", "tracer", "extend",
            "errors"]
 __version__ = "0.1.0"
+
+
+class _Package(types.ModuleType):
+    """``ast_ad``, where ``explain``, ``export`` and ``graph`` name functions, though modules have the same
+    names: importing such a module (as ast_ad's own modules do) sets the package's attribute to the module, and
+    here to its function instead."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and name in _LAZY and _LAZY[name] == name:
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'ast_ad' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"ast_ad.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

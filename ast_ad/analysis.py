@@ -19,7 +19,6 @@ from __future__ import annotations
 import inspect
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TypeGuard, TypeVar
 
 import gast
@@ -27,6 +26,7 @@ import numpy as np
 
 from ast_ad import ir, registry, runtime, syntax
 from ast_ad.errors import LocatedError
+from ast_ad.records import record
 
 SCALAR = -1
 CONTAINER = -2  # a tuple, list or dict argument: its adjoint has the same structure
@@ -324,7 +324,7 @@ def packed_result(function: ir.Function) -> ir.Pack | None:
     return None
 
 
-@dataclass(frozen=True)
+@record
 class InPlace:
     """Where reverse mode writes arrays in place (``in_place_writes``).
 

@@ -23,11 +23,11 @@ from ast_ad.errors import (
     NonScalarOutputError,
     SourceUnavailableError,
 )
-from ast_ad.load import Loaded
 from ast_ad.runtime import broadcast_like, is_array, unbroadcast
 
 if TYPE_CHECKING:
     from ast_ad.compose import Lowered
+    from ast_ad.load import Loaded
 
 STAGES = ("normalized", "adjoint", "jvp")
 # Argument types known to be scalars; the generated code is specialized on them.

@@ -25,7 +25,6 @@ from __future__ import annotations
 import numbers
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,13 +32,14 @@ import numpy as np
 from ast_ad import transform
 from ast_ad.errors import ArgnumsError, ASTADError, LocatedError
 from ast_ad.load import Loaded
+from ast_ad.records import record
 from ast_ad.runtime import as_array, is_array, of_type, size_of
 
 Finish = Callable[[Any], Any]
 FinishDot = Callable[[Any, Any], Any]
 
 
-@dataclass(frozen=True)
+@record
 class Lowered:
     """A callable's computation as a function ast_ad can transform.
 

@@ -17,7 +17,6 @@ import builtins
 import re
 import sys
 import types
-from dataclasses import dataclass
 from typing import Any
 
 import gast
@@ -25,13 +24,14 @@ import gast
 from ast_ad import ir, printer, syntax
 from ast_ad.forward import Tangent
 from ast_ad.naming import Namer, identifier
+from ast_ad.records import record
 from ast_ad.reverse import Adjoint, CalleeRef, released
 
 MODULE_NAMES = {"numpy": "np", "math": "math", "operator": "operator"}
 SPELLED_THROUGH = ("numpy", "numpy.linalg", "numpy.fft", "math", "operator")
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Binding:
     """A global or closure value the generated code reads, re-read before every call."""
 
@@ -42,7 +42,7 @@ class Binding:
     data: bool  # data is refreshed; a changed function or module means transforming again
 
 
-@dataclass(frozen=True)
+@record
 class Emitted:
     text: str
     entry: str

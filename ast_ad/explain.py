@@ -20,18 +20,18 @@ loop, is one step with a count; its value is its last one.
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
 from typing import Any
 
 import gast
 import numpy as np
 
-from ast_ad import ir, registry, syntax, tracer, transform
+from ast_ad import ir, records, registry, syntax, tracer, transform
 from ast_ad.analysis import is_user_function
 from ast_ad.emit import emit_tree
 from ast_ad.errors import ASTADError
 from ast_ad.load import load
 from ast_ad.naming import Namer
+from ast_ad.records import field
 from ast_ad.runtime import unbroadcast
 
 SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.pow: "**",
@@ -40,7 +40,7 @@ PREFIX = {operator.neg: "-", operator.pos: "+"}
 
 
 # ---- what explain returns ---------------------------------------------------------------------------------
-@dataclass
+@records.record(frozen=False)
 class Step:
     """One statement of the function, as the traces show it."""
 
@@ -53,7 +53,7 @@ class Step:
     tangent: Any = None
 
 
-@dataclass
+@records.record(frozen=False)
 class Edge:
     """One input of one step: the reverse trace's row."""
 
@@ -66,7 +66,7 @@ class Edge:
     count: int
 
 
-@dataclass
+@records.record(frozen=False)
 class Explanation:
     """The three artefacts of the worked example, for any function: print it, or show it in Jupyter."""
 
@@ -146,7 +146,7 @@ class Explanation:
 
 
 # ---- running the function with a recorder ------------------------------------------------------------------
-@dataclass
+@records.record(frozen=False)
 class Event:
     """One execution of one statement."""
 

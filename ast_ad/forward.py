@@ -20,7 +20,6 @@ written in place, so tangents may share memory with each other.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 import gast
@@ -44,11 +43,12 @@ from ast_ad.analysis import (
 from ast_ad.errors import LocatedError, MissingRuleError
 from ast_ad.inline import bindable, inline
 from ast_ad.naming import Namer
+from ast_ad.records import field, record
 from ast_ad.reverse import CalleeRef
 from ast_ad.syntax import RefTable
 
 
-@dataclass(eq=False)
+@record(frozen=False, eq=False)
 class Tangent:
     """A function's forward-mode code: its statements, interleaved with their tangents."""
 

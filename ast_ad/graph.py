@@ -12,16 +12,16 @@ import numbers
 import shutil
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from ast_ad import ir, transform
 from ast_ad.analysis import activity
 from ast_ad.errors import ASTADError
 from ast_ad.explain import _constant_text, _expression, _operands, explain, summary
+from ast_ad.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Graph:
     """A DOT graph. ``str(graph)`` is the DOT text; ``render(path)`` writes SVG or PNG with Graphviz."""
 

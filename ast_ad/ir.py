@@ -30,27 +30,28 @@ a global or closure value, or a builtin.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import gast
 
+from ast_ad.records import record
 
-@dataclass(frozen=True)
+
+@record
 class Var:
     """A local, single-assignment name."""
 
     name: str
 
 
-@dataclass(frozen=True)
+@record
 class Const:
     """A literal: a number, string, None, or a tuple/slice of those."""
 
     value: Any
 
 
-@dataclass(frozen=True)
+@record
 class Ref:
     """An object from outside the function, with the name the user reached it by."""
 
@@ -69,14 +70,14 @@ class Ref:
 Atom = Var | Const | Ref
 
 
-@dataclass(frozen=True)
+@record
 class Call:
     fn: Ref
     args: tuple[Atom, ...]
     kwargs: tuple[tuple[str, Atom], ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Pack:
     elts: tuple[Atom, ...]
     kind: str = "tuple"  # or "list", or "dict" (with ``keys``, constants, one per element)
@@ -87,13 +88,13 @@ class Pack:
         return self.keys[k] if self.kind == "dict" else k
 
 
-@dataclass(frozen=True)
+@record
 class Attr:
     value: Atom
     attr: str
 
 
-@dataclass(frozen=True)
+@record
 class Raw:
     """An expression kept as the user wrote it (names rewritten), evaluated forward only."""
 
@@ -104,7 +105,7 @@ class Raw:
 Expr = Call | Pack | Attr | Raw | Var | Const | Ref
 
 
-@dataclass(frozen=True)
+@record
 class Line:
     """A line of the user's source, for comments and error messages."""
 
@@ -113,21 +114,21 @@ class Line:
     text: str
 
 
-@dataclass(frozen=True)
+@record
 class Assign:
     target: str
     value: Expr
     line: Line
 
 
-@dataclass(frozen=True)
+@record
 class Unpack:
     targets: tuple[str, ...]
     value: Atom
     line: Line
 
 
-@dataclass(frozen=True)
+@record
 class Effect:
     """A statement kept for its effect (print, assert); names in it already rewritten."""
 
@@ -136,14 +137,14 @@ class Effect:
     line: Line
 
 
-@dataclass(frozen=True)
+@record
 class Append:
     target: str
     value: Atom
     line: Line
 
 
-@dataclass(frozen=True)
+@record
 class Pop:
     """``target = source.pop()`` (``target`` None: the value is dropped); a tape's read in generated code."""
 
@@ -152,7 +153,7 @@ class Pop:
     line: Line
 
 
-@dataclass(frozen=True)
+@record
 class If:
     test: Atom
     body: tuple[Stmt, ...]
@@ -160,7 +161,7 @@ class If:
     line: Line
 
 
-@dataclass(frozen=True)
+@record
 class For:
     target: str
     iter: Atom
@@ -168,14 +169,14 @@ class For:
     line: Line
 
 
-@dataclass(frozen=True)
+@record
 class While:
     test: Raw
     body: tuple[Stmt, ...]
     line: Line
 
 
-@dataclass(frozen=True)
+@record
 class Break:
     line: Line
 
@@ -220,7 +221,7 @@ def defined(stmt: Stmt) -> tuple[str, ...]:
     return ()
 
 
-@dataclass(frozen=True)
+@record
 class Function:
     name: str
     params: tuple[str, ...]

@@ -20,19 +20,19 @@ import os
 import pathlib
 import re
 import sys
-import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ast_ad.emit import Binding
+from ast_ad.records import field, record
 
 _serial = itertools.count(1)
 MISSING = object()
 _COMMENT = re.compile(r"\s*# line (\d+): (.*)$")
 
 
-@dataclass(frozen=True)
+@record
 class Loaded:
     fn: Callable[..., Any]
     text: str
@@ -127,20 +127,28 @@ def text_name(text: str, entry: str) -> str:
     return f"{entry}-{hashlib.sha256(text.encode()).hexdigest()[:16]}.py"
 
 
-def places() -> list[pathlib.Path]:
-    """The folders generated modules go to, in order: the cache directory, then a temporary one."""
+def places() -> Iterator[pathlib.Path]:
+    """The folders generated modules go to, in order: the cache directory, then a temporary one (found only
+    when asked for: :mod:`tempfile` is slow to import)."""
     folder = cache_dir()
     if folder is None:
-        return []
+        return
+    yield folder
+    import tempfile
+
     user = os.getuid() if hasattr(os, "getuid") else 0
-    return [folder, pathlib.Path(tempfile.gettempdir()) / f"ast_ad-{user}"]
+    yield pathlib.Path(tempfile.gettempdir()) / f"ast_ad-{user}"
+
+
+_partials = itertools.count()
 
 
 def write_atomic(place: pathlib.Path, name: str, text: str) -> pathlib.Path | None:
     """Write ``text`` to ``place / name`` so that a reader sees the whole file or none; ``None`` on failure."""
+    partial = place / f".{name}.{os.getpid()}.{threading.get_ident()}.{next(_partials)}.partial"
     try:
         place.mkdir(parents=True, exist_ok=True)
-        fd, partial = tempfile.mkstemp(dir=place, suffix=".partial")
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError:
         return None
     try:
@@ -148,7 +156,7 @@ def write_atomic(place: pathlib.Path, name: str, text: str) -> pathlib.Path | No
             out.write(text)
         os.replace(partial, place / name)  # atomic: another process reads the whole file or none of it
     except OSError:
-        pathlib.Path(partial).unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
         return None
     return place / name
 

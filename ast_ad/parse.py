@@ -13,20 +13,21 @@ node's line back to the user's file. A lambda becomes a one-statement ``def``.
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 import linecache
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import gast
 
 from ast_ad.errors import SourceUnavailableError
+from ast_ad.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Source:
     """A function's gast tree, with what it takes to point at the user's lines."""
 
@@ -48,10 +49,12 @@ def parse(fn: Callable[..., Any]) -> Source:
     """Parse ``fn``'s source; raise :class:`SourceUnavailableError` when there is none."""
     fn = inspect.unwrap(fn)
     if getattr(fn, "__name__", None) == "<lambda>" and inspect.isfunction(fn):
-        whole = _whole_file(fn.__code__.co_filename)
-        if whole is not None:
-            lambdas = whole[1].get(fn.__code__.co_firstlineno, [])
+        lambdas = _file_lambdas(fn.__code__.co_filename, fn.__code__.co_firstlineno)
+        if lambdas is not None:
             return Source(fn, _lambda_as_def(_find_lambda(lambdas, fn, 0), fn), fn.__code__.co_filename, 0)
+    found = _file_def(fn) if inspect.isfunction(fn) and fn.__name__ != "<lambda>" else None
+    if found is not None:
+        return _checked(fn, found, 0)
     lines, start = _source_lines(fn)
     text = "".join(lines)
     indented = text[:1].isspace()
@@ -65,13 +68,40 @@ def parse(fn: Callable[..., Any]) -> Source:
     defs = [node for node in body if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef))]
     if not defs:
         raise SourceUnavailableError(f"could not find the definition of {fn.__qualname__} in its source")
-    if not _runs(defs[0], fn, filename):
+    return _checked(fn, defs[0], offset)
+
+
+def _file_def(fn: Callable[..., Any]) -> gast.FunctionDef | None:
+    """``fn``'s definition found in its whole file, parsed once by ``ast`` (no tokenizing of its lines, as
+    ``inspect.getsource`` does); ``None`` where the file cannot be read or parsed, or holds no such def."""
+    code = fn.__code__
+    text = "".join(linecache.getlines(code.co_filename))
+    line = code.co_firstlineno
+    for stmt in (_statements_around(code.co_filename, text, line) or []) if text else []:
+        if _first_line(stmt) <= line <= (stmt.end_lineno or stmt.lineno):
+            for node in ast.walk(stmt):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name \
+                        and _first_line(node) == line:
+                    tree: gast.FunctionDef = gast.ast_to_gast(node)
+                    return tree
+    return None
+
+
+def _first_line(stmt: ast.stmt) -> int:
+    """Where a statement starts, its decorators included (a decorated function's code starts there)."""
+    decorators: list[ast.expr] = getattr(stmt, "decorator_list", [])
+    return min([stmt.lineno] + [d.lineno for d in decorators])
+
+
+def _checked(fn: Callable[..., Any], tree: gast.FunctionDef, offset: int) -> Source:
+    filename = fn.__code__.co_filename
+    if not _runs(tree, fn, filename):
         raise SourceUnavailableError(
             f"the source of {fn.__qualname__} in {filename} is not the code Python runs for it: the file was "
             "edited after it was imported, the function was built under another file's name, or its __code__ "
             "was replaced; reload the module (importlib.reload) or restart, so that ast_ad differentiates "
             "what runs")
-    return Source(fn, defs[0], filename, offset)
+    return Source(fn, tree, filename, offset)
 
 
 def _runs(tree: gast.FunctionDef, fn: Callable[..., Any], filename: str) -> bool:
@@ -124,23 +154,57 @@ def _same_code(a: Any, b: Any) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _parsed_file(filename: str, text: str) -> tuple[gast.Module, dict[int, list[gast.Lambda]]] | None:
+def _parsed_file(filename: str, text: str) -> ast.Module | None:
+    """The file parsed by ``ast`` (in C): a rule file of a thousand lines costs a few milliseconds. Only the
+    lambdas asked for are made gast (:func:`_lambdas_at`)."""
     try:
-        module = gast.parse(text)
+        return ast.parse(text)
     except SyntaxError:
         return None
-    lambdas: dict[int, list[gast.Lambda]] = {}
-    for node in gast.walk(module):
-        if isinstance(node, gast.Lambda):
-            lambdas.setdefault(node.lineno, []).append(node)
-    return module, lambdas
 
 
-def _whole_file(filename: str) -> tuple[gast.Module, dict[int, list[gast.Lambda]]] | None:
-    """The whole file a lambda was written in, parsed (a lambda's own lines may not parse alone),
-    and its lambdas by line."""
+def _statements_around(filename: str, text: str, line: int) -> list[ast.stmt] | None:
+    """The top-level statements of a file around ``line``: those of the lines from the last one that starts at
+    column 0 (a statement's start) up to the next, parsed alone (a rule file's thousand lines cost
+    milliseconds to parse; one statement, microseconds); the whole file's where that part does not parse, and
+    ``None`` where neither does."""
+    lines = text.splitlines(keepends=True)
+    start, end = min(line, len(lines)) - 1, min(line, len(lines))
+    while start > 0 and not _starts_statement(lines[start]):
+        start -= 1
+    while start > 0 and lines[start - 1].startswith("@"):  # a decorated definition starts at its decorators
+        start -= 1
+    while end < len(lines) and (not _starts_statement(lines[end]) or lines[end - 1].startswith("@")):
+        end += 1
+    try:
+        part = ast.parse("".join(lines[start:end]))
+    except SyntaxError:
+        module = _parsed_file(filename, text)
+        return module.body if module is not None else None
+    ast.increment_lineno(part, start)
+    return part.body
+
+
+def _starts_statement(text: str) -> bool:
+    return text[:1] not in ("", " ", "\t", "\n", "\r", "#", ")", "]", "}")
+
+
+@functools.lru_cache(maxsize=1024)
+def _lambdas_at(filename: str, text: str, line: int) -> list[gast.Lambda] | None:
+    """The lambdas starting on ``line``, found in the top-level statements that span it."""
+    around = _statements_around(filename, text, line)
+    if around is None:
+        return None
+    spanning = [stmt for stmt in around if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno)]
+    return [gast.ast_to_gast(node) for stmt in spanning for node in ast.walk(stmt)
+            if isinstance(node, ast.Lambda) and node.lineno == line]
+
+
+def _file_lambdas(filename: str, line: int) -> list[gast.Lambda] | None:
+    """The lambdas written on ``line`` of ``filename``, found by parsing the statement around it (a lambda's
+    own lines may not parse alone); ``None`` when the file cannot be read."""
     text = "".join(linecache.getlines(filename))
-    return _parsed_file(filename, text) if text else None
+    return _lambdas_at(filename, text, line) if text else None
 
 
 def _source_lines(fn: Callable[..., Any]) -> tuple[list[str], int]:

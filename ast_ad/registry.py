@@ -38,13 +38,14 @@ import inspect
 import sys
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+from ast_ad.records import record
 
 VJP = Callable[..., Any]
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     """How to differentiate ``fn``: one VJP per positional argument (``None``: no gradient)."""
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import gast
@@ -51,10 +50,11 @@ from ast_ad.batching import batch_products
 from ast_ad.errors import LocatedError, MissingRuleError
 from ast_ad.inline import bindable, inline
 from ast_ad.naming import Namer
+from ast_ad.records import field, record
 from ast_ad.syntax import RefTable
 
 
-@dataclass(frozen=True)
+@record
 class CalleeRef:
     """A reference, in generated code, to the forward or backward function of a callee."""
 
@@ -62,7 +62,7 @@ class CalleeRef:
     part: str  # "fwd" or "bwd", or "jvp"
 
 
-@dataclass(eq=False)
+@record(frozen=False, eq=False)
 class Adjoint:
     """A function's forward and backward statements, ready to emit as one function or as a pair."""
 
@@ -98,7 +98,7 @@ class Adjoint:
 Derive = Callable[[Any, tuple[int, ...], tuple[int, ...], bool, int | None], Adjoint]
 
 
-@dataclass
+@record(frozen=False)
 class Checkpointed:
     """A loop whose backward pass computes steps again from snapshots (``ast_ad.revolve``)."""
 

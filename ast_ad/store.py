@@ -21,7 +21,6 @@ import importlib
 import importlib.util
 import json
 import linecache
-import logging
 import marshal
 import os
 import pathlib
@@ -30,10 +29,9 @@ import types
 from typing import Any
 
 from ast_ad import load as _load
-from ast_ad import registry
+from ast_ad import logs, registry
 from ast_ad.emit import Binding, Emitted
 
-log = logging.getLogger("ast_ad")
 FORMAT = 1  # of the index files; a change of layout changes every key
 _environment: str | None = None
 _rules_spelled: tuple[int, str | None] = (-1, None)
@@ -196,7 +194,7 @@ def fetch(cache_key: str, fn: Any) -> _load.Loaded | None:
         try:
             return _restore(json.loads(index.read_text(encoding="utf-8")), place, fn)
         except Exception as exc:  # noqa: BLE001 -- a damaged or stale entry: transform instead
-            log.debug("the cached module %s was not used: %s: %s", index, type(exc).__name__, exc)
+            logs.debug("the cached module %s was not used: %s: %s", index, type(exc).__name__, exc)
     return None
 
 

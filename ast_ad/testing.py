@@ -27,11 +27,12 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
+
+from ast_ad.records import field, record
 
 UNARY = ["np.sin({})", "np.cos({})", "np.tanh({})", "np.exp(np.tanh({}))", "np.log(1.0 + {0} * {0})",
          "np.sqrt(1.0 + {0} * {0})", "-{}", "abs({})"]
@@ -42,7 +43,7 @@ MATRIX = ["(m @ (ONES * {}))", "((ONES * {}) @ m)", "np.dot(m, ONES * {})", "(ON
 _serial = itertools.count()
 
 
-@dataclass
+@record(frozen=False)
 class Program:
     """A generated module: helper functions and a function ``f`` to differentiate."""
 

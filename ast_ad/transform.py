@@ -8,12 +8,11 @@ Each stage takes a value and returns one; ``stages(fn)`` shows them all.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from typing import Any
 
-from ast_ad import ir, store
+from ast_ad import ir, logs, store
 from ast_ad.check import check
 from ast_ad.emit import emit, emit_forward, emit_jvp, emit_pair
 from ast_ad.forward import Tangent, forward
@@ -23,7 +22,6 @@ from ast_ad.parse import Source, parse
 from ast_ad.reverse import Adjoint, reverse
 from ast_ad.syntax import RefTable
 
-log = logging.getLogger("ast_ad")
 SLOW_SECONDS = 1.0  # a first transform slower than this says so, once, at the WARNING level
 _lock = threading.RLock()
 _adjoints: dict[tuple[Any, ...], Adjoint] = {}
@@ -82,7 +80,7 @@ def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: An
         stored = store.key(fn, tuple("<fn>" if part is fn else part for part in key))
         found = store.fetch(stored, fn) if stored is not None else None
         if found is not None and found.refresh():
-            log.info("%s of %s: read from the cache (%s)", what, _name(fn), found.fn.__code__.co_filename)
+            logs.info("%s of %s: read from the cache (%s)", what, _name(fn), found.fn.__code__.co_filename)
             counts["fetched"] += 1
             _loaded[key] = found
             return found
@@ -146,14 +144,14 @@ class _Clock:
         start = time.perf_counter()
         result = run()
         self.times[name] = time.perf_counter() - start
-        log.info("%s of %s: %s took %.3f s", self.what, _name(self.fn), name, self.times[name])
+        logs.info("%s of %s: %s took %.3f s", self.what, _name(self.fn), name, self.times[name])
         return result
 
     def report(self, text: str) -> None:
         total = sum(self.times.values())
         if total > SLOW_SECONDS:
             slowest = max(self.times, key=self.times.__getitem__)
-            log.warning("the %s of %s took %.1f s to generate (%d lines of code, most of it in %s); this happens "
+            logs.warning("the %s of %s took %.1f s to generate (%d lines of code, most of it in %s); this happens "
                         "once per function and argument kinds, later calls reuse it", self.what, _name(self.fn),
                         total, text.count("\n"), slowest)
 

@@ -1,8 +1,8 @@
 """Time the primal, ast_ad's gradient and autograd's gradient on the same functions, interleaved.
 
-    python examples/benchmark.py [--quick] [checkpointing]
+    python examples/benchmark.py [--quick] [checkpointing | startup]
 
-(``checkpointing``: that table alone.)
+(``checkpointing``, ``startup``: that table alone.)
 
 A checkpointing table times and measures (peak memory by ``tracemalloc``) the gradient of a
 10,000-step loop with a 1,000-float state, un-checkpointed and with ``checkpoints=`` 10, 31 and 100,
@@ -400,6 +400,51 @@ def new_process_first_calls(repeat: int = 5) -> tuple[float, float]:
     return statistics.median(cold), statistics.median(warm)
 
 
+STARTUP = """
+import time
+import numpy as np
+start = time.perf_counter()
+import ast_ad
+imported = time.perf_counter()
+
+def f(x1, x2):
+    return np.log(x1) + x1 * x2 - np.sin(x2)
+
+ast_ad.grad(f, (0, 1))(2.0, 3.0)
+print(imported - start, time.perf_counter() - imported)
+"""
+
+
+def startup(repeat: int = 11) -> None:
+    """``import ast_ad`` after numpy, and the very first gradient of a process (the worked example): medians
+    (and the fastest) of new processes, interleaved, with an empty persistent cache and with the one an
+    earlier process left. Python's bytecode cache is on, as for a user (``PYTHONDONTWRITEBYTECODE`` unset)."""
+    times: dict[str, list[float]] = {"import": [], "cold": [], "warm": []}
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as folder:
+        script = pathlib.Path(folder) / "startup.py"
+        script.write_text(STARTUP)
+        env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+        env["AST_AD_CACHE_DIR"] = cache
+        for _ in range(repeat):
+            for kind in ("cold", "warm"):
+                if kind == "cold":
+                    for path in pathlib.Path(cache).rglob("*"):
+                        if path.is_file():
+                            path.unlink()
+                done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                                      check=True)
+                imported, first = (float(part) for part in done.stdout.split())
+                times["import"].append(imported)
+                times[kind].append(first)
+    def shown(key: str) -> str:
+        return f"{_fmt(statistics.median(times[key]))} (fastest {_fmt(min(times[key]))})"
+
+    print(f"\nstart-up, medians of {repeat} new processes each, interleaved:")
+    print(f"  import ast_ad after numpy: {shown('import')}")
+    print(f"  the very first gradient (worked example): {shown('cold')} with an empty cache, "
+          f"{shown('warm')} with the cache an earlier process left")
+
+
 def workloads():
     W1, b1 = rng.standard_normal((784, 256)) * 0.05, np.zeros(256)
     W2, b2 = rng.standard_normal((256, 10)) * 0.05, np.zeros(10)
@@ -449,6 +494,7 @@ def main(repeat: int) -> None:
     cold, warm = new_process_first_calls()
     print(f"first call of that 30-line function in a new process: {_fmt(cold)} with an empty cache, "
           f"{_fmt(warm)} with the cache an earlier process left (median of 5)")
+    startup()
     second_order(repeat)
     compiled(repeat)
     checkpointing(repeat)
@@ -520,4 +566,9 @@ def _fmt(seconds: float | None) -> str:
 
 if __name__ == "__main__":
     repeat = 3 if "--quick" in sys.argv else 7
-    checkpointing(repeat) if "checkpointing" in sys.argv else main(repeat)
+    if "checkpointing" in sys.argv:
+        checkpointing(repeat)
+    elif "startup" in sys.argv:
+        startup()
+    else:
+        main(repeat)

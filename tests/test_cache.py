@@ -274,4 +274,4 @@ def test_cache_clear_removes_the_index(tmp_path, monkeypatch) -> None:
     assert list((tmp_path / "index").glob("*.json"))
     assert ast_ad.cache_clear() >= 2
     assert not list((tmp_path / "index").glob("*.json")) and not list(tmp_path.glob("*.py"))
-    assert load.places()[0] == tmp_path
+    assert next(load.places()) == tmp_path

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import pathlib
 import sys
 import threading
 
@@ -119,6 +120,51 @@ def test_the_transform_does_linear_work(tmp_path, monkeypatch) -> None:
     calls(20)  # the rules' templates, parsed once per process
     short, long = calls(100), calls(300)
     assert 2.7 < long / short < 3.3, (short, long)
+
+
+def test_a_rule_is_read_from_its_own_statement_not_its_whole_file(monkeypatch) -> None:
+    """The first gradient of a process parses, of each rule file, only the statement that holds the rule it
+    inlines (a count of characters handed to ``ast.parse``, not seconds): the rule files are thousands of
+    characters long, each statement a few hundred."""
+    import ast
+
+    from ast_ad import parse, rules
+
+    parsed: list[int] = []
+    real = ast.parse
+
+    def counting(text, *args, **kwargs):
+        parsed.append(len(text))
+        return real(text, *args, **kwargs)
+    monkeypatch.setattr(ast, "parse", counting)
+    monkeypatch.setenv("AST_AD_CACHE", "0")
+    parse._lambdas_at.cache_clear()
+    parse._parsed_file.cache_clear()
+    from tests.compose_functions import sinc_weighted
+
+    ast_ad.grad(sinc_weighted)(np.array([0.3, 1.2]))  # np.sum, np.sinc and * : three rules of two files
+    rule_file = min(len(pathlib.Path(module.__file__).read_text()) for module in (rules.numpy, rules.operator))
+    assert parsed and max(parsed) < rule_file / 10, (parsed, rule_file)
+
+
+def test_functions_are_found_by_their_statement_decorated_nested_or_after_a_string(tmp_path) -> None:
+    """The statement around a function is parsed alone when it parses; a docstring's lines at column 0 or a
+    decorator above it change where it starts, and the whole file is parsed where the part does not."""
+    source = (
+        'import functools\nimport numpy as np\n\nNOTE = """\nx = 1\n"""\n\n\n'
+        "@functools.lru_cache(maxsize=None)\n"
+        "def scale():\n    return 2.0\n\n\n"
+        "def decorate(fn):\n    return fn\n\n\n"
+        "@decorate\ndef decorated(x):\n    return np.sin(x) * x\n\n\n"
+        "class Model:\n    def method(self, x):\n        return x ** 3\n\n\n"
+        'def after_a_string(x):\n    """A docstring\nat column 0.\n"""\n    return np.exp(x)\n\n\n'
+        "square = lambda x: x * x  # noqa: E731\n"
+    )
+    module = write_module(tmp_path, "found_by_statement", source)
+    assert ast_ad.grad(module.decorated)(0.4) == pytest.approx(np.cos(0.4) * 0.4 + np.sin(0.4), rel=1e-14)
+    assert ast_ad.grad(module.Model().method)(0.5) == pytest.approx(0.75, rel=1e-14)
+    assert ast_ad.grad(module.after_a_string)(0.5) == pytest.approx(np.exp(0.5), rel=1e-14)
+    assert ast_ad.grad(module.square)(1.5) == pytest.approx(3.0, rel=1e-14)
 
 
 def test_deeply_nested_expressions(tmp_path) -> None:
