@@ -74,7 +74,8 @@ class Loaded:
     def refresh(self) -> bool:
         """Re-read the globals and closure values the code uses; ``False`` if a function or module changed."""
         for binding in self.bindings:
-            value = read(binding.fn, binding.origin)
+            kind, name = binding.origin  # read(), inline for globals: this runs on every call
+            value = binding.fn.__globals__.get(name, MISSING) if kind == "global" else read(binding.fn, binding.origin)
             if binding.data:
                 self.namespace[binding.alias] = value
             elif value is not binding.value:

@@ -60,10 +60,21 @@ def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place
             raise
 
 
+def gradient_key(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int, ...],
+                 checkpoints: int | None = None) -> tuple[Any, ...]:
+    """What :func:`gradient` caches its module under (``shapes`` fourth)."""
+    return (fn, argnums, single, shapes, checkpoints)
+
+
+def current(key: tuple[Any, ...], loaded: Loaded) -> bool:
+    """Whether ``loaded`` is still the module cached under ``key``, and what it reads is unchanged."""
+    return _loaded.get(key) is loaded and loaded.refresh()
+
+
 def gradient(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int, ...],
              checkpoints: int | None = None) -> Loaded:
     """The loaded gradient function, transformed again when a function or module it reads has changed."""
-    return _built((fn, argnums, single, shapes, checkpoints), fn, "gradient", "parse, normalize, reverse",
+    return _built(gradient_key(fn, argnums, single, shapes, checkpoints), fn, "gradient", "parse, normalize, reverse",
                   lambda: adjoint(fn, argnums, shapes, checkpoints=checkpoints), lambda derived: emit(derived, single),
                   _adjoints)
 

@@ -2,7 +2,7 @@
 
     python examples/benchmark.py [--quick] [checkpointing | startup]
 
-(``checkpointing``, ``startup``: that table alone.)
+(``checkpointing``, ``startup``: that table alone; ``startup`` includes the transform's time against length.)
 
 A checkpointing table times and measures (peak memory by ``tracemalloc``) the gradient of a
 10,000-step loop with a 1,000-float state, un-checkpointed and with ``checkpoints=`` 10, 31 and 100,
@@ -445,6 +445,31 @@ def startup(repeat: int = 11) -> None:
           f"{shown('warm')} with the cache an earlier process left")
 
 
+def straight_line_source(lines: int) -> str:
+    """A function of ``lines`` statements, each two or three primitives on the two before it."""
+    body = ["import numpy as np", "", "def f(x, y):", "    v0 = x * y", "    v1 = np.sin(v0)"]
+    forms = ["{p} * {q} + x", "np.tanh({p}) - {q}", "np.exp(-{p} * {p}) * y", "{p} / (1.0 + {q} * {q})"]
+    for k in range(2, lines):
+        body.append(f"    v{k} = " + forms[k % 4].format(p=f"v{k - 1}", q=f"v{k - 2}"))
+    return "\n".join([*body, f"    return v{lines - 1}", ""])
+
+
+def transform_times(lengths=(100, 300, 1000), repeat: int = 3) -> None:
+    """The first call (parse, transform, emit, compile, run) of straight-line functions of growing length."""
+    import importlib.util
+
+    print("\nfirst call of a straight-line function (median of 3, persistent cache off):")
+    with tempfile.TemporaryDirectory() as folder:
+        for lines in lengths:
+            path = pathlib.Path(folder) / f"straight_{lines}.py"
+            path.write_text(straight_line_source(lines))
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            seconds = first_call_seconds(module.f, (0, 1), (0.3, 0.7), repeat)
+            print(f"  {lines:5} statements: {_fmt(seconds)}, {seconds / lines * 1e3:.2f} ms a statement")
+
+
 def workloads():
     W1, b1 = rng.standard_normal((784, 256)) * 0.05, np.zeros(256)
     W2, b2 = rng.standard_normal((256, 10)) * 0.05, np.zeros(10)
@@ -495,6 +520,7 @@ def main(repeat: int) -> None:
     print(f"first call of that 30-line function in a new process: {_fmt(cold)} with an empty cache, "
           f"{_fmt(warm)} with the cache an earlier process left (median of 5)")
     startup()
+    transform_times()
     second_order(repeat)
     compiled(repeat)
     checkpointing(repeat)
@@ -570,5 +596,6 @@ if __name__ == "__main__":
         checkpointing(repeat)
     elif "startup" in sys.argv:
         startup()
+        transform_times()
     else:
         main(repeat)

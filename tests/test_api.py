@@ -120,6 +120,33 @@ def test_changed_global_is_read_again() -> None:
         fx.BIAS = old
 
 
+def test_the_scalar_fast_path_rereads_globals_and_follows_the_last_call(tmp_path, monkeypatch) -> None:
+    """A gradient called with floats again skips the general path, and still reads each global again (a
+    number, a function), shows the code of its last call, and is rebuilt when its cache is emptied."""
+    (tmp_path / "fast_path.py").write_text("import numpy as np\n\nRATE = 2.0\n\n\ndef step(a):\n"
+                                           "    return a * a\n\n\ndef f(x, y):\n"
+                                           "    return RATE * np.sum(step(x)) * y + np.sin(y)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import fast_path
+
+    df = ast_ad.grad(fast_path.f, (0, 1))
+    assert df(1.5, 0.5) == df(1.5, 0.5) == (2.0 * 2 * 1.5 * 0.5, 2.0 * 1.5 ** 2 + math.cos(0.5))
+    monkeypatch.setattr(fast_path, "RATE", 3.0)
+    assert df(1.5, 0.5)[0] == 3.0 * 2 * 1.5 * 0.5
+    monkeypatch.setattr(fast_path, "step", lambda a: a * a * a)
+    assert df(1.5, 0.5)[0] == 3.0 * 3 * 1.5 ** 2 * 0.5
+    arrays = df(np.array([1.5, 2.0]), 0.5)
+    np.testing.assert_allclose(arrays[0], 3.0 * 3 * np.array([1.5, 2.0]) ** 2 * 0.5)
+    assert df.last_shapes == (0, -1)  # ast_ad.source(df) shows the code of this last call
+    assert df(1.5, 0.5)[0] == 3.0 * 3 * 1.5 ** 2 * 0.5  # floats again: the general path, once
+    assert df.last_shapes == (-1, -1)
+    assert df(1.5, 0.5)[0] == 3.0 * 3 * 1.5 ** 2 * 0.5
+    built = transform.counts["built"]
+    transform._loaded.clear()
+    assert df(1.5, 0.5)[0] == 3.0 * 3 * 1.5 ** 2 * 0.5
+    assert transform.counts["built"] + transform.counts["fetched"] > built
+
+
 def test_redefined_callee_is_transformed_again(tmp_path, monkeypatch) -> None:
     (tmp_path / "calls_v1.py").write_text("def callee(a):\n    return a * 2.0\n\n\n"
                                           "def caller(x):\n    return callee(x) * x\n")
