@@ -167,6 +167,35 @@ def test_functions_are_found_by_their_statement_decorated_nested_or_after_a_stri
     assert ast_ad.grad(module.square)(1.5) == pytest.approx(3.0, rel=1e-14)
 
 
+def test_the_transform_pauses_the_cycle_collector_and_leaves_it_as_it_was(tmp_path, monkeypatch) -> None:
+    """Paused while the transform runs (it costs a quarter of a long function's transform), and afterwards on
+    or off as the program had it, also when the transform fails."""
+    import gc
+
+    monkeypatch.setenv("AST_AD_CACHE", "0")
+    seen: list[bool] = []
+    module = write_module(tmp_path, "collector", "def f(x):\n    return x * x\n\n\ndef bad(x):\n"
+                                                 "    return x.nonexistent_method()\n")
+    real = ast_ad.transform.adjoint
+
+    def spying(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+    monkeypatch.setattr(ast_ad.transform, "adjoint", spying)
+    was = gc.isenabled()
+    try:
+        for on in (True, False):
+            gc.enable() if on else gc.disable()
+            assert ast_ad.grad(module.f)(3.0 if on else 4.0) == (6.0 if on else 8.0)
+            assert gc.isenabled() is on
+            with pytest.raises(ast_ad.errors.ASTADError):
+                ast_ad.grad(module.bad)(2.0 if on else 5.0)
+            assert gc.isenabled() is on
+    finally:
+        gc.enable() if was else gc.disable()
+    assert seen and not any(seen)
+
+
 def test_deeply_nested_expressions(tmp_path) -> None:
     expr = "x"
     for _ in range(60):
