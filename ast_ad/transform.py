@@ -141,10 +141,16 @@ def tangent(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
             raise
 
 
+def jvp_key(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
+            needed: tuple[bool, ...] | None = None) -> tuple[Any, ...]:
+    """What :func:`jvp_function` caches its module under."""
+    return ("jvp", fn, argnums, shapes, needed)
+
+
 def jvp_function(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
                  needed: tuple[bool, ...] | None = None) -> Loaded:
     """The loaded forward-mode function ``f_jvp(*args, *tangents) -> (out, out_dot)``."""
-    return _built(("jvp", fn, argnums, shapes, needed), fn, "forward mode", "parse, normalize, forward",
+    return _built(jvp_key(fn, argnums, shapes, needed), fn, "forward mode", "parse, normalize, forward",
                   lambda: tangent(fn, argnums, shapes, needed), emit_jvp, _tangents)
 
 

@@ -147,6 +147,24 @@ def test_the_scalar_fast_path_rereads_globals_and_follows_the_last_call(tmp_path
     assert transform.counts["built"] + transform.counts["fetched"] > built
 
 
+def test_the_scalar_fast_path_of_jvp_rereads_globals(tmp_path, monkeypatch) -> None:
+    """jvp with floats only, again: the module of the last such call, while nothing it reads has changed."""
+    (tmp_path / "fast_jvp.py").write_text("import math\n\nRATE = 2.0\n\n\ndef f(x, y):\n"
+                                          "    return RATE * x * y + math.sin(y)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import fast_jvp
+
+    expected = (2.0 * 1.5 * 0.5 + math.sin(0.5), 2.0 * 0.5 * 1.0 + (2.0 * 1.5 + math.cos(0.5)) * 2.0)
+    assert ast_ad.jvp(fast_jvp.f, (1.5, 0.5), (1.0, 2.0)) == ast_ad.jvp(fast_jvp.f, (1.5, 0.5), (1.0, 2.0)) \
+        == pytest.approx(expected, rel=1e-15)
+    monkeypatch.setattr(fast_jvp, "RATE", 3.0)
+    assert ast_ad.jvp(fast_jvp.f, (1.5, 0.5), (1.0, 2.0))[1] == pytest.approx(3.0 * 0.5 + (3.0 * 1.5 + math.cos(0.5))
+                                                                              * 2.0, rel=1e-15)
+    monkeypatch.setattr(fast_jvp, "math", np)  # a module it reads, rebound: transformed again
+    assert ast_ad.jvp(fast_jvp.f, (1.5, 0.5), (1.0, 2.0))[0] == pytest.approx(3.0 * 0.75 + np.sin(0.5), rel=1e-15)
+    assert ast_ad.jvp(fast_jvp.f, (1.5, 0.5), (1, None))[1] == 3.0 * 0.5  # an int tangent, None: the general path
+
+
 def test_redefined_callee_is_transformed_again(tmp_path, monkeypatch) -> None:
     (tmp_path / "calls_v1.py").write_text("def callee(a):\n    return a * 2.0\n\n\n"
                                           "def caller(x):\n    return callee(x) * x\n")

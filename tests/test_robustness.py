@@ -90,12 +90,15 @@ def test_a_function_of_two_thousand_statements(tmp_path) -> None:
 
 
 def _straight_line(lines: int) -> str:
-    """A function of ``lines`` lines, each two or three primitives on the two lines before it."""
-    body = ["import numpy as np", "", "def f(x, y):", "    v0 = x * y", "    v1 = np.sin(v0)"]
-    forms = ["{p} * {q} + x", "np.tanh({p}) - {q}", "np.exp(-{p} * {p}) * y", "{p} / (1.0 + {q} * {q})"]
-    for k in range(2, lines):
-        body.append(f"    v{k} = " + forms[k % 4].format(p=f"v{k - 1}", q=f"v{k - 2}"))
-    return "\n".join([*body, f"    return v{lines - 1}", ""])
+    """The benchmark's straight-line function of ``lines`` statements (examples/benchmark.py)."""
+    examples = str(pathlib.Path(__file__).parent.parent / "examples")
+    sys.path.insert(0, examples)
+    try:
+        import benchmark
+    finally:
+        sys.path.remove(examples)
+    source: str = benchmark.straight_line_source(lines)
+    return source
 
 
 def test_the_transform_does_linear_work(tmp_path, monkeypatch) -> None:
