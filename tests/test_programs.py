@@ -39,13 +39,19 @@ def run(program: Program, data: st.DataObject):
 def test_programs_match_the_tracer_and_their_own_value(program: Program, data: st.DataObject) -> None:
     fn, args, argnums, value, grads = run(program, data)
     assert value == fn(*copy.deepcopy(args))  # the primal is bit for bit the function's own (which may write
+    _, traced = traced_or_reject(lambda: ast_ad.tracer.value_and_grad(fn, argnums)(*copy.deepcopy(args)))
+    assert_same(grads, traced)  # (the function may write into its arguments: each run gets copies)
+
+
+def traced_or_reject(trace):
+    """The tracer's result, or the example rejected where the tracer cannot run the program: a plain array
+    multiplied in place by a traced value (``v *= x``), which numpy cannot hand to the tracer's boxes."""
     try:
-        _, traced = ast_ad.tracer.value_and_grad(fn, argnums)(*copy.deepcopy(args))  # into its arguments)
+        return trace()
     except TypeError as err:
-        if "'Box' does not support ufuncs" not in str(err):
+        if "does not support ufuncs" not in str(err):
             raise
-        reject()  # the tracer cannot follow a plain array multiplied in place by a traced one (v *= x)
-    assert_same(grads, traced)
+        reject()
 
 
 @given(programs(branches=False), st.data())
@@ -60,7 +66,12 @@ def test_programs_match_autograd(program: Program, data: st.DataObject) -> None:
     import autograd
 
     fn, args, argnums, value, grads = run(program, data)
-    theirs = autograd.grad(with_autograd_numpy(fn), argnums)(*copy.deepcopy(args))
+    try:
+        theirs = autograd.grad(with_autograd_numpy(fn), argnums)(*copy.deepcopy(args))
+    except TypeError as exc:  # autograd cannot run ``a *= traced`` on a plain array (the long profile draws it)
+        if "NotImplemented from __array_ufunc__" not in str(exc):
+            raise
+        reject()
     assert_same(grads, tuple(np.asarray(t, dtype=float) for t in theirs), rtol=1e-7, atol=1e-10)
 
 
@@ -83,7 +94,7 @@ def test_forward_mode_of_programs_matches_the_tracer_and_reverse_mode(program: P
     fn, args, argnums, value, grads = run(program, data)
     tangents, out, out_dot = forward(fn, args, seed=0)
     assert out == value
-    _, traced = ast_ad.tracer.jvp(fn, copy.deepcopy(args), tangents)
+    _, traced = traced_or_reject(lambda: ast_ad.tracer.jvp(fn, copy.deepcopy(args), tangents))
     np.testing.assert_allclose(out_dot, traced, rtol=1e-9, atol=1e-12)
     reverse = sum(float(np.sum(np.asarray(g) * t)) for g, t in zip(grads, tangents, strict=True))
     if np.isfinite(reverse):
