@@ -146,10 +146,11 @@ class _Substitute:
             return node
         if isinstance(node, gast.Name):
             return self.name(node)
-        made = type(node)(**{field: self.copy(getattr(node, field, None)) for field in node._fields})
+        state = {field: self.copy(getattr(node, field, None)) for field in node._fields}
         for attr in node._attributes:
             if hasattr(node, attr):
-                setattr(made, attr, getattr(node, attr))
+                state[attr] = getattr(node, attr)
+        made = syntax.new(type(node), state)
         fold = FOLDS.get(type(made))
         return fold(self, made) if fold is not None else made
 

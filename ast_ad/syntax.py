@@ -154,22 +154,32 @@ def replace_markers(node: gast.AST, resolve: Any) -> gast.AST:
 NAMES = (gast.Name, ast.Name)
 
 
+def new(kind: Any, state: dict[str, Any]) -> Any:
+    """``kind(**state)`` for a gast node class, without its Python ``__init__`` (which only sets the
+    attributes, at three times the cost: the transform makes a hundred thousand nodes for a long function)."""
+    node = kind.__new__(kind)
+    node.__dict__.update(state)
+    return node
+
+
 def clone(node: Any) -> Any:
     """A deep copy of a gast tree (much faster than ``copy.deepcopy``, which it replaces here)."""
     if isinstance(node, list):
         return [clone(item) for item in node]
     if not isinstance(node, gast.AST):
         return node
-    copy_ = type(node)(**{field: clone(getattr(node, field, None)) for field in node._fields})
+    state = {field: clone(getattr(node, field, None)) for field in node._fields}
     for attr in node._attributes:
         if hasattr(node, attr):
-            setattr(copy_, attr, getattr(node, attr))
-    return copy_
+            state[attr] = getattr(node, attr)
+    return new(type(node), state)
 
 
 # ---- node builders --------------------------------------------------------------------------------------
 def name(id_: str, ctx: gast.AST | None = None) -> gast.Name:
-    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
+    made: gast.Name = new(gast.Name, {"id": id_, "ctx": ctx or new(gast.Load, {}), "annotation": None,
+                                      "type_comment": None})
+    return made
 
 
 def store(id_: str) -> gast.Name:
