@@ -224,7 +224,9 @@ class Gradient(Generic[P]):
                     break
             else:
                 loaded, key = scalars
-                if transform.current(key, loaded) and _LAST_SHAPES.get(self._shapes_key) is key[3]:
+                shapes: tuple[int, ...] = key[3]
+                if self.last_shapes is shapes and transform.current(key, loaded):
+                    _LAST_SHAPES[self._shapes_key] = shapes  # as ``loaded()`` records a call
                     return self.run(loaded, loaded.fn, given)
         args: tuple[Any, ...] = given if self.bound_self is None else (self.bound_self, *given)
         if kwargs or len(args) != self.nparams or not self.plain:

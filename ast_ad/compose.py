@@ -99,9 +99,7 @@ def jvp(fun: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, 
     active = tuple(k for k, t in enumerate(tangents) if t is not None)
     lowered = lower(fun, primals)
     if scalar:
-        labels = (-1,) * len(primals)
-        key = transform.jvp_key(fun, active, labels, None)
-        _SCALAR_JVPS[(fun, len(primals))] = jvp_code(lowered, active), key
+        _SCALAR_JVPS[(fun, len(primals))] = jvp_code(lowered, active), transform.jvp_key(*_jvp_of(lowered, active))
     return forward_at(lowered, active, tuple(tangents[k] for k in active))
 
 
@@ -199,10 +197,14 @@ def forward_at(lowered: Lowered, active: tuple[int, ...], tangents: tuple[Any, .
 
 
 def jvp_code(lowered: Lowered, active: tuple[int, ...]) -> Loaded:
+    return transform.jvp_function(*_jvp_of(lowered, active))
+
+
+def _jvp_of(lowered: Lowered, active: tuple[int, ...]) -> tuple[Any, tuple[int, ...], tuple[int, ...], Any]:
+    """What the forward-mode module of ``lowered`` is built and cached for: function, argnums, shapes, needed."""
     from ast_ad.api import shape_labels
 
-    argnums = tuple(lowered.positions[k] for k in active)
-    return transform.jvp_function(lowered.fn, argnums, shape_labels(lowered.args), lowered.needed)
+    return lowered.fn, tuple(lowered.positions[k] for k in active), shape_labels(lowered.args), lowered.needed
 
 
 def run(loaded: Any, *args: Any) -> Any:

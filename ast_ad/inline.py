@@ -146,11 +146,7 @@ class _Substitute:
             return node
         if isinstance(node, gast.Name):
             return self.name(node)
-        state = {field: self.copy(getattr(node, field, None)) for field in node._fields}
-        for attr in node._attributes:
-            if hasattr(node, attr):
-                state[attr] = getattr(node, attr)
-        made = syntax.new(type(node), state)
+        made = syntax.rebuilt(node, self.copy)
         fold = FOLDS.get(type(made))
         return fold(self, made) if fold is not None else made
 

@@ -18,7 +18,7 @@ import functools
 import inspect
 import linecache
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import gast
@@ -72,19 +72,24 @@ def parse(fn: Callable[..., Any]) -> Source:
 
 
 def _file_def(fn: Callable[..., Any]) -> gast.FunctionDef | None:
-    """``fn``'s definition found in its whole file, parsed once by ``ast`` (no tokenizing of its lines, as
-    ``inspect.getsource`` does); ``None`` where the file cannot be read or parsed, or holds no such def."""
+    """``fn``'s definition, found in the statement of its file around its first line (no tokenizing of its
+    lines, as ``inspect.getsource`` does); ``None`` where the file cannot be read or parsed, or has no such def."""
     code = fn.__code__
     text = "".join(linecache.getlines(code.co_filename))
-    line = code.co_firstlineno
-    for stmt in (_statements_around(code.co_filename, text, line) or []) if text else []:
-        if _first_line(stmt) <= line <= (stmt.end_lineno or stmt.lineno):
-            for node in ast.walk(stmt):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name \
-                        and _first_line(node) == line:
-                    tree: gast.FunctionDef = gast.ast_to_gast(node)
-                    return tree
+    around = _statements_around(code.co_filename, text, code.co_firstlineno) if text else None
+    for node in _nodes_around(around or [], code.co_firstlineno):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name \
+                and _first_line(node) == code.co_firstlineno:
+            tree: gast.FunctionDef = gast.ast_to_gast(node)
+            return tree
     return None
+
+
+def _nodes_around(statements: list[ast.stmt], line: int) -> Iterator[ast.AST]:
+    """Every node of those of ``statements`` that span ``line`` (their decorators included)."""
+    for stmt in statements:
+        if _first_line(stmt) <= line <= (stmt.end_lineno or stmt.lineno):
+            yield from ast.walk(stmt)
 
 
 def _first_line(stmt: ast.stmt) -> int:
@@ -195,8 +200,7 @@ def _lambdas_at(filename: str, text: str, line: int) -> list[gast.Lambda] | None
     around = _statements_around(filename, text, line)
     if around is None:
         return None
-    spanning = [stmt for stmt in around if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno)]
-    return [gast.ast_to_gast(node) for stmt in spanning for node in ast.walk(stmt)
+    return [gast.ast_to_gast(node) for node in _nodes_around(around, line)
             if isinstance(node, ast.Lambda) and node.lineno == line]
 
 

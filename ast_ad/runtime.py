@@ -73,8 +73,8 @@ def zeros_of(like: Any, shape: Any = None, dtype: Any = float) -> Any:
 
 def unbroadcast(g: Any, x: Any) -> Any:
     """Sum ``g`` down to the shape of ``x``, undoing numpy broadcasting."""
-    if type(g) in (float, np.float64) and type(x) in (float, np.float64):  # two numbers (an element loop's):
-        return g  # nothing to do, and a quarter of that loop's backward step to find out (exported: no globals)
+    if type(g) in (float, np.float64) and type(x) in (float, np.float64):  # two numbers, as an element loop's
+        return g  # step has: nothing to do (the tuple is written out: an exported module has no globals)
     if isinstance(x, (tuple, list, dict)):
         if isinstance(g, (tuple, list, dict)) and len(g) != len(x):
             try:
@@ -471,7 +471,7 @@ def cumsum_vjp(g: Any, x: Any, axis: Any = None) -> Any:
 def cumprod_vjp(g: Any, ans: Any, x: Any, axis: Any = None) -> Any:
     """Adjoint of ``x`` in ``np.cumprod`` (exact with zeros: each prefix product is taken apart)."""
     moved, back = along_last(x, axis)
-    g_moved = along_last(g, axis if axis is not None else None)[0] if axis is not None else np.ravel(g)
+    g_moved = along_last(g, axis)[0]
     n = moved.shape[-1]
     out = zeros_of(moved)
     for i in range(n):
@@ -486,11 +486,7 @@ def average_vjp(g: Any, x: Any, axis: Any = None, weights: Any = None) -> Any:
     """Adjoint of ``x`` in ``np.average``."""
     if weights is None:
         return expand_reduced(g, x, axis) / reduced_count(x, axis)
-    w = as_array(weights).astype(float)
-    if axis is not None and w.ndim == 1 and np.ndim(x) > 1:
-        shape = [1] * np.ndim(x)
-        shape[axis] = w.shape[0]
-        w = w.reshape(shape)
+    w = average_weights_shape(as_array(weights).astype(float), x, axis)
     return expand_reduced(g, x, axis) * w / np.sum(weights)
 
 
@@ -1112,13 +1108,19 @@ def pinv_vjp(g: Any, ans: Any, a: Any) -> Any:
     return -T(p) @ g @ T(p) + left @ T(g) @ p @ T(p) + T(p) @ p @ T(g) @ right
 
 
+def matrix_powers(a: Any, n: Any) -> list[Any]:
+    """``a^0`` (the identity) to ``a^(n-1)``: the powers on either side of each factor of ``a^n``."""
+    powers = [np.eye(np.shape(a)[-1])]
+    for _ in range(max(n - 1, 0)):
+        powers.append(powers[-1] @ a)
+    return powers
+
+
 def matrix_power_vjp(g: Any, a: Any, n: Any) -> Any:
     """Adjoint of ``a`` in ``np.linalg.matrix_power(a, n)`` for ``n >= 0``."""
     if n < 0:
         raise NotImplementedError("the gradient of matrix_power with a negative exponent: use inv and a power")
-    powers = [np.eye(np.shape(a)[-1])]
-    for _ in range(max(n - 1, 0)):
-        powers.append(powers[-1] @ a)
+    powers = matrix_powers(a, n)
     return sum((T(powers[k]) @ g @ T(powers[n - 1 - k]) for k in range(n)), zeros_of(a))
 
 
@@ -1320,11 +1322,8 @@ def cumprod_jvp(u: Any, ans: Any, x: Any, axis: Any = None) -> Any:
 
 def average_weights_jvp(u: Any, ans: Any, x: Any, axis: Any, weights: Any) -> Any:
     """Tangent of ``np.average(x, axis, weights)`` in the weights: ``sum(u (x - average)) / sum(weights)``."""
-    w, du = as_array(weights).astype(float), as_array(u).astype(float)
-    if axis is not None and w.ndim == 1 and np.ndim(x) > 1:
-        shape = [1] * np.ndim(x)
-        shape[axis] = w.shape[0]
-        w, du = w.reshape(shape), du.reshape(shape)
+    w = average_weights_shape(as_array(weights).astype(float), x, axis)
+    du = average_weights_shape(as_array(u).astype(float), x, axis)
     spread = x - expand_reduced(ans, x, axis)
     return np.sum(du * spread, axis=axis) / np.sum(w * np.ones_like(as_array(x), dtype=float), axis=axis)
 
@@ -1422,9 +1421,7 @@ def matrix_power_jvp(u: Any, a: Any, n: Any) -> Any:
     """Tangent of ``matrix_power(a, n)`` for ``n >= 0``: the sum of ``a^i u a^(n-1-i)``."""
     if n < 0:
         raise NotImplementedError("the derivative of matrix_power with a negative exponent: use inv and a power")
-    powers = [np.eye(np.shape(a)[-1])]
-    for _ in range(max(n - 1, 0)):
-        powers.append(powers[-1] @ a)
+    powers = matrix_powers(a, n)
     return sum((powers[i] @ u @ powers[n - 1 - i] for i in range(n)), zeros_of(a))
 
 
@@ -1506,7 +1503,7 @@ def cumprod_vjp_jvp(u: Any, g: Any, x: Any, axis: Any = None) -> Any:
     1, whose tangent (``u`` with entry i zero) paired with ``g`` masked to ``k >= i`` is ``cumprod_vjp``'s
     own. Exact with zeros; O(n^3) along the axis."""
     moved, back = along_last(x, axis)
-    g_moved = along_last(g, axis)[0] if axis is not None else np.ravel(g)
+    g_moved = along_last(g, axis)[0]
     du = along_last(np.broadcast_to(u, np.shape(x)), axis)[0]
     n = moved.shape[-1]
     out = zeros_of(moved)
@@ -1536,20 +1533,14 @@ def average_vjp_jvp(u: Any, g: Any, x: Any, axis: Any, weights: Any) -> Any:
 
 
 def average_weights_vjp_jvp(k: Any, u: Any, g: Any, ans: Any, x: Any, axis: Any, weights: Any) -> Any:
-    """Tangent of ``average_weights_vjp(g, ans, x, axis, weights)`` in ``ans`` (k=1), ``x`` (k=2) or the weights
-    (k=4). That adjoint is ``(x - ans) g / sum(weights)``, summed to the weights' shape."""
-    w = as_array(weights).astype(float)
-    total = np.sum(w)
-    g_full = expand_reduced(g, x, axis)
+    """Tangent of ``average_weights_vjp(g, ans, x, axis, weights)``, a sum of ``(x - ans) g / sum(weights)``, in
+    ``ans`` (k=1) or ``x`` (k=2), where it is linear (the helper itself, the other one zero), or in the weights
+    (k=4), whose sum divides it."""
     if k == 1:
-        spread = -expand_reduced(u, x, axis) * g_full / total
-    elif k == 2:
-        spread = np.broadcast_to(u, np.shape(x)) * g_full / total
-    else:
-        spread = -(x - expand_reduced(ans, x, axis)) * g_full * np.sum(u) / total ** 2
-    if axis is not None and w.ndim == 1 and np.ndim(x) > 1:
-        return np.sum(spread, axis=tuple(a for a in range(np.ndim(x)) if a != axis % np.ndim(x)))
-    return spread
+        return average_weights_vjp(g, u, zeros_of(as_array(x)), axis, weights)
+    if k == 2:
+        return average_weights_vjp(g, zeros_of(as_array(ans)), np.broadcast_to(u, np.shape(x)), axis, weights)
+    return average_weights_vjp(g, ans, x, axis, weights) * (-np.sum(u) / np.sum(as_array(weights).astype(float)))
 
 
 def polyval_vjp_p_jvp(u: Any, g: Any, p: Any, x: Any) -> Any:
@@ -1574,9 +1565,7 @@ def sinc_curvature(x: Any) -> Any:
 
 def matrix_power_vjp_jvp(u: Any, g: Any, a: Any, n: Any) -> Any:
     """Tangent of ``matrix_power_vjp(g, a, n) = sum_k (a^k)^T g (a^(n-1-k))^T`` in ``a``."""
-    powers = [np.eye(np.shape(a)[-1])]
-    for _ in range(max(n - 1, 0)):
-        powers.append(powers[-1] @ a)
+    powers = matrix_powers(a, n)
     tangents = [matrix_power_jvp(u, a, k) for k in range(max(n, 1))]
     return sum((T(tangents[k]) @ g @ T(powers[n - 1 - k]) + T(powers[k]) @ g @ T(tangents[n - 1 - k])
                 for k in range(n)), zeros_of(a))

@@ -162,17 +162,22 @@ def new(kind: Any, state: dict[str, Any]) -> Any:
     return node
 
 
+def rebuilt(node: gast.AST, child: Any) -> Any:
+    """A node of ``node``'s kind and location whose fields are ``child`` of its fields."""
+    state = {field: child(getattr(node, field, None)) for field in node._fields}
+    for attr in node._attributes:
+        if hasattr(node, attr):
+            state[attr] = getattr(node, attr)
+    return new(type(node), state)
+
+
 def clone(node: Any) -> Any:
     """A deep copy of a gast tree (much faster than ``copy.deepcopy``, which it replaces here)."""
     if isinstance(node, list):
         return [clone(item) for item in node]
     if not isinstance(node, gast.AST):
         return node
-    state = {field: clone(getattr(node, field, None)) for field in node._fields}
-    for attr in node._attributes:
-        if hasattr(node, attr):
-            state[attr] = getattr(node, attr)
-    return new(type(node), state)
+    return rebuilt(node, clone)
 
 
 # ---- node builders --------------------------------------------------------------------------------------
