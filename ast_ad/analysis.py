@@ -26,6 +26,7 @@ import numpy as np
 
 from ast_ad import ir, registry, runtime, syntax
 from ast_ad.errors import LocatedError
+from ast_ad.kinds import Kinds
 from ast_ad.records import record
 
 SCALAR = -1
@@ -81,20 +82,22 @@ def usefulness(function: ir.Function, active: set[str], seeds: set[str] | None =
     return useful
 
 
-def shape_classes(function: ir.Function, shapes: tuple[int, ...]) -> dict[str, int | None]:
+def shape_classes(function: ir.Function, shapes: tuple[int, ...], known: Kinds | None = None) -> dict[str, int | None]:
     """Label every name with a shape class: names with equal labels are known to have equal shapes.
 
     Elementwise operations keep their operands' class when all non-scalar
     operands share one; anything else starts a class of its own; a name
     assigned in several places with different classes gets ``None`` (unknown).
+    A name ``known`` to hold a number is ``SCALAR`` (``ast_ad.kinds``).
     """
     classes: dict[str, int | None] = dict(zip(function.params, shapes, strict=True))
+    numbers = {name for name in known.facts if known.rank(name) == 0} if known is not None else set()
     fresh: dict[int, int] = {}
     changed = True
     while changed:
         changed = False
         for stmt in ir.walk(function.body):
-            for target, label in _labels(stmt, classes, fresh, max(shapes, default=0) + 1):
+            for target, label in _labels(stmt, classes, fresh, max(shapes, default=0) + 1, numbers):
                 new = label if target not in classes else (classes[target] if classes[target] == label else None)
                 if target not in classes or new != classes[target]:
                     classes[target], changed = new, True
@@ -102,13 +105,15 @@ def shape_classes(function: ir.Function, shapes: tuple[int, ...]) -> dict[str, i
 
 
 def _labels(stmt: ir.Stmt, classes: dict[str, int | None], fresh: dict[int, int],
-            base: int) -> list[tuple[str, int | None]]:
+            base: int, numbers: set[str]) -> list[tuple[str, int | None]]:
     if isinstance(stmt, ir.For):
         return [(stmt.target, SCALAR if _is_range(stmt.iter) else None)]
     if isinstance(stmt, ir.Unpack):
         return [(t, None) for t in stmt.targets]
     if not isinstance(stmt, ir.Assign):
         return []
+    if stmt.target in numbers:
+        return [(stmt.target, SCALAR)]
     value = stmt.value
     if isinstance(value, (ir.Var, ir.Const)):
         return [(stmt.target, shape_class(value, classes))]
@@ -270,8 +275,10 @@ def bind_call(stmt: ir.Assign, error: Callable[[ir.Stmt, str], LocatedError]) ->
             for k, v in bound.arguments.items()]
 
 
-def call_labels(args: list[ir.Atom], classes: dict[str, int | None], structured: set[str]) -> tuple[int, ...]:
-    """Shape labels for a callee's parameters, numbered in order of first appearance."""
+def call_labels(args: list[ir.Atom], classes: dict[str, int | None], structured: set[str],
+                known: Kinds | None = None, at: ir.Stmt | None = None) -> tuple[int, ...]:
+    """Shape labels for a callee's parameters, numbered in order of first appearance; an array ``known`` to be
+    numpy's, of so many axes, keeps that in its label (``kinds.labelled``)."""
     numbering: dict[Any, int] = {}
     labels = []
     for k, a in enumerate(args):
@@ -281,7 +288,10 @@ def call_labels(args: list[ir.Atom], classes: dict[str, int | None], structured:
         elif label == SCALAR:
             labels.append(SCALAR)
         else:
-            labels.append(numbering.setdefault(label if label is not None else ("unknown", k), len(numbering)))
+            plain = known.label(a, at, 0) == 0 if known is not None else True
+            key = (label if label is not None else ("unknown", k), plain)
+            number = numbering.setdefault(key, len(numbering))
+            labels.append(number if plain or known is None else known.label(a, at, number))
     return tuple(labels)
 
 

@@ -23,6 +23,7 @@ from ast_ad.errors import (
     NonScalarOutputError,
     SourceUnavailableError,
 )
+from ast_ad.kinds import labelled
 from ast_ad.runtime import broadcast_like, is_array, unbroadcast
 
 if TYPE_CHECKING:
@@ -459,10 +460,12 @@ CONTAINER = -2  # the shape label of a tuple, list or dict argument
 
 
 def shape_labels(args: tuple[Any, ...]) -> tuple[int, ...]:
-    """``-1`` for each scalar argument, ``-2`` for containers, the argument's position for anything else."""
+    """``-1`` for each scalar argument, ``-2`` for containers, the argument's position for anything else (with
+    a numpy array's number of axes and kind: ``kinds.labelled``)."""
     labels = []
     for k, a in enumerate(args):
-        labels.append(-1 if type(a) in SCALAR_TYPES else CONTAINER if isinstance(a, (tuple, list, dict)) else k)
+        labels.append(-1 if type(a) in SCALAR_TYPES else CONTAINER if isinstance(a, (tuple, list, dict))
+                      else labelled(k, a))
     return tuple(labels)
 
 

@@ -42,6 +42,7 @@ from ast_ad.analysis import (
 )
 from ast_ad.errors import LocatedError, MissingRuleError
 from ast_ad.inline import bindable, inline
+from ast_ad.kinds import kinds_of
 from ast_ad.naming import Namer
 from ast_ad.records import field, record
 from ast_ad.reverse import CalleeRef
@@ -92,7 +93,8 @@ class Forwarder:
         seeds = {a.name for a, n in zip(self.parts, self.needed, strict=True) if n and isinstance(a, ir.Var)} \
             if self.parts is not None else None
         self.active = usefulness(function, active, seeds) | {function.params[k] for k in argnums}
-        self.classes = shape_classes(function, shapes)
+        self.kinds = kinds_of(function, shapes)
+        self.classes = shape_classes(function, shapes, self.kinds)
         self.structured = structured_names(function, shapes)
         self.dots: dict[str, str] = {}
         self.callees: list[Tangent] = []
@@ -321,7 +323,8 @@ class Forwarder:
         args = bind_call(stmt, self.error)
         active = tuple(p for p, a in enumerate(args) if self.is_active(a))
         call = ir.call_of(stmt)
-        callee = self.derive(call.fn.obj, active, call_labels(args, self.classes, self.structured))
+        callee = self.derive(call.fn.obj, active, call_labels(args, self.classes, self.structured,
+                                                                       self.kinds, stmt))
         self.callees.append(callee)
         self.refs.ref(call.fn)  # recorded so that redefining the callee is noticed
         jvp = self.refs.marker(CalleeRef(callee, "jvp"), "jvp")

@@ -49,6 +49,7 @@ from ast_ad.analysis import (
 from ast_ad.batching import batch_products
 from ast_ad.errors import LocatedError, MissingRuleError
 from ast_ad.inline import bindable, inline
+from ast_ad.kinds import kinds_of
 from ast_ad.naming import Namer
 from ast_ad.records import field, record
 from ast_ad.syntax import RefTable
@@ -153,7 +154,8 @@ class Reverser:
         self.namer = Namer(used=function.names())
         self.active = activity(function, argnums)
         self.useful = usefulness(function, self.active)
-        self.classes = shape_classes(function, shapes)
+        self.kinds = kinds_of(function, shapes)
+        self.classes = shape_classes(function, shapes, self.kinds)
         self.local = local_names(function)
         self.rebound = set(function.mutable) | loop_bound(function)
         self.first = first_definitions(function)
@@ -274,7 +276,7 @@ class Reverser:
                     and is_user_function(stmt.value.fn.obj):
                 args = self.bind_call(stmt)
                 active = tuple(p for p, a in enumerate(args) if atom_active(a, self.active))
-                callee = self.derive(stmt.value.fn.obj, active, self.labels(args), False, self.checkpoints)
+                callee = self.derive(stmt.value.fn.obj, active, self.labels(args, stmt), False, self.checkpoints)
                 self.callees.append(callee)
                 self.refs.ref(stmt.value.fn)  # recorded so that redefining the callee is noticed
                 saved = self.namer.fresh(f"{stmt.target}_saved")
@@ -335,8 +337,8 @@ class Reverser:
     def bind_call(self, stmt: ir.Assign) -> list[ir.Atom]:
         return bind_call(stmt, self.error)
 
-    def labels(self, args: list[ir.Atom]) -> tuple[int, ...]:
-        return call_labels(args, self.classes, self.structured)
+    def labels(self, args: list[ir.Atom], stmt: ir.Stmt) -> tuple[int, ...]:
+        return call_labels(args, self.classes, self.structured, self.kinds, stmt)
 
     # ---- forward ----------------------------------------------------------------------------------------
     def saves(self, name: str, stmt: ir.Stmt) -> bool:
@@ -390,10 +392,14 @@ class Reverser:
         return out
 
     def write_in_place(self, stmt: ir.Assign) -> list[gast.stmt]:
-        """``y[i] = v``, after saving the entries it overwrites: ``tape.append(entries(y, i))``."""
+        """``y[i] = v``, after saving the entries it overwrites: ``tape.append(entries(y, i))``, or
+        ``tape.append(y[i])`` where that is one number (a number cannot change: it needs no copy)."""
         call = ir.call_of(stmt)
-        old = syntax.call(self.refs.marker(runtime.entries, "entries"), [syntax.name(stmt.target),
-                                                                         syntax.atom(call.args[1], self.refs)])
+        if self.kinds.indexed(call.args[0], call.args[1], stmt) == 0:
+            old = self.item(stmt.target, call.args[1], gast.Load())
+        else:
+            old = syntax.call(self.refs.marker(runtime.entries, "entries"), [syntax.name(stmt.target),
+                                                                             syntax.atom(call.args[1], self.refs)])
         append = gast.Attribute(value=syntax.name(self.tape(stmt.target, "entries")), attr="append",
                                ctx=gast.Load())
         write = gast.Assign(targets=[self.item(stmt.target, call.args[1], gast.Store())],
@@ -697,9 +703,12 @@ class Reverser:
         bar = self.bar(name)
         out: list[gast.stmt] = []
         if atom_active(value, self.active):
-            taken = syntax.call(self.refs.marker(runtime.assign_item_vjp_value, "assign_item_vjp_value"),
-                                [syntax.name(bar), syntax.name(name), syntax.atom(index, self.refs),
-                                 syntax.atom(value, self.refs)])
+            if self.kinds.entry_of(call.args[0], index, stmt) and self.kinds.is_number(value, stmt):
+                taken: gast.expr = self.item(bar, index, gast.Load())  # one float entry, written by a number
+            else:
+                taken = syntax.call(self.refs.marker(runtime.assign_item_vjp_value, "assign_item_vjp_value"),
+                                    [syntax.name(bar), syntax.name(name), syntax.atom(index, self.refs),
+                                     syntax.atom(value, self.refs)])
             out += self.accumulate(value.name, taken)
         pop = syntax.call(_attr(self.tape(name, "entries"), "pop"), [])
         out.append(gast.Assign(targets=[self.item(name, index, gast.Store())], value=pop, type_comment=None))

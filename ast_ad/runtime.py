@@ -23,9 +23,13 @@ import numpy as np
 
 def is_array(x: Any) -> bool:
     """Whether ``x`` is an array: numpy's, or one of a library that implements numpy's dispatch protocols."""
+    kind = type(x)
+    if kind is np.ndarray:
+        return True
+    if kind is float or kind is np.float64 or kind is int:  # the numbers an element loop reads, first
+        return False
     if isinstance(x, np.ndarray):
         return True
-    kind = type(x)
     return hasattr(kind, "__array_function__") and hasattr(kind, "__array_ufunc__") and hasattr(x, "shape") \
         and hasattr(x, "dtype") and not isinstance(x, np.generic)
 
@@ -239,9 +243,10 @@ def summed_getitem_vjp(terms: Any, x: Any) -> Any:
         for g, index in terms:
             total = add_adjoints(total, getitem_vjp(g, x, index))
         return zeros_like(x) if total is None else total
-    out = zeros_of(x, dtype=np.result_type(x, 1.0, *[np.result_type(g) for g, _ in terms]))
+    kinds = {g.dtype if is_array(g) else type(g) for g, _ in terms}  # a few, where a loop gave thousands of terms
+    out = zeros_of(x, dtype=np.result_type(x, 1.0, *kinds))
     for g, index in terms:
-        if isinstance(index, (int, np.integer, slice)) or (isinstance(index, tuple) and all(
+        if type(index) is int or isinstance(index, (np.integer, slice)) or (isinstance(index, tuple) and all(
                 isinstance(i, (int, np.integer, slice)) or i is None or i is Ellipsis for i in index)):
             out[index] += g  # a basic index names each entry once
         else:
@@ -778,7 +783,7 @@ def owned_adjoint(g: Any, x: Any) -> Any:
 
 def add_into(x: Any, index: Any, value: Any) -> None:
     """``x[index] += value`` in place, repeated indices adding up (``np.add.at``): a read's adjoint."""
-    if _fancy(index):
+    if type(index) is not int and _fancy(index):
         scatter_add(x, index, value)
     else:  # an integer, a slice or a mask names each entry once
         x[index] += value
@@ -826,7 +831,7 @@ def assign_item_vjp_value(g: Any, ans: Any, index: Any, value: Any) -> Any:
     if is_array(ans) and ans.dtype.kind in "biu":
         return zeros_like(value)
     taken = g[index]
-    if not is_array(taken) and type(value) in (float, np.float64):
+    if type(value) in (float, np.float64) and not is_array(taken):
         return taken  # one entry, written once: its adjoint (a copy, as numbers are)
     if isinstance(taken, np.ndarray) and isinstance(g, np.ndarray):
         if np.may_share_memory(taken, g):

@@ -1,0 +1,268 @@
+"""What each name holds, where that is certain: an integer, a number, or a numpy array of numbers with a known
+number of axes. Reverse and forward mode read these facts to write what a careful person writes by hand:
+no ``unbroadcast`` where both sides are numbers, ``y[i]`` saved as it is where it is a number (numbers
+cannot change), and an entry's adjoint read as ``y_bar[i]``.
+
+>>> import numpy as np
+>>> from ast_ad import transform
+>>> def f(x):
+...     y = np.ones(x.shape[0])
+...     for i in range(1, x.shape[0]):
+...         y[i] = y[i - 1] * x[i]
+...     return np.sum(y)
+>>> facts = kinds_of(transform.normalized(f), (labelled(0, np.zeros(3)),))
+>>> facts.rank("y"), facts.rank("x_item"), facts.rank("t2"), facts.is_int("t1")
+(1, 0, 0, True)
+
+A fact is claimed only where every statement that binds the name gives it (a fixpoint over the statements,
+for loops), starting from the parameters' labels: ``labelled`` marks a numpy array of numbers with its
+number of axes and whether its entries are floats. A loop's variable is an integer inside a loop over a
+``range`` (before the loop it is ``None``); anything not understood here is simply not known.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import numpy as np
+
+from ast_ad import ir, runtime
+from ast_ad.records import record
+
+RANKED = 1 << 24  # a parameter label at or above this one names a numpy array of numbers (``labelled``)
+
+# the facts, as small tuples: ("int",) an integer (not a bool); ("num", rank, inexact) a number (rank 0)
+# or a numpy array of numbers with ``rank`` axes, of floats where ``inexact``; ("shape", rank) an
+# array's shape; ("ints", k) a tuple of k integers; ("index", k) a tuple of integers and slices, k of them
+# integers (as an index it takes k axes away); ("range",) a range
+Fact = tuple[Any, ...]
+INT: Fact = ("int",)
+RANGE: Fact = ("range",)
+SLICE: Fact = ("index", 0)  # a slice, as an index: it takes no axis away
+UNKNOWN: Fact = ("?",)
+
+_ALLOCATE = {np.ones, np.zeros, np.empty}
+_LIKE = {np.ones_like, np.zeros_like, np.empty_like}
+_INTEGER_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg,
+                operator.pos, abs, operator.abs}
+_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.neg,
+               operator.pos, operator.abs}
+
+
+def labelled(position: int, value: Any) -> int:
+    """The shape label of a parameter at ``position``: its position, with a numpy array of numbers' number of
+    axes and kind (float or not) encoded above ``RANKED``, so that generated code can rely on them."""
+    if type(value) is np.ndarray and value.dtype.kind in "biufc":
+        return position + RANKED * (1 + 2 * value.ndim + (value.dtype.kind in "fc"))
+    return position
+
+
+def label_fact(label: int) -> Fact:
+    """The fact a parameter's label carries (``labelled``)."""
+    if label == -1:  # a number (``shape_labels``: a float, an int or a numpy scalar)
+        return ("num", 0, False)
+    if label < RANKED:
+        return UNKNOWN
+    rank, inexact = divmod(label // RANKED - 1, 2)
+    return ("num", rank, bool(inexact))
+
+
+@record
+class Kinds:
+    """The facts of a function's names; a loop's integer variable counts as one inside its loop."""
+
+    facts: dict[str, Fact]
+    inside: dict[int, frozenset[str]]  # statement id -> loop variables that are integers there
+
+    def of(self, atom: ir.Expr, at: ir.Stmt | None = None) -> Fact:
+        return _atom_fact(atom, self.facts, self.inside.get(id(at), frozenset()) if at is not None else frozenset())
+
+    def rank(self, name: str) -> int | None:
+        """The number of axes of what ``name`` holds (0 for a number), if known."""
+        return _rank(self.facts.get(name, UNKNOWN))
+
+    def is_int(self, name: str) -> bool:
+        return self.facts.get(name) == INT
+
+    def label(self, atom: ir.Atom, at: ir.Stmt | None, number: int) -> int:
+        """A callee parameter's label ``number``, with what is known of ``atom`` (``labelled``)."""
+        fact = self.of(atom, at)
+        if fact[0] == "num" and fact[1] >= 1:
+            return number + RANKED * (1 + 2 * int(fact[1]) + int(fact[2]))
+        return number
+
+    def is_number(self, atom: ir.Expr, at: ir.Stmt | None = None) -> bool:
+        """Whether ``atom`` is certainly a number (an immutable value with no axes)."""
+        return _rank(self.of(atom, at)) == 0
+
+    def indexed(self, array: ir.Atom, index: ir.Atom, at: ir.Stmt) -> int | None:
+        """The number of axes of ``array[index]``, where ``array`` is a numpy array of numbers (0: one entry,
+        a number)."""
+        return _indexed(self.of(array, at), self.of(index, at))
+
+    def entry_of(self, array: ir.Atom, index: ir.Atom, at: ir.Stmt) -> bool:
+        """Whether ``array[index]`` is one entry of a numpy array of floats: its adjoint is ``array_bar[index]``."""
+        fact = self.of(array, at)
+        return fact[0] == "num" and bool(fact[2]) and _indexed(fact, self.of(index, at)) == 0
+
+
+def kinds_of(function: ir.Function, shapes: tuple[int, ...]) -> Kinds:
+    """The facts every binding of each name agrees on, given the parameters' labels (a fixpoint)."""
+    facts: dict[str, Fact] = {p: label_fact(label) for p, label in zip(function.params, shapes, strict=True)}
+    facts = {p: f for p, f in facts.items() if f != UNKNOWN}
+    inside: dict[int, frozenset[str]] = {}
+    placeholders = _loop_placeholders(function.body)
+
+    def visit(body: tuple[ir.Stmt, ...], ints: frozenset[str], changed: list[bool]) -> None:
+        for stmt in body:
+            inside[id(stmt)] = ints
+            if isinstance(stmt, ir.For):
+                ranged = _atom_fact(stmt.iter, facts, ints) == RANGE and \
+                    not any(stmt.target in ir.defined(s) for s in ir.walk(stmt.body))
+                bind(stmt.target, INT if ranged else UNKNOWN, changed, loop=True)
+                visit(stmt.body, ints | {stmt.target} if ranged else ints - {stmt.target}, changed)
+                continue
+            if isinstance(stmt, ir.Assign):
+                if id(stmt) not in placeholders:
+                    bind(stmt.target, _value_fact(stmt.value, facts, ints), changed)
+            else:
+                for name in ir.defined(stmt):
+                    bind(name, UNKNOWN, changed)
+            for block in ir.blocks(stmt):
+                visit(block, ints, changed)
+
+    def bind(name: str, fact: Fact, changed: list[bool], loop: bool = False) -> None:
+        if loop:  # the loop's variable: its fact holds inside the loop, where ``inside`` says so
+            fact = UNKNOWN
+        new = fact if name not in facts else _merge(facts[name], fact)
+        if facts.get(name) != new:
+            facts[name] = new
+            changed[0] = True
+
+    changed = [True]
+    while changed[0]:
+        changed[0] = False
+        visit(function.body, frozenset(), changed)
+    return Kinds({n: f for n, f in facts.items() if f != UNKNOWN}, inside)
+
+
+def _loop_placeholders(body: tuple[ir.Stmt, ...]) -> set[int]:
+    """``i = None`` just before ``for i in ...``: the name a loop binds, bound before it (normalize's)."""
+    out = set()
+    for k, stmt in enumerate(body):
+        following = body[k + 1] if k + 1 < len(body) else None
+        if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Const) and stmt.value.value is None \
+                and isinstance(following, ir.For) and following.target == stmt.target:
+            out.add(id(stmt))
+        for block in ir.blocks(stmt):
+            out |= _loop_placeholders(block)
+    return out
+
+
+def _merge(a: Fact, b: Fact) -> Fact:
+    if a == b:
+        return a
+    if a[0] == "num" and b[0] == "num" and a[1] == b[1]:
+        return ("num", a[1], a[2] and b[2])
+    if {a, b} == {INT, ("num", 0, False)} or (INT in (a, b) and ("num", 0, True) in (a, b)):
+        return ("num", 0, False)
+    return UNKNOWN
+
+
+def _rank(fact: Fact) -> int | None:
+    if fact == INT:
+        return 0
+    return fact[1] if fact[0] == "num" else None
+
+
+def _const_fact(value: Any) -> Fact:
+    if type(value) is int:
+        return INT
+    if type(value) is bool:
+        return ("num", 0, False)
+    if type(value) in (float, complex):
+        return ("num", 0, True)
+    if type(value) is tuple and value and all(type(v) is int for v in value):
+        return ("ints", len(value))
+    return _index_fact([_const_fact(v) if type(v) is not slice else SLICE for v in value]) \
+        if type(value) is tuple else SLICE if type(value) is slice else UNKNOWN
+
+
+def _index_fact(parts: list[Fact]) -> Fact:
+    """A tuple of integers and slices, as an index: ("index", how many axes it takes away)."""
+    if parts and all(p in (INT, SLICE) for p in parts):
+        return ("index", sum(p == INT for p in parts))
+    return UNKNOWN
+
+
+def _atom_fact(atom: ir.Expr, facts: dict[str, Fact], ints: frozenset[str]) -> Fact:
+    if isinstance(atom, ir.Var):
+        return INT if atom.name in ints else facts.get(atom.name, UNKNOWN)
+    if isinstance(atom, ir.Const):
+        return _const_fact(atom.value)
+    return UNKNOWN
+
+
+def _indexed(array: Fact, index: Fact) -> int | None:
+    """The number of axes of ``array[index]``, for a numpy array and an integer or a tuple of them."""
+    k = 1 if index == INT else index[1] if index[0] in ("ints", "index") else None
+    if array[0] != "num" or array[1] < 1 or k is None or k > array[1]:
+        return None
+    return int(array[1]) - k
+
+
+def _value_fact(value: ir.Expr, facts: dict[str, Fact], ints: frozenset[str]) -> Fact:
+    if isinstance(value, (ir.Var, ir.Const)):
+        return _atom_fact(value, facts, ints)
+    if isinstance(value, ir.Attr):
+        owner = _atom_fact(value.value, facts, ints)
+        if owner[0] != "num" or owner[1] < 1:
+            return UNKNOWN
+        return ("shape", owner[1]) if value.attr == "shape" else INT if value.attr in ("ndim", "size") else UNKNOWN
+    if isinstance(value, ir.Pack):
+        if value.kind != "tuple":
+            return UNKNOWN
+        elts = [_atom_fact(a, facts, ints) for a in value.elts]
+        return ("ints", len(elts)) if elts and all(f == INT for f in elts) else _index_fact(elts)
+    if not isinstance(value, ir.Call) or value.kwargs:
+        return UNKNOWN
+    return _call_fact(value.fn.obj, [_atom_fact(a, facts, ints) for a in value.args])
+
+
+def _call_fact(fn: Any, args: list[Fact]) -> Fact:
+    if fn is range:
+        return RANGE
+    if fn is len or fn is int:
+        return INT
+    if fn in _INTEGER_OPS and args and all(a == INT for a in args):
+        return INT
+    if fn is operator.getitem and len(args) == 2:
+        if args[0][0] == "shape" and args[1] == INT:
+            return INT
+        rank = _indexed(args[0], args[1])
+        return UNKNOWN if rank is None else ("num", rank, args[0][2])
+    if fn is runtime.assign_item and len(args) == 3 and args[0][0] == "num" and args[0][1] >= 1:
+        return args[0]  # a write into a numpy array keeps its shape and dtype
+    if fn in _ALLOCATE and len(args) == 1:
+        shape = args[0]
+        rank = 1 if shape == INT else shape[1] if shape[0] in ("shape", "ints") else None
+        return UNKNOWN if rank is None else ("num", rank, True)
+    if fn in _LIKE and len(args) == 1 and args[0][0] == "num" and args[0][1] >= 1:
+        return args[0]
+    if fn in (np.sum, np.mean) and len(args) == 1 and args[0][0] == "num":
+        return ("num", 0, fn is np.mean or args[0][2])
+    if fn is operator.matmul and len(args) == 2 and all(a[0] == "num" and a[1] >= 1 for a in args):
+        ra, rb = args[0][1], args[1][1]
+        rank = ra + rb - 2 if min(ra, rb) == 1 else max(ra, rb)
+        return ("num", rank, args[0][2] or args[1][2])
+    if getattr(fn, "__module__", None) == "math" and fn is not math.frexp and fn is not math.modf:
+        return ("num", 0, False)  # a number (math.floor's is an integer: floats not claimed)
+    if (fn in _ARITHMETIC or isinstance(fn, np.ufunc)) and args:
+        ranks = [_rank(a) for a in args]
+        if any(r is None for r in ranks) or (isinstance(fn, np.ufunc) and fn.nout != 1):
+            return UNKNOWN
+        inexact = any(a != INT and a[2] for a in args) or fn in (operator.truediv, np.divide)
+        return ("num", max(r for r in ranks if r is not None), inexact)
+    return UNKNOWN

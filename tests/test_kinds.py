@@ -1,0 +1,209 @@
+"""What each name holds (``ast_ad/kinds.py``): one small function in, the facts out; then what the facts change
+in the generated code, with the gradient checked against the tracer and finite differences each time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ast_ad
+from ast_ad import transform
+from ast_ad.api import shape_labels
+from ast_ad.kinds import RANKED, kinds_of, label_fact, labelled
+from tests.oracles import assert_fd, assert_same
+
+rng = np.random.default_rng(5)
+V = rng.uniform(0.6, 1.4, 5)
+M = rng.uniform(0.6, 1.4, (3, 4))
+
+
+def facts(fn, *args):
+    return kinds_of(transform.normalized(fn), shape_labels(args))
+
+
+def indexing(x, m):
+    n = x.shape[0]
+    row = m[1]
+    entry = m[1, 2]
+    part = x[1:]
+    total = np.sum(m)
+    product = m @ x[:4]
+    k = len(x) // 2
+    return x[k] * entry + total + np.sum(row) + np.sum(part) + np.sum(product) + n
+
+
+def test_ranks_follow_indexing_reductions_and_products() -> None:
+    known = facts(indexing, V, M)
+    assert (known.rank("x"), known.rank("m"), known.rank("row"), known.rank("entry")) == (1, 2, 1, 0)
+    assert (known.rank("part"), known.rank("total"), known.rank("product")) == (1, 0, 1)
+    assert known.is_int("n") and known.is_int("k")
+
+
+def branches(x, flag):
+    if flag > 0:
+        y = x * 2.0
+    else:
+        y = np.sum(x)
+    z = x[0] if flag > 1 else x
+    return np.sum(y) + np.sum(z)
+
+
+def test_a_name_bound_to_different_kinds_is_not_known() -> None:
+    known = facts(branches, V, 1.0)
+    assert known.rank("y") is None and known.rank("z") is None
+
+
+def rebinds_its_index(x):
+    total = 0.0
+    for i in range(3):
+        i = i * 0.5  # noqa: PLW2901 -- a float now: x[i] would fail, and no fact may say it is an integer
+        total = total + i
+    return total * x[0]
+
+
+def loops(x):
+    total = 0.0
+    for i in range(x.shape[0]):
+        total = total + x[i]
+    for row in np.ones((2, 2)):
+        total = total + np.sum(row)
+    return total
+
+
+def test_a_loop_variable_is_an_integer_inside_its_range_loop_only() -> None:
+    function = transform.normalized(loops)
+    known = kinds_of(function, shape_labels((V,)))
+    first = function.body[[type(s).__name__ for s in function.body].index("For")]
+    read = next(s for s in first.body if getattr(s, "target", None) == "x_item")
+    assert not known.is_int("i")  # before the loop it is None, and after an empty one
+    assert known.of(ir_var("i"), read) == ("int",) and known.rank("x_item") == 0
+    function = transform.normalized(rebinds_its_index)
+    known = kinds_of(function, shape_labels((V,)))
+    assert all(known.of(ir_var("i"), s) != ("int",) for s in walk(function.body))
+
+
+def ir_var(name):
+    from ast_ad import ir
+    return ir.Var(name)
+
+
+def walk(body):
+    from ast_ad import ir
+    return list(ir.walk(body))
+
+
+@pytest.mark.parametrize(("value", "fact"), [
+    (np.zeros(3), ("num", 1, True)),
+    (np.zeros((2, 3), dtype=np.complex128), ("num", 2, True)),
+    (np.arange(3), ("num", 1, False)),
+    (np.zeros(3, dtype=bool), ("num", 1, False)),
+    (np.zeros(3, dtype=object), ("?",)),
+    (np.zeros((2, 2)).view(np.recarray), ("?",)),  # a subclass: its indexing may differ from numpy's
+    ([1.0, 2.0], ("?",)),
+])
+def test_only_plain_numpy_arrays_of_numbers_are_labelled(value, fact) -> None:
+    label = labelled(3, value)
+    assert label_fact(label) == fact
+    assert label % RANKED == 3  # the position is kept: equal labels still mean equal shapes
+
+
+def chain(x):
+    y = np.ones(x.shape[0])
+    for i in range(1, x.shape[0]):
+        y[i] = y[i - 1] * x[i]
+    return np.sum(y)
+
+
+def chain_of_rows(x):
+    y = np.ones((x.shape[0], 2))
+    for i in range(1, x.shape[0]):
+        y[i] = y[i - 1] * x[i]
+    return np.sum(y)
+
+
+def chain_of_ints(x):
+    y = np.ones(x.shape[0], dtype=int)  # written with floats, which are truncated: no gradient flows
+    for i in range(1, x.shape[0]):
+        y[i] = y[i - 1] * x[i] * 10.0
+    return np.sum(y) + np.sum(x)
+
+
+def calls_chain(x):
+    return chain(x * 2.0)
+
+
+def chain_in_place(x):
+    y = x * 1.0
+    for i in range(1, x.shape[0]):
+        y[i] += y[i - 1] * x[i]
+    return np.sum(y)
+
+
+def scalar_params(x, a):
+    y = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        y[i] = x[i] * a + a * a
+    return np.sum(y * y)
+
+
+class Unknown(np.ndarray):
+    """An array type ast_ad knows nothing of: no facts are claimed about it."""
+
+
+CASES = [
+    (chain, (V,), (0,)),
+    (chain_of_rows, (V,), (0,)),
+    (chain_of_ints, (V,), (0,)),
+    (calls_chain, (V,), (0,)),
+    (chain_in_place, (V,), (0,)),
+    (scalar_params, (V, 0.7), (0, 1)),
+]
+
+
+@pytest.mark.parametrize(("fun", "args", "argnums"), CASES, ids=[c[0].__name__ for c in CASES])
+def test_gradients_where_facts_shorten_the_code_match_the_oracles(fun, args, argnums) -> None:
+    grads = ast_ad.grad(fun, argnums)(*args)
+    assert_same(grads if len(argnums) > 1 else (grads,), ast_ad.tracer.grad(fun, argnums)(*args)
+                if len(argnums) > 1 else (ast_ad.tracer.grad(fun, argnums)(*args),))
+    assert_fd(fun, args, argnums, grads if len(argnums) > 1 else (grads,))
+    # the same function, with arrays of which nothing is known (a subclass of numpy's): the general helpers
+    plain = [a.view(Unknown) if isinstance(a, np.ndarray) else a for a in args]
+    general = ast_ad.grad(fun, argnums)(*plain)
+    for g, h in zip(grads if len(argnums) > 1 else (grads,), general if len(argnums) > 1 else (general,),
+                    strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(h), rtol=1e-12)
+
+
+def test_what_the_generated_code_reads_where_facts_are_known() -> None:
+    text = ast_ad.source(ast_ad.grad(chain), V)
+    assert "y_entries.append(y[i])" in text and "t2_bar = y_bar[i]" in text
+    assert "unbroadcast" not in text and "t2_tape" not in text
+    text = ast_ad.source(ast_ad.grad(chain_of_rows), V)  # a row is an array: copied, its adjoint summed
+    assert "entries(y, i)" in text and "assign_item_vjp_value" in text
+    text = ast_ad.source(ast_ad.grad(chain_of_ints), V)  # ints: the helper, which gives no gradient
+    assert "assign_item_vjp_value" in text
+    assert ast_ad.grad(chain_of_ints)(V)[1:].tolist() == [1.0] * (len(V) - 1)
+    text = ast_ad.source(ast_ad.grad(calls_chain), V)  # the callee is told its argument is a float vector
+    assert "def chain_bwd" in text and "unbroadcast" not in text
+
+
+def test_facts_follow_the_arguments_of_each_call() -> None:
+    """The same gradient called with a vector, then a list: each gets code for what it was given."""
+    gradient = ast_ad.grad(chain)
+    first = gradient(V)
+    assert "t2_bar = y_bar[i]" in ast_ad.source(gradient)
+    with pytest.raises(AttributeError):
+        gradient(list(V))  # a list has no .shape: the user's own error, raised again
+    assert "entries(y, i)" in ast_ad.source(gradient, V.view(Unknown))
+    np.testing.assert_array_equal(gradient(V), first)
+
+
+def test_second_derivatives_through_the_shortened_code() -> None:
+    hessian = ast_ad.hessian(chain)(V)
+    gradient = ast_ad.grad(chain)
+    eps = 1e-6
+    numeric = np.array([(gradient(V + eps * e) - gradient(V - eps * e)) / (2 * eps) for e in np.eye(len(V))])
+    np.testing.assert_allclose(hessian, numeric, rtol=1e-5, atol=1e-7)
+    u = rng.standard_normal(len(V))
+    out, out_dot = ast_ad.jvp(chain, (V,), (u,))
+    np.testing.assert_allclose(out_dot, ast_ad.grad(chain)(V) @ u, rtol=1e-12)
