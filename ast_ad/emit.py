@@ -20,9 +20,12 @@ import types
 from typing import Any
 
 import gast
+import numpy as np
 
 from ast_ad import ir, printer, syntax
+from ast_ad.fold import folded
 from ast_ad.forward import Tangent
+from ast_ad.kinds import labelled
 from ast_ad.naming import Namer, identifier
 from ast_ad.records import record
 from ast_ad.reverse import Adjoint, CalleeRef, released
@@ -40,6 +43,7 @@ class Binding:
     origin: tuple[str, str]
     value: Any  # as it was when transformed
     data: bool  # data is refreshed; a changed function or module means transforming again
+    kind: int = -3  # data that is a numpy array of numbers: its ``kinds.labelled`` label, which must not change
 
 
 @record
@@ -133,7 +137,9 @@ def _module(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
             if ref.origin is not None:
                 data = not callable(ref.root) and not isinstance(ref.root, types.ModuleType)
                 alias = names.get(("data", id(owner.function.fn), ref.origin), "")
-                bindings.append(Binding(alias, owner.function.fn, ref.origin, ref.root, data))
+                # a numpy array's axes and kind: the code may rely on them (``kinds.Kinds``)
+                kind = labelled(0, ref.root) if data and type(ref.root) is np.ndarray else -3
+                bindings.append(Binding(alias, owner.function.fn, ref.origin, ref.root, data, kind))
     for k, v in list(namespace.items()):
         if v is None:
             del namespace[k]
@@ -206,7 +212,8 @@ def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
     result = syntax.tuple_([a.result, grads[0] if single else syntax.tuple_(grads)])
     keep = {n.id for n in syntax.walk(result) if isinstance(n, gast.Name)}
     keep |= {a.seed, *a.params}
-    body = a.forward + released(a.backward, a.releasable, a.array_adjoints, keep, a.refs) + [syntax.ret(result)]
+    backward = folded(a.backward, keep)
+    body = a.forward + released(backward, a.releasable, a.array_adjoints, keep, a.refs) + [syntax.ret(result)]
     return syntax.function(f"{a.function.name}_vjp", [*a.params, a.seed], body, [syntax.const(1.0)])
 
 
@@ -220,7 +227,8 @@ def _pair(a: Adjoint) -> list[gast.FunctionDef]:
     fwd = syntax.function(f"{a.function.name}_fwd", list(a.params), unbound + a.forward + [
         syntax.ret(syntax.tuple_([a.result, syntax.tuple_([syntax.name(s) for s in saved])]))])
     unpack = [syntax.assign(saved, syntax.name(pack))] if saved else []
-    bwd = syntax.function(f"{a.function.name}_bwd", [pack, a.seed], unpack + a.backward + [
+    backward = folded(a.backward, {*a.grads, a.seed})
+    bwd = syntax.function(f"{a.function.name}_bwd", [pack, a.seed], unpack + backward + [
         syntax.ret(syntax.tuple_([syntax.name(g) for g in a.grads]))])
     return [fwd, bwd]
 

@@ -83,6 +83,14 @@ class Kinds:
         """The number of axes of what ``name`` holds (0 for a number), if known."""
         return _rank(self.facts.get(name, UNKNOWN))
 
+    def ranks(self, atoms: tuple[ir.Atom, ...], at: ir.Stmt) -> tuple[int | None, ...]:
+        """The numbers of axes of ``atoms`` where each is a numpy array of numbers (else ``None``)."""
+        out: list[int | None] = []
+        for atom in atoms:
+            fact = self.of(atom, at)
+            out.append(int(fact[1]) if fact[0] == "num" and fact[1] >= 1 else None)
+        return tuple(out)
+
     def is_int(self, name: str) -> bool:
         return self.facts.get(name) == INT
 
@@ -202,6 +210,10 @@ def _atom_fact(atom: ir.Expr, facts: dict[str, Fact], ints: frozenset[str]) -> F
         return INT if atom.name in ints else facts.get(atom.name, UNKNOWN)
     if isinstance(atom, ir.Const):
         return _const_fact(atom.value)
+    if isinstance(atom, ir.Ref) and (atom.origin is None or atom.obj is atom.root):
+        # a value read from outside: fixed in the code, or a global the code reads again before each call
+        # and is transformed again for when its label changes (``load.Loaded.refresh``)
+        return label_fact(labelled(0, atom.obj)) if type(atom.obj) is np.ndarray else UNKNOWN
     return UNKNOWN
 
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ast_ad.emit import Binding
+from ast_ad.kinds import labelled
 from ast_ad.records import field, record
 
 _serial = itertools.count(1)
@@ -77,6 +78,8 @@ class Loaded:
             kind, name = binding.origin  # read(), inline for globals: this runs on every call
             value = binding.fn.__globals__.get(name, MISSING) if kind == "global" else read(binding.fn, binding.origin)
             if binding.data:
+                if binding.kind != -3 and labelled(0, value) != binding.kind:
+                    return False  # a numpy array of another number of axes or kind: the code relied on them
                 self.namespace[binding.alias] = value
             elif value is not binding.value:
                 return False

@@ -141,7 +141,7 @@ def def_nondiff(*fns: Any) -> None:
 
 # Facts about primitives that the engine reads, beside their rules: fact -> {function: value}.
 _FACTS: dict[str, dict[Any, Any]] = {"in_place": {}, "sequence": {}, "same_kind": {}, "effect": {},
-                                     "linear": {}, "reduction": {}, "method": {}}
+                                     "linear": {}, "reduction": {}, "method": {}, "ranked": {}}
 
 
 def _fact(fact: str, fn: Any) -> Any:
@@ -199,6 +199,25 @@ def reduced_over(rule: Rule, k: int, args: Any, kwargs: dict[str, Any]) -> tuple
     bound = inspect.signature(vjp).bind(None, None, *args, **kwargs)
     bound.apply_defaults()
     return bound.arguments.get("axis"), bound.arguments.get("keepdims", False)
+
+
+def def_vjp_by_ranks(fn: Any, ranks: tuple[int, ...], *vjps: VJP | None) -> None:
+    """Reverse rules for ``fn`` where its arguments are numpy arrays with these numbers of axes (``ast_ad.kinds``
+    tells where that is certain): short enough to inline (``g @ a``) where the general rule calls a helper that
+    looks at the axes on every call. ``None`` keeps the general rule for that argument."""
+    _note("ranked", fn, ranks, *vjps)
+    _FACTS["ranked"].setdefault(fn, {})[ranks] = tuple(vjps)
+
+
+def vjp_by_ranks(fn: Any, ranks: tuple[int | None, ...], argnum: int) -> VJP | None:
+    """The rule of ``def_vjp_by_ranks`` for argument ``argnum`` at these numbers of axes, or ``None``."""
+    vjps = (_fact("ranked", fn) or {}).get(ranks, ())
+    return vjps[argnum] if argnum < len(vjps) else None
+
+
+def ranked_rules() -> list[tuple[Any, tuple[int, ...], tuple[VJP | None, ...]]]:
+    """Every rule of ``def_vjp_by_ranks``: (function, numbers of axes, rules), for the tests."""
+    return [(fn, ranks, vjps) for fn, table in _FACTS["ranked"].items() for ranks, vjps in table.items()]
 
 
 def def_method(name: str, fn: Any) -> None:

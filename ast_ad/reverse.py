@@ -157,7 +157,10 @@ class Reverser:
         self.kinds = kinds_of(function, shapes)
         self.classes = shape_classes(function, shapes, self.kinds)
         self.local = local_names(function)
-        self.rebound = set(function.mutable) | loop_bound(function)
+        self.loop_bound = loop_bound(function)
+        self.rebound = set(function.mutable) | self.loop_bound
+        self.looped = {id(s) for loop in ir.walk(function.body) if isinstance(loop, (ir.For, ir.While))
+                       for s in ir.walk(loop.body)}  # statements inside loops
         self.first = first_definitions(function)
         self.bars: dict[str | tuple[str, int], str] = {}  # names' adjoints, and loops' trip counts
         self.live: set[str] = set()
@@ -803,12 +806,22 @@ class Reverser:
                     raise self.missing(stmt, f"{call.fn.hint} has no gradient rule for argument {k + 1}")
                 if vjp is registry.zero:
                     continue
-                contribution = self.contribution(stmt, vjp, g, ans)
+                contribution = self.contribution(stmt, self.ranked(stmt, call, k) or vjp, g, ans)
                 if rule.elementwise and not self.exact(call, k):
                     unbroadcast = self.refs.marker(runtime.unbroadcast, "unbroadcast")
                     contribution = syntax.call(unbroadcast, [contribution, syntax.name(atom.name)])
                 out += self.accumulate(atom.name, contribution)
         return out
+
+    def ranked(self, stmt: ir.Assign, call: ir.Call, k: int) -> registry.VJP | None:
+        """The rule for argument ``k`` at its operands' known numbers of axes (``registry.def_vjp_by_ranks``),
+        unless that argument stays fixed through the loop the statement is in: there the general rule's helper
+        is kept, so that the loop's contributions can be summed after it (``batching``)."""
+        operand = call.args[k]
+        if call.kwargs or (id(stmt) in self.looped and not (isinstance(operand, ir.Var)
+                                                           and operand.name in self.loop_bound)):
+            return None
+        return registry.vjp_by_ranks(call.fn.obj, self.kinds.ranks(call.args, stmt), k)
 
     def densify(self, stmt: ir.Assign, g: str, ans: str) -> list[gast.stmt]:
         """``g = dense_adjoint(g, ans)`` where ``g`` may be a float zero that the statement's rule cannot take."""
@@ -1033,6 +1046,8 @@ def released(backward: list[gast.stmt], releasable: frozenset[str], adjoints: fr
 def _allocates(stmt: gast.stmt, refs: RefTable) -> bool:
     """Whether ``stmt`` calls something that may build a new array bigger than its arguments."""
     for node in syntax.walk(stmt):
+        if isinstance(node, gast.BinOp) and isinstance(node.op, gast.MatMult):
+            return True  # a product: as a call of a helper would
         if isinstance(node, gast.Call):
             fn = refs.lookup(node.func.id) if isinstance(node.func, gast.Name) else None
             if not isinstance(fn, np.ufunc) and fn is not runtime.unbroadcast:

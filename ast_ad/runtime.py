@@ -245,6 +245,12 @@ def summed_getitem_vjp(terms: Any, x: Any) -> Any:
         return zeros_like(x) if total is None else total
     kinds = {g.dtype if is_array(g) else type(g) for g, _ in terms}  # a few, where a loop gave thousands of terms
     out = zeros_of(x, dtype=np.result_type(x, 1.0, *kinds))
+    if type(out) is np.ndarray and out.ndim == 1 and len(terms) > 8:  # x[i] read entry by entry in a loop
+        parts, indices = zip(*terms, strict=True)
+        at, values = np.asarray(indices), np.asarray(parts)
+        if at.dtype.kind in "iu" and at.shape == values.shape == (len(terms),) and values.dtype.kind in "biufc":
+            np.add.at(out, at, values)  # in order, as the loop below adds: the same sums to the bit
+            return out
     for g, index in terms:
         if type(index) is int or isinstance(index, (np.integer, slice)) or (isinstance(index, tuple) and all(
                 isinstance(i, (int, np.integer, slice)) or i is None or i is Ellipsis for i in index)):

@@ -32,7 +32,7 @@ from ast_ad import load as _load
 from ast_ad import logs, registry
 from ast_ad.emit import Binding, Emitted
 
-FORMAT = 1  # of the index files; a change of layout changes every key
+FORMAT = 2  # of the index files; a change of layout changes every key
 _environment: str | None = None
 _rules_spelled: tuple[int, str | None] = (-1, None)
 
@@ -176,7 +176,7 @@ def save(cache_key: str, emitted: Emitted, loaded: _load.Loaded) -> bool:
         value = None if b.data else _recipe(b.value, functions)
         if b.fn not in functions or (not b.data and value is None):
             return False
-        bindings.append([b.alias, functions.index(b.fn), b.origin[0], b.origin[1], b.data, value])
+        bindings.append([b.alias, functions.index(b.fn), b.origin[0], b.origin[1], b.data, value, b.kind])
     if paths is None or None in hashes or None in namespace.values():
         return False
     record = {"format": FORMAT, "text": path.name, "entry": emitted.entry, "files": emitted.files,
@@ -213,8 +213,8 @@ def _restore(record: dict[str, Any], place: pathlib.Path, fn: Any) -> _load.Load
         return None  # a damaged file
     namespace = {name: _find(recipe, functions) for name, recipe in record["namespace"].items()
                  if recipe != ["data"]}
-    bindings = tuple(Binding(alias, functions[k], (kind, name), None if data else _find(value, functions), data)
-                     for alias, k, kind, name, data, value in record["bindings"])
+    bindings = tuple(Binding(alias, functions[k], (kind, name), None if data else _find(value, functions), data,
+                             label) for alias, k, kind, name, data, value, label in record["bindings"])
     return _load.load(text, record["entry"], namespace, bindings, record["files"])
 
 

@@ -3,11 +3,13 @@ in the generated code, with the gradient checked against the tracer and finite d
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 import pytest
 
 import ast_ad
-from ast_ad import transform
+from ast_ad import registry, transform
 from ast_ad.api import shape_labels
 from ast_ad.kinds import RANKED, kinds_of, label_fact, labelled
 from tests.oracles import assert_fd, assert_same
@@ -207,3 +209,94 @@ def test_second_derivatives_through_the_shortened_code() -> None:
     u = rng.standard_normal(len(V))
     out, out_dot = ast_ad.jvp(chain, (V,), (u,))
     np.testing.assert_allclose(out_dot, ast_ad.grad(chain)(V) @ u, rtol=1e-12)
+
+
+# ---- rules at known numbers of axes (registry.def_vjp_by_ranks) ------------------------------------------------
+RANKED_RULES = registry.ranked_rules()
+
+
+def test_every_ranked_rule_is_checked() -> None:
+    assert {(fn, ranks) for fn, ranks, _ in RANKED_RULES} >= {(operator.matmul, r) for r in ((2, 1), (2, 2), (1, 2))}
+
+
+@pytest.mark.parametrize(("fn", "ranks", "vjps"), RANKED_RULES, ids=[f"{fn.__name__}{r}" for fn, r, _ in RANKED_RULES])
+def test_a_ranked_rule_is_the_general_rule_at_those_ranks(fn, ranks, vjps) -> None:
+    """Each against the general rule (itself checked against finite differences in test_rules.py) and against
+    finite differences directly, by the dot-product identity with a random direction."""
+    sizes = iter((3, 4, 5))
+    shape = {1: lambda: (4,), 2: lambda: (next(sizes), 4) if len(ranks) == 2 and ranks[0] == 2 else (4, 5)}
+    args = [rng.standard_normal(shape[r]()) for r in ranks]
+    if ranks == (2, 2):
+        args = [rng.standard_normal((3, 4)), rng.standard_normal((4, 5))]
+    ans = fn(*args)
+    g = rng.standard_normal(np.shape(ans))
+    general = registry.lookup(fn)
+    for k, vjp in enumerate(vjps):
+        if vjp is None:
+            continue
+        ours = vjp(g, ans, *args)
+        np.testing.assert_allclose(ours, general.vjp(k)(g, ans, *args), rtol=1e-13, atol=1e-13)
+        u, eps = rng.standard_normal(args[k].shape), 1e-6
+        moved = [a + eps * u if j == k else a for j, a in enumerate(args)]
+        back = [a - eps * u if j == k else a for j, a in enumerate(args)]
+        numeric = np.sum(g * (fn(*moved) - fn(*back))) / (2 * eps)
+        assert abs(numeric - np.sum(ours * u)) < 1e-6 * (1 + abs(numeric))
+
+
+def rnn(W, h, xs):
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + xs[t])
+    return np.sum(h ** 2)
+
+
+def test_products_of_known_axes_are_inlined_but_a_loop_s_fixed_matrix_is_summed_after_it() -> None:
+    W, h, xs = rng.standard_normal((4, 4)) * 0.5, rng.standard_normal(4), rng.standard_normal((6, 4))
+    text = ast_ad.source(ast_ad.grad(rnn, (0, 1)), W, h, xs)
+    assert "h_bar = W_at_h_bar @ W" in text and "matmul_vjp_b" not in text
+    assert "summed_matmul_vjp_a(W_bar_terms, W)" in text  # W is fixed: its outer products, one product after
+    grads = ast_ad.grad(rnn, (0, 1))(W, h, xs)
+    assert_same(grads, ast_ad.tracer.grad(rnn, (0, 1))(W, h, xs))
+    assert_fd(rnn, (W, h, xs), (0, 1), grads)
+    assert "matmul_vjp_b" in ast_ad.source(ast_ad.grad(rnn, (0, 1)), W.view(Unknown), h, xs)
+
+
+def layer(W, x):
+    return np.sum(np.tanh(x @ W) ** 2)
+
+
+def test_a_straight_line_product_is_inlined_both_ways() -> None:
+    W, x = rng.standard_normal((4, 3)), rng.standard_normal((5, 4))
+    text = ast_ad.source(ast_ad.grad(layer, (0, 1)), W, x)
+    assert "matmul_vjp" not in text and ".T" in text
+    grads = ast_ad.grad(layer, (0, 1))(W, x)
+    assert_same(grads, ast_ad.tracer.grad(layer, (0, 1))(W, x))
+    assert_fd(layer, (W, x), (0, 1), grads)
+    hessian = ast_ad.hessian(layer)(W, x)  # forward mode over the inlined rules
+    eps, e = 1e-6, np.zeros_like(W)
+    e[1, 2] = 1.0
+    column = (ast_ad.grad(layer)(W + eps * e, x) - ast_ad.grad(layer)(W - eps * e, x)) / (2 * eps)
+    np.testing.assert_allclose(hessian[:, :, 1, 2], column, rtol=1e-5, atol=1e-7)
+
+
+# ---- a global array's kind -------------------------------------------------------------------------------------
+def test_a_global_array_is_checked_before_each_call(tmp_path, monkeypatch) -> None:
+    """The code may rely on a global array's axes: rebound to an array of other axes, it is transformed again."""
+    (tmp_path / "weights_module.py").write_text(
+        "import numpy as np\n\nW = np.eye(3) * 0.5\n\n\ndef f(h):\n"
+        "    return np.sum(np.tanh(W @ h) ** 2)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import weights_module
+
+    gradient = ast_ad.grad(weights_module.f)
+    h = rng.standard_normal(3)
+    first = gradient(h)
+    assert "_bar @ W" in ast_ad.source(gradient) and "matmul_vjp_b" not in ast_ad.source(gradient)
+    np.testing.assert_allclose(first, ast_ad.tracer.grad(weights_module.f)(h), rtol=1e-12)
+    monkeypatch.setattr(weights_module, "W", rng.standard_normal((2, 3, 3)) * 0.5)  # a stack of matrices now
+    again = gradient(h)
+    np.testing.assert_allclose(again, ast_ad.tracer.grad(weights_module.f)(h), rtol=1e-12)
+    assert "matmul_vjp_b" in ast_ad.source(gradient)
+    monkeypatch.setattr(weights_module, "W", np.eye(3) * 0.25)  # the same kind: read again, no new code
+    loaded = gradient.loaded()
+    np.testing.assert_allclose(gradient(h), ast_ad.tracer.grad(weights_module.f)(h), rtol=1e-12)
+    assert gradient.loaded() is loaded

@@ -126,7 +126,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 def test_cli_show() -> None:
     done = cli("show", f"{MODEL}:f", "--argnums", "0,1", "2.0", "3.0")
     assert done.returncode == 0
-    assert "x2_bar = x2_bar + x1_times_x2_bar * x1" in done.stdout
+    assert "x2_bar = x2_bar + out_bar * x1" in done.stdout
     done = cli("show", f"{MODEL}:f", "--stage", "normalized")
     assert "    t1 = log_x1 + x1_times_x2" in done.stdout
 
@@ -207,3 +207,16 @@ def test_an_exported_module_refuses_arguments_it_was_not_built_for(tmp_path) -> 
     done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "refused: f_vjp was exported for a scalar argument 0, not a ndarray" in done.stdout
+
+
+def test_an_exported_module_refuses_an_array_of_other_axes(tmp_path) -> None:
+    """Exported for a vector of floats, the code may rely on that (an entry is a number): a matrix is refused."""
+    ast_ad.export(ast_ad.grad(cli_model.model, (0, 1)), str(tmp_path / "vector_export.py"), np.ones(3), 0.05)
+    script = BLOCK_AST_AD + (
+        f"import numpy as np\nsys.path.insert(0, {str(tmp_path)!r})\nimport vector_export\n"
+        "print(vector_export.model_vjp(np.ones(3), 0.05)[0])\n"
+        "try:\n    vector_export.model_vjp(np.ones((3, 1)), 0.05)\nexcept TypeError as e:\n    print('refused:', e)\n")
+    done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "refused: model_vjp was exported for a 1-axis float array argument 0, not a ndarray (2-axis float " \
+           "array)" in done.stdout
