@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
+from typing import Any
 
 import gast
 
@@ -35,29 +36,26 @@ from ast_ad import syntax
 
 def folded(body: list[gast.stmt], keep: set[str]) -> list[gast.stmt]:
     """``body`` with its copies folded; names in ``keep`` (read after ``body``) stay. ``body`` is not changed."""
+    uses = [_names(stmt) for stmt in body]
     loads: Counter[str] = Counter()
     bound: Counter[str] = Counter()
-    for stmt in body:
-        for node in syntax.walk(stmt):
-            if type(node) is gast.Name:
-                (loads if type(node.ctx) is gast.Load else bound)[node.id] += 1
-    return _block(body, loads, bound, keep)
+    for reads, binds in uses:
+        loads.update(reads)
+        bound.update(binds)
+    return _block(body, loads, bound, keep, uses)
 
 
-def _block(body: list[gast.stmt], loads: Counter[str], bound: Counter[str], keep: set[str]) -> list[gast.stmt]:
+def _block(body: list[gast.stmt], loads: Counter[str], bound: Counter[str], keep: set[str],
+           uses: list[tuple[Counter[str], list[str]]] | None = None) -> list[gast.stmt]:
     out = [_nested(stmt, loads, bound, keep) for stmt in body]
-    reads: list[Counter[str]] = []
+    if uses is None or any(new is not old for new, old in zip(out, body, strict=True)):
+        uses = [_names(stmt) for stmt in out]
+    reads = [counts for counts, _ in uses]
     binds: dict[str, list[int]] = {}
     readers: dict[str, list[int]] = {}
-    for j, stmt in enumerate(out):
-        counts: Counter[str] = Counter()
-        for node in syntax.walk(stmt):
-            if type(node) is gast.Name:
-                if type(node.ctx) is gast.Load:
-                    counts[node.id] += 1
-                else:
-                    binds.setdefault(node.id, []).append(j)
-        reads.append(counts)
+    for j, (counts, stored) in enumerate(uses):
+        for name in stored:
+            binds.setdefault(name, []).append(j)
         for name in counts:
             readers.setdefault(name, []).append(j)
     dropped: set[int] = set()
@@ -83,6 +81,30 @@ def _block(body: list[gast.stmt], loads: Counter[str], bound: Counter[str], keep
                 readers.setdefault(b, []).append(j)
         dropped.add(k)
     return [stmt for k, stmt in enumerate(out) if k not in dropped]
+
+
+def _names(stmt: gast.stmt) -> tuple[Counter[str], list[str]]:
+    """How often ``stmt`` reads each name, and the names it binds (or deletes), one entry a binding."""
+    reads: Counter[str] = Counter()
+    binds: list[str] = []
+    stack: list[Any] = [stmt]
+    while stack:  # a walk without a call per node (as ``syntax.name_ids``): this runs over the whole backward pass
+        node = stack.pop()
+        if type(node) is gast.Name:
+            if type(node.ctx) is gast.Load:
+                reads[node.id] += 1
+            else:
+                binds.append(node.id)
+            continue
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, gast.AST):
+                        stack.append(item)
+            elif isinstance(value, gast.AST):
+                stack.append(value)
+    return reads, binds
 
 
 def _nested(stmt: gast.stmt, loads: Counter[str], bound: Counter[str], keep: set[str]) -> gast.stmt:
@@ -112,8 +134,14 @@ def _binds_after_reading(stmt: gast.stmt, name: str) -> bool:
 
 
 def _renamed(stmt: gast.stmt, old: str, new: str) -> gast.stmt:
-    copy = syntax.clone(stmt)
-    for node in syntax.walk(copy):
-        if type(node) is gast.Name and node.id == old and type(node.ctx) is gast.Load:
-            node.id = new
-    return copy
+    """A copy of ``stmt`` that reads ``new`` where it read ``old``."""
+    def child(value: Any) -> Any:
+        if type(value) is list:
+            return [child(item) for item in value]
+        if not isinstance(value, gast.AST):
+            return value
+        if type(value) is gast.Name and value.id == old and type(value.ctx) is gast.Load:
+            return syntax.new(gast.Name, {**value.__dict__, "id": new})
+        return syntax.rebuilt(value, child)
+    renamed: gast.stmt = syntax.rebuilt(stmt, child)
+    return renamed

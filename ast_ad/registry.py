@@ -209,6 +209,11 @@ def def_vjp_by_ranks(fn: Any, ranks: tuple[int, ...], *vjps: VJP | None) -> None
     _FACTS["ranked"].setdefault(fn, {})[ranks] = tuple(vjps)
 
 
+def has_ranked(fn: Any) -> bool:
+    """Whether ``fn`` has rules of ``def_vjp_by_ranks``."""
+    return _fact("ranked", fn) is not None
+
+
 def vjp_by_ranks(fn: Any, ranks: tuple[int | None, ...], argnum: int) -> VJP | None:
     """The rule of ``def_vjp_by_ranks`` for argument ``argnum`` at these numbers of axes, or ``None``."""
     vjps = (_fact("ranked", fn) or {}).get(ranks, ())

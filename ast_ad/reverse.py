@@ -818,8 +818,8 @@ class Reverser:
         unless that argument stays fixed through the loop the statement is in: there the general rule's helper
         is kept, so that the loop's contributions can be summed after it (``batching``)."""
         operand = call.args[k]
-        if call.kwargs or (id(stmt) in self.looped and not (isinstance(operand, ir.Var)
-                                                           and operand.name in self.loop_bound)):
+        if not registry.has_ranked(call.fn.obj) or call.kwargs or (
+                id(stmt) in self.looped and not (isinstance(operand, ir.Var) and operand.name in self.loop_bound)):
             return None
         return registry.vjp_by_ranks(call.fn.obj, self.kinds.ranks(call.args, stmt), k)
 

@@ -53,10 +53,10 @@ def walk(node: gast.AST) -> Iterator[Any]:
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(_children(current)))
+        stack.extend(reversed(children(current)))
 
 
-def _children(node: gast.AST) -> list[Any]:
+def children(node: gast.AST) -> list[Any]:
     """The nodes directly under ``node``, in field order."""
     children: list[Any] = []
     for field in node._fields:
@@ -79,7 +79,7 @@ def name_ids(node: gast.AST, loads: bool = False) -> set[str]:
             if not loads or type(current.ctx) is gast.Load:
                 found.add(current.id)
             continue
-        stack.extend(_children(current))
+        stack.extend(children(current))
     return found
 
 
