@@ -27,7 +27,7 @@ import numpy as np
 from ast_ad import ir, registry, runtime, syntax
 from ast_ad.errors import LocatedError
 from ast_ad.kinds import Kinds
-from ast_ad.records import record
+from ast_ad.records import field, record
 
 SCALAR = -1
 CONTAINER = -2  # a tuple, list or dict argument: its adjoint has the same structure
@@ -91,7 +91,7 @@ def shape_classes(function: ir.Function, shapes: tuple[int, ...], known: Kinds |
     A name ``known`` to hold a number is ``SCALAR`` (``ast_ad.kinds``).
     """
     classes: dict[str, int | None] = dict(zip(function.params, shapes, strict=True))
-    numbers = {name for name in known.facts if known.rank(name) == 0} if known is not None else set()
+    numbers = {name for name in known.facts if known.no_axes(name)} if known is not None else set()
     fresh: dict[int, int] = {}
     changed = True
     while changed:
@@ -346,6 +346,9 @@ class InPlace:
     loops: dict[int, tuple[str, ...]]
     writes: dict[int, str]
     reads: dict[int, str]
+    # arrays a loop only reads entry by entry (``accumulated_reads``): loop -> arrays, read -> array
+    accumulated: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    adds: dict[int, str] = field(default_factory=dict)
 
 
 def _self_write(stmt: ir.Stmt) -> TypeGuard[ir.Assign]:
@@ -393,6 +396,43 @@ def in_place_writes(function: ir.Function, useful: set[str], structured: set[str
 
     visit(function.body, frozenset())
     return InPlace(loops, writes, reads)
+
+
+def accumulated_reads(function: ir.Function, useful: set[str], structured: set[str], known: Kinds,
+                      in_place: InPlace) -> InPlace:
+    """``in_place`` with the arrays a loop only reads, entry by entry, whose adjoints it adds into in place.
+
+    ``x[i]`` of a numpy array of floats (``ast_ad.kinds``), in a loop that binds no ``x``: the backward pass
+    adds each read's adjoint into the entry (``x_bar[i] += g``) of an adjoint array that the loop owns (made
+    before it, as a written array's is), rather than keep the step's adjoint and index to sum after the loop.
+    """
+    accumulated: dict[int, tuple[str, ...]] = {}
+    adds: dict[int, str] = {}
+
+    def visit(body: tuple[ir.Stmt, ...], owned: frozenset[str]) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ir.For, ir.While)):
+                inner = list(ir.walk(stmt.body))
+                bound = {n for s in inner for n in ir.defined(s)} | ({stmt.target} if isinstance(stmt, ir.For)
+                                                                    else set())
+                reads = [s for s in inner if isinstance(s, ir.Assign) and isinstance(s.value, ir.Call)
+                         and s.value.fn.obj is operator.getitem and not s.value.kwargs and len(s.value.args) == 2
+                         and isinstance(s.value.args[0], ir.Var)]
+                mine = in_place.loops.get(id(stmt), ())
+                names = {ir.call_of(s).args[0].name for s in reads} - bound - owned - set(mine) - structured  # type: ignore[union-attr]
+                ok = tuple(sorted(n for n in names if n in useful and all(
+                    known.entry_of(ir.call_of(s).args[0], ir.call_of(s).args[1], s) for s in reads
+                    if ir.call_of(s).args[0] == ir.Var(n))))
+                if ok:
+                    accumulated[id(stmt)] = ok
+                    adds.update({id(s): n for s in reads for n in ok if ir.call_of(s).args[0] == ir.Var(n)})
+                visit(stmt.body, owned | frozenset(ok) | frozenset(mine))
+            elif isinstance(stmt, ir.If):
+                visit(stmt.body, owned)
+                visit(stmt.orelse, owned)
+
+    visit(function.body, frozenset())
+    return InPlace(in_place.loops, in_place.writes, in_place.reads, accumulated, adds)
 
 
 # ---- binomial checkpointing ---------------------------------------------------------------------------------

@@ -81,7 +81,8 @@ def export(gradient: Gradient[Any], path: str, *example_args: Any) -> str:
     return path
 
 
-# The generated code is specialized on which arguments are numbers, arrays or containers: the module
+# The generated code is specialized on which arguments are numbers, arrays or containers, and on a numpy
+# array's number of axes and kind (``kinds.labelled``): the module
 # checks every call against what it was built for, rather than return a gradient of the wrong shape.
 GUARD = '''def _kind(value):
     if type(value) in ({scalars}):

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ast_ad import ir, runtime
+from ast_ad import ir, runtime, syntax
 from ast_ad.records import record
 
 RANKED = 1 << 24  # a parameter label at or above this one names a numpy array of numbers (``labelled``)
@@ -42,6 +42,8 @@ INT: Fact = ("int",)
 RANGE: Fact = ("range",)
 SLICE: Fact = ("index", 0)  # a slice, as an index: it takes no axis away
 UNKNOWN: Fact = ("?",)
+NONE: Fact = ("none",)
+MAYBE: Fact = ("number or None",)  # a name normalize binds to None before the loop that binds it to numbers
 
 _ALLOCATE = {np.ones, np.zeros, np.empty}
 _LIKE = {np.ones_like, np.zeros_like, np.empty_like}
@@ -71,17 +73,24 @@ def label_fact(label: int) -> Fact:
 
 @record
 class Kinds:
-    """The facts of a function's names; a loop's integer variable counts as one inside its loop."""
+    """The facts of a function's names; where a statement reads a name that the statements before it in its
+    block bound (a loop's integer variable inside its loop, ``i = r[k]`` in a loop's body), what it reads is
+    the fact of that binding."""
 
     facts: dict[str, Fact]
-    inside: dict[int, frozenset[str]]  # statement id -> loop variables that are integers there
+    inside: dict[int, dict[str, Fact]]  # statement id -> the facts of what it reads, where they differ
 
     def of(self, atom: ir.Expr, at: ir.Stmt | None = None) -> Fact:
-        return _atom_fact(atom, self.facts, self.inside.get(id(at), frozenset()) if at is not None else frozenset())
+        return _atom_fact(atom, self.facts, self.inside.get(id(at), _NONE) if at is not None else _NONE)
 
     def rank(self, name: str) -> int | None:
         """The number of axes of what ``name`` holds (0 for a number), if known."""
         return _rank(self.facts.get(name, UNKNOWN))
+
+    def no_axes(self, name: str) -> bool:
+        """Whether ``name`` holds a number or None wherever it is bound: a value with no shape to undo."""
+        fact = self.facts.get(name, UNKNOWN)
+        return fact in (NONE, MAYBE) or _rank(fact) == 0
 
     def ranks(self, atoms: tuple[ir.Atom, ...], at: ir.Stmt) -> tuple[int | None, ...]:
         """The numbers of axes of ``atoms`` where each is a numpy array of numbers (else ``None``)."""
@@ -120,30 +129,53 @@ def kinds_of(function: ir.Function, shapes: tuple[int, ...]) -> Kinds:
     """The facts every binding of each name agrees on, given the parameters' labels (a fixpoint)."""
     facts: dict[str, Fact] = {p: label_fact(label) for p, label in zip(function.params, shapes, strict=True)}
     facts = {p: f for p, f in facts.items() if f != UNKNOWN}
-    inside: dict[int, frozenset[str]] = {}
+    inside: dict[int, dict[str, Fact]] = {}
     placeholders = _loop_placeholders(function.body)
+    bound_in: dict[int, set[str]] = {}
+    tapes = _tapes(function)
+    elements: dict[str, Fact] = {}  # what each tape holds: the facts of all it is pushed
 
-    def visit(body: tuple[ir.Stmt, ...], ints: frozenset[str], changed: list[bool]) -> None:
+    def bound(stmt: ir.Stmt) -> set[str]:  # every name a compound statement binds, its own included
+        if id(stmt) not in bound_in:
+            bound_in[id(stmt)] = {n for s in ir.walk((stmt,)) for n in ir.defined(s)}
+        return bound_in[id(stmt)]
+
+    def visit(body: tuple[ir.Stmt, ...], scope: dict[str, Fact], changed: list[bool]) -> None:
+        scope = dict(scope)  # what the statements of this block bound so far, read where they dominate
         for stmt in body:
-            inside[id(stmt)] = ints
-            if isinstance(stmt, ir.For):
-                ranged = _atom_fact(stmt.iter, facts, ints) == RANGE and \
-                    not any(stmt.target in ir.defined(s) for s in ir.walk(stmt.body))
-                bind(stmt.target, INT if ranged else UNKNOWN, changed, loop=True)
-                visit(stmt.body, ints | {stmt.target} if ranged else ints - {stmt.target}, changed)
-                continue
-            if isinstance(stmt, ir.Assign):
+            inside[id(stmt)] = {name: scope[name] for name in _reads(stmt) if name in scope}
+            if ir.blocks(stmt):
+                names = bound(stmt)
+                inner = {name: fact for name, fact in scope.items() if name not in names}
+                if isinstance(stmt, ir.For):
+                    if _atom_fact(stmt.iter, facts, scope) == RANGE and stmt.target not in \
+                            {n for s in ir.walk(stmt.body) for n in ir.defined(s)}:
+                        inner[stmt.target] = INT  # each step binds it to an integer; nothing else does
+                    bind(stmt.target, UNKNOWN, changed)  # before the loop it is None (and after an empty one)
+                for block in ir.blocks(stmt):
+                    visit(block, inner, changed)
+                for name in names:
+                    scope.pop(name, None)
+            elif isinstance(stmt, ir.Assign):
+                fact = _value_fact(stmt.value, facts, scope)
                 if id(stmt) not in placeholders:
-                    bind(stmt.target, _value_fact(stmt.value, facts, ints), changed)
+                    bind(stmt.target, fact, changed)
+                scope[stmt.target] = fact
+            elif isinstance(stmt, ir.Append) and stmt.target in tapes:
+                fact = _atom_fact(stmt.value, facts, scope)
+                new = fact if stmt.target not in elements else _merge(elements[stmt.target], fact)
+                if elements.get(stmt.target) != new:
+                    elements[stmt.target], changed[0] = new, True
+            elif isinstance(stmt, ir.Pop) and stmt.target is not None and stmt.source in tapes:
+                if stmt.source in elements:  # else nothing was pushed (yet: a later pass binds it)
+                    bind(stmt.target, elements[stmt.source], changed)
+                scope[stmt.target] = elements.get(stmt.source, UNKNOWN)
             else:
                 for name in ir.defined(stmt):
                     bind(name, UNKNOWN, changed)
-            for block in ir.blocks(stmt):
-                visit(block, ints, changed)
+                    scope[name] = UNKNOWN
 
-    def bind(name: str, fact: Fact, changed: list[bool], loop: bool = False) -> None:
-        if loop:  # the loop's variable: its fact holds inside the loop, where ``inside`` says so
-            fact = UNKNOWN
+    def bind(name: str, fact: Fact, changed: list[bool]) -> None:
         new = fact if name not in facts else _merge(facts[name], fact)
         if facts.get(name) != new:
             facts[name] = new
@@ -152,8 +184,75 @@ def kinds_of(function: ir.Function, shapes: tuple[int, ...]) -> Kinds:
     changed = [True]
     while changed[0]:
         changed[0] = False
-        visit(function.body, frozenset(), changed)
+        visit(function.body, {}, changed)
     return Kinds({n: f for n, f in facts.items() if f != UNKNOWN}, inside)
+
+
+_NONE: dict[str, Fact] = {}
+
+
+def _checked_only(function: ir.Function) -> set[str]:
+    """Tuples that nothing but ``runtime.check_in_place`` reads (as its second argument)."""
+    packed = {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign) and isinstance(s.value, ir.Pack)
+              and s.value.kind == "tuple"}
+    for stmt in ir.walk(function.body):
+        value = stmt.value if isinstance(stmt, ir.Assign) else None
+        if isinstance(value, ir.Call) and value.fn.obj is runtime.check_in_place and not value.kwargs \
+                and len(value.args) == 3 and isinstance(value.args[1], ir.Var):
+            packed -= {a.name for k, a in enumerate(value.args) if k != 1 and isinstance(a, ir.Var)}
+        else:
+            packed -= set(_reads(stmt))
+            raw = value.node if isinstance(value, ir.Raw) else stmt.test.node if isinstance(stmt, ir.While) \
+                else stmt.node if isinstance(stmt, ir.Effect) else None
+            if raw is not None:
+                packed -= syntax.name_ids(raw)
+    if isinstance(function.result, ir.Var):
+        packed.discard(function.result.name)
+    return packed
+
+
+def _tapes(function: ir.Function) -> set[str]:
+    """Lists made empty, then only pushed to and popped from (a gradient's tapes, when transformed again):
+    what a pop gives is what was pushed. A list read in any other way (copied, passed, looked at) may hold
+    anything."""
+    made: set[str] = set()
+    other = set(function.params)
+    checked = _checked_only(function)
+    for stmt in ir.walk(function.body):
+        if isinstance(stmt, ir.Assign) and stmt.target in checked:
+            continue  # a tuple only looked into by ``check_in_place``, which reads it and keeps nothing
+        if isinstance(stmt, ir.Assign) and (isinstance(stmt.value, ir.Pack) and stmt.value.kind == "list" and
+                                            not stmt.value.elts or isinstance(stmt.value, ir.Const)
+                                            and type(stmt.value.value) is list and not stmt.value.value):
+            (other if stmt.target in made else made).add(stmt.target)  # made twice: not followed
+        else:
+            other.update(name for name in ir.defined(stmt) if not isinstance(stmt, ir.Pop))
+        other.update(_reads(stmt))
+        raw = stmt.value.node if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Raw) else \
+            stmt.test.node if isinstance(stmt, ir.While) else stmt.node if isinstance(stmt, ir.Effect) else None
+        if raw is not None:  # names in an expression kept as written
+            other.update(syntax.name_ids(raw))
+    if isinstance(function.result, ir.Var):
+        other.add(function.result.name)
+    return made - other
+
+
+def _reads(stmt: ir.Stmt) -> list[str]:
+    """The names ``stmt`` itself reads (not those of the statements nested in it)."""
+    if isinstance(stmt, ir.Assign):
+        value = stmt.value
+        atoms: tuple[Any, ...] = value.args + tuple(a for _, a in value.kwargs) if isinstance(value, ir.Call) else \
+            value.elts if isinstance(value, ir.Pack) else (value.value,) if isinstance(value, ir.Attr) else \
+            () if isinstance(value, ir.Raw) else (value,)
+    elif isinstance(stmt, (ir.Unpack, ir.Append)):
+        atoms = (stmt.value,)
+    elif isinstance(stmt, ir.For):
+        atoms = (stmt.iter,)
+    elif isinstance(stmt, ir.If):
+        atoms = (stmt.test,)
+    else:
+        atoms = ()
+    return [a.name for a in atoms if isinstance(a, ir.Var)]
 
 
 def _loop_placeholders(body: tuple[ir.Stmt, ...]) -> set[int]:
@@ -172,6 +271,8 @@ def _loop_placeholders(body: tuple[ir.Stmt, ...]) -> set[int]:
 def _merge(a: Fact, b: Fact) -> Fact:
     if a == b:
         return a
+    if (a in (NONE, MAYBE) or b in (NONE, MAYBE)) and all(f in (NONE, MAYBE) or _rank(f) == 0 for f in (a, b)):
+        return MAYBE
     if a[0] == "num" and b[0] == "num" and a[1] == b[1]:
         return ("num", a[1], a[2] and b[2])
     if {a, b} == {INT, ("num", 0, False)} or (INT in (a, b) and ("num", 0, True) in (a, b)):
@@ -186,6 +287,8 @@ def _rank(fact: Fact) -> int | None:
 
 
 def _const_fact(value: Any) -> Fact:
+    if value is None:
+        return NONE
     if type(value) is int:
         return INT
     if type(value) is bool:
@@ -205,9 +308,10 @@ def _index_fact(parts: list[Fact]) -> Fact:
     return UNKNOWN
 
 
-def _atom_fact(atom: ir.Expr, facts: dict[str, Fact], ints: frozenset[str]) -> Fact:
+def _atom_fact(atom: ir.Expr, facts: dict[str, Fact], scope: dict[str, Fact]) -> Fact:
     if isinstance(atom, ir.Var):
-        return INT if atom.name in ints else facts.get(atom.name, UNKNOWN)
+        found = scope.get(atom.name)
+        return found if found is not None else facts.get(atom.name, UNKNOWN)
     if isinstance(atom, ir.Const):
         return _const_fact(atom.value)
     if isinstance(atom, ir.Ref) and (atom.origin is None or atom.obj is atom.root):
@@ -225,22 +329,22 @@ def _indexed(array: Fact, index: Fact) -> int | None:
     return int(array[1]) - k
 
 
-def _value_fact(value: ir.Expr, facts: dict[str, Fact], ints: frozenset[str]) -> Fact:
+def _value_fact(value: ir.Expr, facts: dict[str, Fact], scope: dict[str, Fact]) -> Fact:
     if isinstance(value, (ir.Var, ir.Const)):
-        return _atom_fact(value, facts, ints)
+        return _atom_fact(value, facts, scope)
     if isinstance(value, ir.Attr):
-        owner = _atom_fact(value.value, facts, ints)
+        owner = _atom_fact(value.value, facts, scope)
         if owner[0] != "num" or owner[1] < 1:
             return UNKNOWN
         return ("shape", owner[1]) if value.attr == "shape" else INT if value.attr in ("ndim", "size") else UNKNOWN
     if isinstance(value, ir.Pack):
         if value.kind != "tuple":
             return UNKNOWN
-        elts = [_atom_fact(a, facts, ints) for a in value.elts]
+        elts = [_atom_fact(a, facts, scope) for a in value.elts]
         return ("ints", len(elts)) if elts and all(f == INT for f in elts) else _index_fact(elts)
     if not isinstance(value, ir.Call) or value.kwargs:
         return UNKNOWN
-    return _call_fact(value.fn.obj, [_atom_fact(a, facts, ints) for a in value.args])
+    return _call_fact(value.fn.obj, [_atom_fact(a, facts, scope) for a in value.args])
 
 
 def _call_fact(fn: Any, args: list[Fact]) -> Fact:
@@ -251,12 +355,17 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
     if fn in _INTEGER_OPS and args and all(a == INT for a in args):
         return INT
     if fn is operator.getitem and len(args) == 2:
-        if args[0][0] == "shape" and args[1] == INT:
+        if args[0][0] == "shape" and args[1] == INT or args[0] == RANGE and args[1] == INT:
             return INT
         rank = _indexed(args[0], args[1])
         return UNKNOWN if rank is None else ("num", rank, args[0][2])
     if fn is runtime.assign_item and len(args) == 3 and args[0][0] == "num" and args[0][1] >= 1:
         return args[0]  # a write into a numpy array keeps its shape and dtype
+    if fn is runtime.detached and len(args) == 1 and args[0][0] == "num":
+        return args[0]  # a copy
+    if fn is runtime.owned_adjoint and len(args) == 2 and args[1][0] == "num" and args[1][1] >= 1 \
+            and _rank(args[0]) is not None and _rank(args[0]) <= args[1][1]:
+        return ("num", args[1][1], True)  # zeros of x's shape, in floats at least, plus g
     if fn in _ALLOCATE and len(args) == 1:
         shape = args[0]
         rank = 1 if shape == INT else shape[1] if shape[0] in ("shape", "ints") else None
@@ -272,6 +381,7 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
     if getattr(fn, "__module__", None) == "math" and fn is not math.frexp and fn is not math.modf:
         return ("num", 0, False)  # a number (math.floor's is an integer: floats not claimed)
     if (fn in _ARITHMETIC or isinstance(fn, np.ufunc)) and args:
+        args = [("num", 0, False) if a == MAYBE else a for a in args]  # None would have raised: a number
         ranks = [_rank(a) for a in args]
         if any(r is None for r in ranks) or (isinstance(fn, np.ufunc) and fn.nout != 1):
             return UNKNOWN

@@ -28,6 +28,7 @@ from ast_ad.analysis import (
     CONTAINER,
     SCALAR,
     InPlace,
+    accumulated_reads,
     activity,
     at_line,
     atom_active,
@@ -175,6 +176,8 @@ class Reverser:
         self.tapes: dict[tuple[str, str], str] = {}  # the stack of each saved value, by what it saves (``tape``)
         self.in_place = in_place_writes(function, self.useful, self.structured, self.classes) if in_place \
             else InPlace({}, {}, {})
+        if in_place and checkpoints is None:  # (a checkpointed loop's backward pass makes no adjoint of its own)
+            self.in_place = accumulated_reads(function, self.useful, self.structured, self.kinds, self.in_place)
         self.checkpoints = checkpoints
         self.checkpointed: dict[int, Checkpointed] = {}
         self.not_checkpointed: dict[int, str] = {}  # why a loop is not, said in a comment above it
@@ -632,7 +635,8 @@ class Reverser:
             assert isinstance(stmt, ir.For)  # only for loops are
             return self.adjoint_checkpointed(stmt, self.checkpointed[id(stmt)])
         owned = []
-        for name in self.in_place.loops.get(id(stmt), ()):  # adjoints this loop writes into: its own copies
+        for name in self.in_place.loops.get(id(stmt), ()) + self.in_place.accumulated.get(id(stmt), ()):
+            # adjoints this loop writes into: its own copies
             current = syntax.name(self.bar(name)) if name in self.live or name not in self.local else self.zero(name)
             owned.append(syntax.assign(self.bar(name), syntax.call(
                 self.refs.marker(runtime.owned_adjoint, "owned_adjoint"), [current, syntax.name(name)])))
@@ -794,11 +798,14 @@ class Reverser:
                                          f"as keyword {key}=, which has no gradient rule: compute that part "
                                          "outside the call, or pass a constant")
         out = self.densify(stmt, g, ans) if zero else []
-        if id(stmt) in self.in_place.reads and atom_active(call.args[0], self.active):  # y[i] read, in place
-            name = self.in_place.reads[id(stmt)]
+        added = self.in_place.reads.get(id(stmt)) or self.in_place.adds.get(id(stmt))
+        if added is not None and atom_active(call.args[0], self.active):  # y[i] read, its adjoint added in place
+            index = syntax.atom(call.args[1], self.refs)
+            if self.kinds.is_number(call.args[1], stmt):  # one entry (or a scalar's broadcast): not fancy
+                target = gast.Subscript(value=syntax.name(self.bar(added)), slice=index, ctx=gast.Store())
+                return out + [gast.AugAssign(target=target, op=gast.Add(), value=syntax.name(g))]
             add = self.refs.marker(runtime.add_into, "add_into")
-            return out + [gast.Expr(value=syntax.call(add, [syntax.name(self.bar(name)),
-                                                            syntax.atom(call.args[1], self.refs), syntax.name(g)]))]
+            return out + [gast.Expr(value=syntax.call(add, [syntax.name(self.bar(added)), index, syntax.name(g)]))]
         for k, atom in enumerate(call.args):
             if atom_active(atom, self.active):
                 vjp = rule.vjp(k)

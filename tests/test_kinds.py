@@ -300,3 +300,79 @@ def test_a_global_array_is_checked_before_each_call(tmp_path, monkeypatch) -> No
     loaded = gradient.loaded()
     np.testing.assert_allclose(gradient(h), ast_ad.tracer.grad(weights_module.f)(h), rtol=1e-12)
     assert gradient.loaded() is loaded
+
+
+def grid(m):
+    total = 0.0
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            total = total + m[i, j] * m[i, j - 1]
+    return total
+
+
+def rebound_after_its_read(x):
+    k = 0
+    total = 0.0
+    for step in range(3):
+        total = total + np.sum(x[k])  # k is 0 before the loop, then the last step's integer
+        k = step
+    return total
+
+
+def reads_what_its_block_bound(x):
+    total = 0.0
+    k = None
+    for step in range(3):
+        k = step * 2  # bound in the step, before the read: the read sees this integer
+        total = total + x[k]
+    return total * 1.0
+
+
+def test_a_read_sees_the_binding_before_it_in_its_block() -> None:
+    function = transform.normalized(reads_what_its_block_bound)
+    known = kinds_of(function, shape_labels((V,)))
+    loop = next(s for s in function.body if type(s).__name__ == "For")
+    read = next(s for s in loop.body if getattr(s, "target", None) == "x_item")
+    assert not known.is_int("k")  # None before the loop: not an integer everywhere
+    assert known.of(ir_var("k"), read) == ("int",) and known.rank("x_item") == 0
+    function = transform.normalized(rebound_after_its_read)
+    known = kinds_of(function, shape_labels((V,)))
+    assert known.is_int("k")  # 0, then integers: an integer wherever it is read
+    function = transform.normalized(grid)
+    known = kinds_of(function, shape_labels((M,)))
+    assert known.rank("m_item") == 0  # m[i, j]: a tuple of two integers takes both axes away
+
+
+@pytest.mark.parametrize("fun", [grid, reads_what_its_block_bound])
+def test_gradients_through_flow_facts_match_the_oracles(fun) -> None:
+    arg = M if fun is grid else V
+    grads = ast_ad.grad(fun)(arg)
+    assert_same((grads,), (ast_ad.tracer.grad(fun)(arg),))
+    assert_fd(fun, (arg,), (0,), (grads,))
+
+
+def test_what_a_tape_gives_back_is_what_was_pushed() -> None:
+    """In a gradient's code, transformed again (forward over reverse), a popped value has the facts of all
+    the values pushed; a list read in any other way is not followed."""
+    from ast_ad import ir
+    from ast_ad.kinds import _tapes
+
+    lowered = ast_ad.grad(chain).lowered((V,))
+    function = transform.normalized(lowered.fn)
+    tapes = _tapes(function)
+    assert {"y_entries", "y_item_tape"} <= tapes
+    known = kinds_of(function, shape_labels(lowered.args))
+    pops = [s for s in ir.walk(function.body) if isinstance(s, ir.Pop) and s.source == "y_entries"]
+    assert pops and all(known.no_axes(s.target) for s in pops)  # entries of a float vector: numbers
+
+
+def copies_its_list(x):
+    xs = []
+    ys = xs
+    ys.append(x)
+    return xs[0] * 2.0
+
+
+def test_a_copied_list_is_no_tape() -> None:
+    from ast_ad.kinds import _tapes
+    assert _tapes(transform.normalized(copies_its_list)) == set()
