@@ -27,6 +27,7 @@ import numpy as np
 
 from ast_ad import ir, registry, runtime, syntax
 from ast_ad.analysis import (
+    CONTAINER,
     SCALAR,
     at_line,
     bind_call,
@@ -45,7 +46,7 @@ from ast_ad.inline import bindable, inline
 from ast_ad.kinds import kinds_of
 from ast_ad.naming import Namer
 from ast_ad.records import field, record
-from ast_ad.reverse import CalleeRef
+from ast_ad.reverse import CalleeRef, released
 from ast_ad.syntax import RefTable
 
 
@@ -113,10 +114,19 @@ class Forwarder:
                                   for a, n in zip(self.parts, self.needed, strict=True)])
         else:
             dots = self.tangent_of(result)
-        body.append(syntax.ret(syntax.tuple_([out, dots])))
+        returned = syntax.ret(syntax.tuple_([out, dots]))
+        body = self.released(body, syntax.name_ids(returned, loads=True) | set(params)) + [returned]
         tangent = shell or Tangent(self.function, self.argnums, [], [], self.refs)
         tangent.params, tangent.body, tangent.refs, tangent.callees = params, body, self.refs, self.callees
         return tangent
+
+    def released(self, body: list[gast.stmt], keep: set[str]) -> list[gast.stmt]:
+        """``body`` with ``del`` statements for the arrays (values and tangents) it reads no more, as reverse
+        mode's (``reverse.released``): a long chain of big arrays holds only what is still to be read."""
+        arrays = {n for n in self.function.names() if n not in self.structured and self.kinds.may_be_array(n)
+                  and shape_class(ir.Var(n), self.classes) not in (SCALAR, CONTAINER)}
+        arrays |= {self.dots[n] for n in arrays if n in self.dots}
+        return released(body, frozenset(), frozenset(arrays), keep, self.refs)
 
     # ---- names ------------------------------------------------------------------------------------------
     def dot(self, name: str) -> str:

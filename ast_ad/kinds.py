@@ -26,6 +26,7 @@ import math
 import operator
 from typing import Any
 
+import gast
 import numpy as np
 
 from ast_ad import ir, runtime, syntax
@@ -91,6 +92,11 @@ class Kinds:
         """Whether ``name`` holds a number or None wherever it is bound: a value with no shape to undo."""
         fact = self.facts.get(name, UNKNOWN)
         return fact in (NONE, MAYBE) or _rank(fact) == 0
+
+    def may_be_array(self, name: str) -> bool:
+        """Whether ``name`` may hold an array (what is not known may): not a number, range, shape or index."""
+        fact = self.facts.get(name, UNKNOWN)
+        return fact == UNKNOWN or fact[0] == "num" and fact[1] >= 1
 
     def ranks(self, atoms: tuple[ir.Atom, ...], at: ir.Stmt) -> tuple[int | None, ...]:
         """The numbers of axes of ``atoms`` where each is a numpy array of numbers (else ``None``)."""
@@ -342,9 +348,24 @@ def _value_fact(value: ir.Expr, facts: dict[str, Fact], scope: dict[str, Fact]) 
             return UNKNOWN
         elts = [_atom_fact(a, facts, scope) for a in value.elts]
         return ("ints", len(elts)) if elts and all(f == INT for f in elts) else _index_fact(elts)
+    if isinstance(value, ir.Raw):
+        return ("num", 0, False) if _decides(value.node, value.refs) else UNKNOWN
     if not isinstance(value, ir.Call) or value.kwargs:
         return UNKNOWN
     return _call_fact(value.fn.obj, [_atom_fact(a, facts, scope) for a in value.args])
+
+
+def _decides(node: Any, refs: tuple[ir.Ref, ...]) -> bool:
+    """Whether a kept expression gives a bool: ``bool(...)``, ``not ...``, and ``and``/``or`` of those (a branch's
+    decision, as normalize writes it)."""
+    if isinstance(node, gast.BoolOp):
+        return all(_decides(v, refs) for v in node.values)
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
+        return True
+    if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and node.func.id.startswith("§"):
+        k = node.func.id[1:]
+        return k.isdigit() and int(k) < len(refs) and refs[int(k)].obj is bool
+    return False
 
 
 def _call_fact(fn: Any, args: list[Fact]) -> Fact:
@@ -352,6 +373,8 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
         return RANGE
     if fn is len or fn is int:
         return INT
+    if fn is bool or fn is float:  # (or they raise)
+        return ("num", 0, fn is float)
     if fn in _INTEGER_OPS and args and all(a == INT for a in args):
         return INT
     if fn is operator.getitem and len(args) == 2:

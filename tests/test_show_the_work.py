@@ -197,26 +197,21 @@ def test_export_runs_without_ast_ad(tmp_path, name, args, argnums) -> None:
                                    rtol=1e-10)
 
 
-def test_an_exported_module_refuses_arguments_it_was_not_built_for(tmp_path) -> None:
-    """Exported for a number, the module refuses an array there, rather than return a gradient of the wrong shape."""
-    ast_ad.export(ast_ad.grad(cli_model.f, (0, 1)), str(tmp_path / "scalar_export.py"), 2.0, 3.0)
+@pytest.mark.parametrize(("name", "args", "wrong", "said"), [
+    ("f", "2.0, 3.0", "np.ones(3), 3.0", "f_vjp was exported for a scalar argument 0, not a ndarray"),
+    # exported for a vector of floats, the code may rely on that (an entry is a number): a matrix is refused
+    ("model", "np.ones(3), 0.05", "np.ones((3, 1)), 0.05",
+     "model_vjp was exported for a 1-axis float array argument 0, not a ndarray (2-axis float array)"),
+])
+def test_an_exported_module_refuses_arguments_it_was_not_built_for(tmp_path, name, args, wrong, said) -> None:
+    """The module refuses arguments of another kind than it was built for, rather than return a gradient of the
+    wrong shape."""
+    ast_ad.export(ast_ad.grad(getattr(cli_model, name), (0, 1)), str(tmp_path / f"{name}_export.py"),
+                  *eval(f"({args},)"))  # noqa: S307 -- the test's own literals
     script = BLOCK_AST_AD + (
-        f"import numpy as np\nsys.path.insert(0, {str(tmp_path)!r})\nimport scalar_export\n"
-        "print(scalar_export.f_vjp(2.0, 3.0)[0])\n"
-        "try:\n    scalar_export.f_vjp(np.ones(3), 3.0)\nexcept TypeError as e:\n    print('refused:', e)\n")
+        f"import numpy as np\nsys.path.insert(0, {str(tmp_path)!r})\nimport {name}_export\n"
+        f"print({name}_export.{name}_vjp({args})[0])\n"
+        f"try:\n    {name}_export.{name}_vjp({wrong})\nexcept TypeError as e:\n    print('refused:', e)\n")
     done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "refused: f_vjp was exported for a scalar argument 0, not a ndarray" in done.stdout
-
-
-def test_an_exported_module_refuses_an_array_of_other_axes(tmp_path) -> None:
-    """Exported for a vector of floats, the code may rely on that (an entry is a number): a matrix is refused."""
-    ast_ad.export(ast_ad.grad(cli_model.model, (0, 1)), str(tmp_path / "vector_export.py"), np.ones(3), 0.05)
-    script = BLOCK_AST_AD + (
-        f"import numpy as np\nsys.path.insert(0, {str(tmp_path)!r})\nimport vector_export\n"
-        "print(vector_export.model_vjp(np.ones(3), 0.05)[0])\n"
-        "try:\n    vector_export.model_vjp(np.ones((3, 1)), 0.05)\nexcept TypeError as e:\n    print('refused:', e)\n")
-    done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert "refused: model_vjp was exported for a 1-axis float array argument 0, not a ndarray (2-axis float " \
-           "array)" in done.stdout
+    assert f"refused: {said}" in done.stdout
