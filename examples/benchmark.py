@@ -1,8 +1,9 @@
 """Time the primal, ast_ad's gradient and autograd's gradient on the same functions, interleaved.
 
-    python examples/benchmark.py [--quick] [checkpointing | startup]
+    python examples/benchmark.py [--quick] [gradients | second-order | compiled | checkpointing | startup]
 
-(``checkpointing``, ``startup``: that table alone; ``startup`` includes the transform's time against length.)
+(any of those: that table alone; ``startup`` includes the
+transform's time against length.)
 
 A checkpointing table times and measures (peak memory by ``tracemalloc``) the gradient of a
 10,000-step loop with a 1,000-float state, un-checkpointed and with ``checkpoints=`` 10, 31 and 100,
@@ -12,7 +13,8 @@ A second table times forward mode and second derivatives (``jvp``, a Hessian-vec
 product, a full Hessian, a Jacobian by both modes) against autograd and, if it is
 installed, JAX: eagerly, and under ``jax.jit`` (its compile time reported apart).
 
-For each workload it prints the median time per call of the plain function, of
+For each workload of the first table it prints the time per call (the fastest of batches of the functions
+in turn, ``side_by_side``; the other tables take the median of batches) of the plain function, of
 ast_ad's gradient and of autograd 1.9.1's gradient (if installed), the ratio of
 gradient to primal, the speed-up over autograd, and ast_ad's one-time cost of
 the first call (parse, transform, compile; the median of five, caches emptied), and
@@ -339,6 +341,25 @@ def median_time(fn, args, repeat: int) -> float:
     return statistics.median(times)
 
 
+def side_by_side(fns, args, rounds: int = 25) -> list[float]:
+    """Seconds per call of each of ``fns``: batches of about a millisecond, one of each function in turn, the
+    fastest of ``rounds`` (the machine is shared: a burst of other work slows all of a round's batches, or
+    some, never speeds one up; the fastest batch is the least disturbed)."""
+    numbers = []
+    for fn in fns:
+        start = time.perf_counter()
+        fn(*args)
+        numbers.append(max(1, int(1e-3 / max(time.perf_counter() - start, 1e-7))))
+    best = [math.inf] * len(fns)
+    for _ in range(rounds):
+        for k, (fn, number) in enumerate(zip(fns, numbers, strict=True)):
+            start = time.perf_counter()
+            for _ in range(number):
+                fn(*args)
+            best[k] = min(best[k], (time.perf_counter() - start) / number)
+    return best
+
+
 def with_autograd_numpy(fn):
     import autograd.numpy as anp
     scope = dict(fn.__globals__, np=anp)
@@ -484,6 +505,16 @@ def workloads():
 
 
 def main(repeat: int) -> None:
+    gradients(repeat)
+    startup()
+    transform_times()
+    second_order(repeat)
+    compiled(repeat)
+    checkpointing(repeat)
+
+
+def gradients(repeat: int) -> None:
+    """The first table: gradients against their primals and autograd's, and the first calls."""
     try:
         import autograd
     except ImportError:
@@ -497,33 +528,18 @@ def main(repeat: int) -> None:
         first = first_call_seconds(fn, argnums, args)
         ours = ast_ad.grad(fn, argnums)
         theirs = autograd.grad(with_autograd_numpy(fn), argnums) if autograd and has_autograd else None
-        primal_t, ours_t, theirs_t = [], [], []
-        for _ in range(3):  # interleaved rounds
-            primal_t.append(median_time(fn, args, repeat))
-            ours_t.append(median_time(ours, args, repeat))
-            if theirs is not None:
-                theirs_t.append(median_time(theirs, args, repeat))
-        p, o = min(primal_t), min(ours_t)
-        t = min(theirs_t) if theirs_t else None
+        p, o = side_by_side([fn, ours], args, rounds=3 * repeat + 4)
+        t = side_by_side([theirs], args, rounds=repeat)[0] if theirs is not None else None
         print(f"{name:28} {_fmt(p):>10} {_fmt(o):>10} {_fmt(t):>10} {o / p:>11.1f}x "
               f"{(f'{t / o:.0f}x faster' if t else 'n/a'):>12} {_fmt(first):>11}")
-    primal_t, hand_t = [], []
-    for _ in range(3):
-        primal_t.append(median_time(element_loop, (X_ELEMENTS,), repeat))
-        hand_t.append(median_time(element_loop_by_hand, (X_ELEMENTS,), repeat))
-    print(f"{'  the same, written by hand':28} {_fmt(min(primal_t)):>10} {_fmt(min(hand_t)):>10} {'':>10} "
-          f"{min(hand_t) / min(primal_t):>11.1f}x")
+    primal, hand = side_by_side([element_loop, element_loop_by_hand], (X_ELEMENTS,), rounds=3 * repeat + 4)
+    print(f"{'  the same, written by hand':28} {_fmt(primal):>10} {_fmt(hand):>10} {'':>10} {hand / primal:>11.1f}x")
     first = first_call_seconds(thirty_lines, (0, 1), (0.3, 0.7))
     print(f"\nfirst call (transform + compile) of a 30-line function: {_fmt(first)} (median of 5)")
     print(f"the process's very first gradient call, which also reads the rule tables: {_fmt(very_first)}")
     cold, warm = new_process_first_calls()
     print(f"first call of that 30-line function in a new process: {_fmt(cold)} with an empty cache, "
           f"{_fmt(warm)} with the cache an earlier process left (median of 5)")
-    startup()
-    transform_times()
-    second_order(repeat)
-    compiled(repeat)
-    checkpointing(repeat)
 
 
 def compiled(repeat: int) -> None:
@@ -594,6 +610,12 @@ if __name__ == "__main__":
     repeat = 3 if "--quick" in sys.argv else 7
     if "checkpointing" in sys.argv:
         checkpointing(repeat)
+    elif "gradients" in sys.argv:
+        gradients(repeat)
+    elif "second-order" in sys.argv:
+        second_order(repeat)
+    elif "compiled" in sys.argv:
+        compiled(repeat)
     elif "startup" in sys.argv:
         startup()
         transform_times()
