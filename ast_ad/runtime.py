@@ -274,6 +274,12 @@ def summed_products(terms: Any, fixed: Any, vjp: Any, fixed_first: Any) -> Any:
     With matrices, the steps' columns (for ``fixed @ b``) or rows (for ``a @ fixed``)
     side by side do the same. Other shapes are summed step by step.
     """
+    if type(fixed) is np.ndarray and fixed.ndim == 2 and terms:  # numpy vectors: np.array stacks them in C
+        vectors, operands = zip(*terms, strict=True)
+        if all(type(v) is np.ndarray and v.ndim == 1 for v in vectors) and \
+                all(type(v) is np.ndarray and v.ndim == 1 for v in operands):
+            g_rows, other_rows = np.array(vectors), np.array(operands)  # (np.stack checks each in Python: 3x slower)
+            return g_rows.T @ other_rows if fixed_first else other_rows.T @ g_rows
     fixed = as_array(fixed)
     gs = [as_array(g) for g, _ in terms]
     others = [as_array(other) for _, other in terms]

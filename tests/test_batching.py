@@ -119,3 +119,21 @@ def test_reads_of_a_fixed_array_in_a_loop_are_added_once_after_it() -> None:
 def test_weights_the_loop_changes_are_summed_step_by_step() -> None:
     source = ast_ad.source(ast_ad.grad(corpus_control.decaying_weights, (0, 1)), np.eye(3), np.ones(3))
     assert "_terms" not in source and "A_bar = A_bar + np.outer(A_at_h_bar, h)" in source  # step by step
+
+
+def test_a_loop_s_vector_products_are_summed_in_one_product() -> None:
+    """numpy vectors are stacked in C (``np.array``), the same matrices as ``np.stack`` gives: the same sum to the
+    bit; other terms take the general path, with the same result."""
+    from ast_ad import runtime
+
+    rng = np.random.default_rng(3)
+    W = rng.standard_normal((4, 3))
+    terms = [(rng.standard_normal(4), rng.standard_normal(3)) for _ in range(6)]
+    summed = runtime.summed_matmul_vjp_a(terms, W)
+    np.testing.assert_array_equal(summed, np.stack([g for g, _ in terms]).T @ np.stack([h for _, h in terms]))
+    np.testing.assert_allclose(summed, sum(np.outer(g, h) for g, h in terms), rtol=1e-12)
+    as_lists = [(list(g), list(h)) for g, h in terms]  # not numpy arrays: the general path
+    np.testing.assert_allclose(runtime.summed_matmul_vjp_a(as_lists, W), summed, rtol=1e-12)
+    terms_b = [(rng.standard_normal(3), rng.standard_normal(4)) for _ in range(6)]  # a @ fixed: A.T @ G
+    np.testing.assert_allclose(runtime.summed_matmul_vjp_b(terms_b, W), sum(np.outer(a, g) for g, a in terms_b),
+                               rtol=1e-12)
