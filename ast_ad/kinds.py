@@ -16,8 +16,12 @@ cannot change), and an entry's adjoint read as ``y_bar[i]``.
 
 A fact is claimed only where every statement that binds the name gives it (a fixpoint over the statements,
 for loops), starting from the parameters' labels: ``labelled`` marks a numpy array of numbers with its
-number of axes and whether its entries are floats. A loop's variable is an integer inside a loop over a
-``range`` (before the loop it is ``None``); anything not understood here is simply not known.
+number of axes and whether its entries are floats (a global numpy array carries its own, checked before
+each call: ``load.Loaded.refresh``). Where a statement reads a name that an earlier statement of its own
+block bound, it sees that binding's fact: a loop's variable is an integer inside a loop over a ``range``
+(before the loop it is ``None``), and so is ``i = r[k]`` after it. A list only pushed to and popped from
+(a gradient's tape, when ast_ad transforms its own code again) gives back what was pushed. Anything not
+understood here is simply not known, and the code stays general there.
 """
 
 from __future__ import annotations

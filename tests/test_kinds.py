@@ -149,6 +149,22 @@ class Unknown(np.ndarray):
     """An array type ast_ad knows nothing of: no facts are claimed about it."""
 
 
+def reads_in_an_inner_loop(x):
+    total = 0.0
+    for k in range(2):
+        x = x * 1.5  # bound in the outer loop: its reads are added in place in the inner loop only
+        for i in range(x.shape[0]):
+            total = total + x[i] * x[i - 1] + np.sum(x) * 0.1  # entries, and the whole vector
+    return total
+
+
+def reads_and_writes_the_same_step(x):
+    y = np.zeros(x.shape[0])
+    for i in range(1, x.shape[0]):
+        y[i] = x[i] * x[i - 1] + y[i - 1] * x[0]
+    return np.sum(y * y)
+
+
 CASES = [
     (chain, (V,), (0,)),
     (chain_of_rows, (V,), (0,)),
@@ -156,6 +172,8 @@ CASES = [
     (calls_chain, (V,), (0,)),
     (chain_in_place, (V,), (0,)),
     (scalar_params, (V, 0.7), (0, 1)),
+    (reads_in_an_inner_loop, (V,), (0,)),
+    (reads_and_writes_the_same_step, (V,), (0,)),
 ]
 
 
