@@ -151,7 +151,7 @@ class Unknown(np.ndarray):
 
 def reads_in_an_inner_loop(x):
     total = 0.0
-    for k in range(2):
+    for _ in range(2):
         x = x * 1.5  # bound in the outer loop: its reads are added in place in the inner loop only
         for i in range(x.shape[0]):
             total = total + x[i] * x[i - 1] + np.sum(x) * 0.1  # entries, and the whole vector
