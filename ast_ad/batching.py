@@ -31,17 +31,8 @@ from typing import Any
 
 import gast
 
-from ast_ad import registry, runtime, syntax
+from ast_ad import registry, syntax
 from ast_ad.naming import Namer
-
-# per-step rule -> (the helper that sums a loop's steps, which argument of the rule is the fixed operand)
-SUMMED = {
-    runtime.matmul_vjp_a: (runtime.summed_matmul_vjp_a, 1),
-    runtime.matmul_vjp_b: (runtime.summed_matmul_vjp_b, 2),
-    runtime.dot_vjp_a: (runtime.summed_dot_vjp_a, 1),
-    runtime.dot_vjp_b: (runtime.summed_dot_vjp_b, 2),
-    runtime.getitem_vjp: (runtime.summed_getitem_vjp, 1),  # x_bar = x_bar + getitem_vjp(g, x, i): (g, i)
-}
 
 
 def batch_products(body: list[gast.stmt], bound: set[str], refs: syntax.RefTable,
@@ -91,10 +82,10 @@ def _summable(stmt: gast.Assign, refs: syntax.RefTable, bound: set[str]) -> tupl
     if not isinstance(call, gast.Call) or call.keywords or len(call.args) != 3 \
             or not isinstance(call.func, gast.Name):
         return None
-    rule = refs.lookup(call.func.id)
-    if rule is None or not registry.hashable(rule) or rule not in SUMMED:
+    summed = registry.summed_over_steps(refs.lookup(call.func.id))  # which rules can wait: a fact beside them
+    if summed is None:
         return None
-    helper, position = SUMMED[rule]
+    helper, position = summed
     fixed = call.args[position]
     if not isinstance(fixed, gast.Name) or fixed.id in bound or fixed.id.startswith(syntax.MARK):
         return None

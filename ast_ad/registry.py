@@ -141,7 +141,7 @@ def def_nondiff(*fns: Any) -> None:
 
 # Facts about primitives that the engine reads, beside their rules: fact -> {function: value}.
 _FACTS: dict[str, dict[Any, Any]] = {"in_place": {}, "sequence": {}, "same_kind": {}, "effect": {},
-                                     "linear": {}, "reduction": {}, "method": {}, "ranked": {}}
+                                     "linear": {}, "reduction": {}, "method": {}, "ranked": {}, "summed": {}}
 
 
 def _fact(fact: str, fn: Any) -> Any:
@@ -223,6 +223,26 @@ def vjp_by_ranks(fn: Any, ranks: tuple[int | None, ...], argnum: int) -> VJP | N
 def ranked_rules() -> list[tuple[Any, tuple[int, ...], tuple[VJP | None, ...]]]:
     """Every rule of ``def_vjp_by_ranks``: (function, numbers of axes, rules), for the tests."""
     return [(fn, ranks, vjps) for fn, table in _FACTS["ranked"].items() for ranks, vjps in table.items()]
+
+
+def def_summed(fn: Any, summed: Any, fixed: int) -> None:
+    """Declare that a loop's contributions ``fn(g, ...)`` to an operand that stays fixed through the loop (argument
+    ``fixed`` of ``fn``) can wait until after it: ``summed(terms, fixed operand)`` adds them all at once, where
+    ``terms`` holds each step's ``g`` and the one other argument (``matmul_vjp_a``: the outer products of a
+    matrix applied to a new vector each step, as one product of the stacked vectors; see ``ast_ad.batching``)."""
+    _note("summed", fn, summed, fixed)
+    _FACTS["summed"][fn] = (summed, fixed)
+
+
+def summed_over_steps(fn: Any) -> tuple[Any, int] | None:
+    """``(the helper that sums a loop's steps, the position of the fixed operand)`` for ``fn``, or ``None``."""
+    found: tuple[Any, int] | None = _fact("summed", fn)
+    return found
+
+
+def summed_rules() -> dict[Any, tuple[Any, int]]:
+    """Every ``def_summed`` fact, for the tests."""
+    return dict(_FACTS["summed"])
 
 
 def def_method(name: str, fn: Any) -> None:

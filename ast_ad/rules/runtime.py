@@ -13,7 +13,16 @@ import numpy as np
 
 from ast_ad import revolve
 from ast_ad import runtime as rt
-from ast_ad.registry import def_in_place, def_linear, def_nondiff, def_same_kind, defjvp, defvjp, zero
+from ast_ad.registry import (
+    def_in_place,
+    def_linear,
+    def_nondiff,
+    def_same_kind,
+    def_summed,
+    defjvp,
+    defvjp,
+    zero,
+)
 
 # ---- helpers linear in their first argument (the adjoint), the others read only for shapes, indices or choices ---
 for _fn in (rt.unbroadcast, rt.expand_reduced, rt.getitem_vjp, rt.assign_item_vjp_x, rt.assign_item_vjp_value,
@@ -44,6 +53,12 @@ defjvp(rt.summed_dot_vjp_a,    lambda u, ans, terms, a: rt.summed_dot_vjp_a(rt.p
 defjvp(rt.summed_dot_vjp_b,    lambda u, ans, terms, b: rt.summed_dot_vjp_b(rt.product_terms_jvp(u, terms), b), zero)
 defjvp(rt.summed_getitem_vjp, lambda u, ans, terms, x: rt.summed_getitem_vjp(rt.index_terms_jvp(u, terms), x), zero)
 def_nondiff(rt.product_terms_jvp, rt.index_terms_jvp)  # reached only through the rules above: already tangents
+# a loop's contributions to an operand it keeps fixed, summed once after it (``ast_ad.batching``)
+def_summed(rt.matmul_vjp_a, rt.summed_matmul_vjp_a, 1)
+def_summed(rt.matmul_vjp_b, rt.summed_matmul_vjp_b, 2)
+def_summed(rt.dot_vjp_a, rt.summed_dot_vjp_a, 1)
+def_summed(rt.dot_vjp_b, rt.summed_dot_vjp_b, 2)
+def_summed(rt.getitem_vjp, rt.summed_getitem_vjp, 1)  # x_bar = x_bar + getitem_vjp(g, x, i): terms (g, i)
 def_nondiff(revolve.revolve)  # a checkpointed loop's schedule: indices, no gradient
 
 # ---- linear algebra and statistics ---------------------------------------------------------------------------
