@@ -288,10 +288,9 @@ def call_labels(args: list[ir.Atom], classes: dict[str, int | None], structured:
         elif label == SCALAR:
             labels.append(SCALAR)
         else:
-            plain = known.label(a, at, 0) == 0 if known is not None else True
-            key = (label if label is not None else ("unknown", k), plain)
-            number = numbering.setdefault(key, len(numbering))
-            labels.append(number if plain or known is None else known.label(a, at, number))
+            kind = known.label(a, at) if known is not None else 0  # a numpy array's axes and kind, or 0
+            number = numbering.setdefault((label if label is not None else ("unknown", k), kind), len(numbering))
+            labels.append(number + kind)
     return tuple(labels)
 
 
@@ -351,6 +350,14 @@ class InPlace:
     adds: dict[int, str] = field(default_factory=dict)
 
 
+def _item_read(stmt: ir.Stmt) -> tuple[str, ir.Atom] | None:
+    """``(y, i)`` for ``t = y[i]``: a read of an item of the local ``y``."""
+    if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) and stmt.value.fn.obj is operator.getitem \
+            and not stmt.value.kwargs and len(stmt.value.args) == 2 and isinstance(stmt.value.args[0], ir.Var):
+        return stmt.value.args[0].name, stmt.value.args[1]
+    return None
+
+
 def _self_write(stmt: ir.Stmt) -> TypeGuard[ir.Assign]:
     return isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) \
         and stmt.value.fn.obj is runtime.assign_item and isinstance(stmt.value.args[0], ir.Var) \
@@ -385,10 +392,8 @@ def in_place_writes(function: ir.Function, useful: set[str], structured: set[str
                     for s in inner:
                         if _self_write(s) and s.target in ok:
                             writes[id(s)] = s.target
-                        elif isinstance(s, ir.Assign) and isinstance(s.value, ir.Call) \
-                                and s.value.fn.obj is operator.getitem and not s.value.kwargs \
-                                and isinstance(s.value.args[0], ir.Var) and s.value.args[0].name in ok:
-                            reads[id(s)] = s.value.args[0].name
+                        elif (read := _item_read(s)) is not None and read[0] in ok:
+                            reads[id(s)] = read[0]
                 visit(stmt.body, owned | frozenset(ok))
             elif isinstance(stmt, ir.If):
                 visit(stmt.body, owned)
@@ -413,19 +418,15 @@ def accumulated_reads(function: ir.Function, useful: set[str], structured: set[s
         for stmt in body:
             if isinstance(stmt, (ir.For, ir.While)):
                 inner = list(ir.walk(stmt.body))
-                bound = {n for s in inner for n in ir.defined(s)} | ({stmt.target} if isinstance(stmt, ir.For)
-                                                                    else set())
-                reads = [s for s in inner if isinstance(s, ir.Assign) and isinstance(s.value, ir.Call)
-                         and s.value.fn.obj is operator.getitem and not s.value.kwargs and len(s.value.args) == 2
-                         and isinstance(s.value.args[0], ir.Var)]
+                bound = {n for s in [stmt, *inner] for n in ir.defined(s)}
+                reads = [(s, read) for s in inner if (read := _item_read(s)) is not None]
                 mine = in_place.loops.get(id(stmt), ())
-                names = {ir.call_of(s).args[0].name for s in reads} - bound - owned - set(mine) - structured  # type: ignore[union-attr]
+                names = {name for _, (name, _) in reads} - bound - owned - set(mine) - structured
                 ok = tuple(sorted(n for n in names if n in useful and all(
-                    known.entry_of(ir.call_of(s).args[0], ir.call_of(s).args[1], s) for s in reads
-                    if ir.call_of(s).args[0] == ir.Var(n))))
+                    known.entry_of(ir.Var(name), index, s) for s, (name, index) in reads if name == n)))
                 if ok:
                     accumulated[id(stmt)] = ok
-                    adds.update({id(s): n for s in reads for n in ok if ir.call_of(s).args[0] == ir.Var(n)})
+                    adds.update({id(s): name for s, (name, _) in reads if name in ok})
                 visit(stmt.body, owned | frozenset(ok) | frozenset(mine))
             elif isinstance(stmt, ir.If):
                 visit(stmt.body, owned)

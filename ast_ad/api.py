@@ -246,9 +246,7 @@ class Gradient(Generic[P]):
                                 floats.append(float(g))
                             else:
                                 return (out, tuple(floats)) if self.with_value else tuple(floats)
-                    if not _is_scalar(out):
-                        raise self.non_scalar(out)
-                    return self.shape(out, grads, given)
+                    return self.finish(out, grads, given)
         args: tuple[Any, ...] = given if self.bound_self is None else (self.bound_self, *given)
         if kwargs or len(args) != self.nparams or not self.plain:
             args = self.bind(args, kwargs)
@@ -271,6 +269,10 @@ class Gradient(Generic[P]):
             out, grads = run(*args)
         except Exception as exc:
             self.failed(exc, args, loaded)
+        return self.finish(out, grads, args)
+
+    def finish(self, out: Any, grads: Any, args: tuple[Any, ...]) -> Any:
+        """The generated code's ``(out, grads)``, its value checked to be a scalar, its gradient shaped."""
         if type(out) not in PLAIN_FLOATS and not _is_scalar(out):
             raise self.non_scalar(out)
         return self.shape(out, grads, args)
@@ -313,10 +315,7 @@ class Gradient(Generic[P]):
         loaded = self.loaded(shape_labels(args))
 
         def finish(raw: Any) -> Any:
-            out, grads = raw
-            if not _is_scalar(out):
-                raise self.non_scalar(out)
-            return self.shape(out, grads, args)
+            return self.finish(raw[0], raw[1], args)
 
         def finish_dot(raw: Any, raw_dot: Any) -> Any:
             return self.shape(raw_dot[0], raw_dot[1], args)

@@ -115,8 +115,7 @@ def _nested(stmt: gast.stmt, loads: Counter[str], bound: Counter[str], keep: set
     blocks = {f: _block(getattr(stmt, f), loads, bound, keep) for f in fields}
     if all(blocks[f] == getattr(stmt, f) for f in fields):
         return stmt
-    state = {f: getattr(stmt, f) for f in stmt._fields} | blocks
-    return syntax.new(type(stmt), state)
+    return syntax.new(type(stmt), {**stmt.__dict__, **blocks})  # (its location too)
 
 
 def _copy(stmt: gast.stmt) -> tuple[str, str] | None:

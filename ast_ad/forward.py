@@ -333,8 +333,8 @@ class Forwarder:
         args = bind_call(stmt, self.error)
         active = tuple(p for p, a in enumerate(args) if self.is_active(a))
         call = ir.call_of(stmt)
-        callee = self.derive(call.fn.obj, active, call_labels(args, self.classes, self.structured,
-                                                                       self.kinds, stmt))
+        labels = call_labels(args, self.classes, self.structured, self.kinds, stmt)
+        callee = self.derive(call.fn.obj, active, labels)
         self.callees.append(callee)
         self.refs.ref(call.fn)  # recorded so that redefining the callee is noticed
         jvp = self.refs.marker(CalleeRef(callee, "jvp"), "jvp")

@@ -62,8 +62,12 @@ def labelled(position: int, value: Any) -> int:
     """The shape label of a parameter at ``position``: its position, with a numpy array of numbers' number of
     axes and kind (float or not) encoded above ``RANKED``, so that generated code can rely on them."""
     if type(value) is np.ndarray and value.dtype.kind in "biufc":
-        return position + RANKED * (1 + 2 * value.ndim + (value.dtype.kind in "fc"))
+        return _encoded(position, value.ndim, value.dtype.kind in "fc")
     return position
+
+
+def _encoded(position: int, rank: int, inexact: bool) -> int:
+    return position + RANKED * (1 + 2 * rank + inexact)
 
 
 def label_fact(label: int) -> Fact:
@@ -113,12 +117,10 @@ class Kinds:
     def is_int(self, name: str) -> bool:
         return self.facts.get(name) == INT
 
-    def label(self, atom: ir.Atom, at: ir.Stmt | None, number: int) -> int:
-        """A callee parameter's label ``number``, with what is known of ``atom`` (``labelled``)."""
+    def label(self, atom: ir.Atom, at: ir.Stmt | None) -> int:
+        """What a callee parameter's label adds for ``atom``: a numpy array's axes and kind (``labelled``), or 0."""
         fact = self.of(atom, at)
-        if fact[0] == "num" and fact[1] >= 1:
-            return number + RANKED * (1 + 2 * int(fact[1]) + int(fact[2]))
-        return number
+        return _encoded(0, fact[1], fact[2]) if fact[0] == "num" and fact[1] >= 1 else 0
 
     def is_number(self, atom: ir.Expr, at: ir.Stmt | None = None) -> bool:
         """Whether ``atom`` is certainly a number (an immutable value with no axes)."""
@@ -140,14 +142,13 @@ def kinds_of(function: ir.Function, shapes: tuple[int, ...]) -> Kinds:
     facts: dict[str, Fact] = {p: label_fact(label) for p, label in zip(function.params, shapes, strict=True)}
     facts = {p: f for p, f in facts.items() if f != UNKNOWN}
     inside: dict[int, dict[str, Fact]] = {}
-    placeholders = _loop_placeholders(function.body)
     bound_in: dict[int, set[str]] = {}
     tapes = _tapes(function)
     elements: dict[str, Fact] = {}  # what each tape holds: the facts of all it is pushed
 
-    def bound(stmt: ir.Stmt) -> set[str]:  # every name a compound statement binds, its own included
+    def bound(stmt: ir.Stmt) -> set[str]:  # every name the blocks of a compound statement bind
         if id(stmt) not in bound_in:
-            bound_in[id(stmt)] = {n for s in ir.walk((stmt,)) for n in ir.defined(s)}
+            bound_in[id(stmt)] = {n for block in ir.blocks(stmt) for s in ir.walk(block) for n in ir.defined(s)}
         return bound_in[id(stmt)]
 
     def visit(body: tuple[ir.Stmt, ...], scope: dict[str, Fact], changed: list[bool]) -> None:
@@ -155,11 +156,10 @@ def kinds_of(function: ir.Function, shapes: tuple[int, ...]) -> Kinds:
         for stmt in body:
             inside[id(stmt)] = {name: scope[name] for name in _reads(stmt) if name in scope}
             if ir.blocks(stmt):
-                names = bound(stmt)
+                names = bound(stmt) | set(ir.defined(stmt))
                 inner = {name: fact for name, fact in scope.items() if name not in names}
                 if isinstance(stmt, ir.For):
-                    if _atom_fact(stmt.iter, facts, scope) == RANGE and stmt.target not in \
-                            {n for s in ir.walk(stmt.body) for n in ir.defined(s)}:
+                    if _atom_fact(stmt.iter, facts, scope) == RANGE and stmt.target not in bound(stmt):
                         inner[stmt.target] = INT  # each step binds it to an integer; nothing else does
                     bind(stmt.target, UNKNOWN, changed)  # before the loop it is None (and after an empty one)
                 for block in ir.blocks(stmt):
@@ -168,8 +168,7 @@ def kinds_of(function: ir.Function, shapes: tuple[int, ...]) -> Kinds:
                     scope.pop(name, None)
             elif isinstance(stmt, ir.Assign):
                 fact = _value_fact(stmt.value, facts, scope)
-                if id(stmt) not in placeholders:
-                    bind(stmt.target, fact, changed)
+                bind(stmt.target, fact, changed)
                 scope[stmt.target] = fact
             elif isinstance(stmt, ir.Append) and stmt.target in tapes:
                 fact = _atom_fact(stmt.value, facts, scope)
@@ -201,6 +200,18 @@ def kinds_of(function: ir.Function, shapes: tuple[int, ...]) -> Kinds:
 _NONE: dict[str, Fact] = {}
 
 
+def _empty_list(value: ir.Expr) -> bool:
+    return isinstance(value, ir.Pack) and value.kind == "list" and not value.elts or \
+        isinstance(value, ir.Const) and type(value.value) is list and not value.value
+
+
+def _kept_names(stmt: ir.Stmt) -> set[str]:
+    """The names read by an expression ``stmt`` keeps as written (a test, ``and``/``or``, a print)."""
+    raw = stmt.value.node if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Raw) else \
+        stmt.test.node if isinstance(stmt, ir.While) else stmt.node if isinstance(stmt, ir.Effect) else None
+    return syntax.name_ids(raw) if raw is not None else set()
+
+
 def _checked_only(function: ir.Function) -> set[str]:
     """Tuples that nothing but ``runtime.check_in_place`` reads (as its second argument)."""
     packed = {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign) and isinstance(s.value, ir.Pack)
@@ -211,11 +222,7 @@ def _checked_only(function: ir.Function) -> set[str]:
                 and len(value.args) == 3 and isinstance(value.args[1], ir.Var):
             packed -= {a.name for k, a in enumerate(value.args) if k != 1 and isinstance(a, ir.Var)}
         else:
-            packed -= set(_reads(stmt))
-            raw = value.node if isinstance(value, ir.Raw) else stmt.test.node if isinstance(stmt, ir.While) \
-                else stmt.node if isinstance(stmt, ir.Effect) else None
-            if raw is not None:
-                packed -= syntax.name_ids(raw)
+            packed -= set(_reads(stmt)) | _kept_names(stmt)
     if isinstance(function.result, ir.Var):
         packed.discard(function.result.name)
     return packed
@@ -231,17 +238,12 @@ def _tapes(function: ir.Function) -> set[str]:
     for stmt in ir.walk(function.body):
         if isinstance(stmt, ir.Assign) and stmt.target in checked:
             continue  # a tuple only looked into by ``check_in_place``, which reads it and keeps nothing
-        if isinstance(stmt, ir.Assign) and (isinstance(stmt.value, ir.Pack) and stmt.value.kind == "list" and
-                                            not stmt.value.elts or isinstance(stmt.value, ir.Const)
-                                            and type(stmt.value.value) is list and not stmt.value.value):
+        if isinstance(stmt, ir.Assign) and _empty_list(stmt.value):
             (other if stmt.target in made else made).add(stmt.target)  # made twice: not followed
-        else:
-            other.update(name for name in ir.defined(stmt) if not isinstance(stmt, ir.Pop))
+        elif not isinstance(stmt, ir.Pop):
+            other.update(ir.defined(stmt))
         other.update(_reads(stmt))
-        raw = stmt.value.node if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Raw) else \
-            stmt.test.node if isinstance(stmt, ir.While) else stmt.node if isinstance(stmt, ir.Effect) else None
-        if raw is not None:  # names in an expression kept as written
-            other.update(syntax.name_ids(raw))
+        other.update(_kept_names(stmt))
     if isinstance(function.result, ir.Var):
         other.add(function.result.name)
     return made - other
@@ -263,19 +265,6 @@ def _reads(stmt: ir.Stmt) -> list[str]:
     else:
         atoms = ()
     return [a.name for a in atoms if isinstance(a, ir.Var)]
-
-
-def _loop_placeholders(body: tuple[ir.Stmt, ...]) -> set[int]:
-    """``i = None`` just before ``for i in ...``: the name a loop binds, bound before it (normalize's)."""
-    out = set()
-    for k, stmt in enumerate(body):
-        following = body[k + 1] if k + 1 < len(body) else None
-        if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Const) and stmt.value.value is None \
-                and isinstance(following, ir.For) and following.target == stmt.target:
-            out.add(id(stmt))
-        for block in ir.blocks(stmt):
-            out |= _loop_placeholders(block)
-    return out
 
 
 def _merge(a: Fact, b: Fact) -> Fact:

@@ -238,11 +238,8 @@ def test_every_ranked_rule_is_checked() -> None:
 def test_a_ranked_rule_is_the_general_rule_at_those_ranks(fn, ranks, vjps) -> None:
     """Each against the general rule (itself checked against finite differences in test_rules.py) and against
     finite differences directly, by the dot-product identity with a random direction."""
-    sizes = iter((3, 4, 5))
-    shape = {1: lambda: (4,), 2: lambda: (next(sizes), 4) if len(ranks) == 2 and ranks[0] == 2 else (4, 5)}
-    args = [rng.standard_normal(shape[r]()) for r in ranks]
-    if ranks == (2, 2):
-        args = [rng.standard_normal((3, 4)), rng.standard_normal((4, 5))]
+    shapes = {(2, 1): [(3, 4), (4,)], (2, 2): [(3, 4), (4, 5)], (1, 2): [(4,), (4, 5)], (1, 1): [(4,), (4,)]}
+    args = [rng.standard_normal(shape) for shape in shapes[ranks]]
     ans = fn(*args)
     g = rng.standard_normal(np.shape(ans))
     general = registry.lookup(fn)
