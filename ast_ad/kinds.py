@@ -232,6 +232,8 @@ def _tapes(function: ir.Function) -> set[str]:
     """Lists made empty, then only pushed to and popped from (a gradient's tapes, when transformed again):
     what a pop gives is what was pushed. A list read in any other way (copied, passed, looked at) may hold
     anything."""
+    if not any(isinstance(s, ir.Append) for s in ir.walk(function.body)):
+        return set()  # nothing is pushed: no tapes (most functions; this runs on every transform)
     made: set[str] = set()
     other = set(function.params)
     checked = _checked_only(function)
@@ -253,7 +255,7 @@ def _reads(stmt: ir.Stmt) -> list[str]:
     """The names ``stmt`` itself reads (not those of the statements nested in it)."""
     if isinstance(stmt, ir.Assign):
         value = stmt.value
-        atoms: tuple[Any, ...] = value.args + tuple(a for _, a in value.kwargs) if isinstance(value, ir.Call) else \
+        atoms: tuple[Any, ...] = value.args + tuple([a for _, a in value.kwargs]) if isinstance(value, ir.Call) else \
             value.elts if isinstance(value, ir.Pack) else (value.value,) if isinstance(value, ir.Attr) else \
             () if isinstance(value, ir.Raw) else (value,)
     elif isinstance(stmt, (ir.Unpack, ir.Append)):
@@ -397,10 +399,15 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
     if getattr(fn, "__module__", None) == "math" and fn is not math.frexp and fn is not math.modf:
         return ("num", 0, False)  # a number (math.floor's is an integer: floats not claimed)
     if (fn in _ARITHMETIC or isinstance(fn, np.ufunc)) and args:
-        args = [("num", 0, False) if a == MAYBE else a for a in args]  # None would have raised: a number
-        ranks = [_rank(a) for a in args]
-        if any(r is None for r in ranks) or (isinstance(fn, np.ufunc) and fn.nout != 1):
+        if isinstance(fn, np.ufunc) and fn.nout != 1:
             return UNKNOWN
-        inexact = any(a != INT and a[2] for a in args) or fn in (operator.truediv, np.divide)
-        return ("num", max(r for r in ranks if r is not None), inexact)
+        rank, inexact = 0, fn in (operator.truediv, np.divide)
+        for arg in args:  # (a loop, not generators: this runs for most statements of every transform)
+            if arg == MAYBE:
+                continue  # None would have raised: a number, of no axes and no known kind
+            r = _rank(arg)
+            if r is None:
+                return UNKNOWN
+            rank, inexact = max(rank, r), inexact or (arg != INT and arg[2])
+        return ("num", rank, inexact)
     return UNKNOWN
