@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import inspect
 import numbers
 import re
@@ -378,10 +377,13 @@ class Gradient(Generic[P]):
             return None
         rule = self._rule
         if rule is None:
-            k = range(self.nparams)
-            rule = self._rule = registry.Rule(self, tuple(functools.partial(_gradient_vjp, self, j) for j in k),
+            from ast_ad.compose import Directional
+
+            n, mine = self.nparams, (self.argnums, self.single)
+            partials = [Gradient(self.fun, j, with_value=False) for j in range(n)]
+            rule = self._rule = registry.Rule(self, tuple(Directional(p, (mine,), n) for p in partials),
                                               origin="ast_ad.api",
-                                              jvps=tuple(functools.partial(_gradient_jvp, self, j) for j in k))
+                                              jvps=tuple(Directional(self, (((j,), True),), n) for j in range(n)))
         return rule
 
     def shaped(self, grad: Any, arg: Any) -> Any:
@@ -463,20 +465,6 @@ def gradient_adjoints(gradient: Gradient[Any], positions: int | tuple[int, ...],
     if positions not in partials:
         partials[positions] = Gradient(gradient.fun, positions, with_value=False)
     return compose.jvp(partials[positions], args, tuple(tangents))[1]
-
-
-def _gradient_vjp(gradient: Gradient[Any], k: int, g: Any, ans: Any, *args: Any) -> Any:
-    """Argument ``k``'s rule through a call of ``gradient`` in generated code."""
-    return gradient_adjoints(gradient, k, g, args)
-
-
-def _gradient_jvp(gradient: Gradient[Any], k: int, u: Any, ans: Any, *args: Any) -> Any:
-    """The tangent of ``gradient(*args)`` from argument ``k`` moving along ``u``."""
-    from ast_ad import compose
-
-    tangents: list[Any] = [None] * len(args)
-    tangents[k] = u
-    return compose.jvp(gradient, args, tuple(tangents))[1]
 
 
 CONTAINER = -2  # the shape label of a tuple, list or dict argument

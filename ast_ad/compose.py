@@ -22,6 +22,7 @@ stacked three times over reverse mode.
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import types
 from collections.abc import Callable
@@ -183,6 +184,100 @@ def jvp_of(fun: Callable[..., Any]) -> JvpOf:
         _JVPS[fun] = JvpOf(fun)
         registry.def_sequence(_JVPS[fun])  # it returns a tuple: its adjoint adds element by element
     return _JVPS[fun]
+
+
+class Directional:
+    """A derivative of ``fun`` along given directions, as a primitive that generated code calls.
+
+    With one direction it is ``jvp(fun, args, v)[1]``: the tangent of ``fun(*args)`` when the arguments
+    ``ks`` move along ``v``. Called as rules are, ``(v, ans, *args)``. A gradient called in a body has two of
+    these as its rules (``api.Gradient.ast_ad_rule``): forward, along the argument's tangent; reverse, the
+    gradient of argument ``k`` along the adjoint placed in the gradient's arguments (a Hessian-vector product).
+
+    Its own forward rules are again ``Directional``: linear in each ``v``, zero in each ``ans``, and in an
+    argument ``j`` the derivative along one more direction, called ``(u, ans2, v, ans, *args)``. So forward
+    mode can be stacked over code that calls it to any order, each level one more forward pass over the
+    generated code of ``fun``.
+    """
+
+    __module__ = "ast_ad.compose"
+
+    def __init__(self, fun: Any, directions: tuple[tuple[tuple[int, ...], bool], ...], nparams: int):
+        self.fun, self.directions, self.nparams = fun, directions, nparams  # each direction: (ks, single v)
+        self.__name__ = self.__qualname__ = f"d{len(directions)}_{getattr(fun, '__name__', 'f')}"
+        self._rule: Any = None
+        self._then: dict[int, Directional] = {}
+
+    def __call__(self, *call: Any) -> Any:
+        m = len(self.directions)
+        vs, args = call[2 * m - 2::-2], call[2 * m:]  # v_1 ... v_m: the first direction's is the last given
+        fun = self.fun
+        for direction, v in zip(self.directions[:-1], vs[:-1], strict=True):
+            fun = Fixed(fun, direction, v)
+        return jvp(fun, args, placed(self.directions[-1], vs[-1], len(args)))[1]
+
+    def then(self, j: int) -> Directional:
+        """The derivative of this one when argument ``j`` moves too."""
+        if j not in self._then:
+            self._then[j] = Directional(self.fun, (*self.directions, ((j,), True)), self.nparams)
+        return self._then[j]
+
+    def ast_ad_rule(self) -> Any:
+        from ast_ad import registry
+
+        if self._rule is None:
+            m = len(self.directions)
+            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * m + \
+                tuple(self.then(j) for j in range(self.nparams))
+            self._rule = registry.Rule(self, (), origin="ast_ad.compose", jvps=jvps)
+        return self._rule
+
+    def __repr__(self) -> str:
+        return f"<ast_ad derivative of {getattr(self.fun, '__qualname__', self.fun)!s} along {self.directions}>"
+
+
+def placed(direction: tuple[tuple[int, ...], bool], v: Any, n: int) -> tuple[Any, ...]:
+    """The tangents of ``n`` arguments: ``v`` in the arguments ``ks`` (one each if not ``single``), ``None``
+    elsewhere."""
+    ks, single = direction
+    tangents: list[Any] = [None] * n
+    for k, vk in zip(ks, (v,) if single else tuple(v), strict=True):
+        tangents[k] = vk
+    return tuple(tangents)
+
+
+class Fixed:
+    """``args -> jvp(fun, args, v placed in the arguments ks)[1]`` with ``v`` fixed: a derivative that ast_ad
+    can lower (its code is forward mode over ``fun``'s), so it can be differentiated again."""
+
+    composable = True
+
+    def __init__(self, fun: Any, direction: tuple[tuple[int, ...], bool], v: Any):
+        self.fun, self.direction, self.v = fun, direction, v
+        self.__name__ = f"{getattr(fun, '__name__', 'f')}_dot"
+
+    def __call__(self, *args: Any) -> Any:
+        return jvp(self.fun, args, placed(self.direction, self.v, len(args)))[1]
+
+    def lowered(self, args: tuple[Any, ...]) -> Lowered:
+        return _along(self.fun, args, placed(self.direction, self.v, len(args)))
+
+
+def _along(fun: Any, args: tuple[Any, ...], tangents: tuple[Any, ...]) -> Lowered:
+    """``args -> jvp(fun, args, tangents)[1]`` as code: the forward-mode code of ``fun``, called with the
+    tangents after the arguments."""
+    primals, tangents = _pair_up(args, tangents)
+    active = tuple(k for k, t in enumerate(tangents) if t is not None)
+    inner = lower(fun, primals)
+    loaded = jvp_code(inner, active)
+
+    def finish(raw: Any) -> Any:
+        return inner.finish_dot(raw[0], raw[1])
+
+    def finish_dot(raw: Any, raw_dot: Any) -> Any:
+        return inner.finish_dot(raw[0], raw_dot[1])
+    return Lowered(loaded.fn, (*inner.args, *(tangents[k] for k in active)), inner.positions, finish, finish_dot,
+                   loaded, (False, True))
 
 
 def _zero_if_none(value: Any, like: Any) -> Any:
@@ -352,27 +447,48 @@ def hessian(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Call
     tuple ``argnums``)."""
     from ast_ad.api import grad
 
-    return Jacobian(grad(fun, argnums), argnums, "forward")
+    return Jacobian(grad(fun, argnums), argnums, "forward", "hessian")
 
 
 def hvp(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
     """``hvp(f)(*args, v)``: the Hessian of scalar ``f`` times ``v``, by forward over reverse, without building H."""
     from ast_ad.api import grad
 
-    gradient = grad(fun, argnums)
-    positions = _argnums(argnums)
+    return Hvp(grad(fun, argnums), argnums)
 
-    def hessian_vector_product(*args: Any) -> Any:
+
+class Hvp:
+    """``hvp(f)``: ``(*args, v) -> H v``, the tangent of ``grad(f)`` along ``v``. Composable: its code is the
+    forward-mode code of the gradient, with ``v`` an argument like the others (the code is linear in it)."""
+
+    composable = True
+
+    def __init__(self, gradient: Any, argnums: int | tuple[int, ...]):
+        self.gradient, self.given, self.positions = gradient, argnums, _argnums(argnums)
+        self.__name__ = self.__qualname__ = f"hvp_{getattr(gradient, '__name__', 'f')}"
+        params = list(gradient.signature.parameters.values())
+        self.signature = inspect.Signature([*params, inspect.Parameter("v", inspect.Parameter.POSITIONAL_OR_KEYWORD)])
+        self.nparams = len(params) + 1
+
+    def split(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """The primals, and the tangents with ``v`` placed in the differentiated arguments."""
         *primals, v = args
-        vs = (v,) if isinstance(argnums, numbers.Integral) else tuple(v)
-        if len(vs) != len(positions):
-            raise ArgnumsError(f"hvp needs one vector per argument in argnums={argnums!r}, got {len(vs)}")
-        tangents: list[Any] = [None] * len(primals)
-        for k, vk in zip(positions, vs, strict=True):
-            tangents[k] = vk
-        return jvp(gradient, tuple(primals), tuple(tangents))[1]
-    hessian_vector_product.__name__ = f"hvp_{getattr(fun, '__name__', 'f')}"
-    return hessian_vector_product
+        vs = (v,) if isinstance(self.given, numbers.Integral) else tuple(v)
+        if len(vs) != len(self.positions):
+            raise ArgnumsError(f"hvp needs one vector per argument in argnums={self.given!r}, got {len(vs)}")
+        return tuple(primals), placed((self.positions, False), vs, len(primals))
+
+    def __call__(self, *args: Any) -> Any:
+        primals, tangents = self.split(args)
+        return jvp(self.gradient, primals, tangents)[1]
+
+    def lowered(self, args: tuple[Any, ...]) -> Lowered:
+        if not isinstance(self.given, numbers.Integral):
+            raise ASTADError("differentiating hvp(f) again works for one argnum: hvp(f, argnums=k)")
+        primals, tangents = self.split(args)
+        lowered = _along(self.gradient, primals, tangents)
+        return Lowered(lowered.fn, lowered.args, (*lowered.positions, len(lowered.args) - 1), lowered.finish,
+                       lowered.finish_dot, lowered.loaded, lowered.needed)
 
 
 def _argnums(argnums: Any) -> tuple[int, ...]:
@@ -382,16 +498,46 @@ def _argnums(argnums: Any) -> tuple[int, ...]:
 
 
 class Jacobian:
-    """A Jacobian function: ``out.shape + arg.shape``, a tuple over tuple ``argnums``, a tuple over tuple outputs."""
+    """A Jacobian function: ``out.shape + arg.shape``, a tuple over tuple ``argnums``, a tuple over tuple outputs.
 
-    def __init__(self, fun: Callable[..., Any], argnums: int | tuple[int, ...], mode: str):
-        self.fun, self.mode = fun, mode
+    It is composable: its code is a call of itself as a primitive (``lowered``), whose forward rules are
+    Jacobians again, of ``fun``'s derivative along the argument's tangent (``directions``: the Jacobian of
+    ``Fixed(fun, ...)``, called as rules are, ``(v, ans, *args)``). So ``jacfwd(hessian(f))`` is the tensor of
+    third derivatives, each level one more forward pass over the code of ``fun``.
+    """
+
+    composable = True
+
+    def __init__(self, fun: Callable[..., Any], argnums: int | tuple[int, ...], mode: str, name: str = "jacobian",
+                 directions: tuple[tuple[tuple[int, ...], bool], ...] = ()):
+        self.fun, self.mode, self.given, self.kind, self.directions = fun, mode, argnums, name, directions
         self.single = isinstance(argnums, numbers.Integral)
         self.argnums = _argnums(argnums)
-        self.__name__ = f"jacobian_{getattr(fun, '__name__', 'f')}"
+        self.__name__ = self.__qualname__ = f"{name}_{getattr(fun, '__name__', 'f')}" + "_dot" * len(directions)
+        self._rule: Any = None
+        self._then: dict[int, Jacobian] = {}
+        self._calls: dict[int, Callable[..., Any]] = {}
 
-    def __call__(self, *args: Any) -> Any:
-        from ast_ad.api import _check_differentiable
+    @property
+    def signature(self) -> inspect.Signature:
+        """The signature of ``fun``, whose arguments the Jacobian takes."""
+        own = getattr(self.fun, "signature", None)
+        return own if isinstance(own, inspect.Signature) else inspect.signature(self.fun)
+
+    @property
+    def nparams(self) -> int:
+        return len(self.signature.parameters)
+
+    def __call__(self, *call: Any) -> Any:
+        m = len(self.directions)
+        fun, args = self.fun, call[2 * m:]
+        for direction, v in zip(self.directions, call[2 * m - 2::-2] if m else (), strict=True):
+            fun = Fixed(fun, direction, v)
+        return self.at(fun, args)
+
+    def at(self, fun: Any, args: tuple[Any, ...]) -> Any:
+        """The Jacobian of ``fun`` at ``args``."""
+        from ast_ad.api import Gradient, _check_differentiable
 
         for k in self.argnums:
             if k >= len(args):
@@ -402,32 +548,68 @@ class Jacobian:
                                  "supported: pass its arrays as separate arguments, or one stacked array")
         sizes = sum(size_of(args[k]) for k in self.argnums)
         mode = self.mode
+        if getattr(fun, "composable", False) and (not isinstance(fun, Gradient) or fun.transformed
+                                                  or fun.with_value):
+            mode = "forward"  # reverse mode runs over a plain function or a gradient; over the rest, forward
         if mode == "auto":
-            out = self.fun(*args)
+            out = fun(*args)
             mode = "forward" if sizes <= sum(size_of(leaf) for leaf in _leaves(out)) else "reverse"
-        blocks = [self.forward(args, k) if mode == "forward" else self.reverse(args, k) for k in self.argnums]
+        blocks = [self.forward(fun, args, k) if mode == "forward" else self.reverse(fun, args, k)
+                  for k in self.argnums]
         if self.single:
             return blocks[0]
         if isinstance(blocks[0], tuple):  # tuple outputs: out index first, then argnum
             return tuple(tuple(b[i] for b in blocks) for i in range(len(blocks[0])))
         return tuple(blocks)
 
+    def then(self, j: int) -> Jacobian:
+        """This Jacobian's derivative when argument ``j`` moves: the Jacobian of the derivative along it."""
+        if j not in self._then:
+            self._then[j] = Jacobian(self.fun, self.given, "forward", self.kind, (*self.directions, ((j,), True)))
+        return self._then[j]
+
+    def ast_ad_rule(self) -> Any:
+        """Forward rules: linear in each direction's ``v``, zero in each ``ans``, ``then(j)`` in argument ``j``;
+        reverse rules: ``JacobianVjp``, by forward mode entry by entry."""
+        from ast_ad import registry
+
+        if self._rule is None:
+            m = len(self.directions)
+            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * m + \
+                tuple(self.then(j) for j in range(self.nparams))
+            vjps = tuple(registry.zero if p < 2 * m and p % 2 else JacobianVjp(self, p)
+                         for p in range(2 * m + self.nparams))
+            self._rule = registry.Rule(self, vjps, origin="ast_ad.compose", jvps=jvps)
+        return self._rule
+
+    def lowered(self, args: tuple[Any, ...]) -> Lowered:
+        """A function that calls this Jacobian as a primitive: what a transformation over it transforms."""
+        n = len(args)
+        if n not in self._calls:
+            from ast_ad.load import load
+
+            names = list(self.signature.parameters)
+            params = ", ".join(names if len(names) == n and not self.directions else [f"a{k}" for k in range(n)])
+            text = f"def {self.__name__}_at({params}):\n    return {self.__name__}({params})\n"
+            self._calls[n] = load(text, f"{self.__name__}_at", {self.__name__: self}).fn
+        return Lowered(self._calls[n], args, tuple(range(n)), _same, _tangent)
+
     def source(self, args: tuple[Any, ...]) -> str:
         """The generated code this Jacobian runs for ``args``: forward mode over ``fun`` (or its gradient)."""
         if not args:
             raise ASTADError("source of a Jacobian or Hessian needs example arguments: source(jac, x, ...)")
-        if self.mode == "reverse":
+        if self.mode == "reverse" and not getattr(self.fun, "composable", False):
             from ast_ad.api import Gradient
 
             return Gradient(self.fun, self.argnums[0], with_value=False).loaded().text
         return jvp_code(lower(self.fun, args), (self.argnums[0],)).text
 
-    def forward(self, args: tuple[Any, ...], k: int) -> Any:
-        out, columns = forward_columns(lower(self.fun, args), k)
-        return _stack_columns(columns, self.fun(*args) if out is None else out, np.shape(args[k]))
+    def forward(self, fun: Any, args: tuple[Any, ...], k: int) -> Any:
+        out, columns = forward_columns(lower(fun, args), k)
+        return _stack_columns(columns, fun(*args) if out is None else out, np.shape(args[k]))
 
-    def reverse(self, args: tuple[Any, ...], k: int) -> Any:
-        out, vjp_fn = vjp(self.fun, *args)
+    def reverse(self, fun: Any, args: tuple[Any, ...], k: int) -> Any:
+        out, vjp_fn = vjp(fun, *args)
         x_shape = np.shape(args[k])
         leaves = _leaves(out)
         blocks = []
@@ -446,6 +628,38 @@ class Jacobian:
             stacked = np.stack(rows) if rows else np.zeros((0,) + x_shape)
             blocks.append(stacked.reshape(np.shape(leaf) + x_shape))
         return tuple(blocks) if isinstance(out, tuple) else blocks[0]
+
+
+class JacobianVjp:
+    """The reverse rule of a Jacobian primitive for its call's position ``p``: ``<g, dJ>`` along each entry of
+    that argument, one forward derivative of the Jacobian each (``Jacobian.then``; the Jacobian itself where it
+    is linear, in a direction's ``v``). Exact, and as many forward passes as the argument has entries: the
+    gradient of a function whose body builds a Jacobian or Hessian is a third derivative."""
+
+    __module__ = "ast_ad.compose"
+
+    def __init__(self, jac: Jacobian, p: int):
+        self.jac, self.p = jac, p
+        self.__name__ = f"{jac.__name__}_vjp"
+
+    def __call__(self, g: Any, ans: Any, *call: Any) -> Any:
+        m, p, x = len(self.jac.directions), self.p, call[self.p]
+        entries = np.zeros(size_of(x))
+        for j in range(entries.size):
+            e = np.zeros(entries.size)
+            e[j] = 1.0
+            unit = float(e[0]) if np.ndim(x) == 0 else e.reshape(np.shape(x))
+            moved = self.jac(*call[:p], unit, *call[p + 1:]) if p < 2 * m else \
+                self.jac.then(p - 2 * m)(unit, None, *call)
+            entries[j] = _inner(g, moved)
+        return float(entries[0]) if np.ndim(x) == 0 else entries.reshape(np.shape(x))
+
+
+def _inner(a: Any, b: Any) -> float:
+    """``<a, b>`` over arrays and tuples of them."""
+    if isinstance(a, tuple):
+        return sum((_inner(x, y) for x, y in zip(a, b, strict=True)), 0.0)
+    return float(np.sum(as_array(a) * as_array(b)))
 
 
 def forward_columns(lowered: Lowered, k: int) -> tuple[Any, list[Any]]:

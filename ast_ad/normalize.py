@@ -936,28 +936,32 @@ class Lowerer:
         return result
 
     def transformation(self, node: gast.Call) -> ir.Ref | None:
-        """``ast_ad.grad(f, argnums)`` written in the body: made now (it only builds an object), so that the
-        call of what it makes is a call of a known primitive (its rules: ``api.Gradient.ast_ad_rule``)."""
-        from ast_ad import api
+        """``ast_ad.grad(f, argnums)`` (or ``jacfwd``, ``jacrev``, ``jacobian``, ``hessian``) written in the body:
+        made now (it only builds an object), so that the call of what it makes is a call of a known primitive
+        (its rules: ``api.Gradient.ast_ad_rule``, ``compose.Jacobian.ast_ad_rule``)."""
+        from ast_ad import api, compose
 
-        if self.static(node.func) is not api.grad or not node.args:
+        maker = self.static(node.func)
+        if maker not in (api.grad, compose.jacfwd, compose.jacrev, compose.jacobian, compose.hessian) \
+                or not node.args:
             return None
         target = node.args[0]
-        fn = self.static(target)
+        inner = self.transformation(target) if isinstance(target, gast.Call) else None  # hessian(grad(f))
+        fn = inner.obj if inner is not None else self.static(target)
         if fn is None:
             return None
+        called = f"ast_ad.{maker.__name__}"
         values = [_literal(arg) for arg in node.args[1:]] + [_literal(kw.value) for kw in node.keywords]
         if any(v is _NOT_LITERAL for v in values):
-            raise refuse(node, "ast_ad.grad inside a differentiated function needs a module-level function and "
+            raise refuse(node, f"{called} inside a differentiated function needs a module-level function and "
                                "constant argnums", self.locate)
-        made = self.static(node.func)(fn, *values[:len(node.args) - 1],
-                                      **{kw.arg: v for kw, v in zip(node.keywords, values[len(node.args) - 1:],
-                                                                    strict=True)})
-        source = self.expr(target)  # recorded: redefining ``f`` transforms again
+        made = maker(fn, *values[:len(node.args) - 1],
+                     **{kw.arg: v for kw, v in zip(node.keywords, values[len(node.args) - 1:], strict=True)})
+        source = inner or self.expr(target)  # recorded: redefining ``f`` transforms again
         if not isinstance(source, ir.Ref):
-            raise refuse(node, "ast_ad.grad inside a differentiated function needs a module-level function",
+            raise refuse(node, f"{called} inside a differentiated function needs a module-level function",
                          self.locate)
-        return ir.Ref(made, f"grad_{getattr(fn, '__name__', 'f')}", source.origin, source.root)
+        return ir.Ref(made, f"{maker.__name__}_{getattr(fn, '__name__', 'f')}", source.origin, source.root)
 
     def forward_mode(self, node: gast.Call) -> ir.Ref | None:
         """``ast_ad.jvp(f, primals, tangents)`` written in the body, ``f`` a module-level function: a call of

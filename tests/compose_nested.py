@@ -57,3 +57,25 @@ def halve_sin(z):
 def uses_a_function_by_name(x):
     """A module function passed by name to a helper, which calls it (inlined, as a lambda would be)."""
     return apply_twice(x, halve_sin)
+
+
+def wavy(x):
+    return np.sin(x) * x * x
+
+
+def scaled_slope(x):
+    """A gradient in the body, of a scalar: x^3 cos x + 2 x^2 sin x (the tests check it to the fourth order)."""
+    return ast_ad.grad(wavy)(x) * x
+
+
+def coupled(x, y):
+    return np.sum(np.sin(x) * x) * y + np.sum(np.exp(x[:2] * x[1:]))
+
+
+def hessian_trace(x, y):
+    """A Hessian built in the body: its trace."""
+    return np.trace(ast_ad.hessian(coupled)(x, y))
+
+
+def weighted_jacobian(x, y):
+    return np.sum(np.cos(x) * ast_ad.jacfwd(ast_ad.grad(coupled), 1)(x, y))

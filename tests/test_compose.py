@@ -521,11 +521,119 @@ def test_grad_in_the_body_needs_constant_arguments() -> None:
     assert err.value.lineno == grad_with_computed_argnums.__code__.co_firstlineno + 1
 
 
-def test_a_third_derivative_through_a_gradient_called_in_a_body_is_refused() -> None:
+def test_a_third_derivative_through_a_gradient_called_in_a_body() -> None:
+    """A gradient called in a body is a primitive whose rules are derivatives along directions
+    (``compose.Directional``), each with forward rules of its own: the Hessian of such a function is a
+    third derivative, checked against autograd's."""
+    import autograd
+    import autograd.numpy as anp
+
+    from tests import compose_nested as nested
+
+    def pot(a, b):
+        return anp.sum(anp.sin(a) * b) + anp.sum(a ** 3)
+
+    def theirs(a, b):
+        return anp.sum(autograd.grad(pot)(a, b) ** 2)
+    x, y = np.array([0.3, -0.5, 0.9]), 1.5
+    for argnums in (0, 1):
+        np.testing.assert_allclose(ast_ad.hessian(nested.force_norm, argnums)(x, y),
+                                   autograd.hessian(theirs, argnums)(x, y), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ast_ad.hessian(nested.step)(x), autograd.hessian(
+        lambda w: pot(w - 0.1 * autograd.grad(pot)(w, 2.0), 2.0))(x), rtol=1e-10, atol=1e-12)
+
+
+def _leibniz(order: int, x: float) -> float:
+    """The derivative of x^3 cos x + 2 x^2 sin x of this order, by Leibniz's rule."""
+    def power(n: int, k: int) -> float:  # d^k x^n
+        return math.perm(n, k) * x ** (n - k) if k <= n else 0.0
+
+    def trig(shift: int, k: int) -> float:  # d^k of cos (shift 0) or sin (shift 1)
+        return math.cos(x + (k - shift) * math.pi / 2)
+    return sum(math.comb(order, k) * (power(3, k) * trig(0, order - k) + 2 * power(2, k) * trig(1, order - k))
+               for k in range(order + 1))
+
+
+def test_a_gradient_in_a_body_to_the_fourth_order() -> None:
+    from tests import compose_nested as nested
+
+    x = 0.7
+    assert math.isclose(nested.scaled_slope(x), _leibniz(0, x), rel_tol=1e-13)
+    d = nested.scaled_slope
+    for order in range(1, 5):
+        d = ast_ad.grad(d)
+        assert math.isclose(d(x), _leibniz(order, x), rel_tol=1e-11), order
+
+
+def test_jacobians_and_hessians_compose() -> None:
+    """A Jacobian is a primitive whose forward rules are Jacobians again: the tensors of third and fourth
+    derivatives, against autograd's, by either mode and for tuple argnums."""
+    import autograd
+    import autograd.numpy as anp
+
+    from tests import compose_nested as nested
+
+    def theirs(a, b):
+        return anp.sum(anp.sin(a) * a) * b + anp.sum(anp.exp(a[:2] * a[1:]))
+    x, y = np.array([0.3, 0.4, 0.5]), 1.3
+    third = autograd.jacobian(autograd.hessian(theirs))(x, y)
+    assert third.shape == (3, 3, 3)
+    np.testing.assert_allclose(ast_ad.jacfwd(ast_ad.hessian(nested.coupled))(x, y), third, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(ast_ad.jacrev(ast_ad.jacrev(ast_ad.grad(nested.coupled)))(x, y), third,
+                               rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(ast_ad.jacobian(ast_ad.jacfwd(ast_ad.grad(nested.coupled)))(x, y), third,
+                               rtol=1e-12, atol=1e-14)
+    fourth = ast_ad.jacfwd(ast_ad.jacfwd(ast_ad.hessian(nested.coupled)))(x, y)
+    np.testing.assert_allclose(fourth, autograd.jacobian(autograd.jacobian(autograd.hessian(theirs)))(x, y),
+                               rtol=1e-12, atol=1e-14)
+    blocks = ast_ad.jacfwd(ast_ad.hessian(nested.coupled, (0, 1)), 1)(x, y)  # d/dy of each Hessian block
+    expected = [[autograd.jacobian(autograd.hessian(theirs, i), 1), autograd.jacobian(
+        autograd.jacobian(autograd.grad(theirs, i), j), 1)] for i in (0, 1) for j in (1 - i,)]
+    np.testing.assert_allclose(blocks[0][0], expected[0][0](x, y), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(blocks[1][0], expected[1][1](x, y), rtol=1e-12, atol=1e-14)
+    u = np.array([0.2, -1.0, 0.7])
+    _, dot = ast_ad.jvp(ast_ad.hessian(nested.coupled), (x, y), (u, None))
+    np.testing.assert_allclose(dot, third @ u, rtol=1e-12, atol=1e-14)
+    assert "hessian_coupled_jvp(x_dot, out, x, y)" in ast_ad.source(ast_ad.jacfwd(ast_ad.hessian(nested.coupled)),
+                                                                      x, y)
+    # hvp(f) is composable as well: its code is the gradient's forward-mode code, v one more argument
+    hvp = ast_ad.hvp(nested.coupled)
+    np.testing.assert_allclose(ast_ad.jacfwd(hvp)(x, y, u), third @ u, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(ast_ad.jacfwd(hvp, 2)(x, y, u), autograd.hessian(theirs)(x, y), rtol=1e-12)
+    np.testing.assert_allclose(ast_ad.jvp(hvp, (x, y, u), (u, None, None))[1], (third @ u) @ u, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["hessian_trace", "weighted_jacobian"])
+def test_a_jacobian_built_in_a_body_differentiates_both_ways(name) -> None:
+    """``grad`` of a function whose body builds a Hessian or Jacobian (reverse rules ``compose.JacobianVjp``),
+    against autograd, and against forward mode by the dot-product identity."""
+    import autograd
+    import autograd.numpy as anp
+
+    from tests import compose_nested as nested
+
+    def pot(a, b):
+        return anp.sum(anp.sin(a) * a) * b + anp.sum(anp.exp(a[:2] * a[1:]))
+    theirs = {"hessian_trace": lambda a, b: anp.trace(autograd.hessian(pot)(a, b)),
+              "weighted_jacobian": lambda a, b: anp.sum(anp.cos(a) * autograd.jacobian(autograd.grad(pot), 1)(a, b))
+              }[name]
+    fn = getattr(nested, name)
+    x, y = np.array([0.3, 0.4, 0.5]), 1.3
+    gx, gy = ast_ad.grad(fn, (0, 1))(x, y)
+    np.testing.assert_allclose(gx, autograd.grad(theirs, 0)(x, y), rtol=1e-11, atol=1e-13)
+    assert math.isclose(gy, autograd.grad(theirs, 1)(x, y), rel_tol=1e-11)
+    u, w = np.array([0.2, -1.0, 0.7]), -0.4
+    _, dot = ast_ad.jvp(fn, (x, y), (u, w))
+    assert math.isclose(float(dot), float(gx @ u + gy * w), rel_tol=1e-11)
+
+
+def test_a_third_derivative_through_jvp_called_in_a_body_is_refused() -> None:
+    """The second derivative works (``test_jvp_in_the_body_differentiates_in_both_modes``); the rules of the
+    ``jvp`` primitive call ast_ad at run time and have no forward rules themselves."""
     from tests import compose_nested as nested
 
     with pytest.raises(MissingRuleError, match="derivative of a derivative is not supported"):
-        ast_ad.hessian(nested.force_norm)(np.array([0.3, -0.5]), 1.5)
+        ast_ad.grad(ast_ad.grad(nested.cube_slope))(2.0)
 
 
 def test_forward_over_reverse_of_an_element_loop_needs_no_alias_checks() -> None:
