@@ -136,41 +136,127 @@ class JvpOf:
         return jvp_code(lowered, active).fn, active
 
     def ast_ad_rule(self) -> Any:
-        """Reverse: the adjoints of the primals' and the tangents' tuples; forward: the tangent of
-        ``(out, out_dot)`` along the primals' or the tangents' tangents."""
+        """Reverse: the adjoints of the primals' and the tangents' tuples (``JvpCotangent``); forward: the
+        tangent of ``(out, out_dot)`` along the primals' or the tangents' tangents (``JvpTangent``)."""
         from ast_ad import registry
 
         if self._rule is None:
-            self._rule = registry.Rule(self, (self._primals_vjp, self._tangents_vjp), origin="ast_ad.compose",
-                                       jvps=(self._primals_jvp, self._tangents_jvp))
+            self._rule = registry.Rule(self, (JvpCotangent(self, 0, ()), JvpCotangent(self, 1, ())),
+                                       origin="ast_ad.compose", jvps=(JvpTangent(self, (0,)), JvpTangent(self, (1,))))
         return self._rule
 
-    def _adjoints(self, g: Any, ans: Any, primals: tuple[Any, ...],
-                  tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+    def fixed(self, primals: tuple[Any, ...], tangents: tuple[Any, ...], path: tuple[int, ...],
+              moves: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...], tuple[Any, ...]]:
+        """The forward-mode code at these tuples with the moves along ``path`` fixed (``Fixed``: a derivative
+        of it), its flat arguments ``(*primals, *active tangents)``, and which tangents are active. A move
+        of slot 0 moves the primals; of slot 1, the tangents."""
         code, active = self.code(primals, tangents)
-        given = (*primals, *(tangents[k] for k in active))
-        _, vjp_fn = vjp(code, *given)
-        bars = vjp_fn(tuple(_zero_if_none(b, like) for b, like in zip(g, ans, strict=True)))
-        primal_bars = tuple(_zero_if_none(b, p) for b, p in zip(bars[:len(primals)], primals, strict=True))
-        tangent_bars: list[Any] = [None if t is None else 0.0 * as_array(t) for t in tangents]
-        for k, bar in zip(active, bars[len(primals):], strict=True):
-            tangent_bars[k] = _zero_if_none(bar, tangents[k])
-        return primal_bars, tuple(tangent_bars)
+        fun: Any = code
+        for slot, move in zip(path, moves, strict=True):
+            if slot == 0:
+                fun = Fixed(fun, (tuple(range(len(primals))), False), tuple(move))
+            else:
+                fun = Fixed(fun, (tuple(len(primals) + i for i in range(len(active))), False),
+                            tuple(move[k] for k in active))
+        return fun, (*primals, *(tangents[k] for k in active)), active
 
-    def _primals_vjp(self, g: Any, ans: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> Any:
-        return self._adjoints(g, ans, primals, tangents)[0]
 
-    def _tangents_vjp(self, g: Any, ans: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> Any:
-        return self._adjoints(g, ans, primals, tangents)[1]
+class JvpTangent:
+    """A forward rule of ``JvpOf``, and the rules of that rule: the tangent of ``(out, out_dot)`` when the
+    slots in ``path`` (0: the primals, 1: the tangents) move, called as rules are, ``(w_m, ans_m, ..., w_1,
+    ans_1, primals, tangents)``. It is forward mode over ``fun``'s forward-mode code, once per move; its own
+    forward rules are linear in each ``w``, zero in each ``ans``, and one more move in each slot."""
 
-    def _primals_jvp(self, u: Any, ans: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> Any:
-        code, active = self.code(primals, tangents)
-        return jvp(code, (*primals, *(tangents[k] for k in active)), (*u, *[None] * len(active)))[1]
+    __module__ = "ast_ad.compose"
 
-    def _tangents_jvp(self, u: Any, ans: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> Any:
-        code, active = self.code(primals, tangents)
-        return jvp(code, (*primals, *(tangents[k] for k in active)), (*[None] * len(primals),
-                                                                       *(u[k] for k in active)))[1]
+    def __init__(self, of: JvpOf, path: tuple[int, ...]):
+        from ast_ad import registry
+
+        self.of, self.path = of, path
+        self.__name__ = f"{of.__name__}_{'_'.join('pt'[s] for s in path)}_dot"
+        self._rule: Any = None
+        registry.def_sequence(self)  # a pair: its tangents add element by element
+
+    def __call__(self, *call: Any) -> Any:
+        m = len(self.path)
+        moves, (primals, tangents) = call[2 * m - 2::-2], call[2 * m:]
+        fun, given, _ = self.of.fixed(primals, tangents, self.path[:-1], moves[:-1])
+        return jvp(fun, given, _moved(self.path[-1], moves[-1], primals, tangents))[1]
+
+    def ast_ad_rule(self) -> Any:
+        from ast_ad import registry
+
+        if self._rule is None:
+            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * len(self.path) + \
+                (JvpTangent(self.of, (*self.path, 0)), JvpTangent(self.of, (*self.path, 1)))
+            self._rule = registry.Rule(self, (), origin="ast_ad.compose", jvps=jvps)
+        return self._rule
+
+
+def _moved(slot: int, move: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The tangents of the flat arguments ``(*primals, *active tangents)`` when ``slot`` moves by ``move``."""
+    active = [k for k, t in enumerate(tangents) if t is not None]
+    if slot == 0:
+        return (*move, *[None] * len(active))
+    return (*[None] * len(primals), *(move[k] for k in active))
+
+
+class JvpCotangent:
+    """A reverse rule of ``JvpOf`` (the adjoints of slot ``wrt``: 0, the primals; 1, the tangents), and the
+    forward rules of that rule: ``(w_m, ans_m, ..., w_1, ans_1, g, ans, primals, tangents)`` gives the adjoints
+    of ``<g, D^m code[w_1, ..., w_m]>``, reverse mode over the forward-mode code of the derivative (by the
+    symmetry of mixed partial derivatives, the tangent of an adjoint is the adjoint of the tangent). Linear in
+    ``g`` and each ``w``, zero in each ``ans``, one more move in each slot."""
+
+    __module__ = "ast_ad.compose"
+
+    def __init__(self, of: JvpOf, wrt: int, path: tuple[int, ...]):
+        from ast_ad import registry
+
+        self.of, self.wrt, self.path = of, wrt, path
+        self.__name__ = f"{of.__name__}_{'pt'[wrt]}_vjp" + "".join(f"_{'pt'[s]}_dot" for s in path)
+        self._rule: Any = None
+        registry.def_sequence(self)  # a tuple of adjoints
+
+    def __call__(self, *call: Any) -> Any:
+        m = len(self.path)
+        moves, g, (primals, tangents) = call[2 * m - 2::-2] if m else (), call[2 * m], call[2 * m + 2:]
+        fun, given, active = self.of.fixed(primals, tangents, self.path, moves)
+        lowered = lower(fun, given)
+        out, vjp_fn = vjp(lowered.fn, *lowered.args)
+        bars = vjp_fn(_seeded(out, g, m))
+        flat = [bars[lowered.positions[j]] for j in range(len(given))]
+        if self.wrt == 0:
+            return tuple(_zero_if_none(b, p) for b, p in zip(flat[:len(primals)], primals, strict=True))
+        adjoints: list[Any] = [None if t is None else 0.0 * as_array(t) for t in tangents]
+        for k, bar in zip(active, flat[len(primals):], strict=True):
+            adjoints[k] = _zero_if_none(bar, tangents[k])
+        return tuple(adjoints)
+
+    def ast_ad_rule(self) -> Any:
+        from ast_ad import registry
+
+        if self._rule is None:
+            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * (len(self.path) + 1) + \
+                (JvpCotangent(self.of, self.wrt, (*self.path, 0)), JvpCotangent(self.of, self.wrt, (*self.path, 1)))
+            self._rule = registry.Rule(self, (), origin="ast_ad.compose", jvps=jvps)
+        return self._rule
+
+
+def _seeded(out: Any, g: Any, depth: int) -> Any:
+    """The adjoint of the raw result ``out`` of forward-mode code ``depth`` levels deep: ``g`` (its parts that
+    are ``None``, zero) in the tangent of the tangent ..., zeros elsewhere."""
+    if depth == 0:
+        return tuple(_zero_if_none(b, like) for b, like in zip(g, out, strict=True))
+    return (_zeros(out[0]), _seeded(out[1], g, depth - 1))
+
+
+def _zeros(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, tuple):
+        return tuple(_zeros(v) for v in value)
+    return 0.0 * as_array(value) if np.ndim(value) else 0.0
 
 
 _JVPS: dict[Any, JvpOf] = {}

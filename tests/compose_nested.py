@@ -68,6 +68,11 @@ def scaled_slope(x):
     return ast_ad.grad(wavy)(x) * x
 
 
+def scaled_slope_forward(x):
+    """The same function by forward mode in the body, the tangent itself moving: wavy'(x) * x."""
+    return ast_ad.jvp(wavy, (x,), (x,))[1]
+
+
 def coupled(x, y):
     return np.sum(np.sin(x) * x) * y + np.sum(np.exp(x[:2] * x[1:]))
 
