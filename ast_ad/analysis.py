@@ -22,7 +22,6 @@ from collections.abc import Callable
 from typing import Any, TypeGuard, TypeVar
 
 import gast
-import numpy as np
 
 from ast_ad import ir, registry, runtime, syntax
 from ast_ad.errors import LocatedError
@@ -31,7 +30,6 @@ from ast_ad.records import field, record
 
 SCALAR = -1
 CONTAINER = -2  # a tuple, list or dict argument: its adjoint has the same structure
-FULL_REDUCTIONS = {np.sum, np.mean, float}  # called on one argument alone, these give a scalar
 
 E = TypeVar("E", bound=LocatedError)
 
@@ -120,7 +118,7 @@ def _labels(stmt: ir.Stmt, classes: dict[str, int | None], fresh: dict[int, int]
     if isinstance(value, ir.Call) and not value.kwargs:
         rule = registry.lookup(value.fn.obj)
         if getattr(value.fn.obj, "__module__", None) == "math" or \
-                (value.fn.obj in FULL_REDUCTIONS and len(value.args) == 1):
+                (registry.is_full_reduction(value.fn.obj) and len(value.args) == 1):
             return [(stmt.target, SCALAR)]
         if rule is not None and rule.elementwise:
             operands = {shape_class(a, classes) for a in value.args} - {SCALAR}

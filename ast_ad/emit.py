@@ -28,7 +28,8 @@ from ast_ad.forward import Tangent
 from ast_ad.kinds import labelled
 from ast_ad.naming import Namer, identifier
 from ast_ad.records import record
-from ast_ad.reverse import Adjoint, CalleeRef, released
+from ast_ad.release import released
+from ast_ad.reverse import Adjoint, CalleeRef
 
 MODULE_NAMES = {"numpy": "np", "math": "math", "operator": "operator"}
 SPELLED_THROUGH = ("numpy", "numpy.linalg", "numpy.fft", "math", "operator")

@@ -46,7 +46,8 @@ from ast_ad.inline import bindable, inline
 from ast_ad.kinds import kinds_of
 from ast_ad.naming import Namer
 from ast_ad.records import field, record
-from ast_ad.reverse import CalleeRef, released
+from ast_ad.release import released
+from ast_ad.reverse import CalleeRef
 from ast_ad.syntax import RefTable
 
 

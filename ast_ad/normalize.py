@@ -18,6 +18,10 @@ After (as ``ast_ad.source(f, stage="normalized")`` prints it)::
 Each statement applies one primitive to atoms. Names are resolved here, against
 the function's real closure, globals and builtins, so ``np.sin``, ``numpy.sin``,
 ``from numpy import sin`` and ``xp.sin`` all become the same ``Ref``.
+
+Two jobs have modules of their own, base classes of the ``Lowerer``: ``aliasing`` (which names may
+reach the same object, and the checks before one changes) and ``nested`` (functions the user's code
+defines or names, inlined where they are called; ``ast_ad.grad`` and friends written in the body).
 """
 
 from __future__ import annotations
@@ -33,9 +37,11 @@ import gast
 import numpy as np
 
 from ast_ad import ir, registry, runtime, syntax
+from ast_ad.aliasing import _var
 from ast_ad.check import COMPLEX_HINT, refuse
 from ast_ad.errors import LocatedError
 from ast_ad.naming import Namer, identifier
+from ast_ad.nested import Nesting, _load, _locate_all, _rename_all
 from ast_ad.parse import Source
 from ast_ad.structure import structure
 
@@ -60,11 +66,6 @@ COMPLEX_MAKERS = {complex, np.complex128, np.complex64, np.clongdouble, np.linal
 COMPLEX_MODULES = {"cmath", "numpy.fft", "numpy.lib.scimath", "scipy.fft", "scipy.fftpack"}
 
 MAX_NAME = 16
-# Functions whose result may share memory with their first argument.
-VIEWS = {operator.getitem, np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.swapaxes,
-         np.moveaxis, np.broadcast_to, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.diagonal, np.real,
-         np.asarray, runtime.astype}
-
 
 def normalize(source: Source) -> ir.Function:
     """Lower ``source`` (already checked) to an :class:`ir.Function`."""
@@ -102,20 +103,7 @@ def param_writes(fn: Any) -> frozenset[str]:
     return _WRITES[key]
 
 
-_NOT_LITERAL = object()
-
-
-def _literal(node: gast.expr) -> Any:
-    """The value of a constant (or a tuple of them) written in the source, else ``_NOT_LITERAL``."""
-    if isinstance(node, gast.Constant):
-        return node.value
-    if isinstance(node, gast.Tuple):
-        parts = [_literal(e) for e in node.elts]
-        return _NOT_LITERAL if any(p is _NOT_LITERAL for p in parts) else tuple(parts)
-    return _NOT_LITERAL
-
-
-class Lowerer:
+class Lowerer(Nesting):
     """Walks the gast tree once, appending one IR statement per primitive application."""
 
     def __init__(self, source: Source):
@@ -378,60 +366,6 @@ class Lowerer:
     def stmt_Pass(self, node: gast.Pass) -> None:
         pass
 
-    def guard_in_place(self, target: gast.expr, container: bool = False) -> None:
-        """Before ``x += y`` or ``x[i] = v``: if another variable may share ``x``'s memory, check it at run time.
-
-        Python changes the shared array in place; ast_ad computes a new array. Where sharing is possible
-        (``y = x``, ``y = x[1:]``, ``y = x.T``...), the generated code checks and refuses rather than differ.
-        """
-        base = target.value if isinstance(target, gast.Subscript) else target
-        if isinstance(base, gast.Name) and isinstance(self.env.get(base.id), ir.Var):
-            self.guard_object(self.local(base.id), base.id, container)
-
-    def guard_object(self, atom: ir.Var, owner: str, container: bool = False) -> None:
-        """Check at run time that no live variable but ``owner`` reaches the object ``atom``, about to change.
-
-        A parameter it may reach is recorded in ``writes``: Python's caller would see the change too.
-        ``container``: the change is to a list itself (``append``, ``pop``), which leaves the objects in it
-        as they were, so what they share with other names does not matter.
-        """
-        related = self.reaching(atom.name, container)
-        self.writes |= {self.params[name] for name in related if name in self.params}
-        others = [other for name, other in self.env.items() if name != owner and isinstance(other, ir.Var)
-                  and other.name in related]
-        if not others:
-            return
-        where = f"{self.source.filename}:{self.line.lineno}"
-        call = ir.Call(ir.Ref(runtime.check_in_place, "check_in_place"),
-                       (atom, self.bind(ir.Pack(tuple(dict.fromkeys(others))), "others"), ir.Const(where)))
-        self.bind(call, "checked")
-
-    def contain(self, container: str, item: str) -> None:
-        """Record that the list or tuple ``container`` holds the object ``item`` (``xs.append(item)``)."""
-        self.holds.setdefault(container, set()).add(item)
-        self.held_by.setdefault(item, set()).add(container)
-
-    def reaching(self, name: str, container: bool) -> set[str]:
-        """The IR names that may reach the object ``name`` holds: those sharing its memory, the lists and tuples
-        holding it (or holding them); unless only a list changes (``container``: its items stay as they are),
-        also the objects it holds, and theirs."""
-        found, stack = {name}, [name]
-        while stack:
-            current = stack.pop()
-            near = self.shares.get(current, set()) | self.held_by.get(current, set())
-            if not container:
-                near = near | self.holds.get(current, set())
-            for other in near - found:
-                found.add(other)
-                stack.append(other)
-        return found
-
-    def share(self, a: str, b: str) -> None:
-        """Record that IR names ``a`` and ``b`` may refer to the same memory."""
-        group = self.shares.get(a, set()) | self.shares.get(b, set()) | {a, b}
-        for name in group:
-            self.shares[name] = group - {name}
-
     def assign(self, target: gast.expr, value: gast.expr) -> None:
         if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and value.func.attr == "pop" \
                 and not value.args and not value.keywords and self.is_local(value.func.value):
@@ -490,71 +424,6 @@ class Lowerer:
                 self.env[t.id] = ir.Var(name)
             else:
                 self.bind_target(t, ir.Var(name))
-
-    def snapshot(self, atom: ir.Atom, user_name: str) -> ir.Atom:
-        """``atom`` for a new binding of ``user_name``: a mutable name's current value is copied, since it changes."""
-        if isinstance(atom, ir.Var) and (atom.name in self.mutable or self.owner.get(atom.name) in self.changing):
-            copied = self.bind(atom, user_name, user=True)
-            self.share(copied.name, atom.name)
-            return copied
-        return atom
-
-    def frozen_partial(self, value: gast.Call) -> tuple[gast.expr, list[gast.expr], list[gast.keyword]]:
-        """``functools.partial(f, a, k=b)``: ``a`` and ``b`` evaluated now, as Python does, under names of their own."""
-        def frozen(node: gast.expr) -> gast.expr:
-            if self.is_function(node):
-                return node
-            key = self.hidden("partial")
-            self.env[key] = self.hold(self.expr(node))
-            return gast.copy_location(_load(key), node)
-        func, *args = value.args
-        return func, [frozen(a) for a in args], [gast.keyword(arg=kw.arg, value=frozen(kw.value))
-                                                 for kw in value.keywords]
-
-    def hidden(self, base: str) -> str:
-        """A new name for a value ast_ad holds in ``env`` itself: not an identifier, so it meets no user's name."""
-        self.serial += 1
-        return f"§{base}{self.serial}"
-
-    def hold(self, atom: ir.Atom) -> ir.Atom:
-        """``atom``, or a copy of it if it is a mutable name that a later binding may overwrite."""
-        if isinstance(atom, ir.Var) and atom.name in self.mutable:
-            held = self.bind(atom, atom.name)
-            self.share(held.name, atom.name)
-            return held
-        return atom
-
-    def copy(self, name: str, atom: ir.Atom) -> None:
-        """``name = atom``, unless the value was already computed into ``name``."""
-        if atom != ir.Var(name):
-            self.body.append(ir.Assign(name, atom, self.line))
-            if isinstance(atom, ir.Var):
-                self.share(name, atom.name)
-        self.note_views(ir.Var(name))
-
-    def note_views(self, atom: ir.Atom) -> None:
-        """If the statement that made ``atom`` returns a view (``x[1:]``, ``x.T``, ``np.reshape``...), record it."""
-        if not isinstance(atom, ir.Var) or not self.body:
-            return
-        last = self.body[-1]
-        if not isinstance(last, ir.Assign) or last.target != atom.name:
-            return
-        if isinstance(last.value, ir.Call) and last.value.fn.obj in VIEWS and last.value.args \
-                and isinstance(last.value.args[0], ir.Var):
-            self.share(atom.name, last.value.args[0].name)
-        elif isinstance(last.value, ir.Pack):  # a container holds its elements themselves
-            for elt in last.value.elts:
-                if isinstance(elt, ir.Var):
-                    self.contain(atom.name, elt.name)
-
-    def local(self, name: str) -> ir.Var:
-        """The IR name a local variable is bound to now."""
-        return _var(self.env[name])
-
-    def is_mutable(self, user_name: str) -> bool:
-        """Whether ``user_name`` holds its own mutable name (not a copy of another variable's)."""
-        atom = self.env.get(user_name)
-        return isinstance(atom, ir.Var) and atom.name in self.mutable and self.owner.get(atom.name) == user_name
 
     def prepare(self, node: gast.stmt) -> None:
         """Give each user variable that ``node`` assigns one mutable name, bound before ``node`` runs."""
@@ -935,52 +804,6 @@ class Lowerer:
             self.instances[result.name] = fn.obj  # an object of the user's class: its methods are known
         return result
 
-    def transformation(self, node: gast.Call) -> ir.Ref | None:
-        """``ast_ad.grad(f, argnums)`` (or ``jacfwd``, ``jacrev``, ``jacobian``, ``hessian``) written in the body:
-        made now (it only builds an object), so that the call of what it makes is a call of a known primitive
-        (its rules: ``api.Gradient.ast_ad_rule``, ``compose.Jacobian.ast_ad_rule``)."""
-        from ast_ad import api, compose
-
-        maker = self.static(node.func)
-        if maker not in (api.grad, compose.jacfwd, compose.jacrev, compose.jacobian, compose.hessian) \
-                or not node.args:
-            return None
-        target = node.args[0]
-        inner = self.transformation(target) if isinstance(target, gast.Call) else None  # hessian(grad(f))
-        fn = inner.obj if inner is not None else self.static(target)
-        if fn is None:
-            return None
-        called = f"ast_ad.{maker.__name__}"
-        values = [_literal(arg) for arg in node.args[1:]] + [_literal(kw.value) for kw in node.keywords]
-        if any(v is _NOT_LITERAL for v in values):
-            raise refuse(node, f"{called} inside a differentiated function needs a module-level function and "
-                               "constant argnums", self.locate)
-        made = maker(fn, *values[:len(node.args) - 1],
-                     **{kw.arg: v for kw, v in zip(node.keywords, values[len(node.args) - 1:], strict=True)})
-        source = inner or self.expr(target)  # recorded: redefining ``f`` transforms again
-        if not isinstance(source, ir.Ref):
-            raise refuse(node, f"{called} inside a differentiated function needs a module-level function",
-                         self.locate)
-        return ir.Ref(made, f"{maker.__name__}_{getattr(fn, '__name__', 'f')}", source.origin, source.root)
-
-    def forward_mode(self, node: gast.Call) -> ir.Ref | None:
-        """``ast_ad.jvp(f, primals, tangents)`` written in the body, ``f`` a module-level function: a call of
-        the primitive ``compose.JvpOf(f)`` on the two tuples (its rules transform ``f``'s forward-mode code)."""
-        from ast_ad import compose
-
-        if self.static(node.func) is not compose.jvp:
-            return None
-        fn = self.static(node.args[0]) if node.args else None
-        if fn is None or len(node.args) != 3 or node.keywords \
-                or not all(isinstance(arg, (gast.Tuple, gast.List, gast.Name)) for arg in node.args[1:]):
-            raise refuse(node, "ast_ad.jvp inside a differentiated function needs a module-level function and "
-                               "the primals and tangents as two tuples: ast_ad.jvp(f, (x,), (v,))", self.locate)
-        source = self.expr(node.args[0])  # recorded: redefining ``f`` transforms again
-        if not isinstance(source, ir.Ref):
-            raise refuse(node, "ast_ad.jvp inside a differentiated function needs a module-level function",
-                         self.locate)
-        return ir.Ref(compose.jvp_of(fn), f"jvp_{getattr(fn, '__name__', 'f')}", source.origin, source.root)
-
     def static(self, node: gast.expr) -> Any:
         """The object a name or a dotted path of modules names (``functools.partial``), or ``None``."""
         if isinstance(node, gast.Name) and node.id not in self.env and node.id not in self.locals \
@@ -1005,93 +828,6 @@ class Lowerer:
             return None
         method = inspect.getattr_static(cls, attr, None)
         return method if inspect.isfunction(method) else None
-
-    def is_function(self, node: gast.expr) -> bool:
-        """Whether ``node`` is a function value ast_ad can inline: a lambda, a def of this function, or a
-        plain function of the same module without a rule (passed on by name: ``integrate(x, force)``)."""
-        return isinstance(node, gast.Lambda) or (isinstance(node, gast.Name) and node.id in self.local_functions
-                                                 and node.id not in self.env) or self.module_function(node) is not None
-
-    def module_function(self, node: gast.expr) -> gast.Lambda | None:
-        """For the name of a function of this module without a rule, a lambda that calls it by that name."""
-        if not isinstance(node, gast.Name) or node.id in self.env or node.id in self.locals \
-                or node.id in self.local_functions:
-            return None
-        fn = self.static(node)
-        if not inspect.isfunction(fn) or fn.__globals__ is not self.fn.__globals__ or registry.lookup(fn) is not None:
-            return None
-        params = list(inspect.signature(fn).parameters.values())
-        if any(p.kind is not p.POSITIONAL_OR_KEYWORD or p.default is not p.empty for p in params):
-            return None
-        names = [gast.Name(id=f"arg_{k}", ctx=gast.Param(), annotation=None, type_comment=None)
-                 for k in range(len(params))]
-        call = gast.Call(func=gast.Name(id=node.id, ctx=gast.Load(), annotation=None, type_comment=None),
-                         args=[gast.Name(id=n.id, ctx=gast.Load(), annotation=None, type_comment=None) for n in names],
-                         keywords=[])
-        arguments = gast.arguments(args=names, posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
-                                   kwarg=None, defaults=[])
-        return gast.copy_location(gast.Lambda(args=arguments, body=gast.copy_location(call, node)), node)
-
-    def mapped(self, node: gast.Call) -> gast.expr:
-        """``map(f, xs, ys)`` is ``[f(x, y) for x, y in zip(xs, ys)]``: a list, since everything consumes it once."""
-        items = [gast.Name(id=f"item_{k}", ctx=gast.Store(), annotation=None, type_comment=None)
-                 for k in range(len(node.args) - 1)]
-        target = items[0] if len(items) == 1 else gast.Tuple(elts=items, ctx=gast.Store())
-        if len(items) > 1 and "zip" in self.locals:
-            raise refuse(node, "map over several sequences is lowered with zip, which this function rebinds: "
-                               "rename the local variable zip", self.locate)
-        iterable = node.args[1] if len(items) == 1 else gast.Call(func=_load("zip"), args=node.args[1:], keywords=[])
-        elt = gast.Call(func=node.args[0], args=[_load(item.id) for item in items], keywords=[])
-        comp = gast.ListComp(elt=elt, generators=[gast.comprehension(target=target, iter=iterable, ifs=[],
-                                                                     is_async=0)])
-        return _locate_all(comp, node)
-
-    def sorted_call(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
-        """``sorted(xs, key=f, reverse=r)``: the keys are computed (``f`` inlined), then the items ordered by them."""
-        options = {kw.arg: kw.value for kw in node.keywords}
-        items = self.hold(self.expr(node.args[0]))
-        if "key" in options and not self.is_function(options["key"]):
-            raise refuse(node, "sorted(..., key=...) is supported with a lambda or a function defined here",
-                         self.locate)
-        held = self.hidden("sorted")
-        self.env[held] = items
-        try:
-            keys = self.expr(self.mapped(gast.copy_location(
-                gast.Call(func=_load("map"), args=[options["key"], _load(held)], keywords=[]), node))) \
-                if "key" in options else items
-        finally:
-            del self.env[held]
-        reverse = self.expr(options["reverse"]) if "reverse" in options else ir.Const(False)
-        result = self.bind(ir.Call(ir.Ref(runtime.sorted_by, "sorted_by"), (items, keys, reverse)),
-                           name or "ordered", user)
-        self.kinds[result.name] = "list"
-        return result
-
-    def helper_tree(self, node: gast.Call, fn: Any) -> gast.FunctionDef:
-        """The tree of a module function called with a function argument (``apply(lambda z: ..., x)``).
-
-        It is inlined here, so the function it receives is inlined in turn; its lines are moved to
-        stand where they are in its file.
-        """
-        if fn.__globals__ is not self.fn.__globals__ or fn.__closure__:
-            raise refuse(node, f"a function passed to {fn.__name__} is supported only where {fn.__name__} is a "
-                               "closure-free function of the same module: define it there, or pass values",
-                         self.locate)
-        from ast_ad.parse import parse
-        source = parse(fn)
-        tree = syntax.clone(source.tree)
-        shift = source.line_offset - self.source.line_offset
-        for n in syntax.walk(tree):
-            for attr in ("lineno", "end_lineno"):
-                if getattr(n, attr, None) is not None:
-                    setattr(n, attr, getattr(n, attr) + shift)
-        return tree
-
-    def call_partial(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
-        """``g(x)`` where ``g = functools.partial(f, a)``: ``f(a, x)``, with ``a`` as it was when ``g`` was made."""
-        func, args, keywords = self.partials[node.func.id]
-        call = gast.Call(func=func, args=[*args, *node.args], keywords=[*keywords, *node.keywords])
-        return self.expr(gast.copy_location(call, node), name, user)
 
     def write_out(self, node: gast.Call, out: gast.keyword, name: str | None, user: bool) -> ir.Atom:
         """``f(x, out=y)`` writes ``f(x)`` into ``y`` and returns ``y``: it is ``y[...] = f(x)``."""
@@ -1124,61 +860,6 @@ class Lowerer:
                 message = ir.Const(f"{where}: {fn.hint} changes its argument {param!r} in place (Python's caller "
                                    "would see the change); return the new value instead, or pass a copy")
                 self.bind(ir.Call(ir.Ref(runtime.check_kept, "check_kept"), (atom, message)), "checked")
-
-    def inline(self, fn: gast.FunctionDef | gast.Lambda, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
-        """A call to a function defined inside this one: its body, lowered in place with its own names."""
-        label = getattr(fn, "name", "lambda")
-        if label in self.inlining or len(self.inlining) > 20:
-            raise refuse(node, f"the nested function {label} calls itself: define it at module level to "
-                               "recurse", self.locate)
-        body = [gast.Return(value=fn.body)] if isinstance(fn, gast.Lambda) else list(fn.body)
-        params = [a.id for a in fn.args.posonlyargs + fn.args.args]
-        if fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs or len(node.args) > len(params) \
-                or any(kw.arg not in params for kw in node.keywords):
-            raise refuse(node, f"this call does not fit {label}'s parameters (ast_ad inlines nested functions "
-                               "with plain positional and keyword parameters)", self.locate)
-        passed = dict(zip(params, node.args, strict=False))
-        passed.update((kw.arg, kw.value) for kw in node.keywords)
-        functions = {p: self.module_function(v) or (self.local_functions[v.id] if isinstance(v, gast.Name) else v)
-                     for p, v in passed.items() if self.is_function(v)}
-        values = {p: self.expr(v) for p, v in passed.items() if p not in functions}
-        defaults = dict(zip(params[len(params) - len(fn.args.defaults):], fn.args.defaults, strict=True))
-        for p in params:
-            if p not in values and p not in functions:
-                if p not in defaults:
-                    raise refuse(node, f"missing argument {p!r} in the call to {label}", self.locate)
-                values[p] = self.expr(defaults[p])
-        inner_locals = {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name)
-                        and isinstance(n.ctx, gast.Store)} | set(params)
-        renames = {v: self.namer.fresh(f"{label}_{v}" if label != "lambda" else v) for v in sorted(inner_locals)}
-        body = [_rename_all(syntax.clone(s), renames) for s in body]
-        saved_env, saved_locals = dict(self.env), set(self.locals)
-        self.inlining.append(label)
-        try:
-            for v in inner_locals:
-                self.env.pop(renames[v], None)
-            self.locals |= set(renames.values())
-            for p in params:
-                if p in functions:
-                    self.local_functions[renames[p]] = functions[p]
-                else:
-                    self.env[renames[p]] = values[p]
-            body = structure(body, Namer(reserved=self.locals))
-            self.locals |= {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name)
-                            and isinstance(n.ctx, gast.Store)}
-            for stmt in body[:-1]:
-                self.line = self.line_of(stmt)
-                self.stmt(stmt)
-            last = body[-1] if body else None
-            if not isinstance(last, gast.Return) or last.value is None:
-                raise refuse(last or node, f"{label} must end with `return <value>` to be differentiated",
-                             self.locate)
-            return self.expr(last.value, name, user)
-        finally:
-            self.inlining.pop()
-            self.env, self.locals = saved_env, saved_locals
-            for p in functions:
-                self.local_functions.pop(renames[p], None)
 
     def method(self, node: gast.Call, receiver: ir.Atom, name: str | None, user: bool) -> ir.Atom:
         """``x.sum(axis=0)`` on an array value is ``np.sum(x, axis=0)``."""
@@ -1404,24 +1085,6 @@ def _atom_name(atom: ir.Atom) -> str:
     return atom.name if isinstance(atom, ir.Var) else identifier(getattr(atom, "hint", "seq"))
 
 
-def _load(name: str) -> gast.Name:
-    return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
-
-
-def _rename_all(node: gast.AST, renames: dict[str, str]) -> gast.AST:
-    for n in syntax.walk(node):
-        if isinstance(n, gast.Name) and n.id in renames:
-            n.id = renames[n.id]
-    return node
-
-
-def _locate_all(node: gast.AST, like: gast.AST) -> gast.AST:
-    for n in syntax.walk(node):
-        if getattr(n, "lineno", None) is None and "lineno" in getattr(n, "_attributes", ()):
-            gast.copy_location(n, like)
-    return node
-
-
 def _rename_loads(node: gast.AST, rename: Any) -> gast.AST:
     class Renamer(gast.NodeTransformer):  # type: ignore[misc]  # gast has no types
         def visit_Name(self, name: gast.Name) -> gast.AST:
@@ -1444,13 +1107,6 @@ def _bound_names(tree: gast.FunctionDef) -> set[str]:
                 and isinstance(_root(node), gast.Name):
             names.add(_root(node).id)
     return names
-
-
-def _var(atom: ir.Expr) -> ir.Var:
-    """``atom``, which the caller knows to be a name (a list appended to, a local rebound)."""
-    if not isinstance(atom, ir.Var):
-        raise TypeError(f"expected a name, got {atom!r}")
-    return atom
 
 
 def _constant(atom: ir.Expr | None) -> Any:

@@ -141,7 +141,8 @@ def def_nondiff(*fns: Any) -> None:
 
 # Facts about primitives that the engine reads, beside their rules: fact -> {function: value}.
 _FACTS: dict[str, dict[Any, Any]] = {"in_place": {}, "sequence": {}, "same_kind": {}, "effect": {},
-                                     "linear": {}, "reduction": {}, "method": {}, "ranked": {}, "summed": {}}
+                                     "linear": {}, "reduction": {}, "method": {}, "ranked": {}, "summed": {},
+                                     "view": {}, "full_reduction": {}}
 
 
 def _fact(fact: str, fn: Any) -> Any:
@@ -264,6 +265,32 @@ def def_sequence(*fns: Any) -> None:
 
 def returns_sequence(fn: Any) -> bool:
     return bool(_fact("sequence", fn))
+
+
+def def_view(*fns: Any) -> None:
+    """Declare functions whose result may share memory with their first argument (``x[1:]``, ``x.T``,
+    ``np.reshape``): a write through one is seen through the other, so ast_ad guards such writes."""
+    _note("view", *fns)
+    _FACTS["view"].update(dict.fromkeys(fns, True))
+
+
+def returns_view(fn: Any) -> bool:
+    return bool(_fact("view", fn))
+
+
+def def_full_reduction(*fns: Any) -> None:
+    """Declare functions that give one number when called with one argument alone (``np.sum(x)``)."""
+    _note("full_reduction", *fns)
+    _FACTS["full_reduction"].update(dict.fromkeys(fns, True))
+
+
+def is_full_reduction(fn: Any) -> bool:
+    return bool(_fact("full_reduction", fn))
+
+
+def with_fact(fact: str) -> list[Any]:
+    """Every function declared with ``fact`` (``"view"``, ``"full_reduction"``, ``"sequence"``...), for the tests."""
+    return list(_FACTS[fact])
 
 
 def def_same_kind(*fns: Any) -> None:

@@ -12,18 +12,21 @@ also *useful* (the output depends on them) get adjoints. The first
 contribution to an adjoint assigns it; later ones add to it, with a new value,
 so no array the caller owns is ever written. Calls to the user's own functions
 become calls to their generated ``_fwd``/``_bwd`` pair.
+
+This module holds the adjoint rules: one backward block per statement. What the forward pass saves
+for them and how it comes back is ``saving``'s (the base class of ``Reverser``); checkpointed loops are
+``checkpointing``'s; ``del`` statements after last reads are ``release``'s.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import gast
-import numpy as np
 
-from ast_ad import ir, registry, revolve, runtime, syntax
+from ast_ad import ir, registry, runtime, syntax
 from ast_ad.analysis import (
     CONTAINER,
     SCALAR,
@@ -34,25 +37,25 @@ from ast_ad.analysis import (
     atom_active,
     bind_call,
     call_labels,
-    checkpoint_state,
     first_definitions,
     in_place_writes,
     inputs_of,
     is_user_function,
     local_names,
     loop_bound,
-    reads_of,
     shape_class,
     shape_classes,
     structured_names,
     usefulness,
 )
 from ast_ad.batching import batch_products
+from ast_ad.checkpointing import Checkpointed, Checkpointing
 from ast_ad.errors import LocatedError, MissingRuleError
 from ast_ad.inline import bindable, inline
 from ast_ad.kinds import kinds_of
 from ast_ad.naming import Namer
 from ast_ad.records import field, record
+from ast_ad.saving import ANS, RESTORE, UNAPPEND, placeholder, placeholder_of
 from ast_ad.syntax import RefTable
 
 
@@ -100,19 +103,6 @@ class Adjoint:
 Derive = Callable[[Any, tuple[int, ...], tuple[int, ...], bool, int | None], Adjoint]
 
 
-@record(frozen=False)
-class Checkpointed:
-    """A loop whose backward pass computes steps again from snapshots (``ast_ad.revolve``)."""
-
-    state: tuple[str, ...]  # the loop-carried names each snapshot keeps
-    sweep: str  # the names, in generated code, of the forward pass's segments,
-    reversal: str  # of the backward pass's actions,
-    stack: str  # and of the stack of snapshots
-    tape_loop: gast.For | None = None  # the backward pass's taped and untaped steps, filled in when the
-    advance_loop: gast.For | None = None  # forward pass is built (``stand_in``)
-    reverse_loop: gast.For | None = None  # the backward pass of one step: its restores, as in straight-line code
-
-
 def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
             shell: Adjoint | None = None, in_place: bool = True, checkpoints: int | None = None) -> Adjoint:
     """Build the adjoint of ``function`` with respect to the parameters at ``argnums``.
@@ -131,23 +121,7 @@ def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, 
     return Reverser(function, argnums, shapes, derive, in_place, checkpoints).run(shell)
 
 
-# ---- saving and restoring overwritten values ------------------------------------------------------------
-RESTORE = "§restore"
-ANS = "§ans"  # stands for the new value of a name its own statement also reads
-UNAPPEND = "§unappend"
-
-
-def _placeholder(kind: str, name: str, key: int) -> gast.Expr:
-    return gast.Expr(value=gast.Constant(value=(kind, name, key), kind=None))
-
-
-def _placeholder_of(stmt: gast.stmt) -> tuple[str, str, int] | None:
-    if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Constant) and isinstance(stmt.value.value, tuple):
-        return stmt.value.value
-    return None
-
-
-class Reverser:
+class Reverser(Checkpointing):
     def __init__(self, function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
                  in_place: bool = True, checkpoints: int | None = None):
         self.function, self.argnums, self.derive = function, argnums, derive
@@ -290,56 +264,6 @@ class Reverser:
                     self.rebound.add(saved)
                 self.calls[id(stmt)] = (callee, saved, args, [a for a in args if atom_active(a, self.active)])
 
-    def plan_recomputed(self) -> None:
-        """Index arithmetic and reads of arrays nothing writes, in loops: computed again by the backward pass,
-        at the top of each step, rather than taped (``t1 = i - 1``, ``x_item = x[i]``).
-
-        Such a statement sits directly in the body of a ``for`` loop (whose target is an index), binds a
-        name nothing else binds, and computes it from constants, the loop's index, names computed the
-        same way before it, and (for a read) an array no statement rebinds or writes: so at the top of a
-        step's backward pass it computes what it computed in that step.
-        """
-        bindings: dict[str, int] = {}
-        for stmt in ir.walk(self.function.body):
-            for name in self.defined(stmt):
-                bindings[name] = bindings.get(name, 0) + 1
-        fixed = set(self.function.params) - self.rebound - set(self.function.mutable)
-        for loop in ir.walk(self.function.body):
-            if not isinstance(loop, ir.For) or not self.needs_adjoint(loop):
-                continue
-            # the loop's index (a body that rebinds it, ``i = i * 2``, is refused in ``run``)
-            index: set[str] = {loop.target}
-            chosen: list[ir.Assign] = []
-            for stmt in loop.body:
-                if not isinstance(stmt, ir.Assign) or not isinstance(stmt.value, ir.Call) or stmt.value.kwargs \
-                        or id(stmt) in self.calls or bindings.get(stmt.target) != 1 \
-                        or id(stmt) in self.in_place.reads or id(stmt) in self.in_place.writes:
-                    continue
-                fn, args = stmt.value.fn.obj, stmt.value.args
-                if fn in INDEX_ARITHMETIC and all(_index_atom(a, index) for a in args):
-                    chosen.append(stmt)
-                    index.add(stmt.target)
-                elif fn is operator.getitem and len(args) == 2 and isinstance(args[0], ir.Var) \
-                        and args[0].name in fixed and _index_atom(args[1], index):
-                    chosen.append(stmt)
-            if chosen:
-                self.recomputed[id(loop)] = chosen
-                self.recomputed_ids.update(id(stmt) for stmt in chosen)
-
-    def plan_checkpoints(self) -> None:
-        """Which top-level loops are checkpointed, and with which state (``analysis.checkpoint_state``)."""
-        if self.checkpoints is None:
-            return
-        for position, stmt in enumerate(self.function.body):
-            if not isinstance(stmt, (ir.For, ir.While)) or not self.needs_adjoint(stmt):
-                continue
-            state, why = checkpoint_state(self.function, position, self.in_place)
-            if why is not None:
-                self.not_checkpointed[id(stmt)] = why
-                continue
-            self.checkpointed[id(stmt)] = Checkpointed(state, self.namer.fresh("sweep"),
-                                                       self.namer.fresh("reversal"), self.namer.fresh("snapshots"))
-
     def bind_call(self, stmt: ir.Assign) -> list[ir.Atom]:
         return bind_call(stmt, self.error)
 
@@ -347,38 +271,6 @@ class Reverser:
         return call_labels(args, self.classes, self.structured, self.kinds, stmt)
 
     # ---- forward ----------------------------------------------------------------------------------------
-    def saves(self, name: str, stmt: ir.Stmt) -> bool:
-        """Whether ``stmt`` overwrites a value of ``name`` that the backward pass restores (and reads)."""
-        return (name, id(stmt)) in self.kept
-
-    def push(self, name: str) -> gast.stmt:
-        append = gast.Attribute(value=syntax.name(self.tape(name)), attr="append", ctx=gast.Load())
-        return gast.Expr(value=syntax.call(append, [syntax.name(name)]))
-
-    def tape(self, key: str, kind: str = "tape") -> str:
-        """The stack that keeps ``key``'s old values (``x_tape``), or an array's overwritten entries
-        (``y_entries``). One stack per value, not one for all: each holds values of one type, so that Numba
-        can compile the code, and a reader sees which value each push and pop is about."""
-        if (key, kind) not in self.tapes:
-            self.tapes[(key, kind)] = self.namer.fresh(f"{key}_{kind}")
-        return self.tapes[(key, kind)]
-
-    def prologue(self) -> list[gast.stmt]:
-        """``tape = []``, and ``None`` for saved names that a loop binds first."""
-        saved = {name for name, _ in self.kept} | {n for plan in self.checkpointed.values() for n in plan.state}
-        needs = [n for n in sorted(saved) if n not in self.function.params and not self._bound_before_loops(n)]
-        out = [syntax.assign(n, syntax.const(None)) for n in needs]
-        tapes = [syntax.assign(tape, gast.List(elts=[], ctx=gast.Load())) for tape in self.tapes.values()]
-        return tapes + out
-
-    def _bound_before_loops(self, name: str) -> bool:
-        for stmt in self.function.body:
-            if name in ir.defined(stmt) and not ir.blocks(stmt):
-                return True
-            if ir.blocks(stmt):
-                return False
-        return False
-
     def forward_block(self, body: tuple[ir.Stmt, ...], saving: bool) -> list[gast.stmt]:
         out: list[gast.stmt] = []
         for stmt in body:
@@ -459,70 +351,6 @@ class Reverser:
             return [loop]
         return [syntax.assign(count, syntax.const(0)), loop, self.push(count)]
 
-    def forward_checkpointed(self, stmt: ir.For, plan: Checkpointed) -> list[gast.stmt]:
-        """The first sweep of a checkpointed loop: each segment starts with a snapshot, and runs untaped;
-        then the last step, taped. ``revolve`` picks the segments."""
-        steps = syntax.atom(stmt.iter, self.refs)
-        schedule = syntax.call(self.refs.marker(revolve.revolve, "revolve"), [steps, syntax.const(self.checkpoints)])
-        start, stop = self.namer.fresh("start"), self.namer.fresh("stop")
-        segment = gast.For(target=syntax.store(stmt.target), iter=_part(steps, start, stop),
-                           body=self.forward_block(stmt.body, saving=False) or [gast.Pass()], orelse=[],
-                           type_comment=None)
-        sweep = gast.For(target=_targets([start, stop]), iter=syntax.name(plan.sweep),
-                         body=[self.snapshot_state(plan), segment], orelse=[], type_comment=None)
-        taped = self.forward_block(stmt.body, saving=True) or [gast.Pass()]
-        assert plan.tape_loop is not None and plan.advance_loop is not None  # the backward pass is built first
-        plan.tape_loop.body = syntax.clone(taped)
-        plan.advance_loop.body = syntax.clone(segment.body)
-        last = gast.Subscript(value=steps, slice=gast.Slice(lower=syntax.const(-1), upper=None, step=None),
-                              ctx=gast.Load())
-        state = ", ".join(plan.state) or "nothing"
-        return [syntax.comment(f"line {stmt.line.lineno}: checkpointed, at most {self.checkpoints} snapshots "
-                               f"of {state}"),
-                syntax.assign([plan.sweep, plan.reversal], schedule),
-                syntax.assign(plan.stack, gast.List(elts=[], ctx=gast.Load())), sweep,
-                gast.For(target=syntax.store(stmt.target), iter=last, body=taped, orelse=[], type_comment=None)]
-
-    def stand_in(self, stmt: ir.For) -> gast.stmt:
-        """What a step of the loop reads from outside it, as one expression: a step run again in the backward
-        pass reads these, so what overwrites them later is restored before it (``resolve_restores``). What the
-        step computes itself, or takes from a snapshot, it needs no tape for."""
-        bound = {n for s in ir.walk(stmt.body) for n in ir.defined(s)} | {stmt.target}
-        outside = dict.fromkeys(n for s in ir.walk(stmt.body) for n in reads_of(s) if n not in bound)
-        return gast.Expr(value=syntax.tuple_([syntax.name(n) for n in outside]))
-
-    def snapshot_state(self, plan: Checkpointed) -> gast.stmt:
-        state = [syntax.name(n) for n in plan.state]
-        kept = state[0] if len(state) == 1 else syntax.tuple_(state)
-        return gast.Expr(value=syntax.call(_attr(plan.stack, "append"), [kept]))
-
-    def counts(self, stmt: ir.For | ir.While) -> bool:
-        """A while loop, or a for loop that may break, records its trip count."""
-        return isinstance(stmt, ir.While) or any(isinstance(s, ir.Break) for s in _shallow(stmt.body))
-
-    def count_name(self, stmt: ir.For | ir.While) -> str:
-        key = ("count", id(stmt))
-        if key not in self.bars:
-            self.bars[key] = self.namer.fresh("trips")
-        return self.bars[key]
-
-    def defined(self, stmt: ir.Stmt) -> list[str]:
-        """The names ``stmt`` binds, in the order the forward pass saves them.
-
-        A call to a user function also binds its saved values; they are saved
-        first, so that the backward pass restores the result's old value first
-        (a rule may read it) and the saved values after the callee's backward.
-        """
-        names = list(ir.defined(stmt))
-        if id(stmt) in self.calls:
-            names.insert(0, self.calls[id(stmt)][1])
-        return names
-
-    def snapshot(self, stmt: ir.Stmt) -> list[str]:
-        """The saved names an inactive compound statement overwrites: saved before it, restored after."""
-        names = dict.fromkeys(n for s in ir.walk((stmt,)) for n in self.defined(s))
-        return [n for n in names if (n, id(stmt)) in self.kept]
-
     # ---- backward ---------------------------------------------------------------------------------------
     def needs_adjoint(self, stmt: ir.Stmt) -> bool:
         if isinstance(stmt, ir.Assign):
@@ -545,7 +373,7 @@ class Reverser:
             adjoint = self.adjoint(stmt)
             if ir.blocks(stmt):
                 line = None
-            elif stmt.line != line and any(_placeholder_of(s) is None for s in adjoint):
+            elif stmt.line != line and any(placeholder_of(s) is None for s in adjoint):
                 line = stmt.line
                 out.append(syntax.comment(f"line {line.lineno}: {line.text.strip()}"))
             out += adjoint
@@ -556,56 +384,6 @@ class Reverser:
         out = [syntax.assign(self.bar(v), self.zero(v)) for v in sorted(self.pending)]
         self.pending.clear()
         return out
-
-    def restores(self, stmt: ir.Stmt) -> list[gast.stmt]:
-        """Undo what an inactive statement overwrote (kept only where the backward pass reads it)."""
-        if ir.blocks(stmt):
-            return [_placeholder(RESTORE, n, id(stmt)) for n in reversed(self.snapshot_candidates(stmt))]
-        if id(stmt) in self.recomputed_ids:
-            return []  # computed again at the top of the step's backward pass (``plan_recomputed``)
-        return [_placeholder(RESTORE, n, id(stmt)) for n in reversed(self.defined(stmt))]
-
-    def snapshot_candidates(self, stmt: ir.Stmt) -> list[str]:
-        names = dict.fromkeys(n for s in ir.walk((stmt,)) for n in self.defined(s))
-        return [n for n in names if n in self.rebound]
-
-    def resolve_restores(self, body: list[gast.stmt], later: set[str], in_loop: bool) -> list[gast.stmt]:
-        """Turn restore placeholders into pops, keeping only those whose value something reads later.
-
-        ``later`` holds the names read after ``body``. Outside loops the text after a
-        restore is what runs after it, so a restore whose name is not read there goes
-        (and so does the push that saved it). Inside a loop the next iteration runs
-        the text before it too, so there every restore of a name the backward pass
-        reads is kept.
-
-        A checkpointed loop's backward pass of one step is followed by the step before it taped again,
-        not by its backward pass: there, a restore is kept only where the rest of the step's backward
-        pass reads it, or where it restores the loop's state (which the steps before it start from).
-        """
-        out: list[gast.stmt] = []
-        for stmt in reversed(body):
-            mark = _placeholder_of(stmt)
-            if mark is None:
-                step = next((plan for plan in self.checkpointed.values() if plan.reverse_loop is stmt), None)
-                loop = isinstance(stmt, gast.For) and step is None
-                for field in ("body", "orelse"):
-                    if getattr(stmt, field, None):
-                        inner = self.resolve_restores(getattr(stmt, field), set(later) | set(step.state), False) \
-                            if step is not None else \
-                            self.resolve_restores(getattr(stmt, field), set(later), in_loop or loop)
-                        setattr(stmt, field, inner or ([gast.Pass()] if field == "body" else []))
-                later |= _loads(stmt)
-                out.append(stmt)
-                continue
-            kind, name, key = mark
-            if name not in self.needed or name not in self.rebound or not (in_loop or name in later):
-                continue
-            if kind == UNAPPEND:
-                out.append(gast.Expr(value=syntax.call(_attr(name, "pop"), [])))
-            elif key not in self.first:
-                self.kept.add((name, key))
-                out.append(syntax.assign(name, syntax.call(_attr(self.tape(name), "pop"), [])))
-        return out[::-1]
 
     def adjoint(self, stmt: ir.Stmt) -> list[gast.stmt]:
         if isinstance(stmt, ir.If):
@@ -622,7 +400,7 @@ class Reverser:
                      else self.zeros(t) for t in stmt.targets]
             assert isinstance(stmt.value, ir.Var)  # an active tuple unpacked
             out = self.accumulate(stmt.value.name, syntax.tuple_(parts))
-            return out + [_placeholder(RESTORE, t, id(stmt)) for t in reversed(stmt.targets)]
+            return out + [placeholder(RESTORE, t, id(stmt)) for t in reversed(stmt.targets)]
         assert isinstance(stmt, ir.Assign)  # effects, pops and breaks have no adjoint
         return self.adjoint_assign(stmt)
 
@@ -650,7 +428,7 @@ class Reverser:
         trips = None
         if self.counts(stmt):  # the trip count, read back as a statement of its own (``v = xs.pop()``): the
             count = self.count_name(stmt)  # language ast_ad reads again, for a derivative of this code
-            before.append(syntax.assign(count, syntax.call(_attr(self.tape(count), "pop"), [])))
+            before.append(syntax.assign(count, syntax.call(syntax.attribute(self.tape(count), "pop"), [])))
             trips = syntax.name(count)
         if isinstance(stmt, ir.While):
             index = self.namer.fresh("_")
@@ -662,45 +440,7 @@ class Reverser:
             steps = gast.Subscript(value=steps, slice=gast.Slice(lower=None, upper=trips, step=None), ctx=gast.Load())
         iterable = syntax.call(self.refs.marker(reversed, "reversed"), [steps])
         loop = gast.For(target=syntax.store(stmt.target), iter=iterable, body=body, orelse=[], type_comment=None)
-        return before + [loop] + after + [_placeholder(RESTORE, stmt.target, id(stmt))]
-
-    def computed_again(self, loop: ir.For | ir.While) -> list[gast.stmt]:
-        """The step's index arithmetic and reads, as the forward pass computed them (``plan_recomputed``)."""
-        return [syntax.statement(stmt, self.refs) for stmt in self.recomputed.get(id(loop), ())]
-
-    def adjoint_checkpointed(self, stmt: ir.For, plan: Checkpointed) -> list[gast.stmt]:
-        """The backward pass of a checkpointed loop: ``revolve``'s actions, from the last step's on."""
-        body = self.backward_block(stmt.body) or [gast.Pass()]
-        bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
-        before, after = batch_products(body, bound, self.refs, self.namer)
-        body[:0] = self.computed_again(stmt)
-        steps = syntax.atom(stmt.iter, self.refs)
-        action, start, stop = self.namer.fresh("action"), self.namer.fresh("begin"), self.namer.fresh("end")
-        part = _part(steps, start, stop)
-
-        def loop(iterable: gast.expr, inner: list[gast.stmt]) -> gast.For:
-            return gast.For(target=syntax.store(stmt.target), iter=iterable, body=inner, orelse=[], type_comment=None)
-        # the steps run again: stand-ins until the forward pass is built, when the tape is known
-        plan.tape_loop = loop(syntax.clone(part), [self.stand_in(stmt)])
-        plan.advance_loop = loop(syntax.clone(part), [self.stand_in(stmt)])
-        top = gast.Subscript(value=syntax.name(plan.stack), slice=syntax.const(-1), ctx=gast.Load())
-        restore: gast.stmt = gast.Pass() if not plan.state else \
-            syntax.assign(list(plan.state) if len(plan.state) > 1 else plan.state[0], top)
-        plan.reverse_loop = loop(syntax.call(self.refs.marker(reversed, "reversed"), [part]), body)
-        actions: list[tuple[str, list[gast.stmt]]] = [
-            ("reverse", [plan.reverse_loop]),
-            ("tape", [plan.tape_loop]),
-            ("advance", [plan.advance_loop]),
-            ("snapshot", [self.snapshot_state(plan)]),
-            ("restore", [restore]),
-            ("release", [gast.Expr(value=syntax.call(_attr(plan.stack, "pop"), []))])]
-        chain: list[gast.stmt] = []
-        for kind, inner in reversed(actions):
-            test = gast.Compare(left=syntax.name(action), ops=[gast.Eq()], comparators=[syntax.const(kind)])
-            chain = [gast.If(test=test, body=inner, orelse=chain)]
-        driver = gast.For(target=_targets([action, start, stop]), iter=syntax.name(plan.reversal), body=chain,
-                          orelse=[], type_comment=None)
-        return before + [driver] + after + [_placeholder(RESTORE, stmt.target, id(stmt))]
+        return before + [loop] + after + [placeholder(RESTORE, stmt.target, id(stmt))]
 
     def adjoint_write(self, stmt: ir.Assign) -> list[gast.stmt]:
         """The backward pass of ``y[i] = v`` written in place: ``v``'s adjoint (read before anything changes),
@@ -717,17 +457,17 @@ class Reverser:
                                     [syntax.name(bar), syntax.name(name), syntax.atom(index, self.refs),
                                      syntax.atom(value, self.refs)])
             out += self.accumulate(value.name, taken)
-        pop = syntax.call(_attr(self.tape(name, "entries"), "pop"), [])
+        pop = syntax.call(syntax.attribute(self.tape(name, "entries"), "pop"), [])
         out.append(gast.Assign(targets=[self.item(name, index, gast.Store())], value=pop, type_comment=None))
         out.append(gast.Assign(targets=[self.item(bar, index, gast.Store())], value=syntax.const(0.0),
                                type_comment=None))
         return out
 
     def adjoint_append(self, stmt: ir.Append) -> list[gast.stmt]:
-        popped = syntax.call(_attr(self.bar(stmt.target), "pop"), [])
+        popped = syntax.call(syntax.attribute(self.bar(stmt.target), "pop"), [])
         out = self.accumulate(stmt.value.name, popped) if atom_active(stmt.value, self.active) \
             else [gast.Expr(value=popped)]
-        return out + [_placeholder(UNAPPEND, stmt.target, id(stmt))]
+        return out + [placeholder(UNAPPEND, stmt.target, id(stmt))]
 
     def adjoint_assign(self, stmt: ir.Assign) -> list[gast.stmt]:
         """Contributions to the statement's inputs, then restore what it overwrote.
@@ -743,7 +483,7 @@ class Reverser:
         g = self.bar(target)
         zero = id(stmt) in self.zero_in
         restores = [] if id(stmt) in self.recomputed_ids else \
-            [_placeholder(RESTORE, n, id(stmt)) for n in reversed(self.defined(stmt))]
+            [placeholder(RESTORE, n, id(stmt)) for n in reversed(self.defined(stmt))]
         reset = target not in self.local and id(stmt) not in self.first
         self.live.discard(target)
         if target not in {v.name for v in inputs_of(stmt.value)}:
@@ -761,8 +501,8 @@ class Reverser:
             contributions = [_rename(c, ANS, newer) for c in contributions]
             out.append(syntax.assign(newer, syntax.name(target)))
         # the target's old value first (the rule reads it); a callee's saved values only after its backward
-        first = [r for r in restores if (_placeholder_of(r) or ("", ""))[1] == target]
-        after = [r for r in restores if (_placeholder_of(r) or ("", ""))[1] != target]
+        first = [r for r in restores if (placeholder_of(r) or ("", ""))[1] == target]
+        after = [r for r in restores if (placeholder_of(r) or ("", ""))[1] != target]
         return out + first + contributions + after
 
     def contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool) -> list[gast.stmt]:
@@ -982,92 +722,6 @@ class Reverser:
                        "ast_ad.extend.defvjp(fn, lambda g, ans, x: ...), one lambda per positional argument")
 
 
-def _shallow(body: tuple[ir.Stmt, ...]) -> Iterator[ir.Stmt]:
-    """Statements of a loop body, into its ifs but not into nested loops."""
-    for stmt in body:
-        yield stmt
-        if isinstance(stmt, ir.If):
-            yield from _shallow(stmt.body)
-            yield from _shallow(stmt.orelse)
-
-
-INDEX_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg}
-
-
-def _index_atom(atom: ir.Atom, index: set[str]) -> bool:
-    """An integer constant, or a name of ``index``: the loop's index and what is computed from it alone."""
-    return (isinstance(atom, ir.Const) and type(atom.value) is int) or (isinstance(atom, ir.Var) and atom.name in index)
-
-
-def _part(steps: gast.expr, start: str, stop: str) -> gast.Subscript:
-    """``steps[start:stop]``."""
-    return gast.Subscript(value=syntax.clone(steps), slice=gast.Slice(lower=syntax.name(start),
-                                                                     upper=syntax.name(stop), step=None),
-                          ctx=gast.Load())
-
-
-def _targets(names: list[str]) -> gast.Tuple:
-    return gast.Tuple(elts=[syntax.store(n) for n in names], ctx=gast.Store())
-
-
-def _attr(name: str, attr: str) -> gast.Attribute:
-    return gast.Attribute(value=syntax.name(name), attr=attr, ctx=gast.Load())
-
-
-def released(backward: list[gast.stmt], releasable: frozenset[str], adjoints: frozenset[str],
-             keep: set[str], refs: RefTable) -> list[gast.stmt]:
-    """``backward`` with ``del`` statements for the names it reads no more.
-
-    A gradient function would hold every value until it returns; for arrays that means
-    the backward pass's big results (a weight matrix's adjoint) are allocated while memory
-    nothing will read again is still held. Released are the ``releasable`` forward arrays
-    and those of the array ``adjoints`` that the backward pass assigns at its top level
-    (once bound there, they stay bound), once read for the last time: at the end of each
-    line's backward block, and before any call that may build a big new array (anything
-    but a ufunc or ``unbroadcast``). Names in ``keep`` stay.
-    """
-    last: dict[str, int] = {}
-    bound: dict[str, int] = {name: -1 for name in releasable}
-    for k, stmt in enumerate(backward):
-        for name in _loads(stmt):
-            last[name] = k
-        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) \
-                and stmt.targets[0].id in adjoints:
-            bound.setdefault(stmt.targets[0].id, k)
-    ends: dict[int, list[str]] = {}
-    for name, k in last.items():
-        if name in bound and bound[name] <= k and name not in keep:
-            ends.setdefault(k, []).append(name)
-    unread = sorted(releasable - last.keys() - keep)
-    out = [_delete(unread)] if unread else []
-    pending: list[str] = []
-    for k, stmt in enumerate(backward):
-        if pending and (syntax.comment_text(stmt) is not None or _allocates(stmt, refs)):
-            out.append(_delete(sorted(pending)))
-            pending = []
-        out.append(stmt)
-        pending += ends.get(k, [])
-    return out  # the return releases what is still pending
-
-
-def _allocates(stmt: gast.stmt, refs: RefTable) -> bool:
-    """Whether ``stmt`` calls something that may build a new array bigger than its arguments."""
-    for node in syntax.walk(stmt):
-        if isinstance(node, gast.BinOp) and isinstance(node.op, gast.MatMult):
-            return True  # a product: as a call of a helper would
-        if isinstance(node, gast.Call):
-            fn = refs.lookup(node.func.id) if isinstance(node.func, gast.Name) else None
-            if not isinstance(fn, np.ufunc) and fn is not runtime.unbroadcast:
-                return True
-    return False
-
-
-def _delete(names: list[str]) -> gast.Delete:
-    return gast.Delete(targets=[syntax.name(n, gast.Del()) for n in names])
-
-
-def _loads(stmt: gast.stmt) -> set[str]:
-    return syntax.name_ids(stmt, loads=True)
 
 
 def _reads(statements: list[gast.stmt], name: str) -> bool:

@@ -222,6 +222,11 @@ def add(left: gast.expr, right: gast.expr) -> gast.BinOp:
     return gast.BinOp(left=left, op=gast.Add(), right=right)
 
 
+def attribute(name_: str, attr: str) -> gast.Attribute:
+    """``name_.attr``, read: ``syntax.call(attribute("x_tape", "pop"), [])`` is ``x_tape.pop()``."""
+    return gast.Attribute(value=name(name_), attr=attr, ctx=gast.Load())
+
+
 def tuple_(elts: list[gast.expr]) -> gast.Tuple:
     return gast.Tuple(elts=elts, ctx=gast.Load())
 

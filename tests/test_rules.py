@@ -243,3 +243,19 @@ def check_list_rule(rule: registry.Rule, args: tuple, kwargs: dict, k: int) -> N
         numeric = (along(1e-6) - along(-1e-6)) / 2e-6
         analytic = float(np.sum(unbroadcast(parts[i], item) * v))
         assert math.isclose(analytic, numeric, rel_tol=1e-5, abs_tol=1e-6), (i, analytic, numeric)
+
+
+@pytest.mark.parametrize("fn", registry.with_fact("view"), ids=lambda fn: getattr(fn, "__name__", str(fn)))
+def test_a_view_fact_is_one_python_has(fn) -> None:
+    """Each function declared to return a view (``registry.def_view``; ast_ad guards writes through such
+    results) does share memory with its first argument for some call: the fact is not a guess."""
+    x = np.arange(6.0).reshape(2, 3)
+    extra = {np.reshape: ((3, 2),), np.swapaxes: (0, 1), np.moveaxis: (0, 1), np.broadcast_to: ((4, 2, 3),),
+             np.expand_dims: (0,), __import__("operator").getitem: ((0,),)}
+    out = fn(x, *extra.get(fn, ()))
+    assert np.shares_memory(out, x)
+
+
+@pytest.mark.parametrize("fn", registry.with_fact("full_reduction"), ids=lambda fn: getattr(fn, "__name__", str(fn)))
+def test_a_full_reduction_of_one_argument_is_a_number(fn) -> None:
+    assert np.ndim(fn(np.arange(6.0).reshape(2, 3) if fn is not float else np.float64(2.5))) == 0

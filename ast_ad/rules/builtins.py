@@ -5,7 +5,18 @@ import operator
 
 import numpy as np
 
-from ast_ad.registry import Rule, def_effect, def_linear, def_nondiff, def_sequence, defjvp, defvjp, lookup, zero
+from ast_ad.registry import (
+    Rule,
+    def_effect,
+    def_full_reduction,
+    def_linear,
+    def_nondiff,
+    def_sequence,
+    defjvp,
+    defvjp,
+    lookup,
+    zero,
+)
 from ast_ad.registry import defvjp_elementwise as ew
 from ast_ad.runtime import (
     absent,
@@ -72,6 +83,7 @@ for _fn in (repeat_seq, list_item, sorted_by):
 defjvp(list_item, None, zero, zero)
 
 def_effect(builtins.print)
+def_full_reduction(builtins.float)  # float(x): a number
 
 def_nondiff(absent, check_in_place, check_kept)  # guards before in-place updates: no value, no gradient
 def_nondiff(builtins.len, builtins.int, builtins.bool, builtins.round, builtins.range, builtins.slice,

@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 
 from ast_ad.registry import (
+    def_full_reduction,
     def_in_place,
     def_linear,
     def_method,
@@ -13,6 +14,7 @@ from ast_ad.registry import (
     def_reduction,
     def_same_kind,
     def_sequence,
+    def_view,
     defjvp,
     defvjp,
     zero,
@@ -262,6 +264,9 @@ defvjp(add_at,          lambda g, ans, x, index, value: g,
                         lambda g, ans, x, index, value: unbroadcast(g[index], value))
 
 def_sequence(np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit)  # they return lists of arrays
+def_view(np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.swapaxes, np.moveaxis, np.broadcast_to,
+         np.atleast_1d, np.atleast_2d, np.atleast_3d, np.diagonal, np.real, np.asarray)  # may share memory
+def_full_reduction(np.sum, np.mean)  # of one argument alone: a number
 def_same_kind(assign_item)  # ``L[0] = v`` on a list gives a list
 
 # ---- functions and methods that change their first argument in place, and their functional twins ------------

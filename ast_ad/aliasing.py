@@ -1,0 +1,150 @@
+"""Which names may reach the same object, and the checks before an object changes.
+
+Python's assignment binds a name, it does not copy: after ``y = x`` (or ``y = x[1:]``, ``y = x.T``,
+``xs.append(x)``) a write ``x[0] = 5.0`` is seen through ``y`` too. ast_ad computes every write as a new
+value, so where another live name may share the object, the generated code checks at run time and
+refuses rather than differ from Python::
+
+    y = x[1:]                          y = x[1:]
+    x[0] = 5.0         lowers to       checked = check_in_place(x, (y,), 'model.py:3')
+                                       x = assign_item(x, 0, 5.0)
+
+The normalizer (``normalize.Lowerer``, whose base class this is) records every sharing as it lowers:
+copies, views (``registry.def_view``), and the lists and tuples that hold an object.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from ast_ad import ir, registry, runtime
+from ast_ad.parse import Source
+
+
+class Aliasing:
+    """What may share memory, as the normalizer lowers (a base class of ``normalize.Lowerer``)."""
+
+    source: Source
+    env: dict[str, ir.Atom]  # user name -> the IR atom it holds now
+    body: list[ir.Stmt]
+    line: ir.Line
+    owner: dict[str, str]  # IR name -> the user variable it holds
+    mutable: set[str]
+    changing: set[str]
+    params: dict[str, str]  # IR name -> parameter, for the parameters' own values
+    shares: dict[str, set[str]]  # IR name -> IR names that may share its memory (copies, views)
+    holds: dict[str, set[str]]  # a list or tuple's IR name -> IR names of the objects it holds
+    held_by: dict[str, set[str]]  # the same relation the other way round
+    writes: set[str]  # parameters whose values an in-place statement may change
+
+    def bind(self, value: ir.Expr, hint: str, user: bool = False) -> ir.Var:
+        raise NotImplementedError  # the normalizer's
+
+    def guard_in_place(self, target: gast.expr, container: bool = False) -> None:
+        """Before ``x += y`` or ``x[i] = v``: if another variable may share ``x``'s memory, check it at run time.
+
+        Python changes the shared array in place; ast_ad computes a new array. Where sharing is possible
+        (``y = x``, ``y = x[1:]``, ``y = x.T``...), the generated code checks and refuses rather than differ.
+        """
+        base = target.value if isinstance(target, gast.Subscript) else target
+        if isinstance(base, gast.Name) and isinstance(self.env.get(base.id), ir.Var):
+            self.guard_object(self.local(base.id), base.id, container)
+
+    def guard_object(self, atom: ir.Var, owner: str, container: bool = False) -> None:
+        """Check at run time that no live variable but ``owner`` reaches the object ``atom``, about to change.
+
+        A parameter it may reach is recorded in ``writes``: Python's caller would see the change too.
+        ``container``: the change is to a list itself (``append``, ``pop``), which leaves the objects in it
+        as they were, so what they share with other names does not matter.
+        """
+        related = self.reaching(atom.name, container)
+        self.writes |= {self.params[name] for name in related if name in self.params}
+        others = [other for name, other in self.env.items() if name != owner and isinstance(other, ir.Var)
+                  and other.name in related]
+        if not others:
+            return
+        where = f"{self.source.filename}:{self.line.lineno}"
+        call = ir.Call(ir.Ref(runtime.check_in_place, "check_in_place"),
+                       (atom, self.bind(ir.Pack(tuple(dict.fromkeys(others))), "others"), ir.Const(where)))
+        self.bind(call, "checked")
+
+    def contain(self, container: str, item: str) -> None:
+        """Record that the list or tuple ``container`` holds the object ``item`` (``xs.append(item)``)."""
+        self.holds.setdefault(container, set()).add(item)
+        self.held_by.setdefault(item, set()).add(container)
+
+    def reaching(self, name: str, container: bool) -> set[str]:
+        """The IR names that may reach the object ``name`` holds: those sharing its memory, the lists and tuples
+        holding it (or holding them); unless only a list changes (``container``: its items stay as they are),
+        also the objects it holds, and theirs."""
+        found, stack = {name}, [name]
+        while stack:
+            current = stack.pop()
+            near = self.shares.get(current, set()) | self.held_by.get(current, set())
+            if not container:
+                near = near | self.holds.get(current, set())
+            for other in near - found:
+                found.add(other)
+                stack.append(other)
+        return found
+
+    def share(self, a: str, b: str) -> None:
+        """Record that IR names ``a`` and ``b`` may refer to the same memory."""
+        group = self.shares.get(a, set()) | self.shares.get(b, set()) | {a, b}
+        for name in group:
+            self.shares[name] = group - {name}
+
+    def snapshot(self, atom: ir.Atom, user_name: str) -> ir.Atom:
+        """``atom`` for a new binding of ``user_name``: a mutable name's current value is copied, since it changes."""
+        if isinstance(atom, ir.Var) and (atom.name in self.mutable or self.owner.get(atom.name) in self.changing):
+            copied = self.bind(atom, user_name, user=True)
+            self.share(copied.name, atom.name)
+            return copied
+        return atom
+
+    def hold(self, atom: ir.Atom) -> ir.Atom:
+        """``atom``, or a copy of it if it is a mutable name that a later binding may overwrite."""
+        if isinstance(atom, ir.Var) and atom.name in self.mutable:
+            held = self.bind(atom, atom.name)
+            self.share(held.name, atom.name)
+            return held
+        return atom
+
+    def copy(self, name: str, atom: ir.Atom) -> None:
+        """``name = atom``, unless the value was already computed into ``name``."""
+        if atom != ir.Var(name):
+            self.body.append(ir.Assign(name, atom, self.line))
+            if isinstance(atom, ir.Var):
+                self.share(name, atom.name)
+        self.note_views(ir.Var(name))
+
+    def note_views(self, atom: ir.Atom) -> None:
+        """If the statement that made ``atom`` returns a view (``x[1:]``, ``x.T``, ``np.reshape``...), record it."""
+        if not isinstance(atom, ir.Var) or not self.body:
+            return
+        last = self.body[-1]
+        if not isinstance(last, ir.Assign) or last.target != atom.name:
+            return
+        if isinstance(last.value, ir.Call) and registry.returns_view(last.value.fn.obj) and last.value.args \
+                and isinstance(last.value.args[0], ir.Var):
+            self.share(atom.name, last.value.args[0].name)
+        elif isinstance(last.value, ir.Pack):  # a container holds its elements themselves
+            for elt in last.value.elts:
+                if isinstance(elt, ir.Var):
+                    self.contain(atom.name, elt.name)
+
+    def local(self, name: str) -> ir.Var:
+        """The IR name a local variable is bound to now."""
+        return _var(self.env[name])
+
+    def is_mutable(self, user_name: str) -> bool:
+        """Whether ``user_name`` holds its own mutable name (not a copy of another variable's)."""
+        atom = self.env.get(user_name)
+        return isinstance(atom, ir.Var) and atom.name in self.mutable and self.owner.get(atom.name) == user_name
+
+
+def _var(atom: ir.Expr) -> ir.Var:
+    """``atom``, which the caller knows to be a name (a list appended to, a local rebound)."""
+    if not isinstance(atom, ir.Var):
+        raise TypeError(f"expected a name, got {atom!r}")
+    return atom

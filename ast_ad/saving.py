@@ -1,0 +1,231 @@
+"""What the forward pass keeps for the backward pass, and how the backward pass gets it back.
+
+Reverse mode runs the user's statements forward, then their adjoints backward; an adjoint reads the
+values its statement saw. A value that a later statement overwrites (in a loop, every step's) is pushed
+on its own tape before it is overwritten, and popped back where the backward pass has come back to it:
+
+    for i in r:                          for i in reversed(r):
+        h_tape.append(h)                     ... the adjoint of line 3 reads h ...
+        h = np.tanh(W @ h)                   h = h_tape.pop()
+
+The adjoint rules (``reverse``) write a restore placeholder after each statement's adjoint; this
+module decides which are needed (``resolve_restores``: a restore whose value nothing reads later goes,
+and so does its push), which loop statements are computed again rather than taped
+(``plan_recomputed``), and writes the pushes, pops and trip counts. Checkpointed loops
+(``checkpointing``) save snapshots instead, built on the same tapes.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterator
+from typing import Any
+
+import gast
+
+from ast_ad import ir, syntax
+from ast_ad.analysis import InPlace
+from ast_ad.naming import Namer
+from ast_ad.syntax import RefTable
+
+RESTORE = "§restore"
+ANS = "§ans"  # stands for the new value of a name its own statement also reads
+UNAPPEND = "§unappend"
+
+# integer arithmetic on a loop's index that the backward pass can compute again instead of taping
+INDEX_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg}
+
+
+class Saving:
+    """The saving policy of ``reverse.Reverser`` (a base class of it: it reads the reverser's state)."""
+
+    function: ir.Function
+    namer: Namer
+    refs: RefTable
+    rebound: set[str]  # names bound more than once: what overwrites them saves their old values
+    first: Any  # the statements that bind a name first (``analysis.first_definitions``)
+    bars: dict[Any, str]
+    calls: dict[int, Any]  # the calls of user functions, by statement: (adjoint, saved name, args, active)
+    needed: set[str]  # the names the backward pass reads
+    kept: set[tuple[str, int]]  # (name, statement) whose old value is saved and restored
+    tapes: dict[tuple[str, str], str]  # the stack of each saved value, by what it saves (``tape``)
+    in_place: InPlace
+    checkpointed: dict[int, Any]  # loops whose backward pass computes steps again (``checkpointing``)
+    recomputed: dict[int, list[ir.Assign]]  # by loop: what its backward pass computes again
+    recomputed_ids: set[int]
+
+    def needs_adjoint(self, stmt: ir.Stmt) -> bool:
+        raise NotImplementedError  # the adjoint rules say (``reverse.Reverser``)
+
+    def plan_recomputed(self) -> None:
+        """Index arithmetic and reads of arrays nothing writes, in loops: computed again by the backward pass,
+        at the top of each step, rather than taped (``t1 = i - 1``, ``x_item = x[i]``).
+
+        Such a statement sits directly in the body of a ``for`` loop (whose target is an index), binds a
+        name nothing else binds, and computes it from constants, the loop's index, names computed the
+        same way before it, and (for a read) an array no statement rebinds or writes: so at the top of a
+        step's backward pass it computes what it computed in that step.
+        """
+        bindings: dict[str, int] = {}
+        for stmt in ir.walk(self.function.body):
+            for name in self.defined(stmt):
+                bindings[name] = bindings.get(name, 0) + 1
+        fixed = set(self.function.params) - self.rebound - set(self.function.mutable)
+        for loop in ir.walk(self.function.body):
+            if not isinstance(loop, ir.For) or not self.needs_adjoint(loop):
+                continue
+            # the loop's index (a body that rebinds it, ``i = i * 2``, is refused in ``run``)
+            index: set[str] = {loop.target}
+            chosen: list[ir.Assign] = []
+            for stmt in loop.body:
+                if not isinstance(stmt, ir.Assign) or not isinstance(stmt.value, ir.Call) or stmt.value.kwargs \
+                        or id(stmt) in self.calls or bindings.get(stmt.target) != 1 \
+                        or id(stmt) in self.in_place.reads or id(stmt) in self.in_place.writes:
+                    continue
+                fn, args = stmt.value.fn.obj, stmt.value.args
+                if fn in INDEX_ARITHMETIC and all(_index_atom(a, index) for a in args):
+                    chosen.append(stmt)
+                    index.add(stmt.target)
+                elif fn is operator.getitem and len(args) == 2 and isinstance(args[0], ir.Var) \
+                        and args[0].name in fixed and _index_atom(args[1], index):
+                    chosen.append(stmt)
+            if chosen:
+                self.recomputed[id(loop)] = chosen
+                self.recomputed_ids.update(id(stmt) for stmt in chosen)
+
+    def computed_again(self, loop: ir.For | ir.While) -> list[gast.stmt]:
+        """The step's index arithmetic and reads, as the forward pass computed them (``plan_recomputed``)."""
+        return [syntax.statement(stmt, self.refs) for stmt in self.recomputed.get(id(loop), ())]
+
+    def saves(self, name: str, stmt: ir.Stmt) -> bool:
+        """Whether ``stmt`` overwrites a value of ``name`` that the backward pass restores (and reads)."""
+        return (name, id(stmt)) in self.kept
+
+    def push(self, name: str) -> gast.stmt:
+        append = gast.Attribute(value=syntax.name(self.tape(name)), attr="append", ctx=gast.Load())
+        return gast.Expr(value=syntax.call(append, [syntax.name(name)]))
+
+    def tape(self, key: str, kind: str = "tape") -> str:
+        """The stack that keeps ``key``'s old values (``x_tape``), or an array's overwritten entries
+        (``y_entries``). One stack per value, not one for all: each holds values of one type, so that Numba
+        can compile the code, and a reader sees which value each push and pop is about."""
+        if (key, kind) not in self.tapes:
+            self.tapes[(key, kind)] = self.namer.fresh(f"{key}_{kind}")
+        return self.tapes[(key, kind)]
+
+    def prologue(self) -> list[gast.stmt]:
+        """``tape = []``, and ``None`` for saved names that a loop binds first."""
+        saved = {name for name, _ in self.kept} | {n for plan in self.checkpointed.values() for n in plan.state}
+        needs = [n for n in sorted(saved) if n not in self.function.params and not self._bound_before_loops(n)]
+        out = [syntax.assign(n, syntax.const(None)) for n in needs]
+        tapes = [syntax.assign(tape, gast.List(elts=[], ctx=gast.Load())) for tape in self.tapes.values()]
+        return tapes + out
+
+    def _bound_before_loops(self, name: str) -> bool:
+        for stmt in self.function.body:
+            if name in ir.defined(stmt) and not ir.blocks(stmt):
+                return True
+            if ir.blocks(stmt):
+                return False
+        return False
+
+    def counts(self, stmt: ir.For | ir.While) -> bool:
+        """A while loop, or a for loop that may break, records its trip count."""
+        return isinstance(stmt, ir.While) or any(isinstance(s, ir.Break) for s in _shallow(stmt.body))
+
+    def count_name(self, stmt: ir.For | ir.While) -> str:
+        key = ("count", id(stmt))
+        if key not in self.bars:
+            self.bars[key] = self.namer.fresh("trips")
+        return self.bars[key]
+
+    def defined(self, stmt: ir.Stmt) -> list[str]:
+        """The names ``stmt`` binds, in the order the forward pass saves them.
+
+        A call to a user function also binds its saved values; they are saved
+        first, so that the backward pass restores the result's old value first
+        (a rule may read it) and the saved values after the callee's backward.
+        """
+        names = list(ir.defined(stmt))
+        if id(stmt) in self.calls:
+            names.insert(0, self.calls[id(stmt)][1])
+        return names
+
+    def snapshot(self, stmt: ir.Stmt) -> list[str]:
+        """The saved names an inactive compound statement overwrites: saved before it, restored after."""
+        names = dict.fromkeys(n for s in ir.walk((stmt,)) for n in self.defined(s))
+        return [n for n in names if (n, id(stmt)) in self.kept]
+
+    def restores(self, stmt: ir.Stmt) -> list[gast.stmt]:
+        """Undo what an inactive statement overwrote (kept only where the backward pass reads it)."""
+        if ir.blocks(stmt):
+            return [placeholder(RESTORE, n, id(stmt)) for n in reversed(self.snapshot_candidates(stmt))]
+        if id(stmt) in self.recomputed_ids:
+            return []  # computed again at the top of the step's backward pass (``plan_recomputed``)
+        return [placeholder(RESTORE, n, id(stmt)) for n in reversed(self.defined(stmt))]
+
+    def snapshot_candidates(self, stmt: ir.Stmt) -> list[str]:
+        names = dict.fromkeys(n for s in ir.walk((stmt,)) for n in self.defined(s))
+        return [n for n in names if n in self.rebound]
+
+    def resolve_restores(self, body: list[gast.stmt], later: set[str], in_loop: bool) -> list[gast.stmt]:
+        """Turn restore placeholders into pops, keeping only those whose value something reads later.
+
+        ``later`` holds the names read after ``body``. Outside loops the text after a
+        restore is what runs after it, so a restore whose name is not read there goes
+        (and so does the push that saved it). Inside a loop the next iteration runs
+        the text before it too, so there every restore of a name the backward pass
+        reads is kept.
+
+        A checkpointed loop's backward pass of one step is followed by the step before it taped again,
+        not by its backward pass: there, a restore is kept only where the rest of the step's backward
+        pass reads it, or where it restores the loop's state (which the steps before it start from).
+        """
+        out: list[gast.stmt] = []
+        for stmt in reversed(body):
+            mark = placeholder_of(stmt)
+            if mark is None:
+                step = next((plan for plan in self.checkpointed.values() if plan.reverse_loop is stmt), None)
+                loop = isinstance(stmt, gast.For) and step is None
+                for field in ("body", "orelse"):
+                    if getattr(stmt, field, None):
+                        inner = self.resolve_restores(getattr(stmt, field), set(later) | set(step.state), False) \
+                            if step is not None else \
+                            self.resolve_restores(getattr(stmt, field), set(later), in_loop or loop)
+                        setattr(stmt, field, inner or ([gast.Pass()] if field == "body" else []))
+                later |= syntax.name_ids(stmt, loads=True)
+                out.append(stmt)
+                continue
+            kind, name, key = mark
+            if name not in self.needed or name not in self.rebound or not (in_loop or name in later):
+                continue
+            if kind == UNAPPEND:
+                out.append(gast.Expr(value=syntax.call(syntax.attribute(name, "pop"), [])))
+            elif key not in self.first:
+                self.kept.add((name, key))
+                out.append(syntax.assign(name, syntax.call(syntax.attribute(self.tape(name), "pop"), [])))
+        return out[::-1]
+
+
+def placeholder(kind: str, name: str, key: int) -> gast.Expr:
+    return gast.Expr(value=gast.Constant(value=(kind, name, key), kind=None))
+
+
+def placeholder_of(stmt: gast.stmt) -> tuple[str, str, int] | None:
+    if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Constant) and isinstance(stmt.value.value, tuple):
+        return stmt.value.value
+    return None
+
+
+def _index_atom(atom: ir.Atom, index: set[str]) -> bool:
+    """An integer constant, or a name of ``index``: the loop's index and what is computed from it alone."""
+    return (isinstance(atom, ir.Const) and type(atom.value) is int) or (isinstance(atom, ir.Var) and atom.name in index)
+
+
+def _shallow(body: tuple[ir.Stmt, ...]) -> Iterator[ir.Stmt]:
+    """Statements of a loop body, into its ifs but not into nested loops."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ir.If):
+            yield from _shallow(stmt.body)
+            yield from _shallow(stmt.orelse)
