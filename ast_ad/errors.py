@@ -38,6 +38,11 @@ class MissingRuleError(LocatedError):
     """A differentiated value flows into a function with no gradient rule."""
 
 
+class UnsupportedDerivativeError(LocatedError, NotImplementedError):
+    """A derivative ast_ad does not compute for these arguments (``np.pad`` with ``mode="reflect"``, a
+    negative matrix power): raised where it runs, at the user's line, saying what to write instead."""
+
+
 class GradientFailedError(LocatedError):
     """The function runs, but computing its gradient failed at one of its lines (a gap in a gradient rule)."""
 

@@ -19,6 +19,7 @@ written in place, so tangents may share memory with each other.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any, TypeGuard
 
@@ -41,7 +42,7 @@ from ast_ad.analysis import (
     structured_names,
     usefulness,
 )
-from ast_ad.errors import LocatedError, MissingRuleError
+from ast_ad.errors import LocatedError, MissingRuleError, UnsupportedSyntaxError
 from ast_ad.inline import bindable, inline
 from ast_ad.kinds import kinds_of
 from ast_ad.naming import Namer
@@ -79,6 +80,12 @@ def forward(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, 
     gradient's, not the value's): the others are zeros, and nothing is computed for them.
     """
     return Forwarder(function, argnums, shapes, derive, needed).run(shell)
+
+
+def by_source(fn: Any) -> bool:
+    """A helper of generated code with no rule (``runtime.cholesky_jvp``): forward mode differentiates it by
+    its source, as it does the user's own functions, where that source is in ast_ad's language."""
+    return inspect.isfunction(fn) and fn.__module__ == "ast_ad.runtime" and registry.lookup(fn) is None
 
 
 class Forwarder:
@@ -209,7 +216,7 @@ class Forwarder:
         if target not in self.active:
             return [primal]
         value = stmt.value
-        if isinstance(value, ir.Call) and is_user_function(value.fn.obj) and \
+        if isinstance(value, ir.Call) and (is_user_function(value.fn.obj) or by_source(value.fn.obj)) and \
                 any(self.is_active(a) for a in value.args + tuple(a for _, a in value.kwargs)):
             return self.call_user(stmt)
         reads_itself = target in {v.name for v in inputs_of(value)}
@@ -335,7 +342,15 @@ class Forwarder:
         active = tuple(p for p, a in enumerate(args) if self.is_active(a))
         call = ir.call_of(stmt)
         labels = call_labels(args, self.classes, self.structured, self.kinds, stmt)
-        callee = self.derive(call.fn.obj, active, labels)
+        try:
+            callee = self.derive(call.fn.obj, active, labels)
+        except (LocatedError, UnsupportedSyntaxError) as exc:
+            if not by_source(call.fn.obj):
+                raise
+            raise at_line(MissingRuleError, stmt, f"{call.fn.hint}, a helper of ast_ad's gradient code, has no "
+                          "forward-mode rule yet, and its source is outside the language ast_ad differentiates "
+                          f"({exc.args[0] if exc.args else exc}), so this derivative of a derivative is not "
+                          "supported") from None
         self.callees.append(callee)
         self.refs.ref(call.fn)  # recorded so that redefining the callee is noticed
         jvp = self.refs.marker(CalleeRef(callee, "jvp"), "jvp")

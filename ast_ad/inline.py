@@ -110,6 +110,8 @@ def _template(rule: Callable[..., Any]) -> tuple[inspect.Signature, gast.expr] |
 
 
 def _value(param: inspect.Parameter, value: Any) -> gast.expr | None:
+    if param.kind is param.VAR_POSITIONAL and all(isinstance(v, Hole) for v in value):
+        return gast.Tuple(elts=[v.node for v in value], ctx=gast.Load())  # ``*xs``: the tuple of what it took
     if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
         return None
     if isinstance(value, Hole):

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from ast_ad.errors import UnsupportedDerivativeError
+
 
 def is_array(x: Any) -> bool:
     """Whether ``x`` is an array: numpy's, or one of a library that implements numpy's dispatch protocols."""
@@ -315,7 +317,7 @@ def dot_vjp_b(g: Any, a: Any, b: Any) -> Any:
 def check_dot_rank(a: Any, b: Any) -> Any:
     """``np.dot`` of arrays of three or more dimensions is not matmul: refuse it."""
     if np.ndim(a) > 2 or np.ndim(b) > 2:
-        raise NotImplementedError("the gradient of np.dot on arrays with more than 2 dimensions "
+        raise UnsupportedDerivativeError("the gradient of np.dot on arrays with more than 2 dimensions "
                                   "is not supported: use np.matmul or np.tensordot")
 
 
@@ -338,7 +340,7 @@ def scatter_add(out: Any, index: Any, g: Any) -> Any:
     run = sorted(fancy + ints)
     if len(fancy) != 1 or not all(isinstance(part, slice) for j, part in enumerate(parts) if j not in run) \
             or run != list(range(run[0], run[0] + len(run))) or not isinstance(parts[fancy[0]], (list, np.ndarray)):
-        raise NotImplementedError(
+        raise UnsupportedDerivativeError(
             f"the gradient of reading a {type(out).__name__} at this index: {type(out).__name__} cannot add at "
             "repeated indices (np.add.at) except for one numpy integer array among slices and integers "
             "(x[idx], x[:, idx], x[idx, 1])")
@@ -380,7 +382,7 @@ def getitem_vjp(g: Any, x: Any, index: Any) -> Any:
         try:
             out[index] = g
         except (ValueError, NotImplementedError) as exc:  # dask, at a mask: it does not know how many entries
-            raise NotImplementedError(
+            raise UnsupportedDerivativeError(
                 f"the gradient of reading a {type(out).__name__} through this index ({exc}): write "
                 "np.where(mask, x, 0.0) instead of x[mask] where the result is summed") from exc
     return out
@@ -414,9 +416,12 @@ def pow_minus_one(x: Any, y: Any) -> Any:
             power = base ** (y - 1)
         return np.where(np.equal(y, 0) & ~np.isfinite(power), 0.0, power)
     try:
-        power = x ** (y - 1)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            power = x ** (y - 1)
     except (ZeroDivisionError, OverflowError):
         return 0.0 if y == 0 else np.power(np.float64(x), y - 1)
+    if isinstance(power, (np.generic, np.ndarray)) and not np.isfinite(power) and y == 0:
+        return 0.0  # a numpy number's 0 ** -1 is inf, not an error: as above, 0
     if type(power) is complex:  # Python's power of a negative float: the value went complex on this line
         try:
             from ast_ad.errors import LocatedError as error
@@ -530,7 +535,7 @@ def norm_vjp(g: Any, ans: Any, x: Any, ord: Any = None, axis: Any = None, keepdi
             taken[chosen, :] = 1.0
         return g * np.sign(x) * taken
     if matrix and ord not in (None, "fro"):
-        raise NotImplementedError(f"the gradient of np.linalg.norm with ord={ord!r} on matrices")
+        raise UnsupportedDerivativeError(f"the gradient of np.linalg.norm with ord={ord!r} on matrices")
     safe = reciprocal_or_zero(ans)
     if ord in (None, 2, "fro"):
         return g * x * safe
@@ -717,7 +722,7 @@ def repeat_vjp(g: Any, x: Any, repeats: Any, axis: Any = None) -> Any:
 def pad_vjp(g: Any, x: Any, pad_width: Any, mode: Any = "constant") -> Any:
     """Adjoint of ``x`` in ``np.pad`` with constant padding: the middle of ``g``."""
     if mode != "constant":
-        raise NotImplementedError(f"the gradient of np.pad with mode={mode!r}")
+        raise UnsupportedDerivativeError(f"the gradient of np.pad with mode={mode!r}")
     widths = np.broadcast_to(np.asarray(pad_width), (np.ndim(x), 2))
     index = tuple(slice(int(lo), int(lo) + n) for (lo, _), n in zip(widths, np.shape(x), strict=True))
     return g[index]
@@ -1086,7 +1091,7 @@ def svd_vjp(g: Any, ans: Any, a: Any, full_matrices: Any = True, compute_uv: Any
         u, _, vt = np.linalg.svd(a, full_matrices=False)
         return u @ (np.eye(np.shape(g)[-1]) * g[..., None, :]) @ vt
     if full_matrices and np.shape(a)[-1] != np.shape(a)[-2]:
-        raise NotImplementedError("the gradient of np.linalg.svd with full_matrices=True on a non-square "
+        raise UnsupportedDerivativeError("the gradient of np.linalg.svd with full_matrices=True on a non-square "
                                   "matrix: pass full_matrices=False")
     u, s, vt = ans
     u_bar, s_bar, vt_bar = (zeros_of(x) if b is None else b for b, x in zip(g, ans, strict=True))
@@ -1136,15 +1141,21 @@ def matrix_powers(a: Any, n: Any) -> list[Any]:
 def matrix_power_vjp(g: Any, a: Any, n: Any) -> Any:
     """Adjoint of ``a`` in ``np.linalg.matrix_power(a, n)`` for ``n >= 0``."""
     if n < 0:
-        raise NotImplementedError("the gradient of matrix_power with a negative exponent: use inv and a power")
+        raise UnsupportedDerivativeError("the gradient of matrix_power with a negative exponent: use inv and a power")
     powers = matrix_powers(a, n)
     return sum((T(powers[k]) @ g @ T(powers[n - 1 - k]) for k in range(n)), zeros_of(a))
 
 
 def sinc_slope(x: Any) -> Any:
-    """The derivative of ``np.sinc(x) = sin(pi x) / (pi x)``; 0 at 0."""
-    safe = np.where(x == 0, 1.0, x)
-    return np.where(x == 0, 0.0, (np.cos(np.pi * x) - np.sinc(x)) / safe)
+    """The derivative of ``np.sinc(x) = sin(pi x) / (pi x)``: ``(cos(pi x) - sinc(x)) / x``; near 0, its series
+    ``-pi^2 x/3 + pi^4 x^3/30 - pi^6 x^5/840`` (the closed form subtracts nearly equal numbers there, and
+    lost five digits at ``x = 1e-6``)."""
+    small = np.abs(x) < 1e-3
+    safe = np.where(small, 1.0, x)
+    far = (np.cos(np.pi * safe) - np.sinc(safe)) / safe
+    x2 = x * x
+    near = x * (-np.pi ** 2 / 3.0 + np.pi ** 4 * x2 / 30.0 - np.pi ** 6 * x2 * x2 / 840.0)
+    return np.where(small, near, far)
 
 
 # ---- more numpy -------------------------------------------------------------------------------------------
@@ -1391,7 +1402,7 @@ def svd_jvp(u: Any, ans: Any, a: Any, full_matrices: Any = True, compute_uv: Any
     if not compute_uv:
         return svdvals_jvp(u, a)
     if full_matrices and np.shape(a)[-1] != np.shape(a)[-2]:
-        raise NotImplementedError("the derivative of np.linalg.svd with full_matrices=True on a non-square "
+        raise UnsupportedDerivativeError("the derivative of np.linalg.svd with full_matrices=True on a non-square "
                                   "matrix: pass full_matrices=False")
     left, s, vt = ans
     v = T(vt)
@@ -1437,7 +1448,7 @@ def svdvals_jvp(u: Any, a: Any) -> Any:
 def matrix_power_jvp(u: Any, a: Any, n: Any) -> Any:
     """Tangent of ``matrix_power(a, n)`` for ``n >= 0``: the sum of ``a^i u a^(n-1-i)``."""
     if n < 0:
-        raise NotImplementedError("the derivative of matrix_power with a negative exponent: use inv and a power")
+        raise UnsupportedDerivativeError("the derivative of matrix_power with a negative exponent: use inv and a power")
     powers = matrix_powers(a, n)
     return sum((powers[i] @ u @ powers[n - 1 - i] for i in range(n)), zeros_of(a))
 
@@ -1479,7 +1490,7 @@ def norm_vjp_jvp(k: Any, u: Any, g: Any, ans: Any, x: Any, ord: Any = None, axis
         return norm_vjp(g, ans, x, ord, axis, keepdims) * ratio
     if not matrix and ord in (1, np.inf, -np.inf):
         return zeros_like(x)
-    raise NotImplementedError(f"the second derivative of np.linalg.norm with ord={ord!r}: use the 2-norm, or "
+    raise UnsupportedDerivativeError(f"the second derivative of np.linalg.norm with ord={ord!r}: use the 2-norm, or "
                               "write the norm with numpy (np.sum(np.abs(x) ** p) ** (1 / p))")
 
 
@@ -1696,13 +1707,44 @@ def svd_vjp_jvp(u: Any, g: Any, ans: Any, a: Any, full_matrices: Any = True, com
     return out
 
 
-def other_operand_jvp(fn: Any, j: Any, first: Any, own: Any = None) -> Any:
+def other_operand_jvp(fn: Any, j: Any, first: Any, own: Any = None, g: Any = 1) -> Any:
     """The forward rule, at position ``j``, of a helper ``fn`` that gives one operand's adjoint of a product whose
     operand 0 stands at position ``first``: linear in each other operand, and reading its own only for its
-    shape (a zero tangent there). Whose adjoint: operand ``own``, or the helper's first argument's."""
-    def rule(u: Any, ans: Any, *args: Any, **kwargs: Any) -> Any:
-        if j == first + (args[0] if own is None else own):
-            return 0.0 * ans
-        return fn(*[u if i == j else a for i, a in enumerate(args)], **kwargs)
-    rule.__name__ = f"{fn.__name__}_jvp"
-    return rule
+    shape (a zero tangent there). Whose adjoint: operand ``own``, or the helper's first argument's. ``fn`` is
+    linear in the adjoint at position ``g`` too."""
+    return OtherOperands(fn, (j,), first, own, g)
+
+
+class OtherOperands:
+    """``fn(*args)`` with the arguments at ``positions`` replaced by tangents, called as rules are:
+    ``(u_m, ans_m, ..., u_1, ans_1, *args)``. It is the forward rule of an operand's adjoint of a product
+    (``einsum_vjp``: linear in the adjoint and in every operand but its own), and, since the helper is linear
+    in each of those, the rules of that rule too: one more argument replaced. Zero where a position repeats or
+    is the operand whose adjoint it is (read only for its shape)."""
+
+    def __init__(self, fn: Any, positions: tuple[int, ...], first: int, own: Any, g: int):
+        self.fn, self.positions, self.first, self.own, self.g = fn, positions, first, own, g
+        self.__name__ = f"{fn.__name__}_jvp"
+        self._rule: Any = None
+
+    def __call__(self, *call: Any) -> Any:
+        m = len(self.positions)
+        tangents, args = call[2 * m - 2::-2], call[2 * m:]
+        own = self.first + (args[0] if self.own is None else self.own)
+        if own in self.positions or len(set(self.positions)) < m:
+            return 0.0 * call[1]
+        replaced = list(args)
+        for position, u in zip(self.positions, tangents, strict=True):
+            replaced[position] = u
+        return self.fn(*replaced)
+
+    def ast_ad_rule(self) -> Any:
+        from ast_ad import registry
+
+        if self._rule is None:
+            m = len(self.positions)
+            moving: list[Any] = [OtherOperands(self.fn, (*self.positions, p), self.first, self.own, self.g)
+                                 if p == self.g or p >= self.first else registry.zero for p in range(self.first + 8)]
+            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * m + tuple(moving)
+            self._rule = registry.Rule(self, (), origin="ast_ad.runtime", jvps=jvps)
+        return self._rule

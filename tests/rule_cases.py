@@ -500,6 +500,8 @@ def _more() -> dict:
         sp.i0: unary(), sp.i1: unary(), sp.j0: unary(), sp.j1: unary(), sp.y0: unary("pos"), sp.y1: unary("pos"),
         sp.iv: case(orders, floats("away")), sp.ive: case(orders, floats("away")), sp.jv: case(orders, floats()),
         sp.yv: case(orders, floats("pos")), sp.kv: case(orders, floats("pos")), sp.yn: case(orders, floats("pos")),
+        sp.ivp: case(orders, floats("away")), sp.jvp: case(orders, floats()), sp.yvp: case(orders, floats("pos")),
+        sp.kvp: case(orders, floats("pos")),
         sp.entr: unary("pos"), sp.rel_entr: binary("pos", "pos"), sp.xlog1py: binary("pos", "pos"),
         sp.expm1: unary(), sp.log1p: unary("pos"), sp.sindg: unary(), sp.cosdg: unary(),
     })
@@ -585,6 +587,8 @@ def _helpers() -> dict:
         rt.var_vjp: case(floats(), 0.0, arrays((4,)), None, 0, False) |
         case(arrays((3,)), 0.0, arrays((2, 3)), 0, 1, False),
         rt.chosen_vjp: case(0, floats(), 1.0, (1.0, 2.0)) | case(1, floats(), 1.0, (2.0, 1.0)),
+        rt.chosen_jvp: case(0, floats(), 1.0, (1.0, 2.0)) | case(1, arrays((2,)), 1.0, ((2.0, 1.0),)),
+        rt.cast_jvp: case(arrays((3,)), arrays((3,))) | case(floats(), 0.5),
         rt.summed_matmul_vjp_a: _terms(True, 1) | _terms(True, 2),
         rt.summed_matmul_vjp_b: _terms(False, 1) | _terms(False, 2),
         rt.summed_dot_vjp_a: _terms(True, 1), rt.summed_dot_vjp_b: _terms(False, 1),

@@ -242,6 +242,31 @@ def test_a_third_derivative_through_a_helper_without_forward_rule_is_refused() -
     assert "prod_others_jvp" in str(err.value)
 
 
+def cholesky_and_sort(v):
+    m = np.reshape(v, (3, 3))
+    return np.sum(np.linalg.cholesky(m @ m.T + 3.0 * np.eye(3)) ** 3) + np.sum(np.sort(v) * np.arange(9.0)) ** 3
+
+
+def einsum_and_kron(v):
+    m = np.reshape(v, (3, 3))
+    return np.sum(np.einsum("ij,jk,ki->i", m, m, m) ** 2) + np.sum(np.kron(v[:3], np.sin(v[3:6])) ** 3)
+
+
+@pytest.mark.parametrize("fn", [cholesky_and_sort, einsum_and_kron])
+def test_a_third_derivative_through_the_helpers_of_rules(fn) -> None:
+    """The forward rules of cholesky and sort call helpers with no rules of their own (``cholesky_jvp``,
+    ``sort_jvp``): forward mode differentiates them by their source, as it does the user's functions
+    (``forward.by_source``). Those of einsum's and kron's adjoints are multilinear (``runtime.OtherOperands``).
+    The tensor of third derivatives, against differences of the Hessian."""
+    v = np.array([1.0, 0.25, 0.1, 0.3, 1.1, 0.2, 0.05, 0.4, 0.9])  # no two entries equal: sort is smooth here
+    third = ast_ad.jacfwd(ast_ad.hessian(fn))(v)
+    u = np.random.default_rng(0).standard_normal(9)
+    h = 1e-5
+    hessian = ast_ad.hessian(fn)
+    differences = (hessian(v + h * u) - hessian(v - h * u)) / (2 * h)
+    np.testing.assert_allclose(third @ u, differences, rtol=1e-6, atol=1e-6 * np.max(np.abs(differences)))
+
+
 SECOND_ORDER_X = np.array([0.5, -1.2, 0.3, 2.0, 0.4, 0.9])
 THROUGH_AUTOGRAD = [cf.prod_along_rows, cf.kron_of_parts, cf.sinc_weighted, cf.cholesky_of_gram, cf.eigh_of_sum,
                     cf.pinv_of_tall, cf.svd_of_tall, cf.multi_dot_chain, cf.einsum_chain]
@@ -692,3 +717,15 @@ def test_second_derivatives_of_while_loops_and_breaks(case: Case, data: st.DataO
     tangents = tuple(v if j == k else None for j in range(len(args)))
     traced = ast_ad.tracer.jvp(ast_ad.tracer.grad(case.fn, k), args, tangents)[1]
     np.testing.assert_allclose(ours, traced, rtol=1e-9, atol=1e-11)
+
+
+def first_power(x):
+    return x ** 1 + 2.0 * x
+
+
+def test_the_second_derivative_of_a_first_power_at_zero_is_zero_for_numpy_numbers() -> None:
+    """``x ** 1``'s second derivative reads ``0 * x ** -1``: for a numpy number ``0.0 ** -1`` is ``inf``, not an
+    error as for a float, and the product was NaN (``runtime.pow_minus_one``)."""
+    for x in (0.0, np.float64(0.0), np.asarray(0.0)):
+        assert float(ast_ad.hessian(first_power)(x)) == 0.0
+        assert float(ast_ad.grad(ast_ad.grad(first_power))(x)) == 0.0

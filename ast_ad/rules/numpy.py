@@ -219,7 +219,7 @@ EINSUM_RULES = [einsum_rule(k) for k in range(8)]
 defvjp(np.einsum, None, *EINSUM_RULES)  # np.einsum(spec, *operands): a rule per operand
 for _k, _rule in enumerate(EINSUM_RULES):  # called by name in gradients (their operands vary in number)
     def_linear(_rule, 0)
-    defjvp(_rule, None, zero, zero, *[other_operand_jvp(_rule, j, 3, _k) for j in range(3, 11)])
+    defjvp(_rule, None, zero, zero, *[other_operand_jvp(_rule, j, 3, _k, g=0) for j in range(3, 11)])
 defvjp(np.kron,      lambda g, ans, a, b: kron_vjp(0, g, a, b), lambda g, ans, a, b: kron_vjp(1, g, a, b))
 defvjp(np.trace,     lambda g, ans, x, offset=0, axis1=0, axis2=1, *args, **kwargs:
                      diagonal_vjp(g, x, offset, axis1, axis2))

@@ -47,6 +47,10 @@ def_linear(rt.var_vjp, 0, 2)  # 2 (x - mean(x)) g / (n - ddof): linear in x too
 defjvp(rt.var_vjp, None, zero)
 defjvp(rt.chosen_vjp, None, None, zero, zero)
 def_linear(rt.chosen_vjp, 1)
+defjvp(rt.chosen_jvp, None, None, zero, zero)  # min's and max's forward rules: linear in the tangent, and
+def_linear(rt.chosen_jvp, 1)                     # which argument is chosen does not move
+defjvp(rt.cast_jvp, None, zero)  # a cast's tangent is the tangent cast: linear in it
+def_linear(rt.cast_jvp, 0)
 defjvp(rt.summed_matmul_vjp_a, lambda u, ans, terms, a: rt.summed_matmul_vjp_a(rt.product_terms_jvp(u, terms), a), zero)
 defjvp(rt.summed_matmul_vjp_b, lambda u, ans, terms, b: rt.summed_matmul_vjp_b(rt.product_terms_jvp(u, terms), b), zero)
 defjvp(rt.summed_dot_vjp_a,    lambda u, ans, terms, a: rt.summed_dot_vjp_a(rt.product_terms_jvp(u, terms), a), zero)

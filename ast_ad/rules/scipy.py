@@ -58,6 +58,11 @@ if sp is not None:
     ew(sp.yv,        None, lambda g, ans, v, z: g * sp.yvp(v, z))
     ew(sp.kv,        None, lambda g, ans, v, z: g * sp.kvp(v, z))
     ew(sp.yn,        None, lambda g, ans, n, x: g * sp.yvp(n, x))
+    # their derivatives in the argument, sp.jvp(v, z, n) the n-th: the next one, so every order has a rule
+    ew(sp.ivp,       None, lambda g, ans, v, z, n=1: g * sp.ivp(v, z, n + 1))
+    ew(sp.jvp,       None, lambda g, ans, v, z, n=1: g * sp.jvp(v, z, n + 1))
+    ew(sp.yvp,       None, lambda g, ans, v, z, n=1: g * sp.yvp(v, z, n + 1))
+    ew(sp.kvp,       None, lambda g, ans, v, z, n=1: g * sp.kvp(v, z, n + 1))
     # ---- information theory and friends --------------------------------------------------------------------
     ew(sp.entr,      lambda g, ans, x: -g * (np.log(x) + 1.0))
     ew(sp.rel_entr,  lambda g, ans, x, y: g * (np.log(x / y) + 1.0), lambda g, ans, x, y: -g * x / y)

@@ -1,0 +1,109 @@
+"""Every registered rule differentiated twice: forward mode over the forward-mode code of a call of it.
+
+``test_rules`` checks each rule; this checks that the code a rule writes can itself be differentiated
+(the output language is the input language): for ``probe(x) = f(..., x, ...)`` and a direction ``v``,
+the generated second-order code's ``d/dt jvp(probe, x + t v, v)`` is compared with finite differences
+of the first-order ``jvp``. Helpers that forward rules call are differentiated by their rules, or by
+their source where it is in ast_ad's language (``forward.by_source``). The few that cannot be are
+refused, with a clear error, and are listed here: a refusal of any other rule fails the test.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import math
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ast_ad
+from ast_ad import compose, registry, runtime
+from ast_ad.errors import MissingRuleError, UnsupportedDerivativeError
+from tests.rule_cases import CASES
+from tests.test_rules import DIFFERENTIABLE, _name, direction_like, leaves, paired
+
+# forward rules whose helpers have neither rules nor a source in the language (loops over a moved axis
+# written with a lambda, a ``raise`` for an exponent ast_ad refuses, closures with ``*args``): refused at
+# the line, not computed. The second group are the helpers of second derivatives: these are the third.
+REFUSED_AGAIN = {np.cumprod, np.linalg.matrix_power, np.linalg.svd,
+                 runtime.prod_vjp, runtime.cumprod_vjp, runtime.norm_vjp, runtime.matrix_power_vjp, runtime.svd_vjp}
+SIGNS = {np.linalg.eigh: 0, np.linalg.svd: 1}  # the part of a factorization that has no sign to choose
+_serial = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def probes(tmp_path_factory):
+    """Modules of one-line functions ``probe(x)``, written once per rule, argument and keywords."""
+    place = tmp_path_factory.mktemp("probes")
+    sys.path.insert(0, str(place))
+    made: dict[tuple, object] = {}
+
+    def probe(fn, k: int, nargs: int, keys: tuple[str, ...]):
+        key = (fn, k, nargs, keys)
+        if key not in made:
+            name = f"probe_{next(_serial)}"
+            params = ", ".join("x" if j == k else f"A{j}" for j in range(nargs))
+            keywords = "".join(f", {key}=K_{key}" for key in keys)
+            (place / f"{name}.py").write_text(f"def probe(x):\n    return FN({params}{keywords})\n")
+            module = importlib.import_module(name)
+            module.FN = fn
+            made[key] = module
+        return made[key]
+    yield probe
+    sys.path.remove(str(place))
+
+
+def _positive_r(tangent, value):
+    """A tangent of ``q, r = qr(a)`` in the convention where ``r``'s diagonal is positive."""
+    signs = np.sign(np.diagonal(value[1], axis1=-2, axis2=-1))
+    return tangent[0] * signs[..., None, :], tangent[1] * signs[..., :, None]
+
+
+def _floats(arg) -> bool:
+    return isinstance(arg, float) or (isinstance(arg, np.ndarray) and arg.dtype.kind == "f")
+
+
+@pytest.mark.parametrize("rule", DIFFERENTIABLE, ids=_name)
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_forward_rule_differentiates_again(rule: registry.Rule, probes, data: st.DataObject) -> None:
+    args, kwargs = data.draw(CASES[rule.fn])
+    for k, x in enumerate(args):
+        if rule.jvp(k) in (None, registry.zero) or not _floats(x):
+            continue
+        module = probes(rule.fn, k, len(args), tuple(kwargs))
+        for j, a in enumerate(args):
+            setattr(module, f"A{j}", a)
+        for key, value in kwargs.items():
+            setattr(module, f"K_{key}", value)
+        rng = np.random.default_rng(k)
+        v = direction_like(x, rng)
+
+        def first(at, v=v, module=module):
+            return ast_ad.jvp(module.probe, (at,), (v,))[1]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            try:
+                second = ast_ad.jvp(compose.Fixed(module.probe, ((0,), True), v), (x,), (v,))[1]
+            except UnsupportedDerivativeError:
+                continue  # a refusal for these arguments, saying what to write instead (np.linalg.norm's 'nuc')
+            except MissingRuleError:
+                assert rule.fn in REFUSED_AGAIN, f"{_name(rule)}: its forward rule cannot be differentiated again"
+                continue
+            h = 1e-6
+            ahead, behind = first(x + h * v), first(x - h * v)
+        part = SIGNS.get(rule.fn)
+        if part is not None:
+            second, ahead, behind = second[part], ahead[part], behind[part]
+        if rule.fn is np.linalg.qr:  # LAPACK flips a column's sign where the entries below it are exactly zero
+            second, ahead, behind = (_positive_r(t, module.probe(at)) for t, at in
+                                     ((second, x), (ahead, x + h * v), (behind, x - h * v)))
+        u = [direction_like(leaf, np.random.default_rng(7)) for leaf in leaves(second)]
+        numeric = (paired(u, ahead) - paired(u, behind)) / (2 * h)
+        analytic = paired(u, second)
+        assert math.isclose(analytic, numeric, rel_tol=1e-5, abs_tol=1e-6), (k, analytic, numeric)
