@@ -87,10 +87,16 @@ _RULES: dict[Any, Rule] = {}
 USER_CHANGES: list[tuple[Any, ...]] = []
 
 
-def _note(kind: str, *payload: Any) -> None:
+def _note(kind: str, *payload: Any, up: int = 2) -> None:
     """Record a registration made by the user's code (three frames up: the user, ``def...``, here)."""
-    if not sys._getframe(2).f_globals.get("__name__", "").startswith("ast_ad"):
+    if not sys._getframe(up).f_globals.get("__name__", "").startswith("ast_ad"):
         USER_CHANGES.append((kind, *payload))
+
+
+def _declare(fact: str, fns: tuple[Any, ...]) -> None:
+    """Record the yes-or-no ``fact`` for each of ``fns`` (called by a ``def_...`` function)."""
+    _note(fact, *fns, up=3)
+    _FACTS[fact].update(dict.fromkeys(fns, True))
 
 
 def zero(g: Any, ans: Any, *args: Any, **kwargs: Any) -> float:
@@ -259,8 +265,7 @@ def method(name: str) -> Any:
 
 def def_sequence(*fns: Any) -> None:
     """Declare functions that return a tuple or list: their results' adjoints add element by element."""
-    _note("sequence", *fns)
-    _FACTS["sequence"].update(dict.fromkeys(fns, True))
+    _declare("sequence", fns)
 
 
 def returns_sequence(fn: Any) -> bool:
@@ -270,8 +275,7 @@ def returns_sequence(fn: Any) -> bool:
 def def_view(*fns: Any) -> None:
     """Declare functions whose result may share memory with their first argument (``x[1:]``, ``x.T``,
     ``np.reshape``): a write through one is seen through the other, so ast_ad guards such writes."""
-    _note("view", *fns)
-    _FACTS["view"].update(dict.fromkeys(fns, True))
+    _declare("view", fns)
 
 
 def returns_view(fn: Any) -> bool:
@@ -280,8 +284,7 @@ def returns_view(fn: Any) -> bool:
 
 def def_full_reduction(*fns: Any) -> None:
     """Declare functions that give one number when called with one argument alone (``np.sum(x)``)."""
-    _note("full_reduction", *fns)
-    _FACTS["full_reduction"].update(dict.fromkeys(fns, True))
+    _declare("full_reduction", fns)
 
 
 def is_full_reduction(fn: Any) -> bool:
@@ -295,8 +298,7 @@ def with_fact(fact: str) -> list[Any]:
 
 def def_same_kind(*fns: Any) -> None:
     """Declare functions whose result is a list, tuple or dict when their first argument is (``assign_item``)."""
-    _note("same_kind", *fns)
-    _FACTS["same_kind"].update(dict.fromkeys(fns, True))
+    _declare("same_kind", fns)
 
 
 def keeps_kind(fn: Any) -> bool:
@@ -305,8 +307,7 @@ def keeps_kind(fn: Any) -> bool:
 
 def def_effect(*fns: Any) -> None:
     """Declare functions called for an effect alone (``print``): they read their arguments and change none."""
-    _note("effect", *fns)
-    _FACTS["effect"].update(dict.fromkeys(fns, True))
+    _declare("effect", fns)
 
 
 def is_effect(fn: Any) -> bool:
