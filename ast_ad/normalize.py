@@ -730,8 +730,8 @@ class Lowerer(Nesting):
         if len(node.ops) > 1:
             return self.bind(self.raw(node), name or "cond", user)
         fn = COMPARE.get(type(node.ops[0]))
-        if fn is None:
-            raise refuse(node, "only < <= > >= == != comparisons are supported", self.locate)
+        if fn is None:  # ``is``, ``in``: a yes or no, as written (a test is kept so too, see ``test``)
+            return self.bind(self.raw(node), name or "cond", user)
         left, right = self.expr(node.left), self.expr(node.comparators[0])
         return self.bind(ir.Call(self.operator(fn), (left, right)), name or "cond", user)
 

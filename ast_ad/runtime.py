@@ -318,7 +318,7 @@ def check_dot_rank(a: Any, b: Any) -> Any:
     """``np.dot`` of arrays of three or more dimensions is not matmul: refuse it."""
     if np.ndim(a) > 2 or np.ndim(b) > 2:
         raise UnsupportedDerivativeError("the gradient of np.dot on arrays with more than 2 dimensions "
-                                  "is not supported: use np.matmul or np.tensordot")
+                                         "is not supported: use np.matmul or np.tensordot")
 
 
 def scatter_add(out: Any, index: Any, g: Any) -> Any:
@@ -443,13 +443,27 @@ def safe_log(x: Any) -> Any:
     return np.log(np.where(x == 0, 1.0, x))
 
 
+def refuse_unless(ok: Any, *message: Any) -> None:
+    """Raise ``UnsupportedDerivativeError`` unless ``ok``, its message the parts given, joined. Written as a call
+    (an f-string is outside the language), a helper's refusal keeps the helper in the language ast_ad
+    differentiates (``forward.by_source``)."""
+    if not ok:
+        raise UnsupportedDerivativeError("".join(str(part) for part in message))
+
+
 # ---- reductions and scans -------------------------------------------------------------------------------
-def along_last(x: Any, axis: Any) -> Any:
-    """``x`` with ``axis`` moved last (flattened when ``axis`` is None), and how to undo it."""
+def to_last(x: Any, axis: Any) -> Any:
+    """``x`` with ``axis`` moved last (flattened when ``axis`` is None)."""
     if axis is None:
-        return np.ravel(x), lambda y: np.reshape(y, np.shape(x))
-    x = as_array(x)
-    return np.moveaxis(x, axis, -1), lambda y: np.moveaxis(y, -1, axis)
+        return np.ravel(x)
+    return np.moveaxis(as_array(x), axis, -1)
+
+
+def from_last(y: Any, x: Any, axis: Any) -> Any:
+    """``y``, laid out as ``to_last(x, axis)`` is, put back in ``x``'s layout."""
+    if axis is None:
+        return np.reshape(y, np.shape(x))
+    return np.moveaxis(y, -1, axis)
 
 
 def prod_vjp(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: Any = False) -> Any:
@@ -463,11 +477,11 @@ def prod_vjp(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: Any = False) 
         flat = np.reshape(moved, moved.shape[:x.ndim - len(axes)] + (-1,))
         others = prod_vjp(np.ones(flat.shape[:-1]), None, flat, -1)
         return g * np.moveaxis(np.reshape(others, moved.shape), ends, axes)
-    moved, back = along_last(x, axis)
+    moved = to_last(x, axis)
     left = np.cumprod(np.concatenate([np.ones_like(moved[..., :1]), moved[..., :-1]], axis=-1), axis=-1)
     right = np.flip(np.cumprod(np.concatenate([np.ones_like(moved[..., :1]), np.flip(moved, -1)[..., :-1]],
                                               axis=-1), axis=-1), -1)
-    return g * back(left * right)
+    return g * from_last(left * right, x, axis)
 
 
 def var_vjp(g: Any, ans: Any, x: Any, axis: Any = None, ddof: Any = 0, keepdims: Any = False) -> Any:
@@ -492,8 +506,8 @@ def cumsum_vjp(g: Any, x: Any, axis: Any = None) -> Any:
 
 def cumprod_vjp(g: Any, ans: Any, x: Any, axis: Any = None) -> Any:
     """Adjoint of ``x`` in ``np.cumprod`` (exact with zeros: each prefix product is taken apart)."""
-    moved, back = along_last(x, axis)
-    g_moved = along_last(g, axis)[0]
+    moved = to_last(x, axis)
+    g_moved = to_last(g, axis)
     n = moved.shape[-1]
     out = zeros_of(moved)
     for i in range(n):
@@ -501,7 +515,7 @@ def cumprod_vjp(g: Any, ans: Any, x: Any, axis: Any = None) -> Any:
         others[..., i] = 1.0
         products = np.cumprod(others, axis=-1)
         out[..., i] = np.sum(g_moved[..., i:] * products[..., i:], axis=-1)
-    return back(out)
+    return from_last(out, x, axis)
 
 
 def average_vjp(g: Any, x: Any, axis: Any = None, weights: Any = None) -> Any:
@@ -534,8 +548,8 @@ def norm_vjp(g: Any, ans: Any, x: Any, ord: Any = None, axis: Any = None, keepdi
         else:
             taken[chosen, :] = 1.0
         return g * np.sign(x) * taken
-    if matrix and ord not in (None, "fro"):
-        raise UnsupportedDerivativeError(f"the gradient of np.linalg.norm with ord={ord!r} on matrices")
+    refuse_unless(not matrix or ord in (None, "fro"), "the gradient of np.linalg.norm with ord=", repr(ord),
+                  " on matrices")
     safe = reciprocal_or_zero(ans)
     if ord in (None, 2, "fro"):
         return g * x * safe
@@ -1090,9 +1104,8 @@ def svd_vjp(g: Any, ans: Any, a: Any, full_matrices: Any = True, compute_uv: Any
     if not compute_uv:
         u, _, vt = np.linalg.svd(a, full_matrices=False)
         return u @ (np.eye(np.shape(g)[-1]) * g[..., None, :]) @ vt
-    if full_matrices and np.shape(a)[-1] != np.shape(a)[-2]:
-        raise UnsupportedDerivativeError("the gradient of np.linalg.svd with full_matrices=True on a non-square "
-                                  "matrix: pass full_matrices=False")
+    refuse_unless(not full_matrices or np.shape(a)[-1] == np.shape(a)[-2], "the gradient of np.linalg.svd with "
+                  "full_matrices=True on a non-square matrix: pass full_matrices=False")
     u, s, vt = ans
     u_bar, s_bar, vt_bar = (zeros_of(x) if b is None else b for b, x in zip(g, ans, strict=True))
     v, v_bar = T(vt), T(vt_bar)
@@ -1140,8 +1153,7 @@ def matrix_powers(a: Any, n: Any) -> list[Any]:
 
 def matrix_power_vjp(g: Any, a: Any, n: Any) -> Any:
     """Adjoint of ``a`` in ``np.linalg.matrix_power(a, n)`` for ``n >= 0``."""
-    if n < 0:
-        raise UnsupportedDerivativeError("the gradient of matrix_power with a negative exponent: use inv and a power")
+    refuse_unless(n >= 0, "the gradient of matrix_power with a negative exponent: use inv and a power")
     powers = matrix_powers(a, n)
     return sum((T(powers[k]) @ g @ T(powers[n - 1 - k]) for k in range(n)), zeros_of(a))
 
@@ -1338,14 +1350,14 @@ def pad_jvp(u: Any, pad_width: Any, mode: Any = "constant") -> Any:
 
 def cumprod_jvp(u: Any, ans: Any, x: Any, axis: Any = None) -> Any:
     """Tangent of ``np.cumprod``, step by step (``p[i] = p[i-1] x[i]``), so zeros in ``x`` are exact."""
-    moved, back = along_last(x, axis)
-    du = along_last(u, axis)[0]
-    ans_moved = along_last(ans, axis)[0]
+    moved = to_last(x, axis)
+    du = to_last(u, axis)
+    ans_moved = to_last(ans, axis)
     out = zeros_of(moved, np.broadcast_shapes(np.shape(moved), np.shape(du)))
     out[..., 0] = du[..., 0]
     for i in range(1, moved.shape[-1]):
         out[..., i] = out[..., i - 1] * moved[..., i] + ans_moved[..., i - 1] * du[..., i]
-    return out if axis is None else back(out)  # over the flattened array, the result stays flat
+    return out if axis is None else from_last(out, x, axis)  # over the flattened array, the result stays flat
 
 
 def average_weights_jvp(u: Any, ans: Any, x: Any, axis: Any, weights: Any) -> Any:
@@ -1401,9 +1413,8 @@ def svd_jvp(u: Any, ans: Any, a: Any, full_matrices: Any = True, compute_uv: Any
     (I - U U^T) u V S^-1`` and ``dV = V (F * (S P + P^T S)) + (I - V V^T) u^T U S^-1``."""
     if not compute_uv:
         return svdvals_jvp(u, a)
-    if full_matrices and np.shape(a)[-1] != np.shape(a)[-2]:
-        raise UnsupportedDerivativeError("the derivative of np.linalg.svd with full_matrices=True on a non-square "
-                                  "matrix: pass full_matrices=False")
+    refuse_unless(not full_matrices or np.shape(a)[-1] == np.shape(a)[-2], "the derivative of np.linalg.svd with "
+                  "full_matrices=True on a non-square matrix: pass full_matrices=False")
     left, s, vt = ans
     v = T(vt)
     p = T(left) @ u @ v
@@ -1447,8 +1458,7 @@ def svdvals_jvp(u: Any, a: Any) -> Any:
 
 def matrix_power_jvp(u: Any, a: Any, n: Any) -> Any:
     """Tangent of ``matrix_power(a, n)`` for ``n >= 0``: the sum of ``a^i u a^(n-1-i)``."""
-    if n < 0:
-        raise UnsupportedDerivativeError("the derivative of matrix_power with a negative exponent: use inv and a power")
+    refuse_unless(n >= 0, "the derivative of matrix_power with a negative exponent: use inv and a power")
     powers = matrix_powers(a, n)
     return sum((powers[i] @ u @ powers[n - 1 - i] for i in range(n)), zeros_of(a))
 
@@ -1488,10 +1498,9 @@ def norm_vjp_jvp(k: Any, u: Any, g: Any, ans: Any, x: Any, ord: Any = None, axis
         spread = expand_reduced(ans, x, axis, keepdims)
         ratio = -expand_reduced(u, x, axis, keepdims) * reciprocal_or_zero(spread)
         return norm_vjp(g, ans, x, ord, axis, keepdims) * ratio
-    if not matrix and ord in (1, np.inf, -np.inf):
-        return zeros_like(x)
-    raise UnsupportedDerivativeError(f"the second derivative of np.linalg.norm with ord={ord!r}: use the 2-norm, or "
-                              "write the norm with numpy (np.sum(np.abs(x) ** p) ** (1 / p))")
+    refuse_unless(not matrix and ord in (1, np.inf, -np.inf), "the second derivative of np.linalg.norm with ord=",
+                  repr(ord), ": use the 2-norm, or write the norm with numpy (np.sum(np.abs(x) ** p) ** (1 / p))")
+    return zeros_like(x)
 
 
 # ---- forward rules of the gradient helpers above (a derivative of a derivative through them) -------------
@@ -1514,15 +1523,15 @@ def prod_others_jvp(u: Any, x: Any, axis: Any = None) -> Any:
         flat = np.reshape(moved, moved.shape[:x.ndim - len(axes)] + (-1,))
         flat_u = np.reshape(np.moveaxis(u, axes, ends), flat.shape)
         return np.moveaxis(np.reshape(prod_others_jvp(flat_u, flat, -1), moved.shape), ends, axes)
-    moved, back = along_last(x, axis)
-    du = along_last(np.broadcast_to(u, np.shape(x)), axis)[0]
+    moved = to_last(x, axis)
+    du = to_last(np.broadcast_to(u, np.shape(x)), axis)
     out = zeros_of(moved)
     for i in range(moved.shape[-1]):
         others = moved.copy()
         others[..., i] = 1.0
         pairs = prod_vjp(np.ones(others.shape[:-1]), None, others, -1)  # j != i: the product of all but i, j
         out[..., i] = np.sum(du * pairs, axis=-1) - du[..., i] * pairs[..., i]
-    return back(out)
+    return from_last(out, x, axis)
 
 
 def cumprod_vjp_jvp(u: Any, g: Any, x: Any, axis: Any = None) -> Any:
@@ -1530,9 +1539,9 @@ def cumprod_vjp_jvp(u: Any, g: Any, x: Any, axis: Any = None) -> Any:
     ``P_k`` the product of ``x_0 .. x_k`` without ``x_i``: the cumulative product of ``x`` with entry i set to
     1, whose tangent (``u`` with entry i zero) paired with ``g`` masked to ``k >= i`` is ``cumprod_vjp``'s
     own. Exact with zeros; O(n^3) along the axis."""
-    moved, back = along_last(x, axis)
-    g_moved = along_last(g, axis)[0]
-    du = along_last(np.broadcast_to(u, np.shape(x)), axis)[0]
+    moved = to_last(x, axis)
+    g_moved = to_last(g, axis)
+    du = to_last(np.broadcast_to(u, np.shape(x)), axis)
     n = moved.shape[-1]
     out = zeros_of(moved)
     for i in range(n):
@@ -1540,7 +1549,7 @@ def cumprod_vjp_jvp(u: Any, g: Any, x: Any, axis: Any = None) -> Any:
         others[..., i], u_others[..., i] = 1.0, 0.0
         masked = g_moved * (np.arange(n) >= i)
         out[..., i] = np.sum(cumprod_vjp(masked, None, others, -1) * u_others, axis=-1)
-    return back(out)
+    return from_last(out, x, axis)
 
 
 def average_weights_shape(w: Any, x: Any, axis: Any) -> Any:

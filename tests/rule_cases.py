@@ -589,6 +589,8 @@ def _helpers() -> dict:
         rt.chosen_vjp: case(0, floats(), 1.0, (1.0, 2.0)) | case(1, floats(), 1.0, (2.0, 1.0)),
         rt.chosen_jvp: case(0, floats(), 1.0, (1.0, 2.0)) | case(1, arrays((2,)), 1.0, ((2.0, 1.0),)),
         rt.cast_jvp: case(arrays((3,)), arrays((3,))) | case(floats(), 0.5),
+        rt.filled: st.tuples(st.tuples(arrays((2,)), arrays((3,))), arrays((2,)), arrays((3,))).map(
+            lambda t: (((t[0][0], None), (t[1], t[2])), {})),
         rt.summed_matmul_vjp_a: _terms(True, 1) | _terms(True, 2),
         rt.summed_matmul_vjp_b: _terms(False, 1) | _terms(False, 2),
         rt.summed_dot_vjp_a: _terms(True, 1), rt.summed_dot_vjp_b: _terms(False, 1),

@@ -109,3 +109,19 @@ def test_a_rule_that_fails_is_reported_at_the_users_line(fn, module) -> None:
     err = info.value
     assert (err.filename, err.lineno) == (module.__file__, marked_line(module.helper if module is broken_rule else fn))
     assert isinstance(err.__cause__, ValueError) and "your gradient rule for doubled" in str(err)
+
+
+def inverse_cube(a):
+    return np.sum(np.linalg.matrix_power(a, -3))
+
+
+def test_a_derivative_refused_for_its_arguments_names_the_users_line() -> None:
+    """A helper's refusal (``runtime.refuse_unless``) is an ``UnsupportedDerivativeError`` at the user's line,
+    saying what to write instead; it is a ``NotImplementedError`` too, as it was."""
+    a = np.eye(2) + 0.1
+    with pytest.raises(ast_ad.errors.UnsupportedDerivativeError, match="negative exponent: use inv") as err:
+        ast_ad.grad(inverse_cube)(a)
+    assert isinstance(err.value, NotImplementedError)
+    assert err.value.lineno == inverse_cube.__code__.co_firstlineno + 1
+    with pytest.raises(ast_ad.errors.UnsupportedDerivativeError, match="negative exponent"):
+        ast_ad.jvp(inverse_cube, (a,), (np.ones((2, 2)),))

@@ -72,7 +72,8 @@ defvjp(sorted_by, lambda g, ans, xs, keys, reverse=False: sorted_by_vjp(g, xs, k
 def_sequence(concat, repeat_seq, sorted_by, builtins.divmod)
 
 # ---- forward mode (elementwise functions need nothing here) -------------------------------------------------
-defjvp(builtins.sum,    lambda u, ans, xs, start=0: sum(u), lambda u, ans, xs, start: u)
+# sum's tangent has its result's shape even when it adds no terms (``0.0 * ans``)
+defjvp(builtins.sum,    lambda u, ans, xs, start=0: sum(u, 0.0 * ans), lambda u, ans, xs, start: u)
 defjvp(builtins.divmod, lambda u, ans, x, y: (0.0 * u, u), lambda u, ans, x, y: (0.0 * u, -u * ans[0]))
 defjvp(builtins.min,    lambda u, ans, *xs: chosen_jvp(0, u, ans, xs), lambda u, ans, *xs: chosen_jvp(1, u, ans, xs),
                         lambda u, ans, *xs: chosen_jvp(2, u, ans, xs), lambda u, ans, *xs: chosen_jvp(3, u, ans, xs))

@@ -14,6 +14,7 @@ import numpy as np
 from ast_ad import revolve
 from ast_ad import runtime as rt
 from ast_ad.registry import (
+    def_effect,
     def_in_place,
     def_linear,
     def_nondiff,
@@ -51,6 +52,8 @@ defjvp(rt.chosen_jvp, None, None, zero, zero)  # min's and max's forward rules: 
 def_linear(rt.chosen_jvp, 1)                     # which argument is chosen does not move
 defjvp(rt.cast_jvp, None, zero)  # a cast's tangent is the tangent cast: linear in it
 def_linear(rt.cast_jvp, 0)
+defjvp(rt.filled, None, zero)  # a tuple's missing parts as zeros: linear in the parts, ``like`` gives shapes
+def_linear(rt.filled, 0)
 defjvp(rt.summed_matmul_vjp_a, lambda u, ans, terms, a: rt.summed_matmul_vjp_a(rt.product_terms_jvp(u, terms), a), zero)
 defjvp(rt.summed_matmul_vjp_b, lambda u, ans, terms, b: rt.summed_matmul_vjp_b(rt.product_terms_jvp(u, terms), b), zero)
 defjvp(rt.summed_dot_vjp_a,    lambda u, ans, terms, a: rt.summed_dot_vjp_a(rt.product_terms_jvp(u, terms), a), zero)
@@ -107,6 +110,7 @@ defjvp(rt.pow_minus_one, lambda u, ans, x, y: u * (y - 1) * rt.pow_minus_one(x, 
                          lambda u, ans, x, y: u * ans * rt.safe_log(x))
 defjvp(rt.safe_log,      lambda u, ans, x: np.where(x == 0, 0.0, u / np.where(x == 0, 1.0, x)))
 
+def_effect(rt.refuse_unless)  # a helper's refusal of arguments it cannot differentiate at: no value, no gradient
 def_nondiff(rt.balanced_eq, rt.clip_mask, rt.reduced_count, rt.zeros_like, rt.zeros_of, rt.tensordot_spec,
             rt.inverse_axes)
 
