@@ -108,6 +108,12 @@ def jvp(fun: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, 
 _SCALAR_JVPS: dict[tuple[Any, int], tuple[Loaded, tuple[Any, ...]]] = {}
 
 
+def moves_of(call: tuple[Any, ...], m: int) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """A call laid out as the rules of rules are, ``(v_m, ans_m, ..., v_1, ans_1, *rest)``: the moves
+    ``v_1 ... v_m`` (the first is the last given), and ``rest``."""
+    return (call[2 * m - 2::-2] if m else ()), call[2 * m:]
+
+
 class JvpOf:
     """``ast_ad.jvp(fun, primals, tangents)`` written in a differentiated function: a primitive of the two
     tuples, returning ``(out, out_dot)``.
@@ -179,7 +185,7 @@ class JvpTangent:
 
     def __call__(self, *call: Any) -> Any:
         m = len(self.path)
-        moves, (primals, tangents) = call[2 * m - 2::-2], call[2 * m:]
+        moves, (primals, tangents) = moves_of(call, m)
         fun, given, _ = self.of.fixed(primals, tangents, self.path[:-1], moves[:-1])
         return jvp(fun, given, _moved(self.path[-1], moves[-1], primals, tangents))[1]
 
@@ -220,7 +226,7 @@ class JvpCotangent:
 
     def __call__(self, *call: Any) -> Any:
         m = len(self.path)
-        moves, g, (primals, tangents) = call[2 * m - 2::-2] if m else (), call[2 * m], call[2 * m + 2:]
+        moves, (g, _, primals, tangents) = moves_of(call, m)
         fun, given, active = self.of.fixed(primals, tangents, self.path, moves)
         lowered = lower(fun, given)
         out, vjp_fn = vjp(lowered.fn, *lowered.args)
@@ -296,7 +302,7 @@ class Directional:
 
     def __call__(self, *call: Any) -> Any:
         m = len(self.directions)
-        vs, args = call[2 * m - 2::-2], call[2 * m:]  # v_1 ... v_m: the first direction's is the last given
+        vs, args = moves_of(call, m)
         fun = self.fun
         for direction, v in zip(self.directions[:-1], vs[:-1], strict=True):
             fun = Fixed(fun, direction, v)
@@ -616,8 +622,8 @@ class Jacobian:
 
     def __call__(self, *call: Any) -> Any:
         m = len(self.directions)
-        fun, args = self.fun, call[2 * m:]
-        for direction, v in zip(self.directions, call[2 * m - 2::-2] if m else (), strict=True):
+        (vs, args), fun = moves_of(call, m), self.fun
+        for direction, v in zip(self.directions, vs, strict=True):
             fun = Fixed(fun, direction, v)
         return self.at(fun, args)
 
