@@ -151,6 +151,11 @@ def cast_vjp(g: Any, ans: Any, x: Any) -> Any:
     return unstack(g, x)
 
 
+def spread(g: Any, xs: Any) -> Any:
+    """The adjoints of the terms of ``sum(xs)``: ``g`` for each, summed down to its term's shape."""
+    return [unbroadcast(g, x) for x in xs]
+
+
 def unstack(g: Any, x: Any) -> Any:
     """The adjoint of the list ``x`` that numpy stacked into an array with adjoint ``g``."""
     if isinstance(x, (list, tuple)):

@@ -589,6 +589,10 @@ def _helpers() -> dict:
         rt.chosen_vjp: case(0, floats(), 1.0, (1.0, 2.0)) | case(1, floats(), 1.0, (2.0, 1.0)),
         rt.chosen_jvp: case(0, floats(), 1.0, (1.0, 2.0)) | case(1, arrays((2,)), 1.0, ((2.0, 1.0),)),
         rt.cast_jvp: case(arrays((3,)), arrays((3,))) | case(floats(), 0.5),
+        rt.spread: case(arrays((3,)), st.tuples(arrays((3,)), floats()).map(list)),
+        rt.product_terms_jvp: st.tuples(arrays((3,)), arrays((2,)), arrays((3,)), arrays((2,))).map(
+            lambda t: (([(t[0], t[1])], [(t[2], t[3])]), {})),
+        rt.index_terms_jvp: st.tuples(arrays((3,)), arrays((3,))).map(lambda t: (([(t[0], 0.0)], [(t[1], 2)]), {})),
         rt.filled: st.tuples(st.tuples(arrays((2,)), arrays((3,))), arrays((2,)), arrays((3,))).map(
             lambda t: (((t[0][0], None), (t[1], t[2])), {})),
         rt.summed_matmul_vjp_a: _terms(True, 1) | _terms(True, 2),

@@ -730,3 +730,26 @@ def test_the_second_derivative_of_a_first_power_at_zero_is_zero_for_numpy_number
     for x in (0.0, np.float64(0.0), np.asarray(0.0)):
         assert float(ast_ad.hessian(first_power)(x)) == 0.0
         assert float(ast_ad.grad(ast_ad.grad(first_power))(x)) == 0.0
+
+
+def loop_with_fixed_matrix(x):
+    m = np.outer(x, x)
+    for _ in range(2):
+        y = np.sin(m @ x)
+    return np.sum(y @ m)
+
+
+def test_third_derivative_through_a_loop_summing_a_fixed_matrix_adjoint() -> None:
+    """A loop's adjoints of a matrix it multiplies every step are summed after it (``summed_matmul_vjp_a``);
+    their forward rule's tangent terms (``product_terms_jvp``) were declared without a derivative, so the third
+    derivative silently lost their part (6.3 off here). Against autograd's."""
+    import autograd
+    import autograd.numpy as anp
+
+    def theirs(x):
+        m = anp.outer(x, x)
+        y = anp.sin(m @ x)
+        return anp.sum(y @ m)
+    x = np.array([0.3, -0.2, 0.5])
+    np.testing.assert_allclose(ast_ad.jacfwd(ast_ad.hessian(loop_with_fixed_matrix))(x),
+                               autograd.jacobian(autograd.hessian(theirs))(x), rtol=1e-10, atol=1e-12)

@@ -101,6 +101,36 @@ def test_forward_mode_of_programs_matches_the_tracer_and_reverse_mode(program: P
         assert math.isclose(float(out_dot), reverse, rel_tol=1e-8, abs_tol=1e-9)
 
 
+@settings(max_examples=int(os.environ.get("AST_AD_THIRD_ORDER_EXAMPLES", "12")))
+@given(programs(branches=False), st.data())
+def test_third_derivatives_of_programs_match_differences_of_their_hessian(program: Program,
+                                                                          data: st.DataObject) -> None:
+    """Forward mode over forward over reverse: ``d/dt <u, H(x + t u) u>`` from ``jvp`` of the composable
+    ``hvp(f)``, against central differences of ``<u, H u>`` (``hvp`` itself checked by the tests above)."""
+    fn, args, argnums, value, grads = run(program, data)
+    k = next((j for j, a in enumerate(args) if isinstance(a, (float, np.ndarray))), None)
+    if k is None or not program.smooth or not np.all(np.isfinite(grads[k])):
+        reject()
+    u = np.random.default_rng(1).standard_normal(np.shape(args[k]))
+    u = float(u) if np.ndim(args[k]) == 0 else u
+    hvp = ast_ad.hvp(fn, k)
+
+    def curvature(at: tuple) -> float:
+        return float(np.sum(np.asarray(hvp(*copy.deepcopy(at), u)) * u))
+
+    tangents = tuple(u if j == k else None for j in range(len(args))) + (None,)
+    try:
+        third = float(np.sum(np.asarray(ast_ad.jvp(hvp, (*copy.deepcopy(args), u), tangents)[1]) * u))
+    except ast_ad.errors.InPlaceAliasError:
+        reject()  # an in-place update of an array another name shares: refused on purpose, as in ``run``
+    h = 1e-4
+    moved = [tuple(a + sign * h * u if j == k else a for j, a in enumerate(args)) for sign in (1.0, -1.0)]
+    numeric = (curvature(moved[0]) - curvature(moved[1])) / (2 * h)
+    if not (np.isfinite(third) and np.isfinite(numeric)):
+        reject()
+    assert math.isclose(third, numeric, rel_tol=1e-4, abs_tol=1e-5 * (1.0 + abs(numeric))), (third, numeric)
+
+
 # ---- mutation, aliases and containers: Python's own run is the oracle -------------------------------------
 @given(programs(mutation=True), st.data())
 def test_mutating_programs_are_exact_or_refused(program: Program, data: st.DataObject) -> None:

@@ -36,7 +36,7 @@ from ast_ad.runtime import (
     repeat_seq_vjp,
     sorted_by,
     sorted_by_vjp,
-    unbroadcast,
+    spread,
     zeros_like,
 )
 
@@ -49,7 +49,7 @@ def _registered(fn: object) -> Rule:
 
 ew(builtins.float, lambda g, ans, x: g)
 ew(builtins.abs,   lambda g, ans, x: g * np.sign(x))
-defvjp(builtins.sum, lambda g, ans, xs, start=0: [unbroadcast(g, x) for x in xs], lambda g, ans, xs, start: g)
+defvjp(builtins.sum, lambda g, ans, xs, start=0: spread(g, xs), lambda g, ans, xs, start: g)
 
 ew(builtins.pow, *_registered(operator.pow).vjps)  # pow(x, y) is x ** y: one definition of the derivative
 ew(builtins.divmod, lambda g, ans, x, y: part(g, 1), lambda g, ans, x, y: -part(g, 1) * ans[0])

@@ -19,6 +19,7 @@ from ast_ad.registry import (
     def_linear,
     def_nondiff,
     def_same_kind,
+    def_sequence,
     def_summed,
     defjvp,
     defvjp,
@@ -54,12 +55,20 @@ defjvp(rt.cast_jvp, None, zero)  # a cast's tangent is the tangent cast: linear 
 def_linear(rt.cast_jvp, 0)
 defjvp(rt.filled, None, zero)  # a tuple's missing parts as zeros: linear in the parts, ``like`` gives shapes
 def_linear(rt.filled, 0)
+defjvp(rt.spread, None, zero)  # sum's adjoint, one per term: linear in it, the terms give shapes
+def_linear(rt.spread, 0)
 defjvp(rt.summed_matmul_vjp_a, lambda u, ans, terms, a: rt.summed_matmul_vjp_a(rt.product_terms_jvp(u, terms), a), zero)
 defjvp(rt.summed_matmul_vjp_b, lambda u, ans, terms, b: rt.summed_matmul_vjp_b(rt.product_terms_jvp(u, terms), b), zero)
 defjvp(rt.summed_dot_vjp_a,    lambda u, ans, terms, a: rt.summed_dot_vjp_a(rt.product_terms_jvp(u, terms), a), zero)
 defjvp(rt.summed_dot_vjp_b,    lambda u, ans, terms, b: rt.summed_dot_vjp_b(rt.product_terms_jvp(u, terms), b), zero)
 defjvp(rt.summed_getitem_vjp, lambda u, ans, terms, x: rt.summed_getitem_vjp(rt.index_terms_jvp(u, terms), x), zero)
-def_nondiff(rt.product_terms_jvp, rt.index_terms_jvp)  # reached only through the rules above: already tangents
+# the tangent terms are themselves differentiated at third order: each (g_dot, b) and (g, b_dot) pair moves
+# with the tangent in one part and the terms in the other (not the whole list: the lists add pair by pair)
+defjvp(rt.product_terms_jvp, lambda v, ans, u, terms: rt.product_terms_jvp(v, rt.zeros_like(terms)),
+                             lambda v, ans, u, terms: rt.product_terms_jvp(rt.zeros_like(u), v))
+defjvp(rt.index_terms_jvp, None, zero)  # the indices come from the terms: an index does not move
+def_linear(rt.index_terms_jvp, 0)
+def_sequence(rt.product_terms_jvp, rt.index_terms_jvp)
 # a loop's contributions to an operand it keeps fixed, summed once after it (``ast_ad.batching``)
 def_summed(rt.matmul_vjp_a, rt.summed_matmul_vjp_a, 1)
 def_summed(rt.matmul_vjp_b, rt.summed_matmul_vjp_b, 2)
