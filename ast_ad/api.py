@@ -380,11 +380,17 @@ class Gradient(Generic[P]):
             from ast_ad.compose import Directional
 
             n, mine = self.nparams, (self.argnums, self.single)
-            partials = [Gradient(self.fun, j, with_value=False) for j in range(n)]
+            partials = [self.partial(j) for j in range(n)]
             rule = self._rule = registry.Rule(self, tuple(Directional(p, (mine,), n) for p in partials),
                                               origin="ast_ad.api",
                                               jvps=tuple(Directional(self, (((j,), True),), n) for j in range(n)))
         return rule
+
+    def partial(self, positions: int | tuple[int, ...]) -> Gradient[Any]:
+        """The gradient of the same function in ``positions``, made once (its rules run inside generated loops)."""
+        if positions not in self._partials:
+            self._partials[positions] = Gradient(self.fun, positions, with_value=False)
+        return self._partials[positions]
 
     def shaped(self, grad: Any, arg: Any) -> Any:
         """One adjoint as the gradient of ``arg`` is returned: its type, shape and dtype."""
@@ -461,10 +467,7 @@ def gradient_adjoints(gradient: Gradient[Any], positions: int | tuple[int, ...],
     tangents: list[Any] = [None] * len(args)
     for a, bar in zip(gradient.argnums, bars, strict=True):
         tangents[a] = bar
-    partials = gradient._partials  # made once: the rule runs inside generated loops
-    if positions not in partials:
-        partials[positions] = Gradient(gradient.fun, positions, with_value=False)
-    return compose.jvp(partials[positions], args, tuple(tangents))[1]
+    return compose.jvp(gradient.partial(positions), args, tuple(tangents))[1]
 
 
 CONTAINER = -2  # the shape label of a tuple, list or dict argument

@@ -420,13 +420,14 @@ def pow_minus_one(x: Any, y: Any) -> Any:
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             power = base ** (y - 1)
         return np.where(np.equal(y, 0) & ~np.isfinite(power), 0.0, power)
-    try:
+    if isinstance(x, (np.generic, np.ndarray)):  # a numpy 0 ** -1 is inf with a warning, not an error: as above
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             power = x ** (y - 1)
+        return 0.0 if y == 0 and not np.isfinite(power) else power
+    try:
+        power = x ** (y - 1)
     except (ZeroDivisionError, OverflowError):
         return 0.0 if y == 0 else np.power(np.float64(x), y - 1)
-    if isinstance(power, (np.generic, np.ndarray)) and not np.isfinite(power) and y == 0:
-        return 0.0  # a numpy number's 0 ** -1 is inf, not an error: as above, 0
     if type(power) is complex:  # Python's power of a negative float: the value went complex on this line
         try:
             from ast_ad.errors import LocatedError as error
