@@ -36,8 +36,9 @@ class Aliasing:
     holds: dict[str, set[str]]  # a list or tuple's IR name -> IR names of the objects it holds
     held_by: dict[str, set[str]]  # the same relation the other way round
     writes: set[str]  # parameters whose values an in-place statement may change
+    loop_shared: list[set[str]]  # per enclosing loop, the names it may bind to a shared object (``loop_shared``)
 
-    def bind(self, value: ir.Expr, hint: str, user: bool = False) -> ir.Var:
+    def bind(self, value: ir.Expr, hint: str, user: bool = False, holds: bool = True) -> ir.Var:
         raise NotImplementedError  # the normalizer's
 
     def guard_in_place(self, target: gast.expr, container: bool = False) -> None:
@@ -59,13 +60,23 @@ class Aliasing:
         """
         related = self.reaching(atom.name, container)
         self.writes |= {self.params[name] for name in related if name in self.params}
+        # in a loop that may bind ``owner`` and another name to one object later in its body, the next step
+        # may find them shared although nothing before this statement says so: every name that such a binding
+        # of the loop may reach is checked too
+        if any(owner in names for names in self.loop_shared):
+            for names in self.loop_shared:
+                for name in names & self.env.keys():
+                    shared = self.env[name]
+                    if name != owner and isinstance(shared, ir.Var):
+                        related = related | self.reaching(shared.name, False)
         others = [other for name, other in self.env.items() if name != owner and isinstance(other, ir.Var)
                   and other.name in related]
         if not others:
             return
         where = f"{self.source.filename}:{self.line.lineno}"
         call = ir.Call(ir.Ref(runtime.check_in_place, "check_in_place"),
-                       (atom, self.bind(ir.Pack(tuple(dict.fromkeys(others))), "others"), ir.Const(where)))
+                       (atom, self.bind(ir.Pack(tuple(dict.fromkeys(others))), "others", holds=False),
+                        ir.Const(where)))
         self.bind(call, "checked")
 
     def contain(self, container: str, item: str) -> None:
@@ -148,3 +159,39 @@ def _var(atom: ir.Expr) -> ir.Var:
     if not isinstance(atom, ir.Var):
         raise TypeError(f"expected a name, got {atom!r}")
     return atom
+
+
+def loop_shared(loop: gast.For | gast.While) -> set[str]:
+    """The names a loop's body may bind to an object that another name also holds, and those other names.
+
+    ``x = v`` (or ``x, v = v, w``, ``x = v[1:]``, ``x = f(v)``, ``for x in xs``) late in a loop's body makes
+    ``x`` and ``v`` share an object from the next step on: an in-place change of either, earlier in the body,
+    is then seen through both. A value that is certainly new (arithmetic, a constant) shares nothing.
+    """
+    names: set[str] = set()
+
+    def bound(target: gast.expr, value: gast.expr | None) -> None:
+        if isinstance(target, (gast.Tuple, gast.List)) and isinstance(value, (gast.Tuple, gast.List)) \
+                and len(target.elts) == len(value.elts):
+            for t, v in zip(target.elts, value.elts, strict=True):
+                bound(t, v)
+            return
+        if value is not None and isinstance(value, (gast.Constant, gast.BinOp, gast.UnaryOp, gast.Compare)):
+            return
+        if not isinstance(target, (gast.Subscript, gast.Attribute)):  # ``y[i] = v``: y holds v, stays y's
+            names.update(n.id for n in gast.walk(target) if isinstance(n, gast.Name))
+        if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and value.func.attr == "pop" \
+                and not value.args:
+            return  # ``v = xs.pop()``: v is what xs held (``normalize.Lowerer.pop`` records it), not xs
+        if value is not None:
+            names.update(n.id for n in gast.walk(value) if isinstance(n, gast.Name))
+
+    for node in gast.walk(loop):
+        if isinstance(node, gast.Assign):
+            for target in node.targets:
+                bound(target, node.value)
+        elif isinstance(node, (gast.For, gast.comprehension)):
+            bound(node.target, None)
+            names.update(n.id for n in gast.walk(node.iter) if isinstance(n, gast.Name))
+    return names
+

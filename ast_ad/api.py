@@ -23,6 +23,7 @@ from ast_ad.errors import (
     SourceUnavailableError,
 )
 from ast_ad.kinds import labelled
+from ast_ad.load import MISSING
 from ast_ad.runtime import broadcast_like, is_array, unbroadcast
 
 if TYPE_CHECKING:
@@ -128,7 +129,8 @@ def source(fn: Any, *example_args: Any, stage: str = "adjoint") -> str:
 
 
 # The shape labels of the last call, per function, argnums and form: ``source(grad(f))`` shows that version.
-_LAST_SHAPES: dict[tuple[Any, tuple[int, ...], bool, int | None], tuple[int, ...]] = {}
+# Each is a one-item list that every gradient of that key holds (a call stores into it without hashing a key)
+_LAST_SHAPES: dict[tuple[Any, tuple[int, ...], bool, int | None], list[tuple[int, ...] | None]] = {}
 
 
 def check_checkpoints(checkpoints: Any) -> int | None:
@@ -182,17 +184,17 @@ class Gradient(Generic[P]):
         self.shift = 1 if self.bound_self is not None else 0
         self.last_shapes: tuple[int, ...] | None = None
         self.positions = tuple(k + self.shift for k in self.argnums)
-        self._shapes_key = (self.fun, self.positions, self.single, self.checkpoints)  # of _LAST_SHAPES
-        self._scalars: tuple[Loaded, tuple[Any, ...]] | None = None  # the module of a call with floats only
+        self._last = _LAST_SHAPES.setdefault((self.fun, self.positions, self.single, self.checkpoints), [None])
+        # the module of the last call with floats only, and its shape labels
+        self._scalars: tuple[Loaded, tuple[int, ...]] | None = None
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             setattr(self, attr, getattr(self.fun, attr, None))
 
     def loaded(self, shapes: tuple[int, ...] | None = None) -> Loaded:
         """The generated code for arguments of these shape labels (default: those of the last call)."""
-        key = self._shapes_key
         if shapes is None:  # this gradient's last call, or the last call of any gradient like it
-            shapes = self.last_shapes or _LAST_SHAPES.get(key) or tuple(range(self.nparams))
-        self.last_shapes = _LAST_SHAPES[key] = shapes
+            shapes = self.last_shapes or self._last[0] or tuple(range(self.nparams))
+        self.last_shapes = self._last[0] = shapes
         try:
             return transform.gradient(self.fun, self.positions, self.single, shapes, self.checkpoints)
         except RecursionError:
@@ -221,31 +223,36 @@ class Gradient(Generic[P]):
             # scalar code, called as last time: every argument a float, and the module built for that still
             # current (nothing rebuilt it, no global it reads has changed); the general path below is ~2 us more.
             # Checked, run and shaped here, inline: at a microsecond a call, each function call counts
-            for a in given:
-                if type(a) not in PLAIN_FLOATS:
-                    break
-            else:
-                loaded, key = scalars
-                shapes: tuple[int, ...] = key[3]
-                if self.last_shapes is shapes and transform.current(key, loaded):
-                    _LAST_SHAPES[self._shapes_key] = shapes  # as ``loaded()`` records a call
-                    try:
-                        out, grads = loaded.fn(*given)
-                    except Exception as exc:
-                        self.failed(exc, given, loaded)
-                    if type(out) in PLAIN_FLOATS:
-                        if self.single:
-                            if type(grads) in PLAIN_FLOATS:
-                                return (out, float(grads)) if self.with_value else float(grads)
+            loaded, shapes = scalars
+            current = self.last_shapes is shapes and not loaded.replaced
+            if current:
+                for a in given:
+                    if type(a) not in PLAIN_FLOATS:
+                        current = False
+                        break
+                for scope, name, value in loaded.same:  # loaded.refresh(), inline: the globals it reads
+                    if scope.get(name, MISSING) is not value:
+                        current = False
+                        break
+            if current and (not loaded.others or loaded.refresh()):
+                self._last[0] = shapes  # as ``loaded()`` records a call
+                try:
+                    out, grads = loaded.fn(*given)
+                except Exception as exc:
+                    self.failed(exc, given, loaded)
+                if type(out) in PLAIN_FLOATS:
+                    if self.single:
+                        if type(grads) in PLAIN_FLOATS:
+                            return (out, float(grads)) if self.with_value else float(grads)
+                    else:
+                        floats = []
+                        for g in grads:
+                            if type(g) not in PLAIN_FLOATS:
+                                break
+                            floats.append(float(g))
                         else:
-                            floats = []
-                            for g in grads:
-                                if type(g) not in PLAIN_FLOATS:
-                                    break
-                                floats.append(float(g))
-                            else:
-                                return (out, tuple(floats)) if self.with_value else tuple(floats)
-                    return self.finish(out, grads, given)
+                            return (out, tuple(floats)) if self.with_value else tuple(floats)
+                return self.finish(out, grads, given)
         args: tuple[Any, ...] = given if self.bound_self is None else (self.bound_self, *given)
         if kwargs or len(args) != self.nparams or not self.plain:
             args = self.bind(args, kwargs)
@@ -258,8 +265,7 @@ class Gradient(Generic[P]):
         labels = shape_labels(args)
         loaded = self.loaded(labels)
         if self.jit is None and self.bound_self is None and self.plain and all(label == -1 for label in labels):
-            self._scalars = loaded, transform.gradient_key(self.fun, positions, self.single, labels,
-                                                           self.checkpoints)
+            self._scalars = loaded, labels
         return self.run(loaded, loaded.fn if self.jit is None else self.compiled(loaded), args)
 
     def run(self, loaded: Loaded, run: Callable[..., Any], args: tuple[Any, ...]) -> Any:

@@ -22,8 +22,8 @@ from typing import Any
 import gast
 import numpy as np
 
-from ast_ad import ir, printer, syntax
-from ast_ad.fold import folded
+from ast_ad import ir, printer, registry, syntax
+from ast_ad.fold import Inliner, folded
 from ast_ad.forward import Tangent
 from ast_ad.kinds import labelled
 from ast_ad.naming import Namer, identifier
@@ -213,9 +213,36 @@ def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
     result = syntax.tuple_([a.result, grads[0] if single else syntax.tuple_(grads)])
     keep = {n.id for n in syntax.walk(result) if isinstance(n, gast.Name)}
     keep |= {a.seed, *a.params}
-    backward = folded(a.backward, keep)
-    body = a.forward + released(backward, a.releasable, a.array_adjoints, keep, a.refs) + [syntax.ret(result)]
+    ret = syntax.ret(result)
+    forward, backward = _inlined(a, [a.forward, folded(a.backward, keep)], [ret])
+    releasable = a.releasable & _bound(forward)
+    body = forward + released(backward, releasable, a.array_adjoints, keep, a.refs) + [ret]
     return syntax.function(f"{a.function.name}_vjp", [*a.params, a.seed], body, [syntax.const(1.0)])
+
+
+def _inlined(owner: Any, blocks: list[list[gast.stmt]], also_read: list[gast.stmt]) -> list[list[gast.stmt]]:
+    """Each block of one function with the temporaries one later statement reads written into it (``fold.Inliner``)."""
+    refs = owner.refs
+
+    def pure(call: gast.Call) -> bool:
+        func, attrs = call.func, []
+        while type(func) is gast.Attribute:  # a function of a module: ``math.cos``
+            attrs.append(func.attr)
+            func = func.value
+        obj = refs.lookup(func.id) if type(func) is gast.Name else None
+        if attrs:
+            if not isinstance(obj, types.ModuleType):
+                return False
+            for attr in reversed(attrs):
+                obj = getattr(obj, attr, None)
+        return obj is not None and not isinstance(obj, CalleeRef) and registry.is_pure(obj)
+    inliner = Inliner(pure, owner.function.users, getattr(owner, "numbers", frozenset()))
+    inliner.count([stmt for block in blocks for stmt in block] + also_read)
+    return [inliner.block(block) for block in blocks]
+
+
+def _bound(body: list[gast.stmt]) -> set[str]:
+    return {n.id for stmt in body for n in syntax.walk(stmt) if type(n) is gast.Name and type(n.ctx) is gast.Store}
 
 
 def _pair(a: Adjoint) -> list[gast.FunctionDef]:
@@ -225,12 +252,13 @@ def _pair(a: Adjoint) -> list[gast.FunctionDef]:
     top = {n.id for s in a.forward if isinstance(s, gast.Assign) for n in gast.walk(s.targets[0])
            if isinstance(n, gast.Name)}
     unbound = [syntax.assign(s, syntax.const(None)) for s in saved if s not in top and s not in a.params]
-    fwd = syntax.function(f"{a.function.name}_fwd", list(a.params), unbound + a.forward + [
-        syntax.ret(syntax.tuple_([a.result, syntax.tuple_([syntax.name(s) for s in saved])]))])
+    ret = syntax.ret(syntax.tuple_([a.result, syntax.tuple_([syntax.name(s) for s in saved])]))
+    (forward,) = _inlined(a, [unbound + a.forward], [ret])
+    fwd = syntax.function(f"{a.function.name}_fwd", list(a.params), forward + [ret])
     unpack = [syntax.assign(saved, syntax.name(pack))] if saved else []
-    backward = folded(a.backward, {*a.grads, a.seed})
-    bwd = syntax.function(f"{a.function.name}_bwd", [pack, a.seed], unpack + backward + [
-        syntax.ret(syntax.tuple_([syntax.name(g) for g in a.grads]))])
+    ret = syntax.ret(syntax.tuple_([syntax.name(g) for g in a.grads]))
+    (backward,) = _inlined(a, [folded(a.backward, {*a.grads, a.seed})], [*unpack, ret])
+    bwd = syntax.function(f"{a.function.name}_bwd", [pack, a.seed], unpack + backward + [ret])
     return [fwd, bwd]
 
 

@@ -71,7 +71,9 @@ def _block(body: list[gast.stmt], loads: Counter[str], bound: Counter[str], keep
             continue  # read before the copy, or in another block
         if later:
             last = later[-1]
-            rebinds = binds.get(b, [])
+            # ``b = a`` binds ``b`` to the object it holds: harmless, and after the fold ``b = b``, dropped
+            back = [j for j in binds.get(b, []) if j > k and j not in dropped and _copy(out[j]) == (b, a)]
+            rebinds = [j for j in binds.get(b, []) if j not in back]
             first = bisect.bisect_right(rebinds, k)  # the first statement after the copy that binds b
             if first < len(rebinds) and (rebinds[first] < last or not _binds_after_reading(out[last], b)):
                 continue
@@ -79,8 +81,16 @@ def _block(body: list[gast.stmt], loads: Counter[str], bound: Counter[str], keep
                 out[j] = _renamed(out[j], a, b)
                 reads[j][b] += reads[j].pop(a)
                 readers.setdefault(b, []).append(j)
+            dropped.update(back)
         dropped.add(k)
-    return [stmt for k, stmt in enumerate(out) if k not in dropped]
+    return _filled([stmt for k, stmt in enumerate(out) if k not in dropped])
+
+
+def _filled(body: list[gast.stmt]) -> list[gast.stmt]:
+    """``body``, with ``pass`` where folding left only comments (the printer drops comments)."""
+    if body and all(syntax.comment_text(stmt) is not None for stmt in body):
+        return [*body, gast.Pass()]
+    return body
 
 
 def _names(stmt: gast.stmt) -> tuple[Counter[str], list[str]]:
@@ -144,3 +154,260 @@ def _renamed(stmt: gast.stmt, old: str, new: str) -> gast.stmt:
         return syntax.rebuilt(value, child)
     renamed: gast.stmt = syntax.rebuilt(stmt, child)
     return renamed
+
+
+# ---- expressions folded into their one reader ------------------------------------------------------------------
+
+# what an expression folded into another may be made of: each is evaluated where it stands, once, with no effect
+_PURE_NODES = (gast.Name, gast.Constant, gast.BinOp, gast.UnaryOp, gast.Compare, gast.Attribute, gast.Subscript,
+               gast.Slice, gast.Tuple, gast.List, gast.Call, gast.Starred, gast.keyword,
+               gast.operator, gast.unaryop, gast.cmpop, gast.expr_context)
+# a read inside one of these may run never or many times: nothing is folded into it
+_GUARDED = (gast.Lambda, gast.IfExp, gast.BoolOp, gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
+_LEAVES = (gast.operator, gast.unaryop, gast.cmpop, gast.expr_context, gast.keyword, gast.Attribute)
+_PRODUCTS = (gast.Mult, gast.MatMult, gast.Div, gast.FloorDiv, gast.Mod)
+_LIST_METHODS = frozenset({"append", "pop"})
+MOST_NODES = 16  # a folded line stays short enough to read: names, constants, operations and calls in all
+WINDOW = 12  # statements an expression may move down past
+
+
+class Inliner:
+    """Each temporary that one later statement of its block reads, once, written into that statement.
+
+    A gradient's statements name every intermediate value (``t1 = x * 0.99``); where nothing else reads one,
+    a person writes the expression where it is used: ``x = x * 0.99 + math.sin(x) * 0.1``, and in the backward
+    pass ``x_bar = x_bar * 0.1 * math.cos(x) + x_bar * 0.99`` for three statements that each read the last. An
+    expression moves only where it computes the same value: it calls nothing but registered functions with no
+    effect (``pure``), nothing it reads is bound again before its reader, and no statement between changes an
+    object in place (an item write, ``+=``, a call with an effect) unless every name it reads holds a number.
+    It moves within its block and stays under its ``# line`` comment; the names of the user's own variables stay.
+    """
+
+    def __init__(self, pure: Any, keep: set[str] | frozenset[str], numbers: set[str] | frozenset[str]):
+        self.pure = pure  # gast.Call -> whether it is a call of a registered function with no effect
+        self.keep = keep  # names never folded away: the user's variables, the results
+        self.numbers = numbers  # names that certainly hold numbers (no object to change in place)
+        self.reads: Counter[str] = Counter()
+        self.lists: set[str] = set()
+
+    def count(self, body: list[gast.stmt]) -> None:
+        """Count the reads of every name in the whole function ``body`` (before its blocks are folded)."""
+        reads: Counter[str] = Counter()
+        bound_by: dict[str, set[str]] = {}
+        receivers: Counter[str] = Counter()
+        stack: list[Any] = list(body)
+        while stack:  # one walk without a call a node: this runs over the whole function
+            node = stack.pop()
+            kind = type(node)
+            if kind is gast.Name:
+                if type(node.ctx) is gast.Load:
+                    reads[node.id] += 1
+                continue
+            if kind is gast.Attribute and node.attr in _LIST_METHODS and type(node.value) is gast.Name:
+                receivers[node.value.id] += 1
+            elif kind is gast.Assign:
+                for target in node.targets:
+                    if type(target) is gast.Name:
+                        empty = type(node.value) is gast.List and not node.value.elts
+                        bound_by.setdefault(target.id, set()).add("list" if empty else "other")
+                    else:
+                        for n in syntax.walk(target):
+                            if type(n) is gast.Name:
+                                bound_by.setdefault(n.id, set()).add("other")
+            elif kind in (gast.AugAssign, gast.For, gast.comprehension):
+                for n in syntax.walk(node.target):
+                    if type(n) is gast.Name:
+                        bound_by.setdefault(n.id, set()).add("other")
+            for field in node._fields:
+                value = getattr(node, field, None)
+                if type(value) is list:
+                    stack.extend(item for item in value if isinstance(item, gast.AST))
+                elif isinstance(value, gast.AST):
+                    stack.append(value)
+        self.reads = reads
+        # a list only made empty here and only appended to and popped from: those calls change it alone
+        self.lists = {name for name, made in bound_by.items() if made == {"list"} and receivers[name] == reads[name]}
+
+    def block(self, body: list[gast.stmt]) -> list[gast.stmt]:
+        out: list[Any] = [self.nested(stmt) for stmt in body]  # a folded statement becomes None
+        scans: list[Any] = [None] * len(out)  # each statement's ``_Scan``, made when first needed
+        for k in range(len(out) - 1, -1, -1):
+            stmt = out[k]
+            if type(stmt) is not gast.Assign or len(stmt.targets) != 1 or type(stmt.targets[0]) is not gast.Name \
+                    or stmt.targets[0].id in self.keep:
+                continue
+            mine = scans[k] = scans[k] or self.scan(stmt)
+            if not mine.foldable or mine.size > MOST_NODES:
+                continue
+            name = stmt.targets[0].id
+            j = self.reader(out, scans, k, name, mine)
+            if j is not None:
+                out[j] = _substituted(out[j], name, stmt.value)
+                theirs = scans[j]
+                theirs.loads[name] -= 1
+                theirs.loads.update(mine.loads)
+                theirs.size += mine.size - 1
+                self.reads[name] -= 1
+                out[k] = None
+        return _filled([stmt for stmt in out if stmt is not None])
+
+    def nested(self, stmt: gast.stmt) -> gast.stmt:
+        if not isinstance(stmt, (gast.If, gast.For, gast.While)):
+            return stmt
+        state = dict(stmt.__dict__)
+        for f in ("body", "orelse"):
+            state[f] = self.block(getattr(stmt, f))
+        return syntax.new(type(stmt), state)
+
+    def reader(self, body: list[Any], scans: list[Any], k: int, name: str, mine: _Scan) -> int | None:
+        """The statement after ``k`` that reads the value ``body[k]`` binds to ``name``, if ``body[k]``'s
+        expression can move into it unchanged (and it is near: a person folds what is in view); else ``None``."""
+        reads = mine.loads.keys()
+        numbers = reads <= self.numbers
+        seen = 0
+        for j in range(k + 1, len(body)):
+            stmt = body[j]
+            if stmt is None:
+                continue
+            seen += 1
+            if seen > WINDOW or syntax.comment_text(stmt) is not None:
+                return None
+            theirs = scans[j] = scans[j] or self.scan(stmt)
+            count = theirs.loads[name]
+            if count:
+                kind = type(stmt)
+                if kind not in (gast.Assign, gast.AugAssign, gast.Expr) or count != 1 \
+                        or kind is gast.AugAssign and type(stmt.target) is gast.Name and stmt.target.id == name \
+                        or theirs.value_changes and not numbers \
+                        or not (self.reads[name] == 1 or _rebinds(stmt, name)) \
+                        or theirs.guarded and _guarded(stmt, name) or theirs.size + mine.size > MOST_NODES \
+                        or (theirs.products and isinstance(body[k].value, (gast.BinOp, gast.UnaryOp))
+                            and _awkward(stmt, name, body[k].value)):
+                    return None
+                return j
+            if name in theirs.binds or not theirs.binds.isdisjoint(reads) or theirs.changes and not numbers:
+                return None
+        return None
+
+    def scan(self, stmt: gast.stmt) -> _Scan:
+        """What ``stmt`` reads and binds, whether it may change an object in place, and of its value (the
+        expression of an assignment or an expression statement): its size, whether its calls may, and whether
+        it may move (``Inliner``)."""
+        facts = _Scan(Counter(), set(), type(stmt) not in (gast.Assign, gast.Expr, gast.Delete, gast.Pass))
+        kind = type(stmt)
+        if kind in (gast.Assign, gast.AugAssign, gast.Expr):
+            targets = stmt.targets if kind is gast.Assign else [stmt.target] if kind is gast.AugAssign else []
+            self.walk(targets, False, facts)
+            self.walk([stmt.value], True, facts)
+            facts.foldable = facts.foldable and type(stmt.value) is not gast.List  # a new list keeps its name
+            if kind is gast.AugAssign and type(stmt.target) is gast.Name:  # ``a += b`` reads ``a`` first
+                facts.loads[stmt.target.id] += 1
+        else:
+            facts.foldable = False
+            self.walk([stmt], False, facts)
+        return facts
+
+    def walk(self, nodes: list[Any], value: bool, facts: _Scan) -> None:
+        stack = list(nodes)
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind is gast.Name:
+                if type(node.ctx) is gast.Load:
+                    facts.loads[node.id] += 1
+                    if value:
+                        facts.size += 1
+                        facts.foldable = facts.foldable and node.id not in self.lists
+                else:
+                    facts.binds.add(node.id)
+                continue
+            if value and not isinstance(node, _LEAVES):
+                facts.size += 1
+                if not isinstance(node, _PURE_NODES):
+                    facts.foldable = False
+            if kind is gast.Call and not self.pure(node):
+                func = node.func
+                if value:
+                    facts.foldable = False
+                if not (type(func) is gast.Attribute and func.attr in _LIST_METHODS
+                        and type(func.value) is gast.Name and func.value.id in self.lists):
+                    facts.changes = True
+                    facts.value_changes = facts.value_changes or value
+            elif kind in (gast.Subscript, gast.Attribute) and type(node.ctx) is not gast.Load:
+                facts.changes = True
+            elif isinstance(node, _GUARDED):
+                facts.guarded = True
+            elif kind is gast.BinOp and type(node.op) in _PRODUCTS:
+                facts.products = True
+            for field in node._fields:
+                child = getattr(node, field, None)
+                if type(child) is list:
+                    stack.extend(item for item in child if isinstance(item, gast.AST))
+                elif isinstance(child, gast.AST):
+                    stack.append(child)
+
+
+class _Scan:
+    """What ``Inliner.scan`` finds of one statement."""
+
+    __slots__ = ("loads", "binds", "changes", "value_changes", "size", "foldable", "guarded", "products")
+
+    def __init__(self, loads: Counter[str], binds: set[str], changes: bool):
+        self.loads, self.binds, self.changes = loads, binds, changes
+        self.value_changes = False  # a call in its value may change an object
+        self.size = 0  # of its value: names, constants, operations and calls
+        self.foldable = True  # its value may move into a later statement
+        self.guarded = False  # it holds a lambda, a conditional expression or a comprehension
+        self.products = False  # it holds a product or a quotient (``_awkward`` looks closer)
+
+
+def _awkward(stmt: gast.stmt, name: str, expr: gast.expr) -> bool:
+    """Whether ``expr`` in place of ``name`` would put ``@`` beside ``*`` (or ``/``...) with no parentheses:
+    ``a * b @ W`` is ``(a * b) @ W`` (one precedence, from the left) but reads as if ``b @ W`` came first, so
+    such a product keeps its name."""
+    inner = type(expr.op) if isinstance(expr, (gast.BinOp, gast.UnaryOp)) else None
+    if inner is None:
+        return False
+    for node in syntax.walk(stmt):
+        if type(node) is gast.BinOp and type(node.op) in _PRODUCTS \
+                and any(type(side) is gast.Name and side.id == name for side in (node.left, node.right)) \
+                and (type(node.op) is gast.MatMult and (inner in _PRODUCTS or isinstance(expr, gast.UnaryOp))
+                     or inner is gast.MatMult):
+            return True
+    return False
+
+
+def _rebinds(stmt: gast.stmt, name: str) -> bool:
+    """Whether ``stmt`` is ``name = ...``: what it reads of ``name`` is the last read of the old value."""
+    return type(stmt) is gast.Assign and any(type(t) is gast.Name and t.id == name for t in stmt.targets)
+
+
+def _guarded(stmt: gast.stmt, name: str) -> bool:
+    """Whether ``stmt`` reads ``name`` where it may be evaluated never, or many times."""
+    return any(isinstance(node, _GUARDED) and name in _loads(node) for node in syntax.walk(stmt))
+
+
+def _loads(node: gast.AST) -> set[str]:
+    return {n.id for n in syntax.walk(node) if type(n) is gast.Name and type(n.ctx) is gast.Load}
+
+
+def _substituted(stmt: gast.stmt, name: str, expr: gast.expr) -> gast.stmt:
+    """A copy of ``stmt`` that evaluates ``expr`` where it read ``name`` (once): the nodes on the way to the read
+    are new, the rest shared."""
+    def child(value: Any) -> Any:
+        if type(value) is list:
+            items = [child(item) for item in value]
+            return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+        if not isinstance(value, gast.AST):
+            return value
+        if type(value) is gast.Name:
+            return expr if value.id == name and type(value.ctx) is gast.Load else value
+        fields = {field: child(getattr(value, field, None)) for field in value._fields}
+        if all(fields[field] is getattr(value, field, None) for field in value._fields):
+            return value
+        for attr in value._attributes:
+            if hasattr(value, attr):
+                fields[attr] = getattr(value, attr)
+        return syntax.new(type(value), fields)
+    out: gast.stmt = child(stmt)
+    return out

@@ -230,6 +230,7 @@ class Function:
     result_line: Line
     fn: Any
     mutable: frozenset[str] = frozenset()
+    users: frozenset[str] = frozenset()  # the names of the user's own variables (generated code keeps them)
 
     def names(self) -> set[str]:
         """Every local name the function binds."""

@@ -117,6 +117,10 @@ class Kinds:
     def is_int(self, name: str) -> bool:
         return self.facts.get(name) == INT
 
+    def numbers(self) -> frozenset[str]:
+        """The names that certainly hold numbers wherever they are bound (no object to change in place)."""
+        return frozenset(name for name, fact in self.facts.items() if fact == INT or _rank(fact) == 0)
+
     def label(self, atom: ir.Atom, at: ir.Stmt | None) -> int:
         """What a callee parameter's label adds for ``atom``: a numpy array's axes and kind (``labelled``), or 0."""
         fact = self.of(atom, at)

@@ -33,13 +33,18 @@ MISSING = object()
 _COMMENT = re.compile(r"\s*# line (\d+): (.*)$")
 
 
-@record
+@record(frozen=False, eq=False)
 class Loaded:
     fn: Callable[..., Any]
     text: str
     namespace: dict[str, Any]
     bindings: tuple[Binding, ...]
     files: dict[str, str] = field(default_factory=dict)  # generated function -> the user's file
+    replaced: bool = False  # a newer module took its place in ``transform``'s cache
+    # refresh()'s work, sorted once (by ``load``): the globals that must still be the same object, read from
+    # their module's dict on every call, and the other bindings (closure cells, data re-read into the namespace)
+    same: tuple[tuple[dict[str, Any], str, Any], ...] = ()
+    others: tuple[Binding, ...] = ()
 
     def user_line(self, exc: BaseException) -> tuple[str, int, str] | None:
         """The user's line whose gradient was running where ``exc`` was raised in this code, if any.
@@ -74,8 +79,11 @@ class Loaded:
 
     def refresh(self) -> bool:
         """Re-read the globals and closure values the code uses; ``False`` if a function or module changed."""
-        for binding in self.bindings:
-            kind, name = binding.origin  # read(), inline for globals: this runs on every call
+        for scope, name, value in self.same:  # this runs on every call
+            if scope.get(name, MISSING) is not value:
+                return False
+        for binding in self.others:
+            kind, name = binding.origin  # read(), inline for globals
             value = binding.fn.__globals__.get(name, MISSING) if kind == "global" else read(binding.fn, binding.origin)
             if binding.data:
                 if binding.kind != -3 and labelled(0, value) != binding.kind:
@@ -93,7 +101,10 @@ def load(text: str, entry: str, namespace: dict[str, Any], bindings: tuple[Bindi
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
     scope = dict(namespace)
     exec(compile(text, filename, "exec"), scope)  # noqa: S102 -- compiling the code we just printed
-    return Loaded(scope[entry], text, scope, bindings, files or {})
+    same = tuple((binding.fn.__globals__, binding.origin[1], binding.value) for binding in bindings
+                 if binding.origin[0] == "global" and not binding.data)
+    others = tuple(binding for binding in bindings if binding.origin[0] != "global" or binding.data)
+    return Loaded(scope[entry], text, scope, bindings, files or {}, False, same, others)
 
 
 def cache_dir() -> pathlib.Path | None:

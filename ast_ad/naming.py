@@ -19,6 +19,7 @@ class Namer:
         self.reserved = set(reserved)
         self.used = set(used or ())
         self.next: dict[str, int] = {}  # the next suffix to try for a base name
+        self.users: set[str] = set()  # the names given to the user's own variables
 
     def fresh(self, base: str, user: bool = False) -> str:
         """A new name from ``base``: ``base`` itself if free, else ``base_1``, ``base_2``, ..."""
@@ -32,6 +33,8 @@ class Namer:
                 name = f"{base}_{k}"
         self.next[base] = k + 1
         self.used.add(name)
+        if user:
+            self.users.add(name)
         return name
 
 

@@ -37,7 +37,7 @@ import gast
 import numpy as np
 
 from ast_ad import ir, registry, runtime, syntax
-from ast_ad.aliasing import _var
+from ast_ad.aliasing import _var, loop_shared
 from ast_ad.check import COMPLEX_HINT, refuse
 from ast_ad.errors import LocatedError
 from ast_ad.naming import Namer, identifier
@@ -126,6 +126,7 @@ class Lowerer(Nesting):
         self.params: dict[str, str] = {}  # IR name -> parameter, for the parameters' own values
         self.appends_left: dict[str, int] = {}  # user name -> appends to it not lowered yet
         self.loops: list[set[str]] = []  # per enclosing loop, the names it appends to
+        self.loop_shared: list[set[str]] = []  # per enclosing loop, the names it may bind to a shared object
         self.partials: dict[str, tuple[Any, ...]] = {}  # name -> (function, args, keywords) of a functools.partial
         self.instances: dict[str, type] = {}  # IR name -> the user class it was made by (``m = Model(w)``)
         self.serial = 0  # for ``hidden`` names
@@ -161,7 +162,8 @@ class Lowerer(Nesting):
         last = statements[-1]
         self.line = self.line_of(last)
         result = self.expr(last.value, "out")
-        return ir.Function(tree.name, names, tuple(self.body), result, self.line, self.fn, frozenset(self.mutable))
+        return ir.Function(tree.name, names, tuple(self.body), result, self.line, self.fn, frozenset(self.mutable),
+                           frozenset(self.namer.users))
 
     # ---- statements ----------------------------------------------------------------------------------
     def stmt(self, node: gast.stmt) -> None:
@@ -472,20 +474,24 @@ class Lowerer(Nesting):
         self.prepare(node)
         test = self.raw(node.test)
         self.loops.append(_appended(node))
+        self.loop_shared.append(loop_shared(node))
         try:
             self.body.append(ir.While(test, self.block(node.body), self.line_of(node)))
         finally:
             self.loops.pop()
+            self.loop_shared.pop()
 
     def stmt_Break(self, node: gast.Break) -> None:
         self.body.append(ir.Break(self.line_of(node)))
 
     def stmt_For(self, node: gast.For) -> None:
         self.loops.append(_appended(node))
+        self.loop_shared.append(loop_shared(node))
         try:
             self.lower_for(node)
         finally:
             self.loops.pop()
+            self.loop_shared.pop()
 
     def lower_for(self, node: gast.For) -> None:
         line = self.line_of(node)
@@ -979,7 +985,8 @@ class Lowerer(Nesting):
     def operator(self, fn: Any) -> ir.Ref:
         return ir.Ref(fn, f"operator.{fn.__name__}")
 
-    def bind(self, value: ir.Expr, hint: str, user: bool = False) -> ir.Var:
+    def bind(self, value: ir.Expr, hint: str, user: bool = False, holds: bool = True) -> ir.Var:
+        """A new name for ``value``; ``holds=False``: a pack that only a check reads (it shares nothing)."""
         if getattr(self, "exact", None) is not None and hint == self.exact:
             self.exact = None
             self.body.append(ir.Assign(hint, value, self.line))
@@ -994,7 +1001,8 @@ class Lowerer(Nesting):
             self.owner[target] = hint
         self.body.append(ir.Assign(target, value, self.line))
         self.note_kind(target, value)
-        self.note_views(ir.Var(target))  # ``[v][0]``, ``x.T[1:]``: every view and container on the way counts
+        if holds:
+            self.note_views(ir.Var(target))  # ``[v][0]``, ``x.T[1:]``: every view and container on the way counts
         return ir.Var(target)
 
     def note_kind(self, target: str, value: ir.Expr) -> None:

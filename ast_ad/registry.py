@@ -314,6 +314,13 @@ def is_effect(fn: Any) -> bool:
     return bool(_fact("effect", fn))
 
 
+def is_pure(fn: Any) -> bool:
+    """Whether a call of ``fn`` only computes its value: a function ast_ad registered rules for (``print``, a
+    function that changes an argument in place, and a user's own rules, which may keep state, are not)."""
+    rule = _RULES.get(fn) if hashable(fn) else None
+    return rule is not None and rule.origin.startswith("ast_ad.") and not is_effect(fn) and in_place(fn) is None
+
+
 # Rules for optional libraries, registered when the user's code first names the library: importing
 # scipy.special alone costs more than all the rest of ast_ad.
 _LAZY = {"scipy": "ast_ad.rules.scipy"}

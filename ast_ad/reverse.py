@@ -83,6 +83,7 @@ class Adjoint:
     releasable: frozenset[str] = frozenset()  # arrays the forward pass binds once: see ``released``
     array_adjoints: frozenset[str] = frozenset()  # adjoint names of values that may be arrays
     structured_result: bool = False  # the function returns a list, tuple or dict (its adjoint adds by element)
+    numbers: frozenset[str] = frozenset()  # names of the function that certainly hold numbers (``kinds``)
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -204,6 +205,7 @@ class Reverser(Checkpointing):
         adjoint.refs, adjoint.callees = self.refs, self.callees
         adjoint.releasable = self.releasable()
         adjoint.structured_result = isinstance(result, ir.Var) and result.name in self.structured
+        adjoint.numbers = self.kinds.numbers()
         adjoint.array_adjoints = frozenset(bar for var, bar in self.bars.items() if isinstance(var, str)
                                            and shape_class(ir.Var(var), self.classes) != SCALAR)
         return adjoint

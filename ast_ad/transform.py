@@ -71,7 +71,7 @@ def gradient_key(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[
 
 def current(key: tuple[Any, ...], loaded: Loaded) -> bool:
     """Whether ``loaded`` is still the module cached under ``key``, and what it reads is unchanged."""
-    return _loaded.get(key) is loaded and loaded.refresh()
+    return not loaded.replaced and loaded.refresh()
 
 
 def gradient(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int, ...],
@@ -96,7 +96,7 @@ def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: An
         if found is not None and found.refresh():
             logs.info("%s of %s: read from the cache (%s)", what, _name(fn), found.fn.__code__.co_filename)
             counts["fetched"] += 1
-            _loaded[key] = found
+            _keep(key, found)
             return found
         clock = _Clock(fn, what)
         with _no_cycle_collection():
@@ -109,8 +109,25 @@ def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: An
         counts["built"] += 1
         if stored is not None and store.save(stored, emitted, built):
             counts["stored"] += 1
-        _loaded[key] = built
+        _keep(key, built)
         return built
+
+
+def forget() -> None:
+    """Empty the caches of this process: the next call reads the persistent cache or transforms again."""
+    for loaded in _loaded.values():
+        loaded.replaced = True
+    _loaded.clear()
+    _adjoints.clear()
+    _tangents.clear()
+
+
+def _keep(key: Any, loaded: Loaded) -> None:
+    """Cache ``loaded`` under ``key``; the module it replaces is marked so (``current`` reads that)."""
+    old = _loaded.get(key)
+    if old is not None:
+        old.replaced = True
+    _loaded[key] = loaded
 
 
 def pair(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],

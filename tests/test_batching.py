@@ -110,7 +110,7 @@ def test_reads_of_a_fixed_array_in_a_loop_are_added_once_after_it() -> None:
     np.testing.assert_allclose(gx, 2 * w * x, rtol=1e-14)
     np.testing.assert_allclose(gw, x ** 2, rtol=1e-14)
     source = ast_ad.source(ast_ad.grad(element_reads, (0, 1)), x, w)
-    assert "x_bar = owned_adjoint(x_bar, x)" in source and "_terms" not in source
+    assert "x_bar = owned_adjoint(0.0, x)" in source and "_terms" not in source
     gx, gw = ast_ad.grad(element_reads, (0, 1))(x, w)
     np.testing.assert_allclose(gx, 2 * w * x, rtol=1e-14)
     np.testing.assert_allclose(gw, x ** 2, rtol=1e-14)

@@ -177,9 +177,7 @@ def test_processes_at_once_each_read_a_whole_file(tmp_path) -> None:
 
 
 def _fresh() -> None:
-    transform._loaded.clear()
-    transform._adjoints.clear()
-    transform._tangents.clear()
+    transform.forget()
 
 
 def cubic(x):

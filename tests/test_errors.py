@@ -97,15 +97,13 @@ def test_non_scalar_output_found_even_when_the_backward_pass_breaks_on_it() -> N
 def test_a_rule_that_fails_is_reported_at_the_users_line(fn, module) -> None:
     """A function that runs but whose gradient fails names the line whose gradient failed (in its own file)."""
     ast_ad.extend.defvjp(broken_rule.doubled, lambda g, ans, x: np.reshape(g, (7, -1)))
-    transform._adjoints.clear()
-    transform._loaded.clear()
+    transform.forget()
     try:
         with pytest.raises(errors.GradientFailedError, match="cannot reshape") as info:
             ast_ad.grad(fn)(np.array([0.5, 0.25]))
     finally:
         del ast_ad.registry._RULES[broken_rule.doubled]
-        transform._adjoints.clear()
-        transform._loaded.clear()
+        transform.forget()
     err = info.value
     assert (err.filename, err.lineno) == (module.__file__, marked_line(module.helper if module is broken_rule else fn))
     assert isinstance(err.__cause__, ValueError) and "your gradient rule for doubled" in str(err)

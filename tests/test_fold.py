@@ -1,5 +1,5 @@
-"""Copies folded away (``ast_ad/fold.py``): a few lines in, the lines out; where folding would change what a
-read sees, the copy stays."""
+"""Copies folded away, and intermediate values written into their one reader (``ast_ad/fold.py``): a few lines
+in, the lines out; where folding would change what a read sees, the copy or the name stays."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import gast
 import pytest
 
 from ast_ad import printer, syntax
-from ast_ad.fold import folded
+from ast_ad.fold import Inliner, folded
 
 
 def fold(source: str, keep: set[str] | None = None) -> str:
@@ -46,3 +46,103 @@ def fold(source: str, keep: set[str] | None = None) -> str:
 ])
 def test_what_is_folded(source, keep, expected) -> None:
     assert fold(source, keep) == expected
+
+
+# ---- Inliner: an intermediate value written into the one statement that reads it --------------------------------
+
+PURE = {"sin", "cos", "f"}  # the functions these cases treat as registered, with no effect
+
+
+def pure(call: gast.Call) -> bool:
+    return type(call.func) is gast.Name and call.func.id in PURE
+
+
+def inlined(code: str, keep: frozenset[str] = frozenset(), numbers: frozenset[str] = frozenset()) -> str:
+    body = gast.parse(textwrap.dedent(code)).body
+    inliner = Inliner(pure, keep, numbers)
+    inliner.count(body)
+    out = inliner.block(body)
+    return "\n".join(printer.to_source(syntax.to_ast(stmt)).strip() for stmt in out)
+
+
+def test_a_chain_of_temporaries_becomes_the_expression_written_out() -> None:
+    assert inlined("""
+        tape = []
+        t1 = x * 0.99
+        s = sin(x)
+        t2 = s * 0.1
+        tape.append(x)
+        x = t1 + t2
+        """) == "tape = []\ntape.append(x)\nx = x * 0.99 + sin(x) * 0.1"
+
+
+def test_a_list_that_is_not_only_a_tape_may_change_what_a_value_reads() -> None:
+    """``tape`` is not made empty here: its ``append`` may be anything's, so nothing moves past it."""
+    assert inlined("t1 = x * 0.99\ntape.append(x)\nx = t1 + 1.0\n").startswith("t1 = x * 0.99")
+
+
+def test_a_value_read_twice_keeps_its_name() -> None:
+    assert inlined("""
+        s = sin(x)
+        y = s * s
+        """) == "s = sin(x)\ny = s * s"
+
+
+def test_three_statements_that_each_read_the_last_become_one() -> None:
+    """The backward step of ``x = x * 0.99 + sin(x) * 0.1``: the old ``x_bar`` is read by the last statement,
+    which binds it again, so each value is read once."""
+    assert inlined("""
+        tape = []
+        t1_bar = x_bar
+        x = tape.pop()
+        s_bar = x_bar * 0.1
+        x_bar = s_bar * cos(x)
+        x_bar = x_bar + t1_bar * 0.99
+        """) == "tape = []\nx = tape.pop()\nx_bar = x_bar * 0.1 * cos(x) + x_bar * 0.99"
+
+
+@pytest.mark.parametrize("between", [
+    "y[0] = 5.0",  # an item write may change what t read
+    "y += 1.0",  # so may an augmented assignment
+    "g(y)",  # and a call with an effect
+    "y = 2.0",  # t read the old y
+])
+def test_nothing_moves_past_a_change_of_what_it_reads(between: str) -> None:
+    code = f"t = y[0] * 2.0\n{between}\nz = t + 1.0\n"
+    assert inlined(code).startswith("t = y[0] * 2.0")
+
+
+def test_a_number_moves_past_an_item_write() -> None:
+    """Where every name the expression reads holds a number, no object it reads can change in place."""
+    assert inlined("t = a * 2.0\ny[0] = 5.0\nz = t + 1.0\n", numbers=frozenset({"a"})) == \
+        "y[0] = 5.0\nz = a * 2.0 + 1.0"
+
+
+def test_an_expression_with_an_effect_or_an_unknown_call_stays() -> None:
+    assert inlined("t = g(x)\nz = t + 1.0\n") == "t = g(x)\nz = t + 1.0"
+    assert inlined("t = xs.pop()\nz = t + 1.0\n") == "t = xs.pop()\nz = t + 1.0"
+
+
+def test_nothing_moves_across_a_line_comment_or_into_a_comprehension() -> None:
+    body = gast.parse("t = x * 2.0\nz = t + 1.0\n").body
+    body.insert(1, syntax.comment("line 3: z = ..."))
+    inliner = Inliner(pure, frozenset(), frozenset())
+    inliner.count(body)
+    assert len(inliner.block(body)) == 3
+    assert inlined("t = x * 2.0\nzs = [t * k for k in ks]\n").startswith("t = x * 2.0")
+
+
+def test_the_users_variables_keep_their_names() -> None:
+    assert inlined("h = sin(x)\nout = h * 2.0\n", keep=frozenset({"h"})) == "h = sin(x)\nout = h * 2.0"
+
+
+def test_a_product_next_to_a_matrix_product_keeps_its_name() -> None:
+    """``a * b @ W`` is ``(a * b) @ W`` but reads as ``a * (b @ W)``: the product keeps its name."""
+    assert inlined("g = a * b\nh = g @ W\n") == "g = a * b\nh = g @ W"
+    assert inlined("g = a @ b\nh = g * c\n") == "g = a @ b\nh = g * c"
+    assert inlined("g = f(a)\nh = g @ W\n") == "h = f(a) @ W"
+
+
+def test_a_block_left_with_comments_alone_gets_pass() -> None:
+    body = [syntax.comment("line 2: y = y"), *gast.parse("t = x\n").body]
+    assert folded(body, keep=set())[-1].__class__ is gast.Pass

@@ -71,11 +71,9 @@ def test_second_derivative_source() -> None:
 def unparse_printer(monkeypatch):
     from ast_ad import transform
     monkeypatch.setenv("AST_AD_PRINTER", "unparse")
-    transform._adjoints.clear()
-    transform._loaded.clear()
+    transform.forget()
     yield
-    transform._adjoints.clear()
-    transform._loaded.clear()
+    transform.forget()
 
 
 def _comments(text: str) -> list[str]:
@@ -108,12 +106,10 @@ def test_gradients_printed_by_the_fallback_are_the_same(monkeypatch) -> None:
     results = {}
     for name in ("astor", "unparse"):
         monkeypatch.setenv("AST_AD_PRINTER", name)
-        transform._adjoints.clear()
-        transform._loaded.clear()
+        transform.forget()
         assert printer.chosen() == name
         results[name] = [ast_ad.value_and_grad(fn, argnums)(*args) for fn, argnums, args in CASES]
-    transform._adjoints.clear()
-    transform._loaded.clear()
+    transform.forget()
     for (value, grads), (value_2, grads_2) in zip(results["astor"], results["unparse"], strict=True):
         assert value == value_2  # the same program: the same bits
         np.testing.assert_array_equal(_flat(grads), _flat(grads_2))

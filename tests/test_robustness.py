@@ -59,8 +59,7 @@ def test_gradients_built_from_many_threads_at_once() -> None:
         except Exception as exc:  # noqa: BLE001 -- reported below
             errors.append(exc)
     from ast_ad import transform
-    transform._adjoints.clear()
-    transform._loaded.clear()
+    transform.forget()
     threads = [threading.Thread(target=work, args=(k % 2,)) for k in range(16)]
     for t in threads:
         t.start()

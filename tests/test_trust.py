@@ -22,6 +22,7 @@ W, B = np.array([[0.5, -0.2], [0.1, 0.3], [-0.6, 0.4]]), np.array([0.1, -0.2, 0.
 # (function, arguments, argnums, whether the tracer follows it too)
 EXACT = [
     (c.swap_after_loop, (np.ones((2, 2)), 1.3, 2.1), (1, 2), True),
+    (c.swap_in_a_loop, (X,), (0,), True),
     (c.helper_on_scalars, (1.3,), (0,), True),
     (c.repeated_index_write, (X,), (0,), True),
     (c.repeated_index_add, (X,), (0,), True),
@@ -75,6 +76,8 @@ REFUSED = [
     (c.write_through_list_alias, (X,), errors.InPlaceAliasError),
     (c.write_through_loop_row, (M,), errors.InPlaceAliasError),
     (c.write_through_slice, (X,), errors.InPlaceAliasError),
+    (c.write_through_a_later_copy, (X,), errors.InPlaceAliasError),
+    (c.write_through_a_later_swap, (X,), errors.InPlaceAliasError),
     (c.write_through_reshape, (X,), errors.InPlaceAliasError),
     (c.append_through_alias, (X,), errors.InPlaceAliasError),
     (c.helper_changes_argument, (X,), errors.InPlaceAliasError),

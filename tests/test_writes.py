@@ -58,11 +58,11 @@ def test_the_loops_write_in_place() -> None:
     """An entry of a float vector is a number: saved as it is, its adjoint read as ``y_bar[i]``; a row of a
     matrix is saved as a copy (``entries``), its adjoint read by the helper that sums a broadcast value's."""
     text = ast_ad.source(ast_ad.grad(wf.chain), X4)
-    assert "y[i] = t" in text and "y_entries.append(y[i])" in text and "assign_item(" not in text
+    assert "y[i] = y_item * x_item" in text and "y_entries.append(y[i])" in text and "assign_item(" not in text
     assert "t2_bar = y_bar[i]" in text and "assign_item_vjp_value" not in text and "entries(" not in text
     assert "y_bar[i] = 0.0" in text and "y_bar[t1] += y_item_bar" in text
     # x is only read, entry by entry: its adjoint is an array of the loop's own, added into in place
-    assert "x_bar = owned_adjoint(x_bar, x)" in text and "x_bar[i] += x_item_bar" in text
+    assert "x_bar = owned_adjoint(x_bar, x)" in text and "x_bar[i] += t2_bar * y_item" in text
     text = ast_ad.source(ast_ad.grad(wf.rows), X4)
     assert "m_entries.append(entries(m, i))" in text and "assign_item_vjp_value(m_bar, m, i, " in text
 

@@ -39,6 +39,32 @@ def write_through_loop_row(x):
     return np.sum(y * x)
 
 
+def write_through_a_later_copy(x):
+    y = x * 1.0
+    kept = y * 2.0
+    for _step in range(3):
+        y += 0.5  # refused here: from the second step on, y is kept's array (Python changes both)
+        y = kept
+    return np.sum(kept * x)
+
+
+def write_through_a_later_swap(x):
+    a, b = x * 1.0, x * 2.0
+    c = b
+    for _step in range(3):
+        a += c  # refused here: from the second step on, a is c's array
+        a, b = b, a * 1.0
+    return np.sum(a * c)
+
+
+def swap_in_a_loop(x):
+    a, b = x * 1.0, x * 2.0
+    for _step in range(3):
+        a += b  # a and b are swapped, never shared: exact
+        a, b = b, a
+    return np.sum(a * b * x)
+
+
 def write_through_slice(x):
     y = x * 1.0
     z = y[1:]
