@@ -322,14 +322,22 @@ class Lowerer(Nesting):
 
     def pop(self, target: gast.expr | None, source: gast.expr) -> None:
         """``v = xs.pop()`` (or ``xs.pop()``) on a local list: how generated code reads its tape back."""
+        if target is None:
+            self.popped(source, None, False)
+            return
+        user = isinstance(target, gast.Name)
+        self.bind_target(target, self.popped(source, target.id if user else "popped", user))
+
+    def popped(self, source: gast.expr, hint: str | None, user: bool) -> ir.Var:
+        """``xs.pop()`` on a local list, in a statement of its own (``hint=None``: its value unused) or inside an
+        expression (``h_bar + out_bar.pop()``, as reverse mode writes a list's adjoint): its value's name."""
         listed = self.expr(source)
         self.guard_in_place(source, container=True)
-        hint = target.id if isinstance(target, gast.Name) else "popped"
-        fresh = self.namer.fresh(hint, user=isinstance(target, gast.Name))
-        self.body.append(ir.Pop(fresh if target is not None else None, _var(listed).name, self.line))
-        if target is not None:
+        fresh = self.namer.fresh(hint or "popped", user=user)
+        self.body.append(ir.Pop(fresh if hint is not None else None, _var(listed).name, self.line))
+        if hint is not None:
             self.contain(_var(listed).name, fresh)  # the popped value is what was appended: it may be shared
-            self.bind_target(target, ir.Var(fresh))
+        return ir.Var(fresh)
 
     def rewrite_in_place(self, call: gast.Call, target: gast.expr | None, rest: list[Any], twin: Any) -> None:
         """``f(y, *rest)`` that changes ``y`` in place becomes ``y = twin(y, *rest)``, checked like ``y += ...``."""
@@ -870,6 +878,8 @@ class Lowerer(Nesting):
     def method(self, node: gast.Call, receiver: ir.Atom, name: str | None, user: bool) -> ir.Atom:
         """``x.sum(axis=0)`` on an array value is ``np.sum(x, axis=0)``."""
         attr = node.func.attr
+        if attr == "pop" and not node.args and not node.keywords and self.is_local(node.func.value):
+            return self.popped(node.func.value, name or "popped", user)
         fn_obj = registry.method(attr)
         if fn_obj is None:
             twin = getattr(np, attr, None)

@@ -103,3 +103,15 @@ def polynomial_of_itself(x):
 
 def nan_skipping_mean(x):
     return np.nanmean(np.where(x > 1.5, np.nan, x) ** 3)
+
+
+def list_read_back(x):
+    """A list built in a loop, then read back in reverse: its gradient pops the list's adjoint."""
+    xs = []
+    for _ in range(5):
+        xs.append(x)
+        x = x * 0.99 + np.sin(x) * 0.1
+    g = 0.0
+    for v in reversed(xs):
+        g = g * 0.5 + np.cos(v)
+    return np.sum(g)

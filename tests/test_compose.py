@@ -124,6 +124,9 @@ def test_jacobians_by_both_modes_agree_with_finite_differences(fn) -> None:
     (branchy, (np.array([0.4, -0.7, 1.1]),)),
     (reductions, (np.array([0.4, -0.7, 1.1, 0.2]),)),
     (solves, (np.array([0.4, -0.7, 1.1]),)),
+    # lists built by append: the gradient pops their adjoints inside expressions (h_bar + out_bar.pop())
+    (corpus_control.list_building, (0.7,)),
+    (cf.list_read_back, (np.array([0.4, -0.7, 1.1]),)),
 ])
 def test_hessian_matches_autograd(fn, args) -> None:
     import autograd

@@ -90,6 +90,7 @@ REFUSED = [
     (c.complex_fft, (X,), errors.UnsupportedSyntaxError),
     (c.nested_write_through_alias, (X,), errors.InPlaceAliasError),
     (c.unknown_method, (X,), errors.UnsupportedSyntaxError),
+    (c.pop_in_an_expression, (X,), errors.LocatedError),
     (c.view_inside_expression, (X,), errors.InPlaceAliasError),
     (c.write_through_transpose, (X,), errors.InPlaceAliasError),
     (c.write_through_asarray, (X,), errors.InPlaceAliasError),

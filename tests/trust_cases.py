@@ -410,7 +410,12 @@ def casts_to_integers(x):
 
 def unknown_method(x):
     xs = [x]
-    return xs.pop() * 2.0  # refused here
+    return xs.index(x) * x  # refused here
+
+
+def pop_in_an_expression(x):
+    xs = [x, x * 2.0]
+    return xs.pop() * 2.0  # refused here: reverse mode does not follow a pop yet (forward mode does)
 
 
 def sorted_with_key(x):
