@@ -214,14 +214,24 @@ def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
     keep = {n.id for n in syntax.walk(result) if isinstance(n, gast.Name)}
     keep |= {a.seed, *a.params}
     ret = syntax.ret(result)
-    forward, backward = _inlined(a, [a.forward, folded(a.backward, keep)], [ret])
-    releasable = a.releasable & _bound(forward)
+    inliner = _inliner(a)
+    inliner.count([*a.forward, *(backward := folded(a.backward, keep)), ret])
+    forward, backward = inliner.block(a.forward), inliner.block(backward)
+    # an array bound once, and that assignment written into its reader, is no name to release
+    releasable = a.releasable - inliner.folded
     body = forward + released(backward, releasable, a.array_adjoints, keep, a.refs) + [ret]
     return syntax.function(f"{a.function.name}_vjp", [*a.params, a.seed], body, [syntax.const(1.0)])
 
 
 def _inlined(owner: Any, blocks: list[list[gast.stmt]], also_read: list[gast.stmt]) -> list[list[gast.stmt]]:
     """Each block of one function with the temporaries one later statement reads written into it (``fold.Inliner``)."""
+    inliner = _inliner(owner)
+    inliner.count([stmt for block in blocks for stmt in block] + also_read)
+    return [inliner.block(block) for block in blocks]
+
+
+def _inliner(owner: Any) -> Inliner:
+    """The ``fold.Inliner`` of ``owner``'s code: its calls of registered functions with no effect move."""
     refs = owner.refs
 
     def pure(call: gast.Call) -> bool:
@@ -236,13 +246,7 @@ def _inlined(owner: Any, blocks: list[list[gast.stmt]], also_read: list[gast.stm
             for attr in reversed(attrs):
                 obj = getattr(obj, attr, None)
         return obj is not None and not isinstance(obj, CalleeRef) and registry.is_pure(obj)
-    inliner = Inliner(pure, owner.function.users, getattr(owner, "numbers", frozenset()))
-    inliner.count([stmt for block in blocks for stmt in block] + also_read)
-    return [inliner.block(block) for block in blocks]
-
-
-def _bound(body: list[gast.stmt]) -> set[str]:
-    return {n.id for stmt in body for n in syntax.walk(stmt) if type(n) is gast.Name and type(n.ctx) is gast.Store}
+    return Inliner(pure, owner.function.users, getattr(owner, "numbers", frozenset()))
 
 
 def _pair(a: Adjoint) -> list[gast.FunctionDef]:

@@ -189,6 +189,7 @@ class Inliner:
         self.numbers = numbers  # names that certainly hold numbers (no object to change in place)
         self.reads: Counter[str] = Counter()
         self.lists: set[str] = set()
+        self.folded: set[str] = set()  # names one of whose assignments was written into its reader
 
     def count(self, body: list[gast.stmt]) -> None:
         """Count the reads of every name in the whole function ``body`` (before its blocks are folded)."""
@@ -248,6 +249,7 @@ class Inliner:
                 theirs.loads.update(mine.loads)
                 theirs.size += mine.size - 1
                 self.reads[name] -= 1
+                self.folded.add(name)
                 out[k] = None
         return _filled([stmt for stmt in out if stmt is not None])
 
