@@ -124,6 +124,8 @@ def source(fn: Any, *example_args: Any, stage: str = "adjoint") -> str:
         return text
     if example_args:
         args = (gradient.bound_self, *example_args) if gradient.bound_self is not None else example_args
+        if len(args) != gradient.nparams or not gradient.plain:  # defaults filled in, as a call does
+            args = gradient.bind(args, {})
         return gradient.loaded(shape_labels(args)).text
     return gradient.loaded().text
 

@@ -17,13 +17,14 @@ import builtins
 import re
 import sys
 import types
+from collections import Counter
 from typing import Any
 
 import gast
 import numpy as np
 
 from ast_ad import ir, printer, registry, syntax
-from ast_ad.fold import Inliner, folded
+from ast_ad.fold import Inliner, filled, folded
 from ast_ad.forward import Tangent
 from ast_ad.kinds import labelled
 from ast_ad.naming import Namer, identifier
@@ -219,8 +220,68 @@ def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
     forward, backward = inliner.block(a.forward), inliner.block(backward)
     # an array bound once, and that assignment written into its reader, is no name to release
     releasable = a.releasable - inliner.folded
-    body = forward + released(backward, releasable, a.array_adjoints, keep, a.refs) + [ret]
+    body = _iterated(forward + released(backward, releasable, a.array_adjoints, keep, a.refs) + [ret], a.refs)
     return syntax.function(f"{a.function.name}_vjp", [*a.params, a.seed], body, [syntax.const(1.0)])
+
+
+def _iterated(body: list[gast.stmt], refs: syntax.RefTable) -> list[gast.stmt]:
+    """``body`` with each backward loop that starts its step by popping a tape, and reads no index, written
+    as a loop over the tape: ``for x in reversed(x_tape):`` in place of ``for t in reversed(r):`` and
+    ``x = x_tape.pop()``, as a person writes it (a step costs no call).
+
+    It applies where the tape is a list made empty once, at the top, and used for nothing but one push, at
+    the top of a loop ``for t in r:`` with no ``break`` or ``continue`` (one push a step), and this one pop;
+    where ``r`` is bound once; and where nothing reads the backward loop's variable, in it or after it. The
+    tape then holds one value a step, and the loop visits them last to first, as the pops did, leaving the
+    name bound to the first, as the last pop did.
+    """
+    made: dict[str, int] = {}
+    pushes: dict[str, list[int]] = {}  # tape -> the top-level loops that push to it
+    uses: Counter[str] = Counter()  # every read of a name, and how many of them are a push or a pop
+    tape_uses: Counter[str] = Counter()
+    bound: Counter[str] = Counter()
+    for k, stmt in enumerate(body):
+        if type(stmt) is gast.Assign and len(stmt.targets) == 1 and type(stmt.targets[0]) is gast.Name \
+                and type(stmt.value) is gast.List and not stmt.value.elts:
+            made[stmt.targets[0].id] = made.get(stmt.targets[0].id, 0) + 1
+        if type(stmt) is gast.For and type(stmt.iter) is gast.Name and not any(
+                type(n) in (gast.Break, gast.Continue) for n in syntax.walk(stmt)):
+            for inner in stmt.body:
+                call: Any = inner.value if type(inner) is gast.Expr else None
+                if type(call) is gast.Call and type(call.func) is gast.Attribute and call.func.attr == "append" \
+                        and type(call.func.value) is gast.Name:
+                    pushes.setdefault(call.func.value.id, []).append(k)
+        for node in syntax.walk(stmt):
+            if type(node) is gast.Name:
+                (uses if type(node.ctx) is gast.Load else bound)[node.id] += 1
+            elif type(node) is gast.Attribute and node.attr in ("append", "pop") and type(node.value) is gast.Name:
+                tape_uses[node.value.id] += 1
+    out = list(body)
+    for k, loop in enumerate(body):
+        if not (type(loop) is gast.For and type(loop.target) is gast.Name and type(loop.iter) is gast.Call
+                and refs.lookup(getattr(loop.iter.func, "id", "")) is reversed and len(loop.iter.args) == 1
+                and type(loop.iter.args[0]) is gast.Name and not loop.orelse):
+            continue
+        steps = loop.iter.args[0].id
+        first = next((j for j, stmt in enumerate(loop.body) if syntax.comment_text(stmt) is None), None)
+        pop: Any = loop.body[first] if first is not None else None
+        if not (type(pop) is gast.Assign and len(pop.targets) == 1 and type(pop.targets[0]) is gast.Name
+                and type(pop.value) is gast.Call and not pop.value.args and type(pop.value.func) is gast.Attribute
+                and pop.value.func.attr == "pop" and type(pop.value.func.value) is gast.Name):
+            continue
+        tape = pop.value.func.value.id
+        forward = pushes.get(tape, [])
+        index = loop.target.id
+        if made.get(tape) != 1 or bound[tape] != 1 or not uses[tape] == tape_uses[tape] == 2 or len(forward) != 1 \
+                or forward[0] > k or getattr(body[forward[0]].iter, "id", None) != steps or bound[steps] != 1 \
+                or any(type(n) is gast.Name and n.id == index and type(n.ctx) is gast.Load
+                       for stmt in body[k:] for n in syntax.walk(stmt)):
+            continue
+        out[k] = syntax.new(gast.For, {**loop.__dict__, "target": pop.targets[0],
+                                       "iter": syntax.new(gast.Call, {**loop.iter.__dict__,
+                                                                       "args": [syntax.name(tape)]}),
+                                       "body": filled([stmt for stmt in loop.body if stmt is not pop])})
+    return out
 
 
 def _inlined(owner: Any, blocks: list[list[gast.stmt]], also_read: list[gast.stmt]) -> list[list[gast.stmt]]:

@@ -83,10 +83,10 @@ def _block(body: list[gast.stmt], loads: Counter[str], bound: Counter[str], keep
                 readers.setdefault(b, []).append(j)
             dropped.update(back)
         dropped.add(k)
-    return _filled([stmt for k, stmt in enumerate(out) if k not in dropped])
+    return filled([stmt for k, stmt in enumerate(out) if k not in dropped])
 
 
-def _filled(body: list[gast.stmt]) -> list[gast.stmt]:
+def filled(body: list[gast.stmt]) -> list[gast.stmt]:
     """``body``, with ``pass`` where folding left only comments (the printer drops comments)."""
     if body and all(syntax.comment_text(stmt) is not None for stmt in body):
         return [*body, gast.Pass()]
@@ -251,7 +251,7 @@ class Inliner:
                 self.reads[name] -= 1
                 self.folded.add(name)
                 out[k] = None
-        return _filled([stmt for stmt in out if stmt is not None])
+        return filled([stmt for stmt in out if stmt is not None])
 
     def nested(self, stmt: gast.stmt) -> gast.stmt:
         if not isinstance(stmt, (gast.If, gast.For, gast.While)):

@@ -91,8 +91,29 @@ class _Compiled:
 
 
 class _Undelete(ast.NodeTransformer):
+    """Each ``del`` a ``pass``; each loop over a list read backwards, ``for x in reversed(x_tape)``, a loop over
+    its reversed copy, ``x_tape[::-1]`` (Numba has no ``reversed`` of a list)."""
+
+    lists: set[str] = set()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        self.lists = {t.id for n in ast.walk(node) if isinstance(n, ast.Assign) and isinstance(n.value, ast.List)
+                      for t in n.targets if isinstance(t, ast.Name)}
+        self.generic_visit(node)
+        return node
+
     def visit_Delete(self, node: ast.Delete) -> ast.Pass:
         return ast.copy_location(ast.Pass(), node)
+
+    def visit_For(self, node: ast.For) -> ast.For:
+        self.generic_visit(node)
+        call = node.iter
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "reversed" \
+                and len(call.args) == 1 and isinstance(call.args[0], ast.Name) and call.args[0].id in self.lists:
+            backwards = ast.Slice(lower=None, upper=None, step=ast.UnaryOp(op=ast.USub(), operand=ast.Constant(1)))
+            node.iter = ast.copy_location(ast.Subscript(value=call.args[0], slice=backwards, ctx=ast.Load()), call)
+            ast.fix_missing_locations(node)
+        return node
 
 
 def _numba() -> Any:

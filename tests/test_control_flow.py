@@ -31,7 +31,8 @@ def test_a_value_the_backward_pass_never_reads_is_not_saved() -> None:
 def test_the_scalar_loop_saves_one_value_per_iteration() -> None:
     text = forward_of(cc.scalar_loop, 0.5)
     assert text.count("tape.append(") == 1
-    assert "reversed(r)" in text
+    # the backward loop reads the tape back itself: its step begins with the pop, and reads no index
+    assert "for x in reversed(x_tape):" in text and ".pop()" not in text
 
 
 def test_trip_counts_only_where_a_loop_can_stop_early() -> None:
