@@ -341,8 +341,8 @@ class Inliner:
                 facts.guarded = True
             elif kind is gast.BinOp and type(node.op) in _PRODUCTS:
                 facts.products = True
-            for field in node._fields:
-                child = getattr(node, field, None)
+            for field in node._fields:  # ``syntax.children``, inline (as in ``count`` and ``_names``): a call a
+                child = getattr(node, field, None)  # node would be a tenth of the transform's time here
                 if type(child) is list:
                     stack.extend(item for item in child if isinstance(item, gast.AST))
                 elif isinstance(child, gast.AST):
