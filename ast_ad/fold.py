@@ -179,7 +179,8 @@ class Inliner:
     pass ``x_bar = x_bar * 0.1 * math.cos(x) + x_bar * 0.99`` for three statements that each read the last. An
     expression moves only where it computes the same value: it calls nothing but registered functions with no
     effect (``pure``), nothing it reads is bound again before its reader, and no statement between changes an
-    object in place (an item write, ``+=``, a call with an effect) unless every name it reads holds a number.
+    object in place (an item write, ``+=``) unless every name it reads holds a number, and no call between may
+    have an effect (a ``print``, a user's function: the expression, which may fail, is not put after it).
     It moves within its block and stays under its ``# line`` comment; the names of the user's own variables stay.
     """
 
@@ -280,14 +281,15 @@ class Inliner:
                 kind = type(stmt)
                 if kind not in (gast.Assign, gast.AugAssign, gast.Expr) or count != 1 \
                         or kind is gast.AugAssign and type(stmt.target) is gast.Name and stmt.target.id == name \
-                        or theirs.value_changes and not numbers \
+                        or theirs.value_changes \
                         or not (self.reads[name] == 1 or _rebinds(stmt, name)) \
                         or theirs.guarded and _guarded(stmt, name) or theirs.size + mine.size > MOST_NODES \
                         or (theirs.products and isinstance(body[k].value, (gast.BinOp, gast.UnaryOp))
                             and _awkward(stmt, name, body[k].value)):
                     return None
                 return j
-            if name in theirs.binds or not theirs.binds.isdisjoint(reads) or theirs.changes and not numbers:
+            if name in theirs.binds or not theirs.binds.isdisjoint(reads) or theirs.effects \
+                    or theirs.changes and not numbers:
                 return None
         return None
 
@@ -333,7 +335,7 @@ class Inliner:
                     facts.foldable = False
                 if not (type(func) is gast.Attribute and func.attr in _LIST_METHODS
                         and type(func.value) is gast.Name and func.value.id in self.lists):
-                    facts.changes = True
+                    facts.changes = facts.effects = True
                     facts.value_changes = facts.value_changes or value
             elif kind in (gast.Subscript, gast.Attribute) and type(node.ctx) is not gast.Load:
                 facts.changes = True
@@ -352,11 +354,12 @@ class Inliner:
 class _Scan:
     """What ``Inliner.scan`` finds of one statement."""
 
-    __slots__ = ("loads", "binds", "changes", "value_changes", "size", "foldable", "guarded", "products")
+    __slots__ = ("loads", "binds", "changes", "effects", "value_changes", "size", "foldable", "guarded", "products")
 
     def __init__(self, loads: Counter[str], binds: set[str], changes: bool):
         self.loads, self.binds, self.changes = loads, binds, changes
-        self.value_changes = False  # a call in its value may change an object
+        self.effects = False  # it calls something that may have an effect: nothing moves past it
+        self.value_changes = False  # a call in its value may (an effect, or a change of an object)
         self.size = 0  # of its value: names, constants, operations and calls
         self.foldable = True  # its value may move into a later statement
         self.guarded = False  # it holds a lambda, a conditional expression or a comprehension
