@@ -53,7 +53,7 @@ def layer_list(layers, x):
 
 
 def linear_algebra(a):
-    m = np.reshape(a, (3, 3)) + 3.0 * np.eye(3)
+    m = np.reshape(a, (3, 3)) + 7.0 * np.eye(3)  # entries in [-2, 2]: diagonally dominant, never singular
     s = m @ m.T + np.eye(3)
     sign, logdet = np.linalg.slogdet(s)
     w, v = np.linalg.eigh(s)
