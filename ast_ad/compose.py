@@ -93,19 +93,19 @@ def jvp(fun: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, 
         and len(primals) == len(tangents) and all(type(a) is float for a in (*primals, *tangents))
     if scalar:  # floats only, as last time: the module of then, if still current (see Gradient.__call__)
         found = _SCALAR_JVPS.get((fun, len(primals)))
-        if found is not None and transform.current(found[1], found[0]):
-            out: tuple[Any, Any] = run(found[0], *primals, *tangents)
+        if found is not None and transform.current(found):
+            out: tuple[Any, Any] = run(found, *primals, *tangents)
             return out
     primals, tangents = _pair_up(primals, tangents)
     active = tuple(k for k, t in enumerate(tangents) if t is not None)
     lowered = lower(fun, primals)
     if scalar:
-        _SCALAR_JVPS[(fun, len(primals))] = jvp_code(lowered, active), transform.jvp_key(*_jvp_of(lowered, active))
+        _SCALAR_JVPS[(fun, len(primals))] = jvp_code(lowered, active)
     return forward_at(lowered, active, tuple(tangents[k] for k in active))
 
 
-# the forward-mode module of a plain function called with floats only, and its key in the transform's cache
-_SCALAR_JVPS: dict[tuple[Any, int], tuple[Loaded, tuple[Any, ...]]] = {}
+# the forward-mode module of a plain function called with floats only (still current: ``transform.current``)
+_SCALAR_JVPS: dict[tuple[Any, int], Loaded] = {}
 
 
 def moves_of(call: tuple[Any, ...], m: int) -> tuple[tuple[Any, ...], tuple[Any, ...]]:

@@ -215,8 +215,9 @@ def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
     keep = {n.id for n in syntax.walk(result) if isinstance(n, gast.Name)}
     keep |= {a.seed, *a.params}
     ret = syntax.ret(result)
+    backward = folded(a.backward, keep)
     inliner = _inliner(a)
-    inliner.count([*a.forward, *(backward := folded(a.backward, keep)), ret])
+    inliner.count([*a.forward, *backward, ret])
     forward, backward = inliner.block(a.forward), inliner.block(backward)
     # an array bound once, and that assignment written into its reader, is no name to release
     releasable = a.releasable - inliner.folded

@@ -69,8 +69,9 @@ def gradient_key(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[
     return (fn, argnums, single, shapes, checkpoints)
 
 
-def current(key: tuple[Any, ...], loaded: Loaded) -> bool:
-    """Whether ``loaded`` is still the module cached under ``key``, and what it reads is unchanged."""
+def current(loaded: Loaded) -> bool:
+    """Whether ``loaded`` is still the module cached for its key (none has replaced it), and what it reads is
+    unchanged."""
     return not loaded.replaced and loaded.refresh()
 
 
