@@ -100,8 +100,9 @@ def _module(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
     An owner (an ``Adjoint`` or a ``Tangent``) has the ``function`` it derives from and the ``refs``
     its trees' markers index; the last unit is the entry point.
     """
-    namer = Namer(reserved=_locals([tree for _, _, tree in units]))
-    trees = [syntax.to_ast(tree) for _, _, tree in units]  # Python's own ast: a copy to resolve and print
+    found: list[list[ast.Name]] = [[] for _ in units]  # the names of each tree, markers among them
+    trees = [syntax.to_ast(tree, into) for (_, _, tree), into in zip(units, found, strict=True)]  # a copy to print
+    namer = Namer(reserved={n.id for names in found for n in names if not n.id.startswith(syntax.MARK)})
     names: dict[Any, str] = {}
     namespace: dict[str, Any] = {}
     bindings: list[Binding] = []
@@ -115,24 +116,26 @@ def _module(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
     for owner, part, _ in units:  # the functions' own names first, so they keep them
         global_name((id(owner), part), f"{owner.function.name}_{part}", None)
 
-    def resolve(owner: Any, marker: str) -> ast.expr:
+    def resolve(owner: Any, marker: str) -> str:
+        """How the code spells the object behind ``marker``: a global name, then the attributes read from it."""
         ref = owner.refs.entries[int(marker[1:])]
         obj = ref.obj
         if isinstance(obj, CalleeRef):
-            return ast.Name(id=names[(id(obj.adjoint), obj.part)], ctx=ast.Load())
+            return names[(id(obj.adjoint), obj.part)]
         data = ref.origin is not None and not callable(obj) and not isinstance(obj, types.ModuleType)
         if data:
-            key = ("data", id(owner.function.fn), ref.origin)
-            return ast.Name(id=global_name(key, identifier(ref.hint), obj), ctx=ast.Load())
+            return global_name(("data", id(owner.function.fn), ref.origin), identifier(ref.hint), obj)
         root, attrs = spelling(obj, ref.hint)
         base = obj if not attrs else _root_module(obj)
-        expr: ast.expr = ast.Name(id=global_name(id(base), root, base), ctx=ast.Load())
-        for attr in attrs:
-            expr = ast.Attribute(value=expr, attr=attr, ctx=ast.Load())
-        return expr
+        return ".".join([global_name(id(base), root, base), *attrs])
 
-    for (owner, part, _), tree in zip(units, trees, strict=True):
-        syntax.replace_markers(tree, lambda marker, owner=owner: resolve(owner, marker))
+    for (owner, part, _), tree, found_names in zip(units, trees, found, strict=True):
+        spelled: dict[str, str] = {}
+        for node in found_names:  # a dotted name prints as the attribute reads it stands for: ``np.sin``
+            if node.id.startswith(syntax.MARK):
+                if node.id not in spelled:
+                    spelled[node.id] = resolve(owner, node.id)
+                node.id = spelled[node.id]
         tree.name = names[(id(owner), part)]
     for owner in dict.fromkeys(owner for owner, _, _ in units):
         for ref in owner.refs.entries:
@@ -236,6 +239,8 @@ def _iterated(body: list[gast.stmt], refs: syntax.RefTable) -> list[gast.stmt]:
     tape then holds one value a step, and the loop visits them last to first, as the pops did, leaving the
     name bound to the first, as the last pop did.
     """
+    if not any(type(stmt) is gast.For and type(stmt.iter) is gast.Call for stmt in body):
+        return body  # no loop over ``reversed(...)`` to look at: nothing to walk
     made: dict[str, int] = {}
     pushes: dict[str, list[int]] = {}  # tape -> the top-level loops that push to it
     uses: Counter[str] = Counter()  # every read of a name, and how many of them are a push or a pop

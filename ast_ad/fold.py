@@ -106,14 +106,7 @@ def _names(stmt: gast.stmt) -> tuple[Counter[str], list[str]]:
             else:
                 binds.append(node.id)
             continue
-        for field in node._fields:
-            value = getattr(node, field, None)
-            if type(value) is list:
-                for item in value:
-                    if isinstance(item, gast.AST):
-                        stack.append(item)
-            elif isinstance(value, gast.AST):
-                stack.append(value)
+        stack += syntax.children(node)
     return reads, binds
 
 
@@ -145,12 +138,14 @@ def _binds_after_reading(stmt: gast.stmt, name: str) -> bool:
 def _renamed(stmt: gast.stmt, old: str, new: str) -> gast.stmt:
     """A copy of ``stmt`` that reads ``new`` where it read ``old``."""
     def child(value: Any) -> Any:
+        if type(value) is gast.Name:
+            return syntax.new(gast.Name, {**value.__dict__, "id": new}) \
+                if value.id == old and type(value.ctx) is gast.Load else value
         if type(value) is list:
-            return [child(item) for item in value]
-        if not isinstance(value, gast.AST):
-            return value
-        if type(value) is gast.Name and value.id == old and type(value.ctx) is gast.Load:
-            return syntax.new(gast.Name, {**value.__dict__, "id": new})
+            items = [child(item) for item in value]
+            return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+        if not isinstance(value, gast.AST) or old not in syntax.name_ids(value, loads=True):
+            return value  # what does not read ``old`` is shared, not copied
         return syntax.rebuilt(value, child)
     renamed: gast.stmt = syntax.rebuilt(stmt, child)
     return renamed
@@ -220,12 +215,7 @@ class Inliner:
                 for n in syntax.walk(node.target):
                     if type(n) is gast.Name:
                         bound_by.setdefault(n.id, set()).add("other")
-            for field in node._fields:
-                value = getattr(node, field, None)
-                if type(value) is list:
-                    stack.extend(item for item in value if isinstance(item, gast.AST))
-                elif isinstance(value, gast.AST):
-                    stack.append(value)
+            stack += syntax.children(node)
         self.reads = reads
         # a list only made empty here and only appended to and popped from: those calls change it alone
         self.lists = {name for name, made in bound_by.items() if made == {"list"} and receivers[name] == reads[name]}
@@ -343,12 +333,7 @@ class Inliner:
                 facts.guarded = True
             elif kind is gast.BinOp and type(node.op) in _PRODUCTS:
                 facts.products = True
-            for field in node._fields:  # ``syntax.children``, inline (as in ``count`` and ``_names``): a call a
-                child = getattr(node, field, None)  # node would be a tenth of the transform's time here
-                if type(child) is list:
-                    stack.extend(item for item in child if isinstance(item, gast.AST))
-                elif isinstance(child, gast.AST):
-                    stack.append(child)
+            stack += syntax.children(node)
 
 
 class _Scan:

@@ -181,12 +181,11 @@ def _statements_around(filename: str, text: str, line: int) -> list[ast.stmt] | 
         start -= 1
     while end < len(lines) and (not _starts_statement(lines[end]) or lines[end - 1].startswith("@")):
         end += 1
-    try:
-        part = ast.parse("".join(lines[start:end]))
+    try:  # empty lines first, so that the nodes carry the file's line numbers (no walk to shift them)
+        part = ast.parse("\n" * start + "".join(lines[start:end]))
     except SyntaxError:
         module = _parsed_file(filename, text)
         return module.body if module is not None else None
-    ast.increment_lineno(part, start)
     return part.body
 
 

@@ -185,8 +185,9 @@ class Reverser(Checkpointing):
         backward = self.backward_block(self.function.body)
         grads = [self.grad(self.function.params[i], backward) for i in self.argnums]
         backward = self.initial_adjoints(seed) + backward
-        self.needed = set().union(*(syntax.name_ids(s, loads=True) for s in backward))
-        backward = self.resolve_restores(backward, set(), in_loop=False)
+        reads = [syntax.name_ids(s, loads=True) for s in backward]  # of each statement (a restore reads none)
+        self.needed = set().union(*reads)
+        backward = self.resolve_restores(backward, set(), in_loop=False, reads=reads)
         forward = self.prologue() + self.forward_block(self.function.body, saving=True)
         result_expr = syntax.atom(result, self.refs)
         if self.in_place.loops and isinstance(result, ir.Var) and shape_class(result, self.classes) != SCALAR:
@@ -402,7 +403,7 @@ class Reverser(Checkpointing):
                      else self.zeros(t) for t in stmt.targets]
             assert isinstance(stmt.value, ir.Var)  # an active tuple unpacked
             out = self.accumulate(stmt.value.name, syntax.tuple_(parts))
-            return out + [placeholder(RESTORE, t, id(stmt)) for t in reversed(stmt.targets)]
+            return out + self.restore(stmt.targets, stmt)
         assert isinstance(stmt, ir.Assign)  # effects, pops and breaks have no adjoint
         return self.adjoint_assign(stmt)
 
@@ -484,8 +485,7 @@ class Reverser(Checkpointing):
             prefix = [syntax.assign(self.bar(target), self.zero(target))]
         g = self.bar(target)
         zero = id(stmt) in self.zero_in
-        restores = [] if id(stmt) in self.recomputed_ids else \
-            [placeholder(RESTORE, n, id(stmt)) for n in reversed(self.defined(stmt))]
+        restores = [] if id(stmt) in self.recomputed_ids else self.restore(self.defined(stmt), stmt)
         reset = target not in self.local and id(stmt) not in self.first
         self.live.discard(target)
         if target not in {v.name for v in inputs_of(stmt.value)}:

@@ -159,16 +159,22 @@ class Saving:
     def restores(self, stmt: ir.Stmt) -> list[gast.stmt]:
         """Undo what an inactive statement overwrote (kept only where the backward pass reads it)."""
         if ir.blocks(stmt):
-            return [placeholder(RESTORE, n, id(stmt)) for n in reversed(self.snapshot_candidates(stmt))]
+            return self.restore(self.snapshot_candidates(stmt), stmt)
         if id(stmt) in self.recomputed_ids:
             return []  # computed again at the top of the step's backward pass (``plan_recomputed``)
-        return [placeholder(RESTORE, n, id(stmt)) for n in reversed(self.defined(stmt))]
+        return self.restore(self.defined(stmt), stmt)
+
+    def restore(self, names: Any, stmt: ir.Stmt) -> list[gast.stmt]:
+        """Placeholders that restore ``names`` (last first) to what they held before ``stmt``: only those bound
+        more than once (``resolve_restores`` keeps those the backward pass reads)."""
+        return [placeholder(RESTORE, n, id(stmt)) for n in reversed(names) if n in self.rebound]
 
     def snapshot_candidates(self, stmt: ir.Stmt) -> list[str]:
         names = dict.fromkeys(n for s in ir.walk((stmt,)) for n in self.defined(s))
         return [n for n in names if n in self.rebound]
 
-    def resolve_restores(self, body: list[gast.stmt], later: set[str], in_loop: bool) -> list[gast.stmt]:
+    def resolve_restores(self, body: list[gast.stmt], later: set[str], in_loop: bool,
+                         reads: list[set[str]] | None = None) -> list[gast.stmt]:
         """Turn restore placeholders into pops, keeping only those whose value something reads later.
 
         ``later`` holds the names read after ``body``. Outside loops the text after a
@@ -180,9 +186,12 @@ class Saving:
         A checkpointed loop's backward pass of one step is followed by the step before it taped again,
         not by its backward pass: there, a restore is kept only where the rest of the step's backward
         pass reads it, or where it restores the loop's state (which the steps before it start from).
+
+        ``reads`` may give the names each statement of ``body`` reads, where they are known already.
         """
         out: list[gast.stmt] = []
-        for stmt in reversed(body):
+        for k in range(len(body) - 1, -1, -1):
+            stmt = body[k]
             mark = placeholder_of(stmt)
             if mark is None:
                 step = next((plan for plan in self.checkpointed.values() if plan.reverse_loop is stmt), None)
@@ -193,7 +202,7 @@ class Saving:
                             if step is not None else \
                             self.resolve_restores(getattr(stmt, field), set(later), in_loop or loop)
                         setattr(stmt, field, inner or ([gast.Pass()] if field == "body" else []))
-                later |= syntax.name_ids(stmt, loads=True)
+                later |= reads[k] if reads is not None else syntax.name_ids(stmt, loads=True)
                 out.append(stmt)
                 continue
             kind, name, key = mark

@@ -56,15 +56,34 @@ def walk(node: gast.AST) -> Iterator[Any]:
         stack.extend(reversed(children(current)))
 
 
+class _NodeFields(dict[type, tuple[str, ...]]):
+    """For each gast node class, the fields that may hold the nodes below it: not its context (``ctx``: no
+    walker here looks at one), nor a field that holds a name, a number or a list of names."""
+
+    def __missing__(self, kind: type) -> tuple[str, ...]:
+        fields = self[kind] = tuple(field for field in getattr(kind, "_fields", ())
+                                    if field not in _NOT_NODES and (kind.__name__, field) not in _NOT_NODES)
+        return fields
+
+
+_NOT_NODES = {"ctx", "id", "attr", "type_comment", "kind", "conversion", "is_async", "level", "module", "arg",
+              ("Constant", "value"), ("Global", "names"), ("Nonlocal", "names"), ("MatchClass", "kwd_attrs"),
+              ("FunctionDef", "name"), ("AsyncFunctionDef", "name"), ("ClassDef", "name"), ("alias", "name"),
+              ("alias", "asname"), ("MatchAs", "name"), ("MatchStar", "name"), ("MatchMapping", "rest")}
+NODE_FIELDS = _NodeFields()  # ``NODE_FIELDS[type(node)]``: what ``children`` reads
+
+
 def children(node: gast.AST) -> list[Any]:
-    """The nodes directly under ``node``, in field order."""
+    """The nodes directly under ``node``, in field order (contexts left out)."""
     children: list[Any] = []
-    for field in node._fields:
+    for field in NODE_FIELDS[type(node)]:
         value = getattr(node, field, None)
         if type(value) is list:
-            children.extend(item for item in value if isinstance(item, gast.AST))
+            children += value
         elif isinstance(value, gast.AST):
             children.append(value)
+    if None in children:  # a dict display's ``**`` entry has no key
+        children = [child for child in children if child is not None]
     return children
 
 
@@ -88,8 +107,10 @@ _CONTEXTS: dict[type, ast.expr_context] = {gast.Load: ast.Load(), gast.Store: as
 _SCOPES = (gast.FunctionDef, gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
 
 
-def to_ast(node: Any) -> Any:
-    """Python's own ``ast`` for a gast tree, without source locations (the printers need none).
+def to_ast(node: Any, names: list[ast.Name] | None = None) -> Any:
+    """Python's own ``ast`` for a gast tree, without source locations (the printers need none); every
+    ``ast.Name`` made is appended to ``names``, where given (the emit stage reads the locals and renames the
+    markers from it, with no other walk).
 
     The nodes of generated code have the same names and fields in both, so each is made directly;
     functions, lambdas and comprehensions, whose parameters and scopes gast spells its own way, go
@@ -98,25 +119,32 @@ def to_ast(node: Any) -> Any:
     """
     kind = type(node)
     if kind is list:
-        return [to_ast(item) for item in node]
+        return [to_ast(item, names) for item in node]
     if kind is gast.Name:
-        return ast.Name(id=node.id, ctx=_CONTEXTS[type(node.ctx)])
+        made_name = ast.Name(id=node.id, ctx=_CONTEXTS[type(node.ctx)])
+        if names is not None:
+            names.append(made_name)
+        return made_name
     if kind is gast.Constant:
         return ast.Constant(value=node.value, kind=node.kind)
     if kind in _CONTEXTS:
         return _CONTEXTS[kind]
     if not isinstance(node, gast.AST):
         return node
-    if isinstance(node, gast.FunctionDef):
-        shell = gast.FunctionDef(**{field: getattr(node, field, None) for field in node._fields})
-        shell.body = [gast.Pass()]
-        made = gast.gast_to_ast(shell)
-        made.body = to_ast(node.body)
+    if isinstance(node, (gast.FunctionDef, *_SCOPES)):
+        if isinstance(node, gast.FunctionDef):
+            shell = gast.FunctionDef(**{field: getattr(node, field, None) for field in node._fields})
+            shell.body = [gast.Pass()]
+            made = gast.gast_to_ast(shell)
+            made.body = to_ast(node.body, names)
+            converted = made.args
+        else:
+            made = converted = gast.gast_to_ast(node)
+        if names is not None:  # parameters (and a lambda's or comprehension's inside), converted by gast
+            names += [n for n in ast.walk(converted) if type(n) is ast.Name]
         return made
-    if isinstance(node, _SCOPES):
-        return gast.gast_to_ast(node)
     made = getattr(ast, kind.__name__)
-    return made(**{field: to_ast(getattr(node, field)) for field in made._fields if hasattr(node, field)})
+    return made(**{field: to_ast(getattr(node, field), names) for field in made._fields if hasattr(node, field)})
 
 
 def statements(node: Any) -> Iterator[Any]:
@@ -164,16 +192,21 @@ def new(kind: Any, state: dict[str, Any]) -> Any:
 
 def rebuilt(node: gast.AST, child: Any) -> Any:
     """A node of ``node``'s kind and location whose fields are ``child`` of its fields."""
-    state = {field: child(getattr(node, field, None)) for field in node._fields}
-    for attr in node._attributes:
-        if hasattr(node, attr):
-            state[attr] = getattr(node, attr)
+    state = dict(node.__dict__)  # its fields and its location
+    for field in node._fields:
+        value = state.get(field)
+        state[field] = child(value) if type(value) is list or isinstance(value, gast.AST) else value
     return new(type(node), state)
 
 
 def clone(node: Any) -> Any:
     """A deep copy of a gast tree (much faster than ``copy.deepcopy``, which it replaces here)."""
-    if isinstance(node, list):
+    kind = type(node)
+    if kind is gast.Name and node.__dict__.get("annotation") is None:  # the most common node, copied directly
+        state = dict(node.__dict__)
+        state["ctx"] = new(type(node.ctx), {})
+        return new(kind, state)
+    if kind is list:
         return [clone(item) for item in node]
     if not isinstance(node, gast.AST):
         return node
