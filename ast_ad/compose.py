@@ -33,6 +33,7 @@ import numpy as np
 from ast_ad import transform
 from ast_ad.errors import ArgnumsError, ASTADError, LocatedError
 from ast_ad.load import Loaded
+from ast_ad.naming import identifier
 from ast_ad.records import record
 from ast_ad.runtime import as_array, is_array, of_type, size_of
 
@@ -682,8 +683,9 @@ class Jacobian:
 
             names = list(self.signature.parameters)
             params = ", ".join(names if len(names) == n and not self.directions else [f"a{k}" for k in range(n)])
-            text = f"def {self.__name__}_at({params}):\n    return {self.__name__}({params})\n"
-            self._calls[n] = load(text, f"{self.__name__}_at", {self.__name__: self}).fn
+            name = identifier(self.__name__)  # ``jacobian_<lambda>`` is no name Python can read: jacobian_lambda
+            text = f"def {name}_at({params}):\n    return {name}({params})\n"
+            self._calls[n] = load(text, f"{name}_at", {name: self}).fn
         return Lowered(self._calls[n], args, tuple(range(n)), _same, _tangent)
 
     def source(self, args: tuple[Any, ...]) -> str:

@@ -137,17 +137,8 @@ def _binds_after_reading(stmt: gast.stmt, name: str) -> bool:
 
 def _renamed(stmt: gast.stmt, old: str, new: str) -> gast.stmt:
     """A copy of ``stmt`` that reads ``new`` where it read ``old``."""
-    def child(value: Any) -> Any:
-        if type(value) is gast.Name:
-            return syntax.new(gast.Name, {**value.__dict__, "id": new}) \
-                if value.id == old and type(value.ctx) is gast.Load else value
-        if type(value) is list:
-            items = [child(item) for item in value]
-            return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
-        if not isinstance(value, gast.AST) or old not in syntax.name_ids(value, loads=True):
-            return value  # what does not read ``old`` is shared, not copied
-        return syntax.rebuilt(value, child)
-    renamed: gast.stmt = syntax.rebuilt(stmt, child)
+    renamed: gast.stmt = syntax.substituted(stmt, lambda name: syntax.new(gast.Name, {**name.__dict__, "id": new})
+                                            if name.id == old and type(name.ctx) is gast.Load else None)
     return renamed
 
 
@@ -384,20 +375,6 @@ def _loads(node: gast.AST) -> set[str]:
 def _substituted(stmt: gast.stmt, name: str, expr: gast.expr) -> gast.stmt:
     """A copy of ``stmt`` that evaluates ``expr`` where it read ``name`` (once): the nodes on the way to the read
     are new, the rest shared."""
-    def child(value: Any) -> Any:
-        if type(value) is list:
-            items = [child(item) for item in value]
-            return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
-        if not isinstance(value, gast.AST):
-            return value
-        if type(value) is gast.Name:
-            return expr if value.id == name and type(value.ctx) is gast.Load else value
-        fields = {field: child(getattr(value, field, None)) for field in value._fields}
-        if all(fields[field] is getattr(value, field, None) for field in value._fields):
-            return value
-        for attr in value._attributes:
-            if hasattr(value, attr):
-                fields[attr] = getattr(value, attr)
-        return syntax.new(type(value), fields)
-    out: gast.stmt = child(stmt)
+    out: gast.stmt = syntax.substituted(stmt, lambda node: expr if node.id == name and type(node.ctx) is gast.Load
+                                        else None)
     return out

@@ -199,6 +199,34 @@ def rebuilt(node: gast.AST, child: Any) -> Any:
     return new(type(node), state)
 
 
+def substituted(node: Any, replace: Any) -> Any:
+    """``node`` with ``replace(name)`` in place of each name for which it gives a node (not ``None``): the nodes
+    on the way to a replaced name are new, the rest are shared, and ``node`` itself if nothing was replaced."""
+    kind = type(node)
+    if kind is gast.Name:
+        made = replace(node)
+        return node if made is None else made
+    if kind is list:
+        items = None
+        for k, item in enumerate(node):
+            made = substituted(item, replace)
+            if made is not item:
+                if items is None:
+                    items = list(node)
+                items[k] = made
+        return node if items is None else items
+    state = None
+    for field in NODE_FIELDS[kind]:
+        old = getattr(node, field, None)
+        if type(old) is list or isinstance(old, gast.AST):
+            made = substituted(old, replace)
+            if made is not old:
+                if state is None:
+                    state = dict(node.__dict__)
+                state[field] = made
+    return node if state is None else new(kind, state)
+
+
 def clone(node: Any) -> Any:
     """A deep copy of a gast tree (much faster than ``copy.deepcopy``, which it replaces here)."""
     kind = type(node)

@@ -31,6 +31,11 @@ _adjoints: dict[tuple[Any, ...], Adjoint] = {}
 _loaded: dict[tuple[Any, ...], Loaded] = {}
 _tangents: dict[tuple[Any, ...], Tangent] = {}
 counts = {"built": 0, "stored": 0, "fetched": 0}  # modules transformed, written to and read from the disk cache
+# How many builds are under way (one inside another where a function's code calls a transformation). The
+# derivations (``_adjoints``, ``_tangents``: IR and syntax trees, a hundred thousand objects for a function of
+# a thousand lines) serve the builds under way, a function that calls itself among them; once the outermost
+# is loaded they go, before the cycle collector runs again (its first pass over them was 5% of the transform).
+_building = [0]
 
 
 def normalized(fn: Any) -> ir.Function:
@@ -42,9 +47,9 @@ def normalized(fn: Any) -> ir.Function:
 
 def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place: bool = True,
             checkpoints: int | None = None) -> Adjoint:
-    """parse -> check -> normalize -> reverse, cached per function, argnums, parameter shapes, whether its
-    loops write arrays in place (``reverse``'s ``in_place``: not for callees) and how many snapshots its
-    checkpointed loops keep (``reverse``'s ``checkpoints``: its callees' too).
+    """parse -> check -> normalize -> reverse, cached (while a build is under way: ``_building``) per function,
+    argnums, parameter shapes, whether its loops write arrays in place (``reverse``'s ``in_place``: not for
+    callees) and how many snapshots its checkpointed loops keep (``reverse``'s ``checkpoints``: its callees' too).
 
     A function that calls itself (directly or through others) gets the adjoint
     under construction: its generated ``_fwd``/``_bwd`` pair calls itself too.
@@ -101,10 +106,18 @@ def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: An
             return found
         clock = _Clock(fn, what)
         with _no_cycle_collection():
-            derived = clock.stage(derivation, derive)
-            emitted = clock.stage("emit", lambda: emit_(derived))
-            built: Loaded = clock.stage("compile", lambda: load(emitted.text, emitted.entry, emitted.namespace,
-                                                                emitted.bindings, emitted.files))
+            _building[0] += 1
+            try:
+                derived = clock.stage(derivation, derive)
+                emitted = clock.stage("emit", lambda: emit_(derived))
+                built: Loaded = clock.stage("compile", lambda: load(emitted.text, emitted.entry, emitted.namespace,
+                                                                    emitted.bindings, emitted.files))
+            finally:
+                _building[0] -= 1
+            if not _building[0]:  # the outermost build: what it derived is printed, loaded and dropped
+                del derived
+                _adjoints.clear()
+                _tangents.clear()
         clock.report(emitted.text)
         built.refresh()
         counts["built"] += 1
@@ -143,8 +156,8 @@ def pair(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
 
 def tangent(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
             needed: tuple[bool, ...] | None = None) -> Tangent:
-    """parse -> check -> normalize -> forward, cached per function, argnums, parameter shapes and the parts of
-    the result whose tangents are read (``forward``'s ``needed``)."""
+    """parse -> check -> normalize -> forward, cached (while a build is under way) per function, argnums,
+    parameter shapes and the parts of the result whose tangents are read (``forward``'s ``needed``)."""
     key = (fn, argnums, shapes, needed)
     with _lock:
         if key in _tangents:

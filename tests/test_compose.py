@@ -331,6 +331,22 @@ def test_the_second_derivative_of_sinc_near_zero_is_its_series() -> None:
         assert math.isclose(second(x), series, rel_tol=1e-9), x
 
 
+def test_jacobians_of_jacobians_of_a_lambda() -> None:
+    """A lambda's Jacobian is named after it (``jacobian_<lambda>``); a Jacobian over it calls it from generated
+    code under a name Python can read. Each order against autograd's, which differentiates the same lambda."""
+    import autograd
+    import autograd.numpy as anp
+
+    m = np.array([[0.3, -1.2, 0.5], [0.8, 0.1, -0.4], [-0.6, 0.9, 0.2]])
+    x = np.array([0.3, -0.5, 0.7])
+    second = autograd.jacobian(autograd.jacobian(lambda v: anp.tanh(anp.dot(m, v))))
+    for ours, theirs in [(ast_ad.jacrev(ast_ad.jacrev(lambda v: np.tanh(m @ v))), second),
+                         (ast_ad.jacfwd(ast_ad.jacrev(lambda v: np.tanh(m @ v))), second),
+                         (ast_ad.hessian(lambda v: np.sum(np.tanh(m @ v) ** 2)),
+                          autograd.hessian(lambda v: anp.sum(anp.tanh(anp.dot(m, v)) ** 2)))]:
+        np.testing.assert_allclose(ours(x), theirs(x), rtol=1e-10, atol=1e-12)
+
+
 def test_an_integer_argument_takes_no_tangent() -> None:
     """As grad refuses an integer (a wrong zero otherwise: np.asarray(3) is an integer array, whose cast passes
     no tangent), so do jvp and the Jacobians; None marks it as not differentiated."""
