@@ -147,6 +147,11 @@ class Reverser(Checkpointing):
         self.needed: set[str] = set()
         self.kept: set[tuple[str, int]] = set()  # (name, statement) whose old value is saved and restored
         self.pending: set[str] = set()  # adjoints reset to zero: the next contribution assigns
+        # The backward pass's opening: the statements after the function's last loop or branch. An adjoint
+        # (of a name bound more than once) whose first contribution comes there is assigned it; the others
+        # start at zero, at the top (``initial_adjoints``).
+        self.opening = True
+        self.started: set[str] = set()
         self.zero_in: set[int] = set()  # statements whose result's adjoint may be a float zero (``densify``)
         self.tapes: dict[tuple[str, str], str] = {}  # the stack of each saved value, by what it saves (``tape``)
         self.in_place = in_place_writes(function, self.useful, self.structured, self.classes) if in_place \
@@ -372,6 +377,7 @@ class Reverser(Checkpointing):
                 out += self.restores(stmt)
                 continue
             if ir.blocks(stmt) or isinstance(stmt, (ir.Unpack, ir.Append)):
+                self.opening = False
                 out += self.flush()
             adjoint = self.adjoint(stmt)
             if ir.blocks(stmt):
@@ -423,9 +429,12 @@ class Reverser(Checkpointing):
                 self.refs.marker(runtime.owned_adjoint, "owned_adjoint"), [current, syntax.name(name)])))
             self.live.add(name)
             self.pending.discard(name)
+        untouched = {v for v in self.useful if v not in self.bars}  # no adjoint yet: nothing flowed into them
         body = self.backward_block(stmt.body) or [gast.Pass()]
         bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
         before, after = batch_products(body, bound, self.refs, self.namer)
+        if any(s is stmt for s in self.function.body):  # a loop of the function's own body, run once
+            after = self.started_after(after, untouched, body)
         body[:0] = self.computed_again(stmt)
         before = owned + before
         trips = None
@@ -444,6 +453,25 @@ class Reverser(Checkpointing):
         iterable = syntax.call(self.refs.marker(reversed, "reversed"), [steps])
         loop = gast.For(target=syntax.store(stmt.target), iter=iterable, body=body, orelse=[], type_comment=None)
         return before + [loop] + after + [placeholder(RESTORE, stmt.target, id(stmt))]
+
+    def started_after(self, after: list[gast.stmt], untouched: set[str], body: list[gast.stmt]) -> list[gast.stmt]:
+        """A loop's sums (``batch_products``: ``W_bar = W_bar + summed(...)``) that an adjoint starts from: one
+        that nothing flowed into before the loop, and that the loop does not read."""
+        owner = {bar: var for var, bar in self.bars.items() if isinstance(var, str) and var in untouched}
+        read = set().union(*(syntax.name_ids(s, loads=True) for s in body))
+        out = []
+        for total in after:
+            bar = total.targets[0].id if type(total) is gast.Assign and type(total.targets[0]) is gast.Name else ""
+            var = owner.get(bar)
+            if var is not None and var not in self.structured and bar not in read and var not in self.pending \
+                    and type(total.value) is gast.BinOp and type(total.value.left) is gast.Name \
+                    and total.value.left.id == bar:
+                total = syntax.assign(bar, total.value.right)
+                self.started.add(var)
+                self.live.add(var)
+                del owner[bar]  # a second sum into it adds
+            out.append(total)
+        return out
 
     def adjoint_write(self, stmt: ir.Assign) -> list[gast.stmt]:
         """The backward pass of ``y[i] = v`` written in place: ``v``'s adjoint (read before anything changes),
@@ -621,10 +649,13 @@ class Reverser(Checkpointing):
         return self.bars[var]
 
     def accumulate(self, var: str, contribution: gast.expr) -> list[gast.stmt]:
+        started = self.opening and var not in self.bars and var not in self.structured
         bar = self.bar(var)
-        if (var in self.local and var not in self.live) or var in self.pending:
+        if (var in self.local and var not in self.live) or var in self.pending or started:
             self.live.add(var)
             self.pending.discard(var)
+            if started:  # its first contribution, before any loop or branch: it starts here, not at zero
+                self.started.add(var)
             return [syntax.assign(bar, contribution)]
         current = syntax.name(bar)
         if var in self.structured:
@@ -637,7 +668,8 @@ class Reverser(Checkpointing):
 
     def initial_adjoints(self, seed: str) -> list[gast.stmt]:
         """Adjoints that accumulate across branches and iterations start at zero."""
-        names = [v for v in self.bars if isinstance(v, str) and v not in self.local and self.bars[v] != seed]
+        names = [v for v in self.bars if isinstance(v, str) and v not in self.local and self.bars[v] != seed
+                 and v not in self.started]
         return [syntax.assign(self.bars[v], self.zero(v)) for v in names]
 
     def zero(self, var: str) -> gast.expr:
