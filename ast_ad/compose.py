@@ -322,11 +322,79 @@ class Directional:
             m = len(self.directions)
             jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * m + \
                 tuple(self.then(j) for j in range(self.nparams))
-            self._rule = registry.Rule(self, (), origin="ast_ad.compose", jvps=jvps)
+            self._rule = registry.Rule(self, self.adjoint_rules(), origin="ast_ad.compose", jvps=jvps)
         return self._rule
+
+    def adjoint_rules(self) -> tuple[Any, ...]:
+        """Reverse rules, where ``fun`` is a gradient ``grad_A f`` of a scalar ``f``: then this is a derivative
+        of ``f`` of order m + 1, symmetric in its directions, and ``<g, D^m grad_A f [v_1 .. v_m]>`` is
+        ``D^(m+1) f [v_1 .. v_m, g placed in A]``. Its adjoint in argument ``j`` is the derivative of the
+        partial gradient ``grad_j f`` along all of those, and in ``v_i`` that of ``grad_(ks_i) f`` along all
+        but ``v_i`` (the call without ``v_i`` and its ``ans``: ``Dropping``). Called as rules are,
+        ``(g, ans, v_m, ans_m, ..., v_1, ans_1, *args)``, each is again a ``Directional`` over a gradient: it
+        has these rules too, to any order. Over other functions there are none (reverse mode refuses)."""
+        from ast_ad import registry
+        from ast_ad.api import Gradient
+
+        gradient = self.fun
+        if not isinstance(gradient, Gradient) or gradient.ast_ad_rule() is None:
+            return ()
+        m, n, mine = len(self.directions), self.nparams, (gradient.argnums, gradient.single)
+        rules: list[Any] = []
+        for p in range(m):  # the call's v_m, ans_m, ..., v_1, ans_1: v_m is direction m - 1
+            i = m - 1 - p
+            ks, single = self.directions[i]
+            others = self.directions[:i] + self.directions[i + 1:]
+            inner = Directional(gradient.partial(ks[0] if single else ks), (*others, mine), n)
+            rules += [Dropping(inner, (2 + 2 * p, 3 + 2 * p)), registry.zero]  # in the rule's call, after g, ans
+        return (*rules, *(Directional(gradient.partial(j), (*self.directions, mine), n) for j in range(n)))
 
     def __repr__(self) -> str:
         return f"<ast_ad derivative of {getattr(self.fun, '__qualname__', self.fun)!s} along {self.directions}>"
+
+
+class Dropping:
+    """``inner`` called without the arguments at positions ``dropped`` of this call (which it does not read): a
+    rule whose call carries more than its function takes (``Directional.adjoint_rules``). Its own rules are
+    ``inner``'s, each again without them (they come after the rule's own ``g, ans``), and zero for them."""
+
+    __module__ = "ast_ad.compose"
+
+    def __init__(self, inner: Any, dropped: tuple[int, ...]):
+        self.inner, self.dropped = inner, dropped
+        self.__name__ = self.__qualname__ = f"{getattr(inner, '__name__', 'f')}_without_" + \
+            "_".join(map(str, dropped))
+        self._rule: Any = None
+
+    def __call__(self, *call: Any) -> Any:
+        return self.inner(*(c for k, c in enumerate(call) if k not in self.dropped))
+
+    def ast_ad_rule(self) -> Any:
+        from ast_ad import registry
+
+        if self._rule is None:
+            inner = registry.lookup(self.inner)
+            if inner is None:
+                return None
+            count = max(len(inner.vjps), len(inner.jvps)) + len(self.dropped)
+            vjps, jvps = [], []
+            for k in range(count):
+                if k in self.dropped:
+                    vjps.append(registry.zero)
+                    jvps.append(registry.zero)
+                    continue
+                q = k - sum(d < k for d in self.dropped)  # the position in ``inner``'s call
+                vjps.append(self.moved(inner.vjp(q)))
+                jvps.append(self.moved(inner.jvp(q)))
+            self._rule = registry.Rule(self, tuple(vjps), origin="ast_ad.compose", jvps=tuple(jvps))
+        return self._rule
+
+    def moved(self, rule: Any) -> Any:
+        from ast_ad import registry
+
+        if rule is None or rule is registry.zero or rule is registry.LINEAR:
+            return rule  # linear in a kept argument: this function, with the tangent in its place
+        return Dropping(rule, tuple(d + 2 for d in self.dropped))
 
 
 def placed(direction: tuple[tuple[int, ...], bool], v: Any, n: int) -> tuple[Any, ...]:

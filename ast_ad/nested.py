@@ -70,6 +70,15 @@ class Nesting(Aliasing):
         from ast_ad import api, compose
 
         maker = self.static(node.func)
+        instead = {compose.hvp: "write ast_ad.hessian(f)(x) @ v, or ast_ad.jvp(g, (x,), (v,))[1] with a "
+                                "module-level def g(x): return ast_ad.grad(f)(x)",
+                   api.value_and_grad: "call f(x) and ast_ad.grad(f)(x)",
+                   compose.vjp: "write ast_ad.grad(f)(x) for a scalar f, or contract ast_ad.jacrev(f)(x) with "
+                                "the cotangent"}
+        if any(maker is made for made in instead):  # ``in`` would compare them with ==
+            called = f"ast_ad.{maker.__name__}"
+            raise refuse(node, f"{called} inside a differentiated function is not supported yet: "
+                               f"{instead[maker]}", self.locate)
         if maker not in (api.grad, compose.jacfwd, compose.jacrev, compose.jacobian, compose.hessian) \
                 or not node.args:
             return None

@@ -84,3 +84,31 @@ def hessian_trace(x, y):
 
 def weighted_jacobian(x, y):
     return np.sum(np.cos(x) * ast_ad.jacfwd(ast_ad.grad(coupled), 1)(x, y))
+
+
+def cubic_sine(t):
+    return np.sin(t) * t ** 3
+
+
+def cubic_sine_slope(t):
+    """A gradient as a module-level function, so that ``ast_ad.jvp`` can take it in a body."""
+    return ast_ad.grad(cubic_sine)(t)
+
+
+def cubic_sine_curvature(t):
+    """Forward mode over a gradient, in a body: s''(t) (the tangent a constant)."""
+    return ast_ad.jvp(cubic_sine_slope, (t,), (1.0,))[1]
+
+
+def cubic_sine_curvature_scaled(t):
+    """The same with the tangent ``t`` itself: s''(t) t (reverse mode takes the tangent's adjoint too)."""
+    return ast_ad.jvp(cubic_sine_slope, (t,), (t,))[1]
+
+
+def potential_slope(x):
+    return ast_ad.grad(potential)(x, 2.0)
+
+
+def curvature_along_x(x):
+    """sum(H x), H the Hessian of the potential in x, by forward mode over its gradient in a body."""
+    return np.sum(ast_ad.jvp(potential_slope, (x,), (x,))[1])

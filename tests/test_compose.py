@@ -347,6 +347,71 @@ def test_jacobians_of_jacobians_of_a_lambda() -> None:
         np.testing.assert_allclose(ours(x), theirs(x), rtol=1e-10, atol=1e-12)
 
 
+def _cubic_sine_derivatives(t: float) -> list[float]:
+    """s(t) = t^3 sin t and its first four derivatives, by hand."""
+    sin, cos = math.sin(t), math.cos(t)
+    return [t ** 3 * sin, 3 * t * t * sin + t ** 3 * cos, 6 * t * sin + 6 * t * t * cos - t ** 3 * sin,
+            6 * sin + 18 * t * cos - 9 * t * t * sin - t ** 3 * cos,
+            24 * cos - 36 * t * sin - 12 * t * t * cos + t ** 3 * sin]
+
+
+@pytest.mark.parametrize("t", [0.7, -1.3, 2.1])
+def test_reverse_mode_over_forward_mode_over_a_gradient(t: float) -> None:
+    """grad of a body that calls jvp of a gradient: reverse mode over code that calls the gradient's forward rule
+    (``Directional``), whose reverse rules are derivatives of one order more, again ``Directional``s (and a
+    ``Dropping`` where the tangent itself is differentiated). To the fourth order against closed forms."""
+    from tests import compose_nested as nested
+
+    s = _cubic_sine_derivatives(t)
+    assert math.isclose(ast_ad.grad(nested.cubic_sine_curvature)(t), s[3], rel_tol=1e-12)
+    assert math.isclose(ast_ad.grad(ast_ad.grad(nested.cubic_sine_curvature))(t), s[4], rel_tol=1e-11)
+    assert math.isclose(ast_ad.vjp(ast_ad.grad(nested.cubic_sine_curvature), t)[1](1.0)[0], s[4], rel_tol=1e-11)
+    # with the tangent t: the derivative of s2 t is s3 t + s2, and its second s4 t + 2 s3
+    assert math.isclose(ast_ad.grad(nested.cubic_sine_curvature_scaled)(t), s[3] * t + s[2], rel_tol=1e-12)
+    assert math.isclose(ast_ad.grad(ast_ad.grad(nested.cubic_sine_curvature_scaled))(t), s[4] * t + 2 * s[3],
+                        rel_tol=1e-11)
+
+
+def test_reverse_mode_over_forward_mode_over_a_gradient_of_arrays() -> None:
+    """sum(H(x) x) for the potential: its gradient by reverse over forward over reverse, against autograd's
+    gradient of the same written with its Hessian, and against ast_ad's Hessian of it."""
+    import autograd
+    import autograd.numpy as anp
+
+    from tests import compose_nested as nested
+
+    x = np.array([0.3, -0.8, 1.1])
+
+    def theirs(v):
+        return anp.sum(autograd.hessian(lambda u: anp.sum(anp.sin(u) * 2.0) + anp.sum(u ** 3))(v) @ v)
+    ours = ast_ad.grad(nested.curvature_along_x)(x)
+    np.testing.assert_allclose(ours, autograd.grad(theirs)(x), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ast_ad.hessian(nested.curvature_along_x)(x), autograd.hessian(theirs)(x),
+                               rtol=1e-10, atol=1e-10)
+
+
+def _uses_hvp(x):
+    return np.sum(ast_ad.hvp(np.sin)(x, x))
+
+
+def _uses_value_and_grad(x):
+    value, slope = ast_ad.value_and_grad(np.sin)(x)
+    return value + slope
+
+
+def _uses_vjp(x):
+    return ast_ad.vjp(np.sin, x)[1](1.0)[0]
+
+
+@pytest.mark.parametrize("fn, instead", [(_uses_hvp, "ast_ad.hessian"), (_uses_value_and_grad, "ast_ad.grad"),
+                                         (_uses_vjp, "ast_ad.jacrev")])
+def test_transformations_a_body_cannot_call_yet_are_refused_at_their_line(fn, instead) -> None:
+    """hvp, value_and_grad and vjp in a differentiated body: refused where they are called, saying what works."""
+    with pytest.raises(ast_ad.errors.UnsupportedSyntaxError, match=f"not supported yet: .*{instead}") as caught:
+        ast_ad.grad(fn)(0.5)
+    assert caught.value.filename == __file__ and caught.value.lineno == fn.__code__.co_firstlineno + 1
+
+
 def test_an_integer_argument_takes_no_tangent() -> None:
     """As grad refuses an integer (a wrong zero otherwise: np.asarray(3) is an integer array, whose cast passes
     no tangent), so do jvp and the Jacobians; None marks it as not differentiated."""
