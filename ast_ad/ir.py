@@ -188,8 +188,12 @@ def walk(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
     """Every statement in ``body``, nested ones included, in program order."""
     for stmt in body:
         yield stmt
-        for block in blocks(stmt):
-            yield from walk(block)
+        kind = type(stmt)
+        if kind is If:
+            yield from walk(stmt.body)
+            yield from walk(stmt.orelse)
+        elif kind is For or kind is While:
+            yield from walk(stmt.body)
 
 
 def call_of(stmt: Assign) -> Call:
@@ -201,9 +205,10 @@ def call_of(stmt: Assign) -> Call:
 
 def blocks(stmt: Stmt) -> tuple[tuple[Stmt, ...], ...]:
     """The statement lists nested directly in ``stmt``."""
-    if isinstance(stmt, If):
+    kind = type(stmt)
+    if kind is If:
         return (stmt.body, stmt.orelse)
-    if isinstance(stmt, (For, While)):
+    if kind is For or kind is While:
         return (stmt.body,)
     return ()
 

@@ -145,12 +145,12 @@ class Lowerer(Nesting):
         if statements and isinstance(statements[0], gast.Expr) and isinstance(statements[0].value, gast.Constant):
             statements = statements[1:]  # docstring
         statements = structure(statements, Namer(reserved=self.locals))
-        self.locals |= {n.id for s in statements for n in syntax.walk(s)
-                        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
-        self.namer.reserved |= self.locals
-        for s in statements:
-            for name in _appended(s):
+        for s in statements:  # one walk: the names each statement binds, and those it appends to
+            stored, appended = _stored_and_appended(s)
+            self.locals |= stored
+            for name in appended:
                 self.appends_left[name] = self.appends_left.get(name, 0) + 1
+        self.namer.reserved |= self.locals
         self.changing = {n.id for s in statements if isinstance(s, (gast.If, gast.For, gast.While))
                          for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         if not statements or not isinstance(statements[-1], gast.Return) or statements[-1].value is None:
@@ -1073,6 +1073,21 @@ def _root(node: gast.expr) -> gast.expr:
     while isinstance(node, gast.Subscript):
         node = node.value
     return node
+
+
+def _stored_and_appended(node: gast.AST) -> tuple[set[str], set[str]]:
+    """The names ``node`` binds, and those it appends to (``_appended``)."""
+    stored: set[str] = set()
+    appended: set[str] = set()
+    for n in syntax.walk(node):
+        kind = type(n)
+        if kind is gast.Name:
+            if type(n.ctx) is gast.Store:
+                stored.add(n.id)
+        elif kind is gast.Call and type(n.func) is gast.Attribute and n.func.attr in ("append", "extend") \
+                and type(n.func.value) is gast.Name:
+            appended.add(n.func.value.id)
+    return stored, appended
 
 
 def _appended(node: gast.AST) -> set[str]:
