@@ -188,11 +188,10 @@ def walk(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
     """Every statement in ``body``, nested ones included, in program order."""
     for stmt in body:
         yield stmt
-        kind = type(stmt)
-        if kind is If:
+        if type(stmt) is If:
             yield from walk(stmt.body)
             yield from walk(stmt.orelse)
-        elif kind is For or kind is While:
+        elif type(stmt) is For or type(stmt) is While:
             yield from walk(stmt.body)
 
 
@@ -205,10 +204,9 @@ def call_of(stmt: Assign) -> Call:
 
 def blocks(stmt: Stmt) -> tuple[tuple[Stmt, ...], ...]:
     """The statement lists nested directly in ``stmt``."""
-    kind = type(stmt)
-    if kind is If:
+    if type(stmt) is If:
         return (stmt.body, stmt.orelse)
-    if kind is For or kind is While:
+    if type(stmt) is For or type(stmt) is While:
         return (stmt.body,)
     return ()
 
