@@ -20,7 +20,9 @@ write instead.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
+from typing import Any
 
 import gast
 
@@ -73,6 +75,23 @@ def check(tree: gast.FunctionDef, locate: Locate) -> gast.FunctionDef:
                 raise refuse(node.value, "**kwargs in a call is not supported: pass each keyword explicitly",
                              locate)
     return tree
+
+
+def check_source(source: Any) -> None:
+    """``check`` of a parsed function (a ``parse.Source``). A decorator's wrapper (``functools.wraps``) is
+    checked as itself, since it is what runs; where it is outside the language, the error says so."""
+    try:
+        check(source.tree, lambda node: (source.filename, source.lineno(node), source.line(node)))
+    except UnsupportedSyntaxError as exc:
+        wrapped = getattr(source.fn, "__wrapped__", None)
+        if wrapped is None or not inspect.isfunction(source.fn):
+            raise
+        name = getattr(wrapped, "__qualname__", "the function")
+        raise UnsupportedSyntaxError(
+            f"{exc.msg}. This is a decorator's wrapper of {name}: ast_ad differentiates what Python runs, the "
+            f"wrapper included; write the wrapper with named parameters, or differentiate {name}.__wrapped__ "
+            "where the decorator leaves the value as it is", exc.filename or "", exc.lineno or 0,
+            exc.offset or 0, exc.text or "") from None
 
 
 def _check_arguments(args: gast.arguments, locate: Locate) -> None:

@@ -95,11 +95,12 @@ def param_writes(fn: Any) -> frozenset[str]:
         _LOWERING[key] = True
         return frozenset()
     if key not in _WRITES:
-        from ast_ad.check import check
+        from ast_ad.check import check_source
         from ast_ad.parse import parse
         source = parse(fn)
-        check(source.tree, lambda node: (source.filename, source.lineno(node), source.line(node)))
+        check_source(source)
         normalize(source)
+        _WRITES[key] = _WRITES[(source.fn, getattr(source.fn, "__code__", None))]  # ``fn`` may name another
     return _WRITES[key]
 
 

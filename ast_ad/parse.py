@@ -46,8 +46,14 @@ class Source:
 
 
 def parse(fn: Callable[..., Any]) -> Source:
-    """Parse ``fn``'s source; raise :class:`SourceUnavailableError` when there is none."""
-    fn = inspect.unwrap(fn)
+    """Parse ``fn``'s source; raise :class:`SourceUnavailableError` when there is none.
+
+    A function made by a decorator is parsed as it is, not as the function it names in ``__wrapped__``
+    (``functools.wraps``): the wrapper may change the value (``return 2 * f(x)``), and ast_ad differentiates
+    what Python runs. A wrapper outside the language (``*args``) is refused at its line. Other callables that
+    name a function (``ast_ad.grad(f)``) give that function's source."""
+    if not inspect.isfunction(fn):
+        fn = inspect.unwrap(fn)
     if getattr(fn, "__name__", None) == "<lambda>" and inspect.isfunction(fn):
         lambdas = _file_lambdas(fn.__code__.co_filename, fn.__code__.co_firstlineno)
         if lambdas is not None:

@@ -16,12 +16,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from ast_ad import ir, logs, store
-from ast_ad.check import check
+from ast_ad.check import check_source
 from ast_ad.emit import emit, emit_forward, emit_jvp, emit_pair
 from ast_ad.forward import Tangent, forward
 from ast_ad.load import Loaded, load
 from ast_ad.normalize import normalize
-from ast_ad.parse import Source, parse
+from ast_ad.parse import parse
 from ast_ad.reverse import Adjoint, reverse
 from ast_ad.syntax import RefTable
 
@@ -41,7 +41,7 @@ _building = [0]
 def normalized(fn: Any) -> ir.Function:
     """parse -> check -> normalize."""
     source = parse(fn)
-    check(source.tree, _locator(source))
+    check_source(source)
     return normalize(source)
 
 
@@ -231,6 +231,3 @@ def forward_source(fn: Any) -> str:
     """The normalized form of ``fn``, as Python."""
     return emit_forward(normalized(fn))
 
-
-def _locator(source: Source) -> Any:
-    return lambda node: (source.filename, source.lineno(node), source.line(node))

@@ -69,6 +69,8 @@ EXACT = [
     (c.float_into_int_array, (X,), (0,), False),  # the tracer does not keep numpy's integer dtype
     (c.closures_over_the_loop_variable, (1.3,), (0,), True),
     (c.list_of_argument_views, (M,), (0,), True),  # a list of views of an argument, appended to: not a write
+    (c.decorated_square_sum, (X,), (0,), False),  # the wrapper is what runs (the tracer runs it too, unread)
+    (c.calls_a_decorated_function, (X,), (0,), True),
 ]
 
 # (function, arguments, error type)
@@ -175,6 +177,19 @@ def test_refused_at_the_users_line(fn, args, kind) -> None:
         assert (err.filename, err.lineno) == (c.__file__, line)
     else:
         assert f"{c.__file__}:{line}:" in str(err)
+
+
+def test_a_decorators_wrapper_is_what_is_differentiated() -> None:
+    """A function made by a decorator is differentiated as Python runs it, wrapper included (the function it
+    names in ``__wrapped__`` once stood in for it: half the gradient of ``decorated_square_sum``). A wrapper
+    outside the language is refused at its own line, saying what to write."""
+    assert ast_ad.grad(c.decorated_square_sum)(X) == pytest.approx(4.0 * X)
+    with pytest.raises(errors.UnsupportedSyntaxError, match="decorator's wrapper of decorated_by_a_star_wrapper"
+                                                            ".*__wrapped__") as info:
+        ast_ad.grad(c.decorated_by_a_star_wrapper)(X)
+    wrapper = c.decorated_by_a_star_wrapper
+    assert (info.value.filename, info.value.lineno) == (c.__file__, wrapper.__code__.co_firstlineno + 1)
+    assert "# refused here" in info.value.text
 
 
 def test_a_complex_gradient_is_refused_not_cast_to_real() -> None:
