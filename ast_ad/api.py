@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, ParamSpec, overload
 
 import numpy as np
 
-from ast_ad import registry, transform
+from ast_ad import parse, registry, transform
 from ast_ad.errors import (
     ArgnumsError,
     ASTADError,
@@ -507,11 +507,14 @@ def _unbind(fun: Any) -> tuple[Callable[..., Any], Any]:
         return fun.__func__, fun.__self__
     if not callable(fun):
         raise ASTADError(f"grad needs a function, got {type(fun).__name__} {fun!r}")
-    if not inspect.isfunction(inspect.unwrap(fun)):
-        raise SourceUnavailableError(
-            f"{fun!r} is not a Python function with source; wrap it in a def, "
-            "or register a rule for it with ast_ad.extend.defvjp")
-    return fun, None
+    if inspect.isfunction(fun) or parse.wrapped_function(fun) is not None:
+        return fun, None
+    call = inspect.getattr_static(type(fun), "__call__", None)
+    if inspect.isfunction(call):  # an instance of the user's own class (a class-based decorator among them):
+        return call, fun  # its ``__call__``, with the instance as ``self``, is what Python runs
+    raise SourceUnavailableError(
+        f"{fun!r} is not a Python function with source; wrap it in a def, "
+        "or register a rule for it with ast_ad.extend.defvjp")
 
 
 def _check_argnums(argnums: Any) -> tuple[int, ...]:

@@ -50,10 +50,10 @@ def parse(fn: Callable[..., Any]) -> Source:
 
     A function made by a decorator is parsed as it is, not as the function it names in ``__wrapped__``
     (``functools.wraps``): the wrapper may change the value (``return 2 * f(x)``), and ast_ad differentiates
-    what Python runs. A wrapper outside the language (``*args``) is refused at its line. Other callables that
-    name a function (``ast_ad.grad(f)``) give that function's source."""
-    if not inspect.isfunction(fn):
-        fn = inspect.unwrap(fn)
+    what Python runs. A wrapper outside the language (``*args``) is refused at its line. Only a wrapper that
+    computes what its function computes (``wrapped_function``: a cache, a Numba dispatcher) gives its
+    function's."""
+    fn = wrapped_function(fn) or fn
     if getattr(fn, "__name__", None) == "<lambda>" and inspect.isfunction(fn):
         lambdas = _file_lambdas(fn.__code__.co_filename, fn.__code__.co_firstlineno)
         if lambdas is not None:
@@ -75,6 +75,16 @@ def parse(fn: Callable[..., Any]) -> Source:
     if not defs:
         raise SourceUnavailableError(f"could not find the definition of {fn.__qualname__} in its source")
     return _checked(fn, defs[0], offset)
+
+
+def wrapped_function(fn: Any) -> Any:
+    """The Python function inside a wrapper that computes what it computes (a ``functools.cache`` or
+    ``lru_cache``, a Numba dispatcher: ``numba.njit(f)``), or ``None`` for anything else."""
+    if isinstance(fn, functools._lru_cache_wrapper) and inspect.isfunction(fn.__wrapped__):
+        return fn.__wrapped__
+    if type(fn).__module__.startswith("numba.") and inspect.isfunction(getattr(fn, "py_func", None)):
+        return fn.py_func
+    return None
 
 
 def _file_def(fn: Callable[..., Any]) -> gast.FunctionDef | None:

@@ -135,3 +135,15 @@ def test_compiled_helper_matches_python(helper) -> None:
             assert np.array_equal(compiled_args[0], python_args[0]), (helper.__name__, args)
         else:
             assert np.shape(got) == np.shape(expected) and np.allclose(got, expected), (helper.__name__, args)
+
+
+def _sine_weighted(x):
+    return np.sum(np.sin(x) * x)
+
+
+def test_a_function_numba_compiled_is_differentiated_as_its_python() -> None:
+    """``numba.njit(f)`` computes what ``f`` computes: its gradient is ``f``'s (read from ``py_func``), while
+    other wrappers that name a function are differentiated as what they run (``tests/test_trust.py``)."""
+    x = np.array([0.3, -0.5, 1.1])
+    compiled = numba.njit(_sine_weighted)
+    assert np.array_equal(ast_ad.grad(compiled)(x), ast_ad.grad(_sine_weighted)(x))

@@ -190,6 +190,10 @@ def test_a_decorators_wrapper_is_what_is_differentiated() -> None:
     wrapper = c.decorated_by_a_star_wrapper
     assert (info.value.filename, info.value.lineno) == (c.__file__, wrapper.__code__.co_firstlineno + 1)
     assert "# refused here" in info.value.text
+    with pytest.raises(errors.UnsupportedSyntaxError) as info:  # once differentiated as the function it names
+        ast_ad.grad(c.halved_square_sum)(X)
+    assert (info.value.filename, info.value.lineno) == (c.__file__, marked_line(c.Halved.__call__, "# refused here"))
+    assert ast_ad.value_and_grad(c.cached_cube)(1.5) == (3.375, 6.75)
 
 
 def test_a_complex_gradient_is_refused_not_cast_to_real() -> None:

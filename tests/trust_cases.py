@@ -309,6 +309,28 @@ def decorated_by_a_star_wrapper(x):
     return np.sum(x * x)
 
 
+class Halved:
+    """A class-based decorator: ``functools.update_wrapper`` names the function (``__wrapped__``), and
+    ``__call__`` changes the value."""
+
+    def __init__(self, f):
+        functools.update_wrapper(self, f)
+        self.f = f
+
+    def __call__(self, x):
+        return 0.5 * self.f(x)  # refused here: a function held in an attribute is not called through yet
+
+
+@Halved
+def halved_square_sum(x):
+    return np.sum(x * x)
+
+
+@functools.lru_cache
+def cached_cube(x):
+    return x * x * x  # a cache returns what its function returns: differentiated as that function
+
+
 # ---- 7. calling conventions and the user's own exceptions ---------------------------------------------------
 def conventions(x, /, y, *, z=2.0):
     return x * y * z
