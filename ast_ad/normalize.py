@@ -27,6 +27,7 @@ defines or names, inlined where they are called; ``ast_ad.grad`` and friends wri
 from __future__ import annotations
 
 import builtins
+import dis
 import functools
 import inspect
 import operator
@@ -785,7 +786,7 @@ class Lowerer(Nesting):
             if isinstance(owner, types.ModuleType) and not hasattr(owner, func.attr):
                 return self.expr(func, name, user)  # raises AttributeError if it runs, as Python would
             receiver = self.expr(func.value)
-            method = self.method_of(receiver, func.attr)
+            method = self.method_of(receiver, func.attr, node)
             if method is not None:  # a method of the user's own class: a call of its function with self
                 return self.call_function(node, ir.Ref(method, func.attr), (receiver,), name, user)
             if not (isinstance(receiver, ir.Ref) and isinstance(receiver.obj, (types.ModuleType, type))):
@@ -834,15 +835,25 @@ class Lowerer(Nesting):
                 return getattr(base, node.attr, None)
         return None
 
-    def method_of(self, receiver: ir.Atom, attr: str) -> Any:
-        """The plain function behind ``receiver.attr(...)`` for an object of the user's own class, or ``None``."""
+    def method_of(self, receiver: ir.Atom, attr: str, node: gast.AST | None = None) -> Any:
+        """The plain function behind ``receiver.attr(...)`` for an object of the user's own class, or ``None``.
+
+        ``attr`` is looked up as Python looks it up: an attribute of the object itself (``obj.step = f``)
+        stands in front of the class's method, and so may one that the class's own code stores, or a class
+        that takes attribute lookup over (``__getattribute__``). There (``node``, the call) it is refused."""
         cls = type(receiver.obj) if isinstance(receiver, ir.Ref) else \
             self.instances.get(receiver.name) if isinstance(receiver, ir.Var) else None
         if cls is None or cls.__module__ in ("builtins", "numpy") or isinstance(receiver, ir.Ref) and \
                 isinstance(receiver.obj, (types.ModuleType, type, np.ndarray, float, int)):
             return None
         method = inspect.getattr_static(cls, attr, None)
-        return method if inspect.isfunction(method) else None
+        if not inspect.isfunction(method):
+            return None
+        if node is not None and attr != "__call__" and _may_hide(cls, attr, receiver):
+            raise refuse(node, f"{attr} may be an attribute of the object itself, which Python calls instead of "
+                               f"the method of {cls.__name__}: ast_ad calls methods of classes only; call the "
+                               "function the attribute holds by its own name", self.locate)
+        return method
 
     def write_out(self, node: gast.Call, out: gast.keyword, name: str | None, user: bool) -> ir.Atom:
         """``f(x, out=y)`` writes ``f(x)`` into ``y`` and returns ``y``: it is ``y[...] = f(x)``."""
@@ -1074,6 +1085,23 @@ def _root(node: gast.expr) -> gast.expr:
     while isinstance(node, gast.Subscript):
         node = node.value
     return node
+
+
+def _may_hide(cls: type, attr: str, receiver: ir.Atom) -> bool:
+    """Whether something may stand in front of the method ``attr`` of ``cls`` when it is read from the
+    receiver: its own attribute of that name, one that the class's code stores (``self.attr = ...``), or a
+    ``__getattribute__`` of the class's own."""
+    if isinstance(receiver, ir.Ref) and attr in (getattr(receiver.obj, "__dict__", None) or {}):
+        return True
+    if inspect.getattr_static(cls, "__getattribute__") is not object.__getattribute__:
+        return True
+    for klass in cls.__mro__:
+        for value in vars(klass).values():
+            code = getattr(getattr(value, "__func__", value), "__code__", None)
+            if code is not None and any(op.opname == "STORE_ATTR" and op.argval == attr
+                                        for op in dis.get_instructions(code)):
+                return True
+    return False
 
 
 def _stored_and_appended(node: gast.AST) -> tuple[set[str], set[str]]:

@@ -105,6 +105,8 @@ REFUSED = [
     (c.list_plus_array, (X,), errors.MissingRuleError),
     (c.helper_changes_an_item_of_its_argument, (X,), errors.InPlaceAliasError),
     (c.helper_writes_into_a_listed_view, (M,), errors.InPlaceAliasError),
+    (c.method_hidden_by_an_attribute, (1.5,), errors.UnsupportedSyntaxError),
+    (c.method_a_class_may_hide, (1.5,), errors.UnsupportedSyntaxError),
 ]
 
 

@@ -432,6 +432,33 @@ def methods_of_user_classes(x):
     return soft.energy(x) + STIFF.energy(x) + soft(x)
 
 
+def _triple(x):
+    return 3.0 * x
+
+
+SHADOWED = Spring(2.0)
+SHADOWED.energy = _triple  # the object's own attribute: Python calls it, not Spring.energy
+
+
+def method_hidden_by_an_attribute(x):
+    return SHADOWED.energy(x)  # refused here: once Spring.energy was called (half the value)
+
+
+class Rebinding:
+    def __init__(self, k):
+        self.k = k
+        if k > 1.0:
+            self.size = _triple  # the method below is hidden on such objects
+
+    def size(self, x):
+        return self.k * x
+
+
+def method_a_class_may_hide(x):
+    box = Rebinding(2.0)
+    return box.size(x)  # refused here
+
+
 def version_check(x):
     if hasattr(np, "not_in_any_numpy"):
         y = np.not_in_any_numpy(x)
