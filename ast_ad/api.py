@@ -24,6 +24,7 @@ from ast_ad.errors import (
 )
 from ast_ad.kinds import labelled
 from ast_ad.load import MISSING
+from ast_ad.normalize import SUBCLASS_HINT, array_subclass
 from ast_ad.runtime import broadcast_like, is_array, unbroadcast
 
 if TYPE_CHECKING:
@@ -488,6 +489,9 @@ def shape_labels(args: tuple[Any, ...]) -> tuple[int, ...]:
     for k, a in enumerate(args):
         labels.append(-1 if type(a) in SCALAR_TYPES else CONTAINER if isinstance(a, (tuple, list, dict))
                       else labelled(k, a))
+        if type(a) is not np.ndarray and array_subclass(a):
+            raise NonDifferentiableArgumentError(f"argument {k} is a {type(a).__module__}.{type(a).__name__}: "
+                                                 f"{SUBCLASS_HINT}")
     return tuple(labels)
 
 

@@ -65,6 +65,13 @@ VARARG_METHODS = {"reshape", "transpose"}  # x.reshape(2, 3) means np.reshape(x,
 COMPLEX_MAKERS = {complex, np.complex128, np.complex64, np.clongdouble, np.linalg.eig, np.linalg.eigvals,
                   np.roots, np.iscomplexobj}
 COMPLEX_MODULES = {"cmath", "numpy.fft", "numpy.lib.scimath", "scipy.fft", "scipy.fftpack"}
+# What makes arrays whose operators mean something else than the rules say: np.matrix (``*`` is a matrix
+# product), masked arrays (masked entries are left out of sums). Refused at the line that names them.
+SUBCLASS_MAKERS = {np.matrix, np.asmatrix, np.bmat}
+SUBCLASS_MODULES = {"numpy.ma", "numpy.ma.core", "numpy.ma.extras", "numpy.matrixlib", "numpy.matrixlib.defmatrix"}
+SUBCLASS_HINT = ("np.matrix and masked arrays are not supported: their operators mean other things than the rules "
+                 "of numpy arrays say (* is a matrix product, masked entries are left out): use np.asarray(...) "
+                 "with @, or np.where for a mask")
 
 MAX_NAME = 16
 
@@ -634,6 +641,9 @@ class Lowerer(Nesting):
                     or isinstance(obj, (complex, np.complexfloating)) \
                     or (isinstance(obj, np.ndarray) and np.iscomplexobj(obj)):
                 raise refuse(node, COMPLEX_HINT, self.locate)
+            if (registry.hashable(obj) and obj in SUBCLASS_MAKERS) or module in SUBCLASS_MODULES \
+                    or (isinstance(obj, np.ndarray) and array_subclass(obj)):
+                raise refuse(node, SUBCLASS_HINT, self.locate)
         return atom
 
     def expr_Constant(self, node: gast.Constant, name: str | None, user: bool) -> ir.Atom:
@@ -1085,6 +1095,12 @@ def _root(node: gast.expr) -> gast.expr:
     while isinstance(node, gast.Subscript):
         node = node.value
     return node
+
+
+def array_subclass(value: Any) -> bool:
+    """Whether ``value`` is a numpy array of a subclass that ast_ad refuses (all but ``np.memmap``, which is
+    a numpy array kept in a file)."""
+    return isinstance(value, np.ndarray) and type(value) is not np.ndarray and not isinstance(value, np.memmap)
 
 
 def _may_hide(cls: type, attr: str, receiver: ir.Atom) -> bool:

@@ -7,6 +7,8 @@ ast_ad error at the line marked ``# refused here``.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -107,6 +109,8 @@ REFUSED = [
     (c.helper_writes_into_a_listed_view, (M,), errors.InPlaceAliasError),
     (c.method_hidden_by_an_attribute, (1.5,), errors.UnsupportedSyntaxError),
     (c.method_a_class_may_hide, (1.5,), errors.UnsupportedSyntaxError),
+    (c.times_a_global_matrix, (M,), errors.UnsupportedSyntaxError),
+    (c.makes_a_matrix, (M,), errors.UnsupportedSyntaxError),
 ]
 
 
@@ -196,6 +200,31 @@ def test_a_decorators_wrapper_is_what_is_differentiated() -> None:
         ast_ad.grad(c.halved_square_sum)(X)
     assert (info.value.filename, info.value.lineno) == (c.__file__, marked_line(c.Halved.__call__, "# refused here"))
     assert ast_ad.value_and_grad(c.cached_cube)(1.5) == (3.375, 6.75)
+
+
+@pytest.mark.parametrize("kind", ["matrix", "masked"])
+def test_array_subclasses_whose_operators_differ_are_refused(kind) -> None:
+    """np.matrix (``*`` a matrix product) and masked arrays (masked entries left out): once differentiated with
+    the rules of numpy arrays (a wrong gradient, silently); refused as arguments, differentiated or not."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PendingDeprecationWarning)  # np.matrix is what this test is about
+        given = np.matrix([[1.0, 2.0], [3.0, 4.0]]) if kind == "matrix" else \
+            np.ma.array([[1.0, 2.0], [3.0, 4.0]], mask=[[0, 1], [0, 0]])
+
+    def product_sum(a, b):
+        return np.sum(a * b)
+    with pytest.raises(errors.NonDifferentiableArgumentError, match="np.matrix and masked arrays"):
+        ast_ad.grad(product_sum)(given, np.asarray(given))
+    with pytest.raises(errors.NonDifferentiableArgumentError, match="argument 1"):
+        ast_ad.grad(product_sum)(np.asarray(given), given)
+    with pytest.raises(errors.NonDifferentiableArgumentError):
+        ast_ad.jvp(product_sum, (given, np.asarray(given)), (np.ones((2, 2)), None))
+
+
+def test_a_memory_mapped_array_is_a_numpy_array(tmp_path) -> None:
+    mapped = np.memmap(tmp_path / "x.dat", dtype=float, mode="w+", shape=(3,))
+    mapped[:] = [1.0, 2.0, 3.0]
+    assert np.array_equal(ast_ad.grad(lambda x: np.sum(x * x))(mapped), [2.0, 4.0, 6.0])
 
 
 def test_a_complex_gradient_is_refused_not_cast_to_real() -> None:

@@ -10,6 +10,7 @@ import collections
 import dataclasses
 import functools
 import math
+import warnings
 
 import numpy as np
 
@@ -457,6 +458,20 @@ class Rebinding:
 def method_a_class_may_hide(x):
     box = Rebinding(2.0)
     return box.size(x)  # refused here
+
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", PendingDeprecationWarning)  # np.matrix is what this case is about
+    GRID = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+
+
+def times_a_global_matrix(x):
+    return np.sum(x * GRID)  # refused here: np.matrix's * is a matrix product, not mul's rule
+
+
+def makes_a_matrix(x):
+    m = np.asmatrix(x)  # refused here
+    return np.sum(m * m)
 
 
 def version_check(x):
