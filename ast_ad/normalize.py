@@ -819,6 +819,7 @@ class Lowerer(Nesting):
         args = first + tuple(self.expr(arg) for arg in node.args)
         kwargs = tuple((kw.arg, self.expr(kw.value)) for kw in node.keywords)
         args, kwargs = _positional(fn.obj, args, kwargs)
+        self.check_arguments_followed(node, fn, args, kwargs)
         if inspect.isfunction(fn.obj) and registry.lookup(fn.obj) is None \
                 and not (fn.obj.__module__ or "").startswith("ast_ad."):  # ast_ad's helpers change nothing
             self.check_arguments_kept(node, fn, args, kwargs)
@@ -878,6 +879,28 @@ class Lowerer(Nesting):
         self.assign(gast.copy_location(store, target), plain)
         return self.expr(target, name, user)
 
+    def check_arguments_followed(self, node: gast.Call, fn: ir.Ref, args: tuple[Any, ...],
+                                 kwargs: tuple[Any, ...]) -> None:
+        """Refuse a call of a primitive with an argument whose meaning its rules do not follow (``where=``, an
+        integer ``dtype=``, ``order='F'``...: ``registry.keyword_hazard``), by position or by keyword."""
+        rule = registry.lookup(fn.obj)
+        if rule is None or rule.nondiff or not (kwargs or len(args) > 1):
+            return
+        try:
+            signature = inspect.signature(fn.obj)
+            bound = signature.bind_partial(*args, **dict(kwargs)).arguments
+            variadic = {p.name for p in signature.parameters.values() if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        except (TypeError, ValueError):  # a ufunc, a builtin: its keywords by name
+            bound, variadic = dict(kwargs), set()
+        for key, atom in bound.items():
+            if key in variadic:
+                continue
+            value = atom.value if isinstance(atom, ir.Const) else atom.obj if isinstance(atom, ir.Ref) \
+                else registry.UNKNOWN_VALUE
+            reason = registry.keyword_hazard(fn.obj, key, value)
+            if reason is not None:
+                raise refuse(node, f"{fn.hint}: {reason}", self.locate)
+
     def check_arguments_kept(self, node: gast.Call, fn: ir.Ref, args: tuple[Any, ...], kwargs: tuple[Any, ...]) -> None:
         """Refuse, at run time, an array or list passed to a user function that changes that parameter in place.
 
@@ -914,6 +937,7 @@ class Lowerer(Nesting):
             args = (self.bind(ir.Pack(args), "shape"),)
         kwargs = tuple((kw.arg, self.expr(kw.value)) for kw in node.keywords)
         fn = ir.Ref(fn_obj, attr if attr == "astype" else f"np.{fn_obj.__name__}")
+        self.check_arguments_followed(node, fn, (receiver,) + args, kwargs)
         hint = name or (f"{attr}_{receiver.name}" if isinstance(receiver, ir.Var) else attr)
         return self.bind(ir.Call(fn, (receiver,) + args, kwargs), hint, user)
 

@@ -148,7 +148,8 @@ def def_nondiff(*fns: Any) -> None:
 # Facts about primitives that the engine reads, beside their rules: fact -> {function: value}.
 _FACTS: dict[str, dict[Any, Any]] = {"in_place": {}, "sequence": {}, "same_kind": {}, "effect": {},
                                      "linear": {}, "reduction": {}, "method": {}, "ranked": {}, "summed": {},
-                                     "view": {}, "full_reduction": {}}
+                                     "view": {}, "full_reduction": {}, "casts": {}, "reads_in_order": {},
+                                     "scaled_by_initial": {}}
 
 
 def _fact(fact: str, fn: Any) -> Any:
@@ -294,6 +295,57 @@ def is_full_reduction(fn: Any) -> bool:
 def with_fact(fact: str) -> list[Any]:
     """Every function declared with ``fact`` (``"view"``, ``"full_reduction"``, ``"sequence"``...), for the tests."""
     return list(_FACTS[fact])
+
+
+def def_casts(*fns: Any) -> None:
+    """Declare functions whose rules follow their ``dtype=`` (``np.array``, ``np.asarray``: a cast to
+    integers gives no gradient). Every other function given an integer ``dtype=`` is refused
+    (``keyword_hazard``): its rules are those of the float result."""
+    _declare("casts", fns)
+
+
+def def_reads_in_order(*fns: Any) -> None:
+    """Declare functions whose ``order=`` says in which order entries are read (``np.reshape``, ``np.ravel``):
+    their rules are those of C order, and another order is refused."""
+    _declare("reads_in_order", fns)
+
+
+def def_scaled_by_initial(*fns: Any) -> None:
+    """Declare functions whose ``initial=`` multiplies the result (``np.prod``): refused, the rules leave it out."""
+    _declare("scaled_by_initial", fns)
+
+
+UNKNOWN_VALUE = object()  # ``keyword_hazard``'s value of an argument computed at run time
+
+
+def keyword_hazard(fn: Any, name: str, value: Any) -> str | None:
+    """Why the argument ``name`` (given by keyword or by position) of a call of the primitive ``fn`` makes its
+    value differ from what its rules differentiate, or ``None``. ``value`` is the argument's value where it
+    is written as a constant, else ``UNKNOWN_VALUE``.
+
+    The rules read the arguments they name and take the rest (``*args, **kwargs``) as not changing the
+    derivative; these are the arguments of numpy's functions that do: ``where=`` (entries left out), an
+    integer ``dtype=`` (the result truncated to integers), ``order=`` other than C where entries are read in
+    that order, and a product's ``initial=``."""
+    if name == "where" and value is not True:
+        return ("where= leaves entries out, which the rules of this function do not follow: select them first, "
+                "np.where(mask, x, 0.0) (or the reduction's identity), then call it without where=")
+    if name == "dtype" and value is not None and not _fact("casts", fn):
+        import numpy as np  # already imported by whatever calls a numpy function
+
+        try:
+            kind = np.dtype(value).kind if value is not UNKNOWN_VALUE else "?"
+        except TypeError:
+            kind = "?"
+        if kind not in "fc":
+            return ("dtype= other than a float type (an integer result, or one not known before the call) is not "
+                    "followed by the rules of this function: compute in floats, then cast with .astype(...)")
+    if name == "order" and value not in ("C", None) and _fact("reads_in_order", fn):
+        return ("order= other than 'C' reads the entries in another order, which the rules of this function do "
+                "not follow: transpose first (np.reshape(x.T, ...)), or write order='C'")
+    if name == "initial" and _fact("scaled_by_initial", fn):
+        return "initial= is not followed by the rules of this function: multiply the result by it instead"
+    return None
 
 
 def def_same_kind(*fns: Any) -> None:

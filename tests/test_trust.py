@@ -71,6 +71,7 @@ EXACT = [
     (c.float_into_int_array, (X,), (0,), False),  # the tracer does not keep numpy's integer dtype
     (c.closures_over_the_loop_variable, (1.3,), (0,), True),
     (c.list_of_argument_views, (M,), (0,), True),  # a list of views of an argument, appended to: not a write
+    (c.keywords_the_rules_follow, (np.array([0.31, 1.77, 2.93]),), (0,), False),
     (c.decorated_square_sum, (X,), (0,), False),  # the wrapper is what runs (the tracer runs it too, unread)
     (c.calls_a_decorated_function, (X,), (0,), True),
 ]
@@ -111,6 +112,11 @@ REFUSED = [
     (c.method_a_class_may_hide, (1.5,), errors.UnsupportedSyntaxError),
     (c.times_a_global_matrix, (M,), errors.UnsupportedSyntaxError),
     (c.makes_a_matrix, (M,), errors.UnsupportedSyntaxError),
+    (c.sum_where, (X,), errors.UnsupportedSyntaxError),
+    (c.reshape_in_fortran_order, (np.array([0.3, 0.5, 0.7, 0.9]),), errors.UnsupportedSyntaxError),
+    (c.flatten_method_in_fortran_order, (np.array([0.3, 0.5, 0.7, 0.9]),), errors.UnsupportedSyntaxError),
+    (c.sum_in_integers, (X,), errors.UnsupportedSyntaxError),
+    (c.prod_with_initial, (X,), errors.UnsupportedSyntaxError),
 ]
 
 

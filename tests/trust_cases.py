@@ -474,6 +474,33 @@ def makes_a_matrix(x):
     return np.sum(m * m)
 
 
+def sum_where(x):
+    return np.sum(x * x, where=x > 0.4)  # refused here: the rule of sum once added every entry's gradient
+
+
+def reshape_in_fortran_order(x):
+    return np.sum(np.reshape(x, (2, 2), "F") * np.arange(4.0).reshape(2, 2))  # refused here (order, by position)
+
+
+def flatten_method_in_fortran_order(x):
+    return np.sum(x.reshape(2, 2).flatten(order="F") * np.arange(4.0))  # refused here
+
+
+def sum_in_integers(x):
+    return np.sum(x * 10.0, dtype=np.int64) * 1.0  # refused here: truncated, its derivative is zero
+
+
+def prod_with_initial(x):
+    return np.prod(x, initial=3.0)  # refused here
+
+
+def keywords_the_rules_follow(x):
+    counts = np.zeros(3, dtype=int)  # no gradient: its dtype is free
+    y = np.reshape(x * x, (3, 1), order="C") + counts[:, None]
+    z = np.sum(y, dtype=np.float64, where=True) + np.max(x, initial=-1.0)
+    return z + np.sum(np.array(x * 10.0, dtype=int)) * 0.5  # a cast to integers: no gradient, as Python's
+
+
 def version_check(x):
     if hasattr(np, "not_in_any_numpy"):
         y = np.not_in_any_numpy(x)

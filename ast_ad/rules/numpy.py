@@ -6,13 +6,16 @@ from typing import Any
 import numpy as np
 
 from ast_ad.registry import (
+    def_casts,
     def_full_reduction,
     def_in_place,
     def_linear,
     def_method,
     def_nondiff,
+    def_reads_in_order,
     def_reduction,
     def_same_kind,
+    def_scaled_by_initial,
     def_sequence,
     def_view,
     defjvp,
@@ -283,6 +286,10 @@ for _method in ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cu
     def_method(_method, getattr(np, _method))
 def_method("flatten", np.ravel)
 def_method("astype", astype)
+# arguments whose meaning the rules follow, or that are refused at the call (``registry.keyword_hazard``)
+def_casts(np.array, np.asarray, astype)  # their rules follow dtype= (integers: no gradient)
+def_reads_in_order(np.reshape, np.ravel)  # order='F' reads entries in another order
+def_scaled_by_initial(np.prod)  # initial= multiplies the product
 def_method("copy", copy_of)  # the object's own copy: np.copy would compute a dask array, and make a list an array
 defvjp(copy_of,         lambda g, ans, x: g)
 def_linear(copy_of, 0)
