@@ -900,6 +900,12 @@ class Lowerer(Nesting):
             reason = registry.keyword_hazard(fn.obj, key, value)
             if reason is not None:
                 raise refuse(node, f"{fn.hint}: {reason}", self.locate)
+        if rule.origin.startswith("ast_ad."):
+            for key, _ in kwargs:  # a keyword that no rule of ast_ad's names would be taken to change nothing
+                if key not in registry.rule_keywords(rule) and key not in registry.FOLLOWED_KEYWORDS:
+                    raise refuse(node, f"{fn.hint}: its rules do not read {key}=, so they cannot follow what it "
+                                       "changes; compute the same without it, or pass the argument by position "
+                                       "where its rule names it", self.locate)
 
     def check_arguments_kept(self, node: gast.Call, fn: ir.Ref, args: tuple[Any, ...], kwargs: tuple[Any, ...]) -> None:
         """Refuse, at run time, an array or list passed to a user function that changes that parameter in place.

@@ -33,6 +33,7 @@ rule returns exactly the argument's shape.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import sys
@@ -316,6 +317,29 @@ def def_scaled_by_initial(*fns: Any) -> None:
 
 
 UNKNOWN_VALUE = object()  # ``keyword_hazard``'s value of an argument computed at run time
+# Keywords of numpy's functions that change no derivative where ``keyword_hazard`` lets them through
+# (layout, copying, the sort's algorithm, einsum's plan; a float dtype=, where=True, a sum's initial=).
+FOLLOWED_KEYWORDS = frozenset({"out", "casting", "subok", "kind", "stable", "copy", "like", "device", "optimize",
+                               "order", "dtype", "where", "initial"})
+
+
+def rule_keywords(rule: Rule) -> frozenset[str]:
+    """The parameter names a rule's functions read after ``g, ans`` (or ``u, ans``): the keywords it follows."""
+    return _rule_keywords(rule.fn, rule.vjps, rule.jvps)
+
+
+@functools.cache
+def _rule_keywords(fn: Any, vjps: tuple[Any, ...], jvps: tuple[Any, ...]) -> frozenset[str]:
+    names: set[str] = set()
+    for part in (*vjps, *jvps):
+        if not callable(part) or part is zero:
+            continue
+        try:
+            params = list(inspect.signature(part).parameters.values())[2:]
+        except (TypeError, ValueError):
+            continue
+        names |= {p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    return frozenset(names)
 
 
 def keyword_hazard(fn: Any, name: str, value: Any) -> str | None:

@@ -72,6 +72,7 @@ EXACT = [
     (c.closures_over_the_loop_variable, (1.3,), (0,), True),
     (c.list_of_argument_views, (M,), (0,), True),  # a list of views of an argument, appended to: not a write
     (c.keywords_the_rules_follow, (np.array([0.31, 1.77, 2.93]),), (0,), False),
+    (c.clip_by_keyword, (X,), (0,), True),
     (c.decorated_square_sum, (X,), (0,), False),  # the wrapper is what runs (the tracer runs it too, unread)
     (c.calls_a_decorated_function, (X,), (0,), True),
 ]
@@ -117,6 +118,7 @@ REFUSED = [
     (c.flatten_method_in_fortran_order, (np.array([0.3, 0.5, 0.7, 0.9]),), errors.UnsupportedSyntaxError),
     (c.sum_in_integers, (X,), errors.UnsupportedSyntaxError),
     (c.prod_with_initial, (X,), errors.UnsupportedSyntaxError),
+    (c.take_wrapping, (X,), errors.UnsupportedSyntaxError),
 ]
 
 

@@ -494,6 +494,14 @@ def prod_with_initial(x):
     return np.prod(x, initial=3.0)  # refused here
 
 
+def clip_by_keyword(x):
+    return np.sum(np.clip(x, a_min=0.5, a_max=2.0) * x)  # the bounds by name: the rule once missed them
+
+
+def take_wrapping(x):
+    return np.sum(np.take(x, [0, 4], mode="wrap"))  # refused here: no rule of take reads mode=
+
+
 def keywords_the_rules_follow(x):
     counts = np.zeros(3, dtype=int)  # no gradient: its dtype is free
     y = np.reshape(x * x, (3, 1), order="C") + counts[:, None]

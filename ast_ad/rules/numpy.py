@@ -138,9 +138,9 @@ ew(np.abs,        lambda g, ans, x: g * np.sign(x))
 ew(np.maximum,    lambda g, ans, x, y: g * balanced_eq(x, ans, y), lambda g, ans, x, y: g * balanced_eq(y, ans, x))
 ew(np.minimum,    lambda g, ans, x, y: g * balanced_eq(x, ans, y), lambda g, ans, x, y: g * balanced_eq(y, ans, x))
 ew(np.where,      None, lambda g, ans, c, x, y: np.where(c, g, 0.0), lambda g, ans, c, x, y: np.where(c, 0.0, g))
-ew(np.clip,       lambda g, ans, x, lo=None, hi=None, *args, **kwargs: g * clip_mask(x, lo, hi),
-                 lambda g, ans, x, lo, hi=None, *args, **kwargs: clip_lo_vjp(g, x, lo, hi),
-                 lambda g, ans, x, lo, hi, *args, **kwargs: clip_hi_vjp(g, x, lo, hi))
+ew(np.clip,       lambda g, ans, x, a_min=None, a_max=None, *args, **kwargs: g * clip_mask(x, a_min, a_max),
+                 lambda g, ans, x, a_min, a_max=None, *args, **kwargs: clip_lo_vjp(g, x, a_min, a_max),
+                 lambda g, ans, x, a_min, a_max, *args, **kwargs: clip_hi_vjp(g, x, a_min, a_max))
 
 # ---- reductions --------------------------------------------------------------------------------
 defvjp(np.sum,  lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=False, *args, **kwargs:
@@ -233,7 +233,7 @@ defvjp(np.triu,      lambda g, ans, x, k=0: np.triu(g, k))
 
 # ---- shape and layout ----------------------------------------------------------------------------
 defvjp(np.ravel,        lambda g, ans, x, *args, **kwargs: np.reshape(g, np.shape(x)))
-defvjp(np.squeeze,      lambda g, ans, x, *args, **kwargs: np.reshape(g, np.shape(x)))
+defvjp(np.squeeze,      lambda g, ans, x, axis=None: np.reshape(g, np.shape(x)))
 defvjp(np.expand_dims,  lambda g, ans, x, axis: np.reshape(g, np.shape(x)))
 defvjp(np.atleast_1d,   lambda g, ans, x: np.reshape(g, np.shape(x)))
 defvjp(np.atleast_2d,   lambda g, ans, x: np.reshape(g, np.shape(x)))
@@ -247,7 +247,8 @@ defvjp(np.flipud,       lambda g, ans, x: np.flipud(g))
 defvjp(np.roll,         lambda g, ans, x, shift, axis=None: np.roll(g, np.negative(shift), axis))
 defvjp(np.tile,         lambda g, ans, x, reps: tile_vjp(g, x, reps))
 defvjp(np.repeat,       lambda g, ans, x, repeats, axis=None: repeat_vjp(g, x, repeats, axis))
-defvjp(np.pad,          lambda g, ans, x, pad_width, mode="constant", **kwargs: pad_vjp(g, x, pad_width, mode))
+defvjp(np.pad,          lambda g, ans, x, pad_width, mode="constant", constant_values=0, **kwargs:
+       pad_vjp(g, x, pad_width, mode))  # the padding's constants take no gradient from x
 defvjp(np.sort,         lambda g, ans, x, axis=-1, *args, **kwargs: sort_vjp(g, x, axis))
 defvjp(np.take,         lambda g, ans, x, indices, axis=None, *args, **kwargs: take_vjp(g, x, indices, axis))
 defvjp(np.copy,         lambda g, ans, x, *args, **kwargs: g)
