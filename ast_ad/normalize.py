@@ -884,8 +884,8 @@ class Lowerer(Nesting):
         """Refuse a call of a primitive with an argument whose meaning its rules do not follow (``where=``, an
         integer ``dtype=``, ``order='F'``...: ``registry.keyword_hazard``), by position or by keyword."""
         rule = registry.lookup(fn.obj)
-        if rule is None or rule.nondiff or not (kwargs or len(args) > 1):
-            return
+        if rule is None or rule.nondiff or not rule.origin.startswith("ast_ad.") or not (kwargs or len(args) > 1):
+            return  # a user's own rule follows what its author says it follows
         try:
             signature = inspect.signature(fn.obj)
             bound = signature.bind_partial(*args, **dict(kwargs)).arguments
@@ -900,12 +900,11 @@ class Lowerer(Nesting):
             reason = registry.keyword_hazard(fn.obj, key, value)
             if reason is not None:
                 raise refuse(node, f"{fn.hint}: {reason}", self.locate)
-        if rule.origin.startswith("ast_ad."):
-            for key, _ in kwargs:  # a keyword that no rule of ast_ad's names would be taken to change nothing
-                if key not in registry.rule_keywords(rule) and key not in registry.FOLLOWED_KEYWORDS:
-                    raise refuse(node, f"{fn.hint}: its rules do not read {key}=, so they cannot follow what it "
-                                       "changes; compute the same without it, or pass the argument by position "
-                                       "where its rule names it", self.locate)
+        for key, _ in kwargs:  # a keyword that no rule of ast_ad's names would be taken to change nothing
+            if key not in registry.rule_keywords(rule) and key not in registry.FOLLOWED_KEYWORDS:
+                raise refuse(node, f"{fn.hint}: its rules do not read {key}=, so they cannot follow what it "
+                                   "changes; compute the same without it, or pass the argument by position "
+                                   "where its rule names it", self.locate)
 
     def check_arguments_kept(self, node: gast.Call, fn: ir.Ref, args: tuple[Any, ...], kwargs: tuple[Any, ...]) -> None:
         """Refuse, at run time, an array or list passed to a user function that changes that parameter in place.

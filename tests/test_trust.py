@@ -235,6 +235,23 @@ def test_a_memory_mapped_array_is_a_numpy_array(tmp_path) -> None:
     assert np.array_equal(ast_ad.grad(lambda x: np.sum(x * x))(mapped), [2.0, 4.0, 6.0])
 
 
+def _masked_total(x, where=None):
+    return np.sum(x if where is None else x * where)
+
+
+ast_ad.extend.defvjp(_masked_total, lambda g, ans, x, where=None: g * (np.ones_like(x) if where is None else where))
+
+
+def _uses_masked_total(x):
+    return _masked_total(x * x, where=np.array([1.0, 0.0, 1.0]))
+
+
+def test_a_users_own_rule_follows_the_keywords_its_author_names() -> None:
+    """numpy's where= is refused for numpy's functions; a user's primitive with a where= of its own meaning,
+    named by its rule, is differentiated as the rule says."""
+    assert ast_ad.grad(_uses_masked_total)(X) == pytest.approx(np.array([2.0, 0.0, 2.0]) * X)
+
+
 def test_a_complex_gradient_is_refused_not_cast_to_real() -> None:
     """Whatever made it complex, a complex gradient is refused rather than cast to real."""
     def rotated(x):
