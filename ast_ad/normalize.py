@@ -1126,10 +1126,21 @@ def _root(node: gast.expr) -> gast.expr:
     return node
 
 
+_REDEFINED = {"__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+              "__pow__", "__rpow__", "__matmul__", "__rmatmul__", "__neg__", "__getitem__", "__setitem__",
+              "__array_ufunc__", "__array_function__"}
+
+
 def array_subclass(value: Any) -> bool:
-    """Whether ``value`` is a numpy array of a subclass that ast_ad refuses (all but ``np.memmap``, which is
-    a numpy array kept in a file)."""
-    return isinstance(value, np.ndarray) and type(value) is not np.ndarray and not isinstance(value, np.memmap)
+    """Whether ``value`` is a numpy array of a subclass that ast_ad refuses: ``np.matrix``, a masked array, or
+    any subclass that defines its own operators, indexing or numpy dispatch (a subclass that only adds
+    attributes computes as numpy arrays do, and ``np.memmap`` is a numpy array kept in a file)."""
+    if not isinstance(value, np.ndarray) or type(value) is np.ndarray:
+        return False
+    if isinstance(value, (np.matrix, np.ma.MaskedArray)):
+        return True
+    return any(not _REDEFINED.isdisjoint(vars(klass)) for klass in type(value).__mro__
+               if klass is not np.ndarray and issubclass(klass, np.ndarray) and klass is not np.memmap)
 
 
 def _may_hide(cls: type, attr: str, receiver: ir.Atom) -> bool:

@@ -173,9 +173,10 @@ class Reverser(Checkpointing):
                     raise self.error(rebinding, f"the loop variable {stmt.target} is assigned inside its loop, "
                                                 "which reverse mode cannot differentiate yet: assign the new "
                                                 f"value to another name ({stmt.target}2 = ...) and use that")
-            if isinstance(stmt, ir.Pop):
-                raise self.error(stmt, "list.pop() is supported in forward mode (jvp) only: reverse mode cannot "
-                                       "differentiate it yet; index the list instead (xs[-1], xs = xs[:-1])")
+            if isinstance(stmt, ir.Pop) and (stmt.target is None or not self.private_list(stmt.source)):
+                raise self.error(stmt, "reverse mode differentiates list.pop() on a list the function makes empty "
+                                       "(xs = []) and appends to, its value bound to a name (y = xs.pop()); "
+                                       "index this list instead (xs[-1], xs = xs[:-1])")
         self.spread_structure()  # before the calls are planned: their container arguments are labelled so
         self.plan_calls()
         self.spread_structure()  # and after: what the callees return
@@ -215,6 +216,13 @@ class Reverser(Checkpointing):
         adjoint.array_adjoints = frozenset(bar for var, bar in self.bars.items() if isinstance(var, str)
                                            and shape_class(ir.Var(var), self.classes) != SCALAR)
         return adjoint
+
+    def private_list(self, name: str) -> bool:
+        """Whether ``name`` always holds a list this function made empty (``xs = []``): no caller sees it, so its
+        pops can be undone by pushing the value back (``adjoint_pop``)."""
+        bindings = [s for s in ir.walk(self.function.body) if name in ir.defined(s)]
+        return name not in self.function.params and bool(bindings) and all(
+            isinstance(s, ir.Assign) and isinstance(s.value, ir.Const) and s.value.value == [] for s in bindings)
 
     def spread_structure(self) -> None:
         """Names that hold lists, tuples or dicts: copies of such names, and results of calls that return one.
@@ -367,6 +375,8 @@ class Reverser(Checkpointing):
             return bool(self.useful.intersection(stmt.targets))
         if isinstance(stmt, ir.Append):
             return stmt.target in self.useful
+        if isinstance(stmt, ir.Pop):
+            return stmt.source in self.useful
         return any(self.needs_adjoint(s) for block in ir.blocks(stmt) for s in block)
 
     def backward_block(self, body: tuple[ir.Stmt, ...]) -> list[gast.stmt]:
@@ -376,7 +386,7 @@ class Reverser(Checkpointing):
             if not self.needs_adjoint(stmt):
                 out += self.restores(stmt)
                 continue
-            if ir.blocks(stmt) or isinstance(stmt, (ir.Unpack, ir.Append)):
+            if ir.blocks(stmt) or isinstance(stmt, (ir.Unpack, ir.Append, ir.Pop)):
                 self.opening = False
                 out += self.flush()
             adjoint = self.adjoint(stmt)
@@ -401,6 +411,8 @@ class Reverser(Checkpointing):
             return self.adjoint_loop(stmt)
         if isinstance(stmt, ir.Append):
             return self.adjoint_append(stmt)
+        if isinstance(stmt, ir.Pop):
+            return self.adjoint_pop(stmt)
         if id(stmt) in self.in_place.writes:
             assert isinstance(stmt, ir.Assign)
             return self.adjoint_write(stmt)
@@ -499,6 +511,24 @@ class Reverser(Checkpointing):
         out = self.accumulate(stmt.value.name, popped) if atom_active(stmt.value, self.active) \
             else [gast.Expr(value=popped)]
         return out + [placeholder(UNAPPEND, stmt.target, id(stmt))]
+
+    def adjoint_pop(self, stmt: ir.Pop) -> list[gast.stmt]:
+        """``y = xs.pop()`` backward: ``y``'s adjoint goes back on the end of the list's (``unpopped``), then ``y``
+        back on the list, then ``y``'s value before the pop. The list's adjoint holds one entry an item, as the
+        rule of ``append`` (which pops it) reads it."""
+        target, source = stmt.target, stmt.source
+        assert target is not None  # ``run`` refuses a pop whose value is not bound
+        entry = syntax.name(self.bars[target]) if target in self.bars and \
+            (target in self.live or target not in self.local) else self.zeros(target)
+        unpopped = self.refs.marker(runtime.unpopped, "unpopped")
+        current = syntax.name(self.bar(source)) if source in self.live or source not in self.local \
+            else self.zero(source)  # nothing flowed into the list's adjoint yet: None, its items' zeros
+        out = [syntax.assign(self.bar(source), syntax.call(unpopped, [current, entry, syntax.name(source)]))]
+        self.live.add(source)
+        self.live.discard(target)
+        if target not in self.local and id(stmt) not in self.first:
+            self.pending.add(target)  # the older value's adjoint starts from zero
+        return out + self.restores(stmt)
 
     def adjoint_assign(self, stmt: ir.Assign) -> list[gast.stmt]:
         """Contributions to the statement's inputs, then restore what it overwrote.

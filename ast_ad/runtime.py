@@ -132,6 +132,13 @@ def dense_adjoint(g: Any, x: Any) -> Any:
     return g
 
 
+def unpopped(xs_bar: Any, entry: Any, xs: Any) -> Any:
+    """The adjoint of a list before ``y = xs.pop()``: ``xs``'s adjoint after it (``None``, or a float zero:
+    zeros for its items) with ``y``'s adjoint, ``entry``, as the last item (reverse mode's rule of ``pop``)."""
+    head = [zeros_like(item) for item in xs] if xs_bar is None or isinstance(xs_bar, float) else list(xs_bar)
+    return [*head, entry]
+
+
 def add_adjoints(a: Any, b: Any) -> Any:
     """Sum two adjoints, element by element for tuples and lists; ``None`` is zero."""
     if a is None or b is None:

@@ -162,6 +162,10 @@ class Saving:
             return self.restore(self.snapshot_candidates(stmt), stmt)
         if id(stmt) in self.recomputed_ids:
             return []  # computed again at the top of the step's backward pass (``plan_recomputed``)
+        if isinstance(stmt, ir.Pop) and stmt.target is not None:  # the value back on its list, then the older one
+            push = gast.Attribute(value=syntax.name(stmt.source), attr="append", ctx=gast.Load())
+            return [gast.Expr(value=syntax.call(push, [syntax.name(stmt.target)])),
+                    *self.restore(self.defined(stmt), stmt)]
         return self.restore(self.defined(stmt), stmt)
 
     def restore(self, names: Any, stmt: ir.Stmt) -> list[gast.stmt]:

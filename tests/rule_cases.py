@@ -604,6 +604,7 @@ def _helpers() -> dict:
         rt.add_adjoints: case(arrays((3,)), arrays((3,))) | case(st.tuples(floats(), arrays((2,))),
                                                                 st.tuples(floats(), arrays((2,)))),
         rt.dense_adjoint: case(arrays((3,)), arrays((3,))),
+        rt.unpopped: case(st.lists(arrays((2,)), min_size=2, max_size=2), arrays((2,)), [np.zeros(2), np.zeros(2)]),
         rt.owned_adjoint: case(arrays((3,)), arrays((3,))) | case(arrays((1,)), arrays((3,))),
         rt.detached: case(arrays((3,))) | case(st.tuples(arrays((2,)), floats())),
         rt.entries: case(arrays((4,)), 1) | case(arrays((2, 3)), 0) | case(arrays((5,)), slice(1, 4)),

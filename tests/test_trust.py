@@ -73,6 +73,7 @@ EXACT = [
     (c.list_of_argument_views, (M,), (0,), True),  # a list of views of an argument, appended to: not a write
     (c.keywords_the_rules_follow, (np.array([0.31, 1.77, 2.93]),), (0,), False),
     (c.clip_by_keyword, (X,), (0,), True),
+    (c.a_stack, (X,), (0,), True),
     (c.decorated_square_sum, (X,), (0,), False),  # the wrapper is what runs (the tracer runs it too, unread)
     (c.calls_a_decorated_function, (X,), (0,), True),
 ]

@@ -544,7 +544,17 @@ def unknown_method(x):
 
 def pop_in_an_expression(x):
     xs = [x, x * 2.0]
-    return xs.pop() * 2.0  # refused here: reverse mode does not follow a pop yet (forward mode does)
+    return xs.pop() * 2.0  # refused here: reverse mode follows pops of a list made empty here (xs = []) only
+
+
+def a_stack(x):
+    stack = []
+    stack.append(x * x)
+    stack.append(np.sin(x))
+    top = stack.pop()
+    below = stack.pop()
+    stack.append(top * below)
+    return np.sum(stack.pop() + top * 2.0)  # each pop's adjoint back on the list's, each value on the list
 
 
 def sorted_with_key(x):

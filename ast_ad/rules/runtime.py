@@ -99,6 +99,10 @@ defjvp(rt.norm_vjp, None,
 # reverse rules too, so that the tracer's backward pass can itself be traced (reverse over reverse)
 defvjp(rt.unbroadcast,   lambda g, ans, d, x: rt.fit(g, d), zero)
 defvjp(rt.add_adjoints,  lambda g, ans, a, b: g, lambda g, ans, a, b: g)
+defvjp(rt.unpopped, lambda g, ans, xs_bar, entry, xs: list(g[:-1]), lambda g, ans, xs_bar, entry, xs: g[-1], zero)
+defjvp(rt.unpopped, lambda u, ans, xs_bar, entry, xs: rt.unpopped(u, rt.zeros_like(entry), xs),  # the list's
+       lambda u, ans, xs_bar, entry, xs: rt.unpopped(None, u, xs), zero)  # two parts; xs gives the length
+def_sequence(rt.unpopped)
 defvjp(rt.fit,           lambda g, ans, d, like: rt.unbroadcast(g, d), zero)
 defjvp(rt.add_adjoints,  lambda u, ans, a, b: u, lambda u, ans, a, b: u)
 defjvp(rt.dense_adjoint, lambda u, ans, g, x: rt.dense_adjoint(u, x), zero)
