@@ -132,7 +132,8 @@ class Reverser(Checkpointing):
         self.useful = usefulness(function, self.active)
         self.kinds = kinds_of(function, shapes)
         self.classes = shape_classes(function, shapes, self.kinds)
-        self.local = local_names(function)
+        # a list that is popped adds to its adjoint wherever it is read, from None at the top (``adjoint_pop``)
+        self.local = local_names(function) - {s.source for s in ir.walk(function.body) if isinstance(s, ir.Pop)}
         self.loop_bound = loop_bound(function)
         self.rebound = set(function.mutable) | self.loop_bound
         self.looped = {id(s) for loop in ir.walk(function.body) if isinstance(loop, (ir.For, ir.While))
@@ -218,11 +219,14 @@ class Reverser(Checkpointing):
         return adjoint
 
     def private_list(self, name: str) -> bool:
-        """Whether ``name`` always holds a list this function made empty (``xs = []``): no caller sees it, so its
-        pops can be undone by pushing the value back (``adjoint_pop``)."""
+        """Whether ``name`` holds one list this function made empty (``xs = []``, once, in its own body, not in
+        a loop or branch): no caller sees it, so its pops can be undone by pushing the value back, and its
+        adjoint, one entry an item, lives through the whole backward pass (``adjoint_pop``)."""
         bindings = [s for s in ir.walk(self.function.body) if name in ir.defined(s)]
-        return name not in self.function.params and bool(bindings) and all(
-            isinstance(s, ir.Assign) and isinstance(s.value, ir.Const) and s.value.value == [] for s in bindings)
+        return name not in self.function.params and len(bindings) == 1 and any(s is bindings[0] for s in
+                                                                               self.function.body) \
+            and isinstance(bindings[0], ir.Assign) and isinstance(bindings[0].value, ir.Const) \
+            and bindings[0].value.value == []
 
     def spread_structure(self) -> None:
         """Names that hold lists, tuples or dicts: copies of such names, and results of calls that return one.
@@ -520,10 +524,9 @@ class Reverser(Checkpointing):
         assert target is not None  # ``run`` refuses a pop whose value is not bound
         entry = syntax.name(self.bars[target]) if target in self.bars and \
             (target in self.live or target not in self.local) else self.zeros(target)
-        unpopped = self.refs.marker(runtime.unpopped, "unpopped")
-        current = syntax.name(self.bar(source)) if source in self.live or source not in self.local \
-            else self.zero(source)  # nothing flowed into the list's adjoint yet: None, its items' zeros
-        out = [syntax.assign(self.bar(source), syntax.call(unpopped, [current, entry, syntax.name(source)]))]
+        unpopped = self.refs.marker(runtime.unpopped, "unpopped")  # the list's adjoint starts at None, at the top
+        out = [syntax.assign(self.bar(source), syntax.call(unpopped, [syntax.name(self.bar(source)), entry,
+                                                                       syntax.name(source)]))]
         self.live.add(source)
         self.live.discard(target)
         if target not in self.local and id(stmt) not in self.first:

@@ -188,6 +188,13 @@ def expand_reduced(g: Any, x: Any, axis: Any = None, keepdims: Any = False) -> A
     return broadcast_like(g, x, shape)
 
 
+def summed_to(w: Any, g: Any, axis: Any = None, keepdims: Any = False) -> Any:
+    """The transpose of ``expand_reduced``: ``w``, shaped as the reduced array, summed over the reduced axes
+    and shaped as ``g`` (reverse mode over a gradient's code)."""
+    total = np.sum(w) if axis is None else np.sum(w, axis=axis, keepdims=keepdims)
+    return np.reshape(total, np.shape(g)) if np.size(total) == np.size(g) else unbroadcast(total, g)
+
+
 def reduced_count(x: Any, axis: Any = None) -> Any:
     """How many entries of ``x`` a reduction over ``axis`` combines."""
     shape = np.shape(x)

@@ -539,6 +539,7 @@ def _helpers() -> dict:
     return {
         rt.unbroadcast: case(arrays((2, 3)), arrays((3,))) | case(arrays((2, 3)), arrays((2, 1))),
         rt.expand_reduced: case(arrays((3,)), arrays((2, 3)), 0, False) | case(floats(), arrays((2, 3)), None, False),
+        rt.summed_to: case(arrays((2, 3)), arrays((3,)), 0, False) | case(arrays((2, 3)), floats(), None, False),
         rt.getitem_vjp: case(arrays((2,)), arrays((4,)), np.array([0, 2])) | case(arrays((3,)), arrays((2, 3)), 1),
         rt.assign_item_vjp_x: case(arrays((4,)), arrays((4,)), 1),
         rt.assign_item_vjp_value: case(arrays((4,)), arrays((4,)), slice(0, 2), arrays((2,))),

@@ -412,6 +412,40 @@ def test_transformations_a_body_cannot_call_yet_are_refused_at_their_line(fn, in
     assert caught.value.filename == __file__ and caught.value.lineno == fn.__code__.co_firstlineno + 1
 
 
+def _sine_loop(x):
+    y = x
+    for _ in range(3):
+        y = np.sin(y) * x
+    return np.sum(y ** 2)
+
+
+def _exported_gradient(v):  # stands for the exported gradient function (the test below puts it here)
+    raise AssertionError("replaced by the test")
+
+
+def _through_an_exported_gradient(v):
+    out, slope = _exported_gradient(v)
+    return np.sum(slope * v)
+
+
+def test_reverse_mode_over_an_exported_gradient(tmp_path, monkeypatch) -> None:
+    """The output language is the input language: the gradient of a loop, exported as plain Python (its tapes
+    are lists made empty, pushed and popped), is differentiated again by reverse mode. sum(grad f(x) * x) has
+    the gradient H x + grad f(x), which forward over reverse gives."""
+    import importlib
+    import sys
+
+    x = np.array([0.3, 0.5, 0.7])
+    ast_ad.export(ast_ad.grad(_sine_loop), str(tmp_path / "exported_sine_loop.py"), x)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    exported = importlib.import_module("exported_sine_loop")
+    # the function itself, not its argument check (which takes *args)
+    monkeypatch.setattr(sys.modules[__name__], "_exported_gradient", exported.sine_loop_vjp.__wrapped__)
+    ours = ast_ad.grad(_through_an_exported_gradient)(x)
+    expected = ast_ad.hessian(_sine_loop)(x) @ x + ast_ad.grad(_sine_loop)(x)
+    np.testing.assert_allclose(ours, expected, rtol=1e-12, atol=1e-14)
+
+
 def test_an_integer_argument_takes_no_tangent() -> None:
     """As grad refuses an integer (a wrong zero otherwise: np.asarray(3) is an integer array, whose cast passes
     no tangent), so do jvp and the Jacobians; None marks it as not differentiated."""

@@ -74,6 +74,7 @@ EXACT = [
     (c.keywords_the_rules_follow, (np.array([0.31, 1.77, 2.93]),), (0,), False),
     (c.clip_by_keyword, (X,), (0,), True),
     (c.a_stack, (X,), (0,), True),
+    (c.a_tape_by_hand, (X,), (0,), True),
     (c.decorated_square_sum, (X,), (0,), False),  # the wrapper is what runs (the tracer runs it too, unread)
     (c.calls_a_decorated_function, (X,), (0,), True),
 ]

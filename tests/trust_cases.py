@@ -557,6 +557,20 @@ def a_stack(x):
     return np.sum(stack.pop() + top * 2.0)  # each pop's adjoint back on the list's, each value on the list
 
 
+def a_tape_by_hand(x):
+    tape = []
+    y = x
+    for _ in range(3):
+        tape.append(y)
+        y = np.sin(y) * x
+    y_bar, x_bar = 2.0 * y, 0.0
+    for _ in range(3):  # popped in a loop: the list's adjoint adds up over the steps (once reset each step)
+        y = tape.pop()
+        x_bar = x_bar + y_bar * np.sin(y)
+        y_bar = y_bar * x * np.cos(y)
+    return np.sum((x_bar + y_bar) * x)
+
+
 def sorted_with_key(x):
     xs = [x, x * 2.0, x * 0.5]
     ys = sorted(xs, key=lambda v: -v)

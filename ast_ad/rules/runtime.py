@@ -23,16 +23,19 @@ from ast_ad.registry import (
     def_summed,
     defjvp,
     defvjp,
+    lookup,
     zero,
 )
 
 # ---- helpers linear in their first argument (the adjoint), the others read only for shapes, indices or choices ---
-for _fn in (rt.unbroadcast, rt.expand_reduced, rt.getitem_vjp, rt.assign_item_vjp_x, rt.assign_item_vjp_value,
+_LINEAR_IN_THE_ADJOINT = (
+            rt.unbroadcast, rt.expand_reduced, rt.getitem_vjp, rt.assign_item_vjp_x, rt.assign_item_vjp_value,
             rt.extremum_vjp, rt.cast_vjp, rt.unstack, rt.clip_lo_vjp, rt.clip_hi_vjp, rt.column_stack_vjp,
             rt.concat_vjp_a, rt.concat_vjp_b, rt.concatenate_vjp, rt.cumsum_vjp, rt.diag_vjp, rt.diagonal_vjp,
             rt.diff_vjp, rt.dstack_vjp, rt.field_vjp, rt.hstack_vjp, rt.vstack_vjp, rt.list_item_vjp, rt.pad_vjp,
             rt.repeat_seq_vjp, rt.repeat_vjp, rt.rollaxis_vjp, rt.select_default_vjp, rt.select_vjp, rt.sort_vjp,
-            rt.sorted_by_vjp, rt.split_vjp, rt.take_vjp, rt.tile_vjp, rt.fit, rt.part, rt.polyder_vjp):
+            rt.sorted_by_vjp, rt.split_vjp, rt.take_vjp, rt.tile_vjp, rt.fit, rt.part, rt.polyder_vjp)
+for _fn in _LINEAR_IN_THE_ADJOINT:
     def_linear(_fn, 0)
     defjvp(_fn, None, *[zero] * 5)
 
@@ -168,3 +171,16 @@ defjvp(rt.einsum_vjp, zero, None, zero, *[rt.other_operand_jvp(rt.einsum_vjp, j,
 for _operand in (rt.kron_vjp, rt.convolve_vjp, rt.correlate_vjp):
     def_linear(_operand, 1)
     defjvp(_operand, zero, None, rt.other_operand_jvp(_operand, 2, 2), rt.other_operand_jvp(_operand, 3, 2), zero)
+
+# ---- reverse rules of the adjoint helpers (reverse mode over a gradient's code) ---------------------------------
+# Their arguments other than the adjoint give shapes, indices or choices: zero. The adjoint's own rule is the
+# helper's transpose, where written (the rest have forward rules only: reverse over reverse stops there).
+defvjp(rt.expand_reduced, lambda w, ans, g, x, axis=None, keepdims=False: rt.summed_to(w, g, axis, keepdims),
+       zero, zero, zero)
+def_linear(rt.summed_to, 0)
+defvjp(rt.summed_to, lambda v, ans, w, g, axis=None, keepdims=False: rt.expand_reduced(v, w, axis, keepdims),
+       zero, zero, zero)
+defjvp(rt.summed_to, None, zero, zero, zero)
+for _fn in _LINEAR_IN_THE_ADJOINT:
+    if not lookup(_fn).vjps:  # type: ignore[union-attr]  # each has its forward rules, registered above
+        defvjp(_fn, None, *[zero] * 5)
