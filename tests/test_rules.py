@@ -97,6 +97,8 @@ def test_rule_matches_finite_differences(rule: registry.Rule, data: st.DataObjec
         if rule.vjp(k) is None or not is_float:
             continue
         analytic, numeric = projection_error(rule, args, kwargs, k, seed=k)
+        if rule.vjp(k) is registry.zero and not math.isfinite(numeric):
+            continue  # a helper's argument tied to another (``ans`` to ``x``): it cannot move alone
         assert math.isclose(analytic, numeric, rel_tol=1e-5, abs_tol=1e-6), (k, analytic, numeric)
 
 
