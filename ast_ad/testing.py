@@ -213,7 +213,10 @@ class _Writer:
         items, index, name = f"items{next(self.counter)}", f"j{next(self.counter)}", self.fresh()
         lines = [f"{indent}{items} = []", f"{indent}for {index} in range({self.draw(st.integers(1, 3))}):",
                  f"{indent}    {items}.append(np.tanh({self.expr(1)}) * {index})"]
-        joined = self.draw(st.sampled_from(["sum({})", "np.sum(np.stack({}), axis=0)", "{}[-1]"]))
+        joins = ["sum({})", "np.sum(np.stack({}), axis=0)", "{}[-1]"]
+        if depth == 0:  # a list made once in the function's body: reverse mode follows its pops too
+            joins.append("{0}.pop() + sum({0})")
+        joined = self.draw(st.sampled_from(joins))
         lines.append(f"{indent}{name} = {joined.format(items)}")
         if depth == 0:
             self.names.append(name)
