@@ -219,14 +219,18 @@ class Reverser(Checkpointing):
         return adjoint
 
     def private_list(self, name: str) -> bool:
-        """Whether ``name`` holds one list this function made empty (``xs = []``, once, in its own body, not in
-        a loop or branch): no caller sees it, so its pops can be undone by pushing the value back, and its
-        adjoint, one entry an item, lives through the whole backward pass (``adjoint_pop``)."""
-        bindings = [s for s in ir.walk(self.function.body) if name in ir.defined(s)]
-        return name not in self.function.params and len(bindings) == 1 and any(s is bindings[0] for s in
-                                                                               self.function.body) \
-            and isinstance(bindings[0], ir.Assign) and isinstance(bindings[0].value, ir.Const) \
-            and bindings[0].value.value == []
+        """Whether ``name`` holds one list this function made empty (``xs = []``, once, not in a loop): no caller
+        sees it, so its pops can be undone by pushing the value back, and its adjoint, one entry an item, lives
+        through the whole backward pass (``adjoint_pop``)."""
+        looped = {id(s) for loop in ir.walk(self.function.body) if isinstance(loop, (ir.For, ir.While))
+                  for s in ir.walk(loop.body)}
+        values = [s.value.value if isinstance(s, ir.Assign) and isinstance(s.value, ir.Const) else s
+                  for s in ir.walk(self.function.body) if name in ir.defined(s)]
+        made = [s for s in ir.walk(self.function.body) if name in ir.defined(s) and isinstance(s, ir.Assign)
+                and isinstance(s.value, ir.Const) and s.value.value == []]
+        # besides it, only the None that a name bound in a branch starts as (``structure``)
+        return name not in self.function.params and len(made) == 1 and id(made[0]) not in looped \
+            and all(v is None or v == [] for v in values) and sum(v == [] for v in values) == 1
 
     def spread_structure(self) -> None:
         """Names that hold lists, tuples or dicts: copies of such names, and results of calls that return one.

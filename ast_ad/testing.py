@@ -214,7 +214,8 @@ class _Writer:
         lines = [f"{indent}{items} = []", f"{indent}for {index} in range({self.draw(st.integers(1, 3))}):",
                  f"{indent}    {items}.append(np.tanh({self.expr(1)}) * {index})"]
         joins = ["sum({})", "np.sum(np.stack({}), axis=0)", "{}[-1]"]
-        if depth == 0:  # a list made once in the function's body: reverse mode follows its pops too
+        if depth == 0 and "early return" not in self.features:  # a list made once, not in a loop (code after
+            # an early return from a loop is moved into one): reverse mode follows its pops too
             joins.append("{0}.pop() + sum({0})")
         joined = self.draw(st.sampled_from(joins))
         lines.append(f"{indent}{name} = {joined.format(items)}")
