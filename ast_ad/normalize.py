@@ -886,12 +886,15 @@ class Lowerer(Nesting):
         rule = registry.lookup(fn.obj)
         if rule is None or rule.nondiff or not rule.origin.startswith("ast_ad.") or not (kwargs or len(args) > 1):
             return  # a user's own rule follows what its author says it follows
+        signature = _signature(fn.obj)
         try:
-            signature = inspect.signature(fn.obj)
-            bound = signature.bind_partial(*args, **dict(kwargs)).arguments
-            variadic = {p.name for p in signature.parameters.values() if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
-        except (TypeError, ValueError):  # a ufunc, a builtin: its keywords by name
+            bound = signature.bind_partial(*args, **dict(kwargs)).arguments if signature is not None else None
+        except TypeError:
+            bound = None
+        if signature is None or bound is None:  # a ufunc, a builtin: its keywords by name
             bound, variadic = dict(kwargs), set()
+        else:
+            variadic = {p.name for p in signature.parameters.values() if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
         for key, atom in bound.items():
             if key in variadic:
                 continue
@@ -1129,6 +1132,15 @@ def _root(node: gast.expr) -> gast.expr:
 _REDEFINED = {"__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
               "__pow__", "__rpow__", "__matmul__", "__rmatmul__", "__neg__", "__getitem__", "__setitem__",
               "__array_ufunc__", "__array_function__"}
+
+
+@functools.cache
+def _signature(fn: Any) -> inspect.Signature | None:
+    """``fn``'s signature, read once (a call's arguments are bound to it by name), or ``None`` where it has none."""
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
 
 
 def array_subclass(value: Any) -> bool:

@@ -222,15 +222,13 @@ class Reverser(Checkpointing):
         """Whether ``name`` holds one list this function made empty (``xs = []``, once, not in a loop): no caller
         sees it, so its pops can be undone by pushing the value back, and its adjoint, one entry an item, lives
         through the whole backward pass (``adjoint_pop``)."""
-        looped = {id(s) for loop in ir.walk(self.function.body) if isinstance(loop, (ir.For, ir.While))
-                  for s in ir.walk(loop.body)}
-        values = [s.value.value if isinstance(s, ir.Assign) and isinstance(s.value, ir.Const) else s
-                  for s in ir.walk(self.function.body) if name in ir.defined(s)]
-        made = [s for s in ir.walk(self.function.body) if name in ir.defined(s) and isinstance(s, ir.Assign)
-                and isinstance(s.value, ir.Const) and s.value.value == []]
+        def constant(stmt: ir.Stmt) -> Any:
+            return stmt.value.value if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Const) else stmt
+        bindings = [constant(s) for s in ir.walk(self.function.body) if name in ir.defined(s)]
+        made = [s for s in ir.walk(self.function.body) if name in ir.defined(s) and constant(s) == []]
         # besides it, only the None that a name bound in a branch starts as (``structure``)
-        return name not in self.function.params and len(made) == 1 and id(made[0]) not in looped \
-            and all(v is None or v == [] for v in values) and sum(v == [] for v in values) == 1
+        return name not in self.function.params and len(made) == 1 and id(made[0]) not in self.looped \
+            and all(v is None or v == [] for v in bindings)
 
     def spread_structure(self) -> None:
         """Names that hold lists, tuples or dicts: copies of such names, and results of calls that return one.
@@ -425,8 +423,7 @@ class Reverser(Checkpointing):
             assert isinstance(stmt, ir.Assign)
             return self.adjoint_write(stmt)
         if isinstance(stmt, ir.Unpack):
-            parts = [syntax.name(self.bars[t]) if t in self.bars and (t in self.live or t not in self.local)
-                     else self.zeros(t) for t in stmt.targets]
+            parts = [self.adjoint_or_zeros(t) for t in stmt.targets]
             assert isinstance(stmt.value, ir.Var)  # an active tuple unpacked
             out = self.accumulate(stmt.value.name, syntax.tuple_(parts))
             return out + self.restore(stmt.targets, stmt)
@@ -526,8 +523,7 @@ class Reverser(Checkpointing):
         rule of ``append`` (which pops it) reads it."""
         target, source = stmt.target, stmt.source
         assert target is not None  # ``run`` refuses a pop whose value is not bound
-        entry = syntax.name(self.bars[target]) if target in self.bars and \
-            (target in self.live or target not in self.local) else self.zeros(target)
+        entry = self.adjoint_or_zeros(target)
         unpopped = self.refs.marker(runtime.unpopped, "unpopped")  # the list's adjoint starts at None, at the top
         out = [syntax.assign(self.bar(source), syntax.call(unpopped, [syntax.name(self.bar(source)), entry,
                                                                        syntax.name(source)]))]
@@ -684,6 +680,12 @@ class Reverser(Checkpointing):
         if var not in self.bars:
             self.bars[var] = self.namer.fresh(f"{var}_bar")
         return self.bars[var]
+
+    def adjoint_or_zeros(self, var: str) -> gast.expr:
+        """``var``'s adjoint where something has flowed into it (or it accumulates), else its zeros."""
+        if var in self.bars and (var in self.live or var not in self.local):
+            return syntax.name(self.bars[var])
+        return self.zeros(var)
 
     def accumulate(self, var: str, contribution: gast.expr) -> list[gast.stmt]:
         started = self.opening and var not in self.bars and var not in self.structured
