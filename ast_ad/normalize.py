@@ -60,6 +60,7 @@ WORDS = {operator.add: "plus", operator.sub: "minus", operator.mul: "times", ope
 ATTRIBUTE_PRIMITIVES = {"T": np.transpose, "mT": runtime.T, "real": np.real, "imag": np.imag}
 NONDIFF_ATTRIBUTES = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"}
 # Methods of array values, resolved to the numpy function of the same meaning.
+ITERATORS = (zip, map, filter, enumerate, reversed, iter)  # builtins whose result a loop cannot index
 VARARG_METHODS = {"reshape", "transpose"}  # x.reshape(2, 3) means np.reshape(x, (2, 3))
 # What makes values complex, which ast_ad refuses at the line that names it (real code only, for now).
 COMPLEX_MAKERS = {complex, np.complex128, np.complex64, np.clongdouble, np.linalg.eig, np.linalg.eigvals,
@@ -555,16 +556,29 @@ class Lowerer(Nesting):
                 and isinstance(target, gast.Tuple) and len(target.elts) == 2:
             length, pattern = self.iteration(call.args[0], target.elts[1])
             return length, [(target.elts[0], None, False)] + pattern
-        lenient = all(kw.arg == "strict" and isinstance(kw.value, gast.Constant) and kw.value.value is False
-                      for kw in getattr(call, "keywords", []))
-        if call and self.resolves_to(call.func, zip) and call.args and lenient \
+        strict = [kw.value.value for kw in getattr(call, "keywords", [])
+                  if kw.arg == "strict" and isinstance(kw.value, gast.Constant) and kw.value.value in (True, False)]
+        if call and self.resolves_to(call.func, zip) and call.args and len(strict) == len(call.keywords) \
                 and isinstance(target, gast.Tuple) and len(target.elts) == len(call.args):
             parts = [self.iteration(arg, t) for arg, t in zip(call.args, target.elts, strict=True)]
             lengths = tuple(length for length, _ in parts)
-            length = lengths[0] if len(lengths) == 1 else self.bind(ir.Call(ir.Ref(min, "min"), lengths), "n")
+            if strict and strict[0]:  # zip(..., strict=True): Python's ValueError where the lengths differ
+                length = self.bind(ir.Call(ir.Ref(runtime.zip_length, "zip_length"), lengths), "n")
+            else:
+                length = lengths[0] if len(lengths) == 1 else self.bind(ir.Call(ir.Ref(min, "min"), lengths), "n")
             return length, [item for _, pattern in parts for item in pattern]
         backwards = call is not None and self.resolves_to(call.func, reversed) and len(call.args) == 1
+        held = ""
+        mapped = call is not None and self.resolves_to(call.func, map) and len(call.args) >= 2 \
+            and self.is_function(call.args[0]) and not call.keywords  # lowered to a list already (``mapped``)
+        if call is not None and not backwards and not mapped \
+                and any(self.resolves_to(call.func, it) for it in ITERATORS):
+            # an iterator has no length and cannot be indexed: its items, as a list, are what the loop reads
+            held = self.hidden("list")
+            self.env[held] = ir.Ref(list, "list")
+            node = gast.copy_location(gast.Call(func=_load(held), args=[node], keywords=[]), node)
         seq = self.expr(call.args[0] if call is not None and backwards else node)
+        self.env.pop(held, None)
         length = self.bind(ir.Call(ir.Ref(len, "len"), (seq,)), f"n_{_atom_name(seq)}")
         return length, [(target, seq, backwards)]
 
@@ -772,6 +786,9 @@ class Lowerer(Nesting):
         if self.resolves_to(func, map) and len(node.args) >= 2 and self.is_function(node.args[0]) \
                 and not node.keywords:
             return self.expr(self.mapped(node), name, user)
+        if self.resolves_to(func, next) and node.args and isinstance(node.args[0], gast.GeneratorExp):
+            raise refuse(node, "next() of a generator expression is not supported (ast_ad makes a generator "
+                               "expression a list): write a for loop that assigns the item and breaks", self.locate)
         if self.resolves_to(func, sorted) and len(node.args) == 1 \
                 and all(kw.arg in ("key", "reverse") for kw in node.keywords):
             return self.sorted_call(node, name, user)

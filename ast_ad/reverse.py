@@ -20,6 +20,7 @@ for them and how it comes back is ``saving``'s (the base class of ``Reverser``);
 
 from __future__ import annotations
 
+import inspect
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -50,7 +51,7 @@ from ast_ad.analysis import (
 )
 from ast_ad.batching import batch_products
 from ast_ad.checkpointing import Checkpointed, Checkpointing
-from ast_ad.errors import LocatedError, MissingRuleError
+from ast_ad.errors import LocatedError, MissingRuleError, UnsupportedSyntaxError
 from ast_ad.inline import bindable, inline
 from ast_ad.kinds import kinds_of
 from ast_ad.naming import Namer
@@ -145,6 +146,7 @@ class Reverser(Checkpointing):
         self.items: set[str] = set()  # structured names that are items of containers (see ``spread_structure``)
         self.calls: dict[int, tuple[Adjoint, str, list[ir.Atom], list[ir.Var]]] = {}
         self.callees: list[Adjoint] = []
+        self.appended: set[str] = set()  # the lists the function appends to (``run``)
         self.needed: set[str] = set()
         self.kept: set[tuple[str, int]] = set()  # (name, statement) whose old value is saved and restored
         self.pending: set[str] = set()  # adjoints reset to zero: the next contribution assigns
@@ -182,6 +184,7 @@ class Reverser(Checkpointing):
         self.plan_calls()
         self.spread_structure()  # and after: what the callees return
         result = self.function.result
+        self.appended = {stmt.target for stmt in ir.walk(self.function.body) if isinstance(stmt, ir.Append)}
         seed = self.namer.fresh(f"{result.name}_bar" if isinstance(result, ir.Var) else "out_bar")
         if isinstance(result, ir.Var) and result.name in self.useful:
             self.bars[result.name] = seed
@@ -192,6 +195,11 @@ class Reverser(Checkpointing):
         backward = self.backward_block(self.function.body)
         grads = [self.grad(self.function.params[i], backward) for i in self.argnums]
         backward = self.initial_adjoints(seed) + backward
+        if isinstance(result, ir.Var) and result.name in self.useful and self.appended:
+            # the backward pass pops the adjoints of the lists the function appended to: the caller's adjoint
+            # of the result (a list of them, maybe) is copied first, so that the caller keeps it as it was
+            detached = self.refs.marker(runtime.detached, "detached")
+            backward.insert(0, syntax.assign(seed, syntax.call(detached, [syntax.name(seed)])))
         reads = [syntax.name_ids(s, loads=True) for s in backward]  # of each statement (a restore reads none)
         self.needed = set().union(*reads)
         backward = self.resolve_restores(backward, set(), in_loop=False, reads=reads)
@@ -275,16 +283,42 @@ class Reverser(Checkpointing):
         """Derive the adjoint of every call to a user function whose result needs an adjoint."""
         for stmt in ir.walk(self.function.body):
             if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) and self.needs_adjoint(stmt) \
-                    and is_user_function(stmt.value.fn.obj):
+                    and (is_user_function(stmt.value.fn.obj) or self.by_source(stmt)):
                 args = self.bind_call(stmt)
                 active = tuple(p for p, a in enumerate(args) if atom_active(a, self.active))
-                callee = self.derive(stmt.value.fn.obj, active, self.labels(args, stmt), False, self.checkpoints)
+                callee = self.derive_callee(stmt, active, args)
                 self.callees.append(callee)
                 self.refs.ref(stmt.value.fn)  # recorded so that redefining the callee is noticed
                 saved = self.namer.fresh(f"{stmt.target}_saved")
                 if stmt.target in self.rebound:
                     self.rebound.add(saved)
                 self.calls[id(stmt)] = (callee, saved, args, [a for a in args if atom_active(a, self.active)])
+
+    def derive_callee(self, stmt: ir.Assign, active: tuple[int, ...], args: list[ir.Atom]) -> Adjoint:
+        call = ir.call_of(stmt)
+        try:
+            return self.derive(call.fn.obj, active, self.labels(args, stmt), False, self.checkpoints)
+        except (LocatedError, UnsupportedSyntaxError) as exc:
+            if is_user_function(call.fn.obj):
+                raise
+            raise at_line(MissingRuleError, stmt, f"{call.fn.hint}, a helper of ast_ad's generated code, has no "
+                          "reverse rule for an argument differentiated here, and its source is outside the "
+                          f"language ast_ad differentiates ({exc.args[0] if exc.args else exc}), so reverse mode "
+                          "over this code is not supported yet") from None
+
+    def by_source(self, stmt: ir.Assign) -> bool:
+        """A helper of generated code whose rule has no reverse rule for an argument that is differentiated here:
+        reverse mode differentiates it by its source, as it does the user's own functions."""
+        call = ir.call_of(stmt)
+        fn = call.fn.obj
+        if not (inspect.isfunction(fn) and fn.__module__ == "ast_ad.runtime"):
+            return False
+        rule = registry.lookup(fn)
+        if rule is None:
+            return True
+        if rule.nondiff:
+            return False
+        return any(atom_active(a, self.active) and rule.vjp(k) is None for k, a in enumerate(call.args))
 
     def bind_call(self, stmt: ir.Assign) -> list[ir.Atom]:
         return bind_call(stmt, self.error)
@@ -425,7 +459,9 @@ class Reverser(Checkpointing):
         if isinstance(stmt, ir.Unpack):
             parts = [self.adjoint_or_zeros(t) for t in stmt.targets]
             assert isinstance(stmt.value, ir.Var)  # an active tuple unpacked
-            out = self.accumulate(stmt.value.name, syntax.tuple_(parts))
+            appended = stmt.value.name in self.appended  # a list, whose adjoint the appends pop
+            whole = gast.List(elts=parts, ctx=gast.Load()) if appended else syntax.tuple_(parts)
+            out = self.accumulate(stmt.value.name, whole)
             return out + self.restore(stmt.targets, stmt)
         assert isinstance(stmt, ir.Assign)  # effects, pops and breaks have no adjoint
         return self.adjoint_assign(stmt)
@@ -595,6 +631,8 @@ class Reverser(Checkpointing):
         rule = registry.lookup(call.fn.obj)
         if rule is None:
             raise self.missing(stmt, f"{call.fn.hint} has no gradient rule")
+        if rule.nondiff:
+            return []  # a shape, a count, a fresh array of zeros: nothing flows back
         for key, atom in call.kwargs:
             if atom_active(atom, self.active):
                 raise self.missing(stmt, f"the differentiated value {atom.name} is passed to {call.fn.hint} "

@@ -479,6 +479,14 @@ def refuse_unless(ok: Any, *message: Any) -> None:
         raise UnsupportedDerivativeError("".join(str(part) for part in message))
 
 
+def zip_length(*lengths: Any) -> Any:
+    """The length of ``zip(*seqs, strict=True)`` over sequences of these lengths: Python's error where they differ."""
+    for k, n in enumerate(lengths[1:], start=2):
+        if n != lengths[0]:
+            raise ValueError(f"zip() argument {k} is {'shorter' if n < lengths[0] else 'longer'} than argument 1")
+    return lengths[0]
+
+
 # ---- reductions and scans -------------------------------------------------------------------------------
 def to_last(x: Any, axis: Any) -> Any:
     """``x`` with ``axis`` moved last (flattened when ``axis`` is None)."""
@@ -763,8 +771,7 @@ def repeat_vjp(g: Any, x: Any, repeats: Any, axis: Any = None) -> Any:
 
 def pad_vjp(g: Any, x: Any, pad_width: Any, mode: Any = "constant") -> Any:
     """Adjoint of ``x`` in ``np.pad`` with constant padding: the middle of ``g``."""
-    if mode != "constant":
-        raise UnsupportedDerivativeError(f"the gradient of np.pad with mode={mode!r}")
+    refuse_unless(mode == "constant", "the gradient of np.pad with mode=", repr(mode))
     widths = np.broadcast_to(np.asarray(pad_width), (np.ndim(x), 2))
     index = tuple(slice(int(lo), int(lo) + n) for (lo, _), n in zip(widths, np.shape(x), strict=True))
     return g[index]
@@ -781,6 +788,26 @@ def sort_vjp(g: Any, x: Any, axis: Any = -1) -> Any:
     out = zeros_of(x)
     np.put_along_axis(out, order, g, axis=axis)
     return out
+
+
+def take_along_axis_vjp(g: Any, arr: Any, indices: Any, axis: Any = -1) -> Any:
+    """Adjoint of ``arr`` in ``np.take_along_axis``: ``g`` added back where each entry was taken from (an entry
+    taken twice, or along an axis of length 1 that the indices broadcast, adds up)."""
+    if axis is None:
+        out = add_at(zeros_of(arr, (size_of(arr),)), np.ravel(indices), np.ravel(g))
+        return np.reshape(out, np.shape(arr))
+    shape = np.shape(arr)
+    axis = axis % len(shape)
+    grid = np.indices(np.shape(g), sparse=True)
+    index = []
+    for d in range(len(shape)):
+        if d == axis:
+            index.append(indices)
+        elif shape[d] == 1:
+            index.append(0)
+        else:
+            index.append(grid[d])
+    return add_at(zeros_of(arr), tuple(index), g)
 
 
 def take_vjp(g: Any, x: Any, indices: Any, axis: Any = None) -> Any:
@@ -808,7 +835,9 @@ def select_vjp(g: Any, condlist: Any, choicelist: Any) -> Any:
 
 
 def select_default_vjp(g: Any, condlist: Any, default: Any) -> Any:
-    taken = np.any(np.broadcast_arrays(*condlist), axis=0) if len(condlist) else zeros_of(g, dtype=bool)
+    taken = zeros_of(g, dtype=bool)
+    for cond in condlist:
+        taken = np.logical_or(taken, cond)
     return unbroadcast(np.where(taken, 0.0, g), default)
 
 
@@ -1025,7 +1054,7 @@ def part(g: Any, k: Any) -> Any:
 
 def clip_lo_vjp(g: Any, x: Any, lo: Any, hi: Any) -> Any:
     """Adjoint of the lower bound of ``np.clip``: where it is the result."""
-    taken = x < lo if hi is None else (x < lo) & (lo <= hi)
+    taken = x < lo if hi is None else np.logical_and(x < lo, lo <= hi)
     return g * taken
 
 

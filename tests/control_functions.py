@@ -73,3 +73,47 @@ def helper_result_overwrites_its_argument(x):
         x = half_tanh(x)
     x = half_tanh(x)
     return x
+
+
+def strict_pairs(xs, ys):
+    total = 0.0
+    for a, b in zip(xs, ys, strict=True):
+        total = total + a * b
+    return total
+
+
+def pairs_as_tuples(x, weights):
+    total = 0.0
+    for pair in zip(weights, [1.0, 2.0, 3.0], strict=False):  # an iterator: its items are what the loop reads
+        total = total + pair[0] * pair[1] * x
+    return total
+
+
+def reshaped_by_pairs(g, reps, shape):
+    """tile's adjoint, in short: a comprehension over zip(..., strict=True) of plain numbers."""
+    blocks = np.reshape(g, [n for pair in zip(reps, shape, strict=True) for n in pair])
+    return np.sum(blocks * blocks)
+
+
+def first_large(x):
+    return next(v for v in x if v > 0.5) * 2.0
+
+
+def unpacked_comprehension(x):
+    a, b = [v * 2.0 for v in x]
+    return a * b
+
+
+def unpacked_appends(x):
+    items = []
+    for v in x:
+        items.append(v * 3.0)
+    a, b = items
+    return a * b
+
+
+def written_into_zeros_like(x):
+    out = np.zeros_like(x)
+    for i in range(3):
+        out[i] = x[i] * 2.0
+    return np.sum(out * x)

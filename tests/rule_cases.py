@@ -361,7 +361,10 @@ MORE_NUMPY = {
     np.atleast_1d: case(of_shape(0, 2)), np.atleast_2d: case(of_shape(0, 2)), np.atleast_3d: case(of_shape(0, 3)),
     np.swapaxes: swaps(), np.moveaxis: swaps(), np.broadcast_to: broadcasts(), np.flip: flips(),
     np.fliplr: case(arrays((2, 3))), np.flipud: case(of_shape(1, 2)), np.roll: rolls(), np.tile: tiles(),
-    np.repeat: repeats(), np.pad: pads(), np.sort: sorts(), np.take: takes(), np.copy: one(),
+    np.repeat: repeats(), np.pad: pads(), np.sort: sorts(), np.take: takes(),
+    np.take_along_axis: case(arrays((2, 3)), np.array([[2, 0, 0, 1], [1, 1, 2, 0]]), 1)
+    | case(arrays((1, 2)), np.array([[0, 0], [0, 0], [0, 0]]), 0) | case(arrays((4,)), np.array([3, 0, 3]), None)
+    | case(arrays((3, 2)), np.argsort(np.array([[3.0, 1.0], [0.5, 2.0], [1.5, 0.2]]), axis=0), 0), np.copy: one(),
     np.concatenate: concatenates(), np.hstack: stacks_of((2, 3)) | stacks_of((3,)), np.vstack: stacks_of((3,)),
     np.split: splits(), np.array_split: array_splits(), np.select: selects(), np.real: one(),
 }
@@ -571,6 +574,9 @@ def _helpers() -> dict:
         rt.split_vjp: case(st.lists(arrays((2,)), min_size=2, max_size=2), [np.zeros(2), np.zeros(2)],
                            np.zeros(4), 0),
         rt.take_vjp: case(arrays((2,)), arrays((4,)), np.array([0, 3]), None),
+        rt.take_along_axis_vjp: case(arrays((2, 4)), arrays((2, 3)), np.array([[2, 0, 0, 1], [1, 1, 2, 0]]), 1)
+        | case(arrays((3, 2)), arrays((1, 2)), np.array([[0, 0], [0, 0], [0, 0]]), 0)
+        | case(arrays((3,)), arrays((4,)), np.array([3, 0, 3]), None),
         rt.tile_vjp: case(arrays((6,)), arrays((3,)), 2),
         rt.trapezoid_vjp: case(floats(), arrays((4,)), 1.0, -1),
         rt.fit: case(arrays((3,)), arrays((2, 3))) | case(floats(), arrays((2,))),

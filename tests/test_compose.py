@@ -871,3 +871,42 @@ def test_third_derivative_through_a_loop_summing_a_fixed_matrix_adjoint() -> Non
     x = np.array([0.3, -0.2, 0.5])
     np.testing.assert_allclose(ast_ad.jacfwd(ast_ad.hessian(loop_with_fixed_matrix))(x),
                                autograd.jacobian(autograd.hessian(theirs))(x), rtol=1e-10, atol=1e-12)
+
+
+def _along(fn, v):
+    def directional(x):
+        return ast_ad.jvp(fn, (x,), (v,))[1]
+    return directional
+
+
+@pytest.mark.parametrize("fn", [reductions, solves, cholesky_and_sort, *THROUGH_AUTOGRAD, *THROUGH_DIFFERENCES],
+                         ids=lambda fn: fn.__name__)
+def test_reverse_mode_over_forward_mode_code(fn) -> None:
+    """grad of a body that calls jvp: reverse mode reads the forward-mode code, and the helpers it calls that have
+    forward rules only (``cholesky_jvp``, ``sort_jvp``, ``cumprod_vjp``...) by their source. H v, against forward
+    over reverse."""
+    x = {cholesky_and_sort: np.array([1.0, 0.25, 0.1, 0.3, 1.1, 0.2, 0.05, 0.4, 0.9]),
+         solves: SECOND_ORDER_X[:3]}.get(fn, SECOND_ORDER_X)
+    v = np.random.default_rng(2).standard_normal(x.size)
+    ours = ast_ad.grad(_along(fn, v))(x)
+    np.testing.assert_allclose(ours, ast_ad.hessian(fn)(x) @ v, rtol=1e-8, atol=1e-10)
+
+
+def returns_a_list(x):
+    parts = []
+    for k in range(3):
+        parts.append(np.sin(x * (k + 1)))
+    return parts
+
+
+def test_vjp_leaves_the_adjoint_it_is_given_as_it_was() -> None:
+    """The backward pass pops the adjoints of the lists the function appended to: it pops its own copy (before,
+    the caller's list was emptied)."""
+    x = np.array([0.3, 0.6])
+    _, vjp_fn = ast_ad.vjp(returns_a_list, x)
+    u = [np.ones(2), 2.0 * np.ones(2), np.zeros(2)]
+    first = vjp_fn(u)[0]
+    assert len(u) == 3 and all(np.array_equal(a, b) for a, b in zip(u, [np.ones(2), 2.0 * np.ones(2), np.zeros(2)],
+                                                                     strict=True))
+    np.testing.assert_allclose(vjp_fn(u)[0], first)
+    np.testing.assert_allclose(first, np.cos(x) + 4.0 * np.cos(2.0 * x))

@@ -67,3 +67,38 @@ def test_x_equals_helper_of_x() -> None:
     # found by the long random-program run: the helper's saved values must outlive its backward call
     g = ast_ad.grad(cf.helper_result_overwrites_its_argument)(0.3)
     assert g == pytest.approx(ast_ad.tracer.grad(cf.helper_result_overwrites_its_argument)(0.3), rel=1e-12)
+
+
+def test_zip_strict_is_unfolded_and_keeps_pythons_error() -> None:
+    xs, ys = np.array([0.5, 1.5, -2.0]), np.array([2.0, 3.0, 0.25])
+    np.testing.assert_allclose(ast_ad.grad(cf.strict_pairs, (0, 1))(xs, ys), (ys, xs))
+    with pytest.raises(ValueError, match="zip\\(\\) argument 2 is longer than argument 1"):
+        ast_ad.grad(cf.strict_pairs)(xs[:2], ys)
+    with pytest.raises(ValueError, match="zip\\(\\) argument 2 is shorter than argument 1"):
+        cf.strict_pairs(xs, ys[:2])  # the message is Python's own
+
+
+def test_a_loop_over_an_iterator_reads_its_items() -> None:
+    """zip(...) with one loop name, over constants, and in a comprehension: an iterator has no length, so the
+    loop reads its items as a list (before, len() of the zip object failed when the gradient ran)."""
+    assert ast_ad.grad(cf.pairs_as_tuples)(0.7, [1.0, 0.5, 2.0]) == pytest.approx(1.0 + 1.0 + 6.0)
+    g = np.linspace(-1.0, 1.0, 12).reshape(2, 6)
+    np.testing.assert_allclose(ast_ad.grad(cf.reshaped_by_pairs)(g, (1, 2), (2, 3)), 2 * g)
+
+
+def test_next_of_a_generator_is_refused_at_its_line() -> None:
+    with pytest.raises(ast_ad.errors.UnsupportedSyntaxError, match="for loop that assigns the item and breaks"):
+        ast_ad.grad(cf.first_large)(np.array([0.3, 0.7]))
+
+
+@pytest.mark.parametrize("fn, k", [(cf.unpacked_comprehension, 4.0), (cf.unpacked_appends, 9.0)])
+def test_a_list_made_by_appends_unpacked(fn, k) -> None:
+    # the unpacked list's adjoint is a list, as the appends' adjoints pop it (it was a tuple: AttributeError)
+    x = np.array([1.0, 2.0])
+    np.testing.assert_allclose(ast_ad.grad(fn)(x), k * x[::-1])
+
+
+def test_entries_written_into_zeros_like_of_a_differentiated_array() -> None:
+    # np.zeros_like(x) reads x for its shape only: nothing flows back through it
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(ast_ad.grad(cf.written_into_zeros_like)(x), 4 * x)

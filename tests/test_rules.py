@@ -10,6 +10,8 @@ and against their reverse twin by the dot-product identity
 
 from __future__ import annotations
 
+import ast
+import inspect
 import math
 
 import numpy as np
@@ -259,3 +261,37 @@ def test_a_view_fact_is_one_python_has(fn) -> None:
 @pytest.mark.parametrize("fn", registry.with_fact("full_reduction"), ids=lambda fn: getattr(fn, "__name__", str(fn)))
 def test_a_full_reduction_of_one_argument_is_a_number(fn) -> None:
     assert np.ndim(fn(np.arange(6.0).reshape(2, 3) if fn is not float else np.float64(2.5))) == 0
+
+
+def _writes_into_a_parameter(fn: ast.FunctionDef) -> bool:
+    """Whether ``fn`` writes into an argument: ``x[i] = ...``, ``x[i] += ...``, ``np.add.at(x, ...)``,
+    ``x.sort()``, ``xs.append(...)`` and the like, on a parameter's name (conservatively: even if rebound)."""
+    params = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+    writers = ("add.at", "put_along_axis", "copyto", "put", "place", "fill_diagonal", "scatter_add", "add_into")
+    methods = {"sort", "fill", "resize", "append", "extend", "pop", "insert", "remove", "clear", "update"}
+    for node in ast.walk(fn):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AugAssign) else []
+        if any(isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name) and sub.value.id in params
+               for target in targets for sub in ast.walk(target)):
+            return True
+        if isinstance(node, ast.Call):
+            called = ast.unparse(node.func)
+            if called.endswith(writers) and node.args and isinstance(node.args[0], ast.Name) \
+                    and node.args[0].id in params:
+                return True
+            if isinstance(node.func, ast.Attribute) and node.func.attr in methods \
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id in params:
+                return True
+    return False
+
+
+def test_a_helper_that_writes_into_its_argument_is_declared_in_place() -> None:
+    """The normalizer takes ast_ad's own helpers to change none of their arguments unless the registry says so
+    (``def_in_place``): reverse mode, reading a helper by its source, must see the write as one (an undeclared
+    ``scatter_add(out, ...)`` once gave a zero gradient). Every helper that writes into a parameter is declared."""
+    tree = ast.parse(inspect.getsource(runtime))
+    writers = [fn.name for fn in tree.body if isinstance(fn, ast.FunctionDef) and _writes_into_a_parameter(fn)]
+    assert "scatter_add" in writers  # the scan finds what it looks for
+    undeclared = [name for name in writers if registry.in_place(getattr(runtime, name)) is None]
+    assert not undeclared, f"helpers that write into an argument without def_in_place: {undeclared}"

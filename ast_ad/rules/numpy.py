@@ -87,6 +87,7 @@ from ast_ad.runtime import (
     sort_vjp,
     split_vjp,
     std_vjp,
+    take_along_axis_vjp,
     take_vjp,
     tensordot_spec,
     tile_vjp,
@@ -251,6 +252,7 @@ defvjp(np.pad,          lambda g, ans, x, pad_width, mode="constant", constant_v
        pad_vjp(g, x, pad_width, mode))  # the padding's constants take no gradient from x
 defvjp(np.sort,         lambda g, ans, x, axis=-1, *args, **kwargs: sort_vjp(g, x, axis))
 defvjp(np.take,         lambda g, ans, x, indices, axis=None, *args, **kwargs: take_vjp(g, x, indices, axis))
+defvjp(np.take_along_axis, lambda g, ans, arr, indices, axis=-1: take_along_axis_vjp(g, arr, indices, axis), zero)
 defvjp(np.copy,         lambda g, ans, x, *args, **kwargs: g)
 defvjp(np.concatenate,  lambda g, ans, arrays, axis=0, *args, **kwargs: concatenate_vjp(g, arrays, axis))
 defvjp(np.hstack,       lambda g, ans, arrays, *args, **kwargs: hstack_vjp(g, arrays))
@@ -356,9 +358,9 @@ _fn: Any  # each loop below binds a numpy function
 for _fn in (np.sum, np.mean, np.stack, np.transpose, np.reshape, np.trace, np.diagonal, np.diag, np.tril, np.triu,
             np.ravel, np.squeeze, np.expand_dims, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.swapaxes,
             np.moveaxis, np.broadcast_to, np.flip, np.fliplr, np.flipud, np.roll, np.tile, np.repeat, np.take,
-            np.copy, np.concatenate, np.hstack, np.vstack, np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit,
-            np.dstack, np.column_stack, np.diff, np.rot90, np.rollaxis, np.real, T, np.matrix_transpose, np.cumsum,
-            np.cumulative_sum, np.trapezoid, np.polyval, np.polyder):
+            np.take_along_axis, np.copy, np.concatenate, np.hstack, np.vstack, np.split, np.array_split, np.hsplit,
+            np.vsplit, np.dsplit, np.dstack, np.column_stack, np.diff, np.rot90, np.rollaxis, np.real, T,
+            np.matrix_transpose, np.cumsum, np.cumulative_sum, np.trapezoid, np.polyval, np.polyder):
     def_linear(_fn, 0)
 defjvp(np.polyval, None, lambda u, ans, p, x: u * np.polyval(np.polyder(p), x))
 for _fn in (np.dot, np.matmul, np.vdot, np.inner, np.outer, np.tensordot, np.kron, np.cross, np.vecdot,

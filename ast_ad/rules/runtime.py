@@ -117,6 +117,7 @@ defvjp(rt.detached,      lambda g, ans, x: g)
 def_linear(rt.detached, 0)
 def_same_kind(rt.detached)  # a container's copy is a container
 def_in_place(rt.add_into, rt.add_at)  # add_into(y_bar, i, g) is y_bar = add_at(y_bar, i, g)
+def_in_place(rt.scatter_add, rt.add_at)  # the helpers that write into an argument (read by source: see below)
 defvjp(rt.entries,       lambda g, ans, x, index: rt.getitem_vjp(g, x, index), None)
 def_linear(rt.entries, 0)
 defjvp(rt.entries,       None, zero)  # an index is an integer: in generated code it may come off an active tape
@@ -124,11 +125,13 @@ defjvp(rt.entries,       None, zero)  # an index is an integer: in generated cod
 # ---- pieces of rules ----------------------------------------------------------------------------------------
 defjvp(rt.pow_minus_one, lambda u, ans, x, y: u * (y - 1) * rt.pow_minus_one(x, y - 1),
                          lambda u, ans, x, y: u * ans * rt.safe_log(x))
+defvjp(rt.pow_minus_one, lambda g, ans, x, y: g * (y - 1) * rt.pow_minus_one(x, y - 1),
+                         lambda g, ans, x, y: g * ans * rt.safe_log(x), elementwise=True)
 defjvp(rt.safe_log,      lambda u, ans, x: np.where(x == 0, 0.0, u / np.where(x == 0, 1.0, x)))
 
 def_effect(rt.refuse_unless)  # a helper's refusal of arguments it cannot differentiate at: no value, no gradient
 def_nondiff(rt.balanced_eq, rt.clip_mask, rt.reduced_count, rt.zeros_like, rt.zeros_of, rt.tensordot_spec,
-            rt.inverse_axes)
+            rt.inverse_axes, rt.zip_length)
 
 # ---- reductions, statistics, products and factorizations: linear in the adjoint; the rest by their own rules --
 for _adjoint in (rt.prod_vjp, rt.cumprod_vjp, rt.average_vjp, rt.average_weights_vjp, rt.nanmean_vjp,
@@ -181,6 +184,14 @@ def_linear(rt.summed_to, 0)
 defvjp(rt.summed_to, lambda v, ans, w, g, axis=None, keepdims=False: rt.expand_reduced(v, w, axis, keepdims),
        zero, zero, zero)
 defjvp(rt.summed_to, None, zero, zero, zero)
+# the transposes written out, for helpers whose source is outside the language (the rest are read by source)
+defvjp(rt.getitem_vjp, lambda w, ans, g, x, index: rt.entries(w, index), zero, zero)  # scatter's: gather
+defvjp(rt.assign_item_vjp_x, lambda w, ans, g, x, index: rt.assign_item_vjp_x(w, x, index), zero, zero)  # a mask
+defvjp(rt.sort_vjp, lambda w, ans, g, x, axis=-1: rt.sort_jvp(w, x, axis), zero, zero)  # back in sorted order
+def_linear(rt.take_along_axis_vjp, 0)
+defjvp(rt.take_along_axis_vjp, None, zero, zero, zero)
+defvjp(rt.take_along_axis_vjp, lambda w, ans, g, arr, indices, axis=-1: np.take_along_axis(w, indices, axis),
+       zero, zero, zero)
 for _fn in _LINEAR_IN_THE_ADJOINT:
     if not lookup(_fn).vjps:  # type: ignore[union-attr]  # each has its forward rules, registered above
         defvjp(_fn, None, *[zero] * 5)
