@@ -104,6 +104,7 @@ def _built_for(fn, kinds):
                                 f"{{type(value).__name__}}{{shown}}: export again with arguments like these")
         return fn(*args, **kwargs)
     checked.__name__, checked.__doc__, checked.__wrapped__ = fn.__name__, fn.__doc__, fn
+    checked.__ast_ad_exported__ = True  # ast_ad differentiates fn itself: the check computes what fn computes
     return checked
 
 

@@ -79,8 +79,12 @@ def parse(fn: Callable[..., Any]) -> Source:
 
 def wrapped_function(fn: Any) -> Any:
     """The Python function inside a wrapper that computes what it computes (a ``functools.cache`` or
-    ``lru_cache``, a Numba dispatcher: ``numba.njit(f)``), or ``None`` for anything else."""
+    ``lru_cache``, a Numba dispatcher: ``numba.njit(f)``, the check of the arguments' kinds that an exported
+    gradient's module puts around it: ``ast_ad.export``), or ``None`` for anything else."""
     if isinstance(fn, functools._lru_cache_wrapper) and inspect.isfunction(fn.__wrapped__):
+        return fn.__wrapped__
+    if inspect.isfunction(fn) and getattr(fn, "__ast_ad_exported__", False) is True \
+            and inspect.isfunction(getattr(fn, "__wrapped__", None)):
         return fn.__wrapped__
     if type(fn).__module__.startswith("numba.") and inspect.isfunction(getattr(fn, "py_func", None)):
         return fn.py_func

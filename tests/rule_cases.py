@@ -594,7 +594,7 @@ def _helpers() -> dict:
         rt.var_vjp: case(floats(), 0.0, arrays((4,)), None, 0, False) |
         case(arrays((3,)), 0.0, arrays((2, 3)), 0, 1, False),
         rt.chosen_vjp: case(0, floats(), 1.0, (1.0, 2.0)) | case(1, floats(), 1.0, (2.0, 1.0)),
-        rt.chosen_jvp: case(0, floats(), 1.0, (1.0, 2.0)) | case(1, arrays((2,)), 1.0, ((2.0, 1.0),)),
+        rt.chosen_jvp: case(0, floats(), 1.0, (1.0, 2.0)) | case(1, st.tuples(floats(), floats()), 1.0, ((2.0, 1.0),)),
         rt.cast_jvp: case(arrays((3,)), arrays((3,))) | case(floats(), 0.5),
         rt.spread: case(arrays((3,)), st.tuples(arrays((3,)), floats()).map(list)),
         rt.product_terms_jvp: st.tuples(arrays((3,)), arrays((2,)), arrays((3,)), arrays((2,))).map(

@@ -98,7 +98,12 @@ def test_rule_matches_finite_differences(rule: registry.Rule, data: st.DataObjec
         is_float = isinstance(arg, float) or (isinstance(arg, np.ndarray) and arg.dtype.kind == "f")
         if rule.vjp(k) is None or not is_float:
             continue
-        analytic, numeric = projection_error(rule, args, kwargs, k, seed=k)
+        try:
+            analytic, numeric = projection_error(rule, args, kwargs, k, seed=k)
+        except (StopIteration, ValueError, ZeroDivisionError):
+            if rule.vjp(k) is registry.zero:
+                continue  # ``ans`` moved alone: min's chosen argument is no longer among its arguments
+            raise
         if rule.vjp(k) is registry.zero and not math.isfinite(numeric):
             continue  # a helper's argument tied to another (``ans`` to ``x``): it cannot move alone
         assert math.isclose(analytic, numeric, rel_tol=1e-5, abs_tol=1e-6), (k, analytic, numeric)

@@ -188,6 +188,9 @@ defjvp(rt.summed_to, None, zero, zero, zero)
 defvjp(rt.getitem_vjp, lambda w, ans, g, x, index: rt.entries(w, index), zero, zero)  # scatter's: gather
 defvjp(rt.assign_item_vjp_x, lambda w, ans, g, x, index: rt.assign_item_vjp_x(w, x, index), zero, zero)  # a mask
 defvjp(rt.sort_vjp, lambda w, ans, g, x, axis=-1: rt.sort_jvp(w, x, axis), zero, zero)  # back in sorted order
+defvjp(rt.cast_jvp, lambda w, ans2, u, ans: rt.cast_vjp(w, ans2, u), zero)  # back to the tangent's shape or list
+defvjp(rt.chosen_jvp, zero, lambda w, ans2, k, u, ans, xs: rt.chosen_vjp(k, w, ans, xs), zero, zero)  # each is
+defvjp(rt.chosen_vjp, zero, lambda w, ans2, k, g, ans, xs: rt.chosen_jvp(k, w, ans, xs), zero, zero)  # the other's
 def_linear(rt.take_along_axis_vjp, 0)
 defjvp(rt.take_along_axis_vjp, None, zero, zero, zero)
 defvjp(rt.take_along_axis_vjp, lambda w, ans, g, arr, indices, axis=-1: np.take_along_axis(w, indices, axis),
