@@ -83,9 +83,9 @@ def wrapped_function(fn: Any) -> Any:
     gradient's module puts around it: ``ast_ad.export``), or ``None`` for anything else."""
     if isinstance(fn, functools._lru_cache_wrapper) and inspect.isfunction(fn.__wrapped__):
         return fn.__wrapped__
-    if inspect.isfunction(fn) and getattr(fn, "__ast_ad_exported__", False) is True \
-            and inspect.isfunction(getattr(fn, "__wrapped__", None)):
-        return fn.__wrapped__
+    inner = getattr(fn, "__wrapped__", None)
+    if inspect.isfunction(fn) and getattr(fn, "__ast_ad_exported__", False) is True and inspect.isfunction(inner):
+        return inner
     if type(fn).__module__.startswith("numba.") and inspect.isfunction(getattr(fn, "py_func", None)):
         return fn.py_func
     return None
