@@ -195,7 +195,8 @@ class Reverser(Checkpointing):
         backward = self.backward_block(self.function.body)
         grads = [self.grad(self.function.params[i], backward) for i in self.argnums]
         backward = self.initial_adjoints(seed) + backward
-        if isinstance(result, ir.Var) and result.name in self.useful and self.appended:
+        if isinstance(result, ir.Var) and result.name in self.useful and result.name in self.structured \
+                and self.appended:
             # the backward pass pops the adjoints of the lists the function appended to: the caller's adjoint
             # of the result (a list of them, maybe) is copied first, so that the caller keeps it as it was
             detached = self.refs.marker(runtime.detached, "detached")

@@ -211,8 +211,16 @@ class _Writer:
     def stmt_list(self, indent: str, in_loop: bool, depth: int) -> list[str]:
         self.features.add("list")
         items, index, name = f"items{next(self.counter)}", f"j{next(self.counter)}", self.fresh()
-        lines = [f"{indent}{items} = []", f"{indent}for {index} in range({self.draw(st.integers(1, 3))}):",
-                 f"{indent}    {items}.append(np.tanh({self.expr(1)}) * {index})"]
+        if self.draw(st.booleans()):
+            lines = [f"{indent}{items} = []", f"{indent}for {index} in range({self.draw(st.integers(1, 3))}):",
+                     f"{indent}    {items}.append(np.tanh({self.expr(1)}) * {index})"]
+        else:  # pairs of values, zipped (strict: Python's error where the lengths differ) and numbered
+            self.features.add("zip")
+            p, q, n = self.fresh(), self.fresh(), self.draw(st.integers(1, 2))
+            firsts, seconds = ", ".join(self.expr(2) for _ in range(n)), ", ".join(self.expr(2) for _ in range(n))
+            lines = [f"{indent}{items} = []",
+                     f"{indent}for {index}, ({p}, {q}) in enumerate(zip([{firsts}], [{seconds}], strict=True)):",
+                     f"{indent}    {items}.append(np.tanh({p}) * {q} * ({index} + 1))"]
         joins = ["sum({})", "np.sum(np.stack({}), axis=0)", "{}[-1]"]
         if depth == 0 and "early return" not in self.features:  # a list made once, not in a loop (code after
             # an early return from a loop is moved into one): reverse mode follows its pops too
@@ -239,7 +247,8 @@ class _Writer:
         how = self.draw(st.sampled_from(["{c}[{i}] = {v}", "{c}[{i}] += {v}", "{c}[{i}] *= {v}",
                                          "np.add.at({c}, [0, 0, 2], {v})", "np.sin({c}, out={c})",
                                          "{c}.fill({v})"]))
-        lines = [f"{indent}{copy} = np.ones(3) * {name}", f"{indent}{how.format(c=copy, i=index, v=self.scalar())}"]
+        start = self.draw(st.sampled_from(["np.ones(3) * {}", "np.zeros_like({})"]))  # zeros_like reads a shape
+        lines = [f"{indent}{copy} = {start.format(name)}", f"{indent}{how.format(c=copy, i=index, v=self.scalar())}"]
         if depth == 0:
             self.names.append(copy)
         else:
@@ -262,6 +271,16 @@ class _Writer:
         self.features.add("container")
         box, name = self.fresh(), self.fresh()
         a, b = self.expr(1), self.expr(1)
+        if self.draw(st.integers(0, 5)) == 0:  # a list comprehension, unpacked
+            self.features.add("unpacked comprehension")
+            first, second = self.fresh(), self.fresh()
+            lines = [f"{indent}{first}, {second} = [np.tanh({a}) * k for k in (0.5, 2.0)]",
+                     f"{indent}{name} = {first} * {second} + {b}"]
+            if depth == 0:
+                self.names.append(name)
+            else:
+                lines[-1] = f"{indent}{self.draw(st.sampled_from(self.names))} = {first} * {second} + {b}"
+            return lines
         build, read = self.draw(st.sampled_from([
             ("[{a}, {b}]", "{box}[0] * {box}[-1]"), ("({a}, {b})", "{box}[1] - {box}[0]"),
             ('{{"p": {a}, "q": {b}}}', '{box}["p"] * {box}["q"]'), ("[{a}] + [{b}]", "{box}[1] * {box}[0]"),

@@ -176,7 +176,8 @@ def test_the_mutation_family_covers_its_constructs() -> None:
     def collect(program: Program) -> None:
         seen.update(program.features)
     collect()
-    assert seen >= {"item write", "alias write", "container", "and/or value", "mutating helper", "complex value"}
+    assert seen >= {"item write", "alias write", "container", "and/or value", "mutating helper", "complex value",
+                    "unpacked comprehension"}
 
 
 # ---- the transformer against arbitrary Python -----------------------------------------------------------------
@@ -220,7 +221,7 @@ def test_the_strategy_covers_every_construct() -> None:
         seen.update(program.features)
     collect()
     assert seen >= {"if", "elif", "for", "while", "break", "continue", "early return", "list", "helper call",
-                    "augmented assignment", "tuple assignment", "matrix"}
+                    "augmented assignment", "tuple assignment", "matrix", "zip"}
 
 
 def test_a_loaded_program_is_differentiated() -> None:
