@@ -314,6 +314,16 @@ def _carries(value: ir.Expr, active: set[str]) -> bool:
                if isinstance(a, ir.Var) and a.name in active)
 
 
+def unfollowed(fn: Any) -> str:
+    """What to write instead of a builtin that makes a sequence of differentiated values (``list(zip(...))``, as
+    a loop over an iterator reads it): ast_ad follows sequences built by comprehensions and loops."""
+    if fn in (list, tuple, zip, map, filter, enumerate, reversed, iter):
+        return (": ast_ad follows sequences of differentiated values built by comprehensions and loops; write "
+                "[v for v in xs] for list(xs), and loop over zip(xs, ys) with one name per sequence "
+                "(for a, b in zip(xs, ys))")
+    return ""
+
+
 def at_line(error: type[E], stmt: ir.Stmt, message: str) -> E:
     """``error(message)`` located at the user's line of ``stmt``."""
     return error(message, stmt.line.filename, stmt.line.lineno, stmt.line.text)

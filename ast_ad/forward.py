@@ -40,6 +40,7 @@ from ast_ad.analysis import (
     shape_class,
     shape_classes,
     structured_names,
+    unfollowed,
     usefulness,
 )
 from ast_ad.errors import LocatedError, MissingRuleError, UnsupportedSyntaxError
@@ -258,7 +259,7 @@ class Forwarder:
             raise at_line(MissingRuleError, stmt, f"{call.fn.hint}, a helper of ast_ad's gradient code, has no "
                           "forward-mode rule yet, so this derivative of a derivative is not supported")
         if rule is None:
-            raise self.missing(stmt, f"{call.fn.hint} has no gradient rule")
+            raise self.missing(stmt, f"{call.fn.hint} has no gradient rule" + unfollowed(call.fn.obj))
         if rule.nondiff:
             return None
         for key, atom in call.kwargs:

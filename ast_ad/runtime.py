@@ -484,7 +484,7 @@ def zip_length(*lengths: Any) -> Any:
     for k, n in enumerate(lengths[1:], start=2):
         if n != lengths[0]:
             raise ValueError(f"zip() argument {k} is {'shorter' if n < lengths[0] else 'longer'} than argument 1")
-    return lengths[0]
+    return int(lengths[0])  # a count: no gradient passes (the registry declares it so)
 
 
 # ---- reductions and scans -------------------------------------------------------------------------------

@@ -116,3 +116,14 @@ def rule_breaks_in_helper(x):
 
 def returns_tuple(x):
     return x[0], x[1]  # error here
+
+
+def pairs_of_differentiated_values(x):
+    total = 0.0
+    for pair in zip(x, x * 2.0, strict=True):  # error here
+        total = total + pair[0] * pair[1]
+    return total
+
+
+def next_of_a_generator(x):
+    return next(v for v in x if v > 0.3)  # error here

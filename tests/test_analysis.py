@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ast_ad import transform
+from ast_ad import ir, transform
 from ast_ad.analysis import (
     CONTAINER,
     SCALAR,
@@ -71,3 +71,36 @@ def containers(xs, y):
 def test_structured_names_are_the_containers() -> None:
     names = structured_names(transform.normalized(containers), (CONTAINER, SCALAR))
     assert {"xs", "pair"} <= names and "first" not in names
+
+
+def reshaped_in_a_branch(x, flag):
+    y = np.reshape(x, (2, 2))
+    z = 0.0
+    if flag > 0:
+        z = np.sum(y * y)
+    return z + x[0]
+
+
+def reshaped_straight(x):
+    y = np.reshape(x, (2, 2))
+    return np.sum(y * y) + x[0]
+
+
+def test_float_zeros_are_made_dense_only_where_a_branch_may_leave_one() -> None:
+    """``zeros.FloatZeros``: y's adjoint is the float 0.0 where the branch does not run, and np.reshape's rule
+    needs its shape, so that rule reads ``dense_adjoint`` of it; in straight-line code it cannot be a float."""
+    import ast_ad
+    from ast_ad.reverse import Reverser
+
+    def zero_in(fn, shapes):
+        function = transform.normalized(fn)
+        reverser = Reverser(function, (0,), shapes, transform.adjoint)
+        reverser.run()
+        return {stmt.target for stmt in function.body if isinstance(stmt, ir.Assign) and id(stmt) in reverser.zero_in}
+    assert "y" in zero_in(reshaped_in_a_branch, (0, -1))
+    assert "y" not in zero_in(reshaped_straight, (0,))
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    assert "dense_adjoint(y_bar, y)" in ast_ad.source(ast_ad.grad(reshaped_in_a_branch), x, 1.0)
+    assert "dense_adjoint" not in ast_ad.source(ast_ad.grad(reshaped_straight), x)
+    np.testing.assert_allclose(ast_ad.grad(reshaped_in_a_branch)(x, -1.0), [1.0, 0.0, 0.0, 0.0])
+    np.testing.assert_allclose(ast_ad.grad(reshaped_in_a_branch)(x, 1.0), 2 * x + [1.0, 0.0, 0.0, 0.0])

@@ -26,6 +26,8 @@ CASES = [
     (bad_inputs.undefined_name, L, "not defined"),
     (bad_inputs.star_args, U, "*args"), (bad_inputs.with_delete, L, "used before it is assigned"),
     (bad_inputs.recursive_nested, U, "calls itself"),
+    (bad_inputs.pairs_of_differentiated_values, M, "for a, b in zip(xs, ys)"),
+    (bad_inputs.next_of_a_generator, U, "assigns the item and breaks"),
 ]
 
 
