@@ -113,6 +113,38 @@ def param_writes(fn: Any) -> frozenset[str]:
     return _WRITES[key]
 
 
+
+_TWINS: dict[Any, Any] = {}
+
+
+def helper_twin(value: Any) -> Any:
+    """ast_ad's own helper where ``value`` is a copy of one (same name, same code: an exported gradient's module
+    copies the helpers it calls, so that it runs without ast_ad), else ``value``. The copy computes what the
+    helper computes, so it takes the helper's rules: reverse mode over exported code reads them."""
+    if not inspect.isfunction(value) or value.__module__ == runtime.__name__:
+        return value
+    helper = getattr(runtime, value.__name__, None)
+    if not inspect.isfunction(helper) or helper.__module__ != runtime.__name__:
+        return value
+    code = value.__code__
+    if code not in _TWINS:
+        _TWINS[code] = helper if _same_code(code, helper.__code__) else value
+    return _TWINS[code] if _TWINS[code] is helper else value
+
+
+def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
+    """Whether two code objects run the same instructions on the same names and constants (wherever they are)."""
+    if a.co_code != b.co_code or a.co_names != b.co_names or a.co_varnames != b.co_varnames \
+            or len(a.co_consts) != len(b.co_consts):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts, strict=True):
+        if isinstance(x, types.CodeType):
+            if not (isinstance(y, types.CodeType) and _same_code(x, y)):
+                return False
+        elif type(x) is not type(y) or x != y:
+            return False
+    return True
+
 class Lowerer(Nesting):
     """Walks the gast tree once, appending one IR statement per primitive application."""
 
@@ -1055,7 +1087,7 @@ class Lowerer(Nesting):
         if node.id in self.fn.__globals__:
             value = self.fn.__globals__[node.id]
             registry.load_rules_for(value)
-            return ir.Ref(value, node.id, ("global", node.id), value)
+            return ir.Ref(helper_twin(value), node.id, ("global", node.id), value)
         if hasattr(builtins, node.id):
             return ir.Ref(getattr(builtins, node.id), node.id)
         raise self.error(node, f"name {node.id!r} is not defined")

@@ -150,7 +150,7 @@ def def_nondiff(*fns: Any) -> None:
 _FACTS: dict[str, dict[Any, Any]] = {"in_place": {}, "sequence": {}, "same_kind": {}, "effect": {},
                                      "linear": {}, "reduction": {}, "method": {}, "ranked": {}, "summed": {},
                                      "view": {}, "full_reduction": {}, "casts": {}, "reads_in_order": {},
-                                     "scaled_by_initial": {}}
+                                     "scaled_by_initial": {}, "read_as": {}}
 
 
 def _fact(fact: str, fn: Any) -> Any:
@@ -252,6 +252,19 @@ def summed_over_steps(fn: Any) -> tuple[Any, int] | None:
 def summed_rules() -> dict[Any, tuple[Any, int]]:
     """Every ``def_summed`` fact, for the tests."""
     return dict(_FACTS["summed"])
+
+
+def def_read_as(fn: Any, stand_in: Any) -> None:
+    """Declare that ``stand_in``, a function in ast_ad's language, computes what ``fn`` computes (step by step,
+    where ``fn`` takes a faster way outside the language): a transformation that has no rule of ``fn``'s to
+    follow differentiates ``stand_in``'s source instead (``summed_matmul_vjp_a``, a loop's batched adjoints)."""
+    _note("read_as", fn, stand_in)
+    _FACTS["read_as"][fn] = stand_in
+
+
+def read_as(fn: Any) -> Any:
+    """The stand-in whose source is read for ``fn`` (``def_read_as``), or ``None``."""
+    return _fact("read_as", fn)
 
 
 def def_method(name: str, fn: Any) -> None:

@@ -299,8 +299,9 @@ class Reverser(FloatZeros, Checkpointing):
 
     def derive_callee(self, stmt: ir.Assign, active: tuple[int, ...], args: list[ir.Atom]) -> Adjoint:
         call = ir.call_of(stmt)
+        source = registry.read_as(call.fn.obj) or call.fn.obj  # a helper's stand-in in the language, if it has one
         try:
-            return self.derive(call.fn.obj, active, self.labels(args, stmt), False, self.checkpoints)
+            return self.derive(source, active, self.labels(args, stmt), False, self.checkpoints)
         except (LocatedError, UnsupportedSyntaxError) as exc:
             if is_user_function(call.fn.obj):
                 raise

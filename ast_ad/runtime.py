@@ -283,6 +283,43 @@ def summed_getitem_vjp(terms: Any, x: Any) -> Any:
     return out
 
 
+# The batched sums above, step by step and in the language ast_ad differentiates: what reverse mode reads for
+# them (``registry.def_read_as``), as it reads the other helpers by their source.
+def summed_matmul_vjp_a_by_steps(terms: Any, a: Any) -> Any:
+    total = 0.0
+    for g, b in terms:
+        total = total + matmul_vjp_a(g, a, b)
+    return total
+
+
+def summed_matmul_vjp_b_by_steps(terms: Any, b: Any) -> Any:
+    total = 0.0
+    for g, a in terms:
+        total = total + matmul_vjp_b(g, a, b)
+    return total
+
+
+def summed_dot_vjp_a_by_steps(terms: Any, a: Any) -> Any:
+    total = 0.0
+    for g, b in terms:
+        total = total + dot_vjp_a(g, a, b)
+    return total
+
+
+def summed_dot_vjp_b_by_steps(terms: Any, b: Any) -> Any:
+    total = 0.0
+    for g, a in terms:
+        total = total + dot_vjp_b(g, a, b)
+    return total
+
+
+def summed_getitem_vjp_by_steps(terms: Any, x: Any) -> Any:
+    total = zeros_like(x)
+    for g, index in terms:
+        total = add_adjoints(total, getitem_vjp(g, x, index))
+    return total
+
+
 def index_terms_jvp(u: Any, terms: Any) -> Any:
     """Tangent terms of ``summed_getitem_vjp``: each step's ``(g, index)`` gives ``(g_dot, index)``."""
     return [(g_dot, index) for (g_dot, _), (_, index) in zip(u, terms, strict=True)]

@@ -446,6 +446,42 @@ def test_reverse_mode_over_an_exported_gradient(tmp_path, monkeypatch) -> None:
     np.testing.assert_allclose(ours, expected, rtol=1e-12, atol=1e-14)
 
 
+def _rnn_step_loss(w):
+    h = np.zeros(3)
+    for t in range(4):
+        h = np.tanh(w @ h + 0.1 * t)
+    return np.sum(h ** 2) + 0.1 * np.sum(w * w)
+
+
+def _exported_rnn_gradient(v):  # stands for the exported gradient function (the test below puts it here)
+    raise AssertionError("replaced by the test")
+
+
+def _through_an_exported_rnn_gradient(w):
+    out, slope = _exported_rnn_gradient(w)
+    return np.sum(slope * w)
+
+
+def test_reverse_mode_over_an_exported_gradient_of_a_loop_of_products(tmp_path, monkeypatch) -> None:
+    """The exported module copies the helpers it calls, so that it runs without ast_ad; a copy with the code of
+    ast_ad's helper takes that helper's rules (``normalize.helper_twin``): unbroadcast's source is outside the
+    language. The loop's matrix products are summed after it (``summed_matmul_vjp_a``); reverse mode reads that
+    sum step by step (``registry.def_read_as``)."""
+    import importlib
+    import sys
+
+    w = np.eye(3) * 0.5 + 0.1
+    ast_ad.export(ast_ad.grad(_rnn_step_loss), str(tmp_path / "exported_rnn.py"), w)
+    assert "def summed_matmul_vjp_a(" in (tmp_path / "exported_rnn.py").read_text()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    exported = importlib.import_module("exported_rnn")
+    monkeypatch.setattr(sys.modules[__name__], "_exported_rnn_gradient", exported.rnn_step_loss_vjp)
+    ours = ast_ad.grad(_through_an_exported_rnn_gradient)(w)
+    expected = np.reshape(ast_ad.hessian(_rnn_step_loss)(w).reshape(9, 9) @ w.ravel(), (3, 3)) + \
+        ast_ad.grad(_rnn_step_loss)(w)
+    np.testing.assert_allclose(ours, expected, rtol=1e-12, atol=1e-14)
+
+
 def test_an_integer_argument_takes_no_tangent() -> None:
     """As grad refuses an integer (a wrong zero otherwise: np.asarray(3) is an integer array, whose cast passes
     no tangent), so do jvp and the Jacobians; None marks it as not differentiated."""

@@ -357,3 +357,20 @@ def test_a_function_typed_at_the_313_prompt_is_read() -> None:
     scope: dict = {}
     exec(compile(text, name, "exec"), scope)  # noqa: S102 -- what the prompt does with an input
     assert ast_ad.grad(scope["typed"])(2.0) == 12.0
+
+
+def test_a_function_named_like_a_helper_is_taken_for_it_only_with_its_code(tmp_path) -> None:
+    """A copy of ast_ad's helper (an exported module's) takes the helper's rules; a function of the user's that
+    only shares its name is the user's own (``normalize.helper_twin`` compares the code)."""
+    import inspect
+
+    from ast_ad import normalize, runtime
+
+    own = _module(tmp_path / "own_unbroadcast.py",
+                  "import numpy as np\n\n\ndef unbroadcast(g, x):\n    return 2.0 * g * x\n\n\n"
+                  "def f(x):\n    return unbroadcast(x, x)\n")
+    assert normalize.helper_twin(own.unbroadcast) is own.unbroadcast
+    assert ast_ad.grad(own.f)(1.5) == pytest.approx(4 * 1.5)
+    copy = _module(tmp_path / "copied_unbroadcast.py", "from typing import Any\n\nimport numpy as np\n\n\n"
+                   + inspect.getsource(runtime.unbroadcast))
+    assert normalize.helper_twin(copy.unbroadcast) is runtime.unbroadcast

@@ -18,6 +18,7 @@ from ast_ad.registry import (
     def_in_place,
     def_linear,
     def_nondiff,
+    def_read_as,
     def_same_kind,
     def_sequence,
     def_summed,
@@ -78,6 +79,9 @@ def_summed(rt.matmul_vjp_b, rt.summed_matmul_vjp_b, 2)
 def_summed(rt.dot_vjp_a, rt.summed_dot_vjp_a, 1)
 def_summed(rt.dot_vjp_b, rt.summed_dot_vjp_b, 2)
 def_summed(rt.getitem_vjp, rt.summed_getitem_vjp, 1)  # x_bar = x_bar + getitem_vjp(g, x, i): terms (g, i)
+for _summed in (rt.summed_matmul_vjp_a, rt.summed_matmul_vjp_b, rt.summed_dot_vjp_a, rt.summed_dot_vjp_b,
+                rt.summed_getitem_vjp):  # reverse mode over them reads their sums step by step
+    def_read_as(_summed, getattr(rt, f"{_summed.__name__}_by_steps"))
 def_nondiff(revolve.revolve)  # a checkpointed loop's schedule: indices, no gradient
 
 # ---- linear algebra and statistics ---------------------------------------------------------------------------
