@@ -767,7 +767,7 @@ def concatenate_vjp(g: Any, arrays: Any, axis: Any = 0) -> Any:
         sizes = np.cumsum([size_of(a) for a in arrays])[:-1]
         return [np.reshape(part, np.shape(a)) for part, a in zip(np.split(np.ravel(g), sizes), arrays, strict=True)]
     sizes = np.cumsum([np.shape(a)[axis] for a in arrays])[:-1]
-    return list(np.split(g, sizes, axis=axis))
+    return [part for part in np.split(g, sizes, axis=axis)]  # a list, whatever sequence split gives
 
 
 def hstack_vjp(g: Any, arrays: Any) -> Any:
