@@ -1133,6 +1133,11 @@ def field_vjp(g: Any, obj: Any, name: Any) -> Any:
     return tuple(g if field == name else zeros_like(item) for field, item in zip(fields, obj, strict=True))
 
 
+def field_position(obj: Any, name: Any) -> Any:
+    """The position of the field ``name`` in the namedtuple ``obj``."""
+    return type(obj)._fields.index(name)
+
+
 def inverse_axes(axes: Any) -> Any:
     """The axes that undo ``np.transpose(x, axes)``, as a tuple of ints (dask refuses an array of them)."""
     return None if axes is None else tuple(int(a) for a in np.argsort(axes))

@@ -11,6 +11,7 @@ and against their reverse twin by the dot-product identity
 from __future__ import annotations
 
 import ast
+import collections
 import inspect
 import math
 
@@ -210,7 +211,8 @@ def test_nondiff_rules_stop_the_gradient(rule: registry.Rule) -> None:
               check_in_place: (box(np.ones(2)), (np.zeros(2),), "here"), check_kept: (box(0.5), "here"),
               runtime.balanced_eq: (box(np.array([1.0, 2.0])), np.array([1.0, 3.0]), 0.5),
               runtime.clip_mask: (box(np.array([1.0, -2.0])), -0.5, 0.7),
-              runtime.tensordot_spec: (box(np.ones((2, 3))), np.ones((3, 2)), 1), np.broadcast_shapes: ((2,), (3, 2))}
+              runtime.tensordot_spec: (box(np.ones((2, 3))), np.ones((3, 2)), 1), np.broadcast_shapes: ((2,), (3, 2)),
+              runtime.field_position: (box(collections.namedtuple("Pair", "a b")(0.5, 1.5)), "b")}
     if rule.fn is absent:  # stands for a missing attribute: it raises, as reading one does in Python
         with pytest.raises(AttributeError):
             tracer.apply(absent, "np", "missing")

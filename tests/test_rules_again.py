@@ -108,8 +108,7 @@ def test_a_forward_rule_differentiates_again(rule: registry.Rule, probes, data: 
 # (star-arguments, try/except, set comprehensions, ``next`` of a generator, ``list`` or ``tuple`` of a differentiated
 # value) and have no transpose written yet: reverse mode over code that passes them a differentiated value refuses.
 NOT_YET = {
-    "ast_ad.runtime.einsum_vjp", "ast_ad.runtime.field_vjp", "ast_ad.runtime.filled",
-    "ast_ad.runtime.repeat_seq_vjp", "ast_ad.runtime.sorted_by_vjp",
+    "ast_ad.runtime.einsum_vjp", "ast_ad.runtime.filled", "ast_ad.runtime.repeat_seq_vjp",
     "ast_ad.rules.numpy.<lambda>",  # einsum's operands beyond the first (``other_operand_jvp``)
 }
 FORWARD_ONLY = [r for r in DIFFERENTIABLE

@@ -135,7 +135,7 @@ defjvp(rt.safe_log,      lambda u, ans, x: np.where(x == 0, 0.0, u / np.where(x 
 
 def_effect(rt.refuse_unless)  # a helper's refusal of arguments it cannot differentiate at: no value, no gradient
 def_nondiff(rt.balanced_eq, rt.clip_mask, rt.reduced_count, rt.zeros_like, rt.zeros_of, rt.tensordot_spec,
-            rt.inverse_axes, rt.zip_length)
+            rt.inverse_axes, rt.zip_length, rt.field_position)
 
 # ---- reductions, statistics, products and factorizations: linear in the adjoint; the rest by their own rules --
 for _adjoint in (rt.prod_vjp, rt.cumprod_vjp, rt.average_vjp, rt.average_weights_vjp, rt.nanmean_vjp,
@@ -195,6 +195,9 @@ defvjp(rt.sort_vjp, lambda w, ans, g, x, axis=-1: rt.sort_jvp(w, x, axis), zero,
 defvjp(rt.cast_jvp, lambda w, ans2, u, ans: rt.cast_vjp(w, ans2, u), zero)  # back to the tangent's shape or list
 defvjp(rt.chosen_jvp, zero, lambda w, ans2, k, u, ans, xs: rt.chosen_vjp(k, w, ans, xs), zero, zero)  # each is
 defvjp(rt.chosen_vjp, zero, lambda w, ans2, k, g, ans, xs: rt.chosen_jvp(k, w, ans, xs), zero, zero)  # the other's
+defvjp(rt.field_vjp, lambda w, ans, g, obj, name: rt.part(w, rt.field_position(obj, name)), zero, zero)  # a pick
+defvjp(rt.sorted_by_vjp, lambda w, ans, g, xs, keys, reverse=False: rt.sorted_by(w, keys, reverse),  # in order
+       zero, zero, zero)
 def_linear(rt.take_along_axis_vjp, 0)
 defjvp(rt.take_along_axis_vjp, None, zero, zero, zero)
 defvjp(rt.take_along_axis_vjp, lambda w, ans, g, arr, indices, axis=-1: np.take_along_axis(w, indices, axis),
