@@ -220,7 +220,7 @@ class _Writer:
             firsts, seconds = ", ".join(self.expr(2) for _ in range(n)), ", ".join(self.expr(2) for _ in range(n))
             lines = [f"{indent}{items} = []",
                      f"{indent}for {index}, ({p}, {q}) in enumerate(zip([{firsts}], [{seconds}], strict=True)):",
-                     f"{indent}    {items}.append(np.tanh({p}) * {q} * ({index} + 1))"]
+                     f"{indent}    {items}.append(np.tanh({p}) * {q} * ({index} + 1) + 0.0 * x0)"]  # one shape
         joins = ["sum({})", "np.sum(np.stack({}), axis=0)", "{}[-1]"]
         if depth == 0 and "early return" not in self.features:  # a list made once, not in a loop (code after
             # an early return from a loop is moved into one): reverse mode follows its pops too
