@@ -35,6 +35,7 @@ class Aliasing:
     shares: dict[str, set[str]]  # IR name -> IR names that may share its memory (copies, views)
     holds: dict[str, set[str]]  # a list or tuple's IR name -> IR names of the objects it holds
     held_by: dict[str, set[str]]  # the same relation the other way round
+    copied_from: dict[str, tuple[str, str]]  # a shallow copy -> (its source, the flag: the source is a container)
     writes: set[str]  # parameters whose values an in-place statement may change
     loop_shared: list[set[str]]  # per enclosing loop, the names it may bind to a shared object (``loop_shared``)
 
@@ -71,13 +72,28 @@ class Aliasing:
                         related = related | self.reaching(shared.name, False)
         others = [other for name, other in self.env.items() if name != owner and isinstance(other, ir.Var)
                   and other.name in related]
-        if not others:
-            return
+        if others:
+            self.check_apart(atom, others)
+        # a shallow copy's items are its source's where that is a container (``x.copy()`` of a list; of an array
+        # they are numbers): checked under the flag the copy set, so that an array's copy costs no check
+        for name in sorted(related & self.copied_from.keys()):
+            source, flag = self.copied_from[name]
+            reached = self.reaching(source, False)
+            items = [other for key, other in self.env.items() if key != owner and isinstance(other, ir.Var)
+                     and other.name in reached and other not in others]
+            if items:
+                self.check_apart(atom, items, ir.Var(flag))
+
+    def check_apart(self, atom: ir.Var, others: list[ir.Var], flag: ir.Var | None = None) -> None:
+        """``check_in_place(atom, others, where)``, at run time (where ``flag`` is true, if given)."""
         where = f"{self.source.filename}:{self.line.lineno}"
-        call = ir.Call(ir.Ref(runtime.check_in_place, "check_in_place"),
-                       (atom, self.bind(ir.Pack(tuple(dict.fromkeys(others))), "others", holds=False),
-                        ir.Const(where)))
-        self.bind(call, "checked")
+        start = len(self.body)
+        pack = self.bind(ir.Pack(tuple(dict.fromkeys(others))), "others", holds=False)
+        self.bind(ir.Call(ir.Ref(runtime.check_in_place, "check_in_place"), (atom, pack, ir.Const(where))), "checked")
+        if flag is not None:  # the two statements, in a branch of their own
+            branch = tuple(self.body[start:])
+            del self.body[start:]
+            self.body.append(ir.If(flag, branch, (), self.line))
 
     def contain(self, container: str, item: str) -> None:
         """Record that the list or tuple ``container`` holds the object ``item`` (``xs.append(item)``)."""
@@ -139,6 +155,16 @@ class Aliasing:
         if isinstance(last.value, ir.Call) and registry.returns_view(last.value.fn.obj) and last.value.args \
                 and isinstance(last.value.args[0], ir.Var):
             self.share(atom.name, last.value.args[0].name)
+        elif isinstance(last.value, ir.Call) and registry.holds_items(last.value.fn.obj) == "always":
+            for arg in last.value.args:  # a new container of the same objects (``list(xs)``, ``sorted(xs)``)
+                if isinstance(arg, ir.Var):
+                    self.share(atom.name, arg.name)
+        elif isinstance(last.value, ir.Call) and registry.holds_items(last.value.fn.obj) == "containers" \
+                and last.value.args and isinstance(last.value.args[0], ir.Var):
+            source = last.value.args[0]  # ``x.copy()``: the same objects only if ``x`` is a list, tuple or dict
+            flag = self.bind(ir.Call(ir.Ref(runtime.is_container, "is_container"), (source,)),
+                             f"{source.name}_container", holds=False)
+            self.copied_from[atom.name] = (source.name, flag.name)
         elif isinstance(last.value, ir.Pack):  # a container holds its elements themselves
             for elt in last.value.elts:
                 if isinstance(elt, ir.Var):

@@ -164,6 +164,8 @@ class Lowerer(Nesting):
         self.shares: dict[str, set[str]] = {}  # IR name -> IR names that may share its memory (copies, views)
         self.holds: dict[str, set[str]] = {}  # a list or tuple's IR name -> IR names of the objects it holds
         self.held_by: dict[str, set[str]] = {}  # the same relation the other way round
+        self.copied_from: dict[str, tuple[str, str]] = {}  # a shallow copy's IR name -> (its source, a flag set
+        # where the source is a container: its items are then the copy's too; ``Aliasing.note_views``)
         self.changing: set[str] = set()  # user names that an if or a loop assigns: their IR names get mutable
         self.params: dict[str, str] = {}  # IR name -> parameter, for the parameters' own values
         self.appends_left: dict[str, int] = {}  # user name -> appends to it not lowered yet
@@ -289,6 +291,9 @@ class Lowerer(Nesting):
                          self.locate)
         index = self.index(target.slice)
         old = self.bind(ir.Call(self.operator(operator.getitem), (array, index)), f"{target.value.id}_item")
+        # Python's ``+=`` changes the item itself where it is an array (a list's): another name that holds it
+        # would see the change, which ast_ad computes as a new array
+        self.guard_object(old, target.value.id)
         fn = BINARY.get(type(node.op))
         if fn is None:
             raise refuse(node, f"the operator {type(node.op).__name__} is not supported", self.locate)

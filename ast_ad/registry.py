@@ -150,7 +150,7 @@ def def_nondiff(*fns: Any) -> None:
 _FACTS: dict[str, dict[Any, Any]] = {"in_place": {}, "sequence": {}, "same_kind": {}, "effect": {},
                                      "linear": {}, "reduction": {}, "method": {}, "ranked": {}, "summed": {},
                                      "view": {}, "full_reduction": {}, "casts": {}, "reads_in_order": {},
-                                     "scaled_by_initial": {}, "read_as": {}}
+                                     "scaled_by_initial": {}, "read_as": {}, "holds_items": {}}
 
 
 def _fact(fact: str, fn: Any) -> Any:
@@ -295,6 +295,21 @@ def def_view(*fns: Any) -> None:
 
 def returns_view(fn: Any) -> bool:
     return bool(_fact("view", fn))
+
+
+def def_holds_items(*fns: Any, containers_only: bool = False) -> None:
+    """Declare functions whose result may hold the very objects inside their arguments (``list(xs)``,
+    ``xs + ys``, ``sorted(xs)``: a new list of the same arrays; ``list(x)`` of an array: views of its rows): a
+    write into an item through one is seen through the other, so ast_ad guards such writes. ``containers_only``:
+    only where the argument is a list, tuple or dict (``x.copy()``: an array's copy shares nothing)."""
+    _note("holds_items", *fns, containers_only)
+    _FACTS["holds_items"].update(dict.fromkeys(fns, "containers" if containers_only else "always"))
+
+
+def holds_items(fn: Any) -> str | None:
+    """``"always"``, ``"containers"`` (see ``def_holds_items``), or ``None``."""
+    found: str | None = _fact("holds_items", fn)
+    return found
 
 
 def def_full_reduction(*fns: Any) -> None:

@@ -1133,6 +1133,11 @@ def field_vjp(g: Any, obj: Any, name: Any) -> Any:
     return tuple(g if field == name else zeros_like(item) for field, item in zip(fields, obj, strict=True))
 
 
+def is_container(x: Any) -> Any:
+    """Whether ``x`` is a list, tuple or dict: its shallow copy holds the same objects (``Aliasing``)."""
+    return isinstance(x, (list, tuple, dict))
+
+
 def field_position(obj: Any, name: Any) -> Any:
     """The position of the field ``name`` in the namedtuple ``obj``."""
     return type(obj)._fields.index(name)

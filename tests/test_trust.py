@@ -24,6 +24,8 @@ W, B = np.array([[0.5, -0.2], [0.1, 0.3], [-0.6, 0.4]]), np.array([0.1, -0.2, 0.
 # (function, arguments, argnums, whether the tracer follows it too)
 EXACT = [
     (c.swap_after_loop, (np.ones((2, 2)), 1.3, 2.1), (1, 2), True),
+    (c.a_list_copy_rebinds_an_item, (X,), (0,), True),
+    (c.an_array_copy_written_in_a_loop, (X,), (0,), False),
     (c.swap_in_a_loop, (X,), (0,), True),
     (c.helper_on_scalars, (1.3,), (0,), True),
     (c.repeated_index_write, (X,), (0,), True),
@@ -82,6 +84,17 @@ EXACT = [
 # (function, arguments, error type)
 REFUSED = [
     (c.write_through_list_alias, (X,), errors.InPlaceAliasError),
+    (c.write_into_an_item_of_a_list_copy, (X,), errors.InPlaceAliasError),
+    (c.write_into_an_item_of_a_tuple_copy, (X,), errors.InPlaceAliasError),
+    (c.write_into_an_item_of_a_copied_list, (X,), errors.InPlaceAliasError),
+    (c.write_into_an_item_of_joined_lists, (X,), errors.InPlaceAliasError),
+    (c.write_into_an_item_of_a_repeated_list, (X,), errors.InPlaceAliasError),
+    (c.write_into_an_item_of_a_dict_copy, (X,), errors.InPlaceAliasError),
+    (c.write_into_an_item_of_a_copied_dict, (X,), errors.InPlaceAliasError),
+    (c.write_into_an_item_of_a_sorted_list, (X,), errors.InPlaceAliasError),
+    (c.write_into_an_item_of_a_copied_argument, ([X, 2.0 * X],), errors.InPlaceAliasError),
+    (c.add_into_an_item_another_name_holds, (X,), errors.InPlaceAliasError),
+    (c.add_into_an_item_of_a_list_copy, (X,), errors.InPlaceAliasError),
     (c.write_through_loop_row, (M,), errors.InPlaceAliasError),
     (c.write_through_slice, (X,), errors.InPlaceAliasError),
     (c.write_through_a_later_copy, (X,), errors.InPlaceAliasError),

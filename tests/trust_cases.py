@@ -109,6 +109,97 @@ def helper_on_scalars(x):
     return x * s
 
 
+# shallow copies: a new container of the same arrays (``registry.def_holds_items``)
+def write_into_an_item_of_a_list_copy(x):
+    xs = [x * 1.0, x * 2.0]
+    ys = list(xs)
+    ys[0][1] = 0.0  # refused here
+    return np.sum(xs[0])
+
+
+def write_into_an_item_of_a_tuple_copy(x):
+    xs = [x * 1.0, x * 2.0]
+    ys = tuple(xs)
+    ys[0][1] = 0.0  # refused here
+    return np.sum(xs[0])
+
+
+def write_into_an_item_of_a_copied_list(x):
+    xs = [x * 1.0, x * 2.0]
+    ys = xs.copy()
+    ys[0][1] = 0.0  # refused here
+    return np.sum(xs[0])
+
+
+def write_into_an_item_of_joined_lists(x):
+    xs = [x * 1.0, x * 2.0]
+    ys = xs + []
+    ys[0][1] = 0.0  # refused here
+    return np.sum(xs[0])
+
+
+def write_into_an_item_of_a_repeated_list(x):
+    xs = [x * 1.0, x * 2.0]
+    ys = xs * 1
+    ys[0][1] = 0.0  # refused here
+    return np.sum(xs[0])
+
+
+def write_into_an_item_of_a_dict_copy(x):
+    d = {"a": x * 1.0}
+    e = dict(d)
+    e["a"][1] = 0.0  # refused here
+    return np.sum(d["a"])
+
+
+def write_into_an_item_of_a_copied_dict(x):
+    d = {"a": x * 1.0}
+    e = d.copy()
+    e["a"][1] = 0.0  # refused here
+    return np.sum(d["a"])
+
+
+def write_into_an_item_of_a_sorted_list(x):
+    xs = [x * 1.0, x * 2.0]
+    ys = sorted(xs, key=lambda v: v[0])
+    ys[0][1] = 0.0  # refused here
+    return np.sum(xs[0])
+
+
+def write_into_an_item_of_a_copied_argument(xs):
+    ys = list(xs)
+    ys[0][1] = 0.0  # refused here
+    return np.sum(xs[0])
+
+
+def add_into_an_item_another_name_holds(x):
+    a = x * 1.0
+    xs = [a, x * 2.0]
+    xs[0] += 1.0  # refused here
+    return np.sum(a)
+
+
+def add_into_an_item_of_a_list_copy(x):
+    xs = [x * 1.0, x * 2.0]
+    ys = list(xs)
+    ys[0] += 1.0  # refused here
+    return np.sum(xs[0])
+
+
+def a_list_copy_rebinds_an_item(x):
+    xs = [x * 1.0, x * 2.0]
+    ys = xs.copy()
+    ys[0] = ys[0] * 2.0
+    return np.sum(xs[0]) + np.sum(ys[0])
+
+
+def an_array_copy_written_in_a_loop(x):
+    y = x.copy()
+    for i in range(1, 3):
+        y[i] = y[i - 1] * x[i]
+    return np.sum(y)
+
+
 # ---- 2. numpy's write semantics -----------------------------------------------------------------------------
 def repeated_index_write(x):
     y = np.zeros(3)

@@ -9,6 +9,7 @@ from ast_ad.registry import (
     Rule,
     def_effect,
     def_full_reduction,
+    def_holds_items,
     def_linear,
     def_nondiff,
     def_sequence,
@@ -70,6 +71,9 @@ defvjp(repeat_seq, lambda g, ans, a, n: repeat_seq_vjp(g, a, n))
 defvjp(list_item, lambda g, ans, xs, index, n: list_item_vjp(g, xs, index, n))
 defvjp(sorted_by, lambda g, ans, xs, keys, reverse=False: sorted_by_vjp(g, xs, keys, reverse), zero)
 def_sequence(concat, repeat_seq, sorted_by, builtins.divmod)
+# new containers (or iterators) of the very objects their arguments hold: writes into those items are guarded
+def_holds_items(concat, repeat_seq, sorted_by, builtins.list, builtins.tuple, builtins.dict, builtins.reversed,
+                builtins.iter, builtins.zip, builtins.enumerate, builtins.filter, builtins.map)
 
 # ---- forward mode (elementwise functions need nothing here) -------------------------------------------------
 # sum's tangent has its result's shape even when it adds no terms (``0.0 * ans``)

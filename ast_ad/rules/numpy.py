@@ -8,6 +8,7 @@ import numpy as np
 from ast_ad.registry import (
     def_casts,
     def_full_reduction,
+    def_holds_items,
     def_in_place,
     def_linear,
     def_method,
@@ -296,6 +297,7 @@ def_scaled_by_initial(np.prod)  # initial= multiplies the product
 def_method("copy", copy_of)  # the object's own copy: np.copy would compute a dask array, and make a list an array
 defvjp(copy_of,         lambda g, ans, x: g)
 def_linear(copy_of, 0)
+def_holds_items(copy_of, containers_only=True)  # a list's or dict's copy is shallow: the same arrays in a new one
 def_same_kind(copy_of)
 defvjp(T,               lambda g, ans, a: T(g))
 

@@ -135,7 +135,7 @@ defjvp(rt.safe_log,      lambda u, ans, x: np.where(x == 0, 0.0, u / np.where(x 
 
 def_effect(rt.refuse_unless)  # a helper's refusal of arguments it cannot differentiate at: no value, no gradient
 def_nondiff(rt.balanced_eq, rt.clip_mask, rt.reduced_count, rt.zeros_like, rt.zeros_of, rt.tensordot_spec,
-            rt.inverse_axes, rt.zip_length, rt.field_position)
+            rt.inverse_axes, rt.zip_length, rt.field_position, rt.is_container)
 
 # ---- reductions, statistics, products and factorizations: linear in the adjoint; the rest by their own rules --
 for _adjoint in (rt.prod_vjp, rt.cumprod_vjp, rt.average_vjp, rt.average_weights_vjp, rt.nanmean_vjp,
