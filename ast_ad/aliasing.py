@@ -15,6 +15,8 @@ copies, views (``registry.def_view``), and the lists and tuples that hold an obj
 
 from __future__ import annotations
 
+import inspect
+
 import gast
 
 from ast_ad import ir, registry, runtime
@@ -155,6 +157,13 @@ class Aliasing:
         if isinstance(last.value, ir.Call) and registry.returns_view(last.value.fn.obj) and last.value.args \
                 and isinstance(last.value.args[0], ir.Var):
             self.share(atom.name, last.value.args[0].name)
+        elif isinstance(last.value, ir.Call) and inspect.isfunction(last.value.fn.obj) \
+                and registry.lookup(last.value.fn.obj) is None \
+                and not (last.value.fn.obj.__module__ or "").startswith("ast_ad."):
+            # a function of the user's may return an argument, a part of one, or a view of one (``return a``)
+            for arg in (*last.value.args, *(a for _, a in last.value.kwargs)):
+                if isinstance(arg, ir.Var):
+                    self.share(atom.name, arg.name)
         elif isinstance(last.value, ir.Call) and registry.holds_items(last.value.fn.obj) == "always":
             for arg in last.value.args:  # a new container of the same objects (``list(xs)``, ``sorted(xs)``)
                 if isinstance(arg, ir.Var):

@@ -475,6 +475,9 @@ class Lowerer(Nesting):
         names = [self.namer.fresh(t.id if isinstance(t, gast.Name) else "t", user=isinstance(t, gast.Name))
                  for t in target.elts]
         self.body.append(ir.Unpack(tuple(names), value, self.line))
+        if isinstance(value, ir.Var):  # ``a, b = xs``: the names hold the very objects the list or tuple holds
+            for name in names:
+                self.contain(value.name, name)
         for t, name in zip(target.elts, names, strict=True):
             if isinstance(t, gast.Name) and not self.is_mutable(t.id):
                 self.owner[name] = t.id

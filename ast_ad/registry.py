@@ -378,7 +378,8 @@ def keyword_hazard(fn: Any, name: str, value: Any) -> str | None:
     The rules read the arguments they name and take the rest (``*args, **kwargs``) as not changing the
     derivative; these are the arguments of numpy's functions that do: ``where=`` (entries left out), an
     integer ``dtype=`` (the result truncated to integers), ``order=`` other than C where entries are read in
-    that order, and a product's ``initial=``."""
+    that order, a product's ``initial=``, and ``copy=`` other than True (the result may be the argument itself,
+    which the aliasing checks would not know)."""
     if name == "where" and value is not True:
         return ("where= leaves entries out, which the rules of this function do not follow: select them first, "
                 "np.where(mask, x, 0.0) (or the reduction's identity), then call it without where=")
@@ -397,6 +398,9 @@ def keyword_hazard(fn: Any, name: str, value: Any) -> str | None:
                 "not follow: transpose first (np.reshape(x.T, ...)), or write order='C'")
     if name == "initial" and _fact("scaled_by_initial", fn):
         return "initial= is not followed by the rules of this function: multiply the result by it instead"
+    if name == "copy" and value is not True:
+        return ("copy= other than True may give back the array itself, which a later write would change through "
+                "both names, where ast_ad computes a new array: leave copy= out (or write copy=True)")
     return None
 
 

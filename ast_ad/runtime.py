@@ -1153,8 +1153,9 @@ def copy_of(x: Any) -> Any:
     return x.copy()
 
 
-def astype(x: Any, dtype: Any) -> Any:
-    """``x.astype(dtype)`` as a function."""
+def astype(x: Any, dtype: Any, copy: Any = True) -> Any:
+    """``x.astype(dtype)`` as a function: a new array (``copy=False``, which may give ``x`` itself, is refused
+    where it is written: ``registry.keyword_hazard``)."""
     return as_array(x).astype(dtype)
 
 

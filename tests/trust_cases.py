@@ -200,6 +200,31 @@ def an_array_copy_written_in_a_loop(x):
     return np.sum(y)
 
 
+def write_into_an_unpacked_item(x):
+    xs = [x * 1.0, x * 2.0]
+    a, b = xs
+    a[0] = 5.0  # refused here
+    return np.sum(xs[0])
+
+
+def _same(a):
+    return a
+
+
+def write_into_what_a_helper_returned(x):
+    z = x * 1.0
+    y = _same(z)
+    y[0] = 5.0  # refused here
+    return np.sum(z * x)
+
+
+def a_cast_that_may_not_copy(x):
+    z = x * 1.0
+    y = z.astype(np.float64, copy=False)  # refused here
+    y[0] = 5.0
+    return np.sum(z * x)
+
+
 # ---- 2. numpy's write semantics -----------------------------------------------------------------------------
 def repeated_index_write(x):
     y = np.zeros(3)

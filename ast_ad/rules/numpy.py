@@ -265,7 +265,7 @@ defvjp(np.select,       None, lambda g, ans, condlist, choicelist, default=0: se
 defvjp(np.real,         lambda g, ans, x: g)
 defvjp(assign_item,     lambda g, ans, x, index, value: assign_item_vjp_x(g, x, index), None,
                         lambda g, ans, x, index, value: assign_item_vjp_value(g, ans, index, value))
-defvjp(astype,          lambda g, ans, x, dtype: cast_vjp(g, ans, x))
+defvjp(astype,          lambda g, ans, x, dtype, copy=True: cast_vjp(g, ans, x))
 defvjp(add_at,          lambda g, ans, x, index, value: g,
                         None,
                         lambda g, ans, x, index, value: unbroadcast(g[index], value))
@@ -374,7 +374,7 @@ for _fn in (np.max, np.min, np.amax, np.amin, np.nanmax, np.nanmin, np.ptp, np.p
     def_reduction(_fn)
 defjvp(np.array,      lambda u, ans, x, *args, **kwargs: cast_jvp(u, ans))
 defjvp(np.asarray,    lambda u, ans, x, *args, **kwargs: cast_jvp(u, ans))
-defjvp(astype,        lambda u, ans, x, dtype: cast_jvp(u, ans))
+defjvp(astype,        lambda u, ans, x, dtype, copy=True: cast_jvp(u, ans))
 defjvp(np.average,    lambda u, ans, x, axis=None, weights=None, *args, **kwargs: np.average(u, axis, weights),
                       None,
                       lambda u, ans, x, axis, weights, *args, **kwargs: average_weights_jvp(u, ans, x, axis, weights))
