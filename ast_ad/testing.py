@@ -220,7 +220,7 @@ class _Writer:
             firsts, seconds = ", ".join(self.expr(2) for _ in range(n)), ", ".join(self.expr(2) for _ in range(n))
             lines = [f"{indent}{items} = []",
                      f"{indent}for {index}, ({p}, {q}) in enumerate(zip([{firsts}], [{seconds}], strict=True)):",
-                     f"{indent}    {items}.append(np.tanh({p}) * {q} * ({index} + 1) + 0.0 * x0)"]  # one shape
+                     f"{indent}    {items}.append(np.sum(np.tanh({p}) * {q}) * ({index} + 1))"]  # numbers all
         joins = ["sum({})", "np.sum(np.stack({}), axis=0)", "{}[-1]"]
         if depth == 0 and "early return" not in self.features:  # a list made once, not in a loop (code after
             # an early return from a loop is moved into one): reverse mode follows its pops too
@@ -247,7 +247,7 @@ class _Writer:
         how = self.draw(st.sampled_from(["{c}[{i}] = {v}", "{c}[{i}] += {v}", "{c}[{i}] *= {v}",
                                          "np.add.at({c}, [0, 0, 2], {v})", "np.sin({c}, out={c})",
                                          "{c}.fill({v})"]))
-        start = self.draw(st.sampled_from(["np.ones(3) * {}", "np.zeros_like({})"]))  # zeros_like reads a shape
+        start = self.draw(st.sampled_from(["np.ones(3) * {}", "np.zeros_like(np.ones(3) * {})"]))  # a shape read
         lines = [f"{indent}{copy} = {start.format(name)}", f"{indent}{how.format(c=copy, i=index, v=self.scalar())}"]
         if depth == 0:
             self.names.append(copy)
