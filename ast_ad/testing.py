@@ -259,8 +259,9 @@ class _Writer:
         """A write through another name, a view or a container: Python changes both (ast_ad refuses it)."""
         self.features.add("alias write")
         name, array, alias = self.draw(st.sampled_from(self.names)), self.fresh(), self.fresh()
-        view = self.draw(st.sampled_from(["{n}", "{n}[1:]", "{n}.reshape(3)", "[{n}][0]", "list([{n}])[0]",
-                                          "[{n}, {n}].copy()[1]", "sorted([{n}], key=len)[0]"])).format(n=array)
+        views = ["{n}", "{n}[1:]", "{n}.reshape(3)", "[{n}][0]", "list([{n}])[0]", "[{n}, {n}].copy()[1]",
+                 "sorted([{n}], key=lambda v: v[0])[0]"]
+        view = self.draw(st.sampled_from(views)).format(n=array)
         lines = [f"{indent}{array} = np.ones(3) * {name}", f"{indent}{alias} = {view}",
                  f"{indent}{alias} *= {self.scalar()}"]
         if depth == 0:
