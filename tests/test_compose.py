@@ -428,24 +428,6 @@ def _through_an_exported_gradient(v):
     return np.sum(slope * v)
 
 
-def test_reverse_mode_over_an_exported_gradient(tmp_path, monkeypatch) -> None:
-    """The output language is the input language: the gradient of a loop, exported as plain Python (its tapes
-    are lists made empty, pushed and popped), is differentiated again by reverse mode. sum(grad f(x) * x) has
-    the gradient H x + grad f(x), which forward over reverse gives."""
-    import importlib
-    import sys
-
-    x = np.array([0.3, 0.5, 0.7])
-    ast_ad.export(ast_ad.grad(_sine_loop), str(tmp_path / "exported_sine_loop.py"), x)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    exported = importlib.import_module("exported_sine_loop")
-    # the module's check of the arguments' kinds (which takes *args) is read as the function it checks
-    monkeypatch.setattr(sys.modules[__name__], "_exported_gradient", exported.sine_loop_vjp)
-    ours = ast_ad.grad(_through_an_exported_gradient)(x)
-    expected = ast_ad.hessian(_sine_loop)(x) @ x + ast_ad.grad(_sine_loop)(x)
-    np.testing.assert_allclose(ours, expected, rtol=1e-12, atol=1e-14)
-
-
 def _rnn_step_loss(w):
     h = np.zeros(3)
     for t in range(4):
@@ -453,34 +435,31 @@ def _rnn_step_loss(w):
     return np.sum(h ** 2) + 0.1 * np.sum(w * w)
 
 
-def _exported_rnn_gradient(v):  # stands for the exported gradient function (the test below puts it here)
-    raise AssertionError("replaced by the test")
+@pytest.mark.parametrize("fn, x", [(_sine_loop, np.array([0.3, 0.5, 0.7])), (_rnn_step_loss, np.eye(3) * 0.5 + 0.1)],
+                         ids=["sine loop", "loop of matrix products"])
+def test_reverse_mode_over_an_exported_gradient(fn, x, tmp_path, monkeypatch) -> None:
+    """The output language is the input language: the gradient of a loop, exported as plain Python (its tapes
+    are lists made empty, pushed and popped), is differentiated again by reverse mode. sum(grad f(x) * x) has
+    the gradient H x + grad f(x), which forward over reverse gives.
 
-
-def _through_an_exported_rnn_gradient(w):
-    out, slope = _exported_rnn_gradient(w)
-    return np.sum(slope * w)
-
-
-def test_reverse_mode_over_an_exported_gradient_of_a_loop_of_products(tmp_path, monkeypatch) -> None:
-    """The exported module copies the helpers it calls, so that it runs without ast_ad; a copy with the code of
-    ast_ad's helper takes that helper's rules (``normalize.helper_twin``): unbroadcast's source is outside the
-    language. The loop's matrix products are summed after it (``summed_matmul_vjp_a``); reverse mode reads that
-    sum step by step (``registry.def_read_as``)."""
+    The module copies the helpers it calls, so that it runs without ast_ad; a copy with the code of ast_ad's
+    helper takes that helper's rules (``normalize.helper_twin``: unbroadcast's source is outside the language).
+    A loop's matrix products are summed after it (``summed_matmul_vjp_a``); reverse mode reads that sum step
+    by step (``registry.def_read_as``). The module's check of the arguments' kinds (which takes *args) is read
+    as the function it checks."""
     import importlib
     import sys
 
-    w = np.eye(3) * 0.5 + 0.1
-    ast_ad.export(ast_ad.grad(_rnn_step_loss), str(tmp_path / "exported_rnn.py"), w)
-    assert "def summed_matmul_vjp_a(" in (tmp_path / "exported_rnn.py").read_text()
+    name = fn.__name__.lstrip("_")
+    ast_ad.export(ast_ad.grad(fn), str(tmp_path / f"exported_{name}.py"), x)
+    if fn is _rnn_step_loss:
+        assert "def summed_matmul_vjp_a(" in (tmp_path / f"exported_{name}.py").read_text()
     monkeypatch.syspath_prepend(str(tmp_path))
-    exported = importlib.import_module("exported_rnn")
-    monkeypatch.setattr(sys.modules[__name__], "_exported_rnn_gradient", exported.rnn_step_loss_vjp)
-    ours = ast_ad.grad(_through_an_exported_rnn_gradient)(w)
-    expected = np.reshape(ast_ad.hessian(_rnn_step_loss)(w).reshape(9, 9) @ w.ravel(), (3, 3)) + \
-        ast_ad.grad(_rnn_step_loss)(w)
+    exported = importlib.import_module(f"exported_{name}")
+    monkeypatch.setattr(sys.modules[__name__], "_exported_gradient", getattr(exported, f"{name}_vjp"))
+    ours = ast_ad.grad(_through_an_exported_gradient)(x)
+    expected = np.tensordot(ast_ad.hessian(fn)(x), x, axes=x.ndim) + ast_ad.grad(fn)(x)
     np.testing.assert_allclose(ours, expected, rtol=1e-12, atol=1e-14)
-
 
 def test_an_integer_argument_takes_no_tangent() -> None:
     """As grad refuses an integer (a wrong zero otherwise: np.asarray(3) is an integer array, whose cast passes

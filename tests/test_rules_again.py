@@ -39,17 +39,23 @@ def probes(tmp_path_factory):
     sys.path.insert(0, str(place))
     made: dict[tuple, object] = {}
 
-    def probe(fn, k: int, nargs: int, keys: tuple[str, ...]):
-        key = (fn, k, nargs, keys)
+    def probe(fn, k: int, args: tuple, kwargs: dict):
+        """The module of ``probe(x) = fn(*args, **kwargs)`` with ``x`` in place of argument ``k``."""
+        key = (fn, k, len(args), tuple(kwargs))
         if key not in made:
             name = f"probe_{next(_serial)}"
-            params = ", ".join("x" if j == k else f"A{j}" for j in range(nargs))
-            keywords = "".join(f", {key}=K_{key}" for key in keys)
+            params = ", ".join("x" if j == k else f"A{j}" for j in range(len(args)))
+            keywords = "".join(f", {key}=K_{key}" for key in kwargs)
             (place / f"{name}.py").write_text(f"def probe(x):\n    return FN({params}{keywords})\n")
             module = importlib.import_module(name)
             module.FN = fn
             made[key] = module
-        return made[key]
+        module = made[key]
+        for j, a in enumerate(args):
+            setattr(module, f"A{j}", a)
+        for name, value in kwargs.items():
+            setattr(module, f"K_{name}", value)
+        return module
     yield probe
     sys.path.remove(str(place))
 
@@ -72,11 +78,7 @@ def test_a_forward_rule_differentiates_again(rule: registry.Rule, probes, data: 
     for k, x in enumerate(args):
         if rule.jvp(k) in (None, registry.zero) or not _floats(x):
             continue
-        module = probes(rule.fn, k, len(args), tuple(kwargs))
-        for j, a in enumerate(args):
-            setattr(module, f"A{j}", a)
-        for key, value in kwargs.items():
-            setattr(module, f"K_{key}", value)
+        module = probes(rule.fn, k, args, kwargs)
         rng = np.random.default_rng(k)
         v = direction_like(x, rng)
 
@@ -137,11 +139,7 @@ def test_reverse_mode_reads_a_helper_without_a_reverse_rule_by_its_source(rule: 
     for k, x in enumerate(args):
         if rule.jvp(k) in (None, registry.zero) or rule.vjp(k) is not None or not any(is_float(a) for a in leaves(x)):
             continue
-        module = probes(rule.fn, k, len(args), tuple(kwargs))
-        for j, a in enumerate(args):
-            setattr(module, f"A{j}", a)
-        for key, value in kwargs.items():
-            setattr(module, f"K_{key}", value)
+        module = probes(rule.fn, k, args, kwargs)
         rng = np.random.default_rng(k)
         v, u = direction_like(x, rng), direction_like(ans, rng)
         dot = tracer.tangent(rule, k, v, ans, args, kwargs)
