@@ -38,6 +38,7 @@ class Aliasing:
     holds: dict[str, set[str]]  # a list or tuple's IR name -> IR names of the objects it holds
     held_by: dict[str, set[str]]  # the same relation the other way round
     copied_from: dict[str, tuple[str, str]]  # a shallow copy -> (its source, the flag: the source is a container)
+    unpacked: dict[str, str]  # a name bound by ``a, b = xs`` -> ``xs``, which holds its object
     writes: set[str]  # parameters whose values an in-place statement may change
     loop_shared: list[set[str]]  # per enclosing loop, the names it may bind to a shared object (``loop_shared``)
 
@@ -71,14 +72,15 @@ class Aliasing:
                 for name in names & self.env.keys():
                     shared = self.env[name]
                     if name != owner and isinstance(shared, ir.Var):
-                        related = related | self.reaching(shared.name, False)
+                        related = related | self.reaching(shared.name, container)
         others = [other for name, other in self.env.items() if name != owner and isinstance(other, ir.Var)
                   and other.name in related]
         if others:
             self.check_apart(atom, others)
         # a shallow copy's items are its source's where that is a container (``x.copy()`` of a list; of an array
-        # they are numbers): checked under the flag the copy set, so that an array's copy costs no check
-        for name in sorted(related & self.copied_from.keys()):
+        # they are numbers): checked under the flag the copy set, so that an array's copy costs no check. A change
+        # of the copy itself (an append, a pop) leaves its source as it was
+        for name in sorted(related & self.copied_from.keys()) if not container else ():
             source, flag = self.copied_from[name]
             reached = self.reaching(source, False)
             items = [other for key, other in self.env.items() if key != owner and isinstance(other, ir.Var)
@@ -110,8 +112,10 @@ class Aliasing:
         while stack:
             current = stack.pop()
             near = self.shares.get(current, set()) | self.held_by.get(current, set())
-            if not container:
-                near = near | self.holds.get(current, set())
+            if not container:  # an unpacked name's object is its source's item: a change of its items is seen
+                near = near | self.holds.get(current, set())  # there (a list's own change, append or pop, is
+                if current in self.unpacked:  # done in place by the generated code as by Python)
+                    near = near | {self.unpacked[current]}
             for other in near - found:
                 found.add(other)
                 stack.append(other)

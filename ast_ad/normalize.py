@@ -164,6 +164,7 @@ class Lowerer(Nesting):
         self.shares: dict[str, set[str]] = {}  # IR name -> IR names that may share its memory (copies, views)
         self.holds: dict[str, set[str]] = {}  # a list or tuple's IR name -> IR names of the objects it holds
         self.held_by: dict[str, set[str]] = {}  # the same relation the other way round
+        self.unpacked: dict[str, str] = {}  # a name bound by unpacking -> the list or tuple it was unpacked from
         self.copied_from: dict[str, tuple[str, str]] = {}  # a shallow copy's IR name -> (its source, a flag set
         # where the source is a container: its items are then the copy's too; ``Aliasing.note_views``)
         self.changing: set[str] = set()  # user names that an if or a loop assigns: their IR names get mutable
@@ -477,7 +478,7 @@ class Lowerer(Nesting):
         self.body.append(ir.Unpack(tuple(names), value, self.line))
         if isinstance(value, ir.Var):  # ``a, b = xs``: the names hold the very objects the list or tuple holds
             for name in names:
-                self.contain(value.name, name)
+                self.unpacked[name] = value.name
         for t, name in zip(target.elts, names, strict=True):
             if isinstance(t, gast.Name) and not self.is_mutable(t.id):
                 self.owner[name] = t.id
