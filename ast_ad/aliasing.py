@@ -16,6 +16,7 @@ copies, views (``registry.def_view``), and the lists and tuples that hold an obj
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 import gast
 
@@ -39,6 +40,8 @@ class Aliasing:
     held_by: dict[str, set[str]]  # the same relation the other way round
     copied_from: dict[str, tuple[str, str]]  # a shallow copy -> (its source, the flag: the source is a container)
     unpacked: dict[str, str]  # a name bound by ``a, b = xs`` -> ``xs``, which holds its object
+    presets: list[ir.Stmt]  # statements the function starts with (a copy's flag, true until the copy sets it)
+    namer: Any
     writes: set[str]  # parameters whose values an in-place statement may change
     loop_shared: list[set[str]]  # per enclosing loop, the names it may bind to a shared object (``loop_shared``)
 
@@ -84,7 +87,7 @@ class Aliasing:
             source, flag = self.copied_from[name]
             reached = self.reaching(source, False)
             items = [other for key, other in self.env.items() if key != owner and isinstance(other, ir.Var)
-                     and other.name in reached and other not in others]
+                     and other.name in reached and other not in others and not key.startswith("§")]
             if items:
                 self.check_apart(atom, items, ir.Var(flag))
 
@@ -175,9 +178,13 @@ class Aliasing:
         elif isinstance(last.value, ir.Call) and registry.holds_items(last.value.fn.obj) == "containers" \
                 and last.value.args and isinstance(last.value.args[0], ir.Var):
             source = last.value.args[0]  # ``x.copy()``: the same objects only if ``x`` is a list, tuple or dict
-            flag = self.bind(ir.Call(ir.Ref(runtime.is_container, "is_container"), (source,)),
-                             f"{source.name}_container", holds=False)
-            self.copied_from[atom.name] = (source.name, flag.name)
+            flag = self.namer.fresh(f"{source.name}_container")
+            if getattr(self, "nesting", 0):  # made in a branch or a loop: true (check) on the paths that skip it
+                self.presets.append(ir.Assign(flag, ir.Const(True), self.line))
+                self.mutable.add(flag)
+            self.body.append(ir.Assign(flag, ir.Call(ir.Ref(runtime.is_container, "is_container"), (source,)),
+                                       self.line))
+            self.copied_from[atom.name] = (source.name, flag)
         elif isinstance(last.value, ir.Pack):  # a container holds its elements themselves
             for elt in last.value.elts:
                 if isinstance(elt, ir.Var):

@@ -164,6 +164,7 @@ class Lowerer(Nesting):
         self.shares: dict[str, set[str]] = {}  # IR name -> IR names that may share its memory (copies, views)
         self.holds: dict[str, set[str]] = {}  # a list or tuple's IR name -> IR names of the objects it holds
         self.held_by: dict[str, set[str]] = {}  # the same relation the other way round
+        self.presets: list[ir.Stmt] = []  # statements the function starts with (``Aliasing.note_views``)
         self.unpacked: dict[str, str] = {}  # a name bound by unpacking -> the list or tuple it was unpacked from
         self.copied_from: dict[str, tuple[str, str]] = {}  # a shallow copy's IR name -> (its source, a flag set
         # where the source is a container: its items are then the copy's too; ``Aliasing.note_views``)
@@ -207,7 +208,8 @@ class Lowerer(Nesting):
         last = statements[-1]
         self.line = self.line_of(last)
         result = self.expr(last.value, "out")
-        return ir.Function(tree.name, names, tuple(self.body), result, self.line, self.fn, frozenset(self.mutable),
+        return ir.Function(tree.name, names, (*self.presets, *self.body), result, self.line, self.fn,
+                           frozenset(self.mutable),
                            frozenset(self.namer.users))
 
     # ---- statements ----------------------------------------------------------------------------------
