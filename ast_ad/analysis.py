@@ -222,6 +222,8 @@ def is_active_value(value: ir.Expr, active: set[str]) -> bool:
 def _flowing(value: ir.Expr) -> list[ir.Var]:
     """The inputs a gradient can flow back to: not those whose rule is ``registry.zero`` (``np.full_like(x, v)``)."""
     rule = registry.lookup(value.fn.obj) if isinstance(value, ir.Call) else None
+    if rule is not None and rule.nondiff:
+        return []  # a shape, a count, zeros like an array: nothing flows back (``np.zeros_like(x)``)
     if not isinstance(value, ir.Call) or rule is None or registry.zero not in rule.vjps:
         return inputs_of(value)
     flowing = [a for k, a in enumerate(value.args) if rule.vjp(k) is not registry.zero]
