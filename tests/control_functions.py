@@ -117,3 +117,22 @@ def written_into_zeros_like(x):
     for i in range(3):
         out[i] = x[i] * 2.0
     return np.sum(out * x)
+
+
+def zeros_like_then_rebound_in_a_loop(x0, x1, x2):
+    """Found by the long random-program run: ``np.zeros_like`` of a value (nothing flows back through it), the
+    name then rebound in a loop; the backward pass read an adjoint of the value it never made."""
+    v3 = np.zeros_like(np.ones(3) * x2)
+    np.sin(v3, out=v3)
+    n4 = 0
+    while n4 < 1:
+        n4 += 1
+        items5 = []
+        for j6 in range(2):
+            items5.append(np.tanh(np.cos(x2)) * j6)
+        v3 = sum(items5)
+        items8 = []
+        for j9, (v11, v12) in enumerate(zip([(0.5 + x1), np.sin(v3)], [x2, np.tanh(0.5)], strict=True)):
+            items8.append(np.sum(np.tanh(v11) * v12) * (j9 + 1))
+        x2 = np.sum(np.stack(items8), axis=0)
+    return np.sum(x0 * x2)

@@ -10,6 +10,7 @@ import pytest
 import ast_ad
 from tests import control_functions as cf
 from tests import corpus_control as cc
+from tests.oracles import assert_fd
 
 
 def forward_of(fn, *args) -> str:
@@ -102,3 +103,9 @@ def test_entries_written_into_zeros_like_of_a_differentiated_array() -> None:
     # np.zeros_like(x) reads x for its shape only: nothing flows back through it
     x = np.array([1.0, 2.0, 3.0])
     np.testing.assert_allclose(ast_ad.grad(cf.written_into_zeros_like)(x), 4 * x)
+
+
+def test_zeros_like_of_a_value_then_rebound_in_a_loop() -> None:
+    args = (np.array([0.3, -0.2, 0.5]), np.array([0.1, 0.4, -0.3]), np.array([0.2, 0.6, -0.1]))
+    ours = ast_ad.grad(cf.zeros_like_then_rebound_in_a_loop, (0, 1, 2))(*args)
+    assert_fd(cf.zeros_like_then_rebound_in_a_loop, args, (0, 1, 2), ours)  # the tracer cannot follow out=
