@@ -119,9 +119,20 @@ def written_into_zeros_like(x):
     return np.sum(out * x)
 
 
+ONES = np.ones(3)
+
+
 def zeros_like_then_rebound_in_a_loop(x0, x1, x2):
     """Found by the long random-program run: ``np.zeros_like`` of a value (nothing flows back through it), the
-    name then rebound in a loop; the backward pass read an adjoint of the value it never made."""
+    name then rebound in a loop after an early return; the backward pass read an adjoint it never made."""
+    m = 0.5 * np.outer(np.tanh(x0), np.cos(x2))
+    if np.sum((ONES * x2) @ m) > 0.3:
+        for i0 in range(4):
+            x1 += 0.1 * i0 * np.sin(x1)
+            v1 = [x1] * 2
+            x0 = v1[0] + v1[1]
+    elif np.sum(x2) < -0.4:
+        return np.sum(x0)
     v3 = np.zeros_like(np.ones(3) * x2)
     np.sin(v3, out=v3)
     n4 = 0
@@ -135,4 +146,6 @@ def zeros_like_then_rebound_in_a_loop(x0, x1, x2):
         for j9, (v11, v12) in enumerate(zip([(0.5 + x1), np.sin(v3)], [x2, np.tanh(0.5)], strict=True)):
             items8.append(np.sum(np.tanh(v11) * v12) * (j9 + 1))
         x2 = np.sum(np.stack(items8), axis=0)
+    if np.sum(np.cos(0.5)) < 0.3:
+        x0 -= 0.5 * ((ONES * np.dot(m, ONES * x2)) @ m)
     return np.sum(x0 * x2)
