@@ -317,12 +317,12 @@ def _carries(value: ir.Expr, active: set[str]) -> bool:
 
 
 def unfollowed(fn: Any) -> str:
-    """What to write instead of a builtin that makes a sequence of differentiated values (``list(zip(...))``, as
-    a loop over an iterator reads it): ast_ad follows sequences built by comprehensions and loops."""
-    if fn in (list, tuple, zip, map, filter, enumerate, reversed, iter):
-        return (": ast_ad follows sequences of differentiated values built by comprehensions and loops; write "
-                "[v for v in xs] for list(xs), and loop over zip(xs, ys) with one name per sequence "
-                "(for a, b in zip(xs, ys))")
+    """What to write instead of an iterator of differentiated values (``list(zip(...))``, as a loop over an
+    iterator reads it): ast_ad follows iterators where a loop unfolds them."""
+    if fn in (zip, map, filter, enumerate, reversed, iter):
+        return (": ast_ad follows an iterator of differentiated values where a loop unfolds it: loop over "
+                "zip(xs, ys) with one name per sequence (for a, b in zip(xs, ys)), or build the list with a "
+                "comprehension ([f(v) for v in xs])")
     return ""
 
 

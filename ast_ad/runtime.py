@@ -165,6 +165,21 @@ def spread(g: Any, xs: Any) -> Any:
     return [unbroadcast(g, x) for x in xs]
 
 
+def sequence_vjp(g: Any, x: Any) -> Any:
+    """Adjoint of ``x`` in ``list(x)`` or ``tuple(x)``: its items' adjoints, held as ``x`` holds its items (a
+    list, a tuple; an array's rows, stacked). An item nothing flowed into (``None``) is zero."""
+    if g is None or (isinstance(g, float) and g == 0.0):
+        return zeros_like(x)
+    if isinstance(x, (list, tuple)):
+        parts = [zeros_like(item) if part is None else part for part, item in zip(g, x, strict=True)]
+        return parts if isinstance(x, list) else type(x)(*parts) if hasattr(x, "_fields") else tuple(parts)
+    if is_array(x):
+        return np.stack([zeros_of(row) + (0.0 if part is None else part) for part, row in zip(g, x, strict=True)])
+    refuse_unless(False, "the gradient of list() or tuple() of a ", type(x).__name__, ": build the list with a "
+                  "comprehension over its items instead")
+    return None
+
+
 def unstack(g: Any, x: Any) -> Any:
     """The adjoint of the list ``x`` that numpy stacked into an array with adjoint ``g``."""
     if isinstance(x, (list, tuple)):
@@ -1061,10 +1076,12 @@ def repeat_seq_vjp(g: Any, a: Any, n: Any) -> Any:
     """Every copy's adjoint, added element by element."""
     if not isinstance(a, (list, tuple)) or not isinstance(n, int):
         _refuse_sequence_arithmetic()
-    total = None
+    width = len(a)
+    total = [zeros_like(item) for item in a]  # a list, item by item: in the language (reverse mode reads it)
     for k in range(n):
-        total = add_adjoints(total, g[k * len(a):(k + 1) * len(a)])
-    return zeros_like(a) if total is None else list(total) if isinstance(a, list) else tuple(total)
+        for i in range(width):
+            total[i] = add_adjoints(total[i], g[k * width + i])
+    return total if isinstance(a, list) else tuple(total)
 
 
 def chosen_vjp(k: Any, g: Any, ans: Any, xs: Any) -> Any:

@@ -149,3 +149,15 @@ def zeros_like_then_rebound_in_a_loop(x0, x1, x2):
     if np.sum(np.cos(0.5)) < 0.3:
         x0 -= 0.5 * ((ONES * np.dot(m, ONES * x2)) @ m)
     return np.sum(x0 * x2)
+
+
+def rows_as_a_list(x):
+    rows = list(x)
+    return np.sum(rows[0] * rows[1]) + np.sum(np.stack(rows) ** 2)
+
+
+def a_tuple_of_a_list(x):
+    xs = [x * 1.0, np.sin(x)]
+    pair = tuple(xs)
+    first, second = pair
+    return np.sum(first * second) + np.sum(pair[1])

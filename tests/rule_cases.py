@@ -158,7 +158,10 @@ MATH = {
 }
 
 # ---- mirrors ast_ad/rules/builtins.py ------------------------------------------------------------------
-BUILTINS = {builtins.float: unary(scalar_only=True), builtins.abs: unary("away"),
+_SEQUENCES = st.tuples(st.tuples(st.lists(arrays((2,)), min_size=2, max_size=2) | st.lists(floats(), min_size=3,
+                                  max_size=3) | arrays((3,)) | arrays((2, 3))), st.just({}))
+BUILTINS = {builtins.list: _SEQUENCES, builtins.tuple: _SEQUENCES,
+            builtins.float: unary(scalar_only=True), builtins.abs: unary("away"),
             builtins.sum: lists_of_arrays().map(lambda case: ((list(case[0][0]),), {})),
             builtins.pow: binary("pos", "real"), builtins.min: choices(), builtins.max: choices(),
             builtins.divmod: st.tuples(st.tuples(st.floats(2.2, 2.6), st.floats(1.5, 2.0)), st.just({}))}
@@ -565,6 +568,9 @@ def _helpers() -> dict:
         rt.list_item_vjp: case(floats(), [0.0, 0.0, 0.0], 1, 3),
         rt.pad_vjp: case(arrays((5,)), arrays((3,)), 1),
         rt.repeat_seq_vjp: case(st.lists(floats(), min_size=4, max_size=4), [0.0, 0.0], 2),
+        rt.sequence_vjp: case(st.lists(arrays((2,)), min_size=2, max_size=2), [np.zeros(2), np.zeros(2)])
+        | case(st.lists(floats(), min_size=3, max_size=3), np.zeros(3))
+        | case(st.lists(arrays((3,)), min_size=2, max_size=2), np.zeros((2, 3))),
         rt.repeat_vjp: case(arrays((6,)), arrays((3,)), 2, None),
         rt.rollaxis_vjp: case(arrays((3, 2)), arrays((2, 3)), 1, 0),
         rt.select_default_vjp: case(arrays((3,)), [np.array([True, False, False])], arrays((3,))),

@@ -109,3 +109,15 @@ def test_zeros_like_of_a_value_then_rebound_in_a_loop() -> None:
     args = (np.array([0.3, -0.2, 0.5]), np.array([0.1, 0.4, -0.3]), np.array([0.2, 0.6, -0.1]))
     ours = ast_ad.grad(cf.zeros_like_then_rebound_in_a_loop, (0, 1, 2))(*args)
     assert_fd(cf.zeros_like_then_rebound_in_a_loop, args, (0, 1, 2), ours)  # the tracer cannot follow out=
+
+
+@pytest.mark.parametrize("fn, x", [(cf.rows_as_a_list, np.array([[0.3, -0.2], [0.5, 1.1]])),
+                                   (cf.a_tuple_of_a_list, np.array([0.3, -0.2, 0.5]))])
+def test_list_and_tuple_of_differentiated_values(fn, x) -> None:
+    """list(x) and tuple(xs) are primitives: the items' adjoints, as the argument holds its items (an array's
+    rows stacked); against the tracer, which reads the same rules, and central differences."""
+    ours = ast_ad.grad(fn)(x)
+    np.testing.assert_allclose(ours, ast_ad.tracer.grad(fn)(x), rtol=1e-12, atol=1e-14)
+    assert_fd(fn, (x,), (0,), (ours,))
+    _, dot = ast_ad.jvp(fn, (x,), (np.ones_like(x),))
+    assert dot == pytest.approx(float(np.sum(ours)), rel=1e-12)

@@ -107,10 +107,10 @@ def test_a_forward_rule_differentiates_again(rule: registry.Rule, probes, data: 
 # ---- reverse mode over a helper that has forward rules only: read by its source --------------------------------
 # A helper of ast_ad's generated code with a forward rule for an argument but no reverse rule there is differentiated
 # by reverse mode as a user's function is, by its source (``Reverser.by_source``). These are outside the language
-# (star-arguments, try/except, set comprehensions, ``next`` of a generator, ``list`` or ``tuple`` of a differentiated
-# value) and have no transpose written yet: reverse mode over code that passes them a differentiated value refuses.
+# (star-arguments) and have no transpose written yet: reverse mode over code that passes them a differentiated value
+# refuses.
 NOT_YET = {
-    "ast_ad.runtime.einsum_vjp", "ast_ad.runtime.filled", "ast_ad.runtime.repeat_seq_vjp",
+    "ast_ad.runtime.einsum_vjp",
     "ast_ad.rules.numpy.<lambda>",  # einsum's operands beyond the first (``other_operand_jvp``)
 }
 FORWARD_ONLY = [r for r in DIFFERENTIABLE

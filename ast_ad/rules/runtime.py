@@ -198,6 +198,9 @@ defvjp(rt.chosen_vjp, zero, lambda w, ans2, k, g, ans, xs: rt.chosen_jvp(k, w, a
 defvjp(rt.field_vjp, lambda w, ans, g, obj, name: rt.part(w, rt.field_position(obj, name)), zero, zero)  # a pick
 defvjp(rt.sorted_by_vjp, lambda w, ans, g, xs, keys, reverse=False: rt.sorted_by(w, keys, reverse),  # in order
        zero, zero, zero)
+def_linear(rt.sequence_vjp, 0)  # list(x)'s adjoint: its transpose gives the items back as a list
+defjvp(rt.sequence_vjp, None, zero)
+defvjp(rt.sequence_vjp, lambda w, ans, g, x: [item for item in w], zero)
 def_linear(rt.take_along_axis_vjp, 0)
 defjvp(rt.take_along_axis_vjp, None, zero, zero, zero)
 defvjp(rt.take_along_axis_vjp, lambda w, ans, g, arr, indices, axis=-1: np.take_along_axis(w, indices, axis),
