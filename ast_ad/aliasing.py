@@ -15,12 +15,12 @@ copies, views (``registry.def_view``), and the lists and tuples that hold an obj
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import gast
 
 from ast_ad import ir, registry, runtime
+from ast_ad.analysis import is_user_function
 from ast_ad.parse import Source
 
 
@@ -76,20 +76,23 @@ class Aliasing:
                     shared = self.env[name]
                     if name != owner and isinstance(shared, ir.Var):
                         related = related | self.reaching(shared.name, container)
-        others = [other for name, other in self.env.items() if name != owner and isinstance(other, ir.Var)
-                  and other.name in related]
+        others = self.variables_in(related, owner)
         if others:
             self.check_apart(atom, others)
+        if container:
+            return  # a change of a shallow copy itself (an append, a pop) leaves its source as it was
         # a shallow copy's items are its source's where that is a container (``x.copy()`` of a list; of an array
-        # they are numbers): checked under the flag the copy set, so that an array's copy costs no check. A change
-        # of the copy itself (an append, a pop) leaves its source as it was
-        for name in sorted(related & self.copied_from.keys()) if not container else ():
+        # they are numbers): checked under the flag the copy set, so that an array's copy costs no check
+        for name in sorted(related & self.copied_from.keys()):
             source, flag = self.copied_from[name]
-            reached = self.reaching(source, False)
-            items = [other for key, other in self.env.items() if key != owner and isinstance(other, ir.Var)
-                     and other.name in reached and other not in others and not key.startswith("§")]
+            items = [other for other in self.variables_in(self.reaching(source, False), owner) if other not in others]
             if items:
                 self.check_apart(atom, items, ir.Var(flag))
+
+    def variables_in(self, names: set[str], owner: str) -> list[ir.Var]:
+        """The live variables, but ``owner``, whose objects are among the IR ``names``."""
+        return [other for name, other in self.env.items() if name != owner and isinstance(other, ir.Var)
+                and other.name in names]
 
     def check_apart(self, atom: ir.Var, others: list[ir.Var], flag: ir.Var | None = None) -> None:
         """``check_in_place(atom, others, where)``, at run time (where ``flag`` is true, if given)."""
@@ -164,9 +167,7 @@ class Aliasing:
         if isinstance(last.value, ir.Call) and registry.returns_view(last.value.fn.obj) and last.value.args \
                 and isinstance(last.value.args[0], ir.Var):
             self.share(atom.name, last.value.args[0].name)
-        elif isinstance(last.value, ir.Call) and inspect.isfunction(last.value.fn.obj) \
-                and registry.lookup(last.value.fn.obj) is None \
-                and not (last.value.fn.obj.__module__ or "").startswith("ast_ad."):
+        elif isinstance(last.value, ir.Call) and is_user_function(last.value.fn.obj):
             # a function of the user's may return an argument, a part of one, or a view of one (``return a``)
             for arg in (*last.value.args, *(a for _, a in last.value.kwargs)):
                 if isinstance(arg, ir.Var):

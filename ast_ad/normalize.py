@@ -113,8 +113,7 @@ def param_writes(fn: Any) -> frozenset[str]:
     return _WRITES[key]
 
 
-
-_TWINS: dict[Any, Any] = {}
+_TWINS: dict[types.CodeType, bool] = {}  # a copy's code: whether it is its helper's
 
 
 def helper_twin(value: Any) -> Any:
@@ -128,8 +127,8 @@ def helper_twin(value: Any) -> Any:
         return value
     code = value.__code__
     if code not in _TWINS:
-        _TWINS[code] = helper if _same_code(code, helper.__code__) else value
-    return _TWINS[code] if _TWINS[code] is helper else value
+        _TWINS[code] = _same_code(code, helper.__code__)
+    return helper if _TWINS[code] else value
 
 
 def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
@@ -144,6 +143,7 @@ def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
         elif type(x) is not type(y) or x != y:
             return False
     return True
+
 
 class Lowerer(Nesting):
     """Walks the gast tree once, appending one IR statement per primitive application."""
