@@ -161,3 +161,47 @@ def a_tuple_of_a_list(x):
     pair = tuple(xs)
     first, second = pair
     return np.sum(first * second) + np.sum(pair[1])
+
+
+def pick_one(a, b):
+    if a[0] > 0.0:
+        return a
+    return b
+
+
+def pick_entry(a, b):
+    if a["a"] > 0.0:
+        return a
+    return b
+
+
+def picked_list_rebuilt_in_a_loop(x):
+    total = pick_one([x * 1.0, x * 2.0], [x, x])
+    for _ in range(3):
+        total = [total[0] + x, total[1] * x]
+    return total[0] + total[1]
+
+
+def picked_list_and_its_items(x):
+    xs = [x * 1.0, x * 2.0]
+    ys = [x, x * x]
+    total = pick_one(xs, ys)
+    return total[0] * total[1] + xs[0] + ys[1]
+
+
+def picked_tuple_unpacked(x):
+    a, b = pick_one((x * 1.0, x * 2.0), (x, x * x))
+    return a * b
+
+
+def picked_dict(x):
+    t = pick_entry({"a": x * 1.0, "b": x}, {"a": -x, "b": x * 3.0})
+    return t["a"] * t["b"]
+
+
+def picked_in_a_loop(x):
+    s = 0.0
+    for i in range(3):
+        t = pick_one([x * 1.0 - i, x * 2.0], [x, x * x])
+        s = s + t[0] * t[1]
+    return s
