@@ -191,12 +191,66 @@ class JvpTangent:
         return jvp(fun, given, _moved(self.path[-1], moves[-1], primals, tangents))[1]
 
     def ast_ad_rule(self) -> Any:
+        """Forward: linear in each move, one more move in each slot. Reverse, called ``(g, ans, *call)``: for
+        move ``w_i``, the adjoints of its slot of ``<g, D^(m-1) code[the other moves]>`` (``JvpCotangent``);
+        for the primals and the tangents, their adjoints of ``<g, D^m code[w_1, ..., w_m]>``."""
         from ast_ad import registry
 
         if self._rule is None:
-            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * len(self.path) + \
+            m = len(self.path)
+            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * m + \
                 (JvpTangent(self.of, (*self.path, 0)), JvpTangent(self.of, (*self.path, 1)))
-            self._rule = registry.Rule(self, (), origin="ast_ad.compose", jvps=jvps)
+            rest = (0, 1, 2 + 2 * m, 3 + 2 * m)  # g, ans, the primals, the tangents
+            vjps: list[Any] = []
+            for k in range(m, 0, -1):  # the call's moves, the last first: w_k at 2 * (m - k), its ans after it
+                others = [j for j in range(m, 0, -1) if j != k]
+                order = (*(2 + 2 * (m - j) + d for j in others for d in (0, 1)), *rest)
+                path = tuple(self.path[j - 1] for j in sorted(others))
+                vjps += [Permuted(JvpCotangent(self.of, self.path[k - 1], path), order, 2 * m + 4,
+                                  f"{self.__name__}_w{k}_vjp"), registry.zero]
+            moves = tuple(range(2, 2 + 2 * m))
+            vjps += [Permuted(JvpCotangent(self.of, wrt, self.path), (*moves, *rest), 2 * m + 4,
+                              f"{self.__name__}_{'pt'[wrt]}_vjp") for wrt in (0, 1)]
+            self._rule = registry.Rule(self, tuple(vjps), origin="ast_ad.compose", jvps=jvps)
+        return self._rule
+
+
+class Permuted:
+    """``target`` called with the arguments of its own call at ``order``: one rule written for another rule's
+    layout of arguments (an argument left out of ``order`` is not read, so nothing flows to it). Its rules
+    are ``target``'s laid out the same way, so it is differentiated again as ``target`` is."""
+
+    __module__ = "ast_ad.compose"
+
+    def __init__(self, target: Any, order: tuple[int, ...], arity: int, name: str):
+        from ast_ad import registry
+
+        self.target, self.order, self.arity = target, order, arity
+        self.__name__ = self.__qualname__ = name
+        self._rule: Any = None
+        if registry.returns_sequence(target):
+            registry.def_sequence(self)
+
+    def __call__(self, *call: Any) -> Any:
+        return self.target(*(call[j] for j in self.order))
+
+    def ast_ad_rule(self) -> Any:
+        from ast_ad import registry
+
+        if self._rule is None:
+            rule = registry.lookup(self.target)
+            assert rule is not None, self.target  # the targets are JvpTangent and JvpCotangent, rules of rules
+            shifted = (0, 1, *(2 + j for j in self.order))  # a rule's call: (g or v, ans, *this call)
+
+            def laid(made: Any, j: int, kind: str) -> Any:
+                if j not in self.order:
+                    return registry.zero
+                if made is None or made is registry.zero or made is registry.LINEAR:
+                    return made
+                return Permuted(made, shifted, self.arity + 2, f"{self.__name__}_{kind}{j}")
+            vjps = tuple(laid(rule.vjp(self.order.index(j)), j, "vjp") for j in range(self.arity))
+            jvps = tuple(laid(rule.jvp(self.order.index(j)), j, "jvp") for j in range(self.arity))
+            self._rule = registry.Rule(self, vjps, origin="ast_ad.compose", jvps=jvps)
         return self._rule
 
 
@@ -244,9 +298,23 @@ class JvpCotangent:
         from ast_ad import registry
 
         if self._rule is None:
-            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * (len(self.path) + 1) + \
+            m = len(self.path)
+            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * (m + 1) + \
                 (JvpCotangent(self.of, self.wrt, (*self.path, 0)), JvpCotangent(self.of, self.wrt, (*self.path, 1)))
-            self._rule = registry.Rule(self, (), origin="ast_ad.compose", jvps=jvps)
+            # reverse, called (u, ans', *call): <u, this> is <g, D^(m+1) code[w_1, ..., w_m, u in slot wrt]>
+            rest = (2 * m + 2, 2 * m + 3, 2 * m + 4, 2 * m + 5)  # g, ans, the primals, the tangents
+            vjps: list[Any] = []
+            for k in range(m, 0, -1):  # w_k: the adjoints of its slot of <g, D^m code[the other moves, u]>
+                others = [j for j in range(m, 0, -1) if j != k]
+                order = (0, 1, *(2 + 2 * (m - j) + d for j in others for d in (0, 1)), *rest)
+                path = (*(self.path[j - 1] for j in sorted(others)), self.wrt)
+                vjps += [Permuted(JvpCotangent(self.of, self.path[k - 1], path), order, 2 * m + 6,
+                                  f"{self.__name__}_w{k}_vjp"), registry.zero]
+            moves = tuple(range(2 * m + 2))  # u, ans', and the moves
+            vjps += [Permuted(JvpTangent(self.of, (*self.path, self.wrt)), (*moves, 2 * m + 4, 2 * m + 5),
+                              2 * m + 6, f"{self.__name__}_g_vjp"), registry.zero]
+            vjps += [JvpCotangent(self.of, wrt, (*self.path, self.wrt)) for wrt in (0, 1)]
+            self._rule = registry.Rule(self, tuple(vjps), origin="ast_ad.compose", jvps=jvps)
         return self._rule
 
 

@@ -112,3 +112,13 @@ def potential_slope(x):
 def curvature_along_x(x):
     """sum(H x), H the Hessian of the potential in x, by forward mode over its gradient in a body."""
     return np.sum(ast_ad.jvp(potential_slope, (x,), (x,))[1])
+
+
+def wavy_slope_forward(x):
+    """wavy'(x), by forward mode in the body."""
+    return ast_ad.jvp(wavy, (x,), (1.0,))[1]
+
+
+def wavy_curvature_forward(x):
+    """wavy''(x) x: forward mode over a body that itself calls forward mode (the tangent of a tangent)."""
+    return ast_ad.jvp(wavy_slope_forward, (x,), (x,))[1]

@@ -724,6 +724,84 @@ def test_a_gradient_in_a_body_to_the_fourth_order() -> None:
         assert math.isclose(d(x), _leibniz(order, x), rel_tol=1e-11), order
 
 
+def _wavy(order: int, x: float) -> float:
+    """The derivative of wavy (x^2 sin x) of this order, by Leibniz's rule."""
+    return sum(math.comb(order, k) * math.perm(2, k) * x ** (2 - k) * math.sin(x + (order - k) * math.pi / 2)
+               for k in range(3) if k <= order)
+
+
+def test_forward_mode_in_a_body_over_forward_mode_in_a_body_to_the_fourth_order() -> None:
+    """Reverse and forward mode over ``jvp`` of a function whose body calls ``jvp``: the forward rules of the
+    inner ``jvp`` (``JvpTangent``) have reverse rules (``JvpCotangent``, laid out by ``Permuted``). d^k of
+    wavy''(x) x is wavy^(k+2)(x) x + k wavy^(k+1)(x)."""
+    from tests import compose_nested as nested
+
+    x = 0.7
+    d = nested.wavy_curvature_forward
+    assert math.isclose(d(x), _wavy(2, x) * x, rel_tol=1e-13)
+    for order in range(1, 5):
+        d = ast_ad.grad(d)
+        assert math.isclose(d(x), _wavy(order + 2, x) * x + order * _wavy(order + 1, x), rel_tol=1e-10), order
+    hessian = ast_ad.hessian(nested.wavy_curvature_forward)(x)
+    assert math.isclose(hessian, _wavy(4, x) * x + 2 * _wavy(3, x), rel_tol=1e-10)
+    jacobian = ast_ad.jacrev(ast_ad.grad(nested.wavy_curvature_forward))(x)
+    assert math.isclose(jacobian, _wavy(4, x) * x + 2 * _wavy(3, x), rel_tol=1e-10)
+
+
+def _like(value, rng):
+    if isinstance(value, tuple):
+        return tuple(_like(v, rng) for v in value)
+    return None if value is None else (rng.standard_normal(np.shape(value)) if np.ndim(value) else
+                                       float(rng.standard_normal()))
+
+
+def _pairing(a, b) -> float:
+    if isinstance(a, tuple):
+        return sum(_pairing(x, y) for x, y in zip(a, b, strict=True))
+    return 0.0 if a is None or b is None else float(np.sum(np.asarray(a) * np.asarray(b)))
+
+
+@pytest.mark.parametrize("wrt, path", [(None, (0,)), (None, (1,)), (None, (0, 1)), (None, (1, 1, 0)), (0, ()),
+                                       (1, ()), (0, (1,)), (1, (0, 0))])
+def test_the_rules_of_jvp_in_a_body_pass_the_dot_product_identity(wrt, path) -> None:
+    """Each reverse rule of ``JvpTangent`` (``wrt`` None) and ``JvpCotangent`` against its forward rule:
+    <vjp_k(u), v> = <u, jvp_k(v)>, for every argument: the moves, the adjoint ``g``, the primals and the
+    tangents."""
+    from ast_ad import compose, registry
+    from tests import compose_nested as nested
+
+    rng = np.random.default_rng(len(path) + 3 * (wrt or 0))
+    of = compose.jvp_of(nested.potential)
+    primals, tangents = (rng.standard_normal(3), 2.0), (rng.standard_normal(3), 0.5)
+    slots = (primals, tangents)
+    call: list = []
+    for slot in reversed(path):  # the last move first, each with its (unread) result
+        call += [_like(slots[slot], rng), None]
+    if wrt is None:
+        prim = compose.JvpTangent(of, path)
+    else:
+        prim = compose.JvpCotangent(of, wrt, path)
+        call += [_like(of(primals, tangents), rng), None]
+    call += [primals, tangents]
+    rule = registry.lookup(prim)
+    out = prim(*call)
+    checked = 0
+    for k, arg in enumerate(call):
+        vjp, jvp = rule.vjp(k), rule.jvp(k)
+        if arg is None:
+            assert vjp is registry.zero and jvp is registry.zero
+            continue
+        assert callable(vjp) and vjp is not registry.zero, k
+        u, v = _like(out, rng), _like(arg, rng)
+        if jvp is registry.LINEAR:
+            moved = prim(*call[:k], v, *call[k + 1:])
+        else:
+            moved = jvp(v, out, *call)
+        assert math.isclose(_pairing(vjp(u, out, *call), v), _pairing(u, moved), rel_tol=1e-9, abs_tol=1e-11), k
+        checked += 1
+    assert checked == len(path) + (wrt is not None) + 2
+
+
 def test_jacobians_and_hessians_compose() -> None:
     """A Jacobian is a primitive whose forward rules are Jacobians again: the tensors of third and fourth
     derivatives, against autograd's, by either mode and for tuple argnums."""
