@@ -23,7 +23,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from ast_ad import ir, printer, registry, syntax
+from ast_ad import ir, printer, registry, syntax, writer
 from ast_ad.fold import Inliner, filled, folded
 from ast_ad.forward import Tangent
 from ast_ad.kinds import labelled
@@ -100,8 +100,7 @@ def _module(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
     An owner (an ``Adjoint`` or a ``Tangent``) has the ``function`` it derives from and the ``refs``
     its trees' markers index; the last unit is the entry point.
     """
-    found: list[list[ast.Name]] = [[] for _ in units]  # the names of each tree, markers among them
-    trees = [syntax.to_ast(tree, into) for (_, _, tree), into in zip(units, found, strict=True)]  # a copy to print
+    found = [_names_in_order(tree) for _, _, tree in units]
     namer = Namer(reserved={n.id for names in found for n in names if not n.id.startswith(syntax.MARK)})
     names: dict[Any, str] = {}
     namespace: dict[str, Any] = {}
@@ -129,14 +128,14 @@ def _module(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
         base = obj if not attrs else _root_module(obj)
         return ".".join([global_name(id(base), root, base), *attrs])
 
-    for (owner, part, _), tree, found_names in zip(units, trees, found, strict=True):
-        spelled: dict[str, str] = {}
-        for node in found_names:  # a dotted name prints as the attribute reads it stands for: ``np.sin``
-            if node.id.startswith(syntax.MARK):
-                if node.id not in spelled:
-                    spelled[node.id] = resolve(owner, node.id)
-                node.id = spelled[node.id]
-        tree.name = names[(id(owner), part)]
+    spellings: list[dict[str, str]] = []
+    for (owner, _, _), found_names in zip(units, found, strict=True):
+        spelled: dict[str, str] = {}  # a dotted name prints as the attribute reads it stands for: ``np.sin``
+        for node in found_names:
+            if node.id.startswith(syntax.MARK) and node.id not in spelled:
+                spelled[node.id] = resolve(owner, node.id)
+        spellings.append(spelled)
+    entries = [names[(id(owner), part)] for owner, part, _ in units]
     for owner in dict.fromkeys(owner for owner, _, _ in units):
         for ref in owner.refs.entries:
             if ref.origin is not None:
@@ -148,11 +147,60 @@ def _module(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
     for k, v in list(namespace.items()):
         if v is None:
             del namespace[k]
-    text = "\n\n".join(_print_ast(tree) for tree in trees)
+    text = "\n\n".join(_printed(tree, entry, spelled)
+                         for (_, _, tree), entry, spelled in zip(units, entries, spellings, strict=True))
     unique = {(b.alias, id(b.fn), b.origin): b for b in bindings}
-    files = {tree.name: owner.function.result_line.filename for (owner, _, _), tree in zip(units, trees, strict=True)}
+    files = {entry: owner.function.result_line.filename for (owner, _, _), entry in zip(units, entries, strict=True)}
     functions = tuple(dict.fromkeys(owner.function.fn for owner, _, _ in reversed(units)))
-    return Emitted(text, trees[-1].name, namespace, tuple(unique.values()), files, functions)
+    return Emitted(text, entries[-1], namespace, tuple(unique.values()), files, functions)
+
+
+def _names_in_order(tree: gast.FunctionDef) -> list[gast.Name]:
+    """The names of ``tree`` in the order the markers are spelled (so the names chosen never depend on the
+    printer): its body's, depth first in field order, each function's, lambda's and comprehension's own in
+    breadth-first order after its place; parameters not among them."""
+    out: list[gast.Name] = []
+
+    def visit(node: Any) -> None:
+        kind = type(node)
+        if kind is list:
+            for item in node:
+                visit(item)
+        elif kind is gast.Name:
+            out.append(node)
+        elif isinstance(node, gast.AST):
+            if kind is gast.FunctionDef or isinstance(node, syntax.SCOPES):
+                if kind is gast.FunctionDef:
+                    visit(node.body)
+                out.extend(_read_names(node.args if kind is gast.FunctionDef else node))
+                return
+            for field in node._fields:
+                visit(getattr(node, field, None))
+    visit(tree.body)
+    out.extend(_read_names(tree.args))
+    return out
+
+
+def _read_names(node: gast.AST) -> list[gast.Name]:
+    """The names under ``node`` other than parameters, breadth first (as ``to_ast`` met them)."""
+    return [n for n in ast.walk(node) if isinstance(n, gast.Name) and type(n.ctx) is not gast.Param]
+
+
+def _printed(tree: gast.FunctionDef, name: str, spelled: dict[str, str]) -> str:
+    """The text of ``tree``, named ``name``, its markers spelled: printed directly (``writer``), or through
+    Python's ``ast`` by astor or ``ast.unparse`` where ``AST_AD_PRINTER`` asks or the tree holds what the
+    writer leaves to them."""
+    if printer.chosen() == "own":
+        try:
+            return writer.source(tree, spelled.__getitem__, name)
+        except writer.Unprintable:
+            pass
+    made = syntax.to_ast(tree)
+    for node in ast.walk(made):
+        if type(node) is ast.Name and node.id in spelled:
+            node.id = spelled[node.id]
+    made.name = name
+    return _print_ast(made)
 
 
 def emit_forward(function: ir.Function) -> str:

@@ -1,5 +1,9 @@
 """Print a Python ``ast`` tree as source: astor where it works, the standard library's ``ast.unparse`` where not.
 
+Generated functions are printed from their gast trees by ``writer`` ("own", the default), in astor's layout;
+``AST_AD_PRINTER=astor`` or ``unparse`` prints them through Python's ``ast`` by astor or ``ast.unparse``
+instead (the tests compare the three).
+
 astor 0.8.1 (its last release) refers to ``ast.Num`` and the other node classes that Python 3.14
 removed, and warns on 3.13 when imported. ast_ad imports it lazily, with those warnings silenced, and
 falls back to ``ast.unparse`` where it cannot be imported. Both print the same program; astor's
@@ -20,7 +24,7 @@ import os
 import warnings
 from typing import Any
 
-PRINTERS = ("astor", "unparse")
+PRINTERS = ("own", "astor", "unparse")
 
 
 @functools.cache
@@ -36,17 +40,16 @@ def _astor() -> Any:
 
 
 def chosen() -> str:
-    """The printer in use: ``AST_AD_PRINTER`` if set, else astor where it imports, else ``unparse``."""
+    """The printer of generated functions: ``AST_AD_PRINTER`` if set, else ``own`` (``writer``)."""
     forced = os.environ.get("AST_AD_PRINTER", "")
-    if forced in PRINTERS:
-        return forced
-    return "astor" if _astor() is not None else "unparse"
+    return forced if forced in PRINTERS else "own"
 
 
 def to_source(tree: ast.AST, printer: str | None = None) -> str:
-    """``tree`` as Python source, ending in a newline."""
+    """``tree`` as Python source, ending in a newline: astor where it imports (and ``printer`` is not
+    ``unparse``), else ``ast.unparse``."""
     printer = printer or chosen()
-    if printer == "astor" and _astor() is not None:
+    if printer != "unparse" and _astor() is not None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             # astor's own line splitting leaves a lone ``)`` on a line of its own: keep each statement whole

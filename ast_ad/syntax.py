@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import operator
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import gast
@@ -73,18 +73,34 @@ _NOT_NODES = {"ctx", "id", "attr", "type_comment", "kind", "conversion", "is_asy
 NODE_FIELDS = _NodeFields()  # ``NODE_FIELDS[type(node)]``: what ``children`` reads
 
 
+class _ChildReaders(dict[type, Callable[[Any], list[Any]]]):
+    """For each gast node class, a function written for it that lists the nodes under one of its instances (a
+    loop over the class's fields, with a call and a test per field, was most of every walk's cost)."""
+
+    def __missing__(self, kind: type) -> Callable[[Any], list[Any]]:
+        lines = ["def children(node):", "    out = []"]
+        for field in NODE_FIELDS[kind]:
+            lines += [f"    value = getattr(node, {field!r}, None)",
+                      "    if type(value) is list:",
+                      "        out += value",
+                      "    elif isinstance(value, AST):",
+                      "        out.append(value)"]
+        lines += ["    if None in out:  # a dict display's ``**`` entry has no key",
+                  "        out = [child for child in out if child is not None]",
+                  "    return out"]
+        scope: dict[str, Any] = {"AST": gast.AST}
+        exec("\n".join(lines), scope)  # noqa: S102 -- code of ast_ad's own, from the class's field names
+        made: Callable[[Any], list[Any]] = scope["children"]
+        self[kind] = made
+        return made
+
+
+_CHILD_READERS = _ChildReaders()
+
+
 def children(node: gast.AST) -> list[Any]:
     """The nodes directly under ``node``, in field order (contexts left out)."""
-    children: list[Any] = []
-    for field in NODE_FIELDS[type(node)]:
-        value = getattr(node, field, None)
-        if type(value) is list:
-            children += value
-        elif isinstance(value, gast.AST):
-            children.append(value)
-    if None in children:  # a dict display's ``**`` entry has no key
-        children = [child for child in children if child is not None]
-    return children
+    return _CHILD_READERS[type(node)](node)
 
 
 def name_ids(node: gast.AST, loads: bool = False) -> set[str]:
@@ -104,7 +120,7 @@ def name_ids(node: gast.AST, loads: bool = False) -> set[str]:
 
 # Python's parser shares one instance of each context among all the names of a tree; so does ``to_ast``
 _CONTEXTS: dict[type, ast.expr_context] = {gast.Load: ast.Load(), gast.Store: ast.Store(), gast.Del: ast.Del()}
-_SCOPES = (gast.FunctionDef, gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
+SCOPES = (gast.FunctionDef, gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
 
 
 def to_ast(node: Any, names: list[ast.Name] | None = None) -> Any:
@@ -131,7 +147,7 @@ def to_ast(node: Any, names: list[ast.Name] | None = None) -> Any:
         return _CONTEXTS[kind]
     if not isinstance(node, gast.AST):
         return node
-    if isinstance(node, (gast.FunctionDef, *_SCOPES)):
+    if isinstance(node, (gast.FunctionDef, *SCOPES)):
         if isinstance(node, gast.FunctionDef):
             shell = gast.FunctionDef(**{field: getattr(node, field, None) for field in node._fields})
             shell.body = [gast.Pass()]
