@@ -155,6 +155,10 @@ def test_the_writer_spells_markers_and_leaves_the_rest_to_astor() -> None:
         tree.body = body
         with pytest.raises(writer.Unprintable):
             writer.source(tree, str)
+    from ast_ad import emit  # which the emit stage prints through Python's ``ast`` and astor instead
+    tree.body = [gast.Try([gast.Return(syntax.call(marker, [syntax.name("x")]))], [], [], [gast.Pass()])]
+    assert emit._printed(tree, "g", {marker.id: "length"}) == \
+        "def g(x, y, out_bar):\n    try:\n        return length(x)\n    finally:\n        pass\n"
 
 
 @settings(max_examples=40, deadline=None)
