@@ -43,13 +43,18 @@ def export(gradient: Gradient[Any], path: str, *example_args: Any) -> str:
     imports: list[str] = []
     helpers: dict[str, str] = {}
     values: list[str] = []
+    made: dict[str, tuple[str, str]] = {}  # helper objects: the code's name for each, how to make it, its name
     for alias, obj in sorted(loaded.namespace.items()):
         if alias.startswith("__") or obj is loaded.fn or _is_generated(obj, loaded):
             continue
         if isinstance(obj, types.ModuleType):
             imports.append(f"import {obj.__name__}" + (f" as {alias}" if alias != obj.__name__ else ""))
         elif getattr(obj, "__module__", None) == runtime.__name__:
-            _add_helper(obj, alias, helpers)
+            if inspect.isfunction(obj) or inspect.isclass(obj):
+                _add_helper(obj, alias, helpers)
+            else:  # a helper object (a term of einsum's derivatives): its class, then the object made again
+                _add_helper(type(obj), type(obj).__name__, helpers)
+                made[alias] = (repr(obj), getattr(obj, "__name__", alias))
         elif getattr(obj, "__module__", None) == revolve.__name__:  # a checkpointed loop's schedule
             helpers.setdefault(revolve.__name__, _standalone(revolve))
             if alias != obj.__name__:
@@ -63,6 +68,14 @@ def export(gradient: Gradient[Any], path: str, *example_args: Any) -> str:
             values.append(f"{alias} = {_literal(obj, alias)}")
     for text in list(helpers.values()):
         _add_called_helpers(text, helpers)
+    code = loaded.text
+    for alias, (spelled, own) in made.items():  # the code's name for an object may be a copied helper's name
+        fresh = alias if alias not in helpers else own
+        while fresh in helpers or fresh != alias and fresh in loaded.namespace:
+            fresh += "_"
+        if fresh != alias:
+            code = re.sub(rf"\b{alias}\b", fresh, code)
+        values.append(f"{fresh} = {spelled}")
     if any("np." in text for text in helpers.values()) and not any(i.endswith(" as np") for i in imports):
         imports.append("import numpy as np")
     if not any(i.endswith(" as np") for i in imports):
@@ -74,7 +87,7 @@ def export(gradient: Gradient[Any], path: str, *example_args: Any) -> str:
                         for t in sorted(SCALAR_TYPES, key=lambda t: t.__name__))
     guard = GUARD.format(entry=loaded.fn.__name__, kinds=kinds, scalars=scalars)
     parts = [HEADER.format(name=gradient.__qualname__, entry=loaded.fn.__name__),
-             "\n".join(sorted(set(imports))), *helpers.values(), "\n".join(values), loaded.text, guard]
+             "\n".join(sorted(set(imports))), *helpers.values(), "\n".join(values), code, guard]
     text = "\n\n\n".join(p.strip("\n") for p in parts if p.strip()) + "\n"
     with open(path, "w") as out:
         out.write(text)

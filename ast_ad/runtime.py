@@ -1879,3 +1879,80 @@ class OtherOperands:
             jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * m + tuple(moving)
             self._rule = registry.Rule(self, (), origin="ast_ad.runtime", jvps=jvps)
         return self._rule
+
+
+class EinsumTerm:
+    """A term of the derivatives of ``np.einsum``, called as rules are: ``(v_m, ans_m, ..., v_1, ans_1, spec,
+    *operands)``. Each leading pair is a slot: ``("swap", p)``, operand ``p`` replaced by the slot's value;
+    ``"g"``, the adjoint; ``"skip"``, not read (a pair's second entry is never read). With ``wrt`` None the term
+    is ``np.einsum`` of the operands; else operand ``wrt``'s adjoint of it (``einsum_vjp``) for the adjoint ``g``.
+
+    Every term is linear in each slot's value and in each operand it reads, so its forward rules are itself
+    (``LINEAR``), and its reverse rules are terms again, with one slot more: the adjoint of a swapped operand
+    ``p`` of ``np.einsum`` is operand ``p``'s adjoint; the adjoint of ``g`` in operand ``k``'s adjoint is
+    ``np.einsum`` with ``k`` swapped for the cotangent; and the adjoint of another operand ``p`` there is
+    operand ``p``'s adjoint with ``k`` swapped for the cotangent (``<u, A_k(g)> = <g, einsum(k: u)>``). So the
+    terms can be differentiated again to any order, by either mode. ``np.einsum``'s own rule for operand ``k``
+    is ``EinsumTerm(("g",), k)``, called ``(g, ans, spec, *operands)``."""
+
+    def __init__(self, slots: tuple[Any, ...], wrt: int | None):
+        self.slots, self.wrt = slots, wrt
+        self.__name__ = self.__qualname__ = "einsum_with" if wrt is None else f"einsum_vjp_{wrt}"
+        self._rule: Any = None
+
+    def __call__(self, *call: Any, **kwargs: Any) -> Any:
+        m = len(self.slots)
+        spec, operands = call[2 * m], list(call[2 * m + 1:])
+        g = None
+        for k, slot in enumerate(self.slots):
+            if slot == "g":
+                g = call[2 * k]
+            elif slot != "skip":
+                operands[slot[1]] = call[2 * k]
+        if self.wrt is None:
+            return np.einsum(spec, *operands)
+        return einsum_vjp(self.wrt, g, spec, *operands)
+
+    def __repr__(self) -> str:
+        return f"EinsumTerm({self.slots!r}, {self.wrt!r})"
+
+    def __eq__(self, other: Any) -> bool:
+        return type(other) is type(self) and (self.slots, self.wrt) == (other.slots, other.wrt)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.slots, self.wrt))
+
+    def ast_ad_rule(self) -> Any:
+        from ast_ad import registry
+
+        if self._rule is None:
+            jvps: list[Any] = []
+            vjps: list[Any] = []
+            zero = registry.zero
+            for k, slot in enumerate(self.slots):
+                if slot == "skip":
+                    jvps += [zero, zero]
+                    vjps += [zero, zero]
+                    continue
+                rest = (*self.slots[:k], "skip", *self.slots[k + 1:])
+                if self.wrt is None:  # a swapped operand of einsum: its adjoint
+                    vjps.append(EinsumTerm(("g", *rest), slot[1]))
+                elif slot == "g":  # einsum with operand wrt swapped for the cotangent
+                    vjps.append(EinsumTerm((("swap", self.wrt), *rest), None))
+                else:  # swapped operand p: p's adjoint, wrt swapped for the cotangent
+                    vjps.append(EinsumTerm((("swap", self.wrt), *rest), slot[1]))
+                jvps += [registry.LINEAR, zero]
+                vjps.append(zero)
+            jvps.append(None)  # the spec
+            vjps.append(None)
+            swapped = {slot[1] for slot in self.slots if isinstance(slot, tuple)}
+            for j in range(8):
+                if j in swapped or j == self.wrt:  # not read, or read for its shape
+                    jvps.append(zero)
+                    vjps.append(zero)
+                    continue
+                jvps.append(registry.LINEAR)
+                vjps.append(EinsumTerm(("g", *self.slots), j) if self.wrt is None
+                            else EinsumTerm((("swap", self.wrt), *self.slots), j))
+            self._rule = registry.Rule(self, tuple(vjps), origin="ast_ad.runtime", jvps=tuple(jvps))
+        return self._rule

@@ -435,16 +435,26 @@ def _rnn_step_loss(w):
     return np.sum(h ** 2) + 0.1 * np.sum(w * w)
 
 
-@pytest.mark.parametrize("fn, x", [(_sine_loop, np.array([0.3, 0.5, 0.7])), (_rnn_step_loss, np.eye(3) * 0.5 + 0.1)],
-                         ids=["sine loop", "loop of matrix products"])
+_MIXING = np.arange(6.0).reshape(2, 3) / 7
+
+
+def _products(x):
+    return np.sum(np.einsum("ij,j->i", _MIXING, np.sin(x)) ** 2) \
+        + np.sum(np.tensordot(np.outer(x, x), np.sin(x), axes=1) * x) + np.einsum("i,i,i->", x, x, np.cos(x))
+
+
+@pytest.mark.parametrize("fn, x", [(_sine_loop, np.array([0.3, 0.5, 0.7])), (_rnn_step_loss, np.eye(3) * 0.5 + 0.1),
+                                   (_products, np.array([0.3, -0.5, 0.7]))],
+                         ids=["sine loop", "loop of matrix products", "einsum and tensordot"])
 def test_reverse_mode_over_an_exported_gradient(fn, x, tmp_path, monkeypatch) -> None:
     """The output language is the input language: the gradient of a loop, exported as plain Python (its tapes
     are lists made empty, pushed and popped), is differentiated again by reverse mode. sum(grad f(x) * x) has
     the gradient H x + grad f(x), which forward over reverse gives.
 
-    The module copies the helpers it calls, so that it runs without ast_ad; a copy with the code of ast_ad's
-    helper takes that helper's rules (``normalize.helper_twin``: unbroadcast's source is outside the language).
-    A loop's matrix products are summed after it (``summed_matmul_vjp_a``); reverse mode reads that sum step
+    The module copies the helpers it calls, so that it runs without ast_ad (einsum's adjoints are objects,
+    ``EinsumTerm``: their class, then each made again, under a name no copied helper has); a copy with the code
+    of ast_ad's helper takes that helper's rules (``normalize.helper_twin``: unbroadcast's source is outside the
+    language). A loop's matrix products are summed after it (``summed_matmul_vjp_a``); reverse mode reads that sum step
     by step (``registry.def_read_as``). The module's check of the arguments' kinds (which takes *args) is read
     as the function it checks."""
     import importlib
@@ -800,6 +810,42 @@ def test_the_rules_of_jvp_in_a_body_pass_the_dot_product_identity(wrt, path) -> 
         assert math.isclose(_pairing(vjp(u, out, *call), v), _pairing(u, moved), rel_tol=1e-9, abs_tol=1e-11), k
         checked += 1
     assert checked == len(path) + (wrt is not None) + 2
+
+
+@pytest.mark.parametrize("slots, wrt", [(("g",), 0), (("g",), 1), ((("swap", 0),), None), (("g", ("swap", 1)), 0),
+                                        ((("swap", 0), "skip", "g"), 2), ((("swap", 2), ("swap", 0)), None)])
+def test_the_terms_of_einsum_pass_the_dot_product_identity(slots, wrt) -> None:
+    """Each reverse rule of a term of einsum's derivatives (``runtime.EinsumTerm``), and each of its reverse
+    rules' reverse rules, against the forward rule (the term itself, linear in the argument) by <vjp_k(u), v> =
+    <u, jvp_k(v)>: so reverse mode runs over reverse-mode code that calls einsum, to any order."""
+    from ast_ad import registry
+    from ast_ad.runtime import EinsumTerm
+
+    rng = np.random.default_rng(len(slots) + 7 * (wrt or 0))
+    spec, operands = "ij,jk,k->i", [rng.standard_normal((2, 3)), rng.standard_normal((3, 4)), rng.standard_normal(4)]
+    output = np.einsum(spec, *operands)
+
+    def arguments(term):
+        call = []
+        for slot in term.slots:
+            call += [output if slot == "g" else None if slot == "skip" else
+                     rng.standard_normal(np.shape(operands[slot[1]])), None]
+        return [*call, spec, *operands]
+
+    def check(term, depth):
+        call = arguments(term)
+        rule, out = registry.lookup(term), term(*call)
+        for k, arg in enumerate(call):
+            vjp = rule.vjp(k)
+            if arg is None or isinstance(arg, str) or vjp is registry.zero:
+                continue
+            u, v = rng.standard_normal(np.shape(out)), rng.standard_normal(np.shape(arg))
+            assert rule.jvp(k) is registry.LINEAR
+            moved = term(*call[:k], v, *call[k + 1:])
+            assert math.isclose(float(np.sum(vjp(u, out, *call) * v)), float(np.sum(u * moved)), rel_tol=1e-9), k
+            if depth:
+                check(vjp, depth - 1)
+    check(EinsumTerm(slots, wrt), 1)
 
 
 def test_jacobians_and_hessians_compose() -> None:

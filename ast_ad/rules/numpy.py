@@ -1,6 +1,5 @@
 """Rules for numpy: elementwise functions, reductions and structure."""
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,6 +24,7 @@ from ast_ad.registry import (
 )
 from ast_ad.registry import defvjp_elementwise as ew
 from ast_ad.runtime import (
+    EinsumTerm,
     T,
     add_at,
     assign_item,
@@ -55,7 +55,6 @@ from ast_ad.runtime import (
     dot_vjp_a,
     dot_vjp_b,
     dstack_vjp,
-    einsum_vjp,
     expand_reduced,
     extremum_vjp,
     fit,
@@ -68,7 +67,6 @@ from ast_ad.runtime import (
     matmul_vjp_a,
     matmul_vjp_b,
     nanmean_vjp,
-    other_operand_jvp,
     outer_vjp_a,
     outer_vjp_b,
     pad_jvp,
@@ -208,23 +206,18 @@ defvjp(np.average, lambda g, ans, x, axis=None, weights=None, *args, **kwargs: a
 defvjp(np.nansum,  lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=False, *args, **kwargs:
                    expand_reduced(g, x, axis, keepdims) * np.logical_not(np.isnan(x)))
 
-def einsum_rule(k: int) -> Callable[..., Any]:
-    """The rule of operand ``k`` of ``np.einsum``."""
-    return lambda g, ans, spec, *operands, **kwargs: einsum_vjp(k, g, spec, *operands)
-
-
 # ---- more products ----------------------------------------------------------------------------------
 defvjp(np.vdot,      lambda g, ans, a, b: g * np.reshape(b, np.shape(a)),
                      lambda g, ans, a, b: g * np.reshape(a, np.shape(b)))
 defvjp(np.inner,     lambda g, ans, a, b: inner_vjp(g, a, b), lambda g, ans, a, b: inner_vjp_b(g, a, b))
 defvjp(np.outer,     lambda g, ans, a, b: outer_vjp_a(g, a, b), lambda g, ans, a, b: outer_vjp_b(g, a, b))
-defvjp(np.tensordot, lambda g, ans, a, b, axes=2: einsum_vjp(0, g, tensordot_spec(a, b, axes), a, b),
-                     lambda g, ans, a, b, axes=2: einsum_vjp(1, g, tensordot_spec(a, b, axes), a, b))
-EINSUM_RULES = [einsum_rule(k) for k in range(8)]
-defvjp(np.einsum, None, *EINSUM_RULES)  # np.einsum(spec, *operands): a rule per operand
-for _k, _rule in enumerate(EINSUM_RULES):  # called by name in gradients (their operands vary in number)
-    def_linear(_rule, 0)
-    defjvp(_rule, None, zero, zero, *[other_operand_jvp(_rule, j, 3, _k, g=0) for j in range(3, 11)])
+# np.einsum(spec, *operands): operand k's rule is a term of einsum's derivatives, called by name in gradients
+# (their operands vary in number), whose own rules are terms again (``EinsumTerm``)
+EINSUM_RULES = [EinsumTerm(("g",), k) for k in range(8)]
+einsum_vjp_a, einsum_vjp_b = EINSUM_RULES[:2]
+defvjp(np.tensordot, lambda g, ans, a, b, axes=2: einsum_vjp_a(g, None, tensordot_spec(a, b, axes), a, b),
+                     lambda g, ans, a, b, axes=2: einsum_vjp_b(g, None, tensordot_spec(a, b, axes), a, b))
+defvjp(np.einsum, None, *EINSUM_RULES)
 defvjp(np.kron,      lambda g, ans, a, b: kron_vjp(0, g, a, b), lambda g, ans, a, b: kron_vjp(1, g, a, b))
 defvjp(np.trace,     lambda g, ans, x, offset=0, axis1=0, axis2=1, *args, **kwargs:
                      diagonal_vjp(g, x, offset, axis1, axis2))

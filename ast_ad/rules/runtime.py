@@ -173,8 +173,12 @@ defjvp(rt.pinv_vjp, None, lambda u, ans2, g, ans, a: rt.pinv_vjp_jvp(1, u, g, an
        lambda u, ans2, g, ans, a: rt.pinv_vjp_jvp(2, u, g, ans, a))
 
 # operand k's adjoint of a product: linear in the adjoint and in each other operand, its own read for its shape
-def_linear(rt.einsum_vjp, 1)
-defjvp(rt.einsum_vjp, zero, None, zero, *[rt.other_operand_jvp(rt.einsum_vjp, j, 3) for j in range(3, 11)])
+# einsum's operands' rules (``rules.numpy.EINSUM_RULES``) make their own rules (``EinsumTerm``); registered, so
+# that the rule tests read them as they read every rule
+for _term in (rt.EinsumTerm(("g",), k) for k in range(8)):
+    _made = _term.ast_ad_rule()
+    defvjp(_term, *_made.vjps)
+    defjvp(_term, *_made.jvps)
 for _operand in (rt.kron_vjp, rt.convolve_vjp, rt.correlate_vjp):
     def_linear(_operand, 1)
     defjvp(_operand, zero, None, rt.other_operand_jvp(_operand, 2, 2), rt.other_operand_jvp(_operand, 3, 2), zero)
