@@ -115,21 +115,17 @@ class _Writer:
         elif kind is gast.For:
             if node.type_comment is not None:
                 raise Unprintable("a type comment")
-            lines.append(f"{indent}for {self.expr(node.target, _TUPLE)} in {self.expr(node.iter, _ATOM)}:")
-            self.body(node.body, indent + "    ")
-            self.orelse(node.orelse, indent)
+            self.clause(f"for {self.expr(node.target, _TUPLE)} in {self.expr(node.iter, _ATOM)}", node.body, indent)
+            self.clause("else", node.orelse, indent)
         elif kind is gast.If:
-            lines.append(f"{indent}if {self.expr(node.test, _TUPLE + 1)}:")
-            self.body(node.body, indent + "    ")
+            self.clause(f"if {self.expr(node.test, _TUPLE + 1)}", node.body, indent)
             while len(node.orelse) == 1 and type(node.orelse[0]) is gast.If:  # astor's ``elif``
                 node = node.orelse[0]
-                lines.append(f"{indent}elif {self.expr(node.test, _TUPLE + 1)}:")
-                self.body(node.body, indent + "    ")
-            self.orelse(node.orelse, indent)
+                self.clause(f"elif {self.expr(node.test, _TUPLE + 1)}", node.body, indent)
+            self.clause("else", node.orelse, indent)
         elif kind is gast.While:
-            lines.append(f"{indent}while {self.expr(node.test, _TUPLE + 1)}:")
-            self.body(node.body, indent + "    ")
-            self.orelse(node.orelse, indent)
+            self.clause(f"while {self.expr(node.test, _TUPLE + 1)}", node.body, indent)
+            self.clause("else", node.orelse, indent)
         elif kind is gast.Delete:
             lines.append(f"{indent}del {', '.join(self.expr(t, _TUPLE + 1) for t in node.targets)}")
         elif kind is gast.Pass:
@@ -143,9 +139,10 @@ class _Writer:
         else:
             raise Unprintable(kind.__name__)
 
-    def orelse(self, stmts: list[gast.stmt], indent: str) -> None:
-        if stmts:
-            self.lines.append(f"{indent}else:")
+    def clause(self, header: str, stmts: list[gast.stmt], indent: str) -> None:
+        """``header:`` and its block (an ``else`` only where it has one)."""
+        if stmts or header != "else":
+            self.lines.append(f"{indent}{header}:")
             self.body(stmts, indent + "    ")
 
     # ---- expressions ------------------------------------------------------------------------------------
