@@ -103,6 +103,11 @@ class _Writer:
                 self.smooth = False  # abs has a kink at 0
             return str(unary.format(self.expr(depth + 1)))
         if self.helpers and self.draw(st.integers(0, 4)) == 0:
+            if self.draw(st.integers(0, 3)) == 0:  # lists into a helper that returns one: the other's adjoint is None
+                self.features.add("list picked by a helper")
+                self.smooth = False  # it branches on a value
+                items = [self.expr(depth + 2) for _ in range(4)]
+                return f"pick([{items[0]}, {items[1]}], [{items[2]}, {items[3]}])[{self.draw(st.integers(0, 1))}]"
             self.features.add("helper call")
             return f"{self.draw(st.sampled_from(self.helpers))}({self.expr(depth + 1)})"
         binary: str = self.draw(st.sampled_from(BINARY))
@@ -345,6 +350,7 @@ def programs(draw: Any, arrays: bool | None = None, branches: bool = True, loops
             inner = writer.expr(1)
             source += ["", f"def helper{k}(a, scale=0.5):", f"    return scale * np.tanh({inner}) + a", ""]
             writer.helpers.append(f"helper{k}")
+        source += ["", "def pick(a, b):", "    if np.sum(a[0]) > 0.0:", "        return a", "    return b", ""]
     if mutation and draw(st.booleans()):
         source += ["", "def damp(a):", "    a *= 0.5", "    return a", ""]
         writer.damp = True

@@ -68,6 +68,8 @@ class FloatZeros:
         reset = stmt.target not in self.local and id(stmt) not in self.first
         if reset:
             maybe.add(stmt.target)
+        if id(stmt) in self.calls:
+            return  # a function of the user's: its backward pass gives None (zero) for what its path did not read
         value = stmt.value
         for k, atom in enumerate(value.args if isinstance(value, ir.Call) else inputs_of(value)):
             if not atom_active(atom, self.active):

@@ -122,6 +122,13 @@ def test_a_container_passed_to_a_function_that_may_not_read_it(fn, x) -> None:
     assert_fd(fn, (x,), (0,), (ours,))
 
 
+@pytest.mark.parametrize("x", [np.array([-1.0, -1.0, -1.0]), np.array([1.0, 0.5, -0.2])])
+def test_a_picked_list_of_matrix_products(x) -> None:
+    ours = ast_ad.grad(cf.picked_list_of_products)(x)
+    np.testing.assert_allclose(ours, ast_ad.tracer.grad(cf.picked_list_of_products)(x), rtol=1e-12, atol=1e-14)
+    assert_fd(cf.picked_list_of_products, (x,), (0,), (ours,))
+
+
 @pytest.mark.parametrize("fn, x", [(cf.rows_as_a_list, np.array([[0.3, -0.2], [0.5, 1.1]])),
                                    (cf.a_tuple_of_a_list, np.array([0.3, -0.2, 0.5]))])
 def test_list_and_tuple_of_differentiated_values(fn, x) -> None:
