@@ -42,6 +42,7 @@ class Aliasing:
     unpacked: dict[str, str]  # a name bound by ``a, b = xs`` -> ``xs``, which holds its object
     presets: list[ir.Stmt]  # statements the function starts with (a copy's flag, true until the copy sets it)
     namer: Any
+    nesting: int  # how many blocks (branches, loop bodies) the statement being lowered is in
     writes: set[str]  # parameters whose values an in-place statement may change
     loop_shared: list[set[str]]  # per enclosing loop, the names it may bind to a shared object (``loop_shared``)
 
@@ -180,7 +181,7 @@ class Aliasing:
                 and last.value.args and isinstance(last.value.args[0], ir.Var):
             source = last.value.args[0]  # ``x.copy()``: the same objects only if ``x`` is a list, tuple or dict
             flag = self.namer.fresh(f"{source.name}_container")
-            if getattr(self, "nesting", 0):  # made in a branch or a loop: true (check) on the paths that skip it
+            if self.nesting:  # made in a branch or a loop: true (check) on the paths that skip it
                 self.presets.append(ir.Assign(flag, ir.Const(True), self.line))
                 self.mutable.add(flag)
             self.body.append(ir.Assign(flag, ir.Call(ir.Ref(runtime.is_container, "is_container"), (source,)),

@@ -201,18 +201,33 @@ class JvpTangent:
             jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * m + \
                 (JvpTangent(self.of, (*self.path, 0)), JvpTangent(self.of, (*self.path, 1)))
             rest = (0, 1, 2 + 2 * m, 3 + 2 * m)  # g, ans, the primals, the tangents
-            vjps: list[Any] = []
-            for k in range(m, 0, -1):  # the call's moves, the last first: w_k at 2 * (m - k), its ans after it
-                others = [j for j in range(m, 0, -1) if j != k]
-                order = (*(2 + 2 * (m - j) + d for j in others for d in (0, 1)), *rest)
-                path = tuple(self.path[j - 1] for j in sorted(others))
-                vjps += [Permuted(JvpCotangent(self.of, self.path[k - 1], path), order, 2 * m + 4,
-                                  f"{self.__name__}_w{k}_vjp"), registry.zero]
+            vjps = _moves_adjoints(self.of, self.path, (), (), rest, self.__name__)
             moves = tuple(range(2, 2 + 2 * m))
             vjps += [Permuted(JvpCotangent(self.of, wrt, self.path), (*moves, *rest), 2 * m + 4,
                               f"{self.__name__}_{'pt'[wrt]}_vjp") for wrt in (0, 1)]
             self._rule = registry.Rule(self, tuple(vjps), origin="ast_ad.compose", jvps=jvps)
         return self._rule
+
+
+def _moves_adjoints(of: JvpOf, path: tuple[int, ...], tail: tuple[int, ...], lead: tuple[int, ...],
+                    rest: tuple[int, ...], name: str) -> list[Any]:
+    """The reverse rules of the moves along ``path`` of a rule of ``of``, each followed by its ``ans``'s (zero).
+
+    Those reverse rules are called with the cotangent and its ``ans`` first, then the moves, the last first
+    (``w_k`` at ``2 + 2 (m - k)``). The adjoint of ``w_k`` is ``JvpCotangent`` of its slot along the other moves
+    and the slots in ``tail``, laid out by ``Permuted`` as its own call has them: the positions ``lead`` (moves
+    of ``tail``), the other moves, then ``rest`` (its g, ans, the primals and the tangents)."""
+    from ast_ad import registry
+
+    m = len(path)
+    arity = len(lead) + 2 * m + len(rest)
+    out: list[Any] = []
+    for k in range(m, 0, -1):
+        others = [j for j in range(m, 0, -1) if j != k]
+        order = (*lead, *(2 + 2 * (m - j) + d for j in others for d in (0, 1)), *rest)
+        along = (*(path[j - 1] for j in sorted(others)), *tail)
+        out += [Permuted(JvpCotangent(of, path[k - 1], along), order, arity, f"{name}_w{k}_vjp"), registry.zero]
+    return out
 
 
 class Permuted:
@@ -303,13 +318,8 @@ class JvpCotangent:
                 (JvpCotangent(self.of, self.wrt, (*self.path, 0)), JvpCotangent(self.of, self.wrt, (*self.path, 1)))
             # reverse, called (u, ans', *call): <u, this> is <g, D^(m+1) code[w_1, ..., w_m, u in slot wrt]>
             rest = (2 * m + 2, 2 * m + 3, 2 * m + 4, 2 * m + 5)  # g, ans, the primals, the tangents
-            vjps: list[Any] = []
-            for k in range(m, 0, -1):  # w_k: the adjoints of its slot of <g, D^m code[the other moves, u]>
-                others = [j for j in range(m, 0, -1) if j != k]
-                order = (0, 1, *(2 + 2 * (m - j) + d for j in others for d in (0, 1)), *rest)
-                path = (*(self.path[j - 1] for j in sorted(others)), self.wrt)
-                vjps += [Permuted(JvpCotangent(self.of, self.path[k - 1], path), order, 2 * m + 6,
-                                  f"{self.__name__}_w{k}_vjp"), registry.zero]
+            # w_k: the adjoints of its slot of <g, D^m code[the other moves, u]> (u, ans' lead the call)
+            vjps = _moves_adjoints(self.of, self.path, (self.wrt,), (0, 1), rest, self.__name__)
             moves = tuple(range(2 * m + 2))  # u, ans', and the moves
             vjps += [Permuted(JvpTangent(self.of, (*self.path, self.wrt)), (*moves, 2 * m + 4, 2 * m + 5),
                               2 * m + 6, f"{self.__name__}_g_vjp"), registry.zero]

@@ -165,6 +165,7 @@ class Lowerer(Nesting):
         self.holds: dict[str, set[str]] = {}  # a list or tuple's IR name -> IR names of the objects it holds
         self.held_by: dict[str, set[str]] = {}  # the same relation the other way round
         self.presets: list[ir.Stmt] = []  # statements the function starts with (``Aliasing.note_views``)
+        self.nesting = 0  # how many blocks (branches, loop bodies) the statement being lowered is in
         self.unpacked: dict[str, str] = {}  # a name bound by unpacking -> the list or tuple it was unpacked from
         self.copied_from: dict[str, tuple[str, str]] = {}  # a shallow copy's IR name -> (its source, a flag set
         # where the source is a container: its items are then the copy's too; ``Aliasing.note_views``)
@@ -411,7 +412,7 @@ class Lowerer(Nesting):
         for target in node.targets:
             if not (isinstance(target, gast.Name) and target.id in self.env and target.id in self.locals):
                 raise refuse(node, "del is supported for local names only: drop the statement", self.locate)
-            if not self.loops and not getattr(self, "nesting", 0):
+            if not self.loops and not self.nesting:
                 del self.env[target.id]
 
     def stmt_FunctionDef(self, node: gast.FunctionDef) -> None:
@@ -514,7 +515,7 @@ class Lowerer(Nesting):
     def block(self, statements: list[gast.stmt]) -> tuple[ir.Stmt, ...]:
         """Lower ``statements`` into a nested block of their own."""
         outer, self.body = self.body, []
-        self.nesting = getattr(self, "nesting", 0) + 1
+        self.nesting += 1
         try:
             for node in statements:
                 self.line = self.line_of(node)

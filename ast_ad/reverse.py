@@ -145,7 +145,6 @@ class Reverser(FloatZeros, Checkpointing):
         self.bars: dict[str | tuple[str, int], str] = {}  # names' adjoints, and loops' trip counts
         self.live: set[str] = set()
         self.structured = structured_names(function, shapes)
-        self.from_callee: set[str] = set()  # adjoints a user function's backward pass gives (None if unread)
         self.items: set[str] = set()  # structured names that are items of containers (see ``spread_structure``)
         self.calls: dict[int, tuple[Adjoint, str, list[ir.Atom], list[ir.Var]]] = {}
         self.callees: list[Adjoint] = []
@@ -620,8 +619,8 @@ class Reverser(FloatZeros, Checkpointing):
                 if atom_active(elt, self.active):
                     item: gast.expr = gast.Subscript(value=syntax.name(g), slice=syntax.const(value.slot(k)),
                                                      ctx=gast.Load())
-                    if stmt.target not in self.local or stmt.target in self.from_callee:
-                        # rebound, or passed to a function that may leave it None: it may be the zero, None
+                    if zero or stmt.target not in self.local:
+                        # it may be the zero (rebound) or None (a callee's path did not read it: ``float_zeros``)
                         item = syntax.call(self.refs.marker(runtime.part, "part"), [syntax.name(g),
                                                                                    syntax.const(value.slot(k))])
                     out += self.accumulate(elt.name, item)
@@ -717,7 +716,6 @@ class Reverser(FloatZeros, Checkpointing):
         out = self.densify(stmt, g, ans) if zero else []
         out.append(syntax.assign(parts, call) if parts else gast.Expr(value=call))
         for n, part in zip(names, parts, strict=True):
-            self.from_callee.add(n)  # None where the callee's path did not read it
             out += self.accumulate(n, syntax.name(part))
         return out
 

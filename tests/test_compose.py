@@ -758,19 +758,6 @@ def test_forward_mode_in_a_body_over_forward_mode_in_a_body_to_the_fourth_order(
     assert math.isclose(jacobian, _wavy(4, x) * x + 2 * _wavy(3, x), rel_tol=1e-10)
 
 
-def _like(value, rng):
-    if isinstance(value, tuple):
-        return tuple(_like(v, rng) for v in value)
-    return None if value is None else (rng.standard_normal(np.shape(value)) if np.ndim(value) else
-                                       float(rng.standard_normal()))
-
-
-def _pairing(a, b) -> float:
-    if isinstance(a, tuple):
-        return sum(_pairing(x, y) for x, y in zip(a, b, strict=True))
-    return 0.0 if a is None or b is None else float(np.sum(np.asarray(a) * np.asarray(b)))
-
-
 @pytest.mark.parametrize("wrt, path", [(None, (0,)), (None, (1,)), (None, (0, 1)), (None, (1, 1, 0)), (0, ()),
                                        (1, ()), (0, (1,)), (1, (0, 0))])
 def test_the_rules_of_jvp_in_a_body_pass_the_dot_product_identity(wrt, path) -> None:
@@ -779,6 +766,7 @@ def test_the_rules_of_jvp_in_a_body_pass_the_dot_product_identity(wrt, path) -> 
     tangents."""
     from ast_ad import compose, registry
     from tests import compose_nested as nested
+    from tests.test_rules import direction_like, paired
 
     rng = np.random.default_rng(len(path) + 3 * (wrt or 0))
     of = compose.jvp_of(nested.potential)
@@ -786,12 +774,12 @@ def test_the_rules_of_jvp_in_a_body_pass_the_dot_product_identity(wrt, path) -> 
     slots = (primals, tangents)
     call: list = []
     for slot in reversed(path):  # the last move first, each with its (unread) result
-        call += [_like(slots[slot], rng), None]
+        call += [direction_like(slots[slot], rng), None]
     if wrt is None:
         prim = compose.JvpTangent(of, path)
     else:
         prim = compose.JvpCotangent(of, wrt, path)
-        call += [_like(of(primals, tangents), rng), None]
+        call += [direction_like(of(primals, tangents), rng), None]
     call += [primals, tangents]
     rule = registry.lookup(prim)
     out = prim(*call)
@@ -802,12 +790,12 @@ def test_the_rules_of_jvp_in_a_body_pass_the_dot_product_identity(wrt, path) -> 
             assert vjp is registry.zero and jvp is registry.zero
             continue
         assert callable(vjp) and vjp is not registry.zero, k
-        u, v = _like(out, rng), _like(arg, rng)
+        u, v = direction_like(out, rng), direction_like(arg, rng)
         if jvp is registry.LINEAR:
             moved = prim(*call[:k], v, *call[k + 1:])
         else:
             moved = jvp(v, out, *call)
-        assert math.isclose(_pairing(vjp(u, out, *call), v), _pairing(u, moved), rel_tol=1e-9, abs_tol=1e-11), k
+        assert math.isclose(paired(vjp(u, out, *call), v), paired(u, moved), rel_tol=1e-9, abs_tol=1e-11), k
         checked += 1
     assert checked == len(path) + (wrt is not None) + 2
 
