@@ -164,7 +164,7 @@ def a_tuple_of_a_list(x):
 
 
 def pick_one(a, b):
-    if a[0] > 0.0:
+    if np.sum(a[0]) > 0.0:
         return a
     return b
 
@@ -210,14 +210,8 @@ def picked_in_a_loop(x):
 ONES_3 = np.ones(3)
 
 
-def pick_by_sum(a, b):
-    if np.sum(a[0]) > 0.0:
-        return a
-    return b
-
-
 def picked_list_of_products(x0):
     """The random programs found it: the list a helper does not return holds a product of a matrix, whose rule
     cannot take the float zero its adjoint then is (``dense_adjoint``)."""
     m = 0.5 * np.outer(np.tanh(x0), np.cos(x0))
-    return np.sum(pick_by_sum([m @ (ONES_3 * -0.25), 0.5], [m @ (ONES_3 * x0), 0.5])[0])
+    return np.sum(pick_one([m @ (ONES_3 * -0.25), 0.5], [m @ (ONES_3 * x0), 0.5])[0])
