@@ -88,6 +88,12 @@ class Kinds:
 
     facts: dict[str, Fact]
     inside: dict[int, dict[str, Fact]]  # statement id -> the facts of what it reads, where they differ
+    made: dict[int, Fact]  # assignment id -> the fact of the value it binds
+
+    def array_made(self, stmt: ir.Assign) -> bool:
+        """Whether the assignment ``stmt`` binds a numpy array of numbers with at least one axis."""
+        fact = self.made.get(id(stmt), UNKNOWN)
+        return bool(fact[0] == "num" and fact[1] >= 1)
 
     def of(self, atom: ir.Expr, at: ir.Stmt | None = None) -> Fact:
         return _atom_fact(atom, self.facts, self.inside.get(id(at), _NONE) if at is not None else _NONE)
@@ -146,6 +152,7 @@ def kinds_of(function: ir.Function, shapes: tuple[int, ...]) -> Kinds:
     facts: dict[str, Fact] = {p: label_fact(label) for p, label in zip(function.params, shapes, strict=True)}
     facts = {p: f for p, f in facts.items() if f != UNKNOWN}
     inside: dict[int, dict[str, Fact]] = {}
+    made: dict[int, Fact] = {}
     bound_in: dict[int, set[str]] = {}
     tapes = _tapes(function)
     elements: dict[str, Fact] = {}  # what each tape holds: the facts of all it is pushed
@@ -171,7 +178,7 @@ def kinds_of(function: ir.Function, shapes: tuple[int, ...]) -> Kinds:
                 for name in names:
                     scope.pop(name, None)
             elif isinstance(stmt, ir.Assign):
-                fact = _value_fact(stmt.value, facts, scope)
+                fact = made[id(stmt)] = _value_fact(stmt.value, facts, scope)
                 bind(stmt.target, fact, changed)
                 scope[stmt.target] = fact
             elif isinstance(stmt, ir.Append) and stmt.target in tapes:
@@ -198,7 +205,7 @@ def kinds_of(function: ir.Function, shapes: tuple[int, ...]) -> Kinds:
     while changed[0]:
         changed[0] = False
         visit(function.body, {}, changed)
-    return Kinds({n: f for n, f in facts.items() if f != UNKNOWN}, inside)
+    return Kinds({n: f for n, f in facts.items() if f != UNKNOWN}, inside, made)
 
 
 _NONE: dict[str, Fact] = {}
@@ -394,6 +401,9 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
         return UNKNOWN if rank is None else ("num", rank, True)
     if fn in _LIKE and len(args) == 1 and args[0][0] == "num" and args[0][1] >= 1:
         return args[0]
+    if fn is np.reshape and len(args) == 2 and args[0][0] == "num":  # an array with an axis per entry of the shape
+        rank = 1 if args[1] == INT else args[1][1] if args[1][0] in ("shape", "ints") else 0
+        return ("num", rank, args[0][2]) if rank >= 1 else UNKNOWN  # (no axes: an array still, not a number)
     if fn in (np.sum, np.mean) and len(args) == 1 and args[0][0] == "num":
         return ("num", 0, fn is np.mean or args[0][2])
     if fn is operator.matmul and len(args) == 2 and all(a[0] == "num" and a[1] >= 1 for a in args):

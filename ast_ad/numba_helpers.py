@@ -19,10 +19,10 @@ import numpy as np
 from ast_ad import runtime
 
 # The helpers that have a compiled version (``register``); the tests check each against its Python twin.
-COMPILED = (runtime.unbroadcast, runtime.expand_reduced, runtime.reduced_count, runtime.getitem_vjp,
-            runtime.summed_getitem_vjp, runtime.add_into, runtime.assign_item, runtime.assign_item_vjp_x,
-            runtime.assign_item_vjp_value, runtime.entries, runtime.detached, runtime.owned_adjoint,
-            runtime.pow_minus_one)
+COMPILED = (runtime.unbroadcast, runtime.unbroadcast_to, runtime.expand_reduced, runtime.reduced_count,
+            runtime.getitem_vjp, runtime.summed_getitem_vjp, runtime.add_into, runtime.assign_item,
+            runtime.assign_item_vjp_x, runtime.assign_item_vjp_value, runtime.entries, runtime.detached,
+            runtime.owned_adjoint, runtime.pow_minus_one)
 
 
 def register(numba: Any) -> None:
@@ -79,6 +79,20 @@ def register(numba: Any) -> None:
         if array(x) and array(g) and g.ndim == x.ndim:
             def impl(g, x):
                 if g.shape != x.shape:
+                    raise ValueError("jit='numba' un-broadcasts only between equal shapes and to or from numbers")
+                return g
+            return impl
+        return None
+
+    @overload(runtime.unbroadcast_to)
+    def _unbroadcast_to(g, shape):
+        if not isinstance(plain(shape), types.BaseTuple):
+            return None
+        if number(g):
+            return lambda g, shape: np.full(shape, g)
+        if array(g) and g.ndim == len(plain(shape)):
+            def impl(g, shape):
+                if g.shape != shape:
                     raise ValueError("jit='numba' un-broadcasts only between equal shapes and to or from numbers")
                 return g
             return impl

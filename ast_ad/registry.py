@@ -150,7 +150,8 @@ def def_nondiff(*fns: Any) -> None:
 _FACTS: dict[str, dict[Any, Any]] = {"in_place": {}, "sequence": {}, "same_kind": {}, "effect": {},
                                      "linear": {}, "reduction": {}, "method": {}, "ranked": {}, "summed": {},
                                      "view": {}, "full_reduction": {}, "casts": {}, "reads_in_order": {},
-                                     "scaled_by_initial": {}, "read_as": {}, "holds_items": {}}
+                                     "scaled_by_initial": {}, "read_as": {}, "holds_items": {},
+                                     "shape_read": {}}
 
 
 def _fact(fact: str, fn: Any) -> Any:
@@ -252,6 +253,26 @@ def summed_over_steps(fn: Any) -> tuple[Any, int] | None:
 def summed_rules() -> dict[Any, tuple[Any, int]]:
     """Every ``def_summed`` fact, for the tests."""
     return dict(_FACTS["summed"])
+
+
+def def_shape_read(fn: Any, k: int, by_shape: Any = None) -> None:
+    """Declare that ``fn`` reads only the shape of its positional argument ``k``, an array: ``by_shape``, called
+    with that array's shape in its place, computes the same (``by_shape`` ``None``: ``fn``'s value is the shape,
+    as for ``np.shape``). Reverse mode then keeps only the shape of an array a loop overwrites, where the backward
+    pass reads nothing else of it (``saving.Saving.shape_only``)."""
+    _note("shape_read", fn, k, by_shape)
+    _FACTS["shape_read"][fn] = (k, by_shape)
+
+
+def shape_read(fn: Any) -> tuple[int, Any] | None:
+    """``(the argument read for its shape, what takes the shape in its place)`` for ``fn``, or ``None``."""
+    found: tuple[int, Any] | None = _fact("shape_read", fn)
+    return found
+
+
+def shape_read_rules() -> dict[Any, tuple[int, Any]]:
+    """Every ``def_shape_read`` fact, for the tests."""
+    return dict(_FACTS["shape_read"])
 
 
 def def_read_as(fn: Any, stand_in: Any) -> None:

@@ -57,7 +57,7 @@ from ast_ad.inline import bindable, inline
 from ast_ad.kinds import kinds_of
 from ast_ad.naming import Namer
 from ast_ad.records import field, record
-from ast_ad.saving import ANS, RESTORE, UNAPPEND, placeholder, placeholder_of
+from ast_ad.saving import ANS, RESTORE, UNAPPEND, placeholder, placeholder_of, with_shapes
 from ast_ad.syntax import RefTable
 from ast_ad.zeros import FloatZeros
 
@@ -127,8 +127,10 @@ def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, 
 
 class Reverser(FloatZeros, Checkpointing):
     def __init__(self, function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
-                 in_place: bool = True, checkpoints: int | None = None):
+                 in_place: bool = True, checkpoints: int | None = None, kept_shapes: dict[str, str] | None = None):
         self.function, self.argnums, self.derive = function, argnums, derive
+        self.labels_in, self.writes_in_place = shapes, in_place  # (for a second pass: ``shape_only``)
+        self.shapes = kept_shapes or {}
         self.refs = RefTable()
         self.namer = Namer(used=function.names())
         self.active = activity(function, argnums)
@@ -195,6 +197,11 @@ class Reverser(FloatZeros, Checkpointing):
         self.plan_checkpoints()
         self.plan_recomputed()
         backward = self.backward_block(self.function.body)
+        if kept_shapes := not self.shapes and self.shape_only(backward):
+            # a second pass, over the function with those arrays' shapes kept (``saving.Saving.shape_only``)
+            return Reverser(with_shapes(self.function, kept_shapes), self.argnums, self.labels_in, self.derive,
+                            self.writes_in_place, self.checkpoints, kept_shapes).run(shell)
+        self.read_shapes(backward)
         grads = [self.grad(self.function.params[i], backward) for i in self.argnums]
         backward = self.initial_adjoints(seed) + backward
         if isinstance(result, ir.Var) and result.name in self.useful and result.name in self.structured \

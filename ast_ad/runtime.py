@@ -96,7 +96,19 @@ def unbroadcast(g: Any, x: Any) -> Any:
     shape = getattr(x, "shape", None)
     if shape is not None and getattr(g, "shape", None) == shape:
         return g
-    shape = np.shape(x)
+    return _summed_to_shape(g, x, np.shape(x))
+
+
+def unbroadcast_to(g: Any, shape: Any) -> Any:
+    """``unbroadcast(g, x)`` given ``x``'s shape, not ``x``: reverse mode keeps only the shape of an array that a
+    loop overwrites where the backward pass reads nothing else of it (``saving.Saving.shape_only``)."""
+    if getattr(g, "shape", None) == shape:
+        return g
+    return _summed_to_shape(g, None, tuple(shape))
+
+
+def _summed_to_shape(g: Any, x: Any, shape: Any) -> Any:
+    """``g`` summed down to ``shape``, where it broadcast up to more (``x``, if given, an array of that shape)."""
     if np.shape(g) == shape:
         return g
     g = as_array(g)

@@ -22,9 +22,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import gast
+import numpy as np
 
-from ast_ad import ir, syntax
+from ast_ad import ir, registry, syntax
 from ast_ad.analysis import InPlace
+from ast_ad.kinds import Kinds
 from ast_ad.naming import Namer
 from ast_ad.syntax import RefTable
 
@@ -53,9 +55,46 @@ class Saving:
     checkpointed: dict[int, Any]  # loops whose backward pass computes steps again (``checkpointing``)
     recomputed: dict[int, list[ir.Assign]]  # by loop: what its backward pass computes again
     recomputed_ids: set[int]
+    shapes: dict[str, str]  # arrays whose shapes the forward pass keeps for the backward pass (``shape_only``)
+
+    kinds: Kinds
+    structured: set[str]
+    looped: set[int]  # the statements inside loops
 
     def needs_adjoint(self, stmt: ir.Stmt) -> bool:
         raise NotImplementedError  # the adjoint rules say (``reverse.Reverser``)
+
+    def shape_only(self, backward: list[gast.stmt]) -> dict[str, str]:
+        """The arrays a loop overwrites whose values the backward pass reads only for their shapes (``unbroadcast(g,
+        x)``, ``np.shape(x)``: ``registry.def_shape_read``), each with a new name for its shape.
+
+        Taping such an array keeps a copy of it alive for every step. The forward pass can keep its shape instead
+        (``with_shapes``): ``x_shape = np.shape(x)`` after each assignment of ``x``, taped as any name a loop
+        rebinds, and read as ``unbroadcast_to(g, x_shape)``. This applies where ``x`` is a numpy array of numbers
+        wherever it is bound but to ``None`` (``kinds``: a shape tells everything ``unbroadcast`` reads of it), each
+        of its bindings an assignment, one of them in a loop, and not computed again by the backward pass instead.
+        """
+        shapes, others = shape_reads(backward, self.refs)
+        bindings: dict[str, list[ir.Stmt]] = {}
+        for stmt in ir.walk(self.function.body):
+            for name in ir.defined(stmt):
+                bindings.setdefault(name, []).append(stmt)
+        chosen: dict[str, str] = {}
+        for name in sorted(shapes - others):
+            found = [s for s in bindings.get(name, []) if not _none(s)]  # (``None`` before a loop: never read)
+            if name in self.function.params or name in self.structured or name not in self.rebound \
+                    or not any(id(s) in self.looped for s in found) \
+                    or not all(isinstance(s, ir.Assign) and self.kinds.array_made(s)
+                               and id(s) not in self.recomputed_ids for s in found):
+                continue
+            chosen[name] = self.namer.fresh(f"{name}_shape")
+        return chosen
+
+    def read_shapes(self, backward: list[gast.stmt]) -> None:
+        """Make ``backward`` read the kept shapes (``shapes``, from ``shape_only``) in place of their arrays."""
+        if self.shapes:
+            for stmt in backward:
+                _shapes_read(stmt, self.shapes, self.refs)
 
     def plan_recomputed(self) -> None:
         """Index arithmetic and reads of arrays nothing writes, in loops: computed again by the backward pass,
@@ -145,10 +184,17 @@ class Saving:
         A call to a user function also binds its saved values; they are saved
         first, so that the backward pass restores the result's old value first
         (a rule may read it) and the saved values after the callee's backward.
+        An array whose shape is kept (``shape_only``) binds that shape too.
         """
         names = list(ir.defined(stmt))
         if id(stmt) in self.calls:
             names.insert(0, self.calls[id(stmt)][1])
+        if self.shapes and isinstance(stmt, ir.Assign):
+            if stmt.target in self.shapes:  # an array's kept shape (``shape_only``), bound right after it: saved
+                names.append(self.shapes[stmt.target])  # and restored with it, where the array's value would be
+            elif isinstance(stmt.value, ir.Call) and stmt.value.args and isinstance(stmt.value.args[0], ir.Var) \
+                    and self.shapes.get(stmt.value.args[0].name) == stmt.target:
+                return []
         return names
 
     def snapshot(self, stmt: ir.Stmt) -> list[str]:
@@ -218,6 +264,94 @@ class Saving:
                 self.kept.add((name, key))
                 out.append(syntax.assign(name, syntax.call(syntax.attribute(self.tape(name), "pop"), [])))
         return out[::-1]
+
+
+def with_shapes(function: ir.Function, shapes: dict[str, str]) -> ir.Function:
+    """``function`` with ``x_shape = np.shape(x)`` after each assignment of an ``x`` of ``shapes`` (``shape_only``)."""
+    shape = ir.Ref(np.shape, "np.shape")
+
+    def block(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+        out: list[ir.Stmt] = []
+        for stmt in body:
+            if isinstance(stmt, ir.If):
+                stmt = ir.If(stmt.test, block(stmt.body), block(stmt.orelse), stmt.line)
+            elif isinstance(stmt, ir.For):
+                stmt = ir.For(stmt.target, stmt.iter, block(stmt.body), stmt.line)
+            elif isinstance(stmt, ir.While):
+                stmt = ir.While(stmt.test, block(stmt.body), stmt.line)
+            out.append(stmt)
+            if isinstance(stmt, ir.Assign) and stmt.target in shapes and not _none(stmt):
+                out.append(ir.Assign(shapes[stmt.target], ir.Call(shape, (ir.Var(stmt.target),)), stmt.line))
+        return tuple(out)
+    return ir.Function(function.name, function.params, block(function.body), function.result, function.result_line,
+                       function.fn, function.mutable | frozenset(shapes.values()), function.users)
+
+
+def _none(stmt: ir.Stmt) -> bool:
+    return isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Const) and stmt.value.value is None
+
+
+def shape_reads(body: list[gast.stmt], refs: RefTable) -> tuple[set[str], set[str]]:
+    """The names ``body`` reads only for their shapes (``registry.def_shape_read``), and the names it reads
+    otherwise (a name may be in both)."""
+    shapes: set[str] = set()
+    others: set[str] = set()
+    stack: list[Any] = list(body)
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is gast.Name:
+            if type(node.ctx) is gast.Load:
+                others.add(node.id)
+            continue
+        if kind is gast.Call:
+            read = _shape_read(node, refs)
+            if read is not None:
+                shapes.add(read[0].id)
+                stack += [child for child in syntax.children(node) if child is not read[0]]
+                continue
+        stack += syntax.children(node)
+    return shapes, others
+
+
+def _shape_read(call: gast.Call, refs: RefTable) -> tuple[gast.Name, Any] | None:
+    """``(the name call reads only for its shape, what takes the shape in its place)``, if ``call`` is one."""
+    func = call.func
+    if type(func) is gast.Name:
+        fn = refs.lookup(func.id)
+    elif type(func) is gast.Attribute and type(func.value) is gast.Name:
+        fn = getattr(refs.lookup(func.value.id), func.attr, None)
+    else:
+        return None
+    fact = registry.shape_read(fn) if fn is not None else None
+    if fact is None or call.keywords or len(call.args) <= fact[0] or type(call.args[fact[0]]) is not gast.Name:
+        return None
+    return call.args[fact[0]], fact[1]
+
+
+def _shapes_read(stmt: gast.stmt, shapes: dict[str, str], refs: RefTable) -> None:
+    """Make each call in ``stmt`` that reads a name of ``shapes`` only for its shape read the kept shape instead:
+    ``unbroadcast(g, x)`` becomes ``unbroadcast_to(g, x_shape)``, ``np.shape(x)`` becomes ``x_shape``. In place
+    (the backward pass's nodes are its own, and other passes know some of them by identity)."""
+    for node in syntax.walk(stmt):
+        for field in syntax.NODE_FIELDS[type(node)]:
+            value = getattr(node, field, None)
+            children = value if type(value) is list else [value]
+            for k, child in enumerate(children):
+                if type(child) is not gast.Call:
+                    continue
+                read = _shape_read(child, refs)
+                if read is None or read[0].id not in shapes:
+                    continue
+                name, by_shape = read
+                kept = syntax.name(shapes[name.id])
+                if by_shape is not None:
+                    child.func = refs.marker(by_shape, by_shape.__name__)
+                    child.args = [kept if arg is name else arg for arg in child.args]
+                elif type(value) is list:
+                    value[k] = kept
+                else:
+                    setattr(node, field, kept)
 
 
 def placeholder(kind: str, name: str, key: int) -> gast.Expr:

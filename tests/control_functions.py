@@ -215,3 +215,29 @@ def picked_list_of_products(x0):
     cannot take the float zero its adjoint then is (``dense_adjoint``)."""
     m = 0.5 * np.outer(np.tanh(x0), np.cos(x0))
     return np.sum(pick_one([m @ (ONES_3 * -0.25), 0.5], [m @ (ONES_3 * x0), 0.5])[0])
+
+
+def shifted_in_a_loop(x, c):
+    """``s`` is read by the backward pass only for its shape (``unbroadcast``: ``c`` has one entry)."""
+    h = x
+    for t in range(4):
+        s = c * (t + 1.0)
+        h = np.tanh(h + s)
+    return np.sum(h ** 2)
+
+
+def reshaped_in_a_loop(W, h):
+    """``a`` is read by the backward pass only for its shape (``np.reshape``'s rule reads ``np.shape(a)``)."""
+    for _ in range(3):
+        a = W @ h
+        h = np.tanh(np.reshape(a, (-1,)) * 0.5)
+    return np.sum(h ** 2)
+
+
+def shape_and_value_in_a_loop(x, c):
+    """``s`` is read for its shape and for its value (the product's rule): the array itself is kept."""
+    h = x
+    for _ in range(3):
+        s = c * 2.0
+        h = np.tanh(h + s) * s
+    return np.sum(h)

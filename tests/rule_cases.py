@@ -544,6 +544,7 @@ def _helpers() -> dict:
     distinct3 = st.permutations([0.3, -1.1, 0.8]).map(np.array)
     return {
         rt.unbroadcast: case(arrays((2, 3)), arrays((3,))) | case(arrays((2, 3)), arrays((2, 1))),
+        rt.unbroadcast_to: case(arrays((2, 3)), (3,)) | case(arrays((2, 3)), (2, 1)) | case(arrays((3,)), (3,)),
         rt.expand_reduced: case(arrays((3,)), arrays((2, 3)), 0, False) | case(floats(), arrays((2, 3)), None, False),
         rt.summed_to: case(arrays((2, 3)), arrays((3,)), 0, False) | case(arrays((2, 3)), floats(), None, False),
         rt.getitem_vjp: case(arrays((2,)), arrays((4,)), np.array([0, 2])) | case(arrays((3,)), arrays((2, 3)), 1),

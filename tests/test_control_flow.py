@@ -139,3 +139,23 @@ def test_list_and_tuple_of_differentiated_values(fn, x) -> None:
     assert_fd(fn, (x,), (0,), (ours,))
     _, dot = ast_ad.jvp(fn, (x,), (np.ones_like(x),))
     assert dot == pytest.approx(float(np.sum(ours)), rel=1e-12)
+
+
+@pytest.mark.parametrize("fn, args, kept", [
+    (cf.shifted_in_a_loop, (np.array([0.3, -0.5, 0.8]), np.array([0.2])), "s"),
+    (cf.reshaped_in_a_loop, (np.array([[0.5, -0.2], [0.1, 0.7]]), np.array([0.4, -0.3])), "a"),
+    (cf.shape_and_value_in_a_loop, (np.array([0.3, -0.5, 0.8]), np.array([0.2])), None)])
+def test_an_array_a_loop_reads_back_only_for_its_shape_is_taped_as_its_shape(fn, args, kept) -> None:
+    """Each step's array that the backward pass reads only for its shape (to un-broadcast, to reshape back) is
+    kept as its shape, not as a copy per step; the gradient is what the tracer and finite differences say."""
+    grad = ast_ad.grad(fn, argnums=(0, 1))
+    ours = grad(*args)
+    for mine, theirs in zip(ours, ast_ad.tracer.grad(fn, argnums=(0, 1))(*args), strict=True):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-14)
+    assert_fd(fn, args, (0, 1), ours)
+    text = ast_ad.source(grad)
+    if kept is None:
+        assert "_shape" not in text and "s_tape.append(s)" in text
+    else:
+        assert f"{kept}_shape = np.shape({kept})" in text and f"{kept}_shape_tape.append({kept}_shape)" in text
+        assert f"{kept}_tape" not in text

@@ -95,6 +95,7 @@ A = np.arange(1.0, 7.0)
 M = np.arange(1.0, 7.0).reshape(2, 3)
 HELPER_CASES = {
     runtime.unbroadcast: [(2.5, 1.0), (A, 1.0), (0.5, A), (A * 2, A), (M, M)],
+    runtime.unbroadcast_to: [(0.5, (6,)), (A * 2, (6,)), (M, (2, 3)), (1.5, (2, 3))],
     runtime.expand_reduced: [(2.0, A, None, False), (2.0, 1.5, None, False), (3.0, M, None, False)],
     runtime.reduced_count: [(A, None), (M, None), (2.0, None)],
     runtime.getitem_vjp: [(2.0, A, 3), (np.ones(2), A, slice(1, 3)), (np.ones(3), M, 1), (5.0, M, (1, 2))],

@@ -51,6 +51,21 @@ def branches(x, flag):
     return np.sum(y) + np.sum(z)
 
 
+def reshapes(x):
+    flat = np.reshape(x, (-1,))
+    grid = np.reshape(flat, (2, 2, -1))
+    again = np.reshape(grid, x.shape)
+    by_count = np.reshape(flat, len(flat))
+    scalar = np.reshape(flat[:1], ())
+    return np.sum(again) + np.sum(by_count) + scalar
+
+
+def test_a_reshape_has_an_axis_per_entry_of_its_shape() -> None:
+    known = facts(reshapes, M)
+    assert (known.rank("flat"), known.rank("grid"), known.rank("again"), known.rank("by_count")) == (1, 3, 2, 1)
+    assert known.rank("scalar") is None  # an array of no axes is not a number: nothing is claimed
+
+
 def test_a_name_bound_to_different_kinds_is_not_known() -> None:
     known = facts(branches, V, 1.0)
     assert known.rank("y") is None and known.rank("z") is None

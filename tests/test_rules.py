@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from ast_ad import registry, runtime, tracer
 from ast_ad.runtime import absent, check_in_place, check_kept, unbroadcast
 from tests.rule_cases import CASES
+from tests.strategies import arrays
 
 # ast_ad's own rules (tests and users may register more; those are checked where they are defined)
 DIFFERENTIABLE = [r for r in registry.registered() if not r.nondiff and r.origin.startswith("ast_ad.rules")]
@@ -268,6 +269,22 @@ def test_a_view_fact_is_one_python_has(fn) -> None:
 @pytest.mark.parametrize("fn", registry.with_fact("full_reduction"), ids=lambda fn: getattr(fn, "__name__", str(fn)))
 def test_a_full_reduction_of_one_argument_is_a_number(fn) -> None:
     assert np.ndim(fn(np.arange(6.0).reshape(2, 3) if fn is not float else np.float64(2.5))) == 0
+
+
+@pytest.mark.parametrize("fn", list(registry.shape_read_rules()), ids=lambda fn: fn.__name__)
+@settings(max_examples=15)
+@given(data=st.data())
+def test_a_shape_read_fact_holds(fn, data: st.DataObject) -> None:
+    """Each function declared to read only the shape of an argument (``registry.def_shape_read``; reverse mode
+    then keeps a shape in place of an array a loop overwrites) computes the same from that shape."""
+    k, by_shape = registry.shape_read(fn)
+    args = list(data.draw(CASES[fn])[0]) if fn in CASES else [data.draw(arrays((2, 3)) | arrays((3,)))]
+    given_shape = [*args[:k], np.shape(args[k]), *args[k + 1:]]
+    if by_shape is None:
+        assert fn(*args) == np.shape(args[k])
+    else:
+        np.testing.assert_array_equal(by_shape(*given_shape), fn(*args))
+        assert np.shape(by_shape(*given_shape)) == np.shape(fn(*args))
 
 
 def _writes_into_a_parameter(fn: ast.FunctionDef) -> bool:

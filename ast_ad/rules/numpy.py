@@ -17,6 +17,7 @@ from ast_ad.registry import (
     def_same_kind,
     def_scaled_by_initial,
     def_sequence,
+    def_shape_read,
     def_view,
     defjvp,
     defvjp,
@@ -303,6 +304,7 @@ def_nondiff(np.broadcast_shapes, np.sign, np.floor, np.ceil, np.round, np.rint, 
             np.array_equal, np.signbit, np.zeros, np.ones, np.empty, np.eye, np.identity, np.arange,
             np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift, np.right_shift,
             np.gcd, np.lcm, np.heaviside, np.unravel_index)
+def_shape_read(np.shape, 0)  # its value is the shape (reverse mode may keep that in place of an array)
 
 # ---- more of numpy: differences, stacking, nan-aware reductions, convolution, polynomials ----------------
 defvjp(np.diff,         lambda g, ans, x, n=1, axis=-1, *args, **kwargs: diff_vjp(g, x, n, axis))

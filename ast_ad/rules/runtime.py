@@ -21,6 +21,7 @@ from ast_ad.registry import (
     def_read_as,
     def_same_kind,
     def_sequence,
+    def_shape_read,
     def_summed,
     defjvp,
     defvjp,
@@ -30,12 +31,12 @@ from ast_ad.registry import (
 
 # ---- helpers linear in their first argument (the adjoint), the others read only for shapes, indices or choices ---
 _LINEAR_IN_THE_ADJOINT = (
-            rt.unbroadcast, rt.expand_reduced, rt.getitem_vjp, rt.assign_item_vjp_x, rt.assign_item_vjp_value,
-            rt.extremum_vjp, rt.cast_vjp, rt.unstack, rt.clip_lo_vjp, rt.clip_hi_vjp, rt.column_stack_vjp,
-            rt.concat_vjp_a, rt.concat_vjp_b, rt.concatenate_vjp, rt.cumsum_vjp, rt.diag_vjp, rt.diagonal_vjp,
-            rt.diff_vjp, rt.dstack_vjp, rt.field_vjp, rt.hstack_vjp, rt.vstack_vjp, rt.list_item_vjp, rt.pad_vjp,
-            rt.repeat_seq_vjp, rt.repeat_vjp, rt.rollaxis_vjp, rt.select_default_vjp, rt.select_vjp, rt.sort_vjp,
-            rt.sorted_by_vjp, rt.split_vjp, rt.take_vjp, rt.tile_vjp, rt.fit, rt.part, rt.polyder_vjp)
+            rt.unbroadcast, rt.unbroadcast_to, rt.expand_reduced, rt.getitem_vjp, rt.assign_item_vjp_x,
+            rt.assign_item_vjp_value, rt.extremum_vjp, rt.cast_vjp, rt.unstack, rt.clip_lo_vjp, rt.clip_hi_vjp,
+            rt.column_stack_vjp, rt.concat_vjp_a, rt.concat_vjp_b, rt.concatenate_vjp, rt.cumsum_vjp, rt.diag_vjp,
+            rt.diagonal_vjp, rt.diff_vjp, rt.dstack_vjp, rt.field_vjp, rt.hstack_vjp, rt.vstack_vjp, rt.list_item_vjp,
+            rt.pad_vjp, rt.repeat_seq_vjp, rt.repeat_vjp, rt.rollaxis_vjp, rt.select_default_vjp, rt.select_vjp,
+            rt.sort_vjp, rt.sorted_by_vjp, rt.split_vjp, rt.take_vjp, rt.tile_vjp, rt.fit, rt.part, rt.polyder_vjp)
 for _fn in _LINEAR_IN_THE_ADJOINT:
     def_linear(_fn, 0)
     defjvp(_fn, None, *[zero] * 5)
@@ -105,6 +106,8 @@ defjvp(rt.norm_vjp, None,
 # ---- accumulation -----------------------------------------------------------------------------------------
 # reverse rules too, so that the tracer's backward pass can itself be traced (reverse over reverse)
 defvjp(rt.unbroadcast,   lambda g, ans, d, x: rt.fit(g, d), zero)
+defvjp(rt.unbroadcast_to, lambda g, ans, d, shape: rt.fit(g, d), zero)
+def_shape_read(rt.unbroadcast, 1, rt.unbroadcast_to)  # reverse mode may keep a shape for it
 defvjp(rt.add_adjoints,  lambda g, ans, a, b: g, lambda g, ans, a, b: g)
 defvjp(rt.unpopped, lambda g, ans, xs_bar, entry, xs: list(g[:-1]), lambda g, ans, xs_bar, entry, xs: g[-1], zero)
 defjvp(rt.unpopped, lambda u, ans, xs_bar, entry, xs: rt.unpopped(u, rt.zeros_like(entry), xs),  # the list's
