@@ -42,7 +42,7 @@ def activity(function: ir.Function, argnums: tuple[int, ...], carries: Any = Non
     """
     carries = carries or is_active_value
     active = {function.params[i] for i in argnums}
-    size = -1
+    size, once = -1, ir.loop_free(function.body)
     while size != len(active):
         size = len(active)
         for stmt in ir.walk(function.body):
@@ -54,6 +54,8 @@ def activity(function: ir.Function, argnums: tuple[int, ...], carries: Any = Non
                 active.add(stmt.target)
             elif isinstance(stmt, ir.Pop) and stmt.source in active and stmt.target is not None:
                 active.add(stmt.target)
+        if once:  # no loop: one pass
+            break
     return active
 
 
@@ -64,6 +66,7 @@ def usefulness(function: ir.Function, active: set[str], seeds: set[str] | None =
     else:
         useful = {function.result.name} & active if isinstance(function.result, ir.Var) else set()
     statements = list(ir.walk(function.body))
+    once = not any(type(stmt) is ir.For or type(stmt) is ir.While for stmt in statements)
     size = -1
     while size != len(useful):
         size = len(useful)
@@ -77,6 +80,8 @@ def usefulness(function: ir.Function, active: set[str], seeds: set[str] | None =
                 useful.add(stmt.value.name)
             elif isinstance(stmt, ir.Pop) and stmt.target in useful and stmt.source in active:
                 useful.add(stmt.source)
+        if once:  # no loop: one pass, last statement first
+            break
     return useful
 
 
@@ -91,7 +96,7 @@ def shape_classes(function: ir.Function, shapes: tuple[int, ...], known: Kinds |
     classes: dict[str, int | None] = dict(zip(function.params, shapes, strict=True))
     numbers = {name for name in known.facts if known.no_axes(name)} if known is not None else set()
     fresh: dict[int, int] = {}
-    changed = True
+    changed, once = True, ir.loop_free(function.body)
     while changed:
         changed = False
         for stmt in ir.walk(function.body):
@@ -99,6 +104,8 @@ def shape_classes(function: ir.Function, shapes: tuple[int, ...], known: Kinds |
                 new = label if target not in classes else (classes[target] if classes[target] == label else None)
                 if target not in classes or new != classes[target]:
                     classes[target], changed = new, True
+        if once:  # no loop: one pass
+            break
     return classes
 
 

@@ -195,6 +195,12 @@ def walk(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
             yield from walk(stmt.body)
 
 
+def loop_free(body: tuple[Stmt, ...]) -> bool:
+    """Whether ``body`` holds no loop: then a fact that flows forward (or backward) through its statements in
+    order reaches its fixpoint in one pass, each name bound before anything reads it."""
+    return not any(type(stmt) is For or type(stmt) is While for stmt in walk(body))
+
+
 def call_of(stmt: Assign) -> Call:
     """The call a statement assigns (for code that has already checked that it is one)."""
     if not isinstance(stmt.value, Call):

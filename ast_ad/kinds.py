@@ -201,10 +201,12 @@ def kinds_of(function: ir.Function, shapes: tuple[int, ...]) -> Kinds:
             facts[name] = new
             changed[0] = True
 
-    changed = [True]
+    changed, once = [True], ir.loop_free(function.body)
     while changed[0]:
         changed[0] = False
         visit(function.body, {}, changed)
+        if once:  # no loop: one pass
+            break
     return Kinds({n: f for n, f in facts.items() if f != UNKNOWN}, inside, made)
 
 

@@ -253,7 +253,7 @@ class Reverser(FloatZeros, Checkpointing):
 
         Their adjoints add element by element (``add_adjoints``), never with ``+``, which would join them.
         """
-        size = -1
+        size, once = -1, ir.loop_free(self.function.body)
         while size != len(self.structured):
             size = len(self.structured)
             for stmt in ir.walk(self.function.body):
@@ -273,6 +273,8 @@ class Reverser(FloatZeros, Checkpointing):
                     self.items.add(stmt.target)
                 elif id(stmt) in self.calls and self.calls[id(stmt)][0].structured_result:
                     self.structured.add(stmt.target)
+            if once:  # no loop: one pass
+                break
 
     def releasable(self) -> frozenset[str]:
         """Arrays computed once, at the top level of the forward pass, by a primitive or a call.
