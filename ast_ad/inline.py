@@ -46,7 +46,7 @@ def inline(rule: Callable[..., Any], g: gast.expr, ans: gast.expr, args: list[ga
     if template is None:
         return None
     signature, body = template
-    values = _bind(signature, [g, ans, *args], kwargs)
+    values = _bind(rule, signature, [g, ans, *args], kwargs)
     try:
         result: gast.expr = _Substitute(values, rule.__globals__, refs).copy(body)
     except _NoInline:
@@ -54,22 +54,33 @@ def inline(rule: Callable[..., Any], g: gast.expr, ans: gast.expr, args: list[ga
     return result
 
 
-def _bind(signature: inspect.Signature, args: list[gast.expr],
+def _bind(rule: Callable[..., Any], signature: inspect.Signature, args: list[gast.expr],
           kwargs: dict[str, gast.expr]) -> dict[str, gast.expr | None]:
     """Each parameter's expression (``None``: one that cannot be substituted, such as ``*args``).
 
     Positional arguments to plain parameters are matched directly (``Signature.bind`` took a quarter of
     inlining's time); anything else goes through ``Signature.bind``.
     """
-    params = list(signature.parameters.values())
-    if not kwargs and len(args) <= len(params) and all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params) \
-            and all(p.default is not p.empty for p in params[len(args):]):
-        values = {p.name: a for p, a in zip(params, args, strict=False)}
-        values.update((p.name, _value(p, p.default)) for p in params[len(args):])
+    plain = None if kwargs else _plain_binding(rule, len(args))
+    if plain is not None:
+        names, defaults = plain
+        values = dict(zip(names, args, strict=True))
+        values.update(defaults)
         return values
     bound = signature.bind(*map(Hole, args), **{k: Hole(v) for k, v in kwargs.items()})
     bound.apply_defaults()
     return {p: _value(signature.parameters[p], v) for p, v in bound.arguments.items()}
+
+
+@functools.cache
+def _plain_binding(rule: Callable[..., Any], nargs: int) -> tuple[tuple[str, ...], dict[str, Any]] | None:
+    """For ``nargs`` positional arguments to the rule's plain parameters: the names they bind, and the expressions
+    of the defaults of the rest (shared: substitution copies what it puts in); ``None`` where that does not fit."""
+    params = list(_signature(rule).parameters.values())
+    if nargs > len(params) or any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in params) \
+            or any(p.default is p.empty for p in params[nargs:]):
+        return None
+    return tuple(p.name for p in params[:nargs]), {p.name: _value(p, p.default) for p in params[nargs:]}
 
 
 def bindable(rule: Callable[..., Any], nargs: int, kwargs: list[str]) -> bool:

@@ -74,6 +74,8 @@ class Saving:
         wherever it is bound but to ``None`` (``kinds``: a shape tells everything ``unbroadcast`` reads of it), each
         of its bindings an assignment, one of them in a loop, and not computed again by the backward pass instead.
         """
+        if not self.looped:
+            return {}
         shapes, others = shape_reads(backward, self.refs)
         bindings: dict[str, list[ir.Stmt]] = {}
         for stmt in ir.walk(self.function.body):
