@@ -174,7 +174,7 @@ def _names_in_order(tree: gast.FunctionDef) -> list[gast.Name]:
                     visit(node.body)
                 out.extend(_read_names(node.args if kind is gast.FunctionDef else node))
                 return
-            for field in node._fields:
+            for field in syntax.NODE_FIELDS[kind]:  # (not those that hold no node: a context, an operator)
                 visit(getattr(node, field, None))
     visit(tree.body)
     out.extend(_read_names(tree.args))

@@ -34,6 +34,18 @@ import gast
 from ast_ad import syntax
 
 
+class Tally(dict[str, int]):
+    """A count of names: ``Counter``'s reading (0 for a name not seen) without its costly creation, made for each
+    statement of a long function. Adding one tally to another is ``add``, not ``update`` (which replaces)."""
+
+    def __missing__(self, key: str) -> int:
+        return 0
+
+    def add(self, other: dict[str, int]) -> None:
+        for key, count in other.items():
+            self[key] = self.get(key, 0) + count
+
+
 def folded(body: list[gast.stmt], keep: set[str]) -> list[gast.stmt]:
     """``body`` with its copies folded; names in ``keep`` (read after ``body``) stay. ``body`` is not changed."""
     uses = [_names(stmt) for stmt in body]
@@ -46,7 +58,7 @@ def folded(body: list[gast.stmt], keep: set[str]) -> list[gast.stmt]:
 
 
 def _block(body: list[gast.stmt], loads: Counter[str], bound: Counter[str], keep: set[str],
-           uses: list[tuple[Counter[str], list[str]]] | None = None) -> list[gast.stmt]:
+           uses: list[tuple[Tally, list[str]]] | None = None) -> list[gast.stmt]:
     out = [_nested(stmt, loads, bound, keep) for stmt in body]
     if uses is None or any(new is not old for new, old in zip(out, body, strict=True)):
         uses = [_names(stmt) for stmt in out]
@@ -93,9 +105,9 @@ def filled(body: list[gast.stmt]) -> list[gast.stmt]:
     return body
 
 
-def _names(stmt: gast.stmt) -> tuple[Counter[str], list[str]]:
+def _names(stmt: gast.stmt) -> tuple[Tally, list[str]]:
     """How often ``stmt`` reads each name, and the names it binds (or deletes), one entry a binding."""
-    reads: Counter[str] = Counter()
+    reads = Tally()
     binds: list[str] = []
     stack: list[Any] = [stmt]
     while stack:  # a walk without a call per node (as ``syntax.name_ids``): this runs over the whole backward pass
@@ -228,7 +240,7 @@ class Inliner:
                 out[j] = _substituted(out[j], name, stmt.value)
                 theirs = scans[j]
                 theirs.loads[name] -= 1
-                theirs.loads.update(mine.loads)
+                theirs.loads.add(mine.loads)
                 theirs.size += mine.size - 1
                 self.reads[name] -= 1
                 self.folded.add(name)
@@ -278,7 +290,7 @@ class Inliner:
         """What ``stmt`` reads and binds, whether it may change an object in place, and of its value (the
         expression of an assignment or an expression statement): its size, whether its calls may, and whether
         it may move (``Inliner``)."""
-        facts = _Scan(Counter(), set(), type(stmt) not in (gast.Assign, gast.Expr, gast.Delete, gast.Pass))
+        facts = _Scan(Tally(), set(), type(stmt) not in (gast.Assign, gast.Expr, gast.Delete, gast.Pass))
         kind = type(stmt)
         if kind in (gast.Assign, gast.AugAssign, gast.Expr):
             targets = stmt.targets if kind is gast.Assign else [stmt.target] if kind is gast.AugAssign else []
@@ -332,7 +344,7 @@ class _Scan:
 
     __slots__ = ("loads", "binds", "changes", "effects", "value_changes", "size", "foldable", "guarded", "products")
 
-    def __init__(self, loads: Counter[str], binds: set[str], changes: bool):
+    def __init__(self, loads: Tally, binds: set[str], changes: bool):
         self.loads, self.binds, self.changes = loads, binds, changes
         self.effects = False  # it calls something that may have an effect: nothing moves past it
         self.value_changes = False  # a call in its value may (an effect, or a change of an object)

@@ -57,8 +57,8 @@ def walk(node: gast.AST) -> Iterator[Any]:
 
 
 class _NodeFields(dict[type, tuple[str, ...]]):
-    """For each gast node class, the fields that may hold the nodes below it: not its context (``ctx``: no
-    walker here looks at one), nor a field that holds a name, a number or a list of names."""
+    """For each gast node class, the fields that may hold the nodes below it: not its context (``ctx``) nor its
+    operator (``op``: no walker here looks at either), nor a field that holds a name, a number or a list of names."""
 
     def __missing__(self, kind: type) -> tuple[str, ...]:
         fields = self[kind] = tuple(field for field in getattr(kind, "_fields", ())
@@ -66,7 +66,8 @@ class _NodeFields(dict[type, tuple[str, ...]]):
         return fields
 
 
-_NOT_NODES = {"ctx", "id", "attr", "type_comment", "kind", "conversion", "is_async", "level", "module", "arg",
+_NOT_NODES = {"ctx", "id", "attr", "type_comment", "kind", "conversion", "is_async", "level", "module", "arg", "op",
+              ("Compare", "ops"),  # an operator: a leaf no walker looks at (``node.op`` is read where it matters)
               ("Constant", "value"), ("Global", "names"), ("Nonlocal", "names"), ("MatchClass", "kwd_attrs"),
               ("FunctionDef", "name"), ("AsyncFunctionDef", "name"), ("ClassDef", "name"), ("alias", "name"),
               ("alias", "asname"), ("MatchAs", "name"), ("MatchStar", "name"), ("MatchMapping", "rest")}
