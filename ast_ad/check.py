@@ -26,6 +26,7 @@ from typing import Any
 
 import gast
 
+from ast_ad import syntax
 from ast_ad.errors import UnsupportedSyntaxError
 
 Locate = Callable[[gast.AST], tuple[str, int, str]]
@@ -65,7 +66,7 @@ def check(tree: gast.FunctionDef, locate: Locate) -> gast.FunctionDef:
         raise refuse(tree, REFUSED[gast.AsyncFunctionDef], locate)
     _check_arguments(tree.args, locate)
     for statement in tree.body:
-        for node in gast.walk(statement):
+        for node in syntax.walk(statement):
             hint = REFUSED.get(type(node))
             if hint is not None:
                 raise refuse(node, hint, locate)

@@ -159,7 +159,7 @@ class _Substitute:
             return node
         if isinstance(node, gast.Name):
             return self.name(node)
-        made = syntax.rebuilt(node, self.copy)
+        made = syntax.rebuilt_above(node, self.copy)  # (a template's contexts and operators are shared)
         fold = FOLDS.get(type(made))
         return fold(self, made) if fold is not None else made
 

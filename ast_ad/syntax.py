@@ -216,6 +216,17 @@ def rebuilt(node: gast.AST, child: Any) -> Any:
     return new(type(node), state)
 
 
+def rebuilt_above(node: gast.AST, child: Any) -> Any:
+    """``rebuilt``, with ``child`` applied only to the fields that hold nodes below it (``NODE_FIELDS``): its
+    context and operator are the same objects (no code changes one in place)."""
+    state = dict(node.__dict__)  # its fields and its location
+    for field in NODE_FIELDS[type(node)]:
+        value = state.get(field)
+        if type(value) is list or isinstance(value, gast.AST):
+            state[field] = child(value)
+    return new(type(node), state)
+
+
 def substituted(node: Any, replace: Any) -> Any:
     """``node`` with ``replace(name)`` in place of each name for which it gives a node (not ``None``): the nodes
     on the way to a replaced name are new, the rest are shared, and ``node`` itself if nothing was replaced."""
