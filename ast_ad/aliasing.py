@@ -217,29 +217,30 @@ def loop_shared(loop: gast.For | gast.While) -> set[str]:
     is then seen through both. A value that is certainly new (arithmetic, a constant) shares nothing.
     """
     names: set[str] = set()
-
-    def bound(target: gast.expr, value: gast.expr | None) -> None:
-        if isinstance(target, (gast.Tuple, gast.List)) and isinstance(value, (gast.Tuple, gast.List)) \
-                and len(target.elts) == len(value.elts):
-            for t, v in zip(target.elts, value.elts, strict=True):
-                bound(t, v)
-            return
-        if value is not None and isinstance(value, (gast.Constant, gast.BinOp, gast.UnaryOp, gast.Compare)):
-            return
-        if not isinstance(target, (gast.Subscript, gast.Attribute)):  # ``y[i] = v``: y holds v, stays y's
-            names.update(n.id for n in gast.walk(target) if isinstance(n, gast.Name))
-        if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and value.func.attr == "pop" \
-                and not value.args:
-            return  # ``v = xs.pop()``: v is what xs held (``normalize.Lowerer.pop`` records it), not xs
-        if value is not None:
-            names.update(n.id for n in gast.walk(value) if isinstance(n, gast.Name))
-
     for node in gast.walk(loop):
         if isinstance(node, gast.Assign):
             for target in node.targets:
-                bound(target, node.value)
+                _sharing(target, node.value, names)
         elif isinstance(node, (gast.For, gast.comprehension)):
-            bound(node.target, None)
+            _sharing(node.target, None, names)
             names.update(n.id for n in gast.walk(node.iter) if isinstance(n, gast.Name))
     return names
+
+
+def _sharing(target: gast.expr, value: gast.expr | None, names: set[str]) -> None:
+    """Add to ``names`` those that ``target = value`` may leave holding one object (``loop_shared``)."""
+    if isinstance(target, (gast.Tuple, gast.List)) and isinstance(value, (gast.Tuple, gast.List)) \
+            and len(target.elts) == len(value.elts):
+        for t, v in zip(target.elts, value.elts, strict=True):
+            _sharing(t, v, names)
+        return
+    if value is not None and isinstance(value, (gast.Constant, gast.BinOp, gast.UnaryOp, gast.Compare)):
+        return
+    if not isinstance(target, (gast.Subscript, gast.Attribute)):  # ``y[i] = v``: y holds v, stays y's
+        names.update(n.id for n in gast.walk(target) if isinstance(n, gast.Name))
+    if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and value.func.attr == "pop" \
+            and not value.args:
+        return  # ``v = xs.pop()``: v is what xs held (``normalize.Lowerer.pop`` records it), not xs
+    if value is not None:
+        names.update(n.id for n in gast.walk(value) if isinstance(n, gast.Name))
 

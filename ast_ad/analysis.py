@@ -158,18 +158,18 @@ def local_names(function: ir.Function) -> set[str]:
     """
     defs: dict[str, list[tuple[int, int]]] = {p: [(0, -1)] for p in function.params}
     uses: dict[str, list[tuple[int, int]]] = {}
-    counter = [0]
-
-    def visit(body: tuple[ir.Stmt, ...], block: int) -> None:
+    blocks: list[tuple[tuple[ir.Stmt, ...], int]] = [(function.body, 0)]  # each block, with a number of its own
+    count = 0
+    while blocks:
+        body, block = blocks.pop()
         for k, stmt in enumerate(body):
             for name in ir.defined(stmt):
                 defs.setdefault(name, []).append((block, k))
             for var in _stmt_inputs(stmt):
                 uses.setdefault(var, []).append((block, k))
             for nested in ir.blocks(stmt):
-                counter[0] += 1
-                visit(nested, counter[0])
-    visit(function.body, 0)
+                count += 1
+                blocks.append((nested, count))
     if isinstance(function.result, ir.Var):
         uses.setdefault(function.result.name, []).append((0, len(function.body)))
     local = set()
@@ -394,8 +394,10 @@ def in_place_writes(function: ir.Function, useful: set[str], structured: set[str
     loops: dict[int, tuple[str, ...]] = {}
     writes: dict[int, str] = {}
     reads: dict[int, str] = {}
-
-    def visit(body: tuple[ir.Stmt, ...], owned: frozenset[str]) -> None:
+    # each block, with the arrays the loops around it write in place
+    blocks: list[tuple[tuple[ir.Stmt, ...], frozenset[str]]] = [(function.body, frozenset())]
+    while blocks:
+        body, owned = blocks.pop()
         for stmt in body:
             if isinstance(stmt, (ir.For, ir.While)):
                 inner = list(ir.walk(stmt.body))
@@ -411,12 +413,9 @@ def in_place_writes(function: ir.Function, useful: set[str], structured: set[str
                             writes[id(s)] = s.target
                         elif (read := _item_read(s)) is not None and read[0] in ok:
                             reads[id(s)] = read[0]
-                visit(stmt.body, owned | frozenset(ok))
+                blocks.append((stmt.body, owned | frozenset(ok)))
             elif isinstance(stmt, ir.If):
-                visit(stmt.body, owned)
-                visit(stmt.orelse, owned)
-
-    visit(function.body, frozenset())
+                blocks += [(stmt.body, owned), (stmt.orelse, owned)]
     return InPlace(loops, writes, reads)
 
 
@@ -430,8 +429,9 @@ def accumulated_reads(function: ir.Function, useful: set[str], structured: set[s
     """
     accumulated: dict[int, tuple[str, ...]] = {}
     adds: dict[int, str] = {}
-
-    def visit(body: tuple[ir.Stmt, ...], owned: frozenset[str]) -> None:
+    blocks: list[tuple[tuple[ir.Stmt, ...], frozenset[str]]] = [(function.body, frozenset())]
+    while blocks:
+        body, owned = blocks.pop()
         for stmt in body:
             if isinstance(stmt, (ir.For, ir.While)):
                 inner = list(ir.walk(stmt.body))
@@ -444,12 +444,9 @@ def accumulated_reads(function: ir.Function, useful: set[str], structured: set[s
                 if ok:
                     accumulated[id(stmt)] = ok
                     adds.update({id(s): name for s, (name, _) in reads if name in ok})
-                visit(stmt.body, owned | frozenset(ok) | frozenset(mine))
+                blocks.append((stmt.body, owned | frozenset(ok) | frozenset(mine)))
             elif isinstance(stmt, ir.If):
-                visit(stmt.body, owned)
-                visit(stmt.orelse, owned)
-
-    visit(function.body, frozenset())
+                blocks += [(stmt.body, owned), (stmt.orelse, owned)]
     return InPlace(in_place.loops, in_place.writes, in_place.reads, accumulated, adds)
 
 

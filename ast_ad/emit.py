@@ -160,25 +160,26 @@ def _names_in_order(tree: gast.FunctionDef) -> list[gast.Name]:
     printer): its body's, depth first in field order, each function's, lambda's and comprehension's own in
     breadth-first order after its place; parameters not among them."""
     out: list[gast.Name] = []
-
-    def visit(node: Any) -> None:
-        kind = type(node)
-        if kind is list:
-            for item in node:
-                visit(item)
-        elif kind is gast.Name:
-            out.append(node)
-        elif isinstance(node, gast.AST):
-            if kind is gast.FunctionDef or isinstance(node, syntax.SCOPES):
-                if kind is gast.FunctionDef:
-                    visit(node.body)
-                out.extend(_read_names(node.args if kind is gast.FunctionDef else node))
-                return
-            for field in syntax.NODE_FIELDS[kind]:  # (not those that hold no node: a context, an operator)
-                visit(getattr(node, field, None))
-    visit(tree.body)
+    _visit_names(tree.body, out)
     out.extend(_read_names(tree.args))
     return out
+
+
+def _visit_names(node: Any, out: list[gast.Name]) -> None:
+    kind = type(node)
+    if kind is list:
+        for item in node:
+            _visit_names(item, out)
+    elif kind is gast.Name:
+        out.append(node)
+    elif isinstance(node, gast.AST):
+        if kind is gast.FunctionDef or isinstance(node, syntax.SCOPES):
+            if kind is gast.FunctionDef:
+                _visit_names(node.body, out)
+            out.extend(_read_names(node.args if kind is gast.FunctionDef else node))
+            return
+        for field in syntax.NODE_FIELDS[kind]:  # (not those that hold no node: a context, an operator)
+            _visit_names(getattr(node, field, None), out)
 
 
 def _read_names(node: gast.AST) -> list[gast.Name]:
@@ -246,18 +247,18 @@ def _root_module(obj: Any) -> types.ModuleType:
 def _callees(top: Any) -> list[Any]:
     """Every adjoint ``top`` calls, callees before callers, each once."""
     order: dict[int, Any] = {}
-    seen = {id(top)}
-
-    def visit(a: Any) -> None:
-        for callee in a.callees:
-            if id(callee) not in seen:
-                seen.add(id(callee))
-                visit(callee)
-                order[id(callee)] = callee
-    visit(top)
+    _visit_callees(top, order, {id(top)})
     if any(c is top for a in [top, *order.values()] for c in a.callees):
         order[id(top)] = top  # top calls itself: it needs its own pair too
     return list(order.values())
+
+
+def _visit_callees(a: Any, order: dict[int, Any], seen: set[int]) -> None:
+    for callee in a.callees:
+        if id(callee) not in seen:
+            seen.add(id(callee))
+            _visit_callees(callee, order, seen)
+            order[id(callee)] = callee
 
 
 def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:

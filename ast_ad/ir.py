@@ -261,29 +261,31 @@ def check_ir(fn: Function) -> Function:
         assert name not in bound or name in fn.mutable, f"{name} bound twice"
         bound.add(name)
 
-    def block(body: tuple[Stmt, ...], in_loop: bool) -> None:
-        for k, stmt in enumerate(body):
-            if isinstance(stmt, Assign):
-                value = stmt.value
-                atoms = value.args + tuple(a for _, a in value.kwargs) if isinstance(value, Call) else \
-                    value.elts if isinstance(value, Pack) else (value.value,) if isinstance(value, Attr) else \
-                    () if isinstance(value, Raw) else (value,)
-                for atom in atoms:
-                    use(atom)
-            elif isinstance(stmt, (Unpack, Append)):
-                use(stmt.value)
-            elif isinstance(stmt, Pop):
-                use(Var(stmt.source))
-            elif isinstance(stmt, If):
-                use(stmt.test)
-            elif isinstance(stmt, For):
-                use(stmt.iter)
-            elif isinstance(stmt, Break):
-                assert in_loop and k == len(body) - 1, "break must be last in a loop body"
-            for name in defined(stmt):
-                bind(name)
-            for nested in blocks(stmt):
-                block(nested, in_loop or isinstance(stmt, (For, While)))
-    block(fn.body, False)
+    _check_block(fn.body, False, use, bind)
     use(fn.result)
     return fn
+
+
+def _check_block(body: tuple[Stmt, ...], in_loop: bool, use: Any, bind: Any) -> None:
+    for k, stmt in enumerate(body):
+        if isinstance(stmt, Assign):
+            value = stmt.value
+            atoms = value.args + tuple(a for _, a in value.kwargs) if isinstance(value, Call) else \
+                value.elts if isinstance(value, Pack) else (value.value,) if isinstance(value, Attr) else \
+                () if isinstance(value, Raw) else (value,)
+            for atom in atoms:
+                use(atom)
+        elif isinstance(stmt, (Unpack, Append)):
+            use(stmt.value)
+        elif isinstance(stmt, Pop):
+            use(Var(stmt.source))
+        elif isinstance(stmt, If):
+            use(stmt.test)
+        elif isinstance(stmt, For):
+            use(stmt.iter)
+        elif isinstance(stmt, Break):
+            assert in_loop and k == len(body) - 1, "break must be last in a loop body"
+        for name in defined(stmt):
+            bind(name)
+        for nested in blocks(stmt):
+            _check_block(nested, in_loop or isinstance(stmt, (For, While)), use, bind)

@@ -150,64 +150,72 @@ class Kinds:
 def kinds_of(function: ir.Function, shapes: tuple[int, ...]) -> Kinds:
     """The facts every binding of each name agrees on, given the parameters' labels (a fixpoint)."""
     facts: dict[str, Fact] = {p: label_fact(label) for p, label in zip(function.params, shapes, strict=True)}
-    facts = {p: f for p, f in facts.items() if f != UNKNOWN}
-    inside: dict[int, dict[str, Fact]] = {}
-    made: dict[int, Fact] = {}
-    bound_in: dict[int, set[str]] = {}
-    tapes = _tapes(function)
-    elements: dict[str, Fact] = {}  # what each tape holds: the facts of all it is pushed
+    found = _Pass({p: f for p, f in facts.items() if f != UNKNOWN}, _tapes(function))
+    found.changed, once = True, ir.loop_free(function.body)
+    while found.changed:
+        found.changed = False
+        found.visit(function.body, {})
+        if once:  # no loop: one pass
+            break
+    return Kinds({n: f for n, f in found.facts.items() if f != UNKNOWN}, found.inside, found.made)
 
-    def bound(stmt: ir.Stmt) -> set[str]:  # every name the blocks of a compound statement bind
-        if id(stmt) not in bound_in:
-            bound_in[id(stmt)] = {n for block in ir.blocks(stmt) for s in ir.walk(block) for n in ir.defined(s)}
-        return bound_in[id(stmt)]
 
-    def visit(body: tuple[ir.Stmt, ...], scope: dict[str, Fact], changed: list[bool]) -> None:
+class _Pass:
+    """One pass of ``kinds_of`` over the statements in order, and what the passes found so far."""
+
+    def __init__(self, facts: dict[str, Fact], tapes: set[str]):
+        self.facts, self.tapes = facts, tapes
+        self.inside: dict[int, dict[str, Fact]] = {}
+        self.made: dict[int, Fact] = {}
+        self.bound_in: dict[int, set[str]] = {}
+        self.elements: dict[str, Fact] = {}  # what each tape holds: the facts of all it is pushed
+        self.changed = False
+
+    def bound(self, stmt: ir.Stmt) -> set[str]:
+        """Every name the blocks of a compound statement bind."""
+        if id(stmt) not in self.bound_in:
+            self.bound_in[id(stmt)] = {n for block in ir.blocks(stmt) for s in ir.walk(block) for n in ir.defined(s)}
+        return self.bound_in[id(stmt)]
+
+    def visit(self, body: tuple[ir.Stmt, ...], scope: dict[str, Fact]) -> None:
+        facts, elements = self.facts, self.elements
         scope = dict(scope)  # what the statements of this block bound so far, read where they dominate
         for stmt in body:
-            inside[id(stmt)] = {name: scope[name] for name in _reads(stmt) if name in scope}
+            self.inside[id(stmt)] = {name: scope[name] for name in _reads(stmt) if name in scope}
             if ir.blocks(stmt):
-                names = bound(stmt) | set(ir.defined(stmt))
+                names = self.bound(stmt) | set(ir.defined(stmt))
                 inner = {name: fact for name, fact in scope.items() if name not in names}
                 if isinstance(stmt, ir.For):
-                    if _atom_fact(stmt.iter, facts, scope) == RANGE and stmt.target not in bound(stmt):
+                    if _atom_fact(stmt.iter, facts, scope) == RANGE and stmt.target not in self.bound(stmt):
                         inner[stmt.target] = INT  # each step binds it to an integer; nothing else does
-                    bind(stmt.target, UNKNOWN, changed)  # before the loop it is None (and after an empty one)
+                    self.bind(stmt.target, UNKNOWN)  # before the loop it is None (and after an empty one)
                 for block in ir.blocks(stmt):
-                    visit(block, inner, changed)
+                    self.visit(block, inner)
                 for name in names:
                     scope.pop(name, None)
             elif isinstance(stmt, ir.Assign):
-                fact = made[id(stmt)] = _value_fact(stmt.value, facts, scope)
-                bind(stmt.target, fact, changed)
+                fact = self.made[id(stmt)] = _value_fact(stmt.value, facts, scope)
+                self.bind(stmt.target, fact)
                 scope[stmt.target] = fact
-            elif isinstance(stmt, ir.Append) and stmt.target in tapes:
+            elif isinstance(stmt, ir.Append) and stmt.target in self.tapes:
                 fact = _atom_fact(stmt.value, facts, scope)
                 new = fact if stmt.target not in elements else _merge(elements[stmt.target], fact)
                 if elements.get(stmt.target) != new:
-                    elements[stmt.target], changed[0] = new, True
-            elif isinstance(stmt, ir.Pop) and stmt.target is not None and stmt.source in tapes:
+                    elements[stmt.target], self.changed = new, True
+            elif isinstance(stmt, ir.Pop) and stmt.target is not None and stmt.source in self.tapes:
                 if stmt.source in elements:  # else nothing was pushed (yet: a later pass binds it)
-                    bind(stmt.target, elements[stmt.source], changed)
+                    self.bind(stmt.target, elements[stmt.source])
                 scope[stmt.target] = elements.get(stmt.source, UNKNOWN)
             else:
                 for name in ir.defined(stmt):
-                    bind(name, UNKNOWN, changed)
+                    self.bind(name, UNKNOWN)
                     scope[name] = UNKNOWN
 
-    def bind(name: str, fact: Fact, changed: list[bool]) -> None:
-        new = fact if name not in facts else _merge(facts[name], fact)
-        if facts.get(name) != new:
-            facts[name] = new
-            changed[0] = True
-
-    changed, once = [True], ir.loop_free(function.body)
-    while changed[0]:
-        changed[0] = False
-        visit(function.body, {}, changed)
-        if once:  # no loop: one pass
-            break
-    return Kinds({n: f for n, f in facts.items() if f != UNKNOWN}, inside, made)
+    def bind(self, name: str, fact: Fact) -> None:
+        new = fact if name not in self.facts else _merge(self.facts[name], fact)
+        if self.facts.get(name) != new:
+            self.facts[name] = new
+            self.changed = True
 
 
 _NONE: dict[str, Fact] = {}

@@ -1277,10 +1277,9 @@ def _atom_name(atom: ir.Atom) -> str:
 
 
 def _rename_loads(node: gast.AST, rename: Any) -> gast.AST:
-    class Renamer(gast.NodeTransformer):  # type: ignore[misc]  # gast has no types
-        def visit_Name(self, name: gast.Name) -> gast.AST:
-            return gast.copy_location(rename(name), name) if isinstance(name.ctx, gast.Load) else name
-    return Renamer().visit(node)
+    renamed: gast.AST = syntax.substituted(node, lambda name: gast.copy_location(rename(name), name)
+                                           if isinstance(name.ctx, gast.Load) else None)
+    return renamed
 
 
 def _closure(fn: Any) -> dict[str, Any]:
