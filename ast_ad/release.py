@@ -25,6 +25,8 @@ def released(backward: list[gast.stmt], releasable: frozenset[str], adjoints: fr
     line's backward block, and before any call that may build a big new array (anything
     but a ufunc or ``unbroadcast``). Names in ``keep`` stay.
     """
+    if not releasable and not adjoints:
+        return backward  # (no array to let go: numbers only)
     last: dict[str, int] = {}
     bound: dict[str, int] = {name: -1 for name in releasable}
     for k, stmt in enumerate(backward):

@@ -663,6 +663,7 @@ class Reverser(FloatZeros, Checkpointing):
                 return out + [gast.AugAssign(target=target, op=gast.Add(), value=syntax.name(g))]
             add = self.refs.marker(runtime.add_into, "add_into")
             return out + [gast.Expr(value=syntax.call(add, [syntax.name(self.bar(added)), index, syntax.name(g)]))]
+        operands = None
         for k, atom in enumerate(call.args):
             if atom_active(atom, self.active):
                 vjp = rule.vjp(k)
@@ -670,7 +671,8 @@ class Reverser(FloatZeros, Checkpointing):
                     raise self.missing(stmt, f"{call.fn.hint} has no gradient rule for argument {k + 1}")
                 if vjp is registry.zero:
                     continue
-                contribution = self.contribution(stmt, self.ranked(stmt, call, k) or vjp, g, ans)
+                operands = operands or self.operands(call)
+                contribution = self.contribution(stmt, self.ranked(stmt, call, k) or vjp, g, ans, operands)
                 if rule.elementwise and not self.exact(call, k):
                     unbroadcast = self.refs.marker(runtime.unbroadcast, "unbroadcast")
                     contribution = syntax.call(unbroadcast, [contribution, syntax.name(atom.name)])
@@ -705,18 +707,25 @@ class Reverser(FloatZeros, Checkpointing):
             return False  # ``unbroadcast`` refuses lists that ``+`` joined
         return all(c == SCALAR or (c is not None and c == mine) for c in others)
 
-    def contribution(self, stmt: ir.Assign, vjp: registry.VJP, g: str, ans_name: str) -> gast.expr:
+    def contribution(self, stmt: ir.Assign, vjp: registry.VJP, g: str, ans_name: str,
+                     operands: tuple[list[gast.expr], dict[str, gast.expr]] | None = None) -> gast.expr:
+        """The rule ``vjp`` of ``stmt``'s call, inlined or called. ``operands``: the call's arguments as syntax,
+        made once for the statement's rules (inlining copies them; a call of the rule gets copies)."""
         call = ir.call_of(stmt)
         ans = syntax.name(ans_name)
-        args = [syntax.atom(a, self.refs) for a in call.args]
-        kwargs = {key: syntax.atom(a, self.refs) for key, a in call.kwargs}
+        args, kwargs = operands or self.operands(call)
         if not bindable(vjp, len(args), list(kwargs)):
             raise self.error(stmt, f"the call to {call.fn.hint} does not match the arguments of its gradient rule")
         body = inline(vjp, syntax.name(g), ans, args, kwargs, self.refs)
         if body is not None:
             return body
         rule_name = f"{call.fn.hint.rsplit('.', 1)[-1]}_vjp"
-        return syntax.call(self.refs.marker(vjp, rule_name), [syntax.name(g), ans, *args], kwargs)
+        return syntax.call(self.refs.marker(vjp, rule_name), [syntax.name(g), ans, *syntax.clone(args)],
+                           {key: syntax.clone(value) for key, value in kwargs.items()})
+
+    def operands(self, call: ir.Call) -> tuple[list[gast.expr], dict[str, gast.expr]]:
+        args = [syntax.atom(a, self.refs) for a in call.args]
+        return args, {key: syntax.atom(a, self.refs) for key, a in call.kwargs}
 
     def callee_contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool, callee: Adjoint, saved: str,
                              args: list[ir.Atom], active: list[ir.Var]) -> list[gast.stmt]:

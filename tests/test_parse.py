@@ -1,0 +1,60 @@
+"""Stage 1, parse: Python's ``ast`` made gast by ast_ad's own converter, node for node what gast makes."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import gast
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from ast_ad.parse import to_gast
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+FILES = sorted([*ROOT.glob("ast_ad/**/*.py"), *ROOT.glob("tests/*.py"), *ROOT.glob("examples/*.py"),
+                pathlib.Path(ast.__file__)])
+# what gast converts in its own way on some Python: type parameters, ``type`` statements, named handlers
+SPECIAL = ["def f[T: int](x: T, *args, y=1, **kw) -> T:\n    return x\n", "type Alias = int\n",
+           "class C[T](B, metaclass=M):\n    x: T\n", "try:\n    pass\nexcept E as e:\n    raise\n",
+           "async def g():\n    async with a as b:\n        await b\n", "lambda x, /, y=2, *, z: x"]
+
+
+def same(tree: ast.AST) -> bool:
+    return gast.dump(to_gast(tree), include_attributes=True) == \
+        gast.dump(gast.ast_to_gast(tree), include_attributes=True)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(p.parent.parent)))
+def test_the_converter_makes_what_gast_makes_of_real_files(path) -> None:
+    assert same(ast.parse(path.read_text()))
+
+
+@pytest.mark.parametrize("text", SPECIAL)
+def test_the_converter_makes_what_gast_makes_where_gast_converts_its_own_way(text) -> None:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:  # type parameters before Python 3.12
+        pytest.skip("not Python on this version")
+    assert same(tree)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))  # (slow to draw: 2 s each)
+@given(st.data())
+def test_the_converter_makes_what_gast_makes_of_random_programs(data: st.DataObject) -> None:
+    import hypothesmith
+
+    text = data.draw(hypothesmith.from_grammar(start="file_input"))
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        assume(False)
+    assert same(tree)
+
+
+def test_a_converted_node_is_new() -> None:
+    tree = ast.parse("y = a + b[1]")
+    made = to_gast(tree)
+    assert isinstance(made.body[0], gast.Assign) and not isinstance(made.body[0], ast.Assign)
+    assert all(isinstance(node, gast.AST) for node in gast.walk(made))
