@@ -269,8 +269,11 @@ def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
     ret = syntax.ret(result)
     backward = folded(a.backward, keep)
     inliner = _inliner(a)
-    inliner.count([*a.forward, *backward, ret])
-    forward, backward = inliner.block(a.forward), inliner.block(backward)
+    scans = inliner.counted(a.forward, backward, [ret])
+    if scans is None:
+        inliner.count([*a.forward, *backward, ret])
+    forward = inliner.block(a.forward, scans[0] if scans else None)
+    backward = inliner.block(backward, scans[1] if scans else None)
     # an array bound once, and that assignment written into its reader, is no name to release
     releasable = a.releasable - inliner.folded
     body = _iterated(forward + released(backward, releasable, a.array_adjoints, keep, a.refs) + [ret], a.refs)

@@ -186,7 +186,7 @@ class Inliner:
         self.pure = pure  # gast.Call -> whether it is a call of a registered function with no effect
         self.keep = keep  # names never folded away: the user's variables, the results
         self.numbers = numbers  # names that certainly hold numbers (no object to change in place)
-        self.reads: Counter[str] = Counter()
+        self.reads: dict[str, int] = Tally()  # reads of each name in the whole function
         self.lists: set[str] = set()
         self.folded: set[str] = set()  # names one of whose assignments was written into its reader
 
@@ -223,9 +223,33 @@ class Inliner:
         # a list only made empty here and only appended to and popped from: those calls change it alone
         self.lists = {name for name, made in bound_by.items() if made == {"list"} and receivers[name] == reads[name]}
 
-    def block(self, body: list[gast.stmt]) -> list[gast.stmt]:
+    def counted(self, *blocks: list[gast.stmt]) -> list[list[_Scan]] | None:
+        """``count`` of these blocks, from the scans of their statements, which ``block`` then reads (a walk less
+        over the function), where no statement makes a list empty: else ``None``, and nothing is counted (a
+        statement's scan depends on which lists only appends and pops change, which the whole count tells)."""
+        stack: list[Any] = [stmt for body in blocks for stmt in body]
+        while stack:
+            stmt = stack.pop()
+            kind = type(stmt)
+            if kind is gast.Assign and type(stmt.value) is gast.List and not stmt.value.elts:
+                return None
+            if kind is gast.If or kind is gast.For or kind is gast.While:
+                stack += stmt.body + stmt.orelse
+        self.lists = set()
+        scans = [[self.scan(stmt) for stmt in body] for body in blocks]
+        reads = Tally()
+        for found in scans:
+            for facts in found:
+                reads.add(facts.loads)
+        self.reads = reads
+        return scans
+
+    def block(self, body: list[gast.stmt], scanned: list[_Scan] | None = None) -> list[gast.stmt]:
+        """``body`` with its temporaries folded into their readers; ``scanned``: its statements' scans, if made."""
         out: list[Any] = [self.nested(stmt) for stmt in body]  # a folded statement becomes None
         scans: list[Any] = [None] * len(out)  # each statement's ``_Scan``, made when first needed
+        if scanned is not None:  # (a compound statement's blocks were folded just now: scanned again if needed)
+            scans = [facts if made is stmt else None for facts, made, stmt in zip(scanned, out, body, strict=True)]
         for k in range(len(out) - 1, -1, -1):
             stmt = out[k]
             if type(stmt) is not gast.Assign or len(stmt.targets) != 1 or type(stmt.targets[0]) is not gast.Name \
