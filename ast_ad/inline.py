@@ -60,42 +60,49 @@ def _builder(rule: Callable[..., Any]) -> Callable[[dict[str, Any], Any], gast.e
     does, from Python written for this template: each node made directly (a fifth of a long function's
     transform was that copy). It is called with the parameters' expressions and the ``_Substitute``."""
     signature, body = _template(rule) or (None, None)
-    params = set(signature.parameters) if signature is not None else set()
-    constants: list[Any] = []
-    lines: list[str] = []
-    read: dict[str, str] = {}  # parameter -> the local that holds its expression
-
-    def constant(value: Any) -> str:
-        constants.append(value)
-        return f"K[{len(constants) - 1}]"
-
-    def made(node: Any) -> str:
-        """Python that makes ``node`` (a template's node, a list of them, or a plain value)."""
-        if type(node) is list:
-            return "[" + ", ".join(made(item) for item in node) + "]"
-        if not isinstance(node, gast.AST):
-            return constant(node)
-        if type(node) is gast.Name:
-            if node.id not in params:
-                return f"s.name({constant(node)})"  # a global or a builtin: a marker
-            if node.id not in read:
-                read[node.id] = local = f"p{len(read)}"
-                lines.append(f"    {local} = values[{node.id!r}]")
-                lines.append(f"    if {local} is None:\n        raise NoInline")  # (``*args``, say)
-            return f"clone({read[node.id]})"
-        fields = syntax.NODE_FIELDS[type(node)]
-        state = ", ".join(f"{key!r}: " + (made(value) if key in fields and (type(value) is list or isinstance(
-            value, gast.AST)) else constant(value)) for key, value in node.__dict__.items())
-        building = f"new({constant(type(node))}, {{{state}}})"
-        return f"FOLDS[{constant(type(node))}](s, {building})" if type(node) in FOLDS else building
-
-    expression = made(body) if body is not None else "None"
-    text = "\n".join(["def build(values, s):", *lines, f"    return {expression}"])
-    scope: dict[str, Any] = {"K": constants, "new": syntax.new, "clone": syntax.clone, "NoInline": _NoInline,
+    source = _BuilderSource(set(signature.parameters) if signature is not None else set())
+    expression = source.made(body) if body is not None else "None"
+    text = "\n".join(["def build(values, s):", *source.lines, f"    return {expression}"])
+    scope: dict[str, Any] = {"K": source.constants, "new": syntax.new, "clone": syntax.clone, "NoInline": _NoInline,
                              "FOLDS": FOLDS}
     exec(text, scope)  # noqa: S102 -- code written here from the rule's own template
     build: Callable[[dict[str, Any], Any], gast.expr] = scope["build"]
     return build
+
+
+class _BuilderSource:
+    """The Python of a template's builder (``_builder``): its lines, and the constants it reads."""
+
+    def __init__(self, params: set[str]):
+        self.params = params
+        self.constants: list[Any] = []
+        self.lines: list[str] = []
+        self.read: dict[str, str] = {}  # parameter -> the local that holds its expression
+
+    def constant(self, value: Any) -> str:
+        self.constants.append(value)
+        return f"K[{len(self.constants) - 1}]"
+
+    def made(self, node: Any) -> str:
+        """Python that makes ``node`` (a template's node, a list of them, or a plain value)."""
+        if type(node) is list:
+            return "[" + ", ".join(self.made(item) for item in node) + "]"
+        if not isinstance(node, gast.AST):
+            return self.constant(node)
+        if type(node) is gast.Name:
+            if node.id not in self.params:
+                return f"s.name({self.constant(node)})"  # a global or a builtin: a marker
+            if node.id not in self.read:
+                self.read[node.id] = local = f"p{len(self.read)}"
+                self.lines.append(f"    {local} = values[{node.id!r}]")
+                self.lines.append(f"    if {local} is None:\n        raise NoInline")  # (``*args``, say)
+            return f"clone({self.read[node.id]})"
+        fields = syntax.NODE_FIELDS[type(node)]
+        state = ", ".join(f"{key!r}: " + (self.made(value) if key in fields and (
+            type(value) is list or isinstance(value, gast.AST)) else self.constant(value))
+            for key, value in node.__dict__.items())
+        building = f"new({self.constant(type(node))}, {{{state}}})"
+        return f"FOLDS[{self.constant(type(node))}](s, {building})" if type(node) in FOLDS else building
 
 
 def _bind(rule: Callable[..., Any], signature: inspect.Signature, args: list[gast.expr],

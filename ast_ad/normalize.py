@@ -152,7 +152,7 @@ class Lowerer(Nesting):
         self.source = source
         self.fn = source.fn
         self.closure = _closure(source.fn)
-        self.locals = _bound_names(source.tree)
+        self.locals, self.appending = _bound_names(source.tree)
         self.namer = Namer(reserved=self.locals)
         self.env: dict[str, ir.Atom] = {}
         self.body: list[ir.Stmt] = []
@@ -192,9 +192,12 @@ class Lowerer(Nesting):
         if statements and isinstance(statements[0], gast.Expr) and isinstance(statements[0].value, gast.Constant):
             statements = statements[1:]  # docstring
         statements = structure(statements, Namer(reserved=self.locals))
-        for s in statements:  # one walk: the names each statement binds, and those it appends to
-            stored, appended = _stored_and_appended(s)
-            self.locals |= stored
+        for s in statements:  # the names each statement binds, and those it appends to
+            if id(s) in self.appending:  # as written: its names are among the locals already
+                appended = self.appending[id(s)]
+            else:  # a statement ``structure`` made
+                stored, appended = _stored_and_appended(s)
+                self.locals |= stored
             for name in appended:
                 self.appends_left[name] = self.appends_left.get(name, 0) + 1
         self.namer.reserved |= self.locals
@@ -1287,16 +1290,26 @@ def _closure(fn: Any) -> dict[str, Any]:
     return dict(zip(fn.__code__.co_freevars, cells, strict=True))
 
 
-def _bound_names(tree: gast.FunctionDef) -> set[str]:
-    """Every name the function binds: parameters and assignment targets."""
+def _bound_names(tree: gast.FunctionDef) -> tuple[set[str], dict[int, set[str]]]:
+    """Every name the function binds (parameters and assignment targets), and the names each statement of its
+    body appends to (``xs.append(v)``, ``xs.extend(...)``), by the statement's id."""
     names = {arg.id for arg in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs}
-    for node in syntax.walk(tree):
-        if isinstance(node, gast.Name) and isinstance(node.ctx, (gast.Store, gast.Param)):
-            names.add(node.id)
-        elif isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store) \
-                and isinstance(_root(node), gast.Name):
-            names.add(_root(node).id)
-    return names
+    names.update(n.id for n in syntax.walk(tree.args) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Param))
+    appending: dict[int, set[str]] = {}
+    for statement in tree.body:
+        appended = appending[id(statement)] = set()
+        for node in syntax.walk(statement):
+            kind = type(node)
+            if kind is gast.Name:
+                if type(node.ctx) is gast.Store or type(node.ctx) is gast.Param:
+                    names.add(node.id)
+            elif kind is gast.Subscript:
+                if type(node.ctx) is gast.Store and isinstance(_root(node), gast.Name):
+                    names.add(_root(node).id)
+            elif kind is gast.Call and type(node.func) is gast.Attribute and node.func.attr in ("append", "extend") \
+                    and type(node.func.value) is gast.Name:
+                appended.add(node.func.value.id)
+    return names, appending
 
 
 def _constant(atom: ir.Expr | None) -> Any:
