@@ -24,7 +24,7 @@ import gast
 import numpy as np
 
 from ast_ad import ir, printer, registry, syntax, writer
-from ast_ad.fold import Inliner, filled, folded
+from ast_ad.fold import Inliner, filled, folded, folded_scanned
 from ast_ad.forward import Tangent
 from ast_ad.kinds import labelled
 from ast_ad.naming import Namer, identifier
@@ -267,13 +267,14 @@ def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
     keep = {n.id for n in syntax.walk(result) if isinstance(n, gast.Name)}
     keep |= {a.seed, *a.params}
     ret = syntax.ret(result)
-    backward = folded(a.backward, keep)
     inliner = _inliner(a)
-    scans = inliner.counted(a.forward, backward, [ret])
-    if scans is None:
+    if inliner.listless(a.forward, a.backward):  # each statement scanned once, for both folds and the count
+        backward, scanned = folded_scanned(a.backward, keep, [inliner.scan(stmt) for stmt in a.backward])
+        scans: list[Any] = inliner.counted(a.forward, backward, [ret], scanned={1: scanned} if scanned else None)
+    else:
+        backward, scans = folded(a.backward, keep), [None, None]
         inliner.count([*a.forward, *backward, ret])
-    forward = inliner.block(a.forward, scans[0] if scans else None)
-    backward = inliner.block(backward, scans[1] if scans else None)
+    forward, backward = inliner.block(a.forward, scans[0]), inliner.block(backward, scans[1])
     # an array bound once, and that assignment written into its reader, is no name to release
     releasable = a.releasable - inliner.folded
     body = _iterated(forward + released(backward, releasable, a.array_adjoints, keep, a.refs) + [ret], a.refs)

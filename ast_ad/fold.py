@@ -48,20 +48,35 @@ class Tally(dict[str, int]):
 
 def folded(body: list[gast.stmt], keep: set[str]) -> list[gast.stmt]:
     """``body`` with its copies folded; names in ``keep`` (read after ``body``) stay. ``body`` is not changed."""
-    uses = [_names(stmt) for stmt in body]
+    return folded_scanned(body, keep, None)[0]
+
+
+def folded_scanned(body: list[gast.stmt], keep: set[str],
+                   scans: list[_Scan] | None) -> tuple[list[gast.stmt], list[_Scan] | None]:
+    """``folded``, reading what each statement reads and binds from its ``Inliner.scan`` where ``scans`` gives
+    them; then also the scans of the statements it gives back (their reads renamed as they are), where it can
+    say (``None`` where a nested block changed)."""
+    uses = [(facts.loads, list(facts.binds)) for facts in scans] if scans is not None else \
+        [_names(stmt) for stmt in body]
     loads: Counter[str] = Counter()
     bound: Counter[str] = Counter()
     for reads, binds in uses:
         loads.update(reads)
         bound.update(binds)
-    return _block(body, loads, bound, keep, uses)
+    kept: list[int] = []
+    out = _block(body, loads, bound, keep, uses, kept)
+    aligned = scans is not None and len(kept) == len(out)
+    return out, [scans[k] for k in kept] if scans is not None and aligned else None
 
 
 def _block(body: list[gast.stmt], loads: Counter[str], bound: Counter[str], keep: set[str],
-           uses: list[tuple[Tally, list[str]]] | None = None) -> list[gast.stmt]:
+           uses: list[tuple[Tally, list[str]]] | None = None, kept: list[int] | None = None) -> list[gast.stmt]:
+    """``body`` folded; ``kept``, if given, gets the positions of the statements kept, where ``uses`` (each
+    statement's reads and binds) were read throughout."""
     out = [_nested(stmt, loads, bound, keep) for stmt in body]
     if uses is None or any(new is not old for new, old in zip(out, body, strict=True)):
         uses = [_names(stmt) for stmt in out]
+        kept = None
     reads = [counts for counts, _ in uses]
     binds: dict[str, list[int]] = {}
     readers: dict[str, list[int]] = {}
@@ -95,6 +110,8 @@ def _block(body: list[gast.stmt], loads: Counter[str], bound: Counter[str], keep
                 readers.setdefault(b, []).append(j)
             dropped.update(back)
         dropped.add(k)
+    if kept is not None:
+        kept += [k for k in range(len(out)) if k not in dropped]
     return filled([stmt for k, stmt in enumerate(out) if k not in dropped])
 
 
@@ -223,20 +240,24 @@ class Inliner:
         # a list only made empty here and only appended to and popped from: those calls change it alone
         self.lists = {name for name, made in bound_by.items() if made == {"list"} and receivers[name] == reads[name]}
 
-    def counted(self, *blocks: list[gast.stmt]) -> list[list[_Scan]] | None:
-        """``count`` of these blocks, from the scans of their statements, which ``block`` then reads (a walk less
-        over the function), where no statement makes a list empty: else ``None``, and nothing is counted (a
-        statement's scan depends on which lists only appends and pops change, which the whole count tells)."""
+    def listless(self, *blocks: list[gast.stmt]) -> bool:
+        """Whether no statement of these blocks makes a list empty: then no list is one that only appends and pops
+        change (``count``), and a statement's scan is known before the whole function is counted (``counted``)."""
         stack: list[Any] = [stmt for body in blocks for stmt in body]
         while stack:
             stmt = stack.pop()
             kind = type(stmt)
             if kind is gast.Assign and type(stmt.value) is gast.List and not stmt.value.elts:
-                return None
+                return False
             if kind is gast.If or kind is gast.For or kind is gast.While:
                 stack += stmt.body + stmt.orelse
         self.lists = set()
-        scans = [[self.scan(stmt) for stmt in body] for body in blocks]
+        return True
+
+    def counted(self, *blocks: list[gast.stmt], scanned: dict[int, list[_Scan]] | None = None) -> list[list[_Scan]]:
+        """``count`` of these blocks, where they are ``listless``, from the scans of their statements (those of
+        ``scanned``, by block, made already), which ``block`` then reads: a walk less over the function."""
+        scans = [(scanned or {}).get(k) or [self.scan(stmt) for stmt in body] for k, body in enumerate(blocks)]
         reads = Tally()
         for found in scans:
             for facts in found:
