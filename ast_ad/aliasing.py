@@ -165,21 +165,21 @@ class Aliasing:
         last = self.body[-1]
         if not isinstance(last, ir.Assign) or last.target != atom.name:
             return
-        if isinstance(last.value, ir.Call) and registry.returns_view(last.value.fn.obj) and last.value.args \
-                and isinstance(last.value.args[0], ir.Var):
-            self.share(atom.name, last.value.args[0].name)
-        elif isinstance(last.value, ir.Call) and is_user_function(last.value.fn.obj):
+        call = last.value if isinstance(last.value, ir.Call) else None
+        holds = registry.holds_items(call.fn.obj) if call is not None else None
+        if call is not None and registry.returns_view(call.fn.obj) and call.args and isinstance(call.args[0], ir.Var):
+            self.share(atom.name, call.args[0].name)
+        elif call is not None and is_user_function(call.fn.obj):
             # a function of the user's may return an argument, a part of one, or a view of one (``return a``)
-            for arg in (*last.value.args, *(a for _, a in last.value.kwargs)):
+            for arg in (*call.args, *(a for _, a in call.kwargs)):
                 if isinstance(arg, ir.Var):
                     self.share(atom.name, arg.name)
-        elif isinstance(last.value, ir.Call) and registry.holds_items(last.value.fn.obj) == "always":
-            for arg in last.value.args:  # a new container of the same objects (``list(xs)``, ``sorted(xs)``)
+        elif call is not None and holds == "always":
+            for arg in call.args:  # a new container of the same objects (``list(xs)``, ``sorted(xs)``)
                 if isinstance(arg, ir.Var):
                     self.share(atom.name, arg.name)
-        elif isinstance(last.value, ir.Call) and registry.holds_items(last.value.fn.obj) == "containers" \
-                and last.value.args and isinstance(last.value.args[0], ir.Var):
-            source = last.value.args[0]  # ``x.copy()``: the same objects only if ``x`` is a list, tuple or dict
+        elif call is not None and holds == "containers" and call.args and isinstance(call.args[0], ir.Var):
+            source = call.args[0]  # ``x.copy()``: the same objects only if ``x`` is a list, tuple or dict
             flag = self.namer.fresh(f"{source.name}_container")
             if self.nesting:  # made in a branch or a loop: true (check) on the paths that skip it
                 self.presets.append(ir.Assign(flag, ir.Const(True), self.line))

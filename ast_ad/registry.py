@@ -156,7 +156,10 @@ _FACTS: dict[str, dict[Any, Any]] = {"in_place": {}, "sequence": {}, "same_kind"
 
 def _fact(fact: str, fn: Any) -> Any:
     """The value recorded for ``fn`` under ``fact``, or ``None`` (also for unhashable objects)."""
-    return _FACTS[fact].get(fn) if hashable(fn) else None
+    try:
+        return _FACTS[fact].get(fn)
+    except TypeError:  # unhashable
+        return None
 
 
 def def_in_place(fn: Any, twin: Any) -> None:
