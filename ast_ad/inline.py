@@ -47,11 +47,19 @@ def inline(rule: Callable[..., Any], g: gast.expr, ans: gast.expr, args: list[ga
         return None
     signature, body = template
     values = _bind(rule, signature, [g, ans, *args], kwargs)
+    substitute = _Substitute(values, rule.__globals__, refs)
+    uses = _USES[rule] = _USES.get(rule, 0) + 1
     try:
-        result: gast.expr = _builder(rule)(values, _Substitute(values, rule.__globals__, refs))
+        # a rule inlined often gets a builder of its own; the first few times, the copy (a builder costs what
+        # about ten copies cost to write and compile, and a first gradient inlines each of its rules once)
+        result: gast.expr = _builder(rule)(values, substitute) if uses > BUILT_AFTER else substitute.copy(body)
     except _NoInline:
         return None
     return result
+
+
+BUILT_AFTER = 8  # uses of a rule's template before it gets a builder (``_builder``)
+_USES: dict[Callable[..., Any], int] = {}
 
 
 @functools.cache
