@@ -14,10 +14,11 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from ast_ad import errors, extend, rules, tracer  # noqa: F401  (importing rules registers them)
+from ast_ad import errors, extend, rules  # noqa: F401  (importing rules registers them)
 from ast_ad.api import grad, source, value_and_grad
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ below imports them
+    from ast_ad import tracer
     from ast_ad.checking import check_grads
     from ast_ad.compose import hessian, hvp, jacfwd, jacobian, jacrev, jvp, vjp
     from ast_ad.explain import explain
@@ -27,7 +28,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ bel
 
 # Imported when first asked for (PEP 562): ``import ast_ad`` stays small, and the transform's own modules load
 # with the first gradient.
-_LAZY = {"check_grads": "checking", "hessian": "compose", "hvp": "compose", "jacfwd": "compose",
+_LAZY = {"tracer": "tracer", "check_grads": "checking", "hessian": "compose", "hvp": "compose", "jacfwd": "compose",
          "jacobian": "compose", "jacrev": "compose", "jvp": "compose", "vjp": "compose", "explain": "explain",
          "export": "export", "graph": "graph", "cache_clear": "load"}
 
@@ -56,7 +57,8 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'ast_ad' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(f"ast_ad.{_LAZY[name]}"), name)
+    module = importlib.import_module(f"ast_ad.{_LAZY[name]}")
+    value = module if name == "tracer" else getattr(module, name)  # (the tracer is a module of functions)
     globals()[name] = value
     return value
 

@@ -13,7 +13,6 @@ tools and profilers read lines from disk. ``AST_AD_CACHE=0`` turns the files off
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import linecache
 import os
@@ -22,11 +21,14 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ast_ad.emit import Binding
 from ast_ad.kinds import labelled
 from ast_ad.records import field, record
+
+if TYPE_CHECKING:
+    from hashlib import _Hash
 
 _serial = itertools.count(1)
 MISSING = object()
@@ -139,7 +141,15 @@ def written(text: str, entry: str) -> str | None:
 
 def text_name(text: str, entry: str) -> str:
     """The file name of a generated module: its entry function and a hash of its text."""
-    return f"{entry}-{hashlib.sha256(text.encode()).hexdigest()[:16]}.py"
+    return f"{entry}-{sha256(text.encode()).hexdigest()[:16]}.py"
+
+
+def sha256(data: bytes) -> _Hash:
+    """``hashlib.sha256(data)``, hashlib imported when first needed: its import (OpenSSL's) was a tenth of
+    ``import ast_ad``, and a process that only imports ast_ad, or reads no cache, needs none."""
+    import hashlib
+
+    return hashlib.sha256(data)
 
 
 def places() -> Iterator[pathlib.Path]:

@@ -313,6 +313,20 @@ def test_optional_rules_are_registered_when_the_code_names_the_library() -> None
     assert math.isclose(first, erf_slope) and math.isclose(second, erf_slope * 2.0)
 
 
+def test_import_ast_ad_leaves_for_later_what_its_first_gradient_may_not_need() -> None:
+    """``import ast_ad`` imports neither hashlib (OpenSSL: a tenth of the import, needed only by the persistent
+    cache) nor the tracer (an oracle and ``explain``'s); the first gradient, and ``ast_ad.tracer``, import them."""
+    import subprocess
+    import sys
+    script = ("import sys, numpy as np, ast_ad\n"
+              "print('hashlib' in sys.modules, 'ast_ad.tracer' in sys.modules)\n"
+              "g = ast_ad.tracer.grad(lambda x: x * x)(3.0)\n"
+              "print(g, 'ast_ad.tracer' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False", "6.0", "True"]
+
+
 def test_forward_mode_releases_arrays_too(tmp_path) -> None:
     """Forward mode over a gradient (a Hessian-vector product) ``del``s values and tangents after their last
     reads, as reverse mode does: without the releases the same code holds every step's arrays."""
