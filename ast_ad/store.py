@@ -30,7 +30,7 @@ from typing import Any
 from ast_ad import load as _load
 from ast_ad import logs, registry
 from ast_ad.emit import Binding, Emitted
-from ast_ad.load import sha256
+from ast_ad.load import hashed
 
 FORMAT = 2  # of the index files; a change of layout changes every key
 _environment: str | None = None
@@ -47,7 +47,7 @@ def key(fn: Any, spec: tuple[Any, ...]) -> str | None:
     if own is None or rules is None or spelled is None:
         return None
     text = repr((FORMAT, environment(), os.environ.get("AST_AD_PRINTER", ""), rules, spelled, own))
-    return sha256(text.encode()).hexdigest()[:32]
+    return hashed(text.encode()).hexdigest()[:32]
 
 
 def function_hash(fn: Any) -> str | None:
@@ -61,7 +61,7 @@ def function_hash(fn: Any) -> str | None:
     defaults = _stable((getattr(fn, "__defaults__", None), getattr(fn, "__kwdefaults__", None)))
     if defaults is None:
         return None
-    digest = sha256(marshal.dumps(code))
+    digest = hashed(marshal.dumps(code))
     digest.update(text.encode())
     digest.update(defaults.encode())
     return digest.hexdigest()
@@ -91,7 +91,7 @@ def environment() -> str:
         import numpy
 
         astor = importlib.util.find_spec("astor")
-        digest = sha256(repr((sys.version, numpy.__version__, getattr(gast, "__version__", ""),
+        digest = hashed(repr((sys.version, numpy.__version__, getattr(gast, "__version__", ""),
                                       astor and astor.origin)).encode())
         package = os.path.dirname(__file__)
         for folder in (package, os.path.join(package, "rules")):  # each file's size and modification time:
@@ -110,7 +110,7 @@ def _user_rules() -> str | None:
     count = len(registry.USER_CHANGES)
     if _rules_spelled[0] != count:
         spelled = _stable(tuple(registry.USER_CHANGES))
-        _rules_spelled = (count, None if spelled is None else sha256(spelled.encode()).hexdigest())
+        _rules_spelled = (count, None if spelled is None else hashed(spelled.encode()).hexdigest())
     return _rules_spelled[1]
 
 
@@ -124,7 +124,7 @@ def _stable(value: Any) -> str | None:
     if isinstance(value, dict):
         return _stable(tuple(sorted(value.items(), key=repr)))
     if type(value).__module__ == "numpy" and hasattr(value, "tobytes"):
-        return f"array({value.dtype.str}, {value.shape}, {sha256(value.tobytes()).hexdigest()})"
+        return f"array({value.dtype.str}, {value.shape}, {hashed(value.tobytes()).hexdigest()})"
     code = getattr(value, "__code__", None)
     if isinstance(code, types.CodeType):  # a rule: its code, and what its closure holds
         try:
@@ -132,7 +132,7 @@ def _stable(value: Any) -> str | None:
         except ValueError:  # a closure variable not bound yet: nothing to spell it by
             return None
         inner = _stable((value.__module__, value.__qualname__, value.__defaults__, cells))
-        return None if inner is None else f"fn({sha256(marshal.dumps(code)).hexdigest()}, {inner})"
+        return None if inner is None else f"fn({hashed(marshal.dumps(code)).hexdigest()}, {inner})"
     name = _importable(value)
     return None if name is None else f"import({name[0]}:{name[1]})"
 
