@@ -14,13 +14,13 @@ so no array the caller owns is ever written. Calls to the user's own functions
 become calls to their generated ``_fwd``/``_bwd`` pair.
 
 This module holds the adjoint rules: one backward block per statement. What the forward pass saves
-for them and how it comes back is ``saving``'s (the base class of ``Reverser``); checkpointed loops are
-``checkpointing``'s; ``del`` statements after last reads are ``release``'s.
+for them and how it comes back is ``saving``'s (a base class of ``Reverser``); checkpointed loops are
+``checkpointing``'s; which calls become calls of a callee's pair, and its derivation, ``calls``'s; which
+adjoints may still be a float zero, ``zeros``'s; ``del`` statements after last reads are ``release``'s.
 """
 
 from __future__ import annotations
 
-import inspect
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -36,12 +36,9 @@ from ast_ad.analysis import (
     activity,
     at_line,
     atom_active,
-    bind_call,
-    call_labels,
     first_definitions,
     in_place_writes,
     inputs_of,
-    is_user_function,
     local_names,
     loop_bound,
     shape_class,
@@ -51,8 +48,9 @@ from ast_ad.analysis import (
     usefulness,
 )
 from ast_ad.batching import batch_products
+from ast_ad.calls import Calls
 from ast_ad.checkpointing import Checkpointed, Checkpointing
-from ast_ad.errors import LocatedError, MissingRuleError, UnsupportedSyntaxError
+from ast_ad.errors import LocatedError, MissingRuleError
 from ast_ad.inline import bindable, inline
 from ast_ad.kinds import kinds_of
 from ast_ad.naming import Namer
@@ -125,7 +123,7 @@ def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, 
     return Reverser(function, argnums, shapes, derive, in_place, checkpoints).run(shell)
 
 
-class Reverser(FloatZeros, Checkpointing):
+class Reverser(FloatZeros, Checkpointing, Calls):
     def __init__(self, function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
                  in_place: bool = True, checkpoints: int | None = None, kept_shapes: dict[str, str] | None = None):
         self.function, self.argnums, self.derive = function, argnums, derive
@@ -292,54 +290,6 @@ class Reverser(FloatZeros, Checkpointing):
                 if (rule is not None and not rule.nondiff) or id(stmt) in self.calls:
                     names.add(stmt.target)
         return frozenset(names - (self.structured - self.items) - self.rebound - set(self.function.params))
-
-    def plan_calls(self) -> None:
-        """Derive the adjoint of every call to a user function whose result needs an adjoint."""
-        for stmt in ir.walk(self.function.body):
-            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) and self.needs_adjoint(stmt) \
-                    and (is_user_function(stmt.value.fn.obj) or self.by_source(stmt)):
-                args = self.bind_call(stmt)
-                active = tuple(p for p, a in enumerate(args) if atom_active(a, self.active))
-                callee = self.derive_callee(stmt, active, args)
-                self.callees.append(callee)
-                self.refs.ref(stmt.value.fn)  # recorded so that redefining the callee is noticed
-                saved = self.namer.fresh(f"{stmt.target}_saved")
-                if stmt.target in self.rebound:
-                    self.rebound.add(saved)
-                self.calls[id(stmt)] = (callee, saved, args, [a for a in args if atom_active(a, self.active)])
-
-    def derive_callee(self, stmt: ir.Assign, active: tuple[int, ...], args: list[ir.Atom]) -> Adjoint:
-        call = ir.call_of(stmt)
-        source = registry.read_as(call.fn.obj) or call.fn.obj  # a helper's stand-in in the language, if it has one
-        try:
-            return self.derive(source, active, self.labels(args, stmt), False, self.checkpoints)
-        except (LocatedError, UnsupportedSyntaxError) as exc:
-            if is_user_function(call.fn.obj):
-                raise
-            raise at_line(MissingRuleError, stmt, f"{call.fn.hint}, a helper of ast_ad's generated code, has no "
-                          "reverse rule for an argument differentiated here, and its source is outside the "
-                          f"language ast_ad differentiates ({exc.args[0] if exc.args else exc}), so reverse mode "
-                          "over this code is not supported yet") from None
-
-    def by_source(self, stmt: ir.Assign) -> bool:
-        """A helper of generated code whose rule has no reverse rule for an argument that is differentiated here:
-        reverse mode differentiates it by its source, as it does the user's own functions."""
-        call = ir.call_of(stmt)
-        fn = call.fn.obj
-        if not (inspect.isfunction(fn) and fn.__module__ == "ast_ad.runtime"):
-            return False
-        rule = registry.lookup(fn)
-        if rule is None:
-            return True
-        if rule.nondiff:
-            return False
-        return any(atom_active(a, self.active) and rule.vjp(k) is None for k, a in enumerate(call.args))
-
-    def bind_call(self, stmt: ir.Assign) -> list[ir.Atom]:
-        return bind_call(stmt, self.error)
-
-    def labels(self, args: list[ir.Atom], stmt: ir.Stmt) -> tuple[int, ...]:
-        return call_labels(args, self.classes, self.structured, self.kinds, stmt)
 
     # ---- forward ----------------------------------------------------------------------------------------
     def forward_block(self, body: tuple[ir.Stmt, ...], saving: bool) -> list[gast.stmt]:
