@@ -19,9 +19,10 @@ Each statement applies one primitive to atoms. Names are resolved here, against
 the function's real closure, globals and builtins, so ``np.sin``, ``numpy.sin``,
 ``from numpy import sin`` and ``xp.sin`` all become the same ``Ref``.
 
-Two jobs have modules of their own, base classes of the ``Lowerer``: ``aliasing`` (which names may
-reach the same object, and the checks before one changes) and ``nested`` (functions the user's code
-defines or names, inlined where they are called; ``ast_ad.grad`` and friends written in the body).
+Three jobs have modules of their own, base classes of the ``Lowerer``: ``aliasing`` (which names may
+reach the same object, and the checks before one changes), ``nested`` (functions the user's code
+defines or names, inlined where they are called; ``ast_ad.grad`` and friends written in the body) and
+``lower_control`` (``if``, ``while``, ``for`` and the iterations it unfolds, branch conditions).
 """
 
 from __future__ import annotations
@@ -38,11 +39,12 @@ import gast
 import numpy as np
 
 from ast_ad import ir, registry, runtime, syntax
-from ast_ad.aliasing import _var, loop_shared
+from ast_ad.aliasing import _var
 from ast_ad.check import COMPLEX_HINT, refuse
 from ast_ad.errors import LocatedError
+from ast_ad.lower_control import ControlFlow, _atom_name
 from ast_ad.naming import Namer, identifier
-from ast_ad.nested import Nesting, _load, _locate_all, _rename_all
+from ast_ad.nested import _load, _locate_all, _rename_all
 from ast_ad.parse import Source
 from ast_ad.structure import structure
 
@@ -60,7 +62,6 @@ WORDS = {operator.add: "plus", operator.sub: "minus", operator.mul: "times", ope
 ATTRIBUTE_PRIMITIVES = {"T": np.transpose, "mT": runtime.T, "real": np.real, "imag": np.imag}
 NONDIFF_ATTRIBUTES = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"}
 # Methods of array values, resolved to the numpy function of the same meaning.
-ITERATORS = (zip, map, filter, enumerate, reversed, iter)  # builtins whose result a loop cannot index
 VARARG_METHODS = {"reshape", "transpose"}  # x.reshape(2, 3) means np.reshape(x, (2, 3))
 # What makes values complex, which ast_ad refuses at the line that names it (real code only, for now).
 COMPLEX_MAKERS = {complex, np.complex128, np.complex64, np.clongdouble, np.linalg.eig, np.linalg.eigvals,
@@ -145,7 +146,7 @@ def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
     return True
 
 
-class Lowerer(Nesting):
+class Lowerer(ControlFlow):
     """Walks the gast tree once, appending one IR statement per primitive application."""
 
     def __init__(self, source: Source):
@@ -527,150 +528,6 @@ class Lowerer(Nesting):
         finally:
             self.body = outer
             self.nesting -= 1
-
-    # ---- control flow --------------------------------------------------------------------------------
-    def stmt_If(self, node: gast.If) -> None:
-        self.prepare(node)
-        test = self.test(node.test)
-        body, orelse = self.block(node.body), self.block(node.orelse)
-        self.body.append(ir.If(test, body, orelse, self.line_of(node)))
-
-    def stmt_While(self, node: gast.While) -> None:
-        self.prepare(node)
-        test = self.raw(node.test)
-        self.loops.append(_appended(node))
-        self.loop_shared.append(loop_shared(node))
-        try:
-            self.body.append(ir.While(test, self.block(node.body), self.line_of(node)))
-        finally:
-            self.loops.pop()
-            self.loop_shared.pop()
-
-    def stmt_Break(self, node: gast.Break) -> None:
-        self.body.append(ir.Break(self.line_of(node)))
-
-    def stmt_For(self, node: gast.For) -> None:
-        self.loops.append(_appended(node))
-        self.loop_shared.append(loop_shared(node))
-        try:
-            self.lower_for(node)
-        finally:
-            self.loops.pop()
-            self.loop_shared.pop()
-
-    def lower_for(self, node: gast.For) -> None:
-        line = self.line_of(node)
-        counted = self.range_call(node.iter)
-        if counted is not None and isinstance(node.target, gast.Name):
-            self.prepare(node)
-            self.body.append(ir.For(self.local(node.target.id).name, counted, self.block(node.body), line))
-            return
-        length, pattern = self.iteration(node.iter, node.target)
-        index = self.namer.fresh("k")
-        self.mutable.add(index)
-        self.prepare(node)
-        indices = self.bind(ir.Call(ir.Ref(range, "range"), (length,)), "indices")
-        outer, self.body = self.body, []
-        try:
-            for target, seq, backwards in pattern:
-                self.line = line
-                item = ir.Var(index) if seq is None else self.bind(
-                    ir.Call(self.operator(operator.getitem), (seq, self.position(backwards, index))),
-                    f"{_atom_name(seq)}_item")
-                self.bind_target(target, item)
-            for stmt in node.body:
-                self.line = self.line_of(stmt)
-                self.stmt(stmt)
-            body = tuple(self.body)
-        finally:
-            self.body = outer
-        self.body.append(ir.For(index, indices, body, line))
-
-    def range_call(self, node: gast.expr) -> ir.Atom | None:
-        """The lowered ``range(...)`` object if ``node`` calls the builtin range, else ``None``."""
-        if isinstance(node, gast.Call) and self.resolves_to(node.func, range):
-            return self.expr(node, "r")
-        return None
-
-    def iteration(self, node: gast.expr, target: gast.expr) -> tuple[ir.Atom, list[Any]]:
-        """``for target in node`` over sequences: the trip count, and (target, sequence, reversed) triples.
-
-        ``enumerate``, ``zip`` and ``reversed`` are unfolded, so ``for i, (a, b) in enumerate(zip(xs, ys))``
-        indexes ``xs`` and ``ys`` with the loop counter itself.
-        """
-        call = node if isinstance(node, gast.Call) else None
-        if call and self.resolves_to(call.func, enumerate) and len(call.args) == 1 \
-                and isinstance(target, gast.Tuple) and len(target.elts) == 2:
-            length, pattern = self.iteration(call.args[0], target.elts[1])
-            return length, [(target.elts[0], None, False)] + pattern
-        strict = [kw.value.value for kw in getattr(call, "keywords", [])
-                  if kw.arg == "strict" and isinstance(kw.value, gast.Constant) and kw.value.value in (True, False)]
-        if call and self.resolves_to(call.func, zip) and call.args and len(strict) == len(call.keywords) \
-                and isinstance(target, gast.Tuple) and len(target.elts) == len(call.args):
-            parts = [self.iteration(arg, t) for arg, t in zip(call.args, target.elts, strict=True)]
-            lengths = tuple(length for length, _ in parts)
-            if strict and strict[0]:  # zip(..., strict=True): Python's ValueError where the lengths differ
-                length = self.bind(ir.Call(ir.Ref(runtime.zip_length, "zip_length"), lengths), "n")
-            else:
-                length = lengths[0] if len(lengths) == 1 else self.bind(ir.Call(ir.Ref(min, "min"), lengths), "n")
-            return length, [item for _, pattern in parts for item in pattern]
-        backwards = call is not None and self.resolves_to(call.func, reversed) and len(call.args) == 1
-        held = ""
-        mapped = call is not None and self.resolves_to(call.func, map) and len(call.args) >= 2 \
-            and self.is_function(call.args[0]) and not call.keywords  # lowered to a list already (``mapped``)
-        if call is not None and not backwards and not mapped \
-                and any(self.resolves_to(call.func, it) for it in ITERATORS):
-            # an iterator has no length and cannot be indexed: its items, as a list, are what the loop reads
-            held = self.hidden("list")
-            self.env[held] = ir.Ref(list, "list")
-            node = gast.copy_location(gast.Call(func=_load(held), args=[node], keywords=[]), node)
-        seq = self.expr(call.args[0] if call is not None and backwards else node)
-        self.env.pop(held, None)
-        length = self.bind(ir.Call(ir.Ref(len, "len"), (seq,)), f"n_{_atom_name(seq)}")
-        return length, [(target, seq, backwards)]
-
-    def position(self, backwards: bool, index: str) -> ir.Atom:
-        if not backwards:
-            return ir.Var(index)
-        return self.bind(ir.Call(self.operator(operator.sub), (ir.Const(-1), ir.Var(index))), "back")
-
-    def resolves_to(self, node: gast.expr, obj: Any) -> bool:
-        return isinstance(node, gast.Name) and self.static(node) is obj
-
-    def test(self, node: gast.expr) -> ir.Atom:
-        """A branch condition, as a name the reverse pass can read again."""
-        if isinstance(node, gast.Name):
-            atom = self.name(node)
-            steady = isinstance(atom, ir.Var) and atom.name not in self.mutable \
-                and self.owner.get(atom.name) not in self.changing
-            if steady:
-                return atom
-            # a variable that may change, inside the branch or later: the reverse pass needs the decision itself
-            return self.bind(atom, "cond")
-        # The decision is kept as a bool: the reverse pass reads it again without asking the value a second
-        # time (a dask array would compute again), and Python converts it once, as it does itself.
-        if self.static(gast.Name(id="bool", ctx=gast.Load(), annotation=None, type_comment=None)) is builtins.bool:
-            node = _decision(node)
-        return self.bind(self.raw(node), "cond")
-
-    def raw(self, node: gast.expr) -> ir.Raw:
-        """``node`` kept as written, its names rewritten (see ``effect``); it carries no gradient."""
-        refs: list[ir.Ref] = []
-        renamed = _rename_loads(syntax.clone(node), lambda name: self.rename(name, refs))
-        return ir.Raw(renamed, tuple(refs))
-
-    def rename(self, name: gast.Name, refs: list[ir.Ref]) -> gast.Name:
-        atom = self.name(name)
-        if isinstance(atom, ir.Var):
-            return gast.Name(id=atom.name, ctx=gast.Load(), annotation=None, type_comment=None)
-        refs.append(atom if isinstance(atom, ir.Ref) else ir.Ref(atom.value, "const"))
-        return gast.Name(id=f"§{len(refs) - 1}", ctx=gast.Load(), annotation=None, type_comment=None)
-
-    def effect(self, node: gast.stmt) -> None:
-        """Keep ``node`` as it is, its names rewritten: locals to their SSA names, the rest to refs."""
-        refs: list[ir.Ref] = []
-        renamed = _rename_loads(syntax.clone(node), lambda name: self.rename(name, refs))
-        self.body.append(ir.Effect(renamed, tuple(refs), self.line))
 
     # ---- expressions ---------------------------------------------------------------------------------
     def expr(self, node: gast.expr, name: str | None = None, user: bool = False, exact: bool = False) -> ir.Atom:
@@ -1251,11 +1108,6 @@ def _stored_and_appended(node: gast.AST) -> tuple[set[str], set[str]]:
     return stored, appended
 
 
-def _appended(node: gast.AST) -> set[str]:
-    """The names ``node`` appends to (``xs.append(v)``, ``xs.extend(...)``)."""
-    return {n.func.value.id for n in syntax.walk(node) if isinstance(n, gast.Call)
-            and isinstance(n.func, gast.Attribute) and n.func.attr in ("append", "extend")
-            and isinstance(n.func.value, gast.Name)}
 
 
 def _binary_hint(left: ir.Atom, word: str, right: ir.Atom) -> str:
@@ -1264,25 +1116,10 @@ def _binary_hint(left: ir.Atom, word: str, right: ir.Atom) -> str:
     return "t"
 
 
-def _decision(node: gast.expr) -> gast.expr:
-    """``node`` as a test that gives a bool and asks each value for its truth once, as ``if node:`` does:
-    ``bool(a) and bool(b)`` for ``a and b`` (``bool(a and b)`` would ask ``a`` twice when it is false)."""
-    if isinstance(node, gast.BoolOp):
-        return gast.copy_location(gast.BoolOp(op=node.op, values=[_decision(v) for v in node.values]), node)
-    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
-        return node
-    truth = gast.Name(id="bool", ctx=gast.Load(), annotation=None, type_comment=None)
-    return gast.copy_location(gast.Call(func=truth, args=[node], keywords=[]), node)
 
 
-def _atom_name(atom: ir.Atom) -> str:
-    return atom.name if isinstance(atom, ir.Var) else identifier(getattr(atom, "hint", "seq"))
 
 
-def _rename_loads(node: gast.AST, rename: Any) -> gast.AST:
-    renamed: gast.AST = syntax.substituted(node, lambda name: gast.copy_location(rename(name), name)
-                                           if isinstance(name.ctx, gast.Load) else None)
-    return renamed
 
 
 def _closure(fn: Any) -> dict[str, Any]:
