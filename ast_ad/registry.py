@@ -253,11 +253,6 @@ def summed_over_steps(fn: Any) -> tuple[Any, int] | None:
     return found
 
 
-def summed_rules() -> dict[Any, tuple[Any, int]]:
-    """Every ``def_summed`` fact, for the tests."""
-    return dict(_FACTS["summed"])
-
-
 def def_shape_read(fn: Any, k: int, by_shape: Any = None) -> None:
     """Declare that ``fn`` reads only the shape of its positional argument ``k``, an array: ``by_shape``, called
     with that array's shape in its place, computes the same (``by_shape`` ``None``: ``fn``'s value is the shape,
@@ -271,11 +266,6 @@ def shape_read(fn: Any) -> tuple[int, Any] | None:
     """``(the argument read for its shape, what takes the shape in its place)`` for ``fn``, or ``None``."""
     found: tuple[int, Any] | None = _fact("shape_read", fn)
     return found
-
-
-def shape_read_rules() -> dict[Any, tuple[int, Any]]:
-    """Every ``def_shape_read`` fact, for the tests."""
-    return dict(_FACTS["shape_read"])
 
 
 def def_read_as(fn: Any, stand_in: Any) -> None:
@@ -343,6 +333,12 @@ def def_full_reduction(*fns: Any) -> None:
 
 def is_full_reduction(fn: Any) -> bool:
     return bool(_fact("full_reduction", fn))
+
+
+def fact_table(fact: str) -> dict[Any, Any]:
+    """Every function declared with ``fact`` and what was declared of it (``"summed"``: ``(helper, fixed)``,
+    ``"shape_read"``: ``(argument, by_shape)``...), for the tests."""
+    return dict(_FACTS[fact])
 
 
 def with_fact(fact: str) -> list[Any]:

@@ -84,7 +84,7 @@ def test_an_operand_the_loop_binds_is_not_batched() -> None:
 
 def test_each_side_of_each_product_is_summed_after_the_loop() -> None:
     source = ast_ad.source(ast_ad.grad(corpus_control.shared_weights, (0, 1, 2)), np.eye(3), np.eye(3), np.ones(3))
-    for rule, (helper, _) in registry.summed_rules().items():  # A @ h, h @ A, np.dot(h, C), np.dot(C, h)
+    for rule, (helper, _) in registry.fact_table("summed").items():  # A @ h, h @ A, np.dot(h, C), np.dot(C, h)
         if rule is not runtime.getitem_vjp:
             assert f"{helper.__name__}(" in source
 

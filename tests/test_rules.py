@@ -271,7 +271,7 @@ def test_a_full_reduction_of_one_argument_is_a_number(fn) -> None:
     assert np.ndim(fn(np.arange(6.0).reshape(2, 3) if fn is not float else np.float64(2.5))) == 0
 
 
-@pytest.mark.parametrize("fn", list(registry.shape_read_rules()), ids=lambda fn: fn.__name__)
+@pytest.mark.parametrize("fn", list(registry.fact_table("shape_read")), ids=lambda fn: fn.__name__)
 @settings(max_examples=15)
 @given(data=st.data())
 def test_a_shape_read_fact_holds(fn, data: st.DataObject) -> None:
