@@ -76,7 +76,7 @@ def register(numba: Any) -> None:
             return (lambda g, x: g) if number(g) else (lambda g, x: np.sum(g))
         if array(x) and number(g):
             return lambda g, x: np.full(x.shape, g)
-        if array(x) and array(g) and g.ndim == x.ndim:
+        if array(x) and array(g) and plain(g).ndim == plain(x).ndim:
             def impl(g, x):
                 if g.shape != x.shape:
                     raise ValueError("jit='numba' un-broadcasts only between equal shapes and to or from numbers")
@@ -90,7 +90,7 @@ def register(numba: Any) -> None:
             return None
         if number(g):
             return lambda g, shape: np.full(shape, g)
-        if array(g) and g.ndim == len(plain(shape)):
+        if array(g) and plain(g).ndim == len(plain(shape)):
             def impl(g, shape):
                 if g.shape != shape:
                     raise ValueError("jit='numba' un-broadcasts only between equal shapes and to or from numbers")

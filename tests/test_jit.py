@@ -148,3 +148,19 @@ def test_a_function_numba_compiled_is_differentiated_as_its_python() -> None:
     x = np.array([0.3, -0.5, 1.1])
     compiled = numba.njit(_sine_weighted)
     assert np.array_equal(ast_ad.grad(compiled)(x), ast_ad.grad(_sine_weighted)(x))
+
+
+def test_a_saved_value_that_may_still_be_none_is_un_broadcast() -> None:
+    """A value the forward pass saves is ``None`` before its loop binds it (Numba types it ``Optional``): the
+    compiled helpers read the array type inside (it raised an AttributeError while Numba typed the call)."""
+    from ast_ad import jit
+
+    jit._install(numba)
+
+    @numba.njit
+    def saved(g, flag):
+        x = None
+        if flag:
+            x = np.ones(3)
+        return runtime.unbroadcast(g, x)
+    assert np.array_equal(saved(np.arange(3.0), True), np.arange(3.0))
