@@ -1,4 +1,5 @@
-"""Stage 5, emit: name every outside object, then print the functions as Python (astor, see ``printer``).
+"""Stage 5, emit: name every outside object, then print the functions as Python (``writer``; astor, see
+``printer``, for a tree the writer leaves to it).
 
 >>> import numpy as np
 >>> spelling(np.sin, "xp.sin"), spelling(np.linalg.inv, "inv")
