@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import ast
 import copy
+import io
 import tempfile
+import tokenize
 
 import gast
 import pytest
@@ -143,7 +145,17 @@ def test_the_writer_prints_what_astor_prints_and_it_parses_back(body, defaults) 
     except SyntaxError:  # astor prints ``while x,:`` for a tuple test; ours is ``while (x,):``
         right = False
     if right:
-        assert text == theirs
+        assert _same_but_for_quotes(text, theirs), (text, theirs)
+
+
+def _same_but_for_quotes(ours: str, theirs: str) -> bool:
+    """Whether two texts are token for token the same, a string literal counting as its value: astor quotes
+    some strings differently on Python 3.12 and later (``\"\"\"ij\"\"\"()`` for ``'ij'()``), where the writer
+    keeps one layout on every version."""
+    def tokens(text: str) -> list[tuple[int, object]]:
+        return [(t.type, ast.literal_eval(t.string) if t.type == tokenize.STRING else t.string)
+                for t in tokenize.generate_tokens(io.StringIO(text).readline)]
+    return ours == theirs or tokens(ours) == tokens(theirs)
 
 
 def test_the_writer_spells_markers_and_leaves_the_rest_to_astor() -> None:
