@@ -270,23 +270,27 @@ class Saving:
 
 def with_shapes(function: ir.Function, shapes: dict[str, str]) -> ir.Function:
     """``function`` with ``x_shape = np.shape(x)`` after each assignment of an ``x`` of ``shapes`` (``shape_only``)."""
-    shape = ir.Ref(np.shape, "np.shape")
+    return ir.Function(function.name, function.params, _with_shapes(function.body, shapes), function.result,
+                       function.result_line, function.fn, function.mutable | frozenset(shapes.values()),
+                       function.users)
 
-    def block(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
-        out: list[ir.Stmt] = []
-        for stmt in body:
-            if isinstance(stmt, ir.If):
-                stmt = ir.If(stmt.test, block(stmt.body), block(stmt.orelse), stmt.line)
-            elif isinstance(stmt, ir.For):
-                stmt = ir.For(stmt.target, stmt.iter, block(stmt.body), stmt.line)
-            elif isinstance(stmt, ir.While):
-                stmt = ir.While(stmt.test, block(stmt.body), stmt.line)
-            out.append(stmt)
-            if isinstance(stmt, ir.Assign) and stmt.target in shapes and not _none(stmt):
-                out.append(ir.Assign(shapes[stmt.target], ir.Call(shape, (ir.Var(stmt.target),)), stmt.line))
-        return tuple(out)
-    return ir.Function(function.name, function.params, block(function.body), function.result, function.result_line,
-                       function.fn, function.mutable | frozenset(shapes.values()), function.users)
+
+def _with_shapes(body: tuple[ir.Stmt, ...], shapes: dict[str, str]) -> tuple[ir.Stmt, ...]:
+    out: list[ir.Stmt] = []
+    for stmt in body:
+        if isinstance(stmt, ir.If):
+            stmt = ir.If(stmt.test, _with_shapes(stmt.body, shapes), _with_shapes(stmt.orelse, shapes), stmt.line)
+        elif isinstance(stmt, ir.For):
+            stmt = ir.For(stmt.target, stmt.iter, _with_shapes(stmt.body, shapes), stmt.line)
+        elif isinstance(stmt, ir.While):
+            stmt = ir.While(stmt.test, _with_shapes(stmt.body, shapes), stmt.line)
+        out.append(stmt)
+        if isinstance(stmt, ir.Assign) and stmt.target in shapes and not _none(stmt):
+            out.append(ir.Assign(shapes[stmt.target], ir.Call(_SHAPE, (ir.Var(stmt.target),)), stmt.line))
+    return tuple(out)
+
+
+_SHAPE = ir.Ref(np.shape, "np.shape")
 
 
 def _none(stmt: ir.Stmt) -> bool:
