@@ -28,9 +28,10 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ bel
 
 # Imported when first asked for (PEP 562): ``import ast_ad`` stays small, and the transform's own modules load
 # with the first gradient.
-_LAZY = {"tracer": "tracer", "check_grads": "checking", "hessian": "compose", "hvp": "compose", "jacfwd": "compose",
+_LAZY = {"check_grads": "checking", "hessian": "compose", "hvp": "compose", "jacfwd": "compose",
          "jacobian": "compose", "jacrev": "compose", "jvp": "compose", "vjp": "compose", "explain": "explain",
          "export": "export", "graph": "graph", "cache_clear": "load"}
+_LAZY_MODULES = {"tracer"}  # modules of the package, imported when first asked for (importing sets the attribute)
 
 __all__ = ["grad", "value_and_grad", "jvp", "vjp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "source",
            "check_grads", "cache_clear", "explain", "graph", "export", "tracer", "extend",
@@ -53,15 +54,16 @@ sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'ast_ad' has no attribute {name!r}")
     import importlib
 
-    module = importlib.import_module(f"ast_ad.{_LAZY[name]}")
-    value = module if name == "tracer" else getattr(module, name)  # (the tracer is a module of functions)
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f"ast_ad.{name}")
+    if name not in _LAZY:
+        raise AttributeError(f"module 'ast_ad' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"ast_ad.{_LAZY[name]}"), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | _LAZY_MODULES)

@@ -271,7 +271,7 @@ def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
     inliner = _inliner(a)
     if inliner.listless(a.forward, a.backward):  # each statement scanned once, for both folds and the count
         backward, scanned = folded_scanned(a.backward, keep, [inliner.scan(stmt) for stmt in a.backward])
-        scans: list[Any] = inliner.counted(a.forward, backward, [ret], scanned={1: scanned} if scanned else None)
+        scans: list[Any] = inliner.counted([a.forward, backward, [ret]], [None, scanned, None])
     else:
         backward, scans = folded(a.backward, keep), [None, None]
         inliner.count([*a.forward, *backward, ret])

@@ -65,8 +65,7 @@ def folded_scanned(body: list[gast.stmt], keep: set[str],
         bound.update(binds)
     kept: list[int] = []
     out = _block(body, loads, bound, keep, uses, kept)
-    aligned = scans is not None and len(kept) == len(out)
-    return out, [scans[k] for k in kept] if scans is not None and aligned else None
+    return out, [scans[k] for k in kept] if scans is not None and len(kept) == len(out) else None
 
 
 def _block(body: list[gast.stmt], loads: Counter[str], bound: Counter[str], keep: set[str],
@@ -254,10 +253,11 @@ class Inliner:
         self.lists = set()
         return True
 
-    def counted(self, *blocks: list[gast.stmt], scanned: dict[int, list[_Scan]] | None = None) -> list[list[_Scan]]:
-        """``count`` of these blocks, where they are ``listless``, from the scans of their statements (those of
-        ``scanned``, by block, made already), which ``block`` then reads: a walk less over the function."""
-        scans = [(scanned or {}).get(k) or [self.scan(stmt) for stmt in body] for k, body in enumerate(blocks)]
+    def counted(self, blocks: list[list[gast.stmt]], scanned: list[list[_Scan] | None]) -> list[list[_Scan]]:
+        """``count`` of these blocks, where they are ``listless``, from the scans of their statements (a block's
+        in ``scanned`` where made already), which ``block`` then reads: a walk less over the function."""
+        scans = [found if found is not None else [self.scan(stmt) for stmt in body]
+                 for body, found in zip(blocks, scanned, strict=True)]
         reads = Tally()
         for found in scans:
             for facts in found:

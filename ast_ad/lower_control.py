@@ -52,7 +52,7 @@ class ControlFlow(Nesting):
     def stmt_While(self, node: gast.While) -> None:
         self.prepare(node)
         test = self.raw(node.test)
-        self.loops.append(_appended(node))
+        self.loops.append(bindings(node)[1])
         self.loop_shared.append(loop_shared(node))
         try:
             self.body.append(ir.While(test, self.block(node.body), self.line_of(node)))
@@ -64,7 +64,7 @@ class ControlFlow(Nesting):
         self.body.append(ir.Break(self.line_of(node)))
 
     def stmt_For(self, node: gast.For) -> None:
-        self.loops.append(_appended(node))
+        self.loops.append(bindings(node)[1])
         self.loop_shared.append(loop_shared(node))
         try:
             self.lower_for(node)
@@ -204,11 +204,26 @@ def _rename_loads(node: gast.AST, rename: Any) -> gast.AST:
     return renamed
 
 
-def _appended(node: gast.AST) -> set[str]:
-    """The names ``node`` appends to (``xs.append(v)``, ``xs.extend(...)``)."""
-    return {n.func.value.id for n in syntax.walk(node) if isinstance(n, gast.Call)
-            and isinstance(n.func, gast.Attribute) and n.func.attr in ("append", "extend")
-            and isinstance(n.func.value, gast.Name)}
+def bindings(node: gast.AST) -> tuple[set[str], set[str]]:
+    """The names ``node`` binds (assigns, writes an item of, takes as a parameter), and those it appends to
+    (``xs.append(v)``, ``xs.extend(...)``): one walk."""
+    stored: set[str] = set()
+    appended: set[str] = set()
+    for n in syntax.walk(node):
+        kind = type(n)
+        if kind is gast.Name:
+            if type(n.ctx) is gast.Store or type(n.ctx) is gast.Param:
+                stored.add(n.id)
+        elif kind is gast.Subscript:
+            root = n.value  # the variable an item path starts from: ``L`` in ``L[0][i] = v``
+            while type(root) is gast.Subscript:
+                root = root.value
+            if type(n.ctx) is gast.Store and type(root) is gast.Name:
+                stored.add(root.id)
+        elif kind is gast.Call and type(n.func) is gast.Attribute and n.func.attr in ("append", "extend") \
+                and type(n.func.value) is gast.Name:
+            appended.add(n.func.value.id)
+    return stored, appended
 
 
 def _atom_name(atom: ir.Atom) -> str:

@@ -42,7 +42,7 @@ from ast_ad import ir, registry, runtime, syntax
 from ast_ad.aliasing import _var
 from ast_ad.check import COMPLEX_HINT, refuse
 from ast_ad.errors import LocatedError
-from ast_ad.lower_control import ControlFlow, _atom_name
+from ast_ad.lower_control import ControlFlow, _atom_name, bindings
 from ast_ad.naming import Namer, identifier
 from ast_ad.nested import _load, _locate_all, _rename_all
 from ast_ad.parse import Source
@@ -197,7 +197,7 @@ class Lowerer(ControlFlow):
             if id(s) in self.appending:  # as written: its names are among the locals already
                 appended = self.appending[id(s)]
             else:  # a statement ``structure`` made
-                stored, appended = _stored_and_appended(s)
+                stored, appended = bindings(s)
                 self.locals |= stored
             for name in appended:
                 self.appends_left[name] = self.appends_left.get(name, 0) + 1
@@ -1093,21 +1093,6 @@ def _may_hide(cls: type, attr: str, receiver: ir.Atom) -> bool:
     return False
 
 
-def _stored_and_appended(node: gast.AST) -> tuple[set[str], set[str]]:
-    """The names ``node`` binds, and those it appends to (``_appended``)."""
-    stored: set[str] = set()
-    appended: set[str] = set()
-    for n in syntax.walk(node):
-        kind = type(n)
-        if kind is gast.Name:
-            if type(n.ctx) is gast.Store:
-                stored.add(n.id)
-        elif kind is gast.Call and type(n.func) is gast.Attribute and n.func.attr in ("append", "extend") \
-                and type(n.func.value) is gast.Name:
-            appended.add(n.func.value.id)
-    return stored, appended
-
-
 
 
 def _binary_hint(left: ir.Atom, word: str, right: ir.Atom) -> str:
@@ -1129,23 +1114,13 @@ def _closure(fn: Any) -> dict[str, Any]:
 
 def _bound_names(tree: gast.FunctionDef) -> tuple[set[str], dict[int, set[str]]]:
     """Every name the function binds (parameters and assignment targets), and the names each statement of its
-    body appends to (``xs.append(v)``, ``xs.extend(...)``), by the statement's id."""
+    body appends to, by the statement's id (``bindings``)."""
     names = {arg.id for arg in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs}
     names.update(n.id for n in syntax.walk(tree.args) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Param))
     appending: dict[int, set[str]] = {}
     for statement in tree.body:
-        appended = appending[id(statement)] = set()
-        for node in syntax.walk(statement):
-            kind = type(node)
-            if kind is gast.Name:
-                if type(node.ctx) is gast.Store or type(node.ctx) is gast.Param:
-                    names.add(node.id)
-            elif kind is gast.Subscript:
-                if type(node.ctx) is gast.Store and isinstance(_root(node), gast.Name):
-                    names.add(_root(node).id)
-            elif kind is gast.Call and type(node.func) is gast.Attribute and node.func.attr in ("append", "extend") \
-                    and type(node.func.value) is gast.Name:
-                appended.add(node.func.value.id)
+        stored, appending[id(statement)] = bindings(statement)
+        names |= stored
     return names, appending
 
 

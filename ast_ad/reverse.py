@@ -208,11 +208,11 @@ class Reverser(FloatZeros, Checkpointing, Calls):
             # of the result (a list of them, maybe) is copied first, so that the caller keeps it as it was
             detached = self.refs.marker(runtime.detached, "detached")
             backward.insert(0, syntax.assign(seed, syntax.call(detached, [syntax.name(seed)])))
-        if self.rebound or self.appended or any(ir.blocks(stmt) for stmt in self.function.body):
+        if any(type(s) in (gast.If, gast.For, gast.While) or placeholder_of(s) is not None for s in backward):
             reads = [syntax.name_ids(s, loads=True) for s in backward]  # of each statement (a restore reads none)
             self.needed = set().union(*reads)
             backward = self.resolve_restores(backward, set(), in_loop=False, reads=reads)
-        # (else the function is straight-line code that binds each name once: there is nothing to restore)
+        # (else there is no restore to resolve, here or in a block: nothing to read for it)
         forward = self.prologue() + self.forward_block(self.function.body, saving=True)
         result_expr = syntax.atom(result, self.refs)
         if self.in_place.loops and isinstance(result, ir.Var) and shape_class(result, self.classes) != SCALAR:

@@ -194,8 +194,7 @@ class Saving:
         if self.shapes and isinstance(stmt, ir.Assign):
             if stmt.target in self.shapes:  # an array's kept shape (``shape_only``), bound right after it: saved
                 names.append(self.shapes[stmt.target])  # and restored with it, where the array's value would be
-            elif isinstance(stmt.value, ir.Call) and stmt.value.args and isinstance(stmt.value.args[0], ir.Var) \
-                    and self.shapes.get(stmt.value.args[0].name) == stmt.target:
+            elif stmt.target in self.shapes.values():  # the shape's own statement (saved with its array's)
                 return []
         return names
 
