@@ -35,6 +35,7 @@ STAGES = ("normalized", "adjoint", "jvp")
 # Argument types known to be scalars; the generated code is specialized on them.
 SCALAR_TYPES = frozenset({float, int, np.float64, np.float32, np.float16, np.int64, np.int32})
 PLAIN_FLOATS = frozenset({float, np.float64})
+FLOAT64 = np.float64
 
 
 P = ParamSpec("P")
@@ -189,7 +190,7 @@ class Gradient(Generic[P]):
         self.positions = tuple(k + self.shift for k in self.argnums)
         self._last = _LAST_SHAPES.setdefault((self.fun, self.positions, self.single, self.checkpoints), [None])
         # the module of the last call with floats only, and its shape labels
-        self._scalars: tuple[Loaded, tuple[int, ...]] | None = None
+        self._scalars: tuple[Loaded, Callable[..., Any], Any, tuple[int, ...], int] | None = None
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             setattr(self, attr, getattr(self.fun, attr, None))
 
@@ -221,41 +222,40 @@ class Gradient(Generic[P]):
         return self.loaded().fn
 
     def __call__(self, *given: P.args, **kwargs: P.kwargs) -> Any:
-        scalars = self._scalars
-        if scalars is not None and not kwargs and len(given) == self.nparams:
+        fast = self._scalars
+        if fast is not None and not kwargs:
             # scalar code, called as last time: every argument a float, and the module built for that still
             # current (nothing rebuilt it, no global it reads has changed); the general path below is ~2 us more.
-            # Checked, run and shaped here, inline: at a microsecond a call, each function call counts
-            loaded, shapes = scalars
-            current = self.last_shapes is shapes and not loaded.replaced
-            if current:
+            # Checked, run and shaped here, inline, from locals: at a microsecond a call, each lookup counts
+            loaded, run, same, shapes, nparams = fast
+            if len(given) == nparams and self.last_shapes is shapes and not loaded.replaced:
                 for a in given:
-                    if type(a) not in PLAIN_FLOATS:
-                        current = False
+                    if type(a) is not float and type(a) is not FLOAT64:
                         break
-                for scope, name, value in loaded.same:  # loaded.refresh(), inline: the globals it reads
-                    if scope.get(name, MISSING) is not value:
-                        current = False
-                        break
-            if current and (not loaded.others or loaded.refresh()):
-                self._last[0] = shapes  # as ``loaded()`` records a call
-                try:
-                    out, grads = loaded.fn(*given)
-                except Exception as exc:
-                    self.failed(exc, given, loaded)
-                if type(out) in PLAIN_FLOATS:
-                    if self.single:
-                        if type(grads) in PLAIN_FLOATS:
-                            return (out, float(grads)) if self.with_value else float(grads)
+                else:
+                    for scope, name, value in same:  # loaded.refresh(), inline: the globals it reads
+                        if scope.get(name, MISSING) is not value:
+                            break
                     else:
-                        floats = []
-                        for g in grads:
-                            if type(g) not in PLAIN_FLOATS:
-                                break
-                            floats.append(float(g))
-                        else:
-                            return (out, tuple(floats)) if self.with_value else tuple(floats)
-                return self.finish(out, grads, given)
+                        if not loaded.others or loaded.refresh():
+                            self._last[0] = shapes  # as ``loaded()`` records a call
+                            try:
+                                out, grads = run(*given)
+                            except Exception as exc:
+                                self.failed(exc, given, loaded)
+                            if type(out) is float or type(out) is FLOAT64:
+                                if self.single:
+                                    if type(grads) is float or type(grads) is FLOAT64:
+                                        return (out, float(grads)) if self.with_value else float(grads)
+                                else:
+                                    floats = []
+                                    for g in grads:
+                                        if type(g) is not float and type(g) is not FLOAT64:
+                                            break
+                                        floats.append(float(g))
+                                    else:
+                                        return (out, tuple(floats)) if self.with_value else tuple(floats)
+                            return self.finish(out, grads, given)
         args: tuple[Any, ...] = given if self.bound_self is None else (self.bound_self, *given)
         if kwargs or len(args) != self.nparams or not self.plain:
             args = self.bind(args, kwargs)
@@ -268,7 +268,7 @@ class Gradient(Generic[P]):
         labels = shape_labels(args)
         loaded = self.loaded(labels)
         if self.jit is None and self.bound_self is None and self.plain and all(label == -1 for label in labels):
-            self._scalars = loaded, labels
+            self._scalars = loaded, loaded.fn, loaded.same, labels, self.nparams
         return self.run(loaded, loaded.fn if self.jit is None else self.compiled(loaded), args)
 
     def run(self, loaded: Loaded, run: Callable[..., Any], args: tuple[Any, ...]) -> Any:

@@ -320,3 +320,35 @@ def test_a_slow_first_transform_says_so_once(monkeypatch, caplog) -> None:
         warnings[0].getMessage()
     assert {r.getMessage().split(": ")[1].split(" took")[0] for r in caplog.records if r.levelno == logging.INFO} \
         == {"parse, normalize, reverse", "emit", "compile"}
+
+
+def summed_worked(x1, x2):
+    return np.sum(np.log(x1) + x1 * x2 - np.sin(x2))
+
+
+def test_the_scalar_fast_path_runs_only_what_it_was_built_for() -> None:
+    """After a call with floats, a gradient runs its scalar module directly; every other call takes the general
+    path, and each gives what the general path gives."""
+    def expected(x1, x2):
+        return 1.0 / x1 + x2, x1 - math.cos(x2)
+
+    both, first = ast_ad.grad(fx.worked, (0, 1)), ast_ad.value_and_grad(fx.worked)
+    for x1, x2 in [(2.0, 3.0), (2.0, 3.0), (np.float64(0.5), 1.5), (1.25, np.float64(0.25))]:
+        grads = both(x1, x2)
+        assert grads == pytest.approx(expected(x1, x2), rel=1e-15) and all(type(g) is float for g in grads)
+        value, grad = first(x1, x2)
+        assert value == fx.worked(x1, x2) and type(grad) is float and grad == pytest.approx(expected(x1, x2)[0])
+    assert both(2.0, x2=3.0) == both(2.0, 3.0)  # a keyword: the general path
+    with pytest.raises(ast_ad.errors.NonScalarOutputError):
+        both(np.array([2.0, 0.5]), 3.0)  # an array after floats
+    summed = ast_ad.grad(summed_worked, (0, 1))
+    assert summed(2.0, 3.0) == pytest.approx(expected(2.0, 3.0), rel=1e-15)
+    x1s = np.array([2.0, 0.5])
+    grads = summed(x1s, 3.0)  # an array after floats: not the scalar module, whose gradient would not un-broadcast
+    np.testing.assert_allclose(grads[0], 1.0 / x1s + 3.0)
+    assert np.shape(grads[1]) == () and grads[1] == pytest.approx(np.sum(x1s - math.cos(3.0)))
+    assert summed(2.0, 3.0) == pytest.approx(expected(2.0, 3.0), rel=1e-15)  # and floats again
+    with pytest.raises(ast_ad.errors.ASTADError):
+        both(2, 3.0)  # an integer is refused on either path
+    with pytest.raises(TypeError):
+        both(2.0)
