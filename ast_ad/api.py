@@ -327,8 +327,12 @@ class Gradient(Generic[P]):
 
         def finish_dot(raw: Any, raw_dot: Any) -> Any:
             return self.shape(raw_dot[0], raw_dot[1], args)
+
+        def finish_bar(raw: Any, g: Any) -> Any:  # ``shape`` transposed: its casts leave adjoints as they are
+            out_bar, grads_bar = g if self.with_value else (None, g)
+            return (compose.raw_zeros(raw[0]) if out_bar is None else out_bar), grads_bar
         return compose.Lowered(loaded.fn, (*args, 1.0), tuple(range(self.shift, len(args))), finish, finish_dot,
-                               loaded, (self.with_value, True))
+                               loaded, (self.with_value, True), finish_bar)
 
     def lowered_transformed(self, args: tuple[Any, ...]) -> Any:
         """The derivative of a scalar function of a scalar that ast_ad made: forward mode over its code."""
@@ -353,8 +357,14 @@ class Gradient(Generic[P]):
             grad_dot = _like(inner.finish_dot(raw[0], raw_dot[1]), args[k])
             grad_dot = grad_dot if self.single else (grad_dot,)
             return (out_dot, grad_dot) if self.with_value else grad_dot
+
+        def finish_bar(raw: Any, g: Any) -> Any:  # ``finish_dot`` transposed
+            out_bar, grad_bar = g if self.with_value else (None, g)
+            (grad_bar,) = (grad_bar,) if self.single else grad_bar
+            out_part = compose.raw_zeros(raw[0]) if out_bar is None else inner.finish_bar(raw[0], out_bar)
+            return out_part, inner.finish_bar(raw[0], grad_bar)
         return compose.Lowered(loaded.fn, (*inner.args, 1.0), inner.positions, finish, finish_dot, loaded,
-                               (self.with_value, True))
+                               (self.with_value, True), finish_bar)
 
     def call_transformed(self, args: tuple[Any, ...]) -> Any:
         """The gradient of a scalar function ast_ad made (a gradient, say): one forward pass per entry of

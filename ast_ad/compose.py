@@ -35,10 +35,15 @@ from ast_ad.errors import ArgnumsError, ASTADError, LocatedError
 from ast_ad.load import Loaded
 from ast_ad.naming import identifier
 from ast_ad.records import record
-from ast_ad.runtime import as_array, is_array, of_type, size_of
+from ast_ad.runtime import as_array, is_array, of_type, size_of, zeros_like
 
 Finish = Callable[[Any], Any]
 FinishDot = Callable[[Any, Any], Any]
+FinishBar = Callable[[Any, Any], Any]
+
+
+def _cotangent(raw: Any, g: Any) -> Any:
+    return g
 
 
 @record
@@ -46,8 +51,10 @@ class Lowered:
     """A callable's computation as a function ast_ad can transform.
 
     ``fn(*args)`` gives the raw result; ``finish(raw)`` is the callable's result, and
-    ``finish_dot(raw, raw_dot)`` its tangent (linear in ``raw_dot``). The callable's
-    argument ``k`` is ``args[positions[k]]``.
+    ``finish_dot(raw, raw_dot)`` its tangent (linear in ``raw_dot``), and ``finish_bar(raw, g)`` the
+    adjoint of ``raw`` that the adjoint ``g`` of the result gives (the transpose of ``finish_dot``:
+    ``<g, finish_dot(raw, d)> == <finish_bar(raw, g), d>``). The callable's argument ``k`` is
+    ``args[positions[k]]``.
     """
 
     fn: Callable[..., Any]
@@ -57,6 +64,7 @@ class Lowered:
     finish_dot: FinishDot
     loaded: Any = None  # the generated code behind ``fn``, if any (for ``source``)
     needed: tuple[bool, ...] | None = None  # the parts of ``fn``'s returned tuple that ``finish_dot`` reads
+    finish_bar: FinishBar = _cotangent
 
 
 def lower(fun: Any, args: tuple[Any, ...]) -> Lowered:
@@ -333,15 +341,17 @@ def _seeded(out: Any, g: Any, depth: int) -> Any:
     are ``None``, zero) in the tangent of the tangent ..., zeros elsewhere."""
     if depth == 0:
         return tuple(_zero_if_none(b, like) for b, like in zip(g, out, strict=True))
-    return (_zeros(out[0]), _seeded(out[1], g, depth - 1))
+    return (raw_zeros(out[0]), _seeded(out[1], g, depth - 1))
 
 
-def _zeros(value: Any) -> Any:
+def raw_zeros(value: Any) -> Any:
+    """The zero adjoint of a raw result (``None`` where it holds ``None``): zeros, not ``0 * value``, which is
+    ``nan`` where the value is infinite."""
     if value is None:
         return None
     if isinstance(value, tuple):
-        return tuple(_zeros(v) for v in value)
-    return 0.0 * as_array(value) if np.ndim(value) else 0.0
+        return tuple(raw_zeros(v) for v in value)
+    return zeros_like(value)
 
 
 _JVPS: dict[Any, JvpOf] = {}
@@ -515,12 +525,15 @@ def _along(fun: Any, args: tuple[Any, ...], tangents: tuple[Any, ...]) -> Lowere
 
     def finish_dot(raw: Any, raw_dot: Any) -> Any:
         return inner.finish_dot(raw[0], raw_dot[1])
+
+    def finish_bar(raw: Any, g: Any) -> Any:
+        return raw_zeros(raw[0]), inner.finish_bar(raw[0], g)
     return Lowered(loaded.fn, (*inner.args, *(tangents[k] for k in active)), inner.positions, finish, finish_dot,
-                   loaded, (False, True))
+                   loaded, (False, True), finish_bar)
 
 
 def _zero_if_none(value: Any, like: Any) -> Any:
-    return 0.0 * as_array(like) if value is None else value
+    return zeros_like(like) if value is None else value
 
 
 def forward_at(lowered: Lowered, active: tuple[int, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
@@ -651,18 +664,29 @@ def fresh(saved: Any, copies: dict[int, Any] | None = None) -> Any:
 
 def _vjp_of_transformed(fun: Any, primals: tuple[Any, ...],
                         argnums: tuple[int, ...]) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
-    """The VJP of a gradient ``x -> grad_A f(x)`` (``api.gradient_adjoints``: a Hessian-vector product)."""
-    from ast_ad.api import Gradient, gradient_adjoints
+    """The VJP of a function ast_ad made: reverse mode over its code (``lower``), the adjoint of its result
+    taken back to its code's (``Lowered.finish_bar``). A gradient ``x -> grad_A f(x)`` takes forward mode over
+    its code instead (``api.gradient_adjoints``: a Hessian-vector product, by the symmetry of second
+    derivatives), one pass with no tape."""
+    from ast_ad.api import Gradient, _like, gradient_adjoints, shape_labels
 
-    if not isinstance(fun, Gradient) or fun.transformed or fun.with_value:
-        raise ASTADError("vjp of this transformed function is not supported yet: vjp takes a plain function or "
-                         "a gradient from ast_ad.grad; use jvp (forward mode) over it instead")
-    out = fun(*primals)
+    if isinstance(fun, Gradient) and not fun.transformed and not fun.with_value:
+        out = fun(*primals)
 
-    def vjp_fn(out_bar: Any) -> tuple[Any, ...]:
-        found = dict(zip(argnums, gradient_adjoints(fun, argnums, out_bar, primals), strict=True))
+        def vjp_fn(out_bar: Any) -> tuple[Any, ...]:
+            found = dict(zip(argnums, gradient_adjoints(fun, argnums, out_bar, primals), strict=True))
+            return tuple(found.get(k) for k in range(len(primals)))
+        return out, vjp_fn
+    lowered = lower(fun, primals)
+    positions = tuple(lowered.positions[k] for k in argnums)
+    fwd, bwd, loaded = transform.pair(lowered.fn, positions, shape_labels(lowered.args))
+    raw, saved = run_code(loaded, fwd, *lowered.args)
+
+    def vjp_of_code(out_bar: Any) -> tuple[Any, ...]:
+        bars = run_code(loaded, bwd, fresh(saved), lowered.finish_bar(raw, out_bar))
+        found = {k: _like(bar, primals[k]) for k, bar in zip(argnums, bars, strict=True)}
         return tuple(found.get(k) for k in range(len(primals)))
-    return out, vjp_fn
+    return lowered.finish(raw), vjp_of_code
 
 
 # ---- Jacobians and Hessians ----------------------------------------------------------------------------------
@@ -727,7 +751,7 @@ class Hvp:
         primals, tangents = self.split(args)
         lowered = _along(self.gradient, primals, tangents)
         return Lowered(lowered.fn, lowered.args, (*lowered.positions, len(lowered.args) - 1), lowered.finish,
-                       lowered.finish_dot, lowered.loaded, lowered.needed)
+                       lowered.finish_dot, lowered.loaded, lowered.needed, lowered.finish_bar)
 
 
 def _argnums(argnums: Any) -> tuple[int, ...]:
@@ -776,7 +800,7 @@ class Jacobian:
 
     def at(self, fun: Any, args: tuple[Any, ...]) -> Any:
         """The Jacobian of ``fun`` at ``args``."""
-        from ast_ad.api import Gradient, _check_differentiable
+        from ast_ad.api import _check_differentiable
 
         for k in self.argnums:
             if k >= len(args):
@@ -787,9 +811,8 @@ class Jacobian:
                                  "supported: pass its arrays as separate arguments, or one stacked array")
         sizes = sum(size_of(args[k]) for k in self.argnums)
         mode = self.mode
-        if getattr(fun, "composable", False) and (not isinstance(fun, Gradient) or fun.transformed
-                                                  or fun.with_value):
-            mode = "forward"  # reverse mode runs over a plain function or a gradient; over the rest, forward
+        if isinstance(fun, Jacobian):
+            mode = "forward"  # its reverse rule is one forward pass an entry (``JacobianVjp``): forward mode is fewer
         if mode == "auto":
             out = fun(*args)
             mode = "forward" if sizes <= sum(size_of(leaf) for leaf in _leaves(out)) else "reverse"

@@ -224,6 +224,10 @@ class Forwarder:
         ans = self.namer.fresh(f"{target}_new") if reads_itself else target
         tangent = self.tangent(stmt, ans)
         if tangent is None:
+            if isinstance(value, ir.Const) and value.value == [] and type(value.value) is list:
+                # a new empty list (a tape, say) has a new empty list of tangents: the form reverse mode reads as
+                # a list private to the function (``Reverser.private_list``), so it can differentiate this again
+                return [primal, syntax.assign(self.dot(target), gast.List(elts=[], ctx=gast.Load()))]
             return [primal, syntax.assign(self.dot(target), self.zero_of(ir.Var(target)))]
         if not reads_itself:
             return [primal, syntax.assign(self.dot(target), tangent)]

@@ -1043,3 +1043,143 @@ def test_vjp_leaves_the_adjoint_it_is_given_as_it_was() -> None:
                                                                      strict=True))
     np.testing.assert_allclose(vjp_fn(u)[0], first)
     np.testing.assert_allclose(first, np.cos(x) + 4.0 * np.cos(2.0 * x))
+
+
+# ---- reverse mode over every transformed function -----------------------------------------------------------
+def _looped_potential(x):
+    for _ in range(3):
+        x = np.tanh(x) * 1.5 + 0.1 * x
+    if x[0] > 0.0:
+        x = x * x[1]
+    return np.sum(np.sin(x) * x[0]) + np.sum(x ** 3)
+
+
+def _vector_map(x):
+    return np.sin(x) * x[0] + np.tanh(x[::-1])
+
+
+def _cubic_sine(t):
+    return t ** 3 * np.sin(t)
+
+
+def _transformed(name: str, rng) -> tuple:
+    """A function ast_ad made, and arguments for it."""
+    x = rng.uniform(0.2, 0.9, 3)
+    return {
+        "jacfwd": lambda: (ast_ad.jacfwd(_vector_map), (x,)),
+        "jacrev": lambda: (ast_ad.jacrev(_vector_map), (x,)),
+        "hessian": lambda: (ast_ad.hessian(_looped_potential), (x,)),
+        "hvp": lambda: (ast_ad.hvp(_looped_potential), (x, rng.standard_normal(3))),
+        "value_and_grad": lambda: (ast_ad.value_and_grad(_looped_potential), (x,)),
+        "grad_of_grad": lambda: (ast_ad.grad(ast_ad.grad(_cubic_sine)), (float(x[0]),)),
+        "value_and_grad_of_grad": lambda: (ast_ad.value_and_grad(ast_ad.grad(_cubic_sine)), (float(x[0]),)),
+    }[name]()
+
+
+TRANSFORMED = ["jacfwd", "jacrev", "hessian", "hvp", "value_and_grad", "grad_of_grad", "value_and_grad_of_grad"]
+
+
+def _like_random(value, rng):
+    if isinstance(value, tuple):
+        return tuple(_like_random(v, rng) for v in value)
+    return float(rng.standard_normal()) if np.ndim(value) == 0 else rng.standard_normal(np.shape(value))
+
+
+def _assert_close(a, b) -> None:
+    assert isinstance(a, tuple) == isinstance(b, tuple)
+    if isinstance(a, tuple):
+        for x, y in zip(a, b, strict=True):
+            _assert_close(x, y)
+    else:
+        np.testing.assert_allclose(a, b, rtol=1e-13)
+
+
+def _inner(a, b) -> float:
+    if isinstance(a, tuple):
+        return sum(_inner(x, y) for x, y in zip(a, b, strict=True))
+    return float(np.sum(np.asarray(a) * np.asarray(b)))
+
+
+@pytest.mark.parametrize("name", TRANSFORMED)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_vjp_of_a_transformed_function_is_the_transpose_of_its_jvp(name: str, seed: int) -> None:
+    """vjp of what ast_ad made (reverse mode over its code) against jvp (forward mode over it), by the
+    dot-product identity; its value is the function's own."""
+    rng = np.random.default_rng(seed)
+    fun, args = _transformed(name, rng)
+    u = _like_random(args, rng)
+    out, out_dot = ast_ad.jvp(fun, args, u)
+    value, vjp_fn = ast_ad.vjp(fun, *args)
+    _assert_close(value, out)
+    w = _like_random(out, rng)
+    bars = vjp_fn(w)
+    assert len(bars) == len(args)
+    assert math.isclose(_inner(w, out_dot), _inner(bars, u), rel_tol=1e-9, abs_tol=1e-12)
+    assert _inner(vjp_fn(w), u) == _inner(bars, u)  # vjp_fn can be called again
+
+
+@pytest.mark.parametrize("name", ["hvp", "value_and_grad", "grad_of_grad"])
+def test_the_vjp_of_a_transformed_function_matches_finite_differences(name: str) -> None:
+    rng = np.random.default_rng(7)
+    fun, args = _transformed(name, rng)
+    w = _like_random(fun(*args), rng)
+    bars = ast_ad.vjp(fun, *args)[1](w)
+    for k, arg in enumerate(args):
+        d = _like_random(arg, rng)
+        numeric = directional(lambda *a: _inner(w, fun(*a)), args, k, d)
+        assert math.isclose(_inner(bars[k], d), numeric, rel_tol=1e-6, abs_tol=1e-7), k
+
+
+@pytest.mark.parametrize("name", TRANSFORMED)
+def test_finish_bar_is_the_transpose_of_finish_dot(name: str) -> None:
+    """What takes the adjoint of a transformed function's result back to its code's (``Lowered.finish_bar``)
+    is the transpose of what takes its code's tangent to the result's."""
+    from ast_ad import compose
+
+    rng = np.random.default_rng(11)
+    fun, args = _transformed(name, rng)
+    lowered = compose.lower(fun, args)
+    raw = lowered.fn(*lowered.args)
+    d, g = _like_random(raw, rng), _like_random(lowered.finish(raw), rng)
+    assert math.isclose(_inner(g, lowered.finish_dot(raw, d)), _inner(lowered.finish_bar(raw, g), d),
+                        rel_tol=1e-12, abs_tol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["hessian", "hvp", "value_and_grad", "grad_of_grad"])
+def test_jacrev_of_a_transformed_function_is_jacfwds(name: str, monkeypatch) -> None:
+    """jacrev runs reverse mode over what ast_ad made, but over a Jacobian (whose reverse rule is a forward pass
+    an entry): forward mode, the same matrix in fewer passes."""
+    from ast_ad import compose
+
+    fun, args = _transformed(name, np.random.default_rng(5))
+    forward = ast_ad.jacfwd(fun)(*args)
+    modes = []
+
+    def counting(mode: str):
+        run = getattr(compose.Jacobian, mode)
+
+        def counted(self, *call):
+            modes.append(mode)
+            return run(self, *call)
+        return counted
+    for mode in ("forward", "reverse"):
+        monkeypatch.setattr(compose.Jacobian, mode, counting(mode))
+    reverse = ast_ad.jacrev(fun)(*args)
+    assert modes[0] == ("forward" if name == "hessian" else "reverse")  # (the Hessian evaluates itself too)
+    for r, f in zip(reverse if isinstance(reverse, tuple) else (reverse,),
+                    forward if isinstance(forward, tuple) else (forward,), strict=True):
+        np.testing.assert_allclose(r, f, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("t", [0.7, -1.3])
+def test_reverse_mode_over_a_second_derivative_to_the_fifth_order(t: float) -> None:
+    """vjp of grad(grad(s)) is reverse over forward over reverse mode: s''' against its closed form; and vjp
+    of that vjp's function again (through grad), s''''."""
+    s = _cubic_sine_derivatives(t)
+    (third,) = ast_ad.vjp(ast_ad.grad(ast_ad.grad(_cubic_sine)), t)[1](1.0)
+    assert math.isclose(third, s[3], rel_tol=1e-12)
+    value, vjp_fn = ast_ad.vjp(ast_ad.value_and_grad(ast_ad.grad(_cubic_sine)), t)
+    assert value == pytest.approx((s[1], s[2]), rel=1e-13)
+    assert vjp_fn((1.0, 0.0))[0] == pytest.approx(s[2], rel=1e-12)
+    assert vjp_fn((0.0, 1.0))[0] == pytest.approx(s[3], rel=1e-12)
+    assert ast_ad.grad(ast_ad.grad(ast_ad.grad(ast_ad.grad(_cubic_sine))))(t) == pytest.approx(s[4], rel=1e-10)
