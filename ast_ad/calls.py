@@ -16,10 +16,19 @@ from ast_ad.analysis import at_line, atom_active, bind_call, call_labels, is_use
 from ast_ad.errors import LocatedError, MissingRuleError, UnsupportedSyntaxError
 from ast_ad.kinds import Kinds
 from ast_ad.naming import Namer
+from ast_ad.records import record
 from ast_ad.syntax import RefTable
 
 if TYPE_CHECKING:
     from ast_ad.reverse import Adjoint, Derive
+
+
+@record
+class CalleeRef:
+    """A reference, in generated code, to the forward or backward function of a callee."""
+
+    adjoint: Any  # an ``Adjoint``, or forward mode's ``Tangent``
+    part: str  # "fwd" or "bwd", or "jvp"
 
 
 class Calls:

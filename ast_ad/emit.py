@@ -25,13 +25,14 @@ import gast
 import numpy as np
 
 from ast_ad import ir, printer, registry, syntax, writer
+from ast_ad.calls import CalleeRef
 from ast_ad.fold import Inliner, filled, folded, folded_scanned
 from ast_ad.forward import Tangent
 from ast_ad.kinds import labelled
 from ast_ad.naming import Namer, identifier
 from ast_ad.records import record
 from ast_ad.release import released
-from ast_ad.reverse import Adjoint, CalleeRef
+from ast_ad.reverse import Adjoint
 
 MODULE_NAMES = {"numpy": "np", "math": "math", "operator": "operator"}
 SPELLED_THROUGH = ("numpy", "numpy.linalg", "numpy.fft", "math", "operator")

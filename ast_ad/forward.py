@@ -43,13 +43,13 @@ from ast_ad.analysis import (
     unfollowed,
     usefulness,
 )
+from ast_ad.calls import CalleeRef
 from ast_ad.errors import LocatedError, MissingRuleError, UnsupportedSyntaxError
 from ast_ad.inline import bindable, inline
 from ast_ad.kinds import kinds_of
 from ast_ad.naming import Namer
 from ast_ad.records import field, record
 from ast_ad.release import released
-from ast_ad.reverse import CalleeRef
 from ast_ad.syntax import RefTable
 
 

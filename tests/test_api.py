@@ -272,15 +272,17 @@ def test_print_passes_through(capsys) -> None:
 
 def test_check_grads_passes_and_fails() -> None:
     ast_ad.check_grads(fx.worked, 2.0, 3.0, argnums=(0, 1))
-    wrong = ast_ad.registry.lookup(np.sin)
+    right, changes = ast_ad.registry.lookup(np.sin), len(ast_ad.registry.USER_CHANGES)
     try:
         ast_ad.extend.defvjp_elementwise(np.sin, lambda g, ans, x: g * np.sin(x))
         transform.forget()
         with pytest.raises(AssertionError, match="finite differences"):
             ast_ad.check_grads(fx.worked, 2.0, 3.0, argnums=(0, 1))
-    finally:
-        ast_ad.registry._RULES[np.sin] = wrong
+    finally:  # the rule as it was, and the registrations that key the persistent cache, so that no later
+        ast_ad.registry._RULES[np.sin] = right  # test reads a module built with the wrong rule from it
+        del ast_ad.registry.USER_CHANGES[changes:]
         transform.forget()
+    ast_ad.check_grads(fx.worked, 2.0, 3.0, argnums=(0, 1))
 
 
 def test_gradients_never_share_memory_with_each_other_or_the_arguments() -> None:
@@ -312,6 +314,7 @@ def test_a_slow_first_transform_says_so_once(monkeypatch, caplog) -> None:
     import logging
 
     monkeypatch.setattr(transform, "SLOW_SECONDS", 0.0)
+    monkeypatch.setenv("AST_AD_CACHE", "0")  # transformed here, not read from what an earlier test stored
     transform.forget()
     with caplog.at_level(logging.INFO, logger="ast_ad"):
         ast_ad.grad(fx.worked)(2.0, 3.0)
