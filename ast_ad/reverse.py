@@ -13,8 +13,8 @@ contribution to an adjoint assigns it; later ones add to it, with a new value,
 so no array the caller owns is ever written. Calls to the user's own functions
 become calls to their generated ``_fwd``/``_bwd`` pair.
 
-This module holds the adjoint rules: one backward block per statement. What the forward pass saves
-for them and how it comes back is ``saving``'s (a base class of ``Reverser``); checkpointed loops are
+This module holds the adjoint rules: one backward block per statement. The forward sweep is ``sweep``'s
+(a base class of ``Reverser``); what it saves for them and how it comes back, ``saving``'s; checkpointed loops are
 ``checkpointing``'s; which calls become calls of a callee's pair, and its derivation, ``calls``'s; which
 adjoints may still be a float zero, ``zeros``'s; ``del`` statements after last reads are ``release``'s.
 """
