@@ -13,10 +13,11 @@ contribution to an adjoint assigns it; later ones add to it, with a new value,
 so no array the caller owns is ever written. Calls to the user's own functions
 become calls to their generated ``_fwd``/``_bwd`` pair.
 
-This module holds the adjoint rules: one backward block per statement. The forward sweep is ``sweep``'s
-(a base class of ``Reverser``); what it saves for them and how it comes back, ``saving``'s; checkpointed loops are
-``checkpointing``'s; which calls become calls of a callee's pair, and its derivation, ``calls``'s; which
-adjoints may still be a float zero, ``zeros``'s; ``del`` statements after last reads are ``release``'s.
+This module holds the adjoint rules: one backward block per statement. The rest is in base classes of
+``Reverser``: the forward sweep is ``sweep``'s; what it saves for the backward pass and how it comes back,
+``saving``'s; how contributions reach each adjoint, ``accumulate``'s; checkpointed loops, ``checkpointing``'s;
+which calls become calls of a callee's pair, and its derivation, ``calls``'s; which adjoints may still be a
+float zero, ``zeros``'s. ``del`` statements after last reads are ``release``'s.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 import gast
 
 from ast_ad import ir, registry, runtime, syntax
+from ast_ad.accumulate import Accumulation
 from ast_ad.analysis import (
     CONTAINER,
     SCALAR,
@@ -116,7 +118,7 @@ def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, 
     return Reverser(function, argnums, shapes, derive, in_place, checkpoints).run(shell)
 
 
-class Reverser(FloatZeros, ForwardSweep, Calls):
+class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
     def __init__(self, function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
                  in_place: bool = True, checkpoints: int | None = None, kept_shapes: dict[str, str] | None = None):
         self.function, self.argnums, self.derive = function, argnums, derive
@@ -314,12 +316,6 @@ class Reverser(FloatZeros, ForwardSweep, Calls):
                 out.append(syntax.comment(f"line {line.lineno}: {line.text.strip()}"))
             out += adjoint
         return out + self.flush()
-
-    def flush(self) -> list[gast.stmt]:
-        """Write out the zero of every adjoint reset since its last contribution."""
-        out = [syntax.assign(self.bar(v), self.zero(v)) for v in sorted(self.pending)]
-        self.pending.clear()
-        return out
 
     def adjoint(self, stmt: ir.Stmt) -> list[gast.stmt]:
         if isinstance(stmt, ir.If):
@@ -600,55 +596,6 @@ class Reverser(FloatZeros, ForwardSweep, Calls):
         for n, part in zip(names, parts, strict=True):
             out += self.accumulate(n, syntax.name(part))
         return out
-
-    def bar(self, var: str) -> str:
-        if var not in self.bars:
-            self.bars[var] = self.namer.fresh(f"{var}_bar")
-        return self.bars[var]
-
-    def adjoint_or_zeros(self, var: str) -> gast.expr:
-        """``var``'s adjoint where something has flowed into it (or it accumulates), else its zeros."""
-        if var in self.bars and (var in self.live or var not in self.local):
-            return syntax.name(self.bars[var])
-        return self.zeros(var)
-
-    def accumulate(self, var: str, contribution: gast.expr) -> list[gast.stmt]:
-        started = self.opening and var not in self.bars and var not in self.structured
-        bar = self.bar(var)
-        if (var in self.local and var not in self.live) or var in self.pending or started:
-            self.live.add(var)
-            self.pending.discard(var)
-            if started:  # its first contribution, before any loop or branch: it starts here, not at zero
-                self.started.add(var)
-            return [syntax.assign(bar, contribution)]
-        current = syntax.name(bar)
-        if var in self.structured:
-            total = syntax.call(self.refs.marker(runtime.add_adjoints, "add_adjoints"), [current, contribution])
-        elif isinstance(contribution, gast.UnaryOp) and isinstance(contribution.op, gast.USub):
-            total = gast.BinOp(left=current, op=gast.Sub(), right=contribution.operand)
-        else:
-            total = syntax.add(current, contribution)
-        return [syntax.assign(bar, total)]
-
-    def initial_adjoints(self, seed: str) -> list[gast.stmt]:
-        """Adjoints that accumulate across branches and iterations start at zero."""
-        names = [v for v in self.bars if isinstance(v, str) and v not in self.local and self.bars[v] != seed
-                 and v not in self.started]
-        return [syntax.assign(self.bars[v], self.zero(v)) for v in names]
-
-    def zero(self, var: str) -> gast.expr:
-        """The adjoint before anything flows in: ``None`` for a container, ``0.0`` for a number, an array or an
-        item of a container (which is most often one of those; ``add_adjoints`` takes ``0.0`` for any)."""
-        return syntax.const(None) if var in self.structured and var not in self.items else syntax.const(0.0)
-
-    def grad(self, param: str, backward: list[gast.stmt]) -> str:
-        if param not in self.bars or (param in self.local and param not in self.live):
-            self.bars[param] = self.bars.get(param) or self.namer.fresh(f"{param}_bar")
-            backward.append(syntax.assign(self.bars[param], self.zeros(param)))
-        return self.bars[param]
-
-    def zeros(self, var: str) -> gast.expr:
-        return syntax.call(self.refs.marker(runtime.zeros_like, "zeros_like"), [syntax.name(var)])
 
     # ---- errors ----------------------------------------------------------------------------------------
     def error(self, stmt: ir.Stmt, message: str) -> LocatedError:

@@ -1,0 +1,87 @@
+"""The adjoint of each name in the backward pass, and how contributions reach it.
+
+An adjoint is named after its value (``x_bar``). Its first contribution assigns it, and later ones add
+to it with a new value (``x_bar = x_bar + g``), so no array a caller owns is ever written; a list,
+tuple or dict adds element by element (``add_adjoints``), never with ``+``, which would join them. An
+adjoint that branches and loop steps add to starts at its zero at the top of the backward pass, unless
+its first contribution comes before any branch or loop there (it then starts as that contribution); one
+that a statement resets (a name bound again) starts from zero at its next contribution.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from ast_ad import runtime, syntax
+from ast_ad.naming import Namer
+from ast_ad.syntax import RefTable
+
+
+class Accumulation:
+    """The adjoints of ``reverse.Reverser`` (a base class of it: it reads the reverser's state)."""
+
+    bars: dict[str | tuple[str, int], str]  # names' adjoints (and loops' trip counts)
+    namer: Namer
+    refs: RefTable
+    live: set[str]  # adjoints something has flowed into since they were last reset
+    local: set[str]  # names bound once, in straight-line code
+    pending: set[str]  # adjoints reset to zero: the next contribution assigns
+    opening: bool  # still in the backward pass's opening (after the function's last loop or branch)
+    started: set[str]  # adjoints that start as their first contribution, not at zero
+    structured: set[str]  # names that hold lists, tuples or dicts
+    items: set[str]  # structured names that are items of containers
+
+    def flush(self) -> list[gast.stmt]:
+        """Write out the zero of every adjoint reset since its last contribution."""
+        out = [syntax.assign(self.bar(v), self.zero(v)) for v in sorted(self.pending)]
+        self.pending.clear()
+        return out
+
+    def bar(self, var: str) -> str:
+        if var not in self.bars:
+            self.bars[var] = self.namer.fresh(f"{var}_bar")
+        return self.bars[var]
+
+    def adjoint_or_zeros(self, var: str) -> gast.expr:
+        """``var``'s adjoint where something has flowed into it (or it accumulates), else its zeros."""
+        if var in self.bars and (var in self.live or var not in self.local):
+            return syntax.name(self.bars[var])
+        return self.zeros(var)
+
+    def accumulate(self, var: str, contribution: gast.expr) -> list[gast.stmt]:
+        started = self.opening and var not in self.bars and var not in self.structured
+        bar = self.bar(var)
+        if (var in self.local and var not in self.live) or var in self.pending or started:
+            self.live.add(var)
+            self.pending.discard(var)
+            if started:  # its first contribution, before any loop or branch: it starts here, not at zero
+                self.started.add(var)
+            return [syntax.assign(bar, contribution)]
+        current = syntax.name(bar)
+        if var in self.structured:
+            total = syntax.call(self.refs.marker(runtime.add_adjoints, "add_adjoints"), [current, contribution])
+        elif isinstance(contribution, gast.UnaryOp) and isinstance(contribution.op, gast.USub):
+            total = gast.BinOp(left=current, op=gast.Sub(), right=contribution.operand)
+        else:
+            total = syntax.add(current, contribution)
+        return [syntax.assign(bar, total)]
+
+    def initial_adjoints(self, seed: str) -> list[gast.stmt]:
+        """Adjoints that accumulate across branches and iterations start at zero."""
+        names = [v for v in self.bars if isinstance(v, str) and v not in self.local and self.bars[v] != seed
+                 and v not in self.started]
+        return [syntax.assign(self.bars[v], self.zero(v)) for v in names]
+
+    def zero(self, var: str) -> gast.expr:
+        """The adjoint before anything flows in: ``None`` for a container, ``0.0`` for a number, an array or an
+        item of a container (which is most often one of those; ``add_adjoints`` takes ``0.0`` for any)."""
+        return syntax.const(None) if var in self.structured and var not in self.items else syntax.const(0.0)
+
+    def grad(self, param: str, backward: list[gast.stmt]) -> str:
+        if param not in self.bars or (param in self.local and param not in self.live):
+            self.bars[param] = self.bars.get(param) or self.namer.fresh(f"{param}_bar")
+            backward.append(syntax.assign(self.bars[param], self.zeros(param)))
+        return self.bars[param]
+
+    def zeros(self, var: str) -> gast.expr:
+        return syntax.call(self.refs.marker(runtime.zeros_like, "zeros_like"), [syntax.name(var)])
