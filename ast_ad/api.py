@@ -117,6 +117,14 @@ def source(fn: Any, *example_args: Any, stage: str = "adjoint") -> str:
         args = example_args or (1.0,) * nparams
         active = tuple(k for k, a in enumerate(args) if _differentiable(a))
         return compose.jvp_code(compose.lower(fn, tuple(args)), active).text
+    if getattr(fn, "composable", False) and not isinstance(fn, Gradient) and stage == "adjoint":
+        if not example_args:  # ``hvp(f)``: the code it runs depends on the arguments' kinds
+            raise ASTADError(f"source of {getattr(fn, '__name__', 'this derivative')} needs example arguments: "
+                             "source(fn, x, ...)")
+        lowered = compose.lower(fn, tuple(example_args))
+        if lowered.loaded is None:
+            raise ASTADError(f"{getattr(fn, '__name__', 'this derivative')} runs no generated code of its own")
+        return str(lowered.loaded.text)
     gradient = fn if isinstance(fn, Gradient) else Gradient(fn, 0, with_value=False)
     if stage == "normalized":
         return transform.forward_source(gradient.fun)

@@ -1183,3 +1183,15 @@ def test_reverse_mode_over_a_second_derivative_to_the_fifth_order(t: float) -> N
     assert vjp_fn((1.0, 0.0))[0] == pytest.approx(s[2], rel=1e-12)
     assert vjp_fn((0.0, 1.0))[0] == pytest.approx(s[3], rel=1e-12)
     assert ast_ad.grad(ast_ad.grad(ast_ad.grad(ast_ad.grad(_cubic_sine))))(t) == pytest.approx(s[4], rel=1e-10)
+
+
+def test_source_shows_the_code_an_hvp_runs() -> None:
+    """``source(hvp(f), x, v)``: the forward-mode code over the gradient's that ``hvp`` runs (it needs example
+    arguments: the code depends on their kinds)."""
+    x, v = np.array([0.3, -0.2, 0.5]), np.array([1.0, 0.5, -2.0])
+    hvp = ast_ad.hvp(_looped_potential)
+    text = ast_ad.source(hvp, x, v)
+    assert text.startswith("def looped_potential_vjp_jvp(x, out_bar, x_dot):")
+    assert text == ast_ad.source(ast_ad.hessian(_looped_potential), x)  # one code, the Hessian's columns too
+    with pytest.raises(ASTADError, match="needs example arguments"):
+        ast_ad.source(hvp)
