@@ -197,8 +197,9 @@ class Gradient(Generic[P]):
         self.last_shapes: tuple[int, ...] | None = None
         self.positions = tuple(k + self.shift for k in self.argnums)
         self._last = _LAST_SHAPES.setdefault((self.fun, self.positions, self.single, self.checkpoints), [None])
-        # the module of the last call with floats only, and its shape labels
-        self._scalars: tuple[Loaded, Callable[..., Any], Any, tuple[int, ...], int] | None = None
+        # the module of the last call with floats only: its function, guards, shape labels, and how to shape results
+        self._scalars: tuple[Loaded, Callable[..., Any], Any, Any, tuple[int, ...], int, list[Any], bool, bool] | None \
+            = None
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             setattr(self, attr, getattr(self.fun, attr, None))
 
@@ -206,6 +207,8 @@ class Gradient(Generic[P]):
         """The generated code for arguments of these shape labels (default: those of the last call)."""
         if shapes is None:  # this gradient's last call, or the last call of any gradient like it
             shapes = self.last_shapes or self._last[0] or tuple(range(self.nparams))
+        if self._scalars is not None and shapes != self._scalars[4]:
+            self._scalars = None  # its last call is no longer one with floats only: the next one arms it again
         self.last_shapes = self._last[0] = shapes
         try:
             return transform.gradient(self.fun, self.positions, self.single, shapes, self.checkpoints)
@@ -235,8 +238,8 @@ class Gradient(Generic[P]):
             # scalar code, called as last time: every argument a float, and the module built for that still
             # current (nothing rebuilt it, no global it reads has changed); the general path below is ~2 us more.
             # Checked, run and shaped here, inline, from locals: at a microsecond a call, each lookup counts
-            loaded, run, same, shapes, nparams = fast
-            if len(given) == nparams and self.last_shapes is shapes and not loaded.replaced:
+            loaded, run, same, others, shapes, nparams, last, single, with_value = fast
+            if len(given) == nparams and not loaded.replaced:
                 for a in given:
                     if type(a) is not float and type(a) is not FLOAT64:
                         break
@@ -245,16 +248,16 @@ class Gradient(Generic[P]):
                         if scope.get(name, MISSING) is not value:
                             break
                     else:
-                        if not loaded.others or loaded.refresh():
-                            self._last[0] = shapes  # as ``loaded()`` records a call
+                        if not others or loaded.refresh():
+                            last[0] = shapes  # as ``loaded()`` records a call
                             try:
                                 out, grads = run(*given)
                             except Exception as exc:
                                 self.failed(exc, given, loaded)
                             if type(out) is float or type(out) is FLOAT64:
-                                if self.single:
+                                if single:
                                     if type(grads) is float or type(grads) is FLOAT64:
-                                        return (out, float(grads)) if self.with_value else float(grads)
+                                        return (out, float(grads)) if with_value else float(grads)
                                 else:
                                     floats = []
                                     for g in grads:
@@ -262,7 +265,7 @@ class Gradient(Generic[P]):
                                             break
                                         floats.append(float(g))
                                     else:
-                                        return (out, tuple(floats)) if self.with_value else tuple(floats)
+                                        return (out, tuple(floats)) if with_value else tuple(floats)
                             return self.finish(out, grads, given)
         args: tuple[Any, ...] = given if self.bound_self is None else (self.bound_self, *given)
         if kwargs or len(args) != self.nparams or not self.plain:
@@ -276,7 +279,8 @@ class Gradient(Generic[P]):
         labels = shape_labels(args)
         loaded = self.loaded(labels)
         if self.jit is None and self.bound_self is None and self.plain and all(label == -1 for label in labels):
-            self._scalars = loaded, loaded.fn, loaded.same, labels, self.nparams
+            self._scalars = loaded, loaded.fn, loaded.same, loaded.others, labels, self.nparams, self._last, \
+                self.single, self.with_value
         return self.run(loaded, loaded.fn if self.jit is None else self.compiled(loaded), args)
 
     def run(self, loaded: Loaded, run: Callable[..., Any], args: tuple[Any, ...]) -> Any:

@@ -353,5 +353,9 @@ def test_the_scalar_fast_path_runs_only_what_it_was_built_for() -> None:
     assert summed(2.0, 3.0) == pytest.approx(expected(2.0, 3.0), rel=1e-15)  # and floats again
     with pytest.raises(ast_ad.errors.ASTADError):
         both(2, 3.0)  # an integer is refused on either path
+    ast_ad.source(both, np.ones(2), np.ones(2))  # the module for arrays: the last call's kinds are those now
+    assert "unbroadcast" in ast_ad.source(both)
+    assert both(2.0, 3.0) == pytest.approx(expected(2.0, 3.0), rel=1e-15)
+    assert "unbroadcast" not in ast_ad.source(both)  # a call with floats is the last again
     with pytest.raises(TypeError):
         both(2.0)
