@@ -267,10 +267,23 @@ class _Substitute:
         return node
 
 
+    def fold_attribute(self, node: gast.Attribute) -> gast.expr:
+        """``rt.fit`` (a rule's read of one of ast_ad's helpers through the module) is the helper itself, so the
+        generated code names each helper one way (``fit``, as the rest of it does)."""
+        value = node.value
+        if type(value) is gast.Name and value.id.startswith(syntax.MARK) \
+                and self.refs.entries[int(value.id[1:])].obj is runtime:
+            helper = getattr(runtime, node.attr, None)
+            if callable(helper):
+                return self.refs.marker(helper, node.attr)
+        return node
+
+
 FOLDABLE = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
 FOLDS: dict[type, Callable[[_Substitute, Any], gast.expr]] = {
     gast.Call: _Substitute.fold_call, gast.Compare: _Substitute.fold_compare,
-    gast.IfExp: _Substitute.fold_ifexp, gast.BinOp: _Substitute.fold_binop}
+    gast.IfExp: _Substitute.fold_ifexp, gast.BinOp: _Substitute.fold_binop,
+    gast.Attribute: _Substitute.fold_attribute}
 
 
 def _constant(node: gast.expr) -> bool:

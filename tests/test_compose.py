@@ -1195,3 +1195,19 @@ def test_source_shows_the_code_an_hvp_runs() -> None:
     assert text == ast_ad.source(ast_ad.hessian(_looped_potential), x)  # one code, the Hessian's columns too
     with pytest.raises(ASTADError, match="needs example arguments"):
         ast_ad.source(hvp)
+
+
+def test_reverse_mode_over_forward_mode_names_each_helper_one_way() -> None:
+    """The rules of forward mode's helpers read ast_ad's others through their module (``rt.unbroadcast``); inlined,
+    they name the helper as the rest of the generated code does (``unbroadcast``), not ``runtime.unbroadcast``."""
+    from ast_ad import compose, transform
+    from ast_ad.api import shape_labels
+
+    x, v = np.array([0.3, -0.2, 0.5]), np.array([1.0, 0.5, -2.0])
+    lowered = compose.lower(ast_ad.hvp(_sine_sum), (x, v))
+    _, _, loaded = transform.pair(lowered.fn, (0, 2), shape_labels(lowered.args))
+    assert "t7_bar = unbroadcast(x_bar_dot_bar, t7)" in loaded.text and "runtime." not in loaded.text
+
+
+def _sine_sum(x):
+    return np.sum(np.sin(x) * x)
