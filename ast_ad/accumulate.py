@@ -60,10 +60,8 @@ class Accumulation:
         current = syntax.name(bar)
         if var in self.structured:
             total = syntax.call(self.refs.marker(runtime.add_adjoints, "add_adjoints"), [current, contribution])
-        elif isinstance(contribution, gast.UnaryOp) and isinstance(contribution.op, gast.USub):
-            total = gast.BinOp(left=current, op=gast.Sub(), right=contribution.operand)
         else:
-            total = syntax.add(current, contribution)
+            total = syntax.plus(current, contribution)
         return [syntax.assign(bar, total)]
 
     def initial_adjoints(self, seed: str) -> list[gast.stmt]:

@@ -289,10 +289,8 @@ class Forwarder:
         for term in terms[1:]:
             if stmt.target in self.structured or call.fn.obj is runtime.add_adjoints:
                 total = syntax.call(self.refs.marker(runtime.add_adjoints, "add_adjoints"), [total, term])
-            elif isinstance(term, gast.UnaryOp) and isinstance(term.op, gast.USub):
-                total = gast.BinOp(left=total, op=gast.Sub(), right=term.operand)
             else:
-                total = syntax.add(total, term)
+                total = syntax.plus(total, term)
         if not exact and not registry.returns_sequence(call.fn.obj):
             total = syntax.call(self.refs.marker(runtime.fit, "fit"), [total, syntax.name(ans)])
         return total
