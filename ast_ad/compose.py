@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ast_ad import transform
+from ast_ad import logs, transform
 from ast_ad.errors import ArgnumsError, ASTADError, LocatedError
 from ast_ad.load import Loaded
 from ast_ad.naming import identifier
@@ -679,7 +679,14 @@ def _vjp_of_transformed(fun: Any, primals: tuple[Any, ...],
         return out, vjp_fn
     lowered = lower(fun, primals)
     positions = tuple(lowered.positions[k] for k in argnums)
-    fwd, bwd, loaded = transform.pair(lowered.fn, positions, shape_labels(lowered.args))
+    try:
+        fwd, bwd, loaded = transform.pair(lowered.fn, positions, shape_labels(lowered.args))
+    except ASTADError as refusal:  # reverse mode cannot read this code (it pops a list a caller gave it, say)
+        if any(isinstance(primals[k], (tuple, list, dict)) for k in argnums):
+            raise
+        logs.info("vjp of %s: reverse mode over its code is refused (%s); forward mode instead, a pass an entry",
+                  getattr(fun, "__name__", "a derivative"), str(refusal).splitlines()[0])
+        return _vjp_by_forward_mode(lowered, primals, argnums)
     raw, saved = run_code(loaded, fwd, *lowered.args)
 
     def vjp_of_code(out_bar: Any) -> tuple[Any, ...]:
@@ -687,6 +694,28 @@ def _vjp_of_transformed(fun: Any, primals: tuple[Any, ...],
         found = {k: _like(bar, primals[k]) for k, bar in zip(argnums, bars, strict=True)}
         return tuple(found.get(k) for k in range(len(primals)))
     return lowered.finish(raw), vjp_of_code
+
+
+def _vjp_by_forward_mode(lowered: Lowered, primals: tuple[Any, ...],
+                         argnums: tuple[int, ...]) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+    """The VJP from the Jacobian's columns (forward mode, one pass an entry of each differentiated argument, made
+    at the first call): exact, where reverse mode cannot read the code."""
+    from ast_ad.api import _like
+
+    raw = lowered.fn(*lowered.args) if lowered.loaded is None else run_code(lowered.loaded, lowered.fn, *lowered.args)
+    out = lowered.finish(raw)
+    columns: dict[int, list[Any]] = {}
+
+    def vjp_fn(out_bar: Any) -> tuple[Any, ...]:
+        found = {}
+        for k in argnums:
+            if k not in columns:
+                columns[k] = forward_columns(lowered, k)[1]
+            entries = np.array([_inner(out_bar, column) for column in columns[k]])
+            found[k] = _like(float(entries[0]) if np.ndim(primals[k]) == 0 else entries.reshape(np.shape(primals[k])),
+                             primals[k])
+        return tuple(found.get(k) for k in range(len(primals)))
+    return out, vjp_fn
 
 
 # ---- Jacobians and Hessians ----------------------------------------------------------------------------------

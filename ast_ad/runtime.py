@@ -1118,6 +1118,14 @@ def part(g: Any, k: Any) -> Any:
     return 0.0 if item is None else item
 
 
+def part_vjp(w: Any, g: Any, k: Any) -> Any:
+    """Adjoint of ``g`` in ``part(g, k)``: ``w`` as item ``k`` of zeros like ``g``; where ``g`` stands for a zero
+    container (``None``, or the float zero), nothing reads ``w`` and its adjoint is that zero again."""
+    if g is None or (isinstance(g, float) and g == 0.0):
+        return g
+    return getitem_vjp(w, g, k)
+
+
 def clip_lo_vjp(g: Any, x: Any, lo: Any, hi: Any) -> Any:
     """Adjoint of the lower bound of ``np.clip``: where it is the result."""
     taken = x < lo if hi is None else np.logical_and(x < lo, lo <= hi)

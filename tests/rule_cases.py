@@ -588,6 +588,8 @@ def _helpers() -> dict:
         rt.trapezoid_vjp: case(floats(), arrays((4,)), 1.0, -1),
         rt.fit: case(arrays((3,)), arrays((2, 3))) | case(floats(), arrays((2,))),
         rt.part: case(st.tuples(floats(), floats()), 1),
+        rt.part_vjp: case(floats(), st.tuples(floats(), floats()), 1)
+        | case(arrays((2,)), st.lists(arrays((2,)), min_size=2, max_size=2), 0),
         rt.matmul_vjp_a: _product_adjoint(rt.matmul_vjp_a, lambda a, b: np.shape(a @ b)),
         rt.matmul_vjp_b: _product_adjoint(rt.matmul_vjp_b, lambda a, b: np.shape(a @ b)),
         rt.dot_vjp_a: _product_adjoint(rt.dot_vjp_a, lambda a, b: np.shape(np.dot(a, b))),

@@ -1062,6 +1062,13 @@ def _cubic_sine(t):
     return t ** 3 * np.sin(t)
 
 
+def _appended_terms(x):
+    items = []
+    for k in range(3):
+        items.append(np.sum(np.sin(x) * x) * (k + 1))
+    return sum(items) ** 2
+
+
 def _transformed(name: str, rng) -> tuple:
     """A function ast_ad made, and arguments for it."""
     x = rng.uniform(0.2, 0.9, 3)
@@ -1073,10 +1080,12 @@ def _transformed(name: str, rng) -> tuple:
         "value_and_grad": lambda: (ast_ad.value_and_grad(_looped_potential), (x,)),
         "grad_of_grad": lambda: (ast_ad.grad(ast_ad.grad(_cubic_sine)), (float(x[0]),)),
         "value_and_grad_of_grad": lambda: (ast_ad.value_and_grad(ast_ad.grad(_cubic_sine)), (float(x[0]),)),
+        "hvp_of_appends": lambda: (ast_ad.hvp(_appended_terms), (x, rng.standard_normal(3))),
     }[name]()
 
 
-TRANSFORMED = ["jacfwd", "jacrev", "hessian", "hvp", "value_and_grad", "grad_of_grad", "value_and_grad_of_grad"]
+TRANSFORMED = ["jacfwd", "jacrev", "hessian", "hvp", "value_and_grad", "grad_of_grad", "value_and_grad_of_grad",
+               "hvp_of_appends"]
 
 
 def _like_random(value, rng):
@@ -1211,3 +1220,21 @@ def test_reverse_mode_over_forward_mode_names_each_helper_one_way() -> None:
 
 def _sine_sum(x):
     return np.sum(np.sin(x) * x)
+
+
+def test_where_reverse_mode_cannot_read_the_code_the_vjp_is_by_forward_mode(caplog) -> None:
+    """The gradient of a function that appends to a list pops the list's adjoint, a list its caller gives it;
+    reverse mode over that code refuses such a pop. vjp then takes the Jacobian's columns by forward mode (exact,
+    a pass an entry), and says so at INFO."""
+    import logging
+
+    rng = np.random.default_rng(3)
+    fun, args = _transformed("hvp_of_appends", rng)
+    with caplog.at_level(logging.INFO, logger="ast_ad"):
+        _, vjp_fn = ast_ad.vjp(fun, *args)
+    assert any("forward mode instead" in r.getMessage() for r in caplog.records)
+    w = rng.standard_normal(3)
+    bars = vjp_fn(w)
+    jacobians = ast_ad.jacfwd(fun, (0, 1))(*args)
+    for bar, jacobian in zip(bars, jacobians, strict=True):
+        np.testing.assert_allclose(bar, w @ jacobian, rtol=1e-10, atol=1e-12)

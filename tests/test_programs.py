@@ -131,6 +131,38 @@ def test_third_derivatives_of_programs_match_differences_of_their_hessian(progra
     assert math.isclose(third, numeric, rel_tol=1e-4, abs_tol=1e-5 * (1.0 + abs(numeric))), (third, numeric)
 
 
+@settings(max_examples=int(os.environ.get("AST_AD_THIRD_ORDER_EXAMPLES", "12")))
+@given(programs(), st.data())
+def test_reverse_mode_over_the_hvp_of_programs_is_the_transpose_of_forward_mode_over_it(program: Program,
+                                                                                         data: st.DataObject) -> None:
+    """vjp of the composable ``hvp(f)`` (reverse over forward over reverse mode) against jvp of it (forward over
+    forward over reverse), by the dot-product identity, in the argument and in the vector ``v``."""
+    fn, args, argnums, value, grads = run(program, data)
+    k = next((j for j, a in enumerate(args) if isinstance(a, (float, np.ndarray))), None)
+    if k is None or not np.all(np.isfinite(grads[k])):
+        reject()
+    rng = np.random.default_rng(2)
+
+    def like(a):
+        return float(rng.standard_normal()) if np.ndim(a) == 0 else rng.standard_normal(np.shape(a))
+    u, w, t, t_v = like(args[k]), like(args[k]), like(args[k]), like(args[k])
+    hvp = ast_ad.hvp(fn, k)
+    try:
+        out, vjp_fn = ast_ad.vjp(hvp, *copy.deepcopy(args), u)
+        bars = vjp_fn(w)
+        tangents = tuple(t if j == k else None for j in range(len(args)))
+        moved_x = ast_ad.jvp(hvp, (*copy.deepcopy(args), u), (*tangents, None))[1]
+        moved_v = ast_ad.jvp(hvp, (*copy.deepcopy(args), u), ((None,) * len(args)) + (t_v,))[1]
+    except ast_ad.errors.InPlaceAliasError:
+        reject()
+    np.testing.assert_allclose(out, hvp(*copy.deepcopy(args), u), rtol=1e-12, atol=1e-12)
+    for left, bar, direction in ((moved_x, bars[k], t), (moved_v, bars[-1], t_v)):
+        lhs, rhs = float(np.sum(w * np.asarray(left))), float(np.sum(np.asarray(bar) * direction))
+        if not (np.isfinite(lhs) and np.isfinite(rhs)):
+            reject()
+        assert math.isclose(lhs, rhs, rel_tol=1e-8, abs_tol=1e-9 * (1.0 + abs(lhs))), (lhs, rhs)
+
+
 # ---- mutation, aliases and containers: Python's own run is the oracle -------------------------------------
 @given(programs(mutation=True), st.data())
 def test_mutating_programs_are_exact_or_refused(program: Program, data: st.DataObject) -> None:

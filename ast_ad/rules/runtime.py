@@ -36,7 +36,8 @@ _LINEAR_IN_THE_ADJOINT = (
             rt.column_stack_vjp, rt.concat_vjp_a, rt.concat_vjp_b, rt.concatenate_vjp, rt.cumsum_vjp, rt.diag_vjp,
             rt.diagonal_vjp, rt.diff_vjp, rt.dstack_vjp, rt.field_vjp, rt.hstack_vjp, rt.vstack_vjp, rt.list_item_vjp,
             rt.pad_vjp, rt.repeat_seq_vjp, rt.repeat_vjp, rt.rollaxis_vjp, rt.select_default_vjp, rt.select_vjp,
-            rt.sort_vjp, rt.sorted_by_vjp, rt.split_vjp, rt.take_vjp, rt.tile_vjp, rt.fit, rt.part, rt.polyder_vjp)
+            rt.sort_vjp, rt.sorted_by_vjp, rt.split_vjp, rt.take_vjp, rt.tile_vjp, rt.fit, rt.part, rt.part_vjp,
+            rt.polyder_vjp)
 for _fn in _LINEAR_IN_THE_ADJOINT:
     def_linear(_fn, 0)
     defjvp(_fn, None, *[zero] * 5)
@@ -203,6 +204,8 @@ defvjp(rt.cast_jvp, lambda w, ans2, u, ans: rt.cast_vjp(w, ans2, u), zero)  # ba
 defvjp(rt.chosen_jvp, zero, lambda w, ans2, k, u, ans, xs: rt.chosen_vjp(k, w, ans, xs), zero, zero)  # each is
 defvjp(rt.chosen_vjp, zero, lambda w, ans2, k, g, ans, xs: rt.chosen_jvp(k, w, ans, xs), zero, zero)  # the other's
 defvjp(rt.field_vjp, lambda w, ans, g, obj, name: rt.part(w, rt.field_position(obj, name)), zero, zero)  # a pick
+defvjp(rt.part, lambda w, ans, g, k: rt.part_vjp(w, g, k), zero)  # an item of a container adjoint, and back
+defvjp(rt.part_vjp, lambda c, ans, w, g, k: rt.part(c, k), zero, zero)
 defvjp(rt.sorted_by_vjp, lambda w, ans, g, xs, keys, reverse=False: rt.sorted_by(w, keys, reverse),  # in order
        zero, zero, zero)
 def_linear(rt.sequence_vjp, 0)  # list(x)'s adjoint: its transpose gives the items back as a list
