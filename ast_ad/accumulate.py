@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import gast
 
-from ast_ad import runtime, syntax
+from ast_ad import registry, runtime, syntax
+from ast_ad.kinds import Kinds
 from ast_ad.naming import Namer
 from ast_ad.syntax import RefTable
 
@@ -30,6 +31,7 @@ class Accumulation:
     started: set[str]  # adjoints that start as their first contribution, not at zero
     structured: set[str]  # names that hold lists, tuples or dicts
     items: set[str]  # structured names that are items of containers
+    kinds: Kinds
 
     def flush(self) -> list[gast.stmt]:
         """Write out the zero of every adjoint reset since its last contribution."""
@@ -58,11 +60,21 @@ class Accumulation:
                 self.started.add(var)
             return [syntax.assign(bar, contribution)]
         current = syntax.name(bar)
-        if var in self.structured:
+        if var in self.structured or (self.kinds.rank(var) is None and self.may_be_container(contribution)):
+            # element by element: ``+`` would join two lists (a value not known to be a number or an array, given
+            # a helper's adjoint that is a container where its argument is, in code ast_ad wrote, say)
             total = syntax.call(self.refs.marker(runtime.add_adjoints, "add_adjoints"), [current, contribution])
         else:
             total = syntax.plus(current, contribution)
         return [syntax.assign(bar, total)]
+
+    def may_be_container(self, contribution: gast.expr) -> bool:
+        """Whether ``contribution`` calls a function that may return a list, tuple or dict (``registry``:
+        ``def_sequence``, ``def_same_kind``)."""
+        if type(contribution) is not gast.Call or type(contribution.func) is not gast.Name:
+            return False
+        fn = self.refs.lookup(contribution.func.id)
+        return fn is not None and (registry.returns_sequence(fn) or bool(registry.keeps_kind(fn)))
 
     def initial_adjoints(self, seed: str) -> list[gast.stmt]:
         """Adjoints that accumulate across branches and iterations start at zero."""

@@ -424,13 +424,17 @@ def keyword_hazard(fn: Any, name: str, value: Any) -> str | None:
     return None
 
 
-def def_same_kind(*fns: Any) -> None:
-    """Declare functions whose result is a list, tuple or dict when their first argument is (``assign_item``)."""
-    _declare("same_kind", fns)
+def def_same_kind(*fns: Any, argnums: tuple[int, ...] = (0,)) -> None:
+    """Declare functions whose result is a list, tuple or dict when one of their arguments at ``argnums`` is
+    (``assign_item``: its first; ``getitem_vjp(g, x, index)``: ``x``, whose adjoint it is)."""
+    _note("same_kind", *fns, argnums)
+    _FACTS["same_kind"].update(dict.fromkeys(fns, argnums))
 
 
-def keeps_kind(fn: Any) -> bool:
-    return bool(_fact("same_kind", fn))
+def keeps_kind(fn: Any) -> tuple[int, ...]:
+    """The positions of the arguments whose kind ``fn``'s result has (a container where one of them is)."""
+    argnums: tuple[int, ...] = _fact("same_kind", fn) or ()
+    return argnums
 
 
 def def_effect(*fns: Any) -> None:

@@ -1120,9 +1120,10 @@ def part(g: Any, k: Any) -> Any:
 
 def part_vjp(w: Any, g: Any, k: Any) -> Any:
     """Adjoint of ``g`` in ``part(g, k)``: ``w`` as item ``k`` of zeros like ``g``; where ``g`` stands for a zero
-    container (``None``, or the float zero), nothing reads ``w`` and its adjoint is that zero again."""
+    container (``None``, or the float zero), nothing reads ``w``, and its adjoint is the float zero (which adds
+    to any adjoint, as ``None`` does not)."""
     if g is None or (isinstance(g, float) and g == 0.0):
-        return g
+        return 0.0
     return getitem_vjp(w, g, k)
 
 

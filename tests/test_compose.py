@@ -1062,6 +1062,20 @@ def _cubic_sine(t):
     return t ** 3 * np.sin(t)
 
 
+def _pick(a, b):
+    if np.sum(a[0]) > 0.0:
+        return a
+    return b
+
+
+def _picked(x):
+    return np.sum(_pick([np.sin(x) * x[0], 0.5 * x * x], [x, np.cos(x)])[0] ** 2)
+
+
+def _list_read(x):
+    return np.sum([x * x[0], x][0] ** 2)
+
+
 def _appended_terms(x):
     items = []
     for k in range(3):
@@ -1081,11 +1095,13 @@ def _transformed(name: str, rng) -> tuple:
         "grad_of_grad": lambda: (ast_ad.grad(ast_ad.grad(_cubic_sine)), (float(x[0]),)),
         "value_and_grad_of_grad": lambda: (ast_ad.value_and_grad(ast_ad.grad(_cubic_sine)), (float(x[0]),)),
         "hvp_of_appends": lambda: (ast_ad.hvp(_appended_terms), (x, rng.standard_normal(3))),
+        "hvp_of_a_picked_list": lambda: (ast_ad.hvp(_picked), (x, rng.standard_normal(3))),
+        "hvp_of_a_list_read": lambda: (ast_ad.hvp(_list_read), (x, rng.standard_normal(3))),
     }[name]()
 
 
 TRANSFORMED = ["jacfwd", "jacrev", "hessian", "hvp", "value_and_grad", "grad_of_grad", "value_and_grad_of_grad",
-               "hvp_of_appends"]
+               "hvp_of_appends", "hvp_of_a_picked_list", "hvp_of_a_list_read"]
 
 
 def _like_random(value, rng):

@@ -319,3 +319,39 @@ def test_a_helper_that_writes_into_its_argument_is_declared_in_place() -> None:
     assert "scatter_add" in writers  # the scan finds what it looks for
     undeclared = [name for name in writers if registry.in_place(getattr(runtime, name)) is None]
     assert not undeclared, f"helpers that write into an argument without def_in_place: {undeclared}"
+
+
+def _container(value) -> bool:
+    return isinstance(value, (list, tuple, dict))
+
+
+@pytest.mark.parametrize("rule", [r for r in DIFFERENTIABLE if r.fn in CASES], ids=_name)
+@settings(max_examples=10)
+@given(data=st.data())
+def test_a_result_that_is_a_container_is_declared_so(rule: registry.Rule, data: st.DataObject) -> None:
+    """Reverse mode adds a container's adjoints element by element (``add_adjoints``), where it knows the name
+    holds one; with ``+`` it would join two lists into one, a wrong gradient and no error. What a call returns it
+    knows from the registry: a function that returns a sequence (``def_sequence``), or one whose result has the
+    kind of one of its arguments (``def_same_kind``, its positions). Every registered function whose result is a
+    list, tuple or dict on its cases is declared one way or the other."""
+    args, kwargs = data.draw(CASES[rule.fn])
+    try:
+        ans = rule.fn(*args, **kwargs)
+    except Exception:  # noqa: BLE001 -- a case a function refuses says nothing of its kind
+        return
+    if _container(ans) and not registry.returns_sequence(rule.fn):
+        same = registry.keeps_kind(rule.fn)
+        assert any(k < len(args) and _container(args[k]) for k in same), \
+            f"{_name(rule)} returned a {type(ans).__name__}: declare def_sequence or def_same_kind(argnums=...)"
+
+
+@pytest.mark.parametrize(("fn", "args"), [
+    (runtime.getitem_vjp, (1.0, [1.0, 2.0], 0)), (runtime.summed_getitem_vjp, ([(1.0, 0)], (1.0, 2.0))),
+    (runtime.dense_adjoint, (0.0, [1.0, 2.0])), (runtime.assign_item_vjp_x, ([1.0, 2.0], [1.0, 2.0], 0)),
+    (runtime.zeros_like, ({"w": 1.0},)), (runtime.part_vjp, (1.0, [1.0, 2.0], 0)),
+    (runtime.add_adjoints, (None, [1.0])), (runtime.unstack, (np.ones((2, 3)), [np.ones(3), np.ones(3)])),
+], ids=lambda value: getattr(value, "__name__", ""))
+def test_a_helper_that_gives_a_container_for_a_container_is_declared_so(fn, args) -> None:
+    """The adjoint helpers whose cases hold no container, given one: a container back, and declared."""
+    assert _container(fn(*args))
+    assert any(_container(args[k]) for k in registry.keeps_kind(fn)) or registry.returns_sequence(fn)

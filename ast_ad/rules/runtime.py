@@ -124,6 +124,15 @@ defjvp(rt.owned_adjoint, lambda u, ans, a, x: rt.owned_adjoint(u, x), zero)
 defvjp(rt.detached,      lambda g, ans, x: g)
 def_linear(rt.detached, 0)
 def_same_kind(rt.detached)  # a container's copy is a container
+# What a helper returns, so that reverse mode adds a container's adjoints element by element (never with ``+``,
+# which joins two lists): always a list or tuple, or the kind of the arguments at these positions
+def_sequence(rt.column_stack_vjp, rt.concatenate_vjp, rt.dstack_vjp, rt.hstack_vjp, rt.vstack_vjp, rt.list_item_vjp,
+             rt.select_vjp, rt.filled, rt.spread, rt.multi_dot_vjp)
+def_same_kind(rt.unstack, rt.repeat_seq_vjp, rt.sorted_by_vjp, rt.sequence_vjp, rt.field_vjp, rt.getitem_vjp,
+              rt.summed_getitem_vjp, rt.part_vjp, argnums=(1,))
+def_same_kind(rt.add_adjoints, rt.dense_adjoint, rt.assign_item_vjp_x, argnums=(0, 1))
+def_same_kind(rt.concat_vjp_a, rt.concat_vjp_b, argnums=(0, 1, 2))
+def_same_kind(rt.zeros_like)
 def_in_place(rt.add_into, rt.add_at)  # add_into(y_bar, i, g) is y_bar = add_at(y_bar, i, g)
 def_in_place(rt.scatter_add, rt.add_at)  # the helpers that write into an argument (read by source: see below)
 defvjp(rt.entries,       lambda g, ans, x, index: rt.getitem_vjp(g, x, index), None)
