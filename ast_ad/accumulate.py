@@ -69,12 +69,7 @@ class Accumulation:
         return [syntax.assign(bar, total)]
 
     def may_be_container(self, contribution: gast.expr) -> bool:
-        """Whether ``contribution`` calls a function that may return a list, tuple or dict (``registry``:
-        ``def_sequence``, ``def_same_kind``)."""
-        if type(contribution) is not gast.Call or type(contribution.func) is not gast.Name:
-            return False
-        fn = self.refs.lookup(contribution.func.id)
-        return fn is not None and (registry.returns_sequence(fn) or bool(registry.keeps_kind(fn)))
+        return may_give_a_container(contribution, self.refs)
 
     def initial_adjoints(self, seed: str) -> list[gast.stmt]:
         """Adjoints that accumulate across branches and iterations start at zero."""
@@ -95,3 +90,12 @@ class Accumulation:
 
     def zeros(self, var: str) -> gast.expr:
         return syntax.call(self.refs.marker(runtime.zeros_like, "zeros_like"), [syntax.name(var)])
+
+
+def may_give_a_container(expr: gast.expr, refs: RefTable) -> bool:
+    """Whether ``expr`` calls a function that may return a list, tuple or dict (``registry``: ``def_sequence``,
+    ``def_same_kind``), which ``+`` would join to another rather than add to it."""
+    if type(expr) is not gast.Call or type(expr.func) is not gast.Name:
+        return False
+    fn = refs.lookup(expr.func.id)
+    return fn is not None and (registry.returns_sequence(fn) or bool(registry.keeps_kind(fn)))

@@ -266,6 +266,19 @@ def structured_names(function: ir.Function, shapes: tuple[int, ...]) -> set[str]
                    and isinstance(s.value, ir.Call) and registry.returns_sequence(s.value.fn.obj)}
     structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
                    and isinstance(s.value, ir.Pack)}
+    # and what holds one of those: a copy, or the result of a function whose result has the kind of an argument
+    # that holds one (``registry.def_same_kind``: ``assign_item(L, 0, v)`` on a list is a list)
+    carried = [s for s in ir.walk(function.body) if isinstance(s, ir.Assign) and s.target not in structured and (
+        isinstance(s.value, ir.Var) or isinstance(s.value, ir.Call) and registry.keeps_kind(s.value.fn.obj))]
+    size = -1
+    while size != len(structured):
+        size = len(structured)
+        for s in carried:
+            value = s.value
+            sources = tuple(value.args[k] for k in registry.keeps_kind(value.fn.obj) if k < len(value.args)) \
+                if isinstance(value, ir.Call) else (value,)
+            if any(isinstance(a, ir.Var) and a.name in structured for a in sources):
+                structured.add(s.target)
     return structured
 
 

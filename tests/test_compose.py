@@ -1254,3 +1254,28 @@ def test_where_reverse_mode_cannot_read_the_code_the_vjp_is_by_forward_mode(capl
     jacobians = ast_ad.jacfwd(fun, (0, 1))(*args)
     for bar, jacobian in zip(bars, jacobians, strict=True):
         np.testing.assert_allclose(bar, w @ jacobian, rtol=1e-10, atol=1e-12)
+
+
+def _list_copied_then_written(x, y):
+    items = [x, y]
+    copied = items.copy() if x > 10.0 else list(items)
+    copied[0] = x * y
+    return copied[0] + copied[1] * 2.0
+
+
+def _list_written(x, y):
+    items = [x * 1.0, y * 1.0]
+    items[0] = x * y
+    return sum(items)
+
+
+@pytest.mark.parametrize("fn", [_list_copied_then_written, _list_written])
+def test_forward_mode_adds_the_tangents_of_a_written_list_element_by_element(fn) -> None:
+    """``copied[0] = x * y`` on a list has two tangent terms, one a list each; added with ``+`` they were one
+    list twice as long, and the tangent read its second item from the wrong half (1.0 for 5.0). The list that
+    ``list(items)`` makes, and what is written into it, are lists (``registry.def_same_kind``)."""
+    args, tangents = (2.0, 3.0), (1.0, 0.5)
+    out, out_dot = ast_ad.jvp(fn, args, tangents)
+    assert (out, out_dot) == pytest.approx(ast_ad.tracer.jvp(fn, args, tangents), rel=1e-15)
+    grads = ast_ad.grad(fn, (0, 1))(*args)
+    assert out_dot == pytest.approx(sum(g * t for g, t in zip(grads, tangents, strict=True)), rel=1e-15)
