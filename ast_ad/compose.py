@@ -688,12 +688,40 @@ def _vjp_of_transformed(fun: Any, primals: tuple[Any, ...],
                   getattr(fun, "__name__", "a derivative"), str(refusal).splitlines()[0])
         return _vjp_by_forward_mode(lowered, primals, argnums)
     raw, saved = run_code(loaded, fwd, *lowered.args)
+    out = lowered.finish(raw)
+    instead: list[Callable[[Any], tuple[Any, ...]]] = []  # forward mode, once the backward pass has failed
 
     def vjp_of_code(out_bar: Any) -> tuple[Any, ...]:
-        bars = run_code(loaded, bwd, fresh(saved), lowered.finish_bar(raw, out_bar))
-        found = {k: _like(bar, primals[k]) for k, bar in zip(argnums, bars, strict=True)}
-        return tuple(found.get(k) for k in range(len(primals)))
-    return lowered.finish(raw), vjp_of_code
+        _check_like(out_bar, out)
+        if not instead:
+            try:
+                bars = run_code(loaded, bwd, fresh(saved), lowered.finish_bar(raw, out_bar))
+                found = {k: _like(bar, primals[k]) for k, bar in zip(argnums, bars, strict=True)}
+                return tuple(found.get(k) for k in range(len(primals)))
+            except (TypeError, AttributeError, ValueError, IndexError) as failure:
+                # reverse mode over code that itself carries containers' adjoints through a helper's pair (a
+                # helper that returns one of its lists) can fail where a name's kind is not known: the failure is
+                # ast_ad's, not the user's (their code ran forward), and forward mode gives the same numbers
+                if any(isinstance(primals[k], (tuple, list, dict)) for k in argnums):
+                    raise
+                logs.info("vjp of %s: its backward pass failed (%s: %s); forward mode instead, a pass an entry",
+                          getattr(fun, "__name__", "a derivative"), type(failure).__name__, failure)
+                instead.append(_vjp_by_forward_mode(lowered, primals, argnums)[1])
+        return instead[0](out_bar)
+    return out, vjp_of_code
+
+
+def _check_like(g: Any, out: Any) -> None:
+    """Refuse an adjoint ``g`` that is not shaped as ``out``, the value it is the adjoint of."""
+    if isinstance(out, (tuple, list)):
+        if not isinstance(g, (tuple, list)) or len(g) != len(out):
+            raise ASTADError(f"the adjoint given to vjp_fn must be shaped as the function's value: a sequence of "
+                             f"{len(out)}, got {type(g).__name__}")
+        for item, like in zip(g, out, strict=True):
+            _check_like(item, like)
+    elif g is not None and np.shape(g) != np.shape(out):
+        raise ASTADError(f"the adjoint given to vjp_fn must be shaped as the function's value, {np.shape(out)}; "
+                         f"got {np.shape(g)}")
 
 
 def _vjp_by_forward_mode(lowered: Lowered, primals: tuple[Any, ...],
