@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gast
 
-from ast_ad import registry, runtime, syntax
+from ast_ad import ir, registry, runtime, syntax
 from ast_ad.kinds import Kinds
 from ast_ad.naming import Namer
 from ast_ad.syntax import RefTable
@@ -32,6 +32,7 @@ class Accumulation:
     structured: set[str]  # names that hold lists, tuples or dicts
     items: set[str]  # structured names that are items of containers
     kinds: Kinds
+    function: ir.Function
 
     def flush(self) -> list[gast.stmt]:
         """Write out the zero of every adjoint reset since its last contribution."""
@@ -60,9 +61,11 @@ class Accumulation:
                 self.started.add(var)
             return [syntax.assign(bar, contribution)]
         current = syntax.name(bar)
-        if var in self.structured or (self.kinds.rank(var) is None and self.may_be_container(contribution)):
-            # element by element: ``+`` would join two lists (a value not known to be a number or an array, given
-            # a helper's adjoint that is a container where its argument is, in code ast_ad wrote, say)
+        if var in self.structured or (self.kinds.rank(var) is None and var not in self.function.params
+                                      and self.may_be_container(contribution)):
+            # element by element: ``+`` would join two lists. A parameter that holds a container is known to
+            # (its label says so); another value whose kind is not known may hold one where a helper's adjoint
+            # is a container (in code ast_ad wrote, an adjoint unpacked from a callee's pair, say)
             total = syntax.call(self.refs.marker(runtime.add_adjoints, "add_adjoints"), [current, contribution])
         else:
             total = syntax.plus(current, contribution)
