@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ast_ad import logs, transform
-from ast_ad.errors import ArgnumsError, ASTADError, LocatedError
+from ast_ad.errors import ArgnumsError, ASTADError, GradientFailedError, LocatedError
 from ast_ad.load import Loaded
 from ast_ad.naming import identifier
 from ast_ad.records import record
@@ -702,8 +702,12 @@ def _vjp_of_transformed(fun: Any, primals: tuple[Any, ...],
                 # reverse mode over code that itself carries containers' adjoints through a helper's pair (a
                 # helper that returns one of its lists) can fail where a name's kind is not known: the failure is
                 # ast_ad's, not the user's (their code ran forward), and forward mode gives the same numbers
-                if any(isinstance(primals[k], (tuple, list, dict)) for k in argnums):
-                    raise
+                if any(isinstance(primals[k], (tuple, list, dict)) for k in argnums):  # forward mode takes arrays
+                    raise GradientFailedError(
+                        f"the vjp of {getattr(fun, '__name__', 'this derivative')} failed in the backward pass "
+                        f"ast_ad wrote over its code ({type(failure).__name__}: {failure}), and forward mode cannot "
+                        "stand in for an argument that is a tuple, list or dict: pass its arrays as separate "
+                        "arguments, or use jvp over it") from failure
                 logs.info("vjp of %s: its backward pass failed (%s: %s); forward mode instead, a pass an entry",
                           getattr(fun, "__name__", "a derivative"), type(failure).__name__, failure)
                 instead.append(_vjp_by_forward_mode(lowered, primals, argnums)[1])

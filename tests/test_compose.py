@@ -1307,3 +1307,30 @@ def test_where_the_backward_pass_over_the_code_fails_the_vjp_is_by_forward_mode(
         np.testing.assert_allclose(bar, w @ jacobian, rtol=1e-10, atol=1e-12)
     with pytest.raises(ASTADError, match="shaped as the function's value"):
         vjp_fn(np.ones(4))
+
+
+def _sum_of_pair(pair):
+    a, b = pair
+    return np.sum(a * b)
+
+
+def test_a_backward_pass_that_fails_falls_back_or_says_why(monkeypatch) -> None:
+    """The fallback's two sides, the failure forced (``fresh`` raising as a failing backward pass would): for array
+    arguments, forward mode gives the same numbers as reverse mode gave before; for a tuple argument, which forward
+    mode's columns cannot take, an ast_ad error says what to do, not the bare TypeError."""
+    from ast_ad import compose
+
+    fun, args = _transformed("value_and_grad", np.random.default_rng(6))
+    _, vjp_fn = ast_ad.vjp(fun, *args)
+    w = (0.7, np.array([1.0, -2.0, 0.5]))
+    expected = vjp_fn(w)
+
+    def failing(saved, copies=None):
+        raise TypeError("unsupported operand type(s) for +: 'float' and 'list'")
+    monkeypatch.setattr(compose, "fresh", failing)
+    _, vjp_fn = ast_ad.vjp(fun, *args)
+    np.testing.assert_allclose(vjp_fn(w)[0], expected[0], rtol=1e-10, atol=1e-12)
+    pair = (np.array([0.3, 0.5]), np.array([1.5, -0.5]))
+    _, vjp_fn = ast_ad.vjp(ast_ad.value_and_grad(_sum_of_pair), pair)
+    with pytest.raises(ast_ad.errors.GradientFailedError, match="separate arguments"):
+        vjp_fn((1.0, (np.ones(2), np.ones(2))))
