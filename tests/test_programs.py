@@ -163,6 +163,34 @@ def test_reverse_mode_over_the_hvp_of_programs_is_the_transpose_of_forward_mode_
         assert math.isclose(lhs, rhs, rel_tol=1e-8, abs_tol=1e-9 * (1.0 + abs(lhs))), (lhs, rhs)
 
 
+@settings(max_examples=int(os.environ.get("AST_AD_THIRD_ORDER_EXAMPLES", "12")))
+@given(programs(lists=True), st.data())
+def test_reverse_mode_over_value_and_grad_of_programs_is_the_transpose_of_forward_mode_over_it(
+        program: Program, data: st.DataObject) -> None:
+    """vjp of the composable ``value_and_grad(f)`` (reverse over reverse mode, lists among the programs) against
+    jvp of it (forward over reverse), by the dot-product identity, the value's adjoint and the gradient's both."""
+    fn, args, argnums, value, grads = run(program, data)
+    k = next((j for j, a in enumerate(args) if isinstance(a, (float, np.ndarray))), None)
+    if k is None or not np.all(np.isfinite(grads[k])):
+        reject()
+    rng = np.random.default_rng(3)
+
+    def like(a):
+        return float(rng.standard_normal()) if np.ndim(a) == 0 else rng.standard_normal(np.shape(a))
+    w, t = (float(rng.standard_normal()), like(args[k])), like(args[k])
+    both = ast_ad.value_and_grad(fn, k)
+    try:
+        bars = ast_ad.vjp(both, *copy.deepcopy(args))[1](w)
+        moved = ast_ad.jvp(both, copy.deepcopy(args), tuple(t if j == k else None for j in range(len(args))))[1]
+    except ast_ad.errors.InPlaceAliasError:
+        reject()
+    lhs = w[0] * float(moved[0]) + float(np.sum(w[1] * np.asarray(moved[1])))
+    rhs = float(np.sum(np.asarray(bars[k]) * t))
+    if not (np.isfinite(lhs) and np.isfinite(rhs)):
+        reject()
+    assert math.isclose(lhs, rhs, rel_tol=1e-8, abs_tol=1e-9 * (1.0 + abs(lhs))), (lhs, rhs)
+
+
 # ---- mutation, aliases and containers: Python's own run is the oracle -------------------------------------
 @given(programs(mutation=True), st.data())
 def test_mutating_programs_are_exact_or_refused(program: Program, data: st.DataObject) -> None:
