@@ -131,21 +131,28 @@ def test_third_derivatives_of_programs_match_differences_of_their_hessian(progra
     assert math.isclose(third, numeric, rel_tol=1e-4, abs_tol=1e-5 * (1.0 + abs(numeric))), (third, numeric)
 
 
+def differentiated_argument(program: Program, data: st.DataObject, seed: int):
+    """The program, its arguments, the first that is a float or an array (``k``; else the example is rejected),
+    and a maker of random values shaped like it (``like()``; ``like(a)``, like ``a``)."""
+    fn, args, argnums, value, grads = run(program, data)
+    k = next((j for j, a in enumerate(args) if isinstance(a, (float, np.ndarray))), None)
+    if k is None or not np.all(np.isfinite(grads[k])):
+        reject()
+    rng = np.random.default_rng(seed)
+
+    def like(a=args[k]):
+        return float(rng.standard_normal()) if np.ndim(a) == 0 else rng.standard_normal(np.shape(a))
+    return fn, args, k, like
+
+
 @settings(max_examples=int(os.environ.get("AST_AD_THIRD_ORDER_EXAMPLES", "12")))
 @given(programs(), st.data())
 def test_reverse_mode_over_the_hvp_of_programs_is_the_transpose_of_forward_mode_over_it(program: Program,
                                                                                          data: st.DataObject) -> None:
     """vjp of the composable ``hvp(f)`` (reverse over forward over reverse mode) against jvp of it (forward over
     forward over reverse), by the dot-product identity, in the argument and in the vector ``v``."""
-    fn, args, argnums, value, grads = run(program, data)
-    k = next((j for j, a in enumerate(args) if isinstance(a, (float, np.ndarray))), None)
-    if k is None or not np.all(np.isfinite(grads[k])):
-        reject()
-    rng = np.random.default_rng(2)
-
-    def like(a):
-        return float(rng.standard_normal()) if np.ndim(a) == 0 else rng.standard_normal(np.shape(a))
-    u, w, t, t_v = like(args[k]), like(args[k]), like(args[k]), like(args[k])
+    fn, args, k, like = differentiated_argument(program, data, seed=2)
+    u, w, t, t_v = like(), like(), like(), like()
     hvp = ast_ad.hvp(fn, k)
     try:
         out, vjp_fn = ast_ad.vjp(hvp, *copy.deepcopy(args), u)
@@ -169,15 +176,8 @@ def test_reverse_mode_over_value_and_grad_of_programs_is_the_transpose_of_forwar
         program: Program, data: st.DataObject) -> None:
     """vjp of the composable ``value_and_grad(f)`` (reverse over reverse mode, lists among the programs) against
     jvp of it (forward over reverse), by the dot-product identity, the value's adjoint and the gradient's both."""
-    fn, args, argnums, value, grads = run(program, data)
-    k = next((j for j, a in enumerate(args) if isinstance(a, (float, np.ndarray))), None)
-    if k is None or not np.all(np.isfinite(grads[k])):
-        reject()
-    rng = np.random.default_rng(3)
-
-    def like(a):
-        return float(rng.standard_normal()) if np.ndim(a) == 0 else rng.standard_normal(np.shape(a))
-    w, t = (float(rng.standard_normal()), like(args[k])), like(args[k])
+    fn, args, k, like = differentiated_argument(program, data, seed=3)
+    w, t = (like(0.0), like()), like()
     both = ast_ad.value_and_grad(fn, k)
     try:
         bars = ast_ad.vjp(both, *copy.deepcopy(args))[1](w)
