@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gast
 
-from ast_ad import ir, registry, runtime, syntax
+from ast_ad import ir, runtime, syntax
 from ast_ad.kinds import Kinds
 from ast_ad.naming import Namer
 from ast_ad.syntax import RefTable
@@ -62,7 +62,7 @@ class Accumulation:
             return [syntax.assign(bar, contribution)]
         current = syntax.name(bar)
         if var in self.structured or (self.kinds.rank(var) is None and var not in self.function.params
-                                      and self.may_be_container(contribution)):
+                                      and syntax.may_give_a_container(contribution, self.refs)):
             # element by element: ``+`` would join two lists. A parameter that holds a container is known to
             # (its label says so); another value whose kind is not known may hold one where a helper's adjoint
             # is a container (in code ast_ad wrote, an adjoint unpacked from a callee's pair, say)
@@ -70,9 +70,6 @@ class Accumulation:
         else:
             total = syntax.plus(current, contribution)
         return [syntax.assign(bar, total)]
-
-    def may_be_container(self, contribution: gast.expr) -> bool:
-        return may_give_a_container(contribution, self.refs)
 
     def initial_adjoints(self, seed: str) -> list[gast.stmt]:
         """Adjoints that accumulate across branches and iterations start at zero."""
@@ -94,11 +91,3 @@ class Accumulation:
     def zeros(self, var: str) -> gast.expr:
         return syntax.call(self.refs.marker(runtime.zeros_like, "zeros_like"), [syntax.name(var)])
 
-
-def may_give_a_container(expr: gast.expr, refs: RefTable) -> bool:
-    """Whether ``expr`` calls a function that may return a list, tuple or dict (``registry``: ``def_sequence``,
-    ``def_same_kind``), which ``+`` would join to another rather than add to it."""
-    if type(expr) is not gast.Call or type(expr.func) is not gast.Name:
-        return False
-    fn = refs.lookup(expr.func.id)
-    return fn is not None and (registry.returns_sequence(fn) or bool(registry.keeps_kind(fn)))

@@ -266,20 +266,25 @@ def structured_names(function: ir.Function, shapes: tuple[int, ...]) -> set[str]
                    and isinstance(s.value, ir.Call) and registry.returns_sequence(s.value.fn.obj)}
     structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
                    and isinstance(s.value, ir.Pack)}
-    # and what holds one of those: a copy, or the result of a function whose result has the kind of an argument
-    # that holds one (``registry.def_same_kind``: ``assign_item(L, 0, v)`` on a list is a list)
-    carried = [s for s in ir.walk(function.body) if isinstance(s, ir.Assign) and s.target not in structured and (
-        isinstance(s.value, ir.Var) or isinstance(s.value, ir.Call) and registry.keeps_kind(s.value.fn.obj))]
+    # and what holds one of those: a copy, or what a function whose result has an argument's kind makes of one
+    assignments = [s for s in ir.walk(function.body) if isinstance(s, ir.Assign) and s.target not in structured]
     size = -1
     while size != len(structured):
         size = len(structured)
-        for s in carried:
-            value = s.value
-            sources = tuple(value.args[k] for k in registry.keeps_kind(value.fn.obj) if k < len(value.args)) \
-                if isinstance(value, ir.Call) else (value,)
-            if any(isinstance(a, ir.Var) and a.name in structured for a in sources):
-                structured.add(s.target)
+        structured.update(s.target for s in assignments if carries_structure(s.value, structured))
     return structured
+
+
+def carries_structure(value: ir.Expr, structured: set[str]) -> bool:
+    """Whether an assignment of ``value`` binds a list, tuple or dict because a name of ``structured`` holds one:
+    a copy of it, or a call that gives the kind of an argument it is passed as (``registry.def_same_kind``:
+    ``assign_item(L, 0, v)`` on a list is a list)."""
+    if isinstance(value, ir.Var):
+        return value.name in structured
+    if not isinstance(value, ir.Call):
+        return False
+    args = [value.args[k] for k in registry.keeps_kind(value.fn.obj) if k < len(value.args)]
+    return any(isinstance(a, ir.Var) and a.name in structured for a in args)
 
 
 def bind_call(stmt: ir.Assign, error: Callable[[ir.Stmt, str], LocatedError]) -> list[ir.Atom]:

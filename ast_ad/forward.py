@@ -27,7 +27,6 @@ import gast
 import numpy as np
 
 from ast_ad import ir, registry, runtime, syntax
-from ast_ad.accumulate import may_give_a_container
 from ast_ad.analysis import (
     CONTAINER,
     SCALAR,
@@ -288,7 +287,7 @@ class Forwarder:
             return None
         total = terms[0]
         container = stmt.target in self.structured or call.fn.obj is runtime.add_adjoints or (
-            self.kinds.rank(stmt.target) is None and any(may_give_a_container(t, self.refs) for t in terms))
+            self.kinds.rank(stmt.target) is None and any(syntax.may_give_a_container(t, self.refs) for t in terms))
         for term in terms[1:]:
             if container:  # element by element: ``+`` would join two lists
                 total = syntax.call(self.refs.marker(runtime.add_adjoints, "add_adjoints"), [total, term])

@@ -239,8 +239,7 @@ class _Substitute:
     # ``pow_minus_one(x, 3)`` becomes ``x ** 2``: a literal exponent needs no helper.
     def fold_call(self, node: gast.Call) -> gast.expr:
         func = node.func
-        if isinstance(func, gast.Name) and func.id.startswith(syntax.MARK) and len(node.args) == 2 \
-                and self.refs.entries[int(func.id[1:])].obj is runtime.pow_minus_one \
+        if isinstance(func, gast.Name) and len(node.args) == 2 and self.refs.lookup(func.id) is runtime.pow_minus_one \
                 and _number(node.args[1]) and node.args[1].value >= 1:
             power = syntax.const(node.args[1].value - 1)
             return self.fold_binop(gast.BinOp(left=node.args[0], op=gast.Pow(), right=power))
@@ -266,13 +265,11 @@ class _Substitute:
             return node.left
         return node
 
-
     def fold_attribute(self, node: gast.Attribute) -> gast.expr:
         """``rt.fit`` (a rule's read of one of ast_ad's helpers through the module) is the helper itself, so the
         generated code names each helper one way (``fit``, as the rest of it does)."""
         value = node.value
-        if type(value) is gast.Name and value.id.startswith(syntax.MARK) \
-                and self.refs.entries[int(value.id[1:])].obj is runtime:
+        if type(value) is gast.Name and self.refs.lookup(value.id) is runtime:
             helper = getattr(runtime, node.attr, None)
             if callable(helper):
                 return self.refs.marker(helper, node.attr)

@@ -38,6 +38,7 @@ from ast_ad.analysis import (
     activity,
     at_line,
     atom_active,
+    carries_structure,
     first_definitions,
     in_place_writes,
     inputs_of,
@@ -259,9 +260,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
                     self.structured.add(stmt.target)
                     if value.name in self.items:
                         self.items.add(stmt.target)
-                elif isinstance(value, ir.Call) and any(
-                        k < len(value.args) and _name_of(value.args[k]) in self.structured
-                        for k in registry.keeps_kind(value.fn.obj)):
+                elif carries_structure(value, self.structured):
                     self.structured.add(stmt.target)  # a container where that argument is (``def_same_kind``)
                 elif isinstance(value, ir.Call) and value.fn.obj is operator.getitem \
                         and isinstance(value.args[0], ir.Var) and value.args[0].name in self.structured:
@@ -619,7 +618,3 @@ def _rename(stmt: gast.stmt, old: str, new: str) -> gast.stmt:
         if isinstance(n, gast.Name) and n.id == old and isinstance(n.ctx, gast.Load):
             n.id = new
     return stmt
-
-
-def _name_of(atom: ir.Atom) -> str | None:
-    return atom.name if isinstance(atom, ir.Var) else None

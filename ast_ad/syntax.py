@@ -19,7 +19,7 @@ from typing import Any
 
 import gast
 
-from ast_ad import ir
+from ast_ad import ir, registry
 
 MARK = "§"
 
@@ -327,6 +327,15 @@ def _unsigned(node: gast.expr) -> gast.expr | None:
         if left is not None:
             return gast.BinOp(left=left, op=node.op, right=node.right)
     return None
+
+
+def may_give_a_container(expr: gast.expr, refs: RefTable) -> bool:
+    """Whether ``expr`` calls a function that may return a list, tuple or dict (``registry``: ``def_sequence``,
+    ``def_same_kind``), which ``+`` would join to another rather than add to it."""
+    if type(expr) is not gast.Call or type(expr.func) is not gast.Name:
+        return False
+    fn = refs.lookup(expr.func.id)
+    return fn is not None and (registry.returns_sequence(fn) or bool(registry.keeps_kind(fn)))
 
 
 def attribute(name_: str, attr: str) -> gast.Attribute:
