@@ -13,6 +13,7 @@ from __future__ import annotations
 import gast
 
 from ast_ad import ir, runtime, syntax
+from ast_ad.batching import Term, term_of
 from ast_ad.kinds import Kinds
 from ast_ad.naming import Namer
 from ast_ad.syntax import RefTable
@@ -33,6 +34,7 @@ class Accumulation:
     items: set[str]  # structured names that are items of containers
     kinds: Kinds
     function: ir.Function
+    terms: dict[int, Term]  # the accumulations a loop's backward pass may sum after it (``batching``), by statement
 
     def flush(self) -> list[gast.stmt]:
         """Write out the zero of every adjoint reset since its last contribution."""
@@ -67,9 +69,29 @@ class Accumulation:
             # (its label says so); another value whose kind is not known may hold one where a helper's adjoint
             # is a container (in code ast_ad wrote, an adjoint unpacked from a callee's pair, say)
             total = syntax.call(self.refs.marker(runtime.add_adjoints, "add_adjoints"), [current, contribution])
-        else:
-            total = syntax.plus(current, contribution)
-        return [syntax.assign(bar, total)]
+            return [syntax.assign(bar, total)]
+        stmt = syntax.assign(bar, syntax.plus(current, contribution))
+        term = term_of(stmt, bar, contribution, self.refs)
+        if term is not None:
+            self.terms[id(stmt)] = term
+        return [stmt]
+
+    def summed_after(self, sums: list[tuple[str, gast.expr]], body: list[gast.stmt],
+                     untouched: set[str]) -> list[gast.stmt]:
+        """A loop's sums (``batch_products``), each added to its adjoint (``W_bar = W_bar + summed(...)``), or the
+        adjoint's start where nothing flowed into it before the loop (``untouched``) and the loop does not read it."""
+        owner = {bar: var for var, bar in self.bars.items() if isinstance(var, str) and var in untouched}
+        read = set().union(*(syntax.name_ids(s, loads=True) for s in body)) if owner else set()
+        out = []
+        for bar, total in sums:
+            var = owner.pop(bar, None)  # a second sum into it adds
+            if var is not None and var not in self.structured and bar not in read and var not in self.pending:
+                self.started.add(var)
+                self.live.add(var)
+                out.append(syntax.assign(bar, total))
+            else:
+                out.append(syntax.assign(bar, syntax.add(syntax.name(bar), total)))
+        return out
 
     def initial_adjoints(self, seed: str) -> list[gast.stmt]:
         """Adjoints that accumulate across branches and iterations start at zero."""

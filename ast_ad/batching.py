@@ -33,32 +33,61 @@ import gast
 
 from ast_ad import registry, syntax
 from ast_ad.naming import Namer
+from ast_ad.records import record
 
 
-def batch_products(body: list[gast.stmt], bound: set[str], refs: syntax.RefTable,
-                   namer: Namer) -> tuple[list[gast.stmt], list[gast.stmt]]:
+@record(eq=False)
+class Term:
+    """A contribution ``bar = bar + rule(g, a, b)`` whose rule can wait until after a loop (``registry.def_summed``):
+    recorded by the accumulation that writes it (``term_of``), for ``batch_products`` to read, not found again by
+    matching the code."""
+
+    stmt: gast.Assign  # the accumulation
+    bar: str
+    helper: Any  # what sums the loop's steps at once
+    fixed: str  # the operand that must stay the same through the loop
+    pair: tuple[gast.expr, gast.expr]  # what each step keeps: ``g`` and the other operand
+
+
+def term_of(stmt: gast.Assign, bar: str, contribution: gast.expr, refs: syntax.RefTable) -> Term | None:
+    """The ``Term`` of ``stmt``, ``bar = bar + contribution``, if ``contribution`` calls a rule with
+    ``def_summed``'s fact on a name (which ``batch_products`` checks the loop does not bind)."""
+    if type(contribution) is not gast.Call or contribution.keywords or len(contribution.args) != 3 \
+            or type(contribution.func) is not gast.Name:
+        return None
+    summed = registry.summed_over_steps(refs.lookup(contribution.func.id))  # which rules can wait: a fact beside them
+    if summed is None:
+        return None
+    helper, position = summed
+    fixed = contribution.args[position]
+    if type(fixed) is not gast.Name or fixed.id.startswith(syntax.MARK):
+        return None
+    return Term(stmt, bar, helper, fixed.id, (contribution.args[0], contribution.args[3 - position]))
+
+
+def batch_products(body: list[gast.stmt], bound: set[str], terms: dict[int, Term], refs: syntax.RefTable,
+                   namer: Namer) -> tuple[list[gast.stmt], list[tuple[str, gast.expr]]]:
     """Rewrite the accumulations in a backward loop's ``body`` that can wait until after the loop.
 
-    ``bound`` holds the names the forward loop binds. Returns the statements to put
-    before the loop (empty lists) and after it (the sums).
+    ``bound`` holds the names the forward loop binds, ``terms`` the accumulations that may wait, by statement.
+    Returns the statements to put before the loop (empty lists) and the sums for after it: ``(adjoint, sum)``,
+    which the caller adds to the adjoint, or starts it from.
     """
     before: list[gast.stmt] = []
-    after: list[gast.stmt] = []
-    terms: dict[tuple[str, str, str], str] = {}
+    sums: dict[tuple[str, str, str], tuple[str, gast.expr]] = {}
     for stmt, parent, index in _accumulations(body):
-        found = _summable(stmt, refs, bound)
-        if found is None or not _only_accumulated(body, stmt.targets[0].id):
+        term = terms.get(id(stmt))
+        if term is None or term.stmt is not stmt or term.fixed in bound or not _only_accumulated(body, term.bar):
             continue
-        bar, helper, fixed, pair = found
-        key = (bar, helper.__name__, fixed)
-        if key not in terms:
-            terms[key] = namer.fresh(f"{bar}_terms")
-            before.append(syntax.assign(terms[key], gast.List(elts=[], ctx=gast.Load())))
-            total = syntax.call(refs.marker(helper, helper.__name__), [syntax.name(terms[key]), syntax.name(fixed)])
-            after.append(syntax.assign(bar, syntax.add(syntax.name(bar), total)))
-        append = gast.Attribute(value=syntax.name(terms[key]), attr="append", ctx=gast.Load())
-        parent[index] = gast.Expr(value=syntax.call(append, [gast.Tuple(elts=pair, ctx=gast.Load())]))
-    return before, after
+        key = (term.bar, term.helper.__name__, term.fixed)
+        if key not in sums:
+            kept = namer.fresh(f"{term.bar}_terms")
+            before.append(syntax.assign(kept, gast.List(elts=[], ctx=gast.Load())))
+            sums[key] = kept, syntax.call(refs.marker(term.helper, term.helper.__name__),
+                                          [syntax.name(kept), syntax.name(term.fixed)])
+        append = gast.Attribute(value=syntax.name(sums[key][0]), attr="append", ctx=gast.Load())
+        parent[index] = gast.Expr(value=syntax.call(append, [gast.Tuple(elts=list(term.pair), ctx=gast.Load())]))
+    return before, [(bar, total) for (bar, _, _), (_, total) in sums.items()]
 
 
 def _accumulations(body: list[gast.stmt]) -> Iterator[tuple[gast.Assign, list[gast.stmt], int]]:
@@ -69,28 +98,6 @@ def _accumulations(body: list[gast.stmt]) -> Iterator[tuple[gast.Assign, list[ga
         elif isinstance(stmt, gast.If):
             yield from _accumulations(stmt.body)
             yield from _accumulations(stmt.orelse)
-
-
-def _summable(stmt: gast.Assign, refs: syntax.RefTable, bound: set[str]) -> tuple[Any, ...] | None:
-    """For ``X_bar = X_bar + rule(g, a, b)`` with a summable rule and a fixed operand the loop does
-    not bind: ``(X_bar, summing helper, fixed operand, [g, varying operand])``; else None."""
-    value = stmt.value
-    if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], gast.Name) or not isinstance(value, gast.BinOp) \
-            or not isinstance(value.op, gast.Add) or not _is_name(value.left, stmt.targets[0].id):
-        return None
-    call = value.right
-    if not isinstance(call, gast.Call) or call.keywords or len(call.args) != 3 \
-            or not isinstance(call.func, gast.Name):
-        return None
-    summed = registry.summed_over_steps(refs.lookup(call.func.id))  # which rules can wait: a fact beside them
-    if summed is None:
-        return None
-    helper, position = summed
-    fixed = call.args[position]
-    if not isinstance(fixed, gast.Name) or fixed.id in bound or fixed.id.startswith(syntax.MARK):
-        return None
-    varying = call.args[3 - position]
-    return stmt.targets[0].id, helper, fixed.id, [call.args[0], varying]
 
 
 def _only_accumulated(body: list[gast.stmt], bar: str) -> bool:
@@ -112,4 +119,3 @@ def _only_accumulated(body: list[gast.stmt], bar: str) -> bool:
 
 def _is_name(node: gast.AST, name: str) -> bool:
     return isinstance(node, gast.Name) and node.id == name
-

@@ -21,9 +21,9 @@ import gast
 
 from ast_ad import ir, revolve, syntax
 from ast_ad.analysis import checkpoint_state, reads_of
-from ast_ad.batching import batch_products
+from ast_ad.batching import Term, batch_products
 from ast_ad.records import record
-from ast_ad.saving import RESTORE, Saving, placeholder
+from ast_ad.saving import Saving, restore_mark
 
 
 @record(frozen=False)
@@ -44,12 +44,17 @@ class Checkpointing(Saving):
 
     checkpoints: int | None
     not_checkpointed: dict[int, str]  # why a loop is not, said in a comment above it
+    terms: dict[int, Term]  # the accumulations a loop's steps may sum after it (``batching``)
 
     def forward_block(self, body: tuple[ir.Stmt, ...], saving: bool) -> list[gast.stmt]:
         raise NotImplementedError  # the reverser's forward statements
 
     def backward_block(self, body: tuple[ir.Stmt, ...]) -> list[gast.stmt]:
         raise NotImplementedError  # the adjoint rules
+
+    def summed_after(self, sums: list[tuple[str, gast.expr]], body: list[gast.stmt],
+                     untouched: set[str]) -> list[gast.stmt]:
+        raise NotImplementedError  # the accumulation's
 
     def plan_checkpoints(self) -> None:
         """Which top-level loops are checkpointed, and with which state (``analysis.checkpoint_state``)."""
@@ -106,7 +111,8 @@ class Checkpointing(Saving):
         """The backward pass of a checkpointed loop: ``revolve``'s actions, from the last step's on."""
         body = self.backward_block(stmt.body) or [gast.Pass()]
         bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
-        before, after = batch_products(body, bound, self.refs, self.namer)
+        before, sums = batch_products(body, bound, self.terms, self.refs, self.namer)
+        after = self.summed_after(sums, body, set())
         body[:0] = self.computed_again(stmt)
         steps = syntax.atom(stmt.iter, self.refs)
         action, start, stop = self.namer.fresh("action"), self.namer.fresh("begin"), self.namer.fresh("end")
@@ -134,7 +140,7 @@ class Checkpointing(Saving):
             chain = [gast.If(test=test, body=inner, orelse=chain)]
         driver = gast.For(target=_targets([action, start, stop]), iter=syntax.name(plan.reversal), body=chain,
                           orelse=[], type_comment=None)
-        return before + [driver] + after + [placeholder(RESTORE, stmt.target, id(stmt))]
+        return before + [driver] + after + [restore_mark(stmt.target, id(stmt))]
 
 
 def _segment(steps: gast.expr, start: str, stop: str) -> gast.Subscript:

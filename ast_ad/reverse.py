@@ -50,7 +50,7 @@ from ast_ad.analysis import (
     unfollowed,
     usefulness,
 )
-from ast_ad.batching import batch_products
+from ast_ad.batching import Term, batch_products
 from ast_ad.calls import CalleeRef, Calls
 from ast_ad.checkpointing import Checkpointed
 from ast_ad.errors import LocatedError, MissingRuleError
@@ -58,7 +58,7 @@ from ast_ad.inline import bindable, inline
 from ast_ad.kinds import kinds_of
 from ast_ad.naming import Namer
 from ast_ad.records import field, record
-from ast_ad.saving import ANS, RESTORE, UNAPPEND, placeholder, placeholder_of, with_shapes
+from ast_ad.saving import ANS, Restore, restore_mark, with_shapes
 from ast_ad.sweep import ForwardSweep
 from ast_ad.syntax import RefTable
 from ast_ad.zeros import FloatZeros
@@ -164,6 +164,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
         self.not_checkpointed: dict[int, str] = {}  # why a loop is not, said in a comment above it
         self.recomputed: dict[int, list[ir.Assign]] = {}  # by loop: what its backward pass computes again
         self.recomputed_ids: set[int] = set()
+        self.terms: dict[int, Term] = {}
 
     # ---- the driver -------------------------------------------------------------------------------------
     def run(self, shell: Adjoint | None = None) -> Adjoint:
@@ -204,7 +205,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
             # of the result (a list of them, maybe) is copied first, so that the caller keeps it as it was
             detached = self.refs.marker(runtime.detached, "detached")
             backward.insert(0, syntax.assign(seed, syntax.call(detached, [syntax.name(seed)])))
-        if any(type(s) in (gast.If, gast.For, gast.While) or placeholder_of(s) is not None for s in backward):
+        if any(type(s) in (gast.If, gast.For, gast.While, Restore) for s in backward):
             reads = [syntax.name_ids(s, loads=True) for s in backward]  # of each statement (a restore reads none)
             self.needed = set().union(*reads)
             backward = self.resolve_restores(backward, set(), in_loop=False, reads=reads)
@@ -311,7 +312,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
             adjoint = self.adjoint(stmt)
             if ir.blocks(stmt):
                 line = None
-            elif stmt.line != line and any(placeholder_of(s) is None for s in adjoint):
+            elif stmt.line != line and any(type(s) is not Restore for s in adjoint):
                 line = stmt.line
                 out.append(syntax.comment(f"line {line.lineno}: {line.text.strip()}"))
             out += adjoint
@@ -358,9 +359,9 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
         untouched = {v for v in self.useful if v not in self.bars}  # no adjoint yet: nothing flowed into them
         body = self.backward_block(stmt.body) or [gast.Pass()]
         bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
-        before, after = batch_products(body, bound, self.refs, self.namer)
-        if any(s is stmt for s in self.function.body):  # a loop of the function's own body, run once
-            after = self.started_after(after, untouched, body)
+        before, sums = batch_products(body, bound, self.terms, self.refs, self.namer)
+        # a loop of the function's own body runs once: an adjoint may start from its sum
+        after = self.summed_after(sums, body, untouched if any(s is stmt for s in self.function.body) else set())
         body[:0] = self.computed_again(stmt)
         before = owned + before
         trips = None
@@ -378,26 +379,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
             steps = gast.Subscript(value=steps, slice=gast.Slice(lower=None, upper=trips, step=None), ctx=gast.Load())
         iterable = syntax.call(self.refs.marker(reversed, "reversed"), [steps])
         loop = gast.For(target=syntax.store(stmt.target), iter=iterable, body=body, orelse=[], type_comment=None)
-        return before + [loop] + after + [placeholder(RESTORE, stmt.target, id(stmt))]
-
-    def started_after(self, after: list[gast.stmt], untouched: set[str], body: list[gast.stmt]) -> list[gast.stmt]:
-        """A loop's sums (``batch_products``: ``W_bar = W_bar + summed(...)``) that an adjoint starts from: one
-        that nothing flowed into before the loop, and that the loop does not read."""
-        owner = {bar: var for var, bar in self.bars.items() if isinstance(var, str) and var in untouched}
-        read = set().union(*(syntax.name_ids(s, loads=True) for s in body))
-        out = []
-        for total in after:
-            bar = total.targets[0].id if type(total) is gast.Assign and type(total.targets[0]) is gast.Name else ""
-            var = owner.get(bar)
-            if var is not None and var not in self.structured and bar not in read and var not in self.pending \
-                    and type(total.value) is gast.BinOp and type(total.value.left) is gast.Name \
-                    and total.value.left.id == bar:
-                total = syntax.assign(bar, total.value.right)
-                self.started.add(var)
-                self.live.add(var)
-                del owner[bar]  # a second sum into it adds
-            out.append(total)
-        return out
+        return before + [loop] + after + [restore_mark(stmt.target, id(stmt))]
 
     def adjoint_write(self, stmt: ir.Assign) -> list[gast.stmt]:
         """The backward pass of ``y[i] = v`` written in place: ``v``'s adjoint (read before anything changes),
@@ -424,7 +406,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
         popped = syntax.call(syntax.attribute(self.bar(stmt.target), "pop"), [])
         out = self.accumulate(stmt.value.name, popped) if atom_active(stmt.value, self.active) \
             else [gast.Expr(value=popped)]
-        return out + [placeholder(UNAPPEND, stmt.target, id(stmt))]
+        return out + [restore_mark(stmt.target, id(stmt), unappend=True)]
 
     def adjoint_pop(self, stmt: ir.Pop) -> list[gast.stmt]:
         """``y = xs.pop()`` backward: ``y``'s adjoint goes back on the end of the list's (``unpopped``), then ``y``
@@ -473,8 +455,8 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
             contributions = [_rename(c, ANS, newer) for c in contributions]
             out.append(syntax.assign(newer, syntax.name(target)))
         # the target's old value first (the rule reads it); a callee's saved values only after its backward
-        first = [r for r in restores if (placeholder_of(r) or ("", ""))[1] == target]
-        after = [r for r in restores if (placeholder_of(r) or ("", ""))[1] != target]
+        first = [r for r in restores if r.name == target]
+        after = [r for r in restores if r.name != target]
         return out + first + contributions + after
 
     def contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool) -> list[gast.stmt]:

@@ -8,7 +8,7 @@ on its own tape before it is overwritten, and popped back where the backward pas
         h_tape.append(h)                     ... the adjoint of line 3 reads h ...
         h = np.tanh(W @ h)                   h = h_tape.pop()
 
-The adjoint rules (``reverse``) write a restore placeholder after each statement's adjoint; this
+The adjoint rules (``reverse``) leave a ``Restore`` mark after each statement's adjoint; this
 module decides which are needed (``resolve_restores``: a restore whose value nothing reads later goes,
 and so does its push), which loop statements are computed again rather than taped
 (``plan_recomputed``), and writes the pushes, pops and trip counts. Checkpointed loops
@@ -30,9 +30,22 @@ from ast_ad.kinds import Kinds
 from ast_ad.naming import Namer
 from ast_ad.syntax import RefTable
 
-RESTORE = "§restore"
 ANS = "§ans"  # stands for the new value of a name its own statement also reads
-UNAPPEND = "§unappend"
+
+
+class Restore(gast.stmt):  # type: ignore[misc]  # (gast's classes are made at run time)
+    """A mark in the backward pass where ``name`` must hold again its value from before the statement whose
+    id is ``key`` (``unappend``: where the item that statement appended to the list ``name`` comes off it).
+    ``resolve_restores`` turns each mark into a pop from the name's tape, or drops it: none reaches the code."""
+
+    _fields = ("name", "key", "unappend")  # no node below it: no walker goes into one
+    name: str
+    key: int
+    unappend: bool
+
+
+def restore_mark(name: str, key: int, unappend: bool = False) -> Restore:
+    return Restore(name=name, key=key, unappend=unappend)
 
 # integer arithmetic on a loop's index that the backward pass can compute again instead of taping
 INDEX_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg}
@@ -215,10 +228,10 @@ class Saving:
                     *self.restore(self.defined(stmt), stmt)]
         return self.restore(self.defined(stmt), stmt)
 
-    def restore(self, names: Any, stmt: ir.Stmt) -> list[gast.stmt]:
-        """Placeholders that restore ``names`` (last first) to what they held before ``stmt``: only those bound
+    def restore(self, names: Any, stmt: ir.Stmt) -> list[Restore]:
+        """Marks that restore ``names`` (last first) to what they held before ``stmt``: only those bound
         more than once (``resolve_restores`` keeps those the backward pass reads)."""
-        return [placeholder(RESTORE, n, id(stmt)) for n in reversed(names) if n in self.rebound]
+        return [restore_mark(n, id(stmt)) for n in reversed(names) if n in self.rebound]
 
     def snapshot_candidates(self, stmt: ir.Stmt) -> list[str]:
         names = dict.fromkeys(n for s in ir.walk((stmt,)) for n in self.defined(s))
@@ -226,7 +239,7 @@ class Saving:
 
     def resolve_restores(self, body: list[gast.stmt], later: set[str], in_loop: bool,
                          reads: list[set[str]] | None = None) -> list[gast.stmt]:
-        """Turn restore placeholders into pops, keeping only those whose value something reads later.
+        """Turn restore marks into pops, keeping only those whose value something reads later.
 
         ``later`` holds the names read after ``body``. Outside loops the text after a
         restore is what runs after it, so a restore whose name is not read there goes
@@ -243,8 +256,7 @@ class Saving:
         out: list[gast.stmt] = []
         for k in range(len(body) - 1, -1, -1):
             stmt = body[k]
-            mark = placeholder_of(stmt)
-            if mark is None:
+            if type(stmt) is not Restore:
                 step = next((plan for plan in self.checkpointed.values() if plan.reverse_loop is stmt), None)
                 loop = isinstance(stmt, gast.For) and step is None
                 for field in ("body", "orelse"):
@@ -256,13 +268,13 @@ class Saving:
                 later |= reads[k] if reads is not None else syntax.name_ids(stmt, loads=True)
                 out.append(stmt)
                 continue
-            kind, name, key = mark
+            name = stmt.name
             if name not in self.needed or name not in self.rebound or not (in_loop or name in later):
                 continue
-            if kind == UNAPPEND:
+            if stmt.unappend:
                 out.append(gast.Expr(value=syntax.call(syntax.attribute(name, "pop"), [])))
-            elif key not in self.first:
-                self.kept.add((name, key))
+            elif stmt.key not in self.first:
+                self.kept.add((name, stmt.key))
                 out.append(syntax.assign(name, syntax.call(syntax.attribute(self.tape(name), "pop"), [])))
         return out[::-1]
 
@@ -357,16 +369,6 @@ def _shapes_read(stmt: gast.stmt, shapes: dict[str, str], refs: RefTable) -> Non
                     value[k] = kept
                 else:
                     setattr(node, field, kept)
-
-
-def placeholder(kind: str, name: str, key: int) -> gast.Expr:
-    return gast.Expr(value=gast.Constant(value=(kind, name, key), kind=None))
-
-
-def placeholder_of(stmt: gast.stmt) -> tuple[str, str, int] | None:
-    if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Constant) and isinstance(stmt.value.value, tuple):
-        return stmt.value.value
-    return None
 
 
 def _index_atom(atom: ir.Atom, index: set[str]) -> bool:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import ast_ad
 from ast_ad import registry, runtime, syntax
-from ast_ad.batching import batch_products
+from ast_ad.batching import Term, batch_products, term_of
 from ast_ad.naming import Namer
 from tests import corpus_control
 from tests.strategies import arrays
@@ -58,28 +58,56 @@ def test_summed_dot_keeps_dot_rules_for_scalars() -> None:
     np.testing.assert_allclose(runtime.summed_dot_vjp_a(terms, fixed), 2.0 * 1.0 + 3.0 * -1.0)
 
 
-def _loop_body(source: str, refs: syntax.RefTable) -> list[gast.stmt]:
-    """Parse a backward loop body in which ``matmul_vjp_a`` stands for the runtime helper's marker."""
+def _loop_body(source: str, refs: syntax.RefTable) -> tuple[list[gast.stmt], dict[int, Term]]:
+    """Parse a backward loop body in which ``matmul_vjp_a`` stands for the runtime helper's marker, with the terms
+    that the accumulation would have recorded for its ``bar = bar + contribution`` lines (``term_of``)."""
     marker = refs.marker(runtime.matmul_vjp_a, "matmul_vjp_a").id
     body = gast.parse(source).body
     for node in gast.walk(gast.Module(body=body, type_ignores=[])):
         if isinstance(node, gast.Name) and node.id == "matmul_vjp_a":
             node.id = marker
-    return body
+    terms = {}
+    for stmt in body:
+        bar = stmt.targets[0].id
+        term = term_of(stmt, bar, stmt.value.right, refs) if isinstance(stmt.value, gast.BinOp) else None
+        if term is not None:
+            terms[id(stmt)] = term
+    return body, terms
+
+
+def test_only_a_rule_with_a_sum_over_steps_on_a_name_gives_a_term() -> None:
+    refs = syntax.RefTable()
+    body, terms = _loop_body("W_bar = W_bar + matmul_vjp_a(g, W, h)\n"
+                             "h_bar = h_bar + g * W\n"
+                             "V_bar = V_bar + matmul_vjp_a(g, V[0], h)", refs)
+    assert list(terms) == [id(body[0])]
+    term = terms[id(body[0])]
+    assert (term.bar, term.helper, term.fixed) == ("W_bar", runtime.summed_matmul_vjp_a, "W")
+    assert [syntax.to_ast(t).id for t in term.pair] == ["g", "h"]
 
 
 def test_an_adjoint_the_loop_reads_is_not_batched() -> None:
     refs = syntax.RefTable()
-    body = _loop_body("W_bar = W_bar + matmul_vjp_a(g, W, h)\ng = g * W_bar", refs)
-    assert batch_products(body, set(), refs, Namer()) == ([], [])
+    body, terms = _loop_body("W_bar = W_bar + matmul_vjp_a(g, W, h)\ng = g * W_bar", refs)
+    assert terms and batch_products(body, set(), terms, refs, Namer()) == ([], [])
 
 
 def test_an_operand_the_loop_binds_is_not_batched() -> None:
     refs = syntax.RefTable()
-    body = _loop_body("W_bar = W_bar + matmul_vjp_a(g, W, h)", refs)
-    assert batch_products(body, {"W"}, refs, Namer()) == ([], [])
-    before, after = batch_products(body, set(), refs, Namer())
+    body, terms = _loop_body("W_bar = W_bar + matmul_vjp_a(g, W, h)", refs)
+    assert batch_products(body, {"W"}, terms, refs, Namer()) == ([], [])
+    before, after = batch_products(body, set(), terms, refs, Namer())
     assert len(before) == 1 and len(after) == 1 and isinstance(body[0], gast.Expr)
+    assert after[0][0] == "W_bar"
+
+
+def test_a_statement_not_recorded_is_not_batched() -> None:
+    """Batching reads the terms the accumulation recorded, not the code: a line written the same way but not
+    recorded (a copy made later, say) stays as it is."""
+    refs = syntax.RefTable()
+    body, terms = _loop_body("W_bar = W_bar + matmul_vjp_a(g, W, h)", refs)
+    copied = [syntax.clone(body[0])]
+    assert batch_products(copied, set(), terms, refs, Namer()) == ([], [])
 
 
 def test_each_side_of_each_product_is_summed_after_the_loop() -> None:
