@@ -62,6 +62,7 @@ class Accumulation:
             if started:  # its first contribution, before any loop or branch: it starts here, not at zero
                 self.started.add(var)
             return [syntax.assign(bar, contribution)]
+        self.live.add(var)
         current = syntax.name(bar)
         if var in self.structured or (self.kinds.rank(var) is None and var not in self.function.params
                                       and syntax.may_give_a_container(contribution, self.refs)):

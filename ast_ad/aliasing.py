@@ -45,6 +45,7 @@ class Aliasing:
     nesting: int  # how many blocks (branches, loop bodies) the statement being lowered is in
     writes: set[str]  # parameters whose values an in-place statement may change
     loop_shared: list[set[str]]  # per enclosing loop, the names it may bind to a shared object (``loop_shared``)
+    checked_only: set[str]  # user names that only checks read (``checked``)
 
     def bind(self, value: ir.Expr, hint: str, user: bool = False, holds: bool = True) -> ir.Var:
         raise NotImplementedError  # the normalizer's
@@ -187,10 +188,19 @@ class Aliasing:
             self.body.append(ir.Assign(flag, ir.Call(ir.Ref(runtime.is_container, "is_container"), (source,)),
                                        self.line))
             self.copied_from[atom.name] = (source.name, flag)
-        elif isinstance(last.value, ir.Pack):  # a container holds its elements themselves
+        elif isinstance(last.value, ir.Pack) and not self.checked(atom.name):  # a container holds its elements
             for elt in last.value.elts:
                 if isinstance(elt, ir.Var):
                     self.contain(atom.name, elt.name)
+
+    def checked(self, name: str) -> bool:
+        """Whether the IR name ``name`` holds a variable that only checks read (``normalize._checked_only``): a
+        tuple of the names a check of ast_ad's compares with an object about to change, in code it wrote, read
+        again. It holds those names' objects, but nothing reads them through it, so it shares nothing."""
+        if not self.checked_only:
+            return False
+        user = self.owner.get(name) or next((u for u, atom in self.env.items() if atom == ir.Var(name)), None)
+        return user is not None and user in self.checked_only
 
     def local(self, name: str) -> ir.Var:
         """The IR name a local variable is bound to now."""
@@ -209,12 +219,13 @@ def _var(atom: ir.Expr) -> ir.Var:
     return atom
 
 
-def loop_shared(loop: gast.For | gast.While) -> set[str]:
+def loop_shared(loop: gast.For | gast.While, checked_only: set[str]) -> set[str]:
     """The names a loop's body may bind to an object that another name also holds, and those other names.
 
     ``x = v`` (or ``x, v = v, w``, ``x = v[1:]``, ``x = f(v)``, ``for x in xs``) late in a loop's body makes
     ``x`` and ``v`` share an object from the next step on: an in-place change of either, earlier in the body,
-    is then seen through both. A value that is certainly new (arithmetic, a constant) shares nothing.
+    is then seen through both. A value that is certainly new (arithmetic, a constant) shares nothing, nor does
+    a tuple that only checks read (``checked_only``: see ``Aliasing.checked``).
     """
     names: set[str] = set()
     for node in gast.walk(loop):
@@ -224,7 +235,7 @@ def loop_shared(loop: gast.For | gast.While) -> set[str]:
         elif isinstance(node, (gast.For, gast.comprehension)):
             _sharing(node.target, None, names)
             names.update(n.id for n in gast.walk(node.iter) if isinstance(n, gast.Name))
-    return names
+    return names - checked_only
 
 
 def _sharing(target: gast.expr, value: gast.expr | None, names: set[str]) -> None:

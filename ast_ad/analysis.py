@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, TypeGuard, TypeVar
 
@@ -25,7 +26,7 @@ import gast
 
 from ast_ad import ir, registry, runtime, syntax
 from ast_ad.errors import LocatedError
-from ast_ad.kinds import Kinds
+from ast_ad.kinds import Kinds, checked_only
 from ast_ad.records import field, record
 
 SCALAR = -1
@@ -273,6 +274,65 @@ def structured_names(function: ir.Function, shapes: tuple[int, ...]) -> set[str]
         size = len(structured)
         structured.update(s.target for s in assignments if carries_structure(s.value, structured))
     return structured
+
+
+def owned_lists(function: ir.Function) -> set[str]:
+    """Names that only ever hold ``None`` or lists the function made itself: ``[]``, ``[a, b]``, what a call
+    that makes a new list gives (``registry.def_new_list``; where it may give back an argument as it is, that
+    argument is an owned list too), or what a tape of such lists gives back. No caller holds such a list, nor does
+    another name of the function (a copy of one counts only where the copy is its one use), so its pops can be
+    undone by pushing the values back (``reverse.Reverser.private_list``)."""
+    bindings: dict[str, list[ir.Stmt]] = {}
+    uses: Counter[str] = Counter()
+    pushed: dict[str, list[ir.Atom]] = {}  # what is appended to each list
+    stacked: Counter[str] = Counter()  # how many appends to each list, and pops from it
+    checks = checked_only(function)  # tuples that only a check reads: it keeps nothing of them
+    for stmt in ir.walk(function.body):
+        for name in ir.defined(stmt):
+            bindings.setdefault(name, []).append(stmt)
+        if not (isinstance(stmt, ir.Assign) and stmt.target in checks):
+            uses.update(reads_of(stmt))
+        if isinstance(stmt, ir.Append):
+            uses[stmt.target] += 1
+            pushed.setdefault(stmt.target, []).append(stmt.value)
+            stacked[stmt.target] += 1
+        elif isinstance(stmt, ir.Pop):
+            stacked[stmt.source] += 1
+    if isinstance(function.result, ir.Var):
+        uses[function.result.name] += 1
+    owned = set(bindings) - set(function.params)
+
+    def passed(atom: ir.Atom, target: str) -> bool:  # an argument a call may give back as it is
+        if isinstance(atom, ir.Const):
+            return atom.value is None
+        return isinstance(atom, ir.Var) and atom.name in owned and (atom.name == target or uses[atom.name] == 1)
+
+    def makes(stmt: ir.Stmt) -> bool:
+        if isinstance(stmt, ir.Pop):  # off a tape of owned lists: made empty, then only pushed to and popped from
+            tape = stmt.source
+            return tape in owned and uses[tape] == stacked[tape] \
+                and all(isinstance(s, ir.Assign) and isinstance(s.value, ir.Const) and s.value.value in (None, [])
+                        for s in bindings[tape]) \
+                and all(passed(value, "") or (isinstance(value, ir.Var) and value.name in owned)
+                        for value in pushed.get(tape, ()))
+        if not isinstance(stmt, ir.Assign):
+            return False
+        value = stmt.value
+        if isinstance(value, ir.Const):
+            return value.value is None or value.value == []
+        if isinstance(value, ir.Var):
+            return passed(value, stmt.target)
+        if isinstance(value, ir.Pack):
+            return value.kind == "list"  # a list display: a new list (of items others may hold, which a pop keeps)
+        if not isinstance(value, ir.Call):
+            return False
+        passes = registry.new_list(value.fn.obj)
+        return passes is not None and all(passed(value.args[k], stmt.target) for k in passes if k < len(value.args))
+    size = -1
+    while size != len(owned):  # the largest set that holds: a name is dropped where one binding is not owned
+        size = len(owned)
+        owned = {name for name in owned if all(makes(s) for s in bindings[name])}
+    return owned
 
 
 def carries_structure(value: ir.Expr, structured: set[str]) -> bool:

@@ -29,7 +29,7 @@ a global or closure value, or a builtin.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import gast
@@ -199,6 +199,21 @@ def loop_free(body: tuple[Stmt, ...]) -> bool:
     """Whether ``body`` holds no loop: then a fact that flows forward (or backward) through its statements in
     order reaches its fixpoint in one pass, each name bound before anything reads it."""
     return not any(type(stmt) is For or type(stmt) is While for stmt in walk(body))
+
+
+def mapped(body: tuple[Stmt, ...], each: Callable[[Stmt], list[Stmt]]) -> tuple[Stmt, ...]:
+    """``body`` with every statement, nested ones included, replaced by what ``each`` gives for it (a branch or a
+    loop is given with its blocks mapped already): an IR-to-IR pass that changes a few statements."""
+    out: list[Stmt] = []
+    for stmt in body:
+        if type(stmt) is If:
+            stmt = If(stmt.test, mapped(stmt.body, each), mapped(stmt.orelse, each), stmt.line)
+        elif type(stmt) is For:
+            stmt = For(stmt.target, stmt.iter, mapped(stmt.body, each), stmt.line)
+        elif type(stmt) is While:
+            stmt = While(stmt.test, mapped(stmt.body, each), stmt.line)
+        out += each(stmt)
+    return tuple(out)
 
 
 def call_of(stmt: Assign) -> Call:

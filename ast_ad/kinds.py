@@ -33,7 +33,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from ast_ad import ir, runtime, syntax
+from ast_ad import ir, registry, runtime, syntax
 from ast_ad.records import record
 
 RANKED = 1 << 24  # a parameter label at or above this one names a numpy array of numbers (``labelled``)
@@ -233,15 +233,16 @@ def _kept_names(stmt: ir.Stmt) -> set[str]:
     return syntax.name_ids(raw) if raw is not None else set()
 
 
-def _checked_only(function: ir.Function) -> set[str]:
-    """Tuples that nothing but ``runtime.check_in_place`` reads (as its second argument)."""
+def checked_only(function: ir.Function) -> set[str]:
+    """Tuples that nothing but a check reads (``runtime.check_in_place``'s second argument: ``def_identity_read``)."""
     packed = {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign) and isinstance(s.value, ir.Pack)
               and s.value.kind == "tuple"}
     for stmt in ir.walk(function.body):
         value = stmt.value if isinstance(stmt, ir.Assign) else None
-        if isinstance(value, ir.Call) and value.fn.obj is runtime.check_in_place and not value.kwargs \
-                and len(value.args) == 3 and isinstance(value.args[1], ir.Var):
-            packed -= {a.name for k, a in enumerate(value.args) if k != 1 and isinstance(a, ir.Var)}
+        read = registry.identity_read(value.fn.obj) if isinstance(value, ir.Call) and not value.kwargs else None
+        if isinstance(value, ir.Call) and read is not None and read < len(value.args) \
+                and isinstance(value.args[read], ir.Var):
+            packed -= {a.name for k, a in enumerate(value.args) if k != read and isinstance(a, ir.Var)}
         else:
             packed -= set(_reads(stmt)) | _kept_names(stmt)
     if isinstance(function.result, ir.Var):
@@ -257,7 +258,7 @@ def _tapes(function: ir.Function) -> set[str]:
         return set()  # nothing is pushed: no tapes (most functions; this runs on every transform)
     made: set[str] = set()
     other = set(function.params)
-    checked = _checked_only(function)
+    checked = checked_only(function)
     for stmt in ir.walk(function.body):
         if isinstance(stmt, ir.Assign) and stmt.target in checked:
             continue  # a tuple only looked into by ``check_in_place``, which reads it and keeps nothing

@@ -53,7 +53,7 @@ class ControlFlow(Nesting):
         self.prepare(node)
         test = self.raw(node.test)
         self.loops.append(bindings(node)[1])
-        self.loop_shared.append(loop_shared(node))
+        self.loop_shared.append(loop_shared(node, self.checked_only))
         try:
             self.body.append(ir.While(test, self.block(node.body), self.line_of(node)))
         finally:
@@ -65,7 +65,7 @@ class ControlFlow(Nesting):
 
     def stmt_For(self, node: gast.For) -> None:
         self.loops.append(bindings(node)[1])
-        self.loop_shared.append(loop_shared(node))
+        self.loop_shared.append(loop_shared(node, self.checked_only))
         try:
             self.lower_for(node)
         finally:

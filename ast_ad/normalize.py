@@ -154,6 +154,7 @@ class Lowerer(CallLowering):
         self.serial = 0  # for ``hidden`` names
         self.kinds: dict[str, str] = {}  # IR name -> "list" or "tuple", where that is known (see ``kind``)
         self.writes: set[str] = set()  # parameters whose values an in-place statement may change
+        self.checked_only = _checked_only(source.tree, source.fn.__globals__)  # see ``Aliasing.note_views``
 
     # ---- the function ------------------------------------------------------------------------------
     def function(self) -> ir.Function:
@@ -801,6 +802,27 @@ def _binary_hint(left: ir.Atom, word: str, right: ir.Atom) -> str:
 def _closure(fn: Any) -> dict[str, Any]:
     cells = fn.__closure__ or ()
     return dict(zip(fn.__code__.co_freevars, cells, strict=True))
+
+
+def _checked_only(tree: gast.FunctionDef, scope: dict[str, Any]) -> set[str]:
+    """The names that nothing reads but a call that reads them only by identity (``registry.def_identity_read``:
+    the tuple of other names that a check compares with the object about to change, in code ast_ad wrote, read
+    again). Found only where the function's globals hold such a function under its own name."""
+    names = {getattr(fn, "__name__", ""): fn for fn in registry.fact_table("identity_read")}
+    readers = {name for name, fn in names.items() if scope.get(name) is fn}
+    if not readers:
+        return set()
+    checked: set[str] = set()
+    other: set[str] = set()
+    by_check: set[int] = set()
+    for node in syntax.walk(tree):
+        if type(node) is gast.Call and type(node.func) is gast.Name and node.func.id in readers and not node.keywords:
+            k = registry.identity_read(scope[node.func.id])
+            if k is not None and k < len(node.args) and type(node.args[k]) is gast.Name:
+                by_check.add(id(node.args[k]))
+        elif type(node) is gast.Name and type(node.ctx) is gast.Load:
+            (checked if id(node) in by_check else other).add(node.id)
+    return checked - other
 
 
 def _bound_names(tree: gast.FunctionDef) -> tuple[set[str], dict[int, set[str]]]:

@@ -151,7 +151,7 @@ _FACTS: dict[str, dict[Any, Any]] = {"in_place": {}, "sequence": {}, "same_kind"
                                      "linear": {}, "reduction": {}, "method": {}, "ranked": {}, "summed": {},
                                      "view": {}, "full_reduction": {}, "casts": {}, "reads_in_order": {},
                                      "scaled_by_initial": {}, "read_as": {}, "holds_items": {},
-                                     "shape_read": {}}
+                                     "shape_read": {}, "new_list": {}, "identity_read": {}}
 
 
 def _fact(fact: str, fn: Any) -> Any:
@@ -301,6 +301,38 @@ def returns_sequence(fn: Any) -> bool:
     return bool(_fact("sequence", fn))
 
 
+def def_new_list(*fns: Any, passes: tuple[int, ...] = ()) -> None:
+    """Declare functions whose result, where it is a list, is a list object the call made, which no argument is or
+    holds (``list(xs)``, ``spread(g, xs)``), or one of the arguments at the positions ``passes``, as it is
+    (``add_adjoints(None, xs)`` is ``xs``). A name that only ever holds such lists owns them, as it owns one made
+    with ``[]`` (``analysis.owned_lists``): reverse mode can undo its pops, as it must for the gradient code that
+    pops its adjoints' lists, differentiated again."""
+    _note("new_list", *fns, passes)
+    _FACTS["new_list"].update(dict.fromkeys(fns, passes))
+
+
+def new_list(fn: Any) -> tuple[int, ...] | None:
+    """The positions of the arguments ``fn`` may return as they are (see ``def_new_list``), or ``None`` where it
+    is not declared to make new lists."""
+    found: tuple[int, ...] | None = _fact("new_list", fn)
+    return found
+
+
+def def_identity_read(fn: Any, k: int) -> None:
+    """Declare that ``fn`` reads its positional argument ``k``, a tuple, only to compare the objects in it with
+    another by identity, and keeps nothing of it (``check_in_place(x, others, where)``). A tuple that nothing but
+    such calls reads holds nothing that a change through another name could matter to: the aliasing checks of
+    the code that reads this code again leave it out, and so does the kinds analysis."""
+    _note("identity_read", fn, k)
+    _FACTS["identity_read"][fn] = k
+
+
+def identity_read(fn: Any) -> int | None:
+    """The position of the argument ``fn`` reads only by identity (``def_identity_read``), or ``None``."""
+    found: int | None = _fact("identity_read", fn)
+    return found
+
+
 def def_view(*fns: Any) -> None:
     """Declare functions whose result may share memory with their first argument (``x[1:]``, ``x.T``,
     ``np.reshape``): a write through one is seen through the other, so ast_ad guards such writes."""
@@ -337,7 +369,7 @@ def is_full_reduction(fn: Any) -> bool:
 
 def fact_table(fact: str) -> dict[Any, Any]:
     """Every function declared with ``fact`` and what was declared of it (``"summed"``: ``(helper, fixed)``,
-    ``"shape_read"``: ``(argument, by_shape)``...), for the tests."""
+    ``"shape_read"``: ``(argument, by_shape)``...): for the tests, and for a reader that looks for each one."""
     return dict(_FACTS[fact])
 
 

@@ -44,6 +44,7 @@ from ast_ad.analysis import (
     inputs_of,
     local_names,
     loop_bound,
+    owned_lists,
     shape_class,
     shape_classes,
     structured_names,
@@ -122,6 +123,7 @@ def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, 
 class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
     def __init__(self, function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
                  in_place: bool = True, checkpoints: int | None = None, kept_shapes: dict[str, str] | None = None):
+        function = named_pops(function)  # a pop's value, dropped: named, so that the backward pass puts it back
         self.function, self.argnums, self.derive = function, argnums, derive
         self.labels_in, self.writes_in_place = shapes, in_place  # (for a second pass: ``shape_only``)
         self.shapes = kept_shapes or {}
@@ -138,6 +140,8 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
         self.looped = {id(s) for loop in ir.walk(function.body) if isinstance(loop, (ir.For, ir.While))
                        for s in ir.walk(loop.body)}  # statements inside loops
         self.first = first_definitions(function)
+        # the lists the function may pop and undo the pops of (``private_list``), where it pops any
+        self.owned = owned_lists(function) if any(isinstance(s, ir.Pop) for s in ir.walk(function.body)) else set()
         self.bars: dict[str | tuple[str, int], str] = {}  # names' adjoints, and loops' trip counts
         self.live: set[str] = set()
         self.structured = structured_names(function, shapes)
@@ -175,10 +179,10 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
                     raise self.error(rebinding, f"the loop variable {stmt.target} is assigned inside its loop, "
                                                 "which reverse mode cannot differentiate yet: assign the new "
                                                 f"value to another name ({stmt.target}2 = ...) and use that")
-            if isinstance(stmt, ir.Pop) and (stmt.target is None or not self.private_list(stmt.source)):
-                raise self.error(stmt, "reverse mode differentiates list.pop() on a list the function makes empty "
-                                       "(xs = []) and appends to, its value bound to a name (y = xs.pop()); "
-                                       "index this list instead (xs[-1], xs = xs[:-1])")
+            if isinstance(stmt, ir.Pop) and not self.private_list(stmt.source):
+                raise self.error(stmt, "reverse mode differentiates list.pop() on a list the function makes "
+                                       "itself (xs = [], not in a loop) and appends to; index this list instead "
+                                       "(xs[-1], xs = xs[:-1])")
         self.spread_structure()  # before the calls are planned: their container arguments are labelled so
         self.plan_calls()
         self.spread_structure()  # and after: what the callees return
@@ -208,7 +212,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
         if any(type(s) in (gast.If, gast.For, gast.While, Restore) for s in backward):
             reads = [syntax.name_ids(s, loads=True) for s in backward]  # of each statement (a restore reads none)
             self.needed = set().union(*reads)
-            backward = self.resolve_restores(backward, set(), in_loop=False, reads=reads)
+            backward = self.resolve_restores(backward, set(), reads=reads)
         # (else there is no restore to resolve, here or in a block: nothing to read for it)
         forward = self.prologue() + self.forward_block(self.function.body, saving=True)
         result_expr = syntax.atom(result, self.refs)
@@ -234,16 +238,12 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
         return adjoint
 
     def private_list(self, name: str) -> bool:
-        """Whether ``name`` holds one list this function made empty (``xs = []``, once, not in a loop): no caller
-        sees it, so its pops can be undone by pushing the value back, and its adjoint, one entry an item, lives
-        through the whole backward pass (``adjoint_pop``)."""
-        def constant(stmt: ir.Stmt) -> Any:
-            return stmt.value.value if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Const) else stmt
-        bindings = [constant(s) for s in ir.walk(self.function.body) if name in ir.defined(s)]
-        made = [s for s in ir.walk(self.function.body) if name in ir.defined(s) and constant(s) == []]
-        # besides it, only the None that a name bound in a branch starts as (``structure``)
-        return name not in self.function.params and len(made) == 1 and id(made[0]) not in self.looped \
-            and all(v is None or v == [] for v in bindings)
+        """Whether ``name`` holds only lists this function made (``analysis.owned_lists``: ``xs = []``, say), each
+        made outside loops: no caller sees them, so their pops can be undone by pushing the value back, and the
+        adjoint of each, one entry an item, lives until the backward pass reaches where it was made
+        (``adjoint_pop``)."""
+        return name in self.owned and not any(name in ir.defined(s) for s in ir.walk(self.function.body)
+                                              if id(s) in self.looped)
 
     def spread_structure(self) -> None:
         """Names that hold lists, tuples or dicts: copies of such names, and results of calls that return one.
@@ -251,12 +251,29 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
         Their adjoints add element by element (``add_adjoints``), never with ``+``, which would join them.
         """
         size, once = -1, ir.loop_free(self.function.body)
+        returned = {stmt.target for stmt in ir.walk(self.function.body)
+                    if isinstance(stmt, ir.Assign) and id(stmt) in self.calls}
+        holders: set[str] = set()  # lists that containers are appended to
         while size != len(self.structured):
             size = len(self.structured)
             for stmt in ir.walk(self.function.body):
+                if isinstance(stmt, ir.Unpack) and isinstance(stmt.value, ir.Var) and stmt.value.name in returned:
+                    # the items of a tuple a call of the user's returns, and theirs, may be containers, of kinds
+                    # not known here (the adjoints a gradient's pair gives its caller's list arguments, say)
+                    self.structured.update(stmt.targets)
+                    self.items.update(stmt.targets)
+                    returned.update(stmt.targets)
+                elif isinstance(stmt, ir.Append) and isinstance(stmt.value, ir.Var) \
+                        and stmt.value.name in self.structured:
+                    holders.add(stmt.target)  # a list of containers (a tape of a callee's saved tuples, say)
+                elif isinstance(stmt, ir.Pop) and stmt.target is not None and stmt.source in holders:
+                    self.structured.add(stmt.target)
+                    self.items.add(stmt.target)
                 if not isinstance(stmt, ir.Assign):
                     continue
                 value = stmt.value
+                if isinstance(value, ir.Var) and value.name in returned:
+                    returned.add(stmt.target)  # (a copy of it, under the name a loop binds again)
                 if isinstance(value, ir.Var) and value.name in self.structured:
                     self.structured.add(stmt.target)
                     if value.name in self.items:
@@ -341,7 +358,11 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
         return self.adjoint_assign(stmt)
 
     def adjoint_if(self, stmt: ir.If) -> list[gast.stmt]:
-        body, orelse = self.backward_block(stmt.body), self.backward_block(stmt.orelse)
+        before = set(self.live)
+        body = self.backward_block(stmt.body)
+        live, self.live = self.live, before
+        orelse = self.backward_block(stmt.orelse)
+        self.live &= live  # what something has flowed into on either path
         return [gast.If(test=syntax.atom(stmt.test, self.refs), body=body or [gast.Pass()], orelse=orelse)]
 
     def adjoint_loop(self, stmt: ir.For | ir.While) -> list[gast.stmt]:
@@ -357,7 +378,9 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
             self.live.add(name)
             self.pending.discard(name)
         untouched = {v for v in self.useful if v not in self.bars}  # no adjoint yet: nothing flowed into them
+        live = set(self.live)
         body = self.backward_block(stmt.body) or [gast.Pass()]
+        self.live = live  # (the loop may run no step)
         bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
         before, sums = batch_products(body, bound, self.terms, self.refs, self.namer)
         # a loop of the function's own body runs once: an adjoint may start from its sum
@@ -403,8 +426,18 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
         return out
 
     def adjoint_append(self, stmt: ir.Append) -> list[gast.stmt]:
-        popped = syntax.call(syntax.attribute(self.bar(stmt.target), "pop"), [])
-        out = self.accumulate(stmt.value.name, popped) if atom_active(stmt.value, self.active) \
+        """``xs.append(v)`` backward: ``v``'s adjoint is the last entry of the list's, popped off it. Where nothing
+        may have flowed into the list's adjoint yet (nothing after the append reads the list, on some path or in
+        the loop's last step), it is ``None`` there: zeros for the list's items first (``dense_adjoint``)."""
+        bar = self.bar(stmt.target)
+        out: list[gast.stmt] = []
+        if stmt.target not in self.live or stmt.target in self.pending:
+            out += self.flush()
+            dense = self.refs.marker(runtime.dense_adjoint, "dense_adjoint")
+            out.append(syntax.assign(bar, syntax.call(dense, [syntax.name(bar), syntax.name(stmt.target)])))
+            self.live.add(stmt.target)
+        popped = syntax.call(syntax.attribute(bar, "pop"), [])
+        out += self.accumulate(stmt.value.name, popped) if atom_active(stmt.value, self.active) \
             else [gast.Expr(value=popped)]
         return out + [restore_mark(stmt.target, id(stmt), unappend=True)]
 
@@ -600,3 +633,18 @@ def _rename(stmt: gast.stmt, old: str, new: str) -> gast.stmt:
         if isinstance(n, gast.Name) and n.id == old and isinstance(n.ctx, gast.Load):
             n.id = new
     return stmt
+
+
+def named_pops(function: ir.Function) -> ir.Function:
+    """``function`` with a name for the value of each pop whose value it drops (``xs.pop()``: ``xs_popped =
+    xs.pop()``), which the backward pass puts back on the list."""
+    if not any(isinstance(s, ir.Pop) and s.target is None for s in ir.walk(function.body)):
+        return function
+    namer = Namer(used=function.names())
+
+    def named(stmt: ir.Stmt) -> list[ir.Stmt]:
+        if isinstance(stmt, ir.Pop) and stmt.target is None:
+            return [ir.Pop(namer.fresh(f"{stmt.source}_popped"), stmt.source, stmt.line)]
+        return [stmt]
+    return ir.Function(function.name, function.params, ir.mapped(function.body, named), function.result,
+                       function.result_line, function.fn, function.mutable, function.users)

@@ -99,6 +99,15 @@ def unbroadcast(g: Any, x: Any) -> Any:
     return _summed_to_shape(g, x, np.shape(x))
 
 
+def fit_adjoint(g: Any, d: Any) -> Any:
+    """``unbroadcast``'s transpose: ``g``, the adjoint of ``unbroadcast(d, x)``, brought to ``d``'s shape, broadcast
+    up where ``unbroadcast`` summed ``d`` down (``fit``), summed down where it broadcast ``d`` up: where ``d`` is
+    the float zero an adjoint starts as, which stands for zeros of any shape (reverse mode over a gradient)."""
+    if is_array(g) and np.ndim(d) < np.ndim(g) and not isinstance(d, (list, tuple, dict)) and d is not None:
+        return unbroadcast(g, d)
+    return fit(g, d)
+
+
 def unbroadcast_to(g: Any, shape: Any) -> Any:
     """``unbroadcast(g, x)`` given ``x``'s shape, not ``x``: reverse mode keeps only the shape of an array that a
     loop overwrites where the backward pass reads nothing else of it (``saving.Saving.shape_only``)."""

@@ -237,15 +237,13 @@ class Saving:
         names = dict.fromkeys(n for s in ir.walk((stmt,)) for n in self.defined(s))
         return [n for n in names if n in self.rebound]
 
-    def resolve_restores(self, body: list[gast.stmt], later: set[str], in_loop: bool,
+    def resolve_restores(self, body: list[gast.stmt], later: set[str],
                          reads: list[set[str]] | None = None) -> list[gast.stmt]:
         """Turn restore marks into pops, keeping only those whose value something reads later.
 
-        ``later`` holds the names read after ``body``. Outside loops the text after a
-        restore is what runs after it, so a restore whose name is not read there goes
-        (and so does the push that saved it). Inside a loop the next iteration runs
-        the text before it too, so there every restore of a name the backward pass
-        reads is kept.
+        ``later`` holds the names read after ``body``. The text after a restore is what runs after it, so a
+        restore whose name is not read there goes (and so does the push that saved it). In a loop, the next
+        step runs the whole body again: a restore in it is kept where the loop reads its name anywhere.
 
         A checkpointed loop's backward pass of one step is followed by the step before it taped again,
         not by its backward pass: there, a restore is kept only where the rest of the step's backward
@@ -257,23 +255,23 @@ class Saving:
         for k in range(len(body) - 1, -1, -1):
             stmt = body[k]
             if type(stmt) is not Restore:
+                read = reads[k] if reads is not None else syntax.name_ids(stmt, loads=True)
                 step = next((plan for plan in self.checkpointed.values() if plan.reverse_loop is stmt), None)
-                loop = isinstance(stmt, gast.For) and step is None
+                after = set(later) | set(step.state) if step is not None else \
+                    set(later) | read if isinstance(stmt, gast.For) else set(later)
                 for field in ("body", "orelse"):
                     if getattr(stmt, field, None):
-                        inner = self.resolve_restores(getattr(stmt, field), set(later) | set(step.state), False) \
-                            if step is not None else \
-                            self.resolve_restores(getattr(stmt, field), set(later), in_loop or loop)
+                        inner = self.resolve_restores(getattr(stmt, field), after)
                         setattr(stmt, field, inner or ([gast.Pass()] if field == "body" else []))
-                later |= reads[k] if reads is not None else syntax.name_ids(stmt, loads=True)
+                later |= read
                 out.append(stmt)
                 continue
             name = stmt.name
-            if name not in self.needed or name not in self.rebound or not (in_loop or name in later):
+            if name not in self.needed or name not in later:
                 continue
-            if stmt.unappend:
+            if stmt.unappend:  # the list as it was before the append, for what reads it earlier (its length)
                 out.append(gast.Expr(value=syntax.call(syntax.attribute(name, "pop"), [])))
-            elif stmt.key not in self.first:
+            elif name in self.rebound and stmt.key not in self.first:
                 self.kept.add((name, stmt.key))
                 out.append(syntax.assign(name, syntax.call(syntax.attribute(self.tape(name), "pop"), [])))
         return out[::-1]
@@ -281,24 +279,13 @@ class Saving:
 
 def with_shapes(function: ir.Function, shapes: dict[str, str]) -> ir.Function:
     """``function`` with ``x_shape = np.shape(x)`` after each assignment of an ``x`` of ``shapes`` (``shape_only``)."""
-    return ir.Function(function.name, function.params, _with_shapes(function.body, shapes), function.result,
+    def kept(stmt: ir.Stmt) -> list[ir.Stmt]:
+        if isinstance(stmt, ir.Assign) and stmt.target in shapes and not _none(stmt):
+            return [stmt, ir.Assign(shapes[stmt.target], ir.Call(_SHAPE, (ir.Var(stmt.target),)), stmt.line)]
+        return [stmt]
+    return ir.Function(function.name, function.params, ir.mapped(function.body, kept), function.result,
                        function.result_line, function.fn, function.mutable | frozenset(shapes.values()),
                        function.users)
-
-
-def _with_shapes(body: tuple[ir.Stmt, ...], shapes: dict[str, str]) -> tuple[ir.Stmt, ...]:
-    out: list[ir.Stmt] = []
-    for stmt in body:
-        if isinstance(stmt, ir.If):
-            stmt = ir.If(stmt.test, _with_shapes(stmt.body, shapes), _with_shapes(stmt.orelse, shapes), stmt.line)
-        elif isinstance(stmt, ir.For):
-            stmt = ir.For(stmt.target, stmt.iter, _with_shapes(stmt.body, shapes), stmt.line)
-        elif isinstance(stmt, ir.While):
-            stmt = ir.While(stmt.test, _with_shapes(stmt.body, shapes), stmt.line)
-        out.append(stmt)
-        if isinstance(stmt, ir.Assign) and stmt.target in shapes and not _none(stmt):
-            out.append(ir.Assign(shapes[stmt.target], ir.Call(_SHAPE, (ir.Var(stmt.target),)), stmt.line))
-    return tuple(out)
 
 
 _SHAPE = ir.Ref(np.shape, "np.shape")

@@ -587,6 +587,9 @@ def _helpers() -> dict:
         rt.tile_vjp: case(arrays((6,)), arrays((3,)), 2),
         rt.trapezoid_vjp: case(floats(), arrays((4,)), 1.0, -1),
         rt.fit: case(arrays((3,)), arrays((2, 3))) | case(floats(), arrays((2,))),
+        # up (as fit) and down (where unbroadcast broadcast a float zero up, reverse over a gradient's code)
+        rt.fit_adjoint: case(arrays((3,)), arrays((2, 3))) | case(arrays((2, 3)), floats())
+        | case(arrays((3,)), arrays((3,))),
         rt.part: case(st.tuples(floats(), floats()), 1),
         rt.part_vjp: case(floats(), st.tuples(floats(), floats()), 1)
         | case(arrays((2,)), st.lists(arrays((2,)), min_size=2, max_size=2), 0),

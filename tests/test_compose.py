@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import ast_ad
 from ast_ad.checking import directional
 from ast_ad.errors import ASTADError, MissingRuleError
+from ast_ad.runtime import check_in_place
 from tests import compose_functions as cf
 from tests import corpus_control
 from tests.compose_functions import branchy, reductions, rnn_loss, solves
@@ -1247,21 +1248,50 @@ def _sine_sum(x):
     return np.sum(np.sin(x) * x)
 
 
-def test_where_reverse_mode_cannot_read_the_code_the_vjp_is_by_forward_mode(caplog) -> None:
-    """The gradient of a function that appends to a list pops the list's adjoint, a list its caller gives it;
-    reverse mode over that code refuses such a pop. vjp then takes the Jacobian's columns by forward mode (exact,
-    a pass an entry), and says so at INFO."""
+def test_reverse_mode_undoes_the_pops_of_the_lists_a_gradient_makes(caplog) -> None:
+    """The gradient of a function that appends to a list pops the list's adjoint, a list the gradient makes
+    (``spread``: ``registry.def_new_list``). Reverse mode over that code undoes those pops, so vjp runs reverse mode
+    there (no fallback to forward mode's columns), and agrees with them."""
     import logging
 
     rng = np.random.default_rng(3)
     fun, args = _transformed("hvp_of_appends", rng)
     with caplog.at_level(logging.INFO, logger="ast_ad"):
         _, vjp_fn = ast_ad.vjp(fun, *args)
-    assert any("forward mode instead" in r.getMessage() for r in caplog.records)
-    w = rng.standard_normal(3)
-    bars = vjp_fn(w)
+        w = rng.standard_normal(3)
+        bars = vjp_fn(w)
+    assert not any("forward mode instead" in r.getMessage() for r in caplog.records)
     jacobians = ast_ad.jacfwd(fun, (0, 1))(*args)
     for bar, jacobian in zip(bars, jacobians, strict=True):
+        np.testing.assert_allclose(bar, w @ jacobian, rtol=1e-10, atol=1e-12)
+
+
+def _list_of_a_branch(x):
+    if np.sum(x) < 0.3:
+        items = []
+        for k in range(2):
+            items.append(np.tanh(x) * k)
+        x = np.sum(np.stack(items), axis=0)
+    return np.sum((0.5 + x) ** 2)
+
+
+def test_reverse_mode_undoes_the_pops_of_a_list_adjoint_made_in_a_branch(caplog) -> None:
+    """A list made in a branch: the gradient's adjoint of it starts as None, is added to in the branch
+    (``add_adjoints``, which may give back an argument as it is: ``def_new_list(..., passes=...)``), popped in
+    the loop, and reset; its value list pops a value it drops (``items.pop()``: named, to be put back). Reverse
+    mode follows all of it, over value_and_grad and hvp alike."""
+    import logging
+
+    x, v, w = np.array([0.1, -0.2, 0.3]), np.array([1.0, 0.5, -2.0]), np.array([0.2, -1.0, 0.4])
+    with caplog.at_level(logging.INFO, logger="ast_ad"):
+        out, vjp_fn = ast_ad.vjp(ast_ad.value_and_grad(_list_of_a_branch), x)
+        (bar,) = vjp_fn((0.7, w))
+        _, hvp_vjp = ast_ad.vjp(ast_ad.hvp(_list_of_a_branch), x, v)
+        hvp_bars = hvp_vjp(w)
+    assert not any("forward mode instead" in r.getMessage() for r in caplog.records)
+    value_jacobian, grad_jacobian = ast_ad.jacfwd(ast_ad.value_and_grad(_list_of_a_branch))(x)
+    np.testing.assert_allclose(bar, 0.7 * value_jacobian + w @ grad_jacobian, rtol=1e-10, atol=1e-12)
+    for bar, jacobian in zip(hvp_bars, ast_ad.jacfwd(ast_ad.hvp(_list_of_a_branch), (0, 1))(x, v), strict=True):
         np.testing.assert_allclose(bar, w @ jacobian, rtol=1e-10, atol=1e-12)
 
 
@@ -1290,23 +1320,67 @@ def test_forward_mode_adds_the_tangents_of_a_written_list_element_by_element(fn)
     assert out_dot == pytest.approx(sum(g * t for g, t in zip(grads, tangents, strict=True)), rel=1e-15)
 
 
-def test_where_the_backward_pass_over_the_code_fails_the_vjp_is_by_forward_mode(caplog) -> None:
+def test_the_adjoints_a_callees_pair_gives_are_known_containers(caplog) -> None:
     """Reverse mode over the code of an hvp whose function calls a helper that returns one of its lists, in a
-    loop, fails where it cannot tell that an adjoint holds a list (``float + list``): that is ast_ad's failure,
-    not the user's, so vjp takes the Jacobian's columns by forward mode instead (exact), and says so at INFO.
-    When reverse mode over such code works, this test says so: the log line goes."""
+    loop: the items unpacked from the helper's pair (the adjoints of its list arguments), and the values a tape
+    of such items gives back, may be containers, so their adjoints add element by element. Before, the backward
+    pass added a list to a float there and vjp fell back to forward mode's columns."""
     import logging
 
     fun, args = _transformed("hvp_of_a_list_picked_in_a_loop", np.random.default_rng(4))
-    _, vjp_fn = ast_ad.vjp(fun, *args)
     w = np.array([0.5, -1.0, 2.0])
     with caplog.at_level(logging.INFO, logger="ast_ad"):
+        _, vjp_fn = ast_ad.vjp(fun, *args)
         bars = vjp_fn(w)
-    assert any("backward pass failed" in r.getMessage() for r in caplog.records)
+    assert not any("forward mode instead" in r.getMessage() for r in caplog.records)
     for bar, jacobian in zip(bars, ast_ad.jacfwd(fun, (0, 1))(*args), strict=True):
         np.testing.assert_allclose(bar, w @ jacobian, rtol=1e-10, atol=1e-12)
     with pytest.raises(ASTADError, match="shaped as the function's value"):
         vjp_fn(np.ones(4))
+
+
+def _swapped_in_a_loop(x):
+    y = x * 1.0
+    v = np.tanh(-x)
+    for i in range(2):
+        y += 0.1 * i * np.sin(y)
+        y, v = v, np.tanh(0.5)
+        y = 0.5 * np.tanh(y)
+    return np.sum(np.sin(y) * v * x)
+
+
+def test_the_float_zero_an_adjoint_starts_as_takes_a_summed_adjoint(caplog) -> None:
+    """The gradient's ``unbroadcast(y_bar, y)`` broadcasts the float zero an adjoint starts as up to ``y``'s
+    shape; reverse mode over it sums the adjoint back down (``fit_adjoint``), where it once refused to fit an
+    array into a float (a ValueError, and vjp fell back to forward mode's columns)."""
+    import logging
+
+    x, w = np.array([0.3, -0.2, 0.5]), np.array([0.2, -1.0, 0.4])
+    with caplog.at_level(logging.INFO, logger="ast_ad"):
+        _, vjp_fn = ast_ad.vjp(ast_ad.value_and_grad(_swapped_in_a_loop), x)
+        (bar,) = vjp_fn((0.7, w))
+    assert not any("forward mode instead" in r.getMessage() for r in caplog.records)
+    value_jacobian, grad_jacobian = ast_ad.jacfwd(ast_ad.value_and_grad(_swapped_in_a_loop))(x)
+    np.testing.assert_allclose(bar, 0.7 * value_jacobian + w @ grad_jacobian, rtol=1e-10, atol=1e-12)
+
+
+def _checked_appends(x):
+    items = []
+    total = 0.0
+    for k in range(3):
+        others = items, total
+        checked = check_in_place(total, others, "a check, as ast_ad's generated code writes one")  # noqa: F841
+        items.append(x * (k + 1.0))
+        total = total + np.sum(np.sin(items[-1]))
+    return total
+
+
+def test_a_tuple_only_a_check_reads_shares_nothing() -> None:
+    """Generated code, read again, holds the tuples its checks compare by identity (``others = ...``): a tuple that
+    nothing but such a check reads (``registry.def_identity_read``) holds its items for no reader, so a later
+    change of one of them is not refused. Before, the append below was (an InPlaceAliasError)."""
+    x = np.array([0.3, -0.2])
+    np.testing.assert_allclose(ast_ad.grad(_checked_appends)(x), ast_ad.tracer.grad(_checked_appends)(x), rtol=1e-13)
 
 
 def _sum_of_pair(pair):

@@ -355,3 +355,44 @@ def test_a_helper_that_gives_a_container_for_a_container_is_declared_so(fn, args
     """The adjoint helpers whose cases hold no container, given one: a container back, and declared."""
     assert _container(fn(*args))
     assert any(_container(args[k]) for k in registry.keeps_kind(fn)) or registry.returns_sequence(fn)
+
+
+def _new_list_cases() -> dict:
+    """A call with lists among its arguments for every function declared to make new lists (``def_new_list``)."""
+    import builtins
+
+    from ast_ad.runtime import concat, sorted_by
+
+    a, b = np.ones(3), np.arange(3.0)
+    return {
+        runtime.unpopped: ([1.0], 2.0, [a, b]), runtime.spread: (1.0, [a, b]), runtime.detached: ([a, [1.0]],),
+        runtime.zeros_like: ([a, [1.0]],), runtime.unstack: (np.ones((2, 3)), [a, b]),
+        runtime.getitem_vjp: (1.0, [a, b], 0), runtime.list_item_vjp: (1.0, [a, b], 1, 2),
+        runtime.sorted_by_vjp: ([a, b], [a, b], [2.0, 1.0]), runtime.concat_vjp_a: ([a, b, a], [a], [b, a]),
+        runtime.concat_vjp_b: ([a, b, a], [a], [b, a]), runtime.repeat_seq_vjp: ([a, b, a, b], [a, b], 2),
+        runtime.sequence_vjp: ([a, b], [a, b]), runtime.part_vjp: (1.0, [a, b], 0),
+        runtime.add_adjoints: ([a], [b]), runtime.dense_adjoint: ([a], [b]),
+        builtins.list: ([a, b],), concat: ([a], [b]), sorted_by: ([a, b], [2.0, 1.0]),
+    }
+
+
+def _holds(container, obj) -> bool:
+    items = container.values() if isinstance(container, dict) else container
+    return isinstance(container, (list, tuple, dict)) and any(item is obj or _holds(item, obj) for item in items)
+
+
+@pytest.mark.parametrize("fn", list(registry.fact_table("new_list")), ids=lambda fn: fn.__name__)
+def test_a_function_declared_to_make_new_lists_makes_them(fn) -> None:
+    """Reverse mode undoes the pops of a list a function makes (``analysis.owned_lists``), a new list from a
+    function declared with ``def_new_list``: no argument may be that list or hold it, but one at the positions
+    declared (``add_adjoints(None, xs)`` is ``xs``). Every declared function has a case here."""
+    args = _new_list_cases()[fn]
+    ans = fn(*args)
+    assert isinstance(ans, list)
+    passes = registry.new_list(fn)
+    for k, arg in enumerate(args):
+        assert k in passes or arg is not ans, f"{fn.__name__} returned its argument {k}"
+        assert not _holds(arg, ans), f"{fn.__name__} returned a list its argument {k} holds"
+    for k in passes:  # and the argument it may give back is given back where the other is None
+        given = tuple(None if j != k and j in passes else arg for j, arg in enumerate(args))
+        assert fn(*given) is args[k]

@@ -659,8 +659,55 @@ def unknown_method(x):
 
 
 def pop_in_an_expression(x):
-    xs = [x, x * 2.0]
-    return xs.pop() * 2.0  # refused here: reverse mode follows pops of a list made empty here (xs = []) only
+    xs = [x, x * 2.0]  # a list the function makes: its pops are followed, wherever they are
+    return np.sum(xs.pop() * 2.0 + xs[0] * x)
+
+
+def sum_between_appends(a, b):
+    xs = []
+    xs.append(a * 1.5)
+    s = sum(xs)  # the list as it was here: the backward pass takes the later append off it first
+    xs.append(b * 2.0)
+    return np.sum(s * xs[1])
+
+
+def last_item_then_append(x):
+    xs = [x]
+    total = 0.0
+    for k in range(3):
+        total = total + np.sin(xs[-1])
+        xs.append(x * k)  # the last step's item is read by nothing: its adjoint is zero, not a pop of None
+    return np.sum(total)
+
+
+def a_stack_of_lists(x):
+    stacks = []
+    items = [x, x * 2.0]
+    stacks.append(items)
+    items = [x * 3.0]
+    total = np.sum(items[0])
+    items = stacks.pop()  # the first list again, off a list of lists the function made: its own
+    return np.sum(items.pop() * x) + total
+
+
+def a_dropped_pop(x):
+    xs = []
+    xs.append(x * 2.0)
+    xs.append(np.sin(x))
+    xs.pop()  # the value is dropped; the backward pass puts it back all the same
+    return np.sum(xs[-1] * x)
+
+
+def pop_from_a_list_argument(x, xs):
+    return np.sum(xs.pop() * x)  # refused here: the caller's list; reverse mode follows pops of the function's own
+
+
+def pop_from_a_list_made_in_a_loop(x):
+    total = 0.0
+    for k in range(2):
+        xs = [x, x * k]
+        total = total + xs.pop()  # refused here: a new list each step
+    return np.sum(total)
 
 
 def a_stack(x):

@@ -10,7 +10,9 @@ from ast_ad.registry import (
     def_effect,
     def_full_reduction,
     def_holds_items,
+    def_identity_read,
     def_linear,
+    def_new_list,
     def_nondiff,
     def_sequence,
     defjvp,
@@ -77,6 +79,7 @@ for _maker in (builtins.list, builtins.tuple):
     defvjp(_maker, lambda g, ans, x: sequence_vjp(g, x))
     def_linear(_maker, 0)
 def_sequence(builtins.list, builtins.tuple)
+def_new_list(builtins.list, concat, sorted_by)  # (a function may pop such a list: it is its own)
 # new containers (or iterators) of the very objects their arguments hold: writes into those items are guarded
 def_holds_items(concat, repeat_seq, sorted_by, builtins.list, builtins.tuple, builtins.dict, builtins.reversed,
                 builtins.iter, builtins.zip, builtins.enumerate, builtins.filter, builtins.map)
@@ -97,5 +100,6 @@ def_effect(builtins.print)
 def_full_reduction(builtins.float)  # float(x): a number
 
 def_nondiff(absent, check_in_place, check_kept)  # guards before in-place updates: no value, no gradient
+def_identity_read(check_in_place, 1)  # the other names' objects, compared with the one about to change
 def_nondiff(builtins.len, builtins.int, builtins.bool, builtins.round, builtins.range, builtins.slice,
             builtins.isinstance, builtins.type)

@@ -17,6 +17,7 @@ from ast_ad.registry import (
     def_effect,
     def_in_place,
     def_linear,
+    def_new_list,
     def_nondiff,
     def_read_as,
     def_same_kind,
@@ -37,7 +38,7 @@ _LINEAR_IN_THE_ADJOINT = (
             rt.diagonal_vjp, rt.diff_vjp, rt.dstack_vjp, rt.field_vjp, rt.hstack_vjp, rt.vstack_vjp, rt.list_item_vjp,
             rt.pad_vjp, rt.repeat_seq_vjp, rt.repeat_vjp, rt.rollaxis_vjp, rt.select_default_vjp, rt.select_vjp,
             rt.sort_vjp, rt.sorted_by_vjp, rt.split_vjp, rt.take_vjp, rt.tile_vjp, rt.fit, rt.part, rt.part_vjp,
-            rt.polyder_vjp)
+            rt.polyder_vjp, rt.fit_adjoint)
 for _fn in _LINEAR_IN_THE_ADJOINT:
     def_linear(_fn, 0)
     defjvp(_fn, None, *[zero] * 5)
@@ -106,8 +107,9 @@ defjvp(rt.norm_vjp, None,
 
 # ---- accumulation -----------------------------------------------------------------------------------------
 # reverse rules too, so that the tracer's backward pass can itself be traced (reverse over reverse)
-defvjp(rt.unbroadcast,   lambda g, ans, d, x: rt.fit(g, d), zero)
-defvjp(rt.unbroadcast_to, lambda g, ans, d, shape: rt.fit(g, d), zero)
+defvjp(rt.unbroadcast,   lambda g, ans, d, x: rt.fit_adjoint(g, d), zero)
+defvjp(rt.unbroadcast_to, lambda g, ans, d, shape: rt.fit_adjoint(g, d), zero)
+defvjp(rt.fit_adjoint,   lambda g, ans, d, like: rt.fit_adjoint(g, d), zero)  # its own transpose, the roles swapped
 def_shape_read(rt.unbroadcast, 1, rt.unbroadcast_to)  # reverse mode may keep a shape for it
 defvjp(rt.add_adjoints,  lambda g, ans, a, b: g, lambda g, ans, a, b: g)
 defvjp(rt.unpopped, lambda g, ans, xs_bar, entry, xs: list(g[:-1]), lambda g, ans, xs_bar, entry, xs: g[-1], zero)
@@ -133,6 +135,11 @@ def_same_kind(rt.unstack, rt.repeat_seq_vjp, rt.sorted_by_vjp, rt.sequence_vjp, 
 def_same_kind(rt.add_adjoints, rt.dense_adjoint, rt.assign_item_vjp_x, argnums=(0, 1))
 def_same_kind(rt.concat_vjp_a, rt.concat_vjp_b, argnums=(0, 1, 2))
 def_same_kind(rt.zeros_like)
+# where they return a list, it is one of their own making (or an argument, as it is): a function may pop it
+def_new_list(rt.unpopped, rt.spread, rt.detached, rt.zeros_like, rt.unstack, rt.getitem_vjp, rt.list_item_vjp,
+             rt.sorted_by_vjp, rt.concat_vjp_a, rt.concat_vjp_b, rt.repeat_seq_vjp, rt.sequence_vjp, rt.part_vjp)
+def_new_list(rt.add_adjoints, passes=(0, 1))
+def_new_list(rt.dense_adjoint, passes=(0,))
 def_in_place(rt.add_into, rt.add_at)  # add_into(y_bar, i, g) is y_bar = add_at(y_bar, i, g)
 def_in_place(rt.scatter_add, rt.add_at)  # the helpers that write into an argument (read by source: see below)
 defvjp(rt.entries,       lambda g, ans, x, index: rt.getitem_vjp(g, x, index), None)
