@@ -19,7 +19,7 @@ from typing import Any
 
 import gast
 
-from ast_ad import ir, registry, runtime
+from ast_ad import ir, registry, runtime, syntax
 from ast_ad.analysis import is_user_function
 from ast_ad.parse import Source
 
@@ -46,6 +46,7 @@ class Aliasing:
     writes: set[str]  # parameters whose values an in-place statement may change
     loop_shared: list[set[str]]  # per enclosing loop, the names it may bind to a shared object (``loop_shared``)
     checked_only: set[str]  # user names that only checks read (``checked``)
+    live: frozenset[str] | None  # the names read after the statement being lowered (``live_after``), if known
 
     def bind(self, value: ir.Expr, hint: str, user: bool = False, holds: bool = True) -> ir.Var:
         raise NotImplementedError  # the normalizer's
@@ -92,9 +93,11 @@ class Aliasing:
                 self.check_apart(atom, items, ir.Var(flag))
 
     def variables_in(self, names: set[str], owner: str) -> list[ir.Var]:
-        """The live variables, but ``owner``, whose objects are among the IR ``names``."""
+        """The live variables, but ``owner``, whose objects are among the IR ``names``: those bound, and read
+        after the statement being lowered (``live``, where known), as a change nothing reads is no change."""
+        live = self.live
         return [other for name, other in self.env.items() if name != owner and isinstance(other, ir.Var)
-                and other.name in names]
+                and other.name in names and (live is None or name in live)]
 
     def check_apart(self, atom: ir.Var, others: list[ir.Var], flag: ir.Var | None = None) -> None:
         """``check_in_place(atom, others, where)``, at run time (where ``flag`` is true, if given)."""
@@ -217,6 +220,41 @@ def _var(atom: ir.Expr) -> ir.Var:
     if not isinstance(atom, ir.Var):
         raise TypeError(f"expected a name, got {atom!r}")
     return atom
+
+
+def live_after(body: list[gast.stmt]) -> dict[int, frozenset[str]]:
+    """For each statement of ``body``, nested ones included, the names something may read after it, before
+    binding them again: what the statements after it read, in its block and the blocks around it, what its
+    loops' next steps read, and what any function or lambda defined in ``body`` reads (it may be called later)."""
+    out: dict[int, frozenset[str]] = {}
+    always = {n.id for stmt in body for node in syntax.walk(stmt)
+              if isinstance(node, (gast.FunctionDef, gast.Lambda)) for n in syntax.walk(node)
+              if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+
+    def block(statements: list[gast.stmt], after: set[str]) -> set[str]:
+        """What is read before it is bound again, from the top of ``statements`` on (``after`` after them)."""
+        live = set(after)
+        for stmt in reversed(statements):
+            out[id(stmt)] = frozenset(live | always)
+            if isinstance(stmt, (gast.For, gast.While)):
+                header = syntax.name_ids(stmt.iter if isinstance(stmt, gast.For) else stmt.test, loads=True)
+                top: set[str] = set()
+                while True:  # the next step reads what the top of the body does: a fixpoint, reached in a few
+                    again = block(stmt.body, live | top | header)
+                    if again <= top:
+                        break
+                    top |= again
+                live = live | top | header | block(stmt.orelse, live)
+            elif isinstance(stmt, gast.If):
+                live = block(stmt.body, live) | block(stmt.orelse, live) | syntax.name_ids(stmt.test, loads=True)
+            else:
+                bound = {t.id for target in getattr(stmt, "targets", []) if isinstance(stmt, gast.Assign)
+                         for t in ([target] if isinstance(target, gast.Name) else getattr(target, "elts", []))
+                         if isinstance(t, gast.Name)}
+                live = (live - bound) | syntax.name_ids(stmt, loads=True)
+        return live
+    block(body, set())
+    return out
 
 
 def loop_shared(loop: gast.For | gast.While, checked_only: set[str]) -> set[str]:

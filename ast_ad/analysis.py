@@ -290,8 +290,10 @@ def owned_lists(function: ir.Function) -> set[str]:
     for stmt in ir.walk(function.body):
         for name in ir.defined(stmt):
             bindings.setdefault(name, []).append(stmt)
-        if not (isinstance(stmt, ir.Assign) and stmt.target in checks):
-            uses.update(reads_of(stmt))
+        value = stmt.value if isinstance(stmt, ir.Assign) else None
+        if not (isinstance(stmt, ir.Assign) and stmt.target in checks) and not (
+                isinstance(value, ir.Call) and registry.identity_read(value.fn.obj) is not None):
+            uses.update(reads_of(stmt))  # (a check reads objects by identity: it keeps none of them)
         if isinstance(stmt, ir.Append):
             uses[stmt.target] += 1
             pushed.setdefault(stmt.target, []).append(stmt.value)

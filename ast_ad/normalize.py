@@ -39,7 +39,7 @@ import gast
 import numpy as np
 
 from ast_ad import ir, registry, runtime, syntax
-from ast_ad.aliasing import _var
+from ast_ad.aliasing import _var, live_after
 from ast_ad.check import COMPLEX_HINT, refuse
 from ast_ad.errors import LocatedError
 from ast_ad.lower_calls import BEING_LOWERED, PARAM_WRITES, CallLowering
@@ -155,6 +155,8 @@ class Lowerer(CallLowering):
         self.kinds: dict[str, str] = {}  # IR name -> "list" or "tuple", where that is known (see ``kind``)
         self.writes: set[str] = set()  # parameters whose values an in-place statement may change
         self.checked_only = _checked_only(source.tree, source.fn.__globals__)  # see ``Aliasing.note_views``
+        self.liveness: dict[int, frozenset[str]] = {}  # what is read after each statement (``live_after``)
+        self.live: frozenset[str] | None = None  # that, for the statement being lowered, if known
 
     # ---- the function ------------------------------------------------------------------------------
     def function(self) -> ir.Function:
@@ -168,6 +170,7 @@ class Lowerer(CallLowering):
         if statements and isinstance(statements[0], gast.Expr) and isinstance(statements[0].value, gast.Constant):
             statements = statements[1:]  # docstring
         statements = structure(statements, Namer(reserved=self.locals))
+        self.liveness = live_after(statements)
         for s in statements:  # the names each statement binds, and those it appends to
             if id(s) in self.appending:  # as written: its names are among the locals already
                 appended = self.appending[id(s)]
@@ -197,7 +200,11 @@ class Lowerer(CallLowering):
         handler = getattr(self, "stmt_" + type(node).__name__, None)
         if handler is None:
             raise refuse(node, f"{type(node).__name__} statements are not supported here", self.locate)
-        handler(node)
+        outer, self.live = self.live, self.liveness.get(id(node))  # (a statement made while lowering: not known)
+        try:
+            handler(node)
+        finally:
+            self.live = outer
 
     def stmt_Assign(self, node: gast.Assign) -> None:
         if len(node.targets) == 1:

@@ -181,8 +181,8 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
                                                 f"value to another name ({stmt.target}2 = ...) and use that")
             if isinstance(stmt, ir.Pop) and not self.private_list(stmt.source):
                 raise self.error(stmt, "reverse mode differentiates list.pop() on a list the function makes "
-                                       "itself (xs = [], not in a loop) and appends to; index this list instead "
-                                       "(xs[-1], xs = xs[:-1])")
+                                       "itself (xs = [], or [a, b]), which no other name holds; index this list "
+                                       "instead (xs[-1], xs = xs[:-1]), or pop a copy of it (xs = list(xs))")
         self.spread_structure()  # before the calls are planned: their container arguments are labelled so
         self.plan_calls()
         self.spread_structure()  # and after: what the callees return
@@ -238,12 +238,11 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
         return adjoint
 
     def private_list(self, name: str) -> bool:
-        """Whether ``name`` holds only lists this function made (``analysis.owned_lists``: ``xs = []``, say), each
-        made outside loops: no caller sees them, so their pops can be undone by pushing the value back, and the
-        adjoint of each, one entry an item, lives until the backward pass reaches where it was made
-        (``adjoint_pop``)."""
-        return name in self.owned and not any(name in ir.defined(s) for s in ir.walk(self.function.body)
-                                              if id(s) in self.looped)
+        """Whether ``name`` holds only lists this function made (``analysis.owned_lists``: ``xs = []``, say): no
+        caller sees them, so their pops can be undone by pushing the value back, and the adjoint of each, one
+        entry an item, lives until the backward pass reaches where it was made (``adjoint_pop``), where the next
+        contribution starts it again, as it does any adjoint of a name bound again."""
+        return name in self.owned
 
     def spread_structure(self) -> None:
         """Names that hold lists, tuples or dicts: copies of such names, and results of calls that return one.

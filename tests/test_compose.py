@@ -1364,6 +1364,33 @@ def test_the_float_zero_an_adjoint_starts_as_takes_a_summed_adjoint(caplog) -> N
     np.testing.assert_allclose(bar, 0.7 * value_jacobian + w @ grad_jacobian, rtol=1e-10, atol=1e-12)
 
 
+def _lists_made_in_a_loop(x):
+    total = 0.0
+    for k in range(2):
+        items = []
+        items.append(np.sin(x) * (k + 1))
+        items.append(x * x)
+        total = total + np.sum(items[0] * items[1])
+    return total
+
+
+def test_the_derivatives_of_an_hvp_of_lists_made_in_a_loop(caplog) -> None:
+    """A list made in each step: the hvp's code pops its adjoint list and its tape in each step of its backward
+    loop, and copies the list a tape gives back (``items = items_1``). Reverse mode over that code undoes the pops
+    of lists made in a loop too, and forward mode over it no longer takes the dead copy for a second name of the
+    list it pops (``aliasing.live_after``): vjp runs reverse mode, jacfwd runs at all, and they agree."""
+    import logging
+
+    x, v, w = np.array([0.1, -0.2, 0.3]), np.array([1.0, 0.5, -2.0]), np.array([0.2, -1.0, 0.4])
+    hvp = ast_ad.hvp(_lists_made_in_a_loop)
+    with caplog.at_level(logging.INFO, logger="ast_ad"):
+        _, vjp_fn = ast_ad.vjp(hvp, x, v)
+        bars = vjp_fn(w)
+    assert not any("forward mode instead" in r.getMessage() for r in caplog.records)
+    for bar, jacobian in zip(bars, ast_ad.jacfwd(hvp, (0, 1))(x, v), strict=True):
+        np.testing.assert_allclose(bar, w @ jacobian, rtol=1e-10, atol=1e-12)
+
+
 def _checked_appends(x):
     items = []
     total = 0.0

@@ -690,6 +690,14 @@ def a_stack_of_lists(x):
     return np.sum(items.pop() * x) + total
 
 
+def a_dead_alias_then_a_write(x):
+    y = x * 1.0
+    z = y
+    total = np.sum(z * x)
+    y[0] = 5.0  # z is the same array, but nothing reads z from here on: Python's change is seen by nothing
+    return total + np.sum(y * x)
+
+
 def a_dropped_pop(x):
     xs = []
     xs.append(x * 2.0)
@@ -704,10 +712,15 @@ def pop_from_a_list_argument(x, xs):
 
 def pop_from_a_list_made_in_a_loop(x):
     total = 0.0
-    for k in range(2):
-        xs = [x, x * k]
-        total = total + xs.pop()  # refused here: a new list each step
+    for k in range(3):
+        xs = [x, x * (k + 1.0)]  # a new list each step, its own
+        total = total + xs.pop() * np.sum(xs[0])
     return np.sum(total)
+
+
+def pop_from_a_copy_of_an_argument(x, xs):
+    ys = xs
+    return np.sum(ys.pop() * x)  # refused here: the caller's list still, under another name
 
 
 def a_stack(x):
