@@ -230,31 +230,36 @@ def live_after(body: list[gast.stmt]) -> dict[int, frozenset[str]]:
     always = {n.id for stmt in body for node in syntax.walk(stmt)
               if isinstance(node, (gast.FunctionDef, gast.Lambda)) for n in syntax.walk(node)
               if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
-
-    def block(statements: list[gast.stmt], after: set[str]) -> set[str]:
-        """What is read before it is bound again, from the top of ``statements`` on (``after`` after them)."""
-        live = set(after)
-        for stmt in reversed(statements):
-            out[id(stmt)] = frozenset(live | always)
-            if isinstance(stmt, (gast.For, gast.While)):
-                header = syntax.name_ids(stmt.iter if isinstance(stmt, gast.For) else stmt.test, loads=True)
-                top: set[str] = set()
-                while True:  # the next step reads what the top of the body does: a fixpoint, reached in a few
-                    again = block(stmt.body, live | top | header)
-                    if again <= top:
-                        break
-                    top |= again
-                live = live | top | header | block(stmt.orelse, live)
-            elif isinstance(stmt, gast.If):
-                live = block(stmt.body, live) | block(stmt.orelse, live) | syntax.name_ids(stmt.test, loads=True)
-            else:
-                bound = {t.id for target in getattr(stmt, "targets", []) if isinstance(stmt, gast.Assign)
-                         for t in ([target] if isinstance(target, gast.Name) else getattr(target, "elts", []))
-                         if isinstance(t, gast.Name)}
-                live = (live - bound) | syntax.name_ids(stmt, loads=True)
-        return live
-    block(body, set())
+    _live_block(body, set(), frozenset(always), out)
     return out
+
+
+def _live_block(statements: list[gast.stmt], after: set[str], always: frozenset[str],
+                out: dict[int, frozenset[str]]) -> set[str]:
+    """``live_after`` of ``statements``, into ``out``; what is read before it is bound again from their top on
+    (``after`` after them). A function of the module's, not a nested one: a nested function that calls itself
+    and its cell hold each other, which leaves the transform's work to the cycle collector."""
+    live = set(after)
+    for stmt in reversed(statements):
+        out[id(stmt)] = frozenset(live | always)
+        if isinstance(stmt, (gast.For, gast.While)):
+            header = syntax.name_ids(stmt.iter if isinstance(stmt, gast.For) else stmt.test, loads=True)
+            top: set[str] = set()
+            while True:  # the next step reads what the top of the body does: a fixpoint, reached in a few
+                again = _live_block(stmt.body, live | top | header, always, out)
+                if again <= top:
+                    break
+                top |= again
+            live = live | top | header | _live_block(stmt.orelse, live, always, out)
+        elif isinstance(stmt, gast.If):
+            live = _live_block(stmt.body, live, always, out) | _live_block(stmt.orelse, live, always, out) \
+                | syntax.name_ids(stmt.test, loads=True)
+        else:
+            bound = {t.id for target in getattr(stmt, "targets", []) if isinstance(stmt, gast.Assign)
+                     for t in ([target] if isinstance(target, gast.Name) else getattr(target, "elts", []))
+                     if isinstance(t, gast.Name)}
+            live = (live - bound) | syntax.name_ids(stmt, loads=True)
+    return live
 
 
 def loop_shared(loop: gast.For | gast.While, checked_only: set[str]) -> set[str]:

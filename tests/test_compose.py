@@ -1415,6 +1415,29 @@ def _sum_of_pair(pair):
     return np.sum(a * b)
 
 
+def test_where_reverse_mode_refuses_the_code_the_vjp_is_by_forward_mode(monkeypatch, caplog) -> None:
+    """The other fallback, forced (the random programs no longer reach it): where reverse mode refuses the code
+    of a derivative (a pop of a list its caller gives it, say), vjp takes the Jacobian's columns by forward
+    mode, exact, says so at INFO, and gives what reverse mode gives."""
+    import logging
+
+    from ast_ad import compose
+    from ast_ad.errors import LocatedError
+
+    fun, args = _transformed("hvp", np.random.default_rng(7))
+    w = np.array([0.5, -1.0, 2.0])
+    expected = ast_ad.vjp(fun, *args)[1](w)
+
+    def refusing(*_args, **_kwargs):
+        raise LocatedError("reverse mode differentiates list.pop() on a list the function makes itself")
+    monkeypatch.setattr(compose.transform, "pair", refusing)
+    with caplog.at_level(logging.INFO, logger="ast_ad"):
+        _, vjp_fn = ast_ad.vjp(fun, *args)
+    assert any("is refused" in r.getMessage() and "forward mode instead" in r.getMessage() for r in caplog.records)
+    for bar, want in zip(vjp_fn(w), expected, strict=True):
+        np.testing.assert_allclose(bar, want, rtol=1e-10, atol=1e-12)
+
+
 def test_a_backward_pass_that_fails_falls_back_or_says_why(monkeypatch) -> None:
     """The fallback's two sides, the failure forced (``fresh`` raising as a failing backward pass would): for array
     arguments, forward mode gives the same numbers as reverse mode gave before; for a tuple argument, which forward
