@@ -44,6 +44,11 @@ def test_the_benchmark_times_correct_gradients() -> None:
         theirs = ast_ad.tracer.grad(fn, argnums)(*args)
         for a, b in zip(ours, theirs, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=name)
+    # and the gradients written by hand that the element loop is measured against compute the same
+    for by_hand in (benchmark.element_loop_by_hand, benchmark.element_loop_by_hand_taped):
+        value, gradient = by_hand(benchmark.X_ELEMENTS)
+        assert value == benchmark.element_loop(benchmark.X_ELEMENTS)
+        np.testing.assert_allclose(gradient, ast_ad.grad(benchmark.element_loop)(benchmark.X_ELEMENTS), rtol=1e-12)
 
 
 def test_the_benchmark_times_correct_second_order_derivatives() -> None:
