@@ -687,7 +687,25 @@ def _vjp_of_transformed(fun: Any, primals: tuple[Any, ...],
         logs.info("vjp of %s: reverse mode over its code is refused (%s); forward mode instead, a pass an entry",
                   getattr(fun, "__name__", "a derivative"), str(refusal).splitlines()[0])
         return _vjp_by_forward_mode(lowered, primals, argnums)
-    raw, saved = run_code(loaded, fwd, *lowered.args)
+    name = getattr(fun, "__name__", "this derivative")
+
+    def instead_of(failure: Exception, part: str) -> Callable[[Any], tuple[Any, ...]]:
+        """Forward mode's columns where the pass ``part`` ast_ad wrote over the code failed as it ran. Reverse mode
+        over code that carries adjoints of kinds it cannot tell (a helper's pair, the float zero an adjoint starts
+        as) can fail so: the failure is ast_ad's, not the user's (their code runs), and forward mode gives the
+        same numbers, for arrays; for a container argument, an error that says what to do."""
+        if any(isinstance(primals[k], (tuple, list, dict)) for k in argnums):  # forward mode takes arrays
+            raise GradientFailedError(
+                f"the vjp of {name} failed in the {part} pass ast_ad wrote over its code ({type(failure).__name__}: "
+                f"{failure}), and forward mode cannot stand in for an argument that is a tuple, list or dict: pass "
+                "its arrays as separate arguments, or use jvp over it") from failure
+        logs.info("vjp of %s: its %s pass failed (%s: %s); forward mode instead, a pass an entry", name, part,
+                  type(failure).__name__, failure)
+        return _vjp_by_forward_mode(lowered, primals, argnums)[1]
+    try:
+        raw, saved = run_code(loaded, fwd, *lowered.args)
+    except (TypeError, AttributeError, ValueError, IndexError) as failure:
+        return fun(*primals), instead_of(failure, "forward")
     out = lowered.finish(raw)
     instead: list[Callable[[Any], tuple[Any, ...]]] = []  # forward mode, once the backward pass has failed
 
@@ -699,18 +717,7 @@ def _vjp_of_transformed(fun: Any, primals: tuple[Any, ...],
                 found = {k: _like(bar, primals[k]) for k, bar in zip(argnums, bars, strict=True)}
                 return tuple(found.get(k) for k in range(len(primals)))
             except (TypeError, AttributeError, ValueError, IndexError) as failure:
-                # reverse mode over code that itself carries containers' adjoints through a helper's pair (a
-                # helper that returns one of its lists) can fail where a name's kind is not known: the failure is
-                # ast_ad's, not the user's (their code ran forward), and forward mode gives the same numbers
-                if any(isinstance(primals[k], (tuple, list, dict)) for k in argnums):  # forward mode takes arrays
-                    raise GradientFailedError(
-                        f"the vjp of {getattr(fun, '__name__', 'this derivative')} failed in the backward pass "
-                        f"ast_ad wrote over its code ({type(failure).__name__}: {failure}), and forward mode cannot "
-                        "stand in for an argument that is a tuple, list or dict: pass its arrays as separate "
-                        "arguments, or use jvp over it") from failure
-                logs.info("vjp of %s: its backward pass failed (%s: %s); forward mode instead, a pass an entry",
-                          getattr(fun, "__name__", "a derivative"), type(failure).__name__, failure)
-                instead.append(_vjp_by_forward_mode(lowered, primals, argnums)[1])
+                instead.append(instead_of(failure, "backward"))
         return instead[0](out_bar)
     return out, vjp_of_code
 

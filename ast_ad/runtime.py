@@ -148,8 +148,8 @@ def dense_adjoint(g: Any, x: Any) -> Any:
     Accumulating adjoints start as ``0.0``, which broadcasting rules take as any
     shape; a rule that reshapes, indexes or multiplies matrices needs the real shape.
     """
-    if g is None or (type(g) is float and g == 0.0 and not isinstance(x, float)):
-        return zeros_like(x)
+    if g is None or (type(g) in (float, np.float64) and g == 0.0 and not isinstance(x, float)):
+        return zeros_like(x)  # (the float zero times a numpy number is numpy's float zero: the same zero)
     return g
 
 

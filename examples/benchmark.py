@@ -84,6 +84,34 @@ def element_loop_by_hand(x):
     return np.sum(y), x_bar
 
 
+def loop_math_by_hand(x):
+    """The gradient of ``loop_math`` written by hand: the steps' inputs kept, read back last to first."""
+    xs = []
+    for _ in range(100):
+        xs.append(x)
+        x = x * 0.99 + math.sin(x) * 0.1
+    x_bar = 1.0
+    for x_old in reversed(xs):
+        x_bar = x_bar * (0.99 + 0.1 * math.cos(x_old))
+    return x, x_bar
+
+
+def rnn_by_hand(W, h):
+    """The gradient of ``rnn`` written by hand: the hidden states kept, and the weight's outer products as one
+    product of the stacked steps."""
+    hs = [h]
+    for t in range(50):
+        h = np.tanh(W @ h + U_RNN @ XS_RNN[t])
+        hs.append(h)
+    g = 2.0 * h
+    a_bars = []
+    for t in range(49, -1, -1):
+        a_bar = g * (1.0 - hs[t + 1] ** 2)
+        a_bars.append(a_bar)
+        g = a_bar @ W
+    return np.sum(h ** 2), (np.array(a_bars).T @ np.array(hs[-2::-1]), g)
+
+
 def element_loop_by_hand_taped(x):
     """The same, written by hand with a tape, as reverse mode must where it cannot keep ``y``: each write saves
     the entry it overwrites, and the backward pass puts it back."""
@@ -554,6 +582,12 @@ def gradients(repeat: int) -> None:
               f"{(f'{t / o:.0f}x faster' if t else 'n/a'):>12} {_fmt(first):>11}")
     primal, hand = side_by_side([element_loop, element_loop_by_hand], (X_ELEMENTS,), rounds=3 * repeat + 4)
     print(f"{'  the same, written by hand':28} {_fmt(primal):>10} {_fmt(hand):>10} {'':>10} {hand / primal:>11.1f}x")
+    for name, fn, by_hand, args in (("100-step loop, math.sin", loop_math, loop_math_by_hand, (0.5,)),
+                                    ("RNN, 50 steps, 64 units", rnn, rnn_by_hand, (W_RNN, np.zeros(64)))):
+        primal, hand = side_by_side([fn, by_hand], args, rounds=3 * repeat + 4)
+        print(f"  {name}, its gradient written by hand: {_fmt(hand)}, {hand / primal:.1f}x its primal "
+              f"{_fmt(primal)}")
+    jax_beside(repeat)
     peaks = element_loop_memory()
     print("  peak memory of the element loop's gradient (tracemalloc), n = 3,000 and 12,000: " + "; ".join(
         f"{name} {small / 1e3:.0f} / {large / 1e3:.0f} kB" for name, (small, large) in peaks.items()))
@@ -563,6 +597,30 @@ def gradients(repeat: int) -> None:
     cold, warm = new_process_first_calls()
     print(f"first call of that 30-line function in a new process: {_fmt(cold)} with an empty cache, "
           f"{_fmt(warm)} with the cache an earlier process left (median of 5)")
+
+
+def jax_beside(repeat: int) -> None:
+    """JAX on the first table's workloads: ``jax.grad`` eagerly and under ``jax.jit`` (its compile apart), beside
+    ast_ad's gradient, side by side. JAX traces no ``math.sin`` and writes no items: those rows are left out."""
+    jax, jnp = _jax()
+    if jax is None:
+        return
+    print(f"\n{'JAX (64-bit floats)':28} {'ast_ad':>10} {'jax.grad':>10} {'jax.jit':>10} {'compile':>10} "
+          f"{'ast_ad vs jax.jit':>18}")
+    for name, fn, argnums, args, _ in workloads():
+        if fn in (loop_math, element_loop):
+            continue
+        theirs = jax.grad(with_namespace(fn, jnp), argnums)
+        jitted = jax.jit(theirs)
+        start = time.perf_counter()
+        jax.block_until_ready(jitted(*args))
+        compile_seconds = time.perf_counter() - start
+        ours = ast_ad.grad(fn, argnums)
+        o, e, j = side_by_side([ours, lambda *a, f=theirs: jax.block_until_ready(f(*a)),
+                                lambda *a, f=jitted: jax.block_until_ready(f(*a))], args, rounds=repeat)
+        ratio = f"{j / o:.1f}x faster" if j > o else f"{o / j:.1f}x slower"
+        print(f"{name[:28]:28} {_fmt(o):>10} {_fmt(e):>10} {_fmt(j):>10} {compile_seconds * 1e3:>7.0f} ms "
+              f"{ratio:>18}")
 
 
 def element_loop_memory() -> dict[str, tuple[int, int]]:

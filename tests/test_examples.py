@@ -44,7 +44,14 @@ def test_the_benchmark_times_correct_gradients() -> None:
         theirs = ast_ad.tracer.grad(fn, argnums)(*args)
         for a, b in zip(ours, theirs, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=name)
-    # and the gradients written by hand that the element loop is measured against compute the same
+    # and the gradients written by hand that the benchmark measures against compute the same
+    for fn, by_hand, args in ((benchmark.loop_math, benchmark.loop_math_by_hand, (0.5,)),
+                              (benchmark.rnn, benchmark.rnn_by_hand, (benchmark.W_RNN, np.full(64, 0.1)))):
+        value, gradient = by_hand(*args)
+        assert value == pytest.approx(fn(*args), rel=1e-14)
+        ours = ast_ad.grad(fn, tuple(range(len(args))))(*args)
+        for a, b in zip(ours if len(args) > 1 else (ours,), gradient if len(args) > 1 else (gradient,), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
     for by_hand in (benchmark.element_loop_by_hand, benchmark.element_loop_by_hand_taped):
         value, gradient = by_hand(benchmark.X_ELEMENTS)
         assert value == benchmark.element_loop(benchmark.X_ELEMENTS)

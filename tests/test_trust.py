@@ -81,6 +81,7 @@ EXACT = [
     (c.a_stack_of_lists, (X,), (0,), True),
     (c.pop_from_a_list_made_in_a_loop, (X,), (0,), True),
     (c.a_dead_alias_then_a_write, (X,), (0,), True),
+    (c.zero_adjoint_into_a_product, (X, np.outer(X, X) * 0.1), (0, 1), True),
     (c.sum_between_appends, (X, X * 0.5), (0, 1), True),
     (c.last_item_then_append, (X,), (0,), True),
     (c.a_tape_by_hand, (X,), (0,), True),

@@ -698,6 +698,14 @@ def a_dead_alias_then_a_write(x):
     return total + np.sum(y * x)
 
 
+def zero_adjoint_into_a_product(x, m):
+    out = np.sum(x)
+    y = (m @ x) * np.sin(0.5)  # y's adjoint stays the float zero (the branch does not run), times a numpy number
+    if out > 100.0:
+        out = out + np.sum(y)
+    return out
+
+
 def a_dropped_pop(x):
     xs = []
     xs.append(x * 2.0)
