@@ -1438,6 +1438,33 @@ def test_where_reverse_mode_refuses_the_code_the_vjp_is_by_forward_mode(monkeypa
         np.testing.assert_allclose(bar, want, rtol=1e-10, atol=1e-12)
 
 
+def test_a_forward_pass_that_fails_falls_back(monkeypatch, caplog) -> None:
+    """The forward pass ast_ad wrote over a derivative's code, failing as it runs (forced: its first run raises as
+    a helper given an adjoint it cannot take would): vjp falls back to forward mode's columns, says so, and gives
+    what reverse mode gives; no IndexError reaches the user."""
+    import logging
+
+    from ast_ad import compose
+
+    fun, args = _transformed("hvp", np.random.default_rng(8))
+    w = np.array([0.5, -1.0, 2.0])
+    expected = ast_ad.vjp(fun, *args)[1](w)
+    real, calls = compose.run_code, []
+
+    def failing_once(loaded, fn, *arguments):
+        calls.append(fn)
+        if len(calls) == 1:
+            raise IndexError("too many indices for array: array is 0-dimensional, but 1 were indexed")
+        return real(loaded, fn, *arguments)
+    monkeypatch.setattr(compose, "run_code", failing_once)
+    with caplog.at_level(logging.INFO, logger="ast_ad"):
+        out, vjp_fn = ast_ad.vjp(fun, *args)
+    assert any("forward pass failed" in r.getMessage() for r in caplog.records)
+    np.testing.assert_allclose(out, fun(*args), rtol=1e-12)
+    for bar, want in zip(vjp_fn(w), expected, strict=True):
+        np.testing.assert_allclose(bar, want, rtol=1e-10, atol=1e-12)
+
+
 def test_a_backward_pass_that_fails_falls_back_or_says_why(monkeypatch) -> None:
     """The fallback's two sides, the failure forced (``fresh`` raising as a failing backward pass would): for array
     arguments, forward mode gives the same numbers as reverse mode gave before; for a tuple argument, which forward
