@@ -526,7 +526,10 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
                 raise self.missing(stmt, f"the differentiated value {atom.name} is passed to {call.fn.hint} "
                                          f"as keyword {key}=, which has no gradient rule: compute that part "
                                          "outside the call, or pass a constant")
-        out = self.densify(stmt, g, ans) if zero else []
+        # a number's adjoint taken for a container's (the structure analysis errs that way: an item of a list, added
+        # to by a same-kind helper) starts as None, which an elementwise rule cannot take (``-None``)
+        unknown = rule.elementwise and stmt.target in self.structured and stmt.target not in self.items
+        out = self.densify(stmt, g, ans, always=unknown) if zero or unknown else []
         added = self.in_place.reads.get(id(stmt)) or self.in_place.adds.get(id(stmt))
         if added is not None and atom_active(call.args[0], self.active):  # y[i] read, its adjoint added in place
             index = syntax.atom(call.args[1], self.refs)
@@ -561,9 +564,10 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
             return None
         return registry.vjp_by_ranks(call.fn.obj, self.kinds.ranks(call.args, stmt), k)
 
-    def densify(self, stmt: ir.Assign, g: str, ans: str) -> list[gast.stmt]:
-        """``g = dense_adjoint(g, ans)`` where ``g`` may be a float zero that the statement's rule cannot take."""
-        if not self.needs_dense(stmt):
+    def densify(self, stmt: ir.Assign, g: str, ans: str, always: bool = False) -> list[gast.stmt]:
+        """``g = dense_adjoint(g, ans)`` where ``g`` may be a float zero that the statement's rule cannot take
+        (``always``: where it may be ``None``, which no rule takes)."""
+        if not always and not self.needs_dense(stmt):
             return []
         dense = self.refs.marker(runtime.dense_adjoint, "dense_adjoint")
         return [syntax.assign(g, syntax.call(dense, [syntax.name(g), syntax.name(ans)]))]

@@ -1391,6 +1391,40 @@ def test_the_derivatives_of_an_hvp_of_lists_made_in_a_loop(caplog) -> None:
         np.testing.assert_allclose(bar, w @ jacobian, rtol=1e-10, atol=1e-12)
 
 
+def _item_of_a_list_in_a_branch(x0, x1):
+    m = 0.5 * np.outer(np.tanh(x0), np.cos(x1))
+    items0 = []
+    for j1, (v3, v4) in enumerate(zip([abs(0.5), x1], [0.5, (m @ (np.ones(3) * x1))], strict=True)):
+        items0.append(np.sum(np.tanh(v3) * v4) * (j1 + 1))
+    v2 = np.sum(np.stack(items0), axis=0)
+    if np.sum(x1 / (1.0 + x1 * x1)) > 0.3:
+        items5 = []
+        for j6, (v8, v9) in enumerate(zip([(v2 * x1)], [x1], strict=True)):
+            items5.append(np.sum(np.tanh(v8) * v9) * (j6 + 1))
+        v2 = items5[-1]
+    elif np.sum(x0 + v2) > -0.4:
+        v2, x1 = x1, np.tanh(np.sin(np.tanh(v2)))
+    return np.sum(x1)
+
+
+def test_a_numbers_adjoint_taken_for_a_containers_starts_as_none_and_is_made_dense(caplog) -> None:
+    """A random program the long test profile found: the gradient's adjoint of ``v2``, an item of a list, is added
+    to by ``add_adjoints``, so reverse mode over that code takes it for a container's, whose adjoint starts as
+    ``None``; an elementwise rule (``-g``) cannot take that. It is made dense first (``dense_adjoint``), where
+    the backward pass failed before and vjp fell back to forward mode's columns."""
+    import logging
+
+    x0, x1 = np.array([0.12573022, -0.13210486, 0.64042265]), np.array([0.10490012, -0.53566937, 0.36159505])
+    w = np.array([0.2, -1.0, 0.4])
+    both = ast_ad.value_and_grad(_item_of_a_list_in_a_branch, 0)
+    with caplog.at_level(logging.INFO, logger="ast_ad"):
+        _, vjp_fn = ast_ad.vjp(both, x0, x1)
+        bar = vjp_fn((0.7, w))[0]
+    assert not any("forward mode instead" in r.getMessage() for r in caplog.records)
+    value_jacobian, grad_jacobian = ast_ad.jacfwd(both)(x0, x1)
+    np.testing.assert_allclose(bar, 0.7 * value_jacobian + w @ grad_jacobian, rtol=1e-10, atol=1e-12)
+
+
 def _checked_appends(x):
     items = []
     total = 0.0
