@@ -313,10 +313,9 @@ def owned_lists(function: ir.Function) -> set[str]:
         if isinstance(stmt, ir.Pop):  # off a tape of owned lists: made empty, then only pushed to and popped from
             tape = stmt.source
             return tape in owned and uses[tape] == stacked[tape] \
-                and all(isinstance(s, ir.Assign) and isinstance(s.value, ir.Const) and s.value.value in (None, [])
-                        for s in bindings[tape]) \
-                and all(passed(value, "") or (isinstance(value, ir.Var) and value.name in owned)
-                        for value in pushed.get(tape, ()))
+                and all(isinstance(s, ir.Assign) and isinstance(s.value, ir.Const) for s in bindings[tape]) \
+                and all((isinstance(value, ir.Const) and value.value is None)
+                        or (isinstance(value, ir.Var) and value.name in owned) for value in pushed.get(tape, ()))
         if not isinstance(stmt, ir.Assign):
             return False
         value = stmt.value

@@ -431,9 +431,11 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
         bar = self.bar(stmt.target)
         out: list[gast.stmt] = []
         if stmt.target not in self.live or stmt.target in self.pending:
-            out += self.flush()
+            # (an adjoint reset since its last use starts from its zero, not from what it held)
+            current = self.zero(stmt.target) if stmt.target in self.pending else syntax.name(bar)
+            self.pending.discard(stmt.target)
             dense = self.refs.marker(runtime.dense_adjoint, "dense_adjoint")
-            out.append(syntax.assign(bar, syntax.call(dense, [syntax.name(bar), syntax.name(stmt.target)])))
+            out.append(syntax.assign(bar, syntax.call(dense, [current, syntax.name(stmt.target)])))
             self.live.add(stmt.target)
         popped = syntax.call(syntax.attribute(bar, "pop"), [])
         out += self.accumulate(stmt.value.name, popped) if atom_active(stmt.value, self.active) \
