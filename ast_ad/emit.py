@@ -19,6 +19,7 @@ import re
 import sys
 import types
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import gast
@@ -26,7 +27,7 @@ import numpy as np
 
 from ast_ad import ir, printer, registry, syntax, writer
 from ast_ad.calls import CalleeRef
-from ast_ad.fold import Inliner, filled, folded, folded_scanned
+from ast_ad.fold import Inliner, filled, folded, folded_scanned, shared_factor
 from ast_ad.forward import Tangent
 from ast_ad.kinds import labelled
 from ast_ad.naming import Namer, identifier
@@ -277,6 +278,7 @@ def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
         backward, scans = folded(a.backward, keep), [None, None]
         inliner.count([*a.forward, *backward, ret])
     forward, backward = inliner.block(a.forward, scans[0]), inliner.block(backward, scans[1])
+    backward = shared_factor(backward, a.adjoints, _number_call(a))
     # an array bound once, and that assignment written into its reader, is no name to release
     releasable = a.releasable - inliner.folded
     body = _iterated(forward + released(backward, releasable, a.array_adjoints, keep, a.refs) + [ret], a.refs)
@@ -357,18 +359,35 @@ def _inliner(owner: Any) -> Inliner:
     refs = owner.refs
 
     def pure(call: gast.Call) -> bool:
-        func, attrs = call.func, []
-        while type(func) is gast.Attribute:  # a function of a module: ``math.cos``
-            attrs.append(func.attr)
-            func = func.value
-        obj = refs.lookup(func.id) if type(func) is gast.Name else None
-        if attrs:
-            if not isinstance(obj, types.ModuleType):
-                return False
-            for attr in reversed(attrs):
-                obj = getattr(obj, attr, None)
-        return obj is not None and not isinstance(obj, CalleeRef) and registry.is_pure(obj)
+        obj = _called(call, refs)
+        return obj is not None and registry.is_pure(obj)
     return Inliner(pure, owner.function.users, getattr(owner, "numbers", frozenset()))
+
+
+def _number_call(owner: Any) -> Callable[[gast.Call], bool]:
+    """Whether a call of ``owner``'s code is of a registered function with no effect that gives a Python number."""
+    refs = owner.refs
+
+    def number_call(call: gast.Call) -> bool:
+        obj = _called(call, refs)
+        return obj is not None and registry.is_pure(obj) and registry.gives_number(obj)
+    return number_call
+
+
+def _called(call: gast.Call, refs: syntax.RefTable) -> Any:
+    """The function ``call`` calls, found through ``refs`` (``math.cos``: the module's attribute), or ``None``
+    where it is not one of those objects, or is a user's function's generated pair."""
+    func, attrs = call.func, []
+    while type(func) is gast.Attribute:  # a function of a module: ``math.cos``
+        attrs.append(func.attr)
+        func = func.value
+    obj = refs.lookup(func.id) if type(func) is gast.Name else None
+    if attrs:
+        if not isinstance(obj, types.ModuleType):
+            return None
+        for attr in reversed(attrs):
+            obj = getattr(obj, attr, None)
+    return None if isinstance(obj, CalleeRef) else obj
 
 
 def _pair(a: Adjoint) -> list[gast.FunctionDef]:
@@ -384,6 +403,7 @@ def _pair(a: Adjoint) -> list[gast.FunctionDef]:
     unpack = [syntax.assign(saved, syntax.name(pack))] if saved else []
     ret = syntax.ret(syntax.tuple_([syntax.name(g) for g in a.grads]))
     (backward,) = _inlined(a, [folded(a.backward, {*a.grads, a.seed})], [*unpack, ret])
+    backward = shared_factor(backward, a.adjoints, _number_call(a))
     bwd = syntax.function(f"{a.function.name}_bwd", [pack, a.seed], unpack + backward + [ret])
     return [fwd, bwd]
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import gast
@@ -435,3 +436,108 @@ def _substituted(stmt: gast.stmt, name: str, expr: gast.expr) -> gast.stmt:
     out: gast.stmt = syntax.substituted(stmt, lambda node: expr if node.id == name and type(node.ctx) is gast.Load
                                         else None)
     return out
+
+
+def shared_factor(body: list[gast.stmt], adjoints: set[str] | frozenset[str],
+                  number_call: Callable[[gast.Call], bool]) -> list[gast.stmt]:
+    """``body`` with each sum of products that all start with one adjoint written as that adjoint times one sum,
+    as a person writes it: ``x_bar = x_bar * 0.1 * math.cos(x) + x_bar * 0.99`` becomes
+    ``x_bar = x_bar * (0.1 * math.cos(x) + 0.99)``, a multiplication less (and so with ``-``). A term added
+    with its minus sign in front is subtracted (``x_bar + -g * 2.0``: ``x_bar - g * 2.0``, as ``syntax.plus``
+    writes it where it adds a contribution; a sign flip is exact).
+
+    The factor is taken out only where every other factor is a number literal or a call that gives a Python
+    number (``number_call``: ``math.cos``, ``registry.def_number_result``): their products and sums are Python
+    floats or ints, which neither wrap around nor lose precision as numpy's narrow types can, so the result has
+    the adjoint's type and differs only in rounding. Only sums bound to adjoints (``adjoints``) change: no value
+    of the user's program is computed another way.
+
+    >>> import gast
+    >>> from ast_ad import printer, syntax
+    >>> body = gast.parse("x_bar = x_bar * 0.1 * cos(x) + x_bar * 0.99").body
+    >>> (stmt,) = shared_factor(body, {"x_bar"}, lambda call: call.func.id == "cos")
+    >>> printer.to_source(syntax.to_ast(stmt)).strip()
+    'x_bar = x_bar * (0.1 * cos(x) + 0.99)'
+    """
+    out = []
+    for stmt in body:
+        kind = type(stmt)
+        if kind is gast.If or kind is gast.For or kind is gast.While:
+            stmt = syntax.new(kind, {**stmt.__dict__, "body": shared_factor(stmt.body, adjoints, number_call),
+                                     "orelse": shared_factor(stmt.orelse, adjoints, number_call)})
+        elif kind is gast.Assign and type(stmt.value) is gast.BinOp and type(stmt.value.op) in (gast.Add, gast.Sub) \
+                and len(stmt.targets) == 1 and type(stmt.targets[0]) is gast.Name and stmt.targets[0].id in adjoints:
+            terms = _chain(stmt.value, (gast.Add, gast.Sub))
+            value = _factored(terms, adjoints, number_call) or _signed(terms)
+            if value is not None:
+                stmt = syntax.new(gast.Assign, {**stmt.__dict__, "value": value})
+        out.append(stmt)
+    return out
+
+
+_FLIPPED = {gast.Add: gast.Sub, gast.Sub: gast.Add}
+
+
+def _factored(terms: list[tuple[type, gast.expr]], adjoints: set[str] | frozenset[str],
+              number_call: Callable[[gast.Call], bool]) -> gast.expr | None:
+    shared: str | None = None
+    rests: list[tuple[type, gast.expr]] = []
+    for op, term in terms:
+        factors = [factor for _, factor in _chain(term, (gast.Mult,))]
+        first = factors[0]
+        negated = type(first) is gast.UnaryOp and type(first.op) is gast.USub
+        if negated:  # ``-g * a``: ``g * a`` subtracted, or, first, ``g * -a``
+            first = first.operand
+        if len(factors) < 2 or type(first) is not gast.Name or first.id not in adjoints \
+                or shared not in (None, first.id) \
+                or not all(_python_number(f, number_call) for f in factors[1:]):
+            return None
+        shared = first.id
+        rest = factors[1:]
+        if negated and not rests:
+            rest[0] = gast.UnaryOp(op=gast.USub(), operand=rest[0])
+        elif negated:
+            op = _FLIPPED[op]
+        rests.append((op, _joined([(gast.Mult, f) for f in rest])))
+    assert shared is not None
+    return gast.BinOp(left=syntax.name(shared), op=gast.Mult(), right=_joined(rests))
+
+
+def _signed(terms: list[tuple[type, gast.expr]]) -> gast.expr | None:
+    """The sum ``terms`` with each term after the first that a minus sign leads subtracted without it (``a + -b``:
+    ``a - b``), or ``None`` where none is."""
+    changed = False
+    out = terms[:1]
+    for op, term in terms[1:]:
+        unsigned = syntax.unsigned(term)
+        if unsigned is not None:
+            op, term, changed = _FLIPPED[op], unsigned, True
+        out.append((op, term))
+    return _joined(out) if changed else None
+
+
+def _chain(node: gast.expr, ops: tuple[type, ...]) -> list[tuple[type, gast.expr]]:
+    """The operands of ``a + b - c`` (for ``ops`` Add and Sub) as Python groups it, from the left, each with the
+    operator before it: ``[(Add, a), (Add, b), (Sub, c)]`` (the first's is Add)."""
+    out = []
+    while type(node) is gast.BinOp and type(node.op) in ops:
+        out.append((type(node.op), node.right))
+        node = node.left
+    out.append((ops[0], node))
+    return out[::-1]
+
+
+def _joined(operands: list[tuple[type, gast.expr]]) -> gast.expr:
+    """``_chain``'s operands joined again, from the left (the first's operator is not read)."""
+    out = operands[0][1]
+    for op, operand in operands[1:]:
+        out = gast.BinOp(left=out, op=op(), right=operand)
+    return out
+
+
+def _python_number(node: gast.expr, number_call: Callable[[gast.Call], bool]) -> bool:
+    if type(node) is gast.UnaryOp and type(node.op) is gast.USub:
+        node = node.operand
+    if type(node) is gast.Constant:
+        return type(node.value) in (int, float)
+    return type(node) is gast.Call and number_call(node)

@@ -26,7 +26,6 @@ understood here is simply not known, and the code stays general there.
 
 from __future__ import annotations
 
-import math
 import operator
 from typing import Any
 
@@ -421,7 +420,7 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
         ra, rb = args[0][1], args[1][1]
         rank = ra + rb - 2 if min(ra, rb) == 1 else max(ra, rb)
         return ("num", rank, args[0][2] or args[1][2])
-    if getattr(fn, "__module__", None) == "math" and fn is not math.frexp and fn is not math.modf:
+    if registry.gives_number(fn):
         return ("num", 0, False)  # a number (math.floor's is an integer: floats not claimed)
     if (fn in _ARITHMETIC or isinstance(fn, np.ufunc)) and args:
         if isinstance(fn, np.ufunc) and fn.nout != 1:

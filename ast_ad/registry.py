@@ -151,7 +151,8 @@ _FACTS: dict[str, dict[Any, Any]] = {"in_place": {}, "sequence": {}, "same_kind"
                                      "linear": {}, "reduction": {}, "method": {}, "ranked": {}, "summed": {},
                                      "view": {}, "full_reduction": {}, "casts": {}, "reads_in_order": {},
                                      "scaled_by_initial": {}, "read_as": {}, "holds_items": {},
-                                     "shape_read": {}, "new_list": {}, "identity_read": {}}
+                                     "shape_read": {}, "new_list": {}, "identity_read": {},
+                                     "number_result": {}}
 
 
 def _fact(fact: str, fn: Any) -> Any:
@@ -316,6 +317,18 @@ def new_list(fn: Any) -> tuple[int, ...] | None:
     is not declared to make new lists."""
     found: tuple[int, ...] | None = _fact("new_list", fn)
     return found
+
+
+def def_number_result(*fns: Any) -> None:
+    """Declare functions that give a Python ``float``, ``int`` or ``bool`` whatever their arguments, never an array
+    (``math.cos``, ``math.floor``). Products and sums of their results are computed in Python's floats, which
+    cannot wrap around as numpy's integers do: the generated code may take a shared factor out of them
+    (``fold.shared_factor``), and the kinds analysis knows their results hold numbers."""
+    _declare("number_result", fns)
+
+
+def gives_number(fn: Any) -> bool:
+    return bool(_fact("number_result", fn))
 
 
 def def_identity_read(fn: Any, k: int) -> None:

@@ -82,6 +82,7 @@ class Adjoint:
     array_adjoints: frozenset[str] = frozenset()  # adjoint names of values that may be arrays
     structured_result: bool = False  # the function returns a list, tuple or dict (its adjoint adds by element)
     numbers: frozenset[str] = frozenset()  # names of the function that certainly hold numbers (``kinds``)
+    adjoints: frozenset[str] = frozenset()  # names the backward pass binds to adjoints (``fold.shared_factor``)
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -169,6 +170,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
         self.recomputed: dict[int, list[ir.Assign]] = {}  # by loop: what its backward pass computes again
         self.recomputed_ids: set[int] = set()
         self.terms: dict[int, Term] = {}
+        self.nexts: set[str] = set()  # an adjoint's value before a statement that reads its target (``y = y * x``)
 
     # ---- the driver -------------------------------------------------------------------------------------
     def run(self, shell: Adjoint | None = None) -> Adjoint:
@@ -233,6 +235,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
         adjoint.releasable = self.releasable()
         adjoint.structured_result = isinstance(result, ir.Var) and result.name in self.structured
         adjoint.numbers = self.kinds.numbers()
+        adjoint.adjoints = frozenset(bar for var, bar in self.bars.items() if isinstance(var, str)) | self.nexts
         adjoint.array_adjoints = frozenset(bar for var, bar in self.bars.items() if isinstance(var, str)
                                            and shape_class(ir.Var(var), self.classes) != SCALAR)
         return adjoint
@@ -480,6 +483,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
                 self.pending.add(target)  # zero from here on; the next contribution assigns
             return out + restores
         g_next = self.namer.fresh(f"{g}_next")
+        self.nexts.add(g_next)
         out = prefix + [syntax.assign(g_next, syntax.name(g))]
         if reset:
             self.pending.add(target)

@@ -314,16 +314,16 @@ def add(left: gast.expr, right: gast.expr) -> gast.BinOp:
 def plus(left: gast.expr, right: gast.expr) -> gast.BinOp:
     """``left + right``, or ``left - e`` where ``right`` is ``-e`` or a product or quotient led by one
     (``-g * np.sin(x)``): the same number, as a sign flip is exact, written as a person would write it."""
-    unsigned = _unsigned(right)
-    return gast.BinOp(left=left, op=gast.Sub(), right=unsigned) if unsigned is not None else add(left, right)
+    positive = unsigned(right)
+    return gast.BinOp(left=left, op=gast.Sub(), right=positive) if positive is not None else add(left, right)
 
 
-def _unsigned(node: gast.expr) -> gast.expr | None:
+def unsigned(node: gast.expr) -> gast.expr | None:
     """``node`` without the minus sign that leads it (``-e`` -> ``e``, ``-a * b / c`` -> ``a * b / c``), or ``None``."""
     if type(node) is gast.UnaryOp and type(node.op) is gast.USub:
         return node.operand
     if type(node) is gast.BinOp and type(node.op) in (gast.Mult, gast.Div):
-        left = _unsigned(node.left)
+        left = unsigned(node.left)
         if left is not None:
             return gast.BinOp(left=left, op=node.op, right=node.right)
     return None

@@ -9,7 +9,7 @@ import gast
 import pytest
 
 from ast_ad import printer, syntax
-from ast_ad.fold import Inliner, folded
+from ast_ad.fold import Inliner, folded, shared_factor
 
 
 def fold(source: str, keep: set[str] | None = None) -> str:
@@ -167,3 +167,84 @@ def test_a_contribution_led_by_a_minus_sign_is_subtracted(term: str, expected: s
     rng = np.random.default_rng(0)
     scope = {name: rng.standard_normal((3, 3)) for name in ("total", "g", "x", "a", "b", "c")} | {"np": np}
     assert np.array_equal(eval(expected, scope), eval(f"total + ({term})", scope))  # noqa: S307
+
+
+# ---- shared_factor: an adjoint taken out of a sum of products that all start with it -------------------------
+
+NUMBER_CALLS = {"cos", "sin"}  # the calls these cases treat as giving a Python number (``math.cos``)
+
+
+def factored(code: str, adjoints: frozenset[str] = frozenset({"x_bar", "g"})) -> str:
+    """``code`` through ``shared_factor``, with ``x_bar`` and ``g`` the adjoints (``x`` and ``y`` are not)."""
+    body = gast.parse(textwrap.dedent(code)).body
+    out = shared_factor(body, adjoints, lambda call: type(call.func) is gast.Name and call.func.id in NUMBER_CALLS)
+    return "\n".join(printer.to_source(syntax.to_ast(stmt)).strip() for stmt in out)
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ("x_bar = x_bar * 0.1 * cos(x) + x_bar * 0.99", "x_bar = x_bar * (0.1 * cos(x) + 0.99)"),
+    ("x_bar = g * 2.0 - g * sin(x) + g * -3", "x_bar = g * (2.0 - sin(x) + -3)"),
+    ("for x in xs:\n    x_bar = g * 2.0 + g * cos(x)", "for x in xs:\n    x_bar = g * (2.0 + cos(x))"),
+    # another factor is a name: it may be a numpy array of integers, whose product could wrap around
+    ("x_bar = x_bar * a + x_bar * 0.99", None),
+    ("x_bar = x_bar * 0.5 * a + x_bar * 0.99", None),
+    # a call not known to give a Python number (np.cos of a float32 array computes in float32)
+    ("x_bar = x_bar * np.cos(x) + x_bar * 0.99", None),
+    # two different leading factors, or one not first
+    ("x_bar = g * 2.0 + x_bar * 3.0", None),
+    ("x_bar = 2.0 * g + 3.0 * g", None),
+    # a term that is the adjoint alone: not factored, but a term led by a minus sign is subtracted
+    ("x_bar = g + g * 3.0", None),
+    ("x_bar = x_bar + -g * 2.0 + g * a", "x_bar = x_bar - g * 2.0 + g * a"),
+    ("x_bar = x_bar - -g", "x_bar = x_bar + g"),
+    # a minus sign before the adjoint: the first term's factors negated, a later term subtracted
+    ("x_bar = -g * 1.5 + g * 2.5 - -g * cos(x)", "x_bar = g * (-1.5 + 2.5 + cos(x))"),
+    # the value of a program's variable, not an adjoint: computed as the user wrote it
+    ("y = x * 2.0 + x * 3.0", None),
+    ("y = x + -x * 2.0", None),
+])
+def test_a_shared_adjoint_is_taken_out_where_the_other_factors_are_python_numbers(code: str, expected) -> None:
+    assert factored(code) == (expected or code)
+
+
+def test_the_adjoint_taken_out_changes_only_the_rounding() -> None:
+    """``g * (a + b)`` for ``g * a + g * b``: the same number to within a few units in the last place of the
+    terms' sizes (as any order of adding them is), of the adjoint's type (a float32 array stays float32: the other
+    factors are Python numbers)."""
+    import math
+
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    written = "g * 0.1 * cos(x) + g * 0.99 - g * sin(x) * 2.0"
+    out = factored(f"x_bar = {written}").split(" = ", 1)[1]
+    assert out == "g * (0.1 * cos(x) + 0.99 - sin(x) * 2.0)"
+    for g in (float(rng.standard_normal()), rng.standard_normal(5), rng.standard_normal(5).astype(np.float32)):
+        for x in rng.uniform(-3, 3, 20):
+            scope = {"g": g, "x": float(x), "cos": math.cos, "sin": math.sin}
+            before, after = eval(written, scope), eval(out, scope)  # noqa: S307
+            assert np.asarray(after).dtype == np.asarray(before).dtype
+            size = np.abs(g) * (abs(0.1 * math.cos(x)) + 0.99 + abs(math.sin(x) * 2.0))
+            assert np.all(np.abs(after - before) <= 4 * np.finfo(np.asarray(before).dtype).eps * size)
+
+
+def test_the_users_own_sums_of_products_are_computed_as_written() -> None:
+    """Only adjoints are factored: the value of ``x * 0.99 + x * 2.5 - x * 1.5`` is Python's, to the last bit, while
+    its gradient's code takes ``out_bar`` out of the sum it computes."""
+    import numpy as np
+
+    import ast_ad
+
+    def f(x):
+        return x * 0.99 + x * 2.5 - x * 1.5
+
+    vg = ast_ad.value_and_grad(f)
+    differs = 0
+    for x in np.random.default_rng(2).uniform(-3, 3, 200):
+        x = float(x)
+        value, grad = vg(x)
+        assert value == f(x)
+        assert abs(grad - 1.99) < 1e-15
+        differs += value != x * (0.99 + 2.5 - 1.5)
+    assert differs  # (the factored form would have changed some of them)
+    assert "x_bar = out_bar * (-1.5 + 2.5 + 0.99)" in ast_ad.source(vg, 0.5)

@@ -396,3 +396,25 @@ def test_a_function_declared_to_make_new_lists_makes_them(fn) -> None:
     for k in passes:  # and the argument it may give back is given back where the other is None
         given = tuple(None if j != k and j in passes else arg for j, arg in enumerate(args))
         assert fn(*given) is args[k]
+
+
+@pytest.mark.parametrize("fn", registry.with_fact("number_result"), ids=lambda fn: fn.__name__)
+def test_a_function_declared_to_give_a_python_number_gives_one(fn) -> None:
+    """``def_number_result``: the generated code takes an adjoint out of sums of such results (``fold.shared_factor``),
+    which is exact only in Python's own numbers. Every declared function, given numpy floats and 0-d arrays as well
+    as Python floats, gives a Python ``float``, ``int`` or ``bool``, or refuses the argument (``math.trunc`` of a
+    float32), and refuses an array of more than one entry."""
+    import math
+
+    nargs = 1 if fn is math.fsum else len(registry.lookup(fn).vjps) if registry.lookup(fn).vjps else 1
+    given = 0
+    for x in (0.5, np.float64(0.5), np.float32(0.5), np.array(0.5), np.ones(2)):
+        args = ([x, x],) if fn is math.fsum else (x,) * nargs
+        try:
+            ans = fn(*args)
+        except TypeError:
+            assert type(x) is not float, fn  # a Python float it takes
+            continue
+        assert type(ans) in (float, int, bool) and np.ndim(x) == 0, fn
+        given += 1
+    assert given >= 2

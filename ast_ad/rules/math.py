@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from ast_ad.registry import def_linear, def_nondiff, defvjp
+from ast_ad.registry import def_linear, def_nondiff, def_number_result, defvjp
 from ast_ad.registry import defvjp_elementwise as ew
 
 # ---- trigonometric ---------------------------------------------------------------------------
@@ -41,3 +41,10 @@ ew(math.fabs,  lambda g, ans, x: g * np.sign(x))
 
 # ---- no gradient ---------------------------------------------------------------------------------
 def_nondiff(math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite)
+
+# ---- facts -----------------------------------------------------------------------------------------
+# each gives a Python float, int or bool whatever its arguments (an array of more than one entry is refused)
+def_number_result(math.sin, math.cos, math.tan, math.asin, math.acos, math.atan, math.atan2, math.hypot,
+                  math.sinh, math.cosh, math.tanh, math.exp, math.expm1, math.log, math.log1p, math.log2,
+                  math.log10, math.sqrt, math.pow, math.fmod, math.remainder, math.copysign, math.fsum,
+                  math.fabs, math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite)
