@@ -23,9 +23,9 @@ from ast_ad.errors import (
     SourceUnavailableError,
 )
 from ast_ad.kinds import labelled
-from ast_ad.load import MISSING
 from ast_ad.normalize import SUBCLASS_HINT, array_subclass
 from ast_ad.runtime import broadcast_like, is_array, unbroadcast
+from ast_ad.scalar_calls import NOT_SCALARS, Unshaped, scalar_caller
 
 if TYPE_CHECKING:
     from ast_ad.compose import Lowered
@@ -197,9 +197,10 @@ class Gradient(Generic[P]):
         self.last_shapes: tuple[int, ...] | None = None
         self.positions = tuple(k + self.shift for k in self.argnums)
         self._last = _LAST_SHAPES.setdefault((self.fun, self.positions, self.single, self.checkpoints), [None])
-        # the module of the last call with floats only: its function, guards, shape labels, and how to shape results
-        self._scalars: tuple[Loaded, Callable[..., Any], Any, Any, tuple[int, ...], int, list[Any], bool, bool] | None \
-            = None
+        # the call of the module of the last call with floats only (``scalar_caller``), the module, its labels
+        self._scalars: Callable[..., Any] | None = None
+        self.loaded_scalars: Loaded | None = None
+        self.scalar_labels: tuple[int, ...] = ()
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             setattr(self, attr, getattr(self.fun, attr, None))
 
@@ -207,7 +208,7 @@ class Gradient(Generic[P]):
         """The generated code for arguments of these shape labels (default: those of the last call)."""
         if shapes is None:  # this gradient's last call, or the last call of any gradient like it
             shapes = self.last_shapes or self._last[0] or tuple(range(self.nparams))
-        if self._scalars is not None and shapes != self._scalars[4]:
+        if self._scalars is not None and shapes != self.scalar_labels:
             self._scalars = None  # its last call is no longer one with floats only: the next one arms it again
         self.last_shapes = self._last[0] = shapes
         try:
@@ -234,39 +235,16 @@ class Gradient(Generic[P]):
 
     def __call__(self, *given: P.args, **kwargs: P.kwargs) -> Any:
         fast = self._scalars
-        if fast is not None and not kwargs:
+        if fast is not None and not kwargs and len(given) == self.nparams:
             # scalar code, called as last time: every argument a float, and the module built for that still
-            # current (nothing rebuilt it, no global it reads has changed); the general path below is ~2 us more.
-            # Checked, run and shaped here, inline, from locals: at a microsecond a call, each lookup counts
-            loaded, run, same, others, shapes, nparams, last, single, with_value = fast
-            if len(given) == nparams and not loaded.replaced:
-                for a in given:
-                    if type(a) is not float and type(a) is not FLOAT64:
-                        break
-                else:
-                    for scope, name, value in same:  # loaded.refresh(), inline: the globals it reads
-                        if scope.get(name, MISSING) is not value:
-                            break
-                    else:
-                        if not others or loaded.refresh():
-                            last[0] = shapes  # as ``loaded()`` records a call
-                            try:
-                                out, grads = run(*given)
-                            except Exception as exc:
-                                self.failed(exc, given, loaded)
-                            if type(out) is float or type(out) is FLOAT64:
-                                if single:
-                                    if type(grads) is float or type(grads) is FLOAT64:
-                                        return (out, float(grads)) if with_value else float(grads)
-                                else:
-                                    floats = []
-                                    for g in grads:
-                                        if type(g) is not float and type(g) is not FLOAT64:
-                                            break
-                                        floats.append(float(g))
-                                    else:
-                                        return (out, tuple(floats)) if with_value else tuple(floats)
-                            return self.finish(out, grads, given)
+            # current; checked, run and its result made floats in a function made for it (``scalar_caller``)
+            try:
+                result = fast(*given)
+            except Exception as exc:
+                assert self.loaded_scalars is not None  # (set with ``_scalars``)
+                self.failed(exc, given, self.loaded_scalars)
+            if result is not NOT_SCALARS:
+                return self.finish(result.out, result.grads, given) if type(result) is Unshaped else result
         args: tuple[Any, ...] = given if self.bound_self is None else (self.bound_self, *given)
         if kwargs or len(args) != self.nparams or not self.plain:
             args = self.bind(args, kwargs)
@@ -279,8 +257,9 @@ class Gradient(Generic[P]):
         labels = shape_labels(args)
         loaded = self.loaded(labels)
         if self.jit is None and self.bound_self is None and self.plain and all(label == -1 for label in labels):
-            self._scalars = loaded, loaded.fn, loaded.same, loaded.others, labels, self.nparams, self._last, \
-                self.single, self.with_value
+            self._scalars = scalar_caller(loaded, labels, self._last, self.nparams,
+                                          None if self.single else len(positions), self.with_value)
+            self.loaded_scalars, self.scalar_labels = loaded, labels
         return self.run(loaded, loaded.fn if self.jit is None else self.compiled(loaded), args)
 
     def run(self, loaded: Loaded, run: Callable[..., Any], args: tuple[Any, ...]) -> Any:

@@ -36,6 +36,7 @@ from ast_ad.load import Loaded
 from ast_ad.naming import identifier
 from ast_ad.records import record
 from ast_ad.runtime import as_array, is_array, of_type, size_of, zeros_like
+from ast_ad.scalar_calls import NOT_SCALARS, jvp_caller
 
 Finish = Callable[[Any], Any]
 FinishDot = Callable[[Any, Any], Any]
@@ -98,23 +99,31 @@ def jvp(fun: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, 
     ``tangents`` matches ``primals`` one for one (containers as containers); ``None``
     marks an argument that is not differentiated (integers, flags).
     """
-    scalar = type(fun) is types.FunctionType and type(primals) is tuple and type(tangents) is tuple \
-        and len(primals) == len(tangents) and all(type(a) is float for a in (*primals, *tangents))
-    if scalar:  # floats only, as last time: the module of then, if still current (see Gradient.__call__)
-        found = _SCALAR_JVPS.get((fun, len(primals)))
-        if found is not None and transform.current(found):
-            out: tuple[Any, Any] = run(found, *primals, *tangents)
-            return out
+    plain = type(fun) is FUNCTION and type(primals) is tuple and type(tangents) is tuple \
+        and len(primals) == len(tangents)
+    if plain:  # floats only, as last time: the module of then, if still current (``scalar_calls``)
+        found = _SCALAR_JVPS.get(fun)
+        if found is not None and found[0] == len(primals):
+            _, call, loaded = found
+            try:
+                out: Any = call(*primals, *tangents)
+            except LocatedError as exc:
+                raise located(exc, loaded) from None
+            if out is not NOT_SCALARS:
+                return out  # type: ignore[no-any-return]
+    scalar = plain and all(type(a) is float for a in (*primals, *tangents))
     primals, tangents = _pair_up(primals, tangents)
     active = tuple(k for k, t in enumerate(tangents) if t is not None)
     lowered = lower(fun, primals)
     if scalar:
-        _SCALAR_JVPS[(fun, len(primals))] = jvp_code(lowered, active)
+        loaded = jvp_code(lowered, active)
+        _SCALAR_JVPS[fun] = len(primals), jvp_caller(loaded, len(primals)), loaded
     return forward_at(lowered, active, tuple(tangents[k] for k in active))
 
 
-# the forward-mode module of a plain function called with floats only (still current: ``transform.current``)
-_SCALAR_JVPS: dict[tuple[Any, int], Loaded] = {}
+# the forward-mode module of a plain function last called with floats only: how many, its call (``scalar_calls``)
+_SCALAR_JVPS: dict[Any, tuple[int, Callable[..., Any], Loaded]] = {}
+FUNCTION = types.FunctionType
 
 
 def moves_of(call: tuple[Any, ...], m: int) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
@@ -564,10 +573,15 @@ def run_code(loaded: Any, fn: Callable[..., Any], *args: Any) -> Any:
     try:
         return fn(*args)
     except LocatedError as exc:
-        where = loaded.user_line(exc)
-        if exc.filename is None and where is not None:
-            raise type(exc)(str(exc), *where) from None
-        raise
+        raise located(exc, loaded) from None
+
+
+def located(exc: LocatedError, loaded: Any) -> LocatedError:
+    """``exc``, a refusal raised in a helper of generated code, with the user's line it belongs to, if it has none."""
+    where = loaded.user_line(exc)
+    if exc.filename is None and where is not None:
+        return type(exc)(str(exc), *where)
+    return exc
 
 
 def _pair_up(primals: Any, tangents: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:

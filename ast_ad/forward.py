@@ -37,6 +37,7 @@ from ast_ad.analysis import (
     inputs_of,
     is_user_function,
     packed_result,
+    reads_of,
     shape_class,
     shape_classes,
     structured_names,
@@ -49,7 +50,6 @@ from ast_ad.inline import bindable, inline
 from ast_ad.kinds import kinds_of
 from ast_ad.naming import Namer
 from ast_ad.records import field, record
-from ast_ad.release import released
 from ast_ad.syntax import RefTable
 
 
@@ -63,6 +63,9 @@ class Tangent:
     body: list[gast.stmt]
     refs: RefTable
     callees: list[Tangent] = field(default_factory=list)
+    numbers: frozenset[str] = frozenset()  # names of the function that certainly hold numbers (``kinds``)
+    dots: dict[str, str] = field(default_factory=dict)  # each active name's tangent's name (``x``: ``x_dot``)
+    arrays: frozenset[str] = frozenset()  # names that may hold arrays: released after their last read
 
     def tree(self, name: str) -> gast.FunctionDef:
         return syntax.function(name, self.params, self.body)
@@ -108,6 +111,7 @@ class Forwarder:
         self.structured = structured_names(function, shapes)
         self.dots: dict[str, str] = {}
         self.callees: list[Tangent] = []
+        self.read: set[str] = set()  # the names the statements of the block so far have read (``block``)
 
     def run(self, shell: Tangent | None) -> Tangent:
         params = list(self.function.params) + [self.dot(self.function.params[k]) for k in self.argnums]
@@ -124,18 +128,19 @@ class Forwarder:
         else:
             dots = self.tangent_of(result)
         returned = syntax.ret(syntax.tuple_([out, dots]))
-        body = self.released(body, syntax.name_ids(returned, loads=True) | set(params)) + [returned]
         tangent = shell or Tangent(self.function, self.argnums, [], [], self.refs)
-        tangent.params, tangent.body, tangent.refs, tangent.callees = params, body, self.refs, self.callees
+        tangent.params, tangent.body, tangent.refs, tangent.callees = params, body + [returned], self.refs, \
+            self.callees
+        tangent.numbers, tangent.dots, tangent.arrays = self.kinds.numbers(), dict(self.dots), self.arrays()
         return tangent
 
-    def released(self, body: list[gast.stmt], keep: set[str]) -> list[gast.stmt]:
-        """``body`` with ``del`` statements for the arrays (values and tangents) it reads no more, as reverse
-        mode's (``reverse.released``): a long chain of big arrays holds only what is still to be read."""
+    def arrays(self) -> frozenset[str]:
+        """The names (values and tangents) that may hold arrays: ``emit`` deletes each after its last read, as
+        reverse mode's (``release.released``), so that a long chain of big arrays holds only what is still to be
+        read."""
         arrays = {n for n in self.function.names() if n not in self.structured and self.kinds.may_be_array(n)
                   and shape_class(ir.Var(n), self.classes) not in (SCALAR, CONTAINER)}
-        arrays |= {self.dots[n] for n in arrays if n in self.dots}
-        return released(body, frozenset(), frozenset(arrays), keep, self.refs)
+        return frozenset(arrays | {self.dots[n] for n in arrays if n in self.dots})
 
     # ---- names ------------------------------------------------------------------------------------------
     def dot(self, name: str) -> str:
@@ -159,11 +164,14 @@ class Forwarder:
     def block(self, body: tuple[ir.Stmt, ...]) -> list[gast.stmt]:
         out: list[gast.stmt] = []
         line = None
+        outer, self.read = self.read, set()
         for stmt in body:
             if stmt.line != line and not isinstance(stmt, ir.Break):
                 line = stmt.line
                 out.append(syntax.comment(f"line {line.lineno}: {line.text.strip()}"))
             out += self.statement(stmt)
+            self.read.update(reads_of(stmt))
+        self.read = outer
         return out
 
     def statement(self, stmt: ir.Stmt) -> list[gast.stmt]:
@@ -230,6 +238,12 @@ class Forwarder:
                 return [primal, syntax.assign(self.dot(target), gast.List(elts=[], ctx=gast.Load()))]
             return [primal, syntax.assign(self.dot(target), self.zero_of(ir.Var(target)))]
         if not reads_itself:
+            if target in self.read and not any(isinstance(n, gast.Name) and n.id == ans
+                                               for n in syntax.walk(tangent)):
+                # bound again where its block read the old value (``x = x * 0.99 + math.sin(x) * 0.1``, lowered):
+                # the tangent first, so that what the tangents before it read of the old value (``x`` in
+                # ``x_dot * math.cos(x)``) can be written into it where they are read (``emit``'s folding)
+                return [syntax.assign(self.dot(target), tangent), primal]
             return [primal, syntax.assign(self.dot(target), tangent)]
         if not any(isinstance(n, gast.Name) and n.id == ans for n in syntax.walk(tangent)):
             return [syntax.assign(self.dot(target), tangent), primal]  # the tangent reads the old value first

@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 import types
+import warnings
 
 import numpy as np
 
@@ -562,31 +563,37 @@ def main(repeat: int) -> None:
 
 
 def gradients(repeat: int) -> None:
-    """The first table: gradients against their primals and autograd's, and the first calls."""
+    """The first table: gradients against their primals, autograd's and tangent-ad's, and the first calls; then
+    the gradients written by hand, timed beside their primals and ast_ad's."""
     try:
         import autograd
     except ImportError:
         autograd = None
     very_first = first_call_seconds(worked, (0, 1), (2.0, 3.0), repeat=1)
-    header = f"{'workload':28} {'primal':>10} {'ast_ad':>10} {'autograd':>10} {'grad/primal':>12} " \
-             f"{'vs autograd':>12} {'first call':>11}"
+    header = f"{'workload':28} {'primal':>10} {'ast_ad':>10} {'autograd':>10} {'tangent-ad':>10} " \
+             f"{'grad/primal':>12} {'vs autograd':>12} {'vs tangent':>11} {'first call':>11}"
     print(header)
     print("-" * len(header))
     for name, fn, argnums, args, has_autograd in workloads():
         first = first_call_seconds(fn, argnums, args)
         ours = ast_ad.grad(fn, argnums)
         theirs = autograd.grad(with_autograd_numpy(fn), argnums) if autograd and has_autograd else None
+        tangents = tangent_grad(fn, argnums)
         p, o = side_by_side([fn, ours], args, rounds=3 * repeat + 4)
         t = side_by_side([theirs], args, rounds=repeat)[0] if theirs is not None else None
-        print(f"{name:28} {_fmt(p):>10} {_fmt(o):>10} {_fmt(t):>10} {o / p:>11.1f}x "
-              f"{(f'{t / o:.0f}x faster' if t else 'n/a'):>12} {_fmt(first):>11}")
-    primal, hand = side_by_side([element_loop, element_loop_by_hand], (X_ELEMENTS,), rounds=3 * repeat + 4)
-    print(f"{'  the same, written by hand':28} {_fmt(primal):>10} {_fmt(hand):>10} {'':>10} {hand / primal:>11.1f}x")
-    for name, fn, by_hand, args in (("100-step loop, math.sin", loop_math, loop_math_by_hand, (0.5,)),
-                                    ("RNN, 50 steps, 64 units", rnn, rnn_by_hand, (W_RNN, np.zeros(64)))):
-        primal, hand = side_by_side([fn, by_hand], args, rounds=3 * repeat + 4)
+        tg = side_by_side([tangents], args, rounds=repeat)[0] if tangents is not None else None
+        print(f"{name:28} {_fmt(p):>10} {_fmt(o):>10} {_fmt(t):>10} {_fmt(tg):>10} {o / p:>11.1f}x "
+              f"{(f'{t / o:.0f}x faster' if t else 'n/a'):>12} {(f'{tg / o:.0f}x faster' if tg else 'n/a'):>11} "
+              f"{_fmt(first):>11}")
+    print("  (tangent-ad 0.4.0 has no rule for math.sin, and reads no x.shape: its element loop is written with "
+          "len(x))")
+    for name, fn, by_hand, argnums, args in (
+            ("element loop", element_loop, element_loop_by_hand, (0,), (X_ELEMENTS,)),
+            ("100-step loop, math.sin", loop_math, loop_math_by_hand, (0,), (0.5,)),
+            ("RNN, 50 steps, 64 units", rnn, rnn_by_hand, (0, 1), (W_RNN, np.zeros(64)))):
+        primal, ours, hand = side_by_side([fn, ast_ad.grad(fn, argnums), by_hand], args, rounds=3 * repeat + 4)
         print(f"  {name}, its gradient written by hand: {_fmt(hand)}, {hand / primal:.1f}x its primal "
-              f"{_fmt(primal)}")
+              f"{_fmt(primal)} (ast_ad beside it: {ours / primal:.1f}x)")
     jax_beside(repeat)
     peaks = element_loop_memory()
     print("  peak memory of the element loop's gradient (tracemalloc), n = 3,000 and 12,000: " + "; ".join(
@@ -597,6 +604,30 @@ def gradients(repeat: int) -> None:
     cold, warm = new_process_first_calls()
     print(f"first call of that 30-line function in a new process: {_fmt(cold)} with an empty cache, "
           f"{_fmt(warm)} with the cache an earlier process left (median of 5)")
+
+
+def element_loop_len(x):
+    """``element_loop`` with its length read by ``len``: tangent-ad differentiates no ``x.shape``."""
+    n = len(x)
+    y = np.ones(n)
+    for i in range(1, n):
+        y[i] = y[i - 1] * x[i]
+    return np.sum(y)
+
+
+def tangent_grad(fn, argnums):
+    """tangent-ad's gradient of ``fn`` (of ``element_loop_len`` for ``element_loop``), or ``None`` where it is not
+    installed or cannot differentiate the function (not a dependency of ast_ad's)."""
+    try:
+        import tangent
+    except ImportError:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return tangent.grad(element_loop_len if fn is element_loop else fn, wrt=argnums, verbose=0)
+    except Exception:  # noqa: BLE001 (its own errors: no rule for math.sin, say)
+        return None
 
 
 def jax_beside(repeat: int) -> None:

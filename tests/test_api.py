@@ -359,3 +359,34 @@ def test_the_scalar_fast_path_runs_only_what_it_was_built_for() -> None:
     assert "unbroadcast" not in ast_ad.source(both)  # a call with floats is the last again
     with pytest.raises(TypeError):
         both(2.0)
+
+
+def test_the_scalar_call_is_written_for_each_shape_of_call_once() -> None:
+    """``scalar_calls.scalar_caller`` writes the fast path's code for a number of arguments, guards and gradients, once:
+    one gradient, a tuple of one or of three, with the value or not, each gives what the general path gives."""
+    from ast_ad import scalar_calls
+
+    def three(a, b, c):
+        return a * b + math.sin(c)
+
+    cases = [(ast_ad.grad(three), 2.0), (ast_ad.grad(three, (0,)), (2.0,)),
+             (ast_ad.grad(three, (0, 1, 2)), (2.0, 1.5, math.cos(0.5))),
+             (ast_ad.value_and_grad(three, (2, 0)), (three(1.5, 2.0, 0.5), (math.cos(0.5), 2.0)))]
+    for _ in range(3):  # armed by the first call, run by the next two
+        for gradient, expected in cases:
+            got = gradient(1.5, 2.0, 0.5)
+            assert _flat(got) == pytest.approx(_flat(expected), rel=1e-15)
+            assert _all_floats(got) and type(got) is type(expected) and len(_flat(got)) == len(_flat(expected))
+    made = len(scalar_calls._FACTORIES)
+    for gradient, _ in cases:  # another gradient of the same shape: no new code
+        type(gradient)(three, gradient.argnums if not gradient.single else gradient.argnums[0],
+                       gradient.with_value)(1.5, 2.0, 0.5)
+    assert len(scalar_calls._FACTORIES) == made
+
+
+def _all_floats(x) -> bool:
+    return all(_all_floats(item) for item in x) if type(x) is tuple else type(x) is float
+
+
+def _flat(x) -> list:
+    return [y for item in x for y in _flat(item)] if type(x) is tuple else [x]

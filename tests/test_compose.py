@@ -7,6 +7,7 @@ Oracles: finite differences of the function's own run; reverse mode by the dot-p
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -1241,7 +1242,7 @@ def test_reverse_mode_over_forward_mode_names_each_helper_one_way() -> None:
     x, v = np.array([0.3, -0.2, 0.5]), np.array([1.0, 0.5, -2.0])
     lowered = compose.lower(ast_ad.hvp(_sine_sum), (x, v))
     _, _, loaded = transform.pair(lowered.fn, (0, 2), shape_labels(lowered.args))
-    assert "t7_bar = unbroadcast(x_bar_dot_bar, t7)" in loaded.text and "runtime." not in loaded.text
+    assert re.search(r"\n +\w+_bar = unbroadcast\(\w+_bar, \w+\)\n", loaded.text) and "runtime." not in loaded.text
 
 
 def _sine_sum(x):

@@ -56,6 +56,36 @@ def test_the_benchmark_times_correct_gradients() -> None:
         value, gradient = by_hand(benchmark.X_ELEMENTS)
         assert value == benchmark.element_loop(benchmark.X_ELEMENTS)
         np.testing.assert_allclose(gradient, ast_ad.grad(benchmark.element_loop)(benchmark.X_ELEMENTS), rtol=1e-12)
+    # tangent-ad's element loop, written with len(x), is the same function
+    assert benchmark.element_loop_len(benchmark.X_ELEMENTS) == benchmark.element_loop(benchmark.X_ELEMENTS)
+    np.testing.assert_array_equal(ast_ad.grad(benchmark.element_loop_len)(benchmark.X_ELEMENTS),
+                                  ast_ad.grad(benchmark.element_loop)(benchmark.X_ELEMENTS))
+
+
+def test_tangent_ad_in_the_benchmark_computes_the_gradients_ast_ad_computes() -> None:
+    """Where tangent-ad is installed (not a dependency: ``pip install tangent-ad`` to time it), each gradient of
+    its that the first table times is ast_ad's; the rows it cannot differentiate are the ones the table says."""
+    import numpy as np
+
+    import ast_ad
+
+    pytest.importorskip("tangent")
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import benchmark
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    missing = []
+    for name, fn, argnums, args, _ in benchmark.workloads():
+        theirs = benchmark.tangent_grad(fn, argnums)
+        if theirs is None:
+            missing.append(fn)
+            continue
+        ours = ast_ad.grad(fn, argnums)(*args)  # (a tuple: argnums is one)
+        given = theirs(*args)
+        for a, b in zip(ours, given if len(argnums) > 1 else (given,), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=name)
+    assert missing == [benchmark.loop_math]  # no rule for math.sin
 
 
 def test_the_benchmark_times_correct_second_order_derivatives() -> None:
