@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
 import linecache
 import marshal
 import os
@@ -182,6 +181,8 @@ def save(cache_key: str, emitted: Emitted, loaded: _load.Loaded) -> bool:
     record = {"format": FORMAT, "text": path.name, "entry": emitted.entry, "files": emitted.files,
               "functions": [[p, h] for p, h in zip(paths, hashes, strict=True)], "namespace": namespace,
               "bindings": bindings}
+    import json  # (here, not at the top: ``import ast_ad`` does without it)
+
     return _load.write_atomic(path.parent / "index", f"{cache_key}.json", json.dumps(record)) is not None
 
 
@@ -191,6 +192,8 @@ def fetch(cache_key: str, fn: Any) -> _load.Loaded | None:
         index = place / "index" / f"{cache_key}.json"
         if not index.is_file():
             continue
+        import json
+
         try:
             return _restore(json.loads(index.read_text(encoding="utf-8")), place, fn)
         except Exception as exc:  # noqa: BLE001 -- a damaged or stale entry: transform instead
