@@ -462,13 +462,14 @@ def _self_write(stmt: ir.Stmt) -> TypeGuard[ir.Assign]:
 
 def in_place_writes(function: ir.Function, useful: set[str], structured: set[str],
                     classes: dict[str, int | None]) -> InPlace:
-    """The arrays a loop only changes item by item, which reverse mode can write in place.
+    """The arrays a loop only changes item by item, which reverse and forward mode can write in place.
 
-    Such a write saves the entries it overwrites (not the whole array) and the backward pass puts them
-    back, in reverse order, so the array is as it was at each step when the backward pass reads it:
-    O(what changes) per write instead of a copy of the array. The array must have an adjoint, hold no
-    container, and be rebound inside the loop by nothing but those writes; the loop must not iterate
-    over it. The forward pass copies it once, when the loop starts.
+    In reverse mode such a write saves the entries it overwrites (not the whole array) and the backward pass
+    puts them back, in reverse order, so the array is as it was at each step when the backward pass reads it:
+    O(what changes) per write instead of a copy of the array; forward mode writes the tangent's entries beside
+    them. The array must have an adjoint (in forward mode, a tangent: ``useful`` is then the active names),
+    hold no container, and be rebound inside the loop by nothing but those writes; the loop must not iterate
+    over it. The generated code copies it once, when the loop starts.
     """
     loops: dict[int, tuple[str, ...]] = {}
     writes: dict[int, str] = {}

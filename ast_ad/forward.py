@@ -34,6 +34,7 @@ from ast_ad.analysis import (
     bind_call,
     call_labels,
     forward_activity,
+    in_place_writes,
     inputs_of,
     is_user_function,
     packed_result,
@@ -112,6 +113,14 @@ class Forwarder:
         self.dots: dict[str, str] = {}
         self.callees: list[Tangent] = []
         self.read: set[str] = set()  # the names the statements of the block so far have read (``block``)
+        # the arrays of floats a loop changes only item by item (``analysis.in_place_writes``): copied once before
+        # the loop, with their tangents, and written in place (``y[i] = v``, ``y_dot[i] = v_dot``), O(what
+        # changes) a step, not a copy of the array
+        found = in_place_writes(function, self.active, self.structured, self.classes)
+        self.loop_copies = {loop: kept for loop, names in found.loops.items()
+                            if (kept := tuple(n for n in names if self.kinds.float_array(n)))}
+        copied = {n for names in self.loop_copies.values() for n in names}
+        self.writes_in_place = {stmt: name for stmt, name in found.writes.items() if name in copied}
 
     def run(self, shell: Tangent | None) -> Tangent:
         params = list(self.function.params) + [self.dot(self.function.params[k]) for k in self.argnums]
@@ -169,6 +178,13 @@ class Forwarder:
             if stmt.line != line and not isinstance(stmt, ir.Break):
                 line = stmt.line
                 out.append(syntax.comment(f"line {line.lineno}: {line.text.strip()}"))
+            if id(stmt) in self.loop_copies:  # the loop's own copies, of the arrays and of their tangents
+                detached, owned = (self.refs.marker(runtime.detached, "detached"),
+                                   self.refs.marker(runtime.owned_adjoint, "owned_adjoint"))
+                for name in self.loop_copies[id(stmt)]:
+                    out += [syntax.assign(name, syntax.call(detached, [syntax.name(name)])),
+                            syntax.assign(self.dot(name), syntax.call(owned, [syntax.name(self.dot(name)),
+                                                                              syntax.name(name)]))]
             out += self.statement(stmt)
             self.read.update(reads_of(stmt))
         self.read = outer
@@ -225,6 +241,13 @@ class Forwarder:
         if target not in self.active:
             return [primal]
         value = stmt.value
+        if id(stmt) in self.writes_in_place:  # ``y[i] = v`` in place, into the loop's copies
+            call = ir.call_of(stmt)
+            index = syntax.index(call.args[1], self.refs)
+            return [gast.Assign(targets=[gast.Subscript(value=syntax.name(name), slice=index, ctx=gast.Store())],
+                                value=item, type_comment=None)
+                    for name, item in ((target, syntax.atom(call.args[2], self.refs)),
+                                       (self.dot(target), self.tangent_of(call.args[2])))]
         if isinstance(value, ir.Call) and (is_user_function(value.fn.obj) or by_source(value.fn.obj)) and \
                 any(self.is_active(a) for a in value.args + tuple(a for _, a in value.kwargs)):
             return self.call_user(stmt)

@@ -106,6 +106,11 @@ class Kinds:
         fact = self.facts.get(name, UNKNOWN)
         return fact in (NONE, MAYBE) or _rank(fact) == 0
 
+    def float_array(self, name: str) -> bool:
+        """Whether ``name`` holds a numpy array of floats (at least one axis) wherever it is bound."""
+        fact = self.facts.get(name, UNKNOWN)
+        return fact[0] == "num" and fact[1] >= 1 and bool(fact[2])
+
     def may_be_array(self, name: str) -> bool:
         """Whether ``name`` may hold an array (what is not known may): not a number, range, shape or index."""
         fact = self.facts.get(name, UNKNOWN)

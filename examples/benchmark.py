@@ -148,6 +148,16 @@ def mlp(W1, b1, W2, b2):
     return np.mean((logits - Y_MLP) ** 2)
 
 
+def mlp_by_hand(W1, b1, W2, b2):
+    """The gradient of ``mlp`` written by hand, as a numpy backprop is: the layers' products transposed."""
+    hidden = np.tanh(X_MLP @ W1 + b1)
+    residual = hidden @ W2 + b2 - Y_MLP
+    logits_bar = residual * (2.0 / residual.size)
+    hidden_bar = (logits_bar @ W2.T) * (1.0 - hidden * hidden)
+    grads = X_MLP.T @ hidden_bar, hidden_bar.sum(axis=0), hidden.T @ logits_bar, logits_bar.sum(axis=0)
+    return np.mean(residual ** 2), grads
+
+
 def thirty_lines(a, b):
     c = a * b + np.sin(a)
     d = c * c - np.cos(b)
@@ -587,10 +597,12 @@ def gradients(repeat: int) -> None:
               f"{_fmt(first):>11}")
     print("  (tangent-ad 0.4.0 has no rule for math.sin, and reads no x.shape: its element loop is written with "
           "len(x))")
+    mlp_args = workloads()[4][3]
     for name, fn, by_hand, argnums, args in (
             ("element loop", element_loop, element_loop_by_hand, (0,), (X_ELEMENTS,)),
             ("100-step loop, math.sin", loop_math, loop_math_by_hand, (0,), (0.5,)),
-            ("RNN, 50 steps, 64 units", rnn, rnn_by_hand, (0, 1), (W_RNN, np.zeros(64)))):
+            ("RNN, 50 steps, 64 units", rnn, rnn_by_hand, (0, 1), (W_RNN, np.zeros(64))),
+            ("MLP 784-256-10, batch 128", mlp, mlp_by_hand, (0, 1, 2, 3), mlp_args)):
         primal, ours, hand = side_by_side([fn, ast_ad.grad(fn, argnums), by_hand], args, rounds=3 * repeat + 4)
         print(f"  {name}, its gradient written by hand: {_fmt(hand)}, {hand / primal:.1f}x its primal "
               f"{_fmt(primal)} (ast_ad beside it: {ours / primal:.1f}x)")

@@ -46,7 +46,8 @@ def test_the_benchmark_times_correct_gradients() -> None:
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=name)
     # and the gradients written by hand that the benchmark measures against compute the same
     for fn, by_hand, args in ((benchmark.loop_math, benchmark.loop_math_by_hand, (0.5,)),
-                              (benchmark.rnn, benchmark.rnn_by_hand, (benchmark.W_RNN, np.full(64, 0.1)))):
+                              (benchmark.rnn, benchmark.rnn_by_hand, (benchmark.W_RNN, np.full(64, 0.1))),
+                              (benchmark.mlp, benchmark.mlp_by_hand, benchmark.workloads()[4][3])):
         value, gradient = by_hand(*args)
         assert value == pytest.approx(fn(*args), rel=1e-14)
         ours = ast_ad.grad(fn, tuple(range(len(args))))(*args)
