@@ -134,6 +134,7 @@ def element_loop_by_hand_taped(x):
 
 
 X_ELEMENTS = 1.0 + rng.standard_normal(3000) * 1e-3
+ONES_ELEMENTS = np.ones(3000)
 
 
 def rnn(W, h):
@@ -318,6 +319,8 @@ def second_order_workloads():
         ("jvp, 100-step loop, np.sin", loop_numpy, (0.5,),
          lambda f: lambda x: ast_ad.jvp(f, (x,), (1.0,)), None,
          lambda jax, f: lambda x: jax.jvp(f, (x,), (1.0,))),
+        ("jvp, element loop, n = 3000", element_loop, (X_ELEMENTS,),
+         lambda f: lambda x: ast_ad.jvp(f, (x,), (ONES_ELEMENTS,)), None, None),
         ("hvp, MLP loss in W1", mlp, (W1, b1, W2, b2),
          lambda f: lambda *a: ast_ad.hvp(f)(*a, v1),
          lambda ag, f: lambda *a: ag.make_hvp(f)(*a)[0](v1),
