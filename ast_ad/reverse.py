@@ -171,6 +171,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
         self.recomputed_ids: set[int] = set()
         self.terms: dict[int, Term] = {}
         self.nexts: set[str] = set()  # an adjoint's value before a statement that reads its target (``y = y * x``)
+        self.exacts: dict[tuple[int, int], bool] = {}  # ``exact``'s answers, by call and argument
 
     # ---- the driver -------------------------------------------------------------------------------------
     def run(self, shell: Adjoint | None = None) -> Adjoint:
@@ -187,7 +188,8 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
                                        "instead (xs[-1], xs = xs[:-1]), or pop a copy of it (xs = list(xs))")
         self.spread_structure()  # before the calls are planned: their container arguments are labelled so
         self.plan_calls()
-        self.spread_structure()  # and after: what the callees return
+        if self.calls:
+            self.spread_structure()  # and after: what the callees return
         result = self.function.result
         self.appended = {stmt.target for stmt in ir.walk(self.function.body) if isinstance(stmt, ir.Append)}
         seed = self.namer.fresh(f"{result.name}_bar" if isinstance(result, ir.Var) else "out_bar")
@@ -581,8 +583,16 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
     def exact(self, call: ir.Call, k: int) -> bool:
         """Whether an elementwise rule's contribution to argument ``k`` already has that argument's shape.
 
-        It does when no other operand can broadcast it up: when each is a scalar or shares its class.
+        It does when no other operand can broadcast it up: when each is a scalar or shares its class. (Asked
+        for each argument by ``float_zeros`` and again by its rule: the answer is kept.)
         """
+        key = (id(call), k)
+        found = self.exacts.get(key)
+        if found is None:
+            found = self.exacts[key] = self.exact_now(call, k)
+        return found
+
+    def exact_now(self, call: ir.Call, k: int) -> bool:
         mine = shape_class(call.args[k], self.classes)
         others = [shape_class(a, self.classes) for j, a in enumerate(call.args) if j != k]
         if mine == CONTAINER:
