@@ -1,4 +1,7 @@
-"""Copies folded away: after ``t1_bar = out_bar``, the reads of ``t1_bar`` read ``out_bar``, and the copy goes.
+"""Generated code made to read as written by hand: copies folded away (``folded``), a temporary written into its
+one reader (``Inliner``), and a shared adjoint or tangent taken out of a sum (``shared_factor``).
+
+Copies first: after ``t1_bar = out_bar``, the reads of ``t1_bar`` read ``out_bar``, and the copy goes.
 
 Reverse mode gives each rule's result a name (``t1_bar = out_bar`` for ``+``); a person writing the
 gradient by hand would not. The gradient's backward pass, before and after:

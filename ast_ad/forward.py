@@ -13,8 +13,12 @@ the statements read the forward rules with the program's names put in::
 Only *active* names (those that depend on a differentiated argument) get a
 tangent, named after the user's variable (``x1_dot``). Control flow is kept as
 it is: forward mode needs no tape. A call to one of the user's functions
-becomes a call to that function's own generated ``_jvp``. A tangent is never
-written in place, so tangents may share memory with each other.
+becomes a call to that function's own generated ``_jvp``. A tangent is written in place only where the loop's
+array is (``y_dot[i] = v_dot``, into a copy the loop makes before it, as it does of ``y``), so tangents may
+share memory with each other as the values they belong to do.
+
+Emission (``emit._jvp_tree``) writes each temporary that one later line reads into that line, as in reverse
+mode: ``y = np.sin(x) * 3.0`` and ``y_dot = x_dot * np.cos(x) * 3.0``.
 """
 
 from __future__ import annotations
