@@ -19,11 +19,12 @@ Each statement applies one primitive to atoms. Names are resolved here, against
 the function's real closure, globals and builtins, so ``np.sin``, ``numpy.sin``,
 ``from numpy import sin`` and ``xp.sin`` all become the same ``Ref``.
 
-Four jobs have modules of their own, base classes of the ``Lowerer``: ``aliasing`` (which names may
+Five jobs have modules of their own, base classes of the ``Lowerer``: ``aliasing`` (which names may
 reach the same object, and the checks before one changes), ``nested`` (functions the user's code
 defines or names, inlined where they are called; ``ast_ad.grad`` and friends written in the body),
 ``lower_control`` (``if``, ``while``, ``for`` and the iterations it unfolds, branch conditions) and
-``lower_calls`` (what a call calls, its arguments checked against what the rules follow; attribute reads).
+``lower_calls`` (what a call calls, its arguments checked against what the rules follow; attribute reads) and
+``lower_writes`` (item writes, appends, pops and calls that change an argument in place).
 """
 
 from __future__ import annotations
@@ -42,16 +43,14 @@ from ast_ad import ir, registry, runtime, syntax
 from ast_ad.aliasing import _var, live_after
 from ast_ad.check import COMPLEX_HINT, refuse
 from ast_ad.errors import LocatedError
-from ast_ad.lower_calls import BEING_LOWERED, PARAM_WRITES, CallLowering
-from ast_ad.lower_control import _atom_name, bindings
+from ast_ad.lower_calls import BEING_LOWERED, PARAM_WRITES
+from ast_ad.lower_control import bindings
+from ast_ad.lower_writes import BINARY, WriteLowering
 from ast_ad.naming import Namer, identifier
 from ast_ad.nested import _load, _locate_all, _rename_all
 from ast_ad.parse import Source
 from ast_ad.structure import structure
 
-BINARY = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
-          gast.Div: operator.truediv, gast.Pow: operator.pow, gast.MatMult: operator.matmul,
-          gast.FloorDiv: operator.floordiv, gast.Mod: operator.mod}
 UNARY = {gast.USub: operator.neg, gast.UAdd: operator.pos, gast.Not: operator.not_}
 COMPARE = {gast.Lt: operator.lt, gast.LtE: operator.le, gast.Gt: operator.gt, gast.GtE: operator.ge,
            gast.Eq: operator.eq, gast.NotEq: operator.ne}
@@ -120,7 +119,7 @@ def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
     return True
 
 
-class Lowerer(CallLowering):
+class Lowerer(WriteLowering):
     """Walks the gast tree once, appending one IR statement per primitive application."""
 
     def __init__(self, source: Source):
@@ -218,180 +217,8 @@ class Lowerer(CallLowering):
         if node.value is not None:
             self.assign(node.target, node.value)
 
-    def stmt_AugAssign(self, node: gast.AugAssign) -> None:
-        self.guard_in_place(node.target)
-        if isinstance(node.target, gast.Subscript):
-            self.augment_item(node)
-            return
-        if not isinstance(node.target, gast.Name):
-            raise refuse(node, "augmented assignment to an attribute is not supported: "
-                               "use a local variable", self.locate)
-        load = gast.Name(id=node.target.id, ctx=gast.Load(), annotation=None, type_comment=None)
-        value = gast.copy_location(gast.BinOp(left=gast.copy_location(load, node.target), op=node.op,
-                                              right=node.value), node)
-        self.assign(node.target, value)
-
-    def assign_item(self, target: gast.Subscript, value: ir.Atom, index: ir.Atom | None = None) -> None:
-        """``y[i] = v`` becomes ``y = assign_item(y, i, v)``: a new array, so every old value stays intact."""
-        base = target.value
-        if not isinstance(base, gast.Name) or base.id not in self.locals or base.id not in self.env:
-            raise refuse(target, "item assignment is supported on local variables only (y[i] = v, not "
-                                 "y.a[i] = v or g()[i] = v): assign to a local array first", self.locate)
-        array = self.expr(base)
-        index = self.index(target.slice) if index is None else index
-        call = ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (array, index, value))
-        if self.is_mutable(base.id):
-            self.body.append(ir.Assign(self.local(base.id).name, call, self.line))
-        else:
-            self.env[base.id] = self.bind(call, base.id, user=True)
-
-    def assign_nested(self, target: gast.Subscript, value: ir.Atom) -> None:
-        """``L[0][i] = v``: the object ``L[0]`` changes in place; ast_ad writes a new one back into ``L``.
-
-        Another variable that reaches ``L[0]``'s object would see Python's change: that is refused at run time.
-        """
-        outer = target.value
-        root = outer
-        while isinstance(root, gast.Subscript):
-            root = root.value
-        if not (isinstance(root, gast.Name) and root.id in self.env and root.id in self.locals):
-            raise refuse(target, "item assignment is supported on local variables only (y[i] = v, L[0][i] = v): "
-                                 "assign to a local array first", self.locate)
-        inner = self.expr(outer)
-        if isinstance(inner, ir.Var):
-            self.guard_object(inner, root.id)
-        index = self.index(target.slice)
-        new = self.bind(ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (inner, index, value)),
-                        f"{_atom_name(inner)}_new" if isinstance(inner, ir.Var) else "item")
-        self.bind_target(outer, new)
-
-    def augment_item(self, node: gast.AugAssign) -> None:
-        """``y[i] += v`` reads ``y[i]`` once, adds, and assigns the item."""
-        target = node.target
-        if isinstance(target.value, gast.Subscript):  # ``L[0][i] += v``
-            fn = BINARY.get(type(node.op))
-            if fn is None:
-                raise refuse(node, f"the operator {type(node.op).__name__} is not supported", self.locate)
-            new = self.bind(ir.Call(self.operator(fn), (self.expr(target), self.expr(node.value))), "t")
-            self.assign_nested(target, new)
-            return
-        array = self.expr(target.value) if isinstance(target.value, gast.Name) else None
-        if array is None:
-            raise refuse(target, "augmented assignment is supported on items of local variables only",
-                         self.locate)
-        index = self.index(target.slice)
-        old = self.bind(ir.Call(self.operator(operator.getitem), (array, index)), f"{target.value.id}_item")
-        # Python's ``+=`` changes the item itself where it is an array (a list's): another name that holds it
-        # would see the change, which ast_ad computes as a new array
-        self.guard_object(old, target.value.id)
-        fn = BINARY.get(type(node.op))
-        if fn is None:
-            raise refuse(node, f"the operator {type(node.op).__name__} is not supported", self.locate)
-        new = self.bind(ir.Call(self.operator(fn), (old, self.expr(node.value))), "t")
-        self.assign_item(target, new, index)
-
     def stmt_Return(self, node: gast.Return) -> None:
         raise refuse(node, "return is only supported as the last statement of the function", self.locate)
-
-    def stmt_Expr(self, node: gast.Expr) -> None:
-        """A call made for its effect: an append, an in-place write ast_ad rewrites, or a call it can see into.
-
-        Python passes arrays and lists by reference, so a call that may change its arguments is
-        lowered to what it computes (``np.add.at(y, i, v)`` is ``y = add_at(y, i, v)``) or refused.
-        """
-        call = node.value
-        if not isinstance(call, gast.Call):
-            if not isinstance(call, gast.Constant):
-                self.effect(node)
-            return
-        func = call.func
-        if isinstance(func, gast.Attribute) and self.is_local(func.value):
-            self.method_statement(call, func)
-            return
-        if isinstance(func, gast.Name) and func.id not in self.env and (func.id in self.local_functions
-                                                                      or func.id in self.partials):
-            self.expr(call)  # inlined, or a partial's function called: its writes are checked as any call's
-            return
-        fn = self.expr(func)
-        if not isinstance(fn, ir.Ref):
-            raise refuse(node, "calling a value computed inside the function is not supported yet: "
-                               "call a module-level function", self.locate)
-        twin = registry.in_place(fn.obj)
-        if twin is not None:
-            self.rewrite_in_place(call, call.args[0] if call.args else None, call.args[1:], twin)
-        elif any(kw.arg == "out" for kw in call.keywords) or inspect.isfunction(fn.obj) \
-                and registry.lookup(fn.obj) is None:
-            self.expr(call)  # out= is a write; a user function is transformed, its writes checked
-        elif registry.is_effect(fn.obj) or registry.lookup(fn.obj) is not None or not self.reads_locals(call):
-            self.effect(node)
-        else:
-            raise refuse(node, f"ast_ad cannot tell whether {fn.hint} changes its arguments, and its result is "
-                               "unused: assign what it computes to a variable, or register it as a primitive "
-                               "(ast_ad.extend.defvjp)", self.locate)
-
-    def method_statement(self, call: gast.Call, func: gast.Attribute) -> None:
-        """``xs.append(v)``, ``y.fill(v)``, ``y.sort()``: a method of a local value, called for its effect."""
-        if func.attr == "pop" and not call.args and not call.keywords:
-            self.pop(None, func.value)
-            return
-        if func.attr == "append" and len(call.args) == 1 and not call.keywords:
-            target = self.expr(func.value)
-            value = self.expr(call.args[0])
-            self.guard_in_place(func.value, container=True)
-            self.appends_left[func.value.id] = self.appends_left.get(func.value.id, 1) - 1
-            self.body.append(ir.Append(_var(target).name, value, self.line))
-            if isinstance(value, ir.Var):
-                self.contain(_var(target).name, value.name)
-            return
-        if func.attr == "extend" and len(call.args) == 1 and isinstance(call.args[0], (gast.List, gast.Tuple)):
-            for elt in call.args[0].elts:
-                append = gast.Attribute(value=func.value, attr="append", ctx=gast.Load())
-                self.method_statement(gast.copy_location(gast.Call(func=append, args=[elt], keywords=[]), call),
-                                      append)
-            return
-        twin = registry.in_place(getattr(np.ndarray, func.attr, None))
-        if twin is not None:
-            self.rewrite_in_place(call, func.value, call.args, twin)
-            return
-        raise refuse(call, f"the method .{func.attr}() changes {func.value.id} in place, which ast_ad does not "
-                           f"differentiate: compute a new value instead ({func.value.id} = ...), for lists "
-                           f"xs = xs + [v] or xs = xs[::-1]", self.locate)
-
-    def pop(self, target: gast.expr | None, source: gast.expr) -> None:
-        """``v = xs.pop()`` (or ``xs.pop()``) on a local list: how generated code reads its tape back."""
-        if target is None:
-            self.popped(source, None, False)
-            return
-        user = isinstance(target, gast.Name)
-        self.bind_target(target, self.popped(source, target.id if user else "popped", user))
-
-    def popped(self, source: gast.expr, hint: str | None, user: bool) -> ir.Var:
-        """``xs.pop()`` on a local list, in a statement of its own (``hint=None``: its value unused) or inside an
-        expression (``h_bar + out_bar.pop()``, as reverse mode writes a list's adjoint): its value's name."""
-        listed = self.expr(source)
-        self.guard_in_place(source, container=True)
-        fresh = self.namer.fresh(hint or "popped", user=user)
-        self.body.append(ir.Pop(fresh if hint is not None else None, _var(listed).name, self.line))
-        if hint is not None:
-            self.contain(_var(listed).name, fresh)  # the popped value is what was appended: it may be shared
-        return ir.Var(fresh)
-
-    def rewrite_in_place(self, call: gast.Call, target: gast.expr | None, rest: list[Any], twin: Any) -> None:
-        """``f(y, *rest)`` that changes ``y`` in place becomes ``y = twin(y, *rest)``, checked like ``y += ...``."""
-        if not (isinstance(target, gast.Name) and target.id in self.env and target.id in self.locals):
-            raise refuse(call, "this call changes its first argument in place; ast_ad follows that only for a "
-                               "local variable: assign the array to a local name first", self.locate)
-        self.guard_in_place(target)
-        held = self.hidden("twin")
-        value = gast.copy_location(gast.Call(func=_load(held), args=[target, *rest], keywords=call.keywords), call)
-        self.env[held] = ir.Ref(twin, getattr(twin, "__name__", "twin"))
-        try:
-            self.assign(target, value)
-        finally:
-            del self.env[held]
-
-    def reads_locals(self, node: gast.AST) -> bool:
-        return any(isinstance(n, gast.Name) and n.id in self.env for n in syntax.walk(node))
 
     def stmt_Delete(self, node: gast.Delete) -> None:
         """``del name``: the name is unbound (generated code frees arrays so), so a later read is refused."""
