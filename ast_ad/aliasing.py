@@ -21,6 +21,7 @@ import gast
 
 from ast_ad import ir, registry, runtime, syntax
 from ast_ad.analysis import is_user_function
+from ast_ad.errors import LocatedError
 from ast_ad.parse import Source
 
 
@@ -44,6 +45,7 @@ class Aliasing:
     namer: Any
     nesting: int  # how many blocks (branches, loop bodies) the statement being lowered is in
     writes: set[str]  # parameters whose values an in-place statement may change
+    shared_defaults: set[str]  # parameters whose default is an object a change would outlive the call in
     loop_shared: list[set[str]]  # per enclosing loop, the names it may bind to a shared object (``loop_shared``)
     checked_only: set[str]  # user names that only checks read (``checked``)
     live: frozenset[str] | None  # the names read after the statement being lowered (``live_after``), if known
@@ -69,7 +71,16 @@ class Aliasing:
         as they were, so what they share with other names does not matter.
         """
         related = self.reaching(atom.name, container)
-        self.writes |= {self.params[name] for name in related if name in self.params}
+        written = {self.params[name] for name in related if name in self.params}
+        for param in sorted(written & self.shared_defaults):
+            # Python keeps the change in the default object, and the next call starts from it; a gradient's call
+            # computes with the default as it was made, so the two would part at the next call
+            raise LocatedError(f"this changes the default value of the parameter {param} in place: Python keeps the "
+                               "change for the function's next call, which ast_ad's derivatives do not follow; make "
+                               f"the default None and make the value inside (if {param} is None: {param} = ...), or "
+                               f"change a copy ({param} = {param}.copy())", self.line.filename, self.line.lineno,
+                               self.line.text)
+        self.writes |= written
         # in a loop that may bind ``owner`` and another name to one object later in its body, the next step
         # may find them shared although nothing before this statement says so: every name that such a binding
         # of the loop may reach is checked too

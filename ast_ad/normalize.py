@@ -153,6 +153,7 @@ class Lowerer(WriteLowering):
         self.serial = 0  # for ``hidden`` names
         self.kinds: dict[str, str] = {}  # IR name -> "list" or "tuple", where that is known (see ``kind``)
         self.writes: set[str] = set()  # parameters whose values an in-place statement may change
+        self.shared_defaults = _shared_defaults(source.fn)  # (``Aliasing.guard_object`` refuses changing them)
         self.checked_only = _checked_only(source.tree, source.fn.__globals__)  # see ``Aliasing.note_views``
         self.liveness: dict[int, frozenset[str]] = {}  # what is read after each statement (``live_after``)
         self.live: frozenset[str] | None = None  # that, for the statement being lowered, if known
@@ -631,6 +632,25 @@ def _binary_hint(left: ir.Atom, word: str, right: ir.Atom) -> str:
     if isinstance(left, ir.Var) and isinstance(right, ir.Var):
         return f"{left.name}_{word}_{right.name}"
     return "t"
+
+
+_SCALARS = (type(None), bool, int, float, complex, str, bytes, range, np.generic)
+
+
+def _shared_defaults(fn: Any) -> set[str]:
+    """The parameters of ``fn`` whose default value is, or holds, an object that may change (an array, a list, a
+    dict...): one object for every call, so a change one call makes is there at the next."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return set()
+    return {p.name for p in parameters if p.default is not p.empty and not _unchanging(p.default)}
+
+
+def _unchanging(value: Any) -> bool:
+    if isinstance(value, (tuple, frozenset)):
+        return all(_unchanging(item) for item in value)
+    return isinstance(value, _SCALARS)
 
 
 def _closure(fn: Any) -> dict[str, Any]:

@@ -127,3 +127,13 @@ def pairs_of_differentiated_values(x):
 
 def next_of_a_generator(x):
     return next(v for v in x if v > 0.3)  # error here
+
+
+def writes_its_default(x, buf=np.zeros(2)):  # noqa: B008 -- the mistake this case is about
+    buf[0] = buf[0] + np.sum(x)  # error here
+    return np.sum(buf * x)
+
+
+def appends_to_its_default(x, seen=[]):  # noqa: B006 -- the mistake this case is about
+    seen.append(np.sum(x))  # error here
+    return sum(seen)

@@ -28,6 +28,9 @@ CASES = [
     (bad_inputs.recursive_nested, U, "calls itself"),
     (bad_inputs.pairs_of_differentiated_values, M, "for a, b in zip(xs, ys)"),
     (bad_inputs.next_of_a_generator, U, "assigns the item and breaks"),
+    # Python keeps a change of a default for the next call, which a derivative's call would not see
+    (bad_inputs.writes_its_default, L, "default value of the parameter buf"),
+    (bad_inputs.appends_to_its_default, L, "default value of the parameter seen"),
 ]
 
 

@@ -179,3 +179,15 @@ def test_forward_mode_memory_and_work_grow_linearly_with_the_steps() -> None:
     assert calls_large == calls_small < 50
     assert large < 5 * small
     assert large < 8 * 8 * 4000  # a few arrays of 4000 floats, not one a step
+
+
+def test_a_default_is_read_or_copied_as_python_does_and_a_change_of_it_is_refused() -> None:
+    """A default array is one object for all calls: reading it, or writing into a copy, gives at every call what
+    Python gives; a write into it is refused (``tests/test_errors.py``), as Python's next call would see it."""
+    x = np.array([0.5, 1.5])
+    for fun in (wf.reads_its_default, wf.writes_a_copy_of_its_default):
+        gradient = ast_ad.value_and_grad(fun)
+        for _ in range(3):
+            value, grad = gradient(x)
+            assert value == fun(x)
+            assert_fd(fun, (x,), (0,), (grad,))

@@ -107,3 +107,13 @@ def _steps(x, n):
 
 def calls_a_writer(x):
     return np.sum(_steps(x, 4) ** 2)
+
+
+def reads_its_default(x, w=np.array([1.0, 2.0])):  # noqa: B008 -- a default array, read
+    return np.sum(w * x)
+
+
+def writes_a_copy_of_its_default(x, buf=np.zeros(2)):  # noqa: B008 -- a default array, copied
+    b = buf.copy()
+    b[0] = np.sum(x)
+    return np.sum(b * x)
