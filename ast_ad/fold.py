@@ -468,11 +468,13 @@ def shared_factor(body: list[gast.stmt], adjoints: set[str] | frozenset[str],
         if kind is gast.If or kind is gast.For or kind is gast.While:
             stmt = syntax.new(kind, {**stmt.__dict__, "body": shared_factor(stmt.body, adjoints, number_call),
                                      "orelse": shared_factor(stmt.orelse, adjoints, number_call)})
-        elif kind is gast.Assign and type(stmt.value) is gast.BinOp and type(stmt.value.op) in (gast.Add, gast.Sub) \
-                and len(stmt.targets) == 1 and type(stmt.targets[0]) is gast.Name and stmt.targets[0].id in adjoints:
-            terms = _chain(stmt.value, (gast.Add, gast.Sub))
-            value = _factored(terms, adjoints, number_call) or _signed(terms)
-            if value is not None:
+        elif kind is gast.Assign and len(stmt.targets) == 1 and type(stmt.targets[0]) is gast.Name \
+                and stmt.targets[0].id in adjoints:
+            value = stmt.value
+            if type(value) is gast.BinOp and type(value.op) in (gast.Add, gast.Sub):
+                value = _factored(_chain(value, (gast.Add, gast.Sub)), adjoints, number_call) or value
+            value = _signed(value)
+            if value is not stmt.value:
                 stmt = syntax.new(gast.Assign, {**stmt.__dict__, "value": value})
         out.append(stmt)
     return out
@@ -506,17 +508,27 @@ def _factored(terms: list[tuple[type, gast.expr]], adjoints: set[str] | frozense
     return gast.BinOp(left=syntax.name(shared), op=gast.Mult(), right=_joined(rests))
 
 
-def _signed(terms: list[tuple[type, gast.expr]]) -> gast.expr | None:
-    """The sum ``terms`` with each term after the first that a minus sign leads subtracted without it (``a + -b``:
-    ``a - b``), or ``None`` where none is."""
-    changed = False
-    out = terms[:1]
-    for op, term in terms[1:]:
-        unsigned = syntax.unsigned(term)
-        if unsigned is not None:
-            op, term, changed = _FLIPPED[op], unsigned, True
-        out.append((op, term))
-    return _joined(out) if changed else None
+def _signed(node: gast.expr) -> gast.expr:
+    """``node`` with each term of a sum in it that a minus sign leads subtracted without it (``a + -b``: ``a - b``;
+    ``a - -b``: ``a + b``), at any depth; ``node`` itself where there is none. A sign flip is exact."""
+    kind = type(node)
+    if kind is gast.BinOp:
+        left, right = _signed(node.left), _signed(node.right)
+        op = type(node.op)
+        if op in _FLIPPED and (unsigned := syntax.unsigned(right)) is not None:
+            return gast.BinOp(left=left, op=_FLIPPED[op](), right=unsigned)
+        if left is node.left and right is node.right:
+            return node
+        return gast.BinOp(left=left, op=node.op, right=right)
+    if kind is gast.UnaryOp:
+        operand = _signed(node.operand)
+        return node if operand is node.operand else gast.UnaryOp(op=node.op, operand=operand)
+    if kind is gast.Call:
+        args = [_signed(arg) for arg in node.args]
+        if all(new is old for new, old in zip(args, node.args, strict=True)):
+            return node
+        return syntax.new(gast.Call, {**node.__dict__, "args": args})
+    return node
 
 
 def _chain(node: gast.expr, ops: tuple[type, ...]) -> list[tuple[type, gast.expr]]:

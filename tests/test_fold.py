@@ -183,7 +183,9 @@ def factored(code: str, adjoints: frozenset[str] = frozenset({"x_bar", "g"})) ->
 
 @pytest.mark.parametrize(("code", "expected"), [
     ("x_bar = x_bar * 0.1 * cos(x) + x_bar * 0.99", "x_bar = x_bar * (0.1 * cos(x) + 0.99)"),
-    ("x_bar = g * 2.0 - g * sin(x) + g * -3", "x_bar = g * (2.0 - sin(x) + -3)"),
+    ("x_bar = g * 2.0 - g * sin(x) + g * -3", "x_bar = g * (2.0 - sin(x) - 3)"),
+    # a minus-led term is subtracted at any depth: in parentheses, and in a call's arguments
+    ("x_bar = g + (a + -b * c)", "x_bar = g + (a - b * c)"), ("x_bar = f(a + -b) - -c", "x_bar = f(a - b) + c"),
     ("for x in xs:\n    x_bar = g * 2.0 + g * cos(x)", "for x in xs:\n    x_bar = g * (2.0 + cos(x))"),
     # another factor is a name: it may be a numpy array of integers, whose product could wrap around
     ("x_bar = x_bar * a + x_bar * 0.99", None),
