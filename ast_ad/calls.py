@@ -100,3 +100,21 @@ class Calls:
 
     def labels(self, args: list[ir.Atom], stmt: ir.Stmt) -> tuple[int, ...]:
         return call_labels(args, self.classes, self.structured, self.kinds, stmt)
+
+
+def callees_in_order(top: Any) -> list[Any]:
+    """Every adjoint (or tangent) ``top`` calls, callees before callers, each once: the order their functions are
+    printed in."""
+    order: dict[int, Any] = {}
+    _visit_callees(top, order, {id(top)})
+    if any(c is top for a in [top, *order.values()] for c in a.callees):
+        order[id(top)] = top  # top calls itself: it needs its own pair too
+    return list(order.values())
+
+
+def _visit_callees(a: Any, order: dict[int, Any], seen: set[int]) -> None:
+    for callee in a.callees:
+        if id(callee) not in seen:
+            seen.add(id(callee))
+            _visit_callees(callee, order, seen)
+            order[id(callee)] = callee

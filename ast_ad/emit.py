@@ -18,22 +18,16 @@ import builtins
 import re
 import sys
 import types
-from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 import gast
 import numpy as np
 
-from ast_ad import ir, printer, registry, syntax, writer
+from ast_ad import ir, printer, syntax, writer
 from ast_ad.calls import CalleeRef
-from ast_ad.fold import Inliner, filled, folded, folded_scanned, shared_factor
-from ast_ad.forward import Tangent
 from ast_ad.kinds import labelled
 from ast_ad.naming import Namer, identifier
 from ast_ad.records import record
-from ast_ad.release import released
-from ast_ad.reverse import Adjoint
 
 MODULE_NAMES = {"numpy": "np", "math": "math", "operator": "operator"}
 SPELLED_THROUGH = ("numpy", "numpy.linalg", "numpy.fft", "math", "operator")
@@ -78,45 +72,13 @@ def spelling(obj: Any, hint: str) -> tuple[str, tuple[str, ...]]:
     return identifier(hint.rsplit(".", 1)[-1]), ()
 
 
-def emit(top: Adjoint, single: bool) -> Emitted:
-    """The module text: every callee's ``_fwd``/``_bwd`` pair, then the gradient function."""
-    units = [(a, part, tree) for a in _callees(top) for part, tree in zip(("fwd", "bwd"), _pair(a), strict=True)]
-    return _module(units + [(top, "vjp", _combined(top, single))])
-
-
-def emit_pair(top: Adjoint) -> Emitted:
-    """The module of a ``_fwd``/``_bwd`` pair for ``top`` (after its callees'): for ``vjp``, whose backward
-    pass may run many times after one forward pass. The entry is ``top``'s ``_bwd``; its ``_fwd`` precedes it."""
-    adjoints = [a for a in _callees(top) if a is not top] + [top]
-    return _module([(a, part, tree) for a in adjoints for part, tree in zip(("fwd", "bwd"), _pair(a), strict=True)])
-
-
-def emit_jvp(top: Tangent) -> Emitted:
-    """The module text of forward mode: every callee's ``_jvp``, then the function's own."""
-    units = [(t, "jvp", _jvp_tree(t)) for t in _callees(top) if t is not top]
-    return _module(units + [(top, "jvp", _jvp_tree(top))])
-
-
-def _jvp_tree(t: Tangent) -> gast.FunctionDef:
-    """The forward-mode function of ``t``, each temporary that one later statement reads written into it
-    (``fold.Inliner``), and each tangent's shared factor taken out of its sums (``fold.shared_factor``): the
-    tangents of the user's own variables keep their names, as the variables do."""
-    users = t.function.users
-    keep = users | {t.dots[name] for name in users if name in t.dots}
-    inliner = Inliner(_inliner(t).pure, keep, t.numbers)
-    tree = t.tree("jvp")
-    inliner.count(tree.body)
-    *body, returned = shared_factor(inliner.block(tree.body), frozenset(t.dots.values()), _number_call(t))
-    kept = syntax.name_ids(returned, loads=True) | set(t.params)
-    tree.body = released(body, frozenset(), t.arrays - inliner.folded, kept, t.refs) + [returned]
-    return tree
-
-
-def _module(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
+def emit_units(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
     """Name every function and outside object of these (owner, part, tree) units, and print them.
 
-    An owner (an ``Adjoint`` or a ``Tangent``) has the ``function`` it derives from and the ``refs``
-    its trees' markers index; the last unit is the entry point.
+    An owner is what a transformation made (reverse mode's ``Adjoint``, forward mode's ``Tangent``: emission knows
+    neither, only that it has the ``function`` it derives from and the ``refs`` its trees' markers index); the
+    trees come finished from the transformation (``reverse_code``, ``forward.jvp_units``). The last unit is the
+    entry point.
     """
     found = [_names_in_order(tree) for _, _, tree in units]
     namer = Namer(reserved={n.id for names in found for n in names if not n.id.startswith(syntax.MARK)})
@@ -236,7 +198,7 @@ def emit_tree(tree: gast.FunctionDef, refs: syntax.RefTable) -> tuple[str, dict[
     not for gradients, which re-read changing globals on every call.
     """
     tree = syntax.clone(tree)
-    namer = Namer(reserved=_locals([tree]))
+    namer = Namer(reserved=local_names([tree]))
     chosen: dict[int, str] = {}
     namespace: dict[str, Any] = {}
 
@@ -256,175 +218,16 @@ def emit_tree(tree: gast.FunctionDef, refs: syntax.RefTable) -> tuple[str, dict[
     return _print(tree), namespace
 
 
+def local_names(trees: list[gast.FunctionDef]) -> set[str]:
+    """The names the functions ``trees`` bind or read, but markers of outside objects: no outside object may take
+    one of them."""
+    return {name for t in trees for name in syntax.name_ids(t) if not name.startswith(syntax.MARK)}
+
+
 def _root_module(obj: Any) -> types.ModuleType:
     """The top-level module a spelled-through function is read from (``numpy`` for ``np.linalg.inv``)."""
     module = obj.__module__ if obj.__module__ != "_operator" else "operator"
     return sys.modules[module.split(".")[0]]
-
-
-def _callees(top: Any) -> list[Any]:
-    """Every adjoint ``top`` calls, callees before callers, each once."""
-    order: dict[int, Any] = {}
-    _visit_callees(top, order, {id(top)})
-    if any(c is top for a in [top, *order.values()] for c in a.callees):
-        order[id(top)] = top  # top calls itself: it needs its own pair too
-    return list(order.values())
-
-
-def _visit_callees(a: Any, order: dict[int, Any], seen: set[int]) -> None:
-    for callee in a.callees:
-        if id(callee) not in seen:
-            seen.add(id(callee))
-            _visit_callees(callee, order, seen)
-            order[id(callee)] = callee
-
-
-def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
-    grads = [syntax.name(g) for g in a.grads]
-    result = syntax.tuple_([a.result, grads[0] if single else syntax.tuple_(grads)])
-    keep = {n.id for n in syntax.walk(result) if isinstance(n, gast.Name)}
-    keep |= {a.seed, *a.params}
-    ret = syntax.ret(result)
-    inliner = _inliner(a)
-    if inliner.listless(a.forward, a.backward):  # each statement scanned once, for both folds and the count
-        backward, scanned = folded_scanned(a.backward, keep, [inliner.scan(stmt) for stmt in a.backward])
-        scans: list[Any] = inliner.counted([a.forward, backward, [ret]], [None, scanned, None])
-    else:
-        backward, scans = folded(a.backward, keep), [None, None]
-        inliner.count([*a.forward, *backward, ret])
-    forward, backward = inliner.block(a.forward, scans[0]), inliner.block(backward, scans[1])
-    backward = shared_factor(backward, a.adjoints, _number_call(a))
-    # an array bound once, and that assignment written into its reader, is no name to release
-    releasable = a.releasable - inliner.folded
-    body = _iterated(forward + released(backward, releasable, a.array_adjoints, keep, a.refs) + [ret], a.refs)
-    return syntax.function(f"{a.function.name}_vjp", [*a.params, a.seed], body, [syntax.const(1.0)])
-
-
-def _iterated(body: list[gast.stmt], refs: syntax.RefTable) -> list[gast.stmt]:
-    """``body`` with each backward loop that starts its step by popping a tape, and reads no index, written
-    as a loop over the tape: ``for x in reversed(x_tape):`` in place of ``for t in reversed(r):`` and
-    ``x = x_tape.pop()``, as a person writes it (a step costs no call).
-
-    It applies where the tape is a list made empty once, at the top, and used for nothing but one push, at
-    the top of a loop ``for t in r:`` with no ``break`` or ``continue`` (one push a step), and this one pop;
-    where ``r`` is bound once; and where nothing reads the backward loop's variable, in it or after it. The
-    tape then holds one value a step, and the loop visits them last to first, as the pops did, leaving the
-    name bound to the first, as the last pop did.
-    """
-    if not any(type(stmt) is gast.For and type(stmt.iter) is gast.Call for stmt in body):
-        return body  # no loop over ``reversed(...)`` to look at: nothing to walk
-    made: dict[str, int] = {}
-    pushes: dict[str, list[int]] = {}  # tape -> the top-level loops that push to it
-    uses: Counter[str] = Counter()  # every read of a name, and how many of them are a push or a pop
-    tape_uses: Counter[str] = Counter()
-    bound: Counter[str] = Counter()
-    for k, stmt in enumerate(body):
-        if type(stmt) is gast.Assign and len(stmt.targets) == 1 and type(stmt.targets[0]) is gast.Name \
-                and type(stmt.value) is gast.List and not stmt.value.elts:
-            made[stmt.targets[0].id] = made.get(stmt.targets[0].id, 0) + 1
-        if type(stmt) is gast.For and type(stmt.iter) is gast.Name and not any(
-                type(n) in (gast.Break, gast.Continue) for n in syntax.walk(stmt)):
-            for inner in stmt.body:
-                call: Any = inner.value if type(inner) is gast.Expr else None
-                if type(call) is gast.Call and type(call.func) is gast.Attribute and call.func.attr == "append" \
-                        and type(call.func.value) is gast.Name:
-                    pushes.setdefault(call.func.value.id, []).append(k)
-        for node in syntax.walk(stmt):
-            if type(node) is gast.Name:
-                (uses if type(node.ctx) is gast.Load else bound)[node.id] += 1
-            elif type(node) is gast.Attribute and node.attr in ("append", "pop") and type(node.value) is gast.Name:
-                tape_uses[node.value.id] += 1
-    out = list(body)
-    for k, loop in enumerate(body):
-        if not (type(loop) is gast.For and type(loop.target) is gast.Name and type(loop.iter) is gast.Call
-                and refs.lookup(getattr(loop.iter.func, "id", "")) is reversed and len(loop.iter.args) == 1
-                and type(loop.iter.args[0]) is gast.Name and not loop.orelse):
-            continue
-        steps = loop.iter.args[0].id
-        first = next((j for j, stmt in enumerate(loop.body) if syntax.comment_text(stmt) is None), None)
-        pop: Any = loop.body[first] if first is not None else None
-        if not (type(pop) is gast.Assign and len(pop.targets) == 1 and type(pop.targets[0]) is gast.Name
-                and type(pop.value) is gast.Call and not pop.value.args and type(pop.value.func) is gast.Attribute
-                and pop.value.func.attr == "pop" and type(pop.value.func.value) is gast.Name):
-            continue
-        tape = pop.value.func.value.id
-        forward = pushes.get(tape, [])
-        index = loop.target.id
-        if made.get(tape) != 1 or bound[tape] != 1 or not uses[tape] == tape_uses[tape] == 2 or len(forward) != 1 \
-                or forward[0] > k or getattr(body[forward[0]].iter, "id", None) != steps or bound[steps] != 1 \
-                or any(type(n) is gast.Name and n.id == index and type(n.ctx) is gast.Load
-                       for stmt in body[k:] for n in syntax.walk(stmt)):
-            continue
-        out[k] = syntax.new(gast.For, {**loop.__dict__, "target": pop.targets[0],
-                                       "iter": syntax.new(gast.Call, {**loop.iter.__dict__,
-                                                                       "args": [syntax.name(tape)]}),
-                                       "body": filled([stmt for stmt in loop.body if stmt is not pop])})
-    return out
-
-
-def _inlined(owner: Any, blocks: list[list[gast.stmt]], also_read: list[gast.stmt]) -> list[list[gast.stmt]]:
-    """Each block of one function with the temporaries one later statement reads written into it (``fold.Inliner``)."""
-    inliner = _inliner(owner)
-    inliner.count([stmt for block in blocks for stmt in block] + also_read)
-    return [inliner.block(block) for block in blocks]
-
-
-def _inliner(owner: Any) -> Inliner:
-    """The ``fold.Inliner`` of ``owner``'s code: its calls of registered functions with no effect move."""
-    refs = owner.refs
-
-    def pure(call: gast.Call) -> bool:
-        obj = _called(call, refs)
-        return obj is not None and registry.is_pure(obj)
-    return Inliner(pure, owner.function.users, getattr(owner, "numbers", frozenset()))
-
-
-def _number_call(owner: Any) -> Callable[[gast.Call], bool]:
-    """Whether a call of ``owner``'s code is of a registered function with no effect that gives a Python number."""
-    refs = owner.refs
-
-    def number_call(call: gast.Call) -> bool:
-        obj = _called(call, refs)
-        return obj is not None and registry.is_pure(obj) and registry.gives_number(obj)
-    return number_call
-
-
-def _called(call: gast.Call, refs: syntax.RefTable) -> Any:
-    """The function ``call`` calls, found through ``refs`` (``math.cos``: the module's attribute), or ``None``
-    where it is not one of those objects, or is a user's function's generated pair."""
-    func, attrs = call.func, []
-    while type(func) is gast.Attribute:  # a function of a module: ``math.cos``
-        attrs.append(func.attr)
-        func = func.value
-    obj = refs.lookup(func.id) if type(func) is gast.Name else None
-    if attrs:
-        if not isinstance(obj, types.ModuleType):
-            return None
-        for attr in reversed(attrs):
-            obj = getattr(obj, attr, None)
-    return None if isinstance(obj, CalleeRef) else obj
-
-
-def _pair(a: Adjoint) -> list[gast.FunctionDef]:
-    saved = a.saved()
-    local = Namer(used=_locals([syntax.function("f", list(a.params), a.forward + a.backward)]) | {a.seed})
-    pack = local.fresh("saved")
-    top = {n.id for s in a.forward if isinstance(s, gast.Assign) for n in gast.walk(s.targets[0])
-           if isinstance(n, gast.Name)}
-    unbound = [syntax.assign(s, syntax.const(None)) for s in saved if s not in top and s not in a.params]
-    ret = syntax.ret(syntax.tuple_([a.result, syntax.tuple_([syntax.name(s) for s in saved])]))
-    (forward,) = _inlined(a, [unbound + a.forward], [ret])
-    fwd = syntax.function(f"{a.function.name}_fwd", list(a.params), forward + [ret])
-    unpack = [syntax.assign(saved, syntax.name(pack))] if saved else []
-    ret = syntax.ret(syntax.tuple_([syntax.name(g) for g in a.grads]))
-    (backward,) = _inlined(a, [folded(a.backward, {*a.grads, a.seed})], [*unpack, ret])
-    backward = shared_factor(backward, a.adjoints, _number_call(a))
-    bwd = syntax.function(f"{a.function.name}_bwd", [pack, a.seed], unpack + backward + [ret])
-    return [fwd, bwd]
-
-
-def _locals(trees: list[gast.FunctionDef]) -> set[str]:
-    return {name for t in trees for name in syntax.name_ids(t) if not name.startswith(syntax.MARK)}
 
 
 _COMMENT = re.compile(r"^(\s*)(?:'|\"|'''|\"\"\")" + syntax.MARK + r"#(\d+)(?:'|\"|'''|\"\"\")\s*$", re.M)

@@ -29,13 +29,15 @@ names. A copy nothing reads is dropped.
 from __future__ import annotations
 
 import bisect
+import types
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 import gast
 
-from ast_ad import syntax
+from ast_ad import registry, syntax
+from ast_ad.calls import CalleeRef
 
 
 class Tally(dict[str, int]):
@@ -556,3 +558,37 @@ def _python_number(node: gast.expr, number_call: Callable[[gast.Call], bool]) ->
     if type(node) is gast.Constant:
         return type(node.value) in (int, float)
     return type(node) is gast.Call and number_call(node)
+
+
+def pure_calls(refs: syntax.RefTable) -> Callable[[gast.Call], bool]:
+    """Whether a call of generated code (its objects in ``refs``) is of a registered function with no effect: the
+    ``Inliner`` moves such a call into its reader."""
+    def pure(call: gast.Call) -> bool:
+        obj = _called(call, refs)
+        return obj is not None and registry.is_pure(obj)
+    return pure
+
+
+def number_calls(refs: syntax.RefTable) -> Callable[[gast.Call], bool]:
+    """Whether a call of generated code is of a registered function with no effect that gives a Python number
+    (``registry.def_number_result``): ``shared_factor`` takes a factor out of sums of those."""
+    def number_call(call: gast.Call) -> bool:
+        obj = _called(call, refs)
+        return obj is not None and registry.is_pure(obj) and registry.gives_number(obj)
+    return number_call
+
+
+def _called(call: gast.Call, refs: syntax.RefTable) -> Any:
+    """The function ``call`` calls, found through ``refs`` (``math.cos``: the module's attribute), or ``None``
+    where it is not one of those objects, or is a user's function's generated pair."""
+    func, attrs = call.func, []
+    while type(func) is gast.Attribute:  # a function of a module: ``math.cos``
+        attrs.append(func.attr)
+        func = func.value
+    obj = refs.lookup(func.id) if type(func) is gast.Name else None
+    if attrs:
+        if not isinstance(obj, types.ModuleType):
+            return None
+        for attr in reversed(attrs):
+            obj = getattr(obj, attr, None)
+    return None if isinstance(obj, CalleeRef) else obj

@@ -17,7 +17,7 @@ becomes a call to that function's own generated ``_jvp``. A tangent is written i
 array is (``y_dot[i] = v_dot``, into a copy the loop makes before it, as it does of ``y``), so tangents may
 share memory with each other as the values they belong to do.
 
-Emission (``emit._jvp_tree``) writes each temporary that one later line reads into that line, as in reverse
+Its functions, finished (``jvp_units``), write each temporary that one later line reads into that line, as in reverse
 mode: ``y = np.sin(x) * 3.0`` and ``y_dot = x_dot * np.cos(x) * 3.0``.
 """
 
@@ -49,12 +49,14 @@ from ast_ad.analysis import (
     unfollowed,
     usefulness,
 )
-from ast_ad.calls import CalleeRef
+from ast_ad.calls import CalleeRef, callees_in_order
 from ast_ad.errors import LocatedError, MissingRuleError, UnsupportedSyntaxError
+from ast_ad.fold import Inliner, number_calls, pure_calls, shared_factor
 from ast_ad.inline import bindable, inline
 from ast_ad.kinds import kinds_of
 from ast_ad.naming import Namer
 from ast_ad.records import field, record
+from ast_ad.release import released
 from ast_ad.syntax import RefTable
 
 
@@ -77,6 +79,27 @@ class Tangent:
 
 
 Derive = Callable[[Any, tuple[int, ...], tuple[int, ...]], Tangent]
+
+
+def jvp_units(top: Tangent) -> list[tuple[Tangent, str, gast.FunctionDef]]:
+    """Every callee's ``_jvp``, then the function's own, finished, for ``emit`` to name and print."""
+    return [(t, "jvp", _jvp_tree(t)) for t in callees_in_order(top) if t is not top] + [(top, "jvp", _jvp_tree(top))]
+
+
+def _jvp_tree(t: Tangent) -> gast.FunctionDef:
+    """The forward-mode function of ``t``, each temporary that one later statement reads written into it
+    (``fold.Inliner``), and each tangent's shared factor taken out of its sums (``fold.shared_factor``): the
+    tangents of the user's own variables keep their names, as the variables do. The arrays are let go after their
+    last reads (``release.released``), which only the folded code says."""
+    users = t.function.users
+    keep = users | {t.dots[name] for name in users if name in t.dots}
+    inliner = Inliner(pure_calls(t.refs), keep, t.numbers)
+    tree = t.tree("jvp")
+    inliner.count(tree.body)
+    *body, returned = shared_factor(inliner.block(tree.body), frozenset(t.dots.values()), number_calls(t.refs))
+    kept = syntax.name_ids(returned, loads=True) | set(t.params)
+    tree.body = released(body, frozenset(), t.arrays - inliner.folded, kept, t.refs) + [returned]
+    return tree
 
 
 def forward(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,

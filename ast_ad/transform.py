@@ -17,12 +17,13 @@ from typing import Any
 
 from ast_ad import ir, logs, store
 from ast_ad.check import check_source
-from ast_ad.emit import emit, emit_forward, emit_jvp, emit_pair
-from ast_ad.forward import Tangent, forward
+from ast_ad.emit import emit_forward, emit_units
+from ast_ad.forward import Tangent, forward, jvp_units
 from ast_ad.load import Loaded, load
 from ast_ad.normalize import normalize
 from ast_ad.parse import parse
 from ast_ad.reverse import Adjoint, reverse
+from ast_ad.reverse_code import gradient_units, pair_units
 from ast_ad.syntax import RefTable
 
 SLOW_SECONDS = 1.0  # a first transform slower than this says so, once, at the WARNING level
@@ -84,7 +85,8 @@ def gradient(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int,
              checkpoints: int | None = None) -> Loaded:
     """The loaded gradient function, transformed again when a function or module it reads has changed."""
     return _built(gradient_key(fn, argnums, single, shapes, checkpoints), fn, "gradient", "parse, normalize, reverse",
-                  lambda: adjoint(fn, argnums, shapes, checkpoints=checkpoints), lambda derived: emit(derived, single),
+                  lambda: adjoint(fn, argnums, shapes, checkpoints=checkpoints),
+                  lambda derived: emit_units(gradient_units(derived, single)),
                   _adjoints)
 
 
@@ -148,7 +150,8 @@ def pair(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
          checkpoints: int | None = None) -> tuple[Any, Any, Loaded]:
     """The loaded ``(f_fwd, f_bwd)``: ``f_fwd(*args) -> (out, saved)``, ``f_bwd(saved, out_bar) -> adjoints``."""
     loaded = _built(("pair", fn, argnums, shapes, checkpoints), fn, "vjp", "parse, normalize, reverse",
-                    lambda: adjoint(fn, argnums, shapes, checkpoints=checkpoints), emit_pair, _adjoints)
+                    lambda: adjoint(fn, argnums, shapes, checkpoints=checkpoints),
+                  lambda derived: emit_units(pair_units(derived)), _adjoints)
     bwd = loaded.fn
     fwd = loaded.namespace[list(loaded.files)[-2]]  # the pair is printed fwd, then bwd
     return fwd, bwd, loaded
@@ -182,7 +185,8 @@ def jvp_function(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
                  needed: tuple[bool, ...] | None = None) -> Loaded:
     """The loaded forward-mode function ``f_jvp(*args, *tangents) -> (out, out_dot)``."""
     return _built(jvp_key(fn, argnums, shapes, needed), fn, "forward mode", "parse, normalize, forward",
-                  lambda: tangent(fn, argnums, shapes, needed), emit_jvp, _tangents)
+                  lambda: tangent(fn, argnums, shapes, needed),
+                  lambda derived: emit_units(jvp_units(derived)), _tangents)
 
 
 @contextlib.contextmanager
