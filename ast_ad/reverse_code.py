@@ -37,6 +37,9 @@ def pair_units(top: Adjoint) -> list[Unit]:
 
 
 def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
+    """The gradient as one function, ``f_vjp(*params, out_bar=1.0) -> (out, grads)``: the forward sweep, then the
+    backward pass, its copies folded, its temporaries written into their readers, its shared factors taken out,
+    and its arrays let go after their last reads (one gradient where ``single``, else a tuple)."""
     grads = [syntax.name(g) for g in a.grads]
     result = syntax.tuple_([a.result, grads[0] if single else syntax.tuple_(grads)])
     keep = {n.id for n in syntax.walk(result) if isinstance(n, gast.Name)}
@@ -132,6 +135,8 @@ def _inliner(a: Adjoint) -> Inliner:
 
 
 def _pair(a: Adjoint) -> list[gast.FunctionDef]:
+    """``f_fwd(*params) -> (out, saved)`` and ``f_bwd(saved, out_bar) -> grads``: the forward pass returns what the
+    backward pass reads, which may run many times after it."""
     saved = a.saved()
     local = Namer(used=local_names([syntax.function("f", list(a.params), a.forward + a.backward)]) | {a.seed})
     pack = local.fresh("saved")
