@@ -250,3 +250,48 @@ def test_the_users_own_sums_of_products_are_computed_as_written() -> None:
         differs += value != x * (0.99 + 2.5 - 1.5)
     assert differs  # (the factored form would have changed some of them)
     assert "x_bar = out_bar * (-1.5 + 2.5 + 0.99)" in ast_ad.source(vg, 0.5)
+
+
+def _random_sum(draw) -> str:
+    """A sum of products ``g * ...`` (sometimes ``-g * ...``, or a term without ``g``), their other factors number
+    literals, ``cos(x)``, ``sin(x)`` or a name ``a`` that may hold anything."""
+    from hypothesis import strategies as st
+
+    factors = st.sampled_from(["0.1", "2.0", "-3", "7", "cos(x)", "sin(x)", "a", "-0.5"])
+    terms = []
+    for _ in range(draw(st.integers(2, 4))):
+        lead = draw(st.sampled_from(["g", "g", "-g", "a"]))
+        rest = [draw(factors) for _ in range(draw(st.integers(1, 3)))]
+        terms.append(" * ".join([lead, *rest]))
+    ops = [draw(st.sampled_from([" + ", " - "])) for _ in terms[1:]]
+    return terms[0] + "".join(op + term for op, term in zip(ops, terms[1:], strict=True))
+
+
+def test_a_factored_sum_computes_the_sum_to_rounding_for_random_sums() -> None:
+    """Hypothesis for breadth: for random sums of products, ``shared_factor`` either leaves the sum as it is or
+    gives one equal to it within a few units in the last place of the terms' sizes, of the same type; a sum with a
+    term led by ``a``, or a factor ``a``, keeps its terms (its signs may be tidied, which is exact)."""
+    import math
+
+    import numpy as np
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    @given(st.data(), st.floats(-3, 3), st.floats(-2, 2))
+    def check(data, x, g) -> None:
+        written = _random_sum(data.draw)
+        out = factored(f"x_bar = {written}").split(" = ", 1)[1]
+        scope = {"g": g, "x": x, "a": 1.25, "cos": math.cos, "sin": math.sin}
+        before, after = eval(written, scope), eval(out, scope)  # noqa: S307
+        assert type(after) is type(before)
+        size = eval(written.replace(" - ", " + ").replace("-", ""), {**scope, "g": abs(g), "x": x,  # noqa: S307
+                                                                      "cos": lambda v: abs(math.cos(v)),
+                                                                      "sin": lambda v: abs(math.sin(v))})
+        assert abs(after - before) <= 8 * np.finfo(float).eps * size + 1e-300
+        if out.startswith("g * ("):
+            taken_out.append(written)
+            assert " a" not in f" {written}"  # a name may hold integers: no factor is taken out past one
+
+    taken_out: list[str] = []
+    check()
+    assert taken_out  # (the draws reach the factored case)
