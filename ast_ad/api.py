@@ -35,7 +35,6 @@ STAGES = ("normalized", "adjoint", "jvp")
 # Argument types known to be scalars; the generated code is specialized on them.
 SCALAR_TYPES = frozenset({float, int, np.float64, np.float32, np.float16, np.int64, np.int32})
 PLAIN_FLOATS = frozenset({float, np.float64})
-FLOAT64 = np.float64
 
 
 P = ParamSpec("P")

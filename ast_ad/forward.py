@@ -171,7 +171,7 @@ class Forwarder:
         return tangent
 
     def arrays(self) -> frozenset[str]:
-        """The names (values and tangents) that may hold arrays: ``emit`` deletes each after its last read, as
+        """The names (values and tangents) that may hold arrays: ``jvp_units`` deletes each after its last read, as
         reverse mode's (``release.released``), so that a long chain of big arrays holds only what is still to be
         read."""
         arrays = {n for n in self.function.names() if n not in self.structured and self.kinds.may_be_array(n)
@@ -292,7 +292,7 @@ class Forwarder:
                                                for n in syntax.walk(tangent)):
                 # bound again where its block read the old value (``x = x * 0.99 + math.sin(x) * 0.1``, lowered):
                 # the tangent first, so that what the tangents before it read of the old value (``x`` in
-                # ``x_dot * math.cos(x)``) can be written into it where they are read (``emit``'s folding)
+                # ``x_dot * math.cos(x)``) can be written into it where they are read (``jvp_units``' folding)
                 return [syntax.assign(self.dot(target), tangent), primal]
             return [primal, syntax.assign(self.dot(target), tangent)]
         if not any(isinstance(n, gast.Name) and n.id == ans for n in syntax.walk(tangent)):

@@ -75,12 +75,6 @@ def gradient_key(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[
     return (fn, argnums, single, shapes, checkpoints)
 
 
-def current(loaded: Loaded) -> bool:
-    """Whether ``loaded`` is still the module cached for its key (none has replaced it), and what it reads is
-    unchanged."""
-    return not loaded.replaced and loaded.refresh()
-
-
 def gradient(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int, ...],
              checkpoints: int | None = None) -> Loaded:
     """The loaded gradient function, transformed again when a function or module it reads has changed."""
@@ -151,7 +145,7 @@ def pair(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
     """The loaded ``(f_fwd, f_bwd)``: ``f_fwd(*args) -> (out, saved)``, ``f_bwd(saved, out_bar) -> adjoints``."""
     loaded = _built(("pair", fn, argnums, shapes, checkpoints), fn, "vjp", "parse, normalize, reverse",
                     lambda: adjoint(fn, argnums, shapes, checkpoints=checkpoints),
-                  lambda derived: emit_units(pair_units(derived)), _adjoints)
+                    lambda derived: emit_units(pair_units(derived)), _adjoints)
     bwd = loaded.fn
     fwd = loaded.namespace[list(loaded.files)[-2]]  # the pair is printed fwd, then bwd
     return fwd, bwd, loaded
