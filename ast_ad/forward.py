@@ -1,7 +1,7 @@
-"""Stage 4', forward mode: each statement followed by the statement of its tangent.
+"""Stage 4', forward mode: IR in, IR out. Each statement, followed by the statements of its tangent.
 
 For ``return np.log(x1) + x1 * x2 - np.sin(x2)`` with both arguments active,
-the statements read the forward rules with the program's names put in::
+the statements read the forward rules with the program's names put in, printed::
 
     log_x1 = np.log(x1)
     log_x1_dot = x1_dot / x1
@@ -17,20 +17,25 @@ becomes a call to that function's own generated ``_jvp``. A tangent is written i
 array is (``y_dot[i] = v_dot``, into a copy the loop makes before it, as it does of ``y``), so tangents may
 share memory with each other as the values they belong to do.
 
-Its functions, finished (``jvp_units``), write each temporary that one later line reads into that line, as in reverse
-mode: ``y = np.sin(x) * 3.0`` and ``y_dot = x_dot * np.cos(x) * 3.0``.
+Each rule's body is lowered to IR once and put in with the statement's atoms (``templates``), so what
+``Forwarder`` makes is an ``ir.Function`` in the grammar of ``ir`` (``Tangent.code``): forward mode can read it
+again as it is. Its functions, finished (``jvp_units``), are printed from that IR (``syntax.function_of``), each
+temporary that one later line reads written into that line, as in reverse mode: ``y = np.sin(x) * 3.0`` and
+``y_dot = x_dot * np.cos(x) * 3.0``.
 """
 
 from __future__ import annotations
 
 import inspect
+import operator
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, TypeGuard
 
 import gast
 import numpy as np
 
-from ast_ad import ir, registry, runtime, syntax
+from ast_ad import ir, registry, runtime, syntax, templates
 from ast_ad.analysis import (
     CONTAINER,
     SCALAR,
@@ -52,7 +57,7 @@ from ast_ad.analysis import (
 from ast_ad.calls import CalleeRef, callees_in_order
 from ast_ad.errors import LocatedError, MissingRuleError, UnsupportedSyntaxError
 from ast_ad.fold import Inliner, number_calls, pure_calls, shared_factor
-from ast_ad.inline import bindable, inline
+from ast_ad.inline import bindable
 from ast_ad.kinds import kinds_of
 from ast_ad.naming import Namer
 from ast_ad.records import field, record
@@ -62,20 +67,17 @@ from ast_ad.syntax import RefTable
 
 @record(frozen=False, eq=False)
 class Tangent:
-    """A function's forward-mode code: its statements, interleaved with their tangents."""
+    """A function's forward-mode code: its statements, interleaved with their tangents, as IR (``code``)."""
 
     function: ir.Function
     argnums: tuple[int, ...]
-    params: list[str]
-    body: list[gast.stmt]
-    refs: RefTable
+    code: ir.Function | None = None  # the forward-mode function: the parameters, then the given tangents
+    refs: RefTable = field(default_factory=RefTable)  # the outside objects its printed tree reads (``jvp_units``)
     callees: list[Tangent] = field(default_factory=list)
     numbers: frozenset[str] = frozenset()  # names of the function that certainly hold numbers (``kinds``)
     dots: dict[str, str] = field(default_factory=dict)  # each active name's tangent's name (``x``: ``x_dot``)
     arrays: frozenset[str] = frozenset()  # names that may hold arrays: released after their last read
-
-    def tree(self, name: str) -> gast.FunctionDef:
-        return syntax.function(name, self.params, self.body)
+    watched: tuple[ir.Ref, ...] = ()  # the user's functions whose ``_jvp`` it calls: the code reads them again
 
 
 Derive = Callable[[Any, tuple[int, ...], tuple[int, ...]], Tangent]
@@ -87,17 +89,21 @@ def jvp_units(top: Tangent) -> list[tuple[Tangent, str, gast.FunctionDef]]:
 
 
 def _jvp_tree(t: Tangent) -> gast.FunctionDef:
-    """The forward-mode function of ``t``, each temporary that one later statement reads written into it
-    (``fold.Inliner``), and each tangent's shared factor taken out of its sums (``fold.shared_factor``): the
-    tangents of the user's own variables keep their names, as the variables do. The arrays are let go after their
-    last reads (``release.released``), which only the folded code says."""
+    """The forward-mode function of ``t`` as syntax (``syntax.function_of``), each temporary that one later statement
+    reads written into it (``fold.Inliner``), and each tangent's shared factor taken out of its sums
+    (``fold.shared_factor``): the tangents of the user's own variables keep their names, as the variables do. The
+    arrays are let go after their last reads (``release.released``), which only the folded code says."""
+    assert t.code is not None
     users = t.function.users
     keep = users | {t.dots[name] for name in users if name in t.dots}
+    t.refs = RefTable()
+    for ref in t.watched:
+        t.refs.ref(ref)
+    tree = syntax.function_of(t.code, "jvp", t.refs)
     inliner = Inliner(pure_calls(t.refs), keep, t.numbers)
-    tree = t.tree("jvp")
     inliner.count(tree.body)
     *body, returned = shared_factor(inliner.block(tree.body), frozenset(t.dots.values()), number_calls(t.refs))
-    kept = syntax.name_ids(returned, loads=True) | set(t.params)
+    kept = syntax.name_ids(returned, loads=True) | set(t.code.params)
     tree.body = released(body, frozenset(), t.arrays - inliner.folded, kept, t.refs) + [returned]
     return tree
 
@@ -120,11 +126,15 @@ def by_source(fn: Any) -> bool:
     return inspect.isfunction(fn) and fn.__module__ == "ast_ad.runtime" and registry.lookup(fn) is None
 
 
+Made = tuple[list[ir.Stmt], ir.Atom]  # statements, and the atom that holds what they compute
+
+
 class Forwarder:
+    """IR in, IR out: each statement of ``function``, then the statements of its tangent (``run``)."""
+
     def __init__(self, function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
                  needed: tuple[bool, ...] | None = None):
         self.function, self.argnums, self.derive = function, argnums, derive
-        self.refs = RefTable()
         self.namer = Namer(used=function.names())
         active = forward_activity(function, argnums)
         pack = packed_result(function) if needed is not None else None
@@ -139,6 +149,8 @@ class Forwarder:
         self.structured = structured_names(function, shapes)
         self.dots: dict[str, str] = {}
         self.callees: list[Tangent] = []
+        self.watched: list[ir.Ref] = []  # the user's functions it calls the ``_jvp`` of
+        self.line = ir.NOWHERE  # the line of the statement whose tangent is being made
         self.read: set[str] = set()  # the names the statements of the block so far have read (``block``)
         # the arrays of floats a loop changes only item by item (``analysis.in_place_writes``): copied once before
         # the loop, with their tangents, and written in place (``y[i] = v``, ``y_dot[i] = v_dot``), O(what
@@ -150,23 +162,33 @@ class Forwarder:
         self.writes_in_place = {stmt: name for stmt, name in found.writes.items() if name in copied}
 
     def run(self, shell: Tangent | None) -> Tangent:
-        params = list(self.function.params) + [self.dot(self.function.params[k]) for k in self.argnums]
+        params = self.function.params + tuple(self.dot(self.function.params[k]) for k in self.argnums)
         given = {self.function.params[k] for k in self.argnums}
         # a parameter without a tangent that the function rebinds to a differentiated value starts at zero
-        body = [syntax.assign(self.dot(p), self.zero_of(ir.Var(p))) for p in self.function.params
-                if p in self.active and p not in given]
+        body: list[ir.Stmt] = []
+        for p in self.function.params:
+            if p in self.active and p not in given:
+                body += self.bound(self.zero_of(ir.Var(p)), self.dot(p))
         body += self.block(self.function.body)
         result = self.function.result
-        out = syntax.atom(result, self.refs)
+        self.line = self.function.result_line
         if self.parts is not None:  # only the needed parts of the returned tuple get their tangents
-            dots = syntax.tuple_([self.tangent_of(a) if n else self.zero_of(a)
-                                  for a, n in zip(self.parts, self.needed, strict=True)])
+            made = [self.tangent_of(a) if n else self.zero_of(a) for a, n in zip(self.parts, self.needed, strict=True)]
+            for stmts, _ in made:
+                body += stmts
+            dots: ir.Atom = self.emit(body, ir.Pack(tuple(a for _, a in made)), "dots")
         else:
-            dots = self.tangent_of(result)
-        returned = syntax.ret(syntax.tuple_([out, dots]))
-        tangent = shell or Tangent(self.function, self.argnums, [], [], self.refs)
-        tangent.params, tangent.body, tangent.refs, tangent.callees = params, body + [returned], self.refs, \
-            self.callees
+            stmts, dots = self.tangent_of(result)
+            body += stmts
+        returned = self.emit(body, ir.Pack((result, dots)), "returned")
+        bound = Counter(params)
+        for stmt in ir.walk(tuple(body)):
+            bound.update(ir.defined(stmt))
+        code = ir.Function(self.function.name, params, tuple(body), returned, self.function.result_line,
+                           self.function.fn, frozenset(n for n, count in bound.items() if count > 1),
+                           self.function.users)
+        tangent = shell or Tangent(self.function, self.argnums)
+        tangent.code, tangent.callees, tangent.watched = code, self.callees, tuple(self.watched)
         tangent.numbers, tangent.dots, tangent.arrays = self.kinds.numbers(), dict(self.dots), self.arrays()
         return tangent
 
@@ -178,46 +200,64 @@ class Forwarder:
                   and shape_class(ir.Var(n), self.classes) not in (SCALAR, CONTAINER)}
         return frozenset(arrays | {self.dots[n] for n in arrays if n in self.dots})
 
-    # ---- names ------------------------------------------------------------------------------------------
+    # ---- names and statements made ----------------------------------------------------------------------
     def dot(self, name: str) -> str:
         if name not in self.dots:
             self.dots[name] = self.namer.fresh(f"{name}_dot")
         return self.dots[name]
 
+    def emit(self, out: list[ir.Stmt], value: ir.Expr, hint: str) -> ir.Var:
+        """``hint = value`` appended to ``out`` (a fresh name from ``hint``); its name."""
+        name = self.namer.fresh(hint)
+        out.append(ir.Assign(name, value, self.line))
+        return ir.Var(name)
+
+    def bound(self, made: Made, name: str) -> list[ir.Stmt]:
+        """The statements of ``made`` with their value bound to ``name``: the last statement's own name where it
+        binds the value and nothing else reads it there, else a copy."""
+        stmts, atom = made
+        last = stmts[-1] if stmts else None
+        if isinstance(last, ir.Assign) and isinstance(atom, ir.Var) and last.target == atom.name \
+                and not any(atom in ir.atoms_of(s) for s in ir.walk(tuple(stmts))):
+            return [*stmts[:-1], ir.Assign(name, last.value, last.line)]
+        return [*stmts, ir.Assign(name, atom, self.line)]
+
     def is_active(self, atom: ir.Expr) -> TypeGuard[ir.Var]:
         return isinstance(atom, ir.Var) and atom.name in self.active
 
-    def tangent_of(self, atom: ir.Atom) -> gast.expr:
+    def tangent_of(self, atom: ir.Atom) -> Made:
         """The tangent of an atom: its ``_dot`` name, or a zero of its structure if it is not active."""
         if self.is_active(atom):
-            return syntax.name(self.dot(atom.name))
+            return [], ir.Var(self.dot(atom.name))
         return self.zero_of(atom)
 
-    def zero_of(self, atom: ir.Atom) -> gast.expr:
-        return syntax.call(self.refs.marker(runtime.zeros_like, "zeros_like"), [syntax.atom(atom, self.refs)])
+    def zero_of(self, atom: ir.Atom) -> Made:
+        out: list[ir.Stmt] = []
+        hint = f"{atom.name}_dot" if isinstance(atom, ir.Var) else "zeros"
+        return out, self.emit(out, self.call(runtime.zeros_like, "zeros_like", atom), hint)
+
+    @staticmethod
+    def call(fn: Any, hint: str, *args: ir.Atom, **kwargs: ir.Atom) -> ir.Call:
+        return ir.Call(ir.Ref(fn, hint), args, tuple(kwargs.items()))
 
     # ---- statements -------------------------------------------------------------------------------------
-    def block(self, body: tuple[ir.Stmt, ...]) -> list[gast.stmt]:
-        out: list[gast.stmt] = []
-        line = None
+    def block(self, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
+        out: list[ir.Stmt] = []
         outer, self.read = self.read, set()
         for stmt in body:
-            if stmt.line != line and not isinstance(stmt, ir.Break):
-                line = stmt.line
-                out.append(syntax.comment(f"line {line.lineno}: {line.text.strip()}"))
+            self.line = stmt.line
             if id(stmt) in self.loop_copies:  # the loop's own copies, of the arrays and of their tangents
-                detached, owned = (self.refs.marker(runtime.detached, "detached"),
-                                   self.refs.marker(runtime.owned_adjoint, "owned_adjoint"))
                 for name in self.loop_copies[id(stmt)]:
-                    out += [syntax.assign(name, syntax.call(detached, [syntax.name(name)])),
-                            syntax.assign(self.dot(name), syntax.call(owned, [syntax.name(self.dot(name)),
-                                                                              syntax.name(name)]))]
+                    dot = self.dot(name)
+                    out += [ir.Assign(name, self.call(runtime.detached, "detached", ir.Var(name)), stmt.line),
+                            ir.Assign(dot, self.call(runtime.owned_adjoint, "owned_adjoint", ir.Var(dot),
+                                                     ir.Var(name)), stmt.line)]
             out += self.statement(stmt)
             self.read.update(reads_of(stmt))
         self.read = outer
         return out
 
-    def statement(self, stmt: ir.Stmt) -> list[gast.stmt]:
+    def statement(self, stmt: ir.Stmt) -> list[ir.Stmt]:
         if isinstance(stmt, ir.Assign):
             return self.assign(stmt)
         if isinstance(stmt, ir.Unpack):
@@ -226,98 +266,96 @@ class Forwarder:
             return self.append(stmt)
         if isinstance(stmt, ir.Pop):
             return self.pop(stmt)
+        if isinstance(stmt, ir.SetItem):
+            raise self.error(stmt, "forward mode does not differentiate code that writes an array in place "
+                                   "(generated code's own writes) yet")
         if isinstance(stmt, ir.If):
-            return [gast.If(test=syntax.atom(stmt.test, self.refs), body=self.block(stmt.body) or [gast.Pass()],
-                            orelse=self.block(stmt.orelse))]
+            return [ir.If(stmt.test, tuple(self.block(stmt.body)), tuple(self.block(stmt.orelse)), stmt.line)]
         if isinstance(stmt, ir.For):
-            return [gast.For(target=syntax.store(stmt.target), iter=syntax.atom(stmt.iter, self.refs),
-                             body=self.block(stmt.body) or [gast.Pass()], orelse=[], type_comment=None)]
+            return [ir.For(stmt.target, stmt.iter, tuple(self.block(stmt.body)), stmt.line)]
         if isinstance(stmt, ir.While):
-            return [gast.While(test=syntax.raw(stmt.test, self.refs), body=self.block(stmt.body) or [gast.Pass()],
-                               orelse=[])]
-        return [syntax.statement(stmt, self.refs)]  # break, and effects (print, assert): no tangent
+            return [ir.While(stmt.test, tuple(self.block(stmt.body)), stmt.line)]
+        return [stmt]  # break, and effects (print, assert): no tangent
 
-    def unpack(self, stmt: ir.Unpack) -> list[gast.stmt]:
-        primal = syntax.statement(stmt, self.refs)
+    def unpack(self, stmt: ir.Unpack) -> list[ir.Stmt]:
         targets = [t for t in stmt.targets if t in self.active]
         if not targets:
-            return [primal]
+            return [stmt]
         if self.is_active(stmt.value):
-            dots = [self.dot(t) for t in stmt.targets]
-            return [primal, syntax.assign(dots, syntax.name(self.dot(stmt.value.name)))]
-        return [primal] + [syntax.assign(self.dot(t), self.zero_of(ir.Var(t))) for t in targets]
+            dots = tuple(self.dot(t) for t in stmt.targets)
+            return [stmt, ir.Unpack(dots, ir.Var(self.dot(stmt.value.name)), stmt.line)]
+        out: list[ir.Stmt] = [stmt]
+        for t in targets:
+            out += self.bound(self.zero_of(ir.Var(t)), self.dot(t))
+        return out
 
-    def append(self, stmt: ir.Append) -> list[gast.stmt]:
-        primal = syntax.statement(stmt, self.refs)
+    def append(self, stmt: ir.Append) -> list[ir.Stmt]:
         if stmt.target not in self.active:
-            return [primal]
-        method = gast.Attribute(value=syntax.name(self.dot(stmt.target)), attr="append", ctx=gast.Load())
-        return [primal, gast.Expr(value=syntax.call(method, [self.tangent_of(stmt.value)]))]
+            return [stmt]
+        stmts, dot = self.tangent_of(stmt.value)
+        return [stmt, *stmts, ir.Append(self.dot(stmt.target), dot, stmt.line)]
 
-    def pop(self, stmt: ir.Pop) -> list[gast.stmt]:
-        primal = syntax.statement(stmt, self.refs)
+    def pop(self, stmt: ir.Pop) -> list[ir.Stmt]:
         if stmt.source not in self.active:
-            return [primal]
-        return [primal, syntax.statement(ir.Pop(self.dot(stmt.target) if stmt.target in self.active else None,
-                                                self.dot(stmt.source), stmt.line), self.refs)]
+            return [stmt]
+        return [stmt, ir.Pop(self.dot(stmt.target) if stmt.target in self.active else None, self.dot(stmt.source),
+                             stmt.line)]
 
-    def assign(self, stmt: ir.Assign) -> list[gast.stmt]:
+    def assign(self, stmt: ir.Assign) -> list[ir.Stmt]:
         """The primal statement and its tangent's; the old value kept where the tangent reads it."""
-        primal = syntax.statement(stmt, self.refs)
         target = stmt.target
         if target not in self.active:
-            return [primal]
+            return [stmt]
         value = stmt.value
+        dot = self.dot(target)
         if id(stmt) in self.writes_in_place:  # ``y[i] = v`` in place, into the loop's copies
             call = ir.call_of(stmt)
-            index = syntax.index(call.args[1], self.refs)
-            return [gast.Assign(targets=[gast.Subscript(value=syntax.name(name), slice=index, ctx=gast.Store())],
-                                value=item, type_comment=None)
-                    for name, item in ((target, syntax.atom(call.args[2], self.refs)),
-                                       (self.dot(target), self.tangent_of(call.args[2])))]
+            index, item = call.args[1], call.args[2]
+            stmts, item_dot = self.tangent_of(item)
+            return [ir.SetItem(target, index, item, stmt.line), *stmts, ir.SetItem(dot, index, item_dot, stmt.line)]
         if isinstance(value, ir.Call) and (is_user_function(value.fn.obj) or by_source(value.fn.obj)) and \
                 any(self.is_active(a) for a in value.args + tuple(a for _, a in value.kwargs)):
             return self.call_user(stmt)
         reads_itself = target in {v.name for v in inputs_of(value)}
         ans = self.namer.fresh(f"{target}_new") if reads_itself else target
-        tangent = self.tangent(stmt, ans)
-        if tangent is None:
+        made = self.tangent(stmt, ans)
+        if made is None:
             if isinstance(value, ir.Const) and value.value == [] and type(value.value) is list:
                 # a new empty list (a tape, say) has a new empty list of tangents: the form reverse mode reads as
                 # a list private to the function (``Reverser.private_list``), so it can differentiate this again
-                return [primal, syntax.assign(self.dot(target), gast.List(elts=[], ctx=gast.Load()))]
-            return [primal, syntax.assign(self.dot(target), self.zero_of(ir.Var(target)))]
+                return [stmt, ir.Assign(dot, ir.Const([]), stmt.line)]
+            return [stmt, *self.bound(self.zero_of(ir.Var(target)), dot)]
+        tangent = self.bound(made, dot)
+        reads_ans = any(ir.Var(ans) in ir.atoms_of(s) for s in ir.walk(tuple(tangent)))
         if not reads_itself:
-            if target in self.read and not any(isinstance(n, gast.Name) and n.id == ans
-                                               for n in syntax.walk(tangent)):
+            if target in self.read and not reads_ans:
                 # bound again where its block read the old value (``x = x * 0.99 + math.sin(x) * 0.1``, lowered):
                 # the tangent first, so that what the tangents before it read of the old value (``x`` in
                 # ``x_dot * math.cos(x)``) can be written into it where they are read (``jvp_units``' folding)
-                return [syntax.assign(self.dot(target), tangent), primal]
-            return [primal, syntax.assign(self.dot(target), tangent)]
-        if not any(isinstance(n, gast.Name) and n.id == ans for n in syntax.walk(tangent)):
-            return [syntax.assign(self.dot(target), tangent), primal]  # the tangent reads the old value first
-        new = syntax.assign(ans, syntax.expr(value, self.refs))
-        return [new, syntax.assign(self.dot(target), tangent), syntax.assign(target, syntax.name(ans))]
+                return [*tangent, stmt]
+            return [stmt, *tangent]
+        if not reads_ans:
+            return [*tangent, stmt]  # the tangent reads the old value first
+        return [ir.Assign(ans, value, stmt.line), *tangent, ir.Assign(target, ir.Var(ans), stmt.line)]
 
-    def tangent(self, stmt: ir.Assign, ans: str) -> gast.expr | None:
+    def tangent(self, stmt: ir.Assign, ans: str) -> Made | None:
         """The tangent of the statement's value, or ``None`` where it is zero."""
         value = stmt.value
         if isinstance(value, (ir.Var, ir.Const, ir.Ref)):
-            return syntax.name(self.dot(value.name)) if self.is_active(value) else None
+            return ([], ir.Var(self.dot(value.name))) if self.is_active(value) else None
         if isinstance(value, ir.Pack):
-            return self.pack(value)
+            out: list[ir.Stmt] = []
+            elts = []
+            for a in value.elts:
+                stmts, elt = self.tangent_of(a)
+                out += stmts
+                elts.append(elt)
+            return out, self.emit(out, ir.Pack(tuple(elts), value.kind, value.keys), f"{stmt.target}_dot")
         if isinstance(value, ir.Call):
             return self.rule_tangent(stmt, ans)
         return None  # attributes (shape, dtype) and raw tests carry no tangent
 
-    def pack(self, value: ir.Pack) -> gast.expr:
-        elts = [self.tangent_of(a) for a in value.elts]
-        if value.kind == "dict":
-            return gast.Dict(keys=[syntax.const(k) for k in value.keys], values=elts)
-        return gast.List(elts=elts, ctx=gast.Load()) if value.kind == "list" else syntax.tuple_(elts)
-
-    def rule_tangent(self, stmt: ir.Assign, ans: str) -> gast.expr | None:
+    def rule_tangent(self, stmt: ir.Assign, ans: str) -> Made | None:
         call = ir.call_of(stmt)
         if not any(self.is_active(a) for a in call.args + tuple(a for _, a in call.kwargs)):
             return None  # computed from constants (into a name that carries a tangent elsewhere): zero
@@ -335,8 +373,10 @@ class Forwarder:
                 raise self.missing(stmt, f"the differentiated value {atom.name} is passed to {call.fn.hint} as "
                                          f"keyword {key}=, which has no rule: compute that part outside the call, "
                                          "or pass a constant")
-        terms: list[gast.expr] = []
+        out: list[ir.Stmt] = []
+        terms: list[ir.Atom] = []
         exact = True
+        container = stmt.target in self.structured or call.fn.obj is runtime.add_adjoints
         for k, atom in enumerate(call.args):
             if not self.is_active(atom):
                 continue
@@ -345,59 +385,69 @@ class Forwarder:
                 raise self.missing(stmt, f"{call.fn.hint} has no forward-mode rule for argument {k + 1}")
             if jvp is registry.zero:
                 continue
-            terms.append(self.term(stmt, rule, jvp, k, ans))
+            stmts, term = self.term(stmt, rule, jvp, k, ans)
+            out += stmts
+            terms.append(term)
+            container = container or self.kinds.rank(stmt.target) is None and _may_give_a_container(stmts, term)
             exact = exact and (not rule.elementwise or self.exact(call, k, stmt.target))
         if not terms:
             return None
+        dot = self.dots.get(stmt.target, stmt.target)
         total = terms[0]
-        container = stmt.target in self.structured or call.fn.obj is runtime.add_adjoints or (
-            self.kinds.rank(stmt.target) is None and any(syntax.may_give_a_container(t, self.refs) for t in terms))
         for term in terms[1:]:
             if container:  # element by element: ``+`` would join two lists
-                total = syntax.call(self.refs.marker(runtime.add_adjoints, "add_adjoints"), [total, term])
-            else:
-                total = syntax.plus(total, term)
+                total = self.emit(out, self.call(runtime.add_adjoints, "add_adjoints", total, term), dot)
+            else:  # ``a - e`` for ``a + -e``, as a person writes it (a sign flip is exact)
+                positive = _unsigned(out, term, 0)
+                total = self.emit(out, self.call(operator.sub, "operator.sub", total, positive) if positive
+                                  else self.call(operator.add, "operator.add", total, term), dot)
         if not exact and not registry.returns_sequence(call.fn.obj):
-            total = syntax.call(self.refs.marker(runtime.fit, "fit"), [total, syntax.name(ans)])
-        return total
+            total = self.emit(out, self.call(runtime.fit, "fit", total, ir.Var(ans)), dot)
+        return out, total
 
-    def term(self, stmt: ir.Assign, rule: registry.Rule, jvp: Any, k: int, ans: str) -> gast.expr:
+    def term(self, stmt: ir.Assign, rule: registry.Rule, jvp: Any, k: int, ans: str) -> Made:
         """The tangent the statement's value gets from its argument ``k``."""
         call = ir.call_of(stmt)
         argument = call.args[k]
         assert isinstance(argument, ir.Var)  # an active argument
         u = ir.Var(self.dot(argument.name))
+        out: list[ir.Stmt] = []
+        hint = f"{self.dot(stmt.target)}_from_{argument.name}"
         if jvp is registry.LINEAR:
-            return syntax.expr(ir.Call(call.fn, call.args[:k] + (u,) + call.args[k + 1:], call.kwargs), self.refs)
-        args = [syntax.atom(a, self.refs) for a in call.args]
-        kwargs = {key: syntax.atom(a, self.refs) for key, a in call.kwargs}
+            return out, self.emit(out, ir.Call(call.fn, call.args[:k] + (u,) + call.args[k + 1:], call.kwargs), hint)
+        kwargs = dict(call.kwargs)
         if jvp is registry.REDUCTION:
-            return self.reduction(stmt, rule, k, u, ans, args, kwargs)
-        if not bindable(jvp, len(args), list(kwargs)):
+            return self.reduction(stmt, rule, k, u, ans, hint)
+        if not bindable(jvp, len(call.args), list(kwargs)):
             raise self.error(stmt, f"the call to {call.fn.hint} does not match the arguments of its forward rule")
-        body = inline(jvp, syntax.name(u.name), syntax.name(ans), args, kwargs, self.refs)
-        if body is not None:
-            return body
-        rule_name = f"{call.fn.hint.rsplit('.', 1)[-1]}_jvp"
-        return syntax.call(self.refs.marker(jvp, rule_name), [syntax.name(u.name), syntax.name(ans), *args], kwargs)
+        return self.applied(jvp, [u, ir.Var(ans), *call.args], kwargs, f"{call.fn.hint.rsplit('.', 1)[-1]}_jvp",
+                            hint)
 
-    def reduction(self, stmt: ir.Assign, rule: registry.Rule, k: int, u: ir.Var, ans: str,
-                  args: list[gast.expr], kwargs: dict[str, gast.expr]) -> gast.expr:
+    def applied(self, rule: Any, args: list[ir.Atom], kwargs: dict[str, ir.Atom], rule_name: str, hint: str) -> Made:
+        """The rule's body with these atoms for its parameters (``templates.applied``), or a call of the rule."""
+        made = templates.applied(rule, args, kwargs, self.namer, self.line, hint)
+        if made is not None:
+            return made
+        out: list[ir.Stmt] = []
+        return out, self.emit(out, ir.Call(ir.Ref(rule, rule_name), tuple(args), tuple(kwargs.items())), hint)
+
+    def reduction(self, stmt: ir.Assign, rule: registry.Rule, k: int, u: ir.Var, ans: str, hint: str) -> Made:
         """``np.sum(u * D, axis)`` for a reduction, ``D`` its reverse rule applied to ones."""
         call = ir.call_of(stmt)
         vjp = rule.vjp(k)
-        if vjp is None or not bindable(vjp, len(args), list(kwargs)):
+        kwargs = dict(call.kwargs)
+        if vjp is None or not bindable(vjp, len(call.args), list(kwargs)):
             raise self.error(stmt, f"the call to {call.fn.hint} does not match the arguments of its gradient rule")
-        ones = syntax.call(self.refs.marker(np.ones_like, "np.ones_like"), [syntax.name(ans)])
-        slope = inline(vjp, ones, syntax.name(ans), args, kwargs, self.refs)
-        if slope is None:
-            rule_name = f"{call.fn.hint.rsplit('.', 1)[-1]}_vjp"
-            slope = syntax.call(self.refs.marker(vjp, rule_name), [ones, syntax.name(ans), *args], kwargs)
-        axis, keepdims = registry.reduced_over(rule, k, args, kwargs)
-        keywords = {name: value if isinstance(value, gast.AST) else syntax.const(value)
+        out: list[ir.Stmt] = []
+        ones = self.emit(out, self.call(np.ones_like, "np.ones_like", ir.Var(ans)), "ones")
+        stmts, slope = self.applied(vjp, [ones, ir.Var(ans), *call.args], kwargs,
+                                    f"{call.fn.hint.rsplit('.', 1)[-1]}_vjp", "slope")
+        out += stmts
+        axis, keepdims = registry.reduced_over(rule, k, call.args, kwargs)
+        product = self.emit(out, self.call(operator.mul, "operator.mul", u, slope), hint)
+        keywords = {name: value if isinstance(value, (ir.Var, ir.Const, ir.Ref)) else ir.Const(value)
                     for name, value in (("axis", axis), ("keepdims", keepdims))}
-        product = gast.BinOp(left=syntax.name(u.name), op=gast.Mult(), right=slope)
-        return syntax.call(self.refs.marker(np.sum, "np.sum"), [product], keywords)
+        return out, self.emit(out, self.call(np.sum, "np.sum", product, **keywords), hint)
 
     def exact(self, call: ir.Call, k: int, target: str) -> bool:
         """Whether an elementwise rule's tangent from argument ``k`` already has the result's shape."""
@@ -405,7 +455,7 @@ class Forwarder:
         others = [shape_class(a, self.classes) for j, a in enumerate(call.args) if j != k]
         return result == SCALAR or (mine is not None and mine == result) or all(c == SCALAR for c in others)
 
-    def call_user(self, stmt: ir.Assign) -> list[gast.stmt]:
+    def call_user(self, stmt: ir.Assign) -> list[ir.Stmt]:
         """``y, y_dot = helper_jvp(args..., tangents of the active ones)``."""
         args = bind_call(stmt, self.error)
         active = tuple(p for p, a in enumerate(args) if self.is_active(a))
@@ -421,11 +471,11 @@ class Forwarder:
                           f"({exc.args[0] if exc.args else exc}), so this derivative of a derivative is not "
                           "supported") from None
         self.callees.append(callee)
-        self.refs.ref(call.fn)  # recorded so that redefining the callee is noticed
-        jvp = self.refs.marker(CalleeRef(callee, "jvp"), "jvp")
-        operands = [syntax.atom(a, self.refs) for a in args]
-        operands += [syntax.name(self.dot(a.name)) for a in args if self.is_active(a)]
-        return [syntax.assign([stmt.target, self.dot(stmt.target)], syntax.call(jvp, operands))]
+        operands = tuple(args) + tuple(ir.Var(self.dot(a.name)) for a in args if self.is_active(a))
+        self.watched.append(call.fn)  # so that redefining the callee is noticed
+        out: list[ir.Stmt] = []
+        pair = self.emit(out, ir.Call(ir.Ref(CalleeRef(callee, "jvp"), "jvp"), operands), f"{stmt.target}_pair")
+        return [*out, ir.Unpack((stmt.target, self.dot(stmt.target)), pair, stmt.line)]
 
     # ---- errors -------------------------------------------------------------------------------------------
     def error(self, stmt: ir.Stmt, message: str) -> LocatedError:
@@ -434,3 +484,39 @@ class Forwarder:
     def missing(self, stmt: ir.Stmt, message: str) -> MissingRuleError:
         return at_line(MissingRuleError, stmt, message + "; if it is your own primitive, register a forward rule: "
                        "ast_ad.extend.defjvp(fn, lambda u, ans, x: ...), one lambda per positional argument")
+
+
+def _may_give_a_container(stmts: list[ir.Stmt], atom: ir.Atom) -> bool:
+    """Whether the statement of ``stmts`` that binds ``atom`` calls a function that may return a list, tuple or
+    dict (``registry``: ``def_sequence``, ``def_same_kind``), which ``+`` would join to another rather than add."""
+    for stmt in stmts:
+        if isinstance(stmt, ir.Assign) and isinstance(atom, ir.Var) and stmt.target == atom.name \
+                and isinstance(stmt.value, ir.Call):
+            fn = stmt.value.fn.obj
+            return registry.returns_sequence(fn) or bool(registry.keeps_kind(fn))
+    return False
+
+
+def _unsigned(out: list[ir.Stmt], atom: ir.Atom, reads: int) -> ir.Atom | None:
+    """``atom`` without the minus sign that leads it, where ``out`` binds it to ``-e`` (then ``e``) or to a product or
+    quotient led by one (rewritten without it), and ``out`` reads it ``reads`` times; else ``None``."""
+    if not isinstance(atom, ir.Var):
+        return None
+    found = [k for k, stmt in enumerate(out) if isinstance(stmt, ir.Assign) and stmt.target == atom.name]
+    if len(found) != 1 or sum(ir.atoms_of(stmt).count(atom) for stmt in ir.walk(tuple(out))) != reads:
+        return None
+    stmt = out[found[0]]
+    assert isinstance(stmt, ir.Assign)
+    value = stmt.value
+    if not isinstance(value, ir.Call) or value.kwargs:
+        return None
+    if value.fn.obj is operator.neg and len(value.args) == 1:
+        del out[found[0]]
+        return value.args[0]
+    if value.fn.obj in (operator.mul, operator.truediv) and len(value.args) == 2:
+        inner = _unsigned(out, value.args[0], 1)
+        if inner is not None:
+            k = out.index(stmt)
+            out[k] = ir.Assign(stmt.target, ir.Call(value.fn, (inner, value.args[1])), stmt.line)
+            return atom
+    return None

@@ -42,7 +42,7 @@ class Hole:
 def inline(rule: Callable[..., Any], g: gast.expr, ans: gast.expr, args: list[gast.expr],
            kwargs: dict[str, gast.expr], refs: syntax.RefTable) -> gast.expr | None:
     """The rule's body applied to these expressions, or ``None`` if it does not inline."""
-    template = _template(rule)
+    template = template_of(rule)
     if template is None:
         return None
     signature, body = template
@@ -67,7 +67,7 @@ def _builder(rule: Callable[..., Any]) -> Callable[[dict[str, Any], Any], gast.e
     """A function that makes the rule's template with the program's expressions put in, as ``_Substitute.copy``
     does, from Python written for this template: each node made directly (a fifth of a long function's
     transform was that copy). It is called with the parameters' expressions and the ``_Substitute``."""
-    signature, body = _template(rule) or (None, None)
+    signature, body = template_of(rule) or (None, None)
     source = _BuilderSource(set(signature.parameters) if signature is not None else set())
     expression = source.made(body) if body is not None else "None"
     text = "\n".join(["def build(values, s):", *source.lines, f"    return {expression}"])
@@ -135,7 +135,7 @@ def _bind(rule: Callable[..., Any], signature: inspect.Signature, args: list[gas
 def _plain_binding(rule: Callable[..., Any], nargs: int) -> tuple[tuple[str, ...], dict[str, Any]] | None:
     """For ``nargs`` positional arguments to the rule's plain parameters: the names they bind, and the expressions
     of the defaults of the rest (shared: substitution copies what it puts in); ``None`` where that does not fit."""
-    params = list(_signature(rule).parameters.values())
+    params = list(signature_of(rule).parameters.values())
     if nargs > len(params) or any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in params) \
             or any(p.default is p.empty for p in params[nargs:]):
         return None
@@ -150,7 +150,7 @@ def bindable(rule: Callable[..., Any], nargs: int, kwargs: list[str]) -> bool:
 @functools.cache
 def _bindable(rule: Callable[..., Any], nargs: int, kwargs: tuple[str, ...]) -> bool:
     try:
-        _signature(rule).bind(*([None] * (nargs + 2)), **dict.fromkeys(kwargs))
+        signature_of(rule).bind(*([None] * (nargs + 2)), **dict.fromkeys(kwargs))
     except TypeError:
         return False
     except ValueError:
@@ -159,15 +159,15 @@ def _bindable(rule: Callable[..., Any], nargs: int, kwargs: tuple[str, ...]) -> 
 
 
 @functools.cache
-def _signature(rule: Callable[..., Any]) -> inspect.Signature:
+def signature_of(rule: Callable[..., Any]) -> inspect.Signature:
     return inspect.signature(rule)
 
 
 @functools.cache
-def _template(rule: Callable[..., Any]) -> tuple[inspect.Signature, gast.expr] | None:
+def template_of(rule: Callable[..., Any]) -> tuple[inspect.Signature, gast.expr] | None:
     try:
         tree = parse.parse(rule).tree
-        signature = _signature(rule)
+        signature = signature_of(rule)
     except (ASTADError, TypeError, ValueError):
         return None
     body = [s for s in tree.body if not (isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant))]
@@ -186,14 +186,14 @@ def _value(param: inspect.Parameter, value: Any) -> gast.expr | None:
         return None
     if isinstance(value, Hole):
         return value.node
-    if _is_literal(value):
+    if is_literal(value):
         return syntax.const(value)
     return None
 
 
-def _is_literal(value: Any) -> bool:
+def is_literal(value: Any) -> bool:
     if isinstance(value, tuple):
-        return all(_is_literal(v) for v in value)
+        return all(is_literal(v) for v in value)
     return isinstance(value, LITERALS)
 
 

@@ -7,6 +7,7 @@ Grammar (``check_ir`` verifies it)::
                 | NAME, NAME* = atom             # Unpack a tuple
                 | NAME.append(atom)               # Append to a list
                 | NAME = NAME.pop()               # Pop from a list (forward mode only)
+                | NAME[atom] = atom               # SetItem: an array changed in place (made by transformations)
                 | if VAR: stmt* else: stmt*       # If
                 | for NAME in atom: stmt*         # For over a range (other iterables are indexed)
                 | while raw: stmt*                # While
@@ -114,6 +115,9 @@ class Line:
     text: str
 
 
+NOWHERE = Line("", 0, "")  # a statement a transformation adds that stands for no line of the user's (no comment)
+
+
 @record
 class Assign:
     target: str
@@ -154,6 +158,17 @@ class Pop:
 
 
 @record
+class SetItem:
+    """``target[index] = value``, in place: made by a transformation where it has shown that no other name sees the
+    change (a loop's own copy of an array, ``analysis.in_place_writes``); the lowering makes ``assign_item``."""
+
+    target: str
+    index: Atom
+    value: Atom
+    line: Line
+
+
+@record
 class If:
     test: Atom
     body: tuple[Stmt, ...]
@@ -181,7 +196,7 @@ class Break:
     line: Line
 
 
-Stmt = Assign | Unpack | Effect | Append | Pop | If | For | While | Break
+Stmt = Assign | Unpack | Effect | Append | Pop | SetItem | If | For | While | Break
 
 
 def walk(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
@@ -221,6 +236,30 @@ def call_of(stmt: Assign) -> Call:
     if not isinstance(stmt.value, Call):
         raise TypeError(f"expected a call, got {stmt.value!r}")
     return stmt.value
+
+
+def atoms_of(stmt: Stmt) -> tuple[Atom, ...]:
+    """The atoms ``stmt`` itself reads (not those of nested statements; a raw test's names are not atoms)."""
+    if isinstance(stmt, Assign):
+        value = stmt.value
+        if isinstance(value, Call):
+            return value.args + tuple(a for _, a in value.kwargs)
+        if isinstance(value, Pack):
+            return value.elts
+        if isinstance(value, Attr):
+            return (value.value,)
+        return () if isinstance(value, Raw) else (value,)
+    if isinstance(stmt, (Unpack, Append)):
+        return (stmt.value,)
+    if isinstance(stmt, Pop):
+        return (Var(stmt.source),)
+    if isinstance(stmt, SetItem):
+        return (Var(stmt.target), stmt.index, stmt.value)
+    if isinstance(stmt, If):
+        return (stmt.test,)
+    if isinstance(stmt, For):
+        return (stmt.iter,)
+    return ()
 
 
 def blocks(stmt: Stmt) -> tuple[tuple[Stmt, ...], ...]:
@@ -294,6 +333,9 @@ def _check_block(body: tuple[Stmt, ...], in_loop: bool, use: Any, bind: Any) -> 
             use(stmt.value)
         elif isinstance(stmt, Pop):
             use(Var(stmt.source))
+        elif isinstance(stmt, SetItem):
+            for atom in (Var(stmt.target), stmt.index, stmt.value):
+                use(atom)
         elif isinstance(stmt, If):
             use(stmt.test)
         elif isinstance(stmt, For):

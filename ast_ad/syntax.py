@@ -438,6 +438,9 @@ def statement(s: ir.Stmt, refs: RefTable) -> gast.stmt:
     if isinstance(s, ir.Pop):
         popped = call(gast.Attribute(value=name(s.source), attr="pop", ctx=gast.Load()), [])
         return gast.Expr(value=popped) if s.target is None else assign(s.target, popped)
+    if isinstance(s, ir.SetItem):
+        item = gast.Subscript(value=name(s.target), slice=index(s.index, refs), ctx=gast.Store())
+        return gast.Assign(targets=[item], value=atom(s.value, refs), type_comment=None)
     if isinstance(s, ir.If):
         return gast.If(test=atom(s.test, refs), body=block(s.body, refs) or [gast.Pass()],
                        orelse=block(s.orelse, refs))
@@ -453,6 +456,65 @@ def statement(s: ir.Stmt, refs: RefTable) -> gast.stmt:
 
 def block(body: tuple[ir.Stmt, ...], refs: RefTable) -> list[gast.stmt]:
     return [statement(s, refs) for s in body]
+
+
+def function_of(fn: ir.Function, name_: str, refs: RefTable) -> gast.FunctionDef:
+    """The gast function for a whole IR function that a transformation made: a ``# line`` comment above the
+    statements of each line of the user's, ``a, b = f(x)`` for a call unpacked at once, and the returned tuple
+    written in the ``return`` (its parts too, where made for it alone)."""
+    reads: dict[str, int] = {}
+    for stmt in ir.walk(fn.body):
+        for read in ir.atoms_of(stmt):
+            if isinstance(read, ir.Var):
+                reads[read.name] = reads.get(read.name, 0) + 1
+    if isinstance(fn.result, ir.Var):
+        reads[fn.result.name] = reads.get(fn.result.name, 0) + 1
+    body = list(fn.body)
+    packs: dict[str, ir.Pack] = {}
+    while body and isinstance(body[-1], ir.Assign) and isinstance(body[-1].value, ir.Pack) \
+            and reads.get(body[-1].target) == 1:  # the returned tuple, and tuples made only for it
+        last = body.pop()
+        assert isinstance(last, ir.Assign) and isinstance(last.value, ir.Pack)
+        packs[last.target] = last.value
+
+    def returned(a: ir.Atom) -> gast.expr:
+        if isinstance(a, ir.Var) and a.name in packs:
+            pack = packs[a.name]
+            elts = [returned(e) for e in pack.elts]
+            if pack.kind == "dict":
+                return gast.Dict(keys=[const(k) for k in pack.keys], values=elts)
+            return gast.List(elts=elts, ctx=gast.Load()) if pack.kind == "list" else tuple_(elts)
+        return atom(a, refs)
+
+    return function(name_, list(fn.params), commented(tuple(body), refs, reads) + [ret(returned(fn.result))])
+
+
+def commented(body: tuple[ir.Stmt, ...], refs: RefTable, reads: dict[str, int]) -> list[gast.stmt]:
+    """``block``, with a comment where the user's line changes (``function_of``)."""
+    out: list[gast.stmt] = []
+    line = None
+    for k, stmt in enumerate(body):
+        if stmt.line != line and not isinstance(stmt, ir.Break):
+            line = stmt.line
+            if line.lineno:
+                out.append(comment(f"line {line.lineno}: {line.text.strip()}"))
+        before = body[k - 1] if k else None
+        if isinstance(stmt, ir.Unpack) and isinstance(stmt.value, ir.Var) and reads.get(stmt.value.name) == 1 \
+                and isinstance(before, ir.Assign) and before.target == stmt.value.name:
+            out[-1] = assign(list(stmt.targets), expr(before.value, refs))
+            continue
+        if isinstance(stmt, ir.If):
+            out.append(gast.If(test=atom(stmt.test, refs), body=commented(stmt.body, refs, reads) or [gast.Pass()],
+                               orelse=commented(stmt.orelse, refs, reads)))
+        elif isinstance(stmt, ir.For):
+            out.append(gast.For(target=store(stmt.target), iter=atom(stmt.iter, refs),
+                                body=commented(stmt.body, refs, reads) or [gast.Pass()], orelse=[], type_comment=None))
+        elif isinstance(stmt, ir.While):
+            out.append(gast.While(test=raw(stmt.test, refs), body=commented(stmt.body, refs, reads) or [gast.Pass()],
+                                  orelse=[]))
+        else:
+            out.append(statement(stmt, refs))
+    return out
 
 
 def _effect(s: ir.Effect, refs: RefTable) -> gast.stmt:

@@ -3,7 +3,8 @@
     parse -> check -> normalize -> reverse -> emit -> load      (gradients, ``vjp``)
     parse -> check -> normalize -> forward -> emit -> load      (``jvp``)
 
-Each stage takes a value and returns one; ``stages(fn)`` shows them all.
+Each stage takes a value and returns one (``forward`` an ``ir.Function`` for an ``ir.Function``);
+``ast_ad.source(f, stage="normalized")`` prints the IR, ``stage="jvp"`` forward mode's code.
 """
 
 from __future__ import annotations
@@ -160,7 +161,7 @@ def tangent(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
         if key in _tangents:
             return _tangents[key]
         function = normalized(fn)
-        shell = Tangent(function, argnums, [], [], RefTable())
+        shell = Tangent(function, argnums)
         _tangents[key] = shell
         try:
             return forward(function, argnums, shapes, tangent, shell, needed)

@@ -9,7 +9,7 @@ from ast_ad import inline, registry, syntax
 
 registry.load_all_rules()
 RULES = [rule for record in registry.registered() for rule in (*record.vjps, *record.jvps)
-         if callable(rule) and rule is not registry.zero and inline._template(rule) is not None]
+         if callable(rule) and rule is not registry.zero and inline.template_of(rule) is not None]
 
 
 def test_there_are_templates_to_compare() -> None:
@@ -18,7 +18,7 @@ def test_there_are_templates_to_compare() -> None:
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda rule: f"{rule.__module__}:{rule.__code__.co_firstlineno}")
 def test_a_rules_builder_makes_what_the_copy_makes(rule) -> None:
-    signature, body = inline._template(rule)
+    signature, body = inline.template_of(rule)
     positional = [p for p in signature.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     for count in sorted({len([p for p in positional if p.default is p.empty]), len(positional)}):
         args = [syntax.name(f"a{k}") for k in range(count)]

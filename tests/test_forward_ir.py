@@ -1,0 +1,72 @@
+"""Forward mode maps IR to IR: what it makes is a function of ast_ad's IR that ``check_ir`` accepts and that forward
+mode reads again as it is, with no printing and parsing between."""
+
+from __future__ import annotations
+
+import copy
+import math
+import tempfile
+
+import numpy as np
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from ast_ad import emit, forward, ir, load, tracer, transform
+from ast_ad.api import shape_labels
+from ast_ad.testing import programs
+
+FOLDER = tempfile.mkdtemp(prefix="ast_ad-forward-ir-")
+
+
+def twice(fn, args: tuple, first: tuple, second: tuple):
+    """``fn``'s forward-mode IR, differentiated again along ``second`` in the primal arguments (the first
+    tangents held fixed), emitted and run: ``((out, out_dot), (out_dot2, out_dot_dot))``."""
+    shapes = shape_labels(args)
+    argnums = tuple(range(len(args)))
+    once = forward.forward(transform.normalized(fn), argnums, shapes, transform.tangent)
+    ir.check_ir(once.code)
+    again = forward.forward(once.code, argnums, shapes + shapes, transform.tangent)
+    ir.check_ir(again.code)
+    emitted = emit.emit_units(forward.jvp_units(again))
+    made = load.load(emitted.text, emitted.entry, emitted.namespace, emitted.bindings, emitted.files)
+    return made.fn(*copy.deepcopy(args), *first, *second)
+
+
+def _close(a, b) -> bool:
+    a, b = np.ravel(np.asarray(a, dtype=float)), np.ravel(np.asarray(b, dtype=float))
+    return a.shape == b.shape and all(not (math.isfinite(x) and math.isfinite(y)) or
+                                      math.isclose(x, y, rel_tol=1e-7, abs_tol=1e-9 * (1 + abs(x)))
+                                      for x, y in zip(a, b, strict=True))
+
+
+def worked(x1, x2):
+    return np.log(x1) + x1 * x2 - np.sin(x2)
+
+
+def test_the_worked_example_twice_in_ir() -> None:
+    """Second derivatives of the worked example at (2, 3) along (1, 0) then (0, 1): d2y/dx1dx2 = 1."""
+    (out, out_dot), (out_dot2, out_dot_dot) = twice(worked, (2.0, 3.0), (1.0, 0.0), (0.0, 1.0))
+    assert math.isclose(out, 6.552027172500, rel_tol=1e-12) and math.isclose(out_dot, 3.5, rel_tol=1e-12)
+    assert math.isclose(out_dot2, 2.989992496600, rel_tol=1e-11) and math.isclose(out_dot_dot, 1.0, rel_tol=1e-12)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(programs(lists=True, helpers=False), st.data())
+def test_random_programs_twice_in_ir_against_the_tracer(program, data) -> None:
+    """Forward mode of forward mode's IR, against the tracer's forward mode nested in itself."""
+    fn = program.load(FOLDER)
+    args = program.arguments(data)
+    rng = np.random.default_rng(3)
+
+    def direction():
+        return tuple(float(rng.standard_normal()) if type(a) is float else rng.standard_normal(np.shape(a))
+                     for a in args)
+    assume(all(isinstance(a, (float, np.ndarray)) for a in args))
+    first, second = direction(), direction()
+    try:
+        want = tracer.jvp(lambda *xs: tracer.jvp(fn, xs, first), copy.deepcopy(args), second)
+    except Exception:  # noqa: BLE001 -- what the tracer cannot run is not this test's
+        assume(False)
+    (out, out_dot), (out_dot2, out_dot_dot) = twice(fn, args, first, second)
+    assert _close(want[0][0], out) and _close(want[0][1], out_dot)
+    assert _close(want[1][0], out_dot2) and _close(want[1][1], out_dot_dot)
