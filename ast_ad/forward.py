@@ -117,7 +117,7 @@ def forward(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, 
     parts of a returned tuple whose tangents the caller reads (``grad`` of a gradient reads the
     gradient's, not the value's): the others are zeros, and nothing is computed for them.
     """
-    return Forwarder(function, argnums, shapes, derive, needed).run(shell)
+    return Forwarder(ir.functional(function), argnums, shapes, derive, needed).run(shell)
 
 
 def by_source(fn: Any) -> bool:
@@ -266,9 +266,6 @@ class Forwarder:
             return self.append(stmt)
         if isinstance(stmt, ir.Pop):
             return self.pop(stmt)
-        if isinstance(stmt, ir.SetItem):
-            raise self.error(stmt, "forward mode does not differentiate code that writes an array in place "
-                                   "(generated code's own writes) yet")
         if isinstance(stmt, ir.If):
             return [ir.If(stmt.test, tuple(self.block(stmt.body)), tuple(self.block(stmt.orelse)), stmt.line)]
         if isinstance(stmt, ir.For):

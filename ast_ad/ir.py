@@ -231,6 +231,24 @@ def mapped(body: tuple[Stmt, ...], each: Callable[[Stmt], list[Stmt]]) -> tuple[
     return tuple(out)
 
 
+def functional(function: Function) -> Function:
+    """``function`` with each ``SetItem`` as the assignment it stands for, ``y = assign_item(y, i, v)``: the same
+    values, as no other name sees ``y`` (``SetItem``), in the form the analyses read (which find the write in
+    place again where it is one, ``analysis.in_place_writes``). A transformation reads IR through this."""
+    if not any(type(stmt) is SetItem for stmt in walk(function.body)):
+        return function
+    from ast_ad.runtime import assign_item
+
+    def written(stmt: Stmt) -> list[Stmt]:
+        if type(stmt) is SetItem:
+            call = Call(Ref(assign_item, "assign_item"), (Var(stmt.target), stmt.index, stmt.value))
+            return [Assign(stmt.target, call, stmt.line)]
+        return [stmt]
+    changed = {stmt.target for stmt in walk(function.body) if type(stmt) is SetItem}
+    return Function(function.name, function.params, mapped(function.body, written), function.result,
+                    function.result_line, function.fn, function.mutable | changed, function.users)
+
+
 def call_of(stmt: Assign) -> Call:
     """The call a statement assigns (for code that has already checked that it is one)."""
     if not isinstance(stmt.value, Call):

@@ -118,7 +118,7 @@ def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, 
     checkpointed (``ast_ad.revolve``), each keeping at most this many snapshots of its state
     (``analysis.checkpoint_state`` says which loops can be).
     """
-    return Reverser(function, argnums, shapes, derive, in_place, checkpoints).run(shell)
+    return Reverser(ir.functional(function), argnums, shapes, derive, in_place, checkpoints).run(shell)
 
 
 class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
