@@ -61,6 +61,11 @@ def applied(rule: Any, args: list[ir.Atom], kwargs: dict[str, ir.Atom], namer: N
     function = template(rule)
     if function is None:
         return None
+    plain = None if kwargs else _plain_defaults(rule, len(args))
+    if plain is not None:  # positional atoms for plain parameters, literal defaults for the rest: no binding
+        put = _Put(dict(zip(function.params, args, strict=False)), function, namer, line, hint)
+        put.values.update(plain)
+        return put.run()
     try:
         bound = inline.signature_of(rule).bind(*args, **kwargs)
     except TypeError:
@@ -82,6 +87,18 @@ def applied(rule: Any, args: list[ir.Atom], kwargs: dict[str, ir.Atom], namer: N
     return put.run()
 
 
+@functools.cache
+def _plain_defaults(rule: Any, nargs: int) -> dict[str, ir.Atom] | None:
+    """For ``nargs`` positional atoms to the rule's plain parameters, the constants of the defaults of the rest (by
+    the lowered template's names), or ``None`` where that does not fit (``*xs``, a default that is no literal)."""
+    function = template(rule)
+    params = list(inline.signature_of(rule).parameters.values())
+    if function is None or nargs > len(params) or any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in params) \
+            or any(p.default is p.empty or not inline.is_literal(p.default) for p in params[nargs:]):
+        return None
+    return {name: ir.Const(p.default) for name, p in zip(function.params[nargs:], params[nargs:], strict=True)}
+
+
 class _Unbound(Exception):
     pass
 
@@ -97,6 +114,7 @@ class _Put:
         self.env: dict[str, ir.Atom] = {}
         self.out: list[ir.Stmt] = []
         self.merged: dict[str, str] = {}  # the template's names bound on each path of a decision, and theirs
+        self.decides = bool(function.mutable)  # whether the template decides anything (a conditional expression)
 
     def run(self) -> tuple[list[ir.Stmt], ir.Atom] | None:
         try:
@@ -104,6 +122,8 @@ class _Put:
             result = self.atom(self.function.result)
         except _Unbound:
             return None
+        if not self.decides:
+            return self.out, result  # (dead stores come only from decisions: ``choice = None`` before one)
         return _dead_stores_dropped(self.out, result), result
 
     def atom(self, atom: ir.Atom) -> ir.Atom:
