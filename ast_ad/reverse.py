@@ -17,7 +17,8 @@ This module holds the adjoint rules: one backward block per statement. The rest 
 ``Reverser``: the forward sweep is ``sweep``'s; what it saves for the backward pass and how it comes back,
 ``saving``'s; how contributions reach each adjoint, ``accumulate``'s; checkpointed loops, ``checkpointing``'s;
 which calls become calls of a callee's pair, and its derivation, ``calls``'s; which adjoints may still be a
-float zero, ``zeros``'s. ``del`` statements after last reads are ``release``'s.
+float zero, ``zeros``'s; the adjoints of item writes in place, appends and pops, ``reverse_writes``'s. ``del``
+statements after last reads are ``release``'s.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from ast_ad.inline import bindable, inline
 from ast_ad.kinds import kinds_of
 from ast_ad.naming import Namer
 from ast_ad.records import field, record
+from ast_ad.reverse_writes import WriteAdjoints, named_pops
 from ast_ad.saving import ANS, Restore, restore_mark, with_shapes
 from ast_ad.sweep import ForwardSweep
 from ast_ad.syntax import RefTable
@@ -121,7 +123,7 @@ def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, 
     return Reverser(ir.functional(function), argnums, shapes, derive, in_place, checkpoints).run(shell)
 
 
-class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
+class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
     def __init__(self, function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
                  in_place: bool = True, checkpoints: int | None = None, kept_shapes: dict[str, str] | None = None):
         function = named_pops(function)  # a pop's value, dropped: named, so that the backward pass puts it back
@@ -241,13 +243,6 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
         adjoint.array_adjoints = frozenset(bar for var, bar in self.bars.items() if isinstance(var, str)
                                            and shape_class(ir.Var(var), self.classes) != SCALAR)
         return adjoint
-
-    def private_list(self, name: str) -> bool:
-        """Whether ``name`` holds only lists this function made (``analysis.owned_lists``: ``xs = []``, say): no
-        caller sees them, so their pops can be undone by pushing the value back, and the adjoint of each, one
-        entry an item, lives until the backward pass reaches where it was made (``adjoint_pop``), where the next
-        contribution starts it again, as it does any adjoint of a name bound again."""
-        return name in self.owned
 
     def spread_structure(self) -> None:
         """Names that hold lists, tuples or dicts: copies of such names, and results of calls that return one.
@@ -407,61 +402,6 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls):
         iterable = syntax.call(self.refs.marker(reversed, "reversed"), [steps])
         loop = gast.For(target=syntax.store(stmt.target), iter=iterable, body=body, orelse=[], type_comment=None)
         return before + [loop] + after + [restore_mark(stmt.target, id(stmt))]
-
-    def adjoint_write(self, stmt: ir.Assign) -> list[gast.stmt]:
-        """The backward pass of ``y[i] = v`` written in place: ``v``'s adjoint (read before anything changes),
-        then the overwritten entries back from the tape, and their adjoints zeroed: they take no gradient."""
-        call = ir.call_of(stmt)
-        name, index, value = stmt.target, call.args[1], call.args[2]
-        bar = self.bar(name)
-        out: list[gast.stmt] = []
-        if atom_active(value, self.active):
-            if self.kinds.entry_of(call.args[0], index, stmt) and self.kinds.is_number(value, stmt):
-                taken: gast.expr = self.item(bar, index, gast.Load())  # one float entry, written by a number
-            else:
-                taken = syntax.call(self.refs.marker(runtime.assign_item_vjp_value, "assign_item_vjp_value"),
-                                    [syntax.name(bar), syntax.name(name), syntax.atom(index, self.refs),
-                                     syntax.atom(value, self.refs)])
-            out += self.accumulate(value.name, taken)
-        pop = syntax.call(syntax.attribute(self.tape(name, "entries"), "pop"), [])
-        out.append(gast.Assign(targets=[self.item(name, index, gast.Store())], value=pop, type_comment=None))
-        out.append(gast.Assign(targets=[self.item(bar, index, gast.Store())], value=syntax.const(0.0),
-                               type_comment=None))
-        return out
-
-    def adjoint_append(self, stmt: ir.Append) -> list[gast.stmt]:
-        """``xs.append(v)`` backward: ``v``'s adjoint is the last entry of the list's, popped off it. Where nothing
-        may have flowed into the list's adjoint yet (nothing after the append reads the list, on some path or in
-        the loop's last step), it is ``None`` there: zeros for the list's items first (``dense_adjoint``)."""
-        bar = self.bar(stmt.target)
-        out: list[gast.stmt] = []
-        if stmt.target not in self.live or stmt.target in self.pending:
-            # (an adjoint reset since its last use starts from its zero, not from what it held)
-            current = self.zero(stmt.target) if stmt.target in self.pending else syntax.name(bar)
-            self.pending.discard(stmt.target)
-            dense = self.refs.marker(runtime.dense_adjoint, "dense_adjoint")
-            out.append(syntax.assign(bar, syntax.call(dense, [current, syntax.name(stmt.target)])))
-            self.live.add(stmt.target)
-        popped = syntax.call(syntax.attribute(bar, "pop"), [])
-        out += self.accumulate(stmt.value.name, popped) if atom_active(stmt.value, self.active) \
-            else [gast.Expr(value=popped)]
-        return out + [restore_mark(stmt.target, id(stmt), unappend=True)]
-
-    def adjoint_pop(self, stmt: ir.Pop) -> list[gast.stmt]:
-        """``y = xs.pop()`` backward: ``y``'s adjoint goes back on the end of the list's (``unpopped``), then ``y``
-        back on the list, then ``y``'s value before the pop. The list's adjoint holds one entry an item, as the
-        rule of ``append`` (which pops it) reads it."""
-        target, source = stmt.target, stmt.source
-        assert target is not None  # ``run`` refuses a pop whose value is not bound
-        entry = self.adjoint_or_zeros(target)
-        unpopped = self.refs.marker(runtime.unpopped, "unpopped")  # the list's adjoint starts at None, at the top
-        out = [syntax.assign(self.bar(source), syntax.call(unpopped, [syntax.name(self.bar(source)), entry,
-                                                                       syntax.name(source)]))]
-        self.live.add(source)
-        self.live.discard(target)
-        if target not in self.local and id(stmt) not in self.first:
-            self.pending.add(target)  # the older value's adjoint starts from zero
-        return out + self.restores(stmt)
 
     def adjoint_assign(self, stmt: ir.Assign) -> list[gast.stmt]:
         """Contributions to the statement's inputs, then restore what it overwrote.
@@ -652,18 +592,3 @@ def _rename(stmt: gast.stmt, old: str, new: str) -> gast.stmt:
         if isinstance(n, gast.Name) and n.id == old and isinstance(n.ctx, gast.Load):
             n.id = new
     return stmt
-
-
-def named_pops(function: ir.Function) -> ir.Function:
-    """``function`` with a name for the value of each pop whose value it drops (``xs.pop()``: ``xs_popped =
-    xs.pop()``), which the backward pass puts back on the list."""
-    if not any(isinstance(s, ir.Pop) and s.target is None for s in ir.walk(function.body)):
-        return function
-    namer = Namer(used=function.names())
-
-    def named(stmt: ir.Stmt) -> list[ir.Stmt]:
-        if isinstance(stmt, ir.Pop) and stmt.target is None:
-            return [ir.Pop(namer.fresh(f"{stmt.source}_popped"), stmt.source, stmt.line)]
-        return [stmt]
-    return ir.Function(function.name, function.params, ir.mapped(function.body, named), function.result,
-                       function.result_line, function.fn, function.mutable, function.users)

@@ -1,0 +1,134 @@
+"""Reverse mode's adjoints of the statements that change an object: an item write in place, an append, a pop.
+
+``y[i] = v`` written in place (``analysis.in_place_writes``) gives ``v`` the adjoint's entries, puts the
+overwritten entries back from the tape and zeroes their adjoints; ``xs.append(v)`` pops ``v``'s adjoint off the
+list's; ``y = xs.pop()`` puts ``y``'s adjoint back on the end of the list's, then ``y`` back on the list.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gast
+
+from ast_ad import ir, runtime, syntax
+from ast_ad.analysis import InPlace, atom_active
+from ast_ad.kinds import Kinds
+from ast_ad.naming import Namer
+from ast_ad.saving import restore_mark
+from ast_ad.syntax import RefTable
+
+
+class WriteAdjoints:
+    """The adjoint rules of ``reverse.Reverser`` for writes, appends and pops (a base class of it: it reads the
+    reverser's state, and its adjoints, tapes and restores)."""
+
+    active: set[str]
+    live: set[str]
+    local: set[str]
+    pending: set[str]
+    first: set[int]
+    owned: set[str]
+    refs: RefTable
+    namer: Namer
+    kinds: Kinds
+    in_place: InPlace
+
+    def bar(self, var: str) -> str:
+        raise NotImplementedError  # ``accumulate``'s
+
+    def zero(self, var: str) -> gast.expr:
+        raise NotImplementedError  # ``accumulate``'s
+
+    def adjoint_or_zeros(self, var: str) -> gast.expr:
+        raise NotImplementedError  # ``accumulate``'s
+
+    def accumulate(self, var: str, contribution: gast.expr) -> list[gast.stmt]:
+        raise NotImplementedError  # ``accumulate``'s
+
+    def tape(self, key: str, kind: str = "tape") -> str:
+        raise NotImplementedError  # ``saving``'s
+
+    def restores(self, stmt: ir.Stmt) -> list[gast.stmt]:
+        raise NotImplementedError  # ``saving``'s
+
+    def item(self, name: str, index: ir.Atom, ctx: Any) -> gast.expr:
+        raise NotImplementedError  # ``sweep``'s
+
+    def private_list(self, name: str) -> bool:
+        """Whether ``name`` holds only lists this function made (``analysis.owned_lists``: ``xs = []``, say): no
+        caller sees them, so their pops can be undone by pushing the value back, and the adjoint of each, one
+        entry an item, lives until the backward pass reaches where it was made (``adjoint_pop``), where the next
+        contribution starts it again, as it does any adjoint of a name bound again."""
+        return name in self.owned
+
+    def adjoint_write(self, stmt: ir.Assign) -> list[gast.stmt]:
+        """The backward pass of ``y[i] = v`` written in place: ``v``'s adjoint (read before anything changes),
+        then the overwritten entries back from the tape, and their adjoints zeroed: they take no gradient."""
+        call = ir.call_of(stmt)
+        name, index, value = stmt.target, call.args[1], call.args[2]
+        bar = self.bar(name)
+        out: list[gast.stmt] = []
+        if atom_active(value, self.active):
+            if self.kinds.entry_of(call.args[0], index, stmt) and self.kinds.is_number(value, stmt):
+                taken: gast.expr = self.item(bar, index, gast.Load())  # one float entry, written by a number
+            else:
+                taken = syntax.call(self.refs.marker(runtime.assign_item_vjp_value, "assign_item_vjp_value"),
+                                    [syntax.name(bar), syntax.name(name), syntax.atom(index, self.refs),
+                                     syntax.atom(value, self.refs)])
+            out += self.accumulate(value.name, taken)
+        pop = syntax.call(syntax.attribute(self.tape(name, "entries"), "pop"), [])
+        out.append(gast.Assign(targets=[self.item(name, index, gast.Store())], value=pop, type_comment=None))
+        out.append(gast.Assign(targets=[self.item(bar, index, gast.Store())], value=syntax.const(0.0),
+                               type_comment=None))
+        return out
+
+    def adjoint_append(self, stmt: ir.Append) -> list[gast.stmt]:
+        """``xs.append(v)`` backward: ``v``'s adjoint is the last entry of the list's, popped off it. Where nothing
+        may have flowed into the list's adjoint yet (nothing after the append reads the list, on some path or in
+        the loop's last step), it is ``None`` there: zeros for the list's items first (``dense_adjoint``)."""
+        bar = self.bar(stmt.target)
+        out: list[gast.stmt] = []
+        if stmt.target not in self.live or stmt.target in self.pending:
+            # (an adjoint reset since its last use starts from its zero, not from what it held)
+            current = self.zero(stmt.target) if stmt.target in self.pending else syntax.name(bar)
+            self.pending.discard(stmt.target)
+            dense = self.refs.marker(runtime.dense_adjoint, "dense_adjoint")
+            out.append(syntax.assign(bar, syntax.call(dense, [current, syntax.name(stmt.target)])))
+            self.live.add(stmt.target)
+        popped = syntax.call(syntax.attribute(bar, "pop"), [])
+        out += self.accumulate(stmt.value.name, popped) if atom_active(stmt.value, self.active) \
+            else [gast.Expr(value=popped)]
+        return out + [restore_mark(stmt.target, id(stmt), unappend=True)]
+
+    def adjoint_pop(self, stmt: ir.Pop) -> list[gast.stmt]:
+        """``y = xs.pop()`` backward: ``y``'s adjoint goes back on the end of the list's (``unpopped``), then ``y``
+        back on the list, then ``y``'s value before the pop. The list's adjoint holds one entry an item, as the
+        rule of ``append`` (which pops it) reads it."""
+        target, source = stmt.target, stmt.source
+        assert target is not None  # ``run`` refuses a pop whose value is not bound
+        entry = self.adjoint_or_zeros(target)
+        unpopped = self.refs.marker(runtime.unpopped, "unpopped")  # the list's adjoint starts at None, at the top
+        out = [syntax.assign(self.bar(source), syntax.call(unpopped, [syntax.name(self.bar(source)), entry,
+                                                                       syntax.name(source)]))]
+        self.live.add(source)
+        self.live.discard(target)
+        if target not in self.local and id(stmt) not in self.first:
+            self.pending.add(target)  # the older value's adjoint starts from zero
+        return out + self.restores(stmt)
+
+
+
+def named_pops(function: ir.Function) -> ir.Function:
+    """``function`` with a name for the value of each pop whose value it drops (``xs.pop()``: ``xs_popped =
+    xs.pop()``), which the backward pass puts back on the list."""
+    if not any(isinstance(s, ir.Pop) and s.target is None for s in ir.walk(function.body)):
+        return function
+    namer = Namer(used=function.names())
+
+    def named(stmt: ir.Stmt) -> list[ir.Stmt]:
+        if isinstance(stmt, ir.Pop) and stmt.target is None:
+            return [ir.Pop(namer.fresh(f"{stmt.source}_popped"), stmt.source, stmt.line)]
+        return [stmt]
+    return ir.Function(function.name, function.params, ir.mapped(function.body, named), function.result,
+                       function.result_line, function.fn, function.mutable, function.users)
