@@ -57,12 +57,15 @@ class Calls:
         """Derive the adjoint of every call to a user function whose result needs an adjoint."""
         for stmt in ir.walk(self.function.body):
             if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) and self.needs_adjoint(stmt) \
-                    and (is_user_function(stmt.value.fn.obj) or self.by_source(stmt)):
-                args = self.bind_call(stmt)
+                    and (is_user_function(stmt.value.fn.obj) or self.by_source(stmt) or made_code(stmt.value)):
+                made = made_code(stmt.value)
+                args = list(stmt.value.args) if made is not None else self.bind_call(stmt)
                 active = tuple(p for p, a in enumerate(args) if atom_active(a, self.active))
-                callee = self.derive_callee(stmt, active, args)
+                callee = self.derive_callee(stmt, active, args) if made is None else \
+                    self.derived_again(made, active, self.labels(args, stmt))
                 self.callees.append(callee)
-                self.refs.ref(stmt.value.fn)  # recorded so that redefining the callee is noticed
+                if made is None:
+                    self.refs.ref(stmt.value.fn)  # recorded so that redefining the callee is noticed
                 saved = self.namer.fresh(f"{stmt.target}_saved")
                 if stmt.target in self.rebound:
                     self.rebound.add(saved)
@@ -80,6 +83,18 @@ class Calls:
                           "reverse rule for an argument differentiated here, and its source is outside the "
                           f"language ast_ad differentiates ({exc.args[0] if exc.args else exc}), so reverse mode "
                           "over this code is not supported yet") from None
+
+    def derived_again(self, made: Any, active: tuple[int, ...], labels: tuple[int, ...]) -> Adjoint:
+        """The adjoint of the code forward mode made for a callee (``made.code``, its IR read again), once per
+        differentiated arguments and labels."""
+        from ast_ad.reverse import Adjoint, reverse
+
+        key = ("reverse", active, labels, self.checkpoints)
+        if key not in made.again:
+            made.again[key] = shell = Adjoint(made.code, active, [], [], None, "", [], RefTable())
+            reverse(made.code, active, labels, self.derive, shell, False, self.checkpoints)
+        again: Adjoint = made.again[key]
+        return again
 
     def by_source(self, stmt: ir.Assign) -> bool:
         """A helper of generated code whose rule has no reverse rule for an argument that is differentiated here:
@@ -100,6 +115,15 @@ class Calls:
 
     def labels(self, args: list[ir.Atom], stmt: ir.Stmt) -> tuple[int, ...]:
         return call_labels(args, self.classes, self.structured, self.kinds, stmt)
+
+
+def made_code(call: ir.Call) -> Any:
+    """The ``Tangent`` whose ``_jvp`` ``call`` calls, where it is forward mode's code read again as IR and its IR is
+    finished (``Tangent.code``), else ``None``."""
+    obj = call.fn.obj
+    if isinstance(obj, CalleeRef) and obj.part == "jvp" and getattr(obj.adjoint, "code", None) is not None:
+        return obj.adjoint
+    return None
 
 
 def callees_in_order(top: Any) -> list[Any]:

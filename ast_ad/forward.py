@@ -78,6 +78,7 @@ class Tangent:
     dots: dict[str, str] = field(default_factory=dict)  # each active name's tangent's name (``x``: ``x_dot``)
     arrays: frozenset[str] = frozenset()  # names that may hold arrays: released after their last read
     watched: tuple[ir.Ref, ...] = ()  # the user's functions whose ``_jvp`` it calls: the code reads them again
+    again: dict[Any, Tangent] = field(default_factory=dict)  # forward mode of ``code`` itself, by arguments and labels
 
 
 Derive = Callable[[Any, tuple[int, ...], tuple[int, ...]], Tangent]
@@ -310,7 +311,8 @@ class Forwarder:
             index, item = call.args[1], call.args[2]
             stmts, item_dot = self.tangent_of(item)
             return [ir.SetItem(target, index, item, stmt.line), *stmts, ir.SetItem(dot, index, item_dot, stmt.line)]
-        if isinstance(value, ir.Call) and (is_user_function(value.fn.obj) or by_source(value.fn.obj)) and \
+        if isinstance(value, ir.Call) and (is_user_function(value.fn.obj) or by_source(value.fn.obj)
+                                           or isinstance(value.fn.obj, CalleeRef)) and \
                 any(self.is_active(a) for a in value.args + tuple(a for _, a in value.kwargs)):
             return self.call_user(stmt)
         reads_itself = target in {v.name for v in inputs_of(value)}
@@ -453,13 +455,16 @@ class Forwarder:
         return result == SCALAR or (mine is not None and mine == result) or all(c == SCALAR for c in others)
 
     def call_user(self, stmt: ir.Assign) -> list[ir.Stmt]:
-        """``y, y_dot = helper_jvp(args..., tangents of the active ones)``."""
-        args = bind_call(stmt, self.error)
-        active = tuple(p for p, a in enumerate(args) if self.is_active(a))
+        """``y, y_dot = helper_jvp(args..., tangents of the active ones)``; for a call of a ``_jvp`` that forward
+        mode made (its IR read again), the forward mode of that ``_jvp``'s own IR (``derived_again``)."""
         call = ir.call_of(stmt)
+        made = call.fn.obj if isinstance(call.fn.obj, CalleeRef) else None
+        args = list(call.args) if made is not None else bind_call(stmt, self.error)
+        active = tuple(p for p, a in enumerate(args) if self.is_active(a))
         labels = call_labels(args, self.classes, self.structured, self.kinds, stmt)
         try:
-            callee = self.derive(call.fn.obj, active, labels)
+            callee = self.derived_again(stmt, made.adjoint, active, labels) if made is not None else \
+                self.derive(call.fn.obj, active, labels)
         except (LocatedError, UnsupportedSyntaxError) as exc:
             if not by_source(call.fn.obj):
                 raise
@@ -469,10 +474,23 @@ class Forwarder:
                           "supported") from None
         self.callees.append(callee)
         operands = tuple(args) + tuple(ir.Var(self.dot(a.name)) for a in args if self.is_active(a))
-        self.watched.append(call.fn)  # so that redefining the callee is noticed
+        if made is None:
+            self.watched.append(call.fn)  # so that redefining the callee is noticed
         out: list[ir.Stmt] = []
         pair = self.emit(out, ir.Call(ir.Ref(CalleeRef(callee, "jvp"), "jvp"), operands), f"{stmt.target}_pair")
         return [*out, ir.Unpack((stmt.target, self.dot(stmt.target)), pair, stmt.line)]
+
+    def derived_again(self, stmt: ir.Assign, made: Any, active: tuple[int, ...], labels: tuple[int, ...]) -> Tangent:
+        """The forward mode of the code forward mode made for a callee (``made.code``), once per differentiated
+        arguments and labels."""
+        if not isinstance(made, Tangent) or made.code is None:
+            raise self.missing(stmt, f"the call of {made.function.name}'s generated code (its reverse-mode pair, or "
+                                     "a function that calls itself, still being made) is not read as IR again")
+        key = (active, labels)
+        if key not in made.again:
+            made.again[key] = shell = Tangent(made.code, active)
+            forward(made.code, active, labels, self.derive, shell)
+        return made.again[key]
 
     # ---- errors -------------------------------------------------------------------------------------------
     def error(self, stmt: ir.Stmt, message: str) -> LocatedError:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ast_ad import emit, forward, ir, load, reverse, reverse_code, tracer, transform
 from ast_ad.api import shape_labels
+from ast_ad.calls import CalleeRef
 from ast_ad.errors import InPlaceAliasError
 from ast_ad.testing import programs
 
@@ -85,8 +86,31 @@ def test_reverse_mode_reads_forward_modes_in_place_writes() -> None:
     np.testing.assert_allclose(hv, 2 * np.cos(x) - x * np.sin(x), rtol=1e-12)
 
 
+def scaled_tanh(a, scale=0.5):
+    return scale * np.tanh(a * a) + a
+
+
+def calls_a_helper(x):
+    y = scaled_tanh(x) * x
+    return np.sum(y)
+
+
+def test_a_helpers_forward_mode_is_read_again_as_ir() -> None:
+    """``calls_a_helper``'s forward mode calls ``scaled_tanh``'s (``CalleeRef``); both modes read that call's
+    callee as IR again (``Forwarder.derived_again``, ``Calls.derived_again``), against the tracer."""
+    x, u, v = np.array([0.3, -0.2]), np.array([1.0, 0.5]), np.array([-0.4, 2.0])
+    once = forward.forward(transform.normalized(calls_a_helper), (0,), shape_labels((x,)), transform.tangent)
+    assert any(isinstance(s, ir.Assign) and isinstance(s.value, ir.Call) and isinstance(s.value.fn.obj, CalleeRef)
+               for s in ir.walk(once.code.body))
+    (hv,) = reverse_of_forward(calls_a_helper, (x,), (u,))
+    np.testing.assert_allclose(hv, tracer.grad(lambda x: tracer.jvp(calls_a_helper, (x,), (u,))[1])(x), rtol=1e-12)
+    (_, _), (_, out_dot_dot) = twice(calls_a_helper, (x,), (u,), (v,))
+    want = tracer.jvp(lambda x: tracer.jvp(calls_a_helper, (x,), (u,))[1], (x,), (v,))[1]
+    assert math.isclose(out_dot_dot, want, rel_tol=1e-12)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(programs(lists=True, helpers=False), st.data())
+@given(programs(lists=True), st.data())
 def test_random_programs_twice_in_ir_against_the_tracer(program, data) -> None:
     """Forward mode of forward mode's IR, against the tracer's forward mode nested in itself."""
     fn = program.load(FOLDER)
@@ -111,7 +135,7 @@ def test_random_programs_twice_in_ir_against_the_tracer(program, data) -> None:
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
-@given(programs(lists=True, helpers=False), st.data())
+@given(programs(lists=True), st.data())
 def test_random_programs_reverse_over_forward_in_ir_against_the_tracer(program, data) -> None:
     """Reverse mode of forward mode's IR, against the tracer's gradient of its own forward mode."""
     fn = program.load(FOLDER)
