@@ -23,7 +23,7 @@ from ast_ad.errors import (
     SourceUnavailableError,
 )
 from ast_ad.kinds import labelled
-from ast_ad.normalize import SUBCLASS_HINT, array_subclass
+from ast_ad.lower_exprs import SUBCLASS_HINT, array_subclass
 from ast_ad.runtime import broadcast_like, is_array, unbroadcast
 from ast_ad.scalar_calls import NOT_SCALARS, Unshaped, scalar_caller
 
