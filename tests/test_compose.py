@@ -550,6 +550,33 @@ def test_every_helper_generated_code_calls_has_rules(case: Case, data: st.DataOb
         assert not missing, f"helpers without rules in the gradient of {case.fn.__name__}: {missing}"
 
 
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+@settings(max_examples=2)
+@given(data=st.data())
+def test_every_helper_forward_mode_code_calls_has_rules(case: Case, data: st.DataObject) -> None:
+    """The same of forward mode's code: each of ast_ad's helpers it calls (the rules' bodies put in, ``templates``)
+    has rules, or is written in ast_ad's language (forward mode differentiates it by its source)."""
+    import types
+
+    from ast_ad import compose, registry, transform
+    from ast_ad.errors import ASTADError
+
+    args = data.draw(case.args)
+    lowered = compose.lower(case.fn, args)
+    active = tuple(k for k, a in enumerate(args) if isinstance(a, (float, np.ndarray)))
+    loaded = compose.jvp_code(lowered, active)
+    called = [v for v in loaded.namespace.values() if isinstance(v, types.FunctionType)
+              and v.__module__ in ("ast_ad.runtime", "ast_ad.revolve")]
+    missing = []
+    for f in called:
+        if registry.lookup(f) is None and registry.in_place(f) is None:
+            try:
+                transform.normalized(f)
+            except ASTADError:
+                missing.append(f.__name__)
+    assert not missing, f"helpers without rules in the forward mode of {case.fn.__name__}: {missing}"
+
+
 def test_vjp_runs_the_forward_pass_once_and_its_backward_pass_again_and_again() -> None:
     """vjp_fn reuses one forward pass: each call gets fresh copies of the tapes (here nested, in a helper)."""
     x = 1.3
