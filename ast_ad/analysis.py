@@ -214,6 +214,8 @@ def _stmt_inputs(stmt: ir.Stmt) -> list[str]:
         return [v.name for v in inputs_of(stmt.value)]
     if isinstance(stmt, (ir.Unpack, ir.Append)):
         return [stmt.value.name] if isinstance(stmt.value, ir.Var) else []
+    if isinstance(stmt, ir.SetItem):
+        return [a.name for a in ir.atoms_of(stmt) if isinstance(a, ir.Var)]
     return []
 
 

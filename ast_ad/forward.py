@@ -325,7 +325,7 @@ class Forwarder:
                 return [stmt, ir.Assign(dot, ir.Const([]), stmt.line)]
             return [stmt, *self.bound(self.zero_of(ir.Var(target)), dot)]
         tangent = self.bound(made, dot)
-        reads_ans = any(ir.Var(ans) in ir.atoms_of(s) for s in ir.walk(tuple(tangent)))
+        reads_ans = any(ans in reads_of(s) for s in ir.walk(tuple(tangent)))  # (a run-time test's names too)
         if not reads_itself:
             if target in self.read and not reads_ans:
                 # bound again where its block read the old value (``x = x * 0.99 + math.sin(x) * 0.1``, lowered):
