@@ -46,6 +46,18 @@ def reverse_of_forward(fn, args: tuple, first: tuple):
     return made.fn(*copy.deepcopy(args), *first, (0.0, 1.0))[1]
 
 
+def _drawn(program, data) -> tuple:
+    """The random program's function, and arguments drawn for it: floats and arrays only (the others take no
+    tangent)."""
+    fn, args = program.load(FOLDER), program.arguments(data)
+    assume(all(isinstance(a, (float, np.ndarray)) for a in args))
+    return fn, args
+
+
+def _direction(args: tuple, rng) -> tuple:
+    return tuple(float(rng.standard_normal()) if type(a) is float else rng.standard_normal(np.shape(a)) for a in args)
+
+
 def _close(a, b) -> bool:
     """Equal to rounding, entry by entry (a zero with no shape, as the tracer gives for an argument nothing depends
     on, against all the entries)."""
@@ -113,15 +125,9 @@ def test_a_helpers_forward_mode_is_read_again_as_ir() -> None:
 @given(programs(lists=True), st.data())
 def test_random_programs_twice_in_ir_against_the_tracer(program, data) -> None:
     """Forward mode of forward mode's IR, against the tracer's forward mode nested in itself."""
-    fn = program.load(FOLDER)
-    args = program.arguments(data)
+    fn, args = _drawn(program, data)
     rng = np.random.default_rng(3)
-
-    def direction():
-        return tuple(float(rng.standard_normal()) if type(a) is float else rng.standard_normal(np.shape(a))
-                     for a in args)
-    assume(all(isinstance(a, (float, np.ndarray)) for a in args))
-    first, second = direction(), direction()
+    first, second = _direction(args, rng), _direction(args, rng)
     try:
         want = tracer.jvp(lambda *xs: tracer.jvp(fn, xs, first), copy.deepcopy(args), second)
     except Exception:  # noqa: BLE001 -- what the tracer cannot run is not this test's
@@ -138,12 +144,8 @@ def test_random_programs_twice_in_ir_against_the_tracer(program, data) -> None:
 @given(programs(lists=True), st.data())
 def test_random_programs_reverse_over_forward_in_ir_against_the_tracer(program, data) -> None:
     """Reverse mode of forward mode's IR, against the tracer's gradient of its own forward mode."""
-    fn = program.load(FOLDER)
-    args = program.arguments(data)
-    rng = np.random.default_rng(4)
-    assume(all(isinstance(a, (float, np.ndarray)) for a in args))
-    first = tuple(float(rng.standard_normal()) if type(a) is float else rng.standard_normal(np.shape(a))
-                  for a in args)
+    fn, args = _drawn(program, data)
+    first = _direction(args, np.random.default_rng(4))
     argnums = tuple(range(len(args)))
     try:
         want = tracer.grad(lambda *xs: tracer.jvp(fn, xs, first)[1], argnums)(*copy.deepcopy(args))
