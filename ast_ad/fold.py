@@ -512,7 +512,8 @@ def _factored(terms: list[tuple[type, gast.expr]], adjoints: set[str] | frozense
 
 def _signed(node: gast.expr) -> gast.expr:
     """``node`` with each term of a sum in it that a minus sign leads subtracted without it (``a + -b``: ``a - b``;
-    ``a - -b``: ``a + b``), at any depth; ``node`` itself where there is none. A sign flip is exact."""
+    ``a - -b``: ``a + b``), and two minus signs taken away (``-(-a * b)``: ``a * b``), at any depth; ``node``
+    itself where there is none. A sign flip is exact."""
     kind = type(node)
     if kind is gast.BinOp:
         left, right = _signed(node.left), _signed(node.right)
@@ -524,6 +525,8 @@ def _signed(node: gast.expr) -> gast.expr:
         return gast.BinOp(left=left, op=node.op, right=right)
     if kind is gast.UnaryOp:
         operand = _signed(node.operand)
+        if type(node.op) is gast.USub and (unsigned := syntax.unsigned(operand)) is not None:
+            return unsigned  # ``-(-a * b)``: ``a * b``
         return node if operand is node.operand else gast.UnaryOp(op=node.op, operand=operand)
     if kind is gast.Call:
         args = [_signed(arg) for arg in node.args]

@@ -186,6 +186,8 @@ def factored(code: str, adjoints: frozenset[str] = frozenset({"x_bar", "g"})) ->
     ("x_bar = g * 2.0 - g * sin(x) + g * -3", "x_bar = g * (2.0 - sin(x) - 3)"),
     # a minus-led term is subtracted at any depth: in parentheses, and in a call's arguments
     ("x_bar = g + (a + -b * c)", "x_bar = g + (a - b * c)"), ("x_bar = f(a + -b) - -c", "x_bar = f(a - b) + c"),
+    # two minus signs: none (``-(-a * b)`` is ``a * b``, to the bit)
+    ("x_bar = -(-g * b) * f(c)", "x_bar = g * b * f(c)"), ("x_bar = a + -(-g)", "x_bar = a + g"),
     ("for x in xs:\n    x_bar = g * 2.0 + g * cos(x)", "for x in xs:\n    x_bar = g * (2.0 + cos(x))"),
     # another factor is a name: it may be a numpy array of integers, whose product could wrap around
     ("x_bar = x_bar * a + x_bar * 0.99", None),
