@@ -79,6 +79,7 @@ class Tangent:
     arrays: frozenset[str] = frozenset()  # names that may hold arrays: released after their last read
     watched: tuple[ir.Ref, ...] = ()  # the user's functions whose ``_jvp`` it calls: the code reads them again
     again: dict[Any, Tangent] = field(default_factory=dict)  # forward mode of ``code`` itself, by arguments and labels
+    parts: frozenset[str] = frozenset()  # the pieces of tangents' expressions, printed whole (``syntax.function_of``)
 
 
 Derive = Callable[[Any, tuple[int, ...], tuple[int, ...]], Tangent]
@@ -100,7 +101,7 @@ def _jvp_tree(t: Tangent) -> gast.FunctionDef:
     t.refs = RefTable()
     for ref in t.watched:
         t.refs.ref(ref)
-    tree = syntax.function_of(t.code, "jvp", t.refs)
+    tree = syntax.function_of(t.code, "jvp", t.refs, t.parts)
     inliner = Inliner(pure_calls(t.refs), keep, t.numbers)
     inliner.count(tree.body)
     *body, returned = shared_factor(inliner.block(tree.body), frozenset(t.dots.values()), number_calls(t.refs))
@@ -139,11 +140,11 @@ class Forwarder:
         self.namer = Namer(used=function.names())
         active = forward_activity(function, argnums)
         pack = packed_result(function) if needed is not None else None
-        self.parts = pack.elts if pack is not None and needed is not None and len(pack.elts) == len(needed) \
+        self.returned = pack.elts if pack is not None and needed is not None and len(pack.elts) == len(needed) \
             else None
         self.needed = needed or ()
-        seeds = {a.name for a, n in zip(self.parts, self.needed, strict=True) if n and isinstance(a, ir.Var)} \
-            if self.parts is not None else None
+        seeds = {a.name for a, n in zip(self.returned, self.needed, strict=True) if n and isinstance(a, ir.Var)} \
+            if self.returned is not None else None
         self.active = usefulness(function, active, seeds) | {function.params[k] for k in argnums}
         self.kinds = kinds_of(function, shapes)
         self.classes = shape_classes(function, shapes, self.kinds)
@@ -151,6 +152,7 @@ class Forwarder:
         self.dots: dict[str, str] = {}
         self.callees: list[Tangent] = []
         self.watched: list[ir.Ref] = []  # the user's functions it calls the ``_jvp`` of
+        self.parts: set[str] = set()  # the names of the pieces of tangents' expressions (``pieces``)
         self.line = ir.NOWHERE  # the line of the statement whose tangent is being made
         self.read: set[str] = set()  # the names the statements of the block so far have read (``block``)
         # the arrays of floats a loop changes only item by item (``analysis.in_place_writes``): copied once before
@@ -173,14 +175,15 @@ class Forwarder:
         body += self.block(self.function.body)
         result = self.function.result
         self.line = self.function.result_line
-        if self.parts is not None:  # only the needed parts of the returned tuple get their tangents
-            made = [self.tangent_of(a) if n else self.zero_of(a) for a, n in zip(self.parts, self.needed, strict=True)]
+        if self.returned is not None:  # only the needed parts of the returned tuple get their tangents
+            made = [self.tangent_of(a) if n else self.zero_of(a)
+                    for a, n in zip(self.returned, self.needed, strict=True)]
             for stmts, _ in made:
-                body += stmts
+                body += self.pieces(stmts)
             dots: ir.Atom = self.emit(body, ir.Pack(tuple(a for _, a in made)), "dots")
         else:
             stmts, dots = self.tangent_of(result)
-            body += stmts
+            body += self.pieces(stmts)
         returned = self.emit(body, ir.Pack((result, dots)), "returned")
         bound = Counter(params)
         for stmt in ir.walk(tuple(body)):
@@ -190,6 +193,7 @@ class Forwarder:
                            self.function.users)
         tangent = shell or Tangent(self.function, self.argnums)
         tangent.code, tangent.callees, tangent.watched = code, self.callees, tuple(self.watched)
+        tangent.parts = frozenset(self.parts)
         tangent.numbers, tangent.dots, tangent.arrays = self.kinds.numbers(), dict(self.dots), self.arrays()
         return tangent
 
@@ -220,8 +224,14 @@ class Forwarder:
         last = stmts[-1] if stmts else None
         if isinstance(last, ir.Assign) and isinstance(atom, ir.Var) and last.target == atom.name \
                 and not any(atom in ir.atoms_of(s) for s in ir.walk(tuple(stmts))):
-            return [*stmts[:-1], ir.Assign(name, last.value, last.line)]
-        return [*stmts, ir.Assign(name, atom, self.line)]
+            return [*self.pieces(stmts[:-1]), ir.Assign(name, last.value, last.line)]
+        return [*self.pieces(stmts), ir.Assign(name, atom, self.line)]
+
+    def pieces(self, stmts: list[ir.Stmt]) -> list[ir.Stmt]:
+        """``stmts``, the parts of one tangent's expression: their names are printed as that expression, whole
+        (``syntax.function_of``'s ``parts``), as the rule's body is written."""
+        self.parts.update(s.target for s in stmts if isinstance(s, ir.Assign))
+        return stmts
 
     def is_active(self, atom: ir.Expr) -> TypeGuard[ir.Var]:
         return isinstance(atom, ir.Var) and atom.name in self.active
@@ -291,7 +301,7 @@ class Forwarder:
         if stmt.target not in self.active:
             return [stmt]
         stmts, dot = self.tangent_of(stmt.value)
-        return [stmt, *stmts, ir.Append(self.dot(stmt.target), dot, stmt.line)]
+        return [stmt, *self.pieces(stmts), ir.Append(self.dot(stmt.target), dot, stmt.line)]
 
     def pop(self, stmt: ir.Pop) -> list[ir.Stmt]:
         if stmt.source not in self.active:
@@ -310,7 +320,8 @@ class Forwarder:
             call = ir.call_of(stmt)
             index, item = call.args[1], call.args[2]
             stmts, item_dot = self.tangent_of(item)
-            return [ir.SetItem(target, index, item, stmt.line), *stmts, ir.SetItem(dot, index, item_dot, stmt.line)]
+            return [ir.SetItem(target, index, item, stmt.line), *self.pieces(stmts),
+                    ir.SetItem(dot, index, item_dot, stmt.line)]
         if isinstance(value, ir.Call) and (is_user_function(value.fn.obj) or by_source(value.fn.obj)
                                            or isinstance(value.fn.obj, CalleeRef)) and \
                 any(self.is_active(a) for a in value.args + tuple(a for _, a in value.kwargs)):

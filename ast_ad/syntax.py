@@ -458,63 +458,109 @@ def block(body: tuple[ir.Stmt, ...], refs: RefTable) -> list[gast.stmt]:
     return [statement(s, refs) for s in body]
 
 
-def function_of(fn: ir.Function, name_: str, refs: RefTable) -> gast.FunctionDef:
+def function_of(fn: ir.Function, name_: str, refs: RefTable, parts: frozenset[str] = frozenset()) -> gast.FunctionDef:
     """The gast function for a whole IR function that a transformation made: a ``# line`` comment above the
     statements of each line of the user's, ``a, b = f(x)`` for a call unpacked at once, and the returned tuple
-    written in the ``return`` (its parts too, where made for it alone)."""
-    reads: dict[str, int] = {}
-    for stmt in ir.walk(fn.body):
-        for read in ir.atoms_of(stmt):
-            if isinstance(read, ir.Var):
-                reads[read.name] = reads.get(read.name, 0) + 1
-    if isinstance(fn.result, ir.Var):
-        reads[fn.result.name] = reads.get(fn.result.name, 0) + 1
-    body = list(fn.body)
-    packs: dict[str, ir.Pack] = {}
-    while body and isinstance(body[-1], ir.Assign) and isinstance(body[-1].value, ir.Pack) \
-            and reads.get(body[-1].target) == 1:  # the returned tuple, and tuples made only for it
-        last = body.pop()
-        assert isinstance(last, ir.Assign) and isinstance(last.value, ir.Pack)
-        packs[last.target] = last.value
-
-    def returned(a: ir.Atom) -> gast.expr:
-        if isinstance(a, ir.Var) and a.name in packs:
-            pack = packs[a.name]
-            elts = [returned(e) for e in pack.elts]
-            if pack.kind == "dict":
-                return gast.Dict(keys=[const(k) for k in pack.keys], values=elts)
-            return gast.List(elts=elts, ctx=gast.Load()) if pack.kind == "list" else tuple_(elts)
-        return atom(a, refs)
-
-    return function(name_, list(fn.params), commented(tuple(body), refs, reads) + [ret(returned(fn.result))])
+    written in the ``return`` (its parts too, where made for it alone). ``parts``: names that stand for a part of
+    one expression (the pieces of a rule's body put in as IR, ``templates``), each written where it is read, when
+    that is the next statements' and nothing else reads it: the expression is printed whole, as written."""
+    return _Printer(fn, refs, parts).function(name_)
 
 
-def commented(body: tuple[ir.Stmt, ...], refs: RefTable, reads: dict[str, int]) -> list[gast.stmt]:
-    """``block``, with a comment where the user's line changes (``function_of``)."""
-    out: list[gast.stmt] = []
-    line = None
-    for k, stmt in enumerate(body):
-        if stmt.line != line and not isinstance(stmt, ir.Break):
-            line = stmt.line
-            if line.lineno:
-                out.append(comment(f"line {line.lineno}: {line.text.strip()}"))
-        before = body[k - 1] if k else None
-        if isinstance(stmt, ir.Unpack) and isinstance(stmt.value, ir.Var) and reads.get(stmt.value.name) == 1 \
-                and isinstance(before, ir.Assign) and before.target == stmt.value.name:
-            out[-1] = assign(list(stmt.targets), expr(before.value, refs))
-            continue
-        if isinstance(stmt, ir.If):
-            out.append(gast.If(test=atom(stmt.test, refs), body=commented(stmt.body, refs, reads) or [gast.Pass()],
-                               orelse=commented(stmt.orelse, refs, reads)))
-        elif isinstance(stmt, ir.For):
-            out.append(gast.For(target=store(stmt.target), iter=atom(stmt.iter, refs),
-                                body=commented(stmt.body, refs, reads) or [gast.Pass()], orelse=[], type_comment=None))
-        elif isinstance(stmt, ir.While):
-            out.append(gast.While(test=raw(stmt.test, refs), body=commented(stmt.body, refs, reads) or [gast.Pass()],
-                                  orelse=[]))
-        else:
-            out.append(statement(stmt, refs))
-    return out
+class _Printer:
+    """``function_of``'s walk: the reads of every name, and the parts waiting for their reader."""
+
+    def __init__(self, fn: ir.Function, refs: RefTable, parts: frozenset[str]):
+        self.fn, self.refs, self.parts = fn, refs, parts
+        self.reads: dict[str, int] = {}
+        for stmt in ir.walk(fn.body):
+            for read in reads_in(stmt):
+                self.reads[read] = self.reads.get(read, 0) + 1
+        if isinstance(fn.result, ir.Var):
+            self.reads[fn.result.name] = self.reads.get(fn.result.name, 0) + 1
+        self.waiting: dict[str, gast.expr] = {}  # parts made, by name, not yet written into their reader
+
+    def function(self, name_: str) -> gast.FunctionDef:
+        body = list(self.fn.body)
+        packs: dict[str, ir.Pack] = {}
+        while body and isinstance(body[-1], ir.Assign) and isinstance(body[-1].value, ir.Pack) \
+                and self.reads.get(body[-1].target) == 1:  # the returned tuple, and tuples made only for it
+            last = body.pop()
+            assert isinstance(last, ir.Assign) and isinstance(last.value, ir.Pack)
+            packs[last.target] = last.value
+
+        def returned(a: ir.Atom) -> gast.expr:
+            if isinstance(a, ir.Var) and a.name in packs:
+                pack = packs[a.name]
+                elts = [returned(e) for e in pack.elts]
+                if pack.kind == "dict":
+                    return gast.Dict(keys=[const(k) for k in pack.keys], values=elts)
+                return gast.List(elts=elts, ctx=gast.Load()) if pack.kind == "list" else tuple_(elts)
+            return self.waiting.pop(a.name) if isinstance(a, ir.Var) and a.name in self.waiting else atom(a, self.refs)
+
+        self.top = tuple(body)
+        statements = self.block(self.top)
+        result = returned(self.fn.result)
+        return function(name_, list(self.fn.params), statements + [ret(result)])
+
+    def block(self, body: tuple[ir.Stmt, ...]) -> list[gast.stmt]:
+        """The statements of ``body``, with a comment where the user's line changes."""
+        out: list[gast.stmt] = []
+        line = None
+        for k, stmt in enumerate(body):
+            if stmt.line != line and not isinstance(stmt, ir.Break):
+                line = stmt.line
+                if line.lineno:
+                    out.append(comment(f"line {line.lineno}: {line.text.strip()}"))
+            before = body[k - 1] if k else None
+            if isinstance(stmt, ir.Unpack) and isinstance(stmt.value, ir.Var) \
+                    and self.reads.get(stmt.value.name) == 1 and isinstance(before, ir.Assign) \
+                    and before.target == stmt.value.name and stmt.value.name not in self.waiting:
+                out[-1] = assign(list(stmt.targets), expr(before.value, self.refs))
+                continue
+            if isinstance(stmt, ir.If):
+                out.append(gast.If(test=atom(stmt.test, self.refs), body=self.block(stmt.body) or [gast.Pass()],
+                                   orelse=self.block(stmt.orelse)))
+            elif isinstance(stmt, ir.For):
+                out.append(gast.For(target=store(stmt.target), iter=atom(stmt.iter, self.refs),
+                                    body=self.block(stmt.body) or [gast.Pass()], orelse=[], type_comment=None))
+            elif isinstance(stmt, ir.While):
+                out.append(gast.While(test=raw(stmt.test, self.refs), body=self.block(stmt.body) or [gast.Pass()],
+                                      orelse=[]))
+            elif isinstance(stmt, ir.Assign) and stmt.target in self.parts and self.reads.get(stmt.target) == 1 \
+                    and not isinstance(stmt.value, ir.Raw) and self.read_next(body, k, stmt.target):
+                self.waiting[stmt.target] = self.filled(expr(stmt.value, self.refs))
+            else:
+                out.append(self.filled(statement(stmt, self.refs)))
+        return out
+
+    def read_next(self, body: tuple[ir.Stmt, ...], k: int, name: str) -> bool:
+        """Whether the statements after ``k`` that read ``name``'s value first are of its block, parts waiting (or
+        about to be) and, at the end, the one reader, a simple statement or the return (nothing between may change
+        what the part reads: the statements between are other parts, which only compute)."""
+        for stmt in body[k + 1:]:
+            if name in reads_in(stmt):
+                return not ir.blocks(stmt) and not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Raw))
+            if not (isinstance(stmt, ir.Assign) and stmt.target in self.parts):
+                return False
+        return body is self.top  # (read by the return, or by its tuple)
+
+    def filled(self, node: Any) -> Any:
+        """``node`` with the parts it reads written in."""
+        if not self.waiting:
+            return node
+        return substituted(node, lambda n: self.waiting.pop(n.id) if n.id in self.waiting
+                           and type(n.ctx) is gast.Load else None)
+
+
+def reads_in(stmt: ir.Stmt) -> list[str]:
+    """The names ``stmt`` itself reads (not those of nested statements), a kept-as-written expression's too."""
+    names = [a.name for a in ir.atoms_of(stmt) if isinstance(a, ir.Var)]
+    node = stmt.value.node if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Raw) else \
+        stmt.test.node if isinstance(stmt, ir.While) else stmt.node if isinstance(stmt, ir.Effect) else None
+    if node is not None:
+        names += [n.id for n in walk(node) if type(n) is gast.Name and not n.id.startswith(MARK)]
+    return names
 
 
 def _effect(s: ir.Effect, refs: RefTable) -> gast.stmt:
