@@ -293,6 +293,8 @@ class Inliner:
                 theirs.loads[name] -= 1
                 theirs.loads.add(mine.loads)
                 theirs.size += mine.size - 1
+                theirs.products = theirs.products or mine.products  # (``_awkward`` looks at what moved in too)
+                theirs.guarded = theirs.guarded or mine.guarded
                 self.reads[name] -= 1
                 self.folded.add(name)
                 out[k] = None
@@ -408,13 +410,13 @@ class _Scan:
 def _awkward(stmt: gast.stmt, name: str, expr: gast.expr) -> bool:
     """Whether ``expr`` in place of ``name`` would put ``@`` beside ``*`` (or ``/``...) with no parentheses:
     ``a * b @ W`` is ``(a * b) @ W`` (one precedence, from the left) but reads as if ``b @ W`` came first, so
-    such a product keeps its name."""
+    such a product keeps its name. As the right operand it is printed in parentheses (``W @ (a * b)``): clear."""
     inner = type(expr.op) if isinstance(expr, (gast.BinOp, gast.UnaryOp)) else None
     if inner is None:
         return False
     for node in syntax.walk(stmt):
         if type(node) is gast.BinOp and type(node.op) in _PRODUCTS \
-                and any(type(side) is gast.Name and side.id == name for side in (node.left, node.right)) \
+                and type(node.left) is gast.Name and node.left.id == name \
                 and (type(node.op) is gast.MatMult and (inner in _PRODUCTS or isinstance(expr, gast.UnaryOp))
                      or inner is gast.MatMult):
             return True

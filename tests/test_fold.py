@@ -143,6 +143,11 @@ def test_a_product_next_to_a_matrix_product_keeps_its_name() -> None:
     assert inlined("g = a * b\nh = g @ W\n") == "g = a * b\nh = g @ W"
     assert inlined("g = a @ b\nh = g * c\n") == "g = a @ b\nh = g * c"
     assert inlined("g = f(a)\nh = g @ W\n") == "h = f(a) @ W"
+    # as the right operand it is printed in parentheses, which say what comes first
+    assert inlined("g = a * b\nh = W @ g\n") == "h = W @ (a * b)"
+    assert inlined("g = a @ b\nh = c * g\n") == "h = c * (a @ b)"
+    # and what moved into a statement counts: ``g @ W`` written into ``h``, ``g = a * b`` stays apart
+    assert inlined("g = a * b\nm = g @ W\nh = m + c\n") == "g = a * b\nh = g @ W + c"
 
 
 def test_a_block_left_with_comments_alone_gets_pass() -> None:
