@@ -346,6 +346,9 @@ class Forwarder:
             return [stmt, *tangent]
         if not reads_ans:
             return [*tangent, stmt]  # the tangent reads the old value first
+        if not any(target in reads_of(s) for s in ir.walk(tuple(tangent))):
+            # it reads the new value alone (``x = np.tanh(x)``: ``x_dot * (1.0 - x * x)``): after the statement
+            return [stmt, *_renamed(tangent, ans, target)]
         return [ir.Assign(ans, value, stmt.line), *tangent, ir.Assign(target, ir.Var(ans), stmt.line)]
 
     def tangent(self, stmt: ir.Assign, ans: str) -> Made | None:
@@ -546,3 +549,29 @@ def _unsigned(out: list[ir.Stmt], atom: ir.Atom, reads: int) -> ir.Atom | None:
             out[k] = ir.Assign(stmt.target, ir.Call(value.fn, (inner, value.args[1])), stmt.line)
             return atom
     return None
+
+
+def _renamed(stmts: list[ir.Stmt], old: str, new: str) -> list[ir.Stmt]:
+    """``stmts`` (a tangent's: assignments, and a rule's decisions) reading ``new`` where they read ``old``."""
+    def atom(a: ir.Atom) -> ir.Atom:
+        return ir.Var(new) if a == ir.Var(old) else a
+
+    def renamed(stmt: ir.Stmt) -> list[ir.Stmt]:
+        if isinstance(stmt, ir.If):
+            return [ir.If(atom(stmt.test), stmt.body, stmt.orelse, stmt.line)]
+        if not isinstance(stmt, ir.Assign):
+            return [stmt]
+        value = stmt.value
+        if isinstance(value, ir.Call):
+            value = ir.Call(value.fn, tuple(map(atom, value.args)), tuple((k, atom(a)) for k, a in value.kwargs))
+        elif isinstance(value, ir.Pack):
+            value = ir.Pack(tuple(map(atom, value.elts)), value.kind, value.keys)
+        elif isinstance(value, ir.Attr):
+            value = ir.Attr(atom(value.value), value.attr)
+        elif isinstance(value, ir.Raw):
+            value = ir.Raw(syntax.substituted(value.node, lambda n: syntax.name(new) if n.id == old else None),
+                           value.refs)
+        elif isinstance(value, (ir.Var, ir.Const, ir.Ref)):
+            value = atom(value)
+        return [ir.Assign(stmt.target, value, stmt.line)]
+    return list(ir.mapped(tuple(stmts), renamed))

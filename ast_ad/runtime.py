@@ -1474,7 +1474,15 @@ def check_kept(value: Any, message: Any) -> Any:
 
 # ---- forward mode: tangents -------------------------------------------------------------------------------
 def fit(dot: Any, ans: Any) -> Any:
-    """The tangent ``dot`` of an elementwise result ``ans``, broadcast up to ``ans``'s shape where it is smaller."""
+    """The tangent ``dot`` of an elementwise result ``ans``, broadcast up to ``ans``'s shape where it is smaller
+    (leaf by leaf, where ``ans`` is a list, tuple or dict: ``add_adjoints``' tangent)."""
+    if isinstance(dot, (tuple, list, dict)):  # a new list (tuple, dict) of its own, as ``add_adjoints`` makes
+        if isinstance(dot, dict):
+            return {key: fit(dot[key], ans[key]) for key in dot}
+        parts = [fit(d, a) for d, a in zip(dot, ans, strict=True)]
+        return parts if isinstance(dot, list) else tuple(parts)
+    if isinstance(ans, (tuple, list, dict)):
+        return dot  # (a zero's tangent: nothing to bring to a shape)
     shape = np.shape(ans)
     if np.shape(dot) == shape:
         return dot

@@ -621,7 +621,8 @@ def _helpers() -> dict:
                                              max_size=4), np.zeros(4)) |
         case(st.lists(st.tuples(arrays((2,)), st.just(np.array([1, 1]))), min_size=1, max_size=3), np.zeros(3)),
         rt.add_adjoints: case(arrays((3,)), arrays((3,))) | case(st.tuples(floats(), arrays((2,))),
-                                                                st.tuples(floats(), arrays((2,)))),
+                                                                st.tuples(floats(), arrays((2,)))) |
+        case(floats(), arrays((3,))) | case(arrays((3,)), arrays((2, 3))),  # leaves that broadcast: a + b
         rt.dense_adjoint: case(arrays((3,)), arrays((3,))),
         rt.unpopped: case(st.lists(arrays((2,)), min_size=2, max_size=2), arrays((2,)), [np.zeros(2), np.zeros(2)]),
         rt.owned_adjoint: case(arrays((3,)), arrays((3,))) | case(arrays((1,)), arrays((3,))),

@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from ast_ad import emit, forward, ir, load, reverse, reverse_code, tracer, transform
+from ast_ad import emit, forward, ir, load, registry, reverse, reverse_code, runtime, tracer, transform
 from ast_ad.api import shape_labels
 from ast_ad.calls import CalleeRef
 from ast_ad.errors import InPlaceAliasError
@@ -156,3 +156,40 @@ def test_random_programs_reverse_over_forward_in_ir_against_the_tracer(program, 
     except InPlaceAliasError:
         assume(False)  # a refusal at the user's line (a write through an alias), not a number
     assert all(_close(w, g) for w, g in zip(want, got, strict=True))
+
+
+def sum_minus(x):
+    return np.sum(np.sum(x * x) - x)
+
+
+def test_a_tangent_that_broadcasts_keeps_its_size_to_the_second_order() -> None:
+    """``np.sum(x * x) - x``: the number's tangent is broadcast over the array. Its own tangent must be too, or the
+    sum after it counts it once, not once an entry. The tracer (which adds a statement's tangent parts with
+    ``add_adjoints``, whose forward rule brings its tangent to the sum's shape with ``fit``) and ast_ad agree with
+    the closed form, 2 n <u, v>."""
+    x, u, v = np.array([0.3, -0.2, 0.5]), np.array([1.0, 0.5, -1.0]), np.array([-0.4, 2.0, 0.3])
+    closed = 2 * x.size * float(u @ v)
+    traced = tracer.jvp(lambda *xs: tracer.jvp(sum_minus, xs, (u,)), (x,), (v,))[1][1]
+    assert math.isclose(traced, closed, rel_tol=1e-12)
+    (_, _), (_, out_dot_dot) = twice(sum_minus, (x,), (u,), (v,))
+    assert math.isclose(out_dot_dot, closed, rel_tol=1e-12)
+    part = tracer.tangent(registry.lookup(runtime.add_adjoints), 0, 1.5, np.zeros(3), (0.0, np.zeros(3)), {})
+    assert np.shape(part) == (3,) and np.all(part == 1.5)
+
+
+def tanh_steps(x):
+    for _ in range(3):
+        x = np.tanh(x)
+    return x
+
+
+def test_a_tangent_that_reads_only_the_new_value_follows_its_statement() -> None:
+    """``x = np.tanh(x)``'s tangent reads the new ``x`` alone: it comes after the statement, under the name, with
+    no copy of the new value (``x_new``) to keep the old one."""
+    import ast_ad
+
+    text = ast_ad.source(tanh_steps, 0.3, stage="jvp")
+    assert "x_new" not in text and "x_dot = x_dot * (1.0 - x * x)" in text
+    assert text.index("x = np.tanh(x)") < text.index("x_dot = x_dot * (1.0 - x * x)")
+    want, got = tracer.jvp(tanh_steps, (0.3,), (1.0,)), ast_ad.jvp(tanh_steps, (0.3,), (1.0,))
+    assert all(math.isclose(a, b, rel_tol=1e-14) for a, b in zip(want, got, strict=True))

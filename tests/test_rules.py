@@ -371,7 +371,7 @@ def _new_list_cases() -> dict:
         runtime.sorted_by_vjp: ([a, b], [a, b], [2.0, 1.0]), runtime.concat_vjp_a: ([a, b, a], [a], [b, a]),
         runtime.concat_vjp_b: ([a, b, a], [a], [b, a]), runtime.repeat_seq_vjp: ([a, b, a, b], [a, b], 2),
         runtime.sequence_vjp: ([a, b], [a, b]), runtime.part_vjp: (1.0, [a, b], 0),
-        runtime.add_adjoints: ([a], [b]), runtime.dense_adjoint: ([a], [b]),
+        runtime.add_adjoints: ([a], [b]), runtime.dense_adjoint: ([a], [b]), runtime.fit: ([a], [b]),
         builtins.list: ([a, b],), concat: ([a], [b]), sorted_by: ([a, b], [2.0, 1.0]),
     }
 

@@ -117,7 +117,8 @@ defjvp(rt.unpopped, lambda u, ans, xs_bar, entry, xs: rt.unpopped(u, rt.zeros_li
        lambda u, ans, xs_bar, entry, xs: rt.unpopped(None, u, xs), zero)  # two parts; xs gives the length
 def_sequence(rt.unpopped)
 defvjp(rt.fit,           lambda g, ans, d, like: rt.unbroadcast(g, d), zero)
-defjvp(rt.add_adjoints,  lambda u, ans, a, b: u, lambda u, ans, a, b: u)
+# (``a + b`` broadcasts: a leaf of one may be smaller than the sum's, and its tangent is the sum's shape)
+defjvp(rt.add_adjoints,  lambda u, ans, a, b: rt.fit(u, ans), lambda u, ans, a, b: rt.fit(u, ans))
 defjvp(rt.dense_adjoint, lambda u, ans, g, x: rt.dense_adjoint(u, x), zero)
 
 # ---- writing in place (reverse mode's item writes in loops, ``analysis.in_place_writes``) -------------------
@@ -134,9 +135,9 @@ def_same_kind(rt.unstack, rt.repeat_seq_vjp, rt.sorted_by_vjp, rt.sequence_vjp, 
               rt.summed_getitem_vjp, rt.part_vjp, argnums=(1,))
 def_same_kind(rt.add_adjoints, rt.dense_adjoint, rt.assign_item_vjp_x, argnums=(0, 1))
 def_same_kind(rt.concat_vjp_a, rt.concat_vjp_b, argnums=(0, 1, 2))
-def_same_kind(rt.zeros_like)
+def_same_kind(rt.zeros_like, rt.fit)
 # where they return a list, it is one of their own making (or an argument, as it is): a function may pop it
-def_new_list(rt.unpopped, rt.spread, rt.detached, rt.zeros_like, rt.unstack, rt.getitem_vjp, rt.list_item_vjp,
+def_new_list(rt.unpopped, rt.spread, rt.detached, rt.zeros_like, rt.fit, rt.unstack, rt.getitem_vjp, rt.list_item_vjp,
              rt.sorted_by_vjp, rt.concat_vjp_a, rt.concat_vjp_b, rt.repeat_seq_vjp, rt.sequence_vjp, rt.part_vjp)
 def_new_list(rt.add_adjoints, passes=(0, 1))
 def_new_list(rt.dense_adjoint, passes=(0,))
