@@ -214,8 +214,6 @@ def _stmt_inputs(stmt: ir.Stmt) -> list[str]:
         return [v.name for v in inputs_of(stmt.value)]
     if isinstance(stmt, (ir.Unpack, ir.Append)):
         return [stmt.value.name] if isinstance(stmt.value, ir.Var) else []
-    if isinstance(stmt, ir.SetItem):
-        return [a.name for a in ir.atoms_of(stmt) if isinstance(a, ir.Var)]
     return []
 
 
@@ -295,7 +293,7 @@ def owned_lists(function: ir.Function) -> set[str]:
         value = stmt.value if isinstance(stmt, ir.Assign) else None
         if not (isinstance(stmt, ir.Assign) and stmt.target in checks) and not (
                 isinstance(value, ir.Call) and registry.identity_read(value.fn.obj) is not None):
-            uses.update(reads_of(stmt))  # (a check reads objects by identity: it keeps none of them)
+            uses.update(ir.reads_of(stmt))  # (a check reads objects by identity: it keeps none of them)
         if isinstance(stmt, ir.Append):
             uses[stmt.target] += 1
             pushed.setdefault(stmt.target, []).append(stmt.value)
@@ -620,7 +618,7 @@ def _exposed(body: tuple[ir.Stmt, ...], written: set[str]) -> set[str]:
     """The names ``body`` reads before it has surely bound them (``written``: those bound already)."""
     found: set[str] = set()
     for stmt in body:
-        found |= set(reads_of(stmt)) - written
+        found |= set(ir.reads_of(stmt)) - written
         if isinstance(stmt, ir.If):
             found |= _exposed(stmt.body, set(written)) | _exposed(stmt.orelse, set(written))
             written |= _bound(stmt.body) & _bound(stmt.orelse)
@@ -640,22 +638,3 @@ def _bound(body: tuple[ir.Stmt, ...]) -> set[str]:
         elif not isinstance(stmt, (ir.For, ir.While)):
             names |= set(ir.defined(stmt))
     return names
-
-
-def reads_of(stmt: ir.Stmt) -> list[str]:
-    """The names ``stmt`` itself reads (not its nested statements), kept-as-written expressions included."""
-    nodes: list[Any] = []
-    if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Raw):
-        nodes.append(stmt.value.node)
-    elif isinstance(stmt, ir.While):
-        nodes.append(stmt.test.node)
-    elif isinstance(stmt, ir.Effect):
-        nodes.append(stmt.node)
-    names = [n.id for node in nodes for n in gast.walk(node) if isinstance(n, gast.Name)]
-    if isinstance(stmt, ir.If) and isinstance(stmt.test, ir.Var):
-        names.append(stmt.test.name)
-    if isinstance(stmt, ir.For) and isinstance(stmt.iter, ir.Var):
-        names.append(stmt.iter.name)
-    if isinstance(stmt, ir.Pop):
-        names.append(stmt.source)
-    return names + _stmt_inputs(stmt)

@@ -56,9 +56,9 @@ class Calls:
     def plan_calls(self) -> None:
         """Derive the adjoint of every call to a user function whose result needs an adjoint."""
         for stmt in ir.walk(self.function.body):
+            made = made_code(stmt.value) if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) else None
             if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) and self.needs_adjoint(stmt) \
-                    and (is_user_function(stmt.value.fn.obj) or self.by_source(stmt) or made_code(stmt.value)):
-                made = made_code(stmt.value)
+                    and (made is not None or is_user_function(stmt.value.fn.obj) or self.by_source(stmt)):
                 args = list(stmt.value.args) if made is not None else self.bind_call(stmt)
                 active = tuple(p for p, a in enumerate(args) if atom_active(a, self.active))
                 callee = self.derive_callee(stmt, active, args) if made is None else \

@@ -20,7 +20,7 @@ from __future__ import annotations
 import gast
 
 from ast_ad import ir, revolve, syntax
-from ast_ad.analysis import checkpoint_state, reads_of
+from ast_ad.analysis import checkpoint_state
 from ast_ad.batching import Term, batch_products
 from ast_ad.records import record
 from ast_ad.saving import Saving, restore_mark
@@ -99,7 +99,7 @@ class Checkpointing(Saving):
         pass reads these, so what overwrites them later is restored before it (``resolve_restores``). What the
         step computes itself, or takes from a snapshot, it needs no tape for."""
         bound = {n for s in ir.walk(stmt.body) for n in ir.defined(s)} | {stmt.target}
-        outside = dict.fromkeys(n for s in ir.walk(stmt.body) for n in reads_of(s) if n not in bound)
+        outside = dict.fromkeys(n for s in ir.walk(stmt.body) for n in ir.reads_of(s) if n not in bound)
         return gast.Expr(value=syntax.tuple_([syntax.name(n) for n in outside]))
 
     def snapshot_state(self, plan: Checkpointed) -> gast.stmt:

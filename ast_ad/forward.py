@@ -47,7 +47,6 @@ from ast_ad.analysis import (
     inputs_of,
     is_user_function,
     packed_result,
-    reads_of,
     shape_class,
     shape_classes,
     structured_names,
@@ -264,7 +263,7 @@ class Forwarder:
                             ir.Assign(dot, self.call(runtime.owned_adjoint, "owned_adjoint", ir.Var(dot),
                                                      ir.Var(name)), stmt.line)]
             out += self.statement(stmt)
-            self.read.update(reads_of(stmt))
+            self.read.update(ir.reads_of(stmt))
         self.read = outer
         return out
 
@@ -336,7 +335,7 @@ class Forwarder:
                 return [stmt, ir.Assign(dot, ir.Const([]), stmt.line)]
             return [stmt, *self.bound(self.zero_of(ir.Var(target)), dot)]
         tangent = self.bound(made, dot)
-        reads_ans = any(ans in reads_of(s) for s in ir.walk(tuple(tangent)))  # (a run-time test's names too)
+        reads_ans = any(ans in ir.reads_of(s) for s in ir.walk(tuple(tangent)))  # (a run-time test's names too)
         if not reads_itself:
             if target in self.read and not reads_ans:
                 # bound again where its block read the old value (``x = x * 0.99 + math.sin(x) * 0.1``, lowered):
@@ -346,7 +345,7 @@ class Forwarder:
             return [stmt, *tangent]
         if not reads_ans:
             return [*tangent, stmt]  # the tangent reads the old value first
-        if not any(target in reads_of(s) for s in ir.walk(tuple(tangent))):
+        if not any(target in ir.reads_of(s) for s in ir.walk(tuple(tangent))):
             # it reads the new value alone (``x = np.tanh(x)``: ``x_dot * (1.0 - x * x)``): after the statement
             return [stmt, *_renamed(tangent, ans, target)]
         return [ir.Assign(ans, value, stmt.line), *tangent, ir.Assign(target, ir.Var(ans), stmt.line)]

@@ -280,6 +280,17 @@ def atoms_of(stmt: Stmt) -> tuple[Atom, ...]:
     return ()
 
 
+def reads_of(stmt: Stmt) -> list[str]:
+    """The local names ``stmt`` itself reads (not its nested statements'): its atoms', and those of an expression
+    kept as written (a raw value, a ``while`` test, an effect)."""
+    names = [a.name for a in atoms_of(stmt) if isinstance(a, Var)]
+    node = stmt.value.node if isinstance(stmt, Assign) and isinstance(stmt.value, Raw) else \
+        stmt.test.node if isinstance(stmt, While) else stmt.node if isinstance(stmt, Effect) else None
+    if node is not None:  # (not the markers of outside objects: ``§0``)
+        names += [n.id for n in gast.walk(node) if type(n) is gast.Name and not n.id.startswith("§")]
+    return names
+
+
 def blocks(stmt: Stmt) -> tuple[tuple[Stmt, ...], ...]:
     """The statement lists nested directly in ``stmt``."""
     if type(stmt) is If:
@@ -340,25 +351,9 @@ def check_ir(fn: Function) -> Function:
 
 def _check_block(body: tuple[Stmt, ...], in_loop: bool, use: Any, bind: Any) -> None:
     for k, stmt in enumerate(body):
-        if isinstance(stmt, Assign):
-            value = stmt.value
-            atoms = value.args + tuple(a for _, a in value.kwargs) if isinstance(value, Call) else \
-                value.elts if isinstance(value, Pack) else (value.value,) if isinstance(value, Attr) else \
-                () if isinstance(value, Raw) else (value,)
-            for atom in atoms:
-                use(atom)
-        elif isinstance(stmt, (Unpack, Append)):
-            use(stmt.value)
-        elif isinstance(stmt, Pop):
-            use(Var(stmt.source))
-        elif isinstance(stmt, SetItem):
-            for atom in (Var(stmt.target), stmt.index, stmt.value):
-                use(atom)
-        elif isinstance(stmt, If):
-            use(stmt.test)
-        elif isinstance(stmt, For):
-            use(stmt.iter)
-        elif isinstance(stmt, Break):
+        for atom in atoms_of(stmt):
+            use(atom)
+        if isinstance(stmt, Break):
             assert in_loop and k == len(body) - 1, "break must be last in a loop body"
         for name in defined(stmt):
             bind(name)

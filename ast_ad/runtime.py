@@ -1476,6 +1476,8 @@ def check_kept(value: Any, message: Any) -> Any:
 def fit(dot: Any, ans: Any) -> Any:
     """The tangent ``dot`` of an elementwise result ``ans``, broadcast up to ``ans``'s shape where it is smaller
     (leaf by leaf, where ``ans`` is a list, tuple or dict: ``add_adjoints``' tangent)."""
+    if type(dot) is np.ndarray and type(ans) is np.ndarray and dot.shape == ans.shape:  # the common case, first
+        return dot
     if isinstance(dot, (tuple, list, dict)):  # a new list (tuple, dict) of its own, as ``add_adjoints`` makes
         if isinstance(dot, dict):
             return {key: fit(dot[key], ans[key]) for key in dot}

@@ -474,7 +474,7 @@ class _Printer:
         self.fn, self.refs, self.parts = fn, refs, parts
         self.reads: dict[str, int] = {}
         for stmt in ir.walk(fn.body):
-            for read in reads_in(stmt):
+            for read in ir.reads_of(stmt):
                 self.reads[read] = self.reads.get(read, 0) + 1
         if isinstance(fn.result, ir.Var):
             self.reads[fn.result.name] = self.reads.get(fn.result.name, 0) + 1
@@ -539,7 +539,7 @@ class _Printer:
         about to be) and, at the end, the one reader, a simple statement or the return (nothing between may change
         what the part reads: the statements between are other parts, which only compute)."""
         for stmt in body[k + 1:]:
-            if name in reads_in(stmt):
+            if name in ir.reads_of(stmt):
                 return not ir.blocks(stmt) and not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Raw))
             if not (isinstance(stmt, ir.Assign) and stmt.target in self.parts):
                 return False
@@ -551,16 +551,6 @@ class _Printer:
             return node
         return substituted(node, lambda n: self.waiting.pop(n.id) if n.id in self.waiting
                            and type(n.ctx) is gast.Load else None)
-
-
-def reads_in(stmt: ir.Stmt) -> list[str]:
-    """The names ``stmt`` itself reads (not those of nested statements), a kept-as-written expression's too."""
-    names = [a.name for a in ir.atoms_of(stmt) if isinstance(a, ir.Var)]
-    node = stmt.value.node if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Raw) else \
-        stmt.test.node if isinstance(stmt, ir.While) else stmt.node if isinstance(stmt, ir.Effect) else None
-    if node is not None:
-        names += [n.id for n in walk(node) if type(n) is gast.Name and not n.id.startswith(MARK)]
-    return names
 
 
 def _effect(s: ir.Effect, refs: RefTable) -> gast.stmt:

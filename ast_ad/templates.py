@@ -25,7 +25,6 @@ from typing import Any
 import gast
 
 from ast_ad import inline, ir, parse, runtime, syntax
-from ast_ad.analysis import reads_of
 from ast_ad.errors import ASTADError
 from ast_ad.naming import Namer
 
@@ -320,6 +319,6 @@ def _live_block(body: tuple[ir.Stmt, ...], live: set[str]) -> tuple[ir.Stmt, ...
             if bound and not live.intersection(bound):
                 continue
             live.difference_update(bound)
-        live.update(reads_of(stmt))  # (a run-time test's names too)
+        live.update(ir.reads_of(stmt))  # (a run-time test's names too)
         kept.append(stmt)
     return tuple(kept[::-1])
