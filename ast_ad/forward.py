@@ -56,7 +56,6 @@ from ast_ad.analysis import (
 from ast_ad.calls import CalleeRef, callees_in_order
 from ast_ad.errors import LocatedError, MissingRuleError, UnsupportedSyntaxError
 from ast_ad.fold import Inliner, number_calls, pure_calls, shared_factor
-from ast_ad.inline import bindable
 from ast_ad.kinds import kinds_of
 from ast_ad.naming import Namer
 from ast_ad.records import field, record
@@ -430,7 +429,7 @@ class Forwarder:
         kwargs = dict(call.kwargs)
         if jvp is registry.REDUCTION:
             return self.reduction(stmt, rule, k, u, ans, hint)
-        if not bindable(jvp, len(call.args), list(kwargs)):
+        if not templates.bindable(jvp, len(call.args), list(kwargs)):
             raise self.error(stmt, f"the call to {call.fn.hint} does not match the arguments of its forward rule")
         return self.applied(jvp, [u, ir.Var(ans), *call.args], kwargs, f"{call.fn.hint.rsplit('.', 1)[-1]}_jvp",
                             hint)
@@ -448,7 +447,7 @@ class Forwarder:
         call = ir.call_of(stmt)
         vjp = rule.vjp(k)
         kwargs = dict(call.kwargs)
-        if vjp is None or not bindable(vjp, len(call.args), list(kwargs)):
+        if vjp is None or not templates.bindable(vjp, len(call.args), list(kwargs)):
             raise self.error(stmt, f"the call to {call.fn.hint} does not match the arguments of its gradient rule")
         out: list[ir.Stmt] = []
         ones = self.emit(out, self.call(np.ones_like, "np.ones_like", ir.Var(ans)), "ones")

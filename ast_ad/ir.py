@@ -76,6 +76,11 @@ class Call:
     fn: Ref
     args: tuple[Atom, ...]
     kwargs: tuple[tuple[str, Atom], ...] = ()
+    # the last positional arguments as the user wrote them: by keyword, or (``None``) not at all, the parameter's
+    # literal default filling the gap; moved to their positions for the rules (``lower_calls._positional``), and
+    # printed back as written
+    moved: tuple[str | None, ...] = ()
+    attribute: str | None = None  # the user wrote the call as this attribute of its one argument (``x.T``)
 
 
 @record

@@ -134,14 +134,14 @@ class CallLowering(ControlFlow):
         """``fn(*first, *node's arguments)``, its arguments lowered, as one statement."""
         args = first + tuple(self.expr(arg) for arg in node.args)
         kwargs = tuple((kw.arg, self.expr(kw.value)) for kw in node.keywords)
-        args, kwargs = _positional(fn.obj, args, kwargs)
+        args, kwargs, moved = _positional(fn.obj, args, kwargs)
         self.check_arguments_followed(node, fn, args, kwargs)
         if inspect.isfunction(fn.obj) and registry.lookup(fn.obj) is None \
                 and not (fn.obj.__module__ or "").startswith("ast_ad."):  # ast_ad's helpers change nothing
             self.check_arguments_kept(node, fn, args, kwargs)
         base = fn.hint.rsplit(".", 1)[-1]
         hint = name or (f"{base}_{args[0].name}" if len(args) == 1 and isinstance(args[0], ir.Var) else base)
-        result = self.bind(ir.Call(fn, args, kwargs), hint, user)
+        result = self.bind(ir.Call(fn, args, kwargs, moved), hint, user)
         if isinstance(fn.obj, type) and fn.obj.__module__ not in ("builtins", "numpy") \
                 and not issubclass(fn.obj, (tuple, np.ndarray)):
             self.instances[result.name] = fn.obj  # an object of the user's class: its methods are known
@@ -279,7 +279,7 @@ class CallLowering(ControlFlow):
         if node.attr in ATTRIBUTE_PRIMITIVES:
             fn = ATTRIBUTE_PRIMITIVES[node.attr]
             hint = name or (f"{base.name}_{node.attr}" if isinstance(base, ir.Var) else node.attr)
-            return self.bind(ir.Call(ir.Ref(fn, f"np.{fn.__name__}"), (base,)), hint, user)
+            return self.bind(ir.Call(ir.Ref(fn, f"np.{fn.__name__}"), (base,), attribute=node.attr), hint, user)
         hint = name or (f"{base.name}_{node.attr}" if isinstance(base, ir.Var) else node.attr)
         if node.attr == "flat":
             raise refuse(node, "x.flat is not supported: index x.ravel() instead (x.ravel()[i])", self.locate)
@@ -296,7 +296,8 @@ class CallLowering(ControlFlow):
 
 
 def _positional(fn: Any, args: tuple[ir.Atom, ...], kwargs: tuple[tuple[str, ir.Atom], ...]) -> tuple[Any, ...]:
-    """A primitive's keyword arguments that may carry a gradient, moved to their positions.
+    """A primitive's keyword arguments that may carry a gradient, moved to their positions, and how each moved
+    argument was written (``ir.Call.moved``).
 
     Rules are written per positional argument, so ``np.average(x, weights=w)`` becomes
     ``np.average(x, None, w)``, the gap filled with the parameter's literal default.
@@ -304,24 +305,27 @@ def _positional(fn: Any, args: tuple[ir.Atom, ...], kwargs: tuple[tuple[str, ir.
     """
     wanted = {key for key, atom in kwargs if isinstance(atom, ir.Var)}
     if not wanted or registry.lookup(fn) is None:
-        return args, kwargs
+        return args, kwargs, ()
     try:
         params = [p for p in inspect.signature(fn).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError):
-        return args, kwargs
+        return args, kwargs, ()
     names = [p.name for p in params]
     last = max((names.index(key) for key in wanted if key in names), default=-1)
     given = dict(kwargs)
     moved = list(args)
+    written: list[str | None] = []
     for param in params[len(args):last + 1]:
         if param.name in given:
             moved.append(given.pop(param.name))
+            written.append(param.name)
         elif isinstance(param.default, (type(None), bool, int, float, str)):
             moved.append(ir.Const(param.default))
+            written.append(None)
         else:
-            return args, kwargs
-    return tuple(moved), tuple(given.items())
+            return args, kwargs, ()
+    return tuple(moved), tuple(given.items()), tuple(written)
 
 
 @functools.cache

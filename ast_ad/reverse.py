@@ -29,7 +29,7 @@ from typing import Any
 
 import gast
 
-from ast_ad import ir, registry, runtime, syntax
+from ast_ad import ir, registry, runtime, syntax, templates
 from ast_ad.accumulate import Accumulation
 from ast_ad.analysis import (
     CONTAINER,
@@ -56,7 +56,6 @@ from ast_ad.batching import Term, batch_products
 from ast_ad.calls import CalleeRef, Calls
 from ast_ad.checkpointing import Checkpointed
 from ast_ad.errors import LocatedError, MissingRuleError
-from ast_ad.inline import bindable, inline
 from ast_ad.kinds import kinds_of
 from ast_ad.naming import Namer
 from ast_ad.records import field, record
@@ -132,6 +131,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         self.shapes = kept_shapes or {}
         self.refs = RefTable()
         self.namer = Namer(used=function.names())
+        self.scratch = templates.Scratch()  # (the names of a rule's statements, which are written as one expression)
         self.active = activity(function, argnums)
         self.useful = usefulness(function, self.active)
         self.kinds = kinds_of(function, shapes)
@@ -486,7 +486,6 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
                 return out + [gast.AugAssign(target=target, op=gast.Add(), value=syntax.name(g))]
             add = self.refs.marker(runtime.add_into, "add_into")
             return out + [gast.Expr(value=syntax.call(add, [syntax.name(self.bar(added)), index, syntax.name(g)]))]
-        operands = None
         for k, atom in enumerate(call.args):
             if atom_active(atom, self.active):
                 vjp = rule.vjp(k)
@@ -494,8 +493,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
                     raise self.missing(stmt, f"{call.fn.hint} has no gradient rule for argument {k + 1}")
                 if vjp is registry.zero:
                     continue
-                operands = operands or self.operands(call)
-                contribution = self.contribution(stmt, self.ranked(stmt, call, k) or vjp, g, ans, operands)
+                contribution = self.contribution(stmt, self.ranked(stmt, call, k) or vjp, g, ans)
                 if rule.elementwise and not self.exact(call, k):
                     unbroadcast = self.refs.marker(runtime.unbroadcast, "unbroadcast")
                     contribution = syntax.call(unbroadcast, [contribution, syntax.name(atom.name)])
@@ -539,25 +537,20 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
             return False  # ``unbroadcast`` refuses lists that ``+`` joined
         return all(c == SCALAR or (c is not None and c == mine) for c in others)
 
-    def contribution(self, stmt: ir.Assign, vjp: registry.VJP, g: str, ans_name: str,
-                     operands: tuple[list[gast.expr], dict[str, gast.expr]] | None = None) -> gast.expr:
-        """The rule ``vjp`` of ``stmt``'s call, inlined or called. ``operands``: the call's arguments as syntax,
-        made once for the statement's rules (inlining copies them; a call of the rule gets copies)."""
+    def contribution(self, stmt: ir.Assign, vjp: registry.VJP, g: str, ans_name: str) -> gast.expr:
+        """The rule ``vjp`` of ``stmt``'s call: its body put in (``templates.applied``), written as one expression,
+        or a call of the rule."""
         call = ir.call_of(stmt)
-        ans = syntax.name(ans_name)
-        args, kwargs = operands or self.operands(call)
-        if not bindable(vjp, len(args), list(kwargs)):
+        if not templates.bindable(vjp, len(call.args), [key for key, _ in call.kwargs]):
             raise self.error(stmt, f"the call to {call.fn.hint} does not match the arguments of its gradient rule")
-        body = inline(vjp, syntax.name(g), ans, args, kwargs, self.refs)
+        put = [ir.Var(g), ir.Var(ans_name), *call.args]
+        made = templates.applied(vjp, put, dict(call.kwargs), self.scratch, stmt.line)
+        body = syntax.expression_of(*made, self.refs) if made is not None else None
         if body is not None:
             return body
         rule_name = f"{call.fn.hint.rsplit('.', 1)[-1]}_vjp"
-        return syntax.call(self.refs.marker(vjp, rule_name), [syntax.name(g), ans, *syntax.clone(args)],
-                           {key: syntax.clone(value) for key, value in kwargs.items()})
-
-    def operands(self, call: ir.Call) -> tuple[list[gast.expr], dict[str, gast.expr]]:
-        args = [syntax.atom(a, self.refs) for a in call.args]
-        return args, {key: syntax.atom(a, self.refs) for key, a in call.kwargs}
+        return syntax.call(self.refs.marker(vjp, rule_name), [syntax.atom(a, self.refs) for a in put],
+                           {key: syntax.atom(a, self.refs) for key, a in call.kwargs})
 
     def callee_contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool, callee: Adjoint, saved: str,
                              args: list[ir.Atom], active: list[ir.Var]) -> list[gast.stmt]:

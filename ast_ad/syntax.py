@@ -13,11 +13,13 @@ object its final name. ``RefTable`` hands markers out.
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import gast
+import numpy as np
 
 from ast_ad import ir, registry
 
@@ -277,7 +279,7 @@ def name(id_: str, ctx: gast.AST | None = None) -> gast.Name:
 
 
 def store(id_: str) -> gast.Name:
-    return name(id_, gast.Store())
+    return name(id_, new(gast.Store, {}))
 
 
 def const(value: Any, refs: RefTable | None = None) -> gast.expr:
@@ -292,19 +294,24 @@ def const(value: Any, refs: RefTable | None = None) -> gast.expr:
     if value is Ellipsis:
         return gast.Constant(value=Ellipsis, kind=None)
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
-        return gast.UnaryOp(op=gast.USub(), operand=gast.Constant(value=-value, kind=None))
-    return gast.Constant(value=value, kind=None)
+        return gast.UnaryOp(op=gast.USub(), operand=const(-value, refs))
+    if type(value) is float and value == math.pi and refs is not None:  # (``np.pi``, ``math.pi``: read as such)
+        return gast.Attribute(value=refs.marker(np, "np"), attr="pi", ctx=gast.Load())
+    made: gast.Constant = new(gast.Constant, {"value": value, "kind": None})
+    return made
 
 
 def call(func: gast.expr, args: list[gast.expr], keywords: dict[str, gast.expr] | None = None) -> gast.Call:
-    kws = [gast.keyword(arg=k, value=v) for k, v in (keywords or {}).items()]
-    return gast.Call(func=func, args=args, keywords=kws)
+    kws = [new(gast.keyword, {"arg": k, "value": v}) for k, v in keywords.items()] if keywords else []
+    made: gast.Call = new(gast.Call, {"func": func, "args": args, "keywords": kws})
+    return made
 
 
 def assign(targets: str | list[str], value: gast.expr) -> gast.Assign:
     target = store(targets) if isinstance(targets, str) else \
         gast.Tuple(elts=[store(t) for t in targets], ctx=gast.Store())
-    return gast.Assign(targets=[target], value=value, type_comment=None)
+    made: gast.Assign = new(gast.Assign, {"targets": [target], "value": value, "type_comment": None})
+    return made
 
 
 def add(left: gast.expr, right: gast.expr) -> gast.BinOp:
@@ -353,7 +360,8 @@ def ret(value: gast.expr) -> gast.Return:
 
 def comment(text: str) -> gast.Expr:
     """A statement the emit stage prints as ``# text``."""
-    return gast.Expr(value=gast.Constant(value=MARK + "#" + text, kind=None))
+    made: gast.Expr = new(gast.Expr, {"value": new(gast.Constant, {"value": MARK + "#" + text, "kind": None})})
+    return made
 
 
 def comment_text(stmt: ast.AST) -> str | None:
@@ -382,11 +390,12 @@ COMPARE_SYNTAX = {operator.lt: gast.Lt, operator.le: gast.LtE, operator.gt: gast
 
 
 def atom(a: ir.Atom, refs: RefTable) -> gast.expr:
-    if isinstance(a, ir.Var):
-        return name(a.name)
-    if isinstance(a, ir.Const):
-        return const(a.value, refs)
-    return refs.ref(a)
+    kind = type(a)
+    if kind is ir.Var:
+        return name(a.name)  # type: ignore[union-attr]
+    if kind is ir.Const:
+        return const(a.value, refs)  # type: ignore[union-attr]
+    return refs.ref(a)  # type: ignore[arg-type]
 
 
 def index(a: ir.Atom, refs: RefTable) -> gast.expr:
@@ -399,31 +408,51 @@ def index(a: ir.Atom, refs: RefTable) -> gast.expr:
     return atom(a, refs)
 
 
-def expr(e: ir.Expr, refs: RefTable, fn_name: gast.expr | None = None) -> gast.expr:
-    """The gast expression for an IR right-hand side (``fn_name`` overrides the callee's name)."""
-    if isinstance(e, ir.Call):
-        args = [atom(a, refs) for a in e.args]
+def expr(e: ir.Expr, refs: RefTable, fn_name: gast.expr | None = None,
+         at: Callable[[ir.Atom], gast.expr | None] | None = None) -> gast.expr:
+    """The gast expression for an IR right-hand side (``fn_name`` overrides the callee's name; ``at``, where it gives
+    one, is the expression for an atom, in place of the atom itself)."""
+    if type(e) is ir.Call:
+        args = [atom(a, refs) for a in e.args] if at is None else [_at(a, refs, at) for a in e.args]
         fn = e.fn.obj
         if fn_name is None and not e.kwargs:
             if fn in BINARY_SYNTAX and len(args) == 2:
-                return gast.BinOp(left=args[0], op=BINARY_SYNTAX[fn](), right=args[1])
+                return new(gast.BinOp, {"left": args[0], "op": new(BINARY_SYNTAX[fn], {}), "right": args[1]})
             if fn in UNARY_SYNTAX and len(args) == 1:
-                return gast.UnaryOp(op=UNARY_SYNTAX[fn](), operand=args[0])
+                return new(gast.UnaryOp, {"op": new(UNARY_SYNTAX[fn], {}), "operand": args[0]})
             if fn in COMPARE_SYNTAX and len(args) == 2:
                 return gast.Compare(left=args[0], ops=[COMPARE_SYNTAX[fn]()], comparators=[args[1]])
             if fn is operator.getitem and len(args) == 2:
-                return gast.Subscript(value=args[0], slice=index(e.args[1], refs), ctx=gast.Load())
-        return call(fn_name or refs.ref(e.fn), args, {k: atom(v, refs) for k, v in e.kwargs})
-    if isinstance(e, ir.Pack):
-        elts = [atom(a, refs) for a in e.elts]
+                item = args[1] if type(e.args[1]) is ir.Var else index(e.args[1], refs)
+                return new(gast.Subscript, {"value": args[0], "slice": item, "ctx": new(gast.Load, {})})
+            if e.attribute is not None and type(e.args[0]) is ir.Var:
+                return new(gast.Attribute, {"value": args[0], "attr": e.attribute, "ctx": new(gast.Load, {})})
+        keywords = {}
+        if e.moved:  # the arguments the user wrote by keyword, as written
+            for key, arg in zip(e.moved, args[len(args) - len(e.moved):], strict=True):
+                if key is not None:
+                    keywords[key] = arg
+            args = args[:len(args) - len(e.moved)]
+        keywords.update((k, _at(v, refs, at)) for k, v in e.kwargs)
+        return call(fn_name or refs.ref(e.fn), args, keywords)
+    if type(e) is ir.Pack:
+        elts = [_at(a, refs, at) for a in e.elts]
         if e.kind == "dict":
             return gast.Dict(keys=[const(k) for k in e.keys], values=elts)
         return gast.List(elts=elts, ctx=gast.Load()) if e.kind == "list" else tuple_(elts)
-    if isinstance(e, ir.Attr):
-        return gast.Attribute(value=atom(e.value, refs), attr=e.attr, ctx=gast.Load())
-    if isinstance(e, ir.Raw):
-        return raw(e, refs)
-    return atom(e, refs)
+    if type(e) is ir.Attr:
+        return gast.Attribute(value=_at(e.value, refs, at), attr=e.attr, ctx=gast.Load())
+    if type(e) is ir.Raw:
+        node = raw(e, refs)
+        return node if at is None else substituted(node, lambda n: at(ir.Var(n.id)) if type(n.ctx) is gast.Load
+                                                   and not n.id.startswith(MARK) else None)
+    return _at(e, refs, at)  # type: ignore[arg-type]
+
+
+def _at(a: ir.Atom, refs: RefTable, at: Callable[[ir.Atom], gast.expr | None] | None) -> gast.expr:
+    """``at``'s expression for ``a``, where it gives one, else ``a`` itself."""
+    made = at(a) if at is not None else None
+    return atom(a, refs) if made is None else made
 
 
 def statement(s: ir.Stmt, refs: RefTable) -> gast.stmt:
@@ -458,6 +487,75 @@ def block(body: tuple[ir.Stmt, ...], refs: RefTable) -> list[gast.stmt]:
     return [statement(s, refs) for s in body]
 
 
+def expression_of(body: list[ir.Stmt], result: ir.Atom, refs: RefTable) -> gast.expr | None:
+    """``body`` (a rule's statements put in as IR, ``templates.applied``) and its value ``result`` written as the one
+    expression they compute, each statement's value where it is read: ``None`` where they are not a tree of pure
+    values (a value read twice, an unpacking), which one expression cannot say. A decision made at run time, an
+    ``ir.If`` that binds one name on each path, is written as a conditional expression."""
+    waiting: dict[str, gast.expr] = {}
+    written: set[str] = set()
+    if not _composed(body, [waiting], written, refs):
+        return None
+    if type(result) is ir.Var and result.name in written:
+        return None  # (read by a statement too)
+    value = waiting.pop(result.name) if type(result) is ir.Var and result.name in waiting else atom(result, refs)
+    return None if waiting else value
+
+
+def _composed(body: list[ir.Stmt] | tuple[ir.Stmt, ...], scopes: list[dict[str, gast.expr]], written: set[str],
+              refs: RefTable) -> bool:
+    """The values of ``body``'s statements, waiting in ``scopes[-1]`` (each written into its reader), or ``False``."""
+    waiting = scopes[-1]
+    twice = [False]
+
+    def at(a: ir.Atom) -> gast.expr | None:
+        if type(a) is not ir.Var:
+            return None
+        for scope in reversed(scopes):
+            if a.name in scope:
+                written.add(a.name)
+                return scope.pop(a.name)
+        if a.name in written:
+            twice[0] = True
+        return None
+    for stmt in body:
+        if type(stmt) is ir.Assign:
+            value = expr(stmt.value, refs, at=at)
+            target = stmt.target
+        elif type(stmt) is ir.If:
+            test = expr(stmt.test, refs, at=at)
+            paths = []
+            for branch in (stmt.body, stmt.orelse):
+                inner: dict[str, gast.expr] = {}
+                if not _composed(branch, [*scopes, inner], written, refs) or len(inner) != 1:
+                    return False
+                paths.append(inner)
+            if set(paths[0]) != set(paths[1]):
+                return False
+            (target,) = paths[0]
+            value = gast.IfExp(test=_truth(test, refs), body=paths[0][target], orelse=paths[1][target])
+        else:
+            return False
+        if twice[0]:
+            return False
+        waiting[target] = value
+    return True
+
+
+def _truth(test: gast.expr, refs: RefTable) -> gast.expr:
+    """A test as a test reads it: ``bool(a)`` as ``a``, in an ``and``, an ``or`` or a ``not`` too (the lowering asks
+    each value for its truth once, with ``bool``, where a test of a statement needs one)."""
+    kind = type(test)
+    if kind is gast.Call and type(test.func) is gast.Name and len(test.args) == 1 and not test.keywords \
+            and test.func.id.startswith(MARK) and refs.lookup(test.func.id) is bool:
+        return _truth(test.args[0], refs)
+    if kind is gast.BoolOp:
+        return gast.BoolOp(op=test.op, values=[_truth(v, refs) for v in test.values])
+    if kind is gast.UnaryOp and type(test.op) is gast.Not:
+        return gast.UnaryOp(op=test.op, operand=_truth(test.operand, refs))
+    return test
+
+
 def function_of(fn: ir.Function, name_: str, refs: RefTable, parts: frozenset[str] = frozenset()) -> gast.FunctionDef:
     """The gast function for a whole IR function that a transformation made: a ``# line`` comment above the
     statements of each line of the user's, ``a, b = f(x)`` for a call unpacked at once, and the returned tuple
@@ -473,8 +571,10 @@ class _Printer:
     def __init__(self, fn: ir.Function, refs: RefTable, parts: frozenset[str]):
         self.fn, self.refs, self.parts = fn, refs, parts
         self.reads: dict[str, int] = {}
+        self.reads_by: dict[int, list[str]] = {}  # what each statement reads, by its id
         for stmt in ir.walk(fn.body):
-            for read in ir.reads_of(stmt):
+            reads = self.reads_by[id(stmt)] = ir.reads_of(stmt)
+            for read in reads:
                 self.reads[read] = self.reads.get(read, 0) + 1
         if isinstance(fn.result, ir.Var):
             self.reads[fn.result.name] = self.reads.get(fn.result.name, 0) + 1
@@ -508,15 +608,23 @@ class _Printer:
         out: list[gast.stmt] = []
         line = None
         for k, stmt in enumerate(body):
-            if stmt.line != line and not isinstance(stmt, ir.Break):
+            if stmt.line is not line and stmt.line != line and type(stmt) is not ir.Break:
                 line = stmt.line
                 if line.lineno:
                     out.append(comment(f"line {line.lineno}: {line.text.strip()}"))
-            before = body[k - 1] if k else None
-            if isinstance(stmt, ir.Unpack) and isinstance(stmt.value, ir.Var) \
-                    and self.reads.get(stmt.value.name) == 1 and isinstance(before, ir.Assign) \
-                    and before.target == stmt.value.name and stmt.value.name not in self.waiting:
-                out[-1] = assign(list(stmt.targets), expr(before.value, self.refs))
+            if type(stmt) is ir.Assign:
+                value = expr(stmt.value, self.refs, at=self.take if self.waiting else None)
+                if stmt.target in self.parts and self.reads.get(stmt.target) == 1 \
+                        and type(stmt.value) is not ir.Raw and self.read_next(body, k, stmt.target):
+                    self.waiting[stmt.target] = value
+                else:
+                    out.append(assign(stmt.target, value))
+                continue
+            last = out[-1] if out else None
+            if type(stmt) is ir.Unpack and type(stmt.value) is ir.Var and self.reads.get(stmt.value.name) == 1 \
+                    and isinstance(last, gast.Assign) and type(last.targets[0]) is gast.Name \
+                    and last.targets[0].id == stmt.value.name:  # ``a, b = f(x)``: the call unpacked at once
+                out[-1] = assign(list(stmt.targets), last.value)
                 continue
             if isinstance(stmt, ir.If):
                 out.append(gast.If(test=atom(stmt.test, self.refs), body=self.block(stmt.body) or [gast.Pass()],
@@ -527,9 +635,6 @@ class _Printer:
             elif isinstance(stmt, ir.While):
                 out.append(gast.While(test=raw(stmt.test, self.refs), body=self.block(stmt.body) or [gast.Pass()],
                                       orelse=[]))
-            elif isinstance(stmt, ir.Assign) and stmt.target in self.parts and self.reads.get(stmt.target) == 1 \
-                    and not isinstance(stmt.value, ir.Raw) and self.read_next(body, k, stmt.target):
-                self.waiting[stmt.target] = self.filled(expr(stmt.value, self.refs))
             else:
                 out.append(self.filled(statement(stmt, self.refs)))
         return out
@@ -538,12 +643,17 @@ class _Printer:
         """Whether the statements after ``k`` that read ``name``'s value first are of its block, parts waiting (or
         about to be) and, at the end, the one reader, a simple statement or the return (nothing between may change
         what the part reads: the statements between are other parts, which only compute)."""
-        for stmt in body[k + 1:]:
-            if name in ir.reads_of(stmt):
+        for j in range(k + 1, len(body)):  # (not a slice of the rest: a long function has thousands of parts)
+            stmt = body[j]
+            if name in self.reads_by[id(stmt)]:
                 return not ir.blocks(stmt) and not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Raw))
             if not (isinstance(stmt, ir.Assign) and stmt.target in self.parts):
                 return False
         return body is self.top  # (read by the return, or by its tuple)
+
+    def take(self, a: ir.Atom) -> gast.expr | None:
+        """The part waiting for ``a``, taken: it is written where ``a`` is read."""
+        return self.waiting.pop(a.name, None) if type(a) is ir.Var else None
 
     def filled(self, node: Any) -> Any:
         """``node`` with the parts it reads written in."""

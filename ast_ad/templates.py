@@ -11,8 +11,13 @@ statement needs it, the statement's atoms in place of the rule's parameters.
 [('cos_x', 'math.cos', (Var(name='x'),)), ('out', 'operator.mul', (Var(name='y_bar'), Var(name='cos_x')))]
 
 What substitution makes constant is folded as it is put in (``axis is None`` with ``axis`` given as ``None``, the
-branch it decides, ``x ** 1``), so a rule's defaults leave no dead branches behind. A rule that does not lower (its
-body is not one expression, or not in ast_ad's language) gives ``None``: the caller calls it instead.
+branch it decides, ``x ** 1``), so a rule's defaults leave no dead branches behind; constants the rule writes itself
+(``2.0 * np.pi``) stay as written. A rule that does not lower (its body is not one expression, or not in ast_ad's
+language) gives ``None``: the caller calls it instead.
+
+Both modes put rules in this way, so every rule body has one lowering: forward mode keeps the statements (its code is
+IR), reverse mode writes them as the one expression they compute (``syntax.expression_of``). A rule applied often
+gets a maker, Python written for its template that makes the same statements directly (``_maker``).
 """
 
 from __future__ import annotations
@@ -20,11 +25,12 @@ from __future__ import annotations
 import functools
 import inspect
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import gast
 
-from ast_ad import inline, ir, parse, runtime, syntax
+from ast_ad import ir, parse, runtime, syntax
 from ast_ad.errors import ASTADError
 from ast_ad.naming import Namer
 
@@ -32,12 +38,61 @@ _FOLDABLE = {operator.add, operator.sub, operator.mul, operator.is_, operator.is
              operator.not_, bool}
 
 
+LITERALS = (type(None), bool, int, float, complex, str)
+
+
+@functools.cache
+def signature_of(rule: Any) -> inspect.Signature:
+    return inspect.signature(rule)
+
+
+def bindable(rule: Any, nargs: int, kwargs: list[str]) -> bool:
+    """Whether a call with ``nargs`` positional arguments and these keywords fits the rule (after the adjoint or
+    tangent and the result)."""
+    return _bindable(rule, nargs, tuple(kwargs))
+
+
+@functools.cache
+def _bindable(rule: Any, nargs: int, kwargs: tuple[str, ...]) -> bool:
+    try:
+        signature_of(rule).bind(*([None] * (nargs + 2)), **dict.fromkeys(kwargs))
+    except TypeError:
+        return False
+    except ValueError:
+        return True
+    return True
+
+
+@functools.cache
+def template_of(rule: Any) -> tuple[inspect.Signature, gast.expr] | None:
+    """The rule's signature and the one expression its body is (a lambda's, or a def's one ``return``), or ``None``
+    where it is no such expression, or one that defines names of its own (a comprehension, a lambda)."""
+    try:
+        tree = parse.parse(rule).tree
+        signature = signature_of(rule)
+    except (ASTADError, TypeError, ValueError):
+        return None
+    body = [s for s in tree.body if not (isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], gast.Return) or body[0].value is None:
+        return None
+    scoped = (gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp, gast.NamedExpr)
+    if any(isinstance(node, scoped) for node in gast.walk(body[0].value)):
+        return None
+    return signature, body[0].value
+
+
+def is_literal(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return all(is_literal(v) for v in value)
+    return isinstance(value, LITERALS)
+
+
 @functools.cache
 def template(rule: Any) -> ir.Function | None:
     """The rule lowered to IR (its parameters the function's), or ``None`` where it is not one expression of
     ast_ad's language."""
     from ast_ad.normalize import normalize  # (the lowering reads the registry, which the rules fill)
-    if inline.template_of(rule) is None:
+    if template_of(rule) is None:
         return None
     try:
         source = parse.parse(rule)
@@ -63,28 +118,43 @@ def applied(rule: Any, args: list[ir.Atom], kwargs: dict[str, ir.Atom], namer: N
         return None
     plain = None if kwargs else _plain_defaults(rule, len(args))
     if plain is not None:  # positional atoms for plain parameters, literal defaults for the rest: no binding
+        maker = _maker(rule, len(args)) if _USES.setdefault(rule, 0) >= MADE_AFTER else None
+        _USES[rule] += 1
+        if maker is not None:
+            return maker(args, namer, line, hint)
         put = _Put(dict(zip(function.params, args, strict=False)), function, namer, line, hint)
         put.values.update(plain)
         return put.run()
     try:
-        bound = inline.signature_of(rule).bind(*args, **kwargs)
+        bound = signature_of(rule).bind(*args, **kwargs)
     except TypeError:
         return None
     bound.apply_defaults()
     values: dict[str, ir.Atom | None] = {}
     # (in the lowering's order: ``*xs`` after the positional parameters, before the keyword-only ones)
-    named = [p for p in inline.signature_of(rule).parameters.values() if p.kind is not p.VAR_KEYWORD]
+    named = [p for p in signature_of(rule).parameters.values() if p.kind is not p.VAR_KEYWORD]
     put = _Put(values, function, namer, line, hint)
     for param, name in zip(named, function.params, strict=True):
         value = bound.arguments.get(param.name)
-        if param.kind is param.VAR_POSITIONAL:  # the tuple of what it took, made first
+        if param.kind is param.VAR_POSITIONAL and (not value or name not in _read(rule)):
+            values[name] = ir.Const(())  # (read nowhere: nothing to make)
+        elif param.kind is param.VAR_POSITIONAL:  # the tuple of what it took, made first
             made = ir.Var(put.namer.fresh(name))
             values[name] = made
             put.out.append(ir.Assign(made.name, ir.Pack(tuple(value or ())), line))
         else:
             values[name] = value if isinstance(value, (ir.Var, ir.Const, ir.Ref)) else \
-                ir.Const(value) if inline.is_literal(value) else None
+                ir.Const(value) if is_literal(value) else None
     return put.run()
+
+
+@functools.cache
+def _read(rule: Any) -> frozenset[str]:
+    """The names the rule's template reads."""
+    function = template(rule)
+    assert function is not None
+    return frozenset(name for stmt in ir.walk(function.body) for name in ir.reads_of(stmt)) | (
+        {function.result.name} if isinstance(function.result, ir.Var) else set())
 
 
 @functools.cache
@@ -92,15 +162,131 @@ def _plain_defaults(rule: Any, nargs: int) -> dict[str, ir.Atom] | None:
     """For ``nargs`` positional atoms to the rule's plain parameters, the constants of the defaults of the rest (by
     the lowered template's names), or ``None`` where that does not fit (``*xs``, a default that is no literal)."""
     function = template(rule)
-    params = list(inline.signature_of(rule).parameters.values())
+    params = list(signature_of(rule).parameters.values())
     if function is None or nargs > len(params) or any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in params) \
-            or any(p.default is p.empty or not inline.is_literal(p.default) for p in params[nargs:]):
+            or any(p.default is p.empty or not is_literal(p.default) for p in params[nargs:]):
         return None
     return {name: ir.Const(p.default) for name, p in zip(function.params[nargs:], params[nargs:], strict=True)}
 
 
+class Scratch(Namer):
+    """Names for statements that are written as one expression (``syntax.expression_of``), never as statements:
+    each new, and none a name of the program's (``%`` is in no identifier)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def fresh(self, base: str, user: bool = False) -> str:
+        self.count += 1
+        return f"%{self.count}"
+
+
 class _Unbound(Exception):
     pass
+
+
+MADE_AFTER = 8  # applications of a rule before it gets a maker of its own (``_maker``)
+_USES: dict[Any, int] = {}
+
+
+Maker = Callable[[list[ir.Atom], Namer, ir.Line, "str | None"], tuple[list[ir.Stmt], ir.Atom]]
+
+
+@functools.cache
+def _maker(rule: Any, nargs: int) -> Maker | None:
+    """A function that makes what ``_Put`` makes from ``nargs`` positional atoms (the rest of the parameters at their
+    literal defaults), from Python written for this template: the statements made directly, each name and fold
+    decided once here (a long function applies each of its rules hundreds of times). ``None`` where the template
+    decides something (a conditional expression) or unpacks: ``_Put`` applies those."""
+    function = template(rule)
+    defaults = _plain_defaults(rule, nargs)
+    if function is None or defaults is None or function.mutable \
+            or not all(type(stmt) is ir.Assign and type(stmt.value) is not ir.Raw for stmt in function.body):
+        return None
+    return _MakerSource(function, nargs, defaults).compiled()
+
+
+class _MakerSource:
+    """The Python of a template's maker (``_maker``): its lines, and the objects it reads."""
+
+    def __init__(self, function: ir.Function, nargs: int, defaults: dict[str, ir.Atom]):
+        self.function = function
+        self.objects: list[Any] = []
+        self.lines = ["def make(args, namer, line, hint):", "    out = []"]
+        self.params: dict[str, str] = {}  # the template's names -> Python that gives their atoms
+        for k, param in enumerate(function.params):
+            if k < nargs:
+                self.lines.append(f"    p{k} = args[{k}]")
+                self.params[param] = f"p{k}"
+            else:
+                self.params[param] = self.object(defaults[param])
+        self.env = dict(self.params)
+
+    def object(self, value: Any) -> str:
+        self.objects.append(value)
+        return f"K[{len(self.objects) - 1}]"
+
+    def atom(self, atom: ir.Atom) -> str:
+        if isinstance(atom, ir.Var):
+            return self.env[atom.name]
+        return self.object(_plain(atom) if isinstance(atom, ir.Ref) else atom)
+
+    def name(self, name: str) -> str:
+        """Python that gives the fresh name ``_Put.name`` gives ``name``."""
+        words = []
+        for word in name.split("_"):
+            param = self.params.get(word)
+            words.append(f"({param}.name if type({param}) is Var else {word!r})" if param and param[0] == "p"
+                         else repr(word))
+        joined = " + '_' + ".join(words)
+        fresh = f"namer.fresh({joined})"
+        result = self.function.result
+        if isinstance(result, ir.Var) and result.name == name:
+            return f"(namer.fresh(hint) if hint is not None else {fresh})"
+        return fresh
+
+    def compiled(self) -> Maker | None:
+        for k, stmt in enumerate(self.function.body):
+            assert isinstance(stmt, ir.Assign)
+            value, local = stmt.value, f"v{k}"
+            if isinstance(value, (ir.Var, ir.Const, ir.Ref)):
+                self.env[stmt.target] = self.atom(value)  # a copy: its readers read the value itself
+                continue
+            if isinstance(value, ir.Call):
+                args = "".join(f"{self.atom(a)}, " for a in value.args)
+                kwargs = "".join(f"({k!r}, {self.atom(a)}), " for k, a in value.kwargs)
+                made = f"Call({self.object(_plain(value.fn))}, ({args}), ({kwargs}), {self.object(value.moved)}, " \
+                       f"{value.attribute!r})"
+                foldable = value.fn.obj in _FOLDABLE or value.fn.obj in (operator.pow, runtime.pow_minus_one)
+                if foldable and any(isinstance(a, ir.Var) for a in value.args):
+                    # (constants the rule itself writes stay as written, as ``_Put`` keeps them)
+                    self.lines += [f"    c = {made}", "    folded = fold(c)",
+                                   f"    if folded is not None:\n        {local} = folded",
+                                   f"    else:\n        {local} = Var({self.name(stmt.target)})",
+                                   f"        out.append(Assign({local}.name, power(c), line))"]
+                    self.env[stmt.target] = local
+                    continue
+            elif isinstance(value, ir.Pack):
+                elts = "".join(f"{self.atom(a)}, " for a in value.elts)
+                made = f"Pack(({elts}), {value.kind!r}, {self.object(value.keys)})"
+            elif isinstance(value, ir.Attr):
+                made = f"Attr({self.atom(value.value)}, {value.attr!r})"
+            else:
+                return None
+            self.lines += [f"    {local} = Var({self.name(stmt.target)})",
+                           f"    out.append(Assign({local}.name, {made}, line))"]
+            self.env[stmt.target] = local
+        self.lines.append(f"    return out, {self.atom(self.function.result)}")
+        scope: dict[str, Any] = {"K": self.objects, "Var": ir.Var, "Call": ir.Call, "Pack": ir.Pack, "Attr": ir.Attr,
+                 "Assign": ir.Assign, "fold": _fold, "power": _power}
+        exec("\n".join(self.lines), scope)  # noqa: S102 -- code written here from the rule's own template
+        make: Maker = scope["make"]
+        return make
+
+
+def _fold(call: ir.Call) -> ir.Atom | None:
+    return _folded(call) or _folded(_power(call))
 
 
 class _Put:
@@ -208,6 +394,7 @@ class _Put:
         if isinstance(value, (ir.Var, ir.Const, ir.Ref)):
             value = self.atom(value)
         if isinstance(value, ir.Raw):
+            value = ir.Raw(_decided_in(value.node, value.refs, self.atom), value.refs)
             decided = _evaluated(value.node, value.refs, self.atom)
             if decided is not None:
                 self.env[stmt.target] = decided
@@ -215,8 +402,10 @@ class _Put:
             value = self.raw(value)
         if isinstance(value, ir.Call):
             call = ir.Call(_plain(value.fn), tuple(self.atom(a) for a in value.args),
-                           tuple((k, self.atom(a)) for k, a in value.kwargs))
-            folded: ir.Atom | None = _folded(call) or _folded(_power(call))
+                           tuple((k, self.atom(a)) for k, a in value.kwargs), value.moved, value.attribute)
+            # (constants the rule itself writes, ``2.0 * np.pi``, stay as written)
+            written = all(a is b for a, b in zip(call.args, value.args, strict=True))
+            folded: ir.Atom | None = None if written else _folded(call) or _folded(_power(call))
             if folded is not None:
                 self.env[stmt.target] = folded
                 return
@@ -293,6 +482,22 @@ def _evaluated(node: gast.expr, refs: tuple[ir.Ref, ...], atom: Any) -> ir.Const
         truth = all if type(node.op) is gast.And else any
         return ir.Const(truth(v.value for v in values))  # type: ignore[union-attr]
     return None
+
+
+def _decided_in(node: gast.expr, refs: tuple[ir.Ref, ...], atom: Any) -> gast.expr:
+    """``node`` (a test decided only at run time) without the operands of its ``and``/``or`` that what was put in
+    decides: ``bool(axis is not None) or bool(np.ndim(x) == 1)`` with ``axis`` given as ``None`` is the second."""
+    if type(node) is not gast.BoolOp:
+        return node
+    keep = gast.Or if type(node.op) is gast.Or else gast.And  # (a false operand of ``or`` says nothing; so a true
+    values = []                                               # one of ``and``)
+    for value in node.values:
+        decided = _evaluated(value, refs, atom)
+        if decided is None:
+            values.append(_decided_in(value, refs, atom))
+        elif bool(decided.value) == (keep is gast.Or):
+            return gast.Constant(value=keep is gast.Or, kind=None)  # (the values are pure: the rest need not run)
+    return values[0] if len(values) == 1 else gast.BoolOp(op=node.op, values=values)
 
 
 def _dead_stores_dropped(body: list[ir.Stmt], result: ir.Atom) -> list[ir.Stmt]:

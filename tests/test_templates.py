@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ast_ad import inline, ir, registry, syntax, templates
+from ast_ad import ir, registry, syntax, templates
 from ast_ad.naming import Namer
 from tests.rule_cases import CASES
 from tests.test_rules import DIFFERENTIABLE, _name, direction_like, leaves
@@ -25,7 +25,7 @@ def _rules(record: registry.Rule) -> list[tuple[str, int, object]]:
     found = []
     for k in range(len(record.vjps)):
         for direction, rule in (("vjp", record.vjp(k)), ("jvp", record.jvp(k))):
-            if callable(rule) and rule is not registry.zero and inline.template_of(rule) is not None:
+            if callable(rule) and rule is not registry.zero and templates.template_of(rule) is not None:
                 found.append((direction, k, rule))
     return found
 
@@ -101,7 +101,7 @@ def _atoms(values: tuple, prefix: str, env: dict[str, object]) -> list[ir.Atom]:
     """Literals as constants (so what they decide is folded), anything else as a name bound in ``env``."""
     atoms: list[ir.Atom] = []
     for k, v in enumerate(values):
-        if inline.is_literal(v):
+        if templates.is_literal(v):
             atoms.append(ir.Const(v))
         else:
             env[f"{prefix}{k}"] = v
@@ -140,3 +140,97 @@ def test_a_lowered_rule_computes_what_the_rule_computes(record: registry.Rule, d
         run(body, env)
         got = env[out.name] if isinstance(out, ir.Var) else out.value if isinstance(out, ir.Const) else out.obj
         assert same(got, expected), (direction, k, got, expected)
+        # reverse mode writes the statements as the one expression they compute: it computes the same
+        refs = syntax.RefTable()
+        written = syntax.expression_of(body, out, refs)
+        if written is not None:
+            names = {f"ref{j}": ref.obj for j, ref in enumerate(refs.entries)}
+            node = syntax.substituted(written, lambda n: syntax.name(f"ref{n.id[1:]}") if n.id.startswith("§")
+                                      else None)
+            code = compile(ast.fix_missing_locations(ast.Expression(body=syntax.to_ast(node))), "<rule>", "eval")
+            got = eval(code, {**names, **env})  # noqa: S307 -- the rule's own test
+            assert same(got, expected), (direction, k, "written", got, expected)
+
+
+MAKERS = sorted({rule for record in registry.registered() for _, _, rule in _rules(record)},
+                key=lambda rule: (rule.__module__, rule.__code__.co_firstlineno))
+
+
+def test_there_are_makers_to_compare() -> None:
+    made = [rule for rule in MAKERS for count in _counts(rule) if templates._maker(rule, count) is not None]
+    assert len(made) > 300
+
+
+def _counts(rule) -> list[int]:
+    params = [p for p in templates.signature_of(rule).parameters.values() if p.kind is p.POSITIONAL_OR_KEYWORD]
+    return sorted({len([p for p in params if p.default is p.empty]), len(params)})
+
+
+@pytest.mark.parametrize("rule", MAKERS, ids=lambda rule: f"{rule.__module__}:{rule.__code__.co_firstlineno}")
+def test_a_rules_maker_makes_what_putting_it_in_makes(rule) -> None:
+    """The Python written for a template makes, statement for statement and name for name, what ``_Put`` makes:
+    with names put in, with constants (which fold what they decide), and with the value named by a hint."""
+    for count in _counts(rule):
+        maker = templates._maker(rule, count)
+        if maker is None:
+            continue
+        for atoms in ([ir.Var(f"a{k}") for k in range(count)],
+                      [ir.Var("a0"), ir.Var("a1"), *[ir.Const(k + 1.0) for k in range(count - 2)]],
+                      [ir.Var("a0"), ir.Var("a1"), *[ir.Const(1) for k in range(count - 2)]]):
+            for hint in (None, "t_bar"):
+                function = templates.template(rule)
+                put = templates._Put(dict(zip(function.params, atoms, strict=False)), function,
+                                     Namer(used={"a0"}), LINE, hint)
+                put.values.update(templates._plain_defaults(rule, count))
+                expected = put.run()
+                assert maker(atoms, Namer(used={"a0"}), LINE, hint) == expected
+
+
+def spelled(x, w):
+    return np.sum(np.average(x, weights=w) * x.T) * np.pi + np.sum(np.deg2rad(x))
+
+
+def spelled_positionally(x, w):  # (the tracer takes no keyword it differentiates)
+    return np.sum(np.average(x, None, w) * np.transpose(x)) * 3.141592653589793 + np.sum(np.deg2rad(x))
+
+
+def test_code_reads_as_the_user_and_the_rule_wrote_it() -> None:
+    """What the lowering changes for the rules' sake is printed as written: a keyword moved to its position
+    (``weights=w``), an attribute that is a primitive (``x.T``), ``np.pi``; reverse mode writes ``np.deg2rad``'s rule
+    as its one expression, ``np.pi`` in it, not its value."""
+    import ast_ad
+
+    x, w = np.arange(1.0, 7.0).reshape(2, 3), np.linspace(0.5, 1.5, 6).reshape(2, 3)
+    text = ast_ad.source(ast_ad.grad(spelled, (0, 1)), x, w)
+    assert "np.average(x, weights=w)" in text and "x_T = x.T" in text and "* np.pi" in text
+    assert "(np.pi / 180.0)" in text and "3.14159" not in text
+    got = ast_ad.grad(spelled, (0, 1))(x, w)
+    expected = ast_ad.tracer.grad(spelled_positionally, (0, 1))(x, w)
+    for a, b in zip(got, expected, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_a_decision_at_run_time_is_written_as_a_conditional_expression() -> None:
+    """``np.hsplit``'s rule decides its axis at run time: written in the one expression as ``a if test else b``, the
+    truth of the test read as a test reads it (no ``bool(...)``), and what the defaults decide taken out of it."""
+    refs = syntax.RefTable()
+    rule = registry.lookup(np.hsplit).vjps[0]
+    made = templates.applied(rule, [ir.Var("g"), ir.Var("ans"), ir.Var("x"), ir.Var("s")], {}, templates.Scratch(),
+                             LINE)
+    written = syntax.expression_of(*made, refs)
+    text = ast.unparse(syntax.to_ast(written))
+    assert " if " in text and " else " in text and "bool" not in text and "%" not in text
+    rule = registry.lookup(np.linalg.vector_norm).vjps[0]  # ``x if axis is not None or np.ndim(x) == 1 else ...``
+    made = templates.applied(rule, [ir.Var("g"), ir.Var("ans"), ir.Var("x")], {}, templates.Scratch(), LINE)
+    text = ast.unparse(syntax.to_ast(syntax.expression_of(*made, refs)))
+    test = text.split(" if ")[1].split(" else ")[0]
+    assert " or " not in test and "None" not in test  # (``axis is not None`` is decided, with ``axis`` None)
+
+
+def test_a_value_read_twice_is_not_one_expression() -> None:
+    """Statements that are no tree (a value read twice) are not written as one expression: the rule is called."""
+    mul = ir.Ref(operator.mul, "operator.mul")
+    body = [ir.Assign("t", ir.Call(mul, (ir.Var("x"), ir.Var("x"))), LINE),
+            ir.Assign("u", ir.Call(mul, (ir.Var("t"), ir.Var("t"))), LINE)]
+    assert syntax.expression_of(body, ir.Var("u"), syntax.RefTable()) is None
+    assert syntax.expression_of(body[:1], ir.Var("t"), syntax.RefTable()) is not None
