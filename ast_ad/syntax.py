@@ -21,7 +21,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from ast_ad import ir, registry
+from ast_ad import ir, registry, runtime
 
 MARK = "§"
 
@@ -425,6 +425,8 @@ def expr(e: ir.Expr, refs: RefTable, fn_name: gast.expr | None = None,
             if fn is operator.getitem and len(args) == 2:
                 item = args[1] if type(e.args[1]) is ir.Var else index(e.args[1], refs)
                 return new(gast.Subscript, {"value": args[0], "slice": item, "ctx": new(gast.Load, {})})
+            if fn is runtime.repeat_seq and type(args[0]) in (gast.List, gast.Tuple):  # ``[x] * n``, as written
+                return new(gast.BinOp, {"left": args[0], "op": new(gast.Mult, {}), "right": args[1]})
             if e.attribute is not None and type(e.args[0]) is ir.Var:
                 return new(gast.Attribute, {"value": args[0], "attr": e.attribute, "ctx": new(gast.Load, {})})
         keywords = {}

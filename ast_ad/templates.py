@@ -496,7 +496,8 @@ def _decided_in(node: gast.expr, refs: tuple[ir.Ref, ...], atom: Any) -> gast.ex
         if decided is None:
             values.append(_decided_in(value, refs, atom))
         elif bool(decided.value) == (keep is gast.Or):
-            return gast.Constant(value=keep is gast.Or, kind=None)  # (the values are pure: the rest need not run)
+            # (a decision's operands are bools, ``bool(...)``, and pure: the whole is this, the rest need not run)
+            return gast.Constant(value=keep is gast.Or, kind=None)
     return values[0] if len(values) == 1 else gast.BoolOp(op=node.op, values=values)
 
 

@@ -190,6 +190,11 @@ def spelled(x, w):
     return np.sum(np.average(x, weights=w) * x.T) * np.pi + np.sum(np.deg2rad(x))
 
 
+def repeated(x):
+    ys = [x] * 3
+    return ys[0] * ys[2]
+
+
 def spelled_positionally(x, w):  # (the tracer takes no keyword it differentiates)
     return np.sum(np.average(x, None, w) * np.transpose(x)) * 3.141592653589793 + np.sum(np.deg2rad(x))
 
@@ -204,6 +209,8 @@ def test_code_reads_as_the_user_and_the_rule_wrote_it() -> None:
     text = ast_ad.source(ast_ad.grad(spelled, (0, 1)), x, w)
     assert "np.average(x, weights=w)" in text and "x_T = x.T" in text and "* np.pi" in text
     assert "(np.pi / 180.0)" in text and "3.14159" not in text
+    assert "ys = [x] * 3" in ast_ad.source(ast_ad.grad(repeated), 1.5)  # (``repeat_seq``, as the user wrote it)
+    assert ast_ad.grad(repeated)(1.5) == 3.0
     got = ast_ad.grad(spelled, (0, 1))(x, w)
     expected = ast_ad.tracer.grad(spelled_positionally, (0, 1))(x, w)
     for a, b in zip(got, expected, strict=True):
