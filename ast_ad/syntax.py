@@ -427,8 +427,10 @@ def expr(e: ir.Expr, refs: RefTable, fn_name: gast.expr | None = None,
                 return new(gast.Subscript, {"value": args[0], "slice": item, "ctx": new(gast.Load, {})})
             if fn is runtime.repeat_seq and type(args[0]) in (gast.List, gast.Tuple):  # ``[x] * n``, as written
                 return new(gast.BinOp, {"left": args[0], "op": new(gast.Mult, {}), "right": args[1]})
-            if e.attribute is not None and type(e.args[0]) is ir.Var:
+            if e.attribute is not None and type(e.args[0]) is not ir.Const:  # (``1.T`` would not parse)
                 return new(gast.Attribute, {"value": args[0], "attr": e.attribute, "ctx": new(gast.Load, {})})
+        if not e.kwargs and e.args and type(e.args[-1]) is ir.Const and fn_name is None:
+            args = args[:_written_args(fn, e.args)]
         keywords = {}
         if e.moved:  # the arguments the user wrote by keyword, as written
             for key, arg in zip(e.moved, args[len(args) - len(e.moved):], strict=True):
@@ -449,6 +451,35 @@ def expr(e: ir.Expr, refs: RefTable, fn_name: gast.expr | None = None,
         return node if at is None else substituted(node, lambda n: at(ir.Var(n.id)) if type(n.ctx) is gast.Load
                                                    and not n.id.startswith(MARK) else None)
     return _at(e, refs, at)  # type: ignore[arg-type]
+
+
+def _written_args(fn: Any, args: tuple[ir.Atom, ...]) -> int:
+    """How many of ``args`` a call of one of ast_ad's helpers writes: not the last ones that are the parameters'
+    literal defaults (``expand_reduced(g, x)``, not ``expand_reduced(g, x, None, False)``: a rule passes each)."""
+    defaults = _helper_defaults(fn) if callable(fn) and getattr(fn, "__module__", None) == runtime.__name__ else ()
+    count = len(args)
+    while count and count - 1 < len(defaults) and type(args[count - 1]) is ir.Const \
+            and _same_literal(args[count - 1].value, defaults[count - 1]):  # type: ignore[union-attr]
+        count -= 1
+    return count
+
+
+def _same_literal(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and (a is b or (type(a) in (int, float, str) and a == b))
+
+
+_DEFAULTS: dict[Any, tuple[Any, ...]] = {}
+
+
+def _helper_defaults(fn: Any) -> tuple[Any, ...]:
+    """Each positional parameter's default (a marker where it has none), by position."""
+    if fn not in _DEFAULTS:
+        import inspect
+
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        _DEFAULTS[fn] = tuple(p.default for p in params)
+    return _DEFAULTS[fn]
 
 
 def _at(a: ir.Atom, refs: RefTable, at: Callable[[ir.Atom], gast.expr | None] | None) -> gast.expr:

@@ -202,13 +202,15 @@ def spelled_positionally(x, w):  # (the tracer takes no keyword it differentiate
 def test_code_reads_as_the_user_and_the_rule_wrote_it() -> None:
     """What the lowering changes for the rules' sake is printed as written: a keyword moved to its position
     (``weights=w``), an attribute that is a primitive (``x.T``), ``np.pi``; reverse mode writes ``np.deg2rad``'s rule
-    as its one expression, ``np.pi`` in it, not its value."""
+    as its one expression, ``np.pi`` in it, not its value, and ``np.sum``'s without the defaults it passes on."""
     import ast_ad
 
     x, w = np.arange(1.0, 7.0).reshape(2, 3), np.linspace(0.5, 1.5, 6).reshape(2, 3)
     text = ast_ad.source(ast_ad.grad(spelled, (0, 1)), x, w)
     assert "np.average(x, weights=w)" in text and "x_T = x.T" in text and "* np.pi" in text
     assert "(np.pi / 180.0)" in text and "3.14159" not in text
+    # a helper's trailing arguments that are its defaults, which the rule passes, are not written
+    assert "expand_reduced(out_bar, deg2rad_x)" in text and "None, False" not in text
     assert "ys = [x] * 3" in ast_ad.source(ast_ad.grad(repeated), 1.5)  # (``repeat_seq``, as the user wrote it)
     assert ast_ad.grad(repeated)(1.5) == 3.0
     got = ast_ad.grad(spelled, (0, 1))(x, w)
