@@ -13,6 +13,7 @@ object its final name. ``RefTable`` hands markers out.
 from __future__ import annotations
 
 import ast
+import inspect
 import math
 import operator
 from collections.abc import Callable, Iterator
@@ -474,8 +475,6 @@ _DEFAULTS: dict[Any, tuple[Any, ...]] = {}
 def _helper_defaults(fn: Any) -> tuple[Any, ...]:
     """Each positional parameter's default (a marker where it has none), by position."""
     if fn not in _DEFAULTS:
-        import inspect
-
         params = [p for p in inspect.signature(fn).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         _DEFAULTS[fn] = tuple(p.default for p in params)
