@@ -332,6 +332,8 @@ class Forwarder:
                 # a new empty list (a tape, say) has a new empty list of tangents: the form reverse mode reads as
                 # a list private to the function (``Reverser.private_list``), so it can differentiate this again
                 return [stmt, ir.Assign(dot, ir.Const([]), stmt.line)]
+            if isinstance(value, ir.Const) and type(value.value) in (int, float):
+                return [stmt, ir.Assign(dot, ir.Const(0.0), stmt.line)]  # (``zeros_like`` of a number: ``0.0``)
             return [stmt, *self.bound(self.zero_of(ir.Var(target)), dot)]
         tangent = self.bound(made, dot)
         reads_ans = any(ans in ir.reads_of(s) for s in ir.walk(tuple(tangent)))  # (a run-time test's names too)

@@ -193,3 +193,21 @@ def test_a_tangent_that_reads_only_the_new_value_follows_its_statement() -> None
     assert text.index("x = np.tanh(x)") < text.index("x_dot = x_dot * (1.0 - x * x)")
     want, got = tracer.jvp(tanh_steps, (0.3,), (1.0,)), ast_ad.jvp(tanh_steps, (0.3,), (1.0,))
     assert all(math.isclose(a, b, rel_tol=1e-14) for a, b in zip(want, got, strict=True))
+
+
+def summed_squares(x):
+    total = 0.0
+    for i in range(len(x)):
+        total = total + x[i] ** 2
+    return total
+
+
+def test_a_number_written_as_a_literal_has_the_tangent_zero() -> None:
+    """``total = 0.0``'s tangent is ``0.0``, which is what ``zeros_like`` of a number gives, written as such."""
+    import ast_ad
+
+    x, v = np.array([0.5, -1.0, 2.0]), np.array([1.0, 2.0, -0.5])
+    text = ast_ad.source(summed_squares, x, stage="jvp")
+    assert "total_dot = 0.0" in text and "zeros_like" not in text
+    out, out_dot = ast_ad.jvp(summed_squares, (x,), (v,))
+    assert out == tracer.jvp(summed_squares, (x,), (v,))[0] and math.isclose(out_dot, 2 * float(x @ v), rel_tol=1e-14)
