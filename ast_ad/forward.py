@@ -390,6 +390,7 @@ class Forwarder:
         terms: list[ir.Atom] = []
         exact = True
         container = stmt.target in self.structured or call.fn.obj is runtime.add_adjoints
+        covered: set[int] = set()  # the arguments whose tangents the terms carry
         for k, atom in enumerate(call.args):
             if not self.is_active(atom):
                 continue
@@ -401,6 +402,7 @@ class Forwarder:
             stmts, term = self.term(stmt, rule, jvp, k, ans)
             out += stmts
             terms.append(term)
+            covered.add(k)
             container = container or self.kinds.rank(stmt.target) is None and _may_give_a_container(stmts, term)
             exact = exact and (not rule.elementwise or self.exact(call, k, stmt.target))
         if not terms:
@@ -414,6 +416,11 @@ class Forwarder:
                 positive = _unsigned(out, term, 0)
                 total = self.emit(out, self.call(operator.sub, "operator.sub", total, positive) if positive
                                   else self.call(operator.add, "operator.add", total, term), dot)
+        if not exact and rule.elementwise and not container and all(
+                k in covered or shape_class(a, self.classes) == SCALAR for k, a in enumerate(call.args)):
+            # each term has at least its argument's shape (an elementwise rule takes no axis away) and at most the
+            # result's: where every argument that is not a number has a term, their sum has the result's shape
+            exact = True
         if not exact and not registry.returns_sequence(call.fn.obj):
             total = self.emit(out, self.call(runtime.fit, "fit", total, ir.Var(ans)), dot)
         return out, total

@@ -211,3 +211,31 @@ def test_a_number_written_as_a_literal_has_the_tangent_zero() -> None:
     assert "total_dot = 0.0" in text and "zeros_like" not in text
     out, out_dot = ast_ad.jvp(summed_squares, (x,), (v,))
     assert out == tracer.jvp(summed_squares, (x,), (v,))[0] and math.isclose(out_dot, 2 * float(x @ v), rel_tol=1e-14)
+
+
+M_LAYER = np.array([[0.5, -0.2, 0.1], [0.3, 0.8, -0.4], [-0.6, 0.2, 0.9]])
+C_WIDE = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 0.25]])
+
+
+def layer_sum(h, b):
+    return np.sum(np.tanh(M_LAYER @ h + b))
+
+
+def widened(x):
+    return np.sum(np.sin(x + C_WIDE))
+
+
+def test_a_sum_of_every_arguments_tangent_needs_no_fit() -> None:
+    """``M @ h + b``'s tangent ``M @ h_dot + b_dot`` has the sum's shape (each argument's tangent is in it), so it is
+    not brought to that shape (``fit``); ``x + C``, with ``C`` a constant wider than ``x``, still is, and both are
+    right."""
+    import ast_ad
+
+    h, b, u, v = np.array([0.1, -0.3, 0.7]), np.array([0.2, 0.0, -0.5]), np.array([1.0, 0.5, -1.0]), np.ones(3)
+    assert "fit(" not in ast_ad.source(layer_sum, h, b, stage="jvp")
+    want, got = tracer.jvp(layer_sum, (h, b), (u, v)), ast_ad.jvp(layer_sum, (h, b), (u, v))
+    assert all(math.isclose(a, c, rel_tol=1e-13) for a, c in zip(want, got, strict=True))
+    x, w = np.array([0.3, -0.2, 1.1]), np.array([0.5, 1.0, -2.0])
+    assert "fit(" in ast_ad.source(widened, x, stage="jvp")
+    want, got = tracer.jvp(widened, (x,), (w,)), ast_ad.jvp(widened, (x,), (w,))
+    assert all(math.isclose(a, c, rel_tol=1e-13) for a, c in zip(want, got, strict=True))
