@@ -62,8 +62,10 @@ def folded_scanned(body: list[gast.stmt], keep: set[str],
     """``folded``, reading what each statement reads and binds from its ``Inliner.scan`` where ``scans`` gives
     them; then also the scans of the statements it gives back (their reads renamed as they are), where it can
     say (``None`` where a nested block changed)."""
-    uses = [(facts.loads, list(facts.binds)) for facts in scans] if scans is not None else \
-        [_names(stmt) for stmt in body]
+    # (a scan's binds are a set: one entry a name, which is one a binding only for a simple statement; a block may
+    # bind a name again, ``t_bar = x_bar`` and then ``t_bar = t_bar + ...``, which a copy must not be folded past)
+    uses = [(facts.loads, list(facts.binds)) if type(stmt) in _SIMPLE else _names(stmt)
+            for stmt, facts in zip(body, scans, strict=True)] if scans is not None else [_names(stmt) for stmt in body]
     loads: Counter[str] = Counter()
     bound: Counter[str] = Counter()
     for reads, binds in uses:
@@ -72,6 +74,9 @@ def folded_scanned(body: list[gast.stmt], keep: set[str],
     kept: list[int] = []
     out = _block(body, loads, bound, keep, uses, kept)
     return out, [scans[k] for k in kept] if scans is not None and len(kept) == len(out) else None
+
+
+_SIMPLE = (gast.Assign, gast.AugAssign, gast.Expr, gast.Delete, gast.Pass)
 
 
 def _block(body: list[gast.stmt], loads: Counter[str], bound: Counter[str], keep: set[str],

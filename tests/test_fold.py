@@ -9,7 +9,7 @@ import gast
 import pytest
 
 from ast_ad import printer, syntax
-from ast_ad.fold import Inliner, folded, shared_factor
+from ast_ad.fold import Inliner, folded, folded_scanned, shared_factor
 
 
 def fold(source: str, keep: set[str] | None = None) -> str:
@@ -45,6 +45,22 @@ def fold(source: str, keep: set[str] | None = None) -> str:
     ("a = b\nc = a\ndel a\n", {"c"}, "a = b\nc = a\ndel a"),
 ])
 def test_what_is_folded(source, keep, expected) -> None:
+    assert fold(source, keep) == expected
+
+
+@pytest.mark.parametrize(("source", "keep", "expected"), [
+    # bound twice inside one block: not folded (the scan of the ``if`` names each name it binds once)
+    ("if c:\n    a = b\n    a = a + d\n    e = a * 2\n", {"e"}, "if c:\n    a = b\n    a = a + d\n    e = a * 2"),
+    ("if c:\n    a = b\n    e = a * 2\n", {"e"}, "if c:\n    e = b * 2"),
+])
+def test_what_is_folded_with_the_statements_scanned(source, keep, expected) -> None:
+    """The scans reverse mode hands ``folded_scanned`` (``Inliner.scan``) give the same answer as the fold's own
+    count: a copy into a name a block binds again is not folded past the second binding (forward mode's IR read by
+    reverse mode made ``t_bar = x_bar`` and then ``t_bar = t_bar + ...`` in one branch)."""
+    body = gast.parse(textwrap.dedent(source)).body
+    inliner = Inliner(pure, frozenset(), frozenset())
+    out, _ = folded_scanned(body, keep, [inliner.scan(stmt) for stmt in body])
+    assert "".join(printer.to_source(syntax.to_ast(s)) for s in out).strip() == expected
     assert fold(source, keep) == expected
 
 

@@ -8,6 +8,7 @@ import math
 import tempfile
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -239,3 +240,31 @@ def test_a_sum_of_every_arguments_tangent_needs_no_fit() -> None:
     assert "fit(" in ast_ad.source(widened, x, stage="jvp")
     want, got = tracer.jvp(widened, (x,), (w,)), ast_ad.jvp(widened, (x,), (w,))
     assert all(math.isclose(a, c, rel_tol=1e-13) for a, c in zip(want, got, strict=True))
+
+
+def doubled(a):
+    return a * 2.0
+
+
+def rebound_by_a_helper(x0, x1):
+    if x0 < 0.3:
+        x0 = doubled(x1)
+    return x0 * x0
+
+
+def rebound_in_a_branch(x0, x1):
+    if x0 < 0.3:
+        x0 = np.tanh(x1) + x1
+    return x0 * x0
+
+
+@pytest.mark.parametrize("fn", [rebound_by_a_helper, rebound_in_a_branch])
+def test_a_value_bound_again_in_a_branch_of_forward_modes_ir(fn) -> None:
+    """Found by the IR hunt: a parameter bound again in a branch, where forward mode's IR unpacks a helper's pair
+    into it (``x0, x0_dot = pair``: the older value's adjoint must start again at zero, as for an assignment) or
+    binds a branch's own temporary that its tangent reads too (``tanh_x1_bar = x0_bar``, then added to: the fold
+    must not write the copy past the second binding). Both gave the parameter ``x0`` a gradient it does not have."""
+    args, first = (-1.7, -1.6), (-0.65, -0.17)
+    want = tracer.grad(lambda *xs: tracer.jvp(fn, xs, first)[1], (0, 1))(*args)
+    got = reverse_of_forward(fn, args, first)
+    assert want[0] == 0.0 and all(_close(w, g) for w, g in zip(want, got, strict=True))
