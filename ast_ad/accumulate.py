@@ -28,6 +28,7 @@ class Accumulation:
     live: set[str]  # adjoints something has flowed into since they were last reset
     local: set[str]  # names bound once, in straight-line code
     pending: set[str]  # adjoints reset to zero: the next contribution assigns
+    first: set[int]  # statements that bind a name for the first time (``analysis.first_definitions``)
     opening: bool  # still in the backward pass's opening (after the function's last loop or branch)
     started: set[str]  # adjoints that start as their first contribution, not at zero
     structured: set[str]  # names that hold lists, tuples or dicts
@@ -41,6 +42,13 @@ class Accumulation:
         out = [syntax.assign(self.bar(v), self.zero(v)) for v in sorted(self.pending)]
         self.pending.clear()
         return out
+
+    def bound_again(self, name: str, stmt: ir.Stmt) -> None:
+        """After the backward pass of ``stmt``, which binds ``name``: the adjoint of the value ``name`` held before
+        starts from zero (the next contribution assigns), unless ``stmt`` bound it first."""
+        self.live.discard(name)
+        if name not in self.local and id(stmt) not in self.first:
+            self.pending.add(name)
 
     def bar(self, var: str) -> str:
         if var not in self.bars:

@@ -347,17 +347,13 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
             assert isinstance(stmt, ir.Assign)
             return self.adjoint_write(stmt)
         if isinstance(stmt, ir.Unpack):
-            prefix = [syntax.assign(self.bar(t), self.zero(t)) for t in stmt.targets if t in self.pending]
-            self.pending.difference_update(stmt.targets)  # (reset since its last use: the zero written out)
-            parts = [self.adjoint_or_zeros(t) for t in stmt.targets]
+            parts = [self.adjoint_or_zeros(t) for t in stmt.targets]  # (``backward_block`` flushed the pending)
             assert isinstance(stmt.value, ir.Var)  # an active tuple unpacked
             appended = stmt.value.name in self.appended  # a list, whose adjoint the appends pop
             whole = gast.List(elts=parts, ctx=gast.Load()) if appended else syntax.tuple_(parts)
-            out = prefix + self.accumulate(stmt.value.name, whole)
-            for t in stmt.targets:  # a name bound again (forward mode's ``x, x_dot = pair``): what its older value
-                self.live.discard(t)  # receives starts at zero, as for an assignment (``adjoint_assign``)
-                if t not in self.local and id(stmt) not in self.first:
-                    self.pending.add(t)
+            out = self.accumulate(stmt.value.name, whole)
+            for t in stmt.targets:  # (forward mode's ``x, x_dot = pair`` binds names again)
+                self.bound_again(t, stmt)
             return out + self.restore(stmt.targets, stmt)
         assert isinstance(stmt, ir.Assign)  # effects, pops and breaks have no adjoint
         return self.adjoint_assign(stmt)

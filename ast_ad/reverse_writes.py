@@ -25,9 +25,7 @@ class WriteAdjoints:
 
     active: set[str]
     live: set[str]
-    local: set[str]
     pending: set[str]
-    first: set[int]
     owned: set[str]
     refs: RefTable
     namer: Namer
@@ -35,6 +33,9 @@ class WriteAdjoints:
     in_place: InPlace
 
     def bar(self, var: str) -> str:
+        raise NotImplementedError  # ``accumulate``'s
+
+    def bound_again(self, name: str, stmt: ir.Stmt) -> None:
         raise NotImplementedError  # ``accumulate``'s
 
     def zero(self, var: str) -> gast.expr:
@@ -112,9 +113,7 @@ class WriteAdjoints:
         out = [syntax.assign(self.bar(source), syntax.call(unpopped, [syntax.name(self.bar(source)), entry,
                                                                        syntax.name(source)]))]
         self.live.add(source)
-        self.live.discard(target)
-        if target not in self.local and id(stmt) not in self.first:
-            self.pending.add(target)  # the older value's adjoint starts from zero
+        self.bound_again(target, stmt)
         return out + self.restores(stmt)
 
 

@@ -13,6 +13,7 @@ object its final name. ``RefTable`` hands markers out.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import math
 import operator
@@ -430,7 +431,7 @@ def expr(e: ir.Expr, refs: RefTable, fn_name: gast.expr | None = None,
                 return new(gast.BinOp, {"left": args[0], "op": new(gast.Mult, {}), "right": args[1]})
             if e.attribute is not None and type(e.args[0]) is not ir.Const:  # (``1.T`` would not parse)
                 return new(gast.Attribute, {"value": args[0], "attr": e.attribute, "ctx": new(gast.Load, {})})
-        if not e.kwargs and e.args and type(e.args[-1]) is ir.Const and fn_name is None:
+        if not e.kwargs and not e.moved and e.args and type(e.args[-1]) is ir.Const and fn_name is None:
             args = args[:_written_args(fn, e.args)]
         keywords = {}
         if e.moved:  # the arguments the user wrote by keyword, as written
@@ -469,16 +470,11 @@ def _same_literal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and (a is b or (type(a) in (int, float, str) and a == b))
 
 
-_DEFAULTS: dict[Any, tuple[Any, ...]] = {}
-
-
+@functools.cache
 def _helper_defaults(fn: Any) -> tuple[Any, ...]:
     """Each positional parameter's default (a marker where it has none), by position."""
-    if fn not in _DEFAULTS:
-        params = [p for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        _DEFAULTS[fn] = tuple(p.default for p in params)
-    return _DEFAULTS[fn]
+    return tuple(p.default for p in inspect.signature(fn).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
 def _at(a: ir.Atom, refs: RefTable, at: Callable[[ir.Atom], gast.expr | None] | None) -> gast.expr:

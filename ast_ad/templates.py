@@ -214,14 +214,14 @@ class _MakerSource:
         self.function = function
         self.objects: list[Any] = []
         self.lines = ["def make(args, namer, line, hint):", "    out = []"]
-        self.params: dict[str, str] = {}  # the template's names -> Python that gives their atoms
+        self.put: dict[str, str] = {}  # the parameters given atoms -> the locals that hold them
+        self.env: dict[str, str] = {}  # the template's names -> Python that gives their atoms
         for k, param in enumerate(function.params):
             if k < nargs:
                 self.lines.append(f"    p{k} = args[{k}]")
-                self.params[param] = f"p{k}"
+                self.put[param] = self.env[param] = f"p{k}"
             else:
-                self.params[param] = self.object(defaults[param])
-        self.env = dict(self.params)
+                self.env[param] = self.object(defaults[param])  # (a constant: no name of its own to lend)
 
     def object(self, value: Any) -> str:
         self.objects.append(value)
@@ -236,9 +236,8 @@ class _MakerSource:
         """Python that gives the fresh name ``_Put.name`` gives ``name``."""
         words = []
         for word in name.split("_"):
-            param = self.params.get(word)
-            words.append(f"({param}.name if type({param}) is Var else {word!r})" if param and param[0] == "p"
-                         else repr(word))
+            local = self.put.get(word)
+            words.append(f"({local}.name if type({local}) is Var else {word!r})" if local else repr(word))
         joined = " + '_' + ".join(words)
         fresh = f"namer.fresh({joined})"
         result = self.function.result
@@ -404,8 +403,8 @@ class _Put:
             call = ir.Call(_plain(value.fn), tuple(self.atom(a) for a in value.args),
                            tuple((k, self.atom(a)) for k, a in value.kwargs), value.moved, value.attribute)
             # (constants the rule itself writes, ``2.0 * np.pi``, stay as written)
-            written = all(a is b for a, b in zip(call.args, value.args, strict=True))
-            folded: ir.Atom | None = None if written else _folded(call) or _folded(_power(call))
+            written = not any(type(a) is ir.Var for a in value.args)
+            folded: ir.Atom | None = None if written else _fold(call)
             if folded is not None:
                 self.env[stmt.target] = folded
                 return

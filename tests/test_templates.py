@@ -243,3 +243,16 @@ def test_a_value_read_twice_is_not_one_expression() -> None:
             ir.Assign("u", ir.Call(mul, (ir.Var("t"), ir.Var("t"))), LINE)]
     assert syntax.expression_of(body, ir.Var("u"), syntax.RefTable()) is None
     assert syntax.expression_of(body[:1], ir.Var("t"), syntax.RefTable()) is not None
+
+
+def test_a_helpers_defaults_are_left_out_only_where_the_arguments_are_positional() -> None:
+    """A helper's trailing arguments equal to its defaults are not written, except where the last ones were written
+    by keyword (``ir.Call.moved``): leaving one out there would pair the keywords with the wrong arguments."""
+    from ast_ad import runtime
+
+    fn = ir.Ref(runtime.expand_reduced, "expand_reduced")
+    args = (ir.Var("g"), ir.Var("x"), ir.Const(None), ir.Const(False))
+    refs = syntax.RefTable()
+    assert ast.unparse(syntax.to_ast(syntax.expr(ir.Call(fn, args), refs))) == "§0(g, x)"
+    moved = ir.Call(fn, args[:3], (), ("axis",))  # ``expand_reduced(g, x, axis=None)``, a template's put in
+    assert ast.unparse(syntax.to_ast(syntax.expr(moved, refs))) == "§0(g, x, axis=None)"
