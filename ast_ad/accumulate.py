@@ -6,17 +6,25 @@ tuple or dict adds element by element (``add_adjoints``), never with ``+``, whic
 adjoint that branches and loop steps add to starts at its zero at the top of the backward pass, unless
 its first contribution comes before any branch or loop there (it then starts as that contribution); one
 that a statement resets (a name bound again) starts from zero at its next contribution.
+
+Contributions and the accumulations that add them are IR (``pieces.Made``: a rule's body put in, its parts named by
+``templates.Scratch``); ``printed`` writes a statement's backward block at once, each part where it is read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import gast
 
-from ast_ad import ir, runtime, syntax
+from ast_ad import ir, registry, runtime, syntax, templates
 from ast_ad.batching import Term, term_of
 from ast_ad.kinds import Kinds
 from ast_ad.naming import Namer
+from ast_ad.pieces import Made, added, call_of, may_give_a_container
 from ast_ad.syntax import RefTable
+
+_ZEROS_LIKE = ir.Ref(runtime.zeros_like, "zeros_like")
 
 
 class Accumulation:
@@ -24,6 +32,7 @@ class Accumulation:
 
     bars: dict[str | tuple[str, int], str]  # names' adjoints (and loops' trip counts)
     namer: Namer
+    scratch: templates.Scratch  # the names of parts of one expression (``syntax.pieces``)
     refs: RefTable
     live: set[str]  # adjoints something has flowed into since they were last reset
     local: set[str]  # names bound once, in straight-line code
@@ -36,10 +45,27 @@ class Accumulation:
     kinds: Kinds
     function: ir.Function
     terms: dict[int, Term]  # the accumulations a loop's backward pass may sum after it (``batching``), by statement
+    # the same, by IR statement, until it is printed (``printed``): the statement, its adjoint, its contribution's call
+    summable: dict[int, tuple[ir.Assign, str, ir.Call]]
+
+    def printed(self, stmts: list[ir.Stmt]) -> list[gast.stmt]:
+        """``stmts`` printed, each part written where it is read (``syntax.pieces``); the accumulations among them
+        that a loop may sum after it recorded, by printed statement, for ``batching``."""
+        if not self.summable:
+            return syntax.pieces(stmts, self.refs)
+        seen: dict[int, gast.stmt] = {}
+        out = syntax.pieces(stmts, self.refs, seen)
+        for stmt in stmts:
+            if id(stmt) in seen and id(stmt) in self.summable:
+                _, bar, call = self.summable.pop(id(stmt))
+                term = term_of(seen[id(stmt)], bar, call)
+                if term is not None:
+                    self.terms[id(seen[id(stmt)])] = term
+        return out
 
     def flush(self) -> list[gast.stmt]:
         """Write out the zero of every adjoint reset since its last contribution."""
-        out = [syntax.assign(self.bar(v), self.zero(v)) for v in sorted(self.pending)]
+        out = self.printed([ir.Assign(self.bar(v), self.zero(v), ir.NOWHERE) for v in sorted(self.pending)])
         self.pending.clear()
         return out
 
@@ -55,13 +81,26 @@ class Accumulation:
             self.bars[var] = self.namer.fresh(f"{var}_bar")
         return self.bars[var]
 
-    def adjoint_or_zeros(self, var: str) -> gast.expr:
+    def adjoint_or_zeros(self, var: str) -> Made:
         """``var``'s adjoint where something has flowed into it (or it accumulates), else its zeros."""
         if var in self.bars and (var in self.live or var not in self.local):
-            return syntax.name(self.bars[var])
-        return self.zeros(var)
+            return [], ir.Var(self.bars[var])
+        return self.part(ir.Call(_ZEROS_LIKE, (ir.Var(var),)))
 
-    def accumulate(self, var: str, contribution: gast.expr) -> list[gast.stmt]:
+    def effect(self, build: Callable[[RefTable], gast.stmt]) -> ir.Effect:
+        """A statement kept for its effect (``x_bar[i] += g``), which ``build`` writes with the markers of the
+        table it is given."""
+        refs = RefTable()
+        return ir.Effect(build(refs), tuple(refs.entries), ir.NOWHERE)
+
+    def part(self, value: ir.Expr, *before: ir.Stmt) -> Made:
+        """``value`` as a part of one expression (``syntax.pieces``), after the statements ``before``."""
+        name = self.scratch.fresh("")
+        return [*before, ir.Assign(name, value, ir.NOWHERE)], ir.Var(name)
+
+    def accumulate(self, var: str, contribution: Made) -> list[ir.Stmt]:
+        """The statements that add ``contribution`` (the IR of an expression) to ``var``'s adjoint."""
+        stmts, value = contribution
         started = self.opening and var not in self.bars and var not in self.structured
         bar = self.bar(var)
         if (var in self.local and var not in self.live) or var in self.pending or started:
@@ -69,21 +108,22 @@ class Accumulation:
             self.pending.discard(var)
             if started:  # its first contribution, before any loop or branch: it starts here, not at zero
                 self.started.add(var)
-            return [syntax.assign(bar, contribution)]
+            return [*stmts, ir.Assign(bar, value, ir.NOWHERE)]
         self.live.add(var)
-        current = syntax.name(bar)
+        current = ir.Var(bar)
         if var in self.structured or (self.kinds.rank(var) is None and var not in self.function.params
-                                      and syntax.may_give_a_container(contribution, self.refs)):
+                                      and may_give_a_container(contribution)):
             # element by element: ``+`` would join two lists. A parameter that holds a container is known to
             # (its label says so); another value whose kind is not known may hold one where a helper's adjoint
             # is a container (in code ast_ad wrote, an adjoint unpacked from a callee's pair, say)
-            total = syntax.call(self.refs.marker(runtime.add_adjoints, "add_adjoints"), [current, contribution])
-            return [syntax.assign(bar, total)]
-        stmt = syntax.assign(bar, syntax.plus(current, contribution))
-        term = term_of(stmt, bar, contribution, self.refs)
-        if term is not None:
-            self.terms[id(stmt)] = term
-        return [stmt]
+            total = ir.Call(ir.Ref(runtime.add_adjoints, "add_adjoints"), (current, value))
+            return [*stmts, ir.Assign(bar, total, ir.NOWHERE)]
+        call = call_of(contribution)
+        stmts = list(stmts)
+        accumulation = ir.Assign(bar, added(stmts, current, value), ir.NOWHERE)  # (``x_bar - g * y``, not ``+ -g``)
+        if call is not None and registry.summed_over_steps(call.fn.obj) is not None:
+            self.summable[id(accumulation)] = (accumulation, bar, call)
+        return [*stmts, accumulation]
 
     def summed_after(self, sums: list[tuple[str, gast.expr]], body: list[gast.stmt],
                      untouched: set[str]) -> list[gast.stmt]:
@@ -106,19 +146,16 @@ class Accumulation:
         """Adjoints that accumulate across branches and iterations start at zero."""
         names = [v for v in self.bars if isinstance(v, str) and v not in self.local and self.bars[v] != seed
                  and v not in self.started]
-        return [syntax.assign(self.bars[v], self.zero(v)) for v in names]
+        return self.printed([ir.Assign(self.bars[v], self.zero(v), ir.NOWHERE) for v in names])
 
-    def zero(self, var: str) -> gast.expr:
+    def zero(self, var: str) -> ir.Const:
         """The adjoint before anything flows in: ``None`` for a container, ``0.0`` for a number, an array or an
         item of a container (which is most often one of those; ``add_adjoints`` takes ``0.0`` for any)."""
-        return syntax.const(None) if var in self.structured and var not in self.items else syntax.const(0.0)
+        return ir.Const(None) if var in self.structured and var not in self.items else ir.Const(0.0)
 
     def grad(self, param: str, backward: list[gast.stmt]) -> str:
         if param not in self.bars or (param in self.local and param not in self.live):
             self.bars[param] = self.bars.get(param) or self.namer.fresh(f"{param}_bar")
-            backward.append(syntax.assign(self.bars[param], self.zeros(param)))
+            backward += self.printed([ir.Assign(self.bars[param], ir.Call(_ZEROS_LIKE, (ir.Var(param),)), ir.NOWHERE)])
         return self.bars[param]
-
-    def zeros(self, var: str) -> gast.expr:
-        return syntax.call(self.refs.marker(runtime.zeros_like, "zeros_like"), [syntax.name(var)])
 

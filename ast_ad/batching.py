@@ -31,7 +31,7 @@ from typing import Any
 
 import gast
 
-from ast_ad import registry, syntax
+from ast_ad import ir, registry, syntax
 from ast_ad.naming import Namer
 from ast_ad.records import record
 
@@ -49,20 +49,21 @@ class Term:
     pair: tuple[gast.expr, gast.expr]  # what each step keeps: ``g`` and the other operand
 
 
-def term_of(stmt: gast.Assign, bar: str, contribution: gast.expr, refs: syntax.RefTable) -> Term | None:
-    """The ``Term`` of ``stmt``, ``bar = bar + contribution``, if ``contribution`` calls a rule with
-    ``def_summed``'s fact on a name (which ``batch_products`` checks the loop does not bind)."""
-    if type(contribution) is not gast.Call or contribution.keywords or len(contribution.args) != 3 \
-            or type(contribution.func) is not gast.Name:
+def term_of(stmt: gast.Assign, bar: str, call: ir.Call | None) -> Term | None:
+    """The ``Term`` of ``stmt``, ``bar = bar + contribution``, if the contribution is ``call``, of a rule with
+    ``def_summed``'s fact, on a name (which ``batch_products`` checks the loop does not bind)."""
+    if call is None or call.kwargs or len(call.args) != 3:
         return None
-    summed = registry.summed_over_steps(refs.lookup(contribution.func.id))  # which rules can wait: a fact beside them
+    summed = registry.summed_over_steps(call.fn.obj)  # which rules can wait: a fact beside them
     if summed is None:
         return None
     helper, position = summed
-    fixed = contribution.args[position]
-    if type(fixed) is not gast.Name or fixed.id.startswith(syntax.MARK):
+    fixed = call.args[position]
+    contribution = stmt.value.right if type(stmt.value) is gast.BinOp else None
+    if type(fixed) is not ir.Var or fixed.name.startswith(syntax.SCRATCH) or not isinstance(contribution, gast.Call) \
+            or len(contribution.args) != 3:
         return None
-    return Term(stmt, bar, helper, fixed.id, (contribution.args[0], contribution.args[3 - position]))
+    return Term(stmt, bar, helper, fixed.name, (contribution.args[0], contribution.args[3 - position]))
 
 
 def batch_products(body: list[gast.stmt], bound: set[str], terms: dict[int, Term], refs: syntax.RefTable,

@@ -58,6 +58,7 @@ from ast_ad.errors import LocatedError, MissingRuleError, UnsupportedSyntaxError
 from ast_ad.fold import Inliner, number_calls, pure_calls, shared_factor
 from ast_ad.kinds import kinds_of
 from ast_ad.naming import Namer
+from ast_ad.pieces import Made, added, may_give_a_container, renamed
 from ast_ad.records import field, record
 from ast_ad.release import released
 from ast_ad.syntax import RefTable
@@ -126,7 +127,6 @@ def by_source(fn: Any) -> bool:
     return inspect.isfunction(fn) and fn.__module__ == "ast_ad.runtime" and registry.lookup(fn) is None
 
 
-Made = tuple[list[ir.Stmt], ir.Atom]  # statements, and the atom that holds what they compute
 
 
 class Forwarder:
@@ -348,7 +348,7 @@ class Forwarder:
             return [*tangent, stmt]  # the tangent reads the old value first
         if not any(target in ir.reads_of(s) for s in ir.walk(tuple(tangent))):
             # it reads the new value alone (``x = np.tanh(x)``: ``x_dot * (1.0 - x * x)``): after the statement
-            return [stmt, *_renamed(tangent, ans, target)]
+            return [stmt, *renamed(tangent, ans, target)]
         return [ir.Assign(ans, value, stmt.line), *tangent, ir.Assign(target, ir.Var(ans), stmt.line)]
 
     def tangent(self, stmt: ir.Assign, ans: str) -> Made | None:
@@ -403,7 +403,7 @@ class Forwarder:
             out += stmts
             terms.append(term)
             covered.add(k)
-            container = container or self.kinds.rank(stmt.target) is None and _may_give_a_container(stmts, term)
+            container = container or self.kinds.rank(stmt.target) is None and may_give_a_container((stmts, term))
             exact = exact and (not rule.elementwise or self.exact(call, k, stmt.target))
         if not terms:
             return None
@@ -412,10 +412,8 @@ class Forwarder:
         for term in terms[1:]:
             if container:  # element by element: ``+`` would join two lists
                 total = self.emit(out, self.call(runtime.add_adjoints, "add_adjoints", total, term), dot)
-            else:  # ``a - e`` for ``a + -e``, as a person writes it (a sign flip is exact)
-                positive = _unsigned(out, term, 0)
-                total = self.emit(out, self.call(operator.sub, "operator.sub", total, positive) if positive
-                                  else self.call(operator.add, "operator.add", total, term), dot)
+            else:  # (``a - e`` for ``a + -e``)
+                total = self.emit(out, added(out, total, term), dot)
         if not exact and rule.elementwise and not container and all(
                 k in covered or shape_class(a, self.classes) == SCALAR for k, a in enumerate(call.args)):
             # each term has at least its argument's shape (an elementwise rule takes no axis away) and at most the
@@ -520,65 +518,3 @@ class Forwarder:
     def missing(self, stmt: ir.Stmt, message: str) -> MissingRuleError:
         return at_line(MissingRuleError, stmt, message + "; if it is your own primitive, register a forward rule: "
                        "ast_ad.extend.defjvp(fn, lambda u, ans, x: ...), one lambda per positional argument")
-
-
-def _may_give_a_container(stmts: list[ir.Stmt], atom: ir.Atom) -> bool:
-    """Whether the statement of ``stmts`` that binds ``atom`` calls a function that may return a list, tuple or
-    dict (``registry``: ``def_sequence``, ``def_same_kind``), which ``+`` would join to another rather than add."""
-    for stmt in stmts:
-        if isinstance(stmt, ir.Assign) and isinstance(atom, ir.Var) and stmt.target == atom.name \
-                and isinstance(stmt.value, ir.Call):
-            fn = stmt.value.fn.obj
-            return registry.returns_sequence(fn) or bool(registry.keeps_kind(fn))
-    return False
-
-
-def _unsigned(out: list[ir.Stmt], atom: ir.Atom, reads: int) -> ir.Atom | None:
-    """``atom`` without the minus sign that leads it, where ``out`` binds it to ``-e`` (then ``e``) or to a product or
-    quotient led by one (rewritten without it), and ``out`` reads it ``reads`` times; else ``None``."""
-    if not isinstance(atom, ir.Var):
-        return None
-    found = [k for k, stmt in enumerate(out) if isinstance(stmt, ir.Assign) and stmt.target == atom.name]
-    if len(found) != 1 or sum(ir.atoms_of(stmt).count(atom) for stmt in ir.walk(tuple(out))) != reads:
-        return None
-    stmt = out[found[0]]
-    assert isinstance(stmt, ir.Assign)
-    value = stmt.value
-    if not isinstance(value, ir.Call) or value.kwargs:
-        return None
-    if value.fn.obj is operator.neg and len(value.args) == 1:
-        del out[found[0]]
-        return value.args[0]
-    if value.fn.obj in (operator.mul, operator.truediv) and len(value.args) == 2:
-        inner = _unsigned(out, value.args[0], 1)
-        if inner is not None:
-            k = out.index(stmt)
-            out[k] = ir.Assign(stmt.target, ir.Call(value.fn, (inner, value.args[1])), stmt.line)
-            return atom
-    return None
-
-
-def _renamed(stmts: list[ir.Stmt], old: str, new: str) -> list[ir.Stmt]:
-    """``stmts`` (a tangent's: assignments, and a rule's decisions) reading ``new`` where they read ``old``."""
-    def atom(a: ir.Atom) -> ir.Atom:
-        return ir.Var(new) if a == ir.Var(old) else a
-
-    def renamed(stmt: ir.Stmt) -> list[ir.Stmt]:
-        if isinstance(stmt, ir.If):
-            return [ir.If(atom(stmt.test), stmt.body, stmt.orelse, stmt.line)]
-        if not isinstance(stmt, ir.Assign):
-            return [stmt]
-        value = stmt.value
-        if isinstance(value, ir.Call):
-            value = ir.Call(value.fn, tuple(map(atom, value.args)), tuple((k, atom(a)) for k, a in value.kwargs))
-        elif isinstance(value, ir.Pack):
-            value = ir.Pack(tuple(map(atom, value.elts)), value.kind, value.keys)
-        elif isinstance(value, ir.Attr):
-            value = ir.Attr(atom(value.value), value.attr)
-        elif isinstance(value, ir.Raw):
-            value = ir.Raw(syntax.substituted(value.node, lambda n: syntax.name(new) if n.id == old else None),
-                           value.refs)
-        elif isinstance(value, (ir.Var, ir.Const, ir.Ref)):
-            value = atom(value)
-        return [ir.Assign(stmt.target, value, stmt.line)]
-    return list(ir.mapped(tuple(stmts), renamed))

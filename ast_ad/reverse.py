@@ -58,12 +58,17 @@ from ast_ad.checkpointing import Checkpointed
 from ast_ad.errors import LocatedError, MissingRuleError
 from ast_ad.kinds import kinds_of
 from ast_ad.naming import Namer
+from ast_ad.pieces import Made, one_expression, renamed
 from ast_ad.records import field, record
 from ast_ad.reverse_writes import WriteAdjoints, named_pops
 from ast_ad.saving import ANS, Restore, restore_mark, with_shapes
 from ast_ad.sweep import ForwardSweep
 from ast_ad.syntax import RefTable
 from ast_ad.zeros import FloatZeros
+
+_PART, _ITEM = ir.Ref(runtime.part, "part"), ir.Ref(operator.getitem, "operator.getitem")
+_UNBROADCAST = ir.Ref(runtime.unbroadcast, "unbroadcast")
+_DENSE = ir.Ref(runtime.dense_adjoint, "dense_adjoint")
 
 
 @record(frozen=False, eq=False)
@@ -172,6 +177,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         self.recomputed: dict[int, list[ir.Assign]] = {}  # by loop: what its backward pass computes again
         self.recomputed_ids: set[int] = set()
         self.terms: dict[int, Term] = {}
+        self.summable: dict[int, tuple[ir.Assign, str, ir.Call]] = {}
         self.nexts: set[str] = set()  # an adjoint's value before a statement that reads its target (``y = y * x``)
         self.exacts: dict[tuple[int, int], bool] = {}  # ``exact``'s answers, by call and argument
 
@@ -350,8 +356,9 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
             parts = [self.adjoint_or_zeros(t) for t in stmt.targets]  # (``backward_block`` flushed the pending)
             assert isinstance(stmt.value, ir.Var)  # an active tuple unpacked
             appended = stmt.value.name in self.appended  # a list, whose adjoint the appends pop
-            whole = gast.List(elts=parts, ctx=gast.Load()) if appended else syntax.tuple_(parts)
-            out = self.accumulate(stmt.value.name, whole)
+            whole = ir.Pack(tuple(atom for _, atom in parts), "list" if appended else "tuple")
+            out = self.printed(self.accumulate(stmt.value.name,
+                                               self.part(whole, *(s for made, _ in parts for s in made))))
             for t in stmt.targets:  # (forward mode's ``x, x_dot = pair`` binds names again)
                 self.bound_again(t, stmt)
             return out + self.restore(stmt.targets, stmt)
@@ -373,7 +380,8 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         owned = []
         for name in self.in_place.loops.get(id(stmt), ()) + self.in_place.accumulated.get(id(stmt), ()):
             # adjoints this loop writes into: its own copies
-            current = syntax.name(self.bar(name)) if name in self.live or name not in self.local else self.zero(name)
+            current = syntax.name(self.bar(name)) if name in self.live or name not in self.local \
+                else syntax.atom(self.zero(name), self.refs)
             owned.append(syntax.assign(self.bar(name), syntax.call(
                 self.refs.marker(runtime.owned_adjoint, "owned_adjoint"), [current, syntax.name(name)])))
             self.live.add(name)
@@ -412,57 +420,53 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         new one (``ans``) is kept as ``y_new`` before the old one is restored.
         """
         target = stmt.target
-        prefix: list[gast.stmt] = []
+        prefix: list[ir.Stmt] = []
         if target in self.pending:  # reset since its last use: write the zero out, the inputs still need theirs
             self.pending.discard(target)
-            prefix = [syntax.assign(self.bar(target), self.zero(target))]
+            prefix = [ir.Assign(self.bar(target), self.zero(target), ir.NOWHERE)]
         g = self.bar(target)
         zero = id(stmt) in self.zero_in
         restores = [] if id(stmt) in self.recomputed_ids else self.restore(self.defined(stmt), stmt)
         reset = target not in self.local and id(stmt) not in self.first
         self.live.discard(target)
         if target not in {v.name for v in inputs_of(stmt.value)}:
-            out = prefix + self.contributions(stmt, g, target, zero)
+            out = self.printed(prefix + self.contributions(stmt, g, target, zero))
             if reset:
                 self.pending.add(target)  # zero from here on; the next contribution assigns
             return out + restores
         g_next = self.namer.fresh(f"{g}_next")
         self.nexts.add(g_next)
-        out = prefix + [syntax.assign(g_next, syntax.name(g))]
+        before = [*prefix, ir.Assign(g_next, ir.Var(g), ir.NOWHERE)]
         if reset:
             self.pending.add(target)
         contributions = self.contributions(stmt, g_next, ANS, zero)
-        if _reads(contributions, ANS):
-            newer = self.namer.fresh(f"{target}_new")
-            contributions = [_rename(c, ANS, newer) for c in contributions]
-            out.append(syntax.assign(newer, syntax.name(target)))
+        if any(ANS in ir.reads_of(s) for s in ir.walk(tuple(contributions))):  # the new value: kept before the old
+            newer = self.namer.fresh(f"{target}_new")                           # one comes back
+            contributions = renamed(contributions, ANS, newer)
+            before.append(ir.Assign(newer, ir.Var(target), ir.NOWHERE))
         # the target's old value first (the rule reads it); a callee's saved values only after its backward
         first = [r for r in restores if r.name == target]
         after = [r for r in restores if r.name != target]
-        return out + first + contributions + after
+        return self.printed(before) + first + self.printed(contributions) + after
 
-    def contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool) -> list[gast.stmt]:
+    def contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool) -> list[ir.Stmt]:
         """The statement's contributions to its inputs' adjoints; ``zero``: ``g`` may be a float zero."""
         value = stmt.value
         if isinstance(value, (ir.Var, ir.Const, ir.Ref)):
-            return self.accumulate(value.name, syntax.name(g)) if atom_active(value, self.active) else []
+            return self.accumulate(value.name, ([], ir.Var(g))) if atom_active(value, self.active) else []
         if isinstance(value, ir.Pack):
-            out: list[gast.stmt] = []
+            out: list[ir.Stmt] = []
             for k, elt in enumerate(value.elts):
                 if atom_active(elt, self.active):
-                    item: gast.expr = gast.Subscript(value=syntax.name(g), slice=syntax.const(value.slot(k)),
-                                                     ctx=gast.Load())
-                    if zero or stmt.target not in self.local:
-                        # it may be the zero (rebound) or None (a callee's path did not read it: ``float_zeros``)
-                        item = syntax.call(self.refs.marker(runtime.part, "part"), [syntax.name(g),
-                                                                                   syntax.const(value.slot(k))])
-                    out += self.accumulate(elt.name, item)
+                    # ``part``: ``g`` may be the zero (rebound) or None (a path of a callee did not read it)
+                    item = _PART if zero or stmt.target not in self.local else _ITEM
+                    out += self.accumulate(elt.name, self.part(ir.Call(item, (ir.Var(g), ir.Const(value.slot(k))))))
             return out
         if id(stmt) in self.calls:
             return self.callee_contributions(stmt, g, ans, zero, *self.calls[id(stmt)])
         return self.rule_contributions(stmt, g, ans, zero)
 
-    def rule_contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool) -> list[gast.stmt]:
+    def rule_contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool) -> list[ir.Stmt]:
         call = stmt.value
         if not isinstance(call, ir.Call) or not any(atom_active(a, self.active) for a in inputs_of(call)):
             return []  # a value computed from constants: nothing flows back
@@ -482,12 +486,14 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         out = self.densify(stmt, g, ans, always=unknown) if zero or unknown else []
         added = self.in_place.reads.get(id(stmt)) or self.in_place.adds.get(id(stmt))
         if added is not None and atom_active(call.args[0], self.active):  # y[i] read, its adjoint added in place
-            index = syntax.atom(call.args[1], self.refs)
-            if self.kinds.is_number(call.args[1], stmt):  # one entry (or a scalar's broadcast): not fancy
-                target = gast.Subscript(value=syntax.name(self.bar(added)), slice=index, ctx=gast.Store())
-                return out + [gast.AugAssign(target=target, op=gast.Add(), value=syntax.name(g))]
-            add = self.refs.marker(runtime.add_into, "add_into")
-            return out + [gast.Expr(value=syntax.call(add, [syntax.name(self.bar(added)), index, syntax.name(g)]))]
+            bar, entry = self.bar(added), call.args[1]
+            if self.kinds.is_number(entry, stmt):  # one entry (or a scalar's broadcast): not fancy
+                return out + [self.effect(lambda refs: gast.AugAssign(target=gast.Subscript(
+                    value=syntax.name(bar), slice=syntax.atom(entry, refs), ctx=gast.Store()), op=gast.Add(),
+                    value=syntax.name(g)))]
+            return out + [self.effect(lambda refs: gast.Expr(value=syntax.call(
+                refs.marker(runtime.add_into, "add_into"), [syntax.name(bar), syntax.atom(entry, refs),
+                                                            syntax.name(g)])))]
         for k, atom in enumerate(call.args):
             if atom_active(atom, self.active):
                 vjp = rule.vjp(k)
@@ -497,8 +503,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
                     continue
                 contribution = self.contribution(stmt, self.ranked(stmt, call, k) or vjp, g, ans)
                 if rule.elementwise and not self.exact(call, k):
-                    unbroadcast = self.refs.marker(runtime.unbroadcast, "unbroadcast")
-                    contribution = syntax.call(unbroadcast, [contribution, syntax.name(atom.name)])
+                    contribution = self.part(ir.Call(_UNBROADCAST, (contribution[1], atom)), *contribution[0])
                 out += self.accumulate(atom.name, contribution)
         return out
 
@@ -512,13 +517,12 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
             return None
         return registry.vjp_by_ranks(call.fn.obj, self.kinds.ranks(call.args, stmt), k)
 
-    def densify(self, stmt: ir.Assign, g: str, ans: str, always: bool = False) -> list[gast.stmt]:
+    def densify(self, stmt: ir.Assign, g: str, ans: str, always: bool = False) -> list[ir.Stmt]:
         """``g = dense_adjoint(g, ans)`` where ``g`` may be a float zero that the statement's rule cannot take
         (``always``: where it may be ``None``, which no rule takes)."""
         if not always and not self.needs_dense(stmt):
             return []
-        dense = self.refs.marker(runtime.dense_adjoint, "dense_adjoint")
-        return [syntax.assign(g, syntax.call(dense, [syntax.name(g), syntax.name(ans)]))]
+        return [ir.Assign(g, ir.Call(_DENSE, (ir.Var(g), ir.Var(ans))), ir.NOWHERE)]
 
     def exact(self, call: ir.Call, k: int) -> bool:
         """Whether an elementwise rule's contribution to argument ``k`` already has that argument's shape.
@@ -539,31 +543,32 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
             return False  # ``unbroadcast`` refuses lists that ``+`` joined
         return all(c == SCALAR or (c is not None and c == mine) for c in others)
 
-    def contribution(self, stmt: ir.Assign, vjp: registry.VJP, g: str, ans_name: str) -> gast.expr:
-        """The rule ``vjp`` of ``stmt``'s call: its body put in (``templates.applied``), written as one expression,
-        or a call of the rule."""
+    def contribution(self, stmt: ir.Assign, vjp: registry.VJP, g: str, ans_name: str) -> Made:
+        """The rule ``vjp`` of ``stmt``'s call: its body put in (``templates.applied``), as the parts of one
+        expression, or a call of the rule where the body is not one (``pieces.one_expression``)."""
         call = ir.call_of(stmt)
         if not templates.bindable(vjp, len(call.args), [key for key, _ in call.kwargs]):
             raise self.error(stmt, f"the call to {call.fn.hint} does not match the arguments of its gradient rule")
-        put = [ir.Var(g), ir.Var(ans_name), *call.args]
-        made = templates.applied(vjp, put, dict(call.kwargs), self.scratch, stmt.line)
-        body = syntax.expression_of(*made, self.refs) if made is not None else None
-        if body is not None:
-            return body
+        put = (ir.Var(g), ir.Var(ans_name), *call.args)
+        made = templates.applied(vjp, list(put), dict(call.kwargs), self.scratch, stmt.line)
+        if made is not None and one_expression(*made):
+            return made
         rule_name = f"{call.fn.hint.rsplit('.', 1)[-1]}_vjp"
-        return syntax.call(self.refs.marker(vjp, rule_name), [syntax.atom(a, self.refs) for a in put],
-                           {key: syntax.atom(a, self.refs) for key, a in call.kwargs})
+        return self.part(ir.Call(ir.Ref(vjp, rule_name), put, call.kwargs))
 
     def callee_contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool, callee: Adjoint, saved: str,
-                             args: list[ir.Atom], active: list[ir.Var]) -> list[gast.stmt]:
+                             args: list[ir.Atom], active: list[ir.Var]) -> list[ir.Stmt]:
         names = [a.name for a in active]
         parts = [self.namer.fresh(f"{n}_bar_{stmt.target}") for n in names]
-        bwd = self.refs.marker(CalleeRef(callee, "bwd"), "bwd")
-        call = syntax.call(bwd, [syntax.name(saved), syntax.name(g)])
+        call = ir.Call(ir.Ref(CalleeRef(callee, "bwd"), "bwd"), (ir.Var(saved), ir.Var(g)))
         out = self.densify(stmt, g, ans) if zero else []
-        out.append(syntax.assign(parts, call) if parts else gast.Expr(value=call))
+        if parts:  # ``a_bar_t, b_bar_t = bwd(saved, g)``
+            made, whole = self.part(call)
+            out += [*made, ir.Unpack(tuple(parts), whole, ir.NOWHERE)]
+        else:
+            out.append(self.effect(lambda refs: gast.Expr(value=syntax.expr(call, refs))))
         for n, part in zip(names, parts, strict=True):
-            out += self.accumulate(n, syntax.name(part))
+            out += self.accumulate(n, ([], ir.Var(part)))
         return out
 
     # ---- errors ----------------------------------------------------------------------------------------
@@ -577,13 +582,4 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
 
 
 
-def _reads(statements: list[gast.stmt], name: str) -> bool:
-    return any(isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Load)
-               for s in statements for n in syntax.walk(s))
 
-
-def _rename(stmt: gast.stmt, old: str, new: str) -> gast.stmt:
-    for n in syntax.walk(stmt):
-        if isinstance(n, gast.Name) and n.id == old and isinstance(n.ctx, gast.Load):
-            n.id = new
-    return stmt

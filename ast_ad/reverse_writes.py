@@ -7,16 +7,18 @@ list's; ``y = xs.pop()`` puts ``y``'s adjoint back on the end of the list's, the
 
 from __future__ import annotations
 
-from typing import Any
+import operator
 
 import gast
 
-from ast_ad import ir, runtime, syntax
+from ast_ad import ir, runtime
 from ast_ad.analysis import InPlace, atom_active
 from ast_ad.kinds import Kinds
 from ast_ad.naming import Namer
+from ast_ad.pieces import Made
 from ast_ad.saving import restore_mark
 from ast_ad.syntax import RefTable
+from ast_ad.templates import Scratch
 
 
 class WriteAdjoints:
@@ -29,6 +31,7 @@ class WriteAdjoints:
     owned: set[str]
     refs: RefTable
     namer: Namer
+    scratch: Scratch
     kinds: Kinds
     in_place: InPlace
 
@@ -38,13 +41,19 @@ class WriteAdjoints:
     def bound_again(self, name: str, stmt: ir.Stmt) -> None:
         raise NotImplementedError  # ``accumulate``'s
 
-    def zero(self, var: str) -> gast.expr:
+    def zero(self, var: str) -> ir.Const:
         raise NotImplementedError  # ``accumulate``'s
 
-    def adjoint_or_zeros(self, var: str) -> gast.expr:
+    def adjoint_or_zeros(self, var: str) -> Made:
         raise NotImplementedError  # ``accumulate``'s
 
-    def accumulate(self, var: str, contribution: gast.expr) -> list[gast.stmt]:
+    def part(self, value: ir.Expr, *before: ir.Stmt) -> Made:
+        raise NotImplementedError  # ``accumulate``'s
+
+    def accumulate(self, var: str, contribution: Made) -> list[ir.Stmt]:
+        raise NotImplementedError  # ``accumulate``'s
+
+    def printed(self, stmts: list[ir.Stmt]) -> list[gast.stmt]:
         raise NotImplementedError  # ``accumulate``'s
 
     def tape(self, key: str, kind: str = "tape") -> str:
@@ -52,9 +61,6 @@ class WriteAdjoints:
 
     def restores(self, stmt: ir.Stmt) -> list[gast.stmt]:
         raise NotImplementedError  # ``saving``'s
-
-    def item(self, name: str, index: ir.Atom, ctx: Any) -> gast.expr:
-        raise NotImplementedError  # ``sweep``'s
 
     def private_list(self, name: str) -> bool:
         """Whether ``name`` holds only lists this function made (``analysis.owned_lists``: ``xs = []``, say): no
@@ -69,38 +75,39 @@ class WriteAdjoints:
         call = ir.call_of(stmt)
         name, index, value = stmt.target, call.args[1], call.args[2]
         bar = self.bar(name)
-        out: list[gast.stmt] = []
+        out: list[ir.Stmt] = []
         if atom_active(value, self.active):
             if self.kinds.entry_of(call.args[0], index, stmt) and self.kinds.is_number(value, stmt):
-                taken: gast.expr = self.item(bar, index, gast.Load())  # one float entry, written by a number
+                # one float entry, written by a number
+                taken = self.part(ir.Call(ir.Ref(operator.getitem, "operator.getitem"), (ir.Var(bar), index)))
             else:
-                taken = syntax.call(self.refs.marker(runtime.assign_item_vjp_value, "assign_item_vjp_value"),
-                                    [syntax.name(bar), syntax.name(name), syntax.atom(index, self.refs),
-                                     syntax.atom(value, self.refs)])
+                taken = self.part(ir.Call(ir.Ref(runtime.assign_item_vjp_value, "assign_item_vjp_value"),
+                                          (ir.Var(bar), ir.Var(name), index, value)))
             out += self.accumulate(value.name, taken)
-        pop = syntax.call(syntax.attribute(self.tape(name, "entries"), "pop"), [])
-        out.append(gast.Assign(targets=[self.item(name, index, gast.Store())], value=pop, type_comment=None))
-        out.append(gast.Assign(targets=[self.item(bar, index, gast.Store())], value=syntax.const(0.0),
-                               type_comment=None))
-        return out
+        entry = self.scratch.fresh("")
+        out += [ir.Pop(entry, self.tape(name, "entries"), ir.NOWHERE),  # the entry back, its adjoint zeroed
+                ir.SetItem(name, index, ir.Var(entry), ir.NOWHERE), ir.SetItem(bar, index, ir.Const(0.0), ir.NOWHERE)]
+        return self.printed(out)
 
     def adjoint_append(self, stmt: ir.Append) -> list[gast.stmt]:
         """``xs.append(v)`` backward: ``v``'s adjoint is the last entry of the list's, popped off it. Where nothing
         may have flowed into the list's adjoint yet (nothing after the append reads the list, on some path or in
         the loop's last step), it is ``None`` there: zeros for the list's items first (``dense_adjoint``)."""
         bar = self.bar(stmt.target)
-        out: list[gast.stmt] = []
+        out: list[ir.Stmt] = []
         if stmt.target not in self.live or stmt.target in self.pending:
             # (an adjoint reset since its last use starts from its zero, not from what it held)
-            current = self.zero(stmt.target) if stmt.target in self.pending else syntax.name(bar)
+            current = self.zero(stmt.target) if stmt.target in self.pending else ir.Var(bar)
             self.pending.discard(stmt.target)
-            dense = self.refs.marker(runtime.dense_adjoint, "dense_adjoint")
-            out.append(syntax.assign(bar, syntax.call(dense, [current, syntax.name(stmt.target)])))
+            dense = ir.Call(ir.Ref(runtime.dense_adjoint, "dense_adjoint"), (current, ir.Var(stmt.target)))
+            out.append(ir.Assign(bar, dense, ir.NOWHERE))
             self.live.add(stmt.target)
-        popped = syntax.call(syntax.attribute(bar, "pop"), [])
-        out += self.accumulate(stmt.value.name, popped) if atom_active(stmt.value, self.active) \
-            else [gast.Expr(value=popped)]
-        return out + [restore_mark(stmt.target, id(stmt), unappend=True)]
+        if atom_active(stmt.value, self.active):
+            part = self.scratch.fresh("")
+            out += self.accumulate(stmt.value.name, ([ir.Pop(part, bar, ir.NOWHERE)], ir.Var(part)))
+        else:
+            out.append(ir.Pop(None, bar, ir.NOWHERE))
+        return self.printed(out) + [restore_mark(stmt.target, id(stmt), unappend=True)]
 
     def adjoint_pop(self, stmt: ir.Pop) -> list[gast.stmt]:
         """``y = xs.pop()`` backward: ``y``'s adjoint goes back on the end of the list's (``unpopped``), then ``y``
@@ -108,10 +115,11 @@ class WriteAdjoints:
         rule of ``append`` (which pops it) reads it."""
         target, source = stmt.target, stmt.source
         assert target is not None  # ``run`` refuses a pop whose value is not bound
-        entry = self.adjoint_or_zeros(target)
-        unpopped = self.refs.marker(runtime.unpopped, "unpopped")  # the list's adjoint starts at None, at the top
-        out = [syntax.assign(self.bar(source), syntax.call(unpopped, [syntax.name(self.bar(source)), entry,
-                                                                       syntax.name(source)]))]
+        stmts, entry = self.adjoint_or_zeros(target)
+        unpopped = ir.Ref(runtime.unpopped, "unpopped")  # the list's adjoint starts at None, at the top
+        bar = self.bar(source)
+        out = self.printed([*stmts, ir.Assign(bar, ir.Call(unpopped, (ir.Var(bar), entry, ir.Var(source))),
+                                              ir.NOWHERE)])
         self.live.add(source)
         self.bound_again(target, stmt)
         return out + self.restores(stmt)

@@ -23,9 +23,10 @@ from typing import Any
 import gast
 import numpy as np
 
-from ast_ad import ir, registry, runtime
+from ast_ad import ir, runtime
 
 MARK = "§"
+SCRATCH = "%"  # the names of parts (``templates.Scratch``): in no identifier
 
 
 class RefTable:
@@ -320,13 +321,6 @@ def add(left: gast.expr, right: gast.expr) -> gast.BinOp:
     return gast.BinOp(left=left, op=gast.Add(), right=right)
 
 
-def plus(left: gast.expr, right: gast.expr) -> gast.BinOp:
-    """``left + right``, or ``left - e`` where ``right`` is ``-e`` or a product or quotient led by one
-    (``-g * np.sin(x)``): the same number, as a sign flip is exact, written as a person would write it."""
-    positive = unsigned(right)
-    return gast.BinOp(left=left, op=gast.Sub(), right=positive) if positive is not None else add(left, right)
-
-
 def unsigned(node: gast.expr) -> gast.expr | None:
     """``node`` without the minus sign that leads it (``-e`` -> ``e``, ``-a * b / c`` -> ``a * b / c``), or ``None``."""
     if type(node) is gast.UnaryOp and type(node.op) is gast.USub:
@@ -336,15 +330,6 @@ def unsigned(node: gast.expr) -> gast.expr | None:
         if left is not None:
             return gast.BinOp(left=left, op=node.op, right=node.right)
     return None
-
-
-def may_give_a_container(expr: gast.expr, refs: RefTable) -> bool:
-    """Whether ``expr`` calls a function that may return a list, tuple or dict (``registry``: ``def_sequence``,
-    ``def_same_kind``), which ``+`` would join to another rather than add to it."""
-    if type(expr) is not gast.Call or type(expr.func) is not gast.Name:
-        return False
-    fn = refs.lookup(expr.func.id)
-    return fn is not None and (registry.returns_sequence(fn) or bool(registry.keeps_kind(fn)))
 
 
 def attribute(name_: str, attr: str) -> gast.Attribute:
@@ -515,59 +500,63 @@ def block(body: tuple[ir.Stmt, ...], refs: RefTable) -> list[gast.stmt]:
     return [statement(s, refs) for s in body]
 
 
-def expression_of(body: list[ir.Stmt], result: ir.Atom, refs: RefTable) -> gast.expr | None:
-    """``body`` (a rule's statements put in as IR, ``templates.applied``) and its value ``result`` written as the one
-    expression they compute, each statement's value where it is read: ``None`` where they are not a tree of pure
-    values (a value read twice, an unpacking), which one expression cannot say. A decision made at run time, an
-    ``ir.If`` that binds one name on each path, is written as a conditional expression."""
+def pieces(body: list[ir.Stmt], refs: RefTable, seen: dict[int, gast.stmt] | None = None) -> list[gast.stmt]:
+    """The statements of ``body`` with each part (a name ``templates.Scratch`` made: a piece of one expression, read
+    once, ``pieces.one_expression``) written where it is read: the expression printed whole. A decision made at run
+    time, an ``ir.If`` that binds one part on each path, is written as a conditional expression; a part unpacked, as
+    ``a, b = f(x)``. ``seen``, if given, gets the printed statement of each assignment, by the IR statement's id."""
+    out: list[gast.stmt] = []
     waiting: dict[str, gast.expr] = {}
-    written: set[str] = set()
-    if not _composed(body, [waiting], written, refs):
-        return None
-    if type(result) is ir.Var and result.name in written:
-        return None  # (read by a statement too)
-    value = waiting.pop(result.name) if type(result) is ir.Var and result.name in waiting else atom(result, refs)
-    return None if waiting else value
+    _composed(body, [waiting], refs, out, seen)
+    assert not waiting, f"parts no statement reads: {sorted(waiting)}"  # (a pop among them would be lost)
+    return out
 
 
-def _composed(body: list[ir.Stmt] | tuple[ir.Stmt, ...], scopes: list[dict[str, gast.expr]], written: set[str],
-              refs: RefTable) -> bool:
-    """The values of ``body``'s statements, waiting in ``scopes[-1]`` (each written into its reader), or ``False``."""
+def _composed(body: list[ir.Stmt] | tuple[ir.Stmt, ...], scopes: list[dict[str, gast.expr]], refs: RefTable,
+              out: list[gast.stmt], seen: dict[int, gast.stmt] | None = None) -> None:
+    """The values of ``body``'s parts, waiting in ``scopes[-1]`` until their reader takes them; the rest of its
+    statements appended to ``out``."""
     waiting = scopes[-1]
-    twice = [False]
 
     def at(a: ir.Atom) -> gast.expr | None:
         if type(a) is not ir.Var:
             return None
         for scope in reversed(scopes):
             if a.name in scope:
-                written.add(a.name)
                 return scope.pop(a.name)
-        if a.name in written:
-            twice[0] = True
         return None
     for stmt in body:
         if type(stmt) is ir.Assign:
             value = expr(stmt.value, refs, at=at)
-            target = stmt.target
-        elif type(stmt) is ir.If:
-            test = expr(stmt.test, refs, at=at)
-            paths = []
-            for branch in (stmt.body, stmt.orelse):
-                inner: dict[str, gast.expr] = {}
-                if not _composed(branch, [*scopes, inner], written, refs) or len(inner) != 1:
-                    return False
-                paths.append(inner)
-            if set(paths[0]) != set(paths[1]):
-                return False
-            (target,) = paths[0]
-            value = gast.IfExp(test=_truth(test, refs), body=paths[0][target], orelse=paths[1][target])
-        else:
-            return False
-        if twice[0]:
-            return False
-        waiting[target] = value
-    return True
+            if stmt.target.startswith(SCRATCH):
+                waiting[stmt.target] = value
+            else:
+                out.append(assign(stmt.target, value))
+                if seen is not None:
+                    seen[id(stmt)] = out[-1]
+            continue
+        if type(stmt) is ir.Unpack and type(stmt.value) is ir.Var and stmt.value.name.startswith(SCRATCH):
+            out.append(assign(list(stmt.targets), at(stmt.value) or atom(stmt.value, refs)))
+            continue
+        if type(stmt) is ir.SetItem:
+            item = gast.Subscript(value=name(stmt.target), slice=index(stmt.index, refs), ctx=gast.Store())
+            out.append(gast.Assign(targets=[item], value=_at(stmt.value, refs, at), type_comment=None))
+            continue
+        if type(stmt) is ir.Pop and stmt.target is not None and stmt.target.startswith(SCRATCH):
+            waiting[stmt.target] = call(gast.Attribute(value=name(stmt.source), attr="pop", ctx=gast.Load()), [])
+            continue
+        if type(stmt) is not ir.If or not any(s.target.startswith(SCRATCH) for s in stmt.body  # (no decision)
+                                                if type(s) is ir.Assign):
+            out.append(statement(stmt, refs))
+            continue
+        test = expr(stmt.test, refs, at=at)  # a decision of a rule's, binding one part on each path
+        paths = []
+        for branch in (stmt.body, stmt.orelse):
+            inner: dict[str, gast.expr] = {}
+            _composed(branch, [*scopes, inner], refs, out)
+            paths.append(inner)
+        (target,) = paths[0]
+        waiting[target] = gast.IfExp(test=_truth(test, refs), body=paths[0][target], orelse=paths[1][target])
 
 
 def _truth(test: gast.expr, refs: RefTable) -> gast.expr:

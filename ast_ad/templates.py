@@ -16,7 +16,7 @@ branch it decides, ``x ** 1``), so a rule's defaults leave no dead branches behi
 language) gives ``None``: the caller calls it instead.
 
 Both modes put rules in this way, so every rule body has one lowering: forward mode keeps the statements (its code is
-IR), reverse mode writes them as the one expression they compute (``syntax.expression_of``). A rule applied often
+IR), reverse mode writes them as the one expression they compute (``syntax.pieces``). A rule applied often
 gets a maker, Python written for its template that makes the same statements directly (``_maker``).
 """
 
@@ -170,7 +170,7 @@ def _plain_defaults(rule: Any, nargs: int) -> dict[str, ir.Atom] | None:
 
 
 class Scratch(Namer):
-    """Names for statements that are written as one expression (``syntax.expression_of``), never as statements:
+    """Names for statements that are written as one expression (``syntax.pieces``), never as statements:
     each new, and none a name of the program's (``%`` is in no identifier)."""
 
     def __init__(self) -> None:
@@ -179,7 +179,7 @@ class Scratch(Namer):
 
     def fresh(self, base: str, user: bool = False) -> str:
         self.count += 1
-        return f"%{self.count}"
+        return f"{syntax.SCRATCH}{self.count}"
 
 
 class _Unbound(Exception):

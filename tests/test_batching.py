@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ast_ad
-from ast_ad import registry, runtime, syntax
+from ast_ad import ir, registry, runtime, syntax
 from ast_ad.batching import Term, batch_products, term_of
 from ast_ad.naming import Namer
 from tests import corpus_control
@@ -60,7 +60,8 @@ def test_summed_dot_keeps_dot_rules_for_scalars() -> None:
 
 def _loop_body(source: str, refs: syntax.RefTable) -> tuple[list[gast.stmt], dict[int, Term]]:
     """Parse a backward loop body in which ``matmul_vjp_a`` stands for the runtime helper's marker, with the terms
-    that the accumulation would have recorded for its ``bar = bar + contribution`` lines (``term_of``)."""
+    that the accumulation would have recorded for its ``bar = bar + contribution`` lines (``term_of``, which reads
+    the contribution's IR call: a name is its atom, anything else a part of the expression, ``%k``)."""
     marker = refs.marker(runtime.matmul_vjp_a, "matmul_vjp_a").id
     body = gast.parse(source).body
     for node in gast.walk(gast.Module(body=body, type_ignores=[])):
@@ -69,7 +70,12 @@ def _loop_body(source: str, refs: syntax.RefTable) -> tuple[list[gast.stmt], dic
     terms = {}
     for stmt in body:
         bar = stmt.targets[0].id
-        term = term_of(stmt, bar, stmt.value.right, refs) if isinstance(stmt.value, gast.BinOp) else None
+        contribution = stmt.value.right if isinstance(stmt.value, gast.BinOp) else None
+        call = None
+        if isinstance(contribution, gast.Call) and refs.lookup(contribution.func.id) is runtime.matmul_vjp_a:
+            args = tuple(ir.Var(a.id if isinstance(a, gast.Name) else f"%{k}") for k, a in enumerate(contribution.args))
+            call = ir.Call(ir.Ref(runtime.matmul_vjp_a, "matmul_vjp_a"), args)
+        term = term_of(stmt, bar, call)
         if term is not None:
             terms[id(stmt)] = term
     return body, terms

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,10 +15,44 @@ from hypothesis import strategies as st
 
 from ast_ad import ir, registry, syntax, templates
 from ast_ad.naming import Namer
+from ast_ad.pieces import one_expression
 from tests.rule_cases import CASES
 from tests.test_rules import DIFFERENTIABLE, _name, direction_like, leaves
 
 LINE = ir.Line("rule.py", 1, "")
+
+
+def written(body: list[ir.Stmt], out: ir.Atom, refs: syntax.RefTable) -> Any:
+    """The one expression reverse mode writes for a rule's statements and value (``pieces.one_expression``, then
+    ``syntax.pieces``, the names the statements bind as parts, ``%name``), or ``None`` where they are no tree and
+    the rule is called."""
+    if not one_expression(body, out):
+        return None
+    bound = {name for stmt in ir.walk(tuple(body)) for name in ir.defined(stmt)}
+
+    def atom(a: ir.Atom) -> ir.Atom:
+        return ir.Var(syntax.SCRATCH + a.name) if isinstance(a, ir.Var) and a.name in bound else a
+
+    def part(stmt: ir.Stmt) -> ir.Stmt:
+        if isinstance(stmt, ir.If):
+            return ir.If(atom(stmt.test), tuple(map(part, stmt.body)), tuple(map(part, stmt.orelse)), stmt.line)
+        assert isinstance(stmt, ir.Assign)
+        value = stmt.value
+        if isinstance(value, ir.Call):
+            value = ir.Call(value.fn, tuple(map(atom, value.args)), tuple((k, atom(a)) for k, a in value.kwargs),
+                            value.moved, value.attribute)
+        elif isinstance(value, ir.Pack):
+            value = ir.Pack(tuple(map(atom, value.elts)), value.kind, value.keys)
+        elif isinstance(value, ir.Attr):
+            value = ir.Attr(atom(value.value), value.attr)
+        elif isinstance(value, ir.Raw):
+            value = ir.Raw(syntax.substituted(value.node, lambda n: syntax.name(syntax.SCRATCH + n.id)
+                                              if n.id in bound else None), value.refs)
+        else:
+            value = atom(value)
+        return ir.Assign(syntax.SCRATCH + stmt.target, value, stmt.line)
+    (stmt,) = syntax.pieces([*map(part, body), ir.Assign("written", atom(out), LINE)], refs)
+    return stmt.value
 
 
 def _rules(record: registry.Rule) -> list[tuple[str, int, object]]:
@@ -142,10 +177,10 @@ def test_a_lowered_rule_computes_what_the_rule_computes(record: registry.Rule, d
         assert same(got, expected), (direction, k, got, expected)
         # reverse mode writes the statements as the one expression they compute: it computes the same
         refs = syntax.RefTable()
-        written = syntax.expression_of(body, out, refs)
-        if written is not None:
+        expression = written(body, out, refs)
+        if expression is not None:
             names = {f"ref{j}": ref.obj for j, ref in enumerate(refs.entries)}
-            node = syntax.substituted(written, lambda n: syntax.name(f"ref{n.id[1:]}") if n.id.startswith("§")
+            node = syntax.substituted(expression, lambda n: syntax.name(f"ref{n.id[1:]}") if n.id.startswith("§")
                                       else None)
             code = compile(ast.fix_missing_locations(ast.Expression(body=syntax.to_ast(node))), "<rule>", "eval")
             got = eval(code, {**names, **env})  # noqa: S307 -- the rule's own test
@@ -226,12 +261,11 @@ def test_a_decision_at_run_time_is_written_as_a_conditional_expression() -> None
     rule = registry.lookup(np.hsplit).vjps[0]
     made = templates.applied(rule, [ir.Var("g"), ir.Var("ans"), ir.Var("x"), ir.Var("s")], {}, templates.Scratch(),
                              LINE)
-    written = syntax.expression_of(*made, refs)
-    text = ast.unparse(syntax.to_ast(written))
+    text = ast.unparse(syntax.to_ast(written(*made, refs)))
     assert " if " in text and " else " in text and "bool" not in text and "%" not in text
     rule = registry.lookup(np.linalg.vector_norm).vjps[0]  # ``x if axis is not None or np.ndim(x) == 1 else ...``
     made = templates.applied(rule, [ir.Var("g"), ir.Var("ans"), ir.Var("x")], {}, templates.Scratch(), LINE)
-    text = ast.unparse(syntax.to_ast(syntax.expression_of(*made, refs)))
+    text = ast.unparse(syntax.to_ast(written(*made, refs)))
     test = text.split(" if ")[1].split(" else ")[0]
     assert " or " not in test and "None" not in test  # (``axis is not None`` is decided, with ``axis`` None)
 
@@ -241,8 +275,8 @@ def test_a_value_read_twice_is_not_one_expression() -> None:
     mul = ir.Ref(operator.mul, "operator.mul")
     body = [ir.Assign("t", ir.Call(mul, (ir.Var("x"), ir.Var("x"))), LINE),
             ir.Assign("u", ir.Call(mul, (ir.Var("t"), ir.Var("t"))), LINE)]
-    assert syntax.expression_of(body, ir.Var("u"), syntax.RefTable()) is None
-    assert syntax.expression_of(body[:1], ir.Var("t"), syntax.RefTable()) is not None
+    assert written(body, ir.Var("u"), syntax.RefTable()) is None
+    assert written(body[:1], ir.Var("t"), syntax.RefTable()) is not None
 
 
 def test_a_helpers_defaults_are_left_out_only_where_the_arguments_are_positional() -> None:
