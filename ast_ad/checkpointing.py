@@ -46,8 +46,11 @@ class Checkpointing(Saving):
     not_checkpointed: dict[int, str]  # why a loop is not, said in a comment above it
     terms: dict[int, Term]  # the accumulations a loop's steps may sum after it (``batching``)
 
-    def forward_block(self, body: tuple[ir.Stmt, ...], saving: bool) -> list[gast.stmt]:
+    def forward_block(self, body: tuple[ir.Stmt, ...], saving: bool) -> list[ir.Stmt]:
         raise NotImplementedError  # the reverser's forward statements
+
+    def printed(self, stmts: list[ir.Stmt]) -> list[gast.stmt]:
+        raise NotImplementedError  # ``accumulate``'s
 
     def backward_block(self, body: tuple[ir.Stmt, ...]) -> list[gast.stmt]:
         raise NotImplementedError  # the adjoint rules
@@ -77,11 +80,11 @@ class Checkpointing(Saving):
         schedule = syntax.call(self.refs.marker(revolve.revolve, "revolve"), [steps, syntax.const(self.checkpoints)])
         start, stop = self.namer.fresh("start"), self.namer.fresh("stop")
         segment = gast.For(target=syntax.store(stmt.target), iter=_segment(steps, start, stop),
-                           body=self.forward_block(stmt.body, saving=False) or [gast.Pass()], orelse=[],
+                           body=self.printed(self.forward_block(stmt.body, saving=False)) or [gast.Pass()], orelse=[],
                            type_comment=None)
         sweep = gast.For(target=_targets([start, stop]), iter=syntax.name(plan.sweep),
                          body=[self.snapshot_state(plan), segment], orelse=[], type_comment=None)
-        taped = self.forward_block(stmt.body, saving=True) or [gast.Pass()]
+        taped = self.printed(self.forward_block(stmt.body, saving=True)) or [gast.Pass()]
         assert plan.tape_loop is not None and plan.advance_loop is not None  # the backward pass is built first
         plan.tape_loop.body = syntax.clone(taped)
         plan.advance_loop.body = syntax.clone(segment.body)

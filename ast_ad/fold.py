@@ -456,7 +456,7 @@ def shared_factor(body: list[gast.stmt], adjoints: set[str] | frozenset[str],
     as a person writes it: ``x_bar = x_bar * 0.1 * math.cos(x) + x_bar * 0.99`` becomes
     ``x_bar = x_bar * (0.1 * math.cos(x) + 0.99)``, a multiplication less (and so with ``-``). A term added
     with its minus sign in front is subtracted, at any depth of the expression (``x_bar + -g * 2.0``:
-    ``x_bar - g * 2.0``, as ``syntax.plus`` writes it where it adds a contribution; a sign flip is exact).
+    ``x_bar - g * 2.0``, as ``pieces.added`` writes it where it adds a contribution; a sign flip is exact).
 
     The factor is taken out only where every other factor is a number literal or a call that gives a Python
     number (``number_call``: ``math.cos``, ``registry.def_number_result``): their products and sums are Python

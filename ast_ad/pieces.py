@@ -20,6 +20,10 @@ Call(fn=Ref(obj=<built-in function sub>, hint='operator.sub', ...), args=(Var(na
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
+from typing import Any
+
+import gast
 
 from ast_ad import ir, registry, syntax
 
@@ -138,29 +142,36 @@ def _tree(body: list[ir.Stmt] | tuple[ir.Stmt, ...], scopes: list[set[str]], rea
 def renamed(stmts: list[ir.Stmt], old: str, new: str) -> list[ir.Stmt]:
     """``stmts`` (assignments, unpackings, a rule's decisions, and statements that do not read ``old``) reading ``new``
     where they read ``old``; the statements that do not read it are kept as they are."""
-    def atom(a: ir.Atom) -> ir.Atom:
-        return ir.Var(new) if a == ir.Var(old) else a
+    names = {old: new}.get
 
     def renamed(stmt: ir.Stmt) -> list[ir.Stmt]:
         if isinstance(stmt, ir.If):
-            return [ir.If(atom(stmt.test), stmt.body, stmt.orelse, stmt.line)]
+            return [ir.If(with_names(stmt.test, names), stmt.body, stmt.orelse, stmt.line)]
         if old not in ir.reads_of(stmt):
             return [stmt]
         if isinstance(stmt, ir.Unpack):
-            return [ir.Unpack(stmt.targets, atom(stmt.value), stmt.line)]
+            return [ir.Unpack(stmt.targets, with_names(stmt.value, names), stmt.line)]
         assert isinstance(stmt, ir.Assign), stmt  # (what the modes rename: nothing else reads a value by name)
-        value = stmt.value
-        if isinstance(value, ir.Call):
-            value = ir.Call(value.fn, tuple(map(atom, value.args)), tuple((k, atom(a)) for k, a in value.kwargs),
-                            value.moved, value.attribute)
-        elif isinstance(value, ir.Pack):
-            value = ir.Pack(tuple(map(atom, value.elts)), value.kind, value.keys)
-        elif isinstance(value, ir.Attr):
-            value = ir.Attr(atom(value.value), value.attr)
-        elif isinstance(value, ir.Raw):
-            value = ir.Raw(syntax.substituted(value.node, lambda n: syntax.name(new) if n.id == old else None),
-                           value.refs)
-        elif isinstance(value, (ir.Var, ir.Const, ir.Ref)):
-            value = atom(value)
-        return [ir.Assign(stmt.target, value, stmt.line)]
+        return [ir.Assign(stmt.target, with_names(stmt.value, names), stmt.line)]
     return list(ir.mapped(tuple(stmts), renamed))
+
+
+def with_names(value: Any, names: Callable[[str], str | None]) -> Any:
+    """``value``, an IR expression, reading ``names(n)`` where it reads a local name ``n`` for which that gives one
+    (a call keeps how it was written: its keywords moved, its attribute)."""
+    def atom(a: ir.Atom) -> ir.Atom:
+        new = names(a.name) if type(a) is ir.Var else None
+        return a if new is None else ir.Var(new)
+    if isinstance(value, ir.Call):
+        return ir.Call(value.fn, tuple(map(atom, value.args)), tuple((k, atom(a)) for k, a in value.kwargs),
+                       value.moved, value.attribute)
+    if isinstance(value, ir.Pack):
+        return ir.Pack(tuple(map(atom, value.elts)), value.kind, value.keys)
+    if isinstance(value, ir.Attr):
+        return ir.Attr(atom(value.value), value.attr)
+    if isinstance(value, ir.Raw):
+        def name(n: gast.Name) -> gast.Name | None:
+            new = names(n.id) if not n.id.startswith(syntax.MARK) else None
+            return None if new is None else syntax.name(new)
+        return ir.Raw(syntax.substituted(value.node, name), value.refs)
+    return atom(value)

@@ -226,7 +226,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
             self.needed = set().union(*reads)
             backward = self.resolve_restores(backward, set(), reads=reads)
         # (else there is no restore to resolve, here or in a block: nothing to read for it)
-        forward = self.prologue() + self.forward_block(self.function.body, saving=True)
+        forward = self.prologue() + self.printed(self.forward_block(self.function.body, saving=True))
         result_expr = syntax.atom(result, self.refs)
         if self.in_place.loops and isinstance(result, ir.Var) and shape_class(result, self.classes) != SCALAR:
             kept = self.namer.fresh(f"{result.name}_result")  # the backward pass writes the arrays back

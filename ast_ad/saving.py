@@ -155,9 +155,9 @@ class Saving:
         """Whether ``stmt`` overwrites a value of ``name`` that the backward pass restores (and reads)."""
         return (name, id(stmt)) in self.kept
 
-    def push(self, name: str) -> gast.stmt:
-        append = gast.Attribute(value=syntax.name(self.tape(name)), attr="append", ctx=gast.Load())
-        return gast.Expr(value=syntax.call(append, [syntax.name(name)]))
+    def push(self, name: str) -> ir.Append:
+        """``name``'s value on its tape (``x_tape.append(x)``)."""
+        return ir.Append(self.tape(name), ir.Var(name), ir.NOWHERE)
 
     def tape(self, key: str, kind: str = "tape") -> str:
         """The stack that keeps ``key``'s old values (``x_tape``), or an array's overwritten entries

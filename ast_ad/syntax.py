@@ -542,11 +542,26 @@ def _composed(body: list[ir.Stmt] | tuple[ir.Stmt, ...], scopes: list[dict[str, 
             item = gast.Subscript(value=name(stmt.target), slice=index(stmt.index, refs), ctx=gast.Store())
             out.append(gast.Assign(targets=[item], value=_at(stmt.value, refs, at), type_comment=None))
             continue
+        if type(stmt) is ir.Append:
+            method = gast.Attribute(value=name(stmt.target), attr="append", ctx=gast.Load())
+            out.append(gast.Expr(value=call(method, [_at(stmt.value, refs, at)])))
+            continue
         if type(stmt) is ir.Pop and stmt.target is not None and stmt.target.startswith(SCRATCH):
             waiting[stmt.target] = call(gast.Attribute(value=name(stmt.source), attr="pop", ctx=gast.Load()), [])
             continue
-        if type(stmt) is not ir.If or not any(s.target.startswith(SCRATCH) for s in stmt.body  # (no decision)
-                                                if type(s) is ir.Assign):
+        if type(stmt) is ir.For:
+            out.append(gast.For(target=store(stmt.target), iter=_at(stmt.iter, refs, at),
+                                body=_nested(stmt.body, refs, seen) or [gast.Pass()], orelse=[], type_comment=None))
+            continue
+        if type(stmt) is ir.While:
+            out.append(gast.While(test=raw(stmt.test, refs), body=_nested(stmt.body, refs, seen) or [gast.Pass()],
+                                  orelse=[]))
+            continue
+        if type(stmt) is ir.If and not _decision(stmt):  # a branch of the program's
+            out.append(gast.If(test=_at(stmt.test, refs, at), body=_nested(stmt.body, refs, seen) or [gast.Pass()],
+                               orelse=_nested(stmt.orelse, refs, seen)))
+            continue
+        if type(stmt) is not ir.If:
             out.append(statement(stmt, refs))
             continue
         test = expr(stmt.test, refs, at=at)  # a decision of a rule's, binding one part on each path
@@ -557,6 +572,22 @@ def _composed(body: list[ir.Stmt] | tuple[ir.Stmt, ...], scopes: list[dict[str, 
             paths.append(inner)
         (target,) = paths[0]
         waiting[target] = gast.IfExp(test=_truth(test, refs), body=paths[0][target], orelse=paths[1][target])
+
+
+def _decision(stmt: ir.If) -> bool:
+    """Whether ``stmt`` is a decision of a rule's: its paths compute parts only (one of them read after it)."""
+    return bool(stmt.body) and all((type(s) is ir.Assign and s.target.startswith(SCRATCH))
+                                   or (type(s) is ir.If and _decision(s)) for s in (*stmt.body, *stmt.orelse))
+
+
+def _nested(body: tuple[ir.Stmt, ...], refs: RefTable, seen: dict[int, gast.stmt] | None) -> list[gast.stmt]:
+    """A block of a branch or a loop of the program's, its parts written in it (no part from outside: it would be
+    computed again at each step, or only on one path)."""
+    out: list[gast.stmt] = []
+    waiting: dict[str, gast.expr] = {}
+    _composed(body, [waiting], refs, out, seen)
+    assert not waiting, f"parts no statement reads: {sorted(waiting)}"
+    return out
 
 
 def _truth(test: gast.expr, refs: RefTable) -> gast.expr:
@@ -678,6 +709,21 @@ class _Printer:
             return node
         return substituted(node, lambda n: self.waiting.pop(n.id) if n.id in self.waiting
                            and type(n.ctx) is gast.Load else None)
+
+
+def kept(node: gast.stmt, refs: RefTable) -> ir.Effect:
+    """``node``, a statement written with the markers of ``refs``, as an IR statement kept for its effect (its markers
+    its own, as an effect's are): what a transformation writes that is no value (``x_bar[i] += g``, a comment)."""
+    local: dict[str, int] = {}
+    entries: list[ir.Ref] = []
+    copy = clone(node)
+    for child in walk(copy):
+        if type(child) is gast.Name and child.id.startswith(MARK):
+            if child.id not in local:
+                local[child.id] = len(entries)
+                entries.append(refs.entries[int(child.id[len(MARK):])])
+            child.id = f"{MARK}{local[child.id]}"
+    return ir.Effect(copy, tuple(entries), ir.NOWHERE)
 
 
 def _effect(s: ir.Effect, refs: RefTable) -> gast.stmt:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from ast_ad import ir, registry, syntax, templates
 from ast_ad.naming import Namer
-from ast_ad.pieces import one_expression
+from ast_ad.pieces import one_expression, with_names
 from tests.rule_cases import CASES
 from tests.test_rules import DIFFERENTIABLE, _name, direction_like, leaves
 
@@ -30,28 +30,16 @@ def written(body: list[ir.Stmt], out: ir.Atom, refs: syntax.RefTable) -> Any:
         return None
     bound = {name for stmt in ir.walk(tuple(body)) for name in ir.defined(stmt)}
 
-    def atom(a: ir.Atom) -> ir.Atom:
-        return ir.Var(syntax.SCRATCH + a.name) if isinstance(a, ir.Var) and a.name in bound else a
+    def part_name(name: str) -> str | None:
+        return syntax.SCRATCH + name if name in bound else None
 
     def part(stmt: ir.Stmt) -> ir.Stmt:
         if isinstance(stmt, ir.If):
-            return ir.If(atom(stmt.test), tuple(map(part, stmt.body)), tuple(map(part, stmt.orelse)), stmt.line)
+            return ir.If(with_names(stmt.test, part_name), tuple(map(part, stmt.body)), tuple(map(part, stmt.orelse)),
+                         stmt.line)
         assert isinstance(stmt, ir.Assign)
-        value = stmt.value
-        if isinstance(value, ir.Call):
-            value = ir.Call(value.fn, tuple(map(atom, value.args)), tuple((k, atom(a)) for k, a in value.kwargs),
-                            value.moved, value.attribute)
-        elif isinstance(value, ir.Pack):
-            value = ir.Pack(tuple(map(atom, value.elts)), value.kind, value.keys)
-        elif isinstance(value, ir.Attr):
-            value = ir.Attr(atom(value.value), value.attr)
-        elif isinstance(value, ir.Raw):
-            value = ir.Raw(syntax.substituted(value.node, lambda n: syntax.name(syntax.SCRATCH + n.id)
-                                              if n.id in bound else None), value.refs)
-        else:
-            value = atom(value)
-        return ir.Assign(syntax.SCRATCH + stmt.target, value, stmt.line)
-    (stmt,) = syntax.pieces([*map(part, body), ir.Assign("written", atom(out), LINE)], refs)
+        return ir.Assign(syntax.SCRATCH + stmt.target, with_names(stmt.value, part_name), stmt.line)
+    (stmt,) = syntax.pieces([*map(part, body), ir.Assign("written", with_names(out, part_name), LINE)], refs)
     return stmt.value
 
 
