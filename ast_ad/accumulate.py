@@ -8,20 +8,18 @@ its first contribution comes before any branch or loop there (it then starts as 
 that a statement resets (a name bound again) starts from zero at its next contribution.
 
 Contributions and the accumulations that add them are IR (``pieces.Made``: a rule's body put in, its parts named by
-``templates.Scratch``); ``printed`` writes a statement's backward block at once, each part where it is read.
+``templates.Scratch``), as the whole backward pass is; ``printed`` writes it, each part where it is read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import gast
 
-from ast_ad import ir, registry, runtime, syntax, templates
+from ast_ad import ir, runtime, syntax, templates
 from ast_ad.batching import Term, term_of
 from ast_ad.kinds import Kinds
 from ast_ad.naming import Namer
-from ast_ad.pieces import Made, added, call_of, may_give_a_container
+from ast_ad.pieces import Made, added, may_give_a_container
 from ast_ad.syntax import RefTable
 
 _ZEROS_LIKE = ir.Ref(runtime.zeros_like, "zeros_like")
@@ -45,27 +43,14 @@ class Accumulation:
     kinds: Kinds
     function: ir.Function
     terms: dict[int, Term]  # the accumulations a loop's backward pass may sum after it (``batching``), by statement
-    # the same, by IR statement, until it is printed (``printed``): the statement, its adjoint, its contribution's call
-    summable: dict[int, tuple[ir.Assign, str, ir.Call]]
 
     def printed(self, stmts: list[ir.Stmt]) -> list[gast.stmt]:
-        """``stmts`` printed, each part written where it is read (``syntax.pieces``); the accumulations among them
-        that a loop may sum after it recorded, by printed statement, for ``batching``."""
-        if not self.summable:
-            return syntax.pieces(stmts, self.refs)
-        seen: dict[int, gast.stmt] = {}
-        out = syntax.pieces(stmts, self.refs, seen)
-        for stmt in stmts:
-            if id(stmt) in seen and id(stmt) in self.summable:
-                _, bar, call = self.summable.pop(id(stmt))
-                term = term_of(seen[id(stmt)], bar, call)
-                if term is not None:
-                    self.terms[id(seen[id(stmt)])] = term
-        return out
+        """``stmts`` printed, each part written where it is read (``syntax.pieces``)."""
+        return syntax.pieces(stmts, self.refs)
 
-    def flush(self) -> list[gast.stmt]:
+    def flush(self) -> list[ir.Stmt]:
         """Write out the zero of every adjoint reset since its last contribution."""
-        out = self.printed([ir.Assign(self.bar(v), self.zero(v), ir.NOWHERE) for v in sorted(self.pending)])
+        out: list[ir.Stmt] = [ir.Assign(self.bar(v), self.zero(v), ir.NOWHERE) for v in sorted(self.pending)]
         self.pending.clear()
         return out
 
@@ -86,12 +71,6 @@ class Accumulation:
         if var in self.bars and (var in self.live or var not in self.local):
             return [], ir.Var(self.bars[var])
         return self.part(ir.Call(_ZEROS_LIKE, (ir.Var(var),)))
-
-    def effect(self, build: Callable[[RefTable], gast.stmt]) -> ir.Effect:
-        """A statement kept for its effect (``x_bar[i] += g``), which ``build`` writes with the markers of the
-        table it is given."""
-        refs = RefTable()
-        return ir.Effect(build(refs), tuple(refs.entries), ir.NOWHERE)
 
     def part(self, value: ir.Expr, *before: ir.Stmt) -> Made:
         """``value`` as a part of one expression (``syntax.pieces``), after the statements ``before``."""
@@ -118,28 +97,29 @@ class Accumulation:
             # is a container (in code ast_ad wrote, an adjoint unpacked from a callee's pair, say)
             total = ir.Call(ir.Ref(runtime.add_adjoints, "add_adjoints"), (current, value))
             return [*stmts, ir.Assign(bar, total, ir.NOWHERE)]
-        call = call_of(contribution)
         stmts = list(stmts)
         accumulation = ir.Assign(bar, added(stmts, current, value), ir.NOWHERE)  # (``x_bar - g * y``, not ``+ -g``)
-        if call is not None and registry.summed_over_steps(call.fn.obj) is not None:
-            self.summable[id(accumulation)] = (accumulation, bar, call)
+        term = term_of(accumulation, stmts)
+        if term is not None:
+            self.terms[id(accumulation)] = term
         return [*stmts, accumulation]
 
-    def summed_after(self, sums: list[tuple[str, gast.expr]], body: list[gast.stmt],
-                     untouched: set[str]) -> list[gast.stmt]:
+    def summed_after(self, sums: list[tuple[str, ir.Call]], body: list[ir.Stmt],
+                     untouched: set[str]) -> list[ir.Stmt]:
         """A loop's sums (``batch_products``), each added to its adjoint (``W_bar = W_bar + summed(...)``), or the
         adjoint's start where nothing flowed into it before the loop (``untouched``) and the loop does not read it."""
         owner = {bar: var for var, bar in self.bars.items() if isinstance(var, str) and var in untouched}
-        read = set().union(*(syntax.name_ids(s, loads=True) for s in body)) if owner else set()
-        out = []
+        read = {n for s in ir.walk(tuple(body)) for n in ir.reads_of(s)} if owner else set()
+        out: list[ir.Stmt] = []
         for bar, total in sums:
             var = owner.pop(bar, None)  # a second sum into it adds
             if var is not None and var not in self.structured and bar not in read and var not in self.pending:
                 self.started.add(var)
                 self.live.add(var)
-                out.append(syntax.assign(bar, total))
+                out.append(ir.Assign(bar, total, ir.NOWHERE))
             else:
-                out.append(syntax.assign(bar, syntax.add(syntax.name(bar), total)))
+                made, summed = self.part(total)
+                out += [*made, ir.Assign(bar, added(made, ir.Var(bar), summed), ir.NOWHERE)]
         return out
 
     def initial_adjoints(self, seed: str) -> list[gast.stmt]:

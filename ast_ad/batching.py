@@ -26,10 +26,9 @@ into an adjoint that the loop only ever adds to.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator
 from typing import Any
-
-import gast
 
 from ast_ad import ir, registry, syntax
 from ast_ad.naming import Namer
@@ -42,81 +41,92 @@ class Term:
     recorded by the accumulation that writes it (``term_of``), for ``batch_products`` to read, not found again by
     matching the code."""
 
-    stmt: gast.Assign  # the accumulation
+    stmt: ir.Assign  # the accumulation
+    call: ir.Assign  # the part that calls the rule, which the accumulation adds
     bar: str
     helper: Any  # what sums the loop's steps at once
     fixed: str  # the operand that must stay the same through the loop
-    pair: tuple[gast.expr, gast.expr]  # what each step keeps: ``g`` and the other operand
+    pair: tuple[ir.Atom, ir.Atom]  # what each step keeps: ``g`` and the other operand
 
 
-def term_of(stmt: gast.Assign, bar: str, call: ir.Call | None) -> Term | None:
-    """The ``Term`` of ``stmt``, ``bar = bar + contribution``, if the contribution is ``call``, of a rule with
+def term_of(accumulation: ir.Assign, stmts: list[ir.Stmt]) -> Term | None:
+    """The ``Term`` of ``accumulation``, ``bar = bar + part``, where ``stmts`` bind the part to a call of a rule with
     ``def_summed``'s fact, on a name (which ``batch_products`` checks the loop does not bind)."""
-    if call is None or call.kwargs or len(call.args) != 3:
+    total = accumulation.value
+    if not isinstance(total, ir.Call) or total.fn.obj is not operator.add or type(total.args[1]) is not ir.Var:
+        return None
+    part = total.args[1].name
+    made = next((s for s in stmts if type(s) is ir.Assign and s.target == part), None)
+    call = made.value if made is not None else None
+    if not isinstance(call, ir.Call) or call.kwargs or len(call.args) != 3:
         return None
     summed = registry.summed_over_steps(call.fn.obj)  # which rules can wait: a fact beside them
     if summed is None:
         return None
     helper, position = summed
     fixed = call.args[position]
-    contribution = stmt.value.right if type(stmt.value) is gast.BinOp else None
-    if type(fixed) is not ir.Var or fixed.name.startswith(syntax.SCRATCH) or not isinstance(contribution, gast.Call) \
-            or len(contribution.args) != 3:
+    if type(fixed) is not ir.Var or fixed.name.startswith(syntax.SCRATCH):
         return None
-    return Term(stmt, bar, helper, fixed.name, (contribution.args[0], contribution.args[3 - position]))
+    assert made is not None
+    return Term(accumulation, made, accumulation.target, helper, fixed.name, (call.args[0], call.args[3 - position]))
 
 
-def batch_products(body: list[gast.stmt], bound: set[str], terms: dict[int, Term], refs: syntax.RefTable,
-                   namer: Namer) -> tuple[list[gast.stmt], list[tuple[str, gast.expr]]]:
+def batch_products(body: list[ir.Stmt], bound: set[str], terms: dict[int, Term], scratch: Namer,
+                   namer: Namer) -> tuple[list[ir.Stmt], list[ir.Stmt], list[tuple[str, ir.Call]]]:
     """Rewrite the accumulations in a backward loop's ``body`` that can wait until after the loop.
 
     ``bound`` holds the names the forward loop binds, ``terms`` the accumulations that may wait, by statement.
-    Returns the statements to put before the loop (empty lists) and the sums for after it: ``(adjoint, sum)``,
-    which the caller adds to the adjoint, or starts it from.
+    Returns the statements to put before the loop (empty lists), the body rewritten, and the sums for after it:
+    ``(adjoint, sum)``, which the caller adds to the adjoint, or starts it from.
     """
-    before: list[gast.stmt] = []
-    sums: dict[tuple[str, str, str], tuple[str, gast.expr]] = {}
-    for stmt, parent, index in _accumulations(body):
+    kept: dict[int, tuple[Term, str]] = {}  # the accumulations that wait, and the list each keeps its pairs in
+    before: list[ir.Stmt] = []
+    sums: dict[tuple[str, str, str], tuple[str, ir.Call]] = {}
+    for stmt in _shallow(body):
         term = terms.get(id(stmt))
         if term is None or term.stmt is not stmt or term.fixed in bound or not _only_accumulated(body, term.bar):
             continue
         key = (term.bar, term.helper.__name__, term.fixed)
         if key not in sums:
-            kept = namer.fresh(f"{term.bar}_terms")
-            before.append(syntax.assign(kept, gast.List(elts=[], ctx=gast.Load())))
-            sums[key] = kept, syntax.call(refs.marker(term.helper, term.helper.__name__),
-                                          [syntax.name(kept), syntax.name(term.fixed)])
-        append = gast.Attribute(value=syntax.name(sums[key][0]), attr="append", ctx=gast.Load())
-        parent[index] = gast.Expr(value=syntax.call(append, [gast.Tuple(elts=list(term.pair), ctx=gast.Load())]))
-    return before, [(bar, total) for (bar, _, _), (_, total) in sums.items()]
+            pairs = namer.fresh(f"{term.bar}_terms")
+            before.append(ir.Assign(pairs, ir.Pack((), "list"), ir.NOWHERE))
+            sums[key] = pairs, ir.Call(ir.Ref(term.helper, term.helper.__name__), (ir.Var(pairs), ir.Var(term.fixed)))
+        kept[id(stmt)] = term, sums[key][0]
+    if not kept:
+        return [], body, []
+    calls = {id(term.call) for term, _ in kept.values()}
+
+    def waiting(stmt: ir.Stmt) -> list[ir.Stmt]:
+        if id(stmt) in calls:
+            return []  # (its operands are read by the pair instead)
+        if id(stmt) not in kept:
+            return [stmt]
+        term, pairs = kept[id(stmt)]
+        pair = scratch.fresh("")
+        return [ir.Assign(pair, ir.Pack(term.pair), ir.NOWHERE), ir.Append(pairs, ir.Var(pair), ir.NOWHERE)]
+    rewritten = list(ir.mapped(tuple(body), waiting))
+    return before, rewritten, [(bar, total) for (bar, _, _), (_, total) in sums.items()]
 
 
-def _accumulations(body: list[gast.stmt]) -> Iterator[tuple[gast.Assign, list[gast.stmt], int]]:
-    """``(statement, list holding it, index)`` for each assignment in ``body`` and its ``if`` branches."""
-    for index, stmt in enumerate(body):
-        if isinstance(stmt, gast.Assign):
-            yield stmt, body, index
-        elif isinstance(stmt, gast.If):
-            yield from _accumulations(stmt.body)
-            yield from _accumulations(stmt.orelse)
+def _shallow(body: list[ir.Stmt] | tuple[ir.Stmt, ...]) -> Iterator[ir.Stmt]:
+    """The statements of ``body`` and of its branches (a nested loop's were its own to batch)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ir.If):
+            yield from _shallow(stmt.body)
+            yield from _shallow(stmt.orelse)
 
 
-def _only_accumulated(body: list[gast.stmt], bar: str) -> bool:
-    """Whether every use of ``bar`` in ``body`` is a ``bar = bar + ...`` or ``bar = bar - ...`` that
-    reads it once: then the order of the additions does not matter."""
+def _only_accumulated(body: list[ir.Stmt], bar: str) -> bool:
+    """Whether every use of ``bar`` in ``body`` is a ``bar = bar + ...`` or ``bar = bar - ...`` that reads it once:
+    then the order of the additions does not matter."""
     uses = 0
-    for node in syntax.walk(gast.Module(body=body, type_ignores=[])):
-        if isinstance(node, gast.Name) and node.id == bar:
-            uses += 1
-        elif isinstance(node, gast.Assign) and any(_is_name(t, bar) for t in node.targets):
-            value = node.value
-            if len(node.targets) != 1 or not isinstance(value, gast.BinOp) \
-                    or not isinstance(value.op, (gast.Add, gast.Sub)) or not _is_name(value.left, bar) \
-                    or any(_is_name(n, bar) for n in syntax.walk(value.right)):
+    for stmt in ir.walk(tuple(body)):
+        uses += ir.reads_of(stmt).count(bar)
+        if bar in ir.defined(stmt) or (isinstance(stmt, ir.SetItem) and stmt.target == bar):
+            value = stmt.value if isinstance(stmt, ir.Assign) else None
+            if not isinstance(value, ir.Call) or value.fn.obj not in (operator.add, operator.sub) \
+                    or value.args[0] != ir.Var(bar) or value.args[1] == ir.Var(bar):
                 return False
-            uses -= 2
+            uses -= 1
     return uses == 0
-
-
-def _is_name(node: gast.AST, name: str) -> bool:
-    return isinstance(node, gast.Name) and node.id == name

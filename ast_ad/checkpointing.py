@@ -24,6 +24,7 @@ from ast_ad.analysis import checkpoint_state
 from ast_ad.batching import Term, batch_products
 from ast_ad.records import record
 from ast_ad.saving import Saving, restore_mark
+from ast_ad.templates import Scratch
 
 
 @record(frozen=False)
@@ -44,6 +45,7 @@ class Checkpointing(Saving):
 
     checkpoints: int | None
     not_checkpointed: dict[int, str]  # why a loop is not, said in a comment above it
+    scratch: Scratch  # the names of parts of one expression (``syntax.pieces``)
     terms: dict[int, Term]  # the accumulations a loop's steps may sum after it (``batching``)
 
     def forward_block(self, body: tuple[ir.Stmt, ...], saving: bool) -> list[ir.Stmt]:
@@ -52,11 +54,11 @@ class Checkpointing(Saving):
     def printed(self, stmts: list[ir.Stmt]) -> list[gast.stmt]:
         raise NotImplementedError  # ``accumulate``'s
 
-    def backward_block(self, body: tuple[ir.Stmt, ...]) -> list[gast.stmt]:
+    def backward_block(self, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
         raise NotImplementedError  # the adjoint rules
 
-    def summed_after(self, sums: list[tuple[str, gast.expr]], body: list[gast.stmt],
-                     untouched: set[str]) -> list[gast.stmt]:
+    def summed_after(self, sums: list[tuple[str, ir.Call]], body: list[ir.Stmt],
+                     untouched: set[str]) -> list[ir.Stmt]:
         raise NotImplementedError  # the accumulation's
 
     def plan_checkpoints(self) -> None:
@@ -110,13 +112,15 @@ class Checkpointing(Saving):
         kept = state[0] if len(state) == 1 else syntax.tuple_(state)
         return gast.Expr(value=syntax.call(syntax.attribute(plan.stack, "append"), [kept]))
 
-    def adjoint_checkpointed(self, stmt: ir.For, plan: Checkpointed) -> list[gast.stmt]:
-        """The backward pass of a checkpointed loop: ``revolve``'s actions, from the last step's on."""
-        body = self.backward_block(stmt.body) or [gast.Pass()]
+    def adjoint_checkpointed(self, stmt: ir.For, plan: Checkpointed) -> list[ir.Stmt]:
+        """The backward pass of a checkpointed loop: ``revolve``'s actions, from the last step's on. (Its schedule,
+        whose loops bind tuples and whose taped steps are filled in when the forward pass is built, is written as
+        syntax: ``ir.Printed``.)"""
+        steps_ir = self.backward_block(stmt.body)
         bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
-        before, sums = batch_products(body, bound, self.terms, self.refs, self.namer)
-        after = self.summed_after(sums, body, set())
-        body[:0] = self.computed_again(stmt)
+        before, steps_ir, sums = batch_products(steps_ir, bound, self.terms, self.scratch, self.namer)
+        after = self.summed_after(sums, steps_ir, set())
+        body = self.printed([*self.computed_again(stmt), *steps_ir]) or [gast.Pass()]
         steps = syntax.atom(stmt.iter, self.refs)
         action, start, stop = self.namer.fresh("action"), self.namer.fresh("begin"), self.namer.fresh("end")
         part = _segment(steps, start, stop)
@@ -143,7 +147,7 @@ class Checkpointing(Saving):
             chain = [gast.If(test=test, body=inner, orelse=chain)]
         driver = gast.For(target=_targets([action, start, stop]), iter=syntax.name(plan.reversal), body=chain,
                           orelse=[], type_comment=None)
-        return before + [driver] + after + [restore_mark(stmt.target, id(stmt))]
+        return [*before, ir.Printed(driver), *after, restore_mark(stmt.target, id(stmt))]
 
 
 def _segment(steps: gast.expr, start: str, stop: str) -> gast.Subscript:

@@ -13,6 +13,7 @@ Grammar (``check_ir`` verifies it)::
                 | while raw: stmt*                # While
                 | break                           # only last in a loop body
                 | effect                          # print/assert: forward only, no gradient
+                | printed                         # syntax a transformation wrote itself, in its own output
     expr      ::= call | pack | attr | raw | atom
     call      ::= REF(atom*, NAME=atom*)          # the function is resolved at transform time
     pack      ::= (atom*) | [atom*] | {CONST: atom*}
@@ -201,7 +202,17 @@ class Break:
     line: Line
 
 
-Stmt = Assign | Unpack | Effect | Append | Pop | SetItem | If | For | While | Break
+@record(eq=False)
+class Printed:
+    """A statement a transformation wrote as syntax itself, with the markers of the table it prints with: what its
+    IR cannot say yet (reverse mode's restore marks, a checkpointed loop's schedule), kept in place and printed as
+    it is. Only a transformation's own output holds one, never a function it reads."""
+
+    node: gast.stmt
+    line: Line = NOWHERE
+
+
+Stmt = Assign | Unpack | Effect | Append | Pop | SetItem | If | For | While | Break | Printed
 
 
 def walk(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
@@ -290,7 +301,7 @@ def reads_of(stmt: Stmt) -> list[str]:
     kept as written (a raw value, a ``while`` test, an effect)."""
     names = [a.name for a in atoms_of(stmt) if isinstance(a, Var)]
     node = stmt.value.node if isinstance(stmt, Assign) and isinstance(stmt.value, Raw) else \
-        stmt.test.node if isinstance(stmt, While) else stmt.node if isinstance(stmt, Effect) else None
+        stmt.test.node if isinstance(stmt, While) else stmt.node if isinstance(stmt, (Effect, Printed)) else None
     if node is not None:  # (not the markers of outside objects: ``§0``)
         names += [n.id for n in gast.walk(node) if type(n) is gast.Name and not n.id.startswith("§")]
     return names

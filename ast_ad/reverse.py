@@ -13,6 +13,10 @@ contribution to an adjoint assigns it; later ones add to it, with a new value,
 so no array the caller owns is ever written. Calls to the user's own functions
 become calls to their generated ``_fwd``/``_bwd`` pair.
 
+Both passes are built as IR (a rule's body put in as parts of one expression, ``pieces``) and printed once
+(``syntax.pieces``); what IR cannot say yet is written as syntax in place (``ir.Printed``): the restore marks,
+which ``saving.resolve_restores`` turns into pops on the printed pass, and a checkpointed loop's schedule.
+
 This module holds the adjoint rules: one backward block per statement. The rest is in base classes of
 ``Reverser``: the forward sweep is ``sweep``'s; what it saves for the backward pass and how it comes back,
 ``saving``'s; how contributions reach each adjoint, ``accumulate``'s; checkpointed loops, ``checkpointing``'s;
@@ -61,7 +65,7 @@ from ast_ad.naming import Namer
 from ast_ad.pieces import Made, one_expression, renamed
 from ast_ad.records import field, record
 from ast_ad.reverse_writes import WriteAdjoints, named_pops
-from ast_ad.saving import ANS, Restore, restore_mark, with_shapes
+from ast_ad.saving import ANS, Restore, restore_mark, restored, with_shapes
 from ast_ad.sweep import ForwardSweep
 from ast_ad.syntax import RefTable
 from ast_ad.zeros import FloatZeros
@@ -69,6 +73,8 @@ from ast_ad.zeros import FloatZeros
 _PART, _ITEM = ir.Ref(runtime.part, "part"), ir.Ref(operator.getitem, "operator.getitem")
 _UNBROADCAST = ir.Ref(runtime.unbroadcast, "unbroadcast")
 _DENSE = ir.Ref(runtime.dense_adjoint, "dense_adjoint")
+_OWNED = ir.Ref(runtime.owned_adjoint, "owned_adjoint")
+_RANGE, _SLICE, _REVERSED = ir.Ref(range, "range"), ir.Ref(slice, "slice"), ir.Ref(reversed, "reversed")
 
 
 @record(frozen=False, eq=False)
@@ -207,7 +213,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         self.zero_in = self.float_zeros()
         self.plan_checkpoints()
         self.plan_recomputed()
-        backward = self.backward_block(self.function.body)
+        backward = self.printed(self.backward_block(self.function.body))
         if kept_shapes := not self.shapes and self.shape_only(backward):
             # a second pass, over the function with those arrays' shapes kept (``saving.Saving.shape_only``)
             return Reverser(with_shapes(self.function, kept_shapes), self.argnums, self.labels_in, self.derive,
@@ -321,8 +327,8 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
             return stmt.source in self.useful
         return any(self.needs_adjoint(s) for block in ir.blocks(stmt) for s in block)
 
-    def backward_block(self, body: tuple[ir.Stmt, ...]) -> list[gast.stmt]:
-        out: list[gast.stmt] = []
+    def backward_block(self, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
+        out: list[ir.Stmt] = []
         line = None
         for stmt in reversed(body):
             if not self.needs_adjoint(stmt):
@@ -334,13 +340,13 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
             adjoint = self.adjoint(stmt)
             if ir.blocks(stmt):
                 line = None
-            elif stmt.line != line and any(type(s) is not Restore for s in adjoint):
+            elif stmt.line != line and any(restored(s) is None for s in adjoint):
                 line = stmt.line
-                out.append(syntax.comment(f"line {line.lineno}: {line.text.strip()}"))
+                out.append(ir.Printed(syntax.comment(f"line {line.lineno}: {line.text.strip()}")))
             out += adjoint
         return out + self.flush()
 
-    def adjoint(self, stmt: ir.Stmt) -> list[gast.stmt]:
+    def adjoint(self, stmt: ir.Stmt) -> list[ir.Stmt]:
         if isinstance(stmt, ir.If):
             return self.adjoint_if(stmt)
         if isinstance(stmt, (ir.For, ir.While)):
@@ -357,41 +363,38 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
             assert isinstance(stmt.value, ir.Var)  # an active tuple unpacked
             appended = stmt.value.name in self.appended  # a list, whose adjoint the appends pop
             whole = ir.Pack(tuple(atom for _, atom in parts), "list" if appended else "tuple")
-            out = self.printed(self.accumulate(stmt.value.name,
-                                               self.part(whole, *(s for made, _ in parts for s in made))))
+            out = self.accumulate(stmt.value.name, self.part(whole, *(s for made, _ in parts for s in made)))
             for t in stmt.targets:  # (forward mode's ``x, x_dot = pair`` binds names again)
                 self.bound_again(t, stmt)
             return out + self.restore(stmt.targets, stmt)
         assert isinstance(stmt, ir.Assign)  # effects, pops and breaks have no adjoint
         return self.adjoint_assign(stmt)
 
-    def adjoint_if(self, stmt: ir.If) -> list[gast.stmt]:
+    def adjoint_if(self, stmt: ir.If) -> list[ir.Stmt]:
         before = set(self.live)
         body = self.backward_block(stmt.body)
         live, self.live = self.live, before
         orelse = self.backward_block(stmt.orelse)
         self.live &= live  # what something has flowed into on either path
-        return [gast.If(test=syntax.atom(stmt.test, self.refs), body=body or [gast.Pass()], orelse=orelse)]
+        return [ir.If(stmt.test, tuple(body), tuple(orelse), stmt.line)]
 
-    def adjoint_loop(self, stmt: ir.For | ir.While) -> list[gast.stmt]:
+    def adjoint_loop(self, stmt: ir.For | ir.While) -> list[ir.Stmt]:
         if id(stmt) in self.checkpointed:
             assert isinstance(stmt, ir.For)  # only for loops are
             return self.adjoint_checkpointed(stmt, self.checkpointed[id(stmt)])
-        owned = []
+        owned: list[ir.Stmt] = []
         for name in self.in_place.loops.get(id(stmt), ()) + self.in_place.accumulated.get(id(stmt), ()):
             # adjoints this loop writes into: its own copies
-            current = syntax.name(self.bar(name)) if name in self.live or name not in self.local \
-                else syntax.atom(self.zero(name), self.refs)
-            owned.append(syntax.assign(self.bar(name), syntax.call(
-                self.refs.marker(runtime.owned_adjoint, "owned_adjoint"), [current, syntax.name(name)])))
+            current = ir.Var(self.bar(name)) if name in self.live or name not in self.local else self.zero(name)
+            owned.append(ir.Assign(self.bar(name), ir.Call(_OWNED, (current, ir.Var(name))), ir.NOWHERE))
             self.live.add(name)
             self.pending.discard(name)
         untouched = {v for v in self.useful if v not in self.bars}  # no adjoint yet: nothing flowed into them
         live = set(self.live)
-        body = self.backward_block(stmt.body) or [gast.Pass()]
+        body = self.backward_block(stmt.body)
         self.live = live  # (the loop may run no step)
         bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
-        before, sums = batch_products(body, bound, self.terms, self.refs, self.namer)
+        before, body, sums = batch_products(body, bound, self.terms, self.scratch, self.namer)
         # a loop of the function's own body runs once: an adjoint may start from its sum
         after = self.summed_after(sums, body, untouched if any(s is stmt for s in self.function.body) else set())
         body[:0] = self.computed_again(stmt)
@@ -399,21 +402,22 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         trips = None
         if self.counts(stmt):  # the trip count, read back as a statement of its own (``v = xs.pop()``): the
             count = self.count_name(stmt)  # language ast_ad reads again, for a derivative of this code
-            before.append(syntax.assign(count, syntax.call(syntax.attribute(self.tape(count), "pop"), [])))
-            trips = syntax.name(count)
+            before.append(ir.Pop(count, self.tape(count), ir.NOWHERE))
+            trips = ir.Var(count)
         if isinstance(stmt, ir.While):
             index = self.namer.fresh("_")
-            iterable = syntax.call(self.refs.marker(range, "range"), [trips])
-            return before + [gast.For(target=syntax.store(index), iter=iterable, body=body, orelse=[],
-                                      type_comment=None)] + after
-        steps = syntax.atom(stmt.iter, self.refs)
-        if trips is not None:
-            steps = gast.Subscript(value=steps, slice=gast.Slice(lower=None, upper=trips, step=None), ctx=gast.Load())
-        iterable = syntax.call(self.refs.marker(reversed, "reversed"), [steps])
-        loop = gast.For(target=syntax.store(stmt.target), iter=iterable, body=body, orelse=[], type_comment=None)
-        return before + [loop] + after + [restore_mark(stmt.target, id(stmt))]
+            assert trips is not None  # (a while loop counts its trips)
+            made, steps = self.part(ir.Call(_RANGE, (trips,)))
+            return [*before, *made, ir.For(index, steps, tuple(body), ir.NOWHERE), *after]
+        made, steps = [], stmt.iter
+        if trips is not None:  # ``r[:trips]``
+            made, bounds = self.part(ir.Call(_SLICE, (ir.Const(None), trips)))
+            made, steps = self.part(ir.Call(_ITEM, (steps, bounds)), *made)
+        made, steps = self.part(ir.Call(_REVERSED, (steps,)), *made)
+        loop = ir.For(stmt.target, steps, tuple(body), ir.NOWHERE)
+        return [*before, *made, loop, *after, restore_mark(stmt.target, id(stmt))]
 
-    def adjoint_assign(self, stmt: ir.Assign) -> list[gast.stmt]:
+    def adjoint_assign(self, stmt: ir.Assign) -> list[ir.Stmt]:
         """Contributions to the statement's inputs, then restore what it overwrote.
 
         For ``y = y * x`` inside a loop the rule needs both values of ``y``: the
@@ -430,7 +434,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         reset = target not in self.local and id(stmt) not in self.first
         self.live.discard(target)
         if target not in {v.name for v in inputs_of(stmt.value)}:
-            out = self.printed(prefix + self.contributions(stmt, g, target, zero))
+            out = prefix + self.contributions(stmt, g, target, zero)
             if reset:
                 self.pending.add(target)  # zero from here on; the next contribution assigns
             return out + restores
@@ -445,9 +449,9 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
             contributions = renamed(contributions, ANS, newer)
             before.append(ir.Assign(newer, ir.Var(target), ir.NOWHERE))
         # the target's old value first (the rule reads it); a callee's saved values only after its backward
-        first = [r for r in restores if r.name == target]
-        after = [r for r in restores if r.name != target]
-        return self.printed(before) + first + self.printed(contributions) + after
+        first = [r for r in restores if restored(r) == target]
+        after = [r for r in restores if restored(r) != target]
+        return before + first + contributions + after
 
     def contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool) -> list[ir.Stmt]:
         """The statement's contributions to its inputs' adjoints; ``zero``: ``g`` may be a float zero."""
@@ -488,12 +492,11 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         if added is not None and atom_active(call.args[0], self.active):  # y[i] read, its adjoint added in place
             bar, entry = self.bar(added), call.args[1]
             if self.kinds.is_number(entry, stmt):  # one entry (or a scalar's broadcast): not fancy
-                return out + [self.effect(lambda refs: gast.AugAssign(target=gast.Subscript(
-                    value=syntax.name(bar), slice=syntax.atom(entry, refs), ctx=gast.Store()), op=gast.Add(),
-                    value=syntax.name(g)))]
-            return out + [self.effect(lambda refs: gast.Expr(value=syntax.call(
-                refs.marker(runtime.add_into, "add_into"), [syntax.name(bar), syntax.atom(entry, refs),
-                                                            syntax.name(g)])))]
+                item = gast.Subscript(value=syntax.name(bar), slice=syntax.atom(entry, self.refs), ctx=gast.Store())
+                return out + [syntax.kept(gast.AugAssign(target=item, op=gast.Add(), value=syntax.name(g)), self.refs)]
+            add = syntax.call(self.refs.marker(runtime.add_into, "add_into"),
+                              [syntax.name(bar), syntax.atom(entry, self.refs), syntax.name(g)])
+            return out + [syntax.kept(gast.Expr(value=add), self.refs)]
         for k, atom in enumerate(call.args):
             if atom_active(atom, self.active):
                 vjp = rule.vjp(k)
@@ -566,7 +569,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
             made, whole = self.part(call)
             out += [*made, ir.Unpack(tuple(parts), whole, ir.NOWHERE)]
         else:
-            out.append(self.effect(lambda refs: gast.Expr(value=syntax.expr(call, refs))))
+            out.append(syntax.kept(gast.Expr(value=syntax.expr(call, self.refs)), self.refs))
         for n, part in zip(names, parts, strict=True):
             out += self.accumulate(n, ([], ir.Var(part)))
         return out

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import operator
 
-import gast
-
 from ast_ad import ir, runtime
 from ast_ad.analysis import InPlace, atom_active
 from ast_ad.kinds import Kinds
@@ -53,13 +51,10 @@ class WriteAdjoints:
     def accumulate(self, var: str, contribution: Made) -> list[ir.Stmt]:
         raise NotImplementedError  # ``accumulate``'s
 
-    def printed(self, stmts: list[ir.Stmt]) -> list[gast.stmt]:
-        raise NotImplementedError  # ``accumulate``'s
-
     def tape(self, key: str, kind: str = "tape") -> str:
         raise NotImplementedError  # ``saving``'s
 
-    def restores(self, stmt: ir.Stmt) -> list[gast.stmt]:
+    def restores(self, stmt: ir.Stmt) -> list[ir.Stmt]:
         raise NotImplementedError  # ``saving``'s
 
     def private_list(self, name: str) -> bool:
@@ -69,7 +64,7 @@ class WriteAdjoints:
         contribution starts it again, as it does any adjoint of a name bound again."""
         return name in self.owned
 
-    def adjoint_write(self, stmt: ir.Assign) -> list[gast.stmt]:
+    def adjoint_write(self, stmt: ir.Assign) -> list[ir.Stmt]:
         """The backward pass of ``y[i] = v`` written in place: ``v``'s adjoint (read before anything changes),
         then the overwritten entries back from the tape, and their adjoints zeroed: they take no gradient."""
         call = ir.call_of(stmt)
@@ -87,9 +82,9 @@ class WriteAdjoints:
         entry = self.scratch.fresh("")
         out += [ir.Pop(entry, self.tape(name, "entries"), ir.NOWHERE),  # the entry back, its adjoint zeroed
                 ir.SetItem(name, index, ir.Var(entry), ir.NOWHERE), ir.SetItem(bar, index, ir.Const(0.0), ir.NOWHERE)]
-        return self.printed(out)
+        return out
 
-    def adjoint_append(self, stmt: ir.Append) -> list[gast.stmt]:
+    def adjoint_append(self, stmt: ir.Append) -> list[ir.Stmt]:
         """``xs.append(v)`` backward: ``v``'s adjoint is the last entry of the list's, popped off it. Where nothing
         may have flowed into the list's adjoint yet (nothing after the append reads the list, on some path or in
         the loop's last step), it is ``None`` there: zeros for the list's items first (``dense_adjoint``)."""
@@ -107,9 +102,9 @@ class WriteAdjoints:
             out += self.accumulate(stmt.value.name, ([ir.Pop(part, bar, ir.NOWHERE)], ir.Var(part)))
         else:
             out.append(ir.Pop(None, bar, ir.NOWHERE))
-        return self.printed(out) + [restore_mark(stmt.target, id(stmt), unappend=True)]
+        return [*out, restore_mark(stmt.target, id(stmt), unappend=True)]
 
-    def adjoint_pop(self, stmt: ir.Pop) -> list[gast.stmt]:
+    def adjoint_pop(self, stmt: ir.Pop) -> list[ir.Stmt]:
         """``y = xs.pop()`` backward: ``y``'s adjoint goes back on the end of the list's (``unpopped``), then ``y``
         back on the list, then ``y``'s value before the pop. The list's adjoint holds one entry an item, as the
         rule of ``append`` (which pops it) reads it."""
@@ -118,8 +113,7 @@ class WriteAdjoints:
         stmts, entry = self.adjoint_or_zeros(target)
         unpopped = ir.Ref(runtime.unpopped, "unpopped")  # the list's adjoint starts at None, at the top
         bar = self.bar(source)
-        out = self.printed([*stmts, ir.Assign(bar, ir.Call(unpopped, (ir.Var(bar), entry, ir.Var(source))),
-                                              ir.NOWHERE)])
+        out = [*stmts, ir.Assign(bar, ir.Call(unpopped, (ir.Var(bar), entry, ir.Var(source))), ir.NOWHERE)]
         self.live.add(source)
         self.bound_again(target, stmt)
         return out + self.restores(stmt)

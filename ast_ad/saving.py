@@ -44,8 +44,14 @@ class Restore(gast.stmt):  # type: ignore[misc]  # (gast's classes are made at r
     unappend: bool
 
 
-def restore_mark(name: str, key: int, unappend: bool = False) -> Restore:
-    return Restore(name=name, key=key, unappend=unappend)
+def restore_mark(name: str, key: int, unappend: bool = False) -> ir.Printed:
+    """A restore mark, in the backward pass's IR (``resolve_restores`` reads it once it is printed)."""
+    return ir.Printed(Restore(name=name, key=key, unappend=unappend))
+
+
+def restored(stmt: ir.Stmt) -> str | None:
+    """The name a restore mark restores, or ``None`` for any other statement."""
+    return stmt.node.name if type(stmt) is ir.Printed and type(stmt.node) is Restore else None
 
 # integer arithmetic on a loop's index that the backward pass can compute again instead of taping
 INDEX_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg}
@@ -147,9 +153,9 @@ class Saving:
                 self.recomputed[id(loop)] = chosen
                 self.recomputed_ids.update(id(stmt) for stmt in chosen)
 
-    def computed_again(self, loop: ir.For | ir.While) -> list[gast.stmt]:
+    def computed_again(self, loop: ir.For | ir.While) -> list[ir.Stmt]:
         """The step's index arithmetic and reads, as the forward pass computed them (``plan_recomputed``)."""
-        return [syntax.statement(stmt, self.refs) for stmt in self.recomputed.get(id(loop), ())]
+        return list(self.recomputed.get(id(loop), ()))
 
     def saves(self, name: str, stmt: ir.Stmt) -> bool:
         """Whether ``stmt`` overwrites a value of ``name`` that the backward pass restores (and reads)."""
@@ -216,19 +222,17 @@ class Saving:
         names = dict.fromkeys(n for s in ir.walk((stmt,)) for n in self.defined(s))
         return [n for n in names if (n, id(stmt)) in self.kept]
 
-    def restores(self, stmt: ir.Stmt) -> list[gast.stmt]:
+    def restores(self, stmt: ir.Stmt) -> list[ir.Stmt]:
         """Undo what an inactive statement overwrote (kept only where the backward pass reads it)."""
         if ir.blocks(stmt):
             return self.restore(self.snapshot_candidates(stmt), stmt)
         if id(stmt) in self.recomputed_ids:
             return []  # computed again at the top of the step's backward pass (``plan_recomputed``)
         if isinstance(stmt, ir.Pop) and stmt.target is not None:  # the value back on its list, then the older one
-            push = gast.Attribute(value=syntax.name(stmt.source), attr="append", ctx=gast.Load())
-            return [gast.Expr(value=syntax.call(push, [syntax.name(stmt.target)])),
-                    *self.restore(self.defined(stmt), stmt)]
+            return [ir.Append(stmt.source, ir.Var(stmt.target), ir.NOWHERE), *self.restore(self.defined(stmt), stmt)]
         return self.restore(self.defined(stmt), stmt)
 
-    def restore(self, names: Any, stmt: ir.Stmt) -> list[Restore]:
+    def restore(self, names: Any, stmt: ir.Stmt) -> list[ir.Stmt]:
         """Marks that restore ``names`` (last first) to what they held before ``stmt``: only those bound
         more than once (``resolve_restores`` keeps those the backward pass reads)."""
         return [restore_mark(n, id(stmt)) for n in reversed(names) if n in self.rebound]

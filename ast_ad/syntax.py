@@ -410,7 +410,7 @@ def expr(e: ir.Expr, refs: RefTable, fn_name: gast.expr | None = None,
             if fn in COMPARE_SYNTAX and len(args) == 2:
                 return gast.Compare(left=args[0], ops=[COMPARE_SYNTAX[fn]()], comparators=[args[1]])
             if fn is operator.getitem and len(args) == 2:
-                item = args[1] if type(e.args[1]) is ir.Var else index(e.args[1], refs)
+                item = _sliced(args[1], refs) if type(e.args[1]) is ir.Var else index(e.args[1], refs)
                 return new(gast.Subscript, {"value": args[0], "slice": item, "ctx": new(gast.Load, {})})
             if fn is runtime.repeat_seq and type(args[0]) in (gast.List, gast.Tuple):  # ``[x] * n``, as written
                 return new(gast.BinOp, {"left": args[0], "op": new(gast.Mult, {}), "right": args[1]})
@@ -438,6 +438,18 @@ def expr(e: ir.Expr, refs: RefTable, fn_name: gast.expr | None = None,
         return node if at is None else substituted(node, lambda n: at(ir.Var(n.id)) if type(n.ctx) is gast.Load
                                                    and not n.id.startswith(MARK) else None)
     return _at(e, refs, at)  # type: ignore[arg-type]
+
+
+def _sliced(item: gast.expr, refs: RefTable) -> gast.expr:
+    """``a:b:c`` for a call ``slice(a, b, c)`` written into a subscript (``r[:trips]``), else ``item``."""
+    if type(item) is not gast.Call or type(item.func) is not gast.Name or item.keywords \
+            or not 1 <= len(item.args) <= 3 or refs.lookup(item.func.id) is not slice:
+        return item
+    bounds: list[gast.expr | None] = [None if type(a) is gast.Constant and a.value is None else a for a in item.args]
+    if len(bounds) == 1:
+        bounds = [None, bounds[0]]
+    bounds += [None] * (3 - len(bounds))
+    return gast.Slice(lower=bounds[0], upper=bounds[1], step=bounds[2])
 
 
 def _written_args(fn: Any, args: tuple[ir.Atom, ...]) -> int:
@@ -493,6 +505,8 @@ def statement(s: ir.Stmt, refs: RefTable) -> gast.stmt:
         return gast.While(test=raw(s.test, refs), body=block(s.body, refs) or [gast.Pass()], orelse=[])
     if isinstance(s, ir.Break):
         return gast.Break()
+    if isinstance(s, ir.Printed):
+        return s.node
     return _effect(s, refs)
 
 
@@ -500,20 +514,20 @@ def block(body: tuple[ir.Stmt, ...], refs: RefTable) -> list[gast.stmt]:
     return [statement(s, refs) for s in body]
 
 
-def pieces(body: list[ir.Stmt], refs: RefTable, seen: dict[int, gast.stmt] | None = None) -> list[gast.stmt]:
+def pieces(body: list[ir.Stmt], refs: RefTable) -> list[gast.stmt]:
     """The statements of ``body`` with each part (a name ``templates.Scratch`` made: a piece of one expression, read
     once, ``pieces.one_expression``) written where it is read: the expression printed whole. A decision made at run
     time, an ``ir.If`` that binds one part on each path, is written as a conditional expression; a part unpacked, as
-    ``a, b = f(x)``. ``seen``, if given, gets the printed statement of each assignment, by the IR statement's id."""
+    ``a, b = f(x)``; ``r[slice(None, n)]``, as ``r[:n]``."""
     out: list[gast.stmt] = []
     waiting: dict[str, gast.expr] = {}
-    _composed(body, [waiting], refs, out, seen)
+    _composed(body, [waiting], refs, out)
     assert not waiting, f"parts no statement reads: {sorted(waiting)}"  # (a pop among them would be lost)
     return out
 
 
 def _composed(body: list[ir.Stmt] | tuple[ir.Stmt, ...], scopes: list[dict[str, gast.expr]], refs: RefTable,
-              out: list[gast.stmt], seen: dict[int, gast.stmt] | None = None) -> None:
+              out: list[gast.stmt]) -> None:
     """The values of ``body``'s parts, waiting in ``scopes[-1]`` until their reader takes them; the rest of its
     statements appended to ``out``."""
     waiting = scopes[-1]
@@ -532,8 +546,9 @@ def _composed(body: list[ir.Stmt] | tuple[ir.Stmt, ...], scopes: list[dict[str, 
                 waiting[stmt.target] = value
             else:
                 out.append(assign(stmt.target, value))
-                if seen is not None:
-                    seen[id(stmt)] = out[-1]
+            continue
+        if type(stmt) is ir.Printed:
+            out.append(stmt.node)
             continue
         if type(stmt) is ir.Unpack and type(stmt.value) is ir.Var and stmt.value.name.startswith(SCRATCH):
             out.append(assign(list(stmt.targets), at(stmt.value) or atom(stmt.value, refs)))
@@ -551,15 +566,15 @@ def _composed(body: list[ir.Stmt] | tuple[ir.Stmt, ...], scopes: list[dict[str, 
             continue
         if type(stmt) is ir.For:
             out.append(gast.For(target=store(stmt.target), iter=_at(stmt.iter, refs, at),
-                                body=_nested(stmt.body, refs, seen) or [gast.Pass()], orelse=[], type_comment=None))
+                                body=_nested(stmt.body, refs) or [gast.Pass()], orelse=[], type_comment=None))
             continue
         if type(stmt) is ir.While:
-            out.append(gast.While(test=raw(stmt.test, refs), body=_nested(stmt.body, refs, seen) or [gast.Pass()],
+            out.append(gast.While(test=raw(stmt.test, refs), body=_nested(stmt.body, refs) or [gast.Pass()],
                                   orelse=[]))
             continue
         if type(stmt) is ir.If and not _decision(stmt):  # a branch of the program's
-            out.append(gast.If(test=_at(stmt.test, refs, at), body=_nested(stmt.body, refs, seen) or [gast.Pass()],
-                               orelse=_nested(stmt.orelse, refs, seen)))
+            out.append(gast.If(test=_at(stmt.test, refs, at), body=_nested(stmt.body, refs) or [gast.Pass()],
+                               orelse=_nested(stmt.orelse, refs)))
             continue
         if type(stmt) is not ir.If:
             out.append(statement(stmt, refs))
@@ -580,12 +595,12 @@ def _decision(stmt: ir.If) -> bool:
                                    or (type(s) is ir.If and _decision(s)) for s in (*stmt.body, *stmt.orelse))
 
 
-def _nested(body: tuple[ir.Stmt, ...], refs: RefTable, seen: dict[int, gast.stmt] | None) -> list[gast.stmt]:
+def _nested(body: tuple[ir.Stmt, ...], refs: RefTable) -> list[gast.stmt]:
     """A block of a branch or a loop of the program's, its parts written in it (no part from outside: it would be
     computed again at each step, or only on one path)."""
     out: list[gast.stmt] = []
     waiting: dict[str, gast.expr] = {}
-    _composed(body, [waiting], refs, out, seen)
+    _composed(body, [waiting], refs, out)
     assert not waiting, f"parts no statement reads: {sorted(waiting)}"
     return out
 
@@ -713,7 +728,7 @@ class _Printer:
 
 def kept(node: gast.stmt, refs: RefTable) -> ir.Effect:
     """``node``, a statement written with the markers of ``refs``, as an IR statement kept for its effect (its markers
-    its own, as an effect's are): what a transformation writes that is no value (``x_bar[i] += g``, a comment)."""
+    its own, as an effect's are): what a transformation writes that is no value (``x_bar[i] += g``, ``trips += 1``)."""
     local: dict[str, int] = {}
     entries: list[ir.Ref] = []
     copy = clone(node)

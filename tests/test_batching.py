@@ -7,16 +7,18 @@ the step-by-step sum, and when the rewrite applies.
 
 from __future__ import annotations
 
-import gast
+import operator
+
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import ast_ad
-from ast_ad import ir, registry, runtime, syntax
+from ast_ad import ir, registry, runtime
 from ast_ad.batching import Term, batch_products, term_of
 from ast_ad.naming import Namer
+from ast_ad.templates import Scratch
 from tests import corpus_control
 from tests.strategies import arrays
 
@@ -58,62 +60,62 @@ def test_summed_dot_keeps_dot_rules_for_scalars() -> None:
     np.testing.assert_allclose(runtime.summed_dot_vjp_a(terms, fixed), 2.0 * 1.0 + 3.0 * -1.0)
 
 
-def _loop_body(source: str, refs: syntax.RefTable) -> tuple[list[gast.stmt], dict[int, Term]]:
-    """Parse a backward loop body in which ``matmul_vjp_a`` stands for the runtime helper's marker, with the terms
-    that the accumulation would have recorded for its ``bar = bar + contribution`` lines (``term_of``, which reads
-    the contribution's IR call: a name is its atom, anything else a part of the expression, ``%k``)."""
-    marker = refs.marker(runtime.matmul_vjp_a, "matmul_vjp_a").id
-    body = gast.parse(source).body
-    for node in gast.walk(gast.Module(body=body, type_ignores=[])):
-        if isinstance(node, gast.Name) and node.id == "matmul_vjp_a":
-            node.id = marker
-    terms = {}
-    for stmt in body:
-        bar = stmt.targets[0].id
-        contribution = stmt.value.right if isinstance(stmt.value, gast.BinOp) else None
-        call = None
-        if isinstance(contribution, gast.Call) and refs.lookup(contribution.func.id) is runtime.matmul_vjp_a:
-            args = tuple(ir.Var(a.id if isinstance(a, gast.Name) else f"%{k}") for k, a in enumerate(contribution.args))
-            call = ir.Call(ir.Ref(runtime.matmul_vjp_a, "matmul_vjp_a"), args)
-        term = term_of(stmt, bar, call)
-        if term is not None:
-            terms[id(stmt)] = term
-    return body, terms
+MATMUL_A, MUL = ir.Ref(runtime.matmul_vjp_a, "matmul_vjp_a"), ir.Ref(operator.mul, "operator.mul")
+LINE = ir.Line("loop.py", 1, "")
+
+
+def _accumulated(bar: str, call: ir.Call, scratch: Scratch, terms: dict[int, Term]) -> list[ir.Stmt]:
+    """``bar = bar + call``, as the accumulation builds it (the call a part), with the term it records (``term_of``)."""
+    part = scratch.fresh("")
+    stmts: list[ir.Stmt] = [ir.Assign(part, call, LINE)]
+    accumulation = ir.Assign(bar, ir.Call(ir.Ref(operator.add, "operator.add"), (ir.Var(bar), ir.Var(part))), LINE)
+    term = term_of(accumulation, stmts)
+    if term is not None:
+        terms[id(accumulation)] = term
+    return [*stmts, accumulation]
+
+
+def _w_bar(scratch: Scratch, terms: dict[int, Term]) -> list[ir.Stmt]:
+    """``W_bar = W_bar + matmul_vjp_a(g, W, h)``: the contribution of ``W @ h`` to a matrix the loop keeps."""
+    return _accumulated("W_bar", ir.Call(MATMUL_A, (ir.Var("g"), ir.Var("W"), ir.Var("h"))), scratch, terms)
 
 
 def test_only_a_rule_with_a_sum_over_steps_on_a_name_gives_a_term() -> None:
-    refs = syntax.RefTable()
-    body, terms = _loop_body("W_bar = W_bar + matmul_vjp_a(g, W, h)\n"
-                             "h_bar = h_bar + g * W\n"
-                             "V_bar = V_bar + matmul_vjp_a(g, V[0], h)", refs)
-    assert list(terms) == [id(body[0])]
-    term = terms[id(body[0])]
-    assert (term.bar, term.helper, term.fixed) == ("W_bar", runtime.summed_matmul_vjp_a, "W")
-    assert [syntax.to_ast(t).id for t in term.pair] == ["g", "h"]
+    scratch, terms = Scratch(), {}
+    body = _w_bar(scratch, terms)
+    body += _accumulated("h_bar", ir.Call(MUL, (ir.Var("g"), ir.Var("W"))), scratch, terms)
+    row = scratch.fresh("")  # ``V[0]``: a part, no name the loop could keep fixed
+    body += [ir.Assign(row, ir.Call(ir.Ref(operator.getitem, "operator.getitem"), (ir.Var("V"), ir.Const(0))), LINE),
+             *_accumulated("V_bar", ir.Call(MATMUL_A, (ir.Var("g"), ir.Var(row), ir.Var("h"))), scratch, terms)]
+    assert list(terms) == [id(body[1])]
+    term = terms[id(body[1])]
+    assert (term.bar, term.helper, term.fixed, term.pair) == ("W_bar", runtime.summed_matmul_vjp_a, "W",
+                                                                (ir.Var("g"), ir.Var("h")))
 
 
 def test_an_adjoint_the_loop_reads_is_not_batched() -> None:
-    refs = syntax.RefTable()
-    body, terms = _loop_body("W_bar = W_bar + matmul_vjp_a(g, W, h)\ng = g * W_bar", refs)
-    assert terms and batch_products(body, set(), terms, refs, Namer()) == ([], [])
+    scratch, terms = Scratch(), {}
+    body = [*_w_bar(scratch, terms), ir.Assign("g", ir.Call(MUL, (ir.Var("g"), ir.Var("W_bar"))), LINE)]
+    assert terms and batch_products(body, set(), terms, scratch, Namer()) == ([], body, [])
 
 
 def test_an_operand_the_loop_binds_is_not_batched() -> None:
-    refs = syntax.RefTable()
-    body, terms = _loop_body("W_bar = W_bar + matmul_vjp_a(g, W, h)", refs)
-    assert batch_products(body, {"W"}, terms, refs, Namer()) == ([], [])
-    before, after = batch_products(body, set(), terms, refs, Namer())
-    assert len(before) == 1 and len(after) == 1 and isinstance(body[0], gast.Expr)
-    assert after[0][0] == "W_bar"
+    scratch, terms = Scratch(), {}
+    body = _w_bar(scratch, terms)
+    assert batch_products(body, {"W"}, terms, scratch, Namer()) == ([], body, [])
+    before, rewritten, after = batch_products(body, set(), terms, scratch, Namer())
+    assert len(before) == 1 and len(after) == 1 and after[0][0] == "W_bar"
+    assert [type(s) for s in rewritten] == [ir.Assign, ir.Append]  # the pair, kept: the call is made after the loop
+    assert rewritten[0].value == ir.Pack((ir.Var("g"), ir.Var("h")))
 
 
 def test_a_statement_not_recorded_is_not_batched() -> None:
-    """Batching reads the terms the accumulation recorded, not the code: a line written the same way but not
+    """Batching reads the terms the accumulation recorded, not the code: a statement written the same way but not
     recorded (a copy made later, say) stays as it is."""
-    refs = syntax.RefTable()
-    body, terms = _loop_body("W_bar = W_bar + matmul_vjp_a(g, W, h)", refs)
-    copied = [syntax.clone(body[0])]
-    assert batch_products(copied, set(), terms, refs, Namer()) == ([], [])
+    scratch, terms = Scratch(), {}
+    body = _w_bar(scratch, terms)
+    copied = [body[0], ir.Assign(body[1].target, body[1].value, body[1].line)]
+    assert batch_products(copied, set(), terms, scratch, Namer()) == ([], copied, [])
 
 
 def test_each_side_of_each_product_is_summed_after_the_loop() -> None:

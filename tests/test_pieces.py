@@ -125,12 +125,24 @@ def test_a_renamed_value_keeps_how_it_was_written_and_the_rest_stays_as_it_is() 
     assert printed(out[:2]) == "x_bar = x_bar + y_new.T"
 
 
-def test_a_part_unpacked_is_written_as_the_call_unpacked_and_each_assignment_is_seen() -> None:
+def test_a_part_unpacked_is_written_as_the_call_unpacked() -> None:
     """``a_bar_t, b_bar_t = pair_bwd(saved, g)``: the call of a callee's backward pass, unpacked where it is made."""
     call = ir.Call(ir.Ref(operator.truediv, "operator.truediv"), (ir.Var("saved"), ir.Var("g")))
-    assign = ir.Assign("b_bar", ir.Var("b_bar_t"), LINE)
-    body = [ir.Assign("%1", call, LINE), ir.Unpack(("a_bar_t", "b_bar_t"), ir.Var("%1"), LINE), assign]
+    body = [ir.Assign("%1", call, LINE), ir.Unpack(("a_bar_t", "b_bar_t"), ir.Var("%1"), LINE),
+            ir.Assign("b_bar", ir.Var("b_bar_t"), LINE)]
     assert printed(body) == "a_bar_t, b_bar_t = saved / g\nb_bar = b_bar_t"
-    seen: dict[int, gast.stmt] = {}
-    out = syntax.pieces(body, syntax.RefTable(), seen)
-    assert seen == {id(assign): out[1]}
+
+
+def test_a_loop_takes_its_iterable_from_a_part_and_its_blocks_parts_stay_in_them() -> None:
+    """The backward loop of a loop that may break: ``for t in reversed(r[:trips])``, its body's parts written in it."""
+    item, neg = ir.Ref(operator.getitem, "operator.getitem"), ir.Ref(operator.neg, "operator.neg")
+    body = (ir.Assign("%4", ir.Call(neg, (ir.Var("g"),)), LINE), ir.Assign("x_bar", ir.Var("%4"), LINE))
+    loop = [ir.Assign("%1", ir.Call(ir.Ref(slice, "slice"), (ir.Const(None), ir.Var("trips"))), LINE),
+            ir.Assign("%2", ir.Call(item, (ir.Var("r"), ir.Var("%1"))), LINE),
+            ir.Assign("%3", ir.Call(ir.Ref(reversed, "reversed"), (ir.Var("%2"),)), LINE),
+            ir.For("t", ir.Var("%3"), body, LINE)]
+    assert printed(loop) == "for t in reversed(r[:trips]):\n    x_bar = -g"
+    outside = [ir.Assign("%5", ir.Call(neg, (ir.Var("g"),)), LINE),
+               ir.For("t", ir.Var("r"), (ir.Assign("x_bar", ir.Var("%5"), LINE),), LINE)]
+    with pytest.raises(AssertionError, match="no statement reads"):  # (it would be computed again at each step)
+        printed(outside)
