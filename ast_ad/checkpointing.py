@@ -38,6 +38,7 @@ class Checkpointed:
     tape_loop: gast.For | None = None  # the backward pass's taped and untaped steps, filled in when the
     advance_loop: gast.For | None = None  # forward pass is built (``stand_in``)
     reverse_loop: gast.For | None = None  # the backward pass of one step: its restores, as in straight-line code
+    steps: tuple[ir.Stmt, ...] = ()  # that pass as IR, printed into ``reverse_loop`` once the pass's shapes are read
 
 
 class Checkpointing(Saving):
@@ -50,9 +51,6 @@ class Checkpointing(Saving):
 
     def forward_block(self, body: tuple[ir.Stmt, ...], saving: bool) -> list[ir.Stmt]:
         raise NotImplementedError  # the reverser's forward statements
-
-    def printed(self, stmts: list[ir.Stmt]) -> list[gast.stmt]:
-        raise NotImplementedError  # ``accumulate``'s
 
     def backward_block(self, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
         raise NotImplementedError  # the adjoint rules
@@ -120,7 +118,7 @@ class Checkpointing(Saving):
         bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
         before, steps_ir, sums = batch_products(steps_ir, bound, self.terms, self.scratch, self.namer)
         after = self.summed_after(sums, steps_ir, set())
-        body = self.printed([*self.computed_again(stmt), *steps_ir]) or [gast.Pass()]
+        plan.steps = (*self.computed_again(stmt), *steps_ir)
         steps = syntax.atom(stmt.iter, self.refs)
         action, start, stop = self.namer.fresh("action"), self.namer.fresh("begin"), self.namer.fresh("end")
         part = _segment(steps, start, stop)
@@ -133,7 +131,7 @@ class Checkpointing(Saving):
         top = gast.Subscript(value=syntax.name(plan.stack), slice=syntax.const(-1), ctx=gast.Load())
         restore: gast.stmt = gast.Pass() if not plan.state else \
             syntax.assign(list(plan.state) if len(plan.state) > 1 else plan.state[0], top)
-        plan.reverse_loop = loop(syntax.call(self.refs.marker(reversed, "reversed"), [part]), body)
+        plan.reverse_loop = loop(syntax.call(self.refs.marker(reversed, "reversed"), [part]), [])  # (``steps``)
         actions: list[tuple[str, list[gast.stmt]]] = [
             ("reverse", [plan.reverse_loop]),
             ("tape", [plan.tape_loop]),

@@ -213,12 +213,12 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         self.zero_in = self.float_zeros()
         self.plan_checkpoints()
         self.plan_recomputed()
-        backward = self.printed(self.backward_block(self.function.body))
-        if kept_shapes := not self.shapes and self.shape_only(backward):
+        backward_ir = self.backward_block(self.function.body)
+        if kept_shapes := not self.shapes and self.shape_only(backward_ir):
             # a second pass, over the function with those arrays' shapes kept (``saving.Saving.shape_only``)
             return Reverser(with_shapes(self.function, kept_shapes), self.argnums, self.labels_in, self.derive,
                             self.writes_in_place, self.checkpoints, kept_shapes).run(shell)
-        self.read_shapes(backward)
+        backward = self.printed(self.read_shapes(backward_ir))
         grads = [self.grad(self.function.params[i], backward) for i in self.argnums]
         backward = self.initial_adjoints(seed) + backward
         if isinstance(result, ir.Var) and result.name in self.useful and result.name in self.structured \

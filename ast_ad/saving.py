@@ -83,7 +83,10 @@ class Saving:
     def needs_adjoint(self, stmt: ir.Stmt) -> bool:
         raise NotImplementedError  # the adjoint rules say (``reverse.Reverser``)
 
-    def shape_only(self, backward: list[gast.stmt]) -> dict[str, str]:
+    def printed(self, stmts: list[ir.Stmt]) -> list[gast.stmt]:
+        raise NotImplementedError  # ``accumulate``'s
+
+    def shape_only(self, backward: list[ir.Stmt]) -> dict[str, str]:
         """The arrays a loop overwrites whose values the backward pass reads only for their shapes (``unbroadcast(g,
         x)``, ``np.shape(x)``: ``registry.def_shape_read``), each with a new name for its shape.
 
@@ -95,7 +98,7 @@ class Saving:
         """
         if not self.looped:
             return {}
-        shapes, others = shape_reads(backward, self.refs)
+        shapes, others = shape_reads([*backward, *(s for plan in self.checkpointed.values() for s in plan.steps)])
         bindings: dict[str, list[ir.Stmt]] = {}
         for stmt in ir.walk(self.function.body):
             for name in ir.defined(stmt):
@@ -111,11 +114,16 @@ class Saving:
             chosen[name] = self.namer.fresh(f"{name}_shape")
         return chosen
 
-    def read_shapes(self, backward: list[gast.stmt]) -> None:
-        """Make ``backward`` read the kept shapes (``shapes``, from ``shape_only``) in place of their arrays."""
+    def read_shapes(self, backward: list[ir.Stmt]) -> list[ir.Stmt]:
+        """``backward``, and each checkpointed loop's steps, reading the kept shapes (``shapes``, from ``shape_only``)
+        in place of their arrays; the steps then printed into their loop."""
         if self.shapes:
-            for stmt in backward:
-                _shapes_read(stmt, self.shapes, self.refs)
+            backward = shapes_read(backward, self.shapes)
+        for plan in self.checkpointed.values():
+            steps = shapes_read(plan.steps, self.shapes) if self.shapes else list(plan.steps)
+            assert plan.reverse_loop is not None  # (the backward pass is built)
+            plan.reverse_loop.body = self.printed(steps) or [gast.Pass()]
+        return backward
 
     def plan_recomputed(self) -> None:
         """Index arithmetic and reads of arrays nothing writes, in loops: computed again by the backward pass,
@@ -299,67 +307,50 @@ def _none(stmt: ir.Stmt) -> bool:
     return isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Const) and stmt.value.value is None
 
 
-def shape_reads(body: list[gast.stmt], refs: RefTable) -> tuple[set[str], set[str]]:
+def shape_reads(body: list[ir.Stmt]) -> tuple[set[str], set[str]]:
     """The names ``body`` reads only for their shapes (``registry.def_shape_read``), and the names it reads
     otherwise (a name may be in both)."""
     shapes: set[str] = set()
     others: set[str] = set()
-    stack: list[Any] = list(body)
-    while stack:
-        node = stack.pop()
-        kind = type(node)
-        if kind is gast.Name:
-            if type(node.ctx) is gast.Load:
-                others.add(node.id)
-            continue
-        if kind is gast.Call:
-            read = _shape_read(node, refs)
-            if read is not None:
-                shapes.add(read[0].id)
-                stack += [child for child in syntax.children(node) if child is not read[0]]
-                continue
-        stack += syntax.children(node)
+    for stmt in ir.walk(tuple(body)):
+        if isinstance(stmt, ir.Assign) and (read := _shape_read(stmt.value)) is not None:
+            for j, atom in enumerate(ir.call_of(stmt).args):
+                if isinstance(atom, ir.Var):
+                    (shapes if j == read[0] else others).add(atom.name)
+        else:
+            others.update(ir.reads_of(stmt))
     return shapes, others
 
 
-def _shape_read(call: gast.Call, refs: RefTable) -> tuple[gast.Name, Any] | None:
-    """``(the name call reads only for its shape, what takes the shape in its place)``, if ``call`` is one."""
-    func = call.func
-    if type(func) is gast.Name:
-        fn = refs.lookup(func.id)
-    elif type(func) is gast.Attribute and type(func.value) is gast.Name:
-        fn = getattr(refs.lookup(func.value.id), func.attr, None)
-    else:
+def _shape_read(value: ir.Expr) -> tuple[int, Any] | None:
+    """``(the position of the argument value reads only for its shape, what takes the shape in its place)``, if
+    ``value`` is such a call of a name."""
+    if type(value) is not ir.Call or value.kwargs:
         return None
-    fact = registry.shape_read(fn) if fn is not None else None
-    if fact is None or call.keywords or len(call.args) <= fact[0] or type(call.args[fact[0]]) is not gast.Name:
+    fact = registry.shape_read(value.fn.obj)
+    if fact is None or len(value.args) <= fact[0] or type(value.args[fact[0]]) is not ir.Var:
         return None
-    return call.args[fact[0]], fact[1]
+    return fact
 
 
-def _shapes_read(stmt: gast.stmt, shapes: dict[str, str], refs: RefTable) -> None:
-    """Make each call in ``stmt`` that reads a name of ``shapes`` only for its shape read the kept shape instead:
-    ``unbroadcast(g, x)`` becomes ``unbroadcast_to(g, x_shape)``, ``np.shape(x)`` becomes ``x_shape``. In place
-    (the backward pass's nodes are its own, and other passes know some of them by identity)."""
-    for node in syntax.walk(stmt):
-        for field in syntax.NODE_FIELDS[type(node)]:
-            value = getattr(node, field, None)
-            children = value if type(value) is list else [value]
-            for k, child in enumerate(children):
-                if type(child) is not gast.Call:
-                    continue
-                read = _shape_read(child, refs)
-                if read is None or read[0].id not in shapes:
-                    continue
-                name, by_shape = read
-                kept = syntax.name(shapes[name.id])
-                if by_shape is not None:
-                    child.func = refs.marker(by_shape, by_shape.__name__)
-                    child.args = [kept if arg is name else arg for arg in child.args]
-                elif type(value) is list:
-                    value[k] = kept
-                else:
-                    setattr(node, field, kept)
+def shapes_read(body: list[ir.Stmt] | tuple[ir.Stmt, ...], shapes: dict[str, str]) -> list[ir.Stmt]:
+    """``body`` with each call that reads a name of ``shapes`` only for its shape reading the kept shape instead:
+    ``unbroadcast(g, x)`` becomes ``unbroadcast_to(g, x_shape)``, ``np.shape(x)`` becomes ``x_shape``."""
+    def read(stmt: ir.Stmt) -> list[ir.Stmt]:
+        found = _shape_read(stmt.value) if isinstance(stmt, ir.Assign) else None
+        if found is None:
+            return [stmt]
+        assert isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call)
+        call, (k, by_shape) = stmt.value, found
+        name = call.args[k].name  # type: ignore[union-attr]
+        if name not in shapes:
+            return [stmt]
+        kept = ir.Var(shapes[name])
+        if by_shape is None:  # the call's value is the shape itself
+            return [ir.Assign(stmt.target, kept, stmt.line)]
+        args = (*call.args[:k], kept, *call.args[k + 1:])
+        return [ir.Assign(stmt.target, ir.Call(ir.Ref(by_shape, by_shape.__name__), args), stmt.line)]
+    return list(ir.mapped(tuple(body), read))
 
 
 def _index_atom(atom: ir.Atom, index: set[str]) -> bool:

@@ -347,6 +347,19 @@ def test_the_generated_code_of_a_checkpointed_loop_reads_as_a_schedule() -> None
     assert text.count("snapshots.append(u)") == 2  # in the first sweep, and as a backward action
 
 
+def test_a_checkpointed_steps_arrays_read_only_for_their_shapes_are_taped_as_shapes() -> None:
+    """The RNN's ``U @ (x * (t + 1))``: the backward pass reads that array only for its shape (``unbroadcast``),
+    so the forward pass tapes its shape, in the checkpointed steps as in the loop unchecked; the steps' backward
+    pass, printed into the schedule after the shapes are chosen, reads the shape."""
+    x, h0 = np.array([0.3, -0.4]), np.linspace(-0.2, 0.2, 3)
+    text = ast_ad.source(ast_ad.grad(corpus_control.rnn, (0, 1), checkpoints=2), x, h0)
+    reversed_steps = text.split("for action, begin, end in reversal:")[1].split("elif action == 'tape':")[0]
+    assert "unbroadcast_to(" in reversed_steps and "_shape_tape.pop()" in reversed_steps
+    assert "t3_tape" not in text  # (the array itself is not taped)
+    got = ast_ad.grad(corpus_control.rnn, (0, 1), checkpoints=2)(x, h0)
+    assert_same(got, ast_ad.grad(corpus_control.rnn, (0, 1))(x, h0))
+
+
 def test_an_exported_checkpointed_gradient_stands_alone(tmp_path) -> None:
     """``ast_ad.export`` writes the schedule's module into the file: it runs without ast_ad's revolve."""
     u0 = np.linspace(0.0, 1.0, 4)
