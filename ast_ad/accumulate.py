@@ -122,20 +122,20 @@ class Accumulation:
                 out += [*made, ir.Assign(bar, added(made, ir.Var(bar), summed), ir.NOWHERE)]
         return out
 
-    def initial_adjoints(self, seed: str) -> list[gast.stmt]:
+    def initial_adjoints(self, seed: str) -> list[ir.Stmt]:
         """Adjoints that accumulate across branches and iterations start at zero."""
         names = [v for v in self.bars if isinstance(v, str) and v not in self.local and self.bars[v] != seed
                  and v not in self.started]
-        return self.printed([ir.Assign(self.bars[v], self.zero(v), ir.NOWHERE) for v in names])
+        return [ir.Assign(self.bars[v], self.zero(v), ir.NOWHERE) for v in names]
 
     def zero(self, var: str) -> ir.Const:
         """The adjoint before anything flows in: ``None`` for a container, ``0.0`` for a number, an array or an
         item of a container (which is most often one of those; ``add_adjoints`` takes ``0.0`` for any)."""
         return ir.Const(None) if var in self.structured and var not in self.items else ir.Const(0.0)
 
-    def grad(self, param: str, backward: list[gast.stmt]) -> str:
+    def grad(self, param: str, backward: list[ir.Stmt]) -> str:
         if param not in self.bars or (param in self.local and param not in self.live):
             self.bars[param] = self.bars.get(param) or self.namer.fresh(f"{param}_bar")
-            backward += self.printed([ir.Assign(self.bars[param], ir.Call(_ZEROS_LIKE, (ir.Var(param),)), ir.NOWHERE)])
+            backward.append(ir.Assign(self.bars[param], ir.Call(_ZEROS_LIKE, (ir.Var(param),)), ir.NOWHERE))
         return self.bars[param]
 

@@ -38,7 +38,8 @@ class Checkpointed:
     tape_loop: gast.For | None = None  # the backward pass's taped and untaped steps, filled in when the
     advance_loop: gast.For | None = None  # forward pass is built (``stand_in``)
     reverse_loop: gast.For | None = None  # the backward pass of one step: its restores, as in straight-line code
-    steps: tuple[ir.Stmt, ...] = ()  # that pass as IR, printed into ``reverse_loop`` once the pass's shapes are read
+    steps: tuple[ir.Stmt, ...] = ()  # that pass as IR, printed into ``reverse_loop`` once its restores are resolved
+    driver: ir.Printed | None = None  # the schedule, in the backward pass (``Saving.schedule_of``)
 
 
 class Checkpointing(Saving):
@@ -145,7 +146,8 @@ class Checkpointing(Saving):
             chain = [gast.If(test=test, body=inner, orelse=chain)]
         driver = gast.For(target=_targets([action, start, stop]), iter=syntax.name(plan.reversal), body=chain,
                           orelse=[], type_comment=None)
-        return [*before, ir.Printed(driver), *after, restore_mark(stmt.target, id(stmt))]
+        plan.driver = ir.Printed(driver)
+        return [*before, plan.driver, *after, restore_mark(stmt.target, id(stmt))]
 
 
 def _segment(steps: gast.expr, start: str, stop: str) -> gast.Subscript:

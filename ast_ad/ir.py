@@ -205,8 +205,9 @@ class Break:
 @record(eq=False)
 class Printed:
     """A statement a transformation wrote as syntax itself, with the markers of the table it prints with: what its
-    IR cannot say yet (reverse mode's restore marks, a checkpointed loop's schedule), kept in place and printed as
-    it is. Only a transformation's own output holds one, never a function it reads."""
+    IR cannot say yet (a comment, a checkpointed loop's schedule, reverse mode's restore marks until it resolves
+    them), kept in place and printed as it is. Only a transformation's own output holds one, never a function it
+    reads; what it reads are the names its code loads."""
 
     node: gast.stmt
     line: Line = NOWHERE
@@ -301,9 +302,12 @@ def reads_of(stmt: Stmt) -> list[str]:
     kept as written (a raw value, a ``while`` test, an effect)."""
     names = [a.name for a in atoms_of(stmt) if isinstance(a, Var)]
     node = stmt.value.node if isinstance(stmt, Assign) and isinstance(stmt.value, Raw) else \
-        stmt.test.node if isinstance(stmt, While) else stmt.node if isinstance(stmt, (Effect, Printed)) else None
+        stmt.test.node if isinstance(stmt, While) else stmt.node if isinstance(stmt, Effect) else None
     if node is not None:  # (not the markers of outside objects: ``§0``)
         names += [n.id for n in gast.walk(node) if type(n) is gast.Name and not n.id.startswith("§")]
+    elif isinstance(stmt, Printed):  # (what its code loads: the names its loops and assignments bind are not read)
+        names += [n.id for n in gast.walk(stmt.node) if type(n) is gast.Name and type(n.ctx) is gast.Load
+                  and not n.id.startswith("§")]
     return names
 
 

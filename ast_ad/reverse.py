@@ -14,8 +14,10 @@ so no array the caller owns is ever written. Calls to the user's own functions
 become calls to their generated ``_fwd``/``_bwd`` pair.
 
 Both passes are built as IR (a rule's body put in as parts of one expression, ``pieces``) and printed once
-(``syntax.pieces``); what IR cannot say yet is written as syntax in place (``ir.Printed``): the restore marks,
-which ``saving.resolve_restores`` turns into pops on the printed pass, and a checkpointed loop's schedule.
+(``syntax.pieces``), after the arrays read only for their shapes are read as shapes (``saving.shape_only``) and
+the restore marks are turned into pops or dropped (``saving.resolve_restores``), on the IR. What IR cannot say yet
+is written as syntax in place (``ir.Printed``): the marks themselves, the line comments, and a checkpointed loop's
+schedule, whose steps stay IR until the restores are resolved.
 
 This module holds the adjoint rules: one backward block per statement. The rest is in base classes of
 ``Reverser``: the forward sweep is ``sweep``'s; what it saves for the backward pass and how it comes back,
@@ -65,7 +67,7 @@ from ast_ad.naming import Namer
 from ast_ad.pieces import Made, one_expression, renamed
 from ast_ad.records import field, record
 from ast_ad.reverse_writes import WriteAdjoints, named_pops
-from ast_ad.saving import ANS, Restore, restore_mark, restored, with_shapes
+from ast_ad.saving import ANS, restore_mark, restored, with_shapes
 from ast_ad.sweep import ForwardSweep
 from ast_ad.syntax import RefTable
 from ast_ad.zeros import FloatZeros
@@ -74,6 +76,7 @@ _PART, _ITEM = ir.Ref(runtime.part, "part"), ir.Ref(operator.getitem, "operator.
 _UNBROADCAST = ir.Ref(runtime.unbroadcast, "unbroadcast")
 _DENSE = ir.Ref(runtime.dense_adjoint, "dense_adjoint")
 _OWNED = ir.Ref(runtime.owned_adjoint, "owned_adjoint")
+_DETACHED = ir.Ref(runtime.detached, "detached")
 _RANGE, _SLICE, _REVERSED = ir.Ref(range, "range"), ir.Ref(slice, "slice"), ir.Ref(reversed, "reversed")
 
 
@@ -218,20 +221,22 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
             # a second pass, over the function with those arrays' shapes kept (``saving.Saving.shape_only``)
             return Reverser(with_shapes(self.function, kept_shapes), self.argnums, self.labels_in, self.derive,
                             self.writes_in_place, self.checkpoints, kept_shapes).run(shell)
-        backward = self.printed(self.read_shapes(backward_ir))
-        grads = [self.grad(self.function.params[i], backward) for i in self.argnums]
-        backward = self.initial_adjoints(seed) + backward
+        backward_ir = self.read_shapes(backward_ir)
+        grads = [self.grad(self.function.params[i], backward_ir) for i in self.argnums]
+        backward_ir = self.initial_adjoints(seed) + backward_ir
         if isinstance(result, ir.Var) and result.name in self.useful and result.name in self.structured \
                 and self.appended:
             # the backward pass pops the adjoints of the lists the function appended to: the caller's adjoint
             # of the result (a list of them, maybe) is copied first, so that the caller keeps it as it was
-            detached = self.refs.marker(runtime.detached, "detached")
-            backward.insert(0, syntax.assign(seed, syntax.call(detached, [syntax.name(seed)])))
-        if any(type(s) in (gast.If, gast.For, gast.While, Restore) for s in backward):
-            reads = [syntax.name_ids(s, loads=True) for s in backward]  # of each statement (a restore reads none)
+            backward_ir.insert(0, ir.Assign(seed, ir.Call(_DETACHED, (ir.Var(seed),)), ir.NOWHERE))
+        if any(ir.blocks(s) or restored(s) is not None or type(s) is ir.Printed and self.schedule_of(s) is not None
+               for s in backward_ir):
+            reads = [self.reads_in(s) for s in backward_ir]  # of each statement (a restore reads none)
             self.needed = set().union(*reads)
-            backward = self.resolve_restores(backward, set(), reads=reads)
+            backward_ir = self.resolve_restores(backward_ir, set(), reads=reads)
         # (else there is no restore to resolve, here or in a block: nothing to read for it)
+        backward = self.printed(backward_ir)
+        self.print_schedules()
         forward = self.prologue() + self.printed(self.forward_block(self.function.body, saving=True))
         result_expr = syntax.atom(result, self.refs)
         if self.in_place.loops and isinstance(result, ir.Var) and shape_class(result, self.classes) != SCALAR:

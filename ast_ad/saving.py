@@ -45,7 +45,7 @@ class Restore(gast.stmt):  # type: ignore[misc]  # (gast's classes are made at r
 
 
 def restore_mark(name: str, key: int, unappend: bool = False) -> ir.Printed:
-    """A restore mark, in the backward pass's IR (``resolve_restores`` reads it once it is printed)."""
+    """A restore mark, in the backward pass's IR, until ``resolve_restores`` turns it into a pop or drops it."""
     return ir.Printed(Restore(name=name, key=key, unappend=unappend))
 
 
@@ -116,14 +116,12 @@ class Saving:
 
     def read_shapes(self, backward: list[ir.Stmt]) -> list[ir.Stmt]:
         """``backward``, and each checkpointed loop's steps, reading the kept shapes (``shapes``, from ``shape_only``)
-        in place of their arrays; the steps then printed into their loop."""
-        if self.shapes:
-            backward = shapes_read(backward, self.shapes)
+        in place of their arrays."""
+        if not self.shapes:
+            return backward
         for plan in self.checkpointed.values():
-            steps = shapes_read(plan.steps, self.shapes) if self.shapes else list(plan.steps)
-            assert plan.reverse_loop is not None  # (the backward pass is built)
-            plan.reverse_loop.body = self.printed(steps) or [gast.Pass()]
-        return backward
+            plan.steps = tuple(shapes_read(plan.steps, self.shapes))
+        return shapes_read(backward, self.shapes)
 
     def plan_recomputed(self) -> None:
         """Index arithmetic and reads of arrays nothing writes, in loops: computed again by the backward pass,
@@ -249,11 +247,11 @@ class Saving:
         names = dict.fromkeys(n for s in ir.walk((stmt,)) for n in self.defined(s))
         return [n for n in names if n in self.rebound]
 
-    def resolve_restores(self, body: list[gast.stmt], later: set[str],
-                         reads: list[set[str]] | None = None) -> list[gast.stmt]:
+    def resolve_restores(self, body: list[ir.Stmt], later: set[str],
+                         reads: list[set[str]] | None = None) -> list[ir.Stmt]:
         """Turn restore marks into pops, keeping only those whose value something reads later.
 
-        ``later`` holds the names read after ``body``. The text after a restore is what runs after it, so a
+        ``later`` holds the names read after ``body``. The code after a restore is what runs after it, so a
         restore whose name is not read there goes (and so does the push that saved it). In a loop, the next
         step runs the whole body again: a restore in it is kept where the loop reads its name anywhere.
 
@@ -263,30 +261,60 @@ class Saving:
 
         ``reads`` may give the names each statement of ``body`` reads, where they are known already.
         """
-        out: list[gast.stmt] = []
+        out: list[ir.Stmt] = []
         for k in range(len(body) - 1, -1, -1):
             stmt = body[k]
-            if type(stmt) is not Restore:
-                read = reads[k] if reads is not None else syntax.name_ids(stmt, loads=True)
-                step = next((plan for plan in self.checkpointed.values() if plan.reverse_loop is stmt), None)
-                after = set(later) | set(step.state) if step is not None else \
-                    set(later) | read if isinstance(stmt, gast.For) else set(later)
-                for field in ("body", "orelse"):
-                    if getattr(stmt, field, None):
-                        inner = self.resolve_restores(getattr(stmt, field), after)
-                        setattr(stmt, field, inner or ([gast.Pass()] if field == "body" else []))
+            name = restored(stmt)
+            if name is None:
+                read = reads[k] if reads is not None else self.reads_in(stmt)
+                plan = self.schedule_of(stmt)
+                if plan is not None:  # its steps' backward pass, in the schedule: a loop, its state restored
+                    plan.steps = tuple(self.resolve_restores(list(plan.steps), later | read | set(plan.state)))
+                elif ir.blocks(stmt):
+                    stmt = _with_blocks(stmt, [self.resolve_restores(list(block), later | read if isinstance(
+                        stmt, (ir.For, ir.While)) else set(later)) for block in ir.blocks(stmt)])
                 later |= read
                 out.append(stmt)
                 continue
-            name = stmt.name
             if name not in self.needed or name not in later:
                 continue
-            if stmt.unappend:  # the list as it was before the append, for what reads it earlier (its length)
-                out.append(gast.Expr(value=syntax.call(syntax.attribute(name, "pop"), [])))
-            elif name in self.rebound and stmt.key not in self.first:
-                self.kept.add((name, stmt.key))
-                out.append(syntax.assign(name, syntax.call(syntax.attribute(self.tape(name), "pop"), [])))
+            assert isinstance(stmt, ir.Printed)  # (a restore mark: ``restored``)
+            mark = stmt.node
+            if mark.unappend:  # the list as it was before the append, for what reads it earlier (its length)
+                out.append(ir.Pop(None, name, ir.NOWHERE))
+            elif name in self.rebound and mark.key not in self.first:
+                self.kept.add((name, mark.key))
+                out.append(ir.Pop(name, self.tape(name), ir.NOWHERE))
         return out[::-1]
+
+    def schedule_of(self, stmt: ir.Stmt) -> Any:
+        """The checkpointed loop whose schedule ``stmt`` is (``checkpointing``), or ``None``."""
+        if type(stmt) is ir.Printed:
+            for plan in self.checkpointed.values():
+                if plan.driver is stmt:
+                    return plan
+        return None
+
+    def reads_in(self, stmt: ir.Stmt) -> set[str]:
+        """The names ``stmt`` reads, in its blocks too, and a checkpointed loop's schedule in its steps."""
+        plan = self.schedule_of(stmt)
+        inner = plan.steps if plan is not None else ()
+        return {n for s in ir.walk((stmt, *inner)) for n in ir.reads_of(s)}
+
+    def print_schedules(self) -> None:
+        """Each checkpointed loop's steps, printed into its schedule (once their restores are resolved)."""
+        for plan in self.checkpointed.values():
+            plan.reverse_loop.body = self.printed(list(plan.steps)) or [gast.Pass()]
+
+
+def _with_blocks(stmt: ir.Stmt, blocks: list[list[ir.Stmt]]) -> ir.Stmt:
+    """``stmt``, a branch or a loop, with these blocks."""
+    if isinstance(stmt, ir.If):
+        return ir.If(stmt.test, tuple(blocks[0]), tuple(blocks[1]), stmt.line)
+    if isinstance(stmt, ir.For):
+        return ir.For(stmt.target, stmt.iter, tuple(blocks[0]), stmt.line)
+    assert isinstance(stmt, ir.While)
+    return ir.While(stmt.test, tuple(blocks[0]), stmt.line)
 
 
 def with_shapes(function: ir.Function, shapes: dict[str, str]) -> ir.Function:
