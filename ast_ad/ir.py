@@ -14,6 +14,7 @@ Grammar (``check_ir`` verifies it)::
                 | break                           # only last in a loop body
                 | effect                          # print/assert: forward only, no gradient
                 | printed                         # syntax a transformation wrote itself, in its own output
+                | mark                            # a transformation's note to itself, resolved before printing
     expr      ::= call | pack | attr | raw | atom
     call      ::= REF(atom*, NAME=atom*)          # the function is resolved at transform time
     pack      ::= (atom*) | [atom*] | {CONST: atom*}
@@ -205,15 +206,24 @@ class Break:
 @record(eq=False)
 class Printed:
     """A statement a transformation wrote as syntax itself, with the markers of the table it prints with: what its
-    IR cannot say yet (a comment, a checkpointed loop's schedule, reverse mode's restore marks until it resolves
-    them), kept in place and printed as it is. Only a transformation's own output holds one, never a function it
-    reads; what it reads are the names its code loads."""
+    IR cannot say yet (a comment, a checkpointed loop's schedule), kept in place and printed as it is. Only a
+    transformation's own output holds one, never a function it reads; what it reads are the names its code
+    loads."""
 
     node: gast.stmt
     line: Line = NOWHERE
 
 
-Stmt = Assign | Unpack | Effect | Append | Pop | SetItem | If | For | While | Break | Printed
+@record(eq=False)
+class Mark:
+    """A transformation's note to itself in its output, resolved before the output is printed (reverse mode's
+    restore marks, ``saving.Restore``): it computes nothing, reads nothing, and no printer writes one."""
+
+    data: Any
+    line: Line = NOWHERE
+
+
+Stmt = Assign | Unpack | Effect | Append | Pop | SetItem | If | For | While | Break | Printed | Mark
 
 
 def walk(body: tuple[Stmt, ...]) -> Iterator[Stmt]:

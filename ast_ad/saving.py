@@ -28,30 +28,31 @@ from ast_ad import ir, registry, syntax
 from ast_ad.analysis import InPlace
 from ast_ad.kinds import Kinds
 from ast_ad.naming import Namer
+from ast_ad.records import record
 from ast_ad.syntax import RefTable
 
 ANS = "§ans"  # stands for the new value of a name its own statement also reads
 
 
-class Restore(gast.stmt):  # type: ignore[misc]  # (gast's classes are made at run time)
+@record
+class Restore:
     """A mark in the backward pass where ``name`` must hold again its value from before the statement whose
     id is ``key`` (``unappend``: where the item that statement appended to the list ``name`` comes off it).
     ``resolve_restores`` turns each mark into a pop from the name's tape, or drops it: none reaches the code."""
 
-    _fields = ("name", "key", "unappend")  # no node below it: no walker goes into one
     name: str
     key: int
-    unappend: bool
+    unappend: bool = False
 
 
-def restore_mark(name: str, key: int, unappend: bool = False) -> ir.Printed:
+def restore_mark(name: str, key: int, unappend: bool = False) -> ir.Mark:
     """A restore mark, in the backward pass's IR, until ``resolve_restores`` turns it into a pop or drops it."""
-    return ir.Printed(Restore(name=name, key=key, unappend=unappend))
+    return ir.Mark(Restore(name, key, unappend))
 
 
 def restored(stmt: ir.Stmt) -> str | None:
     """The name a restore mark restores, or ``None`` for any other statement."""
-    return stmt.node.name if type(stmt) is ir.Printed and type(stmt.node) is Restore else None
+    return stmt.data.name if type(stmt) is ir.Mark and type(stmt.data) is Restore else None
 
 # integer arithmetic on a loop's index that the backward pass can compute again instead of taping
 INDEX_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg}
@@ -278,8 +279,8 @@ class Saving:
                 continue
             if name not in self.needed or name not in later:
                 continue
-            assert isinstance(stmt, ir.Printed)  # (a restore mark: ``restored``)
-            mark = stmt.node
+            assert isinstance(stmt, ir.Mark)  # (a restore mark: ``restored``)
+            mark = stmt.data
             if mark.unappend:  # the list as it was before the append, for what reads it earlier (its length)
                 out.append(ir.Pop(None, name, ir.NOWHERE))
             elif name in self.rebound and mark.key not in self.first:

@@ -507,6 +507,7 @@ def statement(s: ir.Stmt, refs: RefTable) -> gast.stmt:
         return gast.Break()
     if isinstance(s, ir.Printed):
         return s.node
+    assert not isinstance(s, ir.Mark), f"a mark is resolved before printing: {s.data!r}"
     return _effect(s, refs)
 
 

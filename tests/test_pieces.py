@@ -146,3 +146,10 @@ def test_a_loop_takes_its_iterable_from_a_part_and_its_blocks_parts_stay_in_them
                ir.For("t", ir.Var("r"), (ir.Assign("x_bar", ir.Var("%5"), LINE),), LINE)]
     with pytest.raises(AssertionError, match="no statement reads"):  # (it would be computed again at each step)
         printed(outside)
+
+
+def test_a_mark_is_never_printed() -> None:
+    """Reverse mode's restore marks are resolved into pops (or dropped) on the IR: one that reached the printer
+    would be a restore lost, so printing one is an error, not a statement left out."""
+    with pytest.raises(AssertionError, match="resolved before printing"):
+        printed([ir.Mark("x")])
