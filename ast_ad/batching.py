@@ -27,11 +27,11 @@ into an adjoint that the loop only ever adds to.
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator
 from typing import Any
 
 from ast_ad import ir, registry, syntax
 from ast_ad.naming import Namer
+from ast_ad.pieces import bound_by
 from ast_ad.records import record
 
 
@@ -55,8 +55,7 @@ def term_of(accumulation: ir.Assign, stmts: list[ir.Stmt]) -> Term | None:
     total = accumulation.value
     if not isinstance(total, ir.Call) or total.fn.obj is not operator.add or type(total.args[1]) is not ir.Var:
         return None
-    part = total.args[1].name
-    made = next((s for s in stmts if type(s) is ir.Assign and s.target == part), None)
+    made = bound_by(stmts, total.args[1])
     call = made.value if made is not None else None
     if not isinstance(call, ir.Call) or call.kwargs or len(call.args) != 3:
         return None
@@ -82,7 +81,7 @@ def batch_products(body: list[ir.Stmt], bound: set[str], terms: dict[int, Term],
     kept: dict[int, tuple[Term, str]] = {}  # the accumulations that wait, and the list each keeps its pairs in
     before: list[ir.Stmt] = []
     sums: dict[tuple[str, str, str], tuple[str, ir.Call]] = {}
-    for stmt in _shallow(body):
+    for stmt in ir.shallow(body):
         term = terms.get(id(stmt))
         if term is None or term.stmt is not stmt or term.fixed in bound or not _only_accumulated(body, term.bar):
             continue
@@ -106,15 +105,6 @@ def batch_products(body: list[ir.Stmt], bound: set[str], terms: dict[int, Term],
         return [ir.Assign(pair, ir.Pack(term.pair), ir.NOWHERE), ir.Append(pairs, ir.Var(pair), ir.NOWHERE)]
     rewritten = list(ir.mapped(tuple(body), waiting))
     return before, rewritten, [(bar, total) for (bar, _, _), (_, total) in sums.items()]
-
-
-def _shallow(body: list[ir.Stmt] | tuple[ir.Stmt, ...]) -> Iterator[ir.Stmt]:
-    """The statements of ``body`` and of its branches (a nested loop's were its own to batch)."""
-    for stmt in body:
-        yield stmt
-        if isinstance(stmt, ir.If):
-            yield from _shallow(stmt.body)
-            yield from _shallow(stmt.orelse)
 
 
 def _only_accumulated(body: list[ir.Stmt], bar: str) -> bool:

@@ -248,14 +248,30 @@ def mapped(body: tuple[Stmt, ...], each: Callable[[Stmt], list[Stmt]]) -> tuple[
     loop is given with its blocks mapped already): an IR-to-IR pass that changes a few statements."""
     out: list[Stmt] = []
     for stmt in body:
-        if type(stmt) is If:
-            stmt = If(stmt.test, mapped(stmt.body, each), mapped(stmt.orelse, each), stmt.line)
-        elif type(stmt) is For:
-            stmt = For(stmt.target, stmt.iter, mapped(stmt.body, each), stmt.line)
-        elif type(stmt) is While:
-            stmt = While(stmt.test, mapped(stmt.body, each), stmt.line)
+        if blocks(stmt):
+            stmt = with_blocks(stmt, [mapped(block, each) for block in blocks(stmt)])
         out += each(stmt)
     return tuple(out)
+
+
+def with_blocks(stmt: Stmt, new: list[tuple[Stmt, ...]] | list[list[Stmt]]) -> Stmt:
+    """``stmt``, a branch or a loop, with the blocks ``new`` in place of its own (in the order ``blocks`` gives)."""
+    if type(stmt) is If:
+        return If(stmt.test, tuple(new[0]), tuple(new[1]), stmt.line)
+    if type(stmt) is For:
+        return For(stmt.target, stmt.iter, tuple(new[0]), stmt.line)
+    assert type(stmt) is While, stmt
+    return While(stmt.test, tuple(new[0]), stmt.line)
+
+
+def shallow(body: list[Stmt] | tuple[Stmt, ...]) -> Iterator[Stmt]:
+    """The statements of ``body`` and of its branches, in order, not of its loops (a loop's body runs as a step of
+    its own: a ``break`` there, or an accumulation a loop may batch, is that loop's)."""
+    for stmt in body:
+        yield stmt
+        if type(stmt) is If:
+            yield from shallow(stmt.body)
+            yield from shallow(stmt.orelse)
 
 
 def functional(function: Function) -> Function:

@@ -72,13 +72,19 @@ _ADD, _SUB = ir.Ref(operator.add, "operator.add"), ir.Ref(operator.sub, "operato
 _SIGNED = (operator.neg, operator.mul, operator.truediv)  # the calls a leading minus sign is taken out of
 
 
-def call_of(made: Made) -> ir.Call | None:
-    """The call whose value ``made`` is, where its last word is one (``x_bar + matmul_vjp_a(g, W, h)``)."""
-    stmts, atom = made
-    for stmt in reversed(stmts):
-        if isinstance(stmt, ir.Assign) and isinstance(atom, ir.Var) and stmt.target == atom.name:
-            return stmt.value if isinstance(stmt.value, ir.Call) else None
+def bound_by(stmts: list[ir.Stmt], atom: ir.Atom) -> ir.Assign | None:
+    """The assignment of ``stmts`` that binds ``atom`` (the last, where there are several), or ``None``."""
+    if type(atom) is ir.Var:
+        for stmt in reversed(stmts):
+            if type(stmt) is ir.Assign and stmt.target == atom.name:
+                return stmt
     return None
+
+
+def call_of(made: Made) -> ir.Call | None:
+    """The call whose value ``made`` is, where it is one (``matmul_vjp_a(g, W, h)``)."""
+    stmt = bound_by(*made)
+    return stmt.value if stmt is not None and type(stmt.value) is ir.Call else None
 
 
 def may_give_a_container(made: Made) -> bool:
@@ -108,13 +114,9 @@ def one_expression(stmts: list[ir.Stmt] | tuple[ir.Stmt, ...], result: ir.Atom) 
 def _tree(body: list[ir.Stmt] | tuple[ir.Stmt, ...], scopes: list[set[str]], read: set[str]) -> bool:
     waiting = scopes[-1]
     for stmt in body:
-        if type(stmt) is ir.If:
-            names = ir.reads_of(stmt)
-        elif type(stmt) is ir.Assign:
-            names = ir.reads_of(stmt)
-        else:
+        if type(stmt) is not ir.If and type(stmt) is not ir.Assign:
             return False
-        for name in names:
+        for name in ir.reads_of(stmt):
             for scope in reversed(scopes):
                 if name in scope:
                     scope.discard(name)

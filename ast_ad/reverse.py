@@ -15,8 +15,8 @@ become calls to their generated ``_fwd``/``_bwd`` pair.
 
 Both passes are built as IR (a rule's body put in as parts of one expression, ``pieces``) and printed once
 (``syntax.pieces``), after the arrays read only for their shapes are read as shapes (``saving.shape_only``) and
-the restore marks are turned into pops or dropped (``saving.resolve_restores``), on the IR. What IR cannot say yet
-is written as syntax in place (``ir.Printed``): the marks themselves, the line comments, and a checkpointed loop's
+the restore marks (``ir.Mark``) are turned into pops or dropped (``saving.resolve_restores``), on the IR. What IR
+cannot say yet is written as syntax in place (``ir.Printed``): the line comments, and a checkpointed loop's
 schedule, whose steps stay IR until the restores are resolved.
 
 This module holds the adjoint rules: one backward block per statement. The rest is in base classes of
@@ -186,7 +186,6 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         self.recomputed: dict[int, list[ir.Assign]] = {}  # by loop: what its backward pass computes again
         self.recomputed_ids: set[int] = set()
         self.terms: dict[int, Term] = {}
-        self.summable: dict[int, tuple[ir.Assign, str, ir.Call]] = {}
         self.nexts: set[str] = set()  # an adjoint's value before a statement that reads its target (``y = y * x``)
         self.exacts: dict[tuple[int, int], bool] = {}  # ``exact``'s answers, by call and argument
 

@@ -18,7 +18,6 @@ and so does its push), which loop statements are computed again rather than tape
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator
 from typing import Any
 
 import gast
@@ -198,7 +197,7 @@ class Saving:
 
     def counts(self, stmt: ir.For | ir.While) -> bool:
         """A while loop, or a for loop that may break, records its trip count."""
-        return isinstance(stmt, ir.While) or any(isinstance(s, ir.Break) for s in _shallow(stmt.body))
+        return isinstance(stmt, ir.While) or any(isinstance(s, ir.Break) for s in ir.shallow(stmt.body))
 
     def count_name(self, stmt: ir.For | ir.While) -> str:
         key = ("count", id(stmt))
@@ -272,8 +271,8 @@ class Saving:
                 if plan is not None:  # its steps' backward pass, in the schedule: a loop, its state restored
                     plan.steps = tuple(self.resolve_restores(list(plan.steps), later | read | set(plan.state)))
                 elif ir.blocks(stmt):
-                    stmt = _with_blocks(stmt, [self.resolve_restores(list(block), later | read if isinstance(
-                        stmt, (ir.For, ir.While)) else set(later)) for block in ir.blocks(stmt)])
+                    inner = later | read if isinstance(stmt, (ir.For, ir.While)) else set(later)
+                    stmt = ir.with_blocks(stmt, [self.resolve_restores(list(b), inner) for b in ir.blocks(stmt)])
                 later |= read
                 out.append(stmt)
                 continue
@@ -306,16 +305,6 @@ class Saving:
         """Each checkpointed loop's steps, printed into its schedule (once their restores are resolved)."""
         for plan in self.checkpointed.values():
             plan.reverse_loop.body = self.printed(list(plan.steps)) or [gast.Pass()]
-
-
-def _with_blocks(stmt: ir.Stmt, blocks: list[list[ir.Stmt]]) -> ir.Stmt:
-    """``stmt``, a branch or a loop, with these blocks."""
-    if isinstance(stmt, ir.If):
-        return ir.If(stmt.test, tuple(blocks[0]), tuple(blocks[1]), stmt.line)
-    if isinstance(stmt, ir.For):
-        return ir.For(stmt.target, stmt.iter, tuple(blocks[0]), stmt.line)
-    assert isinstance(stmt, ir.While)
-    return ir.While(stmt.test, tuple(blocks[0]), stmt.line)
 
 
 def with_shapes(function: ir.Function, shapes: dict[str, str]) -> ir.Function:
@@ -371,10 +360,11 @@ def shapes_read(body: list[ir.Stmt] | tuple[ir.Stmt, ...], shapes: dict[str, str
             return [stmt]
         assert isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call)
         call, (k, by_shape) = stmt.value, found
-        name = call.args[k].name  # type: ignore[union-attr]
-        if name not in shapes:
+        read = call.args[k]
+        assert isinstance(read, ir.Var)  # (``_shape_read``: a name)
+        if read.name not in shapes:
             return [stmt]
-        kept = ir.Var(shapes[name])
+        kept = ir.Var(shapes[read.name])
         if by_shape is None:  # the call's value is the shape itself
             return [ir.Assign(stmt.target, kept, stmt.line)]
         args = (*call.args[:k], kept, *call.args[k + 1:])
@@ -385,12 +375,3 @@ def shapes_read(body: list[ir.Stmt] | tuple[ir.Stmt, ...], shapes: dict[str, str
 def _index_atom(atom: ir.Atom, index: set[str]) -> bool:
     """An integer constant, or a name of ``index``: the loop's index and what is computed from it alone."""
     return (isinstance(atom, ir.Const) and type(atom.value) is int) or (isinstance(atom, ir.Var) and atom.name in index)
-
-
-def _shallow(body: tuple[ir.Stmt, ...]) -> Iterator[ir.Stmt]:
-    """Statements of a loop body, into its ifs but not into nested loops."""
-    for stmt in body:
-        yield stmt
-        if isinstance(stmt, ir.If):
-            yield from _shallow(stmt.body)
-            yield from _shallow(stmt.orelse)

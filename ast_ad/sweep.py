@@ -31,9 +31,6 @@ class ForwardSweep(Checkpointing):
     def part(self, value: ir.Expr, *before: ir.Stmt) -> Made:
         raise NotImplementedError  # ``accumulate``'s
 
-    def printed(self, stmts: list[ir.Stmt]) -> list[gast.stmt]:
-        raise NotImplementedError  # ``accumulate``'s
-
     def forward_block(self, body: tuple[ir.Stmt, ...], saving: bool) -> list[ir.Stmt]:
         """The forward sweep of ``body`` (``saving``: with what the backward pass reads kept on tapes), as IR."""
         out: list[ir.Stmt] = []

@@ -480,21 +480,22 @@ def _at(a: ir.Atom, refs: RefTable, at: Callable[[ir.Atom], gast.expr | None] | 
     return atom(a, refs) if made is None else made
 
 
-def statement(s: ir.Stmt, refs: RefTable) -> gast.stmt:
-    """The gast statement for an IR statement (compound ones with their blocks)."""
+def statement(s: ir.Stmt, refs: RefTable, at: Callable[[ir.Atom], gast.expr | None] | None = None) -> gast.stmt:
+    """The gast statement for an IR statement (compound ones with their blocks; ``at``, as for ``expr``, for the
+    atoms of a simple one)."""
     if isinstance(s, ir.Assign):
-        return assign(s.target, expr(s.value, refs))
+        return assign(s.target, expr(s.value, refs, at=at))
     if isinstance(s, ir.Unpack):
-        return assign(list(s.targets), atom(s.value, refs))
+        return assign(list(s.targets), _at(s.value, refs, at))
     if isinstance(s, ir.Append):
         method = gast.Attribute(value=name(s.target), attr="append", ctx=gast.Load())
-        return gast.Expr(value=call(method, [atom(s.value, refs)]))
+        return gast.Expr(value=call(method, [_at(s.value, refs, at)]))
     if isinstance(s, ir.Pop):
         popped = call(gast.Attribute(value=name(s.source), attr="pop", ctx=gast.Load()), [])
         return gast.Expr(value=popped) if s.target is None else assign(s.target, popped)
     if isinstance(s, ir.SetItem):
         item = gast.Subscript(value=name(s.target), slice=index(s.index, refs), ctx=gast.Store())
-        return gast.Assign(targets=[item], value=atom(s.value, refs), type_comment=None)
+        return gast.Assign(targets=[item], value=_at(s.value, refs, at), type_comment=None)
     if isinstance(s, ir.If):
         return gast.If(test=atom(s.test, refs), body=block(s.body, refs) or [gast.Pass()],
                        orelse=block(s.orelse, refs))
@@ -530,7 +531,8 @@ def pieces(body: list[ir.Stmt], refs: RefTable) -> list[gast.stmt]:
 def _composed(body: list[ir.Stmt] | tuple[ir.Stmt, ...], scopes: list[dict[str, gast.expr]], refs: RefTable,
               out: list[gast.stmt]) -> None:
     """The values of ``body``'s parts, waiting in ``scopes[-1]`` until their reader takes them; the rest of its
-    statements appended to ``out``."""
+    statements appended to ``out``. A branch's or a loop's block has its own parts (``pieces``): a part from outside
+    would be computed again at each step, or on one path only."""
     waiting = scopes[-1]
 
     def at(a: ir.Atom) -> gast.expr | None:
@@ -541,69 +543,40 @@ def _composed(body: list[ir.Stmt] | tuple[ir.Stmt, ...], scopes: list[dict[str, 
                 return scope.pop(a.name)
         return None
     for stmt in body:
-        if type(stmt) is ir.Assign:
+        if type(stmt) is ir.Assign:  # (the most of them: first)
             value = expr(stmt.value, refs, at=at)
-            if stmt.target.startswith(SCRATCH):
+            if stmt.target.startswith(SCRATCH):  # a part: it waits for its reader
                 waiting[stmt.target] = value
             else:
                 out.append(assign(stmt.target, value))
-            continue
-        if type(stmt) is ir.Printed:
-            out.append(stmt.node)
-            continue
-        if type(stmt) is ir.Unpack and type(stmt.value) is ir.Var and stmt.value.name.startswith(SCRATCH):
-            out.append(assign(list(stmt.targets), at(stmt.value) or atom(stmt.value, refs)))
-            continue
-        if type(stmt) is ir.SetItem:
-            item = gast.Subscript(value=name(stmt.target), slice=index(stmt.index, refs), ctx=gast.Store())
-            out.append(gast.Assign(targets=[item], value=_at(stmt.value, refs, at), type_comment=None))
-            continue
-        if type(stmt) is ir.Append:
-            method = gast.Attribute(value=name(stmt.target), attr="append", ctx=gast.Load())
-            out.append(gast.Expr(value=call(method, [_at(stmt.value, refs, at)])))
-            continue
-        if type(stmt) is ir.Pop and stmt.target is not None and stmt.target.startswith(SCRATCH):
-            waiting[stmt.target] = call(gast.Attribute(value=name(stmt.source), attr="pop", ctx=gast.Load()), [])
-            continue
-        if type(stmt) is ir.For:
+        elif type(stmt) is ir.Pop and stmt.target is not None and stmt.target.startswith(SCRATCH):
+            waiting[stmt.target] = statement(stmt, refs).value  # (``xs.pop()``)
+        elif isinstance(stmt, ir.For):
             out.append(gast.For(target=store(stmt.target), iter=_at(stmt.iter, refs, at),
-                                body=_nested(stmt.body, refs) or [gast.Pass()], orelse=[], type_comment=None))
-            continue
-        if type(stmt) is ir.While:
-            out.append(gast.While(test=raw(stmt.test, refs), body=_nested(stmt.body, refs) or [gast.Pass()],
+                                body=pieces(list(stmt.body), refs) or [gast.Pass()], orelse=[], type_comment=None))
+        elif isinstance(stmt, ir.While):
+            out.append(gast.While(test=raw(stmt.test, refs), body=pieces(list(stmt.body), refs) or [gast.Pass()],
                                   orelse=[]))
-            continue
-        if type(stmt) is ir.If and not _decision(stmt):  # a branch of the program's
-            out.append(gast.If(test=_at(stmt.test, refs, at), body=_nested(stmt.body, refs) or [gast.Pass()],
-                               orelse=_nested(stmt.orelse, refs)))
-            continue
-        if type(stmt) is not ir.If:
-            out.append(statement(stmt, refs))
-            continue
-        test = expr(stmt.test, refs, at=at)  # a decision of a rule's, binding one part on each path
-        paths = []
-        for branch in (stmt.body, stmt.orelse):
-            inner: dict[str, gast.expr] = {}
-            _composed(branch, [*scopes, inner], refs, out)
-            paths.append(inner)
-        (target,) = paths[0]
-        waiting[target] = gast.IfExp(test=_truth(test, refs), body=paths[0][target], orelse=paths[1][target])
+        elif isinstance(stmt, ir.If) and _decision(stmt):  # a rule's, binding one part on each path
+            test = expr(stmt.test, refs, at=at)
+            paths = []
+            for branch in (stmt.body, stmt.orelse):
+                inner: dict[str, gast.expr] = {}
+                _composed(branch, [*scopes, inner], refs, out)
+                paths.append(inner)
+            (target,) = paths[0]
+            waiting[target] = gast.IfExp(test=_truth(test, refs), body=paths[0][target], orelse=paths[1][target])
+        elif isinstance(stmt, ir.If):  # a branch of the program's
+            out.append(gast.If(test=_at(stmt.test, refs, at), body=pieces(list(stmt.body), refs) or [gast.Pass()],
+                               orelse=pieces(list(stmt.orelse), refs)))
+        else:
+            out.append(statement(stmt, refs, at))
 
 
 def _decision(stmt: ir.If) -> bool:
     """Whether ``stmt`` is a decision of a rule's: its paths compute parts only (one of them read after it)."""
     return bool(stmt.body) and all((type(s) is ir.Assign and s.target.startswith(SCRATCH))
                                    or (type(s) is ir.If and _decision(s)) for s in (*stmt.body, *stmt.orelse))
-
-
-def _nested(body: tuple[ir.Stmt, ...], refs: RefTable) -> list[gast.stmt]:
-    """A block of a branch or a loop of the program's, its parts written in it (no part from outside: it would be
-    computed again at each step, or only on one path)."""
-    out: list[gast.stmt] = []
-    waiting: dict[str, gast.expr] = {}
-    _composed(body, [waiting], refs, out)
-    assert not waiting, f"parts no statement reads: {sorted(waiting)}"
-    return out
 
 
 def _truth(test: gast.expr, refs: RefTable) -> gast.expr:
