@@ -43,10 +43,8 @@ def unsigned(out: list[ir.Stmt], atom: ir.Atom, reads: int) -> ir.Atom | None:
     value = stmt.value
     if not isinstance(value, ir.Call) or value.kwargs or value.fn.obj not in _SIGNED:
         return None
-    # (a part is read once, where its expression is written, ``one_expression``: only other names are counted)
-    if not atom.name.startswith(syntax.SCRATCH) \
-            and sum(ir.atoms_of(s).count(atom) for s in ir.walk(tuple(out))) != reads:
-        return None
+    if sum(ir.atoms_of(s).count(atom) for s in ir.walk(tuple(out))) != reads:
+        return None  # (read elsewhere too: that reader needs the sign)
     if value.fn.obj is operator.neg and len(value.args) == 1:
         del out[found[0]]
         return value.args[0]

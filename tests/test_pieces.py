@@ -153,3 +153,13 @@ def test_a_mark_is_never_printed() -> None:
     would be a restore lost, so printing one is an error, not a statement left out."""
     with pytest.raises(AssertionError, match="resolved before printing"):
         printed([ir.Mark("x")])
+
+
+def test_a_value_read_elsewhere_keeps_its_sign() -> None:
+    """The sign is taken out of ``-g * x`` only where the accumulation is its one reader: another reader needs the
+    product with its sign (taking it out would give that reader ``g * x``, a wrong number)."""
+    stmts, value = made_of("-g * x", Scratch())
+    stmts = [*stmts, ir.Assign("y", value, LINE)]
+    before = list(stmts)
+    total = added(stmts, ir.Var("total"), value)
+    assert total == ir.Call(ir.Ref(operator.add, "operator.add"), (ir.Var("total"), value)) and stmts == before
