@@ -301,6 +301,8 @@ def call_of(stmt: Assign) -> Call:
 
 def atoms_of(stmt: Stmt) -> tuple[Atom, ...]:
     """The atoms ``stmt`` itself reads (not those of nested statements; a raw test's names are not atoms)."""
+    if type(stmt) is Assign and type(stmt.value) is Call and not stmt.value.kwargs:  # (the most of them: first)
+        return stmt.value.args
     if isinstance(stmt, Assign):
         value = stmt.value
         if isinstance(value, Call):
@@ -326,6 +328,8 @@ def atoms_of(stmt: Stmt) -> tuple[Atom, ...]:
 def reads_of(stmt: Stmt) -> list[str]:
     """The local names ``stmt`` itself reads (not its nested statements'): its atoms', and those of an expression
     kept as written (a raw value, a ``while`` test, an effect)."""
+    if type(stmt) is Assign and type(stmt.value) is Call:  # (the most of them: first)
+        return [a.name for a in atoms_of(stmt) if type(a) is Var]
     names = [a.name for a in atoms_of(stmt) if isinstance(a, Var)]
     node = stmt.value.node if isinstance(stmt, Assign) and isinstance(stmt.value, Raw) else \
         stmt.test.node if isinstance(stmt, While) else stmt.node if isinstance(stmt, Effect) else None

@@ -43,7 +43,8 @@ def unsigned(out: list[ir.Stmt], atom: ir.Atom, reads: int) -> ir.Atom | None:
     value = stmt.value
     if not isinstance(value, ir.Call) or value.kwargs or value.fn.obj not in _SIGNED:
         return None
-    if sum(ir.atoms_of(s).count(atom) for s in ir.walk(tuple(out))) != reads:
+    name = atom.name
+    if sum(type(a) is ir.Var and a.name == name for s in ir.walk(tuple(out)) for a in ir.atoms_of(s)) != reads:
         return None  # (read elsewhere too: that reader needs the sign)
     if value.fn.obj is operator.neg and len(value.args) == 1:
         del out[found[0]]
