@@ -17,14 +17,19 @@ are ``saving``'s.
 
 from __future__ import annotations
 
-import gast
+import operator
 
-from ast_ad import ir, revolve, syntax
+from ast_ad import ir, revolve
 from ast_ad.analysis import checkpoint_state
 from ast_ad.batching import Term, batch_products
+from ast_ad.pieces import Made
 from ast_ad.records import record
 from ast_ad.saving import Saving, restore_mark
 from ast_ad.templates import Scratch
+
+_REVOLVE, _SLICE = ir.Ref(revolve.revolve, "revolve"), ir.Ref(slice, "slice")
+_ITEM, _REVERSED = ir.Ref(operator.getitem, "operator.getitem"), ir.Ref(reversed, "reversed")
+_EQ = ir.Ref(operator.eq, "operator.eq")
 
 
 @record(frozen=False)
@@ -35,11 +40,10 @@ class Checkpointed:
     sweep: str  # the names, in generated code, of the forward pass's segments,
     reversal: str  # of the backward pass's actions,
     stack: str  # and of the stack of snapshots
-    tape_loop: gast.For | None = None  # the backward pass's taped and untaped steps, filled in when the
-    advance_loop: gast.For | None = None  # forward pass is built (``stand_in``)
-    reverse_loop: gast.For | None = None  # the backward pass of one step: its restores, as in straight-line code
-    steps: tuple[ir.Stmt, ...] = ()  # that pass as IR, printed into ``reverse_loop`` once its restores are resolved
-    driver: ir.Printed | None = None  # the schedule, in the backward pass (``Saving.schedule_of``)
+    tape_in: ir.Assign | None = None  # in the backward pass's schedule, what stands for a step run again taped
+    advance_in: ir.Assign | None = None  # and untaped, until the forward pass is built (``stand_in``, ``filled``)
+    taped: tuple[ir.Stmt, ...] | None = None  # a step of the forward pass, taped
+    untaped: tuple[ir.Stmt, ...] | None = None  # and untaped (``forward_checkpointed``)
 
 
 class Checkpointing(Saving):
@@ -60,6 +64,9 @@ class Checkpointing(Saving):
                      untouched: set[str]) -> list[ir.Stmt]:
         raise NotImplementedError  # the accumulation's
 
+    def part(self, value: ir.Expr, *before: ir.Stmt) -> Made:
+        raise NotImplementedError  # the accumulation's
+
     def plan_checkpoints(self) -> None:
         """Which top-level loops are checkpointed, and with which state (``analysis.checkpoint_state``)."""
         if self.checkpoints is None:
@@ -74,88 +81,98 @@ class Checkpointing(Saving):
             self.checkpointed[id(stmt)] = Checkpointed(state, self.namer.fresh("sweep"),
                                                        self.namer.fresh("reversal"), self.namer.fresh("snapshots"))
 
-    def forward_checkpointed(self, stmt: ir.For, plan: Checkpointed) -> list[gast.stmt]:
+    def forward_checkpointed(self, stmt: ir.For, plan: Checkpointed) -> list[ir.Stmt]:
         """The first sweep of a checkpointed loop: each segment starts with a snapshot, and runs untaped;
         then the last step, taped. ``revolve`` picks the segments."""
-        steps = syntax.atom(stmt.iter, self.refs)
-        schedule = syntax.call(self.refs.marker(revolve.revolve, "revolve"), [steps, syntax.const(self.checkpoints)])
+        made, schedule = self.part(ir.Call(_REVOLVE, (stmt.iter, ir.Const(self.checkpoints))))
         start, stop = self.namer.fresh("start"), self.namer.fresh("stop")
-        segment = gast.For(target=syntax.store(stmt.target), iter=_segment(steps, start, stop),
-                           body=self.printed(self.forward_block(stmt.body, saving=False)) or [gast.Pass()], orelse=[],
-                           type_comment=None)
-        sweep = gast.For(target=_targets([start, stop]), iter=syntax.name(plan.sweep),
-                         body=[self.snapshot_state(plan), segment], orelse=[], type_comment=None)
-        taped = self.printed(self.forward_block(stmt.body, saving=True)) or [gast.Pass()]
-        assert plan.tape_loop is not None and plan.advance_loop is not None  # the backward pass is built first
-        plan.tape_loop.body = syntax.clone(taped)
-        plan.advance_loop.body = syntax.clone(segment.body)
-        last = gast.Subscript(value=steps, slice=gast.Slice(lower=syntax.const(-1), upper=None, step=None),
-                              ctx=gast.Load())
+        plan.untaped = tuple(self.forward_block(stmt.body, saving=False))
+        segment = self.over((start, stop), ir.Var(plan.sweep),
+                            [*self.snapshot_state(plan), *self.steps(stmt, start, stop, plan.untaped)])
+        plan.taped = tuple(self.forward_block(stmt.body, saving=True))
+        last, steps = self.part(ir.Call(_ITEM, (stmt.iter, ir.Const(slice(-1, None)))))
         state = ", ".join(plan.state) or "nothing"
-        return [syntax.comment(f"line {stmt.line.lineno}: checkpointed, at most {self.checkpoints} snapshots "
-                               f"of {state}"),
-                syntax.assign([plan.sweep, plan.reversal], schedule),
-                syntax.assign(plan.stack, gast.List(elts=[], ctx=gast.Load())), sweep,
-                gast.For(target=syntax.store(stmt.target), iter=last, body=taped, orelse=[], type_comment=None)]
+        comment = ir.Comment(f"line {stmt.line.lineno}: checkpointed, at most {self.checkpoints} snapshots of {state}")
+        return [comment, *made, ir.Unpack((plan.sweep, plan.reversal), schedule, ir.NOWHERE),
+                ir.Assign(plan.stack, ir.Pack((), "list"), ir.NOWHERE), segment,
+                *last, ir.For(stmt.target, steps, plan.taped, ir.NOWHERE)]
 
-    def stand_in(self, stmt: ir.For) -> gast.stmt:
+    def stand_in(self, stmt: ir.For) -> ir.Assign:
         """What a step of the loop reads from outside it, as one expression: a step run again in the backward
         pass reads these, so what overwrites them later is restored before it (``resolve_restores``). What the
-        step computes itself, or takes from a snapshot, it needs no tape for."""
+        step computes itself, or takes from a snapshot, it needs no tape for. The forward pass's step takes its
+        place once it is built (``filled``): a part nothing reads, which the printer refuses, were it left."""
         bound = {n for s in ir.walk(stmt.body) for n in ir.defined(s)} | {stmt.target}
         outside = dict.fromkeys(n for s in ir.walk(stmt.body) for n in ir.reads_of(s) if n not in bound)
-        return gast.Expr(value=syntax.tuple_([syntax.name(n) for n in outside]))
+        (stand_in,), _ = self.part(ir.Pack(tuple(ir.Var(n) for n in outside)))
+        assert type(stand_in) is ir.Assign
+        return stand_in
 
-    def snapshot_state(self, plan: Checkpointed) -> gast.stmt:
-        state = [syntax.name(n) for n in plan.state]
-        kept = state[0] if len(state) == 1 else syntax.tuple_(state)
-        return gast.Expr(value=syntax.call(syntax.attribute(plan.stack, "append"), [kept]))
+    def snapshot_state(self, plan: Checkpointed) -> list[ir.Stmt]:
+        """``snapshots.append((h, c))``."""
+        if len(plan.state) == 1:
+            return [ir.Append(plan.stack, ir.Var(plan.state[0]), ir.NOWHERE)]
+        made, kept = self.part(ir.Pack(tuple(ir.Var(n) for n in plan.state)))
+        return [*made, ir.Append(plan.stack, kept, ir.NOWHERE)]
+
+    def restore_state(self, plan: Checkpointed) -> list[ir.Stmt]:
+        """``h, c = snapshots[-1]``."""
+        top = ir.Call(_ITEM, (ir.Var(plan.stack), ir.Const(-1)))
+        if len(plan.state) <= 1:
+            return [ir.Assign(n, top, ir.NOWHERE) for n in plan.state]
+        made, kept = self.part(top)
+        return [*made, ir.Unpack(plan.state, kept, ir.NOWHERE)]
 
     def adjoint_checkpointed(self, stmt: ir.For, plan: Checkpointed) -> list[ir.Stmt]:
-        """The backward pass of a checkpointed loop: ``revolve``'s actions, from the last step's on. (Its schedule,
-        whose loops bind tuples and whose taped steps are filled in when the forward pass is built, is written as
-        syntax: ``ir.Printed``.)"""
-        steps_ir = self.backward_block(stmt.body)
+        """The backward pass of a checkpointed loop: ``revolve``'s actions, from the last step's on, one loop over
+        them whose branches run its steps backward, again (taped or not: stand-ins until the forward pass is
+        built), or keep, restore or drop a snapshot."""
+        steps = self.backward_block(stmt.body)
         bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
-        before, steps_ir, sums = batch_products(steps_ir, bound, self.terms, self.scratch, self.namer)
-        after = self.summed_after(sums, steps_ir, set())
-        plan.steps = (*self.computed_again(stmt), *steps_ir)
-        steps = syntax.atom(stmt.iter, self.refs)
+        before, steps, sums = batch_products(steps, bound, self.terms, self.scratch, self.namer)
+        after = self.summed_after(sums, steps, set())
+        steps = [*self.computed_again(stmt), *steps]
         action, start, stop = self.namer.fresh("action"), self.namer.fresh("begin"), self.namer.fresh("end")
-        part = _segment(steps, start, stop)
-
-        def loop(iterable: gast.expr, inner: list[gast.stmt]) -> gast.For:
-            return gast.For(target=syntax.store(stmt.target), iter=iterable, body=inner, orelse=[], type_comment=None)
-        # the steps run again: stand-ins until the forward pass is built, when the tape is known
-        plan.tape_loop = loop(syntax.clone(part), [self.stand_in(stmt)])
-        plan.advance_loop = loop(syntax.clone(part), [self.stand_in(stmt)])
-        top = gast.Subscript(value=syntax.name(plan.stack), slice=syntax.const(-1), ctx=gast.Load())
-        restore: gast.stmt = gast.Pass() if not plan.state else \
-            syntax.assign(list(plan.state) if len(plan.state) > 1 else plan.state[0], top)
-        plan.reverse_loop = loop(syntax.call(self.refs.marker(reversed, "reversed"), [part]), [])  # (``steps``)
-        actions: list[tuple[str, list[gast.stmt]]] = [
-            ("reverse", [plan.reverse_loop]),
-            ("tape", [plan.tape_loop]),
-            ("advance", [plan.advance_loop]),
-            ("snapshot", [self.snapshot_state(plan)]),
-            ("restore", [restore]),
-            ("release", [gast.Expr(value=syntax.call(syntax.attribute(plan.stack, "pop"), []))])]
-        chain: list[gast.stmt] = []
+        plan.tape_in, plan.advance_in = self.stand_in(stmt), self.stand_in(stmt)
+        made, segment = self.segment(stmt, start, stop)
+        made, backwards = self.part(ir.Call(_REVERSED, (segment,)), *made)
+        actions: list[tuple[str, list[ir.Stmt]]] = [
+            ("reverse", [*made, ir.For(stmt.target, backwards, tuple(steps), ir.NOWHERE)]),
+            ("tape", self.steps(stmt, start, stop, (plan.tape_in,))),
+            ("advance", self.steps(stmt, start, stop, (plan.advance_in,))),
+            ("snapshot", self.snapshot_state(plan)),
+            ("restore", self.restore_state(plan)),
+            ("release", [ir.Pop(None, plan.stack, ir.NOWHERE)])]
+        chain: tuple[ir.Stmt, ...] = ()
         for kind, inner in reversed(actions):
-            test = gast.Compare(left=syntax.name(action), ops=[gast.Eq()], comparators=[syntax.const(kind)])
-            chain = [gast.If(test=test, body=inner, orelse=chain)]
-        driver = gast.For(target=_targets([action, start, stop]), iter=syntax.name(plan.reversal), body=chain,
-                          orelse=[], type_comment=None)
-        plan.driver = ir.Printed(driver)
-        return [*before, plan.driver, *after, restore_mark(stmt.target, id(stmt))]
+            tested, test = self.part(ir.Call(_EQ, (ir.Var(action), ir.Const(kind))))
+            chain = (*tested, ir.If(test, tuple(inner), chain, ir.NOWHERE))
+        driver = self.over((action, start, stop), ir.Var(plan.reversal), list(chain))
+        return [*before, driver, *after, restore_mark(stmt.target, id(stmt))]
 
+    def segment(self, stmt: ir.For, start: str, stop: str) -> Made:
+        """``steps[start:stop]``, of the loop's steps."""
+        made, bounds = self.part(ir.Call(_SLICE, (ir.Var(start), ir.Var(stop))))
+        return self.part(ir.Call(_ITEM, (stmt.iter, bounds)), *made)
 
-def _segment(steps: gast.expr, start: str, stop: str) -> gast.Subscript:
-    """``steps[start:stop]``."""
-    return gast.Subscript(value=syntax.clone(steps), slice=gast.Slice(lower=syntax.name(start),
-                                                                     upper=syntax.name(stop), step=None),
-                          ctx=gast.Load())
+    def steps(self, stmt: ir.For, start: str, stop: str, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
+        """``for t in steps[start:stop]:`` and ``body``."""
+        made, segment = self.segment(stmt, start, stop)
+        return [*made, ir.For(stmt.target, segment, body, ir.NOWHERE)]
 
+    def over(self, targets: tuple[str, ...], items: ir.Atom, body: list[ir.Stmt]) -> ir.For:
+        """``for a, b in items:`` and ``body``: a loop over a part that is unpacked at once (``syntax.pieces``)."""
+        each = self.scratch.fresh("")
+        return ir.For(each, items, (ir.Unpack(targets, ir.Var(each), ir.NOWHERE), *body), ir.NOWHERE)
 
-def _targets(names: list[str]) -> gast.Tuple:
-    return gast.Tuple(elts=[syntax.store(n) for n in names], ctx=gast.Store())
+    def filled(self, backward: list[ir.Stmt]) -> list[ir.Stmt]:
+        """``backward`` with each checkpointed loop's steps run again, taped or not, as the forward pass runs them
+        (known once it is built, when its tapes are)."""
+        steps: dict[int, tuple[ir.Stmt, ...]] = {}
+        for plan in self.checkpointed.values():
+            if plan.tape_in is not None:
+                assert plan.taped is not None and plan.untaped is not None  # (the forward pass is built)
+                steps[id(plan.tape_in)], steps[id(plan.advance_in)] = plan.taped, plan.untaped
+        if not steps:
+            return backward
+        return list(ir.mapped(tuple(backward), lambda s: list(steps.get(id(s), (s,)))))

@@ -203,14 +203,12 @@ class Break:
     line: Line
 
 
-@record(eq=False)
-class Printed:
-    """A statement a transformation wrote as syntax itself, with the markers of the table it prints with: what its
-    IR cannot say yet (a comment, a checkpointed loop's schedule), kept in place and printed as it is. Only a
-    transformation's own output holds one, never a function it reads; what it reads are the names its code
-    loads."""
+@record
+class Comment:
+    """``# text``, above what follows: a transformation's note to the reader of its output (reverse mode's line of
+    the user's above each block, why a loop is or is not checkpointed). It computes and reads nothing."""
 
-    node: gast.stmt
+    text: str
     line: Line = NOWHERE
 
 
@@ -223,7 +221,7 @@ class Mark:
     line: Line = NOWHERE
 
 
-Stmt = Assign | Unpack | Effect | Append | Pop | SetItem | If | For | While | Break | Printed | Mark
+Stmt = Assign | Unpack | Effect | Append | Pop | SetItem | If | For | While | Break | Comment | Mark
 
 
 def walk(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
@@ -335,9 +333,6 @@ def reads_of(stmt: Stmt) -> list[str]:
         stmt.test.node if isinstance(stmt, While) else stmt.node if isinstance(stmt, Effect) else None
     if node is not None:  # (not the markers of outside objects: ``§0``)
         names += [n.id for n in gast.walk(node) if type(n) is gast.Name and not n.id.startswith("§")]
-    elif isinstance(stmt, Printed):  # (what its code loads: the names its loops and assignments bind are not read)
-        names += [n.id for n in gast.walk(stmt.node) if type(n) is gast.Name and type(n.ctx) is gast.Load
-                  and not n.id.startswith("§")]
     return names
 
 

@@ -15,9 +15,9 @@ become calls to their generated ``_fwd``/``_bwd`` pair.
 
 Both passes are built as IR (a rule's body put in as parts of one expression, ``pieces``) and printed once
 (``syntax.pieces``), after the arrays read only for their shapes are read as shapes (``saving.shape_only``) and
-the restore marks (``ir.Mark``) are turned into pops or dropped (``saving.resolve_restores``), on the IR. What IR
-cannot say yet is written as syntax in place (``ir.Printed``): the line comments, and a checkpointed loop's
-schedule, whose steps stay IR until the restores are resolved.
+the restore marks (``ir.Mark``) are turned into pops or dropped (``saving.resolve_restores``), on the IR. A
+checkpointed loop's schedule is IR too, its steps run again standing in until the forward pass is built
+(``checkpointing.filled``).
 
 This module holds the adjoint rules: one backward block per statement. The rest is in base classes of
 ``Reverser``: the forward sweep is ``sweep``'s; what it saves for the backward pass and how it comes back,
@@ -228,15 +228,15 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
             # the backward pass pops the adjoints of the lists the function appended to: the caller's adjoint
             # of the result (a list of them, maybe) is copied first, so that the caller keeps it as it was
             backward_ir.insert(0, ir.Assign(seed, ir.Call(_DETACHED, (ir.Var(seed),)), ir.NOWHERE))
-        if any(ir.blocks(s) or restored(s) is not None or type(s) is ir.Printed and self.schedule_of(s) is not None
-               for s in backward_ir):
+        if any(ir.blocks(s) or restored(s) is not None for s in backward_ir):
             reads = [self.reads_in(s) for s in backward_ir]  # of each statement (a restore reads none)
             self.needed = set().union(*reads)
             backward_ir = self.resolve_restores(backward_ir, set(), reads=reads)
         # (else there is no restore to resolve, here or in a block: nothing to read for it)
-        backward = self.printed(backward_ir)
-        self.print_schedules()
-        forward = self.prologue() + self.printed(self.forward_block(self.function.body, saving=True))
+        prologue = self.prologue()
+        forward_ir = self.forward_block(self.function.body, saving=True)
+        backward = self.printed(self.filled(backward_ir))  # (a checkpointed loop's steps, as the forward pass's)
+        forward = prologue + self.printed(forward_ir)
         result_expr = syntax.atom(result, self.refs)
         if self.in_place.loops and isinstance(result, ir.Var) and shape_class(result, self.classes) != SCALAR:
             kept = self.namer.fresh(f"{result.name}_result")  # the backward pass writes the arrays back
@@ -346,7 +346,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
                 line = None
             elif stmt.line != line and any(restored(s) is None for s in adjoint):
                 line = stmt.line
-                out.append(ir.Printed(syntax.comment(f"line {line.lineno}: {line.text.strip()}")))
+                out.append(ir.Comment(f"line {line.lineno}: {line.text.strip()}"))
             out += adjoint
         return out + self.flush()
 

@@ -98,7 +98,7 @@ class Saving:
         """
         if not self.looped:
             return {}
-        shapes, others = shape_reads([*backward, *(s for plan in self.checkpointed.values() for s in plan.steps)])
+        shapes, others = shape_reads(backward)
         bindings: dict[str, list[ir.Stmt]] = {}
         for stmt in ir.walk(self.function.body):
             for name in ir.defined(stmt):
@@ -115,12 +115,9 @@ class Saving:
         return chosen
 
     def read_shapes(self, backward: list[ir.Stmt]) -> list[ir.Stmt]:
-        """``backward``, and each checkpointed loop's steps, reading the kept shapes (``shapes``, from ``shape_only``)
-        in place of their arrays."""
+        """``backward`` reading the kept shapes (``shapes``, from ``shape_only``) in place of their arrays."""
         if not self.shapes:
             return backward
-        for plan in self.checkpointed.values():
-            plan.steps = tuple(shapes_read(plan.steps, self.shapes))
         return shapes_read(backward, self.shapes)
 
     def plan_recomputed(self) -> None:
@@ -255,9 +252,9 @@ class Saving:
         restore whose name is not read there goes (and so does the push that saved it). In a loop, the next
         step runs the whole body again: a restore in it is kept where the loop reads its name anywhere.
 
-        A checkpointed loop's backward pass of one step is followed by the step before it taped again,
-        not by its backward pass: there, a restore is kept only where the rest of the step's backward
-        pass reads it, or where it restores the loop's state (which the steps before it start from).
+        A checkpointed loop's schedule is a loop as any other: its steps run backward, again, or from a snapshot,
+        so a restore in a step is kept where the schedule reads its name anywhere (the steps run again read what
+        the stand-ins for them read, ``checkpointing.stand_in``; a snapshot, the loop's state).
 
         ``reads`` may give the names each statement of ``body`` reads, where they are known already.
         """
@@ -267,10 +264,7 @@ class Saving:
             name = restored(stmt)
             if name is None:
                 read = reads[k] if reads is not None else self.reads_in(stmt)
-                plan = self.schedule_of(stmt)
-                if plan is not None:  # its steps' backward pass, in the schedule: a loop, its state restored
-                    plan.steps = tuple(self.resolve_restores(list(plan.steps), later | read | set(plan.state)))
-                elif ir.blocks(stmt):
+                if ir.blocks(stmt):
                     inner = later | read if isinstance(stmt, (ir.For, ir.While)) else set(later)
                     stmt = ir.with_blocks(stmt, [self.resolve_restores(list(b), inner) for b in ir.blocks(stmt)])
                 later |= read
@@ -287,24 +281,9 @@ class Saving:
                 out.append(ir.Pop(name, self.tape(name), ir.NOWHERE))
         return out[::-1]
 
-    def schedule_of(self, stmt: ir.Stmt) -> Any:
-        """The checkpointed loop whose schedule ``stmt`` is (``checkpointing``), or ``None``."""
-        if type(stmt) is ir.Printed:
-            for plan in self.checkpointed.values():
-                if plan.driver is stmt:
-                    return plan
-        return None
-
     def reads_in(self, stmt: ir.Stmt) -> set[str]:
-        """The names ``stmt`` reads, in its blocks too, and a checkpointed loop's schedule in its steps."""
-        plan = self.schedule_of(stmt)
-        inner = plan.steps if plan is not None else ()
-        return {n for s in ir.walk((stmt, *inner)) for n in ir.reads_of(s)}
-
-    def print_schedules(self) -> None:
-        """Each checkpointed loop's steps, printed into its schedule (once their restores are resolved)."""
-        for plan in self.checkpointed.values():
-            plan.reverse_loop.body = self.printed(list(plan.steps)) or [gast.Pass()]
+        """The names ``stmt`` reads, in its blocks too."""
+        return {n for s in ir.walk((stmt,)) for n in ir.reads_of(s)}
 
 
 def with_shapes(function: ir.Function, shapes: dict[str, str]) -> ir.Function:

@@ -81,10 +81,10 @@ class ForwardSweep(Checkpointing):
     def forward_loop(self, stmt: ir.For | ir.While, saving: bool) -> list[ir.Stmt]:
         if saving and id(stmt) in self.checkpointed:
             assert isinstance(stmt, ir.For)  # only for loops are
-            return [syntax.kept(s, self.refs) for s in self.forward_checkpointed(stmt, self.checkpointed[id(stmt)])]
+            return self.forward_checkpointed(stmt, self.checkpointed[id(stmt)])
         if saving and id(stmt) in self.not_checkpointed:
             why = self.not_checkpointed.pop(id(stmt))  # said once, above the loop
-            return [syntax.kept(syntax.comment(f"line {stmt.line.lineno}: not checkpointed: {why}"), self.refs),
+            return [ir.Comment(f"line {stmt.line.lineno}: not checkpointed: {why}"),
                     *self.forward_loop(stmt, saving)]
         counted = saving and self.needs_adjoint(stmt) and self.counts(stmt)
         count = self.count_name(stmt) if counted else None

@@ -506,8 +506,8 @@ def statement(s: ir.Stmt, refs: RefTable, at: Callable[[ir.Atom], gast.expr | No
         return gast.While(test=raw(s.test, refs), body=block(s.body, refs) or [gast.Pass()], orelse=[])
     if isinstance(s, ir.Break):
         return gast.Break()
-    if isinstance(s, ir.Printed):
-        return s.node
+    if isinstance(s, ir.Comment):
+        return comment(s.text)
     assert not isinstance(s, ir.Mark), f"a mark is resolved before printing: {s.data!r}"
     return _effect(s, refs)
 
@@ -520,7 +520,7 @@ def pieces(body: list[ir.Stmt], refs: RefTable) -> list[gast.stmt]:
     """The statements of ``body`` with each part (a name ``templates.Scratch`` made: a piece of one expression, read
     once, ``pieces.one_expression``) written where it is read: the expression printed whole. A decision made at run
     time, an ``ir.If`` that binds one part on each path, is written as a conditional expression; a part unpacked, as
-    ``a, b = f(x)``; ``r[slice(None, n)]``, as ``r[:n]``."""
+    ``a, b = f(x)``, and a loop's, as ``for a, b in items:``; ``r[slice(None, n)]``, as ``r[:n]``."""
     out: list[gast.stmt] = []
     waiting: dict[str, gast.expr] = {}
     _composed(body, [waiting], refs, out)
@@ -552,8 +552,13 @@ def _composed(body: list[ir.Stmt] | tuple[ir.Stmt, ...], scopes: list[dict[str, 
         elif type(stmt) is ir.Pop and stmt.target is not None and stmt.target.startswith(SCRATCH):
             waiting[stmt.target] = statement(stmt, refs).value  # (``xs.pop()``)
         elif isinstance(stmt, ir.For):
-            out.append(gast.For(target=store(stmt.target), iter=_at(stmt.iter, refs, at),
-                                body=pieces(list(stmt.body), refs) or [gast.Pass()], orelse=[], type_comment=None))
+            target, steps = store(stmt.target), stmt.body
+            if stmt.target.startswith(SCRATCH):  # a part unpacked at once: ``for a, b in items:``
+                unpack = steps[0]
+                assert type(unpack) is ir.Unpack and unpack.value == ir.Var(stmt.target), unpack
+                target, steps = gast.Tuple(elts=[store(n) for n in unpack.targets], ctx=gast.Store()), steps[1:]
+            out.append(gast.For(target=target, iter=_at(stmt.iter, refs, at),
+                                body=pieces(list(steps), refs) or [gast.Pass()], orelse=[], type_comment=None))
         elif isinstance(stmt, ir.While):
             out.append(gast.While(test=raw(stmt.test, refs), body=pieces(list(stmt.body), refs) or [gast.Pass()],
                                   orelse=[]))

@@ -347,10 +347,35 @@ def test_the_generated_code_of_a_checkpointed_loop_reads_as_a_schedule() -> None
     assert text.count("snapshots.append(u)") == 2  # in the first sweep, and as a backward action
 
 
+def _block_after(text: str, header: str) -> str:
+    """The lines of ``text``'s block under the line ``header`` (stripped), dedented to it."""
+    lines = text.splitlines()
+    k = next(k for k, line in enumerate(lines) if line.strip() == header)
+    indent = len(lines[k]) - len(lines[k].lstrip())
+    block = []
+    for line in lines[k + 1:]:
+        if len(line) - len(line.lstrip()) <= indent:
+            break
+        block.append(line[indent:])
+    return "\n".join(block)
+
+
+def test_the_steps_run_again_are_the_forward_passs_steps() -> None:
+    """The schedule's ``tape`` and ``advance`` actions run a step as the forward pass runs its last, taped, step and
+    its untaped segments (the backward pass is built first, with stand-ins for them: ``checkpointing.filled``)."""
+    text = ast_ad.source(ast_ad.grad(corpus_control.rnn, (0, 1), checkpoints=2), np.array([0.3, -0.4]),
+                         np.linspace(-0.2, 0.2, 3))
+    taped, untaped = _block_after(text, "for t in r[-1:]:"), _block_after(text, "for t in r[start:stop]:")
+    assert "_tape.append(" in taped and "_tape" not in untaped and taped != untaped
+    schedule = _block_after(text, "for action, begin, end in reversal:")
+    assert _block_after(_block_after(schedule, "elif action == 'tape':"), "for t in r[begin:end]:") == taped
+    assert _block_after(_block_after(schedule, "elif action == 'advance':"), "for t in r[begin:end]:") == untaped
+
+
 def test_a_checkpointed_steps_arrays_read_only_for_their_shapes_are_taped_as_shapes() -> None:
     """The RNN's ``U @ (x * (t + 1))``: the backward pass reads that array only for its shape (``unbroadcast``),
     so the forward pass tapes its shape, in the checkpointed steps as in the loop unchecked; the steps' backward
-    pass, printed into the schedule after the shapes are chosen, reads the shape."""
+    pass, in the schedule, reads the shape."""
     x, h0 = np.array([0.3, -0.4]), np.linspace(-0.2, 0.2, 3)
     text = ast_ad.source(ast_ad.grad(corpus_control.rnn, (0, 1), checkpoints=2), x, h0)
     reversed_steps = text.split("for action, begin, end in reversal:")[1].split("elif action == 'tape':")[0]

@@ -148,6 +148,25 @@ def test_a_loop_takes_its_iterable_from_a_part_and_its_blocks_parts_stay_in_them
         printed(outside)
 
 
+def test_a_loop_over_a_part_unpacked_at_once_binds_the_names_themselves() -> None:
+    """A checkpointed loop's schedule: ``for action, begin, end in reversal:``, a loop whose target is a part its
+    body unpacks first, and a chain of branches whose tests are parts, as ``elif``s."""
+    eq = ir.Ref(operator.eq, "operator.eq")
+    chain: tuple[ir.Stmt, ...] = ()
+    for k, (kind, inner) in enumerate([("snapshot", ir.Append("snapshots", ir.Var("u"), LINE)),
+                                       ("release", ir.Pop(None, "snapshots", LINE))][::-1]):
+        chain = (ir.Assign(f"%{k + 2}", ir.Call(eq, (ir.Var("action"), ir.Const(kind))), LINE),
+                 ir.If(ir.Var(f"%{k + 2}"), (inner,), chain, LINE))
+    loop = ir.For("%1", ir.Var("reversal"), (ir.Unpack(("action", "begin", "end"), ir.Var("%1"), LINE), *chain), LINE)
+    assert printed([ir.Comment("the schedule"), loop]) == (
+        '"""§#the schedule"""\n'  # (a comment: the emit stage writes it as one)
+        "for action, begin, end in reversal:\n"
+        "    if action == 'snapshot':\n        snapshots.append(u)\n"
+        "    elif action == 'release':\n        snapshots.pop()")
+    with pytest.raises(AssertionError):  # (a loop over a part it does not unpack at once: its target unwritten)
+        printed([ir.For("%1", ir.Var("reversal"), chain, LINE)])
+
+
 def test_a_mark_is_never_printed() -> None:
     """Reverse mode's restore marks are resolved into pops (or dropped) on the IR: one that reached the printer
     would be a restore lost, so printing one is an error, not a statement left out."""
