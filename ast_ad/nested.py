@@ -20,6 +20,7 @@ import gast
 from ast_ad import ir, registry, runtime, syntax
 from ast_ad.aliasing import Aliasing
 from ast_ad.check import refuse
+from ast_ad.errors import ASTADError, LocatedError
 from ast_ad.naming import Namer
 from ast_ad.structure import structure
 
@@ -92,8 +93,13 @@ class Nesting(Aliasing):
         if any(v is _NOT_LITERAL for v in values):
             raise refuse(node, f"{called} inside a differentiated function needs a module-level function and "
                                "constant argnums", self.locate)
-        made = maker(fn, *values[:len(node.args) - 1],
-                     **{kw.arg: v for kw, v in zip(node.keywords, values[len(node.args) - 1:], strict=True)})
+        try:
+            made = maker(fn, *values[:len(node.args) - 1],
+                         **{kw.arg: v for kw, v in zip(node.keywords, values[len(node.args) - 1:], strict=True)})
+        except ASTADError as error:  # (made as the function is read, whether or not the line runs: said at it)
+            if isinstance(error, (LocatedError, SyntaxError)):
+                raise
+            raise refuse(node, f"{called} inside a differentiated function: {error}", self.locate) from error
         source = inner or self.expr(target)  # recorded: redefining ``f`` transforms again
         if not isinstance(source, ir.Ref):
             raise refuse(node, f"{called} inside a differentiated function needs a module-level function",

@@ -694,6 +694,21 @@ def test_jvp_in_the_body_needs_a_module_function_and_two_tuples() -> None:
         assert err.value.lineno == fn.__code__.co_firstlineno + 1
 
 
+def test_a_transformation_in_the_body_that_cannot_be_made_is_refused_at_its_line() -> None:
+    """``ast_ad.grad(np.sin)`` in the body is made as the function is read (on a branch that may never run, too):
+    where it cannot be made, the refusal names the line that makes it, not ast_ad's own."""
+    def slope_of_a_ufunc(x):
+        if x > 10.0:
+            return ast_ad.grad(np.sin)(x)
+        return x * 2.0
+    assert slope_of_a_ufunc(1.0) == 2.0  # (Python never makes it here)
+    with pytest.raises(ast_ad.errors.UnsupportedSyntaxError, match="ast_ad.grad inside a differentiated function: "
+                       ".*wrap it in a def") as err:
+        ast_ad.grad(slope_of_a_ufunc)(1.0)
+    assert err.value.lineno == slope_of_a_ufunc.__code__.co_firstlineno + 2
+    assert err.value.filename.endswith("test_compose.py")
+
+
 def test_a_function_passed_by_name_to_a_helper() -> None:
     from tests import compose_nested as nested
 
