@@ -92,7 +92,8 @@ class Checkpointing(Saving):
         plan.taped = tuple(self.forward_block(stmt.body, saving=True))
         last, steps = self.part(ir.Call(_ITEM, (stmt.iter, ir.Const(slice(-1, None)))))
         state = ", ".join(plan.state) or "nothing"
-        comment = ir.Comment(f"line {stmt.line.lineno}: checkpointed, at most {self.checkpoints} snapshots of {state}")
+        kept = f"{self.checkpoints} snapshot" + ("s" if self.checkpoints != 1 else "")
+        comment = ir.Comment(f"line {stmt.line.lineno}: checkpointed, at most {kept} of {state}")
         return [comment, *made, ir.Unpack((plan.sweep, plan.reversal), schedule, ir.NOWHERE),
                 ir.Assign(plan.stack, ir.Pack((), "list"), ir.NOWHERE), segment,
                 *last, ir.For(stmt.target, steps, plan.taped, ir.NOWHERE)]
@@ -131,7 +132,7 @@ class Checkpointing(Saving):
         bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
         before, steps, sums = batch_products(steps, bound, self.terms, self.scratch, self.namer)
         after = self.summed_after(sums, steps, set())
-        steps = [*self.computed_again(stmt), *steps]
+        steps = [*self.computed_again(stmt, steps), *steps]
         action, start, stop = self.namer.fresh("action"), self.namer.fresh("begin"), self.namer.fresh("end")
         plan.tape_in, plan.advance_in = self.stand_in(stmt), self.stand_in(stmt)
         made, segment = self.segment(stmt, start, stop)

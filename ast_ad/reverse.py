@@ -401,7 +401,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         before, body, sums = batch_products(body, bound, self.terms, self.scratch, self.namer)
         # a loop of the function's own body runs once: an adjoint may start from its sum
         after = self.summed_after(sums, body, untouched if any(s is stmt for s in self.function.body) else set())
-        body[:0] = self.computed_again(stmt)
+        body[:0] = self.computed_again(stmt, body)
         before = owned + before
         trips = None
         if self.counts(stmt):  # the trip count, read back as a statement of its own (``v = xs.pop()``): the

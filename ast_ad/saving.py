@@ -156,9 +156,18 @@ class Saving:
                 self.recomputed[id(loop)] = chosen
                 self.recomputed_ids.update(id(stmt) for stmt in chosen)
 
-    def computed_again(self, loop: ir.For | ir.While) -> list[ir.Stmt]:
-        """The step's index arithmetic and reads, as the forward pass computed them (``plan_recomputed``)."""
-        return list(self.recomputed.get(id(loop), ()))
+    def computed_again(self, loop: ir.For | ir.While, body: list[ir.Stmt]) -> list[ir.Stmt]:
+        """The step's index arithmetic and reads, as the forward pass computed them (``plan_recomputed``), that
+        ``body``, the step's backward pass, reads (or that those read): no dead store of ``x[i]`` whose adjoint
+        needs only ``i``."""
+        chosen = self.recomputed.get(id(loop), ())
+        needed = {n for s in ir.walk(tuple(body)) for n in ir.reads_of(s)} if chosen else set()
+        kept: list[ir.Stmt] = []
+        for stmt in reversed(chosen):
+            if stmt.target in needed:
+                kept.append(stmt)
+                needed.update(ir.reads_of(stmt))
+        return kept[::-1]
 
     def saves(self, name: str, stmt: ir.Stmt) -> bool:
         """Whether ``stmt`` overwrites a value of ``name`` that the backward pass restores (and reads)."""

@@ -66,6 +66,17 @@ def test_second_derivative_source() -> None:
     compare("worked.second.txt", ast_ad.source(ast_ad.grad(ast_ad.grad(corpus.worked)), *SCALARS))
 
 
+CHECKPOINTED = [(corpus_control.rnn, (0, 1), (np.ones(2), np.ones(3)), 2),
+                (corpus_control.enumerate_zip_reversed, (0, 1), (np.ones(3), np.ones(4)), 1)]
+
+
+@pytest.mark.parametrize("fn, argnums, args, snapshots", CHECKPOINTED, ids=[c[0].__name__ for c in CHECKPOINTED])
+def test_checkpointed_source(fn, argnums, args, snapshots) -> None:
+    """A checkpointed loop's schedule (``grad(f, checkpoints=c)``): the RNN's, whose steps tape shapes, and two
+    loops' of one snapshot each, one of them of two names."""
+    compare(f"{fn.__name__}.checkpointed.txt", ast_ad.source(ast_ad.grad(fn, argnums, checkpoints=snapshots), *args))
+
+
 # ---- the fallback printer (Python 3.14 has no astor): the same program, comments included -------------------
 @pytest.fixture
 def unparse_printer(monkeypatch):

@@ -3,6 +3,7 @@ write overwrites, and writes them back in the backward pass (``analysis.in_place
 
 from __future__ import annotations
 
+import re
 import tracemalloc
 
 import numpy as np
@@ -109,6 +110,27 @@ def test_index_arithmetic_and_reads_of_unwritten_arrays_are_computed_again_not_t
     assert tapes == ["y_entries", "y_item_tape"], tapes
     backward = text[text.index("for i in reversed(r):"):]
     assert backward.splitlines()[1:3] == ["        t1 = i - 1", "        x_item = x[i]"]
+
+
+def test_a_read_computed_again_only_where_the_steps_backward_pass_reads_it() -> None:
+    """``total = total + a * b * (i + 1)`` over ``zip(xs, ys)``: the adjoint of ``xs[k]`` needs ``k`` alone, and
+    that of ``a * b`` the other factor, popped from its tape; so the backward pass computes no ``xs[k]`` again, a
+    store nothing would read. ``back = -1 - k`` it does compute, where the adjoint of ``xs[back]`` is added. The
+    same in a checkpointed loop's steps run backward."""
+    from tests import corpus_control
+
+    xs, ys = np.array([0.5, -1.0, 2.0]), np.array([1.5, 0.25, -0.5, 3.0])
+    want = ast_ad.grad(corpus_control.enumerate_zip_reversed, (0, 1))(xs, ys)
+    assert_fd(corpus_control.enumerate_zip_reversed, (xs, ys), (0, 1), want)
+    for snapshots in (None, 1):
+        gradient = ast_ad.grad(corpus_control.enumerate_zip_reversed, (0, 1), checkpoints=snapshots)
+        text = ast_ad.source(gradient, xs, ys)
+        steps = [part.split("elif action")[0] for part in re.split(r"if action(?:_1)? == 'reverse':", text)[1:]] \
+            if snapshots else [text[text.index("for k_1 in reversed("):]]
+        assert len(steps) == (2 if snapshots else 1)
+        assert all("_item = " not in s and "_item_1 = " not in s for s in steps), steps
+        assert "back = -1 - k_1" in steps[0]
+        assert_same(gradient(xs, ys), want)
 
 
 def test_memory_grows_linearly_with_the_steps() -> None:
