@@ -42,6 +42,7 @@ class Nesting(Aliasing):
 
     fn: Any
     locals: set[str]
+    user_locals: set[str]  # the names Python holds as locals, an inlined function's too (``unbound``)
     namer: Namer
     local_functions: dict[str, gast.FunctionDef | gast.Lambda]
     inlining: list[str]
@@ -261,6 +262,7 @@ class Nesting(Aliasing):
             for v in inner_locals:
                 self.env.pop(renames[v], None)
             self.locals |= set(renames.values())
+            self.user_locals |= set(renames.values())
             for p in params:
                 if p in functions:
                     self.local_functions[renames[p]] = functions[p]

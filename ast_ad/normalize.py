@@ -40,7 +40,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from ast_ad import ir, registry, runtime, syntax
+from ast_ad import ir, registry, runtime, syntax, unbound
 from ast_ad.aliasing import live_after
 from ast_ad.check import refuse
 from ast_ad.errors import LocatedError
@@ -109,6 +109,8 @@ class Lowerer(ExpressionLowering):
         self.fn = source.fn
         self.closure = _closure(source.fn)
         self.locals, self.appending = _bound_names(source.tree)
+        self.user_locals = set(self.locals)  # the names Python holds as locals (not those ``structure`` makes)
+        self.unbound: dict[int, str] = {}  # ``prepare``'s ``None`` for a name not bound yet, by statement id
         self.namer = Namer(reserved=self.locals)
         self.env: dict[str, ir.Atom] = {}
         self.body: list[ir.Stmt] = []
@@ -173,9 +175,9 @@ class Lowerer(ExpressionLowering):
         last = statements[-1]
         self.line = self.line_of(last)
         result = self.expr(last.value, "out")
-        return ir.Function(tree.name, names, (*self.presets, *self.body), result, self.line, self.fn,
-                           frozenset(self.mutable),
-                           frozenset(self.namer.users))
+        function = ir.Function(tree.name, names, (*self.presets, *self.body), result, self.line, self.fn,
+                               frozenset(self.mutable), frozenset(self.namer.users))
+        return unbound.checked(function, self.unbound, self.namer)  # (Python's UnboundLocalError, kept)
 
     # ---- statements ----------------------------------------------------------------------------------
     def stmt(self, node: gast.stmt) -> None:
@@ -301,7 +303,10 @@ class Lowerer(ExpressionLowering):
             name = self.namer.fresh(user_name, user=True)
             self.owner[name] = user_name
             self.mutable.add(name)
-            self.body.append(ir.Assign(name, atom if atom is not None else ir.Const(None), self.line))
+            init = ir.Assign(name, atom if atom is not None else ir.Const(None), self.line)
+            self.body.append(init)
+            if atom is None and user_name in self.user_locals:  # not bound yet: Python's read would raise
+                self.unbound[id(init)] = user_name
             if atom is not None:
                 self.note_kind(name, atom)
             if isinstance(atom, ir.Var):  # ``v = x`` before the loop: v starts as x's very array

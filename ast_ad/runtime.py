@@ -1472,6 +1472,14 @@ def check_kept(value: Any, message: Any) -> Any:
         raise error(message)
 
 
+def check_bound(bound: Any, name: Any, where: Any) -> None:
+    """Python's error where a local name is read before any assignment of it ran (``unbound``): the loop that
+    binds it ran no step, or the branch that does was not taken."""
+    if not bound:
+        raise UnboundLocalError(f"{where}: cannot access local variable {name!r} where it is not associated with "
+                                "a value")
+
+
 # ---- forward mode: tangents -------------------------------------------------------------------------------
 def fit(dot: Any, ans: Any) -> Any:
     """The tangent ``dot`` of an elementwise result ``ans``, broadcast up to ``ans``'s shape where it is smaller

@@ -23,6 +23,7 @@ from ast_ad.registry import (
 from ast_ad.registry import defvjp_elementwise as ew
 from ast_ad.runtime import (
     absent,
+    check_bound,
     check_in_place,
     check_kept,
     chosen_jvp,
@@ -100,6 +101,7 @@ def_effect(builtins.print)
 def_full_reduction(builtins.float)  # float(x): a number
 
 def_nondiff(absent, check_in_place, check_kept)  # guards before in-place updates: no value, no gradient
+def_nondiff(check_bound)  # a read of a name no assignment may have bound yet (``unbound``)
 def_identity_read(check_in_place, 1)  # the other names' objects, compared with the one about to change
 def_nondiff(builtins.len, builtins.int, builtins.bool, builtins.round, builtins.range, builtins.slice,
             builtins.isinstance, builtins.type)

@@ -1,0 +1,133 @@
+"""Python's ``UnboundLocalError``, kept (``ast_ad.unbound``): a name that only a loop or a branch binds, read where
+that loop ran no step or the other path was taken, raises in every transformation as it does in Python; where it
+was bound, the derivatives are the usual ones."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ast_ad
+from ast_ad import tracer
+from tests.oracles import assert_fd
+
+
+def loop_only(x, n):
+    for _ in range(n):
+        y = x * 2.0
+    return y * x
+
+
+def branch_only(x):
+    if x > 0.0:
+        y = np.sin(x) * x
+    return y + x
+
+
+def index_after(x, n):
+    s = x
+    for i in range(n):  # noqa: B007 (read after the loop, where it may be unbound: the case under test)
+        s = s * x + 1.0
+    return s * i
+
+
+def read_on_later_steps(x, n):
+    s = x
+    for i in range(n):
+        if i > 0:
+            s = s + y * y  # noqa: F821 (bound by the step before: Python runs this)
+        y = x * (i + 1.0)  # noqa: F841 (read by the next step)
+    return s
+
+
+def stops_early(x, c):
+    s = x
+    for i in range(5):
+        if i > c:
+            break
+        last = s * x
+    return last + s
+
+
+def literal_range(x):
+    for i in range(3):
+        y = x * i
+    return y + x
+
+
+TRANSFORMATIONS = {
+    "grad": lambda f, args: ast_ad.grad(f)(*args),
+    "value_and_grad": lambda f, args: ast_ad.value_and_grad(f)(*args),
+    "jvp": lambda f, args: ast_ad.jvp(f, args, (1.0,) + (None,) * (len(args) - 1)),
+    "vjp": lambda f, args: ast_ad.vjp(f, *args)[1](1.0),
+    "hessian": lambda f, args: ast_ad.hessian(f)(*args),
+    "grad of grad": lambda f, args: ast_ad.grad(ast_ad.grad(f))(*args),
+}
+UNBOUND = [(loop_only, (1.5, 0)), (branch_only, (-0.5,)), (index_after, (0.7, 0)), (stops_early, (0.3, -1))]
+
+
+@pytest.mark.parametrize("how", TRANSFORMATIONS)
+@pytest.mark.parametrize("fn, args", UNBOUND, ids=[c[0].__name__ for c in UNBOUND])
+def test_a_read_python_would_refuse_raises_as_python_does(fn, args, how) -> None:
+    with pytest.raises(UnboundLocalError):
+        fn(*args)
+    with pytest.raises(UnboundLocalError, match="cannot access local variable"):
+        TRANSFORMATIONS[how](fn, args)
+
+
+def test_the_generated_check_names_the_users_line() -> None:
+    """Where the generated code raises (``jvp`` runs it without the function's own run first), the message says
+    where, as Python's own traceback would."""
+    with pytest.raises(UnboundLocalError, match=r"test_unbound\.py:\d+: cannot access local variable 'y'"):
+        ast_ad.jvp(loop_only, (1.5, 0), (1.0, None))
+    text = ast_ad.source(loop_only, stage="normalized")
+    assert "y_bound = False" in text and "y_bound = True" in text and "check_bound(y_bound, 'y', '" in text
+
+
+BOUND = [(loop_only, (1.5, 3)), (branch_only, (0.5,)), (index_after, (0.7, 3)), (read_on_later_steps, (0.4, 4)),
+         (stops_early, (0.3, 2)), (literal_range, (0.9,))]
+
+
+@pytest.mark.parametrize("fn, args", BOUND, ids=[c[0].__name__ for c in BOUND])
+def test_where_the_name_is_bound_the_derivatives_are_pythons(fn, args) -> None:
+    value, slope = ast_ad.value_and_grad(fn)(*args)
+    assert value == fn(*args)
+    assert slope == pytest.approx(tracer.grad(fn)(*args), rel=1e-12, abs=1e-15)
+    assert_fd(fn, args, (0,), (slope,))
+    assert ast_ad.jvp(fn, args, (1.0,) + (None,) * (len(args) - 1))[1] == pytest.approx(slope, rel=1e-12)
+    curvature = ast_ad.grad(ast_ad.grad(fn))(*args)
+    h = 1e-5
+    step = [(args[0] + d, *args[1:]) for d in (h, -h)]
+    fd = (ast_ad.grad(fn)(*step[0]) - ast_ad.grad(fn)(*step[1])) / (2 * h)
+    assert math.isclose(curvature, fd, rel_tol=1e-5, abs_tol=1e-7)
+
+
+def test_a_name_bound_before_every_read_gets_no_check() -> None:
+    """A loop over ``range(3)`` without ``break`` runs its body: ``y`` is bound after it. So is a name a loop binds
+    but nothing reads after it (``_``, ``i`` in the corpus), and one bound before the loop."""
+    from tests import corpus_control
+
+    for fn in (literal_range, corpus_control.scalar_loop, corpus_control.early_returns, corpus_control.rnn):
+        assert "check_bound" not in ast_ad.source(fn, stage="normalized")
+    assert "check_bound" in ast_ad.source(stops_early, stage="normalized")  # (range(5), but it may break first)
+
+
+@settings(max_examples=60, deadline=None)
+@given(x=st.floats(-2.0, 2.0).filter(lambda v: abs(v) > 1e-3), n=st.integers(0, 3), c=st.integers(-2, 5))
+def test_each_transformation_raises_exactly_where_python_does(x, n, c) -> None:
+    """Random inputs: where Python's run raises, every transformation raises the same error; where it does not,
+    the gradient is the tracer's."""
+    for fn, args in ((loop_only, (x, n)), (branch_only, (x,)), (index_after, (x, n)), (read_on_later_steps, (x, n)),
+                     (stops_early, (x, c))):
+        try:
+            fn(*args)
+        except UnboundLocalError:
+            for how in ("grad", "jvp", "vjp"):
+                with pytest.raises(UnboundLocalError):
+                    TRANSFORMATIONS[how](fn, args)
+            continue
+        assert np.allclose(ast_ad.grad(fn)(*args), tracer.grad(fn)(*args), rtol=1e-12, atol=1e-15)
