@@ -22,7 +22,7 @@ from ast_ad import runtime
 COMPILED = (runtime.unbroadcast, runtime.unbroadcast_to, runtime.expand_reduced, runtime.reduced_count,
             runtime.getitem_vjp, runtime.summed_getitem_vjp, runtime.add_into, runtime.assign_item,
             runtime.assign_item_vjp_x, runtime.assign_item_vjp_value, runtime.entries, runtime.detached,
-            runtime.owned_adjoint, runtime.pow_minus_one)
+            runtime.owned_adjoint, runtime.pow_minus_one, runtime.check_bound)
 
 
 def register(numba: Any) -> None:
@@ -125,6 +125,16 @@ def register(numba: Any) -> None:
                     raise ValueError("a negative number to a fractional power is complex in Python, and ast_ad "
                                      "differentiates real code only")
                 return x ** power
+            return impl
+        return None
+
+    @overload(runtime.check_bound)
+    def _check_bound(bound, name, where):
+        if isinstance(plain(bound), types.Boolean):
+            def impl(bound, name, where):  # (Numba raises with a constant message: ``jit`` says where)
+                if not bound:
+                    raise UnboundLocalError("cannot access a local variable where it is not associated with a "
+                                            "value")
             return impl
         return None
 

@@ -109,6 +109,7 @@ HELPER_CASES = {
     runtime.detached: [(A,), (2.0,)],
     runtime.owned_adjoint: [(0.0, A), (A * 3, A), (1.5, M)],
     runtime.pow_minus_one: [(2.0, 3.0), (0.0, 0.0), (0.0, 0.5), (-2.0, 3.0), (1.5, 2)],
+    runtime.check_bound: [(True, "y", "f.py:3")],  # (where the flag is down, both raise: tests/test_unbound.py)
 }
 
 

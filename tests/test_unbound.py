@@ -131,3 +131,11 @@ def test_each_transformation_raises_exactly_where_python_does(x, n, c) -> None:
                     TRANSFORMATIONS[how](fn, args)
             continue
         assert np.allclose(ast_ad.grad(fn)(*args), tracer.grad(fn)(*args), rtol=1e-12, atol=1e-15)
+
+
+def test_a_compiled_gradient_raises_as_python_does() -> None:
+    pytest.importorskip("numba")
+    gradient = ast_ad.grad(loop_only, jit="numba")
+    assert gradient(1.5, 3) == ast_ad.grad(loop_only)(1.5, 3) == 6.0
+    with pytest.raises(UnboundLocalError):
+        gradient(1.5, 0)
