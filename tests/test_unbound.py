@@ -139,3 +139,15 @@ def test_a_compiled_gradient_raises_as_python_does() -> None:
     assert gradient(1.5, 3) == ast_ad.grad(loop_only)(1.5, 3) == 6.0
     with pytest.raises(UnboundLocalError):
         gradient(1.5, 0)
+
+
+def test_an_exported_gradient_keeps_the_check(tmp_path) -> None:
+    """``ast_ad.export`` copies ``check_bound`` with the other helpers: the module raises without ast_ad."""
+    import runpy
+
+    path = str(tmp_path / "loop_only_gradient.py")
+    ast_ad.export(ast_ad.grad(loop_only), path, 1.5, 3)
+    gradient = runpy.run_path(path)["loop_only_vjp"]
+    assert gradient(1.5, 3) == (loop_only(1.5, 3), 6.0)
+    with pytest.raises(UnboundLocalError, match=r"test_unbound\.py:\d+: cannot access local variable 'y'"):
+        gradient(1.5, 0)
