@@ -31,52 +31,64 @@ _CHECK = ir.Ref(runtime.check_bound, "check_bound")
 def maybe_unbound(function: ir.Function, inits: dict[int, str]) -> dict[int, list[str]]:
     """For each statement (by id) that reads names that may still hold their ``inits`` (the lowering's ``None``,
     by statement id), those names; under the key ``-1``, the function's result, where it may."""
-    found: dict[int, list[str]] = {}
-    ranges = {s.target: s.value for s in ir.walk(function.body) if type(s) is ir.Assign}
-    checks = checked_only(function)  # (the tuples of an aliasing check: the lowering's reads, not the user's)
+    flow = _Flow(function, inits)
+    end = flow.block(function.body, set(), True, [])
+    if type(function.result) is ir.Var and function.result.name in end:
+        flow.found[-1] = [function.result.name]
+    return flow.found
 
-    def runs(loop: ir.For) -> bool:
-        """Whether the loop runs at least one step to its end: ``range(k)``, ``k`` a positive literal, no break."""
-        value = ranges.get(loop.iter.name) if type(loop.iter) is ir.Var else None
-        return type(value) is ir.Call and value.fn.obj is range and len(value.args) == 1 \
-            and type(value.args[0]) is ir.Const and type(value.args[0].value) is int and value.args[0].value > 0 \
-            and not any(type(s) is ir.Break for s in ir.walk(loop.body))
 
-    def flow(body: tuple[ir.Stmt, ...], state: set[str], record: bool, breaks: list[set[str]]) -> set[str]:
+class _Flow:
+    """The names that may still hold their ``inits``, forward through a function's statements (a may-analysis:
+    the paths of a branch joined, a loop's steps to its fixpoint)."""
+
+    def __init__(self, function: ir.Function, inits: dict[int, str]):
+        self.inits = inits
+        self.found: dict[int, list[str]] = {}
+        self.ranges = {s.target: s.value for s in ir.walk(function.body) if type(s) is ir.Assign}
+        self.checks = checked_only(function)  # (the tuples of an aliasing check: the lowering's reads, not the user's)
+
+    def block(self, body: tuple[ir.Stmt, ...], state: set[str], record: bool, breaks: list[set[str]]) -> set[str]:
+        """The state after ``body`` from ``state`` (``record``: noting the reads it finds; ``breaks`` takes the state
+        at each ``break``)."""
         for stmt in body:
             hits = [n for n in dict.fromkeys(ir.reads_of(stmt)) if n in state]
-            if hits and record and not (type(stmt) is ir.Assign and stmt.target in checks):
-                found[id(stmt)] = hits
+            if hits and record and not (type(stmt) is ir.Assign and stmt.target in self.checks):
+                self.found[id(stmt)] = hits
             if type(stmt) is ir.If:
-                state = flow(stmt.body, set(state), record, breaks) | flow(stmt.orelse, set(state), record, breaks)
+                state = self.block(stmt.body, set(state), record, breaks) | \
+                    self.block(stmt.orelse, set(state), record, breaks)
             elif type(stmt) is ir.For or type(stmt) is ir.While:
-                bound = {stmt.target} if type(stmt) is ir.For else set()
-                head, inner = set(state), list[set[str]]()
-                while True:  # the states at the loop's head: on arrival, and after each step
-                    inner = []
-                    after_step = flow(stmt.body, head - bound, False, inner)
-                    if state | after_step <= head:
-                        break
-                    head |= after_step
-                inner = []
-                after_step = flow(stmt.body, head - bound, record, inner)
-                stopped = set().union(*inner)
-                state = (after_step if type(stmt) is ir.For and runs(stmt) else head) | stopped
+                state = self.loop(stmt, state, record)
             elif type(stmt) is ir.Break:
                 breaks.append(set(state))
                 return set()  # (nothing after a break runs)
             else:
                 for name in ir.defined(stmt):
-                    if id(stmt) in inits:
+                    if id(stmt) in self.inits:
                         state.add(name)
                     else:
                         state.discard(name)
         return state
 
-    end = flow(function.body, set(), True, [])
-    if type(function.result) is ir.Var and function.result.name in end:
-        found[-1] = [function.result.name]
-    return found
+    def loop(self, stmt: ir.For | ir.While, state: set[str], record: bool) -> set[str]:
+        bound = {stmt.target} if type(stmt) is ir.For else set()
+        head = set(state)
+        while True:  # the states at the loop's head: on arrival, and after each step
+            after_step = self.block(stmt.body, head - bound, False, [])
+            if state | after_step <= head:
+                break
+            head |= after_step
+        breaks: list[set[str]] = []
+        after_step = self.block(stmt.body, head - bound, record, breaks)
+        return (after_step if type(stmt) is ir.For and self.runs(stmt) else head).union(*breaks)
+
+    def runs(self, loop: ir.For) -> bool:
+        """Whether the loop runs at least one step to its end: ``range(k)``, ``k`` a positive literal, no break."""
+        value = self.ranges.get(loop.iter.name) if type(loop.iter) is ir.Var else None
+        return type(value) is ir.Call and value.fn.obj is range and len(value.args) == 1 \
+            and type(value.args[0]) is ir.Const and type(value.args[0].value) is int and value.args[0].value > 0 \
+            and not any(type(s) is ir.Break for s in ir.walk(loop.body))
 
 
 def checked(function: ir.Function, inits: dict[int, str], namer: Namer) -> ir.Function:
@@ -87,28 +99,33 @@ def checked(function: ir.Function, inits: dict[int, str], namer: Namer) -> ir.Fu
         return function
     owners = {s.target: inits[id(s)] for s in ir.walk(function.body) if id(s) in inits and type(s) is ir.Assign}
     flags = {name: namer.fresh(f"{owners[name]}_bound") for names in found.values() for name in names}
-
-    def check(name: str, line: ir.Line) -> ir.Assign:
-        where = f"{line.filename}:{line.lineno}"
-        return ir.Assign(namer.fresh("checked"), ir.Call(_CHECK, (ir.Var(flags[name]), ir.Const(owners[name]),
-                                                                   ir.Const(where))), line)
-
-    def block(body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
-        out: list[ir.Stmt] = []
-        for stmt in body:
-            out += [check(name, stmt.line) for name in found.get(id(stmt), ())]
-            if not ir.blocks(stmt):
-                out.append(stmt)
-                out += [ir.Assign(flags[n], ir.Const(id(stmt) not in inits), stmt.line)
-                        for n in ir.defined(stmt) if n in flags]
-                continue
-            blocks = [block(b) for b in ir.blocks(stmt)]
-            if type(stmt) is ir.For and stmt.target in flags:  # bound at the top of each step
-                blocks[0].insert(0, ir.Assign(flags[stmt.target], ir.Const(True), stmt.line))
-            out.append(ir.with_blocks(stmt, blocks))
-        return out
-    body = tuple(block(function.body))
+    body = _flagged(function.body, found, inits, owners, flags, namer)
     if -1 in found:
-        body = (*body, *(check(name, function.result_line) for name in found[-1]))
-    return ir.Function(function.name, function.params, body, function.result, function.result_line, function.fn,
-                       function.mutable | frozenset(flags.values()), function.users)
+        body += [_check(name, function.result_line, owners, flags, namer) for name in found[-1]]
+    return ir.Function(function.name, function.params, tuple(body), function.result, function.result_line,
+                       function.fn, function.mutable | frozenset(flags.values()), function.users)
+
+
+def _flagged(body: tuple[ir.Stmt, ...], found: dict[int, list[str]], inits: dict[int, str], owners: dict[str, str],
+             flags: dict[str, str], namer: Namer) -> list[ir.Stmt]:
+    """``body`` with its checks before the reads ``found``, and its flags set after each binding of a flagged name."""
+    out: list[ir.Stmt] = []
+    for stmt in body:
+        out += [_check(name, stmt.line, owners, flags, namer) for name in found.get(id(stmt), ())]
+        if not ir.blocks(stmt):
+            out.append(stmt)
+            out += [ir.Assign(flags[n], ir.Const(id(stmt) not in inits), stmt.line)
+                    for n in ir.defined(stmt) if n in flags]
+            continue
+        blocks = [_flagged(b, found, inits, owners, flags, namer) for b in ir.blocks(stmt)]
+        if type(stmt) is ir.For and stmt.target in flags:  # bound at the top of each step
+            blocks[0].insert(0, ir.Assign(flags[stmt.target], ir.Const(True), stmt.line))
+        out.append(ir.with_blocks(stmt, blocks))
+    return out
+
+
+def _check(name: str, line: ir.Line, owners: dict[str, str], flags: dict[str, str], namer: Namer) -> ir.Assign:
+    """``checked = check_bound(y_bound, 'y', 'model.py:4')``."""
+    where = ir.Const(f"{line.filename}:{line.lineno}")
+    return ir.Assign(namer.fresh("checked"), ir.Call(_CHECK, (ir.Var(flags[name]), ir.Const(owners[name]), where)),
+                     line)

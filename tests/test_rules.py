@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ast_ad import registry, runtime, tracer
-from ast_ad.runtime import absent, check_in_place, check_kept, unbroadcast
+from ast_ad.runtime import absent, check_bound, check_in_place, check_kept, unbroadcast
 from tests.rule_cases import CASES
 from tests.strategies import arrays
 
@@ -210,6 +210,7 @@ def test_nondiff_rules_stop_the_gradient(rule: registry.Rule) -> None:
               np.lcm: (box(np.array([4, 6])), 2), np.bitwise_and: (box(np.array([4, 6])), 2),
               np.bitwise_or: (box(np.array([4, 6])), 2), np.bitwise_xor: (box(np.array([4, 6])), 2),
               check_in_place: (box(np.ones(2)), (np.zeros(2),), "here"), check_kept: (box(0.5), "here"),
+              check_bound: (box(True), "y", "here"),
               runtime.balanced_eq: (box(np.array([1.0, 2.0])), np.array([1.0, 3.0]), 0.5),
               runtime.clip_mask: (box(np.array([1.0, -2.0])), -0.5, 0.7),
               runtime.tensordot_spec: (box(np.ones((2, 3))), np.ones((3, 2)), 1), np.broadcast_shapes: ((2,), (3, 2)),
