@@ -31,6 +31,8 @@ _CHECK = ir.Ref(runtime.check_bound, "check_bound")
 def maybe_unbound(function: ir.Function, inits: dict[int, str]) -> dict[int, list[str]]:
     """For each statement (by id) that reads names that may still hold their ``inits`` (the lowering's ``None``,
     by statement id), those names; under the key ``-1``, the function's result, where it may."""
+    if not inits:
+        return {}  # (no branch or loop binds a name first: most functions)
     flow = _Flow(function, inits)
     end = flow.block(function.body, set(), True, [])
     if type(function.result) is ir.Var and function.result.name in end:
@@ -45,15 +47,16 @@ class _Flow:
     def __init__(self, function: ir.Function, inits: dict[int, str]):
         self.inits = inits
         self.found: dict[int, list[str]] = {}
-        self.ranges = {s.target: s.value for s in ir.walk(function.body) if type(s) is ir.Assign}
-        self.checks = checked_only(function)  # (the tuples of an aliasing check: the lowering's reads, not the user's)
+        self.function = function
+        self._ranges: dict[str, ir.Expr] | None = None
+        self._checks: set[str] | None = None
 
     def block(self, body: tuple[ir.Stmt, ...], state: set[str], record: bool, breaks: list[set[str]]) -> set[str]:
         """The state after ``body`` from ``state`` (``record``: noting the reads it finds; ``breaks`` takes the state
         at each ``break``)."""
         for stmt in body:
             hits = [n for n in dict.fromkeys(ir.reads_of(stmt)) if n in state]
-            if hits and record and not (type(stmt) is ir.Assign and stmt.target in self.checks):
+            if hits and record and not (type(stmt) is ir.Assign and stmt.target in self.checks()):
                 self.found[id(stmt)] = hits
             if type(stmt) is ir.If:
                 state = self.block(stmt.body, set(state), record, breaks) | \
@@ -83,9 +86,17 @@ class _Flow:
         after_step = self.block(stmt.body, head - bound, record, breaks)
         return (after_step if type(stmt) is ir.For and self.runs(stmt) else head).union(*breaks)
 
+    def checks(self) -> set[str]:
+        """The tuples of an aliasing check (``kinds.checked_only``): the lowering reads them, not the user."""
+        if self._checks is None:
+            self._checks = checked_only(self.function)
+        return self._checks
+
     def runs(self, loop: ir.For) -> bool:
         """Whether the loop runs at least one step to its end: ``range(k)``, ``k`` a positive literal, no break."""
-        value = self.ranges.get(loop.iter.name) if type(loop.iter) is ir.Var else None
+        if self._ranges is None:
+            self._ranges = {s.target: s.value for s in ir.walk(self.function.body) if type(s) is ir.Assign}
+        value = self._ranges.get(loop.iter.name) if type(loop.iter) is ir.Var else None
         return type(value) is ir.Call and value.fn.obj is range and len(value.args) == 1 \
             and type(value.args[0]) is ir.Const and type(value.args[0].value) is int and value.args[0].value > 0 \
             and not any(type(s) is ir.Break for s in ir.walk(loop.body))
