@@ -4,11 +4,15 @@ was bound, the derivatives are the usual ones."""
 
 from __future__ import annotations
 
+import importlib.util
+import itertools
 import math
+import os
+import tempfile
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
 import ast_ad
@@ -151,3 +155,71 @@ def test_an_exported_gradient_keeps_the_check(tmp_path) -> None:
     assert gradient(1.5, 3) == (loop_only(1.5, 3), 6.0)
     with pytest.raises(UnboundLocalError, match=r"test_unbound\.py:\d+: cannot access local variable 'y'"):
         gradient(1.5, 0)
+
+
+# ---- random programs: names bound in loops and branches, read where they may not be ---------------------------
+DIRECTORY = tempfile.mkdtemp(prefix="ast_ad_unbound_")
+_serial = itertools.count()
+BINDERS = [  # (the lines, at the function's indentation, that may bind their names; each indented by 4 more)
+    ["for i in range(n):", "    y = {e}"],
+    ["if x > c:", "    y = {e}"],
+    ["if x > c:", "    y = {e}", "else:", "    z = {e}"],
+    ["for i in range(n):", "    if i > c:", "        break", "    y = {e}"],
+    ["for i in range(3):", "    y = {e}"],
+    ["k = 0", "while k < n:", "    k += 1", "    y = {e}"],
+    ["for i in range(n):", "    if i > 0:", "        s = s + y * 0.5", "    y = {e}"],
+    ["for i in range(n):", "    for j in range(n):", "        z = {e} + j"],
+]
+VALUES = ["np.sin(x) * s", "x * s + 1.0", "np.tanh(s * x)"]
+READS = ["{v} * x", "s + {v}", "np.sin({v}) * s", "s * x"]
+
+
+@st.composite
+def unbound_programs(draw) -> str:
+    """``def f(x, n, c)``: one or two statements that may bind names, reads of those names after them."""
+    lines = ["import numpy as np", "", "", "def f(x, n, c):", "    s = x * 0.5"]
+    bound: list[str] = []
+    for _ in range(draw(st.integers(1, 2))):
+        binder = [line.format(e=draw(st.sampled_from(VALUES))) for line in draw(st.sampled_from(BINDERS))]
+        lines += ["    " + line for line in binder]
+        bound += [n for n in ("i", "y", "z") if any(f"{n} = " in line or f"for {n} " in line for line in binder)]
+        if draw(st.booleans()):
+            lines.append("    s = s + " + draw(st.sampled_from(READS)).format(v=draw(st.sampled_from(bound))))
+    lines.append("    return " + draw(st.sampled_from(READS)).format(v=draw(st.sampled_from(bound))) + " + s")
+    return "\n".join(lines) + "\n"
+
+
+def _load(source: str):
+    name = f"ast_ad_unbound_{os.getpid()}_{next(_serial)}"
+    path = os.path.join(DIRECTORY, name + ".py")
+    with open(path, "w") as out:
+        out.write(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.f
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(source=unbound_programs(), x=st.floats(-2.0, 2.0).filter(lambda v: abs(v) > 1e-3), n=st.integers(0, 3),
+       c=st.integers(-1, 3))
+def test_random_programs_raise_where_python_raises_and_match_the_tracer_elsewhere(source, x, n, c) -> None:
+    """Programs that bind names in loops (which may run no step, or stop early) and branches, and read them
+    after: each transformation raises ``UnboundLocalError`` where Python's run does, and gives the tracer's
+    gradient and tangent where it does not."""
+    note(source)
+    fn = _load(source)
+    args = (x, n, c)
+    try:
+        value = fn(*args)
+    except UnboundLocalError:
+        event("Python raises")
+        for how in ("grad", "jvp", "vjp"):
+            with pytest.raises(UnboundLocalError):
+                TRANSFORMATIONS[how](fn, args)
+        return
+    event("checked" if "check_bound" in ast_ad.source(fn, stage="normalized") else "no check needed")
+    got_value, slope = ast_ad.value_and_grad(fn)(*args)
+    assert got_value == value
+    assert math.isclose(slope, tracer.grad(fn)(*args), rel_tol=1e-10, abs_tol=1e-12)
+    assert math.isclose(ast_ad.jvp(fn, args, (1.0, None, None))[1], slope, rel_tol=1e-10, abs_tol=1e-12)
