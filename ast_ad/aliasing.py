@@ -269,7 +269,10 @@ def _live_block(statements: list[gast.stmt], after: set[str], always: frozenset[
             bound = {t.id for target in getattr(stmt, "targets", []) if isinstance(stmt, gast.Assign)
                      for t in ([target] if isinstance(target, gast.Name) else getattr(target, "elts", []))
                      if isinstance(t, gast.Name)}
-            live = (live - bound) | syntax.name_ids(stmt, loads=True)
+            read = syntax.name_ids(stmt, loads=True)
+            if isinstance(stmt, gast.AugAssign) and isinstance(stmt.target, gast.Name):
+                read = read | {stmt.target.id}  # ``v += d`` reads ``v`` (and changes its object, if an array)
+            live = (live - bound) | read
     return live
 
 

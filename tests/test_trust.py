@@ -91,6 +91,7 @@ EXACT = [
 
 # (function, arguments, error type)
 REFUSED = [
+    (c.augmented_through_two_names, (X,), errors.InPlaceAliasError),
     (c.write_through_list_alias, (X,), errors.InPlaceAliasError),
     (c.write_into_an_item_of_a_list_copy, (X,), errors.InPlaceAliasError),
     (c.write_into_an_item_of_a_tuple_copy, (X,), errors.InPlaceAliasError),
@@ -218,6 +219,18 @@ def test_refused_at_the_users_line(fn, args, kind) -> None:
         assert (err.filename, err.lineno) == (c.__file__, line)
     else:
         assert f"{c.__file__}:{line}:" in str(err)
+
+
+def test_an_in_place_update_through_two_names_is_refused_in_both_modes_and_exact_on_numbers() -> None:
+    """``v = x; x += d; v += d``: on an array, both names are one object, which Python changes twice; ast_ad
+    refuses in each mode (it would compute new arrays). On a float, ``+=`` makes a new number: exact."""
+    for run in (lambda: ast_ad.grad(c.augmented_through_two_names)(np.zeros(3)),
+                lambda: ast_ad.jvp(c.augmented_through_two_names, (np.zeros(3),), (np.ones(3),))):
+        with pytest.raises(errors.InPlaceAliasError):
+            run()
+    value, slope = ast_ad.value_and_grad(c.augmented_through_two_names)(0.25)
+    assert value == c.augmented_through_two_names(0.25) and slope == 1.0
+    assert ast_ad.jvp(c.augmented_through_two_names, (0.25,), (1.0,)) == (value, 1.0)
 
 
 def test_a_decorators_wrapper_is_what_is_differentiated() -> None:

@@ -26,6 +26,16 @@ def swap_after_loop(y, a, v):
 
 
 # ---- 1. reference semantics: containers, views, helpers ----------------------------------------------------
+def augmented_through_two_names(x):
+    """Found by the long hypothesis profile: ``v = x``, then ``x += d`` and ``v += d``, both in place on the one
+    array (Python's sum is 6 d for x = 0). The liveness the guard reads took ``v += d`` as no read of ``v``, so
+    ``x += d`` was computed as a new array unchecked, and the value and gradient were those of 3 d."""
+    v = x
+    x += np.sin(0.5)  # refused here
+    v += np.sin(0.5)
+    return np.sum(x)
+
+
 def write_through_list_alias(x):
     ys = [x * 1.0, x * 2.0]
     a = ys[0]
