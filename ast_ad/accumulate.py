@@ -109,7 +109,7 @@ class Accumulation:
         """A loop's sums (``batch_products``), each added to its adjoint (``W_bar = W_bar + summed(...)``), or the
         adjoint's start where nothing flowed into it before the loop (``untouched``) and the loop does not read it."""
         owner = {bar: var for var, bar in self.bars.items() if isinstance(var, str) and var in untouched}
-        read = {n for s in ir.walk(tuple(body)) for n in ir.reads_of(s)} if owner else set()
+        read = ir.reads_in(body) if owner else set()
         out: list[ir.Stmt] = []
         for bar, total in sums:
             var = owner.pop(bar, None)  # a second sum into it adds

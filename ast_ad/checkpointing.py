@@ -105,9 +105,7 @@ class Checkpointing(Saving):
         place once it is built (``filled``): a part nothing reads, which the printer refuses, were it left."""
         bound = {n for s in ir.walk(stmt.body) for n in ir.defined(s)} | {stmt.target}
         outside = dict.fromkeys(n for s in ir.walk(stmt.body) for n in ir.reads_of(s) if n not in bound)
-        (stand_in,), _ = self.part(ir.Pack(tuple(ir.Var(n) for n in outside)))
-        assert type(stand_in) is ir.Assign
-        return stand_in
+        return ir.Assign(self.scratch.fresh(""), ir.Pack(tuple(ir.Var(n) for n in outside)), ir.NOWHERE)
 
     def snapshot_state(self, plan: Checkpointed) -> list[ir.Stmt]:
         """``snapshots.append((h, c))``."""

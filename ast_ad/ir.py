@@ -336,6 +336,11 @@ def reads_of(stmt: Stmt) -> list[str]:
     return names
 
 
+def reads_in(body: list[Stmt] | tuple[Stmt, ...]) -> set[str]:
+    """The local names ``body`` reads, its nested statements included."""
+    return {n for s in walk(tuple(body)) for n in reads_of(s)}
+
+
 def blocks(stmt: Stmt) -> tuple[tuple[Stmt, ...], ...]:
     """The statement lists nested directly in ``stmt``."""
     if type(stmt) is If:

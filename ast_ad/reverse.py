@@ -229,7 +229,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
             # of the result (a list of them, maybe) is copied first, so that the caller keeps it as it was
             backward_ir.insert(0, ir.Assign(seed, ir.Call(_DETACHED, (ir.Var(seed),)), ir.NOWHERE))
         if any(ir.blocks(s) or restored(s) is not None for s in backward_ir):
-            reads = [self.reads_in(s) for s in backward_ir]  # of each statement (a restore reads none)
+            reads = [ir.reads_in((s,)) for s in backward_ir]  # of each statement (a restore reads none)
             self.needed = set().union(*reads)
             backward_ir = self.resolve_restores(backward_ir, set(), reads=reads)
         # (else there is no restore to resolve, here or in a block: nothing to read for it)

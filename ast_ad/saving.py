@@ -161,7 +161,7 @@ class Saving:
         ``body``, the step's backward pass, reads (or that those read): no dead store of ``x[i]`` whose adjoint
         needs only ``i``."""
         chosen = self.recomputed.get(id(loop), ())
-        needed = {n for s in ir.walk(tuple(body)) for n in ir.reads_of(s)} if chosen else set()
+        needed = ir.reads_in(body) if chosen else set()
         kept: list[ir.Stmt] = []
         for stmt in reversed(chosen):
             if stmt.target in needed:
@@ -272,7 +272,7 @@ class Saving:
             stmt = body[k]
             name = restored(stmt)
             if name is None:
-                read = reads[k] if reads is not None else self.reads_in(stmt)
+                read = reads[k] if reads is not None else ir.reads_in((stmt,))
                 if ir.blocks(stmt):
                     inner = later | read if isinstance(stmt, (ir.For, ir.While)) else set(later)
                     stmt = ir.with_blocks(stmt, [self.resolve_restores(list(b), inner) for b in ir.blocks(stmt)])
@@ -289,10 +289,6 @@ class Saving:
                 self.kept.add((name, mark.key))
                 out.append(ir.Pop(name, self.tape(name), ir.NOWHERE))
         return out[::-1]
-
-    def reads_in(self, stmt: ir.Stmt) -> set[str]:
-        """The names ``stmt`` reads, in its blocks too."""
-        return {n for s in ir.walk((stmt,)) for n in ir.reads_of(s)}
 
 
 def with_shapes(function: ir.Function, shapes: dict[str, str]) -> ir.Function:
