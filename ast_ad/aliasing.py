@@ -49,6 +49,7 @@ class Aliasing:
     loop_shared: list[set[str]]  # per enclosing loop, the names it may bind to a shared object (``loop_shared``)
     checked_only: set[str]  # user names that only checks read (``checked``)
     live: frozenset[str] | None  # the names read after the statement being lowered (``live_after``), if known
+    pending: list[ir.Var]  # values ``a, b = u, v`` has read and binds after the write being lowered
 
     def bind(self, value: ir.Expr, hint: str, user: bool = False, holds: bool = True) -> ir.Var:
         raise NotImplementedError  # the normalizer's
@@ -107,15 +108,21 @@ class Aliasing:
         """The live variables, but ``owner``, whose objects are among the IR ``names``: those bound, and read
         after the statement being lowered (``live``, where known), as a change nothing reads is no change."""
         live = self.live
-        return [other for name, other in self.env.items() if name != owner and isinstance(other, ir.Var)
-                and other.name in names and (live is None or name in live)]
+        found = [other for name, other in self.env.items() if name != owner and isinstance(other, ir.Var)
+                 and other.name in names and (live is None or name in live)]
+        return found + [atom for atom in self.pending if atom.name in names and atom not in found]
 
     def check_apart(self, atom: ir.Var, others: list[ir.Var], flag: ir.Var | None = None) -> None:
         """``check_in_place(atom, others, where)``, at run time (where ``flag`` is true, if given)."""
         where = f"{self.source.filename}:{self.line.lineno}"
         start = len(self.body)
-        pack = self.bind(ir.Pack(tuple(dict.fromkeys(others))), "others", holds=False)
-        self.bind(ir.Call(ir.Ref(runtime.check_in_place, "check_in_place"), (atom, pack, ir.Const(where))), "checked")
+        others = list(dict.fromkeys(others))
+        pack = self.bind(ir.Pack(tuple(others)), "others", holds=False)
+        users = {atom.name: name for name, atom in self.env.items() if isinstance(atom, ir.Var)}
+        names = ", ".join(dict.fromkeys(users.get(v.name) or self.owner.get(v.name) or "a value read before it"
+                                        for v in others))
+        self.bind(ir.Call(ir.Ref(runtime.check_in_place, "check_in_place"),
+                          (atom, pack, ir.Const(where), ir.Const(names))), "checked")
         if flag is not None:  # the two statements, in a branch of their own
             branch = tuple(self.body[start:])
             del self.body[start:]

@@ -470,10 +470,16 @@ def in_place_writes(function: ir.Function, useful: set[str], structured: set[str
     them. The array must have an adjoint (in forward mode, a tangent: ``useful`` is then the active names),
     hold no container, and be rebound inside the loop by nothing but those writes; the loop must not iterate
     over it. The generated code copies it once, when the loop starts.
+
+    The fact this relies on: no other variable reaches the array while the loop writes it, so that writing a
+    private copy changes what Python's write changes and nothing else. It is the memory model's
+    (``aliasing``): an array it cannot prove unshared has a guard before its writes (``guarded``), and keeps
+    the general path, a new array a write, where the guard sees the object Python would change.
     """
     loops: dict[int, tuple[str, ...]] = {}
     writes: dict[int, str] = {}
     reads: dict[int, str] = {}
+    shared = guarded(function.body)  # another name may see these: a private copy would hide it from the guard
     # each block, with the arrays the loops around it write in place
     blocks: list[tuple[tuple[ir.Stmt, ...], frozenset[str]]] = [(function.body, frozenset())]
     while blocks:
@@ -484,7 +490,7 @@ def in_place_writes(function: ir.Function, useful: set[str], structured: set[str
                 iterated = {stmt.iter.name} if isinstance(stmt, ir.For) and isinstance(stmt.iter, ir.Var) else set()
                 names = {s.target for s in inner if _self_write(s)} - owned - iterated
                 ok = tuple(sorted(n for n in names if n in useful and n not in structured
-                                  and classes.get(n) != SCALAR
+                                  and n not in shared and classes.get(n) != SCALAR
                                   and all(_self_write(s) for s in inner if n in ir.defined(s))))
                 if ok:
                     loops[id(stmt)] = ok
@@ -497,6 +503,19 @@ def in_place_writes(function: ir.Function, useful: set[str], structured: set[str
             elif isinstance(stmt, ir.If):
                 blocks += [(stmt.body, owned), (stmt.orelse, owned)]
     return InPlace(loops, writes, reads)
+
+
+def guarded(body: tuple[ir.Stmt, ...]) -> frozenset[str]:
+    """The names whose objects the memory model guards before a write anywhere in ``body``: another live
+    variable may reach them (``registry.def_guard``, ``aliasing.Aliasing.check_apart``)."""
+    names: set[str] = set()
+    for stmt in ir.walk(body):
+        value = stmt.value if isinstance(stmt, ir.Assign) else None
+        if isinstance(value, ir.Call):
+            k = registry.guarded_argument(value.fn.obj)
+            if k is not None and k < len(value.args) and isinstance(value.args[k], ir.Var):
+                names.add(value.args[k].name)
+    return frozenset(names)
 
 
 def accumulated_reads(function: ir.Function, useful: set[str], structured: set[str], known: Kinds,

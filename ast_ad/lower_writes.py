@@ -78,10 +78,23 @@ class WriteLowering(CallLowering):
         inner = self.expr(outer)
         if isinstance(inner, ir.Var):
             self.guard_object(inner, root.id)
+            self.guard_slot(inner, outer)
         index = self.index(target.slice)
         new = self.bind(ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (inner, index, value)),
                         f"{_atom_name(inner)}_new" if isinstance(inner, ir.Var) else "item")
         self.bind_target(outer, new)
+
+    def guard_slot(self, inner: ir.Var, outer: gast.Subscript) -> None:
+        """Before a write into ``inner``, the object ``L[k]`` (``outer``) holds: refuse at run time where another
+        slot of ``L`` holds it too (``pair = [y, y]``), which no name shows (``runtime.check_item_apart``)."""
+        made = self.body[-1] if self.body else None
+        if isinstance(made, ir.Assign) and made.target == inner.name and isinstance(made.value, ir.Call) \
+                and made.value.fn.obj in (operator.getitem, runtime.list_item) and len(made.value.args) >= 2:
+            container, key = made.value.args[0], made.value.args[1]
+        else:
+            container, key = self.expr(outer.value), self.index(outer.slice)
+        where = ir.Const(f"{self.source.filename}:{self.line.lineno}")
+        self.bind(ir.Call(ir.Ref(runtime.check_item_apart, "check_item_apart"), (container, key, where)), "checked")
 
     def augment_item(self, node: gast.AugAssign) -> None:
         """``y[i] += v`` reads ``y[i]`` once, adds, and assigns the item."""

@@ -141,6 +141,7 @@ class Lowerer(ExpressionLowering):
         self.checked_only = _checked_only(source.tree, source.fn.__globals__)  # see ``Aliasing.note_views``
         self.liveness: dict[int, frozenset[str]] = {}  # what is read after each statement (``live_after``)
         self.live: frozenset[str] | None = None  # that, for the statement being lowered, if known
+        self.pending: list[ir.Var] = []  # values an unpacking has read but not bound yet (``Aliasing.pending``)
 
     # ---- the function ------------------------------------------------------------------------------
     def function(self) -> ir.Function:
@@ -252,8 +253,14 @@ class Lowerer(ExpressionLowering):
                      for t, v in zip(target.elts, value.elts, strict=True)]
             # every value is read before any target is bound: ``a, v = v, a`` swaps, even where a name is mutable
             atoms = [self.hold(atom) for atom in atoms]
-            for t, atom in zip(target.elts, atoms, strict=True):
-                self.bind_target(t, atom)
+            for k, (t, atom) in enumerate(zip(target.elts, atoms, strict=True)):
+                # the values not bound yet are read after this write: a view among them (``y[0], y[1] = y[1],
+                # y[0]`` of rows) sees it in Python, so the guards count them as live variables
+                self.pending = [a for a in atoms[k + 1:] if isinstance(a, ir.Var)]
+                try:
+                    self.bind_target(t, atom)
+                finally:
+                    self.pending = []
         else:
             self.bind_target(target, self.expr(value))
 

@@ -152,7 +152,7 @@ _FACTS: dict[str, dict[Any, Any]] = {"in_place": {}, "sequence": {}, "same_kind"
                                      "view": {}, "full_reduction": {}, "casts": {}, "reads_in_order": {},
                                      "scaled_by_initial": {}, "read_as": {}, "holds_items": {},
                                      "shape_read": {}, "new_list": {}, "identity_read": {},
-                                     "number_result": {}}
+                                     "number_result": {}, "guard": {}}
 
 
 def _fact(fact: str, fn: Any) -> Any:
@@ -343,6 +343,25 @@ def def_identity_read(fn: Any, k: int) -> None:
 def identity_read(fn: Any) -> int | None:
     """The position of the argument ``fn`` reads only by identity (``def_identity_read``), or ``None``."""
     found: int | None = _fact("identity_read", fn)
+    return found
+
+
+def def_guard(fn: Any, k: int) -> None:
+    """Declare that ``fn`` guards a write: it refuses at run time when another live variable may reach the object
+    its positional argument ``k`` holds, about to change (``check_in_place(x, others, where)``).
+
+    The memory model (``aliasing``) writes such a call where it cannot prove that no other name sees the
+    object; every pass that would move the object (a loop's private copy written in place,
+    ``analysis.in_place_writes``) reads the guarded names through ``guarded_argument`` and keeps the
+    general path for them, since a copy would make the guard compare a fresh object and pass.
+    """
+    _note("guard", fn, k)
+    _FACTS["guard"][fn] = k
+
+
+def guarded_argument(fn: Any) -> int | None:
+    """The position of the argument whose object ``fn`` guards before a write (``def_guard``), or ``None``."""
+    found: int | None = _fact("guard", fn)
     return found
 
 

@@ -920,6 +920,10 @@ def assign_item(x: Any, index: Any, value: Any) -> Any:
     The new array keeps ``x``'s dtype, as numpy's write does: a float written into an
     integer array is truncated (and takes no gradient, see ``assign_item_vjp_value``).
     """
+    if isinstance(x, tuple):  # ``params[1][0] = v`` writes the new item back into a tuple it reads: a new tuple
+        items = list(x)
+        items[index] = value
+        return type(x)(*items) if hasattr(x, "_fields") else tuple(items)
     out: Any = type(x)(x) if isinstance(x, (list, dict)) else x.copy() if is_array(x) else np.array(x)
     out[index] = value
     return out
@@ -975,10 +979,10 @@ def assign_item_vjp_x(g: Any, x: Any, index: Any) -> Any:
     if isinstance(x, dict):
         return {key: item for key, item in g.items() if key in x and key != index} | \
             ({index: zeros_like(x[index])} if index in x else {})
-    if isinstance(x, list):
+    if isinstance(x, (list, tuple)):
         parts = list(g)
         parts[index] = zeros_like(x[index])
-        return parts
+        return parts if isinstance(g, list) else tuple(parts)
     out = copy_as(g, float)
     out[index] = 0.0
     return out
@@ -1424,12 +1428,12 @@ def vecdot_vjp(g: Any, other: Any, axis: Any = -1) -> Any:
     return np.expand_dims(g, axis) * other
 
 
-def check_in_place(target: Any, others: Any, where: Any) -> Any:
+def check_in_place(target: Any, others: Any, where: Any, names: Any = None) -> Any:
     """Refuse an in-place update of an object that another live variable also reaches.
 
     An array is changed for every array that shares its memory; a list or dict for every
     name bound to it. Containers among ``others`` are searched, so ``a = ys[0]`` counts
-    as reaching ``ys[0]``'s array.
+    as reaching ``ys[0]``'s array. ``names``: the variables ``others`` are, for the message.
     """
     if not (is_array(target) or isinstance(target, (list, dict))):
         return
@@ -1448,9 +1452,29 @@ def check_in_place(target: Any, others: Any, where: Any) -> Any:
             from ast_ad.errors import InPlaceAliasError as error
         except ImportError:  # in an exported module
             error = ValueError  # type: ignore[misc, assignment]  # exported without ast_ad
-        raise error(f"{where}: this in-place update changes an object that another variable also refers to "
+        who = f"another variable ({names})" if names else "another variable"
+        raise error(f"{where}: this in-place update changes an object that {who} also refers to "
                     "(Python would change both; ast_ad computes a new value): copy it first, "
                     "y = x.copy(), or write x = x + ... instead of x += ...")
+
+
+def check_item_apart(container: Any, key: Any, where: Any) -> Any:
+    """Refuse a write into the object ``container[key]`` where another slot of ``container`` reaches it too.
+
+    ``pair = [y, y]; pair[0][1] = v`` changes the one array both slots hold, so Python's ``pair[1]`` sees the
+    write; ast_ad writes a new array back into slot 0 alone. An array's row (``A[0][i] = v``) has no
+    other slot to share it with, and is left to the guards of the array itself.
+    """
+    if isinstance(container, dict):
+        rest = [item for k, item in container.items() if k != key]
+    elif isinstance(container, (list, tuple)) and isinstance(key, (int, np.integer)) and container:
+        k = int(key) % len(container)
+        rest = [*container[:k], *container[k + 1:]]
+    elif isinstance(container, (list, tuple)):
+        rest = list(container)  # a slice of slots: their objects, compared with the one the slice read
+    else:
+        return
+    check_in_place(container[key], rest, where)
 
 
 def _may_share_memory(a: Any, b: Any) -> bool:

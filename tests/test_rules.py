@@ -210,6 +210,7 @@ def test_nondiff_rules_stop_the_gradient(rule: registry.Rule) -> None:
               np.lcm: (box(np.array([4, 6])), 2), np.bitwise_and: (box(np.array([4, 6])), 2),
               np.bitwise_or: (box(np.array([4, 6])), 2), np.bitwise_xor: (box(np.array([4, 6])), 2),
               check_in_place: (box(np.ones(2)), (np.zeros(2),), "here"), check_kept: (box(0.5), "here"),
+              runtime.check_item_apart: ([box(np.ones(2)), np.zeros(2)], 0, "here"),
               check_bound: (box(True), "y", "here"),
               runtime.balanced_eq: (box(np.array([1.0, 2.0])), np.array([1.0, 3.0]), 0.5),
               runtime.clip_mask: (box(np.array([1.0, -2.0])), -0.5, 0.7),
@@ -263,6 +264,10 @@ def test_a_view_fact_is_one_python_has(fn) -> None:
     x = np.arange(6.0).reshape(2, 3)
     extra = {np.reshape: ((3, 2),), np.swapaxes: (0, 1), np.moveaxis: (0, 1), np.broadcast_to: ((4, 2, 3),),
              np.expand_dims: (0,), __import__("operator").getitem: ((0,),)}
+    if fn is runtime.list_item:  # an item of a list: the very object the list holds
+        xs = [x, x + 1.0]
+        assert fn(xs, 1, 2) is xs[1]
+        return
     out = fn(x, *extra.get(fn, ()))
     assert np.shares_memory(out, x)
 

@@ -9,12 +9,14 @@ from ast_ad.registry import (
     Rule,
     def_effect,
     def_full_reduction,
+    def_guard,
     def_holds_items,
     def_identity_read,
     def_linear,
     def_new_list,
     def_nondiff,
     def_sequence,
+    def_view,
     defjvp,
     defvjp,
     lookup,
@@ -25,6 +27,7 @@ from ast_ad.runtime import (
     absent,
     check_bound,
     check_in_place,
+    check_item_apart,
     check_kept,
     chosen_jvp,
     chosen_vjp,
@@ -100,8 +103,10 @@ defjvp(list_item, None, zero, zero)
 def_effect(builtins.print)
 def_full_reduction(builtins.float)  # float(x): a number
 
-def_nondiff(absent, check_in_place, check_kept)  # guards before in-place updates: no value, no gradient
+def_nondiff(absent, check_in_place, check_item_apart, check_kept)  # guards before writes: no value, no gradient
 def_nondiff(check_bound)  # a read of a name no assignment may have bound yet (``unbound``)
 def_identity_read(check_in_place, 1)  # the other names' objects, compared with the one about to change
+def_guard(check_in_place, 0)  # the object about to change, which another live name may also reach
+def_view(list_item)  # xs[i] of a list: the very object the list holds
 def_nondiff(builtins.len, builtins.int, builtins.bool, builtins.round, builtins.range, builtins.slice,
             builtins.isinstance, builtins.type)

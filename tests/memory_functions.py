@@ -1,0 +1,216 @@
+"""Functions whose arrays are shared: names, views and container slots that see one object (``test_memory``).
+
+Each write is marked ``# write``: a refusal names that line.
+"""
+
+import numpy as np
+
+
+def view_read_after_loop(x):
+    y = x * 1.0
+    w = y[:]
+    for i in range(3):
+        y[i] += 1.0  # write
+    return np.sum(w * w)
+
+
+def transpose_read_after_loop(x):
+    y = x * 1.0
+    w = y.T
+    for i in range(3):
+        y[i] += 1.0  # write
+    return np.sum(w * w)
+
+
+def tail_view_read_after_loop(x):
+    y = x * 1.0
+    w = y[1:]
+    for i in range(3):
+        y[i] += 1.0  # write
+    return np.sum(w * w)
+
+
+def reversed_view_read_after_loop(x):
+    y = x * 1.0
+    w = y[::-1]
+    for i in range(3):
+        y[i] += 1.0  # write
+    return np.sum(w * w * x)
+
+
+def reshaped_read_after_loop(x):
+    y = x * 1.0
+    w = y.reshape((-1, 1))
+    for i in range(3):
+        y[i] += 1.0  # write
+    return np.sum(w * w)
+
+
+def two_names_one_written_in_loop(x):
+    y = x * 1.0
+    z = y
+    for i in range(3):
+        z[i] += 1.0  # write
+    return np.sum(y * y) + np.sum(z)
+
+
+def loop_carried_alias(x):
+    y = x * 1.0
+    keep = y
+    for i in range(2):
+        keep[i] = keep[i] * 2.0  # write
+        y = y * 1.5
+    return np.sum(y) + np.sum(keep)
+
+
+def write_through_list_then_append(x):
+    a = x * 1.0
+    L = [a]
+    L[0][0] += 1.0  # write
+    L.append(x)
+    return np.sum(a * a)
+
+
+def write_through_list(x):
+    a = x * 1.0
+    L = [a]
+    L[0][0] += 1.0  # write
+    return np.sum(a * a)
+
+
+def one_array_twice_in_a_list(x):
+    y = x * 1.0
+    pair = [y, y]
+    pair[0][1] = x[0] * 3.0  # write
+    return np.sum(pair[1] * x)
+
+
+def one_array_twice_added_into(x):
+    y = x * 1.0
+    pair = [y, y]
+    pair[0][1] += x[0] * 3.0  # write
+    return np.sum(pair[1] * x)
+
+
+def one_array_under_two_keys(x):
+    y = x * 1.0
+    d = {"a": y, "b": y}
+    d["a"][1] = x[0] * 3.0  # write
+    return np.sum(d["b"] * x)
+
+
+def swap_rows(x):
+    y = np.outer(x, x) * 1.0
+    y[0], y[1] = y[1], y[0]  # write
+    return np.sum(y * x)
+
+
+def row_read_before_write(x):
+    y = np.outer(x, x) * 1.0
+    a = y[0]
+    y[0] = y[1]  # write
+    return np.sum(a * x)
+
+
+# ---- the same as Python, exactly: nothing else sees what changes -----------------------------------------------
+def swap_entries(x):
+    y = x * 1.0
+    y[0], y[1] = y[1], y[0]
+    return np.sum(y * x)
+
+
+def two_arrays_in_a_list(x):
+    pair = [x * 1.0, x * 2.0]
+    pair[0][1] = x[0] * 3.0
+    return np.sum(pair[1] * x) + np.sum(pair[0] * x)
+
+
+def view_not_read_after(x):
+    y = x * 1.0
+    w = y[:]
+    s = np.sum(w)
+    for i in range(3):
+        y[i] += s
+    return np.sum(y * y)
+
+
+def tuple_of_arrays_of_two_shapes(x):
+    params = (np.outer(x, x), x * 1.0)
+    params[1][0] = 0.0
+    return np.sum(params[0]) + np.sum(params[1] * x)
+
+
+SHARED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_after_loop,
+          reversed_view_read_after_loop, reshaped_read_after_loop, two_names_one_written_in_loop,
+          loop_carried_alias, write_through_list_then_append, write_through_list, one_array_twice_in_a_list,
+          one_array_twice_added_into, one_array_under_two_keys, swap_rows, row_read_before_write]
+APART = [swap_entries, two_arrays_in_a_list, view_not_read_after, tuple_of_arrays_of_two_shapes]
+
+
+# ---- an element loop, the in-place writes' own case, with an alias of each kind added -------------------------
+def element_loop(x):
+    y = x * 1.0
+    for i in range(1, x.shape[0]):
+        y[i] = y[i - 1] * x[i]
+    return np.sum(y)
+
+
+def element_loop_name(x):
+    y = x * 1.0
+    other = y
+    for i in range(1, x.shape[0]):
+        y[i] = y[i - 1] * x[i]
+    return np.sum(y) + np.sum(other * x)
+
+
+def element_loop_view(x):
+    y = x * 1.0
+    other = y[1:]
+    for i in range(1, x.shape[0]):
+        y[i] = y[i - 1] * x[i]
+    return np.sum(y) + np.sum(other * x[1:])
+
+
+def element_loop_transpose(x):
+    y = x * 1.0
+    other = y.T
+    for i in range(1, x.shape[0]):
+        y[i] = y[i - 1] * x[i]
+    return np.sum(y) + np.sum(other * x)
+
+
+def element_loop_list(x):
+    y = x * 1.0
+    other = [y]
+    for i in range(1, x.shape[0]):
+        y[i] = y[i - 1] * x[i]
+    return np.sum(y) + np.sum(other[0] * x)
+
+
+def element_loop_dict(x):
+    y = x * 1.0
+    other = {"y": y}
+    for i in range(1, x.shape[0]):
+        y[i] = y[i - 1] * x[i]
+    return np.sum(y) + np.sum(other["y"] * x)
+
+
+def element_loop_carried(x):
+    y = x * 1.0
+    other = x * 2.0
+    for i in range(1, x.shape[0]):
+        y[i] = y[i - 1] * x[i]
+        other = y
+    return np.sum(y) + np.sum(other * x)
+
+
+def element_loop_written_through_alias(x):
+    y = x * 1.0
+    other = y
+    for i in range(1, x.shape[0]):
+        other[i] = y[i - 1] * x[i]
+    return np.sum(y)
+
+
+ALIASED_LOOPS = [element_loop_name, element_loop_view, element_loop_transpose, element_loop_list,
+                 element_loop_dict, element_loop_carried, element_loop_written_through_alias]
