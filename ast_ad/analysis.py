@@ -513,8 +513,9 @@ def guarded(body: tuple[ir.Stmt, ...]) -> frozenset[str]:
         value = stmt.value if isinstance(stmt, ir.Assign) else None
         if isinstance(value, ir.Call):
             k = registry.guarded_argument(value.fn.obj)
-            if k is not None and k < len(value.args) and isinstance(value.args[k], ir.Var):
-                names.add(value.args[k].name)
+            guarded = value.args[k] if k is not None and k < len(value.args) else None
+            if isinstance(guarded, ir.Var):
+                names.add(guarded.name)
     return frozenset(names)
 
 

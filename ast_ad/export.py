@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ast_ad import revolve, runtime
+from ast_ad import revolve, runtime, transform
 from ast_ad.api import SCALAR_TYPES, Gradient
 from ast_ad.errors import ASTADError
 from ast_ad.kinds import label_fact
@@ -37,9 +37,9 @@ def export(gradient: Gradient[Any], path: str, *example_args: Any) -> str:
         args = (gradient.bound_self, *example_args) if gradient.bound_self is not None else example_args
         labels = shape_labels(args)
         loaded = gradient.loaded(labels)
-    else:
+    else:  # code for arguments of any kind, as the guard then checks none (not the last call's, specialized)
         labels = tuple(range(gradient.nparams))
-        loaded = gradient.loaded()
+        loaded = transform.gradient(gradient.fun, gradient.positions, gradient.single, labels, gradient.checkpoints)
     imports: list[str] = []
     helpers: dict[str, str] = {}
     values: list[str] = []

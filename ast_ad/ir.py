@@ -331,9 +331,48 @@ def reads_of(stmt: Stmt) -> list[str]:
     names = [a.name for a in atoms_of(stmt) if isinstance(a, Var)]
     node = stmt.value.node if isinstance(stmt, Assign) and isinstance(stmt.value, Raw) else \
         stmt.test.node if isinstance(stmt, While) else stmt.node if isinstance(stmt, Effect) else None
-    if node is not None:  # (not the markers of outside objects: ``§0``)
-        names += [n.id for n in gast.walk(node) if type(n) is gast.Name and not n.id.startswith("§")]
+    if node is not None:  # (not the markers of outside objects: ``§0``, nor a comprehension's own names)
+        own = own_loads(node)
+        names += [n.id for n in gast.walk(node) if type(n) is gast.Name and not n.id.startswith("§")
+                  and type(n.ctx) is not gast.Store and id(n) not in own]
     return names
+
+
+COMPREHENSIONS = (gast.ListComp, gast.SetComp, gast.GeneratorExp, gast.DictComp)
+
+
+def own_loads(node: gast.AST) -> set[int]:
+    """The ids of the names in ``node`` that read a binding of a comprehension or a lambda inside it: in
+    ``all([v > 0 for v in x])`` the ``v`` of ``v > 0`` is the comprehension's, not the function's."""
+    own: set[int] = set()
+    _own_loads(node, frozenset(), own)
+    return own
+
+
+def _own_loads(node: gast.AST, bound: frozenset[str], own: set[int]) -> None:
+    if isinstance(node, gast.Name):
+        if isinstance(node.ctx, gast.Load) and node.id in bound:
+            own.add(id(node))
+        return
+    if isinstance(node, COMPREHENSIONS):
+        inner = bound
+        for k, generator in enumerate(node.generators):
+            _own_loads(generator.iter, bound if k == 0 else inner, own)  # the first runs in the outer scope
+            inner = inner | {n.id for n in gast.walk(generator.target) if isinstance(n, gast.Name)}
+            for test in generator.ifs:
+                _own_loads(test, inner, own)
+        for part in ("elt", "key", "value"):
+            if hasattr(node, part):
+                _own_loads(getattr(node, part), inner, own)
+        return
+    if isinstance(node, gast.Lambda):
+        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            _own_loads(default, bound, own)
+        params = {n.id for n in gast.walk(node.args) if isinstance(n, gast.Name)}
+        _own_loads(node.body, bound | params, own)
+        return
+    for child in gast.iter_child_nodes(node):
+        _own_loads(child, bound, own)
 
 
 def reads_in(body: list[Stmt] | tuple[Stmt, ...]) -> set[str]:

@@ -13,6 +13,7 @@ tools and profilers read lines from disk. ``AST_AD_CACHE=0`` turns the files off
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import linecache
 import os
@@ -45,7 +46,7 @@ class Loaded:
     replaced: bool = False  # a newer module took its place in ``transform``'s cache
     # refresh()'s work, sorted once (by ``load``): the globals that must still be the same object, read from
     # their module's dict on every call, and the other bindings (closure cells, data re-read into the namespace)
-    same: tuple[tuple[dict[str, Any], str, Any], ...] = ()
+    same: tuple[tuple[Any, str, Any], ...] = ()  # (a dict, or a ``_CodeOf``: what has ``get``)
     others: tuple[Binding, ...] = ()
 
     def user_line(self, exc: BaseException) -> tuple[str, int, str] | None:
@@ -94,6 +95,29 @@ class Loaded:
             elif value is not binding.value:
                 return False
         return True
+
+
+class _CodeOf:
+    """``fn``'s code, read as ``refresh`` reads a global (``get``): swapping a function's ``__code__`` (IPython's
+    autoreload does) leaves the function object the same, and the code derived from the old one stale."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Any):
+        self.fn = fn
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.fn.__code__
+
+
+def watch_code(loaded: Loaded, fn: Any) -> None:
+    """Make ``loaded`` stale (``refresh`` false) once the code of ``fn``, or of a function its bindings read,
+    is no longer the code it was derived from."""
+    functions = [fn, *(b.fn for b in loaded.bindings), *(b.value for b in loaded.bindings)]
+    watched = {id(f): f for f in functions if inspect.isfunction(f)
+               and not (getattr(f, "__module__", None) or "").startswith("ast_ad.")}
+    known = {id(scope.fn) for scope, _, _ in loaded.same if isinstance(scope, _CodeOf)}
+    loaded.same += tuple((_CodeOf(f), "__code__", f.__code__) for key, f in watched.items() if key not in known)
 
 
 def load(text: str, entry: str, namespace: dict[str, Any], bindings: tuple[Binding, ...] = (),

@@ -199,8 +199,11 @@ def _decision(node: gast.expr) -> gast.expr:
 
 
 def _rename_loads(node: gast.AST, rename: Any) -> gast.AST:
+    """``node`` with the function's names it reads renamed; a comprehension's or a lambda's own names are
+    theirs (``[v > 0 for v in x]`` reads no ``v`` of the function's) and stay as written."""
+    own = ir.own_loads(node)
     renamed: gast.AST = syntax.substituted(node, lambda name: gast.copy_location(rename(name), name)
-                                           if isinstance(name.ctx, gast.Load) else None)
+                                           if isinstance(name.ctx, gast.Load) and id(name) not in own else None)
     return renamed
 
 

@@ -298,8 +298,10 @@ class Lowerer(ExpressionLowering):
         """Give each user variable that ``node`` assigns one mutable name, bound before ``node`` runs."""
         functions = {t.id for n in gast.walk(node) if isinstance(n, gast.Assign) and isinstance(n.value, gast.Lambda)
                      for t in n.targets if isinstance(t, gast.Name)}  # inlined where called: no variable
+        scoped = {id(n) for c in gast.walk(node) if isinstance(c, ir.COMPREHENSIONS)  # (their own scopes)
+                  for g in c.generators for n in gast.walk(g.target)}
         stored = [n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
-                  and n.id not in functions]
+                  and n.id not in functions and id(n) not in scoped]
         stored += [_root(n).id for n in gast.walk(node) if isinstance(n, gast.Subscript)
                    and isinstance(n.ctx, gast.Store) and isinstance(_root(n), gast.Name)]
         for user_name in dict.fromkeys(stored):

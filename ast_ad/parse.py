@@ -55,6 +55,8 @@ def parse(fn: Callable[..., Any]) -> Source:
     computes what its function computes (``wrapped_function``: a cache, a Numba dispatcher) gives its
     function's."""
     fn = wrapped_function(fn) or fn
+    if inspect.isfunction(fn):  # a file edited since it was read (then ``importlib.reload``): read it anew
+        linecache.checkcache(fn.__code__.co_filename)
     if getattr(fn, "__name__", None) == "<lambda>" and inspect.isfunction(fn):
         lambdas = _file_lambdas(fn.__code__.co_filename, fn.__code__.co_firstlineno)
         if lambdas is not None:

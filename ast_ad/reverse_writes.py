@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator
 
 from ast_ad import ir, runtime
-from ast_ad.analysis import InPlace, atom_active
+from ast_ad.analysis import InPlace, atom_active, packed_result
 from ast_ad.kinds import Kinds
 from ast_ad.naming import Namer
 from ast_ad.pieces import Made
@@ -32,6 +32,7 @@ class WriteAdjoints:
     scratch: Scratch
     kinds: Kinds
     in_place: InPlace
+    function: ir.Function
 
     def bar(self, var: str) -> str:
         raise NotImplementedError  # ``accumulate``'s
@@ -90,7 +91,11 @@ class WriteAdjoints:
         the loop's last step), it is ``None`` there: zeros for the list's items first (``dense_adjoint``)."""
         bar = self.bar(stmt.target)
         out: list[ir.Stmt] = []
-        if stmt.target not in self.live or stmt.target in self.pending:
+        # a list returned (in a tuple, maybe): its adjoint is the caller's, which may be the float zero
+        returned = packed_result(self.function)
+        from_caller = ir.Var(stmt.target) == self.function.result \
+            or returned is not None and ir.Var(stmt.target) in returned.elts
+        if stmt.target not in self.live or stmt.target in self.pending or from_caller:
             # (an adjoint reset since its last use starts from its zero, not from what it held)
             current = self.zero(stmt.target) if stmt.target in self.pending else ir.Var(bar)
             self.pending.discard(stmt.target)

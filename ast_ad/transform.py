@@ -20,7 +20,7 @@ from ast_ad import ir, logs, store
 from ast_ad.check import check_source
 from ast_ad.emit import emit_forward, emit_units
 from ast_ad.forward import Tangent, forward, jvp_units
-from ast_ad.load import Loaded, load
+from ast_ad.load import Loaded, load, watch_code
 from ast_ad.normalize import normalize
 from ast_ad.parse import parse
 from ast_ad.reverse import Adjoint, reverse
@@ -99,6 +99,7 @@ def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: An
         if found is not None and found.refresh():
             logs.info("%s of %s: read from the cache (%s)", what, _name(fn), found.fn.__code__.co_filename)
             counts["fetched"] += 1
+            watch_code(found, fn)
             _keep(key, found)
             return found
         clock = _Clock(fn, what)
@@ -120,6 +121,7 @@ def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: An
         counts["built"] += 1
         if stored is not None and store.save(stored, emitted, built):
             counts["stored"] += 1
+        watch_code(built, fn)
         _keep(key, built)
         return built
 

@@ -85,3 +85,92 @@ def test_a_write_into_a_tuple_of_arrays_of_two_shapes() -> None:
     value, grads = _grad(fun)
     assert value == fun(X.copy())
     assert_fd(lambda x: fun(np.copy(x)), (X,), (0,), (grads,))
+
+
+# ---- what ran wrong or crashed beside the writes -------------------------------------------------------------
+def test_a_comprehension_in_a_test_reads_its_own_names() -> None:
+    """``[v > 0 for v in x]`` binds its own ``v``: the function's was taken for read before it was bound, and
+    the gradient raised UnboundLocalError as if it were the user's bug."""
+    def all_positive(x):
+        if all([v > 0 for v in x]):
+            return np.sum(x * x)
+        return np.sum(x)
+    for x in (X, X - 1.0):
+        value, grads = ast_ad.value_and_grad(all_positive)(x)
+        assert value == all_positive(x)
+        np.testing.assert_array_equal(grads, 2 * x if np.all(x > 0) else np.ones_like(x))
+    assert "v = None" not in ast_ad.source(all_positive, stage="normalized")
+
+
+def test_a_swapped_code_object_makes_the_gradient_stale(tmp_path, monkeypatch) -> None:
+    """IPython's autoreload sets ``f.__code__``: the same function object, other code. The gradient made
+    before, and a new one, follow the code that runs, with the disk cache on or off."""
+    for cache in ("0", "1"):
+        monkeypatch.setenv("AST_AD_CACHE", cache)
+        monkeypatch.setenv("AST_AD_CACHE_DIR", str(tmp_path / "cache"))
+        name = f"swapped_{cache}"
+        (tmp_path / f"{name}.py").write_text("import numpy as np\n\n\ndef f(x):\n    return np.sin(x) * 2.0\n\n\n"
+                                             "def g(x):\n    return x * x * x\n")
+        monkeypatch.syspath_prepend(str(tmp_path))
+        module = __import__(name)
+        before = ast_ad.grad(module.f)
+        assert before(1.0) == 2.0 * np.cos(1.0)
+        module.f.__code__ = module.g.__code__
+        assert before(2.0) == 12.0
+        assert ast_ad.grad(module.f)(2.0) == 12.0
+
+
+def test_reload_after_an_edit_is_read_anew(tmp_path, monkeypatch) -> None:
+    """The refusal for an edited file says to reload the module; after ``importlib.reload`` the new code is
+    differentiated (the file's lines were read from a stale ``linecache``)."""
+    import importlib
+    import os
+
+    path = tmp_path / "edited_model.py"
+    path.write_text("def f(x):\n    return x * 2.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import edited_model
+    assert ast_ad.grad(edited_model.f)(1.0) == 2.0
+    path.write_text("def f(x):\n    return x * x * x\n")
+    os.utime(path, ns=(10**18, 10**18))  # a time of its own, whatever the file system's clock resolution
+    importlib.reload(edited_model)
+    assert ast_ad.grad(edited_model.f)(2.0) == 12.0
+
+
+def test_a_gradient_exported_without_examples_takes_any_kind(tmp_path) -> None:
+    """Exported after a call with two floats, it was the floats' code, with no check: called with an array
+    ``x1`` it gave an array as ``x2``'s gradient. Without examples it is code for arguments of any kind."""
+    import importlib.util
+
+    def f(x1, x2):
+        return np.sum(np.log(x1) + x1 * x2 - np.sin(x2))
+    gradient = ast_ad.grad(f, (0, 1))
+    assert gradient(2.0, 3.0) == (3.5, 2.0 - np.cos(3.0))
+    path = ast_ad.export(gradient, str(tmp_path / "any_kind.py"))
+    spec = importlib.util.spec_from_file_location("any_kind", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x1 = np.array([2.0, 2.5])
+    _, (g1, g2) = module.f_vjp(x1, 3.0)
+    expected = gradient(x1, 3.0)
+    np.testing.assert_allclose(g1, expected[0], rtol=1e-14)
+    assert np.ndim(g2) == 0 and np.isclose(g2, expected[1], rtol=1e-14)
+
+
+def test_an_lstm_whose_states_a_helper_appends_to() -> None:
+    """The helper's backward pass popped the adjoint of the list it returns, which its caller passed as the
+    float zero where nothing read the states after the loop: ``'float' object has no attribute 'pop'``."""
+    from tests import lstm_layers
+
+    rng = np.random.default_rng(0)
+    params = [(rng.standard_normal((12, 5)) * 0.3, rng.standard_normal(12) * 0.1),
+              (rng.standard_normal((12, 6)) * 0.3, rng.standard_normal(12) * 0.1)]
+    xs = rng.standard_normal((4, 2))
+    value, (grads,) = ast_ad.value_and_grad(lstm_layers.loss, (0,))(params, xs)
+    assert value == lstm_layers.loss(params, xs)
+    (expected,) = ast_ad.tracer.grad(lstm_layers.loss, (0,))(params, xs)
+    for (w, b), (w_t, b_t) in zip(grads, expected, strict=True):
+        np.testing.assert_allclose(w, w_t, rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(b, b_t, rtol=1e-10, atol=1e-13)
+    assert_fd(lambda W: lstm_layers.loss([(W, params[0][1]), params[1]], xs), (params[0][0],), (0,),
+              (grads[0][0],))
