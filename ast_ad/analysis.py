@@ -25,7 +25,7 @@ from typing import Any, TypeGuard, TypeVar
 import gast
 
 from ast_ad import ir, registry, runtime, syntax
-from ast_ad.errors import LocatedError
+from ast_ad.errors import LocatedError, MissingRuleError
 from ast_ad.kinds import Kinds, checked_only
 from ast_ad.records import field, record
 
@@ -410,6 +410,23 @@ def unfollowed(fn: Any) -> str:
                 "zip(xs, ys) with one name per sequence (for a, b in zip(xs, ys)), or build the list with a "
                 "comprehension ([f(v) for v in xs])")
     return ""
+
+
+def missing_rule(stmt: ir.Stmt, message: str, register: str) -> MissingRuleError:
+    """A call without a rule, at its line: what to write instead, where the callee is no primitive of the user's
+    (``register``: how to register one) but a class of theirs or a derivative of ast_ad's bound to a name."""
+    call = stmt.value if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) else None
+    obj = call.fn.obj if call is not None else None
+    if inspect.isclass(obj) and not (obj.__module__ or "").startswith(("builtins", "numpy", "ast_ad")):
+        said = (f"{call.fn.hint if call else 'this'} is a class of yours: objects built inside a differentiated "
+                "function are not followed yet; build the object outside and pass its arrays in, or write its "
+                "computation as functions of them")
+    elif obj is not None and type(obj).__module__.startswith("ast_ad.") and not inspect.isfunction(obj):
+        said = (f"{call.fn.hint if call else 'this'} is a derivative made by ast_ad and bound to a local name, "
+                "which is not followed yet: call it where it is made, ast_ad.grad(g)(x)")
+    else:
+        said = f"{message}; if it is your own primitive, {register}"
+    return at_line(MissingRuleError, stmt, said)
 
 
 def at_line(error: type[E], stmt: ir.Stmt, message: str) -> E:

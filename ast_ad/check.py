@@ -44,7 +44,6 @@ REFUSED: dict[type, str] = {
     gast.With: "with blocks are not supported: open resources outside the differentiated function",
     gast.AsyncWith: "async with is not supported: differentiate plain synchronous code",
     gast.AsyncFor: "async for is not supported: differentiate plain synchronous code",
-    gast.Raise: "raise is not supported: check inputs before calling the gradient",
     gast.Yield: "yield is not supported: generators cannot be differentiated; return a value",
     gast.YieldFrom: "yield from is not supported: generators cannot be differentiated; return a value",
     gast.Await: "await is not supported: differentiate plain synchronous code",
@@ -53,7 +52,6 @@ REFUSED: dict[type, str] = {
     gast.NamedExpr: "assignment expressions (:=) are not supported: assign on a line of its own",
     gast.Import: "import inside a differentiated function is not supported: import at module level",
     gast.ImportFrom: "import inside a differentiated function is not supported: import at module level",
-    gast.Starred: "star-arguments (*args) are not supported: pass each argument explicitly",
     gast.Set: "set literals are not supported in differentiated code: use a tuple",
 }
 if hasattr(gast, "Match"):
@@ -72,10 +70,23 @@ def check(tree: gast.FunctionDef, locate: Locate) -> gast.FunctionDef:
                 raise refuse(node, hint, locate)
             if isinstance(node, gast.Constant) and isinstance(node.value, complex):  # refused even where unreachable
                 raise refuse(node, COMPLEX_HINT, locate)
+            if isinstance(node, gast.Starred) and not isinstance(node.ctx, gast.Store):
+                raise refuse(node, _starred(statement, node), locate)
+            if isinstance(node, gast.Raise) and node.exc is None:
+                raise refuse(node, "a bare raise re-raises an exception being handled, and try/except is not "
+                                   "supported: raise an exception by name (raise ValueError(...))", locate)
             if isinstance(node, gast.keyword) and node.arg is None:
                 raise refuse(node.value, "**kwargs in a call is not supported: pass each keyword explicitly",
                              locate)
     return tree
+
+
+def _starred(statement: gast.stmt, node: gast.Starred) -> str:
+    """What to write instead of ``*xs`` where it is read: in a call's arguments, or in a list or tuple."""
+    in_call = any(isinstance(n, gast.Call) and any(a is node for a in n.args) for n in syntax.walk(statement))
+    if in_call:
+        return "star-arguments (f(*args)) are not supported: pass each argument explicitly"
+    return "unpacking with * in a list or tuple ([*xs, y]) is not supported: join them (xs + [y])"
 
 
 def check_source(source: Any) -> None:

@@ -46,6 +46,7 @@ from ast_ad.analysis import (
     in_place_writes,
     inputs_of,
     is_user_function,
+    missing_rule,
     packed_result,
     shape_class,
     shape_classes,
@@ -516,5 +517,5 @@ class Forwarder:
         return at_line(LocatedError, stmt, message)
 
     def missing(self, stmt: ir.Stmt, message: str) -> MissingRuleError:
-        return at_line(MissingRuleError, stmt, message + "; if it is your own primitive, register a forward rule: "
+        return missing_rule(stmt, message, "register a forward rule: "
                        "ast_ad.extend.defjvp(fn, lambda u, ans, x: ...), one lambda per positional argument")

@@ -14,6 +14,8 @@ from __future__ import annotations
 import dis
 import functools
 import inspect
+import os
+import sysconfig
 import types
 from typing import Any
 
@@ -22,7 +24,7 @@ import numpy as np
 
 from ast_ad import ir, registry, runtime
 from ast_ad.check import refuse
-from ast_ad.errors import LocatedError
+from ast_ad.errors import LocatedError, SourceUnavailableError, UnsupportedSyntaxError
 from ast_ad.lower_control import ControlFlow
 from ast_ad.parse import Source
 
@@ -36,6 +38,15 @@ VARARG_METHODS = {"reshape", "transpose"}  # x.reshape(2, 3) means np.reshape(x,
 # The parameters each user function may change in place (Python's caller would see the change), by function.
 PARAM_WRITES: dict[Any, frozenset[str]] = {}
 BEING_LOWERED: dict[Any, bool] = {}  # functions being lowered now: True once a call to one assumed it writes nothing
+
+
+def is_library(fn: Any) -> bool:
+    """Whether ``fn`` is defined in an installed package or Python's own library, not in the user's code."""
+    filename = os.path.realpath(getattr(getattr(fn, "__code__", None), "co_filename", "") or "")
+    return any(filename.startswith(os.path.realpath(path) + os.sep) for path in _LIBRARY_PATHS)
+
+
+_LIBRARY_PATHS = sorted({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
 
 
 def param_writes(fn: Any) -> frozenset[str]:
@@ -230,7 +241,16 @@ class CallLowering(ControlFlow):
 
         Python's caller would see the change; ast_ad's gradient computes it as a new value.
         """
-        writes = param_writes(fn.obj)
+        unread = ""
+        try:
+            writes = param_writes(fn.obj)
+        except (LocatedError, UnsupportedSyntaxError, SourceUnavailableError) as exc:
+            if not is_library(fn.obj):
+                raise
+            # an installed library's function whose source is outside ast_ad's language (scipy's raises):
+            # run as written where its arguments are numbers; where it is differentiated, the modes say so
+            writes = frozenset(inspect.signature(fn.obj).parameters) if _signature(fn.obj) else frozenset()
+            unread = f" (ast_ad cannot read its source to tell: {exc.args[0] if exc.args else exc})"
         if not writes:
             return
         try:
@@ -240,7 +260,9 @@ class CallLowering(ControlFlow):
         where = f"{self.source.filename}:{self.line.lineno}"
         for param, atom in bound.arguments.items():
             if param in writes and isinstance(atom, ir.Var):
-                message = ir.Const(f"{where}: {fn.hint} changes its argument {param!r} in place (Python's caller "
+                message = ir.Const(f"{where}: {fn.hint} may change its argument {param!r} in place{unread}; "
+                                   "pass it a copy" if unread else
+                                   f"{where}: {fn.hint} changes its argument {param!r} in place (Python's caller "
                                    "would see the change); return the new value instead, or pass a copy")
                 self.bind(ir.Call(ir.Ref(runtime.check_kept, "check_kept"), (atom, message)), "checked")
 

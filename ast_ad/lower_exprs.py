@@ -41,6 +41,14 @@ SUBCLASS_HINT = ("np.matrix and masked arrays are not supported: their operators
 
 
 
+# what an expression the lowering has no handler for is called, in the words of Python's documentation
+_SPELLED = {"Lambda": "a lambda is followed where it is assigned to a name and called, not stored in a list "
+                      "or passed to another function yet: define it with def and call it by name",
+            "Starred": "unpacking with * in an expression is not supported",
+            "Set": "a set display is not supported", "NamedExpr": "an assignment expression (:=) is not supported"}
+_SAID_WHOLE = {"Lambda"}
+
+
 class ExpressionLowering(WriteLowering):
     """The expressions of ``normalize.Lowerer`` (a base class of it: it reads the lowerer's state)."""
 
@@ -51,7 +59,9 @@ class ExpressionLowering(WriteLowering):
         """
         handler = getattr(self, "expr_" + type(node).__name__, None)
         if handler is None:
-            raise refuse(node, f"{type(node).__name__} expressions are not supported here", self.locate)
+            said = _SPELLED.get(type(node).__name__, "this expression is not supported here")
+            raise refuse(node, f"{said}: compute it outside the function and pass it in"
+                         if type(node).__name__ not in _SAID_WHOLE else said, self.locate)
         if exact and isinstance(node, gast.IfExp):
             return self.expr_IfExp(node, name, user, exact=True)
         outer, self.exact = getattr(self, "exact", None), name if exact else None
@@ -77,6 +87,10 @@ class ExpressionLowering(WriteLowering):
                     or (isinstance(obj, np.ndarray) and array_subclass(obj)):
                 raise refuse(node, SUBCLASS_HINT, self.locate)
         return atom
+
+    def expr_JoinedStr(self, node: gast.JoinedStr, name: str | None, user: bool) -> ir.Atom:
+        """An f-string (a dict key, a message): a string, kept as written; it carries no gradient."""
+        return self.bind(self.raw(node), name or "text", user)
 
     def expr_Constant(self, node: gast.Constant, name: str | None, user: bool) -> ir.Atom:
         if isinstance(node.value, complex):

@@ -34,6 +34,7 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
+import operator
 import types
 from typing import Any
 
@@ -223,6 +224,10 @@ class Lowerer(ExpressionLowering):
     def stmt_Assert(self, node: gast.Assert) -> None:
         self.effect(node)
 
+    def stmt_Raise(self, node: gast.Raise) -> None:
+        """``raise ValueError(...)``: kept as written, so the gradient raises where Python raises."""
+        self.effect(node)
+
     def stmt_Pass(self, node: gast.Pass) -> None:
         pass
 
@@ -281,6 +286,9 @@ class Lowerer(ExpressionLowering):
         if not isinstance(target, (gast.Tuple, gast.List)):
             raise refuse(target, "assignment to an attribute is not supported: use a local variable",
                          self.locate)
+        if any(isinstance(t, gast.Starred) for t in target.elts):
+            self.unpack_starred(target, value)
+            return
         names = [self.namer.fresh(t.id if isinstance(t, gast.Name) else "t", user=isinstance(t, gast.Name))
                  for t in target.elts]
         self.body.append(ir.Unpack(tuple(names), value, self.line))
@@ -293,6 +301,27 @@ class Lowerer(ExpressionLowering):
                 self.env[t.id] = ir.Var(name)
             else:
                 self.bind_target(t, ir.Var(name))
+
+    def unpack_starred(self, target: gast.Tuple | gast.List, value: ir.Atom) -> None:
+        """``first, *rest, last = xs``: items read by index, the starred name a list of the ones between."""
+        elts = target.elts
+        star = next(k for k, t in enumerate(elts) if isinstance(t, gast.Starred))
+        after = len(elts) - star - 1
+        if not isinstance(value, ir.Var) or any(isinstance(t, gast.Starred) for t in elts[star + 1:]):
+            raise refuse(target, "a starred target unpacks a list, tuple or array bound to a name, once per "
+                                 "assignment: assign the value to a name first", self.locate)
+        length = self.bind(ir.Call(ir.Ref(len, "len"), (value,)), f"n_{value.name}")
+        enough = self.bind(ir.Call(ir.Ref(operator.ge, "operator.ge"), (length, ir.Const(len(elts) - 1))), "cond")
+        self.body.append(ir.Effect(_raise_unless(enough.name, len(elts) - 1), (), self.line))
+        getitem = ir.Ref(operator.getitem, "operator.getitem")
+        for k, t in enumerate(elts):
+            if isinstance(t, gast.Starred):
+                part = self.bind(ir.Call(getitem, (value, ir.Const(slice(star, -after if after else None)))), "t")
+                item = self.bind(ir.Call(ir.Ref(list, "list"), (part,)), "rest")
+                self.bind_target(t.value, item)
+            else:
+                index = k if k < star else k - len(elts)
+                self.bind_target(t, self.bind(ir.Call(getitem, (value, ir.Const(index))), "t"))
 
     def prepare(self, node: gast.stmt) -> None:
         """Give each user variable that ``node`` assigns one mutable name, bound before ``node`` runs."""
@@ -404,6 +433,16 @@ class Lowerer(ExpressionLowering):
 
     def error(self, node: gast.AST, message: str) -> LocatedError:
         return LocatedError(message, *self.locate(node))
+
+
+def _raise_unless(flag: str, least: int) -> gast.stmt:
+    """``if not flag: raise ValueError(...)``: Python's error where a starred target finds too few items."""
+    message = gast.Constant(value=f"not enough values to unpack (expected at least {least})", kind=None)
+    error = gast.Call(func=gast.Name(id="ValueError", ctx=gast.Load(), annotation=None, type_comment=None),
+                      args=[message], keywords=[])
+    test = gast.UnaryOp(op=gast.Not(), operand=gast.Name(id=flag, ctx=gast.Load(), annotation=None,
+                                                          type_comment=None))
+    return gast.If(test=test, body=[gast.Raise(exc=error, cause=None)], orelse=[])
 
 
 def _root(node: gast.expr) -> gast.expr:

@@ -51,6 +51,7 @@ from ast_ad.analysis import (
     inputs_of,
     local_names,
     loop_bound,
+    missing_rule,
     owned_lists,
     shape_class,
     shape_classes,
@@ -583,7 +584,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         return at_line(LocatedError, stmt, message)
 
     def missing(self, stmt: ir.Stmt, message: str) -> MissingRuleError:
-        return at_line(MissingRuleError, stmt, message + "; if it is your own primitive, register a rule: "
+        return missing_rule(stmt, message, "register a rule: "
                        "ast_ad.extend.defvjp(fn, lambda g, ans, x: ...), one lambda per positional argument")
 
 
