@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import inspect
 import operator
+import os
+import sysconfig
 from collections import Counter
 from collections.abc import Callable
 from typing import Any, TypeGuard, TypeVar
@@ -384,6 +386,24 @@ def is_user_function(fn: Any) -> bool:
     """A Python function ast_ad should differentiate through (no rule registered for it; not ast_ad's own)."""
     return inspect.isfunction(fn) and registry.lookup(fn) is None and \
         not (getattr(fn, "__module__", None) or "").startswith("ast_ad.")
+
+
+def is_library(fn: Any) -> bool:
+    """Whether ``fn`` is defined in an installed package or Python's own library, not in the user's code."""
+    filename = os.path.realpath(getattr(getattr(fn, "__code__", None), "co_filename", "") or "")
+    return any(filename.startswith(os.path.realpath(path) + os.sep) for path in _LIBRARY_PATHS)
+
+
+_LIBRARY_PATHS = sorted({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+def library_call(stmt: ir.Stmt, hint: str, fn: Any) -> MissingRuleError:
+    """A call of an installed library's function that has no rule, where it is differentiated: ast_ad reads the
+    user's code, not a library's, whose source may not be in its language or give its numbers."""
+    module = getattr(fn, "__module__", None) or "an installed package"
+    return at_line(MissingRuleError, stmt, f"{hint} comes from {module}, an installed library, and has no gradient "
+                   "rule: ast_ad differentiates your code, not a library's source; compute this with numpy, or "
+                   "register a rule for it (ast_ad.extend.defvjp, ast_ad.extend.defjvp)")
 
 
 def forward_activity(function: ir.Function, argnums: tuple[int, ...]) -> set[str]:

@@ -12,7 +12,7 @@ import inspect
 from typing import TYPE_CHECKING, Any
 
 from ast_ad import ir, registry
-from ast_ad.analysis import at_line, atom_active, bind_call, call_labels, is_user_function
+from ast_ad.analysis import at_line, atom_active, bind_call, call_labels, is_library, is_user_function, library_call
 from ast_ad.errors import LocatedError, MissingRuleError, UnsupportedSyntaxError
 from ast_ad.kinds import Kinds
 from ast_ad.naming import Namer
@@ -74,6 +74,8 @@ class Calls:
     def derive_callee(self, stmt: ir.Assign, active: tuple[int, ...], args: list[ir.Atom]) -> Adjoint:
         call = ir.call_of(stmt)
         source = registry.read_as(call.fn.obj) or call.fn.obj  # a helper's stand-in in the language, if it has one
+        if is_library(source):
+            raise library_call(stmt, call.fn.hint, source)
         try:
             return self.derive(source, active, self.labels(args, stmt), False, self.checkpoints)
         except (LocatedError, UnsupportedSyntaxError) as exc:

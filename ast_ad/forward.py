@@ -45,7 +45,9 @@ from ast_ad.analysis import (
     forward_activity,
     in_place_writes,
     inputs_of,
+    is_library,
     is_user_function,
+    library_call,
     missing_rule,
     packed_result,
     shape_class,
@@ -482,6 +484,8 @@ class Forwarder:
         args = list(call.args) if made is not None else bind_call(stmt, self.error)
         active = tuple(p for p, a in enumerate(args) if self.is_active(a))
         labels = call_labels(args, self.classes, self.structured, self.kinds, stmt)
+        if made is None and is_library(call.fn.obj):
+            raise library_call(stmt, call.fn.hint, call.fn.obj)
         try:
             callee = self.derived_again(stmt, made.adjoint, active, labels) if made is not None else \
                 self.derive(call.fn.obj, active, labels)

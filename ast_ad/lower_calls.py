@@ -14,8 +14,6 @@ from __future__ import annotations
 import dis
 import functools
 import inspect
-import os
-import sysconfig
 import types
 from typing import Any
 
@@ -23,6 +21,7 @@ import gast
 import numpy as np
 
 from ast_ad import ir, registry, runtime
+from ast_ad.analysis import is_library
 from ast_ad.check import refuse
 from ast_ad.errors import LocatedError, SourceUnavailableError, UnsupportedSyntaxError
 from ast_ad.lower_control import ControlFlow
@@ -38,15 +37,6 @@ VARARG_METHODS = {"reshape", "transpose"}  # x.reshape(2, 3) means np.reshape(x,
 # The parameters each user function may change in place (Python's caller would see the change), by function.
 PARAM_WRITES: dict[Any, frozenset[str]] = {}
 BEING_LOWERED: dict[Any, bool] = {}  # functions being lowered now: True once a call to one assumed it writes nothing
-
-
-def is_library(fn: Any) -> bool:
-    """Whether ``fn`` is defined in an installed package or Python's own library, not in the user's code."""
-    filename = os.path.realpath(getattr(getattr(fn, "__code__", None), "co_filename", "") or "")
-    return any(filename.startswith(os.path.realpath(path) + os.sep) for path in _LIBRARY_PATHS)
-
-
-_LIBRARY_PATHS = sorted({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
 
 
 def param_writes(fn: Any) -> frozenset[str]:

@@ -1,0 +1,55 @@
+"""Python as people write it, from the memory issue's list (``test_python_written``)."""
+
+import dataclasses
+
+import numpy as np
+import scipy.special
+
+
+def checks_its_argument(x):
+    if x.shape[0] < 2:
+        raise ValueError("need two entries")  # raises
+    return np.sum(x * x)
+
+
+def constant_call(x):
+    d = x.shape[0]
+    c = scipy.special.multigammaln(0.5 * (d + 3), d)
+    return np.sum(x) * c
+
+
+def starred(x):
+    first, *rest = [x[0], x[1], x[2]]
+    return first * sum(rest)
+
+
+def starred_between(x):
+    a, *b, c = [x[0], x[1], x[2], x[0] * x[1]]
+    return a * c + b[0] * b[1]
+
+
+def too_few_for_the_star(x):
+    a, *b, c = [x[0]]  # too few
+    return a * c + sum(b)
+
+
+def f_string_keys(x):
+    d = {}
+    for i in range(2):
+        d[f"w{i}"] = x[i] * 2.0
+    return d["w0"] * d["w1"]
+
+
+@dataclasses.dataclass
+class Line:
+    w: float
+    b: float
+
+
+def builds_an_object(x):
+    line = Line(x[0], x[1])  # object
+    return line.w * x[2] + line.b
+
+
+def differentiates_scipy(x):
+    return scipy.special.multigammaln(x[0] + 3.0, 2)  # scipy
