@@ -15,6 +15,7 @@ copies, views (``registry.def_view``), and the lists and tuples that hold an obj
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import gast
@@ -23,6 +24,7 @@ from ast_ad import ir, registry, runtime, syntax
 from ast_ad.analysis import is_user_function
 from ast_ad.errors import LocatedError
 from ast_ad.parse import Source
+from ast_ad.records import record
 
 
 class Aliasing:
@@ -50,6 +52,13 @@ class Aliasing:
     checked_only: set[str]  # user names that only checks read (``checked``)
     live: frozenset[str] | None  # the names read after the statement being lowered (``live_after``), if known
     pending: list[ir.Var]  # values ``a, b = u, v`` has read and binds after the write being lowered
+    recipes: dict[str, ir.Call]  # IR name -> the view call that made it (``x[1:]``, ``x.T``), its other operands fixed
+    aliased: dict[str, set[str]]  # IR name -> the IR names of the same object (``share(..., alias=True)``)
+    packs: dict[str, ir.Pack]  # a list, tuple or dict literal's IR name -> what it packed (``slot_of``)
+    kinds: dict[str, str]
+    follow_ups: list[FollowUp]  # names that see the object a statement changes, made again once it has changed
+    changed_objects: dict[str, ir.Var]  # the new value of an object an item write changed (``L[0][i] = v``)
+    locals: set[str]
 
     def bind(self, value: ir.Expr, hint: str, user: bool = False, holds: bool = True) -> ir.Var:
         raise NotImplementedError  # the normalizer's
@@ -62,9 +71,11 @@ class Aliasing:
         """
         base = target.value if isinstance(target, gast.Subscript) else target
         if isinstance(base, gast.Name) and isinstance(self.env.get(base.id), ir.Var):
-            self.guard_object(self.local(base.id), base.id, container)
+            self.guard_object(self.local(base.id), base.id, container, follow=not container,
+                              item=isinstance(target, gast.Subscript))
 
-    def guard_object(self, atom: ir.Var, owner: str, container: bool = False) -> None:
+    def guard_object(self, atom: ir.Var, owner: str, container: bool = False, follow: bool = False,
+                     changed: str | None = None, item: bool = False) -> None:
         """Check at run time that no live variable but ``owner`` reaches the object ``atom``, about to change.
 
         A parameter it may reach is recorded in ``writes``: Python's caller would see the change too.
@@ -92,6 +103,8 @@ class Aliasing:
                     if name != owner and isinstance(shared, ir.Var):
                         related = related | self.reaching(shared.name, container)
         others = self.variables_in(related, owner)
+        if follow:  # the variables that can be made again from the changed object are followed, not refused
+            others = [other for other in others if not self.followed(atom, owner, other, changed or owner, item)]
         if others:
             self.check_apart(atom, others)
         if container:
@@ -103,6 +116,110 @@ class Aliasing:
             items = [other for other in self.variables_in(self.reaching(source, False), owner) if other not in others]
             if items:
                 self.check_apart(atom, items, ir.Var(flag))
+
+    def followed(self, atom: ir.Var, owner: str, other: ir.Var, changed: str, item: bool) -> bool:
+        """Before ``owner``'s object (``atom``) changes in place: if the live variable holding ``other`` may see
+        it as Python does, as the same object or as a view whose making is known, ask at run time which it is
+        (``runtime.view_of``: the same, a view, apart, or refused), to make it again after the change
+        (``follow``). ``False`` where it cannot be followed: it is then checked and refused if shared.
+
+        The fact this relies on: a view read again from the changed array is the view Python's write leaves,
+        as ``view_of`` proves at run time that the variable is that very view (same memory, same layout)."""
+        users = [name for name, held in self.env.items() if held == other and name != owner
+                 and name in self.locals and name not in getattr(self, "local_functions", {})]
+        if len(users) != 1 or self.pending and other in self.pending:
+            return False
+        user = users[0]
+        if self.nesting and not self.is_mutable(user):
+            return False  # bound outside the branch or loop, and not prepared to change in it
+        probe: ir.Atom = ir.Const(None)
+        inverse, identity = False, True
+        same = self.aliases(atom.name)
+        made = self.recipes.get(other.name)  # ``w = y[1:]``: after the change, ``w`` is that view of ``y``
+        mine = self.recipes.get(atom.name)  # ``w = y[1:]; w[0] = v``: ``y`` has ``v`` at ``[1:][0]``
+        form: ir.Call | None = None
+        if made is not None and self.array_like(made.args[0]) and made.args[0] in [ir.Var(n) for n in same]:
+            form = made
+            probe = self.bind(ir.Call(made.fn, (atom, *made.args[1:]), made.kwargs), "probe", holds=False)
+        elif mine is not None and mine.args and mine.args[0] == other \
+                and (mine.fn.obj is operator.getitem and self.array_like(other)
+                     or mine.fn.obj in (operator.getitem, runtime.list_item) and other.name in self.holds):
+            # (a view of an array, written into it; or the object a list, tuple or dict holds, put back)
+            form, inverse = mine, True
+            identity = other.name not in self.holds  # (a container is not the object it holds)
+            probe = self.bind(ir.Call(mine.fn, (other, *mine.args[1:]), mine.kwargs), "probe", holds=False)
+        elif (slot := self.slot_of(other, atom)) is not None:  # ``other = [y]``: put ``y`` back in its slot
+            form, inverse, identity = ir.Call(ir.Ref(operator.getitem, "operator.getitem"), (other, slot)), True, False
+            probe = self.bind(form, "probe", holds=False)
+        elif other.name not in same and not (changed != owner and mine is not None and mine.args
+                                             and isinstance(mine.args[0], ir.Var)
+                                             and other.name in self.holds.get(mine.args[0].name, set())):
+            return False  # neither the same object, a view of it, nor (an item's) the object a container holds
+        if other == atom and item:  # the very object (``v = x``), changed in place (``x[i] = ...``, which a
+            # number would refuse; ``x += d`` on a number binds a new one, which ``view_of`` tells apart)
+            self.follow_ups.append(FollowUp(changed, user, None, None, False, True))
+            return True
+        where = ir.Const(f"{self.source.filename}:{self.line.lineno}")
+        seen = self.bind(ir.Call(ir.Ref(runtime.view_of, "view_of"),
+                                 (atom, other, probe, ir.Const(inverse), where, ir.Const(user))), "seen")
+        self.follow_ups.append(FollowUp(changed, user, seen, form, inverse, identity))
+        return True
+
+    def slot_of(self, container: ir.Var, item: ir.Var) -> ir.Const | None:
+        """Where the list, tuple or dict literal ``container`` put ``item``, if in one slot only (``[y]``)."""
+        pack = self.packs.get(container.name)
+        if pack is None:
+            return None
+        slots = [pack.slot(k) for k, elt in enumerate(pack.elts) if elt == item]
+        return ir.Const(slots[0]) if len(slots) == 1 else None
+
+    def array_like(self, atom: ir.Atom) -> bool:
+        """Whether ``atom`` may be an array, as far as the lowering knows: no list, tuple or dict it made."""
+        return isinstance(atom, ir.Var) and self.kinds.get(atom.name) is None and atom.name not in self.holds
+
+    def follow(self) -> None:
+        """After a statement that changed objects in place: each variable that sees one, made again from it."""
+        follow_ups, self.follow_ups = self.follow_ups, []
+        for up in follow_ups:
+            changed = self.changed_objects.pop(up.owner, None) or self.env.get(up.owner)
+            if not isinstance(changed, ir.Var):
+                continue
+            if up.seen is None and not self.is_mutable(up.user):  # the same object, certainly: the same value
+                self.env[up.user] = changed
+                continue
+            if not self.is_mutable(up.user):  # (at the function's top level: a name of its own, to assign)
+                name = self.namer.fresh(up.user, user=True)
+                self.owner[name] = up.user
+                self.mutable.add(name)
+                self.body.append(ir.Assign(name, self.env[up.user], self.line))
+                self.env[up.user] = ir.Var(name)
+            target = self.local(up.user)
+            if up.seen is None:
+                self.body.append(ir.Assign(target.name, changed, self.line))
+                self.share(target.name, changed.name, alias=True)
+                continue
+            if up.identity:
+                same = self.bind(ir.Call(ir.Ref(operator.eq, "operator.eq"), (up.seen, ir.Const(1))), "same")
+            view: tuple[ir.Stmt, ...] = ()
+            if up.form is not None:
+                start = len(self.body)
+                is_view = self.bind(ir.Call(ir.Ref(operator.eq, "operator.eq"), (up.seen, ir.Const(2))), "is_view")
+                if up.inverse:  # the base, with the changed view written into it
+                    value: ir.Expr = ir.Call(ir.Ref(runtime.assign_item, "assign_item"),
+                                             (target, up.form.args[1], changed))
+                else:
+                    value = ir.Call(up.form.fn, (changed, *up.form.args[1:]), up.form.kwargs)
+                made = (ir.Assign(target.name, value, self.line),)
+                branch = ir.If(is_view, made, (), self.line)
+                view = (*self.body[start:], branch)
+                del self.body[start:]
+            if up.identity:
+                self.body.append(ir.If(same, (ir.Assign(target.name, changed, self.line),), view, self.line))
+            else:
+                self.body += view
+            self.share(target.name, changed.name, alias=True)  # (the same object, where ``view_of`` said 1)
+            if up.form is not None and not up.inverse:
+                self.recipes[target.name] = up.form
 
     def variables_in(self, names: set[str], owner: str) -> list[ir.Var]:
         """The live variables, but ``owner``, whose objects are among the IR ``names``: those bound, and read
@@ -150,17 +267,30 @@ class Aliasing:
                 stack.append(other)
         return found
 
-    def share(self, a: str, b: str) -> None:
-        """Record that IR names ``a`` and ``b`` may refer to the same memory."""
+    def share(self, a: str, b: str, alias: bool = False) -> None:
+        """Record that IR names ``a`` and ``b`` may refer to the same memory; ``alias``: they are names of one
+        object, if both are bound (``v = x``), not a view and its base."""
         group = self.shares.get(a, set()) | self.shares.get(b, set()) | {a, b}
         for name in group:
             self.shares[name] = group - {name}
+        if alias:
+            self.aliased.setdefault(a, set()).add(b)
+            self.aliased.setdefault(b, set()).add(a)
+
+    def aliases(self, name: str) -> set[str]:
+        """The IR names that ``share(..., alias=True)`` connects to ``name``: the same object, where bound."""
+        found, stack = {name}, [name]
+        while stack:
+            for other in self.aliased.get(stack.pop(), set()) - found:
+                found.add(other)
+                stack.append(other)
+        return found
 
     def snapshot(self, atom: ir.Atom, user_name: str) -> ir.Atom:
         """``atom`` for a new binding of ``user_name``: a mutable name's current value is copied, since it changes."""
         if isinstance(atom, ir.Var) and (atom.name in self.mutable or self.owner.get(atom.name) in self.changing):
             copied = self.bind(atom, user_name, user=True)
-            self.share(copied.name, atom.name)
+            self.share(copied.name, atom.name, alias=True)
             return copied
         return atom
 
@@ -168,7 +298,7 @@ class Aliasing:
         """``atom``, or a copy of it if it is a mutable name that a later binding may overwrite."""
         if isinstance(atom, ir.Var) and atom.name in self.mutable:
             held = self.bind(atom, atom.name)
-            self.share(held.name, atom.name)
+            self.share(held.name, atom.name, alias=True)
             return held
         return atom
 
@@ -177,7 +307,7 @@ class Aliasing:
         if atom != ir.Var(name):
             self.body.append(ir.Assign(name, atom, self.line))
             if isinstance(atom, ir.Var):
-                self.share(name, atom.name)
+                self.share(name, atom.name, alias=True)
         self.note_views(ir.Var(name))
 
     def note_views(self, atom: ir.Atom) -> None:
@@ -191,6 +321,9 @@ class Aliasing:
         holds = registry.holds_items(call.fn.obj) if call is not None else None
         if call is not None and registry.returns_view(call.fn.obj) and call.args and isinstance(call.args[0], ir.Var):
             self.share(atom.name, call.args[0].name)
+            operands = [*call.args[1:], *(a for _, a in call.kwargs)]
+            if not any(isinstance(a, ir.Var) and a.name in self.mutable for a in operands):
+                self.recipes[atom.name] = call  # made again from the array after a write (``followed``)
         elif call is not None and is_user_function(call.fn.obj):
             # a function of the user's may return an argument, a part of one, or a view of one (``return a``)
             for arg in (*call.args, *(a for _, a in call.kwargs)):
@@ -210,6 +343,7 @@ class Aliasing:
                                        self.line))
             self.copied_from[atom.name] = (source.name, flag)
         elif isinstance(last.value, ir.Pack) and not self.checked(atom.name):  # a container holds its elements
+            self.packs[atom.name] = last.value
             for elt in last.value.elts:
                 if isinstance(elt, ir.Var):
                     self.contain(atom.name, elt.name)
@@ -231,6 +365,20 @@ class Aliasing:
         """Whether ``user_name`` holds its own mutable name (not a copy of another variable's)."""
         atom = self.env.get(user_name)
         return isinstance(atom, ir.Var) and atom.name in self.mutable and self.owner.get(atom.name) == user_name
+
+
+@record
+class FollowUp:
+    """A variable (``user``) that sees the object ``owner`` holds, to make again once that has changed: ``seen``
+    holds what ``runtime.view_of`` found; ``form``, the view call that relates them (``inverse``: the changed
+    object is the view of the variable's, not the other way round)."""
+
+    owner: str  # the variable whose object changed, or a key of ``changed_objects`` (an item's object)
+    user: str
+    seen: ir.Var | None  # (``None``: the very object, certainly)
+    form: ir.Call | None
+    inverse: bool
+    identity: bool  # whether the variable may be the changed object itself (not where one holds the other)
 
 
 def _var(atom: ir.Expr) -> ir.Var:

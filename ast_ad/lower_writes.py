@@ -76,12 +76,15 @@ class WriteLowering(CallLowering):
             raise refuse(target, "item assignment is supported on local variables only (y[i] = v, L[0][i] = v): "
                                  "assign to a local array first", self.locate)
         inner = self.expr(outer)
+        key = f"<{inner.name}>" if isinstance(inner, ir.Var) else ""
         if isinstance(inner, ir.Var):
-            self.guard_object(inner, root.id)
+            self.guard_object(inner, root.id, follow=True, changed=key, item=True)
             self.guard_slot(inner, outer)
         index = self.index(target.slice)
         new = self.bind(ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (inner, index, value)),
                         f"{_atom_name(inner)}_new" if isinstance(inner, ir.Var) else "item")
+        if key:
+            self.changed_objects[key] = new  # (the variables that see ``L[0]``'s object follow this value)
         self.bind_target(outer, new)
 
     def guard_slot(self, inner: ir.Var, outer: gast.Subscript) -> None:

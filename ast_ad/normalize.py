@@ -143,6 +143,11 @@ class Lowerer(ExpressionLowering):
         self.liveness: dict[int, frozenset[str]] = {}  # what is read after each statement (``live_after``)
         self.live: frozenset[str] | None = None  # that, for the statement being lowered, if known
         self.pending: list[ir.Var] = []  # values an unpacking has read but not bound yet (``Aliasing.pending``)
+        self.recipes: dict[str, ir.Call] = {}  # IR name -> the view call that made it (``Aliasing.followed``)
+        self.follow_ups: list[Any] = []  # variables to make again after the statement (``Aliasing.follow``)
+        self.changed_objects: dict[str, ir.Var] = {}  # an item's object after a write (``Aliasing.follow``)
+        self.aliased: dict[str, set[str]] = {}  # IR name -> names of the same object (``Aliasing.share``)
+        self.packs: dict[str, ir.Pack] = {}  # a literal container's IR name -> what it packed (``Aliasing.slot_of``)
 
     # ---- the function ------------------------------------------------------------------------------
     def function(self) -> ir.Function:
@@ -189,6 +194,8 @@ class Lowerer(ExpressionLowering):
         outer, self.live = self.live, self.liveness.get(id(node))  # (a statement made while lowering: not known)
         try:
             handler(node)
+            if self.follow_ups:
+                self.follow()
         finally:
             self.live = outer
 
@@ -333,6 +340,7 @@ class Lowerer(ExpressionLowering):
                   and n.id not in functions and id(n) not in scoped]
         stored += [_root(n).id for n in gast.walk(node) if isinstance(n, gast.Subscript)
                    and isinstance(n.ctx, gast.Store) and isinstance(_root(n), gast.Name)]
+        stored += self.sharing([name for name in _written_in_place(node) if name in stored or name in self.env])
         for user_name in dict.fromkeys(stored):
             atom = self.env.get(user_name)
             if isinstance(atom, ir.Var) and self.owner.get(atom.name) == user_name:
@@ -348,8 +356,20 @@ class Lowerer(ExpressionLowering):
             if atom is not None:
                 self.note_kind(name, atom)
             if isinstance(atom, ir.Var):  # ``v = x`` before the loop: v starts as x's very array
-                self.share(name, atom.name)
+                self.share(name, atom.name, alias=True)
             self.env[user_name] = ir.Var(name)
+
+    def sharing(self, stored: list[str]) -> list[str]:
+        """The variables that may see an object one of ``stored`` holds (``w = y[1:]``, ``z = y``): a write in the
+        block may change them too, and they are made again after it (``Aliasing.follow``), so each gets a name
+        that the block may assign, as the names it stores do."""
+        related: set[str] = set()
+        for user_name in stored:
+            atom = self.env.get(user_name)
+            if isinstance(atom, ir.Var):
+                related |= self.reaching(atom.name, False)
+        return [user for user, atom in self.env.items() if isinstance(atom, ir.Var) and atom.name in related
+                and user in self.user_locals and user not in self.local_functions and user not in stored]
 
     def block(self, statements: list[gast.stmt]) -> tuple[ir.Stmt, ...]:
         """Lower ``statements`` into a nested block of their own."""
@@ -433,6 +453,25 @@ class Lowerer(ExpressionLowering):
 
     def error(self, node: gast.AST, message: str) -> LocatedError:
         return LocatedError(message, *self.locate(node))
+
+
+def _written_in_place(node: gast.stmt) -> list[str]:
+    """The names whose objects ``node`` may change in place: items written (``y[i] = v``), augmented
+    (``y += d``), or passed to a call made for its effect (``y.sort()``, ``np.add.at(y, i, v)``)."""
+    names: list[str] = []
+    for n in gast.walk(node):
+        if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) and isinstance(_root(n), gast.Name):
+            names.append(_root(n).id)
+        elif isinstance(n, gast.AugAssign) and isinstance(n.target, gast.Name):
+            names.append(n.target.id)
+        elif isinstance(n, gast.Expr) and isinstance(n.value, gast.Call):
+            call = n.value
+            if isinstance(call.func, gast.Attribute):  # (a list's own change leaves the objects in it as they are)
+                changed = [] if call.func.attr in ("append", "extend", "pop", "insert") else [call.func.value]
+            else:
+                changed = call.args[:1]
+            names += [a.id for a in changed if isinstance(a, gast.Name)]
+    return names
 
 
 def _raise_unless(flag: str, least: int) -> gast.stmt:

@@ -272,6 +272,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         holders: set[str] = set()  # lists that containers are appended to
         while size != len(self.structured):
             size = len(self.structured)
+            copies: list[tuple[str, str]] = []
             for stmt in ir.walk(self.function.body):
                 if isinstance(stmt, ir.Unpack) and isinstance(stmt.value, ir.Var) and stmt.value.name in returned:
                     # the items of a tuple a call of the user's returns, and theirs, may be containers, of kinds
@@ -294,6 +295,8 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
                     self.structured.add(stmt.target)
                     if value.name in self.items:
                         self.items.add(stmt.target)
+                elif isinstance(value, ir.Var) and value.name in self.useful:
+                    copies.append((stmt.target, value.name))
                 elif carries_structure(value, self.structured):
                     self.structured.add(stmt.target)  # a container where that argument is (``def_same_kind``)
                 elif isinstance(value, ir.Call) and value.fn.obj is operator.getitem \
@@ -302,6 +305,13 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
                     self.items.add(stmt.target)
                 elif id(stmt) in self.calls and self.calls[id(stmt)][0].structured_result:
                     self.structured.add(stmt.target)
+            for target, source in copies:
+                # a copy into a name another binding makes a container or its item (``a_1 = a``, then ``a_1 =
+                # L[0]``): its adjoint may be None, so the source's adds as a container item's does
+                if target in self.structured and source not in self.structured:
+                    self.structured.add(source)
+                    self.items.add(source)
+                    once = False  # (what reads the source is marked in the next pass)
             if once:  # no loop: one pass
                 break
 

@@ -1458,6 +1458,44 @@ def check_in_place(target: Any, others: Any, where: Any, names: Any = None) -> A
                     "y = x.copy(), or write x = x + ... instead of x += ...")
 
 
+def view_of(target: Any, other: Any, probe: Any, inverse: Any, where: Any, name: Any = None) -> int:
+    """How ``other`` sees ``target``, an object about to change in place: what it is after the change.
+
+    1: the same object, or the same memory laid out alike (``z = y``): it is the changed object;
+    2: the view ``probe`` describes, made before the change: ``other`` is ``probe``, a view of ``target``
+    (``w = y[1:]``: after the change, it is that view of the changed array), or, with ``inverse``, ``target`` is
+    ``probe``, a view of ``other`` (a write through ``w = y[1:]`` changes ``y[1:]``);
+    0: apart (nothing of ``other`` changes). Any other overlap of memory is refused: which entries of ``other``
+    the change reaches is not known here.
+    """
+    if not (is_array(target) or isinstance(target, (list, dict))):
+        return 0  # a number, a tuple: ``x += d`` binds a new object, which no other name sees
+    if other is target:
+        return 1
+    if inverse and probe is target and isinstance(other, (list, tuple, dict)):  # ``a = ys[0]``, ``a`` changes
+        items = list(other.values()) if isinstance(other, dict) else list(other)
+        rest = [item for item in items if item is not target]
+        if len(items) - len(rest) == 1:
+            check_in_place(target, rest, where, name)  # (no other slot may see it, deep)
+            return 2
+    if is_array(target) and is_array(other):
+        if not _may_share_memory(target, other):
+            return 0
+        if _same_view(other, target):
+            return 1
+        if probe is not None and _same_view(target if inverse else other, probe):
+            return 2
+    check_in_place(target, (other,), where, name)  # (an array it overlaps otherwise: refused)
+    return 0
+
+
+def _same_view(a: Any, b: Any) -> bool:
+    """Whether two numpy arrays read the same memory in the same layout (the same view)."""
+    return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape \
+        and a.strides == b.strides and a.dtype == b.dtype \
+        and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+
+
 def check_item_apart(container: Any, key: Any, where: Any) -> Any:
     """Refuse a write into the object ``container[key]`` where another slot of ``container`` reaches it too.
 

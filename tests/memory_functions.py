@@ -140,10 +140,12 @@ def tuple_of_arrays_of_two_shapes(x):
     return np.sum(params[0]) + np.sum(params[1] * x)
 
 
-SHARED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_after_loop,
-          reversed_view_read_after_loop, reshaped_read_after_loop, two_names_one_written_in_loop,
-          loop_carried_alias, write_through_list_then_append, write_through_list, one_array_twice_in_a_list,
-          one_array_twice_added_into, one_array_under_two_keys, swap_rows, row_read_before_write]
+# Python's value and its gradient: the names, views and items that see the changed array are made again from it
+FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_after_loop,
+            reversed_view_read_after_loop, reshaped_read_after_loop, two_names_one_written_in_loop,
+            loop_carried_alias, write_through_list_then_append, write_through_list, row_read_before_write]
+# refused at the write: one object in two slots of a container, a view read before an unpacking's write
+SHARED = [one_array_twice_in_a_list, one_array_twice_added_into, one_array_under_two_keys, swap_rows]
 APART = [swap_entries, two_arrays_in_a_list, view_not_read_after, tuple_of_arrays_of_two_shapes]
 
 

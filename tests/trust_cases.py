@@ -31,7 +31,7 @@ def augmented_through_two_names(x):
     array (Python's sum is 6 d for x = 0). The liveness the guard reads took ``v += d`` as no read of ``v``, so
     ``x += d`` was computed as a new array unchecked, and the value and gradient were those of 3 d."""
     v = x
-    x += np.sin(0.5)  # refused here
+    x += np.sin(0.5)
     v += np.sin(0.5)
     return np.sum(x)
 
@@ -39,7 +39,7 @@ def augmented_through_two_names(x):
 def write_through_list_alias(x):
     ys = [x * 1.0, x * 2.0]
     a = ys[0]
-    a[0] = 5.0  # refused here
+    a[0] = 5.0
     return np.sum(ys[0] * x)
 
 
@@ -79,7 +79,7 @@ def swap_in_a_loop(x):
 def write_through_slice(x):
     y = x * 1.0
     z = y[1:]
-    z[0] = 3.0  # refused here
+    z[0] = 3.0
     return np.sum(y * x)
 
 

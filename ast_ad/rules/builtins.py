@@ -45,6 +45,7 @@ from ast_ad.runtime import (
     sorted_by,
     sorted_by_vjp,
     spread,
+    view_of,
     zeros_like,
 )
 
@@ -103,10 +104,11 @@ defjvp(list_item, None, zero, zero)
 def_effect(builtins.print)
 def_full_reduction(builtins.float)  # float(x): a number
 
-def_nondiff(absent, check_in_place, check_item_apart, check_kept)  # guards before writes: no value, no gradient
+def_nondiff(absent, check_in_place, check_item_apart, check_kept, view_of)  # guards before writes: no gradient
 def_nondiff(check_bound)  # a read of a name no assignment may have bound yet (``unbound``)
 def_identity_read(check_in_place, 1)  # the other names' objects, compared with the one about to change
 def_guard(check_in_place, 0)  # the object about to change, which another live name may also reach
+def_guard(view_of, 0)  # likewise, where the other name is followed: it is the changed object, or a view of it
 def_view(list_item)  # xs[i] of a list: the very object the list holds
 def_nondiff(builtins.len, builtins.int, builtins.bool, builtins.round, builtins.range, builtins.slice,
             builtins.isinstance, builtins.type)
