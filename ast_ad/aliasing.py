@@ -51,6 +51,7 @@ class Aliasing:
     loop_shared: list[set[str]]  # per enclosing loop, the names it may bind to a shared object (``loop_shared``)
     checked_only: set[str]  # user names that only checks read (``checked``)
     live: frozenset[str] | None  # the names read after the statement being lowered (``live_after``), if known
+    rebinding: frozenset[str]  # the names the statement being lowered binds
     pending: list[ir.Var]  # values ``a, b = u, v`` has read and binds after the write being lowered
     recipes: dict[str, ir.Call]  # IR name -> the view call that made it (``x[1:]``, ``x.T``), its other operands fixed
     aliased: dict[str, set[str]]  # IR name -> the IR names of the same object (``share(..., alias=True)``)
@@ -141,7 +142,8 @@ class Aliasing:
         if made is not None and self.array_like(made.args[0]) and made.args[0] in [ir.Var(n) for n in same]:
             form = made
             probe = self.bind(ir.Call(made.fn, (atom, *made.args[1:]), made.kwargs), "probe", holds=False)
-        elif mine is not None and mine.args and mine.args[0] == other \
+        elif mine is not None and mine.args and isinstance(mine.args[0], ir.Var) \
+                and mine.args[0].name in self.aliases(other.name) \
                 and (mine.fn.obj is operator.getitem and self.array_like(other)
                      or mine.fn.obj in (operator.getitem, runtime.list_item) and other.name in self.holds):
             # (a view of an array, written into it; or the object a list, tuple or dict holds, put back)
@@ -173,6 +175,18 @@ class Aliasing:
         slots = [pack.slot(k) for k, elt in enumerate(pack.elts) if elt == item]
         return ir.Const(slots[0]) if len(slots) == 1 else None
 
+    def own_name(self, user: str, value: ir.Atom) -> ir.Var:
+        """The name the variable ``user`` holds its value under, which a branch may assign: its own mutable name,
+        or (at the function's top level) a new one, bound to ``value`` now."""
+        if not self.is_mutable(user):
+            name = self.namer.fresh(user, user=True)
+            self.owner[name] = user
+            self.mutable.add(name)
+            self.body.append(ir.Assign(name, value, self.line))
+            self.share(name, value.name, alias=True) if isinstance(value, ir.Var) else None
+            self.env[user] = ir.Var(name)
+        return self.local(user)
+
     def array_like(self, atom: ir.Atom) -> bool:
         """Whether ``atom`` may be an array, as far as the lowering knows: no list, tuple or dict it made."""
         return isinstance(atom, ir.Var) and self.kinds.get(atom.name) is None and atom.name not in self.holds
@@ -187,13 +201,7 @@ class Aliasing:
             if up.seen is None and not self.is_mutable(up.user):  # the same object, certainly: the same value
                 self.env[up.user] = changed
                 continue
-            if not self.is_mutable(up.user):  # (at the function's top level: a name of its own, to assign)
-                name = self.namer.fresh(up.user, user=True)
-                self.owner[name] = up.user
-                self.mutable.add(name)
-                self.body.append(ir.Assign(name, self.env[up.user], self.line))
-                self.env[up.user] = ir.Var(name)
-            target = self.local(up.user)
+            target = self.own_name(up.user, self.env[up.user])
             if up.seen is None:
                 self.body.append(ir.Assign(target.name, changed, self.line))
                 self.share(target.name, changed.name, alias=True)
@@ -202,6 +210,8 @@ class Aliasing:
                 same = self.bind(ir.Call(ir.Ref(operator.eq, "operator.eq"), (up.seen, ir.Const(1))), "same")
             view: tuple[ir.Stmt, ...] = ()
             if up.form is not None:
+                rewritten = up.inverse and up.identity and up.owner in self.env
+                written = self.own_name(up.owner, changed) if rewritten else None  # (bound on every path)
                 start = len(self.body)
                 is_view = self.bind(ir.Call(ir.Ref(operator.eq, "operator.eq"), (up.seen, ir.Const(2))), "is_view")
                 if up.inverse:  # the base, with the changed view written into it
@@ -209,7 +219,12 @@ class Aliasing:
                                              (target, up.form.args[1], changed))
                 else:
                     value = ir.Call(up.form.fn, (changed, *up.form.args[1:]), up.form.kwargs)
-                made = (ir.Assign(target.name, value, self.line),)
+                made: tuple[ir.Stmt, ...] = (ir.Assign(target.name, value, self.line),)
+                if written is not None:
+                    # the written view, read again from its new base: the two share memory again, as in Python,
+                    # so that a later write through either is seen by the other (``v1 = v0[1:]`` in a loop)
+                    again = ir.Call(up.form.fn, (target, *up.form.args[1:]), up.form.kwargs)
+                    made += (ir.Assign(written.name, again, self.line),)
                 branch = ir.If(is_view, made, (), self.line)
                 view = (*self.body[start:], branch)
                 del self.body[start:]
@@ -276,6 +291,9 @@ class Aliasing:
         if alias:
             self.aliased.setdefault(a, set()).add(b)
             self.aliased.setdefault(b, set()).add(a)
+            for one, other in ((a, b), (b, a)):  # one object, one making: a copy of a view is that view too
+                if one in self.recipes and other not in self.recipes:
+                    self.recipes[other] = self.recipes[one]
 
     def aliases(self, name: str) -> set[str]:
         """The IR names that ``share(..., alias=True)`` connects to ``name``: the same object, where bound."""
@@ -324,6 +342,12 @@ class Aliasing:
             operands = [*call.args[1:], *(a for _, a in call.kwargs)]
             if not any(isinstance(a, ir.Var) and a.name in self.mutable for a in operands):
                 self.recipes[atom.name] = call  # made again from the array after a write (``followed``)
+            pack = self.packs.get(call.args[0].name)
+            if pack is not None and len(call.args) == 2 and isinstance(call.args[1], ir.Const) \
+                    and call.args[0].name not in self.mutable:  # ``[y][0]``: the very object ``y``
+                elt = next((e for k, e in enumerate(pack.elts) if pack.slot(k) == call.args[1].value), None)
+                if isinstance(elt, ir.Var):
+                    self.share(atom.name, elt.name, alias=True)
         elif call is not None and is_user_function(call.fn.obj):
             # a function of the user's may return an argument, a part of one, or a view of one (``return a``)
             for arg in (*call.args, *(a for _, a in call.kwargs)):

@@ -249,12 +249,25 @@ class CallLowering(ControlFlow):
             return  # Python raises its own error when the call runs
         where = f"{self.source.filename}:{self.line.lineno}"
         for param, atom in bound.arguments.items():
-            if param in writes and isinstance(atom, ir.Var):
+            if param in writes and isinstance(atom, ir.Var) and not unread and self.dead_after(atom):
+                # ``x = damp(x)``: nothing reads the changed object after the call but through another name,
+                # which the memory model checks, as at any write in place (the callee's value is the new one)
+                users = [name for name, held in self.env.items() if held == atom]
+                self.guard_object(atom, users[0] if users else "")
+            elif param in writes and isinstance(atom, ir.Var):
                 message = ir.Const(f"{where}: {fn.hint} may change its argument {param!r} in place{unread}; "
                                    "pass it a copy" if unread else
                                    f"{where}: {fn.hint} changes its argument {param!r} in place (Python's caller "
                                    "would see the change); return the new value instead, or pass a copy")
                 self.bind(ir.Call(ir.Ref(runtime.check_kept, "check_kept"), (atom, message)), "checked")
+
+    def dead_after(self, atom: ir.Var) -> bool:
+        """Whether no variable that holds ``atom`` is read after the statement being lowered, but as the name it
+        binds again (``x = damp(x)``): its object, changed in place, is then seen through other names only."""
+        if self.live is None:
+            return False
+        return all(name not in self.live or name in self.rebinding for name, held in self.env.items()
+                   if held == atom)
 
     def method(self, node: gast.Call, receiver: ir.Atom, name: str | None, user: bool) -> ir.Atom:
         """``x.sum(axis=0)`` on an array value is ``np.sum(x, axis=0)``."""

@@ -143,6 +143,7 @@ class Lowerer(ExpressionLowering):
         self.liveness: dict[int, frozenset[str]] = {}  # what is read after each statement (``live_after``)
         self.live: frozenset[str] | None = None  # that, for the statement being lowered, if known
         self.pending: list[ir.Var] = []  # values an unpacking has read but not bound yet (``Aliasing.pending``)
+        self.rebinding: frozenset[str] = frozenset()  # the names the statement being lowered binds (``_rebound``)
         self.recipes: dict[str, ir.Call] = {}  # IR name -> the view call that made it (``Aliasing.followed``)
         self.follow_ups: list[Any] = []  # variables to make again after the statement (``Aliasing.follow``)
         self.changed_objects: dict[str, ir.Var] = {}  # an item's object after a write (``Aliasing.follow``)
@@ -192,12 +193,13 @@ class Lowerer(ExpressionLowering):
         if handler is None:
             raise refuse(node, f"{type(node).__name__} statements are not supported here", self.locate)
         outer, self.live = self.live, self.liveness.get(id(node))  # (a statement made while lowering: not known)
+        rebinding, self.rebinding = self.rebinding, _rebound(node)
         try:
             handler(node)
             if self.follow_ups:
                 self.follow()
         finally:
-            self.live = outer
+            self.live, self.rebinding = outer, rebinding
 
     def stmt_Assign(self, node: gast.Assign) -> None:
         if len(node.targets) == 1:
@@ -453,6 +455,14 @@ class Lowerer(ExpressionLowering):
 
     def error(self, node: gast.AST, message: str) -> LocatedError:
         return LocatedError(message, *self.locate(node))
+
+
+def _rebound(node: gast.stmt) -> frozenset[str]:
+    """The names an assignment statement binds (``x`` of ``x = damp(x)``); none for other statements."""
+    if not isinstance(node, gast.Assign):
+        return frozenset()
+    return frozenset(n.id for target in node.targets for n in gast.walk(target)
+                     if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store))
 
 
 def _written_in_place(node: gast.stmt) -> list[str]:

@@ -145,7 +145,7 @@ class _Writer:
             kinds.append("list")
         if self.options["mutation"]:
             kinds += ["container", "choice", "complex"]
-            kinds += ["write", "write", "alias"] if self.options["arrays"] else []
+            kinds += ["write", "write", "alias", "shared", "shared"] if self.options["arrays"] else []
             kinds += ["damp"] if self.damp else []
         if in_loop and self.options["branches"]:
             kinds += ["jump"]
@@ -271,6 +271,40 @@ class _Writer:
                  f"{indent}{alias} *= {self.scalar()}"]
         if depth == 0:
             self.names.append(array)
+        return lines
+
+    def stmt_shared(self, indent: str, in_loop: bool, depth: int) -> list[str]:
+        """An array another name, a view or a container slot also sees, written in place, in a loop or not, with
+        both read after: the memory model makes the other name again from the written array (or refuses)."""
+        name, base, other = self.draw(st.sampled_from(self.names)), self.fresh(), self.fresh()
+        family = self.draw(st.sampled_from(["name", "view", "container", "carried", "through", "swap"]))
+        self.features.add(f"shared {family}")
+        view = self.draw(st.sampled_from(["{b}[:]", "{b}[1:]", "{b}[::-1]", "{b}.T", "{b}.reshape(3)",
+                                          "{b}.reshape((3, 1))", "{b}[::2]"]))
+        made = {"name": "{b}", "view": view, "container": self.draw(st.sampled_from(["[{b}]", '{{"k": {b}}}',
+                                                                                      "({b}, 1.0)"])),
+                "carried": "{b}", "through": self.draw(st.sampled_from(["{b}", "{b}[1:]", "{b}[:]"])),
+                "swap": "{b}"}[family].format(b=base)
+        lines = [f"{indent}{base} = np.ones(3) * {name}", f"{indent}{other} = {made}"]
+        written = other if family == "through" else base
+        index = self.draw(st.sampled_from(["0", "1", "i"]))
+        write = self.draw(st.sampled_from(["{w}[{i}] = {v}", "{w}[{i}] += {v}", "{w}[{i}] *= {v}"]))
+        inner = indent + "    "
+        if family == "swap":
+            lines.append(f"{indent}{base}[0], {base}[1] = {base}[1], {base}[0]")
+        elif family == "carried":  # the other name is bound again in the loop, after the write
+            lines += [f"{indent}for i in range(2):",
+                      f"{inner}{write.format(w=base, i=index, v=self.scalar())}",
+                      f"{inner}{other} = {other} * 1.5"]
+        elif self.options["loops"] and self.draw(st.booleans()):
+            lines += [f"{indent}for i in range(2):", f"{inner}{write.format(w=written, i=index, v=self.scalar())}"]
+        else:
+            lines.append(f"{indent}{write.format(w=written, i=index.replace('i', '1'), v=self.scalar())}")
+        read = {"container": f"{other}[{chr(34) + 'k' + chr(34) if made.startswith('{') else 0}]"}.get(family, other)
+        target = self.fresh() if depth == 0 else self.draw(st.sampled_from(self.names))
+        lines.append(f"{indent}{target} = np.sum({read}) * {base}")
+        if depth == 0:
+            self.names.append(target)
         return lines
 
     def stmt_container(self, indent: str, in_loop: bool, depth: int) -> list[str]:

@@ -211,6 +211,7 @@ def test_nondiff_rules_stop_the_gradient(rule: registry.Rule) -> None:
               np.bitwise_or: (box(np.array([4, 6])), 2), np.bitwise_xor: (box(np.array([4, 6])), 2),
               check_in_place: (box(np.ones(2)), (np.zeros(2),), "here"), check_kept: (box(0.5), "here"),
               runtime.check_item_apart: ([box(np.ones(2)), np.zeros(2)], 0, "here"),
+              runtime.view_of: (box(np.ones(2)), np.zeros(2), None, False, "here"),
               check_bound: (box(True), "y", "here"),
               runtime.balanced_eq: (box(np.array([1.0, 2.0])), np.array([1.0, 3.0]), 0.5),
               runtime.clip_mask: (box(np.array([1.0, -2.0])), -0.5, 0.7),
@@ -307,7 +308,8 @@ def _writes_into_a_parameter(fn: ast.FunctionDef) -> bool:
             return True
         if isinstance(node, ast.Call):
             called = ast.unparse(node.func)
-            if called.endswith(writers) and node.args and isinstance(node.args[0], ast.Name) \
+            if any(called == w or called.endswith("." + w) for w in writers) and node.args \
+                    and isinstance(node.args[0], ast.Name) \
                     and node.args[0].id in params:
                 return True
             if isinstance(node.func, ast.Attribute) and node.func.attr in methods \

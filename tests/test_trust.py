@@ -118,11 +118,9 @@ REFUSED = [
     (c.flat_read, (X,), errors.UnsupportedSyntaxError),
     (c.complex_literal, (X,), errors.UnsupportedSyntaxError),
     (c.complex_fft, (X,), errors.UnsupportedSyntaxError),
-    (c.nested_write_through_alias, (X,), errors.InPlaceAliasError),
     (c.unknown_method, (X,), errors.UnsupportedSyntaxError),
     (c.pop_from_a_list_argument, (X, [X, X * 2.0]), errors.LocatedError),
     (c.pop_from_a_copy_of_an_argument, (X, [X, X * 2.0]), errors.LocatedError),
-    (c.view_inside_expression, (X,), errors.InPlaceAliasError),
     (c.write_through_transpose, (X,), errors.InPlaceAliasError),
     (c.write_through_asarray, (X,), errors.InPlaceAliasError),
     (c.resize_in_place, (X,), errors.UnsupportedSyntaxError),
@@ -232,22 +230,17 @@ def test_an_in_place_update_through_two_names_is_exact_in_both_modes_and_on_numb
     assert ast_ad.jvp(fn, (0.25,), (1.0,)) == (value, 1.0)
 
 
-def test_a_write_through_a_slice_reaches_its_array() -> None:
-    """``z = y[1:]; z[0] = 3.0``: ``y[1]`` is that entry, which Python changes; ``y`` is read after."""
-    fn = c.write_through_slice
+# once refused: another name, a view or a list's slot sees the write; the memory model makes it again from it
+FOLLOWED = [c.write_through_slice, c.write_through_list_alias, c.nested_write_through_alias, c.view_inside_expression]
+
+
+@pytest.mark.parametrize("fn", FOLLOWED, ids=[f.__name__ for f in FOLLOWED])
+def test_a_write_that_another_name_sees_is_followed(fn) -> None:
     value, grads = ast_ad.value_and_grad(fn)(X.copy())
     assert value == fn(X.copy())
     assert_fd(fn, (X,), (0,), (grads,))
-    assert ast_ad.jvp(fn, (X.copy(),), (np.ones_like(X),))[1] == pytest.approx(np.sum(grads))
-
-
-def test_a_write_through_an_item_of_a_list_reaches_the_list() -> None:
-    """``a = ys[0]; a[0] = 5.0``: ``ys[0]`` is ``a``'s object, which Python changes; ``ys`` is read after."""
-    fn = c.write_through_list_alias
-    value, grads = ast_ad.value_and_grad(fn)(X.copy())
-    assert value == fn(X.copy())
-    assert_same((grads,), ast_ad.tracer.grad(fn, (0,))(X.copy()))
-    assert_fd(fn, (X,), (0,), (grads,))
+    value_f, tangent = ast_ad.jvp(fn, (X.copy(),), (np.ones_like(X),))
+    assert value_f == value and tangent == pytest.approx(np.sum(grads), rel=1e-12)
 
 
 def test_a_decorators_wrapper_is_what_is_differentiated() -> None:

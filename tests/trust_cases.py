@@ -655,7 +655,7 @@ def nested_item_writes(x):
 def nested_write_through_alias(x):
     rows = [x * 1.0, x * 2.0]
     first = rows[0]
-    rows[0][1] = 5.0  # refused here
+    rows[0][1] = 5.0
     return np.sum(first * x)
 
 
@@ -774,7 +774,7 @@ def sorted_with_key(x):
 def view_inside_expression(x):
     v = x * 1.0
     w = [v][0]
-    w *= 2.0  # refused here
+    w *= 2.0
     return np.sum(v)
 
 
