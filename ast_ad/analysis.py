@@ -268,7 +268,8 @@ def structured_names(function: ir.Function, shapes: tuple[int, ...]) -> set[str]
     structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
                    and isinstance(s.value, ir.Call) and registry.returns_sequence(s.value.fn.obj)}
     structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
-                   and isinstance(s.value, ir.Pack)}
+                   and (isinstance(s.value, ir.Pack)
+                        or isinstance(s.value, ir.Const) and isinstance(s.value.value, (list, tuple, dict)))}
     # and what holds one of those: a copy, or what a function whose result has an argument's kind makes of one
     assignments = [s for s in ir.walk(function.body) if isinstance(s, ir.Assign) and s.target not in structured]
     size = -1

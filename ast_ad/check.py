@@ -36,7 +36,6 @@ COMPLEX_HINT = ("complex numbers are not supported yet: ast_ad differentiates re
 
 REFUSED: dict[type, str] = {
     gast.SetComp: "set comprehensions are not supported: use numpy on whole arrays",
-    gast.DictComp: "dict comprehensions are not supported: build the dict outside",
     gast.AsyncFunctionDef: "async functions cannot be differentiated: write a plain def",
     gast.ClassDef: "class definitions inside a differentiated function are not supported: "
                    "define the class at module level",

@@ -92,9 +92,15 @@ class CallLowering(ControlFlow):
         if self.resolves_to(func, sorted) and len(node.args) == 1 \
                 and all(kw.arg in ("key", "reverse") for kw in node.keywords):
             return self.sorted_call(node, name, user)
+        if (self.resolves_to(func, max) or self.resolves_to(func, min)) and len(node.args) == 1 \
+                and [kw.arg for kw in node.keywords] == ["key"]:
+            return self.chosen_by_key(node, max if self.resolves_to(func, max) else min, name, user)
         if self.resolves_to(func, list) and len(node.args) == 1 and isinstance(node.args[0], gast.Call) \
                 and self.resolves_to(node.args[0].func, map) and self.is_function(node.args[0].args[0]):
             return self.expr(node.args[0], name, user)  # list(map(f, xs)): map is lowered to a list already
+        paired = self.value_and_gradient(node, name, user)
+        if paired is not None:
+            return paired
         made = self.transformation(node)
         if made is not None:
             return made
@@ -150,6 +156,8 @@ class CallLowering(ControlFlow):
 
     def static(self, node: gast.expr) -> Any:
         """The object a name or a dotted path of modules names (``functools.partial``), or ``None``."""
+        if isinstance(node, gast.Name) and isinstance(self.env.get(node.id), ir.Ref):
+            return self.env[node.id].obj  # type: ignore[union-attr]  # (a name the lowering bound to an object)
         if isinstance(node, gast.Name) and node.id not in self.env and node.id not in self.locals \
                 and node.id not in self.local_functions:
             try:
@@ -171,9 +179,11 @@ class CallLowering(ControlFlow):
         that takes attribute lookup over (``__getattribute__``). There (``node``, the call) it is refused."""
         cls = type(receiver.obj) if isinstance(receiver, ir.Ref) else \
             self.instances.get(receiver.name) if isinstance(receiver, ir.Var) else None
-        if cls is None or cls.__module__ in ("builtins", "numpy") or isinstance(receiver, ir.Ref) and \
-                isinstance(receiver.obj, (types.ModuleType, type, np.ndarray, float, int)):
-            return None
+        if cls is None or cls.__module__ in ("builtins", "numpy") or cls.__module__.startswith("ast_ad.") \
+                or isinstance(receiver, ir.Ref) and (isinstance(receiver.obj, (types.ModuleType, type, np.ndarray,
+                                                                               float, int))
+                                                     or registry.lookup(receiver.obj) is not None):
+            return None  # (an object ast_ad made, ``d = ast_ad.grad(g)``, is called as the primitive it is)
         method = inspect.getattr_static(cls, attr, None)
         if not inspect.isfunction(method):
             return None

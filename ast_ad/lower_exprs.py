@@ -195,6 +195,26 @@ class ExpressionLowering(WriteLowering):
         self.stmt(_locate_all(inner, node))
         return self.env.pop(acc)
 
+    def expr_DictComp(self, node: gast.DictComp, name: str | None, user: bool) -> ir.Atom:
+        """``{k: v for t in xs if c}`` becomes a loop that writes each key of a new dict."""
+        acc = self.namer.fresh(name or "entries", user=user)
+        self.locals.add(acc)
+        self.body.append(ir.Assign(acc, ir.Const({}), self.line))
+        self.env[acc] = ir.Var(acc)
+        self.owner[acc] = acc
+        renames = {target.id: self.namer.fresh(target.id) for gen in node.generators
+                   for target in gast.walk(gen.target) if isinstance(target, gast.Name)}
+        self.locals |= set(renames.values())
+        node = _rename_all(syntax.clone(node), renames)
+        slot = gast.Subscript(value=_load(acc), slice=node.key, ctx=gast.Store())
+        inner: gast.stmt = gast.Assign(targets=[slot], value=node.value, type_comment=None)
+        for gen in reversed(node.generators):
+            for cond in reversed(gen.ifs):
+                inner = gast.If(test=cond, body=[inner], orelse=[])
+            inner = gast.For(target=gen.target, iter=gen.iter, body=[inner], orelse=[], type_comment=None)
+        self.stmt(_locate_all(inner, node))
+        return self.env.pop(acc)
+
     def expr_GeneratorExp(self, node: gast.GeneratorExp, name: str | None, user: bool) -> ir.Atom:
         return self.expr_ListComp(node, name, user)
 

@@ -13,6 +13,7 @@ written in the body are made when the body is lowered, so their calls are calls 
 from __future__ import annotations
 
 import inspect
+import operator
 from typing import Any
 
 import gast
@@ -74,7 +75,7 @@ class Nesting(Aliasing):
         maker = self.static(node.func)
         instead = {compose.hvp: "write ast_ad.hessian(f)(x) @ v, or ast_ad.jvp(g, (x,), (v,))[1] with a "
                                 "module-level def g(x): return ast_ad.grad(f)(x)",
-                   api.value_and_grad: "call f(x) and ast_ad.grad(f)(x)",
+                   api.value_and_grad: "call it where it is made, ast_ad.value_and_grad(f)(x)",
                    compose.vjp: "write ast_ad.grad(f)(x) for a scalar f, or contract ast_ad.jacrev(f)(x) with "
                                 "the cotangent"}
         if any(maker is made for made in instead):  # ``in`` would compare them with ==
@@ -106,6 +107,37 @@ class Nesting(Aliasing):
             raise refuse(node, f"{called} inside a differentiated function needs a module-level function",
                          self.locate)
         return ir.Ref(made, f"{maker.__name__}_{getattr(fn, '__name__', 'f')}", source.origin, source.root)
+
+    def value_and_gradient(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom | None:
+        """``ast_ad.value_and_grad(g, ...)(args)`` written in the body: ``(g(args), ast_ad.grad(g, ...)(args))``,
+        the arguments bound once to names of their own. ``None`` for any other call."""
+        from ast_ad import api
+
+        maker = node.func
+        if not (isinstance(maker, gast.Call) and self.static(maker.func) is api.value_and_grad and maker.args):
+            return None
+        if any(isinstance(a, gast.Starred) for a in node.args) or node.keywords:
+            raise refuse(node, "ast_ad.value_and_grad(g)(...) inside a differentiated function takes positional "
+                               "arguments: pass each by position", self.locate)
+        held, hidden = [], []
+        for arg in node.args:
+            hidden.append(self.hidden("argument"))
+            self.env[hidden[-1]] = self.expr(arg)
+            held.append(_load(hidden[-1]))
+        gradient = gast.Call(func=gast.Attribute(value=maker.func.value, attr="grad", ctx=gast.Load())
+                             if isinstance(maker.func, gast.Attribute) else maker.func, args=maker.args,
+                             keywords=maker.keywords)
+        if not isinstance(maker.func, gast.Attribute):  # ``from ast_ad import value_and_grad``: reach grad by value
+            hidden.append(self.hidden("grad"))
+            self.env[hidden[-1]] = ir.Ref(api.grad, "ast_ad.grad")
+            gradient.func = _load(hidden[-1])
+        pair = gast.Tuple(elts=[gast.Call(func=maker.args[0], args=list(held), keywords=[]),
+                                gast.Call(func=gradient, args=list(held), keywords=[])], ctx=gast.Load())
+        try:
+            return self.expr(_locate_all(pair, node), name, user)
+        finally:
+            for key in hidden:
+                del self.env[key]
 
     def forward_mode(self, node: gast.Call) -> ir.Ref | None:
         """``ast_ad.jvp(f, primals, tangents)`` written in the body, ``f`` a module-level function: a call of
@@ -185,6 +217,26 @@ class Nesting(Aliasing):
                            name or "ordered", user)
         self.kinds[result.name] = "list"
         return result
+
+    def chosen_by_key(self, node: gast.Call, which: Any, name: str | None, user: bool) -> ir.Atom:
+        """``max(xs, key=f)`` (or ``min``): the keys computed (``f`` inlined), then the first item whose key is the
+        largest (smallest) read by its position, as Python picks it."""
+        key = node.keywords[0].value
+        if not self.is_function(key):
+            raise refuse(node, f"{which.__name__}(..., key=...) is supported with a lambda or a function defined "
+                               "here", self.locate)
+        items = self.hold(self.expr(node.args[0]))
+        held = self.hidden("chosen")
+        self.env[held] = items
+        try:
+            keys = self.expr(self.mapped(gast.copy_location(
+                gast.Call(func=_load("map"), args=[key, _load(held)], keywords=[]), node)))
+        finally:
+            del self.env[held]
+        position = self.bind(ir.Call(ir.Ref(runtime.first_best, "first_best"), (keys, ir.Const(which.__name__))),
+                             "position")
+        return self.bind(ir.Call(ir.Ref(operator.getitem, "operator.getitem"), (items, position)),
+                         name or which.__name__, user)
 
     def helper_tree(self, node: gast.Call, fn: Any) -> gast.FunctionDef:
         """The tree of a module function called with a function argument (``apply(lambda z: ..., x)``).

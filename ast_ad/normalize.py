@@ -41,7 +41,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from ast_ad import ir, registry, runtime, syntax, unbound
+from ast_ad import ir, registry, runtime, selection, syntax, unbound
 from ast_ad.aliasing import live_after
 from ast_ad.check import refuse
 from ast_ad.errors import LocatedError
@@ -60,7 +60,7 @@ def normalize(source: Source) -> ir.Function:
     BEING_LOWERED[key] = False
     try:
         lowerer = Lowerer(source)
-        function = ir.check_ir(lowerer.function())
+        function = ir.check_ir(selection.selected(lowerer.function()))
         if BEING_LOWERED[key] and lowerer.writes:
             raise lowerer.error(source.tree, f"{source.tree.name} calls itself and changes its argument "
                                              f"{sorted(lowerer.writes)[0]!r} in place: compute a new value instead")
@@ -162,6 +162,12 @@ class Lowerer(ExpressionLowering):
         if statements and isinstance(statements[0], gast.Expr) and isinstance(statements[0].value, gast.Constant):
             statements = statements[1:]  # docstring
         statements = structure(statements, Namer(reserved=self.locals))
+        made: set[str] = set()
+        keys = self.namer.fresh("keys_of")  # (a loop over a dict's items reads its keys, which carry no gradient)
+        statements = _dict_loops(statements, self.namer, made, keys)
+        if made:
+            self.env[keys] = ir.Ref(runtime.keys_of, "keys_of")
+            self.locals |= made - {keys}
         self.liveness = live_after(statements)
         for s in statements:  # the names each statement binds, and those it appends to
             if id(s) in self.appending:  # as written: its names are among the locals already
@@ -455,6 +461,55 @@ class Lowerer(ExpressionLowering):
 
     def error(self, node: gast.AST, message: str) -> LocatedError:
         return LocatedError(message, *self.locate(node))
+
+
+def _dict_loops(body: list[gast.stmt], namer: Namer, made: set[str], keys_of: str) -> list[gast.stmt]:
+    """``body`` with each loop over a dict's ``items()``, ``values()`` or ``keys()`` written as a loop over its
+    keys that reads each value where the step starts, as Python's view does (``for k in list(d): v = d[k]``)."""
+    out: list[gast.stmt] = []
+    for stmt in body:
+        if isinstance(stmt, (gast.For, gast.While, gast.If)):
+            fields = {"body": _dict_loops(stmt.body, namer, made, keys_of),
+                      "orelse": _dict_loops(stmt.orelse, namer, made, keys_of)}
+            stmt = gast.copy_location(type(stmt)(**{**stmt.__dict__, **fields}), stmt)
+        call = stmt.iter if isinstance(stmt, gast.For) else None
+        if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) and not call.args \
+                and not call.keywords and call.func.attr in ("items", "values", "keys") \
+                and isinstance(call.func.value, gast.Name):
+            assert isinstance(stmt, gast.For)
+            owner = call.func.value
+            made.add(keys_of)
+            keys = gast.copy_location(gast.Call(func=gast.Name(id=keys_of, ctx=gast.Load(), annotation=None,
+                                                               type_comment=None), args=[owner], keywords=[]), call)
+            target, read = stmt.target, []
+            if call.func.attr != "keys":
+                pair = call.func.attr == "items" and isinstance(target, gast.Tuple) and len(target.elts) == 2
+                key_target = target.elts[0] if pair else None
+                if not isinstance(key_target, gast.Name):
+                    hidden = namer.fresh("key")
+                    made.add(hidden)
+                    key_target = gast.Name(id=hidden, ctx=gast.Store(), annotation=None, type_comment=None)
+                key = gast.Name(id=key_target.id, ctx=gast.Load(), annotation=None, type_comment=None)
+                value = gast.Subscript(value=owner, slice=key, ctx=gast.Load())
+                if call.func.attr == "items" and not pair:
+                    value = gast.Tuple(elts=[key, value], ctx=gast.Load())
+                    read.append(gast.Assign(targets=[target], value=value, type_comment=None))
+                else:
+                    read.append(gast.Assign(targets=[target.elts[1] if pair else target], value=value,
+                                            type_comment=None))
+                target = key_target
+            read = [_located_all(r, stmt) for r in read]
+            stmt = gast.copy_location(gast.For(target=target, iter=keys, body=read + stmt.body, orelse=stmt.orelse,
+                                               type_comment=None), stmt)
+        out.append(stmt)
+    return out
+
+
+def _located_all(node: gast.AST, like: gast.AST) -> gast.AST:
+    for n in gast.walk(node):
+        if hasattr(n, "lineno") or isinstance(n, (gast.stmt, gast.expr)):
+            gast.copy_location(n, like)
+    return node
 
 
 def _rebound(node: gast.stmt) -> frozenset[str]:

@@ -1034,6 +1034,31 @@ def add_at(x: Any, index: Any, value: Any) -> Any:
     return out
 
 
+def chosen(c: Any, x: Any, keep: Any) -> Any:
+    """``x`` where ``np.where(c, ...)`` selects it (``keep``: where ``c`` holds, else where it does not), and ones
+    elsewhere: what a branch of ``np.where`` computes from, so that it is finite where it is not selected and
+    its derivative there is zero, not ``0 * inf`` (``selection``: the "double where", made automatic)."""
+    one = np.ones_like(x)
+    return np.where(c, x, one) if keep else np.where(c, one, x)
+
+
+def first_best(keys: Any, which: Any) -> int:
+    """The position of the first largest (``which="max"``) or smallest key: the item ``max(xs, key=f)`` or
+    ``min(xs, key=f)`` gives, as Python compares the keys (no gradient: a position)."""
+    if not len(keys):
+        raise ValueError(f"{which}() iterable argument is empty")
+    best = 0
+    for k in range(1, len(keys)):
+        if (keys[k] > keys[best]) if which == "max" else (keys[k] < keys[best]):
+            best = k
+    return best
+
+
+def keys_of(d: Any) -> Any:
+    """The keys of the dict ``d``, as a list: what a loop over ``d.items()`` steps through (no gradient)."""
+    return list(d)
+
+
 def list_item(xs: Any, index: Any, n: Any) -> Any:
     """``xs[index]`` of a list that grows later (``xs.append``): ``n`` is its length when it was read."""
     return xs[index]

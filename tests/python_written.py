@@ -5,6 +5,9 @@ import dataclasses
 import numpy as np
 import scipy.special
 
+import ast_ad
+from ast_ad import value_and_grad
+
 
 def checks_its_argument(x):
     if x.shape[0] < 2:
@@ -53,3 +56,42 @@ def builds_an_object(x):
 
 def differentiates_scipy(x):
     return scipy.special.multigammaln(x[0] + 3.0, 2)  # scipy
+
+
+def dict_comprehension(x):
+    d = {k: x[k] * x[k] for k in range(3)}
+    return d[0] + d[2] * x[1]
+
+
+def items_loop_that_writes(x):
+    d = {"a": x[0], "b": x[1] * 2.0}
+    total = 0.0
+    for k, v in d.items():
+        d[k] = v * v
+        total = total + v * d[k]
+    for w in d.values():
+        total = total + w
+    for k in d.keys():
+        total = total + d[k] * x[2]
+    return total
+
+
+def max_by_key(x):
+    m = max([x[0], x[1], x[2]], key=lambda t: abs(t))
+    n = min([x[0], x[1], x[2]], key=lambda t: t * t)
+    return m * 2.0 + n
+
+
+def cubed(t):
+    return t * t * t
+
+
+def local_derivative(x):
+    d = ast_ad.grad(cubed)
+    return d(x[0]) * x[1]
+
+
+def value_and_gradient_in_a_body(x):
+    v, g = ast_ad.value_and_grad(cubed)(x[0])
+    w, h = value_and_grad(cubed)(x[1])
+    return v + g * x[2] + w * h

@@ -29,6 +29,7 @@ from ast_ad.runtime import (
     check_in_place,
     check_item_apart,
     check_kept,
+    chosen,
     chosen_jvp,
     chosen_vjp,
     concat,
@@ -36,6 +37,8 @@ from ast_ad.runtime import (
     concat_vjp_b,
     field,
     field_vjp,
+    first_best,
+    keys_of,
     list_item,
     list_item_vjp,
     part,
@@ -106,6 +109,11 @@ def_full_reduction(builtins.float)  # float(x): a number
 
 def_nondiff(absent, check_in_place, check_item_apart, check_kept, view_of)  # guards before writes: no gradient
 def_nondiff(check_bound)  # a read of a name no assignment may have bound yet (``unbound``)
+def_nondiff(keys_of)  # a dict's keys, which a loop over its items steps through
+def_nondiff(first_best)  # the position max(xs, key=f) picks
+# the entries a branch of np.where is selected at: the derivative flows there, and is zero elsewhere
+ew(chosen, None, lambda g, ans, c, x, keep: np.where(c, g, 0.0) if keep else np.where(c, 0.0, g), None)
+defjvp(chosen, None, lambda u, ans, c, x, keep: np.where(c, u, 0.0) if keep else np.where(c, 0.0, u), None)
 def_identity_read(check_in_place, 1)  # the other names' objects, compared with the one about to change
 def_guard(check_in_place, 0)  # the object about to change, which another live name may also reach
 def_guard(view_of, 0)  # likewise, where the other name is followed: it is the changed object, or a view of it
