@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import numbers
 import re
@@ -511,6 +512,8 @@ def _unbind(fun: Any) -> tuple[Callable[..., Any], Any]:
         return fun.__func__, fun.__self__
     if not callable(fun):
         raise ASTADError(f"grad needs a function, got {type(fun).__name__} {fun!r}")
+    if isinstance(fun, functools.partial):  # its function with the bound arguments, as a def with source
+        return parse.partial_function(fun), None
     if inspect.isfunction(fun) or parse.wrapped_function(fun) is not None:
         return fun, None
     call = inspect.getattr_static(type(fun), "__call__", None)

@@ -34,13 +34,13 @@ COMPLEX_HINT = ("complex numbers are not supported yet: ast_ad differentiates re
                 "(no 1j, cmath, np.fft, np.emath or complex dtypes); keep the computation real")
 
 
+WITH_HINT = "with blocks are supported for np.errstate(...) only: open resources outside the differentiated function"
 REFUSED: dict[type, str] = {
     gast.SetComp: "set comprehensions are not supported: use numpy on whole arrays",
     gast.AsyncFunctionDef: "async functions cannot be differentiated: write a plain def",
     gast.ClassDef: "class definitions inside a differentiated function are not supported: "
                    "define the class at module level",
     gast.Try: "try/except is not supported: handle errors outside the differentiated function",
-    gast.With: "with blocks are not supported: open resources outside the differentiated function",
     gast.AsyncWith: "async with is not supported: differentiate plain synchronous code",
     gast.AsyncFor: "async for is not supported: differentiate plain synchronous code",
     gast.Yield: "yield is not supported: generators cannot be differentiated; return a value",

@@ -71,7 +71,7 @@ class Lowered:
 def lower(fun: Any, args: tuple[Any, ...]) -> Lowered:
     """``fun`` at ``args`` as a function ast_ad can transform: its own lowering, or the user's function."""
     if type(fun) is types.FunctionType:  # the common case, first (parse checks that it has a source)
-        return Lowered(fun, args, tuple(range(len(args))), _same, _tangent)
+        return Lowered(fun, _with_defaults(fun, args), tuple(range(len(args))), _same, _tangent)
     own = getattr(fun, "lowered", None)
     if own is not None and getattr(fun, "composable", False):
         lowered: Lowered = own(args)
@@ -80,8 +80,24 @@ def lower(fun: Any, args: tuple[Any, ...]) -> Lowered:
 
     fn, bound = _unbind(fun)
     if bound is not None:
-        return Lowered(fn, (bound, *args), tuple(range(1, len(args) + 1)), _same, _tangent)
-    return Lowered(fn, args, tuple(range(len(args))), _same, _tangent)
+        return Lowered(fn, _with_defaults(fn, (bound, *args)), tuple(range(1, len(args) + 1)), _same, _tangent)
+    return Lowered(fn, _with_defaults(fn, args), tuple(range(len(args))), _same, _tangent)
+
+
+def _with_defaults(fn: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``args`` and the defaults of the parameters they leave out (``jvp(f, (x,), (v,))`` of ``f(x, s=1.0)``):
+    the transformed function takes every parameter by position."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return args
+    if len(args) >= len(parameters):
+        return args
+    missing = [p for p in parameters[len(args):] if p.default is p.empty]
+    if missing:
+        raise ASTADError(f"{getattr(fn, '__qualname__', fn)} needs an argument for {missing[0].name!r}: give one "
+                         "primal (and one tangent, or None) for each parameter without a default")
+    return (*args, *(p.default for p in parameters[len(args):]))
 
 
 def _same(raw: Any) -> Any:

@@ -43,7 +43,7 @@ import numpy as np
 
 from ast_ad import ir, registry, runtime, selection, syntax, unbound
 from ast_ad.aliasing import live_after
-from ast_ad.check import refuse
+from ast_ad.check import WITH_HINT, refuse
 from ast_ad.errors import LocatedError
 from ast_ad.lower_calls import BEING_LOWERED, PARAM_WRITES
 from ast_ad.lower_control import bindings
@@ -238,6 +238,27 @@ class Lowerer(ExpressionLowering):
 
     def stmt_Assert(self, node: gast.Assert) -> None:
         self.effect(node)
+
+    def stmt_With(self, node: gast.With) -> None:
+        """``with np.errstate(divide="ignore"): ...``: what it changes is which warnings numpy gives, not a value;
+        its body is lowered as it stands. A setting that raises (``"raise"``, ``"call"``) would change what runs,
+        and any other context manager may: refused."""
+        item = node.items[0] if len(node.items) == 1 else None
+        call = item.context_expr if item is not None else None
+        quiet = isinstance(call, gast.Call) and self.static(call.func) is np.errstate and not call.args \
+            and item is not None and item.optional_vars is None and all(
+                isinstance(kw.value, gast.Constant) and kw.value.value in ("ignore", "warn", "print", "log")
+                for kw in call.keywords)
+        if not quiet:
+            raise refuse(node, WITH_HINT + " (with settings that do not raise: ignore, warn, print, log)",
+                         self.locate)
+        jump = next((n for n in gast.walk(node) if isinstance(n, (gast.Return, gast.Break, gast.Continue))), None)
+        if jump is not None:
+            raise refuse(jump, "return, break and continue inside a with block are not supported: assign the "
+                               "value, and return or jump after the block", self.locate)
+        for stmt in node.body:
+            self.line = self.line_of(stmt)
+            self.stmt(stmt)
 
     def stmt_Raise(self, node: gast.Raise) -> None:
         """``raise ValueError(...)``: kept as written, so the gradient raises where Python raises."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import itertools
 import linecache
 import types
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ import gast
 from gast import ast3 as gast_ast3
 
 from ast_ad.errors import SourceUnavailableError
+from ast_ad.naming import identifier
 from ast_ad.records import record
 
 
@@ -92,6 +94,49 @@ def wrapped_function(fn: Any) -> Any:
     if type(fn).__module__.startswith("numba.") and inspect.isfunction(getattr(fn, "py_func", None)):
         return fn.py_func
     return None
+
+
+_partials = itertools.count()
+
+
+def partial_function(made: functools.partial[Any]) -> Callable[..., Any]:
+    """A Python function, with source, that computes what the ``functools.partial`` ``made`` computes: its
+    function called with the bound arguments (closure values) and the remaining parameters, which it takes
+    as the partial does (a keyword bound is a keyword-only parameter with that default)."""
+    try:
+        parameters = list(inspect.signature(made).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    if not inspect.isfunction(made.func) and not isinstance(made.func, functools.partial) \
+            or any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
+        raise SourceUnavailableError(f"{made!r} binds arguments of a function ast_ad cannot name, or leaves *args "
+                                     "or **kwargs open: wrap it in a def")
+    inner = partial_function(made.func) if isinstance(made.func, functools.partial) else made.func
+    name = identifier(f"{getattr(inner, '__name__', 'f')}_partial")
+    cells = {"_f": inner, **{f"_a{k}": v for k, v in enumerate(made.args)}}
+    spelled, passed, keywords, star = [], [f"_a{k}" for k in range(len(made.args))], [], False
+    for k, p in enumerate(parameters):
+        default = ""
+        if p.default is not p.empty:
+            cells[f"_d{k}"] = p.default
+            default = f"=_d{k}"
+        if p.kind is p.KEYWORD_ONLY and not star:
+            spelled.append("*")
+            star = True
+        spelled.append(f"{p.name}{default}")
+        (keywords if p.kind is p.KEYWORD_ONLY else passed).append(p.name)
+        if p.kind is p.POSITIONAL_ONLY and (k + 1 == len(parameters) or parameters[k + 1].kind is not p.kind):
+            spelled.append("/")
+    call = ", ".join(passed + [f"{n}={n}" for n in keywords])
+    text = (f"def _make({', '.join(cells)}):\n    def {name}({', '.join(spelled)}):\n"
+            f"        return _f({call})\n    return {name}\n")
+    filename = f"<ast_ad partial of {getattr(inner, '__qualname__', 'f')} #{next(_partials)}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    scope: dict[str, Any] = {}
+    exec(compile(text, filename, "exec"), scope)  # noqa: S102 -- the text just written
+    fn: Callable[..., Any] = scope["_make"](*cells.values())
+    fn.__qualname__ = f"{getattr(inner, '__qualname__', name)}_partial"
+    return fn
 
 
 def _file_def(fn: Callable[..., Any]) -> gast.FunctionDef | None:

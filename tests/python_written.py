@@ -95,3 +95,19 @@ def value_and_gradient_in_a_body(x):
     v, g = ast_ad.value_and_grad(cubed)(x[0])
     w, h = value_and_grad(cubed)(x[1])
     return v + g * x[2] + w * h
+
+
+def quiet_division(x):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.where(x != 0, 1.0 / x, 0.0)
+    return np.sum(y * x)
+
+
+def raising_errstate(x):
+    with np.errstate(divide="raise"):  # refused
+        y = 1.0 / x
+    return np.sum(y)
+
+
+def scaled(x, y, s=1.0):
+    return np.sum(x * x * y) * s

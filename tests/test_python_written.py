@@ -15,7 +15,7 @@ X = np.array([1.5, -0.7, 2.2])
 T = np.array([0.4, 1.0, -0.3])
 EXACT = [pw.checks_its_argument, pw.constant_call, pw.starred, pw.starred_between, pw.f_string_keys,
          pw.dict_comprehension, pw.items_loop_that_writes, pw.max_by_key, pw.local_derivative,
-         pw.value_and_gradient_in_a_body]
+         pw.value_and_gradient_in_a_body, pw.quiet_division]
 
 
 @pytest.mark.parametrize("fun", EXACT, ids=[f.__name__ for f in EXACT])
@@ -76,3 +76,30 @@ def test_refusals_speak_pythons_words(tmp_path, monkeypatch, source, said) -> No
         ast_ad.grad(refused_words.f)(X)
     assert said in str(info.value)
     assert "Starred" not in str(info.value) and "Lambda expressions" not in str(info.value)
+
+
+def test_errstate_that_may_raise_is_refused_at_its_line() -> None:
+    with pytest.raises(errors.UnsupportedSyntaxError, match="np.errstate") as info:
+        ast_ad.grad(pw.raising_errstate)(X)
+    assert info.value.lineno == marked_line(pw.raising_errstate, "# refused")
+
+
+def test_a_functools_partial_is_differentiated_as_its_function() -> None:
+    import functools
+
+    x, y = np.array([1.0, 2.0]), np.array([0.5, -1.0])
+    bound_keyword = functools.partial(pw.scaled, s=2.0)
+    np.testing.assert_allclose(ast_ad.grad(bound_keyword)(x, y), 4 * x * y)
+    np.testing.assert_allclose(ast_ad.grad(bound_keyword, 1)(x, y), 2 * x * x)
+    bound_first = functools.partial(pw.scaled, x)
+    value, grads = ast_ad.value_and_grad(bound_first)(y, s=3.0)
+    assert value == pw.scaled(x, y, 3.0)
+    np.testing.assert_allclose(grads, 3 * x * x)
+    assert ast_ad.jvp(bound_keyword, (x, y), (np.ones(2), np.zeros(2))) == (pw.scaled(x, y, 2.0), np.sum(4 * x * y))
+
+
+def test_jvp_fills_defaults_and_says_which_argument_is_missing() -> None:
+    x, y = np.array([1.0, 2.0]), np.array([0.5, -1.0])
+    assert ast_ad.jvp(pw.scaled, (x, y), (np.ones(2), None))[1] == np.sum(2 * x * y)
+    with pytest.raises(errors.ASTADError, match="needs an argument for 'y'"):
+        ast_ad.jvp(pw.scaled, (x,), (np.ones(2),))
