@@ -114,7 +114,8 @@ def partial_function(made: functools.partial[Any]) -> Callable[..., Any]:
     inner = partial_function(made.func) if isinstance(made.func, functools.partial) else made.func
     name = identifier(f"{getattr(inner, '__name__', 'f')}_partial")
     cells = {"_f": inner, **{f"_a{k}": v for k, v in enumerate(made.args)}}
-    spelled, passed, keywords, star = [], [f"_a{k}" for k in range(len(made.args))], [], False
+    spelled: list[str] = []
+    passed, keywords, star = [f"_a{k}" for k in range(len(made.args))], [], False
     for k, p in enumerate(parameters):
         default = ""
         if p.default is not p.empty:
