@@ -115,7 +115,9 @@ def partial_function(made: functools.partial[Any]) -> Callable[..., Any]:
     name = identifier(f"{getattr(inner, '__name__', 'f')}_partial")
     cells = {"_f": inner, **{f"_a{k}": v for k, v in enumerate(made.args)}}
     spelled: list[str] = []
-    passed, keywords, star = [f"_a{k}" for k in range(len(made.args))], [], False
+    passed: list[str] = [f"_a{k}" for k in range(len(made.args))]
+    keywords: list[str] = []
+    star = False
     for k, p in enumerate(parameters):
         default = ""
         if p.default is not p.empty:
