@@ -186,9 +186,30 @@ def _runs(tree: gast.FunctionDef, fn: Callable[..., Any], filename: str) -> bool
     The whole file is compiled, so methods, closures and the module's imports compile as they did.
     """
     code = fn.__code__
-    compiled = _compiled_file(filename, "".join(linecache.getlines(filename)), code.co_flags & _FUTURE_FLAGS)
+    text = "".join(linecache.getlines(filename))
+    flags = code.co_flags & _FUTURE_FLAGS
+    compiled = _compiled_file(filename, text, flags)
     found = compiled is not None and _code_at(compiled, code.co_name, code.co_firstlineno)
+    if found and _same_code(found, code):
+        return True
+    # compiled one top-level statement at a time, as IPython and Jupyter run a cell: CPython compiles a call of a
+    # module's function (``np.log(x)``) otherwise where the import is in the same unit of compilation
+    alone = _compiled_statement(filename, text, code.co_firstlineno, flags)
+    found = alone is not None and _code_at(alone, code.co_name, code.co_firstlineno)
     return bool(found) and _same_code(found, code)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_statement(filename: str, text: str, line: int, flags: int) -> Any:
+    """The top-level statement of ``text`` that spans ``line``, compiled as a module of its own."""
+    for stmt in _statements_around(filename, text, line) or []:
+        if _first_line(stmt) <= line <= (stmt.end_lineno or stmt.lineno):
+            try:
+                return compile(ast.Module(body=[stmt], type_ignores=[]), filename, "exec", flags=flags,
+                               dont_inherit=True)
+            except (SyntaxError, ValueError):
+                return None
+    return None
 
 
 @functools.lru_cache(maxsize=64)
