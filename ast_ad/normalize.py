@@ -181,6 +181,12 @@ class Lowerer(ExpressionLowering):
         self.changing = {n.id for s in statements if isinstance(s, (gast.If, gast.For, gast.While))
                          for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         if not statements or not isinstance(statements[-1], gast.Return) or statements[-1].value is None:
+            written = [p for p in dict.fromkeys(_written_in_place(tree)) if p in params]
+            if written:  # a helper that changes its argument in place and returns nothing
+                raise self.error(statements[-1] if statements else tree,
+                                 f"{tree.name} changes its argument {written[0]} in place and returns nothing: "
+                                 f"ast_ad follows what a helper returns, so return it (return {written[0]}) and "
+                                 f"assign what it returns where it is called (y = {tree.name}(y, ...))")
             raise self.error(statements[-1] if statements else tree,
                              "the function must end with `return <value>`: grad needs a value to differentiate")
         for node in statements[:-1]:

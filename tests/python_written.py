@@ -111,3 +111,24 @@ def raising_errstate(x):
 
 def scaled(x, y, s=1.0):
     return np.sum(x * x * y) * s
+
+
+def fill(a, v):
+    a[0] = v * 2.0  # returns nothing
+
+
+def fills_and_returns(a, v):
+    a[0] = v * 2.0
+    return a
+
+
+def calls_a_filler(x):
+    y = x * 1.0
+    fill(y, x[1])
+    return np.sum(y * x)
+
+
+def assigns_what_the_filler_returns(x):
+    y = x * 1.0
+    y = fills_and_returns(y, x[1])
+    return np.sum(y * x)

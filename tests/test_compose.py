@@ -405,13 +405,20 @@ def _uses_vjp(x):
     return ast_ad.vjp(np.sin, x)[1](1.0)[0]
 
 
-@pytest.mark.parametrize("fn, instead", [(_uses_hvp, "ast_ad.hessian"), (_uses_value_and_grad, "ast_ad.grad"),
-                                         (_uses_vjp, "ast_ad.jacrev")])
+@pytest.mark.parametrize("fn, instead", [(_uses_hvp, "ast_ad.hessian"), (_uses_vjp, "ast_ad.jacrev")])
 def test_transformations_a_body_cannot_call_yet_are_refused_at_their_line(fn, instead) -> None:
     """hvp, value_and_grad and vjp in a differentiated body: refused where they are called, saying what works."""
     with pytest.raises(ast_ad.errors.UnsupportedSyntaxError, match=f"not supported yet: .*{instead}") as caught:
         ast_ad.grad(fn)(0.5)
     assert caught.value.filename == __file__ and caught.value.lineno == fn.__code__.co_firstlineno + 1
+
+
+def test_value_and_grad_of_a_function_without_source_in_a_body_is_refused_at_its_line() -> None:
+    """value_and_grad in a body is its value and ast_ad.grad's (tests/test_python_written.py); of np.sin, which
+    has no source to transform, that is refused where it is written."""
+    with pytest.raises(ast_ad.errors.UnsupportedSyntaxError, match="not a Python function with source") as caught:
+        ast_ad.grad(_uses_value_and_grad)(0.5)
+    assert caught.value.lineno == _uses_value_and_grad.__code__.co_firstlineno + 1
 
 
 def _sine_loop(x):

@@ -15,7 +15,7 @@ X = np.array([1.5, -0.7, 2.2])
 T = np.array([0.4, 1.0, -0.3])
 EXACT = [pw.checks_its_argument, pw.constant_call, pw.starred, pw.starred_between, pw.f_string_keys,
          pw.dict_comprehension, pw.items_loop_that_writes, pw.max_by_key, pw.local_derivative,
-         pw.value_and_gradient_in_a_body, pw.quiet_division]
+         pw.value_and_gradient_in_a_body, pw.quiet_division, pw.assigns_what_the_filler_returns]
 
 
 @pytest.mark.parametrize("fun", EXACT, ids=[f.__name__ for f in EXACT])
@@ -103,3 +103,10 @@ def test_jvp_fills_defaults_and_says_which_argument_is_missing() -> None:
     assert ast_ad.jvp(pw.scaled, (x, y), (np.ones(2), None))[1] == np.sum(2 * x * y)
     with pytest.raises(errors.ASTADError, match="needs an argument for 'y'"):
         ast_ad.jvp(pw.scaled, (x,), (np.ones(2),))
+
+
+def test_a_helper_that_only_changes_its_argument_is_told_to_return_it() -> None:
+    with pytest.raises(errors.LocatedError, match="changes its argument a in place and returns nothing") as info:
+        ast_ad.grad(pw.calls_a_filler)(X)
+    assert "must end with" not in str(info.value)
+    assert info.value.lineno == marked_line(pw.fill, "# returns nothing")
