@@ -62,6 +62,7 @@ class CallLowering(ControlFlow):
     source: Source
     env: dict[str, ir.Atom]
     instances: dict[str, type]  # IR name -> the user class it was made by (``m = Model(w)``)
+    function_lists: dict[str, list[Any]]  # a list of lambdas or local functions by name (``fs = [f, g]``)
 
     def popped(self, source: gast.expr, hint: str | None, user: bool) -> ir.Var:
         raise NotImplementedError  # the lowerer's
@@ -81,6 +82,17 @@ class CallLowering(ControlFlow):
             return self.call_partial(node, name, user)
         if isinstance(func, gast.Name) and func.id in self.local_functions and func.id not in self.env:
             return self.inline(self.local_functions[func.id], node, name, user)
+        if isinstance(func, gast.Subscript) and isinstance(func.value, gast.Name) \
+                and func.value.id in self.function_lists and func.value.id not in self.env:
+            listed = self.function_lists[func.value.id]  # ``fs[0](x)`` of ``fs = [lambda t: ..., ...]``
+            index = func.slice
+            k = index.value if isinstance(index, gast.Constant) else -index.operand.value \
+                if isinstance(index, gast.UnaryOp) and isinstance(index.op, gast.USub) \
+                and isinstance(index.operand, gast.Constant) else None
+            if not isinstance(k, int) or not -len(listed) <= k < len(listed):
+                raise refuse(node, f"a list of functions is called by a constant position ({func.value.id}[0](x)) "
+                                   f"or looped over (for g in {func.value.id}: ...)", self.locate)
+            return self.inline(listed[k], node, name, user)
         if isinstance(func, gast.Lambda):
             return self.inline(func, node, name, user)
         if self.resolves_to(func, map) and len(node.args) >= 2 and self.is_function(node.args[0]) \

@@ -13,6 +13,7 @@ import gast
 
 from ast_ad import ir, runtime, syntax
 from ast_ad.aliasing import loop_shared
+from ast_ad.check import refuse
 from ast_ad.naming import identifier
 from ast_ad.nested import Nesting, _load
 
@@ -40,6 +41,9 @@ class ControlFlow(Nesting):
     def operator(self, fn: Any) -> ir.Ref:
         raise NotImplementedError
 
+    function_lists: dict[str, list[Any]]
+    local_functions: dict[str, Any]
+
     def name(self, node: gast.Name) -> ir.Atom:
         raise NotImplementedError
 
@@ -64,6 +68,10 @@ class ControlFlow(Nesting):
         self.body.append(ir.Break(self.line_of(node)))
 
     def stmt_For(self, node: gast.For) -> None:
+        listed = self.function_lists.get(node.iter.id) if isinstance(node.iter, gast.Name) else None
+        if listed is not None and isinstance(node.iter, gast.Name) and node.iter.id not in self.env:
+            self.unrolled(node, listed)
+            return
         self.loops.append(bindings(node)[1])
         self.loop_shared.append(loop_shared(node, self.checked_only))
         try:
@@ -71,6 +79,19 @@ class ControlFlow(Nesting):
         finally:
             self.loops.pop()
             self.loop_shared.pop()
+
+    def unrolled(self, node: gast.For, functions: list[Any]) -> None:
+        """``for g in fs: ...`` over a list of functions: the body once for each, ``g`` standing for it."""
+        if not isinstance(node.target, gast.Name) or node.orelse \
+                or any(isinstance(n, (gast.Break, gast.Continue, gast.Return)) for n in gast.walk(node)):
+            raise refuse(node, "a loop over a list of functions is supported with one name for the function and "
+                               "no break, continue or else", self.locate)
+        for fn in functions:
+            self.local_functions[node.target.id] = fn
+            self.env.pop(node.target.id, None)
+            for stmt in node.body:
+                self.line = self.line_of(stmt)
+                self.stmt(stmt)
 
     def lower_for(self, node: gast.For) -> None:
         line = self.line_of(node)

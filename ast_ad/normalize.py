@@ -135,6 +135,7 @@ class Lowerer(ExpressionLowering):
         self.loop_shared: list[set[str]] = []  # per enclosing loop, the names it may bind to a shared object
         self.partials: dict[str, tuple[Any, ...]] = {}  # name -> (function, args, keywords) of a functools.partial
         self.instances: dict[str, type] = {}  # IR name -> the user class it was made by (``m = Model(w)``)
+        self.function_lists: dict[str, list[Any]] = {}  # ``fs = [lambda t: ..., g]``: the functions by name
         self.serial = 0  # for ``hidden`` names
         self.kinds: dict[str, str] = {}  # IR name -> "list" or "tuple", where that is known (see ``kind``)
         self.writes: set[str] = set()  # parameters whose values an in-place statement may change
@@ -281,6 +282,13 @@ class Lowerer(ExpressionLowering):
         if isinstance(target, gast.Name) and isinstance(value, gast.Lambda):
             self.local_functions[target.id] = value
             return
+        if isinstance(target, gast.Name) and isinstance(value, (gast.List, gast.Tuple)) and value.elts \
+                and all(isinstance(e, gast.Lambda) or isinstance(e, gast.Name) and e.id in self.local_functions
+                        and e.id not in self.env for e in value.elts):
+            self.function_lists[target.id] = [e if isinstance(e, gast.Lambda) else self.local_functions[e.id]
+                                              for e in value.elts]  # called by position, or looped over
+            self.env.pop(target.id, None)
+            return
         if isinstance(target, gast.Name) and isinstance(value, gast.Call) and value.args \
                 and self.static(value.func) is functools.partial:
             self.partials[target.id] = self.frozen_partial(value)
@@ -423,6 +431,9 @@ class Lowerer(ExpressionLowering):
     def name(self, node: gast.Name) -> ir.Atom:
         if node.id in self.env:
             return self.env[node.id]
+        if node.id in self.function_lists:
+            raise self.error(node, f"{node.id} is a list of functions, which ast_ad follows where its items are "
+                                   f"called by position ({node.id}[0](x)) or looped over (for g in {node.id}: ...)")
         if node.id in self.locals:
             raise self.error(node, f"{node.id!r} is used before it is assigned")
         if node.id in self.closure:

@@ -132,3 +132,11 @@ def assigns_what_the_filler_returns(x):
     y = x * 1.0
     y = fills_and_returns(y, x[1])
     return np.sum(y * x)
+
+
+def lambdas_in_a_list(x):
+    fs = [lambda t: t * t, lambda t: np.sin(t) * 3.0]
+    total = fs[0](x[0]) + fs[-1](x[1])
+    for g in fs:
+        total = total + g(x[2])
+    return total

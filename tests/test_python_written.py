@@ -15,7 +15,8 @@ X = np.array([1.5, -0.7, 2.2])
 T = np.array([0.4, 1.0, -0.3])
 EXACT = [pw.checks_its_argument, pw.constant_call, pw.starred, pw.starred_between, pw.f_string_keys,
          pw.dict_comprehension, pw.items_loop_that_writes, pw.max_by_key, pw.local_derivative,
-         pw.value_and_gradient_in_a_body, pw.quiet_division, pw.assigns_what_the_filler_returns]
+         pw.value_and_gradient_in_a_body, pw.quiet_division, pw.assigns_what_the_filler_returns,
+         pw.lambdas_in_a_list]
 
 
 @pytest.mark.parametrize("fun", EXACT, ids=[f.__name__ for f in EXACT])
@@ -62,7 +63,7 @@ def test_a_class_of_the_users_is_not_told_to_register_a_rule() -> None:
 @pytest.mark.parametrize(("source", "said"), [
     ("def f(x):\n    return g(*x)\n", "star-arguments (f(*args))"),
     ("def f(x):\n    return sum([*x, 1.0])\n", "unpacking with * in a list or tuple"),
-    ("def f(x):\n    h = [lambda t: t * t]\n    return h[0](x)\n", "define it with def"),
+    ("def f(x):\n    h = {'a': lambda t: t * t}\n    return h['a'](x)\n", "define it with def"),
 ])
 def test_refusals_speak_pythons_words(tmp_path, monkeypatch, source, said) -> None:
     path = tmp_path / "refused_words.py"
