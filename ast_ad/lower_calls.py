@@ -157,7 +157,9 @@ class CallLowering(ControlFlow):
         self.check_arguments_followed(node, fn, args, kwargs)
         if inspect.isfunction(fn.obj) and registry.lookup(fn.obj) is None \
                 and not (fn.obj.__module__ or "").startswith("ast_ad."):  # ast_ad's helpers change nothing
-            self.check_arguments_kept(node, fn, args, kwargs)
+            copies = self.check_arguments_kept(node, fn, args, kwargs)
+            args = tuple(copies.get(a, a) if isinstance(a, ir.Var) else a for a in args)
+            kwargs = tuple((k, copies.get(a, a) if isinstance(a, ir.Var) else a) for k, a in kwargs)
         base = fn.hint.rsplit(".", 1)[-1]
         hint = name or (f"{base}_{args[0].name}" if len(args) == 1 and isinstance(args[0], ir.Var) else base)
         result = self.bind(ir.Call(fn, args, kwargs, moved), hint, user)
@@ -248,11 +250,16 @@ class CallLowering(ControlFlow):
                                    "changes; compute the same without it, or pass the argument by position "
                                    "where its rule names it", self.locate)
 
-    def check_arguments_kept(self, node: gast.Call, fn: ir.Ref, args: tuple[Any, ...], kwargs: tuple[Any, ...]) -> None:
+    def check_arguments_kept(self, node: gast.Call, fn: ir.Ref, args: tuple[Any, ...],
+                             kwargs: tuple[Any, ...]) -> dict[ir.Var, ir.Var]:
         """Refuse, at run time, an array or list passed to a user function that changes that parameter in place.
 
-        Python's caller would see the change; ast_ad's gradient computes it as a new value.
+        Python's caller would see the change; ast_ad's gradient computes it as a new value. Where nothing reads
+        the argument's object after the call but through other names (``x = damp(x)``), which are checked, the
+        function is given a copy (the generated code may run it as written, which would change the caller's
+        array, or one the backward pass reads): the copies to pass, by argument.
         """
+        copies: dict[ir.Var, ir.Var] = {}
         unread = ""
         try:
             writes = param_writes(fn.obj)
@@ -264,11 +271,11 @@ class CallLowering(ControlFlow):
             writes = frozenset(inspect.signature(fn.obj).parameters) if _signature(fn.obj) else frozenset()
             unread = f" (ast_ad cannot read its source to tell: {exc.args[0] if exc.args else exc})"
         if not writes:
-            return
+            return copies
         try:
             bound = inspect.signature(fn.obj).bind_partial(*args, **dict(kwargs))
         except TypeError:
-            return  # Python raises its own error when the call runs
+            return copies  # Python raises its own error when the call runs
         where = f"{self.source.filename}:{self.line.lineno}"
         for param, atom in bound.arguments.items():
             if param in writes and isinstance(atom, ir.Var) and not unread and self.dead_after(atom):
@@ -276,12 +283,15 @@ class CallLowering(ControlFlow):
                 # which the memory model checks, as at any write in place (the callee's value is the new one)
                 users = [name for name, held in self.env.items() if held == atom]
                 self.guard_object(atom, users[0] if users else "")
+                if atom not in copies:
+                    copies[atom] = self.bind(ir.Call(ir.Ref(runtime.detached, "detached"), (atom,)), "copied")
             elif param in writes and isinstance(atom, ir.Var):
                 message = ir.Const(f"{where}: {fn.hint} may change its argument {param!r} in place{unread}; "
                                    "pass it a copy" if unread else
                                    f"{where}: {fn.hint} changes its argument {param!r} in place (Python's caller "
                                    "would see the change); return the new value instead, or pass a copy")
                 self.bind(ir.Call(ir.Ref(runtime.check_kept, "check_kept"), (atom, message)), "checked")
+        return copies
 
     def dead_after(self, atom: ir.Var) -> bool:
         """Whether no variable that holds ``atom`` is read after the statement being lowered, but as the name it

@@ -216,3 +216,24 @@ def element_loop_written_through_alias(x):
 
 ALIASED_LOOPS = [element_loop_name, element_loop_view, element_loop_transpose, element_loop_list,
                  element_loop_dict, element_loop_carried, element_loop_written_through_alias]
+
+
+def damp(a):
+    a *= 0.5
+    return a
+
+
+def damps_its_parameter(x0, x1):
+    """Found by the long profile: Python halves the caller's x1; the gradient must not (its helper runs as
+    written where its result needs no derivative, so it is given a copy)."""
+    v1 = np.ones(3) * x1
+    v1[0] = np.tanh(np.sum(0.5))
+    x1 = damp(x1)
+    return np.sum(v1) + np.sum(x0 * 0.0)
+
+
+def damps_a_local(x):
+    y = x * 1.0
+    z = y * y
+    y = damp(y)
+    return np.sum(z) + np.sum(y * x)

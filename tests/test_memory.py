@@ -189,3 +189,17 @@ def test_an_lstm_whose_states_a_helper_appends_to() -> None:
         np.testing.assert_allclose(b, b_t, rtol=1e-10, atol=1e-13)
     assert_fd(lambda W: lstm_layers.loss([(W, params[0][1]), params[1]], xs), (params[0][0],), (0,),
               (grads[0][0],))
+
+
+@pytest.mark.parametrize("mode", [_grad, _jvp], ids=["grad", "jvp"])
+def test_a_helper_that_changes_its_argument_is_given_a_copy(mode) -> None:
+    """``x = damp(x)``: nothing reads the old object after the call, so the helper may change it, but the
+    generated code gives it a copy: the caller's array (a parameter), or one the backward pass reads, stays."""
+    x0, x1 = X[:3].copy(), np.ones(3)
+    value, grads = ast_ad.value_and_grad(mf.damps_its_parameter, (0, 1))(x0, x1)
+    np.testing.assert_array_equal(x1, np.ones(3))
+    assert value == mf.damps_its_parameter(X[:3].copy(), np.ones(3))
+    value, grads = _grad(mf.damps_a_local) if mode is _grad else (_jvp(mf.damps_a_local)[0], None)
+    assert value == mf.damps_a_local(X.copy())
+    if grads is not None:
+        assert_fd(lambda x: mf.damps_a_local(np.copy(x)), (X,), (0,), (grads,))
