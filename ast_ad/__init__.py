@@ -66,4 +66,6 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | _LAZY_MODULES)
+    """The public API and the module's own dunders: not the package's modules, which importing them (as ast_ad
+    does as it works) makes attributes of the package too."""
+    return sorted(set(__all__) | {name for name in globals() if name.startswith("__")})

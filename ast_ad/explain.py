@@ -131,6 +131,9 @@ class Explanation:
             self.accumulation_text(),
         ])
 
+    def __repr__(self) -> str:
+        return str(self)  # at the prompt, the trace tables (as pandas shows a DataFrame), not the fields
+
     def _repr_html_(self) -> str:
         if self.mode == "forward":
             return "<h4>Forward tangent trace</h4>" + html_table(("v", "computation", "value", "tangent", "runs"),
@@ -141,7 +144,8 @@ class Explanation:
             "<h4>Reverse evaluation trace</h4>",
             html_table(("step", "operation", "input", "upstream adjoint", "local derivative", "contribution",
                         "runs"), self.reverse_rows()),
-            "<h4>Accumulation</h4>", html_table(("input", "contributions", "gradient"), self.accumulation_rows()),
+            "<h4>Where paths meet, contributions add up</h4>",
+            html_table(("input", "contributions", "gradient"), self.accumulation_rows()),
         ])
 
 
@@ -347,6 +351,9 @@ def explain_forward(fn: Any, args: tuple[Any, ...], nums: tuple[int, ...],
     """The forward tangent trace: the events in the order they ran, each one's tangent from its inputs'."""
     if tangents is None:
         tangents = tuple(np.ones_like(args[k], dtype=float) if np.ndim(args[k]) else 1.0 for k in nums)
+    if len(tangents) == len(args) != len(nums):  # one per argument, as jvp takes them (None: not differentiated)
+        nums = tuple(k for k, t in enumerate(tangents) if t is not None)
+        tangents = tuple(t for t in tangents if t is not None)
     if len(tangents) != len(nums):
         raise ASTADError(f"explain needs one tangent per argument in argnums={nums!r}, got {len(tangents)}")
     recorder, function = record(fn, args, nums)

@@ -156,3 +156,7 @@ def prints(x):
 def shared_sum(x, y):
     t = x + y
     return np.sum(t * t)
+
+
+def container_model(params, x):
+    return np.sum(np.tanh(params["w"] @ x + params["b"]) ** 2) + params["scale"][0] * params["scale"][1]

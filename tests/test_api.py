@@ -394,3 +394,17 @@ def _all_floats(x) -> bool:
 
 def _flat(x) -> list:
     return [y for item in x for y in _flat(item)] if type(x) is tuple else [x]
+
+
+def test_the_public_namespace_is_the_api() -> None:
+    """``dir(ast_ad)`` lists what ``__all__`` names, not the package's modules, whatever was imported."""
+    import ast_ad.fold  # noqa: F401  (a module of the package, imported: still not listed)
+    public = {name for name in dir(ast_ad) if not name.startswith("_")}
+    assert public == set(ast_ad.__all__)
+    assert all(hasattr(ast_ad, name) for name in ast_ad.__all__)
+
+
+def test_check_grads_takes_lists_tuples_and_dicts() -> None:
+    """Each array or number inside a container parameter is checked (np.allclose of a dict raised TypeError)."""
+    params = {"w": np.ones((2, 3)) * 0.3, "b": np.array([0.1, -0.2]), "scale": [1.5, 2.0]}
+    ast_ad.check_grads(fx.container_model, params, np.array([0.5, -1.0, 2.0]))
