@@ -59,13 +59,39 @@ def main(argv: list[str] | None = None) -> int:
     except (ASTADError, SyntaxError) as err:
         print(f"ast_ad: {err}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # (output piped into a program that stopped reading: head)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as err:  # a page or picture that cannot be written there
+        print(f"ast_ad: cannot write {err.filename or 'the output'}: {err.strerror or err}", file=sys.stderr)
+        return 1
+    except Exception as err:  # the user's function raised, called with these values: say so, without a traceback
+        if os.environ.get("AST_AD_TRACEBACK"):
+            raise
+        print(f"ast_ad: {options.target} raised {type(err).__name__}: {err} (with the values given; set "
+              "AST_AD_TRACEBACK=1 to see where)", file=sys.stderr)
+        return 1
 
 
 def run(options: argparse.Namespace) -> int:
     fn = load_function(options.target)
     values = [literal(v) for v in options.values]
+    counts = _parameter_counts(fn)
+    count = counts[1] if counts is not None else None
+    if values and counts is not None and not counts[0] <= len(values) <= counts[1]:
+        takes = f"{counts[0]} to {counts[1]}" if counts[0] != counts[1] else f"{counts[1]}"
+        raise ASTADError(f"{options.target} takes {takes} argument{'s' * (counts[1] != 1)}, and {len(values)} "
+                         f"value{'s were' if len(values) != 1 else ' was'} given: give one value for each")
     if options.argnums is not None:
-        argnums = tuple(int(k) for k in options.argnums.split(","))
+        try:
+            argnums = tuple(int(k) for k in options.argnums.split(","))
+        except ValueError:
+            raise ASTADError(f"--argnums takes argument positions separated by commas (--argnums 0,1), not "
+                             f"{options.argnums!r}") from None
+        bad = [k for k in argnums if count is not None and not 0 <= k < count]
+        if bad:
+            raise ASTADError(f"--argnums {options.argnums}: {options.target} takes {count} argument"
+                             f"{'s' * (count != 1)}, numbered from 0, so there is no argument {bad[0]}")
     elif options.command == "show" or not values:
         argnums = (0,)
     else:  # the teaching commands tell the whole story: every path to every input
@@ -115,6 +141,19 @@ def load_function(target: str) -> Any:
             raise ASTADError(f"{path} has no function {name!r}")
         fn = getattr(fn, part)
     return fn
+
+
+def _parameter_counts(fn: Any) -> tuple[int, int] | None:
+    """How many arguments ``fn`` needs and takes by position, where its signature says (``None`` for ``*args``)."""
+    import inspect
+
+    try:
+        parameters = [p for p in inspect.signature(fn).parameters.values() if p.kind is not p.KEYWORD_ONLY]
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
+        return None
+    return sum(1 for p in parameters if p.default is p.empty), len(parameters)
 
 
 def _is_number(text: str) -> bool:

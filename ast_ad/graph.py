@@ -35,15 +35,16 @@ class Graph:
         fmt = path.rsplit(".", 1)[-1].lower()
         if fmt not in ("svg", "png", "pdf"):
             raise ASTADError(f"graph pictures are .svg, .png or .pdf, not {path!r}")
+        picture = self.picture(fmt)  # (made first: no empty file where Graphviz is missing or fails)
         with open(path, "wb") as out:
-            out.write(self.picture(fmt))
+            out.write(picture)
         return path
 
     def picture(self, fmt: str = "svg") -> bytes:
         dot = shutil.which("dot")
         if dot is None:
-            raise ASTADError("rendering needs Graphviz's `dot` program (apt-get install graphviz, or "
-                             "brew install graphviz); the DOT text itself is str(graph)")
+            raise ASTADError("rendering needs Graphviz's `dot` program (apt-get install graphviz, brew install "
+                             "graphviz, or conda install graphviz); the DOT text itself is str(graph)")
         done = subprocess.run([dot, f"-T{fmt}"], input=self.dot.encode(), capture_output=True, check=False)
         if done.returncode != 0:
             raise ASTADError(f"Graphviz failed: {done.stderr.decode().strip()}")

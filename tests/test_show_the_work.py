@@ -166,6 +166,39 @@ def test_cli_errors_name_the_file_and_line() -> None:
     assert "has no function" in cli("show", f"{MODEL}:nothing").stderr
 
 
+@pytest.mark.parametrize(("args", "said"), [
+    (("show", "{m}:f", "--argnums", "a"), "--argnums takes argument positions separated by commas"),
+    (("show", "{m}:f", "--argnums", "5"), "takes 2 arguments, numbered from 0, so there is no argument 5"),
+    (("show", "{m}:f", "2.0"), "takes 2 arguments, and 1 value was given"),
+    (("explain", "{m}:f", "2.0", "3.0", "--html", "/nonexistent/folder/page.html"), "cannot write"),
+    (("explain", "{m}:repeated", "2.0", "3.0"), "raised TypeError"),
+])
+def test_cli_says_what_is_wrong_without_a_traceback(args, said) -> None:
+    """A user's mistake on the command line gets one line saying what is wrong, not Python's traceback."""
+    done = cli(*(a.format(m=MODEL) for a in args))
+    assert done.returncode == 1
+    assert said in done.stderr and "Traceback" not in done.stderr
+
+
+def test_cli_output_into_a_pipe_that_closes_early() -> None:
+    """``python -m ast_ad explain ... | head -1``: no BrokenPipeError when the reader stops."""
+    done = subprocess.run(f"{sys.executable} -m ast_ad explain {MODEL}:f 2.0 3.0 | head -1", shell=True,
+                          capture_output=True, text=True, env=dict(os.environ, NO_COLOR="1"))
+    assert done.stdout.startswith("Forward evaluation trace") and "Error" not in done.stderr
+
+
+def test_cli_graph_without_graphviz_leaves_no_file(tmp_path, monkeypatch) -> None:
+    """Where ``dot`` is missing the picture is refused before the file is opened, saying how to install it."""
+    import shutil as shell
+
+    monkeypatch.setattr(shell, "which", lambda name: None)
+    picture = ast_ad.graph(cli_model.f, 2.0, 3.0)
+    out = tmp_path / "graph.svg"
+    with pytest.raises(ast_ad.errors.ASTADError, match="install graphviz"):
+        picture.render(str(out))
+    assert not out.exists()
+
+
 # ---- export ------------------------------------------------------------------------------------------------------
 BLOCK_AST_AD = "import sys; sys.modules['ast_ad'] = None\n"
 

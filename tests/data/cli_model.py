@@ -32,3 +32,9 @@ def model(w, b):
 
 def broken(x):
     return x * undefined_name  # noqa: F821
+
+
+def repeated(x, n):
+    for _ in range(n):
+        x = x * 0.5
+    return x
