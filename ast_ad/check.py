@@ -1,19 +1,19 @@
 """Stage 2, check: the fence. Refuse every construct outside the language ast_ad differentiates.
 
 >>> import gast
->>> tree = gast.parse("def f(x):\\n    with open('log') as fh:\\n        return x").body[0]
+>>> tree = gast.parse("def f(x):\\n    try:\\n        return x\\n    except ValueError:\\n        return 0.0").body[0]
 >>> try:
-...     check(tree, lambda node: ("f.py", node.lineno, "    with open('log') as fh:"))
+...     check(tree, lambda node: ("f.py", node.lineno, "    try:"))
 ... except SyntaxError as err:
 ...     print(err.lineno, err.msg.split(':')[0])
-2 with blocks are not supported
+2 try/except is not supported
 
 The language is Python over numbers, arrays and lists of them: assignments
 (plain, tuple and augmented), calls, operators, attribute reads, subscripts,
 constants, ``if``/``elif``/``else``, conditional expressions, ``for`` and
 ``while`` (with ``break``, ``continue``, ``else``), ``return`` anywhere, nested
-functions and lambdas, comprehensions, and statements that touch no gradient
-(``print``, ``assert``, ``pass``). Each refusal is an
+functions and lambdas, comprehensions, ``raise``, ``with np.errstate(...)``, and statements that touch no
+gradient (``print``, ``assert``, ``pass``). Each refusal is an
 :class:`UnsupportedSyntaxError` at the user's line, with a hint of what to
 write instead.
 """
