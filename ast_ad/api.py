@@ -58,7 +58,7 @@ def grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int, ...] = 0
     arguments ``fun`` takes; it returns an array (or number) shaped like the argument at ``argnums``,
     or a tuple of them for a tuple ``argnums``.
 
-    ``jit="numba"`` compiles the generated gradient with Numba (``pip install "ast_ad[numba]"``), in
+    ``jit="numba"`` compiles the generated gradient with Numba (``pip install numba``), in
     nopython mode: loops and branches over numbers and arrays run at compiled speed. Code Numba cannot
     compile raises :class:`ast_ad.jit.JitError` at the first call, naming the line.
 

@@ -120,7 +120,8 @@ def _numba() -> Any:
     try:
         import numba
     except ImportError:
-        raise JitError('jit="numba" needs Numba: pip install "ast_ad[numba]"') from None
+        raise JitError('jit="numba" needs Numba: pip install numba (from a checkout of ast_ad, '
+                       'pip install ".[numba]")') from None
     return numba
 
 

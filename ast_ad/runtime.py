@@ -211,7 +211,8 @@ def unstack(g: Any, x: Any) -> Any:
 def extremum_vjp(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: Any = False) -> Any:
     """Adjoint of ``x`` in a max or min over ``axis``: shared equally among the entries that tie."""
     hits = x == expand_reduced(ans, x, axis, keepdims)
-    share = hits / np.sum(hits, axis=axis, keepdims=True)
+    count = np.sum(hits, axis=axis, keepdims=True)
+    share = hits / np.where(count == 0, np.nan, count)  # (no entry is the extremum, a nan: nan, and no warning)
     return expand_reduced(g, x, axis, keepdims) * share
 
 

@@ -40,7 +40,8 @@ def test_the_converter_makes_what_gast_makes_where_gast_converts_its_own_way(tex
     assert same(tree)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))  # (slow to draw: 2 s each)
+@pytest.mark.long  # (slow to draw: 2 s each; .ci/run runs it as a step of its own)
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_the_converter_makes_what_gast_makes_of_random_programs(data: st.DataObject) -> None:
     import hypothesmith

@@ -327,6 +327,7 @@ def as_function(source: str) -> str | None:
     return text
 
 
+@pytest.mark.long  # (arbitrary Python from hypothesmith: 40 s; .ci/run runs it as a step of its own)
 @settings(max_examples=int(os.environ.get("AST_AD_FUZZ_EXAMPLES", "20")), deadline=None,
           suppress_health_check=list(HealthCheck))
 @given(st.data())

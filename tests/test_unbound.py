@@ -120,6 +120,7 @@ def test_a_name_bound_before_every_read_gets_no_check() -> None:
     assert "check_bound" in ast_ad.source(stops_early, stage="normalized")  # (range(5), but it may break first)
 
 
+@pytest.mark.long  # (every transformation of each draw: 30 s; .ci/run runs it as a step of its own)
 @settings(max_examples=60, deadline=None)
 @given(x=st.floats(-2.0, 2.0).filter(lambda v: abs(v) > 1e-3), n=st.integers(0, 3), c=st.integers(-2, 5))
 def test_each_transformation_raises_exactly_where_python_does(x, n, c) -> None:
