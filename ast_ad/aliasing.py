@@ -53,6 +53,8 @@ class Aliasing:
     live: frozenset[str] | None  # the names read after the statement being lowered (``live_after``), if known
     rebinding: frozenset[str]  # the names the statement being lowered binds
     pending: list[ir.Var]  # values ``a, b = u, v`` has read and binds after the write being lowered
+    field_labels: dict[str, str]  # an attribute's variable of an object made here -> ``m.w`` (``objects``)
+    carried: list[dict[str, ir.Atom]]  # per function being inlined, the outer names a write bound again
     recipes: dict[str, ir.Call]  # IR name -> the view call that made it (``x[1:]``, ``x.T``), its other operands fixed
     aliased: dict[str, set[str]]  # IR name -> the IR names of the same object (``share(..., alias=True)``)
     packs: dict[str, ir.Pack]  # a list, tuple or dict literal's IR name -> what it packed (``slot_of``)
@@ -128,10 +130,12 @@ class Aliasing:
         as ``view_of`` proves at run time that the variable is that very view (same memory, same layout)."""
         users = [name for name, held in self.env.items() if held == other and name != owner
                  and name in self.locals and name not in getattr(self, "local_functions", {})]
+        if other.name in self.field_labels and not users:
+            users = [other.name]  # an attribute of an object made here: a variable the lowering may assign
         if len(users) != 1 or self.pending and other in self.pending:
             return False
         user = users[0]
-        if self.nesting and not self.is_mutable(user):
+        if self.nesting and not self.is_mutable(user) and user not in self.field_labels:
             return False  # bound outside the branch or loop, and not prepared to change in it
         probe: ir.Atom = ir.Const(None)
         inverse, identity = False, True
@@ -185,7 +189,15 @@ class Aliasing:
             self.body.append(ir.Assign(name, value, self.line))
             self.share(name, value.name, alias=True) if isinstance(value, ir.Var) else None
             self.env[user] = ir.Var(name)
+            self.carry(user)
         return self.local(user)
+
+    def carry(self, user: str) -> None:
+        """Record that a write in place bound ``user`` again: where that happens in a function being inlined
+        (a method that changes ``self.w``, which the caller's ``W`` is), the binding outlives the inlined body,
+        whose own names are dropped when it ends (``Nesting.inline``)."""
+        for frame in self.carried:
+            frame[user] = self.env[user]
 
     def array_like(self, atom: ir.Atom) -> bool:
         """Whether ``atom`` may be an array, as far as the lowering knows: no list, tuple or dict it made."""
@@ -200,8 +212,9 @@ class Aliasing:
                 continue
             if up.seen is None and not self.is_mutable(up.user):  # the same object, certainly: the same value
                 self.env[up.user] = changed
+                self.carry(up.user)
                 continue
-            target = self.own_name(up.user, self.env[up.user])
+            target = ir.Var(up.user) if up.user in self.field_labels else self.own_name(up.user, self.env[up.user])
             if up.seen is None:
                 self.body.append(ir.Assign(target.name, changed, self.line))
                 self.share(target.name, changed.name, alias=True)
@@ -242,7 +255,8 @@ class Aliasing:
         live = self.live
         found = [other for name, other in self.env.items() if name != owner and isinstance(other, ir.Var)
                  and other.name in names and (live is None or name in live)]
-        return found + [atom for atom in self.pending if atom.name in names and atom not in found]
+        fields = [ir.Var(v) for v in self.field_labels if v in names and v != owner]  # (an object's attributes:
+        return found + [atom for atom in self.pending + fields if atom.name in names and atom not in found]  # live)
 
     def check_apart(self, atom: ir.Var, others: list[ir.Var], flag: ir.Var | None = None) -> None:
         """``check_in_place(atom, others, where)``, at run time (where ``flag`` is true, if given)."""
@@ -250,7 +264,7 @@ class Aliasing:
         start = len(self.body)
         others = list(dict.fromkeys(others))
         pack = self.bind(ir.Pack(tuple(others)), "others", holds=False)
-        users = {atom.name: name for name, atom in self.env.items() if isinstance(atom, ir.Var)}
+        users = {atom.name: name for name, atom in self.env.items() if isinstance(atom, ir.Var)} | self.field_labels
         names = ", ".join(dict.fromkeys(users.get(v.name) or self.owner.get(v.name) or "a value read before it"
                                         for v in others))
         self.bind(ir.Call(ir.Ref(runtime.check_in_place, "check_in_place"),

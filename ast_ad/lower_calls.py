@@ -25,6 +25,7 @@ from ast_ad.analysis import is_library
 from ast_ad.check import refuse
 from ast_ad.errors import LocatedError, SourceUnavailableError, UnsupportedSyntaxError
 from ast_ad.lower_control import ControlFlow
+from ast_ad.objects import Objects, Super, followable, made_of
 from ast_ad.parse import Source
 
 # Attributes of array values: ``x.T`` is a primitive; the facts in NONDIFF_ATTRIBUTES are read as they are
@@ -56,7 +57,7 @@ def param_writes(fn: Any) -> frozenset[str]:
     return PARAM_WRITES[key]
 
 
-class CallLowering(ControlFlow):
+class CallLowering(ControlFlow, Objects):
     """The calls and attribute reads of ``normalize.Lowerer`` (it reads the lowerer's state)."""
 
     source: Source
@@ -78,6 +79,8 @@ class CallLowering(ControlFlow):
 
     def expr_Call(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
         func = node.func
+        if isinstance(func, gast.Name) and made_of(self.env.get(func.id)) is not None:
+            return self.method_call(made_of(self.env[func.id]), node, name, user)  # type: ignore[arg-type]
         if isinstance(func, gast.Name) and func.id in self.partials and func.id not in self.env:
             return self.call_partial(node, name, user)
         if isinstance(func, gast.Name) and func.id in self.local_functions and func.id not in self.env:
@@ -131,6 +134,17 @@ class CallLowering(ControlFlow):
             if isinstance(owner, types.ModuleType) and not hasattr(owner, func.attr):
                 return self.expr(func, name, user)  # raises AttributeError if it runs, as Python would
             receiver = self.expr(func.value)
+            made_object = made_of(receiver)
+            if made_object is not None:  # a method of an object made inside the function: inlined
+                return self.method_call(made_object, node, name, user)
+            if isinstance(receiver, ir.Const) and isinstance(receiver.value, Super):
+                return self.super_method(receiver.value, node, name, user)
+            if isinstance(receiver, ir.Ref) and followable(receiver.obj, self.fn):
+                found = inspect.getattr_static(receiver.obj, func.attr, None)
+                if isinstance(found, classmethod) and inspect.isfunction(found.__func__):
+                    return self.class_call(receiver.obj, found.__func__, node, name, user)
+                if isinstance(found, staticmethod) and inspect.isfunction(found.__func__):
+                    return self.inline(self.method_tree(found.__func__, node), node, name, user)
             method = self.method_of(receiver, func.attr, node)
             if method is not None:  # a method of the user's own class: a call of its function with self
                 return self.call_function(node, ir.Ref(method, func.attr), (receiver,), name, user)
@@ -140,6 +154,8 @@ class CallLowering(ControlFlow):
             method = self.method_of(self.env[func.id], "__call__")
             return self.call_function(node, ir.Ref(method, func.id), (self.env[func.id],), name, user)
         fn = self.expr(func)
+        if isinstance(fn, ir.Ref) and followable(fn.obj, self.fn):
+            return self.construct(fn.obj, node, name)  # an object of the user's class: its attributes followed
         if not isinstance(fn, ir.Ref):
             raise refuse(node, "calling a value computed inside the function is not supported yet: "
                                "call a module-level function", self.locate)
@@ -325,6 +341,9 @@ class CallLowering(ControlFlow):
     def expr_Attribute(self, node: gast.Attribute, name: str | None, user: bool) -> ir.Atom:
         node = gast.copy_location(gast.Attribute(value=node.value, attr=self.mangled(node.attr), ctx=node.ctx), node)
         base = self.expr(node.value)
+        made = made_of(base)
+        if made is not None:
+            return self.attribute(made, node, name, user)
         if isinstance(base, ir.Ref) and isinstance(base.obj, (types.ModuleType, type, np.ufunc)):
             if not hasattr(base.obj, node.attr):  # ``if hasattr(np, ...)`` guards it: fail only if it runs
                 call = ir.Call(ir.Ref(runtime.absent, "absent"), (ir.Const(base.hint), ir.Const(node.attr)))

@@ -22,6 +22,7 @@ from ast_ad.check import refuse
 from ast_ad.lower_calls import CallLowering
 from ast_ad.lower_control import _atom_name
 from ast_ad.nested import _load
+from ast_ad.objects import Super, made_of
 
 BINARY = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
           gast.Div: operator.truediv, gast.Pow: operator.pow, gast.MatMult: operator.matmul,
@@ -41,9 +42,25 @@ class WriteLowering(CallLowering):
         if isinstance(node.target, gast.Subscript):
             self.augment_item(node)
             return
+        if isinstance(node.target, gast.Attribute):
+            made = made_of(self.expr(node.target.value))
+            if made is None:
+                raise refuse(node, "augmented assignment to an attribute is supported on an object the function "
+                                   "makes: use a local variable", self.locate)
+            attr = self.mangled(node.target.attr)
+            key = f"<{made.fields[attr]}>" if attr in made.fields else ""
+            if key:  # ``self.w += d`` on an array changes it for every name that holds it: they follow it
+                self.guard_object(ir.Var(made.fields[attr]), made.fields[attr], follow=True, changed=key)
+            load = gast.copy_location(gast.Attribute(value=node.target.value, attr=node.target.attr,
+                                                     ctx=gast.Load()), node.target)
+            value = gast.copy_location(gast.BinOp(left=load, op=node.op, right=node.value), node)
+            self.set_field(made, attr, self.expr(value), node)
+            if key:
+                self.changed_objects[key] = ir.Var(made.fields[attr])
+            return
         if not isinstance(node.target, gast.Name):
-            raise refuse(node, "augmented assignment to an attribute is not supported: "
-                               "use a local variable", self.locate)
+            raise refuse(node, "augmented assignment to this target is not supported: use a local variable",
+                         self.locate)
         load = gast.Name(id=node.target.id, ctx=gast.Load(), annotation=None, type_comment=None)
         value = gast.copy_location(gast.BinOp(left=gast.copy_location(load, node.target), op=node.op,
                                               right=node.value), node)
@@ -136,6 +153,11 @@ class WriteLowering(CallLowering):
                 self.effect(node)
             return
         func = call.func
+        held = self.env.get(func.value.id) if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
+            else self.env.get(func.id) if isinstance(func, gast.Name) else None
+        if made_of(held) is not None or isinstance(held, ir.Const) and isinstance(held.value, Super):
+            self.expr(call)  # a method of an object made inside the function (or super()'s): inlined
+            return
         if isinstance(func, gast.Attribute) and self.is_local(func.value):
             self.method_statement(call, func)
             return

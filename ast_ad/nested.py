@@ -310,6 +310,7 @@ class Nesting(Aliasing):
         body = [_rename_all(syntax.clone(s), renames) for s in body]
         saved_env, saved_locals = dict(self.env), set(self.locals)
         self.inlining.append(label)
+        self.carried.append({})
         try:
             for v in inner_locals:
                 self.env.pop(renames[v], None)
@@ -333,7 +334,9 @@ class Nesting(Aliasing):
             return self.expr(last.value, name, user)
         finally:
             self.inlining.pop()
+            carried = self.carried.pop()
             self.env, self.locals = saved_env, saved_locals
+            self.env.update((user, atom) for user, atom in carried.items() if user in saved_env)
             for p in functions:
                 self.local_functions.pop(renames[p], None)
 

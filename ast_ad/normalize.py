@@ -41,7 +41,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from ast_ad import ir, registry, runtime, selection, syntax, unbound
+from ast_ad import ir, objects, registry, runtime, selection, syntax, unbound
 from ast_ad.aliasing import live_after
 from ast_ad.check import WITH_HINT, refuse
 from ast_ad.errors import LocatedError
@@ -49,6 +49,7 @@ from ast_ad.lower_calls import BEING_LOWERED, PARAM_WRITES
 from ast_ad.lower_control import bindings
 from ast_ad.lower_exprs import ExpressionLowering
 from ast_ad.naming import Namer, identifier
+from ast_ad.objects import made_of
 from ast_ad.parse import Source
 from ast_ad.structure import structure
 
@@ -60,7 +61,9 @@ def normalize(source: Source) -> ir.Function:
     BEING_LOWERED[key] = False
     try:
         lowerer = Lowerer(source)
-        function = ir.check_ir(selection.selected(lowerer.function()))
+        function = lowerer.function()
+        objects.escaped(function)  # (an object made here is never made: used as a value, it is refused)
+        function = ir.check_ir(selection.selected(function))
         if BEING_LOWERED[key] and lowerer.writes:
             raise lowerer.error(source.tree, f"{source.tree.name} calls itself and changes its argument "
                                              f"{sorted(lowerer.writes)[0]!r} in place: compute a new value instead")
@@ -136,6 +139,10 @@ class Lowerer(ExpressionLowering):
         self.partials: dict[str, tuple[Any, ...]] = {}  # name -> (function, args, keywords) of a functools.partial
         self.instances: dict[str, type] = {}  # IR name -> the user class it was made by (``m = Model(w)``)
         self.function_lists: dict[str, list[Any]] = {}  # ``fs = [lambda t: ..., g]``: the functions by name
+        self.made: list[objects.Made] = []  # the objects of the user's classes made here (``objects``)
+        self.field_labels: dict[str, str] = {}  # an attribute's variable -> ``m.w`` (``Aliasing.variables_in``)
+        self.carried: list[dict[str, ir.Atom]] = []  # (``Aliasing.carry``)
+        self.classes: list[type] = []  # the classes whose methods are being inlined, innermost last
         self.serial = 0  # for ``hidden`` names
         self.kinds: dict[str, str] = {}  # IR name -> "list" or "tuple", where that is known (see ``kind``)
         self.writes: set[str] = set()  # parameters whose values an in-place statement may change
@@ -333,9 +340,14 @@ class Lowerer(ExpressionLowering):
         if isinstance(target, gast.Name):
             self.env[target.id] = self.snapshot(value, target.id)
             return
+        if isinstance(target, gast.Attribute):
+            made = made_of(self.expr(target.value))
+            if made is not None:  # an attribute of an object made inside the function: its variable
+                self.set_field(made, self.mangled(target.attr), value, target)
+                return
         if not isinstance(target, (gast.Tuple, gast.List)):
-            raise refuse(target, "assignment to an attribute is not supported: use a local variable",
-                         self.locate)
+            raise refuse(target, "assignment to an attribute is not supported here: use a local variable (an "
+                               "attribute is followed on an object the function makes)", self.locate)
         if any(isinstance(t, gast.Starred) for t in target.elts):
             self.unpack_starred(target, value)
             return

@@ -127,7 +127,6 @@ REFUSED = [
     (c.place_in_place, (X,), errors.UnsupportedSyntaxError),
     (c.insert_into_list, (X,), errors.UnsupportedSyntaxError),
     (c.update_a_dict, (X,), errors.UnsupportedSyntaxError),
-    (c.dataclass_made_inside, (1.3,), errors.MissingRuleError),
     (c.complex_global, (1.3,), errors.UnsupportedSyntaxError),
     (c.list_plus_array, (X,), errors.MissingRuleError),
     (c.helper_changes_an_item_of_its_argument, (X,), errors.InPlaceAliasError),

@@ -847,7 +847,7 @@ class Layer:
 
 
 def dataclass_made_inside(x):
-    layer = Layer(x)  # refused here
+    layer = Layer(x)
     return layer.w * 2.0
 
 

@@ -1,0 +1,108 @@
+"""Objects of the user's classes made inside the differentiated function (``test_objects``)."""
+
+import dataclasses
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class Lin:
+    w: float
+    b: float
+
+    def __call__(self, t):
+        return self.w * t + self.b
+
+    @property
+    def slope(self):
+        return self.w
+
+
+def dataclass_with_call_and_property(x):
+    m = Lin(x[0], x[1])
+    return m(x[2]) + m.slope
+
+
+class Base:
+    scale = 2.0
+
+    def __init__(self, a):
+        self.a = a
+
+    def val(self, t):
+        return self.a * t * self.scale
+
+
+class Child(Base):
+    def __init__(self, a):
+        super().__init__(a * 2.0)
+        self.count = 0
+
+    @classmethod
+    def make(cls, a):
+        return cls(a)
+
+    def bump(self, v):
+        self.a = self.a + v
+        self.count += 1
+
+
+def inheritance_super_classmethod(x):
+    c = Child.make(x[0])
+    c.bump(x[1])
+    d = c
+    d.bump(x[2])
+    return c.val(x[1]) + c.count
+
+
+class Acc:
+    def __init__(self):
+        self.total = 0.0
+
+    def add(self, v):
+        self.total = self.total + v * v
+
+
+def attribute_in_a_loop_and_branch(x):
+    acc = Acc()
+    for i in range(3):
+        if x[i] > 0:
+            acc.add(x[i])
+    return acc.total
+
+
+def returns_the_object(x):
+    m = Lin(x[0], x[1])
+    return m  # escapes
+
+
+def passes_the_object(x):
+    m = Lin(x[0], x[1])
+    return np.sum(describe(m))  # escapes
+
+
+def describe(obj):
+    return obj.w
+
+
+class Holder:
+    def __init__(self, w):
+        self.w = w
+
+    def scale(self, s):
+        self.w *= s
+        return self.w
+
+
+def attribute_sees_a_write(x):
+    W = x * 1.0
+    m = Holder(W)
+    W[0] = 5.0
+    return np.sum(m.w * x)
+
+
+def method_writes_what_a_name_sees(x):
+    W = x * 1.0
+    m = Holder(W)
+    m.scale(2.0)
+    return np.sum(W * x)

@@ -1,0 +1,43 @@
+"""Objects of the user's classes made inside the function: dataclasses, ``__init__``, methods, properties,
+class attributes, ``super()``, classmethods, another name for the object, attributes written in loops and
+branches, an array an attribute holds written through another name: Python's value and its gradient."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ast_ad
+from ast_ad import errors
+from tests import object_functions as of
+from tests import trust_cases as c
+from tests.oracles import assert_fd, marked_line
+
+X = np.array([1.5, -0.7, 2.2])
+EXACT = [of.dataclass_with_call_and_property, of.inheritance_super_classmethod,
+         of.attribute_in_a_loop_and_branch, of.attribute_sees_a_write, of.method_writes_what_a_name_sees]
+
+
+@pytest.mark.parametrize("fun", EXACT, ids=[f.__name__ for f in EXACT])
+def test_objects_made_inside_are_followed(fun) -> None:
+    value, grads = ast_ad.value_and_grad(fun)(X.copy())
+    assert value == fun(X.copy())
+    assert_fd(lambda x: fun(np.copy(x)), (X,), (0,), (grads,))
+    value_f, tangent = ast_ad.jvp(fun, (X.copy(),), (np.ones(3),))
+    assert value_f == value and tangent == pytest.approx(np.sum(grads), rel=1e-12)
+
+
+def test_the_object_is_never_made_its_attributes_are_variables() -> None:
+    text = ast_ad.source(of.dataclass_with_call_and_property, stage="normalized")
+    assert "Lin(" not in text and "m_w = x_item" in text and "m_b = " in text
+
+
+def test_a_dataclass_made_inside_once_refused() -> None:
+    assert ast_ad.grad(c.dataclass_made_inside)(1.3) == 2.0
+
+
+@pytest.mark.parametrize("fun", [of.returns_the_object, of.passes_the_object])
+def test_an_object_used_as_a_value_is_refused_where_it_is(fun) -> None:
+    with pytest.raises(errors.LocatedError, match="object of Lin made inside") as info:
+        ast_ad.grad(fun)(X)
+    assert info.value.lineno == marked_line(fun, "# escapes")
