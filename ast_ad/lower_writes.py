@@ -94,15 +94,31 @@ class WriteLowering(CallLowering):
                                  "assign to a local array first", self.locate)
         inner = self.expr(outer)
         key = f"<{inner.name}>" if isinstance(inner, ir.Var) else ""
+        in_slot = isinstance(inner, ir.Var) and outer.value is root  # ``L[k][i] = v``: the container is a name
         if isinstance(inner, ir.Var):
             self.guard_object(inner, root.id, follow=True, changed=key, item=True)
-            self.guard_slot(inner, outer)
+            if not in_slot:
+                self.guard_slot(inner, outer)
         index = self.index(target.slice)
         new = self.bind(ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (inner, index, value)),
                         f"{_atom_name(inner)}_new" if isinstance(inner, ir.Var) else "item")
         if key:
             self.changed_objects[key] = new  # (the variables that see ``L[0]``'s object follow this value)
-        self.bind_target(outer, new)
+        if not in_slot:
+            self.bind_target(outer, new)
+            return
+        # every slot of the container that holds the changed object holds the new one (``pair = [y, y]``)
+        assert isinstance(root, gast.Name)
+        self.guard_in_place(root)
+        where = ir.Const(f"{self.source.filename}:{self.line.lineno}")
+        container = self.expr(root)
+        slots = self.bind(ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"), (container, inner, where)),
+                          "slots")
+        call = ir.Call(ir.Ref(runtime.replaced, "replaced"), (container, slots, new))
+        if self.is_mutable(root.id):
+            self.body.append(ir.Assign(self.local(root.id).name, call, self.line))
+        else:
+            self.env[root.id] = self.bind(call, root.id, user=True)
 
     def guard_slot(self, inner: ir.Var, outer: gast.Subscript) -> None:
         """Before a write into ``inner``, the object ``L[k]`` (``outer``) holds: refuse at run time where another

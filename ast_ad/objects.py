@@ -48,6 +48,7 @@ class Made:
 
     cls: type
     hint: str
+    nesting: int  # how many branches and loops the making is in: an attribute is made at that level
     fields: dict[str, str] = field(default_factory=dict)
     serial: int = field(default_factory=lambda: next(_serial))
 
@@ -83,6 +84,7 @@ class Objects:
     namer: Any
     env: dict[str, ir.Atom]
     made: list[Made]
+    nesting: int
     field_labels: dict[str, str]
     classes: list[type]  # the classes whose methods are being inlined, innermost last (``super()``)
 
@@ -125,7 +127,7 @@ class Objects:
     # ---- making one ---------------------------------------------------------------------------------------
     def construct(self, cls: type, node: gast.Call, name: str | None) -> ir.Atom:
         """``cls(args)``: a ``Made`` object, its ``__init__`` (or a dataclass's fields) run on it."""
-        made = Made(cls, name or cls.__name__.lower())
+        made = Made(cls, name or cls.__name__.lower(), self.nesting)
         self.made.append(made)
         atom = ir.Const(made)
         if dataclasses.is_dataclass(cls) and "__init__" in vars(cls) and _generated_init(cls):
@@ -175,6 +177,10 @@ class Objects:
         if isinstance(value, ir.Const) and isinstance(value.value, list):
             value = ir.Var(self.fresh_list(value))
         if attr not in made.fields:
+            if self.nesting > made.nesting:
+                raise refuse(node, f"the attribute {attr} of {made.hint} is first set in a branch or a loop: set it "
+                                   f"where the object is made (in __init__, before any if), so that it exists on "
+                                   "every path", self.locate)
             made.fields[attr] = self.namer.fresh(f"{made.hint}_{attr}")
             self.mutable.add(made.fields[attr])
             self.field_labels[made.fields[attr]] = f"{made.hint}.{attr}"
@@ -215,6 +221,10 @@ class Objects:
     def method_call(self, made: Made, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
         """``obj.m(args)`` (or ``obj(args)``, ``__call__``): the method inlined, ``self`` the object."""
         attr = node.func.attr if isinstance(node.func, gast.Attribute) else "__call__"
+        if attr in made.fields:  # the object's own attribute, which Python calls instead of a method
+            raise refuse(node, f"{made.hint}.{attr} is an attribute of the object, which Python calls instead of "
+                               f"{made.cls.__name__}'s method: call the function it holds by its own name",
+                         self.locate)
         found = inspect.getattr_static(made.cls, attr, None)
         if isinstance(found, staticmethod) and inspect.isfunction(found.__func__):
             return self.inline(self.method_tree(found.__func__, node), node, name, user)

@@ -1522,6 +1522,58 @@ def _same_view(a: Any, b: Any) -> bool:
         and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
 
 
+def _slots(container: Any) -> list[Any]:
+    return list(container) if isinstance(container, dict) else list(range(len(container)))
+
+
+def slots_holding(container: Any, old: Any, where: Any) -> Any:
+    """The slots of ``container`` (a list, tuple or dict) that hold the object ``old``, which a write changes:
+    after ``pair[0][1] = v`` on ``pair = [y, y]`` both hold the changed array (``replaced``). Where ``old`` is
+    also inside another slot (deeper, or an array sharing its memory), which entries that one sees is not known
+    here: refused (no gradient: positions)."""
+    slots = _slots(container)
+    check_in_place(old, [container[k] for k in slots if container[k] is not old], where)
+    return tuple(k for k in slots if container[k] is old)
+
+
+def replaced(container: Any, slots: Any, new: Any) -> Any:
+    """``container`` with ``new`` in each of ``slots`` (a new list, tuple or dict)."""
+    if isinstance(container, dict):
+        return {k: (new if k in slots else v) for k, v in container.items()}
+    values = [new if k in slots else v for k, v in enumerate(container)]
+    return values if isinstance(container, list) else type(container)(*values) if hasattr(container, "_fields") \
+        else tuple(values)
+
+
+def replaced_vjp_container(g: Any, container: Any, slots: Any) -> Any:
+    """The adjoint (or tangent) of the container in ``replaced``: the replaced slots take none."""
+    if g is None or isinstance(g, float):
+        return g
+    if isinstance(container, dict):
+        return {k: (zeros_like(container[k]) if k in slots else g[k]) for k in container}
+    values = [zeros_like(container[k]) if k in slots else g[k] for k in range(len(container))]
+    return values if isinstance(g, list) else tuple(values)
+
+
+def replaced_vjp_new(g: Any, new: Any, slots: Any) -> Any:
+    """The adjoint of the new object in ``replaced``: the sum of the adjoints of the slots it went into."""
+    if g is None or isinstance(g, float):
+        return zeros_like(new)
+    total: Any = zeros_like(new)
+    for k in slots:
+        if g[k] is not None:
+            total = total + g[k]
+    return total
+
+
+def replaced_jvp_new(u: Any, container: Any, slots: Any) -> Any:
+    """The tangent of ``replaced`` along the new object's: ``u`` in the replaced slots, zeros elsewhere."""
+    if isinstance(container, dict):
+        return {k: (u if k in slots else zeros_like(container[k])) for k in container}
+    values = [u if k in slots else zeros_like(container[k]) for k in range(len(container))]
+    return values if isinstance(container, list) else tuple(values)
+
+
 def check_item_apart(container: Any, key: Any, where: Any) -> Any:
     """Refuse a write into the object ``container[key]`` where another slot of ``container`` reaches it too.
 

@@ -112,6 +112,13 @@ def row_read_before_write(x):
     return np.sum(a * x)
 
 
+def one_array_deep_in_another_slot(x):
+    y = x * 1.0
+    box = [y, [y]]
+    box[0][1] = 5.0  # write
+    return np.sum(box[1][0] * x)
+
+
 # ---- the same as Python, exactly: nothing else sees what changes -----------------------------------------------
 def swap_entries(x):
     y = x * 1.0
@@ -143,9 +150,10 @@ def tuple_of_arrays_of_two_shapes(x):
 # Python's value and its gradient: the names, views and items that see the changed array are made again from it
 FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_after_loop,
             reversed_view_read_after_loop, reshaped_read_after_loop, two_names_one_written_in_loop,
-            loop_carried_alias, write_through_list_then_append, write_through_list, row_read_before_write]
-# refused at the write: one object in two slots of a container, a view read before an unpacking's write
-SHARED = [one_array_twice_in_a_list, one_array_twice_added_into, one_array_under_two_keys, swap_rows]
+            loop_carried_alias, write_through_list_then_append, write_through_list, row_read_before_write,
+            one_array_twice_in_a_list, one_array_twice_added_into, one_array_under_two_keys]
+# refused at the write: a view an unpacking has read before its write (rows swapped)
+SHARED = [swap_rows, one_array_deep_in_another_slot]
 APART = [swap_entries, two_arrays_in_a_list, view_not_read_after, tuple_of_arrays_of_two_shapes]
 
 
@@ -237,3 +245,4 @@ def damps_a_local(x):
     z = y * y
     y = damp(y)
     return np.sum(z) + np.sum(y * x)
+

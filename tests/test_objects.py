@@ -41,3 +41,10 @@ def test_an_object_used_as_a_value_is_refused_where_it_is(fun) -> None:
     with pytest.raises(errors.LocatedError, match="object of Lin made inside") as info:
         ast_ad.grad(fun)(X)
     assert info.value.lineno == marked_line(fun, "# escapes")
+
+
+def test_an_attribute_set_on_one_path_only_is_refused_where_it_is_set() -> None:
+    """``if k > 1.0: self.size = _triple`` hides the method ``size`` on some objects only: refused at that line."""
+    with pytest.raises(errors.UnsupportedSyntaxError, match="first set in a branch") as info:
+        ast_ad.grad(c.method_a_class_may_hide)(1.5)
+    assert info.value.lineno == marked_line(c.Rebinding.__init__, "# refused here")

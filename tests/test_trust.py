@@ -132,7 +132,6 @@ REFUSED = [
     (c.helper_changes_an_item_of_its_argument, (X,), errors.InPlaceAliasError),
     (c.helper_writes_into_a_listed_view, (M,), errors.InPlaceAliasError),
     (c.method_hidden_by_an_attribute, (1.5,), errors.UnsupportedSyntaxError),
-    (c.method_a_class_may_hide, (1.5,), errors.UnsupportedSyntaxError),
     (c.times_a_global_matrix, (M,), errors.UnsupportedSyntaxError),
     (c.makes_a_matrix, (M,), errors.UnsupportedSyntaxError),
     (c.sum_where, (X,), errors.UnsupportedSyntaxError),

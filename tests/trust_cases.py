@@ -575,7 +575,7 @@ class Rebinding:
     def __init__(self, k):
         self.k = k
         if k > 1.0:
-            self.size = _triple  # the method below is hidden on such objects
+            self.size = _triple  # refused here: the method below is hidden on such objects
 
     def size(self, x):
         return self.k * x
@@ -583,7 +583,7 @@ class Rebinding:
 
 def method_a_class_may_hide(x):
     box = Rebinding(2.0)
-    return box.size(x)  # refused here
+    return box.size(x)
 
 
 with warnings.catch_warnings():

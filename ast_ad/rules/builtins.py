@@ -15,6 +15,7 @@ from ast_ad.registry import (
     def_linear,
     def_new_list,
     def_nondiff,
+    def_same_kind,
     def_sequence,
     def_view,
     defjvp,
@@ -44,7 +45,12 @@ from ast_ad.runtime import (
     part,
     repeat_seq,
     repeat_seq_vjp,
+    replaced,
+    replaced_jvp_new,
+    replaced_vjp_container,
+    replaced_vjp_new,
     sequence_vjp,
+    slots_holding,
     sorted_by,
     sorted_by_vjp,
     spread,
@@ -111,6 +117,13 @@ def_nondiff(absent, check_in_place, check_item_apart, check_kept, view_of)  # gu
 def_nondiff(check_bound)  # a read of a name no assignment may have bound yet (``unbound``)
 def_nondiff(keys_of)  # a dict's keys, which a loop over its items steps through
 def_nondiff(first_best)  # the position max(xs, key=f) picks
+# a container with a changed object in every slot that held it (``pair = [y, y]; pair[0][1] = v``)
+defvjp(replaced, lambda g, ans, c, slots, new: replaced_vjp_container(g, c, slots), zero,
+       lambda g, ans, c, slots, new: replaced_vjp_new(g, new, slots))
+defjvp(replaced, lambda u, ans, c, slots, new: replaced_vjp_container(u, c, slots), zero,
+       lambda u, ans, c, slots, new: replaced_jvp_new(u, c, slots))
+def_nondiff(slots_holding)  # the slots that hold the changed object, after the check that no other sees it
+def_same_kind(replaced)  # a list, tuple or dict, as its container
 # the entries a branch of np.where is selected at: the derivative flows there, and is zero elsewhere
 ew(chosen, None, lambda g, ans, c, x, keep: np.where(c, g, 0.0) if keep else np.where(c, 0.0, g), None)
 defjvp(chosen, None, lambda u, ans, c, x, keep: np.where(c, u, 0.0) if keep else np.where(c, 0.0, u), None)
