@@ -54,6 +54,21 @@ def builds_an_object(x):
     return line.w * x[2] + line.b
 
 
+class Lazy:
+    """Attribute reads that Python hands to ``__getattr__``: not followed."""
+
+    def __init__(self, w):
+        self.w = w
+
+    def __getattr__(self, name):
+        return 0.0
+
+
+def builds_a_lazy_object(x):
+    box = Lazy(x[0])
+    return box.w * x[1]
+
+
 def differentiates_scipy(x):
     return scipy.special.multigammaln(x[0] + 3.0, 2)  # scipy
 

@@ -54,8 +54,13 @@ def test_a_library_call_differentiated_is_refused_at_its_line() -> None:
 
 
 def test_a_class_of_the_users_is_not_told_to_register_a_rule() -> None:
+    """A dataclass made inside is followed (tests/test_objects.py); one that takes attribute access over is not,
+    and the refusal says what to write, not to register a rule."""
+    value, grads = ast_ad.value_and_grad(pw.builds_an_object)(X)
+    assert value == pw.builds_an_object(X)
+    np.testing.assert_allclose(grads, [X[2], 1.0, X[0]])
     with pytest.raises(errors.MissingRuleError) as info:
-        ast_ad.grad(pw.builds_an_object)(X)
+        ast_ad.grad(pw.builds_a_lazy_object)(X)
     said = str(info.value)
     assert "class of yours" in said and "register" not in said
 
