@@ -64,6 +64,7 @@ class CallLowering(ControlFlow, Objects):
     env: dict[str, ir.Atom]
     instances: dict[str, type]  # IR name -> the user class it was made by (``m = Model(w)``)
     function_lists: dict[str, list[Any]]  # a list of lambdas or local functions by name (``fs = [f, g]``)
+    inlining: list[str]
 
     def popped(self, source: gast.expr, hint: str | None, user: bool) -> ir.Var:
         raise NotImplementedError  # the lowerer's
@@ -159,6 +160,9 @@ class CallLowering(ControlFlow, Objects):
         if not isinstance(fn, ir.Ref):
             raise refuse(node, "calling a value computed inside the function is not supported yet: "
                                "call a module-level function", self.locate)
+        writer = self.writing_helper(fn.obj)
+        if writer is not None:  # a helper of this module that changes its arguments: inlined, so that the
+            return self.inline(writer, node, name, user)  # caller's arrays follow its writes (``aliasing``)
         out = next((kw for kw in node.keywords if kw.arg == "out"), None)
         if out is not None:
             return self.write_out(node, out, name, user)
@@ -308,6 +312,25 @@ class CallLowering(ControlFlow, Objects):
                                    "would see the change); return the new value instead, or pass a copy")
                 self.bind(ir.Call(ir.Ref(runtime.check_kept, "check_kept"), (atom, message)), "checked")
         return copies
+
+    def writing_helper(self, fn: Any) -> gast.FunctionDef | None:
+        """The tree of ``fn``, to inline, where it is a function of this module (no closure, not ast_ad's, no
+        rule) that changes a parameter in place (``a[0] = v``, ``a *= s``): inlined, its writes are the
+        caller's, which the memory model follows; it may return nothing (``fill(y)``)."""
+        if not (inspect.isfunction(fn) and registry.lookup(fn) is None and not fn.__closure__
+                and fn.__globals__ is self.fn.__globals__ and fn is not self.fn
+                and not (fn.__module__ or "").startswith("ast_ad.")) or fn.__name__ in self.inlining:
+            return None
+        from ast_ad.normalize import written_parameters  # (the lowering's own reading of a def)
+
+        tree = self.helper_tree(gast.Call(func=gast.Name(id=fn.__name__, ctx=gast.Load(), annotation=None,
+                                                         type_comment=None), args=[], keywords=[]), fn)
+        if not written_parameters(tree):
+            return None
+        if not tree.body or not isinstance(tree.body[-1], gast.Return) or tree.body[-1].value is None:
+            tree.body = [*tree.body, gast.copy_location(gast.Return(value=gast.Constant(value=None, kind=None)),
+                                                        tree.body[-1] if tree.body else tree)]
+        return tree
 
     def dead_after(self, atom: ir.Var) -> bool:
         """Whether no variable that holds ``atom`` is read after the statement being lowered, but as the name it

@@ -562,6 +562,12 @@ def _located_all(node: gast.AST, like: gast.AST) -> gast.AST:
     return node
 
 
+def written_parameters(tree: gast.FunctionDef) -> list[str]:
+    """The parameters of a def that its body may change in place (``a[0] = v``, ``a *= s``, ``a.sort()``)."""
+    params = {a.id for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs}
+    return [p for p in dict.fromkeys(_written_in_place(tree)) if p in params]
+
+
 def _rebound(node: gast.stmt) -> frozenset[str]:
     """The names an assignment statement binds (``x`` of ``x = damp(x)``); none for other statements."""
     if not isinstance(node, gast.Assign):

@@ -21,7 +21,7 @@ with no ``break``, runs its body: what it binds is bound after it.
 
 from __future__ import annotations
 
-from ast_ad import ir, runtime
+from ast_ad import ir, registry, runtime
 from ast_ad.kinds import checked_only
 from ast_ad.naming import Namer
 
@@ -56,7 +56,8 @@ class _Flow:
         at each ``break``)."""
         for stmt in body:
             hits = [n for n in dict.fromkeys(ir.reads_of(stmt)) if n in state]
-            if hits and record and not (type(stmt) is ir.Assign and stmt.target in self.checks()):
+            if hits and record and not (type(stmt) is ir.Assign and stmt.target in self.checks()) \
+                    and not _guard(stmt):
                 self.found[id(stmt)] = hits
             if type(stmt) is ir.If:
                 state = self.block(stmt.body, set(state), record, breaks) | \
@@ -140,3 +141,10 @@ def _check(name: str, line: ir.Line, owners: dict[str, str], flags: dict[str, st
     where = ir.Const(f"{line.filename}:{line.lineno}")
     return ir.Assign(namer.fresh("checked"), ir.Call(_CHECK, (ir.Var(flags[name]), ir.Const(owners[name]), where)),
                      line)
+
+
+def _guard(stmt: ir.Stmt) -> bool:
+    """Whether ``stmt`` is a guard of the memory model (``registry.def_guard``): it reads the other names only to
+    ask whether they see an object about to change, and a name not bound yet (``None``) sees none."""
+    return type(stmt) is ir.Assign and type(stmt.value) is ir.Call \
+        and registry.guarded_argument(stmt.value.fn.obj) is not None

@@ -7,6 +7,7 @@ import scipy.special
 
 import ast_ad
 from ast_ad import value_and_grad
+from tests import memory_functions
 
 
 def checks_its_argument(x):
@@ -140,6 +141,12 @@ def fills_and_returns(a, v):
 def calls_a_filler(x):
     y = x * 1.0
     fill(y, x[1])
+    return np.sum(y * x)
+
+
+def calls_a_filler_of_another_module(x):
+    y = x * 1.0
+    memory_functions.fill_elsewhere(y, x[1])
     return np.sum(y * x)
 
 
