@@ -442,6 +442,9 @@ def missing_rule(stmt: ir.Stmt, message: str, register: str) -> MissingRuleError
         said = (f"{call.fn.hint if call else 'this'} is a class of yours: objects built inside a differentiated "
                 "function are not followed yet; build the object outside and pass its arrays in, or write its "
                 "computation as functions of them")
+    elif obj in (set, frozenset):
+        said = ("a set of differentiated values has no derivative ast_ad follows (a set keeps no order, and one "
+                "of two equal values): use a list")
     elif obj is not None and type(obj).__module__.startswith("ast_ad.") and not inspect.isfunction(obj):
         said = (f"{call.fn.hint if call else 'this'} is a derivative made by ast_ad and bound to a local name, "
                 "which is not followed yet: call it where it is made, ast_ad.grad(g)(x)")

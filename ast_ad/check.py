@@ -36,7 +36,6 @@ COMPLEX_HINT = ("complex numbers are not supported yet: ast_ad differentiates re
 
 WITH_HINT = "with blocks are supported for np.errstate(...) only: open resources outside the differentiated function"
 REFUSED: dict[type, str] = {
-    gast.SetComp: "set comprehensions are not supported: use numpy on whole arrays",
     gast.AsyncFunctionDef: "async functions cannot be differentiated: write a plain def",
     gast.ClassDef: "class definitions inside a differentiated function are not supported: "
                    "define the class at module level",

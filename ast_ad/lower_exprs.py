@@ -215,6 +215,13 @@ class ExpressionLowering(WriteLowering):
         self.stmt(_locate_all(inner, node))
         return self.env.pop(acc)
 
+    def expr_SetComp(self, node: gast.SetComp, name: str | None, user: bool) -> ir.Atom:
+        """``{e for t in xs}``: ``set`` of the list comprehension (a set of numbers that carry no gradient; one of
+        differentiated values is refused where it is made)."""
+        items = self.expr_ListComp(gast.copy_location(gast.ListComp(elt=node.elt, generators=node.generators),
+                                                      node), None, False)
+        return self.bind(ir.Call(ir.Ref(set, "set"), (items,)), name or "members", user)
+
     def expr_GeneratorExp(self, node: gast.GeneratorExp, name: str | None, user: bool) -> ir.Atom:
         return self.expr_ListComp(node, name, user)
 

@@ -162,3 +162,13 @@ def lambdas_in_a_list(x):
     for g in fs:
         total = total + g(x[2])
     return total
+
+
+def set_comprehension_of_labels(x):
+    labels = {int(k) % 2 for k in range(5)}
+    return x[0] * len(labels) + x[1]
+
+
+def set_comprehension_of_values(x):
+    values = {v * 2.0 for v in x}
+    return sum(values)  # a set

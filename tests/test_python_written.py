@@ -16,7 +16,7 @@ T = np.array([0.4, 1.0, -0.3])
 EXACT = [pw.checks_its_argument, pw.constant_call, pw.starred, pw.starred_between, pw.f_string_keys,
          pw.dict_comprehension, pw.items_loop_that_writes, pw.max_by_key, pw.local_derivative,
          pw.value_and_gradient_in_a_body, pw.quiet_division, pw.assigns_what_the_filler_returns,
-         pw.lambdas_in_a_list, pw.calls_a_filler]
+         pw.lambdas_in_a_list, pw.calls_a_filler, pw.set_comprehension_of_labels]
 
 
 @pytest.mark.parametrize("fun", EXACT, ids=[f.__name__ for f in EXACT])
@@ -120,3 +120,9 @@ def test_a_helper_that_only_changes_its_argument_is_told_to_return_it() -> None:
         ast_ad.grad(pw.calls_a_filler_of_another_module)(X)
     assert "must end with" not in str(info.value)
     assert info.value.lineno == marked_line(memory_functions.fill_elsewhere, "# returns nothing")
+
+
+def test_a_set_of_differentiated_values_is_refused_where_it_is_made() -> None:
+    with pytest.raises(errors.MissingRuleError, match="a set of differentiated values") as info:
+        ast_ad.grad(pw.set_comprehension_of_values)(X)
+    assert info.value.lineno == marked_line(pw.set_comprehension_of_values, "# a set") - 1
