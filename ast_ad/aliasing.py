@@ -1,16 +1,28 @@
-"""Which names may reach the same object, and the checks before an object changes.
+"""The memory model: which names may reach the same object, and what happens to them when it changes.
 
 Python's assignment binds a name, it does not copy: after ``y = x`` (or ``y = x[1:]``, ``y = x.T``,
-``xs.append(x)``) a write ``x[0] = 5.0`` is seen through ``y`` too. ast_ad computes every write as a new
-value, so where another live name may share the object, the generated code checks at run time and
-refuses rather than differ from Python::
+``xs.append(x)``, ``m = Model(x)``) a write ``x[0] = 5.0`` is seen through ``y`` too. ast_ad's IR computes
+every write as a new value, so before a write each live variable that may see the object is asked at run
+time how it does (``runtime.view_of``), and made again from the new value after the write::
 
-    y = x[1:]                          y = x[1:]
-    x[0] = 5.0         lowers to       checked = check_in_place(x, (y,), 'model.py:3')
-                                       x = assign_item(x, 0, 5.0)
+    w = y[1:]                          w = y[1:]
+    y[0] = 5.0         lowers to       seen = view_of(y, w, y[1:], False, 'model.py:2', 'w')
+                                       y = assign_item(y, 0, 5.0)
+                                       if seen == 1:        # the same object
+                                           w = y
+                                       elif seen == 2:      # the very view y[1:] of it
+                                           w = y[1:]
 
-The normalizer (``normalize.Lowerer``, whose base class this is) records every sharing as it lowers:
-copies, views (``registry.def_view``), and the lists and tuples that hold an object.
+What may share memory is decided here, once, as the normalizer (``normalize.Lowerer``, whose base class this
+is) lowers: copies and names of one object (``share(..., alias=True)``), views (``registry.def_view``, with the
+call that made each, ``recipes``), the lists, tuples and dicts that hold an object (``holds``, ``packs``), the
+names a loop binds again (``loop_shared``), a helper's arguments (``lower_calls.param_writes``) and the
+attributes of the objects made here (``objects``). Where the model cannot make the other variable again (an
+overlap of another layout, a value an unpacking read before its write), the guard refuses at run time, naming
+it (``check_in_place``). Every pass that moves where a value lives asks the model through the guards it
+writes (``registry.def_guard``, read by ``analysis.guarded``): a loop writes its own copy of an array in place
+(``analysis.in_place_writes``, both modes) only for an array no guard names, so that the questions above are
+asked of the objects Python's run has.
 """
 
 from __future__ import annotations
