@@ -66,6 +66,7 @@ class Aliasing:
     rebinding: frozenset[str]  # the names the statement being lowered binds
     pending: list[ir.Var]  # values ``a, b = u, v`` has read and binds after the write being lowered
     field_labels: dict[str, str]  # an attribute's variable of an object made here -> ``m.w`` (``objects``)
+    loops: list[set[str]]  # per enclosing loop (a loop over a sequence lowers its body at the same nesting)
     carried: list[dict[str, ir.Atom]]  # per function being inlined, the outer names a write bound again
     recipes: dict[str, ir.Call]  # IR name -> the view call that made it (``x[1:]``, ``x.T``), its other operands fixed
     aliased: dict[str, set[str]]  # IR name -> the IR names of the same object (``share(..., alias=True)``)
@@ -147,7 +148,7 @@ class Aliasing:
         if len(users) != 1 or self.pending and other in self.pending:
             return False
         user = users[0]
-        if self.nesting and not self.is_mutable(user) and user not in self.field_labels:
+        if (self.nesting or self.loops) and not self.is_mutable(user) and user not in self.field_labels:
             return False  # bound outside the branch or loop, and not prepared to change in it
         probe: ir.Atom = ir.Const(None)
         inverse, identity = False, True
@@ -365,9 +366,9 @@ class Aliasing:
         holds = registry.holds_items(call.fn.obj) if call is not None else None
         if call is not None and registry.returns_view(call.fn.obj) and call.args and isinstance(call.args[0], ir.Var):
             self.share(atom.name, call.args[0].name)
-            operands = [*call.args[1:], *(a for _, a in call.kwargs)]
-            if not any(isinstance(a, ir.Var) and a.name in self.mutable for a in operands):
-                self.recipes[atom.name] = call  # made again from the array after a write (``followed``)
+            # made again from the array after a write (``followed``): its other operands as they are then,
+            # which ``view_of`` checks by the layout they give (an index a loop moved on gives another view)
+            self.recipes[atom.name] = call
             pack = self.packs.get(call.args[0].name)
             if pack is not None and len(call.args) == 2 and isinstance(call.args[1], ir.Const) \
                     and call.args[0].name not in self.mutable:  # ``[y][0]``: the very object ``y``

@@ -395,7 +395,12 @@ class Lowerer(ExpressionLowering):
                   and n.id not in functions and id(n) not in scoped]
         stored += [_root(n).id for n in gast.walk(node) if isinstance(n, gast.Subscript)
                    and isinstance(n.ctx, gast.Store) and isinstance(_root(n), gast.Name)]
-        stored += self.sharing([name for name in _written_in_place(node) if name in stored or name in self.env])
+        written = [name for name in _written_in_place(node) if name in stored or name in self.env]
+        if written and isinstance(node, gast.For) and isinstance(node.iter, gast.Name) \
+                and node.iter.id in self.env:  # ``for row in y: row *= 2``: a row is a view of ``y``
+            written.append(node.iter.id)
+            stored.append(node.iter.id)
+        stored += self.sharing(written)
         for user_name in dict.fromkeys(stored):
             atom = self.env.get(user_name)
             if isinstance(atom, ir.Var) and self.owner.get(atom.name) == user_name:

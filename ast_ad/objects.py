@@ -85,6 +85,7 @@ class Objects:
     env: dict[str, ir.Atom]
     made: list[Made]
     nesting: int
+    loops: list[set[str]]
     field_labels: dict[str, str]
     classes: list[type]  # the classes whose methods are being inlined, innermost last (``super()``)
 
@@ -127,7 +128,7 @@ class Objects:
     # ---- making one ---------------------------------------------------------------------------------------
     def construct(self, cls: type, node: gast.Call, name: str | None) -> ir.Atom:
         """``cls(args)``: a ``Made`` object, its ``__init__`` (or a dataclass's fields) run on it."""
-        made = Made(cls, name or cls.__name__.lower(), self.nesting)
+        made = Made(cls, name or cls.__name__.lower(), self.nesting + len(self.loops))
         self.made.append(made)
         atom = ir.Const(made)
         if dataclasses.is_dataclass(cls) and "__init__" in vars(cls) and _generated_init(cls):
@@ -177,7 +178,7 @@ class Objects:
         if isinstance(value, ir.Const) and isinstance(value.value, list):
             value = ir.Var(self.fresh_list(value))
         if attr not in made.fields:
-            if self.nesting > made.nesting:
+            if self.nesting + len(self.loops) > made.nesting:
                 raise refuse(node, f"the attribute {attr} of {made.hint} is first set in a branch or a loop: set it "
                                    f"where the object is made (in __init__, before any if), so that it exists on "
                                    "every path", self.locate)

@@ -46,7 +46,7 @@ def write_through_list_alias(x):
 def write_through_loop_row(x):
     y = x * 1.0
     for row in y:
-        row *= 2.0  # refused here
+        row *= 2.0
     return np.sum(y * x)
 
 
@@ -104,13 +104,13 @@ def doubles_in_place(a):
 
 def helper_changes_argument(x):
     y = x * 1.0
-    doubles_in_place(y)  # refused here
+    doubles_in_place(y)
     return np.sum(y * x)
 
 
 def helper_changes_argument_used(x):
     y = x * 1.0
-    s = doubles_in_place(y)  # refused here
+    s = doubles_in_place(y)
     return np.sum(y * x) + s
 
 
@@ -878,7 +878,7 @@ def sets_an_item_of_an_item(rows):
 
 def helper_changes_an_item_of_its_argument(x):
     rows = [x * 1.0]
-    sets_an_item_of_an_item(rows)  # refused here
+    sets_an_item_of_an_item(rows)
     return np.sum(rows[0] * x)
 
 
