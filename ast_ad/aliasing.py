@@ -161,7 +161,8 @@ class Aliasing:
             probe = self.bind(ir.Call(made.fn, (atom, *made.args[1:]), made.kwargs), "probe", holds=False)
         elif mine is not None and mine.args and isinstance(mine.args[0], ir.Var) \
                 and mine.args[0].name in self.aliases(other.name) \
-                and (mine.fn.obj is operator.getitem and self.array_like(other)
+                and ((mine.fn.obj is operator.getitem or registry.view_inverse(mine.fn.obj))
+                     and self.array_like(other)
                      or mine.fn.obj in (operator.getitem, runtime.list_item) and other.name in self.holds):
             # (a view of an array, written into it; or the object a list, tuple or dict holds, put back)
             form, inverse = mine, True
@@ -240,9 +241,14 @@ class Aliasing:
                 written = self.own_name(up.owner, changed) if rewritten else None  # (bound on every path)
                 start = len(self.body)
                 is_view = self.bind(ir.Call(ir.Ref(operator.eq, "operator.eq"), (up.seen, ir.Const(2))), "is_view")
-                if up.inverse:  # the base, with the changed view written into it
-                    value: ir.Expr = ir.Call(ir.Ref(runtime.assign_item, "assign_item"),
-                                             (target, up.form.args[1], changed))
+                inverse = registry.view_inverse(up.form.fn.obj) if up.inverse else None
+                if inverse is not None:  # the base, the written view's entries put back (``def_view_inverse``)
+                    fn, takes_base = inverse
+                    rest = up.form.args[1:]
+                    value: ir.Expr = ir.Call(ir.Ref(fn, getattr(fn, "__name__", "inverse")),
+                                             (target, changed, *rest) if takes_base else (changed, *rest))
+                elif up.inverse:  # the base, with the changed view written into it
+                    value = ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (target, up.form.args[1], changed))
                 else:
                     value = ir.Call(up.form.fn, (changed, *up.form.args[1:]), up.form.kwargs)
                 made: tuple[ir.Stmt, ...] = (ir.Assign(target.name, value, self.line),)

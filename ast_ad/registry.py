@@ -152,7 +152,7 @@ _FACTS: dict[str, dict[Any, Any]] = {"in_place": {}, "sequence": {}, "same_kind"
                                      "view": {}, "full_reduction": {}, "casts": {}, "reads_in_order": {},
                                      "scaled_by_initial": {}, "read_as": {}, "holds_items": {},
                                      "shape_read": {}, "new_list": {}, "identity_read": {},
-                                     "number_result": {}, "guard": {}}
+                                     "number_result": {}, "guard": {}, "view_inverse": {}}
 
 
 def _fact(fact: str, fn: Any) -> Any:
@@ -373,6 +373,20 @@ def def_view(*fns: Any) -> None:
 
 def returns_view(fn: Any) -> bool:
     return bool(_fact("view", fn))
+
+
+def def_view_inverse(fn: Any, inverse: Any, takes_base: bool = False) -> None:
+    """Declare how a write through a view ``fn(x, *args)`` reaches ``x``: ``x`` is ``inverse(view, *args)``
+    after it (``takes_base``: ``inverse(x, view, *args)``, where the base's shape is needed), a registered
+    primitive. The memory model asks it (``aliasing``), where the view is proved to be that very view."""
+    _note("view_inverse", fn, inverse)
+    _FACTS["view_inverse"][fn] = (inverse, takes_base)
+
+
+def view_inverse(fn: Any) -> tuple[Any, bool] | None:
+    """``(inverse, takes_base)`` for a view ``fn`` a write through which reaches its base, or ``None``."""
+    found: tuple[Any, bool] | None = _fact("view_inverse", fn)
+    return found
 
 
 def def_holds_items(*fns: Any, containers_only: bool = False) -> None:

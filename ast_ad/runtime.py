@@ -1526,6 +1526,17 @@ def _slots(container: Any) -> list[Any]:
     return list(container) if isinstance(container, dict) else list(range(len(container)))
 
 
+def unreshaped(base: Any, view: Any, *args: Any) -> Any:
+    """The array ``base`` once a view of it in another shape (``np.reshape``, ``np.ravel``...) was written:
+    the view's entries in ``base``'s shape, in the order both read them."""
+    return np.reshape(view, np.shape(base))
+
+
+def untransposed(view: Any, axes: Any = None) -> Any:
+    """The array a written ``np.transpose(x, axes)`` (or ``x.T``) is a view of: the view's axes put back."""
+    return np.transpose(view, inverse_axes(axes))
+
+
 def slots_holding(container: Any, old: Any, where: Any) -> Any:
     """The slots of ``container`` (a list, tuple or dict) that hold the object ``old``, which a write changes:
     after ``pair[0][1] = v`` on ``pair = [y, y]`` both hold the changed array (``replaced``). Where ``old`` is

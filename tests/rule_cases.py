@@ -479,6 +479,8 @@ def _more() -> dict:
         runtime.sorted_by: st.permutations([0.3, -1.1, 0.8, 1.7]).flatmap(
             lambda xs: case(list(xs), [-x for x in xs], st.booleans())),
         runtime.list_item: case(st.lists(floats(), min_size=3, max_size=3), st.sampled_from([0, 1, -1]), 3),
+        runtime.unreshaped: case(arrays((2, 3)), arrays((6,))) | case(arrays((3,)), arrays((3, 1))),
+        runtime.untransposed: case(arrays((3, 2))) | case(arrays((2, 3, 4)), (2, 0, 1)),
         runtime.replaced: case(st.lists(arrays((2,)), min_size=3, max_size=3), st.just((0, 2)), arrays((2,)))
         | case(st.lists(floats(), min_size=2, max_size=2), st.just((1,)), floats()),
         runtime.chosen: case(st.just(np.array([True, False, True])), arrays((3,)), st.booleans())

@@ -86,7 +86,7 @@ def write_through_slice(x):
 def write_through_reshape(x):
     y = x * 1.0
     z = y.reshape(-1)
-    z *= 3.0  # refused here
+    z *= 3.0
     return np.sum(y * x)
 
 
@@ -795,7 +795,7 @@ def matrix_norms(x):
 def write_through_transpose(x):
     m = np.outer(x, x) * 1.0
     t = m.T
-    t[0, 1] = 3.0  # refused here
+    t[0, 1] = 3.0
     return np.sum(m * 2.0)
 
 

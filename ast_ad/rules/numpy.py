@@ -19,6 +19,7 @@ from ast_ad.registry import (
     def_sequence,
     def_shape_read,
     def_view,
+    def_view_inverse,
     defjvp,
     defvjp,
     zero,
@@ -93,7 +94,9 @@ from ast_ad.runtime import (
     tile_vjp,
     trapezoid_vjp,
     unbroadcast,
+    unreshaped,
     unstack,
+    untransposed,
     var_vjp,
     vecdot_vjp,
     vstack_vjp,
@@ -267,6 +270,15 @@ defvjp(add_at,          lambda g, ans, x, index, value: g,
 def_sequence(np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit)  # they return lists of arrays
 def_view(np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.swapaxes, np.moveaxis, np.broadcast_to,
          np.atleast_1d, np.atleast_2d, np.atleast_3d, np.diagonal, np.real, np.asarray)  # may share memory
+# a write through such a view reaches its base as the view's entries put back (``aliasing``)
+for _view in (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.atleast_1d, np.atleast_2d, np.atleast_3d):
+    def_view_inverse(_view, unreshaped, takes_base=True)
+def_view_inverse(np.transpose, untransposed)
+def_view_inverse(np.swapaxes, np.swapaxes)  # its own inverse, with the same axes
+defvjp(unreshaped, zero, lambda g, ans, base, view, *args: np.reshape(g, np.shape(view)))
+def_linear(unreshaped, 1)
+defvjp(untransposed, lambda g, ans, view, axes=None: np.transpose(g, axes))
+def_linear(untransposed, 0)
 def_full_reduction(np.sum, np.mean)  # of one argument alone: a number
 def_same_kind(assign_item)  # ``L[0] = v`` on a list gives a list
 
