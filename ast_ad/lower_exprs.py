@@ -172,42 +172,35 @@ class ExpressionLowering(WriteLowering):
 
     def expr_ListComp(self, node: gast.ListComp, name: str | None, user: bool) -> ir.Atom:
         """``[elt for t in xs if c]`` becomes a loop that appends to a new list."""
-        acc = self.namer.fresh(name or "items", user=user)
-        self.locals.add(acc)
-        self.body.append(ir.Assign(acc, ir.Const([]), self.line))
+        acc = self.comprehended(node, name, user, [])
         self.kinds[acc] = "list"
-        self.env[acc] = ir.Var(acc)
-        self.owner[acc] = acc
-        renames = {}
-        for gen in node.generators:
-            for target in gast.walk(gen.target):
-                if isinstance(target, gast.Name):
-                    renames[target.id] = self.namer.fresh(target.id)
-        self.locals |= set(renames.values())
-        node = _rename_all(syntax.clone(node), renames)
-        append = gast.Expr(value=gast.Call(func=gast.Attribute(value=_load(acc), attr="append", ctx=gast.Load()),
-                                           args=[node.elt], keywords=[]))
-        inner: gast.stmt = append
-        for gen in reversed(node.generators):
-            for cond in reversed(gen.ifs):
-                inner = gast.If(test=cond, body=[inner], orelse=[])
-            inner = gast.For(target=gen.target, iter=gen.iter, body=[inner], orelse=[], type_comment=None)
-        self.stmt(_locate_all(inner, node))
-        return self.env.pop(acc)
+        return self.filled(node, acc, lambda n: gast.Expr(value=gast.Call(
+            func=gast.Attribute(value=_load(acc), attr="append", ctx=gast.Load()), args=[n.elt], keywords=[])))
 
     def expr_DictComp(self, node: gast.DictComp, name: str | None, user: bool) -> ir.Atom:
         """``{k: v for t in xs if c}`` becomes a loop that writes each key of a new dict."""
-        acc = self.namer.fresh(name or "entries", user=user)
+        acc = self.comprehended(node, name or "entries", user, {})
+        return self.filled(node, acc, lambda n: gast.Assign(
+            targets=[gast.Subscript(value=_load(acc), slice=n.key, ctx=gast.Store())], value=n.value,
+            type_comment=None))
+
+    def comprehended(self, node: gast.expr, name: str | None, user: bool, empty: Any) -> str:
+        """The new list or dict a comprehension fills: a local of its own."""
+        acc: str = self.namer.fresh(name or "items", user=user)
         self.locals.add(acc)
-        self.body.append(ir.Assign(acc, ir.Const({}), self.line))
+        self.body.append(ir.Assign(acc, ir.Const(empty), self.line))
         self.env[acc] = ir.Var(acc)
         self.owner[acc] = acc
+        return acc
+
+    def filled(self, node: Any, acc: str, put: Any) -> ir.Atom:
+        """The loops of a comprehension ``node``, its names its own, with ``put(node)`` (an append, a key's
+        write into ``acc``) innermost; ``acc`` once they ran."""
         renames = {target.id: self.namer.fresh(target.id) for gen in node.generators
                    for target in gast.walk(gen.target) if isinstance(target, gast.Name)}
         self.locals |= set(renames.values())
         node = _rename_all(syntax.clone(node), renames)
-        slot = gast.Subscript(value=_load(acc), slice=node.key, ctx=gast.Store())
-        inner: gast.stmt = gast.Assign(targets=[slot], value=node.value, type_comment=None)
+        inner: gast.stmt = put(node)
         for gen in reversed(node.generators):
             for cond in reversed(gen.ifs):
                 inner = gast.If(test=cond, body=[inner], orelse=[])
