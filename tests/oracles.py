@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 import types
 from collections.abc import Callable
 from typing import Any
@@ -59,3 +60,14 @@ def marked_line(fn: Callable[..., Any], marker: str) -> int:
     """The line of ``fn``'s file that carries the comment ``marker`` (``# error here``): where an error must point."""
     lines, start = inspect.getsourcelines(fn)
     return start + next(i for i, line in enumerate(lines) if marker in line)
+
+
+_COPY = re.compile(r"^\s*\w+ = \w+$", re.MULTILINE)  # ``v0 = x0``: two names of one object
+_IN_PLACE = re.compile(r"^\s*\w+(\[.*\])? [-+*/]?= ", re.MULTILINE)
+
+
+def shares_a_written_array(program: Any) -> bool:
+    """Whether the program may write in place into an array another name holds (a name copied, and a write or
+    an augmented assignment): Python's memory then changes both names, which the memory model follows and
+    the tracer (a write is a new array there) does not."""
+    return bool(_COPY.search(program.source)) and bool(_IN_PLACE.search(program.source))
