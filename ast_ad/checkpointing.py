@@ -18,6 +18,7 @@ are ``saving``'s.
 from __future__ import annotations
 
 import operator
+import warnings
 
 from ast_ad import ir, revolve
 from ast_ad.analysis import checkpoint_state
@@ -30,6 +31,11 @@ from ast_ad.templates import Scratch
 _REVOLVE, _SLICE = ir.Ref(revolve.revolve, "revolve"), ir.Ref(slice, "slice")
 _ITEM, _REVERSED = ir.Ref(operator.getitem, "operator.getitem"), ir.Ref(reversed, "reversed")
 _EQ = ir.Ref(operator.eq, "operator.eq")
+
+
+class CheckpointWarning(UserWarning):
+    """``checkpoints=`` was asked for, and a loop keeps its whole tape: which loop, and why (said once for each
+    gradient, when it is transformed)."""
 
 
 @record(frozen=False)
@@ -77,6 +83,8 @@ class Checkpointing(Saving):
             state, why = checkpoint_state(self.function, position, self.in_place)
             if why is not None:
                 self.not_checkpointed[id(stmt)] = why
+                warnings.warn(f"{stmt.line.filename}:{stmt.line.lineno}: checkpoints= leaves this loop taped in "
+                              f"full: {why}", CheckpointWarning, stacklevel=2)
                 continue
             self.checkpointed[id(stmt)] = Checkpointed(state, self.namer.fresh("sweep"),
                                                        self.namer.fresh("reversal"), self.namer.fresh("snapshots"))

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, event, given, note, reject, settings
 from hypothesis import strategies as st
 
 import ast_ad
-from ast_ad import revolve
+from ast_ad import revolve, transform
+from ast_ad.checkpointing import CheckpointWarning
 from ast_ad.errors import ASTADError
 from ast_ad.extend import defvjp
 from ast_ad.testing import programs
@@ -25,6 +26,9 @@ from tests import corpus_control
 from tests.corpus import CASES as STRAIGHT
 from tests.oracles import assert_fd, assert_same
 from tests.strategies import few
+
+# loops that checkpoints= cannot checkpoint say so in a warning (tested where it is the subject)
+pytestmark = pytest.mark.filterwarnings("ignore::ast_ad.checkpointing.CheckpointWarning")
 
 CASES = STRAIGHT + corpus_control.CASES
 DIRECTORY = tempfile.mkdtemp(prefix="ast_ad_checkpoints_")
@@ -299,7 +303,11 @@ def in_a_branch(x, n):
     (calls_a_printer, (0.5, 3), "it calls with_print, where line"),
 ], ids=lambda p: getattr(p, "__name__", None))
 def test_loops_that_are_not_checkpointed_say_why(fn, args, why, capsys) -> None:
-    text = ast_ad.source(ast_ad.grad(fn, checkpoints=2), *args)
+    """In a comment of the generated code, and in a warning when the gradient is transformed, naming the loop's
+    line (checkpoints= was asked for, and this loop keeps its whole tape)."""
+    transform.forget()
+    with pytest.warns(CheckpointWarning, match=f"{inspect.getsourcefile(fn)}:\\d+: checkpoints= leaves"):
+        text = ast_ad.source(ast_ad.grad(fn, checkpoints=2), *args)
     assert "not checkpointed: " in text and why in text
     assert "revolve(" not in text
     if fn is with_noise:
