@@ -182,7 +182,12 @@ class Aliasing:
         where = ir.Const(f"{self.source.filename}:{self.line.lineno}")
         seen = self.bind(ir.Call(ir.Ref(runtime.view_of, "view_of"),
                                  (atom, other, probe, ir.Const(inverse), where, ir.Const(user))), "seen")
-        self.follow_ups.append(FollowUp(changed, user, seen, form, inverse, identity))
+        # another variable followed for this write may be the very same object (``z = y``, both seeing the
+        # row written): made again, it must stay one object, so it takes the other's new value
+        twins = tuple((up.user, self.bind(ir.Call(ir.Ref(runtime.is_same, "is_same"), (other, up.before)),
+                                          "one_object"))
+                      for up in self.follow_ups if up.owner == changed and up.before is not None)
+        self.follow_ups.append(FollowUp(changed, user, seen, form, inverse, identity, other, twins))
         return True
 
     def slot_of(self, container: ir.Var, item: ir.Var) -> ir.Const | None:
@@ -192,6 +197,10 @@ class Aliasing:
             return None
         slots = [pack.slot(k) for k, elt in enumerate(pack.elts) if elt == item]
         return ir.Const(slots[0]) if len(slots) == 1 else None
+
+    def followed_value(self, user: str) -> ir.Var:
+        """The variable that holds ``user``'s value after ``follow`` made it again (its own, or an attribute's)."""
+        return ir.Var(user) if user in self.field_labels else self.local(user)
 
     def own_name(self, user: str, value: ir.Atom) -> ir.Var:
         """The name the variable ``user`` holds its value under, which a branch may assign: its own mutable name,
@@ -261,10 +270,15 @@ class Aliasing:
                 view = (*self.body[start:], branch)
                 del self.body[start:]
             if up.identity:
-                self.body.append(ir.If(same, (ir.Assign(target.name, changed, self.line),), view, self.line))
+                made = (ir.If(same, (ir.Assign(target.name, changed, self.line),), view, self.line),)
             else:
-                self.body += view
-            self.share(target.name, changed.name, alias=True)  # (the same object, where ``view_of`` said 1)
+                made = view
+            for twin, one in reversed(up.twins):  # the same object as a variable followed before: its value
+                made = (ir.If(one, (ir.Assign(target.name, self.followed_value(twin), self.line),), made,
+                              self.line),)
+            self.body += made
+            # the same object where ``view_of`` said 1; where it may be a view instead, only memory is shared
+            self.share(target.name, changed.name, alias=up.form is None)
             if up.form is not None and not up.inverse:
                 self.recipes[target.name] = up.form
 
@@ -436,6 +450,8 @@ class FollowUp:
     form: ir.Call | None
     inverse: bool
     identity: bool  # whether the variable may be the changed object itself (not where one holds the other)
+    before: ir.Var | None = None  # the variable's value before the write
+    twins: tuple[tuple[str, ir.Var], ...] = ()  # earlier followed variables, and whether this is their object
 
 
 def _var(atom: ir.Expr) -> ir.Var:

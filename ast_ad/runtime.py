@@ -1515,6 +1515,11 @@ def view_of(target: Any, other: Any, probe: Any, inverse: Any, where: Any, name:
     return 0
 
 
+def is_same(a: Any, b: Any) -> bool:
+    """``a is b``: two variables the memory model follows through one write are one object (no gradient)."""
+    return a is b
+
+
 def _same_view(a: Any, b: Any) -> bool:
     """Whether two numpy arrays read the same memory in the same layout (the same view)."""
     return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape \

@@ -119,6 +119,63 @@ def one_array_deep_in_another_slot(x):
     return np.sum(box[1][0] * x)
 
 
+# ---- found by hand against the model: views made in loops, writes in branches, one object under two names
+# written through a row in nested loops (once divergent: each name made again apart), an attribute's array
+def view_in_loop(x):
+    y = x * 1.0
+    total = 0.0
+    for i in range(3):
+        w = y[i:]
+        y[i] = y[i] * 2.0 + 1.0
+        total = total + np.sum(w * x[i:])
+    return total + np.sum(w)
+
+
+def branch_write(x):
+    y = x * 1.0
+    w = y[1:]
+    if np.sum(x) > 0:
+        y[1] = 5.0 * x[0]
+    else:
+        w[0] = -3.0 * x[2]
+    return np.sum(w * w) + np.sum(y)
+
+
+def nested_loops(x):
+    y = np.outer(x, x) * 1.0
+    z = y
+    for i in range(2):
+        r = z[i]
+        for j in range(3):
+            r[j] = r[j] * 0.5 + x[j]
+    return np.sum(y * y)
+
+
+def while_alias(x):
+    y = x * 1.0
+    k = y
+    n = 0
+    while n < 3:
+        k[n] += x[n] * x[n]
+        n += 1
+    return np.sum(y * x)
+
+
+def object_array(x):
+    box = Box(x * 1.0)
+    v = box.data
+    box.scale(2.0)
+    return np.sum(v * x)
+
+
+class Box:
+    def __init__(self, data):
+        self.data = data
+
+    def scale(self, s):
+        self.data *= s
+
+
 # ---- the same as Python, exactly: nothing else sees what changes -----------------------------------------------
 def swap_entries(x):
     y = x * 1.0
@@ -151,7 +208,8 @@ def tuple_of_arrays_of_two_shapes(x):
 FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_after_loop,
             reversed_view_read_after_loop, reshaped_read_after_loop, two_names_one_written_in_loop,
             loop_carried_alias, write_through_list_then_append, write_through_list, row_read_before_write,
-            one_array_twice_in_a_list, one_array_twice_added_into, one_array_under_two_keys]
+            one_array_twice_in_a_list, one_array_twice_added_into, one_array_under_two_keys, view_in_loop,
+            branch_write, nested_loops, while_alias, object_array]
 # refused at the write: a view an unpacking has read before its write (rows swapped)
 SHARED = [swap_rows, one_array_deep_in_another_slot]
 APART = [swap_entries, two_arrays_in_a_list, view_not_read_after, tuple_of_arrays_of_two_shapes]
