@@ -167,10 +167,10 @@ class Aliasing:
             # (a view of an array, written into it; or the object a list, tuple or dict holds, put back)
             form, inverse = mine, True
             identity = other.name not in self.holds  # (a container is not the object it holds)
-            probe = self.bind(ir.Call(mine.fn, (other, *mine.args[1:]), mine.kwargs), "probe", holds=False)
+            probe = self.bind(ir.Call(_PROBE, (other, mine.fn, *mine.args[1:]), mine.kwargs), "probe", holds=False)
         elif (slot := self.slot_of(other, atom)) is not None:  # ``other = [y]``: put ``y`` back in its slot
             form, inverse, identity = ir.Call(ir.Ref(operator.getitem, "operator.getitem"), (other, slot)), True, False
-            probe = self.bind(form, "probe", holds=False)
+            probe = self.bind(ir.Call(_PROBE, (other, form.fn, *form.args[1:])), "probe", holds=False)
         elif other.name not in same and not (changed != owner and mine is not None and mine.args
                                              and isinstance(mine.args[0], ir.Var)
                                              and other.name in self.holds.get(mine.args[0].name, set())):
@@ -436,6 +436,9 @@ class Aliasing:
         """Whether ``user_name`` holds its own mutable name (not a copy of another variable's)."""
         atom = self.env.get(user_name)
         return isinstance(atom, ir.Var) and atom.name in self.mutable and self.owner.get(atom.name) == user_name
+
+
+_PROBE = ir.Ref(runtime.view_probe, "view_probe")
 
 
 @record

@@ -1515,6 +1515,17 @@ def view_of(target: Any, other: Any, probe: Any, inverse: Any, where: Any, name:
     return 0
 
 
+def view_probe(base: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(base, *args)``, the view a variable would be of ``base``, for ``view_of`` to compare; ``None`` where
+    ``base`` is no array or container (a name a branch or a loop has not bound yet: it sees nothing)."""
+    if base is None or not (is_array(base) or isinstance(base, (list, tuple, dict))):
+        return None
+    try:
+        return fn(base, *args, **kwargs)
+    except (IndexError, KeyError, TypeError, ValueError):
+        return None  # (no such view of this value: it is not that view)
+
+
 def is_same(a: Any, b: Any) -> bool:
     """``a is b``: two variables the memory model follows through one write are one object (no gradient)."""
     return a is b

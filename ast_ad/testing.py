@@ -277,8 +277,21 @@ class _Writer:
         """An array another name, a view or a container slot also sees, written in place, in a loop or not, with
         both read after: the memory model makes the other name again from the written array (or refuses)."""
         name, base, other = self.draw(st.sampled_from(self.names)), self.fresh(), self.fresh()
-        family = self.draw(st.sampled_from(["name", "view", "container", "carried", "through", "swap"]))
+        family = self.draw(st.sampled_from(["name", "view", "container", "carried", "through", "swap", "rows"]))
         self.features.add(f"shared {family}")
+        if family == "rows":  # a matrix under two names, its rows written through a row view in nested loops
+            row, inner = self.fresh(), indent + "    "
+            target = self.fresh() if depth == 0 else self.draw(st.sampled_from(self.names))
+            lines = [f"{indent}{base} = np.outer(np.ones(3) * {name}, np.ones(3)) * 1.0",
+                     f"{indent}{other} = {base}",
+                     f"{indent}for i in range(2):",
+                     f"{inner}{row} = {other}[i]",
+                     f"{inner}for j in range(3):",
+                     f"{inner}    {row}[j] = {row}[j] * 0.5 + {self.scalar()}",
+                     f"{indent}{target} = np.sum({base} * {base}, axis=0)"]
+            if depth == 0:
+                self.names.append(target)
+            return lines
         view = self.draw(st.sampled_from(["{b}[:]", "{b}[1:]", "{b}[::-1]", "{b}.T", "{b}.reshape(3)",
                                           "{b}.reshape((3, 1))", "{b}[::2]"]))
         made = {"name": "{b}", "view": view, "container": self.draw(st.sampled_from(["[{b}]", '{{"k": {b}}}',

@@ -291,7 +291,7 @@ def test_the_mutation_family_covers_its_constructs() -> None:
     collect()
     assert seen >= {"item write", "alias write", "container", "and/or value", "mutating helper", "complex value",
                     "unpacked comprehension", "shared name", "shared view", "shared container", "shared carried",
-                    "shared through", "shared swap"}
+                    "shared through", "shared swap", "shared rows"}
 
 
 def test_few_mutating_programs_are_refused() -> None:

@@ -213,6 +213,8 @@ def test_nondiff_rules_stop_the_gradient(rule: registry.Rule) -> None:
               runtime.check_item_apart: ([box(np.ones(2)), np.zeros(2)], 0, "here"),
               runtime.view_of: (box(np.ones(2)), np.zeros(2), None, False, "here"),
               runtime.slots_holding: ([box(np.ones(2)), np.zeros(2)], np.ones(3), "here"),
+              runtime.is_same: (box(np.ones(2)), np.ones(2)),
+              runtime.view_probe: (box(np.ones(3)), __import__("operator").getitem, slice(1, None)),
               check_bound: (box(True), "y", "here"),
               runtime.balanced_eq: (box(np.array([1.0, 2.0])), np.array([1.0, 3.0]), 0.5),
               runtime.clip_mask: (box(np.array([1.0, -2.0])), -0.5, 0.7),

@@ -56,6 +56,7 @@ from ast_ad.runtime import (
     sorted_by_vjp,
     spread,
     view_of,
+    view_probe,
     zeros_like,
 )
 
@@ -117,7 +118,9 @@ def_full_reduction(builtins.float)  # float(x): a number
 def_nondiff(absent, check_in_place, check_item_apart, check_kept, view_of)  # guards before writes: no gradient
 def_nondiff(check_bound)  # a read of a name no assignment may have bound yet (``unbound``)
 def_nondiff(keys_of)  # a dict's keys, which a loop over its items steps through
-def_nondiff(is_same)  # whether two names are one object (the memory model's follow)
+def_nondiff(is_same, view_probe)  # whether two names are one object, a view to compare (the memory model's)
+def_guard(is_same, 0)  # (they read a name only to ask about memory: one not bound yet sees nothing)
+def_guard(view_probe, 0)
 def_nondiff(first_best)  # the position max(xs, key=f) picks
 # a container with a changed object in every slot that held it (``pair = [y, y]; pair[0][1] = v``)
 defvjp(replaced, lambda g, ans, c, slots, new: replaced_vjp_container(g, c, slots), zero,
