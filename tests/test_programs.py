@@ -287,7 +287,7 @@ def test_the_mutation_family_covers_its_constructs() -> None:
     seen: set[str] = set()
 
     @settings(max_examples=300, database=None)
-    @given(programs(mutation=True))
+    @given(programs(mutation=True, arrays=True))  # (the writes and the shared arrays are drawn with arrays)
     def collect(program: Program) -> None:
         seen.update(program.features)
     collect()
