@@ -395,12 +395,18 @@ class Lowerer(ExpressionLowering):
                   and n.id not in functions and id(n) not in scoped]
         stored += [_root(n).id for n in gast.walk(node) if isinstance(n, gast.Subscript)
                    and isinstance(n.ctx, gast.Store) and isinstance(_root(n), gast.Name)]
-        written = [name for name in _written_in_place(node) if name in stored or name in self.env]
+        written = _read_into(node, [name for name in _written_in_place(node)])
+        written = [name for name in written if name in stored or name in self.env]
+        # (whether this block is inside another: a ``for`` statement's own loop is on ``loops`` already)
+        nested = self.nesting > 0 or len(self.loops) > (1 if isinstance(node, gast.For) else 0)
         if written and isinstance(node, gast.For) and isinstance(node.iter, gast.Name) \
                 and node.iter.id in self.env:  # ``for row in y: row *= 2``: a row is a view of ``y``
             written.append(node.iter.id)
-            stored.append(node.iter.id)
-        stored += self.sharing(written)
+            if not nested or self.is_mutable(node.iter.id):
+                stored.append(node.iter.id)
+        # (inside a branch or a loop, a variable of the blocks around it gets no new name here: bound in this
+        # block alone, it would be unbound on the other paths; unprepared, the write refuses to follow it)
+        stored += [n for n in self.sharing(written, stored) if not nested or self.is_mutable(n)]
         for user_name in dict.fromkeys(stored):
             atom = self.env.get(user_name)
             if isinstance(atom, ir.Var) and self.owner.get(atom.name) == user_name:
@@ -419,12 +425,12 @@ class Lowerer(ExpressionLowering):
                 self.share(name, atom.name, alias=True)
             self.env[user_name] = ir.Var(name)
 
-    def sharing(self, stored: list[str]) -> list[str]:
-        """The variables that may see an object one of ``stored`` holds (``w = y[1:]``, ``z = y``): a write in the
-        block may change them too, and they are made again after it (``Aliasing.follow``), so each gets a name
-        that the block may assign, as the names it stores do."""
+    def sharing(self, written: list[str], stored: list[str]) -> list[str]:
+        """The variables that may see an object one of ``written`` holds (``w = y[1:]``, ``z = y``), but those the
+        block ``stored`` already: a write in the block may change them too, and they are made again after it
+        (``Aliasing.follow``), so each gets a name that the block may assign, as the names it stores do."""
         related: set[str] = set()
-        for user_name in stored:
+        for user_name in written:
             atom = self.env.get(user_name)
             if isinstance(atom, ir.Var):
                 related |= self.reaching(atom.name, False)
@@ -571,6 +577,23 @@ def written_parameters(tree: gast.FunctionDef) -> list[str]:
     """The parameters of a def that its body may change in place (``a[0] = v``, ``a *= s``, ``a.sort()``)."""
     params = {a.id for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs}
     return [p for p in dict.fromkeys(_written_in_place(tree)) if p in params]
+
+
+def _read_into(node: gast.stmt, written: list[str]) -> list[str]:
+    """``written``, and the names the block ``node`` reads into them (``r = z[i]`` then ``r[j] = v``: ``z`` may be
+    written through ``r``), to a fixpoint."""
+    sources: dict[str, set[str]] = {}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Assign):
+            reads = {m.id for m in gast.walk(n.value) if isinstance(m, gast.Name) and isinstance(m.ctx, gast.Load)}
+            for target in n.targets:
+                for t in gast.walk(target):
+                    if isinstance(t, gast.Name) and isinstance(t.ctx, gast.Store):
+                        sources.setdefault(t.id, set()).update(reads)
+    found = list(dict.fromkeys(written))
+    for name in found:  # (grows while it is walked)
+        found += [m for m in sorted(sources.get(name, ())) if m not in found]
+    return found
 
 
 def _rebound(node: gast.stmt) -> frozenset[str]:

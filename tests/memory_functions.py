@@ -176,6 +176,21 @@ class Box:
         self.data *= s
 
 
+def written_in_a_nested_branch(x0, x1):
+    """Found by the long profile: a branch's inner branch gave ``v0``, a name of the function's top level, a
+    name of its own bound there alone (then unbound on the other path: a None adjoint in the sum)."""
+    m = 0.5 * np.outer(np.tanh(x0), np.cos(x1))
+    v0 = x1
+    x0 *= np.tanh(np.log(1.0 + (x1 + 1.5) * (x1 + 1.5)))
+    if np.sum(v0) > -0.4:
+        x0 = x1
+    elif np.sum(np.tanh(v0)) > -0.4:
+        x0 *= np.tanh(x1)
+    x1 -= 0.5 * np.dot(m, np.ones(3) * (x0 + v0))
+    x1 -= 0.5 * (v0 - (1.5 / (1.0 + x0 * x0)))
+    return np.sum(np.tanh(x0))
+
+
 # ---- the same as Python, exactly: nothing else sees what changes -----------------------------------------------
 def swap_entries(x):
     y = x * 1.0

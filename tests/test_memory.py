@@ -204,3 +204,12 @@ def test_a_helper_that_changes_its_argument_is_given_a_copy(mode) -> None:
     assert value == mf.damps_a_local(X.copy())
     if grads is not None:
         assert_fd(lambda x: mf.damps_a_local(np.copy(x)), (X,), (0,), (grads,))
+
+
+@pytest.mark.parametrize("shift", [0.0, -2.0], ids=["first branch", "second branch"])
+def test_a_name_of_the_top_level_written_in_a_nested_branch(shift) -> None:
+    x0, x1 = np.array([-0.34409118, 0.84022247, 0.5]), np.array([-0.34409118, 0.84022247, 0.5]) + shift
+    fun = mf.written_in_a_nested_branch
+    value, grads = ast_ad.value_and_grad(fun, (0, 1))(x0.copy(), x1.copy())
+    assert value == fun(x0.copy(), x1.copy())
+    assert_fd(lambda a, b: fun(a.copy(), b.copy()), (x0, x1), (0, 1), grads)
