@@ -74,11 +74,15 @@ class WriteLowering(CallLowering):
                                  "y.a[i] = v or g()[i] = v): assign to a local array first", self.locate)
         array = self.expr(base)
         index = self.index(target.slice) if index is None else index
-        call = ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (array, index, value))
-        if self.is_mutable(base.id):
-            self.body.append(ir.Assign(self.local(base.id).name, call, self.line))
+        self.rebind(base.id, ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (array, index, value)))
+
+    def rebind(self, user: str, value: ir.Expr) -> None:
+        """The local ``user`` bound to ``value``, the new value of its object: under its one name where a block
+        may assign it, else under a new one."""
+        if self.is_mutable(user):
+            self.body.append(ir.Assign(self.local(user).name, value, self.line))
         else:
-            self.env[base.id] = self.bind(call, base.id, user=True)
+            self.env[user] = self.bind(value, user, user=True)
 
     def assign_nested(self, target: gast.Subscript, value: ir.Atom) -> None:
         """``L[0][i] = v``: the object ``L[0]`` changes in place; ast_ad writes a new one back into ``L``.
@@ -114,11 +118,7 @@ class WriteLowering(CallLowering):
         container = self.expr(root)
         slots = self.bind(ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"), (container, inner, where)),
                           "slots")
-        call = ir.Call(ir.Ref(runtime.replaced, "replaced"), (container, slots, new))
-        if self.is_mutable(root.id):
-            self.body.append(ir.Assign(self.local(root.id).name, call, self.line))
-        else:
-            self.env[root.id] = self.bind(call, root.id, user=True)
+        self.rebind(root.id, ir.Call(ir.Ref(runtime.replaced, "replaced"), (container, slots, new)))
 
     def guard_slot(self, inner: ir.Var, outer: gast.Subscript) -> None:
         """Before a write into ``inner``, the object ``L[k]`` (``outer``) holds: refuse at run time where another
