@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib.util
+import inspect
 import os
 import re
 import sys
@@ -145,8 +146,6 @@ def load_function(target: str) -> Any:
 
 def _parameter_counts(fn: Any) -> tuple[int, int] | None:
     """How many arguments ``fn`` needs and takes by position, where its signature says (``None`` for ``*args``)."""
-    import inspect
-
     try:
         parameters = [p for p in inspect.signature(fn).parameters.values() if p.kind is not p.KEYWORD_ONLY]
     except (TypeError, ValueError):

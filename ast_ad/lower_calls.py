@@ -24,7 +24,7 @@ from ast_ad import ir, registry, runtime
 from ast_ad.analysis import is_library
 from ast_ad.check import refuse
 from ast_ad.errors import LocatedError, SourceUnavailableError, UnsupportedSyntaxError
-from ast_ad.lower_control import ControlFlow
+from ast_ad.lower_control import ControlFlow, written_parameters
 from ast_ad.objects import Objects, Super, followable, made_of
 from ast_ad.parse import Source
 
@@ -321,8 +321,6 @@ class CallLowering(ControlFlow, Objects):
                 and fn.__globals__ is self.fn.__globals__ and fn is not self.fn
                 and not (fn.__module__ or "").startswith("ast_ad.")) or fn.__name__ in self.inlining:
             return None
-        from ast_ad.normalize import written_parameters  # (the lowering's own reading of a def)
-
         tree = self.helper_tree(gast.Call(func=gast.Name(id=fn.__name__, ctx=gast.Load(), annotation=None,
                                                          type_comment=None), args=[], keywords=[]), fn)
         if not written_parameters(tree):

@@ -252,3 +252,35 @@ def bindings(node: gast.AST) -> tuple[set[str], set[str]]:
 
 def _atom_name(atom: ir.Atom) -> str:
     return atom.name if isinstance(atom, ir.Var) else identifier(getattr(atom, "hint", "seq"))
+
+
+def written_parameters(tree: gast.FunctionDef) -> list[str]:
+    """The parameters of a def that its body may change in place (``a[0] = v``, ``a *= s``, ``a.sort()``)."""
+    params = {a.id for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs}
+    return [p for p in dict.fromkeys(written_in_place(tree)) if p in params]
+
+
+def written_in_place(node: gast.stmt) -> list[str]:
+    """The names whose objects ``node`` may change in place: items written (``y[i] = v``), augmented
+    (``y += d``), or passed to a call made for its effect (``y.sort()``, ``np.add.at(y, i, v)``)."""
+    names: list[str] = []
+    for n in gast.walk(node):
+        if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) and isinstance(_item_root(n), gast.Name):
+            names.append(_item_root(n).id)
+        elif isinstance(n, gast.AugAssign) and isinstance(n.target, gast.Name):
+            names.append(n.target.id)
+        elif isinstance(n, gast.Expr) and isinstance(n.value, gast.Call):
+            call = n.value
+            if isinstance(call.func, gast.Attribute):  # (a list's own change leaves the objects in it as they are)
+                changed = [] if call.func.attr in ("append", "extend", "pop", "insert") else [call.func.value]
+            else:
+                changed = call.args[:1]
+            names += [a.id for a in changed if isinstance(a, gast.Name)]
+    return names
+
+
+def _item_root(node: gast.expr) -> gast.expr:
+    """The variable an item path starts from: ``L`` in ``L[0][i]``."""
+    while isinstance(node, gast.Subscript):
+        node = node.value
+    return node

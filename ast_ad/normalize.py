@@ -46,7 +46,7 @@ from ast_ad.aliasing import live_after
 from ast_ad.check import WITH_HINT, refuse
 from ast_ad.errors import LocatedError
 from ast_ad.lower_calls import BEING_LOWERED, PARAM_WRITES
-from ast_ad.lower_control import bindings
+from ast_ad.lower_control import bindings, written_in_place
 from ast_ad.lower_exprs import ExpressionLowering
 from ast_ad.naming import Namer, identifier
 from ast_ad.objects import made_of
@@ -142,7 +142,6 @@ class Lowerer(ExpressionLowering):
         self.made: list[objects.Made] = []  # the objects of the user's classes made here (``objects``)
         self.field_labels: dict[str, str] = {}  # an attribute's variable -> ``m.w`` (``Aliasing.variables_in``)
         self.carried: list[dict[str, ir.Atom]] = []  # (``Aliasing.carry``)
-        self.classes: list[type] = []  # the classes whose methods are being inlined, innermost last
         self.serial = 0  # for ``hidden`` names
         self.kinds: dict[str, str] = {}  # IR name -> "list" or "tuple", where that is known (see ``kind``)
         self.writes: set[str] = set()  # parameters whose values an in-place statement may change
@@ -189,7 +188,7 @@ class Lowerer(ExpressionLowering):
         self.changing = {n.id for s in statements if isinstance(s, (gast.If, gast.For, gast.While))
                          for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         if not statements or not isinstance(statements[-1], gast.Return) or statements[-1].value is None:
-            written = [p for p in dict.fromkeys(_written_in_place(tree)) if p in params]
+            written = [p for p in dict.fromkeys(written_in_place(tree)) if p in params]
             if written:  # a helper that changes its argument in place and returns nothing
                 raise self.error(statements[-1] if statements else tree,
                                  f"{tree.name} changes its argument {written[0]} in place and returns nothing: "
@@ -395,7 +394,7 @@ class Lowerer(ExpressionLowering):
                   and n.id not in functions and id(n) not in scoped]
         stored += [_root(n).id for n in gast.walk(node) if isinstance(n, gast.Subscript)
                    and isinstance(n.ctx, gast.Store) and isinstance(_root(n), gast.Name)]
-        written = _read_into(node, [name for name in _written_in_place(node)])
+        written = _read_into(node, [name for name in written_in_place(node)])
         written = [name for name in written if name in stored or name in self.env]
         # (whether this block is inside another: a ``for`` statement's own loop is on ``loops`` already)
         nested = self.nesting > 0 or len(self.loops) > (1 if isinstance(node, gast.For) else 0)
@@ -573,12 +572,6 @@ def _located_all(node: gast.AST, like: gast.AST) -> gast.AST:
     return node
 
 
-def written_parameters(tree: gast.FunctionDef) -> list[str]:
-    """The parameters of a def that its body may change in place (``a[0] = v``, ``a *= s``, ``a.sort()``)."""
-    params = {a.id for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs}
-    return [p for p in dict.fromkeys(_written_in_place(tree)) if p in params]
-
-
 def _read_into(node: gast.stmt, written: list[str]) -> list[str]:
     """``written``, and the names the block ``node`` reads into them (``r = z[i]`` then ``r[j] = v``: ``z`` may be
     written through ``r``), to a fixpoint."""
@@ -602,25 +595,6 @@ def _rebound(node: gast.stmt) -> frozenset[str]:
         return frozenset()
     return frozenset(n.id for target in node.targets for n in gast.walk(target)
                      if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store))
-
-
-def _written_in_place(node: gast.stmt) -> list[str]:
-    """The names whose objects ``node`` may change in place: items written (``y[i] = v``), augmented
-    (``y += d``), or passed to a call made for its effect (``y.sort()``, ``np.add.at(y, i, v)``)."""
-    names: list[str] = []
-    for n in gast.walk(node):
-        if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) and isinstance(_root(n), gast.Name):
-            names.append(_root(n).id)
-        elif isinstance(n, gast.AugAssign) and isinstance(n.target, gast.Name):
-            names.append(n.target.id)
-        elif isinstance(n, gast.Expr) and isinstance(n.value, gast.Call):
-            call = n.value
-            if isinstance(call.func, gast.Attribute):  # (a list's own change leaves the objects in it as they are)
-                changed = [] if call.func.attr in ("append", "extend", "pop", "insert") else [call.func.value]
-            else:
-                changed = call.args[:1]
-            names += [a.id for a in changed if isinstance(a, gast.Name)]
-    return names
 
 
 def _raise_unless(flag: str, least: int) -> gast.stmt:

@@ -36,6 +36,7 @@ import gast
 from ast_ad import ir, syntax
 from ast_ad.check import refuse
 from ast_ad.errors import LocatedError
+from ast_ad.parse import parse
 from ast_ad.records import field, record
 
 _serial = itertools.count()
@@ -87,7 +88,6 @@ class Objects:
     nesting: int
     loops: list[set[str]]
     field_labels: dict[str, str]
-    classes: list[type]  # the classes whose methods are being inlined, innermost last (``super()``)
 
     def expr(self, node: gast.expr, name: str | None = None, user: bool = False, exact: bool = False) -> ir.Atom:
         raise NotImplementedError
@@ -109,8 +109,6 @@ class Objects:
     def method_tree(self, fn: Any, node: gast.AST) -> gast.FunctionDef:
         """The tree of a method (or ``__init__``, a property's getter) of a followed class, its lines where they
         are in its file, to inline: names in it resolve in the module, as the method's own do."""
-        from ast_ad.parse import parse
-
         cells = set(fn.__code__.co_freevars) - {"__class__"}
         if cells or fn.__globals__ is not getattr(self.source.fn, "__globals__", None):
             raise refuse(node, f"{fn.__qualname__} reads variables of a function around its class: define the "
@@ -151,7 +149,7 @@ class Objects:
 
     def dataclass_fields(self, made: Made, node: gast.Call) -> None:
         """A dataclass's generated ``__init__``: each field its argument, or its default."""
-        fields = [f for f in dataclasses.fields(made.cls)]
+        fields = list(dataclasses.fields(made.cls))
         given = [f for f in fields if f.init]
         if len(node.args) > len(given):
             raise refuse(node, f"{made.cls.__name__} takes {len(given)} fields, given {len(node.args)}",
@@ -247,7 +245,6 @@ class Objects:
             self.env[parent] = ir.Const(Super(made, owner))
         call = gast.copy_location(gast.Call(func=node.func, args=[_load(held), *node.args],
                                             keywords=node.keywords), node)
-        self.classes.append(owner)
         try:
             tree = _with_super(self.method_tree(fn, node), parent)
             tree.name = f"{owner.__name__}_{fn.__name__.strip('_')}"  # (Base_init: its locals named after it)
@@ -256,7 +253,6 @@ class Objects:
                                                             tree.body[-1] if tree.body else tree)]
             return self.inline(tree, call, name, user)
         finally:
-            self.classes.pop()
             self.env.pop(held, None)
             self.env.pop(parent, None)
 
