@@ -179,7 +179,7 @@ class Aliasing:
             # number would refuse; ``x += d`` on a number binds a new one, which ``view_of`` tells apart)
             self.follow_ups.append(FollowUp(changed, user, None, None, False, True))
             return True
-        where = ir.Const(f"{self.source.filename}:{self.line.lineno}")
+        where = ir.Const(f"{self.line.filename}:{self.line.lineno}")
         seen = self.bind(ir.Call(ir.Ref(runtime.view_of, "view_of"),
                                  (atom, other, probe, ir.Const(inverse), where, ir.Const(user))), "seen")
         # another variable followed for this write may be the very same object (``z = y``, both seeing the
@@ -293,7 +293,7 @@ class Aliasing:
 
     def check_apart(self, atom: ir.Var, others: list[ir.Var], flag: ir.Var | None = None) -> None:
         """``check_in_place(atom, others, where)``, at run time (where ``flag`` is true, if given)."""
-        where = f"{self.source.filename}:{self.line.lineno}"
+        where = f"{self.line.filename}:{self.line.lineno}"
         start = len(self.body)
         others = list(dict.fromkeys(others))
         pack = self.bind(ir.Pack(tuple(others)), "others", holds=False)

@@ -91,7 +91,7 @@ def check_source(source: Any) -> None:
     """``check`` of a parsed function (a ``parse.Source``). A decorator's wrapper (``functools.wraps``) is
     checked as itself, since it is what runs; where it is outside the language, the error says so."""
     try:
-        check(source.tree, lambda node: (source.filename, source.lineno(node), source.line(node)))
+        check(source.tree, source.where)
     except UnsupportedSyntaxError as exc:
         wrapped = getattr(source.fn, "__wrapped__", None)
         if wrapped is None or not inspect.isfunction(source.fn):

@@ -81,7 +81,8 @@ def emit_units(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
     entry point.
     """
     found = [_names_in_order(tree) for _, _, tree in units]
-    namer = Namer(reserved={n.id for names in found for n in names if not n.id.startswith(syntax.MARK)})
+    namer = Namer(reserved={n.id for names in found for n in names if not n.id.startswith(syntax.MARK)},
+                  spelled=True)
     names: dict[Any, str] = {}
     namespace: dict[str, Any] = {}
     bindings: list[Binding] = []
@@ -198,7 +199,7 @@ def emit_tree(tree: gast.FunctionDef, refs: syntax.RefTable) -> tuple[str, dict[
     not for gradients, which re-read changing globals on every call.
     """
     tree = syntax.clone(tree)
-    namer = Namer(reserved=local_names([tree]))
+    namer = Namer(reserved=local_names([tree]), spelled=True)
     chosen: dict[int, str] = {}
     namespace: dict[str, Any] = {}
 

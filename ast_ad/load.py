@@ -18,7 +18,6 @@ import itertools
 import linecache
 import os
 import pathlib
-import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ast_ad.emit import Binding
 from ast_ad.kinds import labelled
+from ast_ad.parse import generated, user_line
 from ast_ad.records import field, record
 
 if TYPE_CHECKING:
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 _serial = itertools.count(1)
 MISSING = object()
-_COMMENT = re.compile(r"\s*# line (\d+): (.*)$")
 
 
 @record(frozen=False, eq=False)
@@ -70,15 +69,8 @@ class Loaded:
     def line_at(self, lineno: int, function: str) -> tuple[str, int, str] | None:
         """The user's line whose gradient line ``lineno`` of the generated ``function`` computes: the
         ``# line N: ...`` comment above it in that function (``None`` in a forward pass, which has none)."""
-        if function not in self.files:
-            return None
-        for text in reversed(self.text.splitlines()[:lineno]):
-            found = _COMMENT.match(text)
-            if found:
-                return self.files[function], int(found.group(1)), found.group(2)
-            if text.lstrip().startswith("def "):
-                return None
-        return None
+        found = user_line(self.fn.__code__.co_filename, function, lineno)
+        return found if found is not None and found[1] else None
 
     def refresh(self) -> bool:
         """Re-read the globals and closure values the code uses; ``False`` if a function or module changed."""
@@ -125,6 +117,7 @@ def load(text: str, entry: str, namespace: dict[str, Any], bindings: tuple[Bindi
     """Compile ``text`` into a fresh namespace and return its function ``entry``."""
     filename = written(text, entry) or f"<ast_ad {entry} #{next(_serial)}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    generated(filename, files or {})
     scope = dict(namespace)
     exec(compile(text, filename, "exec"), scope)  # noqa: S102 -- compiling the code we just printed
     same = tuple((binding.fn.__globals__, binding.origin[1], binding.value) for binding in bindings

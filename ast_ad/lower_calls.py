@@ -181,6 +181,8 @@ class CallLowering(ControlFlow, Objects):
             args = tuple(copies.get(a, a) if isinstance(a, ir.Var) else a for a in args)
             kwargs = tuple((k, copies.get(a, a) if isinstance(a, ir.Var) else a) for k, a in kwargs)
         base = fn.hint.rsplit(".", 1)[-1]
+        if (getattr(fn.obj, "__module__", None) or "").startswith("ast_ad."):
+            self.namer.reserved.add(base)  # a helper keeps its name: no local of this function hides it
         hint = name or (f"{base}_{args[0].name}" if len(args) == 1 and isinstance(args[0], ir.Var) else base)
         result = self.bind(ir.Call(fn, args, kwargs, moved), hint, user)
         if isinstance(fn.obj, type) and fn.obj.__module__ not in ("builtins", "numpy") \
@@ -296,7 +298,7 @@ class CallLowering(ControlFlow, Objects):
             bound = inspect.signature(fn.obj).bind_partial(*args, **dict(kwargs))
         except TypeError:
             return copies  # Python raises its own error when the call runs
-        where = f"{self.source.filename}:{self.line.lineno}"
+        where = f"{self.line.filename}:{self.line.lineno}"
         for param, atom in bound.arguments.items():
             if param in writes and isinstance(atom, ir.Var) and not unread and self.dead_after(atom):
                 # ``x = damp(x)``: nothing reads the changed object after the call but through another name,

@@ -114,7 +114,7 @@ class WriteLowering(CallLowering):
         # every slot of the container that holds the changed object holds the new one (``pair = [y, y]``)
         assert isinstance(root, gast.Name)
         self.guard_in_place(root)
-        where = ir.Const(f"{self.source.filename}:{self.line.lineno}")
+        where = ir.Const(f"{self.line.filename}:{self.line.lineno}")
         container = self.expr(root)
         slots = self.bind(ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"), (container, inner, where)),
                           "slots")
@@ -129,7 +129,7 @@ class WriteLowering(CallLowering):
             container, key = made.value.args[0], made.value.args[1]
         else:
             container, key = self.expr(outer.value), self.index(outer.slice)
-        where = ir.Const(f"{self.source.filename}:{self.line.lineno}")
+        where = ir.Const(f"{self.line.filename}:{self.line.lineno}")
         self.bind(ir.Call(ir.Ref(runtime.check_item_apart, "check_item_apart"), (container, key, where)), "checked")
 
     def augment_item(self, node: gast.AugAssign) -> None:

@@ -5,18 +5,27 @@
 ('y', 'y_1', 't1_1')
 
 User names keep their spelling where they can; a generated name never takes a
-name the user's function binds (its *reserved* names), nor one already given.
+name the user's function binds (its *reserved* names), nor one already given, nor
+a builtin's (a local ``slice`` would hide the builtin from the code after it).
 """
 
 from __future__ import annotations
 
+import builtins
 import keyword
 import re
 
 
+_BUILTINS = frozenset(dir(builtins))
+
+
 class Namer:
-    def __init__(self, reserved: set[str] | frozenset[str] = frozenset(), used: set[str] | None = None):
+    def __init__(self, reserved: set[str] | frozenset[str] = frozenset(), used: set[str] | None = None,
+                 spelled: bool = False):
+        """``spelled``: names that spell outside objects (a module's globals), where a builtin's name is the
+        builtin's own."""
         self.reserved = set(reserved)
+        self.avoided = frozenset() if spelled else _BUILTINS
         self.used = set(used or ())
         self.next: dict[str, int] = {}  # the next suffix to try for a base name
         self.users: set[str] = set()  # the names given to the user's own variables
@@ -25,7 +34,8 @@ class Namer:
         """A new name from ``base``: ``base`` itself if free, else ``base_1``, ``base_2``, ..."""
         base = identifier(base)
         name, k = base, self.next.get(base, 0)
-        if k or name in self.used or (not user and name in self.reserved) or keyword.iskeyword(name):
+        if k or name in self.used or (not user and (name in self.reserved or name in self.avoided)) \
+                or keyword.iskeyword(name):
             k = max(k, 1)
             name = f"{base}_{k}"
             while name in self.used or name in self.reserved:

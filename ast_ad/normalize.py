@@ -118,7 +118,7 @@ class Lowerer(ExpressionLowering):
         self.namer = Namer(reserved=self.locals)
         self.env: dict[str, ir.Atom] = {}
         self.body: list[ir.Stmt] = []
-        self.line = ir.Line(source.filename, source.lineno(source.tree), source.line(source.tree))
+        self.line = ir.Line(*source.where(source.tree))
         self.owner: dict[str, str] = {}  # IR name -> the user variable it holds
         self.mutable: set[str] = set()
         self.local_functions: dict[str, gast.FunctionDef | gast.Lambda] = {}
@@ -514,7 +514,7 @@ class Lowerer(ExpressionLowering):
 
     # ---- locations -----------------------------------------------------------------------------------
     def locate(self, node: gast.AST) -> tuple[str, int, str]:
-        return self.source.filename, self.source.lineno(node), self.source.line(node)
+        return self.source.where(node)
 
     def line_of(self, node: gast.AST) -> ir.Line:
         return ir.Line(*self.locate(node))

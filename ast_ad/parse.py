@@ -18,6 +18,7 @@ import functools
 import inspect
 import itertools
 import linecache
+import re
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -46,6 +47,41 @@ class Source:
     def line(self, node: gast.AST) -> str:
         """The text of that line, as the user wrote it."""
         return linecache.getline(self.filename, self.lineno(node)).rstrip("\n")
+
+    def where(self, node: gast.AST) -> tuple[str, int, str]:
+        """The user's file, line and its text for ``node``. In code ast_ad wrote (a gradient differentiated
+        again), the user's line it derives from: the ``# line N: ...`` comment above it, or line 0 (no line,
+        no comment) for the statements above the first comment, which copy the user's function."""
+        lineno = self.lineno(node)
+        found = user_line(self.filename, self.tree.name, lineno)
+        return found if found is not None else (self.filename, lineno, self.line(node))
+
+
+_generated: dict[str, dict[str, str]] = {}  # a file of code ast_ad wrote -> its functions' users' files
+_COMMENT = re.compile(r"\s*# line (\d+): (.*)$")
+
+
+def generated(filename: str, files: dict[str, str]) -> None:
+    """Note that the file ``filename`` (in ``linecache``) holds code ast_ad wrote; ``files``: the user's file that
+    each of its functions derives from."""
+    if files:
+        _generated[filename] = dict(files)
+
+
+def user_line(filename: str, function: str, lineno: int) -> tuple[str, int, str] | None:
+    """The user's line whose derivative line ``lineno`` of ``function`` (in code ast_ad wrote, in ``filename``)
+    computes: the ``# line N: ...`` comment above it in that function, else line 0 of the user's file (the
+    statements before the first comment); ``None`` where that is not code ast_ad wrote."""
+    files = _generated.get(filename)
+    if files is None or function not in files:
+        return None
+    for text in reversed(linecache.getlines(filename)[:lineno]):
+        found = _COMMENT.match(text)
+        if found:
+            return files[function], int(found.group(1)), found.group(2).rstrip("\n")
+        if text.lstrip().startswith("def "):
+            break
+    return files[function], 0, ""
 
 
 def parse(fn: Callable[..., Any]) -> Source:

@@ -148,3 +148,22 @@ def test_without_astor_the_fallback_is_chosen(monkeypatch) -> None:
     finally:
         printer._astor.cache_clear()
         transform.forget()
+
+
+@pytest.mark.parametrize("fn, args", [(corpus_control.rnn, (np.ones(2), np.ones(3))),
+                                      (corpus.worked_arrays, ARRAYS), (corpus_control.scalar_loop, (0.5,))],
+                         ids=lambda v: getattr(v, "__name__", ""))
+def test_a_hessians_comments_name_the_users_lines_and_no_local_hides_a_builtin(fn, args) -> None:
+    import builtins
+    import inspect
+    import linecache
+    import re
+
+    text = ast_ad.source(ast_ad.hessian(fn), *args)
+    filename = inspect.getsourcefile(fn)
+    comments = re.findall(r"# line (\d+): (.*)", text)
+    assert comments, text
+    for lineno, line in comments:
+        assert linecache.getline(filename, int(lineno)).strip() == line, (lineno, line)
+    assigned = set(re.findall(r"^\s*(\w+) = ", text, re.M))
+    assert not assigned & set(dir(builtins)), text
