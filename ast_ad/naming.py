@@ -15,7 +15,6 @@ import builtins
 import keyword
 import re
 
-
 _BUILTINS = frozenset(dir(builtins))
 
 
