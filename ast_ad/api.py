@@ -9,7 +9,7 @@ import re
 import sys
 import types
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, ParamSpec, overload
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, Literal, NoReturn, ParamSpec, TypeVar, overload
 
 import numpy as np
 
@@ -39,24 +39,48 @@ PLAIN_FLOATS = frozenset({float, np.float64})
 
 
 P = ParamSpec("P")
+A = TypeVar("A")  # the type of a differentiated argument: its gradient has it
+B = TypeVar("B")
+A0 = TypeVar("A0")
+V = TypeVar("V")  # what the function returns
+R = TypeVar("R", covariant=True)  # what a gradient function returns
+Jit = Literal["numba"] | None
 
 
+# The types a type checker gives a gradient: the function's parameters, and each differentiated argument's type
+# for its gradient, where ``argnums`` is written as a literal (0, 1, or (0, 1)); otherwise ``Any``.
 @overload
-def grad(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0, *, jit: str | None = None,
-         checkpoints: int | None = None) -> Gradient[P]: ...
+def grad(fun: Callable[Concatenate[A, P], Any], argnums: Literal[0] = 0, *, jit: Jit = None,
+         checkpoints: int | None = None) -> Gradient[Concatenate[A, P], A]: ...
 @overload
-def grad(fun: None = None, argnums: int | tuple[int, ...] = 0, *, jit: str | None = None,
-         checkpoints: int | None = None) -> Callable[[Callable[P, Any]], Gradient[P]]: ...
+def grad(fun: Callable[Concatenate[A0, A, P], Any], argnums: Literal[1], *, jit: Jit = None,
+         checkpoints: int | None = None) -> Gradient[Concatenate[A0, A, P], A]: ...
+@overload
+def grad(fun: Callable[Concatenate[A, B, P], Any], argnums: tuple[Literal[0], Literal[1]], *, jit: Jit = None,
+         checkpoints: int | None = None) -> Gradient[Concatenate[A, B, P], tuple[A, B]]: ...
+@overload
+def grad(fun: Callable[P, Any], argnums: int = 0, *, jit: Jit = None,
+         checkpoints: int | None = None) -> Gradient[P, Any]: ...
+@overload
+def grad(fun: Callable[P, Any], argnums: tuple[int, ...], *, jit: Jit = None,
+         checkpoints: int | None = None) -> Gradient[P, tuple[Any, ...]]: ...
+@overload
+def grad(fun: None = None, argnums: Literal[0] = 0, *, jit: Jit = None, checkpoints: int | None = None
+         ) -> Callable[[Callable[Concatenate[A, P], Any]], Gradient[Concatenate[A, P], A]]: ...
+@overload
+def grad(fun: None = None, argnums: int | tuple[int, ...] = 0, *, jit: Jit = None,
+         checkpoints: int | None = None) -> Callable[[Callable[P, Any]], Gradient[P, Any]]: ...
 
 
-def grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int, ...] = 0, *, jit: str | None = None,
-         checkpoints: int | None = None) -> Gradient[P] | Callable[[Callable[P, Any]], Gradient[P]]:
+def grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int, ...] = 0, *, jit: Jit = None,
+         checkpoints: int | None = None) -> Any:
     """The gradient of scalar-valued ``fun`` with respect to the argument(s) at ``argnums``.
 
     Works as ``grad(f)``, ``grad(f, 1)``, ``grad(f, argnums=(0, 1))`` (a tuple of
     gradients) and as a decorator, ``@grad`` or ``@grad(argnums=1)``. The gradient takes the
     arguments ``fun`` takes; it returns an array (or number) shaped like the argument at ``argnums``,
-    or a tuple of them for a tuple ``argnums``.
+    or a tuple of them for a tuple ``argnums``. A type checker sees ``fun``'s parameters, and each
+    gradient typed as its argument where ``argnums`` is written as a literal.
 
     ``jit="numba"`` compiles the generated gradient with Numba (``pip install numba``), in
     nopython mode: loops and branches over numbers and arrays run at compiled speed. Code Numba cannot
@@ -70,26 +94,38 @@ def grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int, ...] = 0
     ``while`` loop, a ``break``, a ``print``, an in-place write, a call without a rule).
     """
     if fun is None:
-        def decorate(fun: Callable[P, Any]) -> Gradient[P]:
+        def decorate(fun: Callable[P, Any]) -> Gradient[P, Any]:
             return Gradient(fun, argnums, with_value=False, jit=jit, checkpoints=checkpoints)
         return decorate
     return Gradient(fun, argnums, with_value=False, jit=jit, checkpoints=checkpoints)
 
 
 @overload
-def value_and_grad(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0, *, jit: str | None = None,
-                   checkpoints: int | None = None) -> Gradient[P]: ...
+def value_and_grad(fun: Callable[Concatenate[A, P], V], argnums: Literal[0] = 0, *, jit: Jit = None,
+                   checkpoints: int | None = None) -> Gradient[Concatenate[A, P], tuple[V, A]]: ...
 @overload
-def value_and_grad(fun: None = None, argnums: int | tuple[int, ...] = 0, *, jit: str | None = None,
-                   checkpoints: int | None = None) -> Callable[[Callable[P, Any]], Gradient[P]]: ...
+def value_and_grad(fun: Callable[Concatenate[A0, A, P], V], argnums: Literal[1], *, jit: Jit = None,
+                   checkpoints: int | None = None) -> Gradient[Concatenate[A0, A, P], tuple[V, A]]: ...
+@overload
+def value_and_grad(fun: Callable[Concatenate[A, B, P], V], argnums: tuple[Literal[0], Literal[1]], *,
+                   jit: Jit = None, checkpoints: int | None = None
+                   ) -> Gradient[Concatenate[A, B, P], tuple[V, tuple[A, B]]]: ...
+@overload
+def value_and_grad(fun: Callable[P, V], argnums: int | tuple[int, ...] = 0, *, jit: Jit = None,
+                   checkpoints: int | None = None) -> Gradient[P, tuple[V, Any]]: ...
+@overload
+def value_and_grad(fun: None = None, argnums: Literal[0] = 0, *, jit: Jit = None, checkpoints: int | None = None
+                   ) -> Callable[[Callable[Concatenate[A, P], V]], Gradient[Concatenate[A, P], tuple[V, A]]]: ...
+@overload
+def value_and_grad(fun: None = None, argnums: int | tuple[int, ...] = 0, *, jit: Jit = None,
+                   checkpoints: int | None = None) -> Callable[[Callable[P, V]], Gradient[P, tuple[V, Any]]]: ...
 
 
 def value_and_grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int, ...] = 0, *,
-                   jit: str | None = None,
-                   checkpoints: int | None = None) -> Gradient[P] | Callable[[Callable[P, Any]], Gradient[P]]:
+                   jit: Jit = None, checkpoints: int | None = None) -> Any:
     """Like :func:`grad`, but the function returns ``(value, gradient)`` from one forward pass."""
     if fun is None:
-        def decorate(fun: Callable[P, Any]) -> Gradient[P]:
+        def decorate(fun: Callable[P, Any]) -> Gradient[P, Any]:
             return Gradient(fun, argnums, with_value=True, jit=jit, checkpoints=checkpoints)
         return decorate
     return Gradient(fun, argnums, with_value=True, jit=jit, checkpoints=checkpoints)
@@ -155,7 +191,7 @@ def check_checkpoints(checkpoints: Any) -> int | None:
     return int(checkpoints)
 
 
-class Gradient(Generic[P]):
+class Gradient(Generic[P, R]):
     """A gradient function: binds the call's arguments, runs the generated code, shapes the result.
 
     It is *composable* (see ``compose``): other transformations, and ``grad`` itself, can be applied to it.
@@ -165,7 +201,7 @@ class Gradient(Generic[P]):
     __qualname__: str  # the function's own, as are __name__, __doc__ and __module__
 
     def __init__(self, fun: Callable[P, Any], argnums: int | tuple[int, ...], with_value: bool,
-                 jit: str | None = None, checkpoints: int | None = None):
+                 jit: Jit = None, checkpoints: int | None = None):
         if jit not in (None, "numba"):
             raise ASTADError(f'jit={jit!r}: the compiler ast_ad knows is jit="numba" (or leave jit out)')
         self.jit = jit
@@ -183,7 +219,7 @@ class Gradient(Generic[P]):
         self.with_value = with_value
         self.last_args: tuple[Any, ...] | None = None
         self._rule: registry.Rule | None = None  # its rules as a primitive (``ast_ad_rule``), made once
-        self._partials: dict[Any, Gradient[Any]] = {}  # the gradients its reverse rule runs (``gradient_adjoints``)
+        self._partials: dict[Any, Gradient[Any, Any]] = {}  # the gradients its reverse rule runs (``gradient_adjoints``)
         self.signature: inspect.Signature = getattr(self.fun, "signature") if self.transformed \
             else inspect.signature(self.fun)  # noqa: B009 -- a transformed function has one
         self.nparams = len(self.signature.parameters)
@@ -233,7 +269,7 @@ class Gradient(Generic[P]):
         """The generated function, so ``inspect.getsource`` shows its text."""
         return self.loaded().fn
 
-    def __call__(self, *given: P.args, **kwargs: P.kwargs) -> Any:
+    def __call__(self, *given: P.args, **kwargs: P.kwargs) -> R:
         fast = self._scalars
         if fast is not None and not kwargs and len(given) == self.nparams:
             # scalar code, called as last time: every argument a float, and the module built for that still
@@ -244,12 +280,14 @@ class Gradient(Generic[P]):
                 assert self.loaded_scalars is not None  # (set with ``_scalars``)
                 self.failed(exc, given, self.loaded_scalars)
             if result is not NOT_SCALARS:
-                return self.finish(result.out, result.grads, given) if type(result) is Unshaped else result
+                done: R = self.finish(result.out, result.grads, given) if type(result) is Unshaped else result
+                return done
         args: tuple[Any, ...] = given if self.bound_self is None else (self.bound_self, *given)
         if kwargs or len(args) != self.nparams or not self.plain:
             args = self.bind(args, kwargs)
         if self.transformed:
-            return self.call_transformed(args)
+            done = self.call_transformed(args)
+            return done
         positions = self.positions
         for k in positions:
             if type(args[k]) not in PLAIN_FLOATS:
@@ -260,7 +298,8 @@ class Gradient(Generic[P]):
             self._scalars = scalar_caller(loaded, labels, self._last, self.nparams,
                                           None if self.single else len(positions), self.with_value)
             self.loaded_scalars, self.scalar_labels = loaded, labels
-        return self.run(loaded, loaded.fn if self.jit is None else self.compiled(loaded), args)
+        done = self.run(loaded, loaded.fn if self.jit is None else self.compiled(loaded), args)
+        return done
 
     def run(self, loaded: Loaded, run: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         """Run the generated code ``run`` of ``loaded`` on ``args``; its failures explained, its result shaped."""
@@ -396,7 +435,7 @@ class Gradient(Generic[P]):
                                               jvps=tuple(Directional(self, (((j,), True),), n) for j in range(n)))
         return rule
 
-    def partial(self, positions: int | tuple[int, ...]) -> Gradient[Any]:
+    def partial(self, positions: int | tuple[int, ...]) -> Gradient[Any, Any]:
         """The gradient of the same function in ``positions``, made once (its rules run inside generated loops)."""
         if positions not in self._partials:
             self._partials[positions] = Gradient(self.fun, positions, with_value=False)
@@ -467,7 +506,7 @@ class Gradient(Generic[P]):
         return f"<ast_ad gradient of {self.__qualname__} argnums={self.argnums}>"
 
 
-def gradient_adjoints(gradient: Gradient[Any], positions: int | tuple[int, ...], g: Any, args: tuple[Any, ...]) -> Any:
+def gradient_adjoints(gradient: Gradient[Any, Any], positions: int | tuple[int, ...], g: Any, args: tuple[Any, ...]) -> Any:
     """The adjoints of the arguments at ``positions`` through ``gradient(*args)`` = grad_A f, given its adjoint
     ``g``: d/dx <grad_A f, g>, which by the symmetry of second derivatives is the forward-mode tangent of
     grad_positions f along ``g`` placed in the arguments A (a Hessian-vector product)."""

@@ -26,7 +26,7 @@ import inspect
 import numbers
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -41,6 +41,9 @@ from ast_ad.scalar_calls import NOT_SCALARS, jvp_caller
 Finish = Callable[[Any], Any]
 FinishDot = Callable[[Any, Any], Any]
 FinishBar = Callable[[Any, Any], Any]
+
+P = ParamSpec("P")  # a function's parameters, which its Jacobian and Hessian take too
+V = TypeVar("V")  # what a function returns: a tangent or cotangent of its output has its type
 
 
 def _cotangent(raw: Any, g: Any) -> Any:
@@ -109,7 +112,7 @@ def _tangent(raw: Any, raw_dot: Any) -> Any:
 
 
 # ---- forward mode --------------------------------------------------------------------------------------------
-def jvp(fun: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+def jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[V, V]:
     """``(fun(*primals), J tangents)``: forward mode, one pass, no tape.
 
     ``tangents`` matches ``primals`` one for one (containers as containers); ``None``
@@ -643,8 +646,8 @@ def _tangent_like(t: Any, p: Any, k: int) -> Any:
 
 
 # ---- reverse mode ---------------------------------------------------------------------------------------------
-def vjp(fun: Callable[..., Any], *primals: Any,
-        checkpoints: int | None = None) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+def vjp(fun: Callable[..., V], *primals: Any,
+        checkpoints: int | None = None) -> tuple[V, Callable[[V], tuple[Any, ...]]]:
     """``(fun(*primals), vjp_fn)``, where ``vjp_fn(out_bar)`` is the tuple of every argument's adjoint.
 
     Works for any output: an array, a tuple or dict of them. An argument that cannot be
@@ -659,7 +662,7 @@ def vjp(fun: Callable[..., Any], *primals: Any,
             raise ASTADError("checkpoints= applies to the vjp of a plain function: the vjp of a derivative "
                              "runs forward mode over it, which tapes nothing")
         return _vjp_of_transformed(fun, primals, argnums)
-    gradient = Gradient(fun, argnums or (0,), with_value=True, checkpoints=checkpoints)
+    gradient: Gradient[..., Any] = Gradient(fun, argnums or (0,), with_value=True, checkpoints=checkpoints)
     if not argnums:
         return fun(*primals), lambda out_bar: (None,) * len(primals)
     args = (gradient.bound_self, *primals) if gradient.bound_self is not None else tuple(primals)
@@ -788,22 +791,22 @@ def _vjp_by_forward_mode(lowered: Lowered, primals: tuple[Any, ...],
 
 
 # ---- Jacobians and Hessians ----------------------------------------------------------------------------------
-def jacfwd(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+def jacfwd(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Callable[P, Any]:
     """The Jacobian by forward mode: one ``jvp`` per entry of the argument; shape ``out.shape + arg.shape``."""
     return Jacobian(fun, argnums, "forward")
 
 
-def jacrev(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+def jacrev(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Callable[P, Any]:
     """The Jacobian by reverse mode: one ``vjp`` per entry of the output; shape ``out.shape + arg.shape``."""
     return Jacobian(fun, argnums, "reverse")
 
 
-def jacobian(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+def jacobian(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Callable[P, Any]:
     """The Jacobian, by forward mode when the arguments have fewer entries than the output, else by reverse."""
     return Jacobian(fun, argnums, "auto")
 
 
-def hessian(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+def hessian(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Callable[P, Any]:
     """The Hessian of scalar ``fun``: forward mode over the reverse-mode gradient (a tuple of tuples for
     tuple ``argnums``)."""
     from ast_ad.api import grad
@@ -858,6 +861,15 @@ def _argnums(argnums: Any) -> tuple[int, ...]:
     return _check_argnums(argnums)
 
 
+def _bound(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """The arguments of a call by name, in their places (defaults filled in), or Python's error for a bad call."""
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise ASTADError("a Jacobian or Hessian takes its function's arguments one by one, not as **kwargs")
+    return tuple(bound.args)
+
+
 class Jacobian:
     """A Jacobian function: ``out.shape + arg.shape``, a tuple over tuple ``argnums``, a tuple over tuple outputs.
 
@@ -889,8 +901,10 @@ class Jacobian:
     def nparams(self) -> int:
         return len(self.signature.parameters)
 
-    def __call__(self, *call: Any) -> Any:
+    def __call__(self, *call: Any, **kwargs: Any) -> Any:
         m = len(self.directions)
+        if kwargs and not m:  # arguments by name, as ``fun`` takes them
+            call = tuple(_bound(self.signature, call, kwargs))
         (vs, args), fun = moves_of(call, m), self.fun
         for direction, v in zip(self.directions, vs, strict=True):
             fun = Fixed(fun, direction, v)

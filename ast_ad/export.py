@@ -28,7 +28,7 @@ Call {entry}(...): it returns (value, gradient). Generated code: edit with care.
 '''
 
 
-def export(gradient: Gradient[Any], path: str, *example_args: Any) -> str:
+def export(gradient: Gradient[..., Any], path: str, *example_args: Any) -> str:
     """Write ``gradient``'s generated code, and all it needs besides numpy, to the module file ``path``."""
     if not isinstance(gradient, Gradient):
         raise ASTADError("export takes a gradient made by ast_ad.grad or ast_ad.value_and_grad")
