@@ -219,7 +219,8 @@ class Gradient(Generic[P, R]):
         self.with_value = with_value
         self.last_args: tuple[Any, ...] | None = None
         self._rule: registry.Rule | None = None  # its rules as a primitive (``ast_ad_rule``), made once
-        self._partials: dict[Any, Gradient[Any, Any]] = {}  # the gradients its reverse rule runs (``gradient_adjoints``)
+        # the gradients its reverse rule runs (``gradient_adjoints``)
+        self._partials: dict[Any, Gradient[Any, Any]] = {}
         self.signature: inspect.Signature = getattr(self.fun, "signature") if self.transformed \
             else inspect.signature(self.fun)  # noqa: B009 -- a transformed function has one
         self.nparams = len(self.signature.parameters)
@@ -506,7 +507,8 @@ class Gradient(Generic[P, R]):
         return f"<ast_ad gradient of {self.__qualname__} argnums={self.argnums}>"
 
 
-def gradient_adjoints(gradient: Gradient[Any, Any], positions: int | tuple[int, ...], g: Any, args: tuple[Any, ...]) -> Any:
+def gradient_adjoints(gradient: Gradient[Any, Any], positions: int | tuple[int, ...], g: Any,
+                      args: tuple[Any, ...]) -> Any:
     """The adjoints of the arguments at ``positions`` through ``gradient(*args)`` = grad_A f, given its adjoint
     ``g``: d/dx <grad_A f, g>, which by the symmetry of second derivatives is the forward-mode tangent of
     grad_positions f along ``g`` placed in the arguments A (a Hessian-vector product)."""
