@@ -1735,13 +1735,17 @@ def lower_only_sym(u: Any) -> Any:
 
 
 def eigh_jvp(u: Any, ans: Any) -> Any:
-    """Tangents of ``w, v = eigh(a)`` (distinct eigenvalues): ``diag(v^T u v)`` and ``v (F * v^T u v)``."""
+    """Tangents of ``w, v = eigh(a)``: ``diag(v^T u v)`` and ``v (F * v^T u v)``. Where two eigenvalues are equal
+    the eigenvectors' tangent is not defined, and is inf or nan, without numpy's warning: the eigenvalues'
+    tangent is exact there, and code that reads only ``w`` must not warn of what it does not read."""
     w, v = ans
     inner = T(v) @ lower_only_sym(u) @ v
     gaps = w[..., None, :] - w[..., :, None]
     off = np.eye(np.shape(w)[-1], dtype=bool)
-    factor = np.where(off, 0.0, 1.0 / np.where(off, 1.0, gaps))
-    return np.diagonal(inner, axis1=-2, axis2=-1).copy(), v @ (factor * inner)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(off, 0.0, 1.0 / np.where(off, 1.0, gaps))
+        v_dot = v @ (factor * inner)
+    return np.diagonal(inner, axis1=-2, axis2=-1).copy(), v_dot
 
 
 def svd_jvp(u: Any, ans: Any, a: Any, full_matrices: Any = True, compute_uv: Any = True) -> Any:

@@ -142,7 +142,8 @@ def test_kmeans() -> None:
     given = {"points": points.tolist(), "centroids": centroids.tolist()}
     g = numeric_gradient(lambda c: kmeans.cost(points, c), centroids)
     h = numeric_gradient(lambda c: np.sum(kmeans.gradient_in_centroids(points, c)), centroids)  # diagonal
-    np.testing.assert_allclose(evaluate(kmeans, "dir", given), g / h, rtol=1e-5)
+    with np.errstate(invalid="ignore"):  # a centroid no point is nearest to: 0 / 0 in the eval's step, and here
+        np.testing.assert_allclose(evaluate(kmeans, "dir", given), g / h, rtol=1e-5)
 
 
 def test_gmm() -> None:

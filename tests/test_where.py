@@ -55,7 +55,8 @@ def test_a_branch_of_two_inputs_and_a_where_inside_a_branch() -> None:
 def test_smooth_points_match_finite_differences() -> None:
     for fn, x in ((wf.sqrt_or_linear, np.array([-1.3, 0.7, 2.0])), (wf.sinc, np.array([0.4, -1.1, 2.5])),
                   (wf.guarded_softplus, np.array([-2.0, 0.3, 40.0]))):
-        assert_fd(fn, (x,), (0,), (ast_ad.grad(fn)(x),))
+        with np.errstate(invalid="ignore"):  # the functions compute the branch np.where drops: sqrt(-1.3)
+            assert_fd(fn, (x,), (0,), (ast_ad.grad(fn)(x),))
 
 
 def test_a_reduction_feeding_the_branch_is_an_input_of_it() -> None:
