@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 import ast_ad
 from ast_ad.checking import directional
-from ast_ad.errors import ASTADError, CheckpointWarning, MissingRuleError
+from ast_ad.checkpointing import CheckpointWarning
+from ast_ad.errors import ASTADError, MissingRuleError
 from ast_ad.runtime import check_in_place
 from tests import compose_functions as cf
 from tests import corpus_control
