@@ -295,11 +295,12 @@ class Gradient(Generic[P, R]):
                 _check_differentiable(args[k], self.parameter_name(k))
         labels = shape_labels(args)
         loaded = self.loaded(labels)
-        if self.jit is None and self.bound_self is None and self.plain and all(label == -1 for label in labels):
+        run = loaded.fn if self.jit is None else self.compiled(loaded)
+        if self.bound_self is None and self.plain and all(label == -1 for label in labels):
             self._scalars = scalar_caller(loaded, labels, self._last, self.nparams,
-                                          None if self.single else len(positions), self.with_value)
+                                          None if self.single else len(positions), self.with_value, run)
             self.loaded_scalars, self.scalar_labels = loaded, labels
-        done = self.run(loaded, loaded.fn if self.jit is None else self.compiled(loaded), args)
+        done = self.run(loaded, run, args)
         return done
 
     def run(self, loaded: Loaded, run: Callable[..., Any], args: tuple[Any, ...]) -> Any:

@@ -165,3 +165,22 @@ def test_a_saved_value_that_may_still_be_none_is_un_broadcast() -> None:
             x = np.ones(3)
         return runtime.unbroadcast(g, x)
     assert np.array_equal(saved(np.arange(3.0), True), np.arange(3.0))
+
+
+def test_a_compiled_gradient_of_floats_is_called_by_the_scalar_path() -> None:
+    """Called with floats as last time, a compiled gradient goes through the fast scalar call, as the interpreted
+    one does (its checks inline, no binding, no shaping): the compiled code is what that call runs, and an
+    array, or a changed global, takes the general path again."""
+    gradient = ast_ad.grad(corpus_control.scalar_loop, jit="numba")
+    first = gradient(0.5)
+    fast = gradient._scalars
+    assert fast is not None and fast(0.5) == first == ast_ad.grad(corpus_control.scalar_loop)(0.5)
+    assert fast.__closure__ is not None
+    assert any(getattr(cell.cell_contents, "entry", None) is not None for cell in fast.__closure__)  # compiled
+    assert fast(np.array([0.5])) is runtime_not_scalars()
+    assert gradient(0.25) == ast_ad.grad(corpus_control.scalar_loop)(0.25)
+
+
+def runtime_not_scalars() -> object:
+    from ast_ad.scalar_calls import NOT_SCALARS
+    return NOT_SCALARS
