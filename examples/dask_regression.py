@@ -64,12 +64,14 @@ def train(rows: int, features: int, chunk: int, steps: int, rate: float, check: 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=40_000_000)
-    parser.add_argument("--features", type=int, default=20)
-    parser.add_argument("--chunk", type=int, default=250_000, help="rows per chunk")
-    parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--rate", type=float, default=2.0)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--rows", type=int, default=40_000_000,
+                        help="rows of data (8 bytes a feature: the default is 6.4 GB, more than memory holds)")
+    parser.add_argument("--features", type=int, default=20, help="features a row")
+    parser.add_argument("--chunk", type=int, default=250_000, help="rows per chunk (40 MB at the defaults)")
+    parser.add_argument("--steps", type=int, default=3, help="steps of gradient descent")
+    parser.add_argument("--rate", type=float, default=2.0, help="the step size")
     parser.add_argument("--cluster", action="store_true", help="run on an in-process dask.distributed LocalCluster")
     parser.add_argument("--check", action="store_true", help="also compare with the gradient on numpy arrays")
     args = parser.parse_args(argv)

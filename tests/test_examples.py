@@ -149,3 +149,12 @@ def test_the_benchmark_checkpoints_the_same_gradient() -> None:
     np.testing.assert_allclose(want, theirs, rtol=1e-12)
     np.testing.assert_allclose(ast_ad.grad(benchmark.simulation_10000)(u0),
                                ast_ad.grad(benchmark.simulation)(u0, 10_000), rtol=1e-12)
+
+
+def test_every_example_says_its_options_and_their_defaults() -> None:
+    """``--help`` of each example with options names every option with its default."""
+    text = run("dask_regression.py", "--help")
+    entries = text.split("options:")[1].split("\n  -")  # each option's entry, wrapped over lines
+    for option in ("-rows", "-features", "-chunk", "-steps", "-rate"):
+        entry = next(e for e in entries if e.startswith(option + " "))
+        assert "(default:" in entry, (option, text)
