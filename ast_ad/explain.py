@@ -34,8 +34,11 @@ from ast_ad.naming import Namer
 from ast_ad.records import field
 from ast_ad.runtime import unbroadcast
 
+ARRAYS = ("An array is shown as array(shape) [its first entries] |.|=its norm: array(3,) [1, 2, 3] |.|=3.74166 "
+          "is the vector (1, 2, 3), whose Euclidean norm is 3.74166.")
 SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.pow: "**",
-           operator.matmul: "@"}
+           operator.matmul: "@", operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=",
+           operator.eq: "==", operator.ne: "!="}
 PREFIX = {operator.neg: "-", operator.pos: "+"}
 
 
@@ -51,6 +54,10 @@ class Step:
     line: int
     adjoint: Any = None
     tangent: Any = None
+    run: str = ""  # a loop's statement shown once a run: which run ("2 of 3")
+
+    def runs(self) -> str:
+        return self.run or (f"x{self.count}" if self.count > 1 else "")
 
 
 @records.record(frozen=False)
@@ -64,6 +71,10 @@ class Edge:
     local: Any
     contribution: Any
     count: int
+    run: str = ""
+
+    def runs(self) -> str:
+        return self.run or (f"x{self.count}" if self.count > 1 else "")
 
 
 @records.record(frozen=False)
@@ -83,8 +94,7 @@ class Explanation:
     def tangent_rows(self) -> list[tuple[str, ...]]:
         rows: list[tuple[str, ...]] = [(s.label, "input", summary(s.value), summary(s.tangent), "")
                                        for s in self.inputs]
-        return rows + [(s.label, s.expression, summary(s.value), summary(s.tangent),
-                        f"x{s.count}" if s.count > 1 else "") for s in self.steps]
+        return rows + [(s.label, s.expression, summary(s.value), summary(s.tangent), s.runs()) for s in self.steps]
 
     def forward_text(self) -> str:
         return "\n".join([
@@ -92,16 +102,16 @@ class Explanation:
             table(("v", "computation", "value", "tangent", "runs"), self.tangent_rows()),
             "",
             f"The output's tangent: {summary(self.tangent)}",
+            *(["", ARRAYS] if self.has_arrays() else []),
         ])
 
     def forward_rows(self) -> list[tuple[str, ...]]:
         rows: list[tuple[str, ...]] = [(s.label, "input", summary(s.value), "") for s in self.inputs]
-        return rows + [(s.label, s.expression, summary(s.value), f"x{s.count}" if s.count > 1 else "")
-                       for s in self.steps]
+        return rows + [(s.label, s.expression, summary(s.value), s.runs()) for s in self.steps]
 
     def reverse_rows(self) -> list[tuple[str, ...]]:
         return [(e.step, e.operation, e.input, summary(e.upstream), summary(e.local), summary(e.contribution),
-                 f"x{e.count}" if e.count > 1 else "") for e in self.edges]
+                 e.runs()) for e in self.edges]
 
     def accumulation_rows(self) -> list[tuple[str, ...]]:
         rows: list[tuple[str, ...]] = []
@@ -129,7 +139,13 @@ class Explanation:
             "",
             "Where paths meet, contributions add up",
             self.accumulation_text(),
+            *(["", ARRAYS] if self.has_arrays() else []),
         ])
+
+    def has_arrays(self) -> bool:
+        """Whether a value the tables show is an array (summarised: ``ARRAYS`` says how)."""
+        values = [v for s in [*self.inputs, *self.steps] for v in (s.value, s.adjoint, s.tangent)]
+        return any(np.ndim(v) > 0 for v in values if v is not None)
 
     def __repr__(self) -> str:
         return str(self)  # at the prompt, the trace tables (as pandas shows a DataFrame), not the fields
@@ -146,6 +162,7 @@ class Explanation:
                         "runs"), self.reverse_rows()),
             "<h4>Where paths meet, contributions add up</h4>",
             html_table(("input", "contributions", "gradient"), self.accumulation_rows()),
+            *([f"<p>{ARRAYS}</p>"] if self.has_arrays() else []),
         ])
 
 
@@ -275,7 +292,7 @@ def explain(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0, mode: str =
     events = recorder.events
     if recorder.result_event is None or not events[recorder.result_event].active:
         raise ASTADError(f"the value of {function.name} does not depend on the arguments {nums}")
-    order, keys, labels, label = _numbering(recorder, function, lambda i, e: e.active)
+    order, keys, labels, label, unit = _numbering(recorder, function, lambda i, e: e.active)
 
     adjoint: dict[int, Any] = {recorder.result_event: 1.0}
     edges: dict[tuple[int, int], Edge] = {}
@@ -292,25 +309,23 @@ def explain(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0, mode: str =
             contribution, local = _vjp(stmt, event, position, g)
             contribution = unbroadcast(contribution, events[parent].value)
             adjoint[parent] = adjoint[parent] + contribution if parent in adjoint else contribution
-            received.setdefault(parent, []).append((event.key, contribution))
-            edge = edges.get((event.key, position))
+            received.setdefault(parent, []).append((unit(i), contribution))
+            edge = edges.get((unit(i), position))
             if edge is None:
-                edges[(event.key, position)] = Edge(labels[event.key], _operation(stmt), label(parent, atom), g,
-                                                    local, contribution, 1)
+                edges[(unit(i), position)] = Edge(labels[unit(i)], _operation(stmt), label(parent, atom), g,
+                                                  local, contribution, 1, _run(recorder, order, i, unit))
             else:
                 edge.count += 1
                 edge.contribution = edge.contribution + contribution
                 edge.upstream, edge.local = g, None
     steps = []
     for key in keys:
-        runs = [i for i in order if events[i].key == key]
-        stmt = recorder.statements[key]
+        runs = [i for i in order if unit(i) == key]
         first = runs[0]
-        operands = ", ".join(label(p, a) for p, a in zip(events[first].parents, _operands(stmt.value),
-                                                          strict=True))
-        steps.append(Step(labels[key], _expression(stmt, [label(p, a) for p, a in zip(
-            events[first].parents, _operands(stmt.value), strict=True)], operands),
-            events[runs[-1]].value, len(runs), stmt.line.lineno, adjoint.get(runs[-1])))
+        stmt = recorder.statements[events[first].key]
+        shown = [label(p, a) for p, a in zip(events[first].parents, _operands(stmt.value), strict=True)]
+        steps.append(Step(labels[key], _expression(stmt, shown, ", ".join(shown)), events[runs[-1]].value,
+                          len(runs), stmt.line.lineno, adjoint.get(runs[-1]), run=_run(recorder, order, first, unit)))
     inputs = [Step(p, "input", args[k], 1, 0) for k, p in enumerate(function.params) if k in nums]
     gradient = {}
     contributions = {}
@@ -325,25 +340,52 @@ def explain(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0, mode: str =
     return Explanation(inputs, steps, list(edges.values()), "y", recorder.result, gradient, contributions)
 
 
+UNROLLED = 60  # at most this many runs of statements shown: each run its own step; more, each statement one step
+
+
+def _run(recorder: Recorder, order: list[int], i: int, unit: Any) -> str:
+    """Which run of its statement event ``i`` is ("2 of 3"), where each run is a step of its own; else ""."""
+    if unit(i) != i:
+        return ""
+    runs = [j for j in order if recorder.events[j].key == recorder.events[i].key]
+    return f"{sorted(runs).index(i) + 1} of {len(runs)}" if len(runs) > 1 else ""
+
+
 def _numbering(recorder: Recorder, function: ir.Function,
-               shown: Any) -> tuple[list[int], list[int], dict[int | None, str], Any]:
-    """The events shown (``shown(i, event)``) in textbook order (by dependency depth), their statements,
-    the labels v1, v2, ..., y, and a function naming an operand by its label, parameter or constant."""
+               shown: Any) -> tuple[list[int], list[int], dict[int | None, str], Any, Any]:
+    """The events shown (``shown(i, event)``) in textbook order (by dependency depth), the steps they make,
+    the labels v1, v2, ..., y, a function naming an operand by its label, parameter or constant, and one
+    giving the step of an event (``unit``). Each run of a statement is a step of its own where at most
+    ``UNROLLED`` runs are shown, so that a loop's picture has each run's edges, and its input's; else each
+    statement is one step, with its number of runs."""
     events = recorder.events
     order = sorted((i for i, e in enumerate(events) if e.key >= 0 and shown(i, e)),
                    key=lambda i: (events[i].level, i))
-    keys = list(dict.fromkeys(events[i].key for i in order))
-    out_key = events[recorder.result_event].key if recorder.result_event is not None else None
+    looped = len({events[i].key for i in order}) < len(order)
+
+    def unit(i: int) -> int:
+        return i if not looped or len(order) <= UNROLLED else events[i].key
+    keys = list(dict.fromkeys(unit(i) for i in order))
+    out_key = unit(recorder.result_event) if recorder.result_event is not None else None
     labels: dict[int | None, str] = {k: f"v{n + 1}" for n, k in enumerate(k for k in keys if k != out_key)}
     labels[out_key] = "y"
     names = {-1 - k: p for k, p in enumerate(function.params)}
 
-    def label(event: int | None, atom: ir.Atom) -> str:
+    def label(event: int | None, atom: ir.Atom, depth: int = 0) -> str:
         if event is None:
             return _constant_text(atom)
         key = events[event].key
-        return names[key] if key < 0 else labels.get(key, _constant_text(atom))
-    return order, keys, labels, label
+        if key < 0:
+            return names[key]
+        if unit(event) in labels:
+            return labels[unit(event)]
+        # a value no step shows (a condition, a number from the inputs' shapes): what computes it, written out
+        stmt = recorder.statements[key]
+        if depth > 2 or not isinstance(stmt.value, ir.Call):
+            return _constant_text(atom)
+        parts = [label(p, a, depth + 1) for p, a in zip(events[event].parents, _operands(stmt.value), strict=True)]
+        return _expression(stmt, parts, ", ".join(parts))
+    return order, keys, labels, label, unit
 
 
 def explain_forward(fn: Any, args: tuple[Any, ...], nums: tuple[int, ...],
@@ -370,14 +412,15 @@ def explain_forward(fn: Any, args: tuple[Any, ...], nums: tuple[int, ...],
             if parent is not None and parent in dots:
                 part = _jvp(stmt, event, position, dots[parent])
                 dots[i] = dots[i] + part if i in dots else part
-    order, keys, labels, label = _numbering(recorder, function, lambda i, e: i in dots)
+    order, keys, labels, label, unit = _numbering(recorder, function, lambda i, e: i in dots)
     steps = []
     for key in keys:
-        runs = [i for i in order if events[i].key == key]
-        stmt = recorder.statements[key]
+        runs = [i for i in order if unit(i) == key]
+        stmt = recorder.statements[events[runs[0]].key]
         operands = [label(p, a) for p, a in zip(events[runs[0]].parents, _operands(stmt.value), strict=True)]
         steps.append(Step(labels[key], _expression(stmt, operands, ", ".join(operands)), events[runs[-1]].value,
-                          len(runs), stmt.line.lineno, tangent=dots[runs[-1]]))
+                          len(runs), stmt.line.lineno, tangent=dots[runs[-1]], run=_run(recorder, order, runs[0],
+                                                                                        unit)))
     inputs = [Step(p, "input", args[k], 1, 0, tangent=given[k]) for k, p in enumerate(function.params) if k in nums]
     out = dots.get(recorder.result_event, 0.0) if recorder.result_event is not None else 0.0
     return Explanation(inputs, steps, [], "y", recorder.result, {}, {}, mode="forward", tangent=out)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ast_ad.explain import Explanation, explain, html_table, summary
+from ast_ad.explain import ARRAYS, Explanation, explain, html_table, summary
 
 NODE_W, NODE_H, GAP_X, GAP_Y, MARGIN = 200, 66, 70, 30, 20
+PER_BAND, BAND_GAP = 4, 50  # columns a band of a deep graph holds (1,060 px: a page's width), and the gap between
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #222; }
@@ -49,7 +50,7 @@ def page(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0) -> str:
                    ex.reverse_rows(), "reverse"),
         "<h2>Where paths meet, contributions add up</h2>",
         html_table(("input", "contributions", "gradient"), ex.accumulation_rows(), "meet"),
-        meeting_text(ex),
+        meeting_text(ex), *([f"<p>{html.escape(ARRAYS)}</p>"] if ex.has_arrays() else []),
         "<h2>The generated gradient</h2>", f'<pre><code id="code">{html.escape(code)}</code></pre>',
         "</body></html>",
     ]
@@ -78,24 +79,47 @@ def svg(ex: Explanation) -> str:
     columns: dict[int, list[str]] = {}
     for label, d in depth.items():
         columns.setdefault(d, []).append(label)
-    place = {label: (MARGIN + d * (NODE_W + GAP_X), MARGIN + row * (NODE_H + GAP_Y))
+    # a deep graph (a loop's runs, one after another) wraps into bands of PER_BAND columns, one under another,
+    # so that it is drawn at its size, not shrunk to the page's width
+    bands = [range(start, min(start + PER_BAND, max(columns) + 1)) for start in range(0, max(columns) + 1, PER_BAND)]
+    band_height = [max(len(columns.get(d, ())) for d in band) * (NODE_H + GAP_Y) - GAP_Y for band in bands]
+    band_top = [MARGIN + sum(band_height[:k]) + k * BAND_GAP for k in range(len(bands))]
+    place = {label: (MARGIN + (d % PER_BAND) * (NODE_W + GAP_X), band_top[d // PER_BAND] + row * (NODE_H + GAP_Y))
              for d, labels in columns.items() for row, label in enumerate(labels)}
-    width = MARGIN * 2 + (max(columns) + 1) * (NODE_W + GAP_X) - GAP_X
-    height = MARGIN * 2 + max(len(c) for c in columns.values()) * (NODE_H + GAP_Y) - GAP_Y
+    width = MARGIN * 2 + min(max(columns) + 1, PER_BAND) * (NODE_W + GAP_X) - GAP_X
+    height = band_top[-1] + band_height[-1] + MARGIN
+    # scaled to the page's width where wider (no sideways scrolling), never larger than drawn
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" role="img" aria-label="computational graph">',
+           f'viewBox="0 0 {width} {height}" style="max-width: 100%; height: auto" role="img" '
+           'aria-label="computational graph">',
            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
            'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>']
+    crossing: dict[int, int] = {}
+    entering: dict[str, int] = {}
     for edge in ex.edges:
         if edge.input not in place or edge.step not in place:
             continue
         (x1, y1), (x2, y2) = place[edge.input], place[edge.step]
         left, top, right, bottom = x1 + NODE_W, y1 + NODE_H / 2, x2, y2 + NODE_H / 2
         label = edge.operation if edge.local is None else _short(edge.local)
-        out.append(f'<line x1="{left}" y1="{top}" x2="{right}" y2="{bottom}" stroke="#555" '
-                   'marker-end="url(#arrow)"/>')
-        out.append(f'<text x="{(left + right) / 2}" y="{(top + bottom) / 2 - 4}" font-size="11" text-anchor="middle" '
-                   f'fill="#a33">{html.escape(label)}</text>')
+        if depth[edge.input] // PER_BAND == depth[edge.step] // PER_BAND:
+            points: list[tuple[float, float]] = [(left, top), (right, bottom)]
+            # the label two thirds of the way to the step: the edges into one step start apart, so their labels
+            # do not overlap where several edges leave one box for boxes one above the other
+            at_x, at_y = left + (right - left) * 2 / 3, top + (bottom - top) * 2 / 3
+        else:  # into a later band: out to the right, down to the gap above the step's band, left, and in
+            band = depth[edge.step] // PER_BAND
+            k = crossing[band] = crossing.get(band, 0) + 1  # each crossing on its own level of the gap
+            gap_y = band_top[band] - BAND_GAP + 8 * k
+            k_in = entering[edge.step] = entering.get(edge.step, 0) + 1  # and its label on its own line
+            points = [(left, top), (left + GAP_X / 2, top), (left + GAP_X / 2, gap_y), (right - GAP_X / 2, gap_y),
+                      (right - GAP_X / 2, bottom), (right, bottom)]
+            at_x, at_y = right - GAP_X / 2 - 3, bottom - 4 - 13 * (k_in - 1)  # left of the way in
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+        out.append(f'<polyline points="{path}" fill="none" stroke="#555" marker-end="url(#arrow)"/>')
+        anchor = "middle" if len(points) == 2 else "end"
+        out.append(f'<text x="{at_x:.1f}" y="{at_y - 4:.1f}" font-size="11" text-anchor="{anchor}" '
+                   f'fill="#a33" stroke="#fff" stroke-width="3" paint-order="stroke">{html.escape(label)}</text>')
     steps = {s.label: s for s in [*ex.inputs, *ex.steps]}
     for label, (x, y) in place.items():
         step = steps[label]

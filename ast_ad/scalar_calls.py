@@ -1,7 +1,8 @@
 """Calls with floats only, fast: a function written for the number of arguments, checks and results.
 
-A gradient of scalars runs in a microsecond or two (in a few hundred nanoseconds compiled by Numba), so the checks around it (is every argument a float,
-is the generated module still current, is every result a float) cost as much as the work. Where the last call
+A gradient of scalars runs in a microsecond or two (a few hundred nanoseconds compiled by Numba), so the checks
+around it (is every argument a float, is the generated module still current, is every result a float) cost as
+much as the work. Where the last call
 had floats only, ``Gradient`` and ``jvp`` call a function made here for that module, which does those checks
 inline, without loops, and calls it; anything else (an array, a changed global) gives ``NOT_SCALARS``, and the
 general path runs. For ``grad(f, (0, 1))`` of a function of two floats, reading one global::

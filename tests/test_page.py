@@ -101,3 +101,39 @@ def test_the_page_in_a_headless_browser(tmp_path) -> None:
     subprocess.run([*flags, f"--screenshot={shot}", "--window-size=1200,1400", "--hide-scrollbars",
                     page.as_uri()], capture_output=True, timeout=120, env=env, check=False)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000  # a picture, not blank
+
+
+LOOP = ("def leapfrog(x0, v0):\n    x, v = x0, v0\n    for _ in range(3):\n        v = v - 0.1 * x\n"
+        "        x = x + 0.1 * v\n    return x * x + v * v\n")
+
+
+@pytest.mark.skipif(BROWSER is None, reason="no Chromium here (Debian's chromium package provides it)")
+def test_a_loops_page_fits_the_window_and_draws_every_run(tmp_path) -> None:
+    """A 3-run loop: each run's steps are boxes with their edges (the input's too), the picture wraps into bands
+    rather than running off the page, and in a 1,200 px window the browser lays the page out without a
+    sideways scroll; the screenshot is a picture."""
+    model = tmp_path / "loop.py"
+    model.write_text(LOOP)
+    page = tmp_path / "page.html"
+    done = subprocess.run([sys.executable, "-m", "ast_ad", "explain", f"{model}:leapfrog", "1.0", "0.5", "--html",
+                           str(page)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    text = page.read_text()
+    assert text.count("<rect") == 2 + 15 and "<polyline" in text  # the inputs, 14 steps and y
+    svg_width = int(re.search(r'<svg [^>]*width="(\d+)"', text).group(1))
+    assert svg_width <= 1100
+    probe = tmp_path / "probe.html"  # the page, with a script that writes what the browser laid out into the DOM
+    probe.write_text(text.replace("</body>", "<script>document.body.setAttribute('data-scroll', "
+                                  "document.documentElement.scrollWidth)</script></body>"))
+    flags = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=1200,1400",
+             f"--user-data-dir={tmp_path / 'profile'}"]
+    env = {**os.environ, "HOME": str(tmp_path)}
+    dom = subprocess.run([*flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120,
+                         env=env, check=False)
+    scroll = re.search(r'data-scroll="(\d+)"', dom.stdout)
+    assert scroll is not None, dom.stderr[-2000:]
+    assert int(scroll.group(1)) <= 1200
+    shot = tmp_path / "page.png"
+    subprocess.run([*flags, f"--screenshot={shot}", "--hide-scrollbars", page.as_uri()], capture_output=True,
+                   timeout=120, env=env, check=False)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000

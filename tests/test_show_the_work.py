@@ -81,10 +81,36 @@ def test_explain_gradient_is_the_gradient(case, data) -> None:
         np.testing.assert_allclose(ex.gradient[params[case.argnums.index(k)]], g, rtol=1e-9, atol=1e-12)
 
 
-def test_explain_groups_loop_iterations() -> None:
+def test_explain_shows_each_run_of_a_short_loop() -> None:
+    """Five runs of a loop: each run of each statement is a step, with its run's edges (no step feeds itself),
+    its own local derivatives, and the input's edges into the first run; the contributions add up to the
+    gradient."""
     ex = ast_ad.explain(cli_model.loop, 0.5)
-    assert {s.count for s in ex.steps} == {5}
-    assert "x5" in str(ex)
+    assert {s.count for s in ex.steps} == {1}
+    assert {s.run for s in ex.steps if s.label != "y"} >= {f"{k} of 5" for k in range(1, 6)}
+    assert all(e.step != e.input and e.local is not None for e in ex.edges)
+    assert any(e.input == "x" for e in ex.edges)
+    assert sum(c for _, c in ex.contributions["x"]) == pytest.approx(ast_ad.grad(cli_model.loop)(0.5), rel=1e-12)
+
+
+def test_explain_groups_the_runs_of_a_long_loop() -> None:
+    from tests import corpus_control
+
+    ex = ast_ad.explain(corpus_control.loop_runtime_range, 0.5, 200)
+    assert {s.count for s in ex.steps} == {100}
+    assert "x100" in str(ex)
+    assert ex.gradient["x"] == pytest.approx(ast_ad.grad(corpus_control.loop_runtime_range)(0.5, 200), rel=1e-12)
+
+
+def test_a_value_no_step_shows_is_written_out() -> None:
+    """The condition of ``np.where`` is no step (nothing differentiable flows through it): the steps that read
+    it show what computes it, not a name no row defines; arrays' notation is explained once."""
+    from tests import where_functions
+
+    x = np.array([-1.0, 0.5, 2.0])
+    text = str(ast_ad.explain(where_functions.sqrt_or_linear, x))
+    assert "x > 0" in text and "cond" not in text
+    assert "An array is shown as array(shape)" in text
 
 
 def test_explain_summarises_arrays() -> None:
