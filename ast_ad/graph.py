@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 import shutil
 import subprocess
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -51,7 +52,18 @@ class Graph:
         return done.stdout
 
     def _repr_svg_(self) -> str | None:
-        return self.picture("svg").decode() if shutil.which("dot") else None
+        """The picture, in Jupyter; without Graphviz, the DOT text shows instead, and the first time a warning
+        says how to install it."""
+        if shutil.which("dot"):
+            return self.picture("svg").decode()
+        if not _told[0]:
+            _told[0] = True
+            warnings.warn("ast_ad.graph shows its DOT text: drawing the picture needs Graphviz's `dot` program "
+                          "(apt-get install graphviz, brew install graphviz, or conda install graphviz)", stacklevel=2)
+        return None
+
+
+_told = [False]  # whether the notebook was told once that Graphviz is missing
 
 
 def graph(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0) -> Graph:

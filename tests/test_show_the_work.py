@@ -274,3 +274,18 @@ def test_an_exported_module_refuses_arguments_it_was_not_built_for(tmp_path, nam
     done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert f"refused: {said}" in done.stdout
+
+
+def test_without_graphviz_a_notebook_is_told_once(monkeypatch) -> None:
+    import importlib
+    import warnings
+
+    graph_module = importlib.import_module("ast_ad.graph")  # (the package names the function graph)
+
+    monkeypatch.setattr(graph_module.shutil, "which", lambda name: None)
+    monkeypatch.setattr(graph_module, "_told", [False])
+    picture = ast_ad.graph(cli_model.f, 2.0, 3.0, argnums=(0, 1))
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        assert picture._repr_svg_() is None and picture._repr_svg_() is None
+    assert len(said) == 1 and "apt-get install graphviz" in str(said[0].message)
