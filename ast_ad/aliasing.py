@@ -121,6 +121,9 @@ class Aliasing:
         others = self.variables_in(related, owner)
         if follow:  # the variables that can be made again from the changed object are followed, not refused
             others = [other for other in others if not self.followed(atom, owner, other, changed or owner, item)]
+        elif container:  # a list changed itself (``ys.append(v)``): another name of the very list sees it
+            others = [other for other in others if not (other == atom and self.followed(atom, owner, other,
+                                                                                        changed or owner, True))]
         if others:
             self.check_apart(atom, others)
         if container:

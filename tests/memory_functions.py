@@ -219,12 +219,28 @@ def tuple_of_arrays_of_two_shapes(x):
     return np.sum(params[0]) + np.sum(params[1] * x)
 
 
+def appends_through_two_names(x):
+    xs = [x * 1.0]
+    ys = xs
+    ys.append(x * 2.0)
+    xs.append(np.sin(x))
+    return np.sum(xs[1] * ys[2]) + np.sum(ys[0]) * len(xs)
+
+
+def write_through_an_asarray_view(x):
+    y = x * 1.0
+    z = np.asarray(y)
+    z[1] = z[0] * 3.0
+    return np.sum(y * y)
+
+
 # Python's value and its gradient: the names, views and items that see the changed array are made again from it
 FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_after_loop,
             reversed_view_read_after_loop, reshaped_read_after_loop, two_names_one_written_in_loop,
             loop_carried_alias, write_through_list_then_append, write_through_list, row_read_before_write,
             one_array_twice_in_a_list, one_array_twice_added_into, one_array_under_two_keys, view_in_loop,
-            branch_write, nested_loops, while_alias, object_array]
+            branch_write, nested_loops, while_alias, object_array, appends_through_two_names,
+            write_through_an_asarray_view]
 # refused at the write: a view an unpacking has read before its write (rows swapped)
 SHARED = [swap_rows, one_array_deep_in_another_slot]
 APART = [swap_entries, two_arrays_in_a_list, view_not_read_after, tuple_of_arrays_of_two_shapes]

@@ -107,7 +107,6 @@ REFUSED = [
     (c.a_cast_that_may_not_copy, (X,), errors.UnsupportedSyntaxError),
     (c.write_through_a_later_copy, (X,), errors.InPlaceAliasError),
     (c.write_through_a_later_swap, (X,), errors.InPlaceAliasError),
-    (c.append_through_alias, (X,), errors.InPlaceAliasError),
     (c.negative_base_fractional_power, (2.0,), errors.LocatedError),
     (c.unknown_in_place_method, (X,), errors.UnsupportedSyntaxError),
     (c.unknown_function_for_effect, (X,), errors.UnsupportedSyntaxError),
@@ -117,7 +116,6 @@ REFUSED = [
     (c.unknown_method, (X,), errors.UnsupportedSyntaxError),
     (c.pop_from_a_list_argument, (X, [X, X * 2.0]), errors.LocatedError),
     (c.pop_from_a_copy_of_an_argument, (X, [X, X * 2.0]), errors.LocatedError),
-    (c.write_through_asarray, (X,), errors.InPlaceAliasError),
     (c.resize_in_place, (X,), errors.UnsupportedSyntaxError),
     (c.place_in_place, (X,), errors.UnsupportedSyntaxError),
     (c.insert_into_list, (X,), errors.UnsupportedSyntaxError),
@@ -226,7 +224,8 @@ def test_an_in_place_update_through_two_names_is_exact_in_both_modes_and_on_numb
 FOLLOWED = [(c.write_through_slice, X), (c.write_through_list_alias, X), (c.nested_write_through_alias, X),
             (c.view_inside_expression, X), (c.write_through_loop_row, M), (c.helper_changes_argument, X),
             (c.helper_changes_argument_used, X), (c.helper_changes_an_item_of_its_argument, X),
-            (c.write_through_reshape, X), (c.write_through_transpose, X)]
+            (c.write_through_reshape, X), (c.write_through_transpose, X), (c.write_through_asarray, X),
+            (c.append_through_alias, X)]
 
 
 @pytest.mark.parametrize("fn, x", FOLLOWED, ids=[f.__name__ for f, _ in FOLLOWED])

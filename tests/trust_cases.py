@@ -93,7 +93,7 @@ def write_through_reshape(x):
 def append_through_alias(x):
     xs = [x]
     ys = xs
-    ys.append(x * 2.0)  # refused here
+    ys.append(x * 2.0)  # xs is ys: it has the item too
     return np.sum(xs[0] * x)
 
 
@@ -801,8 +801,8 @@ def write_through_transpose(x):
 
 def write_through_asarray(x):
     y = x * 1.0
-    z = np.asarray(y)
-    z += 1.0  # refused here
+    z = np.asarray(y)  # the very array y
+    z += 1.0  # changes y
     return np.sum(y * x)
 
 

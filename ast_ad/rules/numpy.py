@@ -271,7 +271,8 @@ def_sequence(np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit)  # they 
 def_view(np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.swapaxes, np.moveaxis, np.broadcast_to,
          np.atleast_1d, np.atleast_2d, np.atleast_3d, np.diagonal, np.real, np.asarray)  # may share memory
 # a write through such a view reaches its base as the view's entries put back (``aliasing``)
-for _view in (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.atleast_1d, np.atleast_2d, np.atleast_3d):
+for _view in (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.atleast_1d, np.atleast_2d, np.atleast_3d,
+              np.asarray):  # (np.asarray of an array of its dtype: the array itself)
     def_view_inverse(_view, unreshaped, takes_base=True)
 def_view_inverse(np.transpose, untransposed)
 def_view_inverse(np.swapaxes, np.swapaxes)  # its own inverse, with the same axes
