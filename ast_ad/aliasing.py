@@ -399,10 +399,12 @@ class Aliasing:
                 if isinstance(elt, ir.Var):
                     self.share(atom.name, elt.name, alias=True)
         elif call is not None and is_user_function(call.fn.obj):
-            # a function of the user's may return an argument, a part of one, or a view of one (``return a``)
+            # a function of the user's may return an argument, a part of one, or a view of one (``return a``):
+            # taken as possibly the very object, so that a write through either asks ``view_of`` which it is
+            # (the same object is followed; any other overlap refused)
             for arg in (*call.args, *(a for _, a in call.kwargs)):
                 if isinstance(arg, ir.Var):
-                    self.share(atom.name, arg.name)
+                    self.share(atom.name, arg.name, alias=self.array_like(arg))
         elif call is not None and holds == "always":
             for arg in call.args:  # a new container of the same objects (``list(xs)``, ``sorted(xs)``)
                 if isinstance(arg, ir.Var):

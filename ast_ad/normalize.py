@@ -354,8 +354,11 @@ class Lowerer(ExpressionLowering):
                  for t in target.elts]
         self.body.append(ir.Unpack(tuple(names), value, self.line))
         if isinstance(value, ir.Var):  # ``a, b = xs``: the names hold the very objects the list or tuple holds
-            for name in names:
+            for k, name in enumerate(names):
                 self.unpacked[name] = value.name
+                if value.name in self.holds:  # ``a`` is ``xs[0]``: a write into it is put back in that slot
+                    item = ir.Ref(operator.getitem, "operator.getitem")
+                    self.recipes[name] = ir.Call(item, (value, ir.Const(k)))
         for t, name in zip(target.elts, names, strict=True):
             if isinstance(t, gast.Name) and not self.is_mutable(t.id):
                 self.owner[name] = t.id

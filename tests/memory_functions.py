@@ -234,15 +234,60 @@ def write_through_an_asarray_view(x):
     return np.sum(y * y)
 
 
+def write_into_an_unpacked_array(x):
+    xs = (x * 1.0, np.cos(x))
+    a, b = xs
+    a[1] = b[0] * a[2]
+    b += a
+    return np.sum(xs[0] * xs[1]) + np.sum(a * b)
+
+
+def write_into_an_unpacked_array_another_slot_holds(x):
+    y = x * 1.0
+    xs = [y, y]
+    a, b = xs
+    a[0] = 5.0  # write: b and xs[1] are y too (refused)
+    return np.sum(xs[1] * x) + np.sum(b)
+
+
+def _given_back(a):
+    return a
+
+
+def _scaled(a):
+    return a * 2.0
+
+
+def _tail(a):
+    return a[1:]
+
+
+def write_into_what_a_helper_gave_back(x):
+    z = np.sin(x)
+    y = _given_back(z)
+    w = _scaled(z)
+    y[0] = w[1] * 3.0
+    w[2] = y[3]
+    return np.sum(z * x) + np.sum(w * y)
+
+
+def write_into_a_view_a_helper_made(x):
+    z = np.sin(x)
+    y = _tail(z)
+    y[0] = 5.0  # write: y is a view of z, which no known call made (refused)
+    return np.sum(z * x)
+
+
 # Python's value and its gradient: the names, views and items that see the changed array are made again from it
 FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_after_loop,
             reversed_view_read_after_loop, reshaped_read_after_loop, two_names_one_written_in_loop,
             loop_carried_alias, write_through_list_then_append, write_through_list, row_read_before_write,
             one_array_twice_in_a_list, one_array_twice_added_into, one_array_under_two_keys, view_in_loop,
             branch_write, nested_loops, while_alias, object_array, appends_through_two_names,
-            write_through_an_asarray_view]
+            write_through_an_asarray_view, write_into_an_unpacked_array, write_into_what_a_helper_gave_back]
 # refused at the write: a view an unpacking has read before its write (rows swapped)
-SHARED = [swap_rows, one_array_deep_in_another_slot]
+SHARED = [swap_rows, one_array_deep_in_another_slot, write_into_an_unpacked_array_another_slot_holds,
+          write_into_a_view_a_helper_made]
 APART = [swap_entries, two_arrays_in_a_list, view_not_read_after, tuple_of_arrays_of_two_shapes]
 
 

@@ -213,7 +213,7 @@ def an_array_copy_written_in_a_loop(x):
 def write_into_an_unpacked_item(x):
     xs = [x * 1.0, x * 2.0]
     a, b = xs
-    a[0] = 5.0  # refused here
+    a[0] = 5.0  # xs[0] is a: it changes too
     return np.sum(xs[0])
 
 
@@ -224,7 +224,7 @@ def _same(a):
 def write_into_what_a_helper_returned(x):
     z = x * 1.0
     y = _same(z)
-    y[0] = 5.0  # refused here
+    y[0] = 5.0  # y is z: z changes too
     return np.sum(z * x)
 
 
