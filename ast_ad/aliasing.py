@@ -61,6 +61,7 @@ class Aliasing:
     writes: set[str]  # parameters whose values an in-place statement may change
     shared_defaults: set[str]  # parameters whose default is an object a change would outlive the call in
     loop_shared: list[set[str]]  # per enclosing loop, the names it may bind to a shared object (``loop_shared``)
+    loop_rebinds: list[set[str]]  # per enclosing loop, the names it binds to another name's object (``loop_rebinds``)
     checked_only: set[str]  # user names that only checks read (``checked``)
     live: frozenset[str] | None  # the names read after the statement being lowered (``live_after``), if known
     rebinding: frozenset[str]  # the names the statement being lowered binds
@@ -176,8 +177,11 @@ class Aliasing:
             probe = self.bind(ir.Call(_PROBE, (other, form.fn, *form.args[1:])), "probe", holds=False)
         elif other.name not in same and not (changed != owner and mine is not None and mine.args
                                              and isinstance(mine.args[0], ir.Var)
-                                             and other.name in self.holds.get(mine.args[0].name, set())):
-            return False  # neither the same object, a view of it, nor (an item's) the object a container holds
+                                             and other.name in self.holds.get(mine.args[0].name, set())) \
+                and not any(owner in names and other.name in self.loop_reach(names) for names in self.loop_rebinds):
+            # neither the same object, a view of it, (an item's) the object a container holds, nor two names a
+            # loop may bind to one object in an earlier step (``y += d; y = kept``: asked at each step)
+            return False
         if other == atom and item:  # the very object (``v = x``), changed in place (``x[i] = ...``, which a
             # number would refuse; ``x += d`` on a number binds a new one, which ``view_of`` tells apart)
             self.follow_ups.append(FollowUp(changed, user, None, None, False, True))
@@ -192,6 +196,15 @@ class Aliasing:
                       for up in self.follow_ups if up.owner == changed and up.before is not None)
         self.follow_ups.append(FollowUp(changed, user, seen, form, inverse, identity, other, twins))
         return True
+
+    def loop_reach(self, names: set[str]) -> set[str]:
+        """The IR names whose objects the user variables ``names`` (those a loop may bind to one object) reach."""
+        found: set[str] = set()
+        for name in names:
+            atom = self.env.get(name)
+            if isinstance(atom, ir.Var):
+                found |= self.reaching(atom.name, False)
+        return found
 
     def slot_of(self, container: ir.Var, item: ir.Var) -> ir.Const | None:
         """Where the list, tuple or dict literal ``container`` put ``item``, if in one slot only (``[y]``)."""
@@ -529,6 +542,25 @@ def loop_shared(loop: gast.For | gast.While, checked_only: set[str]) -> set[str]
             _sharing(node.target, None, names)
             names.update(n.id for n in gast.walk(node.iter) if isinstance(n, gast.Name))
     return names - checked_only
+
+
+def loop_rebinds(loop: gast.For | gast.While) -> set[str]:
+    """The names a loop's body binds to another name's object, and those names (``y = kept``, ``a, b = b, a``):
+    from the next step on, each pair may be one object, which a write through either changes for both."""
+    names: set[str] = set()
+
+    def pair(target: gast.expr, value: gast.expr) -> None:
+        if isinstance(target, (gast.Tuple, gast.List)) and isinstance(value, (gast.Tuple, gast.List)) \
+                and len(target.elts) == len(value.elts):
+            for t, v in zip(target.elts, value.elts, strict=True):
+                pair(t, v)
+        elif isinstance(target, gast.Name) and isinstance(value, gast.Name) and target.id != value.id:
+            names.update((target.id, value.id))
+    for node in gast.walk(loop):
+        if isinstance(node, gast.Assign):
+            for target in node.targets:
+                pair(target, node.value)
+    return names
 
 
 def _sharing(target: gast.expr, value: gast.expr | None, names: set[str]) -> None:

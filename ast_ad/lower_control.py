@@ -12,7 +12,7 @@ from typing import Any
 import gast
 
 from ast_ad import ir, runtime, syntax
-from ast_ad.aliasing import loop_shared
+from ast_ad.aliasing import loop_rebinds, loop_shared
 from ast_ad.check import refuse
 from ast_ad.naming import identifier
 from ast_ad.nested import Nesting, _load
@@ -27,6 +27,7 @@ class ControlFlow(Nesting):
     line: ir.Line
     loops: list[set[str]]  # per enclosing loop, the names it appends to
     loop_shared: list[set[str]]  # per enclosing loop, the names it may bind to a shared object
+    loop_rebinds: list[set[str]]  # per enclosing loop, the names it binds to another name's object
     changing: set[str]  # user names that an if or a loop assigns
 
     def prepare(self, node: gast.stmt) -> None:
@@ -58,11 +59,13 @@ class ControlFlow(Nesting):
         test = self.raw(node.test)
         self.loops.append(bindings(node)[1])
         self.loop_shared.append(loop_shared(node, self.checked_only))
+        self.loop_rebinds.append(loop_rebinds(node))
         try:
             self.body.append(ir.While(test, self.block(node.body), self.line_of(node)))
         finally:
             self.loops.pop()
             self.loop_shared.pop()
+            self.loop_rebinds.pop()
 
     def stmt_Break(self, node: gast.Break) -> None:
         self.body.append(ir.Break(self.line_of(node)))
@@ -74,11 +77,13 @@ class ControlFlow(Nesting):
             return
         self.loops.append(bindings(node)[1])
         self.loop_shared.append(loop_shared(node, self.checked_only))
+        self.loop_rebinds.append(loop_rebinds(node))
         try:
             self.lower_for(node)
         finally:
             self.loops.pop()
             self.loop_shared.pop()
+            self.loop_rebinds.pop()
 
     def unrolled(self, node: gast.For, functions: list[Any]) -> None:
         """``for g in fs: ...`` over a list of functions: the body once for each, ``g`` standing for it."""

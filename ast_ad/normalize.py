@@ -42,7 +42,7 @@ import gast
 import numpy as np
 
 from ast_ad import ir, objects, registry, runtime, selection, syntax, unbound
-from ast_ad.aliasing import live_after
+from ast_ad.aliasing import live_after, loop_rebinds
 from ast_ad.check import WITH_HINT, refuse
 from ast_ad.errors import LocatedError
 from ast_ad.lower_calls import BEING_LOWERED, PARAM_WRITES
@@ -136,6 +136,7 @@ class Lowerer(ExpressionLowering):
         self.appends_left: dict[str, int] = {}  # user name -> appends to it not lowered yet
         self.loops: list[set[str]] = []  # per enclosing loop, the names it appends to
         self.loop_shared: list[set[str]] = []  # per enclosing loop, the names it may bind to a shared object
+        self.loop_rebinds: list[set[str]] = []  # per enclosing loop, the names it binds to another's object
         self.partials: dict[str, tuple[Any, ...]] = {}  # name -> (function, args, keywords) of a functools.partial
         self.instances: dict[str, type] = {}  # IR name -> the user class it was made by (``m = Model(w)``)
         self.function_lists: dict[str, list[Any]] = {}  # ``fs = [lambda t: ..., g]``: the functions by name
@@ -409,6 +410,15 @@ class Lowerer(ExpressionLowering):
         # (inside a branch or a loop, a variable of the blocks around it gets no new name here: bound in this
         # block alone, it would be unbound on the other paths; unprepared, the write refuses to follow it)
         stored += [n for n in self.sharing(written, stored) if not nested or self.is_mutable(n)]
+        if written and isinstance(node, (gast.For, gast.While)):
+            # names the loop may bind to one object later in its body (``y += d; y = kept``): from the next step
+            # on a write through one changes the other, which is then made again from it (``Aliasing.followed``)
+            later = loop_rebinds(node)
+            if later & set(written):
+                known = [n for n in sorted(later) if n in self.env]
+                stored += [n for n in [*known, *self.sharing(known, stored)] if n in self.user_locals
+                           and n not in stored and n not in self.local_functions
+                           and (not nested or self.is_mutable(n))]
         for user_name in dict.fromkeys(stored):
             atom = self.env.get(user_name)
             if isinstance(atom, ir.Var) and self.owner.get(atom.name) == user_name:

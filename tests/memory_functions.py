@@ -278,13 +278,34 @@ def write_into_a_view_a_helper_made(x):
     return np.sum(z * x)
 
 
+def bound_later_in_a_while_loop(x):
+    y = x * 1.0
+    kept = np.cos(x)
+    k = 0
+    while k < 3:
+        y *= 1.5  # from the second step on, y is kept: both change
+        y[k] = y[k] + kept[3 - k]
+        y = kept
+        k = k + 1
+    return np.sum(kept * x) + np.sum(y)
+
+
+def swapped_names_in_a_loop(x):
+    a, b = x * 1.0, np.sin(x)
+    for _ in range(3):
+        a[0] = a[1] * b[2]
+        a, b = b, a
+    return np.sum(a * x) + np.sum(b)
+
+
 # Python's value and its gradient: the names, views and items that see the changed array are made again from it
 FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_after_loop,
             reversed_view_read_after_loop, reshaped_read_after_loop, two_names_one_written_in_loop,
             loop_carried_alias, write_through_list_then_append, write_through_list, row_read_before_write,
             one_array_twice_in_a_list, one_array_twice_added_into, one_array_under_two_keys, view_in_loop,
             branch_write, nested_loops, while_alias, object_array, appends_through_two_names,
-            write_through_an_asarray_view, write_into_an_unpacked_array, write_into_what_a_helper_gave_back]
+            write_through_an_asarray_view, write_into_an_unpacked_array, write_into_what_a_helper_gave_back,
+            bound_later_in_a_while_loop, swapped_names_in_a_loop]
 # refused at the write: a view an unpacking has read before its write (rows swapped)
 SHARED = [swap_rows, one_array_deep_in_another_slot, write_into_an_unpacked_array_another_slot_holds,
           write_into_a_view_a_helper_made]

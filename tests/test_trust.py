@@ -103,8 +103,6 @@ REFUSED = [
     (c.add_into_an_item_another_name_holds, (X,), errors.InPlaceAliasError),
     (c.add_into_an_item_of_a_list_copy, (X,), errors.InPlaceAliasError),
     (c.a_cast_that_may_not_copy, (X,), errors.UnsupportedSyntaxError),
-    (c.write_through_a_later_copy, (X,), errors.InPlaceAliasError),
-    (c.write_through_a_later_swap, (X,), errors.InPlaceAliasError),
     (c.negative_base_fractional_power, (2.0,), errors.LocatedError),
     (c.unknown_in_place_method, (X,), errors.UnsupportedSyntaxError),
     (c.unknown_function_for_effect, (X,), errors.UnsupportedSyntaxError),
@@ -224,7 +222,8 @@ FOLLOWED = [(c.write_through_slice, X), (c.write_through_list_alias, X), (c.nest
             (c.helper_changes_argument_used, X), (c.helper_changes_an_item_of_its_argument, X),
             (c.write_through_reshape, X), (c.write_through_transpose, X), (c.write_through_asarray, X),
             (c.append_through_alias, X), (c.write_into_an_unpacked_item, X),
-            (c.write_into_what_a_helper_returned, X)]
+            (c.write_into_what_a_helper_returned, X), (c.write_through_a_later_copy, X),
+            (c.write_through_a_later_swap, X)]
 
 
 @pytest.mark.parametrize("fn, x", FOLLOWED, ids=[f.__name__ for f, _ in FOLLOWED])

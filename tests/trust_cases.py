@@ -54,7 +54,7 @@ def write_through_a_later_copy(x):
     y = x * 1.0
     kept = y * 2.0
     for _step in range(3):
-        y += 0.5  # refused here: from the second step on, y is kept's array (Python changes both)
+        y += 0.5  # from the second step on, y is kept's array: Python changes both, and so does ast_ad
         y = kept
     return np.sum(kept * x)
 
@@ -63,7 +63,7 @@ def write_through_a_later_swap(x):
     a, b = x * 1.0, x * 2.0
     c = b
     for _step in range(3):
-        a += c  # refused here: from the second step on, a is c's array
+        a += c  # in the second step, a is c's array: c changes too
         a, b = b, a * 1.0
     return np.sum(a * c)
 
