@@ -120,8 +120,10 @@ class Aliasing:
                     if name != owner and isinstance(shared, ir.Var):
                         related = related | self.reaching(shared.name, container)
         others = self.variables_in(related, owner)
+        followed: list[ir.Var] = []
         if follow:  # the variables that can be made again from the changed object are followed, not refused
-            others = [other for other in others if not self.followed(atom, owner, other, changed or owner, item)]
+            followed = [other for other in others if self.followed(atom, owner, other, changed or owner, item)]
+            others = [other for other in others if other not in followed]
         elif container:  # a list changed itself (``ys.append(v)``): another name of the very list sees it
             others = [other for other in others if not (other == atom and self.followed(atom, owner, other,
                                                                                         changed or owner, True))]
@@ -133,7 +135,10 @@ class Aliasing:
         # they are numbers): checked under the flag the copy set, so that an array's copy costs no check
         for name in sorted(related & self.copied_from.keys()):
             source, flag = self.copied_from[name]
-            items = [other for other in self.variables_in(self.reaching(source, False), owner) if other not in others]
+            items = [other for other in self.variables_in(self.reaching(source, False), owner)
+                     if other not in others and other not in followed]
+            if follow:  # (a list or dict the copy was made of holds the written object: made again with it)
+                items = [other for other in items if not self.followed(atom, owner, other, changed or owner, item)]
             if items:
                 self.check_apart(atom, items, ir.Var(flag))
 
@@ -149,7 +154,18 @@ class Aliasing:
                  and name in self.locals and name not in getattr(self, "local_functions", {})]
         if other.name in self.field_labels and not users:
             users = [other.name]  # an attribute of an object made here: a variable the lowering may assign
-        if len(users) != 1 or self.pending and other in self.pending:
+        if self.pending and other in self.pending or not users:
+            return False
+        if item and changed != owner and self.container_like(other) and other.name not in self.params \
+                and other.name not in self.aliases(atom.name) and self.mutable_or_top(users):
+            # ``ys = list(xs); ys[0][i] = v``: the list ``xs`` (under each of its names) holds that object too, in
+            # the slots it has at run time (``slots_holding``, which refuses where a slot reaches it deeper); each
+            # takes the new object
+            twins = self.twins_of(changed, other)
+            self.follow_ups.append(FollowUp(changed, users[0], None, None, False, False, other, twins, held=atom,
+                                            names=tuple(users[1:])))
+            return True
+        if len(users) != 1:
             return False
         user = users[0]
         if (self.nesting or self.loops) and not self.is_mutable(user) and user not in self.field_labels:
@@ -191,11 +207,25 @@ class Aliasing:
                                  (atom, other, probe, ir.Const(inverse), where, ir.Const(user))), "seen")
         # another variable followed for this write may be the very same object (``z = y``, both seeing the
         # row written): made again, it must stay one object, so it takes the other's new value
-        twins = tuple((up.user, self.bind(ir.Call(ir.Ref(runtime.is_same, "is_same"), (other, up.before)),
-                                          "one_object"))
-                      for up in self.follow_ups if up.owner == changed and up.before is not None)
+        twins = self.twins_of(changed, other)
         self.follow_ups.append(FollowUp(changed, user, seen, form, inverse, identity, other, twins))
         return True
+
+    def twins_of(self, changed: str, other: ir.Var) -> tuple[tuple[str, ir.Var], ...]:
+        """The variables followed before for the change of ``changed``, each with whether ``other`` is its very
+        object (then ``other`` takes the value that variable is made again with, so the two stay one object)."""
+        return tuple((up.user, self.bind(ir.Call(ir.Ref(runtime.is_same, "is_same"), (other, up.before)),
+                                         "one_object"))
+                     for up in self.follow_ups if up.owner == changed and up.before is not None)
+
+    def mutable_or_top(self, users: list[str]) -> bool:
+        """Whether the variables ``users`` can be bound again here: at the top level, or prepared for this block."""
+        return not (self.nesting or self.loops) or all(self.is_mutable(user) for user in users)
+
+    def container_like(self, atom: ir.Var) -> bool:
+        """Whether ``atom`` is a list, tuple or dict the function made (its items may be objects written)."""
+        return atom.name in self.holds or atom.name in self.packs or atom.name in self.copied_from \
+            or self.kinds.get(atom.name) in ("list", "tuple")
 
     def loop_reach(self, names: set[str]) -> set[str]:
         """The IR names whose objects the user variables ``names`` (those a loop may bind to one object) reach."""
@@ -245,9 +275,13 @@ class Aliasing:
     def follow(self) -> None:
         """After a statement that changed objects in place: each variable that sees one, made again from it."""
         follow_ups, self.follow_ups = self.follow_ups, []
+        news = {up.owner: self.changed_objects.pop(up.owner) for up in follow_ups if up.owner in self.changed_objects}
         for up in follow_ups:
-            changed = self.changed_objects.pop(up.owner, None) or self.env.get(up.owner)
+            changed = news.get(up.owner) or self.env.get(up.owner)
             if not isinstance(changed, ir.Var):
+                continue
+            if up.held is not None:  # a container holding the changed object: each slot that held it, the new one
+                self.refill(up, changed)
                 continue
             if up.seen is None and not self.is_mutable(up.user):  # the same object, certainly: the same value
                 self.env[up.user] = changed
@@ -297,6 +331,31 @@ class Aliasing:
             self.share(target.name, changed.name, alias=up.form is None)
             if up.form is not None and not up.inverse:
                 self.recipes[target.name] = up.form
+
+    def refill(self, up: FollowUp, changed: ir.Var) -> None:
+        """``up.user``, a list, tuple or dict that may hold the object that changed (``up.held``, its old value), made
+        again with ``changed`` in each slot that held it; the very object of a variable followed before, that
+        variable's new value."""
+        assert up.held is not None and up.before is not None
+        where = ir.Const(f"{self.line.filename}:{self.line.lineno}")
+        target = self.own_name(up.user, self.env[up.user])
+        start = len(self.body)
+        slots = self.bind(ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"), (up.before, up.held, where)),
+                          "slots")
+        made: tuple[ir.Stmt, ...] = (*self.body[start:], ir.Assign(target.name, ir.Call(
+            ir.Ref(runtime.replaced, "replaced"), (target, slots, changed)), self.line))
+        del self.body[start:]
+        for twin, one in reversed(up.twins):
+            made = (ir.If(one, (ir.Assign(target.name, self.followed_value(twin), self.line),), made, self.line),)
+        self.body += made
+        for item in {*self.holds.get(up.before.name, set()), changed.name}:  # it holds what it held, and the new
+            self.contain(target.name, item)
+        for name in up.names:  # its other names: the same object
+            if self.is_mutable(name):
+                self.body.append(ir.Assign(self.local(name).name, target, self.line))
+            else:
+                self.env[name] = target
+        self.share(target.name, up.before.name, alias=True)  # (the same object where it held none of it)
 
     def variables_in(self, names: set[str], owner: str) -> list[ir.Var]:
         """The live variables, but ``owner``, whose objects are among the IR ``names``: those bound, and read
@@ -473,6 +532,8 @@ class FollowUp:
     identity: bool  # whether the variable may be the changed object itself (not where one holds the other)
     before: ir.Var | None = None  # the variable's value before the write
     twins: tuple[tuple[str, ir.Var], ...] = ()  # earlier followed variables, and whether this is their object
+    held: ir.Var | None = None  # a container the variable is: the changed object's old value, in its slots
+    names: tuple[str, ...] = ()  # the container's other names (``zs = xs``): one object, after the change too
 
 
 def _var(atom: ir.Expr) -> ir.Var:

@@ -187,10 +187,12 @@ def spread(g: Any, xs: Any) -> Any:
 
 
 def sequence_vjp(g: Any, x: Any) -> Any:
-    """Adjoint of ``x`` in ``list(x)`` or ``tuple(x)``: its items' adjoints, held as ``x`` holds its items (a
-    list, a tuple; an array's rows, stacked). An item nothing flowed into (``None``) is zero."""
+    """Adjoint of ``x`` in ``list(x)``, ``tuple(x)`` or ``dict(x)``: its items' adjoints, held as ``x`` holds its
+    items (a list, a tuple, a dict; an array's rows, stacked). An item nothing flowed into (``None``) is zero."""
     if g is None or (isinstance(g, float) and g == 0.0):
         return zeros_like(x)
+    if isinstance(x, dict):
+        return {k: zeros_like(item) if g.get(k) is None else g[k] for k, item in x.items()}
     if isinstance(x, (list, tuple)):
         parts = [zeros_like(item) if part is None else part for part, item in zip(g, x, strict=True)]
         return parts if isinstance(x, list) else type(x)(*parts) if hasattr(x, "_fields") else tuple(parts)
@@ -1564,7 +1566,10 @@ def slots_holding(container: Any, old: Any, where: Any) -> Any:
 
 
 def replaced(container: Any, slots: Any, new: Any) -> Any:
-    """``container`` with ``new`` in each of ``slots`` (a new list, tuple or dict)."""
+    """``container`` with ``new`` in each of ``slots`` (a new list, tuple or dict; with no slots, ``container``
+    itself, so that a container that did not hold the changed object stays the object it was)."""
+    if not slots:
+        return container
     if isinstance(container, dict):
         return {k: (new if k in slots else v) for k, v in container.items()}
     values = [new if k in slots else v for k, v in enumerate(container)]

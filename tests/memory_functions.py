@@ -298,6 +298,33 @@ def swapped_names_in_a_loop(x):
     return np.sum(a * x) + np.sum(b)
 
 
+def write_into_copies_of_lists_and_dicts(x):
+    d = {"a": x * 2.0, "b": np.sin(x)}
+    e = d.copy()
+    e["b"][0] = e["a"][1] * 3.0
+    zs = [d["a"], e["b"]]
+    ws = list(zs)
+    ws[1][2] = zs[0][0] * x[1]
+    return np.sum(d["b"] * x) + np.sum(zs[1])
+
+
+def a_copied_list_and_a_second_name_of_its_source(x):
+    xs = [x * 1.0, np.sin(x)]
+    zs = xs
+    ys = list(xs)
+    ys[1][0] = ys[0][2] * 2.0
+    zs.append(x * 3.0)  # xs is zs: one list, after the write too
+    return np.sum(xs[1] * xs[2]) + np.sum(zs[1]) * len(xs)
+
+
+def one_array_in_two_slots_of_a_copy(x):
+    y = np.cos(x)
+    xs = [y, x * 1.0, y]
+    ys = sorted(xs, key=lambda v: v[1])
+    ys[0][3] = 2.0 * x[0]
+    return np.sum(xs[0] * xs[2]) + np.sum(y)
+
+
 # Python's value and its gradient: the names, views and items that see the changed array are made again from it
 FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_after_loop,
             reversed_view_read_after_loop, reshaped_read_after_loop, two_names_one_written_in_loop,
@@ -305,7 +332,8 @@ FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_afte
             one_array_twice_in_a_list, one_array_twice_added_into, one_array_under_two_keys, view_in_loop,
             branch_write, nested_loops, while_alias, object_array, appends_through_two_names,
             write_through_an_asarray_view, write_into_an_unpacked_array, write_into_what_a_helper_gave_back,
-            bound_later_in_a_while_loop, swapped_names_in_a_loop]
+            bound_later_in_a_while_loop, swapped_names_in_a_loop, write_into_copies_of_lists_and_dicts,
+            a_copied_list_and_a_second_name_of_its_source, one_array_in_two_slots_of_a_copy]
 # refused at the write: a view an unpacking has read before its write (rows swapped)
 SHARED = [swap_rows, one_array_deep_in_another_slot, write_into_an_unpacked_array_another_slot_holds,
           write_into_a_view_a_helper_made]

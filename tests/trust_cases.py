@@ -123,62 +123,62 @@ def helper_on_scalars(x):
 def write_into_an_item_of_a_list_copy(x):
     xs = [x * 1.0, x * 2.0]
     ys = list(xs)
-    ys[0][1] = 0.0  # refused here
+    ys[0][1] = 0.0  # ys[0] is xs[0]: xs sees the write
     return np.sum(xs[0])
 
 
 def write_into_an_item_of_a_tuple_copy(x):
     xs = [x * 1.0, x * 2.0]
     ys = tuple(xs)
-    ys[0][1] = 0.0  # refused here
+    ys[0][1] = 0.0  # ys[0] is xs[0]: xs sees the write
     return np.sum(xs[0])
 
 
 def write_into_an_item_of_a_copied_list(x):
     xs = [x * 1.0, x * 2.0]
     ys = xs.copy()
-    ys[0][1] = 0.0  # refused here
+    ys[0][1] = 0.0  # ys[0] is xs[0]: xs sees the write
     return np.sum(xs[0])
 
 
 def write_into_an_item_of_joined_lists(x):
     xs = [x * 1.0, x * 2.0]
     ys = xs + []
-    ys[0][1] = 0.0  # refused here
+    ys[0][1] = 0.0  # ys[0] is xs[0]: xs sees the write
     return np.sum(xs[0])
 
 
 def write_into_an_item_of_a_repeated_list(x):
     xs = [x * 1.0, x * 2.0]
     ys = xs * 1
-    ys[0][1] = 0.0  # refused here
+    ys[0][1] = 0.0  # ys[0] is xs[0]: xs sees the write
     return np.sum(xs[0])
 
 
 def write_into_an_item_of_a_dict_copy(x):
     d = {"a": x * 1.0}
     e = dict(d)
-    e["a"][1] = 0.0  # refused here
+    e["a"][1] = 0.0  # e["a"] is d["a"]: d sees the write
     return np.sum(d["a"])
 
 
 def write_into_an_item_of_a_copied_dict(x):
     d = {"a": x * 1.0}
     e = d.copy()
-    e["a"][1] = 0.0  # refused here
+    e["a"][1] = 0.0  # e["a"] is d["a"]: d sees the write
     return np.sum(d["a"])
 
 
 def write_into_an_item_of_a_sorted_list(x):
     xs = [x * 1.0, x * 2.0]
     ys = sorted(xs, key=lambda v: v[0])
-    ys[0][1] = 0.0  # refused here
+    ys[0][1] = 0.0  # ys[0] is xs[0]: xs sees the write
     return np.sum(xs[0])
 
 
 def write_into_an_item_of_a_copied_argument(xs):
     ys = list(xs)
-    ys[0][1] = 0.0  # refused here
+    ys[0][1] = 0.0  # refused here: the caller's array
     return np.sum(xs[0])
 
 

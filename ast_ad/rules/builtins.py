@@ -90,8 +90,9 @@ defvjp(repeat_seq, lambda g, ans, a, n: repeat_seq_vjp(g, a, n))
 defvjp(list_item, lambda g, ans, xs, index, n: list_item_vjp(g, xs, index, n))
 defvjp(sorted_by, lambda g, ans, xs, keys, reverse=False: sorted_by_vjp(g, xs, keys, reverse), zero)
 def_sequence(concat, repeat_seq, sorted_by, builtins.divmod)
-# list(xs) and tuple(xs): the same items in a new container (an array's rows); linear, their adjoints the items'
-for _maker in (builtins.list, builtins.tuple):
+# list(xs), tuple(xs) and dict(d): the same items in a new container (an array's rows); linear, their adjoints
+# the items'
+for _maker in (builtins.list, builtins.tuple, builtins.dict):
     defvjp(_maker, lambda g, ans, x: sequence_vjp(g, x))
     def_linear(_maker, 0)
 def_sequence(builtins.list, builtins.tuple)

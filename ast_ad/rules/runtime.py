@@ -227,7 +227,7 @@ defvjp(rt.sorted_by_vjp, lambda w, ans, g, xs, keys, reverse=False: rt.sorted_by
        zero, zero, zero)
 def_linear(rt.sequence_vjp, 0)  # list(x)'s adjoint: its transpose gives the items back as a list
 defjvp(rt.sequence_vjp, None, zero)
-defvjp(rt.sequence_vjp, lambda w, ans, g, x: [item for item in w], zero)
+defvjp(rt.sequence_vjp, lambda w, ans, g, x: dict(w) if isinstance(w, dict) else [item for item in w], zero)
 def_linear(rt.take_along_axis_vjp, 0)
 defjvp(rt.take_along_axis_vjp, None, zero, zero, zero)
 defvjp(rt.take_along_axis_vjp, lambda w, ans, g, arr, indices, axis=-1: np.take_along_axis(w, indices, axis),
