@@ -223,9 +223,14 @@ class Aliasing:
         return not (self.nesting or self.loops) or all(self.is_mutable(user) for user in users)
 
     def container_like(self, atom: ir.Var) -> bool:
-        """Whether ``atom`` is a list, tuple or dict the function made (its items may be objects written)."""
-        return atom.name in self.holds or atom.name in self.packs or atom.name in self.copied_from \
-            or self.kinds.get(atom.name) in ("list", "tuple")
+        """Whether ``atom`` is a list, tuple or dict the function made (its items may be objects written): not a
+        copy of an array, which ``x.copy()`` may be (``copied_from``) unless it copied such a container."""
+        seen: set[str] = set()
+        name = atom.name
+        while name in self.copied_from and name not in seen:
+            seen.add(name)
+            name = self.copied_from[name][0]
+        return name in self.holds or name in self.packs or self.kinds.get(name) in ("list", "tuple")
 
     def loop_reach(self, names: set[str]) -> set[str]:
         """The IR names whose objects the user variables ``names`` (those a loop may bind to one object) reach."""
@@ -481,6 +486,8 @@ class Aliasing:
             for arg in call.args:  # a new container of the same objects (``list(xs)``, ``sorted(xs)``)
                 if isinstance(arg, ir.Var):
                     self.share(atom.name, arg.name)
+                    for item in sorted(self.holds.get(arg.name, ())):  # (what a container made here holds)
+                        self.contain(atom.name, item)
         elif call is not None and holds == "containers" and call.args and isinstance(call.args[0], ir.Var):
             source = call.args[0]  # ``x.copy()``: the same objects only if ``x`` is a list, tuple or dict
             flag = self.namer.fresh(f"{source.name}_container")

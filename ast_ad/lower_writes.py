@@ -148,14 +148,35 @@ class WriteLowering(CallLowering):
                          self.locate)
         index = self.index(target.slice)
         old = self.bind(ir.Call(self.operator(operator.getitem), (array, index)), f"{target.value.id}_item")
-        # Python's ``+=`` changes the item itself where it is an array (a list's): another name that holds it
-        # would see the change, which ast_ad computes as a new array
-        self.guard_object(old, target.value.id)
         fn = BINARY.get(type(node.op))
         if fn is None:
             raise refuse(node, f"the operator {type(node.op).__name__} is not supported", self.locate)
+        if isinstance(array, ir.Var) and self.container_like(array):
+            self.augment_slot(target, array, index, old, ir.Call(self.operator(fn), (old, self.expr(node.value))))
+            return
+        # Python's ``+=`` changes the item itself where it is an array (a list's): another name that holds it
+        # would see the change, which ast_ad computes as a new array
+        self.guard_object(old, target.value.id)
         new = self.bind(ir.Call(self.operator(fn), (old, self.expr(node.value))), "t")
         self.assign_item(target, new, index)
+
+    def augment_slot(self, target: gast.Subscript, container: ir.Var, index: ir.Atom, old: ir.Var,
+                     value: ir.Call) -> None:
+        """``xs[k] += v`` on a list, tuple or dict: Python changes the item ``xs[k]`` itself where it is an array
+        (every name, slot and container holding it sees the change, and is made again from it: ``follow``),
+        and puts a new one in the slot where it is a number (``runtime.augmented``, ``slots_changed``)."""
+        assert isinstance(target.value, gast.Name)
+        key = f"<{old.name}>"
+        self.guard_object(old, target.value.id, follow=True, changed=key, item=True)
+        computed = self.bind(value, "t")
+        new = self.bind(ir.Call(ir.Ref(runtime.augmented, "augmented"), (old, computed)), f"{old.name}_new")
+        self.changed_objects[key] = new
+        self.guard_in_place(target.value)
+        where = ir.Const(f"{self.line.filename}:{self.line.lineno}")
+        slots = self.bind(ir.Call(ir.Ref(runtime.slots_changed, "slots_changed"), (container, index, old, where)),
+                          "slots")
+        self.rebind(target.value.id, ir.Call(ir.Ref(runtime.replaced, "replaced"), (self.expr(target.value), slots,
+                                                                                     new)))
 
     def stmt_Expr(self, node: gast.Expr) -> None:
         """A call made for its effect: an append, an in-place write ast_ad rewrites, or a call it can see into.

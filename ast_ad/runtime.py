@@ -1565,6 +1565,27 @@ def slots_holding(container: Any, old: Any, where: Any) -> Any:
     return tuple(k for k in slots if container[k] is old)
 
 
+def slots_changed(container: Any, key: Any, old: Any, where: Any) -> Any:
+    """The slots of ``container`` that ``container[key] += v`` changes: where the item ``old`` is an array, list or
+    dict (which ``+=`` changes in place), every slot holding it (``slots_holding``); for a number (which ``+=``
+    replaces), the slot ``key`` alone."""
+    if is_array(old) or isinstance(old, (list, dict)):
+        return slots_holding(container, old, where)
+    return (key,)
+
+
+def augmented(old: Any, new: Any) -> Any:
+    """What ``xs[k] += v`` leaves in the slot (and wherever else its object is): an array changed in place, with
+    ``new``'s entries in its own shape and dtype (``assign_item(old, ..., new)``); anything else (a number, a
+    list extended), ``new``."""
+    return assign_item(old, Ellipsis, new) if is_array(old) else new
+
+
+def augmented_vjp(g: Any, ans: Any, old: Any, new: Any) -> Any:
+    """The adjoint of ``new`` in ``augmented``: the written entries' (summed to its shape), or ``g`` itself."""
+    return assign_item_vjp_value(g, ans, Ellipsis, new) if is_array(old) else g
+
+
 def replaced(container: Any, slots: Any, new: Any) -> Any:
     """``container`` with ``new`` in each of ``slots`` (a new list, tuple or dict; with no slots, ``container``
     itself, so that a container that did not hold the changed object stays the object it was)."""

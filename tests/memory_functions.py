@@ -325,6 +325,19 @@ def one_array_in_two_slots_of_a_copy(x):
     return np.sum(xs[0] * xs[2]) + np.sum(y)
 
 
+def added_into_items_of_arrays_and_numbers(x):
+    y = np.sin(x)
+    s = x[0] * 2.0
+    xs = [y, s, y, x * 1.0]
+    ys = list(xs)
+    ys[0] += x * 3.0  # the array y, in place: xs[0], xs[2], ys[2] and y see it
+    ys[1] += x[1]  # a number: a new one, in ys[1] alone
+    d = {"w": xs[3], "b": s}
+    d["w"] *= 2.0
+    d["b"] -= 1.0
+    return np.sum(xs[0] * xs[2]) + xs[1] * ys[1] + np.sum(y * xs[3]) + d["b"] * s
+
+
 # Python's value and its gradient: the names, views and items that see the changed array are made again from it
 FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_after_loop,
             reversed_view_read_after_loop, reshaped_read_after_loop, two_names_one_written_in_loop,
@@ -333,7 +346,8 @@ FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_afte
             branch_write, nested_loops, while_alias, object_array, appends_through_two_names,
             write_through_an_asarray_view, write_into_an_unpacked_array, write_into_what_a_helper_gave_back,
             bound_later_in_a_while_loop, swapped_names_in_a_loop, write_into_copies_of_lists_and_dicts,
-            a_copied_list_and_a_second_name_of_its_source, one_array_in_two_slots_of_a_copy]
+            a_copied_list_and_a_second_name_of_its_source, one_array_in_two_slots_of_a_copy,
+            added_into_items_of_arrays_and_numbers]
 # refused at the write: a view an unpacking has read before its write (rows swapped)
 SHARED = [swap_rows, one_array_deep_in_another_slot, write_into_an_unpacked_array_another_slot_holds,
           write_into_a_view_a_helper_made]

@@ -161,6 +161,8 @@ MATH = {
 _SEQUENCES = st.tuples(st.tuples(st.lists(arrays((2,)), min_size=2, max_size=2) | st.lists(floats(), min_size=3,
                                   max_size=3) | arrays((3,)) | arrays((2, 3))), st.just({}))
 BUILTINS = {builtins.list: _SEQUENCES, builtins.tuple: _SEQUENCES,
+            builtins.dict: st.tuples(st.tuples(st.fixed_dictionaries({"a": arrays((2,)), "b": floats()})),
+                                     st.just({})),
             builtins.float: unary(scalar_only=True), builtins.abs: unary("away"),
             builtins.sum: lists_of_arrays().map(lambda case: ((list(case[0][0]),), {})),
             builtins.pow: binary("pos", "real"), builtins.min: choices(), builtins.max: choices(),
@@ -483,6 +485,10 @@ def _more() -> dict:
         runtime.untransposed: case(arrays((3, 2))) | case(arrays((2, 3, 4)), (2, 0, 1)),
         runtime.replaced: case(st.lists(arrays((2,)), min_size=3, max_size=3), st.just((0, 2)), arrays((2,)))
         | case(st.lists(floats(), min_size=2, max_size=2), st.just((1,)), floats()),
+        runtime.augmented: case(arrays((3,)), arrays((3,))) | case(arrays((2, 3)), arrays((3,)))
+        | case(floats(), floats()),
+        runtime.augmented_vjp: case(arrays((2, 3)), arrays((2, 3)), arrays((2, 3)), arrays((3,)))
+        | case(floats(), floats(), floats(), floats()),
         runtime.chosen: case(st.just(np.array([True, False, True])), arrays((3,)), st.booleans())
         | case(st.just(np.array([[True], [False]])), arrays((3,)), st.booleans()),
         np.vecdot: same_shape_pair(), np.cumulative_sum: axis_case(of_shape(1, 1)),

@@ -40,7 +40,9 @@ def test_every_rule_has_a_case() -> None:
 
 
 def random_like(value, rng):
-    """A random cotangent shaped like ``value`` (a tuple or list of them for sequence results)."""
+    """A random cotangent shaped like ``value`` (a tuple, list or dict of them for container results)."""
+    if isinstance(value, dict):
+        return {k: random_like(v, rng) for k, v in value.items()}
     if isinstance(value, (tuple, list)):
         return type(value)(random_like(v, rng) for v in value) if not hasattr(value, "_fields") else \
             tuple(random_like(v, rng) for v in value)
@@ -48,7 +50,9 @@ def random_like(value, rng):
 
 
 def pairing(u, value) -> float:
-    """<u, value>, summed over the parts of a sequence."""
+    """<u, value>, summed over the parts of a sequence or dict."""
+    if isinstance(value, dict):
+        return sum(pairing(u[k], v) for k, v in value.items())
     if isinstance(value, (tuple, list)):
         return sum(pairing(a, b) for a, b in zip(u, value, strict=True))
     return float(np.sum(u * value))
@@ -213,6 +217,7 @@ def test_nondiff_rules_stop_the_gradient(rule: registry.Rule) -> None:
               runtime.check_item_apart: ([box(np.ones(2)), np.zeros(2)], 0, "here"),
               runtime.view_of: (box(np.ones(2)), np.zeros(2), None, False, "here"),
               runtime.slots_holding: ([box(np.ones(2)), np.zeros(2)], np.ones(3), "here"),
+              runtime.slots_changed: ([box(np.ones(2)), np.zeros(2)], 0, 0.5, "here"),
               runtime.is_same: (box(np.ones(2)), np.ones(2)),
               runtime.view_probe: (box(np.ones(3)), __import__("operator").getitem, slice(1, None)),
               check_bound: (box(True), "y", "here"),

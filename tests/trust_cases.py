@@ -185,14 +185,14 @@ def write_into_an_item_of_a_copied_argument(xs):
 def add_into_an_item_another_name_holds(x):
     a = x * 1.0
     xs = [a, x * 2.0]
-    xs[0] += 1.0  # refused here
+    xs[0] += 1.0  # changes a itself
     return np.sum(a)
 
 
 def add_into_an_item_of_a_list_copy(x):
     xs = [x * 1.0, x * 2.0]
     ys = list(xs)
-    ys[0] += 1.0  # refused here
+    ys[0] += 1.0  # changes xs[0] itself
     return np.sum(xs[0])
 
 

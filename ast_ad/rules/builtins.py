@@ -26,6 +26,8 @@ from ast_ad.registry import (
 from ast_ad.registry import defvjp_elementwise as ew
 from ast_ad.runtime import (
     absent,
+    augmented,
+    augmented_vjp,
     check_bound,
     check_in_place,
     check_item_apart,
@@ -51,6 +53,7 @@ from ast_ad.runtime import (
     replaced_vjp_container,
     replaced_vjp_new,
     sequence_vjp,
+    slots_changed,
     slots_holding,
     sorted_by,
     sorted_by_vjp,
@@ -96,6 +99,7 @@ for _maker in (builtins.list, builtins.tuple, builtins.dict):
     defvjp(_maker, lambda g, ans, x: sequence_vjp(g, x))
     def_linear(_maker, 0)
 def_sequence(builtins.list, builtins.tuple)
+def_same_kind(builtins.dict)  # a dict, as its argument
 def_new_list(builtins.list, concat, sorted_by)  # (a function may pop such a list: it is its own)
 # new containers (or iterators) of the very objects their arguments hold: writes into those items are guarded
 def_holds_items(concat, repeat_seq, sorted_by, builtins.list, builtins.tuple, builtins.dict, builtins.reversed,
@@ -128,7 +132,14 @@ defvjp(replaced, lambda g, ans, c, slots, new: replaced_vjp_container(g, c, slot
        lambda g, ans, c, slots, new: replaced_vjp_new(g, new, slots))
 defjvp(replaced, lambda u, ans, c, slots, new: replaced_vjp_container(u, c, slots), zero,
        lambda u, ans, c, slots, new: replaced_jvp_new(u, c, slots))
-def_nondiff(slots_holding)  # the slots that hold the changed object, after the check that no other sees it
+def_nondiff(slots_holding, slots_changed)  # the slots that hold the changed object (no other sees it: checked)
+# ``xs[k] += v``: the item itself changed where it is an array (its shape and dtype), else the new value
+defvjp(augmented, zero, lambda g, ans, old, new: augmented_vjp(g, ans, old, new))
+defjvp(augmented, zero, lambda u, ans, old, new: augmented(zeros_like(ans), u))
+def_linear(augmented_vjp, 0)
+def_same_kind(augmented, argnums=(1,))  # (``xs[k] += [v]`` on a list in a list: the list it makes)
+def_same_kind(augmented_vjp, argnums=(3,))
+defvjp(augmented_vjp, lambda w, a, g, ans, old, new: augmented(zeros_like(ans), w), zero, zero, zero)
 def_same_kind(replaced)  # a list, tuple or dict, as its container
 # the entries a branch of np.where is selected at: the derivative flows there, and is zero elsewhere
 ew(chosen, None, lambda g, ans, c, x, keep: np.where(c, g, 0.0) if keep else np.where(c, 0.0, g), None)
