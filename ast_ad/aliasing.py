@@ -154,7 +154,7 @@ class Aliasing:
                  and name in self.locals and name not in getattr(self, "local_functions", {})]
         if other.name in self.field_labels and not users:
             users = [other.name]  # an attribute of an object made here: a variable the lowering may assign
-        if self.pending and other in self.pending or not users:
+        if not users:
             return False
         if item and changed != owner and self.container_like(other) and other.name not in self.params \
                 and other.name not in self.aliases(atom.name) and self.mutable_or_top(users):
@@ -204,7 +204,7 @@ class Aliasing:
             return True
         where = ir.Const(f"{self.line.filename}:{self.line.lineno}")
         seen = self.bind(ir.Call(ir.Ref(runtime.view_of, "view_of"),
-                                 (atom, other, probe, ir.Const(inverse), where, ir.Const(user))), "seen")
+                                 (atom, other, probe, ir.Const(inverse), where, ir.Const(_shown(user)))), "seen")
         # another variable followed for this write may be the very same object (``z = y``, both seeing the
         # row written): made again, it must stay one object, so it takes the other's new value
         twins = self.twins_of(changed, other)
@@ -334,8 +334,8 @@ class Aliasing:
             self.body += made
             # the same object where ``view_of`` said 1; where it may be a view instead, only memory is shared
             self.share(target.name, changed.name, alias=up.form is None)
-            if up.form is not None and not up.inverse:
-                self.recipes[target.name] = up.form
+            if up.form is not None and not up.inverse:  # (that view of the changed object, where it is one)
+                self.recipes[target.name] = ir.Call(up.form.fn, (changed, *up.form.args[1:]), up.form.kwargs)
 
     def refill(self, up: FollowUp, changed: ir.Var) -> None:
         """``up.user``, a list, tuple or dict that may hold the object that changed (``up.held``, its old value), made
@@ -378,7 +378,7 @@ class Aliasing:
         others = list(dict.fromkeys(others))
         pack = self.bind(ir.Pack(tuple(others)), "others", holds=False)
         users = {atom.name: name for name, atom in self.env.items() if isinstance(atom, ir.Var)} | self.field_labels
-        names = ", ".join(dict.fromkeys(users.get(v.name) or self.owner.get(v.name) or "a value read before it"
+        names = ", ".join(dict.fromkeys(_shown(users.get(v.name) or self.owner.get(v.name) or "§")
                                         for v in others))
         self.bind(ir.Call(ir.Ref(runtime.check_in_place, "check_in_place"),
                           (atom, pack, ir.Const(where), ir.Const(names))), "checked")
@@ -523,6 +523,11 @@ class Aliasing:
 
 
 _PROBE = ir.Ref(runtime.view_probe, "view_probe")
+
+
+def _shown(user: str) -> str:
+    """The variable ``user`` as a message names it: a value ast_ad holds (``a, b = y[1], y[0]``'s) has no name."""
+    return "a value the right-hand side read" if user.startswith(syntax.MARK) else user
 
 
 @record

@@ -315,14 +315,34 @@ class Lowerer(ExpressionLowering):
                      for t, v in zip(target.elts, value.elts, strict=True)]
             # every value is read before any target is bound: ``a, v = v, a`` swaps, even where a name is mutable
             atoms = [self.hold(atom) for atom in atoms]
-            for k, (t, atom) in enumerate(zip(target.elts, atoms, strict=True)):
-                # the values not bound yet are read after this write: a view among them (``y[0], y[1] = y[1],
-                # y[0]`` of rows) sees it in Python, so the guards count them as live variables
-                self.pending = [a for a in atoms[k + 1:] if isinstance(a, ir.Var)]
-                try:
-                    self.bind_target(t, atom)
-                finally:
-                    self.pending = []
+            # the values not bound yet are read after each write: a view among them (``y[0], y[1] = y[1], y[0]`` of
+            # rows) sees it in Python. Each is held under a name of ast_ad's own, a live variable the memory model
+            # makes again after the write (``Aliasing.follow``), as Python's view shows the new entries
+            held = [self.hidden("value") for _ in atoms]
+            writes = any(isinstance(t, gast.Subscript) for t in target.elts)
+            for name, atom in zip(held, atoms, strict=True):
+                self.env[name] = atom
+                self.locals.add(name)
+                if writes and (self.nesting or self.loops) and isinstance(atom, ir.Var):
+                    self.own_name(name, atom)  # (in a block: a name the writes may bind again, used here alone)
+            try:
+                for k, t in enumerate(target.elts):
+                    atom = self.env.pop(held[k])  # (bound now: no longer a value waiting)
+                    self.locals.discard(held[k])
+                    self.pending = [v for v in (self.env[n] for n in held[k + 1:]) if isinstance(v, ir.Var)]
+                    outer_live = self.live
+                    if outer_live is not None:
+                        self.live = outer_live | set(held[k + 1:])
+                    try:
+                        self.bind_target(t, atom)
+                        self.follow()
+                    finally:
+                        self.pending = []
+                        self.live = outer_live
+            finally:
+                for name in held:
+                    self.env.pop(name, None)
+                    self.locals.discard(name)
         else:
             self.bind_target(target, self.expr(value))
 

@@ -101,7 +101,7 @@ def one_array_under_two_keys(x):
 
 def swap_rows(x):
     y = np.outer(x, x) * 1.0
-    y[0], y[1] = y[1], y[0]  # write
+    y[0], y[1] = y[1], y[0]  # rows are views: both end as the old row 1, as in Python
     return np.sum(y * x)
 
 
@@ -338,6 +338,26 @@ def added_into_items_of_arrays_and_numbers(x):
     return np.sum(xs[0] * xs[2]) + xs[1] * ys[1] + np.sum(y * xs[3]) + d["b"] * s
 
 
+def rows_rotated(x):
+    y = np.outer(x, x) + np.eye(4)
+    y[0], y[1], y[2] = y[2], y[0], y[1]  # each row read is a view: it shows the writes before its own
+    return np.sum(y * x)
+
+
+def rows_swapped_in_a_loop(x):
+    y = np.outer(x, x) + np.eye(4)
+    for i in range(2):
+        y[i], y[i + 1] = y[i + 1], y[i]
+    return np.sum(y * x)
+
+
+def a_row_and_an_entry_of_another_swapped(x):
+    y = np.outer(x, x) + np.eye(4)
+    a = y[3]
+    y[0], a[1] = a[2], y[0][3]
+    return np.sum(y * x) + np.sum(a)
+
+
 # Python's value and its gradient: the names, views and items that see the changed array are made again from it
 FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_after_loop,
             reversed_view_read_after_loop, reshaped_read_after_loop, two_names_one_written_in_loop,
@@ -347,9 +367,10 @@ FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_afte
             write_through_an_asarray_view, write_into_an_unpacked_array, write_into_what_a_helper_gave_back,
             bound_later_in_a_while_loop, swapped_names_in_a_loop, write_into_copies_of_lists_and_dicts,
             a_copied_list_and_a_second_name_of_its_source, one_array_in_two_slots_of_a_copy,
-            added_into_items_of_arrays_and_numbers]
-# refused at the write: a view an unpacking has read before its write (rows swapped)
-SHARED = [swap_rows, one_array_deep_in_another_slot, write_into_an_unpacked_array_another_slot_holds,
+            added_into_items_of_arrays_and_numbers, swap_rows, rows_rotated, rows_swapped_in_a_loop,
+            a_row_and_an_entry_of_another_swapped]
+# refused at the write: an object another slot holds deeper, or a view no known call made
+SHARED = [one_array_deep_in_another_slot, write_into_an_unpacked_array_another_slot_holds,
           write_into_a_view_a_helper_made]
 APART = [swap_entries, two_arrays_in_a_list, view_not_read_after, tuple_of_arrays_of_two_shapes]
 

@@ -43,8 +43,8 @@ def test_a_write_another_name_sees_is_followed(fun, x) -> None:
 @pytest.mark.parametrize("mode", [_grad, _jvp], ids=["grad", "jvp"])
 @pytest.mark.parametrize("fun", mf.SHARED, ids=[f.__name__ for f in mf.SHARED])
 def test_a_write_another_slot_sees_is_refused_at_its_line(fun, mode) -> None:
-    """A row an unpacking has read before it writes the other: which value sees the write is not a name the
-    lowering can make again, so it refuses at the line (write ``y[[0, 1]] = y[[1, 0]]``)."""
+    """An object another slot holds deeper, or a view a helper made: which entries the other sees is not known
+    where it is written, so it refuses at the line, naming the other variable."""
     with pytest.raises(InPlaceAliasError) as caught:
         mode(fun)
     assert f"memory_functions.py:{marked_line(fun, '# write')}:" in str(caught.value)
