@@ -621,19 +621,21 @@ def loop_rebinds(loop: gast.For | gast.While) -> set[str]:
     """The names a loop's body binds to another name's object, and those names (``y = kept``, ``a, b = b, a``):
     from the next step on, each pair may be one object, which a write through either changes for both."""
     names: set[str] = set()
-
-    def pair(target: gast.expr, value: gast.expr) -> None:
-        if isinstance(target, (gast.Tuple, gast.List)) and isinstance(value, (gast.Tuple, gast.List)) \
-                and len(target.elts) == len(value.elts):
-            for t, v in zip(target.elts, value.elts, strict=True):
-                pair(t, v)
-        elif isinstance(target, gast.Name) and isinstance(value, gast.Name) and target.id != value.id:
-            names.update((target.id, value.id))
     for node in gast.walk(loop):
         if isinstance(node, gast.Assign):
             for target in node.targets:
-                pair(target, node.value)
+                _rebinding(target, node.value, names)
     return names
+
+
+def _rebinding(target: gast.expr, value: gast.expr, names: set[str]) -> None:
+    """Add to ``names`` both sides of each ``t = v`` that ``target = value`` binds, ``v`` a name (``loop_rebinds``)."""
+    if isinstance(target, (gast.Tuple, gast.List)) and isinstance(value, (gast.Tuple, gast.List)) \
+            and len(target.elts) == len(value.elts):
+        for t, v in zip(target.elts, value.elts, strict=True):
+            _rebinding(t, v, names)
+    elif isinstance(target, gast.Name) and isinstance(value, gast.Name) and target.id != value.id:
+        names.update((target.id, value.id))
 
 
 def _sharing(target: gast.expr, value: gast.expr | None, names: set[str]) -> None:

@@ -51,7 +51,8 @@ class Emitted:
     entry: str
     namespace: dict[str, Any]
     bindings: tuple[Binding, ...]
-    files: dict[str, str]  # each generated function's name -> the file of the user's function it derives from
+    files: dict[str, str]  # each generated function's name -> the file of the user's function it derives from, and
+    # ``<file NAME>`` -> the file of a helper inlined from another (comments name it: ``NAME line 4: ...``)
     functions: tuple[Any, ...] = ()  # the user's functions it derives from, the entry's first (the cache keys on them)
 
 
@@ -131,7 +132,13 @@ def emit_units(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
     text = "\n\n".join(_printed(tree, entry, spelled)
                          for (_, _, tree), entry, spelled in zip(units, entries, spellings, strict=True))
     unique = {(b.alias, id(b.fn), b.origin): b for b in bindings}
-    files = {entry: owner.function.result_line.filename for (owner, _, _), entry in zip(units, entries, strict=True)}
+    files: dict[str, str] = {}
+    for owner, _, _ in units:  # the files of helpers inlined from elsewhere, which comments name by their names
+        for stmt in ir.walk(owner.function.body):  # (first: the functions' own entries keep their order, last)
+            if stmt.line.filename and stmt.line.filename != owner.function.result_line.filename:
+                files[f"<file {stmt.line.filename.rsplit('/', 1)[-1]}>"] = stmt.line.filename
+    files.update({entry: owner.function.result_line.filename
+                  for (owner, _, _), entry in zip(units, entries, strict=True)})
     functions = tuple(dict.fromkeys(owner.function.fn for owner, _, _ in reversed(units)))
     return Emitted(text, entries[-1], namespace, tuple(unique.values()), files, functions)
 

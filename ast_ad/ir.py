@@ -121,6 +121,12 @@ class Line:
     lineno: int
     text: str
 
+    def comment(self, home: str) -> str:
+        """The comment generated code shows above this line's statements: ``line N: text``, and the file's name
+        first where it is not ``home``, the differentiated function's (a helper of another file, inlined)."""
+        where = "" if self.filename == home or not self.filename else f"{self.filename.rsplit('/', 1)[-1]} "
+        return f"{where}line {self.lineno}: {self.text.strip()}"
+
 
 NOWHERE = Line("", 0, "")  # a statement a transformation adds that stands for no line of the user's (no comment)
 

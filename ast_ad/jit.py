@@ -48,6 +48,8 @@ def compiled(loaded: Loaded, fun: Any) -> Any:
         tree = _Undelete().visit(ast.parse(loaded.text))
         exec(compile(tree, loaded.fn.__code__.co_filename, "exec"), namespace)  # noqa: S102 -- our own code
         for name in loaded.files:  # every generated function, compiled, calling the others compiled
+            if name.startswith("<file "):
+                continue  # (the file of a helper inlined from elsewhere, which comments name)
             namespace[name] = numba.njit(namespace[name])
         code = fun.__code__  # where a failure in the forward pass (which has no line comments) is reported
         origin = (code.co_filename, code.co_firstlineno, linecache.getline(code.co_filename, code.co_firstlineno))

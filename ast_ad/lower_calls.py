@@ -11,6 +11,7 @@ line. Attribute reads are primitives (``x.T``), facts read as they are (``x.shap
 
 from __future__ import annotations
 
+import builtins
 import dis
 import functools
 import inspect
@@ -23,7 +24,7 @@ import numpy as np
 from ast_ad import ir, registry, runtime
 from ast_ad.analysis import is_library
 from ast_ad.check import refuse
-from ast_ad.errors import LocatedError, SourceUnavailableError, UnsupportedSyntaxError
+from ast_ad.errors import ASTADError, LocatedError, SourceUnavailableError, UnsupportedSyntaxError
 from ast_ad.lower_control import ControlFlow, written_parameters
 from ast_ad.objects import Objects, Super, followable, made_of
 from ast_ad.parse import Source
@@ -57,10 +58,22 @@ def param_writes(fn: Any) -> frozenset[str]:
     return PARAM_WRITES[key]
 
 
+_ABSENT = object()
+
+
+def _ending_in_return(tree: gast.FunctionDef) -> gast.FunctionDef:
+    """``tree``, its body ending in a ``return`` (``return None`` added where it ends without one)."""
+    if not tree.body or not isinstance(tree.body[-1], gast.Return) or tree.body[-1].value is None:
+        tree.body = [*tree.body, gast.copy_location(gast.Return(value=gast.Constant(value=None, kind=None)),
+                                                    tree.body[-1] if tree.body else tree)]
+    return tree
+
+
 class CallLowering(ControlFlow, Objects):
     """The calls and attribute reads of ``normalize.Lowerer`` (it reads the lowerer's state)."""
 
     source: Source
+    foreign_sources: dict[int, Source]  # the tree of a helper of another file -> its source (``foreign_tree``)
     env: dict[str, ir.Atom]
     instances: dict[str, type]  # IR name -> the user class it was made by (``m = Model(w)``)
     function_lists: dict[str, list[Any]]  # a list of lambdas or local functions by name (``fs = [f, g]``)
@@ -161,8 +174,8 @@ class CallLowering(ControlFlow, Objects):
             raise refuse(node, "calling a value computed inside the function is not supported yet: "
                                "call a module-level function", self.locate)
         writer = self.writing_helper(fn.obj)
-        if writer is not None:  # a helper of this module that changes its arguments: inlined, so that the
-            return self.inline(writer, node, name, user)  # caller's arrays follow its writes (``aliasing``)
+        if writer is not None:  # a helper that changes its arguments: inlined, so that the caller's arrays
+            return self.inline_helper(writer, node, name, user, fn.obj)  # follow its writes (``aliasing``)
         out = next((kw for kw in node.keywords if kw.arg == "out"), None)
         if out is not None:
             return self.write_out(node, out, name, user)
@@ -316,21 +329,59 @@ class CallLowering(ControlFlow, Objects):
         return copies
 
     def writing_helper(self, fn: Any) -> gast.FunctionDef | None:
-        """The tree of ``fn``, to inline, where it is a function of this module (no closure, not ast_ad's, no
+        """The tree of ``fn``, to inline, where it is a function of the user's (no closure, not ast_ad's, no
         rule) that changes a parameter in place (``a[0] = v``, ``a *= s``): inlined, its writes are the
-        caller's, which the memory model follows; it may return nothing (``fill(y)``)."""
+        caller's, which the memory model follows; it may return nothing (``fill(y)``). A function of another
+        module is inlined where every global it reads is the very object the caller's module has under that
+        name (``np``, ``math``...): its body then means here what it means there."""
         if not (inspect.isfunction(fn) and registry.lookup(fn) is None and not fn.__closure__
-                and fn.__globals__ is self.fn.__globals__ and fn is not self.fn
-                and not (fn.__module__ or "").startswith("ast_ad.")) or fn.__name__ in self.inlining:
+                and fn is not self.fn and not (fn.__module__ or "").startswith("ast_ad.")) \
+                or fn.__name__ in self.inlining:
             return None
+        if fn.__globals__ is not self.fn.__globals__:
+            tree = self.foreign_tree(fn)
+            if tree is None or not written_parameters(tree):
+                return None
+            return _ending_in_return(tree)
         tree = self.helper_tree(gast.Call(func=gast.Name(id=fn.__name__, ctx=gast.Load(), annotation=None,
                                                          type_comment=None), args=[], keywords=[]), fn)
         if not written_parameters(tree):
             return None
-        if not tree.body or not isinstance(tree.body[-1], gast.Return) or tree.body[-1].value is None:
-            tree.body = [*tree.body, gast.copy_location(gast.Return(value=gast.Constant(value=None, kind=None)),
-                                                        tree.body[-1] if tree.body else tree)]
-        return tree
+        return _ending_in_return(tree)
+
+    def foreign_tree(self, fn: Any) -> gast.FunctionDef | None:
+        """The tree of ``fn``, a function of another module, where each global name it reads is the caller's
+        module's very object (or a builtin neither shadows); ``None`` otherwise, or where it has no source."""
+        from ast_ad.parse import parse  # (the parser, for a function met while lowering)
+
+        try:
+            source = parse(fn)
+        except ASTADError:
+            return None
+        own = {n.id for n in gast.walk(source.tree) if isinstance(n, gast.Name)
+               and isinstance(n.ctx, (gast.Store, gast.Param))} | {a.id for a in source.tree.args.args}
+        for n in gast.walk(source.tree):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id not in own:
+                theirs = fn.__globals__.get(n.id, _ABSENT)
+                ours = self.fn.__globals__.get(n.id, _ABSENT)
+                if theirs is not ours or theirs is _ABSENT and not hasattr(builtins, n.id):
+                    return None
+        self.foreign_sources[id(source.tree)] = source
+        return source.tree
+
+    def inline_helper(self, tree: gast.FunctionDef, node: gast.Call, name: str | None, user: bool,
+                      fn: Any) -> ir.Atom:
+        """``inline`` a helper that changes its arguments; one of another file is lowered at its own lines (its
+        comments and errors name them)."""
+        source = self.foreign_sources.get(id(tree))
+        if source is None:
+            return self.inline(tree, node, name, user)
+        outer = self.source
+        self.source = source
+        try:
+            return self.inline(tree, node, name, user)
+        finally:
+            self.source = outer
 
     def dead_after(self, atom: ir.Var) -> bool:
         """Whether no variable that holds ``atom`` is read after the statement being lowered, but as the name it

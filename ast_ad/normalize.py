@@ -137,6 +137,7 @@ class Lowerer(ExpressionLowering):
         self.loops: list[set[str]] = []  # per enclosing loop, the names it appends to
         self.loop_shared: list[set[str]] = []  # per enclosing loop, the names it may bind to a shared object
         self.loop_rebinds: list[set[str]] = []  # per enclosing loop, the names it binds to another's object
+        self.foreign_sources: dict[int, Source] = {}  # helpers of other files, inlined (``CallLowering``)
         self.partials: dict[str, tuple[Any, ...]] = {}  # name -> (function, args, keywords) of a functools.partial
         self.instances: dict[str, type] = {}  # IR name -> the user class it was made by (``m = Model(w)``)
         self.function_lists: dict[str, list[Any]] = {}  # ``fs = [lambda t: ..., g]``: the functions by name

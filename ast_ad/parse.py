@@ -58,7 +58,7 @@ class Source:
 
 
 _generated: dict[str, dict[str, str]] = {}  # a file of code ast_ad wrote -> its functions' users' files
-_COMMENT = re.compile(r"\s*# line (\d+): (.*)$")
+_COMMENT = re.compile(r"\s*# (?:(\S+) )?line (\d+): (.*)$")  # (a file's name first: another file's line)
 
 
 def generated(filename: str, files: dict[str, str]) -> None:
@@ -71,14 +71,16 @@ def generated(filename: str, files: dict[str, str]) -> None:
 def user_line(filename: str, function: str, lineno: int) -> tuple[str, int, str] | None:
     """The user's line whose derivative line ``lineno`` of ``function`` (in code ast_ad wrote, in ``filename``)
     computes: the ``# line N: ...`` comment above it in that function, else line 0 of the user's file (the
-    statements before the first comment); ``None`` where that is not code ast_ad wrote."""
+    statements before the first comment); ``None`` where that is not code ast_ad wrote. A comment that names a
+    file first (``helpers.py line 4: ...``, an inlined helper's) names one of ``files``' ``<file NAME>`` keys."""
     files = _generated.get(filename)
     if files is None or function not in files:
         return None
     for text in reversed(linecache.getlines(filename)[:lineno]):
         found = _COMMENT.match(text)
         if found:
-            return files[function], int(found.group(1)), found.group(2).rstrip("\n")
+            path = files.get(f"<file {found.group(1)}>", files[function]) if found.group(1) else files[function]
+            return path, int(found.group(2)), found.group(3).rstrip("\n")
         if text.lstrip().startswith("def "):
             break
     return files[function], 0, ""

@@ -357,7 +357,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
                 line = None
             elif stmt.line != line and any(restored(s) is None for s in adjoint):
                 line = stmt.line
-                out.append(ir.Comment(f"line {line.lineno}: {line.text.strip()}"))
+                out.append(ir.Comment(line.comment(self.function.result_line.filename)))
             out += adjoint
         return out + self.flush()
 

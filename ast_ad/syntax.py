@@ -653,7 +653,7 @@ class _Printer:
             if stmt.line is not line and stmt.line != line and type(stmt) is not ir.Break:
                 line = stmt.line
                 if line.lineno:
-                    out.append(comment(f"line {line.lineno}: {line.text.strip()}"))
+                    out.append(comment(line.comment(self.fn.result_line.filename)))
             if type(stmt) is ir.Assign:
                 value = expr(stmt.value, self.refs, at=self.take if self.waiting else None)
                 if stmt.target in self.parts and self.reads.get(stmt.target) == 1 \

@@ -5,6 +5,8 @@ Each write is marked ``# write``: a refusal names that line.
 
 import numpy as np
 
+from tests.data import foreign_helpers
+
 
 def view_read_after_loop(x):
     y = x * 1.0
@@ -358,6 +360,19 @@ def a_row_and_an_entry_of_another_swapped(x):
     return np.sum(y * x) + np.sum(a)
 
 
+def helpers_of_another_module_write_their_arguments(x):
+    y = x * 1.0
+    foreign_helpers.fill(y, x[2])
+    total = foreign_helpers.scale_rows(np.outer(y, y), 0.5)
+    return np.sum(y * x) + total
+
+
+def a_helper_of_another_module_reads_its_own_global(x):
+    y = x * 1.0
+    foreign_helpers.clip_at_limit(y)  # write: LIMIT is that module's alone (refused)
+    return np.sum(y * x)
+
+
 # Python's value and its gradient: the names, views and items that see the changed array are made again from it
 FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_after_loop,
             reversed_view_read_after_loop, reshaped_read_after_loop, two_names_one_written_in_loop,
@@ -368,7 +383,7 @@ FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_afte
             bound_later_in_a_while_loop, swapped_names_in_a_loop, write_into_copies_of_lists_and_dicts,
             a_copied_list_and_a_second_name_of_its_source, one_array_in_two_slots_of_a_copy,
             added_into_items_of_arrays_and_numbers, swap_rows, rows_rotated, rows_swapped_in_a_loop,
-            a_row_and_an_entry_of_another_swapped]
+            a_row_and_an_entry_of_another_swapped, helpers_of_another_module_write_their_arguments]
 # refused at the write: an object another slot holds deeper, or a view no known call made
 SHARED = [one_array_deep_in_another_slot, write_into_an_unpacked_array_another_slot_holds,
           write_into_a_view_a_helper_made]

@@ -213,3 +213,17 @@ def test_a_name_of_the_top_level_written_in_a_nested_branch(shift) -> None:
     value, grads = ast_ad.value_and_grad(fun, (0, 1))(x0.copy(), x1.copy())
     assert value == fun(x0.copy(), x1.copy())
     assert_fd(lambda a, b: fun(a.copy(), b.copy()), (x0, x1), (0, 1), grads)
+
+
+def test_a_helper_of_another_module_is_inlined_where_its_globals_are_the_callers() -> None:
+    """A helper of another file that changes its argument is lowered in place, as one of the same file is, where
+    every global it reads is the caller's very object: the comments name its file; where it reads a global of
+    its own (``LIMIT``), the refusal names its line and says what to write."""
+    from tests.data import foreign_helpers
+
+    text = ast_ad.source(ast_ad.grad(mf.helpers_of_another_module_write_their_arguments), X)
+    assert "# foreign_helpers.py line 14: m[i] *= s" in text and "detached" not in text
+    with pytest.raises(ast_ad.errors.LocatedError) as refused:
+        ast_ad.grad(mf.a_helper_of_another_module_reads_its_own_global)(X.copy())
+    assert (refused.value.filename, refused.value.lineno) == (foreign_helpers.__file__, 19)
+    assert "return it (return a)" in str(refused.value) and "must end with" not in str(refused.value)
