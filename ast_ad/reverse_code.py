@@ -16,7 +16,7 @@ from ast_ad.calls import callees_in_order
 from ast_ad.emit import local_names
 from ast_ad.fold import Inliner, filled, folded, folded_scanned, number_calls, pure_calls, shared_factor
 from ast_ad.naming import Namer
-from ast_ad.release import released
+from ast_ad.release import released, without_dead_constants
 from ast_ad.reverse import Adjoint
 
 Unit = tuple[Any, str, gast.FunctionDef]  # (the adjoint it belongs to, "vjp", "fwd" or "bwd", the function)
@@ -56,6 +56,8 @@ def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
     backward = shared_factor(backward, a.adjoints, number_calls(a.refs))
     # an array bound once, and that assignment written into its reader, is no name to release
     releasable = a.releasable - inliner.folded
+    backward, live = without_dead_constants(backward, keep | syntax.name_ids(ret, loads=True))
+    forward, _ = without_dead_constants(forward, live)
     body = _iterated(forward + released(backward, releasable, a.array_adjoints, keep, a.refs) + [ret], a.refs)
     return syntax.function(f"{a.function.name}_vjp", [*a.params, a.seed], body, [syntax.const(1.0)])
 
@@ -150,5 +152,6 @@ def _pair(a: Adjoint) -> list[gast.FunctionDef]:
     ret = syntax.ret(syntax.tuple_([syntax.name(g) for g in a.grads]))
     (backward,) = _inlined(a, [folded(a.backward, {*a.grads, a.seed})], [*unpack, ret])
     backward = shared_factor(backward, a.adjoints, number_calls(a.refs))
+    backward, _ = without_dead_constants(backward, syntax.name_ids(ret, loads=True))
     bwd = syntax.function(f"{a.function.name}_bwd", [pack, a.seed], unpack + backward + [ret])
     return [fwd, bwd]

@@ -1568,7 +1568,10 @@ def slots_holding(container: Any, old: Any, where: Any) -> Any:
 def slots_changed(container: Any, key: Any, old: Any, where: Any) -> Any:
     """The slots of ``container`` that ``container[key] += v`` changes: where the item ``old`` is an array, list or
     dict (which ``+=`` changes in place), every slot holding it (``slots_holding``); for a number (which ``+=``
-    replaces), the slot ``key`` alone."""
+    replaces), the slot ``key`` alone. A tuple's item raises Python's error (after changing the item, which the
+    error leaves unread)."""
+    if isinstance(container, tuple):
+        raise TypeError(f"{where}: 'tuple' object does not support item assignment")
     if is_array(old) or isinstance(old, (list, dict)):
         return slots_holding(container, old, where)
     return (key,)
