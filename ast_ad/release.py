@@ -72,7 +72,8 @@ def _delete(names: list[str]) -> gast.Delete:
 def without_dead_constants(body: list[gast.stmt], keep: set[str]) -> tuple[list[gast.stmt], set[str]]:
     """``body`` without the assignments of a constant to a name that nothing reads afterwards, on any path: an
     adjoint reset to zero at the end of a branch (``y_bar = 0.0``) where no earlier value of ``y`` is read
-    back, a name declared before a branch that binds it on every path (``y = None``). The fact it relies on:
+    back. A declaration (``y = None`` before a branch or loop that binds ``y``) stays: a transformation of this
+    code reads it as the name's first binding, whose kind it knows. The fact it relies on:
     a constant is computed by nothing and raises nothing, so leaving out an assignment nothing reads changes
     nothing else; a read anywhere later (in a later step of a loop, through ``del``) keeps it (``_pruned``).
     ``keep``: the names read after ``body``; also returned, the names read from its start on. The statements
@@ -89,8 +90,8 @@ def _pruned(body: list[gast.stmt], live: set[str], loop: tuple[set[str], set[str
         kind = type(stmt)
         if kind is gast.Assign and len(stmt.targets) == 1 and type(stmt.targets[0]) is gast.Name:
             name = stmt.targets[0].id
-            if name not in live and type(stmt.value) is gast.Constant:
-                continue  # (dead: nothing reads it)
+            if name not in live and type(stmt.value) is gast.Constant and stmt.value.value is not None:
+                continue  # (dead: nothing reads it; ``x = None``, a declaration later passes read, stays)
             live = (live - {name}) | syntax.name_ids(stmt.value, loads=True)
         elif kind is gast.If:
             body_, body_live = _pruned(stmt.body, set(live), loop)
