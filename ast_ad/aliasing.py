@@ -611,10 +611,15 @@ def loop_shared(loop: gast.For | gast.While, checked_only: set[str]) -> set[str]
         if isinstance(node, gast.Assign):
             for target in node.targets:
                 _sharing(target, node.value, names)
-        elif isinstance(node, (gast.For, gast.comprehension)):
-            _sharing(node.target, None, names)
+        elif isinstance(node, (gast.For, gast.comprehension)) and not _over_range(node.iter):
+            _sharing(node.target, None, names)  # (a loop over a range binds integers, which share nothing)
             names.update(n.id for n in gast.walk(node.iter) if isinstance(n, gast.Name))
     return names - checked_only
+
+
+def _over_range(iterated: gast.expr) -> bool:
+    """Whether ``iterated`` is a call of ``range``, whose items are integers."""
+    return isinstance(iterated, gast.Call) and isinstance(iterated.func, gast.Name) and iterated.func.id == "range"
 
 
 def loop_rebinds(loop: gast.For | gast.While) -> set[str]:
@@ -652,6 +657,8 @@ def _sharing(target: gast.expr, value: gast.expr | None, names: set[str]) -> Non
     if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and value.func.attr == "pop" \
             and not value.args:
         return  # ``v = xs.pop()``: v is what xs held (``normalize.Lowerer.pop`` records it), not xs
+    while isinstance(value, gast.Subscript):  # ``y[i + 1]``: an item or view of ``y``; the index shares nothing
+        value = value.value
     if value is not None:
         names.update(n.id for n in gast.walk(value) if isinstance(n, gast.Name))
 
