@@ -191,12 +191,14 @@ class Aliasing:
         elif (slot := self.slot_of(other, atom)) is not None:  # ``other = [y]``: put ``y`` back in its slot
             form, inverse, identity = ir.Call(ir.Ref(operator.getitem, "operator.getitem"), (other, slot)), True, False
             probe = self.bind(ir.Call(_PROBE, (other, form.fn, *form.args[1:])), "probe", holds=False)
-        elif other.name not in same and not (changed != owner and mine is not None and mine.args
-                                             and isinstance(mine.args[0], ir.Var)
+        elif other.name not in same and not (mine is not None and mine.args and isinstance(mine.args[0], ir.Var)
+                                             and (changed != owner or mine.fn.obj in (operator.getitem,
+                                                                                      runtime.list_item))
                                              and other.name in self.holds.get(mine.args[0].name, set())) \
                 and not any(owner in names and other.name in self.loop_reach(names) for names in self.loop_rebinds):
-            # neither the same object, a view of it, (an item's) the object a container holds, nor two names a
-            # loop may bind to one object in an earlier step (``y += d; y = kept``: asked at each step)
+            # neither the same object, a view of it, the object a container holds that an item read may be
+            # (``v1 = sorted([v0])[0]``: asked), nor two names a loop may bind to one object in an earlier step
+            # (``y += d; y = kept``: asked at each step)
             return False
         if other == atom and item:  # the very object (``v = x``), changed in place (``x[i] = ...``, which a
             # number would refuse; ``x += d`` on a number binds a new one, which ``view_of`` tells apart)
@@ -321,6 +323,7 @@ class Aliasing:
                     # so that a later write through either is seen by the other (``v1 = v0[1:]`` in a loop)
                     again = ir.Call(up.form.fn, (target, *up.form.args[1:]), up.form.kwargs)
                     made += (ir.Assign(written.name, again, self.line),)
+                    self.recipes[written.name] = again  # (which view it is, where it is one: ``view_of`` asks)
                 branch = ir.If(is_view, made, (), self.line)
                 view = (*self.body[start:], branch)
                 del self.body[start:]
@@ -497,6 +500,8 @@ class Aliasing:
             self.body.append(ir.Assign(flag, ir.Call(ir.Ref(runtime.is_container, "is_container"), (source,)),
                                        self.line))
             self.copied_from[atom.name] = (source.name, flag)
+            for item in sorted(self.holds.get(source.name, ())):  # (a container's copy holds what it holds)
+                self.contain(atom.name, item)
         elif isinstance(last.value, ir.Pack) and not self.checked(atom.name):  # a container holds its elements
             self.packs[atom.name] = last.value
             for elt in last.value.elts:

@@ -373,6 +373,14 @@ def a_helper_of_another_module_reads_its_own_global(x):
     return np.sum(y * x)
 
 
+def an_item_of_a_sorted_list_written(x):
+    a, b = np.sin(x), x * 2.0
+    first = sorted([a, b], key=lambda v: v[1])[0]  # a or b itself, as their entries decide
+    first *= np.tanh(np.sum(x))
+    first[2] = x[0]
+    return np.sum(a * x) + np.sum(b)
+
+
 # Python's value and its gradient: the names, views and items that see the changed array are made again from it
 FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_after_loop,
             reversed_view_read_after_loop, reshaped_read_after_loop, two_names_one_written_in_loop,
@@ -383,7 +391,8 @@ FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_afte
             bound_later_in_a_while_loop, swapped_names_in_a_loop, write_into_copies_of_lists_and_dicts,
             a_copied_list_and_a_second_name_of_its_source, one_array_in_two_slots_of_a_copy,
             added_into_items_of_arrays_and_numbers, swap_rows, rows_rotated, rows_swapped_in_a_loop,
-            a_row_and_an_entry_of_another_swapped, helpers_of_another_module_write_their_arguments]
+            a_row_and_an_entry_of_another_swapped, helpers_of_another_module_write_their_arguments,
+            an_item_of_a_sorted_list_written]
 # refused at the write: an object another slot holds deeper, or a view no known call made
 SHARED = [one_array_deep_in_another_slot, write_into_an_unpacked_array_another_slot_holds,
           write_into_a_view_a_helper_made]
