@@ -156,13 +156,18 @@ class Aliasing:
             users = [other.name]  # an attribute of an object made here: a variable the lowering may assign
         if not users:
             return False
-        if item and changed != owner and self.container_like(other) and other.name not in self.params \
-                and other.name not in self.aliases(atom.name) and self.mutable_or_top(users):
-            # ``ys = list(xs); ys[0][i] = v``: the list ``xs`` (under each of its names) holds that object too, in
-            # the slots it has at run time (``slots_holding``, which refuses where a slot reaches it deeper); each
-            # takes the new object
+        if item and self.container_like(other) and other.name not in self.params \
+                and other.name not in self.aliases(atom.name) and self.mutable_or_top(users) \
+                and (changed != owner or self.array_like(atom) and self.slot_of(other, atom) is None) \
+                and self.may_hold(other, atom):
+            # ``ys = list(xs); ys[0][i] = v`` (or ``pair = [y, y]; y[0] = v``): the list ``xs`` (under each of its
+            # names) holds that object too, in the slots it has at run time (``slots_holding``, which refuses
+            # where a slot reaches it deeper); each takes the new object. The slots are found before the write,
+            # while ``atom`` is the object as it was (a write in a loop binds its name again)
+            where = ir.Const(f"{self.line.filename}:{self.line.lineno}")
+            slots = self.bind(ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"), (other, atom, where)), "slots")
             twins = self.twins_of(changed, other)
-            self.follow_ups.append(FollowUp(changed, users[0], None, None, False, False, other, twins, held=atom,
+            self.follow_ups.append(FollowUp(changed, users[0], None, None, False, False, other, twins, held=slots,
                                             names=tuple(users[1:])))
             return True
         if len(users) != 1:
@@ -219,6 +224,23 @@ class Aliasing:
         return tuple((up.user, self.bind(ir.Call(ir.Ref(runtime.is_same, "is_same"), (other, up.before)),
                                          "one_object"))
                      for up in self.follow_ups if up.owner == changed and up.before is not None)
+
+    def may_hold(self, container: ir.Var, atom: ir.Var) -> bool:
+        """Whether the list, tuple or dict ``container`` may hold the object ``atom`` (at any depth): it holds a name
+        of it, or one of the objects of the container ``atom`` was read from as an item (``ys[0]``, ``xs`` and its
+        copy ``ys`` holding the same)."""
+        held: set[str] = set()
+        stack = [container.name]
+        while stack:
+            for name in self.holds.get(stack.pop(), set()) - held:
+                held.add(name)
+                stack.append(name)
+        objects = self.aliases(atom.name)
+        read = self.recipes.get(atom.name)
+        if read is not None and read.fn.obj in (operator.getitem, runtime.list_item) and read.args \
+                and isinstance(read.args[0], ir.Var):
+            objects = objects | self.holds.get(read.args[0].name, set())
+        return bool(held & objects)
 
     def mutable_or_top(self, users: list[str]) -> bool:
         """Whether the variables ``users`` can be bound again here: at the top level, or prepared for this block."""
@@ -341,18 +363,13 @@ class Aliasing:
                 self.recipes[target.name] = ir.Call(up.form.fn, (changed, *up.form.args[1:]), up.form.kwargs)
 
     def refill(self, up: FollowUp, changed: ir.Var) -> None:
-        """``up.user``, a list, tuple or dict that may hold the object that changed (``up.held``, its old value), made
-        again with ``changed`` in each slot that held it; the very object of a variable followed before, that
-        variable's new value."""
+        """``up.user``, a list, tuple or dict that may hold the object that changed, made again with ``changed`` in
+        each slot that held it (``up.held``, found before the change); the very object of a variable followed
+        before, that variable's new value."""
         assert up.held is not None and up.before is not None
-        where = ir.Const(f"{self.line.filename}:{self.line.lineno}")
         target = self.own_name(up.user, self.env[up.user])
-        start = len(self.body)
-        slots = self.bind(ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"), (up.before, up.held, where)),
-                          "slots")
-        made: tuple[ir.Stmt, ...] = (*self.body[start:], ir.Assign(target.name, ir.Call(
-            ir.Ref(runtime.replaced, "replaced"), (target, slots, changed)), self.line))
-        del self.body[start:]
+        made: tuple[ir.Stmt, ...] = (ir.Assign(target.name, ir.Call(
+            ir.Ref(runtime.replaced, "replaced"), (target, up.held, changed)), self.line),)
         for twin, one in reversed(up.twins):
             made = (ir.If(one, (ir.Assign(target.name, self.followed_value(twin), self.line),), made, self.line),)
         self.body += made
@@ -472,6 +489,8 @@ class Aliasing:
             # made again from the array after a write (``followed``): its other operands as they are then,
             # which ``view_of`` checks by the layout they give (an index a loop moved on gives another view)
             self.recipes[atom.name] = call
+            if call.fn.obj in (operator.getitem, runtime.list_item) and self.container_like(call.args[0]):
+                self.contain(call.args[0].name, atom.name)  # (an item read of a list or dict: what it holds)
             pack = self.packs.get(call.args[0].name)
             if pack is not None and len(call.args) == 2 and isinstance(call.args[1], ir.Const) \
                     and call.args[0].name not in self.mutable:  # ``[y][0]``: the very object ``y``
@@ -549,7 +568,7 @@ class FollowUp:
     identity: bool  # whether the variable may be the changed object itself (not where one holds the other)
     before: ir.Var | None = None  # the variable's value before the write
     twins: tuple[tuple[str, ir.Var], ...] = ()  # earlier followed variables, and whether this is their object
-    held: ir.Var | None = None  # a container the variable is: the changed object's old value, in its slots
+    held: ir.Var | None = None  # a container the variable is: the slots that held the changed object
     names: tuple[str, ...] = ()  # the container's other names (``zs = xs``): one object, after the change too
 
 

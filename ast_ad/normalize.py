@@ -378,6 +378,7 @@ class Lowerer(ExpressionLowering):
         if isinstance(value, ir.Var):  # ``a, b = xs``: the names hold the very objects the list or tuple holds
             for k, name in enumerate(names):
                 self.unpacked[name] = value.name
+                self.contain(value.name, name)  # (and ``xs`` holds what each name holds: either sees the other)
                 if value.name in self.holds:  # ``a`` is ``xs[0]``: a write into it is put back in that slot
                     item = ir.Ref(operator.getitem, "operator.getitem")
                     self.recipes[name] = ir.Call(item, (value, ir.Const(k)))

@@ -1559,7 +1559,9 @@ def slots_holding(container: Any, old: Any, where: Any) -> Any:
     """The slots of ``container`` (a list, tuple or dict) that hold the object ``old``, which a write changes:
     after ``pair[0][1] = v`` on ``pair = [y, y]`` both hold the changed array (``replaced``). Where ``old`` is
     also inside another slot (deeper, or an array sharing its memory), which entries that one sees is not known
-    here: refused (no gradient: positions)."""
+    here: refused (no gradient: positions). A name that holds no container (yet: ``None``) holds it nowhere."""
+    if not isinstance(container, (list, tuple, dict)):
+        return ()
     slots = _slots(container)
     check_in_place(old, [container[k] for k in slots if container[k] is not old], where)
     return tuple(k for k in slots if container[k] is old)
@@ -1624,6 +1626,8 @@ def replaced_vjp_new(g: Any, new: Any, slots: Any) -> Any:
 
 def replaced_jvp_new(u: Any, container: Any, slots: Any) -> Any:
     """The tangent of ``replaced`` along the new object's: ``u`` in the replaced slots, zeros elsewhere."""
+    if not slots:
+        return zeros_like(container)  # (no slot took it: the container itself)
     if isinstance(container, dict):
         return {k: (u if k in slots else zeros_like(container[k])) for k in container}
     values = [u if k in slots else zeros_like(container[k]) for k in range(len(container))]

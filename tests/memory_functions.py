@@ -248,7 +248,7 @@ def write_into_an_unpacked_array_another_slot_holds(x):
     y = x * 1.0
     xs = [y, y]
     a, b = xs
-    a[0] = 5.0  # write: b and xs[1] are y too (refused)
+    a[0] = 5.0  # b, y and both slots of xs are that array too: all see it
     return np.sum(xs[1] * x) + np.sum(b)
 
 
@@ -373,6 +373,15 @@ def a_helper_of_another_module_reads_its_own_global(x):
     return np.sum(y * x)
 
 
+def one_array_in_two_slots_written_through_its_name(x):
+    y = x * 1.0
+    pair = [y, y]
+    y[0] = 5.0 * x[1]
+    for i in range(2):
+        y[i + 1] = y[i] * x[2]
+    return np.sum(pair[1] * x) + np.sum(pair[0])
+
+
 def an_item_of_a_sorted_list_written(x):
     a, b = np.sin(x), x * 2.0
     first = sorted([a, b], key=lambda v: v[1])[0]  # a or b itself, as their entries decide
@@ -392,9 +401,10 @@ FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_afte
             a_copied_list_and_a_second_name_of_its_source, one_array_in_two_slots_of_a_copy,
             added_into_items_of_arrays_and_numbers, swap_rows, rows_rotated, rows_swapped_in_a_loop,
             a_row_and_an_entry_of_another_swapped, helpers_of_another_module_write_their_arguments,
-            an_item_of_a_sorted_list_written]
+            an_item_of_a_sorted_list_written, write_into_an_unpacked_array_another_slot_holds,
+            one_array_in_two_slots_written_through_its_name]
 # refused at the write: an object another slot holds deeper, or a view no known call made
-SHARED = [one_array_deep_in_another_slot, write_into_an_unpacked_array_another_slot_holds,
+SHARED = [one_array_deep_in_another_slot,
           write_into_a_view_a_helper_made]
 APART = [swap_entries, two_arrays_in_a_list, view_not_read_after, tuple_of_arrays_of_two_shapes]
 

@@ -147,6 +147,8 @@ defjvp(chosen, None, lambda u, ans, c, x, keep: np.where(c, u, 0.0) if keep else
 def_identity_read(check_in_place, 1)  # the other names' objects, compared with the one about to change
 def_guard(check_in_place, 0)  # the object about to change, which another live name may also reach
 def_guard(view_of, 0)  # likewise, where the other name is followed: it is the changed object, or a view of it
+def_guard(slots_holding, 1)  # the object about to change, whose slots in a container are asked (a copy has none)
+def_guard(slots_changed, 2)
 def_view(list_item)  # xs[i] of a list: the very object the list holds
 def_nondiff(builtins.len, builtins.int, builtins.bool, builtins.round, builtins.range, builtins.slice,
             builtins.isinstance, builtins.type)
