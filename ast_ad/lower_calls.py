@@ -407,6 +407,8 @@ class CallLowering(ControlFlow, Objects):
         if attr in VARARG_METHODS and len(args) > 1:
             args = (self.bind(ir.Pack(args), "shape"),)
         kwargs = tuple((kw.arg, self.expr(kw.value)) for kw in node.keywords)
+        if attr == "astype" and ("copy", ir.Const(False)) in kwargs:  # may give the array itself: a view
+            fn_obj, kwargs = runtime.astype_view, tuple(kw for kw in kwargs if kw[0] != "copy")
         fn = ir.Ref(fn_obj, attr if attr == "astype" else f"np.{fn_obj.__name__}")
         self.check_arguments_followed(node, fn, (receiver,) + args, kwargs)
         hint = name or (f"{attr}_{receiver.name}" if isinstance(receiver, ir.Var) else attr)

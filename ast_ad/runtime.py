@@ -1233,9 +1233,14 @@ def copy_of(x: Any) -> Any:
 
 
 def astype(x: Any, dtype: Any, copy: Any = True) -> Any:
-    """``x.astype(dtype)`` as a function: a new array (``copy=False``, which may give ``x`` itself, is refused
-    where it is written: ``registry.keyword_hazard``)."""
+    """``x.astype(dtype)`` as a function: a new array (``copy=False`` is ``astype_view``)."""
     return as_array(x).astype(dtype)
+
+
+def astype_view(x: Any, dtype: Any) -> Any:
+    """``x.astype(dtype, copy=False)`` as a function: ``x`` itself where it has that dtype already, else a new
+    array; a registered view, so that a write through either is seen by the other where they are one."""
+    return as_array(x).astype(dtype, copy=False)
 
 
 # ---- linear algebra ----------------------------------------------------------------------------------------

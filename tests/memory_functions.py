@@ -382,6 +382,15 @@ def one_array_in_two_slots_written_through_its_name(x):
     return np.sum(pair[1] * x) + np.sum(pair[0])
 
 
+def casts_that_may_not_copy(x):
+    z = np.sin(x)
+    same = z.astype(np.float64, copy=False)  # z itself
+    other = z.astype(np.float64)  # a new array
+    same[1] = other[2] * 2.0
+    other[0] = same[0] * 3.0
+    return np.sum(z * x) + np.sum(other * same)
+
+
 def an_item_of_a_sorted_list_written(x):
     a, b = np.sin(x), x * 2.0
     first = sorted([a, b], key=lambda v: v[1])[0]  # a or b itself, as their entries decide
@@ -402,7 +411,7 @@ FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_afte
             added_into_items_of_arrays_and_numbers, swap_rows, rows_rotated, rows_swapped_in_a_loop,
             a_row_and_an_entry_of_another_swapped, helpers_of_another_module_write_their_arguments,
             an_item_of_a_sorted_list_written, write_into_an_unpacked_array_another_slot_holds,
-            one_array_in_two_slots_written_through_its_name]
+            one_array_in_two_slots_written_through_its_name, casts_that_may_not_copy]
 # refused at the write: an object another slot holds deeper, or a view no known call made
 SHARED = [one_array_deep_in_another_slot,
           write_into_a_view_a_helper_made]

@@ -376,8 +376,9 @@ MORE_NUMPY = {
 
 
 def _assign_item_cases():
-    from ast_ad.runtime import assign_item, astype, copy_of
-    return {assign_item: assigns(), astype: case(of_shape(1, 2), np.float64), copy_of: case(of_shape(1, 2))}
+    from ast_ad.runtime import assign_item, astype, astype_view, copy_of
+    return {assign_item: assigns(), astype: case(of_shape(1, 2), np.float64), copy_of: case(of_shape(1, 2)),
+            astype_view: case(of_shape(1, 2), np.float64)}
 
 
 MORE_NUMPY.update(_assign_item_cases())

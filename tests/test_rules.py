@@ -272,7 +272,7 @@ def test_a_view_fact_is_one_python_has(fn) -> None:
     results) does share memory with its first argument for some call: the fact is not a guess."""
     x = np.arange(6.0).reshape(2, 3)
     extra = {np.reshape: ((3, 2),), np.swapaxes: (0, 1), np.moveaxis: (0, 1), np.broadcast_to: ((4, 2, 3),),
-             np.expand_dims: (0,), __import__("operator").getitem: ((0,),)}
+             np.expand_dims: (0,), __import__("operator").getitem: ((0,),), runtime.astype_view: (np.float64,)}
     if fn is runtime.list_item:  # an item of a list: the very object the list holds
         xs = [x, x + 1.0]
         assert fn(xs, 1, 2) is xs[1]

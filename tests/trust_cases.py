@@ -230,7 +230,7 @@ def write_into_what_a_helper_returned(x):
 
 def a_cast_that_may_not_copy(x):
     z = x * 1.0
-    y = z.astype(np.float64, copy=False)  # refused here
+    y = z.astype(np.float64, copy=False)  # z itself: it has that dtype
     y[0] = 5.0
     return np.sum(z * x)
 

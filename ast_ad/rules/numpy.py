@@ -33,6 +33,7 @@ from ast_ad.runtime import (
     assign_item_vjp_value,
     assign_item_vjp_x,
     astype,
+    astype_view,
     average_vjp,
     average_weights_jvp,
     average_weights_vjp,
@@ -263,6 +264,7 @@ defvjp(np.real,         lambda g, ans, x: g)
 defvjp(assign_item,     lambda g, ans, x, index, value: assign_item_vjp_x(g, x, index), None,
                         lambda g, ans, x, index, value: assign_item_vjp_value(g, ans, index, value))
 defvjp(astype,          lambda g, ans, x, dtype, copy=True: cast_vjp(g, ans, x))
+defvjp(astype_view,     lambda g, ans, x, dtype: cast_vjp(g, ans, x))
 defvjp(add_at,          lambda g, ans, x, index, value: g,
                         None,
                         lambda g, ans, x, index, value: unbroadcast(g[index], value))
@@ -271,8 +273,9 @@ def_sequence(np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit)  # they 
 def_view(np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.swapaxes, np.moveaxis, np.broadcast_to,
          np.atleast_1d, np.atleast_2d, np.atleast_3d, np.diagonal, np.real, np.asarray)  # may share memory
 # a write through such a view reaches its base as the view's entries put back (``aliasing``)
+def_view(astype_view)  # ``x.astype(x.dtype, copy=False)`` is ``x`` itself
 for _view in (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.atleast_1d, np.atleast_2d, np.atleast_3d,
-              np.asarray):  # (np.asarray of an array of its dtype: the array itself)
+              np.asarray, astype_view):  # (np.asarray of an array of its dtype: the array itself)
     def_view_inverse(_view, unreshaped, takes_base=True)
 def_view_inverse(np.transpose, untransposed)
 def_view_inverse(np.swapaxes, np.swapaxes)  # its own inverse, with the same axes
@@ -298,7 +301,7 @@ for _method in ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cu
 def_method("flatten", np.ravel)
 def_method("astype", astype)
 # arguments whose meaning the rules follow, or that are refused at the call (``registry.keyword_hazard``)
-def_casts(np.array, np.asarray, astype)  # their rules follow dtype= (integers: no gradient)
+def_casts(np.array, np.asarray, astype, astype_view)  # their rules follow dtype= (integers: no gradient)
 def_reads_in_order(np.reshape, np.ravel)  # order='F' reads entries in another order
 def_scaled_by_initial(np.prod)  # initial= multiplies the product
 def_method("copy", copy_of)  # the object's own copy: np.copy would compute a dask array, and make a list an array
@@ -383,6 +386,7 @@ for _fn in (np.max, np.min, np.amax, np.amin, np.nanmax, np.nanmin, np.ptp, np.p
 defjvp(np.array,      lambda u, ans, x, *args, **kwargs: cast_jvp(u, ans))
 defjvp(np.asarray,    lambda u, ans, x, *args, **kwargs: cast_jvp(u, ans))
 defjvp(astype,        lambda u, ans, x, dtype, copy=True: cast_jvp(u, ans))
+defjvp(astype_view,   lambda u, ans, x, dtype: cast_jvp(u, ans))
 defjvp(np.average,    lambda u, ans, x, axis=None, weights=None, *args, **kwargs: np.average(u, axis, weights),
                       None,
                       lambda u, ans, x, axis, weights, *args, **kwargs: average_weights_jvp(u, ans, x, axis, weights))
