@@ -27,7 +27,7 @@ from ast_ad.check import refuse
 from ast_ad.errors import ASTADError, LocatedError, SourceUnavailableError, UnsupportedSyntaxError
 from ast_ad.lower_control import ControlFlow, written_parameters
 from ast_ad.objects import Objects, Super, followable, made_of
-from ast_ad.parse import Source
+from ast_ad.parse import Source, parse
 
 # Attributes of array values: ``x.T`` is a primitive; the facts in NONDIFF_ATTRIBUTES are read as they are
 # (no gradient); any other attribute (a namedtuple's field, ``p.w``) is read by ``runtime.field``, which has a rule.
@@ -50,7 +50,6 @@ def param_writes(fn: Any) -> frozenset[str]:
     if key not in PARAM_WRITES:
         from ast_ad.check import check_source
         from ast_ad.normalize import normalize
-        from ast_ad.parse import parse
         source = parse(fn)
         check_source(source)
         normalize(source)
@@ -352,8 +351,6 @@ class CallLowering(ControlFlow, Objects):
     def foreign_tree(self, fn: Any) -> gast.FunctionDef | None:
         """The tree of ``fn``, a function of another module, where each global name it reads is the caller's
         module's very object (or a builtin neither shadows); ``None`` otherwise, or where it has no source."""
-        from ast_ad.parse import parse  # (the parser, for a function met while lowering)
-
         try:
             source = parse(fn)
         except ASTADError:

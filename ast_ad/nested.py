@@ -23,6 +23,7 @@ from ast_ad.aliasing import Aliasing
 from ast_ad.check import refuse
 from ast_ad.errors import ASTADError, LocatedError
 from ast_ad.naming import Namer
+from ast_ad.parse import parse
 from ast_ad.structure import structure
 
 _NOT_LITERAL = object()
@@ -248,7 +249,6 @@ class Nesting(Aliasing):
             raise refuse(node, f"a function passed to {fn.__name__} is supported only where {fn.__name__} is a "
                                "closure-free function of the same module: define it there, or pass values",
                          self.locate)
-        from ast_ad.parse import parse
         source = parse(fn)
         tree = syntax.clone(source.tree)
         shift = source.line_offset - self.source.line_offset
