@@ -1564,8 +1564,9 @@ def slots_holding(container: Any, old: Any, where: Any) -> Any:
     """The slots of ``container`` (a list, tuple or dict) that hold the object ``old``, which a write changes:
     after ``pair[0][1] = v`` on ``pair = [y, y]`` both hold the changed array (``replaced``). Where ``old`` is
     also inside another slot (deeper, or an array sharing its memory), which entries that one sees is not known
-    here: refused (no gradient: positions). A name that holds no container (yet: ``None``) holds it nowhere."""
-    if not isinstance(container, (list, tuple, dict)):
+    here: refused (no gradient: positions). A name that holds no container (yet: ``None``) holds it nowhere, and
+    an object no write changes in place (a number: ``xs[0] += v`` puts a new one in one slot) is in none."""
+    if not isinstance(container, (list, tuple, dict)) or not (is_array(old) or isinstance(old, (list, dict))):
         return ()
     slots = _slots(container)
     check_in_place(old, [container[k] for k in slots if container[k] is not old], where)

@@ -391,6 +391,25 @@ def casts_that_may_not_copy(x):
     return np.sum(z * x) + np.sum(other * same)
 
 
+def added_into_a_copys_items_in_a_loop(x):
+    xs = [x * 1.0, x[0] * 2.0]
+    ys = list(xs)
+    for i in range(3):
+        ys[0] += x * 0.5  # the array: xs[0] sees it
+        ys[1] += x[i]  # a number: a new one in ys[1]; xs[1] keeps the old one
+    return np.sum(xs[0] * x) + xs[1] * ys[1]
+
+
+def written_in_branches_through_a_list_and_a_name(x):
+    y = x * 1.0
+    pair = [y, x * 2.0]
+    if x[0] > 0:
+        y[0] = 5.0
+    else:
+        pair[1][0] = 7.0
+    return np.sum(pair[0] * x) + np.sum(pair[1])
+
+
 def an_item_of_a_sorted_list_written(x):
     a, b = np.sin(x), x * 2.0
     first = sorted([a, b], key=lambda v: v[1])[0]  # a or b itself, as their entries decide
@@ -411,7 +430,8 @@ FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_afte
             added_into_items_of_arrays_and_numbers, swap_rows, rows_rotated, rows_swapped_in_a_loop,
             a_row_and_an_entry_of_another_swapped, helpers_of_another_module_write_their_arguments,
             an_item_of_a_sorted_list_written, write_into_an_unpacked_array_another_slot_holds,
-            one_array_in_two_slots_written_through_its_name, casts_that_may_not_copy]
+            one_array_in_two_slots_written_through_its_name, casts_that_may_not_copy,
+            added_into_a_copys_items_in_a_loop, written_in_branches_through_a_list_and_a_name]
 # refused at the write: an object another slot holds deeper, or a view no known call made
 SHARED = [one_array_deep_in_another_slot,
           write_into_a_view_a_helper_made]
