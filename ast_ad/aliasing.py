@@ -65,7 +65,6 @@ class Aliasing:
     checked_only: set[str]  # user names that only checks read (``checked``)
     live: frozenset[str] | None  # the names read after the statement being lowered (``live_after``), if known
     rebinding: frozenset[str]  # the names the statement being lowered binds
-    pending: list[ir.Var]  # values ``a, b = u, v`` has read and binds after the write being lowered
     field_labels: dict[str, str]  # an attribute's variable of an object made here -> ``m.w`` (``objects``)
     loops: list[set[str]]  # per enclosing loop (a loop over a sequence lowers its body at the same nesting)
     carried: list[dict[str, ir.Atom]]  # per function being inlined, the outer names a write bound again
@@ -389,7 +388,7 @@ class Aliasing:
         found = [other for name, other in self.env.items() if name != owner and isinstance(other, ir.Var)
                  and other.name in names and (live is None or name in live)]
         fields = [ir.Var(v) for v in self.field_labels if v in names and v != owner]  # (an object's attributes:
-        return found + [atom for atom in self.pending + fields if atom.name in names and atom not in found]  # live)
+        return found + [atom for atom in fields if atom.name in names and atom not in found]  # live)
 
     def check_apart(self, atom: ir.Var, others: list[ir.Var], flag: ir.Var | None = None) -> None:
         """``check_in_place(atom, others, where)``, at run time (where ``flag`` is true, if given)."""

@@ -102,10 +102,15 @@ class _CodeOf:
         return self.fn.__code__
 
 
-def watch_code(loaded: Loaded, fn: Any) -> None:
+def watch_code(loaded: Loaded, fn: Any, inlined: tuple[Any, ...] = ()) -> None:
     """Make ``loaded`` stale (``refresh`` false) once the code of ``fn``, or of a function its bindings read,
-    is no longer the code it was derived from."""
-    functions = [fn, *(b.fn for b in loaded.bindings), *(b.value for b in loaded.bindings)]
+    is no longer the code it was derived from; or once a function ``inlined`` (whose body the derivation wrote
+    in place, so that no binding reads it) is no longer what its module (its class, for a method) names."""
+    for helper in inlined:
+        scope, top = helper.__globals__, helper.__qualname__.split(".")[0]
+        if top in scope:
+            loaded.same += ((scope, top, scope[top]),)
+    functions = [fn, *inlined, *(b.fn for b in loaded.bindings), *(b.value for b in loaded.bindings)]
     watched = {id(f): f for f in functions if inspect.isfunction(f)
                and not (getattr(f, "__module__", None) or "").startswith("ast_ad.")}
     known = {id(scope.fn) for scope, _, _ in loaded.same if isinstance(scope, _CodeOf)}

@@ -38,6 +38,9 @@ VARARG_METHODS = {"reshape", "transpose"}  # x.reshape(2, 3) means np.reshape(x,
 
 # The parameters each user function may change in place (Python's caller would see the change), by function.
 PARAM_WRITES: dict[Any, frozenset[str]] = {}
+# the functions whose bodies a function's lowering wrote in place, by (function, code): what its derivatives
+# hold of them is stale once one is redefined, and the transform watches them (``transform._built``)
+INLINED: dict[Any, tuple[Any, ...]] = {}
 BEING_LOWERED: dict[Any, bool] = {}  # functions being lowered now: True once a call to one assumed it writes nothing
 
 
@@ -370,6 +373,7 @@ class CallLowering(ControlFlow, Objects):
                       fn: Any) -> ir.Atom:
         """``inline`` a helper that changes its arguments; one of another file is lowered at its own lines (its
         comments and errors name them)."""
+        self.inlined.append(fn)
         source = self.foreign_sources.get(id(tree))
         if source is None:
             return self.inline(tree, node, name, user)

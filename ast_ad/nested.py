@@ -48,6 +48,7 @@ class Nesting(Aliasing):
     namer: Namer
     local_functions: dict[str, gast.FunctionDef | gast.Lambda]
     inlining: list[str]
+    inlined: list[Any]  # the functions whose bodies the lowering wrote in place (``transform`` watches them)
     partials: dict[str, tuple[Any, ...]]
     kinds: dict[str, str]
     serial: int
@@ -250,6 +251,7 @@ class Nesting(Aliasing):
                                "closure-free function of the same module: define it there, or pass values",
                          self.locate)
         source = parse(fn)
+        self.inlined.append(fn)
         tree = syntax.clone(source.tree)
         shift = source.line_offset - self.source.line_offset
         for n in syntax.walk(tree):

@@ -45,7 +45,7 @@ from ast_ad import ir, objects, registry, runtime, selection, syntax, unbound
 from ast_ad.aliasing import live_after, loop_rebinds
 from ast_ad.check import WITH_HINT, refuse
 from ast_ad.errors import LocatedError
-from ast_ad.lower_calls import BEING_LOWERED, PARAM_WRITES
+from ast_ad.lower_calls import BEING_LOWERED, INLINED, PARAM_WRITES
 from ast_ad.lower_control import bindings, written_in_place
 from ast_ad.lower_exprs import ExpressionLowering
 from ast_ad.naming import Namer, identifier
@@ -68,6 +68,7 @@ def normalize(source: Source) -> ir.Function:
             raise lowerer.error(source.tree, f"{source.tree.name} calls itself and changes its argument "
                                              f"{sorted(lowerer.writes)[0]!r} in place: compute a new value instead")
         PARAM_WRITES[key] = frozenset(lowerer.writes)
+        INLINED[key] = tuple(dict.fromkeys(lowerer.inlined))
         return function
     finally:
         del BEING_LOWERED[key]
@@ -138,6 +139,7 @@ class Lowerer(ExpressionLowering):
         self.loop_shared: list[set[str]] = []  # per enclosing loop, the names it may bind to a shared object
         self.loop_rebinds: list[set[str]] = []  # per enclosing loop, the names it binds to another's object
         self.foreign_sources: dict[int, Source] = {}  # helpers of other files, inlined (``CallLowering``)
+        self.inlined: list[Any] = []  # the functions whose bodies are lowered in place (``INLINED``)
         self.partials: dict[str, tuple[Any, ...]] = {}  # name -> (function, args, keywords) of a functools.partial
         self.instances: dict[str, type] = {}  # IR name -> the user class it was made by (``m = Model(w)``)
         self.function_lists: dict[str, list[Any]] = {}  # ``fs = [lambda t: ..., g]``: the functions by name
@@ -151,7 +153,6 @@ class Lowerer(ExpressionLowering):
         self.checked_only = _checked_only(source.tree, source.fn.__globals__)  # see ``Aliasing.note_views``
         self.liveness: dict[int, frozenset[str]] = {}  # what is read after each statement (``live_after``)
         self.live: frozenset[str] | None = None  # that, for the statement being lowered, if known
-        self.pending: list[ir.Var] = []  # values an unpacking has read but not bound yet (``Aliasing.pending``)
         self.rebinding: frozenset[str] = frozenset()  # the names the statement being lowered binds (``_rebound``)
         self.recipes: dict[str, ir.Call] = {}  # IR name -> the view call that made it (``Aliasing.followed``)
         self.follow_ups: list[Any] = []  # variables to make again after the statement (``Aliasing.follow``)
@@ -330,7 +331,6 @@ class Lowerer(ExpressionLowering):
                 for k, t in enumerate(target.elts):
                     atom = self.env.pop(held[k])  # (bound now: no longer a value waiting)
                     self.locals.discard(held[k])
-                    self.pending = [v for v in (self.env[n] for n in held[k + 1:]) if isinstance(v, ir.Var)]
                     outer_live = self.live
                     if outer_live is not None:
                         self.live = outer_live | set(held[k + 1:])
@@ -338,7 +338,6 @@ class Lowerer(ExpressionLowering):
                         self.bind_target(t, atom)
                         self.follow()
                     finally:
-                        self.pending = []
                         self.live = outer_live
             finally:
                 for name in held:

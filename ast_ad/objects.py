@@ -81,6 +81,7 @@ class Objects:
 
     body: list[ir.Stmt]
     line: ir.Line
+    inlined: list[Any]  # the functions whose bodies the lowering wrote in place (``transform`` watches them)
     mutable: set[str]
     namer: Any
     env: dict[str, ir.Atom]
@@ -114,6 +115,7 @@ class Objects:
             raise refuse(node, f"{fn.__qualname__} reads variables of a function around its class: define the "
                                "class at module level", self.locate)
         source = parse(fn)
+        self.inlined.append(fn)
         tree: gast.FunctionDef = syntax.clone(source.tree)
         shift = source.line_offset - self.source.line_offset
         for n in syntax.walk(tree):

@@ -21,6 +21,7 @@ from ast_ad.check import check_source
 from ast_ad.emit import emit_forward, emit_units
 from ast_ad.forward import Tangent, forward, jvp_units
 from ast_ad.load import Loaded, load, watch_code
+from ast_ad.lower_calls import INLINED
 from ast_ad.normalize import normalize
 from ast_ad.parse import parse
 from ast_ad.reverse import Adjoint, reverse
@@ -119,9 +120,13 @@ def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: An
         clock.report(emitted.text)
         built.refresh()
         counts["built"] += 1
-        if stored is not None and store.save(stored, emitted, built):
+        # a derivative that wrote a function's body in place is not stored: another process could not tell that
+        # function changed (the key holds the derived function's own code alone)
+        inlined = tuple(dict.fromkeys(h for f in emitted.functions
+                                      for h in INLINED.get((f, getattr(f, "__code__", None)), ())))
+        if stored is not None and not inlined and store.save(stored, emitted, built):
             counts["stored"] += 1
-        watch_code(built, fn)
+        watch_code(built, fn, inlined)
         _keep(key, built)
         return built
 

@@ -228,3 +228,24 @@ def test_a_helper_of_another_module_is_inlined_where_its_globals_are_the_callers
         ast_ad.grad(mf.a_helper_of_another_module_reads_its_own_global)(X.copy())
     assert (refused.value.filename, refused.value.lineno) == (foreign_helpers.__file__, 19)
     assert "return it (return a)" in str(refused.value) and "must end with" not in str(refused.value)
+
+
+def test_a_helper_written_in_place_and_then_redefined_is_read_anew(tmp_path, monkeypatch) -> None:
+    """A helper that changes its argument is lowered into the caller, so no binding of the gradient reads it:
+    redefining it (a notebook cell run again) must still make the gradient follow the new one, in this process
+    (``watch_code`` watches it) and in the next (such a gradient is not written to the disk cache)."""
+    for cache in ("0", "1"):
+        monkeypatch.setenv("AST_AD_CACHE", cache)
+        monkeypatch.setenv("AST_AD_CACHE_DIR", str(tmp_path / "cache"))
+        name = f"redefined_{cache}"
+        (tmp_path / f"{name}.py").write_text(
+            "import numpy as np\n\n\ndef fill(a):\n    a[0] = 5.0\n\n\ndef fill_again(a):\n    a[0] = 7.0 * a[1]\n\n\n"
+            "def f(x):\n    y = x * 1.0\n    fill(y)\n    return np.sum(y * x)\n")
+        monkeypatch.syspath_prepend(str(tmp_path))
+        module = __import__(name)
+        gradient = ast_ad.value_and_grad(module.f)
+        assert gradient(X.copy())[0] == module.f(X.copy())
+        module.fill = module.fill_again
+        value, grads = gradient(X.copy())
+        assert value == module.f(X.copy())
+        assert_fd(lambda v, m=module: m.f(np.copy(v)), (X,), (0,), (grads,))
