@@ -163,7 +163,7 @@ class Aliasing:
             # names) holds that object too, in the slots it has at run time (``slots_holding``, which refuses
             # where a slot reaches it deeper); each takes the new object. The slots are found before the write,
             # while ``atom`` is the object as it was (a write in a loop binds its name again)
-            where = ir.Const(f"{self.line.filename}:{self.line.lineno}")
+            where = ir.Const(self.line.where())
             slots = self.bind(ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"), (other, atom, where)), "slots")
             twins = self.twins_of(changed, other)
             self.follow_ups.append(FollowUp(changed, users[0], None, None, False, False, other, twins, held=slots,
@@ -208,7 +208,7 @@ class Aliasing:
             # number would refuse; ``x += d`` on a number binds a new one, which ``view_of`` tells apart)
             self.follow_ups.append(FollowUp(changed, user, None, None, False, True))
             return True
-        where = ir.Const(f"{self.line.filename}:{self.line.lineno}")
+        where = ir.Const(self.line.where())
         seen = self.bind(ir.Call(ir.Ref(runtime.view_of, "view_of"),
                                  (atom, other, probe, ir.Const(inverse), where, ir.Const(_shown(user)))), "seen")
         # another variable followed for this write may be the very same object (``z = y``, both seeing the
@@ -392,7 +392,7 @@ class Aliasing:
 
     def check_apart(self, atom: ir.Var, others: list[ir.Var], flag: ir.Var | None = None) -> None:
         """``check_in_place(atom, others, where)``, at run time (where ``flag`` is true, if given)."""
-        where = f"{self.line.filename}:{self.line.lineno}"
+        where = self.line.where()
         start = len(self.body)
         others = list(dict.fromkeys(others))
         pack = self.bind(ir.Pack(tuple(others)), "others", holds=False)

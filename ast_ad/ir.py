@@ -121,6 +121,10 @@ class Line:
     lineno: int
     text: str
 
+    def where(self) -> str:
+        """``file:line``, as the run-time checks of generated code name the user's line."""
+        return f"{self.filename}:{self.lineno}"
+
     def comment(self, home: str) -> str:
         """The comment generated code shows above this line's statements: ``line N: text``, and the file's name
         first where it is not ``home``, the differentiated function's (a helper of another file, inlined)."""

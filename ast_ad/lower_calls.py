@@ -313,7 +313,7 @@ class CallLowering(ControlFlow, Objects):
             bound = inspect.signature(fn.obj).bind_partial(*args, **dict(kwargs))
         except TypeError:
             return copies  # Python raises its own error when the call runs
-        where = f"{self.line.filename}:{self.line.lineno}"
+        where = self.line.where()
         for param, atom in bound.arguments.items():
             if param in writes and isinstance(atom, ir.Var) and not unread and self.dead_after(atom):
                 # ``x = damp(x)``: nothing reads the changed object after the call but through another name,

@@ -114,7 +114,7 @@ class WriteLowering(CallLowering):
         # every slot of the container that holds the changed object holds the new one (``pair = [y, y]``)
         assert isinstance(root, gast.Name)
         self.guard_in_place(root)
-        where = ir.Const(f"{self.line.filename}:{self.line.lineno}")
+        where = ir.Const(self.line.where())
         container = self.expr(root)
         slots = self.bind(ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"), (container, inner, where)),
                           "slots")
@@ -129,7 +129,7 @@ class WriteLowering(CallLowering):
             container, key = made.value.args[0], made.value.args[1]
         else:
             container, key = self.expr(outer.value), self.index(outer.slice)
-        where = ir.Const(f"{self.line.filename}:{self.line.lineno}")
+        where = ir.Const(self.line.where())
         self.bind(ir.Call(ir.Ref(runtime.check_item_apart, "check_item_apart"), (container, key, where)), "checked")
 
     def augment_item(self, node: gast.AugAssign) -> None:
@@ -172,7 +172,7 @@ class WriteLowering(CallLowering):
         new = self.bind(ir.Call(ir.Ref(runtime.augmented, "augmented"), (old, computed)), f"{old.name}_new")
         self.changed_objects[key] = new
         self.guard_in_place(target.value)
-        where = ir.Const(f"{self.line.filename}:{self.line.lineno}")
+        where = ir.Const(self.line.where())
         slots = self.bind(ir.Call(ir.Ref(runtime.slots_changed, "slots_changed"), (container, index, old, where)),
                           "slots")
         self.rebind(target.value.id, ir.Call(ir.Ref(runtime.replaced, "replaced"), (self.expr(target.value), slots,
