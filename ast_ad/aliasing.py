@@ -366,12 +366,19 @@ class Aliasing:
         each slot that held it (``up.held``, found before the change); the very object of a variable followed
         before, that variable's new value."""
         assert up.held is not None and up.before is not None
-        target = self.own_name(up.user, self.env[up.user])
-        made: tuple[ir.Stmt, ...] = (ir.Assign(target.name, ir.Call(
-            ir.Ref(runtime.replaced, "replaced"), (target, up.held, changed)), self.line),)
-        for twin, one in reversed(up.twins):
-            made = (ir.If(one, (ir.Assign(target.name, self.followed_value(twin), self.line),), made, self.line),)
-        self.body += made
+        value = ir.Call(ir.Ref(runtime.replaced, "replaced"), (self.env[up.user], up.held, changed))
+        if not up.twins and not self.is_mutable(up.user):  # one binding, under a new name (``xs_1 = ...``)
+            target = self.bind(value, up.user, user=True)
+            self.env[up.user] = target
+            self.carry(up.user)
+        else:  # a name the branch on its twins assigns
+            target = self.own_name(up.user, self.env[up.user])
+            made: tuple[ir.Stmt, ...] = (ir.Assign(target.name, ir.Call(
+                ir.Ref(runtime.replaced, "replaced"), (target, up.held, changed)), self.line),)
+            for twin, one in reversed(up.twins):
+                made = (ir.If(one, (ir.Assign(target.name, self.followed_value(twin), self.line),), made,
+                              self.line),)
+            self.body += made
         for item in {*self.holds.get(up.before.name, set()), changed.name}:  # it holds what it held, and the new
             self.contain(target.name, item)
         for name in up.names:  # its other names: the same object
