@@ -107,7 +107,7 @@ def run(options: argparse.Namespace) -> int:
     elif options.command == "explain":
         tangents = None if options.tangents is None else tuple(literal(t) for t in options.tangents.split(","))
         if options.html:
-            from ast_ad.page import page
+            from ast_ad.show.page import page
             with open(options.html, "w", encoding="utf-8") as out:
                 out.write(page(fn, *values, argnums=argnums_arg))
             print(f"wrote {options.html}")

@@ -16,17 +16,19 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from ast_ad import ir, logs, store
-from ast_ad.check import check_source
-from ast_ad.emit import emit_forward, emit_units
-from ast_ad.forward import Tangent, forward, jvp_units
-from ast_ad.load import Loaded, load, watch_code
-from ast_ad.lower_calls import INLINED
-from ast_ad.normalize import normalize
-from ast_ad.parse import parse
-from ast_ad.reverse import Adjoint, reverse
-from ast_ad.reverse_code import gradient_units, pair_units
-from ast_ad.syntax import RefTable
+from ast_ad.backend import store
+from ast_ad.backend.emit import emit_forward, emit_units
+from ast_ad.backend.load import Loaded, load, watch_code
+from ast_ad.core import logs
+from ast_ad.frontend.check import check_source
+from ast_ad.frontend.lower_calls import INLINED
+from ast_ad.frontend.normalize import normalize
+from ast_ad.frontend.parse import parse
+from ast_ad.ir import nodes as ir
+from ast_ad.ir.syntax import RefTable
+from ast_ad.modes.forward import Tangent, forward, jvp_units
+from ast_ad.modes.reverse import Adjoint, reverse
+from ast_ad.modes.reverse_code import gradient_units, pair_units
 
 SLOW_SECONDS = 1.0  # a first transform slower than this says so, once, at the WARNING level
 _lock = threading.RLock()

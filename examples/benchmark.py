@@ -40,7 +40,7 @@ import warnings
 import numpy as np
 
 import ast_ad
-import ast_ad.revolve
+import ast_ad.runtime.revolve
 from ast_ad import transform
 
 rng = np.random.default_rng(0)

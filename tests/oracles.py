@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ast_ad.checking import directional
+from ast_ad.testing.checking import directional
 
 
 def assert_fd(fun: Callable[..., Any], args: tuple, argnums: tuple[int, ...], grads: tuple, seed: int = 0) -> None:

@@ -15,7 +15,8 @@ import operator
 import numpy as np
 from hypothesis import strategies as st
 
-from ast_ad import registry, runtime
+from ast_ad import runtime
+from ast_ad.core import registry
 from tests.strategies import arrays, broadcast_pair, floats, shapes, values
 
 registry.load_all_rules()  # the tables below mirror every rule module, scipy's (registered lazily) included

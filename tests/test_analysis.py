@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ast_ad import ir, transform
-from ast_ad.analysis import (
+from ast_ad import transform
+from ast_ad.analysis.activity import (
     CONTAINER,
     SCALAR,
     activity,
@@ -14,6 +14,7 @@ from ast_ad.analysis import (
     structured_names,
     usefulness,
 )
+from ast_ad.ir import nodes as ir
 from ast_ad.runtime import expand_reduced
 
 
@@ -90,7 +91,7 @@ def test_float_zeros_are_made_dense_only_where_a_branch_may_leave_one() -> None:
     """``zeros.FloatZeros``: y's adjoint is the float 0.0 where the branch does not run, and np.reshape's rule
     needs its shape, so that rule reads ``dense_adjoint`` of it; in straight-line code it cannot be a float."""
     import ast_ad
-    from ast_ad.reverse import Reverser
+    from ast_ad.modes.reverse import Reverser
 
     def zero_in(fn, shapes):
         function = transform.normalized(fn)

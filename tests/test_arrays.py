@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 import ast_ad
-from ast_ad import registry, tracer
+from ast_ad.core import registry
+from ast_ad.testing import tracer
 from tests import corpus, corpus_control, corpus_numpy
 from tests.duck import Duck, Refused, ducks, unwrap
 from tests.rule_cases import CASES as RULE_CASES

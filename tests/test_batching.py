@@ -15,10 +15,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ast_ad
-from ast_ad import ir, registry, runtime
-from ast_ad.batching import Term, batch_products, term_of
-from ast_ad.naming import Namer
-from ast_ad.templates import Scratch
+from ast_ad import runtime
+from ast_ad.core import registry
+from ast_ad.ir import nodes as ir
+from ast_ad.ir.naming import Namer
+from ast_ad.modes.templates import Scratch
+from ast_ad.optimize.batching import Term, batch_products, term_of
 from tests import corpus_control
 from tests.strategies import arrays
 

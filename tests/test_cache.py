@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import ast_ad
-from ast_ad import load, store, transform
+from ast_ad import transform
+from ast_ad.backend import load, store
 
 MODEL = '''\
 import os
@@ -223,7 +224,7 @@ def test_the_key_covers_rules_specialization_printer_and_switch(tmp_path, monkey
 
     def softsign(x):
         return x / (1 + abs(x))
-    monkeypatch.setattr(ast_ad.registry, "USER_CHANGES", list(ast_ad.registry.USER_CHANGES))
+    monkeypatch.setattr(ast_ad.core.registry, "USER_CHANGES", list(ast_ad.core.registry.USER_CHANGES))
     ast_ad.extend.defvjp(softsign, lambda g, ans, x: g / (1 + abs(x)) ** 2)
     with_rule = store.key(cubic, spec)
     assert with_rule != base

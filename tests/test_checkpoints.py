@@ -17,18 +17,19 @@ from hypothesis import HealthCheck, event, given, note, reject, settings
 from hypothesis import strategies as st
 
 import ast_ad
-from ast_ad import revolve, transform
-from ast_ad.checkpointing import CheckpointWarning
+from ast_ad import transform
 from ast_ad.errors import ASTADError
 from ast_ad.extend import defvjp
-from ast_ad.testing import programs
+from ast_ad.modes.checkpointing import CheckpointWarning
+from ast_ad.runtime import revolve
+from ast_ad.testing.random_programs import programs
 from tests import corpus_control
 from tests.corpus import CASES as STRAIGHT
 from tests.oracles import assert_fd, assert_same
 from tests.strategies import few
 
 # loops that checkpoints= cannot checkpoint say so in a warning (tested where it is the subject)
-pytestmark = pytest.mark.filterwarnings("ignore::ast_ad.checkpointing.CheckpointWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::ast_ad.modes.checkpointing.CheckpointWarning")
 
 CASES = STRAIGHT + corpus_control.CASES
 DIRECTORY = tempfile.mkdtemp(prefix="ast_ad_checkpoints_")

@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ast_ad
-from ast_ad.checking import directional
-from ast_ad.checkpointing import CheckpointWarning
 from ast_ad.errors import ASTADError, MissingRuleError
+from ast_ad.modes.checkpointing import CheckpointWarning
 from ast_ad.runtime import check_in_place
+from ast_ad.testing.checking import directional
 from tests import compose_functions as cf
 from tests import corpus_control
 from tests.compose_functions import branchy, reductions, rnn_loss, solves
@@ -544,8 +544,8 @@ def test_every_helper_generated_code_calls_has_rules(case: Case, data: st.DataOb
     (so the gradient can be differentiated again)."""
     import types
 
-    from ast_ad import registry
-    from ast_ad.api import shape_labels
+    from ast_ad.api.gradient import shape_labels
+    from ast_ad.core import registry
 
     args = data.draw(case.args)
     for checkpoints in (None, 2):  # and the checkpointed gradient's schedule (``ast_ad.revolve``)
@@ -569,7 +569,9 @@ def test_every_helper_forward_mode_code_calls_has_rules(case: Case, data: st.Dat
     has rules, or is written in ast_ad's language (forward mode differentiates it by its source)."""
     import types
 
-    from ast_ad import compose, registry, transform
+    from ast_ad import transform
+    from ast_ad.api import compose
+    from ast_ad.core import registry
     from ast_ad.errors import ASTADError
 
     args = data.draw(case.args)
@@ -819,7 +821,8 @@ def test_the_rules_of_jvp_in_a_body_pass_the_dot_product_identity(wrt, path) -> 
     """Each reverse rule of ``JvpTangent`` (``wrt`` None) and ``JvpCotangent`` against its forward rule:
     <vjp_k(u), v> = <u, jvp_k(v)>, for every argument: the moves, the adjoint ``g``, the primals and the
     tangents."""
-    from ast_ad import compose, registry
+    from ast_ad.api import compose
+    from ast_ad.core import registry
     from tests import compose_nested as nested
     from tests.test_rules import direction_like, paired
 
@@ -861,7 +864,7 @@ def test_the_terms_of_einsum_pass_the_dot_product_identity(slots, wrt) -> None:
     """Each reverse rule of a term of einsum's derivatives (``runtime.EinsumTerm``), and each of its reverse
     rules' reverse rules, against the forward rule (the term itself, linear in the argument) by <vjp_k(u), v> =
     <u, jvp_k(v)>: so reverse mode runs over reverse-mode code that calls einsum, to any order."""
-    from ast_ad import registry
+    from ast_ad.core import registry
     from ast_ad.runtime import EinsumTerm
 
     rng = np.random.default_rng(len(slots) + 7 * (wrt or 0))
@@ -1223,7 +1226,7 @@ def test_the_vjp_of_a_transformed_function_matches_finite_differences(name: str)
 def test_finish_bar_is_the_transpose_of_finish_dot(name: str) -> None:
     """What takes the adjoint of a transformed function's result back to its code's (``Lowered.finish_bar``)
     is the transpose of what takes its code's tangent to the result's."""
-    from ast_ad import compose
+    from ast_ad.api import compose
 
     rng = np.random.default_rng(11)
     fun, args = _transformed(name, rng)
@@ -1238,7 +1241,7 @@ def test_finish_bar_is_the_transpose_of_finish_dot(name: str) -> None:
 def test_jacrev_of_a_transformed_function_is_jacfwds(name: str, monkeypatch) -> None:
     """jacrev runs reverse mode over what ast_ad made, but over a Jacobian (whose reverse rule is a forward pass
     an entry): forward mode, the same matrix in fewer passes."""
-    from ast_ad import compose
+    from ast_ad.api import compose
 
     fun, args = _transformed(name, np.random.default_rng(5))
     forward = ast_ad.jacfwd(fun)(*args)
@@ -1289,8 +1292,9 @@ def test_source_shows_the_code_an_hvp_runs() -> None:
 def test_reverse_mode_over_forward_mode_names_each_helper_one_way() -> None:
     """The rules of forward mode's helpers read ast_ad's others through their module (``rt.unbroadcast``); inlined,
     they name the helper as the rest of the generated code does (``unbroadcast``), not ``runtime.unbroadcast``."""
-    from ast_ad import compose, transform
-    from ast_ad.api import shape_labels
+    from ast_ad import transform
+    from ast_ad.api import compose
+    from ast_ad.api.gradient import shape_labels
 
     x, v = np.array([0.3, -0.2, 0.5]), np.array([1.0, 0.5, -2.0])
     lowered = compose.lower(ast_ad.hvp(_sine_sum), (x, v))
@@ -1509,7 +1513,7 @@ def test_where_reverse_mode_refuses_the_code_the_vjp_is_by_forward_mode(monkeypa
     mode, exact, says so at INFO, and gives what reverse mode gives."""
     import logging
 
-    from ast_ad import compose
+    from ast_ad.api import compose
     from ast_ad.errors import LocatedError
 
     fun, args = _transformed("hvp", np.random.default_rng(7))
@@ -1532,7 +1536,7 @@ def test_a_forward_pass_that_fails_falls_back(monkeypatch, caplog) -> None:
     what reverse mode gives; no IndexError reaches the user."""
     import logging
 
-    from ast_ad import compose
+    from ast_ad.api import compose
 
     fun, args = _transformed("hvp", np.random.default_rng(8))
     w = np.array([0.5, -1.0, 2.0])
@@ -1557,7 +1561,7 @@ def test_a_backward_pass_that_fails_falls_back_or_says_why(monkeypatch) -> None:
     """The fallback's two sides, the failure forced (``fresh`` raising as a failing backward pass would): for array
     arguments, forward mode gives the same numbers as reverse mode gave before; for a tuple argument, which forward
     mode's columns cannot take, an ast_ad error says what to do, not the bare TypeError."""
-    from ast_ad import compose
+    from ast_ad.api import compose
 
     fun, args = _transformed("value_and_grad", np.random.default_rng(6))
     _, vjp_fn = ast_ad.vjp(fun, *args)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ast_ad
-from ast_ad import page
+from ast_ad.show import page
 
 DOCS = pathlib.Path(__file__).parent.parent / "docs"
 WORKED = "import numpy as np\n\n\ndef f(x1, x2):\n    return np.log(x1) + x1 * x2 - np.sin(x2)\n"

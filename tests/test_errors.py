@@ -107,7 +107,7 @@ def test_a_rule_that_fails_is_reported_at_the_users_line(fn, module) -> None:
         with pytest.raises(errors.GradientFailedError, match="cannot reshape") as info:
             ast_ad.grad(fn)(np.array([0.5, 0.25]))
     finally:
-        del ast_ad.registry._RULES[broken_rule.doubled]
+        del ast_ad.core.registry._RULES[broken_rule.doubled]
         transform.forget()
     err = info.value
     assert (err.filename, err.lineno) == (module.__file__, marked_line(module.helper if module is broken_rule else fn))

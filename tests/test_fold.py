@@ -8,8 +8,9 @@ import textwrap
 import gast
 import pytest
 
-from ast_ad import printer, syntax
-from ast_ad.fold import Inliner, folded, folded_scanned, shared_factor
+from ast_ad.backend import printer
+from ast_ad.ir import syntax
+from ast_ad.optimize.fold import Inliner, folded, folded_scanned, shared_factor
 
 
 def fold(source: str, keep: set[str] | None = None) -> str:

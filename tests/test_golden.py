@@ -113,7 +113,8 @@ def test_the_fallback_printer_prints_the_same_program(fn, argnums, args, unparse
 
 
 def test_gradients_printed_by_the_fallback_are_the_same(monkeypatch) -> None:
-    from ast_ad import printer, transform
+    from ast_ad import transform
+    from ast_ad.backend import printer
     results = {}
     for name in ("astor", "unparse"):
         monkeypatch.setenv("AST_AD_PRINTER", name)
@@ -136,7 +137,8 @@ def test_without_astor_the_fallback_is_chosen(monkeypatch) -> None:
     import ast
     import sys
 
-    from ast_ad import printer, transform
+    from ast_ad import transform
+    from ast_ad.backend import printer
     monkeypatch.delenv("AST_AD_PRINTER", raising=False)
     monkeypatch.setitem(sys.modules, "astor", None)  # ``import astor`` raises ImportError
     printer._astor.cache_clear()

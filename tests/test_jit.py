@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import ast_ad
 from ast_ad import runtime
-from ast_ad.jit import JitError
+from ast_ad.backend.jit import JitError
 from tests import corpus_control
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "examples"))
@@ -27,7 +27,7 @@ finally:
     sys.path.pop(0)
 
 numba = pytest.importorskip("numba")
-from ast_ad import numba_helpers  # noqa: E402 -- after the skip: it names Numba's types when registering
+from ast_ad.backend import numba_helpers  # noqa: E402 -- after the skip: it names Numba's types when registering
 
 
 def with_a_dict(params, x):
@@ -77,7 +77,7 @@ def test_unsupported_code_is_refused_at_the_users_line() -> None:
 
 
 def test_without_numba_the_error_says_what_to_install(monkeypatch) -> None:
-    from ast_ad import jit
+    from ast_ad.backend import jit
 
     monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
     monkeypatch.setattr(jit, "_compiled", {})
@@ -119,7 +119,7 @@ def test_every_compiled_helper_has_cases() -> None:
 
 @pytest.mark.parametrize("helper", list(HELPER_CASES), ids=lambda h: h.__name__)
 def test_compiled_helper_matches_python(helper) -> None:
-    from ast_ad import jit
+    from ast_ad.backend import jit
 
     jit._install(numba)
     for args in HELPER_CASES[helper]:
@@ -154,7 +154,7 @@ def test_a_function_numba_compiled_is_differentiated_as_its_python() -> None:
 def test_a_saved_value_that_may_still_be_none_is_un_broadcast() -> None:
     """A value the forward pass saves is ``None`` before its loop binds it (Numba types it ``Optional``): the
     compiled helpers read the array type inside (it raised an AttributeError while Numba typed the call)."""
-    from ast_ad import jit
+    from ast_ad.backend import jit
 
     jit._install(numba)
 
@@ -182,5 +182,5 @@ def test_a_compiled_gradient_of_floats_is_called_by_the_scalar_path() -> None:
 
 
 def runtime_not_scalars() -> object:
-    from ast_ad.scalar_calls import NOT_SCALARS
+    from ast_ad.backend.scalar_calls import NOT_SCALARS
     return NOT_SCALARS

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 import ast_ad
-from ast_ad import registry, transform
-from ast_ad.api import shape_labels
-from ast_ad.kinds import RANKED, kinds_of, label_fact, labelled
+from ast_ad import transform
+from ast_ad.analysis.kinds import RANKED, kinds_of, label_fact, labelled
+from ast_ad.api.gradient import shape_labels
+from ast_ad.core import registry
 from tests import writes_functions as wf
 from tests.oracles import assert_fd, assert_same
 
@@ -101,12 +102,12 @@ def test_a_loop_variable_is_an_integer_inside_its_range_loop_only() -> None:
 
 
 def ir_var(name):
-    from ast_ad import ir
+    from ast_ad.ir import nodes as ir
     return ir.Var(name)
 
 
 def walk(body):
-    from ast_ad import ir
+    from ast_ad.ir import nodes as ir
     return list(ir.walk(body))
 
 
@@ -381,8 +382,8 @@ def test_gradients_through_flow_facts_match_the_oracles(fun) -> None:
 def test_what_a_tape_gives_back_is_what_was_pushed() -> None:
     """In a gradient's code, transformed again (forward over reverse), a popped value has the facts of all
     the values pushed; a list read in any other way is not followed."""
-    from ast_ad import ir
-    from ast_ad.kinds import _tapes
+    from ast_ad.analysis.kinds import _tapes
+    from ast_ad.ir import nodes as ir
 
     lowered = ast_ad.grad(chain).lowered((V,))
     function = transform.normalized(lowered.fn)
@@ -401,5 +402,5 @@ def copies_its_list(x):
 
 
 def test_a_copied_list_is_no_tape() -> None:
-    from ast_ad.kinds import _tapes
+    from ast_ad.analysis.kinds import _tapes
     assert _tapes(transform.normalized(copies_its_list)) == set()

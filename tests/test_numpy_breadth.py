@@ -11,7 +11,7 @@ from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
 import ast_ad
-from ast_ad import registry
+from ast_ad.core import registry
 from ast_ad.runtime import unbroadcast
 from tests import corpus_numpy
 from tests.corpus import Case
@@ -162,7 +162,7 @@ def test_golden_in_place_code() -> None:
 
 
 def test_supported_functions_table_is_current() -> None:
-    from ast_ad import coverage
+    from ast_ad.show import coverage
     path = pathlib.Path(__file__).parent.parent / "docs" / "supported.md"
     text = coverage.table()
     if os.environ.get("AST_AD_UPDATE_GOLDEN"):

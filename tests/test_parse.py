@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from ast_ad.parse import to_gast
+from ast_ad.frontend.parse import to_gast
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FILES = sorted([*ROOT.glob("ast_ad/**/*.py"), *ROOT.glob("tests/*.py"), *ROOT.glob("examples/*.py"),

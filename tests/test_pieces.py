@@ -9,9 +9,12 @@ import gast
 import numpy as np
 import pytest
 
-from ast_ad import ir, printer, runtime, syntax
-from ast_ad.pieces import Made, added, may_give_a_container, one_expression, renamed
-from ast_ad.templates import Scratch
+from ast_ad import runtime
+from ast_ad.backend import printer
+from ast_ad.ir import nodes as ir
+from ast_ad.ir import syntax
+from ast_ad.ir.pieces import Made, added, may_give_a_container, one_expression, renamed
+from ast_ad.modes.templates import Scratch
 
 LINE = ir.Line("p.py", 1, "")
 OPS = {gast.Mult: operator.mul, gast.Div: operator.truediv, gast.MatMult: operator.matmul, gast.Add: operator.add}

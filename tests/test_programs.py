@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, note, reject, settings
 from hypothesis import strategies as st
 
 import ast_ad
-from ast_ad.testing import Program, programs
+from ast_ad.testing.random_programs import Program, programs
 from tests.oracles import assert_fd, assert_same, shares_a_written_array, with_autograd_numpy
 
 DIRECTORY = tempfile.mkdtemp(prefix="ast_ad_programs_")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import ast_ad
-from ast_ad import registry
+from ast_ad.core import registry
 from tests.data import hygiene
 from tests.oracles import assert_same
 
@@ -130,7 +130,8 @@ def test_a_rule_is_read_from_its_own_statement_not_its_whole_file(monkeypatch) -
     characters long, each statement a few hundred."""
     import ast
 
-    from ast_ad import parse, rules
+    from ast_ad import rules
+    from ast_ad.frontend import parse
 
     parsed: list[int] = []
     real = ast.parse
@@ -343,7 +344,7 @@ def test_forward_mode_releases_arrays_too(tmp_path) -> None:
     import re
     import tracemalloc
 
-    from ast_ad import compose
+    from ast_ad.api import compose
 
     source = "import numpy as np\n\ndef chain(x):\n" + "".join(
         f"    x{k + 1} = np.sin(x{k}) * 1.5\n" for k in range(8)).replace("x0", "x") + "    return np.sum(x8)\n"

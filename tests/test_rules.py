@@ -20,8 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ast_ad import registry, runtime, tracer
+from ast_ad import runtime
+from ast_ad.core import registry
 from ast_ad.runtime import absent, check_bound, check_in_place, check_kept, unbroadcast
+from ast_ad.testing import tracer
 from tests.rule_cases import CASES
 from tests.strategies import arrays
 

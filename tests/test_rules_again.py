@@ -23,7 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ast_ad
-from ast_ad import compose, registry
+from ast_ad.api import compose
+from ast_ad.core import registry
 from ast_ad.errors import UnsupportedDerivativeError
 from tests.rule_cases import CASES
 from tests.test_rules import DIFFERENTIABLE, _name, direction_like, leaves, paired
@@ -121,7 +122,7 @@ def test_reverse_mode_reads_a_helper_without_a_reverse_rule_by_its_source(rule: 
     ``test_rules``); and the adjoint ``u`` the caller passes is not changed (the backward pass pops lists)."""
     import copy
 
-    from ast_ad import tracer
+    from ast_ad.testing import tracer
     from tests.test_rules import is_float
 
     args, kwargs = data.draw(CASES[rule.fn])

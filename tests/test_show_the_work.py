@@ -280,7 +280,7 @@ def test_without_graphviz_a_notebook_is_told_once(monkeypatch) -> None:
     import importlib
     import warnings
 
-    graph_module = importlib.import_module("ast_ad.graph")  # (the package names the function graph)
+    graph_module = importlib.import_module("ast_ad.show.graph")
 
     monkeypatch.setattr(graph_module.shutil, "which", lambda name: None)
     monkeypatch.setattr(graph_module, "_told", [False])

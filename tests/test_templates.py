@@ -13,9 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ast_ad import ir, registry, syntax, templates
-from ast_ad.naming import Namer
-from ast_ad.pieces import one_expression, with_names
+from ast_ad.core import registry
+from ast_ad.ir import nodes as ir
+from ast_ad.ir import syntax
+from ast_ad.ir.naming import Namer
+from ast_ad.ir.pieces import one_expression, with_names
+from ast_ad.modes import templates
 from tests.rule_cases import CASES
 from tests.test_rules import DIFFERENTIABLE, _name, direction_like, leaves
 

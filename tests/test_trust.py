@@ -302,7 +302,7 @@ def test_nondiff_declarations_are_piecewise_constant() -> None:
     A function is probed at random points with finite differences; any non-zero slope is a dropped gradient.
     """
     rng = np.random.default_rng(0)
-    for rule in ast_ad.registry.registered():
+    for rule in ast_ad.core.registry.registered():
         if not rule.nondiff or rule.fn in (np.empty, np.empty_like):  # their values are whatever memory held
             continue
         for x in rng.uniform(0.3, 2.7, 5):
@@ -398,7 +398,8 @@ def test_a_function_named_like_a_helper_is_taken_for_it_only_with_its_code(tmp_p
     only shares its name is the user's own (``normalize.helper_twin`` compares the code)."""
     import inspect
 
-    from ast_ad import normalize, runtime
+    from ast_ad import runtime
+    from ast_ad.frontend import normalize
 
     own = _module(tmp_path / "own_unbroadcast.py",
                   "import numpy as np\n\n\ndef unbroadcast(g, x):\n    return 2.0 * g * x\n\n\n"

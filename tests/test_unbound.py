@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
 import ast_ad
-from ast_ad import tracer
+from ast_ad.testing import tracer
 from tests.oracles import assert_fd
 
 

@@ -17,9 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ast_ad
-from ast_ad import syntax, transform, writer
-from ast_ad.fold import filled
-from ast_ad.testing import programs
+from ast_ad import transform
+from ast_ad.backend import writer
+from ast_ad.ir import syntax
+from ast_ad.optimize.fold import filled
+from ast_ad.testing.random_programs import programs
 
 NAMES = st.sampled_from(["x", "y", "out_bar", "x_tape"]).map(lambda n: gast.Name(n, gast.Load(), None, None))
 CONSTANTS = st.one_of(st.integers(0, 12), st.floats(0.0, 1e30, allow_nan=False), st.just(float("inf")),
@@ -114,7 +116,7 @@ def _function(body, defaults=()):
 
 def _through_astor(tree: gast.FunctionDef) -> str:
     """The old way: Python's ``ast``, printed by astor, comments put back (``emit._print_ast``)."""
-    from ast_ad import emit
+    from ast_ad.backend import emit
     return emit._print_ast(syntax.to_ast(tree))
 
 
@@ -167,7 +169,7 @@ def test_the_writer_spells_markers_and_leaves_the_rest_to_astor() -> None:
         tree.body = body
         with pytest.raises(writer.Unprintable):
             writer.source(tree, str)
-    from ast_ad import emit  # which the emit stage prints through Python's ``ast`` and astor instead
+    from ast_ad.backend import emit  # which the emit stage prints through Python's ``ast`` and astor instead
     tree.body = [gast.Try([gast.Return(syntax.call(marker, [syntax.name("x")]))], [], [], [gast.Pass()])]
     assert emit._printed(tree, "g", {marker.id: "length"}) == \
         "def g(x, y, out_bar):\n    try:\n        return length(x)\n    finally:\n        pass\n"

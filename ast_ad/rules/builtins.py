@@ -5,7 +5,7 @@ import operator
 
 import numpy as np
 
-from ast_ad.registry import (
+from ast_ad.core.registry import (
     Rule,
     def_effect,
     def_full_reduction,
@@ -23,7 +23,7 @@ from ast_ad.registry import (
     lookup,
     zero,
 )
-from ast_ad.registry import defvjp_elementwise as ew
+from ast_ad.core.registry import defvjp_elementwise as ew
 from ast_ad.runtime import (
     absent,
     augmented,

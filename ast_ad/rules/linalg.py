@@ -4,7 +4,7 @@ from typing import Any
 
 import numpy as np
 
-from ast_ad.registry import def_linear, def_reduction, def_sequence, defjvp, defvjp
+from ast_ad.core.registry import def_linear, def_reduction, def_sequence, defjvp, defvjp
 from ast_ad.runtime import (
     T,
     cholesky_jvp,

@@ -4,8 +4,8 @@ import math
 
 import numpy as np
 
-from ast_ad.registry import def_linear, def_nondiff, def_number_result, defvjp
-from ast_ad.registry import defvjp_elementwise as ew
+from ast_ad.core.registry import def_linear, def_nondiff, def_number_result, defvjp
+from ast_ad.core.registry import defvjp_elementwise as ew
 
 # ---- trigonometric ---------------------------------------------------------------------------
 ew(math.sin,   lambda g, ans, x: g * math.cos(x))

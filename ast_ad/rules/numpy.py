@@ -4,7 +4,7 @@ from typing import Any
 
 import numpy as np
 
-from ast_ad.registry import (
+from ast_ad.core.registry import (
     def_casts,
     def_full_reduction,
     def_holds_items,
@@ -24,7 +24,7 @@ from ast_ad.registry import (
     defvjp,
     zero,
 )
-from ast_ad.registry import defvjp_elementwise as ew
+from ast_ad.core.registry import defvjp_elementwise as ew
 from ast_ad.runtime import (
     EinsumTerm,
     T,

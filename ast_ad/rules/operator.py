@@ -4,8 +4,8 @@ import operator
 
 import numpy as np
 
-from ast_ad.registry import def_linear, def_nondiff, def_view, def_vjp_by_ranks, defjvp, defvjp, zero
-from ast_ad.registry import defvjp_elementwise as ew
+from ast_ad.core.registry import def_linear, def_nondiff, def_view, def_vjp_by_ranks, defjvp, defvjp, zero
+from ast_ad.core.registry import defvjp_elementwise as ew
 from ast_ad.runtime import getitem_vjp, matmul_vjp_a, matmul_vjp_b, pow_minus_one, safe_log
 
 # ---- arithmetic -------------------------------------------------------------------------------

@@ -11,9 +11,8 @@ forward rules in the other arguments are the ``*_jvp`` helpers at the end of ``a
 
 import numpy as np
 
-from ast_ad import revolve
 from ast_ad import runtime as rt
-from ast_ad.registry import (
+from ast_ad.core.registry import (
     def_effect,
     def_in_place,
     def_linear,
@@ -29,6 +28,7 @@ from ast_ad.registry import (
     lookup,
     zero,
 )
+from ast_ad.runtime import revolve
 
 # ---- helpers linear in their first argument (the adjoint), the others read only for shapes, indices or choices ---
 _LINEAR_IN_THE_ADJOINT = (

@@ -7,8 +7,8 @@ except ImportError:  # pragma: no cover - scipy is optional
 
 import numpy as np
 
-from ast_ad.registry import def_reduction, defjvp, defvjp
-from ast_ad.registry import defvjp_elementwise as ew
+from ast_ad.core.registry import def_reduction, defjvp, defvjp
+from ast_ad.core.registry import defvjp_elementwise as ew
 from ast_ad.runtime import expand_reduced
 
 if sp is not None:

@@ -1,0 +1,704 @@
+"""Facts about a normalized function that the transformations read: which names carry derivatives, which
+the result needs, which have equal shapes, which hold containers, how a call binds its callee's parameters.
+
+>>> import numpy as np
+>>> from ast_ad import transform
+>>> def f(x, n):
+...     y = x * 2.0
+...     k = n + 1
+...     return np.sum(y) * k
+>>> sorted(activity(transform.normalized(f), (0,)))  # n and k do not depend on x
+['out', 'sum_y', 'x', 'y']
+
+Each is a fixpoint over the statements (loops feed values back), written once here for reverse and forward
+mode alike.
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+import os
+import sysconfig
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, TypeGuard, TypeVar
+
+import gast
+
+from ast_ad import runtime
+from ast_ad.analysis.kinds import Kinds, checked_only
+from ast_ad.core import registry
+from ast_ad.core.records import field, record
+from ast_ad.errors import LocatedError, MissingRuleError
+from ast_ad.ir import nodes as ir
+from ast_ad.ir import syntax
+
+SCALAR = -1
+CONTAINER = -2  # a tuple, list or dict argument: its adjoint has the same structure
+
+E = TypeVar("E", bound=LocatedError)
+
+
+def activity(function: ir.Function, argnums: tuple[int, ...], carries: Any = None) -> set[str]:
+    """The names whose values depend on the differentiated parameters (a fixpoint, for loops).
+
+    ``carries(value, active)`` says whether an assigned value depends on them (default: any of its inputs
+    the gradient can flow back to, ``is_active_value``).
+    """
+    carries = carries or is_active_value
+    active = {function.params[i] for i in argnums}
+    size, once = -1, ir.loop_free(function.body)
+    while size != len(active):
+        size = len(active)
+        for stmt in ir.walk(function.body):
+            if isinstance(stmt, ir.Assign) and carries(stmt.value, active):
+                active.add(stmt.target)
+            elif isinstance(stmt, ir.Unpack) and atom_active(stmt.value, active):
+                active.update(stmt.targets)
+            elif isinstance(stmt, ir.Append) and atom_active(stmt.value, active):
+                active.add(stmt.target)
+            elif isinstance(stmt, ir.Pop) and stmt.source in active and stmt.target is not None:
+                active.add(stmt.target)
+        if once:  # no loop: one pass
+            break
+    return active
+
+
+def usefulness(function: ir.Function, active: set[str], seeds: set[str] | None = None) -> set[str]:
+    """The active names the result (or the names ``seeds``, parts of it) depends on (a fixpoint, for loops)."""
+    if seeds is not None:
+        useful = seeds & active
+    else:
+        useful = {function.result.name} & active if isinstance(function.result, ir.Var) else set()
+    statements = list(ir.walk(function.body))
+    once = not any(type(stmt) is ir.For or type(stmt) is ir.While for stmt in statements)
+    size = -1
+    while size != len(useful):
+        size = len(useful)
+        for stmt in reversed(statements):
+            if isinstance(stmt, ir.Assign) and stmt.target in useful:
+                useful.update(v.name for v in _flowing(stmt.value) if v.name in active)
+            elif isinstance(stmt, ir.Unpack) and useful.intersection(stmt.targets) and \
+                    atom_active(stmt.value, active):
+                useful.add(stmt.value.name)
+            elif isinstance(stmt, ir.Append) and stmt.target in useful and atom_active(stmt.value, active):
+                useful.add(stmt.value.name)
+            elif isinstance(stmt, ir.Pop) and stmt.target in useful and stmt.source in active:
+                useful.add(stmt.source)
+        if once:  # no loop: one pass, last statement first
+            break
+    return useful
+
+
+def shape_classes(function: ir.Function, shapes: tuple[int, ...], known: Kinds | None = None) -> dict[str, int | None]:
+    """Label every name with a shape class: names with equal labels are known to have equal shapes.
+
+    Elementwise operations keep their operands' class when all non-scalar
+    operands share one; anything else starts a class of its own; a name
+    assigned in several places with different classes gets ``None`` (unknown).
+    A name ``known`` to hold a number is ``SCALAR`` (``ast_ad.kinds``).
+    """
+    classes: dict[str, int | None] = dict(zip(function.params, shapes, strict=True))
+    numbers = {name for name in known.facts if known.no_axes(name)} if known is not None else set()
+    fresh: dict[int, int] = {}
+    changed, once = True, ir.loop_free(function.body)
+    while changed:
+        changed = False
+        for stmt in ir.walk(function.body):
+            for target, label in _labels(stmt, classes, fresh, max(shapes, default=0) + 1, numbers):
+                new = label if target not in classes else (classes[target] if classes[target] == label else None)
+                if target not in classes or new != classes[target]:
+                    classes[target], changed = new, True
+        if once:  # no loop: one pass
+            break
+    return classes
+
+
+def _labels(stmt: ir.Stmt, classes: dict[str, int | None], fresh: dict[int, int],
+            base: int, numbers: set[str]) -> list[tuple[str, int | None]]:
+    if isinstance(stmt, ir.For):
+        return [(stmt.target, SCALAR if _is_range(stmt.iter) else None)]
+    if isinstance(stmt, ir.Unpack):
+        return [(t, None) for t in stmt.targets]
+    if not isinstance(stmt, ir.Assign):
+        return []
+    if stmt.target in numbers:
+        return [(stmt.target, SCALAR)]
+    value = stmt.value
+    if isinstance(value, (ir.Var, ir.Const)):
+        return [(stmt.target, shape_class(value, classes))]
+    if isinstance(value, ir.Call) and not value.kwargs:
+        rule = registry.lookup(value.fn.obj)
+        if getattr(value.fn.obj, "__module__", None) == "math" or \
+                (registry.is_full_reduction(value.fn.obj) and len(value.args) == 1):
+            return [(stmt.target, SCALAR)]
+        if rule is not None and rule.elementwise:
+            operands = {shape_class(a, classes) for a in value.args} - {SCALAR}
+            if not operands:
+                return [(stmt.target, SCALAR)]
+            if len(operands) == 1 and None not in operands:
+                return [(stmt.target, operands.pop())]
+            return [(stmt.target, None)]
+    return [(stmt.target, fresh.setdefault(id(stmt), base + len(fresh)))]
+
+
+def _is_range(atom: ir.Atom) -> bool:
+    return isinstance(atom, ir.Var)
+
+
+def shape_class(atom: ir.Atom, classes: dict[str, int | None]) -> int | None:
+    """The shape class of an atom: ``SCALAR`` for numbers and None, ``None`` when unknown."""
+    if isinstance(atom, ir.Var):
+        return classes.get(atom.name)
+    if isinstance(atom, ir.Const) and (atom.value is None or type(atom.value) in (int, float, bool)):
+        return SCALAR
+    return None
+
+
+def local_names(function: ir.Function) -> set[str]:
+    """Names whose adjoint can be assigned by its first contribution, as in straight-line code.
+
+    Such a name is bound once, directly in one block, and every use that can
+    contribute to its adjoint comes after that, directly in the same block.
+    """
+    defs: dict[str, list[tuple[int, int]]] = {p: [(0, -1)] for p in function.params}
+    uses: dict[str, list[tuple[int, int]]] = {}
+    blocks: list[tuple[tuple[ir.Stmt, ...], int]] = [(function.body, 0)]  # each block, with a number of its own
+    count = 0
+    while blocks:
+        body, block = blocks.pop()
+        for k, stmt in enumerate(body):
+            for name in ir.defined(stmt):
+                defs.setdefault(name, []).append((block, k))
+            for var in _stmt_inputs(stmt):
+                uses.setdefault(var, []).append((block, k))
+            for nested in ir.blocks(stmt):
+                count += 1
+                blocks.append((nested, count))
+    if isinstance(function.result, ir.Var):
+        uses.setdefault(function.result.name, []).append((0, len(function.body)))
+    local = set()
+    for name, places in defs.items():
+        if len(places) == 1 and name not in function.mutable:
+            block, k = places[0]
+            if all(b == block and j > k for b, j in uses.get(name, [])):
+                local.add(name)
+    return local
+
+
+def loop_bound(function: ir.Function) -> set[str]:
+    """Names bound inside a loop body: each iteration overwrites them."""
+    bound: set[str] = set()
+    for stmt in ir.walk(function.body):
+        if isinstance(stmt, (ir.For, ir.While)):
+            bound.add(stmt.target) if isinstance(stmt, ir.For) else None
+            for inner in ir.walk(stmt.body):
+                bound.update(ir.defined(inner))
+                if isinstance(inner, ir.Assign) and isinstance(inner.value, ir.Call) \
+                        and is_user_function(inner.value.fn.obj):
+                    bound.add(inner.target)
+    return bound
+
+
+def first_definitions(function: ir.Function) -> set[int]:
+    """Statements that bind a name for the first time, at the top level: nothing to save before them."""
+    seen = set(function.params)
+    first = set()
+    for stmt in function.body:
+        names = set(ir.defined(stmt))
+        if names and not names & seen and not ir.blocks(stmt):
+            first.add(id(stmt))
+        for inner in ir.walk((stmt,)):
+            seen.update(ir.defined(inner))
+    return first
+
+
+def _stmt_inputs(stmt: ir.Stmt) -> list[str]:
+    if isinstance(stmt, ir.Assign):
+        return [v.name for v in inputs_of(stmt.value)]
+    if isinstance(stmt, (ir.Unpack, ir.Append)):
+        return [stmt.value.name] if isinstance(stmt.value, ir.Var) else []
+    return []
+
+
+def is_active_value(value: ir.Expr, active: set[str]) -> bool:
+    if isinstance(value, (ir.Attr, ir.Raw)):
+        return False
+    if isinstance(value, ir.Call):
+        rule = registry.lookup(value.fn.obj)
+        if rule is not None and rule.nondiff:
+            return False
+    return any(v.name in active for v in _flowing(value))
+
+
+def _flowing(value: ir.Expr) -> list[ir.Var]:
+    """The inputs a gradient can flow back to: not those whose rule is ``registry.zero`` (``np.full_like(x, v)``)."""
+    rule = registry.lookup(value.fn.obj) if isinstance(value, ir.Call) else None
+    if rule is not None and rule.nondiff:
+        return []  # a shape, a count, zeros like an array: nothing flows back (``np.zeros_like(x)``)
+    if not isinstance(value, ir.Call) or rule is None or registry.zero not in rule.vjps:
+        return inputs_of(value)
+    flowing = [a for k, a in enumerate(value.args) if rule.vjp(k) is not registry.zero]
+    return [a for a in flowing + [a for _, a in value.kwargs] if isinstance(a, ir.Var)]
+
+
+def atom_active(atom: ir.Expr, active: set[str]) -> TypeGuard[ir.Var]:
+    return isinstance(atom, ir.Var) and atom.name in active
+
+
+def inputs_of(value: ir.Expr) -> list[ir.Var]:
+    if isinstance(value, ir.Call):
+        atoms = list(value.args) + [a for _, a in value.kwargs]
+    elif isinstance(value, ir.Pack):
+        atoms = list(value.elts)
+    elif isinstance(value, ir.Attr):
+        atoms = [value.value]
+    elif isinstance(value, ir.Raw):
+        atoms = []
+    else:
+        atoms = [value]
+    return [a for a in atoms if isinstance(a, ir.Var)]
+
+
+def structured_names(function: ir.Function, shapes: tuple[int, ...]) -> set[str]:
+    """Names known to hold a list, tuple or dict: unpacked, appended to, packed, container parameters,
+    and results of functions that return sequences."""
+    structured = {s.value.name for s in ir.walk(function.body) if isinstance(s, ir.Unpack)
+                  and isinstance(s.value, ir.Var)}
+    structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Append)}
+    structured |= {p for p, label in zip(function.params, shapes, strict=True) if label == CONTAINER}
+    structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
+                   and isinstance(s.value, ir.Call) and registry.returns_sequence(s.value.fn.obj)}
+    structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
+                   and (isinstance(s.value, ir.Pack)
+                        or isinstance(s.value, ir.Const) and isinstance(s.value.value, (list, tuple, dict)))}
+    # and what holds one of those: a copy, or what a function whose result has an argument's kind makes of one
+    assignments = [s for s in ir.walk(function.body) if isinstance(s, ir.Assign) and s.target not in structured]
+    size = -1
+    while size != len(structured):
+        size = len(structured)
+        structured.update(s.target for s in assignments if carries_structure(s.value, structured))
+    return structured
+
+
+def owned_lists(function: ir.Function) -> set[str]:
+    """Names that only ever hold ``None`` or lists the function made itself: ``[]``, ``[a, b]``, what a call
+    that makes a new list gives (``registry.def_new_list``; where it may give back an argument as it is, that
+    argument is an owned list too), or what a tape of such lists gives back. No caller holds such a list, nor does
+    another name of the function (a copy of one counts only where the copy is its one use), so its pops can be
+    undone by pushing the values back (``reverse.Reverser.private_list``)."""
+    bindings: dict[str, list[ir.Stmt]] = {}
+    uses: Counter[str] = Counter()
+    pushed: dict[str, list[ir.Atom]] = {}  # what is appended to each list
+    stacked: Counter[str] = Counter()  # how many appends to each list, and pops from it
+    checks = checked_only(function)  # tuples that only a check reads: it keeps nothing of them
+    for stmt in ir.walk(function.body):
+        for name in ir.defined(stmt):
+            bindings.setdefault(name, []).append(stmt)
+        value = stmt.value if isinstance(stmt, ir.Assign) else None
+        if not (isinstance(stmt, ir.Assign) and stmt.target in checks) and not (
+                isinstance(value, ir.Call) and registry.identity_read(value.fn.obj) is not None):
+            uses.update(ir.reads_of(stmt))  # (a check reads objects by identity: it keeps none of them)
+        if isinstance(stmt, ir.Append):
+            uses[stmt.target] += 1
+            pushed.setdefault(stmt.target, []).append(stmt.value)
+            stacked[stmt.target] += 1
+        elif isinstance(stmt, ir.Pop):
+            stacked[stmt.source] += 1
+    if isinstance(function.result, ir.Var):
+        uses[function.result.name] += 1
+    owned = set(bindings) - set(function.params)
+
+    def passed(atom: ir.Atom, target: str) -> bool:  # an argument a call may give back as it is
+        if isinstance(atom, ir.Const):
+            return atom.value is None
+        return isinstance(atom, ir.Var) and atom.name in owned and (atom.name == target or uses[atom.name] == 1)
+
+    def makes(stmt: ir.Stmt) -> bool:
+        if isinstance(stmt, ir.Pop):  # off a tape of owned lists: made empty, then only pushed to and popped from
+            tape = stmt.source
+            return tape in owned and uses[tape] == stacked[tape] \
+                and all(isinstance(s, ir.Assign) and isinstance(s.value, ir.Const) for s in bindings[tape]) \
+                and all((isinstance(value, ir.Const) and value.value is None)
+                        or (isinstance(value, ir.Var) and value.name in owned) for value in pushed.get(tape, ()))
+        if not isinstance(stmt, ir.Assign):
+            return False
+        value = stmt.value
+        if isinstance(value, ir.Const):
+            return value.value is None or value.value == []
+        if isinstance(value, ir.Var):
+            return passed(value, stmt.target)
+        if isinstance(value, ir.Pack):
+            return value.kind == "list"  # a list display: a new list (of items others may hold, which a pop keeps)
+        if not isinstance(value, ir.Call):
+            return False
+        passes = registry.new_list(value.fn.obj)
+        return passes is not None and all(passed(value.args[k], stmt.target) for k in passes if k < len(value.args))
+    size = -1
+    while size != len(owned):  # the largest set that holds: a name is dropped where one binding is not owned
+        size = len(owned)
+        owned = {name for name in owned if all(makes(s) for s in bindings[name])}
+    return owned
+
+
+def carries_structure(value: ir.Expr, structured: set[str]) -> bool:
+    """Whether an assignment of ``value`` binds a list, tuple or dict because a name of ``structured`` holds one:
+    a copy of it, or a call that gives the kind of an argument it is passed as (``registry.def_same_kind``:
+    ``assign_item(L, 0, v)`` on a list is a list)."""
+    if isinstance(value, ir.Var):
+        return value.name in structured
+    if not isinstance(value, ir.Call):
+        return False
+    args = [value.args[k] for k in registry.keeps_kind(value.fn.obj) if k < len(value.args)]
+    return any(isinstance(a, ir.Var) and a.name in structured for a in args)
+
+
+def bind_call(stmt: ir.Assign, error: Callable[[ir.Stmt, str], LocatedError]) -> list[ir.Atom]:
+    """A call's arguments in the callee's parameter order, defaults filled in."""
+    call = ir.call_of(stmt)
+    try:
+        bound = inspect.signature(call.fn.obj).bind(*call.args, **dict(call.kwargs))
+    except TypeError as exc:
+        raise error(stmt, f"the call to {call.fn.hint} does not match its parameters: {exc}") from None
+    bound.apply_defaults()
+    return [v if isinstance(v, (ir.Var, ir.Const, ir.Ref)) else
+            ir.Const(v) if isinstance(v, (int, float, bool, str, type(None))) else ir.Ref(v, f"{call.fn.hint}_{k}")
+            for k, v in bound.arguments.items()]
+
+
+def call_labels(args: list[ir.Atom], classes: dict[str, int | None], structured: set[str],
+                known: Kinds | None = None, at: ir.Stmt | None = None) -> tuple[int, ...]:
+    """Shape labels for a callee's parameters, numbered in order of first appearance; an array ``known`` to be
+    numpy's, of so many axes, keeps that in its label (``kinds.labelled``)."""
+    numbering: dict[Any, int] = {}
+    labels = []
+    for k, a in enumerate(args):
+        label = shape_class(a, classes)
+        if isinstance(a, ir.Var) and a.name in structured:
+            labels.append(CONTAINER)
+        elif label == SCALAR:
+            labels.append(SCALAR)
+        else:
+            kind = known.label(a, at) if known is not None else 0  # a numpy array's axes and kind, or 0
+            number = numbering.setdefault((label if label is not None else ("unknown", k), kind), len(numbering))
+            labels.append(number + kind)
+    return tuple(labels)
+
+
+def is_user_function(fn: Any) -> bool:
+    """A Python function ast_ad should differentiate through (no rule registered for it; not ast_ad's own)."""
+    return inspect.isfunction(fn) and registry.lookup(fn) is None and \
+        not (getattr(fn, "__module__", None) or "").startswith("ast_ad.")
+
+
+def is_library(fn: Any) -> bool:
+    """Whether ``fn`` is defined in an installed package or Python's own library, not in the user's code."""
+    filename = os.path.realpath(getattr(getattr(fn, "__code__", None), "co_filename", "") or "")
+    return any(filename.startswith(os.path.realpath(path) + os.sep) for path in _LIBRARY_PATHS)
+
+
+_LIBRARY_PATHS = sorted({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+def library_call(stmt: ir.Stmt, hint: str, fn: Any) -> MissingRuleError:
+    """A call of an installed library's function that has no rule, where it is differentiated: ast_ad reads the
+    user's code, not a library's, whose source may not be in its language or give its numbers."""
+    module = getattr(fn, "__module__", None) or "an installed package"
+    return at_line(MissingRuleError, stmt, f"{hint} comes from {module}, an installed library, and has no gradient "
+                   "rule: ast_ad differentiates your code, not a library's source; compute this with numpy, or "
+                   "register a rule for it (ast_ad.extend.defvjp, ast_ad.extend.defjvp)")
+
+
+def forward_activity(function: ir.Function, argnums: tuple[int, ...]) -> set[str]:
+    """The names whose tangents can be nonzero: ``activity``, except that a call whose differentiated
+    arguments all have zero forward rules (``unbroadcast(g, x)``, where ``x`` gives only a shape) is not."""
+    return activity(function, argnums, _carries)
+
+
+def _carries(value: ir.Expr, active: set[str]) -> bool:
+    if not is_active_value(value, active):
+        return False
+    rule = registry.lookup(value.fn.obj) if isinstance(value, ir.Call) else None
+    if not isinstance(value, ir.Call) or rule is None or any(atom_active(a, active) for _, a in value.kwargs):
+        return True
+    return any(rule.jvp(k) is not registry.zero for k, a in enumerate(value.args)
+               if isinstance(a, ir.Var) and a.name in active)
+
+
+def unfollowed(fn: Any) -> str:
+    """What to write instead of an iterator of differentiated values (``list(zip(...))``, as a loop over an
+    iterator reads it): ast_ad follows iterators where a loop unfolds them."""
+    if fn in (zip, map, filter, enumerate, reversed, iter):
+        return (": ast_ad follows an iterator of differentiated values where a loop unfolds it: loop over "
+                "zip(xs, ys) with one name per sequence (for a, b in zip(xs, ys)), or build the list with a "
+                "comprehension ([f(v) for v in xs])")
+    return ""
+
+
+def missing_rule(stmt: ir.Stmt, message: str, register: str) -> MissingRuleError:
+    """A call without a rule, at its line: what to write instead, where the callee is no primitive of the user's
+    (``register``: how to register one) but a class of theirs or a derivative of ast_ad's bound to a name."""
+    call = stmt.value if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) else None
+    obj = call.fn.obj if call is not None else None
+    if inspect.isclass(obj) and not (obj.__module__ or "").startswith(("builtins", "numpy", "ast_ad")):
+        said = (f"{call.fn.hint if call else 'this'} is a class of yours: objects built inside a differentiated "
+                "function are not followed yet; build the object outside and pass its arrays in, or write its "
+                "computation as functions of them")
+    elif obj in (set, frozenset):
+        said = ("a set of differentiated values has no derivative ast_ad follows (a set keeps no order, and one "
+                "of two equal values): use a list")
+    elif obj is not None and type(obj).__module__.startswith("ast_ad.") and not inspect.isfunction(obj):
+        said = (f"{call.fn.hint if call else 'this'} is a derivative made by ast_ad and bound to a local name, "
+                "which is not followed yet: call it where it is made, ast_ad.grad(g)(x)")
+    else:
+        said = f"{message}; if it is your own primitive, {register}"
+    return at_line(MissingRuleError, stmt, said)
+
+
+def at_line(error: type[E], stmt: ir.Stmt, message: str) -> E:
+    """``error(message)`` located at the user's line of ``stmt``."""
+    return error(message, stmt.line.filename, stmt.line.lineno, stmt.line.text)
+
+
+def packed_result(function: ir.Function) -> ir.Pack | None:
+    """The tuple the function returns, where it builds it at the top level as its last binding of the name."""
+    result = function.result
+    if not isinstance(result, ir.Var) or result.name in function.mutable:
+        return None
+    for stmt in function.body:
+        if isinstance(stmt, ir.Assign) and stmt.target == result.name and isinstance(stmt.value, ir.Pack) \
+                and stmt.value.kind == "tuple":
+            return stmt.value
+    return None
+
+
+@record
+class InPlace:
+    """Where reverse mode writes arrays in place (``in_place_writes``).
+
+    ``loops`` maps each loop that owns arrays (the outermost loop in which an array is only ever rebound
+    by writes to its own items) to those arrays; ``writes`` and ``reads`` are the ids of the statements
+    ``y = assign_item(y, i, v)`` and ``t = y[i]`` inside such loops, with the array's name.
+    """
+
+    loops: dict[int, tuple[str, ...]]
+    writes: dict[int, str]
+    reads: dict[int, str]
+    # arrays a loop only reads entry by entry (``accumulated_reads``): loop -> arrays, read -> array
+    accumulated: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    adds: dict[int, str] = field(default_factory=dict)
+
+
+def _item_read(stmt: ir.Stmt) -> tuple[str, ir.Atom] | None:
+    """``(y, i)`` for ``t = y[i]``: a read of an item of the local ``y``."""
+    if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) and stmt.value.fn.obj is operator.getitem \
+            and not stmt.value.kwargs and len(stmt.value.args) == 2 and isinstance(stmt.value.args[0], ir.Var):
+        return stmt.value.args[0].name, stmt.value.args[1]
+    return None
+
+
+def _self_write(stmt: ir.Stmt) -> TypeGuard[ir.Assign]:
+    return isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) \
+        and stmt.value.fn.obj is runtime.assign_item and isinstance(stmt.value.args[0], ir.Var) \
+        and stmt.value.args[0].name == stmt.target
+
+
+def in_place_writes(function: ir.Function, useful: set[str], structured: set[str],
+                    classes: dict[str, int | None]) -> InPlace:
+    """The arrays a loop only changes item by item, which reverse and forward mode can write in place.
+
+    In reverse mode such a write saves the entries it overwrites (not the whole array) and the backward pass
+    puts them back, in reverse order, so the array is as it was at each step when the backward pass reads it:
+    O(what changes) per write instead of a copy of the array; forward mode writes the tangent's entries beside
+    them. The array must have an adjoint (in forward mode, a tangent: ``useful`` is then the active names),
+    hold no container, and be rebound inside the loop by nothing but those writes; the loop must not iterate
+    over it. The generated code copies it once, when the loop starts.
+
+    The fact this relies on: no other variable reaches the array while the loop writes it, so that writing a
+    private copy changes what Python's write changes and nothing else. It is the memory model's
+    (``aliasing``): an array it cannot prove unshared has a guard before its writes (``guarded``), and keeps
+    the general path, a new array a write, where the guard sees the object Python would change.
+    """
+    loops: dict[int, tuple[str, ...]] = {}
+    writes: dict[int, str] = {}
+    reads: dict[int, str] = {}
+    shared = guarded(function.body)  # another name may see these: a private copy would hide it from the guard
+    # each block, with the arrays the loops around it write in place
+    blocks: list[tuple[tuple[ir.Stmt, ...], frozenset[str]]] = [(function.body, frozenset())]
+    while blocks:
+        body, owned = blocks.pop()
+        for stmt in body:
+            if isinstance(stmt, (ir.For, ir.While)):
+                inner = list(ir.walk(stmt.body))
+                iterated = {stmt.iter.name} if isinstance(stmt, ir.For) and isinstance(stmt.iter, ir.Var) else set()
+                names = {s.target for s in inner if _self_write(s)} - owned - iterated
+                ok = tuple(sorted(n for n in names if n in useful and n not in structured
+                                  and n not in shared and classes.get(n) != SCALAR
+                                  and all(_self_write(s) for s in inner if n in ir.defined(s))))
+                if ok:
+                    loops[id(stmt)] = ok
+                    for s in inner:
+                        if _self_write(s) and s.target in ok:
+                            writes[id(s)] = s.target
+                        elif (read := _item_read(s)) is not None and read[0] in ok:
+                            reads[id(s)] = read[0]
+                blocks.append((stmt.body, owned | frozenset(ok)))
+            elif isinstance(stmt, ir.If):
+                blocks += [(stmt.body, owned), (stmt.orelse, owned)]
+    return InPlace(loops, writes, reads)
+
+
+def guarded(body: tuple[ir.Stmt, ...]) -> frozenset[str]:
+    """The names whose objects the memory model guards before a write anywhere in ``body``: another live
+    variable may reach them (``registry.def_guard``, ``aliasing.Aliasing.check_apart``)."""
+    names: set[str] = set()
+    for stmt in ir.walk(body):
+        value = stmt.value if isinstance(stmt, ir.Assign) else None
+        if isinstance(value, ir.Call):
+            k = registry.guarded_argument(value.fn.obj)
+            guarded = value.args[k] if k is not None and k < len(value.args) else None
+            if isinstance(guarded, ir.Var):
+                names.add(guarded.name)
+    return frozenset(names)
+
+
+def accumulated_reads(function: ir.Function, useful: set[str], structured: set[str], known: Kinds,
+                      in_place: InPlace) -> InPlace:
+    """``in_place`` with the arrays a loop only reads, entry by entry, whose adjoints it adds into in place.
+
+    ``x[i]`` of a numpy array of floats (``ast_ad.kinds``), in a loop that binds no ``x``: the backward pass
+    adds each read's adjoint into the entry (``x_bar[i] += g``) of an adjoint array that the loop owns (made
+    before it, as a written array's is), rather than keep the step's adjoint and index to sum after the loop.
+    """
+    accumulated: dict[int, tuple[str, ...]] = {}
+    adds: dict[int, str] = {}
+    blocks: list[tuple[tuple[ir.Stmt, ...], frozenset[str]]] = [(function.body, frozenset())]
+    while blocks:
+        body, owned = blocks.pop()
+        for stmt in body:
+            if isinstance(stmt, (ir.For, ir.While)):
+                inner = list(ir.walk(stmt.body))
+                bound = {n for s in [stmt, *inner] for n in ir.defined(s)}
+                reads = [(s, read) for s in inner if (read := _item_read(s)) is not None]
+                mine = in_place.loops.get(id(stmt), ())
+                names = {name for _, (name, _) in reads} - bound - owned - set(mine) - structured
+                ok = tuple(sorted(n for n in names if n in useful and all(
+                    known.entry_of(ir.Var(name), index, s) for s, (name, index) in reads if name == n)))
+                if ok:
+                    accumulated[id(stmt)] = ok
+                    adds.update({id(s): name for s, (name, _) in reads if name in ok})
+                blocks.append((stmt.body, owned | frozenset(ok) | frozenset(mine)))
+            elif isinstance(stmt, ir.If):
+                blocks += [(stmt.body, owned), (stmt.orelse, owned)]
+    return InPlace(in_place.loops, in_place.writes, in_place.reads, accumulated, adds)
+
+
+# ---- binomial checkpointing ---------------------------------------------------------------------------------
+def checkpoint_state(function: ir.Function, position: int, in_place: InPlace) -> tuple[tuple[str, ...], str | None]:
+    """The loop-carried state that snapshots of the loop at ``function.body[position]`` keep, or why that
+    loop is not checkpointed (``grad(f, checkpoints=c)``; see ``ast_ad.revolve``).
+
+    The state is every name the loop body rebinds that is bound before the loop (to a value: not the
+    ``None`` that names bound in a loop start with) or read in a step before that step binds it: from
+    those, the body computes any step again. A loop is checkpointed
+    when computing one of its steps again gives what the first run gave and changes nothing else:
+    a ``for`` loop (a ``while`` loop's length is unknown when it starts) that does not break, prints,
+    asserts, appends to or pops from a list, writes arrays in place (its tape is already O(what changes)),
+    or calls a function ast_ad has no rule for (which might not give the same result twice).
+    """
+    loop = function.body[position]
+    if not isinstance(loop, ir.For):
+        return (), "a while loop's length is not known when it starts"
+    why = _not_repeatable(loop.body, in_place, set())
+    if why is not None:
+        return (), why
+    rebound = dict.fromkeys(n for s in ir.walk(loop.body) for n in ir.defined(s))
+    before = set(function.params) | {n for s in ir.walk(function.body[:position]) for n in ir.defined(s)
+                                     if not (isinstance(s, ir.Assign) and s.value == ir.Const(None))}
+    exposed = _exposed(loop.body, {loop.target})
+    return tuple(n for n in rebound if n != loop.target and (n in before or n in exposed)), None
+
+
+def _not_repeatable(body: tuple[ir.Stmt, ...], in_place: InPlace, seen: set[int]) -> str | None:
+    for stmt in ir.walk(body):
+        if isinstance(stmt, ir.Break):
+            return "it may break: its length is not known when it starts"
+        if isinstance(stmt, ir.Effect):
+            return f"line {stmt.line.lineno} has an effect, which computing the step again would repeat"
+        if isinstance(stmt, (ir.Append, ir.Pop)):
+            return f"line {stmt.line.lineno} changes a list, which the snapshots would share"
+        if id(stmt) in in_place.loops or id(stmt) in in_place.writes:
+            return "it writes arrays in place, and so tapes only the entries each write changes"
+        if isinstance(stmt, ir.While):  # its test runs again with the step (``while rng() > 0.5``)
+            called = _raw_calls(stmt.test)
+        elif isinstance(stmt, ir.Assign):
+            called = _raw_calls(stmt.value) if isinstance(stmt.value, ir.Raw) else \
+                [stmt.value.fn] if isinstance(stmt.value, ir.Call) else []
+        else:
+            continue
+        for ref in called:
+            if ref is None:
+                return f"line {stmt.line.lineno} calls a function ast_ad cannot name, which may not give the " \
+                       "same result when the step is computed again"
+            if isinstance(ref.obj, type) or registry.lookup(ref.obj) is not None:
+                continue
+            if is_user_function(ref.obj) and id(ref.obj) not in seen:
+                from ast_ad.transform import normalized  # the callee's own body, checked the same way
+
+                seen.add(id(ref.obj))
+                why = _not_repeatable(normalized(ref.obj).body, InPlace({}, {}, {}), seen)
+                if why is not None:
+                    return f"it calls {ref.hint}, where {why}"
+            elif not is_user_function(ref.obj):
+                return f"line {stmt.line.lineno} calls {ref.hint}, which has no rule and so may not give the " \
+                       "same result when the step is computed again"
+    return None
+
+
+def _raw_calls(raw: ir.Raw) -> list[ir.Ref | None]:
+    """What an expression kept as written calls: each function, reached from the objects it names
+    (``np.random.rand`` from ``np``); ``None`` for a call of anything else (a computed value)."""
+    called: list[ir.Ref | None] = []
+    for node in gast.walk(raw.node):
+        if not isinstance(node, gast.Call):
+            continue
+        func, attrs = node.func, []
+        while isinstance(func, gast.Attribute):
+            attrs.append(func.attr)
+            func = func.value
+        if not (isinstance(func, gast.Name) and func.id.startswith(syntax.MARK)):
+            called.append(None)
+            continue
+        ref = raw.refs[int(func.id[1:])]
+        obj = ref.obj
+        for attr in reversed(attrs):
+            obj = getattr(obj, attr, None)
+        called.append(ir.Ref(obj, ".".join([ref.hint, *reversed(attrs)])) if callable(obj) else None)
+    return called
+
+
+def _exposed(body: tuple[ir.Stmt, ...], written: set[str]) -> set[str]:
+    """The names ``body`` reads before it has surely bound them (``written``: those bound already)."""
+    found: set[str] = set()
+    for stmt in body:
+        found |= set(ir.reads_of(stmt)) - written
+        if isinstance(stmt, ir.If):
+            found |= _exposed(stmt.body, set(written)) | _exposed(stmt.orelse, set(written))
+            written |= _bound(stmt.body) & _bound(stmt.orelse)
+        elif isinstance(stmt, (ir.For, ir.While)):
+            found |= _exposed(stmt.body, written | set(ir.defined(stmt)))
+        else:
+            written |= set(ir.defined(stmt))
+    return found
+
+
+def _bound(body: tuple[ir.Stmt, ...]) -> set[str]:
+    """The names ``body`` surely binds (at its own level, or in both branches of an ``if``)."""
+    names: set[str] = set()
+    for stmt in body:
+        if isinstance(stmt, ir.If):
+            names |= _bound(stmt.body) & _bound(stmt.orelse)
+        elif not isinstance(stmt, (ir.For, ir.While)):
+            names |= set(ir.defined(stmt))
+    return names

@@ -1,0 +1,1072 @@
+"""Transformations of transformations: ``jvp``, ``vjp``, Jacobians, Hessians, and derivatives of derivatives.
+
+>>> import numpy as np
+>>> import ast_ad
+>>> def f(x1, x2):
+...     return np.log(x1) + x1 * x2 - np.sin(x2)
+>>> out, out_dot = ast_ad.jvp(f, (2.0, 3.0), (1.0, 0.0))
+>>> round(float(out_dot), 12)
+3.5
+>>> round(float(ast_ad.grad(ast_ad.grad(f))(2.0, 3.0)), 12)  # d2f/dx1^2 = -1/x1^2
+-0.25
+
+Every callable ast_ad makes can be *lowered*: for given arguments it names a
+function ast_ad can transform (the generated code itself, which is plain
+Python), the arguments to call it with, and how its raw result becomes the
+callable's result. A transformation applied to such a callable transforms the
+generated code: ``jvp`` of a gradient is forward mode over reverse mode, a
+Hessian-vector product. ``grad`` of a scalar function of a scalar that ast_ad
+made is forward mode over it, so ``grad(grad(grad(grad(f))))`` is forward mode
+stacked three times over reverse mode.
+"""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+import types
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+import numpy as np
+
+from ast_ad import transform
+from ast_ad.backend.load import Loaded
+from ast_ad.backend.scalar_calls import NOT_SCALARS, jvp_caller
+from ast_ad.core import logs
+from ast_ad.core.records import record
+from ast_ad.errors import ArgnumsError, ASTADError, GradientFailedError, LocatedError
+from ast_ad.ir.naming import identifier
+from ast_ad.runtime import as_array, is_array, of_type, size_of, zeros_like
+
+Finish = Callable[[Any], Any]
+FinishDot = Callable[[Any, Any], Any]
+FinishBar = Callable[[Any, Any], Any]
+
+P = ParamSpec("P")  # a function's parameters, which its Jacobian and Hessian take too
+V = TypeVar("V")  # what a function returns: a tangent or cotangent of its output has its type
+
+
+def _cotangent(raw: Any, g: Any) -> Any:
+    return g
+
+
+@record
+class Lowered:
+    """A callable's computation as a function ast_ad can transform.
+
+    ``fn(*args)`` gives the raw result; ``finish(raw)`` is the callable's result, and
+    ``finish_dot(raw, raw_dot)`` its tangent (linear in ``raw_dot``), and ``finish_bar(raw, g)`` the
+    adjoint of ``raw`` that the adjoint ``g`` of the result gives (the transpose of ``finish_dot``:
+    ``<g, finish_dot(raw, d)> == <finish_bar(raw, g), d>``). The callable's argument ``k`` is
+    ``args[positions[k]]``.
+    """
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    positions: tuple[int, ...]
+    finish: Finish
+    finish_dot: FinishDot
+    loaded: Any = None  # the generated code behind ``fn``, if any (for ``source``)
+    needed: tuple[bool, ...] | None = None  # the parts of ``fn``'s returned tuple that ``finish_dot`` reads
+    finish_bar: FinishBar = _cotangent
+
+
+def lower(fun: Any, args: tuple[Any, ...]) -> Lowered:
+    """``fun`` at ``args`` as a function ast_ad can transform: its own lowering, or the user's function."""
+    if type(fun) is types.FunctionType:  # the common case, first (parse checks that it has a source)
+        return Lowered(fun, _with_defaults(fun, args), tuple(range(len(args))), _same, _tangent)
+    own = getattr(fun, "lowered", None)
+    if own is not None and getattr(fun, "composable", False):
+        lowered: Lowered = own(args)
+        return lowered
+    from ast_ad.api.gradient import _unbind  # the same checks (a function with source) as grad
+
+    fn, bound = _unbind(fun)
+    if bound is not None:
+        return Lowered(fn, _with_defaults(fn, (bound, *args)), tuple(range(1, len(args) + 1)), _same, _tangent)
+    return Lowered(fn, _with_defaults(fn, args), tuple(range(len(args))), _same, _tangent)
+
+
+def _with_defaults(fn: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``args`` and the defaults of the parameters they leave out (``jvp(f, (x,), (v,))`` of ``f(x, s=1.0)``):
+    the transformed function takes every parameter by position."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return args
+    if len(args) >= len(parameters):
+        return args
+    missing = [p for p in parameters[len(args):] if p.default is p.empty]
+    if missing:
+        raise ASTADError(f"{getattr(fn, '__qualname__', fn)} needs an argument for {missing[0].name!r}: give one "
+                         "primal (and one tangent, or None) for each parameter without a default")
+    return (*args, *(p.default for p in parameters[len(args):]))
+
+
+def _same(raw: Any) -> Any:
+    return raw
+
+
+def _tangent(raw: Any, raw_dot: Any) -> Any:
+    return raw_dot
+
+
+# ---- forward mode --------------------------------------------------------------------------------------------
+def jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[V, V]:
+    """``(fun(*primals), J tangents)``: forward mode, one pass, no tape.
+
+    ``tangents`` matches ``primals`` one for one (containers as containers); ``None``
+    marks an argument that is not differentiated (integers, flags).
+    """
+    plain = type(fun) is FUNCTION and type(primals) is tuple and type(tangents) is tuple \
+        and len(primals) == len(tangents)
+    if plain:  # floats only, as last time: the module of then, if still current (``scalar_calls``)
+        found = _SCALAR_JVPS.get(fun)
+        if found is not None and found[0] == len(primals):
+            _, call, loaded = found
+            try:
+                out: Any = call(*primals, *tangents)
+            except LocatedError as exc:
+                raise located(exc, loaded) from None
+            if out is not NOT_SCALARS:
+                return out  # type: ignore[no-any-return]
+    scalar = plain and all(type(a) is float for a in (*primals, *tangents))
+    primals, tangents = _pair_up(primals, tangents)
+    active = tuple(k for k, t in enumerate(tangents) if t is not None)
+    lowered = lower(fun, primals)
+    if scalar:
+        loaded = jvp_code(lowered, active)
+        _SCALAR_JVPS[fun] = len(primals), jvp_caller(loaded, len(primals)), loaded
+    return forward_at(lowered, active, tuple(tangents[k] for k in active))
+
+
+# the forward-mode module of a plain function last called with floats only: how many, its call (``scalar_calls``)
+_SCALAR_JVPS: dict[Any, tuple[int, Callable[..., Any], Loaded]] = {}
+FUNCTION = types.FunctionType
+
+
+def moves_of(call: tuple[Any, ...], m: int) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """A call laid out as the rules of rules are, ``(v_m, ans_m, ..., v_1, ans_1, *rest)``: the moves
+    ``v_1 ... v_m`` (the first is the last given), and ``rest``."""
+    return (call[2 * m - 2::-2] if m else ()), call[2 * m:]
+
+
+class JvpOf:
+    """``ast_ad.jvp(fun, primals, tangents)`` written in a differentiated function: a primitive of the two
+    tuples, returning ``(out, out_dot)``.
+
+    Its rules differentiate the forward-mode code of ``fun`` again, as any generated code can be: reverse,
+    ``vjp`` of that code (reverse over forward); forward, its ``jvp`` (forward over forward).
+    """
+
+    def __init__(self, fun: Callable[..., Any]):
+        self.fun = fun
+        self.__name__ = self.__qualname__ = f"jvp_{getattr(fun, '__name__', 'f')}"
+        self._rule: Any = None
+
+    def __call__(self, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+        return jvp(self.fun, primals, tangents)
+
+    def code(self, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Callable[..., Any], tuple[int, ...]]:
+        """The forward-mode function ``f_jvp(*primals, *active tangents) -> (out, out_dot)``, and which
+        arguments have tangents."""
+        primals, tangents = _pair_up(tuple(primals), tuple(tangents))
+        active = tuple(k for k, t in enumerate(tangents) if t is not None)
+        lowered = lower(self.fun, primals)
+        if lowered.fn is not self.fun:
+            raise ASTADError(f"ast_ad.jvp of {self.__qualname__[4:]} inside a differentiated function needs a "
+                             "plain function of your own")
+        return jvp_code(lowered, active).fn, active
+
+    def ast_ad_rule(self) -> Any:
+        """Reverse: the adjoints of the primals' and the tangents' tuples (``JvpCotangent``); forward: the
+        tangent of ``(out, out_dot)`` along the primals' or the tangents' tangents (``JvpTangent``)."""
+        from ast_ad.core import registry
+
+        if self._rule is None:
+            self._rule = registry.Rule(self, (JvpCotangent(self, 0, ()), JvpCotangent(self, 1, ())),
+                                       origin="ast_ad.api.compose", jvps=(JvpTangent(self, (0,)), JvpTangent(self, (1,))))
+        return self._rule
+
+    def fixed(self, primals: tuple[Any, ...], tangents: tuple[Any, ...], path: tuple[int, ...],
+              moves: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...], tuple[Any, ...]]:
+        """The forward-mode code at these tuples with the moves along ``path`` fixed (``Fixed``: a derivative
+        of it), its flat arguments ``(*primals, *active tangents)``, and which tangents are active. A move
+        of slot 0 moves the primals; of slot 1, the tangents."""
+        code, active = self.code(primals, tangents)
+        fun: Any = code
+        for slot, move in zip(path, moves, strict=True):
+            if slot == 0:
+                fun = Fixed(fun, (tuple(range(len(primals))), False), tuple(move))
+            else:
+                fun = Fixed(fun, (tuple(len(primals) + i for i in range(len(active))), False),
+                            tuple(move[k] for k in active))
+        return fun, (*primals, *(tangents[k] for k in active)), active
+
+
+class JvpTangent:
+    """A forward rule of ``JvpOf``, and the rules of that rule: the tangent of ``(out, out_dot)`` when the
+    slots in ``path`` (0: the primals, 1: the tangents) move, called as rules are, ``(w_m, ans_m, ..., w_1,
+    ans_1, primals, tangents)``. It is forward mode over ``fun``'s forward-mode code, once per move; its own
+    forward rules are linear in each ``w``, zero in each ``ans``, and one more move in each slot."""
+
+    __module__ = "ast_ad.api.compose"
+
+    def __init__(self, of: JvpOf, path: tuple[int, ...]):
+        from ast_ad.core import registry
+
+        self.of, self.path = of, path
+        self.__name__ = f"{of.__name__}_{'_'.join('pt'[s] for s in path)}_dot"
+        self._rule: Any = None
+        registry.def_sequence(self)  # a pair: its tangents add element by element
+
+    def __call__(self, *call: Any) -> Any:
+        m = len(self.path)
+        moves, (primals, tangents) = moves_of(call, m)
+        fun, given, _ = self.of.fixed(primals, tangents, self.path[:-1], moves[:-1])
+        return jvp(fun, given, _moved(self.path[-1], moves[-1], primals, tangents))[1]
+
+    def ast_ad_rule(self) -> Any:
+        """Forward: linear in each move, one more move in each slot. Reverse, called ``(g, ans, *call)``: for
+        move ``w_i``, the adjoints of its slot of ``<g, D^(m-1) code[the other moves]>`` (``JvpCotangent``);
+        for the primals and the tangents, their adjoints of ``<g, D^m code[w_1, ..., w_m]>``."""
+        from ast_ad.core import registry
+
+        if self._rule is None:
+            m = len(self.path)
+            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * m + \
+                (JvpTangent(self.of, (*self.path, 0)), JvpTangent(self.of, (*self.path, 1)))
+            rest = (0, 1, 2 + 2 * m, 3 + 2 * m)  # g, ans, the primals, the tangents
+            vjps = _moves_adjoints(self.of, self.path, (), (), rest, self.__name__)
+            moves = tuple(range(2, 2 + 2 * m))
+            vjps += [Permuted(JvpCotangent(self.of, wrt, self.path), (*moves, *rest), 2 * m + 4,
+                              f"{self.__name__}_{'pt'[wrt]}_vjp") for wrt in (0, 1)]
+            self._rule = registry.Rule(self, tuple(vjps), origin="ast_ad.api.compose", jvps=jvps)
+        return self._rule
+
+
+def _moves_adjoints(of: JvpOf, path: tuple[int, ...], tail: tuple[int, ...], lead: tuple[int, ...],
+                    rest: tuple[int, ...], name: str) -> list[Any]:
+    """The reverse rules of the moves along ``path`` of a rule of ``of``, each followed by its ``ans``'s (zero).
+
+    Those reverse rules are called with the cotangent and its ``ans`` first, then the moves, the last first
+    (``w_k`` at ``2 + 2 (m - k)``). The adjoint of ``w_k`` is ``JvpCotangent`` of its slot along the other moves
+    and the slots in ``tail``, laid out by ``Permuted`` as its own call has them: the positions ``lead`` (moves
+    of ``tail``), the other moves, then ``rest`` (its g, ans, the primals and the tangents)."""
+    from ast_ad.core import registry
+
+    m = len(path)
+    arity = len(lead) + 2 * m + len(rest)
+    out: list[Any] = []
+    for k in range(m, 0, -1):
+        others = [j for j in range(m, 0, -1) if j != k]
+        order = (*lead, *(2 + 2 * (m - j) + d for j in others for d in (0, 1)), *rest)
+        along = (*(path[j - 1] for j in sorted(others)), *tail)
+        out += [Permuted(JvpCotangent(of, path[k - 1], along), order, arity, f"{name}_w{k}_vjp"), registry.zero]
+    return out
+
+
+class Permuted:
+    """``target`` called with the arguments of its own call at ``order``: one rule written for another rule's
+    layout of arguments (an argument left out of ``order`` is not read, so nothing flows to it). Its rules
+    are ``target``'s laid out the same way, so it is differentiated again as ``target`` is."""
+
+    __module__ = "ast_ad.api.compose"
+
+    def __init__(self, target: Any, order: tuple[int, ...], arity: int, name: str):
+        from ast_ad.core import registry
+
+        self.target, self.order, self.arity = target, order, arity
+        self.__name__ = self.__qualname__ = name
+        self._rule: Any = None
+        if registry.returns_sequence(target):
+            registry.def_sequence(self)
+
+    def __call__(self, *call: Any) -> Any:
+        return self.target(*(call[j] for j in self.order))
+
+    def ast_ad_rule(self) -> Any:
+        from ast_ad.core import registry
+
+        if self._rule is None:
+            rule = registry.lookup(self.target)
+            assert rule is not None, self.target  # the targets are JvpTangent and JvpCotangent, rules of rules
+            shifted = (0, 1, *(2 + j for j in self.order))  # a rule's call: (g or v, ans, *this call)
+
+            def laid(made: Any, j: int, kind: str) -> Any:
+                if j not in self.order:
+                    return registry.zero
+                if made is None or made is registry.zero or made is registry.LINEAR:
+                    return made
+                return Permuted(made, shifted, self.arity + 2, f"{self.__name__}_{kind}{j}")
+            vjps = tuple(laid(rule.vjp(self.order.index(j)), j, "vjp") for j in range(self.arity))
+            jvps = tuple(laid(rule.jvp(self.order.index(j)), j, "jvp") for j in range(self.arity))
+            self._rule = registry.Rule(self, vjps, origin="ast_ad.api.compose", jvps=jvps)
+        return self._rule
+
+
+def _moved(slot: int, move: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The tangents of the flat arguments ``(*primals, *active tangents)`` when ``slot`` moves by ``move``."""
+    active = [k for k, t in enumerate(tangents) if t is not None]
+    if slot == 0:
+        return (*move, *[None] * len(active))
+    return (*[None] * len(primals), *(move[k] for k in active))
+
+
+class JvpCotangent:
+    """A reverse rule of ``JvpOf`` (the adjoints of slot ``wrt``: 0, the primals; 1, the tangents), and the
+    forward rules of that rule: ``(w_m, ans_m, ..., w_1, ans_1, g, ans, primals, tangents)`` gives the adjoints
+    of ``<g, D^m code[w_1, ..., w_m]>``, reverse mode over the forward-mode code of the derivative (by the
+    symmetry of mixed partial derivatives, the tangent of an adjoint is the adjoint of the tangent). Linear in
+    ``g`` and each ``w``, zero in each ``ans``, one more move in each slot."""
+
+    __module__ = "ast_ad.api.compose"
+
+    def __init__(self, of: JvpOf, wrt: int, path: tuple[int, ...]):
+        from ast_ad.core import registry
+
+        self.of, self.wrt, self.path = of, wrt, path
+        self.__name__ = f"{of.__name__}_{'pt'[wrt]}_vjp" + "".join(f"_{'pt'[s]}_dot" for s in path)
+        self._rule: Any = None
+        registry.def_sequence(self)  # a tuple of adjoints
+
+    def __call__(self, *call: Any) -> Any:
+        m = len(self.path)
+        moves, (g, _, primals, tangents) = moves_of(call, m)
+        fun, given, active = self.of.fixed(primals, tangents, self.path, moves)
+        lowered = lower(fun, given)
+        out, vjp_fn = vjp(lowered.fn, *lowered.args)
+        bars = vjp_fn(_seeded(out, g, m))
+        flat = [bars[lowered.positions[j]] for j in range(len(given))]
+        if self.wrt == 0:
+            return tuple(_zero_if_none(b, p) for b, p in zip(flat[:len(primals)], primals, strict=True))
+        adjoints: list[Any] = [None if t is None else 0.0 * as_array(t) for t in tangents]
+        for k, bar in zip(active, flat[len(primals):], strict=True):
+            adjoints[k] = _zero_if_none(bar, tangents[k])
+        return tuple(adjoints)
+
+    def ast_ad_rule(self) -> Any:
+        from ast_ad.core import registry
+
+        if self._rule is None:
+            m = len(self.path)
+            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * (m + 1) + \
+                (JvpCotangent(self.of, self.wrt, (*self.path, 0)), JvpCotangent(self.of, self.wrt, (*self.path, 1)))
+            # reverse, called (u, ans', *call): <u, this> is <g, D^(m+1) code[w_1, ..., w_m, u in slot wrt]>
+            rest = (2 * m + 2, 2 * m + 3, 2 * m + 4, 2 * m + 5)  # g, ans, the primals, the tangents
+            # w_k: the adjoints of its slot of <g, D^m code[the other moves, u]> (u, ans' lead the call)
+            vjps = _moves_adjoints(self.of, self.path, (self.wrt,), (0, 1), rest, self.__name__)
+            moves = tuple(range(2 * m + 2))  # u, ans', and the moves
+            vjps += [Permuted(JvpTangent(self.of, (*self.path, self.wrt)), (*moves, 2 * m + 4, 2 * m + 5),
+                              2 * m + 6, f"{self.__name__}_g_vjp"), registry.zero]
+            vjps += [JvpCotangent(self.of, wrt, (*self.path, self.wrt)) for wrt in (0, 1)]
+            self._rule = registry.Rule(self, tuple(vjps), origin="ast_ad.api.compose", jvps=jvps)
+        return self._rule
+
+
+def _seeded(out: Any, g: Any, depth: int) -> Any:
+    """The adjoint of the raw result ``out`` of forward-mode code ``depth`` levels deep: ``g`` (its parts that
+    are ``None``, zero) in the tangent of the tangent ..., zeros elsewhere."""
+    if depth == 0:
+        return tuple(_zero_if_none(b, like) for b, like in zip(g, out, strict=True))
+    return (raw_zeros(out[0]), _seeded(out[1], g, depth - 1))
+
+
+def raw_zeros(value: Any) -> Any:
+    """The zero adjoint of a raw result (``None`` where it holds ``None``): zeros, not ``0 * value``, which is
+    ``nan`` where the value is infinite."""
+    if value is None:
+        return None
+    if isinstance(value, tuple):
+        return tuple(raw_zeros(v) for v in value)
+    return zeros_like(value)
+
+
+_JVPS: dict[Any, JvpOf] = {}
+
+
+def jvp_of(fun: Callable[..., Any]) -> JvpOf:
+    """The primitive ``JvpOf(fun)``, made once per function (generated code refers to it by name)."""
+    if fun not in _JVPS:
+        from ast_ad.core import registry
+
+        _JVPS[fun] = JvpOf(fun)
+        registry.def_sequence(_JVPS[fun])  # it returns a tuple: its adjoint adds element by element
+    return _JVPS[fun]
+
+
+class Directional:
+    """A derivative of ``fun`` along given directions, as a primitive that generated code calls.
+
+    With one direction it is ``jvp(fun, args, v)[1]``: the tangent of ``fun(*args)`` when the arguments
+    ``ks`` move along ``v``. Called as rules are, ``(v, ans, *args)``. A gradient called in a body has two of
+    these as its rules (``api.Gradient.ast_ad_rule``): forward, along the argument's tangent; reverse, the
+    gradient of argument ``k`` along the adjoint placed in the gradient's arguments (a Hessian-vector product).
+
+    Its own forward rules are again ``Directional``: linear in each ``v``, zero in each ``ans``, and in an
+    argument ``j`` the derivative along one more direction, called ``(u, ans2, v, ans, *args)``. So forward
+    mode can be stacked over code that calls it to any order, each level one more forward pass over the
+    generated code of ``fun``.
+    """
+
+    __module__ = "ast_ad.api.compose"
+
+    def __init__(self, fun: Any, directions: tuple[tuple[tuple[int, ...], bool], ...], nparams: int):
+        self.fun, self.directions, self.nparams = fun, directions, nparams  # each direction: (ks, single v)
+        self.__name__ = self.__qualname__ = f"d{len(directions)}_{getattr(fun, '__name__', 'f')}"
+        self._rule: Any = None
+        self._then: dict[int, Directional] = {}
+
+    def __call__(self, *call: Any) -> Any:
+        m = len(self.directions)
+        vs, args = moves_of(call, m)
+        fun = self.fun
+        for direction, v in zip(self.directions[:-1], vs[:-1], strict=True):
+            fun = Fixed(fun, direction, v)
+        return jvp(fun, args, placed(self.directions[-1], vs[-1], len(args)))[1]
+
+    def then(self, j: int) -> Directional:
+        """The derivative of this one when argument ``j`` moves too."""
+        if j not in self._then:
+            self._then[j] = Directional(self.fun, (*self.directions, ((j,), True)), self.nparams)
+        return self._then[j]
+
+    def ast_ad_rule(self) -> Any:
+        from ast_ad.core import registry
+
+        if self._rule is None:
+            m = len(self.directions)
+            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * m + \
+                tuple(self.then(j) for j in range(self.nparams))
+            self._rule = registry.Rule(self, self.adjoint_rules(), origin="ast_ad.api.compose", jvps=jvps)
+        return self._rule
+
+    def adjoint_rules(self) -> tuple[Any, ...]:
+        """Reverse rules, where ``fun`` is a gradient ``grad_A f`` of a scalar ``f``: then this is a derivative
+        of ``f`` of order m + 1, symmetric in its directions, and ``<g, D^m grad_A f [v_1 .. v_m]>`` is
+        ``D^(m+1) f [v_1 .. v_m, g placed in A]``. Its adjoint in argument ``j`` is the derivative of the
+        partial gradient ``grad_j f`` along all of those, and in ``v_i`` that of ``grad_(ks_i) f`` along all
+        but ``v_i`` (the call without ``v_i`` and its ``ans``: ``Dropping``). Called as rules are,
+        ``(g, ans, v_m, ans_m, ..., v_1, ans_1, *args)``, each is again a ``Directional`` over a gradient: it
+        has these rules too, to any order. Over other functions there are none (reverse mode refuses)."""
+        from ast_ad.api.gradient import Gradient
+        from ast_ad.core import registry
+
+        gradient = self.fun
+        if not isinstance(gradient, Gradient) or gradient.ast_ad_rule() is None:
+            return ()
+        m, n, mine = len(self.directions), self.nparams, (gradient.argnums, gradient.single)
+        rules: list[Any] = []
+        for p in range(m):  # the call's v_m, ans_m, ..., v_1, ans_1: v_m is direction m - 1
+            i = m - 1 - p
+            ks, single = self.directions[i]
+            others = self.directions[:i] + self.directions[i + 1:]
+            inner = Directional(gradient.partial(ks[0] if single else ks), (*others, mine), n)
+            rules += [Dropping(inner, (2 + 2 * p, 3 + 2 * p)), registry.zero]  # in the rule's call, after g, ans
+        return (*rules, *(Directional(gradient.partial(j), (*self.directions, mine), n) for j in range(n)))
+
+    def __repr__(self) -> str:
+        return f"<ast_ad derivative of {getattr(self.fun, '__qualname__', self.fun)!s} along {self.directions}>"
+
+
+class Dropping:
+    """``inner`` called without the arguments at positions ``dropped`` of this call (which it does not read): a
+    rule whose call carries more than its function takes (``Directional.adjoint_rules``). Its own rules are
+    ``inner``'s, each again without them (they come after the rule's own ``g, ans``), and zero for them."""
+
+    __module__ = "ast_ad.api.compose"
+
+    def __init__(self, inner: Any, dropped: tuple[int, ...]):
+        self.inner, self.dropped = inner, dropped
+        self.__name__ = self.__qualname__ = f"{getattr(inner, '__name__', 'f')}_without_" + \
+            "_".join(map(str, dropped))
+        self._rule: Any = None
+
+    def __call__(self, *call: Any) -> Any:
+        return self.inner(*(c for k, c in enumerate(call) if k not in self.dropped))
+
+    def ast_ad_rule(self) -> Any:
+        from ast_ad.core import registry
+
+        if self._rule is None:
+            inner = registry.lookup(self.inner)
+            if inner is None:
+                return None
+            count = max(len(inner.vjps), len(inner.jvps)) + len(self.dropped)
+            vjps, jvps = [], []
+            for k in range(count):
+                if k in self.dropped:
+                    vjps.append(registry.zero)
+                    jvps.append(registry.zero)
+                    continue
+                q = k - sum(d < k for d in self.dropped)  # the position in ``inner``'s call
+                vjps.append(self.moved(inner.vjp(q)))
+                jvps.append(self.moved(inner.jvp(q)))
+            self._rule = registry.Rule(self, tuple(vjps), origin="ast_ad.api.compose", jvps=tuple(jvps))
+        return self._rule
+
+    def moved(self, rule: Any) -> Any:
+        from ast_ad.core import registry
+
+        if rule is None or rule is registry.zero or rule is registry.LINEAR:
+            return rule  # linear in a kept argument: this function, with the tangent in its place
+        return Dropping(rule, tuple(d + 2 for d in self.dropped))
+
+
+def placed(direction: tuple[tuple[int, ...], bool], v: Any, n: int) -> tuple[Any, ...]:
+    """The tangents of ``n`` arguments: ``v`` in the arguments ``ks`` (one each if not ``single``), ``None``
+    elsewhere."""
+    ks, single = direction
+    tangents: list[Any] = [None] * n
+    for k, vk in zip(ks, (v,) if single else tuple(v), strict=True):
+        tangents[k] = vk
+    return tuple(tangents)
+
+
+class Fixed:
+    """``args -> jvp(fun, args, v placed in the arguments ks)[1]`` with ``v`` fixed: a derivative that ast_ad
+    can lower (its code is forward mode over ``fun``'s), so it can be differentiated again."""
+
+    composable = True
+
+    def __init__(self, fun: Any, direction: tuple[tuple[int, ...], bool], v: Any):
+        self.fun, self.direction, self.v = fun, direction, v
+        self.__name__ = f"{getattr(fun, '__name__', 'f')}_dot"
+
+    def __call__(self, *args: Any) -> Any:
+        return jvp(self.fun, args, placed(self.direction, self.v, len(args)))[1]
+
+    def lowered(self, args: tuple[Any, ...]) -> Lowered:
+        return _along(self.fun, args, placed(self.direction, self.v, len(args)))
+
+
+def _along(fun: Any, args: tuple[Any, ...], tangents: tuple[Any, ...]) -> Lowered:
+    """``args -> jvp(fun, args, tangents)[1]`` as code: the forward-mode code of ``fun``, called with the
+    tangents after the arguments."""
+    primals, tangents = _pair_up(args, tangents)
+    active = tuple(k for k, t in enumerate(tangents) if t is not None)
+    inner = lower(fun, primals)
+    loaded = jvp_code(inner, active)
+
+    def finish(raw: Any) -> Any:
+        return inner.finish_dot(raw[0], raw[1])
+
+    def finish_dot(raw: Any, raw_dot: Any) -> Any:
+        return inner.finish_dot(raw[0], raw_dot[1])
+
+    def finish_bar(raw: Any, g: Any) -> Any:
+        return raw_zeros(raw[0]), inner.finish_bar(raw[0], g)
+    return Lowered(loaded.fn, (*inner.args, *(tangents[k] for k in active)), inner.positions, finish, finish_dot,
+                   loaded, (False, True), finish_bar)
+
+
+def _zero_if_none(value: Any, like: Any) -> Any:
+    return zeros_like(like) if value is None else value
+
+
+def forward_at(lowered: Lowered, active: tuple[int, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+    """Run the forward-mode code of ``lowered`` with these tangents for the caller's arguments ``active``."""
+    loaded = jvp_code(lowered, active)
+    raw, raw_dot = run(loaded, *lowered.args, *tangents)
+    return lowered.finish(raw), lowered.finish_dot(raw, raw_dot)
+
+
+def jvp_code(lowered: Lowered, active: tuple[int, ...]) -> Loaded:
+    return transform.jvp_function(*_jvp_of(lowered, active))
+
+
+def _jvp_of(lowered: Lowered, active: tuple[int, ...]) -> tuple[Any, tuple[int, ...], tuple[int, ...], Any]:
+    """What the forward-mode module of ``lowered`` is built and cached for: function, argnums, shapes, needed."""
+    from ast_ad.api.gradient import shape_labels
+
+    return lowered.fn, tuple(lowered.positions[k] for k in active), shape_labels(lowered.args), lowered.needed
+
+
+def run(loaded: Any, *args: Any) -> Any:
+    """Call generated code; a refusal raised in a helper gets the user's line it belongs to."""
+    return run_code(loaded, loaded.fn, *args)
+
+
+def run_code(loaded: Any, fn: Callable[..., Any], *args: Any) -> Any:
+    """Call ``fn``, a function of the generated module ``loaded``, as ``run`` does."""
+    try:
+        return fn(*args)
+    except LocatedError as exc:
+        raise located(exc, loaded) from None
+
+
+def located(exc: LocatedError, loaded: Any) -> LocatedError:
+    """``exc``, a refusal raised in a helper of generated code, with the user's line it belongs to, if it has none."""
+    where = loaded.user_line(exc)
+    if exc.filename is None and where is not None:
+        return type(exc)(str(exc), *where)
+    return exc
+
+
+def _pair_up(primals: Any, tangents: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise ASTADError("jvp takes primals and tangents as tuples, one entry per argument: "
+                         "jvp(f, (x,), (x_dot,))")
+    if len(primals) != len(tangents):
+        raise ASTADError(f"jvp got {len(primals)} primals but {len(tangents)} tangents: give one tangent per "
+                         "argument (None for one that is not differentiated)")
+    from ast_ad.api.gradient import _check_differentiable
+
+    out = []
+    for k, (p, t) in enumerate(zip(primals, tangents, strict=True)):
+        if t is not None and type(p) is not float:
+            _check_differentiable(p, f"argument {k}")  # an integer has no tangent: give it None
+        out.append(None if t is None else _tangent_like(t, p, k))
+    return tuple(primals), tuple(out)
+
+
+def _tangent_like(t: Any, p: Any, k: int) -> Any:
+    """The tangent ``t`` checked against its primal ``p``: the same structure and shape, as floats."""
+    if type(p) is float and type(t) in (float, int):
+        return float(t)
+    if isinstance(p, dict):
+        if not isinstance(t, dict) or set(t) != set(p):
+            raise ASTADError(f"the tangent of argument {k} must be a dict with the keys of its primal")
+        return {key: _tangent_like(t[key], item, k) for key, item in p.items()}
+    if isinstance(p, (tuple, list)):
+        if not isinstance(t, (tuple, list)) or len(t) != len(p):
+            raise ASTADError(f"the tangent of argument {k} must be a {type(p).__name__} of {len(p)} tangents")
+        parts = [_tangent_like(a, b, k) for a, b in zip(t, p, strict=True)]
+        return type(p)(*parts) if hasattr(p, "_fields") else type(p)(parts)
+    if np.shape(t) != np.shape(p):
+        raise ASTADError(f"the tangent of argument {k} has shape {np.shape(t)}, but the argument has shape "
+                         f"{np.shape(p)}: a tangent has its primal's shape")
+    if is_array(t) and not isinstance(t, np.ndarray):  # a dask or CuPy tangent stays one
+        return t.astype(p.dtype if is_array(p) and p.dtype.kind == "f" else float)
+    if is_array(p) and not isinstance(p, np.ndarray):  # a tangent for a dask or CuPy primal: of its type
+        return of_type(np.asarray(t, dtype=p.dtype if p.dtype.kind == "f" else float), p)
+    if isinstance(p, np.ndarray):
+        return np.asarray(t, dtype=p.dtype if p.dtype.kind == "f" else float)
+    return float(t) if np.ndim(t) == 0 and not isinstance(t, np.ndarray) else np.asarray(t, dtype=float)
+
+
+# ---- reverse mode ---------------------------------------------------------------------------------------------
+def vjp(fun: Callable[..., V], *primals: Any,
+        checkpoints: int | None = None) -> tuple[V, Callable[[V], tuple[Any, ...]]]:
+    """``(fun(*primals), vjp_fn)``, where ``vjp_fn(out_bar)`` is the tuple of every argument's adjoint.
+
+    Works for any output: an array, a tuple or dict of them. An argument that cannot be
+    differentiated (an integer, a flag) gets ``None``. ``vjp_fn`` may be called many times.
+    ``checkpoints=c``: binomial checkpointing of ``fun``'s loops, as for :func:`ast_ad.grad`.
+    """
+    from ast_ad.api.gradient import Gradient, _differentiable, shape_labels
+
+    argnums = tuple(k for k, p in enumerate(primals) if _differentiable(p))
+    if getattr(fun, "composable", False):
+        if checkpoints is not None:
+            raise ASTADError("checkpoints= applies to the vjp of a plain function: the vjp of a derivative "
+                             "runs forward mode over it, which tapes nothing")
+        return _vjp_of_transformed(fun, primals, argnums)
+    gradient: Gradient[..., Any] = Gradient(fun, argnums or (0,), with_value=True, checkpoints=checkpoints)
+    if not argnums:
+        return fun(*primals), lambda out_bar: (None,) * len(primals)
+    args = (gradient.bound_self, *primals) if gradient.bound_self is not None else tuple(primals)
+    fwd, bwd, loaded = transform.pair(gradient.fun, gradient.positions, shape_labels(args), gradient.checkpoints)
+    out, saved = run_code(loaded, fwd, *args)
+
+    def vjp_fn(out_bar: Any) -> tuple[Any, ...]:
+        grads = run_code(loaded, bwd, fresh(saved), out_bar)  # its tapes are popped: each call gets its own
+        shaped = [gradient.shaped(g, args[k]) for g, k in zip(grads, gradient.positions, strict=True)]
+        found = dict(zip(argnums, shaped, strict=True))
+        return tuple(found.get(k) for k in range(len(primals)))
+    return out, vjp_fn
+
+
+def fresh(saved: Any, copies: dict[int, Any] | None = None) -> Any:
+    """``saved`` with every list and array in it copied, each once (what is shared stays shared): a backward
+    pass pops its tapes, and writes back the arrays its loops wrote in place (``analysis.in_place_writes``)."""
+    copies = {} if copies is None else copies
+    if id(saved) in copies:
+        return copies[id(saved)]
+    if isinstance(saved, list):
+        made: Any = [fresh(item, copies) for item in saved]
+    elif isinstance(saved, tuple) and not hasattr(saved, "_fields"):
+        made = tuple(fresh(item, copies) for item in saved)
+    elif isinstance(saved, np.ndarray):
+        made = saved.copy()
+    else:
+        return saved
+    copies[id(saved)] = made
+    return made
+
+
+def _vjp_of_transformed(fun: Any, primals: tuple[Any, ...],
+                        argnums: tuple[int, ...]) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+    """The VJP of a function ast_ad made: reverse mode over its code (``lower``), the adjoint of its result
+    taken back to its code's (``Lowered.finish_bar``). A gradient ``x -> grad_A f(x)`` takes forward mode over
+    its code instead (``api.gradient_adjoints``: a Hessian-vector product, by the symmetry of second
+    derivatives), one pass with no tape."""
+    from ast_ad.api.gradient import Gradient, _like, gradient_adjoints, shape_labels
+
+    if isinstance(fun, Gradient) and not fun.transformed and not fun.with_value:
+        out = fun(*primals)
+
+        def vjp_fn(out_bar: Any) -> tuple[Any, ...]:
+            found = dict(zip(argnums, gradient_adjoints(fun, argnums, out_bar, primals), strict=True))
+            return tuple(found.get(k) for k in range(len(primals)))
+        return out, vjp_fn
+    lowered = lower(fun, primals)
+    positions = tuple(lowered.positions[k] for k in argnums)
+    try:
+        fwd, bwd, loaded = transform.pair(lowered.fn, positions, shape_labels(lowered.args))
+    except ASTADError as refusal:  # reverse mode cannot read this code (it pops a list a caller gave it, say)
+        if any(isinstance(primals[k], (tuple, list, dict)) for k in argnums):
+            raise
+        logs.info("vjp of %s: reverse mode over its code is refused (%s); forward mode instead, a pass an entry",
+                  getattr(fun, "__name__", "a derivative"), str(refusal).splitlines()[0])
+        return _vjp_by_forward_mode(lowered, primals, argnums)
+    name = getattr(fun, "__name__", "this derivative")
+
+    def instead_of(failure: Exception, part: str) -> Callable[[Any], tuple[Any, ...]]:
+        """Forward mode's columns where the pass ``part`` ast_ad wrote over the code failed as it ran. Reverse mode
+        over code that carries adjoints of kinds it cannot tell (a helper's pair, the float zero an adjoint starts
+        as) can fail so: the failure is ast_ad's, not the user's (their code runs), and forward mode gives the
+        same numbers, for arrays; for a container argument, an error that says what to do."""
+        if any(isinstance(primals[k], (tuple, list, dict)) for k in argnums):  # forward mode takes arrays
+            raise GradientFailedError(
+                f"the vjp of {name} failed in the {part} pass ast_ad wrote over its code ({type(failure).__name__}: "
+                f"{failure}), and forward mode cannot stand in for an argument that is a tuple, list or dict: pass "
+                "its arrays as separate arguments, or use jvp over it") from failure
+        logs.info("vjp of %s: its %s pass failed (%s: %s); forward mode instead, a pass an entry", name, part,
+                  type(failure).__name__, failure)
+        return _vjp_by_forward_mode(lowered, primals, argnums)[1]
+    try:
+        raw, saved = run_code(loaded, fwd, *lowered.args)
+    except (TypeError, AttributeError, ValueError, IndexError) as failure:
+        return fun(*primals), instead_of(failure, "forward")
+    out = lowered.finish(raw)
+    instead: list[Callable[[Any], tuple[Any, ...]]] = []  # forward mode, once the backward pass has failed
+
+    def vjp_of_code(out_bar: Any) -> tuple[Any, ...]:
+        _check_like(out_bar, out)
+        if not instead:
+            try:
+                bars = run_code(loaded, bwd, fresh(saved), lowered.finish_bar(raw, out_bar))
+                found = {k: _like(bar, primals[k]) for k, bar in zip(argnums, bars, strict=True)}
+                return tuple(found.get(k) for k in range(len(primals)))
+            except (TypeError, AttributeError, ValueError, IndexError) as failure:
+                instead.append(instead_of(failure, "backward"))
+        return instead[0](out_bar)
+    return out, vjp_of_code
+
+
+def _check_like(g: Any, out: Any) -> None:
+    """Refuse an adjoint ``g`` that is not shaped as ``out``, the value it is the adjoint of."""
+    if isinstance(out, (tuple, list)):
+        if not isinstance(g, (tuple, list)) or len(g) != len(out):
+            raise ASTADError(f"the adjoint given to vjp_fn must be shaped as the function's value: a sequence of "
+                             f"{len(out)}, got {type(g).__name__}")
+        for item, like in zip(g, out, strict=True):
+            _check_like(item, like)
+    elif g is not None and np.shape(g) != np.shape(out):
+        raise ASTADError(f"the adjoint given to vjp_fn must be shaped as the function's value, {np.shape(out)}; "
+                         f"got {np.shape(g)}")
+
+
+def _vjp_by_forward_mode(lowered: Lowered, primals: tuple[Any, ...],
+                         argnums: tuple[int, ...]) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+    """The VJP from the Jacobian's columns (forward mode, one pass an entry of each differentiated argument, made
+    at the first call): exact, where reverse mode cannot read the code."""
+    from ast_ad.api.gradient import _like
+
+    raw = lowered.fn(*lowered.args) if lowered.loaded is None else run_code(lowered.loaded, lowered.fn, *lowered.args)
+    out = lowered.finish(raw)
+    columns: dict[int, list[Any]] = {}
+
+    def vjp_fn(out_bar: Any) -> tuple[Any, ...]:
+        found = {}
+        for k in argnums:
+            if k not in columns:
+                columns[k] = forward_columns(lowered, k)[1]
+            entries = np.array([_inner(out_bar, column) for column in columns[k]])
+            found[k] = _like(float(entries[0]) if np.ndim(primals[k]) == 0 else entries.reshape(np.shape(primals[k])),
+                             primals[k])
+        return tuple(found.get(k) for k in range(len(primals)))
+    return out, vjp_fn
+
+
+# ---- Jacobians and Hessians ----------------------------------------------------------------------------------
+def jacfwd(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Callable[P, Any]:
+    """The Jacobian by forward mode: one ``jvp`` per entry of the argument; shape ``out.shape + arg.shape``."""
+    return Jacobian(fun, argnums, "forward")
+
+
+def jacrev(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Callable[P, Any]:
+    """The Jacobian by reverse mode: one ``vjp`` per entry of the output; shape ``out.shape + arg.shape``."""
+    return Jacobian(fun, argnums, "reverse")
+
+
+def jacobian(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Callable[P, Any]:
+    """The Jacobian, by forward mode when the arguments have fewer entries than the output, else by reverse."""
+    return Jacobian(fun, argnums, "auto")
+
+
+def hessian(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Callable[P, Any]:
+    """The Hessian of scalar ``fun``: forward mode over the reverse-mode gradient (a tuple of tuples for
+    tuple ``argnums``)."""
+    from ast_ad.api.gradient import grad
+
+    return Jacobian(grad(fun, argnums), argnums, "forward", "hessian")
+
+
+def hvp(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+    """``hvp(f)(*args, v)``: the Hessian of scalar ``f`` times ``v``, by forward over reverse, without building H."""
+    from ast_ad.api.gradient import grad
+
+    return Hvp(grad(fun, argnums), argnums)
+
+
+class Hvp:
+    """``hvp(f)``: ``(*args, v) -> H v``, the tangent of ``grad(f)`` along ``v``. Composable: its code is the
+    forward-mode code of the gradient, with ``v`` an argument like the others (the code is linear in it)."""
+
+    composable = True
+
+    def __init__(self, gradient: Any, argnums: int | tuple[int, ...]):
+        self.gradient, self.given, self.positions = gradient, argnums, _argnums(argnums)
+        self.__name__ = self.__qualname__ = f"hvp_{getattr(gradient, '__name__', 'f')}"
+        params = list(gradient.signature.parameters.values())
+        self.signature = inspect.Signature([*params, inspect.Parameter("v", inspect.Parameter.POSITIONAL_OR_KEYWORD)])
+        self.nparams = len(params) + 1
+
+    def split(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """The primals, and the tangents with ``v`` placed in the differentiated arguments."""
+        *primals, v = args
+        vs = (v,) if isinstance(self.given, numbers.Integral) else tuple(v)
+        if len(vs) != len(self.positions):
+            raise ArgnumsError(f"hvp needs one vector per argument in argnums={self.given!r}, got {len(vs)}")
+        return tuple(primals), placed((self.positions, False), vs, len(primals))
+
+    def __call__(self, *args: Any) -> Any:
+        primals, tangents = self.split(args)
+        return jvp(self.gradient, primals, tangents)[1]
+
+    def lowered(self, args: tuple[Any, ...]) -> Lowered:
+        if not isinstance(self.given, numbers.Integral):
+            raise ASTADError("differentiating hvp(f) again works for one argnum: hvp(f, argnums=k)")
+        primals, tangents = self.split(args)
+        lowered = _along(self.gradient, primals, tangents)
+        return Lowered(lowered.fn, lowered.args, (*lowered.positions, len(lowered.args) - 1), lowered.finish,
+                       lowered.finish_dot, lowered.loaded, lowered.needed, lowered.finish_bar)
+
+
+def _argnums(argnums: Any) -> tuple[int, ...]:
+    from ast_ad.api.gradient import _check_argnums
+
+    return _check_argnums(argnums)
+
+
+def _bound(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """The arguments of a call by name, in their places (defaults filled in), or Python's error for a bad call."""
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise ASTADError("a Jacobian or Hessian takes its function's arguments one by one, not as **kwargs")
+    return tuple(bound.args)
+
+
+class Jacobian:
+    """A Jacobian function: ``out.shape + arg.shape``, a tuple over tuple ``argnums``, a tuple over tuple outputs.
+
+    It is composable: its code is a call of itself as a primitive (``lowered``), whose forward rules are
+    Jacobians again, of ``fun``'s derivative along the argument's tangent (``directions``: the Jacobian of
+    ``Fixed(fun, ...)``, called as rules are, ``(v, ans, *args)``). So ``jacfwd(hessian(f))`` is the tensor of
+    third derivatives, each level one more forward pass over the code of ``fun``.
+    """
+
+    composable = True
+
+    def __init__(self, fun: Callable[..., Any], argnums: int | tuple[int, ...], mode: str, name: str = "jacobian",
+                 directions: tuple[tuple[tuple[int, ...], bool], ...] = ()):
+        self.fun, self.mode, self.given, self.kind, self.directions = fun, mode, argnums, name, directions
+        self.single = isinstance(argnums, numbers.Integral)
+        self.argnums = _argnums(argnums)
+        self.__name__ = self.__qualname__ = f"{name}_{getattr(fun, '__name__', 'f')}" + "_dot" * len(directions)
+        self._rule: Any = None
+        self._then: dict[int, Jacobian] = {}
+        self._calls: dict[int, Callable[..., Any]] = {}
+
+    @property
+    def signature(self) -> inspect.Signature:
+        """The signature of ``fun``, whose arguments the Jacobian takes."""
+        own = getattr(self.fun, "signature", None)
+        return own if isinstance(own, inspect.Signature) else inspect.signature(self.fun)
+
+    @property
+    def nparams(self) -> int:
+        return len(self.signature.parameters)
+
+    def __call__(self, *call: Any, **kwargs: Any) -> Any:
+        m = len(self.directions)
+        if kwargs and not m:  # arguments by name, as ``fun`` takes them
+            call = tuple(_bound(self.signature, call, kwargs))
+        (vs, args), fun = moves_of(call, m), self.fun
+        for direction, v in zip(self.directions, vs, strict=True):
+            fun = Fixed(fun, direction, v)
+        return self.at(fun, args)
+
+    def at(self, fun: Any, args: tuple[Any, ...]) -> Any:
+        """The Jacobian of ``fun`` at ``args``."""
+        from ast_ad.api.gradient import _check_differentiable
+
+        for k in self.argnums:
+            if k >= len(args):
+                raise ArgnumsError(f"argnums={self.argnums!r} names argument {k}, but the call has {len(args)}")
+            _check_differentiable(args[k], f"argument {k}")
+            if isinstance(args[k], (tuple, list, dict)):
+                raise ASTADError(f"the Jacobian with respect to a {type(args[k]).__name__} argument is not "
+                                 "supported: pass its arrays as separate arguments, or one stacked array")
+        sizes = sum(size_of(args[k]) for k in self.argnums)
+        mode = self.mode
+        if isinstance(fun, Jacobian):
+            mode = "forward"  # its reverse rule is one forward pass an entry (``JacobianVjp``): forward mode is fewer
+        if mode == "auto":
+            out = fun(*args)
+            mode = "forward" if sizes <= sum(size_of(leaf) for leaf in _leaves(out)) else "reverse"
+        blocks = [self.forward(fun, args, k) if mode == "forward" else self.reverse(fun, args, k)
+                  for k in self.argnums]
+        if self.single:
+            return blocks[0]
+        if isinstance(blocks[0], tuple):  # tuple outputs: out index first, then argnum
+            return tuple(tuple(b[i] for b in blocks) for i in range(len(blocks[0])))
+        return tuple(blocks)
+
+    def then(self, j: int) -> Jacobian:
+        """This Jacobian's derivative when argument ``j`` moves: the Jacobian of the derivative along it."""
+        if j not in self._then:
+            self._then[j] = Jacobian(self.fun, self.given, "forward", self.kind, (*self.directions, ((j,), True)))
+        return self._then[j]
+
+    def ast_ad_rule(self) -> Any:
+        """Forward rules: linear in each direction's ``v``, zero in each ``ans``, ``then(j)`` in argument ``j``;
+        reverse rules: ``JacobianVjp``, by forward mode entry by entry."""
+        from ast_ad.core import registry
+
+        if self._rule is None:
+            m = len(self.directions)
+            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * m + \
+                tuple(self.then(j) for j in range(self.nparams))
+            vjps = tuple(registry.zero if p < 2 * m and p % 2 else JacobianVjp(self, p)
+                         for p in range(2 * m + self.nparams))
+            self._rule = registry.Rule(self, vjps, origin="ast_ad.api.compose", jvps=jvps)
+        return self._rule
+
+    def lowered(self, args: tuple[Any, ...]) -> Lowered:
+        """A function that calls this Jacobian as a primitive: what a transformation over it transforms."""
+        n = len(args)
+        if n not in self._calls:
+            from ast_ad.backend.load import load
+
+            names = list(self.signature.parameters)
+            params = ", ".join(names if len(names) == n and not self.directions else [f"a{k}" for k in range(n)])
+            name = identifier(self.__name__)  # ``jacobian_<lambda>`` is no name Python can read: jacobian_lambda
+            text = f"def {name}_at({params}):\n    return {name}({params})\n"
+            self._calls[n] = load(text, f"{name}_at", {name: self}).fn
+        return Lowered(self._calls[n], args, tuple(range(n)), _same, _tangent)
+
+    def source(self, args: tuple[Any, ...]) -> str:
+        """The generated code this Jacobian runs for ``args``: forward mode over ``fun`` (or its gradient)."""
+        if not args:
+            raise ASTADError("source of a Jacobian or Hessian needs example arguments: source(jac, x, ...)")
+        if self.mode == "reverse" and not getattr(self.fun, "composable", False):
+            from ast_ad.api.gradient import Gradient
+
+            return Gradient(self.fun, self.argnums[0], with_value=False).loaded().text
+        return jvp_code(lower(self.fun, args), (self.argnums[0],)).text
+
+    def forward(self, fun: Any, args: tuple[Any, ...], k: int) -> Any:
+        out, columns = forward_columns(lower(fun, args), k)
+        return _stack_columns(columns, fun(*args) if out is None else out, np.shape(args[k]))
+
+    def reverse(self, fun: Any, args: tuple[Any, ...], k: int) -> Any:
+        out, vjp_fn = vjp(fun, *args)
+        x_shape = np.shape(args[k])
+        leaves = _leaves(out)
+        blocks = []
+        for i, leaf in enumerate(leaves):
+            rows = []
+            for j in range(size_of(leaf)):
+                bars = [np.zeros(np.shape(other)) if np.ndim(other) else 0.0 for other in leaves]
+                if np.ndim(leaf):
+                    bar = np.zeros(size_of(leaf))
+                    bar[j] = 1.0
+                    bars[i] = bar.reshape(np.shape(leaf))
+                else:
+                    bars[i] = 1.0
+                row = vjp_fn(_rebuild(out, bars))[k]
+                rows.append(np.zeros(x_shape) if row is None else as_array(row).astype(float, copy=False))
+            stacked = np.stack(rows) if rows else np.zeros((0,) + x_shape)
+            blocks.append(stacked.reshape(np.shape(leaf) + x_shape))
+        return tuple(blocks) if isinstance(out, tuple) else blocks[0]
+
+
+class JacobianVjp:
+    """The reverse rule of a Jacobian primitive for its call's position ``p``: ``<g, dJ>`` along each entry of
+    that argument, one forward derivative of the Jacobian each (``Jacobian.then``; the Jacobian itself where it
+    is linear, in a direction's ``v``). Exact, and as many forward passes as the argument has entries: the
+    gradient of a function whose body builds a Jacobian or Hessian is a third derivative."""
+
+    __module__ = "ast_ad.api.compose"
+
+    def __init__(self, jac: Jacobian, p: int):
+        self.jac, self.p = jac, p
+        self.__name__ = f"{jac.__name__}_vjp"
+
+    def __call__(self, g: Any, ans: Any, *call: Any) -> Any:
+        m, p, x = len(self.jac.directions), self.p, call[self.p]
+        entries = np.zeros(size_of(x))
+        for j in range(entries.size):
+            e = np.zeros(entries.size)
+            e[j] = 1.0
+            unit = float(e[0]) if np.ndim(x) == 0 else e.reshape(np.shape(x))
+            moved = self.jac(*call[:p], unit, *call[p + 1:]) if p < 2 * m else \
+                self.jac.then(p - 2 * m)(unit, None, *call)
+            entries[j] = _inner(g, moved)
+        return float(entries[0]) if np.ndim(x) == 0 else entries.reshape(np.shape(x))
+
+
+def _inner(a: Any, b: Any) -> float:
+    """``<a, b>`` over arrays and tuples of them."""
+    if isinstance(a, tuple):
+        return sum((_inner(x, y) for x, y in zip(a, b, strict=True)), 0.0)
+    return float(np.sum(as_array(a) * as_array(b)))
+
+
+def forward_columns(lowered: Lowered, k: int) -> tuple[Any, list[Any]]:
+    """The callable's value, and its tangents along each unit vector of its argument ``k`` (the columns of
+    its Jacobian), one forward pass each; the value is ``None`` for an empty argument."""
+    loaded = jvp_code(lowered, (k,))
+    x = lowered.args[lowered.positions[k]]
+    out, columns = None, []
+    for j in range(size_of(x)):
+        e = np.zeros(size_of(x))
+        e[j] = 1.0
+        raw, raw_dot = run(loaded, *lowered.args, float(e[0]) if np.ndim(x) == 0 else e.reshape(np.shape(x)))
+        out = lowered.finish(raw)
+        columns.append(lowered.finish_dot(raw, raw_dot))
+    return out, columns
+
+
+def _leaves(out: Any) -> list[Any]:
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+def _rebuild(out: Any, bars: list[Any]) -> Any:
+    return tuple(bars) if isinstance(out, tuple) else bars[0]
+
+
+def _stack_columns(columns: list[Any], out: Any, x_shape: tuple[int, ...]) -> Any:
+    """Columns ``J e_j`` stacked into ``out.shape + x.shape`` (leaf by leaf for tuple outputs)."""
+    if isinstance(out, tuple):
+        return tuple(_stack_columns([c[i] for c in columns], leaf, x_shape) for i, leaf in enumerate(out))
+    shape = np.shape(out)
+    if not columns:
+        return np.zeros(shape + x_shape)
+    stacked = np.stack([np.broadcast_to(as_array(c).astype(float, copy=False), shape) for c in columns], axis=-1)
+    return stacked.reshape(shape + x_shape)

@@ -1,0 +1,668 @@
+"""The public entry points: ``grad``, ``value_and_grad`` and ``source`` (``compose`` has the rest)."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import numbers
+import re
+import sys
+import types
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, Literal, NoReturn, ParamSpec, TypeVar, overload
+
+import numpy as np
+
+from ast_ad import transform
+from ast_ad.analysis.kinds import labelled
+from ast_ad.backend.scalar_calls import NOT_SCALARS, Unshaped, scalar_caller
+from ast_ad.core import registry
+from ast_ad.errors import (
+    ArgnumsError,
+    ASTADError,
+    GradientFailedError,
+    LocatedError,
+    NonDifferentiableArgumentError,
+    NonScalarOutputError,
+    SourceUnavailableError,
+)
+from ast_ad.frontend import parse
+from ast_ad.frontend.lower_exprs import SUBCLASS_HINT, array_subclass
+from ast_ad.runtime import broadcast_like, is_array, unbroadcast
+
+if TYPE_CHECKING:
+    from ast_ad.api.compose import Lowered
+    from ast_ad.backend.load import Loaded
+
+STAGES = ("normalized", "adjoint", "jvp")
+# Argument types known to be scalars; the generated code is specialized on them.
+SCALAR_TYPES = frozenset({float, int, np.float64, np.float32, np.float16, np.int64, np.int32})
+PLAIN_FLOATS = frozenset({float, np.float64})
+
+
+P = ParamSpec("P")
+A = TypeVar("A")  # the type of a differentiated argument: its gradient has it
+B = TypeVar("B")
+A0 = TypeVar("A0")
+V = TypeVar("V")  # what the function returns
+R = TypeVar("R", covariant=True)  # what a gradient function returns
+Jit = Literal["numba"] | None
+
+
+# The types a type checker gives a gradient: the function's parameters, and each differentiated argument's type
+# for its gradient, where ``argnums`` is written as a literal (0, 1, or (0, 1)); otherwise ``Any``.
+@overload
+def grad(fun: Callable[Concatenate[A, P], Any], argnums: Literal[0] = 0, *, jit: Jit = None,
+         checkpoints: int | None = None) -> Gradient[Concatenate[A, P], A]: ...
+@overload
+def grad(fun: Callable[Concatenate[A0, A, P], Any], argnums: Literal[1], *, jit: Jit = None,
+         checkpoints: int | None = None) -> Gradient[Concatenate[A0, A, P], A]: ...
+@overload
+def grad(fun: Callable[Concatenate[A, B, P], Any], argnums: tuple[Literal[0], Literal[1]], *, jit: Jit = None,
+         checkpoints: int | None = None) -> Gradient[Concatenate[A, B, P], tuple[A, B]]: ...
+@overload
+def grad(fun: Callable[P, Any], argnums: int = 0, *, jit: Jit = None,
+         checkpoints: int | None = None) -> Gradient[P, Any]: ...
+@overload
+def grad(fun: Callable[P, Any], argnums: tuple[int, ...], *, jit: Jit = None,
+         checkpoints: int | None = None) -> Gradient[P, tuple[Any, ...]]: ...
+@overload
+def grad(fun: None = None, argnums: Literal[0] = 0, *, jit: Jit = None, checkpoints: int | None = None
+         ) -> Callable[[Callable[Concatenate[A, P], Any]], Gradient[Concatenate[A, P], A]]: ...
+@overload
+def grad(fun: None = None, argnums: int | tuple[int, ...] = 0, *, jit: Jit = None,
+         checkpoints: int | None = None) -> Callable[[Callable[P, Any]], Gradient[P, Any]]: ...
+
+
+def grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int, ...] = 0, *, jit: Jit = None,
+         checkpoints: int | None = None) -> Any:
+    """The gradient of scalar-valued ``fun`` with respect to the argument(s) at ``argnums``.
+
+    Works as ``grad(f)``, ``grad(f, 1)``, ``grad(f, argnums=(0, 1))`` (a tuple of
+    gradients) and as a decorator, ``@grad`` or ``@grad(argnums=1)``. The gradient takes the
+    arguments ``fun`` takes; it returns an array (or number) shaped like the argument at ``argnums``,
+    or a tuple of them for a tuple ``argnums``. A type checker sees ``fun``'s parameters, and each
+    gradient typed as its argument where ``argnums`` is written as a literal.
+
+    ``jit="numba"`` compiles the generated gradient with Numba (``pip install numba``), in
+    nopython mode: loops and branches over numbers and arrays run at compiled speed. Code Numba cannot
+    compile raises :class:`ast_ad.backend.jit.JitError` at the first call, naming the line.
+
+    ``checkpoints=c`` trades time for memory in long loops (binomial checkpointing, ``ast_ad.revolve``):
+    each ``for`` loop at the top level of ``fun`` (and of your functions it calls) keeps at most ``c``
+    snapshots of the state it carries from step to step, and the backward pass computes the other
+    steps again, by revolve's optimal schedule, instead of taping every step. The gradient is the same,
+    to the bit. The generated code says above each loop whether it is checkpointed, and if not, why (a
+    ``while`` loop, a ``break``, a ``print``, an in-place write, a call without a rule).
+    """
+    if fun is None:
+        def decorate(fun: Callable[P, Any]) -> Gradient[P, Any]:
+            return Gradient(fun, argnums, with_value=False, jit=jit, checkpoints=checkpoints)
+        return decorate
+    return Gradient(fun, argnums, with_value=False, jit=jit, checkpoints=checkpoints)
+
+
+@overload
+def value_and_grad(fun: Callable[Concatenate[A, P], V], argnums: Literal[0] = 0, *, jit: Jit = None,
+                   checkpoints: int | None = None) -> Gradient[Concatenate[A, P], tuple[V, A]]: ...
+@overload
+def value_and_grad(fun: Callable[Concatenate[A0, A, P], V], argnums: Literal[1], *, jit: Jit = None,
+                   checkpoints: int | None = None) -> Gradient[Concatenate[A0, A, P], tuple[V, A]]: ...
+@overload
+def value_and_grad(fun: Callable[Concatenate[A, B, P], V], argnums: tuple[Literal[0], Literal[1]], *,
+                   jit: Jit = None, checkpoints: int | None = None
+                   ) -> Gradient[Concatenate[A, B, P], tuple[V, tuple[A, B]]]: ...
+@overload
+def value_and_grad(fun: Callable[P, V], argnums: int | tuple[int, ...] = 0, *, jit: Jit = None,
+                   checkpoints: int | None = None) -> Gradient[P, tuple[V, Any]]: ...
+@overload
+def value_and_grad(fun: None = None, argnums: Literal[0] = 0, *, jit: Jit = None, checkpoints: int | None = None
+                   ) -> Callable[[Callable[Concatenate[A, P], V]], Gradient[Concatenate[A, P], tuple[V, A]]]: ...
+@overload
+def value_and_grad(fun: None = None, argnums: int | tuple[int, ...] = 0, *, jit: Jit = None,
+                   checkpoints: int | None = None) -> Callable[[Callable[P, V]], Gradient[P, tuple[V, Any]]]: ...
+
+
+def value_and_grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int, ...] = 0, *,
+                   jit: Jit = None, checkpoints: int | None = None) -> Any:
+    """Like :func:`grad`, but the function returns ``(value, gradient)`` from one forward pass."""
+    if fun is None:
+        def decorate(fun: Callable[P, Any]) -> Gradient[P, Any]:
+            return Gradient(fun, argnums, with_value=True, jit=jit, checkpoints=checkpoints)
+        return decorate
+    return Gradient(fun, argnums, with_value=True, jit=jit, checkpoints=checkpoints)
+
+
+def source(fn: Any, *example_args: Any, stage: str = "adjoint") -> str:
+    """The generated Python of a gradient function (``stage="adjoint"``), of ``fn``'s forward mode
+    (``stage="jvp"``, every float argument differentiated), of a Jacobian or Hessian function, or
+    ``fn``'s normalized form.
+
+    Generated code is specialized on which arguments are scalars, and on a
+    numpy array's number of axes and kind (it leaves out un-broadcasting that
+    numbers cannot need: see ``ast_ad.kinds``). ``source`` shows the version
+    for ``example_args`` if given, else for the gradient's last call, else the
+    general version for arrays (for scalars, in forward mode).
+    """
+    from ast_ad.api import compose
+
+    if stage not in STAGES:
+        raise ASTADError(f"unknown stage {stage!r}: choose one of {', '.join(STAGES)}")
+    if isinstance(fn, compose.Jacobian):
+        return fn.source(example_args)
+    if stage == "jvp":
+        nparams = len(inspect.signature(fn).parameters) if not getattr(fn, "composable", False) else fn.nparams
+        args = example_args or (1.0,) * nparams
+        active = tuple(k for k, a in enumerate(args) if _differentiable(a))
+        return compose.jvp_code(compose.lower(fn, tuple(args)), active).text
+    if getattr(fn, "composable", False) and not isinstance(fn, Gradient) and stage == "adjoint":
+        if not example_args:  # ``hvp(f)``: the code it runs depends on the arguments' kinds
+            raise ASTADError(f"source of {getattr(fn, '__name__', 'this derivative')} needs example arguments: "
+                             "source(fn, x, ...)")
+        lowered = compose.lower(fn, tuple(example_args))
+        if lowered.loaded is None:
+            raise ASTADError(f"{getattr(fn, '__name__', 'this derivative')} runs no generated code of its own")
+        return str(lowered.loaded.text)
+    gradient = fn if isinstance(fn, Gradient) else Gradient(fn, 0, with_value=False)
+    if stage == "normalized":
+        return transform.forward_source(gradient.fun)
+    if gradient.transformed:  # a derivative of a derivative: the forward-mode code over the inner one
+        args = example_args or gradient.last_args or (1.0,) * gradient.nparams
+        text: str = gradient.lowered(tuple(args)).loaded.text
+        return text
+    if example_args:
+        args = (gradient.bound_self, *example_args) if gradient.bound_self is not None else example_args
+        if len(args) != gradient.nparams or not gradient.plain:  # defaults filled in, as a call does
+            args = gradient.bind(args, {})
+        return gradient.loaded(shape_labels(args)).text
+    return gradient.loaded().text
+
+
+# The shape labels of the last call, per function, argnums and form: ``source(grad(f))`` shows that version.
+# Each is a one-item list that every gradient of that key holds (a call stores into it without hashing a key)
+_LAST_SHAPES: dict[tuple[Any, tuple[int, ...], bool, int | None], list[tuple[int, ...] | None]] = {}
+
+
+def check_checkpoints(checkpoints: Any) -> int | None:
+    """``checkpoints=``, checked: ``None`` or a positive integer."""
+    if checkpoints is None:
+        return None
+    if isinstance(checkpoints, bool) or not isinstance(checkpoints, numbers.Integral) or checkpoints < 1:
+        raise ASTADError(f"checkpoints={checkpoints!r}: give the number of snapshots each checkpointed loop may "
+                         "keep, a positive integer (checkpoints=10), or leave checkpoints out")
+    return int(checkpoints)
+
+
+class Gradient(Generic[P, R]):
+    """A gradient function: binds the call's arguments, runs the generated code, shapes the result.
+
+    It is *composable* (see ``compose``): other transformations, and ``grad`` itself, can be applied to it.
+    """
+
+    composable = True
+    __qualname__: str  # the function's own, as are __name__, __doc__ and __module__
+
+    def __init__(self, fun: Callable[P, Any], argnums: int | tuple[int, ...], with_value: bool,
+                 jit: Jit = None, checkpoints: int | None = None):
+        if jit not in (None, "numba"):
+            raise ASTADError(f'jit={jit!r}: the compiler ast_ad knows is jit="numba" (or leave jit out)')
+        self.jit = jit
+        self.checkpoints = check_checkpoints(checkpoints)
+        if jit is not None and checkpoints is not None:
+            raise ASTADError("jit= and checkpoints= together are not supported yet: Numba does not compile the "
+                             "checkpointed loop's schedule; leave one of them out")
+        self.fun, self.bound_self = _unbind(fun)
+        self.transformed = getattr(self.fun, "composable", False)  # a derivative of something ast_ad made
+        if self.transformed and self.checkpoints is not None:
+            raise ASTADError("checkpoints= applies to the gradient of a plain function: a derivative of a "
+                             "derivative runs forward mode over the inner one, which tapes nothing")
+        self.single = isinstance(argnums, numbers.Integral)
+        self.argnums = _check_argnums(argnums)
+        self.with_value = with_value
+        self.last_args: tuple[Any, ...] | None = None
+        self._rule: registry.Rule | None = None  # its rules as a primitive (``ast_ad_rule``), made once
+        # the gradients its reverse rule runs (``gradient_adjoints``)
+        self._partials: dict[Any, Gradient[Any, Any]] = {}
+        self.signature: inspect.Signature = getattr(self.fun, "signature") if self.transformed \
+            else inspect.signature(self.fun)  # noqa: B009 -- a transformed function has one
+        self.nparams = len(self.signature.parameters)
+        # every parameter positional-or-keyword: a call with one positional argument each needs no binding
+        self.plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in self.signature.parameters.values())
+        for k in self.argnums:
+            if k >= self.nparams - (self.bound_self is not None) or k < 0:
+                raise ArgnumsError(f"argnums={argnums!r} names argument {k}, but {self.fun.__qualname__} "
+                                   f"takes {self.nparams - (self.bound_self is not None)} arguments")
+        self.shift = 1 if self.bound_self is not None else 0
+        self.last_shapes: tuple[int, ...] | None = None
+        self.positions = tuple(k + self.shift for k in self.argnums)
+        self._last = _LAST_SHAPES.setdefault((self.fun, self.positions, self.single, self.checkpoints), [None])
+        # the call of the module of the last call with floats only (``scalar_caller``), the module, its labels
+        self._scalars: Callable[..., Any] | None = None
+        self.loaded_scalars: Loaded | None = None
+        self.scalar_labels: tuple[int, ...] = ()
+        for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+            setattr(self, attr, getattr(self.fun, attr, None))
+
+    def loaded(self, shapes: tuple[int, ...] | None = None) -> Loaded:
+        """The generated code for arguments of these shape labels (default: those of the last call)."""
+        if shapes is None:  # this gradient's last call, or the last call of any gradient like it
+            shapes = self.last_shapes or self._last[0] or tuple(range(self.nparams))
+        if self._scalars is not None and shapes != self.scalar_labels:
+            self._scalars = None  # its last call is no longer one with floats only: the next one arms it again
+        self.last_shapes = self._last[0] = shapes
+        try:
+            return transform.gradient(self.fun, self.positions, self.single, shapes, self.checkpoints)
+        except RecursionError:
+            raise ASTADError(f"{self.__qualname__} is nested too deeply to transform within Python's recursion "
+                             "limit: split deep expressions into statements, or raise sys.setrecursionlimit") from None
+
+    def compiled(self, loaded: Loaded) -> Callable[..., Any]:
+        """``loaded``'s entry function compiled by this gradient's ``jit`` (see ``ast_ad.backend.jit``)."""
+        from ast_ad.backend import jit
+
+        if self.transformed:
+            raise ASTADError("jit= applies to a gradient of a plain function, not of a derivative")
+        if self.bound_self is not None:
+            raise ASTADError("jit= does not compile methods: differentiate a function of the object's arrays")
+        run: Callable[..., Any] = jit.compiled(loaded, self.fun)  # jit="numba": checked when made
+        return run
+
+    @property
+    def __wrapped__(self) -> Callable[..., Any]:
+        """The generated function, so ``inspect.getsource`` shows its text."""
+        return self.loaded().fn
+
+    def __call__(self, *given: P.args, **kwargs: P.kwargs) -> R:
+        fast = self._scalars
+        if fast is not None and not kwargs and len(given) == self.nparams:
+            # scalar code, called as last time: every argument a float, and the module built for that still
+            # current; checked, run and its result made floats in a function made for it (``scalar_caller``)
+            try:
+                result = fast(*given)
+            except Exception as exc:
+                assert self.loaded_scalars is not None  # (set with ``_scalars``)
+                self.failed(exc, given, self.loaded_scalars)
+            if result is not NOT_SCALARS:
+                done: R = self.finish(result.out, result.grads, given) if type(result) is Unshaped else result
+                return done
+        args: tuple[Any, ...] = given if self.bound_self is None else (self.bound_self, *given)
+        if kwargs or len(args) != self.nparams or not self.plain:
+            args = self.bind(args, kwargs)
+        if self.transformed:
+            done = self.call_transformed(args)
+            return done
+        positions = self.positions
+        for k in positions:
+            if type(args[k]) not in PLAIN_FLOATS:
+                _check_differentiable(args[k], self.parameter_name(k))
+        labels = shape_labels(args)
+        loaded = self.loaded(labels)
+        run = loaded.fn if self.jit is None else self.compiled(loaded)
+        if self.bound_self is None and self.plain and all(label == -1 for label in labels):
+            self._scalars = scalar_caller(loaded, labels, self._last, self.nparams,
+                                          None if self.single else len(positions), self.with_value, run)
+            self.loaded_scalars, self.scalar_labels = loaded, labels
+        done = self.run(loaded, run, args)
+        return done
+
+    def run(self, loaded: Loaded, run: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        """Run the generated code ``run`` of ``loaded`` on ``args``; its failures explained, its result shaped."""
+        try:
+            out, grads = run(*args)
+        except Exception as exc:
+            self.failed(exc, args, loaded)
+        return self.finish(out, grads, args)
+
+    def finish(self, out: Any, grads: Any, args: tuple[Any, ...]) -> Any:
+        """The generated code's ``(out, grads)``, its value checked to be a scalar, its gradient shaped."""
+        if type(out) not in PLAIN_FLOATS and not _is_scalar(out):
+            raise self.non_scalar(out)
+        return self.shape(out, grads, args)
+
+    def failed(self, exc: Exception, args: tuple[Any, ...], loaded: Loaded) -> NoReturn:
+        """Raise the failure of the generated code of ``loaded`` on ``args`` (``exc``), explained."""
+        failure = self.explain_failure(exc, args, loaded)
+        if failure is exc:
+            raise exc
+        # the user's own error (raised again by the function itself) keeps the generated code's as its cause
+        own = type(failure) is type(exc) and not isinstance(failure, ASTADError)
+        raise failure from (exc if own or isinstance(failure, GradientFailedError) else None)
+
+    def shape(self, out: Any, grads: Any, args: tuple[Any, ...]) -> Any:
+        """The generated code's ``(out, grads)`` as this gradient returns them: shaped like the arguments."""
+        positions = self.positions
+        if self.single:
+            grads = _like(grads, args[positions[0]])
+        else:  # plain loops: this runs on every call, and comprehensions cost more than the work here
+            shaped: list[Any] = []
+            for g, k in zip(grads, positions, strict=True):
+                arg = args[k]
+                if type(arg) is float and type(g) in PLAIN_FLOATS:  # what _like does for a float, inline
+                    shaped.append(float(g))
+                else:
+                    shaped.append(_distinct(_like(g, arg), shaped))
+            grads = tuple(shaped)
+        return (out, grads) if self.with_value else grads
+
+    # ---- composition (see ``compose``) ------------------------------------------------------------------
+    def lowered(self, args: tuple[Any, ...]) -> Lowered:
+        """This gradient at ``args`` as generated code that ast_ad can transform again."""
+        from ast_ad.api import compose
+
+        if self.bound_self is not None:
+            args = (self.bound_self, *args)
+        if self.transformed:
+            lowered: Lowered = self.lowered_transformed(args)
+            return lowered
+        loaded = self.loaded(shape_labels(args))
+
+        def finish(raw: Any) -> Any:
+            return self.finish(raw[0], raw[1], args)
+
+        def finish_dot(raw: Any, raw_dot: Any) -> Any:
+            return self.shape(raw_dot[0], raw_dot[1], args)
+
+        def finish_bar(raw: Any, g: Any) -> Any:  # ``shape`` transposed: its casts leave adjoints as they are
+            out_bar, grads_bar = g if self.with_value else (None, g)
+            return (compose.raw_zeros(raw[0]) if out_bar is None else out_bar), grads_bar
+        return compose.Lowered(loaded.fn, (*args, 1.0), tuple(range(self.shift, len(args))), finish, finish_dot,
+                               loaded, (self.with_value, True), finish_bar)
+
+    def lowered_transformed(self, args: tuple[Any, ...]) -> Any:
+        """The derivative of a scalar function of a scalar that ast_ad made: forward mode over its code."""
+        from ast_ad.api import compose
+
+        (k,) = self.argnums if len(self.argnums) == 1 else (None,)
+        if k is None or np.ndim(args[k]) != 0 or isinstance(args[k], (tuple, list, dict)):
+            raise ASTADError("differentiating a derivative of a derivative again works with respect to one "
+                             "scalar argument at a time: pass that argument as a float")
+        inner = compose.lower(self.fun, args)
+        loaded = compose.jvp_code(inner, (k,))
+
+        def finish(raw: Any) -> Any:
+            out = inner.finish(raw[0])
+            if not _is_scalar(out):
+                raise self.non_scalar(out)
+            grad = _like(inner.finish_dot(raw[0], raw[1]), args[k])
+            return (out, grad) if self.with_value else (grad if self.single else (grad,))
+
+        def finish_dot(raw: Any, raw_dot: Any) -> Any:
+            out_dot = inner.finish_dot(raw[0], raw_dot[0])
+            grad_dot = _like(inner.finish_dot(raw[0], raw_dot[1]), args[k])
+            grad_dot = grad_dot if self.single else (grad_dot,)
+            return (out_dot, grad_dot) if self.with_value else grad_dot
+
+        def finish_bar(raw: Any, g: Any) -> Any:  # ``finish_dot`` transposed
+            out_bar, grad_bar = g if self.with_value else (None, g)
+            (grad_bar,) = (grad_bar,) if self.single else grad_bar
+            out_part = compose.raw_zeros(raw[0]) if out_bar is None else inner.finish_bar(raw[0], out_bar)
+            return out_part, inner.finish_bar(raw[0], grad_bar)
+        return compose.Lowered(loaded.fn, (*inner.args, 1.0), inner.positions, finish, finish_dot, loaded,
+                               (self.with_value, True), finish_bar)
+
+    def call_transformed(self, args: tuple[Any, ...]) -> Any:
+        """The gradient of a scalar function ast_ad made (a gradient, say): one forward pass per entry of
+        each differentiated argument, over that function's generated code."""
+        from ast_ad.api import compose
+
+        self.last_args = args
+        inner = compose.lower(self.fun, args)
+        out, grads = None, []
+        for k in self.argnums:
+            _check_differentiable(args[k], self.parameter_name(k))
+            if isinstance(args[k], (tuple, list, dict)):
+                raise ASTADError("the derivative of a derivative with respect to a tuple, list or dict is not "
+                                 "supported yet: pass its arrays as separate arguments")
+            out, columns = compose.forward_columns(inner, k)
+            if out is not None and not _is_scalar(out):
+                raise self.non_scalar(out)
+            grads.append(_like(np.reshape(np.asarray(columns, dtype=float), np.shape(args[k])), args[k]))
+        if out is None:
+            out = self.fun(*args)
+        result = grads[0] if self.single else tuple(grads)
+        return (out, result) if self.with_value else result
+
+    def ast_ad_rule(self) -> Any:
+        """The rules of this gradient as a primitive, for code that calls it (``grad`` of a function whose
+        body calls ``ast_ad.grad``): forward, its ``jvp``; reverse, by the symmetry of second derivatives,
+        the ``jvp`` of the gradient in each argument along the adjoint (a Hessian-vector product)."""
+        if self.with_value or self.bound_self is not None or self.transformed:
+            return None
+        rule = self._rule
+        if rule is None:
+            from ast_ad.api.compose import Directional
+
+            n, mine = self.nparams, (self.argnums, self.single)
+            partials = [self.partial(j) for j in range(n)]
+            rule = self._rule = registry.Rule(self, tuple(Directional(p, (mine,), n) for p in partials),
+                                              origin="ast_ad.api.gradient",
+                                              jvps=tuple(Directional(self, (((j,), True),), n) for j in range(n)))
+        return rule
+
+    def partial(self, positions: int | tuple[int, ...]) -> Gradient[Any, Any]:
+        """The gradient of the same function in ``positions``, made once (its rules run inside generated loops)."""
+        if positions not in self._partials:
+            self._partials[positions] = Gradient(self.fun, positions, with_value=False)
+        return self._partials[positions]
+
+    def shaped(self, grad: Any, arg: Any) -> Any:
+        """One adjoint as the gradient of ``arg`` is returned: its type, shape and dtype."""
+        return _like(grad, arg)
+
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError:
+            self.fun(*args, **kwargs)  # Python refuses the call before the body runs, with its own TypeError
+            raise
+        bound.apply_defaults()
+        return tuple(bound.arguments.values())
+
+    def parameter_name(self, k: int) -> str:
+        names: list[str] = list(self.signature.parameters)
+        return names[k]
+
+    def explain_failure(self, exc: Exception, args: tuple[Any, ...], loaded: Any) -> Exception:
+        """A failure in generated code, explained.
+
+        If the function itself fails the same way, the error is the user's and stands
+        as it is. Otherwise a non-scalar output explains it, or else it happened while
+        the gradient of some line ran: name that line.
+        """
+        if isinstance(exc, RecursionError):
+            return ASTADError(f"the gradient of {self.__qualname__} recursed deeper than Python's limit "
+                              f"({sys.getrecursionlimit()}): its forward and backward passes each take a frame "
+                              "per call of a recursive function; raise sys.setrecursionlimit or use a loop")
+        try:
+            out = self.fun(*args)
+        except Exception as own:  # the user's own error, raised at the user's line with the user's traceback
+            return own if type(own) is type(exc) else exc
+        if not _is_scalar(out):
+            return self.non_scalar(out)
+        where = loaded.user_line(exc)
+        if isinstance(exc, LocatedError) and exc.filename is None and where is not None:
+            return type(exc)(str(exc), *where)  # a refusal from a helper: give it the user's line
+        if isinstance(exc, ASTADError) or where is None:
+            return exc
+        yours = [rule for rule in registry.registered() if not rule.origin.startswith("ast_ad.")
+                 and re.search(rf"\b{re.escape(getattr(rule.fn, '__name__', '') or '?')}\s*\(", where[2])]
+        if yours:
+            rule = yours[0]
+            return GradientFailedError(
+                f"{self.__qualname__} runs, but your gradient rule for {rule.fn.__name__} (registered in "
+                f"{rule.origin}) failed on this line with {type(exc).__name__}: {exc}; check what the rule "
+                "returns: each rule gets the result's adjoint g and returns its argument's", *where)
+        return GradientFailedError(
+            f"{self.__qualname__} runs, but the gradient of this line failed with {type(exc).__name__}: {exc}; "
+            "write the line with other operations, or register a rule for the function it calls "
+            "(ast_ad.extend.defvjp), and please report it if the operation is one ast_ad lists as supported",
+            *where)
+
+    def non_scalar(self, out: Any) -> NonScalarOutputError:
+        line = transform.normalized(self.fun).result_line
+        what = f"a {type(out).__name__} of {len(out)} values" if isinstance(out, (tuple, list, dict)) else \
+            f"an array of shape {np.shape(out)}" if np.ndim(out) else f"a {type(out).__name__}"
+        return NonScalarOutputError(f"grad needs a function that returns a scalar, but {self.__qualname__} "
+                                    f"returned {what}; reduce it first (np.sum, np.mean) or take one entry",
+                                    line.filename, line.lineno, line.text)
+
+    def __repr__(self) -> str:
+        return f"<ast_ad gradient of {self.__qualname__} argnums={self.argnums}>"
+
+
+def gradient_adjoints(gradient: Gradient[Any, Any], positions: int | tuple[int, ...], g: Any,
+                      args: tuple[Any, ...]) -> Any:
+    """The adjoints of the arguments at ``positions`` through ``gradient(*args)`` = grad_A f, given its adjoint
+    ``g``: d/dx <grad_A f, g>, which by the symmetry of second derivatives is the forward-mode tangent of
+    grad_positions f along ``g`` placed in the arguments A (a Hessian-vector product)."""
+    from ast_ad.api import compose
+
+    bars = (g,) if gradient.single else tuple(g)
+    tangents: list[Any] = [None] * len(args)
+    for a, bar in zip(gradient.argnums, bars, strict=True):
+        tangents[a] = bar
+    return compose.jvp(gradient.partial(positions), args, tuple(tangents))[1]
+
+
+CONTAINER = -2  # the shape label of a tuple, list or dict argument
+
+
+def shape_labels(args: tuple[Any, ...]) -> tuple[int, ...]:
+    """``-1`` for each scalar argument, ``-2`` for containers, the argument's position for anything else (with
+    a numpy array's number of axes and kind: ``kinds.labelled``)."""
+    labels = []
+    for k, a in enumerate(args):
+        labels.append(-1 if type(a) in SCALAR_TYPES else CONTAINER if isinstance(a, (tuple, list, dict))
+                      else labelled(k, a))
+        if type(a) is not np.ndarray and array_subclass(a):
+            raise NonDifferentiableArgumentError(f"argument {k} is a {type(a).__module__}.{type(a).__name__}: "
+                                                 f"{SUBCLASS_HINT}")
+    return tuple(labels)
+
+
+def _distinct(grad: Any, others: list[Any]) -> Any:
+    """``grad``, copied if it is the very array given for another argument: each gets its own."""
+    if type(grad) is np.ndarray:
+        for other in others:
+            if other is grad:
+                return grad.copy()
+    return grad
+
+
+def _unbind(fun: Any) -> tuple[Callable[..., Any], Any]:
+    if getattr(fun, "composable", False):
+        return fun, None
+    if isinstance(fun, types.MethodType):
+        return fun.__func__, fun.__self__
+    if not callable(fun):
+        raise ASTADError(f"grad needs a function, got {type(fun).__name__} {fun!r}")
+    if isinstance(fun, functools.partial):  # its function with the bound arguments, as a def with source
+        return parse.partial_function(fun), None
+    if inspect.isfunction(fun) or parse.wrapped_function(fun) is not None:
+        return fun, None
+    call = inspect.getattr_static(type(fun), "__call__", None)
+    if inspect.isfunction(call):  # an instance of the user's own class (a class-based decorator among them):
+        return call, fun  # its ``__call__``, with the instance as ``self``, is what Python runs
+    raise SourceUnavailableError(
+        f"{fun!r} is not a Python function with source; wrap it in a def, "
+        "or register a rule for it with ast_ad.extend.defvjp")
+
+
+def _check_argnums(argnums: Any) -> tuple[int, ...]:
+    items = (argnums,) if isinstance(argnums, numbers.Integral) else argnums
+    if not isinstance(items, tuple) or not items or not all(isinstance(k, numbers.Integral) for k in items) \
+            or isinstance(argnums, bool):
+        raise ArgnumsError(f"argnums must be an int or a non-empty tuple of ints, not {argnums!r}")
+    if len(set(items)) != len(items):
+        raise ArgnumsError(f"argnums {argnums!r} repeats an argument")
+    return tuple(int(k) for k in items)
+
+
+def _check_differentiable(value: Any, name: str) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_differentiable(item, f"{name}[{key!r}]")
+        return
+    if isinstance(value, (tuple, list)):
+        for i, item in enumerate(value):
+            _check_differentiable(item, f"{name}[{i}]")
+        return
+    if isinstance(value, (bool, np.bool_)):
+        kind = "a bool"
+    elif isinstance(value, (numbers.Integral, np.integer)):  # as an integer array is: its derivative is not defined
+        kind = f"an integer ({type(value).__name__} {value!r})"
+    elif isinstance(value, (float, np.floating)):
+        return
+    elif is_array(value) and value.dtype.kind == "f":
+        return
+    elif isinstance(value, (complex, np.complexfloating)) or (is_array(value) and value.dtype.kind == "c"):
+        kind = "complex"
+    elif is_array(value) and value.dtype.kind in "iu":
+        kind = f"an integer (an array of dtype {value.dtype})"
+    elif is_array(value):
+        kind = f"an array of dtype {value.dtype}"
+    else:
+        kind = f"a {type(value).__name__}"
+    raise NonDifferentiableArgumentError(
+        f"cannot differentiate with respect to {name!r}, which is {kind}: pass a float (3.0, not 3), an array "
+        f"of floats, or a tuple, list or dict of them (for example np.asarray(x, dtype=float)), or leave it out "
+        f"of argnums")
+
+
+def _differentiable(value: Any) -> bool:
+    """Whether ``value`` can carry a derivative: floats, float arrays, and containers holding some."""
+    if isinstance(value, dict):
+        return any(_differentiable(v) for v in value.values())
+    if isinstance(value, (tuple, list)):
+        return any(_differentiable(v) for v in value)
+    if isinstance(value, (bool, np.bool_, numbers.Integral)):
+        return False
+    if is_array(value):
+        return bool(value.dtype.kind == "f")
+    return isinstance(value, numbers.Real)
+
+
+def _is_scalar(out: Any) -> bool:
+    if is_array(out):  # a 0-d array of any library; its value is not needed (a dask one stays lazy)
+        return out.ndim == 0 and out.dtype.kind in "biuf"
+    return np.ndim(out) == 0 and isinstance(np.asarray(out).item(), numbers.Real)
+
+
+def _like(bar: Any, x: Any) -> Any:
+    """The gradient ``bar`` given the type, shape and dtype of the argument ``x`` (containers: leaf by leaf)."""
+    if type(x) is float and type(bar) in PLAIN_FLOATS:
+        return float(bar)
+    if isinstance(x, dict):
+        return {key: _like(None if bar is None else bar[key], item) for key, item in x.items()}
+    if isinstance(x, (tuple, list)):
+        parts = [_like(None if bar is None else bar[i], item) for i, item in enumerate(x)]
+        return type(x)(parts) if not hasattr(x, "_fields") else type(x)(*parts)
+    if bar is None:
+        bar = 0.0
+    bar = unbroadcast(bar, x)
+    if np.iscomplexobj(bar):
+        raise ASTADError("a complex value reached the gradient: ast_ad differentiates real code only (complex "
+                         "values come from 1j, np.fft, or a negative float to a fractional power such as "
+                         "(-2.0) ** 0.5); keep the computation real, e.g. np.sqrt(np.abs(x))")
+    foreign_x, foreign_bar = is_array(x) and not isinstance(x, np.ndarray), is_array(bar) and \
+        not isinstance(bar, np.ndarray)
+    if foreign_x or foreign_bar:  # arrays of another library (dask, CuPy): the gradient stays of that type, lazy
+        if foreign_x and (type(bar) is not type(x) or bar.shape != x.shape):  # a float, a numpy array, a part
+            bar = broadcast_like(bar, x, x.shape)  # of x's type and layout (a dask array's chunks)
+        elif bar.shape != np.shape(x):
+            bar = np.broadcast_to(bar, np.shape(x))
+        dtype = x.dtype if foreign_x or isinstance(x, np.ndarray) else np.result_type(x)
+        if bar.dtype != dtype:
+            bar = bar.astype(dtype)
+        chunks = getattr(x, "chunks", None)  # a dask array's gradient has its chunks
+        if chunks is not None and hasattr(bar, "rechunk") and getattr(bar, "chunks", chunks) != chunks:
+            bar = bar.rechunk(chunks)
+        return bar
+    if isinstance(x, np.ndarray):
+        if type(bar) is np.ndarray and bar.shape == x.shape and bar.dtype == x.dtype and bar.flags.owndata \
+                and bar.flags.writeable:
+            return bar  # a new array the gradient computed: no one else holds it
+        return np.array(np.broadcast_to(bar, x.shape), dtype=x.dtype)
+    if isinstance(x, np.floating):
+        return type(x)(bar)
+    return float(bar)

@@ -1,0 +1,710 @@
+"""Stage 3, normalize: lower the checked source to A-normal form (see ``ir``).
+
+Before::
+
+    def f(x1, x2):
+        return np.log(x1) + x1 * x2 - np.sin(x2)
+
+After (as ``ast_ad.source(f, stage="normalized")`` prints it)::
+
+    def f(x1, x2):
+        log_x1 = np.log(x1)
+        x1_times_x2 = x1 * x2
+        t1 = log_x1 + x1_times_x2
+        sin_x2 = np.sin(x2)
+        out = t1 - sin_x2
+        return out
+
+Each statement applies one primitive to atoms. Names are resolved here, against
+the function's real closure, globals and builtins, so ``np.sin``, ``numpy.sin``,
+``from numpy import sin`` and ``xp.sin`` all become the same ``Ref``.
+
+Six jobs have modules of their own, base classes of the ``Lowerer``: ``aliasing`` (which names may
+reach the same object, and the checks before one changes), ``nested`` (functions the user's code
+defines or names, inlined where they are called; ``ast_ad.grad`` and friends written in the body),
+``lower_control`` (``if``, ``while``, ``for`` and the iterations it unfolds, branch conditions),
+``lower_calls`` (what a call calls, its arguments checked against what the rules follow; attribute reads),
+``lower_writes`` (item writes, appends, pops and calls that change an argument in place) and ``lower_exprs``
+(operators, comparisons, conditionals, comprehensions, subscripts and literals). What is left here binds the
+names: the function, its statements and assignments, and where each name resolves.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import inspect
+import operator
+import types
+from typing import Any
+
+import gast
+import numpy as np
+
+from ast_ad import runtime
+from ast_ad.analysis import unbound
+from ast_ad.core import registry
+from ast_ad.errors import LocatedError
+from ast_ad.frontend import objects, selection
+from ast_ad.frontend.aliasing import live_after, loop_rebinds
+from ast_ad.frontend.check import WITH_HINT, refuse
+from ast_ad.frontend.lower_calls import BEING_LOWERED, INLINED, PARAM_WRITES
+from ast_ad.frontend.lower_control import bindings, written_in_place
+from ast_ad.frontend.lower_exprs import ExpressionLowering
+from ast_ad.frontend.objects import made_of
+from ast_ad.frontend.parse import Source
+from ast_ad.frontend.structure import structure
+from ast_ad.ir import nodes as ir
+from ast_ad.ir import syntax
+from ast_ad.ir.naming import Namer, identifier
+
+MAX_NAME = 16
+
+def normalize(source: Source) -> ir.Function:
+    """Lower ``source`` (already checked) to an :class:`ir.Function`."""
+    key = (source.fn, getattr(source.fn, "__code__", None))
+    BEING_LOWERED[key] = False
+    try:
+        lowerer = Lowerer(source)
+        function = lowerer.function()
+        objects.escaped(function)  # (an object made here is never made: used as a value, it is refused)
+        function = ir.check_ir(selection.selected(function))
+        if BEING_LOWERED[key] and lowerer.writes:
+            raise lowerer.error(source.tree, f"{source.tree.name} calls itself and changes its argument "
+                                             f"{sorted(lowerer.writes)[0]!r} in place: compute a new value instead")
+        PARAM_WRITES[key] = frozenset(lowerer.writes)
+        INLINED[key] = tuple(dict.fromkeys(lowerer.inlined))
+        return function
+    finally:
+        del BEING_LOWERED[key]
+
+
+_TWINS: dict[types.CodeType, bool] = {}  # a copy's code: whether it is its helper's
+
+
+def helper_twin(value: Any) -> Any:
+    """ast_ad's own helper where ``value`` is a copy of one (same name, same code: an exported gradient's module
+    copies the helpers it calls, so that it runs without ast_ad), else ``value``. The copy computes what the
+    helper computes, so it takes the helper's rules: reverse mode over exported code reads them."""
+    if not inspect.isfunction(value) or value.__module__ == runtime.__name__:
+        return value
+    helper = getattr(runtime, value.__name__, None)
+    if not inspect.isfunction(helper) or helper.__module__ != runtime.__name__:
+        return value
+    code = value.__code__
+    if code not in _TWINS:
+        _TWINS[code] = _same_code(code, helper.__code__)
+    return helper if _TWINS[code] else value
+
+
+def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
+    """Whether two code objects run the same instructions on the same names and constants (wherever they are)."""
+    if a.co_code != b.co_code or a.co_names != b.co_names or a.co_varnames != b.co_varnames \
+            or len(a.co_consts) != len(b.co_consts):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts, strict=True):
+        if isinstance(x, types.CodeType):
+            if not (isinstance(y, types.CodeType) and _same_code(x, y)):
+                return False
+        elif type(x) is not type(y) or x != y:
+            return False
+    return True
+
+
+class Lowerer(ExpressionLowering):
+    """Walks the gast tree once, appending one IR statement per primitive application."""
+
+    def __init__(self, source: Source):
+        self.source = source
+        self.fn = source.fn
+        self.closure = _closure(source.fn)
+        self.locals, self.appending = _bound_names(source.tree)
+        self.user_locals = set(self.locals)  # the names Python holds as locals (not those ``structure`` makes)
+        self.unbound: dict[int, str] = {}  # ``prepare``'s ``None`` for a name not bound yet, by statement id
+        self.namer = Namer(reserved=self.locals)
+        self.env: dict[str, ir.Atom] = {}
+        self.body: list[ir.Stmt] = []
+        self.line = ir.Line(*source.where(source.tree))
+        self.owner: dict[str, str] = {}  # IR name -> the user variable it holds
+        self.mutable: set[str] = set()
+        self.local_functions: dict[str, gast.FunctionDef | gast.Lambda] = {}
+        self.inlining: list[str] = []
+        self.shares: dict[str, set[str]] = {}  # IR name -> IR names that may share its memory (copies, views)
+        self.holds: dict[str, set[str]] = {}  # a list or tuple's IR name -> IR names of the objects it holds
+        self.held_by: dict[str, set[str]] = {}  # the same relation the other way round
+        self.presets: list[ir.Stmt] = []  # statements the function starts with (``Aliasing.note_views``)
+        self.nesting = 0  # how many blocks (branches, loop bodies) the statement being lowered is in
+        self.unpacked: dict[str, str] = {}  # a name bound by unpacking -> the list or tuple it was unpacked from
+        self.copied_from: dict[str, tuple[str, str]] = {}  # a shallow copy's IR name -> (its source, a flag set
+        # where the source is a container: its items are then the copy's too; ``Aliasing.note_views``)
+        self.changing: set[str] = set()  # user names that an if or a loop assigns: their IR names get mutable
+        self.params: dict[str, str] = {}  # IR name -> parameter, for the parameters' own values
+        self.appends_left: dict[str, int] = {}  # user name -> appends to it not lowered yet
+        self.loops: list[set[str]] = []  # per enclosing loop, the names it appends to
+        self.loop_shared: list[set[str]] = []  # per enclosing loop, the names it may bind to a shared object
+        self.loop_rebinds: list[set[str]] = []  # per enclosing loop, the names it binds to another's object
+        self.foreign_sources: dict[int, Source] = {}  # helpers of other files, inlined (``CallLowering``)
+        self.inlined: list[Any] = []  # the functions whose bodies are lowered in place (``INLINED``)
+        self.partials: dict[str, tuple[Any, ...]] = {}  # name -> (function, args, keywords) of a functools.partial
+        self.instances: dict[str, type] = {}  # IR name -> the user class it was made by (``m = Model(w)``)
+        self.function_lists: dict[str, list[Any]] = {}  # ``fs = [lambda t: ..., g]``: the functions by name
+        self.made: list[objects.Made] = []  # the objects of the user's classes made here (``objects``)
+        self.field_labels: dict[str, str] = {}  # an attribute's variable -> ``m.w`` (``Aliasing.variables_in``)
+        self.carried: list[dict[str, ir.Atom]] = []  # (``Aliasing.carry``)
+        self.serial = 0  # for ``hidden`` names
+        self.kinds: dict[str, str] = {}  # IR name -> "list" or "tuple", where that is known (see ``kind``)
+        self.writes: set[str] = set()  # parameters whose values an in-place statement may change
+        self.shared_defaults = _shared_defaults(source.fn)  # (``Aliasing.guard_object`` refuses changing them)
+        self.checked_only = _checked_only(source.tree, source.fn.__globals__)  # see ``Aliasing.note_views``
+        self.liveness: dict[int, frozenset[str]] = {}  # what is read after each statement (``live_after``)
+        self.live: frozenset[str] | None = None  # that, for the statement being lowered, if known
+        self.rebinding: frozenset[str] = frozenset()  # the names the statement being lowered binds (``_rebound``)
+        self.recipes: dict[str, ir.Call] = {}  # IR name -> the view call that made it (``Aliasing.followed``)
+        self.follow_ups: list[Any] = []  # variables to make again after the statement (``Aliasing.follow``)
+        self.changed_objects: dict[str, ir.Var] = {}  # an item's object after a write (``Aliasing.follow``)
+        self.aliased: dict[str, set[str]] = {}  # IR name -> names of the same object (``Aliasing.share``)
+        self.packs: dict[str, ir.Pack] = {}  # a literal container's IR name -> what it packed (``Aliasing.slot_of``)
+
+    # ---- the function ------------------------------------------------------------------------------
+    def function(self) -> ir.Function:
+        tree = self.source.tree
+        params = [arg.id for arg in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs]
+        names = tuple(self.namer.fresh(param, user=True) for param in params)
+        self.env.update((param, ir.Var(name)) for param, name in zip(params, names, strict=True))
+        self.owner.update(zip(names, params, strict=True))
+        self.params = dict(zip(names, params, strict=True))
+        statements = tree.body
+        if statements and isinstance(statements[0], gast.Expr) and isinstance(statements[0].value, gast.Constant):
+            statements = statements[1:]  # docstring
+        statements = structure(statements, Namer(reserved=self.locals))
+        made: set[str] = set()
+        keys = self.namer.fresh("keys_of")  # (a loop over a dict's items reads its keys, which carry no gradient)
+        statements = _dict_loops(statements, self.namer, made, keys)
+        if made:
+            self.env[keys] = ir.Ref(runtime.keys_of, "keys_of")
+            self.locals |= made - {keys}
+        self.liveness = live_after(statements)
+        for s in statements:  # the names each statement binds, and those it appends to
+            if id(s) in self.appending:  # as written: its names are among the locals already
+                appended = self.appending[id(s)]
+            else:  # a statement ``structure`` made
+                stored, appended = bindings(s)
+                self.locals |= stored
+            for name in appended:
+                self.appends_left[name] = self.appends_left.get(name, 0) + 1
+        self.namer.reserved |= self.locals
+        self.changing = {n.id for s in statements if isinstance(s, (gast.If, gast.For, gast.While))
+                         for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+        if not statements or not isinstance(statements[-1], gast.Return) or statements[-1].value is None:
+            written = [p for p in dict.fromkeys(written_in_place(tree)) if p in params]
+            if written:  # a helper that changes its argument in place and returns nothing
+                raise self.error(statements[-1] if statements else tree,
+                                 f"{tree.name} changes its argument {written[0]} in place and returns nothing: "
+                                 f"ast_ad follows what a helper returns, so return it (return {written[0]}) and "
+                                 f"assign what it returns where it is called (y = {tree.name}(y, ...))")
+            raise self.error(statements[-1] if statements else tree,
+                             "the function must end with `return <value>`: grad needs a value to differentiate")
+        for node in statements[:-1]:
+            self.line = self.line_of(node)
+            self.stmt(node)
+        last = statements[-1]
+        self.line = self.line_of(last)
+        result = self.expr(last.value, "out")
+        function = ir.Function(tree.name, names, (*self.presets, *self.body), result, self.line, self.fn,
+                               frozenset(self.mutable), frozenset(self.namer.users))
+        return unbound.checked(function, self.unbound, self.namer)  # (Python's UnboundLocalError, kept)
+
+    # ---- statements ----------------------------------------------------------------------------------
+    def stmt(self, node: gast.stmt) -> None:
+        handler = getattr(self, "stmt_" + type(node).__name__, None)
+        if handler is None:
+            raise refuse(node, f"{type(node).__name__} statements are not supported here", self.locate)
+        outer, self.live = self.live, self.liveness.get(id(node))  # (a statement made while lowering: not known)
+        rebinding, self.rebinding = self.rebinding, _rebound(node)
+        try:
+            handler(node)
+            if self.follow_ups:
+                self.follow()
+        finally:
+            self.live, self.rebinding = outer, rebinding
+
+    def stmt_Assign(self, node: gast.Assign) -> None:
+        if len(node.targets) == 1:
+            self.assign(node.targets[0], node.value)
+            return
+        value = self.expr(node.value)
+        for target in node.targets:
+            self.bind_target(target, value)
+
+    def stmt_AnnAssign(self, node: gast.AnnAssign) -> None:
+        if node.value is not None:
+            self.assign(node.target, node.value)
+
+    def stmt_Return(self, node: gast.Return) -> None:
+        raise refuse(node, "return is only supported as the last statement of the function", self.locate)
+
+    def stmt_Delete(self, node: gast.Delete) -> None:
+        """``del name``: the name is unbound (generated code frees arrays so), so a later read is refused."""
+        for target in node.targets:
+            if not (isinstance(target, gast.Name) and target.id in self.env and target.id in self.locals):
+                raise refuse(node, "del is supported for local names only: drop the statement", self.locate)
+            if not self.loops and not self.nesting:
+                del self.env[target.id]
+
+    def stmt_FunctionDef(self, node: gast.FunctionDef) -> None:
+        if node.decorator_list:
+            raise refuse(node, "decorated nested functions are not supported: define the function at module "
+                               "level", self.locate)
+        self.local_functions[node.name] = node
+
+    def stmt_Assert(self, node: gast.Assert) -> None:
+        self.effect(node)
+
+    def stmt_With(self, node: gast.With) -> None:
+        """``with np.errstate(divide="ignore"): ...``: what it changes is which warnings numpy gives, not a value;
+        its body is lowered as it stands. A setting that raises (``"raise"``, ``"call"``) would change what runs,
+        and any other context manager may: refused."""
+        item = node.items[0] if len(node.items) == 1 else None
+        call = item.context_expr if item is not None else None
+        quiet = isinstance(call, gast.Call) and self.static(call.func) is np.errstate and not call.args \
+            and item is not None and item.optional_vars is None and all(
+                isinstance(kw.value, gast.Constant) and kw.value.value in ("ignore", "warn", "print", "log")
+                for kw in call.keywords)
+        if not quiet:
+            raise refuse(node, WITH_HINT + " (with settings that do not raise: ignore, warn, print, log)",
+                         self.locate)
+        jump = next((n for n in gast.walk(node) if isinstance(n, (gast.Return, gast.Break, gast.Continue))), None)
+        if jump is not None:
+            raise refuse(jump, "return, break and continue inside a with block are not supported: assign the "
+                               "value, and return or jump after the block", self.locate)
+        for stmt in node.body:
+            self.line = self.line_of(stmt)
+            self.stmt(stmt)
+
+    def stmt_Raise(self, node: gast.Raise) -> None:
+        """``raise ValueError(...)``: kept as written, so the gradient raises where Python raises."""
+        self.effect(node)
+
+    def stmt_Pass(self, node: gast.Pass) -> None:
+        pass
+
+    def assign(self, target: gast.expr, value: gast.expr) -> None:
+        if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and value.func.attr == "pop" \
+                and not value.args and not value.keywords and self.is_local(value.func.value):
+            self.pop(target, value.func.value)
+            return
+        if isinstance(target, gast.Name) and isinstance(value, gast.Lambda):
+            self.local_functions[target.id] = value
+            return
+        if isinstance(target, gast.Name) and isinstance(value, (gast.List, gast.Tuple)) and value.elts \
+                and all(isinstance(e, gast.Lambda) or isinstance(e, gast.Name) and e.id in self.local_functions
+                        and e.id not in self.env for e in value.elts):
+            self.function_lists[target.id] = [e if isinstance(e, gast.Lambda) else self.local_functions[e.id]
+                                              for e in value.elts]  # called by position, or looped over
+            self.env.pop(target.id, None)
+            return
+        if isinstance(target, gast.Name) and isinstance(value, gast.Call) and value.args \
+                and self.static(value.func) is functools.partial:
+            self.partials[target.id] = self.frozen_partial(value)
+            return
+        if isinstance(target, gast.Name) and self.is_mutable(target.id):
+            name = self.local(target.id).name
+            self.copy(name, self.expr(value, name, exact=True))
+        elif isinstance(target, gast.Name):
+            atom = self.expr(value, target.id, user=True)
+            if isinstance(atom, ir.Const) and isinstance(atom.value, list):  # a new list each time: no alias
+                atom = self.bind(atom, target.id, user=True)
+            self.env[target.id] = self.snapshot(atom, target.id)
+            self.note_views(atom)
+        elif isinstance(target, (gast.Tuple, gast.List)) and isinstance(value, (gast.Tuple, gast.List)) \
+                and len(target.elts) == len(value.elts):
+            atoms = [self.expr(v, t.id if isinstance(t, gast.Name) else None, isinstance(t, gast.Name))
+                     for t, v in zip(target.elts, value.elts, strict=True)]
+            # every value is read before any target is bound: ``a, v = v, a`` swaps, even where a name is mutable
+            atoms = [self.hold(atom) for atom in atoms]
+            # the values not bound yet are read after each write: a view among them (``y[0], y[1] = y[1], y[0]`` of
+            # rows) sees it in Python. Each is held under a name of ast_ad's own, a live variable the memory model
+            # makes again after the write (``Aliasing.follow``), as Python's view shows the new entries
+            held = [self.hidden("value") for _ in atoms]
+            writes = any(isinstance(t, gast.Subscript) for t in target.elts)
+            for name, atom in zip(held, atoms, strict=True):
+                self.env[name] = atom
+                self.locals.add(name)
+                if writes and (self.nesting or self.loops) and isinstance(atom, ir.Var):
+                    self.own_name(name, atom)  # (in a block: a name the writes may bind again, used here alone)
+            try:
+                for k, t in enumerate(target.elts):
+                    atom = self.env.pop(held[k])  # (bound now: no longer a value waiting)
+                    self.locals.discard(held[k])
+                    outer_live = self.live
+                    if outer_live is not None:
+                        self.live = outer_live | set(held[k + 1:])
+                    try:
+                        self.bind_target(t, atom)
+                        self.follow()
+                    finally:
+                        self.live = outer_live
+            finally:
+                for name in held:
+                    self.env.pop(name, None)
+                    self.locals.discard(name)
+        else:
+            self.bind_target(target, self.expr(value))
+
+    def bind_target(self, target: gast.expr, value: ir.Atom) -> None:
+        if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Subscript):
+            self.assign_nested(target, value)
+            return
+        if isinstance(target, gast.Subscript):
+            self.guard_in_place(target)
+            self.assign_item(target, value)
+            return
+        if isinstance(target, gast.Name) and self.is_mutable(target.id):
+            self.copy(self.local(target.id).name, value)
+            return
+        if isinstance(target, gast.Name):
+            self.env[target.id] = self.snapshot(value, target.id)
+            return
+        if isinstance(target, gast.Attribute):
+            made = made_of(self.expr(target.value))
+            if made is not None:  # an attribute of an object made inside the function: its variable
+                self.set_field(made, self.mangled(target.attr), value, target)
+                return
+        if not isinstance(target, (gast.Tuple, gast.List)):
+            raise refuse(target, "assignment to an attribute is not supported here: use a local variable (an "
+                               "attribute is followed on an object the function makes)", self.locate)
+        if any(isinstance(t, gast.Starred) for t in target.elts):
+            self.unpack_starred(target, value)
+            return
+        names = [self.namer.fresh(t.id if isinstance(t, gast.Name) else "t", user=isinstance(t, gast.Name))
+                 for t in target.elts]
+        self.body.append(ir.Unpack(tuple(names), value, self.line))
+        if isinstance(value, ir.Var):  # ``a, b = xs``: the names hold the very objects the list or tuple holds
+            for k, name in enumerate(names):
+                self.unpacked[name] = value.name
+                self.contain(value.name, name)  # (and ``xs`` holds what each name holds: either sees the other)
+                if value.name in self.holds:  # ``a`` is ``xs[0]``: a write into it is put back in that slot
+                    item = ir.Ref(operator.getitem, "operator.getitem")
+                    self.recipes[name] = ir.Call(item, (value, ir.Const(k)))
+        for t, name in zip(target.elts, names, strict=True):
+            if isinstance(t, gast.Name) and not self.is_mutable(t.id):
+                self.owner[name] = t.id
+                self.env[t.id] = ir.Var(name)
+            else:
+                self.bind_target(t, ir.Var(name))
+
+    def unpack_starred(self, target: gast.Tuple | gast.List, value: ir.Atom) -> None:
+        """``first, *rest, last = xs``: items read by index, the starred name a list of the ones between."""
+        elts = target.elts
+        star = next(k for k, t in enumerate(elts) if isinstance(t, gast.Starred))
+        after = len(elts) - star - 1
+        if not isinstance(value, ir.Var) or any(isinstance(t, gast.Starred) for t in elts[star + 1:]):
+            raise refuse(target, "a starred target unpacks a list, tuple or array bound to a name, once per "
+                                 "assignment: assign the value to a name first", self.locate)
+        length = self.bind(ir.Call(ir.Ref(len, "len"), (value,)), f"n_{value.name}")
+        enough = self.bind(ir.Call(ir.Ref(operator.ge, "operator.ge"), (length, ir.Const(len(elts) - 1))), "cond")
+        self.body.append(ir.Effect(_raise_unless(enough.name, len(elts) - 1), (), self.line))
+        getitem = ir.Ref(operator.getitem, "operator.getitem")
+        for k, t in enumerate(elts):
+            if isinstance(t, gast.Starred):
+                part = self.bind(ir.Call(getitem, (value, ir.Const(slice(star, -after if after else None)))), "t")
+                item = self.bind(ir.Call(ir.Ref(list, "list"), (part,)), "rest")
+                self.bind_target(t.value, item)
+            else:
+                index = k if k < star else k - len(elts)
+                self.bind_target(t, self.bind(ir.Call(getitem, (value, ir.Const(index))), "t"))
+
+    def prepare(self, node: gast.stmt) -> None:
+        """Give each user variable that ``node`` assigns one mutable name, bound before ``node`` runs."""
+        functions = {t.id for n in gast.walk(node) if isinstance(n, gast.Assign) and isinstance(n.value, gast.Lambda)
+                     for t in n.targets if isinstance(t, gast.Name)}  # inlined where called: no variable
+        scoped = {id(n) for c in gast.walk(node) if isinstance(c, ir.COMPREHENSIONS)  # (their own scopes)
+                  for g in c.generators for n in gast.walk(g.target)}
+        stored = [n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
+                  and n.id not in functions and id(n) not in scoped]
+        stored += [_root(n).id for n in gast.walk(node) if isinstance(n, gast.Subscript)
+                   and isinstance(n.ctx, gast.Store) and isinstance(_root(n), gast.Name)]
+        written = _read_into(node, [name for name in written_in_place(node)])
+        written = [name for name in written if name in stored or name in self.env]
+        # (whether this block is inside another: a ``for`` statement's own loop is on ``loops`` already)
+        nested = self.nesting > 0 or len(self.loops) > (1 if isinstance(node, gast.For) else 0)
+        if written and isinstance(node, gast.For) and isinstance(node.iter, gast.Name) \
+                and node.iter.id in self.env:  # ``for row in y: row *= 2``: a row is a view of ``y``
+            written.append(node.iter.id)
+            if not nested or self.is_mutable(node.iter.id):
+                stored.append(node.iter.id)
+        # (inside a branch or a loop, a variable of the blocks around it gets no new name here: bound in this
+        # block alone, it would be unbound on the other paths; unprepared, the write refuses to follow it)
+        stored += [n for n in self.sharing(written, stored) if not nested or self.is_mutable(n)]
+        if written and isinstance(node, (gast.For, gast.While)):
+            # names the loop may bind to one object later in its body (``y += d; y = kept``): from the next step
+            # on a write through one changes the other, which is then made again from it (``Aliasing.followed``)
+            later = loop_rebinds(node)
+            if later & set(written):
+                known = [n for n in sorted(later) if n in self.env]
+                stored += [n for n in [*known, *self.sharing(known, stored)] if n in self.user_locals
+                           and n not in stored and n not in self.local_functions
+                           and (not nested or self.is_mutable(n))]
+        for user_name in dict.fromkeys(stored):
+            atom = self.env.get(user_name)
+            if isinstance(atom, ir.Var) and self.owner.get(atom.name) == user_name:
+                self.mutable.add(atom.name)
+                continue
+            name = self.namer.fresh(user_name, user=True)
+            self.owner[name] = user_name
+            self.mutable.add(name)
+            init = ir.Assign(name, atom if atom is not None else ir.Const(None), self.line)
+            self.body.append(init)
+            if atom is None and user_name in self.user_locals:  # not bound yet: Python's read would raise
+                self.unbound[id(init)] = user_name
+            if atom is not None:
+                self.note_kind(name, atom)
+            if isinstance(atom, ir.Var):  # ``v = x`` before the loop: v starts as x's very array
+                self.share(name, atom.name, alias=True)
+            self.env[user_name] = ir.Var(name)
+
+    def sharing(self, written: list[str], stored: list[str]) -> list[str]:
+        """The variables that may see an object one of ``written`` holds (``w = y[1:]``, ``z = y``), but those the
+        block ``stored`` already: a write in the block may change them too, and they are made again after it
+        (``Aliasing.follow``), so each gets a name that the block may assign, as the names it stores do."""
+        related: set[str] = set()
+        for user_name in written:
+            atom = self.env.get(user_name)
+            if isinstance(atom, ir.Var):
+                related |= self.reaching(atom.name, False)
+        return [user for user, atom in self.env.items() if isinstance(atom, ir.Var) and atom.name in related
+                and user in self.user_locals and user not in self.local_functions and user not in stored]
+
+    def block(self, statements: list[gast.stmt]) -> tuple[ir.Stmt, ...]:
+        """Lower ``statements`` into a nested block of their own."""
+        outer, self.body = self.body, []
+        self.nesting += 1
+        try:
+            for node in statements:
+                self.line = self.line_of(node)
+                self.stmt(node)
+            return tuple(self.body)
+        finally:
+            self.body = outer
+            self.nesting -= 1
+
+    # ---- names and resolution ------------------------------------------------------------------------
+    def name(self, node: gast.Name) -> ir.Atom:
+        if node.id in self.env:
+            return self.env[node.id]
+        if node.id in self.function_lists:
+            raise self.error(node, f"{node.id} is a list of functions, which ast_ad follows where its items are "
+                                   f"called by position ({node.id}[0](x)) or looped over (for g in {node.id}: ...)")
+        if node.id in self.locals:
+            raise self.error(node, f"{node.id!r} is used before it is assigned")
+        if node.id in self.closure:
+            try:
+                value = self.closure[node.id].cell_contents
+            except ValueError:
+                raise self.error(node, f"the closure variable {node.id!r} is not set yet") from None
+            registry.load_rules_for(value)
+            return ir.Ref(value, node.id, ("closure", node.id), value)
+        if node.id in self.fn.__globals__:
+            value = self.fn.__globals__[node.id]
+            registry.load_rules_for(value)
+            return ir.Ref(helper_twin(value), node.id, ("global", node.id), value)
+        if hasattr(builtins, node.id):
+            return ir.Ref(getattr(builtins, node.id), node.id)
+        raise self.error(node, f"name {node.id!r} is not defined")
+
+    def is_local(self, node: gast.expr) -> bool:
+        return isinstance(node, gast.Name) and node.id in self.locals
+
+    def operator(self, fn: Any) -> ir.Ref:
+        return ir.Ref(fn, f"operator.{fn.__name__}")
+
+    def bind(self, value: ir.Expr, hint: str, user: bool = False, holds: bool = True) -> ir.Var:
+        """A new name for ``value``; ``holds=False``: a pack that only a check reads (it shares nothing)."""
+        if getattr(self, "exact", None) is not None and hint == self.exact:
+            self.exact = None
+            self.body.append(ir.Assign(hint, value, self.line))
+            self.note_kind(hint, value)
+            return ir.Var(hint)
+        if not user and len(hint) > MAX_NAME:
+            hint = "t"
+        if hint == "t" or not identifier(hint) == hint:
+            hint = f"t{self.next_temp()}"
+        target = self.namer.fresh(hint, user=user)
+        if user:
+            self.owner[target] = hint
+        self.body.append(ir.Assign(target, value, self.line))
+        self.note_kind(target, value)
+        if holds:
+            self.note_views(ir.Var(target))  # ``[v][0]``, ``x.T[1:]``: every view and container on the way counts
+        return ir.Var(target)
+
+    def note_kind(self, target: str, value: ir.Expr) -> None:
+        if isinstance(value, ir.Pack) and value.kind != "dict":
+            self.kinds[target] = value.kind
+        elif isinstance(value, (ir.Var, ir.Const)) and self.kind(value):
+            self.kinds[target] = self.kind(value) or ""
+
+    def next_temp(self) -> int:
+        k = getattr(self, "temps", 0) + 1
+        while f"t{k}" in self.namer.used or f"t{k}" in self.locals:
+            k += 1
+        self.temps = k
+        return k
+
+    # ---- locations -----------------------------------------------------------------------------------
+    def locate(self, node: gast.AST) -> tuple[str, int, str]:
+        return self.source.where(node)
+
+    def line_of(self, node: gast.AST) -> ir.Line:
+        return ir.Line(*self.locate(node))
+
+    def error(self, node: gast.AST, message: str) -> LocatedError:
+        return LocatedError(message, *self.locate(node))
+
+
+def _dict_loops(body: list[gast.stmt], namer: Namer, made: set[str], keys_of: str) -> list[gast.stmt]:
+    """``body`` with each loop over a dict's ``items()``, ``values()`` or ``keys()`` written as a loop over its
+    keys that reads each value where the step starts, as Python's view does (``for k in list(d): v = d[k]``)."""
+    out: list[gast.stmt] = []
+    for stmt in body:
+        if isinstance(stmt, (gast.For, gast.While, gast.If)):
+            fields = {"body": _dict_loops(stmt.body, namer, made, keys_of),
+                      "orelse": _dict_loops(stmt.orelse, namer, made, keys_of)}
+            stmt = gast.copy_location(type(stmt)(**{**stmt.__dict__, **fields}), stmt)
+        call = stmt.iter if isinstance(stmt, gast.For) else None
+        if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) and not call.args \
+                and not call.keywords and call.func.attr in ("items", "values", "keys") \
+                and isinstance(call.func.value, gast.Name):
+            assert isinstance(stmt, gast.For)
+            owner = call.func.value
+            made.add(keys_of)
+            keys = gast.copy_location(gast.Call(func=gast.Name(id=keys_of, ctx=gast.Load(), annotation=None,
+                                                               type_comment=None), args=[owner], keywords=[]), call)
+            target, read = stmt.target, []
+            if call.func.attr != "keys":
+                pair = call.func.attr == "items" and isinstance(target, gast.Tuple) and len(target.elts) == 2
+                key_target = target.elts[0] if pair else None
+                if not isinstance(key_target, gast.Name):
+                    hidden = namer.fresh("key")
+                    made.add(hidden)
+                    key_target = gast.Name(id=hidden, ctx=gast.Store(), annotation=None, type_comment=None)
+                key = gast.Name(id=key_target.id, ctx=gast.Load(), annotation=None, type_comment=None)
+                value = gast.Subscript(value=owner, slice=key, ctx=gast.Load())
+                if call.func.attr == "items" and not pair:
+                    value = gast.Tuple(elts=[key, value], ctx=gast.Load())
+                    read.append(gast.Assign(targets=[target], value=value, type_comment=None))
+                else:
+                    read.append(gast.Assign(targets=[target.elts[1] if pair else target], value=value,
+                                            type_comment=None))
+                target = key_target
+            read = [_located_all(r, stmt) for r in read]
+            stmt = gast.copy_location(gast.For(target=target, iter=keys, body=read + stmt.body, orelse=stmt.orelse,
+                                               type_comment=None), stmt)
+        out.append(stmt)
+    return out
+
+
+def _located_all(node: gast.AST, like: gast.AST) -> gast.AST:
+    for n in gast.walk(node):
+        if hasattr(n, "lineno") or isinstance(n, (gast.stmt, gast.expr)):
+            gast.copy_location(n, like)
+    return node
+
+
+def _read_into(node: gast.stmt, written: list[str]) -> list[str]:
+    """``written``, and the names the block ``node`` reads into them (``r = z[i]`` then ``r[j] = v``: ``z`` may be
+    written through ``r``), to a fixpoint."""
+    sources: dict[str, set[str]] = {}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Assign):
+            reads = {m.id for m in gast.walk(n.value) if isinstance(m, gast.Name) and isinstance(m.ctx, gast.Load)}
+            for target in n.targets:
+                for t in gast.walk(target):
+                    if isinstance(t, gast.Name) and isinstance(t.ctx, gast.Store):
+                        sources.setdefault(t.id, set()).update(reads)
+    found = list(dict.fromkeys(written))
+    for name in found:  # (grows while it is walked)
+        found += [m for m in sorted(sources.get(name, ())) if m not in found]
+    return found
+
+
+def _rebound(node: gast.stmt) -> frozenset[str]:
+    """The names an assignment statement binds (``x`` of ``x = damp(x)``); none for other statements."""
+    if not isinstance(node, gast.Assign):
+        return frozenset()
+    return frozenset(n.id for target in node.targets for n in gast.walk(target)
+                     if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store))
+
+
+def _raise_unless(flag: str, least: int) -> gast.stmt:
+    """``if not flag: raise ValueError(...)``: Python's error where a starred target finds too few items."""
+    message = gast.Constant(value=f"not enough values to unpack (expected at least {least})", kind=None)
+    error = gast.Call(func=gast.Name(id="ValueError", ctx=gast.Load(), annotation=None, type_comment=None),
+                      args=[message], keywords=[])
+    test = gast.UnaryOp(op=gast.Not(), operand=gast.Name(id=flag, ctx=gast.Load(), annotation=None,
+                                                          type_comment=None))
+    return gast.If(test=test, body=[gast.Raise(exc=error, cause=None)], orelse=[])
+
+
+def _root(node: gast.expr) -> gast.expr:
+    """The variable an item path starts from: ``L`` in ``L[0][i]``."""
+    while isinstance(node, gast.Subscript):
+        node = node.value
+    return node
+
+
+_SCALARS = (type(None), bool, int, float, complex, str, bytes, range, np.generic)
+
+
+def _shared_defaults(fn: Any) -> set[str]:
+    """The parameters of ``fn`` whose default value is, or holds, an object that may change (an array, a list, a
+    dict...): one object for every call, so a change one call makes is there at the next."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return set()
+    return {p.name for p in parameters if p.default is not p.empty and not _unchanging(p.default)}
+
+
+def _unchanging(value: Any) -> bool:
+    if isinstance(value, (tuple, frozenset)):
+        return all(_unchanging(item) for item in value)
+    return isinstance(value, _SCALARS)
+
+
+def _closure(fn: Any) -> dict[str, Any]:
+    cells = fn.__closure__ or ()
+    return dict(zip(fn.__code__.co_freevars, cells, strict=True))
+
+
+def _checked_only(tree: gast.FunctionDef, scope: dict[str, Any]) -> set[str]:
+    """The names that nothing reads but a call that reads them only by identity (``registry.def_identity_read``:
+    the tuple of other names that a check compares with the object about to change, in code ast_ad wrote, read
+    again). Found only where the function's globals hold such a function under its own name."""
+    names = {getattr(fn, "__name__", ""): fn for fn in registry.fact_table("identity_read")}
+    readers = {name for name, fn in names.items() if scope.get(name) is fn}
+    if not readers:
+        return set()
+    checked: set[str] = set()
+    other: set[str] = set()
+    by_check: set[int] = set()
+    for node in syntax.walk(tree):
+        if type(node) is gast.Call and type(node.func) is gast.Name and node.func.id in readers and not node.keywords:
+            k = registry.identity_read(scope[node.func.id])
+            if k is not None and k < len(node.args) and type(node.args[k]) is gast.Name:
+                by_check.add(id(node.args[k]))
+        elif type(node) is gast.Name and type(node.ctx) is gast.Load:
+            (checked if id(node) in by_check else other).add(node.id)
+    return checked - other
+
+
+def _bound_names(tree: gast.FunctionDef) -> tuple[set[str], dict[int, set[str]]]:
+    """Every name the function binds (parameters and assignment targets), and the names each statement of its
+    body appends to, by the statement's id (``bindings``)."""
+    names = {arg.id for arg in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs}
+    names.update(n.id for n in syntax.walk(tree.args) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Param))
+    appending: dict[int, set[str]] = {}
+    for statement in tree.body:
+        stored, appending[id(statement)] = bindings(statement)
+        names |= stored
+    return names, appending

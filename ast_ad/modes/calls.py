@@ -1,0 +1,155 @@
+"""Calls of the user's own functions in reverse mode, and of helpers it reads by their source.
+
+Such a call becomes a call of the callee's generated pair: ``y, y_saved = f_fwd(x)`` forward and
+``x_bar = f_bwd(y_saved, y_bar)`` backward. ``Calls.plan_calls`` derives each callee's adjoint (through the
+transformation's ``derive``, cached per function, differentiated arguments and their labels) before the
+reverser writes either pass; the reverser's adjoint rules then read the plan (``calls``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any
+
+from ast_ad.analysis.activity import (
+    at_line,
+    atom_active,
+    bind_call,
+    call_labels,
+    is_library,
+    is_user_function,
+    library_call,
+)
+from ast_ad.analysis.kinds import Kinds
+from ast_ad.core import registry
+from ast_ad.core.records import record
+from ast_ad.errors import LocatedError, MissingRuleError, UnsupportedSyntaxError
+from ast_ad.ir import nodes as ir
+from ast_ad.ir.naming import Namer
+from ast_ad.ir.syntax import RefTable
+
+if TYPE_CHECKING:
+    from ast_ad.modes.reverse import Adjoint, Derive
+
+
+@record
+class CalleeRef:
+    """A reference, in generated code, to the forward or backward function of a callee."""
+
+    adjoint: Any  # an ``Adjoint``, or forward mode's ``Tangent``
+    part: str  # "fwd" or "bwd", or "jvp"
+
+
+class Calls:
+    """The call planning of ``reverse.Reverser`` (a base class of it: it reads the reverser's state)."""
+
+    function: ir.Function
+    active: set[str]
+    callees: list[Any]
+    refs: RefTable
+    namer: Namer
+    rebound: set[str]
+    calls: dict[int, Any]  # by statement: (the callee's adjoint, its saved name, the arguments, the active ones)
+    derive: Derive
+    checkpoints: int | None
+    classes: dict[str, Any]
+    structured: set[str]
+    kinds: Kinds
+
+    def needs_adjoint(self, stmt: ir.Stmt) -> bool:
+        raise NotImplementedError  # the adjoint rules say (``reverse.Reverser``)
+
+    def error(self, stmt: ir.Stmt, message: str) -> LocatedError:
+        raise NotImplementedError  # the reverser's
+
+    def plan_calls(self) -> None:
+        """Derive the adjoint of every call to a user function whose result needs an adjoint."""
+        for stmt in ir.walk(self.function.body):
+            made = made_code(stmt.value) if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) else None
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) and self.needs_adjoint(stmt) \
+                    and (made is not None or is_user_function(stmt.value.fn.obj) or self.by_source(stmt)):
+                args = list(stmt.value.args) if made is not None else self.bind_call(stmt)
+                active = tuple(p for p, a in enumerate(args) if atom_active(a, self.active))
+                callee = self.derive_callee(stmt, active, args) if made is None else \
+                    self.derived_again(made, active, self.labels(args, stmt))
+                self.callees.append(callee)
+                if made is None:
+                    self.refs.ref(stmt.value.fn)  # recorded so that redefining the callee is noticed
+                saved = self.namer.fresh(f"{stmt.target}_saved")
+                if stmt.target in self.rebound:
+                    self.rebound.add(saved)
+                self.calls[id(stmt)] = (callee, saved, args, [a for a in args if atom_active(a, self.active)])
+
+    def derive_callee(self, stmt: ir.Assign, active: tuple[int, ...], args: list[ir.Atom]) -> Adjoint:
+        call = ir.call_of(stmt)
+        source = registry.read_as(call.fn.obj) or call.fn.obj  # a helper's stand-in in the language, if it has one
+        if is_library(source):
+            raise library_call(stmt, call.fn.hint, source)
+        try:
+            return self.derive(source, active, self.labels(args, stmt), False, self.checkpoints)
+        except (LocatedError, UnsupportedSyntaxError) as exc:
+            if is_user_function(call.fn.obj):
+                raise
+            raise at_line(MissingRuleError, stmt, f"{call.fn.hint}, a helper of ast_ad's generated code, has no "
+                          "reverse rule for an argument differentiated here, and its source is outside the "
+                          f"language ast_ad differentiates ({exc.args[0] if exc.args else exc}), so reverse mode "
+                          "over this code is not supported yet") from None
+
+    def derived_again(self, made: Any, active: tuple[int, ...], labels: tuple[int, ...]) -> Adjoint:
+        """The adjoint of the code forward mode made for a callee (``made.code``, its IR read again), once per
+        differentiated arguments and labels."""
+        from ast_ad.modes.reverse import Adjoint, reverse
+
+        key = ("reverse", active, labels, self.checkpoints)
+        if key not in made.again:
+            made.again[key] = shell = Adjoint(made.code, active, [], [], None, "", [], RefTable())
+            reverse(made.code, active, labels, self.derive, shell, False, self.checkpoints)
+        again: Adjoint = made.again[key]
+        return again
+
+    def by_source(self, stmt: ir.Assign) -> bool:
+        """A helper of generated code whose rule has no reverse rule for an argument that is differentiated here:
+        reverse mode differentiates it by its source, as it does the user's own functions."""
+        call = ir.call_of(stmt)
+        fn = call.fn.obj
+        if not (inspect.isfunction(fn) and fn.__module__ == "ast_ad.runtime"):
+            return False
+        rule = registry.lookup(fn)
+        if rule is None:
+            return True
+        if rule.nondiff:
+            return False
+        return any(atom_active(a, self.active) and rule.vjp(k) is None for k, a in enumerate(call.args))
+
+    def bind_call(self, stmt: ir.Assign) -> list[ir.Atom]:
+        return bind_call(stmt, self.error)
+
+    def labels(self, args: list[ir.Atom], stmt: ir.Stmt) -> tuple[int, ...]:
+        return call_labels(args, self.classes, self.structured, self.kinds, stmt)
+
+
+def made_code(call: ir.Call) -> Any:
+    """The ``Tangent`` whose ``_jvp`` ``call`` calls, where it is forward mode's code read again as IR and its IR is
+    finished (``Tangent.code``), else ``None``."""
+    obj = call.fn.obj
+    if isinstance(obj, CalleeRef) and obj.part == "jvp" and getattr(obj.adjoint, "code", None) is not None:
+        return obj.adjoint
+    return None
+
+
+def callees_in_order(top: Any) -> list[Any]:
+    """Every adjoint (or tangent) ``top`` calls, callees before callers, each once: the order their functions are
+    printed in."""
+    order: dict[int, Any] = {}
+    _visit_callees(top, order, {id(top)})
+    if any(c is top for a in [top, *order.values()] for c in a.callees):
+        order[id(top)] = top  # top calls itself: it needs its own pair too
+    return list(order.values())
+
+
+def _visit_callees(a: Any, order: dict[int, Any], seen: set[int]) -> None:
+    for callee in a.callees:
+        if id(callee) not in seen:
+            seen.add(id(callee))
+            _visit_callees(callee, order, seen)
+            order[id(callee)] = callee

@@ -1,0 +1,607 @@
+"""Stage 4, reverse: the forward statements, then one backward block per statement in reverse order.
+
+For ``out = t1 - sin_x2`` with ``t1`` and ``sin_x2`` active, the backward
+block reads the rules of ``operator.sub`` with the program's names put in::
+
+    # line 6: return np.log(x1) + x1 * x2 - np.sin(x2)
+    t1_bar = out_bar
+    sin_x2_bar = -out_bar
+
+Only *active* values (those that depend on a differentiated argument) that are
+also *useful* (the output depends on them) get adjoints. The first
+contribution to an adjoint assigns it; later ones add to it, with a new value,
+so no array the caller owns is ever written. Calls to the user's own functions
+become calls to their generated ``_fwd``/``_bwd`` pair.
+
+Both passes are built as IR (a rule's body put in as parts of one expression, ``pieces``) and printed once
+(``syntax.pieces``), after the arrays read only for their shapes are read as shapes (``saving.shape_only``) and
+the restore marks (``ir.Mark``) are turned into pops or dropped (``saving.resolve_restores``), on the IR. A
+checkpointed loop's schedule is IR too, its steps run again standing in until the forward pass is built
+(``checkpointing.filled``).
+
+This module holds the adjoint rules: one backward block per statement. The rest is in base classes of
+``Reverser``: the forward sweep is ``sweep``'s; what it saves for the backward pass and how it comes back,
+``saving``'s; how contributions reach each adjoint, ``accumulate``'s; checkpointed loops, ``checkpointing``'s;
+which calls become calls of a callee's pair, and its derivation, ``calls``'s; which adjoints may still be a
+float zero, ``zeros``'s; the adjoints of item writes in place, appends and pops, ``reverse_writes``'s. ``del``
+statements after last reads are ``release``'s.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import gast
+
+from ast_ad import runtime
+from ast_ad.analysis.activity import (
+    CONTAINER,
+    SCALAR,
+    InPlace,
+    accumulated_reads,
+    activity,
+    at_line,
+    atom_active,
+    carries_structure,
+    first_definitions,
+    in_place_writes,
+    inputs_of,
+    local_names,
+    loop_bound,
+    missing_rule,
+    owned_lists,
+    shape_class,
+    shape_classes,
+    structured_names,
+    unfollowed,
+    usefulness,
+)
+from ast_ad.analysis.kinds import kinds_of
+from ast_ad.core import registry
+from ast_ad.core.records import field, record
+from ast_ad.errors import LocatedError, MissingRuleError
+from ast_ad.ir import nodes as ir
+from ast_ad.ir import syntax
+from ast_ad.ir.naming import Namer
+from ast_ad.ir.pieces import Made, one_expression, renamed
+from ast_ad.ir.syntax import RefTable
+from ast_ad.modes import templates
+from ast_ad.modes.accumulate import Accumulation
+from ast_ad.modes.calls import CalleeRef, Calls
+from ast_ad.modes.checkpointing import Checkpointed
+from ast_ad.modes.reverse_writes import WriteAdjoints, named_pops
+from ast_ad.modes.saving import ANS, restore_mark, restored, with_shapes
+from ast_ad.modes.sweep import ForwardSweep
+from ast_ad.modes.zeros import FloatZeros
+from ast_ad.optimize.batching import Term, batch_products
+
+_PART, _ITEM = ir.Ref(runtime.part, "part"), ir.Ref(operator.getitem, "operator.getitem")
+_UNBROADCAST = ir.Ref(runtime.unbroadcast, "unbroadcast")
+_DENSE = ir.Ref(runtime.dense_adjoint, "dense_adjoint")
+_OWNED = ir.Ref(runtime.owned_adjoint, "owned_adjoint")
+_DETACHED = ir.Ref(runtime.detached, "detached")
+_RANGE, _SLICE, _REVERSED = ir.Ref(range, "range"), ir.Ref(slice, "slice"), ir.Ref(reversed, "reversed")
+
+
+@record(frozen=False, eq=False)
+class Adjoint:
+    """A function's forward and backward statements, ready to emit as one function or as a pair."""
+
+    function: ir.Function
+    argnums: tuple[int, ...]
+    forward: list[gast.stmt]
+    backward: list[gast.stmt]
+    result: gast.expr
+    seed: str
+    grads: list[str]
+    refs: RefTable
+    callees: list[Adjoint] = field(default_factory=list)
+    releasable: frozenset[str] = frozenset()  # arrays the forward pass binds once: see ``released``
+    array_adjoints: frozenset[str] = frozenset()  # adjoint names of values that may be arrays
+    structured_result: bool = False  # the function returns a list, tuple or dict (its adjoint adds by element)
+    numbers: frozenset[str] = frozenset()  # names of the function that certainly hold numbers (``kinds``)
+    adjoints: frozenset[str] = frozenset()  # names the backward pass binds to adjoints (``fold.shared_factor``)
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        return self.function.params
+
+    def saved(self) -> list[str]:
+        """Forward names the backward statements read, in order of first use."""
+        forward = set(self.params) | {n.id for s in self.forward for n in gast.walk(s)
+                                      if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+        seen: dict[str, None] = {}
+        for s in self.backward:
+            for n in gast.walk(s):
+                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id in forward:
+                    seen.setdefault(n.id)
+        return list(seen)
+
+
+Derive = Callable[[Any, tuple[int, ...], tuple[int, ...], bool, int | None], Adjoint]
+
+
+def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
+            shell: Adjoint | None = None, in_place: bool = True, checkpoints: int | None = None) -> Adjoint:
+    """Build the adjoint of ``function`` with respect to the parameters at ``argnums``.
+
+    ``shapes`` labels each parameter's shape: ``SCALAR`` for numbers, and equal
+    labels for parameters known to share a shape. An elementwise rule's
+    contribution needs no un-broadcasting when no other operand can have
+    broadcast it up (see ``shape_classes``). ``shell``, if given, is filled in
+    and returned (so a recursive call can refer to it before it is finished).
+    ``in_place``: a loop's item writes change their array in place (``in_place_writes``); a callee's
+    backward pass, which a caller's derivative may transform again, keeps them as new arrays.
+    ``checkpoints``: the loops at the top level of the function and of its callees that can be are
+    checkpointed (``ast_ad.revolve``), each keeping at most this many snapshots of its state
+    (``analysis.checkpoint_state`` says which loops can be).
+    """
+    return Reverser(ir.functional(function), argnums, shapes, derive, in_place, checkpoints).run(shell)
+
+
+class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
+    def __init__(self, function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
+                 in_place: bool = True, checkpoints: int | None = None, kept_shapes: dict[str, str] | None = None):
+        function = named_pops(function)  # a pop's value, dropped: named, so that the backward pass puts it back
+        self.function, self.argnums, self.derive = function, argnums, derive
+        self.labels_in, self.writes_in_place = shapes, in_place  # (for a second pass: ``shape_only``)
+        self.shapes = kept_shapes or {}
+        self.refs = RefTable()
+        self.namer = Namer(used=function.names())
+        self.scratch = templates.Scratch()  # (the names of a rule's statements, which are written as one expression)
+        self.active = activity(function, argnums)
+        self.useful = usefulness(function, self.active)
+        self.kinds = kinds_of(function, shapes)
+        self.classes = shape_classes(function, shapes, self.kinds)
+        # a list that is popped adds to its adjoint wherever it is read, from None at the top (``adjoint_pop``)
+        self.local = local_names(function) - {s.source for s in ir.walk(function.body) if isinstance(s, ir.Pop)}
+        self.loop_bound = loop_bound(function)
+        self.rebound = set(function.mutable) | self.loop_bound
+        self.looped = {id(s) for loop in ir.walk(function.body) if isinstance(loop, (ir.For, ir.While))
+                       for s in ir.walk(loop.body)}  # statements inside loops
+        self.first = first_definitions(function)
+        # the lists the function may pop and undo the pops of (``private_list``), where it pops any
+        self.owned = owned_lists(function) if any(isinstance(s, ir.Pop) for s in ir.walk(function.body)) else set()
+        self.bars: dict[str | tuple[str, int], str] = {}  # names' adjoints, and loops' trip counts
+        self.live: set[str] = set()
+        self.structured = structured_names(function, shapes)
+        self.items: set[str] = set()  # structured names that are items of containers (see ``spread_structure``)
+        self.calls: dict[int, tuple[Adjoint, str, list[ir.Atom], list[ir.Var]]] = {}
+        self.callees: list[Adjoint] = []
+        self.appended: set[str] = set()  # the lists the function appends to (``run``)
+        self.needed: set[str] = set()
+        self.kept: set[tuple[str, int]] = set()  # (name, statement) whose old value is saved and restored
+        self.pending: set[str] = set()  # adjoints reset to zero: the next contribution assigns
+        # The backward pass's opening: the statements after the function's last loop or branch. An adjoint
+        # (of a name bound more than once) whose first contribution comes there is assigned it; the others
+        # start at zero, at the top (``initial_adjoints``).
+        self.opening = True
+        self.started: set[str] = set()
+        self.zero_in: set[int] = set()  # statements whose result's adjoint may be a float zero (``densify``)
+        self.tapes: dict[tuple[str, str], str] = {}  # the stack of each saved value, by what it saves (``tape``)
+        self.in_place = in_place_writes(function, self.useful, self.structured, self.classes) if in_place \
+            else InPlace({}, {}, {})
+        if in_place and checkpoints is None:  # (a checkpointed loop's backward pass makes no adjoint of its own)
+            self.in_place = accumulated_reads(function, self.useful, self.structured, self.kinds, self.in_place)
+        self.checkpoints = checkpoints
+        self.checkpointed: dict[int, Checkpointed] = {}
+        self.not_checkpointed: dict[int, str] = {}  # why a loop is not, said in a comment above it
+        self.recomputed: dict[int, list[ir.Assign]] = {}  # by loop: what its backward pass computes again
+        self.recomputed_ids: set[int] = set()
+        self.terms: dict[int, Term] = {}
+        self.nexts: set[str] = set()  # an adjoint's value before a statement that reads its target (``y = y * x``)
+        self.exacts: dict[tuple[int, int], bool] = {}  # ``exact``'s answers, by call and argument
+
+    # ---- the driver -------------------------------------------------------------------------------------
+    def run(self, shell: Adjoint | None = None) -> Adjoint:
+        for stmt in ir.walk(self.function.body):
+            if isinstance(stmt, ir.For):
+                rebinding = next((s for s in ir.walk(stmt.body) if stmt.target in ir.defined(s)), None)
+                if rebinding is not None:  # the backward loop would read the loop's value, not the new one
+                    raise self.error(rebinding, f"the loop variable {stmt.target} is assigned inside its loop, "
+                                                "which reverse mode cannot differentiate yet: assign the new "
+                                                f"value to another name ({stmt.target}2 = ...) and use that")
+            if isinstance(stmt, ir.Pop) and not self.private_list(stmt.source):
+                raise self.error(stmt, "reverse mode differentiates list.pop() on a list the function makes "
+                                       "itself (xs = [], or [a, b]), which no other name holds; index this list "
+                                       "instead (xs[-1], xs = xs[:-1]), or pop a copy of it (xs = list(xs))")
+        self.spread_structure()  # before the calls are planned: their container arguments are labelled so
+        self.plan_calls()
+        if self.calls:
+            self.spread_structure()  # and after: what the callees return
+        result = self.function.result
+        self.appended = {stmt.target for stmt in ir.walk(self.function.body) if isinstance(stmt, ir.Append)}
+        seed = self.namer.fresh(f"{result.name}_bar" if isinstance(result, ir.Var) else "out_bar")
+        if isinstance(result, ir.Var) and result.name in self.useful:
+            self.bars[result.name] = seed
+            self.live.add(result.name)
+        self.zero_in = self.float_zeros()
+        self.plan_checkpoints()
+        self.plan_recomputed()
+        backward_ir = self.backward_block(self.function.body)
+        if kept_shapes := not self.shapes and self.shape_only(backward_ir):
+            # a second pass, over the function with those arrays' shapes kept (``saving.Saving.shape_only``)
+            return Reverser(with_shapes(self.function, kept_shapes), self.argnums, self.labels_in, self.derive,
+                            self.writes_in_place, self.checkpoints, kept_shapes).run(shell)
+        backward_ir = self.read_shapes(backward_ir)
+        grads = [self.grad(self.function.params[i], backward_ir) for i in self.argnums]
+        backward_ir = self.initial_adjoints(seed) + backward_ir
+        if isinstance(result, ir.Var) and result.name in self.useful and result.name in self.structured \
+                and self.appended:
+            # the backward pass pops the adjoints of the lists the function appended to: the caller's adjoint
+            # of the result (a list of them, maybe) is copied first, so that the caller keeps it as it was
+            backward_ir.insert(0, ir.Assign(seed, ir.Call(_DETACHED, (ir.Var(seed),)), ir.NOWHERE))
+        if any(ir.blocks(s) or restored(s) is not None for s in backward_ir):
+            reads = [ir.reads_in((s,)) for s in backward_ir]  # of each statement (a restore reads none)
+            self.needed = set().union(*reads)
+            backward_ir = self.resolve_restores(backward_ir, set(), reads=reads)
+        # (else there is no restore to resolve, here or in a block: nothing to read for it)
+        prologue = self.prologue()
+        forward_ir = self.forward_block(self.function.body, saving=True)
+        backward = self.printed(self.filled(backward_ir))  # (a checkpointed loop's steps, as the forward pass's)
+        forward = prologue + self.printed(forward_ir)
+        result_expr = syntax.atom(result, self.refs)
+        if self.in_place.loops and isinstance(result, ir.Var) and shape_class(result, self.classes) != SCALAR:
+            kept = self.namer.fresh(f"{result.name}_result")  # the backward pass writes the arrays back
+            forward.append(syntax.assign(kept, syntax.call(self.refs.marker(runtime.detached, "detached"),
+                                                           [result_expr])))
+            result_expr = syntax.name(kept)
+        elif isinstance(result, ir.Var) and any(name == result.name for name, _ in self.kept):
+            kept = self.namer.fresh(f"{result.name}_result")  # the backward pass restores older values
+            forward.append(syntax.assign(kept, result_expr))
+            result_expr = syntax.name(kept)
+        adjoint = shell or Adjoint(self.function, self.argnums, [], [], syntax.const(None), seed, [], self.refs)
+        adjoint.function, adjoint.argnums, adjoint.forward, adjoint.backward = \
+            self.function, self.argnums, forward, backward
+        adjoint.result, adjoint.seed, adjoint.grads = result_expr, seed, grads
+        adjoint.refs, adjoint.callees = self.refs, self.callees
+        adjoint.releasable = self.releasable()
+        adjoint.structured_result = isinstance(result, ir.Var) and result.name in self.structured
+        adjoint.numbers = self.kinds.numbers()
+        adjoint.adjoints = frozenset(bar for var, bar in self.bars.items() if isinstance(var, str)) | self.nexts
+        adjoint.array_adjoints = frozenset(bar for var, bar in self.bars.items() if isinstance(var, str)
+                                           and shape_class(ir.Var(var), self.classes) != SCALAR)
+        return adjoint
+
+    def spread_structure(self) -> None:
+        """Names that hold lists, tuples or dicts: copies of such names, and results of calls that return one.
+
+        Their adjoints add element by element (``add_adjoints``), never with ``+``, which would join them.
+        """
+        size, once = -1, ir.loop_free(self.function.body)
+        returned = {stmt.target for stmt in ir.walk(self.function.body)
+                    if isinstance(stmt, ir.Assign) and id(stmt) in self.calls}
+        holders: set[str] = set()  # lists that containers are appended to
+        while size != len(self.structured):
+            size = len(self.structured)
+            copies: list[tuple[str, str]] = []
+            for stmt in ir.walk(self.function.body):
+                if isinstance(stmt, ir.Unpack) and isinstance(stmt.value, ir.Var) and stmt.value.name in returned:
+                    # the items of a tuple a call of the user's returns, and theirs, may be containers, of kinds
+                    # not known here (the adjoints a gradient's pair gives its caller's list arguments, say)
+                    self.structured.update(stmt.targets)
+                    self.items.update(stmt.targets)
+                    returned.update(stmt.targets)
+                elif isinstance(stmt, ir.Append) and isinstance(stmt.value, ir.Var) \
+                        and stmt.value.name in self.structured:
+                    holders.add(stmt.target)  # a list of containers (a tape of a callee's saved tuples, say)
+                elif isinstance(stmt, ir.Pop) and stmt.target is not None and stmt.source in holders:
+                    self.structured.add(stmt.target)
+                    self.items.add(stmt.target)
+                if not isinstance(stmt, ir.Assign):
+                    continue
+                value = stmt.value
+                if isinstance(value, ir.Var) and value.name in returned:
+                    returned.add(stmt.target)  # (a copy of it, under the name a loop binds again)
+                if isinstance(value, ir.Var) and value.name in self.structured:
+                    self.structured.add(stmt.target)
+                    if value.name in self.items:
+                        self.items.add(stmt.target)
+                elif isinstance(value, ir.Var) and value.name in self.useful:
+                    copies.append((stmt.target, value.name))
+                elif carries_structure(value, self.structured):
+                    self.structured.add(stmt.target)  # a container where that argument is (``def_same_kind``)
+                elif isinstance(value, ir.Call) and value.fn.obj is operator.getitem \
+                        and isinstance(value.args[0], ir.Var) and value.args[0].name in self.structured:
+                    self.structured.add(stmt.target)  # an item of a container may be a container itself
+                    self.items.add(stmt.target)
+                elif id(stmt) in self.calls and self.calls[id(stmt)][0].structured_result:
+                    self.structured.add(stmt.target)
+            for target, source in copies:
+                # a copy into a name another binding makes a container or its item (``a_1 = a``, then ``a_1 =
+                # L[0]``): its adjoint may be None, so the source's adds as a container item's does
+                if target in self.structured and source not in self.structured:
+                    self.structured.add(source)
+                    self.items.add(source)
+                    once = False  # (what reads the source is marked in the next pass)
+            if once:  # no loop: one pass
+                break
+
+    def releasable(self) -> frozenset[str]:
+        """Arrays computed once, at the top level of the forward pass, by a primitive or a call.
+
+        Once the backward pass has read them for the last time, the gradient function can let
+        them go (``released``), so that big backward products reuse their memory.
+        """
+        names = set()
+        for stmt in self.function.body:
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) \
+                    and shape_class(ir.Var(stmt.target), self.classes) != SCALAR:
+                rule = registry.lookup(stmt.value.fn.obj)
+                if (rule is not None and not rule.nondiff) or id(stmt) in self.calls:
+                    names.add(stmt.target)
+        return frozenset(names - (self.structured - self.items) - self.rebound - set(self.function.params))
+
+    # ---- backward ---------------------------------------------------------------------------------------
+    def needs_adjoint(self, stmt: ir.Stmt) -> bool:
+        if isinstance(stmt, ir.Assign):
+            return stmt.target in self.useful
+        if isinstance(stmt, ir.Unpack):
+            return bool(self.useful.intersection(stmt.targets))
+        if isinstance(stmt, ir.Append):
+            return stmt.target in self.useful
+        if isinstance(stmt, ir.Pop):
+            return stmt.source in self.useful
+        return any(self.needs_adjoint(s) for block in ir.blocks(stmt) for s in block)
+
+    def backward_block(self, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
+        out: list[ir.Stmt] = []
+        line = None
+        for stmt in reversed(body):
+            if not self.needs_adjoint(stmt):
+                out += self.restores(stmt)
+                continue
+            if ir.blocks(stmt) or isinstance(stmt, (ir.Unpack, ir.Append, ir.Pop)):
+                self.opening = False
+                out += self.flush()
+            adjoint = self.adjoint(stmt)
+            if ir.blocks(stmt):
+                line = None
+            elif stmt.line != line and any(restored(s) is None for s in adjoint):
+                line = stmt.line
+                out.append(ir.Comment(line.comment(self.function.result_line.filename)))
+            out += adjoint
+        return out + self.flush()
+
+    def adjoint(self, stmt: ir.Stmt) -> list[ir.Stmt]:
+        if isinstance(stmt, ir.If):
+            return self.adjoint_if(stmt)
+        if isinstance(stmt, (ir.For, ir.While)):
+            return self.adjoint_loop(stmt)
+        if isinstance(stmt, ir.Append):
+            return self.adjoint_append(stmt)
+        if isinstance(stmt, ir.Pop):
+            return self.adjoint_pop(stmt)
+        if id(stmt) in self.in_place.writes:
+            assert isinstance(stmt, ir.Assign)
+            return self.adjoint_write(stmt)
+        if isinstance(stmt, ir.Unpack):
+            parts = [self.adjoint_or_zeros(t) for t in stmt.targets]  # (``backward_block`` flushed the pending)
+            assert isinstance(stmt.value, ir.Var)  # an active tuple unpacked
+            appended = stmt.value.name in self.appended  # a list, whose adjoint the appends pop
+            whole = ir.Pack(tuple(atom for _, atom in parts), "list" if appended else "tuple")
+            out = self.accumulate(stmt.value.name, self.part(whole, *(s for made, _ in parts for s in made)))
+            for t in stmt.targets:  # (forward mode's ``x, x_dot = pair`` binds names again)
+                self.bound_again(t, stmt)
+            return out + self.restore(stmt.targets, stmt)
+        assert isinstance(stmt, ir.Assign)  # effects, pops and breaks have no adjoint
+        return self.adjoint_assign(stmt)
+
+    def adjoint_if(self, stmt: ir.If) -> list[ir.Stmt]:
+        before = set(self.live)
+        body = self.backward_block(stmt.body)
+        live, self.live = self.live, before
+        orelse = self.backward_block(stmt.orelse)
+        self.live &= live  # what something has flowed into on either path
+        return [ir.If(stmt.test, tuple(body), tuple(orelse), stmt.line)]
+
+    def adjoint_loop(self, stmt: ir.For | ir.While) -> list[ir.Stmt]:
+        if id(stmt) in self.checkpointed:
+            assert isinstance(stmt, ir.For)  # only for loops are
+            return self.adjoint_checkpointed(stmt, self.checkpointed[id(stmt)])
+        owned: list[ir.Stmt] = []
+        for name in self.in_place.loops.get(id(stmt), ()) + self.in_place.accumulated.get(id(stmt), ()):
+            # adjoints this loop writes into: its own copies
+            current = ir.Var(self.bar(name)) if name in self.live or name not in self.local else self.zero(name)
+            owned.append(ir.Assign(self.bar(name), ir.Call(_OWNED, (current, ir.Var(name))), ir.NOWHERE))
+            self.live.add(name)
+            self.pending.discard(name)
+        untouched = {v for v in self.useful if v not in self.bars}  # no adjoint yet: nothing flowed into them
+        live = set(self.live)
+        body = self.backward_block(stmt.body)
+        self.live = live  # (the loop may run no step)
+        bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
+        before, body, sums = batch_products(body, bound, self.terms, self.scratch, self.namer)
+        # a loop of the function's own body runs once: an adjoint may start from its sum
+        after = self.summed_after(sums, body, untouched if any(s is stmt for s in self.function.body) else set())
+        body[:0] = self.computed_again(stmt, body)
+        before = owned + before
+        trips = None
+        if self.counts(stmt):  # the trip count, read back as a statement of its own (``v = xs.pop()``): the
+            count = self.count_name(stmt)  # language ast_ad reads again, for a derivative of this code
+            before.append(ir.Pop(count, self.tape(count), ir.NOWHERE))
+            trips = ir.Var(count)
+        if isinstance(stmt, ir.While):
+            index = self.namer.fresh("_")
+            assert trips is not None  # (a while loop counts its trips)
+            made, steps = self.part(ir.Call(_RANGE, (trips,)))
+            return [*before, *made, ir.For(index, steps, tuple(body), ir.NOWHERE), *after]
+        made, steps = [], stmt.iter
+        if trips is not None:  # ``r[:trips]``
+            made, bounds = self.part(ir.Call(_SLICE, (ir.Const(None), trips)))
+            made, steps = self.part(ir.Call(_ITEM, (steps, bounds)), *made)
+        made, steps = self.part(ir.Call(_REVERSED, (steps,)), *made)
+        loop = ir.For(stmt.target, steps, tuple(body), ir.NOWHERE)
+        return [*before, *made, loop, *after, restore_mark(stmt.target, id(stmt))]
+
+    def adjoint_assign(self, stmt: ir.Assign) -> list[ir.Stmt]:
+        """Contributions to the statement's inputs, then restore what it overwrote.
+
+        For ``y = y * x`` inside a loop the rule needs both values of ``y``: the
+        new one (``ans``) is kept as ``y_new`` before the old one is restored.
+        """
+        target = stmt.target
+        prefix: list[ir.Stmt] = []
+        if target in self.pending:  # reset since its last use: write the zero out, the inputs still need theirs
+            self.pending.discard(target)
+            prefix = [ir.Assign(self.bar(target), self.zero(target), ir.NOWHERE)]
+        g = self.bar(target)
+        zero = id(stmt) in self.zero_in
+        restores = [] if id(stmt) in self.recomputed_ids else self.restore(self.defined(stmt), stmt)
+        reset = target not in self.local and id(stmt) not in self.first
+        self.live.discard(target)
+        if target not in {v.name for v in inputs_of(stmt.value)}:
+            out = prefix + self.contributions(stmt, g, target, zero)
+            if reset:
+                self.pending.add(target)  # zero from here on; the next contribution assigns
+            return out + restores
+        g_next = self.namer.fresh(f"{g}_next")
+        self.nexts.add(g_next)
+        before = [*prefix, ir.Assign(g_next, ir.Var(g), ir.NOWHERE)]
+        if reset:
+            self.pending.add(target)
+        contributions = self.contributions(stmt, g_next, ANS, zero)
+        if any(ANS in ir.reads_of(s) for s in ir.walk(tuple(contributions))):  # the new value: kept before the old
+            newer = self.namer.fresh(f"{target}_new")                           # one comes back
+            contributions = renamed(contributions, ANS, newer)
+            before.append(ir.Assign(newer, ir.Var(target), ir.NOWHERE))
+        # the target's old value first (the rule reads it); a callee's saved values only after its backward
+        first = [r for r in restores if restored(r) == target]
+        after = [r for r in restores if restored(r) != target]
+        return before + first + contributions + after
+
+    def contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool) -> list[ir.Stmt]:
+        """The statement's contributions to its inputs' adjoints; ``zero``: ``g`` may be a float zero."""
+        value = stmt.value
+        if isinstance(value, (ir.Var, ir.Const, ir.Ref)):
+            return self.accumulate(value.name, ([], ir.Var(g))) if atom_active(value, self.active) else []
+        if isinstance(value, ir.Pack):
+            out: list[ir.Stmt] = []
+            for k, elt in enumerate(value.elts):
+                if atom_active(elt, self.active):
+                    # ``part``: ``g`` may be the zero (rebound) or None (a path of a callee did not read it)
+                    item = _PART if zero or stmt.target not in self.local else _ITEM
+                    out += self.accumulate(elt.name, self.part(ir.Call(item, (ir.Var(g), ir.Const(value.slot(k))))))
+            return out
+        if id(stmt) in self.calls:
+            return self.callee_contributions(stmt, g, ans, zero, *self.calls[id(stmt)])
+        return self.rule_contributions(stmt, g, ans, zero)
+
+    def rule_contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool) -> list[ir.Stmt]:
+        call = stmt.value
+        if not isinstance(call, ir.Call) or not any(atom_active(a, self.active) for a in inputs_of(call)):
+            return []  # a value computed from constants: nothing flows back
+        rule = registry.lookup(call.fn.obj)
+        if rule is None:
+            raise self.missing(stmt, f"{call.fn.hint} has no gradient rule" + unfollowed(call.fn.obj))
+        if rule.nondiff:
+            return []  # a shape, a count, a fresh array of zeros: nothing flows back
+        for key, atom in call.kwargs:
+            if atom_active(atom, self.active):
+                raise self.missing(stmt, f"the differentiated value {atom.name} is passed to {call.fn.hint} "
+                                         f"as keyword {key}=, which has no gradient rule: compute that part "
+                                         "outside the call, or pass a constant")
+        # a number's adjoint taken for a container's (the structure analysis errs that way: an item of a list, added
+        # to by a same-kind helper) starts as None, which an elementwise rule cannot take (``-None``)
+        unknown = rule.elementwise and stmt.target in self.structured and stmt.target not in self.items
+        out = self.densify(stmt, g, ans, always=unknown) if zero or unknown else []
+        added = self.in_place.reads.get(id(stmt)) or self.in_place.adds.get(id(stmt))
+        if added is not None and atom_active(call.args[0], self.active):  # y[i] read, its adjoint added in place
+            bar, entry = self.bar(added), call.args[1]
+            if self.kinds.is_number(entry, stmt):  # one entry (or a scalar's broadcast): not fancy
+                item = gast.Subscript(value=syntax.name(bar), slice=syntax.atom(entry, self.refs), ctx=gast.Store())
+                return out + [syntax.kept(gast.AugAssign(target=item, op=gast.Add(), value=syntax.name(g)), self.refs)]
+            add = syntax.call(self.refs.marker(runtime.add_into, "add_into"),
+                              [syntax.name(bar), syntax.atom(entry, self.refs), syntax.name(g)])
+            return out + [syntax.kept(gast.Expr(value=add), self.refs)]
+        for k, atom in enumerate(call.args):
+            if atom_active(atom, self.active):
+                vjp = rule.vjp(k)
+                if vjp is None:
+                    raise self.missing(stmt, f"{call.fn.hint} has no gradient rule for argument {k + 1}")
+                if vjp is registry.zero:
+                    continue
+                contribution = self.contribution(stmt, self.ranked(stmt, call, k) or vjp, g, ans)
+                if rule.elementwise and not self.exact(call, k):
+                    contribution = self.part(ir.Call(_UNBROADCAST, (contribution[1], atom)), *contribution[0])
+                out += self.accumulate(atom.name, contribution)
+        return out
+
+    def ranked(self, stmt: ir.Assign, call: ir.Call, k: int) -> registry.VJP | None:
+        """The rule for argument ``k`` at its operands' known numbers of axes (``registry.def_vjp_by_ranks``),
+        unless that argument stays fixed through the loop the statement is in: there the general rule's helper
+        is kept, so that the loop's contributions can be summed after it (``batching``)."""
+        operand = call.args[k]
+        if not registry.has_ranked(call.fn.obj) or call.kwargs or (
+                id(stmt) in self.looped and not (isinstance(operand, ir.Var) and operand.name in self.loop_bound)):
+            return None
+        return registry.vjp_by_ranks(call.fn.obj, self.kinds.ranks(call.args, stmt), k)
+
+    def densify(self, stmt: ir.Assign, g: str, ans: str, always: bool = False) -> list[ir.Stmt]:
+        """``g = dense_adjoint(g, ans)`` where ``g`` may be a float zero that the statement's rule cannot take
+        (``always``: where it may be ``None``, which no rule takes)."""
+        if not always and not self.needs_dense(stmt):
+            return []
+        return [ir.Assign(g, ir.Call(_DENSE, (ir.Var(g), ir.Var(ans))), ir.NOWHERE)]
+
+    def exact(self, call: ir.Call, k: int) -> bool:
+        """Whether an elementwise rule's contribution to argument ``k`` already has that argument's shape.
+
+        It does when no other operand can broadcast it up: when each is a scalar or shares its class. (Asked
+        for each argument by ``float_zeros`` and again by its rule: the answer is kept.)
+        """
+        key = (id(call), k)
+        found = self.exacts.get(key)
+        if found is None:
+            found = self.exacts[key] = self.exact_now(call, k)
+        return found
+
+    def exact_now(self, call: ir.Call, k: int) -> bool:
+        mine = shape_class(call.args[k], self.classes)
+        others = [shape_class(a, self.classes) for j, a in enumerate(call.args) if j != k]
+        if mine == CONTAINER:
+            return False  # ``unbroadcast`` refuses lists that ``+`` joined
+        return all(c == SCALAR or (c is not None and c == mine) for c in others)
+
+    def contribution(self, stmt: ir.Assign, vjp: registry.VJP, g: str, ans_name: str) -> Made:
+        """The rule ``vjp`` of ``stmt``'s call: its body put in (``templates.applied``), as the parts of one
+        expression, or a call of the rule where the body is not one (``pieces.one_expression``)."""
+        call = ir.call_of(stmt)
+        if not templates.bindable(vjp, len(call.args), [key for key, _ in call.kwargs]):
+            raise self.error(stmt, f"the call to {call.fn.hint} does not match the arguments of its gradient rule")
+        put = (ir.Var(g), ir.Var(ans_name), *call.args)
+        made = templates.applied(vjp, list(put), dict(call.kwargs), self.scratch, stmt.line)
+        if made is not None and one_expression(*made):
+            return made
+        rule_name = f"{call.fn.hint.rsplit('.', 1)[-1]}_vjp"
+        return self.part(ir.Call(ir.Ref(vjp, rule_name), put, call.kwargs))
+
+    def callee_contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool, callee: Adjoint, saved: str,
+                             args: list[ir.Atom], active: list[ir.Var]) -> list[ir.Stmt]:
+        names = [a.name for a in active]
+        parts = [self.namer.fresh(f"{n}_bar_{stmt.target}") for n in names]
+        call = ir.Call(ir.Ref(CalleeRef(callee, "bwd"), "bwd"), (ir.Var(saved), ir.Var(g)))
+        out = self.densify(stmt, g, ans) if zero else []
+        if parts:  # ``a_bar_t, b_bar_t = bwd(saved, g)``
+            made, whole = self.part(call)
+            out += [*made, ir.Unpack(tuple(parts), whole, ir.NOWHERE)]
+        else:
+            out.append(syntax.kept(gast.Expr(value=syntax.expr(call, self.refs)), self.refs))
+        for n, part in zip(names, parts, strict=True):
+            out += self.accumulate(n, ([], ir.Var(part)))
+        return out
+
+    # ---- errors ----------------------------------------------------------------------------------------
+    def error(self, stmt: ir.Stmt, message: str) -> LocatedError:
+        return at_line(LocatedError, stmt, message)
+
+    def missing(self, stmt: ir.Stmt, message: str) -> MissingRuleError:
+        return missing_rule(stmt, message, "register a rule: "
+                       "ast_ad.extend.defvjp(fn, lambda g, ans, x: ...), one lambda per positional argument")
+
+
+
+
+

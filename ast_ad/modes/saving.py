@@ -1,0 +1,363 @@
+"""What the forward pass keeps for the backward pass, and how the backward pass gets it back.
+
+Reverse mode runs the user's statements forward, then their adjoints backward; an adjoint reads the
+values its statement saw. A value that a later statement overwrites (in a loop, every step's) is pushed
+on its own tape before it is overwritten, and popped back where the backward pass has come back to it:
+
+    for i in r:                          for i in reversed(r):
+        h_tape.append(h)                     ... the adjoint of line 3 reads h ...
+        h = np.tanh(W @ h)                   h = h_tape.pop()
+
+The adjoint rules (``reverse``) leave a ``Restore`` mark after each statement's adjoint; this
+module decides which are needed (``resolve_restores``: a restore whose value nothing reads later goes,
+and so does its push), which loop statements are computed again rather than taped
+(``plan_recomputed``), and writes the pushes, pops and trip counts. Checkpointed loops
+(``checkpointing``) save snapshots instead, built on the same tapes.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import gast
+import numpy as np
+
+from ast_ad.analysis.activity import InPlace
+from ast_ad.analysis.kinds import Kinds
+from ast_ad.core import registry
+from ast_ad.core.records import record
+from ast_ad.ir import nodes as ir
+from ast_ad.ir import syntax
+from ast_ad.ir.naming import Namer
+from ast_ad.ir.syntax import RefTable
+
+ANS = "§ans"  # stands for the new value of a name its own statement also reads
+
+
+@record
+class Restore:
+    """A mark in the backward pass where ``name`` must hold again its value from before the statement whose
+    id is ``key`` (``unappend``: where the item that statement appended to the list ``name`` comes off it).
+    ``resolve_restores`` turns each mark into a pop from the name's tape, or drops it: none reaches the code."""
+
+    name: str
+    key: int
+    unappend: bool = False
+
+
+def restore_mark(name: str, key: int, unappend: bool = False) -> ir.Mark:
+    """A restore mark, in the backward pass's IR, until ``resolve_restores`` turns it into a pop or drops it."""
+    return ir.Mark(Restore(name, key, unappend))
+
+
+def restored(stmt: ir.Stmt) -> str | None:
+    """The name a restore mark restores, or ``None`` for any other statement."""
+    return stmt.data.name if type(stmt) is ir.Mark and type(stmt.data) is Restore else None
+
+# integer arithmetic on a loop's index that the backward pass can compute again instead of taping
+INDEX_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg}
+
+
+class Saving:
+    """The saving policy of ``reverse.Reverser`` (a base class of it: it reads the reverser's state)."""
+
+    function: ir.Function
+    namer: Namer
+    refs: RefTable
+    rebound: set[str]  # names bound more than once: what overwrites them saves their old values
+    first: Any  # the statements that bind a name first (``analysis.first_definitions``)
+    bars: dict[Any, str]
+    calls: dict[int, Any]  # the calls of user functions, by statement: (adjoint, saved name, args, active)
+    needed: set[str]  # the names the backward pass reads
+    kept: set[tuple[str, int]]  # (name, statement) whose old value is saved and restored
+    tapes: dict[tuple[str, str], str]  # the stack of each saved value, by what it saves (``tape``)
+    in_place: InPlace
+    checkpointed: dict[int, Any]  # loops whose backward pass computes steps again (``checkpointing``)
+    recomputed: dict[int, list[ir.Assign]]  # by loop: what its backward pass computes again
+    recomputed_ids: set[int]
+    shapes: dict[str, str]  # arrays whose shapes the forward pass keeps for the backward pass (``shape_only``)
+
+    kinds: Kinds
+    structured: set[str]
+    looped: set[int]  # the statements inside loops
+
+    def needs_adjoint(self, stmt: ir.Stmt) -> bool:
+        raise NotImplementedError  # the adjoint rules say (``reverse.Reverser``)
+
+    def printed(self, stmts: list[ir.Stmt]) -> list[gast.stmt]:
+        raise NotImplementedError  # ``accumulate``'s
+
+    def shape_only(self, backward: list[ir.Stmt]) -> dict[str, str]:
+        """The arrays a loop overwrites whose values the backward pass reads only for their shapes (``unbroadcast(g,
+        x)``, ``np.shape(x)``: ``registry.def_shape_read``), each with a new name for its shape.
+
+        Taping such an array keeps a copy of it alive for every step. The forward pass can keep its shape instead
+        (``with_shapes``): ``x_shape = np.shape(x)`` after each assignment of ``x``, taped as any name a loop
+        rebinds, and read as ``unbroadcast_to(g, x_shape)``. This applies where ``x`` is a numpy array of numbers
+        wherever it is bound but to ``None`` (``kinds``: a shape tells everything ``unbroadcast`` reads of it), each
+        of its bindings an assignment, one of them in a loop, and not computed again by the backward pass instead.
+        """
+        if not self.looped:
+            return {}
+        shapes, others = shape_reads(backward)
+        bindings: dict[str, list[ir.Stmt]] = {}
+        for stmt in ir.walk(self.function.body):
+            for name in ir.defined(stmt):
+                bindings.setdefault(name, []).append(stmt)
+        chosen: dict[str, str] = {}
+        for name in sorted(shapes - others):
+            found = [s for s in bindings.get(name, []) if not _none(s)]  # (``None`` before a loop: never read)
+            if name in self.function.params or name in self.structured or name not in self.rebound \
+                    or not any(id(s) in self.looped for s in found) \
+                    or not all(isinstance(s, ir.Assign) and self.kinds.array_made(s)
+                               and id(s) not in self.recomputed_ids for s in found):
+                continue
+            chosen[name] = self.namer.fresh(f"{name}_shape")
+        return chosen
+
+    def read_shapes(self, backward: list[ir.Stmt]) -> list[ir.Stmt]:
+        """``backward`` reading the kept shapes (``shapes``, from ``shape_only``) in place of their arrays."""
+        if not self.shapes:
+            return backward
+        return shapes_read(backward, self.shapes)
+
+    def plan_recomputed(self) -> None:
+        """Index arithmetic and reads of arrays nothing writes, in loops: computed again by the backward pass,
+        at the top of each step, rather than taped (``t1 = i - 1``, ``x_item = x[i]``).
+
+        Such a statement sits directly in the body of a ``for`` loop (whose target is an index), binds a
+        name nothing else binds, and computes it from constants, the loop's index, names computed the
+        same way before it, and (for a read) an array no statement rebinds or writes: so at the top of a
+        step's backward pass it computes what it computed in that step.
+        """
+        bindings: dict[str, int] = {}
+        for stmt in ir.walk(self.function.body):
+            for name in self.defined(stmt):
+                bindings[name] = bindings.get(name, 0) + 1
+        fixed = set(self.function.params) - self.rebound - set(self.function.mutable)
+        for loop in ir.walk(self.function.body):
+            if not isinstance(loop, ir.For) or not self.needs_adjoint(loop):
+                continue
+            # the loop's index (a body that rebinds it, ``i = i * 2``, is refused in ``run``)
+            index: set[str] = {loop.target}
+            chosen: list[ir.Assign] = []
+            for stmt in loop.body:
+                if not isinstance(stmt, ir.Assign) or not isinstance(stmt.value, ir.Call) or stmt.value.kwargs \
+                        or id(stmt) in self.calls or bindings.get(stmt.target) != 1 \
+                        or id(stmt) in self.in_place.reads or id(stmt) in self.in_place.writes:
+                    continue
+                fn, args = stmt.value.fn.obj, stmt.value.args
+                if fn in INDEX_ARITHMETIC and all(_index_atom(a, index) for a in args):
+                    chosen.append(stmt)
+                    index.add(stmt.target)
+                elif fn is operator.getitem and len(args) == 2 and isinstance(args[0], ir.Var) \
+                        and args[0].name in fixed and _index_atom(args[1], index):
+                    chosen.append(stmt)
+            if chosen:
+                self.recomputed[id(loop)] = chosen
+                self.recomputed_ids.update(id(stmt) for stmt in chosen)
+
+    def computed_again(self, loop: ir.For | ir.While, body: list[ir.Stmt]) -> list[ir.Stmt]:
+        """The step's index arithmetic and reads, as the forward pass computed them (``plan_recomputed``), that
+        ``body``, the step's backward pass, reads (or that those read): no dead store of ``x[i]`` whose adjoint
+        needs only ``i``."""
+        chosen = self.recomputed.get(id(loop), ())
+        needed = ir.reads_in(body) if chosen else set()
+        kept: list[ir.Stmt] = []
+        for stmt in reversed(chosen):
+            if stmt.target in needed:
+                kept.append(stmt)
+                needed.update(ir.reads_of(stmt))
+        return kept[::-1]
+
+    def saves(self, name: str, stmt: ir.Stmt) -> bool:
+        """Whether ``stmt`` overwrites a value of ``name`` that the backward pass restores (and reads)."""
+        return (name, id(stmt)) in self.kept
+
+    def push(self, name: str) -> ir.Append:
+        """``name``'s value on its tape (``x_tape.append(x)``)."""
+        return ir.Append(self.tape(name), ir.Var(name), ir.NOWHERE)
+
+    def tape(self, key: str, kind: str = "tape") -> str:
+        """The stack that keeps ``key``'s old values (``x_tape``), or an array's overwritten entries
+        (``y_entries``). One stack per value, not one for all: each holds values of one type, so that Numba
+        can compile the code, and a reader sees which value each push and pop is about."""
+        if (key, kind) not in self.tapes:
+            self.tapes[(key, kind)] = self.namer.fresh(f"{key}_{kind}")
+        return self.tapes[(key, kind)]
+
+    def prologue(self) -> list[gast.stmt]:
+        """``tape = []``, and ``None`` for saved names that a loop binds first."""
+        saved = {name for name, _ in self.kept} | {n for plan in self.checkpointed.values() for n in plan.state}
+        needs = [n for n in sorted(saved) if n not in self.function.params and not self._bound_before_loops(n)]
+        out = [syntax.assign(n, syntax.const(None)) for n in needs]
+        tapes = [syntax.assign(tape, gast.List(elts=[], ctx=gast.Load())) for tape in self.tapes.values()]
+        return tapes + out
+
+    def _bound_before_loops(self, name: str) -> bool:
+        for stmt in self.function.body:
+            if name in ir.defined(stmt) and not ir.blocks(stmt):
+                return True
+            if ir.blocks(stmt):
+                return False
+        return False
+
+    def counts(self, stmt: ir.For | ir.While) -> bool:
+        """A while loop, or a for loop that may break, records its trip count."""
+        return isinstance(stmt, ir.While) or any(isinstance(s, ir.Break) for s in ir.shallow(stmt.body))
+
+    def count_name(self, stmt: ir.For | ir.While) -> str:
+        key = ("count", id(stmt))
+        if key not in self.bars:
+            self.bars[key] = self.namer.fresh("trips")
+        return self.bars[key]
+
+    def defined(self, stmt: ir.Stmt) -> list[str]:
+        """The names ``stmt`` binds, in the order the forward pass saves them.
+
+        A call to a user function also binds its saved values; they are saved
+        first, so that the backward pass restores the result's old value first
+        (a rule may read it) and the saved values after the callee's backward.
+        An array whose shape is kept (``shape_only``) binds that shape too.
+        """
+        names = list(ir.defined(stmt))
+        if id(stmt) in self.calls:
+            names.insert(0, self.calls[id(stmt)][1])
+        if self.shapes and isinstance(stmt, ir.Assign):
+            if stmt.target in self.shapes:  # an array's kept shape (``shape_only``), bound right after it: saved
+                names.append(self.shapes[stmt.target])  # and restored with it, where the array's value would be
+            elif stmt.target in self.shapes.values():  # the shape's own statement (saved with its array's)
+                return []
+        return names
+
+    def snapshot(self, stmt: ir.Stmt) -> list[str]:
+        """The saved names an inactive compound statement overwrites: saved before it, restored after."""
+        names = dict.fromkeys(n for s in ir.walk((stmt,)) for n in self.defined(s))
+        return [n for n in names if (n, id(stmt)) in self.kept]
+
+    def restores(self, stmt: ir.Stmt) -> list[ir.Stmt]:
+        """Undo what an inactive statement overwrote (kept only where the backward pass reads it)."""
+        if ir.blocks(stmt):
+            return self.restore(self.snapshot_candidates(stmt), stmt)
+        if id(stmt) in self.recomputed_ids:
+            return []  # computed again at the top of the step's backward pass (``plan_recomputed``)
+        if isinstance(stmt, ir.Pop) and stmt.target is not None:  # the value back on its list, then the older one
+            return [ir.Append(stmt.source, ir.Var(stmt.target), ir.NOWHERE), *self.restore(self.defined(stmt), stmt)]
+        return self.restore(self.defined(stmt), stmt)
+
+    def restore(self, names: Any, stmt: ir.Stmt) -> list[ir.Stmt]:
+        """Marks that restore ``names`` (last first) to what they held before ``stmt``: only those bound
+        more than once (``resolve_restores`` keeps those the backward pass reads)."""
+        return [restore_mark(n, id(stmt)) for n in reversed(names) if n in self.rebound]
+
+    def snapshot_candidates(self, stmt: ir.Stmt) -> list[str]:
+        names = dict.fromkeys(n for s in ir.walk((stmt,)) for n in self.defined(s))
+        return [n for n in names if n in self.rebound]
+
+    def resolve_restores(self, body: list[ir.Stmt], later: set[str],
+                         reads: list[set[str]] | None = None) -> list[ir.Stmt]:
+        """Turn restore marks into pops, keeping only those whose value something reads later.
+
+        ``later`` holds the names read after ``body``. The code after a restore is what runs after it, so a
+        restore whose name is not read there goes (and so does the push that saved it). In a loop, the next
+        step runs the whole body again: a restore in it is kept where the loop reads its name anywhere.
+
+        A checkpointed loop's schedule is a loop as any other: its steps run backward, again, or from a snapshot,
+        so a restore in a step is kept where the schedule reads its name anywhere (the steps run again read what
+        the stand-ins for them read, ``checkpointing.stand_in``; a snapshot, the loop's state).
+
+        ``reads`` may give the names each statement of ``body`` reads, where they are known already.
+        """
+        out: list[ir.Stmt] = []
+        for k in range(len(body) - 1, -1, -1):
+            stmt = body[k]
+            name = restored(stmt)
+            if name is None:
+                read = reads[k] if reads is not None else ir.reads_in((stmt,))
+                if ir.blocks(stmt):
+                    inner = later | read if isinstance(stmt, (ir.For, ir.While)) else set(later)
+                    stmt = ir.with_blocks(stmt, [self.resolve_restores(list(b), inner) for b in ir.blocks(stmt)])
+                later |= read
+                out.append(stmt)
+                continue
+            if name not in self.needed or name not in later:
+                continue
+            assert isinstance(stmt, ir.Mark)  # (a restore mark: ``restored``)
+            mark = stmt.data
+            if mark.unappend:  # the list as it was before the append, for what reads it earlier (its length)
+                out.append(ir.Pop(None, name, ir.NOWHERE))
+            elif name in self.rebound and mark.key not in self.first:
+                self.kept.add((name, mark.key))
+                out.append(ir.Pop(name, self.tape(name), ir.NOWHERE))
+        return out[::-1]
+
+
+def with_shapes(function: ir.Function, shapes: dict[str, str]) -> ir.Function:
+    """``function`` with ``x_shape = np.shape(x)`` after each assignment of an ``x`` of ``shapes`` (``shape_only``)."""
+    def kept(stmt: ir.Stmt) -> list[ir.Stmt]:
+        if isinstance(stmt, ir.Assign) and stmt.target in shapes and not _none(stmt):
+            return [stmt, ir.Assign(shapes[stmt.target], ir.Call(_SHAPE, (ir.Var(stmt.target),)), stmt.line)]
+        return [stmt]
+    return ir.Function(function.name, function.params, ir.mapped(function.body, kept), function.result,
+                       function.result_line, function.fn, function.mutable | frozenset(shapes.values()),
+                       function.users)
+
+
+_SHAPE = ir.Ref(np.shape, "np.shape")
+
+
+def _none(stmt: ir.Stmt) -> bool:
+    return isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Const) and stmt.value.value is None
+
+
+def shape_reads(body: list[ir.Stmt]) -> tuple[set[str], set[str]]:
+    """The names ``body`` reads only for their shapes (``registry.def_shape_read``), and the names it reads
+    otherwise (a name may be in both)."""
+    shapes: set[str] = set()
+    others: set[str] = set()
+    for stmt in ir.walk(tuple(body)):
+        if isinstance(stmt, ir.Assign) and (read := _shape_read(stmt.value)) is not None:
+            for j, atom in enumerate(ir.call_of(stmt).args):
+                if isinstance(atom, ir.Var):
+                    (shapes if j == read[0] else others).add(atom.name)
+        else:
+            others.update(ir.reads_of(stmt))
+    return shapes, others
+
+
+def _shape_read(value: ir.Expr) -> tuple[int, Any] | None:
+    """``(the position of the argument value reads only for its shape, what takes the shape in its place)``, if
+    ``value`` is such a call of a name."""
+    if type(value) is not ir.Call or value.kwargs:
+        return None
+    fact = registry.shape_read(value.fn.obj)
+    if fact is None or len(value.args) <= fact[0] or type(value.args[fact[0]]) is not ir.Var:
+        return None
+    return fact
+
+
+def shapes_read(body: list[ir.Stmt] | tuple[ir.Stmt, ...], shapes: dict[str, str]) -> list[ir.Stmt]:
+    """``body`` with each call that reads a name of ``shapes`` only for its shape reading the kept shape instead:
+    ``unbroadcast(g, x)`` becomes ``unbroadcast_to(g, x_shape)``, ``np.shape(x)`` becomes ``x_shape``."""
+    def read(stmt: ir.Stmt) -> list[ir.Stmt]:
+        found = _shape_read(stmt.value) if isinstance(stmt, ir.Assign) else None
+        if found is None:
+            return [stmt]
+        assert isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call)
+        call, (k, by_shape) = stmt.value, found
+        read = call.args[k]
+        assert isinstance(read, ir.Var)  # (``_shape_read``: a name)
+        if read.name not in shapes:
+            return [stmt]
+        kept = ir.Var(shapes[read.name])
+        if by_shape is None:  # the call's value is the shape itself
+            return [ir.Assign(stmt.target, kept, stmt.line)]
+        args = (*call.args[:k], kept, *call.args[k + 1:])
+        return [ir.Assign(stmt.target, ir.Call(ir.Ref(by_shape, by_shape.__name__), args), stmt.line)]
+    return list(ir.mapped(tuple(body), read))
+
+
+def _index_atom(atom: ir.Atom, index: set[str]) -> bool:
+    """An integer constant, or a name of ``index``: the loop's index and what is computed from it alone."""
+    return (isinstance(atom, ir.Const) and type(atom.value) is int) or (isinstance(atom, ir.Var) and atom.name in index)

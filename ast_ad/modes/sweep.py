@@ -1,0 +1,101 @@
+"""The forward sweep of reverse mode: the user's statements as written, with what the backward pass needs kept.
+
+Before a statement overwrites a value the backward pass reads, the value goes on its tape (``saving``
+decides which); a loop's write ``y[i] = v`` in place tapes the entries it overwrites; a loop that may stop
+early counts its trips; a call of the user's function calls its forward function, which returns what its
+backward function reads; a checkpointed loop runs its first sweep (``checkpointing``)::
+
+    for t in r:                                  for t in r:
+        h = np.tanh(W @ h + xs[t])      ->           h_tape.append(h)
+                                                     h = np.tanh(W @ h + xs[t])
+"""
+
+from __future__ import annotations
+
+import operator
+
+import gast
+
+from ast_ad import runtime
+from ast_ad.ir import nodes as ir
+from ast_ad.ir import syntax
+from ast_ad.ir.pieces import Made
+from ast_ad.modes.calls import CalleeRef
+from ast_ad.modes.checkpointing import Checkpointing
+
+_DETACHED = ir.Ref(runtime.detached, "detached")
+_ITEM, _ENTRIES = ir.Ref(operator.getitem, "operator.getitem"), ir.Ref(runtime.entries, "entries")
+
+
+class ForwardSweep(Checkpointing):
+    """The forward sweep of ``reverse.Reverser`` (a base class of it: it reads the reverser's state)."""
+
+    def part(self, value: ir.Expr, *before: ir.Stmt) -> Made:
+        raise NotImplementedError  # ``accumulate``'s
+
+    def forward_block(self, body: tuple[ir.Stmt, ...], saving: bool) -> list[ir.Stmt]:
+        """The forward sweep of ``body`` (``saving``: with what the backward pass reads kept on tapes), as IR."""
+        out: list[ir.Stmt] = []
+        for stmt in body:
+            opaque = ir.blocks(stmt) and not self.needs_adjoint(stmt)
+            if opaque and saving:
+                out += [self.push(n) for n in self.snapshot(stmt)]
+            elif saving and id(stmt) in self.in_place.writes:
+                assert isinstance(stmt, ir.Assign)
+                out += self.write_in_place(stmt)
+                continue
+            elif saving:
+                out += [self.push(n) for n in self.defined(stmt) if self.saves(n, stmt)]
+            if id(stmt) in self.in_place.loops:  # the loop's own copy of each array it writes in place
+                # (``detached``, not ``x.copy()``: ``np.copy`` moves dask to numpy)
+                out += [ir.Assign(n, ir.Call(_DETACHED, (ir.Var(n),)), ir.NOWHERE)
+                        for n in self.in_place.loops[id(stmt)]]
+            out += self.forward(stmt, saving and not opaque)
+        return out
+
+    def write_in_place(self, stmt: ir.Assign) -> list[ir.Stmt]:
+        """``y[i] = v``, after saving the entries it overwrites: ``tape.append(entries(y, i))``, or
+        ``tape.append(y[i])`` where that is one number (a number cannot change: it needs no copy)."""
+        call = ir.call_of(stmt)
+        target, index = ir.Var(stmt.target), call.args[1]
+        taken = ir.Call(_ITEM, (target, index)) if self.kinds.indexed(call.args[0], index, stmt) == 0 \
+            else ir.Call(_ENTRIES, (target, index))
+        made, old = self.part(taken)
+        return [*made, ir.Append(self.tape(stmt.target, "entries"), old, ir.NOWHERE),
+                ir.SetItem(stmt.target, index, call.args[2], ir.NOWHERE)]
+
+    def forward(self, stmt: ir.Stmt, saving: bool) -> list[ir.Stmt]:
+        """A statement of the user's as the forward sweep runs it: as written, its blocks' sweeps in a branch or a
+        loop; a call of the user's own function calls its forward function, which returns what its backward
+        function reads."""
+        if id(stmt) in self.calls:
+            callee, saved, args, _ = self.calls[id(stmt)]
+            assert isinstance(stmt, ir.Assign)  # only assignments call functions
+            made, pair = self.part(ir.Call(ir.Ref(CalleeRef(callee, "fwd"), "fwd"), tuple(args)))
+            return [*made, ir.Unpack((stmt.target, saved), pair, ir.NOWHERE)]
+        if isinstance(stmt, ir.If):
+            return [ir.If(stmt.test, tuple(self.forward_block(stmt.body, saving)),
+                          tuple(self.forward_block(stmt.orelse, saving)), stmt.line)]
+        if isinstance(stmt, (ir.For, ir.While)):
+            return self.forward_loop(stmt, saving)
+        return [stmt]
+
+    def forward_loop(self, stmt: ir.For | ir.While, saving: bool) -> list[ir.Stmt]:
+        if saving and id(stmt) in self.checkpointed:
+            assert isinstance(stmt, ir.For)  # only for loops are
+            return self.forward_checkpointed(stmt, self.checkpointed[id(stmt)])
+        if saving and id(stmt) in self.not_checkpointed:
+            why = self.not_checkpointed.pop(id(stmt))  # said once, above the loop
+            return [ir.Comment(f"line {stmt.line.lineno}: not checkpointed: {why}"),
+                    *self.forward_loop(stmt, saving)]
+        counted = saving and self.needs_adjoint(stmt) and self.counts(stmt)
+        count = self.count_name(stmt) if counted else None
+        body = self.forward_block(stmt.body, saving)
+        if count:
+            body.insert(0, syntax.kept(gast.AugAssign(target=syntax.store(count), op=gast.Add(),
+                                                      value=syntax.const(1)), self.refs))
+        loop: ir.Stmt = ir.For(stmt.target, stmt.iter, tuple(body), stmt.line) if isinstance(stmt, ir.For) \
+            else ir.While(stmt.test, tuple(body), stmt.line)
+        if not count:
+            return [loop]
+        return [ir.Assign(count, ir.Const(0), ir.NOWHERE), loop, self.push(count)]
