@@ -13,11 +13,13 @@ Reverse and forward mode, stacked to any order.
 from typing import TYPE_CHECKING, Any
 
 from ast_ad import errors, extend, rules  # noqa: F401  (importing rules registers them)
-from ast_ad.api.gradient import grad, source, value_and_grad
+from ast_ad.api.compose import source
+from ast_ad.api.gradient import grad, value_and_grad
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ below imports them
     from ast_ad import tracer
-    from ast_ad.api.compose import hessian, hvp, jacfwd, jacobian, jacrev, jvp, vjp
+    from ast_ad.api.compose import hessian, hvp, jacfwd, jacobian, jacrev, vjp
+    from ast_ad.api.directional import jvp
     from ast_ad.api.export import export
     from ast_ad.backend.load import cache_clear
     from ast_ad.show.explain import explain
@@ -27,7 +29,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ bel
 # Imported when first asked for (PEP 562): ``import ast_ad`` stays small, and the transform's own modules load
 # with the first gradient.
 _LAZY = {"check_grads": "testing.checking", "hessian": "api.compose", "hvp": "api.compose",
-         "jacfwd": "api.compose", "jacobian": "api.compose", "jacrev": "api.compose", "jvp": "api.compose",
+         "jacfwd": "api.compose", "jacobian": "api.compose", "jacrev": "api.compose", "jvp": "api.directional",
          "vjp": "api.compose", "explain": "show.explain", "export": "api.export", "graph": "show.graph",
          "cache_clear": "backend.load"}
 _LAZY_MODULES = {"tracer", "revolve"}  # public modules, imported when first asked for

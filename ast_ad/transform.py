@@ -26,8 +26,9 @@ from ast_ad.frontend.normalize import normalize
 from ast_ad.frontend.parse import parse
 from ast_ad.ir import nodes as ir
 from ast_ad.ir.syntax import RefTable
+from ast_ad.modes.adjoint import Adjoint
 from ast_ad.modes.forward import Tangent, forward, jvp_units
-from ast_ad.modes.reverse import Adjoint, reverse
+from ast_ad.modes.reverse import reverse
 from ast_ad.modes.reverse_code import gradient_units, pair_units
 
 SLOW_SECONDS = 1.0  # a first transform slower than this says so, once, at the WARNING level
@@ -67,10 +68,24 @@ def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place
         shell = Adjoint(function, argnums, [], [], None, "", [], RefTable())
         _adjoints[key] = shell
         try:
-            return reverse(function, argnums, shapes, adjoint, shell, in_place, checkpoints)
+            return reverse(function, argnums, shapes, CALLEES, shell, in_place, checkpoints)
         except BaseException:
             _adjoints.pop(key, None)
             raise
+
+
+class _Callees:
+    """Reverse mode's view of the driver (``modes.adjoint.Derive``): a callee's adjoint and its IR."""
+
+    def __call__(self, fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place: bool,
+                 checkpoints: int | None) -> Adjoint:
+        return adjoint(fn, argnums, shapes, in_place, checkpoints)
+
+    def normalized(self, fn: Any) -> ir.Function:
+        return normalized(fn)
+
+
+CALLEES = _Callees()
 
 
 def gradient_key(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int, ...],

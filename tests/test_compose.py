@@ -544,7 +544,7 @@ def test_every_helper_generated_code_calls_has_rules(case: Case, data: st.DataOb
     (so the gradient can be differentiated again)."""
     import types
 
-    from ast_ad.api.gradient import shape_labels
+    from ast_ad.api.arguments import shape_labels
     from ast_ad.core import registry
 
     args = data.draw(case.args)
@@ -1294,7 +1294,7 @@ def test_reverse_mode_over_forward_mode_names_each_helper_one_way() -> None:
     they name the helper as the rest of the generated code does (``unbroadcast``), not ``runtime.unbroadcast``."""
     from ast_ad import transform
     from ast_ad.api import compose
-    from ast_ad.api.gradient import shape_labels
+    from ast_ad.api.arguments import shape_labels
 
     x, v = np.array([0.3, -0.2, 0.5]), np.array([1.0, 0.5, -2.0])
     lowered = compose.lower(ast_ad.hvp(_sine_sum), (x, v))

@@ -13,13 +13,13 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ast_ad import runtime, transform
-from ast_ad.api.gradient import shape_labels
+from ast_ad.api.arguments import shape_labels
 from ast_ad.backend import emit, load
 from ast_ad.core import registry
 from ast_ad.errors import InPlaceAliasError
 from ast_ad.ir import nodes as ir
+from ast_ad.ir.nodes import CalleeRef
 from ast_ad.modes import forward, reverse, reverse_code
-from ast_ad.modes.calls import CalleeRef
 from ast_ad.testing import tracer
 from ast_ad.testing.random_programs import programs
 from tests.oracles import shares_a_written_array

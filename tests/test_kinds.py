@@ -11,7 +11,7 @@ import pytest
 import ast_ad
 from ast_ad import transform
 from ast_ad.analysis.kinds import RANKED, kinds_of, label_fact, labelled
-from ast_ad.api.gradient import shape_labels
+from ast_ad.api.arguments import shape_labels
 from ast_ad.core import registry
 from tests import writes_functions as wf
 from tests.oracles import assert_fd, assert_same

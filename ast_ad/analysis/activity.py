@@ -595,7 +595,8 @@ def accumulated_reads(function: ir.Function, useful: set[str], structured: set[s
 
 
 # ---- binomial checkpointing ---------------------------------------------------------------------------------
-def checkpoint_state(function: ir.Function, position: int, in_place: InPlace) -> tuple[tuple[str, ...], str | None]:
+def checkpoint_state(function: ir.Function, position: int, in_place: InPlace,
+                     body_of: Callable[[Any], ir.Function]) -> tuple[tuple[str, ...], str | None]:
     """The loop-carried state that snapshots of the loop at ``function.body[position]`` keep, or why that
     loop is not checkpointed (``grad(f, checkpoints=c)``; see ``ast_ad.revolve``).
 
@@ -610,7 +611,7 @@ def checkpoint_state(function: ir.Function, position: int, in_place: InPlace) ->
     loop = function.body[position]
     if not isinstance(loop, ir.For):
         return (), "a while loop's length is not known when it starts"
-    why = _not_repeatable(loop.body, in_place, set())
+    why = _not_repeatable(loop.body, in_place, set(), body_of)
     if why is not None:
         return (), why
     rebound = dict.fromkeys(n for s in ir.walk(loop.body) for n in ir.defined(s))
@@ -620,7 +621,8 @@ def checkpoint_state(function: ir.Function, position: int, in_place: InPlace) ->
     return tuple(n for n in rebound if n != loop.target and (n in before or n in exposed)), None
 
 
-def _not_repeatable(body: tuple[ir.Stmt, ...], in_place: InPlace, seen: set[int]) -> str | None:
+def _not_repeatable(body: tuple[ir.Stmt, ...], in_place: InPlace, seen: set[int],
+                    body_of: Callable[[Any], ir.Function]) -> str | None:
     for stmt in ir.walk(body):
         if isinstance(stmt, ir.Break):
             return "it may break: its length is not known when it starts"
@@ -644,10 +646,8 @@ def _not_repeatable(body: tuple[ir.Stmt, ...], in_place: InPlace, seen: set[int]
             if isinstance(ref.obj, type) or registry.lookup(ref.obj) is not None:
                 continue
             if is_user_function(ref.obj) and id(ref.obj) not in seen:
-                from ast_ad.transform import normalized  # the callee's own body, checked the same way
-
-                seen.add(id(ref.obj))
-                why = _not_repeatable(normalized(ref.obj).body, InPlace({}, {}, {}), seen)
+                seen.add(id(ref.obj))  # the callee's own body (``body_of``: the driver's), checked the same way
+                why = _not_repeatable(body_of(ref.obj).body, InPlace({}, {}, {}), seen, body_of)
                 if why is not None:
                     return f"it calls {ref.hint}, where {why}"
             elif not is_user_function(ref.obj):

@@ -24,626 +24,109 @@ from __future__ import annotations
 
 import inspect
 import numbers
-import types
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
 from ast_ad import transform
-from ast_ad.backend.load import Loaded
-from ast_ad.backend.scalar_calls import NOT_SCALARS, jvp_caller
-from ast_ad.core import logs
-from ast_ad.core.records import record
-from ast_ad.errors import ArgnumsError, ASTADError, GradientFailedError, LocatedError
+from ast_ad.api.arguments import _check_argnums, _check_differentiable, _differentiable, _like, shape_labels
+from ast_ad.api.directional import Fixed, _along, _pair_up, jvp, moves_of, placed
+from ast_ad.api.gradient import Gradient, grad
+from ast_ad.api.lowering import (
+    Lowered,
+    _inner,
+    _leaves,
+    _rebuild,
+    _same,
+    _seeded,
+    _stack_columns,
+    _tangent,
+    _zero_if_none,
+    forward_columns,
+    fresh,
+    jvp_code,
+    lower,
+    run_code,
+)
+from ast_ad.core import logs, registry
+from ast_ad.errors import (
+    ArgnumsError,
+    ASTADError,
+    GradientFailedError,
+)
+from ast_ad.frontend import nested
 from ast_ad.ir.naming import identifier
-from ast_ad.runtime import as_array, is_array, of_type, size_of, zeros_like
-
-Finish = Callable[[Any], Any]
-FinishDot = Callable[[Any, Any], Any]
-FinishBar = Callable[[Any, Any], Any]
+from ast_ad.runtime import as_array, size_of
 
 P = ParamSpec("P")  # a function's parameters, which its Jacobian and Hessian take too
 V = TypeVar("V")  # what a function returns: a tangent or cotangent of its output has its type
 
 
-def _cotangent(raw: Any, g: Any) -> Any:
-    return g
-
-
-@record
-class Lowered:
-    """A callable's computation as a function ast_ad can transform.
-
-    ``fn(*args)`` gives the raw result; ``finish(raw)`` is the callable's result, and
-    ``finish_dot(raw, raw_dot)`` its tangent (linear in ``raw_dot``), and ``finish_bar(raw, g)`` the
-    adjoint of ``raw`` that the adjoint ``g`` of the result gives (the transpose of ``finish_dot``:
-    ``<g, finish_dot(raw, d)> == <finish_bar(raw, g), d>``). The callable's argument ``k`` is
-    ``args[positions[k]]``.
-    """
-
-    fn: Callable[..., Any]
-    args: tuple[Any, ...]
-    positions: tuple[int, ...]
-    finish: Finish
-    finish_dot: FinishDot
-    loaded: Any = None  # the generated code behind ``fn``, if any (for ``source``)
-    needed: tuple[bool, ...] | None = None  # the parts of ``fn``'s returned tuple that ``finish_dot`` reads
-    finish_bar: FinishBar = _cotangent
-
-
-def lower(fun: Any, args: tuple[Any, ...]) -> Lowered:
-    """``fun`` at ``args`` as a function ast_ad can transform: its own lowering, or the user's function."""
-    if type(fun) is types.FunctionType:  # the common case, first (parse checks that it has a source)
-        return Lowered(fun, _with_defaults(fun, args), tuple(range(len(args))), _same, _tangent)
-    own = getattr(fun, "lowered", None)
-    if own is not None and getattr(fun, "composable", False):
-        lowered: Lowered = own(args)
-        return lowered
-    from ast_ad.api.gradient import _unbind  # the same checks (a function with source) as grad
-
-    fn, bound = _unbind(fun)
-    if bound is not None:
-        return Lowered(fn, _with_defaults(fn, (bound, *args)), tuple(range(1, len(args) + 1)), _same, _tangent)
-    return Lowered(fn, _with_defaults(fn, args), tuple(range(len(args))), _same, _tangent)
-
-
-def _with_defaults(fn: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``args`` and the defaults of the parameters they leave out (``jvp(f, (x,), (v,))`` of ``f(x, s=1.0)``):
-    the transformed function takes every parameter by position."""
-    try:
-        parameters = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return args
-    if len(args) >= len(parameters):
-        return args
-    missing = [p for p in parameters[len(args):] if p.default is p.empty]
-    if missing:
-        raise ASTADError(f"{getattr(fn, '__qualname__', fn)} needs an argument for {missing[0].name!r}: give one "
-                         "primal (and one tangent, or None) for each parameter without a default")
-    return (*args, *(p.default for p in parameters[len(args):]))
-
-
-def _same(raw: Any) -> Any:
-    return raw
-
-
-def _tangent(raw: Any, raw_dot: Any) -> Any:
-    return raw_dot
-
-
-# ---- forward mode --------------------------------------------------------------------------------------------
-def jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[V, V]:
-    """``(fun(*primals), J tangents)``: forward mode, one pass, no tape.
-
-    ``tangents`` matches ``primals`` one for one (containers as containers); ``None``
-    marks an argument that is not differentiated (integers, flags).
-    """
-    plain = type(fun) is FUNCTION and type(primals) is tuple and type(tangents) is tuple \
-        and len(primals) == len(tangents)
-    if plain:  # floats only, as last time: the module of then, if still current (``scalar_calls``)
-        found = _SCALAR_JVPS.get(fun)
-        if found is not None and found[0] == len(primals):
-            _, call, loaded = found
-            try:
-                out: Any = call(*primals, *tangents)
-            except LocatedError as exc:
-                raise located(exc, loaded) from None
-            if out is not NOT_SCALARS:
-                return out  # type: ignore[no-any-return]
-    scalar = plain and all(type(a) is float for a in (*primals, *tangents))
-    primals, tangents = _pair_up(primals, tangents)
-    active = tuple(k for k, t in enumerate(tangents) if t is not None)
-    lowered = lower(fun, primals)
-    if scalar:
-        loaded = jvp_code(lowered, active)
-        _SCALAR_JVPS[fun] = len(primals), jvp_caller(loaded, len(primals)), loaded
-    return forward_at(lowered, active, tuple(tangents[k] for k in active))
-
-
-# the forward-mode module of a plain function last called with floats only: how many, its call (``scalar_calls``)
-_SCALAR_JVPS: dict[Any, tuple[int, Callable[..., Any], Loaded]] = {}
-FUNCTION = types.FunctionType
-
-
-def moves_of(call: tuple[Any, ...], m: int) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """A call laid out as the rules of rules are, ``(v_m, ans_m, ..., v_1, ans_1, *rest)``: the moves
-    ``v_1 ... v_m`` (the first is the last given), and ``rest``."""
-    return (call[2 * m - 2::-2] if m else ()), call[2 * m:]
-
-
-class JvpOf:
-    """``ast_ad.jvp(fun, primals, tangents)`` written in a differentiated function: a primitive of the two
-    tuples, returning ``(out, out_dot)``.
-
-    Its rules differentiate the forward-mode code of ``fun`` again, as any generated code can be: reverse,
-    ``vjp`` of that code (reverse over forward); forward, its ``jvp`` (forward over forward).
-    """
-
-    def __init__(self, fun: Callable[..., Any]):
-        self.fun = fun
-        self.__name__ = self.__qualname__ = f"jvp_{getattr(fun, '__name__', 'f')}"
-        self._rule: Any = None
-
-    def __call__(self, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
-        return jvp(self.fun, primals, tangents)
-
-    def code(self, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Callable[..., Any], tuple[int, ...]]:
-        """The forward-mode function ``f_jvp(*primals, *active tangents) -> (out, out_dot)``, and which
-        arguments have tangents."""
-        primals, tangents = _pair_up(tuple(primals), tuple(tangents))
-        active = tuple(k for k, t in enumerate(tangents) if t is not None)
-        lowered = lower(self.fun, primals)
-        if lowered.fn is not self.fun:
-            raise ASTADError(f"ast_ad.jvp of {self.__qualname__[4:]} inside a differentiated function needs a "
-                             "plain function of your own")
-        return jvp_code(lowered, active).fn, active
-
-    def ast_ad_rule(self) -> Any:
-        """Reverse: the adjoints of the primals' and the tangents' tuples (``JvpCotangent``); forward: the
-        tangent of ``(out, out_dot)`` along the primals' or the tangents' tangents (``JvpTangent``)."""
-        from ast_ad.core import registry
-
-        if self._rule is None:
-            self._rule = registry.Rule(self, (JvpCotangent(self, 0, ()), JvpCotangent(self, 1, ())),
-                                       origin="ast_ad.api.compose", jvps=(JvpTangent(self, (0,)), JvpTangent(self, (1,))))
-        return self._rule
-
-    def fixed(self, primals: tuple[Any, ...], tangents: tuple[Any, ...], path: tuple[int, ...],
-              moves: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...], tuple[Any, ...]]:
-        """The forward-mode code at these tuples with the moves along ``path`` fixed (``Fixed``: a derivative
-        of it), its flat arguments ``(*primals, *active tangents)``, and which tangents are active. A move
-        of slot 0 moves the primals; of slot 1, the tangents."""
-        code, active = self.code(primals, tangents)
-        fun: Any = code
-        for slot, move in zip(path, moves, strict=True):
-            if slot == 0:
-                fun = Fixed(fun, (tuple(range(len(primals))), False), tuple(move))
-            else:
-                fun = Fixed(fun, (tuple(len(primals) + i for i in range(len(active))), False),
-                            tuple(move[k] for k in active))
-        return fun, (*primals, *(tangents[k] for k in active)), active
-
-
-class JvpTangent:
-    """A forward rule of ``JvpOf``, and the rules of that rule: the tangent of ``(out, out_dot)`` when the
-    slots in ``path`` (0: the primals, 1: the tangents) move, called as rules are, ``(w_m, ans_m, ..., w_1,
-    ans_1, primals, tangents)``. It is forward mode over ``fun``'s forward-mode code, once per move; its own
-    forward rules are linear in each ``w``, zero in each ``ans``, and one more move in each slot."""
-
-    __module__ = "ast_ad.api.compose"
-
-    def __init__(self, of: JvpOf, path: tuple[int, ...]):
-        from ast_ad.core import registry
-
-        self.of, self.path = of, path
-        self.__name__ = f"{of.__name__}_{'_'.join('pt'[s] for s in path)}_dot"
-        self._rule: Any = None
-        registry.def_sequence(self)  # a pair: its tangents add element by element
-
-    def __call__(self, *call: Any) -> Any:
-        m = len(self.path)
-        moves, (primals, tangents) = moves_of(call, m)
-        fun, given, _ = self.of.fixed(primals, tangents, self.path[:-1], moves[:-1])
-        return jvp(fun, given, _moved(self.path[-1], moves[-1], primals, tangents))[1]
-
-    def ast_ad_rule(self) -> Any:
-        """Forward: linear in each move, one more move in each slot. Reverse, called ``(g, ans, *call)``: for
-        move ``w_i``, the adjoints of its slot of ``<g, D^(m-1) code[the other moves]>`` (``JvpCotangent``);
-        for the primals and the tangents, their adjoints of ``<g, D^m code[w_1, ..., w_m]>``."""
-        from ast_ad.core import registry
-
-        if self._rule is None:
-            m = len(self.path)
-            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * m + \
-                (JvpTangent(self.of, (*self.path, 0)), JvpTangent(self.of, (*self.path, 1)))
-            rest = (0, 1, 2 + 2 * m, 3 + 2 * m)  # g, ans, the primals, the tangents
-            vjps = _moves_adjoints(self.of, self.path, (), (), rest, self.__name__)
-            moves = tuple(range(2, 2 + 2 * m))
-            vjps += [Permuted(JvpCotangent(self.of, wrt, self.path), (*moves, *rest), 2 * m + 4,
-                              f"{self.__name__}_{'pt'[wrt]}_vjp") for wrt in (0, 1)]
-            self._rule = registry.Rule(self, tuple(vjps), origin="ast_ad.api.compose", jvps=jvps)
-        return self._rule
-
-
-def _moves_adjoints(of: JvpOf, path: tuple[int, ...], tail: tuple[int, ...], lead: tuple[int, ...],
-                    rest: tuple[int, ...], name: str) -> list[Any]:
-    """The reverse rules of the moves along ``path`` of a rule of ``of``, each followed by its ``ans``'s (zero).
-
-    Those reverse rules are called with the cotangent and its ``ans`` first, then the moves, the last first
-    (``w_k`` at ``2 + 2 (m - k)``). The adjoint of ``w_k`` is ``JvpCotangent`` of its slot along the other moves
-    and the slots in ``tail``, laid out by ``Permuted`` as its own call has them: the positions ``lead`` (moves
-    of ``tail``), the other moves, then ``rest`` (its g, ans, the primals and the tangents)."""
-    from ast_ad.core import registry
-
-    m = len(path)
-    arity = len(lead) + 2 * m + len(rest)
-    out: list[Any] = []
-    for k in range(m, 0, -1):
-        others = [j for j in range(m, 0, -1) if j != k]
-        order = (*lead, *(2 + 2 * (m - j) + d for j in others for d in (0, 1)), *rest)
-        along = (*(path[j - 1] for j in sorted(others)), *tail)
-        out += [Permuted(JvpCotangent(of, path[k - 1], along), order, arity, f"{name}_w{k}_vjp"), registry.zero]
-    return out
-
-
-class Permuted:
-    """``target`` called with the arguments of its own call at ``order``: one rule written for another rule's
-    layout of arguments (an argument left out of ``order`` is not read, so nothing flows to it). Its rules
-    are ``target``'s laid out the same way, so it is differentiated again as ``target`` is."""
-
-    __module__ = "ast_ad.api.compose"
-
-    def __init__(self, target: Any, order: tuple[int, ...], arity: int, name: str):
-        from ast_ad.core import registry
-
-        self.target, self.order, self.arity = target, order, arity
-        self.__name__ = self.__qualname__ = name
-        self._rule: Any = None
-        if registry.returns_sequence(target):
-            registry.def_sequence(self)
-
-    def __call__(self, *call: Any) -> Any:
-        return self.target(*(call[j] for j in self.order))
-
-    def ast_ad_rule(self) -> Any:
-        from ast_ad.core import registry
-
-        if self._rule is None:
-            rule = registry.lookup(self.target)
-            assert rule is not None, self.target  # the targets are JvpTangent and JvpCotangent, rules of rules
-            shifted = (0, 1, *(2 + j for j in self.order))  # a rule's call: (g or v, ans, *this call)
-
-            def laid(made: Any, j: int, kind: str) -> Any:
-                if j not in self.order:
-                    return registry.zero
-                if made is None or made is registry.zero or made is registry.LINEAR:
-                    return made
-                return Permuted(made, shifted, self.arity + 2, f"{self.__name__}_{kind}{j}")
-            vjps = tuple(laid(rule.vjp(self.order.index(j)), j, "vjp") for j in range(self.arity))
-            jvps = tuple(laid(rule.jvp(self.order.index(j)), j, "jvp") for j in range(self.arity))
-            self._rule = registry.Rule(self, vjps, origin="ast_ad.api.compose", jvps=jvps)
-        return self._rule
-
-
-def _moved(slot: int, move: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The tangents of the flat arguments ``(*primals, *active tangents)`` when ``slot`` moves by ``move``."""
-    active = [k for k, t in enumerate(tangents) if t is not None]
-    if slot == 0:
-        return (*move, *[None] * len(active))
-    return (*[None] * len(primals), *(move[k] for k in active))
-
-
-class JvpCotangent:
-    """A reverse rule of ``JvpOf`` (the adjoints of slot ``wrt``: 0, the primals; 1, the tangents), and the
-    forward rules of that rule: ``(w_m, ans_m, ..., w_1, ans_1, g, ans, primals, tangents)`` gives the adjoints
-    of ``<g, D^m code[w_1, ..., w_m]>``, reverse mode over the forward-mode code of the derivative (by the
-    symmetry of mixed partial derivatives, the tangent of an adjoint is the adjoint of the tangent). Linear in
-    ``g`` and each ``w``, zero in each ``ans``, one more move in each slot."""
-
-    __module__ = "ast_ad.api.compose"
-
-    def __init__(self, of: JvpOf, wrt: int, path: tuple[int, ...]):
-        from ast_ad.core import registry
-
-        self.of, self.wrt, self.path = of, wrt, path
-        self.__name__ = f"{of.__name__}_{'pt'[wrt]}_vjp" + "".join(f"_{'pt'[s]}_dot" for s in path)
-        self._rule: Any = None
-        registry.def_sequence(self)  # a tuple of adjoints
-
-    def __call__(self, *call: Any) -> Any:
-        m = len(self.path)
-        moves, (g, _, primals, tangents) = moves_of(call, m)
-        fun, given, active = self.of.fixed(primals, tangents, self.path, moves)
-        lowered = lower(fun, given)
-        out, vjp_fn = vjp(lowered.fn, *lowered.args)
-        bars = vjp_fn(_seeded(out, g, m))
-        flat = [bars[lowered.positions[j]] for j in range(len(given))]
-        if self.wrt == 0:
-            return tuple(_zero_if_none(b, p) for b, p in zip(flat[:len(primals)], primals, strict=True))
-        adjoints: list[Any] = [None if t is None else 0.0 * as_array(t) for t in tangents]
-        for k, bar in zip(active, flat[len(primals):], strict=True):
-            adjoints[k] = _zero_if_none(bar, tangents[k])
-        return tuple(adjoints)
-
-    def ast_ad_rule(self) -> Any:
-        from ast_ad.core import registry
-
-        if self._rule is None:
-            m = len(self.path)
-            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * (m + 1) + \
-                (JvpCotangent(self.of, self.wrt, (*self.path, 0)), JvpCotangent(self.of, self.wrt, (*self.path, 1)))
-            # reverse, called (u, ans', *call): <u, this> is <g, D^(m+1) code[w_1, ..., w_m, u in slot wrt]>
-            rest = (2 * m + 2, 2 * m + 3, 2 * m + 4, 2 * m + 5)  # g, ans, the primals, the tangents
-            # w_k: the adjoints of its slot of <g, D^m code[the other moves, u]> (u, ans' lead the call)
-            vjps = _moves_adjoints(self.of, self.path, (self.wrt,), (0, 1), rest, self.__name__)
-            moves = tuple(range(2 * m + 2))  # u, ans', and the moves
-            vjps += [Permuted(JvpTangent(self.of, (*self.path, self.wrt)), (*moves, 2 * m + 4, 2 * m + 5),
-                              2 * m + 6, f"{self.__name__}_g_vjp"), registry.zero]
-            vjps += [JvpCotangent(self.of, wrt, (*self.path, self.wrt)) for wrt in (0, 1)]
-            self._rule = registry.Rule(self, tuple(vjps), origin="ast_ad.api.compose", jvps=jvps)
-        return self._rule
-
-
-def _seeded(out: Any, g: Any, depth: int) -> Any:
-    """The adjoint of the raw result ``out`` of forward-mode code ``depth`` levels deep: ``g`` (its parts that
-    are ``None``, zero) in the tangent of the tangent ..., zeros elsewhere."""
-    if depth == 0:
-        return tuple(_zero_if_none(b, like) for b, like in zip(g, out, strict=True))
-    return (raw_zeros(out[0]), _seeded(out[1], g, depth - 1))
-
-
-def raw_zeros(value: Any) -> Any:
-    """The zero adjoint of a raw result (``None`` where it holds ``None``): zeros, not ``0 * value``, which is
-    ``nan`` where the value is infinite."""
-    if value is None:
-        return None
-    if isinstance(value, tuple):
-        return tuple(raw_zeros(v) for v in value)
-    return zeros_like(value)
-
-
-_JVPS: dict[Any, JvpOf] = {}
-
-
-def jvp_of(fun: Callable[..., Any]) -> JvpOf:
-    """The primitive ``JvpOf(fun)``, made once per function (generated code refers to it by name)."""
-    if fun not in _JVPS:
-        from ast_ad.core import registry
-
-        _JVPS[fun] = JvpOf(fun)
-        registry.def_sequence(_JVPS[fun])  # it returns a tuple: its adjoint adds element by element
-    return _JVPS[fun]
-
-
-class Directional:
-    """A derivative of ``fun`` along given directions, as a primitive that generated code calls.
-
-    With one direction it is ``jvp(fun, args, v)[1]``: the tangent of ``fun(*args)`` when the arguments
-    ``ks`` move along ``v``. Called as rules are, ``(v, ans, *args)``. A gradient called in a body has two of
-    these as its rules (``api.Gradient.ast_ad_rule``): forward, along the argument's tangent; reverse, the
-    gradient of argument ``k`` along the adjoint placed in the gradient's arguments (a Hessian-vector product).
-
-    Its own forward rules are again ``Directional``: linear in each ``v``, zero in each ``ans``, and in an
-    argument ``j`` the derivative along one more direction, called ``(u, ans2, v, ans, *args)``. So forward
-    mode can be stacked over code that calls it to any order, each level one more forward pass over the
-    generated code of ``fun``.
-    """
-
-    __module__ = "ast_ad.api.compose"
-
-    def __init__(self, fun: Any, directions: tuple[tuple[tuple[int, ...], bool], ...], nparams: int):
-        self.fun, self.directions, self.nparams = fun, directions, nparams  # each direction: (ks, single v)
-        self.__name__ = self.__qualname__ = f"d{len(directions)}_{getattr(fun, '__name__', 'f')}"
-        self._rule: Any = None
-        self._then: dict[int, Directional] = {}
-
-    def __call__(self, *call: Any) -> Any:
-        m = len(self.directions)
-        vs, args = moves_of(call, m)
-        fun = self.fun
-        for direction, v in zip(self.directions[:-1], vs[:-1], strict=True):
-            fun = Fixed(fun, direction, v)
-        return jvp(fun, args, placed(self.directions[-1], vs[-1], len(args)))[1]
-
-    def then(self, j: int) -> Directional:
-        """The derivative of this one when argument ``j`` moves too."""
-        if j not in self._then:
-            self._then[j] = Directional(self.fun, (*self.directions, ((j,), True)), self.nparams)
-        return self._then[j]
-
-    def ast_ad_rule(self) -> Any:
-        from ast_ad.core import registry
-
-        if self._rule is None:
-            m = len(self.directions)
-            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * m + \
-                tuple(self.then(j) for j in range(self.nparams))
-            self._rule = registry.Rule(self, self.adjoint_rules(), origin="ast_ad.api.compose", jvps=jvps)
-        return self._rule
-
-    def adjoint_rules(self) -> tuple[Any, ...]:
-        """Reverse rules, where ``fun`` is a gradient ``grad_A f`` of a scalar ``f``: then this is a derivative
-        of ``f`` of order m + 1, symmetric in its directions, and ``<g, D^m grad_A f [v_1 .. v_m]>`` is
-        ``D^(m+1) f [v_1 .. v_m, g placed in A]``. Its adjoint in argument ``j`` is the derivative of the
-        partial gradient ``grad_j f`` along all of those, and in ``v_i`` that of ``grad_(ks_i) f`` along all
-        but ``v_i`` (the call without ``v_i`` and its ``ans``: ``Dropping``). Called as rules are,
-        ``(g, ans, v_m, ans_m, ..., v_1, ans_1, *args)``, each is again a ``Directional`` over a gradient: it
-        has these rules too, to any order. Over other functions there are none (reverse mode refuses)."""
-        from ast_ad.api.gradient import Gradient
-        from ast_ad.core import registry
-
-        gradient = self.fun
-        if not isinstance(gradient, Gradient) or gradient.ast_ad_rule() is None:
-            return ()
-        m, n, mine = len(self.directions), self.nparams, (gradient.argnums, gradient.single)
-        rules: list[Any] = []
-        for p in range(m):  # the call's v_m, ans_m, ..., v_1, ans_1: v_m is direction m - 1
-            i = m - 1 - p
-            ks, single = self.directions[i]
-            others = self.directions[:i] + self.directions[i + 1:]
-            inner = Directional(gradient.partial(ks[0] if single else ks), (*others, mine), n)
-            rules += [Dropping(inner, (2 + 2 * p, 3 + 2 * p)), registry.zero]  # in the rule's call, after g, ans
-        return (*rules, *(Directional(gradient.partial(j), (*self.directions, mine), n) for j in range(n)))
-
-    def __repr__(self) -> str:
-        return f"<ast_ad derivative of {getattr(self.fun, '__qualname__', self.fun)!s} along {self.directions}>"
-
-
-class Dropping:
-    """``inner`` called without the arguments at positions ``dropped`` of this call (which it does not read): a
-    rule whose call carries more than its function takes (``Directional.adjoint_rules``). Its own rules are
-    ``inner``'s, each again without them (they come after the rule's own ``g, ans``), and zero for them."""
-
-    __module__ = "ast_ad.api.compose"
-
-    def __init__(self, inner: Any, dropped: tuple[int, ...]):
-        self.inner, self.dropped = inner, dropped
-        self.__name__ = self.__qualname__ = f"{getattr(inner, '__name__', 'f')}_without_" + \
-            "_".join(map(str, dropped))
-        self._rule: Any = None
-
-    def __call__(self, *call: Any) -> Any:
-        return self.inner(*(c for k, c in enumerate(call) if k not in self.dropped))
-
-    def ast_ad_rule(self) -> Any:
-        from ast_ad.core import registry
-
-        if self._rule is None:
-            inner = registry.lookup(self.inner)
-            if inner is None:
-                return None
-            count = max(len(inner.vjps), len(inner.jvps)) + len(self.dropped)
-            vjps, jvps = [], []
-            for k in range(count):
-                if k in self.dropped:
-                    vjps.append(registry.zero)
-                    jvps.append(registry.zero)
-                    continue
-                q = k - sum(d < k for d in self.dropped)  # the position in ``inner``'s call
-                vjps.append(self.moved(inner.vjp(q)))
-                jvps.append(self.moved(inner.jvp(q)))
-            self._rule = registry.Rule(self, tuple(vjps), origin="ast_ad.api.compose", jvps=tuple(jvps))
-        return self._rule
-
-    def moved(self, rule: Any) -> Any:
-        from ast_ad.core import registry
-
-        if rule is None or rule is registry.zero or rule is registry.LINEAR:
-            return rule  # linear in a kept argument: this function, with the tangent in its place
-        return Dropping(rule, tuple(d + 2 for d in self.dropped))
-
-
-def placed(direction: tuple[tuple[int, ...], bool], v: Any, n: int) -> tuple[Any, ...]:
-    """The tangents of ``n`` arguments: ``v`` in the arguments ``ks`` (one each if not ``single``), ``None``
-    elsewhere."""
-    ks, single = direction
-    tangents: list[Any] = [None] * n
-    for k, vk in zip(ks, (v,) if single else tuple(v), strict=True):
-        tangents[k] = vk
-    return tuple(tangents)
-
-
-class Fixed:
-    """``args -> jvp(fun, args, v placed in the arguments ks)[1]`` with ``v`` fixed: a derivative that ast_ad
-    can lower (its code is forward mode over ``fun``'s), so it can be differentiated again."""
-
-    composable = True
-
-    def __init__(self, fun: Any, direction: tuple[tuple[int, ...], bool], v: Any):
-        self.fun, self.direction, self.v = fun, direction, v
-        self.__name__ = f"{getattr(fun, '__name__', 'f')}_dot"
-
-    def __call__(self, *args: Any) -> Any:
-        return jvp(self.fun, args, placed(self.direction, self.v, len(args)))[1]
-
-    def lowered(self, args: tuple[Any, ...]) -> Lowered:
-        return _along(self.fun, args, placed(self.direction, self.v, len(args)))
-
-
-def _along(fun: Any, args: tuple[Any, ...], tangents: tuple[Any, ...]) -> Lowered:
-    """``args -> jvp(fun, args, tangents)[1]`` as code: the forward-mode code of ``fun``, called with the
-    tangents after the arguments."""
-    primals, tangents = _pair_up(args, tangents)
-    active = tuple(k for k, t in enumerate(tangents) if t is not None)
-    inner = lower(fun, primals)
-    loaded = jvp_code(inner, active)
-
-    def finish(raw: Any) -> Any:
-        return inner.finish_dot(raw[0], raw[1])
-
-    def finish_dot(raw: Any, raw_dot: Any) -> Any:
-        return inner.finish_dot(raw[0], raw_dot[1])
-
-    def finish_bar(raw: Any, g: Any) -> Any:
-        return raw_zeros(raw[0]), inner.finish_bar(raw[0], g)
-    return Lowered(loaded.fn, (*inner.args, *(tangents[k] for k in active)), inner.positions, finish, finish_dot,
-                   loaded, (False, True), finish_bar)
-
-
-def _zero_if_none(value: Any, like: Any) -> Any:
-    return zeros_like(like) if value is None else value
-
-
-def forward_at(lowered: Lowered, active: tuple[int, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
-    """Run the forward-mode code of ``lowered`` with these tangents for the caller's arguments ``active``."""
-    loaded = jvp_code(lowered, active)
-    raw, raw_dot = run(loaded, *lowered.args, *tangents)
-    return lowered.finish(raw), lowered.finish_dot(raw, raw_dot)
-
-
-def jvp_code(lowered: Lowered, active: tuple[int, ...]) -> Loaded:
-    return transform.jvp_function(*_jvp_of(lowered, active))
-
-
-def _jvp_of(lowered: Lowered, active: tuple[int, ...]) -> tuple[Any, tuple[int, ...], tuple[int, ...], Any]:
-    """What the forward-mode module of ``lowered`` is built and cached for: function, argnums, shapes, needed."""
-    from ast_ad.api.gradient import shape_labels
-
-    return lowered.fn, tuple(lowered.positions[k] for k in active), shape_labels(lowered.args), lowered.needed
-
-
-def run(loaded: Any, *args: Any) -> Any:
-    """Call generated code; a refusal raised in a helper gets the user's line it belongs to."""
-    return run_code(loaded, loaded.fn, *args)
-
-
-def run_code(loaded: Any, fn: Callable[..., Any], *args: Any) -> Any:
-    """Call ``fn``, a function of the generated module ``loaded``, as ``run`` does."""
-    try:
-        return fn(*args)
-    except LocatedError as exc:
-        raise located(exc, loaded) from None
-
-
-def located(exc: LocatedError, loaded: Any) -> LocatedError:
-    """``exc``, a refusal raised in a helper of generated code, with the user's line it belongs to, if it has none."""
-    where = loaded.user_line(exc)
-    if exc.filename is None and where is not None:
-        return type(exc)(str(exc), *where)
-    return exc
-
-
-def _pair_up(primals: Any, tangents: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise ASTADError("jvp takes primals and tangents as tuples, one entry per argument: "
-                         "jvp(f, (x,), (x_dot,))")
-    if len(primals) != len(tangents):
-        raise ASTADError(f"jvp got {len(primals)} primals but {len(tangents)} tangents: give one tangent per "
-                         "argument (None for one that is not differentiated)")
-    from ast_ad.api.gradient import _check_differentiable
-
-    out = []
-    for k, (p, t) in enumerate(zip(primals, tangents, strict=True)):
-        if t is not None and type(p) is not float:
-            _check_differentiable(p, f"argument {k}")  # an integer has no tangent: give it None
-        out.append(None if t is None else _tangent_like(t, p, k))
-    return tuple(primals), tuple(out)
-
-
-def _tangent_like(t: Any, p: Any, k: int) -> Any:
-    """The tangent ``t`` checked against its primal ``p``: the same structure and shape, as floats."""
-    if type(p) is float and type(t) in (float, int):
-        return float(t)
-    if isinstance(p, dict):
-        if not isinstance(t, dict) or set(t) != set(p):
-            raise ASTADError(f"the tangent of argument {k} must be a dict with the keys of its primal")
-        return {key: _tangent_like(t[key], item, k) for key, item in p.items()}
-    if isinstance(p, (tuple, list)):
-        if not isinstance(t, (tuple, list)) or len(t) != len(p):
-            raise ASTADError(f"the tangent of argument {k} must be a {type(p).__name__} of {len(p)} tangents")
-        parts = [_tangent_like(a, b, k) for a, b in zip(t, p, strict=True)]
-        return type(p)(*parts) if hasattr(p, "_fields") else type(p)(parts)
-    if np.shape(t) != np.shape(p):
-        raise ASTADError(f"the tangent of argument {k} has shape {np.shape(t)}, but the argument has shape "
-                         f"{np.shape(p)}: a tangent has its primal's shape")
-    if is_array(t) and not isinstance(t, np.ndarray):  # a dask or CuPy tangent stays one
-        return t.astype(p.dtype if is_array(p) and p.dtype.kind == "f" else float)
-    if is_array(p) and not isinstance(p, np.ndarray):  # a tangent for a dask or CuPy primal: of its type
-        return of_type(np.asarray(t, dtype=p.dtype if p.dtype.kind == "f" else float), p)
-    if isinstance(p, np.ndarray):
-        return np.asarray(t, dtype=p.dtype if p.dtype.kind == "f" else float)
-    return float(t) if np.ndim(t) == 0 and not isinstance(t, np.ndarray) else np.asarray(t, dtype=float)
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
 
 
 # ---- reverse mode ---------------------------------------------------------------------------------------------
@@ -655,7 +138,6 @@ def vjp(fun: Callable[..., V], *primals: Any,
     differentiated (an integer, a flag) gets ``None``. ``vjp_fn`` may be called many times.
     ``checkpoints=c``: binomial checkpointing of ``fun``'s loops, as for :func:`ast_ad.grad`.
     """
-    from ast_ad.api.gradient import Gradient, _differentiable, shape_labels
 
     argnums = tuple(k for k, p in enumerate(primals) if _differentiable(p))
     if getattr(fun, "composable", False):
@@ -678,22 +160,6 @@ def vjp(fun: Callable[..., V], *primals: Any,
     return out, vjp_fn
 
 
-def fresh(saved: Any, copies: dict[int, Any] | None = None) -> Any:
-    """``saved`` with every list and array in it copied, each once (what is shared stays shared): a backward
-    pass pops its tapes, and writes back the arrays its loops wrote in place (``analysis.in_place_writes``)."""
-    copies = {} if copies is None else copies
-    if id(saved) in copies:
-        return copies[id(saved)]
-    if isinstance(saved, list):
-        made: Any = [fresh(item, copies) for item in saved]
-    elif isinstance(saved, tuple) and not hasattr(saved, "_fields"):
-        made = tuple(fresh(item, copies) for item in saved)
-    elif isinstance(saved, np.ndarray):
-        made = saved.copy()
-    else:
-        return saved
-    copies[id(saved)] = made
-    return made
 
 
 def _vjp_of_transformed(fun: Any, primals: tuple[Any, ...],
@@ -702,7 +168,6 @@ def _vjp_of_transformed(fun: Any, primals: tuple[Any, ...],
     taken back to its code's (``Lowered.finish_bar``). A gradient ``x -> grad_A f(x)`` takes forward mode over
     its code instead (``api.gradient_adjoints``: a Hessian-vector product, by the symmetry of second
     derivatives), one pass with no tape."""
-    from ast_ad.api.gradient import Gradient, _like, gradient_adjoints, shape_labels
 
     if isinstance(fun, Gradient) and not fun.transformed and not fun.with_value:
         out = fun(*primals)
@@ -773,7 +238,6 @@ def _vjp_by_forward_mode(lowered: Lowered, primals: tuple[Any, ...],
                          argnums: tuple[int, ...]) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     """The VJP from the Jacobian's columns (forward mode, one pass an entry of each differentiated argument, made
     at the first call): exact, where reverse mode cannot read the code."""
-    from ast_ad.api.gradient import _like
 
     raw = lowered.fn(*lowered.args) if lowered.loaded is None else run_code(lowered.loaded, lowered.fn, *lowered.args)
     out = lowered.finish(raw)
@@ -810,14 +274,12 @@ def jacobian(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Calla
 def hessian(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Callable[P, Any]:
     """The Hessian of scalar ``fun``: forward mode over the reverse-mode gradient (a tuple of tuples for
     tuple ``argnums``)."""
-    from ast_ad.api.gradient import grad
 
     return Jacobian(grad(fun, argnums), argnums, "forward", "hessian")
 
 
 def hvp(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
     """``hvp(f)(*args, v)``: the Hessian of scalar ``f`` times ``v``, by forward over reverse, without building H."""
-    from ast_ad.api.gradient import grad
 
     return Hvp(grad(fun, argnums), argnums)
 
@@ -857,7 +319,6 @@ class Hvp:
 
 
 def _argnums(argnums: Any) -> tuple[int, ...]:
-    from ast_ad.api.gradient import _check_argnums
 
     return _check_argnums(argnums)
 
@@ -913,7 +374,6 @@ class Jacobian:
 
     def at(self, fun: Any, args: tuple[Any, ...]) -> Any:
         """The Jacobian of ``fun`` at ``args``."""
-        from ast_ad.api.gradient import _check_differentiable
 
         for k in self.argnums:
             if k >= len(args):
@@ -975,7 +435,6 @@ class Jacobian:
         if not args:
             raise ASTADError("source of a Jacobian or Hessian needs example arguments: source(jac, x, ...)")
         if self.mode == "reverse" and not getattr(self.fun, "composable", False):
-            from ast_ad.api.gradient import Gradient
 
             return Gradient(self.fun, self.argnums[0], with_value=False).loaded().text
         return jvp_code(lower(self.fun, args), (self.argnums[0],)).text
@@ -1031,42 +490,295 @@ class JacobianVjp:
         return float(entries[0]) if np.ndim(x) == 0 else entries.reshape(np.shape(x))
 
 
-def _inner(a: Any, b: Any) -> float:
-    """``<a, b>`` over arrays and tuples of them."""
-    if isinstance(a, tuple):
-        return sum((_inner(x, y) for x, y in zip(a, b, strict=True)), 0.0)
-    return float(np.sum(as_array(a) * as_array(b)))
 
 
-def forward_columns(lowered: Lowered, k: int) -> tuple[Any, list[Any]]:
-    """The callable's value, and its tangents along each unit vector of its argument ``k`` (the columns of
-    its Jacobian), one forward pass each; the value is ``None`` for an empty argument."""
-    loaded = jvp_code(lowered, (k,))
-    x = lowered.args[lowered.positions[k]]
-    out, columns = None, []
-    for j in range(size_of(x)):
-        e = np.zeros(size_of(x))
-        e[j] = 1.0
-        raw, raw_dot = run(loaded, *lowered.args, float(e[0]) if np.ndim(x) == 0 else e.reshape(np.shape(x)))
-        out = lowered.finish(raw)
-        columns.append(lowered.finish_dot(raw, raw_dot))
-    return out, columns
 
 
-def _leaves(out: Any) -> list[Any]:
-    return list(out) if isinstance(out, tuple) else [out]
 
 
-def _rebuild(out: Any, bars: list[Any]) -> Any:
-    return tuple(bars) if isinstance(out, tuple) else bars[0]
 
 
-def _stack_columns(columns: list[Any], out: Any, x_shape: tuple[int, ...]) -> Any:
-    """Columns ``J e_j`` stacked into ``out.shape + x.shape`` (leaf by leaf for tuple outputs)."""
-    if isinstance(out, tuple):
-        return tuple(_stack_columns([c[i] for c in columns], leaf, x_shape) for i, leaf in enumerate(out))
-    shape = np.shape(out)
-    if not columns:
-        return np.zeros(shape + x_shape)
-    stacked = np.stack([np.broadcast_to(as_array(c).astype(float, copy=False), shape) for c in columns], axis=-1)
-    return stacked.reshape(shape + x_shape)
+
+
+
+class JvpOf:
+    """``ast_ad.jvp(fun, primals, tangents)`` written in a differentiated function: a primitive of the two
+    tuples, returning ``(out, out_dot)``.
+
+    Its rules differentiate the forward-mode code of ``fun`` again, as any generated code can be: reverse,
+    ``vjp`` of that code (reverse over forward); forward, its ``jvp`` (forward over forward).
+    """
+
+    def __init__(self, fun: Callable[..., Any]):
+        self.fun = fun
+        self.__name__ = self.__qualname__ = f"jvp_{getattr(fun, '__name__', 'f')}"
+        self._rule: Any = None
+
+    def __call__(self, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+        return jvp(self.fun, primals, tangents)
+
+    def code(self, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Callable[..., Any], tuple[int, ...]]:
+        """The forward-mode function ``f_jvp(*primals, *active tangents) -> (out, out_dot)``, and which
+        arguments have tangents."""
+        primals, tangents = _pair_up(tuple(primals), tuple(tangents))
+        active = tuple(k for k, t in enumerate(tangents) if t is not None)
+        lowered = lower(self.fun, primals)
+        if lowered.fn is not self.fun:
+            raise ASTADError(f"ast_ad.jvp of {self.__qualname__[4:]} inside a differentiated function needs a "
+                             "plain function of your own")
+        return jvp_code(lowered, active).fn, active
+
+    def ast_ad_rule(self) -> Any:
+        """Reverse: the adjoints of the primals' and the tangents' tuples (``JvpCotangent``); forward: the
+        tangent of ``(out, out_dot)`` along the primals' or the tangents' tangents (``JvpTangent``)."""
+
+        if self._rule is None:
+            vjps = (JvpCotangent(self, 0, ()), JvpCotangent(self, 1, ()))
+            jvps = (JvpTangent(self, (0,)), JvpTangent(self, (1,)))
+            self._rule = registry.Rule(self, vjps, origin="ast_ad.api.compose", jvps=jvps)
+        return self._rule
+
+    def fixed(self, primals: tuple[Any, ...], tangents: tuple[Any, ...], path: tuple[int, ...],
+              moves: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...], tuple[Any, ...]]:
+        """The forward-mode code at these tuples with the moves along ``path`` fixed (``Fixed``: a derivative
+        of it), its flat arguments ``(*primals, *active tangents)``, and which tangents are active. A move
+        of slot 0 moves the primals; of slot 1, the tangents."""
+        code, active = self.code(primals, tangents)
+        fun: Any = code
+        for slot, move in zip(path, moves, strict=True):
+            if slot == 0:
+                fun = Fixed(fun, (tuple(range(len(primals))), False), tuple(move))
+            else:
+                fun = Fixed(fun, (tuple(len(primals) + i for i in range(len(active))), False),
+                            tuple(move[k] for k in active))
+        return fun, (*primals, *(tangents[k] for k in active)), active
+
+
+class JvpTangent:
+    """A forward rule of ``JvpOf``, and the rules of that rule: the tangent of ``(out, out_dot)`` when the
+    slots in ``path`` (0: the primals, 1: the tangents) move, called as rules are, ``(w_m, ans_m, ..., w_1,
+    ans_1, primals, tangents)``. It is forward mode over ``fun``'s forward-mode code, once per move; its own
+    forward rules are linear in each ``w``, zero in each ``ans``, and one more move in each slot."""
+
+    __module__ = "ast_ad.api.compose"
+
+    def __init__(self, of: JvpOf, path: tuple[int, ...]):
+
+        self.of, self.path = of, path
+        self.__name__ = f"{of.__name__}_{'_'.join('pt'[s] for s in path)}_dot"
+        self._rule: Any = None
+        registry.def_sequence(self)  # a pair: its tangents add element by element
+
+    def __call__(self, *call: Any) -> Any:
+        m = len(self.path)
+        moves, (primals, tangents) = moves_of(call, m)
+        fun, given, _ = self.of.fixed(primals, tangents, self.path[:-1], moves[:-1])
+        return jvp(fun, given, _moved(self.path[-1], moves[-1], primals, tangents))[1]
+
+    def ast_ad_rule(self) -> Any:
+        """Forward: linear in each move, one more move in each slot. Reverse, called ``(g, ans, *call)``: for
+        move ``w_i``, the adjoints of its slot of ``<g, D^(m-1) code[the other moves]>`` (``JvpCotangent``);
+        for the primals and the tangents, their adjoints of ``<g, D^m code[w_1, ..., w_m]>``."""
+
+        if self._rule is None:
+            m = len(self.path)
+            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * m + \
+                (JvpTangent(self.of, (*self.path, 0)), JvpTangent(self.of, (*self.path, 1)))
+            rest = (0, 1, 2 + 2 * m, 3 + 2 * m)  # g, ans, the primals, the tangents
+            vjps = _moves_adjoints(self.of, self.path, (), (), rest, self.__name__)
+            moves = tuple(range(2, 2 + 2 * m))
+            vjps += [Permuted(JvpCotangent(self.of, wrt, self.path), (*moves, *rest), 2 * m + 4,
+                              f"{self.__name__}_{'pt'[wrt]}_vjp") for wrt in (0, 1)]
+            self._rule = registry.Rule(self, tuple(vjps), origin="ast_ad.api.compose", jvps=jvps)
+        return self._rule
+
+
+def _moves_adjoints(of: JvpOf, path: tuple[int, ...], tail: tuple[int, ...], lead: tuple[int, ...],
+                    rest: tuple[int, ...], name: str) -> list[Any]:
+    """The reverse rules of the moves along ``path`` of a rule of ``of``, each followed by its ``ans``'s (zero).
+
+    Those reverse rules are called with the cotangent and its ``ans`` first, then the moves, the last first
+    (``w_k`` at ``2 + 2 (m - k)``). The adjoint of ``w_k`` is ``JvpCotangent`` of its slot along the other moves
+    and the slots in ``tail``, laid out by ``Permuted`` as its own call has them: the positions ``lead`` (moves
+    of ``tail``), the other moves, then ``rest`` (its g, ans, the primals and the tangents)."""
+
+    m = len(path)
+    arity = len(lead) + 2 * m + len(rest)
+    out: list[Any] = []
+    for k in range(m, 0, -1):
+        others = [j for j in range(m, 0, -1) if j != k]
+        order = (*lead, *(2 + 2 * (m - j) + d for j in others for d in (0, 1)), *rest)
+        along = (*(path[j - 1] for j in sorted(others)), *tail)
+        out += [Permuted(JvpCotangent(of, path[k - 1], along), order, arity, f"{name}_w{k}_vjp"), registry.zero]
+    return out
+
+
+class Permuted:
+    """``target`` called with the arguments of its own call at ``order``: one rule written for another rule's
+    layout of arguments (an argument left out of ``order`` is not read, so nothing flows to it). Its rules
+    are ``target``'s laid out the same way, so it is differentiated again as ``target`` is."""
+
+    __module__ = "ast_ad.api.compose"
+
+    def __init__(self, target: Any, order: tuple[int, ...], arity: int, name: str):
+
+        self.target, self.order, self.arity = target, order, arity
+        self.__name__ = self.__qualname__ = name
+        self._rule: Any = None
+        if registry.returns_sequence(target):
+            registry.def_sequence(self)
+
+    def __call__(self, *call: Any) -> Any:
+        return self.target(*(call[j] for j in self.order))
+
+    def ast_ad_rule(self) -> Any:
+
+        if self._rule is None:
+            rule = registry.lookup(self.target)
+            assert rule is not None, self.target  # the targets are JvpTangent and JvpCotangent, rules of rules
+            shifted = (0, 1, *(2 + j for j in self.order))  # a rule's call: (g or v, ans, *this call)
+
+            def laid(made: Any, j: int, kind: str) -> Any:
+                if j not in self.order:
+                    return registry.zero
+                if made is None or made is registry.zero or made is registry.LINEAR:
+                    return made
+                return Permuted(made, shifted, self.arity + 2, f"{self.__name__}_{kind}{j}")
+            vjps = tuple(laid(rule.vjp(self.order.index(j)), j, "vjp") for j in range(self.arity))
+            jvps = tuple(laid(rule.jvp(self.order.index(j)), j, "jvp") for j in range(self.arity))
+            self._rule = registry.Rule(self, vjps, origin="ast_ad.api.compose", jvps=jvps)
+        return self._rule
+
+
+def _moved(slot: int, move: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The tangents of the flat arguments ``(*primals, *active tangents)`` when ``slot`` moves by ``move``."""
+    active = [k for k, t in enumerate(tangents) if t is not None]
+    if slot == 0:
+        return (*move, *[None] * len(active))
+    return (*[None] * len(primals), *(move[k] for k in active))
+
+
+class JvpCotangent:
+    """A reverse rule of ``JvpOf`` (the adjoints of slot ``wrt``: 0, the primals; 1, the tangents), and the
+    forward rules of that rule: ``(w_m, ans_m, ..., w_1, ans_1, g, ans, primals, tangents)`` gives the adjoints
+    of ``<g, D^m code[w_1, ..., w_m]>``, reverse mode over the forward-mode code of the derivative (by the
+    symmetry of mixed partial derivatives, the tangent of an adjoint is the adjoint of the tangent). Linear in
+    ``g`` and each ``w``, zero in each ``ans``, one more move in each slot."""
+
+    __module__ = "ast_ad.api.compose"
+
+    def __init__(self, of: JvpOf, wrt: int, path: tuple[int, ...]):
+
+        self.of, self.wrt, self.path = of, wrt, path
+        self.__name__ = f"{of.__name__}_{'pt'[wrt]}_vjp" + "".join(f"_{'pt'[s]}_dot" for s in path)
+        self._rule: Any = None
+        registry.def_sequence(self)  # a tuple of adjoints
+
+    def __call__(self, *call: Any) -> Any:
+        m = len(self.path)
+        moves, (g, _, primals, tangents) = moves_of(call, m)
+        fun, given, active = self.of.fixed(primals, tangents, self.path, moves)
+        lowered = lower(fun, given)
+        out, vjp_fn = vjp(lowered.fn, *lowered.args)
+        bars = vjp_fn(_seeded(out, g, m))
+        flat = [bars[lowered.positions[j]] for j in range(len(given))]
+        if self.wrt == 0:
+            return tuple(_zero_if_none(b, p) for b, p in zip(flat[:len(primals)], primals, strict=True))
+        adjoints: list[Any] = [None if t is None else 0.0 * as_array(t) for t in tangents]
+        for k, bar in zip(active, flat[len(primals):], strict=True):
+            adjoints[k] = _zero_if_none(bar, tangents[k])
+        return tuple(adjoints)
+
+    def ast_ad_rule(self) -> Any:
+
+        if self._rule is None:
+            m = len(self.path)
+            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * (m + 1) + \
+                (JvpCotangent(self.of, self.wrt, (*self.path, 0)), JvpCotangent(self.of, self.wrt, (*self.path, 1)))
+            # reverse, called (u, ans', *call): <u, this> is <g, D^(m+1) code[w_1, ..., w_m, u in slot wrt]>
+            rest = (2 * m + 2, 2 * m + 3, 2 * m + 4, 2 * m + 5)  # g, ans, the primals, the tangents
+            # w_k: the adjoints of its slot of <g, D^m code[the other moves, u]> (u, ans' lead the call)
+            vjps = _moves_adjoints(self.of, self.path, (self.wrt,), (0, 1), rest, self.__name__)
+            moves = tuple(range(2 * m + 2))  # u, ans', and the moves
+            vjps += [Permuted(JvpTangent(self.of, (*self.path, self.wrt)), (*moves, 2 * m + 4, 2 * m + 5),
+                              2 * m + 6, f"{self.__name__}_g_vjp"), registry.zero]
+            vjps += [JvpCotangent(self.of, wrt, (*self.path, self.wrt)) for wrt in (0, 1)]
+            self._rule = registry.Rule(self, tuple(vjps), origin="ast_ad.api.compose", jvps=jvps)
+        return self._rule
+
+
+_JVPS: dict[Any, JvpOf] = {}
+
+
+def jvp_of(fun: Callable[..., Any]) -> JvpOf:
+    """The primitive ``JvpOf(fun)``, made once per function (generated code refers to it by name)."""
+    if fun not in _JVPS:
+        from ast_ad.core import registry
+
+        _JVPS[fun] = JvpOf(fun)
+        registry.def_sequence(_JVPS[fun])  # it returns a tuple: its adjoint adds element by element
+    return _JVPS[fun]
+
+
+STAGES = ("normalized", "adjoint", "jvp")
+
+
+def source(fn: Any, *example_args: Any, stage: str = "adjoint") -> str:
+    """The generated Python of a gradient function (``stage="adjoint"``), of ``fn``'s forward mode
+    (``stage="jvp"``, every float argument differentiated), of a Jacobian or Hessian function, or
+    ``fn``'s normalized form.
+
+    Generated code is specialized on which arguments are scalars, and on a
+    numpy array's number of axes and kind (it leaves out un-broadcasting that
+    numbers cannot need: see ``ast_ad.kinds``). ``source`` shows the version
+    for ``example_args`` if given, else for the gradient's last call, else the
+    general version for arrays (for scalars, in forward mode).
+    """
+
+    if stage not in STAGES:
+        raise ASTADError(f"unknown stage {stage!r}: choose one of {', '.join(STAGES)}")
+    if isinstance(fn, Jacobian):
+        return fn.source(example_args)
+    if stage == "jvp":
+        nparams = len(inspect.signature(fn).parameters) if not getattr(fn, "composable", False) else fn.nparams
+        args = example_args or (1.0,) * nparams
+        active = tuple(k for k, a in enumerate(args) if _differentiable(a))
+        return jvp_code(lower(fn, tuple(args)), active).text
+    if getattr(fn, "composable", False) and not isinstance(fn, Gradient) and stage == "adjoint":
+        if not example_args:  # ``hvp(f)``: the code it runs depends on the arguments' kinds
+            raise ASTADError(f"source of {getattr(fn, '__name__', 'this derivative')} needs example arguments: "
+                             "source(fn, x, ...)")
+        lowered = lower(fn, tuple(example_args))
+        if lowered.loaded is None:
+            raise ASTADError(f"{getattr(fn, '__name__', 'this derivative')} runs no generated code of its own")
+        return str(lowered.loaded.text)
+    gradient = fn if isinstance(fn, Gradient) else Gradient(fn, 0, with_value=False)
+    if stage == "normalized":
+        return transform.forward_source(gradient.fun)
+    if gradient.transformed:  # a derivative of a derivative: the forward-mode code over the inner one
+        args = example_args or gradient.last_args or (1.0,) * gradient.nparams
+        text: str = gradient.lowered(tuple(args)).loaded.text
+        return text
+    if example_args:
+        args = (gradient.bound_self, *example_args) if gradient.bound_self is not None else example_args
+        if len(args) != gradient.nparams or not gradient.plain:  # defaults filled in, as a call does
+            args = gradient.bind(args, {})
+        return gradient.loaded(shape_labels(args)).text
+    return gradient.loaded().text
+
+
+def gradient_adjoints(gradient: Gradient[Any, Any], positions: int | tuple[int, ...], g: Any,
+                      args: tuple[Any, ...]) -> Any:
+    """The adjoints of the arguments at ``positions`` through ``gradient(*args)`` = grad_A f, given its adjoint
+    ``g``: d/dx <grad_A f, g>, which by the symmetry of second derivatives is the forward-mode tangent of
+    grad_positions f along ``g`` placed in the arguments A (a Hessian-vector product)."""
+
+    bars = (g,) if gradient.single else tuple(g)
+    tangents: list[Any] = [None] * len(args)
+    for a, bar in zip(gradient.argnums, bars, strict=True):
+        tangents[a] = bar
+    return jvp(gradient.partial(positions), args, tuple(tangents))[1]
+
+
+nested.provide(jvp=jvp, vjp=vjp, hvp=hvp, jacfwd=jacfwd, jacrev=jacrev, jacobian=jacobian, hessian=hessian,
+               jvp_of=jvp_of)  # a body that calls one is lowered to a call of what it makes

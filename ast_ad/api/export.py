@@ -18,7 +18,8 @@ import numpy as np
 
 from ast_ad import runtime, transform
 from ast_ad.analysis.kinds import label_fact
-from ast_ad.api.gradient import SCALAR_TYPES, Gradient
+from ast_ad.api.arguments import SCALAR_TYPES, shape_labels
+from ast_ad.api.gradient import Gradient
 from ast_ad.errors import ASTADError
 from ast_ad.runtime import revolve
 
@@ -33,7 +34,6 @@ def export(gradient: Gradient[..., Any], path: str, *example_args: Any) -> str:
     """Write ``gradient``'s generated code, and all it needs besides numpy, to the module file ``path``."""
     if not isinstance(gradient, Gradient):
         raise ASTADError("export takes a gradient made by ast_ad.grad or ast_ad.value_and_grad")
-    from ast_ad.api.gradient import shape_labels
     if example_args:
         args = (gradient.bound_self, *example_args) if gradient.bound_self is not None else example_args
         labels = shape_labels(args)

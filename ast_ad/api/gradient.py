@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
-import functools
 import inspect
 import numbers
 import re
 import sys
-import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, Literal, NoReturn, ParamSpec, TypeVar, overload
 
 import numpy as np
 
 from ast_ad import transform
-from ast_ad.analysis.kinds import labelled
+from ast_ad.api.arguments import (
+    PLAIN_FLOATS,
+    _check_argnums,
+    _check_differentiable,
+    _distinct,
+    _is_scalar,
+    _like,
+    _unbind,
+    check_checkpoints,
+    shape_labels,
+)
+from ast_ad.api.directional import Directional
+from ast_ad.api.lowering import Lowered, forward_columns, jvp_code, lower, raw_zeros
+from ast_ad.backend.load import Loaded
 from ast_ad.backend.scalar_calls import NOT_SCALARS, Unshaped, scalar_caller
 from ast_ad.core import registry
 from ast_ad.errors import (
@@ -22,22 +33,13 @@ from ast_ad.errors import (
     ASTADError,
     GradientFailedError,
     LocatedError,
-    NonDifferentiableArgumentError,
     NonScalarOutputError,
-    SourceUnavailableError,
 )
-from ast_ad.frontend import parse
-from ast_ad.frontend.lower_exprs import SUBCLASS_HINT, array_subclass
-from ast_ad.runtime import broadcast_like, is_array, unbroadcast
+from ast_ad.frontend import nested
 
 if TYPE_CHECKING:
-    from ast_ad.api.compose import Lowered
     from ast_ad.backend.load import Loaded
 
-STAGES = ("normalized", "adjoint", "jvp")
-# Argument types known to be scalars; the generated code is specialized on them.
-SCALAR_TYPES = frozenset({float, int, np.float64, np.float32, np.float16, np.int64, np.int32})
-PLAIN_FLOATS = frozenset({float, np.float64})
 
 
 P = ParamSpec("P")
@@ -133,49 +135,6 @@ def value_and_grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int
     return Gradient(fun, argnums, with_value=True, jit=jit, checkpoints=checkpoints)
 
 
-def source(fn: Any, *example_args: Any, stage: str = "adjoint") -> str:
-    """The generated Python of a gradient function (``stage="adjoint"``), of ``fn``'s forward mode
-    (``stage="jvp"``, every float argument differentiated), of a Jacobian or Hessian function, or
-    ``fn``'s normalized form.
-
-    Generated code is specialized on which arguments are scalars, and on a
-    numpy array's number of axes and kind (it leaves out un-broadcasting that
-    numbers cannot need: see ``ast_ad.kinds``). ``source`` shows the version
-    for ``example_args`` if given, else for the gradient's last call, else the
-    general version for arrays (for scalars, in forward mode).
-    """
-    from ast_ad.api import compose
-
-    if stage not in STAGES:
-        raise ASTADError(f"unknown stage {stage!r}: choose one of {', '.join(STAGES)}")
-    if isinstance(fn, compose.Jacobian):
-        return fn.source(example_args)
-    if stage == "jvp":
-        nparams = len(inspect.signature(fn).parameters) if not getattr(fn, "composable", False) else fn.nparams
-        args = example_args or (1.0,) * nparams
-        active = tuple(k for k, a in enumerate(args) if _differentiable(a))
-        return compose.jvp_code(compose.lower(fn, tuple(args)), active).text
-    if getattr(fn, "composable", False) and not isinstance(fn, Gradient) and stage == "adjoint":
-        if not example_args:  # ``hvp(f)``: the code it runs depends on the arguments' kinds
-            raise ASTADError(f"source of {getattr(fn, '__name__', 'this derivative')} needs example arguments: "
-                             "source(fn, x, ...)")
-        lowered = compose.lower(fn, tuple(example_args))
-        if lowered.loaded is None:
-            raise ASTADError(f"{getattr(fn, '__name__', 'this derivative')} runs no generated code of its own")
-        return str(lowered.loaded.text)
-    gradient = fn if isinstance(fn, Gradient) else Gradient(fn, 0, with_value=False)
-    if stage == "normalized":
-        return transform.forward_source(gradient.fun)
-    if gradient.transformed:  # a derivative of a derivative: the forward-mode code over the inner one
-        args = example_args or gradient.last_args or (1.0,) * gradient.nparams
-        text: str = gradient.lowered(tuple(args)).loaded.text
-        return text
-    if example_args:
-        args = (gradient.bound_self, *example_args) if gradient.bound_self is not None else example_args
-        if len(args) != gradient.nparams or not gradient.plain:  # defaults filled in, as a call does
-            args = gradient.bind(args, {})
-        return gradient.loaded(shape_labels(args)).text
-    return gradient.loaded().text
 
 
 # The shape labels of the last call, per function, argnums and form: ``source(grad(f))`` shows that version.
@@ -183,14 +142,6 @@ def source(fn: Any, *example_args: Any, stage: str = "adjoint") -> str:
 _LAST_SHAPES: dict[tuple[Any, tuple[int, ...], bool, int | None], list[tuple[int, ...] | None]] = {}
 
 
-def check_checkpoints(checkpoints: Any) -> int | None:
-    """``checkpoints=``, checked: ``None`` or a positive integer."""
-    if checkpoints is None:
-        return None
-    if isinstance(checkpoints, bool) or not isinstance(checkpoints, numbers.Integral) or checkpoints < 1:
-        raise ASTADError(f"checkpoints={checkpoints!r}: give the number of snapshots each checkpointed loop may "
-                         "keep, a positive integer (checkpoints=10), or leave checkpoints out")
-    return int(checkpoints)
 
 
 class Gradient(Generic[P, R]):
@@ -347,7 +298,6 @@ class Gradient(Generic[P, R]):
     # ---- composition (see ``compose``) ------------------------------------------------------------------
     def lowered(self, args: tuple[Any, ...]) -> Lowered:
         """This gradient at ``args`` as generated code that ast_ad can transform again."""
-        from ast_ad.api import compose
 
         if self.bound_self is not None:
             args = (self.bound_self, *args)
@@ -364,20 +314,19 @@ class Gradient(Generic[P, R]):
 
         def finish_bar(raw: Any, g: Any) -> Any:  # ``shape`` transposed: its casts leave adjoints as they are
             out_bar, grads_bar = g if self.with_value else (None, g)
-            return (compose.raw_zeros(raw[0]) if out_bar is None else out_bar), grads_bar
-        return compose.Lowered(loaded.fn, (*args, 1.0), tuple(range(self.shift, len(args))), finish, finish_dot,
+            return (raw_zeros(raw[0]) if out_bar is None else out_bar), grads_bar
+        return Lowered(loaded.fn, (*args, 1.0), tuple(range(self.shift, len(args))), finish, finish_dot,
                                loaded, (self.with_value, True), finish_bar)
 
     def lowered_transformed(self, args: tuple[Any, ...]) -> Any:
         """The derivative of a scalar function of a scalar that ast_ad made: forward mode over its code."""
-        from ast_ad.api import compose
 
         (k,) = self.argnums if len(self.argnums) == 1 else (None,)
         if k is None or np.ndim(args[k]) != 0 or isinstance(args[k], (tuple, list, dict)):
             raise ASTADError("differentiating a derivative of a derivative again works with respect to one "
                              "scalar argument at a time: pass that argument as a float")
-        inner = compose.lower(self.fun, args)
-        loaded = compose.jvp_code(inner, (k,))
+        inner = lower(self.fun, args)
+        loaded = jvp_code(inner, (k,))
 
         def finish(raw: Any) -> Any:
             out = inner.finish(raw[0])
@@ -395,25 +344,24 @@ class Gradient(Generic[P, R]):
         def finish_bar(raw: Any, g: Any) -> Any:  # ``finish_dot`` transposed
             out_bar, grad_bar = g if self.with_value else (None, g)
             (grad_bar,) = (grad_bar,) if self.single else grad_bar
-            out_part = compose.raw_zeros(raw[0]) if out_bar is None else inner.finish_bar(raw[0], out_bar)
+            out_part = raw_zeros(raw[0]) if out_bar is None else inner.finish_bar(raw[0], out_bar)
             return out_part, inner.finish_bar(raw[0], grad_bar)
-        return compose.Lowered(loaded.fn, (*inner.args, 1.0), inner.positions, finish, finish_dot, loaded,
+        return Lowered(loaded.fn, (*inner.args, 1.0), inner.positions, finish, finish_dot, loaded,
                                (self.with_value, True), finish_bar)
 
     def call_transformed(self, args: tuple[Any, ...]) -> Any:
         """The gradient of a scalar function ast_ad made (a gradient, say): one forward pass per entry of
         each differentiated argument, over that function's generated code."""
-        from ast_ad.api import compose
 
         self.last_args = args
-        inner = compose.lower(self.fun, args)
+        inner = lower(self.fun, args)
         out, grads = None, []
         for k in self.argnums:
             _check_differentiable(args[k], self.parameter_name(k))
             if isinstance(args[k], (tuple, list, dict)):
                 raise ASTADError("the derivative of a derivative with respect to a tuple, list or dict is not "
                                  "supported yet: pass its arrays as separate arguments")
-            out, columns = compose.forward_columns(inner, k)
+            out, columns = forward_columns(inner, k)
             if out is not None and not _is_scalar(out):
                 raise self.non_scalar(out)
             grads.append(_like(np.reshape(np.asarray(columns, dtype=float), np.shape(args[k])), args[k]))
@@ -430,7 +378,6 @@ class Gradient(Generic[P, R]):
             return None
         rule = self._rule
         if rule is None:
-            from ast_ad.api.compose import Directional
 
             n, mine = self.nparams, (self.argnums, self.single)
             partials = [self.partial(j) for j in range(n)]
@@ -510,159 +457,24 @@ class Gradient(Generic[P, R]):
         return f"<ast_ad gradient of {self.__qualname__} argnums={self.argnums}>"
 
 
-def gradient_adjoints(gradient: Gradient[Any, Any], positions: int | tuple[int, ...], g: Any,
-                      args: tuple[Any, ...]) -> Any:
-    """The adjoints of the arguments at ``positions`` through ``gradient(*args)`` = grad_A f, given its adjoint
-    ``g``: d/dx <grad_A f, g>, which by the symmetry of second derivatives is the forward-mode tangent of
-    grad_positions f along ``g`` placed in the arguments A (a Hessian-vector product)."""
-    from ast_ad.api import compose
-
-    bars = (g,) if gradient.single else tuple(g)
-    tangents: list[Any] = [None] * len(args)
-    for a, bar in zip(gradient.argnums, bars, strict=True):
-        tangents[a] = bar
-    return compose.jvp(gradient.partial(positions), args, tuple(tangents))[1]
 
 
-CONTAINER = -2  # the shape label of a tuple, list or dict argument
 
 
-def shape_labels(args: tuple[Any, ...]) -> tuple[int, ...]:
-    """``-1`` for each scalar argument, ``-2`` for containers, the argument's position for anything else (with
-    a numpy array's number of axes and kind: ``kinds.labelled``)."""
-    labels = []
-    for k, a in enumerate(args):
-        labels.append(-1 if type(a) in SCALAR_TYPES else CONTAINER if isinstance(a, (tuple, list, dict))
-                      else labelled(k, a))
-        if type(a) is not np.ndarray and array_subclass(a):
-            raise NonDifferentiableArgumentError(f"argument {k} is a {type(a).__module__}.{type(a).__name__}: "
-                                                 f"{SUBCLASS_HINT}")
-    return tuple(labels)
 
 
-def _distinct(grad: Any, others: list[Any]) -> Any:
-    """``grad``, copied if it is the very array given for another argument: each gets its own."""
-    if type(grad) is np.ndarray:
-        for other in others:
-            if other is grad:
-                return grad.copy()
-    return grad
 
 
-def _unbind(fun: Any) -> tuple[Callable[..., Any], Any]:
-    if getattr(fun, "composable", False):
-        return fun, None
-    if isinstance(fun, types.MethodType):
-        return fun.__func__, fun.__self__
-    if not callable(fun):
-        raise ASTADError(f"grad needs a function, got {type(fun).__name__} {fun!r}")
-    if isinstance(fun, functools.partial):  # its function with the bound arguments, as a def with source
-        return parse.partial_function(fun), None
-    if inspect.isfunction(fun) or parse.wrapped_function(fun) is not None:
-        return fun, None
-    call = inspect.getattr_static(type(fun), "__call__", None)
-    if inspect.isfunction(call):  # an instance of the user's own class (a class-based decorator among them):
-        return call, fun  # its ``__call__``, with the instance as ``self``, is what Python runs
-    raise SourceUnavailableError(
-        f"{fun!r} is not a Python function with source; wrap it in a def, "
-        "or register a rule for it with ast_ad.extend.defvjp")
 
 
-def _check_argnums(argnums: Any) -> tuple[int, ...]:
-    items = (argnums,) if isinstance(argnums, numbers.Integral) else argnums
-    if not isinstance(items, tuple) or not items or not all(isinstance(k, numbers.Integral) for k in items) \
-            or isinstance(argnums, bool):
-        raise ArgnumsError(f"argnums must be an int or a non-empty tuple of ints, not {argnums!r}")
-    if len(set(items)) != len(items):
-        raise ArgnumsError(f"argnums {argnums!r} repeats an argument")
-    return tuple(int(k) for k in items)
 
 
-def _check_differentiable(value: Any, name: str) -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            _check_differentiable(item, f"{name}[{key!r}]")
-        return
-    if isinstance(value, (tuple, list)):
-        for i, item in enumerate(value):
-            _check_differentiable(item, f"{name}[{i}]")
-        return
-    if isinstance(value, (bool, np.bool_)):
-        kind = "a bool"
-    elif isinstance(value, (numbers.Integral, np.integer)):  # as an integer array is: its derivative is not defined
-        kind = f"an integer ({type(value).__name__} {value!r})"
-    elif isinstance(value, (float, np.floating)):
-        return
-    elif is_array(value) and value.dtype.kind == "f":
-        return
-    elif isinstance(value, (complex, np.complexfloating)) or (is_array(value) and value.dtype.kind == "c"):
-        kind = "complex"
-    elif is_array(value) and value.dtype.kind in "iu":
-        kind = f"an integer (an array of dtype {value.dtype})"
-    elif is_array(value):
-        kind = f"an array of dtype {value.dtype}"
-    else:
-        kind = f"a {type(value).__name__}"
-    raise NonDifferentiableArgumentError(
-        f"cannot differentiate with respect to {name!r}, which is {kind}: pass a float (3.0, not 3), an array "
-        f"of floats, or a tuple, list or dict of them (for example np.asarray(x, dtype=float)), or leave it out "
-        f"of argnums")
 
 
-def _differentiable(value: Any) -> bool:
-    """Whether ``value`` can carry a derivative: floats, float arrays, and containers holding some."""
-    if isinstance(value, dict):
-        return any(_differentiable(v) for v in value.values())
-    if isinstance(value, (tuple, list)):
-        return any(_differentiable(v) for v in value)
-    if isinstance(value, (bool, np.bool_, numbers.Integral)):
-        return False
-    if is_array(value):
-        return bool(value.dtype.kind == "f")
-    return isinstance(value, numbers.Real)
 
 
-def _is_scalar(out: Any) -> bool:
-    if is_array(out):  # a 0-d array of any library; its value is not needed (a dask one stays lazy)
-        return out.ndim == 0 and out.dtype.kind in "biuf"
-    return np.ndim(out) == 0 and isinstance(np.asarray(out).item(), numbers.Real)
 
 
-def _like(bar: Any, x: Any) -> Any:
-    """The gradient ``bar`` given the type, shape and dtype of the argument ``x`` (containers: leaf by leaf)."""
-    if type(x) is float and type(bar) in PLAIN_FLOATS:
-        return float(bar)
-    if isinstance(x, dict):
-        return {key: _like(None if bar is None else bar[key], item) for key, item in x.items()}
-    if isinstance(x, (tuple, list)):
-        parts = [_like(None if bar is None else bar[i], item) for i, item in enumerate(x)]
-        return type(x)(parts) if not hasattr(x, "_fields") else type(x)(*parts)
-    if bar is None:
-        bar = 0.0
-    bar = unbroadcast(bar, x)
-    if np.iscomplexobj(bar):
-        raise ASTADError("a complex value reached the gradient: ast_ad differentiates real code only (complex "
-                         "values come from 1j, np.fft, or a negative float to a fractional power such as "
-                         "(-2.0) ** 0.5); keep the computation real, e.g. np.sqrt(np.abs(x))")
-    foreign_x, foreign_bar = is_array(x) and not isinstance(x, np.ndarray), is_array(bar) and \
-        not isinstance(bar, np.ndarray)
-    if foreign_x or foreign_bar:  # arrays of another library (dask, CuPy): the gradient stays of that type, lazy
-        if foreign_x and (type(bar) is not type(x) or bar.shape != x.shape):  # a float, a numpy array, a part
-            bar = broadcast_like(bar, x, x.shape)  # of x's type and layout (a dask array's chunks)
-        elif bar.shape != np.shape(x):
-            bar = np.broadcast_to(bar, np.shape(x))
-        dtype = x.dtype if foreign_x or isinstance(x, np.ndarray) else np.result_type(x)
-        if bar.dtype != dtype:
-            bar = bar.astype(dtype)
-        chunks = getattr(x, "chunks", None)  # a dask array's gradient has its chunks
-        if chunks is not None and hasattr(bar, "rechunk") and getattr(bar, "chunks", chunks) != chunks:
-            bar = bar.rechunk(chunks)
-        return bar
-    if isinstance(x, np.ndarray):
-        if type(bar) is np.ndarray and bar.shape == x.shape and bar.dtype == x.dtype and bar.flags.owndata \
-                and bar.flags.writeable:
-            return bar  # a new array the gradient computed: no one else holds it
-        return np.array(np.broadcast_to(bar, x.shape), dtype=x.dtype)
-    if isinstance(x, np.floating):
-        return type(x)(bar)
-    return float(bar)
+
+
+nested.provide(grad=grad, value_and_grad=value_and_grad)  # a body that calls one is lowered to a call of a gradient

@@ -29,7 +29,6 @@ from ast_ad.core.records import record
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
 from ast_ad.ir.naming import Namer, identifier
-from ast_ad.modes.calls import CalleeRef
 
 MODULE_NAMES = {"numpy": "np", "math": "math", "operator": "operator"}
 SPELLED_THROUGH = ("numpy", "numpy.linalg", "numpy.fft", "math", "operator")
@@ -70,7 +69,7 @@ def spelling(obj: Any, hint: str) -> tuple[str, tuple[str, ...]]:
         return MODULE_NAMES[root], (*rest, name)
     if module == "builtins" and isinstance(name, str) and getattr(builtins, name, None) is obj:
         return name, ()
-    if isinstance(obj, CalleeRef):
+    if isinstance(obj, ir.CalleeRef):
         return f"{obj.adjoint.function.name}_{obj.part}", ()
     return identifier(hint.rsplit(".", 1)[-1]), ()
 
@@ -103,7 +102,7 @@ def emit_units(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
         """How the code spells the object behind ``marker``: a global name, then the attributes read from it."""
         ref = owner.refs.entries[int(marker[1:])]
         obj = ref.obj
-        if isinstance(obj, CalleeRef):
+        if isinstance(obj, ir.CalleeRef):
             return names[(id(obj.adjoint), obj.part)]
         data = ref.origin is not None and not callable(obj) and not isinstance(obj, types.ModuleType)
         if data:

@@ -46,22 +46,6 @@ INLINED: dict[Any, tuple[Any, ...]] = {}
 BEING_LOWERED: dict[Any, bool] = {}  # functions being lowered now: True once a call to one assumed it writes nothing
 
 
-def param_writes(fn: Any) -> frozenset[str]:
-    """The parameters of the user function ``fn`` that it may change in place."""
-    key = (fn, getattr(fn, "__code__", None))
-    if key in BEING_LOWERED:
-        BEING_LOWERED[key] = True
-        return frozenset()
-    if key not in PARAM_WRITES:
-        from ast_ad.frontend.check import check_source
-        from ast_ad.frontend.normalize import normalize
-        source = parse(fn)
-        check_source(source)
-        normalize(source)
-        PARAM_WRITES[key] = PARAM_WRITES[(source.fn, getattr(source.fn, "__code__", None))]  # ``fn`` may name another
-    return PARAM_WRITES[key]
-
-
 _ABSENT = object()
 
 
@@ -82,6 +66,9 @@ class CallLowering(ControlFlow, Objects):
     instances: dict[str, type]  # IR name -> the user class it was made by (``m = Model(w)``)
     function_lists: dict[str, list[Any]]  # a list of lambdas or local functions by name (``fs = [f, g]``)
     inlining: list[str]
+
+    def param_writes(self, fn: Any) -> frozenset[str]:
+        raise NotImplementedError  # the normalizer's: it lowers ``fn`` to find them
 
     def popped(self, source: gast.expr, hint: str | None, user: bool) -> ir.Var:
         raise NotImplementedError  # the lowerer's
@@ -301,7 +288,7 @@ class CallLowering(ControlFlow, Objects):
         copies: dict[ir.Var, ir.Var] = {}
         unread = ""
         try:
-            writes = param_writes(fn.obj)
+            writes = self.param_writes(fn.obj)
         except (LocatedError, UnsupportedSyntaxError, SourceUnavailableError) as exc:
             if not is_library(fn.obj):
                 raise

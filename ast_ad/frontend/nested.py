@@ -31,6 +31,22 @@ from ast_ad.ir.naming import Namer
 
 _NOT_LITERAL = object()
 
+# The API's transformations, by name (``grad``, ``value_and_grad``, ``jvp``, ``vjp``, ``hvp``, ``jacfwd``,
+# ``jacrev``, ``jacobian``, ``hessian``, ``jvp_of``), which a body may call. The API is the layer above: its
+# modules hand them down here when they are imported (``provide``), so that a call of one is known by identity.
+# A transformation not provided yet cannot be in a body: a body reaches it through ``ast_ad``, which imports it.
+TRANSFORMATIONS: dict[str, Any] = {}
+
+
+def provide(**transformations: Any) -> None:
+    """Make the API's ``transformations`` known to the lowering (called by the modules that define them)."""
+    TRANSFORMATIONS.update(transformations)
+
+
+def _is(obj: Any, *names: str) -> bool:
+    """Whether ``obj`` is one of the transformations ``names`` (by identity: ``in`` would compare with ==)."""
+    return any(name in TRANSFORMATIONS and obj is TRANSFORMATIONS[name] for name in names)
+
 
 def _literal(node: gast.expr) -> Any:
     """The value of a constant (or a tuple of them) written in the source, else ``_NOT_LITERAL``."""
@@ -74,22 +90,18 @@ class Nesting(Aliasing):
     def transformation(self, node: gast.Call) -> ir.Ref | None:
         """``ast_ad.grad(f, argnums)`` (or ``jacfwd``, ``jacrev``, ``jacobian``, ``hessian``) written in the body:
         made now (it only builds an object), so that the call of what it makes is a call of a known primitive
-        (its rules: ``api.Gradient.ast_ad_rule``, ``compose.Jacobian.ast_ad_rule``)."""
-        from ast_ad.api import compose
-        from ast_ad.api import gradient as api
-
+        (its rules: ``api.gradient.Gradient.ast_ad_rule``, ``api.compose.Jacobian.ast_ad_rule``)."""
         maker = self.static(node.func)
-        instead = {compose.hvp: "write ast_ad.hessian(f)(x) @ v, or ast_ad.jvp(g, (x,), (v,))[1] with a "
-                                "module-level def g(x): return ast_ad.grad(f)(x)",
-                   api.value_and_grad: "call it where it is made, ast_ad.value_and_grad(f)(x)",
-                   compose.vjp: "write ast_ad.grad(f)(x) for a scalar f, or contract ast_ad.jacrev(f)(x) with "
-                                "the cotangent"}
-        if any(maker is made for made in instead):  # ``in`` would compare them with ==
-            called = f"ast_ad.{maker.__name__}"
-            raise refuse(node, f"{called} inside a differentiated function is not supported yet: "
-                               f"{instead[maker]}", self.locate)
-        if maker not in (api.grad, compose.jacfwd, compose.jacrev, compose.jacobian, compose.hessian) \
-                or not node.args:
+        instead = {"hvp": "write ast_ad.hessian(f)(x) @ v, or ast_ad.jvp(g, (x,), (v,))[1] with a "
+                          "module-level def g(x): return ast_ad.grad(f)(x)",
+                   "value_and_grad": "call it where it is made, ast_ad.value_and_grad(f)(x)",
+                   "vjp": "write ast_ad.grad(f)(x) for a scalar f, or contract ast_ad.jacrev(f)(x) with "
+                          "the cotangent"}
+        for name, what in instead.items():
+            if _is(maker, name):
+                raise refuse(node, f"ast_ad.{name} inside a differentiated function is not supported yet: "
+                                   f"{what}", self.locate)
+        if not _is(maker, "grad", "jacfwd", "jacrev", "jacobian", "hessian") or not node.args:
             return None
         target = node.args[0]
         inner = self.transformation(target) if isinstance(target, gast.Call) else None  # hessian(grad(f))
@@ -117,10 +129,8 @@ class Nesting(Aliasing):
     def value_and_gradient(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom | None:
         """``ast_ad.value_and_grad(g, ...)(args)`` written in the body: ``(g(args), ast_ad.grad(g, ...)(args))``,
         the arguments bound once to names of their own. ``None`` for any other call."""
-        from ast_ad.api import gradient as api
-
         maker = node.func
-        if not (isinstance(maker, gast.Call) and self.static(maker.func) is api.value_and_grad and maker.args):
+        if not (isinstance(maker, gast.Call) and _is(self.static(maker.func), "value_and_grad") and maker.args):
             return None
         if any(isinstance(a, gast.Starred) for a in node.args) or node.keywords:
             raise refuse(node, "ast_ad.value_and_grad(g)(...) inside a differentiated function takes positional "
@@ -135,7 +145,7 @@ class Nesting(Aliasing):
                              keywords=maker.keywords)
         if not isinstance(maker.func, gast.Attribute):  # ``from ast_ad import value_and_grad``: reach grad by value
             hidden.append(self.hidden("grad"))
-            self.env[hidden[-1]] = ir.Ref(api.grad, "ast_ad.grad")
+            self.env[hidden[-1]] = ir.Ref(TRANSFORMATIONS["grad"], "ast_ad.grad")
             gradient.func = _load(hidden[-1])
         pair = gast.Tuple(elts=[gast.Call(func=maker.args[0], args=list(held), keywords=[]),
                                 gast.Call(func=gradient, args=list(held), keywords=[])], ctx=gast.Load())
@@ -148,9 +158,7 @@ class Nesting(Aliasing):
     def forward_mode(self, node: gast.Call) -> ir.Ref | None:
         """``ast_ad.jvp(f, primals, tangents)`` written in the body, ``f`` a module-level function: a call of
         the primitive ``compose.JvpOf(f)`` on the two tuples (its rules transform ``f``'s forward-mode code)."""
-        from ast_ad.api import compose
-
-        if self.static(node.func) is not compose.jvp:
+        if not _is(self.static(node.func), "jvp"):
             return None
         fn = self.static(node.args[0]) if node.args else None
         if fn is None or len(node.args) != 3 or node.keywords \
@@ -161,7 +169,7 @@ class Nesting(Aliasing):
         if not isinstance(source, ir.Ref):
             raise refuse(node, "ast_ad.jvp inside a differentiated function needs a module-level function",
                          self.locate)
-        return ir.Ref(compose.jvp_of(fn), f"jvp_{getattr(fn, '__name__', 'f')}", source.origin, source.root)
+        return ir.Ref(TRANSFORMATIONS["jvp_of"](fn), f"jvp_{getattr(fn, '__name__', 'f')}", source.origin, source.root)
 
     def is_function(self, node: gast.expr) -> bool:
         """Whether ``node`` is a function value ast_ad can inline: a lambda, a def of this function, or a

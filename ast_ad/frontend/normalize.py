@@ -47,12 +47,12 @@ from ast_ad.core import registry
 from ast_ad.errors import LocatedError
 from ast_ad.frontend import objects, selection
 from ast_ad.frontend.aliasing import live_after, loop_rebinds
-from ast_ad.frontend.check import WITH_HINT, refuse
+from ast_ad.frontend.check import WITH_HINT, check_source, refuse
 from ast_ad.frontend.lower_calls import BEING_LOWERED, INLINED, PARAM_WRITES
 from ast_ad.frontend.lower_control import bindings, written_in_place
 from ast_ad.frontend.lower_exprs import ExpressionLowering
 from ast_ad.frontend.objects import made_of
-from ast_ad.frontend.parse import Source
+from ast_ad.frontend.parse import Source, parse, same_code
 from ast_ad.frontend.structure import structure
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
@@ -79,6 +79,20 @@ def normalize(source: Source) -> ir.Function:
         del BEING_LOWERED[key]
 
 
+def param_writes(fn: Any) -> frozenset[str]:
+    """The parameters of the user function ``fn`` that it may change in place."""
+    key = (fn, getattr(fn, "__code__", None))
+    if key in BEING_LOWERED:
+        BEING_LOWERED[key] = True
+        return frozenset()
+    if key not in PARAM_WRITES:
+        source = parse(fn)
+        check_source(source)
+        normalize(source)
+        PARAM_WRITES[key] = PARAM_WRITES[(source.fn, getattr(source.fn, "__code__", None))]  # ``fn`` may name another
+    return PARAM_WRITES[key]
+
+
 _TWINS: dict[types.CodeType, bool] = {}  # a copy's code: whether it is its helper's
 
 
@@ -93,25 +107,15 @@ def helper_twin(value: Any) -> Any:
         return value
     code = value.__code__
     if code not in _TWINS:
-        _TWINS[code] = _same_code(code, helper.__code__)
+        _TWINS[code] = same_code(code, helper.__code__)
     return helper if _TWINS[code] else value
 
 
-def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
-    """Whether two code objects run the same instructions on the same names and constants (wherever they are)."""
-    if a.co_code != b.co_code or a.co_names != b.co_names or a.co_varnames != b.co_varnames \
-            or len(a.co_consts) != len(b.co_consts):
-        return False
-    for x, y in zip(a.co_consts, b.co_consts, strict=True):
-        if isinstance(x, types.CodeType):
-            if not (isinstance(y, types.CodeType) and _same_code(x, y)):
-                return False
-        elif type(x) is not type(y) or x != y:
-            return False
-    return True
 
 
 class Lowerer(ExpressionLowering):
+    param_writes = staticmethod(param_writes)  # a helper's, for ``CallLowering``: lowering it finds them
+
     """Walks the gast tree once, appending one IR statement per primitive application."""
 
     def __init__(self, source: Source):

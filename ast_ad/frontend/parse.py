@@ -228,13 +228,13 @@ def _runs(tree: gast.FunctionDef, fn: Callable[..., Any], filename: str) -> bool
     flags = code.co_flags & _FUTURE_FLAGS
     compiled = _compiled_file(filename, text, flags)
     found = compiled is not None and _code_at(compiled, code.co_name, code.co_firstlineno)
-    if found and _same_code(found, code):
+    if found and same_code(found, code):
         return True
     # compiled one top-level statement at a time, as IPython and Jupyter run a cell: CPython compiles a call of a
     # module's function (``np.log(x)``) otherwise where the import is in the same unit of compilation
     alone = _compiled_statement(filename, text, code.co_firstlineno, flags)
     found = alone is not None and _code_at(alone, code.co_name, code.co_firstlineno)
-    return bool(found) and _same_code(found, code)
+    return bool(found) and same_code(found, code)
 
 
 @functools.lru_cache(maxsize=64)
@@ -275,13 +275,15 @@ def _code_at(code: Any, name: str, line: int) -> Any:
     return None
 
 
-def _same_code(a: Any, b: Any) -> bool:
+def same_code(a: Any, b: Any) -> bool:
+    """Whether two code objects run the same instructions on the same names and constants (wherever they are
+    defined: a function read again from its file, or a helper's copy in an exported module)."""
     if a.co_code != b.co_code or a.co_names != b.co_names or a.co_varnames != b.co_varnames \
             or len(a.co_consts) != len(b.co_consts):
         return False
     for x, y in zip(a.co_consts, b.co_consts, strict=True):
         if isinstance(x, types.CodeType) and isinstance(y, types.CodeType):
-            if not _same_code(x, y):
+            if not same_code(x, y):
                 return False
         elif type(x) is not type(y) or (x != y and not (x != x and y != y)):  # NaN equals NaN here
             return False

@@ -70,6 +70,16 @@ class Ref:
         return hash((id(self.obj), self.hint))
 
 
+@record
+class CalleeRef:
+    """What a ``Ref`` holds where generated code calls another function's generated code: the forward or
+    backward function of a callee's ``Adjoint`` (``part`` "fwd" or "bwd"), or forward mode's ``Tangent``
+    ("jvp")."""
+
+    adjoint: Any
+    part: str
+
+
 Atom = Var | Const | Ref
 
 

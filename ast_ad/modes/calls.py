@@ -22,22 +22,13 @@ from ast_ad.analysis.activity import (
 )
 from ast_ad.analysis.kinds import Kinds
 from ast_ad.core import registry
-from ast_ad.core.records import record
 from ast_ad.errors import LocatedError, MissingRuleError, UnsupportedSyntaxError
 from ast_ad.ir import nodes as ir
 from ast_ad.ir.naming import Namer
 from ast_ad.ir.syntax import RefTable
 
 if TYPE_CHECKING:
-    from ast_ad.modes.reverse import Adjoint, Derive
-
-
-@record
-class CalleeRef:
-    """A reference, in generated code, to the forward or backward function of a callee."""
-
-    adjoint: Any  # an ``Adjoint``, or forward mode's ``Tangent``
-    part: str  # "fwd" or "bwd", or "jvp"
+    from ast_ad.modes.adjoint import Adjoint, Derive
 
 
 class Calls:
@@ -96,16 +87,7 @@ class Calls:
                           "over this code is not supported yet") from None
 
     def derived_again(self, made: Any, active: tuple[int, ...], labels: tuple[int, ...]) -> Adjoint:
-        """The adjoint of the code forward mode made for a callee (``made.code``, its IR read again), once per
-        differentiated arguments and labels."""
-        from ast_ad.modes.reverse import Adjoint, reverse
-
-        key = ("reverse", active, labels, self.checkpoints)
-        if key not in made.again:
-            made.again[key] = shell = Adjoint(made.code, active, [], [], None, "", [], RefTable())
-            reverse(made.code, active, labels, self.derive, shell, False, self.checkpoints)
-        again: Adjoint = made.again[key]
-        return again
+        raise NotImplementedError  # the reverser's: it makes another reverser
 
     def by_source(self, stmt: ir.Assign) -> bool:
         """A helper of generated code whose rule has no reverse rule for an argument that is differentiated here:
@@ -132,7 +114,7 @@ def made_code(call: ir.Call) -> Any:
     """The ``Tangent`` whose ``_jvp`` ``call`` calls, where it is forward mode's code read again as IR and its IR is
     finished (``Tangent.code``), else ``None``."""
     obj = call.fn.obj
-    if isinstance(obj, CalleeRef) and obj.part == "jvp" and getattr(obj.adjoint, "code", None) is not None:
+    if isinstance(obj, ir.CalleeRef) and obj.part == "jvp" and getattr(obj.adjoint, "code", None) is not None:
         return obj.adjoint
     return None
 

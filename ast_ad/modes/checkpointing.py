@@ -24,6 +24,7 @@ from ast_ad.analysis.activity import checkpoint_state
 from ast_ad.core.records import record
 from ast_ad.ir import nodes as ir
 from ast_ad.ir.pieces import Made
+from ast_ad.modes.adjoint import Derive
 from ast_ad.modes.saving import Saving, restore_mark
 from ast_ad.modes.templates import Scratch
 from ast_ad.optimize.batching import Term, batch_products
@@ -57,6 +58,7 @@ class Checkpointing(Saving):
     """The checkpointed loops of ``reverse.Reverser`` (a base class of it)."""
 
     checkpoints: int | None
+    derive: Derive  # the driver: a callee's IR, which says whether a loop that calls it can be computed again
     not_checkpointed: dict[int, str]  # why a loop is not, said in a comment above it
     scratch: Scratch  # the names of parts of one expression (``syntax.pieces``)
     terms: dict[int, Term]  # the accumulations a loop's steps may sum after it (``batching``)
@@ -81,7 +83,7 @@ class Checkpointing(Saving):
         for position, stmt in enumerate(self.function.body):
             if not isinstance(stmt, (ir.For, ir.While)) or not self.needs_adjoint(stmt):
                 continue
-            state, why = checkpoint_state(self.function, position, self.in_place)
+            state, why = checkpoint_state(self.function, position, self.in_place, self.derive.normalized)
             if why is not None:
                 self.not_checkpointed[id(stmt)] = why
                 warnings.warn(f"{stmt.line.filename}:{stmt.line.lineno}: checkpoints= leaves this loop taped in "

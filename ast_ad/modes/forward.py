@@ -66,7 +66,7 @@ from ast_ad.ir.naming import Namer
 from ast_ad.ir.pieces import Made, added, may_give_a_container, renamed
 from ast_ad.ir.syntax import RefTable
 from ast_ad.modes import templates
-from ast_ad.modes.calls import CalleeRef, callees_in_order
+from ast_ad.modes.calls import callees_in_order
 from ast_ad.optimize.fold import Inliner, number_calls, pure_calls, shared_factor
 from ast_ad.optimize.release import released
 
@@ -328,7 +328,7 @@ class Forwarder:
             return [ir.SetItem(target, index, item, stmt.line), *self.pieces(stmts),
                     ir.SetItem(dot, index, item_dot, stmt.line)]
         if isinstance(value, ir.Call) and (is_user_function(value.fn.obj) or by_source(value.fn.obj)
-                                           or isinstance(value.fn.obj, CalleeRef)) and \
+                                           or isinstance(value.fn.obj, ir.CalleeRef)) and \
                 any(self.is_active(a) for a in value.args + tuple(a for _, a in value.kwargs)):
             return self.call_user(stmt)
         reads_itself = target in {v.name for v in inputs_of(value)}
@@ -484,7 +484,7 @@ class Forwarder:
         """``y, y_dot = helper_jvp(args..., tangents of the active ones)``; for a call of a ``_jvp`` that forward
         mode made (its IR read again), the forward mode of that ``_jvp``'s own IR (``derived_again``)."""
         call = ir.call_of(stmt)
-        made = call.fn.obj if isinstance(call.fn.obj, CalleeRef) else None
+        made = call.fn.obj if isinstance(call.fn.obj, ir.CalleeRef) else None
         args = list(call.args) if made is not None else bind_call(stmt, self.error)
         active = tuple(p for p, a in enumerate(args) if self.is_active(a))
         labels = call_labels(args, self.classes, self.structured, self.kinds, stmt)
@@ -505,7 +505,7 @@ class Forwarder:
         if made is None:
             self.watched.append(call.fn)  # so that redefining the callee is noticed
         out: list[ir.Stmt] = []
-        pair = self.emit(out, ir.Call(ir.Ref(CalleeRef(callee, "jvp"), "jvp"), operands), f"{stmt.target}_pair")
+        pair = self.emit(out, ir.Call(ir.Ref(ir.CalleeRef(callee, "jvp"), "jvp"), operands), f"{stmt.target}_pair")
         return [*out, ir.Unpack((stmt.target, self.dot(stmt.target)), pair, stmt.line)]
 
     def derived_again(self, stmt: ir.Assign, made: Any, active: tuple[int, ...], labels: tuple[int, ...]) -> Tangent:

@@ -30,7 +30,6 @@ statements after last reads are ``release``'s.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
 from typing import Any
 
 import gast
@@ -60,7 +59,6 @@ from ast_ad.analysis.activity import (
 )
 from ast_ad.analysis.kinds import kinds_of
 from ast_ad.core import registry
-from ast_ad.core.records import field, record
 from ast_ad.errors import LocatedError, MissingRuleError
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
@@ -69,7 +67,8 @@ from ast_ad.ir.pieces import Made, one_expression, renamed
 from ast_ad.ir.syntax import RefTable
 from ast_ad.modes import templates
 from ast_ad.modes.accumulate import Accumulation
-from ast_ad.modes.calls import CalleeRef, Calls
+from ast_ad.modes.adjoint import Adjoint, Derive
+from ast_ad.modes.calls import Calls
 from ast_ad.modes.checkpointing import Checkpointed
 from ast_ad.modes.reverse_writes import WriteAdjoints, named_pops
 from ast_ad.modes.saving import ANS, restore_mark, restored, with_shapes
@@ -83,44 +82,6 @@ _DENSE = ir.Ref(runtime.dense_adjoint, "dense_adjoint")
 _OWNED = ir.Ref(runtime.owned_adjoint, "owned_adjoint")
 _DETACHED = ir.Ref(runtime.detached, "detached")
 _RANGE, _SLICE, _REVERSED = ir.Ref(range, "range"), ir.Ref(slice, "slice"), ir.Ref(reversed, "reversed")
-
-
-@record(frozen=False, eq=False)
-class Adjoint:
-    """A function's forward and backward statements, ready to emit as one function or as a pair."""
-
-    function: ir.Function
-    argnums: tuple[int, ...]
-    forward: list[gast.stmt]
-    backward: list[gast.stmt]
-    result: gast.expr
-    seed: str
-    grads: list[str]
-    refs: RefTable
-    callees: list[Adjoint] = field(default_factory=list)
-    releasable: frozenset[str] = frozenset()  # arrays the forward pass binds once: see ``released``
-    array_adjoints: frozenset[str] = frozenset()  # adjoint names of values that may be arrays
-    structured_result: bool = False  # the function returns a list, tuple or dict (its adjoint adds by element)
-    numbers: frozenset[str] = frozenset()  # names of the function that certainly hold numbers (``kinds``)
-    adjoints: frozenset[str] = frozenset()  # names the backward pass binds to adjoints (``fold.shared_factor``)
-
-    @property
-    def params(self) -> tuple[str, ...]:
-        return self.function.params
-
-    def saved(self) -> list[str]:
-        """Forward names the backward statements read, in order of first use."""
-        forward = set(self.params) | {n.id for s in self.forward for n in gast.walk(s)
-                                      if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
-        seen: dict[str, None] = {}
-        for s in self.backward:
-            for n in gast.walk(s):
-                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id in forward:
-                    seen.setdefault(n.id)
-        return list(seen)
-
-
-Derive = Callable[[Any, tuple[int, ...], tuple[int, ...], bool, int | None], Adjoint]
 
 
 def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
@@ -195,6 +156,16 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         self.exacts: dict[tuple[int, int], bool] = {}  # ``exact``'s answers, by call and argument
 
     # ---- the driver -------------------------------------------------------------------------------------
+    def derived_again(self, made: Any, active: tuple[int, ...], labels: tuple[int, ...]) -> Adjoint:
+        """The adjoint of the code forward mode made for a callee (``made.code``, its IR read again), once per
+        differentiated arguments and labels (``Calls.plan_calls`` asks)."""
+        key = ("reverse", active, labels, self.checkpoints)
+        if key not in made.again:
+            made.again[key] = shell = Adjoint(made.code, active, [], [], None, "", [], RefTable())
+            reverse(made.code, active, labels, self.derive, shell, False, self.checkpoints)
+        again: Adjoint = made.again[key]
+        return again
+
     def run(self, shell: Adjoint | None = None) -> Adjoint:
         for stmt in ir.walk(self.function.body):
             if isinstance(stmt, ir.For):
@@ -582,7 +553,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
                              args: list[ir.Atom], active: list[ir.Var]) -> list[ir.Stmt]:
         names = [a.name for a in active]
         parts = [self.namer.fresh(f"{n}_bar_{stmt.target}") for n in names]
-        call = ir.Call(ir.Ref(CalleeRef(callee, "bwd"), "bwd"), (ir.Var(saved), ir.Var(g)))
+        call = ir.Call(ir.Ref(ir.CalleeRef(callee, "bwd"), "bwd"), (ir.Var(saved), ir.Var(g)))
         out = self.densify(stmt, g, ans) if zero else []
         if parts:  # ``a_bar_t, b_bar_t = bwd(saved, g)``
             made, whole = self.part(call)

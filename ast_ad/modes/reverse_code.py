@@ -14,8 +14,8 @@ import gast
 from ast_ad.backend.emit import local_names
 from ast_ad.ir import syntax
 from ast_ad.ir.naming import Namer
+from ast_ad.modes.adjoint import Adjoint
 from ast_ad.modes.calls import callees_in_order
-from ast_ad.modes.reverse import Adjoint
 from ast_ad.optimize.fold import Inliner, filled, folded, folded_scanned, number_calls, pure_calls, shared_factor
 from ast_ad.optimize.release import released, without_dead_constants
 

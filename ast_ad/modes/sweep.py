@@ -20,7 +20,6 @@ from ast_ad import runtime
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
 from ast_ad.ir.pieces import Made
-from ast_ad.modes.calls import CalleeRef
 from ast_ad.modes.checkpointing import Checkpointing
 
 _DETACHED = ir.Ref(runtime.detached, "detached")
@@ -71,7 +70,7 @@ class ForwardSweep(Checkpointing):
         if id(stmt) in self.calls:
             callee, saved, args, _ = self.calls[id(stmt)]
             assert isinstance(stmt, ir.Assign)  # only assignments call functions
-            made, pair = self.part(ir.Call(ir.Ref(CalleeRef(callee, "fwd"), "fwd"), tuple(args)))
+            made, pair = self.part(ir.Call(ir.Ref(ir.CalleeRef(callee, "fwd"), "fwd"), tuple(args)))
             return [*made, ir.Unpack((stmt.target, saved), pair, ir.NOWHERE)]
         if isinstance(stmt, ir.If):
             return [ir.If(stmt.test, tuple(self.forward_block(stmt.body, saving)),

@@ -38,8 +38,8 @@ from typing import Any
 import gast
 
 from ast_ad.core import registry
+from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
-from ast_ad.modes.calls import CalleeRef
 
 
 class Tally(dict[str, int]):
@@ -604,4 +604,4 @@ def _called(call: gast.Call, refs: syntax.RefTable) -> Any:
             return None
         for attr in reversed(attrs):
             obj = getattr(obj, attr, None)
-    return None if isinstance(obj, CalleeRef) else obj
+    return None if isinstance(obj, ir.CalleeRef) else obj

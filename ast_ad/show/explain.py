@@ -440,7 +440,7 @@ def _jvp(stmt: ir.Assign, event: Event, position: int, u: Any) -> Any:
     fn = value.fn.obj
     rule = registry.lookup(fn)
     if rule is None and is_user_function(fn):
-        from ast_ad.api.compose import jvp
+        from ast_ad.api.directional import jvp
 
         tangents = [None] * len(event.args)
         tangents[position] = u

@@ -1,0 +1,282 @@
+"""Forward mode (``jvp``) and ``Directional``, the primitive a gradient's rules are (a derivative along given
+directions, to any order)."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+
+from ast_ad.api.arguments import _check_differentiable
+from ast_ad.api.lowering import Lowered, forward_at, jvp_code, located, lower, raw_zeros
+from ast_ad.backend.load import Loaded
+from ast_ad.backend.scalar_calls import NOT_SCALARS, jvp_caller
+from ast_ad.core import registry
+from ast_ad.errors import (
+    ASTADError,
+    LocatedError,
+)
+from ast_ad.runtime import is_array, of_type
+
+V = TypeVar("V")  # what a function returns: its tangent has its type
+
+
+# ---- forward mode --------------------------------------------------------------------------------------------
+def jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[V, V]:
+    """``(fun(*primals), J tangents)``: forward mode, one pass, no tape.
+
+    ``tangents`` matches ``primals`` one for one (containers as containers); ``None``
+    marks an argument that is not differentiated (integers, flags).
+    """
+    plain = type(fun) is FUNCTION and type(primals) is tuple and type(tangents) is tuple \
+        and len(primals) == len(tangents)
+    if plain:  # floats only, as last time: the module of then, if still current (``scalar_calls``)
+        found = _SCALAR_JVPS.get(fun)
+        if found is not None and found[0] == len(primals):
+            _, call, loaded = found
+            try:
+                out: Any = call(*primals, *tangents)
+            except LocatedError as exc:
+                raise located(exc, loaded) from None
+            if out is not NOT_SCALARS:
+                return out  # type: ignore[no-any-return]
+    scalar = plain and all(type(a) is float for a in (*primals, *tangents))
+    primals, tangents = _pair_up(primals, tangents)
+    active = tuple(k for k, t in enumerate(tangents) if t is not None)
+    lowered = lower(fun, primals)
+    if scalar:
+        loaded = jvp_code(lowered, active)
+        _SCALAR_JVPS[fun] = len(primals), jvp_caller(loaded, len(primals)), loaded
+    return forward_at(lowered, active, tuple(tangents[k] for k in active))
+
+
+# the forward-mode module of a plain function last called with floats only: how many, its call (``scalar_calls``)
+_SCALAR_JVPS: dict[Any, tuple[int, Callable[..., Any], Loaded]] = {}
+
+
+FUNCTION = types.FunctionType
+
+
+def moves_of(call: tuple[Any, ...], m: int) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """A call laid out as the rules of rules are, ``(v_m, ans_m, ..., v_1, ans_1, *rest)``: the moves
+    ``v_1 ... v_m`` (the first is the last given), and ``rest``."""
+    return (call[2 * m - 2::-2] if m else ()), call[2 * m:]
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+class Directional:
+    """A derivative of ``fun`` along given directions, as a primitive that generated code calls.
+
+    With one direction it is ``jvp(fun, args, v)[1]``: the tangent of ``fun(*args)`` when the arguments
+    ``ks`` move along ``v``. Called as rules are, ``(v, ans, *args)``. A gradient called in a body has two of
+    these as its rules (``gradient.Gradient.ast_ad_rule``): forward, along the argument's tangent; reverse, the
+    gradient of argument ``k`` along the adjoint placed in the gradient's arguments (a Hessian-vector product).
+
+    Its own forward rules are again ``Directional``: linear in each ``v``, zero in each ``ans``, and in an
+    argument ``j`` the derivative along one more direction, called ``(u, ans2, v, ans, *args)``. So forward
+    mode can be stacked over code that calls it to any order, each level one more forward pass over the
+    generated code of ``fun``.
+    """
+
+    __module__ = "ast_ad.api.compose"
+
+    def __init__(self, fun: Any, directions: tuple[tuple[tuple[int, ...], bool], ...], nparams: int):
+        self.fun, self.directions, self.nparams = fun, directions, nparams  # each direction: (ks, single v)
+        self.__name__ = self.__qualname__ = f"d{len(directions)}_{getattr(fun, '__name__', 'f')}"
+        self._rule: Any = None
+        self._then: dict[int, Directional] = {}
+
+    def __call__(self, *call: Any) -> Any:
+        m = len(self.directions)
+        vs, args = moves_of(call, m)
+        fun = self.fun
+        for direction, v in zip(self.directions[:-1], vs[:-1], strict=True):
+            fun = Fixed(fun, direction, v)
+        return jvp(fun, args, placed(self.directions[-1], vs[-1], len(args)))[1]
+
+    def then(self, j: int) -> Directional:
+        """The derivative of this one when argument ``j`` moves too."""
+        if j not in self._then:
+            self._then[j] = Directional(self.fun, (*self.directions, ((j,), True)), self.nparams)
+        return self._then[j]
+
+    def ast_ad_rule(self) -> Any:
+
+        if self._rule is None:
+            m = len(self.directions)
+            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * m + \
+                tuple(self.then(j) for j in range(self.nparams))
+            self._rule = registry.Rule(self, self.adjoint_rules(), origin="ast_ad.api.compose", jvps=jvps)
+        return self._rule
+
+    def adjoint_rules(self) -> tuple[Any, ...]:
+        """Reverse rules, where ``fun`` is a gradient ``grad_A f`` of a scalar ``f``: then this is a derivative
+        of ``f`` of order m + 1, symmetric in its directions, and ``<g, D^m grad_A f [v_1 .. v_m]>`` is
+        ``D^(m+1) f [v_1 .. v_m, g placed in A]``. Its adjoint in argument ``j`` is the derivative of the
+        partial gradient ``grad_j f`` along all of those, and in ``v_i`` that of ``grad_(ks_i) f`` along all
+        but ``v_i`` (the call without ``v_i`` and its ``ans``: ``Dropping``). Called as rules are,
+        ``(g, ans, v_m, ans_m, ..., v_1, ans_1, *args)``, each is again a ``Directional`` over a gradient: it
+        has these rules too, to any order. Over other functions there are none (reverse mode refuses)."""
+
+        gradient = self.fun
+        if not callable(getattr(gradient, "partial", None)) or gradient.ast_ad_rule() is None:  # a ``Gradient``
+            return ()
+        m, n, mine = len(self.directions), self.nparams, (gradient.argnums, gradient.single)
+        rules: list[Any] = []
+        for p in range(m):  # the call's v_m, ans_m, ..., v_1, ans_1: v_m is direction m - 1
+            i = m - 1 - p
+            ks, single = self.directions[i]
+            others = self.directions[:i] + self.directions[i + 1:]
+            inner = Directional(gradient.partial(ks[0] if single else ks), (*others, mine), n)
+            rules += [Dropping(inner, (2 + 2 * p, 3 + 2 * p)), registry.zero]  # in the rule's call, after g, ans
+        return (*rules, *(Directional(gradient.partial(j), (*self.directions, mine), n) for j in range(n)))
+
+    def __repr__(self) -> str:
+        return f"<ast_ad derivative of {getattr(self.fun, '__qualname__', self.fun)!s} along {self.directions}>"
+
+
+class Dropping:
+    """``inner`` called without the arguments at positions ``dropped`` of this call (which it does not read): a
+    rule whose call carries more than its function takes (``Directional.adjoint_rules``). Its own rules are
+    ``inner``'s, each again without them (they come after the rule's own ``g, ans``), and zero for them."""
+
+    __module__ = "ast_ad.api.compose"
+
+    def __init__(self, inner: Any, dropped: tuple[int, ...]):
+        self.inner, self.dropped = inner, dropped
+        self.__name__ = self.__qualname__ = f"{getattr(inner, '__name__', 'f')}_without_" + \
+            "_".join(map(str, dropped))
+        self._rule: Any = None
+
+    def __call__(self, *call: Any) -> Any:
+        return self.inner(*(c for k, c in enumerate(call) if k not in self.dropped))
+
+    def ast_ad_rule(self) -> Any:
+
+        if self._rule is None:
+            inner = registry.lookup(self.inner)
+            if inner is None:
+                return None
+            count = max(len(inner.vjps), len(inner.jvps)) + len(self.dropped)
+            vjps, jvps = [], []
+            for k in range(count):
+                if k in self.dropped:
+                    vjps.append(registry.zero)
+                    jvps.append(registry.zero)
+                    continue
+                q = k - sum(d < k for d in self.dropped)  # the position in ``inner``'s call
+                vjps.append(self.moved(inner.vjp(q)))
+                jvps.append(self.moved(inner.jvp(q)))
+            self._rule = registry.Rule(self, tuple(vjps), origin="ast_ad.api.compose", jvps=tuple(jvps))
+        return self._rule
+
+    def moved(self, rule: Any) -> Any:
+
+        if rule is None or rule is registry.zero or rule is registry.LINEAR:
+            return rule  # linear in a kept argument: this function, with the tangent in its place
+        return Dropping(rule, tuple(d + 2 for d in self.dropped))
+
+
+def placed(direction: tuple[tuple[int, ...], bool], v: Any, n: int) -> tuple[Any, ...]:
+    """The tangents of ``n`` arguments: ``v`` in the arguments ``ks`` (one each if not ``single``), ``None``
+    elsewhere."""
+    ks, single = direction
+    tangents: list[Any] = [None] * n
+    for k, vk in zip(ks, (v,) if single else tuple(v), strict=True):
+        tangents[k] = vk
+    return tuple(tangents)
+
+
+class Fixed:
+    """``args -> jvp(fun, args, v placed in the arguments ks)[1]`` with ``v`` fixed: a derivative that ast_ad
+    can lower (its code is forward mode over ``fun``'s), so it can be differentiated again."""
+
+    composable = True
+
+    def __init__(self, fun: Any, direction: tuple[tuple[int, ...], bool], v: Any):
+        self.fun, self.direction, self.v = fun, direction, v
+        self.__name__ = f"{getattr(fun, '__name__', 'f')}_dot"
+
+    def __call__(self, *args: Any) -> Any:
+        return jvp(self.fun, args, placed(self.direction, self.v, len(args)))[1]
+
+    def lowered(self, args: tuple[Any, ...]) -> Lowered:
+        return _along(self.fun, args, placed(self.direction, self.v, len(args)))
+
+
+def _along(fun: Any, args: tuple[Any, ...], tangents: tuple[Any, ...]) -> Lowered:
+    """``args -> jvp(fun, args, tangents)[1]`` as code: the forward-mode code of ``fun``, called with the
+    tangents after the arguments."""
+    primals, tangents = _pair_up(args, tangents)
+    active = tuple(k for k, t in enumerate(tangents) if t is not None)
+    inner = lower(fun, primals)
+    loaded = jvp_code(inner, active)
+
+    def finish(raw: Any) -> Any:
+        return inner.finish_dot(raw[0], raw[1])
+
+    def finish_dot(raw: Any, raw_dot: Any) -> Any:
+        return inner.finish_dot(raw[0], raw_dot[1])
+
+    def finish_bar(raw: Any, g: Any) -> Any:
+        return raw_zeros(raw[0]), inner.finish_bar(raw[0], g)
+    return Lowered(loaded.fn, (*inner.args, *(tangents[k] for k in active)), inner.positions, finish, finish_dot,
+                   loaded, (False, True), finish_bar)
+
+
+def _pair_up(primals: Any, tangents: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise ASTADError("jvp takes primals and tangents as tuples, one entry per argument: "
+                         "jvp(f, (x,), (x_dot,))")
+    if len(primals) != len(tangents):
+        raise ASTADError(f"jvp got {len(primals)} primals but {len(tangents)} tangents: give one tangent per "
+                         "argument (None for one that is not differentiated)")
+
+    out = []
+    for k, (p, t) in enumerate(zip(primals, tangents, strict=True)):
+        if t is not None and type(p) is not float:
+            _check_differentiable(p, f"argument {k}")  # an integer has no tangent: give it None
+        out.append(None if t is None else _tangent_like(t, p, k))
+    return tuple(primals), tuple(out)
+
+
+def _tangent_like(t: Any, p: Any, k: int) -> Any:
+    """The tangent ``t`` checked against its primal ``p``: the same structure and shape, as floats."""
+    if type(p) is float and type(t) in (float, int):
+        return float(t)
+    if isinstance(p, dict):
+        if not isinstance(t, dict) or set(t) != set(p):
+            raise ASTADError(f"the tangent of argument {k} must be a dict with the keys of its primal")
+        return {key: _tangent_like(t[key], item, k) for key, item in p.items()}
+    if isinstance(p, (tuple, list)):
+        if not isinstance(t, (tuple, list)) or len(t) != len(p):
+            raise ASTADError(f"the tangent of argument {k} must be a {type(p).__name__} of {len(p)} tangents")
+        parts = [_tangent_like(a, b, k) for a, b in zip(t, p, strict=True)]
+        return type(p)(*parts) if hasattr(p, "_fields") else type(p)(parts)
+    if np.shape(t) != np.shape(p):
+        raise ASTADError(f"the tangent of argument {k} has shape {np.shape(t)}, but the argument has shape "
+                         f"{np.shape(p)}: a tangent has its primal's shape")
+    if is_array(t) and not isinstance(t, np.ndarray):  # a dask or CuPy tangent stays one
+        return t.astype(p.dtype if is_array(p) and p.dtype.kind == "f" else float)
+    if is_array(p) and not isinstance(p, np.ndarray):  # a tangent for a dask or CuPy primal: of its type
+        return of_type(np.asarray(t, dtype=p.dtype if p.dtype.kind == "f" else float), p)
+    if isinstance(p, np.ndarray):
+        return np.asarray(t, dtype=p.dtype if p.dtype.kind == "f" else float)
+    return float(t) if np.ndim(t) == 0 and not isinstance(t, np.ndarray) else np.asarray(t, dtype=float)

@@ -1,0 +1,56 @@
+"""What reverse mode makes of one function (``Adjoint``), and what it asks the driver for (``Derive``)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import gast
+
+from ast_ad.core.records import field, record
+from ast_ad.ir import nodes as ir
+from ast_ad.ir.syntax import RefTable
+
+
+@record(frozen=False, eq=False)
+class Adjoint:
+    """A function's forward and backward statements, ready to emit as one function or as a pair."""
+
+    function: ir.Function
+    argnums: tuple[int, ...]
+    forward: list[gast.stmt]
+    backward: list[gast.stmt]
+    result: gast.expr
+    seed: str
+    grads: list[str]
+    refs: RefTable
+    callees: list[Adjoint] = field(default_factory=list)
+    releasable: frozenset[str] = frozenset()  # arrays the forward pass binds once: see ``released``
+    array_adjoints: frozenset[str] = frozenset()  # adjoint names of values that may be arrays
+    structured_result: bool = False  # the function returns a list, tuple or dict (its adjoint adds by element)
+    numbers: frozenset[str] = frozenset()  # names of the function that certainly hold numbers (``kinds``)
+    adjoints: frozenset[str] = frozenset()  # names the backward pass binds to adjoints (``fold.shared_factor``)
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        return self.function.params
+
+    def saved(self) -> list[str]:
+        """Forward names the backward statements read, in order of first use."""
+        forward = set(self.params) | {n.id for s in self.forward for n in gast.walk(s)
+                                      if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+        seen: dict[str, None] = {}
+        for s in self.backward:
+            for n in gast.walk(s):
+                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id in forward:
+                    seen.setdefault(n.id)
+        return list(seen)
+
+
+class Derive(Protocol):
+    """What reverse mode asks the driver (``transform``) for, about the functions a function calls: a callee's
+    adjoint, and its IR (``analysis.activity.checkpoint_state`` reads a callee's body)."""
+
+    def __call__(self, fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place: bool,
+                 checkpoints: int | None) -> Adjoint: ...
+
+    def normalized(self, fn: Any) -> ir.Function: ...
