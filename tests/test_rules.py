@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import ast
 import collections
+import importlib
 import inspect
 import math
+import pkgutil
 
 import numpy as np
 import pytest
@@ -332,8 +334,9 @@ def test_a_helper_that_writes_into_its_argument_is_declared_in_place() -> None:
     """The normalizer takes ast_ad's own helpers to change none of their arguments unless the registry says so
     (``def_in_place``): reverse mode, reading a helper by its source, must see the write as one (an undeclared
     ``scatter_add(out, ...)`` once gave a zero gradient). Every helper that writes into a parameter is declared."""
-    tree = ast.parse(inspect.getsource(runtime))
-    writers = [fn.name for fn in tree.body if isinstance(fn, ast.FunctionDef) and _writes_into_a_parameter(fn)]
+    modules = [importlib.import_module(f"{runtime.__name__}.{m.name}") for m in pkgutil.iter_modules(runtime.__path__)]
+    writers = [fn.name for module in modules for fn in ast.parse(inspect.getsource(module)).body
+               if isinstance(fn, ast.FunctionDef) and _writes_into_a_parameter(fn)]
     assert "scatter_add" in writers  # the scan finds what it looks for
     undeclared = [name for name in writers if registry.in_place(getattr(runtime, name)) is None]
     assert not undeclared, f"helpers that write into an argument without def_in_place: {undeclared}"

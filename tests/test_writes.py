@@ -3,6 +3,7 @@ write overwrites, and writes them back in the backward pass (``analysis.in_place
 
 from __future__ import annotations
 
+import os
 import re
 import tracemalloc
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 import ast_ad
+from ast_ad import runtime
 from tests import writes_functions as wf
 from tests.oracles import assert_fd, assert_same
 
@@ -177,10 +179,11 @@ def _jvp_work(n: int) -> tuple[int, int]:
 
     x, v = np.full(n, 1.0001), np.ones(n)
     ast_ad.jvp(wf.chain, (x,), (v,))  # transformed and compiled before measuring
+    helpers = os.path.dirname(runtime.__file__)  # the package of ast_ad's helpers
     calls = [0]
 
     def count(frame, event, arg):  # noqa: ANN001, ANN202 -- sys.setprofile's hook
-        if event == "call" and frame.f_code.co_filename.endswith("runtime.py"):
+        if event == "call" and os.path.dirname(frame.f_code.co_filename) == helpers:
             calls[0] += 1
 
     tracemalloc.start()
@@ -198,7 +201,7 @@ def test_forward_mode_memory_and_work_grow_linearly_with_the_steps() -> None:
     """In place, a write costs what it changes: the helpers run once a loop, not once a step (a copy of the array a
     step would be sixteen times the work for four times the steps), and memory is a few copies of the arrays."""
     (small, calls_small), (large, calls_large) = _jvp_work(1000), _jvp_work(4000)
-    assert calls_large == calls_small < 50
+    assert 0 < calls_large == calls_small < 50  # (counted: the helpers are ast_ad.runtime's modules)
     assert large < 5 * small
     assert large < 8 * 8 * 4000  # a few arrays of 4000 floats, not one a step
 

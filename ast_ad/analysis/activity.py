@@ -524,29 +524,39 @@ def in_place_writes(function: ir.Function, useful: set[str], structured: set[str
     writes: dict[int, str] = {}
     reads: dict[int, str] = {}
     shared = guarded(function.body)  # another name may see these: a private copy would hide it from the guard
-    # each block, with the arrays the loops around it write in place
-    blocks: list[tuple[tuple[ir.Stmt, ...], frozenset[str]]] = [(function.body, frozenset())]
+
+    def claim(loop: ir.For | ir.While, owned: frozenset[str]) -> frozenset[str]:
+        inner = list(ir.walk(loop.body))
+        iterated = {loop.iter.name} if isinstance(loop, ir.For) and isinstance(loop.iter, ir.Var) else set()
+        names = {s.target for s in inner if _self_write(s)} - owned - iterated
+        ok = tuple(sorted(n for n in names if n in useful and n not in structured
+                          and n not in shared and classes.get(n) != SCALAR
+                          and all(_self_write(s) for s in inner if n in ir.defined(s))))
+        if ok:
+            loops[id(loop)] = ok
+            for s in inner:
+                if _self_write(s) and s.target in ok:
+                    writes[id(s)] = s.target
+                elif (read := _item_read(s)) is not None and read[0] in ok:
+                    reads[id(s)] = read[0]
+        return frozenset(ok)
+
+    _claim_loops(function.body, claim)
+    return InPlace(loops, writes, reads)
+
+
+def _claim_loops(body: tuple[ir.Stmt, ...],
+                 claim: Callable[[ir.For | ir.While, frozenset[str]], frozenset[str]]) -> None:
+    """Visit every loop of ``body``, outer loops first, with the arrays the loops around it own (written in
+    place, or read entry by entry); ``claim(loop, owned)`` decides what this loop owns for the loops inside."""
+    blocks: list[tuple[tuple[ir.Stmt, ...], frozenset[str]]] = [(body, frozenset())]
     while blocks:
-        body, owned = blocks.pop()
-        for stmt in body:
+        block, owned = blocks.pop()
+        for stmt in block:
             if isinstance(stmt, (ir.For, ir.While)):
-                inner = list(ir.walk(stmt.body))
-                iterated = {stmt.iter.name} if isinstance(stmt, ir.For) and isinstance(stmt.iter, ir.Var) else set()
-                names = {s.target for s in inner if _self_write(s)} - owned - iterated
-                ok = tuple(sorted(n for n in names if n in useful and n not in structured
-                                  and n not in shared and classes.get(n) != SCALAR
-                                  and all(_self_write(s) for s in inner if n in ir.defined(s))))
-                if ok:
-                    loops[id(stmt)] = ok
-                    for s in inner:
-                        if _self_write(s) and s.target in ok:
-                            writes[id(s)] = s.target
-                        elif (read := _item_read(s)) is not None and read[0] in ok:
-                            reads[id(s)] = read[0]
-                blocks.append((stmt.body, owned | frozenset(ok)))
+                blocks.append((stmt.body, owned | claim(stmt, owned)))
             elif isinstance(stmt, ir.If):
                 blocks += [(stmt.body, owned), (stmt.orelse, owned)]
-    return InPlace(loops, writes, reads)
 
 
 def guarded(body: tuple[ir.Stmt, ...]) -> frozenset[str]:
@@ -573,24 +583,21 @@ def accumulated_reads(function: ir.Function, useful: set[str], structured: set[s
     """
     accumulated: dict[int, tuple[str, ...]] = {}
     adds: dict[int, str] = {}
-    blocks: list[tuple[tuple[ir.Stmt, ...], frozenset[str]]] = [(function.body, frozenset())]
-    while blocks:
-        body, owned = blocks.pop()
-        for stmt in body:
-            if isinstance(stmt, (ir.For, ir.While)):
-                inner = list(ir.walk(stmt.body))
-                bound = {n for s in [stmt, *inner] for n in ir.defined(s)}
-                reads = [(s, read) for s in inner if (read := _item_read(s)) is not None]
-                mine = in_place.loops.get(id(stmt), ())
-                names = {name for _, (name, _) in reads} - bound - owned - set(mine) - structured
-                ok = tuple(sorted(n for n in names if n in useful and all(
-                    known.entry_of(ir.Var(name), index, s) for s, (name, index) in reads if name == n)))
-                if ok:
-                    accumulated[id(stmt)] = ok
-                    adds.update({id(s): name for s, (name, _) in reads if name in ok})
-                blocks.append((stmt.body, owned | frozenset(ok) | frozenset(mine)))
-            elif isinstance(stmt, ir.If):
-                blocks += [(stmt.body, owned), (stmt.orelse, owned)]
+
+    def claim(loop: ir.For | ir.While, owned: frozenset[str]) -> frozenset[str]:
+        inner = list(ir.walk(loop.body))
+        bound = {n for s in [loop, *inner] for n in ir.defined(s)}
+        reads = [(s, read) for s in inner if (read := _item_read(s)) is not None]
+        mine = in_place.loops.get(id(loop), ())
+        names = {name for _, (name, _) in reads} - bound - owned - set(mine) - structured
+        ok = tuple(sorted(n for n in names if n in useful and all(
+            known.entry_of(ir.Var(name), index, s) for s, (name, index) in reads if name == n)))
+        if ok:
+            accumulated[id(loop)] = ok
+            adds.update({id(s): name for s, (name, _) in reads if name in ok})
+        return frozenset(ok) | frozenset(mine)
+
+    _claim_loops(function.body, claim)
     return InPlace(in_place.loops, in_place.writes, in_place.reads, accumulated, adds)
 
 

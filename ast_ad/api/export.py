@@ -16,10 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from ast_ad import runtime, transform
+from ast_ad import transform
 from ast_ad.analysis.kinds import label_fact
 from ast_ad.api.arguments import SCALAR_TYPES, shape_labels
 from ast_ad.api.gradient import Gradient
+from ast_ad.core import registry
 from ast_ad.errors import ASTADError
 from ast_ad.runtime import revolve
 
@@ -50,7 +51,7 @@ def export(gradient: Gradient[..., Any], path: str, *example_args: Any) -> str:
             continue
         if isinstance(obj, types.ModuleType):
             imports.append(f"import {obj.__name__}" + (f" as {alias}" if alias != obj.__name__ else ""))
-        elif getattr(obj, "__module__", None) == runtime.__name__:
+        elif registry.is_helper(obj) or registry.is_helper(type(obj)):
             if inspect.isfunction(obj) or inspect.isclass(obj):
                 _add_helper(obj, alias, helpers)
             else:  # a helper object (a term of einsum's derivatives): its class, then the object made again
@@ -154,8 +155,8 @@ def _add_helper(fn: Any, alias: str, helpers: dict[str, str]) -> None:
 
 def _add_called_helpers(source: str, helpers: dict[str, str]) -> None:
     for name in sorted(set(re.findall(r"\b([a-z_][a-z0-9_]*)\(", source))):
-        other = getattr(runtime, name, None)
-        if inspect.isfunction(other) and other.__module__ == runtime.__name__:
+        other = registry.helper_named(name)
+        if inspect.isfunction(other):
             _add_helper(other, name, helpers)
 
 

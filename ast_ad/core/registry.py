@@ -152,7 +152,7 @@ _FACTS: dict[str, dict[Any, Any]] = {"in_place": {}, "sequence": {}, "same_kind"
                                      "view": {}, "full_reduction": {}, "casts": {}, "reads_in_order": {},
                                      "scaled_by_initial": {}, "read_as": {}, "holds_items": {},
                                      "shape_read": {}, "new_list": {}, "identity_read": {},
-                                     "number_result": {}, "guard": {}, "view_inverse": {}}
+                                     "number_result": {}, "guard": {}, "view_inverse": {}, "helper": {}}
 
 
 def _fact(fact: str, fn: Any) -> Any:
@@ -291,6 +291,28 @@ def def_method(name: str, fn: Any) -> None:
 def method(name: str) -> Any:
     """The function an array method computes, or ``None``."""
     return _FACTS["method"].get(name)
+
+
+def def_helpers(*fns: Any) -> None:
+    """Declare ast_ad's own helpers of generated code (``ast_ad.runtime`` declares all of its own): an exported
+    module copies them with their source, and reverse mode reads a helper that has no rule for an argument
+    by its source, as it reads the user's functions."""
+    for fn in fns:
+        _FACTS["helper"][fn] = True
+        _HELPERS_BY_NAME[fn.__name__] = fn
+
+
+_HELPERS_BY_NAME: dict[str, Any] = {}
+
+
+def is_helper(fn: Any) -> bool:
+    """Whether ``fn`` is one of ast_ad's own helpers of generated code (``def_helpers``)."""
+    return bool(_fact("helper", fn))
+
+
+def helper_named(name: str) -> Any:
+    """ast_ad's own helper called ``name``, or ``None``."""
+    return _HELPERS_BY_NAME.get(name)
 
 
 def def_sequence(*fns: Any) -> None:

@@ -100,10 +100,10 @@ def helper_twin(value: Any) -> Any:
     """ast_ad's own helper where ``value`` is a copy of one (same name, same code: an exported gradient's module
     copies the helpers it calls, so that it runs without ast_ad), else ``value``. The copy computes what the
     helper computes, so it takes the helper's rules: reverse mode over exported code reads them."""
-    if not inspect.isfunction(value) or value.__module__ == runtime.__name__:
+    if not inspect.isfunction(value) or registry.is_helper(value):
         return value
-    helper = getattr(runtime, value.__name__, None)
-    if not inspect.isfunction(helper) or helper.__module__ != runtime.__name__:
+    helper = registry.helper_named(value.__name__)
+    if not inspect.isfunction(helper):
         return value
     code = value.__code__
     if code not in _TWINS:

@@ -24,6 +24,7 @@ import gast
 import numpy as np
 
 from ast_ad import runtime
+from ast_ad.core import registry
 from ast_ad.ir import nodes as ir
 
 MARK = "§"
@@ -456,7 +457,7 @@ def _sliced(item: gast.expr, refs: RefTable) -> gast.expr:
 def _written_args(fn: Any, args: tuple[ir.Atom, ...]) -> int:
     """How many of ``args`` a call of one of ast_ad's helpers writes: not the last ones that are the parameters'
     literal defaults (``expand_reduced(g, x)``, not ``expand_reduced(g, x, None, False)``: a rule passes each)."""
-    defaults = _helper_defaults(fn) if callable(fn) and getattr(fn, "__module__", None) == runtime.__name__ else ()
+    defaults = _helper_defaults(fn) if registry.is_helper(fn) else ()
     count = len(args)
     while count and count - 1 < len(defaults) and type(args[count - 1]) is ir.Const \
             and _same_literal(args[count - 1].value, defaults[count - 1]):  # type: ignore[union-attr]

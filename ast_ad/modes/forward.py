@@ -131,7 +131,7 @@ def forward(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, 
 def by_source(fn: Any) -> bool:
     """A helper of generated code with no rule (``runtime.cholesky_jvp``): forward mode differentiates it by
     its source, as it does the user's own functions, where that source is in ast_ad's language."""
-    return inspect.isfunction(fn) and fn.__module__ == "ast_ad.runtime" and registry.lookup(fn) is None
+    return inspect.isfunction(fn) and registry.is_helper(fn) and registry.lookup(fn) is None
 
 
 

@@ -32,6 +32,7 @@ from typing import Any
 import gast
 
 from ast_ad import runtime
+from ast_ad.core import registry
 from ast_ad.errors import ASTADError
 from ast_ad.frontend import parse
 from ast_ad.ir import nodes as ir
@@ -424,7 +425,7 @@ def _plain(ref: ir.Ref) -> ir.Ref:
     """The object a rule reads, as generated code reads it: not as a global of the rule's module (which generated
     code does not watch), and one of ast_ad's helpers by its own name (``fit``, not ``rt.fit``)."""
     obj = ref.obj
-    if inspect.isfunction(obj) and obj.__module__ == runtime.__name__:
+    if inspect.isfunction(obj) and registry.is_helper(obj):
         return ir.Ref(obj, obj.__name__)
     return ir.Ref(obj, ref.hint) if ref.origin is not None else ref
 

@@ -6,7 +6,7 @@ adjoint they carry and read the other arguments only for shapes or for piecewise
 (which entries tied in a max), so their forward rule is the helper itself or zero.
 
 The helpers of reductions, statistics, products and factorizations are linear in the adjoint too; their
-forward rules in the other arguments are the ``*_jvp`` helpers at the end of ``ast_ad/runtime.py``.
+forward rules in the other arguments are the ``*_jvp`` helpers of ``ast_ad/runtime/tangents.py``.
 """
 
 import numpy as np
@@ -82,9 +82,12 @@ def_summed(rt.matmul_vjp_b, rt.summed_matmul_vjp_b, 2)
 def_summed(rt.dot_vjp_a, rt.summed_dot_vjp_a, 1)
 def_summed(rt.dot_vjp_b, rt.summed_dot_vjp_b, 2)
 def_summed(rt.getitem_vjp, rt.summed_getitem_vjp, 1)  # x_bar = x_bar + getitem_vjp(g, x, i): terms (g, i)
-for _summed in (rt.summed_matmul_vjp_a, rt.summed_matmul_vjp_b, rt.summed_dot_vjp_a, rt.summed_dot_vjp_b,
-                rt.summed_getitem_vjp):  # reverse mode over them reads their sums step by step
-    def_read_as(_summed, getattr(rt, f"{_summed.__name__}_by_steps"))
+# reverse mode over them reads their sums step by step
+for _summed, _vjp, _first in ((rt.summed_matmul_vjp_a, rt.matmul_vjp_a, True),
+                              (rt.summed_matmul_vjp_b, rt.matmul_vjp_b, False),
+                              (rt.summed_dot_vjp_a, rt.dot_vjp_a, True), (rt.summed_dot_vjp_b, rt.dot_vjp_b, False)):
+    def_read_as(_summed, rt.summed_by_steps(_vjp, _first))
+def_read_as(rt.summed_getitem_vjp, rt.summed_getitem_vjp_by_steps)
 def_nondiff(revolve.revolve)  # a checkpointed loop's schedule: indices, no gradient
 
 # ---- linear algebra and statistics ---------------------------------------------------------------------------

@@ -26,7 +26,7 @@ def spelled(fn: object, origin: str = "") -> str:
         return f"np.{name}"
     if module.startswith("scipy"):
         return f"scipy.special.{name}"
-    if module == "ast_ad.runtime":
+    if registry.is_helper(fn):
         return HELPERS.get(name, name)
     return f"{module}.{name}" if module not in ("builtins",) else name
 
@@ -56,7 +56,7 @@ def table() -> str:
     zero: dict[str, list[str]] = {}
     for rule in rules:
         name = spelled(rule.fn, rule.origin)
-        helper = getattr(rule.fn, "__module__", "") == "ast_ad.runtime" and not name.startswith("np.")
+        helper = registry.is_helper(rule.fn) and not name.startswith("np.")
         library = name.split(".")[0] if "." in name and not helper else "python"
         library = "np.linalg" if name.startswith("np.linalg") else "scipy.special" if library == "scipy" else library
         (zero if rule.nondiff else groups).setdefault(library, []).append(name)
