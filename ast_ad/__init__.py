@@ -26,17 +26,44 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ bel
     from ast_ad.show.graph import graph
     from ast_ad.testing.checking import check_grads
 
-# Imported when first asked for (PEP 562): ``import ast_ad`` stays small, and the transform's own modules load
-# with the first gradient.
-_LAZY = {"check_grads": "testing.checking", "hessian": "api.compose", "hvp": "api.compose",
-         "jacfwd": "api.compose", "jacobian": "api.compose", "jacrev": "api.compose", "jvp": "api.directional",
-         "vjp": "api.compose", "explain": "show.explain", "export": "api.export", "graph": "show.graph",
-         "cache_clear": "backend.load"}
+# Imported when first asked for (PEP 562): ``import ast_ad`` stays small, and the transform's own
+# modules load with the first gradient.
+_LAZY = {
+    "check_grads": "testing.checking",
+    "hessian": "api.compose",
+    "hvp": "api.compose",
+    "jacfwd": "api.compose",
+    "jacobian": "api.compose",
+    "jacrev": "api.compose",
+    "jvp": "api.directional",
+    "vjp": "api.compose",
+    "explain": "show.explain",
+    "export": "api.export",
+    "graph": "show.graph",
+    "cache_clear": "backend.load",
+}
 _LAZY_MODULES = {"tracer", "revolve"}  # public modules, imported when first asked for
 
-__all__ = ["grad", "value_and_grad", "jvp", "vjp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "source",
-           "check_grads", "cache_clear", "explain", "graph", "export", "tracer", "extend",
-           "errors"]
+__all__ = [
+    "grad",
+    "value_and_grad",
+    "jvp",
+    "vjp",
+    "jacfwd",
+    "jacrev",
+    "jacobian",
+    "hessian",
+    "hvp",
+    "source",
+    "check_grads",
+    "cache_clear",
+    "explain",
+    "graph",
+    "export",
+    "tracer",
+    "extend",
+    "errors",
+]
 __version__ = "0.1.0"
 
 
@@ -53,6 +80,6 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    """The public API and the module's own dunders: not the package's modules, which importing them (as ast_ad
-    does as it works) makes attributes of the package too."""
+    """The public API and the module's own dunders: not the package's modules, which importing them
+    (as ast_ad does as it works) makes attributes of the package too."""
     return sorted(set(__all__) | {name for name in globals() if name.startswith("__")})

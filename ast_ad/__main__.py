@@ -28,28 +28,45 @@ KEYWORDS = re.compile(r"\b(def|return|for|in|if|else|elif|while|break|pass|None|
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ast_ad", description="See how ast_ad differentiates a function.")
+    parser = argparse.ArgumentParser(
+        prog="python -m ast_ad", description="See how ast_ad differentiates a function."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, text in [("show", "print the generated source"), ("explain", "print the evaluation traces"),
-                       ("graph", "write or print the computational graph")]:
+    for name, text in [
+        ("show", "print the generated source"),
+        ("explain", "print the evaluation traces"),
+        ("graph", "write or print the computational graph"),
+    ]:
         sub = commands.add_parser(name, help=text)
         sub.add_argument("target", help="FILE.py:FUNCTION")
         sub.add_argument("values", nargs="*", help="argument values, as Python literals")
-        sub.add_argument("--argnums", default=None,
-                         help="comma-separated argument positions (default: 0 for show; for explain and graph, "
-                              "every argument given as a number or an array of numbers)")
+        sub.add_argument(
+            "--argnums",
+            default=None,
+            help="comma-separated argument positions (default: 0 for show; for explain and graph, "
+            "every argument given as a number or an array of numbers)",
+        )
         if name == "show":
             sub.add_argument("--stage", choices=("normalized", "adjoint", "jvp"), default="adjoint")
         if name == "explain":
             sub.add_argument("--mode", choices=("reverse", "forward"), default="reverse",
                              help="forward: the tangent trace (each step's value and tangent)")
-            sub.add_argument("--tangents", default=None,
-                             help="comma-separated tangents, one per argument in argnums (default: all 1)")
-            sub.add_argument("--html", default=None, metavar="PAGE.html",
-                             help="write one self-contained page instead: the graph, both traces, where paths "
-                                  "meet, and the generated gradient")
+            sub.add_argument(
+                "--tangents",
+                default=None,
+                help="comma-separated tangents, one per argument in argnums (default: all 1)",
+            )
+            sub.add_argument(
+                "--html",
+                default=None,
+                metavar="PAGE.html",
+                help="write one self-contained page instead: the graph, both traces, where paths "
+                "meet, and the generated gradient",
+            )
         if name == "graph":
-            sub.add_argument("-o", "--output", help="a .svg, .png or .pdf file (default: print DOT)")
+            sub.add_argument(
+                "-o", "--output", help="a .svg, .png or .pdf file (default: print DOT)"
+            )
     options, extra = parser.parse_known_args(argv)
     stray = [e for e in extra if e.startswith("-") and not _is_number(e)]
     if stray:
@@ -64,13 +81,21 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as err:  # a page or picture that cannot be written there
-        print(f"ast_ad: cannot write {err.filename or 'the output'}: {err.strerror or err}", file=sys.stderr)
+        print(
+            f"ast_ad: cannot write {err.filename or 'the output'}: {err.strerror or err}",
+            file=sys.stderr,
+        )
         return 1
-    except Exception as err:  # the user's function raised, called with these values: say so, without a traceback
+    # the user's function raised, called with these values: say so, without a traceback
+    except Exception as err:
         if os.environ.get("AST_AD_TRACEBACK"):
             raise
-        print(f"ast_ad: {options.target} raised {type(err).__name__}: {err} (with the values given; set "
-              "AST_AD_TRACEBACK=1 to see where)", file=sys.stderr)
+        print(
+            f"ast_ad: {options.target} raised {type(err).__name__}: {err} (with the values given; "
+            "set "
+            "AST_AD_TRACEBACK=1 to see where)",
+            file=sys.stderr,
+        )
         return 1
 
 
@@ -81,18 +106,24 @@ def run(options: argparse.Namespace) -> int:
     count = counts[1] if counts is not None else None
     if values and counts is not None and not counts[0] <= len(values) <= counts[1]:
         takes = f"{counts[0]} to {counts[1]}" if counts[0] != counts[1] else f"{counts[1]}"
-        raise ASTADError(f"{options.target} takes {takes} argument{'s' * (counts[1] != 1)}, and {len(values)} "
-                         f"value{'s were' if len(values) != 1 else ' was'} given: give one value for each")
+        raise ASTADError(
+            f"{options.target} takes {takes} argument{'s' * (counts[1] != 1)}, and {len(values)} "
+            f"value{'s were' if len(values) != 1 else ' was'} given: give one value for each"
+        )
     if options.argnums is not None:
         try:
             argnums = tuple(int(k) for k in options.argnums.split(","))
         except ValueError:
-            raise ASTADError(f"--argnums takes argument positions separated by commas (--argnums 0,1), not "
-                             f"{options.argnums!r}") from None
+            raise ASTADError(
+                f"--argnums takes argument positions separated by commas (--argnums 0,1), not "
+                f"{options.argnums!r}"
+            ) from None
         bad = [k for k in argnums if count is not None and not 0 <= k < count]
         if bad:
-            raise ASTADError(f"--argnums {options.argnums}: {options.target} takes {count} argument"
-                             f"{'s' * (count != 1)}, numbered from 0, so there is no argument {bad[0]}")
+            raise ASTADError(
+                f"--argnums {options.argnums}: {options.target} takes {count} argument"
+                f"{'s' * (count != 1)}, numbered from 0, so there is no argument {bad[0]}"
+            )
     elif options.command == "show" or not values:
         argnums = (0,)
     else:  # the teaching commands tell the whole story: every path to every input
@@ -105,14 +136,22 @@ def run(options: argparse.Namespace) -> int:
         text = ast_ad.source(ast_ad.grad(fn, argnums_arg), *values, stage=options.stage)
         print(colour(text) if sys.stdout.isatty() and not os.environ.get("NO_COLOR") else text)
     elif options.command == "explain":
-        tangents = None if options.tangents is None else tuple(literal(t) for t in options.tangents.split(","))
+        tangents = (
+            None
+            if options.tangents is None
+            else tuple(literal(t) for t in options.tangents.split(","))
+        )
         if options.html:
             from ast_ad.show.page import page
             with open(options.html, "w", encoding="utf-8") as out:
                 out.write(page(fn, *values, argnums=argnums_arg))
             print(f"wrote {options.html}")
         else:
-            print(ast_ad.explain(fn, *values, argnums=argnums_arg, mode=options.mode, tangents=tangents))
+            print(
+                ast_ad.explain(
+                    fn, *values, argnums=argnums_arg, mode=options.mode, tangents=tangents
+                )
+            )
     else:
         picture = ast_ad.graph(fn, *values, argnums=argnums_arg)
         if options.output:
@@ -145,9 +184,12 @@ def load_function(target: str) -> Any:
 
 
 def _parameter_counts(fn: Any) -> tuple[int, int] | None:
-    """How many arguments ``fn`` needs and takes by position, where its signature says (``None`` for ``*args``)."""
+    """How many arguments ``fn`` needs and takes by position, where its signature says (``None`` for
+    ``*args``)."""
     try:
-        parameters = [p for p in inspect.signature(fn).parameters.values() if p.kind is not p.KEYWORD_ONLY]
+        parameters = [
+            p for p in inspect.signature(fn).parameters.values() if p.kind is not p.KEYWORD_ONLY
+        ]
     except (TypeError, ValueError):
         return None
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
@@ -167,7 +209,9 @@ def literal(text: str) -> Any:
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
-        raise ASTADError(f"cannot read the value {text!r}: write a number or a list of numbers") from None
+        raise ASTADError(
+            f"cannot read the value {text!r}: write a number or a list of numbers"
+        ) from None
     return np.asarray(value, dtype=float) if isinstance(value, (list, tuple)) else value
 
 

@@ -39,12 +39,14 @@ class MissingRuleError(LocatedError):
 
 
 class UnsupportedDerivativeError(LocatedError, NotImplementedError):
-    """A derivative ast_ad does not compute for these arguments (``np.pad`` with ``mode="reflect"``, a
-    negative matrix power): raised where it runs, at the user's line, saying what to write instead."""
+    """A derivative ast_ad does not compute for these arguments (``np.pad`` with ``mode="reflect"``,
+    a negative matrix power): raised where it runs, at the user's line, saying what to write
+    instead."""
 
 
 class GradientFailedError(LocatedError):
-    """The function runs, but computing its gradient failed at one of its lines (a gap in a gradient rule)."""
+    """The function runs, but computing its gradient failed at one of its lines (a gap in a gradient
+    rule)."""
 
 
 class NonScalarOutputError(LocatedError):
@@ -64,7 +66,8 @@ class SourceUnavailableError(ASTADError):
 
 
 class InPlaceAliasError(ASTADError):
-    """An in-place update (``x += y``, ``x[i] = v``) of an array that another variable also refers to.
+    """An in-place update (``x += y``, ``x[i] = v``) of an array that another variable also refers
+    to.
 
     Python would change both; ast_ad computes the update as a new array, so it refuses rather than
     return a different number.

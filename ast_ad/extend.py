@@ -19,7 +19,22 @@ A rule is written in the language ast_ad differentiates, so a derivative through
 it can be differentiated again.
 """
 
-from ast_ad.core.registry import def_linear, def_nondiff, def_reduction, defjvp, defvjp, defvjp_elementwise
+from ast_ad.core.registry import (
+    def_linear,
+    def_nondiff,
+    def_reduction,
+    defjvp,
+    defvjp,
+    defvjp_elementwise,
+)
 from ast_ad.runtime import unbroadcast
 
-__all__ = ["defvjp", "defvjp_elementwise", "defjvp", "def_linear", "def_reduction", "def_nondiff", "unbroadcast"]
+__all__ = [
+    "defvjp",
+    "defvjp_elementwise",
+    "defjvp",
+    "def_linear",
+    "def_reduction",
+    "def_nondiff",
+    "unbroadcast",
+]

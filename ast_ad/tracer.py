@@ -1,4 +1,5 @@
-"""The runtime tracer, ast_ad's independent oracle (``ast_ad.testing.tracer``, under its public name)."""
+"""The runtime tracer, ast_ad's independent oracle (``ast_ad.testing.tracer``, under its public
+name)."""
 
 from ast_ad.testing.tracer import grad, jvp, value_and_grad
 

@@ -36,11 +36,13 @@ _lock = threading.RLock()
 _adjoints: dict[tuple[Any, ...], Adjoint] = {}
 _loaded: dict[tuple[Any, ...], Loaded] = {}
 _tangents: dict[tuple[Any, ...], Tangent] = {}
-counts = {"built": 0, "stored": 0, "fetched": 0}  # modules transformed, written to and read from the disk cache
-# How many builds are under way (one inside another where a function's code calls a transformation). The
-# derivations (``_adjoints``, ``_tangents``: IR and syntax trees, a hundred thousand objects for a function of
-# a thousand lines) serve the builds under way, a function that calls itself among them; once the outermost
-# is loaded they go, before the cycle collector runs again (its first pass over them was 5% of the transform).
+# modules transformed, written to and read from the disk cache
+counts = {"built": 0, "stored": 0, "fetched": 0}
+# How many builds are under way (one inside another where a function's code calls a transformation).
+# The derivations (``_adjoints``, ``_tangents``: IR and syntax trees, a hundred thousand objects for
+# a function of a thousand lines) serve the builds under way, a function that calls itself among
+# them; once the outermost is loaded they go, before the cycle collector runs again (its first pass
+# over them was 5% of the transform).
 _building = [0]
 
 
@@ -53,9 +55,10 @@ def normalized(fn: Any) -> ir.Function:
 
 def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place: bool = True,
             checkpoints: int | None = None) -> Adjoint:
-    """parse -> check -> normalize -> reverse, cached (while a build is under way: ``_building``) per function,
-    argnums, parameter shapes, whether its loops write arrays in place (``reverse``'s ``in_place``: not for
-    callees) and how many snapshots its checkpointed loops keep (``reverse``'s ``checkpoints``: its callees' too).
+    """parse -> check -> normalize -> reverse, cached (while a build is under way: ``_building``)
+    per function, argnums, parameter shapes, whether its loops write arrays in place (``reverse``'s
+    ``in_place``: not for callees) and how many snapshots its checkpointed loops keep (``reverse``'s
+    ``checkpoints``: its callees' too).
 
     A function that calls itself (directly or through others) gets the adjoint
     under construction: its generated ``_fwd``/``_bwd`` pair calls itself too.
@@ -75,7 +78,8 @@ def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place
 
 
 class _Callees:
-    """Reverse mode's view of the driver (``modes.adjoint.Derive``): a callee's adjoint and its IR."""
+    """Reverse mode's view of the driver (``modes.adjoint.Derive``): a callee's adjoint and its
+    IR."""
 
     def __call__(self, fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place: bool,
                  checkpoints: int | None) -> Adjoint:
@@ -96,16 +100,23 @@ def gradient_key(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[
 
 def gradient(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int, ...],
              checkpoints: int | None = None) -> Loaded:
-    """The loaded gradient function, transformed again when a function or module it reads has changed."""
-    return _built(gradient_key(fn, argnums, single, shapes, checkpoints), fn, "gradient", "parse, normalize, reverse",
-                  lambda: adjoint(fn, argnums, shapes, checkpoints=checkpoints),
-                  lambda derived: emit_units(gradient_units(derived, single)),
-                  _adjoints)
+    """The loaded gradient function, transformed again when a function or module it reads has
+    changed."""
+    return _built(
+        gradient_key(fn, argnums, single, shapes, checkpoints),
+        fn,
+        "gradient",
+        "parse, normalize, reverse",
+        lambda: adjoint(fn, argnums, shapes, checkpoints=checkpoints),
+        lambda derived: emit_units(gradient_units(derived, single)),
+        _adjoints,
+    )
 
 
 def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: Any,
            derived_cache: dict[Any, Any]) -> Loaded:
-    """The loaded module for ``key``: cached, and built again (its derivations too) when what it reads changed."""
+    """The loaded module for ``key``: cached, and built again (its derivations too) when what it
+    reads changed."""
     loaded = _loaded.get(key)
     if loaded is not None and loaded.refresh():
         return loaded
@@ -115,7 +126,9 @@ def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: An
         stored = store.key(fn, tuple("<fn>" if part is fn else part for part in key))
         found = store.fetch(stored, fn) if stored is not None else None
         if found is not None and found.refresh():
-            logs.info("%s of %s: read from the cache (%s)", what, _name(fn), found.fn.__code__.co_filename)
+            logs.info(
+                "%s of %s: read from the cache (%s)", what, _name(fn), found.fn.__code__.co_filename
+            )
             counts["fetched"] += 1
             watch_code(found, fn)
             _keep(key, found)
@@ -126,19 +139,28 @@ def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: An
             try:
                 derived = clock.stage(derivation, derive)
                 emitted = clock.stage("emit", lambda: emit_(derived))
-                built: Loaded = clock.stage("compile", lambda: load(emitted.text, emitted.entry, emitted.namespace,
-                                                                    emitted.bindings, emitted.files))
+                built: Loaded = clock.stage(
+                    "compile",
+                    lambda: load(
+                        emitted.text,
+                        emitted.entry,
+                        emitted.namespace,
+                        emitted.bindings,
+                        emitted.files,
+                    ),
+                )
             finally:
                 _building[0] -= 1
-            if not _building[0]:  # the outermost build: what it derived is printed, loaded and dropped
+            # the outermost build: what it derived is printed, loaded and dropped
+            if not _building[0]:
                 del derived
                 _adjoints.clear()
                 _tangents.clear()
         clock.report(emitted.text)
         built.refresh()
         counts["built"] += 1
-        # a derivative that wrote a function's body in place is not stored: another process could not tell that
-        # function changed (the key holds the derived function's own code alone)
+        # a derivative that wrote a function's body in place is not stored: another process could
+        # not tell that function changed (the key holds the derived function's own code alone)
         inlined = tuple(dict.fromkeys(h for f in emitted.functions
                                       for h in INLINED.get((f, getattr(f, "__code__", None)), ())))
         if stored is not None and not inlined and store.save(stored, emitted, built):
@@ -149,7 +171,8 @@ def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: An
 
 
 def forget() -> None:
-    """Empty the caches of this process: the next call reads the persistent cache or transforms again."""
+    """Empty the caches of this process: the next call reads the persistent cache or transforms
+    again."""
     for loaded in _loaded.values():
         loaded.replaced = True
     _loaded.clear()
@@ -158,7 +181,8 @@ def forget() -> None:
 
 
 def _keep(key: Any, loaded: Loaded) -> None:
-    """Cache ``loaded`` under ``key``; the module it replaces is marked so (``current`` reads that)."""
+    """Cache ``loaded`` under ``key``; the module it replaces is marked so (``current`` reads
+    that)."""
     old = _loaded.get(key)
     if old is not None:
         old.replaced = True
@@ -167,10 +191,17 @@ def _keep(key: Any, loaded: Loaded) -> None:
 
 def pair(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
          checkpoints: int | None = None) -> tuple[Any, Any, Loaded]:
-    """The loaded ``(f_fwd, f_bwd)``: ``f_fwd(*args) -> (out, saved)``, ``f_bwd(saved, out_bar) -> adjoints``."""
-    loaded = _built(("pair", fn, argnums, shapes, checkpoints), fn, "vjp", "parse, normalize, reverse",
-                    lambda: adjoint(fn, argnums, shapes, checkpoints=checkpoints),
-                    lambda derived: emit_units(pair_units(derived)), _adjoints)
+    """The loaded ``(f_fwd, f_bwd)``: ``f_fwd(*args) -> (out, saved)``, ``f_bwd(saved, out_bar) ->
+    adjoints``."""
+    loaded = _built(
+        ("pair", fn, argnums, shapes, checkpoints),
+        fn,
+        "vjp",
+        "parse, normalize, reverse",
+        lambda: adjoint(fn, argnums, shapes, checkpoints=checkpoints),
+        lambda derived: emit_units(pair_units(derived)),
+        _adjoints,
+    )
     bwd = loaded.fn
     fwd = loaded.namespace[list(loaded.files)[-2]]  # the pair is printed fwd, then bwd
     return fwd, bwd, loaded
@@ -178,8 +209,9 @@ def pair(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
 
 def tangent(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
             needed: tuple[bool, ...] | None = None) -> Tangent:
-    """parse -> check -> normalize -> forward, cached (while a build is under way) per function, argnums,
-    parameter shapes and the parts of the result whose tangents are read (``forward``'s ``needed``)."""
+    """parse -> check -> normalize -> forward, cached (while a build is under way) per function,
+    argnums, parameter shapes and the parts of the result whose tangents are read (``forward``'s
+    ``needed``)."""
     key = (fn, argnums, shapes, needed)
     with _lock:
         if key in _tangents:
@@ -203,17 +235,23 @@ def jvp_key(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
 def jvp_function(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
                  needed: tuple[bool, ...] | None = None) -> Loaded:
     """The loaded forward-mode function ``f_jvp(*args, *tangents) -> (out, out_dot)``."""
-    return _built(jvp_key(fn, argnums, shapes, needed), fn, "forward mode", "parse, normalize, forward",
-                  lambda: tangent(fn, argnums, shapes, needed),
-                  lambda derived: emit_units(jvp_units(derived)), _tangents)
+    return _built(
+        jvp_key(fn, argnums, shapes, needed),
+        fn,
+        "forward mode",
+        "parse, normalize, forward",
+        lambda: tangent(fn, argnums, shapes, needed),
+        lambda derived: emit_units(jvp_units(derived)),
+        _tangents,
+    )
 
 
 @contextlib.contextmanager
 def _no_cycle_collection() -> Iterator[None]:
-    """The cycle collector paused while a transform runs (and resumed if it was on): the transform makes and
-    drops many small objects, and the collector's passes over all of them were a quarter of a long
-    function's transform (a 1,000-line function: 0.95 s with them, 0.68 s without). Other threads run
-    without it for as long; what the transform leaves in cycles is collected after."""
+    """The cycle collector paused while a transform runs (and resumed if it was on): the transform
+    makes and drops many small objects, and the collector's passes over all of them were a quarter
+    of a long function's transform (a 1,000-line function: 0.95 s with them, 0.68 s without). Other
+    threads run without it for as long; what the transform leaves in cycles is collected after."""
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -224,7 +262,8 @@ def _no_cycle_collection() -> Iterator[None]:
 
 
 class _Clock:
-    """Times the stages of one transformation; logs each at INFO, and a slow whole once at WARNING."""
+    """Times the stages of one transformation; logs each at INFO, and a slow whole once at
+    WARNING."""
 
     def __init__(self, fn: Any, what: str):
         self.fn, self.what = fn, what
@@ -241,9 +280,16 @@ class _Clock:
         total = sum(self.times.values())
         if total > SLOW_SECONDS:
             slowest = max(self.times, key=self.times.__getitem__)
-            logs.warning("the %s of %s took %.1f s to generate (%d lines of code, most of it in %s); this happens "
-                        "once per function and argument kinds, later calls reuse it", self.what, _name(self.fn),
-                        total, text.count("\n"), slowest)
+            logs.warning(
+                "the %s of %s took %.1f s to generate (%d lines of code, most of it in %s); this "
+                "happens "
+                "once per function and argument kinds, later calls reuse it",
+                self.what,
+                _name(self.fn),
+                total,
+                text.count("\n"),
+                slowest,
+            )
 
 
 def _name(fn: Any) -> str:

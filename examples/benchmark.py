@@ -1,6 +1,7 @@
 """Time the primal, ast_ad's gradient and autograd's gradient on the same functions, interleaved.
 
-    python examples/benchmark.py [--quick] [gradients | second-order | compiled | checkpointing | startup]
+    python examples/benchmark.py [--quick] [gradients | second-order | compiled | checkpointing |
+    startup]
 
 (any of those: that table alone; ``startup`` includes the
 transform's time against length.)
@@ -13,15 +14,14 @@ A second table times forward mode and second derivatives (``jvp``, a Hessian-vec
 product, a full Hessian, a Jacobian by both modes) against autograd and, if it is
 installed, JAX: eagerly, and under ``jax.jit`` (its compile time reported apart).
 
-For each workload of the first table it prints the time per call (the fastest of batches of the functions
-in turn, ``side_by_side``; the other tables take the median of batches) of the plain function, of
-ast_ad's gradient and of autograd 1.9.1's gradient (if installed), the ratio of
-gradient to primal, the speed-up over autograd, and ast_ad's one-time cost of
-the first call (parse, transform, compile; the median of five, caches emptied), and
-the first call of a new process with an empty and with a warm persistent cache.
-autograd needs ``autograd.numpy``
-in place of ``numpy``, so it runs a copy of each function that sees it as
-``np``; it cannot differentiate ``math.sin``, so that row has no autograd column.
+For each workload of the first table it prints the time per call (the fastest of batches of the
+functions in turn, ``side_by_side``; the other tables take the median of batches) of the plain
+function, of ast_ad's gradient and of autograd 1.9.1's gradient (if installed), the ratio of
+gradient to primal, the speed-up over autograd, and ast_ad's one-time cost of the first call (parse,
+transform, compile; the median of five, caches emptied), and the first call of a new process with an
+empty and with a warm persistent cache. autograd needs ``autograd.numpy`` in place of ``numpy``, so
+it runs a copy of each function that sees it as ``np``; it cannot differentiate ``math.sin``, so
+that row has no autograd column.
 """
 
 from __future__ import annotations
@@ -73,7 +73,8 @@ def element_loop(x):
 
 
 def element_loop_by_hand(x):
-    """The gradient of ``element_loop`` written by hand: the limit (it keeps ``y`` and needs no tape)."""
+    """The gradient of ``element_loop`` written by hand: the limit (it keeps ``y`` and needs no
+    tape)."""
     n = x.shape[0]
     y = np.ones(n)
     for i in range(1, n):
@@ -86,7 +87,8 @@ def element_loop_by_hand(x):
 
 
 def loop_math_by_hand(x):
-    """The gradient of ``loop_math`` written by hand: the steps' inputs kept, read back last to first."""
+    """The gradient of ``loop_math`` written by hand: the steps' inputs kept, read back last to
+    first."""
     xs = []
     for _ in range(100):
         xs.append(x)
@@ -98,8 +100,8 @@ def loop_math_by_hand(x):
 
 
 def rnn_by_hand(W, h):
-    """The gradient of ``rnn`` written by hand: the hidden states kept, and the weight's outer products as one
-    product of the stacked steps."""
+    """The gradient of ``rnn`` written by hand: the hidden states kept, and the weight's outer
+    products as one product of the stacked steps."""
     hs = [h]
     for t in range(50):
         h = np.tanh(W @ h + U_RNN @ XS_RNN[t])
@@ -114,8 +116,8 @@ def rnn_by_hand(W, h):
 
 
 def element_loop_by_hand_taped(x):
-    """The same, written by hand with a tape, as reverse mode must where it cannot keep ``y``: each write saves
-    the entry it overwrites, and the backward pass puts it back."""
+    """The same, written by hand with a tape, as reverse mode must where it cannot keep ``y``: each
+    write saves the entry it overwrites, and the backward pass puts it back."""
     n = x.shape[0]
     y = np.ones(n)
     tape = []
@@ -150,12 +152,18 @@ def mlp(W1, b1, W2, b2):
 
 
 def mlp_by_hand(W1, b1, W2, b2):
-    """The gradient of ``mlp`` written by hand, as a numpy backprop is: the layers' products transposed."""
+    """The gradient of ``mlp`` written by hand, as a numpy backprop is: the layers' products
+    transposed."""
     hidden = np.tanh(X_MLP @ W1 + b1)
     residual = hidden @ W2 + b2 - Y_MLP
     logits_bar = residual * (2.0 / residual.size)
     hidden_bar = (logits_bar @ W2.T) * (1.0 - hidden * hidden)
-    grads = X_MLP.T @ hidden_bar, hidden_bar.sum(axis=0), hidden.T @ logits_bar, logits_bar.sum(axis=0)
+    grads = (
+        X_MLP.T @ hidden_bar,
+        hidden_bar.sum(axis=0),
+        hidden.T @ logits_bar,
+        logits_bar.sum(axis=0),
+    )
     return np.mean(residual ** 2), grads
 
 
@@ -195,7 +203,8 @@ A_MAP = rng.standard_normal((100, 100)) * 0.1
 
 
 def branchy(x, y):
-    """Thirty lines over numbers: loops, a while loop, and branches on values (what jax.jit refuses)."""
+    """Thirty lines over numbers: loops, a while loop, and branches on values (what jax.jit
+    refuses)."""
     total = 0.0
     for i in range(20):
         t = x * math.cos(i * 0.3) + y * math.sin(i * 0.2)
@@ -251,14 +260,16 @@ def simulation_step(u):
 
 
 def simulation_10000(u):
-    """The same, with its length written out: tangent-ad checkpoints only loops over a constant range."""
+    """The same, with its length written out: tangent-ad checkpoints only loops over a constant
+    range."""
     for _ in range(10000):
         u = u + 0.001 * np.sin(u)
     return np.sum(u * u)
 
 
 def checkpointing(repeat: int, steps: int = 10_000) -> None:
-    """Time and peak memory of the simulation's gradient, by the number of snapshots; autograd's checkpoint."""
+    """Time and peak memory of the simulation's gradient, by the number of snapshots; autograd's
+    checkpoint."""
     import tracemalloc
 
     u0 = np.linspace(0.0, 1.0, 1000)
@@ -281,13 +292,18 @@ def checkpointing(repeat: int, steps: int = 10_000) -> None:
     try:  # tangent-ad, if installed (not a dependency of ast_ad's)
         import tangent
 
-        plain, checkpointed = tangent.grad(simulation_10000), tangent.grad(simulation_10000, checkpoint=True)
+        plain, checkpointed = (
+            tangent.grad(simulation_10000),
+            tangent.grad(simulation_10000, checkpoint=True),
+        )
         rows += [("tangent-ad", lambda u, steps: plain(u)),
                  ("tangent-ad, checkpoint=True", lambda u, steps: checkpointed(u))]
     except ImportError:
         pass
-    _table(f"{'10,000 steps, 1,000 floats':32} {'gradient':>10} {'/ primal':>9} {'peak memory':>12} "
-           f"{'steps run (taped + untaped)':>28}")
+    _table(
+        f"{'10,000 steps, 1,000 floats':32} {'gradient':>10} {'/ primal':>9} {'peak memory':>12} "
+        f"{'steps run (taped + untaped)':>28}"
+    )
     times: dict[str, list[float]] = {name: [] for name, _ in rows}
     primal: list[float] = []
     for _ in range(max(1, repeat // 3)):  # interleaved rounds
@@ -301,14 +317,21 @@ def checkpointing(repeat: int, steps: int = 10_000) -> None:
         tracemalloc.stop()
         snapshots = int(name.split("=")[1]) if name.startswith("checkpoints=") else None
         untaped = ast_ad.revolve.forward_steps(steps, snapshots) if snapshots else 0
-        run = f"{steps:,} + {untaped:,} ({untaped / steps:.2f} sweeps)" if name.startswith(("no", "check")) else ""
+        run = (
+            f"{steps:,} + {untaped:,} ({untaped / steps:.2f} sweeps)"
+            if name.startswith(("no", "check"))
+            else ""
+        )
         best = min(times[name])
-        print(f"{name:32} {_fmt(best):>10} {best / min(primal):>8.1f}x {peak / 1e6:>10.2f} MB {run:>28}")
+        print(
+            f"{name:32} {_fmt(best):>10} {best / min(primal):>8.1f}x {peak / 1e6:>10.2f} MB "
+            f"{run:>28}"
+        )
 
 
 def second_order_workloads():
-    """(name, ast_ad's callable, autograd's (given autograd and the autograd copy), JAX's (given jax, jnp copy),
-    the primal, the arguments)."""
+    """(name, ast_ad's callable, autograd's (given autograd and the autograd copy), JAX's (given
+    jax, jnp copy), the primal, the arguments)."""
     W1, b1 = rng.standard_normal((784, 256)) * 0.05, np.zeros(256)
     W2, b2 = rng.standard_normal((256, 10)) * 0.05, np.zeros(10)
     v1 = rng.standard_normal((784, 256))
@@ -340,11 +363,16 @@ def second_order(repeat: int) -> None:
     except ImportError:
         autograd = None
     jax, jnp = _jax()
-    _table(f"{'workload':32} {'primal':>10} {'ast_ad':>10} {'autograd':>10} {'jax':>10} {'jax.jit':>10} "
-           f"{'ours/primal':>12} {'jit compile':>12}")
+    _table(
+        f"{'workload':32} {'primal':>10} {'ast_ad':>10} {'autograd':>10} {'jax':>10} "
+        f"{'jax.jit':>10} "
+        f"{'ours/primal':>12} {'jit compile':>12}"
+    )
     for name, fn, args, ours_of, autograd_of, jax_of in second_order_workloads():
         ours = ours_of(fn)
-        theirs = autograd_of(autograd, with_autograd_numpy(fn)) if autograd and autograd_of else None
+        theirs = (
+            autograd_of(autograd, with_autograd_numpy(fn)) if autograd and autograd_of else None
+        )
         eager = jitted = compile_time = None
         if jax is not None and jax_of is not None:
             eager = jax_of(jax, with_namespace(fn, jnp))
@@ -352,19 +380,33 @@ def second_order(repeat: int) -> None:
             start = time.perf_counter()
             jax.block_until_ready(jitted(*args))
             compile_time = time.perf_counter() - start
-        times: dict[str, list[float]] = {"primal": [], "ours": [], "autograd": [], "jax": [], "jit": []}
+        times: dict[str, list[float]] = {
+            "primal": [],
+            "ours": [],
+            "autograd": [],
+            "jax": [],
+            "jit": [],
+        }
         for _ in range(3):  # interleaved rounds
             times["primal"].append(median_time(fn, args, repeat))
             times["ours"].append(median_time(ours, args, repeat))
             if theirs is not None:
                 times["autograd"].append(median_time(theirs, args, max(1, repeat // 3)))
             if eager is not None:
-                times["jax"].append(median_time(lambda *a, f=eager: jax.block_until_ready(f(*a)), args, repeat))
-                times["jit"].append(median_time(lambda *a, f=jitted: jax.block_until_ready(f(*a)), args, repeat))
+                times["jax"].append(
+                    median_time(lambda *a, f=eager: jax.block_until_ready(f(*a)), args, repeat)
+                )
+                times["jit"].append(
+                    median_time(lambda *a, f=jitted: jax.block_until_ready(f(*a)), args, repeat)
+                )
         best = {key: (min(value) if value else None) for key, value in times.items()}
-        print(f"{name:32} {_fmt(best['primal']):>10} {_fmt(best['ours']):>10} {_fmt(best['autograd']):>10} "
-              f"{_fmt(best['jax']):>10} {_fmt(best['jit']):>10} {best['ours'] / best['primal']:>11.1f}x "
-              f"{_fmt(compile_time):>12}")
+        print(
+            f"{name:32} {_fmt(best['primal']):>10} {_fmt(best['ours']):>10} "
+            f"{_fmt(best['autograd']):>10} "
+            f"{_fmt(best['jax']):>10} {_fmt(best['jit']):>10} "
+            f"{best['ours'] / best['primal']:>11.1f}x "
+            f"{_fmt(compile_time):>12}"
+        )
 
 
 def _jax():
@@ -404,9 +446,9 @@ def median_time(fn, args, repeat: int) -> float:
 
 
 def side_by_side(fns, args, rounds: int = 25) -> list[float]:
-    """Seconds per call of each of ``fns``: batches of about a millisecond, one of each function in turn, the
-    fastest of ``rounds`` (the machine is shared: a burst of other work slows all of a round's batches, or
-    some, never speeds one up; the fastest batch is the least disturbed)."""
+    """Seconds per call of each of ``fns``: batches of about a millisecond, one of each function in
+    turn, the fastest of ``rounds`` (the machine is shared: a burst of other work slows all of a
+    round's batches, or some, never speeds one up; the fastest batch is the least disturbed)."""
     numbers = []
     for fn in fns:
         start = time.perf_counter()
@@ -429,8 +471,8 @@ def with_autograd_numpy(fn):
 
 
 def first_call_seconds(fn, argnums, args, repeat: int = 5) -> float:
-    """Median seconds of a first call (parse, transform, emit, compile, run), the caches emptied each time
-    and the persistent cache off (so that the transformation runs)."""
+    """Median seconds of a first call (parse, transform, emit, compile, run), the caches emptied
+    each time and the persistent cache off (so that the transformation runs)."""
     times = []
     saved = os.environ.get("AST_AD_CACHE")
     os.environ["AST_AD_CACHE"] = "0"
@@ -462,8 +504,9 @@ print(time.perf_counter() - start, transform.counts["fetched"])
 
 
 def new_process_first_calls(repeat: int = 5) -> tuple[float, float]:
-    """Median seconds of the first call in a new process (import not counted): with an empty persistent cache,
-    and with the cache that an earlier process left (read back instead of transformed)."""
+    """Median seconds of the first call in a new process (import not counted): with an empty
+    persistent cache, and with the cache that an earlier process left (read back instead of
+    transformed)."""
     folder = os.path.dirname(os.path.abspath(__file__))
     script = WARM_START.format(folder=folder)
     cold, warm = [], []
@@ -475,8 +518,13 @@ def new_process_first_calls(repeat: int = 5) -> tuple[float, float]:
                     for path in pathlib.Path(cache).rglob("*"):
                         if path.is_file():
                             path.unlink()
-                done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
-                                      check=True)
+                done = subprocess.run(
+                    [sys.executable, "-c", script],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
                 seconds, fetched = done.stdout.split()
                 assert (fetched == "1") == (kind == "warm"), done.stdout
                 times.append(float(seconds))
@@ -499,9 +547,10 @@ print(imported - start, time.perf_counter() - imported)
 
 
 def startup(repeat: int = 11) -> None:
-    """``import ast_ad`` after numpy, and the very first gradient of a process (the worked example): medians
-    (and the fastest) of new processes, interleaved, with an empty persistent cache and with the one an
-    earlier process left. Python's bytecode cache is on, as for a user (``PYTHONDONTWRITEBYTECODE`` unset)."""
+    """``import ast_ad`` after numpy, and the very first gradient of a process (the worked example):
+    medians (and the fastest) of new processes, interleaved, with an empty persistent cache and with
+    the one an earlier process left. Python's bytecode cache is on, as for a user
+    (``PYTHONDONTWRITEBYTECODE`` unset)."""
     times: dict[str, list[float]] = {"import": [], "cold": [], "warm": []}
     with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as folder:
         script = pathlib.Path(folder) / "startup.py"
@@ -514,8 +563,13 @@ def startup(repeat: int = 11) -> None:
                     for path in pathlib.Path(cache).rglob("*"):
                         if path.is_file():
                             path.unlink()
-                done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
-                                      check=True)
+                done = subprocess.run(
+                    [sys.executable, str(script)],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
                 imported, first = (float(part) for part in done.stdout.split())
                 times["import"].append(imported)
                 times[kind].append(first)
@@ -531,14 +585,20 @@ def startup(repeat: int = 11) -> None:
 def straight_line_source(lines: int) -> str:
     """A function of ``lines`` statements, each two or three primitives on the two before it."""
     body = ["import numpy as np", "", "def f(x, y):", "    v0 = x * y", "    v1 = np.sin(v0)"]
-    forms = ["{p} * {q} + x", "np.tanh({p}) - {q}", "np.exp(-{p} * {p}) * y", "{p} / (1.0 + {q} * {q})"]
+    forms = [
+        "{p} * {q} + x",
+        "np.tanh({p}) - {q}",
+        "np.exp(-{p} * {p}) * y",
+        "{p} / (1.0 + {q} * {q})",
+    ]
     for k in range(2, lines):
         body.append(f"    v{k} = " + forms[k % 4].format(p=f"v{k - 1}", q=f"v{k - 2}"))
     return "\n".join([*body, f"    return v{lines - 1}", ""])
 
 
 def transform_times(lengths=(100, 300, 1000), repeat: int = 3) -> None:
-    """The first call (parse, transform, emit, compile, run) of straight-line functions of growing length."""
+    """The first call (parse, transform, emit, compile, run) of straight-line functions of growing
+    length."""
     import importlib.util
 
     print("\nfirst call of a straight-line function (median of 3, persistent cache off):")
@@ -550,7 +610,10 @@ def transform_times(lengths=(100, 300, 1000), repeat: int = 3) -> None:
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             seconds = first_call_seconds(module.f, (0, 1), (0.3, 0.7), repeat)
-            print(f"  {lines:5} statements: {_fmt(seconds)}, {seconds / lines * 1e3:.2f} ms a statement")
+            print(
+                f"  {lines:5} statements: {_fmt(seconds)}, {seconds / lines * 1e3:.2f} ms a "
+                "statement"
+            )
 
 
 def workloads():
@@ -576,8 +639,8 @@ def main(repeat: int) -> None:
 
 
 def gradients(repeat: int) -> None:
-    """The first table: gradients against their primals, autograd's and tangent-ad's, and the first calls; then
-    the gradients written by hand, timed beside their primals and ast_ad's."""
+    """The first table: gradients against their primals, autograd's and tangent-ad's, and the first
+    calls; then the gradients written by hand, timed beside their primals and ast_ad's."""
     try:
         import autograd
     except ImportError:
@@ -590,39 +653,63 @@ def gradients(repeat: int) -> None:
     for name, fn, argnums, args, has_autograd in workloads():
         first = first_call_seconds(fn, argnums, args)
         ours = ast_ad.grad(fn, argnums)
-        theirs = autograd.grad(with_autograd_numpy(fn), argnums) if autograd and has_autograd else None
+        theirs = (
+            autograd.grad(with_autograd_numpy(fn), argnums) if autograd and has_autograd else None
+        )
         tangents = tangent_grad(fn, argnums)
         p, o = side_by_side([fn, ours], args, rounds=3 * repeat + 4)
         t = side_by_side([theirs], args, rounds=repeat)[0] if theirs is not None else None
         tg = side_by_side([tangents], args, rounds=repeat)[0] if tangents is not None else None
-        print(f"{name:28} {_fmt(p):>10} {_fmt(o):>10} {_fmt(t):>10} {_fmt(tg):>10} {o / p:>11.1f}x "
-              f"{(f'{t / o:.0f}x faster' if t else 'n/a'):>12} {(f'{tg / o:.0f}x faster' if tg else 'n/a'):>11} "
-              f"{_fmt(first):>11}")
-    print("  (tangent-ad 0.4.0 has no rule for math.sin, and reads no x.shape: its element loop is written with "
-          "len(x))")
+        print(
+            f"{name:28} {_fmt(p):>10} {_fmt(o):>10} {_fmt(t):>10} {_fmt(tg):>10} {o / p:>11.1f}x "
+            f"{(f'{t / o:.0f}x faster' if t else 'n/a'):>12} "
+            f"{(f'{tg / o:.0f}x faster' if tg else 'n/a'):>11} "
+            f"{_fmt(first):>11}"
+        )
+    print(
+        "  (tangent-ad 0.4.0 has no rule for math.sin, and reads no x.shape: its element loop is "
+        "written with "
+        "len(x))"
+    )
     mlp_args = workloads()[4][3]
     for name, fn, by_hand, argnums, args in (
             ("element loop", element_loop, element_loop_by_hand, (0,), (X_ELEMENTS,)),
             ("100-step loop, math.sin", loop_math, loop_math_by_hand, (0,), (0.5,)),
             ("RNN, 50 steps, 64 units", rnn, rnn_by_hand, (0, 1), (W_RNN, np.zeros(64))),
             ("MLP 784-256-10, batch 128", mlp, mlp_by_hand, (0, 1, 2, 3), mlp_args)):
-        primal, ours, hand = side_by_side([fn, ast_ad.grad(fn, argnums), by_hand], args, rounds=3 * repeat + 4)
-        print(f"  {name}, its gradient written by hand: {_fmt(hand)}, {hand / primal:.1f}x its primal "
-              f"{_fmt(primal)} (ast_ad beside it: {ours / primal:.1f}x)")
+        primal, ours, hand = side_by_side(
+            [fn, ast_ad.grad(fn, argnums), by_hand], args, rounds=3 * repeat + 4
+        )
+        print(
+            f"  {name}, its gradient written by hand: {_fmt(hand)}, {hand / primal:.1f}x its "
+            "primal "
+            f"{_fmt(primal)} (ast_ad beside it: {ours / primal:.1f}x)"
+        )
     jax_beside(repeat)
     peaks = element_loop_memory()
-    print("  peak memory of the element loop's gradient (tracemalloc), n = 3,000 and 12,000: " + "; ".join(
-        f"{name} {small / 1e3:.0f} / {large / 1e3:.0f} kB" for name, (small, large) in peaks.items()))
+    print(
+        "  peak memory of the element loop's gradient (tracemalloc), n = 3,000 and 12,000: "
+        + "; ".join(
+            f"{name} {small / 1e3:.0f} / {large / 1e3:.0f} kB"
+            for name, (small, large) in peaks.items()
+        )
+    )
     first = first_call_seconds(thirty_lines, (0, 1), (0.3, 0.7))
     print(f"\nfirst call (transform + compile) of a 30-line function: {_fmt(first)} (median of 5)")
-    print(f"the process's very first gradient call, which also reads the rule tables: {_fmt(very_first)}")
+    print(
+        "the process's very first gradient call, which also reads the rule tables: "
+        f"{_fmt(very_first)}"
+    )
     cold, warm = new_process_first_calls()
-    print(f"first call of that 30-line function in a new process: {_fmt(cold)} with an empty cache, "
-          f"{_fmt(warm)} with the cache an earlier process left (median of 5)")
+    print(
+        f"first call of that 30-line function in a new process: {_fmt(cold)} with an empty cache, "
+        f"{_fmt(warm)} with the cache an earlier process left (median of 5)"
+    )
 
 
 def element_loop_len(x):
-    """``element_loop`` with its length read by ``len``: tangent-ad differentiates no ``x.shape``."""
+    """``element_loop`` with its length read by ``len``: tangent-ad differentiates no
+    ``x.shape``."""
     n = len(x)
     y = np.ones(n)
     for i in range(1, n):
@@ -631,8 +718,9 @@ def element_loop_len(x):
 
 
 def tangent_grad(fn, argnums):
-    """tangent-ad's gradient of ``fn`` (of ``element_loop_len`` for ``element_loop``), or ``None`` where it is not
-    installed or cannot differentiate the function (not a dependency of ast_ad's)."""
+    """tangent-ad's gradient of ``fn`` (of ``element_loop_len`` for ``element_loop``), or ``None``
+    where it is not installed or cannot differentiate the function (not a dependency of
+    ast_ad's)."""
     try:
         import tangent
     except ImportError:
@@ -640,19 +728,25 @@ def tangent_grad(fn, argnums):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return tangent.grad(element_loop_len if fn is element_loop else fn, wrt=argnums, verbose=0)
+            return tangent.grad(
+                element_loop_len if fn is element_loop else fn, wrt=argnums, verbose=0
+            )
     except Exception:  # noqa: BLE001 (its own errors: no rule for math.sin, say)
         return None
 
 
 def jax_beside(repeat: int) -> None:
-    """JAX on the first table's workloads: ``jax.grad`` eagerly and under ``jax.jit`` (its compile apart), beside
-    ast_ad's gradient, side by side. JAX traces no ``math.sin`` and writes no items: those rows are left out."""
+    """JAX on the first table's workloads: ``jax.grad`` eagerly and under ``jax.jit`` (its compile
+    apart), beside ast_ad's gradient, side by side. JAX traces no ``math.sin`` and writes no items:
+    those rows are left out."""
     jax, jnp = _jax()
     if jax is None:
         return
-    print(f"\n{'JAX (64-bit floats)':28} {'ast_ad':>10} {'jax.grad':>10} {'jax.jit':>10} {'compile':>10} "
-          f"{'ast_ad vs jax.jit':>18}")
+    print(
+        f"\n{'JAX (64-bit floats)':28} {'ast_ad':>10} {'jax.grad':>10} {'jax.jit':>10} "
+        f"{'compile':>10} "
+        f"{'ast_ad vs jax.jit':>18}"
+    )
     for name, fn, argnums, args, _ in workloads():
         if fn in (loop_math, element_loop):
             continue
@@ -662,16 +756,27 @@ def jax_beside(repeat: int) -> None:
         jax.block_until_ready(jitted(*args))
         compile_seconds = time.perf_counter() - start
         ours = ast_ad.grad(fn, argnums)
-        o, e, j = side_by_side([ours, lambda *a, f=theirs: jax.block_until_ready(f(*a)),
-                                lambda *a, f=jitted: jax.block_until_ready(f(*a))], args, rounds=repeat)
+        o, e, j = side_by_side(
+            [
+                ours,
+                lambda *a, f=theirs: jax.block_until_ready(f(*a)),
+                lambda *a, f=jitted: jax.block_until_ready(f(*a)),
+            ],
+            args,
+            rounds=repeat,
+        )
         ratio = f"{j / o:.1f}x faster" if j > o else f"{o / j:.1f}x slower"
-        print(f"{name[:28]:28} {_fmt(o):>10} {_fmt(e):>10} {_fmt(j):>10} {compile_seconds * 1e3:>7.0f} ms "
-              f"{ratio:>18}")
+        print(
+            f"{name[:28]:28} {_fmt(o):>10} {_fmt(e):>10} {_fmt(j):>10} "
+            f"{compile_seconds * 1e3:>7.0f} ms "
+            f"{ratio:>18}"
+        )
 
 
 def element_loop_memory() -> dict[str, tuple[int, int]]:
-    """Peak memory (bytes, by ``tracemalloc``) of the element loop's gradient at 3,000 and 12,000 entries: ast_ad's,
-    the hand-written one with a tape, and the hand-written one that keeps ``y`` (no tape): linear in the steps."""
+    """Peak memory (bytes, by ``tracemalloc``) of the element loop's gradient at 3,000 and 12,000
+    entries: ast_ad's, the hand-written one with a tape, and the hand-written one that keeps ``y``
+    (no tape): linear in the steps."""
     import tracemalloc
 
     ours = ast_ad.grad(element_loop)
@@ -691,10 +796,12 @@ def element_loop_memory() -> dict[str, tuple[int, int]]:
 
 
 def compiled(repeat: int) -> None:
-    """ast_ad's gradient compiled by Numba (jit="numba") against the interpreted one and jax.jit(jax.grad).
+    """ast_ad's gradient compiled by Numba (jit="numba") against the interpreted one and
+    jax.jit(jax.grad).
 
-    JAX runs copies with math and numpy as jax.numpy (the math.sin row: the np.sin loop); jax.jit refuses
-    Python branches on traced values, so that row times jax.grad eagerly; JAX has no item assignment.
+    JAX runs copies with math and numpy as jax.numpy (the math.sin row: the np.sin loop); jax.jit
+    refuses Python branches on traced values, so that row times jax.grad eagerly; JAX has no item
+    assignment.
     """
     try:
         import numba
@@ -702,8 +809,11 @@ def compiled(repeat: int) -> None:
         print("\n(numba is not installed: pip install \"ast_ad[numba]\" for the compiled table)")
         return
     jax, jnp = _jax()
-    _table(f"{'compiled gradients':32} {'primal':>10} {'njit primal':>11} {'ast_ad':>10} {'jit=numba':>10} "
-           f"{'compile':>8} {'jax.jit(grad)':>16} {'compile':>8} {'vs JAX':>13}")
+    _table(
+        f"{'compiled gradients':32} {'primal':>10} {'njit primal':>11} {'ast_ad':>10} "
+        f"{'jit=numba':>10} "
+        f"{'compile':>8} {'jax.jit(grad)':>16} {'compile':>8} {'vs JAX':>13}"
+    )
     rows = [("100-step loop, math.sin", loop_math, (0,), (0.5,), loop_numpy),
             ("100-step loop, np.sin", loop_numpy, (0,), (0.5,), loop_numpy),
             ("loops and branches (scalars)", branchy, (0, 1), (0.3, 0.7), branchy),
@@ -727,23 +837,38 @@ def compiled(repeat: int) -> None:
                 jax.block_until_ready(jitted(*args))
                 compile_jax = time.perf_counter() - start
                 theirs = jitted
-            except jax.errors.JAXTypeError:  # a Python branch on a traced value: jax.grad runs it eagerly
+            # a Python branch on a traced value: jax.grad runs it eagerly
+            except jax.errors.JAXTypeError:
                 eager = True
-        times: dict[str, list[float]] = {"primal": [], "njit": [], "ours": [], "fast": [], "jax": []}
+        times: dict[str, list[float]] = {
+            "primal": [],
+            "njit": [],
+            "ours": [],
+            "fast": [],
+            "jax": [],
+        }
         for _ in range(3):  # interleaved rounds
             times["primal"].append(median_time(fn, args, repeat))
             times["njit"].append(median_time(primal_jit, args, repeat))
             times["ours"].append(median_time(ours, args, repeat))
             times["fast"].append(median_time(fast, args, repeat))
             if theirs is not None:
-                times["jax"].append(median_time(lambda *a, f=theirs: jax.block_until_ready(f(*a)), args,
-                                                1 if eager else repeat))
+                times["jax"].append(
+                    median_time(
+                        lambda *a, f=theirs: jax.block_until_ready(f(*a)),
+                        args,
+                        1 if eager else repeat,
+                    )
+                )
         best = {key: (min(value) if value else None) for key, value in times.items()}
         jax_time = (_fmt(best["jax"]) + (" eager" if eager else "")) if best["jax"] else "n/a"
         versus = f"{best['jax'] / best['fast']:,.0f}x faster" if best["jax"] else "n/a"
-        print(f"{name:32} {_fmt(best['primal']):>10} {_fmt(best['njit']):>11} {_fmt(best['ours']):>10} "
-              f"{_fmt(best['fast']):>10} {compile_ours:>7.2f}s {jax_time:>16} "
-              f"{(f'{compile_jax:.2f}s' if compile_jax else ''):>8} {versus:>13}")
+        print(
+            f"{name:32} {_fmt(best['primal']):>10} {_fmt(best['njit']):>11} "
+            f"{_fmt(best['ours']):>10} "
+            f"{_fmt(best['fast']):>10} {compile_ours:>7.2f}s {jax_time:>16} "
+            f"{(f'{compile_jax:.2f}s' if compile_jax else ''):>8} {versus:>13}"
+        )
 
 
 def _fmt(seconds: float | None) -> str:

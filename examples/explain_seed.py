@@ -1,4 +1,4 @@
-"""The worked example's three artefacts: the computational graph, the forward trace, the reverse trace."""
+"""The worked example's three artefacts: the computational graph and the two traces."""
 
 import sys
 

@@ -25,7 +25,10 @@ def main() -> None:
     _, y_dot = ast_ad.jvp(f, (2.0, 3.0), (1.0, 0.0))
     print(f"Forward mode along (1, 0): y_dot = {y_dot:.12f}")
     hessian = ast_ad.hessian(f, argnums=(0, 1))(2.0, 3.0)
-    print("The Hessian, forward over reverse:", [[round(float(h), 12) for h in row] for row in hessian])
+    print(
+        "The Hessian, forward over reverse:",
+        [[round(float(h), 12) for h in row] for row in hessian],
+    )
 
 
 if __name__ == "__main__":

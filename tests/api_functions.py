@@ -159,4 +159,7 @@ def shared_sum(x, y):
 
 
 def container_model(params, x):
-    return np.sum(np.tanh(params["w"] @ x + params["b"]) ** 2) + params["scale"][0] * params["scale"][1]
+    return (
+        np.sum(np.tanh(params["w"] @ x + params["b"]) ** 2)
+        + params["scale"][0] * params["scale"][1]
+    )

@@ -1,4 +1,5 @@
-"""Functions outside the language. Each marks the line its error must point at with ``# error here``."""
+"""Functions outside the language. Each marks the line its error must point at with ``# error
+here``."""
 
 import numpy as np
 

@@ -1,4 +1,5 @@
-"""A function that tests/test_errors.py gives a broken gradient rule, and a helper (in this file) that calls it."""
+"""A function that tests/test_errors.py gives a broken gradient rule, and a helper (in this file)
+that calls it."""
 
 import numpy as np
 

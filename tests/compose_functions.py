@@ -30,15 +30,17 @@ def solves(x):
     return np.sum(np.linalg.solve(a, x) ** 2) + np.std(x) * np.sum(x) + np.linalg.norm(x) * x[0]
 
 
-# ---- second derivatives through the helpers of reductions, products and factorizations -----------------------
-# (each helper's forward rule, ast_ad/rules/runtime.py; autograd differentiates the first group twice, and for
-# the second the oracle is central differences of ast_ad's own gradient)
+# ---- second derivatives through the helpers of reductions, products and factorizations -----------
+# (each helper's forward rule, ast_ad/rules/runtime.py; autograd differentiates the first group
+# twice, and for the second the oracle is central differences of ast_ad's own gradient)
 def prod_along_rows(x):
     return np.sum(np.prod(np.reshape(x, (2, 3)), axis=1) ** 2) + np.prod(x[:4]) * np.sum(x)
 
 
 def kron_of_parts(x):
-    return np.sum(np.kron(x[:2], np.cos(x[2:4])) ** 3) + np.sum(np.kron(np.reshape(x[:4], (2, 2)), x[4:]) ** 2)
+    return np.sum(np.kron(x[:2], np.cos(x[2:4])) ** 3) + np.sum(
+        np.kron(np.reshape(x[:4], (2, 2)), x[4:]) ** 2
+    )
 
 
 def sinc_weighted(x):
@@ -62,7 +64,11 @@ def pinv_of_tall(x):
 
 def svd_of_tall(x):
     u, s, vt = np.linalg.svd(np.reshape(x, (3, 2)), full_matrices=False)
-    return np.sum(s ** 3) + np.sum(u[:, 0] * s[0]) ** 2 + np.sum(np.linalg.svd(np.reshape(x, (2, 3)), compute_uv=False))
+    return (
+        np.sum(s**3)
+        + np.sum(u[:, 0] * s[0]) ** 2
+        + np.sum(np.linalg.svd(np.reshape(x, (2, 3)), compute_uv=False))
+    )
 
 
 def multi_dot_chain(x):
@@ -72,7 +78,9 @@ def multi_dot_chain(x):
 
 def einsum_chain(x):
     a = np.reshape(x, (2, 3))
-    return np.sum(np.einsum("ij,kj->ik", a, np.sin(a)) ** 2) + np.einsum("i,i,i->", x[:2], x[2:4], x[4:])
+    return np.sum(np.einsum("ij,kj->ik", a, np.sin(a)) ** 2) + np.einsum(
+        "i,i,i->", x[:2], x[2:4], x[4:]
+    )
 
 
 def cumprod_weighted(x):
@@ -80,12 +88,16 @@ def cumprod_weighted(x):
 
 
 def weighted_average(x):
-    return np.average(np.sin(x), weights=x ** 2 + 1.0) * np.sum(x) + np.average(np.reshape(x, (2, 3)), axis=1,
-                                                                                 weights=x[3:] ** 2 + 0.5)[0]
+    return (
+        np.average(np.sin(x), weights=x**2 + 1.0) * np.sum(x)
+        + np.average(np.reshape(x, (2, 3)), axis=1, weights=x[3:] ** 2 + 0.5)[0]
+    )
 
 
 def convolved(x):
-    return np.sum(np.convolve(x, np.sin(x[:3])) ** 2) + np.sum(np.correlate(x, np.cos(x[:2]), "same") ** 2)
+    return np.sum(np.convolve(x, np.sin(x[:3])) ** 2) + np.sum(
+        np.correlate(x, np.cos(x[:2]), "same") ** 2
+    )
 
 
 def matrix_cubed(x):

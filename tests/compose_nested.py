@@ -33,7 +33,8 @@ def step(w):
 
 
 def directional_energy(x, y):
-    """Forward mode in the body: the derivative of the potential along the ones, scaled by the potential."""
+    """Forward mode in the body: the derivative of the potential along the ones, scaled by the
+    potential."""
     out, out_dot = ast_ad.jvp(potential, (x, y), (np.ones_like(x), None))
     return out_dot * out
 
@@ -55,7 +56,8 @@ def halve_sin(z):
 
 
 def uses_a_function_by_name(x):
-    """A module function passed by name to a helper, which calls it (inlined, as a lambda would be)."""
+    """A module function passed by name to a helper, which calls it (inlined, as a lambda would
+    be)."""
     return apply_twice(x, halve_sin)
 
 
@@ -64,7 +66,8 @@ def wavy(x):
 
 
 def scaled_slope(x):
-    """A gradient in the body, of a scalar: x^3 cos x + 2 x^2 sin x (the tests check it to the fourth order)."""
+    """A gradient in the body, of a scalar: x^3 cos x + 2 x^2 sin x (the tests check it to the
+    fourth order)."""
     return ast_ad.grad(wavy)(x) * x
 
 
@@ -101,7 +104,8 @@ def cubic_sine_curvature(t):
 
 
 def cubic_sine_curvature_scaled(t):
-    """The same with the tangent ``t`` itself: s''(t) t (reverse mode takes the tangent's adjoint too)."""
+    """The same with the tangent ``t`` itself: s''(t) t (reverse mode takes the tangent's adjoint
+    too)."""
     return ast_ad.jvp(cubic_sine_slope, (t,), (t,))[1]
 
 
@@ -110,7 +114,8 @@ def potential_slope(x):
 
 
 def curvature_along_x(x):
-    """sum(H x), H the Hessian of the potential in x, by forward mode over its gradient in a body."""
+    """sum(H x), H the Hessian of the potential in x, by forward mode over its gradient in a
+    body."""
     return np.sum(ast_ad.jvp(potential_slope, (x,), (x,))[1])
 
 
@@ -120,5 +125,6 @@ def wavy_slope_forward(x):
 
 
 def wavy_curvature_forward(x):
-    """wavy''(x) x: forward mode over a body that itself calls forward mode (the tangent of a tangent)."""
+    """wavy''(x) x: forward mode over a body that itself calls forward mode (the tangent of a
+    tangent)."""
     return ast_ad.jvp(wavy_slope_forward, (x,), (x,))[1]

@@ -1,10 +1,11 @@
-"""A duck array: numpy underneath, reached only through numpy's dispatch protocols (NEP 13 and NEP 18).
+"""A duck array: numpy underneath, reached only through numpy's dispatch protocols (NEP 13 and NEP
+18).
 
-It refuses conversion to numpy (``__array__`` raises), so any code that calls ``np.asarray`` on it, or
-builds a numpy array and writes it in, fails at that line; that is how the tests find each helper that
-would move a dask or CuPy array to numpy. Python's own conversions (``float``, ``bool``, ``int``, an
-index) work, as they do on dask arrays (which compute), and are counted, so a test can check that a
-gradient converts no more than the function itself does.
+It refuses conversion to numpy (``__array__`` raises), so any code that calls ``np.asarray`` on it,
+or builds a numpy array and writes it in, fails at that line; that is how the tests find each helper
+that would move a dask or CuPy array to numpy. Python's own conversions (``float``, ``bool``,
+``int``, an index) work, as they do on dask arrays (which compute), and are counted, so a test can
+check that a gradient converts no more than the function itself does.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ class Refused(TypeError):
 
 
 class Duck(NDArrayOperatorsMixin):
-    conversions = 0  # Python conversions (float, int, bool, index) of any duck array, since the last reset
+    # Python conversions (float, int, bool, index) of any duck array, since the last reset
+    conversions = 0
 
     __slots__ = ("a",)
 
@@ -28,7 +30,9 @@ class Duck(NDArrayOperatorsMixin):
         self.a = np.asarray(a)
 
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
-        raise Refused("a duck array was converted to numpy (np.asarray or a write into a numpy array)")
+        raise Refused(
+            "a duck array was converted to numpy (np.asarray or a write into a numpy array)"
+        )
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         out = kwargs.get("out")
@@ -48,7 +52,8 @@ class Duck(NDArrayOperatorsMixin):
     flags = property(lambda self: self.a.flags)
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):  # numpy's other ways in (__array_interface__, __array_struct__) stay closed
+        # numpy's other ways in (__array_interface__, __array_struct__) stay closed
+        if name.startswith("__"):
             raise AttributeError(name)
         attr = getattr(self.a, name)
         if not callable(attr):
@@ -94,7 +99,8 @@ class Duck(NDArrayOperatorsMixin):
 
 
 def wrap(value: Any) -> Any:
-    """numpy arrays and numpy scalars as duck arrays (containers item by item); anything else as it is."""
+    """numpy arrays and numpy scalars as duck arrays (containers item by item); anything else as it
+    is."""
     if isinstance(value, (np.ndarray, np.generic)):
         return Duck(value)
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
@@ -121,8 +127,10 @@ def unwrap(value: Any) -> Any:
 
 
 def ducks(value: Any) -> Any:
-    """``value`` with every float array (containers item by item) a duck array; floats stay floats."""
-    if isinstance(value, np.ndarray) and value.dtype.kind == "f":  # data; integer indices stay numpy's
+    """``value`` with every float array (containers item by item) a duck array; floats stay
+    floats."""
+    # data; integer indices stay numpy's
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
         return Duck(value.copy())
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
         return tuple(ducks(v) for v in value)

@@ -1,4 +1,5 @@
-"""An LSTM whose layer states are a list a helper builds by appending, called in a loop (``test_memory``)."""
+"""An LSTM whose layer states are a list a helper builds by appending, called in a loop
+(``test_memory``)."""
 
 import numpy as np
 

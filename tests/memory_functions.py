@@ -1,4 +1,5 @@
-"""Functions whose arrays are shared: names, views and container slots that see one object (``test_memory``).
+"""Functions whose arrays are shared: names, views and container slots that see one object
+(``test_memory``).
 
 Each write is marked ``# write``: a refusal names that line.
 """
@@ -121,8 +122,8 @@ def one_array_deep_in_another_slot(x):
     return np.sum(box[1][0] * x)
 
 
-# ---- found by hand against the model: views made in loops, writes in branches, one object under two names
-# written through a row in nested loops (once divergent: each name made again apart), an attribute's array
+# ---- found by hand against the model: views made in loops, writes in branches, one object
+# under two names written through a row in nested loops (once divergent), an attribute's array
 def view_in_loop(x):
     y = x * 1.0
     total = 0.0
@@ -179,8 +180,9 @@ class Box:
 
 
 def written_in_a_nested_branch(x0, x1):
-    """Found by the long profile: a branch's inner branch gave ``v0``, a name of the function's top level, a
-    name of its own bound there alone (then unbound on the other path: a None adjoint in the sum)."""
+    """Found by the long profile: a branch's inner branch gave ``v0``, a name of the function's top
+    level, a name of its own bound there alone (then unbound on the other path: a None adjoint in
+    the sum)."""
     m = 0.5 * np.outer(np.tanh(x0), np.cos(x1))
     v0 = x1
     x0 *= np.tanh(np.log(1.0 + (x1 + 1.5) * (x1 + 1.5)))
@@ -193,7 +195,7 @@ def written_in_a_nested_branch(x0, x1):
     return np.sum(np.tanh(x0))
 
 
-# ---- the same as Python, exactly: nothing else sees what changes -----------------------------------------------
+# ---- the same as Python, exactly: nothing else sees what changes ---------------------------------
 def swap_entries(x):
     y = x * 1.0
     y[0], y[1] = y[1], y[0]
@@ -342,7 +344,8 @@ def added_into_items_of_arrays_and_numbers(x):
 
 def rows_rotated(x):
     y = np.outer(x, x) + np.eye(4)
-    y[0], y[1], y[2] = y[2], y[0], y[1]  # each row read is a view: it shows the writes before its own
+    # each row read is a view: it shows the writes before its own
+    y[0], y[1], y[2] = y[2], y[0], y[1]
     return np.sum(y * x)
 
 
@@ -418,27 +421,87 @@ def an_item_of_a_sorted_list_written(x):
     return np.sum(a * x) + np.sum(b)
 
 
-# Python's value and its gradient: the names, views and items that see the changed array are made again from it
-FOLLOWED = [view_read_after_loop, transpose_read_after_loop, tail_view_read_after_loop,
-            reversed_view_read_after_loop, reshaped_read_after_loop, two_names_one_written_in_loop,
-            loop_carried_alias, write_through_list_then_append, write_through_list, row_read_before_write,
-            one_array_twice_in_a_list, one_array_twice_added_into, one_array_under_two_keys, view_in_loop,
-            branch_write, nested_loops, while_alias, object_array, appends_through_two_names,
-            write_through_an_asarray_view, write_into_an_unpacked_array, write_into_what_a_helper_gave_back,
-            bound_later_in_a_while_loop, swapped_names_in_a_loop, write_into_copies_of_lists_and_dicts,
-            a_copied_list_and_a_second_name_of_its_source, one_array_in_two_slots_of_a_copy,
-            added_into_items_of_arrays_and_numbers, swap_rows, rows_rotated, rows_swapped_in_a_loop,
-            a_row_and_an_entry_of_another_swapped, helpers_of_another_module_write_their_arguments,
-            an_item_of_a_sorted_list_written, write_into_an_unpacked_array_another_slot_holds,
-            one_array_in_two_slots_written_through_its_name, casts_that_may_not_copy,
-            added_into_a_copys_items_in_a_loop, written_in_branches_through_a_list_and_a_name]
+def written_through_what_np_array_gave_back(x):
+    y = x * 1.0
+    z = np.array(y, copy=False)  # y itself (numpy 2 raises where a copy would be needed)
+    w = np.array(y, copy=None)  # y itself too
+    v = np.array(y)  # a copy
+    z[0] = 3.0 * x[1]
+    w[2] = w[0] * x[2]
+    v[1] = 5.0
+    return np.sum(y * y) + np.sum(z * x) + np.sum(v)
+
+
+def written_through_one_view_read_through_another(x):
+    y = x * 1.0
+    z = y[::2]  # entries 0, 2, ...: z[1] is w[1]
+    w = y[1:]
+    z[1] = w[0] * x[2]
+    return np.sum(w * x[1:]) + np.sum(y)
+
+
+def a_row_written_in_a_loop_a_column_read(x):
+    y = np.outer(x, x) * 1.0
+    z = y[0]
+    w = y[:, 1]  # w[0] is z[1]
+    for i in range(3):
+        z[i] = z[i] * x[i] + w[i]
+    return np.sum(y * y) + np.sum(w * x)
+
+
+# Python's value and its gradient: the names, views and items that see the changed array are made
+# again from it
+FOLLOWED = [
+    view_read_after_loop,
+    transpose_read_after_loop,
+    tail_view_read_after_loop,
+    reversed_view_read_after_loop,
+    reshaped_read_after_loop,
+    two_names_one_written_in_loop,
+    loop_carried_alias,
+    write_through_list_then_append,
+    write_through_list,
+    row_read_before_write,
+    one_array_twice_in_a_list,
+    one_array_twice_added_into,
+    one_array_under_two_keys,
+    view_in_loop,
+    branch_write,
+    nested_loops,
+    while_alias,
+    object_array,
+    appends_through_two_names,
+    write_through_an_asarray_view,
+    write_into_an_unpacked_array,
+    write_into_what_a_helper_gave_back,
+    bound_later_in_a_while_loop,
+    swapped_names_in_a_loop,
+    write_into_copies_of_lists_and_dicts,
+    a_copied_list_and_a_second_name_of_its_source,
+    one_array_in_two_slots_of_a_copy,
+    added_into_items_of_arrays_and_numbers,
+    swap_rows,
+    rows_rotated,
+    rows_swapped_in_a_loop,
+    a_row_and_an_entry_of_another_swapped,
+    helpers_of_another_module_write_their_arguments,
+    an_item_of_a_sorted_list_written,
+    write_into_an_unpacked_array_another_slot_holds,
+    one_array_in_two_slots_written_through_its_name,
+    casts_that_may_not_copy,
+    added_into_a_copys_items_in_a_loop,
+    written_in_branches_through_a_list_and_a_name,
+    written_through_what_np_array_gave_back,
+    written_through_one_view_read_through_another,
+    a_row_written_in_a_loop_a_column_read,
+]
 # refused at the write: an object another slot holds deeper, or a view no known call made
 SHARED = [one_array_deep_in_another_slot,
           write_into_a_view_a_helper_made]
 APART = [swap_entries, two_arrays_in_a_list, view_not_read_after, tuple_of_arrays_of_two_shapes]
 
 
-# ---- an element loop, the in-place writes' own case, with an alias of each kind added -------------------------
+# ---- an element loop, the in-place writes' own case, with an alias of each kind added ------------
 def element_loop(x):
     y = x * 1.0
     for i in range(1, x.shape[0]):
@@ -513,8 +576,8 @@ def damp(a):
 
 
 def damps_its_parameter(x0, x1):
-    """Found by the long profile: Python halves the caller's x1; the gradient must not (its helper runs as
-    written where its result needs no derivative, so it is given a copy)."""
+    """Found by the long profile: Python halves the caller's x1; the gradient must not (its helper
+    runs as written where its result needs no derivative, so it is given a copy)."""
     v1 = np.ones(3) * x1
     v1[0] = np.tanh(np.sum(0.5))
     x1 = damp(x1)

@@ -14,7 +14,9 @@ import numpy as np
 from ast_ad.testing.checking import directional
 
 
-def assert_fd(fun: Callable[..., Any], args: tuple, argnums: tuple[int, ...], grads: tuple, seed: int = 0) -> None:
+def assert_fd(
+    fun: Callable[..., Any], args: tuple, argnums: tuple[int, ...], grads: tuple, seed: int = 0
+) -> None:
     """Each gradient agrees with central differences along a random direction."""
     rng = np.random.default_rng(seed)
     for k, g in zip(argnums, grads, strict=True):
@@ -38,7 +40,9 @@ def with_autograd_numpy(fun: Callable[..., Any]) -> Callable[..., Any]:
         if f in seen:
             return seen[f]
         scope = dict(f.__globals__)
-        copy = types.FunctionType(f.__code__, scope, f.__name__, f.__defaults__, _cells(f, seen, convert))
+        copy = types.FunctionType(
+            f.__code__, scope, f.__name__, f.__defaults__, _cells(f, seen, convert)
+        )
         seen[f] = copy
         for key, value in scope.items():
             if value is np:
@@ -52,12 +56,19 @@ def with_autograd_numpy(fun: Callable[..., Any]) -> Callable[..., Any]:
 def _cells(f: Any, seen: dict, convert: Any) -> Any:
     if not f.__closure__:
         return None
-    return tuple(types.CellType(convert(c.cell_contents, seen) if isinstance(c.cell_contents, types.FunctionType)
-                                else c.cell_contents) for c in f.__closure__)
+    return tuple(
+        types.CellType(
+            convert(c.cell_contents, seen)
+            if isinstance(c.cell_contents, types.FunctionType)
+            else c.cell_contents
+        )
+        for c in f.__closure__
+    )
 
 
 def marked_line(fn: Callable[..., Any], marker: str) -> int:
-    """The line of ``fn``'s file that carries the comment ``marker`` (``# error here``): where an error must point."""
+    """The line of ``fn``'s file that carries the comment ``marker`` (``# error here``): where an
+    error must point."""
     lines, start = inspect.getsourcelines(fn)
     return start + next(i for i, line in enumerate(lines) if marker in line)
 
@@ -67,7 +78,7 @@ _IN_PLACE = re.compile(r"^\s*\w+(\[.*\])? [-+*/]?= ", re.MULTILINE)
 
 
 def shares_a_written_array(program: Any) -> bool:
-    """Whether the program may write in place into an array another name holds (a name copied, and a write or
-    an augmented assignment): Python's memory then changes both names, which the memory model follows and
-    the tracer (a write is a new array there) does not."""
+    """Whether the program may write in place into an array another name holds (a name copied, and a
+    write or an augmented assignment): Python's memory then changes both names, which the memory
+    model follows and the tracer (a write is a new array there) does not."""
     return bool(_COPY.search(program.source)) and bool(_IN_PLACE.search(program.source))

@@ -19,7 +19,8 @@ from ast_ad import runtime
 from ast_ad.core import registry
 from tests.strategies import arrays, broadcast_pair, floats, shapes, values
 
-registry.load_all_rules()  # the tables below mirror every rule module, scipy's (registered lazily) included
+# the tables below mirror every rule module, scipy's (registered lazily) included
+registry.load_all_rules()
 
 
 def unary(domain: str = "real", scalar_only: bool = False) -> st.SearchStrategy:
@@ -33,9 +34,16 @@ def binary(da: str = "real", db: str = "real", scalar_only: bool = False) -> st.
 
 
 def _reduce_case(shape: tuple[int, ...]) -> st.SearchStrategy:
-    axes = st.sampled_from([None, *range(-len(shape), len(shape))]) | \
-        st.just(tuple(range(len(shape)))) | st.just(tuple(range(1, len(shape)))) if shape else st.just(None)
-    return st.tuples(st.tuples(arrays(shape)), st.fixed_dictionaries({"axis": axes, "keepdims": st.booleans()}))
+    axes = (
+        st.sampled_from([None, *range(-len(shape), len(shape))])
+        | st.just(tuple(range(len(shape))))
+        | st.just(tuple(range(1, len(shape))))
+        if shape
+        else st.just(None)
+    )
+    return st.tuples(
+        st.tuples(arrays(shape)), st.fixed_dictionaries({"axis": axes, "keepdims": st.booleans()})
+    )
 
 
 def reductions() -> st.SearchStrategy:
@@ -44,12 +52,16 @@ def reductions() -> st.SearchStrategy:
 
 def _distinct(shape: tuple[int, ...]) -> st.SearchStrategy:
     size = int(np.prod(shape))
-    return st.permutations(range(size)).map(lambda p: (np.array(p, dtype=float) * 0.37 - 1.0).reshape(shape))
+    return st.permutations(range(size)).map(
+        lambda p: (np.array(p, dtype=float) * 0.37 - 1.0).reshape(shape)
+    )
 
 
 def untied_reductions() -> st.SearchStrategy:
     """Reductions of arrays with no two entries equal (max and min have kinks at ties)."""
-    return reductions().flatmap(lambda case: _distinct(case[0][0].shape).map(lambda x: ((x,), case[1])))
+    return reductions().flatmap(
+        lambda case: _distinct(case[0][0].shape).map(lambda x: ((x,), case[1]))
+    )
 
 
 def _matmul_shapes() -> st.SearchStrategy:
@@ -74,17 +86,32 @@ def dot_with_scalars() -> st.SearchStrategy:
 
 
 def transposes() -> st.SearchStrategy:
-    return shapes(1, 3).flatmap(lambda s: st.tuples(
-        st.tuples(arrays(s)), st.fixed_dictionaries({"axes": st.permutations(range(len(s))).map(tuple)})))
+    return shapes(1, 3).flatmap(
+        lambda s: st.tuples(
+            st.tuples(arrays(s)),
+            st.fixed_dictionaries({"axes": st.permutations(range(len(s))).map(tuple)}),
+        )
+    )
 
 
 def reshapes() -> st.SearchStrategy:
-    return shapes(1, 3).flatmap(lambda s: st.tuples(st.tuples(arrays(s), st.just((-1,))), st.just({})))
+    return shapes(1, 3).flatmap(
+        lambda s: st.tuples(st.tuples(arrays(s), st.just((-1,))), st.just({}))
+    )
 
 
 def getitems() -> st.SearchStrategy:
-    index = st.sampled_from([0, -1, slice(1, 3), slice(None, None, 2), (0, slice(None)), (Ellipsis, 0),
-                             np.array([0, 2, 0])])
+    index = st.sampled_from(
+        [
+            0,
+            -1,
+            slice(1, 3),
+            slice(None, None, 2),
+            (0, slice(None)),
+            (Ellipsis, 0),
+            np.array([0, 2, 0]),
+        ]
+    )
     return st.tuples(st.tuples(arrays((4, 3)), index), st.just({}))
 
 
@@ -104,28 +131,37 @@ def wheres() -> st.SearchStrategy:
 
 
 def clips() -> st.SearchStrategy:
-    x = values("real", min_dims=1).filter(lambda x: np.all(np.abs(x + 0.5) > 1e-3) and np.all(np.abs(x - 0.7) > 1e-3))
+    x = values("real", min_dims=1).filter(
+        lambda x: np.all(np.abs(x + 0.5) > 1e-3) and np.all(np.abs(x - 0.7) > 1e-3)
+    )
     return st.tuples(st.tuples(x, st.just(-0.5), st.just(0.7)), st.just({}))
 
 
 def lists_of_arrays() -> st.SearchStrategy:
     """A list of same-shaped arrays (or floats)."""
-    return shapes(0, 2).flatmap(lambda s: st.lists(arrays(s) if s else floats(), min_size=1, max_size=4)).map(
-        lambda items: ((items,), {}))
+    return (
+        shapes(0, 2)
+        .flatmap(lambda s: st.lists(arrays(s) if s else floats(), min_size=1, max_size=4))
+        .map(lambda items: ((items,), {}))
+    )
 
 
 def choices() -> st.SearchStrategy:
     """min and max: two to four distinct floats, or one list of them."""
     distinct = st.lists(floats(), min_size=2, max_size=4, unique=True).filter(
         lambda xs: min(abs(a - b) for a in xs for b in xs if a is not b) > 1e-3)
-    return st.tuples(distinct.map(tuple), st.just({})) | st.tuples(distinct.map(lambda xs: (xs,)), st.just({}))
+    return st.tuples(distinct.map(tuple), st.just({})) | st.tuples(
+        distinct.map(lambda xs: (xs,)), st.just({})
+    )
 
 
 Pair = collections.namedtuple("Pair", "w b")
 
 
 def fields() -> st.SearchStrategy:
-    return st.tuples(st.tuples(st.builds(Pair, arrays((2,)), floats()), st.sampled_from(["w", "b"])), st.just({}))
+    return st.tuples(
+        st.tuples(st.builds(Pair, arrays((2,)), floats()), st.sampled_from(["w", "b"])), st.just({})
+    )
 
 
 def stacks() -> st.SearchStrategy:
@@ -134,59 +170,125 @@ def stacks() -> st.SearchStrategy:
         st.fixed_dictionaries({"axis": st.integers(-len(s) - 1, len(s))})))
 
 
-# ---- mirrors ast_ad/rules/operator.py ------------------------------------------------------------------
+# ---- mirrors ast_ad/rules/operator.py ------------------------------------------------------------
 OPERATOR = {
-    operator.add: binary(), operator.sub: binary(), operator.mul: binary(), operator.truediv: binary("real", "away"),
-    operator.pow: binary("pos", "real"), operator.neg: unary(), operator.pos: unary(), operator.abs: unary("away"),
-    operator.matmul: products(), operator.getitem: getitems(),
+    operator.add: binary(),
+    operator.sub: binary(),
+    operator.mul: binary(),
+    operator.truediv: binary("real", "away"),
+    operator.pow: binary("pos", "real"),
+    operator.neg: unary(),
+    operator.pos: unary(),
+    operator.abs: unary("away"),
+    operator.matmul: products(),
+    operator.getitem: getitems(),
     operator.mod: st.tuples(st.tuples(st.floats(2.2, 2.6), st.floats(1.5, 2.0)), st.just({})),
 }
 
-# ---- mirrors ast_ad/rules/math.py --------------------------------------------------------------------
+# ---- mirrors ast_ad/rules/math.py ----------------------------------------------------------------
 MATH = {
-    math.sin: unary(scalar_only=True), math.cos: unary(scalar_only=True), math.tan: unary("unit", True),
-    math.asin: unary("unit", True), math.acos: unary("unit", True), math.atan: unary(scalar_only=True),
-    math.atan2: binary("away", "away", True), math.hypot: binary("away", "real", True),
-    math.sinh: unary(scalar_only=True), math.cosh: unary(scalar_only=True), math.tanh: unary(scalar_only=True),
-    math.exp: unary(scalar_only=True), math.expm1: unary(scalar_only=True),
+    math.sin: unary(scalar_only=True),
+    math.cos: unary(scalar_only=True),
+    math.tan: unary("unit", True),
+    math.asin: unary("unit", True),
+    math.acos: unary("unit", True),
+    math.atan: unary(scalar_only=True),
+    math.atan2: binary("away", "away", True),
+    math.hypot: binary("away", "real", True),
+    math.sinh: unary(scalar_only=True),
+    math.cosh: unary(scalar_only=True),
+    math.tanh: unary(scalar_only=True),
+    math.exp: unary(scalar_only=True),
+    math.expm1: unary(scalar_only=True),
     math.log: unary("pos", True) | binary("pos", "away", True).filter(lambda c: c[0][1] > 1.01),
-    math.log1p: unary("pos", True), math.log2: unary("pos", True), math.log10: unary("pos", True),
-    math.sqrt: unary("pos", True), math.pow: binary("pos", "real", True), math.fabs: unary("away", True),
+    math.log1p: unary("pos", True),
+    math.log2: unary("pos", True),
+    math.log10: unary("pos", True),
+    math.sqrt: unary("pos", True),
+    math.pow: binary("pos", "real", True),
+    math.fabs: unary("away", True),
     math.fmod: st.tuples(st.tuples(st.floats(2.2, 2.6), st.floats(1.5, 2.0)), st.just({})),
     math.remainder: st.tuples(st.tuples(st.floats(2.2, 2.6), st.floats(1.5, 2.0)), st.just({})),
     math.copysign: binary("away", "away", True),
     math.fsum: st.tuples(st.tuples(st.lists(floats(), min_size=1, max_size=4)), st.just({})),
 }
 
-# ---- mirrors ast_ad/rules/builtins.py ------------------------------------------------------------------
-_SEQUENCES = st.tuples(st.tuples(st.lists(arrays((2,)), min_size=2, max_size=2) | st.lists(floats(), min_size=3,
-                                  max_size=3) | arrays((3,)) | arrays((2, 3))), st.just({}))
-BUILTINS = {builtins.list: _SEQUENCES, builtins.tuple: _SEQUENCES,
-            builtins.dict: st.tuples(st.tuples(st.fixed_dictionaries({"a": arrays((2,)), "b": floats()})),
-                                     st.just({})),
-            builtins.float: unary(scalar_only=True), builtins.abs: unary("away"),
-            builtins.sum: lists_of_arrays().map(lambda case: ((list(case[0][0]),), {})),
-            builtins.pow: binary("pos", "real"), builtins.min: choices(), builtins.max: choices(),
-            builtins.divmod: st.tuples(st.tuples(st.floats(2.2, 2.6), st.floats(1.5, 2.0)), st.just({}))}
+# ---- mirrors ast_ad/rules/builtins.py ------------------------------------------------------------
+_SEQUENCES = st.tuples(
+    st.tuples(
+        st.lists(arrays((2,)), min_size=2, max_size=2)
+        | st.lists(floats(), min_size=3, max_size=3)
+        | arrays((3,))
+        | arrays((2, 3))
+    ),
+    st.just({}),
+)
+BUILTINS = {
+    builtins.list: _SEQUENCES,
+    builtins.tuple: _SEQUENCES,
+    builtins.dict: st.tuples(
+        st.tuples(st.fixed_dictionaries({"a": arrays((2,)), "b": floats()})), st.just({})
+    ),
+    builtins.float: unary(scalar_only=True),
+    builtins.abs: unary("away"),
+    builtins.sum: lists_of_arrays().map(lambda case: ((list(case[0][0]),), {})),
+    builtins.pow: binary("pos", "real"),
+    builtins.min: choices(),
+    builtins.max: choices(),
+    builtins.divmod: st.tuples(st.tuples(st.floats(2.2, 2.6), st.floats(1.5, 2.0)), st.just({})),
+}
 
-# ---- mirrors ast_ad/rules/numpy.py ---------------------------------------------------------------------
+# ---- mirrors ast_ad/rules/numpy.py ---------------------------------------------------------------
 NUMPY = {
-    np.sin: unary(), np.cos: unary(), np.tan: unary("unit"), np.arcsin: unary("unit"), np.arccos: unary("unit"),
-    np.arctan: unary(), np.arctan2: binary("away", "away"), np.sinh: unary(), np.cosh: unary(), np.tanh: unary(),
-    np.exp: unary(), np.exp2: unary(), np.expm1: unary(), np.log: unary("pos"), np.log2: unary("pos"),
-    np.log10: unary("pos"), np.log1p: unary("pos"), np.sqrt: unary("pos"), np.square: unary(),
-    np.power: binary("pos", "real"), np.add: binary(), np.subtract: binary(), np.multiply: binary(),
-    np.divide: binary("real", "away"), np.negative: unary(), np.positive: unary(), np.reciprocal: unary("away"),
-    np.abs: unary("away"), np.maximum: untied(), np.minimum: untied(), np.where: wheres(), np.clip: clips(),
-    np.sum: reductions(), np.mean: reductions(), np.dot: dot_with_scalars(), np.matmul: products(),
-    np.transpose: transposes(), np.reshape: reshapes(), np.max: untied_reductions(), np.min: untied_reductions(),
-    np.stack: stacks(), np.array: lists_of_arrays(), np.asarray: lists_of_arrays(),
+    np.sin: unary(),
+    np.cos: unary(),
+    np.tan: unary("unit"),
+    np.arcsin: unary("unit"),
+    np.arccos: unary("unit"),
+    np.arctan: unary(),
+    np.arctan2: binary("away", "away"),
+    np.sinh: unary(),
+    np.cosh: unary(),
+    np.tanh: unary(),
+    np.exp: unary(),
+    np.exp2: unary(),
+    np.expm1: unary(),
+    np.log: unary("pos"),
+    np.log2: unary("pos"),
+    np.log10: unary("pos"),
+    np.log1p: unary("pos"),
+    np.sqrt: unary("pos"),
+    np.square: unary(),
+    np.power: binary("pos", "real"),
+    np.add: binary(),
+    np.subtract: binary(),
+    np.multiply: binary(),
+    np.divide: binary("real", "away"),
+    np.negative: unary(),
+    np.positive: unary(),
+    np.reciprocal: unary("away"),
+    np.abs: unary("away"),
+    np.maximum: untied(),
+    np.minimum: untied(),
+    np.where: wheres(),
+    np.clip: clips(),
+    np.sum: reductions(),
+    np.mean: reductions(),
+    np.dot: dot_with_scalars(),
+    np.matmul: products(),
+    np.transpose: transposes(),
+    np.reshape: reshapes(),
+    np.max: untied_reductions(),
+    np.min: untied_reductions(),
+    np.stack: stacks(),
+    np.array: lists_of_arrays(),
+    np.asarray: lists_of_arrays(),
 }
 
 CASES = {**OPERATOR, **MATH, **BUILTINS, **NUMPY}
 
 
-# ---- more of ast_ad/rules/numpy.py ------------------------------------------------------------------------
+# ---- more of ast_ad/rules/numpy.py ---------------------------------------------------------------
 def case(*args, **kwargs) -> st.SearchStrategy:
     """A strategy of (args, kwargs) from strategies or plain values."""
     wrap = [a if isinstance(a, st.SearchStrategy) else st.just(a) for a in args]
@@ -223,9 +325,20 @@ def var_like() -> st.SearchStrategy:
 def averages() -> st.SearchStrategy:
     def build(x):
         pos = arrays(x.shape, "pos")
-        along = st.integers(0, x.ndim - 1).flatmap(lambda ax: case(x, axis=ax, weights=arrays((x.shape[ax],), "pos")))
-        weighted = st.integers(0, x.ndim - 1).flatmap(lambda ax: case(x, ax, arrays((x.shape[ax],), "pos")))
-        return case(x, axis=None, weights=pos) | case(x, axis=None) | along | case(x, None, pos) | weighted
+        along = st.integers(0, x.ndim - 1).flatmap(
+            lambda ax: case(x, axis=ax, weights=arrays((x.shape[ax],), "pos"))
+        )
+        weighted = st.integers(0, x.ndim - 1).flatmap(
+            lambda ax: case(x, ax, arrays((x.shape[ax],), "pos"))
+        )
+        return (
+            case(x, axis=None, weights=pos)
+            | case(x, axis=None)
+            | along
+            | case(x, None, pos)
+            | weighted
+        )
+
     return of_shape(1, 2).flatmap(build)
 
 
@@ -238,19 +351,42 @@ def inner_pairs() -> st.SearchStrategy:
         lambda t: case(arrays(t[1] + (t[0],)), arrays(t[2] + (t[0],))))
 
 
-EINSUM = ["ij,jk->ik", "ii->", "ij->ji", "i,i->", "...j,j->...", "bij,bjk->bik", "ij,ij", "ii->i", "i,j->ij"]
-EINSUM_SHAPES = {"ij,jk->ik": [(2, 3), (3, 2)], "ii->": [(3, 3)], "ij->ji": [(2, 3)], "i,i->": [(3,), (3,)],
-                 "...j,j->...": [(2, 2, 3), (3,)], "bij,bjk->bik": [(2, 2, 3), (2, 3, 2)], "ij,ij": [(2, 3), (2, 3)],
-                 "ii->i": [(3, 3)], "i,j->ij": [(2,), (3,)]}
+EINSUM = [
+    "ij,jk->ik",
+    "ii->",
+    "ij->ji",
+    "i,i->",
+    "...j,j->...",
+    "bij,bjk->bik",
+    "ij,ij",
+    "ii->i",
+    "i,j->ij",
+]
+EINSUM_SHAPES = {
+    "ij,jk->ik": [(2, 3), (3, 2)],
+    "ii->": [(3, 3)],
+    "ij->ji": [(2, 3)],
+    "i,i->": [(3,), (3,)],
+    "...j,j->...": [(2, 2, 3), (3,)],
+    "bij,bjk->bik": [(2, 2, 3), (2, 3, 2)],
+    "ij,ij": [(2, 3), (2, 3)],
+    "ii->i": [(3, 3)],
+    "i,j->ij": [(2,), (3,)],
+}
 
 
 def einsums() -> st.SearchStrategy:
-    return st.sampled_from(EINSUM).flatmap(lambda spec: case(spec, *[arrays(s) for s in EINSUM_SHAPES[spec]]))
+    return st.sampled_from(EINSUM).flatmap(
+        lambda spec: case(spec, *[arrays(s) for s in EINSUM_SHAPES[spec]])
+    )
 
 
 def tensordots() -> st.SearchStrategy:
-    return case(arrays((2, 3, 4)), arrays((3, 4, 2)), axes=2) | \
-        case(arrays((2, 3)), arrays((3, 4)), axes=st.just(([1], [0]))) | case(arrays((2, 3)), arrays((4,)), axes=0)
+    return (
+        case(arrays((2, 3, 4)), arrays((3, 4, 2)), axes=2)
+        | case(arrays((2, 3)), arrays((3, 4)), axes=st.just(([1], [0])))
+        | case(arrays((2, 3)), arrays((4,)), axes=0)
+    )
 
 
 def krons() -> st.SearchStrategy:
@@ -281,7 +417,9 @@ def squeezable() -> st.SearchStrategy:
 
 
 def swaps() -> st.SearchStrategy:
-    return of_shape(2, 3).flatmap(lambda x: case(x, st.integers(0, x.ndim - 1), st.integers(0, x.ndim - 1)))
+    return of_shape(2, 3).flatmap(
+        lambda x: case(x, st.integers(0, x.ndim - 1), st.integers(0, x.ndim - 1))
+    )
 
 
 def broadcasts() -> st.SearchStrategy:
@@ -293,7 +431,9 @@ def flips() -> st.SearchStrategy:
 
 
 def rolls() -> st.SearchStrategy:
-    return of_shape(1, 2).flatmap(lambda x: case(x, st.integers(-3, 3), axis=st.sampled_from([None, 0])))
+    return of_shape(1, 2).flatmap(
+        lambda x: case(x, st.integers(-3, 3), axis=st.sampled_from([None, 0]))
+    )
 
 
 def tiles() -> st.SearchStrategy:
@@ -301,9 +441,15 @@ def tiles() -> st.SearchStrategy:
 
 
 def repeats() -> st.SearchStrategy:
-    return of_shape(1, 2).flatmap(lambda x: case(x, 2, axis=None) | case(x, 3, axis=0) |
-                                  case(x, st.just(np.array([1, 0, 2][: x.shape[0]] + [1] * max(0, x.shape[0] - 3))),
-                                       axis=0))
+    return of_shape(1, 2).flatmap(
+        lambda x: (
+            case(x, 2, axis=None)
+            | case(x, 3, axis=0)
+            | case(
+                x, st.just(np.array([1, 0, 2][: x.shape[0]] + [1] * max(0, x.shape[0] - 3))), axis=0
+            )
+        )
+    )
 
 
 def pads() -> st.SearchStrategy:
@@ -319,7 +465,9 @@ def takes() -> st.SearchStrategy:
 
 
 def concatenates() -> st.SearchStrategy:
-    return case(st.lists(arrays((2, 3)), min_size=1, max_size=3), axis=st.sampled_from([0, 1, None]))
+    return case(
+        st.lists(arrays((2, 3)), min_size=1, max_size=3), axis=st.sampled_from([0, 1, None])
+    )
 
 
 def stacks_of(shape: tuple[int, ...]) -> st.SearchStrategy:
@@ -327,7 +475,9 @@ def stacks_of(shape: tuple[int, ...]) -> st.SearchStrategy:
 
 
 def splits() -> st.SearchStrategy:
-    return case(arrays((4, 2)), st.sampled_from([2, [1, 3]]), axis=0) | case(arrays((2, 4)), 2, axis=1)
+    return case(arrays((4, 2)), st.sampled_from([2, [1, 3]]), axis=0) | case(
+        arrays((2, 4)), 2, axis=1
+    )
 
 
 def array_splits() -> st.SearchStrategy:
@@ -352,44 +502,101 @@ def remainders() -> st.SearchStrategy:
 
 
 MORE_NUMPY = {
-    np.arcsinh: unary(), np.arccosh: case(st.floats(1.2, 3.0)), np.arctanh: unary("unit"),
-    np.logaddexp: binary(), np.logaddexp2: binary(), np.hypot: binary("away", "away"), np.sinc: unary(),
-    np.deg2rad: unary(), np.radians: unary(), np.rad2deg: unary(), np.degrees: unary(), np.fmax: untied(),
-    np.fmin: untied(), np.float_power: binary("pos", "real"), np.cbrt: unary("away"), np.fabs: unary("away"),
-    np.copysign: binary("away", "away"), np.remainder: remainders(), np.fmod: remainders(),
-    np.amax: untied_reductions(), np.amin: untied_reductions(), np.prod: reductions(), np.var: var_like(),
-    np.std: var_like(), np.cumsum: axis_case(of_shape(1, 2)), np.cumprod: axis_case(of_shape(1, 2)),
-    np.average: averages(), np.nansum: reductions(), np.vdot: same_shape_pair(), np.inner: inner_pairs(),
-    np.outer: case(of_shape(1, 2), of_shape(1, 2)), np.tensordot: tensordots(), np.einsum: einsums(),
-    np.kron: krons(), np.trace: diagonals("trace"), np.diagonal: diagonals("diagonal"), np.diag: diags(),
-    np.tril: triangles(), np.triu: triangles(), np.ravel: one(), np.squeeze: squeezable(),
+    np.arcsinh: unary(),
+    np.arccosh: case(st.floats(1.2, 3.0)),
+    np.arctanh: unary("unit"),
+    np.logaddexp: binary(),
+    np.logaddexp2: binary(),
+    np.hypot: binary("away", "away"),
+    np.sinc: unary(),
+    np.deg2rad: unary(),
+    np.radians: unary(),
+    np.rad2deg: unary(),
+    np.degrees: unary(),
+    np.fmax: untied(),
+    np.fmin: untied(),
+    np.float_power: binary("pos", "real"),
+    np.cbrt: unary("away"),
+    np.fabs: unary("away"),
+    np.copysign: binary("away", "away"),
+    np.remainder: remainders(),
+    np.fmod: remainders(),
+    np.amax: untied_reductions(),
+    np.amin: untied_reductions(),
+    np.prod: reductions(),
+    np.var: var_like(),
+    np.std: var_like(),
+    np.cumsum: axis_case(of_shape(1, 2)),
+    np.cumprod: axis_case(of_shape(1, 2)),
+    np.average: averages(),
+    np.nansum: reductions(),
+    np.vdot: same_shape_pair(),
+    np.inner: inner_pairs(),
+    np.outer: case(of_shape(1, 2), of_shape(1, 2)),
+    np.tensordot: tensordots(),
+    np.einsum: einsums(),
+    np.kron: krons(),
+    np.trace: diagonals("trace"),
+    np.diagonal: diagonals("diagonal"),
+    np.diag: diags(),
+    np.tril: triangles(),
+    np.triu: triangles(),
+    np.ravel: one(),
+    np.squeeze: squeezable(),
     np.expand_dims: of_shape(1, 2).flatmap(lambda x: case(x, st.integers(0, x.ndim))),
-    np.atleast_1d: case(of_shape(0, 2)), np.atleast_2d: case(of_shape(0, 2)), np.atleast_3d: case(of_shape(0, 3)),
-    np.swapaxes: swaps(), np.moveaxis: swaps(), np.broadcast_to: broadcasts(), np.flip: flips(),
-    np.fliplr: case(arrays((2, 3))), np.flipud: case(of_shape(1, 2)), np.roll: rolls(), np.tile: tiles(),
-    np.repeat: repeats(), np.pad: pads(), np.sort: sorts(), np.take: takes(),
+    np.atleast_1d: case(of_shape(0, 2)),
+    np.atleast_2d: case(of_shape(0, 2)),
+    np.atleast_3d: case(of_shape(0, 3)),
+    np.swapaxes: swaps(),
+    np.moveaxis: swaps(),
+    np.broadcast_to: broadcasts(),
+    np.flip: flips(),
+    np.fliplr: case(arrays((2, 3))),
+    np.flipud: case(of_shape(1, 2)),
+    np.roll: rolls(),
+    np.tile: tiles(),
+    np.repeat: repeats(),
+    np.pad: pads(),
+    np.sort: sorts(),
+    np.take: takes(),
     np.take_along_axis: case(arrays((2, 3)), np.array([[2, 0, 0, 1], [1, 1, 2, 0]]), 1)
-    | case(arrays((1, 2)), np.array([[0, 0], [0, 0], [0, 0]]), 0) | case(arrays((4,)), np.array([3, 0, 3]), None)
-    | case(arrays((3, 2)), np.argsort(np.array([[3.0, 1.0], [0.5, 2.0], [1.5, 0.2]]), axis=0), 0), np.copy: one(),
-    np.concatenate: concatenates(), np.hstack: stacks_of((2, 3)) | stacks_of((3,)), np.vstack: stacks_of((3,)),
-    np.split: splits(), np.array_split: array_splits(), np.select: selects(), np.real: one(),
+    | case(arrays((1, 2)), np.array([[0, 0], [0, 0], [0, 0]]), 0)
+    | case(arrays((4,)), np.array([3, 0, 3]), None)
+    | case(arrays((3, 2)), np.argsort(np.array([[3.0, 1.0], [0.5, 2.0], [1.5, 0.2]]), axis=0), 0),
+    np.copy: one(),
+    np.concatenate: concatenates(),
+    np.hstack: stacks_of((2, 3)) | stacks_of((3,)),
+    np.vstack: stacks_of((3,)),
+    np.split: splits(),
+    np.array_split: array_splits(),
+    np.select: selects(),
+    np.real: one(),
 }
 
 
 def _assign_item_cases():
-    from ast_ad.runtime import assign_item, astype, astype_view, copy_of
-    return {assign_item: assigns(), astype: case(of_shape(1, 2), np.float64), copy_of: case(of_shape(1, 2)),
-            astype_view: case(of_shape(1, 2), np.float64)}
+    from ast_ad.runtime import array_view, assign_item, astype, astype_view, copy_of
+
+    return {
+        assign_item: assigns(),
+        astype: case(of_shape(1, 2), np.float64),
+        copy_of: case(of_shape(1, 2)),
+        astype_view: case(of_shape(1, 2), np.float64),
+        array_view: case(of_shape(1, 2)),  # (copy=None: the array itself, for floats)
+    }
 
 
 MORE_NUMPY.update(_assign_item_cases())
 
 
-# ---- mirrors ast_ad/rules/linalg.py ------------------------------------------------------------------------
+# ---- mirrors ast_ad/rules/linalg.py --------------------------------------------------------------
 def square(n: int = 3, stack: bool = False) -> st.SearchStrategy:
     shape = (2, n, n) if stack else (n, n)
-    # strictly diagonally dominant, so never singular (a + 3 I alone can be: [[2, -1, -1], [-1, 2, -1], ...])
-    return arrays(shape).map(lambda a: a + (np.sum(np.abs(a), axis=-1, keepdims=True) + 1.0) * np.eye(n))
+    # strictly diagonally dominant, so never singular (a + 3 I alone can be: [[2, -1, -1], [-1, 2,
+    # -1], ...])
+    return arrays(shape).map(
+        lambda a: a + (np.sum(np.abs(a), axis=-1, keepdims=True) + 1.0) * np.eye(n)
+    )
 
 
 def spd(n: int = 3) -> st.SearchStrategy:
@@ -422,21 +629,28 @@ def norms() -> st.SearchStrategy:
     # entries away from zero: |a_ij| has a kink there, which the 1- and inf-norms of a matrix feel
     matrix = arrays((3, 3), "away").map(lambda a: a + np.diag([3.0, 1.5, 0.5])).flatmap(
         lambda x: case(x, ord=st.sampled_from([None, "fro", "nuc", 1, -1, np.inf, -np.inf, 2, -2])))
-    along = arrays((2, 3), "away").flatmap(lambda x: case(x, axis=st.sampled_from([0, 1]), keepdims=st.booleans()))
+    along = arrays((2, 3), "away").flatmap(
+        lambda x: case(x, axis=st.sampled_from([0, 1]), keepdims=st.booleans())
+    )
     return vector | matrix | along
 
 
 LINALG = {
-    np.linalg.inv: case(square() | square(stack=True)), np.linalg.det: case(square() | square(stack=True)),
-    np.linalg.slogdet: case(square()), np.linalg.solve: case(square(), arrays((3,))) | case(square(), arrays((3, 2))),
-    np.linalg.cholesky: case(spd()), np.linalg.eigh: case(distinct_spectrum()),
+    np.linalg.inv: case(square() | square(stack=True)),
+    np.linalg.det: case(square() | square(stack=True)),
+    np.linalg.slogdet: case(square()),
+    np.linalg.solve: case(square(), arrays((3,))) | case(square(), arrays((3, 2))),
+    np.linalg.cholesky: case(spd()),
+    np.linalg.eigh: case(distinct_spectrum()),
     np.linalg.svd: case(svd_input(), full_matrices=False) | case(svd_input(), compute_uv=False),
-    np.linalg.qr: case(tall() | square()), np.linalg.pinv: case(tall()),
-    np.linalg.matrix_power: case(square(), st.integers(0, 3)), np.linalg.norm: norms(),
+    np.linalg.qr: case(tall() | square()),
+    np.linalg.pinv: case(tall()),
+    np.linalg.matrix_power: case(square(), st.integers(0, 3)),
+    np.linalg.norm: norms(),
 }
 
 
-# ---- mirrors ast_ad/rules/scipy.py -----------------------------------------------------------------------
+# ---- mirrors ast_ad/rules/scipy.py ---------------------------------------------------------------
 def _scipy_cases() -> dict:
     try:
         import scipy.special as sp
@@ -453,85 +667,147 @@ CASES.update(LINALG)
 CASES.update(_scipy_cases())
 
 
-# ---- the last additions to ast_ad/rules/numpy.py, linalg.py and scipy.py ------------------------------------
+# ---- the last additions to ast_ad/rules/numpy.py, linalg.py and scipy.py -------------------------
 def _more() -> dict:
     ranks = of_shape(2, 3)
     extra = {
         np.diff: axis_case(of_shape(1, 2), none=False, n=st.integers(1, 2)).filter(
-            lambda c: c[0][0].shape[c[1]["axis"]] > c[1]["n"]),
+            lambda c: c[0][0].shape[c[1]["axis"]] > c[1]["n"]
+        ),
         np.cross: case(arrays((3,)), arrays((3,))) | case(arrays((2, 3)), arrays((3,))),
         np.rot90: case(arrays((2, 3)), k=st.integers(-2, 3)),
-        np.rollaxis: ranks.flatmap(lambda x: case(x, st.integers(0, x.ndim - 1), start=st.integers(0, x.ndim))),
-        np.hsplit: case(arrays((2, 4)), 2) | case(arrays((4,)), 2), np.vsplit: case(arrays((4, 2)), 2),
+        np.rollaxis: ranks.flatmap(
+            lambda x: case(x, st.integers(0, x.ndim - 1), start=st.integers(0, x.ndim))
+        ),
+        np.hsplit: case(arrays((2, 4)), 2) | case(arrays((4,)), 2),
+        np.vsplit: case(arrays((4, 2)), 2),
         np.dsplit: case(arrays((1, 2, 4)), 2),
-        np.dstack: stacks_of((2, 3)) | stacks_of((3,)), np.column_stack: stacks_of((3,)) | stacks_of((3, 2)),
-        np.nan_to_num: one(), np.nanmean: reductions(), np.nanmax: untied_reductions(),
-        np.nanmin: untied_reductions(), np.nancumsum: axis_case(of_shape(1, 2)),
-        np.ptp: distinct(1, 2).flatmap(lambda x: case(x, axis=st.sampled_from([None, *range(x.ndim)]))),
-        np.trapezoid: of_shape(1, 2).filter(lambda x: x.shape[-1] > 1).flatmap(lambda x: case(x, dx=st.floats(0.1, 2))),
-        np.convolve: case(arrays((4,)), arrays((3,)), mode=st.sampled_from(["full", "same", "valid"])) |
-        case(arrays((2,)), arrays((5,)), mode=st.sampled_from(["full", "same", "valid"])),
-        np.correlate: case(arrays((5,)), arrays((3,)), mode=st.sampled_from(["full", "same", "valid"])),
-        np.polyval: case(arrays((4,)), of_shape(0, 1)), np.linspace: case(floats(), floats(), num=st.integers(2, 5)),
-        np.full: case((2, 3), floats()), np.matrix_transpose: case(of_shape(2, 3)),
-        np.full_like: case(arrays((2, 3)), floats()), np.float64: case(floats()),
-        runtime.field: fields(), runtime.T: case(of_shape(2, 3)),
-        runtime.concat: case(st.lists(floats(), min_size=1, max_size=3), st.lists(floats(), min_size=1, max_size=3)),
+        np.dstack: stacks_of((2, 3)) | stacks_of((3,)),
+        np.column_stack: stacks_of((3,)) | stacks_of((3, 2)),
+        np.nan_to_num: one(),
+        np.nanmean: reductions(),
+        np.nanmax: untied_reductions(),
+        np.nanmin: untied_reductions(),
+        np.nancumsum: axis_case(of_shape(1, 2)),
+        np.ptp: distinct(1, 2).flatmap(
+            lambda x: case(x, axis=st.sampled_from([None, *range(x.ndim)]))
+        ),
+        np.trapezoid: of_shape(1, 2)
+        .filter(lambda x: x.shape[-1] > 1)
+        .flatmap(lambda x: case(x, dx=st.floats(0.1, 2))),
+        np.convolve: case(
+            arrays((4,)), arrays((3,)), mode=st.sampled_from(["full", "same", "valid"])
+        )
+        | case(arrays((2,)), arrays((5,)), mode=st.sampled_from(["full", "same", "valid"])),
+        np.correlate: case(
+            arrays((5,)), arrays((3,)), mode=st.sampled_from(["full", "same", "valid"])
+        ),
+        np.polyval: case(arrays((4,)), of_shape(0, 1)),
+        np.linspace: case(floats(), floats(), num=st.integers(2, 5)),
+        np.full: case((2, 3), floats()),
+        np.matrix_transpose: case(of_shape(2, 3)),
+        np.full_like: case(arrays((2, 3)), floats()),
+        np.float64: case(floats()),
+        runtime.field: fields(),
+        runtime.T: case(of_shape(2, 3)),
+        runtime.concat: case(
+            st.lists(floats(), min_size=1, max_size=3), st.lists(floats(), min_size=1, max_size=3)
+        ),
         runtime.repeat_seq: case(st.lists(floats(), min_size=1, max_size=3), st.integers(1, 3)),
         runtime.add_at: case(arrays((4,)), st.just(np.array([0, 2, 0])), arrays((3,))),
         runtime.copied: case(arrays((2, 3)), arrays((3,))),
         runtime.sorted_by: st.permutations([0.3, -1.1, 0.8, 1.7]).flatmap(
-            lambda xs: case(list(xs), [-x for x in xs], st.booleans())),
-        runtime.list_item: case(st.lists(floats(), min_size=3, max_size=3), st.sampled_from([0, 1, -1]), 3),
+            lambda xs: case(list(xs), [-x for x in xs], st.booleans())
+        ),
+        runtime.list_item: case(
+            st.lists(floats(), min_size=3, max_size=3), st.sampled_from([0, 1, -1]), 3
+        ),
         runtime.unreshaped: case(arrays((2, 3)), arrays((6,))) | case(arrays((3,)), arrays((3, 1))),
         runtime.untransposed: case(arrays((3, 2))) | case(arrays((2, 3, 4)), (2, 0, 1)),
-        runtime.replaced: case(st.lists(arrays((2,)), min_size=3, max_size=3), st.just((0, 2)), arrays((2,)))
+        runtime.replaced: case(
+            st.lists(arrays((2,)), min_size=3, max_size=3), st.just((0, 2)), arrays((2,))
+        )
         | case(st.lists(floats(), min_size=2, max_size=2), st.just((1,)), floats()),
-        runtime.augmented: case(arrays((3,)), arrays((3,))) | case(arrays((2, 3)), arrays((3,)))
+        runtime.augmented: case(arrays((3,)), arrays((3,)))
+        | case(arrays((2, 3)), arrays((3,)))
         | case(floats(), floats()),
         runtime.augmented_vjp: case(arrays((2, 3)), arrays((2, 3)), arrays((2, 3)), arrays((3,)))
         | case(floats(), floats(), floats(), floats()),
         runtime.chosen: case(st.just(np.array([True, False, True])), arrays((3,)), st.booleans())
         | case(st.just(np.array([[True], [False]])), arrays((3,)), st.booleans()),
-        np.vecdot: same_shape_pair(), np.cumulative_sum: axis_case(of_shape(1, 1)),
-        np.linalg.outer: case(arrays((3,)), arrays((2,))), np.linalg.trace: case(arrays((2, 3, 3))),
+        np.vecdot: same_shape_pair(),
+        np.cumulative_sum: axis_case(of_shape(1, 1)),
+        np.linalg.outer: case(arrays((3,)), arrays((2,))),
+        np.linalg.trace: case(arrays((2, 3, 3))),
         np.linalg.diagonal: case(arrays((2, 3, 3)), offset=st.integers(-1, 1)),
-        np.linalg.matmul: products(), np.linalg.matrix_transpose: case(of_shape(2, 3)),
-        np.linalg.vecdot: same_shape_pair(), np.linalg.svdvals: case(svd_input()),
+        np.linalg.matmul: products(),
+        np.linalg.matrix_transpose: case(of_shape(2, 3)),
+        np.linalg.vecdot: same_shape_pair(),
+        np.linalg.svdvals: case(svd_input()),
         np.linalg.eigvalsh: case(distinct_spectrum()),
-        np.linalg.multi_dot: case(st.tuples(arrays((3,)), arrays((3, 2)), arrays((2, 4))).map(list)) |
-        case(st.tuples(arrays((2, 3)), arrays((3, 3)), arrays((3, 2)), arrays((2,))).map(list)),
+        np.linalg.multi_dot: case(st.tuples(arrays((3,)), arrays((3, 2)), arrays((2, 4))).map(list))
+        | case(st.tuples(arrays((2, 3)), arrays((3, 3)), arrays((3, 2)), arrays((2,))).map(list)),
         np.linalg.cross: case(arrays((3,)), arrays((3,))),
-        np.linalg.vector_norm: distinct(1, 2).flatmap(lambda x: case(x, ord=st.sampled_from([2, 1, 3]))),
-        np.linalg.matrix_norm: case(arrays((3, 3)).map(lambda a: a + np.diag([3.0, 1.5, 0.5])),
-                                    ord=st.sampled_from(["fro", "nuc"])),
+        np.linalg.vector_norm: distinct(1, 2).flatmap(
+            lambda x: case(x, ord=st.sampled_from([2, 1, 3]))
+        ),
+        np.linalg.matrix_norm: case(
+            arrays((3, 3)).map(lambda a: a + np.diag([3.0, 1.5, 0.5])),
+            ord=st.sampled_from(["fro", "nuc"]),
+        ),
     }
     try:
         import scipy.special as sp
     except ImportError:  # pragma: no cover
         return extra
     orders = st.sampled_from([0, 1, 2])
-    extra.update({
-        sp.gamma: unary("pos"), sp.rgamma: unary("pos"), sp.beta: binary("pos", "pos"),
-        sp.betaln: binary("pos", "pos"), sp.polygamma: case(orders, floats("pos")),
-        sp.zeta: case(st.sampled_from([2.0, 3.0, 4.5]), floats("pos")),
-        sp.erfinv: unary("unit"), sp.erfcinv: case(st.floats(0.2, 1.8)), sp.erfcx: unary(), sp.ndtr: unary(),
-        sp.log_ndtr: unary(), sp.ndtri: case(st.floats(0.05, 0.95)), sp.dawsn: unary(),
-        sp.i0: unary(), sp.i1: unary(), sp.j0: unary(), sp.j1: unary(), sp.y0: unary("pos"), sp.y1: unary("pos"),
-        sp.iv: case(orders, floats("away")), sp.ive: case(orders, floats("away")), sp.jv: case(orders, floats()),
-        sp.yv: case(orders, floats("pos")), sp.kv: case(orders, floats("pos")), sp.yn: case(orders, floats("pos")),
-        sp.ivp: case(orders, floats("away")), sp.jvp: case(orders, floats()), sp.yvp: case(orders, floats("pos")),
-        sp.kvp: case(orders, floats("pos")),
-        sp.entr: unary("pos"), sp.rel_entr: binary("pos", "pos"), sp.xlog1py: binary("pos", "pos"),
-        sp.expm1: unary(), sp.log1p: unary("pos"), sp.sindg: unary(), sp.cosdg: unary(),
-    })
+    extra.update(
+        {
+            sp.gamma: unary("pos"),
+            sp.rgamma: unary("pos"),
+            sp.beta: binary("pos", "pos"),
+            sp.betaln: binary("pos", "pos"),
+            sp.polygamma: case(orders, floats("pos")),
+            sp.zeta: case(st.sampled_from([2.0, 3.0, 4.5]), floats("pos")),
+            sp.erfinv: unary("unit"),
+            sp.erfcinv: case(st.floats(0.2, 1.8)),
+            sp.erfcx: unary(),
+            sp.ndtr: unary(),
+            sp.log_ndtr: unary(),
+            sp.ndtri: case(st.floats(0.05, 0.95)),
+            sp.dawsn: unary(),
+            sp.i0: unary(),
+            sp.i1: unary(),
+            sp.j0: unary(),
+            sp.j1: unary(),
+            sp.y0: unary("pos"),
+            sp.y1: unary("pos"),
+            sp.iv: case(orders, floats("away")),
+            sp.ive: case(orders, floats("away")),
+            sp.jv: case(orders, floats()),
+            sp.yv: case(orders, floats("pos")),
+            sp.kv: case(orders, floats("pos")),
+            sp.yn: case(orders, floats("pos")),
+            sp.ivp: case(orders, floats("away")),
+            sp.jvp: case(orders, floats()),
+            sp.yvp: case(orders, floats("pos")),
+            sp.kvp: case(orders, floats("pos")),
+            sp.entr: unary("pos"),
+            sp.rel_entr: binary("pos", "pos"),
+            sp.xlog1py: binary("pos", "pos"),
+            sp.expm1: unary(),
+            sp.log1p: unary("pos"),
+            sp.sindg: unary(),
+            sp.cosdg: unary(),
+        }
+    )
     return extra
 
 
 CASES.update(_more())
 
 
-# ---- mirrors ast_ad/rules/runtime.py: the helpers generated code calls (forward rules only) ------------------
+# ---- mirrors ast_ad/rules/runtime.py: the helpers generated code calls (forward rules only) ------
 def _product_adjoint(fn, shape_of_g) -> st.SearchStrategy:
     """``fn(g, a, b)`` for the adjoint helpers of a product: ``g`` shaped like ``a @ b``."""
     def build(case_):
@@ -541,13 +817,22 @@ def _product_adjoint(fn, shape_of_g) -> st.SearchStrategy:
 
 
 def _terms(fixed_first: bool, rank: int) -> st.SearchStrategy:
-    """A loop's ``(g, other)`` pairs and the matrix they multiply every step (``summed_products``)."""
+    """A loop's ``(g, other)`` pairs and the matrix they multiply every step
+    (``summed_products``)."""
     n, m = 2, 3
     if rank == 1:
-        pair = st.tuples(arrays((n,)), arrays((m,))) if fixed_first else st.tuples(arrays((n,)), arrays((m,)))
+        pair = (
+            st.tuples(arrays((n,)), arrays((m,)))
+            if fixed_first
+            else st.tuples(arrays((n,)), arrays((m,)))
+        )
         fixed = np.zeros((n, m)) if fixed_first else np.zeros((m, n))
     else:
-        pair = st.tuples(arrays((n, 2)), arrays((m, 2))) if fixed_first else st.tuples(arrays((2, n)), arrays((2, m)))
+        pair = (
+            st.tuples(arrays((n, 2)), arrays((m, 2)))
+            if fixed_first
+            else st.tuples(arrays((2, n)), arrays((2, m)))
+        )
         fixed = np.zeros((n, m)) if fixed_first else np.zeros((m, n))
     return case(st.lists(pair, min_size=1, max_size=3), fixed)
 
@@ -558,10 +843,15 @@ def _helpers() -> dict:
     distinct3 = st.permutations([0.3, -1.1, 0.8]).map(np.array)
     return {
         rt.unbroadcast: case(arrays((2, 3)), arrays((3,))) | case(arrays((2, 3)), arrays((2, 1))),
-        rt.unbroadcast_to: case(arrays((2, 3)), (3,)) | case(arrays((2, 3)), (2, 1)) | case(arrays((3,)), (3,)),
-        rt.expand_reduced: case(arrays((3,)), arrays((2, 3)), 0, False) | case(floats(), arrays((2, 3)), None, False),
-        rt.summed_to: case(arrays((2, 3)), arrays((3,)), 0, False) | case(arrays((2, 3)), floats(), None, False),
-        rt.getitem_vjp: case(arrays((2,)), arrays((4,)), np.array([0, 2])) | case(arrays((3,)), arrays((2, 3)), 1),
+        rt.unbroadcast_to: case(arrays((2, 3)), (3,))
+        | case(arrays((2, 3)), (2, 1))
+        | case(arrays((3,)), (3,)),
+        rt.expand_reduced: case(arrays((3,)), arrays((2, 3)), 0, False)
+        | case(floats(), arrays((2, 3)), None, False),
+        rt.summed_to: case(arrays((2, 3)), arrays((3,)), 0, False)
+        | case(arrays((2, 3)), floats(), None, False),
+        rt.getitem_vjp: case(arrays((2,)), arrays((4,)), np.array([0, 2]))
+        | case(arrays((3,)), arrays((2, 3)), 1),
         rt.assign_item_vjp_x: case(arrays((4,)), arrays((4,)), 1),
         rt.assign_item_vjp_value: case(arrays((4,)), arrays((4,)), slice(0, 2), arrays((2,))),
         rt.extremum_vjp: distinct3.flatmap(lambda x: case(floats(), np.max(x), x)),
@@ -570,9 +860,11 @@ def _helpers() -> dict:
         rt.clip_lo_vjp: case(arrays((3,)), st.just(np.array([-1.0, 0.1, 0.9])), -0.5, 0.7),
         rt.clip_hi_vjp: case(arrays((3,)), st.just(np.array([-1.0, 0.1, 0.9])), -0.5, 0.7),
         rt.column_stack_vjp: case(arrays((3, 2)), [np.zeros(3), np.zeros(3)]),
-        rt.concat_vjp_a: case(lists3, [0.0, 0.0], [0.0]), rt.concat_vjp_b: case(lists3, [0.0, 0.0], [0.0]),
+        rt.concat_vjp_a: case(lists3, [0.0, 0.0], [0.0]),
+        rt.concat_vjp_b: case(lists3, [0.0, 0.0], [0.0]),
         rt.concatenate_vjp: case(arrays((5,)), [np.zeros(2), np.zeros(3)], 0),
-        rt.cumsum_vjp: case(arrays((2, 3)), arrays((2, 3)), 1) | case(arrays((4,)), arrays((4,)), None),
+        rt.cumsum_vjp: case(arrays((2, 3)), arrays((2, 3)), 1)
+        | case(arrays((4,)), arrays((4,)), None),
         rt.diag_vjp: case(arrays((3, 3)), arrays((3,)), 0),
         rt.diagonal_vjp: case(arrays((3,)), arrays((3, 3)), 0, 0, 1),
         rt.diff_vjp: case(arrays((3,)), arrays((4,)), 1, -1),
@@ -583,7 +875,9 @@ def _helpers() -> dict:
         rt.list_item_vjp: case(floats(), [0.0, 0.0, 0.0], 1, 3),
         rt.pad_vjp: case(arrays((5,)), arrays((3,)), 1),
         rt.repeat_seq_vjp: case(st.lists(floats(), min_size=4, max_size=4), [0.0, 0.0], 2),
-        rt.sequence_vjp: case(st.lists(arrays((2,)), min_size=2, max_size=2), [np.zeros(2), np.zeros(2)])
+        rt.sequence_vjp: case(
+            st.lists(arrays((2,)), min_size=2, max_size=2), [np.zeros(2), np.zeros(2)]
+        )
         | case(st.lists(floats(), min_size=3, max_size=3), np.zeros(3))
         | case(st.lists(arrays((3,)), min_size=2, max_size=2), np.zeros((2, 3))),
         rt.repeat_vjp: case(arrays((6,)), arrays((3,)), 2, None),
@@ -592,17 +886,25 @@ def _helpers() -> dict:
         rt.select_vjp: case(arrays((3,)), [np.array([True, False, True])], [np.zeros(3)]),
         rt.sort_vjp: distinct3.flatmap(lambda x: case(arrays((3,)), x, -1)),
         rt.sorted_by_vjp: case(lists3, [0.0, 0.0, 0.0], [3.0, 1.0, 2.0], False),
-        rt.split_vjp: case(st.lists(arrays((2,)), min_size=2, max_size=2), [np.zeros(2), np.zeros(2)],
-                           np.zeros(4), 0),
+        rt.split_vjp: case(
+            st.lists(arrays((2,)), min_size=2, max_size=2),
+            [np.zeros(2), np.zeros(2)],
+            np.zeros(4),
+            0,
+        ),
         rt.take_vjp: case(arrays((2,)), arrays((4,)), np.array([0, 3]), None),
-        rt.take_along_axis_vjp: case(arrays((2, 4)), arrays((2, 3)), np.array([[2, 0, 0, 1], [1, 1, 2, 0]]), 1)
+        rt.take_along_axis_vjp: case(
+            arrays((2, 4)), arrays((2, 3)), np.array([[2, 0, 0, 1], [1, 1, 2, 0]]), 1
+        )
         | case(arrays((3, 2)), arrays((1, 2)), np.array([[0, 0], [0, 0], [0, 0]]), 0)
         | case(arrays((3,)), arrays((4,)), np.array([3, 0, 3]), None),
         rt.tile_vjp: case(arrays((6,)), arrays((3,)), 2),
         rt.trapezoid_vjp: case(floats(), arrays((4,)), 1.0, -1),
         rt.fit: case(arrays((3,)), arrays((2, 3))) | case(floats(), arrays((2,))),
-        # up (as fit) and down (where unbroadcast broadcast a float zero up, reverse over a gradient's code)
-        rt.fit_adjoint: case(arrays((3,)), arrays((2, 3))) | case(arrays((2, 3)), floats())
+        # up (as fit) and down (where unbroadcast broadcast a float zero up, reverse over a
+        # gradient's code)
+        rt.fit_adjoint: case(arrays((3,)), arrays((2, 3)))
+        | case(arrays((2, 3)), floats())
         | case(arrays((3,)), arrays((3,))),
         rt.part: case(st.tuples(floats(), floats()), 1),
         rt.part_vjp: case(floats(), st.tuples(floats(), floats()), 1)
@@ -617,101 +919,162 @@ def _helpers() -> dict:
         rt.outer_vjp_b: case(arrays((3, 2)), arrays((3,)), arrays((2,))),
         rt.vecdot_vjp: case(arrays((2,)), arrays((2, 3)), -1),
         rt.linspace_vjp: case(st.sampled_from([0, 1]), arrays((4,)), 4, True),
-        rt.var_vjp: case(floats(), 0.0, arrays((4,)), None, 0, False) |
-        case(arrays((3,)), 0.0, arrays((2, 3)), 0, 1, False),
+        rt.var_vjp: case(floats(), 0.0, arrays((4,)), None, 0, False)
+        | case(arrays((3,)), 0.0, arrays((2, 3)), 0, 1, False),
         rt.chosen_vjp: case(0, floats(), 1.0, (1.0, 2.0)) | case(1, floats(), 1.0, (2.0, 1.0)),
-        rt.chosen_jvp: case(0, floats(), 1.0, (1.0, 2.0)) | case(1, st.tuples(floats(), floats()), 1.0, ((2.0, 1.0),)),
+        rt.chosen_jvp: case(0, floats(), 1.0, (1.0, 2.0))
+        | case(1, st.tuples(floats(), floats()), 1.0, ((2.0, 1.0),)),
         rt.cast_jvp: case(arrays((3,)), arrays((3,))) | case(floats(), 0.5),
         rt.spread: case(arrays((3,)), st.tuples(arrays((3,)), floats()).map(list)),
         rt.product_terms_jvp: st.tuples(arrays((3,)), arrays((2,)), arrays((3,)), arrays((2,))).map(
-            lambda t: (([(t[0], t[1])], [(t[2], t[3])]), {})),
-        rt.index_terms_jvp: st.tuples(arrays((3,)), arrays((3,))).map(lambda t: (([(t[0], 0.0)], [(t[1], 2)]), {})),
+            lambda t: (([(t[0], t[1])], [(t[2], t[3])]), {})
+        ),
+        rt.index_terms_jvp: st.tuples(arrays((3,)), arrays((3,))).map(
+            lambda t: (([(t[0], 0.0)], [(t[1], 2)]), {})
+        ),
         rt.filled: st.tuples(st.tuples(arrays((2,)), arrays((3,))), arrays((2,)), arrays((3,))).map(
-            lambda t: (((t[0][0], None), (t[1], t[2])), {})),
+            lambda t: (((t[0][0], None), (t[1], t[2])), {})
+        ),
         rt.summed_matmul_vjp_a: _terms(True, 1) | _terms(True, 2),
         rt.summed_matmul_vjp_b: _terms(False, 1) | _terms(False, 2),
-        rt.summed_dot_vjp_a: _terms(True, 1), rt.summed_dot_vjp_b: _terms(False, 1),
-        rt.summed_getitem_vjp: case(st.lists(st.tuples(floats(), st.sampled_from([0, 2, -1])), min_size=1,
-                                             max_size=4), np.zeros(4)) |
-        case(st.lists(st.tuples(arrays((2,)), st.just(np.array([1, 1]))), min_size=1, max_size=3), np.zeros(3)),
-        rt.add_adjoints: case(arrays((3,)), arrays((3,))) | case(st.tuples(floats(), arrays((2,))),
-                                                                st.tuples(floats(), arrays((2,)))) |
-        case(floats(), arrays((3,))) | case(arrays((3,)), arrays((2, 3))),  # leaves that broadcast: a + b
+        rt.summed_dot_vjp_a: _terms(True, 1),
+        rt.summed_dot_vjp_b: _terms(False, 1),
+        rt.summed_getitem_vjp: case(
+            st.lists(st.tuples(floats(), st.sampled_from([0, 2, -1])), min_size=1, max_size=4),
+            np.zeros(4),
+        )
+        | case(
+            st.lists(st.tuples(arrays((2,)), st.just(np.array([1, 1]))), min_size=1, max_size=3),
+            np.zeros(3),
+        ),
+        rt.add_adjoints: case(arrays((3,)), arrays((3,)))
+        | case(st.tuples(floats(), arrays((2,))), st.tuples(floats(), arrays((2,))))
+        |
+        # leaves that broadcast: a + b
+        case(floats(), arrays((3,)))
+        | case(arrays((3,)), arrays((2, 3))),
         rt.dense_adjoint: case(arrays((3,)), arrays((3,))),
-        rt.unpopped: case(st.lists(arrays((2,)), min_size=2, max_size=2), arrays((2,)), [np.zeros(2), np.zeros(2)]),
+        rt.unpopped: case(
+            st.lists(arrays((2,)), min_size=2, max_size=2), arrays((2,)), [np.zeros(2), np.zeros(2)]
+        ),
         rt.owned_adjoint: case(arrays((3,)), arrays((3,))) | case(arrays((1,)), arrays((3,))),
         rt.detached: case(arrays((3,))) | case(st.tuples(arrays((2,)), floats())),
-        rt.entries: case(arrays((4,)), 1) | case(arrays((2, 3)), 0) | case(arrays((5,)), slice(1, 4)),
+        rt.entries: case(arrays((4,)), 1)
+        | case(arrays((2, 3)), 0)
+        | case(arrays((5,)), slice(1, 4)),
         rt.pow_minus_one: case(floats("pos"), floats()),
-        rt.solve_vjp_b: square().flatmap(lambda a: case(arrays((3,)), arrays((3,)), a, arrays((3,)))),
-        rt.solve_vjp_a: square().flatmap(lambda a: case(arrays((3,)), arrays((3,)), a, arrays((3,))) |
-                                         case(arrays((3, 2)), arrays((3, 2)), a, arrays((3, 2)))),
-        rt.norm_vjp: case(floats(), floats("away"), arrays((4,)), st.sampled_from([None, 2])) |
-        case(arrays((3,)), arrays((3,), "away"), arrays((2, 3)), None, 0) |
-        case(floats(), floats("away"), arrays((3, 3)), "fro"),
-        rt.std_vjp: case(floats(), floats("away"), arrays((4,)), None, 0, False) |
-        case(arrays((3,)), arrays((3,), "away"), arrays((2, 3)), 0, 1, False),
+        rt.solve_vjp_b: square().flatmap(
+            lambda a: case(arrays((3,)), arrays((3,)), a, arrays((3,)))
+        ),
+        rt.solve_vjp_a: square().flatmap(
+            lambda a: (
+                case(arrays((3,)), arrays((3,)), a, arrays((3,)))
+                | case(arrays((3, 2)), arrays((3, 2)), a, arrays((3, 2)))
+            )
+        ),
+        rt.norm_vjp: case(floats(), floats("away"), arrays((4,)), st.sampled_from([None, 2]))
+        | case(arrays((3,)), arrays((3,), "away"), arrays((2, 3)), None, 0)
+        | case(floats(), floats("away"), arrays((3, 3)), "fro"),
+        rt.std_vjp: case(floats(), floats("away"), arrays((4,)), None, 0, False)
+        | case(arrays((3,)), arrays((3,), "away"), arrays((2, 3)), 0, 1, False),
         rt.safe_log: case(floats("pos")) | case(arrays((3,), "pos")),
     }
 
 
 def _second_order_helpers() -> dict:
-    """The helpers of reductions, products and factorizations, whose forward rules give second derivatives.
-    A result (``ans``) is moved apart from the input it came from: each helper is a function of all its
-    arguments."""
+    """The helpers of reductions, products and factorizations, whose forward rules give second
+    derivatives. A result (``ans``) is moved apart from the input it came from: each helper is a
+    function of all its arguments."""
     rt = runtime
-    zeros_in = st.just(np.array([0.5, 0.0, -1.2, 0.0]))  # two zeros: a product's second derivative is not zero
+    # two zeros: a product's second derivative is not zero
+    zeros_in = st.just(np.array([0.5, 0.0, -1.2, 0.0]))
     wide = svd_input().map(lambda a: a.T)
     thin = lambda a: tuple(np.linalg.svd(a, full_matrices=False))  # noqa: E731
     factors = st.tuples(arrays((4, 3)), arrays((3,)), arrays((3, 3)))
     eigh = distinct_spectrum().map(lambda a: tuple(np.linalg.eigh(a)))
     cases = {
-        rt.prod_vjp: case(arrays((2,)), 0.0, arrays((2, 3)), 1, False) | case(floats(), 0.0, zeros_in, None, False)
+        rt.prod_vjp: case(arrays((2,)), 0.0, arrays((2, 3)), 1, False)
+        | case(floats(), 0.0, zeros_in, None, False)
         | case(arrays((2,)), 0.0, arrays((2, 3, 2)), (1, 2), False)
         | case(arrays((2, 1)), 0.0, arrays((2, 3)), 1, True),
-        rt.cumprod_vjp: case(arrays((4,)), 0.0, arrays((4,)), None) | case(arrays((2, 3)), 0.0, arrays((2, 3)), 1)
+        rt.cumprod_vjp: case(arrays((4,)), 0.0, arrays((4,)), None)
+        | case(arrays((2, 3)), 0.0, arrays((2, 3)), 1)
         | case(arrays((4,)), 0.0, zeros_in, None),
         rt.average_vjp: case(floats(), arrays((4,)), None, arrays((4,), "pos"))
         | case(arrays((2,)), arrays((2, 3)), 1, arrays((3,), "pos")),
         rt.average_weights_vjp: case(floats(), floats(), arrays((4,)), None, arrays((4,), "pos"))
         | case(arrays((2,)), arrays((2,)), arrays((2, 3)), 1, arrays((3,), "pos")),
         rt.nanmean_vjp: case(floats(), st.just(np.array([0.3, np.nan, 1.2])), None, False),
-        rt.polyval_vjp_p: case(floats(), arrays((3,)), floats()) | case(arrays((2,)), arrays((4,)), arrays((2,))),
+        rt.polyval_vjp_p: case(floats(), arrays((3,)), floats())
+        | case(arrays((2,)), arrays((4,)), arrays((2,))),
         rt.polyder_vjp: case(arrays((2,)), arrays((3,)), 1) | case(arrays((2,)), arrays((4,)), 2),
         np.polyder: case(arrays((4,)), st.sampled_from([1, 2])),
-        rt.sinc_slope: case(arrays((3,), "away")) | case(st.just(np.array([0.05, 2e-3, -0.7, 1.5]))),  # 0: test_compose
+        # 0: test_compose
+        rt.sinc_slope: case(arrays((3,), "away"))
+        | case(st.just(np.array([0.05, 2e-3, -0.7, 1.5]))),
         rt.matrix_power_vjp: case(arrays((2, 2)), arrays((2, 2)), st.integers(0, 3)),
-        rt.multi_dot_vjp: case(arrays((3, 4)), st.tuples(arrays((3, 2)), arrays((2, 2)), arrays((2, 4))).map(list))
+        rt.multi_dot_vjp: case(
+            arrays((3, 4)), st.tuples(arrays((3, 2)), arrays((2, 2)), arrays((2, 4))).map(list)
+        )
         | case(arrays((4,)), st.tuples(arrays((3,)), arrays((3, 4))).map(list)),
         rt.cholesky_vjp: case(arrays((3, 3)), spd().map(np.linalg.cholesky)),
         rt.eigh_vjp: case(st.tuples(arrays((3,)), arrays((3, 3))), eigh, arrays((3, 3)))
         | case(st.tuples(arrays((3,)), st.none()), eigh, arrays((3, 3))),
-        rt.qr_vjp: case(st.tuples(arrays((4, 3)), arrays((3, 3))), tall().map(lambda a: tuple(np.linalg.qr(a))),
-                        arrays((4, 3)))
-        | case(st.tuples(st.none(), arrays((3, 3))), tall().map(lambda a: tuple(np.linalg.qr(a))), arrays((4, 3))),
+        rt.qr_vjp: case(
+            st.tuples(arrays((4, 3)), arrays((3, 3))),
+            tall().map(lambda a: tuple(np.linalg.qr(a))),
+            arrays((4, 3)),
+        )
+        | case(
+            st.tuples(st.none(), arrays((3, 3))),
+            tall().map(lambda a: tuple(np.linalg.qr(a))),
+            arrays((4, 3)),
+        ),
         rt.svd_vjp: case(factors, svd_input().map(thin), arrays((4, 3)), False, True)
-        | case(st.tuples(arrays((3, 3)), arrays((3,)), arrays((3, 4))), wide.map(thin), arrays((3, 4)), False, True)
-        | case(st.tuples(st.none(), arrays((3,)), st.none()), svd_input().map(thin), arrays((4, 3)), False, True)
-        | svd_input().flatmap(lambda a: case(arrays((3,)), np.linalg.svd(a, compute_uv=False), a, False, False)),
-        rt.pinv_vjp: tall().flatmap(lambda a: case(arrays((3, 4)), np.linalg.pinv(a) + 0.0 * a.T, a)),
+        | case(
+            st.tuples(arrays((3, 3)), arrays((3,)), arrays((3, 4))),
+            wide.map(thin),
+            arrays((3, 4)),
+            False,
+            True,
+        )
+        | case(
+            st.tuples(st.none(), arrays((3,)), st.none()),
+            svd_input().map(thin),
+            arrays((4, 3)),
+            False,
+            True,
+        )
+        | svd_input().flatmap(
+            lambda a: case(arrays((3,)), np.linalg.svd(a, compute_uv=False), a, False, False)
+        ),
+        rt.pinv_vjp: tall().flatmap(
+            lambda a: case(arrays((3, 4)), np.linalg.pinv(a) + 0.0 * a.T, a)
+        ),
         rt.kron_vjp: case(st.sampled_from([0, 1]), arrays((6,)), arrays((2,)), arrays((3,)))
         | case(st.sampled_from([0, 1]), arrays((2, 6)), arrays((2, 2)), arrays((1, 3))),
     }
-    def sliding(k: int) -> st.SearchStrategy:  # np.convolve and np.correlate of 4 and 3 numbers, each mode
+    # np.convolve and np.correlate of 4 and 3 numbers, each mode
+    def sliding(k: int) -> st.SearchStrategy:
         return case(k, arrays((6,)), arrays((4,)), arrays((3,)), "full") | \
             case(k, arrays((4,)), arrays((4,)), arrays((3,)), "same") | \
             case(k, arrays((2,)), arrays((4,)), arrays((3,)), "valid")
     cases[rt.convolve_vjp] = cases[rt.correlate_vjp] = st.sampled_from([0, 1]).flatmap(sliding)
     from ast_ad.rules.numpy import EINSUM_RULES
-    for k, rule in enumerate(EINSUM_RULES):  # operand k's rule of an elementwise product of k + 1 vectors
+    # operand k's rule of an elementwise product of k + 1 vectors
+    for k, rule in enumerate(EINSUM_RULES):
         spec = ",".join(["i"] * (k + 1)) + "->i"
         cases[rule] = case(arrays((2,)), np.zeros(2), spec, *[arrays((2,))] * (k + 1))
     # and of a matrix product, a trace (a repeated index) and a product of three operands
     three = ("ij,jk,k->i", arrays((2, 3)), arrays((3, 4)), arrays((4,)))
-    cases[EINSUM_RULES[0]] |= case(arrays((2, 4)), None, "ij,jk->ik", arrays((2, 3)), arrays((3, 4))) \
-        | case(floats(), None, "ii->", arrays((3, 3))) | case(arrays((2,)), None, *three)
-    cases[EINSUM_RULES[1]] |= case(arrays((2, 4)), None, "ij,jk->ik", arrays((2, 3)), arrays((3, 4))) \
+    cases[EINSUM_RULES[0]] |= (
+        case(arrays((2, 4)), None, "ij,jk->ik", arrays((2, 3)), arrays((3, 4)))
+        | case(floats(), None, "ii->", arrays((3, 3)))
         | case(arrays((2,)), None, *three)
+    )
+    cases[EINSUM_RULES[1]] |= case(
+        arrays((2, 4)), None, "ij,jk->ik", arrays((2, 3)), arrays((3, 4))
+    ) | case(arrays((2,)), None, *three)
     cases[EINSUM_RULES[2]] |= case(arrays((2,)), None, *three)
     return cases
 

@@ -1,4 +1,5 @@
-"""Hypothesis strategies for inputs: scalars and arrays in a domain, and broadcastable shape pairs."""
+"""Hypothesis strategies for inputs: scalars and arrays in a domain, and broadcastable shape
+pairs."""
 
 from __future__ import annotations
 
@@ -32,10 +33,15 @@ def values(domain: str = "real", min_dims: int = 0) -> st.SearchStrategy:
 def broadcast_pair(domain_a: str = "real", domain_b: str = "real") -> st.SearchStrategy[tuple]:
     """Two arrays whose shapes broadcast against each other."""
     pair = hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3)
-    return pair.flatmap(lambda s: st.tuples(arrays(s.input_shapes[0], domain_a), arrays(s.input_shapes[1], domain_b)))
+    return pair.flatmap(
+        lambda s: st.tuples(
+            arrays(s.input_shapes[0], domain_a), arrays(s.input_shapes[1], domain_b)
+        )
+    )
 
 
 def few(examples: int) -> int:
-    """``examples`` under the CI profile (40 examples a test), proportionally more under a longer one
-    (``HYPOTHESIS_PROFILE=long``): for tests that run every rule or every corpus function, each with few."""
+    """``examples`` under the CI profile (40 examples a test), proportionally more under a longer
+    one (``HYPOTHESIS_PROFILE=long``): for tests that run every rule or every corpus function, each
+    with few."""
     return max(examples, examples * settings.default.max_examples // 40)

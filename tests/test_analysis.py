@@ -42,8 +42,9 @@ def shapes_only(g, x):
 
 
 def test_activity_ignores_arguments_read_for_their_shape() -> None:
-    """expand_reduced reads x for its shape alone: its rules for x are zero both ways (the reverse one since
-    reverse mode runs over generated code), so nothing flows from x, and everything from g."""
+    """expand_reduced reads x for its shape alone: its rules for x are zero both ways (the reverse
+    one since reverse mode runs over generated code), so nothing flows from x, and everything from
+    g."""
     function = transform.normalized(shapes_only)
     assert activity(function, (1,)) == forward_activity(function, (1,)) == {"x"}
     assert "out" in forward_activity(function, (0,)) and "out" in activity(function, (0,))
@@ -88,8 +89,9 @@ def reshaped_straight(x):
 
 
 def test_float_zeros_are_made_dense_only_where_a_branch_may_leave_one() -> None:
-    """``zeros.FloatZeros``: y's adjoint is the float 0.0 where the branch does not run, and np.reshape's rule
-    needs its shape, so that rule reads ``dense_adjoint`` of it; in straight-line code it cannot be a float."""
+    """``zeros.FloatZeros``: y's adjoint is the float 0.0 where the branch does not run, and
+    np.reshape's rule needs its shape, so that rule reads ``dense_adjoint`` of it; in straight-line
+    code it cannot be a float."""
     import ast_ad
     from ast_ad.modes.reverse import Reverser
 
@@ -97,11 +99,18 @@ def test_float_zeros_are_made_dense_only_where_a_branch_may_leave_one() -> None:
         function = transform.normalized(fn)
         reverser = Reverser(function, (0,), shapes, transform.adjoint)
         reverser.run()
-        return {stmt.target for stmt in function.body if isinstance(stmt, ir.Assign) and id(stmt) in reverser.zero_in}
+        return {
+            stmt.target
+            for stmt in function.body
+            if isinstance(stmt, ir.Assign) and id(stmt) in reverser.zero_in
+        }
+
     assert "y" in zero_in(reshaped_in_a_branch, (0, -1))
     assert "y" not in zero_in(reshaped_straight, (0,))
     x = np.array([1.0, 2.0, 3.0, 4.0])
     assert "dense_adjoint(y_bar, y)" in ast_ad.source(ast_ad.grad(reshaped_in_a_branch), x, 1.0)
     assert "dense_adjoint" not in ast_ad.source(ast_ad.grad(reshaped_straight), x)
     np.testing.assert_allclose(ast_ad.grad(reshaped_in_a_branch)(x, -1.0), [1.0, 0.0, 0.0, 0.0])
-    np.testing.assert_allclose(ast_ad.grad(reshaped_in_a_branch)(x, 1.0), 2 * x + [1.0, 0.0, 0.0, 0.0])
+    np.testing.assert_allclose(
+        ast_ad.grad(reshaped_in_a_branch)(x, 1.0), 2 * x + [1.0, 0.0, 0.0, 0.0]
+    )

@@ -1,4 +1,5 @@
-"""The public API: grad, value_and_grad, source, extend, check_grads, and what users rely on around them."""
+"""The public API: grad, value_and_grad, source, extend, check_grads, and what users rely on around
+them."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def test_worked_example_generated_source_sums_both_paths_into_x2() -> None:
     text = ast_ad.source(df)
     # the two paths from x2 to the value, through sin and through the product, added in one line
     assert "    x2_bar = -out_bar * np.cos(x2) + out_bar * x1\n" in text
-    assert "    out = np.log(x1) + x1 * x2 - np.sin(x2)\n" in text  # the forward pass as the user wrote it
+    # the forward pass as the user wrote it
+    assert "    out = np.log(x1) + x1 * x2 - np.sin(x2)\n" in text
     assert text.startswith("def worked_vjp(x1, x2, out_bar=1.0):")
 
 
@@ -52,7 +54,8 @@ def test_decorator_forms() -> None:
 
 def test_gradient_has_the_arguments_type_shape_and_dtype() -> None:
     assert type(ast_ad.grad(fx.worked)(2.0, 3.0)) is float
-    assert type(ast_ad.grad(fx.worked)(2.0, 3)) is float  # an integer is fine where it is not differentiated
+    # an integer is fine where it is not differentiated
+    assert type(ast_ad.grad(fx.worked)(2.0, 3)) is float
     x = np.array([[1.0, 2.0]], dtype=np.float32)
     g = ast_ad.grad(fx.uses_global)(np.ones(3, dtype=np.float32))
     assert g.dtype == np.float32 and g.shape == (3,)
@@ -64,7 +67,9 @@ def test_gradient_has_the_arguments_type_shape_and_dtype() -> None:
 def test_integers_are_refused_alike_as_scalars_and_arrays() -> None:
     """Their derivative is not defined: a scalar and an array of integers get the same refusal."""
     for value in (2, np.int64(2), np.array([1, 2])):
-        with pytest.raises(NonDifferentiableArgumentError, match=r"an integer .*pass a float \(3.0, not 3\)"):
+        with pytest.raises(
+            NonDifferentiableArgumentError, match=r"an integer .*pass a float \(3.0, not 3\)"
+        ):
             ast_ad.grad(fx.uses_global)(value)
 
 
@@ -101,7 +106,8 @@ def test_registered_user_primitive_is_used_by_transformer_and_tracer() -> None:
     before = fx.calls["n"]
     np.testing.assert_allclose(ast_ad.grad(fx.uses_softplus)(x), expected)
     np.testing.assert_allclose(ast_ad.tracer.grad(fx.uses_softplus)(x), expected)
-    assert fx.calls["n"] == before + 2  # a def rule with side effects is called, not inlined... twice
+    # a def rule with side effects is called, not inlined... twice
+    assert fx.calls["n"] == before + 2
     text = ast_ad.source(ast_ad.grad(fx.uses_softplus))
     assert "softplus(x)" in text and "softplus_bwd" not in text
 
@@ -123,9 +129,12 @@ def test_changed_global_is_read_again() -> None:
         fx.BIAS = old
 
 
-def test_the_scalar_fast_path_rereads_globals_and_follows_the_last_call(tmp_path, monkeypatch) -> None:
-    """A gradient called with floats again skips the general path, and still reads each global again (a
-    number, a function), shows the code of its last call, and is rebuilt when its cache is emptied."""
+def test_the_scalar_fast_path_rereads_globals_and_follows_the_last_call(
+    tmp_path, monkeypatch
+) -> None:
+    """A gradient called with floats again skips the general path, and still reads each global again
+    (a number, a function), shows the code of its last call, and is rebuilt when its cache is
+    emptied."""
     (tmp_path / "fast_path.py").write_text("import numpy as np\n\nRATE = 2.0\n\n\ndef step(a):\n"
                                            "    return a * a\n\n\ndef f(x, y):\n"
                                            "    return RATE * np.sum(step(x)) * y + np.sin(y)\n")
@@ -140,7 +149,8 @@ def test_the_scalar_fast_path_rereads_globals_and_follows_the_last_call(tmp_path
     assert df(1.5, 0.5)[0] == 3.0 * 3 * 1.5 ** 2 * 0.5
     arrays = df(np.array([1.5, 2.0]), 0.5)
     np.testing.assert_allclose(arrays[0], 3.0 * 3 * np.array([1.5, 2.0]) ** 2 * 0.5)
-    assert df.last_shapes == (labelled(0, np.zeros(2)), -1)  # ast_ad.source(df) shows this last call's code
+    # ast_ad.source(df) shows this last call's code
+    assert df.last_shapes == (labelled(0, np.zeros(2)), -1)
     assert df(1.5, 0.5)[0] == 3.0 * 3 * 1.5 ** 2 * 0.5  # floats again: the general path, once
     assert df.last_shapes == (-1, -1)
     assert df(1.5, 0.5)[0] == 3.0 * 3 * 1.5 ** 2 * 0.5
@@ -151,21 +161,32 @@ def test_the_scalar_fast_path_rereads_globals_and_follows_the_last_call(tmp_path
 
 
 def test_the_scalar_fast_path_of_jvp_rereads_globals(tmp_path, monkeypatch) -> None:
-    """jvp with floats only, again: the module of the last such call, while nothing it reads has changed."""
+    """jvp with floats only, again: the module of the last such call, while nothing it reads has
+    changed."""
     (tmp_path / "fast_jvp.py").write_text("import math\n\nRATE = 2.0\n\n\ndef f(x, y):\n"
                                           "    return RATE * x * y + math.sin(y)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     import fast_jvp
 
-    expected = (2.0 * 1.5 * 0.5 + math.sin(0.5), 2.0 * 0.5 * 1.0 + (2.0 * 1.5 + math.cos(0.5)) * 2.0)
-    assert ast_ad.jvp(fast_jvp.f, (1.5, 0.5), (1.0, 2.0)) == ast_ad.jvp(fast_jvp.f, (1.5, 0.5), (1.0, 2.0)) \
+    expected = (
+        2.0 * 1.5 * 0.5 + math.sin(0.5),
+        2.0 * 0.5 * 1.0 + (2.0 * 1.5 + math.cos(0.5)) * 2.0,
+    )
+    assert (
+        ast_ad.jvp(fast_jvp.f, (1.5, 0.5), (1.0, 2.0))
+        == ast_ad.jvp(fast_jvp.f, (1.5, 0.5), (1.0, 2.0))
         == pytest.approx(expected, rel=1e-15)
+    )
     monkeypatch.setattr(fast_jvp, "RATE", 3.0)
-    assert ast_ad.jvp(fast_jvp.f, (1.5, 0.5), (1.0, 2.0))[1] == pytest.approx(3.0 * 0.5 + (3.0 * 1.5 + math.cos(0.5))
-                                                                              * 2.0, rel=1e-15)
+    assert ast_ad.jvp(fast_jvp.f, (1.5, 0.5), (1.0, 2.0))[1] == pytest.approx(
+        3.0 * 0.5 + (3.0 * 1.5 + math.cos(0.5)) * 2.0, rel=1e-15
+    )
     monkeypatch.setattr(fast_jvp, "math", np)  # a module it reads, rebound: transformed again
-    assert ast_ad.jvp(fast_jvp.f, (1.5, 0.5), (1.0, 2.0))[0] == pytest.approx(3.0 * 0.75 + np.sin(0.5), rel=1e-15)
-    assert ast_ad.jvp(fast_jvp.f, (1.5, 0.5), (1, None))[1] == 3.0 * 0.5  # an int tangent, None: the general path
+    assert ast_ad.jvp(fast_jvp.f, (1.5, 0.5), (1.0, 2.0))[0] == pytest.approx(
+        3.0 * 0.75 + np.sin(0.5), rel=1e-15
+    )
+    # an int tangent, None: the general path
+    assert ast_ad.jvp(fast_jvp.f, (1.5, 0.5), (1, None))[1] == 3.0 * 0.5
 
 
 def test_redefined_callee_is_transformed_again(tmp_path, monkeypatch) -> None:
@@ -201,9 +222,14 @@ def test_source_stages_and_getsource() -> None:
     df(2.0, 3.0)
     assert inspect.getsource(df) == ast_ad.source(df).split("\n\n\n")[-1]
     normalized = ast_ad.source(fx.worked, stage="normalized")
-    assert normalized.splitlines()[1:] == ["    log_x1 = np.log(x1)", "    x1_times_x2 = x1 * x2",
-                                           "    t1 = log_x1 + x1_times_x2", "    sin_x2 = np.sin(x2)",
-                                           "    out = t1 - sin_x2", "    return out"]
+    assert normalized.splitlines()[1:] == [
+        "    log_x1 = np.log(x1)",
+        "    x1_times_x2 = x1 * x2",
+        "    t1 = log_x1 + x1_times_x2",
+        "    sin_x2 = np.sin(x2)",
+        "    out = t1 - sin_x2",
+        "    return out",
+    ]
     with pytest.raises(ast_ad.errors.ASTADError):
         ast_ad.source(df, stage="nope")
 
@@ -226,16 +252,22 @@ def test_tracebacks_show_generated_lines() -> None:
             pytest.fail("log(0) should have raised")
     generated = [f for f in frames if f.filename.startswith(str(load.cache_dir()))]
     assert generated and generated[-1].line == "y = np.log(x)"
-    assert linecache.getline(generated[-1].filename, generated[-1].lineno).strip() == "y = np.log(x)"
-    with open(generated[-1].filename, encoding="utf-8") as written:  # a real file: every tool can read it
+    assert (
+        linecache.getline(generated[-1].filename, generated[-1].lineno).strip() == "y = np.log(x)"
+    )
+    # a real file: every tool can read it
+    with open(generated[-1].filename, encoding="utf-8") as written:
         assert written.read().splitlines()[generated[-1].lineno - 1].strip() == "y = np.log(x)"
 
 
 def test_the_default_traceback_printer_shows_generated_lines(tmp_path) -> None:
-    """Python 3.11's own printer reads lines from disk: an uncaught error in generated code shows its line."""
+    """Python 3.11's own printer reads lines from disk: an uncaught error in generated code shows
+    its line."""
     script = tmp_path / "fails.py"
-    script.write_text("import numpy as np\nimport ast_ad\n\ndef f(x1, x2):\n    return np.log(x1) + x1 * x2\n\n"
-                      "ast_ad.grad(f).__wrapped__('a', 'b')\n")
+    script.write_text(
+        "import numpy as np\nimport ast_ad\n\ndef f(x1, x2):\n    return np.log(x1) + x1 * x2\n\n"
+        "ast_ad.grad(f).__wrapped__('a', 'b')\n"
+    )
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           env={**os.environ, "AST_AD_CACHE_DIR": str(tmp_path / "cache")})
     assert done.returncode == 1
@@ -249,7 +281,9 @@ def test_generated_files_can_be_turned_off_and_cleared(tmp_path, monkeypatch) ->
     assert ast_ad.cache_clear() >= 1 and not list(tmp_path.glob("*.py"))
     assert inspect.getsource(loaded.fn).startswith("def double")  # linecache still has the text
     monkeypatch.setenv("AST_AD_CACHE", "0")
-    assert load.load("def triple(x):\n    return 3 * x\n", "triple", {}).fn.__code__.co_filename.startswith("<ast_ad")
+    assert load.load(
+        "def triple(x):\n    return 3 * x\n", "triple", {}
+    ).fn.__code__.co_filename.startswith("<ast_ad")
 
 
 def test_an_unwritable_cache_falls_back_to_the_temporary_directory(tmp_path, monkeypatch) -> None:
@@ -279,8 +313,10 @@ def test_check_grads_passes_and_fails() -> None:
         transform.forget()
         with pytest.raises(AssertionError, match="finite differences"):
             ast_ad.check_grads(fx.worked, 2.0, 3.0, argnums=(0, 1))
-    finally:  # the rule as it was, and the registrations that key the persistent cache, so that no later
-        ast_ad.core.registry._RULES[np.sin] = right  # test reads a module built with the wrong rule from it
+    # the rule as it was, and the registrations that key the persistent cache, so that no later
+    finally:
+        # test reads a module built with the wrong rule from it
+        ast_ad.core.registry._RULES[np.sin] = right
         del ast_ad.core.registry.USER_CHANGES[changes:]
         transform.forget()
     ast_ad.check_grads(fx.worked, 2.0, 3.0, argnums=(0, 1))
@@ -301,7 +337,8 @@ def test_in_place_update_of_a_shared_array_is_followed() -> None:
     value, grad = ast_ad.value_and_grad(fx.aliasing)(x.copy())
     assert value == fx.aliasing(x.copy())
     np.testing.assert_allclose(grad, 2 * x + 2.0)  # sum((x + 1) ** 2)
-    assert ast_ad.grad(fx.aliasing)(1.5) == 2 * 1.5 + 1.0  # floats cannot be shared: y += 1.0 binds a new one
+    # floats cannot be shared: y += 1.0 binds a new one
+    assert ast_ad.grad(fx.aliasing)(1.5) == 2 * 1.5 + 1.0
 
 
 def test_in_place_update_in_a_loop_of_an_array_shared_before_it_is_followed() -> None:
@@ -314,20 +351,24 @@ def test_in_place_update_in_a_loop_of_an_array_shared_before_it_is_followed() ->
 
 
 def test_a_slow_first_transform_says_so_once(monkeypatch, caplog) -> None:
-    """Silent by default; one WARNING line when the transform is slower than the threshold (set to 0 here,
-    so the test does not depend on the machine's speed), and each stage at INFO."""
+    """Silent by default; one WARNING line when the transform is slower than the threshold (set to 0
+    here, so the test does not depend on the machine's speed), and each stage at INFO."""
     import logging
 
     monkeypatch.setattr(transform, "SLOW_SECONDS", 0.0)
-    monkeypatch.setenv("AST_AD_CACHE", "0")  # transformed here, not read from what an earlier test stored
+    # transformed here, not read from what an earlier test stored
+    monkeypatch.setenv("AST_AD_CACHE", "0")
     transform.forget()
     with caplog.at_level(logging.INFO, logger="ast_ad"):
         ast_ad.grad(fx.worked)(2.0, 3.0)
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "worked" in warnings[0].getMessage() and "once per function" in \
         warnings[0].getMessage()
-    assert {r.getMessage().split(": ")[1].split(" took")[0] for r in caplog.records if r.levelno == logging.INFO} \
-        == {"parse, normalize, reverse", "emit", "compile"}
+    assert {
+        r.getMessage().split(": ")[1].split(" took")[0]
+        for r in caplog.records
+        if r.levelno == logging.INFO
+    } == {"parse, normalize, reverse", "emit", "compile"}
 
 
 def summed_worked(x1, x2):
@@ -335,30 +376,38 @@ def summed_worked(x1, x2):
 
 
 def test_the_scalar_fast_path_runs_only_what_it_was_built_for() -> None:
-    """After a call with floats, a gradient runs its scalar module directly; every other call takes the general
-    path, and each gives what the general path gives."""
+    """After a call with floats, a gradient runs its scalar module directly; every other call takes
+    the general path, and each gives what the general path gives."""
     def expected(x1, x2):
         return 1.0 / x1 + x2, x1 - math.cos(x2)
 
     both, first = ast_ad.grad(fx.worked, (0, 1)), ast_ad.value_and_grad(fx.worked)
     for x1, x2 in [(2.0, 3.0), (2.0, 3.0), (np.float64(0.5), 1.5), (1.25, np.float64(0.25))]:
         grads = both(x1, x2)
-        assert grads == pytest.approx(expected(x1, x2), rel=1e-15) and all(type(g) is float for g in grads)
+        assert grads == pytest.approx(expected(x1, x2), rel=1e-15) and all(
+            type(g) is float for g in grads
+        )
         value, grad = first(x1, x2)
-        assert value == fx.worked(x1, x2) and type(grad) is float and grad == pytest.approx(expected(x1, x2)[0])
+        assert (
+            value == fx.worked(x1, x2)
+            and type(grad) is float
+            and grad == pytest.approx(expected(x1, x2)[0])
+        )
     assert both(2.0, x2=3.0) == both(2.0, 3.0)  # a keyword: the general path
     with pytest.raises(ast_ad.errors.NonScalarOutputError):
         both(np.array([2.0, 0.5]), 3.0)  # an array after floats
     summed = ast_ad.grad(summed_worked, (0, 1))
     assert summed(2.0, 3.0) == pytest.approx(expected(2.0, 3.0), rel=1e-15)
     x1s = np.array([2.0, 0.5])
-    grads = summed(x1s, 3.0)  # an array after floats: not the scalar module, whose gradient would not un-broadcast
+    # an array after floats: not the scalar module, whose gradient would not un-broadcast
+    grads = summed(x1s, 3.0)
     np.testing.assert_allclose(grads[0], 1.0 / x1s + 3.0)
     assert np.shape(grads[1]) == () and grads[1] == pytest.approx(np.sum(x1s - math.cos(3.0)))
     assert summed(2.0, 3.0) == pytest.approx(expected(2.0, 3.0), rel=1e-15)  # and floats again
     with pytest.raises(ast_ad.errors.ASTADError):
         both(2, 3.0)  # an integer is refused on either path
-    ast_ad.source(both, np.ones(2), np.ones(2))  # the module for arrays: the last call's kinds are those now
+    # the module for arrays: the last call's kinds are those now
+    ast_ad.source(both, np.ones(2), np.ones(2))
     assert "unbroadcast" in ast_ad.source(both)
     assert both(2.0, 3.0) == pytest.approx(expected(2.0, 3.0), rel=1e-15)
     assert "unbroadcast" not in ast_ad.source(both)  # a call with floats is the last again
@@ -367,8 +416,9 @@ def test_the_scalar_fast_path_runs_only_what_it_was_built_for() -> None:
 
 
 def test_the_scalar_call_is_written_for_each_shape_of_call_once() -> None:
-    """``scalar_calls.scalar_caller`` writes the fast path's code for a number of arguments, guards and gradients, once:
-    one gradient, a tuple of one or of three, with the value or not, each gives what the general path gives."""
+    """``scalar_calls.scalar_caller`` writes the fast path's code for a number of arguments, guards
+    and gradients, once: one gradient, a tuple of one or of three, with the value or not, each gives
+    what the general path gives."""
     from ast_ad.backend import scalar_calls
 
     def three(a, b, c):
@@ -381,7 +431,11 @@ def test_the_scalar_call_is_written_for_each_shape_of_call_once() -> None:
         for gradient, expected in cases:
             got = gradient(1.5, 2.0, 0.5)
             assert _flat(got) == pytest.approx(_flat(expected), rel=1e-15)
-            assert _all_floats(got) and type(got) is type(expected) and len(_flat(got)) == len(_flat(expected))
+            assert (
+                _all_floats(got)
+                and type(got) is type(expected)
+                and len(_flat(got)) == len(_flat(expected))
+            )
     made = len(scalar_calls._FACTORIES)
     for gradient, _ in cases:  # another gradient of the same shape: no new code
         type(gradient)(three, gradient.argnums if not gradient.single else gradient.argnums[0],
@@ -398,7 +452,8 @@ def _flat(x) -> list:
 
 
 def test_the_public_namespace_is_the_api() -> None:
-    """``dir(ast_ad)`` lists what ``__all__`` names, not the package's modules, whatever was imported."""
+    """``dir(ast_ad)`` lists what ``__all__`` names, not the package's modules, whatever was
+    imported."""
     import ast_ad.optimize.fold  # noqa: F401  (a module of the package, imported: still not listed)
     public = {name for name in dir(ast_ad) if not name.startswith("_")}
     assert public == set(ast_ad.__all__)
@@ -406,6 +461,7 @@ def test_the_public_namespace_is_the_api() -> None:
 
 
 def test_check_grads_takes_lists_tuples_and_dicts() -> None:
-    """Each array or number inside a container parameter is checked (np.allclose of a dict raised TypeError)."""
+    """Each array or number inside a container parameter is checked (np.allclose of a dict raised
+    TypeError)."""
     params = {"w": np.ones((2, 3)) * 0.3, "b": np.array([0.1, -0.2]), "scale": [1.5, 2.0]}
     ast_ad.check_grads(fx.container_model, params, np.array([0.5, -1.0, 2.0]))

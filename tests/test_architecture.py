@@ -1,6 +1,7 @@
-"""The layers of docs/architecture.md, checked by import-linter ([tool.importlinter] in pyproject.toml): each
-layer imports only the layers below it, function-level imports included, and no module or package is in an
-import cycle. A copy of the package with one upward import added inside a function fails the check."""
+"""The layers of docs/architecture.md, checked by import-linter ([tool.importlinter] in
+pyproject.toml): each layer imports only the layers below it, function-level imports included, and
+no module or package is in an import cycle. A copy of the package with one upward import added
+inside a function fails the check."""
 
 import pathlib
 import shutil
@@ -27,7 +28,9 @@ def test_the_layers_hold():
 
 def test_an_upward_import_inside_a_function_breaks_them(tmp_path):
     pytest.importorskip("importlinter")
-    shutil.copytree(ROOT / "ast_ad", tmp_path / "ast_ad", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "ast_ad", tmp_path / "ast_ad", ignore=shutil.ignore_patterns("__pycache__")
+    )
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     logs = tmp_path / "ast_ad" / "core" / "logs.py"
     logs.write_text(logs.read_text() + "\n\ndef _upward():\n    from ast_ad.api import gradient\n\n"

@@ -3,8 +3,8 @@
 ``tests.duck.Duck`` wraps numpy and is reached only through numpy's dispatch protocols; its
 ``__array__`` raises. Every registered rule, forward and reverse, and every corpus function is run
 on duck arrays and compared with numpy: a helper that calls ``np.asarray``, makes zeros with
-``np.zeros(shape)`` or writes a duck array into a numpy array fails here on every machine, as it would
-move a dask or CuPy array to numpy.
+``np.zeros(shape)`` or writes a duck array into a numpy array fails here on every machine, as it
+would move a dask or CuPy array to numpy.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ CORPUS = corpus.CASES + corpus_control.CASES + corpus_numpy.CASES
 
 
 def numpy_leaves(value) -> list:
-    """The numpy arrays and numpy scalars inside ``value``: what a duck computation must not make."""
+    """The numpy arrays and numpy scalars inside ``value``: what a duck computation must not
+    make."""
     return [leaf for leaf in leaves(value) if isinstance(leaf, (np.ndarray, np.generic))]
 
 
@@ -45,7 +46,8 @@ def assert_equal_values(got, expected) -> None:
 
 
 def runs(fn, args) -> None:
-    """Keep only inputs the function itself runs on with numpy (a singular matrix, say, is the function's)."""
+    """Keep only inputs the function itself runs on with numpy (a singular matrix, say, is the
+    function's)."""
     try:
         fn(*args)
     except Exception:
@@ -75,25 +77,35 @@ def test_every_rule_keeps_the_array_type(rule: registry.Rule, data: st.DataObjec
     rng = np.random.default_rng(0)
     u = random_like(ans, rng)
     for k, arg in enumerate(args):
-        if not any(isinstance(leaf, float) or (isinstance(leaf, np.ndarray) and leaf.dtype.kind == "f")
-                   for leaf in leaves(arg)):
+        if not any(
+            isinstance(leaf, float) or (isinstance(leaf, np.ndarray) and leaf.dtype.kind == "f")
+            for leaf in leaves(arg)
+        ):
             continue
         vjp = rule.vjp(k)
         if vjp is not None and vjp is not registry.zero:
             expected = vjp(u, ans, *args, **kwargs)
             Duck.conversions = 0
             got = vjp(ducks(u), d_ans, *d_args, **d_kwargs)
-            assert Duck.conversions <= allowed, "the reverse rule converted a duck array to a number"
-            assert not numpy_leaves(got), f"the reverse rule of argument {k} made numpy arrays: {got!r}"
+            assert Duck.conversions <= allowed, (
+                "the reverse rule converted a duck array to a number"
+            )
+            assert not numpy_leaves(got), (
+                f"the reverse rule of argument {k} made numpy arrays: {got!r}"
+            )
             assert_equal_values(got, expected)
         if rule.jvp(k) is not None:
             v = direction_like(arg, rng)
             expected = tracer.tangent(rule, k, v, ans, args, kwargs)
             Duck.conversions = 0
             got = tracer.tangent(rule, k, ducks(v), d_ans, d_args, d_kwargs)
-            assert Duck.conversions <= allowed, "the forward rule converted a duck array to a number"
+            assert Duck.conversions <= allowed, (
+                "the forward rule converted a duck array to a number"
+            )
             if has_duck(ducks(v)):
-                assert not numpy_leaves(got), f"the forward rule of argument {k} made numpy arrays: {got!r}"
+                assert not numpy_leaves(got), (
+                    f"the forward rule of argument {k} made numpy arrays: {got!r}"
+                )
             assert_equal_values(got, expected)
 
 
@@ -101,23 +113,29 @@ def test_every_rule_keeps_the_array_type(rule: registry.Rule, data: st.DataObjec
 @settings(max_examples=few(5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_corpus_on_duck_arrays(case: corpus.Case, data: st.DataObject) -> None:
-    """Where Python runs a corpus function on duck arrays, ast_ad's gradient does, with duck gradients."""
+    """Where Python runs a corpus function on duck arrays, ast_ad's gradient does, with duck
+    gradients."""
     args = data.draw(case.args)
     runs(case.fn, args)
     Duck.conversions = 0
     try:
         case.fn(*ducks(args))
     except Refused:
-        return  # the function itself writes a duck array into a numpy one (y = np.zeros(6); y[0] = x[1])
+        # the function itself writes a duck array into a numpy one (y = np.zeros(6); y[0] = x[1])
+        return
     allowed = Duck.conversions
     value, grads = ast_ad.value_and_grad(case.fn, case.argnums)(*args)
     Duck.conversions = 0
     d_value, d_grads = ast_ad.value_and_grad(case.fn, case.argnums)(*ducks(args))
-    assert Duck.conversions <= allowed, "the gradient converted more duck arrays to numbers than the function"
+    assert Duck.conversions <= allowed, (
+        "the gradient converted more duck arrays to numbers than the function"
+    )
     for k, g, d_g in zip(case.argnums, grads, d_grads, strict=True):
         assert not numpy_leaves(d_g)
         if isinstance(args[k], np.ndarray):
-            assert isinstance(d_g, Duck) and d_g.shape == args[k].shape and d_g.dtype == args[k].dtype
+            assert (
+                isinstance(d_g, Duck) and d_g.shape == args[k].shape and d_g.dtype == args[k].dtype
+            )
         assert_equal_values(d_g, g)
     if math.isfinite(float(np.sum(value))):
         assert_equal_values(d_value, value)
@@ -135,7 +153,9 @@ def test_corpus_forward_mode_on_duck_arrays(case: corpus.Case, data: st.DataObje
     except Refused:
         return
     rng = np.random.default_rng(0)
-    tangents = tuple(direction_like(a, rng) if k in case.argnums else None for k, a in enumerate(args))
+    tangents = tuple(
+        direction_like(a, rng) if k in case.argnums else None for k, a in enumerate(args)
+    )
     _, expected = ast_ad.jvp(case.fn, args, tangents)
     _, got = ast_ad.jvp(case.fn, ducks(args), ducks(tangents))
     if any(isinstance(leaf, Duck) for leaf in leaves(ducks(tangents))):
@@ -144,7 +164,8 @@ def test_corpus_forward_mode_on_duck_arrays(case: corpus.Case, data: st.DataObje
 
 
 def test_cupy_gradients_stay_on_the_device() -> None:
-    """Where CuPy and a GPU are present, a gradient of CuPy arrays is a CuPy array (no GPU here: skipped)."""
+    """Where CuPy and a GPU are present, a gradient of CuPy arrays is a CuPy array (no GPU here:
+    skipped)."""
     cupy = pytest.importorskip("cupy")
     try:
         devices = cupy.cuda.runtime.getDeviceCount()

@@ -47,18 +47,24 @@ SIDES = [  # (fixed operand first, the per-step rule, the helpers that sum a loo
 ]
 
 
-@pytest.mark.parametrize("fixed_first, step, summing", SIDES, ids=["a @ b, a fixed", "a @ b, b fixed"])
+@pytest.mark.parametrize(
+    "fixed_first, step, summing", SIDES, ids=["a @ b, a fixed", "a @ b, b fixed"]
+)
 @given(data=st.data())
 def test_summed_products_are_the_sum_of_the_steps(fixed_first, step, summing, data) -> None:
     fixed, terms = data.draw(loop_terms(fixed_first))
-    expected = sum(((step(g, fixed, other) if fixed_first else step(g, other, fixed)) for g, other in terms), 0.0)
+    expected = sum(
+        ((step(g, fixed, other) if fixed_first else step(g, other, fixed)) for g, other in terms),
+        0.0,
+    )
     for summed in summing:
         np.testing.assert_allclose(summed(terms, fixed), expected, rtol=1e-12, atol=1e-12)
 
 
 def test_summed_dot_keeps_dot_rules_for_scalars() -> None:
     fixed = np.arange(6.0).reshape(2, 3)
-    terms = [(np.ones((2, 3)), 2.0), (np.full((2, 3), 3.0), -1.0)]  # np.dot(fixed, scalar) each step
+    # np.dot(fixed, scalar) each step
+    terms = [(np.ones((2, 3)), 2.0), (np.full((2, 3), 3.0), -1.0)]
     np.testing.assert_allclose(runtime.summed_dot_vjp_a(terms, fixed), 2.0 * 1.0 + 3.0 * -1.0)
 
 
@@ -66,11 +72,16 @@ MATMUL_A, MUL = ir.Ref(runtime.matmul_vjp_a, "matmul_vjp_a"), ir.Ref(operator.mu
 LINE = ir.Line("loop.py", 1, "")
 
 
-def _accumulated(bar: str, call: ir.Call, scratch: Scratch, terms: dict[int, Term]) -> list[ir.Stmt]:
-    """``bar = bar + call``, as the accumulation builds it (the call a part), with the term it records (``term_of``)."""
+def _accumulated(
+    bar: str, call: ir.Call, scratch: Scratch, terms: dict[int, Term]
+) -> list[ir.Stmt]:
+    """``bar = bar + call``, as the accumulation builds it (the call a part), with the term it
+    records (``term_of``)."""
     part = scratch.fresh("")
     stmts: list[ir.Stmt] = [ir.Assign(part, call, LINE)]
-    accumulation = ir.Assign(bar, ir.Call(ir.Ref(operator.add, "operator.add"), (ir.Var(bar), ir.Var(part))), LINE)
+    accumulation = ir.Assign(
+        bar, ir.Call(ir.Ref(operator.add, "operator.add"), (ir.Var(bar), ir.Var(part))), LINE
+    )
     term = term_of(accumulation, stmts)
     if term is not None:
         terms[id(accumulation)] = term
@@ -78,8 +89,11 @@ def _accumulated(bar: str, call: ir.Call, scratch: Scratch, terms: dict[int, Ter
 
 
 def _w_bar(scratch: Scratch, terms: dict[int, Term]) -> list[ir.Stmt]:
-    """``W_bar = W_bar + matmul_vjp_a(g, W, h)``: the contribution of ``W @ h`` to a matrix the loop keeps."""
-    return _accumulated("W_bar", ir.Call(MATMUL_A, (ir.Var("g"), ir.Var("W"), ir.Var("h"))), scratch, terms)
+    """``W_bar = W_bar + matmul_vjp_a(g, W, h)``: the contribution of ``W @ h`` to a matrix the loop
+    keeps."""
+    return _accumulated(
+        "W_bar", ir.Call(MATMUL_A, (ir.Var("g"), ir.Var("W"), ir.Var("h"))), scratch, terms
+    )
 
 
 def test_only_a_rule_with_a_sum_over_steps_on_a_name_gives_a_term() -> None:
@@ -87,17 +101,32 @@ def test_only_a_rule_with_a_sum_over_steps_on_a_name_gives_a_term() -> None:
     body = _w_bar(scratch, terms)
     body += _accumulated("h_bar", ir.Call(MUL, (ir.Var("g"), ir.Var("W"))), scratch, terms)
     row = scratch.fresh("")  # ``V[0]``: a part, no name the loop could keep fixed
-    body += [ir.Assign(row, ir.Call(ir.Ref(operator.getitem, "operator.getitem"), (ir.Var("V"), ir.Const(0))), LINE),
-             *_accumulated("V_bar", ir.Call(MATMUL_A, (ir.Var("g"), ir.Var(row), ir.Var("h"))), scratch, terms)]
+    body += [
+        ir.Assign(
+            row,
+            ir.Call(ir.Ref(operator.getitem, "operator.getitem"), (ir.Var("V"), ir.Const(0))),
+            LINE,
+        ),
+        *_accumulated(
+            "V_bar", ir.Call(MATMUL_A, (ir.Var("g"), ir.Var(row), ir.Var("h"))), scratch, terms
+        ),
+    ]
     assert list(terms) == [id(body[1])]
     term = terms[id(body[1])]
-    assert (term.bar, term.helper, term.fixed, term.pair) == ("W_bar", runtime.summed_matmul_vjp_a, "W",
-                                                                (ir.Var("g"), ir.Var("h")))
+    assert (term.bar, term.helper, term.fixed, term.pair) == (
+        "W_bar",
+        runtime.summed_matmul_vjp_a,
+        "W",
+        (ir.Var("g"), ir.Var("h")),
+    )
 
 
 def test_an_adjoint_the_loop_reads_is_not_batched() -> None:
     scratch, terms = Scratch(), {}
-    body = [*_w_bar(scratch, terms), ir.Assign("g", ir.Call(MUL, (ir.Var("g"), ir.Var("W_bar"))), LINE)]
+    body = [
+        *_w_bar(scratch, terms),
+        ir.Assign("g", ir.Call(MUL, (ir.Var("g"), ir.Var("W_bar"))), LINE),
+    ]
     assert terms and batch_products(body, set(), terms, scratch, Namer()) == ([], body, [])
 
 
@@ -107,13 +136,14 @@ def test_an_operand_the_loop_binds_is_not_batched() -> None:
     assert batch_products(body, {"W"}, terms, scratch, Namer()) == ([], body, [])
     before, rewritten, after = batch_products(body, set(), terms, scratch, Namer())
     assert len(before) == 1 and len(after) == 1 and after[0][0] == "W_bar"
-    assert [type(s) for s in rewritten] == [ir.Assign, ir.Append]  # the pair, kept: the call is made after the loop
+    # the pair, kept: the call is made after the loop
+    assert [type(s) for s in rewritten] == [ir.Assign, ir.Append]
     assert rewritten[0].value == ir.Pack((ir.Var("g"), ir.Var("h")))
 
 
 def test_a_statement_not_recorded_is_not_batched() -> None:
-    """Batching reads the terms the accumulation recorded, not the code: a statement written the same way but not
-    recorded (a copy made later, say) stays as it is."""
+    """Batching reads the terms the accumulation recorded, not the code: a statement written the
+    same way but not recorded (a copy made later, say) stays as it is."""
     scratch, terms = Scratch(), {}
     body = _w_bar(scratch, terms)
     copied = [body[0], ir.Assign(body[1].target, body[1].value, body[1].line)]
@@ -121,8 +151,11 @@ def test_a_statement_not_recorded_is_not_batched() -> None:
 
 
 def test_each_side_of_each_product_is_summed_after_the_loop() -> None:
-    source = ast_ad.source(ast_ad.grad(corpus_control.shared_weights, (0, 1, 2)), np.eye(3), np.eye(3), np.ones(3))
-    for rule, (helper, _) in registry.fact_table("summed").items():  # A @ h, h @ A, np.dot(h, C), np.dot(C, h)
+    source = ast_ad.source(
+        ast_ad.grad(corpus_control.shared_weights, (0, 1, 2)), np.eye(3), np.eye(3), np.ones(3)
+    )
+    # A @ h, h @ A, np.dot(h, C), np.dot(C, h)
+    for rule, (helper, _) in registry.fact_table("summed").items():
         if rule is not runtime.getitem_vjp:
             assert f"{helper.__name__}(" in source
 
@@ -135,15 +168,19 @@ def element_reads(x, w):
 
 
 def test_reads_of_a_fixed_array_in_a_loop_are_added_once_after_it() -> None:
-    """x[i] in a loop: its adjoint is one array after the loop, not a zero array per step (O(n), not O(n^2)).
-    Of an array of unknown kind, the steps' adjoints are kept and added once after the loop; of a numpy
-    vector of floats, whose x[i] is a number, each is added into an array the loop owns, in place."""
+    """x[i] in a loop: its adjoint is one array after the loop, not a zero array per step (O(n), not
+    O(n^2)). Of an array of unknown kind, the steps' adjoints are kept and added once after the
+    loop; of a numpy vector of floats, whose x[i] is a number, each is added into an array the loop
+    owns, in place."""
     x, w = np.linspace(0.1, 0.9, 5), np.linspace(1.0, 2.0, 5)
 
     class Unknown(np.ndarray):
         pass
     source = ast_ad.source(ast_ad.grad(element_reads, (0, 1)), x.view(Unknown), w.view(Unknown))
-    assert "summed_getitem_vjp(x_bar_terms, x)" in source and "summed_getitem_vjp(w_bar_terms, w)" in source
+    assert (
+        "summed_getitem_vjp(x_bar_terms, x)" in source
+        and "summed_getitem_vjp(w_bar_terms, w)" in source
+    )
     gx, gw = ast_ad.grad(element_reads, (0, 1))(x.view(Unknown), w.view(Unknown))
     np.testing.assert_allclose(gx, 2 * w * x, rtol=1e-14)
     np.testing.assert_allclose(gw, x ** 2, rtol=1e-14)
@@ -155,23 +192,30 @@ def test_reads_of_a_fixed_array_in_a_loop_are_added_once_after_it() -> None:
 
 
 def test_weights_the_loop_changes_are_summed_step_by_step() -> None:
-    source = ast_ad.source(ast_ad.grad(corpus_control.decaying_weights, (0, 1)), np.eye(3), np.ones(3))
-    assert "_terms" not in source and "A_bar = A_bar + np.outer(A_at_h_bar, h)" in source  # step by step
+    source = ast_ad.source(
+        ast_ad.grad(corpus_control.decaying_weights, (0, 1)), np.eye(3), np.ones(3)
+    )
+    # step by step
+    assert "_terms" not in source and "A_bar = A_bar + np.outer(A_at_h_bar, h)" in source
 
 
 def test_a_loop_s_vector_products_are_summed_in_one_product() -> None:
-    """numpy vectors are stacked in C (``np.array``), the same matrices as ``np.stack`` gives: the same sum to the
-    bit; other terms take the general path, with the same result."""
+    """numpy vectors are stacked in C (``np.array``), the same matrices as ``np.stack`` gives: the
+    same sum to the bit; other terms take the general path, with the same result."""
     from ast_ad import runtime
 
     rng = np.random.default_rng(3)
     W = rng.standard_normal((4, 3))
     terms = [(rng.standard_normal(4), rng.standard_normal(3)) for _ in range(6)]
     summed = runtime.summed_matmul_vjp_a(terms, W)
-    np.testing.assert_array_equal(summed, np.stack([g for g, _ in terms]).T @ np.stack([h for _, h in terms]))
+    np.testing.assert_array_equal(
+        summed, np.stack([g for g, _ in terms]).T @ np.stack([h for _, h in terms])
+    )
     np.testing.assert_allclose(summed, sum(np.outer(g, h) for g, h in terms), rtol=1e-12)
     as_lists = [(list(g), list(h)) for g, h in terms]  # not numpy arrays: the general path
     np.testing.assert_allclose(runtime.summed_matmul_vjp_a(as_lists, W), summed, rtol=1e-12)
-    terms_b = [(rng.standard_normal(3), rng.standard_normal(4)) for _ in range(6)]  # a @ fixed: A.T @ G
-    np.testing.assert_allclose(runtime.summed_matmul_vjp_b(terms_b, W), sum(np.outer(a, g) for g, a in terms_b),
-                               rtol=1e-12)
+    # a @ fixed: A.T @ G
+    terms_b = [(rng.standard_normal(3), rng.standard_normal(4)) for _ in range(6)]
+    np.testing.assert_allclose(
+        runtime.summed_matmul_vjp_b(terms_b, W), sum(np.outer(a, g) for g, a in terms_b), rtol=1e-12
+    )

@@ -1,5 +1,5 @@
-"""The persistent cache (``ast_ad/store.py``): a later process reads a stored module instead of transforming,
-and anything that would change the generated code makes it transform again."""
+"""The persistent cache (``ast_ad/store.py``): a later process reads a stored module instead of
+transforming, and anything that would change the generated code makes it transform again."""
 
 import json
 import os
@@ -80,18 +80,28 @@ def _project(tmp_path):
 
 
 def _run(tmp_path, **env):
-    done = subprocess.run([sys.executable, "run.py"], cwd=tmp_path, capture_output=True, text=True, check=True,
-                          env={**os.environ, "AST_AD_CACHE_DIR": str(tmp_path / "cache"), **env})
+    done = subprocess.run(
+        [sys.executable, "run.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "AST_AD_CACHE_DIR": str(tmp_path / "cache"), **env},
+    )
     return json.loads(done.stdout)
 
 
 def _expected(tmp_path, scale="2.0", monkeypatch=None):
-    """The gradient in this process, by the tracer (an independent oracle), of the model as it is on disk."""
+    """The gradient in this process, by the tracer (an independent oracle), of the model as it is on
+    disk."""
     namespace = {}
     sys.path.insert(0, str(tmp_path))
     try:
         os.environ["SCALE"] = scale
-        exec(compile((tmp_path / "model.py").read_text(), str(tmp_path / "model.py"), "exec"), namespace)
+        exec(
+            compile((tmp_path / "model.py").read_text(), str(tmp_path / "model.py"), "exec"),
+            namespace,
+        )
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("helper", None)
@@ -164,8 +174,12 @@ def test_a_rebound_helper_is_not_taken_for_the_stored_one(tmp_path) -> None:
 def test_processes_at_once_each_read_a_whole_file(tmp_path) -> None:
     project = _project(tmp_path)
     env = {**os.environ, "AST_AD_CACHE_DIR": str(tmp_path / "cache")}
-    runs = [subprocess.Popen([sys.executable, "run.py"], cwd=project, stdout=subprocess.PIPE, text=True, env=env)
-            for _ in range(3)]
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "run.py"], cwd=project, stdout=subprocess.PIPE, text=True, env=env
+        )
+        for _ in range(3)
+    ]
     outputs = [json.loads(p.communicate(timeout=120)[0]) for p in runs]
     assert all(p.returncode == 0 for p in runs)
     assert all(o["gx"] == outputs[0]["gx"] for o in outputs)
@@ -174,7 +188,7 @@ def test_processes_at_once_each_read_a_whole_file(tmp_path) -> None:
     assert _run(project)["counts"]["fetched"] == 1
 
 
-# ---- in one process: the key, damaged files, what is not stored -----------------------------------------
+# ---- in one process: the key, damaged files, what is not stored ----------------------------------
 
 
 def _fresh() -> None:
@@ -196,7 +210,10 @@ def test_clearing_memory_reads_the_module_back(tmp_path, monkeypatch) -> None:
     assert transform.counts["fetched"] == fetched + 1 and ast_ad.source(ast_ad.grad(cubic)) == text
     out, out_dot = ast_ad.jvp(cubic, (1.5,), (1.0,))  # forward mode is stored too
     _fresh()
-    assert ast_ad.jvp(cubic, (1.5,), (1.0,)) == (out, out_dot) and transform.counts["fetched"] == fetched + 2
+    assert (
+        ast_ad.jvp(cubic, (1.5,), (1.0,)) == (out, out_dot)
+        and transform.counts["fetched"] == fetched + 2
+    )
 
 
 def test_a_damaged_file_is_transformed_again(tmp_path, monkeypatch) -> None:
@@ -224,7 +241,10 @@ def test_the_key_covers_rules_specialization_printer_and_switch(tmp_path, monkey
 
     def softsign(x):
         return x / (1 + abs(x))
-    monkeypatch.setattr(ast_ad.core.registry, "USER_CHANGES", list(ast_ad.core.registry.USER_CHANGES))
+
+    monkeypatch.setattr(
+        ast_ad.core.registry, "USER_CHANGES", list(ast_ad.core.registry.USER_CHANGES)
+    )
     ast_ad.extend.defvjp(softsign, lambda g, ans, x: g / (1 + abs(x)) ** 2)
     with_rule = store.key(cubic, spec)
     assert with_rule != base
@@ -245,7 +265,9 @@ def test_what_cannot_be_found_again_is_not_stored(tmp_path, monkeypatch) -> None
     def uses(x):
         return ast_ad.grad(_square)(x) * x
     assert ast_ad.grad(uses)(2.0) == 8.0
-    entries = [json.loads(index.read_text())["entry"] for index in (tmp_path / "index").glob("*.json")]
+    entries = [
+        json.loads(index.read_text())["entry"] for index in (tmp_path / "index").glob("*.json")
+    ]
     assert "square_vjp" in entries and "uses_vjp" not in entries  # _square's own gradient is stored
 
 

@@ -1,5 +1,6 @@
-"""Binomial checkpointing (``grad(f, checkpoints=c)``): revolve's counts, the same gradient to the bit,
-memory of the snapshots plus one step, derivatives of checkpointed gradients, and which loops are."""
+"""Binomial checkpointing (``grad(f, checkpoints=c)``): revolve's counts, the same gradient to the
+bit, memory of the snapshots plus one step, derivatives of checkpointed gradients, and which loops
+are."""
 
 from __future__ import annotations
 
@@ -35,10 +36,11 @@ CASES = STRAIGHT + corpus_control.CASES
 DIRECTORY = tempfile.mkdtemp(prefix="ast_ad_checkpoints_")
 
 
-# ---- the schedule -------------------------------------------------------------------------------------------
+# ---- the schedule --------------------------------------------------------------------------------
 @cache
 def fewest(steps: int, snapshots: int) -> int:
-    """The fewest untaped steps any schedule needs: the recursion of ``ast_ad.revolve``, every split tried."""
+    """The fewest untaped steps any schedule needs: the recursion of ``ast_ad.revolve``, every split
+    tried."""
     if steps <= 1:
         return 0
     if snapshots == 1:
@@ -47,7 +49,8 @@ def fewest(steps: int, snapshots: int) -> int:
 
 
 def play(steps: int, snapshots: int) -> int:
-    """Run the schedule on a model of the loop; check each action is possible, return the untaped steps."""
+    """Run the schedule on a model of the loop; check each action is possible, return the untaped
+    steps."""
     state: int | None = 0
     stack: list[int] = []
     taped: int | None = None
@@ -80,12 +83,19 @@ def play(steps: int, snapshots: int) -> int:
 @pytest.mark.parametrize("snapshots", range(1, 7))
 def test_the_schedule_is_possible_and_optimal(snapshots: int) -> None:
     for steps in range(0, 45):
-        assert play(steps, snapshots) == revolve.forward_steps(steps, snapshots) == fewest(steps, snapshots)
+        assert (
+            play(steps, snapshots)
+            == revolve.forward_steps(steps, snapshots)
+            == fewest(steps, snapshots)
+        )
 
 
-@pytest.mark.parametrize("steps, snapshots, advanced", [(1000, 10, 3636), (1000, 31, 2439), (10000, 100, 24747)])
+@pytest.mark.parametrize(
+    "steps, snapshots, advanced", [(1000, 10, 3636), (1000, 31, 2439), (10000, 100, 24747)]
+)
 def test_the_schedule_matches_the_closed_form(steps: int, snapshots: int, advanced: int) -> None:
-    """t * l - C(s + t, t - 1) with C(s + t, s) >= l: 3.64 sweeps, 2.44 and 2.47 (issue 12's figures)."""
+    """t * l - C(s + t, t - 1) with C(s + t, s) >= l: 3.64 sweeps, 2.44 and 2.47 (issue 12's
+    figures)."""
     t = revolve.repetitions(steps, snapshots)
     assert math.comb(snapshots + t, snapshots) >= steps > math.comb(snapshots + t - 1, snapshots)
     assert t * steps - math.comb(snapshots + t, t - 1) == advanced == play(steps, snapshots)
@@ -95,10 +105,13 @@ def test_the_backward_actions_are_a_lazy_sequence() -> None:
     sweep, reversal = revolve.revolve(range(300), 5)
     actions = list(revolve.schedule(300, 5))
     first = actions.index(("tape", 299, 300))
-    assert [("advance", a, b) for a, b in sweep] == [x for x in actions[:first] if x[0] == "advance"]
+    assert [("advance", a, b) for a, b in sweep] == [
+        x for x in actions[:first] if x[0] == "advance"
+    ]
     assert list(reversal) == actions[first + 1:] == list(reversal)  # read twice: each starts again
     assert len(reversal) == len(actions) - first - 1
-    assert [reversal[k] for k in range(len(reversal))] == actions[first + 1:]  # forward mode reads by index
+    # forward mode reads by index
+    assert [reversal[k] for k in range(len(reversal))] == actions[first + 1:]
     assert reversal[3] == actions[first + 4] and reversal[0] == actions[first + 1]
     with pytest.raises(IndexError):
         reversal[len(reversal)]
@@ -109,7 +122,7 @@ def test_a_loop_without_a_length_is_refused() -> None:
         revolve.revolve(iter(range(3)), 2)
 
 
-# ---- counting the steps the gradient runs -------------------------------------------------------------------
+# ---- counting the steps the gradient runs --------------------------------------------------------
 STEPS_RUN = [0]
 
 
@@ -139,12 +152,14 @@ def test_the_gradient_runs_revolves_count_of_steps(steps: int, snapshots: int) -
     checkpointed = ast_ad.grad(simulate, checkpoints=snapshots)
     STEPS_RUN[0] = 0
     got = checkpointed(u0, steps)
-    assert STEPS_RUN[0] == revolve.forward_steps(steps, snapshots) + steps  # untaped, then each step taped once
+    # untaped, then each step taped once
+    assert STEPS_RUN[0] == revolve.forward_steps(steps, snapshots) + steps
     assert np.array_equal(got, want)
 
 
 def test_peak_memory_is_the_snapshots_and_one_step() -> None:
-    """1,000 floats of state (8 KB), 400 steps: un-checkpointed, the tape keeps three arrays a step."""
+    """1,000 floats of state (8 KB), 400 steps: un-checkpointed, the tape keeps three arrays a
+    step."""
     u0 = np.linspace(0.0, 1.0, 1000)
     state = u0.nbytes
 
@@ -164,7 +179,7 @@ def test_peak_memory_is_the_snapshots_and_one_step() -> None:
         assert used < (snapshots + 16) * state, (snapshots, used / state)
 
 
-# ---- the same gradient, to the bit ----------------------------------------------------------------------------
+# ---- the same gradient, to the bit ---------------------------------------------------------------
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.fn.__name__}-{i}" for i, c in enumerate(CASES)])
 @settings(max_examples=few(3), deadline=None)
 @given(data=st.data())
@@ -179,13 +194,16 @@ def test_corpus_gradients_are_bit_identical(case, data) -> None:
 
 
 def test_corpus_loops_are_checkpointed() -> None:
-    """The corpus has checkpointed loops of every kind the analysis allows (so the test above is not empty)."""
+    """The corpus has checkpointed loops of every kind the analysis allows (so the test above is not
+    empty)."""
     for fn in (corpus_control.scalar_loop, corpus_control.rnn, corpus_control.nested_loops,
                corpus_control.enumerate_zip_reversed, corpus_control.shared_weights):
         assert "checkpointed, at most 2 snapshots" in ast_ad.source(ast_ad.grad(fn, checkpoints=2))
 
 
-@pytest.mark.parametrize("family", [{}, {"mutation": True}, {"lists": True}], ids=["plain", "mutation", "lists"])
+@pytest.mark.parametrize(
+    "family", [{}, {"mutation": True}, {"lists": True}], ids=["plain", "mutation", "lists"]
+)
 @settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much], deadline=None)
 @given(data=st.data())
 def test_random_programs_are_bit_identical(family, data) -> None:
@@ -200,7 +218,11 @@ def test_random_programs_are_bit_identical(family, data) -> None:
         reject()  # refused on purpose (an alias written in place): the other tests check that
     snapshots = data.draw(st.integers(1, 4))
     checkpointed = ast_ad.value_and_grad(fn, argnums, checkpoints=snapshots)
-    event("checkpointed" if "checkpointed, at most" in ast_ad.source(checkpointed, *args) else "no loop checkpointed")
+    event(
+        "checkpointed"
+        if "checkpointed, at most" in ast_ad.source(checkpointed, *args)
+        else "no loop checkpointed"
+    )
     got_value, got = checkpointed(*copy.deepcopy(args))
     assert np.array_equal(got_value, value, equal_nan=True)
     for g, w in zip(got, want, strict=True):
@@ -216,7 +238,9 @@ def test_vjp_takes_checkpoints_and_its_function_can_be_called_twice() -> None:
     assert np.array_equal(out, rnn_like(u0, 40))
 
 
-W = np.array([[0.5, -0.2, 0.1, 0.0], [0.3, 0.4, -0.1, 0.2], [0.0, 0.1, 0.6, -0.3], [0.2, 0.0, 0.1, 0.5]])
+W = np.array(
+    [[0.5, -0.2, 0.1, 0.0], [0.3, 0.4, -0.1, 0.2], [0.0, 0.1, 0.6, -0.3], [0.2, 0.0, 0.1, 0.5]]
+)
 
 
 def rnn_like(h, steps):
@@ -229,7 +253,7 @@ def rnn_like(h, steps):
     return h
 
 
-# ---- checkpointed gradients stay differentiable ---------------------------------------------------------------
+# ---- checkpointed gradients stay differentiable --------------------------------------------------
 def loss(h, steps):
     return np.sum(rnn_like(h, steps) ** 2)
 
@@ -256,7 +280,7 @@ def test_second_derivative_of_a_scalar_loop() -> None:
     assert_fd(lambda x: ast_ad.grad(f)(x, 25), (0.7,), (0,), (second,))
 
 
-# ---- which loops are checkpointed -------------------------------------------------------------------------------
+# ---- which loops are checkpointed ----------------------------------------------------------------
 def with_print(x, n):
     s = x
     for i in range(n):
@@ -304,10 +328,12 @@ def in_a_branch(x, n):
     (calls_a_printer, (0.5, 3), "it calls with_print, where line"),
 ], ids=lambda p: getattr(p, "__name__", None))
 def test_loops_that_are_not_checkpointed_say_why(fn, args, why, capsys) -> None:
-    """In a comment of the generated code, and in a warning when the gradient is transformed, naming the loop's
-    line (checkpoints= was asked for, and this loop keeps its whole tape)."""
+    """In a comment of the generated code, and in a warning when the gradient is transformed, naming
+    the loop's line (checkpoints= was asked for, and this loop keeps its whole tape)."""
     transform.forget()
-    with pytest.warns(CheckpointWarning, match=f"{inspect.getsourcefile(fn)}:\\d+: checkpoints= leaves"):
+    with pytest.warns(
+        CheckpointWarning, match=f"{inspect.getsourcefile(fn)}:\\d+: checkpoints= leaves"
+    ):
         text = ast_ad.source(ast_ad.grad(fn, checkpoints=2), *args)
     assert "not checkpointed: " in text and why in text
     assert "revolve(" not in text
@@ -351,8 +377,12 @@ def test_the_generated_code_of_a_checkpointed_loop_reads_as_a_schedule() -> None
     assert "sweep, reversal = revolve(r, 4)" in text
     for kind in ("reverse", "tape", "advance", "snapshot", "restore", "release"):
         assert f"action == '{kind}'" in text
-    assert text.count("for t in r[start:stop]:") == 1 and text.count("for t in r[-1:]:") == 1  # forward
-    assert text.count("for t in r[begin:end]:") == 2 and text.count("for t in reversed(r[begin:end]):") == 1
+    # forward
+    assert text.count("for t in r[start:stop]:") == 1 and text.count("for t in r[-1:]:") == 1
+    assert (
+        text.count("for t in r[begin:end]:") == 2
+        and text.count("for t in reversed(r[begin:end]):") == 1
+    )
     assert text.count("snapshots.append(u)") == 2  # in the first sweep, and as a backward action
 
 
@@ -370,24 +400,39 @@ def _block_after(text: str, header: str) -> str:
 
 
 def test_the_steps_run_again_are_the_forward_passs_steps() -> None:
-    """The schedule's ``tape`` and ``advance`` actions run a step as the forward pass runs its last, taped, step and
-    its untaped segments (the backward pass is built first, with stand-ins for them: ``checkpointing.filled``)."""
-    text = ast_ad.source(ast_ad.grad(corpus_control.rnn, (0, 1), checkpoints=2), np.array([0.3, -0.4]),
-                         np.linspace(-0.2, 0.2, 3))
-    taped, untaped = _block_after(text, "for t in r[-1:]:"), _block_after(text, "for t in r[start:stop]:")
+    """The schedule's ``tape`` and ``advance`` actions run a step as the forward pass runs its last,
+    taped, step and its untaped segments (the backward pass is built first, with stand-ins for them:
+    ``checkpointing.filled``)."""
+    text = ast_ad.source(
+        ast_ad.grad(corpus_control.rnn, (0, 1), checkpoints=2),
+        np.array([0.3, -0.4]),
+        np.linspace(-0.2, 0.2, 3),
+    )
+    taped, untaped = (
+        _block_after(text, "for t in r[-1:]:"),
+        _block_after(text, "for t in r[start:stop]:"),
+    )
     assert "_tape.append(" in taped and "_tape" not in untaped and taped != untaped
     schedule = _block_after(text, "for action, begin, end in reversal:")
-    assert _block_after(_block_after(schedule, "elif action == 'tape':"), "for t in r[begin:end]:") == taped
-    assert _block_after(_block_after(schedule, "elif action == 'advance':"), "for t in r[begin:end]:") == untaped
+    assert (
+        _block_after(_block_after(schedule, "elif action == 'tape':"), "for t in r[begin:end]:")
+        == taped
+    )
+    assert (
+        _block_after(_block_after(schedule, "elif action == 'advance':"), "for t in r[begin:end]:")
+        == untaped
+    )
 
 
 def test_a_checkpointed_steps_arrays_read_only_for_their_shapes_are_taped_as_shapes() -> None:
-    """The RNN's ``U @ (x * (t + 1))``: the backward pass reads that array only for its shape (``unbroadcast``),
-    so the forward pass tapes its shape, in the checkpointed steps as in the loop unchecked; the steps' backward
-    pass, in the schedule, reads the shape."""
+    """The RNN's ``U @ (x * (t + 1))``: the backward pass reads that array only for its shape
+    (``unbroadcast``), so the forward pass tapes its shape, in the checkpointed steps as in the loop
+    unchecked; the steps' backward pass, in the schedule, reads the shape."""
     x, h0 = np.array([0.3, -0.4]), np.linspace(-0.2, 0.2, 3)
     text = ast_ad.source(ast_ad.grad(corpus_control.rnn, (0, 1), checkpoints=2), x, h0)
-    reversed_steps = text.split("for action, begin, end in reversal:")[1].split("elif action == 'tape':")[0]
+    reversed_steps = text.split("for action, begin, end in reversal:")[1].split(
+        "elif action == 'tape':"
+    )[0]
     assert "unbroadcast_to(" in reversed_steps and "_shape_tape.pop()" in reversed_steps
     assert "t3_tape" not in text  # (the array itself is not taped)
     got = ast_ad.grad(corpus_control.rnn, (0, 1), checkpoints=2)(x, h0)
@@ -395,7 +440,8 @@ def test_a_checkpointed_steps_arrays_read_only_for_their_shapes_are_taped_as_sha
 
 
 def test_an_exported_checkpointed_gradient_stands_alone(tmp_path) -> None:
-    """``ast_ad.export`` writes the schedule's module into the file: it runs without ast_ad's revolve."""
+    """``ast_ad.export`` writes the schedule's module into the file: it runs without ast_ad's
+    revolve."""
     u0 = np.linspace(0.0, 1.0, 4)
     gradient = ast_ad.grad(loss, checkpoints=3)
     path = ast_ad.export(gradient, str(tmp_path / "exported.py"), u0, 30)
@@ -405,7 +451,7 @@ def test_an_exported_checkpointed_gradient_stands_alone(tmp_path) -> None:
     assert np.array_equal(namespace["loss_vjp"](u0, 30)[1], gradient(u0, 30))
 
 
-# ---- containers as the loop's state --------------------------------------------------------------------------
+# ---- containers as the loop's state --------------------------------------------------------------
 def with_dict_parameters(params, h, c, xs):
     for x in xs:
         z = params["W"] @ h + x
@@ -422,7 +468,8 @@ def with_tuple_state(state, n):
 
 
 def with_list_rebound(ws, n):
-    """A list argument rebound to a new list each step (its adjoint starts as None: ``runtime.part``)."""
+    """A list argument rebound to a new list each step (its adjoint starts as None:
+    ``runtime.part``)."""
     total = 1.0
     for k in range(n):
         total = total + np.sum(ws[k % 2] * total)
@@ -446,13 +493,17 @@ CONTAINER_STATE = [
 ]
 
 
-@pytest.mark.parametrize("fn, args, argnums, state", CONTAINER_STATE, ids=[c[0].__name__ for c in CONTAINER_STATE])
+@pytest.mark.parametrize(
+    "fn, args, argnums, state", CONTAINER_STATE, ids=[c[0].__name__ for c in CONTAINER_STATE]
+)
 def test_containers_as_the_loops_state(fn, args, argnums, state) -> None:
     want = ast_ad.grad(fn, argnums)(*args)
     assert_same(_leaves(want), _leaves(ast_ad.tracer.grad(fn, argnums)(*args)))
     for snapshots in (1, 2, 3):
         assert _same(ast_ad.grad(fn, argnums, checkpoints=snapshots)(*args), want)
-    assert f"at most 2 snapshots of {state}" in ast_ad.source(ast_ad.grad(fn, argnums, checkpoints=2), *args)
+    assert f"at most 2 snapshots of {state}" in ast_ad.source(
+        ast_ad.grad(fn, argnums, checkpoints=2), *args
+    )
 
 
 def _leaves(tree):
@@ -464,16 +515,21 @@ def _leaves(tree):
 
 
 def test_a_list_rebound_in_a_loop_against_finite_differences() -> None:
-    """Its gradient was refused at run time before (the item of a None adjoint), and its Hessian-vector product."""
+    """Its gradient was refused at run time before (the item of a None adjoint), and its
+    Hessian-vector product."""
     ws, eps = [np.array([1.0, 0.8]), np.array([0.3, -0.2])], 1e-6
     grad = ast_ad.grad(with_list_rebound)
     g = grad(ws, 6)
     direction = [np.array([1.0, -0.5]), np.array([0.25, 0.5])]
     shifted = [[w + s * eps * d for w, d in zip(ws, direction, strict=True)] for s in (1, -1)]
     slope = (with_list_rebound(shifted[0], 6) - with_list_rebound(shifted[1], 6)) / (2 * eps)
-    assert slope == pytest.approx(sum(np.dot(a, d) for a, d in zip(g, direction, strict=True)), rel=1e-6)
+    assert slope == pytest.approx(
+        sum(np.dot(a, d) for a, d in zip(g, direction, strict=True)), rel=1e-6
+    )
     _, hv = ast_ad.jvp(grad, (ws, 6), (direction, None))
-    fd = [(a - b) / (2 * eps) for a, b in zip(grad(shifted[0], 6), grad(shifted[1], 6), strict=True)]
+    fd = [
+        (a - b) / (2 * eps) for a, b in zip(grad(shifted[0], 6), grad(shifted[1], 6), strict=True)
+    ]
     for a, b in zip(hv, fd, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
@@ -497,8 +553,11 @@ def noisy_inner_loop(x, n):
 
 
 def test_a_loop_variable_assigned_in_its_loop_is_refused_in_reverse_mode() -> None:
-    """The backward loop read the loop's own value where the body had rebound it: a wrong gradient. Refused."""
-    with pytest.raises(ast_ad.errors.LocatedError, match="loop variable i is assigned inside its loop"):
+    """The backward loop read the loop's own value where the body had rebound it: a wrong gradient.
+    Refused."""
+    with pytest.raises(
+        ast_ad.errors.LocatedError, match="loop variable i is assigned inside its loop"
+    ):
         ast_ad.grad(rebinds_its_index, (0, 1))(1.0, np.linspace(0.5, 1.5, 8), 4)
 
 

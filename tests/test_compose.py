@@ -1,4 +1,5 @@
-"""Forward mode and stacked transformations: jvp, vjp, Jacobians, Hessians, derivatives of any order.
+"""Forward mode and stacked transformations: jvp, vjp, Jacobians, Hessians, derivatives of any
+order.
 
 Oracles: finite differences of the function's own run; reverse mode by the dot-product identity
 <v, J u> = <J^T v, u>; autograd's hessian where autograd applies; closed forms for higher orders.
@@ -32,7 +33,11 @@ IDS = [f"{case.fn.__name__}-{i}" for i, case in enumerate(CASES)]
 
 
 def direction(value, rng):
-    return rng.standard_normal(np.shape(value)) if isinstance(value, np.ndarray) else float(rng.standard_normal())
+    return (
+        rng.standard_normal(np.shape(value))
+        if isinstance(value, np.ndarray)
+        else float(rng.standard_normal())
+    )
 
 
 def tangents_for(case: Case, args: tuple, rng) -> tuple:
@@ -50,7 +55,9 @@ def test_jvp_matches_finite_differences_and_reverse_mode(case: Case, data: st.Da
     assert out == case.fn(*args)  # the primal is the function's own value, bit for bit
     grads = ast_ad.grad(case.fn, case.argnums)(*args)
     # <1, J u> (a scalar output) = <grad, u>: forward and reverse mode agree
-    reverse = sum(float(np.sum(np.asarray(g) * tangents[k])) for g, k in zip(grads, case.argnums, strict=True))
+    reverse = sum(
+        float(np.sum(np.asarray(g) * tangents[k])) for g, k in zip(grads, case.argnums, strict=True)
+    )
     assert math.isclose(float(out_dot), reverse, rel_tol=1e-8, abs_tol=1e-10)
     if case.smooth:
         numeric = 0.0
@@ -68,8 +75,10 @@ def test_jvp_matches_the_forward_tracer(case: Case, data: st.DataObject) -> None
     tangents = tangents_for(case, args, np.random.default_rng(2))
     ours = ast_ad.jvp(case.fn, args, tangents)
     theirs = ast_ad.tracer.jvp(case.fn, args, tangents)
-    assert ours[0] == case.fn(*args)  # Python's own value (the tracer adds a generator's floats one by one,
-    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-14)  # not with 3.12's compensated sum)
+    # Python's own value (the tracer adds a generator's floats one by one, not with 3.12's
+    # compensated sum)
+    assert ours[0] == case.fn(*args)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-14)
     np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-9, atol=1e-12)
 
 
@@ -108,7 +117,9 @@ def test_jacobians_by_both_modes_agree_with_finite_differences(fn) -> None:
     rng = np.random.default_rng(3)
     x, w = rng.standard_normal(3), rng.standard_normal((3, 3))
     args = (x, w) if fn is vector_valued else (x,)
-    forward, reverse, auto = (jac(fn)(*args) for jac in (ast_ad.jacfwd, ast_ad.jacrev, ast_ad.jacobian))
+    forward, reverse, auto = (
+        jac(fn)(*args) for jac in (ast_ad.jacfwd, ast_ad.jacrev, ast_ad.jacobian)
+    )
     out = fn(*args)
     assert forward.shape == np.shape(out) + x.shape
     np.testing.assert_allclose(forward, reverse, rtol=1e-10, atol=1e-12)
@@ -128,7 +139,8 @@ def test_jacobians_by_both_modes_agree_with_finite_differences(fn) -> None:
     (branchy, (np.array([0.4, -0.7, 1.1]),)),
     (reductions, (np.array([0.4, -0.7, 1.1, 0.2]),)),
     (solves, (np.array([0.4, -0.7, 1.1]),)),
-    # lists built by append: the gradient pops their adjoints inside expressions (h_bar + out_bar.pop())
+    # lists built by append: the gradient pops their adjoints inside expressions (h_bar +
+    # out_bar.pop())
     (corpus_control.list_building, (0.7,)),
     (cf.list_read_back, (np.array([0.4, -0.7, 1.1]),)),
 ])
@@ -167,7 +179,9 @@ def test_derivatives_to_the_fourth_order_match_closed_forms() -> None:
     for order, expected in enumerate(closed, start=1):
         traced = ast_ad.tracer.grad(traced)  # reverse over reverse over ...
         assert math.isclose(traced(x), expected, rel_tol=1e-12), order
-    assert math.isclose(ast_ad.tracer.jvp(ast_ad.tracer.grad(quartic), (x,), (1.0,))[1], closed[1], rel_tol=1e-12)
+    assert math.isclose(
+        ast_ad.tracer.jvp(ast_ad.tracer.grad(quartic), (x,), (1.0,))[1], closed[1], rel_tol=1e-12
+    )
 
 
 def calls_a_helper(x):
@@ -182,7 +196,8 @@ def helper_power(a, n):
 
 
 def test_higher_order_through_a_helper_function() -> None:
-    """The case other tools break on: a second derivative through a call to the user's own function."""
+    """The case other tools break on: a second derivative through a call to the user's own
+    function."""
     x = 1.3
     second = ast_ad.grad(ast_ad.grad(calls_a_helper))(x)
     assert math.isclose(second, 6 * x - math.sin(x), rel_tol=1e-12)
@@ -227,7 +242,8 @@ def test_forward_mode_refuses_a_rule_it_lacks_at_the_users_line() -> None:
     with pytest.raises(MissingRuleError, match="forward-mode rule") as err:
         ast_ad.jvp(with_reverse_only, (np.eye(2) + 0.1,), (np.ones((2, 2)),))
     assert err.value.lineno == with_reverse_only.__code__.co_firstlineno + 1
-    assert ast_ad.grad(with_reverse_only)(np.eye(2)).shape == (2, 2)  # reverse mode has what it needs
+    # reverse mode has what it needs
+    assert ast_ad.grad(with_reverse_only)(np.eye(2)).shape == (2, 2)
 
 
 def with_prod(x):
@@ -240,53 +256,83 @@ def prod_of_powers(x):
 
 def test_np_prod_to_the_fourth_order() -> None:
     """The second derivative of np.prod is exact where entries are zero; its forward rule's helper
-    (``prod_others_jvp``) is differentiated by its source (``forward.by_source``): x^4 + x^3 to the fourth order."""
+    (``prod_others_jvp``) is differentiated by its source (``forward.by_source``): x^4 + x^3 to the
+    fourth order."""
     x = 0.7
     np.testing.assert_allclose(ast_ad.hessian(with_prod)(np.array([0.3, 0.4, 0.0])),
                                2.0 * np.array([[0, 0, 0.4], [0, 0, 0.3], [0.4, 0.3, 0]]))
     d = prod_of_powers
-    for order, expected in enumerate([4 * x ** 3 + 3 * x ** 2, 12 * x ** 2 + 6 * x, 24 * x + 6, 24.0], start=1):
+    for order, expected in enumerate(
+        [4 * x**3 + 3 * x**2, 12 * x**2 + 6 * x, 24 * x + 6, 24.0], start=1
+    ):
         d = ast_ad.grad(d)
         assert math.isclose(d(x), expected, rel_tol=1e-12), order
 
 
 def cholesky_and_sort(v):
     m = np.reshape(v, (3, 3))
-    return np.sum(np.linalg.cholesky(m @ m.T + 3.0 * np.eye(3)) ** 3) + np.sum(np.sort(v) * np.arange(9.0)) ** 3
+    return (
+        np.sum(np.linalg.cholesky(m @ m.T + 3.0 * np.eye(3)) ** 3)
+        + np.sum(np.sort(v) * np.arange(9.0)) ** 3
+    )
 
 
 def einsum_and_kron(v):
     m = np.reshape(v, (3, 3))
-    return np.sum(np.einsum("ij,jk,ki->i", m, m, m) ** 2) + np.sum(np.kron(v[:3], np.sin(v[3:6])) ** 3)
+    return np.sum(np.einsum("ij,jk,ki->i", m, m, m) ** 2) + np.sum(
+        np.kron(v[:3], np.sin(v[3:6])) ** 3
+    )
 
 
 @pytest.mark.parametrize("fn", [cholesky_and_sort, einsum_and_kron])
 def test_a_third_derivative_through_the_helpers_of_rules(fn) -> None:
-    """The forward rules of cholesky and sort call helpers with no rules of their own (``cholesky_jvp``,
-    ``sort_jvp``): forward mode differentiates them by their source, as it does the user's functions
-    (``forward.by_source``). Those of einsum's and kron's adjoints are multilinear (``runtime.OtherOperands``).
-    The tensor of third derivatives, against differences of the Hessian."""
-    v = np.array([1.0, 0.25, 0.1, 0.3, 1.1, 0.2, 0.05, 0.4, 0.9])  # no two entries equal: sort is smooth here
+    """The forward rules of cholesky and sort call helpers with no rules of their own
+    (``cholesky_jvp``, ``sort_jvp``): forward mode differentiates them by their source, as it does
+    the user's functions (``forward.by_source``). Those of einsum's and kron's adjoints are
+    multilinear (``runtime.OtherOperands``). The tensor of third derivatives, against differences of
+    the Hessian."""
+    # no two entries equal: sort is smooth here
+    v = np.array([1.0, 0.25, 0.1, 0.3, 1.1, 0.2, 0.05, 0.4, 0.9])
     third = ast_ad.jacfwd(ast_ad.hessian(fn))(v)
     u = np.random.default_rng(0).standard_normal(9)
     h = 1e-5
     hessian = ast_ad.hessian(fn)
     differences = (hessian(v + h * u) - hessian(v - h * u)) / (2 * h)
-    np.testing.assert_allclose(third @ u, differences, rtol=1e-6, atol=1e-6 * np.max(np.abs(differences)))
+    np.testing.assert_allclose(
+        third @ u, differences, rtol=1e-6, atol=1e-6 * np.max(np.abs(differences))
+    )
 
 
 SECOND_ORDER_X = np.array([0.5, -1.2, 0.3, 2.0, 0.4, 0.9])
-THROUGH_AUTOGRAD = [cf.prod_along_rows, cf.kron_of_parts, cf.sinc_weighted, cf.cholesky_of_gram, cf.eigh_of_sum,
-                    cf.pinv_of_tall, cf.svd_of_tall, cf.multi_dot_chain, cf.einsum_chain]
-THROUGH_DIFFERENCES = [cf.cumprod_weighted, cf.weighted_average, cf.convolved, cf.matrix_cubed, cf.qr_of_tall,
-                       cf.polynomial_of_itself, cf.nan_skipping_mean]
+THROUGH_AUTOGRAD = [
+    cf.prod_along_rows,
+    cf.kron_of_parts,
+    cf.sinc_weighted,
+    cf.cholesky_of_gram,
+    cf.eigh_of_sum,
+    cf.pinv_of_tall,
+    cf.svd_of_tall,
+    cf.multi_dot_chain,
+    cf.einsum_chain,
+]
+THROUGH_DIFFERENCES = [
+    cf.cumprod_weighted,
+    cf.weighted_average,
+    cf.convolved,
+    cf.matrix_cubed,
+    cf.qr_of_tall,
+    cf.polynomial_of_itself,
+    cf.nan_skipping_mean,
+]
 
 
 @pytest.mark.parametrize("fn", THROUGH_AUTOGRAD + THROUGH_DIFFERENCES, ids=lambda fn: fn.__name__)
-def test_second_derivatives_through_the_helpers_of_reductions_products_and_factorizations(fn) -> None:
-    """Each gradient helper's forward rule, end to end: the Hessian (forward over reverse) against autograd's
-    Hessian where autograd has the rules, else against central differences of ast_ad's gradient; and Hv
-    against the Hessian."""
+def test_second_derivatives_through_the_helpers_of_reductions_products_and_factorizations(
+    fn,
+) -> None:
+    """Each gradient helper's forward rule, end to end: the Hessian (forward over reverse) against
+    autograd's Hessian where autograd has the rules, else against central differences of ast_ad's
+    gradient; and Hv against the Hessian."""
     x = SECOND_ORDER_X
     ours = ast_ad.hessian(fn)(x)
     if fn in THROUGH_AUTOGRAD:
@@ -307,12 +353,15 @@ def assert_hessian_differences(fn, x, hessian) -> None:
     for j in range(x.size):
         e = np.zeros(x.size)
         e[j] = 1e-6
-        np.testing.assert_allclose(hessian[:, j], (grad(x + e) - grad(x - e)) / 2e-6, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            hessian[:, j], (grad(x + e) - grad(x - e)) / 2e-6, rtol=1e-5, atol=1e-6
+        )
 
 
 def test_the_hessian_of_a_product_with_zeros_is_exact() -> None:
-    """np.prod's helpers take each product apart (no division by the entries), so the Hessian is exact with
-    two zeros in a row; autograd's divides by them and gives NaN. A polynomial: differences are an oracle."""
+    """np.prod's helpers take each product apart (no division by the entries), so the Hessian is
+    exact with two zeros in a row; autograd's divides by them and gives NaN. A polynomial:
+    differences are an oracle."""
     x = SECOND_ORDER_X.copy()
     x[[1, 2, 4]] = 0.0
     ours = ast_ad.hessian(cf.prod_along_rows)(x)
@@ -326,18 +375,27 @@ def lambda_free_sinc(x):
 
 def test_the_second_derivative_of_sinc_near_zero_is_its_series() -> None:
     """sinc(x) = sin(pi x) / (pi x) = sum_k (-1)^k (pi x)^2k / (2k + 1)!, so sinc'' is the series
-    sum_k>=1 (-1)^k pi^2k 2k (2k - 1) x^(2k - 2) / (2k + 1)!, summed here to 30 terms; near 0 the closed
-    form of sinc'' divides 0 by 0, and central differences lose half the digits."""
+    sum_k>=1 (-1)^k pi^2k 2k (2k - 1) x^(2k - 2) / (2k + 1)!, summed here to 30 terms; near 0 the
+    closed form of sinc'' divides 0 by 0, and central differences lose half the digits."""
     second = ast_ad.grad(ast_ad.grad(lambda_free_sinc))
     for x in (0.0, 1e-9, 1e-4, 9e-4, 2e-3, 0.05, 0.4):
-        series = sum((-1) ** k * np.pi ** (2 * k) * 2 * k * (2 * k - 1) * x ** (2 * k - 2) / math.factorial(2 * k + 1)
-                     for k in range(1, 31))
+        series = sum(
+            (-1) ** k
+            * np.pi ** (2 * k)
+            * 2
+            * k
+            * (2 * k - 1)
+            * x ** (2 * k - 2)
+            / math.factorial(2 * k + 1)
+            for k in range(1, 31)
+        )
         assert math.isclose(second(x), series, rel_tol=1e-9), x
 
 
 def test_jacobians_of_jacobians_of_a_lambda() -> None:
-    """A lambda's Jacobian is named after it (``jacobian_<lambda>``); a Jacobian over it calls it from generated
-    code under a name Python can read. Each order against autograd's, which differentiates the same lambda."""
+    """A lambda's Jacobian is named after it (``jacobian_<lambda>``); a Jacobian over it calls it
+    from generated code under a name Python can read. Each order against autograd's, which
+    differentiates the same lambda."""
     import autograd
     import autograd.numpy as anp
 
@@ -354,31 +412,45 @@ def test_jacobians_of_jacobians_of_a_lambda() -> None:
 def _cubic_sine_derivatives(t: float) -> list[float]:
     """s(t) = t^3 sin t and its first four derivatives, by hand."""
     sin, cos = math.sin(t), math.cos(t)
-    return [t ** 3 * sin, 3 * t * t * sin + t ** 3 * cos, 6 * t * sin + 6 * t * t * cos - t ** 3 * sin,
-            6 * sin + 18 * t * cos - 9 * t * t * sin - t ** 3 * cos,
-            24 * cos - 36 * t * sin - 12 * t * t * cos + t ** 3 * sin]
+    return [
+        t**3 * sin,
+        3 * t * t * sin + t**3 * cos,
+        6 * t * sin + 6 * t * t * cos - t**3 * sin,
+        6 * sin + 18 * t * cos - 9 * t * t * sin - t**3 * cos,
+        24 * cos - 36 * t * sin - 12 * t * t * cos + t**3 * sin,
+    ]
 
 
 @pytest.mark.parametrize("t", [0.7, -1.3, 2.1])
 def test_reverse_mode_over_forward_mode_over_a_gradient(t: float) -> None:
-    """grad of a body that calls jvp of a gradient: reverse mode over code that calls the gradient's forward rule
-    (``Directional``), whose reverse rules are derivatives of one order more, again ``Directional``s (and a
-    ``Dropping`` where the tangent itself is differentiated). To the fourth order against closed forms."""
+    """grad of a body that calls jvp of a gradient: reverse mode over code that calls the gradient's
+    forward rule (``Directional``), whose reverse rules are derivatives of one order more, again
+    ``Directional``s (and a ``Dropping`` where the tangent itself is differentiated). To the fourth
+    order against closed forms."""
     from tests import compose_nested as nested
 
     s = _cubic_sine_derivatives(t)
     assert math.isclose(ast_ad.grad(nested.cubic_sine_curvature)(t), s[3], rel_tol=1e-12)
-    assert math.isclose(ast_ad.grad(ast_ad.grad(nested.cubic_sine_curvature))(t), s[4], rel_tol=1e-11)
-    assert math.isclose(ast_ad.vjp(ast_ad.grad(nested.cubic_sine_curvature), t)[1](1.0)[0], s[4], rel_tol=1e-11)
+    assert math.isclose(
+        ast_ad.grad(ast_ad.grad(nested.cubic_sine_curvature))(t), s[4], rel_tol=1e-11
+    )
+    assert math.isclose(
+        ast_ad.vjp(ast_ad.grad(nested.cubic_sine_curvature), t)[1](1.0)[0], s[4], rel_tol=1e-11
+    )
     # with the tangent t: the derivative of s2 t is s3 t + s2, and its second s4 t + 2 s3
-    assert math.isclose(ast_ad.grad(nested.cubic_sine_curvature_scaled)(t), s[3] * t + s[2], rel_tol=1e-12)
-    assert math.isclose(ast_ad.grad(ast_ad.grad(nested.cubic_sine_curvature_scaled))(t), s[4] * t + 2 * s[3],
-                        rel_tol=1e-11)
+    assert math.isclose(
+        ast_ad.grad(nested.cubic_sine_curvature_scaled)(t), s[3] * t + s[2], rel_tol=1e-12
+    )
+    assert math.isclose(
+        ast_ad.grad(ast_ad.grad(nested.cubic_sine_curvature_scaled))(t),
+        s[4] * t + 2 * s[3],
+        rel_tol=1e-11,
+    )
 
 
 def test_reverse_mode_over_forward_mode_over_a_gradient_of_arrays() -> None:
-    """sum(H(x) x) for the potential: its gradient by reverse over forward over reverse, against autograd's
-    gradient of the same written with its Hessian, and against ast_ad's Hessian of it."""
+    """sum(H(x) x) for the potential: its gradient by reverse over forward over reverse, against
+    autograd's gradient of the same written with its Hessian, and against ast_ad's Hessian of it."""
     import autograd
     import autograd.numpy as anp
 
@@ -387,11 +459,16 @@ def test_reverse_mode_over_forward_mode_over_a_gradient_of_arrays() -> None:
     x = np.array([0.3, -0.8, 1.1])
 
     def theirs(v):
-        return anp.sum(autograd.hessian(lambda u: anp.sum(anp.sin(u) * 2.0) + anp.sum(u ** 3))(v) @ v)
+        return anp.sum(autograd.hessian(lambda u: anp.sum(anp.sin(u) * 2.0) + anp.sum(u**3))(v) @ v)
+
     ours = ast_ad.grad(nested.curvature_along_x)(x)
     np.testing.assert_allclose(ours, autograd.grad(theirs)(x), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(ast_ad.hessian(nested.curvature_along_x)(x), autograd.hessian(theirs)(x),
-                               rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(
+        ast_ad.hessian(nested.curvature_along_x)(x),
+        autograd.hessian(theirs)(x),
+        rtol=1e-10,
+        atol=1e-10,
+    )
 
 
 def _uses_hvp(x):
@@ -407,18 +484,27 @@ def _uses_vjp(x):
     return ast_ad.vjp(np.sin, x)[1](1.0)[0]
 
 
-@pytest.mark.parametrize("fn, instead", [(_uses_hvp, "ast_ad.hessian"), (_uses_vjp, "ast_ad.jacrev")])
+@pytest.mark.parametrize(
+    "fn, instead", [(_uses_hvp, "ast_ad.hessian"), (_uses_vjp, "ast_ad.jacrev")]
+)
 def test_transformations_a_body_cannot_call_yet_are_refused_at_their_line(fn, instead) -> None:
-    """hvp, value_and_grad and vjp in a differentiated body: refused where they are called, saying what works."""
-    with pytest.raises(ast_ad.errors.UnsupportedSyntaxError, match=f"not supported yet: .*{instead}") as caught:
+    """hvp, value_and_grad and vjp in a differentiated body: refused where they are called, saying
+    what works."""
+    with pytest.raises(
+        ast_ad.errors.UnsupportedSyntaxError, match=f"not supported yet: .*{instead}"
+    ) as caught:
         ast_ad.grad(fn)(0.5)
-    assert caught.value.filename == __file__ and caught.value.lineno == fn.__code__.co_firstlineno + 1
+    assert (
+        caught.value.filename == __file__ and caught.value.lineno == fn.__code__.co_firstlineno + 1
+    )
 
 
 def test_value_and_grad_of_a_function_without_source_in_a_body_is_refused_at_its_line() -> None:
-    """value_and_grad in a body is its value and ast_ad.grad's (tests/test_python_written.py); of np.sin, which
-    has no source to transform, that is refused where it is written."""
-    with pytest.raises(ast_ad.errors.UnsupportedSyntaxError, match="not a Python function with source") as caught:
+    """value_and_grad in a body is its value and ast_ad.grad's (tests/test_python_written.py); of
+    np.sin, which has no source to transform, that is refused where it is written."""
+    with pytest.raises(
+        ast_ad.errors.UnsupportedSyntaxError, match="not a Python function with source"
+    ) as caught:
         ast_ad.grad(_uses_value_and_grad)(0.5)
     assert caught.value.lineno == _uses_value_and_grad.__code__.co_firstlineno + 1
 
@@ -430,7 +516,8 @@ def _sine_loop(x):
     return np.sum(y ** 2)
 
 
-def _exported_gradient(v):  # stands for the exported gradient function (the test below puts it here)
+# stands for the exported gradient function (the test below puts it here)
+def _exported_gradient(v):
     raise AssertionError("replaced by the test")
 
 
@@ -450,24 +537,34 @@ _MIXING = np.arange(6.0).reshape(2, 3) / 7
 
 
 def _products(x):
-    return np.sum(np.einsum("ij,j->i", _MIXING, np.sin(x)) ** 2) \
-        + np.sum(np.tensordot(np.outer(x, x), np.sin(x), axes=1) * x) + np.einsum("i,i,i->", x, x, np.cos(x))
+    return (
+        np.sum(np.einsum("ij,j->i", _MIXING, np.sin(x)) ** 2)
+        + np.sum(np.tensordot(np.outer(x, x), np.sin(x), axes=1) * x)
+        + np.einsum("i,i,i->", x, x, np.cos(x))
+    )
 
 
-@pytest.mark.parametrize("fn, x", [(_sine_loop, np.array([0.3, 0.5, 0.7])), (_rnn_step_loss, np.eye(3) * 0.5 + 0.1),
-                                   (_products, np.array([0.3, -0.5, 0.7]))],
-                         ids=["sine loop", "loop of matrix products", "einsum and tensordot"])
+@pytest.mark.parametrize(
+    "fn, x",
+    [
+        (_sine_loop, np.array([0.3, 0.5, 0.7])),
+        (_rnn_step_loss, np.eye(3) * 0.5 + 0.1),
+        (_products, np.array([0.3, -0.5, 0.7])),
+    ],
+    ids=["sine loop", "loop of matrix products", "einsum and tensordot"],
+)
 def test_reverse_mode_over_an_exported_gradient(fn, x, tmp_path, monkeypatch) -> None:
-    """The output language is the input language: the gradient of a loop, exported as plain Python (its tapes
-    are lists made empty, pushed and popped), is differentiated again by reverse mode. sum(grad f(x) * x) has
-    the gradient H x + grad f(x), which forward over reverse gives.
+    """The output language is the input language: the gradient of a loop, exported as plain Python
+    (its tapes are lists made empty, pushed and popped), is differentiated again by reverse mode.
+    sum(grad f(x) * x) has the gradient H x + grad f(x), which forward over reverse gives.
 
-    The module copies the helpers it calls, so that it runs without ast_ad (einsum's adjoints are objects,
-    ``EinsumTerm``: their class, then each made again, under a name no copied helper has); a copy with the code
-    of ast_ad's helper takes that helper's rules (``normalize.helper_twin``: unbroadcast's source is outside the
-    language). A loop's matrix products are summed after it (``summed_matmul_vjp_a``); reverse mode reads that sum step
-    by step (``registry.def_read_as``). The module's check of the arguments' kinds (which takes *args) is read
-    as the function it checks."""
+    The module copies the helpers it calls, so that it runs without ast_ad (einsum's adjoints are
+    objects, ``EinsumTerm``: their class, then each made again, under a name no copied helper has);
+    a copy with the code of ast_ad's helper takes that helper's rules (``normalize.helper_twin``:
+    unbroadcast's source is outside the language). A loop's matrix products are summed after it
+    (``summed_matmul_vjp_a``); reverse mode reads that sum step by step (``registry.def_read_as``).
+    The module's check of the arguments' kinds (which takes *args) is read as the function it
+    checks."""
     import importlib
     import sys
 
@@ -477,14 +574,16 @@ def test_reverse_mode_over_an_exported_gradient(fn, x, tmp_path, monkeypatch) ->
         assert "def summed_matmul_vjp_a(" in (tmp_path / f"exported_{name}.py").read_text()
     monkeypatch.syspath_prepend(str(tmp_path))
     exported = importlib.import_module(f"exported_{name}")
-    monkeypatch.setattr(sys.modules[__name__], "_exported_gradient", getattr(exported, f"{name}_vjp"))
+    monkeypatch.setattr(
+        sys.modules[__name__], "_exported_gradient", getattr(exported, f"{name}_vjp")
+    )
     ours = ast_ad.grad(_through_an_exported_gradient)(x)
     expected = np.tensordot(ast_ad.hessian(fn)(x), x, axes=x.ndim) + ast_ad.grad(fn)(x)
     np.testing.assert_allclose(ours, expected, rtol=1e-12, atol=1e-14)
 
 def test_an_integer_argument_takes_no_tangent() -> None:
-    """As grad refuses an integer (a wrong zero otherwise: np.asarray(3) is an integer array, whose cast passes
-    no tangent), so do jvp and the Jacobians; None marks it as not differentiated."""
+    """As grad refuses an integer (a wrong zero otherwise: np.asarray(3) is an integer array, whose
+    cast passes no tangent), so do jvp and the Jacobians; None marks it as not differentiated."""
     with pytest.raises(ast_ad.errors.NonDifferentiableArgumentError, match="an integer"):
         ast_ad.jvp(mixed, (2, 1.7), (1.0, 0.0))
     with pytest.raises(ast_ad.errors.NonDifferentiableArgumentError, match="an integer"):
@@ -517,14 +616,17 @@ def test_custom_rules_are_used_forward_and_differentiated_again() -> None:
     _, dot = ast_ad.jvp(uses_softplus, (x,), (np.ones(3),))
     assert math.isclose(float(dot), float(np.sum(s * x + softplus(x))), rel_tol=1e-12)
     # the reverse rule, differentiated again by forward mode: d/dx (s x + softplus) = s(1-s) x + 2 s
-    np.testing.assert_allclose(ast_ad.hessian(uses_softplus)(x), np.diag(s * (1 - s) * x + 2 * s), rtol=1e-12)
+    np.testing.assert_allclose(
+        ast_ad.hessian(uses_softplus)(x), np.diag(s * (1 - s) * x + 2 * s), rtol=1e-12
+    )
 
 
 def opaque(x):
     return x * 2.0
 
 
-ast_ad.extend.defvjp(opaque, lambda g, ans, x: 2.0 * g)  # a reverse rule only, and not declared elementwise
+# a reverse rule only, and not declared elementwise
+ast_ad.extend.defvjp(opaque, lambda g, ans, x: 2.0 * g)
 
 
 def uses_opaque(x):
@@ -540,8 +642,8 @@ def test_forward_rule_of_a_primitive_without_one_is_refused() -> None:
 @settings(max_examples=3)
 @given(data=st.data())
 def test_every_helper_generated_code_calls_has_rules(case: Case, data: st.DataObject) -> None:
-    """The generated language is the input language: each of ast_ad's helpers that a gradient calls has rules
-    (so the gradient can be differentiated again)."""
+    """The generated language is the input language: each of ast_ad's helpers that a gradient calls
+    has rules (so the gradient can be differentiated again)."""
     import types
 
     from ast_ad.api.arguments import shape_labels
@@ -550,23 +652,28 @@ def test_every_helper_generated_code_calls_has_rules(case: Case, data: st.DataOb
     args = data.draw(case.args)
     for checkpoints in (None, 2):  # and the checkpointed gradient's schedule (``ast_ad.revolve``)
         gradient = ast_ad.grad(case.fn, case.argnums, checkpoints=checkpoints)
-        with warnings.catch_warnings():  # a loop checkpoints= leaves taped says so: here, asked of every case
+        # a loop checkpoints= leaves taped says so: here, asked of every case
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", CheckpointWarning)
             gradient(*args)
         loaded = gradient.loaded(shape_labels(args))
         called = [v for v in loaded.namespace.values() if isinstance(v, types.FunctionType)
                   and v.__module__ in ("ast_ad.runtime", "ast_ad.revolve")]
         missing = [f.__name__ for f in called if registry.lookup(f) is None
-                   and registry.in_place(f) is None]  # an in-place helper is differentiated through its functional twin
-        assert not missing, f"helpers without rules in the gradient of {case.fn.__name__}: {missing}"
+                   # an in-place helper is differentiated through its functional twin
+                   and registry.in_place(f) is None]
+        assert not missing, (
+            f"helpers without rules in the gradient of {case.fn.__name__}: {missing}"
+        )
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 @settings(max_examples=2)
 @given(data=st.data())
 def test_every_helper_forward_mode_code_calls_has_rules(case: Case, data: st.DataObject) -> None:
-    """The same of forward mode's code: each of ast_ad's helpers it calls (the rules' bodies put in, ``templates``)
-    has rules, or is written in ast_ad's language (forward mode differentiates it by its source)."""
+    """The same of forward mode's code: each of ast_ad's helpers it calls (the rules' bodies put in,
+    ``templates``) has rules, or is written in ast_ad's language (forward mode differentiates it by
+    its source)."""
     import types
 
     from ast_ad import transform
@@ -587,17 +694,22 @@ def test_every_helper_forward_mode_code_calls_has_rules(case: Case, data: st.Dat
                 transform.normalized(f)
             except ASTADError:
                 missing.append(f.__name__)
-    assert not missing, f"helpers without rules in the forward mode of {case.fn.__name__}: {missing}"
+    assert not missing, (
+        f"helpers without rules in the forward mode of {case.fn.__name__}: {missing}"
+    )
 
 
 def test_vjp_runs_the_forward_pass_once_and_its_backward_pass_again_and_again() -> None:
-    """vjp_fn reuses one forward pass: each call gets fresh copies of the tapes (here nested, in a helper)."""
+    """vjp_fn reuses one forward pass: each call gets fresh copies of the tapes (here nested, in a
+    helper)."""
     x = 1.3
     out, vjp_fn = ast_ad.vjp(calls_a_helper, x)
     assert out == calls_a_helper(x)
     first, second = vjp_fn(1.0), vjp_fn(2.0)
     expected = ast_ad.grad(calls_a_helper)(x)
-    assert math.isclose(first[0], expected, rel_tol=1e-14) and math.isclose(second[0], 2 * expected, rel_tol=1e-14)
+    assert math.isclose(first[0], expected, rel_tol=1e-14) and math.isclose(
+        second[0], 2 * expected, rel_tol=1e-14
+    )
 
 
 def scalar_math_loop(x, y):
@@ -608,15 +720,17 @@ def scalar_math_loop(x, y):
 
 
 def test_hessian_where_autograd_cannot_run_matches_finite_differences_of_the_gradient() -> None:
-    """math.sin and math.exp: autograd cannot trace them, so the oracle is central differences of ast_ad's
-    own gradient (itself checked against finite differences of the function elsewhere)."""
+    """math.sin and math.exp: autograd cannot trace them, so the oracle is central differences of
+    ast_ad's own gradient (itself checked against finite differences of the function elsewhere)."""
     x, y = 0.4, -0.6
     blocks = ast_ad.hessian(scalar_math_loop, argnums=(0, 1))(x, y)
     grad = ast_ad.grad(scalar_math_loop, argnums=(0, 1))
     eps = 1e-6
     for j, (dx, dy) in enumerate(((eps, 0.0), (0.0, eps))):
         column = (np.array(grad(x + dx, y + dy)) - np.array(grad(x - dx, y - dy))) / (2 * eps)
-        np.testing.assert_allclose([float(blocks[0][j]), float(blocks[1][j])], column, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(
+            [float(blocks[0][j]), float(blocks[1][j])], column, rtol=1e-6, atol=1e-8
+        )
 
 
 def constant_helper(a, scale=0.5):
@@ -630,15 +744,16 @@ def rebinds_to_a_constant(x0):
 
 
 def test_a_differentiated_name_rebound_to_a_constant_call_has_a_zero_tangent() -> None:
-    """Found by the random programs: a call of the user's function on constants, into a name with a tangent."""
+    """Found by the random programs: a call of the user's function on constants, into a name with a
+    tangent."""
     assert ast_ad.jvp(rebinds_to_a_constant, (0.3,), (1.0,))[1] == 0.0
     assert ast_ad.jvp(rebinds_to_a_constant, (-0.3,), (1.0,))[1] == 2.0
 
 
 @pytest.mark.parametrize("name", ["force_norm", "force_norm_inline", "both_gradients", "step"])
 def test_grad_of_a_function_whose_body_calls_grad(name) -> None:
-    """Reverse over a call of ast_ad.grad: the adjoint through a gradient is a Hessian-vector product
-    (forward over reverse), checked against autograd differentiating its own gradient."""
+    """Reverse over a call of ast_ad.grad: the adjoint through a gradient is a Hessian-vector
+    product (forward over reverse), checked against autograd differentiating its own gradient."""
     import autograd
     import autograd.numpy as anp
 
@@ -652,7 +767,9 @@ def test_grad_of_a_function_whose_body_calls_grad(name) -> None:
     theirs = {
         "force_norm": lambda a, b: anp.sum(autograd.grad(pot)(a, b) ** 2),
         "force_norm_inline": lambda a, b: anp.sum(autograd.grad(pot)(a, b) ** 2),
-        "both_gradients": lambda a, b: anp.sum(autograd.grad(pot, 0)(a, b) * a) + autograd.grad(pot, 1)(a, b) * b,
+        "both_gradients": lambda a, b: (
+            anp.sum(autograd.grad(pot, 0)(a, b) * a) + autograd.grad(pot, 1)(a, b) * b
+        ),
         "step": lambda w: pot(w - 0.1 * autograd.grad(pot)(w, 2.0), 2.0),
     }[name]
     argnums = tuple(range(len(args)))
@@ -667,8 +784,8 @@ def test_grad_of_a_function_whose_body_calls_grad(name) -> None:
 
 @pytest.mark.parametrize("outer", ["grad", "jvp"])
 def test_jvp_in_the_body_differentiates_in_both_modes(outer) -> None:
-    """Reverse over forward (``grad`` of a body that calls ``ast_ad.jvp``) and forward over forward, against
-    autograd differentiating the same composition, and against closed forms for a cube."""
+    """Reverse over forward (``grad`` of a body that calls ``ast_ad.jvp``) and forward over forward,
+    against autograd differentiating the same composition, and against closed forms for a cube."""
     import autograd
     import autograd.numpy as anp
 
@@ -691,7 +808,9 @@ def test_jvp_in_the_body_differentiates_in_both_modes(outer) -> None:
     else:
         _, dot = ast_ad.jvp(nested.directional_energy, (x, y), (np.ones(3), 1.0))
         assert math.isclose(float(dot), float(np.sum(expected[0]) + expected[1]), rel_tol=1e-10)
-        assert ast_ad.jvp(nested.cube_slope, (2.0,), (1.0,)) == pytest.approx((12.0, 12.0), rel=1e-14)
+        assert ast_ad.jvp(nested.cube_slope, (2.0,), (1.0,)) == pytest.approx(
+            (12.0, 12.0), rel=1e-14
+        )
 
 
 def test_jvp_in_the_body_needs_a_module_function_and_two_tuples() -> None:
@@ -702,21 +821,26 @@ def test_jvp_in_the_body_needs_a_module_function_and_two_tuples() -> None:
     def worse(a):
         return ast_ad.jvp(lambda b: b * b, (a,), (1.0,))[1]
     for fn in (bad, worse):
-        with pytest.raises(ast_ad.errors.UnsupportedSyntaxError, match="module-level function") as err:
+        with pytest.raises(
+            ast_ad.errors.UnsupportedSyntaxError, match="module-level function"
+        ) as err:
             ast_ad.grad(fn)(2.0)
         assert err.value.lineno == fn.__code__.co_firstlineno + 1
 
 
 def test_a_transformation_in_the_body_that_cannot_be_made_is_refused_at_its_line() -> None:
-    """``ast_ad.grad(np.sin)`` in the body is made as the function is read (on a branch that may never run, too):
-    where it cannot be made, the refusal names the line that makes it, not ast_ad's own."""
+    """``ast_ad.grad(np.sin)`` in the body is made as the function is read (on a branch that may
+    never run, too): where it cannot be made, the refusal names the line that makes it, not ast_ad's
+    own."""
     def slope_of_a_ufunc(x):
         if x > 10.0:
             return ast_ad.grad(np.sin)(x)
         return x * 2.0
     assert slope_of_a_ufunc(1.0) == 2.0  # (Python never makes it here)
-    with pytest.raises(ast_ad.errors.UnsupportedSyntaxError, match="ast_ad.grad inside a differentiated function: "
-                       ".*wrap it in a def") as err:
+    with pytest.raises(
+        ast_ad.errors.UnsupportedSyntaxError,
+        match="ast_ad.grad inside a differentiated function: .*wrap it in a def",
+    ) as err:
         ast_ad.grad(slope_of_a_ufunc)(1.0)
     assert err.value.lineno == slope_of_a_ufunc.__code__.co_firstlineno + 2
     assert err.value.filename.endswith("test_compose.py")
@@ -728,7 +852,9 @@ def test_a_function_passed_by_name_to_a_helper() -> None:
     x = 0.7
     expected = 0.5 * math.cos(0.5 * math.sin(x)) * 0.5 * math.cos(x)
     assert ast_ad.grad(nested.uses_a_function_by_name)(x) == pytest.approx(expected, rel=1e-14)
-    assert ast_ad.jvp(nested.uses_a_function_by_name, (x,), (1.0,))[1] == pytest.approx(expected, rel=1e-14)
+    assert ast_ad.jvp(nested.uses_a_function_by_name, (x,), (1.0,))[1] == pytest.approx(
+        expected, rel=1e-14
+    )
     assert ast_ad.grad(nested.uses_a_function_by_name)(x) == pytest.approx(
         ast_ad.tracer.grad(nested.uses_a_function_by_name)(x), rel=1e-14)
 
@@ -749,8 +875,8 @@ def test_grad_in_the_body_needs_constant_arguments() -> None:
 
 def test_a_third_derivative_through_a_gradient_called_in_a_body() -> None:
     """A gradient called in a body is a primitive whose rules are derivatives along directions
-    (``compose.Directional``), each with forward rules of its own: the Hessian of such a function is a
-    third derivative, checked against autograd's."""
+    (``compose.Directional``), each with forward rules of its own: the Hessian of such a function is
+    a third derivative, checked against autograd's."""
     import autograd
     import autograd.numpy as anp
 
@@ -776,8 +902,12 @@ def _leibniz(order: int, x: float) -> float:
 
     def trig(shift: int, k: int) -> float:  # d^k of cos (shift 0) or sin (shift 1)
         return math.cos(x + (k - shift) * math.pi / 2)
-    return sum(math.comb(order, k) * (power(3, k) * trig(0, order - k) + 2 * power(2, k) * trig(1, order - k))
-               for k in range(order + 1))
+
+    return sum(
+        math.comb(order, k)
+        * (power(3, k) * trig(0, order - k) + 2 * power(2, k) * trig(1, order - k))
+        for k in range(order + 1)
+    )
 
 
 def test_a_gradient_in_a_body_to_the_fourth_order() -> None:
@@ -793,14 +923,20 @@ def test_a_gradient_in_a_body_to_the_fourth_order() -> None:
 
 def _wavy(order: int, x: float) -> float:
     """The derivative of wavy (x^2 sin x) of this order, by Leibniz's rule."""
-    return sum(math.comb(order, k) * math.perm(2, k) * x ** (2 - k) * math.sin(x + (order - k) * math.pi / 2)
-               for k in range(3) if k <= order)
+    return sum(
+        math.comb(order, k)
+        * math.perm(2, k)
+        * x ** (2 - k)
+        * math.sin(x + (order - k) * math.pi / 2)
+        for k in range(3)
+        if k <= order
+    )
 
 
 def test_forward_mode_in_a_body_over_forward_mode_in_a_body_to_the_fourth_order() -> None:
-    """Reverse and forward mode over ``jvp`` of a function whose body calls ``jvp``: the forward rules of the
-    inner ``jvp`` (``JvpTangent``) have reverse rules (``JvpCotangent``, laid out by ``Permuted``). d^k of
-    wavy''(x) x is wavy^(k+2)(x) x + k wavy^(k+1)(x)."""
+    """Reverse and forward mode over ``jvp`` of a function whose body calls ``jvp``: the forward
+    rules of the inner ``jvp`` (``JvpTangent``) have reverse rules (``JvpCotangent``, laid out by
+    ``Permuted``). d^k of wavy''(x) x is wavy^(k+2)(x) x + k wavy^(k+1)(x)."""
     from tests import compose_nested as nested
 
     x = 0.7
@@ -808,19 +944,32 @@ def test_forward_mode_in_a_body_over_forward_mode_in_a_body_to_the_fourth_order(
     assert math.isclose(d(x), _wavy(2, x) * x, rel_tol=1e-13)
     for order in range(1, 5):
         d = ast_ad.grad(d)
-        assert math.isclose(d(x), _wavy(order + 2, x) * x + order * _wavy(order + 1, x), rel_tol=1e-10), order
+        assert math.isclose(
+            d(x), _wavy(order + 2, x) * x + order * _wavy(order + 1, x), rel_tol=1e-10
+        ), order
     hessian = ast_ad.hessian(nested.wavy_curvature_forward)(x)
     assert math.isclose(hessian, _wavy(4, x) * x + 2 * _wavy(3, x), rel_tol=1e-10)
     jacobian = ast_ad.jacrev(ast_ad.grad(nested.wavy_curvature_forward))(x)
     assert math.isclose(jacobian, _wavy(4, x) * x + 2 * _wavy(3, x), rel_tol=1e-10)
 
 
-@pytest.mark.parametrize("wrt, path", [(None, (0,)), (None, (1,)), (None, (0, 1)), (None, (1, 1, 0)), (0, ()),
-                                       (1, ()), (0, (1,)), (1, (0, 0))])
+@pytest.mark.parametrize(
+    "wrt, path",
+    [
+        (None, (0,)),
+        (None, (1,)),
+        (None, (0, 1)),
+        (None, (1, 1, 0)),
+        (0, ()),
+        (1, ()),
+        (0, (1,)),
+        (1, (0, 0)),
+    ],
+)
 def test_the_rules_of_jvp_in_a_body_pass_the_dot_product_identity(wrt, path) -> None:
-    """Each reverse rule of ``JvpTangent`` (``wrt`` None) and ``JvpCotangent`` against its forward rule:
-    <vjp_k(u), v> = <u, jvp_k(v)>, for every argument: the moves, the adjoint ``g``, the primals and the
-    tangents."""
+    """Each reverse rule of ``JvpTangent`` (``wrt`` None) and ``JvpCotangent`` against its forward
+    rule: <vjp_k(u), v> = <u, jvp_k(v)>, for every argument: the moves, the adjoint ``g``, the
+    primals and the tangents."""
     from ast_ad.api import compose
     from ast_ad.core import registry
     from tests import compose_nested as nested
@@ -853,22 +1002,37 @@ def test_the_rules_of_jvp_in_a_body_pass_the_dot_product_identity(wrt, path) -> 
             moved = prim(*call[:k], v, *call[k + 1:])
         else:
             moved = jvp(v, out, *call)
-        assert math.isclose(paired(vjp(u, out, *call), v), paired(u, moved), rel_tol=1e-9, abs_tol=1e-11), k
+        assert math.isclose(
+            paired(vjp(u, out, *call), v), paired(u, moved), rel_tol=1e-9, abs_tol=1e-11
+        ), k
         checked += 1
     assert checked == len(path) + (wrt is not None) + 2
 
 
-@pytest.mark.parametrize("slots, wrt", [(("g",), 0), (("g",), 1), ((("swap", 0),), None), (("g", ("swap", 1)), 0),
-                                        ((("swap", 0), "skip", "g"), 2), ((("swap", 2), ("swap", 0)), None)])
+@pytest.mark.parametrize(
+    "slots, wrt",
+    [
+        (("g",), 0),
+        (("g",), 1),
+        ((("swap", 0),), None),
+        (("g", ("swap", 1)), 0),
+        ((("swap", 0), "skip", "g"), 2),
+        ((("swap", 2), ("swap", 0)), None),
+    ],
+)
 def test_the_terms_of_einsum_pass_the_dot_product_identity(slots, wrt) -> None:
-    """Each reverse rule of a term of einsum's derivatives (``runtime.EinsumTerm``), and each of its reverse
-    rules' reverse rules, against the forward rule (the term itself, linear in the argument) by <vjp_k(u), v> =
-    <u, jvp_k(v)>: so reverse mode runs over reverse-mode code that calls einsum, to any order."""
+    """Each reverse rule of a term of einsum's derivatives (``runtime.EinsumTerm``), and each of its
+    reverse rules' reverse rules, against the forward rule (the term itself, linear in the argument)
+    by <vjp_k(u), v> = <u, jvp_k(v)>: so reverse mode runs over reverse-mode code that calls einsum,
+    to any order."""
     from ast_ad.core import registry
     from ast_ad.runtime import EinsumTerm
 
     rng = np.random.default_rng(len(slots) + 7 * (wrt or 0))
-    spec, operands = "ij,jk,k->i", [rng.standard_normal((2, 3)), rng.standard_normal((3, 4)), rng.standard_normal(4)]
+    spec, operands = (
+        "ij,jk,k->i",
+        [rng.standard_normal((2, 3)), rng.standard_normal((3, 4)), rng.standard_normal(4)],
+    )
     output = np.einsum(spec, *operands)
 
     def arguments(term):
@@ -888,15 +1052,17 @@ def test_the_terms_of_einsum_pass_the_dot_product_identity(slots, wrt) -> None:
             u, v = rng.standard_normal(np.shape(out)), rng.standard_normal(np.shape(arg))
             assert rule.jvp(k) is registry.LINEAR
             moved = term(*call[:k], v, *call[k + 1:])
-            assert math.isclose(float(np.sum(vjp(u, out, *call) * v)), float(np.sum(u * moved)), rel_tol=1e-9), k
+            assert math.isclose(
+                float(np.sum(vjp(u, out, *call) * v)), float(np.sum(u * moved)), rel_tol=1e-9
+            ), k
             if depth:
                 check(vjp, depth - 1)
     check(EinsumTerm(slots, wrt), 1)
 
 
 def test_jacobians_and_hessians_compose() -> None:
-    """A Jacobian is a primitive whose forward rules are Jacobians again: the tensors of third and fourth
-    derivatives, against autograd's, by either mode and for tuple argnums."""
+    """A Jacobian is a primitive whose forward rules are Jacobians again: the tensors of third and
+    fourth derivatives, against autograd's, by either mode and for tuple argnums."""
     import autograd
     import autograd.numpy as anp
 
@@ -907,15 +1073,30 @@ def test_jacobians_and_hessians_compose() -> None:
     x, y = np.array([0.3, 0.4, 0.5]), 1.3
     third = autograd.jacobian(autograd.hessian(theirs))(x, y)
     assert third.shape == (3, 3, 3)
-    np.testing.assert_allclose(ast_ad.jacfwd(ast_ad.hessian(nested.coupled))(x, y), third, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(ast_ad.jacrev(ast_ad.jacrev(ast_ad.grad(nested.coupled)))(x, y), third,
-                               rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(ast_ad.jacobian(ast_ad.jacfwd(ast_ad.grad(nested.coupled)))(x, y), third,
-                               rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(
+        ast_ad.jacfwd(ast_ad.hessian(nested.coupled))(x, y), third, rtol=1e-12, atol=1e-14
+    )
+    np.testing.assert_allclose(
+        ast_ad.jacrev(ast_ad.jacrev(ast_ad.grad(nested.coupled)))(x, y),
+        third,
+        rtol=1e-12,
+        atol=1e-14,
+    )
+    np.testing.assert_allclose(
+        ast_ad.jacobian(ast_ad.jacfwd(ast_ad.grad(nested.coupled)))(x, y),
+        third,
+        rtol=1e-12,
+        atol=1e-14,
+    )
     fourth = ast_ad.jacfwd(ast_ad.jacfwd(ast_ad.hessian(nested.coupled)))(x, y)
-    np.testing.assert_allclose(fourth, autograd.jacobian(autograd.jacobian(autograd.hessian(theirs)))(x, y),
-                               rtol=1e-12, atol=1e-14)
-    blocks = ast_ad.jacfwd(ast_ad.hessian(nested.coupled, (0, 1)), 1)(x, y)  # d/dy of each Hessian block
+    np.testing.assert_allclose(
+        fourth,
+        autograd.jacobian(autograd.jacobian(autograd.hessian(theirs)))(x, y),
+        rtol=1e-12,
+        atol=1e-14,
+    )
+    # d/dy of each Hessian block
+    blocks = ast_ad.jacfwd(ast_ad.hessian(nested.coupled, (0, 1)), 1)(x, y)
     expected = [[autograd.jacobian(autograd.hessian(theirs, i), 1), autograd.jacobian(
         autograd.jacobian(autograd.grad(theirs, i), j), 1)] for i in (0, 1) for j in (1 - i,)]
     np.testing.assert_allclose(blocks[0][0], expected[0][0](x, y), rtol=1e-12, atol=1e-14)
@@ -923,19 +1104,26 @@ def test_jacobians_and_hessians_compose() -> None:
     u = np.array([0.2, -1.0, 0.7])
     _, dot = ast_ad.jvp(ast_ad.hessian(nested.coupled), (x, y), (u, None))
     np.testing.assert_allclose(dot, third @ u, rtol=1e-12, atol=1e-14)
-    assert "hessian_coupled_jvp(x_dot, out, x, y)" in ast_ad.source(ast_ad.jacfwd(ast_ad.hessian(nested.coupled)),
-                                                                      x, y)
-    # hvp(f) is composable as well: its code is the gradient's forward-mode code, v one more argument
+    assert "hessian_coupled_jvp(x_dot, out, x, y)" in ast_ad.source(
+        ast_ad.jacfwd(ast_ad.hessian(nested.coupled)), x, y
+    )
+    # hvp(f) is composable as well: its code is the gradient's forward-mode code, v one more
+    # argument
     hvp = ast_ad.hvp(nested.coupled)
     np.testing.assert_allclose(ast_ad.jacfwd(hvp)(x, y, u), third @ u, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(ast_ad.jacfwd(hvp, 2)(x, y, u), autograd.hessian(theirs)(x, y), rtol=1e-12)
-    np.testing.assert_allclose(ast_ad.jvp(hvp, (x, y, u), (u, None, None))[1], (third @ u) @ u, rtol=1e-12)
+    np.testing.assert_allclose(
+        ast_ad.jacfwd(hvp, 2)(x, y, u), autograd.hessian(theirs)(x, y), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        ast_ad.jvp(hvp, (x, y, u), (u, None, None))[1], (third @ u) @ u, rtol=1e-12
+    )
 
 
 @pytest.mark.parametrize("name", ["hessian_trace", "weighted_jacobian"])
 def test_a_jacobian_built_in_a_body_differentiates_both_ways(name) -> None:
-    """``grad`` of a function whose body builds a Hessian or Jacobian (reverse rules ``compose.JacobianVjp``),
-    against autograd, and against forward mode by the dot-product identity."""
+    """``grad`` of a function whose body builds a Hessian or Jacobian (reverse rules
+    ``compose.JacobianVjp``), against autograd, and against forward mode by the dot-product
+    identity."""
     import autograd
     import autograd.numpy as anp
 
@@ -943,9 +1131,12 @@ def test_a_jacobian_built_in_a_body_differentiates_both_ways(name) -> None:
 
     def pot(a, b):
         return anp.sum(anp.sin(a) * a) * b + anp.sum(anp.exp(a[:2] * a[1:]))
-    theirs = {"hessian_trace": lambda a, b: anp.trace(autograd.hessian(pot)(a, b)),
-              "weighted_jacobian": lambda a, b: anp.sum(anp.cos(a) * autograd.jacobian(autograd.grad(pot), 1)(a, b))
-              }[name]
+    theirs = {
+        "hessian_trace": lambda a, b: anp.trace(autograd.hessian(pot)(a, b)),
+        "weighted_jacobian": lambda a, b: anp.sum(
+            anp.cos(a) * autograd.jacobian(autograd.grad(pot), 1)(a, b)
+        ),
+    }[name]
     fn = getattr(nested, name)
     x, y = np.array([0.3, 0.4, 0.5]), 1.3
     gx, gy = ast_ad.grad(fn, (0, 1))(x, y)
@@ -957,8 +1148,9 @@ def test_a_jacobian_built_in_a_body_differentiates_both_ways(name) -> None:
 
 
 def test_jvp_in_a_body_to_higher_orders() -> None:
-    """The rules of a ``jvp`` called in a body (``compose.JvpTangent``, ``compose.JvpCotangent``) have forward
-    rules of their own: the third derivative, against autograd's, and the fourth against closed forms."""
+    """The rules of a ``jvp`` called in a body (``compose.JvpTangent``, ``compose.JvpCotangent``)
+    have forward rules of their own: the third derivative, against autograd's, and the fourth
+    against closed forms."""
     import autograd
     import autograd.numpy as anp
 
@@ -973,8 +1165,12 @@ def test_jvp_in_a_body_to_higher_orders() -> None:
     for argnums in (0, 1):
         np.testing.assert_allclose(ast_ad.hessian(nested.directional_energy, argnums)(x, y),
                                    autograd.hessian(theirs, argnums)(x, y), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(ast_ad.jacfwd(ast_ad.hessian(nested.directional_energy))(x, y),
-                               autograd.jacobian(autograd.hessian(theirs))(x, y), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        ast_ad.jacfwd(ast_ad.hessian(nested.directional_energy))(x, y),
+        autograd.jacobian(autograd.hessian(theirs))(x, y),
+        rtol=1e-10,
+        atol=1e-12,
+    )
     assert ast_ad.grad(ast_ad.grad(nested.cube_slope))(2.0) == pytest.approx(6.0, rel=1e-14)
     z = 0.7
     d = nested.scaled_slope_forward
@@ -987,9 +1183,9 @@ def test_jvp_in_a_body_to_higher_orders() -> None:
 
 
 def test_forward_over_reverse_of_an_element_loop_needs_no_alias_checks() -> None:
-    """The gradient of ``x[i]`` reads in a loop appends each read's adjoint to a list; appending changes the
-    list, not the arrays in it, so the Hessian's code checks nothing at run time (it did, at every append,
-    walking every container: quadratic in the loop's length)."""
+    """The gradient of ``x[i]`` reads in a loop appends each read's adjoint to a list; appending
+    changes the list, not the arrays in it, so the Hessian's code checks nothing at run time (it
+    did, at every append, walking every container: quadratic in the loop's length)."""
     def rosenbrock(x):
         total = 0.0
         for i in range(len(x) - 1):
@@ -1006,14 +1202,29 @@ def test_forward_over_reverse_of_an_element_loop_needs_no_alias_checks() -> None
     np.testing.assert_allclose(ast_ad.hessian(rosenbrock)(x), expected, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("case", [c for c in corpus_control.CASES if c.fn.__name__ in (
-    "while_active", "while_count", "break_continue", "early_returns", "for_else", "shared_weights_while")],
-    ids=lambda c: c.fn.__name__)
+@pytest.mark.parametrize(
+    "case",
+    [
+        c
+        for c in corpus_control.CASES
+        if c.fn.__name__
+        in (
+            "while_active",
+            "while_count",
+            "break_continue",
+            "early_returns",
+            "for_else",
+            "shared_weights_while",
+        )
+    ],
+    ids=lambda c: c.fn.__name__,
+)
 @settings(max_examples=10, deadline=None)
 @given(data=st.data())
 def test_second_derivatives_of_while_loops_and_breaks(case: Case, data: st.DataObject) -> None:
-    """A loop whose trips are counted reads its count back as a statement of its own: forward mode over
-    the gradient follows it. Its Hessian-vector product against the tracer's forward over reverse."""
+    """A loop whose trips are counted reads its count back as a statement of its own: forward mode
+    over the gradient follows it. Its Hessian-vector product against the tracer's forward over
+    reverse."""
     args = data.draw(case.args)
     k = case.argnums[0]
     v = np.ones(np.shape(args[k])) if np.ndim(args[k]) else 1.0
@@ -1028,8 +1239,8 @@ def first_power(x):
 
 
 def test_the_second_derivative_of_a_first_power_at_zero_is_zero_for_numpy_numbers() -> None:
-    """``x ** 1``'s second derivative reads ``0 * x ** -1``: for a numpy number ``0.0 ** -1`` is ``inf``, not an
-    error as for a float, and the product was NaN (``runtime.pow_minus_one``)."""
+    """``x ** 1``'s second derivative reads ``0 * x ** -1``: for a numpy number ``0.0 ** -1`` is
+    ``inf``, not an error as for a float, and the product was NaN (``runtime.pow_minus_one``)."""
     for x in (0.0, np.float64(0.0), np.asarray(0.0)):
         assert float(ast_ad.hessian(first_power)(x)) == 0.0
         assert float(ast_ad.grad(ast_ad.grad(first_power))(x)) == 0.0
@@ -1043,9 +1254,10 @@ def loop_with_fixed_matrix(x):
 
 
 def test_third_derivative_through_a_loop_summing_a_fixed_matrix_adjoint() -> None:
-    """A loop's adjoints of a matrix it multiplies every step are summed after it (``summed_matmul_vjp_a``);
-    their forward rule's tangent terms (``product_terms_jvp``) were declared without a derivative, so the third
-    derivative silently lost their part (6.3 off here). Against autograd's."""
+    """A loop's adjoints of a matrix it multiplies every step are summed after it
+    (``summed_matmul_vjp_a``); their forward rule's tangent terms (``product_terms_jvp``) were
+    declared without a derivative, so the third derivative silently lost their part (6.3 off here).
+    Against autograd's."""
     import autograd
     import autograd.numpy as anp
 
@@ -1054,8 +1266,12 @@ def test_third_derivative_through_a_loop_summing_a_fixed_matrix_adjoint() -> Non
         y = anp.sin(m @ x)
         return anp.sum(y @ m)
     x = np.array([0.3, -0.2, 0.5])
-    np.testing.assert_allclose(ast_ad.jacfwd(ast_ad.hessian(loop_with_fixed_matrix))(x),
-                               autograd.jacobian(autograd.hessian(theirs))(x), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        ast_ad.jacfwd(ast_ad.hessian(loop_with_fixed_matrix))(x),
+        autograd.jacobian(autograd.hessian(theirs))(x),
+        rtol=1e-10,
+        atol=1e-12,
+    )
 
 
 def _along(fn, v):
@@ -1069,13 +1285,22 @@ def casts_and_choices(x):
     return max(a[0] * x[1], x[2]) * min(x[0], 0.8) + np.sum(np.asarray(a, dtype=float) ** 2)
 
 
-@pytest.mark.parametrize("fn", [reductions, solves, cholesky_and_sort, casts_and_choices, *THROUGH_AUTOGRAD,
-                                *THROUGH_DIFFERENCES],
-                         ids=lambda fn: fn.__name__)
+@pytest.mark.parametrize(
+    "fn",
+    [
+        reductions,
+        solves,
+        cholesky_and_sort,
+        casts_and_choices,
+        *THROUGH_AUTOGRAD,
+        *THROUGH_DIFFERENCES,
+    ],
+    ids=lambda fn: fn.__name__,
+)
 def test_reverse_mode_over_forward_mode_code(fn) -> None:
-    """grad of a body that calls jvp: reverse mode reads the forward-mode code, and the helpers it calls that have
-    forward rules only (``cholesky_jvp``, ``sort_jvp``, ``cumprod_vjp``...) by their source. H v, against forward
-    over reverse."""
+    """grad of a body that calls jvp: reverse mode reads the forward-mode code, and the helpers it
+    calls that have forward rules only (``cholesky_jvp``, ``sort_jvp``, ``cumprod_vjp``...) by their
+    source. H v, against forward over reverse."""
     x = {cholesky_and_sort: np.array([1.0, 0.25, 0.1, 0.3, 1.1, 0.2, 0.05, 0.4, 0.9]),
          solves: SECOND_ORDER_X[:3]}.get(fn, SECOND_ORDER_X)
     v = np.random.default_rng(2).standard_normal(x.size)
@@ -1091,19 +1316,21 @@ def returns_a_list(x):
 
 
 def test_vjp_leaves_the_adjoint_it_is_given_as_it_was() -> None:
-    """The backward pass pops the adjoints of the lists the function appended to: it pops its own copy (before,
-    the caller's list was emptied)."""
+    """The backward pass pops the adjoints of the lists the function appended to: it pops its own
+    copy (before, the caller's list was emptied)."""
     x = np.array([0.3, 0.6])
     _, vjp_fn = ast_ad.vjp(returns_a_list, x)
     u = [np.ones(2), 2.0 * np.ones(2), np.zeros(2)]
     first = vjp_fn(u)[0]
-    assert len(u) == 3 and all(np.array_equal(a, b) for a, b in zip(u, [np.ones(2), 2.0 * np.ones(2), np.zeros(2)],
-                                                                     strict=True))
+    assert len(u) == 3 and all(
+        np.array_equal(a, b)
+        for a, b in zip(u, [np.ones(2), 2.0 * np.ones(2), np.zeros(2)], strict=True)
+    )
     np.testing.assert_allclose(vjp_fn(u)[0], first)
     np.testing.assert_allclose(first, np.cos(x) + 4.0 * np.cos(2.0 * x))
 
 
-# ---- reverse mode over every transformed function -----------------------------------------------------------
+# ---- reverse mode over every transformed function ------------------------------------------------
 def _looped_potential(x):
     for _ in range(3):
         x = np.tanh(x) * 1.5 + 0.1 * x
@@ -1159,22 +1386,43 @@ def _transformed(name: str, rng) -> tuple:
         "hvp": lambda: (ast_ad.hvp(_looped_potential), (x, rng.standard_normal(3))),
         "value_and_grad": lambda: (ast_ad.value_and_grad(_looped_potential), (x,)),
         "grad_of_grad": lambda: (ast_ad.grad(ast_ad.grad(_cubic_sine)), (float(x[0]),)),
-        "value_and_grad_of_grad": lambda: (ast_ad.value_and_grad(ast_ad.grad(_cubic_sine)), (float(x[0]),)),
+        "value_and_grad_of_grad": lambda: (
+            ast_ad.value_and_grad(ast_ad.grad(_cubic_sine)),
+            (float(x[0]),),
+        ),
         "hvp_of_appends": lambda: (ast_ad.hvp(_appended_terms), (x, rng.standard_normal(3))),
         "hvp_of_a_picked_list": lambda: (ast_ad.hvp(_picked), (x, rng.standard_normal(3))),
         "hvp_of_a_list_read": lambda: (ast_ad.hvp(_list_read), (x, rng.standard_normal(3))),
-        "hvp_of_a_list_picked_in_a_loop": lambda: (ast_ad.hvp(_picked_in_a_loop), (x, rng.standard_normal(3))),
+        "hvp_of_a_list_picked_in_a_loop": lambda: (
+            ast_ad.hvp(_picked_in_a_loop),
+            (x, rng.standard_normal(3)),
+        ),
     }[name]()
 
 
-TRANSFORMED = ["jacfwd", "jacrev", "hessian", "hvp", "value_and_grad", "grad_of_grad", "value_and_grad_of_grad",
-               "hvp_of_appends", "hvp_of_a_picked_list", "hvp_of_a_list_read", "hvp_of_a_list_picked_in_a_loop"]
+TRANSFORMED = [
+    "jacfwd",
+    "jacrev",
+    "hessian",
+    "hvp",
+    "value_and_grad",
+    "grad_of_grad",
+    "value_and_grad_of_grad",
+    "hvp_of_appends",
+    "hvp_of_a_picked_list",
+    "hvp_of_a_list_read",
+    "hvp_of_a_list_picked_in_a_loop",
+]
 
 
 def _like_random(value, rng):
     if isinstance(value, tuple):
         return tuple(_like_random(v, rng) for v in value)
-    return float(rng.standard_normal()) if np.ndim(value) == 0 else rng.standard_normal(np.shape(value))
+    return (
+        float(rng.standard_normal())
+        if np.ndim(value) == 0
+        else rng.standard_normal(np.shape(value))
+    )
 
 
 def _assert_close(a, b) -> None:
@@ -1194,9 +1442,11 @@ def _inner(a, b) -> float:
 
 @pytest.mark.parametrize("name", TRANSFORMED)
 @pytest.mark.parametrize("seed", [0, 1])
-def test_the_vjp_of_a_transformed_function_is_the_transpose_of_its_jvp(name: str, seed: int) -> None:
-    """vjp of what ast_ad made (reverse mode over its code) against jvp (forward mode over it), by the
-    dot-product identity; its value is the function's own."""
+def test_the_vjp_of_a_transformed_function_is_the_transpose_of_its_jvp(
+    name: str, seed: int
+) -> None:
+    """vjp of what ast_ad made (reverse mode over its code) against jvp (forward mode over it), by
+    the dot-product identity; its value is the function's own."""
     rng = np.random.default_rng(seed)
     fun, args = _transformed(name, rng)
     u = _like_random(args, rng)
@@ -1224,8 +1474,8 @@ def test_the_vjp_of_a_transformed_function_matches_finite_differences(name: str)
 
 @pytest.mark.parametrize("name", TRANSFORMED)
 def test_finish_bar_is_the_transpose_of_finish_dot(name: str) -> None:
-    """What takes the adjoint of a transformed function's result back to its code's (``Lowered.finish_bar``)
-    is the transpose of what takes its code's tangent to the result's."""
+    """What takes the adjoint of a transformed function's result back to its code's
+    (``Lowered.finish_bar``) is the transpose of what takes its code's tangent to the result's."""
     from ast_ad.api import compose
 
     rng = np.random.default_rng(11)
@@ -1233,14 +1483,18 @@ def test_finish_bar_is_the_transpose_of_finish_dot(name: str) -> None:
     lowered = compose.lower(fun, args)
     raw = lowered.fn(*lowered.args)
     d, g = _like_random(raw, rng), _like_random(lowered.finish(raw), rng)
-    assert math.isclose(_inner(g, lowered.finish_dot(raw, d)), _inner(lowered.finish_bar(raw, g), d),
-                        rel_tol=1e-12, abs_tol=1e-12)
+    assert math.isclose(
+        _inner(g, lowered.finish_dot(raw, d)),
+        _inner(lowered.finish_bar(raw, g), d),
+        rel_tol=1e-12,
+        abs_tol=1e-12,
+    )
 
 
 @pytest.mark.parametrize("name", ["hessian", "hvp", "value_and_grad", "grad_of_grad"])
 def test_jacrev_of_a_transformed_function_is_jacfwds(name: str, monkeypatch) -> None:
-    """jacrev runs reverse mode over what ast_ad made, but over a Jacobian (whose reverse rule is a forward pass
-    an entry): forward mode, the same matrix in fewer passes."""
+    """jacrev runs reverse mode over what ast_ad made, but over a Jacobian (whose reverse rule is a
+    forward pass an entry): forward mode, the same matrix in fewer passes."""
     from ast_ad.api import compose
 
     fun, args = _transformed(name, np.random.default_rng(5))
@@ -1257,7 +1511,8 @@ def test_jacrev_of_a_transformed_function_is_jacfwds(name: str, monkeypatch) -> 
     for mode in ("forward", "reverse"):
         monkeypatch.setattr(compose.Jacobian, mode, counting(mode))
     reverse = ast_ad.jacrev(fun)(*args)
-    assert modes[0] == ("forward" if name == "hessian" else "reverse")  # (the Hessian evaluates itself too)
+    # (the Hessian evaluates itself too)
+    assert modes[0] == ("forward" if name == "hessian" else "reverse")
     for r, f in zip(reverse if isinstance(reverse, tuple) else (reverse,),
                     forward if isinstance(forward, tuple) else (forward,), strict=True):
         np.testing.assert_allclose(r, f, rtol=1e-10, atol=1e-12)
@@ -1265,8 +1520,8 @@ def test_jacrev_of_a_transformed_function_is_jacfwds(name: str, monkeypatch) -> 
 
 @pytest.mark.parametrize("t", [0.7, -1.3])
 def test_reverse_mode_over_a_second_derivative_to_the_fifth_order(t: float) -> None:
-    """vjp of grad(grad(s)) is reverse over forward over reverse mode: s''' against its closed form; and vjp
-    of that vjp's function again (through grad), s''''."""
+    """vjp of grad(grad(s)) is reverse over forward over reverse mode: s''' against its closed form;
+    and vjp of that vjp's function again (through grad), s''''."""
     s = _cubic_sine_derivatives(t)
     (third,) = ast_ad.vjp(ast_ad.grad(ast_ad.grad(_cubic_sine)), t)[1](1.0)
     assert math.isclose(third, s[3], rel_tol=1e-12)
@@ -1274,24 +1529,28 @@ def test_reverse_mode_over_a_second_derivative_to_the_fifth_order(t: float) -> N
     assert value == pytest.approx((s[1], s[2]), rel=1e-13)
     assert vjp_fn((1.0, 0.0))[0] == pytest.approx(s[2], rel=1e-12)
     assert vjp_fn((0.0, 1.0))[0] == pytest.approx(s[3], rel=1e-12)
-    assert ast_ad.grad(ast_ad.grad(ast_ad.grad(ast_ad.grad(_cubic_sine))))(t) == pytest.approx(s[4], rel=1e-10)
+    assert ast_ad.grad(ast_ad.grad(ast_ad.grad(ast_ad.grad(_cubic_sine))))(t) == pytest.approx(
+        s[4], rel=1e-10
+    )
 
 
 def test_source_shows_the_code_an_hvp_runs() -> None:
-    """``source(hvp(f), x, v)``: the forward-mode code over the gradient's that ``hvp`` runs (it needs example
-    arguments: the code depends on their kinds)."""
+    """``source(hvp(f), x, v)``: the forward-mode code over the gradient's that ``hvp`` runs (it
+    needs example arguments: the code depends on their kinds)."""
     x, v = np.array([0.3, -0.2, 0.5]), np.array([1.0, 0.5, -2.0])
     hvp = ast_ad.hvp(_looped_potential)
     text = ast_ad.source(hvp, x, v)
     assert text.startswith("def looped_potential_vjp_jvp(x, out_bar, x_dot):")
-    assert text == ast_ad.source(ast_ad.hessian(_looped_potential), x)  # one code, the Hessian's columns too
+    # one code, the Hessian's columns too
+    assert text == ast_ad.source(ast_ad.hessian(_looped_potential), x)
     with pytest.raises(ASTADError, match="needs example arguments"):
         ast_ad.source(hvp)
 
 
 def test_reverse_mode_over_forward_mode_names_each_helper_one_way() -> None:
-    """The rules of forward mode's helpers read ast_ad's others through their module (``rt.unbroadcast``); inlined,
-    they name the helper as the rest of the generated code does (``unbroadcast``), not ``runtime.unbroadcast``."""
+    """The rules of forward mode's helpers read ast_ad's others through their module
+    (``rt.unbroadcast``); inlined, they name the helper as the rest of the generated code does
+    (``unbroadcast``), not ``runtime.unbroadcast``."""
     from ast_ad import transform
     from ast_ad.api import compose
     from ast_ad.api.arguments import shape_labels
@@ -1299,7 +1558,10 @@ def test_reverse_mode_over_forward_mode_names_each_helper_one_way() -> None:
     x, v = np.array([0.3, -0.2, 0.5]), np.array([1.0, 0.5, -2.0])
     lowered = compose.lower(ast_ad.hvp(_sine_sum), (x, v))
     _, _, loaded = transform.pair(lowered.fn, (0, 2), shape_labels(lowered.args))
-    assert re.search(r"\n +\w+_bar = unbroadcast\(\w+_bar, \w+\)\n", loaded.text) and "runtime." not in loaded.text
+    assert (
+        re.search(r"\n +\w+_bar = unbroadcast\(\w+_bar, \w+\)\n", loaded.text)
+        and "runtime." not in loaded.text
+    )
 
 
 def _sine_sum(x):
@@ -1307,9 +1569,10 @@ def _sine_sum(x):
 
 
 def test_reverse_mode_undoes_the_pops_of_the_lists_a_gradient_makes(caplog) -> None:
-    """The gradient of a function that appends to a list pops the list's adjoint, a list the gradient makes
-    (``spread``: ``registry.def_new_list``). Reverse mode over that code undoes those pops, so vjp runs reverse mode
-    there (no fallback to forward mode's columns), and agrees with them."""
+    """The gradient of a function that appends to a list pops the list's adjoint, a list the
+    gradient makes (``spread``: ``registry.def_new_list``). Reverse mode over that code undoes those
+    pops, so vjp runs reverse mode there (no fallback to forward mode's columns), and agrees with
+    them."""
     import logging
 
     rng = np.random.default_rng(3)
@@ -1334,10 +1597,11 @@ def _list_of_a_branch(x):
 
 
 def test_reverse_mode_undoes_the_pops_of_a_list_adjoint_made_in_a_branch(caplog) -> None:
-    """A list made in a branch: the gradient's adjoint of it starts as None, is added to in the branch
-    (``add_adjoints``, which may give back an argument as it is: ``def_new_list(..., passes=...)``), popped in
-    the loop, and reset; its value list pops a value it drops (``items.pop()``: named, to be put back). Reverse
-    mode follows all of it, over value_and_grad and hvp alike."""
+    """A list made in a branch: the gradient's adjoint of it starts as None, is added to in the
+    branch (``add_adjoints``, which may give back an argument as it is: ``def_new_list(...,
+    passes=...)``), popped in the loop, and reset; its value list pops a value it drops
+    (``items.pop()``: named, to be put back). Reverse mode follows all of it, over value_and_grad
+    and hvp alike."""
     import logging
 
     x, v, w = np.array([0.1, -0.2, 0.3]), np.array([1.0, 0.5, -2.0]), np.array([0.2, -1.0, 0.4])
@@ -1348,8 +1612,12 @@ def test_reverse_mode_undoes_the_pops_of_a_list_adjoint_made_in_a_branch(caplog)
         hvp_bars = hvp_vjp(w)
     assert not any("forward mode instead" in r.getMessage() for r in caplog.records)
     value_jacobian, grad_jacobian = ast_ad.jacfwd(ast_ad.value_and_grad(_list_of_a_branch))(x)
-    np.testing.assert_allclose(bar, 0.7 * value_jacobian + w @ grad_jacobian, rtol=1e-10, atol=1e-12)
-    for bar, jacobian in zip(hvp_bars, ast_ad.jacfwd(ast_ad.hvp(_list_of_a_branch), (0, 1))(x, v), strict=True):
+    np.testing.assert_allclose(
+        bar, 0.7 * value_jacobian + w @ grad_jacobian, rtol=1e-10, atol=1e-12
+    )
+    for bar, jacobian in zip(
+        hvp_bars, ast_ad.jacfwd(ast_ad.hvp(_list_of_a_branch), (0, 1))(x, v), strict=True
+    ):
         np.testing.assert_allclose(bar, w @ jacobian, rtol=1e-10, atol=1e-12)
 
 
@@ -1368,21 +1636,25 @@ def _list_written(x, y):
 
 @pytest.mark.parametrize("fn", [_list_copied_then_written, _list_written])
 def test_forward_mode_adds_the_tangents_of_a_written_list_element_by_element(fn) -> None:
-    """``copied[0] = x * y`` on a list has two tangent terms, one a list each; added with ``+`` they were one
-    list twice as long, and the tangent read its second item from the wrong half (1.0 for 5.0). The list that
-    ``list(items)`` makes, and what is written into it, are lists (``registry.def_same_kind``)."""
+    """``copied[0] = x * y`` on a list has two tangent terms, one a list each; added with ``+`` they
+    were one list twice as long, and the tangent read its second item from the wrong half (1.0 for
+    5.0). The list that ``list(items)`` makes, and what is written into it, are lists
+    (``registry.def_same_kind``)."""
     args, tangents = (2.0, 3.0), (1.0, 0.5)
     out, out_dot = ast_ad.jvp(fn, args, tangents)
     assert (out, out_dot) == pytest.approx(ast_ad.tracer.jvp(fn, args, tangents), rel=1e-15)
     grads = ast_ad.grad(fn, (0, 1))(*args)
-    assert out_dot == pytest.approx(sum(g * t for g, t in zip(grads, tangents, strict=True)), rel=1e-15)
+    assert out_dot == pytest.approx(
+        sum(g * t for g, t in zip(grads, tangents, strict=True)), rel=1e-15
+    )
 
 
 def test_the_adjoints_a_callees_pair_gives_are_known_containers(caplog) -> None:
-    """Reverse mode over the code of an hvp whose function calls a helper that returns one of its lists, in a
-    loop: the items unpacked from the helper's pair (the adjoints of its list arguments), and the values a tape
-    of such items gives back, may be containers, so their adjoints add element by element. Before, the backward
-    pass added a list to a float there and vjp fell back to forward mode's columns."""
+    """Reverse mode over the code of an hvp whose function calls a helper that returns one of its
+    lists, in a loop: the items unpacked from the helper's pair (the adjoints of its list
+    arguments), and the values a tape of such items gives back, may be containers, so their adjoints
+    add element by element. Before, the backward pass added a list to a float there and vjp fell
+    back to forward mode's columns."""
     import logging
 
     fun, args = _transformed("hvp_of_a_list_picked_in_a_loop", np.random.default_rng(4))
@@ -1408,9 +1680,10 @@ def _swapped_in_a_loop(x):
 
 
 def test_the_float_zero_an_adjoint_starts_as_takes_a_summed_adjoint(caplog) -> None:
-    """The gradient's ``unbroadcast(y_bar, y)`` broadcasts the float zero an adjoint starts as up to ``y``'s
-    shape; reverse mode over it sums the adjoint back down (``fit_adjoint``), where it once refused to fit an
-    array into a float (a ValueError, and vjp fell back to forward mode's columns)."""
+    """The gradient's ``unbroadcast(y_bar, y)`` broadcasts the float zero an adjoint starts as up to
+    ``y``'s shape; reverse mode over it sums the adjoint back down (``fit_adjoint``), where it once
+    refused to fit an array into a float (a ValueError, and vjp fell back to forward mode's
+    columns)."""
     import logging
 
     x, w = np.array([0.3, -0.2, 0.5]), np.array([0.2, -1.0, 0.4])
@@ -1419,7 +1692,9 @@ def test_the_float_zero_an_adjoint_starts_as_takes_a_summed_adjoint(caplog) -> N
         (bar,) = vjp_fn((0.7, w))
     assert not any("forward mode instead" in r.getMessage() for r in caplog.records)
     value_jacobian, grad_jacobian = ast_ad.jacfwd(ast_ad.value_and_grad(_swapped_in_a_loop))(x)
-    np.testing.assert_allclose(bar, 0.7 * value_jacobian + w @ grad_jacobian, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        bar, 0.7 * value_jacobian + w @ grad_jacobian, rtol=1e-10, atol=1e-12
+    )
 
 
 def _lists_made_in_a_loop(x):
@@ -1433,10 +1708,11 @@ def _lists_made_in_a_loop(x):
 
 
 def test_the_derivatives_of_an_hvp_of_lists_made_in_a_loop(caplog) -> None:
-    """A list made in each step: the hvp's code pops its adjoint list and its tape in each step of its backward
-    loop, and copies the list a tape gives back (``items = items_1``). Reverse mode over that code undoes the pops
-    of lists made in a loop too, and forward mode over it no longer takes the dead copy for a second name of the
-    list it pops (``aliasing.live_after``): vjp runs reverse mode, jacfwd runs at all, and they agree."""
+    """A list made in each step: the hvp's code pops its adjoint list and its tape in each step of
+    its backward loop, and copies the list a tape gives back (``items = items_1``). Reverse mode
+    over that code undoes the pops of lists made in a loop too, and forward mode over it no longer
+    takes the dead copy for a second name of the list it pops (``aliasing.live_after``): vjp runs
+    reverse mode, jacfwd runs at all, and they agree."""
     import logging
 
     x, v, w = np.array([0.1, -0.2, 0.3]), np.array([1.0, 0.5, -2.0]), np.array([0.2, -1.0, 0.4])
@@ -1466,13 +1742,17 @@ def _item_of_a_list_in_a_branch(x0, x1):
 
 
 def test_a_numbers_adjoint_taken_for_a_containers_starts_as_none_and_is_made_dense(caplog) -> None:
-    """A random program the long test profile found: the gradient's adjoint of ``v2``, an item of a list, is added
-    to by ``add_adjoints``, so reverse mode over that code takes it for a container's, whose adjoint starts as
-    ``None``; an elementwise rule (``-g``) cannot take that. It is made dense first (``dense_adjoint``), where
-    the backward pass failed before and vjp fell back to forward mode's columns."""
+    """A random program the long test profile found: the gradient's adjoint of ``v2``, an item of a
+    list, is added to by ``add_adjoints``, so reverse mode over that code takes it for a
+    container's, whose adjoint starts as ``None``; an elementwise rule (``-g``) cannot take that. It
+    is made dense first (``dense_adjoint``), where the backward pass failed before and vjp fell back
+    to forward mode's columns."""
     import logging
 
-    x0, x1 = np.array([0.12573022, -0.13210486, 0.64042265]), np.array([0.10490012, -0.53566937, 0.36159505])
+    x0, x1 = (
+        np.array([0.12573022, -0.13210486, 0.64042265]),
+        np.array([0.10490012, -0.53566937, 0.36159505]),
+    )
     w = np.array([0.2, -1.0, 0.4])
     both = ast_ad.value_and_grad(_item_of_a_list_in_a_branch, 0)
     with caplog.at_level(logging.INFO, logger="ast_ad"):
@@ -1480,7 +1760,9 @@ def test_a_numbers_adjoint_taken_for_a_containers_starts_as_none_and_is_made_den
         bar = vjp_fn((0.7, w))[0]
     assert not any("forward mode instead" in r.getMessage() for r in caplog.records)
     value_jacobian, grad_jacobian = ast_ad.jacfwd(both)(x0, x1)
-    np.testing.assert_allclose(bar, 0.7 * value_jacobian + w @ grad_jacobian, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        bar, 0.7 * value_jacobian + w @ grad_jacobian, rtol=1e-10, atol=1e-12
+    )
 
 
 def _checked_appends(x):
@@ -1488,18 +1770,22 @@ def _checked_appends(x):
     total = 0.0
     for k in range(3):
         others = items, total
-        checked = check_in_place(total, others, "a check, as ast_ad's generated code writes one")  # noqa: F841
+        message = "a check, as ast_ad's generated code writes one"
+        checked = check_in_place(total, others, message)  # noqa: F841
         items.append(x * (k + 1.0))
         total = total + np.sum(np.sin(items[-1]))
     return total
 
 
 def test_a_tuple_only_a_check_reads_shares_nothing() -> None:
-    """Generated code, read again, holds the tuples its checks compare by identity (``others = ...``): a tuple that
-    nothing but such a check reads (``registry.def_identity_read``) holds its items for no reader, so a later
-    change of one of them is not refused. Before, the append below was (an InPlaceAliasError)."""
+    """Generated code, read again, holds the tuples its checks compare by identity (``others =
+    ...``): a tuple that nothing but such a check reads (``registry.def_identity_read``) holds its
+    items for no reader, so a later change of one of them is not refused. Before, the append below
+    was (an InPlaceAliasError)."""
     x = np.array([0.3, -0.2])
-    np.testing.assert_allclose(ast_ad.grad(_checked_appends)(x), ast_ad.tracer.grad(_checked_appends)(x), rtol=1e-13)
+    np.testing.assert_allclose(
+        ast_ad.grad(_checked_appends)(x), ast_ad.tracer.grad(_checked_appends)(x), rtol=1e-13
+    )
 
 
 def _sum_of_pair(pair):
@@ -1507,10 +1793,13 @@ def _sum_of_pair(pair):
     return np.sum(a * b)
 
 
-def test_where_reverse_mode_refuses_the_code_the_vjp_is_by_forward_mode(monkeypatch, caplog) -> None:
-    """The other fallback, forced (the random programs no longer reach it): where reverse mode refuses the code
-    of a derivative (a pop of a list its caller gives it, say), vjp takes the Jacobian's columns by forward
-    mode, exact, says so at INFO, and gives what reverse mode gives."""
+def test_where_reverse_mode_refuses_the_code_the_vjp_is_by_forward_mode(
+    monkeypatch, caplog
+) -> None:
+    """The other fallback, forced (the random programs no longer reach it): where reverse mode
+    refuses the code of a derivative (a pop of a list its caller gives it, say), vjp takes the
+    Jacobian's columns by forward mode, exact, says so at INFO, and gives what reverse mode
+    gives."""
     import logging
 
     from ast_ad.api import compose
@@ -1521,19 +1810,25 @@ def test_where_reverse_mode_refuses_the_code_the_vjp_is_by_forward_mode(monkeypa
     expected = ast_ad.vjp(fun, *args)[1](w)
 
     def refusing(*_args, **_kwargs):
-        raise LocatedError("reverse mode differentiates list.pop() on a list the function makes itself")
+        raise LocatedError(
+            "reverse mode differentiates list.pop() on a list the function makes itself"
+        )
+
     monkeypatch.setattr(compose.transform, "pair", refusing)
     with caplog.at_level(logging.INFO, logger="ast_ad"):
         _, vjp_fn = ast_ad.vjp(fun, *args)
-    assert any("is refused" in r.getMessage() and "forward mode instead" in r.getMessage() for r in caplog.records)
+    assert any(
+        "is refused" in r.getMessage() and "forward mode instead" in r.getMessage()
+        for r in caplog.records
+    )
     for bar, want in zip(vjp_fn(w), expected, strict=True):
         np.testing.assert_allclose(bar, want, rtol=1e-10, atol=1e-12)
 
 
 def test_a_forward_pass_that_fails_falls_back(monkeypatch, caplog) -> None:
-    """The forward pass ast_ad wrote over a derivative's code, failing as it runs (forced: its first run raises as
-    a helper given an adjoint it cannot take would): vjp falls back to forward mode's columns, says so, and gives
-    what reverse mode gives; no IndexError reaches the user."""
+    """The forward pass ast_ad wrote over a derivative's code, failing as it runs (forced: its first
+    run raises as a helper given an adjoint it cannot take would): vjp falls back to forward mode's
+    columns, says so, and gives what reverse mode gives; no IndexError reaches the user."""
     import logging
 
     from ast_ad.api import compose
@@ -1546,7 +1841,9 @@ def test_a_forward_pass_that_fails_falls_back(monkeypatch, caplog) -> None:
     def failing_once(loaded, fn, *arguments):
         calls.append(fn)
         if len(calls) == 1:
-            raise IndexError("too many indices for array: array is 0-dimensional, but 1 were indexed")
+            raise IndexError(
+                "too many indices for array: array is 0-dimensional, but 1 were indexed"
+            )
         return real(loaded, fn, *arguments)
     monkeypatch.setattr(compose, "run_code", failing_once)
     with caplog.at_level(logging.INFO, logger="ast_ad"):
@@ -1558,9 +1855,10 @@ def test_a_forward_pass_that_fails_falls_back(monkeypatch, caplog) -> None:
 
 
 def test_a_backward_pass_that_fails_falls_back_or_says_why(monkeypatch) -> None:
-    """The fallback's two sides, the failure forced (``fresh`` raising as a failing backward pass would): for array
-    arguments, forward mode gives the same numbers as reverse mode gave before; for a tuple argument, which forward
-    mode's columns cannot take, an ast_ad error says what to do, not the bare TypeError."""
+    """The fallback's two sides, the failure forced (``fresh`` raising as a failing backward pass
+    would): for array arguments, forward mode gives the same numbers as reverse mode gave before;
+    for a tuple argument, which forward mode's columns cannot take, an ast_ad error says what to do,
+    not the bare TypeError."""
     from ast_ad.api import compose
 
     fun, args = _transformed("value_and_grad", np.random.default_rng(6))

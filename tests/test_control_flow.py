@@ -67,7 +67,9 @@ def test_a_branch_whose_condition_changes_inside_it_replays_the_decision() -> No
 def test_x_equals_helper_of_x() -> None:
     # found by the long random-program run: the helper's saved values must outlive its backward call
     g = ast_ad.grad(cf.helper_result_overwrites_its_argument)(0.3)
-    assert g == pytest.approx(ast_ad.tracer.grad(cf.helper_result_overwrites_its_argument)(0.3), rel=1e-12)
+    assert g == pytest.approx(
+        ast_ad.tracer.grad(cf.helper_result_overwrites_its_argument)(0.3), rel=1e-12
+    )
 
 
 def test_zip_strict_is_unfolded_and_keeps_pythons_error() -> None:
@@ -80,21 +82,25 @@ def test_zip_strict_is_unfolded_and_keeps_pythons_error() -> None:
 
 
 def test_a_loop_over_an_iterator_reads_its_items() -> None:
-    """zip(...) with one loop name, over constants, and in a comprehension: an iterator has no length, so the
-    loop reads its items as a list (before, len() of the zip object failed when the gradient ran)."""
+    """zip(...) with one loop name, over constants, and in a comprehension: an iterator has no
+    length, so the loop reads its items as a list (before, len() of the zip object failed when the
+    gradient ran)."""
     assert ast_ad.grad(cf.pairs_as_tuples)(0.7, [1.0, 0.5, 2.0]) == pytest.approx(1.0 + 1.0 + 6.0)
     g = np.linspace(-1.0, 1.0, 12).reshape(2, 6)
     np.testing.assert_allclose(ast_ad.grad(cf.reshaped_by_pairs)(g, (1, 2), (2, 3)), 2 * g)
 
 
 def test_next_of_a_generator_is_refused_at_its_line() -> None:
-    with pytest.raises(ast_ad.errors.UnsupportedSyntaxError, match="for loop that assigns the item and breaks"):
+    with pytest.raises(
+        ast_ad.errors.UnsupportedSyntaxError, match="for loop that assigns the item and breaks"
+    ):
         ast_ad.grad(cf.first_large)(np.array([0.3, 0.7]))
 
 
 @pytest.mark.parametrize("fn, k", [(cf.unpacked_comprehension, 4.0), (cf.unpacked_appends, 9.0)])
 def test_a_list_made_by_appends_unpacked(fn, k) -> None:
-    # the unpacked list's adjoint is a list, as the appends' adjoints pop it (it was a tuple: AttributeError)
+    # the unpacked list's adjoint is a list, as the appends' adjoints pop it (it was a tuple:
+    # AttributeError)
     x = np.array([1.0, 2.0])
     np.testing.assert_allclose(ast_ad.grad(fn)(x), k * x[::-1])
 
@@ -108,15 +114,16 @@ def test_entries_written_into_zeros_like_of_a_differentiated_array() -> None:
 def test_zeros_like_of_a_value_then_rebound_in_a_loop() -> None:
     args = (np.array([0.3, -0.2, 0.5]), np.array([0.1, 0.4, -0.3]), np.array([0.2, 0.6, -0.1]))
     ours = ast_ad.grad(cf.zeros_like_then_rebound_in_a_loop, (0, 1, 2))(*args)
-    assert_fd(cf.zeros_like_then_rebound_in_a_loop, args, (0, 1, 2), ours)  # the tracer cannot follow out=
+    # the tracer cannot follow out=
+    assert_fd(cf.zeros_like_then_rebound_in_a_loop, args, (0, 1, 2), ours)
 
 
 @pytest.mark.parametrize("fn", [cf.picked_list_rebuilt_in_a_loop, cf.picked_list_and_its_items,
                                 cf.picked_tuple_unpacked, cf.picked_dict, cf.picked_in_a_loop])
 @pytest.mark.parametrize("x", [1.5, -0.7, 0.3])
 def test_a_container_passed_to_a_function_that_may_not_read_it(fn, x) -> None:
-    # the function's backward pass gives None for a container its path did not read; the caller's items read it
-    # with part() (it failed: 'NoneType' object is not subscriptable)
+    # the function's backward pass gives None for a container its path did not read; the caller's
+    # items read it with part() (it failed: 'NoneType' object is not subscriptable)
     ours = ast_ad.grad(fn)(x)
     assert ours == pytest.approx(ast_ad.tracer.grad(fn)(x), rel=1e-12)
     assert_fd(fn, (x,), (0,), (ours,))
@@ -125,15 +132,18 @@ def test_a_container_passed_to_a_function_that_may_not_read_it(fn, x) -> None:
 @pytest.mark.parametrize("x", [np.array([-1.0, -1.0, -1.0]), np.array([1.0, 0.5, -0.2])])
 def test_a_picked_list_of_matrix_products(x) -> None:
     ours = ast_ad.grad(cf.picked_list_of_products)(x)
-    np.testing.assert_allclose(ours, ast_ad.tracer.grad(cf.picked_list_of_products)(x), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(
+        ours, ast_ad.tracer.grad(cf.picked_list_of_products)(x), rtol=1e-12, atol=1e-14
+    )
     assert_fd(cf.picked_list_of_products, (x,), (0,), (ours,))
 
 
 @pytest.mark.parametrize("fn, x", [(cf.rows_as_a_list, np.array([[0.3, -0.2], [0.5, 1.1]])),
                                    (cf.a_tuple_of_a_list, np.array([0.3, -0.2, 0.5]))])
 def test_list_and_tuple_of_differentiated_values(fn, x) -> None:
-    """list(x) and tuple(xs) are primitives: the items' adjoints, as the argument holds its items (an array's
-    rows stacked); against the tracer, which reads the same rules, and central differences."""
+    """list(x) and tuple(xs) are primitives: the items' adjoints, as the argument holds its items
+    (an array's rows stacked); against the tracer, which reads the same rules, and central
+    differences."""
     ours = ast_ad.grad(fn)(x)
     np.testing.assert_allclose(ours, ast_ad.tracer.grad(fn)(x), rtol=1e-12, atol=1e-14)
     assert_fd(fn, (x,), (0,), (ours,))
@@ -145,9 +155,12 @@ def test_list_and_tuple_of_differentiated_values(fn, x) -> None:
     (cf.shifted_in_a_loop, (np.array([0.3, -0.5, 0.8]), np.array([0.2])), "s"),
     (cf.reshaped_in_a_loop, (np.array([[0.5, -0.2], [0.1, 0.7]]), np.array([0.4, -0.3])), "a"),
     (cf.shape_and_value_in_a_loop, (np.array([0.3, -0.5, 0.8]), np.array([0.2])), None)])
-def test_an_array_a_loop_reads_back_only_for_its_shape_is_taped_as_its_shape(fn, args, kept) -> None:
-    """Each step's array that the backward pass reads only for its shape (to un-broadcast, to reshape back) is
-    kept as its shape, not as a copy per step; the gradient is what the tracer and finite differences say."""
+def test_an_array_a_loop_reads_back_only_for_its_shape_is_taped_as_its_shape(
+    fn, args, kept
+) -> None:
+    """Each step's array that the backward pass reads only for its shape (to un-broadcast, to
+    reshape back) is kept as its shape, not as a copy per step; the gradient is what the tracer and
+    finite differences say."""
     grad = ast_ad.grad(fn, argnums=(0, 1))
     ours = grad(*args)
     for mine, theirs in zip(ours, ast_ad.tracer.grad(fn, argnums=(0, 1))(*args), strict=True):
@@ -157,5 +170,8 @@ def test_an_array_a_loop_reads_back_only_for_its_shape_is_taped_as_its_shape(fn,
     if kept is None:
         assert "_shape" not in text and "s_tape.append(s)" in text
     else:
-        assert f"{kept}_shape = np.shape({kept})" in text and f"{kept}_shape_tape.append({kept}_shape)" in text
+        assert (
+            f"{kept}_shape = np.shape({kept})" in text
+            and f"{kept}_shape_tape.append({kept}_shape)" in text
+        )
         assert f"{kept}_tape" not in text

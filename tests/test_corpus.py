@@ -1,4 +1,5 @@
-"""Every corpus function: ast_ad agrees with the tracer, with finite differences, and with autograd."""
+"""Every corpus function: ast_ad agrees with the tracer, with finite differences, and with
+autograd."""
 
 from __future__ import annotations
 
@@ -32,8 +33,11 @@ def test_matches_tracer_and_finite_differences(case: Case, data: st.DataObject) 
         assert_fd(case.fn, args, case.argnums, ours)
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.autograd], ids=[i for c, i in zip(CASES, IDS, strict=True)
-                                                                        if c.autograd])
+@pytest.mark.parametrize(
+    "case",
+    [c for c in CASES if c.autograd],
+    ids=[i for c, i in zip(CASES, IDS, strict=True) if c.autograd],
+)
 @given(data=st.data())
 def test_matches_autograd(case: Case, data: st.DataObject) -> None:
     import autograd

@@ -4,7 +4,8 @@ A scheduler that counts its runs shows what computes: where the function itself 
 its gradient computes nothing either until ``dask.compute``. Where Python computes (a branch on a
 dask value, a dask value written into a numpy array), the gradient may compute too, at most once
 more for each (the backward pass writes the adjoint back the same way). dask's warning for a
-function it runs eagerly (``The numpy.x function is not implemented by Dask array``) is an error here.
+function it runs eagerly (``The numpy.x function is not implemented by Dask array``) is an error
+here.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from tests.strategies import few
 from tests.test_rules import leaves
 
 dask = pytest.importorskip("dask")
-# a numpy function dask runs only by computing its arguments: an error here (ast_ad must not call one)
+# a numpy function dask runs only by computing its arguments: an error here (ast_ad must not call
+# one)
 pytestmark = pytest.mark.filterwarnings("error:.*is not implemented by Dask array:FutureWarning")
 da = pytest.importorskip("dask.array")
 
@@ -45,7 +47,8 @@ class Counting:
 
 
 def lazy(value, chunks: int = 2):
-    """``value`` with each float array a dask array of chunks of ``chunks`` rows (containers item by item)."""
+    """``value`` with each float array a dask array of chunks of ``chunks`` rows (containers item by
+    item)."""
     if isinstance(value, np.ndarray) and value.dtype.kind == "f":
         return da.from_array(value, chunks=(chunks,) + value.shape[1:] if value.ndim else ())
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
@@ -65,7 +68,9 @@ def test_corpus_on_dask_arrays(case: corpus.Case, data: st.DataObject) -> None:
     args = data.draw(case.args)
     scheduler = Counting()
     with warnings.catch_warnings(), dask.config.set(scheduler=scheduler):
-        warnings.filterwarnings("error", message=".*is not implemented by Dask array", category=FutureWarning)
+        warnings.filterwarnings(
+            "error", message=".*is not implemented by Dask array", category=FutureWarning
+        )
         case.fn(*lazy(args))
         allowed, scheduler.runs = scheduler.runs, 0
         if case.fn.__name__ in REFUSED:
@@ -80,13 +85,20 @@ def test_corpus_on_dask_arrays(case: corpus.Case, data: st.DataObject) -> None:
     for k, g in zip(case.argnums, grads, strict=True):
         for leaf, arg in zip(leaves(g), leaves(lazy(args[k])), strict=True):
             if isinstance(arg, da.Array):
-                assert isinstance(leaf, da.Array) and leaf.chunks == arg.chunks and leaf.dtype == arg.dtype
+                assert (
+                    isinstance(leaf, da.Array)
+                    and leaf.chunks == arg.chunks
+                    and leaf.dtype == arg.dtype
+                )
     computed_value, computed = dask.compute(value, grads, scheduler="sync")
-    single = any(np.result_type(leaf) == np.float32 for leaf in leaves(args))  # dask sums in its own order
+    # dask sums in its own order
+    single = any(np.result_type(leaf) == np.float32 for leaf in leaves(args))
     tolerance = 1e-5 if single else 1e-12
     for got, want in zip(leaves(computed), leaves(expected), strict=True):
         assert np.allclose(got, want, rtol=tolerance, atol=tolerance, equal_nan=True)
-    assert np.allclose(computed_value, expected_value, rtol=tolerance, atol=tolerance, equal_nan=True)
+    assert np.allclose(
+        computed_value, expected_value, rtol=tolerance, atol=tolerance, equal_nan=True
+    )
 
 
 def logistic_loss(w, X, y):
@@ -102,7 +114,8 @@ def data(rows: int = 60, features: int = 3):
 
 
 def test_nothing_computes_until_asked() -> None:
-    """The value and the gradient of a loss over dask data are graphs; one dask.compute runs both."""
+    """The value and the gradient of a loss over dask data are graphs; one dask.compute runs
+    both."""
     X, y = data()
     Xd, yd = da.from_array(X, chunks=(20, 3)), da.from_array(y, chunks=20)
     w = da.from_array(np.array([0.1, -0.2, 0.3]), chunks=3)
@@ -110,7 +123,11 @@ def test_nothing_computes_until_asked() -> None:
     with dask.config.set(scheduler=scheduler):
         value, (w_bar, X_bar) = ast_ad.value_and_grad(logistic_loss, (0, 1))(w, Xd, yd)
         assert scheduler.runs == 0
-        assert isinstance(value, da.Array) and isinstance(w_bar, da.Array) and X_bar.chunks == Xd.chunks
+        assert (
+            isinstance(value, da.Array)
+            and isinstance(w_bar, da.Array)
+            and X_bar.chunks == Xd.chunks
+        )
         both = dask.compute(value, w_bar, X_bar)
         assert scheduler.runs == 1
     expected_value, (expected_w, expected_X) = ast_ad.value_and_grad(logistic_loss, (0, 1))(
@@ -147,7 +164,9 @@ def test_forward_mode_jacobian_and_hessian_on_dask() -> None:
     jacobian = ast_ad.jacfwd(lambda w, X: X @ w)(wd, Xd)
     assert isinstance(jacobian, da.Array) and np.allclose(jacobian.compute(), X)
     rows = ast_ad.jacrev(lambda w, X: np.tanh(X @ w))(wd, Xd)  # one vjp a row, each lazy
-    assert isinstance(rows, da.Array) and np.allclose(rows.compute(), (1 - np.tanh(X @ w) ** 2)[:, None] * X)
+    assert isinstance(rows, da.Array) and np.allclose(
+        rows.compute(), (1 - np.tanh(X @ w) ** 2)[:, None] * X
+    )
 
 
 def sign_branch(x):
@@ -157,7 +176,8 @@ def sign_branch(x):
 
 
 def test_a_branch_on_a_dask_value_computes_once() -> None:
-    """Python computes the condition to branch; the gradient computes it once too, and reads the decision back."""
+    """Python computes the condition to branch; the gradient computes it once too, and reads the
+    decision back."""
     x = np.array([1.0, -0.5, 2.0])
     scheduler = Counting()
     with dask.config.set(scheduler=scheduler):
@@ -167,11 +187,16 @@ def test_a_branch_on_a_dask_value_computes_once() -> None:
 
 
 def test_distributed_local_cluster() -> None:
-    """The same gradient on a dask.distributed cluster in this process (as it would run on a real one)."""
+    """The same gradient on a dask.distributed cluster in this process (as it would run on a real
+    one)."""
     distributed = pytest.importorskip("dask.distributed")
     X, y = data(80)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) \
-            as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         Xd, yd = da.from_array(X, chunks=(20, 3)), da.from_array(y, chunks=20)
         w = np.zeros(3)
         value, g = ast_ad.value_and_grad(logistic_loss)(w, Xd, yd)
@@ -181,7 +206,11 @@ def test_distributed_local_cluster() -> None:
 
 
 def repeated_reads(x):
-    return np.sum(x[np.array([0, 2, 2, 0, 2])] ** 2) + np.sum(x[:, np.array([1, 1])]) + np.sum(x[np.array([1, 1]), 0])
+    return (
+        np.sum(x[np.array([0, 2, 2, 0, 2])] ** 2)
+        + np.sum(x[:, np.array([1, 1])])
+        + np.sum(x[np.array([1, 1]), 0])
+    )
 
 
 def test_reads_at_repeated_indices_stay_lazy() -> None:
@@ -199,7 +228,8 @@ def apart_reads(x):
 
 
 def test_other_repeated_reads_are_refused() -> None:
-    """An integer array and an integer apart (numpy moves the array's axes first): refused, not computed."""
+    """An integer array and an integer apart (numpy moves the array's axes first): refused, not
+    computed."""
     with pytest.raises(ast_ad.errors.ASTADError, match="cannot add at repeated indices"):
         ast_ad.grad(apart_reads)(da.from_array(np.ones((2, 3, 2)), chunks=2))
 
@@ -212,8 +242,8 @@ def write_through_view(x):
 
 
 def test_a_write_that_may_reach_another_array_is_refused_without_computing() -> None:
-    """numpy tells whether two of its arrays share memory; of two dask arrays ast_ad cannot tell without
-    computing them, so the write is refused, as it is for numpy's views."""
+    """numpy tells whether two of its arrays share memory; of two dask arrays ast_ad cannot tell
+    without computing them, so the write is refused, as it is for numpy's views."""
     scheduler = Counting()
     with dask.config.set(scheduler=scheduler), pytest.raises(ast_ad.errors.InPlaceAliasError):
         ast_ad.grad(write_through_view)(da.from_array(np.ones(4), chunks=2))

@@ -1,5 +1,5 @@
-"""The documentation shows what ast_ad does: the tutorial's picture is what ast_ad draws today, and the guides'
-examples compute what they say (every snippet's printed output: ``test_snippets``)."""
+"""The documentation shows what ast_ad does: the tutorial's picture is what ast_ad draws today, and
+the guides' examples compute what they say (every snippet's printed output: ``test_snippets``)."""
 
 import os
 import pathlib
@@ -49,7 +49,9 @@ def test_the_tutorial_graph_is_current(worked) -> None:
     path = DOCS / "worked-graph.svg"
     if os.environ.get("AST_AD_UPDATE_GOLDEN"):
         path.write_text(picture)
-    assert path.read_text() == picture, "docs/worked-graph.svg is out of date: run with AST_AD_UPDATE_GOLDEN=1"
+    assert path.read_text() == picture, (
+        "docs/worked-graph.svg is out of date: run with AST_AD_UPDATE_GOLDEN=1"
+    )
 
 
 def test_the_custom_rules_guide_runs(tmp_path) -> None:
@@ -67,16 +69,21 @@ def test_the_arrays_guide_runs(tmp_path) -> None:
     script = tmp_path / "arrays.py"
     script.write_text("\n".join(_blocks(DOCS / "guides" / "arrays.md", "python")))
     namespace = runpy.run_path(str(script))
-    assert namespace["w_bar"].shape == (20,) and namespace["dloop"](0.5) == ast_ad.grad(namespace["loop"])(0.5)
+    assert namespace["w_bar"].shape == (20,) and namespace["dloop"](0.5) == ast_ad.grad(
+        namespace["loop"]
+    )(0.5)
 
 
 def test_the_checkpointing_guide_runs(tmp_path) -> None:
-    """Its example, as a reader would run it: 10,000 steps; the gradient is the un-checkpointed one's."""
+    """Its example, as a reader would run it: 10,000 steps; the gradient is the un-checkpointed
+    one's."""
     script = tmp_path / "checkpointing.py"
     script.write_text("\n".join(_blocks(DOCS / "guides" / "checkpointing.md", "python")))
     namespace = runpy.run_path(str(script))
     u0 = np.linspace(0.0, 1.0, 1000)
-    assert np.array_equal(namespace["g"](u0, 10_000), ast_ad.grad(namespace["simulate"])(u0, 10_000))
+    assert np.array_equal(
+        namespace["g"](u0, 10_000), ast_ad.grad(namespace["simulate"])(u0, 10_000)
+    )
 
 
 def test_every_page_is_in_the_navigation() -> None:

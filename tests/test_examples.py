@@ -13,7 +13,9 @@ EXAMPLES = pathlib.Path(__file__).parent.parent / "examples"
 
 
 def run(name: str, *args: str) -> str:
-    done = subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, check=True
+    )
     return done.stdout
 
 
@@ -29,7 +31,8 @@ def test_quickstart_prints_the_worked_example() -> None:
 
 
 def test_the_benchmark_times_correct_gradients() -> None:
-    """Every workload the benchmark times gives the gradient the tracer gives (a fast wrong answer is no answer)."""
+    """Every workload the benchmark times gives the gradient the tracer gives (a fast wrong answer
+    is no answer)."""
     import numpy as np
 
     import ast_ad
@@ -45,27 +48,38 @@ def test_the_benchmark_times_correct_gradients() -> None:
         for a, b in zip(ours, theirs, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=name)
     # and the gradients written by hand that the benchmark measures against compute the same
-    for fn, by_hand, args in ((benchmark.loop_math, benchmark.loop_math_by_hand, (0.5,)),
-                              (benchmark.rnn, benchmark.rnn_by_hand, (benchmark.W_RNN, np.full(64, 0.1))),
-                              (benchmark.mlp, benchmark.mlp_by_hand, benchmark.workloads()[4][3])):
+    for fn, by_hand, args in (
+        (benchmark.loop_math, benchmark.loop_math_by_hand, (0.5,)),
+        (benchmark.rnn, benchmark.rnn_by_hand, (benchmark.W_RNN, np.full(64, 0.1))),
+        (benchmark.mlp, benchmark.mlp_by_hand, benchmark.workloads()[4][3]),
+    ):
         value, gradient = by_hand(*args)
         assert value == pytest.approx(fn(*args), rel=1e-14)
         ours = ast_ad.grad(fn, tuple(range(len(args))))(*args)
-        for a, b in zip(ours if len(args) > 1 else (ours,), gradient if len(args) > 1 else (gradient,), strict=True):
+        for a, b in zip(
+            ours if len(args) > 1 else (ours,),
+            gradient if len(args) > 1 else (gradient,),
+            strict=True,
+        ):
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
     for by_hand in (benchmark.element_loop_by_hand, benchmark.element_loop_by_hand_taped):
         value, gradient = by_hand(benchmark.X_ELEMENTS)
         assert value == benchmark.element_loop(benchmark.X_ELEMENTS)
-        np.testing.assert_allclose(gradient, ast_ad.grad(benchmark.element_loop)(benchmark.X_ELEMENTS), rtol=1e-12)
+        np.testing.assert_allclose(
+            gradient, ast_ad.grad(benchmark.element_loop)(benchmark.X_ELEMENTS), rtol=1e-12
+        )
     # tangent-ad's element loop, written with len(x), is the same function
-    assert benchmark.element_loop_len(benchmark.X_ELEMENTS) == benchmark.element_loop(benchmark.X_ELEMENTS)
+    assert benchmark.element_loop_len(benchmark.X_ELEMENTS) == benchmark.element_loop(
+        benchmark.X_ELEMENTS
+    )
     np.testing.assert_array_equal(ast_ad.grad(benchmark.element_loop_len)(benchmark.X_ELEMENTS),
                                   ast_ad.grad(benchmark.element_loop)(benchmark.X_ELEMENTS))
 
 
 def test_tangent_ad_in_the_benchmark_computes_the_gradients_ast_ad_computes() -> None:
-    """Where tangent-ad is installed (not a dependency: ``pip install tangent-ad`` to time it), each gradient of
-    its that the first table times is ast_ad's; the rows it cannot differentiate are the ones the table says."""
+    """Where tangent-ad is installed (not a dependency: ``pip install tangent-ad`` to time it), each
+    gradient of its that the first table times is ast_ad's; the rows it cannot differentiate are the
+    ones the table says."""
     import numpy as np
 
     import ast_ad
@@ -90,8 +104,8 @@ def test_tangent_ad_in_the_benchmark_computes_the_gradients_ast_ad_computes() ->
 
 
 def test_the_benchmark_times_correct_second_order_derivatives() -> None:
-    """The forward-mode and second-order rows compute what autograd computes (or, for math.sin and the element
-    loop, the tracer's gradient along the tangent)."""
+    """The forward-mode and second-order rows compute what autograd computes (or, for math.sin and
+    the element loop, the tracer's gradient along the tangent)."""
     import autograd
     import numpy as np
 
@@ -103,10 +117,12 @@ def test_the_benchmark_times_correct_second_order_derivatives() -> None:
     finally:
         sys.path.remove(str(EXAMPLES))
     for name, fn, args, ours_of, autograd_of, _ in benchmark.second_order_workloads():
-        if "Hessian" in name:  # autograd's Hessian of the element loop takes seconds: check it at a smaller size
+        # autograd's Hessian of the element loop takes seconds: check it at a smaller size
+        if "Hessian" in name:
             args = (args[0][:12],)
         ours = ours_of(fn)(*args)
-        if autograd_of is None:  # (its jvp rows move every entry by one: the tangent is the gradient's sum)
+        # (its jvp rows move every entry by one: the tangent is the gradient's sum)
+        if autograd_of is None:
             expected = (fn(*args), np.sum(ast_ad.tracer.grad(fn)(*args)))
         else:
             expected = autograd_of(autograd, benchmark.with_autograd_numpy(fn))(*args)
@@ -117,8 +133,8 @@ def test_the_benchmark_times_correct_second_order_derivatives() -> None:
 
 @pytest.mark.parametrize("where", [[], ["--cluster"]], ids=["threads", "local-cluster"])
 def test_dask_regression_small(where: list[str]) -> None:
-    """A small version of the dask example, on threads and on a dask.distributed LocalCluster: the lazy
-    gradient equals the one on numpy arrays, and gradient descent lowers the loss."""
+    """A small version of the dask example, on threads and on a dask.distributed LocalCluster: the
+    lazy gradient equals the one on numpy arrays, and gradient descent lowers the loss."""
     pytest.importorskip("dask.array")
     pytest.importorskip("dask.distributed")
     out = run("dask_regression.py", "--rows", "20000", "--chunk", "5000", "--check", *where)
@@ -130,7 +146,8 @@ def test_dask_regression_small(where: list[str]) -> None:
 
 
 def test_the_benchmark_checkpoints_the_same_gradient() -> None:
-    """The checkpointing table's workload: the same gradient with and without snapshots, and autograd's."""
+    """The checkpointing table's workload: the same gradient with and without snapshots, and
+    autograd's."""
     import autograd
     import numpy as np
 
@@ -144,7 +161,9 @@ def test_the_benchmark_checkpoints_the_same_gradient() -> None:
     u0 = np.linspace(0.0, 1.0, 7)
     want = ast_ad.grad(benchmark.simulation)(u0, 60)
     for snapshots in (2, 10):
-        assert np.array_equal(ast_ad.grad(benchmark.simulation, checkpoints=snapshots)(u0, 60), want)
+        assert np.array_equal(
+            ast_ad.grad(benchmark.simulation, checkpoints=snapshots)(u0, 60), want
+        )
     theirs = autograd.grad(benchmark.with_autograd_numpy(benchmark.simulation))(u0, 60)
     np.testing.assert_allclose(want, theirs, rtol=1e-12)
     np.testing.assert_allclose(ast_ad.grad(benchmark.simulation_10000)(u0),

@@ -1,5 +1,6 @@
-"""Copies folded away, and intermediate values written into their one reader (``ast_ad/fold.py``): a few lines
-in, the lines out; where folding would change what a read sees, the copy or the name stays."""
+"""Copies folded away, and intermediate values written into their one reader (``ast_ad/fold.py``): a
+few lines in, the lines out; where folding would change what a read sees, the copy or the name
+stays."""
 
 from __future__ import annotations
 
@@ -21,43 +22,59 @@ def fold(source: str, keep: set[str] | None = None) -> str:
     return "".join(printer.to_source(syntax.to_ast(s)) for s in out).strip()
 
 
-@pytest.mark.parametrize(("source", "keep", "expected"), [
-    # the plain case: every read of the copy reads its source
-    ("a = b\nc = a * 2\nd = a + c\n", {"c", "d"}, "c = b * 2\nd = b + c"),
-    # the source is bound again before the last read: the copy keeps the old value, so it stays
-    ("a = b\nb = b * 2\nc = a + b\n", {"c"}, "a = b\nb = b * 2\nc = a + b"),
-    # ... but a statement that reads the copy and then binds the source is fine
-    ("a = b\nb = b + a\n", {"b"}, "b = b + b"),
-    # read before the copy (a parameter of the same name, say): not folded
-    ("c = a\na = b\nd = a\n", {"c", "d"}, "c = a\na = b\nd = a"),
-    # bound twice: not folded
-    ("a = b\na = a * 2\nc = a\n", {"c"}, "a = b\na = a * 2\nc = a"),
-    # read after the block (kept): stays
-    ("a = b\nc = a\n", {"a", "c"}, "a = b\nc = a"),
-    # a copy nothing reads goes
-    ("a = b\nc = b\n", {"c"}, "c = b"),
-    # a loop that binds the source, after the copy and before a read inside it: stays
-    ("a = b\nfor i in r:\n    b = b + 1\n    c = a\n", {"c", "b"}, "a = b\nfor i in r:\n    b = b + 1\n    c = a"),
-    # a copy inside a loop's body, read there only: folded in the body
-    ("for i in r:\n    a = b\n    c = a * i\n", {"c"}, "for i in r:\n    c = b * i"),
-    # read in the next step, before the copy: stays
-    ("for i in r:\n    c = a\n    a = b\n", {"c"}, "for i in r:\n    c = a\n    a = b"),
-    # deleted later: a deletion binds (the name may not be read after it), so not folded
-    ("a = b\nc = a\ndel a\n", {"c"}, "a = b\nc = a\ndel a"),
-])
+@pytest.mark.parametrize(
+    ("source", "keep", "expected"),
+    [
+        # the plain case: every read of the copy reads its source
+        ("a = b\nc = a * 2\nd = a + c\n", {"c", "d"}, "c = b * 2\nd = b + c"),
+        # the source is bound again before the last read: the copy keeps the old value, so it stays
+        ("a = b\nb = b * 2\nc = a + b\n", {"c"}, "a = b\nb = b * 2\nc = a + b"),
+        # ... but a statement that reads the copy and then binds the source is fine
+        ("a = b\nb = b + a\n", {"b"}, "b = b + b"),
+        # read before the copy (a parameter of the same name, say): not folded
+        ("c = a\na = b\nd = a\n", {"c", "d"}, "c = a\na = b\nd = a"),
+        # bound twice: not folded
+        ("a = b\na = a * 2\nc = a\n", {"c"}, "a = b\na = a * 2\nc = a"),
+        # read after the block (kept): stays
+        ("a = b\nc = a\n", {"a", "c"}, "a = b\nc = a"),
+        # a copy nothing reads goes
+        ("a = b\nc = b\n", {"c"}, "c = b"),
+        # a loop that binds the source, after the copy and before a read inside it: stays
+        (
+            "a = b\nfor i in r:\n    b = b + 1\n    c = a\n",
+            {"c", "b"},
+            "a = b\nfor i in r:\n    b = b + 1\n    c = a",
+        ),
+        # a copy inside a loop's body, read there only: folded in the body
+        ("for i in r:\n    a = b\n    c = a * i\n", {"c"}, "for i in r:\n    c = b * i"),
+        # read in the next step, before the copy: stays
+        ("for i in r:\n    c = a\n    a = b\n", {"c"}, "for i in r:\n    c = a\n    a = b"),
+        # deleted later: a deletion binds (the name may not be read after it), so not folded
+        ("a = b\nc = a\ndel a\n", {"c"}, "a = b\nc = a\ndel a"),
+    ],
+)
 def test_what_is_folded(source, keep, expected) -> None:
     assert fold(source, keep) == expected
 
 
-@pytest.mark.parametrize(("source", "keep", "expected"), [
-    # bound twice inside one block: not folded (the scan of the ``if`` names each name it binds once)
-    ("if c:\n    a = b\n    a = a + d\n    e = a * 2\n", {"e"}, "if c:\n    a = b\n    a = a + d\n    e = a * 2"),
-    ("if c:\n    a = b\n    e = a * 2\n", {"e"}, "if c:\n    e = b * 2"),
-])
+@pytest.mark.parametrize(
+    ("source", "keep", "expected"),
+    [
+        # bound twice inside one block: not folded (the scan of the ``if`` names each name it binds
+        # once)
+        (
+            "if c:\n    a = b\n    a = a + d\n    e = a * 2\n",
+            {"e"},
+            "if c:\n    a = b\n    a = a + d\n    e = a * 2",
+        ),
+        ("if c:\n    a = b\n    e = a * 2\n", {"e"}, "if c:\n    e = b * 2"),
+    ],
+)
 def test_what_is_folded_with_the_statements_scanned(source, keep, expected) -> None:
-    """The scans reverse mode hands ``folded_scanned`` (``Inliner.scan``) give the same answer as the fold's own
-    count: a copy into a name a block binds again is not folded past the second binding (forward mode's IR read by
-    reverse mode made ``t_bar = x_bar`` and then ``t_bar = t_bar + ...`` in one branch)."""
+    """The scans reverse mode hands ``folded_scanned`` (``Inliner.scan``) give the same answer as
+    the fold's own count: a copy into a name a block binds again is not folded past the second
+    binding (forward mode's IR read by reverse mode made ``t_bar = x_bar`` and then ``t_bar = t_bar
+    + ...`` in one branch)."""
     body = gast.parse(textwrap.dedent(source)).body
     inliner = Inliner(pure, frozenset(), frozenset())
     out, _ = folded_scanned(body, keep, [inliner.scan(stmt) for stmt in body])
@@ -65,7 +82,7 @@ def test_what_is_folded_with_the_statements_scanned(source, keep, expected) -> N
     assert fold(source, keep) == expected
 
 
-# ---- Inliner: an intermediate value written into the one statement that reads it --------------------------------
+# ---- Inliner: an intermediate value written into the one statement that reads it -----------------
 
 PURE = {"sin", "cos", "f"}  # the functions these cases treat as registered, with no effect
 
@@ -74,7 +91,9 @@ def pure(call: gast.Call) -> bool:
     return type(call.func) is gast.Name and call.func.id in PURE
 
 
-def inlined(code: str, keep: frozenset[str] = frozenset(), numbers: frozenset[str] = frozenset()) -> str:
+def inlined(
+    code: str, keep: frozenset[str] = frozenset(), numbers: frozenset[str] = frozenset()
+) -> str:
     body = gast.parse(textwrap.dedent(code)).body
     inliner = Inliner(pure, keep, numbers)
     inliner.count(body)
@@ -94,7 +113,8 @@ def test_a_chain_of_temporaries_becomes_the_expression_written_out() -> None:
 
 
 def test_a_list_that_is_not_only_a_tape_may_change_what_a_value_reads() -> None:
-    """``tape`` is not made empty here: its ``append`` may be anything's, so nothing moves past it."""
+    """``tape`` is not made empty here: its ``append`` may be anything's, so nothing moves past
+    it."""
     assert inlined("t1 = x * 0.99\ntape.append(x)\nx = t1 + 1.0\n").startswith("t1 = x * 0.99")
 
 
@@ -106,8 +126,8 @@ def test_a_value_read_twice_keeps_its_name() -> None:
 
 
 def test_three_statements_that_each_read_the_last_become_one() -> None:
-    """The backward step of ``x = x * 0.99 + sin(x) * 0.1``: the old ``x_bar`` is read by the last statement,
-    which binds it again, so each value is read once."""
+    """The backward step of ``x = x * 0.99 + sin(x) * 0.1``: the old ``x_bar`` is read by the last
+    statement, which binds it again, so each value is read once."""
     assert inlined("""
         tape = []
         t1_bar = x_bar
@@ -130,11 +150,14 @@ def test_nothing_moves_past_a_change_of_what_it_reads(between: str) -> None:
 
 
 def test_a_number_moves_past_an_item_write() -> None:
-    """Where every name the expression reads holds a number, no object it reads can change in place."""
+    """Where every name the expression reads holds a number, no object it reads can change in
+    place."""
     assert inlined("t = a * 2.0\ny[0] = 5.0\nz = t + 1.0\n", numbers=frozenset({"a"})) == \
         "y[0] = 5.0\nz = a * 2.0 + 1.0"
     # but not past a call that may have an effect (a print): what may fail stays before it
-    assert inlined("t = a * 2.0\ng(y)\nz = t + 1.0\n", numbers=frozenset({"a"})).startswith("t = a * 2.0")
+    assert inlined("t = a * 2.0\ng(y)\nz = t + 1.0\n", numbers=frozenset({"a"})).startswith(
+        "t = a * 2.0"
+    )
 
 
 def test_an_expression_with_an_effect_or_an_unknown_call_stays() -> None:
@@ -152,7 +175,9 @@ def test_nothing_moves_across_a_line_comment_or_into_a_comprehension() -> None:
 
 
 def test_the_users_variables_keep_their_names() -> None:
-    assert inlined("h = sin(x)\nout = h * 2.0\n", keep=frozenset({"h"})) == "h = sin(x)\nout = h * 2.0"
+    assert (
+        inlined("h = sin(x)\nout = h * 2.0\n", keep=frozenset({"h"})) == "h = sin(x)\nout = h * 2.0"
+    )
 
 
 def test_a_product_next_to_a_matrix_product_keeps_its_name() -> None:
@@ -163,7 +188,8 @@ def test_a_product_next_to_a_matrix_product_keeps_its_name() -> None:
     # as the right operand it is printed in parentheses, which say what comes first
     assert inlined("g = a * b\nh = W @ g\n") == "h = W @ (a * b)"
     assert inlined("g = a @ b\nh = c * g\n") == "h = c * (a @ b)"
-    # and what moved into a statement counts: ``g @ W`` written into ``h``, ``g = a * b`` stays apart
+    # and what moved into a statement counts: ``g @ W`` written into ``h``, ``g = a * b`` stays
+    # apart
     assert inlined("g = a * b\nm = g @ W\nh = m + c\n") == "g = a * b\nh = g @ W + c"
 
 
@@ -172,52 +198,68 @@ def test_a_block_left_with_comments_alone_gets_pass() -> None:
     assert folded(body, keep=set())[-1].__class__ is gast.Pass
 
 
-# ---- shared_factor: an adjoint taken out of a sum of products that all start with it -------------------------
+# ---- shared_factor: an adjoint taken out of a sum of products that all start with it -------------
 
-NUMBER_CALLS = {"cos", "sin"}  # the calls these cases treat as giving a Python number (``math.cos``)
+# the calls these cases treat as giving a Python number (``math.cos``)
+NUMBER_CALLS = {"cos", "sin"}
 
 
 def factored(code: str, adjoints: frozenset[str] = frozenset({"x_bar", "g"})) -> str:
-    """``code`` through ``shared_factor``, with ``x_bar`` and ``g`` the adjoints (``x`` and ``y`` are not)."""
+    """``code`` through ``shared_factor``, with ``x_bar`` and ``g`` the adjoints (``x`` and ``y``
+    are not)."""
     body = gast.parse(textwrap.dedent(code)).body
-    out = shared_factor(body, adjoints, lambda call: type(call.func) is gast.Name and call.func.id in NUMBER_CALLS)
+    out = shared_factor(
+        body, adjoints, lambda call: type(call.func) is gast.Name and call.func.id in NUMBER_CALLS
+    )
     return "\n".join(printer.to_source(syntax.to_ast(stmt)).strip() for stmt in out)
 
 
-@pytest.mark.parametrize(("code", "expected"), [
-    ("x_bar = x_bar * 0.1 * cos(x) + x_bar * 0.99", "x_bar = x_bar * (0.1 * cos(x) + 0.99)"),
-    ("x_bar = g * 2.0 - g * sin(x) + g * -3", "x_bar = g * (2.0 - sin(x) - 3)"),
-    # a minus-led term is subtracted at any depth: in parentheses, and in a call's arguments
-    ("x_bar = g + (a + -b * c)", "x_bar = g + (a - b * c)"), ("x_bar = f(a + -b) - -c", "x_bar = f(a - b) + c"),
-    # two minus signs: none (``-(-a * b)`` is ``a * b``, to the bit)
-    ("x_bar = -(-g * b) * f(c)", "x_bar = g * b * f(c)"), ("x_bar = a + -(-g)", "x_bar = a + g"),
-    ("for x in xs:\n    x_bar = g * 2.0 + g * cos(x)", "for x in xs:\n    x_bar = g * (2.0 + cos(x))"),
-    # another factor is a name: it may be a numpy array of integers, whose product could wrap around
-    ("x_bar = x_bar * a + x_bar * 0.99", None),
-    ("x_bar = x_bar * 0.5 * a + x_bar * 0.99", None),
-    # a call not known to give a Python number (np.cos of a float32 array computes in float32)
-    ("x_bar = x_bar * np.cos(x) + x_bar * 0.99", None),
-    # two different leading factors, or one not first
-    ("x_bar = g * 2.0 + x_bar * 3.0", None),
-    ("x_bar = 2.0 * g + 3.0 * g", None),
-    # a term that is the adjoint alone: not factored, but a term led by a minus sign is subtracted
-    ("x_bar = g + g * 3.0", None),
-    ("x_bar = x_bar + -g * 2.0 + g * a", "x_bar = x_bar - g * 2.0 + g * a"),
-    ("x_bar = x_bar - -g", "x_bar = x_bar + g"),
-    # a minus sign before the adjoint: the first term's factors negated, a later term subtracted
-    ("x_bar = -g * 1.5 + g * 2.5 - -g * cos(x)", "x_bar = g * (-1.5 + 2.5 + cos(x))"),
-    # the value of a program's variable, not an adjoint: computed as the user wrote it
-    ("y = x * 2.0 + x * 3.0", None),
-    ("y = x + -x * 2.0", None),
-])
-def test_a_shared_adjoint_is_taken_out_where_the_other_factors_are_python_numbers(code: str, expected) -> None:
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("x_bar = x_bar * 0.1 * cos(x) + x_bar * 0.99", "x_bar = x_bar * (0.1 * cos(x) + 0.99)"),
+        ("x_bar = g * 2.0 - g * sin(x) + g * -3", "x_bar = g * (2.0 - sin(x) - 3)"),
+        # a minus-led term is subtracted at any depth: in parentheses, and in a call's arguments
+        ("x_bar = g + (a + -b * c)", "x_bar = g + (a - b * c)"),
+        ("x_bar = f(a + -b) - -c", "x_bar = f(a - b) + c"),
+        # two minus signs: none (``-(-a * b)`` is ``a * b``, to the bit)
+        ("x_bar = -(-g * b) * f(c)", "x_bar = g * b * f(c)"),
+        ("x_bar = a + -(-g)", "x_bar = a + g"),
+        (
+            "for x in xs:\n    x_bar = g * 2.0 + g * cos(x)",
+            "for x in xs:\n    x_bar = g * (2.0 + cos(x))",
+        ),
+        # another factor is a name: it may be a numpy array of integers, whose product could wrap
+        # around
+        ("x_bar = x_bar * a + x_bar * 0.99", None),
+        ("x_bar = x_bar * 0.5 * a + x_bar * 0.99", None),
+        # a call not known to give a Python number (np.cos of a float32 array computes in float32)
+        ("x_bar = x_bar * np.cos(x) + x_bar * 0.99", None),
+        # two different leading factors, or one not first
+        ("x_bar = g * 2.0 + x_bar * 3.0", None),
+        ("x_bar = 2.0 * g + 3.0 * g", None),
+        # a term that is the adjoint alone: not factored, but a term led by a minus sign is
+        # subtracted
+        ("x_bar = g + g * 3.0", None),
+        ("x_bar = x_bar + -g * 2.0 + g * a", "x_bar = x_bar - g * 2.0 + g * a"),
+        ("x_bar = x_bar - -g", "x_bar = x_bar + g"),
+        # a minus sign before the adjoint: the first term's factors negated, a later term subtracted
+        ("x_bar = -g * 1.5 + g * 2.5 - -g * cos(x)", "x_bar = g * (-1.5 + 2.5 + cos(x))"),
+        # the value of a program's variable, not an adjoint: computed as the user wrote it
+        ("y = x * 2.0 + x * 3.0", None),
+        ("y = x + -x * 2.0", None),
+    ],
+)
+def test_a_shared_adjoint_is_taken_out_where_the_other_factors_are_python_numbers(
+    code: str, expected
+) -> None:
     assert factored(code) == (expected or code)
 
 
 def test_the_adjoint_taken_out_changes_only_the_rounding() -> None:
-    """``g * (a + b)`` for ``g * a + g * b``: the same number to within a few units in the last place of the
-    terms' sizes (as any order of adding them is), of the adjoint's type (a float32 array stays float32: the other
-    factors are Python numbers)."""
+    """``g * (a + b)`` for ``g * a + g * b``: the same number to within a few units in the last
+    place of the terms' sizes (as any order of adding them is), of the adjoint's type (a float32
+    array stays float32: the other factors are Python numbers)."""
     import math
 
     import numpy as np
@@ -226,18 +268,24 @@ def test_the_adjoint_taken_out_changes_only_the_rounding() -> None:
     written = "g * 0.1 * cos(x) + g * 0.99 - g * sin(x) * 2.0"
     out = factored(f"x_bar = {written}").split(" = ", 1)[1]
     assert out == "g * (0.1 * cos(x) + 0.99 - sin(x) * 2.0)"
-    for g in (float(rng.standard_normal()), rng.standard_normal(5), rng.standard_normal(5).astype(np.float32)):
+    for g in (
+        float(rng.standard_normal()),
+        rng.standard_normal(5),
+        rng.standard_normal(5).astype(np.float32),
+    ):
         for x in rng.uniform(-3, 3, 20):
             scope = {"g": g, "x": float(x), "cos": math.cos, "sin": math.sin}
             before, after = eval(written, scope), eval(out, scope)  # noqa: S307
             assert np.asarray(after).dtype == np.asarray(before).dtype
             size = np.abs(g) * (abs(0.1 * math.cos(x)) + 0.99 + abs(math.sin(x) * 2.0))
-            assert np.all(np.abs(after - before) <= 4 * np.finfo(np.asarray(before).dtype).eps * size)
+            assert np.all(
+                np.abs(after - before) <= 4 * np.finfo(np.asarray(before).dtype).eps * size
+            )
 
 
 def test_the_users_own_sums_of_products_are_computed_as_written() -> None:
-    """Only adjoints are factored: the value of ``x * 0.99 + x * 2.5 - x * 1.5`` is Python's, to the last bit, while
-    its gradient's code takes ``out_bar`` out of the sum it computes."""
+    """Only adjoints are factored: the value of ``x * 0.99 + x * 2.5 - x * 1.5`` is Python's, to the
+    last bit, while its gradient's code takes ``out_bar`` out of the sum it computes."""
     import numpy as np
 
     import ast_ad
@@ -258,8 +306,8 @@ def test_the_users_own_sums_of_products_are_computed_as_written() -> None:
 
 
 def _random_sum(draw) -> str:
-    """A sum of products ``g * ...`` (sometimes ``-g * ...``, or a term without ``g``), their other factors number
-    literals, ``cos(x)``, ``sin(x)`` or a name ``a`` that may hold anything."""
+    """A sum of products ``g * ...`` (sometimes ``-g * ...``, or a term without ``g``), their other
+    factors number literals, ``cos(x)``, ``sin(x)`` or a name ``a`` that may hold anything."""
     from hypothesis import strategies as st
 
     factors = st.sampled_from(["0.1", "2.0", "-3", "7", "cos(x)", "sin(x)", "a", "-0.5"])
@@ -273,9 +321,10 @@ def _random_sum(draw) -> str:
 
 
 def test_a_factored_sum_computes_the_sum_to_rounding_for_random_sums() -> None:
-    """Hypothesis for breadth: for random sums of products, ``shared_factor`` either leaves the sum as it is or
-    gives one equal to it within a few units in the last place of the terms' sizes, of the same type; a sum with a
-    term led by ``a``, or a factor ``a``, keeps its terms (its signs may be tidied, which is exact)."""
+    """Hypothesis for breadth: for random sums of products, ``shared_factor`` either leaves the sum
+    as it is or gives one equal to it within a few units in the last place of the terms' sizes, of
+    the same type; a sum with a term led by ``a``, or a factor ``a``, keeps its terms (its signs may
+    be tidied, which is exact)."""
     import math
 
     import numpy as np
@@ -289,13 +338,21 @@ def test_a_factored_sum_computes_the_sum_to_rounding_for_random_sums() -> None:
         scope = {"g": g, "x": x, "a": 1.25, "cos": math.cos, "sin": math.sin}
         before, after = eval(written, scope), eval(out, scope)  # noqa: S307
         assert type(after) is type(before)
-        size = eval(written.replace(" - ", " + ").replace("-", ""), {**scope, "g": abs(g), "x": x,  # noqa: S307
-                                                                      "cos": lambda v: abs(math.cos(v)),
-                                                                      "sin": lambda v: abs(math.sin(v))})
+        size = eval(
+            written.replace(" - ", " + ").replace("-", ""),
+            {
+                **scope,
+                "g": abs(g),
+                "x": x,  # noqa: S307
+                "cos": lambda v: abs(math.cos(v)),
+                "sin": lambda v: abs(math.sin(v)),
+            },
+        )
         assert abs(after - before) <= 8 * np.finfo(float).eps * size + 1e-300
         if out.startswith("g * ("):
             taken_out.append(written)
-            assert " a" not in f" {written}"  # a name may hold integers: no factor is taken out past one
+            # a name may hold integers: no factor is taken out past one
+            assert " a" not in f" {written}"
 
     taken_out: list[str] = []
     check()

@@ -52,8 +52,12 @@ def test_normalized_source(fn, argnums, args) -> None:
     compare(f"{fn.__name__}.normalized.txt", ast_ad.source(fn, stage="normalized"))
 
 
-FORWARD = [(corpus.worked, SCALARS), (corpus_control.scalar_loop, (0.5,)), (corpus_control.branch, (0.5,)),
-           (corpus_control.rnn, (np.ones(2), np.ones(3)))]
+FORWARD = [
+    (corpus.worked, SCALARS),
+    (corpus_control.scalar_loop, (0.5,)),
+    (corpus_control.branch, (0.5,)),
+    (corpus_control.rnn, (np.ones(2), np.ones(3))),
+]
 
 
 @pytest.mark.parametrize("fn, args", FORWARD, ids=[c[0].__name__ for c in FORWARD])
@@ -70,14 +74,19 @@ CHECKPOINTED = [(corpus_control.rnn, (0, 1), (np.ones(2), np.ones(3)), 2),
                 (corpus_control.enumerate_zip_reversed, (0, 1), (np.ones(3), np.ones(4)), 1)]
 
 
-@pytest.mark.parametrize("fn, argnums, args, snapshots", CHECKPOINTED, ids=[c[0].__name__ for c in CHECKPOINTED])
+@pytest.mark.parametrize(
+    "fn, argnums, args, snapshots", CHECKPOINTED, ids=[c[0].__name__ for c in CHECKPOINTED]
+)
 def test_checkpointed_source(fn, argnums, args, snapshots) -> None:
-    """A checkpointed loop's schedule (``grad(f, checkpoints=c)``): the RNN's, whose steps tape shapes, and two
-    loops' of one snapshot each, one of them of two names."""
-    compare(f"{fn.__name__}.checkpointed.txt", ast_ad.source(ast_ad.grad(fn, argnums, checkpoints=snapshots), *args))
+    """A checkpointed loop's schedule (``grad(f, checkpoints=c)``): the RNN's, whose steps tape
+    shapes, and two loops' of one snapshot each, one of them of two names."""
+    compare(
+        f"{fn.__name__}.checkpointed.txt",
+        ast_ad.source(ast_ad.grad(fn, argnums, checkpoints=snapshots), *args),
+    )
 
 
-# ---- the fallback printer (Python 3.14 has no astor): the same program, comments included -------------------
+# ---- the fallback printer (Python 3.14 has no astor): the same program, comments included --------
 @pytest.fixture
 def unparse_printer(monkeypatch):
     from ast_ad import transform
@@ -92,11 +101,16 @@ def _comments(text: str) -> list[str]:
 
 
 def _program(text: str) -> str:
-    """The program ``text`` parses to; ``del (a, b)`` (astor's way to wrap a long line) is ``del a, b``."""
+    """The program ``text`` parses to; ``del (a, b)`` (astor's way to wrap a long line) is ``del a,
+    b``."""
     import ast
     tree = ast.parse(text)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Delete) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
+        if (
+            isinstance(node, ast.Delete)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Tuple)
+        ):
             node.targets = [ast.Name(id=elt.id, ctx=ast.Del()) for elt in node.targets[0].elts]
     return ast.dump(tree)
 
@@ -122,7 +136,9 @@ def test_gradients_printed_by_the_fallback_are_the_same(monkeypatch) -> None:
         assert printer.chosen() == name
         results[name] = [ast_ad.value_and_grad(fn, argnums)(*args) for fn, argnums, args in CASES]
     transform.forget()
-    for (value, grads), (value_2, grads_2) in zip(results["astor"], results["unparse"], strict=True):
+    for (value, grads), (value_2, grads_2) in zip(
+        results["astor"], results["unparse"], strict=True
+    ):
         assert value == value_2  # the same program: the same bits
         np.testing.assert_array_equal(_flat(grads), _flat(grads_2))
 
@@ -132,8 +148,8 @@ def _flat(grads) -> np.ndarray:
 
 
 def test_without_astor_the_fallback_is_chosen(monkeypatch) -> None:
-    """As on Python 3.14, where astor cannot be imported: generated code is printed by ast_ad's own writer, in
-    the same layout (the golden file, byte for byte), and other trees by ast.unparse."""
+    """As on Python 3.14, where astor cannot be imported: generated code is printed by ast_ad's own
+    writer, in the same layout (the golden file, byte for byte), and other trees by ast.unparse."""
     import ast
     import sys
 
@@ -145,16 +161,23 @@ def test_without_astor_the_fallback_is_chosen(monkeypatch) -> None:
     transform.forget()
     try:
         assert printer._astor() is None and printer.chosen() == "own"
-        assert printer.to_source(ast.parse("y = 1,")) == "y = (1,)\n"  # unparse's way: astor's is ``y = 1,``
+        # unparse's way: astor's is ``y = 1,``
+        assert printer.to_source(ast.parse("y = 1,")) == "y = (1,)\n"
         compare("worked.adjoint.txt", ast_ad.source(ast_ad.grad(corpus.worked, (0, 1)), *SCALARS))
     finally:
         printer._astor.cache_clear()
         transform.forget()
 
 
-@pytest.mark.parametrize("fn, args", [(corpus_control.rnn, (np.ones(2), np.ones(3))),
-                                      (corpus.worked_arrays, ARRAYS), (corpus_control.scalar_loop, (0.5,))],
-                         ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (corpus_control.rnn, (np.ones(2), np.ones(3))),
+        (corpus.worked_arrays, ARRAYS),
+        (corpus_control.scalar_loop, (0.5,)),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
 def test_a_hessians_comments_name_the_users_lines_and_no_local_hides_a_builtin(fn, args) -> None:
     import builtins
     import inspect

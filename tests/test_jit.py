@@ -1,4 +1,5 @@
-"""``jit="numba"``: the generated gradient compiled by Numba gives the gradient the Python one gives.
+"""``jit="numba"``: the generated gradient compiled by Numba gives the gradient the Python one
+gives.
 
 Each compiled runtime helper is run against its Python twin; scalar loops, branches, while loops and
 element-by-element writes are compiled and compared with the interpreted gradient (and the tracer);
@@ -22,7 +23,8 @@ from tests import corpus_control
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "examples"))
 try:
-    from benchmark import branchy, element_loop, loop_math, loop_numpy  # the benchmark's compiled rows
+    # the benchmark's compiled rows
+    from benchmark import branchy, element_loop, loop_math, loop_numpy
 finally:
     sys.path.pop(0)
 
@@ -43,23 +45,40 @@ CASES = [
     (branchy, (0, 1), (-1.2, 2.5)),
 ]
 # the corpus's functions of numbers whose gradients Numba compiles
-SCALAR_CORPUS = ["branch", "conditional_expression", "scalar_loop", "loop_runtime_range", "while_active",
-                 "while_count", "break_continue", "early_returns", "for_else", "augmented_in_loop"]
+SCALAR_CORPUS = [
+    "branch",
+    "conditional_expression",
+    "scalar_loop",
+    "loop_runtime_range",
+    "while_active",
+    "while_count",
+    "break_continue",
+    "early_returns",
+    "for_else",
+    "augmented_in_loop",
+]
 
 
-@pytest.mark.parametrize(("fn", "argnums", "args"), CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    ("fn", "argnums", "args"), CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)]
+)
 def test_compiled_gradient_is_the_interpreted_one(fn, argnums, args) -> None:
     value, grads = ast_ad.value_and_grad(fn, argnums, jit="numba")(*args)
     expected_value, expected = ast_ad.value_and_grad(fn, argnums)(*args)
     traced = ast_ad.tracer.grad(fn, argnums)(*args)
     assert value == pytest.approx(expected_value, rel=1e-13)
     for ours, theirs, tracer in zip(grads, expected, traced, strict=True):
-        assert np.allclose(ours, theirs, rtol=1e-13, atol=1e-15) and np.allclose(ours, tracer, rtol=1e-9)
+        assert np.allclose(ours, theirs, rtol=1e-13, atol=1e-15) and np.allclose(
+            ours, tracer, rtol=1e-9
+        )
         assert type(ours) is type(theirs) and np.shape(ours) == np.shape(theirs)
 
 
-@pytest.mark.parametrize("case", [c for c in corpus_control.CASES if c.fn.__name__ in SCALAR_CORPUS],
-                         ids=lambda c: c.fn.__name__)
+@pytest.mark.parametrize(
+    "case",
+    [c for c in corpus_control.CASES if c.fn.__name__ in SCALAR_CORPUS],
+    ids=lambda c: c.fn.__name__,
+)
 @settings(max_examples=10, deadline=None)
 @given(data=st.data())
 def test_corpus_scalar_functions_compile(case, data: st.DataObject) -> None:
@@ -90,7 +109,7 @@ def test_an_unknown_compiler_is_refused() -> None:
         ast_ad.grad(loop_math, jit="cython")
 
 
-# ---- each compiled helper against its Python twin --------------------------------------------------------
+# ---- each compiled helper against its Python twin ------------------------------------------------
 A = np.arange(1.0, 7.0)
 M = np.arange(1.0, 7.0).reshape(2, 3)
 HELPER_CASES = {
@@ -98,18 +117,32 @@ HELPER_CASES = {
     runtime.unbroadcast_to: [(0.5, (6,)), (A * 2, (6,)), (M, (2, 3)), (1.5, (2, 3))],
     runtime.expand_reduced: [(2.0, A, None, False), (2.0, 1.5, None, False), (3.0, M, None, False)],
     runtime.reduced_count: [(A, None), (M, None), (2.0, None)],
-    runtime.getitem_vjp: [(2.0, A, 3), (np.ones(2), A, slice(1, 3)), (np.ones(3), M, 1), (5.0, M, (1, 2))],
+    runtime.getitem_vjp: [
+        (2.0, A, 3),
+        (np.ones(2), A, slice(1, 3)),
+        (np.ones(3), M, 1),
+        (5.0, M, (1, 2)),
+    ],
     runtime.summed_getitem_vjp: [([(1.0, 2), (3.0, 2), (0.5, 0)], A)],
-    runtime.add_into: [(A.copy(), 2, 4.0), (A.copy(), slice(0, 2), np.ones(2)), (M.copy(), (0, 1), 2.0)],
+    runtime.add_into: [
+        (A.copy(), 2, 4.0),
+        (A.copy(), slice(0, 2), np.ones(2)),
+        (M.copy(), (0, 1), 2.0),
+    ],
     runtime.assign_item: [(A, 1, 9.0), (M, 0, np.zeros(3)), (A, slice(2, 4), np.ones(2))],
     runtime.assign_item_vjp_x: [(A, A, 2), (M, M, (1, 1)), (A, A, slice(0, 3))],
-    runtime.assign_item_vjp_value: [(A, A, 2, 1.0), (A, A, slice(1, 3), np.ones(2)), (M, M, 0, np.ones(3)),
-                                    (A, np.arange(6), 1, 1.0)],
+    runtime.assign_item_vjp_value: [
+        (A, A, 2, 1.0),
+        (A, A, slice(1, 3), np.ones(2)),
+        (M, M, 0, np.ones(3)),
+        (A, np.arange(6), 1, 1.0),
+    ],
     runtime.entries: [(A, 2), (A, slice(1, 4)), (M, 1), (M, (1, 2))],
     runtime.detached: [(A,), (2.0,)],
     runtime.owned_adjoint: [(0.0, A), (A * 3, A), (1.5, M)],
     runtime.pow_minus_one: [(2.0, 3.0), (0.0, 0.0), (0.0, 0.5), (-2.0, 3.0), (1.5, 2)],
-    runtime.check_bound: [(True, "y", "f.py:3")],  # (where the flag is down, both raise: tests/test_unbound.py)
+    # (where the flag is down, both raise: tests/test_unbound.py)
+    runtime.check_bound: [(True, "y", "f.py:3")],
 }
 
 
@@ -123,20 +156,36 @@ def test_compiled_helper_matches_python(helper) -> None:
 
     jit._install(numba)
     for args in HELPER_CASES[helper]:
-        python_args = [a.copy() if isinstance(a, np.ndarray) else list(a) if isinstance(a, list) else a
-                       for a in args]
-        compiled_args = [a.copy() if isinstance(a, np.ndarray) else numba.typed.List(a) if isinstance(a, list)
-                         else a for a in args]
+        python_args = [
+            a.copy() if isinstance(a, np.ndarray) else list(a) if isinstance(a, list) else a
+            for a in args
+        ]
+        compiled_args = [
+            a.copy()
+            if isinstance(a, np.ndarray)
+            else numba.typed.List(a)
+            if isinstance(a, list)
+            else a
+            for a in args
+        ]
         with np.errstate(divide="ignore"):  # 0.0 to a negative power: inf, as the helper says
             expected = helper(*python_args)
         n = len(args)
-        call = numba.njit(eval(f"lambda {', '.join(f'a{i}' for i in range(n))}: helper("  # noqa: S307
-                               f"{', '.join(f'a{i}' for i in range(n))})", {"helper": helper}))
+        call = numba.njit(
+            eval(
+                f"lambda {', '.join(f'a{i}' for i in range(n))}: helper("  # noqa: S307
+                f"{', '.join(f'a{i}' for i in range(n))})",
+                {"helper": helper},
+            )
+        )
         got = call(*compiled_args)
         if expected is None:  # a helper that writes in place: compare what it wrote
             assert np.array_equal(compiled_args[0], python_args[0]), (helper.__name__, args)
         else:
-            assert np.shape(got) == np.shape(expected) and np.allclose(got, expected), (helper.__name__, args)
+            assert np.shape(got) == np.shape(expected) and np.allclose(got, expected), (
+                helper.__name__,
+                args,
+            )
 
 
 def _sine_weighted(x):
@@ -144,16 +193,18 @@ def _sine_weighted(x):
 
 
 def test_a_function_numba_compiled_is_differentiated_as_its_python() -> None:
-    """``numba.njit(f)`` computes what ``f`` computes: its gradient is ``f``'s (read from ``py_func``), while
-    other wrappers that name a function are differentiated as what they run (``tests/test_trust.py``)."""
+    """``numba.njit(f)`` computes what ``f`` computes: its gradient is ``f``'s (read from
+    ``py_func``), while other wrappers that name a function are differentiated as what they run
+    (``tests/test_trust.py``)."""
     x = np.array([0.3, -0.5, 1.1])
     compiled = numba.njit(_sine_weighted)
     assert np.array_equal(ast_ad.grad(compiled)(x), ast_ad.grad(_sine_weighted)(x))
 
 
 def test_a_saved_value_that_may_still_be_none_is_un_broadcast() -> None:
-    """A value the forward pass saves is ``None`` before its loop binds it (Numba types it ``Optional``): the
-    compiled helpers read the array type inside (it raised an AttributeError while Numba typed the call)."""
+    """A value the forward pass saves is ``None`` before its loop binds it (Numba types it
+    ``Optional``): the compiled helpers read the array type inside (it raised an AttributeError
+    while Numba typed the call)."""
     from ast_ad.backend import jit
 
     jit._install(numba)
@@ -168,15 +219,16 @@ def test_a_saved_value_that_may_still_be_none_is_un_broadcast() -> None:
 
 
 def test_a_compiled_gradient_of_floats_is_called_by_the_scalar_path() -> None:
-    """Called with floats as last time, a compiled gradient goes through the fast scalar call, as the interpreted
-    one does (its checks inline, no binding, no shaping): the compiled code is what that call runs, and an
-    array, or a changed global, takes the general path again."""
+    """Called with floats as last time, a compiled gradient goes through the fast scalar call, as
+    the interpreted one does (its checks inline, no binding, no shaping): the compiled code is what
+    that call runs, and an array, or a changed global, takes the general path again."""
     gradient = ast_ad.grad(corpus_control.scalar_loop, jit="numba")
     first = gradient(0.5)
     fast = gradient._scalars
     assert fast is not None and fast(0.5) == first == ast_ad.grad(corpus_control.scalar_loop)(0.5)
     assert fast.__closure__ is not None
-    assert any(getattr(cell.cell_contents, "entry", None) is not None for cell in fast.__closure__)  # compiled
+    # compiled
+    assert any(getattr(cell.cell_contents, "entry", None) is not None for cell in fast.__closure__)
     assert fast(np.array([0.5])) is runtime_not_scalars()
     assert gradient(0.25) == ast_ad.grad(corpus_control.scalar_loop)(0.25)
 

@@ -1,5 +1,6 @@
-"""What each name holds (``ast_ad/kinds.py``): one small function in, the facts out; then what the facts change
-in the generated code, with the gradient checked against the tracer and finite differences each time."""
+"""What each name holds (``ast_ad/kinds.py``): one small function in, the facts out; then what the
+facts change in the generated code, with the gradient checked against the tracer and finite
+differences each time."""
 
 from __future__ import annotations
 
@@ -38,7 +39,12 @@ def indexing(x, m):
 
 def test_ranks_follow_indexing_reductions_and_products() -> None:
     known = facts(indexing, V, M)
-    assert (known.rank("x"), known.rank("m"), known.rank("row"), known.rank("entry")) == (1, 2, 1, 0)
+    assert (known.rank("x"), known.rank("m"), known.rank("row"), known.rank("entry")) == (
+        1,
+        2,
+        1,
+        0,
+    )
     assert (known.rank("part"), known.rank("total"), known.rank("product")) == (1, 0, 1)
     assert known.is_int("n") and known.is_int("k")
 
@@ -63,7 +69,12 @@ def reshapes(x):
 
 def test_a_reshape_has_an_axis_per_entry_of_its_shape() -> None:
     known = facts(reshapes, M)
-    assert (known.rank("flat"), known.rank("grid"), known.rank("again"), known.rank("by_count")) == (1, 3, 2, 1)
+    assert (
+        known.rank("flat"),
+        known.rank("grid"),
+        known.rank("again"),
+        known.rank("by_count"),
+    ) == (1, 3, 2, 1)
     assert known.rank("scalar") is None  # an array of no axes is not a number: nothing is claimed
 
 
@@ -117,7 +128,8 @@ def walk(body):
     (np.arange(3), ("num", 1, False)),
     (np.zeros(3, dtype=bool), ("num", 1, False)),
     (np.zeros(3, dtype=object), ("?",)),
-    (np.zeros((2, 2)).view(np.recarray), ("?",)),  # a subclass: its indexing may differ from numpy's
+    # a subclass: its indexing may differ from numpy's
+    (np.zeros((2, 2)).view(np.recarray), ("?",)),
     ([1.0, 2.0], ("?",)),
 ])
 def test_only_plain_numpy_arrays_of_numbers_are_labelled(value, fact) -> None:
@@ -137,7 +149,8 @@ def chain_of_rows(x):
 
 
 def chain_of_ints(x):
-    y = np.ones(x.shape[0], dtype=int)  # written with floats, which are truncated: no gradient flows
+    # written with floats, which are truncated: no gradient flows
+    y = np.ones(x.shape[0], dtype=int)
     for i in range(1, x.shape[0]):
         y[i] = y[i - 1] * x[i] * 10.0
     return np.sum(y) + np.sum(x)
@@ -199,11 +212,15 @@ def test_gradients_where_facts_shorten_the_code_match_the_oracles(fun, args, arg
     assert_same(grads if len(argnums) > 1 else (grads,), ast_ad.tracer.grad(fun, argnums)(*args)
                 if len(argnums) > 1 else (ast_ad.tracer.grad(fun, argnums)(*args),))
     assert_fd(fun, args, argnums, grads if len(argnums) > 1 else (grads,))
-    # the same function, with arrays of which nothing is known (a subclass of numpy's): the general helpers
+    # the same function, with arrays of which nothing is known (a subclass of numpy's): the general
+    # helpers
     plain = [a.view(Unknown) if isinstance(a, np.ndarray) else a for a in args]
     general = ast_ad.grad(fun, argnums)(*plain)
-    for g, h in zip(grads if len(argnums) > 1 else (grads,), general if len(argnums) > 1 else (general,),
-                    strict=True):
+    for g, h in zip(
+        grads if len(argnums) > 1 else (grads,),
+        general if len(argnums) > 1 else (general,),
+        strict=True,
+    ):
         np.testing.assert_allclose(np.asarray(g), np.asarray(h), rtol=1e-12)
 
 
@@ -211,12 +228,14 @@ def test_what_the_generated_code_reads_where_facts_are_known() -> None:
     text = ast_ad.source(ast_ad.grad(chain), V)
     assert "y_entries.append(y[i])" in text and "t2_bar = y_bar[i]" in text
     assert "unbroadcast" not in text and "t2_tape" not in text
-    text = ast_ad.source(ast_ad.grad(chain_of_rows), V)  # a row is an array: copied, its adjoint summed
+    # a row is an array: copied, its adjoint summed
+    text = ast_ad.source(ast_ad.grad(chain_of_rows), V)
     assert "entries(y, i)" in text and "assign_item_vjp_value" in text
     text = ast_ad.source(ast_ad.grad(chain_of_ints), V)  # ints: the helper, which gives no gradient
     assert "assign_item_vjp_value" in text
     assert ast_ad.grad(chain_of_ints)(V)[1:].tolist() == [1.0] * (len(V) - 1)
-    text = ast_ad.source(ast_ad.grad(calls_chain), V)  # the callee is told its argument is a float vector
+    # the callee is told its argument is a float vector
+    text = ast_ad.source(ast_ad.grad(calls_chain), V)
     assert "def chain_bwd" in text and "unbroadcast" not in text
 
 
@@ -235,26 +254,37 @@ def test_second_derivatives_through_the_shortened_code() -> None:
     hessian = ast_ad.hessian(chain)(V)
     gradient = ast_ad.grad(chain)
     eps = 1e-6
-    numeric = np.array([(gradient(V + eps * e) - gradient(V - eps * e)) / (2 * eps) for e in np.eye(len(V))])
+    numeric = np.array(
+        [(gradient(V + eps * e) - gradient(V - eps * e)) / (2 * eps) for e in np.eye(len(V))]
+    )
     np.testing.assert_allclose(hessian, numeric, rtol=1e-5, atol=1e-7)
     u = rng.standard_normal(len(V))
     out, out_dot = ast_ad.jvp(chain, (V,), (u,))
     np.testing.assert_allclose(out_dot, ast_ad.grad(chain)(V) @ u, rtol=1e-12)
 
 
-# ---- rules at known numbers of axes (registry.def_vjp_by_ranks) ------------------------------------------------
+# ---- rules at known numbers of axes (registry.def_vjp_by_ranks) ----------------------------------
 RANKED_RULES = registry.ranked_rules()
 
 
 def test_every_ranked_rule_is_checked() -> None:
-    assert {(fn, ranks) for fn, ranks, _ in RANKED_RULES} >= {(operator.matmul, r) for r in ((2, 1), (2, 2), (1, 2))}
+    assert {(fn, ranks) for fn, ranks, _ in RANKED_RULES} >= {
+        (operator.matmul, r) for r in ((2, 1), (2, 2), (1, 2))
+    }
 
 
-@pytest.mark.parametrize(("fn", "ranks", "vjps"), RANKED_RULES, ids=[f"{fn.__name__}{r}" for fn, r, _ in RANKED_RULES])
+@pytest.mark.parametrize(
+    ("fn", "ranks", "vjps"), RANKED_RULES, ids=[f"{fn.__name__}{r}" for fn, r, _ in RANKED_RULES]
+)
 def test_a_ranked_rule_is_the_general_rule_at_those_ranks(fn, ranks, vjps) -> None:
-    """Each against the general rule (itself checked against finite differences in test_rules.py) and against
-    finite differences directly, by the dot-product identity with a random direction."""
-    shapes = {(2, 1): [(3, 4), (4,)], (2, 2): [(3, 4), (4, 5)], (1, 2): [(4,), (4, 5)], (1, 1): [(4,), (4,)]}
+    """Each against the general rule (itself checked against finite differences in test_rules.py)
+    and against finite differences directly, by the dot-product identity with a random direction."""
+    shapes = {
+        (2, 1): [(3, 4), (4,)],
+        (2, 2): [(3, 4), (4, 5)],
+        (1, 2): [(4,), (4, 5)],
+        (1, 1): [(4,), (4,)],
+    }
     args = [rng.standard_normal(shape) for shape in shapes[ranks]]
     ans = fn(*args)
     g = rng.standard_normal(np.shape(ans))
@@ -278,10 +308,15 @@ def rnn(W, h, xs):
 
 
 def test_products_of_known_axes_are_inlined_but_a_loop_s_fixed_matrix_is_summed_after_it() -> None:
-    W, h, xs = rng.standard_normal((4, 4)) * 0.5, rng.standard_normal(4), rng.standard_normal((6, 4))
+    W, h, xs = (
+        rng.standard_normal((4, 4)) * 0.5,
+        rng.standard_normal(4),
+        rng.standard_normal((6, 4)),
+    )
     text = ast_ad.source(ast_ad.grad(rnn, (0, 1)), W, h, xs)
     assert "h_bar = W_at_h_bar @ W" in text and "matmul_vjp_b" not in text
-    assert "summed_matmul_vjp_a(W_bar_terms, W)" in text  # W is fixed: its outer products, one product after
+    # W is fixed: its outer products, one product after
+    assert "summed_matmul_vjp_a(W_bar_terms, W)" in text
     grads = ast_ad.grad(rnn, (0, 1))(W, h, xs)
     assert_same(grads, ast_ad.tracer.grad(rnn, (0, 1))(W, h, xs))
     assert_fd(rnn, (W, h, xs), (0, 1), grads)
@@ -306,9 +341,10 @@ def test_a_straight_line_product_is_inlined_both_ways() -> None:
     np.testing.assert_allclose(hessian[:, :, 1, 2], column, rtol=1e-5, atol=1e-7)
 
 
-# ---- a global array's kind -------------------------------------------------------------------------------------
+# ---- a global array's kind -----------------------------------------------------------------------
 def test_a_global_array_is_checked_before_each_call(tmp_path, monkeypatch) -> None:
-    """The code may rely on a global array's axes: rebound to an array of other axes, it is transformed again."""
+    """The code may rely on a global array's axes: rebound to an array of other axes, it is
+    transformed again."""
     (tmp_path / "weights_module.py").write_text(
         "import numpy as np\n\nW = np.eye(3) * 0.5\n\n\ndef f(h):\n"
         "    return np.sum(np.tanh(W @ h) ** 2)\n")
@@ -320,11 +356,13 @@ def test_a_global_array_is_checked_before_each_call(tmp_path, monkeypatch) -> No
     first = gradient(h)
     assert "_bar @ W" in ast_ad.source(gradient) and "matmul_vjp_b" not in ast_ad.source(gradient)
     np.testing.assert_allclose(first, ast_ad.tracer.grad(weights_module.f)(h), rtol=1e-12)
-    monkeypatch.setattr(weights_module, "W", rng.standard_normal((2, 3, 3)) * 0.5)  # a stack of matrices now
+    # a stack of matrices now
+    monkeypatch.setattr(weights_module, "W", rng.standard_normal((2, 3, 3)) * 0.5)
     again = gradient(h)
     np.testing.assert_allclose(again, ast_ad.tracer.grad(weights_module.f)(h), rtol=1e-12)
     assert "matmul_vjp_b" in ast_ad.source(gradient)
-    monkeypatch.setattr(weights_module, "W", np.eye(3) * 0.25)  # the same kind: read again, no new code
+    # the same kind: read again, no new code
+    monkeypatch.setattr(weights_module, "W", np.eye(3) * 0.25)
     loaded = gradient.loaded()
     np.testing.assert_allclose(gradient(h), ast_ad.tracer.grad(weights_module.f)(h), rtol=1e-12)
     assert gradient.loaded() is loaded
@@ -380,8 +418,8 @@ def test_gradients_through_flow_facts_match_the_oracles(fun) -> None:
 
 
 def test_what_a_tape_gives_back_is_what_was_pushed() -> None:
-    """In a gradient's code, transformed again (forward over reverse), a popped value has the facts of all
-    the values pushed; a list read in any other way is not followed."""
+    """In a gradient's code, transformed again (forward over reverse), a popped value has the facts
+    of all the values pushed; a list read in any other way is not followed."""
     from ast_ad.analysis.kinds import _tapes
     from ast_ad.ir import nodes as ir
 

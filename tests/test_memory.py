@@ -1,5 +1,6 @@
-"""One model of Python's memory: where another name, a view or a container slot sees an array that changes,
-ast_ad gives Python's value and its gradient, or refuses at the line of the write, naming the other variable.
+"""One model of Python's memory: where another name, a view or a container slot sees an array that
+changes, ast_ad gives Python's value and its gradient, or refuses at the line of the write, naming
+the other variable.
 
 Python is the first oracle: the value of every function here is compared with Python's, bit for bit.
 """
@@ -29,13 +30,15 @@ def _jvp(f):
 @pytest.mark.parametrize("fun", mf.FOLLOWED, ids=[f.__name__ for f in mf.FOLLOWED])
 @pytest.mark.parametrize("x", [X, -X], ids=["x", "-x"])
 def test_a_write_another_name_sees_is_followed(fun, x) -> None:
-    """Each of these once returned a value Python never computes (a private copy hid the sharing from the
-    guard), then was refused; the names, views and items that see the written array are made again from it
-    (``aliasing.Aliasing.follow``): Python's value, bit for bit, and its gradient, in both modes."""
+    """Each of these once returned a value Python never computes (a private copy hid the sharing
+    from the guard), then was refused; the names, views and items that see the written array are
+    made again from it (``aliasing.Aliasing.follow``): Python's value, bit for bit, and its
+    gradient, in both modes."""
     value, grads = ast_ad.value_and_grad(fun)(x.copy())
     assert value == fun(x.copy())
-    assert_fd(lambda v: fun(np.copy(v)), (x,), (0,), (grads,))  # (the tracer computes each write as a new
-    value_f, tangent = ast_ad.jvp(fun, (x.copy(),), (T,))  # array and follows no view: no oracle here)
+    # (the tracer computes each write as a new array and follows no view: no oracle here)
+    assert_fd(lambda v: fun(np.copy(v)), (x,), (0,), (grads,))
+    value_f, tangent = ast_ad.jvp(fun, (x.copy(),), (T,))
     assert value_f == value
     assert np.isclose(tangent, np.dot(grads, T), rtol=1e-12)
 
@@ -43,16 +46,18 @@ def test_a_write_another_name_sees_is_followed(fun, x) -> None:
 @pytest.mark.parametrize("mode", [_grad, _jvp], ids=["grad", "jvp"])
 @pytest.mark.parametrize("fun", mf.SHARED, ids=[f.__name__ for f in mf.SHARED])
 def test_a_write_another_slot_sees_is_refused_at_its_line(fun, mode) -> None:
-    """An object another slot holds deeper, or a view a helper made: which entries the other sees is not known
-    where it is written, so it refuses at the line, naming the other variable."""
+    """An object another slot holds deeper, or a view a helper made: which entries the other sees is
+    not known where it is written, so it refuses at the line, naming the other variable."""
     with pytest.raises(InPlaceAliasError) as caught:
         mode(fun)
     assert f"memory_functions.py:{marked_line(fun, '# write')}:" in str(caught.value)
 
 
-def test_a_view_of_unknown_layout_is_refused_naming_the_other_variable(tmp_path, monkeypatch) -> None:
-    """``w = y[::2]`` written through ``y.T``... : where the other variable overlaps the changed array but is
-    not a view the lowering knows how to make again, the refusal names it."""
+def test_a_view_of_unknown_layout_is_refused_naming_the_other_variable(
+    tmp_path, monkeypatch
+) -> None:
+    """``w = y[::2]`` written through ``y.T``... : where the other variable overlaps the changed
+    array but is not a view the lowering knows how to make again, the refusal names it."""
     (tmp_path / "overlap.py").write_text(
         "import numpy as np\n\n\ndef f(x):\n    y = np.outer(x, x) * 1.0\n    w = y.T[1:]\n"
         "    y[0, 1] = 5.0\n    return np.sum(w * w)\n")
@@ -71,15 +76,17 @@ def test_writes_nothing_else_sees_are_exact(fun) -> None:
     assert_fd(lambda x: fun(np.copy(x)), (X,), (0,), (grads,))
     value_f, tangent = _jvp(fun)
     assert value_f == value
-    assert np.isclose(tangent, np.dot(grads, T), rtol=1e-12)  # the dot-product identity, forward and reverse
+    # the dot-product identity, forward and reverse
+    assert np.isclose(tangent, np.dot(grads, T), rtol=1e-12)
 
 
 @pytest.mark.parametrize("mode", [_grad, _jvp], ids=["grad", "jvp"])
 @pytest.mark.parametrize("fun", [mf.element_loop, *mf.ALIASED_LOOPS],
                          ids=["no alias"] + [f.__name__ for f in mf.ALIASED_LOOPS])
 def test_the_loop_written_in_place_with_an_alias_of_each_kind(fun, mode) -> None:
-    """The element loop writes a private copy of its array in place (``analysis.in_place_writes``); with an
-    alias of each kind added, that copy would hide the alias: the result is Python's value, or a refusal."""
+    """The element loop writes a private copy of its array in place (``analysis.in_place_writes``);
+    with an alias of each kind added, that copy would hide the alias: the result is Python's value,
+    or a refusal."""
     value = mode(fun)[0]
     assert value == fun(X.copy())
     if mode is _grad:
@@ -88,7 +95,8 @@ def test_the_loop_written_in_place_with_an_alias_of_each_kind(fun, mode) -> None
 
 
 def test_a_loop_carried_alias_bound_after_the_writes_is_exact() -> None:
-    """``other = y`` late in the step: the name sees the array the loop wrote, which is Python's value."""
+    """``other = y`` late in the step: the name sees the array the loop wrote, which is Python's
+    value."""
     fun = mf.element_loop_carried
     value, grads = _grad(fun)
     assert value == fun(X.copy())
@@ -103,10 +111,10 @@ def test_a_write_into_a_tuple_of_arrays_of_two_shapes() -> None:
     assert_fd(lambda x: fun(np.copy(x)), (X,), (0,), (grads,))
 
 
-# ---- what ran wrong or crashed beside the writes -------------------------------------------------------------
+# ---- what ran wrong or crashed beside the writes -------------------------------------------------
 def test_a_comprehension_in_a_test_reads_its_own_names() -> None:
-    """``[v > 0 for v in x]`` binds its own ``v``: the function's was taken for read before it was bound, and
-    the gradient raised UnboundLocalError as if it were the user's bug."""
+    """``[v > 0 for v in x]`` binds its own ``v``: the function's was taken for read before it was
+    bound, and the gradient raised UnboundLocalError as if it were the user's bug."""
     def all_positive(x):
         if all([v > 0 for v in x]):
             return np.sum(x * x)
@@ -119,14 +127,16 @@ def test_a_comprehension_in_a_test_reads_its_own_names() -> None:
 
 
 def test_a_swapped_code_object_makes_the_gradient_stale(tmp_path, monkeypatch) -> None:
-    """IPython's autoreload sets ``f.__code__``: the same function object, other code. The gradient made
-    before, and a new one, follow the code that runs, with the disk cache on or off."""
+    """IPython's autoreload sets ``f.__code__``: the same function object, other code. The gradient
+    made before, and a new one, follow the code that runs, with the disk cache on or off."""
     for cache in ("0", "1"):
         monkeypatch.setenv("AST_AD_CACHE", cache)
         monkeypatch.setenv("AST_AD_CACHE_DIR", str(tmp_path / "cache"))
         name = f"swapped_{cache}"
-        (tmp_path / f"{name}.py").write_text("import numpy as np\n\n\ndef f(x):\n    return np.sin(x) * 2.0\n\n\n"
-                                             "def g(x):\n    return x * x * x\n")
+        (tmp_path / f"{name}.py").write_text(
+            "import numpy as np\n\n\ndef f(x):\n    return np.sin(x) * 2.0\n\n\n"
+            "def g(x):\n    return x * x * x\n"
+        )
         monkeypatch.syspath_prepend(str(tmp_path))
         module = __import__(name)
         before = ast_ad.grad(module.f)
@@ -137,8 +147,8 @@ def test_a_swapped_code_object_makes_the_gradient_stale(tmp_path, monkeypatch) -
 
 
 def test_reload_after_an_edit_is_read_anew(tmp_path, monkeypatch) -> None:
-    """The refusal for an edited file says to reload the module; after ``importlib.reload`` the new code is
-    differentiated (the file's lines were read from a stale ``linecache``)."""
+    """The refusal for an edited file says to reload the module; after ``importlib.reload`` the new
+    code is differentiated (the file's lines were read from a stale ``linecache``)."""
     import importlib
     import os
 
@@ -148,14 +158,16 @@ def test_reload_after_an_edit_is_read_anew(tmp_path, monkeypatch) -> None:
     import edited_model
     assert ast_ad.grad(edited_model.f)(1.0) == 2.0
     path.write_text("def f(x):\n    return x * x * x\n")
-    os.utime(path, ns=(10**18, 10**18))  # a time of its own, whatever the file system's clock resolution
+    # a time of its own, whatever the file system's clock resolution
+    os.utime(path, ns=(10**18, 10**18))
     importlib.reload(edited_model)
     assert ast_ad.grad(edited_model.f)(2.0) == 12.0
 
 
 def test_a_gradient_exported_without_examples_takes_any_kind(tmp_path) -> None:
-    """Exported after a call with two floats, it was the floats' code, with no check: called with an array
-    ``x1`` it gave an array as ``x2``'s gradient. Without examples it is code for arguments of any kind."""
+    """Exported after a call with two floats, it was the floats' code, with no check: called with an
+    array ``x1`` it gave an array as ``x2``'s gradient. Without examples it is code for arguments of
+    any kind."""
     import importlib.util
 
     def f(x1, x2):
@@ -174,8 +186,9 @@ def test_a_gradient_exported_without_examples_takes_any_kind(tmp_path) -> None:
 
 
 def test_an_lstm_whose_states_a_helper_appends_to() -> None:
-    """The helper's backward pass popped the adjoint of the list it returns, which its caller passed as the
-    float zero where nothing read the states after the loop: ``'float' object has no attribute 'pop'``."""
+    """The helper's backward pass popped the adjoint of the list it returns, which its caller passed
+    as the float zero where nothing read the states after the loop: ``'float' object has no
+    attribute 'pop'``."""
     from tests import lstm_layers
 
     rng = np.random.default_rng(0)
@@ -194,8 +207,9 @@ def test_an_lstm_whose_states_a_helper_appends_to() -> None:
 
 @pytest.mark.parametrize("mode", [_grad, _jvp], ids=["grad", "jvp"])
 def test_a_helper_that_changes_its_argument_is_given_a_copy(mode) -> None:
-    """``x = damp(x)``: nothing reads the old object after the call, so the helper may change it, but the
-    generated code gives it a copy: the caller's array (a parameter), or one the backward pass reads, stays."""
+    """``x = damp(x)``: nothing reads the old object after the call, so the helper may change it,
+    but the generated code gives it a copy: the caller's array (a parameter), or one the backward
+    pass reads, stays."""
     x0, x1 = X[:3].copy(), np.ones(3)
     value, grads = ast_ad.value_and_grad(mf.damps_its_parameter, (0, 1))(x0, x1)
     np.testing.assert_array_equal(x1, np.ones(3))
@@ -208,7 +222,10 @@ def test_a_helper_that_changes_its_argument_is_given_a_copy(mode) -> None:
 
 @pytest.mark.parametrize("shift", [0.0, -2.0], ids=["first branch", "second branch"])
 def test_a_name_of_the_top_level_written_in_a_nested_branch(shift) -> None:
-    x0, x1 = np.array([-0.34409118, 0.84022247, 0.5]), np.array([-0.34409118, 0.84022247, 0.5]) + shift
+    x0, x1 = (
+        np.array([-0.34409118, 0.84022247, 0.5]),
+        np.array([-0.34409118, 0.84022247, 0.5]) + shift,
+    )
     fun = mf.written_in_a_nested_branch
     value, grads = ast_ad.value_and_grad(fun, (0, 1))(x0.copy(), x1.copy())
     assert value == fun(x0.copy(), x1.copy())
@@ -216,31 +233,39 @@ def test_a_name_of_the_top_level_written_in_a_nested_branch(shift) -> None:
 
 
 def test_a_helper_of_another_module_is_inlined_where_its_globals_are_the_callers() -> None:
-    """A helper of another file that changes its argument is lowered in place, as one of the same file is, where
-    every global it reads is the caller's very object: the comments name its file; where it reads a global of
-    its own (``LIMIT``), the refusal names its line and says what to write."""
+    """A helper of another file that changes its argument is lowered in place, as one of the same
+    file is, where every global it reads is the caller's very object: the comments name its file;
+    where it reads a global of its own (``LIMIT``), the refusal names its line and says what to
+    write."""
     from tests.data import foreign_helpers
 
     text = ast_ad.source(ast_ad.grad(mf.helpers_of_another_module_write_their_arguments), X)
     assert "# foreign_helpers.py line 14: m[i] *= s" in text
-    assert not [line for line in text.splitlines() if "fill(" in line and not line.strip().startswith("#")]
+    assert not [
+        line for line in text.splitlines() if "fill(" in line and not line.strip().startswith("#")
+    ]
     with pytest.raises(ast_ad.errors.LocatedError) as refused:
         ast_ad.grad(mf.a_helper_of_another_module_reads_its_own_global)(X.copy())
     assert (refused.value.filename, refused.value.lineno) == (foreign_helpers.__file__, 19)
-    assert "return it (return a)" in str(refused.value) and "must end with" not in str(refused.value)
+    assert "return it (return a)" in str(refused.value) and "must end with" not in str(
+        refused.value
+    )
 
 
 def test_a_helper_written_in_place_and_then_redefined_is_read_anew(tmp_path, monkeypatch) -> None:
-    """A helper that changes its argument is lowered into the caller, so no binding of the gradient reads it:
-    redefining it (a notebook cell run again) must still make the gradient follow the new one, in this process
-    (``watch_code`` watches it) and in the next (such a gradient is not written to the disk cache)."""
+    """A helper that changes its argument is lowered into the caller, so no binding of the gradient
+    reads it: redefining it (a notebook cell run again) must still make the gradient follow the new
+    one, in this process (``watch_code`` watches it) and in the next (such a gradient is not written
+    to the disk cache)."""
     for cache in ("0", "1"):
         monkeypatch.setenv("AST_AD_CACHE", cache)
         monkeypatch.setenv("AST_AD_CACHE_DIR", str(tmp_path / "cache"))
         name = f"redefined_{cache}"
         (tmp_path / f"{name}.py").write_text(
-            "import numpy as np\n\n\ndef fill(a):\n    a[0] = 5.0\n\n\ndef fill_again(a):\n    a[0] = 7.0 * a[1]\n\n\n"
-            "def f(x):\n    y = x * 1.0\n    fill(y)\n    return np.sum(y * x)\n")
+            "import numpy as np\n\n\ndef fill(a):\n    a[0] = 5.0\n\n\ndef fill_again(a):\n    "
+            "a[0] = 7.0 * a[1]\n\n\n"
+            "def f(x):\n    y = x * 1.0\n    fill(y)\n    return np.sum(y * x)\n"
+        )
         monkeypatch.syspath_prepend(str(tmp_path))
         module = __import__(name)
         gradient = ast_ad.value_and_grad(module.f)

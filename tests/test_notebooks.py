@@ -1,5 +1,6 @@
-"""Where people work: a notebook's cell that imports numpy and defines a function is differentiated, in a real
-kernel (ipykernel, run by nbclient), as IPython compiles it: one top-level statement at a time."""
+"""Where people work: a notebook's cell that imports numpy and defines a function is differentiated,
+in a real kernel (ipykernel, run by nbclient), as IPython compiles it: one top-level statement at a
+time."""
 
 from __future__ import annotations
 
@@ -47,8 +48,9 @@ def _run(cells: list[str]) -> list[str]:
 
 
 def test_the_worked_example_in_a_notebook() -> None:
-    """The first cell of almost every notebook: once refused as 'edited after it was imported'. A function
-    defined again in a later cell is differentiated as it is now, and the memory model works there too."""
+    """The first cell of almost every notebook: once refused as 'edited after it was imported'. A
+    function defined again in a later cell is differentiated as it is now, and the memory model
+    works there too."""
     worked, redefined, in_place = _run([WORKED, REDEFINED, IN_PLACE])
     assert worked.strip() == "(3.5, 2.989992496600445)"
     assert redefined.strip() == "12.0"

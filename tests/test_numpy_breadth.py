@@ -1,4 +1,5 @@
-"""NumPy breadth: indexing and in-place updates, methods, containers, dtypes; ast_ad against autograd rule by rule."""
+"""NumPy breadth: indexing and in-place updates, methods, containers, dtypes; ast_ad against
+autograd rule by rule."""
 
 from __future__ import annotations
 
@@ -33,7 +34,12 @@ def test_matches_tracer_and_finite_differences(case: Case, data: st.DataObject) 
     theirs = ast_ad.tracer.grad(case.fn, case.argnums)(*[_copy(a) for a in args])
     single = any(getattr(leaf, "dtype", None) == np.float32 for arg in args for leaf in leaves(arg))
     for ours_k, theirs_k in zip(ours, theirs, strict=True):
-        assert_same(tuple(leaves(ours_k)), tuple(leaves(theirs_k)), rtol=1e-5 if single else 1e-9, atol=1e-12)
+        assert_same(
+            tuple(leaves(ours_k)),
+            tuple(leaves(theirs_k)),
+            rtol=1e-5 if single else 1e-9,
+            atol=1e-12,
+        )
     if case.smooth and not any(isinstance(a, (dict, list, tuple)) for a in args):
         assert_fd(lambda *a: case.fn(*[_copy(x) for x in a]), args, case.argnums, ours)
 
@@ -48,7 +54,11 @@ def _copy(value):
 
 def test_container_gradient_has_the_same_structure() -> None:
     rng = np.random.default_rng(0)
-    params = {"w": rng.standard_normal((3, 4)), "b": np.zeros(4), "out": (rng.standard_normal((4, 2)), np.ones(2))}
+    params = {
+        "w": rng.standard_normal((3, 4)),
+        "b": np.zeros(4),
+        "out": (rng.standard_normal((4, 2)), np.ones(2)),
+    }
     g = ast_ad.grad(corpus_numpy.container_params)(params, rng.standard_normal((5, 3)))
     assert set(g) == {"w", "b", "out"} and isinstance(g["out"], tuple)
     assert [np.shape(leaf) for leaf in leaves(g)] == [np.shape(leaf) for leaf in leaves(params)]
@@ -74,7 +84,7 @@ def test_complex_inputs_are_refused() -> None:
         ast_ad.grad(corpus_numpy.reads)(np.ones(12) * 1j)
 
 
-# ---- against autograd, rule by rule ------------------------------------------------------------------------
+# ---- against autograd, rule by rule --------------------------------------------------------------
 def autograd_twin(fn):
     """autograd's wrapped version of a numpy/scipy function, or None."""
     import autograd.numpy as anp
@@ -95,19 +105,42 @@ def autograd_twin(fn):
     return twin if twin is not None and twin in primitive_vjps else None
 
 
-# Left out on purpose, each for a reason seen here:
-# - eigh, cholesky: numpy reads only the lower triangle, and so does our gradient; autograd's is symmetric;
-# - outer: autograd returns the gradient of a 2-d input flattened; diag of a non-square matrix, and tile with
-#   fewer reps than dimensions (np.tile(x, 2), x of shape (2, 1)): autograd's gradients are wrong, ours agree
-#   with finite differences; trace, diagonal: autograd takes offset and axes only positionally;
-#   broadcast_to: autograd fails an internal assertion on shapes we draw; sinc at 0 and prod with a zero entry:
-#   autograd gives nan, ours the derivative (0, and the product of the other entries); pad: autograd refuses
-#   the pad widths we draw; cross with a broadcast operand: autograd's gradient keeps the broadcast shape;
-# - functions of lists or returning tuples (split, concatenate, stack, slogdet, svd, qr, ...): autograd's
-#   containers differ from plain lists and tuples.
-DIFFERENT = {"eigh", "cholesky", "outer", "diag", "tile", "trace", "diagonal", "broadcast_to",
-             "split", "array_split", "concatenate", "hstack", "vstack", "stack", "array", "asarray", "select",
-             "slogdet", "svd", "qr", "sinc", "prod", "pad", "cross"}
+# Left out on purpose, each for a reason seen here: - eigh, cholesky: numpy reads only the lower
+# triangle, and so does our gradient; autograd's is symmetric; - outer: autograd returns the
+# gradient of a 2-d input flattened; diag of a non-square matrix, and tile with fewer reps than
+# dimensions (np.tile(x, 2), x of shape (2, 1)): autograd's gradients are wrong, ours agree with
+# finite differences; trace, diagonal: autograd takes offset and axes only positionally;
+# broadcast_to: autograd fails an internal assertion on shapes we draw; sinc at 0 and prod with a
+# zero entry: autograd gives nan, ours the derivative (0, and the product of the other entries);
+# pad: autograd refuses the pad widths we draw; cross with a broadcast operand: autograd's gradient
+# keeps the broadcast shape; - functions of lists or returning tuples (split, concatenate, stack,
+# slogdet, svd, qr, ...): autograd's containers differ from plain lists and tuples.
+DIFFERENT = {
+    "eigh",
+    "cholesky",
+    "outer",
+    "diag",
+    "tile",
+    "trace",
+    "diagonal",
+    "broadcast_to",
+    "split",
+    "array_split",
+    "concatenate",
+    "hstack",
+    "vstack",
+    "stack",
+    "array",
+    "asarray",
+    "select",
+    "slogdet",
+    "svd",
+    "qr",
+    "sinc",
+    "prod",
+    "pad",
+    "cross",
+}
 SHARED = [r for r in registry.registered() if not r.nondiff and r.fn in RULE_CASES
           and getattr(r.fn, "__name__", "") not in DIFFERENT and autograd_twin(r.fn) is not None]
 
@@ -125,7 +158,9 @@ def test_rule_matches_autograd(rule: registry.Rule, data: st.DataObject) -> None
     u = random_like(ans, rng)
     compared = 0
     for k, arg in enumerate(args):
-        if rule.vjp(k) is None or not (isinstance(arg, float) or getattr(arg, "dtype", None) == np.float64):
+        if rule.vjp(k) is None or not (
+            isinstance(arg, float) or getattr(arg, "dtype", None) == np.float64
+        ):
             continue
         ours = unbroadcast(rule.vjp(k)(u, ans, *args, **kwargs), arg)
 
@@ -137,7 +172,9 @@ def test_rule_matches_autograd(rule: registry.Rule, data: st.DataObject) -> None
             vjp, _ = autograd.make_vjp(at)(arg)
             theirs = vjp(u)
         except (TypeError, NotImplementedError, ValueError, AssertionError):
-            continue  # autograd cannot take this call (keywords it lacks, np.clip's bounds): finite differences do
+            # autograd cannot take this call (keywords it lacks, np.clip's bounds): finite
+            # differences do
+            continue
 
         np.testing.assert_allclose(ours, theirs, rtol=1e-7, atol=1e-9)
         compared += 1
@@ -149,7 +186,7 @@ def test_autograd_twins_are_many() -> None:
     assert len(SHARED) >= 60
 
 
-# ---- generated code for in-place updates, and the table of supported functions --------------------------------
+# ---- generated code for in-place updates, and the table of supported functions -------------------
 GOLDEN = pathlib.Path(__file__).parent / "golden"
 
 
@@ -167,4 +204,6 @@ def test_supported_functions_table_is_current() -> None:
     text = coverage.table()
     if os.environ.get("AST_AD_UPDATE_GOLDEN"):
         path.write_text(text)
-    assert text == path.read_text(), "docs/supported.md is out of date: run with AST_AD_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), (
+        "docs/supported.md is out of date: run with AST_AD_UPDATE_GOLDEN=1"
+    )

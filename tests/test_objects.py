@@ -1,6 +1,7 @@
-"""Objects of the user's classes made inside the function: dataclasses, ``__init__``, methods, properties,
-class attributes, ``super()``, classmethods, another name for the object, attributes written in loops and
-branches, an array an attribute holds written through another name: Python's value and its gradient."""
+"""Objects of the user's classes made inside the function: dataclasses, ``__init__``, methods,
+properties, class attributes, ``super()``, classmethods, another name for the object, attributes
+written in loops and branches, an array an attribute holds written through another name: Python's
+value and its gradient."""
 
 from __future__ import annotations
 
@@ -14,8 +15,13 @@ from tests import trust_cases as c
 from tests.oracles import assert_fd, marked_line
 
 X = np.array([1.5, -0.7, 2.2])
-EXACT = [of.dataclass_with_call_and_property, of.inheritance_super_classmethod,
-         of.attribute_in_a_loop_and_branch, of.attribute_sees_a_write, of.method_writes_what_a_name_sees]
+EXACT = [
+    of.dataclass_with_call_and_property,
+    of.inheritance_super_classmethod,
+    of.attribute_in_a_loop_and_branch,
+    of.attribute_sees_a_write,
+    of.method_writes_what_a_name_sees,
+]
 
 
 @pytest.mark.parametrize("fun", EXACT, ids=[f.__name__ for f in EXACT])
@@ -44,7 +50,8 @@ def test_an_object_used_as_a_value_is_refused_where_it_is(fun) -> None:
 
 
 def test_an_attribute_set_on_one_path_only_is_refused_where_it_is_set() -> None:
-    """``if k > 1.0: self.size = _triple`` hides the method ``size`` on some objects only: refused at that line."""
+    """``if k > 1.0: self.size = _triple`` hides the method ``size`` on some objects only: refused
+    at that line."""
     with pytest.raises(errors.UnsupportedSyntaxError, match="first set in a branch") as info:
         ast_ad.grad(c.method_a_class_may_hide)(1.5)
     assert info.value.lineno == marked_line(c.Rebinding.__init__, "# refused here")

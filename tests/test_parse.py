@@ -1,4 +1,5 @@
-"""Stage 1, parse: Python's ``ast`` made gast by ast_ad's own converter, node for node what gast makes."""
+"""Stage 1, parse: Python's ``ast`` made gast by ast_ad's own converter, node for node what gast
+makes."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from ast_ad.frontend.parse import to_gast
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FILES = sorted([*ROOT.glob("ast_ad/**/*.py"), *ROOT.glob("tests/*.py"), *ROOT.glob("examples/*.py"),
                 pathlib.Path(ast.__file__)])
-# what gast converts in its own way on some Python: type parameters, ``type`` statements, named handlers
+# what gast converts in its own way on some Python: type parameters, ``type`` statements, named
+# handlers
 SPECIAL = ["def f[T: int](x: T, *args, y=1, **kw) -> T:\n    return x\n", "type Alias = int\n",
            "class C[T](B, metaclass=M):\n    x: T\n", "try:\n    pass\nexcept E as e:\n    raise\n",
            "async def g():\n    async with a as b:\n        await b\n", "lambda x, /, y=2, *, z: x"]

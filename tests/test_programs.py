@@ -1,4 +1,5 @@
-"""Random programs: ast_ad against the tracer, finite differences and autograd; the transformer fuzzed.
+"""Random programs: ast_ad against the tracer, finite differences and autograd; the transformer
+fuzzed.
 
 The bounded profile runs in CI; a long run:
 ``HYPOTHESIS_PROFILE=long python -m pytest tests/test_programs.py``.
@@ -33,37 +34,48 @@ def run(program: Program, data: st.DataObject):
     try:
         value, grads = ast_ad.value_and_grad(fn, argnums)(*args)
     except ast_ad.errors.InPlaceAliasError:
-        reject()  # a write another name sees in a way the memory model cannot make again: refused on purpose
+        # a write another name sees in a way the memory model cannot make again: refused on purpose
+        reject()
     for before, after in zip(given, args, strict=True):  # the caller's arrays are never written
         np.testing.assert_array_equal(before, after)
     return fn, args, argnums, value, grads
 
 
 @given(programs(), st.data())
-def test_programs_match_the_tracer_and_their_own_value(program: Program, data: st.DataObject) -> None:
+def test_programs_match_the_tracer_and_their_own_value(
+    program: Program, data: st.DataObject
+) -> None:
     fn, args, argnums, value, grads = run(program, data)
-    assert value == fn(*copy.deepcopy(args))  # the primal is bit for bit the function's own (which may write
-    if shares_a_written_array(program):  # (Python's run follows the other name: finite differences of it)
+    # the primal is bit for bit the function's own (which may write into its arguments: each run
+    # gets copies)
+    assert value == fn(*copy.deepcopy(args))
+    # (Python's run follows the other name: finite differences of it)
+    if shares_a_written_array(program):
         if program.smooth and all(np.all(np.isfinite(g)) for g in grads):
             assert_fd(lambda *a: fn(*copy.deepcopy(a)), args, argnums, grads)
         return
-    _, traced = traced_or_reject(lambda: ast_ad.tracer.value_and_grad(fn, argnums)(*copy.deepcopy(args)), value)
+    _, traced = traced_or_reject(
+        lambda: ast_ad.tracer.value_and_grad(fn, argnums)(*copy.deepcopy(args)), value
+    )
     assert_same(grads, traced)  # (the function may write into its arguments: each run gets copies)
 
 
 def traced_or_reject(trace, python: object = None):
-    """The tracer's result, or the example rejected where the tracer cannot run the program: a plain array
-    multiplied in place by a traced value (``v *= x``), which numpy cannot hand to the tracer's boxes; or where
-    the tracer's value is not Python's (``python``): it computes each write as a new array and follows no
-    other name that sees it, which ast_ad's memory model does (``v = x; x += d`` then ``v``), so it is no
-    oracle there (Python's own run is, in the mutation family's tests)."""
+    """The tracer's result, or the example rejected where the tracer cannot run the program: a plain
+    array multiplied in place by a traced value (``v *= x``), which numpy cannot hand to the
+    tracer's boxes; or where the tracer's value is not Python's (``python``): it computes each write
+    as a new array and follows no other name that sees it, which ast_ad's memory model does (``v =
+    x; x += d`` then ``v``), so it is no oracle there (Python's own run is, in the mutation family's
+    tests)."""
     try:
         result = trace()
     except TypeError as err:
         if "does not support ufuncs" not in str(err):
             raise
         reject()
-    if python is not None and not np.allclose(result[0], python, rtol=1e-12, atol=1e-12, equal_nan=True):
+    if python is not None and not np.allclose(
+        result[0], python, rtol=1e-12, atol=1e-12, equal_nan=True
+    ):
         reject()
     return result
 
@@ -80,13 +92,18 @@ def test_programs_match_autograd(program: Program, data: st.DataObject) -> None:
     import autograd
 
     fn, args, argnums, value, grads = run(program, data)
-    if _subnormal(args):  # autograd's ``abs`` rule, ``g * x / abs(x)``, underflows there (0.5 * 5e-324 is 0); the
-        reject()          # tracer and finite differences check these inputs
-    if shares_a_written_array(program):  # autograd's boxes follow no other name a write changes, as the
-        reject()                         # tracer's do not (Python's run checks these: the tests above)
+    if _subnormal(args):
+        # autograd's ``abs`` rule, ``g * x / abs(x)``, underflows there (0.5 * 5e-324 is 0); the
+        # tracer and finite differences check these inputs
+        reject()
+    if shares_a_written_array(program):
+        # autograd's boxes follow no other name a write changes, as the tracer's do not (Python's
+        # run checks these: the tests above)
+        reject()
     try:
         theirs = autograd.grad(with_autograd_numpy(fn), argnums)(*copy.deepcopy(args))
-    except TypeError as exc:  # autograd cannot run ``a *= traced`` on a plain array (the long profile draws it)
+    # autograd cannot run ``a *= traced`` on a plain array (the long profile draws it)
+    except TypeError as exc:
         if "NotImplemented from __array_ufunc__" not in str(exc):
             raise
         reject()
@@ -94,7 +111,8 @@ def test_programs_match_autograd(program: Program, data: st.DataObject) -> None:
 
 
 def _subnormal(value) -> bool:
-    """Whether ``value`` (an argument: a number, an array, or a container of them) holds a subnormal number."""
+    """Whether ``value`` (an argument: a number, an array, or a container of them) holds a subnormal
+    number."""
     if isinstance(value, (list, tuple)):
         return any(_subnormal(v) for v in value)
     if isinstance(value, dict):
@@ -106,8 +124,12 @@ def _subnormal(value) -> bool:
 def forward(fn, args, seed: int):
     """Random tangents for ``args``, and ``jvp`` along them (a refusal of an alias is a pass)."""
     rng = np.random.default_rng(seed)
-    tangents = tuple(rng.standard_normal(np.shape(a)) if isinstance(a, np.ndarray) else float(rng.standard_normal())
-                     for a in args)
+    tangents = tuple(
+        rng.standard_normal(np.shape(a))
+        if isinstance(a, np.ndarray)
+        else float(rng.standard_normal())
+        for a in args
+    )
     try:
         out, out_dot = ast_ad.jvp(fn, copy.deepcopy(args), tangents)
     except ast_ad.errors.InPlaceAliasError:
@@ -116,14 +138,18 @@ def forward(fn, args, seed: int):
 
 
 @given(programs(lists=True), st.data())
-def test_forward_mode_of_programs_matches_the_tracer_and_reverse_mode(program: Program, data: st.DataObject) -> None:
+def test_forward_mode_of_programs_matches_the_tracer_and_reverse_mode(
+    program: Program, data: st.DataObject
+) -> None:
     """jvp of a random program: its value is Python's own, its tangent the forward tracer's, and
     <grad, u> = J u (the dot-product identity between the two modes)."""
     fn, args, argnums, value, grads = run(program, data)
     tangents, out, out_dot = forward(fn, args, seed=0)
     assert out == value
     if not shares_a_written_array(program):  # (else the dot-product identity below is the oracle)
-        _, traced = traced_or_reject(lambda: ast_ad.tracer.jvp(fn, copy.deepcopy(args), tangents), value)
+        _, traced = traced_or_reject(
+            lambda: ast_ad.tracer.jvp(fn, copy.deepcopy(args), tangents), value
+        )
         np.testing.assert_allclose(out_dot, traced, rtol=1e-9, atol=1e-12)
     reverse = sum(float(np.sum(np.asarray(g) * t)) for g, t in zip(grads, tangents, strict=True))
     if np.isfinite(reverse):
@@ -132,10 +158,12 @@ def test_forward_mode_of_programs_matches_the_tracer_and_reverse_mode(program: P
 
 @settings(max_examples=int(os.environ.get("AST_AD_THIRD_ORDER_EXAMPLES", "12")))
 @given(programs(branches=False), st.data())
-def test_third_derivatives_of_programs_match_differences_of_their_hessian(program: Program,
-                                                                          data: st.DataObject) -> None:
-    """Forward mode over forward over reverse: ``d/dt <u, H(x + t u) u>`` from ``jvp`` of the composable
-    ``hvp(f)``, against central differences of ``<u, H u>`` (``hvp`` itself checked by the tests above)."""
+def test_third_derivatives_of_programs_match_differences_of_their_hessian(
+    program: Program, data: st.DataObject
+) -> None:
+    """Forward mode over forward over reverse: ``d/dt <u, H(x + t u) u>`` from ``jvp`` of the
+    composable ``hvp(f)``, against central differences of ``<u, H u>`` (``hvp`` itself checked by
+    the tests above)."""
     fn, args, argnums, value, grads = run(program, data)
     k = next((j for j, a in enumerate(args) if isinstance(a, (float, np.ndarray))), None)
     if k is None or not program.smooth or not np.all(np.isfinite(grads[k])):
@@ -149,21 +177,30 @@ def test_third_derivatives_of_programs_match_differences_of_their_hessian(progra
 
     tangents = tuple(u if j == k else None for j in range(len(args))) + (None,)
     try:
-        third = float(np.sum(np.asarray(ast_ad.jvp(hvp, (*copy.deepcopy(args), u), tangents)[1]) * u))
+        third = float(
+            np.sum(np.asarray(ast_ad.jvp(hvp, (*copy.deepcopy(args), u), tangents)[1]) * u)
+        )
     except ast_ad.errors.InPlaceAliasError:
-        reject()  # an in-place update of an array another name shares: refused on purpose, as in ``run``
+        # an in-place update of an array another name shares: refused on purpose, as in ``run``
+        reject()
     h = 1e-4
-    moved = [tuple(a + sign * h * u if j == k else a for j, a in enumerate(args)) for sign in (1.0, -1.0)]
+    moved = [
+        tuple(a + sign * h * u if j == k else a for j, a in enumerate(args)) for sign in (1.0, -1.0)
+    ]
     numeric = (curvature(moved[0]) - curvature(moved[1])) / (2 * h)
     if not (np.isfinite(third) and np.isfinite(numeric)):
         reject()
-    assert math.isclose(third, numeric, rel_tol=1e-4, abs_tol=1e-5 * (1.0 + abs(numeric))), (third, numeric)
+    assert math.isclose(third, numeric, rel_tol=1e-4, abs_tol=1e-5 * (1.0 + abs(numeric))), (
+        third,
+        numeric,
+    )
 
 
 class _InReverseMode(logging.Handler):
-    """Fails the example where reverse mode refused the code of a derivative and vjp fell back to forward mode's
-    columns (its numbers are right, but the random programs reach no code reverse mode refuses now). A backward
-    pass that fails as it runs still falls back, rarely (one program of about 2,000 in the long profile)."""
+    """Fails the example where reverse mode refused the code of a derivative and vjp fell back to
+    forward mode's columns (its numbers are right, but the random programs reach no code reverse
+    mode refuses now). A backward pass that fails as it runs still falls back, rarely (one program
+    of about 2,000 in the long profile)."""
 
     def __enter__(self) -> _InReverseMode:
         self.fallbacks: list[str] = []
@@ -183,8 +220,8 @@ class _InReverseMode(logging.Handler):
 
 
 def differentiated_argument(program: Program, data: st.DataObject, seed: int):
-    """The program, its arguments, the first that is a float or an array (``k``; else the example is rejected),
-    and a maker of random values shaped like it (``like()``; ``like(a)``, like ``a``)."""
+    """The program, its arguments, the first that is a float or an array (``k``; else the example is
+    rejected), and a maker of random values shaped like it (``like()``; ``like(a)``, like ``a``)."""
     fn, args, argnums, value, grads = run(program, data)
     k = next((j for j, a in enumerate(args) if isinstance(a, (float, np.ndarray))), None)
     if k is None or not np.all(np.isfinite(grads[k])):
@@ -198,11 +235,12 @@ def differentiated_argument(program: Program, data: st.DataObject, seed: int):
 
 @settings(max_examples=int(os.environ.get("AST_AD_THIRD_ORDER_EXAMPLES", "12")))
 @given(programs(), st.data())
-def test_reverse_mode_over_the_hvp_of_programs_is_the_transpose_of_forward_mode_over_it(program: Program,
-                                                                                         data: st.DataObject) -> None:
-    """vjp of the composable ``hvp(f)`` (reverse over forward over reverse mode) against jvp of it (forward over
-    forward over reverse), by the dot-product identity, in the argument and in the vector ``v``; reverse mode
-    over the hvp's code, not the fallback to forward mode."""
+def test_reverse_mode_over_the_hvp_of_programs_is_the_transpose_of_forward_mode_over_it(
+    program: Program, data: st.DataObject
+) -> None:
+    """vjp of the composable ``hvp(f)`` (reverse over forward over reverse mode) against jvp of it
+    (forward over forward over reverse), by the dot-product identity, in the argument and in the
+    vector ``v``; reverse mode over the hvp's code, not the fallback to forward mode."""
     fn, args, k, like = differentiated_argument(program, data, seed=2)
     u, w, t, t_v = like(), like(), like(), like()
     hvp = ast_ad.hvp(fn, k)
@@ -227,16 +265,19 @@ def test_reverse_mode_over_the_hvp_of_programs_is_the_transpose_of_forward_mode_
 @given(programs(lists=True), st.data())
 def test_reverse_mode_over_value_and_grad_of_programs_is_the_transpose_of_forward_mode_over_it(
         program: Program, data: st.DataObject) -> None:
-    """vjp of the composable ``value_and_grad(f)`` (reverse over reverse mode, lists among the programs) against
-    jvp of it (forward over reverse), by the dot-product identity, the value's adjoint and the gradient's both;
-    reverse mode over the code, not the fallback to forward mode."""
+    """vjp of the composable ``value_and_grad(f)`` (reverse over reverse mode, lists among the
+    programs) against jvp of it (forward over reverse), by the dot-product identity, the value's
+    adjoint and the gradient's both; reverse mode over the code, not the fallback to forward
+    mode."""
     fn, args, k, like = differentiated_argument(program, data, seed=3)
     w, t = (like(0.0), like()), like()
     both = ast_ad.value_and_grad(fn, k)
     try:
         with _InReverseMode():
             bars = ast_ad.vjp(both, *copy.deepcopy(args))[1](w)
-        moved = ast_ad.jvp(both, copy.deepcopy(args), tuple(t if j == k else None for j in range(len(args))))[1]
+        moved = ast_ad.jvp(
+            both, copy.deepcopy(args), tuple(t if j == k else None for j in range(len(args)))
+        )[1]
     except ast_ad.errors.InPlaceAliasError:
         reject()
     lhs = w[0] * float(moved[0]) + float(np.sum(w[1] * np.asarray(moved[1])))
@@ -246,16 +287,19 @@ def test_reverse_mode_over_value_and_grad_of_programs_is_the_transpose_of_forwar
     assert math.isclose(lhs, rhs, rel_tol=1e-8, abs_tol=1e-9 * (1.0 + abs(lhs))), (lhs, rhs)
 
 
-# ---- mutation, aliases and containers: Python's own run is the oracle -------------------------------------
+# ---- mutation, aliases and containers: Python's own run is the oracle ----------------------------
 @given(programs(mutation=True), st.data())
 def test_mutating_programs_are_exact_or_refused(program: Program, data: st.DataObject) -> None:
-    """Programs that write into arrays, alias them and build containers: the value is bit for bit Python's, and
-    the gradient agrees with finite differences of Python's own run (which follows every alias). The tracer
-    models writes as new arrays, so it is no oracle here. A refusal (``InPlaceAliasError``) is a pass, and
-    a complex intermediate must be refused where it is made."""
+    """Programs that write into arrays, alias them and build containers: the value is bit for bit
+    Python's, and the gradient agrees with finite differences of Python's own run (which follows
+    every alias). The tracer models writes as new arrays, so it is no oracle here. A refusal
+    (``InPlaceAliasError``) is a pass, and a complex intermediate must be refused where it is
+    made."""
     if "complex value" in program.features:
         with pytest.raises(ast_ad.errors.UnsupportedSyntaxError, match="complex"):
-            ast_ad.grad(program.load(DIRECTORY), tuple(range(program.arity)))(*program.arguments(data))
+            ast_ad.grad(program.load(DIRECTORY), tuple(range(program.arity)))(
+                *program.arguments(data)
+            )
         return
     fn, args, argnums, value, grads = run(program, data)
     assert np.array_equal(value, fn(*copy.deepcopy(args)), equal_nan=True)
@@ -264,9 +308,11 @@ def test_mutating_programs_are_exact_or_refused(program: Program, data: st.DataO
 
 
 @given(programs(mutation=True), st.data())
-def test_forward_mode_of_mutating_programs_is_exact_or_refused(program: Program, data: st.DataObject) -> None:
-    """The mutation family in forward mode: Python's value bit for bit, the tangent against finite differences
-    of Python's own run."""
+def test_forward_mode_of_mutating_programs_is_exact_or_refused(
+    program: Program, data: st.DataObject
+) -> None:
+    """The mutation family in forward mode: Python's value bit for bit, the tangent against finite
+    differences of Python's own run."""
     if "complex value" in program.features:
         return  # refused where it is made, as in reverse mode (the test above)
     note(program.source)
@@ -276,9 +322,13 @@ def test_forward_mode_of_mutating_programs_is_exact_or_refused(program: Program,
     assert out == fn(*copy.deepcopy(args))
     if program.smooth and np.all(np.isfinite(out_dot)):
         eps = 1e-6
-        moved = [[a + s * eps * t if isinstance(a, np.ndarray) else a + s * eps * t for a, t in zip(args, tangents,
-                                                                                               strict=True)]
-                 for s in (1, -1)]
+        moved = [
+            [
+                a + s * eps * t if isinstance(a, np.ndarray) else a + s * eps * t
+                for a, t in zip(args, tangents, strict=True)
+            ]
+            for s in (1, -1)
+        ]
         numeric = (fn(*copy.deepcopy(moved[0])) - fn(*copy.deepcopy(moved[1]))) / (2 * eps)
         assert math.isclose(float(out_dot), float(numeric), rel_tol=1e-4, abs_tol=1e-5)
 
@@ -287,19 +337,34 @@ def test_the_mutation_family_covers_its_constructs() -> None:
     seen: set[str] = set()
 
     @settings(max_examples=300, database=None)
-    @given(programs(mutation=True, arrays=True))  # (the writes and the shared arrays are drawn with arrays)
+    # (the writes and the shared arrays are drawn with arrays)
+    @given(programs(mutation=True, arrays=True))
     def collect(program: Program) -> None:
         seen.update(program.features)
     collect()
-    assert seen >= {"item write", "alias write", "container", "and/or value", "mutating helper", "complex value",
-                    "unpacked comprehension", "shared name", "shared view", "shared container", "shared carried",
-                    "shared through", "shared swap", "shared rows"}
+    assert seen >= {
+        "item write",
+        "alias write",
+        "container",
+        "and/or value",
+        "mutating helper",
+        "complex value",
+        "unpacked comprehension",
+        "shared name",
+        "shared view",
+        "shared container",
+        "shared carried",
+        "shared through",
+        "shared swap",
+        "shared rows",
+    }
 
 
 def test_few_mutating_programs_are_refused() -> None:
-    """The memory model follows what Python's memory does, so few programs that share arrays are refused: fewer
-    than one in five of a fixed draw of the mutation family (once about one in three, and about one in forty
-    silently wrong). Each program that runs gives Python's own value, bit for bit."""
+    """The memory model follows what Python's memory does, so few programs that share arrays are
+    refused: fewer than one in five of a fixed draw of the mutation family (once about one in three,
+    and about one in forty silently wrong). Each program that runs gives Python's own value, bit for
+    bit."""
     counts = {"refused": 0, "exact": 0}
 
     @settings(max_examples=150, database=None, derandomize=True, deadline=None,
@@ -322,7 +387,7 @@ def test_few_mutating_programs_are_refused() -> None:
     assert total > 60 and counts["refused"] < total / 5, counts
 
 
-# ---- the transformer against arbitrary Python -----------------------------------------------------------------
+# ---- the transformer against arbitrary Python ----------------------------------------------------
 def as_function(source: str) -> str | None:
     body = "".join("    " + line + "\n" for line in source.splitlines()) or "    pass\n"
     text = f"import numpy as np\n\n\ndef f(x):\n{body}    return x\n"
@@ -333,7 +398,8 @@ def as_function(source: str) -> str | None:
     return text
 
 
-@pytest.mark.long  # (arbitrary Python from hypothesmith: 40 s; .ci/run runs it as a step of its own)
+# (arbitrary Python from hypothesmith: 40 s; .ci/run runs it as a step of its own)
+@pytest.mark.long
 @settings(max_examples=int(os.environ.get("AST_AD_FUZZ_EXAMPLES", "20")), deadline=None,
           suppress_health_check=list(HealthCheck))
 @given(st.data())
@@ -350,7 +416,8 @@ def test_the_transformer_only_ever_raises_its_own_errors(data: st.DataObject) ->
     except Exception:  # noqa: BLE001 -- the module's own top level failed: nothing of ours ran
         reject()
     try:
-        ast_ad.source(ast_ad.grad(fn))  # parse, check, normalize, reverse, emit, load: nothing is run
+        # parse, check, normalize, reverse, emit, load: nothing is run
+        ast_ad.source(ast_ad.grad(fn))
     except ast_ad.errors.ASTADError:
         pass
 
@@ -363,8 +430,21 @@ def test_the_strategy_covers_every_construct() -> None:
     def collect(program: Program) -> None:
         seen.update(program.features)
     collect()
-    assert seen >= {"if", "elif", "for", "while", "break", "continue", "early return", "list", "helper call",
-                    "augmented assignment", "tuple assignment", "matrix", "zip"}
+    assert seen >= {
+        "if",
+        "elif",
+        "for",
+        "while",
+        "break",
+        "continue",
+        "early return",
+        "list",
+        "helper call",
+        "augmented assignment",
+        "tuple assignment",
+        "matrix",
+        "zip",
+    }
 
 
 def test_a_loaded_program_is_differentiated() -> None:

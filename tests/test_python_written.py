@@ -1,5 +1,5 @@
-"""Python as people write it: ``raise``, starred targets, f-strings, calls of a library on numbers; and what is
-still refused says what to write instead, in the user's words."""
+"""Python as people write it: ``raise``, starred targets, f-strings, calls of a library on numbers;
+and what is still refused says what to write instead, in the user's words."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ EXACT = [pw.checks_its_argument, pw.constant_call, pw.starred, pw.starred_betwee
 def test_each_is_differentiated_in_both_modes(fun) -> None:
     value, grads = ast_ad.value_and_grad(fun)(X.copy())
     assert value == fun(X.copy())
-    if fun not in (pw.local_derivative, pw.value_and_gradient_in_a_body):  # (the tracer runs no derivative)
+    # (the tracer runs no derivative)
+    if fun not in (pw.local_derivative, pw.value_and_gradient_in_a_body):
         assert_same((grads,), ast_ad.tracer.grad(fun, (0,))(X.copy()))
     assert_fd(fun, (X,), (0,), (grads,))
     value_f, tangent = ast_ad.jvp(fun, (X.copy(),), (T,))
@@ -46,16 +47,18 @@ def test_the_generated_code_keeps_the_raise() -> None:
 
 
 def test_a_library_call_differentiated_is_refused_at_its_line() -> None:
-    """Run as written on numbers; where the gradient must go through it, its source is outside the language."""
+    """Run as written on numbers; where the gradient must go through it, its source is outside the
+    language."""
     with pytest.raises(errors.ASTADError) as info:
         ast_ad.grad(pw.differentiates_scipy)(X)
-    assert f"python_written.py:{marked_line(pw.differentiates_scipy, '# scipy')}" in str(info.value) \
-        or getattr(info.value, "lineno", None) == marked_line(pw.differentiates_scipy, "# scipy")
+    assert f"python_written.py:{marked_line(pw.differentiates_scipy, '# scipy')}" in str(
+        info.value
+    ) or getattr(info.value, "lineno", None) == marked_line(pw.differentiates_scipy, "# scipy")
 
 
 def test_a_class_of_the_users_is_not_told_to_register_a_rule() -> None:
-    """A dataclass made inside is followed (tests/test_objects.py); one that takes attribute access over is not,
-    and the refusal says what to write, not to register a rule."""
+    """A dataclass made inside is followed (tests/test_objects.py); one that takes attribute access
+    over is not, and the refusal says what to write, not to register a rule."""
     value, grads = ast_ad.value_and_grad(pw.builds_an_object)(X)
     assert value == pw.builds_an_object(X)
     np.testing.assert_allclose(grads, [X[2], 1.0, X[0]])
@@ -101,7 +104,10 @@ def test_a_functools_partial_is_differentiated_as_its_function() -> None:
     value, grads = ast_ad.value_and_grad(bound_first)(y, s=3.0)
     assert value == pw.scaled(x, y, 3.0)
     np.testing.assert_allclose(grads, 3 * x * x)
-    assert ast_ad.jvp(bound_keyword, (x, y), (np.ones(2), np.zeros(2))) == (pw.scaled(x, y, 2.0), np.sum(4 * x * y))
+    assert ast_ad.jvp(bound_keyword, (x, y), (np.ones(2), np.zeros(2))) == (
+        pw.scaled(x, y, 2.0),
+        np.sum(4 * x * y),
+    )
 
 
 def test_jvp_fills_defaults_and_says_which_argument_is_missing() -> None:
@@ -113,9 +119,9 @@ def test_jvp_fills_defaults_and_says_which_argument_is_missing() -> None:
 
 def test_a_helper_that_only_changes_its_argument_writes_the_callers_array() -> None:
     """A helper that changes its argument and returns nothing is inlined, of the same module
-    (``calls_a_filler``) or of another whose globals it reads are the caller's: the caller's array follows its
-    writes. Where it cannot be inlined, it is told to return what it changes, not that it "must end with"
-    a return (``test_memory``: a helper reading a global of its own module)."""
+    (``calls_a_filler``) or of another whose globals it reads are the caller's: the caller's array
+    follows its writes. Where it cannot be inlined, it is told to return what it changes, not that
+    it "must end with" a return (``test_memory``: a helper reading a global of its own module)."""
     value, grads = ast_ad.value_and_grad(pw.calls_a_filler_of_another_module)(X.copy())
     assert value == pw.calls_a_filler_of_another_module(X.copy())
     assert_fd(lambda v: pw.calls_a_filler_of_another_module(v.copy()), (X,), (0,), (grads,))

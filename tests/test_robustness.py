@@ -101,8 +101,9 @@ def _straight_line(lines: int) -> str:
 
 
 def test_the_transform_does_linear_work(tmp_path, monkeypatch) -> None:
-    """Python function calls while transforming, emitting and compiling a straight-line function: a count
-    that does not depend on the machine's speed. Three times the lines, three times the calls (±10%)."""
+    """Python function calls while transforming, emitting and compiling a straight-line function: a
+    count that does not depend on the machine's speed. Three times the lines, three times the calls
+    (±10%)."""
     from ast_ad import transform
 
     monkeypatch.setenv("AST_AD_CACHE", "0")  # built each time, never read from the persistent cache
@@ -125,9 +126,9 @@ def test_the_transform_does_linear_work(tmp_path, monkeypatch) -> None:
 
 
 def test_a_rule_is_read_from_its_own_statement_not_its_whole_file(monkeypatch) -> None:
-    """The first gradient of a process parses, of each rule file, only the statement that holds the rule it
-    inlines (a count of characters handed to ``ast.parse``, not seconds): the rule files are thousands of
-    characters long, each statement a few hundred."""
+    """The first gradient of a process parses, of each rule file, only the statement that holds the
+    rule it inlines (a count of characters handed to ``ast.parse``, not seconds): the rule files are
+    thousands of characters long, each statement a few hundred."""
     import ast
 
     from ast_ad import rules
@@ -145,14 +146,20 @@ def test_a_rule_is_read_from_its_own_statement_not_its_whole_file(monkeypatch) -
     parse._parsed_file.cache_clear()
     from tests.compose_functions import sinc_weighted
 
-    ast_ad.grad(sinc_weighted)(np.array([0.3, 1.2]))  # np.sum, np.sinc and * : three rules of two files
-    rule_file = min(len(pathlib.Path(module.__file__).read_text()) for module in (rules.numpy, rules.operator))
+    # np.sum, np.sinc and * : three rules of two files
+    ast_ad.grad(sinc_weighted)(np.array([0.3, 1.2]))
+    rule_file = min(
+        len(pathlib.Path(module.__file__).read_text()) for module in (rules.numpy, rules.operator)
+    )
     assert parsed and max(parsed) < rule_file / 10, (parsed, rule_file)
 
 
-def test_functions_are_found_by_their_statement_decorated_nested_or_after_a_string(tmp_path) -> None:
-    """The statement around a function is parsed alone when it parses; a docstring's lines at column 0 or a
-    decorator above it change where it starts, and the whole file is parsed where the part does not."""
+def test_functions_are_found_by_their_statement_decorated_nested_or_after_a_string(
+    tmp_path,
+) -> None:
+    """The statement around a function is parsed alone when it parses; a docstring's lines at column
+    0 or a decorator above it change where it starts, and the whole file is parsed where the part
+    does not."""
     source = (
         'import functools\nimport numpy as np\n\nNOTE = """\nx = 1\n"""\n\n\n'
         "@functools.lru_cache(maxsize=None)\n"
@@ -164,15 +171,19 @@ def test_functions_are_found_by_their_statement_decorated_nested_or_after_a_stri
         "square = lambda x: x * x  # noqa: E731\n"
     )
     module = write_module(tmp_path, "found_by_statement", source)
-    assert ast_ad.grad(module.decorated)(0.4) == pytest.approx(np.cos(0.4) * 0.4 + np.sin(0.4), rel=1e-14)
+    assert ast_ad.grad(module.decorated)(0.4) == pytest.approx(
+        np.cos(0.4) * 0.4 + np.sin(0.4), rel=1e-14
+    )
     assert ast_ad.grad(module.Model().method)(0.5) == pytest.approx(0.75, rel=1e-14)
     assert ast_ad.grad(module.after_a_string)(0.5) == pytest.approx(np.exp(0.5), rel=1e-14)
     assert ast_ad.grad(module.square)(1.5) == pytest.approx(3.0, rel=1e-14)
 
 
-def test_the_transform_pauses_the_cycle_collector_and_leaves_it_as_it_was(tmp_path, monkeypatch) -> None:
-    """Paused while the transform runs (it costs a quarter of a long function's transform), and afterwards on
-    or off as the program had it, also when the transform fails."""
+def test_the_transform_pauses_the_cycle_collector_and_leaves_it_as_it_was(
+    tmp_path, monkeypatch
+) -> None:
+    """Paused while the transform runs (it costs a quarter of a long function's transform), and
+    afterwards on or off as the program had it, also when the transform fails."""
     import gc
 
     monkeypatch.setenv("AST_AD_CACHE", "0")
@@ -222,10 +233,10 @@ def shifted(x, c):
 
 
 def test_a_transform_leaves_nothing_to_the_cycle_collector(tmp_path, monkeypatch) -> None:
-    """What a transform builds (the IR, syntax trees, facts: tens of thousands of objects) goes by reference
-    counting once the gradient is loaded: no cycle keeps it for the collector to find, which at the next
-    collection costs a long function's transform a twentieth again (a nested function that calls itself
-    does that: it and its cell hold each other)."""
+    """What a transform builds (the IR, syntax trees, facts: tens of thousands of objects) goes by
+    reference counting once the gradient is loaded: no cycle keeps it for the collector to find,
+    which at the next collection costs a long function's transform a twentieth again (a nested
+    function that calls itself does that: it and its cell hold each other)."""
     import gc
 
     monkeypatch.setenv("AST_AD_CACHE", "0")
@@ -237,7 +248,8 @@ def test_a_transform_leaves_nothing_to_the_cycle_collector(tmp_path, monkeypatch
     try:
         ast_ad.grad(straight, (0, 1))(0.3, 0.7)
         ast_ad.grad(looped.g)(np.linspace(0.1, 0.5, 5))
-        ast_ad.grad(looped.shifted, (0, 1))(np.linspace(0.1, 0.5, 5), np.array([0.2]))  # a shape kept (a 2nd pass)
+        # a shape kept (a 2nd pass)
+        ast_ad.grad(looped.shifted, (0, 1))(np.linspace(0.1, 0.5, 5), np.array([0.2]))
         found = gc.collect()
     finally:
         gc.enable() if was else gc.disable()
@@ -248,7 +260,9 @@ def test_deeply_nested_expressions(tmp_path) -> None:
     expr = "x"
     for _ in range(60):
         expr = f"np.sin({expr} * 0.9 + 0.1)"
-    module = write_module(tmp_path, "deep_expr", f"import numpy as np\n\ndef f(x):\n    return {expr}\n")
+    module = write_module(
+        tmp_path, "deep_expr", f"import numpy as np\n\ndef f(x):\n    return {expr}\n"
+    )
     assert ast_ad.grad(module.f)(0.2) == pytest.approx(ast_ad.tracer.grad(module.f)(0.2), rel=1e-9)
 
 
@@ -264,8 +278,11 @@ def test_too_deep_nesting_is_a_clear_error(tmp_path) -> None:
 
 
 def test_deep_recursion_of_user_functions(tmp_path) -> None:
-    module = write_module(tmp_path, "recursive",
-                          "def down(x, n):\n    if n == 0:\n        return x\n    return down(x * 1.001, n - 1)\n")
+    module = write_module(
+        tmp_path,
+        "recursive",
+        "def down(x, n):\n    if n == 0:\n        return x\n    return down(x * 1.001, n - 1)\n",
+    )
     assert ast_ad.grad(module.down)(1.0, 200) == pytest.approx(1.001 ** 200)
     with pytest.raises(ast_ad.errors.ASTADError, match="recursion"):
         ast_ad.grad(module.down)(1.0, sys.getrecursionlimit() + 100)
@@ -273,26 +290,35 @@ def test_deep_recursion_of_user_functions(tmp_path) -> None:
 
 
 def test_a_million_iterations(tmp_path) -> None:
-    module = write_module(tmp_path, "million", "import math\n\ndef f(x):\n    for _ in range(1_000_000):\n"
-                                               "        x = x * 0.999999 + math.sin(x) * 1e-6\n    return x\n")
+    module = write_module(
+        tmp_path,
+        "million",
+        "import math\n\ndef f(x):\n    for _ in range(1_000_000):\n"
+        "        x = x * 0.999999 + math.sin(x) * 1e-6\n    return x\n",
+    )
     g = ast_ad.grad(module.f)(0.5)
     assert math.isfinite(g) and 0.0 < g < 10.0
 
 
 def test_released_arrays_lower_the_peak_memory_of_a_gradient(tmp_path) -> None:
-    """The ``del`` statements after last reads are what keep a long chain's gradient from holding every step."""
+    """The ``del`` statements after last reads are what keep a long chain's gradient from holding
+    every step."""
     import re
     import tracemalloc
 
-    source = "import numpy as np\n\ndef chain(x):\n" + "".join(
-        f"    x{k + 1} = np.sin(x{k}) * 1.5\n" for k in range(8)).replace("x0", "x") + "    return np.sum(x8)\n"
+    source = (
+        "import numpy as np\n\ndef chain(x):\n"
+        + "".join(f"    x{k + 1} = np.sin(x{k}) * 1.5\n" for k in range(8)).replace("x0", "x")
+        + "    return np.sum(x8)\n"
+    )
     module = write_module(tmp_path, "chain", source)
     gradient = ast_ad.grad(module.chain)
     x = np.linspace(0.0, 1.0, 100_000)
     gradient(x)
     loaded = gradient.loaded()
     assert loaded.text.count("del ") >= 4
-    holding = re.sub(r"^\s*del .*\n", "", loaded.text, flags=re.M)  # the same code without the releases
+    # the same code without the releases
+    holding = re.sub(r"^\s*del .*\n", "", loaded.text, flags=re.M)
     scope = dict(loaded.namespace)
     exec(compile(holding, "<holding>", "exec"), scope)  # noqa: S102 -- the generated text, releases removed
 
@@ -308,7 +334,8 @@ def test_released_arrays_lower_the_peak_memory_of_a_gradient(tmp_path) -> None:
 
 
 def test_optional_rules_are_registered_when_the_code_names_the_library() -> None:
-    """``import ast_ad`` does not import scipy; differentiating code that names scipy.special registers its rules."""
+    """``import ast_ad`` does not import scipy; differentiating code that names scipy.special
+    registers its rules."""
     import subprocess
     import sys
     script = ("import sys, numpy as np, ast_ad\n"
@@ -324,30 +351,38 @@ def test_optional_rules_are_registered_when_the_code_names_the_library() -> None
 
 
 def test_import_ast_ad_leaves_for_later_what_its_first_gradient_may_not_need() -> None:
-    """``import ast_ad`` imports neither hashlib (OpenSSL: a tenth of the import, needed only by the persistent
-    cache) nor the tracer (an oracle and ``explain``'s); the first gradient, and ``ast_ad.tracer``, import them."""
+    """``import ast_ad`` imports neither hashlib (OpenSSL: a tenth of the import, needed only by the
+    persistent cache) nor the tracer (an oracle and ``explain``'s); the first gradient, and
+    ``ast_ad.tracer``, import them."""
     import subprocess
     import sys
     script = ("import sys, numpy as np, ast_ad\n"
               "print('hashlib' in sys.modules, 'ast_ad.tracer' in sys.modules)\n"
               "g = ast_ad.tracer.grad(lambda x: x * x)(3.0)\n"
               "print(g, 'ast_ad.tracer' in sys.modules)\n")
-    # (an ImportWarning is an error: the package's attribute is set by the import, as for any submodule)
-    done = subprocess.run([sys.executable, "-W", "error::ImportWarning", "-c", script], capture_output=True, text=True)
+    # (an ImportWarning is an error: the package's attribute is set by the import, as for any
+    # submodule)
+    done = subprocess.run(
+        [sys.executable, "-W", "error::ImportWarning", "-c", script], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "False", "6.0", "True"]
 
 
 def test_forward_mode_releases_arrays_too(tmp_path) -> None:
-    """Forward mode over a gradient (a Hessian-vector product) ``del``s values and tangents after their last
-    reads, as reverse mode does: without the releases the same code holds every step's arrays."""
+    """Forward mode over a gradient (a Hessian-vector product) ``del``s values and tangents after
+    their last reads, as reverse mode does: without the releases the same code holds every step's
+    arrays."""
     import re
     import tracemalloc
 
     from ast_ad.api import compose
 
-    source = "import numpy as np\n\ndef chain(x):\n" + "".join(
-        f"    x{k + 1} = np.sin(x{k}) * 1.5\n" for k in range(8)).replace("x0", "x") + "    return np.sum(x8)\n"
+    source = (
+        "import numpy as np\n\ndef chain(x):\n"
+        + "".join(f"    x{k + 1} = np.sin(x{k}) * 1.5\n" for k in range(8)).replace("x0", "x")
+        + "    return np.sum(x8)\n"
+    )
     module = write_module(tmp_path, "chain_hvp", source)
     x, v = np.linspace(0.0, 1.0, 100_000), np.linspace(1.0, 2.0, 100_000)
     loaded = compose.jvp_code(compose.lower(ast_ad.grad(module.chain), (x,)), (0,))
@@ -363,6 +398,10 @@ def test_forward_mode_releases_arrays_too(tmp_path) -> None:
         tracemalloc.stop()
         return top
 
-    np.testing.assert_array_equal(scope[loaded.fn.__name__](x, 1.0, v)[1][1], loaded.fn(x, 1.0, v)[1][1])
+    np.testing.assert_array_equal(
+        scope[loaded.fn.__name__](x, 1.0, v)[1][1], loaded.fn(x, 1.0, v)[1][1]
+    )
     assert peak(loaded.fn) < 0.75 * peak(scope[loaded.fn.__name__])
-    np.testing.assert_allclose(ast_ad.hvp(module.chain)(x, v), loaded.fn(x, 1.0, v)[1][1], rtol=1e-12)
+    np.testing.assert_allclose(
+        ast_ad.hvp(module.chain)(x, v), loaded.fn(x, 1.0, v)[1][1], rtol=1e-12
+    )

@@ -30,7 +30,9 @@ from tests.rule_cases import CASES
 from tests.strategies import arrays
 
 # ast_ad's own rules (tests and users may register more; those are checked where they are defined)
-DIFFERENTIABLE = [r for r in registry.registered() if not r.nondiff and r.origin.startswith("ast_ad.rules")]
+DIFFERENTIABLE = [
+    r for r in registry.registered() if not r.nondiff and r.origin.startswith("ast_ad.rules")
+]
 NONDIFF = [r for r in registry.registered() if r.nondiff]
 
 
@@ -44,12 +46,16 @@ def test_every_rule_has_a_case() -> None:
 
 
 def random_like(value, rng):
-    """A random cotangent shaped like ``value`` (a tuple, list or dict of them for container results)."""
+    """A random cotangent shaped like ``value`` (a tuple, list or dict of them for container
+    results)."""
     if isinstance(value, dict):
         return {k: random_like(v, rng) for k, v in value.items()}
     if isinstance(value, (tuple, list)):
-        return type(value)(random_like(v, rng) for v in value) if not hasattr(value, "_fields") else \
-            tuple(random_like(v, rng) for v in value)
+        return (
+            type(value)(random_like(v, rng) for v in value)
+            if not hasattr(value, "_fields")
+            else tuple(random_like(v, rng) for v in value)
+        )
     return rng.standard_normal(np.shape(value))
 
 
@@ -73,12 +79,16 @@ def canonical(fn, value, reference):
         return u * signs, s, vt * np.swapaxes(signs, -1, -2)
     if fn is np.linalg.qr:
         q, r = value
-        signs = np.sign(np.diagonal(r, axis1=-2, axis2=-1) * np.diagonal(reference[1], axis1=-2, axis2=-1))
+        signs = np.sign(
+            np.diagonal(r, axis1=-2, axis2=-1) * np.diagonal(reference[1], axis1=-2, axis2=-1)
+        )
         return q * signs[..., None, :], r * signs[..., :, None]
     return value
 
 
-def projection_error(rule: registry.Rule, args: tuple, kwargs: dict, k: int, seed: int) -> tuple[float, float]:
+def projection_error(
+    rule: registry.Rule, args: tuple, kwargs: dict, k: int, seed: int
+) -> tuple[float, float]:
     rng = np.random.default_rng(seed)
     ans = rule.fn(*args, **kwargs)
     u = random_like(ans, rng)
@@ -102,7 +112,9 @@ def test_rule_matches_finite_differences(rule: registry.Rule, data: st.DataObjec
     args, kwargs = data.draw(CASES[rule.fn])
     for k, arg in enumerate(args):
         if isinstance(arg, (list, tuple)):
-            if rule.vjp(k) not in (None, registry.zero) and all(np.asarray(a).dtype.kind == "f" for a in arg):
+            if rule.vjp(k) not in (None, registry.zero) and all(
+                np.asarray(a).dtype.kind == "f" for a in arg
+            ):
                 check_list_rule(rule, args, kwargs, k)
             continue
         is_float = isinstance(arg, float) or (isinstance(arg, np.ndarray) and arg.dtype.kind == "f")
@@ -112,7 +124,8 @@ def test_rule_matches_finite_differences(rule: registry.Rule, data: st.DataObjec
             analytic, numeric = projection_error(rule, args, kwargs, k, seed=k)
         except (StopIteration, ValueError, ZeroDivisionError):
             if rule.vjp(k) is registry.zero:
-                continue  # ``ans`` moved alone: min's chosen argument is no longer among its arguments
+                # ``ans`` moved alone: min's chosen argument is no longer among its arguments
+                continue
             raise
         if rule.vjp(k) is registry.zero and not math.isfinite(numeric):
             continue  # a helper's argument tied to another (``ans`` to ``x``): it cannot move alone
@@ -123,7 +136,8 @@ FORWARD = [r for r in DIFFERENTIABLE if any(r.jvp(k) is not None for k in range(
 
 
 def leaves(value):
-    """The float arrays and numbers inside ``value`` (tuples, lists, dicts and namedtuples opened)."""
+    """The float arrays and numbers inside ``value`` (tuples, lists, dicts and namedtuples
+    opened)."""
     if isinstance(value, dict):
         return [leaf for key in value for leaf in leaves(value[key])]
     if isinstance(value, (tuple, list)):
@@ -156,19 +170,28 @@ def direction_like(value, rng):
         return type(value)(*parts) if hasattr(value, "_fields") else type(value)(parts)
     if not is_float(value):
         return 0.0
-    return rng.standard_normal(np.shape(value)) if isinstance(value, np.ndarray) else float(rng.standard_normal())
+    return (
+        rng.standard_normal(np.shape(value))
+        if isinstance(value, np.ndarray)
+        else float(rng.standard_normal())
+    )
 
 
 def paired(a, b) -> float:
     """<a, b> over every leaf (numpy broadcasting a smaller leaf of ``a``, as a tangent may be)."""
-    return float(sum(np.sum(np.asarray(x) * np.asarray(y)) for x, y in zip(leaves(a), leaves(b), strict=True)))
+    return float(
+        sum(
+            np.sum(np.asarray(x) * np.asarray(y)) for x, y in zip(leaves(a), leaves(b), strict=True)
+        )
+    )
 
 
 @pytest.mark.parametrize("rule", FORWARD, ids=_name)
 @settings(max_examples=15)
 @given(data=st.data())
 def test_forward_rule_matches_finite_differences(rule: registry.Rule, data: st.DataObject) -> None:
-    """<u, jvp_k(v)> against finite differences, and against <vjp_k(u), v> where there is a reverse rule."""
+    """<u, jvp_k(v)> against finite differences, and against <vjp_k(u), v> where there is a reverse
+    rule."""
     args, kwargs = data.draw(CASES[rule.fn])
     ans = rule.fn(*args, **kwargs)
     for k, arg in enumerate(args):
@@ -195,7 +218,10 @@ def test_forward_rule_matches_finite_differences(rule: registry.Rule, data: st.D
         if vjp is not None and vjp is not registry.zero:
             bar = vjp(u, ans, *args, **kwargs)
             bar = bar if isinstance(arg, (tuple, list, dict)) else unbroadcast(bar, arg)
-            assert math.isclose(paired(bar, v), analytic, rel_tol=1e-6, abs_tol=1e-8), (k, "dot-product identity")
+            assert math.isclose(paired(bar, v), analytic, rel_tol=1e-6, abs_tol=1e-8), (
+                k,
+                "dot-product identity",
+            )
 
 
 def test_every_forward_rule_is_checked() -> None:
@@ -207,37 +233,59 @@ def test_every_forward_rule_is_checked() -> None:
 
 @pytest.mark.parametrize("rule", NONDIFF, ids=_name)
 def test_nondiff_rules_stop_the_gradient(rule: registry.Rule) -> None:
-    """A non-differentiable function applied to a traced value gives back a plain, untraced value."""
+    """A non-differentiable function applied to a traced value gives back a plain, untraced
+    value."""
     def box(value: object) -> tracer.Box:
         return tracer.Box(value, tracer.Node(value, []), tracer.new_level())
-    shaped = {np.zeros: (3,), np.ones: (3,), np.empty: (3,), np.eye: (3,), np.identity: (3,),
-              np.full: (3, box(0.7)), np.arange: (box(3.0),), np.linspace: (box(0.0), 1.0),
-              np.unravel_index: (box(np.array([1, 2])), (2, 3)),
-              np.left_shift: (box(np.array([1, 2])), 1), np.right_shift: (box(np.array([4, 2])), 1),
-              np.invert: (box(np.array([1, 2])),), np.gcd: (box(np.array([4, 6])), 2),
-              np.lcm: (box(np.array([4, 6])), 2), np.bitwise_and: (box(np.array([4, 6])), 2),
-              np.bitwise_or: (box(np.array([4, 6])), 2), np.bitwise_xor: (box(np.array([4, 6])), 2),
-              check_in_place: (box(np.ones(2)), (np.zeros(2),), "here"), check_kept: (box(0.5), "here"),
-              runtime.check_item_apart: ([box(np.ones(2)), np.zeros(2)], 0, "here"),
-              runtime.view_of: (box(np.ones(2)), np.zeros(2), None, False, "here"),
-              runtime.slots_holding: ([box(np.ones(2)), np.zeros(2)], np.ones(3), "here"),
-              runtime.slots_changed: ([box(np.ones(2)), np.zeros(2)], 0, 0.5, "here"),
-              runtime.is_same: (box(np.ones(2)), np.ones(2)),
-              runtime.view_probe: (box(np.ones(3)), __import__("operator").getitem, slice(1, None)),
-              check_bound: (box(True), "y", "here"),
-              runtime.balanced_eq: (box(np.array([1.0, 2.0])), np.array([1.0, 3.0]), 0.5),
-              runtime.clip_mask: (box(np.array([1.0, -2.0])), -0.5, 0.7),
-              runtime.tensordot_spec: (box(np.ones((2, 3))), np.ones((3, 2)), 1), np.broadcast_shapes: ((2,), (3, 2)),
-              runtime.field_position: (box(collections.namedtuple("Pair", "a b")(0.5, 1.5)), "b")}
-    if rule.fn is absent:  # stands for a missing attribute: it raises, as reading one does in Python
+    shaped = {
+        np.zeros: (3,),
+        np.ones: (3,),
+        np.empty: (3,),
+        np.eye: (3,),
+        np.identity: (3,),
+        np.full: (3, box(0.7)),
+        np.arange: (box(3.0),),
+        np.linspace: (box(0.0), 1.0),
+        np.unravel_index: (box(np.array([1, 2])), (2, 3)),
+        np.left_shift: (box(np.array([1, 2])), 1),
+        np.right_shift: (box(np.array([4, 2])), 1),
+        np.invert: (box(np.array([1, 2])),),
+        np.gcd: (box(np.array([4, 6])), 2),
+        np.lcm: (box(np.array([4, 6])), 2),
+        np.bitwise_and: (box(np.array([4, 6])), 2),
+        np.bitwise_or: (box(np.array([4, 6])), 2),
+        np.bitwise_xor: (box(np.array([4, 6])), 2),
+        check_in_place: (box(np.ones(2)), (np.zeros(2),), "here"),
+        check_kept: (box(0.5), "here"),
+        runtime.check_item_apart: ([box(np.ones(2)), np.zeros(2)], 0, "here"),
+        runtime.view_of: (box(np.ones(2)), np.zeros(2), None, False, "here"),
+        runtime.slots_holding: ([box(np.ones(2)), np.zeros(2)], np.ones(3), "here"),
+        runtime.slots_changed: ([box(np.ones(2)), np.zeros(2)], 0, 0.5, "here"),
+        runtime.is_same: (box(np.ones(2)), np.ones(2)),
+        runtime.view_probe: (box(np.ones(3)), __import__("operator").getitem, slice(1, None)),
+        check_bound: (box(True), "y", "here"),
+        runtime.balanced_eq: (box(np.array([1.0, 2.0])), np.array([1.0, 3.0]), 0.5),
+        runtime.clip_mask: (box(np.array([1.0, -2.0])), -0.5, 0.7),
+        runtime.tensordot_spec: (box(np.ones((2, 3))), np.ones((3, 2)), 1),
+        np.broadcast_shapes: ((2,), (3, 2)),
+        runtime.field_position: (box(collections.namedtuple("Pair", "a b")(0.5, 1.5)), "b"),
+    }
+    # stands for a missing attribute: it raises, as reading one does in Python
+    if rule.fn is absent:
         with pytest.raises(AttributeError):
             tracer.apply(absent, "np", "missing")
         return
     if rule.fn in shaped:
         assert not isinstance(tracer.apply(rule.fn, *shaped[rule.fn]), tracer.Box)
         return
-    candidates = [(box(np.array([0.5, 1.5])),), (box(0.7),), (box(np.array([0.5, 1.5])), 1.0), (box(0.7), 1.0),
-                  (box(0.7), float), (box(3),)]
+    candidates = [
+        (box(np.array([0.5, 1.5])),),
+        (box(0.7),),
+        (box(np.array([0.5, 1.5])), 1.0),
+        (box(0.7), 1.0),
+        (box(0.7), float),
+        (box(3),),
+    ]
     for args in candidates:
         try:
             result = tracer.apply(rule.fn, *args)
@@ -249,7 +297,8 @@ def test_nondiff_rules_stop_the_gradient(rule: registry.Rule) -> None:
 
 
 def check_list_rule(rule: registry.Rule, args: tuple, kwargs: dict, k: int) -> None:
-    """Rules whose argument is a list of arrays: check each entry of the list by random projection."""
+    """Rules whose argument is a list of arrays: check each entry of the list by random
+    projection."""
     rng = np.random.default_rng(k)
     items = args[k]
     ans = rule.fn(*args, **kwargs)
@@ -270,13 +319,23 @@ def check_list_rule(rule: registry.Rule, args: tuple, kwargs: dict, k: int) -> N
         assert math.isclose(analytic, numeric, rel_tol=1e-5, abs_tol=1e-6), (i, analytic, numeric)
 
 
-@pytest.mark.parametrize("fn", registry.with_fact("view"), ids=lambda fn: getattr(fn, "__name__", str(fn)))
+@pytest.mark.parametrize(
+    "fn", registry.with_fact("view"), ids=lambda fn: getattr(fn, "__name__", str(fn))
+)
 def test_a_view_fact_is_one_python_has(fn) -> None:
-    """Each function declared to return a view (``registry.def_view``; ast_ad guards writes through such
-    results) does share memory with its first argument for some call: the fact is not a guess."""
+    """Each function declared to return a view (``registry.def_view``; ast_ad guards writes through
+    such results) does share memory with its first argument for some call: the fact is not a
+    guess."""
     x = np.arange(6.0).reshape(2, 3)
-    extra = {np.reshape: ((3, 2),), np.swapaxes: (0, 1), np.moveaxis: (0, 1), np.broadcast_to: ((4, 2, 3),),
-             np.expand_dims: (0,), __import__("operator").getitem: ((0,),), runtime.astype_view: (np.float64,)}
+    extra = {
+        np.reshape: ((3, 2),),
+        np.swapaxes: (0, 1),
+        np.moveaxis: (0, 1),
+        np.broadcast_to: ((4, 2, 3),),
+        np.expand_dims: (0,),
+        __import__("operator").getitem: ((0,),),
+        runtime.astype_view: (np.float64,),
+    }
     if fn is runtime.list_item:  # an item of a list: the very object the list holds
         xs = [x, x + 1.0]
         assert fn(xs, 1, 2) is xs[1]
@@ -285,7 +344,9 @@ def test_a_view_fact_is_one_python_has(fn) -> None:
     assert np.shares_memory(out, x)
 
 
-@pytest.mark.parametrize("fn", registry.with_fact("full_reduction"), ids=lambda fn: getattr(fn, "__name__", str(fn)))
+@pytest.mark.parametrize(
+    "fn", registry.with_fact("full_reduction"), ids=lambda fn: getattr(fn, "__name__", str(fn))
+)
 def test_a_full_reduction_of_one_argument_is_a_number(fn) -> None:
     assert np.ndim(fn(np.arange(6.0).reshape(2, 3) if fn is not float else np.float64(2.5))) == 0
 
@@ -294,10 +355,13 @@ def test_a_full_reduction_of_one_argument_is_a_number(fn) -> None:
 @settings(max_examples=15)
 @given(data=st.data())
 def test_a_shape_read_fact_holds(fn, data: st.DataObject) -> None:
-    """Each function declared to read only the shape of an argument (``registry.def_shape_read``; reverse mode
-    then keeps a shape in place of an array a loop overwrites) computes the same from that shape."""
+    """Each function declared to read only the shape of an argument (``registry.def_shape_read``;
+    reverse mode then keeps a shape in place of an array a loop overwrites) computes the same from
+    that shape."""
     k, by_shape = registry.shape_read(fn)
-    args = list(data.draw(CASES[fn])[0]) if fn in CASES else [data.draw(arrays((2, 3)) | arrays((3,)))]
+    args = (
+        list(data.draw(CASES[fn])[0]) if fn in CASES else [data.draw(arrays((2, 3)) | arrays((3,)))]
+    )
     given_shape = [*args[:k], np.shape(args[k]), *args[k + 1:]]
     if by_shape is None:
         assert fn(*args) == np.shape(args[k])
@@ -307,16 +371,42 @@ def test_a_shape_read_fact_holds(fn, data: st.DataObject) -> None:
 
 
 def _writes_into_a_parameter(fn: ast.FunctionDef) -> bool:
-    """Whether ``fn`` writes into an argument: ``x[i] = ...``, ``x[i] += ...``, ``np.add.at(x, ...)``,
-    ``x.sort()``, ``xs.append(...)`` and the like, on a parameter's name (conservatively: even if rebound)."""
+    """Whether ``fn`` writes into an argument: ``x[i] = ...``, ``x[i] += ...``, ``np.add.at(x,
+    ...)``, ``x.sort()``, ``xs.append(...)`` and the like, on a parameter's name (conservatively:
+    even if rebound)."""
     params = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
-    writers = ("add.at", "put_along_axis", "copyto", "put", "place", "fill_diagonal", "scatter_add", "add_into")
-    methods = {"sort", "fill", "resize", "append", "extend", "pop", "insert", "remove", "clear", "update"}
+    writers = (
+        "add.at",
+        "put_along_axis",
+        "copyto",
+        "put",
+        "place",
+        "fill_diagonal",
+        "scatter_add",
+        "add_into",
+    )
+    methods = {
+        "sort",
+        "fill",
+        "resize",
+        "append",
+        "extend",
+        "pop",
+        "insert",
+        "remove",
+        "clear",
+        "update",
+    }
     for node in ast.walk(fn):
         targets = node.targets if isinstance(node, ast.Assign) else \
             [node.target] if isinstance(node, ast.AugAssign) else []
-        if any(isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name) and sub.value.id in params
-               for target in targets for sub in ast.walk(target)):
+        if any(
+            isinstance(sub, ast.Subscript)
+            and isinstance(sub.value, ast.Name)
+            and sub.value.id in params
+            for target in targets
+            for sub in ast.walk(target)
+        ):
             return True
         if isinstance(node, ast.Call):
             called = ast.unparse(node.func)
@@ -331,10 +421,14 @@ def _writes_into_a_parameter(fn: ast.FunctionDef) -> bool:
 
 
 def test_a_helper_that_writes_into_its_argument_is_declared_in_place() -> None:
-    """The normalizer takes ast_ad's own helpers to change none of their arguments unless the registry says so
-    (``def_in_place``): reverse mode, reading a helper by its source, must see the write as one (an undeclared
-    ``scatter_add(out, ...)`` once gave a zero gradient). Every helper that writes into a parameter is declared."""
-    modules = [importlib.import_module(f"{runtime.__name__}.{m.name}") for m in pkgutil.iter_modules(runtime.__path__)]
+    """The normalizer takes ast_ad's own helpers to change none of their arguments unless the
+    registry says so (``def_in_place``): reverse mode, reading a helper by its source, must see the
+    write as one (an undeclared ``scatter_add(out, ...)`` once gave a zero gradient). Every helper
+    that writes into a parameter is declared."""
+    modules = [
+        importlib.import_module(f"{runtime.__name__}.{m.name}")
+        for m in pkgutil.iter_modules(runtime.__path__)
+    ]
     writers = [fn.name for module in modules for fn in ast.parse(inspect.getsource(module)).body
                if isinstance(fn, ast.FunctionDef) and _writes_into_a_parameter(fn)]
     assert "scatter_add" in writers  # the scan finds what it looks for
@@ -349,12 +443,15 @@ def _container(value) -> bool:
 @pytest.mark.parametrize("rule", [r for r in DIFFERENTIABLE if r.fn in CASES], ids=_name)
 @settings(max_examples=10)
 @given(data=st.data())
-def test_a_result_that_is_a_container_is_declared_so(rule: registry.Rule, data: st.DataObject) -> None:
-    """Reverse mode adds a container's adjoints element by element (``add_adjoints``), where it knows the name
-    holds one; with ``+`` it would join two lists into one, a wrong gradient and no error. What a call returns it
-    knows from the registry: a function that returns a sequence (``def_sequence``), or one whose result has the
-    kind of one of its arguments (``def_same_kind``, its positions). Every registered function whose result is a
-    list, tuple or dict on its cases is declared one way or the other."""
+def test_a_result_that_is_a_container_is_declared_so(
+    rule: registry.Rule, data: st.DataObject
+) -> None:
+    """Reverse mode adds a container's adjoints element by element (``add_adjoints``), where it
+    knows the name holds one; with ``+`` it would join two lists into one, a wrong gradient and no
+    error. What a call returns it knows from the registry: a function that returns a sequence
+    (``def_sequence``), or one whose result has the kind of one of its arguments (``def_same_kind``,
+    its positions). Every registered function whose result is a list, tuple or dict on its cases is
+    declared one way or the other."""
     args, kwargs = data.draw(CASES[rule.fn])
     try:
         ans = rule.fn(*args, **kwargs)
@@ -362,51 +459,79 @@ def test_a_result_that_is_a_container_is_declared_so(rule: registry.Rule, data: 
         return
     if _container(ans) and not registry.returns_sequence(rule.fn):
         same = registry.keeps_kind(rule.fn)
-        assert any(k < len(args) and _container(args[k]) for k in same), \
-            f"{_name(rule)} returned a {type(ans).__name__}: declare def_sequence or def_same_kind(argnums=...)"
+        assert any(k < len(args) and _container(args[k]) for k in same), (
+            f"{_name(rule)} returned a {type(ans).__name__}: declare def_sequence or "
+            "def_same_kind(argnums=...)"
+        )
 
 
-@pytest.mark.parametrize(("fn", "args"), [
-    (runtime.getitem_vjp, (1.0, [1.0, 2.0], 0)), (runtime.summed_getitem_vjp, ([(1.0, 0)], (1.0, 2.0))),
-    (runtime.dense_adjoint, (0.0, [1.0, 2.0])), (runtime.assign_item_vjp_x, ([1.0, 2.0], [1.0, 2.0], 0)),
-    (runtime.zeros_like, ({"w": 1.0},)), (runtime.part_vjp, (1.0, [1.0, 2.0], 0)),
-    (runtime.add_adjoints, (None, [1.0])), (runtime.unstack, (np.ones((2, 3)), [np.ones(3), np.ones(3)])),
-], ids=lambda value: getattr(value, "__name__", ""))
+@pytest.mark.parametrize(
+    ("fn", "args"),
+    [
+        (runtime.getitem_vjp, (1.0, [1.0, 2.0], 0)),
+        (runtime.summed_getitem_vjp, ([(1.0, 0)], (1.0, 2.0))),
+        (runtime.dense_adjoint, (0.0, [1.0, 2.0])),
+        (runtime.assign_item_vjp_x, ([1.0, 2.0], [1.0, 2.0], 0)),
+        (runtime.zeros_like, ({"w": 1.0},)),
+        (runtime.part_vjp, (1.0, [1.0, 2.0], 0)),
+        (runtime.add_adjoints, (None, [1.0])),
+        (runtime.unstack, (np.ones((2, 3)), [np.ones(3), np.ones(3)])),
+    ],
+    ids=lambda value: getattr(value, "__name__", ""),
+)
 def test_a_helper_that_gives_a_container_for_a_container_is_declared_so(fn, args) -> None:
-    """The adjoint helpers whose cases hold no container, given one: a container back, and declared."""
+    """The adjoint helpers whose cases hold no container, given one: a container back, and
+    declared."""
     assert _container(fn(*args))
-    assert any(_container(args[k]) for k in registry.keeps_kind(fn)) or registry.returns_sequence(fn)
+    assert any(_container(args[k]) for k in registry.keeps_kind(fn)) or registry.returns_sequence(
+        fn
+    )
 
 
 def _new_list_cases() -> dict:
-    """A call with lists among its arguments for every function declared to make new lists (``def_new_list``)."""
+    """A call with lists among its arguments for every function declared to make new lists
+    (``def_new_list``)."""
     import builtins
 
     from ast_ad.runtime import concat, sorted_by
 
     a, b = np.ones(3), np.arange(3.0)
     return {
-        runtime.unpopped: ([1.0], 2.0, [a, b]), runtime.spread: (1.0, [a, b]), runtime.detached: ([a, [1.0]],),
-        runtime.zeros_like: ([a, [1.0]],), runtime.unstack: (np.ones((2, 3)), [a, b]),
-        runtime.getitem_vjp: (1.0, [a, b], 0), runtime.list_item_vjp: (1.0, [a, b], 1, 2),
-        runtime.sorted_by_vjp: ([a, b], [a, b], [2.0, 1.0]), runtime.concat_vjp_a: ([a, b, a], [a], [b, a]),
-        runtime.concat_vjp_b: ([a, b, a], [a], [b, a]), runtime.repeat_seq_vjp: ([a, b, a, b], [a, b], 2),
-        runtime.sequence_vjp: ([a, b], [a, b]), runtime.part_vjp: (1.0, [a, b], 0),
-        runtime.add_adjoints: ([a], [b]), runtime.dense_adjoint: ([a], [b]), runtime.fit: ([a], [b]),
-        builtins.list: ([a, b],), concat: ([a], [b]), sorted_by: ([a, b], [2.0, 1.0]),
+        runtime.unpopped: ([1.0], 2.0, [a, b]),
+        runtime.spread: (1.0, [a, b]),
+        runtime.detached: ([a, [1.0]],),
+        runtime.zeros_like: ([a, [1.0]],),
+        runtime.unstack: (np.ones((2, 3)), [a, b]),
+        runtime.getitem_vjp: (1.0, [a, b], 0),
+        runtime.list_item_vjp: (1.0, [a, b], 1, 2),
+        runtime.sorted_by_vjp: ([a, b], [a, b], [2.0, 1.0]),
+        runtime.concat_vjp_a: ([a, b, a], [a], [b, a]),
+        runtime.concat_vjp_b: ([a, b, a], [a], [b, a]),
+        runtime.repeat_seq_vjp: ([a, b, a, b], [a, b], 2),
+        runtime.sequence_vjp: ([a, b], [a, b]),
+        runtime.part_vjp: (1.0, [a, b], 0),
+        runtime.add_adjoints: ([a], [b]),
+        runtime.dense_adjoint: ([a], [b]),
+        runtime.fit: ([a], [b]),
+        builtins.list: ([a, b],),
+        concat: ([a], [b]),
+        sorted_by: ([a, b], [2.0, 1.0]),
     }
 
 
 def _holds(container, obj) -> bool:
     items = container.values() if isinstance(container, dict) else container
-    return isinstance(container, (list, tuple, dict)) and any(item is obj or _holds(item, obj) for item in items)
+    return isinstance(container, (list, tuple, dict)) and any(
+        item is obj or _holds(item, obj) for item in items
+    )
 
 
 @pytest.mark.parametrize("fn", list(registry.fact_table("new_list")), ids=lambda fn: fn.__name__)
 def test_a_function_declared_to_make_new_lists_makes_them(fn) -> None:
-    """Reverse mode undoes the pops of a list a function makes (``analysis.owned_lists``), a new list from a
-    function declared with ``def_new_list``: no argument may be that list or hold it, but one at the positions
-    declared (``add_adjoints(None, xs)`` is ``xs``). Every declared function has a case here."""
+    """Reverse mode undoes the pops of a list a function makes (``analysis.owned_lists``), a new
+    list from a function declared with ``def_new_list``: no argument may be that list or hold it,
+    but one at the positions declared (``add_adjoints(None, xs)`` is ``xs``). Every declared
+    function has a case here."""
     args = _new_list_cases()[fn]
     ans = fn(*args)
     assert isinstance(ans, list)
@@ -421,13 +546,16 @@ def test_a_function_declared_to_make_new_lists_makes_them(fn) -> None:
 
 @pytest.mark.parametrize("fn", registry.with_fact("number_result"), ids=lambda fn: fn.__name__)
 def test_a_function_declared_to_give_a_python_number_gives_one(fn) -> None:
-    """``def_number_result``: the generated code takes an adjoint out of sums of such results (``fold.shared_factor``),
-    which is exact only in Python's own numbers. Every declared function, given numpy floats and 0-d arrays as well
-    as Python floats, gives a Python ``float``, ``int`` or ``bool``, or refuses the argument (``math.trunc`` of a
-    float32), and refuses an array of more than one entry."""
+    """``def_number_result``: the generated code takes an adjoint out of sums of such results
+    (``fold.shared_factor``), which is exact only in Python's own numbers. Every declared function,
+    given numpy floats and 0-d arrays as well as Python floats, gives a Python ``float``, ``int`` or
+    ``bool``, or refuses the argument (``math.trunc`` of a float32), and refuses an array of more
+    than one entry."""
     import math
 
-    nargs = 1 if fn is math.fsum else len(registry.lookup(fn).vjps) if registry.lookup(fn).vjps else 1
+    nargs = (
+        1 if fn is math.fsum else len(registry.lookup(fn).vjps) if registry.lookup(fn).vjps else 1
+    )
     given = 0
     for x in (0.5, np.float64(0.5), np.float32(0.5), np.array(0.5), np.ones(2)):
         args = ([x, x],) if fn is math.fsum else (x,) * nargs

@@ -1,12 +1,13 @@
-"""Every registered rule differentiated twice: forward mode over the forward-mode code of a call of it.
+"""Every registered rule differentiated twice: forward mode over the forward-mode code of a call of
+it.
 
-``test_rules`` checks each rule; this checks that the code a rule writes can itself be differentiated
-(the output language is the input language): for ``probe(x) = f(..., x, ...)`` and a direction ``v``,
-the generated second-order code's ``d/dt jvp(probe, x + t v, v)`` is compared with finite differences
-of the first-order ``jvp``. Helpers that forward rules call are differentiated by their rules, or by
-their source where it is in ast_ad's language (``forward.by_source``). A ``MissingRuleError`` (a helper
-with neither) fails the test; an ``UnsupportedDerivativeError`` (a derivative refused for the arguments
-drawn, as np.linalg.norm's with ``ord='nuc'``) passes it.
+``test_rules`` checks each rule; this checks that the code a rule writes can itself be
+differentiated (the output language is the input language): for ``probe(x) = f(..., x, ...)`` and a
+direction ``v``, the generated second-order code's ``d/dt jvp(probe, x + t v, v)`` is compared with
+finite differences of the first-order ``jvp``. Helpers that forward rules call are differentiated by
+their rules, or by their source where it is in ast_ad's language (``forward.by_source``). A
+``MissingRuleError`` (a helper with neither) fails the test; an ``UnsupportedDerivativeError`` (a
+derivative refused for the arguments drawn, as np.linalg.norm's with ``ord='nuc'``) passes it.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from ast_ad.errors import UnsupportedDerivativeError
 from tests.rule_cases import CASES
 from tests.test_rules import DIFFERENTIABLE, _name, direction_like, leaves, paired
 
-SIGNS = {np.linalg.eigh: 0, np.linalg.svd: 1}  # the part of a factorization that has no sign to choose
+# the part of a factorization that has no sign to choose
+SIGNS = {np.linalg.eigh: 0, np.linalg.svd: 1}
 _serial = itertools.count()
 
 
@@ -41,7 +43,8 @@ def probes(tmp_path_factory):
     made: dict[tuple, object] = {}
 
     def probe(fn, k: int, args: tuple, kwargs: dict):
-        """The module of ``probe(x) = fn(*args, **kwargs)`` with ``x`` in place of argument ``k``."""
+        """The module of ``probe(x) = fn(*args, **kwargs)`` with ``x`` in place of argument
+        ``k``."""
         key = (fn, k, len(args), tuple(kwargs))
         if key not in made:
             name = f"probe_{next(_serial)}"
@@ -72,9 +75,13 @@ def _floats(arg) -> bool:
 
 
 @pytest.mark.parametrize("rule", DIFFERENTIABLE, ids=_name)
-@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
-def test_a_forward_rule_differentiates_again(rule: registry.Rule, probes, data: st.DataObject) -> None:
+def test_a_forward_rule_differentiates_again(
+    rule: registry.Rule, probes, data: st.DataObject
+) -> None:
     args, kwargs = data.draw(CASES[rule.fn])
     for k, x in enumerate(args):
         if rule.jvp(k) in (None, registry.zero) or not _floats(x):
@@ -90,13 +97,16 @@ def test_a_forward_rule_differentiates_again(rule: registry.Rule, probes, data: 
             try:
                 second = ast_ad.jvp(compose.Fixed(module.probe, ((0,), True), v), (x,), (v,))[1]
             except UnsupportedDerivativeError:
-                continue  # a refusal for these arguments, saying what to write instead (np.linalg.norm's 'nuc')
+                # a refusal for these arguments, saying what to write instead (np.linalg.norm's
+                # 'nuc')
+                continue
             h = 1e-6
             ahead, behind = first(x + h * v), first(x - h * v)
         part = SIGNS.get(rule.fn)
         if part is not None:
             second, ahead, behind = second[part], ahead[part], behind[part]
-        if rule.fn is np.linalg.qr:  # LAPACK flips a column's sign where the entries below it are exactly zero
+        # LAPACK flips a column's sign where the entries below it are exactly zero
+        if rule.fn is np.linalg.qr:
             second, ahead, behind = (_positive_r(t, module.probe(at)) for t, at in
                                      ((second, x), (ahead, x + h * v), (behind, x - h * v)))
         u = [direction_like(leaf, np.random.default_rng(7)) for leaf in leaves(second)]
@@ -105,21 +115,29 @@ def test_a_forward_rule_differentiates_again(rule: registry.Rule, probes, data: 
         assert math.isclose(analytic, numeric, rel_tol=1e-5, abs_tol=1e-6), (k, analytic, numeric)
 
 
-# ---- reverse mode over a helper that has forward rules only: read by its source --------------------------------
-# A helper of ast_ad's generated code with a forward rule for an argument but no reverse rule there is differentiated
-# by reverse mode as a user's function is, by its source (``Reverser.by_source``): every one of them, so a refusal
-# fails the test (a helper outside the language needs a transpose written beside its forward rule).
-FORWARD_ONLY = [r for r in DIFFERENTIABLE
-                if any(r.jvp(k) not in (None, registry.zero) and r.vjp(k) is None for k in range(12))]
+# ---- reverse mode over a helper that has forward rules only: read by its source ------------------
+# A helper of ast_ad's generated code with a forward rule for an argument but no reverse rule there
+# is differentiated by reverse mode as a user's function is, by its source (``Reverser.by_source``):
+# every one of them, so a refusal fails the test (a helper outside the language needs a transpose
+# written beside its forward rule).
+FORWARD_ONLY = [
+    r
+    for r in DIFFERENTIABLE
+    if any(r.jvp(k) not in (None, registry.zero) and r.vjp(k) is None for k in range(12))
+]
 
 
 @pytest.mark.parametrize("rule", FORWARD_ONLY, ids=_name)
-@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
-def test_reverse_mode_reads_a_helper_without_a_reverse_rule_by_its_source(rule: registry.Rule, probes,
-                                                                        data: st.DataObject) -> None:
-    """<vjp(probe)(u), v> against <u, jvp_k(v)>, the forward rule (itself checked against finite differences in
-    ``test_rules``); and the adjoint ``u`` the caller passes is not changed (the backward pass pops lists)."""
+def test_reverse_mode_reads_a_helper_without_a_reverse_rule_by_its_source(
+    rule: registry.Rule, probes, data: st.DataObject
+) -> None:
+    """<vjp(probe)(u), v> against <u, jvp_k(v)>, the forward rule (itself checked against finite
+    differences in ``test_rules``); and the adjoint ``u`` the caller passes is not changed (the
+    backward pass pops lists)."""
     import copy
 
     from ast_ad.testing import tracer
@@ -128,14 +146,22 @@ def test_reverse_mode_reads_a_helper_without_a_reverse_rule_by_its_source(rule: 
     args, kwargs = data.draw(CASES[rule.fn])
     ans = rule.fn(*args, **kwargs)
     for k, x in enumerate(args):
-        if rule.jvp(k) in (None, registry.zero) or rule.vjp(k) is not None or not any(is_float(a) for a in leaves(x)):
+        if (
+            rule.jvp(k) in (None, registry.zero)
+            or rule.vjp(k) is not None
+            or not any(is_float(a) for a in leaves(x))
+        ):
             continue
         module = probes(rule.fn, k, args, kwargs)
         rng = np.random.default_rng(k)
         v, u = direction_like(x, rng), direction_like(ans, rng)
         dot = tracer.tangent(rule, k, v, ans, args, kwargs)
-        _, vjp_fn = ast_ad.vjp(module.probe, x)  # a MissingRuleError fails: reverse mode refused the helper
+        # a MissingRuleError fails: reverse mode refused the helper
+        _, vjp_fn = ast_ad.vjp(module.probe, x)
         kept = copy.deepcopy(u)
         bar = vjp_fn(u)[0]
-        assert math.isclose(paired(bar, v), paired(u, dot), rel_tol=1e-6, abs_tol=1e-8), (k, "dot-product identity")
+        assert math.isclose(paired(bar, v), paired(u, dot), rel_tol=1e-6, abs_tol=1e-8), (
+            k,
+            "dot-product identity",
+        )
         assert all(np.array_equal(a, b) for a, b in zip(leaves(kept), leaves(u), strict=True))

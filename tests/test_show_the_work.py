@@ -20,7 +20,7 @@ from tests.data import cli_model
 MODEL = cli_model.__file__
 
 
-# ---- explain ----------------------------------------------------------------------------------------------
+# ---- explain -------------------------------------------------------------------------------------
 def test_explain_reproduces_the_worked_example() -> None:
     ex = ast_ad.explain(cli_model.f, 2.0, 3.0, argnums=(0, 1))
     assert ex.forward_rows() == [
@@ -30,11 +30,21 @@ def test_explain_reproduces_the_worked_example() -> None:
         ("y", "v4 - v3", "6.552027172500", "")]
     adjoints = {s.label: round(float(s.adjoint), 12) for s in ex.steps}
     assert adjoints == {"v1": 1.0, "v2": 1.0, "v3": -1.0, "v4": 1.0, "y": 1.0}
-    assert [(e.step, e.input, e.contribution) for e in ex.edges][:2] == [("y", "v4", 1.0), ("y", "v3", -1.0)]
+    assert [(e.step, e.input, e.contribution) for e in ex.edges][:2] == [
+        ("y", "v4", 1.0),
+        ("y", "v3", -1.0),
+    ]
     sine = next(e for e in ex.edges if e.step == "v3")
-    assert (sine.upstream, round(sine.local, 12), round(sine.contribution, 12)) == (-1.0, -0.9899924966, 0.9899924966)
+    assert (sine.upstream, round(sine.local, 12), round(sine.contribution, 12)) == (
+        -1.0,
+        -0.9899924966,
+        0.9899924966,
+    )
     assert [(src, round(c, 12)) for src, c in ex.contributions["x1"]] == [("v1", 0.5), ("v2", 3.0)]
-    assert [(src, round(c, 12)) for src, c in ex.contributions["x2"]] == [("v2", 2.0), ("v3", 0.9899924966)]
+    assert [(src, round(c, 12)) for src, c in ex.contributions["x2"]] == [
+        ("v2", 2.0),
+        ("v3", 0.9899924966),
+    ]
     assert round(ex.gradient["x1"], 12) == 3.5 and round(ex.gradient["x2"], 12) == 2.9899924966
     text = str(ex)
     assert "bar(v4) = 1.000000000000" in text and "bar(v3) = -1.000000000000" in text
@@ -51,9 +61,24 @@ def test_explain_forward_gives_the_tangent_trace_of_the_worked_example() -> None
     assert "Forward tangent trace" in str(ex) and "<table>" in ex._repr_html_()
 
 
-@pytest.mark.parametrize("case", [c for c in CONTROL if c.fn.__name__ in (
-    "scalar_loop", "branch", "while_count", "nested_loops", "early_returns", "closures", "augmented_in_loop")],
-    ids=lambda c: c.fn.__name__)
+@pytest.mark.parametrize(
+    "case",
+    [
+        c
+        for c in CONTROL
+        if c.fn.__name__
+        in (
+            "scalar_loop",
+            "branch",
+            "while_count",
+            "nested_loops",
+            "early_returns",
+            "closures",
+            "augmented_in_loop",
+        )
+    ],
+    ids=lambda c: c.fn.__name__,
+)
 @settings(max_examples=10)
 @given(data=st.data())
 def test_explain_forward_tangent_is_the_jvp(case, data) -> None:
@@ -67,9 +92,24 @@ def test_explain_forward_tangent_is_the_jvp(case, data) -> None:
     np.testing.assert_allclose(ex.tangent, dot, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("case", [c for c in CONTROL if c.fn.__name__ in (
-    "scalar_loop", "branch", "while_count", "nested_loops", "early_returns", "closures", "augmented_in_loop")],
-    ids=lambda c: c.fn.__name__)
+@pytest.mark.parametrize(
+    "case",
+    [
+        c
+        for c in CONTROL
+        if c.fn.__name__
+        in (
+            "scalar_loop",
+            "branch",
+            "while_count",
+            "nested_loops",
+            "early_returns",
+            "closures",
+            "augmented_in_loop",
+        )
+    ],
+    ids=lambda c: c.fn.__name__,
+)
 @settings(max_examples=10)
 @given(data=st.data())
 def test_explain_gradient_is_the_gradient(case, data) -> None:
@@ -78,19 +118,23 @@ def test_explain_gradient_is_the_gradient(case, data) -> None:
     ours = ast_ad.grad(case.fn, case.argnums)(*args)
     params = list(ex.gradient)
     for k, g in zip(case.argnums, ours, strict=True):
-        np.testing.assert_allclose(ex.gradient[params[case.argnums.index(k)]], g, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(
+            ex.gradient[params[case.argnums.index(k)]], g, rtol=1e-9, atol=1e-12
+        )
 
 
 def test_explain_shows_each_run_of_a_short_loop() -> None:
-    """Five runs of a loop: each run of each statement is a step, with its run's edges (no step feeds itself),
-    its own local derivatives, and the input's edges into the first run; the contributions add up to the
-    gradient."""
+    """Five runs of a loop: each run of each statement is a step, with its run's edges (no step
+    feeds itself), its own local derivatives, and the input's edges into the first run; the
+    contributions add up to the gradient."""
     ex = ast_ad.explain(cli_model.loop, 0.5)
     assert {s.count for s in ex.steps} == {1}
     assert {s.run for s in ex.steps if s.label != "y"} >= {f"{k} of 5" for k in range(1, 6)}
     assert all(e.step != e.input and e.local is not None for e in ex.edges)
     assert any(e.input == "x" for e in ex.edges)
-    assert sum(c for _, c in ex.contributions["x"]) == pytest.approx(ast_ad.grad(cli_model.loop)(0.5), rel=1e-12)
+    assert sum(c for _, c in ex.contributions["x"]) == pytest.approx(
+        ast_ad.grad(cli_model.loop)(0.5), rel=1e-12
+    )
 
 
 def test_explain_groups_the_runs_of_a_long_loop() -> None:
@@ -99,12 +143,15 @@ def test_explain_groups_the_runs_of_a_long_loop() -> None:
     ex = ast_ad.explain(corpus_control.loop_runtime_range, 0.5, 200)
     assert {s.count for s in ex.steps} == {100}
     assert "x100" in str(ex)
-    assert ex.gradient["x"] == pytest.approx(ast_ad.grad(corpus_control.loop_runtime_range)(0.5, 200), rel=1e-12)
+    assert ex.gradient["x"] == pytest.approx(
+        ast_ad.grad(corpus_control.loop_runtime_range)(0.5, 200), rel=1e-12
+    )
 
 
 def test_a_value_no_step_shows_is_written_out() -> None:
-    """The condition of ``np.where`` is no step (nothing differentiable flows through it): the steps that read
-    it show what computes it, not a name no row defines; arrays' notation is explained once."""
+    """The condition of ``np.where`` is no step (nothing differentiable flows through it): the steps
+    that read it show what computes it, not a name no row defines; arrays' notation is explained
+    once."""
     from tests import where_functions
 
     x = np.array([-1.0, 0.5, 2.0])
@@ -118,7 +165,7 @@ def test_explain_summarises_arrays() -> None:
     assert any("array(3,)" in row[2] for row in ex.forward_rows())
 
 
-# ---- graph --------------------------------------------------------------------------------------------------
+# ---- graph ---------------------------------------------------------------------------------------
 def test_graph_of_the_worked_example() -> None:
     dot = ast_ad.graph(cli_model.f, 2.0, 3.0, argnums=(0, 1)).dot
     edges = {line.split(" [")[0].strip() for line in dot.splitlines() if "->" in line}
@@ -134,7 +181,9 @@ def test_static_graph_of_a_loop() -> None:
     assert '"x" -> "v2";' in dot and '"v3" -> "y";' in dot
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed (.ci/run installs it)")
+@pytest.mark.skipif(
+    shutil.which("dot") is None, reason="Graphviz is not installed (.ci/run installs it)"
+)
 def test_graph_renders_svg_and_png(tmp_path) -> None:
     picture = ast_ad.graph(cli_model.f, 2.0, 3.0, argnums=(0, 1))
     svg = picture.render(str(tmp_path / "g.svg"))
@@ -143,7 +192,7 @@ def test_graph_renders_svg_and_png(tmp_path) -> None:
     assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
 
 
-# ---- command line ---------------------------------------------------------------------------------------------
+# ---- command line --------------------------------------------------------------------------------
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "ast_ad", *args], capture_output=True, text=True,
                           env=dict(os.environ, NO_COLOR="1"))
@@ -168,10 +217,13 @@ def test_cli_explain_forward() -> None:
 
 
 def test_cli_explain_tells_every_path_by_default() -> None:
-    """Without --argnums, explain differentiates every float argument: both paths of x2 meet in the table."""
+    """Without --argnums, explain differentiates every float argument: both paths of x2 meet in the
+    table."""
     done = cli("explain", f"{MODEL}:f", "2.0", "3.0")
     assert done.returncode == 0
-    assert "x2     2.000000000000 (from v2) + 0.989992496600 (from v3)  2.989992496600" in done.stdout
+    assert (
+        "x2     2.000000000000 (from v2) + 0.989992496600 (from v3)  2.989992496600" in done.stdout
+    )
 
 
 def test_cli_graph(tmp_path) -> None:
@@ -192,15 +244,28 @@ def test_cli_errors_name_the_file_and_line() -> None:
     assert "has no function" in cli("show", f"{MODEL}:nothing").stderr
 
 
-@pytest.mark.parametrize(("args", "said"), [
-    (("show", "{m}:f", "--argnums", "a"), "--argnums takes argument positions separated by commas"),
-    (("show", "{m}:f", "--argnums", "5"), "takes 2 arguments, numbered from 0, so there is no argument 5"),
-    (("show", "{m}:f", "2.0"), "takes 2 arguments, and 1 value was given"),
-    (("explain", "{m}:f", "2.0", "3.0", "--html", "/nonexistent/folder/page.html"), "cannot write"),
-    (("explain", "{m}:repeated", "2.0", "3.0"), "raised TypeError"),
-])
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ("show", "{m}:f", "--argnums", "a"),
+            "--argnums takes argument positions separated by commas",
+        ),
+        (
+            ("show", "{m}:f", "--argnums", "5"),
+            "takes 2 arguments, numbered from 0, so there is no argument 5",
+        ),
+        (("show", "{m}:f", "2.0"), "takes 2 arguments, and 1 value was given"),
+        (
+            ("explain", "{m}:f", "2.0", "3.0", "--html", "/nonexistent/folder/page.html"),
+            "cannot write",
+        ),
+        (("explain", "{m}:repeated", "2.0", "3.0"), "raised TypeError"),
+    ],
+)
 def test_cli_says_what_is_wrong_without_a_traceback(args, said) -> None:
-    """A user's mistake on the command line gets one line saying what is wrong, not Python's traceback."""
+    """A user's mistake on the command line gets one line saying what is wrong, not Python's
+    traceback."""
     done = cli(*(a.format(m=MODEL) for a in args))
     assert done.returncode == 1
     assert said in done.stderr and "Traceback" not in done.stderr
@@ -208,13 +273,19 @@ def test_cli_says_what_is_wrong_without_a_traceback(args, said) -> None:
 
 def test_cli_output_into_a_pipe_that_closes_early() -> None:
     """``python -m ast_ad explain ... | head -1``: no BrokenPipeError when the reader stops."""
-    done = subprocess.run(f"{sys.executable} -m ast_ad explain {MODEL}:f 2.0 3.0 | head -1", shell=True,
-                          capture_output=True, text=True, env=dict(os.environ, NO_COLOR="1"))
+    done = subprocess.run(
+        f"{sys.executable} -m ast_ad explain {MODEL}:f 2.0 3.0 | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, NO_COLOR="1"),
+    )
     assert done.stdout.startswith("Forward evaluation trace") and "Error" not in done.stderr
 
 
 def test_cli_graph_without_graphviz_leaves_no_file(tmp_path, monkeypatch) -> None:
-    """Where ``dot`` is missing the picture is refused before the file is opened, saying how to install it."""
+    """Where ``dot`` is missing the picture is refused before the file is opened, saying how to
+    install it."""
     import shutil as shell
 
     monkeypatch.setattr(shell, "which", lambda name: None)
@@ -225,7 +296,7 @@ def test_cli_graph_without_graphviz_leaves_no_file(tmp_path, monkeypatch) -> Non
     assert not out.exists()
 
 
-# ---- export ------------------------------------------------------------------------------------------------------
+# ---- export --------------------------------------------------------------------------------------
 BLOCK_AST_AD = "import sys; sys.modules['ast_ad'] = None\n"
 
 
@@ -246,32 +317,58 @@ def test_export_runs_without_ast_ad(tmp_path, name, args, argnums) -> None:
         "print(repr(float(out)))\n"
         "grads = grads if isinstance(grads, tuple) else (grads,)\n"
         "print(repr([np.asarray(g, dtype=float).tolist() for g in grads]))\n")
-    done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", script], capture_output=True, text=True, cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr + open(path).read()
     out_line, grads_line = done.stdout.splitlines()
     assert math.isclose(float(out_line), float(value), rel_tol=1e-12)
     expected = expected if isinstance(expected, tuple) else (expected,)
     for got, want in zip(eval(grads_line), expected, strict=True):  # noqa: S307 -- our own repr output
-        np.testing.assert_allclose(np.sum(got, axis=0) if np.ndim(got) > np.ndim(want) else got, want,
-                                   rtol=1e-10)
+        np.testing.assert_allclose(
+            np.sum(got, axis=0) if np.ndim(got) > np.ndim(want) else got, want, rtol=1e-10
+        )
 
 
-@pytest.mark.parametrize(("name", "args", "wrong", "said"), [
-    ("f", "2.0, 3.0", "np.ones(3), 3.0", "f_vjp was exported for a scalar argument 0, not a ndarray"),
-    # exported for a vector of floats, the code may rely on that (an entry is a number): a matrix is refused
-    ("model", "np.ones(3), 0.05", "np.ones((3, 1)), 0.05",
-     "model_vjp was exported for a 1-axis float array argument 0, not a ndarray (2-axis float array)"),
-])
-def test_an_exported_module_refuses_arguments_it_was_not_built_for(tmp_path, name, args, wrong, said) -> None:
-    """The module refuses arguments of another kind than it was built for, rather than return a gradient of the
-    wrong shape."""
-    ast_ad.export(ast_ad.grad(getattr(cli_model, name), (0, 1)), str(tmp_path / f"{name}_export.py"),
-                  *eval(f"({args},)"))  # noqa: S307 -- the test's own literals
+@pytest.mark.parametrize(
+    ("name", "args", "wrong", "said"),
+    [
+        (
+            "f",
+            "2.0, 3.0",
+            "np.ones(3), 3.0",
+            "f_vjp was exported for a scalar argument 0, not a ndarray",
+        ),
+        # exported for a vector of floats, the code may rely on that (an entry is a number): a
+        # matrix is refused
+        (
+            "model",
+            "np.ones(3), 0.05",
+            "np.ones((3, 1)), 0.05",
+            "model_vjp was exported for a 1-axis float array argument 0, not a ndarray (2-axis "
+            "float array)",
+        ),
+    ],
+)
+def test_an_exported_module_refuses_arguments_it_was_not_built_for(
+    tmp_path, name, args, wrong, said
+) -> None:
+    """The module refuses arguments of another kind than it was built for, rather than return a
+    gradient of the wrong shape."""
+    ast_ad.export(
+        ast_ad.grad(getattr(cli_model, name), (0, 1)),
+        str(tmp_path / f"{name}_export.py"),
+        *eval(f"({args},)"),
+    )  # noqa: S307 -- the test's own literals
     script = BLOCK_AST_AD + (
         f"import numpy as np\nsys.path.insert(0, {str(tmp_path)!r})\nimport {name}_export\n"
         f"print({name}_export.{name}_vjp({args})[0])\n"
-        f"try:\n    {name}_export.{name}_vjp({wrong})\nexcept TypeError as e:\n    print('refused:', e)\n")
-    done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, cwd=tmp_path)
+        f"try:\n    {name}_export.{name}_vjp({wrong})\nexcept TypeError as e:\n    "
+        "print('refused:', e)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", script], capture_output=True, text=True, cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     assert f"refused: {said}" in done.stdout
 

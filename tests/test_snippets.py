@@ -1,17 +1,19 @@
 """Every snippet of every page runs, and shows what ast_ad prints today.
 
-A page's ``python`` blocks run in order, in one namespace, as a reader would type them; a line ending
-in a comment that starts with a number (``ast_ad.grad(f)(2.0, 3.0)  # 3.5``) must compute that number,
-to the digits shown. Every other block says what it is in an HTML comment just above it, which the
-rendered page hides:
+A page's ``python`` blocks run in order, in one namespace, as a reader would type them; a line
+ending in a comment that starts with a number (``ast_ad.grad(f)(2.0, 3.0)  # 3.5``) must compute
+that number, to the digits shown. Every other block says what it is in an HTML comment just above
+it, which the rendered page hides:
 
-- ``<!-- file: model.py -->``: the block is that file, in the page's folder (which the page's code imports).
-- ``<!-- prints: CODE -->``: the block is what ``CODE`` prints, run in the page's namespace (``$ command``:
-  what a shell command prints, run in the page's folder; ``{root}`` is the checkout's, ``\x20`` a space
-  within an argument). A line ``...``
-  stands for any lines; the rest must be whole lines of the output, in order. The page's folder is
-  left out of the paths printed (``'model.py:8'``).
-- ``<!-- setup: CODE -->``: code a runnable block needs that the page leaves to the reader's imagination.
+- ``<!-- file: model.py -->``: the block is that file, in the page's folder (which the page's code
+  imports).
+- ``<!-- prints: CODE -->``: the block is what ``CODE`` prints, run in the page's namespace (``$
+  command``:
+  what a shell command prints, run in the page's folder; ``{root}`` is the checkout's, ``\x20`` a
+  space within an argument). A line ``...`` stands for any lines; the rest must be whole lines of
+  the output, in order. The page's folder is left out of the paths printed (``'model.py:8'``).
+- ``<!-- setup: CODE -->``: code a runnable block needs that the page leaves to the reader's
+  imagination.
 - ``<!-- not run: why -->``: a block that cannot run here (an install command, a synopsis).
 """
 
@@ -45,7 +47,8 @@ class Block:
 
 
 def blocks(path: pathlib.Path) -> list[Block]:
-    """The fenced blocks of a page, each with the markers in the text between it and the block before."""
+    """The fenced blocks of a page, each with the markers in the text between it and the block
+    before."""
     out: list[Block] = []
     text = path.read_text()
     fence = re.compile(r"^```(\w*)\n(.*?)^```\s*$", re.M | re.S)
@@ -53,13 +56,16 @@ def blocks(path: pathlib.Path) -> list[Block]:
     for found in fence.finditer(text):
         between = text[end:found.start()]
         markers = [(m.group(1), m.group(2)) for m in MARKER.finditer(between)]
-        out.append(Block(found.group(1), found.group(2), text.count("\n", 0, found.start()) + 1, markers))
+        out.append(
+            Block(found.group(1), found.group(2), text.count("\n", 0, found.start()) + 1, markers)
+        )
         end = found.end()
     return out
 
 
 def _numbers(comment: str) -> list[float] | None:
-    """The numbers a comment claims (``3.5``; ``6.55, 3.5``; ``(3.5, 2.98)``; ``... = -0.25``), or None."""
+    """The numbers a comment claims (``3.5``; ``6.55, 3.5``; ``(3.5, 2.98)``; ``... = -0.25``), or
+    None."""
     claim = comment.rsplit("= ", 1)[-1].strip().strip("()")
     try:
         return [float(part) for part in claim.split(",")]
@@ -78,11 +84,14 @@ def _check(value: Any, comment: str, where: str) -> None:
     values = [float(v) for v in np.ravel(np.asarray(value, dtype=float))]
     assert len(values) == len(claimed), f"{where}: {value!r} against {comment!r}"
     for v, c, d in zip(values, claimed, _digits(comment), strict=True):
-        assert abs(v - c) <= 0.5 * 10.0 ** -d + 1e-12, f"{where}: computes {v!r}, the page says {comment!r}"
+        assert abs(v - c) <= 0.5 * 10.0**-d + 1e-12, (
+            f"{where}: computes {v!r}, the page says {comment!r}"
+        )
 
 
 def _checked_code(text: str, filename: str) -> Any:
-    """``text`` compiled, with each statement whose line ends in a numeric comment followed by a check of it."""
+    """``text`` compiled, with each statement whose line ends in a numeric comment followed by a
+    check of it."""
     tree = ast.parse(text, filename)
     lines = text.splitlines()
     body: list[ast.stmt] = []
@@ -98,9 +107,17 @@ def _checked_code(text: str, filename: str) -> Any:
             body[-1] = ast.Assign(targets=[ast.Name("_snippet_value", ast.Store())], value=value)
             value = ast.Name("_snippet_value", ast.Load())
         elif isinstance(stmt, ast.Assign):
-            value = ast.Tuple([ast.Name(t.id, ast.Load()) if isinstance(t, ast.Name) else t
-                               for t in (stmt.targets[0].elts if isinstance(stmt.targets[0], ast.Tuple)
-                                         else stmt.targets)], ast.Load())
+            value = ast.Tuple(
+                [
+                    ast.Name(t.id, ast.Load()) if isinstance(t, ast.Name) else t
+                    for t in (
+                        stmt.targets[0].elts
+                        if isinstance(stmt.targets[0], ast.Tuple)
+                        else stmt.targets
+                    )
+                ],
+                ast.Load(),
+            )
             value = _load(value)
         else:
             continue
@@ -123,7 +140,8 @@ def _load(node: ast.expr) -> ast.expr:
 
 
 def _matches(block: str, printed: str) -> bool:
-    """Whether ``block``'s lines are whole lines of ``printed``, in order, a ``...`` line standing for any."""
+    """Whether ``block``'s lines are whole lines of ``printed``, in order, a ``...`` line standing
+    for any."""
     out = [line.rstrip() for line in printed.splitlines()]
     chunks: list[list[str]] = [[]]
     for line in block.splitlines():
@@ -153,7 +171,8 @@ def _run_page(path: pathlib.Path, folder: pathlib.Path) -> list[str]:
             continue
         setup = block.marked("setup")
         if setup is not None:
-            exec(compile(setup, f"{where} (setup)", "exec"), namespace)  # noqa: S102 -- the docs' own code
+            exec(compile(setup, f"{where} "
+                                "(setup)", "exec"), namespace)  # noqa: S102 -- the docs' own code
         file = block.marked("file")
         prints = block.marked("prints")
         if file is not None:
@@ -164,7 +183,9 @@ def _run_page(path: pathlib.Path, folder: pathlib.Path) -> list[str]:
             printed = _printed(prints, namespace, folder).replace(str(folder) + os.sep, "")
             if not _matches(block.text, printed):
                 problems.append(f"{where}: the block is not what `{prints}` prints:\n{printed}")
-        elif block.language in ("python", "py") and re.search(r"^def \w+_(vjp|jvp)\(", block.text, re.M):
+        elif block.language in ("python", "py") and re.search(
+            r"^def \w+_(vjp|jvp)\(", block.text, re.M
+        ):
             problems.append(f"{where}: a listing of generated code that says not what prints it "
                             "(<!-- prints: ... -->)")
         elif block.language in ("python", "py"):
@@ -176,18 +197,28 @@ def _run_page(path: pathlib.Path, folder: pathlib.Path) -> list[str]:
             except AssertionError as exc:
                 problems.append(str(exc))
         else:
-            problems.append(f"{where}: a ```{block.language} block that says neither what prints it "
-                            "(<!-- prints: ... -->) nor why it is not run (<!-- not run: ... -->)")
+            problems.append(
+                f"{where}: a ```{block.language} block that says neither what prints it "
+                "(<!-- prints: ... -->) nor why it is not run (<!-- not run: ... -->)"
+            )
     return problems
 
 
 def _printed(code: str, namespace: dict[str, Any], folder: pathlib.Path) -> str:
     if code.startswith("$ "):
-        command = [part.replace("\\x20", " ") for part in code[2:].replace("{root}", str(ROOT)).split()]
+        command = [
+            part.replace("\\x20", " ") for part in code[2:].replace("{root}", str(ROOT)).split()
+        ]
         if command[0] == "python":
             command[0] = sys.executable
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(folder)]), "COLUMNS": "100"}
-        done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300, env=env)
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), str(folder)]),
+            "COLUMNS": "100",
+        }
+        done = subprocess.run(
+            command, cwd=folder, capture_output=True, text=True, timeout=300, env=env
+        )
         return done.stdout + done.stderr
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -205,7 +236,11 @@ def test_every_snippet_runs_and_shows_what_ast_ad_prints(path: pathlib.Path, tmp
     try:
         problems = _run_page(path, tmp_path)
     finally:
-        for name in [n for n, m in sys.modules.items() if str(tmp_path) in str(getattr(m, "__file__", "") or "")]:
+        for name in [
+            n
+            for n, m in sys.modules.items()
+            if str(tmp_path) in str(getattr(m, "__file__", "") or "")
+        ]:
             del sys.modules[name]
     assert not problems, "\n\n".join(problems)
 

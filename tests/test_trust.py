@@ -1,4 +1,5 @@
-"""Every gradient exact or refused: the catalogue of issue 10, one case per way Python's semantics can be missed.
+"""Every gradient exact or refused: the catalogue of issue 10, one case per way Python's semantics
+can be missed.
 
 An exact case returns the function's own value bit for bit and a gradient that agrees with finite
 differences (and with the tracer where it follows the construct). A refused case raises the named
@@ -51,19 +52,25 @@ EXACT = [
     (c.builtin_min_max_pow, (2.6,), (0,), True),
     (c.fsum_and_float64, (1.3,), (0,), True),
     (c.clip_with_active_bounds, (X, 1.0), (0, 1), True),
-    (c.active_keyword, (X, np.array([1.0, 2.0, 3.0])), (0, 1), False),  # the tracer takes no keywords
+    # the tracer takes no keywords
+    (c.active_keyword, (X, np.array([1.0, 2.0, 3.0])), (0, 1), False),
     (c.returned_list, (X,), (0,), True),
     (c.append_from_same_list, (X,), (0,), True),
     (c.unused_stacked_output, (X,), (0,), True),
-    (c.list_of_parameter_dicts, ([{"W": W[:2], "b": B[:2]}, {"W": M, "b": B[1:]}], np.array([0.7, -1.2])), (0,),
-     True),
+    (
+        c.list_of_parameter_dicts,
+        ([{"W": W[:2], "b": B[:2]}, {"W": M, "b": B[1:]}], np.array([0.7, -1.2])),
+        (0,),
+        True,
+    ),
     (c.def_inside_loop, (1.3,), (0,), True),
     (c.lambda_passed_to_helper, (1.3,), (0,), True),
     (c.mapped_lambda, (1.3,), (0,), True),
     (c.partial_of_a_primitive, (1.3,), (0,), False),  # the tracer takes no keywords
     (c.methods_of_user_classes, (1.3,), (0,), True),
     (c.version_check, (1.3,), (0,), True),
-    (c.nested_item_writes, (X,), (0,), False),  # the tracer does not follow writes into items of lists
+    # the tracer does not follow writes into items of lists
+    (c.nested_item_writes, (X,), (0,), False),
     (c.casts_to_integers, (X,), (0,), True),
     (c.sorted_with_key, (1.3,), (0,), True),
     (c.dict_item_writes, (X,), (0,), False),  # the tracer does not follow writes into dicts
@@ -72,7 +79,8 @@ EXACT = [
     (c.imag_is_zero, (X,), (0,), True),
     (c.float_into_int_array, (X,), (0,), False),  # the tracer does not keep numpy's integer dtype
     (c.closures_over_the_loop_variable, (1.3,), (0,), True),
-    (c.list_of_argument_views, (M,), (0,), True),  # a list of views of an argument, appended to: not a write
+    # a list of views of an argument, appended to: not a write
+    (c.list_of_argument_views, (M,), (0,), True),
     (c.keywords_the_rules_follow, (np.array([0.31, 1.77, 2.93]),), (0,), False),
     (c.clip_by_keyword, (X,), (0,), True),
     (c.a_stack, (X,), (0,), True),
@@ -85,7 +93,8 @@ EXACT = [
     (c.sum_between_appends, (X, X * 0.5), (0, 1), True),
     (c.last_item_then_append, (X,), (0,), True),
     (c.a_tape_by_hand, (X,), (0,), True),
-    (c.decorated_square_sum, (X,), (0,), False),  # the wrapper is what runs (the tracer runs it too, unread)
+    # the wrapper is what runs (the tracer runs it too, unread)
+    (c.decorated_square_sum, (X,), (0,), False),
     (c.calls_a_decorated_function, (X,), (0,), True),
 ]
 
@@ -113,7 +122,11 @@ REFUSED = [
     (c.makes_a_matrix, (M,), errors.UnsupportedSyntaxError),
     (c.sum_where, (X,), errors.UnsupportedSyntaxError),
     (c.reshape_in_fortran_order, (np.array([0.3, 0.5, 0.7, 0.9]),), errors.UnsupportedSyntaxError),
-    (c.flatten_method_in_fortran_order, (np.array([0.3, 0.5, 0.7, 0.9]),), errors.UnsupportedSyntaxError),
+    (
+        c.flatten_method_in_fortran_order,
+        (np.array([0.3, 0.5, 0.7, 0.9]),),
+        errors.UnsupportedSyntaxError,
+    ),
     (c.sum_in_integers, (X,), errors.UnsupportedSyntaxError),
     (c.prod_with_initial, (X,), errors.UnsupportedSyntaxError),
     (c.take_wrapping, (X,), errors.UnsupportedSyntaxError),
@@ -160,7 +173,9 @@ def _copies(args):
     return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
 
 
-@pytest.mark.parametrize("fn, args, argnums, traced", EXACT, ids=[f"{e[0].__name__}-{i}" for i, e in enumerate(EXACT)])
+@pytest.mark.parametrize(
+    "fn, args, argnums, traced", EXACT, ids=[f"{e[0].__name__}-{i}" for i, e in enumerate(EXACT)]
+)
 def test_exact(fn, args, argnums, traced) -> None:
     value, grads = ast_ad.value_and_grad(fn, argnums)(*_copies(args))
     assert value == fn(*_copies(args))  # bit for bit
@@ -192,9 +207,9 @@ def test_refused_at_the_users_line(fn, args, kind) -> None:
 
 
 def test_an_in_place_update_through_two_names_is_exact_in_both_modes_and_on_numbers() -> None:
-    """``v = x; x += d; v += d``: on an array, both names are one object, which Python changes twice, and the
-    memory model follows it (once refused, and before that the value of one update). On a float, ``+=`` makes a
-    new number, which the other name does not see."""
+    """``v = x; x += d; v += d``: on an array, both names are one object, which Python changes
+    twice, and the memory model follows it (once refused, and before that the value of one update).
+    On a float, ``+=`` makes a new number, which the other name does not see."""
     fn = c.augmented_through_two_names
     value, grads = ast_ad.value_and_grad(fn)(np.zeros(3))
     assert value == fn(np.zeros(3)) == 6 * np.sin(0.5)
@@ -205,19 +220,42 @@ def test_an_in_place_update_through_two_names_is_exact_in_both_modes_and_on_numb
     assert ast_ad.jvp(fn, (0.25,), (1.0,)) == (value, 1.0)
 
 
-# once refused: another name, a view or a list's slot sees the write; the memory model makes it again from it
-FOLLOWED = [(c.write_through_slice, X), (c.write_through_list_alias, X), (c.nested_write_through_alias, X),
-            (c.view_inside_expression, X), (c.write_through_loop_row, M), (c.helper_changes_argument, X),
-            (c.helper_changes_argument_used, X), (c.helper_changes_an_item_of_its_argument, X),
-            (c.write_through_reshape, X), (c.write_through_transpose, X), (c.write_through_asarray, X),
-            (c.append_through_alias, X), (c.write_into_an_unpacked_item, X),
-            (c.write_into_what_a_helper_returned, X), (c.write_through_a_later_copy, X),
-            (c.write_through_a_later_swap, X)]
-FOLLOWED += [(getattr(c, name), X) for name in (  # written through shallow copies of containers
-    "write_into_an_item_of_a_list_copy", "write_into_an_item_of_a_tuple_copy", "write_into_an_item_of_a_copied_list",
-    "write_into_an_item_of_joined_lists", "write_into_an_item_of_a_repeated_list", "write_into_an_item_of_a_dict_copy",
-    "write_into_an_item_of_a_copied_dict", "write_into_an_item_of_a_sorted_list",
-    "add_into_an_item_another_name_holds", "add_into_an_item_of_a_list_copy", "a_cast_that_may_not_copy")]
+# once refused: another name, a view or a list's slot sees the write; the memory model makes it
+# again from it
+FOLLOWED = [
+    (c.write_through_slice, X),
+    (c.write_through_list_alias, X),
+    (c.nested_write_through_alias, X),
+    (c.view_inside_expression, X),
+    (c.write_through_loop_row, M),
+    (c.helper_changes_argument, X),
+    (c.helper_changes_argument_used, X),
+    (c.helper_changes_an_item_of_its_argument, X),
+    (c.write_through_reshape, X),
+    (c.write_through_transpose, X),
+    (c.write_through_asarray, X),
+    (c.append_through_alias, X),
+    (c.write_into_an_unpacked_item, X),
+    (c.write_into_what_a_helper_returned, X),
+    (c.write_through_a_later_copy, X),
+    (c.write_through_a_later_swap, X),
+]
+FOLLOWED += [
+    (getattr(c, name), X)
+    for name in (  # written through shallow copies of containers
+        "write_into_an_item_of_a_list_copy",
+        "write_into_an_item_of_a_tuple_copy",
+        "write_into_an_item_of_a_copied_list",
+        "write_into_an_item_of_joined_lists",
+        "write_into_an_item_of_a_repeated_list",
+        "write_into_an_item_of_a_dict_copy",
+        "write_into_an_item_of_a_copied_dict",
+        "write_into_an_item_of_a_sorted_list",
+        "add_into_an_item_another_name_holds",
+        "add_into_an_item_of_a_list_copy",
+        "a_cast_that_may_not_copy",
+    )
+]
 
 
 @pytest.mark.parametrize("fn, x", FOLLOWED, ids=[f.__name__ for f, _ in FOLLOWED])
@@ -230,28 +268,40 @@ def test_a_write_that_another_name_sees_is_followed(fn, x) -> None:
 
 
 def test_a_decorators_wrapper_is_what_is_differentiated() -> None:
-    """A function made by a decorator is differentiated as Python runs it, wrapper included (the function it
-    names in ``__wrapped__`` once stood in for it: half the gradient of ``decorated_square_sum``). A wrapper
-    outside the language is refused at its own line, saying what to write."""
+    """A function made by a decorator is differentiated as Python runs it, wrapper included (the
+    function it names in ``__wrapped__`` once stood in for it: half the gradient of
+    ``decorated_square_sum``). A wrapper outside the language is refused at its own line, saying
+    what to write."""
     assert ast_ad.grad(c.decorated_square_sum)(X) == pytest.approx(4.0 * X)
-    with pytest.raises(errors.UnsupportedSyntaxError, match="decorator's wrapper of decorated_by_a_star_wrapper"
-                                                            ".*__wrapped__") as info:
+    with pytest.raises(
+        errors.UnsupportedSyntaxError,
+        match="decorator's wrapper of decorated_by_a_star_wrapper.*__wrapped__",
+    ) as info:
         ast_ad.grad(c.decorated_by_a_star_wrapper)(X)
     wrapper = c.decorated_by_a_star_wrapper
-    assert (info.value.filename, info.value.lineno) == (c.__file__, wrapper.__code__.co_firstlineno + 1)
+    assert (info.value.filename, info.value.lineno) == (
+        c.__file__,
+        wrapper.__code__.co_firstlineno + 1,
+    )
     assert "# refused here" in info.value.text
-    with pytest.raises(errors.UnsupportedSyntaxError) as info:  # once differentiated as the function it names
+    # once differentiated as the function it names
+    with pytest.raises(errors.UnsupportedSyntaxError) as info:
         ast_ad.grad(c.halved_square_sum)(X)
-    assert (info.value.filename, info.value.lineno) == (c.__file__, marked_line(c.Halved.__call__, "# refused here"))
+    assert (info.value.filename, info.value.lineno) == (
+        c.__file__,
+        marked_line(c.Halved.__call__, "# refused here"),
+    )
     assert ast_ad.value_and_grad(c.cached_cube)(1.5) == (3.375, 6.75)
 
 
 @pytest.mark.parametrize("kind", ["matrix", "masked"])
 def test_array_subclasses_whose_operators_differ_are_refused(kind) -> None:
-    """np.matrix (``*`` a matrix product) and masked arrays (masked entries left out): once differentiated with
-    the rules of numpy arrays (a wrong gradient, silently); refused as arguments, differentiated or not."""
+    """np.matrix (``*`` a matrix product) and masked arrays (masked entries left out): once
+    differentiated with the rules of numpy arrays (a wrong gradient, silently); refused as
+    arguments, differentiated or not."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PendingDeprecationWarning)  # np.matrix is what this test is about
+        # np.matrix is what this test is about
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
         given = np.matrix([[1.0, 2.0], [3.0, 4.0]]) if kind == "matrix" else \
             np.ma.array([[1.0, 2.0], [3.0, 4.0]], mask=[[0, 1], [0, 0]])
 
@@ -275,7 +325,9 @@ def _masked_total(x, where=None):
     return np.sum(x if where is None else x * where)
 
 
-ast_ad.extend.defvjp(_masked_total, lambda g, ans, x, where=None: g * (np.ones_like(x) if where is None else where))
+ast_ad.extend.defvjp(
+    _masked_total, lambda g, ans, x, where=None: g * (np.ones_like(x) if where is None else where)
+)
 
 
 def _uses_masked_total(x):
@@ -283,8 +335,8 @@ def _uses_masked_total(x):
 
 
 def test_a_users_own_rule_follows_the_keywords_its_author_names() -> None:
-    """numpy's where= is refused for numpy's functions; a user's primitive with a where= of its own meaning,
-    named by its rule, is differentiated as the rule says."""
+    """numpy's where= is refused for numpy's functions; a user's primitive with a where= of its own
+    meaning, named by its rule, is differentiated as the rule says."""
     assert ast_ad.grad(_uses_masked_total)(X) == pytest.approx(np.array([2.0, 0.0, 2.0]) * X)
 
 
@@ -299,11 +351,13 @@ def test_a_complex_gradient_is_refused_not_cast_to_real() -> None:
 def test_nondiff_declarations_are_piecewise_constant() -> None:
     """Audit: every function declared without a gradient has derivative zero almost everywhere.
 
-    A function is probed at random points with finite differences; any non-zero slope is a dropped gradient.
+    A function is probed at random points with finite differences; any non-zero slope is a dropped
+    gradient.
     """
     rng = np.random.default_rng(0)
     for rule in ast_ad.core.registry.registered():
-        if not rule.nondiff or rule.fn in (np.empty, np.empty_like):  # their values are whatever memory held
+        # their values are whatever memory held
+        if not rule.nondiff or rule.fn in (np.empty, np.empty_like):
             continue
         for x in rng.uniform(0.3, 2.7, 5):
             try:
@@ -314,7 +368,7 @@ def test_nondiff_declarations_are_piecewise_constant() -> None:
             assert np.all((slope == 0) | (np.abs(slope) > 1e6)), (rule.fn, x, slope)
 
 
-# ---- 6. source that is not the code Python runs -------------------------------------------------------------
+# ---- 6. source that is not the code Python runs --------------------------------------------------
 def _module(path, text: str):
     import importlib.util
     path.write_text(text)
@@ -336,7 +390,9 @@ def test_a_file_edited_after_import_is_refused(tmp_path) -> None:
 def test_a_function_compiled_under_another_files_name_is_refused(tmp_path) -> None:
     _module(tmp_path / "named_model.py", "def f(x):\n    return x * 2.0\n")
     scope: dict = {}
-    exec(compile("def q(x):\n    return x * 9.0\n", str(tmp_path / "named_model.py"), "exec"), scope)  # noqa: S102
+    exec(
+        compile("def q(x):\n    return x * 9.0\n", str(tmp_path / "named_model.py"), "exec"), scope
+    )  # noqa: S102
     with pytest.raises(errors.SourceUnavailableError, match="not the code Python runs"):
         ast_ad.grad(scope["q"])(1.0)
 
@@ -352,12 +408,13 @@ def test_a_replaced_code_object_is_read_from_where_it_was_written() -> None:
 
 
 def test_unchanged_methods_and_closures_are_read() -> None:
-    """The check compiles the whole file, so methods (mangled names) and closures match what runs."""
+    """The check compiles the whole file, so methods (mangled names) and closures match what
+    runs."""
     assert ast_ad.grad(c.Scaled(3.0).apply)(2.0) == 3.0
     assert ast_ad.grad(c.scaler(4.0))(2.0) == 4.0
 
 
-# ---- 7. calling conventions and exceptions ------------------------------------------------------------------
+# ---- 7. calling conventions and exceptions -------------------------------------------------------
 def test_parameters_bind_as_python_binds_them() -> None:
     assert ast_ad.grad(c.conventions, (0, 1))(1.0, 2.0, z=3.0) == (6.0, 3.0)
     assert ast_ad.grad(c.conventions)(1.0, y=2.0) == 4.0
@@ -367,13 +424,18 @@ def test_parameters_bind_as_python_binds_them() -> None:
         ast_ad.grad(c.conventions)(x=1.0, y=2.0)
 
 
-@pytest.mark.parametrize("fn, kind", [(c.divides_by_zero, ZeroDivisionError), (c.fails_assert, AssertionError)])
+@pytest.mark.parametrize(
+    "fn, kind", [(c.divides_by_zero, ZeroDivisionError), (c.fails_assert, AssertionError)]
+)
 def test_the_users_exception_comes_from_the_users_line(fn, kind) -> None:
     import traceback
     with pytest.raises(kind) as info:
         ast_ad.grad(fn)(1.0)
     frames = traceback.extract_tb(info.value.__traceback__)
-    assert (frames[-1].filename, frames[-1].lineno) == (c.__file__, marked_line(fn, "# raises here"))
+    assert (frames[-1].filename, frames[-1].lineno) == (
+        c.__file__,
+        marked_line(fn, "# raises here"),
+    )
 
 
 def test_async_functions_are_refused() -> None:
@@ -383,7 +445,8 @@ def test_async_functions_are_refused() -> None:
 
 
 def test_a_function_typed_at_the_313_prompt_is_read() -> None:
-    """Python 3.13's prompt keeps each input in linecache as ``<python-input-N>``; ast_ad reads it there."""
+    """Python 3.13's prompt keeps each input in linecache as ``<python-input-N>``; ast_ad reads it
+    there."""
     import linecache
     text = "def typed(x):\n    return x * x * 3.0\n"
     name = "<python-input-ast-ad-test>"
@@ -394,8 +457,9 @@ def test_a_function_typed_at_the_313_prompt_is_read() -> None:
 
 
 def test_a_function_named_like_a_helper_is_taken_for_it_only_with_its_code(tmp_path) -> None:
-    """A copy of ast_ad's helper (an exported module's) takes the helper's rules; a function of the user's that
-    only shares its name is the user's own (``normalize.helper_twin`` compares the code)."""
+    """A copy of ast_ad's helper (an exported module's) takes the helper's rules; a function of the
+    user's that only shares its name is the user's own (``normalize.helper_twin`` compares the
+    code)."""
     import inspect
 
     from ast_ad import runtime
@@ -406,6 +470,9 @@ def test_a_function_named_like_a_helper_is_taken_for_it_only_with_its_code(tmp_p
                   "def f(x):\n    return unbroadcast(x, x)\n")
     assert normalize.helper_twin(own.unbroadcast) is own.unbroadcast
     assert ast_ad.grad(own.f)(1.5) == pytest.approx(4 * 1.5)
-    copy = _module(tmp_path / "copied_unbroadcast.py", "from typing import Any\n\nimport numpy as np\n\n\n"
-                   + inspect.getsource(runtime.unbroadcast))
+    copy = _module(
+        tmp_path / "copied_unbroadcast.py",
+        "from typing import Any\n\nimport numpy as np\n\n\n"
+        + inspect.getsource(runtime.unbroadcast),
+    )
     assert normalize.helper_twin(copy.unbroadcast) is runtime.unbroadcast

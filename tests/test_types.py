@@ -82,8 +82,9 @@ MISTAKES = {  # a line of USER -> what mypy says there
 def test_a_users_code_type_checks_and_mistakes_are_caught(tmp_path) -> None:
     path = tmp_path / "user.py"
     path.write_text(USER)
-    out, err, status = mypy_api.run(["--strict", "--no-incremental", "--cache-dir", str(tmp_path / "cache"),
-                                     str(path)])
+    out, err, status = mypy_api.run(
+        ["--strict", "--no-incremental", "--cache-dir", str(tmp_path / "cache"), str(path)]
+    )
     lines = [line for line in out.splitlines() if line.startswith(str(path))]
 
     def at(text: str) -> list[str]:
@@ -91,7 +92,9 @@ def test_a_users_code_type_checks_and_mistakes_are_caught(tmp_path) -> None:
         return [line for line in lines if line.startswith(f"{path}:{number}:")]
     for where, said in MISTAKES.items():
         assert any(said in line for line in at(where)), (where, out)
-    assert any("tuple[numpy.ndarray" in line and "float]]" in line for line in at("reveal_type")), out
+    assert any("tuple[numpy.ndarray" in line and "float]]" in line for line in at("reveal_type")), (
+        out
+    )
     expected = {line for where in MISTAKES for line in at(where)}
     assert [line for line in lines if line not in expected] == [], out  # the rest checks, strictly
     assert status == 1

@@ -1,6 +1,6 @@
-"""Python's ``UnboundLocalError``, kept (``ast_ad.unbound``): a name that only a loop or a branch binds, read where
-that loop ran no step or the other path was taken, raises in every transformation as it does in Python; where it
-was bound, the derivatives are the usual ones."""
+"""Python's ``UnboundLocalError``, kept (``ast_ad.unbound``): a name that only a loop or a branch
+binds, read where that loop ran no step or the other path was taken, raises in every transformation
+as it does in Python; where it was bound, the derivatives are the usual ones."""
 
 from __future__ import annotations
 
@@ -71,7 +71,12 @@ TRANSFORMATIONS = {
     "hessian": lambda f, args: ast_ad.hessian(f)(*args),
     "grad of grad": lambda f, args: ast_ad.grad(ast_ad.grad(f))(*args),
 }
-UNBOUND = [(loop_only, (1.5, 0)), (branch_only, (-0.5,)), (index_after, (0.7, 0)), (stops_early, (0.3, -1))]
+UNBOUND = [
+    (loop_only, (1.5, 0)),
+    (branch_only, (-0.5,)),
+    (index_after, (0.7, 0)),
+    (stops_early, (0.3, -1)),
+]
 
 
 @pytest.mark.parametrize("how", TRANSFORMATIONS)
@@ -84,16 +89,28 @@ def test_a_read_python_would_refuse_raises_as_python_does(fn, args, how) -> None
 
 
 def test_the_generated_check_names_the_users_line() -> None:
-    """Where the generated code raises (``jvp`` runs it without the function's own run first), the message says
-    where, as Python's own traceback would."""
-    with pytest.raises(UnboundLocalError, match=r"test_unbound\.py:\d+: cannot access local variable 'y'"):
+    """Where the generated code raises (``jvp`` runs it without the function's own run first), the
+    message says where, as Python's own traceback would."""
+    with pytest.raises(
+        UnboundLocalError, match=r"test_unbound\.py:\d+: cannot access local variable 'y'"
+    ):
         ast_ad.jvp(loop_only, (1.5, 0), (1.0, None))
     text = ast_ad.source(loop_only, stage="normalized")
-    assert "y_bound = False" in text and "y_bound = True" in text and "check_bound(y_bound, 'y', '" in text
+    assert (
+        "y_bound = False" in text
+        and "y_bound = True" in text
+        and "check_bound(y_bound, 'y', '" in text
+    )
 
 
-BOUND = [(loop_only, (1.5, 3)), (branch_only, (0.5,)), (index_after, (0.7, 3)), (read_on_later_steps, (0.4, 4)),
-         (stops_early, (0.3, 2)), (literal_range, (0.9,))]
+BOUND = [
+    (loop_only, (1.5, 3)),
+    (branch_only, (0.5,)),
+    (index_after, (0.7, 3)),
+    (read_on_later_steps, (0.4, 4)),
+    (stops_early, (0.3, 2)),
+    (literal_range, (0.9,)),
+]
 
 
 @pytest.mark.parametrize("fn, args", BOUND, ids=[c[0].__name__ for c in BOUND])
@@ -102,7 +119,9 @@ def test_where_the_name_is_bound_the_derivatives_are_pythons(fn, args) -> None:
     assert value == fn(*args)
     assert slope == pytest.approx(tracer.grad(fn)(*args), rel=1e-12, abs=1e-15)
     assert_fd(fn, args, (0,), (slope,))
-    assert ast_ad.jvp(fn, args, (1.0,) + (None,) * (len(args) - 1))[1] == pytest.approx(slope, rel=1e-12)
+    assert ast_ad.jvp(fn, args, (1.0,) + (None,) * (len(args) - 1))[1] == pytest.approx(
+        slope, rel=1e-12
+    )
     curvature = ast_ad.grad(ast_ad.grad(fn))(*args)
     h = 1e-5
     step = [(args[0] + d, *args[1:]) for d in (h, -h)]
@@ -111,23 +130,39 @@ def test_where_the_name_is_bound_the_derivatives_are_pythons(fn, args) -> None:
 
 
 def test_a_name_bound_before_every_read_gets_no_check() -> None:
-    """A loop over ``range(3)`` without ``break`` runs its body: ``y`` is bound after it. So is a name a loop binds
-    but nothing reads after it (``_``, ``i`` in the corpus), and one bound before the loop."""
+    """A loop over ``range(3)`` without ``break`` runs its body: ``y`` is bound after it. So is a
+    name a loop binds but nothing reads after it (``_``, ``i`` in the corpus), and one bound before
+    the loop."""
     from tests import corpus_control
 
-    for fn in (literal_range, corpus_control.scalar_loop, corpus_control.early_returns, corpus_control.rnn):
+    for fn in (
+        literal_range,
+        corpus_control.scalar_loop,
+        corpus_control.early_returns,
+        corpus_control.rnn,
+    ):
         assert "check_bound" not in ast_ad.source(fn, stage="normalized")
-    assert "check_bound" in ast_ad.source(stops_early, stage="normalized")  # (range(5), but it may break first)
+    # (range(5), but it may break first)
+    assert "check_bound" in ast_ad.source(stops_early, stage="normalized")
 
 
 @pytest.mark.long  # (every transformation of each draw: 30 s; .ci/run runs it as a step of its own)
 @settings(max_examples=60, deadline=None)
-@given(x=st.floats(-2.0, 2.0).filter(lambda v: abs(v) > 1e-3), n=st.integers(0, 3), c=st.integers(-2, 5))
+@given(
+    x=st.floats(-2.0, 2.0).filter(lambda v: abs(v) > 1e-3),
+    n=st.integers(0, 3),
+    c=st.integers(-2, 5),
+)
 def test_each_transformation_raises_exactly_where_python_does(x, n, c) -> None:
-    """Random inputs: where Python's run raises, every transformation raises the same error; where it does not,
-    the gradient is the tracer's."""
-    for fn, args in ((loop_only, (x, n)), (branch_only, (x,)), (index_after, (x, n)), (read_on_later_steps, (x, n)),
-                     (stops_early, (x, c))):
+    """Random inputs: where Python's run raises, every transformation raises the same error; where
+    it does not, the gradient is the tracer's."""
+    for fn, args in (
+        (loop_only, (x, n)),
+        (branch_only, (x,)),
+        (index_after, (x, n)),
+        (read_on_later_steps, (x, n)),
+        (stops_early, (x, c)),
+    ):
         try:
             fn(*args)
         except UnboundLocalError:
@@ -147,21 +182,25 @@ def test_a_compiled_gradient_raises_as_python_does() -> None:
 
 
 def test_an_exported_gradient_keeps_the_check(tmp_path) -> None:
-    """``ast_ad.export`` copies ``check_bound`` with the other helpers: the module raises without ast_ad."""
+    """``ast_ad.export`` copies ``check_bound`` with the other helpers: the module raises without
+    ast_ad."""
     import runpy
 
     path = str(tmp_path / "loop_only_gradient.py")
     ast_ad.export(ast_ad.grad(loop_only), path, 1.5, 3)
     gradient = runpy.run_path(path)["loop_only_vjp"]
     assert gradient(1.5, 3) == (loop_only(1.5, 3), 6.0)
-    with pytest.raises(UnboundLocalError, match=r"test_unbound\.py:\d+: cannot access local variable 'y'"):
+    with pytest.raises(
+        UnboundLocalError, match=r"test_unbound\.py:\d+: cannot access local variable 'y'"
+    ):
         gradient(1.5, 0)
 
 
-# ---- random programs: names bound in loops and branches, read where they may not be ---------------------------
+# ---- random programs: names bound in loops and branches, read where they may not be --------------
 DIRECTORY = tempfile.mkdtemp(prefix="ast_ad_unbound_")
 _serial = itertools.count()
-BINDERS = [  # (the lines, at the function's indentation, that may bind their names; each indented by 4 more)
+# (the lines, at the function's indentation, that may bind their names; each indented by 4 more)
+BINDERS = [
     ["for i in range(n):", "    y = {e}"],
     ["if x > c:", "    y = {e}"],
     ["if x > c:", "    y = {e}", "else:", "    z = {e}"],
@@ -177,16 +216,27 @@ READS = ["{v} * x", "s + {v}", "np.sin({v}) * s", "s * x"]
 
 @st.composite
 def unbound_programs(draw) -> str:
-    """``def f(x, n, c)``: one or two statements that may bind names, reads of those names after them."""
+    """``def f(x, n, c)``: one or two statements that may bind names, reads of those names after
+    them."""
     lines = ["import numpy as np", "", "", "def f(x, n, c):", "    s = x * 0.5"]
     bound: list[str] = []
     for _ in range(draw(st.integers(1, 2))):
-        binder = [line.format(e=draw(st.sampled_from(VALUES))) for line in draw(st.sampled_from(BINDERS))]
+        binder = [
+            line.format(e=draw(st.sampled_from(VALUES))) for line in draw(st.sampled_from(BINDERS))
+        ]
         lines += ["    " + line for line in binder]
-        bound += [n for n in ("i", "y", "z") if any(f"{n} = " in line or f"for {n} " in line for line in binder)]
+        bound += [
+            n
+            for n in ("i", "y", "z")
+            if any(f"{n} = " in line or f"for {n} " in line for line in binder)
+        ]
         if draw(st.booleans()):
-            lines.append("    s = s + " + draw(st.sampled_from(READS)).format(v=draw(st.sampled_from(bound))))
-    lines.append("    return " + draw(st.sampled_from(READS)).format(v=draw(st.sampled_from(bound))) + " + s")
+            lines.append(
+                "    s = s + " + draw(st.sampled_from(READS)).format(v=draw(st.sampled_from(bound)))
+            )
+    lines.append(
+        "    return " + draw(st.sampled_from(READS)).format(v=draw(st.sampled_from(bound))) + " + s"
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -202,12 +252,18 @@ def _load(source: str):
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(source=unbound_programs(), x=st.floats(-2.0, 2.0).filter(lambda v: abs(v) > 1e-3), n=st.integers(0, 3),
-       c=st.integers(-1, 3))
-def test_random_programs_raise_where_python_raises_and_match_the_tracer_elsewhere(source, x, n, c) -> None:
-    """Programs that bind names in loops (which may run no step, or stop early) and branches, and read them
-    after: each transformation raises ``UnboundLocalError`` where Python's run does, and gives the tracer's
-    gradient and tangent where it does not."""
+@given(
+    source=unbound_programs(),
+    x=st.floats(-2.0, 2.0).filter(lambda v: abs(v) > 1e-3),
+    n=st.integers(0, 3),
+    c=st.integers(-1, 3),
+)
+def test_random_programs_raise_where_python_raises_and_match_the_tracer_elsewhere(
+    source, x, n, c
+) -> None:
+    """Programs that bind names in loops (which may run no step, or stop early) and branches, and
+    read them after: each transformation raises ``UnboundLocalError`` where Python's run does, and
+    gives the tracer's gradient and tangent where it does not."""
     note(source)
     fn = _load(source)
     args = (x, n, c)
@@ -219,8 +275,12 @@ def test_random_programs_raise_where_python_raises_and_match_the_tracer_elsewher
             with pytest.raises(UnboundLocalError):
                 TRANSFORMATIONS[how](fn, args)
         return
-    event("checked" if "check_bound" in ast_ad.source(fn, stage="normalized") else "no check needed")
+    event(
+        "checked" if "check_bound" in ast_ad.source(fn, stage="normalized") else "no check needed"
+    )
     got_value, slope = ast_ad.value_and_grad(fn)(*args)
     assert got_value == value
     assert math.isclose(slope, tracer.grad(fn)(*args), rel_tol=1e-10, abs_tol=1e-12)
-    assert math.isclose(ast_ad.jvp(fn, args, (1.0, None, None))[1], slope, rel_tol=1e-10, abs_tol=1e-12)
+    assert math.isclose(
+        ast_ad.jvp(fn, args, (1.0, None, None))[1], slope, rel_tol=1e-10, abs_tol=1e-12
+    )

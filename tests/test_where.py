@@ -1,5 +1,6 @@
-"""``np.where`` exact where its other branch is not finite: the branch's backward pass is computed where it is
-selected (``ast_ad.selection``), so ``sinc`` and a guarded softplus get exact gradients at the guard."""
+"""``np.where`` exact where its other branch is not finite: the branch's backward pass is computed
+where it is selected (``ast_ad.selection``), so ``sinc`` and a guarded softplus get exact gradients
+at the guard."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ def _exact(fn, args, expected) -> None:
     tangents = [np.linspace(0.5, 1.5, np.size(a)).reshape(np.shape(a)) for a in args]
     value_f, tangent = ast_ad.jvp(fn, tuple(args), tuple(tangents))
     assert value_f == value
-    assert tangent == pytest.approx(sum(np.sum(g * t) for g, t in zip(grads, tangents, strict=True)), rel=1e-12)
+    assert tangent == pytest.approx(
+        sum(np.sum(g * t) for g, t in zip(grads, tangents, strict=True)), rel=1e-12
+    )
 
 
 def test_the_issues_example_is_two_where_the_square_root_is_not_taken() -> None:
@@ -53,14 +56,19 @@ def test_a_branch_of_two_inputs_and_a_where_inside_a_branch() -> None:
 
 
 def test_smooth_points_match_finite_differences() -> None:
-    for fn, x in ((wf.sqrt_or_linear, np.array([-1.3, 0.7, 2.0])), (wf.sinc, np.array([0.4, -1.1, 2.5])),
-                  (wf.guarded_softplus, np.array([-2.0, 0.3, 40.0]))):
-        with np.errstate(invalid="ignore"):  # the functions compute the branch np.where drops: sqrt(-1.3)
+    for fn, x in (
+        (wf.sqrt_or_linear, np.array([-1.3, 0.7, 2.0])),
+        (wf.sinc, np.array([0.4, -1.1, 2.5])),
+        (wf.guarded_softplus, np.array([-2.0, 0.3, 40.0])),
+    ):
+        # the functions compute the branch np.where drops: sqrt(-1.3)
+        with np.errstate(invalid="ignore"):
             assert_fd(fn, (x,), (0,), (ast_ad.grad(fn)(x),))
 
 
 def test_a_reduction_feeding_the_branch_is_an_input_of_it() -> None:
-    """The mean reads every entry of ``x`` as it is; the branch computes from it and from ``x`` where chosen."""
+    """The mean reads every entry of ``x`` as it is; the branch computes from it and from ``x``
+    where chosen."""
     x = np.array([-1.0, 0.25, 4.0])
     grads = ast_ad.grad(wf.through_a_reduction)(x)
     mean_slope = -np.sign(x) * 0.5 / np.sqrt(np.abs(x)) / 3 * np.sum(x > 0)
@@ -70,7 +78,8 @@ def test_a_reduction_feeding_the_branch_is_an_input_of_it() -> None:
 
 
 def test_a_branch_whose_value_is_read_elsewhere_is_left_as_written() -> None:
-    """Another statement reads the branch's value at every entry: it is computed as written there."""
+    """Another statement reads the branch's value at every entry: it is computed as written
+    there."""
     assert "chosen" not in ast_ad.source(wf.read_elsewhere, stage="normalized")
 
 

@@ -1,5 +1,6 @@
-"""Item writes in loops cost what they change: reverse mode writes the array in place, saves the entries a
-write overwrites, and writes them back in the backward pass (``analysis.in_place_writes``)."""
+"""Item writes in loops cost what they change: reverse mode writes the array in place, saves the
+entries a write overwrites, and writes them back in the backward pass
+(``analysis.in_place_writes``)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ def test_in_place_gradients_match_the_oracles(fun, args, argnums) -> None:
 
 @pytest.mark.parametrize(("fun", "args", "argnums"), CASES, ids=[c[0].__name__ for c in CASES])
 def test_vjp_runs_its_backward_pass_again_on_the_same_forward_pass(fun, args, argnums) -> None:
-    """Each call of ``vjp_fn`` writes back the arrays the forward pass wrote: it gets its own copies."""
+    """Each call of ``vjp_fn`` writes back the arrays the forward pass wrote: it gets its own
+    copies."""
     out, vjp_fn = ast_ad.vjp(fun, *args)
     first, second = vjp_fn(1.0), vjp_fn(1.0)
     expected = ast_ad.grad(fun, tuple(range(len(args))))(*args)
@@ -58,16 +60,27 @@ def test_vjp_runs_its_backward_pass_again_on_the_same_forward_pass(fun, args, ar
 
 
 def test_the_loops_write_in_place() -> None:
-    """An entry of a float vector is a number: saved as it is, its adjoint read as ``y_bar[i]``; a row of a
-    matrix is saved as a copy (``entries``), its adjoint read by the helper that sums a broadcast value's."""
+    """An entry of a float vector is a number: saved as it is, its adjoint read as ``y_bar[i]``; a
+    row of a matrix is saved as a copy (``entries``), its adjoint read by the helper that sums a
+    broadcast value's."""
     text = ast_ad.source(ast_ad.grad(wf.chain), X4)
-    assert "y[i] = y_item * x_item" in text and "y_entries.append(y[i])" in text and "assign_item(" not in text
-    assert "t2_bar = y_bar[i]" in text and "assign_item_vjp_value" not in text and "entries(" not in text
+    assert (
+        "y[i] = y_item * x_item" in text
+        and "y_entries.append(y[i])" in text
+        and "assign_item(" not in text
+    )
+    assert (
+        "t2_bar = y_bar[i]" in text
+        and "assign_item_vjp_value" not in text
+        and "entries(" not in text
+    )
     assert "y_bar[i] = 0.0" in text and "y_bar[t1] += y_item_bar" in text
     # x is only read, entry by entry: its adjoint is an array of the loop's own, added into in place
     assert "x_bar = owned_adjoint(x_bar, x)" in text and "x_bar[i] += t2_bar * y_item" in text
     text = ast_ad.source(ast_ad.grad(wf.rows), X4)
-    assert "m_entries.append(entries(m, i))" in text and "assign_item_vjp_value(m_bar, m, i, " in text
+    assert (
+        "m_entries.append(entries(m, i))" in text and "assign_item_vjp_value(m_bar, m, i, " in text
+    )
 
 
 def test_a_returned_array_is_not_written_back() -> None:
@@ -88,7 +101,9 @@ def test_second_derivatives_through_in_place_writes() -> None:
     hessian = ast_ad.hessian(wf.grid)(X4[:3])
     gradient = ast_ad.grad(wf.grid)
     eps = 1e-6
-    numeric = np.array([(gradient(X4[:3] + eps * e) - gradient(X4[:3] - eps * e)) / (2 * eps) for e in np.eye(3)])
+    numeric = np.array(
+        [(gradient(X4[:3] + eps * e) - gradient(X4[:3] - eps * e)) / (2 * eps) for e in np.eye(3)]
+    )
     np.testing.assert_allclose(hessian, numeric, rtol=1e-5, atol=1e-7)
 
 
@@ -104,21 +119,24 @@ def _peak(n: int) -> int:
 
 
 def test_index_arithmetic_and_reads_of_unwritten_arrays_are_computed_again_not_taped() -> None:
-    """``t1 = i - 1`` and ``x[i]`` (``x`` is never written): the backward pass computes them at the top of
-    each step; only the read of the written array and the overwritten entries are taped (the product
-    written is a number: its adjoint is ``y_bar[i]``, which needs nothing of it)."""
+    """``t1 = i - 1`` and ``x[i]`` (``x`` is never written): the backward pass computes them at the
+    top of each step; only the read of the written array and the overwritten entries are taped (the
+    product written is a number: its adjoint is ``y_bar[i]``, which needs nothing of it)."""
     text = ast_ad.source(ast_ad.grad(wf.chain), np.ones(5))
-    tapes = sorted(line.split(" = ")[0].strip() for line in text.splitlines() if line.endswith(" = []"))
+    tapes = sorted(
+        line.split(" = ")[0].strip() for line in text.splitlines() if line.endswith(" = []")
+    )
     assert tapes == ["y_entries", "y_item_tape"], tapes
     backward = text[text.index("for i in reversed(r):"):]
     assert backward.splitlines()[1:3] == ["        t1 = i - 1", "        x_item = x[i]"]
 
 
 def test_a_read_computed_again_only_where_the_steps_backward_pass_reads_it() -> None:
-    """``total = total + a * b * (i + 1)`` over ``zip(xs, ys)``: the adjoint of ``xs[k]`` needs ``k`` alone, and
-    that of ``a * b`` the other factor, popped from its tape; so the backward pass computes no ``xs[k]`` again, a
-    store nothing would read. ``back = -1 - k`` it does compute, where the adjoint of ``xs[back]`` is added. The
-    same in a checkpointed loop's steps run backward."""
+    """``total = total + a * b * (i + 1)`` over ``zip(xs, ys)``: the adjoint of ``xs[k]`` needs
+    ``k`` alone, and that of ``a * b`` the other factor, popped from its tape; so the backward pass
+    computes no ``xs[k]`` again, a store nothing would read. ``back = -1 - k`` it does compute,
+    where the adjoint of ``xs[back]`` is added. The same in a checkpointed loop's steps run
+    backward."""
     from tests import corpus_control
 
     xs, ys = np.array([0.5, -1.0, 2.0]), np.array([1.5, 0.25, -0.5, 3.0])
@@ -127,8 +145,14 @@ def test_a_read_computed_again_only_where_the_steps_backward_pass_reads_it() -> 
     for snapshots in (None, 1):
         gradient = ast_ad.grad(corpus_control.enumerate_zip_reversed, (0, 1), checkpoints=snapshots)
         text = ast_ad.source(gradient, xs, ys)
-        steps = [part.split("elif action")[0] for part in re.split(r"if action(?:_1)? == 'reverse':", text)[1:]] \
-            if snapshots else [text[text.index("for k_1 in reversed("):]]
+        steps = (
+            [
+                part.split("elif action")[0]
+                for part in re.split(r"if action(?:_1)? == 'reverse':", text)[1:]
+            ]
+            if snapshots
+            else [text[text.index("for k_1 in reversed(") :]]
+        )
         assert len(steps) == (2 if snapshots else 1)
         assert all("_item = " not in s and "_item_1 = " not in s for s in steps), steps
         assert "back = -1 - k_1" in steps[0]
@@ -136,20 +160,25 @@ def test_a_read_computed_again_only_where_the_steps_backward_pass_reads_it() -> 
 
 
 def test_memory_grows_linearly_with_the_steps() -> None:
-    """A copy of the array per write would make four times the steps cost sixteen times the memory."""
+    """A copy of the array per write would make four times the steps cost sixteen times the
+    memory."""
     small, large = _peak(1000), _peak(4000)
     assert large < 5 * small
     assert large < 400 * 4000  # a few hundred bytes a step: the saved entries, not the array
 
 
-# ---- forward mode: the same writes in place, and their tangents -------------------------------------------------
+# ---- forward mode: the same writes in place, and their tangents ----------------------------------
 @pytest.mark.parametrize(("fun", "args", "argnums"), CASES, ids=[c[0].__name__ for c in CASES])
-def test_forward_mode_writes_in_place_and_agrees_with_the_tracer_and_reverse_mode(fun, args, argnums) -> None:
-    """jvp of each function (its loops write ``y[i] = v`` and ``y_dot[i] = v_dot`` into copies of their own): the
-    value is the function's, the caller's arrays and tangents are not written, and the tangent is the tracer's
-    and ⟨grad, t⟩ (the dot-product identity with reverse mode)."""
+def test_forward_mode_writes_in_place_and_agrees_with_the_tracer_and_reverse_mode(
+    fun, args, argnums
+) -> None:
+    """jvp of each function (its loops write ``y[i] = v`` and ``y_dot[i] = v_dot`` into copies of
+    their own): the value is the function's, the caller's arrays and tangents are not written, and
+    the tangent is the tracer's and ⟨grad, t⟩ (the dot-product identity with reverse mode)."""
     before = [np.copy(a) for a in args]
-    tangents = tuple(rng.standard_normal(np.shape(a)) if k in argnums else None for k, a in enumerate(args))
+    tangents = tuple(
+        rng.standard_normal(np.shape(a)) if k in argnums else None for k, a in enumerate(args)
+    )
     kept = [None if t is None else np.copy(t) for t in tangents]
     out, out_dot = ast_ad.jvp(fun, args, tangents)
     assert out == fun(*[np.copy(a) for a in args])
@@ -166,15 +195,17 @@ def test_forward_mode_writes_in_place_and_agrees_with_the_tracer_and_reverse_mod
 
 
 def test_forward_mode_writes_the_loops_arrays_in_place() -> None:
-    """The loop writes its own copies of ``y`` and of ``y``'s tangent, made once before it: no copy a step."""
+    """The loop writes its own copies of ``y`` and of ``y``'s tangent, made once before it: no copy
+    a step."""
     text = ast_ad.source(wf.chain, X4, stage="jvp")
     assert "y = detached(y)" in text and "y_dot = owned_adjoint(y_dot, y)" in text
     assert "y[i] = y_item * x_item" in text and "y_dot[i] = " in text and "assign_item(" not in text
 
 
 def _jvp_work(n: int) -> tuple[int, int]:
-    """The peak memory of jvp of ``chain`` over ``n`` entries (``tracemalloc``), and how many calls of ast_ad's
-    helpers it makes (a helper that copies the array, ``assign_item``, would be one a step)."""
+    """The peak memory of jvp of ``chain`` over ``n`` entries (``tracemalloc``), and how many calls
+    of ast_ad's helpers it makes (a helper that copies the array, ``assign_item``, would be one a
+    step)."""
     import sys
 
     x, v = np.full(n, 1.0001), np.ones(n)
@@ -198,17 +229,20 @@ def _jvp_work(n: int) -> tuple[int, int]:
 
 
 def test_forward_mode_memory_and_work_grow_linearly_with_the_steps() -> None:
-    """In place, a write costs what it changes: the helpers run once a loop, not once a step (a copy of the array a
-    step would be sixteen times the work for four times the steps), and memory is a few copies of the arrays."""
+    """In place, a write costs what it changes: the helpers run once a loop, not once a step (a copy
+    of the array a step would be sixteen times the work for four times the steps), and memory is a
+    few copies of the arrays."""
     (small, calls_small), (large, calls_large) = _jvp_work(1000), _jvp_work(4000)
-    assert 0 < calls_large == calls_small < 50  # (counted: the helpers are ast_ad.runtime's modules)
+    # (counted: the helpers are ast_ad.runtime's modules)
+    assert 0 < calls_large == calls_small < 50
     assert large < 5 * small
     assert large < 8 * 8 * 4000  # a few arrays of 4000 floats, not one a step
 
 
 def test_a_default_is_read_or_copied_as_python_does_and_a_change_of_it_is_refused() -> None:
-    """A default array is one object for all calls: reading it, or writing into a copy, gives at every call what
-    Python gives; a write into it is refused (``tests/test_errors.py``), as Python's next call would see it."""
+    """A default array is one object for all calls: reading it, or writing into a copy, gives at
+    every call what Python gives; a write into it is refused (``tests/test_errors.py``), as Python's
+    next call would see it."""
     x = np.array([0.5, 1.5])
     for fun in (wf.reads_its_default, wf.writes_a_copy_of_its_default):
         gradient = ast_ad.value_and_grad(fun)

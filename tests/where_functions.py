@@ -31,5 +31,6 @@ def read_elsewhere(x):
 
 
 def through_a_reduction(x):
-    m = np.sqrt(x) - np.mean(np.sqrt(np.abs(x)))  # the mean reads x as it is: an input of the branch
+    # the mean reads x as it is: an input of the branch
+    m = np.sqrt(x) - np.mean(np.sqrt(np.abs(x)))
     return np.sum(np.where(x > 0, m, x))

@@ -1,4 +1,5 @@
-"""Loops that write arrays item by item: reverse mode writes them in place (``analysis.in_place_writes``)."""
+"""Loops that write arrays item by item: reverse mode writes them in place
+(``analysis.in_place_writes``)."""
 
 import numpy as np
 

@@ -1,5 +1,6 @@
-"""Facts about a normalized function that the transformations read: which names carry derivatives, which
-the result needs, which have equal shapes, which hold containers, how a call binds its callee's parameters.
+"""Facts about a normalized function that the transformations read: which names carry derivatives,
+which the result needs, which have equal shapes, which hold containers, how a call binds its
+callee's parameters.
 
 >>> import numpy as np
 >>> from ast_ad import transform
@@ -10,8 +11,8 @@ the result needs, which have equal shapes, which hold containers, how a call bin
 >>> sorted(activity(transform.normalized(f), (0,)))  # n and k do not depend on x
 ['out', 'sum_y', 'x', 'y']
 
-Each is a fixpoint over the statements (loops feed values back), written once here for reverse and forward
-mode alike.
+Each is a fixpoint over the statements (loops feed values back), written once here for reverse and
+forward mode alike.
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ E = TypeVar("E", bound=LocatedError)
 def activity(function: ir.Function, argnums: tuple[int, ...], carries: Any = None) -> set[str]:
     """The names whose values depend on the differentiated parameters (a fixpoint, for loops).
 
-    ``carries(value, active)`` says whether an assigned value depends on them (default: any of its inputs
-    the gradient can flow back to, ``is_active_value``).
+    ``carries(value, active)`` says whether an assigned value depends on them (default: any of its
+    inputs the gradient can flow back to, ``is_active_value``).
     """
     carries = carries or is_active_value
     active = {function.params[i] for i in argnums}
@@ -66,7 +67,8 @@ def activity(function: ir.Function, argnums: tuple[int, ...], carries: Any = Non
 
 
 def usefulness(function: ir.Function, active: set[str], seeds: set[str] | None = None) -> set[str]:
-    """The active names the result (or the names ``seeds``, parts of it) depends on (a fixpoint, for loops)."""
+    """The active names the result (or the names ``seeds``, parts of it) depends on (a fixpoint, for
+    loops)."""
     if seeds is not None:
         useful = seeds & active
     else:
@@ -82,7 +84,11 @@ def usefulness(function: ir.Function, active: set[str], seeds: set[str] | None =
             elif isinstance(stmt, ir.Unpack) and useful.intersection(stmt.targets) and \
                     atom_active(stmt.value, active):
                 useful.add(stmt.value.name)
-            elif isinstance(stmt, ir.Append) and stmt.target in useful and atom_active(stmt.value, active):
+            elif (
+                isinstance(stmt, ir.Append)
+                and stmt.target in useful
+                and atom_active(stmt.value, active)
+            ):
                 useful.add(stmt.value.name)
             elif isinstance(stmt, ir.Pop) and stmt.target in useful and stmt.source in active:
                 useful.add(stmt.source)
@@ -91,7 +97,9 @@ def usefulness(function: ir.Function, active: set[str], seeds: set[str] | None =
     return useful
 
 
-def shape_classes(function: ir.Function, shapes: tuple[int, ...], known: Kinds | None = None) -> dict[str, int | None]:
+def shape_classes(
+    function: ir.Function, shapes: tuple[int, ...], known: Kinds | None = None
+) -> dict[str, int | None]:
     """Label every name with a shape class: names with equal labels are known to have equal shapes.
 
     Elementwise operations keep their operands' class when all non-scalar
@@ -107,7 +115,11 @@ def shape_classes(function: ir.Function, shapes: tuple[int, ...], known: Kinds |
         changed = False
         for stmt in ir.walk(function.body):
             for target, label in _labels(stmt, classes, fresh, max(shapes, default=0) + 1, numbers):
-                new = label if target not in classes else (classes[target] if classes[target] == label else None)
+                new = (
+                    label
+                    if target not in classes
+                    else (classes[target] if classes[target] == label else None)
+                )
                 if target not in classes or new != classes[target]:
                     classes[target], changed = new, True
         if once:  # no loop: one pass
@@ -151,7 +163,9 @@ def shape_class(atom: ir.Atom, classes: dict[str, int | None]) -> int | None:
     """The shape class of an atom: ``SCALAR`` for numbers and None, ``None`` when unknown."""
     if isinstance(atom, ir.Var):
         return classes.get(atom.name)
-    if isinstance(atom, ir.Const) and (atom.value is None or type(atom.value) in (int, float, bool)):
+    if isinstance(atom, ir.Const) and (
+        atom.value is None or type(atom.value) in (int, float, bool)
+    ):
         return SCALAR
     return None
 
@@ -164,7 +178,8 @@ def local_names(function: ir.Function) -> set[str]:
     """
     defs: dict[str, list[tuple[int, int]]] = {p: [(0, -1)] for p in function.params}
     uses: dict[str, list[tuple[int, int]]] = {}
-    blocks: list[tuple[tuple[ir.Stmt, ...], int]] = [(function.body, 0)]  # each block, with a number of its own
+    # each block, with a number of its own
+    blocks: list[tuple[tuple[ir.Stmt, ...], int]] = [(function.body, 0)]
     count = 0
     while blocks:
         body, block = blocks.pop()
@@ -202,7 +217,8 @@ def loop_bound(function: ir.Function) -> set[str]:
 
 
 def first_definitions(function: ir.Function) -> set[int]:
-    """Statements that bind a name for the first time, at the top level: nothing to save before them."""
+    """Statements that bind a name for the first time, at the top level: nothing to save before
+    them."""
     seen = set(function.params)
     first = set()
     for stmt in function.body:
@@ -233,10 +249,12 @@ def is_active_value(value: ir.Expr, active: set[str]) -> bool:
 
 
 def _flowing(value: ir.Expr) -> list[ir.Var]:
-    """The inputs a gradient can flow back to: not those whose rule is ``registry.zero`` (``np.full_like(x, v)``)."""
+    """The inputs a gradient can flow back to: not those whose rule is ``registry.zero``
+    (``np.full_like(x, v)``)."""
     rule = registry.lookup(value.fn.obj) if isinstance(value, ir.Call) else None
     if rule is not None and rule.nondiff:
-        return []  # a shape, a count, zeros like an array: nothing flows back (``np.zeros_like(x)``)
+        # a shape, a count, zeros like an array: nothing flows back (``np.zeros_like(x)``)
+        return []
     if not isinstance(value, ir.Call) or rule is None or registry.zero not in rule.vjps:
         return inputs_of(value)
     flowing = [a for k, a in enumerate(value.args) if rule.vjp(k) is not registry.zero]
@@ -262,19 +280,31 @@ def inputs_of(value: ir.Expr) -> list[ir.Var]:
 
 
 def structured_names(function: ir.Function, shapes: tuple[int, ...]) -> set[str]:
-    """Names known to hold a list, tuple or dict: unpacked, appended to, packed, container parameters,
-    and results of functions that return sequences."""
+    """Names known to hold a list, tuple or dict: unpacked, appended to, packed, container
+    parameters, and results of functions that return sequences."""
     structured = {s.value.name for s in ir.walk(function.body) if isinstance(s, ir.Unpack)
                   and isinstance(s.value, ir.Var)}
     structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Append)}
-    structured |= {p for p, label in zip(function.params, shapes, strict=True) if label == CONTAINER}
+    structured |= {
+        p for p, label in zip(function.params, shapes, strict=True) if label == CONTAINER
+    }
     structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
                    and isinstance(s.value, ir.Call) and registry.returns_sequence(s.value.fn.obj)}
-    structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
-                   and (isinstance(s.value, ir.Pack)
-                        or isinstance(s.value, ir.Const) and isinstance(s.value.value, (list, tuple, dict)))}
-    # and what holds one of those: a copy, or what a function whose result has an argument's kind makes of one
-    assignments = [s for s in ir.walk(function.body) if isinstance(s, ir.Assign) and s.target not in structured]
+    structured |= {
+        s.target
+        for s in ir.walk(function.body)
+        if isinstance(s, ir.Assign)
+        and (
+            isinstance(s.value, ir.Pack)
+            or isinstance(s.value, ir.Const)
+            and isinstance(s.value.value, (list, tuple, dict))
+        )
+    }
+    # and what holds one of those: a copy, or what a function whose result has an argument's kind
+    # makes of one
+    assignments = [
+        s for s in ir.walk(function.body) if isinstance(s, ir.Assign) and s.target not in structured
+    ]
     size = -1
     while size != len(structured):
         size = len(structured)
@@ -283,11 +313,12 @@ def structured_names(function: ir.Function, shapes: tuple[int, ...]) -> set[str]
 
 
 def owned_lists(function: ir.Function) -> set[str]:
-    """Names that only ever hold ``None`` or lists the function made itself: ``[]``, ``[a, b]``, what a call
-    that makes a new list gives (``registry.def_new_list``; where it may give back an argument as it is, that
-    argument is an owned list too), or what a tape of such lists gives back. No caller holds such a list, nor does
-    another name of the function (a copy of one counts only where the copy is its one use), so its pops can be
-    undone by pushing the values back (``reverse.Reverser.private_list``)."""
+    """Names that only ever hold ``None`` or lists the function made itself: ``[]``, ``[a, b]``,
+    what a call that makes a new list gives (``registry.def_new_list``; where it may give back an
+    argument as it is, that argument is an owned list too), or what a tape of such lists gives back.
+    No caller holds such a list, nor does another name of the function (a copy of one counts only
+    where the copy is its one use), so its pops can be undone by pushing the values back
+    (``reverse.Reverser.private_list``)."""
     bindings: dict[str, list[ir.Stmt]] = {}
     uses: Counter[str] = Counter()
     pushed: dict[str, list[ir.Atom]] = {}  # what is appended to each list
@@ -299,7 +330,8 @@ def owned_lists(function: ir.Function) -> set[str]:
         value = stmt.value if isinstance(stmt, ir.Assign) else None
         if not (isinstance(stmt, ir.Assign) and stmt.target in checks) and not (
                 isinstance(value, ir.Call) and registry.identity_read(value.fn.obj) is not None):
-            uses.update(ir.reads_of(stmt))  # (a check reads objects by identity: it keeps none of them)
+            # (a check reads objects by identity: it keeps none of them)
+            uses.update(ir.reads_of(stmt))
         if isinstance(stmt, ir.Append):
             uses[stmt.target] += 1
             pushed.setdefault(stmt.target, []).append(stmt.value)
@@ -313,15 +345,29 @@ def owned_lists(function: ir.Function) -> set[str]:
     def passed(atom: ir.Atom, target: str) -> bool:  # an argument a call may give back as it is
         if isinstance(atom, ir.Const):
             return atom.value is None
-        return isinstance(atom, ir.Var) and atom.name in owned and (atom.name == target or uses[atom.name] == 1)
+        return (
+            isinstance(atom, ir.Var)
+            and atom.name in owned
+            and (atom.name == target or uses[atom.name] == 1)
+        )
 
     def makes(stmt: ir.Stmt) -> bool:
-        if isinstance(stmt, ir.Pop):  # off a tape of owned lists: made empty, then only pushed to and popped from
+        # off a tape of owned lists: made empty, then only pushed to and popped from
+        if isinstance(stmt, ir.Pop):
             tape = stmt.source
-            return tape in owned and uses[tape] == stacked[tape] \
-                and all(isinstance(s, ir.Assign) and isinstance(s.value, ir.Const) for s in bindings[tape]) \
-                and all((isinstance(value, ir.Const) and value.value is None)
-                        or (isinstance(value, ir.Var) and value.name in owned) for value in pushed.get(tape, ()))
+            return (
+                tape in owned
+                and uses[tape] == stacked[tape]
+                and all(
+                    isinstance(s, ir.Assign) and isinstance(s.value, ir.Const)
+                    for s in bindings[tape]
+                )
+                and all(
+                    (isinstance(value, ir.Const) and value.value is None)
+                    or (isinstance(value, ir.Var) and value.name in owned)
+                    for value in pushed.get(tape, ())
+                )
+            )
         if not isinstance(stmt, ir.Assign):
             return False
         value = stmt.value
@@ -330,22 +376,27 @@ def owned_lists(function: ir.Function) -> set[str]:
         if isinstance(value, ir.Var):
             return passed(value, stmt.target)
         if isinstance(value, ir.Pack):
-            return value.kind == "list"  # a list display: a new list (of items others may hold, which a pop keeps)
+            # a list display: a new list (of items others may hold, which a pop keeps)
+            return value.kind == "list"
         if not isinstance(value, ir.Call):
             return False
         passes = registry.new_list(value.fn.obj)
-        return passes is not None and all(passed(value.args[k], stmt.target) for k in passes if k < len(value.args))
+        return passes is not None and all(
+            passed(value.args[k], stmt.target) for k in passes if k < len(value.args)
+        )
+
     size = -1
-    while size != len(owned):  # the largest set that holds: a name is dropped where one binding is not owned
+    # the largest set that holds: a name is dropped where one binding is not owned
+    while size != len(owned):
         size = len(owned)
         owned = {name for name in owned if all(makes(s) for s in bindings[name])}
     return owned
 
 
 def carries_structure(value: ir.Expr, structured: set[str]) -> bool:
-    """Whether an assignment of ``value`` binds a list, tuple or dict because a name of ``structured`` holds one:
-    a copy of it, or a call that gives the kind of an argument it is passed as (``registry.def_same_kind``:
-    ``assign_item(L, 0, v)`` on a list is a list)."""
+    """Whether an assignment of ``value`` binds a list, tuple or dict because a name of
+    ``structured`` holds one: a copy of it, or a call that gives the kind of an argument it is
+    passed as (``registry.def_same_kind``: ``assign_item(L, 0, v)`` on a list is a list)."""
     if isinstance(value, ir.Var):
         return value.name in structured
     if not isinstance(value, ir.Call):
@@ -360,17 +411,24 @@ def bind_call(stmt: ir.Assign, error: Callable[[ir.Stmt, str], LocatedError]) ->
     try:
         bound = inspect.signature(call.fn.obj).bind(*call.args, **dict(call.kwargs))
     except TypeError as exc:
-        raise error(stmt, f"the call to {call.fn.hint} does not match its parameters: {exc}") from None
+        raise error(
+            stmt, f"the call to {call.fn.hint} does not match its parameters: {exc}"
+        ) from None
     bound.apply_defaults()
-    return [v if isinstance(v, (ir.Var, ir.Const, ir.Ref)) else
-            ir.Const(v) if isinstance(v, (int, float, bool, str, type(None))) else ir.Ref(v, f"{call.fn.hint}_{k}")
-            for k, v in bound.arguments.items()]
+    return [
+        v
+        if isinstance(v, (ir.Var, ir.Const, ir.Ref))
+        else ir.Const(v)
+        if isinstance(v, (int, float, bool, str, type(None)))
+        else ir.Ref(v, f"{call.fn.hint}_{k}")
+        for k, v in bound.arguments.items()
+    ]
 
 
 def call_labels(args: list[ir.Atom], classes: dict[str, int | None], structured: set[str],
                 known: Kinds | None = None, at: ir.Stmt | None = None) -> tuple[int, ...]:
-    """Shape labels for a callee's parameters, numbered in order of first appearance; an array ``known`` to be
-    numpy's, of so many axes, keeps that in its label (``kinds.labelled``)."""
+    """Shape labels for a callee's parameters, numbered in order of first appearance; an array
+    ``known`` to be numpy's, of so many axes, keeps that in its label (``kinds.labelled``)."""
     numbering: dict[Any, int] = {}
     labels = []
     for k, a in enumerate(args):
@@ -380,39 +438,53 @@ def call_labels(args: list[ir.Atom], classes: dict[str, int | None], structured:
         elif label == SCALAR:
             labels.append(SCALAR)
         else:
-            kind = known.label(a, at) if known is not None else 0  # a numpy array's axes and kind, or 0
-            number = numbering.setdefault((label if label is not None else ("unknown", k), kind), len(numbering))
+            # a numpy array's axes and kind, or 0
+            kind = known.label(a, at) if known is not None else 0
+            number = numbering.setdefault(
+                (label if label is not None else ("unknown", k), kind), len(numbering)
+            )
             labels.append(number + kind)
     return tuple(labels)
 
 
 def is_user_function(fn: Any) -> bool:
-    """A Python function ast_ad should differentiate through (no rule registered for it; not ast_ad's own)."""
+    """A Python function ast_ad should differentiate through (no rule registered for it; not
+    ast_ad's own)."""
     return inspect.isfunction(fn) and registry.lookup(fn) is None and \
         not (getattr(fn, "__module__", None) or "").startswith("ast_ad.")
 
 
 def is_library(fn: Any) -> bool:
-    """Whether ``fn`` is defined in an installed package or Python's own library, not in the user's code."""
+    """Whether ``fn`` is defined in an installed package or Python's own library, not in the user's
+    code."""
     filename = os.path.realpath(getattr(getattr(fn, "__code__", None), "co_filename", "") or "")
     return any(filename.startswith(os.path.realpath(path) + os.sep) for path in _LIBRARY_PATHS)
 
 
-_LIBRARY_PATHS = sorted({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+_LIBRARY_PATHS = sorted(
+    {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+)
 
 
 def library_call(stmt: ir.Stmt, hint: str, fn: Any) -> MissingRuleError:
-    """A call of an installed library's function that has no rule, where it is differentiated: ast_ad reads the
-    user's code, not a library's, whose source may not be in its language or give its numbers."""
+    """A call of an installed library's function that has no rule, where it is differentiated:
+    ast_ad reads the user's code, not a library's, whose source may not be in its language or give
+    its numbers."""
     module = getattr(fn, "__module__", None) or "an installed package"
-    return at_line(MissingRuleError, stmt, f"{hint} comes from {module}, an installed library, and has no gradient "
-                   "rule: ast_ad differentiates your code, not a library's source; compute this with numpy, or "
-                   "register a rule for it (ast_ad.extend.defvjp, ast_ad.extend.defjvp)")
+    return at_line(
+        MissingRuleError,
+        stmt,
+        f"{hint} comes from {module}, an installed library, and has no gradient "
+        "rule: ast_ad differentiates your code, not a library's source; compute this with numpy, "
+        "or "
+        "register a rule for it (ast_ad.extend.defvjp, ast_ad.extend.defjvp)",
+    )
 
 
 def forward_activity(function: ir.Function, argnums: tuple[int, ...]) -> set[str]:
-    """The names whose tangents can be nonzero: ``activity``, except that a call whose differentiated
-    arguments all have zero forward rules (``unbroadcast(g, x)``, where ``x`` gives only a shape) is not."""
+    """The names whose tangents can be nonzero: ``activity``, except that a call whose
+    differentiated arguments all have zero forward rules (``unbroadcast(g, x)``, where ``x`` gives
+    only a shape) is not."""
     return activity(function, argnums, _carries)
 
 
@@ -420,37 +492,62 @@ def _carries(value: ir.Expr, active: set[str]) -> bool:
     if not is_active_value(value, active):
         return False
     rule = registry.lookup(value.fn.obj) if isinstance(value, ir.Call) else None
-    if not isinstance(value, ir.Call) or rule is None or any(atom_active(a, active) for _, a in value.kwargs):
+    if (
+        not isinstance(value, ir.Call)
+        or rule is None
+        or any(atom_active(a, active) for _, a in value.kwargs)
+    ):
         return True
     return any(rule.jvp(k) is not registry.zero for k, a in enumerate(value.args)
                if isinstance(a, ir.Var) and a.name in active)
 
 
 def unfollowed(fn: Any) -> str:
-    """What to write instead of an iterator of differentiated values (``list(zip(...))``, as a loop over an
-    iterator reads it): ast_ad follows iterators where a loop unfolds them."""
+    """What to write instead of an iterator of differentiated values (``list(zip(...))``, as a loop
+    over an iterator reads it): ast_ad follows iterators where a loop unfolds them."""
     if fn in (zip, map, filter, enumerate, reversed, iter):
-        return (": ast_ad follows an iterator of differentiated values where a loop unfolds it: loop over "
-                "zip(xs, ys) with one name per sequence (for a, b in zip(xs, ys)), or build the list with a "
-                "comprehension ([f(v) for v in xs])")
+        return (
+            ": ast_ad follows an iterator of differentiated values where a loop unfolds it: loop "
+            "over "
+            "zip(xs, ys) with one name per sequence (for a, b in zip(xs, ys)), or build the list "
+            "with a "
+            "comprehension ([f(v) for v in xs])"
+        )
     return ""
 
 
 def missing_rule(stmt: ir.Stmt, message: str, register: str) -> MissingRuleError:
-    """A call without a rule, at its line: what to write instead, where the callee is no primitive of the user's
-    (``register``: how to register one) but a class of theirs or a derivative of ast_ad's bound to a name."""
+    """A call without a rule, at its line: what to write instead, where the callee is no primitive
+    of the user's (``register``: how to register one) but a class of theirs or a derivative of
+    ast_ad's bound to a name."""
     call = stmt.value if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) else None
     obj = call.fn.obj if call is not None else None
-    if inspect.isclass(obj) and not (obj.__module__ or "").startswith(("builtins", "numpy", "ast_ad")):
-        said = (f"{call.fn.hint if call else 'this'} is a class of yours: objects built inside a differentiated "
-                "function are not followed yet; build the object outside and pass its arrays in, or write its "
-                "computation as functions of them")
+    if inspect.isclass(obj) and not (obj.__module__ or "").startswith(
+        ("builtins", "numpy", "ast_ad")
+    ):
+        said = (
+            f"{call.fn.hint if call else 'this'} is a class of yours: objects built inside a "
+            "differentiated "
+            "function are not followed yet; build the object outside and pass its arrays in, or "
+            "write its "
+            "computation as functions of them"
+        )
     elif obj in (set, frozenset):
-        said = ("a set of differentiated values has no derivative ast_ad follows (a set keeps no order, and one "
-                "of two equal values): use a list")
-    elif obj is not None and type(obj).__module__.startswith("ast_ad.") and not inspect.isfunction(obj):
-        said = (f"{call.fn.hint if call else 'this'} is a derivative made by ast_ad and bound to a local name, "
-                "which is not followed yet: call it where it is made, ast_ad.grad(g)(x)")
+        said = (
+            "a set of differentiated values has no derivative ast_ad follows (a set keeps no "
+            "order, and one "
+            "of two equal values): use a list"
+        )
+    elif (
+        obj is not None
+        and type(obj).__module__.startswith("ast_ad.")
+        and not inspect.isfunction(obj)
+    ):
+        said = (
+            f"{call.fn.hint if call else 'this'} is a derivative made by ast_ad and bound to a "
+            "local name, "
+            "which is not followed yet: call it where it is made, ast_ad.grad(g)(x)"
+        )
     else:
         said = f"{message}; if it is your own primitive, {register}"
     return at_line(MissingRuleError, stmt, said)
@@ -462,13 +559,18 @@ def at_line(error: type[E], stmt: ir.Stmt, message: str) -> E:
 
 
 def packed_result(function: ir.Function) -> ir.Pack | None:
-    """The tuple the function returns, where it builds it at the top level as its last binding of the name."""
+    """The tuple the function returns, where it builds it at the top level as its last binding of
+    the name."""
     result = function.result
     if not isinstance(result, ir.Var) or result.name in function.mutable:
         return None
     for stmt in function.body:
-        if isinstance(stmt, ir.Assign) and stmt.target == result.name and isinstance(stmt.value, ir.Pack) \
-                and stmt.value.kind == "tuple":
+        if (
+            isinstance(stmt, ir.Assign)
+            and stmt.target == result.name
+            and isinstance(stmt.value, ir.Pack)
+            and stmt.value.kind == "tuple"
+        ):
             return stmt.value
     return None
 
@@ -477,9 +579,10 @@ def packed_result(function: ir.Function) -> ir.Pack | None:
 class InPlace:
     """Where reverse mode writes arrays in place (``in_place_writes``).
 
-    ``loops`` maps each loop that owns arrays (the outermost loop in which an array is only ever rebound
-    by writes to its own items) to those arrays; ``writes`` and ``reads`` are the ids of the statements
-    ``y = assign_item(y, i, v)`` and ``t = y[i]`` inside such loops, with the array's name.
+    ``loops`` maps each loop that owns arrays (the outermost loop in which an array is only ever
+    rebound by writes to its own items) to those arrays; ``writes`` and ``reads`` are the ids of the
+    statements ``y = assign_item(y, i, v)`` and ``t = y[i]`` inside such loops, with the array's
+    name.
     """
 
     loops: dict[int, tuple[str, ...]]
@@ -492,8 +595,14 @@ class InPlace:
 
 def _item_read(stmt: ir.Stmt) -> tuple[str, ir.Atom] | None:
     """``(y, i)`` for ``t = y[i]``: a read of an item of the local ``y``."""
-    if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) and stmt.value.fn.obj is operator.getitem \
-            and not stmt.value.kwargs and len(stmt.value.args) == 2 and isinstance(stmt.value.args[0], ir.Var):
+    if (
+        isinstance(stmt, ir.Assign)
+        and isinstance(stmt.value, ir.Call)
+        and stmt.value.fn.obj is operator.getitem
+        and not stmt.value.kwargs
+        and len(stmt.value.args) == 2
+        and isinstance(stmt.value.args[0], ir.Var)
+    ):
         return stmt.value.args[0].name, stmt.value.args[1]
     return None
 
@@ -506,28 +615,36 @@ def _self_write(stmt: ir.Stmt) -> TypeGuard[ir.Assign]:
 
 def in_place_writes(function: ir.Function, useful: set[str], structured: set[str],
                     classes: dict[str, int | None]) -> InPlace:
-    """The arrays a loop only changes item by item, which reverse and forward mode can write in place.
+    """The arrays a loop only changes item by item, which reverse and forward mode can write in
+    place.
 
-    In reverse mode such a write saves the entries it overwrites (not the whole array) and the backward pass
-    puts them back, in reverse order, so the array is as it was at each step when the backward pass reads it:
-    O(what changes) per write instead of a copy of the array; forward mode writes the tangent's entries beside
-    them. The array must have an adjoint (in forward mode, a tangent: ``useful`` is then the active names),
-    hold no container, and be rebound inside the loop by nothing but those writes; the loop must not iterate
-    over it. The generated code copies it once, when the loop starts.
+    In reverse mode such a write saves the entries it overwrites (not the whole array) and the
+    backward pass puts them back, in reverse order, so the array is as it was at each step when the
+    backward pass reads it: O(what changes) per write instead of a copy of the array; forward mode
+    writes the tangent's entries beside them. The array must have an adjoint (in forward mode, a
+    tangent: ``useful`` is then the active names), hold no container, and be rebound inside the loop
+    by nothing but those writes; the loop must not iterate over it. The generated code copies it
+    once, when the loop starts.
 
-    The fact this relies on: no other variable reaches the array while the loop writes it, so that writing a
-    private copy changes what Python's write changes and nothing else. It is the memory model's
-    (``aliasing``): an array it cannot prove unshared has a guard before its writes (``guarded``), and keeps
-    the general path, a new array a write, where the guard sees the object Python would change.
+    The fact this relies on: no other variable reaches the array while the loop writes it, so that
+    writing a private copy changes what Python's write changes and nothing else. It is the memory
+    model's (``aliasing``): an array it cannot prove unshared has a guard before its writes
+    (``guarded``), and keeps the general path, a new array a write, where the guard sees the object
+    Python would change.
     """
     loops: dict[int, tuple[str, ...]] = {}
     writes: dict[int, str] = {}
     reads: dict[int, str] = {}
-    shared = guarded(function.body)  # another name may see these: a private copy would hide it from the guard
+    # another name may see these: a private copy would hide it from the guard
+    shared = guarded(function.body)
 
     def claim(loop: ir.For | ir.While, owned: frozenset[str]) -> frozenset[str]:
         inner = list(ir.walk(loop.body))
-        iterated = {loop.iter.name} if isinstance(loop, ir.For) and isinstance(loop.iter, ir.Var) else set()
+        iterated = (
+            {loop.iter.name}
+            if isinstance(loop, ir.For) and isinstance(loop.iter, ir.Var)
+            else set()
+        )
         names = {s.target for s in inner if _self_write(s)} - owned - iterated
         ok = tuple(sorted(n for n in names if n in useful and n not in structured
                           and n not in shared and classes.get(n) != SCALAR
@@ -547,8 +664,9 @@ def in_place_writes(function: ir.Function, useful: set[str], structured: set[str
 
 def _claim_loops(body: tuple[ir.Stmt, ...],
                  claim: Callable[[ir.For | ir.While, frozenset[str]], frozenset[str]]) -> None:
-    """Visit every loop of ``body``, outer loops first, with the arrays the loops around it own (written in
-    place, or read entry by entry); ``claim(loop, owned)`` decides what this loop owns for the loops inside."""
+    """Visit every loop of ``body``, outer loops first, with the arrays the loops around it own
+    (written in place, or read entry by entry); ``claim(loop, owned)`` decides what this loop owns
+    for the loops inside."""
     blocks: list[tuple[tuple[ir.Stmt, ...], frozenset[str]]] = [(body, frozenset())]
     while blocks:
         block, owned = blocks.pop()
@@ -560,8 +678,8 @@ def _claim_loops(body: tuple[ir.Stmt, ...],
 
 
 def guarded(body: tuple[ir.Stmt, ...]) -> frozenset[str]:
-    """The names whose objects the memory model guards before a write anywhere in ``body``: another live
-    variable may reach them (``registry.def_guard``, ``aliasing.Aliasing.check_apart``)."""
+    """The names whose objects the memory model guards before a write anywhere in ``body``: another
+    live variable may reach them (``registry.def_guard``, ``aliasing.Aliasing.check_apart``)."""
     names: set[str] = set()
     for stmt in ir.walk(body):
         value = stmt.value if isinstance(stmt, ir.Assign) else None
@@ -575,11 +693,13 @@ def guarded(body: tuple[ir.Stmt, ...]) -> frozenset[str]:
 
 def accumulated_reads(function: ir.Function, useful: set[str], structured: set[str], known: Kinds,
                       in_place: InPlace) -> InPlace:
-    """``in_place`` with the arrays a loop only reads, entry by entry, whose adjoints it adds into in place.
+    """``in_place`` with the arrays a loop only reads, entry by entry, whose adjoints it adds into
+    in place.
 
-    ``x[i]`` of a numpy array of floats (``ast_ad.kinds``), in a loop that binds no ``x``: the backward pass
-    adds each read's adjoint into the entry (``x_bar[i] += g``) of an adjoint array that the loop owns (made
-    before it, as a written array's is), rather than keep the step's adjoint and index to sum after the loop.
+    ``x[i]`` of a numpy array of floats (``ast_ad.kinds``), in a loop that binds no ``x``: the
+    backward pass adds each read's adjoint into the entry (``x_bar[i] += g``) of an adjoint array
+    that the loop owns (made before it, as a written array's is), rather than keep the step's
+    adjoint and index to sum after the loop.
     """
     accumulated: dict[int, tuple[str, ...]] = {}
     adds: dict[int, str] = {}
@@ -601,19 +721,19 @@ def accumulated_reads(function: ir.Function, useful: set[str], structured: set[s
     return InPlace(in_place.loops, in_place.writes, in_place.reads, accumulated, adds)
 
 
-# ---- binomial checkpointing ---------------------------------------------------------------------------------
+# ---- binomial checkpointing ----------------------------------------------------------------------
 def checkpoint_state(function: ir.Function, position: int, in_place: InPlace,
                      body_of: Callable[[Any], ir.Function]) -> tuple[tuple[str, ...], str | None]:
-    """The loop-carried state that snapshots of the loop at ``function.body[position]`` keep, or why that
-    loop is not checkpointed (``grad(f, checkpoints=c)``; see ``ast_ad.revolve``).
+    """The loop-carried state that snapshots of the loop at ``function.body[position]`` keep, or why
+    that loop is not checkpointed (``grad(f, checkpoints=c)``; see ``ast_ad.revolve``).
 
     The state is every name the loop body rebinds that is bound before the loop (to a value: not the
-    ``None`` that names bound in a loop start with) or read in a step before that step binds it: from
-    those, the body computes any step again. A loop is checkpointed
-    when computing one of its steps again gives what the first run gave and changes nothing else:
-    a ``for`` loop (a ``while`` loop's length is unknown when it starts) that does not break, prints,
-    asserts, appends to or pops from a list, writes arrays in place (its tape is already O(what changes)),
-    or calls a function ast_ad has no rule for (which might not give the same result twice).
+    ``None`` that names bound in a loop start with) or read in a step before that step binds it:
+    from those, the body computes any step again. A loop is checkpointed when computing one of its
+    steps again gives what the first run gave and changes nothing else: a ``for`` loop (a ``while``
+    loop's length is unknown when it starts) that does not break, prints, asserts, appends to or
+    pops from a list, writes arrays in place (its tape is already O(what changes)), or calls a
+    function ast_ad has no rule for (which might not give the same result twice).
     """
     loop = function.body[position]
     if not isinstance(loop, ir.For):
@@ -622,8 +742,12 @@ def checkpoint_state(function: ir.Function, position: int, in_place: InPlace,
     if why is not None:
         return (), why
     rebound = dict.fromkeys(n for s in ir.walk(loop.body) for n in ir.defined(s))
-    before = set(function.params) | {n for s in ir.walk(function.body[:position]) for n in ir.defined(s)
-                                     if not (isinstance(s, ir.Assign) and s.value == ir.Const(None))}
+    before = set(function.params) | {
+        n
+        for s in ir.walk(function.body[:position])
+        for n in ir.defined(s)
+        if not (isinstance(s, ir.Assign) and s.value == ir.Const(None))
+    }
     exposed = _exposed(loop.body, {loop.target})
     return tuple(n for n in rebound if n != loop.target and (n in before or n in exposed)), None
 
@@ -634,7 +758,8 @@ def _not_repeatable(body: tuple[ir.Stmt, ...], in_place: InPlace, seen: set[int]
         if isinstance(stmt, ir.Break):
             return "it may break: its length is not known when it starts"
         if isinstance(stmt, ir.Effect):
-            return f"line {stmt.line.lineno} has an effect, which computing the step again would repeat"
+            return f"line {stmt.line.lineno} has an effect, which computing the step again " \
+                   "would repeat"
         if isinstance(stmt, (ir.Append, ir.Pop)):
             return f"line {stmt.line.lineno} changes a list, which the snapshots would share"
         if id(stmt) in in_place.loops or id(stmt) in in_place.writes:
@@ -648,18 +773,25 @@ def _not_repeatable(body: tuple[ir.Stmt, ...], in_place: InPlace, seen: set[int]
             continue
         for ref in called:
             if ref is None:
-                return f"line {stmt.line.lineno} calls a function ast_ad cannot name, which may not give the " \
-                       "same result when the step is computed again"
+                return (
+                    f"line {stmt.line.lineno} calls a function ast_ad cannot name, which may not "
+                    "give the "
+                    "same result when the step is computed again"
+                )
             if isinstance(ref.obj, type) or registry.lookup(ref.obj) is not None:
                 continue
             if is_user_function(ref.obj) and id(ref.obj) not in seen:
-                seen.add(id(ref.obj))  # the callee's own body (``body_of``: the driver's), checked the same way
+                # the callee's own body (``body_of``: the driver's), checked the same way
+                seen.add(id(ref.obj))
                 why = _not_repeatable(body_of(ref.obj).body, InPlace({}, {}, {}), seen, body_of)
                 if why is not None:
                     return f"it calls {ref.hint}, where {why}"
             elif not is_user_function(ref.obj):
-                return f"line {stmt.line.lineno} calls {ref.hint}, which has no rule and so may not give the " \
-                       "same result when the step is computed again"
+                return (
+                    f"line {stmt.line.lineno} calls {ref.hint}, which has no rule and so may not "
+                    "give the "
+                    "same result when the step is computed again"
+                )
     return None
 
 
@@ -681,12 +813,15 @@ def _raw_calls(raw: ir.Raw) -> list[ir.Ref | None]:
         obj = ref.obj
         for attr in reversed(attrs):
             obj = getattr(obj, attr, None)
-        called.append(ir.Ref(obj, ".".join([ref.hint, *reversed(attrs)])) if callable(obj) else None)
+        called.append(
+            ir.Ref(obj, ".".join([ref.hint, *reversed(attrs)])) if callable(obj) else None
+        )
     return called
 
 
 def _exposed(body: tuple[ir.Stmt, ...], written: set[str]) -> set[str]:
-    """The names ``body`` reads before it has surely bound them (``written``: those bound already)."""
+    """The names ``body`` reads before it has surely bound them (``written``: those bound
+    already)."""
     found: set[str] = set()
     for stmt in body:
         found |= set(ir.reads_of(stmt)) - written

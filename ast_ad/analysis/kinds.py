@@ -1,7 +1,7 @@
-"""What each name holds, where that is certain: an integer, a number, or a numpy array of numbers with a known
-number of axes. Reverse and forward mode read these facts to write what a careful person writes by hand:
-no ``unbroadcast`` where both sides are numbers, ``y[i]`` saved as it is where it is a number (numbers
-cannot change), and an entry's adjoint read as ``y_bar[i]``.
+"""What each name holds, where that is certain: an integer, a number, or a numpy array of numbers
+with a known number of axes. Reverse and forward mode read these facts to write what a careful
+person writes by hand: no ``unbroadcast`` where both sides are numbers, ``y[i]`` saved as it is
+where it is a number (numbers cannot change), and an entry's adjoint read as ``y_bar[i]``.
 
 >>> import numpy as np
 >>> from ast_ad import transform
@@ -14,14 +14,15 @@ cannot change), and an entry's adjoint read as ``y_bar[i]``.
 >>> facts.rank("y"), facts.rank("x_item"), facts.rank("t2"), facts.is_int("t1")
 (1, 0, 0, True)
 
-A fact is claimed only where every statement that binds the name gives it (a fixpoint over the statements,
-for loops), starting from the parameters' labels: ``labelled`` marks a numpy array of numbers with its
-number of axes and whether its entries are floats (a global numpy array carries its own, checked before
-each call: ``load.Loaded.refresh``). Where a statement reads a name that an earlier statement of its own
-block bound, it sees that binding's fact: a loop's variable is an integer inside a loop over a ``range``
-(before the loop it is ``None``), and so is ``i = r[k]`` after it. A list only pushed to and popped from
-(a gradient's tape, when ast_ad transforms its own code again) gives back what was pushed. Anything not
-understood here is simply not known, and the code stays general there.
+A fact is claimed only where every statement that binds the name gives it (a fixpoint over the
+statements, for loops), starting from the parameters' labels: ``labelled`` marks a numpy array of
+numbers with its number of axes and whether its entries are floats (a global numpy array carries its
+own, checked before each call: ``load.Loaded.refresh``). Where a statement reads a name that an
+earlier statement of its own block bound, it sees that binding's fact: a loop's variable is an
+integer inside a loop over a ``range`` (before the loop it is ``None``), and so is ``i = r[k]``
+after it. A list only pushed to and popped from (a gradient's tape, when ast_ad transforms its own
+code again) gives back what was pushed. Anything not understood here is simply not known, and the
+code stays general there.
 """
 
 from __future__ import annotations
@@ -38,31 +39,51 @@ from ast_ad.core.records import record
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
 
-RANKED = 1 << 24  # a parameter label at or above this one names a numpy array of numbers (``labelled``)
+# a parameter label at or above this one names a numpy array of numbers (``labelled``)
+RANKED = 1 << 24
 
-# the facts, as small tuples: ("int",) an integer (not a bool); ("num", rank, inexact) a number (rank 0)
-# or a numpy array of numbers with ``rank`` axes, of floats where ``inexact``; ("shape", rank) an
-# array's shape; ("ints", k) a tuple of k integers; ("index", k) a tuple of integers and slices, k of them
-# integers (as an index it takes k axes away); ("range",) a range
+# the facts, as small tuples: ("int",) an integer (not a bool); ("num", rank, inexact) a number
+# (rank 0) or a numpy array of numbers with ``rank`` axes, of floats where ``inexact``; ("shape",
+# rank) an array's shape; ("ints", k) a tuple of k integers; ("index", k) a tuple of integers and
+# slices, k of them integers (as an index it takes k axes away); ("range",) a range
 Fact = tuple[Any, ...]
 INT: Fact = ("int",)
 RANGE: Fact = ("range",)
 SLICE: Fact = ("index", 0)  # a slice, as an index: it takes no axis away
 UNKNOWN: Fact = ("?",)
 NONE: Fact = ("none",)
-MAYBE: Fact = ("number or None",)  # a name normalize binds to None before the loop that binds it to numbers
+# a name normalize binds to None before the loop that binds it to numbers
+MAYBE: Fact = ("number or None",)
 
 _ALLOCATE = {np.ones, np.zeros, np.empty}
 _LIKE = {np.ones_like, np.zeros_like, np.empty_like}
-_INTEGER_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg,
-                operator.pos, abs, operator.abs}
-_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.neg,
-               operator.pos, operator.abs}
+_INTEGER_OPS = {
+    operator.add,
+    operator.sub,
+    operator.mul,
+    operator.floordiv,
+    operator.mod,
+    operator.neg,
+    operator.pos,
+    abs,
+    operator.abs,
+}
+_ARITHMETIC = {
+    operator.add,
+    operator.sub,
+    operator.mul,
+    operator.truediv,
+    operator.pow,
+    operator.neg,
+    operator.pos,
+    operator.abs,
+}
 
 
 def labelled(position: int, value: Any) -> int:
-    """The shape label of a parameter at ``position``: its position, with a numpy array of numbers' number of
-    axes and kind (float or not) encoded above ``RANKED``, so that generated code can rely on them."""
+    """The shape label of a parameter at ``position``: its position, with a numpy array of numbers'
+    number of axes and kind (float or not) encoded above ``RANKED``, so that generated code can rely
+    on them."""
     if type(value) is np.ndarray and value.dtype.kind in "biufc":
         return _encoded(position, value.ndim, value.dtype.kind in "fc")
     return position
@@ -84,12 +105,13 @@ def label_fact(label: int) -> Fact:
 
 @record
 class Kinds:
-    """The facts of a function's names; where a statement reads a name that the statements before it in its
-    block bound (a loop's integer variable inside its loop, ``i = r[k]`` in a loop's body), what it reads is
-    the fact of that binding."""
+    """The facts of a function's names; where a statement reads a name that the statements before it
+    in its block bound (a loop's integer variable inside its loop, ``i = r[k]`` in a loop's body),
+    what it reads is the fact of that binding."""
 
     facts: dict[str, Fact]
-    inside: dict[int, dict[str, Fact]]  # statement id -> the facts of what it reads, where they differ
+    # statement id -> the facts of what it reads, where they differ
+    inside: dict[int, dict[str, Fact]]
     made: dict[int, Fact]  # assignment id -> the fact of the value it binds
 
     def array_made(self, stmt: ir.Assign) -> bool:
@@ -98,29 +120,35 @@ class Kinds:
         return bool(fact[0] == "num" and fact[1] >= 1)
 
     def of(self, atom: ir.Expr, at: ir.Stmt | None = None) -> Fact:
-        return _atom_fact(atom, self.facts, self.inside.get(id(at), _NONE) if at is not None else _NONE)
+        return _atom_fact(
+            atom, self.facts, self.inside.get(id(at), _NONE) if at is not None else _NONE
+        )
 
     def rank(self, name: str) -> int | None:
         """The number of axes of what ``name`` holds (0 for a number), if known."""
         return _rank(self.facts.get(name, UNKNOWN))
 
     def no_axes(self, name: str) -> bool:
-        """Whether ``name`` holds a number or None wherever it is bound: a value with no shape to undo."""
+        """Whether ``name`` holds a number or None wherever it is bound: a value with no shape to
+        undo."""
         fact = self.facts.get(name, UNKNOWN)
         return fact in (NONE, MAYBE) or _rank(fact) == 0
 
     def float_array(self, name: str) -> bool:
-        """Whether ``name`` holds a numpy array of floats (at least one axis) wherever it is bound."""
+        """Whether ``name`` holds a numpy array of floats (at least one axis) wherever it is
+        bound."""
         fact = self.facts.get(name, UNKNOWN)
         return fact[0] == "num" and fact[1] >= 1 and bool(fact[2])
 
     def may_be_array(self, name: str) -> bool:
-        """Whether ``name`` may hold an array (what is not known may): not a number, range, shape or index."""
+        """Whether ``name`` may hold an array (what is not known may): not a number, range, shape or
+        index."""
         fact = self.facts.get(name, UNKNOWN)
         return fact == UNKNOWN or fact[0] == "num" and fact[1] >= 1
 
     def ranks(self, atoms: tuple[ir.Atom, ...], at: ir.Stmt) -> tuple[int | None, ...]:
-        """The numbers of axes of ``atoms`` where each is a numpy array of numbers (else ``None``)."""
+        """The numbers of axes of ``atoms`` where each is a numpy array of numbers (else
+        ``None``)."""
         out: list[int | None] = []
         for atom in atoms:
             fact = self.of(atom, at)
@@ -131,11 +159,15 @@ class Kinds:
         return self.facts.get(name) == INT
 
     def numbers(self) -> frozenset[str]:
-        """The names that certainly hold numbers wherever they are bound (no object to change in place)."""
-        return frozenset(name for name, fact in self.facts.items() if fact == INT or _rank(fact) == 0)
+        """The names that certainly hold numbers wherever they are bound (no object to change in
+        place)."""
+        return frozenset(
+            name for name, fact in self.facts.items() if fact == INT or _rank(fact) == 0
+        )
 
     def label(self, atom: ir.Atom, at: ir.Stmt | None) -> int:
-        """What a callee parameter's label adds for ``atom``: a numpy array's axes and kind (``labelled``), or 0."""
+        """What a callee parameter's label adds for ``atom``: a numpy array's axes and kind
+        (``labelled``), or 0."""
         fact = self.of(atom, at)
         return _encoded(0, fact[1], fact[2]) if fact[0] == "num" and fact[1] >= 1 else 0
 
@@ -144,19 +176,22 @@ class Kinds:
         return _rank(self.of(atom, at)) == 0
 
     def indexed(self, array: ir.Atom, index: ir.Atom, at: ir.Stmt) -> int | None:
-        """The number of axes of ``array[index]``, where ``array`` is a numpy array of numbers (0: one entry,
-        a number)."""
+        """The number of axes of ``array[index]``, where ``array`` is a numpy array of numbers (0:
+        one entry, a number)."""
         return _indexed(self.of(array, at), self.of(index, at))
 
     def entry_of(self, array: ir.Atom, index: ir.Atom, at: ir.Stmt) -> bool:
-        """Whether ``array[index]`` is one entry of a numpy array of floats: its adjoint is ``array_bar[index]``."""
+        """Whether ``array[index]`` is one entry of a numpy array of floats: its adjoint is
+        ``array_bar[index]``."""
         fact = self.of(array, at)
         return fact[0] == "num" and bool(fact[2]) and _indexed(fact, self.of(index, at)) == 0
 
 
 def kinds_of(function: ir.Function, shapes: tuple[int, ...]) -> Kinds:
     """The facts every binding of each name agrees on, given the parameters' labels (a fixpoint)."""
-    facts: dict[str, Fact] = {p: label_fact(label) for p, label in zip(function.params, shapes, strict=True)}
+    facts: dict[str, Fact] = {
+        p: label_fact(label) for p, label in zip(function.params, shapes, strict=True)
+    }
     found = _Pass({p: f for p, f in facts.items() if f != UNKNOWN}, _tapes(function))
     found.changed, once = True, ir.loop_free(function.body)
     while found.changed:
@@ -181,21 +216,28 @@ class _Pass:
     def bound(self, stmt: ir.Stmt) -> set[str]:
         """Every name the blocks of a compound statement bind."""
         if id(stmt) not in self.bound_in:
-            self.bound_in[id(stmt)] = {n for block in ir.blocks(stmt) for s in ir.walk(block) for n in ir.defined(s)}
+            self.bound_in[id(stmt)] = {
+                n for block in ir.blocks(stmt) for s in ir.walk(block) for n in ir.defined(s)
+            }
         return self.bound_in[id(stmt)]
 
     def visit(self, body: tuple[ir.Stmt, ...], scope: dict[str, Fact]) -> None:
         facts, elements = self.facts, self.elements
-        scope = dict(scope)  # what the statements of this block bound so far, read where they dominate
+        # what the statements of this block bound so far, read where they dominate
+        scope = dict(scope)
         for stmt in body:
             self.inside[id(stmt)] = {name: scope[name] for name in _reads(stmt) if name in scope}
             if ir.blocks(stmt):
                 names = self.bound(stmt) | set(ir.defined(stmt))
                 inner = {name: fact for name, fact in scope.items() if name not in names}
                 if isinstance(stmt, ir.For):
-                    if _atom_fact(stmt.iter, facts, scope) == RANGE and stmt.target not in self.bound(stmt):
-                        inner[stmt.target] = INT  # each step binds it to an integer; nothing else does
-                    self.bind(stmt.target, UNKNOWN)  # before the loop it is None (and after an empty one)
+                    if _atom_fact(
+                        stmt.iter, facts, scope
+                    ) == RANGE and stmt.target not in self.bound(stmt):
+                        # each step binds it to an integer; nothing else does
+                        inner[stmt.target] = INT
+                    # before the loop it is None (and after an empty one)
+                    self.bind(stmt.target, UNKNOWN)
                 for block in ir.blocks(stmt):
                     self.visit(block, inner)
                 for name in names:
@@ -234,22 +276,40 @@ def _empty_list(value: ir.Expr) -> bool:
 
 
 def _kept_names(stmt: ir.Stmt) -> set[str]:
-    """The names read by an expression ``stmt`` keeps as written (a test, ``and``/``or``, a print)."""
-    raw = stmt.value.node if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Raw) else \
-        stmt.test.node if isinstance(stmt, ir.While) else stmt.node if isinstance(stmt, ir.Effect) else None
+    """The names read by an expression ``stmt`` keeps as written (a test, ``and``/``or``, a
+    print)."""
+    raw = (
+        stmt.value.node
+        if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Raw)
+        else stmt.test.node
+        if isinstance(stmt, ir.While)
+        else stmt.node
+        if isinstance(stmt, ir.Effect)
+        else None
+    )
     return syntax.name_ids(raw) if raw is not None else set()
 
 
 def checked_only(function: ir.Function) -> set[str]:
-    """Tuples that nothing but a check reads (``runtime.check_in_place``'s second argument: ``def_identity_read``)."""
-    packed = {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign) and isinstance(s.value, ir.Pack)
-              and s.value.kind == "tuple"}
+    """Tuples that nothing but a check reads (``runtime.check_in_place``'s second argument:
+    ``def_identity_read``)."""
+    packed = {
+        s.target
+        for s in ir.walk(function.body)
+        if isinstance(s, ir.Assign) and isinstance(s.value, ir.Pack) and s.value.kind == "tuple"
+    }
     for stmt in ir.walk(function.body):
         value = stmt.value if isinstance(stmt, ir.Assign) else None
-        read = registry.identity_read(value.fn.obj) if isinstance(value, ir.Call) and not value.kwargs else None
+        read = (
+            registry.identity_read(value.fn.obj)
+            if isinstance(value, ir.Call) and not value.kwargs
+            else None
+        )
         if isinstance(value, ir.Call) and read is not None and read < len(value.args) \
                 and isinstance(value.args[read], ir.Var):
-            packed -= {a.name for k, a in enumerate(value.args) if k != read and isinstance(a, ir.Var)}
+            packed -= {
+                a.name for k, a in enumerate(value.args) if k != read and isinstance(a, ir.Var)
+            }
         else:
             packed -= set(_reads(stmt)) | _kept_names(stmt)
     if isinstance(function.result, ir.Var):
@@ -258,9 +318,9 @@ def checked_only(function: ir.Function) -> set[str]:
 
 
 def _tapes(function: ir.Function) -> set[str]:
-    """Lists made empty, then only pushed to and popped from (a gradient's tapes, when transformed again):
-    what a pop gives is what was pushed. A list read in any other way (copied, passed, looked at) may hold
-    anything."""
+    """Lists made empty, then only pushed to and popped from (a gradient's tapes, when transformed
+    again): what a pop gives is what was pushed. A list read in any other way (copied, passed,
+    looked at) may hold anything."""
     if not any(isinstance(s, ir.Append) for s in ir.walk(function.body)):
         return set()  # nothing is pushed: no tapes (most functions; this runs on every transform)
     made: set[str] = set()
@@ -268,7 +328,8 @@ def _tapes(function: ir.Function) -> set[str]:
     checked = checked_only(function)
     for stmt in ir.walk(function.body):
         if isinstance(stmt, ir.Assign) and stmt.target in checked:
-            continue  # a tuple only looked into by ``check_in_place``, which reads it and keeps nothing
+            # a tuple only looked into by ``check_in_place``, which reads it and keeps nothing
+            continue
         if isinstance(stmt, ir.Assign) and _empty_list(stmt.value):
             (other if stmt.target in made else made).add(stmt.target)  # made twice: not followed
         elif not isinstance(stmt, ir.Pop):
@@ -284,9 +345,17 @@ def _reads(stmt: ir.Stmt) -> list[str]:
     """The names ``stmt`` itself reads (not those of the statements nested in it)."""
     if isinstance(stmt, ir.Assign):
         value = stmt.value
-        atoms: tuple[Any, ...] = value.args + tuple([a for _, a in value.kwargs]) if isinstance(value, ir.Call) else \
-            value.elts if isinstance(value, ir.Pack) else (value.value,) if isinstance(value, ir.Attr) else \
-            () if isinstance(value, ir.Raw) else (value,)
+        atoms: tuple[Any, ...] = (
+            value.args + tuple([a for _, a in value.kwargs])
+            if isinstance(value, ir.Call)
+            else value.elts
+            if isinstance(value, ir.Pack)
+            else (value.value,)
+            if isinstance(value, ir.Attr)
+            else ()
+            if isinstance(value, ir.Raw)
+            else (value,)
+        )
     elif isinstance(stmt, (ir.Unpack, ir.Append)):
         atoms = (stmt.value,)
     elif isinstance(stmt, ir.For):
@@ -301,7 +370,9 @@ def _reads(stmt: ir.Stmt) -> list[str]:
 def _merge(a: Fact, b: Fact) -> Fact:
     if a == b:
         return a
-    if (a in (NONE, MAYBE) or b in (NONE, MAYBE)) and all(f in (NONE, MAYBE) or _rank(f) == 0 for f in (a, b)):
+    if (a in (NONE, MAYBE) or b in (NONE, MAYBE)) and all(
+        f in (NONE, MAYBE) or _rank(f) == 0 for f in (a, b)
+    ):
         return MAYBE
     if a[0] == "num" and b[0] == "num" and a[1] == b[1]:
         return ("num", a[1], a[2] and b[2])
@@ -345,14 +416,15 @@ def _atom_fact(atom: ir.Expr, facts: dict[str, Fact], scope: dict[str, Fact]) ->
     if isinstance(atom, ir.Const):
         return _const_fact(atom.value)
     if isinstance(atom, ir.Ref) and (atom.origin is None or atom.obj is atom.root):
-        # a value read from outside: fixed in the code, or a global the code reads again before each call
-        # and is transformed again for when its label changes (``load.Loaded.refresh``)
+        # a value read from outside: fixed in the code, or a global the code reads again before each
+        # call and is transformed again for when its label changes (``load.Loaded.refresh``)
         return label_fact(labelled(0, atom.obj)) if type(atom.obj) is np.ndarray else UNKNOWN
     return UNKNOWN
 
 
 def _indexed(array: Fact, index: Fact) -> int | None:
-    """The number of axes of ``array[index]``, for a numpy array and an integer or a tuple of them."""
+    """The number of axes of ``array[index]``, for a numpy array and an integer or a tuple of
+    them."""
     k = 1 if index == INT else index[1] if index[0] in ("ints", "index") else None
     if array[0] != "num" or array[1] < 1 or k is None or k > array[1]:
         return None
@@ -366,7 +438,13 @@ def _value_fact(value: ir.Expr, facts: dict[str, Fact], scope: dict[str, Fact]) 
         owner = _atom_fact(value.value, facts, scope)
         if owner[0] != "num" or owner[1] < 1:
             return UNKNOWN
-        return ("shape", owner[1]) if value.attr == "shape" else INT if value.attr in ("ndim", "size") else UNKNOWN
+        return (
+            ("shape", owner[1])
+            if value.attr == "shape"
+            else INT
+            if value.attr in ("ndim", "size")
+            else UNKNOWN
+        )
     if isinstance(value, ir.Pack):
         if value.kind != "tuple":
             return UNKNOWN
@@ -380,13 +458,17 @@ def _value_fact(value: ir.Expr, facts: dict[str, Fact], scope: dict[str, Fact]) 
 
 
 def _decides(node: Any, refs: tuple[ir.Ref, ...]) -> bool:
-    """Whether a kept expression gives a bool: ``bool(...)``, ``not ...``, and ``and``/``or`` of those (a branch's
-    decision, as normalize writes it)."""
+    """Whether a kept expression gives a bool: ``bool(...)``, ``not ...``, and ``and``/``or`` of
+    those (a branch's decision, as normalize writes it)."""
     if isinstance(node, gast.BoolOp):
         return all(_decides(v, refs) for v in node.values)
     if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
         return True
-    if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and node.func.id.startswith("§"):
+    if (
+        isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Name)
+        and node.func.id.startswith("§")
+    ):
         k = node.func.id[1:]
         return k.isdigit() and int(k) < len(refs) and refs[int(k)].obj is bool
     return False
@@ -419,9 +501,11 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
         return UNKNOWN if rank is None else ("num", rank, True)
     if fn in _LIKE and len(args) == 1 and args[0][0] == "num" and args[0][1] >= 1:
         return args[0]
-    if fn is np.reshape and len(args) == 2 and args[0][0] == "num":  # an array with an axis per entry of the shape
+    # an array with an axis per entry of the shape
+    if fn is np.reshape and len(args) == 2 and args[0][0] == "num":
         rank = 1 if args[1] == INT else args[1][1] if args[1][0] in ("shape", "ints") else 0
-        return ("num", rank, args[0][2]) if rank >= 1 else UNKNOWN  # (no axes: an array still, not a number)
+        # (no axes: an array still, not a number)
+        return ("num", rank, args[0][2]) if rank >= 1 else UNKNOWN
     if fn in (np.sum, np.mean) and len(args) == 1 and args[0][0] == "num":
         return ("num", 0, fn is np.mean or args[0][2])
     if fn is operator.matmul and len(args) == 2 and all(a[0] == "num" and a[1] >= 1 for a in args):
@@ -434,7 +518,8 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
         if isinstance(fn, np.ufunc) and fn.nout != 1:
             return UNKNOWN
         rank, inexact = 0, fn in (operator.truediv, np.divide)
-        for arg in args:  # (a loop, not generators: this runs for most statements of every transform)
+        # (a loop, not generators: this runs for most statements of every transform)
+        for arg in args:
             if arg == MAYBE:
                 continue  # None would have raised: a number, of no axes and no known kind
             r = _rank(arg)

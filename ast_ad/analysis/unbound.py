@@ -1,11 +1,14 @@
-"""Python's ``UnboundLocalError``, kept: a local name read where no assignment of it may have run yet.
+"""Python's ``UnboundLocalError``, kept: a local name read where no assignment of it may have run
+yet.
 
-The lowering binds each name a branch or a loop assigns before that statement, to ``None`` (``Lowerer.prepare``),
-so that every name of the IR is bound once it is read. Python binds nothing there: where the loop runs no step, or
-the branch takes the other path, a later read of the name raises ``UnboundLocalError``. The function ast_ad writes
-would read ``None`` instead, and go on (``jvp`` of ``for t in range(n): y = 2 * x`` then ``return y`` would give
-``(None, 0.0)`` at ``n = 0``). So, where a read may come before any assignment of its name (a may-analysis over
-the IR, ``maybe_unbound``), the name gets a flag, set where the name is bound, and the read a check before it::
+The lowering binds each name a branch or a loop assigns before that statement, to ``None``
+(``Lowerer.prepare``), so that every name of the IR is bound once it is read. Python binds nothing
+there: where the loop runs no step, or the branch takes the other path, a later read of the name
+raises ``UnboundLocalError``. The function ast_ad writes would read ``None`` instead, and go on
+(``jvp`` of ``for t in range(n): y = 2 * x`` then ``return y`` would give ``(None, 0.0)`` at ``n =
+0``). So, where a read may come before any assignment of its name (a may-analysis over the IR,
+``maybe_unbound``), the name gets a flag, set where the name is bound, and the read a check before
+it::
 
     y = None                               y = None
     for t in r:                            y_bound = False
@@ -15,8 +18,8 @@ the IR, ``maybe_unbound``), the name gets a flag, set where the name is bound, a
                                            checked = check_bound(y_bound, 'y', 'model.py:4')
                                            return y
 
-Most functions have no such read, and their IR is left as it is. A loop over ``range(k)``, ``k`` a positive literal,
-with no ``break``, runs its body: what it binds is bound after it.
+Most functions have no such read, and their IR is left as it is. A loop over ``range(k)``, ``k`` a
+positive literal, with no ``break``, runs its body: what it binds is bound after it.
 """
 
 from __future__ import annotations
@@ -31,8 +34,9 @@ _CHECK = ir.Ref(runtime.check_bound, "check_bound")
 
 
 def maybe_unbound(function: ir.Function, inits: dict[int, str]) -> dict[int, list[str]]:
-    """For each statement (by id) that reads names that may still hold their ``inits`` (the lowering's ``None``,
-    by statement id), those names; under the key ``-1``, the function's result, where it may."""
+    """For each statement (by id) that reads names that may still hold their ``inits`` (the
+    lowering's ``None``, by statement id), those names; under the key ``-1``, the function's result,
+    where it may."""
     if not inits:
         return {}  # (no branch or loop binds a name first: most functions)
     flow = _Flow(function, inits)
@@ -43,8 +47,8 @@ def maybe_unbound(function: ir.Function, inits: dict[int, str]) -> dict[int, lis
 
 
 class _Flow:
-    """The names that may still hold their ``inits``, forward through a function's statements (a may-analysis:
-    the paths of a branch joined, a loop's steps to its fixpoint)."""
+    """The names that may still hold their ``inits``, forward through a function's statements (a
+    may-analysis: the paths of a branch joined, a loop's steps to its fixpoint)."""
 
     def __init__(self, function: ir.Function, inits: dict[int, str]):
         self.inits = inits
@@ -53,9 +57,11 @@ class _Flow:
         self._ranges: dict[str, ir.Expr] | None = None
         self._checks: set[str] | None = None
 
-    def block(self, body: tuple[ir.Stmt, ...], state: set[str], record: bool, breaks: list[set[str]]) -> set[str]:
-        """The state after ``body`` from ``state`` (``record``: noting the reads it finds; ``breaks`` takes the state
-        at each ``break``)."""
+    def block(
+        self, body: tuple[ir.Stmt, ...], state: set[str], record: bool, breaks: list[set[str]]
+    ) -> set[str]:
+        """The state after ``body`` from ``state`` (``record``: noting the reads it finds;
+        ``breaks`` takes the state at each ``break``)."""
         for stmt in body:
             hits = [n for n in dict.fromkeys(ir.reads_of(stmt)) if n in state]
             if hits and record and not (type(stmt) is ir.Assign and stmt.target in self.checks()) \
@@ -90,39 +96,71 @@ class _Flow:
         return (after_step if type(stmt) is ir.For and self.runs(stmt) else head).union(*breaks)
 
     def checks(self) -> set[str]:
-        """The tuples of an aliasing check (``kinds.checked_only``): the lowering reads them, not the user."""
+        """The tuples of an aliasing check (``kinds.checked_only``): the lowering reads them, not
+        the user."""
         if self._checks is None:
             self._checks = checked_only(self.function)
         return self._checks
 
     def runs(self, loop: ir.For) -> bool:
-        """Whether the loop runs at least one step to its end: ``range(k)``, ``k`` a positive literal, no break."""
+        """Whether the loop runs at least one step to its end: ``range(k)``, ``k`` a positive
+        literal, no break."""
         if self._ranges is None:
-            self._ranges = {s.target: s.value for s in ir.walk(self.function.body) if type(s) is ir.Assign}
+            self._ranges = {
+                s.target: s.value for s in ir.walk(self.function.body) if type(s) is ir.Assign
+            }
         value = self._ranges.get(loop.iter.name) if type(loop.iter) is ir.Var else None
-        return type(value) is ir.Call and value.fn.obj is range and len(value.args) == 1 \
-            and type(value.args[0]) is ir.Const and type(value.args[0].value) is int and value.args[0].value > 0 \
+        return (
+            type(value) is ir.Call
+            and value.fn.obj is range
+            and len(value.args) == 1
+            and type(value.args[0]) is ir.Const
+            and type(value.args[0].value) is int
+            and value.args[0].value > 0
             and not any(type(s) is ir.Break for s in ir.walk(loop.body))
+        )
 
 
 def checked(function: ir.Function, inits: dict[int, str], namer: Namer) -> ir.Function:
-    """``function`` with a flag for each name a read of which may come before any assignment of it, set where the
-    name is bound, and a check before each such read (``runtime.check_bound``): Python's error, at its line."""
+    """``function`` with a flag for each name a read of which may come before any assignment of it,
+    set where the name is bound, and a check before each such read (``runtime.check_bound``):
+    Python's error, at its line."""
     found = maybe_unbound(function, inits)
     if not found:
         return function
-    owners = {s.target: inits[id(s)] for s in ir.walk(function.body) if id(s) in inits and type(s) is ir.Assign}
-    flags = {name: namer.fresh(f"{owners[name]}_bound") for names in found.values() for name in names}
+    owners = {
+        s.target: inits[id(s)]
+        for s in ir.walk(function.body)
+        if id(s) in inits and type(s) is ir.Assign
+    }
+    flags = {
+        name: namer.fresh(f"{owners[name]}_bound") for names in found.values() for name in names
+    }
     body = _flagged(function.body, found, inits, owners, flags, namer)
     if -1 in found:
         body += [_check(name, function.result_line, owners, flags, namer) for name in found[-1]]
-    return ir.Function(function.name, function.params, tuple(body), function.result, function.result_line,
-                       function.fn, function.mutable | frozenset(flags.values()), function.users)
+    return ir.Function(
+        function.name,
+        function.params,
+        tuple(body),
+        function.result,
+        function.result_line,
+        function.fn,
+        function.mutable | frozenset(flags.values()),
+        function.users,
+    )
 
 
-def _flagged(body: tuple[ir.Stmt, ...], found: dict[int, list[str]], inits: dict[int, str], owners: dict[str, str],
-             flags: dict[str, str], namer: Namer) -> list[ir.Stmt]:
-    """``body`` with its checks before the reads ``found``, and its flags set after each binding of a flagged name."""
+def _flagged(
+    body: tuple[ir.Stmt, ...],
+    found: dict[int, list[str]],
+    inits: dict[int, str],
+    owners: dict[str, str],
+    flags: dict[str, str],
+    namer: Namer,
+) -> list[ir.Stmt]:
+    """``body`` with its checks before the reads ``found``, and its flags set after each binding of
+    a flagged name."""
     out: list[ir.Stmt] = []
     for stmt in body:
         out += [_check(name, stmt.line, owners, flags, namer) for name in found.get(id(stmt), ())]
@@ -138,15 +176,21 @@ def _flagged(body: tuple[ir.Stmt, ...], found: dict[int, list[str]], inits: dict
     return out
 
 
-def _check(name: str, line: ir.Line, owners: dict[str, str], flags: dict[str, str], namer: Namer) -> ir.Assign:
+def _check(
+    name: str, line: ir.Line, owners: dict[str, str], flags: dict[str, str], namer: Namer
+) -> ir.Assign:
     """``checked = check_bound(y_bound, 'y', 'model.py:4')``."""
     where = ir.Const(f"{line.filename}:{line.lineno}")
-    return ir.Assign(namer.fresh("checked"), ir.Call(_CHECK, (ir.Var(flags[name]), ir.Const(owners[name]), where)),
-                     line)
+    return ir.Assign(
+        namer.fresh("checked"),
+        ir.Call(_CHECK, (ir.Var(flags[name]), ir.Const(owners[name]), where)),
+        line,
+    )
 
 
 def _guard(stmt: ir.Stmt) -> bool:
-    """Whether ``stmt`` is a guard of the memory model (``registry.def_guard``): it reads the other names only to
-    ask whether they see an object about to change, and a name not bound yet (``None``) sees none."""
+    """Whether ``stmt`` is a guard of the memory model (``registry.def_guard``): it reads the other
+    names only to ask whether they see an object about to change, and a name not bound yet
+    (``None``) sees none."""
     return type(stmt) is ir.Assign and type(stmt.value) is ir.Call \
         and registry.guarded_argument(stmt.value.fn.obj) is not None

@@ -1,2 +1,2 @@
-"""What users call: gradients (``gradient``), forward mode, Jacobians, Hessians and their compositions
-(``compose``, over ``lowering``), export of a gradient as a module (``export``)."""
+"""What users call: gradients (``gradient``), forward mode, Jacobians, Hessians and their
+compositions (``compose``, over ``lowering``), export of a gradient as a module (``export``)."""

@@ -1,5 +1,5 @@
-"""What every transformation checks and does with its arguments: shape labels, argnums, which values are
-differentiable, and an adjoint given its argument's type (the bottom of the API layer)."""
+"""What every transformation checks and does with its arguments: shape labels, argnums, which values
+are differentiable, and an adjoint given its argument's type (the bottom of the API layer)."""
 
 from __future__ import annotations
 
@@ -34,9 +34,15 @@ def check_checkpoints(checkpoints: Any) -> int | None:
     """``checkpoints=``, checked: ``None`` or a positive integer."""
     if checkpoints is None:
         return None
-    if isinstance(checkpoints, bool) or not isinstance(checkpoints, numbers.Integral) or checkpoints < 1:
-        raise ASTADError(f"checkpoints={checkpoints!r}: give the number of snapshots each checkpointed loop may "
-                         "keep, a positive integer (checkpoints=10), or leave checkpoints out")
+    if (
+        isinstance(checkpoints, bool)
+        or not isinstance(checkpoints, numbers.Integral)
+        or checkpoints < 1
+    ):
+        raise ASTADError(
+            f"checkpoints={checkpoints!r}: give the number of snapshots each checkpointed loop may "
+            "keep, a positive integer (checkpoints=10), or leave checkpoints out"
+        )
     return int(checkpoints)
 
 
@@ -44,15 +50,21 @@ CONTAINER = -2  # the shape label of a tuple, list or dict argument
 
 
 def shape_labels(args: tuple[Any, ...]) -> tuple[int, ...]:
-    """``-1`` for each scalar argument, ``-2`` for containers, the argument's position for anything else (with
-    a numpy array's number of axes and kind: ``kinds.labelled``)."""
+    """``-1`` for each scalar argument, ``-2`` for containers, the argument's position for anything
+    else (with a numpy array's number of axes and kind: ``kinds.labelled``)."""
     labels = []
     for k, a in enumerate(args):
-        labels.append(-1 if type(a) in SCALAR_TYPES else CONTAINER if isinstance(a, (tuple, list, dict))
-                      else labelled(k, a))
+        labels.append(
+            -1
+            if type(a) in SCALAR_TYPES
+            else CONTAINER
+            if isinstance(a, (tuple, list, dict))
+            else labelled(k, a)
+        )
         if type(a) is not np.ndarray and array_subclass(a):
-            raise NonDifferentiableArgumentError(f"argument {k} is a {type(a).__module__}.{type(a).__name__}: "
-                                                 f"{SUBCLASS_HINT}")
+            raise NonDifferentiableArgumentError(
+                f"argument {k} is a {type(a).__module__}.{type(a).__name__}: {SUBCLASS_HINT}"
+            )
     return tuple(labels)
 
 
@@ -72,12 +84,14 @@ def _unbind(fun: Any) -> tuple[Callable[..., Any], Any]:
         return fun.__func__, fun.__self__
     if not callable(fun):
         raise ASTADError(f"grad needs a function, got {type(fun).__name__} {fun!r}")
-    if isinstance(fun, functools.partial):  # its function with the bound arguments, as a def with source
+    # its function with the bound arguments, as a def with source
+    if isinstance(fun, functools.partial):
         return parse.partial_function(fun), None
     if inspect.isfunction(fun) or parse.wrapped_function(fun) is not None:
         return fun, None
     call = inspect.getattr_static(type(fun), "__call__", None)
-    if inspect.isfunction(call):  # an instance of the user's own class (a class-based decorator among them):
+    # an instance of the user's own class (a class-based decorator among them):
+    if inspect.isfunction(call):
         return call, fun  # its ``__call__``, with the instance as ``self``, is what Python runs
     raise SourceUnavailableError(
         f"{fun!r} is not a Python function with source; wrap it in a def, "
@@ -86,8 +100,12 @@ def _unbind(fun: Any) -> tuple[Callable[..., Any], Any]:
 
 def _check_argnums(argnums: Any) -> tuple[int, ...]:
     items = (argnums,) if isinstance(argnums, numbers.Integral) else argnums
-    if not isinstance(items, tuple) or not items or not all(isinstance(k, numbers.Integral) for k in items) \
-            or isinstance(argnums, bool):
+    if (
+        not isinstance(items, tuple)
+        or not items
+        or not all(isinstance(k, numbers.Integral) for k in items)
+        or isinstance(argnums, bool)
+    ):
         raise ArgnumsError(f"argnums must be an int or a non-empty tuple of ints, not {argnums!r}")
     if len(set(items)) != len(items):
         raise ArgnumsError(f"argnums {argnums!r} repeats an argument")
@@ -105,13 +123,16 @@ def _check_differentiable(value: Any, name: str) -> None:
         return
     if isinstance(value, (bool, np.bool_)):
         kind = "a bool"
-    elif isinstance(value, (numbers.Integral, np.integer)):  # as an integer array is: its derivative is not defined
+    # as an integer array is: its derivative is not defined
+    elif isinstance(value, (numbers.Integral, np.integer)):
         kind = f"an integer ({type(value).__name__} {value!r})"
     elif isinstance(value, (float, np.floating)):
         return
     elif is_array(value) and value.dtype.kind == "f":
         return
-    elif isinstance(value, (complex, np.complexfloating)) or (is_array(value) and value.dtype.kind == "c"):
+    elif isinstance(value, (complex, np.complexfloating)) or (
+        is_array(value) and value.dtype.kind == "c"
+    ):
         kind = "complex"
     elif is_array(value) and value.dtype.kind in "iu":
         kind = f"an integer (an array of dtype {value.dtype})"
@@ -120,13 +141,17 @@ def _check_differentiable(value: Any, name: str) -> None:
     else:
         kind = f"a {type(value).__name__}"
     raise NonDifferentiableArgumentError(
-        f"cannot differentiate with respect to {name!r}, which is {kind}: pass a float (3.0, not 3), an array "
-        f"of floats, or a tuple, list or dict of them (for example np.asarray(x, dtype=float)), or leave it out "
-        f"of argnums")
+        f"cannot differentiate with respect to {name!r}, which is {kind}: pass a float (3.0, not "
+        "3), an array "
+        "of floats, or a tuple, list or dict of them (for example np.asarray(x, dtype=float)), or "
+        "leave it out "
+        f"of argnums"
+    )
 
 
 def _differentiable(value: Any) -> bool:
-    """Whether ``value`` can carry a derivative: floats, float arrays, and containers holding some."""
+    """Whether ``value`` can carry a derivative: floats, float arrays, and containers holding
+    some."""
     if isinstance(value, dict):
         return any(_differentiable(v) for v in value.values())
     if isinstance(value, (tuple, list)):
@@ -145,7 +170,8 @@ def _is_scalar(out: Any) -> bool:
 
 
 def _like(bar: Any, x: Any) -> Any:
-    """The gradient ``bar`` given the type, shape and dtype of the argument ``x`` (containers: leaf by leaf)."""
+    """The gradient ``bar`` given the type, shape and dtype of the argument ``x`` (containers: leaf
+    by leaf)."""
     if type(x) is float and type(bar) in PLAIN_FLOATS:
         return float(bar)
     if isinstance(x, dict):
@@ -157,13 +183,17 @@ def _like(bar: Any, x: Any) -> Any:
         bar = 0.0
     bar = unbroadcast(bar, x)
     if np.iscomplexobj(bar):
-        raise ASTADError("a complex value reached the gradient: ast_ad differentiates real code only (complex "
-                         "values come from 1j, np.fft, or a negative float to a fractional power such as "
-                         "(-2.0) ** 0.5); keep the computation real, e.g. np.sqrt(np.abs(x))")
+        raise ASTADError(
+            "a complex value reached the gradient: ast_ad differentiates real code only (complex "
+            "values come from 1j, np.fft, or a negative float to a fractional power such as "
+            "(-2.0) ** 0.5); keep the computation real, e.g. np.sqrt(np.abs(x))"
+        )
     foreign_x, foreign_bar = is_array(x) and not isinstance(x, np.ndarray), is_array(bar) and \
         not isinstance(bar, np.ndarray)
-    if foreign_x or foreign_bar:  # arrays of another library (dask, CuPy): the gradient stays of that type, lazy
-        if foreign_x and (type(bar) is not type(x) or bar.shape != x.shape):  # a float, a numpy array, a part
+    # arrays of another library (dask, CuPy): the gradient stays of that type, lazy
+    if foreign_x or foreign_bar:
+        # a float, a numpy array, a part
+        if foreign_x and (type(bar) is not type(x) or bar.shape != x.shape):
             bar = broadcast_like(bar, x, x.shape)  # of x's type and layout (a dask array's chunks)
         elif bar.shape != np.shape(x):
             bar = np.broadcast_to(bar, np.shape(x))
@@ -171,12 +201,21 @@ def _like(bar: Any, x: Any) -> Any:
         if bar.dtype != dtype:
             bar = bar.astype(dtype)
         chunks = getattr(x, "chunks", None)  # a dask array's gradient has its chunks
-        if chunks is not None and hasattr(bar, "rechunk") and getattr(bar, "chunks", chunks) != chunks:
+        if (
+            chunks is not None
+            and hasattr(bar, "rechunk")
+            and getattr(bar, "chunks", chunks) != chunks
+        ):
             bar = bar.rechunk(chunks)
         return bar
     if isinstance(x, np.ndarray):
-        if type(bar) is np.ndarray and bar.shape == x.shape and bar.dtype == x.dtype and bar.flags.owndata \
-                and bar.flags.writeable:
+        if (
+            type(bar) is np.ndarray
+            and bar.shape == x.shape
+            and bar.dtype == x.dtype
+            and bar.flags.owndata
+            and bar.flags.writeable
+        ):
             return bar  # a new array the gradient computed: no one else holds it
         return np.array(np.broadcast_to(bar, x.shape), dtype=x.dtype)
     if isinstance(x, np.floating):

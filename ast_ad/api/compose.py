@@ -1,4 +1,5 @@
-"""Transformations of transformations: ``jvp``, ``vjp``, Jacobians, Hessians, and derivatives of derivatives.
+"""Transformations of transformations: ``jvp``, ``vjp``, Jacobians, Hessians, and derivatives of
+derivatives.
 
 >>> import numpy as np
 >>> import ast_ad
@@ -30,7 +31,13 @@ from typing import Any, ParamSpec, TypeVar
 import numpy as np
 
 from ast_ad import transform
-from ast_ad.api.arguments import _check_argnums, _check_differentiable, _differentiable, _like, shape_labels
+from ast_ad.api.arguments import (
+    _check_argnums,
+    _check_differentiable,
+    _differentiable,
+    _like,
+    shape_labels,
+)
 from ast_ad.api.directional import Fixed, _along, _pair_up, jvp, moves_of, placed
 from ast_ad.api.gradient import Gradient, grad
 from ast_ad.api.lowering import (
@@ -129,10 +136,11 @@ V = TypeVar("V")  # what a function returns: a tangent or cotangent of its outpu
 
 
 
-# ---- reverse mode ---------------------------------------------------------------------------------------------
+# ---- reverse mode --------------------------------------------------------------------------------
 def vjp(fun: Callable[..., V], *primals: Any,
         checkpoints: int | None = None) -> tuple[V, Callable[[V], tuple[Any, ...]]]:
-    """``(fun(*primals), vjp_fn)``, where ``vjp_fn(out_bar)`` is the tuple of every argument's adjoint.
+    """``(fun(*primals), vjp_fn)``, where ``vjp_fn(out_bar)`` is the tuple of every argument's
+    adjoint.
 
     Works for any output: an array, a tuple or dict of them. An argument that cannot be
     differentiated (an integer, a flag) gets ``None``. ``vjp_fn`` may be called many times.
@@ -142,19 +150,28 @@ def vjp(fun: Callable[..., V], *primals: Any,
     argnums = tuple(k for k, p in enumerate(primals) if _differentiable(p))
     if getattr(fun, "composable", False):
         if checkpoints is not None:
-            raise ASTADError("checkpoints= applies to the vjp of a plain function: the vjp of a derivative "
-                             "runs forward mode over it, which tapes nothing")
+            raise ASTADError(
+                "checkpoints= applies to the vjp of a plain function: the vjp of a derivative "
+                "runs forward mode over it, which tapes nothing"
+            )
         return _vjp_of_transformed(fun, primals, argnums)
-    gradient: Gradient[..., Any] = Gradient(fun, argnums or (0,), with_value=True, checkpoints=checkpoints)
+    gradient: Gradient[..., Any] = Gradient(
+        fun, argnums or (0,), with_value=True, checkpoints=checkpoints
+    )
     if not argnums:
         return fun(*primals), lambda out_bar: (None,) * len(primals)
     args = (gradient.bound_self, *primals) if gradient.bound_self is not None else tuple(primals)
-    fwd, bwd, loaded = transform.pair(gradient.fun, gradient.positions, shape_labels(args), gradient.checkpoints)
+    fwd, bwd, loaded = transform.pair(
+        gradient.fun, gradient.positions, shape_labels(args), gradient.checkpoints
+    )
     out, saved = run_code(loaded, fwd, *args)
 
     def vjp_fn(out_bar: Any) -> tuple[Any, ...]:
-        grads = run_code(loaded, bwd, fresh(saved), out_bar)  # its tapes are popped: each call gets its own
-        shaped = [gradient.shaped(g, args[k]) for g, k in zip(grads, gradient.positions, strict=True)]
+        # its tapes are popped: each call gets its own
+        grads = run_code(loaded, bwd, fresh(saved), out_bar)
+        shaped = [
+            gradient.shaped(g, args[k]) for g, k in zip(grads, gradient.positions, strict=True)
+        ]
         found = dict(zip(argnums, shaped, strict=True))
         return tuple(found.get(k) for k in range(len(primals)))
     return out, vjp_fn
@@ -164,49 +181,67 @@ def vjp(fun: Callable[..., V], *primals: Any,
 
 def _vjp_of_transformed(fun: Any, primals: tuple[Any, ...],
                         argnums: tuple[int, ...]) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
-    """The VJP of a function ast_ad made: reverse mode over its code (``lower``), the adjoint of its result
-    taken back to its code's (``Lowered.finish_bar``). A gradient ``x -> grad_A f(x)`` takes forward mode over
-    its code instead (``api.gradient_adjoints``: a Hessian-vector product, by the symmetry of second
-    derivatives), one pass with no tape."""
+    """The VJP of a function ast_ad made: reverse mode over its code (``lower``), the adjoint of its
+    result taken back to its code's (``Lowered.finish_bar``). A gradient ``x -> grad_A f(x)`` takes
+    forward mode over its code instead (``api.gradient_adjoints``: a Hessian-vector product, by the
+    symmetry of second derivatives), one pass with no tape."""
 
     if isinstance(fun, Gradient) and not fun.transformed and not fun.with_value:
         out = fun(*primals)
 
         def vjp_fn(out_bar: Any) -> tuple[Any, ...]:
-            found = dict(zip(argnums, gradient_adjoints(fun, argnums, out_bar, primals), strict=True))
+            found = dict(
+                zip(argnums, gradient_adjoints(fun, argnums, out_bar, primals), strict=True)
+            )
             return tuple(found.get(k) for k in range(len(primals)))
         return out, vjp_fn
     lowered = lower(fun, primals)
     positions = tuple(lowered.positions[k] for k in argnums)
     try:
         fwd, bwd, loaded = transform.pair(lowered.fn, positions, shape_labels(lowered.args))
-    except ASTADError as refusal:  # reverse mode cannot read this code (it pops a list a caller gave it, say)
+    # reverse mode cannot read this code (it pops a list a caller gave it, say)
+    except ASTADError as refusal:
         if any(isinstance(primals[k], (tuple, list, dict)) for k in argnums):
             raise
-        logs.info("vjp of %s: reverse mode over its code is refused (%s); forward mode instead, a pass an entry",
-                  getattr(fun, "__name__", "a derivative"), str(refusal).splitlines()[0])
+        logs.info(
+            "vjp of %s: reverse mode over its code is refused (%s); forward mode instead, a pass "
+            "an entry",
+            getattr(fun, "__name__", "a derivative"),
+            str(refusal).splitlines()[0],
+        )
         return _vjp_by_forward_mode(lowered, primals, argnums)
     name = getattr(fun, "__name__", "this derivative")
 
     def instead_of(failure: Exception, part: str) -> Callable[[Any], tuple[Any, ...]]:
-        """Forward mode's columns where the pass ``part`` ast_ad wrote over the code failed as it ran. Reverse mode
-        over code that carries adjoints of kinds it cannot tell (a helper's pair, the float zero an adjoint starts
-        as) can fail so: the failure is ast_ad's, not the user's (their code runs), and forward mode gives the
-        same numbers, for arrays; for a container argument, an error that says what to do."""
-        if any(isinstance(primals[k], (tuple, list, dict)) for k in argnums):  # forward mode takes arrays
+        """Forward mode's columns where the pass ``part`` ast_ad wrote over the code failed as it
+        ran. Reverse mode over code that carries adjoints of kinds it cannot tell (a helper's pair,
+        the float zero an adjoint starts as) can fail so: the failure is ast_ad's, not the user's
+        (their code runs), and forward mode gives the same numbers, for arrays; for a container
+        argument, an error that says what to do."""
+        # forward mode takes arrays
+        if any(isinstance(primals[k], (tuple, list, dict)) for k in argnums):
             raise GradientFailedError(
-                f"the vjp of {name} failed in the {part} pass ast_ad wrote over its code ({type(failure).__name__}: "
-                f"{failure}), and forward mode cannot stand in for an argument that is a tuple, list or dict: pass "
-                "its arrays as separate arguments, or use jvp over it") from failure
-        logs.info("vjp of %s: its %s pass failed (%s: %s); forward mode instead, a pass an entry", name, part,
-                  type(failure).__name__, failure)
+                f"the vjp of {name} failed in the {part} pass ast_ad wrote over its code "
+                f"({type(failure).__name__}: "
+                f"{failure}), and forward mode cannot stand in for an argument that is a tuple, "
+                "list or dict: pass "
+                "its arrays as separate arguments, or use jvp over it"
+            ) from failure
+        logs.info(
+            "vjp of %s: its %s pass failed (%s: %s); forward mode instead, a pass an entry",
+            name,
+            part,
+            type(failure).__name__,
+            failure,
+        )
         return _vjp_by_forward_mode(lowered, primals, argnums)[1]
     try:
         raw, saved = run_code(loaded, fwd, *lowered.args)
     except (TypeError, AttributeError, ValueError, IndexError) as failure:
         return fun(*primals), instead_of(failure, "forward")
     out = lowered.finish(raw)
-    instead: list[Callable[[Any], tuple[Any, ...]]] = []  # forward mode, once the backward pass has failed
+    # forward mode, once the backward pass has failed
+    instead: list[Callable[[Any], tuple[Any, ...]]] = []
 
     def vjp_of_code(out_bar: Any) -> tuple[Any, ...]:
         _check_like(out_bar, out)
@@ -225,21 +260,30 @@ def _check_like(g: Any, out: Any) -> None:
     """Refuse an adjoint ``g`` that is not shaped as ``out``, the value it is the adjoint of."""
     if isinstance(out, (tuple, list)):
         if not isinstance(g, (tuple, list)) or len(g) != len(out):
-            raise ASTADError(f"the adjoint given to vjp_fn must be shaped as the function's value: a sequence of "
-                             f"{len(out)}, got {type(g).__name__}")
+            raise ASTADError(
+                "the adjoint given to vjp_fn must be shaped as the function's value: a sequence "
+                "of "
+                f"{len(out)}, got {type(g).__name__}"
+            )
         for item, like in zip(g, out, strict=True):
             _check_like(item, like)
     elif g is not None and np.shape(g) != np.shape(out):
-        raise ASTADError(f"the adjoint given to vjp_fn must be shaped as the function's value, {np.shape(out)}; "
-                         f"got {np.shape(g)}")
+        raise ASTADError(
+            f"the adjoint given to vjp_fn must be shaped as the function's value, {np.shape(out)}; "
+            f"got {np.shape(g)}"
+        )
 
 
 def _vjp_by_forward_mode(lowered: Lowered, primals: tuple[Any, ...],
                          argnums: tuple[int, ...]) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
-    """The VJP from the Jacobian's columns (forward mode, one pass an entry of each differentiated argument, made
-    at the first call): exact, where reverse mode cannot read the code."""
+    """The VJP from the Jacobian's columns (forward mode, one pass an entry of each differentiated
+    argument, made at the first call): exact, where reverse mode cannot read the code."""
 
-    raw = lowered.fn(*lowered.args) if lowered.loaded is None else run_code(lowered.loaded, lowered.fn, *lowered.args)
+    raw = (
+        lowered.fn(*lowered.args)
+        if lowered.loaded is None
+        else run_code(lowered.loaded, lowered.fn, *lowered.args)
+    )
     out = lowered.finish(raw)
     columns: dict[int, list[Any]] = {}
 
@@ -249,44 +293,53 @@ def _vjp_by_forward_mode(lowered: Lowered, primals: tuple[Any, ...],
             if k not in columns:
                 columns[k] = forward_columns(lowered, k)[1]
             entries = np.array([_inner(out_bar, column) for column in columns[k]])
-            found[k] = _like(float(entries[0]) if np.ndim(primals[k]) == 0 else entries.reshape(np.shape(primals[k])),
-                             primals[k])
+            found[k] = _like(
+                float(entries[0])
+                if np.ndim(primals[k]) == 0
+                else entries.reshape(np.shape(primals[k])),
+                primals[k],
+            )
         return tuple(found.get(k) for k in range(len(primals)))
     return out, vjp_fn
 
 
-# ---- Jacobians and Hessians ----------------------------------------------------------------------------------
+# ---- Jacobians and Hessians ----------------------------------------------------------------------
 def jacfwd(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Callable[P, Any]:
-    """The Jacobian by forward mode: one ``jvp`` per entry of the argument; shape ``out.shape + arg.shape``."""
+    """The Jacobian by forward mode: one ``jvp`` per entry of the argument; shape ``out.shape +
+    arg.shape``."""
     return Jacobian(fun, argnums, "forward")
 
 
 def jacrev(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Callable[P, Any]:
-    """The Jacobian by reverse mode: one ``vjp`` per entry of the output; shape ``out.shape + arg.shape``."""
+    """The Jacobian by reverse mode: one ``vjp`` per entry of the output; shape ``out.shape +
+    arg.shape``."""
     return Jacobian(fun, argnums, "reverse")
 
 
 def jacobian(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Callable[P, Any]:
-    """The Jacobian, by forward mode when the arguments have fewer entries than the output, else by reverse."""
+    """The Jacobian, by forward mode when the arguments have fewer entries than the output, else by
+    reverse."""
     return Jacobian(fun, argnums, "auto")
 
 
 def hessian(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Callable[P, Any]:
-    """The Hessian of scalar ``fun``: forward mode over the reverse-mode gradient (a tuple of tuples for
-    tuple ``argnums``)."""
+    """The Hessian of scalar ``fun``: forward mode over the reverse-mode gradient (a tuple of tuples
+    for tuple ``argnums``)."""
 
     return Jacobian(grad(fun, argnums), argnums, "forward", "hessian")
 
 
 def hvp(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
-    """``hvp(f)(*args, v)``: the Hessian of scalar ``f`` times ``v``, by forward over reverse, without building H."""
+    """``hvp(f)(*args, v)``: the Hessian of scalar ``f`` times ``v``, by forward over reverse,
+    without building H."""
 
     return Hvp(grad(fun, argnums), argnums)
 
 
 class Hvp:
-    """``hvp(f)``: ``(*args, v) -> H v``, the tangent of ``grad(f)`` along ``v``. Composable: its code is the
-    forward-mode code of the gradient, with ``v`` an argument like the others (the code is linear in it)."""
+    """``hvp(f)``: ``(*args, v) -> H v``, the tangent of ``grad(f)`` along ``v``. Composable: its
+    code is the forward-mode code of the gradient, with ``v`` an argument like the others (the code
+    is linear in it)."""
 
     composable = True
 
@@ -294,7 +347,9 @@ class Hvp:
         self.gradient, self.given, self.positions = gradient, argnums, _argnums(argnums)
         self.__name__ = self.__qualname__ = f"hvp_{getattr(gradient, '__name__', 'f')}"
         params = list(gradient.signature.parameters.values())
-        self.signature = inspect.Signature([*params, inspect.Parameter("v", inspect.Parameter.POSITIONAL_OR_KEYWORD)])
+        self.signature = inspect.Signature(
+            [*params, inspect.Parameter("v", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        )
         self.nparams = len(params) + 1
 
     def split(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
@@ -302,7 +357,9 @@ class Hvp:
         *primals, v = args
         vs = (v,) if isinstance(self.given, numbers.Integral) else tuple(v)
         if len(vs) != len(self.positions):
-            raise ArgnumsError(f"hvp needs one vector per argument in argnums={self.given!r}, got {len(vs)}")
+            raise ArgnumsError(
+                f"hvp needs one vector per argument in argnums={self.given!r}, got {len(vs)}"
+            )
         return tuple(primals), placed((self.positions, False), vs, len(primals))
 
     def __call__(self, *args: Any) -> Any:
@@ -314,8 +371,16 @@ class Hvp:
             raise ASTADError("differentiating hvp(f) again works for one argnum: hvp(f, argnums=k)")
         primals, tangents = self.split(args)
         lowered = _along(self.gradient, primals, tangents)
-        return Lowered(lowered.fn, lowered.args, (*lowered.positions, len(lowered.args) - 1), lowered.finish,
-                       lowered.finish_dot, lowered.loaded, lowered.needed, lowered.finish_bar)
+        return Lowered(
+            lowered.fn,
+            lowered.args,
+            (*lowered.positions, len(lowered.args) - 1),
+            lowered.finish,
+            lowered.finish_dot,
+            lowered.loaded,
+            lowered.needed,
+            lowered.finish_bar,
+        )
 
 
 def _argnums(argnums: Any) -> tuple[int, ...]:
@@ -323,32 +388,53 @@ def _argnums(argnums: Any) -> tuple[int, ...]:
     return _check_argnums(argnums)
 
 
-def _bound(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-    """The arguments of a call by name, in their places (defaults filled in), or Python's error for a bad call."""
+def _bound(
+    signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Any, ...]:
+    """The arguments of a call by name, in their places (defaults filled in), or Python's error for
+    a bad call."""
     bound = signature.bind(*args, **kwargs)
     bound.apply_defaults()
     if bound.kwargs:
-        raise ASTADError("a Jacobian or Hessian takes its function's arguments one by one, not as **kwargs")
+        raise ASTADError(
+            "a Jacobian or Hessian takes its function's arguments one by one, not as **kwargs"
+        )
     return tuple(bound.args)
 
 
 class Jacobian:
-    """A Jacobian function: ``out.shape + arg.shape``, a tuple over tuple ``argnums``, a tuple over tuple outputs.
+    """A Jacobian function: ``out.shape + arg.shape``, a tuple over tuple ``argnums``, a tuple over
+    tuple outputs.
 
-    It is composable: its code is a call of itself as a primitive (``lowered``), whose forward rules are
-    Jacobians again, of ``fun``'s derivative along the argument's tangent (``directions``: the Jacobian of
-    ``Fixed(fun, ...)``, called as rules are, ``(v, ans, *args)``). So ``jacfwd(hessian(f))`` is the tensor of
-    third derivatives, each level one more forward pass over the code of ``fun``.
+    It is composable: its code is a call of itself as a primitive (``lowered``), whose forward rules
+    are Jacobians again, of ``fun``'s derivative along the argument's tangent (``directions``: the
+    Jacobian of ``Fixed(fun, ...)``, called as rules are, ``(v, ans, *args)``). So
+    ``jacfwd(hessian(f))`` is the tensor of third derivatives, each level one more forward pass over
+    the code of ``fun``.
     """
 
     composable = True
 
-    def __init__(self, fun: Callable[..., Any], argnums: int | tuple[int, ...], mode: str, name: str = "jacobian",
-                 directions: tuple[tuple[tuple[int, ...], bool], ...] = ()):
-        self.fun, self.mode, self.given, self.kind, self.directions = fun, mode, argnums, name, directions
+    def __init__(
+        self,
+        fun: Callable[..., Any],
+        argnums: int | tuple[int, ...],
+        mode: str,
+        name: str = "jacobian",
+        directions: tuple[tuple[tuple[int, ...], bool], ...] = (),
+    ):
+        self.fun, self.mode, self.given, self.kind, self.directions = (
+            fun,
+            mode,
+            argnums,
+            name,
+            directions,
+        )
         self.single = isinstance(argnums, numbers.Integral)
         self.argnums = _argnums(argnums)
-        self.__name__ = self.__qualname__ = f"{name}_{getattr(fun, '__name__', 'f')}" + "_dot" * len(directions)
+        self.__name__ = self.__qualname__ = (
+            f"{name}_{getattr(fun, '__name__', 'f')}" + "_dot" * len(directions)
+        )
         self._rule: Any = None
         self._then: dict[int, Jacobian] = {}
         self._calls: dict[int, Callable[..., Any]] = {}
@@ -377,15 +463,20 @@ class Jacobian:
 
         for k in self.argnums:
             if k >= len(args):
-                raise ArgnumsError(f"argnums={self.argnums!r} names argument {k}, but the call has {len(args)}")
+                raise ArgnumsError(
+                    f"argnums={self.argnums!r} names argument {k}, but the call has {len(args)}"
+                )
             _check_differentiable(args[k], f"argument {k}")
             if isinstance(args[k], (tuple, list, dict)):
-                raise ASTADError(f"the Jacobian with respect to a {type(args[k]).__name__} argument is not "
-                                 "supported: pass its arrays as separate arguments, or one stacked array")
+                raise ASTADError(
+                    f"the Jacobian with respect to a {type(args[k]).__name__} argument is not "
+                    "supported: pass its arrays as separate arguments, or one stacked array"
+                )
         sizes = sum(size_of(args[k]) for k in self.argnums)
         mode = self.mode
         if isinstance(fun, Jacobian):
-            mode = "forward"  # its reverse rule is one forward pass an entry (``JacobianVjp``): forward mode is fewer
+            # its reverse rule is one forward pass an entry (``JacobianVjp``): forward mode is fewer
+            mode = "forward"
         if mode == "auto":
             out = fun(*args)
             mode = "forward" if sizes <= sum(size_of(leaf) for leaf in _leaves(out)) else "reverse"
@@ -398,14 +489,17 @@ class Jacobian:
         return tuple(blocks)
 
     def then(self, j: int) -> Jacobian:
-        """This Jacobian's derivative when argument ``j`` moves: the Jacobian of the derivative along it."""
+        """This Jacobian's derivative when argument ``j`` moves: the Jacobian of the derivative
+        along it."""
         if j not in self._then:
-            self._then[j] = Jacobian(self.fun, self.given, "forward", self.kind, (*self.directions, ((j,), True)))
+            self._then[j] = Jacobian(
+                self.fun, self.given, "forward", self.kind, (*self.directions, ((j,), True))
+            )
         return self._then[j]
 
     def ast_ad_rule(self) -> Any:
-        """Forward rules: linear in each direction's ``v``, zero in each ``ans``, ``then(j)`` in argument ``j``;
-        reverse rules: ``JacobianVjp``, by forward mode entry by entry."""
+        """Forward rules: linear in each direction's ``v``, zero in each ``ans``, ``then(j)`` in
+        argument ``j``; reverse rules: ``JacobianVjp``, by forward mode entry by entry."""
         from ast_ad.core import registry
 
         if self._rule is None:
@@ -418,22 +512,29 @@ class Jacobian:
         return self._rule
 
     def lowered(self, args: tuple[Any, ...]) -> Lowered:
-        """A function that calls this Jacobian as a primitive: what a transformation over it transforms."""
+        """A function that calls this Jacobian as a primitive: what a transformation over it
+        transforms."""
         n = len(args)
         if n not in self._calls:
             from ast_ad.backend.load import load
 
             names = list(self.signature.parameters)
-            params = ", ".join(names if len(names) == n and not self.directions else [f"a{k}" for k in range(n)])
-            name = identifier(self.__name__)  # ``jacobian_<lambda>`` is no name Python can read: jacobian_lambda
+            params = ", ".join(
+                names if len(names) == n and not self.directions else [f"a{k}" for k in range(n)]
+            )
+            # ``jacobian_<lambda>`` is no name Python can read: jacobian_lambda
+            name = identifier(self.__name__)
             text = f"def {name}_at({params}):\n    return {name}({params})\n"
             self._calls[n] = load(text, f"{name}_at", {name: self}).fn
         return Lowered(self._calls[n], args, tuple(range(n)), _same, _tangent)
 
     def source(self, args: tuple[Any, ...]) -> str:
-        """The generated code this Jacobian runs for ``args``: forward mode over ``fun`` (or its gradient)."""
+        """The generated code this Jacobian runs for ``args``: forward mode over ``fun`` (or its
+        gradient)."""
         if not args:
-            raise ASTADError("source of a Jacobian or Hessian needs example arguments: source(jac, x, ...)")
+            raise ASTADError(
+                "source of a Jacobian or Hessian needs example arguments: source(jac, x, ...)"
+            )
         if self.mode == "reverse" and not getattr(self.fun, "composable", False):
 
             return Gradient(self.fun, self.argnums[0], with_value=False).loaded().text
@@ -459,17 +560,20 @@ class Jacobian:
                 else:
                     bars[i] = 1.0
                 row = vjp_fn(_rebuild(out, bars))[k]
-                rows.append(np.zeros(x_shape) if row is None else as_array(row).astype(float, copy=False))
+                rows.append(
+                    np.zeros(x_shape) if row is None else as_array(row).astype(float, copy=False)
+                )
             stacked = np.stack(rows) if rows else np.zeros((0,) + x_shape)
             blocks.append(stacked.reshape(np.shape(leaf) + x_shape))
         return tuple(blocks) if isinstance(out, tuple) else blocks[0]
 
 
 class JacobianVjp:
-    """The reverse rule of a Jacobian primitive for its call's position ``p``: ``<g, dJ>`` along each entry of
-    that argument, one forward derivative of the Jacobian each (``Jacobian.then``; the Jacobian itself where it
-    is linear, in a direction's ``v``). Exact, and as many forward passes as the argument has entries: the
-    gradient of a function whose body builds a Jacobian or Hessian is a third derivative."""
+    """The reverse rule of a Jacobian primitive for its call's position ``p``: ``<g, dJ>`` along
+    each entry of that argument, one forward derivative of the Jacobian each (``Jacobian.then``; the
+    Jacobian itself where it is linear, in a direction's ``v``). Exact, and as many forward passes
+    as the argument has entries: the gradient of a function whose body builds a Jacobian or Hessian
+    is a third derivative."""
 
     __module__ = "ast_ad.api.compose"
 
@@ -502,11 +606,12 @@ class JacobianVjp:
 
 
 class JvpOf:
-    """``ast_ad.jvp(fun, primals, tangents)`` written in a differentiated function: a primitive of the two
-    tuples, returning ``(out, out_dot)``.
+    """``ast_ad.jvp(fun, primals, tangents)`` written in a differentiated function: a primitive of
+    the two tuples, returning ``(out, out_dot)``.
 
-    Its rules differentiate the forward-mode code of ``fun`` again, as any generated code can be: reverse,
-    ``vjp`` of that code (reverse over forward); forward, its ``jvp`` (forward over forward).
+    Its rules differentiate the forward-mode code of ``fun`` again, as any generated code can be:
+    reverse, ``vjp`` of that code (reverse over forward); forward, its ``jvp`` (forward over
+    forward).
     """
 
     def __init__(self, fun: Callable[..., Any]):
@@ -517,20 +622,25 @@ class JvpOf:
     def __call__(self, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
         return jvp(self.fun, primals, tangents)
 
-    def code(self, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Callable[..., Any], tuple[int, ...]]:
-        """The forward-mode function ``f_jvp(*primals, *active tangents) -> (out, out_dot)``, and which
-        arguments have tangents."""
+    def code(
+        self, primals: tuple[Any, ...], tangents: tuple[Any, ...]
+    ) -> tuple[Callable[..., Any], tuple[int, ...]]:
+        """The forward-mode function ``f_jvp(*primals, *active tangents) -> (out, out_dot)``, and
+        which arguments have tangents."""
         primals, tangents = _pair_up(tuple(primals), tuple(tangents))
         active = tuple(k for k, t in enumerate(tangents) if t is not None)
         lowered = lower(self.fun, primals)
         if lowered.fn is not self.fun:
-            raise ASTADError(f"ast_ad.jvp of {self.__qualname__[4:]} inside a differentiated function needs a "
-                             "plain function of your own")
+            raise ASTADError(
+                f"ast_ad.jvp of {self.__qualname__[4:]} inside a differentiated function needs a "
+                "plain function of your own"
+            )
         return jvp_code(lowered, active).fn, active
 
     def ast_ad_rule(self) -> Any:
-        """Reverse: the adjoints of the primals' and the tangents' tuples (``JvpCotangent``); forward: the
-        tangent of ``(out, out_dot)`` along the primals' or the tangents' tangents (``JvpTangent``)."""
+        """Reverse: the adjoints of the primals' and the tangents' tuples (``JvpCotangent``);
+        forward: the tangent of ``(out, out_dot)`` along the primals' or the tangents' tangents
+        (``JvpTangent``)."""
 
         if self._rule is None:
             vjps = (JvpCotangent(self, 0, ()), JvpCotangent(self, 1, ()))
@@ -540,9 +650,9 @@ class JvpOf:
 
     def fixed(self, primals: tuple[Any, ...], tangents: tuple[Any, ...], path: tuple[int, ...],
               moves: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...], tuple[Any, ...]]:
-        """The forward-mode code at these tuples with the moves along ``path`` fixed (``Fixed``: a derivative
-        of it), its flat arguments ``(*primals, *active tangents)``, and which tangents are active. A move
-        of slot 0 moves the primals; of slot 1, the tangents."""
+        """The forward-mode code at these tuples with the moves along ``path`` fixed (``Fixed``: a
+        derivative of it), its flat arguments ``(*primals, *active tangents)``, and which tangents
+        are active. A move of slot 0 moves the primals; of slot 1, the tangents."""
         code, active = self.code(primals, tangents)
         fun: Any = code
         for slot, move in zip(path, moves, strict=True):
@@ -555,10 +665,11 @@ class JvpOf:
 
 
 class JvpTangent:
-    """A forward rule of ``JvpOf``, and the rules of that rule: the tangent of ``(out, out_dot)`` when the
-    slots in ``path`` (0: the primals, 1: the tangents) move, called as rules are, ``(w_m, ans_m, ..., w_1,
-    ans_1, primals, tangents)``. It is forward mode over ``fun``'s forward-mode code, once per move; its own
-    forward rules are linear in each ``w``, zero in each ``ans``, and one more move in each slot."""
+    """A forward rule of ``JvpOf``, and the rules of that rule: the tangent of ``(out, out_dot)``
+    when the slots in ``path`` (0: the primals, 1: the tangents) move, called as rules are, ``(w_m,
+    ans_m, ..., w_1, ans_1, primals, tangents)``. It is forward mode over ``fun``'s forward-mode
+    code, once per move; its own forward rules are linear in each ``w``, zero in each ``ans``, and
+    one more move in each slot."""
 
     __module__ = "ast_ad.api.compose"
 
@@ -576,9 +687,10 @@ class JvpTangent:
         return jvp(fun, given, _moved(self.path[-1], moves[-1], primals, tangents))[1]
 
     def ast_ad_rule(self) -> Any:
-        """Forward: linear in each move, one more move in each slot. Reverse, called ``(g, ans, *call)``: for
-        move ``w_i``, the adjoints of its slot of ``<g, D^(m-1) code[the other moves]>`` (``JvpCotangent``);
-        for the primals and the tangents, their adjoints of ``<g, D^m code[w_1, ..., w_m]>``."""
+        """Forward: linear in each move, one more move in each slot. Reverse, called ``(g, ans,
+        *call)``: for move ``w_i``, the adjoints of its slot of ``<g, D^(m-1) code[the other
+        moves]>`` (``JvpCotangent``); for the primals and the tangents, their adjoints of ``<g, D^m
+        code[w_1, ..., w_m]>``."""
 
         if self._rule is None:
             m = len(self.path)
@@ -595,12 +707,14 @@ class JvpTangent:
 
 def _moves_adjoints(of: JvpOf, path: tuple[int, ...], tail: tuple[int, ...], lead: tuple[int, ...],
                     rest: tuple[int, ...], name: str) -> list[Any]:
-    """The reverse rules of the moves along ``path`` of a rule of ``of``, each followed by its ``ans``'s (zero).
+    """The reverse rules of the moves along ``path`` of a rule of ``of``, each followed by its
+    ``ans``'s (zero).
 
-    Those reverse rules are called with the cotangent and its ``ans`` first, then the moves, the last first
-    (``w_k`` at ``2 + 2 (m - k)``). The adjoint of ``w_k`` is ``JvpCotangent`` of its slot along the other moves
-    and the slots in ``tail``, laid out by ``Permuted`` as its own call has them: the positions ``lead`` (moves
-    of ``tail``), the other moves, then ``rest`` (its g, ans, the primals and the tangents)."""
+    Those reverse rules are called with the cotangent and its ``ans`` first, then the moves, the
+    last first (``w_k`` at ``2 + 2 (m - k)``). The adjoint of ``w_k`` is ``JvpCotangent`` of its
+    slot along the other moves and the slots in ``tail``, laid out by ``Permuted`` as its own call
+    has them: the positions ``lead`` (moves of ``tail``), the other moves, then ``rest`` (its g,
+    ans, the primals and the tangents)."""
 
     m = len(path)
     arity = len(lead) + 2 * m + len(rest)
@@ -609,14 +723,18 @@ def _moves_adjoints(of: JvpOf, path: tuple[int, ...], tail: tuple[int, ...], lea
         others = [j for j in range(m, 0, -1) if j != k]
         order = (*lead, *(2 + 2 * (m - j) + d for j in others for d in (0, 1)), *rest)
         along = (*(path[j - 1] for j in sorted(others)), *tail)
-        out += [Permuted(JvpCotangent(of, path[k - 1], along), order, arity, f"{name}_w{k}_vjp"), registry.zero]
+        out += [
+            Permuted(JvpCotangent(of, path[k - 1], along), order, arity, f"{name}_w{k}_vjp"),
+            registry.zero,
+        ]
     return out
 
 
 class Permuted:
-    """``target`` called with the arguments of its own call at ``order``: one rule written for another rule's
-    layout of arguments (an argument left out of ``order`` is not read, so nothing flows to it). Its rules
-    are ``target``'s laid out the same way, so it is differentiated again as ``target`` is."""
+    """``target`` called with the arguments of its own call at ``order``: one rule written for
+    another rule's layout of arguments (an argument left out of ``order`` is not read, so nothing
+    flows to it). Its rules are ``target``'s laid out the same way, so it is differentiated again as
+    ``target`` is."""
 
     __module__ = "ast_ad.api.compose"
 
@@ -635,8 +753,10 @@ class Permuted:
 
         if self._rule is None:
             rule = registry.lookup(self.target)
-            assert rule is not None, self.target  # the targets are JvpTangent and JvpCotangent, rules of rules
-            shifted = (0, 1, *(2 + j for j in self.order))  # a rule's call: (g or v, ans, *this call)
+            # the targets are JvpTangent and JvpCotangent, rules of rules
+            assert rule is not None, self.target
+            # a rule's call: (g or v, ans, *this call)
+            shifted = (0, 1, *(2 + j for j in self.order))
 
             def laid(made: Any, j: int, kind: str) -> Any:
                 if j not in self.order:
@@ -650,8 +770,11 @@ class Permuted:
         return self._rule
 
 
-def _moved(slot: int, move: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The tangents of the flat arguments ``(*primals, *active tangents)`` when ``slot`` moves by ``move``."""
+def _moved(
+    slot: int, move: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]
+) -> tuple[Any, ...]:
+    """The tangents of the flat arguments ``(*primals, *active tangents)`` when ``slot`` moves by
+    ``move``."""
     active = [k for k, t in enumerate(tangents) if t is not None]
     if slot == 0:
         return (*move, *[None] * len(active))
@@ -659,11 +782,12 @@ def _moved(slot: int, move: Any, primals: tuple[Any, ...], tangents: tuple[Any, 
 
 
 class JvpCotangent:
-    """A reverse rule of ``JvpOf`` (the adjoints of slot ``wrt``: 0, the primals; 1, the tangents), and the
-    forward rules of that rule: ``(w_m, ans_m, ..., w_1, ans_1, g, ans, primals, tangents)`` gives the adjoints
-    of ``<g, D^m code[w_1, ..., w_m]>``, reverse mode over the forward-mode code of the derivative (by the
-    symmetry of mixed partial derivatives, the tangent of an adjoint is the adjoint of the tangent). Linear in
-    ``g`` and each ``w``, zero in each ``ans``, one more move in each slot."""
+    """A reverse rule of ``JvpOf`` (the adjoints of slot ``wrt``: 0, the primals; 1, the tangents),
+    and the forward rules of that rule: ``(w_m, ans_m, ..., w_1, ans_1, g, ans, primals, tangents)``
+    gives the adjoints of ``<g, D^m code[w_1, ..., w_m]>``, reverse mode over the forward-mode code
+    of the derivative (by the symmetry of mixed partial derivatives, the tangent of an adjoint is
+    the adjoint of the tangent). Linear in ``g`` and each ``w``, zero in each ``ans``, one more move
+    in each slot."""
 
     __module__ = "ast_ad.api.compose"
 
@@ -683,7 +807,9 @@ class JvpCotangent:
         bars = vjp_fn(_seeded(out, g, m))
         flat = [bars[lowered.positions[j]] for j in range(len(given))]
         if self.wrt == 0:
-            return tuple(_zero_if_none(b, p) for b, p in zip(flat[:len(primals)], primals, strict=True))
+            return tuple(
+                _zero_if_none(b, p) for b, p in zip(flat[: len(primals)], primals, strict=True)
+            )
         adjoints: list[Any] = [None if t is None else 0.0 * as_array(t) for t in tangents]
         for k, bar in zip(active, flat[len(primals):], strict=True):
             adjoints[k] = _zero_if_none(bar, tangents[k])
@@ -693,15 +819,26 @@ class JvpCotangent:
 
         if self._rule is None:
             m = len(self.path)
-            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * (m + 1) + \
-                (JvpCotangent(self.of, self.wrt, (*self.path, 0)), JvpCotangent(self.of, self.wrt, (*self.path, 1)))
-            # reverse, called (u, ans', *call): <u, this> is <g, D^(m+1) code[w_1, ..., w_m, u in slot wrt]>
+            jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * (m + 1) + (
+                JvpCotangent(self.of, self.wrt, (*self.path, 0)),
+                JvpCotangent(self.of, self.wrt, (*self.path, 1)),
+            )
+            # reverse, called (u, ans', *call): <u, this> is <g, D^(m+1) code[w_1, ..., w_m, u in
+            # slot wrt]>
             rest = (2 * m + 2, 2 * m + 3, 2 * m + 4, 2 * m + 5)  # g, ans, the primals, the tangents
-            # w_k: the adjoints of its slot of <g, D^m code[the other moves, u]> (u, ans' lead the call)
+            # w_k: the adjoints of its slot of <g, D^m code[the other moves, u]> (u, ans' lead the
+            # call)
             vjps = _moves_adjoints(self.of, self.path, (self.wrt,), (0, 1), rest, self.__name__)
             moves = tuple(range(2 * m + 2))  # u, ans', and the moves
-            vjps += [Permuted(JvpTangent(self.of, (*self.path, self.wrt)), (*moves, 2 * m + 4, 2 * m + 5),
-                              2 * m + 6, f"{self.__name__}_g_vjp"), registry.zero]
+            vjps += [
+                Permuted(
+                    JvpTangent(self.of, (*self.path, self.wrt)),
+                    (*moves, 2 * m + 4, 2 * m + 5),
+                    2 * m + 6,
+                    f"{self.__name__}_g_vjp",
+                ),
+                registry.zero,
+            ]
             vjps += [JvpCotangent(self.of, wrt, (*self.path, self.wrt)) for wrt in (0, 1)]
             self._rule = registry.Rule(self, tuple(vjps), origin="ast_ad.api.compose", jvps=jvps)
         return self._rule
@@ -711,7 +848,8 @@ _JVPS: dict[Any, JvpOf] = {}
 
 
 def jvp_of(fun: Callable[..., Any]) -> JvpOf:
-    """The primitive ``JvpOf(fun)``, made once per function (generated code refers to it by name)."""
+    """The primitive ``JvpOf(fun)``, made once per function (generated code refers to it by
+    name)."""
     if fun not in _JVPS:
         from ast_ad.core import registry
 
@@ -740,28 +878,42 @@ def source(fn: Any, *example_args: Any, stage: str = "adjoint") -> str:
     if isinstance(fn, Jacobian):
         return fn.source(example_args)
     if stage == "jvp":
-        nparams = len(inspect.signature(fn).parameters) if not getattr(fn, "composable", False) else fn.nparams
+        nparams = (
+            len(inspect.signature(fn).parameters)
+            if not getattr(fn, "composable", False)
+            else fn.nparams
+        )
         args = example_args or (1.0,) * nparams
         active = tuple(k for k, a in enumerate(args) if _differentiable(a))
         return jvp_code(lower(fn, tuple(args)), active).text
     if getattr(fn, "composable", False) and not isinstance(fn, Gradient) and stage == "adjoint":
         if not example_args:  # ``hvp(f)``: the code it runs depends on the arguments' kinds
-            raise ASTADError(f"source of {getattr(fn, '__name__', 'this derivative')} needs example arguments: "
-                             "source(fn, x, ...)")
+            raise ASTADError(
+                f"source of {getattr(fn, '__name__', 'this derivative')} needs example arguments: "
+                "source(fn, x, ...)"
+            )
         lowered = lower(fn, tuple(example_args))
         if lowered.loaded is None:
-            raise ASTADError(f"{getattr(fn, '__name__', 'this derivative')} runs no generated code of its own")
+            raise ASTADError(
+                f"{getattr(fn, '__name__', 'this derivative')} runs no generated code of its own"
+            )
         return str(lowered.loaded.text)
     gradient = fn if isinstance(fn, Gradient) else Gradient(fn, 0, with_value=False)
     if stage == "normalized":
         return transform.forward_source(gradient.fun)
-    if gradient.transformed:  # a derivative of a derivative: the forward-mode code over the inner one
+    # a derivative of a derivative: the forward-mode code over the inner one
+    if gradient.transformed:
         args = example_args or gradient.last_args or (1.0,) * gradient.nparams
         text: str = gradient.lowered(tuple(args)).loaded.text
         return text
     if example_args:
-        args = (gradient.bound_self, *example_args) if gradient.bound_self is not None else example_args
-        if len(args) != gradient.nparams or not gradient.plain:  # defaults filled in, as a call does
+        args = (
+            (gradient.bound_self, *example_args)
+            if gradient.bound_self is not None
+            else example_args
+        )
+        # defaults filled in, as a call does
+        if len(args) != gradient.nparams or not gradient.plain:
             args = gradient.bind(args, {})
         return gradient.loaded(shape_labels(args)).text
     return gradient.loaded().text
@@ -769,9 +921,10 @@ def source(fn: Any, *example_args: Any, stage: str = "adjoint") -> str:
 
 def gradient_adjoints(gradient: Gradient[Any, Any], positions: int | tuple[int, ...], g: Any,
                       args: tuple[Any, ...]) -> Any:
-    """The adjoints of the arguments at ``positions`` through ``gradient(*args)`` = grad_A f, given its adjoint
-    ``g``: d/dx <grad_A f, g>, which by the symmetry of second derivatives is the forward-mode tangent of
-    grad_positions f along ``g`` placed in the arguments A (a Hessian-vector product)."""
+    """The adjoints of the arguments at ``positions`` through ``gradient(*args)`` = grad_A f, given
+    its adjoint ``g``: d/dx <grad_A f, g>, which by the symmetry of second derivatives is the
+    forward-mode tangent of grad_positions f along ``g`` placed in the arguments A (a Hessian-vector
+    product)."""
 
     bars = (g,) if gradient.single else tuple(g)
     tangents: list[Any] = [None] * len(args)
@@ -780,5 +933,13 @@ def gradient_adjoints(gradient: Gradient[Any, Any], positions: int | tuple[int, 
     return jvp(gradient.partial(positions), args, tuple(tangents))[1]
 
 
-nested.provide(jvp=jvp, vjp=vjp, hvp=hvp, jacfwd=jacfwd, jacrev=jacrev, jacobian=jacobian, hessian=hessian,
-               jvp_of=jvp_of)  # a body that calls one is lowered to a call of what it makes
+nested.provide(
+    jvp=jvp,
+    vjp=vjp,
+    hvp=hvp,
+    jacfwd=jacfwd,
+    jacrev=jacrev,
+    jacobian=jacobian,
+    hessian=hessian,
+    jvp_of=jvp_of,
+)  # a body that calls one is lowered to a call of what it makes

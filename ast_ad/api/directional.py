@@ -1,5 +1,5 @@
-"""Forward mode (``jvp``) and ``Directional``, the primitive a gradient's rules are (a derivative along given
-directions, to any order)."""
+"""Forward mode (``jvp``) and ``Directional``, the primitive a gradient's rules are (a derivative
+along given directions, to any order)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from ast_ad.runtime import is_array, of_type
 V = TypeVar("V")  # what a function returns: its tangent has its type
 
 
-# ---- forward mode --------------------------------------------------------------------------------------------
+# ---- forward mode --------------------------------------------------------------------------------
 def jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[V, V]:
     """``(fun(*primals), J tangents)``: forward mode, one pass, no tape.
 
@@ -52,7 +52,8 @@ def jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tuple[Any, ..
     return forward_at(lowered, active, tuple(tangents[k] for k in active))
 
 
-# the forward-mode module of a plain function last called with floats only: how many, its call (``scalar_calls``)
+# the forward-mode module of a plain function last called with floats only: how many, its call
+# (``scalar_calls``)
 _SCALAR_JVPS: dict[Any, tuple[int, Callable[..., Any], Loaded]] = {}
 
 
@@ -60,8 +61,8 @@ FUNCTION = types.FunctionType
 
 
 def moves_of(call: tuple[Any, ...], m: int) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """A call laid out as the rules of rules are, ``(v_m, ans_m, ..., v_1, ans_1, *rest)``: the moves
-    ``v_1 ... v_m`` (the first is the last given), and ``rest``."""
+    """A call laid out as the rules of rules are, ``(v_m, ans_m, ..., v_1, ans_1, *rest)``: the
+    moves ``v_1 ... v_m`` (the first is the last given), and ``rest``."""
     return (call[2 * m - 2::-2] if m else ()), call[2 * m:]
 
 
@@ -84,21 +85,25 @@ def moves_of(call: tuple[Any, ...], m: int) -> tuple[tuple[Any, ...], tuple[Any,
 class Directional:
     """A derivative of ``fun`` along given directions, as a primitive that generated code calls.
 
-    With one direction it is ``jvp(fun, args, v)[1]``: the tangent of ``fun(*args)`` when the arguments
-    ``ks`` move along ``v``. Called as rules are, ``(v, ans, *args)``. A gradient called in a body has two of
-    these as its rules (``gradient.Gradient.ast_ad_rule``): forward, along the argument's tangent; reverse, the
-    gradient of argument ``k`` along the adjoint placed in the gradient's arguments (a Hessian-vector product).
+    With one direction it is ``jvp(fun, args, v)[1]``: the tangent of ``fun(*args)`` when the
+    arguments ``ks`` move along ``v``. Called as rules are, ``(v, ans, *args)``. A gradient called
+    in a body has two of these as its rules (``gradient.Gradient.ast_ad_rule``): forward, along the
+    argument's tangent; reverse, the gradient of argument ``k`` along the adjoint placed in the
+    gradient's arguments (a Hessian-vector product).
 
-    Its own forward rules are again ``Directional``: linear in each ``v``, zero in each ``ans``, and in an
-    argument ``j`` the derivative along one more direction, called ``(u, ans2, v, ans, *args)``. So forward
-    mode can be stacked over code that calls it to any order, each level one more forward pass over the
-    generated code of ``fun``.
+    Its own forward rules are again ``Directional``: linear in each ``v``, zero in each ``ans``, and
+    in an argument ``j`` the derivative along one more direction, called ``(u, ans2, v, ans,
+    *args)``. So forward mode can be stacked over code that calls it to any order, each level one
+    more forward pass over the generated code of ``fun``.
     """
 
     __module__ = "ast_ad.api.compose"
 
-    def __init__(self, fun: Any, directions: tuple[tuple[tuple[int, ...], bool], ...], nparams: int):
-        self.fun, self.directions, self.nparams = fun, directions, nparams  # each direction: (ks, single v)
+    def __init__(
+        self, fun: Any, directions: tuple[tuple[tuple[int, ...], bool], ...], nparams: int
+    ):
+        # each direction: (ks, single v)
+        self.fun, self.directions, self.nparams = fun, directions, nparams
         self.__name__ = self.__qualname__ = f"d{len(directions)}_{getattr(fun, '__name__', 'f')}"
         self._rule: Any = None
         self._then: dict[int, Directional] = {}
@@ -123,20 +128,24 @@ class Directional:
             m = len(self.directions)
             jvps: tuple[Any, ...] = (registry.LINEAR, registry.zero) * m + \
                 tuple(self.then(j) for j in range(self.nparams))
-            self._rule = registry.Rule(self, self.adjoint_rules(), origin="ast_ad.api.compose", jvps=jvps)
+            self._rule = registry.Rule(
+                self, self.adjoint_rules(), origin="ast_ad.api.compose", jvps=jvps
+            )
         return self._rule
 
     def adjoint_rules(self) -> tuple[Any, ...]:
-        """Reverse rules, where ``fun`` is a gradient ``grad_A f`` of a scalar ``f``: then this is a derivative
-        of ``f`` of order m + 1, symmetric in its directions, and ``<g, D^m grad_A f [v_1 .. v_m]>`` is
-        ``D^(m+1) f [v_1 .. v_m, g placed in A]``. Its adjoint in argument ``j`` is the derivative of the
-        partial gradient ``grad_j f`` along all of those, and in ``v_i`` that of ``grad_(ks_i) f`` along all
-        but ``v_i`` (the call without ``v_i`` and its ``ans``: ``Dropping``). Called as rules are,
-        ``(g, ans, v_m, ans_m, ..., v_1, ans_1, *args)``, each is again a ``Directional`` over a gradient: it
-        has these rules too, to any order. Over other functions there are none (reverse mode refuses)."""
+        """Reverse rules, where ``fun`` is a gradient ``grad_A f`` of a scalar ``f``: then this is a
+        derivative of ``f`` of order m + 1, symmetric in its directions, and ``<g, D^m grad_A f [v_1
+        .. v_m]>`` is ``D^(m+1) f [v_1 .. v_m, g placed in A]``. Its adjoint in argument ``j`` is
+        the derivative of the partial gradient ``grad_j f`` along all of those, and in ``v_i`` that
+        of ``grad_(ks_i) f`` along all but ``v_i`` (the call without ``v_i`` and its ``ans``:
+        ``Dropping``). Called as rules are, ``(g, ans, v_m, ans_m, ..., v_1, ans_1, *args)``, each
+        is again a ``Directional`` over a gradient: it has these rules too, to any order. Over other
+        functions there are none (reverse mode refuses)."""
 
         gradient = self.fun
-        if not callable(getattr(gradient, "partial", None)) or gradient.ast_ad_rule() is None:  # a ``Gradient``
+        # a ``Gradient``
+        if not callable(getattr(gradient, "partial", None)) or gradient.ast_ad_rule() is None:
             return ()
         m, n, mine = len(self.directions), self.nparams, (gradient.argnums, gradient.single)
         rules: list[Any] = []
@@ -145,17 +154,23 @@ class Directional:
             ks, single = self.directions[i]
             others = self.directions[:i] + self.directions[i + 1:]
             inner = Directional(gradient.partial(ks[0] if single else ks), (*others, mine), n)
-            rules += [Dropping(inner, (2 + 2 * p, 3 + 2 * p)), registry.zero]  # in the rule's call, after g, ans
-        return (*rules, *(Directional(gradient.partial(j), (*self.directions, mine), n) for j in range(n)))
+            # in the rule's call, after g, ans
+            rules += [Dropping(inner, (2 + 2 * p, 3 + 2 * p)), registry.zero]
+        return (
+            *rules,
+            *(Directional(gradient.partial(j), (*self.directions, mine), n) for j in range(n)),
+        )
 
     def __repr__(self) -> str:
-        return f"<ast_ad derivative of {getattr(self.fun, '__qualname__', self.fun)!s} along {self.directions}>"
+        name = getattr(self.fun, "__qualname__", self.fun)
+        return f"<ast_ad derivative of {name!s} along {self.directions}>"
 
 
 class Dropping:
-    """``inner`` called without the arguments at positions ``dropped`` of this call (which it does not read): a
-    rule whose call carries more than its function takes (``Directional.adjoint_rules``). Its own rules are
-    ``inner``'s, each again without them (they come after the rule's own ``g, ans``), and zero for them."""
+    """``inner`` called without the arguments at positions ``dropped`` of this call (which it does
+    not read): a rule whose call carries more than its function takes
+    (``Directional.adjoint_rules``). Its own rules are ``inner``'s, each again without them (they
+    come after the rule's own ``g, ans``), and zero for them."""
 
     __module__ = "ast_ad.api.compose"
 
@@ -184,7 +199,9 @@ class Dropping:
                 q = k - sum(d < k for d in self.dropped)  # the position in ``inner``'s call
                 vjps.append(self.moved(inner.vjp(q)))
                 jvps.append(self.moved(inner.jvp(q)))
-            self._rule = registry.Rule(self, tuple(vjps), origin="ast_ad.api.compose", jvps=tuple(jvps))
+            self._rule = registry.Rule(
+                self, tuple(vjps), origin="ast_ad.api.compose", jvps=tuple(jvps)
+            )
         return self._rule
 
     def moved(self, rule: Any) -> Any:
@@ -195,8 +212,8 @@ class Dropping:
 
 
 def placed(direction: tuple[tuple[int, ...], bool], v: Any, n: int) -> tuple[Any, ...]:
-    """The tangents of ``n`` arguments: ``v`` in the arguments ``ks`` (one each if not ``single``), ``None``
-    elsewhere."""
+    """The tangents of ``n`` arguments: ``v`` in the arguments ``ks`` (one each if not ``single``),
+    ``None`` elsewhere."""
     ks, single = direction
     tangents: list[Any] = [None] * n
     for k, vk in zip(ks, (v,) if single else tuple(v), strict=True):
@@ -205,8 +222,9 @@ def placed(direction: tuple[tuple[int, ...], bool], v: Any, n: int) -> tuple[Any
 
 
 class Fixed:
-    """``args -> jvp(fun, args, v placed in the arguments ks)[1]`` with ``v`` fixed: a derivative that ast_ad
-    can lower (its code is forward mode over ``fun``'s), so it can be differentiated again."""
+    """``args -> jvp(fun, args, v placed in the arguments ks)[1]`` with ``v`` fixed: a derivative
+    that ast_ad can lower (its code is forward mode over ``fun``'s), so it can be differentiated
+    again."""
 
     composable = True
 
@@ -222,8 +240,8 @@ class Fixed:
 
 
 def _along(fun: Any, args: tuple[Any, ...], tangents: tuple[Any, ...]) -> Lowered:
-    """``args -> jvp(fun, args, tangents)[1]`` as code: the forward-mode code of ``fun``, called with the
-    tangents after the arguments."""
+    """``args -> jvp(fun, args, tangents)[1]`` as code: the forward-mode code of ``fun``, called
+    with the tangents after the arguments."""
     primals, tangents = _pair_up(args, tangents)
     active = tuple(k for k, t in enumerate(tangents) if t is not None)
     inner = lower(fun, primals)
@@ -237,8 +255,17 @@ def _along(fun: Any, args: tuple[Any, ...], tangents: tuple[Any, ...]) -> Lowere
 
     def finish_bar(raw: Any, g: Any) -> Any:
         return raw_zeros(raw[0]), inner.finish_bar(raw[0], g)
-    return Lowered(loaded.fn, (*inner.args, *(tangents[k] for k in active)), inner.positions, finish, finish_dot,
-                   loaded, (False, True), finish_bar)
+
+    return Lowered(
+        loaded.fn,
+        (*inner.args, *(tangents[k] for k in active)),
+        inner.positions,
+        finish,
+        finish_dot,
+        loaded,
+        (False, True),
+        finish_bar,
+    )
 
 
 def _pair_up(primals: Any, tangents: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
@@ -246,8 +273,10 @@ def _pair_up(primals: Any, tangents: Any) -> tuple[tuple[Any, ...], tuple[Any, .
         raise ASTADError("jvp takes primals and tangents as tuples, one entry per argument: "
                          "jvp(f, (x,), (x_dot,))")
     if len(primals) != len(tangents):
-        raise ASTADError(f"jvp got {len(primals)} primals but {len(tangents)} tangents: give one tangent per "
-                         "argument (None for one that is not differentiated)")
+        raise ASTADError(
+            f"jvp got {len(primals)} primals but {len(tangents)} tangents: give one tangent per "
+            "argument (None for one that is not differentiated)"
+        )
 
     out = []
     for k, (p, t) in enumerate(zip(primals, tangents, strict=True)):
@@ -258,25 +287,37 @@ def _pair_up(primals: Any, tangents: Any) -> tuple[tuple[Any, ...], tuple[Any, .
 
 
 def _tangent_like(t: Any, p: Any, k: int) -> Any:
-    """The tangent ``t`` checked against its primal ``p``: the same structure and shape, as floats."""
+    """The tangent ``t`` checked against its primal ``p``: the same structure and shape, as
+    floats."""
     if type(p) is float and type(t) in (float, int):
         return float(t)
     if isinstance(p, dict):
         if not isinstance(t, dict) or set(t) != set(p):
-            raise ASTADError(f"the tangent of argument {k} must be a dict with the keys of its primal")
+            raise ASTADError(
+                f"the tangent of argument {k} must be a dict with the keys of its primal"
+            )
         return {key: _tangent_like(t[key], item, k) for key, item in p.items()}
     if isinstance(p, (tuple, list)):
         if not isinstance(t, (tuple, list)) or len(t) != len(p):
-            raise ASTADError(f"the tangent of argument {k} must be a {type(p).__name__} of {len(p)} tangents")
+            raise ASTADError(
+                f"the tangent of argument {k} must be a {type(p).__name__} of {len(p)} tangents"
+            )
         parts = [_tangent_like(a, b, k) for a, b in zip(t, p, strict=True)]
         return type(p)(*parts) if hasattr(p, "_fields") else type(p)(parts)
     if np.shape(t) != np.shape(p):
-        raise ASTADError(f"the tangent of argument {k} has shape {np.shape(t)}, but the argument has shape "
-                         f"{np.shape(p)}: a tangent has its primal's shape")
+        raise ASTADError(
+            f"the tangent of argument {k} has shape {np.shape(t)}, but the argument has shape "
+            f"{np.shape(p)}: a tangent has its primal's shape"
+        )
     if is_array(t) and not isinstance(t, np.ndarray):  # a dask or CuPy tangent stays one
         return t.astype(p.dtype if is_array(p) and p.dtype.kind == "f" else float)
-    if is_array(p) and not isinstance(p, np.ndarray):  # a tangent for a dask or CuPy primal: of its type
+    # a tangent for a dask or CuPy primal: of its type
+    if is_array(p) and not isinstance(p, np.ndarray):
         return of_type(np.asarray(t, dtype=p.dtype if p.dtype.kind == "f" else float), p)
     if isinstance(p, np.ndarray):
         return np.asarray(t, dtype=p.dtype if p.dtype.kind == "f" else float)
-    return float(t) if np.ndim(t) == 0 and not isinstance(t, np.ndarray) else np.asarray(t, dtype=float)
+    return (
+        float(t)
+        if np.ndim(t) == 0 and not isinstance(t, np.ndarray)
+        else np.asarray(t, dtype=float)
+    )

@@ -32,29 +32,43 @@ Call {entry}(...): it returns (value, gradient). Generated code: edit with care.
 
 
 def export(gradient: Gradient[..., Any], path: str, *example_args: Any) -> str:
-    """Write ``gradient``'s generated code, and all it needs besides numpy, to the module file ``path``."""
+    """Write ``gradient``'s generated code, and all it needs besides numpy, to the module file
+    ``path``."""
     if not isinstance(gradient, Gradient):
         raise ASTADError("export takes a gradient made by ast_ad.grad or ast_ad.value_and_grad")
     if example_args:
-        args = (gradient.bound_self, *example_args) if gradient.bound_self is not None else example_args
+        args = (
+            (gradient.bound_self, *example_args)
+            if gradient.bound_self is not None
+            else example_args
+        )
         labels = shape_labels(args)
         loaded = gradient.loaded(labels)
-    else:  # code for arguments of any kind, as the guard then checks none (not the last call's, specialized)
+    # code for arguments of any kind, as the guard then checks none (not the last call's,
+    # specialized)
+    else:
         labels = tuple(range(gradient.nparams))
-        loaded = transform.gradient(gradient.fun, gradient.positions, gradient.single, labels, gradient.checkpoints)
+        loaded = transform.gradient(
+            gradient.fun, gradient.positions, gradient.single, labels, gradient.checkpoints
+        )
     imports: list[str] = []
     helpers: dict[str, str] = {}
     values: list[str] = []
-    made: dict[str, tuple[str, str]] = {}  # helper objects: the code's name for each, how to make it, its name
+    # helper objects: the code's name for each, how to make it, its name
+    made: dict[str, tuple[str, str]] = {}
     for alias, obj in sorted(loaded.namespace.items()):
         if alias.startswith("__") or obj is loaded.fn or _is_generated(obj, loaded):
             continue
         if isinstance(obj, types.ModuleType):
-            imports.append(f"import {obj.__name__}" + (f" as {alias}" if alias != obj.__name__ else ""))
+            imports.append(
+                f"import {obj.__name__}" + (f" as {alias}" if alias != obj.__name__ else "")
+            )
         elif registry.is_helper(obj) or registry.is_helper(type(obj)):
             if inspect.isfunction(obj) or inspect.isclass(obj):
                 _add_helper(obj, alias, helpers)
-            else:  # a helper object (a term of einsum's derivatives): its class, then the object made again
+            # a helper object (a term of einsum's derivatives): its class, then the object made
+            # again
+            else:
                 _add_helper(type(obj), type(obj).__name__, helpers)
                 made[alias] = (repr(obj), getattr(obj, "__name__", alias))
         elif getattr(obj, "__module__", None) == revolve.__name__:  # a checkpointed loop's schedule
@@ -71,14 +85,17 @@ def export(gradient: Gradient[..., Any], path: str, *example_args: Any) -> str:
     for text in list(helpers.values()):
         _add_called_helpers(text, helpers)
     code = loaded.text
-    for alias, (spelled, own) in made.items():  # the code's name for an object may be a copied helper's name
+    # the code's name for an object may be a copied helper's name
+    for alias, (spelled, own) in made.items():
         fresh = alias if alias not in helpers else own
         while fresh in helpers or fresh != alias and fresh in loaded.namespace:
             fresh += "_"
         if fresh != alias:
             code = re.sub(rf"\b{alias}\b", fresh, code)
         values.append(f"{fresh} = {spelled}")
-    if any("np." in text for text in helpers.values()) and not any(i.endswith(" as np") for i in imports):
+    if any("np." in text for text in helpers.values()) and not any(
+        i.endswith(" as np") for i in imports
+    ):
         imports.append("import numpy as np")
     if not any(i.endswith(" as np") for i in imports):
         imports.append("import numpy as np")
@@ -96,10 +113,10 @@ def export(gradient: Gradient[..., Any], path: str, *example_args: Any) -> str:
     return path
 
 
-# The generated code is specialized on which arguments are numbers, arrays or containers, and on a numpy
-# array's number of axes and kind (``kinds.labelled``): the module
-# checks every call against what it was built for, rather than return a gradient of the wrong shape.
-GUARD = '''def _kind(value):
+# The generated code is specialized on which arguments are numbers, arrays or containers, and on a
+# numpy array's number of axes and kind (``kinds.labelled``): the module checks every call against
+# what it was built for, rather than return a gradient of the wrong shape.
+GUARD = """def _kind(value):
     if type(value) in ({scalars}):
         return "scalar"
     if isinstance(value, (tuple, list, dict)):
@@ -115,16 +132,18 @@ def _built_for(fn, kinds):
             got = _kind(value)
             if kind != "array" and got != kind or kind == "array" and got == "container":
                 shown = f" ({{got}})" if got.endswith(" array") else ""
-                raise TypeError(f"{{fn.__name__}} was exported for a {{kind}} argument {{k}}, not a "
-                                f"{{type(value).__name__}}{{shown}}: export again with arguments like these")
+                raise TypeError(f"{{fn.__name__}} was exported for a {{kind}} argument {{k}}, "
+                                f"not a {{type(value).__name__}}{{shown}}: export again with "
+                                "arguments like these")
         return fn(*args, **kwargs)
     checked.__name__, checked.__doc__, checked.__wrapped__ = fn.__name__, fn.__doc__, fn
-    checked.__ast_ad_exported__ = True  # ast_ad differentiates fn itself: the check computes what fn computes
+    # ast_ad differentiates fn itself: the check computes what fn computes
+    checked.__ast_ad_exported__ = True
     return checked
 
 
 {entry} = _built_for({entry}, {kinds!r})
-'''
+"""
 
 
 def _kind_of_label(label: int) -> str:
@@ -133,7 +152,8 @@ def _kind_of_label(label: int) -> str:
         return "scalar" if label == -1 else "container"
     fact = label_fact(label)
     if fact[0] != "num":
-        return "array"  # the code was built for an array of which nothing more is known: it takes any
+        # the code was built for an array of which nothing more is known: it takes any
+        return "array"
     return f"{fact[1]}-axis {'float' if fact[2] else 'integer'} array"
 
 
@@ -161,7 +181,8 @@ def _add_called_helpers(source: str, helpers: dict[str, str]) -> None:
 
 
 def _standalone(module: types.ModuleType) -> str:
-    """A module of ast_ad's that imports nothing of ast_ad's at its top, whole, as part of another."""
+    """A module of ast_ad's that imports nothing of ast_ad's at its top, whole, as part of
+    another."""
     return inspect.getsource(module).replace("from __future__ import annotations\n", "")
 
 
@@ -190,5 +211,7 @@ def _literal(value: Any, alias: str) -> str:
         return repr(value)
     if isinstance(value, (tuple, list)) and all(isinstance(v, (int, float)) for v in value):
         return repr(value)
-    raise ASTADError(f"export cannot write the global {alias!r} ({type(value).__name__}) as source: "
-                     "pass it to the function as an argument instead")
+    raise ASTADError(
+        f"export cannot write the global {alias!r} ({type(value).__name__}) as source: "
+        "pass it to the function as an argument instead"
+    )

@@ -1,4 +1,5 @@
-"""The public entry points: ``grad``, ``value_and_grad`` and ``source`` (``compose`` has the rest)."""
+"""The public entry points: ``grad``, ``value_and_grad`` and ``source`` (``compose`` has the
+rest)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,17 @@ import numbers
 import re
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, Literal, NoReturn, ParamSpec, TypeVar, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Concatenate,
+    Generic,
+    Literal,
+    NoReturn,
+    ParamSpec,
+    TypeVar,
+    overload,
+)
 
 import numpy as np
 
@@ -51,8 +62,9 @@ R = TypeVar("R", covariant=True)  # what a gradient function returns
 Jit = Literal["numba"] | None
 
 
-# The types a type checker gives a gradient: the function's parameters, and each differentiated argument's type
-# for its gradient, where ``argnums`` is written as a literal (0, 1, or (0, 1)); otherwise ``Any``.
+# The types a type checker gives a gradient: the function's parameters, and each differentiated
+# argument's type for its gradient, where ``argnums`` is written as a literal (0, 1, or (0, 1));
+# otherwise ``Any``.
 @overload
 def grad(fun: Callable[Concatenate[A, P], Any], argnums: Literal[0] = 0, *, jit: Jit = None,
          checkpoints: int | None = None) -> Gradient[Concatenate[A, P], A]: ...
@@ -60,8 +72,13 @@ def grad(fun: Callable[Concatenate[A, P], Any], argnums: Literal[0] = 0, *, jit:
 def grad(fun: Callable[Concatenate[A0, A, P], Any], argnums: Literal[1], *, jit: Jit = None,
          checkpoints: int | None = None) -> Gradient[Concatenate[A0, A, P], A]: ...
 @overload
-def grad(fun: Callable[Concatenate[A, B, P], Any], argnums: tuple[Literal[0], Literal[1]], *, jit: Jit = None,
-         checkpoints: int | None = None) -> Gradient[Concatenate[A, B, P], tuple[A, B]]: ...
+def grad(
+    fun: Callable[Concatenate[A, B, P], Any],
+    argnums: tuple[Literal[0], Literal[1]],
+    *,
+    jit: Jit = None,
+    checkpoints: int | None = None,
+) -> Gradient[Concatenate[A, B, P], tuple[A, B]]: ...
 @overload
 def grad(fun: Callable[P, Any], argnums: int = 0, *, jit: Jit = None,
          checkpoints: int | None = None) -> Gradient[P, Any]: ...
@@ -69,33 +86,40 @@ def grad(fun: Callable[P, Any], argnums: int = 0, *, jit: Jit = None,
 def grad(fun: Callable[P, Any], argnums: tuple[int, ...], *, jit: Jit = None,
          checkpoints: int | None = None) -> Gradient[P, tuple[Any, ...]]: ...
 @overload
-def grad(fun: None = None, argnums: Literal[0] = 0, *, jit: Jit = None, checkpoints: int | None = None
-         ) -> Callable[[Callable[Concatenate[A, P], Any]], Gradient[Concatenate[A, P], A]]: ...
+def grad(
+    fun: None = None, argnums: Literal[0] = 0, *, jit: Jit = None, checkpoints: int | None = None
+) -> Callable[[Callable[Concatenate[A, P], Any]], Gradient[Concatenate[A, P], A]]: ...
 @overload
 def grad(fun: None = None, argnums: int | tuple[int, ...] = 0, *, jit: Jit = None,
          checkpoints: int | None = None) -> Callable[[Callable[P, Any]], Gradient[P, Any]]: ...
 
 
-def grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int, ...] = 0, *, jit: Jit = None,
-         checkpoints: int | None = None) -> Any:
+def grad(
+    fun: Callable[P, Any] | None = None,
+    argnums: int | tuple[int, ...] = 0,
+    *,
+    jit: Jit = None,
+    checkpoints: int | None = None,
+) -> Any:
     """The gradient of scalar-valued ``fun`` with respect to the argument(s) at ``argnums``.
 
-    Works as ``grad(f)``, ``grad(f, 1)``, ``grad(f, argnums=(0, 1))`` (a tuple of
-    gradients) and as a decorator, ``@grad`` or ``@grad(argnums=1)``. The gradient takes the
-    arguments ``fun`` takes; it returns an array (or number) shaped like the argument at ``argnums``,
-    or a tuple of them for a tuple ``argnums``. A type checker sees ``fun``'s parameters, and each
-    gradient typed as its argument where ``argnums`` is written as a literal.
+    Works as ``grad(f)``, ``grad(f, 1)``, ``grad(f, argnums=(0, 1))`` (a tuple of gradients) and as
+    a decorator, ``@grad`` or ``@grad(argnums=1)``. The gradient takes the arguments ``fun`` takes;
+    it returns an array (or number) shaped like the argument at ``argnums``, or a tuple of them for
+    a tuple ``argnums``. A type checker sees ``fun``'s parameters, and each gradient typed as its
+    argument where ``argnums`` is written as a literal.
 
-    ``jit="numba"`` compiles the generated gradient with Numba (``pip install numba``), in
-    nopython mode: loops and branches over numbers and arrays run at compiled speed. Code Numba cannot
+    ``jit="numba"`` compiles the generated gradient with Numba (``pip install numba``), in nopython
+    mode: loops and branches over numbers and arrays run at compiled speed. Code Numba cannot
     compile raises :class:`ast_ad.backend.jit.JitError` at the first call, naming the line.
 
-    ``checkpoints=c`` trades time for memory in long loops (binomial checkpointing, ``ast_ad.revolve``):
-    each ``for`` loop at the top level of ``fun`` (and of your functions it calls) keeps at most ``c``
-    snapshots of the state it carries from step to step, and the backward pass computes the other
-    steps again, by revolve's optimal schedule, instead of taping every step. The gradient is the same,
-    to the bit. The generated code says above each loop whether it is checkpointed, and if not, why (a
-    ``while`` loop, a ``break``, a ``print``, an in-place write, a call without a rule).
+    ``checkpoints=c`` trades time for memory in long loops (binomial checkpointing,
+    ``ast_ad.revolve``): each ``for`` loop at the top level of ``fun`` (and of your functions it
+    calls) keeps at most ``c`` snapshots of the state it carries from step to step, and the backward
+    pass computes the other steps again, by revolve's optimal schedule, instead of taping every
+    step. The gradient is the same, to the bit. The generated code says above each loop whether it
+    is checkpointed, and if not, why (a ``while`` loop, a ``break``, a ``print``, an in-place write,
+    a call without a rule).
     """
     if fun is None:
         def decorate(fun: Callable[P, Any]) -> Gradient[P, Any]:
@@ -108,21 +132,36 @@ def grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int, ...] = 0
 def value_and_grad(fun: Callable[Concatenate[A, P], V], argnums: Literal[0] = 0, *, jit: Jit = None,
                    checkpoints: int | None = None) -> Gradient[Concatenate[A, P], tuple[V, A]]: ...
 @overload
-def value_and_grad(fun: Callable[Concatenate[A0, A, P], V], argnums: Literal[1], *, jit: Jit = None,
-                   checkpoints: int | None = None) -> Gradient[Concatenate[A0, A, P], tuple[V, A]]: ...
+def value_and_grad(
+    fun: Callable[Concatenate[A0, A, P], V],
+    argnums: Literal[1],
+    *,
+    jit: Jit = None,
+    checkpoints: int | None = None,
+) -> Gradient[Concatenate[A0, A, P], tuple[V, A]]: ...
 @overload
-def value_and_grad(fun: Callable[Concatenate[A, B, P], V], argnums: tuple[Literal[0], Literal[1]], *,
-                   jit: Jit = None, checkpoints: int | None = None
-                   ) -> Gradient[Concatenate[A, B, P], tuple[V, tuple[A, B]]]: ...
+def value_and_grad(
+    fun: Callable[Concatenate[A, B, P], V],
+    argnums: tuple[Literal[0], Literal[1]],
+    *,
+    jit: Jit = None,
+    checkpoints: int | None = None,
+) -> Gradient[Concatenate[A, B, P], tuple[V, tuple[A, B]]]: ...
 @overload
 def value_and_grad(fun: Callable[P, V], argnums: int | tuple[int, ...] = 0, *, jit: Jit = None,
                    checkpoints: int | None = None) -> Gradient[P, tuple[V, Any]]: ...
 @overload
-def value_and_grad(fun: None = None, argnums: Literal[0] = 0, *, jit: Jit = None, checkpoints: int | None = None
-                   ) -> Callable[[Callable[Concatenate[A, P], V]], Gradient[Concatenate[A, P], tuple[V, A]]]: ...
+def value_and_grad(
+    fun: None = None, argnums: Literal[0] = 0, *, jit: Jit = None, checkpoints: int | None = None
+) -> Callable[[Callable[Concatenate[A, P], V]], Gradient[Concatenate[A, P], tuple[V, A]]]: ...
 @overload
-def value_and_grad(fun: None = None, argnums: int | tuple[int, ...] = 0, *, jit: Jit = None,
-                   checkpoints: int | None = None) -> Callable[[Callable[P, V]], Gradient[P, tuple[V, Any]]]: ...
+def value_and_grad(
+    fun: None = None,
+    argnums: int | tuple[int, ...] = 0,
+    *,
+    jit: Jit = None,
+    checkpoints: int | None = None,
+) -> Callable[[Callable[P, V]], Gradient[P, tuple[V, Any]]]: ...
 
 
 def value_and_grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int, ...] = 0, *,
@@ -137,8 +176,9 @@ def value_and_grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int
 
 
 
-# The shape labels of the last call, per function, argnums and form: ``source(grad(f))`` shows that version.
-# Each is a one-item list that every gradient of that key holds (a call stores into it without hashing a key)
+# The shape labels of the last call, per function, argnums and form: ``source(grad(f))`` shows that
+# version. Each is a one-item list that every gradient of that key holds (a call stores into it
+# without hashing a key)
 _LAST_SHAPES: dict[tuple[Any, tuple[int, ...], bool, int | None], list[tuple[int, ...] | None]] = {}
 
 
@@ -147,7 +187,8 @@ _LAST_SHAPES: dict[tuple[Any, tuple[int, ...], bool, int | None], list[tuple[int
 class Gradient(Generic[P, R]):
     """A gradient function: binds the call's arguments, runs the generated code, shapes the result.
 
-    It is *composable* (see ``compose``): other transformations, and ``grad`` itself, can be applied to it.
+    It is *composable* (see ``compose``): other transformations, and ``grad`` itself, can be applied
+    to it.
     """
 
     composable = True
@@ -156,38 +197,54 @@ class Gradient(Generic[P, R]):
     def __init__(self, fun: Callable[P, Any], argnums: int | tuple[int, ...], with_value: bool,
                  jit: Jit = None, checkpoints: int | None = None):
         if jit not in (None, "numba"):
-            raise ASTADError(f'jit={jit!r}: the compiler ast_ad knows is jit="numba" (or leave jit out)')
+            raise ASTADError(
+                f'jit={jit!r}: the compiler ast_ad knows is jit="numba" (or leave jit out)'
+            )
         self.jit = jit
         self.checkpoints = check_checkpoints(checkpoints)
         if jit is not None and checkpoints is not None:
-            raise ASTADError("jit= and checkpoints= together are not supported yet: Numba does not compile the "
-                             "checkpointed loop's schedule; leave one of them out")
+            raise ASTADError(
+                "jit= and checkpoints= together are not supported yet: Numba does not compile the "
+                "checkpointed loop's schedule; leave one of them out"
+            )
         self.fun, self.bound_self = _unbind(fun)
-        self.transformed = getattr(self.fun, "composable", False)  # a derivative of something ast_ad made
+        # a derivative of something ast_ad made
+        self.transformed = getattr(self.fun, "composable", False)
         if self.transformed and self.checkpoints is not None:
-            raise ASTADError("checkpoints= applies to the gradient of a plain function: a derivative of a "
-                             "derivative runs forward mode over the inner one, which tapes nothing")
+            raise ASTADError(
+                "checkpoints= applies to the gradient of a plain function: a derivative of a "
+                "derivative runs forward mode over the inner one, which tapes nothing"
+            )
         self.single = isinstance(argnums, numbers.Integral)
         self.argnums = _check_argnums(argnums)
         self.with_value = with_value
         self.last_args: tuple[Any, ...] | None = None
-        self._rule: registry.Rule | None = None  # its rules as a primitive (``ast_ad_rule``), made once
+        # its rules as a primitive (``ast_ad_rule``), made once
+        self._rule: registry.Rule | None = None
         # the gradients its reverse rule runs (``gradient_adjoints``)
         self._partials: dict[Any, Gradient[Any, Any]] = {}
         self.signature: inspect.Signature = getattr(self.fun, "signature") if self.transformed \
             else inspect.signature(self.fun)  # noqa: B009 -- a transformed function has one
         self.nparams = len(self.signature.parameters)
-        # every parameter positional-or-keyword: a call with one positional argument each needs no binding
-        self.plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in self.signature.parameters.values())
+        # every parameter positional-or-keyword: a call with one positional argument each needs no
+        # binding
+        self.plain = all(
+            p.kind is p.POSITIONAL_OR_KEYWORD for p in self.signature.parameters.values()
+        )
         for k in self.argnums:
             if k >= self.nparams - (self.bound_self is not None) or k < 0:
-                raise ArgnumsError(f"argnums={argnums!r} names argument {k}, but {self.fun.__qualname__} "
-                                   f"takes {self.nparams - (self.bound_self is not None)} arguments")
+                raise ArgnumsError(
+                    f"argnums={argnums!r} names argument {k}, but {self.fun.__qualname__} "
+                    f"takes {self.nparams - (self.bound_self is not None)} arguments"
+                )
         self.shift = 1 if self.bound_self is not None else 0
         self.last_shapes: tuple[int, ...] | None = None
         self.positions = tuple(k + self.shift for k in self.argnums)
-        self._last = _LAST_SHAPES.setdefault((self.fun, self.positions, self.single, self.checkpoints), [None])
-        # the call of the module of the last call with floats only (``scalar_caller``), the module, its labels
+        self._last = _LAST_SHAPES.setdefault(
+            (self.fun, self.positions, self.single, self.checkpoints), [None]
+        )
+        # the call of the module of the last call with floats only (``scalar_caller``), the module,
+        # its labels
         self._scalars: Callable[..., Any] | None = None
         self.loaded_scalars: Loaded | None = None
         self.scalar_labels: tuple[int, ...] = ()
@@ -195,26 +252,35 @@ class Gradient(Generic[P, R]):
             setattr(self, attr, getattr(self.fun, attr, None))
 
     def loaded(self, shapes: tuple[int, ...] | None = None) -> Loaded:
-        """The generated code for arguments of these shape labels (default: those of the last call)."""
+        """The generated code for arguments of these shape labels (default: those of the last
+        call)."""
         if shapes is None:  # this gradient's last call, or the last call of any gradient like it
             shapes = self.last_shapes or self._last[0] or tuple(range(self.nparams))
         if self._scalars is not None and shapes != self.scalar_labels:
-            self._scalars = None  # its last call is no longer one with floats only: the next one arms it again
+            # its last call is no longer one with floats only: the next one arms it again
+            self._scalars = None
         self.last_shapes = self._last[0] = shapes
         try:
-            return transform.gradient(self.fun, self.positions, self.single, shapes, self.checkpoints)
+            return transform.gradient(
+                self.fun, self.positions, self.single, shapes, self.checkpoints
+            )
         except RecursionError:
-            raise ASTADError(f"{self.__qualname__} is nested too deeply to transform within Python's recursion "
-                             "limit: split deep expressions into statements, or raise sys.setrecursionlimit") from None
+            raise ASTADError(
+                f"{self.__qualname__} is nested too deeply to transform within Python's recursion "
+                "limit: split deep expressions into statements, or raise sys.setrecursionlimit"
+            ) from None
 
     def compiled(self, loaded: Loaded) -> Callable[..., Any]:
-        """``loaded``'s entry function compiled by this gradient's ``jit`` (see ``ast_ad.backend.jit``)."""
+        """``loaded``'s entry function compiled by this gradient's ``jit`` (see
+        ``ast_ad.backend.jit``)."""
         from ast_ad.backend import jit
 
         if self.transformed:
             raise ASTADError("jit= applies to a gradient of a plain function, not of a derivative")
         if self.bound_self is not None:
-            raise ASTADError("jit= does not compile methods: differentiate a function of the object's arrays")
+            raise ASTADError(
+                "jit= does not compile methods: differentiate a function of the object's arrays"
+            )
         run: Callable[..., Any] = jit.compiled(loaded, self.fun)  # jit="numba": checked when made
         return run
 
@@ -226,15 +292,20 @@ class Gradient(Generic[P, R]):
     def __call__(self, *given: P.args, **kwargs: P.kwargs) -> R:
         fast = self._scalars
         if fast is not None and not kwargs and len(given) == self.nparams:
-            # scalar code, called as last time: every argument a float, and the module built for that still
-            # current; checked, run and its result made floats in a function made for it (``scalar_caller``)
+            # scalar code, called as last time: every argument a float, and the module built for
+            # that still current; checked, run and its result made floats in a function made for it
+            # (``scalar_caller``)
             try:
                 result = fast(*given)
             except Exception as exc:
                 assert self.loaded_scalars is not None  # (set with ``_scalars``)
                 self.failed(exc, given, self.loaded_scalars)
             if result is not NOT_SCALARS:
-                done: R = self.finish(result.out, result.grads, given) if type(result) is Unshaped else result
+                done: R = (
+                    self.finish(result.out, result.grads, given)
+                    if type(result) is Unshaped
+                    else result
+                )
                 return done
         args: tuple[Any, ...] = given if self.bound_self is None else (self.bound_self, *given)
         if kwargs or len(args) != self.nparams or not self.plain:
@@ -250,14 +321,22 @@ class Gradient(Generic[P, R]):
         loaded = self.loaded(labels)
         run = loaded.fn if self.jit is None else self.compiled(loaded)
         if self.bound_self is None and self.plain and all(label == -1 for label in labels):
-            self._scalars = scalar_caller(loaded, labels, self._last, self.nparams,
-                                          None if self.single else len(positions), self.with_value, run)
+            self._scalars = scalar_caller(
+                loaded,
+                labels,
+                self._last,
+                self.nparams,
+                None if self.single else len(positions),
+                self.with_value,
+                run,
+            )
             self.loaded_scalars, self.scalar_labels = loaded, labels
         done = self.run(loaded, run, args)
         return done
 
     def run(self, loaded: Loaded, run: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-        """Run the generated code ``run`` of ``loaded`` on ``args``; its failures explained, its result shaped."""
+        """Run the generated code ``run`` of ``loaded`` on ``args``; its failures explained, its
+        result shaped."""
         try:
             out, grads = run(*args)
         except Exception as exc:
@@ -265,37 +344,43 @@ class Gradient(Generic[P, R]):
         return self.finish(out, grads, args)
 
     def finish(self, out: Any, grads: Any, args: tuple[Any, ...]) -> Any:
-        """The generated code's ``(out, grads)``, its value checked to be a scalar, its gradient shaped."""
+        """The generated code's ``(out, grads)``, its value checked to be a scalar, its gradient
+        shaped."""
         if type(out) not in PLAIN_FLOATS and not _is_scalar(out):
             raise self.non_scalar(out)
         return self.shape(out, grads, args)
 
     def failed(self, exc: Exception, args: tuple[Any, ...], loaded: Loaded) -> NoReturn:
-        """Raise the failure of the generated code of ``loaded`` on ``args`` (``exc``), explained."""
+        """Raise the failure of the generated code of ``loaded`` on ``args`` (``exc``),
+        explained."""
         failure = self.explain_failure(exc, args, loaded)
         if failure is exc:
             raise exc
-        # the user's own error (raised again by the function itself) keeps the generated code's as its cause
+        # the user's own error (raised again by the function itself) keeps the generated code's as
+        # its cause
         own = type(failure) is type(exc) and not isinstance(failure, ASTADError)
         raise failure from (exc if own or isinstance(failure, GradientFailedError) else None)
 
     def shape(self, out: Any, grads: Any, args: tuple[Any, ...]) -> Any:
-        """The generated code's ``(out, grads)`` as this gradient returns them: shaped like the arguments."""
+        """The generated code's ``(out, grads)`` as this gradient returns them: shaped like the
+        arguments."""
         positions = self.positions
         if self.single:
             grads = _like(grads, args[positions[0]])
-        else:  # plain loops: this runs on every call, and comprehensions cost more than the work here
+        # plain loops: this runs on every call, and comprehensions cost more than the work here
+        else:
             shaped: list[Any] = []
             for g, k in zip(grads, positions, strict=True):
                 arg = args[k]
-                if type(arg) is float and type(g) in PLAIN_FLOATS:  # what _like does for a float, inline
+                # what _like does for a float, inline
+                if type(arg) is float and type(g) in PLAIN_FLOATS:
                     shaped.append(float(g))
                 else:
                     shaped.append(_distinct(_like(g, arg), shaped))
             grads = tuple(shaped)
         return (out, grads) if self.with_value else grads
 
-    # ---- composition (see ``compose``) ------------------------------------------------------------------
+    # ---- composition (see ``compose``) -----------------------------------------------------------
     def lowered(self, args: tuple[Any, ...]) -> Lowered:
         """This gradient at ``args`` as generated code that ast_ad can transform again."""
 
@@ -312,19 +397,32 @@ class Gradient(Generic[P, R]):
         def finish_dot(raw: Any, raw_dot: Any) -> Any:
             return self.shape(raw_dot[0], raw_dot[1], args)
 
-        def finish_bar(raw: Any, g: Any) -> Any:  # ``shape`` transposed: its casts leave adjoints as they are
+        # ``shape`` transposed: its casts leave adjoints as they are
+        def finish_bar(raw: Any, g: Any) -> Any:
             out_bar, grads_bar = g if self.with_value else (None, g)
             return (raw_zeros(raw[0]) if out_bar is None else out_bar), grads_bar
-        return Lowered(loaded.fn, (*args, 1.0), tuple(range(self.shift, len(args))), finish, finish_dot,
-                               loaded, (self.with_value, True), finish_bar)
+
+        return Lowered(
+            loaded.fn,
+            (*args, 1.0),
+            tuple(range(self.shift, len(args))),
+            finish,
+            finish_dot,
+            loaded,
+            (self.with_value, True),
+            finish_bar,
+        )
 
     def lowered_transformed(self, args: tuple[Any, ...]) -> Any:
-        """The derivative of a scalar function of a scalar that ast_ad made: forward mode over its code."""
+        """The derivative of a scalar function of a scalar that ast_ad made: forward mode over its
+        code."""
 
         (k,) = self.argnums if len(self.argnums) == 1 else (None,)
         if k is None or np.ndim(args[k]) != 0 or isinstance(args[k], (tuple, list, dict)):
-            raise ASTADError("differentiating a derivative of a derivative again works with respect to one "
-                             "scalar argument at a time: pass that argument as a float")
+            raise ASTADError(
+                "differentiating a derivative of a derivative again works with respect to one "
+                "scalar argument at a time: pass that argument as a float"
+            )
         inner = lower(self.fun, args)
         loaded = jvp_code(inner, (k,))
 
@@ -350,8 +448,8 @@ class Gradient(Generic[P, R]):
                                (self.with_value, True), finish_bar)
 
     def call_transformed(self, args: tuple[Any, ...]) -> Any:
-        """The gradient of a scalar function ast_ad made (a gradient, say): one forward pass per entry of
-        each differentiated argument, over that function's generated code."""
+        """The gradient of a scalar function ast_ad made (a gradient, say): one forward pass per
+        entry of each differentiated argument, over that function's generated code."""
 
         self.last_args = args
         inner = lower(self.fun, args)
@@ -359,21 +457,26 @@ class Gradient(Generic[P, R]):
         for k in self.argnums:
             _check_differentiable(args[k], self.parameter_name(k))
             if isinstance(args[k], (tuple, list, dict)):
-                raise ASTADError("the derivative of a derivative with respect to a tuple, list or dict is not "
-                                 "supported yet: pass its arrays as separate arguments")
+                raise ASTADError(
+                    "the derivative of a derivative with respect to a tuple, list or dict is not "
+                    "supported yet: pass its arrays as separate arguments"
+                )
             out, columns = forward_columns(inner, k)
             if out is not None and not _is_scalar(out):
                 raise self.non_scalar(out)
-            grads.append(_like(np.reshape(np.asarray(columns, dtype=float), np.shape(args[k])), args[k]))
+            grads.append(
+                _like(np.reshape(np.asarray(columns, dtype=float), np.shape(args[k])), args[k])
+            )
         if out is None:
             out = self.fun(*args)
         result = grads[0] if self.single else tuple(grads)
         return (out, result) if self.with_value else result
 
     def ast_ad_rule(self) -> Any:
-        """The rules of this gradient as a primitive, for code that calls it (``grad`` of a function whose
-        body calls ``ast_ad.grad``): forward, its ``jvp``; reverse, by the symmetry of second derivatives,
-        the ``jvp`` of the gradient in each argument along the adjoint (a Hessian-vector product)."""
+        """The rules of this gradient as a primitive, for code that calls it (``grad`` of a function
+        whose body calls ``ast_ad.grad``): forward, its ``jvp``; reverse, by the symmetry of second
+        derivatives, the ``jvp`` of the gradient in each argument along the adjoint (a
+        Hessian-vector product)."""
         if self.with_value or self.bound_self is not None or self.transformed:
             return None
         rule = self._rule
@@ -381,13 +484,17 @@ class Gradient(Generic[P, R]):
 
             n, mine = self.nparams, (self.argnums, self.single)
             partials = [self.partial(j) for j in range(n)]
-            rule = self._rule = registry.Rule(self, tuple(Directional(p, (mine,), n) for p in partials),
-                                              origin="ast_ad.api.gradient",
-                                              jvps=tuple(Directional(self, (((j,), True),), n) for j in range(n)))
+            rule = self._rule = registry.Rule(
+                self,
+                tuple(Directional(p, (mine,), n) for p in partials),
+                origin="ast_ad.api.gradient",
+                jvps=tuple(Directional(self, (((j,), True),), n) for j in range(n)),
+            )
         return rule
 
     def partial(self, positions: int | tuple[int, ...]) -> Gradient[Any, Any]:
-        """The gradient of the same function in ``positions``, made once (its rules run inside generated loops)."""
+        """The gradient of the same function in ``positions``, made once (its rules run inside
+        generated loops)."""
         if positions not in self._partials:
             self._partials[positions] = Gradient(self.fun, positions, with_value=False)
         return self._partials[positions]
@@ -400,7 +507,8 @@ class Gradient(Generic[P, R]):
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError:
-            self.fun(*args, **kwargs)  # Python refuses the call before the body runs, with its own TypeError
+            # Python refuses the call before the body runs, with its own TypeError
+            self.fun(*args, **kwargs)
             raise
         bound.apply_defaults()
         return tuple(bound.arguments.values())
@@ -417,12 +525,15 @@ class Gradient(Generic[P, R]):
         the gradient of some line ran: name that line.
         """
         if isinstance(exc, RecursionError):
-            return ASTADError(f"the gradient of {self.__qualname__} recursed deeper than Python's limit "
-                              f"({sys.getrecursionlimit()}): its forward and backward passes each take a frame "
-                              "per call of a recursive function; raise sys.setrecursionlimit or use a loop")
+            return ASTADError(
+                f"the gradient of {self.__qualname__} recursed deeper than Python's limit "
+                f"({sys.getrecursionlimit()}): its forward and backward passes each take a frame "
+                "per call of a recursive function; raise sys.setrecursionlimit or use a loop"
+            )
         try:
             out = self.fun(*args)
-        except Exception as own:  # the user's own error, raised at the user's line with the user's traceback
+        # the user's own error, raised at the user's line with the user's traceback
+        except Exception as own:
             return own if type(own) is type(exc) else exc
         if not _is_scalar(out):
             return self.non_scalar(out)
@@ -431,27 +542,47 @@ class Gradient(Generic[P, R]):
             return type(exc)(str(exc), *where)  # a refusal from a helper: give it the user's line
         if isinstance(exc, ASTADError) or where is None:
             return exc
-        yours = [rule for rule in registry.registered() if not rule.origin.startswith("ast_ad.")
-                 and re.search(rf"\b{re.escape(getattr(rule.fn, '__name__', '') or '?')}\s*\(", where[2])]
+        yours = [
+            rule
+            for rule in registry.registered()
+            if not rule.origin.startswith("ast_ad.")
+            and re.search(rf"\b{re.escape(getattr(rule.fn, '__name__', '') or '?')}\s*\(", where[2])
+        ]
         if yours:
             rule = yours[0]
             return GradientFailedError(
-                f"{self.__qualname__} runs, but your gradient rule for {rule.fn.__name__} (registered in "
-                f"{rule.origin}) failed on this line with {type(exc).__name__}: {exc}; check what the rule "
-                "returns: each rule gets the result's adjoint g and returns its argument's", *where)
+                f"{self.__qualname__} runs, but your gradient rule for {rule.fn.__name__} "
+                "(registered in "
+                f"{rule.origin}) failed on this line with {type(exc).__name__}: {exc}; check what "
+                "the rule "
+                "returns: each rule gets the result's adjoint g and returns its argument's",
+                *where,
+            )
         return GradientFailedError(
-            f"{self.__qualname__} runs, but the gradient of this line failed with {type(exc).__name__}: {exc}; "
+            f"{self.__qualname__} runs, but the gradient of this line failed with "
+            f"{type(exc).__name__}: {exc}; "
             "write the line with other operations, or register a rule for the function it calls "
-            "(ast_ad.extend.defvjp), and please report it if the operation is one ast_ad lists as supported",
-            *where)
+            "(ast_ad.extend.defvjp), and please report it if the operation is one ast_ad lists as "
+            "supported",
+            *where,
+        )
 
     def non_scalar(self, out: Any) -> NonScalarOutputError:
         line = transform.normalized(self.fun).result_line
-        what = f"a {type(out).__name__} of {len(out)} values" if isinstance(out, (tuple, list, dict)) else \
-            f"an array of shape {np.shape(out)}" if np.ndim(out) else f"a {type(out).__name__}"
-        return NonScalarOutputError(f"grad needs a function that returns a scalar, but {self.__qualname__} "
-                                    f"returned {what}; reduce it first (np.sum, np.mean) or take one entry",
-                                    line.filename, line.lineno, line.text)
+        what = (
+            f"a {type(out).__name__} of {len(out)} values"
+            if isinstance(out, (tuple, list, dict))
+            else f"an array of shape {np.shape(out)}"
+            if np.ndim(out)
+            else f"a {type(out).__name__}"
+        )
+        return NonScalarOutputError(
+            f"grad needs a function that returns a scalar, but {self.__qualname__} "
+            f"returned {what}; reduce it first (np.sum, np.mean) or take one entry",
+            line.filename,
+            line.lineno,
+            line.text,
+        )
 
     def __repr__(self) -> str:
         return f"<ast_ad gradient of {self.__qualname__} argnums={self.argnums}>"
@@ -477,4 +608,5 @@ class Gradient(Generic[P, R]):
 
 
 
-nested.provide(grad=grad, value_and_grad=value_and_grad)  # a body that calls one is lowered to a call of a gradient
+# a body that calls one is lowered to a call of a gradient
+nested.provide(grad=grad, value_and_grad=value_and_grad)

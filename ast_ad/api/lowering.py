@@ -1,5 +1,5 @@
-"""A derivative as generated code that ast_ad can transform again (``Lowered``), and running forward mode over
-it: what every composition of transformations stands on."""
+"""A derivative as generated code that ast_ad can transform again (``Lowered``), and running forward
+mode over it: what every composition of transformations stands on."""
 
 from __future__ import annotations
 
@@ -42,13 +42,16 @@ class Lowered:
     finish: Finish
     finish_dot: FinishDot
     loaded: Any = None  # the generated code behind ``fn``, if any (for ``source``)
-    needed: tuple[bool, ...] | None = None  # the parts of ``fn``'s returned tuple that ``finish_dot`` reads
+    # the parts of ``fn``'s returned tuple that ``finish_dot`` reads
+    needed: tuple[bool, ...] | None = None
     finish_bar: FinishBar = _cotangent
 
 
 def lower(fun: Any, args: tuple[Any, ...]) -> Lowered:
-    """``fun`` at ``args`` as a function ast_ad can transform: its own lowering, or the user's function."""
-    if type(fun) is types.FunctionType:  # the common case, first (parse checks that it has a source)
+    """``fun`` at ``args`` as a function ast_ad can transform: its own lowering, or the user's
+    function."""
+    # the common case, first (parse checks that it has a source)
+    if type(fun) is types.FunctionType:
         return Lowered(fun, _with_defaults(fun, args), tuple(range(len(args))), _same, _tangent)
     own = getattr(fun, "lowered", None)
     if own is not None and getattr(fun, "composable", False):
@@ -57,13 +60,15 @@ def lower(fun: Any, args: tuple[Any, ...]) -> Lowered:
 
     fn, bound = _unbind(fun)
     if bound is not None:
-        return Lowered(fn, _with_defaults(fn, (bound, *args)), tuple(range(1, len(args) + 1)), _same, _tangent)
+        return Lowered(
+            fn, _with_defaults(fn, (bound, *args)), tuple(range(1, len(args) + 1)), _same, _tangent
+        )
     return Lowered(fn, _with_defaults(fn, args), tuple(range(len(args))), _same, _tangent)
 
 
 def _with_defaults(fn: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``args`` and the defaults of the parameters they leave out (``jvp(f, (x,), (v,))`` of ``f(x, s=1.0)``):
-    the transformed function takes every parameter by position."""
+    """``args`` and the defaults of the parameters they leave out (``jvp(f, (x,), (v,))`` of ``f(x,
+    s=1.0)``): the transformed function takes every parameter by position."""
     try:
         parameters = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
@@ -72,8 +77,11 @@ def _with_defaults(fn: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
         return args
     missing = [p for p in parameters[len(args):] if p.default is p.empty]
     if missing:
-        raise ASTADError(f"{getattr(fn, '__qualname__', fn)} needs an argument for {missing[0].name!r}: give one "
-                         "primal (and one tangent, or None) for each parameter without a default")
+        raise ASTADError(
+            f"{getattr(fn, '__qualname__', fn)} needs an argument for {missing[0].name!r}: give "
+            "one "
+            "primal (and one tangent, or None) for each parameter without a default"
+        )
     return (*args, *(p.default for p in parameters[len(args):]))
 
 
@@ -86,16 +94,16 @@ def _tangent(raw: Any, raw_dot: Any) -> Any:
 
 
 def _seeded(out: Any, g: Any, depth: int) -> Any:
-    """The adjoint of the raw result ``out`` of forward-mode code ``depth`` levels deep: ``g`` (its parts that
-    are ``None``, zero) in the tangent of the tangent ..., zeros elsewhere."""
+    """The adjoint of the raw result ``out`` of forward-mode code ``depth`` levels deep: ``g`` (its
+    parts that are ``None``, zero) in the tangent of the tangent ..., zeros elsewhere."""
     if depth == 0:
         return tuple(_zero_if_none(b, like) for b, like in zip(g, out, strict=True))
     return (raw_zeros(out[0]), _seeded(out[1], g, depth - 1))
 
 
 def raw_zeros(value: Any) -> Any:
-    """The zero adjoint of a raw result (``None`` where it holds ``None``): zeros, not ``0 * value``, which is
-    ``nan`` where the value is infinite."""
+    """The zero adjoint of a raw result (``None`` where it holds ``None``): zeros, not ``0 *
+    value``, which is ``nan`` where the value is infinite."""
     if value is None:
         return None
     if isinstance(value, tuple):
@@ -107,8 +115,11 @@ def _zero_if_none(value: Any, like: Any) -> Any:
     return zeros_like(like) if value is None else value
 
 
-def forward_at(lowered: Lowered, active: tuple[int, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
-    """Run the forward-mode code of ``lowered`` with these tangents for the caller's arguments ``active``."""
+def forward_at(
+    lowered: Lowered, active: tuple[int, ...], tangents: tuple[Any, ...]
+) -> tuple[Any, Any]:
+    """Run the forward-mode code of ``lowered`` with these tangents for the caller's arguments
+    ``active``."""
     loaded = jvp_code(lowered, active)
     raw, raw_dot = run(loaded, *lowered.args, *tangents)
     return lowered.finish(raw), lowered.finish_dot(raw, raw_dot)
@@ -118,10 +129,18 @@ def jvp_code(lowered: Lowered, active: tuple[int, ...]) -> Loaded:
     return transform.jvp_function(*_jvp_of(lowered, active))
 
 
-def _jvp_of(lowered: Lowered, active: tuple[int, ...]) -> tuple[Any, tuple[int, ...], tuple[int, ...], Any]:
-    """What the forward-mode module of ``lowered`` is built and cached for: function, argnums, shapes, needed."""
+def _jvp_of(
+    lowered: Lowered, active: tuple[int, ...]
+) -> tuple[Any, tuple[int, ...], tuple[int, ...], Any]:
+    """What the forward-mode module of ``lowered`` is built and cached for: function, argnums,
+    shapes, needed."""
 
-    return lowered.fn, tuple(lowered.positions[k] for k in active), shape_labels(lowered.args), lowered.needed
+    return (
+        lowered.fn,
+        tuple(lowered.positions[k] for k in active),
+        shape_labels(lowered.args),
+        lowered.needed,
+    )
 
 
 def run(loaded: Any, *args: Any) -> Any:
@@ -138,7 +157,8 @@ def run_code(loaded: Any, fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def located(exc: LocatedError, loaded: Any) -> LocatedError:
-    """``exc``, a refusal raised in a helper of generated code, with the user's line it belongs to, if it has none."""
+    """``exc``, a refusal raised in a helper of generated code, with the user's line it belongs to,
+    if it has none."""
     where = loaded.user_line(exc)
     if exc.filename is None and where is not None:
         return type(exc)(str(exc), *where)
@@ -146,8 +166,9 @@ def located(exc: LocatedError, loaded: Any) -> LocatedError:
 
 
 def fresh(saved: Any, copies: dict[int, Any] | None = None) -> Any:
-    """``saved`` with every list and array in it copied, each once (what is shared stays shared): a backward
-    pass pops its tapes, and writes back the arrays its loops wrote in place (``analysis.in_place_writes``)."""
+    """``saved`` with every list and array in it copied, each once (what is shared stays shared): a
+    backward pass pops its tapes, and writes back the arrays its loops wrote in place
+    (``analysis.in_place_writes``)."""
     copies = {} if copies is None else copies
     if id(saved) in copies:
         return copies[id(saved)]
@@ -171,15 +192,17 @@ def _inner(a: Any, b: Any) -> float:
 
 
 def forward_columns(lowered: Lowered, k: int) -> tuple[Any, list[Any]]:
-    """The callable's value, and its tangents along each unit vector of its argument ``k`` (the columns of
-    its Jacobian), one forward pass each; the value is ``None`` for an empty argument."""
+    """The callable's value, and its tangents along each unit vector of its argument ``k`` (the
+    columns of its Jacobian), one forward pass each; the value is ``None`` for an empty argument."""
     loaded = jvp_code(lowered, (k,))
     x = lowered.args[lowered.positions[k]]
     out, columns = None, []
     for j in range(size_of(x)):
         e = np.zeros(size_of(x))
         e[j] = 1.0
-        raw, raw_dot = run(loaded, *lowered.args, float(e[0]) if np.ndim(x) == 0 else e.reshape(np.shape(x)))
+        raw, raw_dot = run(
+            loaded, *lowered.args, float(e[0]) if np.ndim(x) == 0 else e.reshape(np.shape(x))
+        )
         out = lowered.finish(raw)
         columns.append(lowered.finish_dot(raw, raw_dot))
     return out, columns
@@ -196,11 +219,15 @@ def _rebuild(out: Any, bars: list[Any]) -> Any:
 def _stack_columns(columns: list[Any], out: Any, x_shape: tuple[int, ...]) -> Any:
     """Columns ``J e_j`` stacked into ``out.shape + x.shape`` (leaf by leaf for tuple outputs)."""
     if isinstance(out, tuple):
-        return tuple(_stack_columns([c[i] for c in columns], leaf, x_shape) for i, leaf in enumerate(out))
+        return tuple(
+            _stack_columns([c[i] for c in columns], leaf, x_shape) for i, leaf in enumerate(out)
+        )
     shape = np.shape(out)
     if not columns:
         return np.zeros(shape + x_shape)
-    stacked = np.stack([np.broadcast_to(as_array(c).astype(float, copy=False), shape) for c in columns], axis=-1)
+    stacked = np.stack(
+        [np.broadcast_to(as_array(c).astype(float, copy=False), shape) for c in columns], axis=-1
+    )
     return stacked.reshape(shape + x_shape)
 
 

@@ -1,5 +1,5 @@
-"""Stage 5, emit: name every outside object, then print the functions as Python (``writer``; astor, see
-``printer``, for a tree the writer leaves to it).
+"""Stage 5, emit: name every outside object, then print the functions as Python (``writer``; astor,
+see ``printer``, for a tree the writer leaves to it).
 
 >>> import numpy as np
 >>> spelling(np.sin, "xp.sin"), spelling(np.linalg.inv, "inv")
@@ -43,7 +43,8 @@ class Binding:
     origin: tuple[str, str]
     value: Any  # as it was when transformed
     data: bool  # data is refreshed; a changed function or module means transforming again
-    kind: int = -3  # data that is a numpy array of numbers: its ``kinds.labelled`` label, which must not change
+    # data that is a numpy array of numbers: its ``kinds.labelled`` label, which must not change
+    kind: int = -3
 
 
 @record
@@ -52,9 +53,12 @@ class Emitted:
     entry: str
     namespace: dict[str, Any]
     bindings: tuple[Binding, ...]
-    files: dict[str, str]  # each generated function's name -> the file of the user's function it derives from, and
-    # ``<file NAME>`` -> the file of a helper inlined from another (comments name it: ``NAME line 4: ...``)
-    functions: tuple[Any, ...] = ()  # the user's functions it derives from, the entry's first (the cache keys on them)
+    # each generated function's name -> the file of the user's function it derives from, and
+    files: dict[str, str]
+    # ``<file NAME>`` -> the file of a helper inlined from another (comments name it: ``NAME line 4:
+    # ...``)
+    # the user's functions it derives from, the entry's first (the cache keys on them)
+    functions: tuple[Any, ...] = ()
 
 
 def spelling(obj: Any, hint: str) -> tuple[str, tuple[str, ...]]:
@@ -64,7 +68,11 @@ def spelling(obj: Any, hint: str) -> tuple[str, tuple[str, ...]]:
     module, name = getattr(obj, "__module__", None), getattr(obj, "__name__", None)
     if module == "_operator":
         module = "operator"
-    if module in SPELLED_THROUGH and isinstance(name, str) and getattr(sys.modules[module], name, None) is obj:
+    if (
+        module in SPELLED_THROUGH
+        and isinstance(name, str)
+        and getattr(sys.modules[module], name, None) is obj
+    ):
         root, *rest = module.split(".")
         return MODULE_NAMES[root], (*rest, name)
     if module == "builtins" and isinstance(name, str) and getattr(builtins, name, None) is obj:
@@ -77,14 +85,16 @@ def spelling(obj: Any, hint: str) -> tuple[str, tuple[str, ...]]:
 def emit_units(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
     """Name every function and outside object of these (owner, part, tree) units, and print them.
 
-    An owner is what a transformation made (reverse mode's ``Adjoint``, forward mode's ``Tangent``: emission knows
-    neither, only that it has the ``function`` it derives from and the ``refs`` its trees' markers index); the
-    trees come finished from the transformation (``reverse_code``, ``forward.jvp_units``). The last unit is the
-    entry point.
+    An owner is what a transformation made (reverse mode's ``Adjoint``, forward mode's ``Tangent``:
+    emission knows neither, only that it has the ``function`` it derives from and the ``refs`` its
+    trees' markers index); the trees come finished from the transformation (``reverse_code``,
+    ``forward.jvp_units``). The last unit is the entry point.
     """
     found = [_names_in_order(tree) for _, _, tree in units]
-    namer = Namer(reserved={n.id for names in found for n in names if not n.id.startswith(syntax.MARK)},
-                  spelled=True)
+    namer = Namer(
+        reserved={n.id for names in found for n in names if not n.id.startswith(syntax.MARK)},
+        spelled=True,
+    )
     names: dict[Any, str] = {}
     namespace: dict[str, Any] = {}
     bindings: list[Binding] = []
@@ -99,21 +109,27 @@ def emit_units(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
         global_name((id(owner), part), f"{owner.function.name}_{part}", None)
 
     def resolve(owner: Any, marker: str) -> str:
-        """How the code spells the object behind ``marker``: a global name, then the attributes read from it."""
+        """How the code spells the object behind ``marker``: a global name, then the attributes read
+        from it."""
         ref = owner.refs.entries[int(marker[1:])]
         obj = ref.obj
         if isinstance(obj, ir.CalleeRef):
             return names[(id(obj.adjoint), obj.part)]
-        data = ref.origin is not None and not callable(obj) and not isinstance(obj, types.ModuleType)
+        data = (
+            ref.origin is not None and not callable(obj) and not isinstance(obj, types.ModuleType)
+        )
         if data:
-            return global_name(("data", id(owner.function.fn), ref.origin), identifier(ref.hint), obj)
+            return global_name(
+                ("data", id(owner.function.fn), ref.origin), identifier(ref.hint), obj
+            )
         root, attrs = spelling(obj, ref.hint)
         base = obj if not attrs else _root_module(obj)
         return ".".join([global_name(id(base), root, base), *attrs])
 
     spellings: list[dict[str, str]] = []
     for (owner, _, _), found_names in zip(units, found, strict=True):
-        spelled: dict[str, str] = {}  # a dotted name prints as the attribute reads it stands for: ``np.sin``
+        # a dotted name prints as the attribute reads it stands for: ``np.sin``
+        spelled: dict[str, str] = {}
         for node in found_names:
             if node.id.startswith(syntax.MARK) and node.id not in spelled:
                 spelled[node.id] = resolve(owner, node.id)
@@ -130,12 +146,16 @@ def emit_units(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
     for k, v in list(namespace.items()):
         if v is None:
             del namespace[k]
-    text = "\n\n".join(_printed(tree, entry, spelled)
-                         for (_, _, tree), entry, spelled in zip(units, entries, spellings, strict=True))
+    text = "\n\n".join(
+        _printed(tree, entry, spelled)
+        for (_, _, tree), entry, spelled in zip(units, entries, spellings, strict=True)
+    )
     unique = {(b.alias, id(b.fn), b.origin): b for b in bindings}
     files: dict[str, str] = {}
-    for owner, _, _ in units:  # the files of helpers inlined from elsewhere, which comments name by their names
-        for stmt in ir.walk(owner.function.body):  # (first: the functions' own entries keep their order, last)
+    # the files of helpers inlined from elsewhere, which comments name by their names
+    for owner, _, _ in units:
+        # (first: the functions' own entries keep their order, last)
+        for stmt in ir.walk(owner.function.body):
             if stmt.line.filename and stmt.line.filename != owner.function.result_line.filename:
                 files[f"<file {stmt.line.filename.rsplit('/', 1)[-1]}>"] = stmt.line.filename
     files.update({entry: owner.function.result_line.filename
@@ -145,9 +165,9 @@ def emit_units(units: list[tuple[Any, str, gast.FunctionDef]]) -> Emitted:
 
 
 def _names_in_order(tree: gast.FunctionDef) -> list[gast.Name]:
-    """The names of ``tree`` in the order the markers are spelled (so the names chosen never depend on the
-    printer): its body's, depth first in field order, each function's, lambda's and comprehension's own in
-    breadth-first order after its place; parameters not among them."""
+    """The names of ``tree`` in the order the markers are spelled (so the names chosen never depend
+    on the printer): its body's, depth first in field order, each function's, lambda's and
+    comprehension's own in breadth-first order after its place; parameters not among them."""
     out: list[gast.Name] = []
     _visit_names(tree.body, out)
     out.extend(_read_names(tree.args))
@@ -167,7 +187,8 @@ def _visit_names(node: Any, out: list[gast.Name]) -> None:
                 _visit_names(node.body, out)
             out.extend(_read_names(node.args if kind is gast.FunctionDef else node))
             return
-        for field in syntax.NODE_FIELDS[kind]:  # (not those that hold no node: a context, an operator)
+        # (not those that hold no node: a context, an operator)
+        for field in syntax.NODE_FIELDS[kind]:
             _visit_names(getattr(node, field, None), out)
 
 
@@ -177,9 +198,9 @@ def _read_names(node: gast.AST) -> list[gast.Name]:
 
 
 def _printed(tree: gast.FunctionDef, name: str, spelled: dict[str, str]) -> str:
-    """The text of ``tree``, named ``name``, its markers spelled: printed directly (``writer``), or through
-    Python's ``ast`` by astor or ``ast.unparse`` where ``AST_AD_PRINTER`` asks or the tree holds what the
-    writer leaves to them."""
+    """The text of ``tree``, named ``name``, its markers spelled: printed directly (``writer``), or
+    through Python's ``ast`` by astor or ``ast.unparse`` where ``AST_AD_PRINTER`` asks or the tree
+    holds what the writer leaves to them."""
     if printer.chosen() == "own":
         try:
             return writer.source(tree, spelled.__getitem__, name)
@@ -196,12 +217,15 @@ def _printed(tree: gast.FunctionDef, name: str, spelled: dict[str, str]) -> str:
 def emit_forward(function: ir.Function) -> str:
     """The normalized function as Python: its forward statements and its return."""
     refs = syntax.RefTable()
-    body = [syntax.statement(s, refs) for s in function.body] + [syntax.ret(syntax.atom(function.result, refs))]
+    body = [syntax.statement(s, refs) for s in function.body] + [
+        syntax.ret(syntax.atom(function.result, refs))
+    ]
     return emit_tree(syntax.function(function.name, list(function.params), body), refs)[0]
 
 
 def emit_tree(tree: gast.FunctionDef, refs: syntax.RefTable) -> tuple[str, dict[str, Any]]:
-    """Print one function whose outside objects are markers of ``refs``; also the namespace it needs.
+    """Print one function whose outside objects are markers of ``refs``; also the namespace it
+    needs.
 
     Objects are read as they are now: this is for one-off code (the normalized form, ``explain``),
     not for gradients, which re-read changing globals on every call.
@@ -228,18 +252,21 @@ def emit_tree(tree: gast.FunctionDef, refs: syntax.RefTable) -> tuple[str, dict[
 
 
 def local_names(trees: list[gast.FunctionDef]) -> set[str]:
-    """The names the functions ``trees`` bind or read, but markers of outside objects: no outside object may take
-    one of them."""
+    """The names the functions ``trees`` bind or read, but markers of outside objects: no outside
+    object may take one of them."""
     return {name for t in trees for name in syntax.name_ids(t) if not name.startswith(syntax.MARK)}
 
 
 def _root_module(obj: Any) -> types.ModuleType:
-    """The top-level module a spelled-through function is read from (``numpy`` for ``np.linalg.inv``)."""
+    """The top-level module a spelled-through function is read from (``numpy`` for
+    ``np.linalg.inv``)."""
     module = obj.__module__ if obj.__module__ != "_operator" else "operator"
     return sys.modules[module.split(".")[0]]
 
 
-_COMMENT = re.compile(r"^(\s*)(?:'|\"|'''|\"\"\")" + syntax.MARK + r"#(\d+)(?:'|\"|'''|\"\"\")\s*$", re.M)
+_COMMENT = re.compile(
+    r"^(\s*)(?:'|\"|'''|\"\"\")" + syntax.MARK + r"#(\d+)(?:'|\"|'''|\"\"\")\s*$", re.M
+)
 
 
 def _print(tree: gast.FunctionDef) -> str:
@@ -252,7 +279,8 @@ def _print_ast(tree: ast.FunctionDef) -> str:
     texts: list[str] = []
     for node in syntax.statements(tree):
         text = syntax.comment_text(node)
-        if text is not None:  # printers drop comments: print a numbered marker, then put the text back
+        # printers drop comments: print a numbered marker, then put the text back
+        if text is not None:
             texts.append(text)
             node.value.value = f"{syntax.MARK}#{len(texts) - 1}"
     text = printer.to_source(tree)

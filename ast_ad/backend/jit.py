@@ -1,11 +1,12 @@
 """Gradients compiled by Numba: ``ast_ad.grad(f, jit="numba")``.
 
 The generated gradient is plain numeric Python, so Numba can compile it as it is, in nopython mode:
-its loops, branches and tapes (one list per saved value, so each holds one type) run at compiled speed.
-What Numba needs besides is here: a compiled version of each runtime helper the generated code calls
-(``numba.extending.overload``), written for the numbers and arrays Numba types, and ``reversed`` of a
-``range`` (and of a slice of one), which Numba lacks. The Python helpers stay the definition; each
-compiled one computes what the Python one computes, and the tests run both on the same inputs.
+its loops, branches and tapes (one list per saved value, so each holds one type) run at compiled
+speed. What Numba needs besides is here: a compiled version of each runtime helper the generated
+code calls (``numba.extending.overload``), written for the numbers and arrays Numba types, and
+``reversed`` of a ``range`` (and of a slice of one), which Numba lacks. The Python helpers stay the
+definition; each compiled one computes what the Python one computes, and the tests run both on the
+same inputs.
 
 Where the code is outside what Numba compiles (a container argument, a helper without a compiled
 version, a variable that is a number in one place and an array in another), the first call raises
@@ -34,8 +35,8 @@ class JitError(LocatedError):
 
 
 def compiled(loaded: Loaded, fun: Any) -> Any:
-    """The generated entry function of ``loaded``, the gradient of the user's function ``fun``, compiled by
-    Numba; made once per generated module."""
+    """The generated entry function of ``loaded``, the gradient of the user's function ``fun``,
+    compiled by Numba; made once per generated module."""
     found = _compiled.get(id(loaded))
     if found is not None and found[0] is loaded:
         return found[1]
@@ -43,24 +44,30 @@ def compiled(loaded: Loaded, fun: Any) -> Any:
         numba = _numba()
         _install(numba)
         namespace = dict(loaded.namespace)
-        # The same code, with each ``del`` (which frees memory early in Python) a ``pass``: Numba refuses del,
-        # and manages the memory itself. Line numbers stay, so Numba's messages point into the shown text.
+        # The same code, with each ``del`` (which frees memory early in Python) a ``pass``: Numba
+        # refuses del, and manages the memory itself. Line numbers stay, so Numba's messages point
+        # into the shown text.
         tree = _Undelete().visit(ast.parse(loaded.text))
         exec(compile(tree, loaded.fn.__code__.co_filename, "exec"), namespace)  # noqa: S102 -- our own code
         for name in loaded.files:  # every generated function, compiled, calling the others compiled
             if name.startswith("<file "):
                 continue  # (the file of a helper inlined from elsewhere, which comments name)
             namespace[name] = numba.njit(namespace[name])
-        code = fun.__code__  # where a failure in the forward pass (which has no line comments) is reported
-        origin = (code.co_filename, code.co_firstlineno, linecache.getline(code.co_filename, code.co_firstlineno))
+        # where a failure in the forward pass (which has no line comments) is reported
+        code = fun.__code__
+        origin = (
+            code.co_filename,
+            code.co_firstlineno,
+            linecache.getline(code.co_filename, code.co_firstlineno),
+        )
         runner = _Compiled(namespace[loaded.fn.__name__], loaded, numba, origin)
         _compiled[id(loaded)] = (loaded, runner)
         return runner
 
 
 class _Compiled:
-    """Calls the compiled gradient; Numba compiles at the first call of each argument types, and a failure
-    there is reported at the user's line."""
+    """Calls the compiled gradient; Numba compiles at the first call of each argument types, and a
+    failure there is reported at the user's line."""
 
     def __init__(self, entry: Any, loaded: Loaded, numba: Any, origin: tuple[str, int, str]):
         self.entry, self.loaded, self.numba, self.origin = entry, loaded, numba, origin
@@ -78,29 +85,57 @@ class _Compiled:
         filename = self.loaded.fn.__code__.co_filename
         places = [int(n) for path, n in re.findall(r'File "([^"]+)", line (\d+)', message)
                   if path == filename or path.endswith(filename.rsplit("/", 1)[-1])]
-        reason = next((line.strip() for line in message.splitlines() if line.strip()
-                       and not line.startswith(("Failed in", "During:", "File", "<source"))), message)
-        hint = ("Numba compiles numbers, numpy arrays, and lists and tuples of them; keep each variable one type "
-                "(a number everywhere, or an array everywhere), or leave out jit= to run the gradient in Python")
+        reason = next(
+            (
+                line.strip()
+                for line in message.splitlines()
+                if line.strip() and not line.startswith(("Failed in", "During:", "File", "<source"))
+            ),
+            message,
+        )
+        hint = (
+            "Numba compiles numbers, numpy arrays, and lists and tuples of them; keep each "
+            "variable one type "
+            "(a number everywhere, or an array everywhere), or leave out jit= to run the gradient "
+            "in Python"
+        )
         if not places:
             return JitError(f"Numba could not compile the gradient ({reason}). {hint}")
         lineno = places[-1]
-        function = next((line.split("def ", 1)[1].split("(", 1)[0] for line in reversed(lines[:lineno])
-                         if line.startswith("def ")), "")
-        where = self.loaded.line_at(lineno, function) or (self.origin[0], self.origin[1], self.origin[2].strip())
-        return JitError(f"Numba could not compile the gradient of this line ({reason}); generated line: "
-                        f"{lines[lineno - 1].strip()}. {hint}", *where)
+        function = next(
+            (
+                line.split("def ", 1)[1].split("(", 1)[0]
+                for line in reversed(lines[:lineno])
+                if line.startswith("def ")
+            ),
+            "",
+        )
+        where = self.loaded.line_at(lineno, function) or (
+            self.origin[0],
+            self.origin[1],
+            self.origin[2].strip(),
+        )
+        return JitError(
+            f"Numba could not compile the gradient of this line ({reason}); generated line: "
+            f"{lines[lineno - 1].strip()}. {hint}",
+            *where,
+        )
 
 
 class _Undelete(ast.NodeTransformer):
-    """Each ``del`` a ``pass``; each loop over a list read backwards, ``for x in reversed(x_tape)``, a loop over
-    its reversed copy, ``x_tape[::-1]`` (Numba has no ``reversed`` of a list)."""
+    """Each ``del`` a ``pass``; each loop over a list read backwards, ``for x in reversed(x_tape)``,
+    a loop over its reversed copy, ``x_tape[::-1]`` (Numba has no ``reversed`` of a list)."""
 
     lists: set[str] = set()
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
-        self.lists = {t.id for n in ast.walk(node) if isinstance(n, ast.Assign) and isinstance(n.value, ast.List)
-                      for t in n.targets if isinstance(t, ast.Name)}
+        self.lists = {
+            t.id
+            for n in ast.walk(node)
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.List)
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
         self.generic_visit(node)
         return node
 
@@ -110,10 +145,20 @@ class _Undelete(ast.NodeTransformer):
     def visit_For(self, node: ast.For) -> ast.For:
         self.generic_visit(node)
         call = node.iter
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "reversed" \
-                and len(call.args) == 1 and isinstance(call.args[0], ast.Name) and call.args[0].id in self.lists:
-            backwards = ast.Slice(lower=None, upper=None, step=ast.UnaryOp(op=ast.USub(), operand=ast.Constant(1)))
-            node.iter = ast.copy_location(ast.Subscript(value=call.args[0], slice=backwards, ctx=ast.Load()), call)
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id == "reversed"
+            and len(call.args) == 1
+            and isinstance(call.args[0], ast.Name)
+            and call.args[0].id in self.lists
+        ):
+            backwards = ast.Slice(
+                lower=None, upper=None, step=ast.UnaryOp(op=ast.USub(), operand=ast.Constant(1))
+            )
+            node.iter = ast.copy_location(
+                ast.Subscript(value=call.args[0], slice=backwards, ctx=ast.Load()), call
+            )
             ast.fix_missing_locations(node)
         return node
 

@@ -1,9 +1,11 @@
-"""Stage 6, load: compile exactly the printed text, and register it so tracebacks, pdb and inspect show it.
+"""Stage 6, load: compile exactly the printed text, and register it so tracebacks, pdb and inspect
+show it.
 
-Each generated module is also written to a real file (``cache_dir()``), named after its entry function and
-its text's hash, and compiled with that file name: the interpreter's traceback printer, debuggers, coverage
-tools and profilers read lines from disk. ``AST_AD_CACHE=0`` turns the files off (the code is then named
-``<ast_ad f_vjp #1>`` and lives in ``linecache`` alone); ``AST_AD_CACHE_DIR`` moves them.
+Each generated module is also written to a real file (``cache_dir()``), named after its entry
+function and its text's hash, and compiled with that file name: the interpreter's traceback printer,
+debuggers, coverage tools and profilers read lines from disk. ``AST_AD_CACHE=0`` turns the files off
+(the code is then named ``<ast_ad f_vjp #1>`` and lives in ``linecache`` alone);
+``AST_AD_CACHE_DIR`` moves them.
 
 >>> loaded = load("def double(x):\\n    return 2 * x\\n", "double", {})
 >>> import inspect
@@ -43,8 +45,9 @@ class Loaded:
     bindings: tuple[Binding, ...]
     files: dict[str, str] = field(default_factory=dict)  # generated function -> the user's file
     replaced: bool = False  # a newer module took its place in ``transform``'s cache
-    # refresh()'s work, sorted once (by ``load``): the globals that must still be the same object, read from
-    # their module's dict on every call, and the other bindings (closure cells, data re-read into the namespace)
+    # refresh()'s work, sorted once (by ``load``): the globals that must still be the same object,
+    # read from their module's dict on every call, and the other bindings (closure cells, data
+    # re-read into the namespace)
     same: tuple[tuple[Any, str, Any], ...] = ()  # (a dict, or a ``_CodeOf``: what has ``get``)
     others: tuple[Binding, ...] = ()
 
@@ -67,22 +70,29 @@ class Loaded:
         return self.line_at(frame.tb_lineno, frame.tb_frame.f_code.co_name)
 
     def line_at(self, lineno: int, function: str) -> tuple[str, int, str] | None:
-        """The user's line whose gradient line ``lineno`` of the generated ``function`` computes: the
-        ``# line N: ...`` comment above it in that function (``None`` in a forward pass, which has none)."""
+        """The user's line whose gradient line ``lineno`` of the generated ``function`` computes:
+        the ``# line N: ...`` comment above it in that function (``None`` in a forward pass, which
+        has none)."""
         found = user_line(self.fn.__code__.co_filename, function, lineno)
         return found if found is not None and found[1] else None
 
     def refresh(self) -> bool:
-        """Re-read the globals and closure values the code uses; ``False`` if a function or module changed."""
+        """Re-read the globals and closure values the code uses; ``False`` if a function or module
+        changed."""
         for scope, name, value in self.same:  # this runs on every call
             if scope.get(name, MISSING) is not value:
                 return False
         for binding in self.others:
             kind, name = binding.origin  # read(), inline for globals
-            value = binding.fn.__globals__.get(name, MISSING) if kind == "global" else read(binding.fn, binding.origin)
+            value = (
+                binding.fn.__globals__.get(name, MISSING)
+                if kind == "global"
+                else read(binding.fn, binding.origin)
+            )
             if binding.data:
                 if binding.kind != -3 and labelled(0, value) != binding.kind:
-                    return False  # a numpy array of another number of axes or kind: the code relied on them
+                    # a numpy array of another number of axes or kind: the code relied on them
+                    return False
                 self.namespace[binding.alias] = value
             elif value is not binding.value:
                 return False
@@ -90,8 +100,9 @@ class Loaded:
 
 
 class _CodeOf:
-    """``fn``'s code, read as ``refresh`` reads a global (``get``): swapping a function's ``__code__`` (IPython's
-    autoreload does) leaves the function object the same, and the code derived from the old one stale."""
+    """``fn``'s code, read as ``refresh`` reads a global (``get``): swapping a function's
+    ``__code__`` (IPython's autoreload does) leaves the function object the same, and the code
+    derived from the old one stale."""
 
     __slots__ = ("fn",)
 
@@ -103,18 +114,26 @@ class _CodeOf:
 
 
 def watch_code(loaded: Loaded, fn: Any, inlined: tuple[Any, ...] = ()) -> None:
-    """Make ``loaded`` stale (``refresh`` false) once the code of ``fn``, or of a function its bindings read,
-    is no longer the code it was derived from; or once a function ``inlined`` (whose body the derivation wrote
-    in place, so that no binding reads it) is no longer what its module (its class, for a method) names."""
+    """Make ``loaded`` stale (``refresh`` false) once the code of ``fn``, or of a function its
+    bindings read, is no longer the code it was derived from; or once a function ``inlined`` (whose
+    body the derivation wrote in place, so that no binding reads it) is no longer what its module
+    (its class, for a method) names."""
     for helper in inlined:
         scope, top = helper.__globals__, helper.__qualname__.split(".")[0]
         if top in scope:
             loaded.same += ((scope, top, scope[top]),)
-    functions = [fn, *inlined, *(b.fn for b in loaded.bindings), *(b.value for b in loaded.bindings)]
+    functions = [
+        fn,
+        *inlined,
+        *(b.fn for b in loaded.bindings),
+        *(b.value for b in loaded.bindings),
+    ]
     watched = {id(f): f for f in functions if inspect.isfunction(f)
                and not (getattr(f, "__module__", None) or "").startswith("ast_ad.")}
     known = {id(scope.fn) for scope, _, _ in loaded.same if isinstance(scope, _CodeOf)}
-    loaded.same += tuple((_CodeOf(f), "__code__", f.__code__) for key, f in watched.items() if key not in known)
+    loaded.same += tuple(
+        (_CodeOf(f), "__code__", f.__code__) for key, f in watched.items() if key not in known
+    )
 
 
 def load(text: str, entry: str, namespace: dict[str, Any], bindings: tuple[Binding, ...] = (),
@@ -132,22 +151,27 @@ def load(text: str, entry: str, namespace: dict[str, Any], bindings: tuple[Bindi
 
 
 def cache_dir() -> pathlib.Path | None:
-    """Where generated modules are written: ``AST_AD_CACHE_DIR``, else the platform's user cache directory
-    (``~/.cache/ast_ad`` on Linux); ``None`` when ``AST_AD_CACHE=0``."""
+    """Where generated modules are written: ``AST_AD_CACHE_DIR``, else the platform's user cache
+    directory (``~/.cache/ast_ad`` on Linux); ``None`` when ``AST_AD_CACHE=0``."""
     if os.environ.get("AST_AD_CACHE", "1") == "0":
         return None
     if os.environ.get("AST_AD_CACHE_DIR"):
         return pathlib.Path(os.environ["AST_AD_CACHE_DIR"])
     if sys.platform == "win32":
-        base = pathlib.Path(os.environ.get("LOCALAPPDATA", pathlib.Path.home() / "AppData" / "Local"))
+        base = pathlib.Path(
+            os.environ.get("LOCALAPPDATA", pathlib.Path.home() / "AppData" / "Local")
+        )
         return base / "ast_ad" / "Cache"
     if sys.platform == "darwin":
         return pathlib.Path.home() / "Library" / "Caches" / "ast_ad"
-    return pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "ast_ad"
+    return (
+        pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "ast_ad"
+    )
 
 
 def written(text: str, entry: str) -> str | None:
-    """The path of a file holding ``text`` (written now, atomically, unless it is there), or ``None``.
+    """The path of a file holding ``text`` (written now, atomically, unless it is there), or
+    ``None``.
 
     Falls back to the temporary directory where the cache directory is not writable.
     """
@@ -167,9 +191,10 @@ def text_name(text: str, entry: str) -> str:
 
 
 def hashed(data: bytes) -> blake2b:
-    """A BLAKE2b hash of ``data``, 32 bytes, from the interpreter's built-in ``_blake2`` where it has one:
-    ``import hashlib`` imports OpenSSL too, which took a tenth of ``import ast_ad`` and then, made lazy, tripled
-    the first gradient of a process that reads the persistent cache (1.3 ms)."""
+    """A BLAKE2b hash of ``data``, 32 bytes, from the interpreter's built-in ``_blake2`` where it
+    has one: ``import hashlib`` imports OpenSSL too, which took a tenth of ``import ast_ad`` and
+    then, made lazy, tripled the first gradient of a process that reads the persistent cache (1.3
+    ms)."""
     try:
         from _blake2 import blake2b as made
     except ImportError:  # (an interpreter without it)
@@ -178,8 +203,8 @@ def hashed(data: bytes) -> blake2b:
 
 
 def places() -> Iterator[pathlib.Path]:
-    """The folders generated modules go to, in order: the cache directory, then a temporary one (found only
-    when asked for: :mod:`tempfile` is slow to import)."""
+    """The folders generated modules go to, in order: the cache directory, then a temporary one
+    (found only when asked for: :mod:`tempfile` is slow to import)."""
     folder = cache_dir()
     if folder is None:
         return
@@ -194,7 +219,8 @@ _partials = itertools.count()
 
 
 def write_atomic(place: pathlib.Path, name: str, text: str) -> pathlib.Path | None:
-    """Write ``text`` to ``place / name`` so that a reader sees the whole file or none; ``None`` on failure."""
+    """Write ``text`` to ``place / name`` so that a reader sees the whole file or none; ``None`` on
+    failure."""
     partial = place / f".{name}.{os.getpid()}.{threading.get_ident()}.{next(_partials)}.partial"
     try:
         place.mkdir(parents=True, exist_ok=True)
@@ -204,7 +230,8 @@ def write_atomic(place: pathlib.Path, name: str, text: str) -> pathlib.Path | No
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
-        os.replace(partial, place / name)  # atomic: another process reads the whole file or none of it
+        # atomic: another process reads the whole file or none of it
+        os.replace(partial, place / name)
     except OSError:
         partial.unlink(missing_ok=True)
         return None
@@ -212,8 +239,8 @@ def write_atomic(place: pathlib.Path, name: str, text: str) -> pathlib.Path | No
 
 
 def cache_clear() -> int:
-    """Delete the generated modules (and the persistent cache's index) in the cache directories; the number of
-    files removed."""
+    """Delete the generated modules (and the persistent cache's index) in the cache directories; the
+    number of files removed."""
     removed = 0
     for folder in places():
         for path in [*folder.glob("*.py"), *folder.glob("index/*.json")]:

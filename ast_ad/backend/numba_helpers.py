@@ -1,9 +1,10 @@
-"""Numba's versions of the runtime helpers generated gradients call (``jit="numba"``, see ``ast_ad.jit``).
+"""Numba's versions of the runtime helpers generated gradients call (``jit="numba"``, see
+``ast_ad.jit``).
 
 Each overload gives, for the argument types Numba infers, an implementation that computes what the
-Python helper in ``ast_ad.runtime`` computes for those types; for other types it gives none, and Numba
-reports the helper as unsupported (``jit`` names the user's line). ``tests/test_jit.py`` runs every
-one of them against its Python twin.
+Python helper in ``ast_ad.runtime`` computes for those types; for other types it gives none, and
+Numba reports the helper as unsupported (``jit`` names the user's line). ``tests/test_jit.py`` runs
+every one of them against its Python twin.
 
 The overloads carry no annotations: Numba requires the typing function's signature and each
 implementation's to be the same, annotations included.
@@ -18,18 +19,33 @@ import numpy as np
 
 from ast_ad import runtime
 
-# The helpers that have a compiled version (``register``); the tests check each against its Python twin.
-COMPILED = (runtime.unbroadcast, runtime.unbroadcast_to, runtime.expand_reduced, runtime.reduced_count,
-            runtime.getitem_vjp, runtime.summed_getitem_vjp, runtime.add_into, runtime.assign_item,
-            runtime.assign_item_vjp_x, runtime.assign_item_vjp_value, runtime.entries, runtime.detached,
-            runtime.owned_adjoint, runtime.pow_minus_one, runtime.check_bound)
+# The helpers that have a compiled version (``register``); the tests check each against its Python
+# twin.
+COMPILED = (
+    runtime.unbroadcast,
+    runtime.unbroadcast_to,
+    runtime.expand_reduced,
+    runtime.reduced_count,
+    runtime.getitem_vjp,
+    runtime.summed_getitem_vjp,
+    runtime.add_into,
+    runtime.assign_item,
+    runtime.assign_item_vjp_x,
+    runtime.assign_item_vjp_value,
+    runtime.entries,
+    runtime.detached,
+    runtime.owned_adjoint,
+    runtime.pow_minus_one,
+    runtime.check_bound,
+)
 
 
 def register(numba: Any) -> None:
     from numba import types
     from numba.extending import overload
 
-    def plain(t: Any) -> Any:  # a value that may still be None (a saved value before the loop sets it)
+    # a value that may still be None (a saved value before the loop sets it)
+    def plain(t: Any) -> Any:
         return t.type if isinstance(t, types.Optional) else t
 
     def number(t: Any) -> bool:
@@ -41,16 +57,19 @@ def register(numba: Any) -> None:
     def none(t: Any) -> bool:
         return t is None or isinstance(t, (types.NoneType, types.Omitted))
 
-    def basic(t: Any) -> bool:  # an index that names each entry once: an integer, a slice, or a tuple of them
+    # an index that names each entry once: an integer, a slice, or a tuple of them
+    def basic(t: Any) -> bool:
         if isinstance(t, types.BaseTuple):
             return all(basic(part) for part in t)  # a tuple type iterates over its items' types
         return isinstance(t, (types.Integer, types.SliceType))
 
     def one_entry(x: Any, index: Any) -> bool:  # x[index] is a number: an integer for each axis
         parts = list(index) if isinstance(index, types.BaseTuple) else [index]
-        return len(parts) == plain(x).ndim and all(isinstance(part, types.Integer) for part in parts)
+        return len(parts) == plain(x).ndim and all(
+            isinstance(part, types.Integer) for part in parts
+        )
 
-    # ---- reversed(range) and range[:k]: Numba has neither ------------------------------------------------
+    # ---- reversed(range) and range[:k]: Numba has neither ----------------------------------------
     @overload(reversed)
     def _reversed(seq):
         if isinstance(seq, types.RangeType):
@@ -65,11 +84,14 @@ def register(numba: Any) -> None:
         if isinstance(seq, types.RangeType) and isinstance(index, types.SliceType):
             def impl(seq, index):
                 start, stop, step = index.indices(len(seq))
-                return range(seq.start + start * seq.step, seq.start + stop * seq.step, seq.step * step)
+                return range(
+                    seq.start + start * seq.step, seq.start + stop * seq.step, seq.step * step
+                )
+
             return impl
         return None
 
-    # ---- adjoints of broadcasting and reductions ---------------------------------------------------------
+    # ---- adjoints of broadcasting and reductions -------------------------------------------------
     @overload(runtime.unbroadcast)
     def _unbroadcast(g, x):
         if number(x):  # everything that broadcast up from a number sums back into it
@@ -79,7 +101,9 @@ def register(numba: Any) -> None:
         if array(x) and array(g) and plain(g).ndim == plain(x).ndim:
             def impl(g, x):
                 if g.shape != x.shape:
-                    raise ValueError("jit='numba' un-broadcasts only between equal shapes and to or from numbers")
+                    raise ValueError(
+                        "jit='numba' un-broadcasts only between equal shapes and to or from numbers"
+                    )
                 return g
             return impl
         return None
@@ -93,7 +117,9 @@ def register(numba: Any) -> None:
         if array(g) and plain(g).ndim == len(plain(shape)):
             def impl(g, shape):
                 if g.shape != shape:
-                    raise ValueError("jit='numba' un-broadcasts only between equal shapes and to or from numbers")
+                    raise ValueError(
+                        "jit='numba' un-broadcasts only between equal shapes and to or from numbers"
+                    )
                 return g
             return impl
         return None
@@ -119,11 +145,14 @@ def register(numba: Any) -> None:
         if number(x) and number(y):
             def impl(x, y):
                 power = y - 1
-                if x == 0 and power < 0:  # Python raises ZeroDivisionError; the helper gives inf (0 for y = 0)
+                # Python raises ZeroDivisionError; the helper gives inf (0 for y = 0)
+                if x == 0 and power < 0:
                     return 0.0 if y == 0 else np.inf
                 if x < 0 and power != np.floor(power):
-                    raise ValueError("a negative number to a fractional power is complex in Python, and ast_ad "
-                                     "differentiates real code only")
+                    raise ValueError(
+                        "a negative number to a fractional power is complex in Python, and ast_ad "
+                        "differentiates real code only"
+                    )
                 return x ** power
             return impl
         return None
@@ -131,14 +160,16 @@ def register(numba: Any) -> None:
     @overload(runtime.check_bound)
     def _check_bound(bound, name, where):
         if isinstance(plain(bound), types.Boolean):
-            def impl(bound, name, where):  # (Numba raises with a constant message: ``jit`` says where)
+            # (Numba raises with a constant message: ``jit`` says where)
+            def impl(bound, name, where):
                 if not bound:
-                    raise UnboundLocalError("cannot access a local variable where it is not associated with a "
-                                            "value")
+                    raise UnboundLocalError(
+                        "cannot access a local variable where it is not associated with a value"
+                    )
             return impl
         return None
 
-    # ---- item reads and writes ---------------------------------------------------------------------------
+    # ---- item reads and writes -------------------------------------------------------------------
     @overload(runtime.getitem_vjp)
     def _getitem_vjp(g, x, index):
         if array(x) and basic(index):
@@ -151,9 +182,14 @@ def register(numba: Any) -> None:
 
     @overload(runtime.summed_getitem_vjp)
     def _summed_getitem_vjp(terms, x):
-        item = getattr(terms, "dtype", None) or getattr(terms, "item_type", None)  # a list, or a typed List
-        if array(x) and isinstance(terms, (types.List, types.ListType)) and isinstance(item, types.BaseTuple) \
-                and basic(item[1]):
+        # a list, or a typed List
+        item = getattr(terms, "dtype", None) or getattr(terms, "item_type", None)
+        if (
+            array(x)
+            and isinstance(terms, (types.List, types.ListType))
+            and isinstance(item, types.BaseTuple)
+            and basic(item[1])
+        ):
             def impl(terms, x):
                 out = np.zeros(x.shape)
                 for g, index in terms:
@@ -194,7 +230,8 @@ def register(numba: Any) -> None:
     def _assign_item_vjp_value(g, ans, index, value):
         if not (array(g) and array(ans) and basic(index)):
             return None
-        if isinstance(ans.dtype, (types.Integer, types.Boolean)):  # written into integers: truncated, no gradient
+        # written into integers: truncated, no gradient
+        if isinstance(ans.dtype, (types.Integer, types.Boolean)):
             return (lambda g, ans, index, value: 0.0) if number(value) else \
                 (lambda g, ans, index, value: np.zeros_like(value, dtype=np.float64))
         if number(value):

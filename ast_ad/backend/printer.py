@@ -1,12 +1,13 @@
-"""Print a Python ``ast`` tree as source: astor where it works, the standard library's ``ast.unparse`` where not.
+"""Print a Python ``ast`` tree as source: astor where it works, the standard library's
+``ast.unparse`` where not.
 
-Generated functions are printed from their gast trees by ``writer`` ("own", the default), in astor's layout;
-``AST_AD_PRINTER=astor`` or ``unparse`` prints them through Python's ``ast`` by astor or ``ast.unparse``
-instead (the tests compare the three).
+Generated functions are printed from their gast trees by ``writer`` ("own", the default), in astor's
+layout; ``AST_AD_PRINTER=astor`` or ``unparse`` prints them through Python's ``ast`` by astor or
+``ast.unparse`` instead (the tests compare the three).
 
 astor 0.8.1 (its last release) refers to ``ast.Num`` and the other node classes that Python 3.14
-removed, and warns on 3.13 when imported. ast_ad imports it lazily, with those warnings silenced, and
-falls back to ``ast.unparse`` where it cannot be imported. Both print the same program; astor's
+removed, and warns on 3.13 when imported. ast_ad imports it lazily, with those warnings silenced,
+and falls back to ``ast.unparse`` where it cannot be imported. Both print the same program; astor's
 layout is the one the golden files record. Neither splits a statement across lines.
 
 >>> import ast
@@ -46,13 +47,14 @@ def chosen() -> str:
 
 
 def to_source(tree: ast.AST, printer: str | None = None) -> str:
-    """``tree`` as Python source, ending in a newline: astor where it imports (and ``printer`` is not
-    ``unparse``), else ``ast.unparse``."""
+    """``tree`` as Python source, ending in a newline: astor where it imports (and ``printer`` is
+    not ``unparse``), else ``ast.unparse``."""
     printer = printer or chosen()
     if printer != "unparse" and _astor() is not None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            # astor's own line splitting leaves a lone ``)`` on a line of its own: keep each statement whole
+            # astor's own line splitting leaves a lone ``)`` on a line of its own: keep each
+            # statement whole
             text: str = _astor().to_source(tree, pretty_source="".join)
             return text
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"

@@ -1,27 +1,29 @@
 """Calls with floats only, fast: a function written for the number of arguments, checks and results.
 
-A gradient of scalars runs in a microsecond or two (a few hundred nanoseconds compiled by Numba), so the checks
-around it (is every argument a float, is the generated module still current, is every result a float) cost as
-much as the work. Where the last call
-had floats only, ``Gradient`` and ``jvp`` call a function made here for that module, which does those checks
-inline, without loops, and calls it; anything else (an array, a changed global) gives ``NOT_SCALARS``, and the
-general path runs. For ``grad(f, (0, 1))`` of a function of two floats, reading one global::
+A gradient of scalars runs in a microsecond or two (a few hundred nanoseconds compiled by Numba), so
+the checks around it (is every argument a float, is the generated module still current, is every
+result a float) cost as much as the work. Where the last call had floats only, ``Gradient`` and
+``jvp`` call a function made here for that module, which does those checks inline, without loops,
+and calls it; anything else (an array, a changed global) gives ``NOT_SCALARS``, and the general path
+runs. For ``grad(f, (0, 1))`` of a function of two floats, reading one global::
 
     def scalars(a0, a1):
-        if (type(a0) is float or type(a0) is FLOAT64) and (type(a1) is float or type(a1) is FLOAT64) \
+        if (type(a0) is float or type(a0) is FLOAT64) \
+                and (type(a1) is float or type(a1) is FLOAT64) \
                 and scope0.get(name0, MISSING) is value0 and not loaded.replaced \
                 and (not others or loaded.refresh()):
             last[0] = shapes
             out, grads = run(a0, a1)
             if type(out) is float or type(out) is FLOAT64:
                 g0, g1 = grads
-                if (type(g0) is float or type(g0) is FLOAT64) and (type(g1) is float or type(g1) is FLOAT64):
+                if (type(g0) is float or type(g0) is FLOAT64) \
+                        and (type(g1) is float or type(g1) is FLOAT64):
                     return (float(g0), float(g1))
             return Unshaped(out, grads)
         return NOT_SCALARS
 
-The text is written once for each such shape of call, and compiled once (``_factory``); each module's
-function is then a closure over its own objects.
+The text is written once for each such shape of call, and compiled once (``_factory``); each
+module's function is then a closure over its own objects.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ FLOAT64 = np.float64
 
 @record
 class Unshaped:
-    """What a gradient's scalar call gives where the generated code gave no floats: shaped by the general path."""
+    """What a gradient's scalar call gives where the generated code gave no floats: shaped by the
+    general path."""
 
     out: Any
     grads: Any
@@ -52,20 +55,29 @@ class Unshaped:
 _FACTORIES: dict[tuple[Any, ...], Callable[..., Any]] = {}
 
 
-def scalar_caller(loaded: Loaded, labels: tuple[int, ...], last: list[Any], nparams: int, ngrads: int | None,
-                  with_value: bool, run: Callable[..., Any] | None = None) -> Callable[..., Any]:
-    """The call of a gradient's generated code ``loaded`` on ``nparams`` floats, giving the gradient as
-    ``Gradient`` does (``ngrads`` floats in a tuple, or one where ``None``; with the value first if
-    ``with_value``); ``NOT_SCALARS`` where an argument is no float or ``loaded`` is no longer current (one of the
-    globals it reads changed: ``Loaded.refresh``), and an ``Unshaped`` result where the code gave no floats. It
-    records ``labels`` as the gradient's last call (``last``), as the general path does. ``run``: what runs the
-    code, if not its Python function (the function Numba compiled: ``jit="numba"``)."""
+def scalar_caller(
+    loaded: Loaded,
+    labels: tuple[int, ...],
+    last: list[Any],
+    nparams: int,
+    ngrads: int | None,
+    with_value: bool,
+    run: Callable[..., Any] | None = None,
+) -> Callable[..., Any]:
+    """The call of a gradient's generated code ``loaded`` on ``nparams`` floats, giving the gradient
+    as ``Gradient`` does (``ngrads`` floats in a tuple, or one where ``None``; with the value first
+    if ``with_value``); ``NOT_SCALARS`` where an argument is no float or ``loaded`` is no longer
+    current (one of the globals it reads changed: ``Loaded.refresh``), and an ``Unshaped`` result
+    where the code gave no floats. It records ``labels`` as the gradient's last call (``last``), as
+    the general path does. ``run``: what runs the code, if not its Python function (the function
+    Numba compiled: ``jit="numba"``)."""
     return _made(("grad", nparams, len(loaded.same), ngrads, with_value), loaded, labels, last, run)
 
 
 def jvp_caller(loaded: Loaded, nparams: int) -> Callable[..., Any]:
-    """The call of forward-mode code ``loaded`` on ``nparams`` Python floats and as many float tangents, giving
-    ``(out, out_dot)``, or ``NOT_SCALARS`` where one is no float or ``loaded`` is no longer current."""
+    """The call of forward-mode code ``loaded`` on ``nparams`` Python floats and as many float
+    tangents, giving ``(out, out_dot)``, or ``NOT_SCALARS`` where one is no float or ``loaded`` is
+    no longer current."""
     return _made(("jvp", nparams, len(loaded.same), None, False), loaded, (), [None])
 
 
@@ -75,17 +87,27 @@ def _made(key: tuple[Any, ...], loaded: Loaded, labels: tuple[int, ...], last: l
     if factory is None:
         factory = _FACTORIES[key] = _factory(*key)
     guards = [part for guard in loaded.same for part in guard]
-    made: Callable[..., Any] = factory(loaded, run or loaded.fn, loaded.others, labels, last, *guards)
+    made: Callable[..., Any] = factory(
+        loaded, run or loaded.fn, loaded.others, labels, last, *guards
+    )
     return made
 
 
-def _factory(kind: str, nparams: int, nguards: int, ngrads: int | None, with_value: bool) -> Callable[..., Any]:
-    """The function that makes a module's scalar call, for calls of this shape: its text written, compiled."""
+def _factory(
+    kind: str, nparams: int, nguards: int, ngrads: int | None, with_value: bool
+) -> Callable[..., Any]:
+    """The function that makes a module's scalar call, for calls of this shape: its text written,
+    compiled."""
     nargs = 2 * nparams if kind == "jvp" else nparams
     args = ", ".join(f"a{k}" for k in range(nargs))
-    # jvp's tangents and primals are Python floats (its general path makes numpy's floats arrays of no axes)
-    tests = [f"type(a{k}) is float" if kind == "jvp" else f"(type(a{k}) is float or type(a{k}) is FLOAT64)"
-             for k in range(nargs)]
+    # jvp's tangents and primals are Python floats (its general path makes numpy's floats arrays of
+    # no axes)
+    tests = [
+        f"type(a{k}) is float"
+        if kind == "jvp"
+        else f"(type(a{k}) is float or type(a{k}) is FLOAT64)"
+        for k in range(nargs)
+    ]
     tests += [f"scope{k}.get(name{k}, MISSING) is value{k}" for k in range(nguards)]
     tests += ["not loaded.replaced", "(not others or loaded.refresh())"]
     guards = "".join(f", scope{k}, name{k}, value{k}" for k in range(nguards))
@@ -96,12 +118,18 @@ def _factory(kind: str, nparams: int, nguards: int, ngrads: int | None, with_val
         lines.append(f"            return run({args})")
     else:
         if ngrads is None:
-            grads, floats, result = "", "(type(grads) is float or type(grads) is FLOAT64)", "float(grads)"
+            grads, floats, result = (
+                "",
+                "(type(grads) is float or type(grads) is FLOAT64)",
+                "float(grads)",
+            )
         else:
             names = [f"g{k}" for k in range(ngrads)]
             grads = ", ".join(names) + ("," if ngrads == 1 else "")
             floats = " and ".join(f"(type({g}) is float or type({g}) is FLOAT64)" for g in names)
-            result = "(" + ", ".join(f"float({g})" for g in names) + ("," if ngrads == 1 else "") + ")"
+            result = (
+                "(" + ", ".join(f"float({g})" for g in names) + ("," if ngrads == 1 else "") + ")"
+            )
         lines += ["            last[0] = shapes",
                   f"            out, grads = run({args})",
                   "            if type(out) is float or type(out) is FLOAT64:",
@@ -111,7 +139,13 @@ def _factory(kind: str, nparams: int, nguards: int, ngrads: int | None, with_val
                   "            return Unshaped(out, grads)"]
     lines += ["        return NOT_SCALARS",
               "    return scalars"]
-    scope: dict[str, Any] = {"FLOAT64": FLOAT64, "MISSING": MISSING, "Unshaped": Unshaped, "NOT_SCALARS": NOT_SCALARS}
-    exec(compile("\n".join(lines) + "\n", f"<ast_ad scalar {kind}>", "exec"), scope)  # noqa: S102 (written above)
+    scope: dict[str, Any] = {
+        "FLOAT64": FLOAT64,
+        "MISSING": MISSING,
+        "Unshaped": Unshaped,
+        "NOT_SCALARS": NOT_SCALARS,
+    }
+    exec(compile("\n".join(lines) + "\n", "<ast_ad scalar "
+                                          f"{kind}>", "exec"), scope)  # noqa: S102 (written above)
     factory: Callable[..., Any] = scope["factory"]
     return factory

@@ -1,17 +1,18 @@
 """The persistent cache: a generated module outlives the process that made it.
 
-After a transformation, ``save`` writes an index beside the module's file (``load.written``): how to find
-each of the module's globals again (a module, an importable name, one of the user's functions, a global or
-closure variable of one), and a hash of each user function the module derives from. Before transforming,
-``fetch`` looks for an index under the same key and, when every one of those functions still hashes the
-same, compiles the stored text instead of transforming again.
+After a transformation, ``save`` writes an index beside the module's file (``load.written``): how to
+find each of the module's globals again (a module, an importable name, one of the user's functions,
+a global or closure variable of one), and a hash of each user function the module derives from.
+Before transforming, ``fetch`` looks for an index under the same key and, when every one of those
+functions still hashes the same, compiles the stored text instead of transforming again.
 
-The key covers everything the generated text depends on: the function's code object and source text (and
-its defaults), ast_ad's own source files (size and modification time), the Python, numpy and gast
-versions, the printer, every rule and fact the user's code registered, and the specialization (argnums,
-argument kinds, which derivative). A module that holds something ast_ad cannot find again by name (an
-object made while transforming, a callable instance) is not stored: it is transformed in each process, as
-before. ``AST_AD_CACHE=0`` turns the cache off with the files; ``ast_ad.cache_clear()`` empties it.
+The key covers everything the generated text depends on: the function's code object and source text
+(and its defaults), ast_ad's own source files (size and modification time), the Python, numpy and
+gast versions, the printer, every rule and fact the user's code registered, and the specialization
+(argnums, argument kinds, which derivative). A module that holds something ast_ad cannot find again
+by name (an object made while transforming, a callable instance) is not stored: it is transformed in
+each process, as before. ``AST_AD_CACHE=0`` turns the cache off with the files;
+``ast_ad.cache_clear()`` empties it.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ _rules_spelled: tuple[int, str | None] = (-1, None)
 
 
 def key(fn: Any, spec: tuple[Any, ...]) -> str | None:
-    """The cache key of ``fn``'s derivative ``spec``, or ``None`` where it cannot be keyed exactly."""
+    """The cache key of ``fn``'s derivative ``spec``, or ``None`` where it cannot be keyed
+    exactly."""
     if _load.cache_dir() is None:
         return None
     own = function_hash(fn)
@@ -50,7 +52,8 @@ def key(fn: Any, spec: tuple[Any, ...]) -> str | None:
 
 
 def function_hash(fn: Any) -> str | None:
-    """A hash of what ``fn`` is: its code object, its source text and its defaults; ``None`` if unreadable."""
+    """A hash of what ``fn`` is: its code object, its source text and its defaults; ``None`` if
+    unreadable."""
     code = getattr(fn, "__code__", None)
     if not isinstance(code, types.CodeType):
         return None
@@ -67,8 +70,9 @@ def function_hash(fn: Any) -> str | None:
 
 
 def _source(code: types.CodeType) -> str | None:
-    """The source lines of ``code`` (its decorators to its last line, nested code included), as Python has
-    them in ``linecache``; ``None`` where there are none. Cheaper than ``inspect.getsource``, which tokenizes."""
+    """The source lines of ``code`` (its decorators to its last line, nested code included), as
+    Python has them in ``linecache``; ``None`` where there are none. Cheaper than
+    ``inspect.getsource``, which tokenizes."""
     lines = linecache.getlines(code.co_filename)
     if not lines:
         return None
@@ -83,7 +87,8 @@ def _source(code: types.CodeType) -> str | None:
 
 
 def environment() -> str:
-    """A hash of ast_ad's own sources and the versions of what the generated text depends on (once a process)."""
+    """A hash of ast_ad's own sources and the versions of what the generated text depends on (once a
+    process)."""
     global _environment
     if _environment is None:
         import gast
@@ -93,8 +98,10 @@ def environment() -> str:
         digest = hashed(repr((sys.version, numpy.__version__, getattr(gast, "__version__", ""),
                                       astor and astor.origin)).encode())
         package = os.path.dirname(os.path.dirname(__file__))
-        for folder, _, files in sorted(os.walk(package)):  # each file's size and modification time: an edit
-            for name in sorted(f for f in files if f.endswith(".py")):  # or a new install changes it
+        # each file's size and modification time: an edit
+        for folder, _, files in sorted(os.walk(package)):
+            # or a new install changes it
+            for name in sorted(f for f in files if f.endswith(".py")):
                 info = os.stat(os.path.join(folder, name))
                 where = os.path.relpath(os.path.join(folder, name), package)
                 digest.update(f"{where}:{info.st_size}:{info.st_mtime_ns};".encode())
@@ -103,8 +110,8 @@ def environment() -> str:
 
 
 def _user_rules() -> str | None:
-    """The rules and facts registered outside ast_ad, spelled so that another process spells them the same
-    (a hash, made again only when a registration was added)."""
+    """The rules and facts registered outside ast_ad, spelled so that another process spells them
+    the same (a hash, made again only when a registration was added)."""
     global _rules_spelled
     count = len(registry.USER_CHANGES)
     if _rules_spelled[0] != count:
@@ -114,11 +121,14 @@ def _user_rules() -> str | None:
 
 
 def _stable(value: Any) -> str | None:
-    """``value`` spelled the same in every process, or ``None`` (an object known only by its address)."""
+    """``value`` spelled the same in every process, or ``None`` (an object known only by its
+    address)."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return repr(value)
     if isinstance(value, (tuple, list, frozenset)):
-        parts = [_stable(v) for v in (sorted(value, key=repr) if isinstance(value, frozenset) else value)]
+        parts = [
+            _stable(v) for v in (sorted(value, key=repr) if isinstance(value, frozenset) else value)
+        ]
         return None if None in parts else f"{type(value).__name__}({', '.join(parts)})"  # type: ignore[arg-type]
     if isinstance(value, dict):
         return _stable(tuple(sorted(value.items(), key=repr)))
@@ -156,18 +166,20 @@ def _imported(module: str, qualname: str) -> Any:
     return obj
 
 
-# ---- writing and reading an index ---------------------------------------------------------------------------
+# ---- writing and reading an index ----------------------------------------------------------------
 
 
 def save(cache_key: str, emitted: Emitted, loaded: _load.Loaded) -> bool:
-    """Write the index of this module under ``cache_key``; ``False`` (and nothing written) where it cannot be."""
+    """Write the index of this module under ``cache_key``; ``False`` (and nothing written) where it
+    cannot be."""
     path = pathlib.Path(loaded.fn.__code__.co_filename)
     if not path.is_file():
         return False
     functions = list(emitted.functions)
     paths = _function_paths(functions, emitted.bindings)
     hashes = [function_hash(f) for f in functions]
-    data = {b.alias for b in emitted.bindings if b.data}  # read again before every call (``Loaded.refresh``)
+    # read again before every call (``Loaded.refresh``)
+    data = {b.alias for b in emitted.bindings if b.data}
     namespace = {name: ["data"] if name in data else _recipe(value, functions)
                  for name, value in emitted.namespace.items()}
     bindings = []
@@ -175,19 +187,31 @@ def save(cache_key: str, emitted: Emitted, loaded: _load.Loaded) -> bool:
         value = None if b.data else _recipe(b.value, functions)
         if b.fn not in functions or (not b.data and value is None):
             return False
-        bindings.append([b.alias, functions.index(b.fn), b.origin[0], b.origin[1], b.data, value, b.kind])
+        bindings.append(
+            [b.alias, functions.index(b.fn), b.origin[0], b.origin[1], b.data, value, b.kind]
+        )
     if paths is None or None in hashes or None in namespace.values():
         return False
-    record = {"format": FORMAT, "text": path.name, "entry": emitted.entry, "files": emitted.files,
-              "functions": [[p, h] for p, h in zip(paths, hashes, strict=True)], "namespace": namespace,
-              "bindings": bindings}
+    record = {
+        "format": FORMAT,
+        "text": path.name,
+        "entry": emitted.entry,
+        "files": emitted.files,
+        "functions": [[p, h] for p, h in zip(paths, hashes, strict=True)],
+        "namespace": namespace,
+        "bindings": bindings,
+    }
     import json  # (here, not at the top: ``import ast_ad`` does without it)
 
-    return _load.write_atomic(path.parent / "index", f"{cache_key}.json", json.dumps(record)) is not None
+    return (
+        _load.write_atomic(path.parent / "index", f"{cache_key}.json", json.dumps(record))
+        is not None
+    )
 
 
 def fetch(cache_key: str, fn: Any) -> _load.Loaded | None:
-    """The stored module under ``cache_key``, compiled, if each function it derives from is unchanged."""
+    """The stored module under ``cache_key``, compiled, if each function it derives from is
+    unchanged."""
     for place in _load.places():
         index = place / "index" / f"{cache_key}.json"
         if not index.is_file():
@@ -216,13 +240,23 @@ def _restore(record: dict[str, Any], place: pathlib.Path, fn: Any) -> _load.Load
         return None  # a damaged file
     namespace = {name: _find(recipe, functions) for name, recipe in record["namespace"].items()
                  if recipe != ["data"]}
-    bindings = tuple(Binding(alias, functions[k], (kind, name), None if data else _find(value, functions), data,
-                             label) for alias, k, kind, name, data, value, label in record["bindings"])
+    bindings = tuple(
+        Binding(
+            alias,
+            functions[k],
+            (kind, name),
+            None if data else _find(value, functions),
+            data,
+            label,
+        )
+        for alias, k, kind, name, data, value, label in record["bindings"]
+    )
     return _load.load(text, record["entry"], namespace, bindings, record["files"])
 
 
 def _recipe(value: Any, functions: list[Any]) -> list[Any] | None:
-    """How another process finds ``value`` again: ``["function", k]`` or ``["import", module, qualname]``."""
+    """How another process finds ``value`` again: ``["function", k]`` or ``["import", module,
+    qualname]``."""
     for k, f in enumerate(functions):
         if value is f:
             return ["function", k]
@@ -231,7 +265,8 @@ def _recipe(value: Any, functions: list[Any]) -> list[Any] | None:
 
 
 def _function_paths(functions: list[Any], bindings: tuple[Binding, ...]) -> list[list[Any]] | None:
-    """How to find each of ``functions`` from the first: by import, or as a variable of one found before."""
+    """How to find each of ``functions`` from the first: by import, or as a variable of one found
+    before."""
     paths: list[list[Any] | None] = [["entry"]] + [None] * (len(functions) - 1)
     changed = True
     while changed:
@@ -244,7 +279,11 @@ def _function_paths(functions: list[Any], bindings: tuple[Binding, ...]) -> list
                 paths[k] = ["import", *name]
             else:
                 for b in bindings:
-                    if b.value is f and b.fn in functions and paths[functions.index(b.fn)] is not None:
+                    if (
+                        b.value is f
+                        and b.fn in functions
+                        and paths[functions.index(b.fn)] is not None
+                    ):
                         paths[k] = ["read", functions.index(b.fn), *b.origin]
                         break
             changed = changed or paths[k] is not None

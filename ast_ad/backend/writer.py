@@ -1,18 +1,20 @@
 """Print generated gast trees as Python source directly, with astor's layout.
 
-Printing a long gradient through Python's ``ast`` (``syntax.to_ast``) and astor took a quarter of its
-transform. The generated code uses a small part of the language, so this module prints that part itself, in
-one pass over the gast tree, with the layout astor gives it (the golden files record it): the fewest
-parentheses Python's precedence allows, a tuple bare where a statement holds it (``return out, x_bar``),
-``elif`` for an ``if`` alone in an ``else``, ``repr`` of each constant. A tree with anything else (an f-string,
-a ``try``, a decorator) raises :class:`Unprintable`, and the caller prints it the old way.
+Printing a long gradient through Python's ``ast`` (``syntax.to_ast``) and astor took a quarter of
+its transform. The generated code uses a small part of the language, so this module prints that part
+itself, in one pass over the gast tree, with the layout astor gives it (the golden files record it):
+the fewest parentheses Python's precedence allows, a tuple bare where a statement holds it (``return
+out, x_bar``), ``elif`` for an ``if`` alone in an ``else``, ``repr`` of each constant. A tree with
+anything else (an f-string, a ``try``, a decorator) raises :class:`Unprintable`, and the caller
+prints it the old way.
 
-Markers (``syntax.MARK``) are spelled by the ``spell`` function given, comments (``syntax.comment``) are
-printed as ``# text`` lines.
+Markers (``syntax.MARK``) are spelled by the ``spell`` function given, comments (``syntax.comment``)
+are printed as ``# text`` lines.
 
 >>> import gast
 >>> from ast_ad.ir import syntax
->>> tree = gast.parse("def f(x, b=1.0):\\n    y = -(x + b) ** 2 * (x, b)[0]\\n    return y, (x,)").body[0]
+>>> text = "def f(x, b=1.0):\\n    y = -(x + b) ** 2 * (x, b)[0]\\n    return y, (x,)"
+>>> tree = gast.parse(text).body[0]
 >>> print(source(tree, str), end="")
 def f(x, b=1.0):
     y = -(x + b) ** 2 * (x, b)[0]
@@ -34,25 +36,64 @@ class Unprintable(Exception):
     """The tree holds a construct this printer leaves to astor."""
 
 
-# precedence, lowest first (Python's grammar). A number is an atom, but astor puts it in parentheses where it
-# stands for what a call, an attribute or a subscript reads, and in the few places where astor gives the part
-# no precedence and so writes parentheses around anything but a name, a call, a subscript or a display (a
-# comprehension's element, a dict's key, a loop's iterable, a starred value): those are read with ``_ATOM``.
-_TUPLE, _LAMBDA, _IFEXP, _OR, _AND, _NOT, _CMP, _BOR, _BXOR, _BAND, _SHIFT, _ARITH, _TERM, _UNARY, _POW, _NUMBER, \
-    _ATOM = range(17)
-_BINARY = {gast.Add: (" + ", _ARITH), gast.Sub: (" - ", _ARITH), gast.Mult: (" * ", _TERM), gast.Div: (" / ", _TERM),
-           gast.FloorDiv: (" // ", _TERM), gast.Mod: (" % ", _TERM), gast.MatMult: (" @ ", _TERM),
-           gast.Pow: (" ** ", _POW), gast.LShift: (" << ", _SHIFT), gast.RShift: (" >> ", _SHIFT),
-           gast.BitOr: (" | ", _BOR), gast.BitXor: (" ^ ", _BXOR), gast.BitAnd: (" & ", _BAND)}
+# precedence, lowest first (Python's grammar). A number is an atom, but astor puts it in parentheses
+# where it stands for what a call, an attribute or a subscript reads, and in the few places where
+# astor gives the part no precedence and so writes parentheses around anything but a name, a call, a
+# subscript or a display (a comprehension's element, a dict's key, a loop's iterable, a starred
+# value): those are read with ``_ATOM``.
+(
+    _TUPLE,
+    _LAMBDA,
+    _IFEXP,
+    _OR,
+    _AND,
+    _NOT,
+    _CMP,
+    _BOR,
+    _BXOR,
+    _BAND,
+    _SHIFT,
+    _ARITH,
+    _TERM,
+    _UNARY,
+    _POW,
+    _NUMBER,
+    _ATOM,
+) = range(17)
+_BINARY = {
+    gast.Add: (" + ", _ARITH),
+    gast.Sub: (" - ", _ARITH),
+    gast.Mult: (" * ", _TERM),
+    gast.Div: (" / ", _TERM),
+    gast.FloorDiv: (" // ", _TERM),
+    gast.Mod: (" % ", _TERM),
+    gast.MatMult: (" @ ", _TERM),
+    gast.Pow: (" ** ", _POW),
+    gast.LShift: (" << ", _SHIFT),
+    gast.RShift: (" >> ", _SHIFT),
+    gast.BitOr: (" | ", _BOR),
+    gast.BitXor: (" ^ ", _BXOR),
+    gast.BitAnd: (" & ", _BAND),
+}
 _UNARY_OPS = {gast.USub: "-", gast.UAdd: "+", gast.Invert: "~", gast.Not: "not "}
-_COMPARE = {gast.Eq: " == ", gast.NotEq: " != ", gast.Lt: " < ", gast.LtE: " <= ", gast.Gt: " > ", gast.GtE: " >= ",
-            gast.Is: " is ", gast.IsNot: " is not ", gast.In: " in ", gast.NotIn: " not in "}
+_COMPARE = {
+    gast.Eq: " == ",
+    gast.NotEq: " != ",
+    gast.Lt: " < ",
+    gast.LtE: " <= ",
+    gast.Gt: " > ",
+    gast.GtE: " >= ",
+    gast.Is: " is ",
+    gast.IsNot: " is not ",
+    gast.In: " in ",
+    gast.NotIn: " not in ",
+}
 _AUGMENTED = {kind: text.strip() + "=" for kind, (text, _) in _BINARY.items()}
 
 
 def source(tree: gast.FunctionDef, spell: Callable[[str], str], name: str | None = None) -> str:
-    """The text of the function ``tree`` (named ``name``, where given), ending in a newline; each marker name
-    ``m`` printed as ``spell(m)``."""
+    """The text of the function ``tree`` (named ``name``, where given), ending in a newline; each
+    marker name ``m`` printed as ``spell(m)``."""
     lines: list[str] = []
     _Writer(spell, lines).function(tree, "", name)
     return "\n".join(lines) + "\n"
@@ -62,7 +103,7 @@ class _Writer:
     def __init__(self, spell: Callable[[str], str], lines: list[str]):
         self.spell, self.lines = spell, lines
 
-    # ---- statements -------------------------------------------------------------------------------------
+    # ---- statements ------------------------------------------------------------------------------
     def function(self, node: gast.FunctionDef, indent: str, name: str | None = None) -> None:
         if node.decorator_list or node.returns is not None or getattr(node, "type_params", None):
             raise Unprintable("decorators, annotations or type parameters")
@@ -75,14 +116,21 @@ class _Writer:
         parts: list[str] = []
         first_default = len(args.args) - len(args.defaults)
         for k, arg in enumerate(args.args):
-            parts.append(self.param(arg) if k < first_default
-                         else f"{self.param(arg)}={self.expr(args.defaults[k - first_default], _LAMBDA + 1)}")
+            parts.append(
+                self.param(arg)
+                if k < first_default
+                else f"{self.param(arg)}={self.expr(args.defaults[k - first_default], _LAMBDA + 1)}"
+            )
         if args.vararg is not None:
             parts.append("*" + self.param(args.vararg))
         elif args.kwonlyargs:
             parts.append("*")
         for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
-            parts.append(self.param(arg) if default is None else f"{self.param(arg)}={self.expr(default, _LAMBDA + 1)}")
+            parts.append(
+                self.param(arg)
+                if default is None
+                else f"{self.param(arg)}={self.expr(default, _LAMBDA + 1)}"
+            )
         if args.kwarg is not None:
             parts.append("**" + self.param(args.kwarg))
         return ", ".join(parts)
@@ -105,17 +153,30 @@ class _Writer:
         elif kind is gast.Expr:
             text = syntax.comment_text(node)
             if text is None and type(node.value) is gast.Constant and type(node.value.value) is str:
-                raise Unprintable("a string statement")  # astor writes it as a docstring, in triple quotes
-            lines.append(f"{indent}# {text}" if text is not None else f"{indent}{self.expr(node.value, _TUPLE)}")
+                # astor writes it as a docstring, in triple quotes
+                raise Unprintable("a string statement")
+            lines.append(
+                f"{indent}# {text}"
+                if text is not None
+                else f"{indent}{self.expr(node.value, _TUPLE)}"
+            )
         elif kind is gast.AugAssign:
             lines.append(f"{indent}{self.expr(node.target, _TUPLE)} {_AUGMENTED[type(node.op)]} "
                          f"{self.expr(node.value, _TUPLE)}")
         elif kind is gast.Return:
-            lines.append(f"{indent}return" if node.value is None else f"{indent}return {self.expr(node.value, _TUPLE)}")
+            lines.append(
+                f"{indent}return"
+                if node.value is None
+                else f"{indent}return {self.expr(node.value, _TUPLE)}"
+            )
         elif kind is gast.For:
             if node.type_comment is not None:
                 raise Unprintable("a type comment")
-            self.clause(f"for {self.expr(node.target, _TUPLE)} in {self.expr(node.iter, _ATOM)}", node.body, indent)
+            self.clause(
+                f"for {self.expr(node.target, _TUPLE)} in {self.expr(node.iter, _ATOM)}",
+                node.body,
+                indent,
+            )
             self.clause("else", node.orelse, indent)
         elif kind is gast.If:
             self.clause(f"if {self.expr(node.test, _TUPLE + 1)}", node.body, indent)
@@ -145,7 +206,7 @@ class _Writer:
             self.lines.append(f"{indent}{header}:")
             self.body(stmts, indent + "    ")
 
-    # ---- expressions ------------------------------------------------------------------------------------
+    # ---- expressions -----------------------------------------------------------------------------
     def expr(self, node: Any, context: int) -> str:
         """``node``'s text where an expression of precedence ``context`` or above may stand bare."""
         text, precedence = self.exact(node, context)
@@ -159,7 +220,8 @@ class _Writer:
             return (self.spell(name) if name.startswith(syntax.MARK) else name), _ATOM
         if kind is gast.BinOp:
             op, precedence = _BINARY[type(node.op)]
-            if precedence == _POW:  # right-associative; its right side may be a unary operation: ``x ** -1``
+            # right-associative; its right side may be a unary operation: ``x ** -1``
+            if precedence == _POW:
                 left = self.expr(node.left, _POW + 1)
                 right = self.expr(node.right, _UNARY)
             else:
@@ -199,8 +261,10 @@ class _Writer:
             precedence, word = (_AND, " and ") if type(node.op) is gast.And else (_OR, " or ")
             return word.join(self.expr(v, precedence + 1) for v in node.values), precedence
         if kind is gast.IfExp:
-            return (f"{self.expr(node.body, _IFEXP + 1)} if {self.expr(node.test, _IFEXP + 1)} else "
-                    f"{self.expr(node.orelse, _IFEXP)}"), _IFEXP
+            return (
+                f"{self.expr(node.body, _IFEXP + 1)} if {self.expr(node.test, _IFEXP + 1)} else "
+                f"{self.expr(node.orelse, _IFEXP)}"
+            ), _IFEXP
         if kind is gast.Starred:
             return "*" + self.expr(node.value, _ATOM), _ATOM
         if kind is gast.Dict:
@@ -225,8 +289,8 @@ class _Writer:
         raise Unprintable(kind.__name__)
 
     def primary(self, node: Any) -> str:
-        """What a call, an attribute or a subscript reads from (a number in parentheses: ``(1).real``, as
-        ``1.real`` would not parse)."""
+        """What a call, an attribute or a subscript reads from (a number in parentheses:
+        ``(1).real``, as ``1.real`` would not parse)."""
         return self.expr(node, _ATOM)
 
     def call(self, node: gast.Call) -> str:
@@ -246,7 +310,9 @@ class _Writer:
         for generator in generators:
             if generator.is_async:
                 raise Unprintable("an async comprehension")
-            out.append(f" for {self.expr(generator.target, _TUPLE)} in {self.expr(generator.iter, _OR)}")
+            out.append(
+                f" for {self.expr(generator.target, _TUPLE)} in {self.expr(generator.iter, _OR)}"
+            )
             out += [f" if {self.expr(test, _OR)}" for test in generator.ifs]
         return "".join(out)
 
@@ -256,7 +322,10 @@ class _Writer:
         if kind is gast.Slice:
             return self.slice(node)
         if kind is gast.Tuple and node.elts:
-            items = [self.slice(e) if type(e) is gast.Slice else self.expr(e, _TUPLE + 1) for e in node.elts]
+            items = [
+                self.slice(e) if type(e) is gast.Slice else self.expr(e, _TUPLE + 1)
+                for e in node.elts
+            ]
             return ", ".join(items) + ("," if len(items) == 1 else "")
         return self.expr(node, _TUPLE + 1)
 

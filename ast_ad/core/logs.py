@@ -1,7 +1,9 @@
-"""ast_ad's log messages (the ``ast_ad`` logger), without importing :mod:`logging` before a program does.
+"""ast_ad's log messages (the ``ast_ad`` logger), without importing :mod:`logging` before a program
+does.
 
-Until something imports ``logging``, nothing can have configured it, so a DEBUG or INFO message would be
-dropped: it is skipped. A warning imports ``logging`` and goes through the ``ast_ad`` logger as usual.
+Until something imports ``logging``, nothing can have configured it, so a DEBUG or INFO message
+would be dropped: it is skipped. A warning imports ``logging`` and goes through the ``ast_ad``
+logger as usual.
 """
 
 from __future__ import annotations

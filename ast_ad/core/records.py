@@ -1,12 +1,13 @@
 """``record``: the dataclasses ast_ad uses itself (its IR, rules, generated modules), made cheaply.
 
-``dataclasses.dataclass`` compiles each method of each class apart (six ``exec`` calls for a frozen class on
-Python 3.11 and 3.12); at ast_ad's three dozen classes that was a third of ``import ast_ad``. ``record`` writes
-the same methods (``__init__``, ``__repr__``, ``__eq__``, ``__hash__``, and for a frozen class
-``__setattr__``/``__delattr__`` that refuse) and compiles them in one call per class. It keeps dataclass
-semantics for what ast_ad uses: fields from the annotations in order, defaults, ``field(default_factory=...)``,
-methods the class defines itself kept, equality only between instances of the same class, and ``__hash__``
-from the fields when frozen, ``None`` when mutable with ``eq``.
+``dataclasses.dataclass`` compiles each method of each class apart (six ``exec`` calls for a frozen
+class on Python 3.11 and 3.12); at ast_ad's three dozen classes that was a third of ``import
+ast_ad``. ``record`` writes the same methods (``__init__``, ``__repr__``, ``__eq__``, ``__hash__``,
+and for a frozen class ``__setattr__``/``__delattr__`` that refuse) and compiles them in one call
+per class. It keeps dataclass semantics for what ast_ad uses: fields from the annotations in order,
+defaults, ``field(default_factory=...)``, methods the class defines itself kept, equality only
+between instances of the same class, and ``__hash__`` from the fields when frozen, ``None`` when
+mutable with ``eq``.
 
 >>> @record
 ... class Point:
@@ -81,13 +82,16 @@ def _make(cls: T, frozen: bool, eq: bool) -> T:
         "__repr__": f"def __repr__(self):\n    return f'{cls.__qualname__}({shown})'",
     }
     if eq:
-        methods["__eq__"] = (f"def __eq__(self, other):\n    if other.__class__ is self.__class__:\n"
-                             f"        return ({values}) == ({others})\n    return NotImplemented")
+        methods["__eq__"] = (
+            f"def __eq__(self, other):\n    if other.__class__ is self.__class__:\n"
+            f"        return ({values}) == ({others})\n    return NotImplemented"
+        )
         if frozen:
             methods["__hash__"] = f"def __hash__(self):\n    return hash(({values}))"
     own = dict(cls.__dict__)
     if own.get("__hash__", _MISSING) is None and "__eq__" in own:
-        del own["__hash__"]  # Python's None beside the class's own __eq__: not a hash the class chose
+        # Python's None beside the class's own __eq__: not a hash the class chose
+        del own["__hash__"]
     wanted = {name: text for name, text in methods.items() if name not in own}
     exec("\n".join(wanted.values()), scope)  # noqa: S102 -- the methods of a class of ast_ad's own
     for name in wanted:
@@ -110,7 +114,8 @@ def record(*, frozen: bool = True, eq: bool = True) -> Callable[[T], T]: ...
 
 @dataclass_transform(frozen_default=True, field_specifiers=(field,))
 def record(cls: Any = None, /, *, frozen: bool = True, eq: bool = True) -> Any:
-    """Make ``cls`` a dataclass, frozen unless ``frozen=False``; compared by its fields unless ``eq=False``."""
+    """Make ``cls`` a dataclass, frozen unless ``frozen=False``; compared by its fields unless
+    ``eq=False``."""
     if cls is None:
         return lambda c: _make(c, frozen, eq)
     return _make(cls, frozen, eq)

@@ -55,7 +55,8 @@ class Rule:
     nondiff: bool = False
     elementwise: bool = False
     origin: str = ""  # the module that registered the rule (``ast_ad.rules.numpy``, or the user's)
-    jvps: tuple[VJP | None, ...] = ()  # forward rules written out (``defjvp``); the rest follow from facts
+    # forward rules written out (``defjvp``); the rest follow from facts
+    jvps: tuple[VJP | None, ...] = ()
 
     def vjp(self, argnum: int) -> VJP | None:
         """The rule for positional argument ``argnum``, or ``None``."""
@@ -63,7 +64,8 @@ class Rule:
 
     def jvp(self, argnum: int) -> Any:
         """The forward rule for positional argument ``argnum``: a function, ``zero``, ``LINEAR``,
-        ``REDUCTION`` (see the module's docstring), or ``None`` (none: a tangent there is refused)."""
+        ``REDUCTION`` (see the module's docstring), or ``None`` (none: a tangent there is
+        refused)."""
         written = self.jvps[argnum] if argnum < len(self.jvps) else None
         if written is not None:
             return written
@@ -84,12 +86,14 @@ REDUCTION = "reduction"  # the forward rule is np.sum(u * D, axis), D the VJP ap
 
 
 _RULES: dict[Any, Rule] = {}
-# Registrations made outside ast_ad (the user's rules and facts), in order: the persistent cache keys on them.
+# Registrations made outside ast_ad (the user's rules and facts), in order: the persistent cache
+# keys on them.
 USER_CHANGES: list[tuple[Any, ...]] = []
 
 
 def _note(kind: str, *payload: Any, up: int = 2) -> None:
-    """Record a registration made by the user's code (three frames up: the user, ``def...``, here)."""
+    """Record a registration made by the user's code (three frames up: the user, ``def...``,
+    here)."""
     if not sys._getframe(up).f_globals.get("__name__", "").startswith("ast_ad"):
         USER_CHANGES.append((kind, *payload))
 
@@ -101,7 +105,8 @@ def _declare(fact: str, fns: tuple[Any, ...]) -> None:
 
 
 def zero(g: Any, ans: Any, *args: Any, **kwargs: Any) -> float:
-    """The rule of an argument that the result does not depend on (a shape, an array written over whole).
+    """The rule of an argument that the result does not depend on (a shape, an array written over
+    whole).
 
     Unlike ``None`` (no rule: a differentiated value there is refused), it contributes nothing;
     the transformer emits no code for it.
@@ -112,7 +117,9 @@ def zero(g: Any, ans: Any, *args: Any, **kwargs: Any) -> float:
 def defvjp(fn: Any, *vjps: VJP | None, elementwise: bool = False) -> None:
     """Register one reverse rule per positional argument of ``fn``."""
     _note("vjp", fn, elementwise, *vjps)
-    _RULES[fn] = Rule(fn, tuple(vjps), elementwise=elementwise, origin=_caller(), jvps=_written_jvps(fn))
+    _RULES[fn] = Rule(
+        fn, tuple(vjps), elementwise=elementwise, origin=_caller(), jvps=_written_jvps(fn)
+    )
 
 
 def defvjp_elementwise(fn: Any, *vjps: VJP | None) -> None:
@@ -122,9 +129,11 @@ def defvjp_elementwise(fn: Any, *vjps: VJP | None) -> None:
 
 
 def defjvp(fn: Any, *jvps: VJP | None) -> None:
-    """Register one forward rule per positional argument of ``fn``: ``lambda u, ans, *args, **kwargs: ...``.
+    """Register one forward rule per positional argument of ``fn``: ``lambda u, ans, *args,
+    **kwargs: ...``.
 
-    ``None`` keeps the forward rule that follows from the function's facts (see the module's docstring).
+    ``None`` keeps the forward rule that follows from the function's facts (see the module's
+    docstring).
     """
     _note("jvp", fn, *jvps)
     old = _RULES.get(fn)
@@ -147,12 +156,31 @@ def def_nondiff(*fns: Any) -> None:
 
 
 # Facts about primitives that the engine reads, beside their rules: fact -> {function: value}.
-_FACTS: dict[str, dict[Any, Any]] = {"in_place": {}, "sequence": {}, "same_kind": {}, "effect": {},
-                                     "linear": {}, "reduction": {}, "method": {}, "ranked": {}, "summed": {},
-                                     "view": {}, "full_reduction": {}, "casts": {}, "reads_in_order": {},
-                                     "scaled_by_initial": {}, "read_as": {}, "holds_items": {},
-                                     "shape_read": {}, "new_list": {}, "identity_read": {},
-                                     "number_result": {}, "guard": {}, "view_inverse": {}, "helper": {}}
+_FACTS: dict[str, dict[Any, Any]] = {
+    "in_place": {},
+    "sequence": {},
+    "same_kind": {},
+    "effect": {},
+    "linear": {},
+    "reduction": {},
+    "method": {},
+    "ranked": {},
+    "summed": {},
+    "view": {},
+    "full_reduction": {},
+    "casts": {},
+    "reads_in_order": {},
+    "scaled_by_initial": {},
+    "read_as": {},
+    "holds_items": {},
+    "shape_read": {},
+    "new_list": {},
+    "identity_read": {},
+    "number_result": {},
+    "guard": {},
+    "view_inverse": {},
+    "helper": {},
+}
 
 
 def _fact(fact: str, fn: Any) -> Any:
@@ -164,7 +192,8 @@ def _fact(fact: str, fn: Any) -> Any:
 
 
 def def_in_place(fn: Any, twin: Any) -> None:
-    """Declare that ``fn(x, *rest)`` changes ``x`` in place, and that ``x = twin(x, *rest)`` computes the same.
+    """Declare that ``fn(x, *rest)`` changes ``x`` in place, and that ``x = twin(x, *rest)``
+    computes the same.
 
     ``fn`` may be a function (``np.add.at``) or a method of arrays (``np.ndarray.sort``).
     """
@@ -179,8 +208,9 @@ def in_place(fn: Any) -> Any:
 
 def def_linear(fn: Any, *argnums: int) -> None:
     """Declare ``fn`` linear in each of these positional arguments while the others stay fixed
-    (``np.sum`` in 0; ``np.matmul`` in 0 and 1): ``fn(..., a + b, ...) == fn(..., a, ...) + fn(..., b, ...)``
-    and ``fn(..., 0, ...) == 0``. Its forward rule is then ``fn`` itself, applied to the tangent."""
+    (``np.sum`` in 0; ``np.matmul`` in 0 and 1): ``fn(..., a + b, ...) == fn(..., a, ...) + fn(...,
+    b, ...)`` and ``fn(..., 0, ...) == 0``. Its forward rule is then ``fn`` itself, applied to the
+    tangent."""
     _note("linear", fn, *argnums)
     _FACTS["linear"][fn] = frozenset(argnums) | (_fact("linear", fn) or frozenset())
 
@@ -190,8 +220,9 @@ def linear_in(fn: Any) -> frozenset[int]:
 
 
 def def_reduction(fn: Any, axes: tuple[int, ...] | None = None) -> None:
-    """Declare ``fn`` a reduction: each entry of its result depends only on the entries of its arguments
-    that it combines, over the call's ``axis`` argument (or over the fixed ``axes``, as for ``np.linalg.det``)."""
+    """Declare ``fn`` a reduction: each entry of its result depends only on the entries of its
+    arguments that it combines, over the call's ``axis`` argument (or over the fixed ``axes``, as
+    for ``np.linalg.det``)."""
     _note("reduction", fn, axes)
     _FACTS["reduction"][fn] = ("axis",) if axes is None else axes
 
@@ -203,8 +234,9 @@ def reduction_axes(fn: Any) -> tuple[Any, ...] | None:
 
 
 def reduced_over(rule: Rule, k: int, args: Any, kwargs: dict[str, Any]) -> tuple[Any, Any]:
-    """``(axis, keepdims)`` of a reduction's call: its fixed axes, or the call's own ``axis`` and ``keepdims``
-    (as the call gives them: values, or expressions standing for them), its reverse rule's defaults else."""
+    """``(axis, keepdims)`` of a reduction's call: its fixed axes, or the call's own ``axis`` and
+    ``keepdims`` (as the call gives them: values, or expressions standing for them), its reverse
+    rule's defaults else."""
     axes = reduction_axes(rule.fn)
     if axes != ("axis",):
         return axes, False
@@ -216,9 +248,10 @@ def reduced_over(rule: Rule, k: int, args: Any, kwargs: dict[str, Any]) -> tuple
 
 
 def def_vjp_by_ranks(fn: Any, ranks: tuple[int, ...], *vjps: VJP | None) -> None:
-    """Reverse rules for ``fn`` where its arguments are numpy arrays with these numbers of axes (``ast_ad.kinds``
-    tells where that is certain): short enough to inline (``g @ a``) where the general rule calls a helper that
-    looks at the axes on every call. ``None`` keeps the general rule for that argument."""
+    """Reverse rules for ``fn`` where its arguments are numpy arrays with these numbers of axes
+    (``ast_ad.kinds`` tells where that is certain): short enough to inline (``g @ a``) where the
+    general rule calls a helper that looks at the axes on every call. ``None`` keeps the general
+    rule for that argument."""
     _note("ranked", fn, ranks, *vjps)
     _FACTS["ranked"].setdefault(fn, {})[ranks] = tuple(vjps)
 
@@ -229,50 +262,58 @@ def has_ranked(fn: Any) -> bool:
 
 
 def vjp_by_ranks(fn: Any, ranks: tuple[int | None, ...], argnum: int) -> VJP | None:
-    """The rule of ``def_vjp_by_ranks`` for argument ``argnum`` at these numbers of axes, or ``None``."""
+    """The rule of ``def_vjp_by_ranks`` for argument ``argnum`` at these numbers of axes, or
+    ``None``."""
     vjps = (_fact("ranked", fn) or {}).get(ranks, ())
     return vjps[argnum] if argnum < len(vjps) else None
 
 
 def ranked_rules() -> list[tuple[Any, tuple[int, ...], tuple[VJP | None, ...]]]:
     """Every rule of ``def_vjp_by_ranks``: (function, numbers of axes, rules), for the tests."""
-    return [(fn, ranks, vjps) for fn, table in _FACTS["ranked"].items() for ranks, vjps in table.items()]
+    return [
+        (fn, ranks, vjps) for fn, table in _FACTS["ranked"].items() for ranks, vjps in table.items()
+    ]
 
 
 def def_summed(fn: Any, summed: Any, fixed: int) -> None:
-    """Declare that a loop's contributions ``fn(g, ...)`` to an operand that stays fixed through the loop (argument
-    ``fixed`` of ``fn``) can wait until after it: ``summed(terms, fixed operand)`` adds them all at once, where
-    ``terms`` holds each step's ``g`` and the one other argument (``matmul_vjp_a``: the outer products of a
-    matrix applied to a new vector each step, as one product of the stacked vectors; see ``ast_ad.batching``)."""
+    """Declare that a loop's contributions ``fn(g, ...)`` to an operand that stays fixed through the
+    loop (argument ``fixed`` of ``fn``) can wait until after it: ``summed(terms, fixed operand)``
+    adds them all at once, where ``terms`` holds each step's ``g`` and the one other argument
+    (``matmul_vjp_a``: the outer products of a matrix applied to a new vector each step, as one
+    product of the stacked vectors; see ``ast_ad.batching``)."""
     _note("summed", fn, summed, fixed)
     _FACTS["summed"][fn] = (summed, fixed)
 
 
 def summed_over_steps(fn: Any) -> tuple[Any, int] | None:
-    """``(the helper that sums a loop's steps, the position of the fixed operand)`` for ``fn``, or ``None``."""
+    """``(the helper that sums a loop's steps, the position of the fixed operand)`` for ``fn``, or
+    ``None``."""
     found: tuple[Any, int] | None = _fact("summed", fn)
     return found
 
 
 def def_shape_read(fn: Any, k: int, by_shape: Any = None) -> None:
-    """Declare that ``fn`` reads only the shape of its positional argument ``k``, an array: ``by_shape``, called
-    with that array's shape in its place, computes the same (``by_shape`` ``None``: ``fn``'s value is the shape,
-    as for ``np.shape``). Reverse mode then keeps only the shape of an array a loop overwrites, where the backward
-    pass reads nothing else of it (``saving.Saving.shape_only``)."""
+    """Declare that ``fn`` reads only the shape of its positional argument ``k``, an array:
+    ``by_shape``, called with that array's shape in its place, computes the same (``by_shape``
+    ``None``: ``fn``'s value is the shape, as for ``np.shape``). Reverse mode then keeps only the
+    shape of an array a loop overwrites, where the backward pass reads nothing else of it
+    (``saving.Saving.shape_only``)."""
     _note("shape_read", fn, k, by_shape)
     _FACTS["shape_read"][fn] = (k, by_shape)
 
 
 def shape_read(fn: Any) -> tuple[int, Any] | None:
-    """``(the argument read for its shape, what takes the shape in its place)`` for ``fn``, or ``None``."""
+    """``(the argument read for its shape, what takes the shape in its place)`` for ``fn``, or
+    ``None``."""
     found: tuple[int, Any] | None = _fact("shape_read", fn)
     return found
 
 
 def def_read_as(fn: Any, stand_in: Any) -> None:
-    """Declare that ``stand_in``, a function in ast_ad's language, computes what ``fn`` computes (step by step,
-    where ``fn`` takes a faster way outside the language): a transformation that has no rule of ``fn``'s to
-    follow differentiates ``stand_in``'s source instead (``summed_matmul_vjp_a``, a loop's batched adjoints)."""
+    """Declare that ``stand_in``, a function in ast_ad's language, computes what ``fn`` computes
+    (step by step, where ``fn`` takes a faster way outside the language): a transformation that has
+    no rule of ``fn``'s to follow differentiates ``stand_in``'s source instead
+    (``summed_matmul_vjp_a``, a loop's batched adjoints)."""
     _note("read_as", fn, stand_in)
     _FACTS["read_as"][fn] = stand_in
 
@@ -283,7 +324,8 @@ def read_as(fn: Any) -> Any:
 
 
 def def_method(name: str, fn: Any) -> None:
-    """Declare that the array method ``x.name(*args)`` computes ``fn(x, *args)`` (``x.sum(axis=0)``)."""
+    """Declare that the array method ``x.name(*args)`` computes ``fn(x, *args)``
+    (``x.sum(axis=0)``)."""
     _note("method", name, fn)
     _FACTS["method"][name] = fn
 
@@ -294,9 +336,9 @@ def method(name: str) -> Any:
 
 
 def def_helpers(*fns: Any) -> None:
-    """Declare ast_ad's own helpers of generated code (``ast_ad.runtime`` declares all of its own): an exported
-    module copies them with their source, and reverse mode reads a helper that has no rule for an argument
-    by its source, as it reads the user's functions."""
+    """Declare ast_ad's own helpers of generated code (``ast_ad.runtime`` declares all of its own):
+    an exported module copies them with their source, and reverse mode reads a helper that has no
+    rule for an argument by its source, as it reads the user's functions."""
     for fn in fns:
         _FACTS["helper"][fn] = True
         _HELPERS_BY_NAME[fn.__name__] = fn
@@ -316,7 +358,8 @@ def helper_named(name: str) -> Any:
 
 
 def def_sequence(*fns: Any) -> None:
-    """Declare functions that return a tuple or list: their results' adjoints add element by element."""
+    """Declare functions that return a tuple or list: their results' adjoints add element by
+    element."""
     _declare("sequence", fns)
 
 
@@ -325,27 +368,29 @@ def returns_sequence(fn: Any) -> bool:
 
 
 def def_new_list(*fns: Any, passes: tuple[int, ...] = ()) -> None:
-    """Declare functions whose result, where it is a list, is a list object the call made, which no argument is or
-    holds (``list(xs)``, ``spread(g, xs)``), or one of the arguments at the positions ``passes``, as it is
-    (``add_adjoints(None, xs)`` is ``xs``). A name that only ever holds such lists owns them, as it owns one made
-    with ``[]`` (``analysis.owned_lists``): reverse mode can undo its pops, as it must for the gradient code that
-    pops its adjoints' lists, differentiated again."""
+    """Declare functions whose result, where it is a list, is a list object the call made, which no
+    argument is or holds (``list(xs)``, ``spread(g, xs)``), or one of the arguments at the positions
+    ``passes``, as it is (``add_adjoints(None, xs)`` is ``xs``). A name that only ever holds such
+    lists owns them, as it owns one made with ``[]`` (``analysis.owned_lists``): reverse mode can
+    undo its pops, as it must for the gradient code that pops its adjoints' lists, differentiated
+    again."""
     _note("new_list", *fns, passes)
     _FACTS["new_list"].update(dict.fromkeys(fns, passes))
 
 
 def new_list(fn: Any) -> tuple[int, ...] | None:
-    """The positions of the arguments ``fn`` may return as they are (see ``def_new_list``), or ``None`` where it
-    is not declared to make new lists."""
+    """The positions of the arguments ``fn`` may return as they are (see ``def_new_list``), or
+    ``None`` where it is not declared to make new lists."""
     found: tuple[int, ...] | None = _fact("new_list", fn)
     return found
 
 
 def def_number_result(*fns: Any) -> None:
-    """Declare functions that give a Python ``float``, ``int`` or ``bool`` whatever their arguments, never an array
-    (``math.cos``, ``math.floor``). Products and sums of their results are computed in Python's floats, which
-    cannot wrap around as numpy's integers do: the generated code may take a shared factor out of them
-    (``fold.shared_factor``), and the kinds analysis knows their results hold numbers."""
+    """Declare functions that give a Python ``float``, ``int`` or ``bool`` whatever their arguments,
+    never an array (``math.cos``, ``math.floor``). Products and sums of their results are computed
+    in Python's floats, which cannot wrap around as numpy's integers do: the generated code may take
+    a shared factor out of them (``fold.shared_factor``), and the kinds analysis knows their results
+    hold numbers."""
     _declare("number_result", fns)
 
 
@@ -354,26 +399,29 @@ def gives_number(fn: Any) -> bool:
 
 
 def def_identity_read(fn: Any, k: int) -> None:
-    """Declare that ``fn`` reads its positional argument ``k``, a tuple, only to compare the objects in it with
-    another by identity, and keeps nothing of it (``check_in_place(x, others, where)``). A tuple that nothing but
-    such calls reads holds nothing that a change through another name could matter to: the aliasing checks of
-    the code that reads this code again leave it out, and so does the kinds analysis."""
+    """Declare that ``fn`` reads its positional argument ``k``, a tuple, only to compare the objects
+    in it with another by identity, and keeps nothing of it (``check_in_place(x, others, where)``).
+    A tuple that nothing but such calls reads holds nothing that a change through another name could
+    matter to: the aliasing checks of the code that reads this code again leave it out, and so does
+    the kinds analysis."""
     _note("identity_read", fn, k)
     _FACTS["identity_read"][fn] = k
 
 
 def identity_read(fn: Any) -> int | None:
-    """The position of the argument ``fn`` reads only by identity (``def_identity_read``), or ``None``."""
+    """The position of the argument ``fn`` reads only by identity (``def_identity_read``), or
+    ``None``."""
     found: int | None = _fact("identity_read", fn)
     return found
 
 
 def def_guard(fn: Any, k: int) -> None:
-    """Declare that ``fn`` guards a write: it refuses at run time when another live variable may reach the object
-    its positional argument ``k`` holds, about to change (``check_in_place(x, others, where)``).
+    """Declare that ``fn`` guards a write: it refuses at run time when another live variable may
+    reach the object its positional argument ``k`` holds, about to change (``check_in_place(x,
+    others, where)``).
 
-    The memory model (``aliasing``) writes such a call where it cannot prove that no other name sees the
-    object; every pass that would move the object (a loop's private copy written in place,
+    The memory model (``aliasing``) writes such a call where it cannot prove that no other name sees
+    the object; every pass that would move the object (a loop's private copy written in place,
     ``analysis.in_place_writes``) reads the guarded names through ``guarded_argument`` and keeps the
     general path for them, since a copy would make the guard compare a fresh object and pass.
     """
@@ -382,14 +430,16 @@ def def_guard(fn: Any, k: int) -> None:
 
 
 def guarded_argument(fn: Any) -> int | None:
-    """The position of the argument whose object ``fn`` guards before a write (``def_guard``), or ``None``."""
+    """The position of the argument whose object ``fn`` guards before a write (``def_guard``), or
+    ``None``."""
     found: int | None = _fact("guard", fn)
     return found
 
 
 def def_view(*fns: Any) -> None:
-    """Declare functions whose result may share memory with their first argument (``x[1:]``, ``x.T``,
-    ``np.reshape``): a write through one is seen through the other, so ast_ad guards such writes."""
+    """Declare functions whose result may share memory with their first argument (``x[1:]``,
+    ``x.T``, ``np.reshape``): a write through one is seen through the other, so ast_ad guards such
+    writes."""
     _declare("view", fns)
 
 
@@ -398,24 +448,27 @@ def returns_view(fn: Any) -> bool:
 
 
 def def_view_inverse(fn: Any, inverse: Any, takes_base: bool = False) -> None:
-    """Declare how a write through a view ``fn(x, *args)`` reaches ``x``: ``x`` is ``inverse(view, *args)``
-    after it (``takes_base``: ``inverse(x, view, *args)``, where the base's shape is needed), a registered
-    primitive. The memory model asks it (``aliasing``), where the view is proved to be that very view."""
+    """Declare how a write through a view ``fn(x, *args)`` reaches ``x``: ``x`` is ``inverse(view,
+    *args)`` after it (``takes_base``: ``inverse(x, view, *args)``, where the base's shape is
+    needed), a registered primitive. The memory model asks it (``aliasing``), where the view is
+    proved to be that very view."""
     _note("view_inverse", fn, inverse)
     _FACTS["view_inverse"][fn] = (inverse, takes_base)
 
 
 def view_inverse(fn: Any) -> tuple[Any, bool] | None:
-    """``(inverse, takes_base)`` for a view ``fn`` a write through which reaches its base, or ``None``."""
+    """``(inverse, takes_base)`` for a view ``fn`` a write through which reaches its base, or
+    ``None``."""
     found: tuple[Any, bool] | None = _fact("view_inverse", fn)
     return found
 
 
 def def_holds_items(*fns: Any, containers_only: bool = False) -> None:
-    """Declare functions whose result may hold the very objects inside their arguments (``list(xs)``,
-    ``xs + ys``, ``sorted(xs)``: a new list of the same arrays; ``list(x)`` of an array: views of its rows): a
-    write into an item through one is seen through the other, so ast_ad guards such writes. ``containers_only``:
-    only where the argument is a list, tuple or dict (``x.copy()``: an array's copy shares nothing)."""
+    """Declare functions whose result may hold the very objects inside their arguments
+    (``list(xs)``, ``xs + ys``, ``sorted(xs)``: a new list of the same arrays; ``list(x)`` of an
+    array: views of its rows): a write into an item through one is seen through the other, so ast_ad
+    guards such writes. ``containers_only``: only where the argument is a list, tuple or dict
+    (``x.copy()``: an array's copy shares nothing)."""
     _note("holds_items", *fns, containers_only)
     _FACTS["holds_items"].update(dict.fromkeys(fns, "containers" if containers_only else "always"))
 
@@ -427,7 +480,8 @@ def holds_items(fn: Any) -> str | None:
 
 
 def def_full_reduction(*fns: Any) -> None:
-    """Declare functions that give one number when called with one argument alone (``np.sum(x)``)."""
+    """Declare functions that give one number when called with one argument alone
+    (``np.sum(x)``)."""
     _declare("full_reduction", fns)
 
 
@@ -436,43 +490,63 @@ def is_full_reduction(fn: Any) -> bool:
 
 
 def fact_table(fact: str) -> dict[Any, Any]:
-    """Every function declared with ``fact`` and what was declared of it (``"summed"``: ``(helper, fixed)``,
-    ``"shape_read"``: ``(argument, by_shape)``...): for the tests, and for a reader that looks for each one."""
+    """Every function declared with ``fact`` and what was declared of it (``"summed"``: ``(helper,
+    fixed)``, ``"shape_read"``: ``(argument, by_shape)``...): for the tests, and for a reader that
+    looks for each one."""
     return dict(_FACTS[fact])
 
 
 def with_fact(fact: str) -> list[Any]:
-    """Every function declared with ``fact`` (``"view"``, ``"full_reduction"``, ``"sequence"``...), for the tests."""
+    """Every function declared with ``fact`` (``"view"``, ``"full_reduction"``, ``"sequence"``...),
+    for the tests."""
     return list(_FACTS[fact])
 
 
 def def_casts(*fns: Any) -> None:
-    """Declare functions whose rules follow their ``dtype=`` (``np.array``, ``np.asarray``: a cast to
-    integers gives no gradient). Every other function given an integer ``dtype=`` is refused
+    """Declare functions whose rules follow their ``dtype=`` (``np.array``, ``np.asarray``: a cast
+    to integers gives no gradient). Every other function given an integer ``dtype=`` is refused
     (``keyword_hazard``): its rules are those of the float result."""
     _declare("casts", fns)
 
 
 def def_reads_in_order(*fns: Any) -> None:
-    """Declare functions whose ``order=`` says in which order entries are read (``np.reshape``, ``np.ravel``):
-    their rules are those of C order, and another order is refused."""
+    """Declare functions whose ``order=`` says in which order entries are read (``np.reshape``,
+    ``np.ravel``): their rules are those of C order, and another order is refused."""
     _declare("reads_in_order", fns)
 
 
 def def_scaled_by_initial(*fns: Any) -> None:
-    """Declare functions whose ``initial=`` multiplies the result (``np.prod``): refused, the rules leave it out."""
+    """Declare functions whose ``initial=`` multiplies the result (``np.prod``): refused, the rules
+    leave it out."""
     _declare("scaled_by_initial", fns)
 
 
 UNKNOWN_VALUE = object()  # ``keyword_hazard``'s value of an argument computed at run time
 # Keywords of numpy's functions that change no derivative where ``keyword_hazard`` lets them through
-# (layout, copying, the sort's algorithm, einsum's plan; a float dtype=, where=True, a sum's initial=).
-FOLLOWED_KEYWORDS = frozenset({"out", "casting", "subok", "kind", "stable", "copy", "like", "device", "optimize",
-                               "order", "dtype", "where", "initial"})
+# (layout, copying, the sort's algorithm, einsum's plan; a float dtype=, where=True, a sum's
+# initial=).
+FOLLOWED_KEYWORDS = frozenset(
+    {
+        "out",
+        "casting",
+        "subok",
+        "kind",
+        "stable",
+        "copy",
+        "like",
+        "device",
+        "optimize",
+        "order",
+        "dtype",
+        "where",
+        "initial",
+    }
+)
 
 
 def rule_keywords(rule: Rule) -> frozenset[str]:
-    """The parameter names a rule's functions read after ``g, ans`` (or ``u, ans``): the keywords it follows."""
+    """The parameter names a rule's functions read after ``g, ans`` (or ``u, ans``): the keywords it
+    follows."""
     return _rule_keywords(rule.fn, rule.vjps, rule.jvps)
 
 
@@ -491,18 +565,21 @@ def _rule_keywords(fn: Any, vjps: tuple[Any, ...], jvps: tuple[Any, ...]) -> fro
 
 
 def keyword_hazard(fn: Any, name: str, value: Any) -> str | None:
-    """Why the argument ``name`` (given by keyword or by position) of a call of the primitive ``fn`` makes its
-    value differ from what its rules differentiate, or ``None``. ``value`` is the argument's value where it
-    is written as a constant, else ``UNKNOWN_VALUE``.
+    """Why the argument ``name`` (given by keyword or by position) of a call of the primitive ``fn``
+    makes its value differ from what its rules differentiate, or ``None``. ``value`` is the
+    argument's value where it is written as a constant, else ``UNKNOWN_VALUE``.
 
-    The rules read the arguments they name and take the rest (``*args, **kwargs``) as not changing the
-    derivative; these are the arguments of numpy's functions that do: ``where=`` (entries left out), an
-    integer ``dtype=`` (the result truncated to integers), ``order=`` other than C where entries are read in
-    that order, a product's ``initial=``, and ``copy=`` other than True (the result may be the argument itself,
-    which the aliasing checks would not know)."""
+    The rules read the arguments they name and take the rest (``*args, **kwargs``) as not changing
+    the derivative; these are the arguments of numpy's functions that do: ``where=`` (entries left
+    out), an integer ``dtype=`` (the result truncated to integers), ``order=`` other than C where
+    entries are read in that order, a product's ``initial=``, and ``copy=`` other than True (the
+    result may be the argument itself, which the aliasing checks would not know)."""
     if name == "where" and value is not True:
-        return ("where= leaves entries out, which the rules of this function do not follow: select them first, "
-                "np.where(mask, x, 0.0) (or the reduction's identity), then call it without where=")
+        return (
+            "where= leaves entries out, which the rules of this function do not follow: select "
+            "them first, "
+            "np.where(mask, x, 0.0) (or the reduction's identity), then call it without where="
+        )
     if name == "dtype" and value is not None and not _fact("casts", fn):
         import numpy as np  # already imported by whatever calls a numpy function
 
@@ -511,34 +588,48 @@ def keyword_hazard(fn: Any, name: str, value: Any) -> str | None:
         except TypeError:
             kind = "?"
         if kind not in "fc":
-            return ("dtype= other than a float type (an integer result, or one not known before the call) is not "
-                    "followed by the rules of this function: compute in floats, then cast with .astype(...)")
+            return (
+                "dtype= other than a float type (an integer result, or one not known before the "
+                "call) is not "
+                "followed by the rules of this function: compute in floats, then cast with "
+                ".astype(...)"
+            )
     if name == "order" and value not in ("C", None) and _fact("reads_in_order", fn):
-        return ("order= other than 'C' reads the entries in another order, which the rules of this function do "
-                "not follow: transpose first (np.reshape(x.T, ...)), or write order='C'")
+        return (
+            "order= other than 'C' reads the entries in another order, which the rules of this "
+            "function do "
+            "not follow: transpose first (np.reshape(x.T, ...)), or write order='C'"
+        )
     if name == "initial" and _fact("scaled_by_initial", fn):
-        return "initial= is not followed by the rules of this function: multiply the result by it instead"
-    if name == "copy" and value is not True:
-        return ("copy= other than True may give back the array itself, which a later write would change through "
-                "both names, where ast_ad computes a new array: leave copy= out (or write copy=True)")
+        return ("initial= is not followed by the rules of this function: multiply the result by it "
+                "instead")
+    if name == "copy" and value is not True and not _fact("view", fn):  # a view's is followed
+        return (
+            "copy= other than True may give back the array itself, which a later write would "
+            "change through both names, where ast_ad computes a new array: leave copy= out (or "
+            "write copy=True)"
+        )
     return None
 
 
 def def_same_kind(*fns: Any, argnums: tuple[int, ...] = (0,)) -> None:
-    """Declare functions whose result is a list, tuple or dict when one of their arguments at ``argnums`` is
-    (``assign_item``: its first; ``getitem_vjp(g, x, index)``: ``x``, whose adjoint it is)."""
+    """Declare functions whose result is a list, tuple or dict when one of their arguments at
+    ``argnums`` is (``assign_item``: its first; ``getitem_vjp(g, x, index)``: ``x``, whose adjoint
+    it is)."""
     _note("same_kind", *fns, argnums)
     _FACTS["same_kind"].update(dict.fromkeys(fns, argnums))
 
 
 def keeps_kind(fn: Any) -> tuple[int, ...]:
-    """The positions of the arguments whose kind ``fn``'s result has (a container where one of them is)."""
+    """The positions of the arguments whose kind ``fn``'s result has (a container where one of them
+    is)."""
     argnums: tuple[int, ...] = _fact("same_kind", fn) or ()
     return argnums
 
 
 def def_effect(*fns: Any) -> None:
-    """Declare functions called for an effect alone (``print``): they read their arguments and change none."""
+    """Declare functions called for an effect alone (``print``): they read their arguments and
+    change none."""
     _declare("effect", fns)
 
 
@@ -547,10 +638,16 @@ def is_effect(fn: Any) -> bool:
 
 
 def is_pure(fn: Any) -> bool:
-    """Whether a call of ``fn`` only computes its value: a function ast_ad registered rules for (``print``, a
-    function that changes an argument in place, and a user's own rules, which may keep state, are not)."""
+    """Whether a call of ``fn`` only computes its value: a function ast_ad registered rules for
+    (``print``, a function that changes an argument in place, and a user's own rules, which may keep
+    state, are not)."""
     rule = _RULES.get(fn) if hashable(fn) else None
-    return rule is not None and rule.origin.startswith("ast_ad.") and not is_effect(fn) and in_place(fn) is None
+    return (
+        rule is not None
+        and rule.origin.startswith("ast_ad.")
+        and not is_effect(fn)
+        and in_place(fn) is None
+    )
 
 
 # Rules for optional libraries, registered when the user's code first names the library: importing
@@ -559,13 +656,19 @@ _LAZY = {"scipy": "ast_ad.rules.scipy"}
 
 
 def load_rules_for(obj: Any) -> None:
-    """Register the rules of the optional library ``obj`` belongs to (a module, or a function of one).
+    """Register the rules of the optional library ``obj`` belongs to (a module, or a function of
+    one).
 
-    A ufunc does not say its module: one without a rule loads every optional library that is installed.
+    A ufunc does not say its module: one without a rule loads every optional library that is
+    installed.
     """
     if not _LAZY:
         return
-    module = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None) or ""
+    module = (
+        obj.__name__
+        if isinstance(obj, types.ModuleType)
+        else getattr(obj, "__module__", None) or ""
+    )
     unknown_ufunc = type(obj).__name__ == "ufunc" and lookup(obj) is None
     for library, rules in list(_LAZY.items()):
         if unknown_ufunc or module == library or module.startswith(library + "."):
@@ -589,7 +692,8 @@ def _caller() -> str:
 def lookup(fn: Any) -> Rule | None:
     """The rule registered for ``fn``, or ``None`` (also for unhashable objects).
 
-    An object that makes its own rules (a gradient ``ast_ad.grad`` returned: ``ast_ad_rule``) gives them.
+    An object that makes its own rules (a gradient ``ast_ad.grad`` returned: ``ast_ad_rule``) gives
+    them.
     """
     try:
         rule = _RULES.get(fn)

@@ -1,9 +1,11 @@
-"""The memory model: which names may reach the same object, and what happens to them when it changes.
+"""The memory model: which names may reach the same object, and what happens to them when it
+changes.
 
 Python's assignment binds a name, it does not copy: after ``y = x`` (or ``y = x[1:]``, ``y = x.T``,
-``xs.append(x)``, ``m = Model(x)``) a write ``x[0] = 5.0`` is seen through ``y`` too. ast_ad's IR computes
-every write as a new value, so before a write each live variable that may see the object is asked at run
-time how it does (``runtime.view_of``), and made again from the new value after the write::
+``xs.append(x)``, ``m = Model(x)``) a write ``x[0] = 5.0`` is seen through ``y`` too. ast_ad's IR
+computes every write as a new value, so before a write each live variable that may see the object is
+asked at run time how it does (``runtime.view_of``), and made again from the new value after the
+write::
 
     w = y[1:]                          w = y[1:]
     y[0] = 5.0         lowers to       seen = view_of(y, w, y[1:], False, 'model.py:2', 'w')
@@ -13,16 +15,17 @@ time how it does (``runtime.view_of``), and made again from the new value after 
                                        elif seen == 2:      # the very view y[1:] of it
                                            w = y[1:]
 
-What may share memory is decided here, once, as the normalizer (``normalize.Lowerer``, whose base class this
-is) lowers: copies and names of one object (``share(..., alias=True)``), views (``registry.def_view``, with the
-call that made each, ``recipes``), the lists, tuples and dicts that hold an object (``holds``, ``packs``), the
-names a loop binds again (``loop_shared``), a helper's arguments (``lower_calls.param_writes``) and the
-attributes of the objects made here (``objects``). Where the model cannot make the other variable again (an
-overlap of another layout, a value an unpacking read before its write), the guard refuses at run time, naming
-it (``check_in_place``). Every pass that moves where a value lives asks the model through the guards it
-writes (``registry.def_guard``, read by ``analysis.guarded``): a loop writes its own copy of an array in place
-(``analysis.in_place_writes``, both modes) only for an array no guard names, so that the questions above are
-asked of the objects Python's run has.
+What may share memory is decided here, once, as the normalizer (``normalize.Lowerer``, whose base
+class this is) lowers: copies and names of one object (``share(..., alias=True)``), views
+(``registry.def_view``, with the call that made each, ``recipes``), the lists, tuples and dicts that
+hold an object (``holds``, ``packs``), the names a loop binds again (``loop_shared``), a helper's
+arguments (``lower_calls.param_writes``) and the attributes of the objects made here (``objects``).
+Where the model cannot make the other variable again (an overlap of another layout, a value an
+unpacking read before its write), the guard refuses at run time, naming it (``check_in_place``).
+Every pass that moves where a value lives asks the model through the guards it writes
+(``registry.def_guard``, read by ``analysis.guarded``): a loop writes its own copy of an array in
+place (``analysis.in_place_writes``, both modes) only for an array no guard names, so that the
+questions above are asked of the objects Python's run has.
 """
 
 from __future__ import annotations
@@ -56,37 +59,53 @@ class Aliasing:
     shares: dict[str, set[str]]  # IR name -> IR names that may share its memory (copies, views)
     holds: dict[str, set[str]]  # a list or tuple's IR name -> IR names of the objects it holds
     held_by: dict[str, set[str]]  # the same relation the other way round
-    copied_from: dict[str, tuple[str, str]]  # a shallow copy -> (its source, the flag: the source is a container)
+    # a shallow copy -> (its source, the flag: the source is a container)
+    copied_from: dict[str, tuple[str, str]]
     unpacked: dict[str, str]  # a name bound by ``a, b = xs`` -> ``xs``, which holds its object
-    presets: list[ir.Stmt]  # statements the function starts with (a copy's flag, true until the copy sets it)
+    # statements the function starts with (a copy's flag, true until the copy sets it)
+    presets: list[ir.Stmt]
     namer: Any
     nesting: int  # how many blocks (branches, loop bodies) the statement being lowered is in
     writes: set[str]  # parameters whose values an in-place statement may change
-    shared_defaults: set[str]  # parameters whose default is an object a change would outlive the call in
-    loop_shared: list[set[str]]  # per enclosing loop, the names it may bind to a shared object (``loop_shared``)
-    loop_rebinds: list[set[str]]  # per enclosing loop, the names it binds to another name's object (``loop_rebinds``)
+    # parameters whose default is an object a change would outlive the call in
+    shared_defaults: set[str]
+    # per enclosing loop, the names it may bind to a shared object (``loop_shared``)
+    loop_shared: list[set[str]]
+    # per enclosing loop, the names it binds to another name's object (``loop_rebinds``)
+    loop_rebinds: list[set[str]]
     checked_only: set[str]  # user names that only checks read (``checked``)
-    live: frozenset[str] | None  # the names read after the statement being lowered (``live_after``), if known
+    # the names read after the statement being lowered (``live_after``), if known
+    live: frozenset[str] | None
     rebinding: frozenset[str]  # the names the statement being lowered binds
-    field_labels: dict[str, str]  # an attribute's variable of an object made here -> ``m.w`` (``objects``)
-    loops: list[set[str]]  # per enclosing loop (a loop over a sequence lowers its body at the same nesting)
-    carried: list[dict[str, ir.Atom]]  # per function being inlined, the outer names a write bound again
-    recipes: dict[str, ir.Call]  # IR name -> the view call that made it (``x[1:]``, ``x.T``), its other operands fixed
-    aliased: dict[str, set[str]]  # IR name -> the IR names of the same object (``share(..., alias=True)``)
-    packs: dict[str, ir.Pack]  # a list, tuple or dict literal's IR name -> what it packed (``slot_of``)
+    # an attribute's variable of an object made here -> ``m.w`` (``objects``)
+    field_labels: dict[str, str]
+    # per enclosing loop (a loop over a sequence lowers its body at the same nesting)
+    loops: list[set[str]]
+    # per function being inlined, the outer names a write bound again
+    carried: list[dict[str, ir.Atom]]
+    # IR name -> the view call that made it (``x[1:]``, ``x.T``), its other operands fixed
+    recipes: dict[str, ir.Call]
+    # IR name -> the IR names of the same object (``share(..., alias=True)``)
+    aliased: dict[str, set[str]]
+    # a list, tuple or dict literal's IR name -> what it packed (``slot_of``)
+    packs: dict[str, ir.Pack]
     kinds: dict[str, str]
-    follow_ups: list[FollowUp]  # names that see the object a statement changes, made again once it has changed
-    changed_objects: dict[str, ir.Var]  # the new value of an object an item write changed (``L[0][i] = v``)
+    # names that see the object a statement changes, made again once it has changed
+    follow_ups: list[FollowUp]
+    # the new value of an object an item write changed (``L[0][i] = v``)
+    changed_objects: dict[str, ir.Var]
     locals: set[str]
 
     def bind(self, value: ir.Expr, hint: str, user: bool = False, holds: bool = True) -> ir.Var:
         raise NotImplementedError  # the normalizer's
 
     def guard_in_place(self, target: gast.expr, container: bool = False) -> None:
-        """Before ``x += y`` or ``x[i] = v``: if another variable may share ``x``'s memory, check it at run time.
+        """Before ``x += y`` or ``x[i] = v``: if another variable may share ``x``'s memory, check it
+        at run time.
 
-        Python changes the shared array in place; ast_ad computes a new array. Where sharing is possible
-        (``y = x``, ``y = x[1:]``, ``y = x.T``...), the generated code checks and refuses rather than differ.
+        Python changes the shared array in place; ast_ad computes a new array. Where sharing is
+        possible (``y = x``, ``y = x[1:]``, ``y = x.T``...), the generated code checks and refuses
+        rather than differ.
         """
         base = target.value if isinstance(target, gast.Subscript) else target
         if isinstance(base, gast.Name) and isinstance(self.env.get(base.id), ir.Var):
@@ -95,26 +114,35 @@ class Aliasing:
 
     def guard_object(self, atom: ir.Var, owner: str, container: bool = False, follow: bool = False,
                      changed: str | None = None, item: bool = False) -> None:
-        """Check at run time that no live variable but ``owner`` reaches the object ``atom``, about to change.
+        """Check at run time that no live variable but ``owner`` reaches the object ``atom``, about
+        to change.
 
-        A parameter it may reach is recorded in ``writes``: Python's caller would see the change too.
-        ``container``: the change is to a list itself (``append``, ``pop``), which leaves the objects in it
-        as they were, so what they share with other names does not matter.
+        A parameter it may reach is recorded in ``writes``: Python's caller would see the change
+        too. ``container``: the change is to a list itself (``append``, ``pop``), which leaves the
+        objects in it as they were, so what they share with other names does not matter.
         """
         related = self.reaching(atom.name, container)
         written = {self.params[name] for name in related if name in self.params}
         for param in sorted(written & self.shared_defaults):
-            # Python keeps the change in the default object, and the next call starts from it; a gradient's call
-            # computes with the default as it was made, so the two would part at the next call
-            raise LocatedError(f"this changes the default value of the parameter {param} in place: Python keeps the "
-                               "change for the function's next call, which ast_ad's derivatives do not follow; make "
-                               f"the default None and make the value inside (if {param} is None: {param} = ...), or "
-                               f"change a copy ({param} = {param}.copy())", self.line.filename, self.line.lineno,
-                               self.line.text)
+            # Python keeps the change in the default object, and the next call starts from it; a
+            # gradient's call computes with the default as it was made, so the two would part at the
+            # next call
+            raise LocatedError(
+                f"this changes the default value of the parameter {param} in place: Python keeps "
+                "the "
+                "change for the function's next call, which ast_ad's derivatives do not follow; "
+                "make "
+                f"the default None and make the value inside (if {param} is None: {param} = ...), "
+                "or "
+                f"change a copy ({param} = {param}.copy())",
+                self.line.filename,
+                self.line.lineno,
+                self.line.text,
+            )
         self.writes |= written
-        # in a loop that may bind ``owner`` and another name to one object later in its body, the next step
-        # may find them shared although nothing before this statement says so: every name that such a binding
-        # of the loop may reach is checked too
+        # in a loop that may bind ``owner`` and another name to one object later in its body, the
+        # next step may find them shared although nothing before this statement says so: every name
+        # that such a binding of the loop may reach is checked too
         if any(owner in names for names in self.loop_shared):
             for names in self.loop_shared:
                 for name in names & self.env.keys():
@@ -123,114 +151,251 @@ class Aliasing:
                         related = related | self.reaching(shared.name, container)
         others = self.variables_in(related, owner)
         followed: list[ir.Var] = []
-        if follow:  # the variables that can be made again from the changed object are followed, not refused
-            followed = [other for other in others if self.followed(atom, owner, other, changed or owner, item)]
+        # the variables that can be made again from the changed object are followed, not refused
+        if follow:
+            followed = [
+                other
+                for other in others
+                if self.followed(atom, owner, other, changed or owner, item)
+            ]
             others = [other for other in others if other not in followed]
-        elif container:  # a list changed itself (``ys.append(v)``): another name of the very list sees it
-            others = [other for other in others if not (other == atom and self.followed(atom, owner, other,
-                                                                                        changed or owner, True))]
+        # a list changed itself (``ys.append(v)``): another name of the very list sees it
+        elif container:
+            others = [
+                other
+                for other in others
+                if not (other == atom and self.followed(atom, owner, other, changed or owner, True))
+            ]
         if others:
             self.check_apart(atom, others)
         if container:
-            return  # a change of a shallow copy itself (an append, a pop) leaves its source as it was
-        # a shallow copy's items are its source's where that is a container (``x.copy()`` of a list; of an array
-        # they are numbers): checked under the flag the copy set, so that an array's copy costs no check
+            # a change of a shallow copy itself (an append, a pop) leaves its source as it was
+            return
+        # a shallow copy's items are its source's where that is a container (``x.copy()`` of a list;
+        # of an array they are numbers): checked under the flag the copy set, so that an array's
+        # copy costs no check
         for name in sorted(related & self.copied_from.keys()):
             source, flag = self.copied_from[name]
             items = [other for other in self.variables_in(self.reaching(source, False), owner)
                      if other not in others and other not in followed]
-            if follow:  # (a list or dict the copy was made of holds the written object: made again with it)
-                items = [other for other in items if not self.followed(atom, owner, other, changed or owner, item)]
+            # (a list or dict the copy was made of holds the written object: made again with it)
+            if follow:
+                items = [
+                    other
+                    for other in items
+                    if not self.followed(atom, owner, other, changed or owner, item)
+                ]
             if items:
                 self.check_apart(atom, items, ir.Var(flag))
 
     def followed(self, atom: ir.Var, owner: str, other: ir.Var, changed: str, item: bool) -> bool:
-        """Before ``owner``'s object (``atom``) changes in place: if the live variable holding ``other`` may see
-        it as Python does, as the same object or as a view whose making is known, ask at run time which it is
-        (``runtime.view_of``: the same, a view, apart, or refused), to make it again after the change
-        (``follow``). ``False`` where it cannot be followed: it is then checked and refused if shared.
+        """Before ``owner``'s object (``atom``) changes in place: if the live variable holding
+        ``other`` may see it as Python does, as the same object or as a view whose making is known,
+        ask at run time which it is (``runtime.view_of``: the same, a view, apart, or refused), to
+        make it again after the change (``follow``). ``False`` where it cannot be followed: it is
+        then checked and refused if shared.
 
-        The fact this relies on: a view read again from the changed array is the view Python's write leaves,
-        as ``view_of`` proves at run time that the variable is that very view (same memory, same layout)."""
+        The fact this relies on: a view read again from the changed array is the view Python's write
+        leaves, as ``view_of`` proves at run time that the variable is that very view (same memory,
+        same layout)."""
         users = [name for name, held in self.env.items() if held == other and name != owner
                  and name in self.locals and name not in getattr(self, "local_functions", {})]
         if other.name in self.field_labels and not users:
-            users = [other.name]  # an attribute of an object made here: a variable the lowering may assign
+            # an attribute of an object made here: a variable the lowering may assign
+            users = [other.name]
         if not users:
             return False
-        if item and self.container_like(other) and other.name not in self.params \
-                and other.name not in self.aliases(atom.name) and self.mutable_or_top(users) \
-                and (changed != owner or self.array_like(atom) and self.slot_of(other, atom) is None) \
-                and self.may_hold(other, atom):
-            # ``ys = list(xs); ys[0][i] = v`` (or ``pair = [y, y]; y[0] = v``): the list ``xs`` (under each of its
-            # names) holds that object too, in the slots it has at run time (``slots_holding``, which refuses
-            # where a slot reaches it deeper); each takes the new object. The slots are found before the write,
-            # while ``atom`` is the object as it was (a write in a loop binds its name again)
+        if (
+            item
+            and self.container_like(other)
+            and other.name not in self.params
+            and other.name not in self.aliases(atom.name)
+            and self.mutable_or_top(users)
+            and (changed != owner or self.array_like(atom) and self.slot_of(other, atom) is None)
+            and self.may_hold(other, atom)
+        ):
+            # ``ys = list(xs); ys[0][i] = v`` (or ``pair = [y, y]; y[0] = v``): the list ``xs``
+            # (under each of its names) holds that object too, in the slots it has at run time
+            # (``slots_holding``, which refuses where a slot reaches it deeper); each takes the new
+            # object. The slots are found before the write, while ``atom`` is the object as it was
+            # (a write in a loop binds its name again)
             where = ir.Const(self.line.where())
-            slots = self.bind(ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"), (other, atom, where)), "slots")
+            slots = self.bind(
+                ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"), (other, atom, where)),
+                "slots",
+            )
             twins = self.twins_of(changed, other)
-            self.follow_ups.append(FollowUp(changed, users[0], None, None, False, False, other, twins, held=slots,
-                                            names=tuple(users[1:])))
+            self.follow_ups.append(
+                FollowUp(
+                    changed,
+                    users[0],
+                    None,
+                    None,
+                    False,
+                    False,
+                    other,
+                    twins,
+                    held=slots,
+                    names=tuple(users[1:]),
+                )
+            )
             return True
         if len(users) != 1:
             return False
         user = users[0]
-        if (self.nesting or self.loops) and not self.is_mutable(user) and user not in self.field_labels:
+        if (
+            (self.nesting or self.loops)
+            and not self.is_mutable(user)
+            and user not in self.field_labels
+        ):
             return False  # bound outside the branch or loop, and not prepared to change in it
         probe: ir.Atom = ir.Const(None)
         inverse, identity = False, True
         same = self.aliases(atom.name)
-        made = self.recipes.get(other.name)  # ``w = y[1:]``: after the change, ``w`` is that view of ``y``
-        mine = self.recipes.get(atom.name)  # ``w = y[1:]; w[0] = v``: ``y`` has ``v`` at ``[1:][0]``
+        # ``w = y[1:]``: after the change, ``w`` is that view of ``y``
+        made = self.recipes.get(other.name)
+        # ``w = y[1:]; w[0] = v``: ``y`` has ``v`` at ``[1:][0]``
+        mine = self.recipes.get(atom.name)
         form: ir.Call | None = None
-        if made is not None and self.array_like(made.args[0]) and made.args[0] in [ir.Var(n) for n in same]:
+        if self.sibling_view(atom, other, user, made, mine, same):
+            return True
+        if (
+            made is not None
+            and self.array_like(made.args[0])
+            and made.args[0] in [ir.Var(n) for n in same]
+        ):
             form = made
-            probe = self.bind(ir.Call(made.fn, (atom, *made.args[1:]), made.kwargs), "probe", holds=False)
-        elif mine is not None and mine.args and isinstance(mine.args[0], ir.Var) \
-                and mine.args[0].name in self.aliases(other.name) \
-                and ((mine.fn.obj is operator.getitem or registry.view_inverse(mine.fn.obj))
-                     and self.array_like(other)
-                     or mine.fn.obj in (operator.getitem, runtime.list_item) and other.name in self.holds):
-            # (a view of an array, written into it; or the object a list, tuple or dict holds, put back)
+            probe = self.bind(
+                ir.Call(made.fn, (atom, *made.args[1:]), made.kwargs), "probe", holds=False
+            )
+        elif (
+            mine is not None
+            and mine.args
+            and isinstance(mine.args[0], ir.Var)
+            and mine.args[0].name in self.aliases(other.name)
+            and (
+                (mine.fn.obj is operator.getitem or registry.view_inverse(mine.fn.obj))
+                and self.array_like(other)
+                or mine.fn.obj in (operator.getitem, runtime.list_item)
+                and other.name in self.holds
+            )
+        ):
+            # (a view of an array, written into it; or the object a list, tuple or dict holds, put
+            # back)
             form, inverse = mine, True
             identity = other.name not in self.holds  # (a container is not the object it holds)
-            probe = self.bind(ir.Call(_PROBE, (other, mine.fn, *mine.args[1:]), mine.kwargs), "probe", holds=False)
-        elif (slot := self.slot_of(other, atom)) is not None:  # ``other = [y]``: put ``y`` back in its slot
-            form, inverse, identity = ir.Call(ir.Ref(operator.getitem, "operator.getitem"), (other, slot)), True, False
-            probe = self.bind(ir.Call(_PROBE, (other, form.fn, *form.args[1:])), "probe", holds=False)
-        elif other.name not in same and not (mine is not None and mine.args and isinstance(mine.args[0], ir.Var)
-                                             and (changed != owner or mine.fn.obj in (operator.getitem,
-                                                                                      runtime.list_item))
-                                             and other.name in self.holds.get(mine.args[0].name, set())) \
-                and not any(owner in names and other.name in self.loop_reach(names) for names in self.loop_rebinds):
-            # neither the same object, a view of it, the object a container holds that an item read may be
-            # (``v1 = sorted([v0])[0]``: asked), nor two names a loop may bind to one object in an earlier step
-            # (``y += d; y = kept``: asked at each step)
+            probe = self.bind(
+                ir.Call(_PROBE, (other, mine.fn, *mine.args[1:]), mine.kwargs), "probe", holds=False
+            )
+        # ``other = [y]``: put ``y`` back in its slot
+        elif (slot := self.slot_of(other, atom)) is not None:
+            form, inverse, identity = (
+                ir.Call(ir.Ref(operator.getitem, "operator.getitem"), (other, slot)),
+                True,
+                False,
+            )
+            probe = self.bind(
+                ir.Call(_PROBE, (other, form.fn, *form.args[1:])), "probe", holds=False
+            )
+        elif (
+            other.name not in same
+            and not (
+                mine is not None
+                and mine.args
+                and isinstance(mine.args[0], ir.Var)
+                and (changed != owner or mine.fn.obj in (operator.getitem, runtime.list_item))
+                and other.name in self.holds.get(mine.args[0].name, set())
+            )
+            and not any(
+                owner in names and other.name in self.loop_reach(names)
+                for names in self.loop_rebinds
+            )
+        ):
+            # neither the same object, a view of it, the object a container holds that an item read
+            # may be (``v1 = sorted([v0])[0]``: asked), nor two names a loop may bind to one object
+            # in an earlier step (``y += d; y = kept``: asked at each step)
             return False
-        if other == atom and item:  # the very object (``v = x``), changed in place (``x[i] = ...``, which a
-            # number would refuse; ``x += d`` on a number binds a new one, which ``view_of`` tells apart)
+        if other == atom and item:
+            # the very object (``v = x``), changed in place (``x[i] = ...``, which a number would
+            # refuse; ``x += d`` on a number binds a new one, which ``view_of`` tells apart)
             self.follow_ups.append(FollowUp(changed, user, None, None, False, True))
             return True
         where = ir.Const(self.line.where())
-        seen = self.bind(ir.Call(ir.Ref(runtime.view_of, "view_of"),
-                                 (atom, other, probe, ir.Const(inverse), where, ir.Const(_shown(user)))), "seen")
-        # another variable followed for this write may be the very same object (``z = y``, both seeing the
-        # row written): made again, it must stay one object, so it takes the other's new value
+        seen = self.bind(
+            ir.Call(
+                ir.Ref(runtime.view_of, "view_of"),
+                (atom, other, probe, ir.Const(inverse), where, ir.Const(_shown(user))),
+            ),
+            "seen",
+        )
+        # another variable followed for this write may be the very same object (``z = y``, both
+        # seeing the row written): made again, it must stay one object, so it takes the other's new
+        # value
         twins = self.twins_of(changed, other)
         self.follow_ups.append(FollowUp(changed, user, seen, form, inverse, identity, other, twins))
         return True
 
+    def sibling_view(self, atom: ir.Var, other: ir.Var, user: str, made: ir.Call | None,
+                     mine: ir.Call | None, same: set[str]) -> bool:
+        """``z = y[:]; w = y[1:]; z[0] = v``: ``other`` (``w``) is a view of the base that the
+        written view ``atom`` (``z``) was made from, a base this write changes through ``atom`` (it
+        is followed as ``atom``'s base, its entries put back). Asked before the write whether
+        ``other`` is that view of the base (``view_of``), and made again from the base's new value
+        after it (a follow-up chained to the base's own: ``FollowUp.chained``).
+
+        The fact this relies on: the base's follow-up gives the base Python's value after the write
+        (``atom``'s entries put back, ``def_view_inverse``), and a view read again from it is the
+        view Python's write leaves, as ``view_of`` proves of the old base."""
+        base = made.args[0] if made is not None and made.args else None
+        if not (
+            made is not None
+            and mine is not None
+            and mine.args
+            and isinstance(base, ir.Var)
+            and base == mine.args[0]
+            and other.name not in same
+            and self.array_like(base)
+            and (mine.fn.obj is operator.getitem or registry.view_inverse(mine.fn.obj))
+            and (made.fn.obj is operator.getitem or registry.returns_view(made.fn.obj))
+        ):
+            return False
+        bases = [name for name, held in self.env.items() if held == base and name in self.locals]
+        if not bases:
+            return False  # the base is no variable's: nothing makes its new value
+        probe = self.bind(ir.Call(made.fn, (base, *made.args[1:]), made.kwargs), "probe",
+                          holds=False)
+        where = ir.Const(self.line.where())
+        seen = self.bind(
+            ir.Call(
+                ir.Ref(runtime.view_of, "view_of"),
+                (base, other, probe, ir.Const(False), where, ir.Const(_shown(user))),
+            ),
+            "seen",
+        )
+        self.follow_ups.append(
+            FollowUp(bases[0], user, seen, made, False, True, other, chained=True)
+        )
+        return True
+
     def twins_of(self, changed: str, other: ir.Var) -> tuple[tuple[str, ir.Var], ...]:
-        """The variables followed before for the change of ``changed``, each with whether ``other`` is its very
-        object (then ``other`` takes the value that variable is made again with, so the two stay one object)."""
-        return tuple((up.user, self.bind(ir.Call(ir.Ref(runtime.is_same, "is_same"), (other, up.before)),
-                                         "one_object"))
-                     for up in self.follow_ups if up.owner == changed and up.before is not None)
+        """The variables followed before for the change of ``changed``, each with whether ``other``
+        is its very object (then ``other`` takes the value that variable is made again with, so the
+        two stay one object)."""
+        return tuple(
+            (
+                up.user,
+                self.bind(
+                    ir.Call(ir.Ref(runtime.is_same, "is_same"), (other, up.before)), "one_object"
+                ),
+            )
+            for up in self.follow_ups
+            if up.owner == changed and up.before is not None
+        )
 
     def may_hold(self, container: ir.Var, atom: ir.Var) -> bool:
-        """Whether the list, tuple or dict ``container`` may hold the object ``atom`` (at any depth): it holds a name
-        of it, or one of the objects of the container ``atom`` was read from as an item (``ys[0]``, ``xs`` and its
-        copy ``ys`` holding the same)."""
+        """Whether the list, tuple or dict ``container`` may hold the object ``atom`` (at any
+        depth): it holds a name of it, or one of the objects of the container ``atom`` was read from
+        as an item (``ys[0]``, ``xs`` and its copy ``ys`` holding the same)."""
         held: set[str] = set()
         stack = [container.name]
         while stack:
@@ -245,12 +410,14 @@ class Aliasing:
         return bool(held & objects)
 
     def mutable_or_top(self, users: list[str]) -> bool:
-        """Whether the variables ``users`` can be bound again here: at the top level, or prepared for this block."""
+        """Whether the variables ``users`` can be bound again here: at the top level, or prepared
+        for this block."""
         return not (self.nesting or self.loops) or all(self.is_mutable(user) for user in users)
 
     def container_like(self, atom: ir.Var) -> bool:
-        """Whether ``atom`` is a list, tuple or dict the function made (its items may be objects written): not a
-        copy of an array, which ``x.copy()`` may be (``copied_from``) unless it copied such a container."""
+        """Whether ``atom`` is a list, tuple or dict the function made (its items may be objects
+        written): not a copy of an array, which ``x.copy()`` may be (``copied_from``) unless it
+        copied such a container."""
         seen: set[str] = set()
         name = atom.name
         while name in self.copied_from and name not in seen:
@@ -259,7 +426,8 @@ class Aliasing:
         return name in self.holds or name in self.packs or self.kinds.get(name) in ("list", "tuple")
 
     def loop_reach(self, names: set[str]) -> set[str]:
-        """The IR names whose objects the user variables ``names`` (those a loop may bind to one object) reach."""
+        """The IR names whose objects the user variables ``names`` (those a loop may bind to one
+        object) reach."""
         found: set[str] = set()
         for name in names:
             atom = self.env.get(name)
@@ -268,7 +436,8 @@ class Aliasing:
         return found
 
     def slot_of(self, container: ir.Var, item: ir.Var) -> ir.Const | None:
-        """Where the list, tuple or dict literal ``container`` put ``item``, if in one slot only (``[y]``)."""
+        """Where the list, tuple or dict literal ``container`` put ``item``, if in one slot only
+        (``[y]``)."""
         pack = self.packs.get(container.name)
         if pack is None:
             return None
@@ -276,12 +445,13 @@ class Aliasing:
         return ir.Const(slots[0]) if len(slots) == 1 else None
 
     def followed_value(self, user: str) -> ir.Var:
-        """The variable that holds ``user``'s value after ``follow`` made it again (its own, or an attribute's)."""
+        """The variable that holds ``user``'s value after ``follow`` made it again (its own, or an
+        attribute's)."""
         return ir.Var(user) if user in self.field_labels else self.local(user)
 
     def own_name(self, user: str, value: ir.Atom) -> ir.Var:
-        """The name the variable ``user`` holds its value under, which a branch may assign: its own mutable name,
-        or (at the function's top level) a new one, bound to ``value`` now."""
+        """The name the variable ``user`` holds its value under, which a branch may assign: its own
+        mutable name, or (at the function's top level) a new one, bound to ``value`` now."""
         if not self.is_mutable(user):
             name = self.namer.fresh(user, user=True)
             self.owner[name] = user
@@ -293,84 +463,144 @@ class Aliasing:
         return self.local(user)
 
     def carry(self, user: str) -> None:
-        """Record that a write in place bound ``user`` again: where that happens in a function being inlined
-        (a method that changes ``self.w``, which the caller's ``W`` is), the binding outlives the inlined body,
-        whose own names are dropped when it ends (``Nesting.inline``)."""
+        """Record that a write in place bound ``user`` again: where that happens in a function being
+        inlined (a method that changes ``self.w``, which the caller's ``W`` is), the binding
+        outlives the inlined body, whose own names are dropped when it ends (``Nesting.inline``)."""
         for frame in self.carried:
             frame[user] = self.env[user]
 
     def array_like(self, atom: ir.Atom) -> bool:
-        """Whether ``atom`` may be an array, as far as the lowering knows: no list, tuple or dict it made."""
-        return isinstance(atom, ir.Var) and self.kinds.get(atom.name) is None and atom.name not in self.holds
+        """Whether ``atom`` may be an array, as far as the lowering knows: no list, tuple or dict it
+        made."""
+        return (
+            isinstance(atom, ir.Var)
+            and self.kinds.get(atom.name) is None
+            and atom.name not in self.holds
+        )
 
     def follow(self) -> None:
-        """After a statement that changed objects in place: each variable that sees one, made again from it."""
+        """After a statement that changed objects in place: each variable that sees one, made again
+        from it."""
         follow_ups, self.follow_ups = self.follow_ups, []
-        news = {up.owner: self.changed_objects.pop(up.owner) for up in follow_ups if up.owner in self.changed_objects}
+        # a view of a base that this change reaches through another view comes after the base's
+        # own follow-up, which gives the base its new value (``sibling_view``)
+        followed_users = {up.user for up in follow_ups if not up.chained}
+        for up in follow_ups:
+            if up.chained and up.owner not in followed_users:
+                raise LocatedError(
+                    f"this write changes {_shown(up.owner)} through a view of it, and "
+                    f"{_shown(up.user)}, another view of {_shown(up.owner)}, with it; ast_ad "
+                    f"cannot make {_shown(up.owner)} again here: write into {_shown(up.owner)} "
+                    "itself",
+                    self.line.filename,
+                    self.line.lineno,
+                    self.line.text,
+                )
+        follow_ups = [up for up in follow_ups if not up.chained] + [
+            up for up in follow_ups if up.chained
+        ]
+        news = {
+            up.owner: self.changed_objects.pop(up.owner)
+            for up in follow_ups
+            if up.owner in self.changed_objects
+        }
         for up in follow_ups:
             changed = news.get(up.owner) or self.env.get(up.owner)
             if not isinstance(changed, ir.Var):
                 continue
-            if up.held is not None:  # a container holding the changed object: each slot that held it, the new one
+            # a container holding the changed object: each slot that held it, the new one
+            if up.held is not None:
                 self.refill(up, changed)
                 continue
-            if up.seen is None and not self.is_mutable(up.user):  # the same object, certainly: the same value
+            # the same object, certainly: the same value
+            if up.seen is None and not self.is_mutable(up.user):
                 self.env[up.user] = changed
                 self.carry(up.user)
                 continue
-            target = ir.Var(up.user) if up.user in self.field_labels else self.own_name(up.user, self.env[up.user])
+            target = (
+                ir.Var(up.user)
+                if up.user in self.field_labels
+                else self.own_name(up.user, self.env[up.user])
+            )
             if up.seen is None:
                 self.body.append(ir.Assign(target.name, changed, self.line))
                 self.share(target.name, changed.name, alias=True)
                 continue
             if up.identity:
-                same = self.bind(ir.Call(ir.Ref(operator.eq, "operator.eq"), (up.seen, ir.Const(1))), "same")
+                same = self.bind(
+                    ir.Call(ir.Ref(operator.eq, "operator.eq"), (up.seen, ir.Const(1))), "same"
+                )
             view: tuple[ir.Stmt, ...] = ()
             if up.form is not None:
                 rewritten = up.inverse and up.identity and up.owner in self.env
-                written = self.own_name(up.owner, changed) if rewritten else None  # (bound on every path)
+                # (bound on every path)
+                written = self.own_name(up.owner, changed) if rewritten else None
                 start = len(self.body)
-                is_view = self.bind(ir.Call(ir.Ref(operator.eq, "operator.eq"), (up.seen, ir.Const(2))), "is_view")
+                is_view = self.bind(
+                    ir.Call(ir.Ref(operator.eq, "operator.eq"), (up.seen, ir.Const(2))), "is_view"
+                )
                 inverse = registry.view_inverse(up.form.fn.obj) if up.inverse else None
-                if inverse is not None:  # the base, the written view's entries put back (``def_view_inverse``)
+                # the base, the written view's entries put back (``def_view_inverse``)
+                if inverse is not None:
                     fn, takes_base = inverse
                     rest = up.form.args[1:]
-                    value: ir.Expr = ir.Call(ir.Ref(fn, getattr(fn, "__name__", "inverse")),
-                                             (target, changed, *rest) if takes_base else (changed, *rest))
+                    value: ir.Expr = ir.Call(
+                        ir.Ref(fn, getattr(fn, "__name__", "inverse")),
+                        (target, changed, *rest) if takes_base else (changed, *rest),
+                    )
                 elif up.inverse:  # the base, with the changed view written into it
-                    value = ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (target, up.form.args[1], changed))
+                    value = ir.Call(
+                        ir.Ref(runtime.assign_item, "assign_item"),
+                        (target, up.form.args[1], changed),
+                    )
                 else:
                     value = ir.Call(up.form.fn, (changed, *up.form.args[1:]), up.form.kwargs)
                 made: tuple[ir.Stmt, ...] = (ir.Assign(target.name, value, self.line),)
                 if written is not None:
-                    # the written view, read again from its new base: the two share memory again, as in Python,
-                    # so that a later write through either is seen by the other (``v1 = v0[1:]`` in a loop)
+                    # the written view, read again from its new base: the two share memory again, as
+                    # in Python, so that a later write through either is seen by the other (``v1 =
+                    # v0[1:]`` in a loop)
                     again = ir.Call(up.form.fn, (target, *up.form.args[1:]), up.form.kwargs)
                     made += (ir.Assign(written.name, again, self.line),)
-                    self.recipes[written.name] = again  # (which view it is, where it is one: ``view_of`` asks)
+                    # (which view it is, where it is one: ``view_of`` asks)
+                    self.recipes[written.name] = again
                 branch = ir.If(is_view, made, (), self.line)
                 view = (*self.body[start:], branch)
                 del self.body[start:]
             if up.identity:
-                made = (ir.If(same, (ir.Assign(target.name, changed, self.line),), view, self.line),)
+                made = (
+                    ir.If(same, (ir.Assign(target.name, changed, self.line),), view, self.line),
+                )
             else:
                 made = view
-            for twin, one in reversed(up.twins):  # the same object as a variable followed before: its value
-                made = (ir.If(one, (ir.Assign(target.name, self.followed_value(twin), self.line),), made,
-                              self.line),)
+            # the same object as a variable followed before: its value
+            for twin, one in reversed(up.twins):
+                made = (
+                    ir.If(
+                        one,
+                        (ir.Assign(target.name, self.followed_value(twin), self.line),),
+                        made,
+                        self.line,
+                    ),
+                )
             self.body += made
-            # the same object where ``view_of`` said 1; where it may be a view instead, only memory is shared
+            # the same object where ``view_of`` said 1; where it may be a view instead, only memory
+            # is shared
             self.share(target.name, changed.name, alias=up.form is None)
-            if up.form is not None and not up.inverse:  # (that view of the changed object, where it is one)
-                self.recipes[target.name] = ir.Call(up.form.fn, (changed, *up.form.args[1:]), up.form.kwargs)
+            # (that view of the changed object, where it is one)
+            if up.form is not None and not up.inverse:
+                self.recipes[target.name] = ir.Call(
+                    up.form.fn, (changed, *up.form.args[1:]), up.form.kwargs
+                )
 
     def refill(self, up: FollowUp, changed: ir.Var) -> None:
-        """``up.user``, a list, tuple or dict that may hold the object that changed, made again with ``changed`` in
-        each slot that held it (``up.held``, found before the change); the very object of a variable followed
-        before, that variable's new value."""
+        """``up.user``, a list, tuple or dict that may hold the object that changed, made again with
+        ``changed`` in each slot that held it (``up.held``, found before the change); the very
+        object of a variable followed before, that variable's new value."""
         assert up.held is not None and up.before is not None
         value = ir.Call(ir.Ref(runtime.replaced, "replaced"), (self.env[up.user], up.held, changed))
-        if not up.twins and not self.is_mutable(up.user):  # one binding, under a new name (``xs_1 = ...``)
+        # one binding, under a new name (``xs_1 = ...``)
+        if not up.twins and not self.is_mutable(up.user):
             target = self.bind(value, up.user, user=True)
             self.env[up.user] = target
             self.carry(up.user)
@@ -379,34 +609,53 @@ class Aliasing:
             made: tuple[ir.Stmt, ...] = (ir.Assign(target.name, ir.Call(
                 ir.Ref(runtime.replaced, "replaced"), (target, up.held, changed)), self.line),)
             for twin, one in reversed(up.twins):
-                made = (ir.If(one, (ir.Assign(target.name, self.followed_value(twin), self.line),), made,
-                              self.line),)
+                made = (
+                    ir.If(
+                        one,
+                        (ir.Assign(target.name, self.followed_value(twin), self.line),),
+                        made,
+                        self.line,
+                    ),
+                )
             self.body += made
-        for item in {*self.holds.get(up.before.name, set()), changed.name}:  # it holds what it held, and the new
+        # it holds what it held, and the new
+        for item in {*self.holds.get(up.before.name, set()), changed.name}:
             self.contain(target.name, item)
         for name in up.names:  # its other names: the same object
             if self.is_mutable(name):
                 self.body.append(ir.Assign(self.local(name).name, target, self.line))
             else:
                 self.env[name] = target
-        self.share(target.name, up.before.name, alias=True)  # (the same object where it held none of it)
+        # (the same object where it held none of it)
+        self.share(target.name, up.before.name, alias=True)
 
     def variables_in(self, names: set[str], owner: str) -> list[ir.Var]:
-        """The live variables, but ``owner``, whose objects are among the IR ``names``: those bound, and read
-        after the statement being lowered (``live``, where known), as a change nothing reads is no change."""
+        """The live variables, but ``owner``, whose objects are among the IR ``names``: those bound,
+        and read after the statement being lowered (``live``, where known), as a change nothing
+        reads is no change."""
         live = self.live
-        found = [other for name, other in self.env.items() if name != owner and isinstance(other, ir.Var)
-                 and other.name in names and (live is None or name in live)]
-        fields = [ir.Var(v) for v in self.field_labels if v in names and v != owner]  # (an object's attributes:
-        return found + [atom for atom in fields if atom.name in names and atom not in found]  # live)
+        found = [
+            other
+            for name, other in self.env.items()
+            if name != owner
+            and isinstance(other, ir.Var)
+            and other.name in names
+            and (live is None or name in live)
+        ]
+        # (an object's attributes: live)
+        fields = [ir.Var(v) for v in self.field_labels if v in names and v != owner]
+        return found + [atom for atom in fields if atom.name in names and atom not in found]
 
     def check_apart(self, atom: ir.Var, others: list[ir.Var], flag: ir.Var | None = None) -> None:
-        """``check_in_place(atom, others, where)``, at run time (where ``flag`` is true, if given)."""
+        """``check_in_place(atom, others, where)``, at run time (where ``flag`` is true, if
+        given)."""
         where = self.line.where()
         start = len(self.body)
         others = list(dict.fromkeys(others))
         pack = self.bind(ir.Pack(tuple(others)), "others", holds=False)
-        users = {atom.name: name for name, atom in self.env.items() if isinstance(atom, ir.Var)} | self.field_labels
+        users = {
+            atom.name: name for name, atom in self.env.items() if isinstance(atom, ir.Var)
+        } | self.field_labels
         names = ", ".join(dict.fromkeys(_shown(users.get(v.name) or self.owner.get(v.name) or "§")
                                         for v in others))
         self.bind(ir.Call(ir.Ref(runtime.check_in_place, "check_in_place"),
@@ -417,21 +666,25 @@ class Aliasing:
             self.body.append(ir.If(flag, branch, (), self.line))
 
     def contain(self, container: str, item: str) -> None:
-        """Record that the list or tuple ``container`` holds the object ``item`` (``xs.append(item)``)."""
+        """Record that the list or tuple ``container`` holds the object ``item``
+        (``xs.append(item)``)."""
         self.holds.setdefault(container, set()).add(item)
         self.held_by.setdefault(item, set()).add(container)
 
     def reaching(self, name: str, container: bool) -> set[str]:
-        """The IR names that may reach the object ``name`` holds: those sharing its memory, the lists and tuples
-        holding it (or holding them); unless only a list changes (``container``: its items stay as they are),
-        also the objects it holds, and theirs."""
+        """The IR names that may reach the object ``name`` holds: those sharing its memory, the
+        lists and tuples holding it (or holding them); unless only a list changes (``container``:
+        its items stay as they are), also the objects it holds, and theirs."""
         found, stack = {name}, [name]
         while stack:
             current = stack.pop()
             near = self.shares.get(current, set()) | self.held_by.get(current, set())
-            if not container:  # an unpacked name's object is its source's item: a change of its items is seen
-                near = near | self.holds.get(current, set())  # there (a list's own change, append or pop, is
-                if current in self.unpacked:  # done in place by the generated code as by Python)
+            if not container:
+                # an unpacked name's object is its source's item: a change of its items is seen
+                # there (a list's own change, append or pop, is done in place by the generated code
+                # as by Python)
+                near = near | self.holds.get(current, set())
+                if current in self.unpacked:
                     near = near | {self.unpacked[current]}
             for other in near - found:
                 found.add(other)
@@ -439,20 +692,22 @@ class Aliasing:
         return found
 
     def share(self, a: str, b: str, alias: bool = False) -> None:
-        """Record that IR names ``a`` and ``b`` may refer to the same memory; ``alias``: they are names of one
-        object, if both are bound (``v = x``), not a view and its base."""
+        """Record that IR names ``a`` and ``b`` may refer to the same memory; ``alias``: they are
+        names of one object, if both are bound (``v = x``), not a view and its base."""
         group = self.shares.get(a, set()) | self.shares.get(b, set()) | {a, b}
         for name in group:
             self.shares[name] = group - {name}
         if alias:
             self.aliased.setdefault(a, set()).add(b)
             self.aliased.setdefault(b, set()).add(a)
-            for one, other in ((a, b), (b, a)):  # one object, one making: a copy of a view is that view too
+            # one object, one making: a copy of a view is that view too
+            for one, other in ((a, b), (b, a)):
                 if one in self.recipes and other not in self.recipes:
                     self.recipes[other] = self.recipes[one]
 
     def aliases(self, name: str) -> set[str]:
-        """The IR names that ``share(..., alias=True)`` connects to ``name``: the same object, where bound."""
+        """The IR names that ``share(..., alias=True)`` connects to ``name``: the same object, where
+        bound."""
         found, stack = {name}, [name]
         while stack:
             for other in self.aliased.get(stack.pop(), set()) - found:
@@ -461,8 +716,11 @@ class Aliasing:
         return found
 
     def snapshot(self, atom: ir.Atom, user_name: str) -> ir.Atom:
-        """``atom`` for a new binding of ``user_name``: a mutable name's current value is copied, since it changes."""
-        if isinstance(atom, ir.Var) and (atom.name in self.mutable or self.owner.get(atom.name) in self.changing):
+        """``atom`` for a new binding of ``user_name``: a mutable name's current value is copied,
+        since it changes."""
+        if isinstance(atom, ir.Var) and (
+            atom.name in self.mutable or self.owner.get(atom.name) in self.changing
+        ):
             copied = self.bind(atom, user_name, user=True)
             self.share(copied.name, atom.name, alias=True)
             return copied
@@ -485,7 +743,8 @@ class Aliasing:
         self.note_views(ir.Var(name))
 
     def note_views(self, atom: ir.Atom) -> None:
-        """If the statement that made ``atom`` returns a view (``x[1:]``, ``x.T``, ``np.reshape``...), record it."""
+        """If the statement that made ``atom`` returns a view (``x[1:]``, ``x.T``,
+        ``np.reshape``...), record it."""
         if not isinstance(atom, ir.Var) or not self.body:
             return
         last = self.body[-1]
@@ -493,56 +752,85 @@ class Aliasing:
             return
         call = last.value if isinstance(last.value, ir.Call) else None
         holds = registry.holds_items(call.fn.obj) if call is not None else None
-        if call is not None and registry.returns_view(call.fn.obj) and call.args and isinstance(call.args[0], ir.Var):
+        if (
+            call is not None
+            and registry.returns_view(call.fn.obj)
+            and call.args
+            and isinstance(call.args[0], ir.Var)
+        ):
             self.share(atom.name, call.args[0].name)
-            # made again from the array after a write (``followed``): its other operands as they are then,
-            # which ``view_of`` checks by the layout they give (an index a loop moved on gives another view)
+            # made again from the array after a write (``followed``): its other operands as they are
+            # then, which ``view_of`` checks by the layout they give (an index a loop moved on gives
+            # another view)
             self.recipes[atom.name] = call
-            if call.fn.obj in (operator.getitem, runtime.list_item) and self.container_like(call.args[0]):
-                self.contain(call.args[0].name, atom.name)  # (an item read of a list or dict: what it holds)
+            if call.fn.obj in (operator.getitem, runtime.list_item) and self.container_like(
+                call.args[0]
+            ):
+                # (an item read of a list or dict: what it holds)
+                self.contain(call.args[0].name, atom.name)
             pack = self.packs.get(call.args[0].name)
             if pack is not None and len(call.args) == 2 and isinstance(call.args[1], ir.Const) \
                     and call.args[0].name not in self.mutable:  # ``[y][0]``: the very object ``y``
-                elt = next((e for k, e in enumerate(pack.elts) if pack.slot(k) == call.args[1].value), None)
+                elt = next(
+                    (e for k, e in enumerate(pack.elts) if pack.slot(k) == call.args[1].value), None
+                )
                 if isinstance(elt, ir.Var):
                     self.share(atom.name, elt.name, alias=True)
         elif call is not None and is_user_function(call.fn.obj):
-            # a function of the user's may return an argument, a part of one, or a view of one (``return a``):
-            # taken as possibly the very object, so that a write through either asks ``view_of`` which it is
-            # (the same object is followed; any other overlap refused)
+            # a function of the user's may return an argument, a part of one, or a view of one
+            # (``return a``): taken as possibly the very object, so that a write through either asks
+            # ``view_of`` which it is (the same object is followed; any other overlap refused)
             for arg in (*call.args, *(a for _, a in call.kwargs)):
                 if isinstance(arg, ir.Var):
                     self.share(atom.name, arg.name, alias=self.array_like(arg))
         elif call is not None and holds == "always":
-            for arg in call.args:  # a new container of the same objects (``list(xs)``, ``sorted(xs)``)
+            # a new container of the same objects (``list(xs)``, ``sorted(xs)``)
+            for arg in call.args:
                 if isinstance(arg, ir.Var):
                     self.share(atom.name, arg.name)
-                    for item in sorted(self.holds.get(arg.name, ())):  # (what a container made here holds)
+                    # (what a container made here holds)
+                    for item in sorted(self.holds.get(arg.name, ())):
                         self.contain(atom.name, item)
-        elif call is not None and holds == "containers" and call.args and isinstance(call.args[0], ir.Var):
-            source = call.args[0]  # ``x.copy()``: the same objects only if ``x`` is a list, tuple or dict
+        elif (
+            call is not None
+            and holds == "containers"
+            and call.args
+            and isinstance(call.args[0], ir.Var)
+        ):
+            # ``x.copy()``: the same objects only if ``x`` is a list, tuple or dict
+            source = call.args[0]
             flag = self.namer.fresh(f"{source.name}_container")
             if self.nesting:  # made in a branch or a loop: true (check) on the paths that skip it
                 self.presets.append(ir.Assign(flag, ir.Const(True), self.line))
                 self.mutable.add(flag)
-            self.body.append(ir.Assign(flag, ir.Call(ir.Ref(runtime.is_container, "is_container"), (source,)),
-                                       self.line))
+            self.body.append(
+                ir.Assign(
+                    flag,
+                    ir.Call(ir.Ref(runtime.is_container, "is_container"), (source,)),
+                    self.line,
+                )
+            )
             self.copied_from[atom.name] = (source.name, flag)
-            for item in sorted(self.holds.get(source.name, ())):  # (a container's copy holds what it holds)
+            # (a container's copy holds what it holds)
+            for item in sorted(self.holds.get(source.name, ())):
                 self.contain(atom.name, item)
-        elif isinstance(last.value, ir.Pack) and not self.checked(atom.name):  # a container holds its elements
+        # a container holds its elements
+        elif isinstance(last.value, ir.Pack) and not self.checked(atom.name):
             self.packs[atom.name] = last.value
             for elt in last.value.elts:
                 if isinstance(elt, ir.Var):
                     self.contain(atom.name, elt.name)
 
     def checked(self, name: str) -> bool:
-        """Whether the IR name ``name`` holds a variable that only checks read (``normalize._checked_only``): a
-        tuple of the names a check of ast_ad's compares with an object about to change, in code it wrote, read
-        again. It holds those names' objects, but nothing reads them through it, so it shares nothing."""
+        """Whether the IR name ``name`` holds a variable that only checks read
+        (``normalize._checked_only``): a tuple of the names a check of ast_ad's compares with an
+        object about to change, in code it wrote, read again. It holds those names' objects, but
+        nothing reads them through it, so it shares nothing."""
         if not self.checked_only:
             return False
-        user = self.owner.get(name) or next((u for u, atom in self.env.items() if atom == ir.Var(name)), None)
+        user = self.owner.get(name) or next(
+            (u for u, atom in self.env.items() if atom == ir.Var(name)), None
+        )
         return user is not None and user in self.checked_only
 
     def local(self, name: str) -> ir.Var:
@@ -552,33 +840,46 @@ class Aliasing:
     def is_mutable(self, user_name: str) -> bool:
         """Whether ``user_name`` holds its own mutable name (not a copy of another variable's)."""
         atom = self.env.get(user_name)
-        return isinstance(atom, ir.Var) and atom.name in self.mutable and self.owner.get(atom.name) == user_name
+        return (
+            isinstance(atom, ir.Var)
+            and atom.name in self.mutable
+            and self.owner.get(atom.name) == user_name
+        )
 
 
 _PROBE = ir.Ref(runtime.view_probe, "view_probe")
 
 
 def _shown(user: str) -> str:
-    """The variable ``user`` as a message names it: a value ast_ad holds (``a, b = y[1], y[0]``'s) has no name."""
+    """The variable ``user`` as a message names it: a value ast_ad holds (``a, b = y[1], y[0]``'s)
+    has no name."""
     return "a value the right-hand side read" if user.startswith(syntax.MARK) else user
 
 
 @record
 class FollowUp:
-    """A variable (``user``) that sees the object ``owner`` holds, to make again once that has changed: ``seen``
-    holds what ``runtime.view_of`` found; ``form``, the view call that relates them (``inverse``: the changed
-    object is the view of the variable's, not the other way round)."""
+    """A variable (``user``) that sees the object ``owner`` holds, to make again once that has
+    changed: ``seen`` holds what ``runtime.view_of`` found; ``form``, the view call that relates
+    them (``inverse``: the changed object is the view of the variable's, not the other way
+    round)."""
 
-    owner: str  # the variable whose object changed, or a key of ``changed_objects`` (an item's object)
+    # the variable whose object changed, or a key of ``changed_objects`` (an item's object)
+    owner: str
     user: str
     seen: ir.Var | None  # (``None``: the very object, certainly)
     form: ir.Call | None
     inverse: bool
-    identity: bool  # whether the variable may be the changed object itself (not where one holds the other)
+    # whether the variable may be the changed object itself (not where one holds the other)
+    identity: bool
     before: ir.Var | None = None  # the variable's value before the write
-    twins: tuple[tuple[str, ir.Var], ...] = ()  # earlier followed variables, and whether this is their object
-    held: ir.Var | None = None  # a container the variable is: the slots that held the changed object
-    names: tuple[str, ...] = ()  # the container's other names (``zs = xs``): one object, after the change too
+    # earlier followed variables, and whether this is their object
+    twins: tuple[tuple[str, ir.Var], ...] = ()
+    # a container the variable is: the slots that held the changed object
+    held: ir.Var | None = None
+    # the container's other names (``zs = xs``): one object, after the change too
+    names: tuple[str, ...] = ()
+    # made again from ``owner``'s new value, which another follow-up of the write gives it
+    chained: bool = False
 
 
 def _var(atom: ir.Expr) -> ir.Var:
@@ -589,9 +890,10 @@ def _var(atom: ir.Expr) -> ir.Var:
 
 
 def live_after(body: list[gast.stmt]) -> dict[int, frozenset[str]]:
-    """For each statement of ``body``, nested ones included, the names something may read after it, before
-    binding them again: what the statements after it read, in its block and the blocks around it, what its
-    loops' next steps read, and what any function or lambda defined in ``body`` reads (it may be called later)."""
+    """For each statement of ``body``, nested ones included, the names something may read after it,
+    before binding them again: what the statements after it read, in its block and the blocks around
+    it, what its loops' next steps read, and what any function or lambda defined in ``body`` reads
+    (it may be called later)."""
     out: dict[int, frozenset[str]] = {}
     always = {n.id for stmt in body for node in syntax.walk(stmt)
               if isinstance(node, (gast.FunctionDef, gast.Lambda)) for n in syntax.walk(node)
@@ -602,42 +904,58 @@ def live_after(body: list[gast.stmt]) -> dict[int, frozenset[str]]:
 
 def _live_block(statements: list[gast.stmt], after: set[str], always: frozenset[str],
                 out: dict[int, frozenset[str]]) -> set[str]:
-    """``live_after`` of ``statements``, into ``out``; what is read before it is bound again from their top on
-    (``after`` after them). A function of the module's, not a nested one: a nested function that calls itself
-    and its cell hold each other, which leaves the transform's work to the cycle collector."""
+    """``live_after`` of ``statements``, into ``out``; what is read before it is bound again from
+    their top on (``after`` after them). A function of the module's, not a nested one: a nested
+    function that calls itself and its cell hold each other, which leaves the transform's work to
+    the cycle collector."""
     live = set(after)
     for stmt in reversed(statements):
         out[id(stmt)] = frozenset(live | always)
         if isinstance(stmt, (gast.For, gast.While)):
-            header = syntax.name_ids(stmt.iter if isinstance(stmt, gast.For) else stmt.test, loads=True)
+            header = syntax.name_ids(
+                stmt.iter if isinstance(stmt, gast.For) else stmt.test, loads=True
+            )
             top: set[str] = set()
-            while True:  # the next step reads what the top of the body does: a fixpoint, reached in a few
+            # the next step reads what the top of the body does: a fixpoint, reached in a few
+            while True:
                 again = _live_block(stmt.body, live | top | header, always, out)
                 if again <= top:
                     break
                 top |= again
             live = live | top | header | _live_block(stmt.orelse, live, always, out)
         elif isinstance(stmt, gast.If):
-            live = _live_block(stmt.body, live, always, out) | _live_block(stmt.orelse, live, always, out) \
+            live = (
+                _live_block(stmt.body, live, always, out)
+                | _live_block(stmt.orelse, live, always, out)
                 | syntax.name_ids(stmt.test, loads=True)
+            )
         else:
-            bound = {t.id for target in getattr(stmt, "targets", []) if isinstance(stmt, gast.Assign)
-                     for t in ([target] if isinstance(target, gast.Name) else getattr(target, "elts", []))
-                     if isinstance(t, gast.Name)}
+            bound = {
+                t.id
+                for target in getattr(stmt, "targets", [])
+                if isinstance(stmt, gast.Assign)
+                for t in (
+                    [target] if isinstance(target, gast.Name) else getattr(target, "elts", [])
+                )
+                if isinstance(t, gast.Name)
+            }
             read = syntax.name_ids(stmt, loads=True)
             if isinstance(stmt, gast.AugAssign) and isinstance(stmt.target, gast.Name):
-                read = read | {stmt.target.id}  # ``v += d`` reads ``v`` (and changes its object, if an array)
+                # ``v += d`` reads ``v`` (and changes its object, if an array)
+                read = read | {stmt.target.id}
             live = (live - bound) | read
     return live
 
 
 def loop_shared(loop: gast.For | gast.While, checked_only: set[str]) -> set[str]:
-    """The names a loop's body may bind to an object that another name also holds, and those other names.
+    """The names a loop's body may bind to an object that another name also holds, and those other
+    names.
 
-    ``x = v`` (or ``x, v = v, w``, ``x = v[1:]``, ``x = f(v)``, ``for x in xs``) late in a loop's body makes
-    ``x`` and ``v`` share an object from the next step on: an in-place change of either, earlier in the body,
-    is then seen through both. A value that is certainly new (arithmetic, a constant) shares nothing, nor does
-    a tuple that only checks read (``checked_only``: see ``Aliasing.checked``).
+    ``x = v`` (or ``x, v = v, w``, ``x = v[1:]``, ``x = f(v)``, ``for x in xs``) late in a loop's
+    body makes ``x`` and ``v`` share an object from the next step on: an in-place change of either,
+    earlier in the body, is then seen through both. A value that is certainly new (arithmetic, a
+    constant) shares nothing, nor does a tuple that only checks read (``checked_only``: see
+    ``Aliasing.checked``).
     """
     names: set[str] = set()
     for node in gast.walk(loop):
@@ -645,19 +963,25 @@ def loop_shared(loop: gast.For | gast.While, checked_only: set[str]) -> set[str]
             for target in node.targets:
                 _sharing(target, node.value, names)
         elif isinstance(node, (gast.For, gast.comprehension)) and not _over_range(node.iter):
-            _sharing(node.target, None, names)  # (a loop over a range binds integers, which share nothing)
+            # (a loop over a range binds integers, which share nothing)
+            _sharing(node.target, None, names)
             names.update(n.id for n in gast.walk(node.iter) if isinstance(n, gast.Name))
     return names - checked_only
 
 
 def _over_range(iterated: gast.expr) -> bool:
     """Whether ``iterated`` is a call of ``range``, whose items are integers."""
-    return isinstance(iterated, gast.Call) and isinstance(iterated.func, gast.Name) and iterated.func.id == "range"
+    return (
+        isinstance(iterated, gast.Call)
+        and isinstance(iterated.func, gast.Name)
+        and iterated.func.id == "range"
+    )
 
 
 def loop_rebinds(loop: gast.For | gast.While) -> set[str]:
-    """The names a loop's body binds to another name's object, and those names (``y = kept``, ``a, b = b, a``):
-    from the next step on, each pair may be one object, which a write through either changes for both."""
+    """The names a loop's body binds to another name's object, and those names (``y = kept``, ``a, b
+    = b, a``): from the next step on, each pair may be one object, which a write through either
+    changes for both."""
     names: set[str] = set()
     for node in gast.walk(loop):
         if isinstance(node, gast.Assign):
@@ -667,7 +991,8 @@ def loop_rebinds(loop: gast.For | gast.While) -> set[str]:
 
 
 def _rebinding(target: gast.expr, value: gast.expr, names: set[str]) -> None:
-    """Add to ``names`` both sides of each ``t = v`` that ``target = value`` binds, ``v`` a name (``loop_rebinds``)."""
+    """Add to ``names`` both sides of each ``t = v`` that ``target = value`` binds, ``v`` a name
+    (``loop_rebinds``)."""
     if isinstance(target, (gast.Tuple, gast.List)) and isinstance(value, (gast.Tuple, gast.List)) \
             and len(target.elts) == len(value.elts):
         for t, v in zip(target.elts, value.elts, strict=True):
@@ -677,20 +1002,29 @@ def _rebinding(target: gast.expr, value: gast.expr, names: set[str]) -> None:
 
 
 def _sharing(target: gast.expr, value: gast.expr | None, names: set[str]) -> None:
-    """Add to ``names`` those that ``target = value`` may leave holding one object (``loop_shared``)."""
+    """Add to ``names`` those that ``target = value`` may leave holding one object
+    (``loop_shared``)."""
     if isinstance(target, (gast.Tuple, gast.List)) and isinstance(value, (gast.Tuple, gast.List)) \
             and len(target.elts) == len(value.elts):
         for t, v in zip(target.elts, value.elts, strict=True):
             _sharing(t, v, names)
         return
-    if value is not None and isinstance(value, (gast.Constant, gast.BinOp, gast.UnaryOp, gast.Compare)):
+    if value is not None and isinstance(
+        value, (gast.Constant, gast.BinOp, gast.UnaryOp, gast.Compare)
+    ):
         return
-    if not isinstance(target, (gast.Subscript, gast.Attribute)):  # ``y[i] = v``: y holds v, stays y's
+    # ``y[i] = v``: y holds v, stays y's
+    if not isinstance(target, (gast.Subscript, gast.Attribute)):
         names.update(n.id for n in gast.walk(target) if isinstance(n, gast.Name))
-    if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and value.func.attr == "pop" \
-            and not value.args:
+    if (
+        isinstance(value, gast.Call)
+        and isinstance(value.func, gast.Attribute)
+        and value.func.attr == "pop"
+        and not value.args
+    ):
         return  # ``v = xs.pop()``: v is what xs held (``normalize.Lowerer.pop`` records it), not xs
-    while isinstance(value, gast.Subscript):  # ``y[i + 1]``: an item or view of ``y``; the index shares nothing
+    # ``y[i + 1]``: an item or view of ``y``; the index shares nothing
+    while isinstance(value, gast.Subscript):
         value = value.value
     if value is not None:
         names.update(n.id for n in gast.walk(value) if isinstance(n, gast.Name))

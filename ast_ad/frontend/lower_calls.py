@@ -1,12 +1,13 @@
 """Lowering calls and attribute reads: what a call calls, and with what.
 
-A call becomes one statement of a known primitive: a numpy function (``np.sum(x)``), a method of an array
-(``x.sum(axis=0)`` is ``np.sum(x, axis=0)``), a method of the user's own class (its function, with the
-object first), a user function (inlined later, or called as a pair of generated functions), or a write into
-an array (``f(x, out=y)`` is ``y[...] = f(x)``). Keywords that may carry a gradient move to their positions,
-and arguments whose meaning the rules do not follow (``where=``, ``order='F'``) are refused at the user's
-line. Attribute reads are primitives (``x.T``), facts read as they are (``x.shape``), constants
-(``np.pi``) or fields (``p.w``). A base class of ``normalize.Lowerer``, which lowers the rest.
+A call becomes one statement of a known primitive: a numpy function (``np.sum(x)``), a method of an
+array (``x.sum(axis=0)`` is ``np.sum(x, axis=0)``), a method of the user's own class (its function,
+with the object first), a user function (inlined later, or called as a pair of generated functions),
+or a write into an array (``f(x, out=y)`` is ``y[...] = f(x)``). Keywords that may carry a gradient
+move to their positions, and arguments whose meaning the rules do not follow (``where=``,
+``order='F'``) are refused at the user's line. Attribute reads are primitives (``x.T``), facts read
+as they are (``x.shape``), constants (``np.pi``) or fields (``p.w``). A base class of
+``normalize.Lowerer``, which lowers the rest.
 """
 
 from __future__ import annotations
@@ -31,29 +32,39 @@ from ast_ad.frontend.objects import Objects, Super, followable, made_of
 from ast_ad.frontend.parse import Source, parse
 from ast_ad.ir import nodes as ir
 
-# Attributes of array values: ``x.T`` is a primitive; the facts in NONDIFF_ATTRIBUTES are read as they are
-# (no gradient); any other attribute (a namedtuple's field, ``p.w``) is read by ``runtime.field``, which has a rule.
+# Attributes of array values: ``x.T`` is a primitive; the facts in NONDIFF_ATTRIBUTES are read as
+# they are (no gradient); any other attribute (a namedtuple's field, ``p.w``) is read by
+# ``runtime.field``, which has a rule.
 ATTRIBUTE_PRIMITIVES = {"T": np.transpose, "mT": runtime.T, "real": np.real, "imag": np.imag}
 NONDIFF_ATTRIBUTES = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"}
 # Methods of array values, resolved to the numpy function of the same meaning.
 VARARG_METHODS = {"reshape", "transpose"}  # x.reshape(2, 3) means np.reshape(x, (2, 3))
 
-# The parameters each user function may change in place (Python's caller would see the change), by function.
+# The parameters each user function may change in place (Python's caller would see the change), by
+# function.
 PARAM_WRITES: dict[Any, frozenset[str]] = {}
-# the functions whose bodies a function's lowering wrote in place, by (function, code): what its derivatives
-# hold of them is stale once one is redefined, and the transform watches them (``transform._built``)
+# the functions whose bodies a function's lowering wrote in place, by (function, code): what its
+# derivatives hold of them is stale once one is redefined, and the transform watches them
+# (``transform._built``)
 INLINED: dict[Any, tuple[Any, ...]] = {}
-BEING_LOWERED: dict[Any, bool] = {}  # functions being lowered now: True once a call to one assumed it writes nothing
+# functions being lowered now: True once a call to one assumed it writes nothing
+BEING_LOWERED: dict[Any, bool] = {}
 
 
 _ABSENT = object()
 
 
 def _ending_in_return(tree: gast.FunctionDef) -> gast.FunctionDef:
-    """``tree``, its body ending in a ``return`` (``return None`` added where it ends without one)."""
+    """``tree``, its body ending in a ``return`` (``return None`` added where it ends without
+    one)."""
     if not tree.body or not isinstance(tree.body[-1], gast.Return) or tree.body[-1].value is None:
-        tree.body = [*tree.body, gast.copy_location(gast.Return(value=gast.Constant(value=None, kind=None)),
-                                                    tree.body[-1] if tree.body else tree)]
+        tree.body = [
+            *tree.body,
+            gast.copy_location(
+                gast.Return(value=gast.Constant(value=None, kind=None)),
+                tree.body[-1] if tree.body else tree,
+            ),
+        ]
     return tree
 
 
@@ -61,10 +72,12 @@ class CallLowering(ControlFlow, Objects):
     """The calls and attribute reads of ``normalize.Lowerer`` (it reads the lowerer's state)."""
 
     source: Source
-    foreign_sources: dict[int, Source]  # the tree of a helper of another file -> its source (``foreign_tree``)
+    # the tree of a helper of another file -> its source (``foreign_tree``)
+    foreign_sources: dict[int, Source]
     env: dict[str, ir.Atom]
     instances: dict[str, type]  # IR name -> the user class it was made by (``m = Model(w)``)
-    function_lists: dict[str, list[Any]]  # a list of lambdas or local functions by name (``fs = [f, g]``)
+    # a list of lambdas or local functions by name (``fs = [f, g]``)
+    function_lists: dict[str, list[Any]]
     inlining: list[str]
 
     def param_writes(self, fn: Any) -> frozenset[str]:
@@ -88,36 +101,59 @@ class CallLowering(ControlFlow, Objects):
             return self.method_call(made_of(self.env[func.id]), node, name, user)  # type: ignore[arg-type]
         if isinstance(func, gast.Name) and func.id in self.partials and func.id not in self.env:
             return self.call_partial(node, name, user)
-        if isinstance(func, gast.Name) and func.id in self.local_functions and func.id not in self.env:
+        if (
+            isinstance(func, gast.Name)
+            and func.id in self.local_functions
+            and func.id not in self.env
+        ):
             return self.inline(self.local_functions[func.id], node, name, user)
         if isinstance(func, gast.Subscript) and isinstance(func.value, gast.Name) \
                 and func.value.id in self.function_lists and func.value.id not in self.env:
-            listed = self.function_lists[func.value.id]  # ``fs[0](x)`` of ``fs = [lambda t: ..., ...]``
+            # ``fs[0](x)`` of ``fs = [lambda t: ..., ...]``
+            listed = self.function_lists[func.value.id]
             index = func.slice
             k = index.value if isinstance(index, gast.Constant) else -index.operand.value \
                 if isinstance(index, gast.UnaryOp) and isinstance(index.op, gast.USub) \
                 and isinstance(index.operand, gast.Constant) else None
             if not isinstance(k, int) or not -len(listed) <= k < len(listed):
-                raise refuse(node, f"a list of functions is called by a constant position ({func.value.id}[0](x)) "
-                                   f"or looped over (for g in {func.value.id}: ...)", self.locate)
+                raise refuse(
+                    node,
+                    f"a list of functions is called by a constant position ({func.value.id}[0](x)) "
+                    f"or looped over (for g in {func.value.id}: ...)",
+                    self.locate,
+                )
             return self.inline(listed[k], node, name, user)
         if isinstance(func, gast.Lambda):
             return self.inline(func, node, name, user)
         if self.resolves_to(func, map) and len(node.args) >= 2 and self.is_function(node.args[0]) \
                 and not node.keywords:
             return self.expr(self.mapped(node), name, user)
-        if self.resolves_to(func, next) and node.args and isinstance(node.args[0], gast.GeneratorExp):
-            raise refuse(node, "next() of a generator expression is not supported (ast_ad makes a generator "
-                               "expression a list): write a for loop that assigns the item and breaks", self.locate)
+        if (
+            self.resolves_to(func, next)
+            and node.args
+            and isinstance(node.args[0], gast.GeneratorExp)
+        ):
+            raise refuse(
+                node,
+                "next() of a generator expression is not supported (ast_ad makes a generator "
+                "expression a list): write a for loop that assigns the item and breaks",
+                self.locate,
+            )
         if self.resolves_to(func, sorted) and len(node.args) == 1 \
                 and all(kw.arg in ("key", "reverse") for kw in node.keywords):
             return self.sorted_call(node, name, user)
         if (self.resolves_to(func, max) or self.resolves_to(func, min)) and len(node.args) == 1 \
                 and [kw.arg for kw in node.keywords] == ["key"]:
             return self.chosen_by_key(node, max if self.resolves_to(func, max) else min, name, user)
-        if self.resolves_to(func, list) and len(node.args) == 1 and isinstance(node.args[0], gast.Call) \
-                and self.resolves_to(node.args[0].func, map) and self.is_function(node.args[0].args[0]):
-            return self.expr(node.args[0], name, user)  # list(map(f, xs)): map is lowered to a list already
+        if (
+            self.resolves_to(func, list)
+            and len(node.args) == 1
+            and isinstance(node.args[0], gast.Call)
+            and self.resolves_to(node.args[0].func, map)
+            and self.is_function(node.args[0].args[0])
+        ):
+            # list(map(f, xs)): map is lowered to a list already
+            return self.expr(node.args[0], name, user)
         paired = self.value_and_gradient(node, name, user)
         if paired is not None:
             return paired
@@ -131,13 +167,18 @@ class CallLowering(ControlFlow, Objects):
         if isinstance(func, gast.Name) and func.id not in self.env and func.id not in self.locals \
                 and any(self.is_function(arg) for arg in node.args):
             fn = self.name(func)
-            if isinstance(fn, ir.Ref) and inspect.isfunction(fn.obj) and registry.lookup(fn.obj) is None \
-                    and not (fn.obj.__module__ or "").startswith("ast_ad."):
+            if (
+                isinstance(fn, ir.Ref)
+                and inspect.isfunction(fn.obj)
+                and registry.lookup(fn.obj) is None
+                and not (fn.obj.__module__ or "").startswith("ast_ad.")
+            ):
                 return self.inline(self.helper_tree(node, fn.obj), node, name, user)
         if isinstance(func, gast.Attribute):
             owner = self.static(func.value)
             if isinstance(owner, types.ModuleType) and not hasattr(owner, func.attr):
-                return self.expr(func, name, user)  # raises AttributeError if it runs, as Python would
+                # raises AttributeError if it runs, as Python would
+                return self.expr(func, name, user)
             receiver = self.expr(func.value)
             made_object = made_of(receiver)
             if made_object is not None:  # a method of an object made inside the function: inlined
@@ -151,51 +192,74 @@ class CallLowering(ControlFlow, Objects):
                 if isinstance(found, staticmethod) and inspect.isfunction(found.__func__):
                     return self.inline(self.method_tree(found.__func__, node), node, name, user)
             method = self.method_of(receiver, func.attr, node)
-            if method is not None:  # a method of the user's own class: a call of its function with self
+            # a method of the user's own class: a call of its function with self
+            if method is not None:
                 return self.call_function(node, ir.Ref(method, func.attr), (receiver,), name, user)
-            if not (isinstance(receiver, ir.Ref) and isinstance(receiver.obj, (types.ModuleType, type))):
+            if not (
+                isinstance(receiver, ir.Ref) and isinstance(receiver.obj, (types.ModuleType, type))
+            ):
                 return self.method(node, receiver, name, user)
-        if isinstance(func, gast.Name) and func.id in self.env and self.method_of(self.env[func.id], "__call__"):
+        if (
+            isinstance(func, gast.Name)
+            and func.id in self.env
+            and self.method_of(self.env[func.id], "__call__")
+        ):
             method = self.method_of(self.env[func.id], "__call__")
-            return self.call_function(node, ir.Ref(method, func.id), (self.env[func.id],), name, user)
+            return self.call_function(
+                node, ir.Ref(method, func.id), (self.env[func.id],), name, user
+            )
         fn = self.expr(func)
         if isinstance(fn, ir.Ref) and followable(fn.obj, self.fn):
-            return self.construct(fn.obj, node, name)  # an object of the user's class: its attributes followed
+            # an object of the user's class: its attributes followed
+            return self.construct(fn.obj, node, name)
         if not isinstance(fn, ir.Ref):
             raise refuse(node, "calling a value computed inside the function is not supported yet: "
                                "call a module-level function", self.locate)
         writer = self.writing_helper(fn.obj)
-        if writer is not None:  # a helper that changes its arguments: inlined, so that the caller's arrays
-            return self.inline_helper(writer, node, name, user, fn.obj)  # follow its writes (``aliasing``)
+        # a helper that changes its arguments: inlined, so that the caller's arrays
+        if writer is not None:
+            # follow its writes (``aliasing``)
+            return self.inline_helper(writer, node, name, user, fn.obj)
         out = next((kw for kw in node.keywords if kw.arg == "out"), None)
         if out is not None:
             return self.write_out(node, out, name, user)
         return self.call_function(node, fn, (), name, user)
 
-    def call_function(self, node: gast.Call, fn: ir.Ref, first: tuple[ir.Atom, ...], name: str | None,
-                      user: bool) -> ir.Atom:
+    def call_function(
+        self, node: gast.Call, fn: ir.Ref, first: tuple[ir.Atom, ...], name: str | None, user: bool
+    ) -> ir.Atom:
         """``fn(*first, *node's arguments)``, its arguments lowered, as one statement."""
         args = first + tuple(self.expr(arg) for arg in node.args)
         kwargs = tuple((kw.arg, self.expr(kw.value)) for kw in node.keywords)
+        if fn.obj is np.array and any(k == "copy" and v != ir.Const(True) for k, v in kwargs):
+            fn = ir.Ref(runtime.array_view, "array_view")  # may give ``x`` itself: a view of it
         args, kwargs, moved = _positional(fn.obj, args, kwargs)
         self.check_arguments_followed(node, fn, args, kwargs)
-        if inspect.isfunction(fn.obj) and registry.lookup(fn.obj) is None \
-                and not (fn.obj.__module__ or "").startswith("ast_ad."):  # ast_ad's helpers change nothing
+        if (
+            inspect.isfunction(fn.obj)
+            and registry.lookup(fn.obj) is None
+            and not (fn.obj.__module__ or "").startswith("ast_ad.")
+        ):  # ast_ad's helpers change nothing
             copies = self.check_arguments_kept(node, fn, args, kwargs)
             args = tuple(copies.get(a, a) if isinstance(a, ir.Var) else a for a in args)
             kwargs = tuple((k, copies.get(a, a) if isinstance(a, ir.Var) else a) for k, a in kwargs)
         base = fn.hint.rsplit(".", 1)[-1]
         if (getattr(fn.obj, "__module__", None) or "").startswith("ast_ad."):
-            self.namer.reserved.add(base)  # a helper keeps its name: no local of this function hides it
-        hint = name or (f"{base}_{args[0].name}" if len(args) == 1 and isinstance(args[0], ir.Var) else base)
+            # a helper keeps its name: no local of this function hides it
+            self.namer.reserved.add(base)
+        hint = name or (
+            f"{base}_{args[0].name}" if len(args) == 1 and isinstance(args[0], ir.Var) else base
+        )
         result = self.bind(ir.Call(fn, args, kwargs, moved), hint, user)
         if isinstance(fn.obj, type) and fn.obj.__module__ not in ("builtins", "numpy") \
                 and not issubclass(fn.obj, (tuple, np.ndarray)):
-            self.instances[result.name] = fn.obj  # an object of the user's class: its methods are known
+            # an object of the user's class: its methods are known
+            self.instances[result.name] = fn.obj
         return result
 
     def static(self, node: gast.expr) -> Any:
-        """The object a name or a dotted path of modules names (``functools.partial``), or ``None``."""
+        """The object a name or a dotted path of modules names (``functools.partial``), or
+        ``None``."""
         if isinstance(node, gast.Name) and isinstance(self.env.get(node.id), ir.Ref):
             return self.env[node.id].obj  # type: ignore[union-attr]  # (a name the lowering bound to an object)
         if isinstance(node, gast.Name) and node.id not in self.env and node.id not in self.locals \
@@ -212,78 +276,133 @@ class CallLowering(ControlFlow, Objects):
         return None
 
     def method_of(self, receiver: ir.Atom, attr: str, node: gast.AST | None = None) -> Any:
-        """The plain function behind ``receiver.attr(...)`` for an object of the user's own class, or ``None``.
+        """The plain function behind ``receiver.attr(...)`` for an object of the user's own class,
+        or ``None``.
 
-        ``attr`` is looked up as Python looks it up: an attribute of the object itself (``obj.step = f``)
-        stands in front of the class's method, and so may one that the class's own code stores, or a class
-        that takes attribute lookup over (``__getattribute__``). There (``node``, the call) it is refused."""
+        ``attr`` is looked up as Python looks it up: an attribute of the object itself (``obj.step =
+        f``) stands in front of the class's method, and so may one that the class's own code stores,
+        or a class that takes attribute lookup over (``__getattribute__``). There (``node``, the
+        call) it is refused."""
         cls = type(receiver.obj) if isinstance(receiver, ir.Ref) else \
             self.instances.get(receiver.name) if isinstance(receiver, ir.Var) else None
-        if cls is None or cls.__module__ in ("builtins", "numpy") or cls.__module__.startswith("ast_ad.") \
-                or isinstance(receiver, ir.Ref) and (isinstance(receiver.obj, (types.ModuleType, type, np.ndarray,
-                                                                               float, int))
-                                                     or registry.lookup(receiver.obj) is not None):
-            return None  # (an object ast_ad made, ``d = ast_ad.grad(g)``, is called as the primitive it is)
+        if (
+            cls is None
+            or cls.__module__ in ("builtins", "numpy")
+            or cls.__module__.startswith("ast_ad.")
+            or isinstance(receiver, ir.Ref)
+            and (
+                isinstance(receiver.obj, (types.ModuleType, type, np.ndarray, float, int))
+                or registry.lookup(receiver.obj) is not None
+            )
+        ):
+            # (an object ast_ad made, ``d = ast_ad.grad(g)``, is called as the primitive it is)
+            return None
         method = inspect.getattr_static(cls, attr, None)
         if not inspect.isfunction(method):
             return None
         if node is not None and attr != "__call__" and _may_hide(cls, attr, receiver):
-            raise refuse(node, f"{attr} may be an attribute of the object itself, which Python calls instead of "
-                               f"the method of {cls.__name__}: ast_ad calls methods of classes only; call the "
-                               "function the attribute holds by its own name", self.locate)
+            raise refuse(
+                node,
+                f"{attr} may be an attribute of the object itself, which Python calls instead of "
+                f"the method of {cls.__name__}: ast_ad calls methods of classes only; call the "
+                "function the attribute holds by its own name",
+                self.locate,
+            )
         return method
 
-    def write_out(self, node: gast.Call, out: gast.keyword, name: str | None, user: bool) -> ir.Atom:
+    def write_out(
+        self, node: gast.Call, out: gast.keyword, name: str | None, user: bool
+    ) -> ir.Atom:
         """``f(x, out=y)`` writes ``f(x)`` into ``y`` and returns ``y``: it is ``y[...] = f(x)``."""
         target = out.value
-        if not (isinstance(target, gast.Name) and target.id in self.env and target.id in self.locals):
-            raise refuse(node, "out= is supported with a local array only (f(x, out=y)): or write y = f(x)",
-                         self.locate)
-        plain = gast.copy_location(gast.Call(func=node.func, args=node.args,
-                                             keywords=[kw for kw in node.keywords if kw is not out]), node)
-        store = gast.Subscript(value=gast.Name(id=target.id, ctx=gast.Store(), annotation=None, type_comment=None),
-                               slice=gast.Constant(value=Ellipsis, kind=None), ctx=gast.Store())
+        if not (
+            isinstance(target, gast.Name) and target.id in self.env and target.id in self.locals
+        ):
+            raise refuse(
+                node,
+                "out= is supported with a local array only (f(x, out=y)): or write y = f(x)",
+                self.locate,
+            )
+        plain = gast.copy_location(
+            gast.Call(
+                func=node.func,
+                args=node.args,
+                keywords=[kw for kw in node.keywords if kw is not out],
+            ),
+            node,
+        )
+        store = gast.Subscript(
+            value=gast.Name(id=target.id, ctx=gast.Store(), annotation=None, type_comment=None),
+            slice=gast.Constant(value=Ellipsis, kind=None),
+            ctx=gast.Store(),
+        )
         self.assign(gast.copy_location(store, target), plain)
         return self.expr(target, name, user)
 
     def check_arguments_followed(self, node: gast.Call, fn: ir.Ref, args: tuple[Any, ...],
                                  kwargs: tuple[Any, ...]) -> None:
-        """Refuse a call of a primitive with an argument whose meaning its rules do not follow (``where=``, an
-        integer ``dtype=``, ``order='F'``...: ``registry.keyword_hazard``), by position or by keyword."""
+        """Refuse a call of a primitive with an argument whose meaning its rules do not follow
+        (``where=``, an integer ``dtype=``, ``order='F'``...: ``registry.keyword_hazard``), by
+        position or by keyword."""
         rule = registry.lookup(fn.obj)
-        if rule is None or rule.nondiff or not rule.origin.startswith("ast_ad.") or not (kwargs or len(args) > 1):
+        if (
+            rule is None
+            or rule.nondiff
+            or not rule.origin.startswith("ast_ad.")
+            or not (kwargs or len(args) > 1)
+        ):
             return  # a user's own rule follows what its author says it follows
         signature = _signature(fn.obj)
         try:
-            bound = signature.bind_partial(*args, **dict(kwargs)).arguments if signature is not None else None
+            bound = (
+                signature.bind_partial(*args, **dict(kwargs)).arguments
+                if signature is not None
+                else None
+            )
         except TypeError:
             bound = None
         if signature is None or bound is None:  # a ufunc, a builtin: its keywords by name
             bound, variadic = dict(kwargs), set()
         else:
-            variadic = {p.name for p in signature.parameters.values() if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+            variadic = {
+                p.name
+                for p in signature.parameters.values()
+                if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            }
         for key, atom in bound.items():
             if key in variadic:
                 continue
-            value = atom.value if isinstance(atom, ir.Const) else atom.obj if isinstance(atom, ir.Ref) \
+            value = (
+                atom.value
+                if isinstance(atom, ir.Const)
+                else atom.obj
+                if isinstance(atom, ir.Ref)
                 else registry.UNKNOWN_VALUE
+            )
             reason = registry.keyword_hazard(fn.obj, key, value)
             if reason is not None:
                 raise refuse(node, f"{fn.hint}: {reason}", self.locate)
-        for key, _ in kwargs:  # a keyword that no rule of ast_ad's names would be taken to change nothing
+        # a keyword that no rule of ast_ad's names would be taken to change nothing
+        for key, _ in kwargs:
             if key not in registry.rule_keywords(rule) and key not in registry.FOLLOWED_KEYWORDS:
-                raise refuse(node, f"{fn.hint}: its rules do not read {key}=, so they cannot follow what it "
-                                   "changes; compute the same without it, or pass the argument by position "
-                                   "where its rule names it", self.locate)
+                raise refuse(
+                    node,
+                    f"{fn.hint}: its rules do not read {key}=, so they cannot follow what it "
+                    "changes; compute the same without it, or pass the argument by position "
+                    "where its rule names it",
+                    self.locate,
+                )
 
     def check_arguments_kept(self, node: gast.Call, fn: ir.Ref, args: tuple[Any, ...],
                              kwargs: tuple[Any, ...]) -> dict[ir.Var, ir.Var]:
-        """Refuse, at run time, an array or list passed to a user function that changes that parameter in place.
+        """Refuse, at run time, an array or list passed to a user function that changes that
+        parameter in place.
 
-        Python's caller would see the change; ast_ad's gradient computes it as a new value. Where nothing reads
-        the argument's object after the call but through other names (``x = damp(x)``), which are checked, the
-        function is given a copy (the generated code may run it as written, which would change the caller's
-        array, or one the backward pass reads): the copies to pass, by argument.
+        Python's caller would see the change; ast_ad's gradient computes it as a new value. Where
+        nothing reads the argument's object after the call but through other names (``x =
+        damp(x)``), which are checked, the function is given a copy (the generated code may run it
+        as written, which would change the caller's array, or one the backward pass reads): the
+        copies to pass, by argument.
         """
         copies: dict[ir.Var, ir.Var] = {}
         unread = ""
@@ -292,9 +411,14 @@ class CallLowering(ControlFlow, Objects):
         except (LocatedError, UnsupportedSyntaxError, SourceUnavailableError) as exc:
             if not is_library(fn.obj):
                 raise
-            # an installed library's function whose source is outside ast_ad's language (scipy's raises):
-            # run as written where its arguments are numbers; where it is differentiated, the modes say so
-            writes = frozenset(inspect.signature(fn.obj).parameters) if _signature(fn.obj) else frozenset()
+            # an installed library's function whose source is outside ast_ad's language (scipy's
+            # raises): run as written where its arguments are numbers; where it is differentiated,
+            # the modes say so
+            writes = (
+                frozenset(inspect.signature(fn.obj).parameters)
+                if _signature(fn.obj)
+                else frozenset()
+            )
             unread = f" (ast_ad cannot read its source to tell: {exc.args[0] if exc.args else exc})"
         if not writes:
             return copies
@@ -304,27 +428,42 @@ class CallLowering(ControlFlow, Objects):
             return copies  # Python raises its own error when the call runs
         where = self.line.where()
         for param, atom in bound.arguments.items():
-            if param in writes and isinstance(atom, ir.Var) and not unread and self.dead_after(atom):
-                # ``x = damp(x)``: nothing reads the changed object after the call but through another name,
-                # which the memory model checks, as at any write in place (the callee's value is the new one)
+            if (
+                param in writes
+                and isinstance(atom, ir.Var)
+                and not unread
+                and self.dead_after(atom)
+            ):
+                # ``x = damp(x)``: nothing reads the changed object after the call but through
+                # another name, which the memory model checks, as at any write in place (the
+                # callee's value is the new one)
                 users = [name for name, held in self.env.items() if held == atom]
                 self.guard_object(atom, users[0] if users else "")
                 if atom not in copies:
-                    copies[atom] = self.bind(ir.Call(ir.Ref(runtime.detached, "detached"), (atom,)), "copied")
+                    copies[atom] = self.bind(
+                        ir.Call(ir.Ref(runtime.detached, "detached"), (atom,)), "copied"
+                    )
             elif param in writes and isinstance(atom, ir.Var):
-                message = ir.Const(f"{where}: {fn.hint} may change its argument {param!r} in place{unread}; "
-                                   "pass it a copy" if unread else
-                                   f"{where}: {fn.hint} changes its argument {param!r} in place (Python's caller "
-                                   "would see the change); return the new value instead, or pass a copy")
-                self.bind(ir.Call(ir.Ref(runtime.check_kept, "check_kept"), (atom, message)), "checked")
+                message = ir.Const(
+                    f"{where}: {fn.hint} may change its argument {param!r} in place{unread}; "
+                    "pass it a copy"
+                    if unread
+                    else f"{where}: {fn.hint} changes its argument {param!r} in place (Python's "
+                         "caller "
+                    "would see the change); return the new value instead, or pass a copy"
+                )
+                self.bind(
+                    ir.Call(ir.Ref(runtime.check_kept, "check_kept"), (atom, message)), "checked"
+                )
         return copies
 
     def writing_helper(self, fn: Any) -> gast.FunctionDef | None:
-        """The tree of ``fn``, to inline, where it is a function of the user's (no closure, not ast_ad's, no
-        rule) that changes a parameter in place (``a[0] = v``, ``a *= s``): inlined, its writes are the
-        caller's, which the memory model follows; it may return nothing (``fill(y)``). A function of another
-        module is inlined where every global it reads is the very object the caller's module has under that
-        name (``np``, ``math``...): its body then means here what it means there."""
+        """The tree of ``fn``, to inline, where it is a function of the user's (no closure, not
+        ast_ad's, no rule) that changes a parameter in place (``a[0] = v``, ``a *= s``): inlined,
+        its writes are the caller's, which the memory model follows; it may return nothing
+        (``fill(y)``). A function of another module is inlined where every global it reads is the
+        very object the caller's module has under that name (``np``, ``math``...): its body then
+        means here what it means there."""
         if not (inspect.isfunction(fn) and registry.lookup(fn) is None and not fn.__closure__
                 and fn is not self.fn and not (fn.__module__ or "").startswith("ast_ad.")) \
                 or fn.__name__ in self.inlining:
@@ -334,21 +473,31 @@ class CallLowering(ControlFlow, Objects):
             if tree is None or not written_parameters(tree):
                 return None
             return _ending_in_return(tree)
-        tree = self.helper_tree(gast.Call(func=gast.Name(id=fn.__name__, ctx=gast.Load(), annotation=None,
-                                                         type_comment=None), args=[], keywords=[]), fn)
+        tree = self.helper_tree(
+            gast.Call(
+                func=gast.Name(id=fn.__name__, ctx=gast.Load(), annotation=None, type_comment=None),
+                args=[],
+                keywords=[],
+            ),
+            fn,
+        )
         if not written_parameters(tree):
             return None
         return _ending_in_return(tree)
 
     def foreign_tree(self, fn: Any) -> gast.FunctionDef | None:
-        """The tree of ``fn``, a function of another module, where each global name it reads is the caller's
-        module's very object (or a builtin neither shadows); ``None`` otherwise, or where it has no source."""
+        """The tree of ``fn``, a function of another module, where each global name it reads is the
+        caller's module's very object (or a builtin neither shadows); ``None`` otherwise, or where
+        it has no source."""
         try:
             source = parse(fn)
         except ASTADError:
             return None
-        own = {n.id for n in gast.walk(source.tree) if isinstance(n, gast.Name)
-               and isinstance(n.ctx, (gast.Store, gast.Param))} | {a.id for a in source.tree.args.args}
+        own = {
+            n.id
+            for n in gast.walk(source.tree)
+            if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Param))
+        } | {a.id for a in source.tree.args.args}
         for n in gast.walk(source.tree):
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id not in own:
                 theirs = fn.__globals__.get(n.id, _ABSENT)
@@ -360,8 +509,8 @@ class CallLowering(ControlFlow, Objects):
 
     def inline_helper(self, tree: gast.FunctionDef, node: gast.Call, name: str | None, user: bool,
                       fn: Any) -> ir.Atom:
-        """``inline`` a helper that changes its arguments; one of another file is lowered at its own lines (its
-        comments and errors name them)."""
+        """``inline`` a helper that changes its arguments; one of another file is lowered at its own
+        lines (its comments and errors name them)."""
         self.inlined.append(fn)
         source = self.foreign_sources.get(id(tree))
         if source is None:
@@ -374,12 +523,16 @@ class CallLowering(ControlFlow, Objects):
             self.source = outer
 
     def dead_after(self, atom: ir.Var) -> bool:
-        """Whether no variable that holds ``atom`` is read after the statement being lowered, but as the name it
-        binds again (``x = damp(x)``): its object, changed in place, is then seen through other names only."""
+        """Whether no variable that holds ``atom`` is read after the statement being lowered, but as
+        the name it binds again (``x = damp(x)``): its object, changed in place, is then seen
+        through other names only."""
         if self.live is None:
             return False
-        return all(name not in self.live or name in self.rebinding for name, held in self.env.items()
-                   if held == atom)
+        return all(
+            name not in self.live or name in self.rebinding
+            for name, held in self.env.items()
+            if held == atom
+        )
 
     def method(self, node: gast.Call, receiver: ir.Atom, name: str | None, user: bool) -> ir.Atom:
         """``x.sum(axis=0)`` on an array value is ``np.sum(x, axis=0)``."""
@@ -389,15 +542,19 @@ class CallLowering(ControlFlow, Objects):
         fn_obj = registry.method(attr)
         if fn_obj is None:
             twin = getattr(np, attr, None)
-            hint = f"call the numpy function, np.{attr}(x, ...), instead" if callable(twin) and \
-                registry.lookup(twin) is not None and not attr.startswith("_") else \
-                "ast_ad knows the methods of numpy arrays and of your own classes; compute it with a function"
+            hint = (
+                f"call the numpy function, np.{attr}(x, ...), instead"
+                if callable(twin) and registry.lookup(twin) is not None and not attr.startswith("_")
+                else "ast_ad knows the methods of numpy arrays and of your own classes; compute it "
+                     "with a function"
+            )
             raise refuse(node, f"the method .{attr}() is not supported: {hint}", self.locate)
         args = tuple(self.expr(arg) for arg in node.args)
         if attr in VARARG_METHODS and len(args) > 1:
             args = (self.bind(ir.Pack(args), "shape"),)
         kwargs = tuple((kw.arg, self.expr(kw.value)) for kw in node.keywords)
-        if attr == "astype" and ("copy", ir.Const(False)) in kwargs:  # may give the array itself: a view
+        # may give the array itself: a view
+        if attr == "astype" and ("copy", ir.Const(False)) in kwargs:
             fn_obj, kwargs = runtime.astype_view, tuple(kw for kw in kwargs if kw[0] != "copy")
         fn = ir.Ref(fn_obj, attr if attr == "astype" else f"np.{fn_obj.__name__}")
         self.check_arguments_followed(node, fn, (receiver,) + args, kwargs)
@@ -405,41 +562,62 @@ class CallLowering(ControlFlow, Objects):
         return self.bind(ir.Call(fn, (receiver,) + args, kwargs), hint, user)
 
     def expr_Attribute(self, node: gast.Attribute, name: str | None, user: bool) -> ir.Atom:
-        node = gast.copy_location(gast.Attribute(value=node.value, attr=self.mangled(node.attr), ctx=node.ctx), node)
+        node = gast.copy_location(
+            gast.Attribute(value=node.value, attr=self.mangled(node.attr), ctx=node.ctx), node
+        )
         base = self.expr(node.value)
         made = made_of(base)
         if made is not None:
             return self.attribute(made, node, name, user)
         if isinstance(base, ir.Ref) and isinstance(base.obj, (types.ModuleType, type, np.ufunc)):
-            if not hasattr(base.obj, node.attr):  # ``if hasattr(np, ...)`` guards it: fail only if it runs
-                call = ir.Call(ir.Ref(runtime.absent, "absent"), (ir.Const(base.hint), ir.Const(node.attr)))
+            # ``if hasattr(np, ...)`` guards it: fail only if it runs
+            if not hasattr(base.obj, node.attr):
+                call = ir.Call(
+                    ir.Ref(runtime.absent, "absent"), (ir.Const(base.hint), ir.Const(node.attr))
+                )
                 return self.bind(call, name or node.attr, user)
             value = getattr(base.obj, node.attr)
             if isinstance(value, (int, float, bool, type(None))):  # np.pi, np.newaxis: constants
                 return ir.Const(value)
-            return self.refuse_complex(node, ir.Ref(value, f"{base.hint}.{node.attr}", base.origin, base.root))
+            return self.refuse_complex(
+                node, ir.Ref(value, f"{base.hint}.{node.attr}", base.origin, base.root)
+            )
         if node.attr in ATTRIBUTE_PRIMITIVES:
             fn = ATTRIBUTE_PRIMITIVES[node.attr]
             hint = name or (f"{base.name}_{node.attr}" if isinstance(base, ir.Var) else node.attr)
-            return self.bind(ir.Call(ir.Ref(fn, f"np.{fn.__name__}"), (base,), attribute=node.attr), hint, user)
+            return self.bind(
+                ir.Call(ir.Ref(fn, f"np.{fn.__name__}"), (base,), attribute=node.attr), hint, user
+            )
         hint = name or (f"{base.name}_{node.attr}" if isinstance(base, ir.Var) else node.attr)
         if node.attr == "flat":
-            raise refuse(node, "x.flat is not supported: index x.ravel() instead (x.ravel()[i])", self.locate)
+            raise refuse(
+                node, "x.flat is not supported: index x.ravel() instead (x.ravel()[i])", self.locate
+            )
         if node.attr in NONDIFF_ATTRIBUTES or not isinstance(base, ir.Var):
             return self.bind(ir.Attr(base, node.attr), hint, user)
-        return self.bind(ir.Call(ir.Ref(runtime.field, "field"), (base, ir.Const(node.attr))), hint, user)
+        return self.bind(
+            ir.Call(ir.Ref(runtime.field, "field"), (base, ir.Const(node.attr))), hint, user
+        )
 
     def mangled(self, attr: str) -> str:
-        """``self.__k`` in a method of class ``C`` reads ``_C__k``, as Python's compiler mangles it."""
+        """``self.__k`` in a method of class ``C`` reads ``_C__k``, as Python's compiler mangles
+        it."""
         parts = self.fn.__qualname__.split(".")
-        if not attr.startswith("__") or attr.endswith("__") or len(parts) < 2 or parts[-2] == "<locals>":
+        if (
+            not attr.startswith("__")
+            or attr.endswith("__")
+            or len(parts) < 2
+            or parts[-2] == "<locals>"
+        ):
             return attr
         return f"_{parts[-2].lstrip('_')}{attr}"
 
 
-def _positional(fn: Any, args: tuple[ir.Atom, ...], kwargs: tuple[tuple[str, ir.Atom], ...]) -> tuple[Any, ...]:
-    """A primitive's keyword arguments that may carry a gradient, moved to their positions, and how each moved
-    argument was written (``ir.Call.moved``).
+def _positional(
+    fn: Any, args: tuple[ir.Atom, ...], kwargs: tuple[tuple[str, ir.Atom], ...]
+) -> tuple[Any, ...]:
+    """A primitive's keyword arguments that may carry a gradient, moved to their positions, and how
+    each moved argument was written (``ir.Call.moved``).
 
     Rules are written per positional argument, so ``np.average(x, weights=w)`` becomes
     ``np.average(x, None, w)``, the gap filled with the parameter's literal default.
@@ -472,7 +650,8 @@ def _positional(fn: Any, args: tuple[ir.Atom, ...], kwargs: tuple[tuple[str, ir.
 
 @functools.cache
 def _signature(fn: Any) -> inspect.Signature | None:
-    """``fn``'s signature, read once (a call's arguments are bound to it by name), or ``None`` where it has none."""
+    """``fn``'s signature, read once (a call's arguments are bound to it by name), or ``None`` where
+    it has none."""
     try:
         return inspect.signature(fn)
     except (TypeError, ValueError):
@@ -480,9 +659,9 @@ def _signature(fn: Any) -> inspect.Signature | None:
 
 
 def _may_hide(cls: type, attr: str, receiver: ir.Atom) -> bool:
-    """Whether something may stand in front of the method ``attr`` of ``cls`` when it is read from the
-    receiver: its own attribute of that name, one that the class's code stores (``self.attr = ...``), or a
-    ``__getattribute__`` of the class's own."""
+    """Whether something may stand in front of the method ``attr`` of ``cls`` when it is read from
+    the receiver: its own attribute of that name, one that the class's code stores (``self.attr =
+    ...``), or a ``__getattribute__`` of the class's own."""
     if isinstance(receiver, ir.Ref) and attr in (getattr(receiver.obj, "__dict__", None) or {}):
         return True
     if inspect.getattr_static(cls, "__getattribute__") is not object.__getattribute__:

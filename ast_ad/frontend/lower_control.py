@@ -1,6 +1,7 @@
-"""Lowering control flow: ``if``, ``while`` and ``for`` (over ranges, sequences, ``enumerate``, ``zip``,
-``reversed``), branch conditions, and the expressions and statements kept as written (a ``while`` test, a
-``print``). A base class of ``normalize.Lowerer``, which lowers the statements and expressions inside.
+"""Lowering control flow: ``if``, ``while`` and ``for`` (over ranges, sequences, ``enumerate``,
+``zip``, ``reversed``), branch conditions, and the expressions and statements kept as written (a
+``while`` test, a ``print``). A base class of ``normalize.Lowerer``, which lowers the statements and
+expressions inside.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
 from ast_ad.ir.naming import identifier
 
-ITERATORS = (zip, map, filter, enumerate, reversed, iter)  # builtins whose result a loop cannot index
+# builtins whose result a loop cannot index
+ITERATORS = (zip, map, filter, enumerate, reversed, iter)
 
 
 class ControlFlow(Nesting):
@@ -88,11 +90,19 @@ class ControlFlow(Nesting):
             self.loop_rebinds.pop()
 
     def unrolled(self, node: gast.For, functions: list[Any]) -> None:
-        """``for g in fs: ...`` over a list of functions: the body once for each, ``g`` standing for it."""
-        if not isinstance(node.target, gast.Name) or node.orelse \
-                or any(isinstance(n, (gast.Break, gast.Continue, gast.Return)) for n in gast.walk(node)):
-            raise refuse(node, "a loop over a list of functions is supported with one name for the function and "
-                               "no break, continue or else", self.locate)
+        """``for g in fs: ...`` over a list of functions: the body once for each, ``g`` standing for
+        it."""
+        if (
+            not isinstance(node.target, gast.Name)
+            or node.orelse
+            or any(isinstance(n, (gast.Break, gast.Continue, gast.Return)) for n in gast.walk(node))
+        ):
+            raise refuse(
+                node,
+                "a loop over a list of functions is supported with one name for the function and "
+                "no break, continue or else",
+                self.locate,
+            )
         for fn in functions:
             self.local_functions[node.target.id] = fn
             self.env.pop(node.target.id, None)
@@ -105,7 +115,9 @@ class ControlFlow(Nesting):
         counted = self.range_call(node.iter)
         if counted is not None and isinstance(node.target, gast.Name):
             self.prepare(node)
-            self.body.append(ir.For(self.local(node.target.id).name, counted, self.block(node.body), line))
+            self.body.append(
+                ir.For(self.local(node.target.id).name, counted, self.block(node.body), line)
+            )
             return
         length, pattern = self.iteration(node.iter, node.target)
         index = self.namer.fresh("k")
@@ -116,9 +128,16 @@ class ControlFlow(Nesting):
         try:
             for target, seq, backwards in pattern:
                 self.line = line
-                item = ir.Var(index) if seq is None else self.bind(
-                    ir.Call(self.operator(operator.getitem), (seq, self.position(backwards, index))),
-                    f"{_atom_name(seq)}_item")
+                item = (
+                    ir.Var(index)
+                    if seq is None
+                    else self.bind(
+                        ir.Call(
+                            self.operator(operator.getitem), (seq, self.position(backwards, index))
+                        ),
+                        f"{_atom_name(seq)}_item",
+                    )
+                )
                 self.bind_target(target, item)
             for stmt in node.body:
                 self.line = self.line_of(stmt)
@@ -135,34 +154,59 @@ class ControlFlow(Nesting):
         return None
 
     def iteration(self, node: gast.expr, target: gast.expr) -> tuple[ir.Atom, list[Any]]:
-        """``for target in node`` over sequences: the trip count, and (target, sequence, reversed) triples.
+        """``for target in node`` over sequences: the trip count, and (target, sequence, reversed)
+        triples.
 
-        ``enumerate``, ``zip`` and ``reversed`` are unfolded, so ``for i, (a, b) in enumerate(zip(xs, ys))``
-        indexes ``xs`` and ``ys`` with the loop counter itself.
+        ``enumerate``, ``zip`` and ``reversed`` are unfolded, so ``for i, (a, b) in
+        enumerate(zip(xs, ys))`` indexes ``xs`` and ``ys`` with the loop counter itself.
         """
         call = node if isinstance(node, gast.Call) else None
         if call and self.resolves_to(call.func, enumerate) and len(call.args) == 1 \
                 and isinstance(target, gast.Tuple) and len(target.elts) == 2:
             length, pattern = self.iteration(call.args[0], target.elts[1])
             return length, [(target.elts[0], None, False)] + pattern
-        strict = [kw.value.value for kw in getattr(call, "keywords", [])
-                  if kw.arg == "strict" and isinstance(kw.value, gast.Constant) and kw.value.value in (True, False)]
-        if call and self.resolves_to(call.func, zip) and call.args and len(strict) == len(call.keywords) \
-                and isinstance(target, gast.Tuple) and len(target.elts) == len(call.args):
+        strict = [
+            kw.value.value
+            for kw in getattr(call, "keywords", [])
+            if kw.arg == "strict"
+            and isinstance(kw.value, gast.Constant)
+            and kw.value.value in (True, False)
+        ]
+        if (
+            call
+            and self.resolves_to(call.func, zip)
+            and call.args
+            and len(strict) == len(call.keywords)
+            and isinstance(target, gast.Tuple)
+            and len(target.elts) == len(call.args)
+        ):
             parts = [self.iteration(arg, t) for arg, t in zip(call.args, target.elts, strict=True)]
             lengths = tuple(length for length, _ in parts)
-            if strict and strict[0]:  # zip(..., strict=True): Python's ValueError where the lengths differ
+            # zip(..., strict=True): Python's ValueError where the lengths differ
+            if strict and strict[0]:
                 length = self.bind(ir.Call(ir.Ref(runtime.zip_length, "zip_length"), lengths), "n")
             else:
-                length = lengths[0] if len(lengths) == 1 else self.bind(ir.Call(ir.Ref(min, "min"), lengths), "n")
+                length = (
+                    lengths[0]
+                    if len(lengths) == 1
+                    else self.bind(ir.Call(ir.Ref(min, "min"), lengths), "n")
+                )
             return length, [item for _, pattern in parts for item in pattern]
-        backwards = call is not None and self.resolves_to(call.func, reversed) and len(call.args) == 1
+        backwards = (
+            call is not None and self.resolves_to(call.func, reversed) and len(call.args) == 1
+        )
         held = ""
-        mapped = call is not None and self.resolves_to(call.func, map) and len(call.args) >= 2 \
-            and self.is_function(call.args[0]) and not call.keywords  # lowered to a list already (``mapped``)
+        mapped = (
+            call is not None
+            and self.resolves_to(call.func, map)
+            and len(call.args) >= 2
+            and self.is_function(call.args[0])
+            and not call.keywords
+        )  # lowered to a list already (``mapped``)
         if call is not None and not backwards and not mapped \
                 and any(self.resolves_to(call.func, it) for it in ITERATORS):
-            # an iterator has no length and cannot be indexed: its items, as a list, are what the loop reads
+            # an iterator has no length and cannot be indexed: its items, as a list, are what the
+            # loop reads
             held = self.hidden("list")
             self.env[held] = ir.Ref(list, "list")
             node = gast.copy_location(gast.Call(func=_load(held), args=[node], keywords=[]), node)
@@ -174,7 +218,9 @@ class ControlFlow(Nesting):
     def position(self, backwards: bool, index: str) -> ir.Atom:
         if not backwards:
             return ir.Var(index)
-        return self.bind(ir.Call(self.operator(operator.sub), (ir.Const(-1), ir.Var(index))), "back")
+        return self.bind(
+            ir.Call(self.operator(operator.sub), (ir.Const(-1), ir.Var(index))), "back"
+        )
 
     def resolves_to(self, node: gast.expr, obj: Any) -> bool:
         return isinstance(node, gast.Name) and self.static(node) is obj
@@ -187,16 +233,22 @@ class ControlFlow(Nesting):
                 and self.owner.get(atom.name) not in self.changing
             if steady:
                 return atom
-            # a variable that may change, inside the branch or later: the reverse pass needs the decision itself
+            # a variable that may change, inside the branch or later: the reverse pass needs the
+            # decision itself
             return self.bind(atom, "cond")
-        # The decision is kept as a bool: the reverse pass reads it again without asking the value a second
-        # time (a dask array would compute again), and Python converts it once, as it does itself.
-        if self.static(gast.Name(id="bool", ctx=gast.Load(), annotation=None, type_comment=None)) is builtins.bool:
+        # The decision is kept as a bool: the reverse pass reads it again without asking the value a
+        # second time (a dask array would compute again), and Python converts it once, as it does
+        # itself.
+        if (
+            self.static(gast.Name(id="bool", ctx=gast.Load(), annotation=None, type_comment=None))
+            is builtins.bool
+        ):
             node = _decision(node)
         return self.bind(self.raw(node), "cond")
 
     def raw(self, node: gast.expr) -> ir.Raw:
-        """``node`` kept as written, its names rewritten (see ``effect``); it carries no gradient."""
+        """``node`` kept as written, its names rewritten (see ``effect``); it carries no
+        gradient."""
         refs: list[ir.Ref] = []
         renamed = _rename_loads(syntax.clone(node), lambda name: self.rename(name, refs))
         return ir.Raw(renamed, tuple(refs))
@@ -206,20 +258,26 @@ class ControlFlow(Nesting):
         if isinstance(atom, ir.Var):
             return gast.Name(id=atom.name, ctx=gast.Load(), annotation=None, type_comment=None)
         refs.append(atom if isinstance(atom, ir.Ref) else ir.Ref(atom.value, "const"))
-        return gast.Name(id=f"§{len(refs) - 1}", ctx=gast.Load(), annotation=None, type_comment=None)
+        return gast.Name(
+            id=f"§{len(refs) - 1}", ctx=gast.Load(), annotation=None, type_comment=None
+        )
 
     def effect(self, node: gast.stmt) -> None:
-        """Keep ``node`` as it is, its names rewritten: locals to their SSA names, the rest to refs."""
+        """Keep ``node`` as it is, its names rewritten: locals to their SSA names, the rest to
+        refs."""
         refs: list[ir.Ref] = []
         renamed = _rename_loads(syntax.clone(node), lambda name: self.rename(name, refs))
         self.body.append(ir.Effect(renamed, tuple(refs), self.line))
 
 
 def _decision(node: gast.expr) -> gast.expr:
-    """``node`` as a test that gives a bool and asks each value for its truth once, as ``if node:`` does:
-    ``bool(a) and bool(b)`` for ``a and b`` (``bool(a and b)`` would ask ``a`` twice when it is false)."""
+    """``node`` as a test that gives a bool and asks each value for its truth once, as ``if node:``
+    does: ``bool(a) and bool(b)`` for ``a and b`` (``bool(a and b)`` would ask ``a`` twice when it
+    is false)."""
     if isinstance(node, gast.BoolOp):
-        return gast.copy_location(gast.BoolOp(op=node.op, values=[_decision(v) for v in node.values]), node)
+        return gast.copy_location(
+            gast.BoolOp(op=node.op, values=[_decision(v) for v in node.values]), node
+        )
     if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
         return node
     truth = gast.Name(id="bool", ctx=gast.Load(), annotation=None, type_comment=None)
@@ -227,17 +285,24 @@ def _decision(node: gast.expr) -> gast.expr:
 
 
 def _rename_loads(node: gast.AST, rename: Any) -> gast.AST:
-    """``node`` with the function's names it reads renamed; a comprehension's or a lambda's own names are
-    theirs (``[v > 0 for v in x]`` reads no ``v`` of the function's) and stay as written."""
+    """``node`` with the function's names it reads renamed; a comprehension's or a lambda's own
+    names are theirs (``[v > 0 for v in x]`` reads no ``v`` of the function's) and stay as
+    written."""
     own = ir.own_loads(node)
-    renamed: gast.AST = syntax.substituted(node, lambda name: gast.copy_location(rename(name), name)
-                                           if isinstance(name.ctx, gast.Load) and id(name) not in own else None)
+    renamed: gast.AST = syntax.substituted(
+        node,
+        lambda name: (
+            gast.copy_location(rename(name), name)
+            if isinstance(name.ctx, gast.Load) and id(name) not in own
+            else None
+        ),
+    )
     return renamed
 
 
 def bindings(node: gast.AST) -> tuple[set[str], set[str]]:
-    """The names ``node`` binds (assigns, writes an item of, takes as a parameter), and those it appends to
-    (``xs.append(v)``, ``xs.extend(...)``): one walk."""
+    """The names ``node`` binds (assigns, writes an item of, takes as a parameter), and those it
+    appends to (``xs.append(v)``, ``xs.extend(...)``): one walk."""
     stored: set[str] = set()
     appended: set[str] = set()
     for n in syntax.walk(node):
@@ -251,8 +316,12 @@ def bindings(node: gast.AST) -> tuple[set[str], set[str]]:
                 root = root.value
             if type(n.ctx) is gast.Store and type(root) is gast.Name:
                 stored.add(root.id)
-        elif kind is gast.Call and type(n.func) is gast.Attribute and n.func.attr in ("append", "extend") \
-                and type(n.func.value) is gast.Name:
+        elif (
+            kind is gast.Call
+            and type(n.func) is gast.Attribute
+            and n.func.attr in ("append", "extend")
+            and type(n.func.value) is gast.Name
+        ):
             appended.add(n.func.value.id)
     return stored, appended
 
@@ -262,7 +331,8 @@ def _atom_name(atom: ir.Atom) -> str:
 
 
 def written_parameters(tree: gast.FunctionDef) -> list[str]:
-    """The parameters of a def that its body may change in place (``a[0] = v``, ``a *= s``, ``a.sort()``)."""
+    """The parameters of a def that its body may change in place (``a[0] = v``, ``a *= s``,
+    ``a.sort()``)."""
     params = {a.id for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs}
     return [p for p in dict.fromkeys(written_in_place(tree)) if p in params]
 
@@ -272,14 +342,23 @@ def written_in_place(node: gast.stmt) -> list[str]:
     (``y += d``), or passed to a call made for its effect (``y.sort()``, ``np.add.at(y, i, v)``)."""
     names: list[str] = []
     for n in gast.walk(node):
-        if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) and isinstance(_item_root(n), gast.Name):
+        if (
+            isinstance(n, gast.Subscript)
+            and isinstance(n.ctx, gast.Store)
+            and isinstance(_item_root(n), gast.Name)
+        ):
             names.append(_item_root(n).id)
         elif isinstance(n, gast.AugAssign) and isinstance(n.target, gast.Name):
             names.append(n.target.id)
         elif isinstance(n, gast.Expr) and isinstance(n.value, gast.Call):
             call = n.value
-            if isinstance(call.func, gast.Attribute):  # (a list's own change leaves the objects in it as they are)
-                changed = [] if call.func.attr in ("append", "extend", "pop", "insert") else [call.func.value]
+            # (a list's own change leaves the objects in it as they are)
+            if isinstance(call.func, gast.Attribute):
+                changed = (
+                    []
+                    if call.func.attr in ("append", "extend", "pop", "insert")
+                    else [call.func.value]
+                )
             else:
                 changed = call.args[:1]
             names += [a.id for a in changed if isinstance(a, gast.Name)]

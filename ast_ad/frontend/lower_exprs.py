@@ -1,6 +1,6 @@
-"""The lowering of expressions: each operator, comparison, conditional, comprehension, subscript and literal of
-the user's code to the IR statements that compute it, one primitive a statement (a base class of the
-``normalize.Lowerer``, which binds the names and reads the statements).
+"""The lowering of expressions: each operator, comparison, conditional, comprehension, subscript and
+literal of the user's code to the IR statements that compute it, one primitive a statement (a base
+class of the ``normalize.Lowerer``, which binds the names and reads the statements).
 
 ``np.log(x1) + x1 * x2`` is ``log_x1 = np.log(x1)``, ``x1_times_x2 = x1 * x2`` and
 ``t1 = log_x1 + x1_times_x2``; ``a if c else b`` is a branch that binds one name on each path.
@@ -27,35 +27,68 @@ from ast_ad.ir import syntax
 UNARY = {gast.USub: operator.neg, gast.UAdd: operator.pos, gast.Not: operator.not_}
 COMPARE = {gast.Lt: operator.lt, gast.LtE: operator.le, gast.Gt: operator.gt, gast.GtE: operator.ge,
            gast.Eq: operator.eq, gast.NotEq: operator.ne}
-WORDS = {operator.add: "plus", operator.sub: "minus", operator.mul: "times", operator.truediv: "over",
-         operator.pow: "pow", operator.matmul: "at"}
+WORDS = {
+    operator.add: "plus",
+    operator.sub: "minus",
+    operator.mul: "times",
+    operator.truediv: "over",
+    operator.pow: "pow",
+    operator.matmul: "at",
+}
 
-# What makes values complex, which ast_ad refuses at the line that names it (real code only, for now).
-COMPLEX_MAKERS = {complex, np.complex128, np.complex64, np.clongdouble, np.linalg.eig, np.linalg.eigvals,
-                  np.roots, np.iscomplexobj}
+# What makes values complex, which ast_ad refuses at the line that names it (real code only, for
+# now).
+COMPLEX_MAKERS = {
+    complex,
+    np.complex128,
+    np.complex64,
+    np.clongdouble,
+    np.linalg.eig,
+    np.linalg.eigvals,
+    np.roots,
+    np.iscomplexobj,
+}
 COMPLEX_MODULES = {"cmath", "numpy.fft", "numpy.lib.scimath", "scipy.fft", "scipy.fftpack"}
-# What makes arrays whose operators mean something else than the rules say: np.matrix (``*`` is a matrix
-# product), masked arrays (masked entries are left out of sums). Refused at the line that names them.
+# What makes arrays whose operators mean something else than the rules say: np.matrix (``*`` is a
+# matrix product), masked arrays (masked entries are left out of sums). Refused at the line that
+# names them.
 SUBCLASS_MAKERS = {np.matrix, np.asmatrix, np.bmat}
-SUBCLASS_MODULES = {"numpy.ma", "numpy.ma.core", "numpy.ma.extras", "numpy.matrixlib", "numpy.matrixlib.defmatrix"}
-SUBCLASS_HINT = ("np.matrix and masked arrays are not supported: their operators mean other things than the rules "
-                 "of numpy arrays say (* is a matrix product, masked entries are left out): use np.asarray(...) "
-                 "with @, or np.where for a mask")
+SUBCLASS_MODULES = {
+    "numpy.ma",
+    "numpy.ma.core",
+    "numpy.ma.extras",
+    "numpy.matrixlib",
+    "numpy.matrixlib.defmatrix",
+}
+SUBCLASS_HINT = (
+    "np.matrix and masked arrays are not supported: their operators mean other things than the "
+    "rules "
+    "of numpy arrays say (* is a matrix product, masked entries are left out): use np.asarray(...) "
+    "with @, or np.where for a mask"
+)
 
 
 
-# what an expression the lowering has no handler for is called, in the words of Python's documentation
-_SPELLED = {"Lambda": "a lambda is followed where it is assigned to a name and called, not stored in a list "
-                      "or passed to another function yet: define it with def and call it by name",
-            "Starred": "unpacking with * in an expression is not supported",
-            "Set": "a set display is not supported", "NamedExpr": "an assignment expression (:=) is not supported"}
+# what an expression the lowering has no handler for is called, in the words of Python's
+# documentation
+_SPELLED = {
+    "Lambda": "a lambda is followed where it is assigned to a name and called, not stored in a "
+              "list "
+    "or passed to another function yet: define it with def and call it by name",
+    "Starred": "unpacking with * in an expression is not supported",
+    "Set": "a set display is not supported",
+    "NamedExpr": "an assignment expression (:=) is not supported",
+}
 _SAID_WHOLE = {"Lambda"}
 
 
 class ExpressionLowering(WriteLowering):
-    """The expressions of ``normalize.Lowerer`` (a base class of it: it reads the lowerer's state)."""
+    """The expressions of ``normalize.Lowerer`` (a base class of it: it reads the lowerer's
+    state)."""
 
-    def expr(self, node: gast.expr, name: str | None = None, user: bool = False, exact: bool = False) -> ir.Atom:
+    def expr(
+        self, node: gast.expr, name: str | None = None, user: bool = False, exact: bool = False
+    ) -> ir.Atom:
         """Lower ``node`` to an atom; the last statement it adds is named ``name`` if given.
 
         With ``exact``, that statement assigns ``name`` itself (a mutable variable's one name).
@@ -78,10 +111,15 @@ class ExpressionLowering(WriteLowering):
         return self.refuse_complex(node, self.name(node))
 
     def refuse_complex(self, node: gast.expr, atom: ir.Atom) -> ir.Atom:
-        """``atom``, unless it is something that makes complex values (``cmath``, ``np.fft``, ``complex``)."""
+        """``atom``, unless it is something that makes complex values (``cmath``, ``np.fft``,
+        ``complex``)."""
         if isinstance(atom, ir.Ref):
             obj = atom.obj
-            module = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None)
+            module = (
+                obj.__name__
+                if isinstance(obj, types.ModuleType)
+                else getattr(obj, "__module__", None)
+            )
             if (registry.hashable(obj) and obj in COMPLEX_MAKERS) or module in COMPLEX_MODULES \
                     or isinstance(obj, (complex, np.complexfloating)) \
                     or (isinstance(obj, np.ndarray) and np.iscomplexobj(obj)):
@@ -92,7 +130,8 @@ class ExpressionLowering(WriteLowering):
         return atom
 
     def expr_JoinedStr(self, node: gast.JoinedStr, name: str | None, user: bool) -> ir.Atom:
-        """An f-string (a dict key, a message): a string, kept as written; it carries no gradient."""
+        """An f-string (a dict key, a message): a string, kept as written; it carries no
+        gradient."""
         return self.bind(self.raw(node), name or "text", user)
 
     def expr_Constant(self, node: gast.Constant, name: str | None, user: bool) -> ir.Atom:
@@ -103,7 +142,9 @@ class ExpressionLowering(WriteLowering):
     def expr_BinOp(self, node: gast.BinOp, name: str | None, user: bool) -> ir.Atom:
         fn = BINARY.get(type(node.op))
         if fn is None:
-            raise refuse(node, f"the operator {type(node.op).__name__} is not supported", self.locate)
+            raise refuse(
+                node, f"the operator {type(node.op).__name__} is not supported", self.locate
+            )
         left, right = self.expr(node.left), self.expr(node.right)
         hint = name or _binary_hint(left, WORDS.get(fn, "op"), right)
         kinds = (self.kind(left), self.kind(right))
@@ -113,13 +154,16 @@ class ExpressionLowering(WriteLowering):
             return joined
         if fn is operator.mul and any(kinds):
             seq, n = (left, right) if kinds[0] else (right, left)
-            repeated = self.bind(ir.Call(ir.Ref(runtime.repeat_seq, "repeat_seq"), (seq, n)), hint, user)
+            repeated = self.bind(
+                ir.Call(ir.Ref(runtime.repeat_seq, "repeat_seq"), (seq, n)), hint, user
+            )
             self.kinds[_var(repeated).name] = kinds[0] or kinds[1] or ""
             return repeated
         return self.bind(ir.Call(self.operator(fn), (left, right)), hint, user)
 
     def kind(self, atom: ir.Atom) -> str | None:
-        """``"list"`` or ``"tuple"`` where ``atom`` is known to be one (a literal, a comprehension, a join)."""
+        """``"list"`` or ``"tuple"`` where ``atom`` is known to be one (a literal, a comprehension,
+        a join)."""
         if isinstance(atom, ir.Const) and isinstance(atom.value, (list, tuple)):
             return type(atom.value).__name__
         return self.kinds.get(atom.name) if isinstance(atom, ir.Var) else None
@@ -136,8 +180,12 @@ class ExpressionLowering(WriteLowering):
         hint = name or (f"{word}_{operand.name}" if isinstance(operand, ir.Var) else "t")
         return self.bind(ir.Call(self.operator(fn), (operand,)), hint, user)
 
-    def expr_IfExp(self, node: gast.IfExp, name: str | None, user: bool, exact: bool = False) -> ir.Atom:
-        target = name if exact and name is not None else self.namer.fresh(name or "choice", user=user)
+    def expr_IfExp(
+        self, node: gast.IfExp, name: str | None, user: bool, exact: bool = False
+    ) -> ir.Atom:
+        target = (
+            name if exact and name is not None else self.namer.fresh(name or "choice", user=user)
+        )
         if not exact:
             self.body.append(ir.Assign(target, ir.Const(None), self.line))
         self.mutable.add(target)
@@ -154,12 +202,18 @@ class ExpressionLowering(WriteLowering):
         return ir.Var(target)
 
     def expr_BoolOp(self, node: gast.BoolOp, name: str | None, user: bool) -> ir.Atom:
-        """``a or b`` is ``a if a else b`` and ``a and b`` is ``b if a else a``, ``a`` evaluated once."""
+        """``a or b`` is ``a if a else b`` and ``a and b`` is ``b if a else a``, ``a`` evaluated
+        once."""
         exact = name is not None and getattr(self, "exact", None) == name
         first = self.hold(self.expr(node.values[0]))
         rest = node.values[1:]
-        later = rest[0] if len(rest) == 1 else gast.copy_location(gast.BoolOp(op=node.op, values=rest), node)
-        if isinstance(first, ir.Const) and not isinstance(first.value, list):  # ``None or y``: decided here
+        later = (
+            rest[0]
+            if len(rest) == 1
+            else gast.copy_location(gast.BoolOp(op=node.op, values=rest), node)
+        )
+        # ``None or y``: decided here
+        if isinstance(first, ir.Const) and not isinstance(first.value, list):
             if bool(first.value) == isinstance(node.op, gast.Or):
                 return first
             return self.expr(later, name, user, exact=exact)
@@ -177,15 +231,30 @@ class ExpressionLowering(WriteLowering):
         """``[elt for t in xs if c]`` becomes a loop that appends to a new list."""
         acc = self.comprehended(node, name, user, [])
         self.kinds[acc] = "list"
-        return self.filled(node, acc, lambda n: gast.Expr(value=gast.Call(
-            func=gast.Attribute(value=_load(acc), attr="append", ctx=gast.Load()), args=[n.elt], keywords=[])))
+        return self.filled(
+            node,
+            acc,
+            lambda n: gast.Expr(
+                value=gast.Call(
+                    func=gast.Attribute(value=_load(acc), attr="append", ctx=gast.Load()),
+                    args=[n.elt],
+                    keywords=[],
+                )
+            ),
+        )
 
     def expr_DictComp(self, node: gast.DictComp, name: str | None, user: bool) -> ir.Atom:
         """``{k: v for t in xs if c}`` becomes a loop that writes each key of a new dict."""
         acc = self.comprehended(node, name or "entries", user, {})
-        return self.filled(node, acc, lambda n: gast.Assign(
-            targets=[gast.Subscript(value=_load(acc), slice=n.key, ctx=gast.Store())], value=n.value,
-            type_comment=None))
+        return self.filled(
+            node,
+            acc,
+            lambda n: gast.Assign(
+                targets=[gast.Subscript(value=_load(acc), slice=n.key, ctx=gast.Store())],
+                value=n.value,
+                type_comment=None,
+            ),
+        )
 
     def comprehended(self, node: gast.expr, name: str | None, user: bool, empty: Any) -> str:
         """The new list or dict a comprehension fills: a local of its own."""
@@ -197,8 +266,8 @@ class ExpressionLowering(WriteLowering):
         return acc
 
     def filled(self, node: Any, acc: str, put: Any) -> ir.Atom:
-        """The loops of a comprehension ``node``, its names its own, with ``put(node)`` (an append, a key's
-        write into ``acc``) innermost; ``acc`` once they ran."""
+        """The loops of a comprehension ``node``, its names its own, with ``put(node)`` (an append,
+        a key's write into ``acc``) innermost; ``acc`` once they ran."""
         renames = {target.id: self.namer.fresh(target.id) for gen in node.generators
                    for target in gast.walk(gen.target) if isinstance(target, gast.Name)}
         self.locals |= set(renames.values())
@@ -207,15 +276,20 @@ class ExpressionLowering(WriteLowering):
         for gen in reversed(node.generators):
             for cond in reversed(gen.ifs):
                 inner = gast.If(test=cond, body=[inner], orelse=[])
-            inner = gast.For(target=gen.target, iter=gen.iter, body=[inner], orelse=[], type_comment=None)
+            inner = gast.For(
+                target=gen.target, iter=gen.iter, body=[inner], orelse=[], type_comment=None
+            )
         self.stmt(_locate_all(inner, node))
         return self.env.pop(acc)
 
     def expr_SetComp(self, node: gast.SetComp, name: str | None, user: bool) -> ir.Atom:
-        """``{e for t in xs}``: ``set`` of the list comprehension (a set of numbers that carry no gradient; one of
-        differentiated values is refused where it is made)."""
-        items = self.expr_ListComp(gast.copy_location(gast.ListComp(elt=node.elt, generators=node.generators),
-                                                      node), None, False)
+        """``{e for t in xs}``: ``set`` of the list comprehension (a set of numbers that carry no
+        gradient; one of differentiated values is refused where it is made)."""
+        items = self.expr_ListComp(
+            gast.copy_location(gast.ListComp(elt=node.elt, generators=node.generators), node),
+            None,
+            False,
+        )
         return self.bind(ir.Call(ir.Ref(set, "set"), (items,)), name or "members", user)
 
     def expr_GeneratorExp(self, node: gast.GeneratorExp, name: str | None, user: bool) -> ir.Atom:
@@ -225,7 +299,8 @@ class ExpressionLowering(WriteLowering):
         if len(node.ops) > 1:
             return self.bind(self.raw(node), name or "cond", user)
         fn = COMPARE.get(type(node.ops[0]))
-        if fn is None:  # ``is``, ``in``: a yes or no, as written (a test is kept so too, see ``test``)
+        # ``is``, ``in``: a yes or no, as written (a test is kept so too, see ``test``)
+        if fn is None:
             return self.bind(self.raw(node), name or "cond", user)
         left, right = self.expr(node.left), self.expr(node.comparators[0])
         return self.bind(ir.Call(self.operator(fn), (left, right)), name or "cond", user)
@@ -234,15 +309,21 @@ class ExpressionLowering(WriteLowering):
         value = self.expr(node.value)
         index = self.index(node.slice)
         hint = name or (f"{value.name}_item" if isinstance(value, ir.Var) else "item")
-        grows = isinstance(node.value, gast.Name) and (self.appends_left.get(node.value.id, 0) > 0
-                                                       or any(node.value.id in names for names in self.loops))
+        grows = isinstance(node.value, gast.Name) and (
+            self.appends_left.get(node.value.id, 0) > 0
+            or any(node.value.id in names for names in self.loops)
+        )
         if grows and isinstance(value, ir.Var):
             # a list that grows later: its adjoint here has the length it has now
             n = self.bind(ir.Call(ir.Ref(len, "len"), (value,)), f"n_{value.name}")
-            return self.bind(ir.Call(ir.Ref(runtime.list_item, "list_item"), (value, index, n)), hint, user)
+            return self.bind(
+                ir.Call(ir.Ref(runtime.list_item, "list_item"), (value, index, n)), hint, user
+            )
         return self.bind(ir.Call(self.operator(operator.getitem), (value, index)), hint, user)
 
-    def expr_Tuple(self, node: gast.Tuple, name: str | None, user: bool, kind: str = "tuple") -> ir.Atom:
+    def expr_Tuple(
+        self, node: gast.Tuple, name: str | None, user: bool, kind: str = "tuple"
+    ) -> ir.Atom:
         elts = tuple(self.expr(elt) for elt in node.elts)
         if all(isinstance(elt, ir.Const) for elt in elts):
             values = tuple(_constant(elt) for elt in elts)
@@ -256,14 +337,19 @@ class ExpressionLowering(WriteLowering):
             raise refuse(node, "dict literals need constant keys ({'w': w}) and no ** unpacking: "
                                "build other dicts outside the function", self.locate)
         values = tuple(self.expr(value) for value in node.values)
-        return self.bind(ir.Pack(values, "dict", tuple(_constant(key) for key in keys)), name or "params", user)
+        return self.bind(
+            ir.Pack(values, "dict", tuple(_constant(key) for key in keys)), name or "params", user
+        )
 
     def expr_List(self, node: gast.List, name: str | None, user: bool) -> ir.Atom:
         return self.expr_Tuple(node, name, user, kind="list")
 
     def index(self, node: gast.expr) -> ir.Atom:
         if isinstance(node, gast.Slice):
-            parts = [self.expr(p) if p is not None else ir.Const(None) for p in (node.lower, node.upper, node.step)]
+            parts = [
+                self.expr(p) if p is not None else ir.Const(None)
+                for p in (node.lower, node.upper, node.step)
+            ]
             if all(isinstance(p, ir.Const) for p in parts):
                 return ir.Const(slice(*(_constant(p) for p in parts)))
             return self.bind(ir.Call(ir.Ref(slice, "slice"), tuple(parts)), "index", False)
@@ -274,21 +360,41 @@ class ExpressionLowering(WriteLowering):
             return self.bind(ir.Pack(elts), "index", False)
         return self.expr(node)
 
-_REDEFINED = {"__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
-              "__pow__", "__rpow__", "__matmul__", "__rmatmul__", "__neg__", "__getitem__", "__setitem__",
-              "__array_ufunc__", "__array_function__"}
+_REDEFINED = {
+    "__add__",
+    "__radd__",
+    "__sub__",
+    "__rsub__",
+    "__mul__",
+    "__rmul__",
+    "__truediv__",
+    "__rtruediv__",
+    "__pow__",
+    "__rpow__",
+    "__matmul__",
+    "__rmatmul__",
+    "__neg__",
+    "__getitem__",
+    "__setitem__",
+    "__array_ufunc__",
+    "__array_function__",
+}
 
 
 def array_subclass(value: Any) -> bool:
-    """Whether ``value`` is a numpy array of a subclass that ast_ad refuses: ``np.matrix``, a masked array, or
-    any subclass that defines its own operators, indexing or numpy dispatch (a subclass that only adds
-    attributes computes as numpy arrays do, and ``np.memmap`` is a numpy array kept in a file)."""
+    """Whether ``value`` is a numpy array of a subclass that ast_ad refuses: ``np.matrix``, a masked
+    array, or any subclass that defines its own operators, indexing or numpy dispatch (a subclass
+    that only adds attributes computes as numpy arrays do, and ``np.memmap`` is a numpy array kept
+    in a file)."""
     if not isinstance(value, np.ndarray) or type(value) is np.ndarray:
         return False
     if isinstance(value, (np.matrix, np.ma.MaskedArray)):
         return True
-    return any(not _REDEFINED.isdisjoint(vars(klass)) for klass in type(value).__mro__
-               if klass is not np.ndarray and issubclass(klass, np.ndarray) and klass is not np.memmap)
+    return any(
+        not _REDEFINED.isdisjoint(vars(klass))
+        for klass in type(value).__mro__
+        if klass is not np.ndarray and issubclass(klass, np.ndarray) and klass is not np.memmap
+    )
 
 
 def _binary_hint(left: ir.Atom, word: str, right: ir.Atom) -> str:

@@ -1,10 +1,12 @@
-"""Lowering writes and statements made for their effect: ``y[i] = v``, ``y[i] += v``, ``L[0][i] = v``, appends,
-pops, and calls that change an argument in place (``np.add.at(y, i, v)``, ``y.fill(v)``).
+"""Lowering writes and statements made for their effect: ``y[i] = v``, ``y[i] += v``, ``L[0][i] =
+v``, appends, pops, and calls that change an argument in place (``np.add.at(y, i, v)``,
+``y.fill(v)``).
 
-Python passes arrays and lists by reference; ast_ad's IR has values, not objects. A write becomes what it
-computes, a new value bound to the name (``y[i] = v``: ``y = assign_item(y, i, v)``), after the checks of
-``aliasing`` that no other name reaches the object it changes (Python would change that one too). An append
-and a pop stay what they are (``ir.Append``, ``ir.Pop``): generated code's tapes are lists.
+Python passes arrays and lists by reference; ast_ad's IR has values, not objects. A write becomes
+what it computes, a new value bound to the name (``y[i] = v``: ``y = assign_item(y, i, v)``), after
+the checks of ``aliasing`` that no other name reaches the object it changes (Python would change
+that one too). An append and a pop stay what they are (``ir.Append``, ``ir.Pop``): generated code's
+tapes are lists.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ BINARY = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mu
 
 
 class WriteLowering(CallLowering):
-    """The writes and effects of ``normalize.Lowerer`` (a base class of it: it reads the lowerer's state)."""
+    """The writes and effects of ``normalize.Lowerer`` (a base class of it: it reads the lowerer's
+    state)."""
 
     appends_left: dict[str, int]  # user name -> the appends to it not lowered yet
 
@@ -48,12 +51,19 @@ class WriteLowering(CallLowering):
         if isinstance(node.target, gast.Attribute):
             made = made_of(self.expr(node.target.value))
             if made is None:
-                raise refuse(node, "augmented assignment to an attribute is supported on an object the function "
-                                   "makes: use a local variable", self.locate)
+                raise refuse(
+                    node,
+                    "augmented assignment to an attribute is supported on an object the function "
+                    "makes: use a local variable",
+                    self.locate,
+                )
             attr = self.mangled(node.target.attr)
             key = f"<{made.fields[attr]}>" if attr in made.fields else ""
-            if key:  # ``self.w += d`` on an array changes it for every name that holds it: they follow it
-                self.guard_object(ir.Var(made.fields[attr]), made.fields[attr], follow=True, changed=key)
+            # ``self.w += d`` on an array changes it for every name that holds it: they follow it
+            if key:
+                self.guard_object(
+                    ir.Var(made.fields[attr]), made.fields[attr], follow=True, changed=key
+                )
             load = gast.copy_location(gast.Attribute(value=node.target.value, attr=node.target.attr,
                                                      ctx=gast.Load()), node.target)
             value = gast.copy_location(gast.BinOp(left=load, op=node.op, right=node.value), node)
@@ -62,46 +72,67 @@ class WriteLowering(CallLowering):
                 self.changed_objects[key] = ir.Var(made.fields[attr])
             return
         if not isinstance(node.target, gast.Name):
-            raise refuse(node, "augmented assignment to this target is not supported: use a local variable",
-                         self.locate)
+            raise refuse(
+                node,
+                "augmented assignment to this target is not supported: use a local variable",
+                self.locate,
+            )
         load = gast.Name(id=node.target.id, ctx=gast.Load(), annotation=None, type_comment=None)
-        value = gast.copy_location(gast.BinOp(left=gast.copy_location(load, node.target), op=node.op,
-                                              right=node.value), node)
+        value = gast.copy_location(
+            gast.BinOp(left=gast.copy_location(load, node.target), op=node.op, right=node.value),
+            node,
+        )
         self.assign(node.target, value)
 
-    def assign_item(self, target: gast.Subscript, value: ir.Atom, index: ir.Atom | None = None) -> None:
-        """``y[i] = v`` becomes ``y = assign_item(y, i, v)``: a new array, so every old value stays intact."""
+    def assign_item(
+        self, target: gast.Subscript, value: ir.Atom, index: ir.Atom | None = None
+    ) -> None:
+        """``y[i] = v`` becomes ``y = assign_item(y, i, v)``: a new array, so every old value stays
+        intact."""
         base = target.value
         if not isinstance(base, gast.Name) or base.id not in self.locals or base.id not in self.env:
-            raise refuse(target, "item assignment is supported on local variables only (y[i] = v, not "
-                                 "y.a[i] = v or g()[i] = v): assign to a local array first", self.locate)
+            raise refuse(
+                target,
+                "item assignment is supported on local variables only (y[i] = v, not "
+                "y.a[i] = v or g()[i] = v): assign to a local array first",
+                self.locate,
+            )
         array = self.expr(base)
         index = self.index(target.slice) if index is None else index
-        self.rebind(base.id, ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (array, index, value)))
+        self.rebind(
+            base.id, ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (array, index, value))
+        )
 
     def rebind(self, user: str, value: ir.Expr) -> None:
-        """The local ``user`` bound to ``value``, the new value of its object: under its one name where a block
-        may assign it, else under a new one."""
+        """The local ``user`` bound to ``value``, the new value of its object: under its one name
+        where a block may assign it, else under a new one."""
         if self.is_mutable(user):
             self.body.append(ir.Assign(self.local(user).name, value, self.line))
         else:
             self.env[user] = self.bind(value, user, user=True)
 
     def assign_nested(self, target: gast.Subscript, value: ir.Atom) -> None:
-        """``L[0][i] = v``: the object ``L[0]`` changes in place; ast_ad writes a new one back into ``L``.
+        """``L[0][i] = v``: the object ``L[0]`` changes in place; ast_ad writes a new one back into
+        ``L``.
 
-        Another variable that reaches ``L[0]``'s object would see Python's change: that is refused at run time.
+        Another variable that reaches ``L[0]``'s object would see Python's change: that is refused
+        at run time.
         """
         outer = target.value
         root = outer
         while isinstance(root, gast.Subscript):
             root = root.value
         if not (isinstance(root, gast.Name) and root.id in self.env and root.id in self.locals):
-            raise refuse(target, "item assignment is supported on local variables only (y[i] = v, L[0][i] = v): "
-                                 "assign to a local array first", self.locate)
+            raise refuse(
+                target,
+                "item assignment is supported on local variables only (y[i] = v, L[0][i] = v): "
+                "assign to a local array first",
+                self.locate,
+            )
         inner = self.expr(outer)
         key = f"<{inner.name}>" if isinstance(inner, ir.Var) else ""
-        in_slot = isinstance(inner, ir.Var) and outer.value is root  # ``L[k][i] = v``: the container is a name
+        # ``L[k][i] = v``: the container is a name
+        in_slot = isinstance(inner, ir.Var) and outer.value is root
         if isinstance(inner, ir.Var):
             self.guard_object(inner, root.id, follow=True, changed=key, item=True)
             if not in_slot:
@@ -110,30 +141,43 @@ class WriteLowering(CallLowering):
         new = self.bind(ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (inner, index, value)),
                         f"{_atom_name(inner)}_new" if isinstance(inner, ir.Var) else "item")
         if key:
-            self.changed_objects[key] = new  # (the variables that see ``L[0]``'s object follow this value)
+            # (the variables that see ``L[0]``'s object follow this value)
+            self.changed_objects[key] = new
         if not in_slot:
             self.bind_target(outer, new)
             return
-        # every slot of the container that holds the changed object holds the new one (``pair = [y, y]``)
+        # every slot of the container that holds the changed object holds the new one (``pair = [y,
+        # y]``)
         assert isinstance(root, gast.Name)
         self.guard_in_place(root)
         where = ir.Const(self.line.where())
         container = self.expr(root)
-        slots = self.bind(ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"), (container, inner, where)),
-                          "slots")
+        slots = self.bind(
+            ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"), (container, inner, where)),
+            "slots",
+        )
         self.rebind(root.id, ir.Call(ir.Ref(runtime.replaced, "replaced"), (container, slots, new)))
 
     def guard_slot(self, inner: ir.Var, outer: gast.Subscript) -> None:
-        """Before a write into ``inner``, the object ``L[k]`` (``outer``) holds: refuse at run time where another
-        slot of ``L`` holds it too (``pair = [y, y]``), which no name shows (``runtime.check_item_apart``)."""
+        """Before a write into ``inner``, the object ``L[k]`` (``outer``) holds: refuse at run time
+        where another slot of ``L`` holds it too (``pair = [y, y]``), which no name shows
+        (``runtime.check_item_apart``)."""
         made = self.body[-1] if self.body else None
-        if isinstance(made, ir.Assign) and made.target == inner.name and isinstance(made.value, ir.Call) \
-                and made.value.fn.obj in (operator.getitem, runtime.list_item) and len(made.value.args) >= 2:
+        if (
+            isinstance(made, ir.Assign)
+            and made.target == inner.name
+            and isinstance(made.value, ir.Call)
+            and made.value.fn.obj in (operator.getitem, runtime.list_item)
+            and len(made.value.args) >= 2
+        ):
             container, key = made.value.args[0], made.value.args[1]
         else:
             container, key = self.expr(outer.value), self.index(outer.slice)
         where = ir.Const(self.line.where())
-        self.bind(ir.Call(ir.Ref(runtime.check_item_apart, "check_item_apart"), (container, key, where)), "checked")
+        self.bind(
+            ir.Call(ir.Ref(runtime.check_item_apart, "check_item_apart"), (container, key, where)),
+            "checked",
+        )
 
     def augment_item(self, node: gast.AugAssign) -> None:
         """``y[i] += v`` reads ``y[i]`` once, adds, and assigns the item."""
@@ -141,48 +185,69 @@ class WriteLowering(CallLowering):
         if isinstance(target.value, gast.Subscript):  # ``L[0][i] += v``
             fn = BINARY.get(type(node.op))
             if fn is None:
-                raise refuse(node, f"the operator {type(node.op).__name__} is not supported", self.locate)
-            new = self.bind(ir.Call(self.operator(fn), (self.expr(target), self.expr(node.value))), "t")
+                raise refuse(
+                    node, f"the operator {type(node.op).__name__} is not supported", self.locate
+                )
+            new = self.bind(
+                ir.Call(self.operator(fn), (self.expr(target), self.expr(node.value))), "t"
+            )
             self.assign_nested(target, new)
             return
         array = self.expr(target.value) if isinstance(target.value, gast.Name) else None
         if array is None:
-            raise refuse(target, "augmented assignment is supported on items of local variables only",
-                         self.locate)
+            raise refuse(
+                target,
+                "augmented assignment is supported on items of local variables only",
+                self.locate,
+            )
         index = self.index(target.slice)
-        old = self.bind(ir.Call(self.operator(operator.getitem), (array, index)), f"{target.value.id}_item")
+        old = self.bind(
+            ir.Call(self.operator(operator.getitem), (array, index)), f"{target.value.id}_item"
+        )
         fn = BINARY.get(type(node.op))
         if fn is None:
-            raise refuse(node, f"the operator {type(node.op).__name__} is not supported", self.locate)
+            raise refuse(
+                node, f"the operator {type(node.op).__name__} is not supported", self.locate
+            )
         if isinstance(array, ir.Var) and self.container_like(array):
-            self.augment_slot(target, array, index, old, ir.Call(self.operator(fn), (old, self.expr(node.value))))
+            self.augment_slot(
+                target, array, index, old, ir.Call(self.operator(fn), (old, self.expr(node.value)))
+            )
             return
-        # Python's ``+=`` changes the item itself where it is an array (a list's): another name that holds it
-        # would see the change, which ast_ad computes as a new array
+        # Python's ``+=`` changes the item itself where it is an array (a list's): another name that
+        # holds it would see the change, which ast_ad computes as a new array
         self.guard_object(old, target.value.id)
         new = self.bind(ir.Call(self.operator(fn), (old, self.expr(node.value))), "t")
         self.assign_item(target, new, index)
 
     def augment_slot(self, target: gast.Subscript, container: ir.Var, index: ir.Atom, old: ir.Var,
                      value: ir.Call) -> None:
-        """``xs[k] += v`` on a list, tuple or dict: Python changes the item ``xs[k]`` itself where it is an array
-        (every name, slot and container holding it sees the change, and is made again from it: ``follow``),
-        and puts a new one in the slot where it is a number (``runtime.augmented``, ``slots_changed``)."""
+        """``xs[k] += v`` on a list, tuple or dict: Python changes the item ``xs[k]`` itself where
+        it is an array (every name, slot and container holding it sees the change, and is made again
+        from it: ``follow``), and puts a new one in the slot where it is a number
+        (``runtime.augmented``, ``slots_changed``)."""
         assert isinstance(target.value, gast.Name)
         key = f"<{old.name}>"
         self.guard_object(old, target.value.id, follow=True, changed=key, item=True)
         computed = self.bind(value, "t")
-        new = self.bind(ir.Call(ir.Ref(runtime.augmented, "augmented"), (old, computed)), f"{old.name}_new")
+        new = self.bind(
+            ir.Call(ir.Ref(runtime.augmented, "augmented"), (old, computed)), f"{old.name}_new"
+        )
         self.changed_objects[key] = new
         self.guard_in_place(target.value)
         where = ir.Const(self.line.where())
-        slots = self.bind(ir.Call(ir.Ref(runtime.slots_changed, "slots_changed"), (container, index, old, where)),
-                          "slots")
-        self.rebind(target.value.id, ir.Call(ir.Ref(runtime.replaced, "replaced"), (self.expr(target.value), slots,
-                                                                                     new)))
+        slots = self.bind(
+            ir.Call(ir.Ref(runtime.slots_changed, "slots_changed"), (container, index, old, where)),
+            "slots",
+        )
+        self.rebind(
+            target.value.id,
+            ir.Call(ir.Ref(runtime.replaced, "replaced"), (self.expr(target.value), slots, new)),
+        )
 
     def stmt_Expr(self, node: gast.Expr) -> None:
-        """A call made for its effect: an append, an in-place write ast_ad rewrites, or a call it can see into.
+        """A call made for its effect: an append, an in-place write ast_ad rewrites, or a call it
+        can see into.
 
         Python passes arrays and lists by reference, so a call that may change its arguments is
         lowered to what it computes (``np.add.at(y, i, v)`` is ``y = add_at(y, i, v)``) or refused.
@@ -193,17 +258,31 @@ class WriteLowering(CallLowering):
                 self.effect(node)
             return
         func = call.func
-        held = self.env.get(func.value.id) if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
-            else self.env.get(func.id) if isinstance(func, gast.Name) else None
-        if made_of(held) is not None or isinstance(held, ir.Const) and isinstance(held.value, Super):
-            self.expr(call)  # a method of an object made inside the function (or super()'s): inlined
+        held = (
+            self.env.get(func.value.id)
+            if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
+            else self.env.get(func.id)
+            if isinstance(func, gast.Name)
+            else None
+        )
+        if (
+            made_of(held) is not None
+            or isinstance(held, ir.Const)
+            and isinstance(held.value, Super)
+        ):
+            # a method of an object made inside the function (or super()'s): inlined
+            self.expr(call)
             return
         if isinstance(func, gast.Attribute) and self.is_local(func.value):
             self.method_statement(call, func)
             return
-        if isinstance(func, gast.Name) and func.id not in self.env and (func.id in self.local_functions
-                                                                      or func.id in self.partials):
-            self.expr(call)  # inlined, or a partial's function called: its writes are checked as any call's
+        if (
+            isinstance(func, gast.Name)
+            and func.id not in self.env
+            and (func.id in self.local_functions or func.id in self.partials)
+        ):
+            # inlined, or a partial's function called: its writes are checked as any call's
+            self.expr(call)
             return
         fn = self.expr(func)
         if not isinstance(fn, ir.Ref):
@@ -215,15 +294,24 @@ class WriteLowering(CallLowering):
         elif any(kw.arg == "out" for kw in call.keywords) or inspect.isfunction(fn.obj) \
                 and registry.lookup(fn.obj) is None:
             self.expr(call)  # out= is a write; a user function is transformed, its writes checked
-        elif registry.is_effect(fn.obj) or registry.lookup(fn.obj) is not None or not self.reads_locals(call):
+        elif (
+            registry.is_effect(fn.obj)
+            or registry.lookup(fn.obj) is not None
+            or not self.reads_locals(call)
+        ):
             self.effect(node)
         else:
-            raise refuse(node, f"ast_ad cannot tell whether {fn.hint} changes its arguments, and its result is "
-                               "unused: assign what it computes to a variable, or register it as a primitive "
-                               "(ast_ad.extend.defvjp)", self.locate)
+            raise refuse(
+                node,
+                f"ast_ad cannot tell whether {fn.hint} changes its arguments, and its result is "
+                "unused: assign what it computes to a variable, or register it as a primitive "
+                "(ast_ad.extend.defvjp)",
+                self.locate,
+            )
 
     def method_statement(self, call: gast.Call, func: gast.Attribute) -> None:
-        """``xs.append(v)``, ``y.fill(v)``, ``y.sort()``: a method of a local value, called for its effect."""
+        """``xs.append(v)``, ``y.fill(v)``, ``y.sort()``: a method of a local value, called for its
+        effect."""
         if func.attr == "pop" and not call.args and not call.keywords:
             self.pop(None, func.value)
             return
@@ -236,22 +324,33 @@ class WriteLowering(CallLowering):
             if isinstance(value, ir.Var):
                 self.contain(_var(target).name, value.name)
             return
-        if func.attr == "extend" and len(call.args) == 1 and isinstance(call.args[0], (gast.List, gast.Tuple)):
+        if (
+            func.attr == "extend"
+            and len(call.args) == 1
+            and isinstance(call.args[0], (gast.List, gast.Tuple))
+        ):
             for elt in call.args[0].elts:
                 append = gast.Attribute(value=func.value, attr="append", ctx=gast.Load())
-                self.method_statement(gast.copy_location(gast.Call(func=append, args=[elt], keywords=[]), call),
-                                      append)
+                self.method_statement(
+                    gast.copy_location(gast.Call(func=append, args=[elt], keywords=[]), call),
+                    append,
+                )
             return
         twin = registry.in_place(getattr(np.ndarray, func.attr, None))
         if twin is not None:
             self.rewrite_in_place(call, func.value, call.args, twin)
             return
-        raise refuse(call, f"the method .{func.attr}() changes {func.value.id} in place, which ast_ad does not "
-                           f"differentiate: compute a new value instead ({func.value.id} = ...), for lists "
-                           f"xs = xs + [v] or xs = xs[::-1]", self.locate)
+        raise refuse(
+            call,
+            f"the method .{func.attr}() changes {func.value.id} in place, which ast_ad does not "
+            f"differentiate: compute a new value instead ({func.value.id} = ...), for lists "
+            f"xs = xs + [v] or xs = xs[::-1]",
+            self.locate,
+        )
 
     def pop(self, target: gast.expr | None, source: gast.expr) -> None:
-        """``v = xs.pop()`` (or ``xs.pop()``) on a local list: how generated code reads its tape back."""
+        """``v = xs.pop()`` (or ``xs.pop()``) on a local list: how generated code reads its tape
+        back."""
         if target is None:
             self.popped(source, None, False)
             return
@@ -259,24 +358,37 @@ class WriteLowering(CallLowering):
         self.bind_target(target, self.popped(source, target.id if user else "popped", user))
 
     def popped(self, source: gast.expr, hint: str | None, user: bool) -> ir.Var:
-        """``xs.pop()`` on a local list, in a statement of its own (``hint=None``: its value unused) or inside an
-        expression (``h_bar + out_bar.pop()``, as reverse mode writes a list's adjoint): its value's name."""
+        """``xs.pop()`` on a local list, in a statement of its own (``hint=None``: its value unused)
+        or inside an expression (``h_bar + out_bar.pop()``, as reverse mode writes a list's
+        adjoint): its value's name."""
         listed = self.expr(source)
         self.guard_in_place(source, container=True)
         fresh = self.namer.fresh(hint or "popped", user=user)
         self.body.append(ir.Pop(fresh if hint is not None else None, _var(listed).name, self.line))
         if hint is not None:
-            self.contain(_var(listed).name, fresh)  # the popped value is what was appended: it may be shared
+            # the popped value is what was appended: it may be shared
+            self.contain(_var(listed).name, fresh)
         return ir.Var(fresh)
 
-    def rewrite_in_place(self, call: gast.Call, target: gast.expr | None, rest: list[Any], twin: Any) -> None:
-        """``f(y, *rest)`` that changes ``y`` in place becomes ``y = twin(y, *rest)``, checked like ``y += ...``."""
-        if not (isinstance(target, gast.Name) and target.id in self.env and target.id in self.locals):
-            raise refuse(call, "this call changes its first argument in place; ast_ad follows that only for a "
-                               "local variable: assign the array to a local name first", self.locate)
+    def rewrite_in_place(
+        self, call: gast.Call, target: gast.expr | None, rest: list[Any], twin: Any
+    ) -> None:
+        """``f(y, *rest)`` that changes ``y`` in place becomes ``y = twin(y, *rest)``, checked like
+        ``y += ...``."""
+        if not (
+            isinstance(target, gast.Name) and target.id in self.env and target.id in self.locals
+        ):
+            raise refuse(
+                call,
+                "this call changes its first argument in place; ast_ad follows that only for a "
+                "local variable: assign the array to a local name first",
+                self.locate,
+            )
         self.guard_in_place(target)
         held = self.hidden("twin")
-        value = gast.copy_location(gast.Call(func=_load(held), args=[target, *rest], keywords=call.keywords), call)
+        value = gast.copy_location(
+            gast.Call(func=_load(held), args=[target, *rest], keywords=call.keywords), call
+        )
         self.env[held] = ir.Ref(twin, getattr(twin, "__name__", "twin"))
         try:
             self.assign(target, value)

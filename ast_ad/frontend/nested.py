@@ -1,9 +1,10 @@
 """Functions the user's code defines or names, lowered where they are called.
 
 A nested ``def`` or a ``lambda``, a module function passed by name (``integrate(x, force)``), a
-``functools.partial``, ``map`` and ``sorted`` with a function: each call is inlined, its body lowered in
-place with names of its own. And ``ast_ad.grad(f)``, ``ast_ad.jvp(f, ...)``, ``ast_ad.hessian(f)``
-written in the body are made when the body is lowered, so their calls are calls of known primitives::
+``functools.partial``, ``map`` and ``sorted`` with a function: each call is inlined, its body
+lowered in place with names of its own. And ``ast_ad.grad(f)``, ``ast_ad.jvp(f, ...)``,
+``ast_ad.hessian(f)`` written in the body are made when the body is lowered, so their calls are
+calls of known primitives::
 
     def f(x):                                  grad_g = <the gradient, made once>
         return np.sum(ast_ad.grad(g)(x))       grad_g_x = grad_g(x)
@@ -31,20 +32,23 @@ from ast_ad.ir.naming import Namer
 
 _NOT_LITERAL = object()
 
-# The API's transformations, by name (``grad``, ``value_and_grad``, ``jvp``, ``vjp``, ``hvp``, ``jacfwd``,
-# ``jacrev``, ``jacobian``, ``hessian``, ``jvp_of``), which a body may call. The API is the layer above: its
-# modules hand them down here when they are imported (``provide``), so that a call of one is known by identity.
-# A transformation not provided yet cannot be in a body: a body reaches it through ``ast_ad``, which imports it.
+# The API's transformations, by name (``grad``, ``value_and_grad``, ``jvp``, ``vjp``, ``hvp``,
+# ``jacfwd``, ``jacrev``, ``jacobian``, ``hessian``, ``jvp_of``), which a body may call. The API is
+# the layer above: its modules hand them down here when they are imported (``provide``), so that a
+# call of one is known by identity. A transformation not provided yet cannot be in a body: a body
+# reaches it through ``ast_ad``, which imports it.
 TRANSFORMATIONS: dict[str, Any] = {}
 
 
 def provide(**transformations: Any) -> None:
-    """Make the API's ``transformations`` known to the lowering (called by the modules that define them)."""
+    """Make the API's ``transformations`` known to the lowering (called by the modules that define
+    them)."""
     TRANSFORMATIONS.update(transformations)
 
 
 def _is(obj: Any, *names: str) -> bool:
-    """Whether ``obj`` is one of the transformations ``names`` (by identity: ``in`` would compare with ==)."""
+    """Whether ``obj`` is one of the transformations ``names`` (by identity: ``in`` would compare
+    with ==)."""
     return any(name in TRANSFORMATIONS and obj is TRANSFORMATIONS[name] for name in names)
 
 
@@ -63,16 +67,20 @@ class Nesting(Aliasing):
 
     fn: Any
     locals: set[str]
-    user_locals: set[str]  # the names Python holds as locals, an inlined function's too (``unbound``)
+    # the names Python holds as locals, an inlined function's too (``unbound``)
+    user_locals: set[str]
     namer: Namer
     local_functions: dict[str, gast.FunctionDef | gast.Lambda]
     inlining: list[str]
-    inlined: list[Any]  # the functions whose bodies the lowering wrote in place (``transform`` watches them)
+    # the functions whose bodies the lowering wrote in place (``transform`` watches them)
+    inlined: list[Any]
     partials: dict[str, tuple[Any, ...]]
     kinds: dict[str, str]
     serial: int
 
-    def expr(self, node: gast.expr, name: str | None = None, user: bool = False, exact: bool = False) -> ir.Atom:
+    def expr(
+        self, node: gast.expr, name: str | None = None, user: bool = False, exact: bool = False
+    ) -> ir.Atom:
         raise NotImplementedError  # the normalizer's
 
     def stmt(self, node: gast.stmt) -> None:
@@ -88,67 +96,113 @@ class Nesting(Aliasing):
         raise NotImplementedError
 
     def transformation(self, node: gast.Call) -> ir.Ref | None:
-        """``ast_ad.grad(f, argnums)`` (or ``jacfwd``, ``jacrev``, ``jacobian``, ``hessian``) written in the body:
-        made now (it only builds an object), so that the call of what it makes is a call of a known primitive
-        (its rules: ``api.gradient.Gradient.ast_ad_rule``, ``api.compose.Jacobian.ast_ad_rule``)."""
+        """``ast_ad.grad(f, argnums)`` (or ``jacfwd``, ``jacrev``, ``jacobian``, ``hessian``)
+        written in the body: made now (it only builds an object), so that the call of what it makes
+        is a call of a known primitive (its rules: ``api.gradient.Gradient.ast_ad_rule``,
+        ``api.compose.Jacobian.ast_ad_rule``)."""
         maker = self.static(node.func)
-        instead = {"hvp": "write ast_ad.hessian(f)(x) @ v, or ast_ad.jvp(g, (x,), (v,))[1] with a "
-                          "module-level def g(x): return ast_ad.grad(f)(x)",
-                   "value_and_grad": "call it where it is made, ast_ad.value_and_grad(f)(x)",
-                   "vjp": "write ast_ad.grad(f)(x) for a scalar f, or contract ast_ad.jacrev(f)(x) with "
-                          "the cotangent"}
+        instead = {
+            "hvp": "write ast_ad.hessian(f)(x) @ v, or ast_ad.jvp(g, (x,), (v,))[1] with a "
+            "module-level def g(x): return ast_ad.grad(f)(x)",
+            "value_and_grad": "call it where it is made, ast_ad.value_and_grad(f)(x)",
+            "vjp": "write ast_ad.grad(f)(x) for a scalar f, or contract ast_ad.jacrev(f)(x) with "
+            "the cotangent",
+        }
         for name, what in instead.items():
             if _is(maker, name):
-                raise refuse(node, f"ast_ad.{name} inside a differentiated function is not supported yet: "
-                                   f"{what}", self.locate)
+                raise refuse(
+                    node,
+                    f"ast_ad.{name} inside a differentiated function is not supported yet: {what}",
+                    self.locate,
+                )
         if not _is(maker, "grad", "jacfwd", "jacrev", "jacobian", "hessian") or not node.args:
             return None
         target = node.args[0]
-        inner = self.transformation(target) if isinstance(target, gast.Call) else None  # hessian(grad(f))
+        # hessian(grad(f))
+        inner = self.transformation(target) if isinstance(target, gast.Call) else None
         fn = inner.obj if inner is not None else self.static(target)
         if fn is None:
             return None
         called = f"ast_ad.{maker.__name__}"
-        values = [_literal(arg) for arg in node.args[1:]] + [_literal(kw.value) for kw in node.keywords]
+        values = [_literal(arg) for arg in node.args[1:]] + [
+            _literal(kw.value) for kw in node.keywords
+        ]
         if any(v is _NOT_LITERAL for v in values):
-            raise refuse(node, f"{called} inside a differentiated function needs a module-level function and "
-                               "constant argnums", self.locate)
+            raise refuse(
+                node,
+                f"{called} inside a differentiated function needs a module-level function and "
+                "constant argnums",
+                self.locate,
+            )
         try:
-            made = maker(fn, *values[:len(node.args) - 1],
-                         **{kw.arg: v for kw, v in zip(node.keywords, values[len(node.args) - 1:], strict=True)})
-        except ASTADError as error:  # (made as the function is read, whether or not the line runs: said at it)
+            made = maker(
+                fn,
+                *values[: len(node.args) - 1],
+                **{
+                    kw.arg: v
+                    for kw, v in zip(node.keywords, values[len(node.args) - 1 :], strict=True)
+                },
+            )
+        # (made as the function is read, whether or not the line runs: said at it)
+        except ASTADError as error:
             if isinstance(error, (LocatedError, SyntaxError)):
                 raise
-            raise refuse(node, f"{called} inside a differentiated function: {error}", self.locate) from error
+            raise refuse(
+                node, f"{called} inside a differentiated function: {error}", self.locate
+            ) from error
         source = inner or self.expr(target)  # recorded: redefining ``f`` transforms again
         if not isinstance(source, ir.Ref):
-            raise refuse(node, f"{called} inside a differentiated function needs a module-level function",
-                         self.locate)
-        return ir.Ref(made, f"{maker.__name__}_{getattr(fn, '__name__', 'f')}", source.origin, source.root)
+            raise refuse(
+                node,
+                f"{called} inside a differentiated function needs a module-level function",
+                self.locate,
+            )
+        return ir.Ref(
+            made, f"{maker.__name__}_{getattr(fn, '__name__', 'f')}", source.origin, source.root
+        )
 
     def value_and_gradient(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom | None:
-        """``ast_ad.value_and_grad(g, ...)(args)`` written in the body: ``(g(args), ast_ad.grad(g, ...)(args))``,
-        the arguments bound once to names of their own. ``None`` for any other call."""
+        """``ast_ad.value_and_grad(g, ...)(args)`` written in the body: ``(g(args), ast_ad.grad(g,
+        ...)(args))``, the arguments bound once to names of their own. ``None`` for any other
+        call."""
         maker = node.func
-        if not (isinstance(maker, gast.Call) and _is(self.static(maker.func), "value_and_grad") and maker.args):
+        if not (
+            isinstance(maker, gast.Call)
+            and _is(self.static(maker.func), "value_and_grad")
+            and maker.args
+        ):
             return None
         if any(isinstance(a, gast.Starred) for a in node.args) or node.keywords:
-            raise refuse(node, "ast_ad.value_and_grad(g)(...) inside a differentiated function takes positional "
-                               "arguments: pass each by position", self.locate)
+            raise refuse(
+                node,
+                "ast_ad.value_and_grad(g)(...) inside a differentiated function takes positional "
+                "arguments: pass each by position",
+                self.locate,
+            )
         held, hidden = [], []
         for arg in node.args:
             hidden.append(self.hidden("argument"))
             self.env[hidden[-1]] = self.expr(arg)
             held.append(_load(hidden[-1]))
-        gradient = gast.Call(func=gast.Attribute(value=maker.func.value, attr="grad", ctx=gast.Load())
-                             if isinstance(maker.func, gast.Attribute) else maker.func, args=maker.args,
-                             keywords=maker.keywords)
-        if not isinstance(maker.func, gast.Attribute):  # ``from ast_ad import value_and_grad``: reach grad by value
+        gradient = gast.Call(
+            func=gast.Attribute(value=maker.func.value, attr="grad", ctx=gast.Load())
+            if isinstance(maker.func, gast.Attribute)
+            else maker.func,
+            args=maker.args,
+            keywords=maker.keywords,
+        )
+        # ``from ast_ad import value_and_grad``: reach grad by value
+        if not isinstance(maker.func, gast.Attribute):
             hidden.append(self.hidden("grad"))
             self.env[hidden[-1]] = ir.Ref(TRANSFORMATIONS["grad"], "ast_ad.grad")
             gradient.func = _load(hidden[-1])
-        pair = gast.Tuple(elts=[gast.Call(func=maker.args[0], args=list(held), keywords=[]),
-                                gast.Call(func=gradient, args=list(held), keywords=[])], ctx=gast.Load())
+        pair = gast.Tuple(
+            elts=[
+                gast.Call(func=maker.args[0], args=list(held), keywords=[]),
+                gast.Call(func=gradient, args=list(held), keywords=[]),
+            ],
+            ctx=gast.Load(),
+        )
         try:
             return self.expr(_locate_all(pair, node), name, user)
         finally:
@@ -156,74 +210,144 @@ class Nesting(Aliasing):
                 del self.env[key]
 
     def forward_mode(self, node: gast.Call) -> ir.Ref | None:
-        """``ast_ad.jvp(f, primals, tangents)`` written in the body, ``f`` a module-level function: a call of
-        the primitive ``compose.JvpOf(f)`` on the two tuples (its rules transform ``f``'s forward-mode code)."""
+        """``ast_ad.jvp(f, primals, tangents)`` written in the body, ``f`` a module-level function:
+        a call of the primitive ``compose.JvpOf(f)`` on the two tuples (its rules transform ``f``'s
+        forward-mode code)."""
         if not _is(self.static(node.func), "jvp"):
             return None
         fn = self.static(node.args[0]) if node.args else None
-        if fn is None or len(node.args) != 3 or node.keywords \
-                or not all(isinstance(arg, (gast.Tuple, gast.List, gast.Name)) for arg in node.args[1:]):
-            raise refuse(node, "ast_ad.jvp inside a differentiated function needs a module-level function and "
-                               "the primals and tangents as two tuples: ast_ad.jvp(f, (x,), (v,))", self.locate)
+        if (
+            fn is None
+            or len(node.args) != 3
+            or node.keywords
+            or not all(isinstance(arg, (gast.Tuple, gast.List, gast.Name)) for arg in node.args[1:])
+        ):
+            raise refuse(
+                node,
+                "ast_ad.jvp inside a differentiated function needs a module-level function and "
+                "the primals and tangents as two tuples: ast_ad.jvp(f, (x,), (v,))",
+                self.locate,
+            )
         source = self.expr(node.args[0])  # recorded: redefining ``f`` transforms again
         if not isinstance(source, ir.Ref):
-            raise refuse(node, "ast_ad.jvp inside a differentiated function needs a module-level function",
-                         self.locate)
-        return ir.Ref(TRANSFORMATIONS["jvp_of"](fn), f"jvp_{getattr(fn, '__name__', 'f')}", source.origin, source.root)
+            raise refuse(
+                node,
+                "ast_ad.jvp inside a differentiated function needs a module-level function",
+                self.locate,
+            )
+        return ir.Ref(
+            TRANSFORMATIONS["jvp_of"](fn),
+            f"jvp_{getattr(fn, '__name__', 'f')}",
+            source.origin,
+            source.root,
+        )
 
     def is_function(self, node: gast.expr) -> bool:
-        """Whether ``node`` is a function value ast_ad can inline: a lambda, a def of this function, or a
-        plain function of the same module without a rule (passed on by name: ``integrate(x, force)``)."""
-        return isinstance(node, gast.Lambda) or (isinstance(node, gast.Name) and node.id in self.local_functions
-                                                 and node.id not in self.env) or self.module_function(node) is not None
+        """Whether ``node`` is a function value ast_ad can inline: a lambda, a def of this function,
+        or a plain function of the same module without a rule (passed on by name: ``integrate(x,
+        force)``)."""
+        return (
+            isinstance(node, gast.Lambda)
+            or (
+                isinstance(node, gast.Name)
+                and node.id in self.local_functions
+                and node.id not in self.env
+            )
+            or self.module_function(node) is not None
+        )
 
     def module_function(self, node: gast.expr) -> gast.Lambda | None:
-        """For the name of a function of this module without a rule, a lambda that calls it by that name."""
+        """For the name of a function of this module without a rule, a lambda that calls it by that
+        name."""
         if not isinstance(node, gast.Name) or node.id in self.env or node.id in self.locals \
                 or node.id in self.local_functions:
             return None
         fn = self.static(node)
-        if not inspect.isfunction(fn) or fn.__globals__ is not self.fn.__globals__ or registry.lookup(fn) is not None:
+        if (
+            not inspect.isfunction(fn)
+            or fn.__globals__ is not self.fn.__globals__
+            or registry.lookup(fn) is not None
+        ):
             return None
         params = list(inspect.signature(fn).parameters.values())
         if any(p.kind is not p.POSITIONAL_OR_KEYWORD or p.default is not p.empty for p in params):
             return None
         names = [gast.Name(id=f"arg_{k}", ctx=gast.Param(), annotation=None, type_comment=None)
                  for k in range(len(params))]
-        call = gast.Call(func=gast.Name(id=node.id, ctx=gast.Load(), annotation=None, type_comment=None),
-                         args=[gast.Name(id=n.id, ctx=gast.Load(), annotation=None, type_comment=None) for n in names],
-                         keywords=[])
-        arguments = gast.arguments(args=names, posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
-                                   kwarg=None, defaults=[])
-        return gast.copy_location(gast.Lambda(args=arguments, body=gast.copy_location(call, node)), node)
+        call = gast.Call(
+            func=gast.Name(id=node.id, ctx=gast.Load(), annotation=None, type_comment=None),
+            args=[
+                gast.Name(id=n.id, ctx=gast.Load(), annotation=None, type_comment=None)
+                for n in names
+            ],
+            keywords=[],
+        )
+        arguments = gast.arguments(
+            args=names,
+            posonlyargs=[],
+            vararg=None,
+            kwonlyargs=[],
+            kw_defaults=[],
+            kwarg=None,
+            defaults=[],
+        )
+        return gast.copy_location(
+            gast.Lambda(args=arguments, body=gast.copy_location(call, node)), node
+        )
 
     def mapped(self, node: gast.Call) -> gast.expr:
-        """``map(f, xs, ys)`` is ``[f(x, y) for x, y in zip(xs, ys)]``: a list, since everything consumes it once."""
+        """``map(f, xs, ys)`` is ``[f(x, y) for x, y in zip(xs, ys)]``: a list, since everything
+        consumes it once."""
         items = [gast.Name(id=f"item_{k}", ctx=gast.Store(), annotation=None, type_comment=None)
                  for k in range(len(node.args) - 1)]
         target = items[0] if len(items) == 1 else gast.Tuple(elts=items, ctx=gast.Store())
         if len(items) > 1 and "zip" in self.locals:
-            raise refuse(node, "map over several sequences is lowered with zip, which this function rebinds: "
-                               "rename the local variable zip", self.locate)
-        iterable = node.args[1] if len(items) == 1 else gast.Call(func=_load("zip"), args=node.args[1:], keywords=[])
+            raise refuse(
+                node,
+                "map over several sequences is lowered with zip, which this function rebinds: "
+                "rename the local variable zip",
+                self.locate,
+            )
+        iterable = (
+            node.args[1]
+            if len(items) == 1
+            else gast.Call(func=_load("zip"), args=node.args[1:], keywords=[])
+        )
         elt = gast.Call(func=node.args[0], args=[_load(item.id) for item in items], keywords=[])
-        comp = gast.ListComp(elt=elt, generators=[gast.comprehension(target=target, iter=iterable, ifs=[],
-                                                                     is_async=0)])
+        comp = gast.ListComp(
+            elt=elt,
+            generators=[gast.comprehension(target=target, iter=iterable, ifs=[], is_async=0)],
+        )
         return _locate_all(comp, node)
 
     def sorted_call(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
-        """``sorted(xs, key=f, reverse=r)``: the keys are computed (``f`` inlined), then the items ordered by them."""
+        """``sorted(xs, key=f, reverse=r)``: the keys are computed (``f`` inlined), then the items
+        ordered by them."""
         options = {kw.arg: kw.value for kw in node.keywords}
         items = self.hold(self.expr(node.args[0]))
         if "key" in options and not self.is_function(options["key"]):
-            raise refuse(node, "sorted(..., key=...) is supported with a lambda or a function defined here",
-                         self.locate)
+            raise refuse(
+                node,
+                "sorted(..., key=...) is supported with a lambda or a function defined here",
+                self.locate,
+            )
         held = self.hidden("sorted")
         self.env[held] = items
         try:
-            keys = self.expr(self.mapped(gast.copy_location(
-                gast.Call(func=_load("map"), args=[options["key"], _load(held)], keywords=[]), node))) \
-                if "key" in options else items
+            keys = (
+                self.expr(
+                    self.mapped(
+                        gast.copy_location(
+                            gast.Call(
+                                func=_load("map"), args=[options["key"], _load(held)], keywords=[]
+                            ),
+                            node,
+                        )
+                    )
+                )
+                if "key" in options
+                else items
+            )
         finally:
             del self.env[held]
         reverse = self.expr(options["reverse"]) if "reverse" in options else ir.Const(False)
@@ -233,12 +357,16 @@ class Nesting(Aliasing):
         return result
 
     def chosen_by_key(self, node: gast.Call, which: Any, name: str | None, user: bool) -> ir.Atom:
-        """``max(xs, key=f)`` (or ``min``): the keys computed (``f`` inlined), then the first item whose key is the
-        largest (smallest) read by its position, as Python picks it."""
+        """``max(xs, key=f)`` (or ``min``): the keys computed (``f`` inlined), then the first item
+        whose key is the largest (smallest) read by its position, as Python picks it."""
         key = node.keywords[0].value
         if not self.is_function(key):
-            raise refuse(node, f"{which.__name__}(..., key=...) is supported with a lambda or a function defined "
-                               "here", self.locate)
+            raise refuse(
+                node,
+                f"{which.__name__}(..., key=...) is supported with a lambda or a function defined "
+                "here",
+                self.locate,
+            )
         items = self.hold(self.expr(node.args[0]))
         held = self.hidden("chosen")
         self.env[held] = items
@@ -247,21 +375,27 @@ class Nesting(Aliasing):
                 gast.Call(func=_load("map"), args=[key, _load(held)], keywords=[]), node)))
         finally:
             del self.env[held]
-        position = self.bind(ir.Call(ir.Ref(runtime.first_best, "first_best"), (keys, ir.Const(which.__name__))),
-                             "position")
+        position = self.bind(
+            ir.Call(ir.Ref(runtime.first_best, "first_best"), (keys, ir.Const(which.__name__))),
+            "position",
+        )
         return self.bind(ir.Call(ir.Ref(operator.getitem, "operator.getitem"), (items, position)),
                          name or which.__name__, user)
 
     def helper_tree(self, node: gast.Call, fn: Any) -> gast.FunctionDef:
-        """The tree of a module function called with a function argument (``apply(lambda z: ..., x)``).
+        """The tree of a module function called with a function argument (``apply(lambda z: ...,
+        x)``).
 
         It is inlined here, so the function it receives is inlined in turn; its lines are moved to
         stand where they are in its file.
         """
         if fn.__globals__ is not self.fn.__globals__ or fn.__closure__:
-            raise refuse(node, f"a function passed to {fn.__name__} is supported only where {fn.__name__} is a "
-                               "closure-free function of the same module: define it there, or pass values",
-                         self.locate)
+            raise refuse(
+                node,
+                f"a function passed to {fn.__name__} is supported only where {fn.__name__} is a "
+                "closure-free function of the same module: define it there, or pass values",
+                self.locate,
+            )
         source = parse(fn)
         self.inlined.append(fn)
         tree = syntax.clone(source.tree)
@@ -273,13 +407,17 @@ class Nesting(Aliasing):
         return tree
 
     def call_partial(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
-        """``g(x)`` where ``g = functools.partial(f, a)``: ``f(a, x)``, with ``a`` as it was when ``g`` was made."""
+        """``g(x)`` where ``g = functools.partial(f, a)``: ``f(a, x)``, with ``a`` as it was when
+        ``g`` was made."""
         func, args, keywords = self.partials[node.func.id]
         call = gast.Call(func=func, args=[*args, *node.args], keywords=[*keywords, *node.keywords])
         return self.expr(gast.copy_location(call, node), name, user)
 
-    def frozen_partial(self, value: gast.Call) -> tuple[gast.expr, list[gast.expr], list[gast.keyword]]:
-        """``functools.partial(f, a, k=b)``: ``a`` and ``b`` evaluated now, as Python does, under names of their own."""
+    def frozen_partial(
+        self, value: gast.Call
+    ) -> tuple[gast.expr, list[gast.expr], list[gast.keyword]]:
+        """``functools.partial(f, a, k=b)``: ``a`` and ``b`` evaluated now, as Python does, under
+        names of their own."""
         def frozen(node: gast.expr) -> gast.expr:
             if self.is_function(node):
                 return node
@@ -291,36 +429,58 @@ class Nesting(Aliasing):
                                                  for kw in value.keywords]
 
     def hidden(self, base: str) -> str:
-        """A new name for a value ast_ad holds in ``env`` itself: not an identifier, so it meets no user's name."""
+        """A new name for a value ast_ad holds in ``env`` itself: not an identifier, so it meets no
+        user's name."""
         self.serial += 1
         return f"§{base}{self.serial}"
 
-    def inline(self, fn: gast.FunctionDef | gast.Lambda, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
-        """A call to a function defined inside this one: its body, lowered in place with its own names."""
+    def inline(
+        self, fn: gast.FunctionDef | gast.Lambda, node: gast.Call, name: str | None, user: bool
+    ) -> ir.Atom:
+        """A call to a function defined inside this one: its body, lowered in place with its own
+        names."""
         label = getattr(fn, "name", "lambda")
         if label in self.inlining or len(self.inlining) > 20:
-            raise refuse(node, f"the nested function {label} calls itself: define it at module level to "
-                               "recurse", self.locate)
+            raise refuse(
+                node,
+                f"the nested function {label} calls itself: define it at module level to recurse",
+                self.locate,
+            )
         body = [gast.Return(value=fn.body)] if isinstance(fn, gast.Lambda) else list(fn.body)
         params = [a.id for a in fn.args.posonlyargs + fn.args.args]
         if fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs or len(node.args) > len(params) \
                 or any(kw.arg not in params for kw in node.keywords):
-            raise refuse(node, f"this call does not fit {label}'s parameters (ast_ad inlines nested functions "
-                               "with plain positional and keyword parameters)", self.locate)
+            raise refuse(
+                node,
+                f"this call does not fit {label}'s parameters (ast_ad inlines nested functions "
+                "with plain positional and keyword parameters)",
+                self.locate,
+            )
         passed = dict(zip(params, node.args, strict=False))
         passed.update((kw.arg, kw.value) for kw in node.keywords)
-        functions = {p: self.module_function(v) or (self.local_functions[v.id] if isinstance(v, gast.Name) else v)
-                     for p, v in passed.items() if self.is_function(v)}
+        functions = {
+            p: self.module_function(v)
+            or (self.local_functions[v.id] if isinstance(v, gast.Name) else v)
+            for p, v in passed.items()
+            if self.is_function(v)
+        }
         values = {p: self.expr(v) for p, v in passed.items() if p not in functions}
-        defaults = dict(zip(params[len(params) - len(fn.args.defaults):], fn.args.defaults, strict=True))
+        defaults = dict(
+            zip(params[len(params) - len(fn.args.defaults) :], fn.args.defaults, strict=True)
+        )
         for p in params:
             if p not in values and p not in functions:
                 if p not in defaults:
-                    raise refuse(node, f"missing argument {p!r} in the call to {label}", self.locate)
+                    raise refuse(
+                        node, f"missing argument {p!r} in the call to {label}", self.locate
+                    )
                 values[p] = self.expr(defaults[p])
         inner_locals = {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name)
                         and isinstance(n.ctx, gast.Store)} | set(params)
-        renames = {v: self.namer.fresh(f"{label}_{v}" if label != "lambda" else v) for v in sorted(inner_locals)}
+        renames = {
+            v: self.namer.fresh(f"{label}_{v}" if label != "lambda" else v)
+            for v in sorted(inner_locals)
+        }
         body = [_rename_all(syntax.clone(s), renames) for s in body]
         saved_env, saved_locals = dict(self.env), set(self.locals)
         self.inlining.append(label)
@@ -343,8 +503,11 @@ class Nesting(Aliasing):
                 self.stmt(stmt)
             last = body[-1] if body else None
             if not isinstance(last, gast.Return) or last.value is None:
-                raise refuse(last or node, f"{label} must end with `return <value>` to be differentiated",
-                             self.locate)
+                raise refuse(
+                    last or node,
+                    f"{label} must end with `return <value>` to be differentiated",
+                    self.locate,
+                )
             return self.expr(last.value, name, user)
         finally:
             self.inlining.pop()

@@ -23,10 +23,11 @@ Six jobs have modules of their own, base classes of the ``Lowerer``: ``aliasing`
 reach the same object, and the checks before one changes), ``nested`` (functions the user's code
 defines or names, inlined where they are called; ``ast_ad.grad`` and friends written in the body),
 ``lower_control`` (``if``, ``while``, ``for`` and the iterations it unfolds, branch conditions),
-``lower_calls`` (what a call calls, its arguments checked against what the rules follow; attribute reads),
-``lower_writes`` (item writes, appends, pops and calls that change an argument in place) and ``lower_exprs``
-(operators, comparisons, conditionals, comprehensions, subscripts and literals). What is left here binds the
-names: the function, its statements and assignments, and where each name resolves.
+``lower_calls`` (what a call calls, its arguments checked against what the rules follow; attribute
+reads), ``lower_writes`` (item writes, appends, pops and calls that change an argument in place) and
+``lower_exprs`` (operators, comparisons, conditionals, comprehensions, subscripts and literals).
+What is left here binds the names: the function, its statements and assignments, and where each name
+resolves.
 """
 
 from __future__ import annotations
@@ -67,11 +68,15 @@ def normalize(source: Source) -> ir.Function:
     try:
         lowerer = Lowerer(source)
         function = lowerer.function()
-        objects.escaped(function)  # (an object made here is never made: used as a value, it is refused)
+        # (an object made here is never made: used as a value, it is refused)
+        objects.escaped(function)
         function = ir.check_ir(selection.selected(function))
         if BEING_LOWERED[key] and lowerer.writes:
-            raise lowerer.error(source.tree, f"{source.tree.name} calls itself and changes its argument "
-                                             f"{sorted(lowerer.writes)[0]!r} in place: compute a new value instead")
+            raise lowerer.error(
+                source.tree,
+                f"{source.tree.name} calls itself and changes its argument "
+                f"{sorted(lowerer.writes)[0]!r} in place: compute a new value instead",
+            )
         PARAM_WRITES[key] = frozenset(lowerer.writes)
         INLINED[key] = tuple(dict.fromkeys(lowerer.inlined))
         return function
@@ -89,7 +94,8 @@ def param_writes(fn: Any) -> frozenset[str]:
         source = parse(fn)
         check_source(source)
         normalize(source)
-        PARAM_WRITES[key] = PARAM_WRITES[(source.fn, getattr(source.fn, "__code__", None))]  # ``fn`` may name another
+        # ``fn`` may name another
+        PARAM_WRITES[key] = PARAM_WRITES[(source.fn, getattr(source.fn, "__code__", None))]
     return PARAM_WRITES[key]
 
 
@@ -97,9 +103,10 @@ _TWINS: dict[types.CodeType, bool] = {}  # a copy's code: whether it is its help
 
 
 def helper_twin(value: Any) -> Any:
-    """ast_ad's own helper where ``value`` is a copy of one (same name, same code: an exported gradient's module
-    copies the helpers it calls, so that it runs without ast_ad), else ``value``. The copy computes what the
-    helper computes, so it takes the helper's rules: reverse mode over exported code reads them."""
+    """ast_ad's own helper where ``value`` is a copy of one (same name, same code: an exported
+    gradient's module copies the helpers it calls, so that it runs without ast_ad), else ``value``.
+    The copy computes what the helper computes, so it takes the helper's rules: reverse mode over
+    exported code reads them."""
     if not inspect.isfunction(value) or registry.is_helper(value):
         return value
     helper = registry.helper_named(value.__name__)
@@ -114,7 +121,8 @@ def helper_twin(value: Any) -> Any:
 
 
 class Lowerer(ExpressionLowering):
-    param_writes = staticmethod(param_writes)  # a helper's, for ``CallLowering``: lowering it finds them
+    # a helper's, for ``CallLowering``: lowering it finds them
+    param_writes = staticmethod(param_writes)
 
     """Walks the gast tree once, appending one IR statement per primitive application."""
 
@@ -123,8 +131,10 @@ class Lowerer(ExpressionLowering):
         self.fn = source.fn
         self.closure = _closure(source.fn)
         self.locals, self.appending = _bound_names(source.tree)
-        self.user_locals = set(self.locals)  # the names Python holds as locals (not those ``structure`` makes)
-        self.unbound: dict[int, str] = {}  # ``prepare``'s ``None`` for a name not bound yet, by statement id
+        # the names Python holds as locals (not those ``structure`` makes)
+        self.user_locals = set(self.locals)
+        # ``prepare``'s ``None`` for a name not bound yet, by statement id
+        self.unbound: dict[int, str] = {}
         self.namer = Namer(reserved=self.locals)
         self.env: dict[str, ir.Atom] = {}
         self.body: list[ir.Stmt] = []
@@ -133,43 +143,69 @@ class Lowerer(ExpressionLowering):
         self.mutable: set[str] = set()
         self.local_functions: dict[str, gast.FunctionDef | gast.Lambda] = {}
         self.inlining: list[str] = []
-        self.shares: dict[str, set[str]] = {}  # IR name -> IR names that may share its memory (copies, views)
-        self.holds: dict[str, set[str]] = {}  # a list or tuple's IR name -> IR names of the objects it holds
+        # IR name -> IR names that may share its memory (copies, views)
+        self.shares: dict[str, set[str]] = {}
+        # a list or tuple's IR name -> IR names of the objects it holds
+        self.holds: dict[str, set[str]] = {}
         self.held_by: dict[str, set[str]] = {}  # the same relation the other way round
-        self.presets: list[ir.Stmt] = []  # statements the function starts with (``Aliasing.note_views``)
-        self.nesting = 0  # how many blocks (branches, loop bodies) the statement being lowered is in
-        self.unpacked: dict[str, str] = {}  # a name bound by unpacking -> the list or tuple it was unpacked from
-        self.copied_from: dict[str, tuple[str, str]] = {}  # a shallow copy's IR name -> (its source, a flag set
-        # where the source is a container: its items are then the copy's too; ``Aliasing.note_views``)
-        self.changing: set[str] = set()  # user names that an if or a loop assigns: their IR names get mutable
+        # statements the function starts with (``Aliasing.note_views``)
+        self.presets: list[ir.Stmt] = []
+        # how many blocks (branches, loop bodies) the statement being lowered is in
+        self.nesting = 0
+        # a name bound by unpacking -> the list or tuple it was unpacked from
+        self.unpacked: dict[str, str] = {}
+        # a shallow copy's IR name -> (its source, a flag set where the source is a container: its
+        # items are then the copy's too; ``Aliasing.note_views``)
+        self.copied_from: dict[str, tuple[str, str]] = {}
+        # user names that an if or a loop assigns: their IR names get mutable
+        self.changing: set[str] = set()
         self.params: dict[str, str] = {}  # IR name -> parameter, for the parameters' own values
         self.appends_left: dict[str, int] = {}  # user name -> appends to it not lowered yet
         self.loops: list[set[str]] = []  # per enclosing loop, the names it appends to
-        self.loop_shared: list[set[str]] = []  # per enclosing loop, the names it may bind to a shared object
-        self.loop_rebinds: list[set[str]] = []  # per enclosing loop, the names it binds to another's object
-        self.foreign_sources: dict[int, Source] = {}  # helpers of other files, inlined (``CallLowering``)
-        self.inlined: list[Any] = []  # the functions whose bodies are lowered in place (``INLINED``)
-        self.partials: dict[str, tuple[Any, ...]] = {}  # name -> (function, args, keywords) of a functools.partial
-        self.instances: dict[str, type] = {}  # IR name -> the user class it was made by (``m = Model(w)``)
-        self.function_lists: dict[str, list[Any]] = {}  # ``fs = [lambda t: ..., g]``: the functions by name
-        self.made: list[objects.Made] = []  # the objects of the user's classes made here (``objects``)
-        self.field_labels: dict[str, str] = {}  # an attribute's variable -> ``m.w`` (``Aliasing.variables_in``)
+        # per enclosing loop, the names it may bind to a shared object
+        self.loop_shared: list[set[str]] = []
+        # per enclosing loop, the names it binds to another's object
+        self.loop_rebinds: list[set[str]] = []
+        # helpers of other files, inlined (``CallLowering``)
+        self.foreign_sources: dict[int, Source] = {}
+        # the functions whose bodies are lowered in place (``INLINED``)
+        self.inlined: list[Any] = []
+        # name -> (function, args, keywords) of a functools.partial
+        self.partials: dict[str, tuple[Any, ...]] = {}
+        # IR name -> the user class it was made by (``m = Model(w)``)
+        self.instances: dict[str, type] = {}
+        # ``fs = [lambda t: ..., g]``: the functions by name
+        self.function_lists: dict[str, list[Any]] = {}
+        # the objects of the user's classes made here (``objects``)
+        self.made: list[objects.Made] = []
+        # an attribute's variable -> ``m.w`` (``Aliasing.variables_in``)
+        self.field_labels: dict[str, str] = {}
         self.carried: list[dict[str, ir.Atom]] = []  # (``Aliasing.carry``)
         self.serial = 0  # for ``hidden`` names
-        self.kinds: dict[str, str] = {}  # IR name -> "list" or "tuple", where that is known (see ``kind``)
+        # IR name -> "list" or "tuple", where that is known (see ``kind``)
+        self.kinds: dict[str, str] = {}
         self.writes: set[str] = set()  # parameters whose values an in-place statement may change
-        self.shared_defaults = _shared_defaults(source.fn)  # (``Aliasing.guard_object`` refuses changing them)
-        self.checked_only = _checked_only(source.tree, source.fn.__globals__)  # see ``Aliasing.note_views``
-        self.liveness: dict[int, frozenset[str]] = {}  # what is read after each statement (``live_after``)
+        # (``Aliasing.guard_object`` refuses changing them)
+        self.shared_defaults = _shared_defaults(source.fn)
+        # see ``Aliasing.note_views``
+        self.checked_only = _checked_only(source.tree, source.fn.__globals__)
+        # what is read after each statement (``live_after``)
+        self.liveness: dict[int, frozenset[str]] = {}
         self.live: frozenset[str] | None = None  # that, for the statement being lowered, if known
-        self.rebinding: frozenset[str] = frozenset()  # the names the statement being lowered binds (``_rebound``)
-        self.recipes: dict[str, ir.Call] = {}  # IR name -> the view call that made it (``Aliasing.followed``)
-        self.follow_ups: list[Any] = []  # variables to make again after the statement (``Aliasing.follow``)
-        self.changed_objects: dict[str, ir.Var] = {}  # an item's object after a write (``Aliasing.follow``)
-        self.aliased: dict[str, set[str]] = {}  # IR name -> names of the same object (``Aliasing.share``)
-        self.packs: dict[str, ir.Pack] = {}  # a literal container's IR name -> what it packed (``Aliasing.slot_of``)
+        # the names the statement being lowered binds (``_rebound``)
+        self.rebinding: frozenset[str] = frozenset()
+        # IR name -> the view call that made it (``Aliasing.followed``)
+        self.recipes: dict[str, ir.Call] = {}
+        # variables to make again after the statement (``Aliasing.follow``)
+        self.follow_ups: list[Any] = []
+        # an item's object after a write (``Aliasing.follow``)
+        self.changed_objects: dict[str, ir.Var] = {}
+        # IR name -> names of the same object (``Aliasing.share``)
+        self.aliased: dict[str, set[str]] = {}
+        # a literal container's IR name -> what it packed (``Aliasing.slot_of``)
+        self.packs: dict[str, ir.Pack] = {}
 
-    # ---- the function ------------------------------------------------------------------------------
+    # ---- the function ----------------------------------------------------------------------------
     def function(self) -> ir.Function:
         tree = self.source.tree
         params = [arg.id for arg in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs]
@@ -178,11 +214,16 @@ class Lowerer(ExpressionLowering):
         self.owner.update(zip(names, params, strict=True))
         self.params = dict(zip(names, params, strict=True))
         statements = tree.body
-        if statements and isinstance(statements[0], gast.Expr) and isinstance(statements[0].value, gast.Constant):
+        if (
+            statements
+            and isinstance(statements[0], gast.Expr)
+            and isinstance(statements[0].value, gast.Constant)
+        ):
             statements = statements[1:]  # docstring
         statements = structure(statements, Namer(reserved=self.locals))
         made: set[str] = set()
-        keys = self.namer.fresh("keys_of")  # (a loop over a dict's items reads its keys, which carry no gradient)
+        # (a loop over a dict's items reads its keys, which carry no gradient)
+        keys = self.namer.fresh("keys_of")
         statements = _dict_loops(statements, self.namer, made, keys)
         if made:
             self.env[keys] = ir.Ref(runtime.keys_of, "keys_of")
@@ -197,33 +238,58 @@ class Lowerer(ExpressionLowering):
             for name in appended:
                 self.appends_left[name] = self.appends_left.get(name, 0) + 1
         self.namer.reserved |= self.locals
-        self.changing = {n.id for s in statements if isinstance(s, (gast.If, gast.For, gast.While))
-                         for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
-        if not statements or not isinstance(statements[-1], gast.Return) or statements[-1].value is None:
+        self.changing = {
+            n.id
+            for s in statements
+            if isinstance(s, (gast.If, gast.For, gast.While))
+            for n in gast.walk(s)
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
+        }
+        if (
+            not statements
+            or not isinstance(statements[-1], gast.Return)
+            or statements[-1].value is None
+        ):
             written = [p for p in dict.fromkeys(written_in_place(tree)) if p in params]
             if written:  # a helper that changes its argument in place and returns nothing
-                raise self.error(statements[-1] if statements else tree,
-                                 f"{tree.name} changes its argument {written[0]} in place and returns nothing: "
-                                 f"ast_ad follows what a helper returns, so return it (return {written[0]}) and "
-                                 f"assign what it returns where it is called (y = {tree.name}(y, ...))")
-            raise self.error(statements[-1] if statements else tree,
-                             "the function must end with `return <value>`: grad needs a value to differentiate")
+                raise self.error(
+                    statements[-1] if statements else tree,
+                    f"{tree.name} changes its argument {written[0]} in place and returns nothing: "
+                    f"ast_ad follows what a helper returns, so return it (return {written[0]}) and "
+                    f"assign what it returns where it is called (y = {tree.name}(y, ...))",
+                )
+            raise self.error(
+                statements[-1] if statements else tree,
+                "the function must end with `return <value>`: grad needs a value to differentiate",
+            )
         for node in statements[:-1]:
             self.line = self.line_of(node)
             self.stmt(node)
         last = statements[-1]
         self.line = self.line_of(last)
         result = self.expr(last.value, "out")
-        function = ir.Function(tree.name, names, (*self.presets, *self.body), result, self.line, self.fn,
-                               frozenset(self.mutable), frozenset(self.namer.users))
-        return unbound.checked(function, self.unbound, self.namer)  # (Python's UnboundLocalError, kept)
+        function = ir.Function(
+            tree.name,
+            names,
+            (*self.presets, *self.body),
+            result,
+            self.line,
+            self.fn,
+            frozenset(self.mutable),
+            frozenset(self.namer.users),
+        )
+        # (Python's UnboundLocalError, kept)
+        return unbound.checked(function, self.unbound, self.namer)
 
-    # ---- statements ----------------------------------------------------------------------------------
+    # ---- statements ------------------------------------------------------------------------------
     def stmt(self, node: gast.stmt) -> None:
         handler = getattr(self, "stmt_" + type(node).__name__, None)
         if handler is None:
-            raise refuse(node, f"{type(node).__name__} statements are not supported here", self.locate)
-        outer, self.live = self.live, self.liveness.get(id(node))  # (a statement made while lowering: not known)
+            raise refuse(
+                node, f"{type(node).__name__} statements are not supported here", self.locate
+            )
+        # (a statement made while lowering: not known)
+        outer, self.live = self.live, self.liveness.get(id(node))
         rebinding, self.rebinding = self.rebinding, _rebound(node)
         try:
             handler(node)
@@ -245,66 +311,113 @@ class Lowerer(ExpressionLowering):
             self.assign(node.target, node.value)
 
     def stmt_Return(self, node: gast.Return) -> None:
-        raise refuse(node, "return is only supported as the last statement of the function", self.locate)
+        raise refuse(
+            node, "return is only supported as the last statement of the function", self.locate
+        )
 
     def stmt_Delete(self, node: gast.Delete) -> None:
-        """``del name``: the name is unbound (generated code frees arrays so), so a later read is refused."""
+        """``del name``: the name is unbound (generated code frees arrays so), so a later read is
+        refused."""
         for target in node.targets:
-            if not (isinstance(target, gast.Name) and target.id in self.env and target.id in self.locals):
-                raise refuse(node, "del is supported for local names only: drop the statement", self.locate)
+            if not (
+                isinstance(target, gast.Name) and target.id in self.env and target.id in self.locals
+            ):
+                raise refuse(
+                    node, "del is supported for local names only: drop the statement", self.locate
+                )
             if not self.loops and not self.nesting:
                 del self.env[target.id]
 
     def stmt_FunctionDef(self, node: gast.FunctionDef) -> None:
         if node.decorator_list:
-            raise refuse(node, "decorated nested functions are not supported: define the function at module "
-                               "level", self.locate)
+            raise refuse(
+                node,
+                "decorated nested functions are not supported: define the function at module level",
+                self.locate,
+            )
         self.local_functions[node.name] = node
 
     def stmt_Assert(self, node: gast.Assert) -> None:
         self.effect(node)
 
     def stmt_With(self, node: gast.With) -> None:
-        """``with np.errstate(divide="ignore"): ...``: what it changes is which warnings numpy gives, not a value;
-        its body is lowered as it stands. A setting that raises (``"raise"``, ``"call"``) would change what runs,
-        and any other context manager may: refused."""
+        """``with np.errstate(divide="ignore"): ...``: what it changes is which warnings numpy
+        gives, not a value; its body is lowered as it stands. A setting that raises (``"raise"``,
+        ``"call"``) would change what runs, and any other context manager may: refused."""
         item = node.items[0] if len(node.items) == 1 else None
         call = item.context_expr if item is not None else None
-        quiet = isinstance(call, gast.Call) and self.static(call.func) is np.errstate and not call.args \
-            and item is not None and item.optional_vars is None and all(
-                isinstance(kw.value, gast.Constant) and kw.value.value in ("ignore", "warn", "print", "log")
-                for kw in call.keywords)
+        quiet = (
+            isinstance(call, gast.Call)
+            and self.static(call.func) is np.errstate
+            and not call.args
+            and item is not None
+            and item.optional_vars is None
+            and all(
+                isinstance(kw.value, gast.Constant)
+                and kw.value.value in ("ignore", "warn", "print", "log")
+                for kw in call.keywords
+            )
+        )
         if not quiet:
-            raise refuse(node, WITH_HINT + " (with settings that do not raise: ignore, warn, print, log)",
-                         self.locate)
-        jump = next((n for n in gast.walk(node) if isinstance(n, (gast.Return, gast.Break, gast.Continue))), None)
+            raise refuse(
+                node,
+                WITH_HINT + " (with settings that do not raise: ignore, warn, print, log)",
+                self.locate,
+            )
+        jump = next(
+            (n for n in gast.walk(node) if isinstance(n, (gast.Return, gast.Break, gast.Continue))),
+            None,
+        )
         if jump is not None:
-            raise refuse(jump, "return, break and continue inside a with block are not supported: assign the "
-                               "value, and return or jump after the block", self.locate)
+            raise refuse(
+                jump,
+                "return, break and continue inside a with block are not supported: assign the "
+                "value, and return or jump after the block",
+                self.locate,
+            )
         for stmt in node.body:
             self.line = self.line_of(stmt)
             self.stmt(stmt)
 
     def stmt_Raise(self, node: gast.Raise) -> None:
-        """``raise ValueError(...)``: kept as written, so the gradient raises where Python raises."""
+        """``raise ValueError(...)``: kept as written, so the gradient raises where Python
+        raises."""
         self.effect(node)
 
     def stmt_Pass(self, node: gast.Pass) -> None:
         pass
 
     def assign(self, target: gast.expr, value: gast.expr) -> None:
-        if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and value.func.attr == "pop" \
-                and not value.args and not value.keywords and self.is_local(value.func.value):
+        if (
+            isinstance(value, gast.Call)
+            and isinstance(value.func, gast.Attribute)
+            and value.func.attr == "pop"
+            and not value.args
+            and not value.keywords
+            and self.is_local(value.func.value)
+        ):
             self.pop(target, value.func.value)
             return
         if isinstance(target, gast.Name) and isinstance(value, gast.Lambda):
             self.local_functions[target.id] = value
             return
-        if isinstance(target, gast.Name) and isinstance(value, (gast.List, gast.Tuple)) and value.elts \
-                and all(isinstance(e, gast.Lambda) or isinstance(e, gast.Name) and e.id in self.local_functions
-                        and e.id not in self.env for e in value.elts):
-            self.function_lists[target.id] = [e if isinstance(e, gast.Lambda) else self.local_functions[e.id]
-                                              for e in value.elts]  # called by position, or looped over
+        if (
+            isinstance(target, gast.Name)
+            and isinstance(value, (gast.List, gast.Tuple))
+            and value.elts
+            and all(
+                isinstance(e, gast.Lambda)
+                or isinstance(e, gast.Name)
+                and e.id in self.local_functions
+                and e.id not in self.env
+                for e in value.elts
+            )
+        ):
+            self.function_lists[target.id] = [
+                e if isinstance(e, gast.Lambda) else self.local_functions[e.id]
+                # called by position, or looped over
+                for e in value.elts
+            ]
             self.env.pop(target.id, None)
             return
         if isinstance(target, gast.Name) and isinstance(value, gast.Call) and value.args \
@@ -316,26 +429,35 @@ class Lowerer(ExpressionLowering):
             self.copy(name, self.expr(value, name, exact=True))
         elif isinstance(target, gast.Name):
             atom = self.expr(value, target.id, user=True)
-            if isinstance(atom, ir.Const) and isinstance(atom.value, list):  # a new list each time: no alias
+            # a new list each time: no alias
+            if isinstance(atom, ir.Const) and isinstance(atom.value, list):
                 atom = self.bind(atom, target.id, user=True)
             self.env[target.id] = self.snapshot(atom, target.id)
             self.note_views(atom)
-        elif isinstance(target, (gast.Tuple, gast.List)) and isinstance(value, (gast.Tuple, gast.List)) \
-                and len(target.elts) == len(value.elts):
-            atoms = [self.expr(v, t.id if isinstance(t, gast.Name) else None, isinstance(t, gast.Name))
-                     for t, v in zip(target.elts, value.elts, strict=True)]
-            # every value is read before any target is bound: ``a, v = v, a`` swaps, even where a name is mutable
+        elif (
+            isinstance(target, (gast.Tuple, gast.List))
+            and isinstance(value, (gast.Tuple, gast.List))
+            and len(target.elts) == len(value.elts)
+        ):
+            atoms = [
+                self.expr(v, t.id if isinstance(t, gast.Name) else None, isinstance(t, gast.Name))
+                for t, v in zip(target.elts, value.elts, strict=True)
+            ]
+            # every value is read before any target is bound: ``a, v = v, a`` swaps, even where a
+            # name is mutable
             atoms = [self.hold(atom) for atom in atoms]
-            # the values not bound yet are read after each write: a view among them (``y[0], y[1] = y[1], y[0]`` of
-            # rows) sees it in Python. Each is held under a name of ast_ad's own, a live variable the memory model
-            # makes again after the write (``Aliasing.follow``), as Python's view shows the new entries
+            # the values not bound yet are read after each write: a view among them (``y[0], y[1] =
+            # y[1], y[0]`` of rows) sees it in Python. Each is held under a name of ast_ad's own, a
+            # live variable the memory model makes again after the write (``Aliasing.follow``), as
+            # Python's view shows the new entries
             held = [self.hidden("value") for _ in atoms]
             writes = any(isinstance(t, gast.Subscript) for t in target.elts)
             for name, atom in zip(held, atoms, strict=True):
                 self.env[name] = atom
                 self.locals.add(name)
                 if writes and (self.nesting or self.loops) and isinstance(atom, ir.Var):
-                    self.own_name(name, atom)  # (in a block: a name the writes may bind again, used here alone)
+                    # (in a block: a name the writes may bind again, used here alone)
+                    self.own_name(name, atom)
             try:
                 for k, t in enumerate(target.elts):
                     atom = self.env.pop(held[k])  # (bound now: no longer a value waiting)
@@ -375,19 +497,30 @@ class Lowerer(ExpressionLowering):
                 self.set_field(made, self.mangled(target.attr), value, target)
                 return
         if not isinstance(target, (gast.Tuple, gast.List)):
-            raise refuse(target, "assignment to an attribute is not supported here: use a local variable (an "
-                               "attribute is followed on an object the function makes)", self.locate)
+            raise refuse(
+                target,
+                "assignment to an attribute is not supported here: use a local variable (an "
+                "attribute is followed on an object the function makes)",
+                self.locate,
+            )
         if any(isinstance(t, gast.Starred) for t in target.elts):
             self.unpack_starred(target, value)
             return
-        names = [self.namer.fresh(t.id if isinstance(t, gast.Name) else "t", user=isinstance(t, gast.Name))
-                 for t in target.elts]
+        names = [
+            self.namer.fresh(
+                t.id if isinstance(t, gast.Name) else "t", user=isinstance(t, gast.Name)
+            )
+            for t in target.elts
+        ]
         self.body.append(ir.Unpack(tuple(names), value, self.line))
-        if isinstance(value, ir.Var):  # ``a, b = xs``: the names hold the very objects the list or tuple holds
+        # ``a, b = xs``: the names hold the very objects the list or tuple holds
+        if isinstance(value, ir.Var):
             for k, name in enumerate(names):
                 self.unpacked[name] = value.name
-                self.contain(value.name, name)  # (and ``xs`` holds what each name holds: either sees the other)
-                if value.name in self.holds:  # ``a`` is ``xs[0]``: a write into it is put back in that slot
+                # (and ``xs`` holds what each name holds: either sees the other)
+                self.contain(value.name, name)
+                # ``a`` is ``xs[0]``: a write into it is put back in that slot
+                if value.name in self.holds:
                     item = ir.Ref(operator.getitem, "operator.getitem")
                     self.recipes[name] = ir.Call(item, (value, ir.Const(k)))
         for t, name in zip(target.elts, names, strict=True):
@@ -398,20 +531,31 @@ class Lowerer(ExpressionLowering):
                 self.bind_target(t, ir.Var(name))
 
     def unpack_starred(self, target: gast.Tuple | gast.List, value: ir.Atom) -> None:
-        """``first, *rest, last = xs``: items read by index, the starred name a list of the ones between."""
+        """``first, *rest, last = xs``: items read by index, the starred name a list of the ones
+        between."""
         elts = target.elts
         star = next(k for k, t in enumerate(elts) if isinstance(t, gast.Starred))
         after = len(elts) - star - 1
-        if not isinstance(value, ir.Var) or any(isinstance(t, gast.Starred) for t in elts[star + 1:]):
-            raise refuse(target, "a starred target unpacks a list, tuple or array bound to a name, once per "
-                                 "assignment: assign the value to a name first", self.locate)
+        if not isinstance(value, ir.Var) or any(
+            isinstance(t, gast.Starred) for t in elts[star + 1 :]
+        ):
+            raise refuse(
+                target,
+                "a starred target unpacks a list, tuple or array bound to a name, once per "
+                "assignment: assign the value to a name first",
+                self.locate,
+            )
         length = self.bind(ir.Call(ir.Ref(len, "len"), (value,)), f"n_{value.name}")
-        enough = self.bind(ir.Call(ir.Ref(operator.ge, "operator.ge"), (length, ir.Const(len(elts) - 1))), "cond")
+        enough = self.bind(
+            ir.Call(ir.Ref(operator.ge, "operator.ge"), (length, ir.Const(len(elts) - 1))), "cond"
+        )
         self.body.append(ir.Effect(_raise_unless(enough.name, len(elts) - 1), (), self.line))
         getitem = ir.Ref(operator.getitem, "operator.getitem")
         for k, t in enumerate(elts):
             if isinstance(t, gast.Starred):
-                part = self.bind(ir.Call(getitem, (value, ir.Const(slice(star, -after if after else None)))), "t")
+                part = self.bind(
+                    ir.Call(getitem, (value, ir.Const(slice(star, -after if after else None)))), "t"
+                )
                 item = self.bind(ir.Call(ir.Ref(list, "list"), (part,)), "rest")
                 self.bind_target(t.value, item)
             else:
@@ -419,36 +563,62 @@ class Lowerer(ExpressionLowering):
                 self.bind_target(t, self.bind(ir.Call(getitem, (value, ir.Const(index))), "t"))
 
     def prepare(self, node: gast.stmt) -> None:
-        """Give each user variable that ``node`` assigns one mutable name, bound before ``node`` runs."""
-        functions = {t.id for n in gast.walk(node) if isinstance(n, gast.Assign) and isinstance(n.value, gast.Lambda)
-                     for t in n.targets if isinstance(t, gast.Name)}  # inlined where called: no variable
-        scoped = {id(n) for c in gast.walk(node) if isinstance(c, ir.COMPREHENSIONS)  # (their own scopes)
+        """Give each user variable that ``node`` assigns one mutable name, bound before ``node``
+        runs."""
+        functions = {
+            t.id
+            for n in gast.walk(node)
+            if isinstance(n, gast.Assign) and isinstance(n.value, gast.Lambda)
+            # inlined where called: no variable
+            for t in n.targets
+            if isinstance(t, gast.Name)
+        }
+        # (their own scopes)
+        scoped = {id(n) for c in gast.walk(node) if isinstance(c, ir.COMPREHENSIONS)
                   for g in c.generators for n in gast.walk(g.target)}
-        stored = [n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
-                  and n.id not in functions and id(n) not in scoped]
+        stored = [
+            n.id
+            for n in gast.walk(node)
+            if isinstance(n, gast.Name)
+            and isinstance(n.ctx, gast.Store)
+            and n.id not in functions
+            and id(n) not in scoped
+        ]
         stored += [_root(n).id for n in gast.walk(node) if isinstance(n, gast.Subscript)
                    and isinstance(n.ctx, gast.Store) and isinstance(_root(n), gast.Name)]
         written = _read_into(node, [name for name in written_in_place(node)])
         written = [name for name in written if name in stored or name in self.env]
-        # (whether this block is inside another: a ``for`` statement's own loop is on ``loops`` already)
+        # (whether this block is inside another: a ``for`` statement's own loop is on ``loops``
+        # already)
         nested = self.nesting > 0 or len(self.loops) > (1 if isinstance(node, gast.For) else 0)
-        if written and isinstance(node, gast.For) and isinstance(node.iter, gast.Name) \
-                and node.iter.id in self.env:  # ``for row in y: row *= 2``: a row is a view of ``y``
+        if (
+            written
+            and isinstance(node, gast.For)
+            and isinstance(node.iter, gast.Name)
+            and node.iter.id in self.env
+        ):  # ``for row in y: row *= 2``: a row is a view of ``y``
             written.append(node.iter.id)
             if not nested or self.is_mutable(node.iter.id):
                 stored.append(node.iter.id)
-        # (inside a branch or a loop, a variable of the blocks around it gets no new name here: bound in this
-        # block alone, it would be unbound on the other paths; unprepared, the write refuses to follow it)
+        # (inside a branch or a loop, a variable of the blocks around it gets no new name here:
+        # bound in this block alone, it would be unbound on the other paths; unprepared, the write
+        # refuses to follow it)
         stored += [n for n in self.sharing(written, stored) if not nested or self.is_mutable(n)]
         if written and isinstance(node, (gast.For, gast.While)):
-            # names the loop may bind to one object later in its body (``y += d; y = kept``): from the next step
-            # on a write through one changes the other, which is then made again from it (``Aliasing.followed``)
+            # names the loop may bind to one object later in its body (``y += d; y = kept``): from
+            # the next step on a write through one changes the other, which is then made again from
+            # it (``Aliasing.followed``)
             later = loop_rebinds(node)
             if later & set(written):
                 known = [n for n in sorted(later) if n in self.env]
-                stored += [n for n in [*known, *self.sharing(known, stored)] if n in self.user_locals
-                           and n not in stored and n not in self.local_functions
-                           and (not nested or self.is_mutable(n))]
+                stored += [
+                    n
+                    for n in [*known, *self.sharing(known, stored)]
+                    if n in self.user_locals
+                    and n not in stored
+                    and n not in self.local_functions
+                    and (not nested or self.is_mutable(n))
+                ]
         for user_name in dict.fromkeys(stored):
             atom = self.env.get(user_name)
             if isinstance(atom, ir.Var) and self.owner.get(atom.name) == user_name:
@@ -459,7 +629,8 @@ class Lowerer(ExpressionLowering):
             self.mutable.add(name)
             init = ir.Assign(name, atom if atom is not None else ir.Const(None), self.line)
             self.body.append(init)
-            if atom is None and user_name in self.user_locals:  # not bound yet: Python's read would raise
+            # not bound yet: Python's read would raise
+            if atom is None and user_name in self.user_locals:
                 self.unbound[id(init)] = user_name
             if atom is not None:
                 self.note_kind(name, atom)
@@ -468,16 +639,24 @@ class Lowerer(ExpressionLowering):
             self.env[user_name] = ir.Var(name)
 
     def sharing(self, written: list[str], stored: list[str]) -> list[str]:
-        """The variables that may see an object one of ``written`` holds (``w = y[1:]``, ``z = y``), but those the
-        block ``stored`` already: a write in the block may change them too, and they are made again after it
-        (``Aliasing.follow``), so each gets a name that the block may assign, as the names it stores do."""
+        """The variables that may see an object one of ``written`` holds (``w = y[1:]``, ``z = y``),
+        but those the block ``stored`` already: a write in the block may change them too, and they
+        are made again after it (``Aliasing.follow``), so each gets a name that the block may
+        assign, as the names it stores do."""
         related: set[str] = set()
         for user_name in written:
             atom = self.env.get(user_name)
             if isinstance(atom, ir.Var):
                 related |= self.reaching(atom.name, False)
-        return [user for user, atom in self.env.items() if isinstance(atom, ir.Var) and atom.name in related
-                and user in self.user_locals and user not in self.local_functions and user not in stored]
+        return [
+            user
+            for user, atom in self.env.items()
+            if isinstance(atom, ir.Var)
+            and atom.name in related
+            and user in self.user_locals
+            and user not in self.local_functions
+            and user not in stored
+        ]
 
     def block(self, statements: list[gast.stmt]) -> tuple[ir.Stmt, ...]:
         """Lower ``statements`` into a nested block of their own."""
@@ -492,13 +671,16 @@ class Lowerer(ExpressionLowering):
             self.body = outer
             self.nesting -= 1
 
-    # ---- names and resolution ------------------------------------------------------------------------
+    # ---- names and resolution --------------------------------------------------------------------
     def name(self, node: gast.Name) -> ir.Atom:
         if node.id in self.env:
             return self.env[node.id]
         if node.id in self.function_lists:
-            raise self.error(node, f"{node.id} is a list of functions, which ast_ad follows where its items are "
-                                   f"called by position ({node.id}[0](x)) or looped over (for g in {node.id}: ...)")
+            raise self.error(
+                node,
+                f"{node.id} is a list of functions, which ast_ad follows where its items are "
+                f"called by position ({node.id}[0](x)) or looped over (for g in {node.id}: ...)",
+            )
         if node.id in self.locals:
             raise self.error(node, f"{node.id!r} is used before it is assigned")
         if node.id in self.closure:
@@ -523,7 +705,8 @@ class Lowerer(ExpressionLowering):
         return ir.Ref(fn, f"operator.{fn.__name__}")
 
     def bind(self, value: ir.Expr, hint: str, user: bool = False, holds: bool = True) -> ir.Var:
-        """A new name for ``value``; ``holds=False``: a pack that only a check reads (it shares nothing)."""
+        """A new name for ``value``; ``holds=False``: a pack that only a check reads (it shares
+        nothing)."""
         if getattr(self, "exact", None) is not None and hint == self.exact:
             self.exact = None
             self.body.append(ir.Assign(hint, value, self.line))
@@ -539,7 +722,8 @@ class Lowerer(ExpressionLowering):
         self.body.append(ir.Assign(target, value, self.line))
         self.note_kind(target, value)
         if holds:
-            self.note_views(ir.Var(target))  # ``[v][0]``, ``x.T[1:]``: every view and container on the way counts
+            # ``[v][0]``, ``x.T[1:]``: every view and container on the way counts
+            self.note_views(ir.Var(target))
         return ir.Var(target)
 
     def note_kind(self, target: str, value: ir.Expr) -> None:
@@ -555,7 +739,7 @@ class Lowerer(ExpressionLowering):
         self.temps = k
         return k
 
-    # ---- locations -----------------------------------------------------------------------------------
+    # ---- locations -------------------------------------------------------------------------------
     def locate(self, node: gast.AST) -> tuple[str, int, str]:
         return self.source.where(node)
 
@@ -566,9 +750,12 @@ class Lowerer(ExpressionLowering):
         return LocatedError(message, *self.locate(node))
 
 
-def _dict_loops(body: list[gast.stmt], namer: Namer, made: set[str], keys_of: str) -> list[gast.stmt]:
-    """``body`` with each loop over a dict's ``items()``, ``values()`` or ``keys()`` written as a loop over its
-    keys that reads each value where the step starts, as Python's view does (``for k in list(d): v = d[k]``)."""
+def _dict_loops(
+    body: list[gast.stmt], namer: Namer, made: set[str], keys_of: str
+) -> list[gast.stmt]:
+    """``body`` with each loop over a dict's ``items()``, ``values()`` or ``keys()`` written as a
+    loop over its keys that reads each value where the step starts, as Python's view does (``for k
+    in list(d): v = d[k]``)."""
     out: list[gast.stmt] = []
     for stmt in body:
         if isinstance(stmt, (gast.For, gast.While, gast.If)):
@@ -582,28 +769,55 @@ def _dict_loops(body: list[gast.stmt], namer: Namer, made: set[str], keys_of: st
             assert isinstance(stmt, gast.For)
             owner = call.func.value
             made.add(keys_of)
-            keys = gast.copy_location(gast.Call(func=gast.Name(id=keys_of, ctx=gast.Load(), annotation=None,
-                                                               type_comment=None), args=[owner], keywords=[]), call)
+            keys = gast.copy_location(
+                gast.Call(
+                    func=gast.Name(id=keys_of, ctx=gast.Load(), annotation=None, type_comment=None),
+                    args=[owner],
+                    keywords=[],
+                ),
+                call,
+            )
             target, read = stmt.target, []
             if call.func.attr != "keys":
-                pair = call.func.attr == "items" and isinstance(target, gast.Tuple) and len(target.elts) == 2
+                pair = (
+                    call.func.attr == "items"
+                    and isinstance(target, gast.Tuple)
+                    and len(target.elts) == 2
+                )
                 key_target = target.elts[0] if pair else None
                 if not isinstance(key_target, gast.Name):
                     hidden = namer.fresh("key")
                     made.add(hidden)
-                    key_target = gast.Name(id=hidden, ctx=gast.Store(), annotation=None, type_comment=None)
-                key = gast.Name(id=key_target.id, ctx=gast.Load(), annotation=None, type_comment=None)
+                    key_target = gast.Name(
+                        id=hidden, ctx=gast.Store(), annotation=None, type_comment=None
+                    )
+                key = gast.Name(
+                    id=key_target.id, ctx=gast.Load(), annotation=None, type_comment=None
+                )
                 value = gast.Subscript(value=owner, slice=key, ctx=gast.Load())
                 if call.func.attr == "items" and not pair:
                     value = gast.Tuple(elts=[key, value], ctx=gast.Load())
                     read.append(gast.Assign(targets=[target], value=value, type_comment=None))
                 else:
-                    read.append(gast.Assign(targets=[target.elts[1] if pair else target], value=value,
-                                            type_comment=None))
+                    read.append(
+                        gast.Assign(
+                            targets=[target.elts[1] if pair else target],
+                            value=value,
+                            type_comment=None,
+                        )
+                    )
                 target = key_target
             read = [_located_all(r, stmt) for r in read]
-            stmt = gast.copy_location(gast.For(target=target, iter=keys, body=read + stmt.body, orelse=stmt.orelse,
-                                               type_comment=None), stmt)
+            stmt = gast.copy_location(
+                gast.For(
+                    target=target,
+                    iter=keys,
+                    body=read + stmt.body,
+                    orelse=stmt.orelse,
+                    type_comment=None,
+                ),
+                stmt,
+            )
         out.append(stmt)
     return out
 
@@ -616,12 +830,16 @@ def _located_all(node: gast.AST, like: gast.AST) -> gast.AST:
 
 
 def _read_into(node: gast.stmt, written: list[str]) -> list[str]:
-    """``written``, and the names the block ``node`` reads into them (``r = z[i]`` then ``r[j] = v``: ``z`` may be
-    written through ``r``), to a fixpoint."""
+    """``written``, and the names the block ``node`` reads into them (``r = z[i]`` then ``r[j] =
+    v``: ``z`` may be written through ``r``), to a fixpoint."""
     sources: dict[str, set[str]] = {}
     for n in gast.walk(node):
         if isinstance(n, gast.Assign):
-            reads = {m.id for m in gast.walk(n.value) if isinstance(m, gast.Name) and isinstance(m.ctx, gast.Load)}
+            reads = {
+                m.id
+                for m in gast.walk(n.value)
+                if isinstance(m, gast.Name) and isinstance(m.ctx, gast.Load)
+            }
             for target in n.targets:
                 for t in gast.walk(target):
                     if isinstance(t, gast.Name) and isinstance(t.ctx, gast.Store):
@@ -633,7 +851,8 @@ def _read_into(node: gast.stmt, written: list[str]) -> list[str]:
 
 
 def _rebound(node: gast.stmt) -> frozenset[str]:
-    """The names an assignment statement binds (``x`` of ``x = damp(x)``); none for other statements."""
+    """The names an assignment statement binds (``x`` of ``x = damp(x)``); none for other
+    statements."""
     if not isinstance(node, gast.Assign):
         return frozenset()
     return frozenset(n.id for target in node.targets for n in gast.walk(target)
@@ -641,10 +860,16 @@ def _rebound(node: gast.stmt) -> frozenset[str]:
 
 
 def _raise_unless(flag: str, least: int) -> gast.stmt:
-    """``if not flag: raise ValueError(...)``: Python's error where a starred target finds too few items."""
-    message = gast.Constant(value=f"not enough values to unpack (expected at least {least})", kind=None)
-    error = gast.Call(func=gast.Name(id="ValueError", ctx=gast.Load(), annotation=None, type_comment=None),
-                      args=[message], keywords=[])
+    """``if not flag: raise ValueError(...)``: Python's error where a starred target finds too few
+    items."""
+    message = gast.Constant(
+        value=f"not enough values to unpack (expected at least {least})", kind=None
+    )
+    error = gast.Call(
+        func=gast.Name(id="ValueError", ctx=gast.Load(), annotation=None, type_comment=None),
+        args=[message],
+        keywords=[],
+    )
     test = gast.UnaryOp(op=gast.Not(), operand=gast.Name(id=flag, ctx=gast.Load(), annotation=None,
                                                           type_comment=None))
     return gast.If(test=test, body=[gast.Raise(exc=error, cause=None)], orelse=[])
@@ -661,8 +886,9 @@ _SCALARS = (type(None), bool, int, float, complex, str, bytes, range, np.generic
 
 
 def _shared_defaults(fn: Any) -> set[str]:
-    """The parameters of ``fn`` whose default value is, or holds, an object that may change (an array, a list, a
-    dict...): one object for every call, so a change one call makes is there at the next."""
+    """The parameters of ``fn`` whose default value is, or holds, an object that may change (an
+    array, a list, a dict...): one object for every call, so a change one call makes is there at the
+    next."""
     try:
         parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -682,9 +908,10 @@ def _closure(fn: Any) -> dict[str, Any]:
 
 
 def _checked_only(tree: gast.FunctionDef, scope: dict[str, Any]) -> set[str]:
-    """The names that nothing reads but a call that reads them only by identity (``registry.def_identity_read``:
-    the tuple of other names that a check compares with the object about to change, in code ast_ad wrote, read
-    again). Found only where the function's globals hold such a function under its own name."""
+    """The names that nothing reads but a call that reads them only by identity
+    (``registry.def_identity_read``: the tuple of other names that a check compares with the object
+    about to change, in code ast_ad wrote, read again). Found only where the function's globals hold
+    such a function under its own name."""
     names = {getattr(fn, "__name__", ""): fn for fn in registry.fact_table("identity_read")}
     readers = {name for name, fn in names.items() if scope.get(name) is fn}
     if not readers:
@@ -693,7 +920,12 @@ def _checked_only(tree: gast.FunctionDef, scope: dict[str, Any]) -> set[str]:
     other: set[str] = set()
     by_check: set[int] = set()
     for node in syntax.walk(tree):
-        if type(node) is gast.Call and type(node.func) is gast.Name and node.func.id in readers and not node.keywords:
+        if (
+            type(node) is gast.Call
+            and type(node.func) is gast.Name
+            and node.func.id in readers
+            and not node.keywords
+        ):
             k = registry.identity_read(scope[node.func.id])
             if k is not None and k < len(node.args) and type(node.args[k]) is gast.Name:
                 by_check.add(id(node.args[k]))
@@ -703,10 +935,14 @@ def _checked_only(tree: gast.FunctionDef, scope: dict[str, Any]) -> set[str]:
 
 
 def _bound_names(tree: gast.FunctionDef) -> tuple[set[str], dict[int, set[str]]]:
-    """Every name the function binds (parameters and assignment targets), and the names each statement of its
-    body appends to, by the statement's id (``bindings``)."""
+    """Every name the function binds (parameters and assignment targets), and the names each
+    statement of its body appends to, by the statement's id (``bindings``)."""
     names = {arg.id for arg in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs}
-    names.update(n.id for n in syntax.walk(tree.args) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Param))
+    names.update(
+        n.id
+        for n in syntax.walk(tree.args)
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Param)
+    )
     appending: dict[int, set[str]] = {}
     for statement in tree.body:
         stored, appending[id(statement)] = bindings(statement)

@@ -1,9 +1,10 @@
 """Objects of the user's classes built inside the function: each attribute a variable of its own.
 
-``m = Line(w, b)`` runs no constructor in the generated code. The object is known while the function is
-lowered (``Made``), and each of its attributes is a variable that the lowering assigns: ``__init__`` and
-the methods are inlined with ``self`` standing for the object, a property's getter too, a dataclass's fields
-are its arguments. So the derivative flows through the attributes as through any variable::
+``m = Line(w, b)`` runs no constructor in the generated code. The object is known while the function
+is lowered (``Made``), and each of its attributes is a variable that the lowering assigns:
+``__init__`` and the methods are inlined with ``self`` standing for the object, a property's getter
+too, a dataclass's fields are its arguments. So the derivative flows through the attributes as
+through any variable::
 
     @dataclasses.dataclass                       def f(x):
     class Line:                                      m_w = x[0]
@@ -16,12 +17,13 @@ are its arguments. So the derivative flows through the attributes as through any
         m = Line(x[0], x[1])
         return m(x[2])
 
-The object itself is never made, so it cannot leave the function: returned, passed to a function that is
-not inlined, put in a list, compared, it is refused where that happens. Python's semantics of the object
-are kept: another name for it is the same object (its attributes are one set of variables), a method that
-sets an attribute sets it for every name, and an array an attribute holds is guarded as any other name's
-(``aliasing``). A class that takes over attribute access or construction (``__getattr__``,
-``__setattr__``, ``__new__``, ``__slots__``, a metaclass) is not followed.
+The object itself is never made, so it cannot leave the function: returned, passed to a function
+that is not inlined, put in a list, compared, it is refused where that happens. Python's semantics
+of the object are kept: another name for it is the same object (its attributes are one set of
+variables), a method that sets an attribute sets it for every name, and an array an attribute holds
+is guarded as any other name's (``aliasing``). A class that takes over attribute access or
+construction (``__getattr__``, ``__setattr__``, ``__new__``, ``__slots__``, a metaclass) is not
+followed.
 """
 
 from __future__ import annotations
@@ -45,8 +47,8 @@ _serial = itertools.count()
 
 @record(frozen=False, eq=False)
 class Made:
-    """An object of the user's class ``cls`` made inside the function: its attributes, each the IR name of a
-    variable (mutable: a method or a branch may assign it)."""
+    """An object of the user's class ``cls`` made inside the function: its attributes, each the IR
+    name of a variable (mutable: a method or a branch may assign it)."""
 
     cls: type
     hint: str
@@ -63,14 +65,25 @@ def made_of(atom: Any) -> Made | None:
     return atom.value if isinstance(atom, ir.Const) and isinstance(atom.value, Made) else None
 
 
-_TAKEN_OVER = ("__getattr__", "__getattribute__", "__setattr__", "__delattr__", "__new__", "__slots__",
-               "__init_subclass__")
+_TAKEN_OVER = (
+    "__getattr__",
+    "__getattribute__",
+    "__setattr__",
+    "__delattr__",
+    "__new__",
+    "__slots__",
+    "__init_subclass__",
+)
 
 
 def followable(cls: Any, fn: Any) -> bool:
-    """Whether objects of ``cls`` are followed (``Made``): a class of the differentiated function's module,
-    made by ``type``, that leaves attribute access and construction to Python's defaults."""
-    if not isinstance(cls, type) or type(cls) is not type or cls.__module__ != getattr(fn, "__module__", None):
+    """Whether objects of ``cls`` are followed (``Made``): a class of the differentiated function's
+    module, made by ``type``, that leaves attribute access and construction to Python's defaults."""
+    if (
+        not isinstance(cls, type)
+        or type(cls) is not type
+        or cls.__module__ != getattr(fn, "__module__", None)
+    ):
         return False
     if any(base is not object and base.__module__ in ("builtins", "numpy") for base in cls.__mro__):
         return False
@@ -82,7 +95,8 @@ class Objects:
 
     body: list[ir.Stmt]
     line: ir.Line
-    inlined: list[Any]  # the functions whose bodies the lowering wrote in place (``transform`` watches them)
+    # the functions whose bodies the lowering wrote in place (``transform`` watches them)
+    inlined: list[Any]
     mutable: set[str]
     namer: Any
     env: dict[str, ir.Atom]
@@ -91,7 +105,9 @@ class Objects:
     loops: list[set[str]]
     field_labels: dict[str, str]
 
-    def expr(self, node: gast.expr, name: str | None = None, user: bool = False, exact: bool = False) -> ir.Atom:
+    def expr(
+        self, node: gast.expr, name: str | None = None, user: bool = False, exact: bool = False
+    ) -> ir.Atom:
         raise NotImplementedError
 
     def locate(self, node: gast.AST) -> tuple[str, int, str]:
@@ -109,12 +125,17 @@ class Objects:
     source: Any
 
     def method_tree(self, fn: Any, node: gast.AST) -> gast.FunctionDef:
-        """The tree of a method (or ``__init__``, a property's getter) of a followed class, its lines where they
-        are in its file, to inline: names in it resolve in the module, as the method's own do."""
+        """The tree of a method (or ``__init__``, a property's getter) of a followed class, its
+        lines where they are in its file, to inline: names in it resolve in the module, as the
+        method's own do."""
         cells = set(fn.__code__.co_freevars) - {"__class__"}
         if cells or fn.__globals__ is not getattr(self.source.fn, "__globals__", None):
-            raise refuse(node, f"{fn.__qualname__} reads variables of a function around its class: define the "
-                               "class at module level", self.locate)
+            raise refuse(
+                node,
+                f"{fn.__qualname__} reads variables of a function around its class: define the "
+                "class at module level",
+                self.locate,
+            )
         source = parse(fn)
         self.inlined.append(fn)
         tree: gast.FunctionDef = syntax.clone(source.tree)
@@ -126,9 +147,10 @@ class Objects:
         tree.decorator_list = []
         return tree
 
-    # ---- making one ---------------------------------------------------------------------------------------
+    # ---- making one ------------------------------------------------------------------------------
     def construct(self, cls: type, node: gast.Call, name: str | None) -> ir.Atom:
-        """``cls(args)``: a ``Made`` object, its ``__init__`` (or a dataclass's fields) run on it."""
+        """``cls(args)``: a ``Made`` object, its ``__init__`` (or a dataclass's fields) run on
+        it."""
         made = Made(cls, name or cls.__name__.lower(), self.nesting + len(self.loops))
         self.made.append(made)
         atom = ir.Const(made)
@@ -142,12 +164,21 @@ class Objects:
             elif inspect.isfunction(init):
                 self.call_method(atom, init, cls, node, None, False)
             else:
-                raise refuse(node, f"{cls.__name__}'s __init__ is not a plain function ast_ad can read",
-                             self.locate)
+                raise refuse(
+                    node,
+                    f"{cls.__name__}'s __init__ is not a plain function ast_ad can read",
+                    self.locate,
+                )
         post = inspect.getattr_static(cls, "__post_init__", None)
         if dataclasses.is_dataclass(cls) and inspect.isfunction(post):
-            self.call_method(atom, post, cls, gast.copy_location(gast.Call(func=node.func, args=[], keywords=[]),
-                                                                  node), None, False)
+            self.call_method(
+                atom,
+                post,
+                cls,
+                gast.copy_location(gast.Call(func=node.func, args=[], keywords=[]), node),
+                None,
+                False,
+            )
         return atom
 
     def dataclass_fields(self, made: Made, node: gast.Call) -> None:
@@ -155,12 +186,17 @@ class Objects:
         fields = list(dataclasses.fields(made.cls))
         given = [f for f in fields if f.init]
         if len(node.args) > len(given):
-            raise refuse(node, f"{made.cls.__name__} takes {len(given)} fields, given {len(node.args)}",
-                         self.locate)
+            raise refuse(
+                node,
+                f"{made.cls.__name__} takes {len(given)} fields, given {len(node.args)}",
+                self.locate,
+            )
         values = dict(zip((f.name for f in given), node.args, strict=False))
         for kw in node.keywords:
             if kw.arg is None or kw.arg not in {f.name for f in given} or kw.arg in values:
-                raise refuse(node, f"{made.cls.__name__} has no field {kw.arg!r} to pass once", self.locate)
+                raise refuse(
+                    node, f"{made.cls.__name__} has no field {kw.arg!r} to pass once", self.locate
+                )
             values[kw.arg] = kw.value
         for f in fields:
             if f.name in values:
@@ -173,23 +209,32 @@ class Objects:
                 raise refuse(node, f"{made.cls.__name__} needs its field {f.name!r}", self.locate)
             self.set_field(made, f.name, atom, node)
 
-    # ---- its attributes -----------------------------------------------------------------------------------
+    # ---- its attributes --------------------------------------------------------------------------
     def set_field(self, made: Made, attr: str, value: ir.Atom, node: gast.AST) -> None:
         """``obj.attr = value``: the attribute's variable assigned (made, the first time)."""
         if isinstance(value, ir.Const) and isinstance(value.value, list):
             value = ir.Var(self.fresh_list(value))
         if attr not in made.fields:
             if self.nesting + len(self.loops) > made.nesting:
-                raise refuse(node, f"the attribute {attr} of {made.hint} is first set in a branch or a loop: set it "
-                                   f"where the object is made (in __init__, before any if), so that it exists on "
-                                   "every path", self.locate)
+                raise refuse(
+                    node,
+                    f"the attribute {attr} of {made.hint} is first set in a branch or a loop: set "
+                    "it "
+                    f"where the object is made (in __init__, before any if), so that it exists on "
+                    "every path",
+                    self.locate,
+                )
             made.fields[attr] = self.namer.fresh(f"{made.hint}_{attr}")
             self.mutable.add(made.fields[attr])
             self.field_labels[made.fields[attr]] = f"{made.hint}.{attr}"
         target = made.fields[attr]
         if isinstance(value, ir.Const) and isinstance(value.value, Made):
-            raise refuse(node, "an object held in another object's attribute is not followed yet: keep it in a "
-                               "variable of its own", self.locate)
+            raise refuse(
+                node,
+                "an object held in another object's attribute is not followed yet: keep it in a "
+                "variable of its own",
+                self.locate,
+            )
         self.body.append(ir.Assign(target, value, self.line))
         if isinstance(value, ir.Var):
             self.share(target, value.name, alias=True)
@@ -214,33 +259,49 @@ class Objects:
                 return ir.Const(value)
             return ir.Ref(value, f"{made.cls.__name__}.{node.attr}")
         if found is None:
-            raise refuse(node, f"the {made.cls.__name__} object has no attribute {node.attr!r} here (set it in "
-                               "__init__)", self.locate)
-        raise refuse(node, f"{made.cls.__name__}.{node.attr} read as a value is not followed yet: call it "
-                           f"where it is read ({made.hint}.{node.attr}(...))", self.locate)
+            raise refuse(
+                node,
+                f"the {made.cls.__name__} object has no attribute {node.attr!r} here (set it in "
+                "__init__)",
+                self.locate,
+            )
+        raise refuse(
+            node,
+            f"{made.cls.__name__}.{node.attr} read as a value is not followed yet: call it "
+            f"where it is read ({made.hint}.{node.attr}(...))",
+            self.locate,
+        )
 
-    # ---- its methods ---------------------------------------------------------------------------------------
+    # ---- its methods -----------------------------------------------------------------------------
     def method_call(self, made: Made, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
-        """``obj.m(args)`` (or ``obj(args)``, ``__call__``): the method inlined, ``self`` the object."""
+        """``obj.m(args)`` (or ``obj(args)``, ``__call__``): the method inlined, ``self`` the
+        object."""
         attr = node.func.attr if isinstance(node.func, gast.Attribute) else "__call__"
-        if attr in made.fields:  # the object's own attribute, which Python calls instead of a method
-            raise refuse(node, f"{made.hint}.{attr} is an attribute of the object, which Python calls instead of "
-                               f"{made.cls.__name__}'s method: call the function it holds by its own name",
-                         self.locate)
+        # the object's own attribute, which Python calls instead of a method
+        if attr in made.fields:
+            raise refuse(
+                node,
+                f"{made.hint}.{attr} is an attribute of the object, which Python calls instead of "
+                f"{made.cls.__name__}'s method: call the function it holds by its own name",
+                self.locate,
+            )
         found = inspect.getattr_static(made.cls, attr, None)
         if isinstance(found, staticmethod) and inspect.isfunction(found.__func__):
             return self.inline(self.method_tree(found.__func__, node), node, name, user)
         if isinstance(found, classmethod) and inspect.isfunction(found.__func__):
             return self.class_call(made.cls, found.__func__, node, name, user)
         if not inspect.isfunction(found):
-            raise refuse(node, f"{made.cls.__name__} has no method {attr!r} ast_ad can read", self.locate)
+            raise refuse(
+                node, f"{made.cls.__name__} has no method {attr!r} ast_ad can read", self.locate
+            )
         owner = next(c for c in made.cls.__mro__ if attr in vars(c))
         return self.call_method(ir.Const(made), found, owner, node, name, user)
 
-    def call_method(self, receiver: ir.Atom, fn: Any, owner: type, node: gast.Call, name: str | None,
-                    user: bool) -> ir.Atom:
-        """``fn(receiver, *node's arguments)`` inlined: ``owner`` is the class that defines ``fn`` (for
-        ``super()`` inside it)."""
+    def call_method(
+        self, receiver: ir.Atom, fn: Any, owner: type, node: gast.Call, name: str | None, user: bool
+    ) -> ir.Atom:
+        """``fn(receiver, *node's arguments)`` inlined: ``owner`` is the class that defines ``fn``
+        (for ``super()`` inside it)."""
         held, parent = self.hidden("self"), self.hidden("super")
         self.env[held] = receiver
         made = made_of(receiver)
@@ -250,16 +311,25 @@ class Objects:
                                             keywords=node.keywords), node)
         try:
             tree = _with_super(self.method_tree(fn, node), parent)
-            tree.name = f"{owner.__name__}_{fn.__name__.strip('_')}"  # (Base_init: its locals named after it)
-            if not tree.body or not isinstance(tree.body[-1], gast.Return):  # ``__init__``: returns None
-                tree.body = [*tree.body, gast.copy_location(gast.Return(value=gast.Constant(value=None, kind=None)),
-                                                            tree.body[-1] if tree.body else tree)]
+            # (Base_init: its locals named after it)
+            tree.name = f"{owner.__name__}_{fn.__name__.strip('_')}"
+            # ``__init__``: returns None
+            if not tree.body or not isinstance(tree.body[-1], gast.Return):
+                tree.body = [
+                    *tree.body,
+                    gast.copy_location(
+                        gast.Return(value=gast.Constant(value=None, kind=None)),
+                        tree.body[-1] if tree.body else tree,
+                    ),
+                ]
             return self.inline(tree, call, name, user)
         finally:
             self.env.pop(held, None)
             self.env.pop(parent, None)
 
-    def class_call(self, cls: type, fn: Any, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
+    def class_call(
+        self, cls: type, fn: Any, node: gast.Call, name: str | None, user: bool
+    ) -> ir.Atom:
         """``Cls.make(args)`` of a classmethod: inlined, ``cls`` the class."""
         held = self.hidden("cls")
         self.env[held] = ir.Ref(cls, cls.__name__)
@@ -271,8 +341,8 @@ class Objects:
             self.env.pop(held, None)
 
     def super_method(self, parent: Super, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
-        """``super().m(args)`` in a method of ``parent.owner``: the next class's ``m`` in the object's order of
-        classes, with the same object as ``self``."""
+        """``super().m(args)`` in a method of ``parent.owner``: the next class's ``m`` in the
+        object's order of classes, with the same object as ``self``."""
         attr = node.func.attr if isinstance(node.func, gast.Attribute) else ""
         mro = parent.made.cls.__mro__
         owner = next((c for c in mro[mro.index(parent.owner) + 1:] if attr in vars(c)), None)
@@ -302,19 +372,29 @@ def _generated_init(cls: type) -> bool:
 
 
 def _with_super(tree: gast.FunctionDef, parent: str) -> gast.FunctionDef:
-    """``tree`` with each ``super()`` read as the name ``parent`` (a ``Super`` the lowering holds)."""
+    """``tree`` with each ``super()`` read as the name ``parent`` (a ``Super`` the lowering
+    holds)."""
     for node in gast.walk(tree):
         for name, value in gast.iter_fields(node):
             if isinstance(value, gast.Call) and _is_super(value):
                 setattr(node, name, gast.copy_location(_load(parent), value))
             elif isinstance(value, list):
-                value[:] = [gast.copy_location(_load(parent), v) if isinstance(v, gast.Call) and _is_super(v)
-                            else v for v in value]
+                value[:] = [
+                    gast.copy_location(_load(parent), v)
+                    if isinstance(v, gast.Call) and _is_super(v)
+                    else v
+                    for v in value
+                ]
     return tree
 
 
 def _is_super(node: gast.Call) -> bool:
-    return isinstance(node.func, gast.Name) and node.func.id == "super" and not node.args and not node.keywords
+    return (
+        isinstance(node.func, gast.Name)
+        and node.func.id == "super"
+        and not node.args
+        and not node.keywords
+    )
 
 
 def _load(name: str) -> gast.Name:
@@ -327,13 +407,21 @@ def escaped(function: ir.Function) -> None:
         for atom in ir.atoms_of(stmt):
             made = made_of(atom)
             if made is not None:
-                raise LocatedError(f"{made.hint}, an object of {made.cls.__name__} made inside the function, is "
-                                   "used here as a value (passed to a function ast_ad does not inline, held in a "
-                                   "list, compared, or printed): ast_ad follows such objects through their "
-                                   "attributes and methods; pass the attributes instead",
-                                   stmt.line.filename, stmt.line.lineno, stmt.line.text)
+                raise LocatedError(
+                    f"{made.hint}, an object of {made.cls.__name__} made inside the function, is "
+                    "used here as a value (passed to a function ast_ad does not inline, held in a "
+                    "list, compared, or printed): ast_ad follows such objects through their "
+                    "attributes and methods; pass the attributes instead",
+                    stmt.line.filename,
+                    stmt.line.lineno,
+                    stmt.line.text,
+                )
     made = made_of(function.result)
     if made is not None:
-        raise LocatedError(f"the function returns {made.hint}, an object of {made.cls.__name__} made inside it: "
-                           "return its attributes (a tuple or a dict of them) instead",
-                           function.result_line.filename, function.result_line.lineno, function.result_line.text)
+        raise LocatedError(
+            f"the function returns {made.hint}, an object of {made.cls.__name__} made inside it: "
+            "return its attributes (a tuple or a dict of them) instead",
+            function.result_line.filename,
+            function.result_line.lineno,
+            function.result_line.text,
+        )

@@ -3,7 +3,8 @@
 >>> def f(x):
 ...     return x * 2.0
 >>> source = parse(f)
->>> source.tree.name, source.tree.body[0].lineno + source.line_offset == f.__code__.co_firstlineno + 1
+>>> first_line = source.tree.body[0].lineno + source.line_offset
+>>> source.tree.name, first_line == f.__code__.co_firstlineno + 1
 ('f', True)
 
 Indented sources (methods, nested functions) are parsed in place under an
@@ -49,37 +50,45 @@ class Source:
         return linecache.getline(self.filename, self.lineno(node)).rstrip("\n")
 
     def where(self, node: gast.AST) -> tuple[str, int, str]:
-        """The user's file, line and its text for ``node``. In code ast_ad wrote (a gradient differentiated
-        again), the user's line it derives from: the ``# line N: ...`` comment above it, or line 0 (no line,
-        no comment) for the statements above the first comment, which copy the user's function."""
+        """The user's file, line and its text for ``node``. In code ast_ad wrote (a gradient
+        differentiated again), the user's line it derives from: the ``# line N: ...`` comment above
+        it, or line 0 (no line, no comment) for the statements above the first comment, which copy
+        the user's function."""
         lineno = self.lineno(node)
         found = user_line(self.filename, self.tree.name, lineno)
         return found if found is not None else (self.filename, lineno, self.line(node))
 
 
-_generated: dict[str, dict[str, str]] = {}  # a file of code ast_ad wrote -> its functions' users' files
-_COMMENT = re.compile(r"\s*# (?:(\S+) )?line (\d+): (.*)$")  # (a file's name first: another file's line)
+# a file of code ast_ad wrote -> its functions' users' files
+_generated: dict[str, dict[str, str]] = {}
+# (a file's name first: another file's line)
+_COMMENT = re.compile(r"\s*# (?:(\S+) )?line (\d+): (.*)$")
 
 
 def generated(filename: str, files: dict[str, str]) -> None:
-    """Note that the file ``filename`` (in ``linecache``) holds code ast_ad wrote; ``files``: the user's file that
-    each of its functions derives from."""
+    """Note that the file ``filename`` (in ``linecache``) holds code ast_ad wrote; ``files``: the
+    user's file that each of its functions derives from."""
     if files:
         _generated[filename] = dict(files)
 
 
 def user_line(filename: str, function: str, lineno: int) -> tuple[str, int, str] | None:
-    """The user's line whose derivative line ``lineno`` of ``function`` (in code ast_ad wrote, in ``filename``)
-    computes: the ``# line N: ...`` comment above it in that function, else line 0 of the user's file (the
-    statements before the first comment); ``None`` where that is not code ast_ad wrote. A comment that names a
-    file first (``helpers.py line 4: ...``, an inlined helper's) names one of ``files``' ``<file NAME>`` keys."""
+    """The user's line whose derivative line ``lineno`` of ``function`` (in code ast_ad wrote, in
+    ``filename``) computes: the ``# line N: ...`` comment above it in that function, else line 0 of
+    the user's file (the statements before the first comment); ``None`` where that is not code
+    ast_ad wrote. A comment that names a file first (``helpers.py line 4: ...``, an inlined
+    helper's) names one of ``files``' ``<file NAME>`` keys."""
     files = _generated.get(filename)
     if files is None or function not in files:
         return None
     for text in reversed(linecache.getlines(filename)[:lineno]):
         found = _COMMENT.match(text)
         if found:
-            path = files.get(f"<file {found.group(1)}>", files[function]) if found.group(1) else files[function]
+            path = (
+                files.get(f"<file {found.group(1)}>", files[function])
+                if found.group(1)
+                else files[function]
+            )
             return path, int(found.group(2)), found.group(3).rstrip("\n")
         if text.lstrip().startswith("def "):
             break
@@ -89,18 +98,21 @@ def user_line(filename: str, function: str, lineno: int) -> tuple[str, int, str]
 def parse(fn: Callable[..., Any]) -> Source:
     """Parse ``fn``'s source; raise :class:`SourceUnavailableError` when there is none.
 
-    A function made by a decorator is parsed as it is, not as the function it names in ``__wrapped__``
-    (``functools.wraps``): the wrapper may change the value (``return 2 * f(x)``), and ast_ad differentiates
-    what Python runs. A wrapper outside the language (``*args``) is refused at its line. Only a wrapper that
-    computes what its function computes (``wrapped_function``: a cache, a Numba dispatcher) gives its
-    function's."""
+    A function made by a decorator is parsed as it is, not as the function it names in
+    ``__wrapped__`` (``functools.wraps``): the wrapper may change the value (``return 2 * f(x)``),
+    and ast_ad differentiates what Python runs. A wrapper outside the language (``*args``) is
+    refused at its line. Only a wrapper that computes what its function computes
+    (``wrapped_function``: a cache, a Numba dispatcher) gives its function's."""
     fn = wrapped_function(fn) or fn
-    if inspect.isfunction(fn):  # a file edited since it was read (then ``importlib.reload``): read it anew
+    # a file edited since it was read (then ``importlib.reload``): read it anew
+    if inspect.isfunction(fn):
         linecache.checkcache(fn.__code__.co_filename)
     if getattr(fn, "__name__", None) == "<lambda>" and inspect.isfunction(fn):
         lambdas = _file_lambdas(fn.__code__.co_filename, fn.__code__.co_firstlineno)
         if lambdas is not None:
-            return Source(fn, _lambda_as_def(_find_lambda(lambdas, fn, 0), fn), fn.__code__.co_filename, 0)
+            return Source(
+                fn, _lambda_as_def(_find_lambda(lambdas, fn, 0), fn), fn.__code__.co_filename, 0
+            )
     found = _file_def(fn) if inspect.isfunction(fn) and fn.__name__ != "<lambda>" else None
     if found is not None:
         return _checked(fn, found, 0)
@@ -116,20 +128,28 @@ def parse(fn: Callable[..., Any]) -> Source:
         return Source(fn, _lambda_as_def(_find_lambda(lambdas, fn, offset), fn), filename, offset)
     defs = [node for node in body if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef))]
     if not defs:
-        raise SourceUnavailableError(f"could not find the definition of {fn.__qualname__} in its source")
+        raise SourceUnavailableError(
+            f"could not find the definition of {fn.__qualname__} in its source"
+        )
     return _checked(fn, defs[0], offset)
 
 
 def wrapped_function(fn: Any) -> Any:
     """The Python function inside a wrapper that computes what it computes (a ``functools.cache`` or
-    ``lru_cache``, a Numba dispatcher: ``numba.njit(f)``, the check of the arguments' kinds that an exported
-    gradient's module puts around it: ``ast_ad.export``), or ``None`` for anything else."""
+    ``lru_cache``, a Numba dispatcher: ``numba.njit(f)``, the check of the arguments' kinds that an
+    exported gradient's module puts around it: ``ast_ad.export``), or ``None`` for anything else."""
     if isinstance(fn, functools._lru_cache_wrapper) and inspect.isfunction(fn.__wrapped__):
         return fn.__wrapped__
     inner = getattr(fn, "__wrapped__", None)
-    if inspect.isfunction(fn) and getattr(fn, "__ast_ad_exported__", False) is True and inspect.isfunction(inner):
+    if (
+        inspect.isfunction(fn)
+        and getattr(fn, "__ast_ad_exported__", False) is True
+        and inspect.isfunction(inner)
+    ):
         return inner
-    if type(fn).__module__.startswith("numba.") and inspect.isfunction(getattr(fn, "py_func", None)):
+    if type(fn).__module__.startswith("numba.") and inspect.isfunction(
+        getattr(fn, "py_func", None)
+    ):
         return fn.py_func
     return None
 
@@ -138,17 +158,20 @@ _partials = itertools.count()
 
 
 def partial_function(made: functools.partial[Any]) -> Callable[..., Any]:
-    """A Python function, with source, that computes what the ``functools.partial`` ``made`` computes: its
-    function called with the bound arguments (closure values) and the remaining parameters, which it takes
-    as the partial does (a keyword bound is a keyword-only parameter with that default)."""
+    """A Python function, with source, that computes what the ``functools.partial`` ``made``
+    computes: its function called with the bound arguments (closure values) and the remaining
+    parameters, which it takes as the partial does (a keyword bound is a keyword-only parameter with
+    that default)."""
     try:
         parameters = list(inspect.signature(made).parameters.values())
     except (TypeError, ValueError):
         parameters = []
     if not inspect.isfunction(made.func) and not isinstance(made.func, functools.partial) \
             or any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
-        raise SourceUnavailableError(f"{made!r} binds arguments of a function ast_ad cannot name, or leaves *args "
-                                     "or **kwargs open: wrap it in a def")
+        raise SourceUnavailableError(
+            f"{made!r} binds arguments of a function ast_ad cannot name, or leaves *args "
+            "or **kwargs open: wrap it in a def"
+        )
     inner = partial_function(made.func) if isinstance(made.func, functools.partial) else made.func
     name = identifier(f"{getattr(inner, '__name__', 'f')}_partial")
     cells = {"_f": inner, **{f"_a{k}": v for k, v in enumerate(made.args)}}
@@ -166,7 +189,9 @@ def partial_function(made: functools.partial[Any]) -> Callable[..., Any]:
             star = True
         spelled.append(f"{p.name}{default}")
         (keywords if p.kind is p.KEYWORD_ONLY else passed).append(p.name)
-        if p.kind is p.POSITIONAL_ONLY and (k + 1 == len(parameters) or parameters[k + 1].kind is not p.kind):
+        if p.kind is p.POSITIONAL_ONLY and (
+            k + 1 == len(parameters) or parameters[k + 1].kind is not p.kind
+        ):
             spelled.append("/")
     call = ", ".join(passed + [f"{n}={n}" for n in keywords])
     text = (f"def _make({', '.join(cells)}):\n    def {name}({', '.join(spelled)}):\n"
@@ -181,8 +206,9 @@ def partial_function(made: functools.partial[Any]) -> Callable[..., Any]:
 
 
 def _file_def(fn: Callable[..., Any]) -> gast.FunctionDef | None:
-    """``fn``'s definition, found in the statement of its file around its first line (no tokenizing of its
-    lines, as ``inspect.getsource`` does); ``None`` where the file cannot be read or parsed, or has no such def."""
+    """``fn``'s definition, found in the statement of its file around its first line (no tokenizing
+    of its lines, as ``inspect.getsource`` does); ``None`` where the file cannot be read or parsed,
+    or has no such def."""
     code = fn.__code__
     text = "".join(linecache.getlines(code.co_filename))
     around = _statements_around(code.co_filename, text, code.co_firstlineno) if text else None
@@ -202,7 +228,8 @@ def _nodes_around(statements: list[ast.stmt], line: int) -> Iterator[ast.AST]:
 
 
 def _first_line(stmt: ast.stmt) -> int:
-    """Where a statement starts, its decorators included (a decorated function's code starts there)."""
+    """Where a statement starts, its decorators included (a decorated function's code starts
+    there)."""
     decorators: list[ast.expr] = getattr(stmt, "decorator_list", [])
     return min([stmt.lineno] + [d.lineno for d in decorators])
 
@@ -211,15 +238,20 @@ def _checked(fn: Callable[..., Any], tree: gast.FunctionDef, offset: int) -> Sou
     filename = fn.__code__.co_filename
     if not _runs(tree, fn, filename):
         raise SourceUnavailableError(
-            f"the source of {fn.__qualname__} in {filename} is not the code Python runs for it: the file was "
-            "edited after it was imported, the function was built under another file's name, or its __code__ "
-            "was replaced; reload the module (importlib.reload) or restart, so that ast_ad differentiates "
-            "what runs")
+            f"the source of {fn.__qualname__} in {filename} is not the code Python runs for it: "
+            "the file was "
+            "edited after it was imported, the function was built under another file's name, or "
+            "its __code__ "
+            "was replaced; reload the module (importlib.reload) or restart, so that ast_ad "
+            "differentiates "
+            "what runs"
+        )
     return Source(fn, tree, filename, offset)
 
 
 def _runs(tree: gast.FunctionDef, fn: Callable[..., Any], filename: str) -> bool:
-    """Whether the file's text, compiled as it is now, gives ``fn.__code__``: the same bytecode, names and constants.
+    """Whether the file's text, compiled as it is now, gives ``fn.__code__``: the same bytecode,
+    names and constants.
 
     The whole file is compiled, so methods, closures and the module's imports compile as they did.
     """
@@ -230,8 +262,9 @@ def _runs(tree: gast.FunctionDef, fn: Callable[..., Any], filename: str) -> bool
     found = compiled is not None and _code_at(compiled, code.co_name, code.co_firstlineno)
     if found and same_code(found, code):
         return True
-    # compiled one top-level statement at a time, as IPython and Jupyter run a cell: CPython compiles a call of a
-    # module's function (``np.log(x)``) otherwise where the import is in the same unit of compilation
+    # compiled one top-level statement at a time, as IPython and Jupyter run a cell: CPython
+    # compiles a call of a module's function (``np.log(x)``) otherwise where the import is in the
+    # same unit of compilation
     alone = _compiled_statement(filename, text, code.co_firstlineno, flags)
     found = alone is not None and _code_at(alone, code.co_name, code.co_firstlineno)
     return bool(found) and same_code(found, code)
@@ -243,8 +276,13 @@ def _compiled_statement(filename: str, text: str, line: int, flags: int) -> Any:
     for stmt in _statements_around(filename, text, line) or []:
         if _first_line(stmt) <= line <= (stmt.end_lineno or stmt.lineno):
             try:
-                return compile(ast.Module(body=[stmt], type_ignores=[]), filename, "exec", flags=flags,
-                               dont_inherit=True)
+                return compile(
+                    ast.Module(body=[stmt], type_ignores=[]),
+                    filename,
+                    "exec",
+                    flags=flags,
+                    dont_inherit=True,
+                )
             except (SyntaxError, ValueError):
                 return None
     return None
@@ -276,8 +314,9 @@ def _code_at(code: Any, name: str, line: int) -> Any:
 
 
 def same_code(a: Any, b: Any) -> bool:
-    """Whether two code objects run the same instructions on the same names and constants (wherever they are
-    defined: a function read again from its file, or a helper's copy in an exported module)."""
+    """Whether two code objects run the same instructions on the same names and constants (wherever
+    they are defined: a function read again from its file, or a helper's copy in an exported
+    module)."""
     if a.co_code != b.co_code or a.co_names != b.co_names or a.co_varnames != b.co_varnames \
             or len(a.co_consts) != len(b.co_consts):
         return False
@@ -292,8 +331,8 @@ def same_code(a: Any, b: Any) -> bool:
 
 @functools.lru_cache(maxsize=64)
 def _parsed_file(filename: str, text: str) -> ast.Module | None:
-    """The file parsed by ``ast`` (in C): a rule file of a thousand lines costs a few milliseconds. Only the
-    lambdas asked for are made gast (:func:`_lambdas_at`)."""
+    """The file parsed by ``ast`` (in C): a rule file of a thousand lines costs a few milliseconds.
+    Only the lambdas asked for are made gast (:func:`_lambdas_at`)."""
     try:
         return ast.parse(text)
     except SyntaxError:
@@ -301,19 +340,23 @@ def _parsed_file(filename: str, text: str) -> ast.Module | None:
 
 
 def _statements_around(filename: str, text: str, line: int) -> list[ast.stmt] | None:
-    """The top-level statements of a file around ``line``: those of the lines from the last one that starts at
-    column 0 (a statement's start) up to the next, parsed alone (a rule file's thousand lines cost
-    milliseconds to parse; one statement, microseconds); the whole file's where that part does not parse, and
-    ``None`` where neither does."""
+    """The top-level statements of a file around ``line``: those of the lines from the last one that
+    starts at column 0 (a statement's start) up to the next, parsed alone (a rule file's thousand
+    lines cost milliseconds to parse; one statement, microseconds); the whole file's where that part
+    does not parse, and ``None`` where neither does."""
     lines = text.splitlines(keepends=True)
     start, end = min(line, len(lines)) - 1, min(line, len(lines))
     while start > 0 and not _starts_statement(lines[start]):
         start -= 1
-    while start > 0 and lines[start - 1].startswith("@"):  # a decorated definition starts at its decorators
+    # a decorated definition starts at its decorators
+    while start > 0 and lines[start - 1].startswith("@"):
         start -= 1
-    while end < len(lines) and (not _starts_statement(lines[end]) or lines[end - 1].startswith("@")):
+    while end < len(lines) and (
+        not _starts_statement(lines[end]) or lines[end - 1].startswith("@")
+    ):
         end += 1
-    try:  # empty lines first, so that the nodes carry the file's line numbers (no walk to shift them)
+    # empty lines first, so that the nodes carry the file's line numbers (no walk to shift them)
+    try:
         part = ast.parse("\n" * start + "".join(lines[start:end]))
     except SyntaxError:
         module = _parsed_file(filename, text)
@@ -336,8 +379,8 @@ def _lambdas_at(filename: str, text: str, line: int) -> list[gast.Lambda] | None
 
 
 def _file_lambdas(filename: str, line: int) -> list[gast.Lambda] | None:
-    """The lambdas written on ``line`` of ``filename``, found by parsing the statement around it (a lambda's
-    own lines may not parse alone); ``None`` when the file cannot be read."""
+    """The lambdas written on ``line`` of ``filename``, found by parsing the statement around it (a
+    lambda's own lines may not parse alone); ``None`` when the file cannot be read."""
     text = "".join(linecache.getlines(filename))
     return _lambdas_at(filename, text, line) if text else None
 
@@ -351,10 +394,14 @@ def _source_lines(fn: Callable[..., Any]) -> tuple[list[str], int]:
         return inspect.getsourcelines(fn)
     except (OSError, TypeError) as exc:
         raise SourceUnavailableError(
-            f"the source of {fn.__qualname__} is not available ({exc}): ast_ad reads a function's source, "
-            "which Python keeps for files, IPython and Jupyter cells and the Python 3.13 prompt, but not for "
-            "exec'd strings, `python -c` or older prompts; define it in a file, or register a rule with "
-            "ast_ad.extend.defvjp") from None
+            f"the source of {fn.__qualname__} is not available ({exc}): ast_ad reads a function's "
+            "source, "
+            "which Python keeps for files, IPython and Jupyter cells and the Python 3.13 prompt, "
+            "but not for "
+            "exec'd strings, `python -c` or older prompts; define it in a file, or register a rule "
+            "with "
+            "ast_ad.extend.defvjp"
+        ) from None
 
 
 def _parse_text(text: str, fn: Callable[..., Any]) -> gast.Module:
@@ -368,7 +415,8 @@ def _parse_text(text: str, fn: Callable[..., Any]) -> gast.Module:
 
 
 def _find_lambda(lambdas: list[gast.Lambda], fn: Callable[..., Any], offset: int) -> gast.Lambda:
-    """The lambda node among ``lambdas`` whose code is ``fn``'s (matched by arguments, then position)."""
+    """The lambda node among ``lambdas`` whose code is ``fn``'s (matched by arguments, then
+    position)."""
     code = fn.__code__
     names = code.co_varnames[: code.co_argcount]
     found = [node for node in lambdas if tuple(arg.id for arg in node.args.args) == names
@@ -390,16 +438,18 @@ def _lambda_as_def(node: gast.Lambda, fn: Callable[..., Any]) -> gast.FunctionDe
     return gast.copy_location(tree, node)
 
 
-# ---- Python's ast to gast --------------------------------------------------------------------------------------
+# ---- Python's ast to gast ------------------------------------------------------------------------
 def to_gast(node: ast.AST) -> Any:
-    """``gast.ast_to_gast(node)``, the same tree made in half the time: a function for each node class (gast's
-    converter visits each node through a generic transformer and gast's keyword constructor, which was two
-    thirds of parsing a long function). A class gast converts in its own way on this Python is left to it."""
+    """``gast.ast_to_gast(node)``, the same tree made in half the time: a function for each node
+    class (gast's converter visits each node through a generic transformer and gast's keyword
+    constructor, which was two thirds of parsing a long function). A class gast converts in its own
+    way on this Python is left to it."""
     return _CONVERTERS[type(node)](node)
 
 
 _GAST = gast_ast3.Ast3ToGAst()
-_TYPE_PARAMS = {"FunctionDef", "AsyncFunctionDef", "ClassDef"}  # gast gives them ``type_params`` before 3.12
+# gast gives them ``type_params`` before 3.12
+_TYPE_PARAMS = {"FunctionDef", "AsyncFunctionDef", "ClassDef"}
 
 
 class _Converters(dict[type, Callable[[Any], Any]]):
@@ -424,7 +474,9 @@ def _converter(kind: type) -> Callable[[Any], Any]:
             if isinstance(value, ast.AST):
                 state[field] = _CONVERTERS[type(value)](value)
             elif type(value) is list:
-                state[field] = [_CONVERTERS[type(x)](x) if isinstance(x, ast.AST) else x for x in value]
+                state[field] = [
+                    _CONVERTERS[type(x)](x) if isinstance(x, ast.AST) else x for x in value
+                ]
         for field in extra:
             state[field] = []
         return _new(target, state)

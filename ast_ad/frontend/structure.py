@@ -62,8 +62,12 @@ def structure(body: list[gast.stmt], namer: Namer) -> list[gast.stmt]:
 def _needs_structure(body: list[gast.stmt]) -> bool:
     returns = [n for s in body for n in _walk(s) if isinstance(n, gast.Return)]
     tail_only = len(returns) == 1 and body and body[-1] is returns[0]
-    loops_jump = any(isinstance(n, (gast.Break, gast.Continue)) or (isinstance(n, (gast.For, gast.While))
-                     and n.orelse) for s in body for n in _walk(s))
+    loops_jump = any(
+        isinstance(n, (gast.Break, gast.Continue))
+        or (isinstance(n, (gast.For, gast.While)) and n.orelse)
+        for s in body
+        for n in _walk(s)
+    )
     return bool(returns) and not tail_only or loops_jump
 
 
@@ -82,7 +86,11 @@ class _Shaper:
         for i, s in enumerate(stmts):
             rest = stmts[i + 1:]
             if isinstance(s, gast.Return):
-                out.append(_located(_assign(self.result, s.value or gast.Constant(value=None, kind=None)), s))
+                out.append(
+                    _located(
+                        _assign(self.result, s.value or gast.Constant(value=None, kind=None)), s
+                    )
+                )
                 if loop is not None:
                     self.flag_used = True
                     out += [_located(_assign(self.flag, gast.Constant(value=True, kind=None)), s),
@@ -90,7 +98,9 @@ class _Shaper:
                 return out
             if isinstance(s, gast.Break):
                 if loop is not None and loop.broke:
-                    out.append(_located(_assign(loop.broke, gast.Constant(value=True, kind=None)), s))
+                    out.append(
+                        _located(_assign(loop.broke, gast.Constant(value=True, kind=None)), s)
+                    )
                 return out + [s]
             if isinstance(s, gast.Continue):
                 return out + [s]
@@ -101,7 +111,8 @@ class _Shaper:
                 continue
             if isinstance(s, (gast.For, gast.While)):
                 out += self.loop(s)
-                if _returns(s) and (rest or loop is not None):  # a return inside ends the loops around it too
+                # a return inside ends the loops around it too
+                if _returns(s) and (rest or loop is not None):
                     self.flag_used = True
                     guard = [gast.Break()] if loop is not None else []
                     out.append(_located(gast.If(test=_name(self.flag), body=guard or [gast.Pass()],
@@ -116,7 +127,11 @@ class _Shaper:
         if rest and _may_jump(s):
             body = body if _always_jumps(body) else body + rest
             orelse = orelse if _always_jumps(orelse) else orelse + rest
-        new = gast.If(test=s.test, body=self.block(body, loop) or [gast.Pass()], orelse=self.block(orelse, loop))
+        new = gast.If(
+            test=s.test,
+            body=self.block(body, loop) or [gast.Pass()],
+            orelse=self.block(orelse, loop),
+        )
         return _located(new, s)
 
     def loop(self, s: gast.For | gast.While) -> list[gast.stmt]:

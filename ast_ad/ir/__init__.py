@@ -1,2 +1,3 @@
-"""The intermediate representation: A-normal form statements (``nodes``), the gast helpers that build
-generated code (``syntax``), fresh names (``naming``) and small pieces of generated IR (``pieces``)."""
+"""The intermediate representation: A-normal form statements (``nodes``), the gast helpers that
+build generated code (``syntax``), fresh names (``naming``) and small pieces of generated IR
+(``pieces``)."""

@@ -19,10 +19,14 @@ _BUILTINS = frozenset(dir(builtins))
 
 
 class Namer:
-    def __init__(self, reserved: set[str] | frozenset[str] = frozenset(), used: set[str] | None = None,
-                 spelled: bool = False):
-        """``spelled``: names that spell outside objects (a module's globals), where a builtin's name is the
-        builtin's own."""
+    def __init__(
+        self,
+        reserved: set[str] | frozenset[str] = frozenset(),
+        used: set[str] | None = None,
+        spelled: bool = False,
+    ):
+        """``spelled``: names that spell outside objects (a module's globals), where a builtin's
+        name is the builtin's own."""
         self.reserved = set(reserved)
         self.avoided = frozenset() if spelled else _BUILTINS
         self.used = set(used or ())
@@ -33,8 +37,12 @@ class Namer:
         """A new name from ``base``: ``base`` itself if free, else ``base_1``, ``base_2``, ..."""
         base = identifier(base)
         name, k = base, self.next.get(base, 0)
-        if k or name in self.used or (not user and (name in self.reserved or name in self.avoided)) \
-                or keyword.iskeyword(name):
+        if (
+            k
+            or name in self.used
+            or (not user and (name in self.reserved or name in self.avoided))
+            or keyword.iskeyword(name)
+        ):
             k = max(k, 1)
             name = f"{base}_{k}"
             while name in self.used or name in self.reserved:

@@ -7,14 +7,14 @@ Grammar (``check_ir`` verifies it)::
                 | NAME, NAME* = atom             # Unpack a tuple
                 | NAME.append(atom)               # Append to a list
                 | NAME = NAME.pop()               # Pop from a list (forward mode only)
-                | NAME[atom] = atom               # SetItem: an array changed in place (made by transformations)
+                | NAME[atom] = atom               # SetItem: written in place (made by passes)
                 | if VAR: stmt* else: stmt*       # If
                 | for NAME in atom: stmt*         # For over a range (other iterables are indexed)
                 | while raw: stmt*                # While
                 | break                           # only last in a loop body
                 | effect                          # print/assert: forward only, no gradient
-                | printed                         # syntax a transformation wrote itself, in its own output
-                | mark                            # a transformation's note to itself, resolved before printing
+                | printed                         # syntax a pass wrote itself, in its own output
+                | mark                            # a pass's note to itself, resolved before print
     expr      ::= call | pack | attr | raw | atom
     call      ::= REF(atom*, NAME=atom*)          # the function is resolved at transform time
     pack      ::= (atom*) | [atom*] | {CONST: atom*}
@@ -72,9 +72,9 @@ class Ref:
 
 @record
 class CalleeRef:
-    """What a ``Ref`` holds where generated code calls another function's generated code: the forward or
-    backward function of a callee's ``Adjoint`` (``part`` "fwd" or "bwd"), or forward mode's ``Tangent``
-    ("jvp")."""
+    """What a ``Ref`` holds where generated code calls another function's generated code: the
+    forward or backward function of a callee's ``Adjoint`` (``part`` "fwd" or "bwd"), or forward
+    mode's ``Tangent`` ("jvp")."""
 
     adjoint: Any
     part: str
@@ -88,11 +88,12 @@ class Call:
     fn: Ref
     args: tuple[Atom, ...]
     kwargs: tuple[tuple[str, Atom], ...] = ()
-    # the last positional arguments as the user wrote them: by keyword, or (``None``) not at all, the parameter's
-    # literal default filling the gap; moved to their positions for the rules (``lower_calls._positional``), and
-    # printed back as written
+    # the last positional arguments as the user wrote them: by keyword, or (``None``) not at all,
+    # the parameter's literal default filling the gap; moved to their positions for the rules
+    # (``lower_calls._positional``), and printed back as written
     moved: tuple[str | None, ...] = ()
-    attribute: str | None = None  # the user wrote the call as this attribute of its one argument (``x.T``)
+    # the user wrote the call as this attribute of its one argument (``x.T``)
+    attribute: str | None = None
 
 
 @record
@@ -136,13 +137,19 @@ class Line:
         return f"{self.filename}:{self.lineno}"
 
     def comment(self, home: str) -> str:
-        """The comment generated code shows above this line's statements: ``line N: text``, and the file's name
-        first where it is not ``home``, the differentiated function's (a helper of another file, inlined)."""
-        where = "" if self.filename == home or not self.filename else f"{self.filename.rsplit('/', 1)[-1]} "
+        """The comment generated code shows above this line's statements: ``line N: text``, and the
+        file's name first where it is not ``home``, the differentiated function's (a helper of
+        another file, inlined)."""
+        where = (
+            ""
+            if self.filename == home or not self.filename
+            else f"{self.filename.rsplit('/', 1)[-1]} "
+        )
         return f"{where}line {self.lineno}: {self.text.strip()}"
 
 
-NOWHERE = Line("", 0, "")  # a statement a transformation adds that stands for no line of the user's (no comment)
+# a statement a transformation adds that stands for no line of the user's (no comment)
+NOWHERE = Line("", 0, "")
 
 
 @record
@@ -177,7 +184,8 @@ class Append:
 
 @record
 class Pop:
-    """``target = source.pop()`` (``target`` None: the value is dropped); a tape's read in generated code."""
+    """``target = source.pop()`` (``target`` None: the value is dropped); a tape's read in generated
+    code."""
 
     target: str | None
     source: str
@@ -186,8 +194,9 @@ class Pop:
 
 @record
 class SetItem:
-    """``target[index] = value``, in place: made by a transformation where it has shown that no other name sees the
-    change (a loop's own copy of an array, ``analysis.in_place_writes``); the lowering makes ``assign_item``."""
+    """``target[index] = value``, in place: made by a transformation where it has shown that no
+    other name sees the change (a loop's own copy of an array, ``analysis.in_place_writes``); the
+    lowering makes ``assign_item``."""
 
     target: str
     index: Atom
@@ -225,8 +234,9 @@ class Break:
 
 @record
 class Comment:
-    """``# text``, above what follows: a transformation's note to the reader of its output (reverse mode's line of
-    the user's above each block, why a loop is or is not checkpointed). It computes and reads nothing."""
+    """``# text``, above what follows: a transformation's note to the reader of its output (reverse
+    mode's line of the user's above each block, why a loop is or is not checkpointed). It computes
+    and reads nothing."""
 
     text: str
     line: Line = NOWHERE
@@ -234,8 +244,9 @@ class Comment:
 
 @record(eq=False)
 class Mark:
-    """A transformation's note to itself in its output, resolved before the output is printed (reverse mode's
-    restore marks, ``saving.Restore``): it computes nothing, reads nothing, and no printer writes one."""
+    """A transformation's note to itself in its output, resolved before the output is printed
+    (reverse mode's restore marks, ``saving.Restore``): it computes nothing, reads nothing, and no
+    printer writes one."""
 
     data: Any
     line: Line = NOWHERE
@@ -256,14 +267,16 @@ def walk(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
 
 
 def loop_free(body: tuple[Stmt, ...]) -> bool:
-    """Whether ``body`` holds no loop: then a fact that flows forward (or backward) through its statements in
-    order reaches its fixpoint in one pass, each name bound before anything reads it."""
+    """Whether ``body`` holds no loop: then a fact that flows forward (or backward) through its
+    statements in order reaches its fixpoint in one pass, each name bound before anything reads
+    it."""
     return not any(type(stmt) is For or type(stmt) is While for stmt in walk(body))
 
 
 def mapped(body: tuple[Stmt, ...], each: Callable[[Stmt], list[Stmt]]) -> tuple[Stmt, ...]:
-    """``body`` with every statement, nested ones included, replaced by what ``each`` gives for it (a branch or a
-    loop is given with its blocks mapped already): an IR-to-IR pass that changes a few statements."""
+    """``body`` with every statement, nested ones included, replaced by what ``each`` gives for it
+    (a branch or a loop is given with its blocks mapped already): an IR-to-IR pass that changes a
+    few statements."""
     out: list[Stmt] = []
     for stmt in body:
         if blocks(stmt):
@@ -273,7 +286,8 @@ def mapped(body: tuple[Stmt, ...], each: Callable[[Stmt], list[Stmt]]) -> tuple[
 
 
 def with_blocks(stmt: Stmt, new: list[tuple[Stmt, ...]] | list[list[Stmt]]) -> Stmt:
-    """``stmt``, a branch or a loop, with the blocks ``new`` in place of its own (in the order ``blocks`` gives)."""
+    """``stmt``, a branch or a loop, with the blocks ``new`` in place of its own (in the order
+    ``blocks`` gives)."""
     if type(stmt) is If:
         return If(stmt.test, tuple(new[0]), tuple(new[1]), stmt.line)
     if type(stmt) is For:
@@ -283,8 +297,9 @@ def with_blocks(stmt: Stmt, new: list[tuple[Stmt, ...]] | list[list[Stmt]]) -> S
 
 
 def shallow(body: list[Stmt] | tuple[Stmt, ...]) -> Iterator[Stmt]:
-    """The statements of ``body`` and of its branches, in order, not of its loops (a loop's body runs as a step of
-    its own: a ``break`` there, or an accumulation a loop may batch, is that loop's)."""
+    """The statements of ``body`` and of its branches, in order, not of its loops (a loop's body
+    runs as a step of its own: a ``break`` there, or an accumulation a loop may batch, is that
+    loop's)."""
     for stmt in body:
         yield stmt
         if type(stmt) is If:
@@ -293,9 +308,10 @@ def shallow(body: list[Stmt] | tuple[Stmt, ...]) -> Iterator[Stmt]:
 
 
 def functional(function: Function) -> Function:
-    """``function`` with each ``SetItem`` as the assignment it stands for, ``y = assign_item(y, i, v)``: the same
-    values, as no other name sees ``y`` (``SetItem``), in the form the analyses read (which find the write in
-    place again where it is one, ``analysis.in_place_writes``). A transformation reads IR through this."""
+    """``function`` with each ``SetItem`` as the assignment it stands for, ``y = assign_item(y, i,
+    v)``: the same values, as no other name sees ``y`` (``SetItem``), in the form the analyses read
+    (which find the write in place again where it is one, ``analysis.in_place_writes``). A
+    transformation reads IR through this."""
     if not any(type(stmt) is SetItem for stmt in walk(function.body)):
         return function
     from ast_ad.runtime import assign_item
@@ -318,8 +334,10 @@ def call_of(stmt: Assign) -> Call:
 
 
 def atoms_of(stmt: Stmt) -> tuple[Atom, ...]:
-    """The atoms ``stmt`` itself reads (not those of nested statements; a raw test's names are not atoms)."""
-    if type(stmt) is Assign and type(stmt.value) is Call and not stmt.value.kwargs:  # (the most of them: first)
+    """The atoms ``stmt`` itself reads (not those of nested statements; a raw test's names are not
+    atoms)."""
+    # (the most of them: first)
+    if type(stmt) is Assign and type(stmt.value) is Call and not stmt.value.kwargs:
         return stmt.value.args
     if isinstance(stmt, Assign):
         value = stmt.value
@@ -344,14 +362,22 @@ def atoms_of(stmt: Stmt) -> tuple[Atom, ...]:
 
 
 def reads_of(stmt: Stmt) -> list[str]:
-    """The local names ``stmt`` itself reads (not its nested statements'): its atoms', and those of an expression
-    kept as written (a raw value, a ``while`` test, an effect)."""
+    """The local names ``stmt`` itself reads (not its nested statements'): its atoms', and those of
+    an expression kept as written (a raw value, a ``while`` test, an effect)."""
     if type(stmt) is Assign and type(stmt.value) is Call:  # (the most of them: first)
         return [a.name for a in atoms_of(stmt) if type(a) is Var]
     names = [a.name for a in atoms_of(stmt) if isinstance(a, Var)]
-    node = stmt.value.node if isinstance(stmt, Assign) and isinstance(stmt.value, Raw) else \
-        stmt.test.node if isinstance(stmt, While) else stmt.node if isinstance(stmt, Effect) else None
-    if node is not None:  # (not the markers of outside objects: ``§0``, nor a comprehension's own names)
+    node = (
+        stmt.value.node
+        if isinstance(stmt, Assign) and isinstance(stmt.value, Raw)
+        else stmt.test.node
+        if isinstance(stmt, While)
+        else stmt.node
+        if isinstance(stmt, Effect)
+        else None
+    )
+    # (not the markers of outside objects: ``§0``, nor a comprehension's own names)
+    if node is not None:
         own = own_loads(node)
         names += [n.id for n in gast.walk(node) if type(n) is gast.Name and not n.id.startswith("§")
                   and type(n.ctx) is not gast.Store and id(n) not in own]
@@ -362,8 +388,9 @@ COMPREHENSIONS = (gast.ListComp, gast.SetComp, gast.GeneratorExp, gast.DictComp)
 
 
 def own_loads(node: gast.AST) -> set[int]:
-    """The ids of the names in ``node`` that read a binding of a comprehension or a lambda inside it: in
-    ``all([v > 0 for v in x])`` the ``v`` of ``v > 0`` is the comprehension's, not the function's."""
+    """The ids of the names in ``node`` that read a binding of a comprehension or a lambda inside
+    it: in ``all([v > 0 for v in x])`` the ``v`` of ``v > 0`` is the comprehension's, not the
+    function's."""
     own: set[int] = set()
     _own_loads(node, frozenset(), own)
     return own
@@ -377,7 +404,8 @@ def _own_loads(node: gast.AST, bound: frozenset[str], own: set[int]) -> None:
     if isinstance(node, COMPREHENSIONS):
         inner = bound
         for k, generator in enumerate(node.generators):
-            _own_loads(generator.iter, bound if k == 0 else inner, own)  # the first runs in the outer scope
+            # the first runs in the outer scope
+            _own_loads(generator.iter, bound if k == 0 else inner, own)
             inner = inner | {n.id for n in gast.walk(generator.target) if isinstance(n, gast.Name)}
             for test in generator.ifs:
                 _own_loads(test, inner, own)
@@ -431,7 +459,8 @@ class Function:
     result_line: Line
     fn: Any
     mutable: frozenset[str] = frozenset()
-    users: frozenset[str] = frozenset()  # the names of the user's own variables (generated code keeps them)
+    # the names of the user's own variables (generated code keeps them)
+    users: frozenset[str] = frozenset()
 
     def names(self) -> set[str]:
         """Every local name the function binds."""
@@ -447,7 +476,9 @@ def check_ir(fn: Function) -> Function:
 
     def use(atom: Any) -> None:
         assert isinstance(atom, (Var, Const, Ref)), f"not an atom: {atom!r}"
-        assert not isinstance(atom, Var) or atom.name in bound, f"{atom.name} used before it is bound"
+        assert not isinstance(atom, Var) or atom.name in bound, (
+            f"{atom.name} used before it is bound"
+        )
 
     def bind(name: str) -> None:
         assert name not in bound or name in fn.mutable, f"{name} bound twice"

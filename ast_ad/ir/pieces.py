@@ -1,18 +1,22 @@
-"""An expression as IR: the statements that compute its parts, and the atom that holds its value (``Made``).
+"""An expression as IR: the statements that compute its parts, and the atom that holds its value
+(``Made``).
 
-Both modes build what they add to a program this way, a rule's body put in (``templates.applied``) and what is done
-with its value: forward mode's tangents, reverse mode's contributions and the accumulations that add them. The
-printer writes each part where it is read (``syntax.function_of``'s parts, ``syntax.pieces``). The facts here are
-read from the IR, the calls themselves, never from printed code.
+Both modes build what they add to a program this way, a rule's body put in (``templates.applied``)
+and what is done with its value: forward mode's tangents, reverse mode's contributions and the
+accumulations that add them. The printer writes each part where it is read (``syntax.function_of``'s
+parts, ``syntax.pieces``). The facts here are read from the IR, the calls themselves, never from
+printed code.
 
->>> made = ([ir.Assign("%1", ir.Call(ir.Ref(operator.neg, "operator.neg"), (ir.Var("g"),)), ir.NOWHERE),
-...          ir.Assign("%2", ir.Call(ir.Ref(operator.mul, "operator.mul"), (ir.Var("%1"), ir.Var("x"))), ir.NOWHERE)],
+>>> neg, mul = ir.Ref(operator.neg, "operator.neg"), ir.Ref(operator.mul, "operator.mul")
+>>> made = ([ir.Assign("%1", ir.Call(neg, (ir.Var("g"),)), ir.NOWHERE),
+...          ir.Assign("%2", ir.Call(mul, (ir.Var("%1"), ir.Var("x"))), ir.NOWHERE)],
 ...         ir.Var("%2"))
 >>> one_expression(*made)
 True
 >>> stmts = list(made[0])
->>> added(stmts, ir.Var("x_bar"), made[1])
-Call(fn=Ref(obj=<built-in function sub>, hint='operator.sub', ...), args=(Var(name='x_bar'), Var(name='%2')), ...)
+>>> added(stmts, ir.Var("x_bar"), made[1])  # doctest: +NORMALIZE_WHITESPACE
+Call(fn=Ref(obj=<built-in function sub>, hint='operator.sub', ...), args=(Var(name='x_bar'),
+Var(name='%2')), ...)
 >>> [(s.target, s.value.fn.hint, s.value.args) for s in stmts]
 [('%2', 'operator.mul', (Var(name='g'), Var(name='x')))]
 """
@@ -33,11 +37,14 @@ Made = tuple[list[ir.Stmt], ir.Atom]  # statements, and the atom that holds what
 
 
 def unsigned(out: list[ir.Stmt], atom: ir.Atom, reads: int) -> ir.Atom | None:
-    """``atom`` without the minus sign that leads it, where ``out`` binds it to ``-e`` (then ``e``) or to a product or
-    quotient led by one (rewritten in ``out`` without it), and ``out`` reads it ``reads`` times; else ``None``."""
+    """``atom`` without the minus sign that leads it, where ``out`` binds it to ``-e`` (then ``e``)
+    or to a product or quotient led by one (rewritten in ``out`` without it), and ``out`` reads it
+    ``reads`` times; else ``None``."""
     if not isinstance(atom, ir.Var):
         return None
-    found = [k for k, stmt in enumerate(out) if isinstance(stmt, ir.Assign) and stmt.target == atom.name]
+    found = [
+        k for k, stmt in enumerate(out) if isinstance(stmt, ir.Assign) and stmt.target == atom.name
+    ]
     if len(found) != 1:
         return None
     stmt = out[found[0]]
@@ -46,7 +53,14 @@ def unsigned(out: list[ir.Stmt], atom: ir.Atom, reads: int) -> ir.Atom | None:
     if not isinstance(value, ir.Call) or value.kwargs or value.fn.obj not in _SIGNED:
         return None
     name = atom.name
-    if sum(type(a) is ir.Var and a.name == name for s in ir.walk(tuple(out)) for a in ir.atoms_of(s)) != reads:
+    if (
+        sum(
+            type(a) is ir.Var and a.name == name
+            for s in ir.walk(tuple(out))
+            for a in ir.atoms_of(s)
+        )
+        != reads
+    ):
         return None  # (read elsewhere too: that reader needs the sign)
     if value.fn.obj is operator.neg and len(value.args) == 1:
         del out[found[0]]
@@ -61,8 +75,9 @@ def unsigned(out: list[ir.Stmt], atom: ir.Atom, reads: int) -> ir.Atom | None:
 
 
 def added(out: list[ir.Stmt], total: ir.Atom, term: ir.Atom) -> ir.Call:
-    """``total + term``, or ``total - e`` where ``out`` binds ``term`` to ``-e`` or to a product or quotient led by
-    one (``-g * np.sin(x)``, ``unsigned``): the same number, as a sign flip is exact, written as a person writes it."""
+    """``total + term``, or ``total - e`` where ``out`` binds ``term`` to ``-e`` or to a product or
+    quotient led by one (``-g * np.sin(x)``, ``unsigned``): the same number, as a sign flip is
+    exact, written as a person writes it."""
     positive = unsigned(out, term, 0)
     if positive is not None:
         return ir.Call(_SUB, (total, positive))
@@ -70,11 +85,13 @@ def added(out: list[ir.Stmt], total: ir.Atom, term: ir.Atom) -> ir.Call:
 
 
 _ADD, _SUB = ir.Ref(operator.add, "operator.add"), ir.Ref(operator.sub, "operator.sub")
-_SIGNED = (operator.neg, operator.mul, operator.truediv)  # the calls a leading minus sign is taken out of
+# the calls a leading minus sign is taken out of
+_SIGNED = (operator.neg, operator.mul, operator.truediv)
 
 
 def bound_by(stmts: list[ir.Stmt], atom: ir.Atom) -> ir.Assign | None:
-    """The assignment of ``stmts`` that binds ``atom`` (the last, where there are several), or ``None``."""
+    """The assignment of ``stmts`` that binds ``atom`` (the last, where there are several), or
+    ``None``."""
     if type(atom) is ir.Var:
         for stmt in reversed(stmts):
             if type(stmt) is ir.Assign and stmt.target == atom.name:
@@ -89,8 +106,9 @@ def call_of(made: Made) -> ir.Call | None:
 
 
 def may_give_a_container(made: Made) -> bool:
-    """Whether ``made``'s value comes from a function that may return a list, tuple or dict (``registry``:
-    ``def_sequence``, ``def_same_kind``), which ``+`` would join to another rather than add to it."""
+    """Whether ``made``'s value comes from a function that may return a list, tuple or dict
+    (``registry``: ``def_sequence``, ``def_same_kind``), which ``+`` would join to another rather
+    than add to it."""
     call = call_of(made)
     if call is None:
         return False
@@ -98,9 +116,10 @@ def may_give_a_container(made: Made) -> bool:
 
 
 def one_expression(stmts: list[ir.Stmt] | tuple[ir.Stmt, ...], result: ir.Atom) -> bool:
-    """Whether ``stmts`` and their value ``result`` are a tree of values, which one expression can say: each name
-    they bind read once, after it is bound, by them or as the result (not a value read twice, not an unpacking). A
-    decision made at run time, an ``ir.If`` that binds one name on each path, is a conditional expression."""
+    """Whether ``stmts`` and their value ``result`` are a tree of values, which one expression can
+    say: each name they bind read once, after it is bound, by them or as the result (not a value
+    read twice, not an unpacking). A decision made at run time, an ``ir.If`` that binds one name on
+    each path, is a conditional expression."""
     waiting: set[str] = set()
     read: set[str] = set()
     if not _tree(stmts, [waiting], read):
@@ -112,7 +131,9 @@ def one_expression(stmts: list[ir.Stmt] | tuple[ir.Stmt, ...], result: ir.Atom) 
     return not waiting
 
 
-def _tree(body: list[ir.Stmt] | tuple[ir.Stmt, ...], scopes: list[set[str]], read: set[str]) -> bool:
+def _tree(
+    body: list[ir.Stmt] | tuple[ir.Stmt, ...], scopes: list[set[str]], read: set[str]
+) -> bool:
     waiting = scopes[-1]
     for stmt in body:
         if type(stmt) is not ir.If and type(stmt) is not ir.Assign:
@@ -143,8 +164,9 @@ def _tree(body: list[ir.Stmt] | tuple[ir.Stmt, ...], scopes: list[set[str]], rea
 
 
 def renamed(stmts: list[ir.Stmt], old: str, new: str) -> list[ir.Stmt]:
-    """``stmts`` (assignments, unpackings, a rule's decisions, and statements that do not read ``old``) reading ``new``
-    where they read ``old``; the statements that do not read it are kept as they are."""
+    """``stmts`` (assignments, unpackings, a rule's decisions, and statements that do not read
+    ``old``) reading ``new`` where they read ``old``; the statements that do not read it are kept as
+    they are."""
     names = {old: new}.get
 
     def renamed(stmt: ir.Stmt) -> list[ir.Stmt]:
@@ -154,20 +176,26 @@ def renamed(stmts: list[ir.Stmt], old: str, new: str) -> list[ir.Stmt]:
             return [stmt]
         if isinstance(stmt, ir.Unpack):
             return [ir.Unpack(stmt.targets, with_names(stmt.value, names), stmt.line)]
-        assert isinstance(stmt, ir.Assign), stmt  # (what the modes rename: nothing else reads a value by name)
+        # (what the modes rename: nothing else reads a value by name)
+        assert isinstance(stmt, ir.Assign), stmt
         return [ir.Assign(stmt.target, with_names(stmt.value, names), stmt.line)]
     return list(ir.mapped(tuple(stmts), renamed))
 
 
 def with_names(value: Any, names: Callable[[str], str | None]) -> Any:
-    """``value``, an IR expression, reading ``names(n)`` where it reads a local name ``n`` for which that gives one
-    (a call keeps how it was written: its keywords moved, its attribute)."""
+    """``value``, an IR expression, reading ``names(n)`` where it reads a local name ``n`` for which
+    that gives one (a call keeps how it was written: its keywords moved, its attribute)."""
     def atom(a: ir.Atom) -> ir.Atom:
         new = names(a.name) if type(a) is ir.Var else None
         return a if new is None else ir.Var(new)
     if isinstance(value, ir.Call):
-        return ir.Call(value.fn, tuple(map(atom, value.args)), tuple((k, atom(a)) for k, a in value.kwargs),
-                       value.moved, value.attribute)
+        return ir.Call(
+            value.fn,
+            tuple(map(atom, value.args)),
+            tuple((k, atom(a)) for k, a in value.kwargs),
+            value.moved,
+            value.attribute,
+        )
     if isinstance(value, ir.Pack):
         return ir.Pack(tuple(map(atom, value.elts)), value.kind, value.keys)
     if isinstance(value, ir.Attr):

@@ -1,14 +1,16 @@
 """The adjoint of each name in the backward pass, and how contributions reach it.
 
-An adjoint is named after its value (``x_bar``). Its first contribution assigns it, and later ones add
-to it with a new value (``x_bar = x_bar + g``), so no array a caller owns is ever written; a list,
-tuple or dict adds element by element (``add_adjoints``), never with ``+``, which would join them. An
-adjoint that branches and loop steps add to starts at its zero at the top of the backward pass, unless
-its first contribution comes before any branch or loop there (it then starts as that contribution); one
-that a statement resets (a name bound again) starts from zero at its next contribution.
+An adjoint is named after its value (``x_bar``). Its first contribution assigns it, and later ones
+add to it with a new value (``x_bar = x_bar + g``), so no array a caller owns is ever written; a
+list, tuple or dict adds element by element (``add_adjoints``), never with ``+``, which would join
+them. An adjoint that branches and loop steps add to starts at its zero at the top of the backward
+pass, unless its first contribution comes before any branch or loop there (it then starts as that
+contribution); one that a statement resets (a name bound again) starts from zero at its next
+contribution.
 
-Contributions and the accumulations that add them are IR (``pieces.Made``: a rule's body put in, its parts named by
-``templates.Scratch``), as the whole backward pass is; ``printed`` writes it, each part where it is read.
+Contributions and the accumulations that add them are IR (``pieces.Made``: a rule's body put in, its
+parts named by ``templates.Scratch``), as the whole backward pass is; ``printed`` writes it, each
+part where it is read.
 """
 
 from __future__ import annotations
@@ -38,14 +40,16 @@ class Accumulation:
     live: set[str]  # adjoints something has flowed into since they were last reset
     local: set[str]  # names bound once, in straight-line code
     pending: set[str]  # adjoints reset to zero: the next contribution assigns
-    first: set[int]  # statements that bind a name for the first time (``analysis.first_definitions``)
+    # statements that bind a name for the first time (``analysis.first_definitions``)
+    first: set[int]
     opening: bool  # still in the backward pass's opening (after the function's last loop or branch)
     started: set[str]  # adjoints that start as their first contribution, not at zero
     structured: set[str]  # names that hold lists, tuples or dicts
     items: set[str]  # structured names that are items of containers
     kinds: Kinds
     function: ir.Function
-    terms: dict[int, Term]  # the accumulations a loop's backward pass may sum after it (``batching``), by statement
+    # the accumulations a loop's backward pass may sum after it (``batching``), by statement
+    terms: dict[int, Term]
 
     def printed(self, stmts: list[ir.Stmt]) -> list[gast.stmt]:
         """``stmts`` printed, each part written where it is read (``syntax.pieces``)."""
@@ -53,13 +57,16 @@ class Accumulation:
 
     def flush(self) -> list[ir.Stmt]:
         """Write out the zero of every adjoint reset since its last contribution."""
-        out: list[ir.Stmt] = [ir.Assign(self.bar(v), self.zero(v), ir.NOWHERE) for v in sorted(self.pending)]
+        out: list[ir.Stmt] = [
+            ir.Assign(self.bar(v), self.zero(v), ir.NOWHERE) for v in sorted(self.pending)
+        ]
         self.pending.clear()
         return out
 
     def bound_again(self, name: str, stmt: ir.Stmt) -> None:
-        """After the backward pass of ``stmt``, which binds ``name``: the adjoint of the value ``name`` held before
-        starts from zero (the next contribution assigns), unless ``stmt`` bound it first."""
+        """After the backward pass of ``stmt``, which binds ``name``: the adjoint of the value
+        ``name`` held before starts from zero (the next contribution assigns), unless ``stmt`` bound
+        it first."""
         self.live.discard(name)
         if name not in self.local and id(stmt) not in self.first:
             self.pending.add(name)
@@ -70,38 +77,47 @@ class Accumulation:
         return self.bars[var]
 
     def adjoint_or_zeros(self, var: str) -> Made:
-        """``var``'s adjoint where something has flowed into it (or it accumulates), else its zeros."""
+        """``var``'s adjoint where something has flowed into it (or it accumulates), else its
+        zeros."""
         if var in self.bars and (var in self.live or var not in self.local):
             return [], ir.Var(self.bars[var])
         return self.part(ir.Call(_ZEROS_LIKE, (ir.Var(var),)))
 
     def part(self, value: ir.Expr, *before: ir.Stmt) -> Made:
-        """``value`` as a part of one expression (``syntax.pieces``), after the statements ``before``."""
+        """``value`` as a part of one expression (``syntax.pieces``), after the statements
+        ``before``."""
         name = self.scratch.fresh("")
         return [*before, ir.Assign(name, value, ir.NOWHERE)], ir.Var(name)
 
     def accumulate(self, var: str, contribution: Made) -> list[ir.Stmt]:
-        """The statements that add ``contribution`` (the IR of an expression) to ``var``'s adjoint."""
+        """The statements that add ``contribution`` (the IR of an expression) to ``var``'s
+        adjoint."""
         stmts, value = contribution
         started = self.opening and var not in self.bars and var not in self.structured
         bar = self.bar(var)
         if (var in self.local and var not in self.live) or var in self.pending or started:
             self.live.add(var)
             self.pending.discard(var)
-            if started:  # its first contribution, before any loop or branch: it starts here, not at zero
+            # its first contribution, before any loop or branch: it starts here, not at zero
+            if started:
                 self.started.add(var)
             return [*stmts, ir.Assign(bar, value, ir.NOWHERE)]
         self.live.add(var)
         current = ir.Var(bar)
-        if var in self.structured or (self.kinds.rank(var) is None and var not in self.function.params
-                                      and may_give_a_container(contribution)):
-            # element by element: ``+`` would join two lists. A parameter that holds a container is known to
-            # (its label says so); another value whose kind is not known may hold one where a helper's adjoint
-            # is a container (in code ast_ad wrote, an adjoint unpacked from a callee's pair, say)
+        if var in self.structured or (
+            self.kinds.rank(var) is None
+            and var not in self.function.params
+            and may_give_a_container(contribution)
+        ):
+            # element by element: ``+`` would join two lists. A parameter that holds a container is
+            # known to (its label says so); another value whose kind is not known may hold one where
+            # a helper's adjoint is a container (in code ast_ad wrote, an adjoint unpacked from a
+            # callee's pair, say)
             total = ir.Call(ir.Ref(runtime.add_adjoints, "add_adjoints"), (current, value))
             return [*stmts, ir.Assign(bar, total, ir.NOWHERE)]
         stmts = list(stmts)
-        accumulation = ir.Assign(bar, added(stmts, current, value), ir.NOWHERE)  # (``x_bar - g * y``, not ``+ -g``)
+        # (``x_bar - g * y``, not ``+ -g``)
+        accumulation = ir.Assign(bar, added(stmts, current, value), ir.NOWHERE)
         term = term_of(accumulation, stmts)
         if term is not None:
             self.terms[id(accumulation)] = term
@@ -109,14 +125,22 @@ class Accumulation:
 
     def summed_after(self, sums: list[tuple[str, ir.Call]], body: list[ir.Stmt],
                      untouched: set[str]) -> list[ir.Stmt]:
-        """A loop's sums (``batch_products``), each added to its adjoint (``W_bar = W_bar + summed(...)``), or the
-        adjoint's start where nothing flowed into it before the loop (``untouched``) and the loop does not read it."""
-        owner = {bar: var for var, bar in self.bars.items() if isinstance(var, str) and var in untouched}
+        """A loop's sums (``batch_products``), each added to its adjoint (``W_bar = W_bar +
+        summed(...)``), or the adjoint's start where nothing flowed into it before the loop
+        (``untouched``) and the loop does not read it."""
+        owner = {
+            bar: var for var, bar in self.bars.items() if isinstance(var, str) and var in untouched
+        }
         read = ir.reads_in(body) if owner else set()
         out: list[ir.Stmt] = []
         for bar, total in sums:
             var = owner.pop(bar, None)  # a second sum into it adds
-            if var is not None and var not in self.structured and bar not in read and var not in self.pending:
+            if (
+                var is not None
+                and var not in self.structured
+                and bar not in read
+                and var not in self.pending
+            ):
                 self.started.add(var)
                 self.live.add(var)
                 out.append(ir.Assign(bar, total, ir.NOWHERE))
@@ -127,18 +151,27 @@ class Accumulation:
 
     def initial_adjoints(self, seed: str) -> list[ir.Stmt]:
         """Adjoints that accumulate across branches and iterations start at zero."""
-        names = [v for v in self.bars if isinstance(v, str) and v not in self.local and self.bars[v] != seed
-                 and v not in self.started]
+        names = [
+            v
+            for v in self.bars
+            if isinstance(v, str)
+            and v not in self.local
+            and self.bars[v] != seed
+            and v not in self.started
+        ]
         return [ir.Assign(self.bars[v], self.zero(v), ir.NOWHERE) for v in names]
 
     def zero(self, var: str) -> ir.Const:
-        """The adjoint before anything flows in: ``None`` for a container, ``0.0`` for a number, an array or an
-        item of a container (which is most often one of those; ``add_adjoints`` takes ``0.0`` for any)."""
+        """The adjoint before anything flows in: ``None`` for a container, ``0.0`` for a number, an
+        array or an item of a container (which is most often one of those; ``add_adjoints`` takes
+        ``0.0`` for any)."""
         return ir.Const(None) if var in self.structured and var not in self.items else ir.Const(0.0)
 
     def grad(self, param: str, backward: list[ir.Stmt]) -> str:
         if param not in self.bars or (param in self.local and param not in self.live):
             self.bars[param] = self.bars.get(param) or self.namer.fresh(f"{param}_bar")
-            backward.append(ir.Assign(self.bars[param], ir.Call(_ZEROS_LIKE, (ir.Var(param),)), ir.NOWHERE))
+            backward.append(
+                ir.Assign(self.bars[param], ir.Call(_ZEROS_LIKE, (ir.Var(param),)), ir.NOWHERE)
+            )
         return self.bars[param]
 

@@ -1,4 +1,5 @@
-"""What reverse mode makes of one function (``Adjoint``), and what it asks the driver for (``Derive``)."""
+"""What reverse mode makes of one function (``Adjoint``), and what it asks the driver for
+(``Derive``)."""
 
 from __future__ import annotations
 
@@ -26,9 +27,12 @@ class Adjoint:
     callees: list[Adjoint] = field(default_factory=list)
     releasable: frozenset[str] = frozenset()  # arrays the forward pass binds once: see ``released``
     array_adjoints: frozenset[str] = frozenset()  # adjoint names of values that may be arrays
-    structured_result: bool = False  # the function returns a list, tuple or dict (its adjoint adds by element)
-    numbers: frozenset[str] = frozenset()  # names of the function that certainly hold numbers (``kinds``)
-    adjoints: frozenset[str] = frozenset()  # names the backward pass binds to adjoints (``fold.shared_factor``)
+    # the function returns a list, tuple or dict (its adjoint adds by element)
+    structured_result: bool = False
+    # names of the function that certainly hold numbers (``kinds``)
+    numbers: frozenset[str] = frozenset()
+    # names the backward pass binds to adjoints (``fold.shared_factor``)
+    adjoints: frozenset[str] = frozenset()
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -47,8 +51,9 @@ class Adjoint:
 
 
 class Derive(Protocol):
-    """What reverse mode asks the driver (``transform``) for, about the functions a function calls: a callee's
-    adjoint, and its IR (``analysis.activity.checkpoint_state`` reads a callee's body)."""
+    """What reverse mode asks the driver (``transform``) for, about the functions a function calls:
+    a callee's adjoint, and its IR (``analysis.activity.checkpoint_state`` reads a callee's
+    body)."""
 
     def __call__(self, fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place: bool,
                  checkpoints: int | None) -> Adjoint: ...

@@ -1,9 +1,10 @@
 """Calls of the user's own functions in reverse mode, and of helpers it reads by their source.
 
 Such a call becomes a call of the callee's generated pair: ``y, y_saved = f_fwd(x)`` forward and
-``x_bar = f_bwd(y_saved, y_bar)`` backward. ``Calls.plan_calls`` derives each callee's adjoint (through the
-transformation's ``derive``, cached per function, differentiated arguments and their labels) before the
-reverser writes either pass; the reverser's adjoint rules then read the plan (``calls``).
+``x_bar = f_bwd(y_saved, y_bar)`` backward. ``Calls.plan_calls`` derives each callee's adjoint
+(through the transformation's ``derive``, cached per function, differentiated arguments and their
+labels) before the reverser writes either pass; the reverser's adjoint rules then read the plan
+(``calls``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ if TYPE_CHECKING:
 
 
 class Calls:
-    """The call planning of ``reverse.Reverser`` (a base class of it: it reads the reverser's state)."""
+    """The call planning of ``reverse.Reverser`` (a base class of it: it reads the reverser's
+    state)."""
 
     function: ir.Function
     active: set[str]
@@ -40,7 +42,8 @@ class Calls:
     refs: RefTable
     namer: Namer
     rebound: set[str]
-    calls: dict[int, Any]  # by statement: (the callee's adjoint, its saved name, the arguments, the active ones)
+    # by statement: (the callee's adjoint, its saved name, the arguments, the active ones)
+    calls: dict[int, Any]
     derive: Derive
     checkpoints: int | None
     classes: dict[str, Any]
@@ -56,24 +59,43 @@ class Calls:
     def plan_calls(self) -> None:
         """Derive the adjoint of every call to a user function whose result needs an adjoint."""
         for stmt in ir.walk(self.function.body):
-            made = made_code(stmt.value) if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) else None
-            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) and self.needs_adjoint(stmt) \
-                    and (made is not None or is_user_function(stmt.value.fn.obj) or self.by_source(stmt)):
+            made = (
+                made_code(stmt.value)
+                if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call)
+                else None
+            )
+            if (
+                isinstance(stmt, ir.Assign)
+                and isinstance(stmt.value, ir.Call)
+                and self.needs_adjoint(stmt)
+                and (
+                    made is not None or is_user_function(stmt.value.fn.obj) or self.by_source(stmt)
+                )
+            ):
                 args = list(stmt.value.args) if made is not None else self.bind_call(stmt)
                 active = tuple(p for p, a in enumerate(args) if atom_active(a, self.active))
                 callee = self.derive_callee(stmt, active, args) if made is None else \
                     self.derived_again(made, active, self.labels(args, stmt))
                 self.callees.append(callee)
                 if made is None:
-                    self.refs.ref(stmt.value.fn)  # recorded so that redefining the callee is noticed
+                    # recorded so that redefining the callee is noticed
+                    self.refs.ref(stmt.value.fn)
                 saved = self.namer.fresh(f"{stmt.target}_saved")
                 if stmt.target in self.rebound:
                     self.rebound.add(saved)
-                self.calls[id(stmt)] = (callee, saved, args, [a for a in args if atom_active(a, self.active)])
+                self.calls[id(stmt)] = (
+                    callee,
+                    saved,
+                    args,
+                    [a for a in args if atom_active(a, self.active)],
+                )
 
-    def derive_callee(self, stmt: ir.Assign, active: tuple[int, ...], args: list[ir.Atom]) -> Adjoint:
+    def derive_callee(
+        self, stmt: ir.Assign, active: tuple[int, ...], args: list[ir.Atom]
+    ) -> Adjoint:
         call = ir.call_of(stmt)
-        source = registry.read_as(call.fn.obj) or call.fn.obj  # a helper's stand-in in the language, if it has one
+        # a helper's stand-in in the language, if it has one
+        source = registry.read_as(call.fn.obj) or call.fn.obj
         if is_library(source):
             raise library_call(stmt, call.fn.hint, source)
         try:
@@ -81,17 +103,23 @@ class Calls:
         except (LocatedError, UnsupportedSyntaxError) as exc:
             if is_user_function(call.fn.obj):
                 raise
-            raise at_line(MissingRuleError, stmt, f"{call.fn.hint}, a helper of ast_ad's generated code, has no "
-                          "reverse rule for an argument differentiated here, and its source is outside the "
-                          f"language ast_ad differentiates ({exc.args[0] if exc.args else exc}), so reverse mode "
-                          "over this code is not supported yet") from None
+            raise at_line(
+                MissingRuleError,
+                stmt,
+                f"{call.fn.hint}, a helper of ast_ad's generated code, has no "
+                "reverse rule for an argument differentiated here, and its source is outside the "
+                f"language ast_ad differentiates ({exc.args[0] if exc.args else exc}), so reverse "
+                "mode "
+                "over this code is not supported yet",
+            ) from None
 
     def derived_again(self, made: Any, active: tuple[int, ...], labels: tuple[int, ...]) -> Adjoint:
         raise NotImplementedError  # the reverser's: it makes another reverser
 
     def by_source(self, stmt: ir.Assign) -> bool:
-        """A helper of generated code whose rule has no reverse rule for an argument that is differentiated here:
-        reverse mode differentiates it by its source, as it does the user's own functions."""
+        """A helper of generated code whose rule has no reverse rule for an argument that is
+        differentiated here: reverse mode differentiates it by its source, as it does the user's own
+        functions."""
         call = ir.call_of(stmt)
         fn = call.fn.obj
         if not (inspect.isfunction(fn) and registry.is_helper(fn)):
@@ -101,7 +129,9 @@ class Calls:
             return True
         if rule.nondiff:
             return False
-        return any(atom_active(a, self.active) and rule.vjp(k) is None for k, a in enumerate(call.args))
+        return any(
+            atom_active(a, self.active) and rule.vjp(k) is None for k, a in enumerate(call.args)
+        )
 
     def bind_call(self, stmt: ir.Assign) -> list[ir.Atom]:
         return bind_call(stmt, self.error)
@@ -111,17 +141,21 @@ class Calls:
 
 
 def made_code(call: ir.Call) -> Any:
-    """The ``Tangent`` whose ``_jvp`` ``call`` calls, where it is forward mode's code read again as IR and its IR is
-    finished (``Tangent.code``), else ``None``."""
+    """The ``Tangent`` whose ``_jvp`` ``call`` calls, where it is forward mode's code read again as
+    IR and its IR is finished (``Tangent.code``), else ``None``."""
     obj = call.fn.obj
-    if isinstance(obj, ir.CalleeRef) and obj.part == "jvp" and getattr(obj.adjoint, "code", None) is not None:
+    if (
+        isinstance(obj, ir.CalleeRef)
+        and obj.part == "jvp"
+        and getattr(obj.adjoint, "code", None) is not None
+    ):
         return obj.adjoint
     return None
 
 
 def callees_in_order(top: Any) -> list[Any]:
-    """Every adjoint (or tangent) ``top`` calls, callees before callers, each once: the order their functions are
-    printed in."""
+    """Every adjoint (or tangent) ``top`` calls, callees before callers, each once: the order their
+    functions are printed in."""
     order: dict[int, Any] = {}
     _visit_callees(top, order, {id(top)})
     if any(c is top for a in [top, *order.values()] for c in a.callees):

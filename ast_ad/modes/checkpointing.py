@@ -2,8 +2,8 @@
 
 A checkpointed loop keeps at most ``c`` snapshots of its loop-carried state and computes the steps
 between them again, on the schedule ``ast_ad.revolve`` gives: the forward pass runs the first sweep
-(a snapshot at the start of each segment, the steps untaped) and tapes the last step; the backward pass
-is one loop over the schedule's remaining actions::
+(a snapshot at the start of each segment, the steps untaped) and tapes the last step; the backward
+pass is one loop over the schedule's remaining actions::
 
     for action, begin, end in reversal:
         if action == 'reverse':      # the backward pass of steps begin..end (taped just before)
@@ -11,8 +11,8 @@ is one loop over the schedule's remaining actions::
         elif action == 'advance':    # run them untaped
         elif action == 'snapshot' / 'restore' / 'release':  # the stack of snapshots
 
-Which loops can be, and their state, is ``analysis.checkpoint_state``'s to say; the tapes and restores
-are ``saving``'s.
+Which loops can be, and their state, is ``analysis.checkpoint_state``'s to say; the tapes and
+restores are ``saving``'s.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ _EQ = ir.Ref(operator.eq, "operator.eq")
 
 
 class CheckpointWarning(UserWarning):
-    """``checkpoints=`` was asked for, and a loop keeps its whole tape: which loop, and why (said once for each
-    gradient, when it is transformed)."""
+    """``checkpoints=`` was asked for, and a loop keeps its whole tape: which loop, and why (said
+    once for each gradient, when it is transformed)."""
 
 
 @record(frozen=False)
@@ -48,8 +48,10 @@ class Checkpointed:
     sweep: str  # the names, in generated code, of the forward pass's segments,
     reversal: str  # of the backward pass's actions,
     stack: str  # and of the stack of snapshots
-    tape_in: ir.Assign | None = None  # in the backward pass's schedule, what stands for a step run again taped
-    advance_in: ir.Assign | None = None  # and untaped, until the forward pass is built (``stand_in``, ``filled``)
+    # in the backward pass's schedule, what stands for a step run again taped
+    tape_in: ir.Assign | None = None
+    # and untaped, until the forward pass is built (``stand_in``, ``filled``)
+    advance_in: ir.Assign | None = None
     taped: tuple[ir.Stmt, ...] | None = None  # a step of the forward pass, taped
     untaped: tuple[ir.Stmt, ...] | None = None  # and untaped (``forward_checkpointed``)
 
@@ -58,7 +60,8 @@ class Checkpointing(Saving):
     """The checkpointed loops of ``reverse.Reverser`` (a base class of it)."""
 
     checkpoints: int | None
-    derive: Derive  # the driver: a callee's IR, which says whether a loop that calls it can be computed again
+    # the driver: a callee's IR, which says whether a loop that calls it can be computed again
+    derive: Derive
     not_checkpointed: dict[int, str]  # why a loop is not, said in a comment above it
     scratch: Scratch  # the names of parts of one expression (``syntax.pieces``)
     terms: dict[int, Term]  # the accumulations a loop's steps may sum after it (``batching``)
@@ -77,29 +80,44 @@ class Checkpointing(Saving):
         raise NotImplementedError  # the accumulation's
 
     def plan_checkpoints(self) -> None:
-        """Which top-level loops are checkpointed, and with which state (``analysis.checkpoint_state``)."""
+        """Which top-level loops are checkpointed, and with which state
+        (``analysis.checkpoint_state``)."""
         if self.checkpoints is None:
             return
         for position, stmt in enumerate(self.function.body):
             if not isinstance(stmt, (ir.For, ir.While)) or not self.needs_adjoint(stmt):
                 continue
-            state, why = checkpoint_state(self.function, position, self.in_place, self.derive.normalized)
+            state, why = checkpoint_state(
+                self.function, position, self.in_place, self.derive.normalized
+            )
             if why is not None:
                 self.not_checkpointed[id(stmt)] = why
-                warnings.warn(f"{stmt.line.filename}:{stmt.line.lineno}: checkpoints= leaves this loop taped in "
-                              f"full: {why}", CheckpointWarning, stacklevel=2)
+                warnings.warn(
+                    f"{stmt.line.filename}:{stmt.line.lineno}: checkpoints= leaves this loop taped "
+                    "in "
+                    f"full: {why}",
+                    CheckpointWarning,
+                    stacklevel=2,
+                )
                 continue
-            self.checkpointed[id(stmt)] = Checkpointed(state, self.namer.fresh("sweep"),
-                                                       self.namer.fresh("reversal"), self.namer.fresh("snapshots"))
+            self.checkpointed[id(stmt)] = Checkpointed(
+                state,
+                self.namer.fresh("sweep"),
+                self.namer.fresh("reversal"),
+                self.namer.fresh("snapshots"),
+            )
 
     def forward_checkpointed(self, stmt: ir.For, plan: Checkpointed) -> list[ir.Stmt]:
-        """The first sweep of a checkpointed loop: each segment starts with a snapshot, and runs untaped;
-        then the last step, taped. ``revolve`` picks the segments."""
+        """The first sweep of a checkpointed loop: each segment starts with a snapshot, and runs
+        untaped; then the last step, taped. ``revolve`` picks the segments."""
         made, schedule = self.part(ir.Call(_REVOLVE, (stmt.iter, ir.Const(self.checkpoints))))
         start, stop = self.namer.fresh("start"), self.namer.fresh("stop")
         plan.untaped = tuple(self.forward_block(stmt.body, saving=False))
-        segment = self.over((start, stop), ir.Var(plan.sweep),
-                            [*self.snapshot_state(plan), *self.steps(stmt, start, stop, plan.untaped)])
+        segment = self.over(
+            (start, stop),
+            ir.Var(plan.sweep),
+            [*self.snapshot_state(plan), *self.steps(stmt, start, stop, plan.untaped)],
+        )
         plan.taped = tuple(self.forward_block(stmt.body, saving=True))
         last, steps = self.part(ir.Call(_ITEM, (stmt.iter, ir.Const(slice(-1, None)))))
         state = ", ".join(plan.state) or "nothing"
@@ -110,13 +128,18 @@ class Checkpointing(Saving):
                 *last, ir.For(stmt.target, steps, plan.taped, ir.NOWHERE)]
 
     def stand_in(self, stmt: ir.For) -> ir.Assign:
-        """What a step of the loop reads from outside it, as one expression: a step run again in the backward
-        pass reads these, so what overwrites them later is restored before it (``resolve_restores``). What the
-        step computes itself, or takes from a snapshot, it needs no tape for. The forward pass's step takes its
-        place once it is built (``filled``): a part nothing reads, which the printer refuses, were it left."""
+        """What a step of the loop reads from outside it, as one expression: a step run again in the
+        backward pass reads these, so what overwrites them later is restored before it
+        (``resolve_restores``). What the step computes itself, or takes from a snapshot, it needs no
+        tape for. The forward pass's step takes its place once it is built (``filled``): a part
+        nothing reads, which the printer refuses, were it left."""
         bound = {n for s in ir.walk(stmt.body) for n in ir.defined(s)} | {stmt.target}
-        outside = dict.fromkeys(n for s in ir.walk(stmt.body) for n in ir.reads_of(s) if n not in bound)
-        return ir.Assign(self.scratch.fresh(""), ir.Pack(tuple(ir.Var(n) for n in outside)), ir.NOWHERE)
+        outside = dict.fromkeys(
+            n for s in ir.walk(stmt.body) for n in ir.reads_of(s) if n not in bound
+        )
+        return ir.Assign(
+            self.scratch.fresh(""), ir.Pack(tuple(ir.Var(n) for n in outside)), ir.NOWHERE
+        )
 
     def snapshot_state(self, plan: Checkpointed) -> list[ir.Stmt]:
         """``snapshots.append((h, c))``."""
@@ -134,15 +157,19 @@ class Checkpointing(Saving):
         return [*made, ir.Unpack(plan.state, kept, ir.NOWHERE)]
 
     def adjoint_checkpointed(self, stmt: ir.For, plan: Checkpointed) -> list[ir.Stmt]:
-        """The backward pass of a checkpointed loop: ``revolve``'s actions, from the last step's on, one loop over
-        them whose branches run its steps backward, again (taped or not: stand-ins until the forward pass is
-        built), or keep, restore or drop a snapshot."""
+        """The backward pass of a checkpointed loop: ``revolve``'s actions, from the last step's on,
+        one loop over them whose branches run its steps backward, again (taped or not: stand-ins
+        until the forward pass is built), or keep, restore or drop a snapshot."""
         steps = self.backward_block(stmt.body)
         bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
         before, steps, sums = batch_products(steps, bound, self.terms, self.scratch, self.namer)
         after = self.summed_after(sums, steps, set())
         steps = [*self.computed_again(stmt, steps), *steps]
-        action, start, stop = self.namer.fresh("action"), self.namer.fresh("begin"), self.namer.fresh("end")
+        action, start, stop = (
+            self.namer.fresh("action"),
+            self.namer.fresh("begin"),
+            self.namer.fresh("end"),
+        )
         plan.tape_in, plan.advance_in = self.stand_in(stmt), self.stand_in(stmt)
         made, segment = self.segment(stmt, start, stop)
         made, backwards = self.part(ir.Call(_REVERSED, (segment,)), *made)
@@ -165,23 +192,29 @@ class Checkpointing(Saving):
         made, bounds = self.part(ir.Call(_SLICE, (ir.Var(start), ir.Var(stop))))
         return self.part(ir.Call(_ITEM, (stmt.iter, bounds)), *made)
 
-    def steps(self, stmt: ir.For, start: str, stop: str, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
+    def steps(
+        self, stmt: ir.For, start: str, stop: str, body: tuple[ir.Stmt, ...]
+    ) -> list[ir.Stmt]:
         """``for t in steps[start:stop]:`` and ``body``."""
         made, segment = self.segment(stmt, start, stop)
         return [*made, ir.For(stmt.target, segment, body, ir.NOWHERE)]
 
     def over(self, targets: tuple[str, ...], items: ir.Atom, body: list[ir.Stmt]) -> ir.For:
-        """``for a, b in items:`` and ``body``: a loop over a part that is unpacked at once (``syntax.pieces``)."""
+        """``for a, b in items:`` and ``body``: a loop over a part that is unpacked at once
+        (``syntax.pieces``)."""
         each = self.scratch.fresh("")
-        return ir.For(each, items, (ir.Unpack(targets, ir.Var(each), ir.NOWHERE), *body), ir.NOWHERE)
+        return ir.For(
+            each, items, (ir.Unpack(targets, ir.Var(each), ir.NOWHERE), *body), ir.NOWHERE
+        )
 
     def filled(self, backward: list[ir.Stmt]) -> list[ir.Stmt]:
-        """``backward`` with each checkpointed loop's steps run again, taped or not, as the forward pass runs them
-        (known once it is built, when its tapes are)."""
+        """``backward`` with each checkpointed loop's steps run again, taped or not, as the forward
+        pass runs them (known once it is built, when its tapes are)."""
         steps: dict[int, tuple[ir.Stmt, ...]] = {}
         for plan in self.checkpointed.values():
             if plan.tape_in is not None:
-                assert plan.taped is not None and plan.untaped is not None  # (the forward pass is built)
+                # (the forward pass is built)
+                assert plan.taped is not None and plan.untaped is not None
                 steps[id(plan.tape_in)], steps[id(plan.advance_in)] = plan.taped, plan.untaped
         if not steps:
             return backward

@@ -10,18 +10,18 @@ the statements read the forward rules with the program's names put in, printed::
     ...
     return out, out_dot
 
-Only *active* names (those that depend on a differentiated argument) get a
-tangent, named after the user's variable (``x1_dot``). Control flow is kept as
-it is: forward mode needs no tape. A call to one of the user's functions
-becomes a call to that function's own generated ``_jvp``. A tangent is written in place only where the loop's
-array is (``y_dot[i] = v_dot``, into a copy the loop makes before it, as it does of ``y``), so tangents may
-share memory with each other as the values they belong to do.
+Only *active* names (those that depend on a differentiated argument) get a tangent, named after the
+user's variable (``x1_dot``). Control flow is kept as it is: forward mode needs no tape. A call to
+one of the user's functions becomes a call to that function's own generated ``_jvp``. A tangent is
+written in place only where the loop's array is (``y_dot[i] = v_dot``, into a copy the loop makes
+before it, as it does of ``y``), so tangents may share memory with each other as the values they
+belong to do.
 
-Each rule's body is lowered to IR once and put in with the statement's atoms (``templates``), so what
-``Forwarder`` makes is an ``ir.Function`` in the grammar of ``ir`` (``Tangent.code``): forward mode can read it
-again as it is. Its functions, finished (``jvp_units``), are printed from that IR (``syntax.function_of``), each
-temporary that one later line reads written into that line, as in reverse mode: ``y = np.sin(x) * 3.0`` and
-``y_dot = x_dot * np.cos(x) * 3.0``.
+Each rule's body is lowered to IR once and put in with the statement's atoms (``templates``), so
+what ``Forwarder`` makes is an ``ir.Function`` in the grammar of ``ir`` (``Tangent.code``): forward
+mode can read it again as it is. Its functions, finished (``jvp_units``), are printed from that IR
+(``syntax.function_of``), each temporary that one later line reads written into that line, as in
+reverse mode: ``y = np.sin(x) * 3.0`` and ``y_dot = x_dot * np.cos(x) * 3.0``.
 """
 
 from __future__ import annotations
@@ -73,34 +73,47 @@ from ast_ad.optimize.release import released
 
 @record(frozen=False, eq=False)
 class Tangent:
-    """A function's forward-mode code: its statements, interleaved with their tangents, as IR (``code``)."""
+    """A function's forward-mode code: its statements, interleaved with their tangents, as IR
+    (``code``)."""
 
     function: ir.Function
     argnums: tuple[int, ...]
-    code: ir.Function | None = None  # the forward-mode function: the parameters, then the given tangents
-    refs: RefTable = field(default_factory=RefTable)  # the outside objects its printed tree reads (``jvp_units``)
+    # the forward-mode function: the parameters, then the given tangents
+    code: ir.Function | None = None
+    # the outside objects its printed tree reads (``jvp_units``)
+    refs: RefTable = field(default_factory=RefTable)
     callees: list[Tangent] = field(default_factory=list)
-    numbers: frozenset[str] = frozenset()  # names of the function that certainly hold numbers (``kinds``)
-    dots: dict[str, str] = field(default_factory=dict)  # each active name's tangent's name (``x``: ``x_dot``)
-    arrays: frozenset[str] = frozenset()  # names that may hold arrays: released after their last read
-    watched: tuple[ir.Ref, ...] = ()  # the user's functions whose ``_jvp`` it calls: the code reads them again
-    again: dict[Any, Tangent] = field(default_factory=dict)  # forward mode of ``code`` itself, by arguments and labels
-    parts: frozenset[str] = frozenset()  # the pieces of tangents' expressions, printed whole (``syntax.function_of``)
+    # names of the function that certainly hold numbers (``kinds``)
+    numbers: frozenset[str] = frozenset()
+    # each active name's tangent's name (``x``: ``x_dot``)
+    dots: dict[str, str] = field(default_factory=dict)
+    # names that may hold arrays: released after their last read
+    arrays: frozenset[str] = frozenset()
+    # the user's functions whose ``_jvp`` it calls: the code reads them again
+    watched: tuple[ir.Ref, ...] = ()
+    # forward mode of ``code`` itself, by arguments and labels
+    again: dict[Any, Tangent] = field(default_factory=dict)
+    # the pieces of tangents' expressions, printed whole (``syntax.function_of``)
+    parts: frozenset[str] = frozenset()
 
 
 Derive = Callable[[Any, tuple[int, ...], tuple[int, ...]], Tangent]
 
 
 def jvp_units(top: Tangent) -> list[tuple[Tangent, str, gast.FunctionDef]]:
-    """Every callee's ``_jvp``, then the function's own, finished, for ``emit`` to name and print."""
-    return [(t, "jvp", _jvp_tree(t)) for t in callees_in_order(top) if t is not top] + [(top, "jvp", _jvp_tree(top))]
+    """Every callee's ``_jvp``, then the function's own, finished, for ``emit`` to name and
+    print."""
+    return [(t, "jvp", _jvp_tree(t)) for t in callees_in_order(top) if t is not top] + [
+        (top, "jvp", _jvp_tree(top))
+    ]
 
 
 def _jvp_tree(t: Tangent) -> gast.FunctionDef:
-    """The forward-mode function of ``t`` as syntax (``syntax.function_of``), each temporary that one later statement
-    reads written into it (``fold.Inliner``), and each tangent's shared factor taken out of its sums
-    (``fold.shared_factor``): the tangents of the user's own variables keep their names, as the variables do. The
-    arrays are let go after their last reads (``release.released``), which only the folded code says."""
+    """The forward-mode function of ``t`` as syntax (``syntax.function_of``), each temporary that
+    one later statement reads written into it (``fold.Inliner``), and each tangent's shared factor
+    taken out of its sums (``fold.shared_factor``): the tangents of the user's own variables keep
+    their names, as the variables do. The arrays are let go after their last reads
+    (``release.released``), which only the folded code says."""
     assert t.code is not None
     users = t.function.users
     keep = users | {t.dots[name] for name in users if name in t.dots}
@@ -110,15 +123,24 @@ def _jvp_tree(t: Tangent) -> gast.FunctionDef:
     tree = syntax.function_of(t.code, "jvp", t.refs, t.parts)
     inliner = Inliner(pure_calls(t.refs), keep, t.numbers)
     inliner.count(tree.body)
-    *body, returned = shared_factor(inliner.block(tree.body), frozenset(t.dots.values()), number_calls(t.refs))
+    *body, returned = shared_factor(
+        inliner.block(tree.body), frozenset(t.dots.values()), number_calls(t.refs)
+    )
     kept = syntax.name_ids(returned, loads=True) | set(t.code.params)
     tree.body = released(body, frozenset(), t.arrays - inliner.folded, kept, t.refs) + [returned]
     return tree
 
 
-def forward(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
-            shell: Tangent | None = None, needed: tuple[bool, ...] | None = None) -> Tangent:
-    """The forward-mode code of ``function``: tangents for the parameters at ``argnums``, in that order.
+def forward(
+    function: ir.Function,
+    argnums: tuple[int, ...],
+    shapes: tuple[int, ...],
+    derive: Derive,
+    shell: Tangent | None = None,
+    needed: tuple[bool, ...] | None = None,
+) -> Tangent:
+    """The forward-mode code of ``function``: tangents for the parameters at ``argnums``, in that
+    order.
 
     ``shapes`` labels the parameters as for ``reverse``; ``shell``, if given, is filled in and
     returned (so that a recursive call can refer to it before it is finished). ``needed`` marks the
@@ -129,27 +151,45 @@ def forward(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, 
 
 
 def by_source(fn: Any) -> bool:
-    """A helper of generated code with no rule (``runtime.cholesky_jvp``): forward mode differentiates it by
-    its source, as it does the user's own functions, where that source is in ast_ad's language."""
+    """A helper of generated code with no rule (``runtime.cholesky_jvp``): forward mode
+    differentiates it by its source, as it does the user's own functions, where that source is in
+    ast_ad's language."""
     return inspect.isfunction(fn) and registry.is_helper(fn) and registry.lookup(fn) is None
 
 
 
 
 class Forwarder:
-    """IR in, IR out: each statement of ``function``, then the statements of its tangent (``run``)."""
+    """IR in, IR out: each statement of ``function``, then the statements of its tangent
+    (``run``)."""
 
-    def __init__(self, function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
-                 needed: tuple[bool, ...] | None = None):
+    def __init__(
+        self,
+        function: ir.Function,
+        argnums: tuple[int, ...],
+        shapes: tuple[int, ...],
+        derive: Derive,
+        needed: tuple[bool, ...] | None = None,
+    ):
         self.function, self.argnums, self.derive = function, argnums, derive
         self.namer = Namer(used=function.names())
         active = forward_activity(function, argnums)
         pack = packed_result(function) if needed is not None else None
-        self.returned = pack.elts if pack is not None and needed is not None and len(pack.elts) == len(needed) \
+        self.returned = (
+            pack.elts
+            if pack is not None and needed is not None and len(pack.elts) == len(needed)
             else None
+        )
         self.needed = needed or ()
-        seeds = {a.name for a, n in zip(self.returned, self.needed, strict=True) if n and isinstance(a, ir.Var)} \
-            if self.returned is not None else None
+        seeds = (
+            {
+                a.name
+                for a, n in zip(self.returned, self.needed, strict=True)
+                if n and isinstance(a, ir.Var)
+            }
+            if self.returned is not None
+            else None
+        )
         self.active = usefulness(function, active, seeds) | {function.params[k] for k in argnums}
         self.kinds = kinds_of(function, shapes)
         self.classes = shape_classes(function, shapes, self.kinds)
@@ -157,12 +197,14 @@ class Forwarder:
         self.dots: dict[str, str] = {}
         self.callees: list[Tangent] = []
         self.watched: list[ir.Ref] = []  # the user's functions it calls the ``_jvp`` of
-        self.parts: set[str] = set()  # the names of the pieces of tangents' expressions (``pieces``)
+        # the names of the pieces of tangents' expressions (``pieces``)
+        self.parts: set[str] = set()
         self.line = ir.NOWHERE  # the line of the statement whose tangent is being made
-        self.read: set[str] = set()  # the names the statements of the block so far have read (``block``)
-        # the arrays of floats a loop changes only item by item (``analysis.in_place_writes``): copied once before
-        # the loop, with their tangents, and written in place (``y[i] = v``, ``y_dot[i] = v_dot``), O(what
-        # changes) a step, not a copy of the array
+        # the names the statements of the block so far have read (``block``)
+        self.read: set[str] = set()
+        # the arrays of floats a loop changes only item by item (``analysis.in_place_writes``):
+        # copied once before the loop, with their tangents, and written in place (``y[i] = v``,
+        # ``y_dot[i] = v_dot``), O(what changes) a step, not a copy of the array
         found = in_place_writes(function, self.active, self.structured, self.classes)
         self.loop_copies = {loop: kept for loop, names in found.loops.items()
                             if (kept := tuple(n for n in names if self.kinds.float_array(n)))}
@@ -170,9 +212,12 @@ class Forwarder:
         self.writes_in_place = {stmt: name for stmt, name in found.writes.items() if name in copied}
 
     def run(self, shell: Tangent | None) -> Tangent:
-        params = self.function.params + tuple(self.dot(self.function.params[k]) for k in self.argnums)
+        params = self.function.params + tuple(
+            self.dot(self.function.params[k]) for k in self.argnums
+        )
         given = {self.function.params[k] for k in self.argnums}
-        # a parameter without a tangent that the function rebinds to a differentiated value starts at zero
+        # a parameter without a tangent that the function rebinds to a differentiated value starts
+        # at zero
         body: list[ir.Stmt] = []
         for p in self.function.params:
             if p in self.active and p not in given:
@@ -180,7 +225,8 @@ class Forwarder:
         body += self.block(self.function.body)
         result = self.function.result
         self.line = self.function.result_line
-        if self.returned is not None:  # only the needed parts of the returned tuple get their tangents
+        # only the needed parts of the returned tuple get their tangents
+        if self.returned is not None:
             made = [self.tangent_of(a) if n else self.zero_of(a)
                     for a, n in zip(self.returned, self.needed, strict=True)]
             for stmts, _ in made:
@@ -193,24 +239,40 @@ class Forwarder:
         bound = Counter(params)
         for stmt in ir.walk(tuple(body)):
             bound.update(ir.defined(stmt))
-        code = ir.Function(self.function.name, params, tuple(body), returned, self.function.result_line,
-                           self.function.fn, frozenset(n for n, count in bound.items() if count > 1),
-                           self.function.users)
+        code = ir.Function(
+            self.function.name,
+            params,
+            tuple(body),
+            returned,
+            self.function.result_line,
+            self.function.fn,
+            frozenset(n for n, count in bound.items() if count > 1),
+            self.function.users,
+        )
         tangent = shell or Tangent(self.function, self.argnums)
         tangent.code, tangent.callees, tangent.watched = code, self.callees, tuple(self.watched)
         tangent.parts = frozenset(self.parts)
-        tangent.numbers, tangent.dots, tangent.arrays = self.kinds.numbers(), dict(self.dots), self.arrays()
+        tangent.numbers, tangent.dots, tangent.arrays = (
+            self.kinds.numbers(),
+            dict(self.dots),
+            self.arrays(),
+        )
         return tangent
 
     def arrays(self) -> frozenset[str]:
-        """The names (values and tangents) that may hold arrays: ``jvp_units`` deletes each after its last read, as
-        reverse mode's (``release.released``), so that a long chain of big arrays holds only what is still to be
-        read."""
-        arrays = {n for n in self.function.names() if n not in self.structured and self.kinds.may_be_array(n)
-                  and shape_class(ir.Var(n), self.classes) not in (SCALAR, CONTAINER)}
+        """The names (values and tangents) that may hold arrays: ``jvp_units`` deletes each after
+        its last read, as reverse mode's (``release.released``), so that a long chain of big arrays
+        holds only what is still to be read."""
+        arrays = {
+            n
+            for n in self.function.names()
+            if n not in self.structured
+            and self.kinds.may_be_array(n)
+            and shape_class(ir.Var(n), self.classes) not in (SCALAR, CONTAINER)
+        }
         return frozenset(arrays | {self.dots[n] for n in arrays if n in self.dots})
 
-    # ---- names and statements made ----------------------------------------------------------------------
+    # ---- names and statements made ---------------------------------------------------------------
     def dot(self, name: str) -> str:
         if name not in self.dots:
             self.dots[name] = self.namer.fresh(f"{name}_dot")
@@ -223,8 +285,8 @@ class Forwarder:
         return ir.Var(name)
 
     def bound(self, made: Made, name: str) -> list[ir.Stmt]:
-        """The statements of ``made`` with their value bound to ``name``: the last statement's own name where it
-        binds the value and nothing else reads it there, else a copy."""
+        """The statements of ``made`` with their value bound to ``name``: the last statement's own
+        name where it binds the value and nothing else reads it there, else a copy."""
         stmts, atom = made
         last = stmts[-1] if stmts else None
         if isinstance(last, ir.Assign) and isinstance(atom, ir.Var) and last.target == atom.name \
@@ -233,8 +295,8 @@ class Forwarder:
         return [*self.pieces(stmts), ir.Assign(name, atom, self.line)]
 
     def pieces(self, stmts: list[ir.Stmt]) -> list[ir.Stmt]:
-        """``stmts``, the parts of one tangent's expression: their names are printed as that expression, whole
-        (``syntax.function_of``'s ``parts``), as the rule's body is written."""
+        """``stmts``, the parts of one tangent's expression: their names are printed as that
+        expression, whole (``syntax.function_of``'s ``parts``), as the rule's body is written."""
         self.parts.update(s.target for s in stmts if isinstance(s, ir.Assign))
         return stmts
 
@@ -242,7 +304,8 @@ class Forwarder:
         return isinstance(atom, ir.Var) and atom.name in self.active
 
     def tangent_of(self, atom: ir.Atom) -> Made:
-        """The tangent of an atom: its ``_dot`` name, or a zero of its structure if it is not active."""
+        """The tangent of an atom: its ``_dot`` name, or a zero of its structure if it is not
+        active."""
         if self.is_active(atom):
             return [], ir.Var(self.dot(atom.name))
         return self.zero_of(atom)
@@ -256,18 +319,28 @@ class Forwarder:
     def call(fn: Any, hint: str, *args: ir.Atom, **kwargs: ir.Atom) -> ir.Call:
         return ir.Call(ir.Ref(fn, hint), args, tuple(kwargs.items()))
 
-    # ---- statements -------------------------------------------------------------------------------------
+    # ---- statements ------------------------------------------------------------------------------
     def block(self, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
         out: list[ir.Stmt] = []
         outer, self.read = self.read, set()
         for stmt in body:
             self.line = stmt.line
-            if id(stmt) in self.loop_copies:  # the loop's own copies, of the arrays and of their tangents
+            # the loop's own copies, of the arrays and of their tangents
+            if id(stmt) in self.loop_copies:
                 for name in self.loop_copies[id(stmt)]:
                     dot = self.dot(name)
-                    out += [ir.Assign(name, self.call(runtime.detached, "detached", ir.Var(name)), stmt.line),
-                            ir.Assign(dot, self.call(runtime.owned_adjoint, "owned_adjoint", ir.Var(dot),
-                                                     ir.Var(name)), stmt.line)]
+                    out += [
+                        ir.Assign(
+                            name, self.call(runtime.detached, "detached", ir.Var(name)), stmt.line
+                        ),
+                        ir.Assign(
+                            dot,
+                            self.call(
+                                runtime.owned_adjoint, "owned_adjoint", ir.Var(dot), ir.Var(name)
+                            ),
+                            stmt.line,
+                        ),
+                    ]
             out += self.statement(stmt)
             self.read.update(ir.reads_of(stmt))
         self.read = outer
@@ -283,7 +356,14 @@ class Forwarder:
         if isinstance(stmt, ir.Pop):
             return self.pop(stmt)
         if isinstance(stmt, ir.If):
-            return [ir.If(stmt.test, tuple(self.block(stmt.body)), tuple(self.block(stmt.orelse)), stmt.line)]
+            return [
+                ir.If(
+                    stmt.test,
+                    tuple(self.block(stmt.body)),
+                    tuple(self.block(stmt.orelse)),
+                    stmt.line,
+                )
+            ]
         if isinstance(stmt, ir.For):
             return [ir.For(stmt.target, stmt.iter, tuple(self.block(stmt.body)), stmt.line)]
         if isinstance(stmt, ir.While):
@@ -311,8 +391,14 @@ class Forwarder:
     def pop(self, stmt: ir.Pop) -> list[ir.Stmt]:
         if stmt.source not in self.active:
             return [stmt]
-        return [stmt, ir.Pop(self.dot(stmt.target) if stmt.target in self.active else None, self.dot(stmt.source),
-                             stmt.line)]
+        return [
+            stmt,
+            ir.Pop(
+                self.dot(stmt.target) if stmt.target in self.active else None,
+                self.dot(stmt.source),
+                stmt.line,
+            ),
+        ]
 
     def assign(self, stmt: ir.Assign) -> list[ir.Stmt]:
         """The primal statement and its tangent's; the old value kept where the tangent reads it."""
@@ -336,27 +422,36 @@ class Forwarder:
         made = self.tangent(stmt, ans)
         if made is None:
             if isinstance(value, ir.Const) and value.value == [] and type(value.value) is list:
-                # a new empty list (a tape, say) has a new empty list of tangents: the form reverse mode reads as
-                # a list private to the function (``Reverser.private_list``), so it can differentiate this again
+                # a new empty list (a tape, say) has a new empty list of tangents: the form reverse
+                # mode reads as a list private to the function (``Reverser.private_list``), so it
+                # can differentiate this again
                 return [stmt, ir.Assign(dot, ir.Const([]), stmt.line)]
             if isinstance(value, ir.Const) and type(value.value) in (int, float):
-                return [stmt, ir.Assign(dot, ir.Const(0.0), stmt.line)]  # (``zeros_like`` of a number: ``0.0``)
+                # (``zeros_like`` of a number: ``0.0``)
+                return [stmt, ir.Assign(dot, ir.Const(0.0), stmt.line)]
             return [stmt, *self.bound(self.zero_of(ir.Var(target)), dot)]
         tangent = self.bound(made, dot)
-        reads_ans = any(ans in ir.reads_of(s) for s in ir.walk(tuple(tangent)))  # (a run-time test's names too)
+        # (a run-time test's names too)
+        reads_ans = any(ans in ir.reads_of(s) for s in ir.walk(tuple(tangent)))
         if not reads_itself:
             if target in self.read and not reads_ans:
-                # bound again where its block read the old value (``x = x * 0.99 + math.sin(x) * 0.1``, lowered):
-                # the tangent first, so that what the tangents before it read of the old value (``x`` in
-                # ``x_dot * math.cos(x)``) can be written into it where they are read (``jvp_units``' folding)
+                # bound again where its block read the old value (``x = x * 0.99 + math.sin(x) *
+                # 0.1``, lowered): the tangent first, so that what the tangents before it read of
+                # the old value (``x`` in ``x_dot * math.cos(x)``) can be written into it where they
+                # are read (``jvp_units``' folding)
                 return [*tangent, stmt]
             return [stmt, *tangent]
         if not reads_ans:
             return [*tangent, stmt]  # the tangent reads the old value first
         if not any(target in ir.reads_of(s) for s in ir.walk(tuple(tangent))):
-            # it reads the new value alone (``x = np.tanh(x)``: ``x_dot * (1.0 - x * x)``): after the statement
+            # it reads the new value alone (``x = np.tanh(x)``: ``x_dot * (1.0 - x * x)``): after
+            # the statement
             return [stmt, *renamed(tangent, ans, target)]
-        return [ir.Assign(ans, value, stmt.line), *tangent, ir.Assign(target, ir.Var(ans), stmt.line)]
+        return [
+            ir.Assign(ans, value, stmt.line),
+            *tangent,
+            ir.Assign(target, ir.Var(ans), stmt.line),
+        ]
 
     def tangent(self, stmt: ir.Assign, ans: str) -> Made | None:
         """The tangent of the statement's value, or ``None`` where it is zero."""
@@ -370,7 +465,9 @@ class Forwarder:
                 stmts, elt = self.tangent_of(a)
                 out += stmts
                 elts.append(elt)
-            return out, self.emit(out, ir.Pack(tuple(elts), value.kind, value.keys), f"{stmt.target}_dot")
+            return out, self.emit(
+                out, ir.Pack(tuple(elts), value.kind, value.keys), f"{stmt.target}_dot"
+            )
         if isinstance(value, ir.Call):
             return self.rule_tangent(stmt, ans)
         return None  # attributes (shape, dtype) and raw tests carry no tangent
@@ -378,21 +475,32 @@ class Forwarder:
     def rule_tangent(self, stmt: ir.Assign, ans: str) -> Made | None:
         call = ir.call_of(stmt)
         if not any(self.is_active(a) for a in call.args + tuple(a for _, a in call.kwargs)):
-            return None  # computed from constants (into a name that carries a tangent elsewhere): zero
+            # computed from constants (into a name that carries a tangent elsewhere): zero
+            return None
         rule = registry.lookup(call.fn.obj)
-        helper = getattr(call.fn.obj, "func", call.fn.obj)  # a gradient's own rules are partials of ast_ad's
+        # a gradient's own rules are partials of ast_ad's
+        helper = getattr(call.fn.obj, "func", call.fn.obj)
         if rule is None and (getattr(helper, "__module__", None) or "").startswith("ast_ad."):
-            raise at_line(MissingRuleError, stmt, f"{call.fn.hint}, a helper of ast_ad's gradient code, has no "
-                          "forward-mode rule yet, so this derivative of a derivative is not supported")
+            raise at_line(
+                MissingRuleError,
+                stmt,
+                f"{call.fn.hint}, a helper of ast_ad's gradient code, has no "
+                "forward-mode rule yet, so this derivative of a derivative is not supported",
+            )
         if rule is None:
-            raise self.missing(stmt, f"{call.fn.hint} has no gradient rule" + unfollowed(call.fn.obj))
+            raise self.missing(
+                stmt, f"{call.fn.hint} has no gradient rule" + unfollowed(call.fn.obj)
+            )
         if rule.nondiff:
             return None
         for key, atom in call.kwargs:
             if self.is_active(atom):
-                raise self.missing(stmt, f"the differentiated value {atom.name} is passed to {call.fn.hint} as "
-                                         f"keyword {key}=, which has no rule: compute that part outside the call, "
-                                         "or pass a constant")
+                raise self.missing(
+                    stmt,
+                    f"the differentiated value {atom.name} is passed to {call.fn.hint} as "
+                    f"keyword {key}=, which has no rule: compute that part outside the call, "
+                    "or pass a constant",
+                )
         out: list[ir.Stmt] = []
         terms: list[ir.Atom] = []
         exact = True
@@ -403,14 +511,20 @@ class Forwarder:
                 continue
             jvp = rule.jvp(k)
             if jvp is None:
-                raise self.missing(stmt, f"{call.fn.hint} has no forward-mode rule for argument {k + 1}")
+                raise self.missing(
+                    stmt, f"{call.fn.hint} has no forward-mode rule for argument {k + 1}"
+                )
             if jvp is registry.zero:
                 continue
             stmts, term = self.term(stmt, rule, jvp, k, ans)
             out += stmts
             terms.append(term)
             covered.add(k)
-            container = container or self.kinds.rank(stmt.target) is None and may_give_a_container((stmts, term))
+            container = (
+                container
+                or self.kinds.rank(stmt.target) is None
+                and may_give_a_container((stmts, term))
+            )
             exact = exact and (not rule.elementwise or self.exact(call, k, stmt.target))
         if not terms:
             return None
@@ -418,13 +532,23 @@ class Forwarder:
         total = terms[0]
         for term in terms[1:]:
             if container:  # element by element: ``+`` would join two lists
-                total = self.emit(out, self.call(runtime.add_adjoints, "add_adjoints", total, term), dot)
+                total = self.emit(
+                    out, self.call(runtime.add_adjoints, "add_adjoints", total, term), dot
+                )
             else:  # (``a - e`` for ``a + -e``)
                 total = self.emit(out, added(out, total, term), dot)
-        if not exact and rule.elementwise and not container and all(
-                k in covered or shape_class(a, self.classes) == SCALAR for k, a in enumerate(call.args)):
-            # each term has at least its argument's shape (an elementwise rule takes no axis away) and at most the
-            # result's: where every argument that is not a number has a term, their sum has the result's shape
+        if (
+            not exact
+            and rule.elementwise
+            and not container
+            and all(
+                k in covered or shape_class(a, self.classes) == SCALAR
+                for k, a in enumerate(call.args)
+            )
+        ):
+            # each term has at least its argument's shape (an elementwise rule takes no axis away)
+            # and at most the result's: where every argument that is not a number has a term, their
+            # sum has the result's shape
             exact = True
         if not exact and not registry.returns_sequence(call.fn.obj):
             total = self.emit(out, self.call(runtime.fit, "fit", total, ir.Var(ans)), dot)
@@ -439,30 +563,49 @@ class Forwarder:
         out: list[ir.Stmt] = []
         hint = f"{self.dot(stmt.target)}_from_{argument.name}"
         if jvp is registry.LINEAR:
-            return out, self.emit(out, ir.Call(call.fn, call.args[:k] + (u,) + call.args[k + 1:], call.kwargs), hint)
+            return out, self.emit(
+                out, ir.Call(call.fn, call.args[:k] + (u,) + call.args[k + 1 :], call.kwargs), hint
+            )
         kwargs = dict(call.kwargs)
         if jvp is registry.REDUCTION:
             return self.reduction(stmt, rule, k, u, ans, hint)
         if not templates.bindable(jvp, len(call.args), list(kwargs)):
-            raise self.error(stmt, f"the call to {call.fn.hint} does not match the arguments of its forward rule")
-        return self.applied(jvp, [u, ir.Var(ans), *call.args], kwargs, f"{call.fn.hint.rsplit('.', 1)[-1]}_jvp",
-                            hint)
+            raise self.error(
+                stmt, f"the call to {call.fn.hint} does not match the arguments of its forward rule"
+            )
+        return self.applied(
+            jvp,
+            [u, ir.Var(ans), *call.args],
+            kwargs,
+            f"{call.fn.hint.rsplit('.', 1)[-1]}_jvp",
+            hint,
+        )
 
-    def applied(self, rule: Any, args: list[ir.Atom], kwargs: dict[str, ir.Atom], rule_name: str, hint: str) -> Made:
-        """The rule's body with these atoms for its parameters (``templates.applied``), or a call of the rule."""
+    def applied(
+        self, rule: Any, args: list[ir.Atom], kwargs: dict[str, ir.Atom], rule_name: str, hint: str
+    ) -> Made:
+        """The rule's body with these atoms for its parameters (``templates.applied``), or a call of
+        the rule."""
         made = templates.applied(rule, args, kwargs, self.namer, self.line, hint)
         if made is not None:
             return made
         out: list[ir.Stmt] = []
-        return out, self.emit(out, ir.Call(ir.Ref(rule, rule_name), tuple(args), tuple(kwargs.items())), hint)
+        return out, self.emit(
+            out, ir.Call(ir.Ref(rule, rule_name), tuple(args), tuple(kwargs.items())), hint
+        )
 
-    def reduction(self, stmt: ir.Assign, rule: registry.Rule, k: int, u: ir.Var, ans: str, hint: str) -> Made:
+    def reduction(
+        self, stmt: ir.Assign, rule: registry.Rule, k: int, u: ir.Var, ans: str, hint: str
+    ) -> Made:
         """``np.sum(u * D, axis)`` for a reduction, ``D`` its reverse rule applied to ones."""
         call = ir.call_of(stmt)
         vjp = rule.vjp(k)
         kwargs = dict(call.kwargs)
         if vjp is None or not templates.bindable(vjp, len(call.args), list(kwargs)):
-            raise self.error(stmt, f"the call to {call.fn.hint} does not match the arguments of its gradient rule")
+            raise self.error(
+                stmt,
+                f"the call to {call.fn.hint} does not match the arguments of its gradient rule",
+            )
         out: list[ir.Stmt] = []
         ones = self.emit(out, self.call(np.ones_like, "np.ones_like", ir.Var(ans)), "ones")
         stmts, slope = self.applied(vjp, [ones, ir.Var(ans), *call.args], kwargs,
@@ -470,19 +613,30 @@ class Forwarder:
         out += stmts
         axis, keepdims = registry.reduced_over(rule, k, call.args, kwargs)
         product = self.emit(out, self.call(operator.mul, "operator.mul", u, slope), hint)
-        keywords = {name: value if isinstance(value, (ir.Var, ir.Const, ir.Ref)) else ir.Const(value)
-                    for name, value in (("axis", axis), ("keepdims", keepdims))}
+        keywords = {
+            name: value if isinstance(value, (ir.Var, ir.Const, ir.Ref)) else ir.Const(value)
+            for name, value in (("axis", axis), ("keepdims", keepdims))
+        }
         return out, self.emit(out, self.call(np.sum, "np.sum", product, **keywords), hint)
 
     def exact(self, call: ir.Call, k: int, target: str) -> bool:
-        """Whether an elementwise rule's tangent from argument ``k`` already has the result's shape."""
-        mine, result = shape_class(call.args[k], self.classes), shape_class(ir.Var(target), self.classes)
+        """Whether an elementwise rule's tangent from argument ``k`` already has the result's
+        shape."""
+        mine, result = (
+            shape_class(call.args[k], self.classes),
+            shape_class(ir.Var(target), self.classes),
+        )
         others = [shape_class(a, self.classes) for j, a in enumerate(call.args) if j != k]
-        return result == SCALAR or (mine is not None and mine == result) or all(c == SCALAR for c in others)
+        return (
+            result == SCALAR
+            or (mine is not None and mine == result)
+            or all(c == SCALAR for c in others)
+        )
 
     def call_user(self, stmt: ir.Assign) -> list[ir.Stmt]:
-        """``y, y_dot = helper_jvp(args..., tangents of the active ones)``; for a call of a ``_jvp`` that forward
-        mode made (its IR read again), the forward mode of that ``_jvp``'s own IR (``derived_again``)."""
+        """``y, y_dot = helper_jvp(args..., tangents of the active ones)``; for a call of a ``_jvp``
+        that forward mode made (its IR read again), the forward mode of that ``_jvp``'s own IR
+        (``derived_again``)."""
         call = ir.call_of(stmt)
         made = call.fn.obj if isinstance(call.fn.obj, ir.CalleeRef) else None
         args = list(call.args) if made is not None else bind_call(stmt, self.error)
@@ -491,39 +645,60 @@ class Forwarder:
         if made is None and is_library(call.fn.obj):
             raise library_call(stmt, call.fn.hint, call.fn.obj)
         try:
-            callee = self.derived_again(stmt, made.adjoint, active, labels) if made is not None else \
-                self.derive(call.fn.obj, active, labels)
+            callee = (
+                self.derived_again(stmt, made.adjoint, active, labels)
+                if made is not None
+                else self.derive(call.fn.obj, active, labels)
+            )
         except (LocatedError, UnsupportedSyntaxError) as exc:
             if not by_source(call.fn.obj):
                 raise
-            raise at_line(MissingRuleError, stmt, f"{call.fn.hint}, a helper of ast_ad's gradient code, has no "
-                          "forward-mode rule yet, and its source is outside the language ast_ad differentiates "
-                          f"({exc.args[0] if exc.args else exc}), so this derivative of a derivative is not "
-                          "supported") from None
+            raise at_line(
+                MissingRuleError,
+                stmt,
+                f"{call.fn.hint}, a helper of ast_ad's gradient code, has no "
+                "forward-mode rule yet, and its source is outside the language ast_ad "
+                "differentiates "
+                f"({exc.args[0] if exc.args else exc}), so this derivative of a derivative is not "
+                "supported",
+            ) from None
         self.callees.append(callee)
         operands = tuple(args) + tuple(ir.Var(self.dot(a.name)) for a in args if self.is_active(a))
         if made is None:
             self.watched.append(call.fn)  # so that redefining the callee is noticed
         out: list[ir.Stmt] = []
-        pair = self.emit(out, ir.Call(ir.Ref(ir.CalleeRef(callee, "jvp"), "jvp"), operands), f"{stmt.target}_pair")
+        pair = self.emit(
+            out,
+            ir.Call(ir.Ref(ir.CalleeRef(callee, "jvp"), "jvp"), operands),
+            f"{stmt.target}_pair",
+        )
         return [*out, ir.Unpack((stmt.target, self.dot(stmt.target)), pair, stmt.line)]
 
-    def derived_again(self, stmt: ir.Assign, made: Any, active: tuple[int, ...], labels: tuple[int, ...]) -> Tangent:
-        """The forward mode of the code forward mode made for a callee (``made.code``), once per differentiated
-        arguments and labels."""
+    def derived_again(
+        self, stmt: ir.Assign, made: Any, active: tuple[int, ...], labels: tuple[int, ...]
+    ) -> Tangent:
+        """The forward mode of the code forward mode made for a callee (``made.code``), once per
+        differentiated arguments and labels."""
         if not isinstance(made, Tangent) or made.code is None:
-            raise self.missing(stmt, f"the call of {made.function.name}'s generated code (its reverse-mode pair, or "
-                                     "a function that calls itself, still being made) is not read as IR again")
+            raise self.missing(
+                stmt,
+                f"the call of {made.function.name}'s generated code (its reverse-mode pair, or "
+                "a function that calls itself, still being made) is not read as IR again",
+            )
         key = (active, labels)
         if key not in made.again:
             made.again[key] = shell = Tangent(made.code, active)
             forward(made.code, active, labels, self.derive, shell)
         return made.again[key]
 
-    # ---- errors -------------------------------------------------------------------------------------------
+    # ---- errors ----------------------------------------------------------------------------------
     def error(self, stmt: ir.Stmt, message: str) -> LocatedError:
         return at_line(LocatedError, stmt, message)
 
     def missing(self, stmt: ir.Stmt, message: str) -> MissingRuleError:
-        return missing_rule(stmt, message, "register a forward rule: "
-                       "ast_ad.extend.defjvp(fn, lambda u, ans, x: ...), one lambda per positional argument")
+        return missing_rule(
+            stmt,
+            message,
+            "register a forward rule: "
+            "ast_ad.extend.defjvp(fn, lambda u, ans, x: ...), one lambda per positional argument",
+        )

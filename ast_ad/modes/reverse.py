@@ -13,18 +13,19 @@ contribution to an adjoint assigns it; later ones add to it, with a new value,
 so no array the caller owns is ever written. Calls to the user's own functions
 become calls to their generated ``_fwd``/``_bwd`` pair.
 
-Both passes are built as IR (a rule's body put in as parts of one expression, ``pieces``) and printed once
-(``syntax.pieces``), after the arrays read only for their shapes are read as shapes (``saving.shape_only``) and
-the restore marks (``ir.Mark``) are turned into pops or dropped (``saving.resolve_restores``), on the IR. A
-checkpointed loop's schedule is IR too, its steps run again standing in until the forward pass is built
-(``checkpointing.filled``).
+Both passes are built as IR (a rule's body put in as parts of one expression, ``pieces``) and
+printed once (``syntax.pieces``), after the arrays read only for their shapes are read as shapes
+(``saving.shape_only``) and the restore marks (``ir.Mark``) are turned into pops or dropped
+(``saving.resolve_restores``), on the IR. A checkpointed loop's schedule is IR too, its steps run
+again standing in until the forward pass is built (``checkpointing.filled``).
 
-This module holds the adjoint rules: one backward block per statement. The rest is in base classes of
-``Reverser``: the forward sweep is ``sweep``'s; what it saves for the backward pass and how it comes back,
-``saving``'s; how contributions reach each adjoint, ``accumulate``'s; checkpointed loops, ``checkpointing``'s;
-which calls become calls of a callee's pair, and its derivation, ``calls``'s; which adjoints may still be a
-float zero, ``zeros``'s; the adjoints of item writes in place, appends and pops, ``reverse_writes``'s. ``del``
-statements after last reads are ``release``'s.
+This module holds the adjoint rules: one backward block per statement. The rest is in base classes
+of ``Reverser``: the forward sweep is ``sweep``'s; what it saves for the backward pass and how it
+comes back, ``saving``'s; how contributions reach each adjoint, ``accumulate``'s; checkpointed
+loops, ``checkpointing``'s; which calls become calls of a callee's pair, and its derivation,
+``calls``'s; which adjoints may still be a float zero, ``zeros``'s; the adjoints of item writes in
+place, appends and pops, ``reverse_writes``'s. ``del`` statements after last reads are
+``release``'s.
 """
 
 from __future__ import annotations
@@ -81,11 +82,22 @@ _UNBROADCAST = ir.Ref(runtime.unbroadcast, "unbroadcast")
 _DENSE = ir.Ref(runtime.dense_adjoint, "dense_adjoint")
 _OWNED = ir.Ref(runtime.owned_adjoint, "owned_adjoint")
 _DETACHED = ir.Ref(runtime.detached, "detached")
-_RANGE, _SLICE, _REVERSED = ir.Ref(range, "range"), ir.Ref(slice, "slice"), ir.Ref(reversed, "reversed")
+_RANGE, _SLICE, _REVERSED = (
+    ir.Ref(range, "range"),
+    ir.Ref(slice, "slice"),
+    ir.Ref(reversed, "reversed"),
+)
 
 
-def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
-            shell: Adjoint | None = None, in_place: bool = True, checkpoints: int | None = None) -> Adjoint:
+def reverse(
+    function: ir.Function,
+    argnums: tuple[int, ...],
+    shapes: tuple[int, ...],
+    derive: Derive,
+    shell: Adjoint | None = None,
+    in_place: bool = True,
+    checkpoints: int | None = None,
+) -> Adjoint:
     """Build the adjoint of ``function`` with respect to the parameters at ``argnums``.
 
     ``shapes`` labels each parameter's shape: ``SCALAR`` for numbers, and equal
@@ -99,66 +111,102 @@ def reverse(function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, 
     checkpointed (``ast_ad.revolve``), each keeping at most this many snapshots of its state
     (``analysis.checkpoint_state`` says which loops can be).
     """
-    return Reverser(ir.functional(function), argnums, shapes, derive, in_place, checkpoints).run(shell)
+    return Reverser(ir.functional(function), argnums, shapes, derive, in_place, checkpoints).run(
+        shell
+    )
 
 
 class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
-    def __init__(self, function: ir.Function, argnums: tuple[int, ...], shapes: tuple[int, ...], derive: Derive,
-                 in_place: bool = True, checkpoints: int | None = None, kept_shapes: dict[str, str] | None = None):
-        function = named_pops(function)  # a pop's value, dropped: named, so that the backward pass puts it back
+    def __init__(
+        self,
+        function: ir.Function,
+        argnums: tuple[int, ...],
+        shapes: tuple[int, ...],
+        derive: Derive,
+        in_place: bool = True,
+        checkpoints: int | None = None,
+        kept_shapes: dict[str, str] | None = None,
+    ):
+        # a pop's value, dropped: named, so that the backward pass puts it back
+        function = named_pops(function)
         self.function, self.argnums, self.derive = function, argnums, derive
-        self.labels_in, self.writes_in_place = shapes, in_place  # (for a second pass: ``shape_only``)
+        # (for a second pass: ``shape_only``)
+        self.labels_in, self.writes_in_place = shapes, in_place
         self.shapes = kept_shapes or {}
         self.refs = RefTable()
         self.namer = Namer(used=function.names())
-        self.scratch = templates.Scratch()  # (the names of a rule's statements, which are written as one expression)
+        # (the names of a rule's statements, which are written as one expression)
+        self.scratch = templates.Scratch()
         self.active = activity(function, argnums)
         self.useful = usefulness(function, self.active)
         self.kinds = kinds_of(function, shapes)
         self.classes = shape_classes(function, shapes, self.kinds)
-        # a list that is popped adds to its adjoint wherever it is read, from None at the top (``adjoint_pop``)
-        self.local = local_names(function) - {s.source for s in ir.walk(function.body) if isinstance(s, ir.Pop)}
+        # a list that is popped adds to its adjoint wherever it is read, from None at the top
+        # (``adjoint_pop``)
+        self.local = local_names(function) - {
+            s.source for s in ir.walk(function.body) if isinstance(s, ir.Pop)
+        }
         self.loop_bound = loop_bound(function)
         self.rebound = set(function.mutable) | self.loop_bound
-        self.looped = {id(s) for loop in ir.walk(function.body) if isinstance(loop, (ir.For, ir.While))
-                       for s in ir.walk(loop.body)}  # statements inside loops
+        self.looped = {
+            id(s)
+            for loop in ir.walk(function.body)
+            if isinstance(loop, (ir.For, ir.While))
+            for s in ir.walk(loop.body)
+        }  # statements inside loops
         self.first = first_definitions(function)
         # the lists the function may pop and undo the pops of (``private_list``), where it pops any
-        self.owned = owned_lists(function) if any(isinstance(s, ir.Pop) for s in ir.walk(function.body)) else set()
+        self.owned = (
+            owned_lists(function)
+            if any(isinstance(s, ir.Pop) for s in ir.walk(function.body))
+            else set()
+        )
         self.bars: dict[str | tuple[str, int], str] = {}  # names' adjoints, and loops' trip counts
         self.live: set[str] = set()
         self.structured = structured_names(function, shapes)
-        self.items: set[str] = set()  # structured names that are items of containers (see ``spread_structure``)
+        # structured names that are items of containers (see ``spread_structure``)
+        self.items: set[str] = set()
         self.calls: dict[int, tuple[Adjoint, str, list[ir.Atom], list[ir.Var]]] = {}
         self.callees: list[Adjoint] = []
         self.appended: set[str] = set()  # the lists the function appends to (``run``)
         self.needed: set[str] = set()
-        self.kept: set[tuple[str, int]] = set()  # (name, statement) whose old value is saved and restored
+        # (name, statement) whose old value is saved and restored
+        self.kept: set[tuple[str, int]] = set()
         self.pending: set[str] = set()  # adjoints reset to zero: the next contribution assigns
-        # The backward pass's opening: the statements after the function's last loop or branch. An adjoint
-        # (of a name bound more than once) whose first contribution comes there is assigned it; the others
-        # start at zero, at the top (``initial_adjoints``).
+        # The backward pass's opening: the statements after the function's last loop or branch. An
+        # adjoint (of a name bound more than once) whose first contribution comes there is assigned
+        # it; the others start at zero, at the top (``initial_adjoints``).
         self.opening = True
         self.started: set[str] = set()
-        self.zero_in: set[int] = set()  # statements whose result's adjoint may be a float zero (``densify``)
-        self.tapes: dict[tuple[str, str], str] = {}  # the stack of each saved value, by what it saves (``tape``)
-        self.in_place = in_place_writes(function, self.useful, self.structured, self.classes) if in_place \
+        # statements whose result's adjoint may be a float zero (``densify``)
+        self.zero_in: set[int] = set()
+        # the stack of each saved value, by what it saves (``tape``)
+        self.tapes: dict[tuple[str, str], str] = {}
+        self.in_place = (
+            in_place_writes(function, self.useful, self.structured, self.classes)
+            if in_place
             else InPlace({}, {}, {})
-        if in_place and checkpoints is None:  # (a checkpointed loop's backward pass makes no adjoint of its own)
-            self.in_place = accumulated_reads(function, self.useful, self.structured, self.kinds, self.in_place)
+        )
+        # (a checkpointed loop's backward pass makes no adjoint of its own)
+        if in_place and checkpoints is None:
+            self.in_place = accumulated_reads(
+                function, self.useful, self.structured, self.kinds, self.in_place
+            )
         self.checkpoints = checkpoints
         self.checkpointed: dict[int, Checkpointed] = {}
         self.not_checkpointed: dict[int, str] = {}  # why a loop is not, said in a comment above it
-        self.recomputed: dict[int, list[ir.Assign]] = {}  # by loop: what its backward pass computes again
+        # by loop: what its backward pass computes again
+        self.recomputed: dict[int, list[ir.Assign]] = {}
         self.recomputed_ids: set[int] = set()
         self.terms: dict[int, Term] = {}
-        self.nexts: set[str] = set()  # an adjoint's value before a statement that reads its target (``y = y * x``)
+        # an adjoint's value before a statement that reads its target (``y = y * x``)
+        self.nexts: set[str] = set()
         self.exacts: dict[tuple[int, int], bool] = {}  # ``exact``'s answers, by call and argument
 
-    # ---- the driver -------------------------------------------------------------------------------------
+    # ---- the driver ------------------------------------------------------------------------------
     def derived_again(self, made: Any, active: tuple[int, ...], labels: tuple[int, ...]) -> Adjoint:
-        """The adjoint of the code forward mode made for a callee (``made.code``, its IR read again), once per
-        differentiated arguments and labels (``Calls.plan_calls`` asks)."""
+        """The adjoint of the code forward mode made for a callee (``made.code``, its IR read
+        again), once per differentiated arguments and labels (``Calls.plan_calls`` asks)."""
         key = ("reverse", active, labels, self.checkpoints)
         if key not in made.again:
             made.again[key] = shell = Adjoint(made.code, active, [], [], None, "", [], RefTable())
@@ -169,21 +217,33 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
     def run(self, shell: Adjoint | None = None) -> Adjoint:
         for stmt in ir.walk(self.function.body):
             if isinstance(stmt, ir.For):
-                rebinding = next((s for s in ir.walk(stmt.body) if stmt.target in ir.defined(s)), None)
-                if rebinding is not None:  # the backward loop would read the loop's value, not the new one
-                    raise self.error(rebinding, f"the loop variable {stmt.target} is assigned inside its loop, "
-                                                "which reverse mode cannot differentiate yet: assign the new "
-                                                f"value to another name ({stmt.target}2 = ...) and use that")
+                rebinding = next(
+                    (s for s in ir.walk(stmt.body) if stmt.target in ir.defined(s)), None
+                )
+                # the backward loop would read the loop's value, not the new one
+                if rebinding is not None:
+                    raise self.error(
+                        rebinding,
+                        f"the loop variable {stmt.target} is assigned inside its loop, "
+                        "which reverse mode cannot differentiate yet: assign the new "
+                        f"value to another name ({stmt.target}2 = ...) and use that",
+                    )
             if isinstance(stmt, ir.Pop) and not self.private_list(stmt.source):
-                raise self.error(stmt, "reverse mode differentiates list.pop() on a list the function makes "
-                                       "itself (xs = [], or [a, b]), which no other name holds; index this list "
-                                       "instead (xs[-1], xs = xs[:-1]), or pop a copy of it (xs = list(xs))")
-        self.spread_structure()  # before the calls are planned: their container arguments are labelled so
+                raise self.error(
+                    stmt,
+                    "reverse mode differentiates list.pop() on a list the function makes "
+                    "itself (xs = [], or [a, b]), which no other name holds; index this list "
+                    "instead (xs[-1], xs = xs[:-1]), or pop a copy of it (xs = list(xs))",
+                )
+        # before the calls are planned: their container arguments are labelled so
+        self.spread_structure()
         self.plan_calls()
         if self.calls:
             self.spread_structure()  # and after: what the callees return
         result = self.function.result
-        self.appended = {stmt.target for stmt in ir.walk(self.function.body) if isinstance(stmt, ir.Append)}
+        self.appended = {
+            stmt.target for stmt in ir.walk(self.function.body) if isinstance(stmt, ir.Append)
+        }
         seed = self.namer.fresh(f"{result.name}_bar" if isinstance(result, ir.Var) else "out_bar")
         if isinstance(result, ir.Var) and result.name in self.useful:
             self.bars[result.name] = seed
@@ -193,37 +253,63 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         self.plan_recomputed()
         backward_ir = self.backward_block(self.function.body)
         if kept_shapes := not self.shapes and self.shape_only(backward_ir):
-            # a second pass, over the function with those arrays' shapes kept (``saving.Saving.shape_only``)
-            return Reverser(with_shapes(self.function, kept_shapes), self.argnums, self.labels_in, self.derive,
-                            self.writes_in_place, self.checkpoints, kept_shapes).run(shell)
+            # a second pass, over the function with those arrays' shapes kept
+            # (``saving.Saving.shape_only``)
+            return Reverser(
+                with_shapes(self.function, kept_shapes),
+                self.argnums,
+                self.labels_in,
+                self.derive,
+                self.writes_in_place,
+                self.checkpoints,
+                kept_shapes,
+            ).run(shell)
         backward_ir = self.read_shapes(backward_ir)
         grads = [self.grad(self.function.params[i], backward_ir) for i in self.argnums]
         backward_ir = self.initial_adjoints(seed) + backward_ir
-        if isinstance(result, ir.Var) and result.name in self.useful and result.name in self.structured \
-                and self.appended:
-            # the backward pass pops the adjoints of the lists the function appended to: the caller's adjoint
-            # of the result (a list of them, maybe) is copied first, so that the caller keeps it as it was
+        if (
+            isinstance(result, ir.Var)
+            and result.name in self.useful
+            and result.name in self.structured
+            and self.appended
+        ):
+            # the backward pass pops the adjoints of the lists the function appended to: the
+            # caller's adjoint of the result (a list of them, maybe) is copied first, so that the
+            # caller keeps it as it was
             backward_ir.insert(0, ir.Assign(seed, ir.Call(_DETACHED, (ir.Var(seed),)), ir.NOWHERE))
         if any(ir.blocks(s) or restored(s) is not None for s in backward_ir):
-            reads = [ir.reads_in((s,)) for s in backward_ir]  # of each statement (a restore reads none)
+            # of each statement (a restore reads none)
+            reads = [ir.reads_in((s,)) for s in backward_ir]
             self.needed = set().union(*reads)
             backward_ir = self.resolve_restores(backward_ir, set(), reads=reads)
         # (else there is no restore to resolve, here or in a block: nothing to read for it)
         prologue = self.prologue()
         forward_ir = self.forward_block(self.function.body, saving=True)
-        backward = self.printed(self.filled(backward_ir))  # (a checkpointed loop's steps, as the forward pass's)
+        # (a checkpointed loop's steps, as the forward pass's)
+        backward = self.printed(self.filled(backward_ir))
         forward = prologue + self.printed(forward_ir)
         result_expr = syntax.atom(result, self.refs)
-        if self.in_place.loops and isinstance(result, ir.Var) and shape_class(result, self.classes) != SCALAR:
-            kept = self.namer.fresh(f"{result.name}_result")  # the backward pass writes the arrays back
-            forward.append(syntax.assign(kept, syntax.call(self.refs.marker(runtime.detached, "detached"),
-                                                           [result_expr])))
+        if (
+            self.in_place.loops
+            and isinstance(result, ir.Var)
+            and shape_class(result, self.classes) != SCALAR
+        ):
+            # the backward pass writes the arrays back
+            kept = self.namer.fresh(f"{result.name}_result")
+            forward.append(
+                syntax.assign(
+                    kept, syntax.call(self.refs.marker(runtime.detached, "detached"), [result_expr])
+                )
+            )
             result_expr = syntax.name(kept)
         elif isinstance(result, ir.Var) and any(name == result.name for name, _ in self.kept):
-            kept = self.namer.fresh(f"{result.name}_result")  # the backward pass restores older values
+            # the backward pass restores older values
+            kept = self.namer.fresh(f"{result.name}_result")
             forward.append(syntax.assign(kept, result_expr))
             result_expr = syntax.name(kept)
-        adjoint = shell or Adjoint(self.function, self.argnums, [], [], syntax.const(None), seed, [], self.refs)
+        adjoint = shell or Adjoint(
+            self.function, self.argnums, [], [], syntax.const(None), seed, [], self.refs
+        )
         adjoint.function, adjoint.argnums, adjoint.forward, adjoint.backward = \
             self.function, self.argnums, forward, backward
         adjoint.result, adjoint.seed, adjoint.grads = result_expr, seed, grads
@@ -231,15 +317,22 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         adjoint.releasable = self.releasable()
         adjoint.structured_result = isinstance(result, ir.Var) and result.name in self.structured
         adjoint.numbers = self.kinds.numbers()
-        adjoint.adjoints = frozenset(bar for var, bar in self.bars.items() if isinstance(var, str)) | self.nexts
-        adjoint.array_adjoints = frozenset(bar for var, bar in self.bars.items() if isinstance(var, str)
-                                           and shape_class(ir.Var(var), self.classes) != SCALAR)
+        adjoint.adjoints = (
+            frozenset(bar for var, bar in self.bars.items() if isinstance(var, str)) | self.nexts
+        )
+        adjoint.array_adjoints = frozenset(
+            bar
+            for var, bar in self.bars.items()
+            if isinstance(var, str) and shape_class(ir.Var(var), self.classes) != SCALAR
+        )
         return adjoint
 
     def spread_structure(self) -> None:
-        """Names that hold lists, tuples or dicts: copies of such names, and results of calls that return one.
+        """Names that hold lists, tuples or dicts: copies of such names, and results of calls that
+        return one.
 
-        Their adjoints add element by element (``add_adjoints``), never with ``+``, which would join them.
+        Their adjoints add element by element (``add_adjoints``), never with ``+``, which would join
+        them.
         """
         size, once = -1, ir.loop_free(self.function.body)
         returned = {stmt.target for stmt in ir.walk(self.function.body)
@@ -249,16 +342,24 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
             size = len(self.structured)
             copies: list[tuple[str, str]] = []
             for stmt in ir.walk(self.function.body):
-                if isinstance(stmt, ir.Unpack) and isinstance(stmt.value, ir.Var) and stmt.value.name in returned:
-                    # the items of a tuple a call of the user's returns, and theirs, may be containers, of kinds
-                    # not known here (the adjoints a gradient's pair gives its caller's list arguments, say)
+                if (
+                    isinstance(stmt, ir.Unpack)
+                    and isinstance(stmt.value, ir.Var)
+                    and stmt.value.name in returned
+                ):
+                    # the items of a tuple a call of the user's returns, and theirs, may be
+                    # containers, of kinds not known here (the adjoints a gradient's pair gives its
+                    # caller's list arguments, say)
                     self.structured.update(stmt.targets)
                     self.items.update(stmt.targets)
                     returned.update(stmt.targets)
                 elif isinstance(stmt, ir.Append) and isinstance(stmt.value, ir.Var) \
                         and stmt.value.name in self.structured:
-                    holders.add(stmt.target)  # a list of containers (a tape of a callee's saved tuples, say)
-                elif isinstance(stmt, ir.Pop) and stmt.target is not None and stmt.source in holders:
+                    # a list of containers (a tape of a callee's saved tuples, say)
+                    holders.add(stmt.target)
+                elif (
+                    isinstance(stmt, ir.Pop) and stmt.target is not None and stmt.source in holders
+                ):
                     self.structured.add(stmt.target)
                     self.items.add(stmt.target)
                 if not isinstance(stmt, ir.Assign):
@@ -273,16 +374,23 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
                 elif isinstance(value, ir.Var) and value.name in self.useful:
                     copies.append((stmt.target, value.name))
                 elif carries_structure(value, self.structured):
-                    self.structured.add(stmt.target)  # a container where that argument is (``def_same_kind``)
-                elif isinstance(value, ir.Call) and value.fn.obj is operator.getitem \
-                        and isinstance(value.args[0], ir.Var) and value.args[0].name in self.structured:
-                    self.structured.add(stmt.target)  # an item of a container may be a container itself
+                    # a container where that argument is (``def_same_kind``)
+                    self.structured.add(stmt.target)
+                elif (
+                    isinstance(value, ir.Call)
+                    and value.fn.obj is operator.getitem
+                    and isinstance(value.args[0], ir.Var)
+                    and value.args[0].name in self.structured
+                ):
+                    # an item of a container may be a container itself
+                    self.structured.add(stmt.target)
                     self.items.add(stmt.target)
                 elif id(stmt) in self.calls and self.calls[id(stmt)][0].structured_result:
                     self.structured.add(stmt.target)
             for target, source in copies:
-                # a copy into a name another binding makes a container or its item (``a_1 = a``, then ``a_1 =
-                # L[0]``): its adjoint may be None, so the source's adds as a container item's does
+                # a copy into a name another binding makes a container or its item (``a_1 = a``,
+                # then ``a_1 = L[0]``): its adjoint may be None, so the source's adds as a container
+                # item's does
                 if target in self.structured and source not in self.structured:
                     self.structured.add(source)
                     self.items.add(source)
@@ -303,9 +411,11 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
                 rule = registry.lookup(stmt.value.fn.obj)
                 if (rule is not None and not rule.nondiff) or id(stmt) in self.calls:
                     names.add(stmt.target)
-        return frozenset(names - (self.structured - self.items) - self.rebound - set(self.function.params))
+        return frozenset(
+            names - (self.structured - self.items) - self.rebound - set(self.function.params)
+        )
 
-    # ---- backward ---------------------------------------------------------------------------------------
+    # ---- backward --------------------------------------------------------------------------------
     def needs_adjoint(self, stmt: ir.Stmt) -> bool:
         if isinstance(stmt, ir.Assign):
             return stmt.target in self.useful
@@ -349,11 +459,14 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
             assert isinstance(stmt, ir.Assign)
             return self.adjoint_write(stmt)
         if isinstance(stmt, ir.Unpack):
-            parts = [self.adjoint_or_zeros(t) for t in stmt.targets]  # (``backward_block`` flushed the pending)
+            # (``backward_block`` flushed the pending)
+            parts = [self.adjoint_or_zeros(t) for t in stmt.targets]
             assert isinstance(stmt.value, ir.Var)  # an active tuple unpacked
             appended = stmt.value.name in self.appended  # a list, whose adjoint the appends pop
             whole = ir.Pack(tuple(atom for _, atom in parts), "list" if appended else "tuple")
-            out = self.accumulate(stmt.value.name, self.part(whole, *(s for made, _ in parts for s in made)))
+            out = self.accumulate(
+                stmt.value.name, self.part(whole, *(s for made, _ in parts for s in made))
+            )
             for t in stmt.targets:  # (forward mode's ``x, x_dot = pair`` binds names again)
                 self.bound_again(t, stmt)
             return out + self.restore(stmt.targets, stmt)
@@ -373,25 +486,38 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
             assert isinstance(stmt, ir.For)  # only for loops are
             return self.adjoint_checkpointed(stmt, self.checkpointed[id(stmt)])
         owned: list[ir.Stmt] = []
-        for name in self.in_place.loops.get(id(stmt), ()) + self.in_place.accumulated.get(id(stmt), ()):
+        for name in self.in_place.loops.get(id(stmt), ()) + self.in_place.accumulated.get(
+            id(stmt), ()
+        ):
             # adjoints this loop writes into: its own copies
-            current = ir.Var(self.bar(name)) if name in self.live or name not in self.local else self.zero(name)
-            owned.append(ir.Assign(self.bar(name), ir.Call(_OWNED, (current, ir.Var(name))), ir.NOWHERE))
+            current = (
+                ir.Var(self.bar(name))
+                if name in self.live or name not in self.local
+                else self.zero(name)
+            )
+            owned.append(
+                ir.Assign(self.bar(name), ir.Call(_OWNED, (current, ir.Var(name))), ir.NOWHERE)
+            )
             self.live.add(name)
             self.pending.discard(name)
-        untouched = {v for v in self.useful if v not in self.bars}  # no adjoint yet: nothing flowed into them
+        # no adjoint yet: nothing flowed into them
+        untouched = {v for v in self.useful if v not in self.bars}
         live = set(self.live)
         body = self.backward_block(stmt.body)
         self.live = live  # (the loop may run no step)
         bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
         before, body, sums = batch_products(body, bound, self.terms, self.scratch, self.namer)
         # a loop of the function's own body runs once: an adjoint may start from its sum
-        after = self.summed_after(sums, body, untouched if any(s is stmt for s in self.function.body) else set())
+        after = self.summed_after(
+            sums, body, untouched if any(s is stmt for s in self.function.body) else set()
+        )
         body[:0] = self.computed_again(stmt, body)
         before = owned + before
         trips = None
-        if self.counts(stmt):  # the trip count, read back as a statement of its own (``v = xs.pop()``): the
-            count = self.count_name(stmt)  # language ast_ad reads again, for a derivative of this code
+        # the trip count, read back as a statement of its own (``v = xs.pop()``): the
+        if self.counts(stmt):
+            # language ast_ad reads again, for a derivative of this code
+            count = self.count_name(stmt)
             before.append(ir.Pop(count, self.tape(count), ir.NOWHERE))
             trips = ir.Var(count)
         if isinstance(stmt, ir.While):
@@ -415,7 +541,8 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         """
         target = stmt.target
         prefix: list[ir.Stmt] = []
-        if target in self.pending:  # reset since its last use: write the zero out, the inputs still need theirs
+        # reset since its last use: write the zero out, the inputs still need theirs
+        if target in self.pending:
             self.pending.discard(target)
             prefix = [ir.Assign(self.bar(target), self.zero(target), ir.NOWHERE)]
         g = self.bar(target)
@@ -434,27 +561,37 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         if reset:
             self.pending.add(target)
         contributions = self.contributions(stmt, g_next, ANS, zero)
-        if any(ANS in ir.reads_of(s) for s in ir.walk(tuple(contributions))):  # the new value: kept before the old
+        # the new value: kept before the old
+        if any(ANS in ir.reads_of(s) for s in ir.walk(tuple(contributions))):
             newer = self.namer.fresh(f"{target}_new")                           # one comes back
             contributions = renamed(contributions, ANS, newer)
             before.append(ir.Assign(newer, ir.Var(target), ir.NOWHERE))
-        # the target's old value first (the rule reads it); a callee's saved values only after its backward
+        # the target's old value first (the rule reads it); a callee's saved values only after its
+        # backward
         first = [r for r in restores if restored(r) == target]
         after = [r for r in restores if restored(r) != target]
         return before + first + contributions + after
 
     def contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool) -> list[ir.Stmt]:
-        """The statement's contributions to its inputs' adjoints; ``zero``: ``g`` may be a float zero."""
+        """The statement's contributions to its inputs' adjoints; ``zero``: ``g`` may be a float
+        zero."""
         value = stmt.value
         if isinstance(value, (ir.Var, ir.Const, ir.Ref)):
-            return self.accumulate(value.name, ([], ir.Var(g))) if atom_active(value, self.active) else []
+            return (
+                self.accumulate(value.name, ([], ir.Var(g)))
+                if atom_active(value, self.active)
+                else []
+            )
         if isinstance(value, ir.Pack):
             out: list[ir.Stmt] = []
             for k, elt in enumerate(value.elts):
                 if atom_active(elt, self.active):
-                    # ``part``: ``g`` may be the zero (rebound) or None (a path of a callee did not read it)
+                    # ``part``: ``g`` may be the zero (rebound) or None (a path of a callee did not
+                    # read it)
                     item = _PART if zero or stmt.target not in self.local else _ITEM
-                    out += self.accumulate(elt.name, self.part(ir.Call(item, (ir.Var(g), ir.Const(value.slot(k))))))
+                    out += self.accumulate(
+                        elt.name, self.part(ir.Call(item, (ir.Var(g), ir.Const(value.slot(k)))))
+                    )
             return out
         if id(stmt) in self.calls:
             return self.callee_contributions(stmt, g, ans, zero, *self.calls[id(stmt)])
@@ -462,28 +599,45 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
 
     def rule_contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool) -> list[ir.Stmt]:
         call = stmt.value
-        if not isinstance(call, ir.Call) or not any(atom_active(a, self.active) for a in inputs_of(call)):
+        if not isinstance(call, ir.Call) or not any(
+            atom_active(a, self.active) for a in inputs_of(call)
+        ):
             return []  # a value computed from constants: nothing flows back
         rule = registry.lookup(call.fn.obj)
         if rule is None:
-            raise self.missing(stmt, f"{call.fn.hint} has no gradient rule" + unfollowed(call.fn.obj))
+            raise self.missing(
+                stmt, f"{call.fn.hint} has no gradient rule" + unfollowed(call.fn.obj)
+            )
         if rule.nondiff:
             return []  # a shape, a count, a fresh array of zeros: nothing flows back
         for key, atom in call.kwargs:
             if atom_active(atom, self.active):
-                raise self.missing(stmt, f"the differentiated value {atom.name} is passed to {call.fn.hint} "
-                                         f"as keyword {key}=, which has no gradient rule: compute that part "
-                                         "outside the call, or pass a constant")
-        # a number's adjoint taken for a container's (the structure analysis errs that way: an item of a list, added
-        # to by a same-kind helper) starts as None, which an elementwise rule cannot take (``-None``)
-        unknown = rule.elementwise and stmt.target in self.structured and stmt.target not in self.items
+                raise self.missing(
+                    stmt,
+                    f"the differentiated value {atom.name} is passed to {call.fn.hint} "
+                    f"as keyword {key}=, which has no gradient rule: compute that part "
+                    "outside the call, or pass a constant",
+                )
+        # a number's adjoint taken for a container's (the structure analysis errs that way: an item
+        # of a list, added to by a same-kind helper) starts as None, which an elementwise rule
+        # cannot take (``-None``)
+        unknown = (
+            rule.elementwise and stmt.target in self.structured and stmt.target not in self.items
+        )
         out = self.densify(stmt, g, ans, always=unknown) if zero or unknown else []
         added = self.in_place.reads.get(id(stmt)) or self.in_place.adds.get(id(stmt))
-        if added is not None and atom_active(call.args[0], self.active):  # y[i] read, its adjoint added in place
+        # y[i] read, its adjoint added in place
+        if added is not None and atom_active(call.args[0], self.active):
             bar, entry = self.bar(added), call.args[1]
             if self.kinds.is_number(entry, stmt):  # one entry (or a scalar's broadcast): not fancy
-                item = gast.Subscript(value=syntax.name(bar), slice=syntax.atom(entry, self.refs), ctx=gast.Store())
-                return out + [syntax.kept(gast.AugAssign(target=item, op=gast.Add(), value=syntax.name(g)), self.refs)]
+                item = gast.Subscript(
+                    value=syntax.name(bar), slice=syntax.atom(entry, self.refs), ctx=gast.Store()
+                )
+                return out + [
+                    syntax.kept(
+                        gast.AugAssign(target=item, op=gast.Add(), value=syntax.name(g)), self.refs
+                    )
+                ]
             add = syntax.call(self.refs.marker(runtime.add_into, "add_into"),
                               [syntax.name(bar), syntax.atom(entry, self.refs), syntax.name(g)])
             return out + [syntax.kept(gast.Expr(value=add), self.refs)]
@@ -491,37 +645,50 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
             if atom_active(atom, self.active):
                 vjp = rule.vjp(k)
                 if vjp is None:
-                    raise self.missing(stmt, f"{call.fn.hint} has no gradient rule for argument {k + 1}")
+                    raise self.missing(
+                        stmt, f"{call.fn.hint} has no gradient rule for argument {k + 1}"
+                    )
                 if vjp is registry.zero:
                     continue
                 contribution = self.contribution(stmt, self.ranked(stmt, call, k) or vjp, g, ans)
                 if rule.elementwise and not self.exact(call, k):
-                    contribution = self.part(ir.Call(_UNBROADCAST, (contribution[1], atom)), *contribution[0])
+                    contribution = self.part(
+                        ir.Call(_UNBROADCAST, (contribution[1], atom)), *contribution[0]
+                    )
                 out += self.accumulate(atom.name, contribution)
         return out
 
     def ranked(self, stmt: ir.Assign, call: ir.Call, k: int) -> registry.VJP | None:
-        """The rule for argument ``k`` at its operands' known numbers of axes (``registry.def_vjp_by_ranks``),
-        unless that argument stays fixed through the loop the statement is in: there the general rule's helper
-        is kept, so that the loop's contributions can be summed after it (``batching``)."""
+        """The rule for argument ``k`` at its operands' known numbers of axes
+        (``registry.def_vjp_by_ranks``), unless that argument stays fixed through the loop the
+        statement is in: there the general rule's helper is kept, so that the loop's contributions
+        can be summed after it (``batching``)."""
         operand = call.args[k]
-        if not registry.has_ranked(call.fn.obj) or call.kwargs or (
-                id(stmt) in self.looped and not (isinstance(operand, ir.Var) and operand.name in self.loop_bound)):
+        if (
+            not registry.has_ranked(call.fn.obj)
+            or call.kwargs
+            or (
+                id(stmt) in self.looped
+                and not (isinstance(operand, ir.Var) and operand.name in self.loop_bound)
+            )
+        ):
             return None
         return registry.vjp_by_ranks(call.fn.obj, self.kinds.ranks(call.args, stmt), k)
 
     def densify(self, stmt: ir.Assign, g: str, ans: str, always: bool = False) -> list[ir.Stmt]:
-        """``g = dense_adjoint(g, ans)`` where ``g`` may be a float zero that the statement's rule cannot take
-        (``always``: where it may be ``None``, which no rule takes)."""
+        """``g = dense_adjoint(g, ans)`` where ``g`` may be a float zero that the statement's rule
+        cannot take (``always``: where it may be ``None``, which no rule takes)."""
         if not always and not self.needs_dense(stmt):
             return []
         return [ir.Assign(g, ir.Call(_DENSE, (ir.Var(g), ir.Var(ans))), ir.NOWHERE)]
 
     def exact(self, call: ir.Call, k: int) -> bool:
-        """Whether an elementwise rule's contribution to argument ``k`` already has that argument's shape.
+        """Whether an elementwise rule's contribution to argument ``k`` already has that argument's
+        shape.
 
-        It does when no other operand can broadcast it up: when each is a scalar or shares its class. (Asked
-        for each argument by ``float_zeros`` and again by its rule: the answer is kept.)
+        It does when no other operand can broadcast it up: when each is a scalar or shares its
+        class. (Asked for each argument by ``float_zeros`` and again by its rule: the answer is
+        kept.)
         """
         key = (id(call), k)
         found = self.exacts.get(key)
@@ -537,11 +704,15 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         return all(c == SCALAR or (c is not None and c == mine) for c in others)
 
     def contribution(self, stmt: ir.Assign, vjp: registry.VJP, g: str, ans_name: str) -> Made:
-        """The rule ``vjp`` of ``stmt``'s call: its body put in (``templates.applied``), as the parts of one
-        expression, or a call of the rule where the body is not one (``pieces.one_expression``)."""
+        """The rule ``vjp`` of ``stmt``'s call: its body put in (``templates.applied``), as the
+        parts of one expression, or a call of the rule where the body is not one
+        (``pieces.one_expression``)."""
         call = ir.call_of(stmt)
         if not templates.bindable(vjp, len(call.args), [key for key, _ in call.kwargs]):
-            raise self.error(stmt, f"the call to {call.fn.hint} does not match the arguments of its gradient rule")
+            raise self.error(
+                stmt,
+                f"the call to {call.fn.hint} does not match the arguments of its gradient rule",
+            )
         put = (ir.Var(g), ir.Var(ans_name), *call.args)
         made = templates.applied(vjp, list(put), dict(call.kwargs), self.scratch, stmt.line)
         if made is not None and one_expression(*made):
@@ -549,8 +720,17 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         rule_name = f"{call.fn.hint.rsplit('.', 1)[-1]}_vjp"
         return self.part(ir.Call(ir.Ref(vjp, rule_name), put, call.kwargs))
 
-    def callee_contributions(self, stmt: ir.Assign, g: str, ans: str, zero: bool, callee: Adjoint, saved: str,
-                             args: list[ir.Atom], active: list[ir.Var]) -> list[ir.Stmt]:
+    def callee_contributions(
+        self,
+        stmt: ir.Assign,
+        g: str,
+        ans: str,
+        zero: bool,
+        callee: Adjoint,
+        saved: str,
+        args: list[ir.Atom],
+        active: list[ir.Var],
+    ) -> list[ir.Stmt]:
         names = [a.name for a in active]
         parts = [self.namer.fresh(f"{n}_bar_{stmt.target}") for n in names]
         call = ir.Call(ir.Ref(ir.CalleeRef(callee, "bwd"), "bwd"), (ir.Var(saved), ir.Var(g)))
@@ -564,15 +744,14 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
             out += self.accumulate(n, ([], ir.Var(part)))
         return out
 
-    # ---- errors ----------------------------------------------------------------------------------------
+    # ---- errors ----------------------------------------------------------------------------------
     def error(self, stmt: ir.Stmt, message: str) -> LocatedError:
         return at_line(LocatedError, stmt, message)
 
     def missing(self, stmt: ir.Stmt, message: str) -> MissingRuleError:
-        return missing_rule(stmt, message, "register a rule: "
-                       "ast_ad.extend.defvjp(fn, lambda g, ans, x: ...), one lambda per positional argument")
-
-
-
-
-
+        return missing_rule(
+            stmt,
+            message,
+            "register a rule: "
+            "ast_ad.extend.defvjp(fn, lambda g, ans, x: ...), one lambda per positional argument",
+        )

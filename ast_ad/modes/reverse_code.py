@@ -1,7 +1,8 @@
-"""Reverse mode's functions, finished: the gradient as one function (``f_vjp``), or as a ``_fwd``/``_bwd`` pair
-for ``vjp`` and for the callers of a function of yours, each folded as a person writes it (``fold``) and with its
-tape loops written as loops over the tape (``_iterated``). ``emit`` then names their outside objects and prints
-them, as it does forward mode's (``forward.jvp_units``): it knows neither mode.
+"""Reverse mode's functions, finished: the gradient as one function (``f_vjp``), or as a
+``_fwd``/``_bwd`` pair for ``vjp`` and for the callers of a function of yours, each folded as a
+person writes it (``fold``) and with its tape loops written as loops over the tape (``_iterated``).
+``emit`` then names their outside objects and prints them, as it does forward mode's
+(``forward.jvp_units``): it knows neither mode.
 """
 
 from __future__ import annotations
@@ -16,10 +17,19 @@ from ast_ad.ir import syntax
 from ast_ad.ir.naming import Namer
 from ast_ad.modes.adjoint import Adjoint
 from ast_ad.modes.calls import callees_in_order
-from ast_ad.optimize.fold import Inliner, filled, folded, folded_scanned, number_calls, pure_calls, shared_factor
+from ast_ad.optimize.fold import (
+    Inliner,
+    filled,
+    folded,
+    folded_scanned,
+    number_calls,
+    pure_calls,
+    shared_factor,
+)
 from ast_ad.optimize.release import released, without_dead_constants
 
-Unit = tuple[Any, str, gast.FunctionDef]  # (the adjoint it belongs to, "vjp", "fwd" or "bwd", the function)
+# (the adjoint it belongs to, "vjp", "fwd" or "bwd", the function)
+Unit = tuple[Any, str, gast.FunctionDef]
 
 
 def gradient_units(top: Adjoint, single: bool) -> list[Unit]:
@@ -30,24 +40,33 @@ def gradient_units(top: Adjoint, single: bool) -> list[Unit]:
 
 
 def pair_units(top: Adjoint) -> list[Unit]:
-    """A ``_fwd``/``_bwd`` pair for ``top`` (after its callees'): for ``vjp``, whose backward pass may run many times
-    after one forward pass. The entry is ``top``'s ``_bwd``; its ``_fwd`` precedes it."""
+    """A ``_fwd``/``_bwd`` pair for ``top`` (after its callees'): for ``vjp``, whose backward pass
+    may run many times after one forward pass. The entry is ``top``'s ``_bwd``; its ``_fwd``
+    precedes it."""
     adjoints = [a for a in callees_in_order(top) if a is not top] + [top]
-    return [(a, part, tree) for a in adjoints for part, tree in zip(("fwd", "bwd"), _pair(a), strict=True)]
+    return [
+        (a, part, tree)
+        for a in adjoints
+        for part, tree in zip(("fwd", "bwd"), _pair(a), strict=True)
+    ]
 
 
 def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
-    """The gradient as one function, ``f_vjp(*params, out_bar=1.0) -> (out, grads)``: the forward sweep, then the
-    backward pass, its copies folded, its temporaries written into their readers, its shared factors taken out,
-    and its arrays let go after their last reads (one gradient where ``single``, else a tuple)."""
+    """The gradient as one function, ``f_vjp(*params, out_bar=1.0) -> (out, grads)``: the forward
+    sweep, then the backward pass, its copies folded, its temporaries written into their readers,
+    its shared factors taken out, and its arrays let go after their last reads (one gradient where
+    ``single``, else a tuple)."""
     grads = [syntax.name(g) for g in a.grads]
     result = syntax.tuple_([a.result, grads[0] if single else syntax.tuple_(grads)])
     keep = {n.id for n in syntax.walk(result) if isinstance(n, gast.Name)}
     keep |= {a.seed, *a.params}
     ret = syntax.ret(result)
     inliner = _inliner(a)
-    if inliner.listless(a.forward, a.backward):  # each statement scanned once, for both folds and the count
-        backward, scanned = folded_scanned(a.backward, keep, [inliner.scan(stmt) for stmt in a.backward])
+    # each statement scanned once, for both folds and the count
+    if inliner.listless(a.forward, a.backward):
+        backward, scanned = folded_scanned(
+            a.backward, keep, [inliner.scan(stmt) for stmt in a.backward]
+        )
         scans: list[Any] = inliner.counted([a.forward, backward, [ret]], [None, scanned, None])
     else:
         backward, scans = folded(a.backward, keep), [None, None]
@@ -58,20 +77,22 @@ def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
     releasable = a.releasable - inliner.folded
     backward, live = without_dead_constants(backward, keep | syntax.name_ids(ret, loads=True))
     forward, _ = without_dead_constants(forward, live)
-    body = _iterated(forward + released(backward, releasable, a.array_adjoints, keep, a.refs) + [ret], a.refs)
+    body = _iterated(
+        forward + released(backward, releasable, a.array_adjoints, keep, a.refs) + [ret], a.refs
+    )
     return syntax.function(f"{a.function.name}_vjp", [*a.params, a.seed], body, [syntax.const(1.0)])
 
 
 def _iterated(body: list[gast.stmt], refs: syntax.RefTable) -> list[gast.stmt]:
-    """``body`` with each backward loop that starts its step by popping a tape, and reads no index, written
-    as a loop over the tape: ``for x in reversed(x_tape):`` in place of ``for t in reversed(r):`` and
-    ``x = x_tape.pop()``, as a person writes it (a step costs no call).
+    """``body`` with each backward loop that starts its step by popping a tape, and reads no index,
+    written as a loop over the tape: ``for x in reversed(x_tape):`` in place of ``for t in
+    reversed(r):`` and ``x = x_tape.pop()``, as a person writes it (a step costs no call).
 
-    It applies where the tape is a list made empty once, at the top, and used for nothing but one push, at
-    the top of a loop ``for t in r:`` with no ``break`` or ``continue`` (one push a step), and this one pop;
-    where ``r`` is bound once; and where nothing reads the backward loop's variable, in it or after it. The
-    tape then holds one value a step, and the loop visits them last to first, as the pops did, leaving the
-    name bound to the first, as the last pop did.
+    It applies where the tape is a list made empty once, at the top, and used for nothing but one
+    push, at the top of a loop ``for t in r:`` with no ``break`` or ``continue`` (one push a step),
+    and this one pop; where ``r`` is bound once; and where nothing reads the backward loop's
+    variable, in it or after it. The tape then holds one value a step, and the loop visits them last
+    to first, as the pops did, leaving the name bound to the first, as the last pop did.
     """
     if not any(type(stmt) is gast.For and type(stmt.iter) is gast.Call for stmt in body):
         return body  # no loop over ``reversed(...)`` to look at: nothing to walk
@@ -81,70 +102,121 @@ def _iterated(body: list[gast.stmt], refs: syntax.RefTable) -> list[gast.stmt]:
     tape_uses: Counter[str] = Counter()
     bound: Counter[str] = Counter()
     for k, stmt in enumerate(body):
-        if type(stmt) is gast.Assign and len(stmt.targets) == 1 and type(stmt.targets[0]) is gast.Name \
-                and type(stmt.value) is gast.List and not stmt.value.elts:
+        if (
+            type(stmt) is gast.Assign
+            and len(stmt.targets) == 1
+            and type(stmt.targets[0]) is gast.Name
+            and type(stmt.value) is gast.List
+            and not stmt.value.elts
+        ):
             made[stmt.targets[0].id] = made.get(stmt.targets[0].id, 0) + 1
         if type(stmt) is gast.For and type(stmt.iter) is gast.Name and not any(
                 type(n) in (gast.Break, gast.Continue) for n in syntax.walk(stmt)):
             for inner in stmt.body:
                 call: Any = inner.value if type(inner) is gast.Expr else None
-                if type(call) is gast.Call and type(call.func) is gast.Attribute and call.func.attr == "append" \
-                        and type(call.func.value) is gast.Name:
+                if (
+                    type(call) is gast.Call
+                    and type(call.func) is gast.Attribute
+                    and call.func.attr == "append"
+                    and type(call.func.value) is gast.Name
+                ):
                     pushes.setdefault(call.func.value.id, []).append(k)
         for node in syntax.walk(stmt):
             if type(node) is gast.Name:
                 (uses if type(node.ctx) is gast.Load else bound)[node.id] += 1
-            elif type(node) is gast.Attribute and node.attr in ("append", "pop") and type(node.value) is gast.Name:
+            elif (
+                type(node) is gast.Attribute
+                and node.attr in ("append", "pop")
+                and type(node.value) is gast.Name
+            ):
                 tape_uses[node.value.id] += 1
     out = list(body)
     for k, loop in enumerate(body):
-        if not (type(loop) is gast.For and type(loop.target) is gast.Name and type(loop.iter) is gast.Call
-                and refs.lookup(getattr(loop.iter.func, "id", "")) is reversed and len(loop.iter.args) == 1
-                and type(loop.iter.args[0]) is gast.Name and not loop.orelse):
+        if not (
+            type(loop) is gast.For
+            and type(loop.target) is gast.Name
+            and type(loop.iter) is gast.Call
+            and refs.lookup(getattr(loop.iter.func, "id", "")) is reversed
+            and len(loop.iter.args) == 1
+            and type(loop.iter.args[0]) is gast.Name
+            and not loop.orelse
+        ):
             continue
         steps = loop.iter.args[0].id
-        first = next((j for j, stmt in enumerate(loop.body) if syntax.comment_text(stmt) is None), None)
+        first = next(
+            (j for j, stmt in enumerate(loop.body) if syntax.comment_text(stmt) is None), None
+        )
         pop: Any = loop.body[first] if first is not None else None
-        if not (type(pop) is gast.Assign and len(pop.targets) == 1 and type(pop.targets[0]) is gast.Name
-                and type(pop.value) is gast.Call and not pop.value.args and type(pop.value.func) is gast.Attribute
-                and pop.value.func.attr == "pop" and type(pop.value.func.value) is gast.Name):
+        if not (
+            type(pop) is gast.Assign
+            and len(pop.targets) == 1
+            and type(pop.targets[0]) is gast.Name
+            and type(pop.value) is gast.Call
+            and not pop.value.args
+            and type(pop.value.func) is gast.Attribute
+            and pop.value.func.attr == "pop"
+            and type(pop.value.func.value) is gast.Name
+        ):
             continue
         tape = pop.value.func.value.id
         forward = pushes.get(tape, [])
         index = loop.target.id
-        if made.get(tape) != 1 or bound[tape] != 1 or not uses[tape] == tape_uses[tape] == 2 or len(forward) != 1 \
-                or forward[0] > k or getattr(body[forward[0]].iter, "id", None) != steps or bound[steps] != 1 \
-                or any(type(n) is gast.Name and n.id == index and type(n.ctx) is gast.Load
-                       for stmt in body[k:] for n in syntax.walk(stmt)):
+        if (
+            made.get(tape) != 1
+            or bound[tape] != 1
+            or not uses[tape] == tape_uses[tape] == 2
+            or len(forward) != 1
+            or forward[0] > k
+            or getattr(body[forward[0]].iter, "id", None) != steps
+            or bound[steps] != 1
+            or any(
+                type(n) is gast.Name and n.id == index and type(n.ctx) is gast.Load
+                for stmt in body[k:]
+                for n in syntax.walk(stmt)
+            )
+        ):
             continue
-        out[k] = syntax.new(gast.For, {**loop.__dict__, "target": pop.targets[0],
-                                       "iter": syntax.new(gast.Call, {**loop.iter.__dict__,
-                                                                       "args": [syntax.name(tape)]}),
-                                       "body": filled([stmt for stmt in loop.body if stmt is not pop])})
+        out[k] = syntax.new(
+            gast.For,
+            {
+                **loop.__dict__,
+                "target": pop.targets[0],
+                "iter": syntax.new(gast.Call, {**loop.iter.__dict__, "args": [syntax.name(tape)]}),
+                "body": filled([stmt for stmt in loop.body if stmt is not pop]),
+            },
+        )
     return out
 
 
-def _inlined(owner: Adjoint, blocks: list[list[gast.stmt]], also_read: list[gast.stmt]) -> list[list[gast.stmt]]:
-    """Each block of one function with the temporaries one later statement reads written into it (``fold.Inliner``)."""
+def _inlined(
+    owner: Adjoint, blocks: list[list[gast.stmt]], also_read: list[gast.stmt]
+) -> list[list[gast.stmt]]:
+    """Each block of one function with the temporaries one later statement reads written into it
+    (``fold.Inliner``)."""
     inliner = _inliner(owner)
     inliner.count([stmt for block in blocks for stmt in block] + also_read)
     return [inliner.block(block) for block in blocks]
 
 
 def _inliner(a: Adjoint) -> Inliner:
-    """The ``fold.Inliner`` of ``a``'s code: its calls of registered functions with no effect move."""
+    """The ``fold.Inliner`` of ``a``'s code: its calls of registered functions with no effect
+    move."""
     return Inliner(pure_calls(a.refs), a.function.users, a.numbers)
 
 
 def _pair(a: Adjoint) -> list[gast.FunctionDef]:
-    """``f_fwd(*params) -> (out, saved)`` and ``f_bwd(saved, out_bar) -> grads``: the forward pass returns what the
-    backward pass reads, which may run many times after it."""
+    """``f_fwd(*params) -> (out, saved)`` and ``f_bwd(saved, out_bar) -> grads``: the forward pass
+    returns what the backward pass reads, which may run many times after it."""
     saved = a.saved()
-    local = Namer(used=local_names([syntax.function("f", list(a.params), a.forward + a.backward)]) | {a.seed})
+    local = Namer(
+        used=local_names([syntax.function("f", list(a.params), a.forward + a.backward)]) | {a.seed}
+    )
     pack = local.fresh("saved")
     top = {n.id for s in a.forward if isinstance(s, gast.Assign) for n in gast.walk(s.targets[0])
            if isinstance(n, gast.Name)}
-    unbound = [syntax.assign(s, syntax.const(None)) for s in saved if s not in top and s not in a.params]
+    unbound = [
+        syntax.assign(s, syntax.const(None)) for s in saved if s not in top and s not in a.params
+    ]
     ret = syntax.ret(syntax.tuple_([a.result, syntax.tuple_([syntax.name(s) for s in saved])]))
     (forward,) = _inlined(a, [unbound + a.forward], [ret])
     fwd = syntax.function(f"{a.function.name}_fwd", list(a.params), forward + [ret])

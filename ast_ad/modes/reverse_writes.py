@@ -1,8 +1,10 @@
-"""Reverse mode's adjoints of the statements that change an object: an item write in place, an append, a pop.
+"""Reverse mode's adjoints of the statements that change an object: an item write in place, an
+append, a pop.
 
-``y[i] = v`` written in place (``analysis.in_place_writes``) gives ``v`` the adjoint's entries, puts the
-overwritten entries back from the tape and zeroes their adjoints; ``xs.append(v)`` pops ``v``'s adjoint off the
-list's; ``y = xs.pop()`` puts ``y``'s adjoint back on the end of the list's, then ``y`` back on the list.
+``y[i] = v`` written in place (``analysis.in_place_writes``) gives ``v`` the adjoint's entries, puts
+the overwritten entries back from the tape and zeroes their adjoints; ``xs.append(v)`` pops ``v``'s
+adjoint off the list's; ``y = xs.pop()`` puts ``y``'s adjoint back on the end of the list's, then
+``y`` back on the list.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from ast_ad.modes.templates import Scratch
 
 
 class WriteAdjoints:
-    """The adjoint rules of ``reverse.Reverser`` for writes, appends and pops (a base class of it: it reads the
-    reverser's state, and its adjoints, tapes and restores)."""
+    """The adjoint rules of ``reverse.Reverser`` for writes, appends and pops (a base class of it:
+    it reads the reverser's state, and its adjoints, tapes and restores)."""
 
     active: set[str]
     live: set[str]
@@ -60,15 +62,17 @@ class WriteAdjoints:
         raise NotImplementedError  # ``saving``'s
 
     def private_list(self, name: str) -> bool:
-        """Whether ``name`` holds only lists this function made (``analysis.owned_lists``: ``xs = []``, say): no
-        caller sees them, so their pops can be undone by pushing the value back, and the adjoint of each, one
-        entry an item, lives until the backward pass reaches where it was made (``adjoint_pop``), where the next
-        contribution starts it again, as it does any adjoint of a name bound again."""
+        """Whether ``name`` holds only lists this function made (``analysis.owned_lists``: ``xs =
+        []``, say): no caller sees them, so their pops can be undone by pushing the value back, and
+        the adjoint of each, one entry an item, lives until the backward pass reaches where it was
+        made (``adjoint_pop``), where the next contribution starts it again, as it does any adjoint
+        of a name bound again."""
         return name in self.owned
 
     def adjoint_write(self, stmt: ir.Assign) -> list[ir.Stmt]:
-        """The backward pass of ``y[i] = v`` written in place: ``v``'s adjoint (read before anything changes),
-        then the overwritten entries back from the tape, and their adjoints zeroed: they take no gradient."""
+        """The backward pass of ``y[i] = v`` written in place: ``v``'s adjoint (read before anything
+        changes), then the overwritten entries back from the tape, and their adjoints zeroed: they
+        take no gradient."""
         call = ir.call_of(stmt)
         name, index, value = stmt.target, call.args[1], call.args[2]
         bar = self.bar(name)
@@ -76,23 +80,35 @@ class WriteAdjoints:
         if atom_active(value, self.active):
             if self.kinds.entry_of(call.args[0], index, stmt) and self.kinds.is_number(value, stmt):
                 # one float entry, written by a number
-                taken = self.part(ir.Call(ir.Ref(operator.getitem, "operator.getitem"), (ir.Var(bar), index)))
+                taken = self.part(
+                    ir.Call(ir.Ref(operator.getitem, "operator.getitem"), (ir.Var(bar), index))
+                )
             else:
-                taken = self.part(ir.Call(ir.Ref(runtime.assign_item_vjp_value, "assign_item_vjp_value"),
-                                          (ir.Var(bar), ir.Var(name), index, value)))
+                taken = self.part(
+                    ir.Call(
+                        ir.Ref(runtime.assign_item_vjp_value, "assign_item_vjp_value"),
+                        (ir.Var(bar), ir.Var(name), index, value),
+                    )
+                )
             out += self.accumulate(value.name, taken)
         entry = self.scratch.fresh("")
-        out += [ir.Pop(entry, self.tape(name, "entries"), ir.NOWHERE),  # the entry back, its adjoint zeroed
-                ir.SetItem(name, index, ir.Var(entry), ir.NOWHERE), ir.SetItem(bar, index, ir.Const(0.0), ir.NOWHERE)]
+        # the entry back, its adjoint zeroed
+        out += [
+            ir.Pop(entry, self.tape(name, "entries"), ir.NOWHERE),
+            ir.SetItem(name, index, ir.Var(entry), ir.NOWHERE),
+            ir.SetItem(bar, index, ir.Const(0.0), ir.NOWHERE),
+        ]
         return out
 
     def adjoint_append(self, stmt: ir.Append) -> list[ir.Stmt]:
-        """``xs.append(v)`` backward: ``v``'s adjoint is the last entry of the list's, popped off it. Where nothing
-        may have flowed into the list's adjoint yet (nothing after the append reads the list, on some path or in
-        the loop's last step), it is ``None`` there: zeros for the list's items first (``dense_adjoint``)."""
+        """``xs.append(v)`` backward: ``v``'s adjoint is the last entry of the list's, popped off
+        it. Where nothing may have flowed into the list's adjoint yet (nothing after the append
+        reads the list, on some path or in the loop's last step), it is ``None`` there: zeros for
+        the list's items first (``dense_adjoint``)."""
         bar = self.bar(stmt.target)
         out: list[ir.Stmt] = []
-        # a list returned (in a tuple, maybe): its adjoint is the caller's, which may be the float zero
+        # a list returned (in a tuple, maybe): its adjoint is the caller's, which may be the float
+        # zero
         returned = packed_result(self.function)
         from_caller = ir.Var(stmt.target) == self.function.result \
             or returned is not None and ir.Var(stmt.target) in returned.elts
@@ -100,7 +116,9 @@ class WriteAdjoints:
             # (an adjoint reset since its last use starts from its zero, not from what it held)
             current = self.zero(stmt.target) if stmt.target in self.pending else ir.Var(bar)
             self.pending.discard(stmt.target)
-            dense = ir.Call(ir.Ref(runtime.dense_adjoint, "dense_adjoint"), (current, ir.Var(stmt.target)))
+            dense = ir.Call(
+                ir.Ref(runtime.dense_adjoint, "dense_adjoint"), (current, ir.Var(stmt.target))
+            )
             out.append(ir.Assign(bar, dense, ir.NOWHERE))
             self.live.add(stmt.target)
         if atom_active(stmt.value, self.active):
@@ -111,15 +129,19 @@ class WriteAdjoints:
         return [*out, restore_mark(stmt.target, id(stmt), unappend=True)]
 
     def adjoint_pop(self, stmt: ir.Pop) -> list[ir.Stmt]:
-        """``y = xs.pop()`` backward: ``y``'s adjoint goes back on the end of the list's (``unpopped``), then ``y``
-        back on the list, then ``y``'s value before the pop. The list's adjoint holds one entry an item, as the
-        rule of ``append`` (which pops it) reads it."""
+        """``y = xs.pop()`` backward: ``y``'s adjoint goes back on the end of the list's
+        (``unpopped``), then ``y`` back on the list, then ``y``'s value before the pop. The list's
+        adjoint holds one entry an item, as the rule of ``append`` (which pops it) reads it."""
         target, source = stmt.target, stmt.source
         assert target is not None  # ``run`` refuses a pop whose value is not bound
         stmts, entry = self.adjoint_or_zeros(target)
-        unpopped = ir.Ref(runtime.unpopped, "unpopped")  # the list's adjoint starts at None, at the top
+        # the list's adjoint starts at None, at the top
+        unpopped = ir.Ref(runtime.unpopped, "unpopped")
         bar = self.bar(source)
-        out = [*stmts, ir.Assign(bar, ir.Call(unpopped, (ir.Var(bar), entry, ir.Var(source))), ir.NOWHERE)]
+        out = [
+            *stmts,
+            ir.Assign(bar, ir.Call(unpopped, (ir.Var(bar), entry, ir.Var(source))), ir.NOWHERE),
+        ]
         self.live.add(source)
         self.bound_again(target, stmt)
         return out + self.restores(stmt)
@@ -127,8 +149,8 @@ class WriteAdjoints:
 
 
 def named_pops(function: ir.Function) -> ir.Function:
-    """``function`` with a name for the value of each pop whose value it drops (``xs.pop()``: ``xs_popped =
-    xs.pop()``), which the backward pass puts back on the list."""
+    """``function`` with a name for the value of each pop whose value it drops (``xs.pop()``:
+    ``xs_popped = xs.pop()``), which the backward pass puts back on the list."""
     if not any(isinstance(s, ir.Pop) and s.target is None for s in ir.walk(function.body)):
         return function
     namer = Namer(used=function.names())
@@ -137,5 +159,14 @@ def named_pops(function: ir.Function) -> ir.Function:
         if isinstance(stmt, ir.Pop) and stmt.target is None:
             return [ir.Pop(namer.fresh(f"{stmt.source}_popped"), stmt.source, stmt.line)]
         return [stmt]
-    return ir.Function(function.name, function.params, ir.mapped(function.body, named), function.result,
-                       function.result_line, function.fn, function.mutable, function.users)
+
+    return ir.Function(
+        function.name,
+        function.params,
+        ir.mapped(function.body, named),
+        function.result,
+        function.result_line,
+        function.fn,
+        function.mutable,
+        function.users,
+    )

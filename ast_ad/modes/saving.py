@@ -1,18 +1,19 @@
 """What the forward pass keeps for the backward pass, and how the backward pass gets it back.
 
 Reverse mode runs the user's statements forward, then their adjoints backward; an adjoint reads the
-values its statement saw. A value that a later statement overwrites (in a loop, every step's) is pushed
-on its own tape before it is overwritten, and popped back where the backward pass has come back to it:
+values its statement saw. A value that a later statement overwrites (in a loop, every step's) is
+pushed on its own tape before it is overwritten, and popped back where the backward pass has come
+back to it:
 
     for i in r:                          for i in reversed(r):
         h_tape.append(h)                     ... the adjoint of line 3 reads h ...
         h = np.tanh(W @ h)                   h = h_tape.pop()
 
-The adjoint rules (``reverse``) leave a ``Restore`` mark after each statement's adjoint; this
-module decides which are needed (``resolve_restores``: a restore whose value nothing reads later goes,
-and so does its push), which loop statements are computed again rather than taped
-(``plan_recomputed``), and writes the pushes, pops and trip counts. Checkpointed loops
-(``checkpointing``) save snapshots instead, built on the same tapes.
+The adjoint rules (``reverse``) leave a ``Restore`` mark after each statement's adjoint; this module
+decides which are needed (``resolve_restores``: a restore whose value nothing reads later goes, and
+so does its push), which loop statements are computed again rather than taped (``plan_recomputed``),
+and writes the pushes, pops and trip counts. Checkpointed loops (``checkpointing``) save snapshots
+instead, built on the same tapes.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ ANS = "§ans"  # stands for the new value of a name its own statement also reads
 
 @record
 class Restore:
-    """A mark in the backward pass where ``name`` must hold again its value from before the statement whose
-    id is ``key`` (``unappend``: where the item that statement appended to the list ``name`` comes off it).
-    ``resolve_restores`` turns each mark into a pop from the name's tape, or drops it: none reaches the code."""
+    """A mark in the backward pass where ``name`` must hold again its value from before the
+    statement whose id is ``key`` (``unappend``: where the item that statement appended to the list
+    ``name`` comes off it). ``resolve_restores`` turns each mark into a pop from the name's tape, or
+    drops it: none reaches the code."""
 
     name: str
     key: int
@@ -47,7 +49,8 @@ class Restore:
 
 
 def restore_mark(name: str, key: int, unappend: bool = False) -> ir.Mark:
-    """A restore mark, in the backward pass's IR, until ``resolve_restores`` turns it into a pop or drops it."""
+    """A restore mark, in the backward pass's IR, until ``resolve_restores`` turns it into a pop or
+    drops it."""
     return ir.Mark(Restore(name, key, unappend))
 
 
@@ -56,11 +59,19 @@ def restored(stmt: ir.Stmt) -> str | None:
     return stmt.data.name if type(stmt) is ir.Mark and type(stmt.data) is Restore else None
 
 # integer arithmetic on a loop's index that the backward pass can compute again instead of taping
-INDEX_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg}
+INDEX_ARITHMETIC = {
+    operator.add,
+    operator.sub,
+    operator.mul,
+    operator.floordiv,
+    operator.mod,
+    operator.neg,
+}
 
 
 class Saving:
-    """The saving policy of ``reverse.Reverser`` (a base class of it: it reads the reverser's state)."""
+    """The saving policy of ``reverse.Reverser`` (a base class of it: it reads the reverser's
+    state)."""
 
     function: ir.Function
     namer: Namer
@@ -68,15 +79,18 @@ class Saving:
     rebound: set[str]  # names bound more than once: what overwrites them saves their old values
     first: Any  # the statements that bind a name first (``analysis.first_definitions``)
     bars: dict[Any, str]
-    calls: dict[int, Any]  # the calls of user functions, by statement: (adjoint, saved name, args, active)
+    # the calls of user functions, by statement: (adjoint, saved name, args, active)
+    calls: dict[int, Any]
     needed: set[str]  # the names the backward pass reads
     kept: set[tuple[str, int]]  # (name, statement) whose old value is saved and restored
     tapes: dict[tuple[str, str], str]  # the stack of each saved value, by what it saves (``tape``)
     in_place: InPlace
-    checkpointed: dict[int, Any]  # loops whose backward pass computes steps again (``checkpointing``)
+    # loops whose backward pass computes steps again (``checkpointing``)
+    checkpointed: dict[int, Any]
     recomputed: dict[int, list[ir.Assign]]  # by loop: what its backward pass computes again
     recomputed_ids: set[int]
-    shapes: dict[str, str]  # arrays whose shapes the forward pass keeps for the backward pass (``shape_only``)
+    # arrays whose shapes the forward pass keeps for the backward pass (``shape_only``)
+    shapes: dict[str, str]
 
     kinds: Kinds
     structured: set[str]
@@ -89,14 +103,16 @@ class Saving:
         raise NotImplementedError  # ``accumulate``'s
 
     def shape_only(self, backward: list[ir.Stmt]) -> dict[str, str]:
-        """The arrays a loop overwrites whose values the backward pass reads only for their shapes (``unbroadcast(g,
-        x)``, ``np.shape(x)``: ``registry.def_shape_read``), each with a new name for its shape.
+        """The arrays a loop overwrites whose values the backward pass reads only for their shapes
+        (``unbroadcast(g, x)``, ``np.shape(x)``: ``registry.def_shape_read``), each with a new name
+        for its shape.
 
-        Taping such an array keeps a copy of it alive for every step. The forward pass can keep its shape instead
-        (``with_shapes``): ``x_shape = np.shape(x)`` after each assignment of ``x``, taped as any name a loop
-        rebinds, and read as ``unbroadcast_to(g, x_shape)``. This applies where ``x`` is a numpy array of numbers
-        wherever it is bound but to ``None`` (``kinds``: a shape tells everything ``unbroadcast`` reads of it), each
-        of its bindings an assignment, one of them in a loop, and not computed again by the backward pass instead.
+        Taping such an array keeps a copy of it alive for every step. The forward pass can keep its
+        shape instead (``with_shapes``): ``x_shape = np.shape(x)`` after each assignment of ``x``,
+        taped as any name a loop rebinds, and read as ``unbroadcast_to(g, x_shape)``. This applies
+        where ``x`` is a numpy array of numbers wherever it is bound but to ``None`` (``kinds``: a
+        shape tells everything ``unbroadcast`` reads of it), each of its bindings an assignment, one
+        of them in a loop, and not computed again by the backward pass instead.
         """
         if not self.looped:
             return {}
@@ -107,7 +123,8 @@ class Saving:
                 bindings.setdefault(name, []).append(stmt)
         chosen: dict[str, str] = {}
         for name in sorted(shapes - others):
-            found = [s for s in bindings.get(name, []) if not _none(s)]  # (``None`` before a loop: never read)
+            # (``None`` before a loop: never read)
+            found = [s for s in bindings.get(name, []) if not _none(s)]
             if name in self.function.params or name in self.structured or name not in self.rebound \
                     or not any(id(s) in self.looped for s in found) \
                     or not all(isinstance(s, ir.Assign) and self.kinds.array_made(s)
@@ -117,19 +134,21 @@ class Saving:
         return chosen
 
     def read_shapes(self, backward: list[ir.Stmt]) -> list[ir.Stmt]:
-        """``backward`` reading the kept shapes (``shapes``, from ``shape_only``) in place of their arrays."""
+        """``backward`` reading the kept shapes (``shapes``, from ``shape_only``) in place of their
+        arrays."""
         if not self.shapes:
             return backward
         return shapes_read(backward, self.shapes)
 
     def plan_recomputed(self) -> None:
-        """Index arithmetic and reads of arrays nothing writes, in loops: computed again by the backward pass,
-        at the top of each step, rather than taped (``t1 = i - 1``, ``x_item = x[i]``).
+        """Index arithmetic and reads of arrays nothing writes, in loops: computed again by the
+        backward pass, at the top of each step, rather than taped (``t1 = i - 1``, ``x_item =
+        x[i]``).
 
-        Such a statement sits directly in the body of a ``for`` loop (whose target is an index), binds a
-        name nothing else binds, and computes it from constants, the loop's index, names computed the
-        same way before it, and (for a read) an array no statement rebinds or writes: so at the top of a
-        step's backward pass it computes what it computed in that step.
+        Such a statement sits directly in the body of a ``for`` loop (whose target is an index),
+        binds a name nothing else binds, and computes it from constants, the loop's index, names
+        computed the same way before it, and (for a read) an array no statement rebinds or writes:
+        so at the top of a step's backward pass it computes what it computed in that step.
         """
         bindings: dict[str, int] = {}
         for stmt in ir.walk(self.function.body):
@@ -143,9 +162,15 @@ class Saving:
             index: set[str] = {loop.target}
             chosen: list[ir.Assign] = []
             for stmt in loop.body:
-                if not isinstance(stmt, ir.Assign) or not isinstance(stmt.value, ir.Call) or stmt.value.kwargs \
-                        or id(stmt) in self.calls or bindings.get(stmt.target) != 1 \
-                        or id(stmt) in self.in_place.reads or id(stmt) in self.in_place.writes:
+                if (
+                    not isinstance(stmt, ir.Assign)
+                    or not isinstance(stmt.value, ir.Call)
+                    or stmt.value.kwargs
+                    or id(stmt) in self.calls
+                    or bindings.get(stmt.target) != 1
+                    or id(stmt) in self.in_place.reads
+                    or id(stmt) in self.in_place.writes
+                ):
                     continue
                 fn, args = stmt.value.fn.obj, stmt.value.args
                 if fn in INDEX_ARITHMETIC and all(_index_atom(a, index) for a in args):
@@ -159,9 +184,9 @@ class Saving:
                 self.recomputed_ids.update(id(stmt) for stmt in chosen)
 
     def computed_again(self, loop: ir.For | ir.While, body: list[ir.Stmt]) -> list[ir.Stmt]:
-        """The step's index arithmetic and reads, as the forward pass computed them (``plan_recomputed``), that
-        ``body``, the step's backward pass, reads (or that those read): no dead store of ``x[i]`` whose adjoint
-        needs only ``i``."""
+        """The step's index arithmetic and reads, as the forward pass computed them
+        (``plan_recomputed``), that ``body``, the step's backward pass, reads (or that those read):
+        no dead store of ``x[i]`` whose adjoint needs only ``i``."""
         chosen = self.recomputed.get(id(loop), ())
         needed = ir.reads_in(body) if chosen else set()
         kept: list[ir.Stmt] = []
@@ -172,7 +197,8 @@ class Saving:
         return kept[::-1]
 
     def saves(self, name: str, stmt: ir.Stmt) -> bool:
-        """Whether ``stmt`` overwrites a value of ``name`` that the backward pass restores (and reads)."""
+        """Whether ``stmt`` overwrites a value of ``name`` that the backward pass restores (and
+        reads)."""
         return (name, id(stmt)) in self.kept
 
     def push(self, name: str) -> ir.Append:
@@ -181,18 +207,27 @@ class Saving:
 
     def tape(self, key: str, kind: str = "tape") -> str:
         """The stack that keeps ``key``'s old values (``x_tape``), or an array's overwritten entries
-        (``y_entries``). One stack per value, not one for all: each holds values of one type, so that Numba
-        can compile the code, and a reader sees which value each push and pop is about."""
+        (``y_entries``). One stack per value, not one for all: each holds values of one type, so
+        that Numba can compile the code, and a reader sees which value each push and pop is
+        about."""
         if (key, kind) not in self.tapes:
             self.tapes[(key, kind)] = self.namer.fresh(f"{key}_{kind}")
         return self.tapes[(key, kind)]
 
     def prologue(self) -> list[gast.stmt]:
         """``tape = []``, and ``None`` for saved names that a loop binds first."""
-        saved = {name for name, _ in self.kept} | {n for plan in self.checkpointed.values() for n in plan.state}
-        needs = [n for n in sorted(saved) if n not in self.function.params and not self._bound_before_loops(n)]
+        saved = {name for name, _ in self.kept} | {
+            n for plan in self.checkpointed.values() for n in plan.state
+        }
+        needs = [
+            n
+            for n in sorted(saved)
+            if n not in self.function.params and not self._bound_before_loops(n)
+        ]
         out = [syntax.assign(n, syntax.const(None)) for n in needs]
-        tapes = [syntax.assign(tape, gast.List(elts=[], ctx=gast.Load())) for tape in self.tapes.values()]
+        tapes = [
+            syntax.assign(tape, gast.List(elts=[], ctx=gast.Load())) for tape in self.tapes.values()
+        ]
         return tapes + out
 
     def _bound_before_loops(self, name: str) -> bool:
@@ -205,7 +240,9 @@ class Saving:
 
     def counts(self, stmt: ir.For | ir.While) -> bool:
         """A while loop, or a for loop that may break, records its trip count."""
-        return isinstance(stmt, ir.While) or any(isinstance(s, ir.Break) for s in ir.shallow(stmt.body))
+        return isinstance(stmt, ir.While) or any(
+            isinstance(s, ir.Break) for s in ir.shallow(stmt.body)
+        )
 
     def count_name(self, stmt: ir.For | ir.While) -> str:
         key = ("count", id(stmt))
@@ -225,30 +262,39 @@ class Saving:
         if id(stmt) in self.calls:
             names.insert(0, self.calls[id(stmt)][1])
         if self.shapes and isinstance(stmt, ir.Assign):
-            if stmt.target in self.shapes:  # an array's kept shape (``shape_only``), bound right after it: saved
-                names.append(self.shapes[stmt.target])  # and restored with it, where the array's value would be
-            elif stmt.target in self.shapes.values():  # the shape's own statement (saved with its array's)
+            # an array's kept shape (``shape_only``), bound right after it: saved
+            if stmt.target in self.shapes:
+                # and restored with it, where the array's value would be
+                names.append(self.shapes[stmt.target])
+            # the shape's own statement (saved with its array's)
+            elif stmt.target in self.shapes.values():
                 return []
         return names
 
     def snapshot(self, stmt: ir.Stmt) -> list[str]:
-        """The saved names an inactive compound statement overwrites: saved before it, restored after."""
+        """The saved names an inactive compound statement overwrites: saved before it, restored
+        after."""
         names = dict.fromkeys(n for s in ir.walk((stmt,)) for n in self.defined(s))
         return [n for n in names if (n, id(stmt)) in self.kept]
 
     def restores(self, stmt: ir.Stmt) -> list[ir.Stmt]:
-        """Undo what an inactive statement overwrote (kept only where the backward pass reads it)."""
+        """Undo what an inactive statement overwrote (kept only where the backward pass reads
+        it)."""
         if ir.blocks(stmt):
             return self.restore(self.snapshot_candidates(stmt), stmt)
         if id(stmt) in self.recomputed_ids:
             return []  # computed again at the top of the step's backward pass (``plan_recomputed``)
-        if isinstance(stmt, ir.Pop) and stmt.target is not None:  # the value back on its list, then the older one
-            return [ir.Append(stmt.source, ir.Var(stmt.target), ir.NOWHERE), *self.restore(self.defined(stmt), stmt)]
+        # the value back on its list, then the older one
+        if isinstance(stmt, ir.Pop) and stmt.target is not None:
+            return [
+                ir.Append(stmt.source, ir.Var(stmt.target), ir.NOWHERE),
+                *self.restore(self.defined(stmt), stmt),
+            ]
         return self.restore(self.defined(stmt), stmt)
 
     def restore(self, names: Any, stmt: ir.Stmt) -> list[ir.Stmt]:
-        """Marks that restore ``names`` (last first) to what they held before ``stmt``: only those bound
-        more than once (``resolve_restores`` keeps those the backward pass reads)."""
+        """Marks that restore ``names`` (last first) to what they held before ``stmt``: only those
+        bound more than once (``resolve_restores`` keeps those the backward pass reads)."""
         return [restore_mark(n, id(stmt)) for n in reversed(names) if n in self.rebound]
 
     def snapshot_candidates(self, stmt: ir.Stmt) -> list[str]:
@@ -259,13 +305,15 @@ class Saving:
                          reads: list[set[str]] | None = None) -> list[ir.Stmt]:
         """Turn restore marks into pops, keeping only those whose value something reads later.
 
-        ``later`` holds the names read after ``body``. The code after a restore is what runs after it, so a
-        restore whose name is not read there goes (and so does the push that saved it). In a loop, the next
-        step runs the whole body again: a restore in it is kept where the loop reads its name anywhere.
+        ``later`` holds the names read after ``body``. The code after a restore is what runs after
+        it, so a restore whose name is not read there goes (and so does the push that saved it). In
+        a loop, the next step runs the whole body again: a restore in it is kept where the loop
+        reads its name anywhere.
 
-        A checkpointed loop's schedule is a loop as any other: its steps run backward, again, or from a snapshot,
-        so a restore in a step is kept where the schedule reads its name anywhere (the steps run again read what
-        the stand-ins for them read, ``checkpointing.stand_in``; a snapshot, the loop's state).
+        A checkpointed loop's schedule is a loop as any other: its steps run backward, again, or
+        from a snapshot, so a restore in a step is kept where the schedule reads its name anywhere
+        (the steps run again read what the stand-ins for them read, ``checkpointing.stand_in``; a
+        snapshot, the loop's state).
 
         ``reads`` may give the names each statement of ``body`` reads, where they are known already.
         """
@@ -277,7 +325,9 @@ class Saving:
                 read = reads[k] if reads is not None else ir.reads_in((stmt,))
                 if ir.blocks(stmt):
                     inner = later | read if isinstance(stmt, (ir.For, ir.While)) else set(later)
-                    stmt = ir.with_blocks(stmt, [self.resolve_restores(list(b), inner) for b in ir.blocks(stmt)])
+                    stmt = ir.with_blocks(
+                        stmt, [self.resolve_restores(list(b), inner) for b in ir.blocks(stmt)]
+                    )
                 later |= read
                 out.append(stmt)
                 continue
@@ -285,7 +335,8 @@ class Saving:
                 continue
             assert isinstance(stmt, ir.Mark)  # (a restore mark: ``restored``)
             mark = stmt.data
-            if mark.unappend:  # the list as it was before the append, for what reads it earlier (its length)
+            # the list as it was before the append, for what reads it earlier (its length)
+            if mark.unappend:
                 out.append(ir.Pop(None, name, ir.NOWHERE))
             elif name in self.rebound and mark.key not in self.first:
                 self.kept.add((name, mark.key))
@@ -294,26 +345,42 @@ class Saving:
 
 
 def with_shapes(function: ir.Function, shapes: dict[str, str]) -> ir.Function:
-    """``function`` with ``x_shape = np.shape(x)`` after each assignment of an ``x`` of ``shapes`` (``shape_only``)."""
+    """``function`` with ``x_shape = np.shape(x)`` after each assignment of an ``x`` of ``shapes``
+    (``shape_only``)."""
     def kept(stmt: ir.Stmt) -> list[ir.Stmt]:
         if isinstance(stmt, ir.Assign) and stmt.target in shapes and not _none(stmt):
-            return [stmt, ir.Assign(shapes[stmt.target], ir.Call(_SHAPE, (ir.Var(stmt.target),)), stmt.line)]
+            return [
+                stmt,
+                ir.Assign(shapes[stmt.target], ir.Call(_SHAPE, (ir.Var(stmt.target),)), stmt.line),
+            ]
         return [stmt]
-    return ir.Function(function.name, function.params, ir.mapped(function.body, kept), function.result,
-                       function.result_line, function.fn, function.mutable | frozenset(shapes.values()),
-                       function.users)
+
+    return ir.Function(
+        function.name,
+        function.params,
+        ir.mapped(function.body, kept),
+        function.result,
+        function.result_line,
+        function.fn,
+        function.mutable | frozenset(shapes.values()),
+        function.users,
+    )
 
 
 _SHAPE = ir.Ref(np.shape, "np.shape")
 
 
 def _none(stmt: ir.Stmt) -> bool:
-    return isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Const) and stmt.value.value is None
+    return (
+        isinstance(stmt, ir.Assign)
+        and isinstance(stmt.value, ir.Const)
+        and stmt.value.value is None
+    )
 
 
 def shape_reads(body: list[ir.Stmt]) -> tuple[set[str], set[str]]:
-    """The names ``body`` reads only for their shapes (``registry.def_shape_read``), and the names it reads
-    otherwise (a name may be in both)."""
+    """The names ``body`` reads only for their shapes (``registry.def_shape_read``), and the names
+    it reads otherwise (a name may be in both)."""
     shapes: set[str] = set()
     others: set[str] = set()
     for stmt in ir.walk(tuple(body)):
@@ -327,8 +394,8 @@ def shape_reads(body: list[ir.Stmt]) -> tuple[set[str], set[str]]:
 
 
 def _shape_read(value: ir.Expr) -> tuple[int, Any] | None:
-    """``(the position of the argument value reads only for its shape, what takes the shape in its place)``, if
-    ``value`` is such a call of a name."""
+    """``(the position of the argument value reads only for its shape, what takes the shape in its
+    place)``, if ``value`` is such a call of a name."""
     if type(value) is not ir.Call or value.kwargs:
         return None
     fact = registry.shape_read(value.fn.obj)
@@ -338,8 +405,9 @@ def _shape_read(value: ir.Expr) -> tuple[int, Any] | None:
 
 
 def shapes_read(body: list[ir.Stmt] | tuple[ir.Stmt, ...], shapes: dict[str, str]) -> list[ir.Stmt]:
-    """``body`` with each call that reads a name of ``shapes`` only for its shape reading the kept shape instead:
-    ``unbroadcast(g, x)`` becomes ``unbroadcast_to(g, x_shape)``, ``np.shape(x)`` becomes ``x_shape``."""
+    """``body`` with each call that reads a name of ``shapes`` only for its shape reading the kept
+    shape instead: ``unbroadcast(g, x)`` becomes ``unbroadcast_to(g, x_shape)``, ``np.shape(x)``
+    becomes ``x_shape``."""
     def read(stmt: ir.Stmt) -> list[ir.Stmt]:
         found = _shape_read(stmt.value) if isinstance(stmt, ir.Assign) else None
         if found is None:
@@ -354,10 +422,16 @@ def shapes_read(body: list[ir.Stmt] | tuple[ir.Stmt, ...], shapes: dict[str, str
         if by_shape is None:  # the call's value is the shape itself
             return [ir.Assign(stmt.target, kept, stmt.line)]
         args = (*call.args[:k], kept, *call.args[k + 1:])
-        return [ir.Assign(stmt.target, ir.Call(ir.Ref(by_shape, by_shape.__name__), args), stmt.line)]
+        return [
+            ir.Assign(stmt.target, ir.Call(ir.Ref(by_shape, by_shape.__name__), args), stmt.line)
+        ]
+
     return list(ir.mapped(tuple(body), read))
 
 
 def _index_atom(atom: ir.Atom, index: set[str]) -> bool:
-    """An integer constant, or a name of ``index``: the loop's index and what is computed from it alone."""
-    return (isinstance(atom, ir.Const) and type(atom.value) is int) or (isinstance(atom, ir.Var) and atom.name in index)
+    """An integer constant, or a name of ``index``: the loop's index and what is computed from it
+    alone."""
+    return (isinstance(atom, ir.Const) and type(atom.value) is int) or (
+        isinstance(atom, ir.Var) and atom.name in index
+    )

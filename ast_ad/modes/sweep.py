@@ -1,9 +1,11 @@
-"""The forward sweep of reverse mode: the user's statements as written, with what the backward pass needs kept.
+"""The forward sweep of reverse mode: the user's statements as written, with what the backward pass
+needs kept.
 
-Before a statement overwrites a value the backward pass reads, the value goes on its tape (``saving``
-decides which); a loop's write ``y[i] = v`` in place tapes the entries it overwrites; a loop that may stop
-early counts its trips; a call of the user's function calls its forward function, which returns what its
-backward function reads; a checkpointed loop runs its first sweep (``checkpointing``)::
+Before a statement overwrites a value the backward pass reads, the value goes on its tape
+(``saving`` decides which); a loop's write ``y[i] = v`` in place tapes the entries it overwrites; a
+loop that may stop early counts its trips; a call of the user's function calls its forward function,
+which returns what its backward function reads; a checkpointed loop runs its first sweep
+(``checkpointing``)::
 
     for t in r:                                  for t in r:
         h = np.tanh(W @ h + xs[t])      ->           h_tape.append(h)
@@ -27,13 +29,15 @@ _ITEM, _ENTRIES = ir.Ref(operator.getitem, "operator.getitem"), ir.Ref(runtime.e
 
 
 class ForwardSweep(Checkpointing):
-    """The forward sweep of ``reverse.Reverser`` (a base class of it: it reads the reverser's state)."""
+    """The forward sweep of ``reverse.Reverser`` (a base class of it: it reads the reverser's
+    state)."""
 
     def part(self, value: ir.Expr, *before: ir.Stmt) -> Made:
         raise NotImplementedError  # ``accumulate``'s
 
     def forward_block(self, body: tuple[ir.Stmt, ...], saving: bool) -> list[ir.Stmt]:
-        """The forward sweep of ``body`` (``saving``: with what the backward pass reads kept on tapes), as IR."""
+        """The forward sweep of ``body`` (``saving``: with what the backward pass reads kept on
+        tapes), as IR."""
         out: list[ir.Stmt] = []
         for stmt in body:
             opaque = ir.blocks(stmt) and not self.needs_adjoint(stmt)
@@ -45,7 +49,8 @@ class ForwardSweep(Checkpointing):
                 continue
             elif saving:
                 out += [self.push(n) for n in self.defined(stmt) if self.saves(n, stmt)]
-            if id(stmt) in self.in_place.loops:  # the loop's own copy of each array it writes in place
+            # the loop's own copy of each array it writes in place
+            if id(stmt) in self.in_place.loops:
                 # (``detached``, not ``x.copy()``: ``np.copy`` moves dask to numpy)
                 out += [ir.Assign(n, ir.Call(_DETACHED, (ir.Var(n),)), ir.NOWHERE)
                         for n in self.in_place.loops[id(stmt)]]
@@ -54,19 +59,23 @@ class ForwardSweep(Checkpointing):
 
     def write_in_place(self, stmt: ir.Assign) -> list[ir.Stmt]:
         """``y[i] = v``, after saving the entries it overwrites: ``tape.append(entries(y, i))``, or
-        ``tape.append(y[i])`` where that is one number (a number cannot change: it needs no copy)."""
+        ``tape.append(y[i])`` where that is one number (a number cannot change: it needs no
+        copy)."""
         call = ir.call_of(stmt)
         target, index = ir.Var(stmt.target), call.args[1]
-        taken = ir.Call(_ITEM, (target, index)) if self.kinds.indexed(call.args[0], index, stmt) == 0 \
+        taken = (
+            ir.Call(_ITEM, (target, index))
+            if self.kinds.indexed(call.args[0], index, stmt) == 0
             else ir.Call(_ENTRIES, (target, index))
+        )
         made, old = self.part(taken)
         return [*made, ir.Append(self.tape(stmt.target, "entries"), old, ir.NOWHERE),
                 ir.SetItem(stmt.target, index, call.args[2], ir.NOWHERE)]
 
     def forward(self, stmt: ir.Stmt, saving: bool) -> list[ir.Stmt]:
-        """A statement of the user's as the forward sweep runs it: as written, its blocks' sweeps in a branch or a
-        loop; a call of the user's own function calls its forward function, which returns what its backward
-        function reads."""
+        """A statement of the user's as the forward sweep runs it: as written, its blocks' sweeps in
+        a branch or a loop; a call of the user's own function calls its forward function, which
+        returns what its backward function reads."""
         if id(stmt) in self.calls:
             callee, saved, args, _ = self.calls[id(stmt)]
             assert isinstance(stmt, ir.Assign)  # only assignments call functions
@@ -93,8 +102,11 @@ class ForwardSweep(Checkpointing):
         if count:
             body.insert(0, syntax.kept(gast.AugAssign(target=syntax.store(count), op=gast.Add(),
                                                       value=syntax.const(1)), self.refs))
-        loop: ir.Stmt = ir.For(stmt.target, stmt.iter, tuple(body), stmt.line) if isinstance(stmt, ir.For) \
+        loop: ir.Stmt = (
+            ir.For(stmt.target, stmt.iter, tuple(body), stmt.line)
+            if isinstance(stmt, ir.For)
             else ir.While(stmt.test, tuple(body), stmt.line)
+        )
         if not count:
             return [loop]
         return [ir.Assign(count, ir.Const(0), ir.NOWHERE), loop, self.push(count)]

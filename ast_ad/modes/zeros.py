@@ -1,10 +1,11 @@
 """Which adjoints may still be the float zero they start as, when a statement's adjoint runs.
 
-An accumulating adjoint starts as (and is reset to) the float ``0.0``, which broadcasting rules take as
-zeros of any shape. A rule that reshapes, indexes or multiplies matrices needs the real shape, so where its
-``g`` may still be that float the generated code first calls ``dense_adjoint``. Which adjoints may be is a
-small dataflow problem over the backward pass (a fixpoint at each loop, a union at each branch), solved on
-the IR: ``FloatZeros.float_zeros``, a base class of ``reverse.Reverser``, whose facts it reads.
+An accumulating adjoint starts as (and is reset to) the float ``0.0``, which broadcasting rules take
+as zeros of any shape. A rule that reshapes, indexes or multiplies matrices needs the real shape, so
+where its ``g`` may still be that float the generated code first calls ``dense_adjoint``. Which
+adjoints may be is a small dataflow problem over the backward pass (a fixpoint at each loop, a union
+at each branch), solved on the IR: ``FloatZeros.float_zeros``, a base class of ``reverse.Reverser``,
+whose facts it reads.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from ast_ad.ir import nodes as ir
 
 
 class FloatZeros:
-    """The float-zero analysis of ``reverse.Reverser``: what it reads of the reverser, and its three steps."""
+    """The float-zero analysis of ``reverse.Reverser``: what it reads of the reverser, and its three
+    steps."""
 
     function: ir.Function
     active: set[str]
@@ -30,26 +32,33 @@ class FloatZeros:
         raise NotImplementedError  # the reverser's
 
     def exact(self, call: ir.Call, k: int) -> bool:
-        raise NotImplementedError  # the reverser's: whether an elementwise rule's contribution needs no unbroadcast
+        # the reverser's: whether an elementwise rule's contribution needs no unbroadcast
+        raise NotImplementedError
 
     def float_zeros(self) -> set[int]:
         """The statements whose result's adjoint may be a float zero when their adjoint runs."""
         zero_in: set[int] = set()
-        maybe = set(self.function.params) | {n for s in ir.walk(self.function.body) for n in ir.defined(s)}
+        maybe = set(self.function.params) | {
+            n for s in ir.walk(self.function.body) for n in ir.defined(s)
+        }
         if isinstance(self.function.result, ir.Var):
             maybe.discard(self.function.result.name)  # the seed: a number only for a scalar result
         self.zeros_block(self.function.body, maybe, zero_in)
         return zero_in
 
-    def zeros_block(self, body: tuple[ir.Stmt, ...], maybe: set[str], zero_in: set[int]) -> set[str]:
-        """``maybe``, the names whose adjoint may be a float zero, after the backward pass of ``body``."""
+    def zeros_block(
+        self, body: tuple[ir.Stmt, ...], maybe: set[str], zero_in: set[int]
+    ) -> set[str]:
+        """``maybe``, the names whose adjoint may be a float zero, after the backward pass of
+        ``body``."""
         for stmt in reversed(body):
             if not self.needs_adjoint(stmt):
                 continue
             if isinstance(stmt, ir.If):
                 maybe = self.zeros_block(stmt.body, set(maybe), zero_in) | \
                     self.zeros_block(stmt.orelse, set(maybe), zero_in)
-            elif isinstance(stmt, (ir.For, ir.While)):  # iterate to a fixpoint; the loop may not run
+            # iterate to a fixpoint; the loop may not run
+            elif isinstance(stmt, (ir.For, ir.While)):
                 head: set[str] = set()
                 while not maybe <= head:
                     head |= maybe
@@ -70,7 +79,9 @@ class FloatZeros:
         if reset:
             maybe.add(stmt.target)
         if id(stmt) in self.calls:
-            return  # a function of the user's: its backward pass gives None (zero) for what its path did not read
+            # a function of the user's: its backward pass gives None (zero) for what its path did
+            # not read
+            return
         value = stmt.value
         for k, atom in enumerate(value.args if isinstance(value, ir.Call) else inputs_of(value)):
             if not atom_active(atom, self.active):
@@ -82,8 +93,11 @@ class FloatZeros:
                 maybe.discard(atom.name)
 
     def needs_dense(self, stmt: ir.Assign) -> bool:
-        """Whether a float zero adjoint of ``stmt``'s result must be made an array before its rule runs."""
-        if shape_class(ir.Var(stmt.target), self.classes) == SCALAR or not isinstance(stmt.value, ir.Call):
+        """Whether a float zero adjoint of ``stmt``'s result must be made an array before its rule
+        runs."""
+        if shape_class(ir.Var(stmt.target), self.classes) == SCALAR or not isinstance(
+            stmt.value, ir.Call
+        ):
             return False
         if id(stmt) in self.calls:
             return True

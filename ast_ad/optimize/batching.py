@@ -1,5 +1,5 @@
-"""Sum a loop's matrix-product adjoints once, after the loop, as one matrix product (and its reads ``x[i]``
-of a fixed array into one array, instead of a zero array per step).
+"""Sum a loop's matrix-product adjoints once, after the loop, as one matrix product (and its reads
+``x[i]`` of a fixed array into one array, instead of a zero array per step).
 
 A loop that multiplies the same matrix by a new vector each step (an RNN's
 ``h = np.tanh(W @ h + ...)``) gives that matrix an outer product per step in the
@@ -39,9 +39,9 @@ from ast_ad.ir.pieces import bound_by
 
 @record(eq=False)
 class Term:
-    """A contribution ``bar = bar + rule(g, a, b)`` whose rule can wait until after a loop (``registry.def_summed``):
-    recorded by the accumulation that writes it (``term_of``), for ``batch_products`` to read, not found again by
-    matching the code."""
+    """A contribution ``bar = bar + rule(g, a, b)`` whose rule can wait until after a loop
+    (``registry.def_summed``): recorded by the accumulation that writes it (``term_of``), for
+    ``batch_products`` to read, not found again by matching the code."""
 
     stmt: ir.Assign  # the accumulation
     call: ir.Assign  # the part that calls the rule, which the accumulation adds
@@ -52,10 +52,15 @@ class Term:
 
 
 def term_of(accumulation: ir.Assign, stmts: list[ir.Stmt]) -> Term | None:
-    """The ``Term`` of ``accumulation``, ``bar = bar + part``, where ``stmts`` bind the part to a call of a rule with
-    ``def_summed``'s fact, on a name (which ``batch_products`` checks the loop does not bind)."""
+    """The ``Term`` of ``accumulation``, ``bar = bar + part``, where ``stmts`` bind the part to a
+    call of a rule with ``def_summed``'s fact, on a name (which ``batch_products`` checks the loop
+    does not bind)."""
     total = accumulation.value
-    if not isinstance(total, ir.Call) or total.fn.obj is not operator.add or type(total.args[1]) is not ir.Var:
+    if (
+        not isinstance(total, ir.Call)
+        or total.fn.obj is not operator.add
+        or type(total.args[1]) is not ir.Var
+    ):
         return None
     made = bound_by(stmts, total.args[1])
     call = made.value if made is not None else None
@@ -69,29 +74,48 @@ def term_of(accumulation: ir.Assign, stmts: list[ir.Stmt]) -> Term | None:
     if type(fixed) is not ir.Var or fixed.name.startswith(syntax.SCRATCH):
         return None
     assert made is not None
-    return Term(accumulation, made, accumulation.target, helper, fixed.name, (call.args[0], call.args[3 - position]))
+    return Term(
+        accumulation,
+        made,
+        accumulation.target,
+        helper,
+        fixed.name,
+        (call.args[0], call.args[3 - position]),
+    )
 
 
 def batch_products(body: list[ir.Stmt], bound: set[str], terms: dict[int, Term], scratch: Namer,
                    namer: Namer) -> tuple[list[ir.Stmt], list[ir.Stmt], list[tuple[str, ir.Call]]]:
     """Rewrite the accumulations in a backward loop's ``body`` that can wait until after the loop.
 
-    ``bound`` holds the names the forward loop binds, ``terms`` the accumulations that may wait, by statement.
-    Returns the statements to put before the loop (empty lists), the body rewritten, and the sums for after it:
-    ``(adjoint, sum)``, which the caller adds to the adjoint, or starts it from.
+    ``bound`` holds the names the forward loop binds, ``terms`` the accumulations that may wait, by
+    statement. Returns the statements to put before the loop (empty lists), the body rewritten, and
+    the sums for after it: ``(adjoint, sum)``, which the caller adds to the adjoint, or starts it
+    from.
     """
-    kept: dict[int, tuple[Term, str]] = {}  # the accumulations that wait, and the list each keeps its pairs in
+    # the accumulations that wait, and the list each keeps its pairs in
+    kept: dict[int, tuple[Term, str]] = {}
     before: list[ir.Stmt] = []
     sums: dict[tuple[str, str, str], tuple[str, ir.Call]] = {}
     for stmt in ir.shallow(body):
         term = terms.get(id(stmt))
-        if term is None or term.stmt is not stmt or term.fixed in bound or not _only_accumulated(body, term.bar):
+        if (
+            term is None
+            or term.stmt is not stmt
+            or term.fixed in bound
+            or not _only_accumulated(body, term.bar)
+        ):
             continue
         key = (term.bar, term.helper.__name__, term.fixed)
         if key not in sums:
             pairs = namer.fresh(f"{term.bar}_terms")
             before.append(ir.Assign(pairs, ir.Pack((), "list"), ir.NOWHERE))
-            sums[key] = pairs, ir.Call(ir.Ref(term.helper, term.helper.__name__), (ir.Var(pairs), ir.Var(term.fixed)))
+            sums[key] = (
+                pairs,
+                ir.Call(
+                    ir.Ref(term.helper, term.helper.__name__), (ir.Var(pairs), ir.Var(term.fixed))
+                ),
+            )
         kept[id(stmt)] = term, sums[key][0]
     if not kept:
         return [], body, []
@@ -104,14 +128,18 @@ def batch_products(body: list[ir.Stmt], bound: set[str], terms: dict[int, Term],
             return [stmt]
         term, pairs = kept[id(stmt)]
         pair = scratch.fresh("")
-        return [ir.Assign(pair, ir.Pack(term.pair), ir.NOWHERE), ir.Append(pairs, ir.Var(pair), ir.NOWHERE)]
+        return [
+            ir.Assign(pair, ir.Pack(term.pair), ir.NOWHERE),
+            ir.Append(pairs, ir.Var(pair), ir.NOWHERE),
+        ]
+
     rewritten = list(ir.mapped(tuple(body), waiting))
     return before, rewritten, [(bar, total) for (bar, _, _), (_, total) in sums.items()]
 
 
 def _only_accumulated(body: list[ir.Stmt], bar: str) -> bool:
-    """Whether every use of ``bar`` in ``body`` is a ``bar = bar + ...`` or ``bar = bar - ...`` that reads it once:
-    then the order of the additions does not matter."""
+    """Whether every use of ``bar`` in ``body`` is a ``bar = bar + ...`` or ``bar = bar - ...`` that
+    reads it once: then the order of the additions does not matter."""
     uses = 0
     for stmt in ir.walk(tuple(body)):
         uses += ir.reads_of(stmt).count(bar)

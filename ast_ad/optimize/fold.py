@@ -1,7 +1,9 @@
-"""Generated code made to read as written by hand: copies folded away (``folded``), a temporary written into its
-one reader (``Inliner``), and a shared adjoint or tangent taken out of a sum (``shared_factor``).
+"""Generated code made to read as written by hand: copies folded away (``folded``), a temporary
+written into its one reader (``Inliner``), and a shared adjoint or tangent taken out of a sum
+(``shared_factor``).
 
-Copies first: after ``t1_bar = out_bar``, the reads of ``t1_bar`` read ``out_bar``, and the copy goes.
+Copies first: after ``t1_bar = out_bar``, the reads of ``t1_bar`` read ``out_bar``, and the copy
+goes.
 
 Reverse mode gives each rule's result a name (``t1_bar = out_bar`` for ``+``); a person writing the
 gradient by hand would not. The gradient's backward pass, before and after:
@@ -21,10 +23,10 @@ x2_bar = -out_bar * cos(x2)
 x1_bar = out_bar * x2
 x2_bar = x2_bar + out_bar * x1
 
-A copy ``a = b`` is folded where ``a`` is bound by nothing else, every read of ``a`` follows it in the same
-block, and ``b`` is not bound again before the last of them (a statement that reads ``a`` and then binds
-``b``, ``b = b + a``, is fine). Then each read sees the very object the copy bound: nothing changes but the
-names. A copy nothing reads is dropped.
+A copy ``a = b`` is folded where ``a`` is bound by nothing else, every read of ``a`` follows it in
+the same block, and ``b`` is not bound again before the last of them (a statement that reads ``a``
+and then binds ``b``, ``b = b + a``, is fine). Then each read sees the very object the copy bound:
+nothing changes but the names. A copy nothing reads is dropped.
 """
 
 from __future__ import annotations
@@ -43,8 +45,9 @@ from ast_ad.ir import syntax
 
 
 class Tally(dict[str, int]):
-    """A count of names: ``Counter``'s reading (0 for a name not seen) without its costly creation, made for each
-    statement of a long function. Adding one tally to another is ``add``, not ``update`` (which replaces)."""
+    """A count of names: ``Counter``'s reading (0 for a name not seen) without its costly creation,
+    made for each statement of a long function. Adding one tally to another is ``add``, not
+    ``update`` (which replaces)."""
 
     def __missing__(self, key: str) -> int:
         return 0
@@ -55,19 +58,27 @@ class Tally(dict[str, int]):
 
 
 def folded(body: list[gast.stmt], keep: set[str]) -> list[gast.stmt]:
-    """``body`` with its copies folded; names in ``keep`` (read after ``body``) stay. ``body`` is not changed."""
+    """``body`` with its copies folded; names in ``keep`` (read after ``body``) stay. ``body`` is
+    not changed."""
     return folded_scanned(body, keep, None)[0]
 
 
 def folded_scanned(body: list[gast.stmt], keep: set[str],
                    scans: list[_Scan] | None) -> tuple[list[gast.stmt], list[_Scan] | None]:
-    """``folded``, reading what each statement reads and binds from its ``Inliner.scan`` where ``scans`` gives
-    them; then also the scans of the statements it gives back (their reads renamed as they are), where it can
-    say (``None`` where a nested block changed)."""
-    # (a scan's binds are a set: one entry a name, which is one a binding only for a simple statement; a block may
-    # bind a name again, ``t_bar = x_bar`` and then ``t_bar = t_bar + ...``, which a copy must not be folded past)
-    uses = [(facts.loads, list(facts.binds)) if type(stmt) in _SIMPLE else _names(stmt)
-            for stmt, facts in zip(body, scans, strict=True)] if scans is not None else [_names(stmt) for stmt in body]
+    """``folded``, reading what each statement reads and binds from its ``Inliner.scan`` where
+    ``scans`` gives them; then also the scans of the statements it gives back (their reads renamed
+    as they are), where it can say (``None`` where a nested block changed)."""
+    # (a scan's binds are a set: one entry a name, which is one a binding only for a simple
+    # statement; a block may bind a name again, ``t_bar = x_bar`` and then ``t_bar = t_bar + ...``,
+    # which a copy must not be folded past)
+    uses = (
+        [
+            (facts.loads, list(facts.binds)) if type(stmt) in _SIMPLE else _names(stmt)
+            for stmt, facts in zip(body, scans, strict=True)
+        ]
+        if scans is not None
+        else [_names(stmt) for stmt in body]
+    )
     loads: Counter[str] = Counter()
     bound: Counter[str] = Counter()
     for reads, binds in uses:
@@ -81,10 +92,16 @@ def folded_scanned(body: list[gast.stmt], keep: set[str],
 _SIMPLE = (gast.Assign, gast.AugAssign, gast.Expr, gast.Delete, gast.Pass)
 
 
-def _block(body: list[gast.stmt], loads: Counter[str], bound: Counter[str], keep: set[str],
-           uses: list[tuple[Tally, list[str]]] | None = None, kept: list[int] | None = None) -> list[gast.stmt]:
-    """``body`` folded; ``kept``, if given, gets the positions of the statements kept, where ``uses`` (each
-    statement's reads and binds) were read throughout."""
+def _block(
+    body: list[gast.stmt],
+    loads: Counter[str],
+    bound: Counter[str],
+    keep: set[str],
+    uses: list[tuple[Tally, list[str]]] | None = None,
+    kept: list[int] | None = None,
+) -> list[gast.stmt]:
+    """``body`` folded; ``kept``, if given, gets the positions of the statements kept, where
+    ``uses`` (each statement's reads and binds) were read throughout."""
     out = [_nested(stmt, loads, bound, keep) for stmt in body]
     if uses is None or any(new is not old for new, old in zip(out, body, strict=True)):
         uses = [_names(stmt) for stmt in out]
@@ -110,11 +127,19 @@ def _block(body: list[gast.stmt], loads: Counter[str], bound: Counter[str], keep
             continue  # read before the copy, or in another block
         if later:
             last = later[-1]
-            # ``b = a`` binds ``b`` to the object it holds: harmless, and after the fold ``b = b``, dropped
-            back = [j for j in binds.get(b, []) if j > k and j not in dropped and _copy(out[j]) == (b, a)]
+            # ``b = a`` binds ``b`` to the object it holds: harmless, and after the fold ``b = b``,
+            # dropped
+            back = [
+                j
+                for j in binds.get(b, [])
+                if j > k and j not in dropped and _copy(out[j]) == (b, a)
+            ]
             rebinds = [j for j in binds.get(b, []) if j not in back]
-            first = bisect.bisect_right(rebinds, k)  # the first statement after the copy that binds b
-            if first < len(rebinds) and (rebinds[first] < last or not _binds_after_reading(out[last], b)):
+            # the first statement after the copy that binds b
+            first = bisect.bisect_right(rebinds, k)
+            if first < len(rebinds) and (
+                rebinds[first] < last or not _binds_after_reading(out[last], b)
+            ):
                 continue
             for j in later:
                 out[j] = _renamed(out[j], a, b)
@@ -135,11 +160,14 @@ def filled(body: list[gast.stmt]) -> list[gast.stmt]:
 
 
 def _names(stmt: gast.stmt) -> tuple[Tally, list[str]]:
-    """How often ``stmt`` reads each name, and the names it binds (or deletes), one entry a binding."""
+    """How often ``stmt`` reads each name, and the names it binds (or deletes), one entry a
+    binding."""
     reads = Tally()
     binds: list[str] = []
     stack: list[Any] = [stmt]
-    while stack:  # a walk without a call per node (as ``syntax.name_ids``): this runs over the whole backward pass
+    # a walk without a call per node (as ``syntax.name_ids``): this runs over the whole backward
+    # pass
+    while stack:
         node = stack.pop()
         if type(node) is gast.Name:
             if type(node.ctx) is gast.Load:
@@ -178,41 +206,79 @@ def _binds_after_reading(stmt: gast.stmt, name: str) -> bool:
 
 def _renamed(stmt: gast.stmt, old: str, new: str) -> gast.stmt:
     """A copy of ``stmt`` that reads ``new`` where it read ``old``."""
-    renamed: gast.stmt = syntax.substituted(stmt, lambda name: syntax.new(gast.Name, {**name.__dict__, "id": new})
-                                            if name.id == old and type(name.ctx) is gast.Load else None)
+    renamed: gast.stmt = syntax.substituted(
+        stmt,
+        lambda name: (
+            syntax.new(gast.Name, {**name.__dict__, "id": new})
+            if name.id == old and type(name.ctx) is gast.Load
+            else None
+        ),
+    )
     return renamed
 
 
-# ---- expressions folded into their one reader ------------------------------------------------------------------
+# ---- expressions folded into their one reader ----------------------------------------------------
 
-# what an expression folded into another may be made of: each is evaluated where it stands, once, with no effect
-_PURE_NODES = (gast.Name, gast.Constant, gast.BinOp, gast.UnaryOp, gast.Compare, gast.Attribute, gast.Subscript,
-               gast.Slice, gast.Tuple, gast.List, gast.Call, gast.Starred, gast.keyword,
-               gast.operator, gast.unaryop, gast.cmpop, gast.expr_context)
+# what an expression folded into another may be made of: each is evaluated where it stands, once,
+# with no effect
+_PURE_NODES = (
+    gast.Name,
+    gast.Constant,
+    gast.BinOp,
+    gast.UnaryOp,
+    gast.Compare,
+    gast.Attribute,
+    gast.Subscript,
+    gast.Slice,
+    gast.Tuple,
+    gast.List,
+    gast.Call,
+    gast.Starred,
+    gast.keyword,
+    gast.operator,
+    gast.unaryop,
+    gast.cmpop,
+    gast.expr_context,
+)
 # a read inside one of these may run never or many times: nothing is folded into it
-_GUARDED = (gast.Lambda, gast.IfExp, gast.BoolOp, gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
+_GUARDED = (
+    gast.Lambda,
+    gast.IfExp,
+    gast.BoolOp,
+    gast.ListComp,
+    gast.SetComp,
+    gast.DictComp,
+    gast.GeneratorExp,
+)
 _LEAVES = (gast.operator, gast.unaryop, gast.cmpop, gast.expr_context, gast.keyword, gast.Attribute)
 _PRODUCTS = (gast.Mult, gast.MatMult, gast.Div, gast.FloorDiv, gast.Mod)
 _LIST_METHODS = frozenset({"append", "pop"})
-MOST_NODES = 16  # a folded line stays short enough to read: names, constants, operations and calls in all
+# a folded line stays short enough to read: names, constants, operations and calls in all
+MOST_NODES = 16
 WINDOW = 12  # statements an expression may move down past
 
 
 class Inliner:
-    """Each temporary that one later statement of its block reads, once, written into that statement.
+    """Each temporary that one later statement of its block reads, once, written into that
+    statement.
 
-    A gradient's statements name every intermediate value (``t1 = x * 0.99``); where nothing else reads one,
-    a person writes the expression where it is used: ``x = x * 0.99 + math.sin(x) * 0.1``, and in the backward
-    pass ``x_bar = x_bar * 0.1 * math.cos(x) + x_bar * 0.99`` for three statements that each read the last. An
-    expression moves only where it computes the same value: it calls nothing but registered functions with no
-    effect (``pure``), nothing it reads is bound again before its reader, and no statement between changes an
-    object in place (an item write, ``+=``) unless every name it reads holds a number, and no call between may
-    have an effect (a ``print``, a user's function: the expression, which may fail, is not put after it).
-    It moves within its block and stays under its ``# line`` comment; the names of the user's own variables stay.
+    A gradient's statements name every intermediate value (``t1 = x * 0.99``); where nothing else
+    reads one, a person writes the expression where it is used: ``x = x * 0.99 + math.sin(x) *
+    0.1``, and in the backward pass ``x_bar = x_bar * 0.1 * math.cos(x) + x_bar * 0.99`` for three
+    statements that each read the last. An expression moves only where it computes the same value:
+    it calls nothing but registered functions with no effect (``pure``), nothing it reads is bound
+    again before its reader, and no statement between changes an object in place (an item write,
+    ``+=``) unless every name it reads holds a number, and no call between may have an effect (a
+    ``print``, a user's function: the expression, which may fail, is not put after it). It moves
+    within its block and stays under its ``# line`` comment; the names of the user's own variables
+    stay.
     """
 
-    def __init__(self, pure: Any, keep: set[str] | frozenset[str], numbers: set[str] | frozenset[str]):
-        self.pure = pure  # gast.Call -> whether it is a call of a registered function with no effect
+    def __init__(
+        self, pure: Any, keep: set[str] | frozenset[str], numbers: set[str] | frozenset[str]
+    ):
+        # gast.Call -> whether it is a call of a registered function with no effect
+        self.pure = pure
         self.keep = keep  # names never folded away: the user's variables, the results
         self.numbers = numbers  # names that certainly hold numbers (no object to change in place)
         self.reads: dict[str, int] = Tally()  # reads of each name in the whole function
@@ -220,7 +286,8 @@ class Inliner:
         self.folded: set[str] = set()  # names one of whose assignments was written into its reader
 
     def count(self, body: list[gast.stmt]) -> None:
-        """Count the reads of every name in the whole function ``body`` (before its blocks are folded)."""
+        """Count the reads of every name in the whole function ``body`` (before its blocks are
+        folded)."""
         reads: Counter[str] = Counter()
         bound_by: dict[str, set[str]] = {}
         receivers: Counter[str] = Counter()
@@ -232,7 +299,11 @@ class Inliner:
                 if type(node.ctx) is gast.Load:
                     reads[node.id] += 1
                 continue
-            if kind is gast.Attribute and node.attr in _LIST_METHODS and type(node.value) is gast.Name:
+            if (
+                kind is gast.Attribute
+                and node.attr in _LIST_METHODS
+                and type(node.value) is gast.Name
+            ):
                 receivers[node.value.id] += 1
             elif kind is gast.Assign:
                 for target in node.targets:
@@ -249,12 +320,18 @@ class Inliner:
                         bound_by.setdefault(n.id, set()).add("other")
             stack += syntax.children(node)
         self.reads = reads
-        # a list only made empty here and only appended to and popped from: those calls change it alone
-        self.lists = {name for name, made in bound_by.items() if made == {"list"} and receivers[name] == reads[name]}
+        # a list only made empty here and only appended to and popped from: those calls change it
+        # alone
+        self.lists = {
+            name
+            for name, made in bound_by.items()
+            if made == {"list"} and receivers[name] == reads[name]
+        }
 
     def listless(self, *blocks: list[gast.stmt]) -> bool:
-        """Whether no statement of these blocks makes a list empty: then no list is one that only appends and pops
-        change (``count``), and a statement's scan is known before the whole function is counted (``counted``)."""
+        """Whether no statement of these blocks makes a list empty: then no list is one that only
+        appends and pops change (``count``), and a statement's scan is known before the whole
+        function is counted (``counted``)."""
         stack: list[Any] = [stmt for body in blocks for stmt in body]
         while stack:
             stmt = stack.pop()
@@ -266,9 +343,12 @@ class Inliner:
         self.lists = set()
         return True
 
-    def counted(self, blocks: list[list[gast.stmt]], scanned: list[list[_Scan] | None]) -> list[list[_Scan]]:
-        """``count`` of these blocks, where they are ``listless``, from the scans of their statements (a block's
-        in ``scanned`` where made already), which ``block`` then reads: a walk less over the function."""
+    def counted(
+        self, blocks: list[list[gast.stmt]], scanned: list[list[_Scan] | None]
+    ) -> list[list[_Scan]]:
+        """``count`` of these blocks, where they are ``listless``, from the scans of their
+        statements (a block's in ``scanned`` where made already), which ``block`` then reads: a walk
+        less over the function."""
         scans = [found if found is not None else [self.scan(stmt) for stmt in body]
                  for body, found in zip(blocks, scanned, strict=True)]
         reads = Tally()
@@ -279,15 +359,24 @@ class Inliner:
         return scans
 
     def block(self, body: list[gast.stmt], scanned: list[_Scan] | None = None) -> list[gast.stmt]:
-        """``body`` with its temporaries folded into their readers; ``scanned``: its statements' scans, if made."""
+        """``body`` with its temporaries folded into their readers; ``scanned``: its statements'
+        scans, if made."""
         out: list[Any] = [self.nested(stmt) for stmt in body]  # a folded statement becomes None
         scans: list[Any] = [None] * len(out)  # each statement's ``_Scan``, made when first needed
-        if scanned is not None:  # (a compound statement's blocks were folded just now: scanned again if needed)
-            scans = [facts if made is stmt else None for facts, made, stmt in zip(scanned, out, body, strict=True)]
+        # (a compound statement's blocks were folded just now: scanned again if needed)
+        if scanned is not None:
+            scans = [
+                facts if made is stmt else None
+                for facts, made, stmt in zip(scanned, out, body, strict=True)
+            ]
         for k in range(len(out) - 1, -1, -1):
             stmt = out[k]
-            if type(stmt) is not gast.Assign or len(stmt.targets) != 1 or type(stmt.targets[0]) is not gast.Name \
-                    or stmt.targets[0].id in self.keep:
+            if (
+                type(stmt) is not gast.Assign
+                or len(stmt.targets) != 1
+                or type(stmt.targets[0]) is not gast.Name
+                or stmt.targets[0].id in self.keep
+            ):
                 continue
             mine = scans[k] = scans[k] or self.scan(stmt)
             if not mine.foldable or mine.size > MOST_NODES:
@@ -300,7 +389,8 @@ class Inliner:
                 theirs.loads[name] -= 1
                 theirs.loads.add(mine.loads)
                 theirs.size += mine.size - 1
-                theirs.products = theirs.products or mine.products  # (``_awkward`` looks at what moved in too)
+                # (``_awkward`` looks at what moved in too)
+                theirs.products = theirs.products or mine.products
                 theirs.guarded = theirs.guarded or mine.guarded
                 self.reads[name] -= 1
                 self.folded.add(name)
@@ -315,9 +405,12 @@ class Inliner:
             state[f] = self.block(getattr(stmt, f))
         return syntax.new(type(stmt), state)
 
-    def reader(self, body: list[Any], scans: list[Any], k: int, name: str, mine: _Scan) -> int | None:
-        """The statement after ``k`` that reads the value ``body[k]`` binds to ``name``, if ``body[k]``'s
-        expression can move into it unchanged (and it is near: a person folds what is in view); else ``None``."""
+    def reader(
+        self, body: list[Any], scans: list[Any], k: int, name: str, mine: _Scan
+    ) -> int | None:
+        """The statement after ``k`` that reads the value ``body[k]`` binds to ``name``, if
+        ``body[k]``'s expression can move into it unchanged (and it is near: a person folds what is
+        in view); else ``None``."""
         reads = mine.loads.keys()
         numbers = reads <= self.numbers
         seen = 0
@@ -332,13 +425,23 @@ class Inliner:
             count = theirs.loads[name]
             if count:
                 kind = type(stmt)
-                if kind not in (gast.Assign, gast.AugAssign, gast.Expr) or count != 1 \
-                        or kind is gast.AugAssign and type(stmt.target) is gast.Name and stmt.target.id == name \
-                        or theirs.value_changes \
-                        or not (self.reads[name] == 1 or _rebinds(stmt, name)) \
-                        or theirs.guarded and _guarded(stmt, name) or theirs.size + mine.size > MOST_NODES \
-                        or (theirs.products and isinstance(body[k].value, (gast.BinOp, gast.UnaryOp))
-                            and _awkward(stmt, name, body[k].value)):
+                if (
+                    kind not in (gast.Assign, gast.AugAssign, gast.Expr)
+                    or count != 1
+                    or kind is gast.AugAssign
+                    and type(stmt.target) is gast.Name
+                    and stmt.target.id == name
+                    or theirs.value_changes
+                    or not (self.reads[name] == 1 or _rebinds(stmt, name))
+                    or theirs.guarded
+                    and _guarded(stmt, name)
+                    or theirs.size + mine.size > MOST_NODES
+                    or (
+                        theirs.products
+                        and isinstance(body[k].value, (gast.BinOp, gast.UnaryOp))
+                        and _awkward(stmt, name, body[k].value)
+                    )
+                ):
                     return None
                 return j
             if name in theirs.binds or not theirs.binds.isdisjoint(reads) or theirs.effects \
@@ -347,17 +450,27 @@ class Inliner:
         return None
 
     def scan(self, stmt: gast.stmt) -> _Scan:
-        """What ``stmt`` reads and binds, whether it may change an object in place, and of its value (the
-        expression of an assignment or an expression statement): its size, whether its calls may, and whether
-        it may move (``Inliner``)."""
-        facts = _Scan(Tally(), set(), type(stmt) not in (gast.Assign, gast.Expr, gast.Delete, gast.Pass))
+        """What ``stmt`` reads and binds, whether it may change an object in place, and of its value
+        (the expression of an assignment or an expression statement): its size, whether its calls
+        may, and whether it may move (``Inliner``)."""
+        facts = _Scan(
+            Tally(), set(), type(stmt) not in (gast.Assign, gast.Expr, gast.Delete, gast.Pass)
+        )
         kind = type(stmt)
         if kind in (gast.Assign, gast.AugAssign, gast.Expr):
-            targets = stmt.targets if kind is gast.Assign else [stmt.target] if kind is gast.AugAssign else []
+            targets = (
+                stmt.targets
+                if kind is gast.Assign
+                else [stmt.target]
+                if kind is gast.AugAssign
+                else []
+            )
             self.walk(targets, False, facts)
             self.walk([stmt.value], True, facts)
-            facts.foldable = facts.foldable and type(stmt.value) is not gast.List  # a new list keeps its name
-            if kind is gast.AugAssign and type(stmt.target) is gast.Name:  # ``a += b`` reads ``a`` first
+            # a new list keeps its name
+            facts.foldable = facts.foldable and type(stmt.value) is not gast.List
+            # ``a += b`` reads ``a`` first
+            if kind is gast.AugAssign and type(stmt.target) is gast.Name:
                 facts.loads[stmt.target.id] += 1
         else:
             facts.foldable = False
@@ -402,7 +515,17 @@ class Inliner:
 class _Scan:
     """What ``Inliner.scan`` finds of one statement."""
 
-    __slots__ = ("loads", "binds", "changes", "effects", "value_changes", "size", "foldable", "guarded", "products")
+    __slots__ = (
+        "loads",
+        "binds",
+        "changes",
+        "effects",
+        "value_changes",
+        "size",
+        "foldable",
+        "guarded",
+        "products",
+    )
 
     def __init__(self, loads: Tally, binds: set[str], changes: bool):
         self.loads, self.binds, self.changes = loads, binds, changes
@@ -415,24 +538,35 @@ class _Scan:
 
 
 def _awkward(stmt: gast.stmt, name: str, expr: gast.expr) -> bool:
-    """Whether ``expr`` in place of ``name`` would put ``@`` beside ``*`` (or ``/``...) with no parentheses:
-    ``a * b @ W`` is ``(a * b) @ W`` (one precedence, from the left) but reads as if ``b @ W`` came first, so
-    such a product keeps its name. As the right operand it is printed in parentheses (``W @ (a * b)``): clear."""
+    """Whether ``expr`` in place of ``name`` would put ``@`` beside ``*`` (or ``/``...) with no
+    parentheses: ``a * b @ W`` is ``(a * b) @ W`` (one precedence, from the left) but reads as if
+    ``b @ W`` came first, so such a product keeps its name. As the right operand it is printed in
+    parentheses (``W @ (a * b)``): clear."""
     inner = type(expr.op) if isinstance(expr, (gast.BinOp, gast.UnaryOp)) else None
     if inner is None:
         return False
     for node in syntax.walk(stmt):
-        if type(node) is gast.BinOp and type(node.op) in _PRODUCTS \
-                and type(node.left) is gast.Name and node.left.id == name \
-                and (type(node.op) is gast.MatMult and (inner in _PRODUCTS or isinstance(expr, gast.UnaryOp))
-                     or inner is gast.MatMult):
+        if (
+            type(node) is gast.BinOp
+            and type(node.op) in _PRODUCTS
+            and type(node.left) is gast.Name
+            and node.left.id == name
+            and (
+                type(node.op) is gast.MatMult
+                and (inner in _PRODUCTS or isinstance(expr, gast.UnaryOp))
+                or inner is gast.MatMult
+            )
+        ):
             return True
     return False
 
 
 def _rebinds(stmt: gast.stmt, name: str) -> bool:
-    """Whether ``stmt`` is ``name = ...``: what it reads of ``name`` is the last read of the old value."""
-    return type(stmt) is gast.Assign and any(type(t) is gast.Name and t.id == name for t in stmt.targets)
+    """Whether ``stmt`` is ``name = ...``: what it reads of ``name`` is the last read of the old
+    value."""
+    return type(stmt) is gast.Assign and any(
+        type(t) is gast.Name and t.id == name for t in stmt.targets
+    )
 
 
 def _guarded(stmt: gast.stmt, name: str) -> bool:
@@ -445,26 +579,28 @@ def _loads(node: gast.AST) -> set[str]:
 
 
 def _substituted(stmt: gast.stmt, name: str, expr: gast.expr) -> gast.stmt:
-    """A copy of ``stmt`` that evaluates ``expr`` where it read ``name`` (once): the nodes on the way to the read
-    are new, the rest shared."""
-    out: gast.stmt = syntax.substituted(stmt, lambda node: expr if node.id == name and type(node.ctx) is gast.Load
-                                        else None)
+    """A copy of ``stmt`` that evaluates ``expr`` where it read ``name`` (once): the nodes on the
+    way to the read are new, the rest shared."""
+    out: gast.stmt = syntax.substituted(
+        stmt, lambda node: expr if node.id == name and type(node.ctx) is gast.Load else None
+    )
     return out
 
 
 def shared_factor(body: list[gast.stmt], adjoints: set[str] | frozenset[str],
                   number_call: Callable[[gast.Call], bool]) -> list[gast.stmt]:
-    """``body`` with each sum of products that all start with one adjoint written as that adjoint times one sum,
-    as a person writes it: ``x_bar = x_bar * 0.1 * math.cos(x) + x_bar * 0.99`` becomes
-    ``x_bar = x_bar * (0.1 * math.cos(x) + 0.99)``, a multiplication less (and so with ``-``). A term added
-    with its minus sign in front is subtracted, at any depth of the expression (``x_bar + -g * 2.0``:
-    ``x_bar - g * 2.0``, as ``pieces.added`` writes it where it adds a contribution; a sign flip is exact).
+    """``body`` with each sum of products that all start with one adjoint written as that adjoint
+    times one sum, as a person writes it: ``x_bar = x_bar * 0.1 * math.cos(x) + x_bar * 0.99``
+    becomes ``x_bar = x_bar * (0.1 * math.cos(x) + 0.99)``, a multiplication less (and so with
+    ``-``). A term added with its minus sign in front is subtracted, at any depth of the expression
+    (``x_bar + -g * 2.0``: ``x_bar - g * 2.0``, as ``pieces.added`` writes it where it adds a
+    contribution; a sign flip is exact).
 
-    The factor is taken out only where every other factor is a number literal or a call that gives a Python
-    number (``number_call``: ``math.cos``, ``registry.def_number_result``): their products and sums are Python
-    floats or ints, which neither wrap around nor lose precision as numpy's narrow types can, so the result has
-    the adjoint's type and differs only in rounding. Only sums bound to adjoints (``adjoints``) change: no value
-    of the user's program is computed another way.
+    The factor is taken out only where every other factor is a number literal or a call that gives a
+    Python number (``number_call``: ``math.cos``, ``registry.def_number_result``): their products
+    and sums are Python floats or ints, which neither wrap around nor lose precision as numpy's
+    narrow types can, so the result has the adjoint's type and differs only in rounding. Only sums
+    bound to adjoints (``adjoints``) change: no value of the user's program is computed another way.
 
     >>> import gast
     >>> from ast_ad.backend import printer
@@ -478,13 +614,21 @@ def shared_factor(body: list[gast.stmt], adjoints: set[str] | frozenset[str],
     for stmt in body:
         kind = type(stmt)
         if kind is gast.If or kind is gast.For or kind is gast.While:
-            stmt = syntax.new(kind, {**stmt.__dict__, "body": shared_factor(stmt.body, adjoints, number_call),
-                                     "orelse": shared_factor(stmt.orelse, adjoints, number_call)})
+            stmt = syntax.new(
+                kind,
+                {
+                    **stmt.__dict__,
+                    "body": shared_factor(stmt.body, adjoints, number_call),
+                    "orelse": shared_factor(stmt.orelse, adjoints, number_call),
+                },
+            )
         elif kind is gast.Assign and len(stmt.targets) == 1 and type(stmt.targets[0]) is gast.Name \
                 and stmt.targets[0].id in adjoints:
             value = stmt.value
             if type(value) is gast.BinOp and type(value.op) in (gast.Add, gast.Sub):
-                value = _factored(_chain(value, (gast.Add, gast.Sub)), adjoints, number_call) or value
+                value = (
+                    _factored(_chain(value, (gast.Add, gast.Sub)), adjoints, number_call) or value
+                )
             value = _signed(value)
             if value is not stmt.value:
                 stmt = syntax.new(gast.Assign, {**stmt.__dict__, "value": value})
@@ -521,9 +665,9 @@ def _factored(terms: list[tuple[type, gast.expr]], adjoints: set[str] | frozense
 
 
 def _signed(node: gast.expr) -> gast.expr:
-    """``node`` with each term of a sum in it that a minus sign leads subtracted without it (``a + -b``: ``a - b``;
-    ``a - -b``: ``a + b``), and two minus signs taken away (``-(-a * b)``: ``a * b``), at any depth; ``node``
-    itself where there is none. A sign flip is exact."""
+    """``node`` with each term of a sum in it that a minus sign leads subtracted without it (``a +
+    -b``: ``a - b``; ``a - -b``: ``a + b``), and two minus signs taken away (``-(-a * b)``: ``a *
+    b``), at any depth; ``node`` itself where there is none. A sign flip is exact."""
     kind = type(node)
     if kind is gast.BinOp:
         left, right = _signed(node.left), _signed(node.right)
@@ -547,8 +691,8 @@ def _signed(node: gast.expr) -> gast.expr:
 
 
 def _chain(node: gast.expr, ops: tuple[type, ...]) -> list[tuple[type, gast.expr]]:
-    """The operands of ``a + b - c`` (for ``ops`` Add and Sub) as Python groups it, from the left, each with the
-    operator before it: ``[(Add, a), (Add, b), (Sub, c)]`` (the first's is Add)."""
+    """The operands of ``a + b - c`` (for ``ops`` Add and Sub) as Python groups it, from the left,
+    each with the operator before it: ``[(Add, a), (Add, b), (Sub, c)]`` (the first's is Add)."""
     out = []
     while type(node) is gast.BinOp and type(node.op) in ops:
         out.append((type(node.op), node.right))
@@ -574,8 +718,8 @@ def _python_number(node: gast.expr, number_call: Callable[[gast.Call], bool]) ->
 
 
 def pure_calls(refs: syntax.RefTable) -> Callable[[gast.Call], bool]:
-    """Whether a call of generated code (its objects in ``refs``) is of a registered function with no effect: the
-    ``Inliner`` moves such a call into its reader."""
+    """Whether a call of generated code (its objects in ``refs``) is of a registered function with
+    no effect: the ``Inliner`` moves such a call into its reader."""
     def pure(call: gast.Call) -> bool:
         obj = _called(call, refs)
         return obj is not None and registry.is_pure(obj)
@@ -583,8 +727,9 @@ def pure_calls(refs: syntax.RefTable) -> Callable[[gast.Call], bool]:
 
 
 def number_calls(refs: syntax.RefTable) -> Callable[[gast.Call], bool]:
-    """Whether a call of generated code is of a registered function with no effect that gives a Python number
-    (``registry.def_number_result``): ``shared_factor`` takes a factor out of sums of those."""
+    """Whether a call of generated code is of a registered function with no effect that gives a
+    Python number (``registry.def_number_result``): ``shared_factor`` takes a factor out of sums of
+    those."""
     def number_call(call: gast.Call) -> bool:
         obj = _called(call, refs)
         return obj is not None and registry.is_pure(obj) and registry.gives_number(obj)
@@ -592,8 +737,8 @@ def number_calls(refs: syntax.RefTable) -> Callable[[gast.Call], bool]:
 
 
 def _called(call: gast.Call, refs: syntax.RefTable) -> Any:
-    """The function ``call`` calls, found through ``refs`` (``math.cos``: the module's attribute), or ``None``
-    where it is not one of those objects, or is a user's function's generated pair."""
+    """The function ``call`` calls, found through ``refs`` (``math.cos``: the module's attribute),
+    or ``None`` where it is not one of those objects, or is a user's function's generated pair."""
     func, attrs = call.func, []
     while type(func) is gast.Attribute:  # a function of a module: ``math.cos``
         attrs.append(func.attr)

@@ -1,7 +1,7 @@
 """Arrays let go once the backward (or forward-mode) code has read them for the last time.
 
-A gradient function holds every value until it returns; ``released`` writes ``del`` statements so that
-the big results of later lines reuse the memory of arrays nothing will read again.
+A gradient function holds every value until it returns; ``released`` writes ``del`` statements so
+that the big results of later lines reuse the memory of arrays nothing will read again.
 """
 
 from __future__ import annotations
@@ -70,29 +70,38 @@ def _delete(names: list[str]) -> gast.Delete:
     return gast.Delete(targets=[syntax.name(n, gast.Del()) for n in names])
 
 
-def without_dead_constants(body: list[gast.stmt], keep: set[str]) -> tuple[list[gast.stmt], set[str]]:
-    """``body`` without the assignments of a constant to a name that nothing reads afterwards, on any path: an
-    adjoint reset to zero at the end of a branch (``y_bar = 0.0``) where no earlier value of ``y`` is read
-    back. A declaration (``y = None`` before a branch or loop that binds ``y``) stays: a transformation of this
-    code reads it as the name's first binding, whose kind it knows. The fact it relies on:
-    a constant is computed by nothing and raises nothing, so leaving out an assignment nothing reads changes
-    nothing else; a read anywhere later (in a later step of a loop, through ``del``) keeps it (``_pruned``).
-    ``keep``: the names read after ``body``; also returned, the names read from its start on. The statements
-    it changes are made anew (``body``'s own are left as they are)."""
+def without_dead_constants(
+    body: list[gast.stmt], keep: set[str]
+) -> tuple[list[gast.stmt], set[str]]:
+    """``body`` without the assignments of a constant to a name that nothing reads afterwards, on
+    any path: an adjoint reset to zero at the end of a branch (``y_bar = 0.0``) where no earlier
+    value of ``y`` is read back. A declaration (``y = None`` before a branch or loop that binds
+    ``y``) stays: a transformation of this code reads it as the name's first binding, whose kind it
+    knows. The fact it relies on: a constant is computed by nothing and raises nothing, so leaving
+    out an assignment nothing reads changes nothing else; a read anywhere later (in a later step of
+    a loop, through ``del``) keeps it (``_pruned``). ``keep``: the names read after ``body``; also
+    returned, the names read from its start on. The statements it changes are made anew (``body``'s
+    own are left as they are)."""
     return _pruned(body, set(keep), None)
 
 
 def _pruned(body: list[gast.stmt], live: set[str], loop: tuple[set[str], set[str]] | None
             ) -> tuple[list[gast.stmt], set[str]]:
-    """``body`` pruned, and the names live at its start, given those live at its end; ``loop``: the names live
-    after the enclosing loop and at the start of its step (where a ``break`` and a ``continue`` go)."""
+    """``body`` pruned, and the names live at its start, given those live at its end; ``loop``: the
+    names live after the enclosing loop and at the start of its step (where a ``break`` and a
+    ``continue`` go)."""
     out: list[gast.stmt] = []
     for stmt in reversed(body):
         kind = type(stmt)
         if kind is gast.Assign and len(stmt.targets) == 1 and type(stmt.targets[0]) is gast.Name:
             name = stmt.targets[0].id
-            if name not in live and type(stmt.value) is gast.Constant and stmt.value.value is not None:
-                continue  # (dead: nothing reads it; ``x = None``, a declaration later passes read, stays)
+            if (
+                name not in live
+                and type(stmt.value) is gast.Constant
+                and stmt.value.value is not None
+            ):
+                # (dead: nothing reads it; ``x = None``, a declaration later passes read, stays)
+                continue
             live = (live - {name}) | syntax.name_ids(stmt.value, loads=True)
         elif kind is gast.If:
             body_, body_live = _pruned(stmt.body, set(live), loop)
@@ -100,9 +109,16 @@ def _pruned(body: list[gast.stmt], live: set[str], loop: tuple[set[str], set[str
             test = syntax.name_ids(stmt.test, loads=True)
             if not body_ and not orelse and type(stmt.test) is gast.Name:
                 continue  # (nothing left in either branch, and the test a name: no branch)
-            if len(body_) != len(stmt.body) or len(orelse) != len(stmt.orelse) \
-                    or any(a is not b for a, b in zip(body_ + orelse, stmt.body + stmt.orelse, strict=True)):
-                stmt = gast.copy_location(gast.If(test=stmt.test, body=body_ or [gast.Pass()], orelse=orelse), stmt)
+            if (
+                len(body_) != len(stmt.body)
+                or len(orelse) != len(stmt.orelse)
+                or any(
+                    a is not b for a, b in zip(body_ + orelse, stmt.body + stmt.orelse, strict=True)
+                )
+            ):
+                stmt = gast.copy_location(
+                    gast.If(test=stmt.test, body=body_ or [gast.Pass()], orelse=orelse), stmt
+                )
             live = body_live | else_live | test
         elif kind in (gast.For, gast.While):
             stmt, live = _pruned_loop(stmt, live)
@@ -110,7 +126,9 @@ def _pruned(body: list[gast.stmt], live: set[str], loop: tuple[set[str], set[str
             live = set(loop[0]) | (set(loop[1]) if kind is gast.Continue else set())
         elif kind is gast.Return:
             live = syntax.name_ids(stmt, loads=True)
-        else:  # an expression, a write into an item, ``del`` (which needs its names bound): reads, kills nothing
+        # an expression, a write into an item, ``del`` (which needs its names bound): reads, kills
+        # nothing
+        else:
             live = live | syntax.name_ids(stmt)
         out.append(stmt)
     out.reverse()
@@ -118,8 +136,8 @@ def _pruned(body: list[gast.stmt], live: set[str], loop: tuple[set[str], set[str
 
 
 def _pruned_loop(stmt: Any, after: set[str]) -> tuple[gast.stmt, set[str]]:
-    """A loop pruned, and the names live where it starts: the names live at the start of a step found again
-    until they settle (a name a later step reads is live at the end of each step)."""
+    """A loop pruned, and the names live where it starts: the names live at the start of a step
+    found again until they settle (a name a later step reads is live at the end of each step)."""
     is_for = type(stmt) is gast.For
     header = syntax.name_ids(stmt.iter if is_for else stmt.test, loads=True)
     target = syntax.name_ids(stmt.target) if is_for else set()
@@ -133,8 +151,17 @@ def _pruned_loop(stmt: Any, after: set[str]) -> tuple[gast.stmt, set[str]]:
         head = new_head
     body, _ = _pruned(stmt.body, head | after, (after, head))
     orelse = _pruned(stmt.orelse, set(after), None)[0] if stmt.orelse else []
-    if len(body) != len(stmt.body) or any(a is not b for a, b in zip(body, stmt.body, strict=True)) \
-            or len(orelse) != len(stmt.orelse):
-        fields = {"target": stmt.target, "iter": stmt.iter, "type_comment": None} if is_for else {"test": stmt.test}
-        stmt = gast.copy_location(type(stmt)(body=body or [gast.Pass()], orelse=orelse, **fields), stmt)
+    if (
+        len(body) != len(stmt.body)
+        or any(a is not b for a, b in zip(body, stmt.body, strict=True))
+        or len(orelse) != len(stmt.orelse)
+    ):
+        fields = (
+            {"target": stmt.target, "iter": stmt.iter, "type_comment": None}
+            if is_for
+            else {"test": stmt.test}
+        )
+        stmt = gast.copy_location(
+            type(stmt)(body=body or [gast.Pass()], orelse=orelse, **fields), stmt
+        )
     return stmt, head | after

@@ -74,7 +74,8 @@ ew(builtins.float, lambda g, ans, x: g)
 ew(builtins.abs,   lambda g, ans, x: g * np.sign(x))
 defvjp(builtins.sum, lambda g, ans, xs, start=0: spread(g, xs), lambda g, ans, xs, start: g)
 
-ew(builtins.pow, *_registered(operator.pow).vjps)  # pow(x, y) is x ** y: one definition of the derivative
+# pow(x, y) is x ** y: one definition of the derivative
+ew(builtins.pow, *_registered(operator.pow).vjps)
 ew(builtins.divmod, lambda g, ans, x, y: part(g, 1), lambda g, ans, x, y: -part(g, 1) * ans[0])
 
 # min and max return the chosen argument itself: it takes the whole adjoint (the first, at ties)
@@ -87,32 +88,59 @@ defvjp(builtins.max, *_registered(builtins.min).vjps)
 defvjp(field, lambda g, ans, obj, name: field_vjp(g, obj, name))
 defjvp(field, lambda u, ans, obj, name: field(u, name))  # a namedtuple's tangent is one of its type
 
-# lists and tuples joined (a + b) and repeated (a * n): their adjoints split and add element by element
-defvjp(concat, lambda g, ans, a, b: concat_vjp_a(g, a, b), lambda g, ans, a, b: concat_vjp_b(g, a, b))
+# lists and tuples joined (a + b) and repeated (a * n): their adjoints split and add element by
+# element
+defvjp(
+    concat, lambda g, ans, a, b: concat_vjp_a(g, a, b), lambda g, ans, a, b: concat_vjp_b(g, a, b)
+)
 defvjp(repeat_seq, lambda g, ans, a, n: repeat_seq_vjp(g, a, n))
 defvjp(list_item, lambda g, ans, xs, index, n: list_item_vjp(g, xs, index, n))
 defvjp(sorted_by, lambda g, ans, xs, keys, reverse=False: sorted_by_vjp(g, xs, keys, reverse), zero)
 def_sequence(concat, repeat_seq, sorted_by, builtins.divmod)
-# list(xs), tuple(xs) and dict(d): the same items in a new container (an array's rows); linear, their adjoints
-# the items'
+# list(xs), tuple(xs) and dict(d): the same items in a new container (an array's rows); linear,
+# their adjoints the items'
 for _maker in (builtins.list, builtins.tuple, builtins.dict):
     defvjp(_maker, lambda g, ans, x: sequence_vjp(g, x))
     def_linear(_maker, 0)
 def_sequence(builtins.list, builtins.tuple)
 def_same_kind(builtins.dict)  # a dict, as its argument
 def_new_list(builtins.list, concat, sorted_by)  # (a function may pop such a list: it is its own)
-# new containers (or iterators) of the very objects their arguments hold: writes into those items are guarded
-def_holds_items(concat, repeat_seq, sorted_by, builtins.list, builtins.tuple, builtins.dict, builtins.reversed,
-                builtins.iter, builtins.zip, builtins.enumerate, builtins.filter, builtins.map)
+# new containers (or iterators) of the very objects their arguments hold: writes into those items
+# are guarded
+def_holds_items(
+    concat,
+    repeat_seq,
+    sorted_by,
+    builtins.list,
+    builtins.tuple,
+    builtins.dict,
+    builtins.reversed,
+    builtins.iter,
+    builtins.zip,
+    builtins.enumerate,
+    builtins.filter,
+    builtins.map,
+)
 
-# ---- forward mode (elementwise functions need nothing here) -------------------------------------------------
+# ---- forward mode (elementwise functions need nothing here) --------------------------------------
 # sum's tangent has its result's shape even when it adds no terms (``0.0 * ans``)
 defjvp(builtins.sum,    lambda u, ans, xs, start=0: sum(u, 0.0 * ans), lambda u, ans, xs, start: u)
-defjvp(builtins.divmod, lambda u, ans, x, y: (0.0 * u, u), lambda u, ans, x, y: (0.0 * u, -u * ans[0]))
-defjvp(builtins.min,    lambda u, ans, *xs: chosen_jvp(0, u, ans, xs), lambda u, ans, *xs: chosen_jvp(1, u, ans, xs),
-                        lambda u, ans, *xs: chosen_jvp(2, u, ans, xs), lambda u, ans, *xs: chosen_jvp(3, u, ans, xs))
+defjvp(
+    builtins.divmod, lambda u, ans, x, y: (0.0 * u, u), lambda u, ans, x, y: (0.0 * u, -u * ans[0])
+)
+defjvp(
+    builtins.min,
+    lambda u, ans, *xs: chosen_jvp(0, u, ans, xs),
+    lambda u, ans, *xs: chosen_jvp(1, u, ans, xs),
+    lambda u, ans, *xs: chosen_jvp(2, u, ans, xs),
+    lambda u, ans, *xs: chosen_jvp(3, u, ans, xs),
+)
 defjvp(builtins.max,    *_registered(builtins.min).jvps)
-defjvp(concat,          lambda u, ans, a, b: concat(u, zeros_like(b)), lambda u, ans, a, b: concat(zeros_like(a), u))
+defjvp(
+    concat,
+    lambda u, ans, a, b: concat(u, zeros_like(b)),
+    lambda u, ans, a, b: concat(zeros_like(a), u),
+)
 for _fn in (repeat_seq, list_item, sorted_by):
     def_linear(_fn, 0)
 defjvp(list_item, None, zero, zero)
@@ -120,10 +148,12 @@ defjvp(list_item, None, zero, zero)
 def_effect(builtins.print)
 def_full_reduction(builtins.float)  # float(x): a number
 
-def_nondiff(absent, check_in_place, check_item_apart, check_kept, view_of)  # guards before writes: no gradient
+# guards before writes: no gradient
+def_nondiff(absent, check_in_place, check_item_apart, check_kept, view_of)
 def_nondiff(check_bound)  # a read of a name no assignment may have bound yet (``unbound``)
 def_nondiff(keys_of)  # a dict's keys, which a loop over its items steps through
-def_nondiff(is_same, view_probe)  # whether two names are one object, a view to compare (the memory model's)
+# whether two names are one object, a view to compare (the memory model's)
+def_nondiff(is_same, view_probe)
 def_guard(is_same, 0)  # (they read a name only to ask about memory: one not bound yet sees nothing)
 def_guard(view_probe, 0)
 def_nondiff(first_best)  # the position max(xs, key=f) picks
@@ -132,23 +162,48 @@ defvjp(replaced, lambda g, ans, c, slots, new: replaced_vjp_container(g, c, slot
        lambda g, ans, c, slots, new: replaced_vjp_new(g, new, slots))
 defjvp(replaced, lambda u, ans, c, slots, new: replaced_vjp_container(u, c, slots), zero,
        lambda u, ans, c, slots, new: replaced_jvp_new(u, c, slots))
-def_nondiff(slots_holding, slots_changed)  # the slots that hold the changed object (no other sees it: checked)
-# ``xs[k] += v``: the item itself changed where it is an array (its shape and dtype), else the new value
+# the slots that hold the changed object (no other sees it: checked)
+def_nondiff(slots_holding, slots_changed)
+# ``xs[k] += v``: the item itself changed where it is an array (its shape and dtype), else the new
+# value
 defvjp(augmented, zero, lambda g, ans, old, new: augmented_vjp(g, ans, old, new))
 defjvp(augmented, zero, lambda u, ans, old, new: augmented(zeros_like(ans), u))
 def_linear(augmented_vjp, 0)
 def_same_kind(augmented, argnums=(1,))  # (``xs[k] += [v]`` on a list in a list: the list it makes)
 def_same_kind(augmented_vjp, argnums=(3,))
-defvjp(augmented_vjp, lambda w, a, g, ans, old, new: augmented(zeros_like(ans), w), zero, zero, zero)
+defvjp(
+    augmented_vjp, lambda w, a, g, ans, old, new: augmented(zeros_like(ans), w), zero, zero, zero
+)
 def_same_kind(replaced)  # a list, tuple or dict, as its container
 # the entries a branch of np.where is selected at: the derivative flows there, and is zero elsewhere
-ew(chosen, None, lambda g, ans, c, x, keep: np.where(c, g, 0.0) if keep else np.where(c, 0.0, g), None)
-defjvp(chosen, None, lambda u, ans, c, x, keep: np.where(c, u, 0.0) if keep else np.where(c, 0.0, u), None)
-def_identity_read(check_in_place, 1)  # the other names' objects, compared with the one about to change
+ew(
+    chosen,
+    None,
+    lambda g, ans, c, x, keep: np.where(c, g, 0.0) if keep else np.where(c, 0.0, g),
+    None,
+)
+defjvp(
+    chosen,
+    None,
+    lambda u, ans, c, x, keep: np.where(c, u, 0.0) if keep else np.where(c, 0.0, u),
+    None,
+)
+# the other names' objects, compared with the one about to change
+def_identity_read(check_in_place, 1)
 def_guard(check_in_place, 0)  # the object about to change, which another live name may also reach
-def_guard(view_of, 0)  # likewise, where the other name is followed: it is the changed object, or a view of it
-def_guard(slots_holding, 1)  # the object about to change, whose slots in a container are asked (a copy has none)
+# likewise, where the other name is followed: it is the changed object, or a view of it
+def_guard(view_of, 0)
+# the object about to change, whose slots in a container are asked (a copy has none)
+def_guard(slots_holding, 1)
 def_guard(slots_changed, 2)
 def_view(list_item)  # xs[i] of a list: the very object the list holds
-def_nondiff(builtins.len, builtins.int, builtins.bool, builtins.round, builtins.range, builtins.slice,
-            builtins.isinstance, builtins.type)
+def_nondiff(
+    builtins.len,
+    builtins.int,
+    builtins.bool,
+    builtins.round,
+    builtins.range,
+    builtins.slice,
+    builtins.isinstance,
+    builtins.type,
+)

@@ -14,7 +14,11 @@ ew(math.tan,   lambda g, ans, x: g / math.cos(x) ** 2)
 ew(math.asin,  lambda g, ans, x: g / math.sqrt(1.0 - x * x))
 ew(math.acos,  lambda g, ans, x: -g / math.sqrt(1.0 - x * x))
 ew(math.atan,  lambda g, ans, x: g / (1.0 + x * x))
-ew(math.atan2, lambda g, ans, y, x: g * x / (x * x + y * y), lambda g, ans, y, x: -g * y / (x * x + y * y))
+ew(
+    math.atan2,
+    lambda g, ans, y, x: g * x / (x * x + y * y),
+    lambda g, ans, y, x: -g * y / (x * x + y * y),
+)
 ew(math.hypot, lambda g, ans, x, y: g * x / ans,             lambda g, ans, x, y: g * y / ans)
 
 # ---- hyperbolic ------------------------------------------------------------------------------
@@ -31,7 +35,11 @@ ew(math.log1p, lambda g, ans, x: g / (1.0 + x))
 ew(math.log2,  lambda g, ans, x: g / (x * math.log(2.0)))
 ew(math.log10, lambda g, ans, x: g / (x * math.log(10.0)))
 ew(math.sqrt,  lambda g, ans, x: g * 0.5 / ans)
-ew(math.pow,   lambda g, ans, x, y: g * y * math.pow(x, y - 1.0), lambda g, ans, x, y: g * ans * math.log(x))
+ew(
+    math.pow,
+    lambda g, ans, x, y: g * y * math.pow(x, y - 1.0),
+    lambda g, ans, x, y: g * ans * math.log(x),
+)
 ew(math.fmod,  lambda g, ans, x, y: g, lambda g, ans, x, y: -g * math.trunc(x / y))
 ew(math.remainder, lambda g, ans, x, y: g, lambda g, ans, x, y: -g * round(x / y))
 ew(math.copysign, lambda g, ans, x, y: g * np.sign(x) * np.sign(ans), lambda g, ans, x, y: 0.0 * g)
@@ -42,9 +50,38 @@ ew(math.fabs,  lambda g, ans, x: g * np.sign(x))
 # ---- no gradient ---------------------------------------------------------------------------------
 def_nondiff(math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite)
 
-# ---- facts -----------------------------------------------------------------------------------------
-# each gives a Python float, int or bool whatever its arguments (an array of more than one entry is refused)
-def_number_result(math.sin, math.cos, math.tan, math.asin, math.acos, math.atan, math.atan2, math.hypot,
-                  math.sinh, math.cosh, math.tanh, math.exp, math.expm1, math.log, math.log1p, math.log2,
-                  math.log10, math.sqrt, math.pow, math.fmod, math.remainder, math.copysign, math.fsum,
-                  math.fabs, math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite)
+# ---- facts ---------------------------------------------------------------------------------------
+# each gives a Python float, int or bool whatever its arguments (an array of more than one entry is
+# refused)
+def_number_result(
+    math.sin,
+    math.cos,
+    math.tan,
+    math.asin,
+    math.acos,
+    math.atan,
+    math.atan2,
+    math.hypot,
+    math.sinh,
+    math.cosh,
+    math.tanh,
+    math.exp,
+    math.expm1,
+    math.log,
+    math.log1p,
+    math.log2,
+    math.log10,
+    math.sqrt,
+    math.pow,
+    math.fmod,
+    math.remainder,
+    math.copysign,
+    math.fsum,
+    math.fabs,
+    math.floor,
+    math.ceil,
+    math.trunc,
+    math.isnan,
+    math.isinf,
+    math.isfinite,
+)

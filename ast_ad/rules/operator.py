@@ -1,10 +1,19 @@
-"""Rules for Python's operators (``+ - * / ** @``, unary ``-``/``+``, ``abs``), via the operator module."""
+"""Rules for Python's operators (``+ - * / ** @``, unary ``-``/``+``, ``abs``), via the operator
+module."""
 
 import operator
 
 import numpy as np
 
-from ast_ad.core.registry import def_linear, def_nondiff, def_view, def_vjp_by_ranks, defjvp, defvjp, zero
+from ast_ad.core.registry import (
+    def_linear,
+    def_nondiff,
+    def_view,
+    def_vjp_by_ranks,
+    defjvp,
+    defvjp,
+    zero,
+)
 from ast_ad.core.registry import defvjp_elementwise as ew
 from ast_ad.runtime import getitem_vjp, matmul_vjp_a, matmul_vjp_b, pow_minus_one, safe_log
 
@@ -21,17 +30,29 @@ ew(operator.pos,     lambda g, ans, x: g)
 ew(operator.abs,     lambda g, ans, x: g * np.sign(x))
 
 # ---- products and indexing ---------------------------------------------------------------------
-defvjp(operator.matmul,  lambda g, ans, a, b: matmul_vjp_a(g, a, b), lambda g, ans, a, b: matmul_vjp_b(g, a, b))
+defvjp(
+    operator.matmul,
+    lambda g, ans, a, b: matmul_vjp_a(g, a, b),
+    lambda g, ans, a, b: matmul_vjp_b(g, a, b),
+)
 defvjp(operator.getitem, lambda g, ans, x, index: getitem_vjp(g, x, index))
 def_linear(operator.matmul, 0, 1)
 def_view(operator.getitem)  # x[1:] shares x's memory
-# where both operands' numbers of axes are known (a matrix and a vector...), the helpers' branches, inlined
-def_vjp_by_ranks(operator.matmul, (2, 1), lambda g, ans, a, b: np.outer(g, b), lambda g, ans, a, b: g @ a)
-def_vjp_by_ranks(operator.matmul, (2, 2), lambda g, ans, a, b: g @ b.T,        lambda g, ans, a, b: a.T @ g)
-def_vjp_by_ranks(operator.matmul, (1, 2), lambda g, ans, a, b: b @ g,          lambda g, ans, a, b: np.outer(a, g))
-def_vjp_by_ranks(operator.matmul, (1, 1), lambda g, ans, a, b: g * b,          lambda g, ans, a, b: g * a)
+# where both operands' numbers of axes are known (a matrix and a vector...), the helpers' branches,
+# inlined
+def_vjp_by_ranks(
+    operator.matmul, (2, 1), lambda g, ans, a, b: np.outer(g, b), lambda g, ans, a, b: g @ a
+)
+def_vjp_by_ranks(
+    operator.matmul, (2, 2), lambda g, ans, a, b: g @ b.T, lambda g, ans, a, b: a.T @ g
+)
+def_vjp_by_ranks(
+    operator.matmul, (1, 2), lambda g, ans, a, b: b @ g, lambda g, ans, a, b: np.outer(a, g)
+)
+def_vjp_by_ranks(operator.matmul, (1, 1), lambda g, ans, a, b: g * b, lambda g, ans, a, b: g * a)
 def_linear(operator.getitem, 0)
-defjvp(operator.getitem, None, zero)  # an index is an integer: in generated code it may come off an active tape
+# an index is an integer: in generated code it may come off an active tape
+defjvp(operator.getitem, None, zero)
 
 # ---- no gradient --------------------------------------------------------------------------------
 def_nondiff(operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,

@@ -1,12 +1,15 @@
-"""Rules for ast_ad's own helpers: the functions generated code calls (``unbroadcast``, ``matmul_vjp_a``, ...).
+"""Rules for ast_ad's own helpers: the functions generated code calls (``unbroadcast``,
+``matmul_vjp_a``, ...).
 
-With these, generated code is in the language ast_ad differentiates, so a transformation can be applied
-to another's output: ``jvp`` of a gradient is a Hessian-vector product. Most helpers are linear in the
-adjoint they carry and read the other arguments only for shapes or for piecewise-constant choices
-(which entries tied in a max), so their forward rule is the helper itself or zero.
+With these, generated code is in the language ast_ad differentiates, so a transformation can be
+applied to another's output: ``jvp`` of a gradient is a Hessian-vector product. Most helpers are
+linear in the adjoint they carry and read the other arguments only for shapes or for
+piecewise-constant choices (which entries tied in a max), so their forward rule is the helper itself
+or zero.
 
-The helpers of reductions, statistics, products and factorizations are linear in the adjoint too; their
-forward rules in the other arguments are the ``*_jvp`` helpers of ``ast_ad/runtime/tangents.py``.
+The helpers of reductions, statistics, products and factorizations are linear in the adjoint too;
+their forward rules in the other arguments are the ``*_jvp`` helpers of
+``ast_ad/runtime/tangents.py``.
 """
 
 import numpy as np
@@ -30,22 +33,64 @@ from ast_ad.core.registry import (
 )
 from ast_ad.runtime import revolve
 
-# ---- helpers linear in their first argument (the adjoint), the others read only for shapes, indices or choices ---
+# ---- helpers linear in their first argument (the adjoint), the others read only for shapes, indice
 _LINEAR_IN_THE_ADJOINT = (
-            rt.unbroadcast, rt.unbroadcast_to, rt.expand_reduced, rt.getitem_vjp, rt.assign_item_vjp_x,
-            rt.assign_item_vjp_value, rt.extremum_vjp, rt.cast_vjp, rt.unstack, rt.clip_lo_vjp, rt.clip_hi_vjp,
-            rt.column_stack_vjp, rt.concat_vjp_a, rt.concat_vjp_b, rt.concatenate_vjp, rt.cumsum_vjp, rt.diag_vjp,
-            rt.diagonal_vjp, rt.diff_vjp, rt.dstack_vjp, rt.field_vjp, rt.hstack_vjp, rt.vstack_vjp, rt.list_item_vjp,
-            rt.pad_vjp, rt.repeat_seq_vjp, rt.repeat_vjp, rt.rollaxis_vjp, rt.select_default_vjp, rt.select_vjp,
-            rt.sort_vjp, rt.sorted_by_vjp, rt.split_vjp, rt.take_vjp, rt.tile_vjp, rt.fit, rt.part, rt.part_vjp,
-            rt.polyder_vjp, rt.fit_adjoint)
+    rt.unbroadcast,
+    rt.unbroadcast_to,
+    rt.expand_reduced,
+    rt.getitem_vjp,
+    rt.assign_item_vjp_x,
+    rt.assign_item_vjp_value,
+    rt.extremum_vjp,
+    rt.cast_vjp,
+    rt.unstack,
+    rt.clip_lo_vjp,
+    rt.clip_hi_vjp,
+    rt.column_stack_vjp,
+    rt.concat_vjp_a,
+    rt.concat_vjp_b,
+    rt.concatenate_vjp,
+    rt.cumsum_vjp,
+    rt.diag_vjp,
+    rt.diagonal_vjp,
+    rt.diff_vjp,
+    rt.dstack_vjp,
+    rt.field_vjp,
+    rt.hstack_vjp,
+    rt.vstack_vjp,
+    rt.list_item_vjp,
+    rt.pad_vjp,
+    rt.repeat_seq_vjp,
+    rt.repeat_vjp,
+    rt.rollaxis_vjp,
+    rt.select_default_vjp,
+    rt.select_vjp,
+    rt.sort_vjp,
+    rt.sorted_by_vjp,
+    rt.split_vjp,
+    rt.take_vjp,
+    rt.tile_vjp,
+    rt.fit,
+    rt.part,
+    rt.part_vjp,
+    rt.polyder_vjp,
+    rt.fit_adjoint,
+)
 for _fn in _LINEAR_IN_THE_ADJOINT:
     def_linear(_fn, 0)
     defjvp(_fn, None, *[zero] * 5)
 
-# ---- products: linear in the adjoint and in the other operand ---------------------------------------------
-for _fn, _shape_only in ((rt.matmul_vjp_a, 1), (rt.matmul_vjp_b, 2), (rt.dot_vjp_a, 1), (rt.dot_vjp_b, 2),
-                         (rt.inner_vjp, 1), (rt.inner_vjp_b, 2), (rt.outer_vjp_a, 1), (rt.outer_vjp_b, 2)):
+# ---- products: linear in the adjoint and in the other operand ------------------------------------
+for _fn, _shape_only in (
+    (rt.matmul_vjp_a, 1),
+    (rt.matmul_vjp_b, 2),
+    (rt.dot_vjp_a, 1),
+    (rt.dot_vjp_b, 2),
+    (rt.inner_vjp, 1),
+    (rt.inner_vjp_b, 2),
+    (rt.outer_vjp_a, 1),
+    (rt.outer_vjp_b, 2),
+):
     def_linear(_fn, 0, 3 - _shape_only)
     defjvp(_fn, *[zero if k == _shape_only else None for k in range(3)])
 def_linear(rt.vecdot_vjp, 0, 1)
@@ -56,21 +101,44 @@ def_linear(rt.var_vjp, 0, 2)  # 2 (x - mean(x)) g / (n - ddof): linear in x too
 defjvp(rt.var_vjp, None, zero)
 defjvp(rt.chosen_vjp, None, None, zero, zero)
 def_linear(rt.chosen_vjp, 1)
-defjvp(rt.chosen_jvp, None, None, zero, zero)  # min's and max's forward rules: linear in the tangent, and
+# min's and max's forward rules: linear in the tangent, and
+defjvp(rt.chosen_jvp, None, None, zero, zero)
 def_linear(rt.chosen_jvp, 1)                     # which argument is chosen does not move
 defjvp(rt.cast_jvp, None, zero)  # a cast's tangent is the tangent cast: linear in it
 def_linear(rt.cast_jvp, 0)
-defjvp(rt.filled, None, zero)  # a tuple's missing parts as zeros: linear in the parts, ``like`` gives shapes
+# a tuple's missing parts as zeros: linear in the parts, ``like`` gives shapes
+defjvp(rt.filled, None, zero)
 def_linear(rt.filled, 0)
 defjvp(rt.spread, None, zero)  # sum's adjoint, one per term: linear in it, the terms give shapes
 def_linear(rt.spread, 0)
-defjvp(rt.summed_matmul_vjp_a, lambda u, ans, terms, a: rt.summed_matmul_vjp_a(rt.product_terms_jvp(u, terms), a), zero)
-defjvp(rt.summed_matmul_vjp_b, lambda u, ans, terms, b: rt.summed_matmul_vjp_b(rt.product_terms_jvp(u, terms), b), zero)
-defjvp(rt.summed_dot_vjp_a,    lambda u, ans, terms, a: rt.summed_dot_vjp_a(rt.product_terms_jvp(u, terms), a), zero)
-defjvp(rt.summed_dot_vjp_b,    lambda u, ans, terms, b: rt.summed_dot_vjp_b(rt.product_terms_jvp(u, terms), b), zero)
-defjvp(rt.summed_getitem_vjp, lambda u, ans, terms, x: rt.summed_getitem_vjp(rt.index_terms_jvp(u, terms), x), zero)
-# the tangent terms are themselves differentiated at third order: each (g_dot, b) and (g, b_dot) pair moves
-# with the tangent in one part and the terms in the other (not the whole list: the lists add pair by pair)
+defjvp(
+    rt.summed_matmul_vjp_a,
+    lambda u, ans, terms, a: rt.summed_matmul_vjp_a(rt.product_terms_jvp(u, terms), a),
+    zero,
+)
+defjvp(
+    rt.summed_matmul_vjp_b,
+    lambda u, ans, terms, b: rt.summed_matmul_vjp_b(rt.product_terms_jvp(u, terms), b),
+    zero,
+)
+defjvp(
+    rt.summed_dot_vjp_a,
+    lambda u, ans, terms, a: rt.summed_dot_vjp_a(rt.product_terms_jvp(u, terms), a),
+    zero,
+)
+defjvp(
+    rt.summed_dot_vjp_b,
+    lambda u, ans, terms, b: rt.summed_dot_vjp_b(rt.product_terms_jvp(u, terms), b),
+    zero,
+)
+defjvp(
+    rt.summed_getitem_vjp,
+    lambda u, ans, terms, x: rt.summed_getitem_vjp(rt.index_terms_jvp(u, terms), x),
+    zero,
+)
+# the tangent terms are themselves differentiated at third order: each (g_dot, b) and (g, b_dot)
+# pair moves with the tangent in one part and the terms in the other (not the whole list: the lists
+# add pair by pair)
 defjvp(rt.product_terms_jvp, lambda v, ans, u, terms: rt.product_terms_jvp(v, rt.zeros_like(terms)),
                              lambda v, ans, u, terms: rt.product_terms_jvp(rt.zeros_like(u), v))
 defjvp(rt.index_terms_jvp, None, zero)  # the indices come from the terms: an index does not move
@@ -81,107 +149,218 @@ def_summed(rt.matmul_vjp_a, rt.summed_matmul_vjp_a, 1)
 def_summed(rt.matmul_vjp_b, rt.summed_matmul_vjp_b, 2)
 def_summed(rt.dot_vjp_a, rt.summed_dot_vjp_a, 1)
 def_summed(rt.dot_vjp_b, rt.summed_dot_vjp_b, 2)
-def_summed(rt.getitem_vjp, rt.summed_getitem_vjp, 1)  # x_bar = x_bar + getitem_vjp(g, x, i): terms (g, i)
+# x_bar = x_bar + getitem_vjp(g, x, i): terms (g, i)
+def_summed(rt.getitem_vjp, rt.summed_getitem_vjp, 1)
 # reverse mode over them reads their sums step by step
-for _summed, _vjp, _first in ((rt.summed_matmul_vjp_a, rt.matmul_vjp_a, True),
-                              (rt.summed_matmul_vjp_b, rt.matmul_vjp_b, False),
-                              (rt.summed_dot_vjp_a, rt.dot_vjp_a, True), (rt.summed_dot_vjp_b, rt.dot_vjp_b, False)):
+for _summed, _vjp, _first in (
+    (rt.summed_matmul_vjp_a, rt.matmul_vjp_a, True),
+    (rt.summed_matmul_vjp_b, rt.matmul_vjp_b, False),
+    (rt.summed_dot_vjp_a, rt.dot_vjp_a, True),
+    (rt.summed_dot_vjp_b, rt.dot_vjp_b, False),
+):
     def_read_as(_summed, rt.summed_by_steps(_vjp, _first))
 def_read_as(rt.summed_getitem_vjp, rt.summed_getitem_vjp_by_steps)
 def_nondiff(revolve.revolve)  # a checkpointed loop's schedule: indices, no gradient
 
-# ---- linear algebra and statistics ---------------------------------------------------------------------------
+# ---- linear algebra and statistics ---------------------------------------------------------------
 # solve_vjp_b(g, ans, a, b) = solve(a^T, g); solve_vjp_a = -outer(that, ans): linear in g and in ans
 def_linear(rt.solve_vjp_b, 0)
-defjvp(rt.solve_vjp_b, None, zero, lambda u, ans2, g, ans, a, b: -np.linalg.solve(rt.T(a), rt.T(u) @ ans2), zero)
+defjvp(
+    rt.solve_vjp_b,
+    None,
+    zero,
+    lambda u, ans2, g, ans, a, b: -np.linalg.solve(rt.T(a), rt.T(u) @ ans2),
+    zero,
+)
 def_linear(rt.solve_vjp_a, 0, 1)
-defjvp(rt.solve_vjp_a, None, None,
-       lambda u, ans2, g, ans, a, b: rt.solve_vjp_a(-(rt.T(u) @ rt.solve_vjp_b(g, ans, a, b)), ans, a, b), zero)
-def_linear(rt.std_vjp, 0, 2)  # the variance's adjoint (linear in g and in x) over the deviation ``ans``
+defjvp(
+    rt.solve_vjp_a,
+    None,
+    None,
+    lambda u, ans2, g, ans, a, b: rt.solve_vjp_a(
+        -(rt.T(u) @ rt.solve_vjp_b(g, ans, a, b)), ans, a, b
+    ),
+    zero,
+)
+# the variance's adjoint (linear in g and in x) over the deviation ``ans``
+def_linear(rt.std_vjp, 0, 2)
 defjvp(rt.std_vjp, None, lambda u, ans2, g, ans, x, axis=None, ddof=0, keepdims=False:
        rt.std_vjp_jvp_ans(u, g, ans, x, axis, ddof, keepdims))
 
 def_linear(rt.norm_vjp, 0)  # the 2-norm's adjoint g x / |x|; other orders are in norm_vjp_jvp
-defjvp(rt.norm_vjp, None,
-       lambda u, ans2, g, ans, x, ord=None, axis=None, keepdims=False: rt.norm_vjp_jvp(1, u, g, ans, x, ord, axis,
-                                                                                     keepdims),
-       lambda u, ans2, g, ans, x, ord=None, axis=None, keepdims=False: rt.norm_vjp_jvp(2, u, g, ans, x, ord, axis,
-                                                                                     keepdims))
+defjvp(
+    rt.norm_vjp,
+    None,
+    lambda u, ans2, g, ans, x, ord=None, axis=None, keepdims=False: rt.norm_vjp_jvp(
+        1, u, g, ans, x, ord, axis, keepdims
+    ),
+    lambda u, ans2, g, ans, x, ord=None, axis=None, keepdims=False: rt.norm_vjp_jvp(
+        2, u, g, ans, x, ord, axis, keepdims
+    ),
+)
 
-# ---- accumulation -----------------------------------------------------------------------------------------
+# ---- accumulation --------------------------------------------------------------------------------
 # reverse rules too, so that the tracer's backward pass can itself be traced (reverse over reverse)
 defvjp(rt.unbroadcast,   lambda g, ans, d, x: rt.fit_adjoint(g, d), zero)
 defvjp(rt.unbroadcast_to, lambda g, ans, d, shape: rt.fit_adjoint(g, d), zero)
-defvjp(rt.fit_adjoint,   lambda g, ans, d, like: rt.fit_adjoint(g, d), zero)  # its own transpose, the roles swapped
+# its own transpose, the roles swapped
+defvjp(rt.fit_adjoint,   lambda g, ans, d, like: rt.fit_adjoint(g, d), zero)
 def_shape_read(rt.unbroadcast, 1, rt.unbroadcast_to)  # reverse mode may keep a shape for it
 defvjp(rt.add_adjoints,  lambda g, ans, a, b: g, lambda g, ans, a, b: g)
-defvjp(rt.unpopped, lambda g, ans, xs_bar, entry, xs: list(g[:-1]), lambda g, ans, xs_bar, entry, xs: g[-1], zero)
-defjvp(rt.unpopped, lambda u, ans, xs_bar, entry, xs: rt.unpopped(u, rt.zeros_like(entry), xs),  # the list's
-       lambda u, ans, xs_bar, entry, xs: rt.unpopped(None, u, xs), zero)  # two parts; xs gives the length
+defvjp(
+    rt.unpopped,
+    lambda g, ans, xs_bar, entry, xs: list(g[:-1]),
+    lambda g, ans, xs_bar, entry, xs: g[-1],
+    zero,
+)
+# the list's
+defjvp(rt.unpopped, lambda u, ans, xs_bar, entry, xs: rt.unpopped(u, rt.zeros_like(entry), xs),
+       # two parts; xs gives the length
+       lambda u, ans, xs_bar, entry, xs: rt.unpopped(None, u, xs), zero)
 def_sequence(rt.unpopped)
 defvjp(rt.fit,           lambda g, ans, d, like: rt.unbroadcast(g, d), zero)
-# (``a + b`` broadcasts: a leaf of one may be smaller than the sum's, and its tangent is the sum's shape)
+# (``a + b`` broadcasts: a leaf of one may be smaller than the sum's, and its tangent is the sum's
+# shape)
 defjvp(rt.add_adjoints,  lambda u, ans, a, b: rt.fit(u, ans), lambda u, ans, a, b: rt.fit(u, ans))
 defjvp(rt.dense_adjoint, lambda u, ans, g, x: rt.dense_adjoint(u, x), zero)
 
-# ---- writing in place (reverse mode's item writes in loops, ``analysis.in_place_writes``) -------------------
+# ---- writing in place (reverse mode's item writes in loops, ``analysis.in_place_writes``) --------
 defvjp(rt.owned_adjoint, lambda g, ans, a, x: rt.unbroadcast(g, a), zero)
 defjvp(rt.owned_adjoint, lambda u, ans, a, x: rt.owned_adjoint(u, x), zero)
 defvjp(rt.detached,      lambda g, ans, x: g)
 def_linear(rt.detached, 0)
 def_same_kind(rt.detached)  # a container's copy is a container
-# What a helper returns, so that reverse mode adds a container's adjoints element by element (never with ``+``,
-# which joins two lists): always a list or tuple, or the kind of the arguments at these positions
-def_sequence(rt.column_stack_vjp, rt.concatenate_vjp, rt.dstack_vjp, rt.hstack_vjp, rt.vstack_vjp, rt.list_item_vjp,
-             rt.select_vjp, rt.filled, rt.spread, rt.multi_dot_vjp)
-def_same_kind(rt.unstack, rt.repeat_seq_vjp, rt.sorted_by_vjp, rt.sequence_vjp, rt.field_vjp, rt.getitem_vjp,
-              rt.summed_getitem_vjp, rt.part_vjp, argnums=(1,))
+# What a helper returns, so that reverse mode adds a container's adjoints element by element (never
+# with ``+``, which joins two lists): always a list or tuple, or the kind of the arguments at these
+# positions
+def_sequence(
+    rt.column_stack_vjp,
+    rt.concatenate_vjp,
+    rt.dstack_vjp,
+    rt.hstack_vjp,
+    rt.vstack_vjp,
+    rt.list_item_vjp,
+    rt.select_vjp,
+    rt.filled,
+    rt.spread,
+    rt.multi_dot_vjp,
+)
+def_same_kind(
+    rt.unstack,
+    rt.repeat_seq_vjp,
+    rt.sorted_by_vjp,
+    rt.sequence_vjp,
+    rt.field_vjp,
+    rt.getitem_vjp,
+    rt.summed_getitem_vjp,
+    rt.part_vjp,
+    argnums=(1,),
+)
 def_same_kind(rt.add_adjoints, rt.dense_adjoint, rt.assign_item_vjp_x, argnums=(0, 1))
 def_same_kind(rt.concat_vjp_a, rt.concat_vjp_b, argnums=(0, 1, 2))
 def_same_kind(rt.zeros_like, rt.fit)
-# where they return a list, it is one of their own making (or an argument, as it is): a function may pop it
-def_new_list(rt.unpopped, rt.spread, rt.detached, rt.zeros_like, rt.fit, rt.unstack, rt.getitem_vjp, rt.list_item_vjp,
-             rt.sorted_by_vjp, rt.concat_vjp_a, rt.concat_vjp_b, rt.repeat_seq_vjp, rt.sequence_vjp, rt.part_vjp)
+# where they return a list, it is one of their own making (or an argument, as it is): a function may
+# pop it
+def_new_list(
+    rt.unpopped,
+    rt.spread,
+    rt.detached,
+    rt.zeros_like,
+    rt.fit,
+    rt.unstack,
+    rt.getitem_vjp,
+    rt.list_item_vjp,
+    rt.sorted_by_vjp,
+    rt.concat_vjp_a,
+    rt.concat_vjp_b,
+    rt.repeat_seq_vjp,
+    rt.sequence_vjp,
+    rt.part_vjp,
+)
 def_new_list(rt.add_adjoints, passes=(0, 1))
 def_new_list(rt.dense_adjoint, passes=(0,))
 def_in_place(rt.add_into, rt.add_at)  # add_into(y_bar, i, g) is y_bar = add_at(y_bar, i, g)
-def_in_place(rt.scatter_add, rt.add_at)  # the helpers that write into an argument (read by source: see below)
+# the helpers that write into an argument (read by source: see below)
+def_in_place(rt.scatter_add, rt.add_at)
 defvjp(rt.entries,       lambda g, ans, x, index: rt.getitem_vjp(g, x, index), None)
 def_linear(rt.entries, 0)
-defjvp(rt.entries,       None, zero)  # an index is an integer: in generated code it may come off an active tape
+# an index is an integer: in generated code it may come off an active tape
+defjvp(rt.entries,       None, zero)
 
-# ---- pieces of rules ----------------------------------------------------------------------------------------
+# ---- pieces of rules -----------------------------------------------------------------------------
 defjvp(rt.pow_minus_one, lambda u, ans, x, y: u * (y - 1) * rt.pow_minus_one(x, y - 1),
                          lambda u, ans, x, y: u * ans * rt.safe_log(x))
 defvjp(rt.pow_minus_one, lambda g, ans, x, y: g * (y - 1) * rt.pow_minus_one(x, y - 1),
                          lambda g, ans, x, y: g * ans * rt.safe_log(x), elementwise=True)
 defjvp(rt.safe_log,      lambda u, ans, x: np.where(x == 0, 0.0, u / np.where(x == 0, 1.0, x)))
 
-def_effect(rt.refuse_unless)  # a helper's refusal of arguments it cannot differentiate at: no value, no gradient
-def_nondiff(rt.balanced_eq, rt.clip_mask, rt.reduced_count, rt.zeros_like, rt.zeros_of, rt.tensordot_spec,
-            rt.inverse_axes, rt.zip_length, rt.field_position, rt.is_container)
+# a helper's refusal of arguments it cannot differentiate at: no value, no gradient
+def_effect(rt.refuse_unless)
+def_nondiff(
+    rt.balanced_eq,
+    rt.clip_mask,
+    rt.reduced_count,
+    rt.zeros_like,
+    rt.zeros_of,
+    rt.tensordot_spec,
+    rt.inverse_axes,
+    rt.zip_length,
+    rt.field_position,
+    rt.is_container,
+)
 
-# ---- reductions, statistics, products and factorizations: linear in the adjoint; the rest by their own rules --
-for _adjoint in (rt.prod_vjp, rt.cumprod_vjp, rt.average_vjp, rt.average_weights_vjp, rt.nanmean_vjp,
-                 rt.polyval_vjp_p, rt.matrix_power_vjp, rt.multi_dot_vjp, rt.cholesky_vjp, rt.eigh_vjp, rt.svd_vjp,
-                 rt.qr_vjp, rt.pinv_vjp):
+# ---- reductions, statistics, products and factorizations: linear in the adjoint; the rest by their
+for _adjoint in (
+    rt.prod_vjp,
+    rt.cumprod_vjp,
+    rt.average_vjp,
+    rt.average_weights_vjp,
+    rt.nanmean_vjp,
+    rt.polyval_vjp_p,
+    rt.matrix_power_vjp,
+    rt.multi_dot_vjp,
+    rt.cholesky_vjp,
+    rt.eigh_vjp,
+    rt.svd_vjp,
+    rt.qr_vjp,
+    rt.pinv_vjp,
+):
     def_linear(_adjoint, 0)
 defjvp(rt.prod_vjp, None, zero, lambda u, ans2, g, ans, x, axis=None, keepdims=False:
        rt.expand_reduced(g, x, axis, keepdims) * rt.prod_others_jvp(u, x, axis), zero, zero)
-defjvp(rt.cumprod_vjp, None, zero, lambda u, ans2, g, ans, x, axis=None: rt.cumprod_vjp_jvp(u, g, x, axis), zero)
+defjvp(
+    rt.cumprod_vjp,
+    None,
+    zero,
+    lambda u, ans2, g, ans, x, axis=None: rt.cumprod_vjp_jvp(u, g, x, axis),
+    zero,
+)
 defjvp(rt.average_vjp, None, zero, zero,
        lambda u, ans2, g, x, axis=None, weights=None: rt.average_vjp_jvp(u, g, x, axis, weights))
-defjvp(rt.average_weights_vjp, None,
-       lambda u, ans2, g, ans, x, axis, weights: rt.average_weights_vjp_jvp(1, u, g, ans, x, axis, weights),
-       lambda u, ans2, g, ans, x, axis, weights: rt.average_weights_vjp_jvp(2, u, g, ans, x, axis, weights), zero,
-       lambda u, ans2, g, ans, x, axis, weights: rt.average_weights_vjp_jvp(4, u, g, ans, x, axis, weights))
+defjvp(
+    rt.average_weights_vjp,
+    None,
+    lambda u, ans2, g, ans, x, axis, weights: rt.average_weights_vjp_jvp(
+        1, u, g, ans, x, axis, weights
+    ),
+    lambda u, ans2, g, ans, x, axis, weights: rt.average_weights_vjp_jvp(
+        2, u, g, ans, x, axis, weights
+    ),
+    zero,
+    lambda u, ans2, g, ans, x, axis, weights: rt.average_weights_vjp_jvp(
+        4, u, g, ans, x, axis, weights
+    ),
+)
 defjvp(rt.nanmean_vjp, None, zero, zero, zero)  # the NaNs' places: piecewise constant
 defjvp(rt.polyval_vjp_p, None, zero, lambda u, ans2, g, p, x: rt.polyval_vjp_p_jvp(u, g, p, x))
 defjvp(rt.sinc_slope, lambda u, ans, x: u * rt.sinc_curvature(x))
-defjvp(rt.matrix_power_vjp, None, lambda u, ans2, g, a, n: rt.matrix_power_vjp_jvp(u, g, a, n), zero)
+defjvp(
+    rt.matrix_power_vjp, None, lambda u, ans2, g, a, n: rt.matrix_power_vjp_jvp(u, g, a, n), zero
+)
 defjvp(rt.multi_dot_vjp, None, lambda u, ans2, g, arrays: rt.multi_dot_vjp_jvp(u, g, arrays))
 defjvp(rt.cholesky_vjp, None, lambda u, ans2, g, ans: rt.cholesky_vjp_jvp(u, g, ans))
-# the factorizations' adjoints and results are tuples: parts nothing flowed into are None (``filled``)
+# the factorizations' adjoints and results are tuples: parts nothing flowed into are None
+# (``filled``)
 defjvp(rt.eigh_vjp, lambda u, ans2, g, ans, a: rt.eigh_vjp(rt.filled(u, ans), ans, a),
        lambda u, ans2, g, ans, a: rt.eigh_vjp_jvp(u, g, ans), zero)
 defjvp(rt.qr_vjp, lambda u, ans2, g, ans, a: rt.qr_vjp(rt.filled(u, ans), ans, a),
@@ -196,45 +375,85 @@ defjvp(rt.svd_vjp,
 defjvp(rt.pinv_vjp, None, lambda u, ans2, g, ans, a: rt.pinv_vjp_jvp(1, u, g, ans, a),
        lambda u, ans2, g, ans, a: rt.pinv_vjp_jvp(2, u, g, ans, a))
 
-# operand k's adjoint of a product: linear in the adjoint and in each other operand, its own read for its shape
-# einsum's operands' rules (``rules.numpy.EINSUM_RULES``) make their own rules (``EinsumTerm``); registered, so
-# that the rule tests read them as they read every rule
+# operand k's adjoint of a product: linear in the adjoint and in each other operand, its own read
+# for its shape einsum's operands' rules (``rules.numpy.EINSUM_RULES``) make their own rules
+# (``EinsumTerm``); registered, so that the rule tests read them as they read every rule
 for _term in (rt.EinsumTerm(("g",), k) for k in range(8)):
     _made = _term.ast_ad_rule()
     defvjp(_term, *_made.vjps)
     defjvp(_term, *_made.jvps)
 for _operand in (rt.kron_vjp, rt.convolve_vjp, rt.correlate_vjp):
     def_linear(_operand, 1)
-    defjvp(_operand, zero, None, rt.other_operand_jvp(_operand, 2, 2), rt.other_operand_jvp(_operand, 3, 2), zero)
+    defjvp(
+        _operand,
+        zero,
+        None,
+        rt.other_operand_jvp(_operand, 2, 2),
+        rt.other_operand_jvp(_operand, 3, 2),
+        zero,
+    )
 
-# ---- reverse rules of the adjoint helpers (reverse mode over a gradient's code) ---------------------------------
-# Their arguments other than the adjoint give shapes, indices or choices: zero. The adjoint's own rule is the
-# helper's transpose, where written (the rest have forward rules only: reverse over reverse stops there).
-defvjp(rt.expand_reduced, lambda w, ans, g, x, axis=None, keepdims=False: rt.summed_to(w, g, axis, keepdims),
-       zero, zero, zero)
+# ---- reverse rules of the adjoint helpers (reverse mode over a gradient's code) ------------------
+# Their arguments other than the adjoint give shapes, indices or choices: zero. The adjoint's own
+# rule is the helper's transpose, where written (the rest have forward rules only: reverse over
+# reverse stops there).
+defvjp(
+    rt.expand_reduced,
+    lambda w, ans, g, x, axis=None, keepdims=False: rt.summed_to(w, g, axis, keepdims),
+    zero,
+    zero,
+    zero,
+)
 def_linear(rt.summed_to, 0)
-defvjp(rt.summed_to, lambda v, ans, w, g, axis=None, keepdims=False: rt.expand_reduced(v, w, axis, keepdims),
-       zero, zero, zero)
+defvjp(
+    rt.summed_to,
+    lambda v, ans, w, g, axis=None, keepdims=False: rt.expand_reduced(v, w, axis, keepdims),
+    zero,
+    zero,
+    zero,
+)
 defjvp(rt.summed_to, None, zero, zero, zero)
-# the transposes written out, for helpers whose source is outside the language (the rest are read by source)
-defvjp(rt.getitem_vjp, lambda w, ans, g, x, index: rt.entries(w, index), zero, zero)  # scatter's: gather
-defvjp(rt.assign_item_vjp_x, lambda w, ans, g, x, index: rt.assign_item_vjp_x(w, x, index), zero, zero)  # a mask
-defvjp(rt.sort_vjp, lambda w, ans, g, x, axis=-1: rt.sort_jvp(w, x, axis), zero, zero)  # back in sorted order
-defvjp(rt.cast_jvp, lambda w, ans2, u, ans: rt.cast_vjp(w, ans2, u), zero)  # back to the tangent's shape or list
-defvjp(rt.chosen_jvp, zero, lambda w, ans2, k, u, ans, xs: rt.chosen_vjp(k, w, ans, xs), zero, zero)  # each is
-defvjp(rt.chosen_vjp, zero, lambda w, ans2, k, g, ans, xs: rt.chosen_jvp(k, w, ans, xs), zero, zero)  # the other's
-defvjp(rt.field_vjp, lambda w, ans, g, obj, name: rt.part(w, rt.field_position(obj, name)), zero, zero)  # a pick
-defvjp(rt.part, lambda w, ans, g, k: rt.part_vjp(w, g, k), zero)  # an item of a container adjoint, and back
+# the transposes written out, for helpers whose source is outside the language (the rest are read by
+# source)
+# scatter's: gather
+defvjp(rt.getitem_vjp, lambda w, ans, g, x, index: rt.entries(w, index), zero, zero)
+# a mask
+defvjp(
+    rt.assign_item_vjp_x, lambda w, ans, g, x, index: rt.assign_item_vjp_x(w, x, index), zero, zero
+)
+# back in sorted order
+defvjp(rt.sort_vjp, lambda w, ans, g, x, axis=-1: rt.sort_jvp(w, x, axis), zero, zero)
+# back to the tangent's shape or list
+defvjp(rt.cast_jvp, lambda w, ans2, u, ans: rt.cast_vjp(w, ans2, u), zero)
+# each is the other's
+defvjp(rt.chosen_jvp, zero, lambda w, ans2, k, u, ans, xs: rt.chosen_vjp(k, w, ans, xs), zero, zero)
+defvjp(rt.chosen_vjp, zero, lambda w, ans2, k, g, ans, xs: rt.chosen_jvp(k, w, ans, xs), zero, zero)
+# a pick
+defvjp(
+    rt.field_vjp, lambda w, ans, g, obj, name: rt.part(w, rt.field_position(obj, name)), zero, zero
+)
+# an item of a container adjoint, and back
+defvjp(rt.part, lambda w, ans, g, k: rt.part_vjp(w, g, k), zero)
 defvjp(rt.part_vjp, lambda c, ans, w, g, k: rt.part(c, k), zero, zero)
-defvjp(rt.sorted_by_vjp, lambda w, ans, g, xs, keys, reverse=False: rt.sorted_by(w, keys, reverse),  # in order
+# in order
+defvjp(rt.sorted_by_vjp, lambda w, ans, g, xs, keys, reverse=False: rt.sorted_by(w, keys, reverse),
        zero, zero, zero)
 def_linear(rt.sequence_vjp, 0)  # list(x)'s adjoint: its transpose gives the items back as a list
 defjvp(rt.sequence_vjp, None, zero)
-defvjp(rt.sequence_vjp, lambda w, ans, g, x: dict(w) if isinstance(w, dict) else [item for item in w], zero)
+defvjp(
+    rt.sequence_vjp,
+    lambda w, ans, g, x: dict(w) if isinstance(w, dict) else [item for item in w],
+    zero,
+)
 def_linear(rt.take_along_axis_vjp, 0)
 defjvp(rt.take_along_axis_vjp, None, zero, zero, zero)
-defvjp(rt.take_along_axis_vjp, lambda w, ans, g, arr, indices, axis=-1: np.take_along_axis(w, indices, axis),
-       zero, zero, zero)
+defvjp(
+    rt.take_along_axis_vjp,
+    lambda w, ans, g, arr, indices, axis=-1: np.take_along_axis(w, indices, axis),
+    zero,
+    zero,
+    zero,
+)
 for _fn in _LINEAR_IN_THE_ADJOINT:
     if not lookup(_fn).vjps:  # type: ignore[union-attr]  # each has its forward rules, registered above
         defvjp(_fn, None, *[zero] * 5)

@@ -1,19 +1,20 @@
-"""Helpers that generated gradient code and rules call, one module per job: ``arrays`` (types, shapes,
-``unbroadcast``), ``checks`` (run-time checks), ``writes`` (item writes, views, container slots),
-``adjoints`` (the reverse rules' helpers), ``containers`` (lists, tuples, dicts) and ``tangents`` (forward
-mode's), and ``revolve`` (checkpointing's schedule). This package names them all, and records them in the
-registry as ast_ad's own helpers (``registry.is_helper``): generated code calls them, an exported module
-copies them, and reverse mode reads one without a rule for an argument by its source.
+"""Helpers that generated gradient code and rules call, one module per job: ``arrays`` (types,
+shapes, ``unbroadcast``), ``checks`` (run-time checks), ``writes`` (item writes, views, container
+slots), ``adjoints`` (the reverse rules' helpers), ``containers`` (lists, tuples, dicts) and
+``tangents`` (forward mode's), and ``revolve`` (checkpointing's schedule). This package names them
+all, and records them in the registry as ast_ad's own helpers (``registry.is_helper``): generated
+code calls them, an exported module copies them, and reverse mode reads one without a rule for an
+argument by its source.
 
 Each helper is a small self-contained function over numpy, so that an exported
 gradient module can carry its own copy of the ones it uses.
 
-The helpers keep their arguments' array type. They call numpy's functions, which
-hand each call to the array type of its arguments (NEP 13 ``__array_ufunc__``,
-NEP 18 ``__array_function__``), so a gradient of dask or CuPy arrays is built of
-dask or CuPy arrays. They never call ``np.asarray`` on an array (``as_array``
-leaves arrays as they are), make zeros with ``np.zeros(shape)`` (``zeros_of``
-makes them of an array's type) or copy with ``np.array`` (the ``copy`` method: dask has no ``np.copy``).
+The helpers keep their arguments' array type. They call numpy's functions, which hand each call to
+the array type of its arguments (NEP 13 ``__array_ufunc__``, NEP 18 ``__array_function__``), so a
+gradient of dask or CuPy arrays is built of dask or CuPy arrays. They never call ``np.asarray`` on
+an array (``as_array`` leaves arrays as they are), make zeros with ``np.zeros(shape)`` (``zeros_of``
+makes them of an array's type) or copy with ``np.array`` (the ``copy`` method: dask has no
+``np.copy``).
 
 >>> unbroadcast(np.ones((2, 3)), np.zeros(3))
 array([2., 2., 2.])
@@ -104,6 +105,7 @@ from ast_ad.runtime.arrays import (
     T,
     _summed_to_shape,
     add_adjoints,
+    array_view,
     as_array,
     astype,
     astype_view,
@@ -241,7 +243,8 @@ from ast_ad.runtime.writes import (
 __all__ = [  # every helper, for ``from ast_ad.runtime import ...`` and ``runtime.<name>``
     "_check_joined", "_fancy", "_may_share_memory", "_refuse_sequence_arithmetic", "_same_view",
     "_slots", "_summed_to_shape", "absent", "add_adjoints", "add_at", "add_into", "as_array",
-    "assign_item", "assign_item_vjp_value", "assign_item_vjp_x", "astype", "astype_view",
+    "assign_item", "assign_item_vjp_value", "assign_item_vjp_x", "array_view", "astype",
+    "astype_view",
     "augmented", "augmented_vjp", "average_vjp", "average_vjp_jvp", "average_weights_jvp",
     "average_weights_shape", "average_weights_vjp", "average_weights_vjp_jvp", "balanced_eq",
     "broadcast_like", "cast_jvp", "cast_vjp", "check_bound", "check_dot_rank", "check_in_place",

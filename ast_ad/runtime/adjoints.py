@@ -1,5 +1,6 @@
 """The reverse rules' helpers: an operand's adjoint of a product, a reduction, a change of layout, a
-linear-algebra routine, each a small function over numpy (and the sums of them over a loop's steps)."""
+linear-algebra routine, each a small function over numpy (and the sums of them over a loop's
+steps)."""
 
 from __future__ import annotations
 
@@ -32,26 +33,45 @@ from ast_ad.runtime.writes import _fancy, add_at, scatter_add
 
 
 def cast_vjp(g: Any, ans: Any, x: Any) -> Any:
-    """Adjoint of ``x`` in a cast: ``g`` where the result is still a float, zero where it was truncated to integers."""
+    """Adjoint of ``x`` in a cast: ``g`` where the result is still a float, zero where it was
+    truncated to integers."""
     if np.result_type(ans).kind in "biu":
         return zeros_like(x)
     return unstack(g, x)
 
 
 def sequence_vjp(g: Any, x: Any) -> Any:
-    """Adjoint of ``x`` in ``list(x)``, ``tuple(x)`` or ``dict(x)``: its items' adjoints, held as ``x`` holds its
-    items (a list, a tuple, a dict; an array's rows, stacked). An item nothing flowed into (``None``) is zero."""
+    """Adjoint of ``x`` in ``list(x)``, ``tuple(x)`` or ``dict(x)``: its items' adjoints, held as
+    ``x`` holds its items (a list, a tuple, a dict; an array's rows, stacked). An item nothing
+    flowed into (``None``) is zero."""
     if g is None or (isinstance(g, float) and g == 0.0):
         return zeros_like(x)
     if isinstance(x, dict):
         return {k: zeros_like(item) if g.get(k) is None else g[k] for k, item in x.items()}
     if isinstance(x, (list, tuple)):
-        parts = [zeros_like(item) if part is None else part for part, item in zip(g, x, strict=True)]
-        return parts if isinstance(x, list) else type(x)(*parts) if hasattr(x, "_fields") else tuple(parts)
+        parts = [
+            zeros_like(item) if part is None else part for part, item in zip(g, x, strict=True)
+        ]
+        return (
+            parts
+            if isinstance(x, list)
+            else type(x)(*parts)
+            if hasattr(x, "_fields")
+            else tuple(parts)
+        )
     if is_array(x):
-        return np.stack([zeros_of(row) + (0.0 if part is None else part) for part, row in zip(g, x, strict=True)])
-    refuse_unless(False, "the gradient of list() or tuple() of a ", type(x).__name__, ": build the list with a "
-                  "comprehension over its items instead")
+        return np.stack(
+            [
+                zeros_of(row) + (0.0 if part is None else part)
+                for part, row in zip(g, x, strict=True)
+            ]
+        )
+    refuse_unless(
+        False,
+        "the gradient of list() or tuple() of a ",
+        type(x).__name__,
+        ": build the list with a comprehension over its items instead",
+    )
     return None
 
 
@@ -59,7 +79,8 @@ def extremum_vjp(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: Any = Fal
     """Adjoint of ``x`` in a max or min over ``axis``: shared equally among the entries that tie."""
     hits = x == expand_reduced(ans, x, axis, keepdims)
     count = np.sum(hits, axis=axis, keepdims=True)
-    share = hits / np.where(count == 0, np.nan, count)  # (no entry is the extremum, a nan: nan, and no warning)
+    # (no entry is the extremum, a nan: nan, and no warning)
+    share = hits / np.where(count == 0, np.nan, count)
     return expand_reduced(g, x, axis, keepdims) * share
 
 
@@ -98,56 +119,76 @@ def matmul_vjp_b(g: Any, a: Any, b: Any) -> Any:
 
 
 def summed_matmul_vjp_a(terms: Any, a: Any) -> Any:
-    """``sum(matmul_vjp_a(g, a, b) for g, b in terms)``: what a loop gives a fixed ``a`` in ``a @ b``."""
+    """``sum(matmul_vjp_a(g, a, b) for g, b in terms)``: what a loop gives a fixed ``a`` in ``a @
+    b``."""
     return summed_products(terms, a, matmul_vjp_a, fixed_first=True)
 
 
 def summed_matmul_vjp_b(terms: Any, b: Any) -> Any:
-    """``sum(matmul_vjp_b(g, a, b) for g, a in terms)``: what a loop gives a fixed ``b`` in ``a @ b``."""
+    """``sum(matmul_vjp_b(g, a, b) for g, a in terms)``: what a loop gives a fixed ``b`` in ``a @
+    b``."""
     return summed_products(terms, b, matmul_vjp_b, fixed_first=False)
 
 
 def summed_dot_vjp_a(terms: Any, a: Any) -> Any:
-    """``sum(dot_vjp_a(g, a, b) for g, b in terms)``: what a loop gives a fixed ``a`` in ``np.dot(a, b)``."""
+    """``sum(dot_vjp_a(g, a, b) for g, b in terms)``: what a loop gives a fixed ``a`` in ``np.dot(a,
+    b)``."""
     return summed_products(terms, a, dot_vjp_a, fixed_first=True)
 
 
 def summed_dot_vjp_b(terms: Any, b: Any) -> Any:
-    """``sum(dot_vjp_b(g, a, b) for g, a in terms)``: what a loop gives a fixed ``b`` in ``np.dot(a, b)``."""
+    """``sum(dot_vjp_b(g, a, b) for g, a in terms)``: what a loop gives a fixed ``b`` in ``np.dot(a,
+    b)``."""
     return summed_products(terms, b, dot_vjp_b, fixed_first=False)
 
 
 def summed_getitem_vjp(terms: Any, x: Any) -> Any:
-    """``sum(getitem_vjp(g, x, index) for g, index in terms)``: what a loop's reads ``x[i]`` give ``x``, added
-    into one array after the loop instead of one zero array per step."""
+    """``sum(getitem_vjp(g, x, index) for g, index in terms)``: what a loop's reads ``x[i]`` give
+    ``x``, added into one array after the loop instead of one zero array per step."""
     if isinstance(x, (dict, tuple, list)):
         total = None
         for g, index in terms:
             total = add_adjoints(total, getitem_vjp(g, x, index))
         return zeros_like(x) if total is None else total
-    kinds = {g.dtype if is_array(g) else type(g) for g, _ in terms}  # a few, where a loop gave thousands of terms
+    # a few, where a loop gave thousands of terms
+    kinds = {g.dtype if is_array(g) else type(g) for g, _ in terms}
     out = zeros_of(x, dtype=np.result_type(x, 1.0, *kinds))
-    if type(out) is np.ndarray and out.ndim == 1 and len(terms) > 8:  # x[i] read entry by entry in a loop
+    # x[i] read entry by entry in a loop
+    if type(out) is np.ndarray and out.ndim == 1 and len(terms) > 8:
         parts, indices = zip(*terms, strict=True)
         at, values = np.asarray(indices), np.asarray(parts)
-        if at.dtype.kind in "iu" and at.shape == values.shape == (len(terms),) and values.dtype.kind in "biufc":
+        if (
+            at.dtype.kind in "iu"
+            and at.shape == values.shape == (len(terms),)
+            and values.dtype.kind in "biufc"
+        ):
             np.add.at(out, at, values)  # in order, as the loop below adds: the same sums to the bit
             return out
     for g, index in terms:
-        if type(index) is int or isinstance(index, (np.integer, slice)) or (isinstance(index, tuple) and all(
-                isinstance(i, (int, np.integer, slice)) or i is None or i is Ellipsis for i in index)):
+        if (
+            type(index) is int
+            or isinstance(index, (np.integer, slice))
+            or (
+                isinstance(index, tuple)
+                and all(
+                    isinstance(i, (int, np.integer, slice)) or i is None or i is Ellipsis
+                    for i in index
+                )
+            )
+        ):
             out[index] += g  # a basic index names each entry once
         else:
             scatter_add(out, index, g)  # repeated fancy indices add up
     return out
 
 
-# The batched sums above, step by step and in the language ast_ad differentiates: what reverse mode reads for
-# them (``registry.def_read_as``), as it reads the other helpers by their source.
+# The batched sums above, step by step and in the language ast_ad differentiates: what reverse mode
+# reads for them (``registry.def_read_as``), as it reads the other helpers by their source.
 def summed_by_steps(vjp: Any, fixed_first: bool) -> Any:
-    """The stand-in, in ast_ad's language, that reverse mode reads for the sum of ``vjp`` over a loop's steps
-    (``summed_products``; ``registry.def_read_as``): the same sum, one step at a time. ``fixed_first``: the
-    operand kept fixed is the product's first (``a`` of ``a @ b``), else its second."""
+    """The stand-in, in ast_ad's language, that reverse mode reads for the sum of ``vjp`` over a
+    loop's steps (``summed_products``; ``registry.def_read_as``): the same sum, one step at a time.
+    ``fixed_first``: the operand kept fixed is the product's first (``a`` of ``a @ b``), else its
+    second."""
 
     def summed_by_steps(terms: Any, fixed: Any) -> Any:
         total = 0.0
@@ -167,12 +208,14 @@ def summed_getitem_vjp_by_steps(terms: Any, x: Any) -> Any:
 
 
 def index_terms_jvp(u: Any, terms: Any) -> Any:
-    """Tangent terms of ``summed_getitem_vjp``: each step's ``(g, index)`` gives ``(g_dot, index)``."""
+    """Tangent terms of ``summed_getitem_vjp``: each step's ``(g, index)`` gives ``(g_dot,
+    index)``."""
     return [(g_dot, index) for (g_dot, _), (_, index) in zip(u, terms, strict=True)]
 
 
 def summed_products(terms: Any, fixed: Any, vjp: Any, fixed_first: Any) -> Any:
-    """The sum of a loop's contributions ``vjp(g, ...)`` to a matrix ``fixed`` it multiplies every step.
+    """The sum of a loop's contributions ``vjp(g, ...)`` to a matrix ``fixed`` it multiplies every
+    step.
 
     ``terms`` holds each step's ``(g, other operand)``. With vectors, each step's
     contribution is an outer product, and their sum is one matrix product of the
@@ -180,15 +223,16 @@ def summed_products(terms: Any, fixed: Any, vjp: Any, fixed_first: Any) -> Any:
     With matrices, the steps' columns (for ``fixed @ b``) or rows (for ``a @ fixed``)
     side by side do the same. Other shapes are summed step by step.
     """
-    if type(fixed) is np.ndarray and fixed.ndim == 2 and terms:  # numpy vectors: np.array stacks them in C
+    # numpy vectors: np.array stacks them in C
+    if type(fixed) is np.ndarray and fixed.ndim == 2 and terms:
         vectors, operands = zip(*terms, strict=True)
         g_shape: Any = getattr(vectors[0], "shape", ())
         other_shape: Any = getattr(operands[0], "shape", ())
         if all(type(v) is np.ndarray and v.shape == g_shape for v in vectors) and \
                 all(type(v) is np.ndarray and v.shape == other_shape for v in operands) and \
                 len(g_shape) == 1 and len(other_shape) == 1:
-            # vectors of one length each: joined end to end and read as rows (np.array takes a third longer,
-            # np.stack checks each in Python and takes three times as long)
+            # vectors of one length each: joined end to end and read as rows (np.array takes a third
+            # longer, np.stack checks each in Python and takes three times as long)
             g_rows = np.concatenate(vectors).reshape(len(vectors), g_shape[0])
             other_rows = np.concatenate(operands).reshape(len(operands), other_shape[0])
             return g_rows.T @ other_rows if fixed_first else other_rows.T @ g_rows
@@ -197,7 +241,9 @@ def summed_products(terms: Any, fixed: Any, vjp: Any, fixed_first: Any) -> Any:
     others = [as_array(other) for _, other in terms]
     ranks = {(g.ndim, other.ndim) for g, other in zip(gs, others, strict=True)}
     if fixed.ndim == 2 and ranks == {(1, 1)}:
-        return np.stack(gs).T @ np.stack(others) if fixed_first else np.stack(others).T @ np.stack(gs)
+        return (
+            np.stack(gs).T @ np.stack(others) if fixed_first else np.stack(others).T @ np.stack(gs)
+        )
     if fixed.ndim == 2 and ranks == {(2, 2)}:
         if fixed_first:
             return np.concatenate(gs, axis=1) @ np.concatenate(others, axis=1).T
@@ -235,12 +281,14 @@ def getitem_vjp(g: Any, x: Any, index: Any) -> Any:
     out = zeros_of(x, dtype=np.result_type(x, g, 1.0))
     if _fancy(index):
         scatter_add(out, index, g)
-    elif isinstance(out, np.ndarray):  # each entry named once: a plain write is the same sum, faster than np.add.at
+    # each entry named once: a plain write is the same sum, faster than np.add.at
+    elif isinstance(out, np.ndarray):
         out[index] = g
     else:
         try:
             out[index] = g
-        except (ValueError, NotImplementedError) as exc:  # dask, at a mask: it does not know how many entries
+        # dask, at a mask: it does not know how many entries
+        except (ValueError, NotImplementedError) as exc:
             raise UnsupportedDerivativeError(
                 f"the gradient of reading a {type(out).__name__} through this index ({exc}): write "
                 "np.where(mask, x, 0.0) instead of x[mask] where the result is summed") from exc
@@ -248,7 +296,8 @@ def getitem_vjp(g: Any, x: Any, index: Any) -> Any:
 
 
 def prod_vjp(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: Any = False) -> Any:
-    """Adjoint of ``x`` in ``np.prod``: the product of the other entries, exact where ``x`` has zeros."""
+    """Adjoint of ``x`` in ``np.prod``: the product of the other entries, exact where ``x`` has
+    zeros."""
     g = expand_reduced(g, x, axis, keepdims)
     if axis is not None and np.ndim(axis) > 0:  # several axes: bring them together, then as for one
         x = as_array(x)
@@ -259,20 +308,32 @@ def prod_vjp(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: Any = False) 
         others = prod_vjp(np.ones(flat.shape[:-1]), None, flat, -1)
         return g * np.moveaxis(np.reshape(others, moved.shape), ends, axes)
     moved = to_last(x, axis)
-    left = np.cumprod(np.concatenate([np.ones_like(moved[..., :1]), moved[..., :-1]], axis=-1), axis=-1)
-    right = np.flip(np.cumprod(np.concatenate([np.ones_like(moved[..., :1]), np.flip(moved, -1)[..., :-1]],
-                                              axis=-1), axis=-1), -1)
+    left = np.cumprod(
+        np.concatenate([np.ones_like(moved[..., :1]), moved[..., :-1]], axis=-1), axis=-1
+    )
+    right = np.flip(
+        np.cumprod(
+            np.concatenate([np.ones_like(moved[..., :1]), np.flip(moved, -1)[..., :-1]], axis=-1),
+            axis=-1,
+        ),
+        -1,
+    )
     return g * from_last(left * right, x, axis)
 
 
-def var_vjp(g: Any, ans: Any, x: Any, axis: Any = None, ddof: Any = 0, keepdims: Any = False) -> Any:
+def var_vjp(
+    g: Any, ans: Any, x: Any, axis: Any = None, ddof: Any = 0, keepdims: Any = False
+) -> Any:
     """Adjoint of ``x`` in ``np.var``."""
     mean = np.mean(x, axis=axis, keepdims=True)
     return expand_reduced(g, x, axis, keepdims) * 2.0 * (x - mean) / (reduced_count(x, axis) - ddof)
 
 
-def std_vjp(g: Any, ans: Any, x: Any, axis: Any = None, ddof: Any = 0, keepdims: Any = False) -> Any:
-    """Adjoint of ``x`` in ``np.std``; where the deviation is zero, the gradient is taken as zero."""
+def std_vjp(
+    g: Any, ans: Any, x: Any, axis: Any = None, ddof: Any = 0, keepdims: Any = False
+) -> Any:
+    """Adjoint of ``x`` in ``np.std``; where the deviation is zero, the gradient is taken as
+    zero."""
     spread = expand_reduced(ans, x, axis, keepdims)
     share = reciprocal_or_zero(spread)
     return var_vjp(g, ans, x, axis, ddof, keepdims) * 0.5 * share
@@ -307,9 +368,13 @@ def average_vjp(g: Any, x: Any, axis: Any = None, weights: Any = None) -> Any:
     return expand_reduced(g, x, axis) * w / np.sum(weights)
 
 
-def norm_vjp(g: Any, ans: Any, x: Any, ord: Any = None, axis: Any = None, keepdims: Any = False) -> Any:
+def norm_vjp(
+    g: Any, ans: Any, x: Any, ord: Any = None, axis: Any = None, keepdims: Any = False
+) -> Any:
     """Adjoint of ``x`` in ``np.linalg.norm``; at a zero vector the gradient is taken as zero."""
-    matrix = (axis is None and np.ndim(x) == 2 and ord is not None) or (axis is not None and np.ndim(axis) > 0)
+    matrix = (axis is None and np.ndim(x) == 2 and ord is not None) or (
+        axis is not None and np.ndim(axis) > 0
+    )
     g = expand_reduced(g, x, axis, keepdims)
     ans = expand_reduced(ans, x, axis, keepdims)
     if matrix and ord == "nuc":
@@ -319,7 +384,8 @@ def norm_vjp(g: Any, ans: Any, x: Any, ord: Any = None, axis: Any = None, keepdi
         u, _, vt = np.linalg.svd(x, full_matrices=False)
         k = 0 if ord == 2 else -1
         return g * np.outer(u[:, k], vt[k])
-    if matrix and ord in (1, -1, np.inf, -np.inf) and np.ndim(x) == 2:  # the largest (smallest) column or row sum
+    # the largest (smallest) column or row sum
+    if matrix and ord in (1, -1, np.inf, -np.inf) and np.ndim(x) == 2:
         along = 0 if ord in (1, -1) else 1
         sums = np.sum(np.abs(x), axis=along)
         chosen = np.argmax(sums) if ord in (1, np.inf) else np.argmin(sums)
@@ -329,8 +395,12 @@ def norm_vjp(g: Any, ans: Any, x: Any, ord: Any = None, axis: Any = None, keepdi
         else:
             taken[chosen, :] = 1.0
         return g * np.sign(x) * taken
-    refuse_unless(not matrix or ord in (None, "fro"), "the gradient of np.linalg.norm with ord=", repr(ord),
-                  " on matrices")
+    refuse_unless(
+        not matrix or ord in (None, "fro"),
+        "the gradient of np.linalg.norm with ord=",
+        repr(ord),
+        " on matrices",
+    )
     safe = reciprocal_or_zero(ans)
     if ord in (None, 2, "fro"):
         return g * x * safe
@@ -359,7 +429,8 @@ def inner_vjp(g: Any, a: Any, b: Any) -> Any:
 
 
 def inner_vjp_b(g: Any, a: Any, b: Any) -> Any:
-    """Adjoint of ``b`` in ``np.inner(a, b)``: ``g``'s axes of ``a`` moved behind those of ``b`` first."""
+    """Adjoint of ``b`` in ``np.inner(a, b)``: ``g``'s axes of ``a`` moved behind those of ``b``
+    first."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(g * a, b)
     lead = np.ndim(a) - 1
@@ -368,12 +439,19 @@ def inner_vjp_b(g: Any, a: Any, b: Any) -> Any:
 
 
 def einsum_spec(spec: Any, *operands: Any) -> Any:
-    """``spec`` with ``...`` spelt out and the output named: a list of input subscripts and the output's."""
+    """``spec`` with ``...`` spelt out and the output named: a list of input subscripts and the
+    output's."""
     inputs, _, output = spec.replace(" ", "").partition("->")
     parts = inputs.split(",")
     free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in spec]
-    widest = max((np.ndim(op) - len(p.replace("...", "")) for p, op in zip(parts, operands, strict=True) if "..." in p),
-                 default=0)
+    widest = max(
+        (
+            np.ndim(op) - len(p.replace("...", ""))
+            for p, op in zip(parts, operands, strict=True)
+            if "..." in p
+        ),
+        default=0,
+    )
     dots = "".join(free[:widest])
     expanded = [p.replace("...", dots[widest - (np.ndim(op) - len(p.replace("...", ""))):])
                 for p, op in zip(parts, operands, strict=True)]
@@ -386,7 +464,8 @@ def einsum_spec(spec: Any, *operands: Any) -> Any:
 
 
 def einsum_vjp(k: Any, g: Any, spec: Any, *operands: Any) -> Any:
-    """Adjoint of operand ``k`` in ``np.einsum(spec, *operands)``, repeated (diagonal) indices included."""
+    """Adjoint of operand ``k`` in ``np.einsum(spec, *operands)``, repeated (diagonal) indices
+    included."""
     inputs, output = einsum_spec(spec, *operands)
     mine = inputs[k]
     unique = "".join(dict.fromkeys(mine))
@@ -396,7 +475,8 @@ def einsum_vjp(k: Any, g: Any, spec: Any, *operands: Any) -> Any:
         if c not in covered:
             others.append((c, np.ones(np.shape(operands[k])[mine.index(c)])))
     subscripts = ",".join([output] + [s for s, _ in others]) + "->" + unique
-    part = np.einsum(subscripts, g, *[op for _, op in others], optimize=True)  # a BLAS product where it can
+    # a BLAS product where it can
+    part = np.einsum(subscripts, g, *[op for _, op in others], optimize=True)
     if unique == mine:
         return unbroadcast(part, operands[k])
     spare = iter(c for c in "abcdefghijklmnopqrstuvwxyz" if c not in spec)
@@ -412,7 +492,8 @@ def einsum_vjp(k: Any, g: Any, spec: Any, *operands: Any) -> Any:
             seen.add(c)
             target.append(c)
     subscripts = ",".join([unique] + [d for d, _ in deltas]) + "->" + "".join(target)
-    return of_type(np.einsum(subscripts, part, *[e for _, e in deltas]), operands[k])  # numpy eyes: like operand k
+    # numpy eyes: like operand k
+    return of_type(np.einsum(subscripts, part, *[e for _, e in deltas]), operands[k])
 
 
 def tensordot_spec(a: Any, b: Any, axes: Any = 2) -> Any:
@@ -454,7 +535,8 @@ def diagonal_vjp(g: Any, x: Any, offset: Any = 0, axis1: Any = 0, axis2: Any = 1
 
 
 def diag_vjp(g: Any, v: Any, k: Any = 0) -> Any:
-    """Adjoint of ``v`` in ``np.diag(v, k)``: it builds a matrix from a vector or takes a diagonal."""
+    """Adjoint of ``v`` in ``np.diag(v, k)``: it builds a matrix from a vector or takes a
+    diagonal."""
     if np.ndim(v) == 1:
         return np.diag(g, k)
     return diagonal_vjp(g, v, k)
@@ -471,7 +553,10 @@ def concatenate_vjp(g: Any, arrays: Any, axis: Any = 0) -> Any:
     """Adjoints of the arrays ``np.concatenate`` joined: ``g`` cut back into their sizes."""
     if axis is None:
         sizes = np.cumsum([size_of(a) for a in arrays])[:-1]
-        return [np.reshape(part, np.shape(a)) for part, a in zip(np.split(np.ravel(g), sizes), arrays, strict=True)]
+        return [
+            np.reshape(part, np.shape(a))
+            for part, a in zip(np.split(np.ravel(g), sizes), arrays, strict=True)
+        ]
     sizes = np.cumsum([np.shape(a)[axis] for a in arrays])[:-1]
     return [part for part in np.split(g, sizes, axis=axis)]  # a list, whatever sequence split gives
 
@@ -479,12 +564,18 @@ def concatenate_vjp(g: Any, arrays: Any, axis: Any = 0) -> Any:
 def hstack_vjp(g: Any, arrays: Any) -> Any:
     parts = [np.atleast_1d(a) for a in arrays]
     axis = 0 if parts[0].ndim == 1 else 1
-    return [np.reshape(p, np.shape(a)) for p, a in zip(concatenate_vjp(g, parts, axis), arrays, strict=True)]
+    return [
+        np.reshape(p, np.shape(a))
+        for p, a in zip(concatenate_vjp(g, parts, axis), arrays, strict=True)
+    ]
 
 
 def vstack_vjp(g: Any, arrays: Any) -> Any:
     parts = [np.atleast_2d(a) for a in arrays]
-    return [np.reshape(p, np.shape(a)) for p, a in zip(concatenate_vjp(g, parts, 0), arrays, strict=True)]
+    return [
+        np.reshape(p, np.shape(a))
+        for p, a in zip(concatenate_vjp(g, parts, 0), arrays, strict=True)
+    ]
 
 
 def tile_vjp(g: Any, x: Any, reps: Any) -> Any:
@@ -516,7 +607,9 @@ def pad_vjp(g: Any, x: Any, pad_width: Any, mode: Any = "constant") -> Any:
     """Adjoint of ``x`` in ``np.pad`` with constant padding: the middle of ``g``."""
     refuse_unless(mode == "constant", "the gradient of np.pad with mode=", repr(mode))
     widths = np.broadcast_to(np.asarray(pad_width), (np.ndim(x), 2))
-    index = tuple(slice(int(lo), int(lo) + n) for (lo, _), n in zip(widths, np.shape(x), strict=True))
+    index = tuple(
+        slice(int(lo), int(lo) + n) for (lo, _), n in zip(widths, np.shape(x), strict=True)
+    )
     return g[index]
 
 
@@ -534,8 +627,9 @@ def sort_vjp(g: Any, x: Any, axis: Any = -1) -> Any:
 
 
 def take_along_axis_vjp(g: Any, arr: Any, indices: Any, axis: Any = -1) -> Any:
-    """Adjoint of ``arr`` in ``np.take_along_axis``: ``g`` added back where each entry was taken from (an entry
-    taken twice, or along an axis of length 1 that the indices broadcast, adds up)."""
+    """Adjoint of ``arr`` in ``np.take_along_axis``: ``g`` added back where each entry was taken
+    from (an entry taken twice, or along an axis of length 1 that the indices broadcast, adds
+    up)."""
     if axis is None:
         out = add_at(zeros_of(arr, (size_of(arr),)), np.ravel(indices), np.ravel(g))
         return np.reshape(out, np.shape(arr))
@@ -567,7 +661,8 @@ def take_vjp(g: Any, x: Any, indices: Any, axis: Any = None) -> Any:
 
 
 def select_vjp(g: Any, condlist: Any, choicelist: Any) -> Any:
-    """Adjoints of the choices in ``np.select``: each gets ``g`` where it was the first true condition."""
+    """Adjoints of the choices in ``np.select``: each gets ``g`` where it was the first true
+    condition."""
     taken = zeros_of(g, dtype=bool)
     parts = []
     for cond, choice in zip(condlist, choicelist, strict=True):
@@ -596,7 +691,8 @@ def clip_hi_vjp(g: Any, x: Any, lo: Any, hi: Any) -> Any:
 
 
 def average_weights_vjp(g: Any, ans: Any, x: Any, axis: Any, weights: Any) -> Any:
-    """Adjoint of ``weights`` in ``np.average(x, axis, weights)``: ``(x - average) / sum(weights)``."""
+    """Adjoint of ``weights`` in ``np.average(x, axis, weights)``: ``(x - average) /
+    sum(weights)``."""
     w = as_array(weights).astype(float)
     spread = (x - expand_reduced(ans, x, axis)) * expand_reduced(g, x, axis) / np.sum(w)
     if axis is not None and w.ndim == 1 and np.ndim(x) > 1:
@@ -638,12 +734,16 @@ def eigh_vjp(g: Any, ans: Any, a: Any) -> Any:
 
 
 def svd_vjp(g: Any, ans: Any, a: Any, full_matrices: Any = True, compute_uv: Any = True) -> Any:
-    """Adjoint of ``a`` in ``np.linalg.svd`` (thin factors, or singular values alone; distinct values)."""
+    """Adjoint of ``a`` in ``np.linalg.svd`` (thin factors, or singular values alone; distinct
+    values)."""
     if not compute_uv:
         u, _, vt = np.linalg.svd(a, full_matrices=False)
         return u @ (np.eye(np.shape(g)[-1]) * g[..., None, :]) @ vt
-    refuse_unless(not full_matrices or np.shape(a)[-1] == np.shape(a)[-2], "the gradient of np.linalg.svd with "
-                  "full_matrices=True on a non-square matrix: pass full_matrices=False")
+    refuse_unless(
+        not full_matrices or np.shape(a)[-1] == np.shape(a)[-2],
+        "the gradient of np.linalg.svd with "
+        "full_matrices=True on a non-square matrix: pass full_matrices=False",
+    )
     u, s, vt = ans
     u_bar, s_bar, vt_bar = (zeros_of(x) if b is None else b for b, x in zip(g, ans, strict=True))
     v, v_bar = T(vt), T(vt_bar)
@@ -682,7 +782,8 @@ def pinv_vjp(g: Any, ans: Any, a: Any) -> Any:
 
 
 def matrix_powers(a: Any, n: Any) -> list[Any]:
-    """``a^0`` (the identity) to ``a^(n-1)``: the powers on either side of each factor of ``a^n``."""
+    """``a^0`` (the identity) to ``a^(n-1)``: the powers on either side of each factor of
+    ``a^n``."""
     powers = [np.eye(np.shape(a)[-1])]
     for _ in range(max(n - 1, 0)):
         powers.append(powers[-1] @ a)
@@ -691,15 +792,17 @@ def matrix_powers(a: Any, n: Any) -> list[Any]:
 
 def matrix_power_vjp(g: Any, a: Any, n: Any) -> Any:
     """Adjoint of ``a`` in ``np.linalg.matrix_power(a, n)`` for ``n >= 0``."""
-    refuse_unless(n >= 0, "the gradient of matrix_power with a negative exponent: use inv and a power")
+    refuse_unless(
+        n >= 0, "the gradient of matrix_power with a negative exponent: use inv and a power"
+    )
     powers = matrix_powers(a, n)
     return sum((T(powers[k]) @ g @ T(powers[n - 1 - k]) for k in range(n)), zeros_of(a))
 
 
 def sinc_slope(x: Any) -> Any:
-    """The derivative of ``np.sinc(x) = sin(pi x) / (pi x)``: ``(cos(pi x) - sinc(x)) / x``; near 0, its series
-    ``-pi^2 x/3 + pi^4 x^3/30 - pi^6 x^5/840`` (the closed form subtracts nearly equal numbers there, and
-    lost five digits at ``x = 1e-6``)."""
+    """The derivative of ``np.sinc(x) = sin(pi x) / (pi x)``: ``(cos(pi x) - sinc(x)) / x``; near 0,
+    its series ``-pi^2 x/3 + pi^4 x^3/30 - pi^6 x^5/840`` (the closed form subtracts nearly equal
+    numbers there, and lost five digits at ``x = 1e-6``)."""
     small = np.abs(x) < 1e-3
     safe = np.where(small, 1.0, x)
     far = (np.cos(np.pi * safe) - np.sinc(safe)) / safe
@@ -713,7 +816,9 @@ def diff_vjp(g: Any, x: Any, n: Any = 1, axis: Any = -1) -> Any:
     for _ in range(n):
         g = np.moveaxis(g, axis, -1)
         edge = zeros_of(g, g.shape[:-1] + (1,))
-        g = np.moveaxis(np.concatenate([edge, g], axis=-1) - np.concatenate([g, edge], axis=-1), -1, axis)
+        g = np.moveaxis(
+            np.concatenate([edge, g], axis=-1) - np.concatenate([g, edge], axis=-1), -1, axis
+        )
     return np.reshape(g, np.shape(x))
 
 
@@ -726,17 +831,25 @@ def rollaxis_vjp(g: Any, x: Any, axis: Any, start: Any = 0) -> Any:
 
 def dstack_vjp(g: Any, arrays: Any) -> Any:
     parts = [np.atleast_3d(a) for a in arrays]
-    return [np.reshape(p, np.shape(a)) for p, a in zip(concatenate_vjp(g, parts, 2), arrays, strict=True)]
+    return [
+        np.reshape(p, np.shape(a))
+        for p, a in zip(concatenate_vjp(g, parts, 2), arrays, strict=True)
+    ]
 
 
 def column_stack_vjp(g: Any, arrays: Any) -> Any:
     parts = [np.reshape(a, (-1, 1)) if np.ndim(a) < 2 else a for a in arrays]
-    return [np.reshape(p, np.shape(a)) for p, a in zip(concatenate_vjp(g, parts, 1), arrays, strict=True)]
+    return [
+        np.reshape(p, np.shape(a))
+        for p, a in zip(concatenate_vjp(g, parts, 1), arrays, strict=True)
+    ]
 
 
 def nanmean_vjp(g: Any, x: Any, axis: Any = None, keepdims: Any = False) -> Any:
     present = np.logical_not(np.isnan(x))
-    return expand_reduced(g, x, axis, keepdims) * present / np.sum(present, axis=axis, keepdims=True)
+    return (
+        expand_reduced(g, x, axis, keepdims) * present / np.sum(present, axis=axis, keepdims=True)
+    )
 
 
 def trapezoid_vjp(g: Any, y: Any, dx: Any = 1.0, axis: Any = -1) -> Any:
@@ -750,8 +863,8 @@ def trapezoid_vjp(g: Any, y: Any, dx: Any = 1.0, axis: Any = -1) -> Any:
 
 
 def convolve_vjp(k: Any, g: Any, a: Any, v: Any, mode: Any = "full") -> Any:
-    """Adjoint of ``a`` (k=0) or ``v`` (k=1) in ``np.convolve(a, v, mode)``: ``g`` placed in the full
-    convolution, correlated with the other operand."""
+    """Adjoint of ``a`` (k=0) or ``v`` (k=1) in ``np.convolve(a, v, mode)``: ``g`` placed in the
+    full convolution, correlated with the other operand."""
     n, m = len(a), len(v)
     full = zeros_of(g, (n + m - 1,))
     start = {"full": 0, "same": (min(n, m) - 1) // 2, "valid": min(n, m) - 1}[mode]
@@ -768,11 +881,13 @@ def correlate_vjp(k: Any, g: Any, a: Any, v: Any, mode: Any = "valid") -> Any:
 
 def polyval_vjp_p(g: Any, p: Any, x: Any) -> Any:
     powers = np.arange(len(p) - 1, -1, -1)
-    return of_type(np.stack([np.sum(g * as_array(x) ** k) for k in powers]), p)  # numbers g, x: like p
+    # numbers g, x: like p
+    return of_type(np.stack([np.sum(g * as_array(x) ** k) for k in powers]), p)
 
 
 def polyder_vjp(g: Any, p: Any, m: Any = 1) -> Any:
-    """Adjoint of ``p`` in ``np.polyder(p, m)``: entry i of the result is ``p_i (n-1-i)! / (n-1-i-m)!``."""
+    """Adjoint of ``p`` in ``np.polyder(p, m)``: entry i of the result is ``p_i (n-1-i)! /
+    (n-1-i-m)!``."""
     n = len(p)
     out = zeros_of(as_array(p))
     if n > m:
@@ -789,7 +904,8 @@ def linspace_vjp(k: Any, g: Any, num: Any = 50, endpoint: Any = True) -> Any:
 
 
 def multi_dot_vjp(g: Any, arrays: Any) -> Any:
-    """Adjoints of the matrices ``np.linalg.multi_dot`` multiplies (a first or last vector included)."""
+    """Adjoints of the matrices ``np.linalg.multi_dot`` multiplies (a first or last vector
+    included)."""
     mats = [as_array(a).astype(float) for a in arrays]
     if mats[0].ndim == 1:
         mats[0] = mats[0][None, :]
@@ -800,7 +916,13 @@ def multi_dot_vjp(g: Any, arrays: Any) -> Any:
     for i, a in enumerate(mats):
         left = mats[0] if i == 1 else np.linalg.multi_dot(mats[:i]) if i > 1 else np.eye(a.shape[0])
         last = len(mats) - 1
-        right = mats[-1] if i == last - 1 else np.linalg.multi_dot(mats[i + 1:]) if i < last - 1 else np.eye(a.shape[1])
+        right = (
+            mats[-1]
+            if i == last - 1
+            else np.linalg.multi_dot(mats[i + 1 :])
+            if i < last - 1
+            else np.eye(a.shape[1])
+        )
         parts.append(np.reshape(left.T @ g2 @ right.T, np.shape(arrays[i])))
     return parts
 

@@ -1,5 +1,6 @@
 """Array types, shapes and dtypes as generated code meets them: which values are arrays, zeros of an
-array's type, an adjoint summed back to its argument's shape (``unbroadcast``), casts and transposes."""
+array's type, an adjoint summed back to its argument's shape (``unbroadcast``), casts and
+transposes."""
 
 from __future__ import annotations
 
@@ -9,16 +10,23 @@ import numpy as np
 
 
 def is_array(x: Any) -> bool:
-    """Whether ``x`` is an array: numpy's, or one of a library that implements numpy's dispatch protocols."""
+    """Whether ``x`` is an array: numpy's, or one of a library that implements numpy's dispatch
+    protocols."""
     kind = type(x)
     if kind is np.ndarray:
         return True
-    if kind is float or kind is np.float64 or kind is int:  # the numbers an element loop reads, first
+    # the numbers an element loop reads, first
+    if kind is float or kind is np.float64 or kind is int:
         return False
     if isinstance(x, np.ndarray):
         return True
-    return hasattr(kind, "__array_function__") and hasattr(kind, "__array_ufunc__") and hasattr(x, "shape") \
-        and hasattr(x, "dtype") and not isinstance(x, np.generic)
+    return (
+        hasattr(kind, "__array_function__")
+        and hasattr(kind, "__array_ufunc__")
+        and hasattr(x, "shape")
+        and hasattr(x, "dtype")
+        and not isinstance(x, np.generic)
+    )
 
 
 def as_array(x: Any) -> Any:
@@ -27,22 +35,25 @@ def as_array(x: Any) -> Any:
 
 
 def of_type(g: Any, x: Any) -> Any:
-    """``g`` (a number, say a float zero or a seed) as an array of ``x``'s library where ``x`` is an array of
-    another library than numpy, so that broadcasting it to ``x``'s shape makes no numpy array."""
+    """``g`` (a number, say a float zero or a seed) as an array of ``x``'s library where ``x`` is an
+    array of another library than numpy, so that broadcasting it to ``x``'s shape makes no numpy
+    array."""
     if isinstance(x, np.ndarray) or type(g) is type(x) or not is_array(x):
         return g
     return np.asarray(g, like=x)
 
 
 def copy_as(x: Any, dtype: Any) -> Any:
-    """A new array with ``x``'s values in ``dtype``, to write into (dask's ``astype`` may return ``x`` itself)."""
+    """A new array with ``x``'s values in ``dtype``, to write into (dask's ``astype`` may return
+    ``x`` itself)."""
     out = as_array(x).astype(dtype)
     return out.copy() if out is x else out
 
 
 def broadcast_like(g: Any, x: Any, shape: Any) -> Any:
-    """``np.broadcast_to(g, shape)``: a view for numpy; for another library's ``x``, zeros of ``x``'s type and
-    layout plus ``g`` (dask would make a number broadcast to ``shape`` one chunk of that whole shape)."""
+    """``np.broadcast_to(g, shape)``: a view for numpy; for another library's ``x``, zeros of
+    ``x``'s type and layout plus ``g`` (dask would make a number broadcast to ``shape`` one chunk of
+    that whole shape)."""
     if isinstance(x, np.ndarray) or not is_array(x):
         return np.broadcast_to(g, shape)
     return zeros_of(x, shape, dtype=np.result_type(g)) + g
@@ -54,9 +65,11 @@ def size_of(x: Any) -> int:
 
 
 def zeros_of(like: Any, shape: Any = None, dtype: Any = float) -> Any:
-    """Zeros of ``like``'s shape (or of ``shape``), of ``like``'s array type: numpy's for numbers and lists."""
+    """Zeros of ``like``'s shape (or of ``shape``), of ``like``'s array type: numpy's for numbers
+    and lists."""
     if is_array(like) and not isinstance(like, np.ndarray):
-        if shape is None or tuple(shape) == tuple(like.shape):  # like's shape: its layout too (dask's chunks)
+        # like's shape: its layout too (dask's chunks)
+        if shape is None or tuple(shape) == tuple(like.shape):
             return np.zeros_like(like, dtype=dtype)
         return np.zeros_like(like, dtype=dtype, shape=shape)
     return np.zeros(np.shape(like) if shape is None else shape, dtype=dtype)
@@ -64,19 +77,24 @@ def zeros_of(like: Any, shape: Any = None, dtype: Any = float) -> Any:
 
 def unbroadcast(g: Any, x: Any) -> Any:
     """Sum ``g`` down to the shape of ``x``, undoing numpy broadcasting."""
-    if type(x) is np.ndarray and type(g) is np.ndarray and g.shape == x.shape:  # the common case, first
+    # the common case, first
+    if type(x) is np.ndarray and type(g) is np.ndarray and g.shape == x.shape:
         return g
-    if type(g) in (float, np.float64) and type(x) in (float, np.float64):  # two numbers, as an element loop's
-        return g  # step has: nothing to do (the tuple is written out: an exported module has no globals)
+    # two numbers, as an element loop's
+    if type(g) in (float, np.float64) and type(x) in (float, np.float64):
+        # step has: nothing to do (the tuple is written out: an exported module has no globals)
+        return g
     if isinstance(x, (tuple, list, dict)):
         if isinstance(g, (tuple, list, dict)) and len(g) != len(x):
             try:
                 from ast_ad.errors import MissingRuleError as error
             except ImportError:  # in an exported module
                 error = TypeError  # type: ignore[misc, assignment]  # exported without ast_ad
-            raise error("this + or * joined or repeated lists or tuples, which ast_ad could not tell apart "
-                        "from arithmetic here: build the list as a literal, with append, or with "
-                        "list(...) first, so ast_ad knows it is a list")
+            raise error(
+                "this + or * joined or repeated lists or tuples, which ast_ad could not tell apart "
+                "from arithmetic here: build the list as a literal, with append, or with "
+                "list(...) first, so ast_ad knows it is a list"
+            )
         return g
     shape = getattr(x, "shape", None)
     if shape is not None and getattr(g, "shape", None) == shape:
@@ -85,24 +103,32 @@ def unbroadcast(g: Any, x: Any) -> Any:
 
 
 def fit_adjoint(g: Any, d: Any) -> Any:
-    """``unbroadcast``'s transpose: ``g``, the adjoint of ``unbroadcast(d, x)``, brought to ``d``'s shape, broadcast
-    up where ``unbroadcast`` summed ``d`` down (``fit``), summed down where it broadcast ``d`` up: where ``d`` is
-    the float zero an adjoint starts as, which stands for zeros of any shape (reverse mode over a gradient)."""
-    if is_array(g) and np.ndim(d) < np.ndim(g) and not isinstance(d, (list, tuple, dict)) and d is not None:
+    """``unbroadcast``'s transpose: ``g``, the adjoint of ``unbroadcast(d, x)``, brought to ``d``'s
+    shape, broadcast up where ``unbroadcast`` summed ``d`` down (``fit``), summed down where it
+    broadcast ``d`` up: where ``d`` is the float zero an adjoint starts as, which stands for zeros
+    of any shape (reverse mode over a gradient)."""
+    if (
+        is_array(g)
+        and np.ndim(d) < np.ndim(g)
+        and not isinstance(d, (list, tuple, dict))
+        and d is not None
+    ):
         return unbroadcast(g, d)
     return fit(g, d)
 
 
 def unbroadcast_to(g: Any, shape: Any) -> Any:
-    """``unbroadcast(g, x)`` given ``x``'s shape, not ``x``: reverse mode keeps only the shape of an array that a
-    loop overwrites where the backward pass reads nothing else of it (``saving.Saving.shape_only``)."""
+    """``unbroadcast(g, x)`` given ``x``'s shape, not ``x``: reverse mode keeps only the shape of an
+    array that a loop overwrites where the backward pass reads nothing else of it
+    (``saving.Saving.shape_only``)."""
     if getattr(g, "shape", None) == shape:
         return g
     return _summed_to_shape(g, None, tuple(shape))
 
 
 def _summed_to_shape(g: Any, x: Any, shape: Any) -> Any:
-    """``g`` summed down to ``shape``, where it broadcast up to more (``x``, if given, an array of that shape)."""
+    """``g`` summed down to ``shape``, where it broadcast up to more (``x``, if given, an array of
+    that shape)."""
     if np.shape(g) == shape:
         return g
     g = as_array(g)
@@ -128,20 +154,27 @@ def zeros_like(x: Any) -> Any:
 
 
 def dense_adjoint(g: Any, x: Any) -> Any:
-    """``g``, the adjoint of ``x``, as zeros of ``x``'s shape if it is still the float zero it started as.
+    """``g``, the adjoint of ``x``, as zeros of ``x``'s shape if it is still the float zero it
+    started as.
 
     Accumulating adjoints start as ``0.0``, which broadcasting rules take as any
     shape; a rule that reshapes, indexes or multiplies matrices needs the real shape.
     """
     if g is None or (type(g) in (float, np.float64) and g == 0.0 and not isinstance(x, float)):
-        return zeros_like(x)  # (the float zero times a numpy number is numpy's float zero: the same zero)
+        # (the float zero times a numpy number is numpy's float zero: the same zero)
+        return zeros_like(x)
     return g
 
 
 def unpopped(xs_bar: Any, entry: Any, xs: Any) -> Any:
-    """The adjoint of a list before ``y = xs.pop()``: ``xs``'s adjoint after it (``None``, or a float zero:
-    zeros for its items) with ``y``'s adjoint, ``entry``, as the last item (reverse mode's rule of ``pop``)."""
-    head = [zeros_like(item) for item in xs] if xs_bar is None or isinstance(xs_bar, float) else list(xs_bar)
+    """The adjoint of a list before ``y = xs.pop()``: ``xs``'s adjoint after it (``None``, or a
+    float zero: zeros for its items) with ``y``'s adjoint, ``entry``, as the last item (reverse
+    mode's rule of ``pop``)."""
+    head = (
+        [zeros_like(item) for item in xs]
+        if xs_bar is None or isinstance(xs_bar, float)
+        else list(xs_bar)
+    )
     return [*head, entry]
 
 
@@ -181,8 +214,8 @@ def expand_reduced(g: Any, x: Any, axis: Any = None, keepdims: Any = False) -> A
 
 
 def summed_to(w: Any, g: Any, axis: Any = None, keepdims: Any = False) -> Any:
-    """The transpose of ``expand_reduced``: ``w``, shaped as the reduced array, summed over the reduced axes
-    and shaped as ``g`` (reverse mode over a gradient's code)."""
+    """The transpose of ``expand_reduced``: ``w``, shaped as the reduced array, summed over the
+    reduced axes and shaped as ``g`` (reverse mode over a gradient's code)."""
     total = np.sum(w) if axis is None else np.sum(w, axis=axis, keepdims=keepdims)
     return np.reshape(total, np.shape(g)) if np.size(total) == np.size(g) else unbroadcast(total, g)
 
@@ -212,18 +245,21 @@ def balanced_eq(x: Any, ans: Any, y: Any) -> Any:
 
 
 def pow_minus_one(x: Any, y: Any) -> Any:
-    """``x ** (y - 1)`` for the rule of ``x ** y``, and ``inf`` rather than ZeroDivisionError for a negative
-    power of ``0.0``. Where ``y`` is 0 (the rule multiplies it by 0) and the power is not finite, 0.
+    """``x ** (y - 1)`` for the rule of ``x ** y``, and ``inf`` rather than ZeroDivisionError for a
+    negative power of ``0.0``. Where ``y`` is 0 (the rule multiplies it by 0) and the power is not
+    finite, 0.
 
-    It is ``x ** (y - 1)`` itself wherever that is finite, so that its derivative in ``y`` (in a second
-    derivative of ``x ** y``) is exact."""
+    It is ``x ** (y - 1)`` itself wherever that is finite, so that its derivative in ``y`` (in a
+    second derivative of ``x ** y``) is exact."""
     if np.ndim(y) or np.ndim(x):
         base = as_array(x)
-        base = base.astype(float) if base.dtype.kind in "biu" else base  # integers to negative powers
+        # integers to negative powers
+        base = base.astype(float) if base.dtype.kind in "biu" else base
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             power = base ** (y - 1)
         return np.where(np.equal(y, 0) & ~np.isfinite(power), 0.0, power)
-    if isinstance(x, (np.generic, np.ndarray)):  # a numpy 0 ** -1 is inf with a warning, not an error: as above
+    # a numpy 0 ** -1 is inf with a warning, not an error: as above
+    if isinstance(x, (np.generic, np.ndarray)):
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             power = x ** (y - 1)
         return 0.0 if y == 0 and not np.isfinite(power) else power
@@ -231,18 +267,23 @@ def pow_minus_one(x: Any, y: Any) -> Any:
         power = x ** (y - 1)
     except (ZeroDivisionError, OverflowError):
         return 0.0 if y == 0 else np.power(np.float64(x), y - 1)
-    if type(power) is complex:  # Python's power of a negative float: the value went complex on this line
+    # Python's power of a negative float: the value went complex on this line
+    if type(power) is complex:
         try:
             from ast_ad.errors import LocatedError as error
         except ImportError:  # in an exported module
             error = ValueError  # type: ignore[misc, assignment]  # exported without ast_ad
-        raise error("a negative number to a fractional power is complex in Python, and ast_ad differentiates "
-                    "real code only: keep the base positive, or use np.power (nan there) or np.cbrt")
+        raise error(
+            "a negative number to a fractional power is complex in Python, and ast_ad "
+            "differentiates "
+            "real code only: keep the base positive, or use np.power (nan there) or np.cbrt"
+        )
     return power
 
 
 def reciprocal_or_zero(x: Any) -> Any:
-    """``1 / x``, and 0 where ``x`` is 0 (a gradient taken as zero where a norm or a spread vanishes)."""
+    """``1 / x``, and 0 where ``x`` is 0 (a gradient taken as zero where a norm or a spread
+    vanishes)."""
     nonzero = x != 0
     return np.where(nonzero, 1.0 / np.where(nonzero, x, 1.0), 0.0)
 
@@ -267,12 +308,14 @@ def from_last(y: Any, x: Any, axis: Any) -> Any:
 
 
 def inverse_axes(axes: Any) -> Any:
-    """The axes that undo ``np.transpose(x, axes)``, as a tuple of ints (dask refuses an array of them)."""
+    """The axes that undo ``np.transpose(x, axes)``, as a tuple of ints (dask refuses an array of
+    them)."""
     return None if axes is None else tuple(int(a) for a in np.argsort(axes))
 
 
 def copy_of(x: Any) -> Any:
-    """``x.copy()`` as a function: the object's own copy (a dask array stays lazy, a list stays a list)."""
+    """``x.copy()`` as a function: the object's own copy (a dask array stays lazy, a list stays a
+    list)."""
     return x.copy()
 
 
@@ -281,9 +324,18 @@ def astype(x: Any, dtype: Any, copy: Any = True) -> Any:
     return as_array(x).astype(dtype)
 
 
+def array_view(x: Any, *args: Any, copy: Any = None, **kwargs: Any) -> Any:
+    """``np.array(x, ..., copy=False)`` (or ``copy=None``) as a function: ``x`` itself where no
+    copy is needed (where one is, numpy makes it for ``copy=None`` and raises for ``copy=False``,
+    as here); a registered view, as ``np.asarray`` is, so that a write through either is seen by
+    the other."""
+    return np.array(x, *args, copy=copy, **kwargs)
+
+
 def astype_view(x: Any, dtype: Any) -> Any:
-    """``x.astype(dtype, copy=False)`` as a function: ``x`` itself where it has that dtype already, else a new
-    array; a registered view, so that a write through either is seen by the other where they are one."""
+    """``x.astype(dtype, copy=False)`` as a function: ``x`` itself where it has that dtype already,
+    else a new array; a registered view, so that a write through either is seen by the other where
+    they are one."""
     return as_array(x).astype(dtype, copy=False)
 
 
@@ -293,17 +345,21 @@ def T(a: Any) -> Any:
 
 
 def lower_only(s: Any) -> Any:
-    """The gradient of a function of a symmetric matrix that numpy reads from its lower triangle only."""
+    """The gradient of a function of a symmetric matrix that numpy reads from its lower triangle
+    only."""
     n = np.shape(s)[-1]
     return np.tril(2.0 * s) - np.eye(n) * s
 
 
 def fit(dot: Any, ans: Any) -> Any:
-    """The tangent ``dot`` of an elementwise result ``ans``, broadcast up to ``ans``'s shape where it is smaller
-    (leaf by leaf, where ``ans`` is a list, tuple or dict: ``add_adjoints``' tangent)."""
-    if type(dot) is np.ndarray and type(ans) is np.ndarray and dot.shape == ans.shape:  # the common case, first
+    """The tangent ``dot`` of an elementwise result ``ans``, broadcast up to ``ans``'s shape where
+    it is smaller (leaf by leaf, where ``ans`` is a list, tuple or dict: ``add_adjoints``'
+    tangent)."""
+    # the common case, first
+    if type(dot) is np.ndarray and type(ans) is np.ndarray and dot.shape == ans.shape:
         return dot
-    if isinstance(dot, (tuple, list, dict)):  # a new list (tuple, dict) of its own, as ``add_adjoints`` makes
+    # a new list (tuple, dict) of its own, as ``add_adjoints`` makes
+    if isinstance(dot, (tuple, list, dict)):
         if isinstance(dot, dict):
             return {key: fit(dot[key], ans[key]) for key in dot}
         parts = [fit(d, a) for d, a in zip(dot, ans, strict=True)]

@@ -1,5 +1,6 @@
-"""Run-time checks generated code makes where ast_ad could not decide at transform time: that an array
-written in place is not shared, that a name is bound, that arguments' ranks are what a rule needs."""
+"""Run-time checks generated code makes where ast_ad could not decide at transform time: that an
+array written in place is not shared, that a name is bound, that arguments' ranks are what a rule
+needs."""
 
 from __future__ import annotations
 
@@ -14,23 +15,28 @@ from ast_ad.runtime.arrays import is_array
 def check_dot_rank(a: Any, b: Any) -> Any:
     """``np.dot`` of arrays of three or more dimensions is not matmul: refuse it."""
     if np.ndim(a) > 2 or np.ndim(b) > 2:
-        raise UnsupportedDerivativeError("the gradient of np.dot on arrays with more than 2 dimensions "
-                                         "is not supported: use np.matmul or np.tensordot")
+        raise UnsupportedDerivativeError(
+            "the gradient of np.dot on arrays with more than 2 dimensions "
+            "is not supported: use np.matmul or np.tensordot"
+        )
 
 
 def refuse_unless(ok: Any, *message: Any) -> None:
-    """Raise ``UnsupportedDerivativeError`` unless ``ok``, its message the parts given, joined. Written as a call
-    (an f-string is outside the language), a helper's refusal keeps the helper in the language ast_ad
-    differentiates (``forward.by_source``)."""
+    """Raise ``UnsupportedDerivativeError`` unless ``ok``, its message the parts given, joined.
+    Written as a call (an f-string is outside the language), a helper's refusal keeps the helper in
+    the language ast_ad differentiates (``forward.by_source``)."""
     if not ok:
         raise UnsupportedDerivativeError("".join(str(part) for part in message))
 
 
 def zip_length(*lengths: Any) -> Any:
-    """The length of ``zip(*seqs, strict=True)`` over sequences of these lengths: Python's error where they differ."""
+    """The length of ``zip(*seqs, strict=True)`` over sequences of these lengths: Python's error
+    where they differ."""
     for k, n in enumerate(lengths[1:], start=2):
         if n != lengths[0]:
-            raise ValueError(f"zip() argument {k} is {'shorter' if n < lengths[0] else 'longer'} than argument 1")
+            raise ValueError(
+                f"zip() argument {k} is {'shorter' if n < lengths[0] else 'longer'} than argument 1"
+            )
     return int(lengths[0])  # a count: no gradient passes (the registry declares it so)
 
 
@@ -65,11 +71,12 @@ def check_in_place(target: Any, others: Any, where: Any, names: Any = None) -> A
 
 
 def check_item_apart(container: Any, key: Any, where: Any) -> Any:
-    """Refuse a write into the object ``container[key]`` where another slot of ``container`` reaches it too.
+    """Refuse a write into the object ``container[key]`` where another slot of ``container`` reaches
+    it too.
 
-    ``pair = [y, y]; pair[0][1] = v`` changes the one array both slots hold, so Python's ``pair[1]`` sees the
-    write; ast_ad writes a new array back into slot 0 alone. An array's row (``A[0][i] = v``) has no
-    other slot to share it with, and is left to the guards of the array itself.
+    ``pair = [y, y]; pair[0][1] = v`` changes the one array both slots hold, so Python's ``pair[1]``
+    sees the write; ast_ad writes a new array back into slot 0 alone. An array's row (``A[0][i] =
+    v``) has no other slot to share it with, and is left to the guards of the array itself.
     """
     if isinstance(container, dict):
         rest = [item for k, item in container.items() if k != key]
@@ -77,16 +84,17 @@ def check_item_apart(container: Any, key: Any, where: Any) -> Any:
         k = int(key) % len(container)
         rest = [*container[:k], *container[k + 1:]]
     elif isinstance(container, (list, tuple)):
-        rest = list(container)  # a slice of slots: their objects, compared with the one the slice read
+        # a slice of slots: their objects, compared with the one the slice read
+        rest = list(container)
     else:
         return
     check_in_place(container[key], rest, where)
 
 
 def _may_share_memory(a: Any, b: Any) -> bool:
-    """Whether two arrays may share memory: numpy tells for its own arrays. For another library's arrays
-    of one type, they are taken to share it (dask cannot tell without computing both): a refusal, never a
-    guess that they are apart."""
+    """Whether two arrays may share memory: numpy tells for its own arrays. For another library's
+    arrays of one type, they are taken to share it (dask cannot tell without computing both): a
+    refusal, never a guess that they are apart."""
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return bool(np.may_share_memory(a, b))
     return type(a) is type(b)
@@ -103,8 +111,10 @@ def check_kept(value: Any, message: Any) -> Any:
 
 
 def check_bound(bound: Any, name: Any, where: Any) -> None:
-    """Python's error where a local name is read before any assignment of it ran (``unbound``): the loop that
-    binds it ran no step, or the branch that does was not taken."""
+    """Python's error where a local name is read before any assignment of it ran (``unbound``): the
+    loop that binds it ran no step, or the branch that does was not taken."""
     if not bound:
-        raise UnboundLocalError(f"{where}: cannot access local variable {name!r} where it is not associated with "
-                                "a value")
+        raise UnboundLocalError(
+            f"{where}: cannot access local variable {name!r} where it is not associated with "
+            "a value"
+        )

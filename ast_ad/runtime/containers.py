@@ -1,4 +1,5 @@
-"""Lists, tuples and dicts in generated code: items, keys, sorting, concatenation, and their adjoints."""
+"""Lists, tuples and dicts in generated code: items, keys, sorting, concatenation, and their
+adjoints."""
 
 from __future__ import annotations
 
@@ -11,16 +12,17 @@ from ast_ad.runtime.arrays import add_adjoints, zeros_like
 
 
 def chosen(c: Any, x: Any, keep: Any) -> Any:
-    """``x`` where ``np.where(c, ...)`` selects it (``keep``: where ``c`` holds, else where it does not), and ones
-    elsewhere: what a branch of ``np.where`` computes from, so that it is finite where it is not selected and
-    its derivative there is zero, not ``0 * inf`` (``selection``: the "double where", made automatic)."""
+    """``x`` where ``np.where(c, ...)`` selects it (``keep``: where ``c`` holds, else where it does
+    not), and ones elsewhere: what a branch of ``np.where`` computes from, so that it is finite
+    where it is not selected and its derivative there is zero, not ``0 * inf`` (``selection``: the
+    "double where", made automatic)."""
     one = np.ones_like(x)
     return np.where(c, x, one) if keep else np.where(c, one, x)
 
 
 def first_best(keys: Any, which: Any) -> int:
-    """The position of the first largest (``which="max"``) or smallest key: the item ``max(xs, key=f)`` or
-    ``min(xs, key=f)`` gives, as Python compares the keys (no gradient: a position)."""
+    """The position of the first largest (``which="max"``) or smallest key: the item ``max(xs,
+    key=f)`` or ``min(xs, key=f)`` gives, as Python compares the keys (no gradient: a position)."""
     if not len(keys):
         raise ValueError(f"{which}() iterable argument is empty")
     best = 0
@@ -31,12 +33,14 @@ def first_best(keys: Any, which: Any) -> int:
 
 
 def keys_of(d: Any) -> Any:
-    """The keys of the dict ``d``, as a list: what a loop over ``d.items()`` steps through (no gradient)."""
+    """The keys of the dict ``d``, as a list: what a loop over ``d.items()`` steps through (no
+    gradient)."""
     return list(d)
 
 
 def list_item(xs: Any, index: Any, n: Any) -> Any:
-    """``xs[index]`` of a list that grows later (``xs.append``): ``n`` is its length when it was read."""
+    """``xs[index]`` of a list that grows later (``xs.append``): ``n`` is its length when it was
+    read."""
     return xs[index]
 
 
@@ -48,7 +52,8 @@ def list_item_vjp(g: Any, xs: Any, index: Any, n: Any) -> Any:
 
 
 def sorted_by(xs: Any, keys: Any, reverse: Any = False) -> Any:
-    """``sorted(xs, key=f, reverse=r)`` given the keys ``[f(x) for x in xs]``: the same stable order."""
+    """``sorted(xs, key=f, reverse=r)`` given the keys ``[f(x) for x in xs]``: the same stable
+    order."""
     order = sorted(range(len(keys)), key=keys.__getitem__, reverse=reverse)
     return [xs[i] for i in order]
 
@@ -59,12 +64,18 @@ def sorted_by_vjp(g: Any, xs: Any, keys: Any, reverse: Any = False) -> Any:
     parts: list[Any] = [None] * len(order)
     for position, i in enumerate(order):
         parts[i] = g[position]
-    return parts if isinstance(xs, list) else tuple(parts) if isinstance(xs, tuple) else np.stack(parts)
+    return (
+        parts
+        if isinstance(xs, list)
+        else tuple(parts)
+        if isinstance(xs, tuple)
+        else np.stack(parts)
+    )
 
 
 def concat(a: Any, b: Any) -> Any:
-    """``a + b`` for lists or tuples: joined end to end (a list plus an array is numpy's sum: its gradient is
-    refused, in ``concat_vjp_a``)."""
+    """``a + b`` for lists or tuples: joined end to end (a list plus an array is numpy's sum: its
+    gradient is refused, in ``concat_vjp_a``)."""
     return a + b
 
 
@@ -73,8 +84,11 @@ def _refuse_sequence_arithmetic() -> Any:
         from ast_ad.errors import MissingRuleError as error
     except ImportError:  # in an exported module
         error = TypeError  # type: ignore[misc, assignment]  # exported without ast_ad
-    raise error("this + or * mixes a list with an array or a number, which numpy computes element by element: "
-                "write np.asarray([...]) for the list, so it is arithmetic, or join lists with lists")
+    raise error(
+        "this + or * mixes a list with an array or a number, which numpy computes element by "
+        "element: "
+        "write np.asarray([...]) for the list, so it is arithmetic, or join lists with lists"
+    )
 
 
 def concat_vjp_a(g: Any, a: Any, b: Any) -> Any:
@@ -93,8 +107,8 @@ def _check_joined(a: Any, b: Any) -> Any:
 
 
 def repeat_seq(a: Any, n: Any) -> Any:
-    """``a * n`` (or ``n * a``) for a list or tuple: ``n`` copies end to end (a list times an array is numpy's
-    product: its gradient is refused)."""
+    """``a * n`` (or ``n * a``) for a list or tuple: ``n`` copies end to end (a list times an array
+    is numpy's product: its gradient is refused)."""
     return a * n
 
 
@@ -103,7 +117,8 @@ def repeat_seq_vjp(g: Any, a: Any, n: Any) -> Any:
     if not isinstance(a, (list, tuple)) or not isinstance(n, int):
         _refuse_sequence_arithmetic()
     width = len(a)
-    total = [zeros_like(item) for item in a]  # a list, item by item: in the language (reverse mode reads it)
+    # a list, item by item: in the language (reverse mode reads it)
+    total = [zeros_like(item) for item in a]
     for k in range(n):
         for i in range(width):
             total[i] = add_adjoints(total[i], g[k * width + i])
@@ -111,9 +126,11 @@ def repeat_seq_vjp(g: Any, a: Any, n: Any) -> Any:
 
 
 def chosen_vjp(k: Any, g: Any, ans: Any, xs: Any) -> Any:
-    """Adjoint of argument ``k`` of ``min``/``max``: the argument chosen (the first, at ties) takes ``g``.
+    """Adjoint of argument ``k`` of ``min``/``max``: the argument chosen (the first, at ties) takes
+    ``g``.
 
-    ``min(a, b)`` returns one of its arguments itself, so identity finds it; ``min(xs)`` an item of ``xs``.
+    ``min(a, b)`` returns one of its arguments itself, so identity finds it; ``min(xs)`` an item of
+    ``xs``.
     """
     items = list(xs[0]) if len(xs) == 1 else list(xs)
     chosen = next((i for i, item in enumerate(items) if item is ans), None)
@@ -121,33 +138,41 @@ def chosen_vjp(k: Any, g: Any, ans: Any, xs: Any) -> Any:
         chosen = next(i for i, item in enumerate(items) if item == ans)
     if len(xs) == 1:
         parts = [g if i == chosen else zeros_like(item) for i, item in enumerate(items)]
-        return parts if isinstance(xs[0], list) else tuple(parts) if isinstance(xs[0], tuple) else np.stack(parts)
+        return (
+            parts
+            if isinstance(xs[0], list)
+            else tuple(parts)
+            if isinstance(xs[0], tuple)
+            else np.stack(parts)
+        )
     return g if k == chosen else zeros_like(xs[k])
 
 
 def part(g: Any, k: Any) -> Any:
-    """Item ``k`` of a tuple or list adjoint, zero where nothing flowed into it or into the whole (``None``,
-    or the float zero that is its tangent in forward mode)."""
+    """Item ``k`` of a tuple or list adjoint, zero where nothing flowed into it or into the whole
+    (``None``, or the float zero that is its tangent in forward mode)."""
     item = None if g is None or (isinstance(g, float) and g == 0.0) else g[k]
     return 0.0 if item is None else item
 
 
 def part_vjp(w: Any, g: Any, k: Any) -> Any:
-    """Adjoint of ``g`` in ``part(g, k)``: ``w`` as item ``k`` of zeros like ``g``; where ``g`` stands for a zero
-    container (``None``, or the float zero), nothing reads ``w``, and its adjoint is the float zero (which adds
-    to any adjoint, as ``None`` does not)."""
+    """Adjoint of ``g`` in ``part(g, k)``: ``w`` as item ``k`` of zeros like ``g``; where ``g``
+    stands for a zero container (``None``, or the float zero), nothing reads ``w``, and its adjoint
+    is the float zero (which adds to any adjoint, as ``None`` does not)."""
     if g is None or (isinstance(g, float) and g == 0.0):
         return 0.0
     return getitem_vjp(w, g, k)
 
 
 def absent(owner: Any, name: Any) -> Any:
-    """``module.name`` where the module has no such attribute: Python's AttributeError, when the line runs."""
+    """``module.name`` where the module has no such attribute: Python's AttributeError, when the
+    line runs."""
     raise AttributeError(f"{owner} has no attribute {name!r}")
 
 
 def field(obj: Any, name: Any) -> Any:
-    """``obj.name``: a namedtuple's field, or any other attribute (which carries a gradient only in a namedtuple)."""
+    """``obj.name``: a namedtuple's field, or any other attribute (which carries a gradient only in
+    a namedtuple)."""
     return getattr(obj, name)
 
 
@@ -159,14 +184,21 @@ def field_vjp(g: Any, obj: Any, name: Any) -> Any:
             from ast_ad.errors import MissingRuleError as error
         except ImportError:  # in an exported module
             error = TypeError  # type: ignore[misc, assignment]  # exported without ast_ad
-        raise error(f"ast_ad cannot differentiate the attribute .{name} of a {type(obj).__name__}: only numpy "
-                    "arrays' attributes and namedtuples' fields carry gradients; pass the value itself as an "
-                    "argument (or use a namedtuple, a dict or a tuple)")
-    return tuple(g if field == name else zeros_like(item) for field, item in zip(fields, obj, strict=True))
+        raise error(
+            f"ast_ad cannot differentiate the attribute .{name} of a {type(obj).__name__}: only "
+            "numpy "
+            "arrays' attributes and namedtuples' fields carry gradients; pass the value itself as "
+            "an "
+            "argument (or use a namedtuple, a dict or a tuple)"
+        )
+    return tuple(
+        g if field == name else zeros_like(item) for field, item in zip(fields, obj, strict=True)
+    )
 
 
 def is_container(x: Any) -> Any:
-    """Whether ``x`` is a list, tuple or dict: its shallow copy holds the same objects (``Aliasing``)."""
+    """Whether ``x`` is a list, tuple or dict: its shallow copy holds the same objects
+    (``Aliasing``)."""
     return isinstance(x, (list, tuple, dict))
 
 

@@ -1,17 +1,18 @@
-"""Binomial checkpointing (Griewank's revolve): which loop steps to keep, and which to compute again.
+"""Binomial checkpointing (Griewank's revolve): which loop steps to keep, and which to compute
+again.
 
 Reverse mode keeps what every step of a loop's backward pass reads. With ``s`` snapshots of the
 loop-carried state instead, the backward pass of ``l`` steps recomputes the steps between snapshots,
-``t * l - C(s + t, t - 1)`` of them in all, where ``t`` is the smallest integer with ``C(s + t, s) >= l``
-(``forward_steps``): the fewest any schedule with ``s`` snapshots needs. 1,000 steps with 10 snapshots
-take 3,636 steps forward, 3.64 sweeps.
+``t * l - C(s + t, t - 1)`` of them in all, where ``t`` is the smallest integer with ``C(s + t, s)
+>= l`` (``forward_steps``): the fewest any schedule with ``s`` snapshots needs. 1,000 steps with 10
+snapshots take 3,636 steps forward, 3.64 sweeps.
 
-The schedule is recursive. To reverse ``n`` steps from a state held in a snapshot, with ``s`` snapshots
-(that one included): run ``m`` steps forward, keep the state there, reverse the last ``n - m`` steps with
-the other ``s - 1`` snapshots, then go back to the first snapshot and reverse the first ``m`` steps with
-all ``s``. The cost is least when the first ``m`` steps can be reversed in ``t - 1`` sweeps
-(``m <= C(s + t - 1, s)``) and the rest are not too few for one snapshot fewer
-(``n - m >= C(s + t - 2, s - 1)``): ``split`` takes the largest such ``m``. (A test checks the schedule
+The schedule is recursive. To reverse ``n`` steps from a state held in a snapshot, with ``s``
+snapshots (that one included): run ``m`` steps forward, keep the state there, reverse the last ``n -
+m`` steps with the other ``s - 1`` snapshots, then go back to the first snapshot and reverse the
+first ``m`` steps with all ``s``. The cost is least when the first ``m`` steps can be reversed in
+``t - 1`` sweeps (``m <= C(s + t - 1, s)``) and the rest are not too few for one snapshot fewer (``n
+- m >= C(s + t - 2, s - 1)``): ``split`` takes the largest such ``m``. (A test checks the schedule
 against the recursion's minimum, found by trying every ``m``, and against the closed form.)
 Snapshots are used last in, first out, so they live on a stack.
 
@@ -46,7 +47,8 @@ def repetitions(steps: int, snapshots: int) -> int:
 
 
 def forward_steps(steps: int, snapshots: int) -> int:
-    """How many untaped steps the optimal schedule runs: ``t * l - C(s + t, t - 1)`` (0 for one step)."""
+    """How many untaped steps the optimal schedule runs: ``t * l - C(s + t, t - 1)`` (0 for one
+    step)."""
     if steps <= 1:
         return 0
     t = repetitions(steps, snapshots)
@@ -54,7 +56,8 @@ def forward_steps(steps: int, snapshots: int) -> int:
 
 
 def split(steps: int, snapshots: int) -> int:
-    """How many steps to run before the next snapshot, reversing ``steps`` steps with ``snapshots``."""
+    """How many steps to run before the next snapshot, reversing ``steps`` steps with
+    ``snapshots``."""
     if snapshots == 1:
         return steps - 1
     t = repetitions(steps, snapshots)
@@ -62,13 +65,15 @@ def split(steps: int, snapshots: int) -> int:
 
 
 def schedule(steps: int, snapshots: int) -> Iterator[Action]:
-    """Every action that reverses ``steps`` loop steps with at most ``snapshots`` snapshots, in order.
+    """Every action that reverses ``steps`` loop steps with at most ``snapshots`` snapshots, in
+    order.
 
     A generator: its own memory is O(snapshots), however many steps the loop has.
     """
     if steps >= 2:
         yield ("snapshot", 0, 0)
-    # the recursion of the module's docstring, with an explicit stack (one snapshot makes it ``steps`` deep)
+    # the recursion of the module's docstring, with an explicit stack (one snapshot makes it
+    # ``steps`` deep)
     todo: list[tuple[str, int, int, int]] = [("release", 0, 0, 0)] if steps >= 2 else []
     todo.append(("reverse", 0, steps, snapshots))
     while todo:
@@ -90,14 +95,16 @@ def schedule(steps: int, snapshots: int) -> Iterator[Action]:
 
 
 class Reversal:
-    """The backward pass's actions: ``schedule`` from the backward pass of the last step on, made as they
-    are read (a list of them would be O(steps)). A sequence: a ``for`` over it starts from the beginning,
-    and reading it by index, as forward mode does, costs O(1) an item when the indices go up one by one."""
+    """The backward pass's actions: ``schedule`` from the backward pass of the last step on, made as
+    they are read (a list of them would be O(steps)). A sequence: a ``for`` over it starts from the
+    beginning, and reading it by index, as forward mode does, costs O(1) an item when the indices go
+    up one by one."""
 
     def __init__(self, steps: int, snapshots: int):
         self.steps, self.snapshots = steps, snapshots
         self._length: int | None = None
-        self._cursor: tuple[int, Iterator[Action]] | None = None  # the next index, and the actions from there
+        # the next index, and the actions from there
+        self._cursor: tuple[int, Iterator[Action]] | None = None
 
     def __iter__(self) -> Iterator[Action]:
         actions = schedule(self.steps, self.snapshots)
@@ -130,8 +137,9 @@ class Reversal:
 def revolve(iterable: Any, snapshots: int) -> tuple[list[tuple[int, int]], Reversal]:
     """``(sweep, reversal)`` for a loop over ``iterable`` (see the module's docstring).
 
-    ``sweep`` lists the forward pass's segments ``(start, stop)``, each begun with a snapshot (at most
-    ``snapshots`` of them); ``reversal`` the backward pass's actions, from the backward pass of the last step on.
+    ``sweep`` lists the forward pass's segments ``(start, stop)``, each begun with a snapshot (at
+    most ``snapshots`` of them); ``reversal`` the backward pass's actions, from the backward pass of
+    the last step on.
     """
     try:
         steps = len(iterable)
@@ -140,9 +148,10 @@ def revolve(iterable: Any, snapshots: int) -> tuple[list[tuple[int, int]], Rever
             from ast_ad.errors import ASTADError as error
         except ImportError:  # in a module ast_ad.export wrote, run without ast_ad
             error = TypeError  # type: ignore[misc, assignment]
-        raise error(f"a checkpointed loop runs over a {type(iterable).__name__}, whose length is not known "
-                         "when it starts: loop over a range, list, tuple or array, or leave checkpoints= out"
-                         ) from None
+        raise error(
+            f"a checkpointed loop runs over a {type(iterable).__name__}, whose length is not known "
+            "when it starts: loop over a range, list, tuple or array, or leave checkpoints= out"
+        ) from None
     sweep = []
     for kind, a, b in schedule(steps, snapshots):
         if kind == "tape":

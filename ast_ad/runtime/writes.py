@@ -1,5 +1,6 @@
-"""Writes into arrays: an item assigned into a copy (``assign_item``) and its adjoints, views of a base
-(``view_of``: a view made again after its base is written) and the slots of containers that hold an array."""
+"""Writes into arrays: an item assigned into a copy (``assign_item``) and its adjoints, views of a
+base (``view_of``: a view made again after its base is written) and the slots of containers that
+hold an array."""
 
 from __future__ import annotations
 
@@ -8,16 +9,27 @@ from typing import Any
 import numpy as np
 
 from ast_ad.errors import UnsupportedDerivativeError
-from ast_ad.runtime.arrays import as_array, copy_as, inverse_axes, is_array, size_of, unbroadcast, zeros_like, zeros_of
+from ast_ad.runtime.arrays import (
+    as_array,
+    copy_as,
+    inverse_axes,
+    is_array,
+    size_of,
+    unbroadcast,
+    zeros_like,
+    zeros_of,
+)
 from ast_ad.runtime.checks import _may_share_memory, check_in_place
 
 
 def scatter_add(out: Any, index: Any, g: Any) -> Any:
-    """``np.add.at(out, index, g)``: ``out[index] += g`` in place, repeated indices adding up; ``out``.
+    """``np.add.at(out, index, g)``: ``out[index] += g`` in place, repeated indices adding up;
+    ``out``.
 
-    dask has no ``np.add.at``: for one integer array among slices, as ``x[idx]`` and ``x[:, idx]`` are, the
-    entries are added in as many plain writes as an index repeats (``x[idx] = x[idx] + g`` with ``idx``'s
-    entries distinct each time), which dask runs lazily. Other fancy indices of such an array are refused.
+    dask has no ``np.add.at``: for one integer array among slices, as ``x[idx]`` and ``x[:, idx]``
+    are, the entries are added in as many plain writes as an index repeats (``x[idx] = x[idx] + g``
+    with ``idx``'s entries distinct each time), which dask runs lazily. Other fancy indices of such
+    an array are refused.
     """
     try:
         np.add.at(out, index, g)
@@ -29,13 +41,21 @@ def scatter_add(out: Any, index: Any, g: Any) -> Any:
     fancy = [j for j, part in enumerate(parts) if _fancy(part)]
     ints = [j for j, part in enumerate(parts) if isinstance(part, (int, np.integer))]
     run = sorted(fancy + ints)
-    if len(fancy) != 1 or not all(isinstance(part, slice) for j, part in enumerate(parts) if j not in run) \
-            or run != list(range(run[0], run[0] + len(run))) or not isinstance(parts[fancy[0]], (list, np.ndarray)):
+    if (
+        len(fancy) != 1
+        or not all(isinstance(part, slice) for j, part in enumerate(parts) if j not in run)
+        or run != list(range(run[0], run[0] + len(run)))
+        or not isinstance(parts[fancy[0]], (list, np.ndarray))
+    ):
         raise UnsupportedDerivativeError(
-            f"the gradient of reading a {type(out).__name__} at this index: {type(out).__name__} cannot add at "
-            "repeated indices (np.add.at) except for one numpy integer array among slices and integers "
-            "(x[idx], x[:, idx], x[idx, 1])")
-    if ints:  # x[idx, 1] is x[idx, 1:2] without that axis: the same entries, with one integer array alone
+            f"the gradient of reading a {type(out).__name__} at this index: {type(out).__name__} "
+            "cannot add at "
+            "repeated indices (np.add.at) except for one numpy integer array among slices and "
+            "integers "
+            "(x[idx], x[:, idx], x[idx, 1])"
+        )
+    # x[idx, 1] is x[idx, 1:2] without that axis: the same entries, with one integer array alone
+    if ints:
         dims = np.ndim(parts[fancy[0]])
         g = np.expand_dims(g, tuple(j if j < fancy[0] else j - 1 + dims for j in ints))
         parts = tuple(slice(part % out.shape[j], part % out.shape[j] + 1) if j in ints else part
@@ -47,7 +67,8 @@ def scatter_add(out: Any, index: Any, g: Any) -> Any:
     order = np.argsort(flat, kind="stable")
     ranked = flat[order]
     starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])
-    repeat = np.empty(flat.size, dtype=np.intp)  # how many earlier entries of the index name the same place
+    # how many earlier entries of the index name the same place
+    repeat = np.empty(flat.size, dtype=np.intp)
     repeat[order] = np.arange(flat.size) - np.repeat(starts, np.diff(np.r_[starts, flat.size]))
     for level in range(int(repeat.max()) + 1 if flat.size else 0):
         chosen = np.flatnonzero(repeat == level)
@@ -62,11 +83,14 @@ def assign_item(x: Any, index: Any, value: Any) -> Any:
     The new array keeps ``x``'s dtype, as numpy's write does: a float written into an
     integer array is truncated (and takes no gradient, see ``assign_item_vjp_value``).
     """
-    if isinstance(x, tuple):  # ``params[1][0] = v`` writes the new item back into a tuple it reads: a new tuple
+    # ``params[1][0] = v`` writes the new item back into a tuple it reads: a new tuple
+    if isinstance(x, tuple):
         items = list(x)
         items[index] = value
         return type(x)(*items) if hasattr(x, "_fields") else tuple(items)
-    out: Any = type(x)(x) if isinstance(x, (list, dict)) else x.copy() if is_array(x) else np.array(x)
+    out: Any = (
+        type(x)(x) if isinstance(x, (list, dict)) else x.copy() if is_array(x) else np.array(x)
+    )
     out[index] = value
     return out
 
@@ -75,12 +99,14 @@ def owned_adjoint(g: Any, x: Any) -> Any:
     """A dense copy of ``g``, the adjoint of the array ``x``, that a loop can update in place.
 
     ``g`` may still be the float zero an adjoint starts as. The copy is the loop's own: nothing else
-    holds it, so writing into it changes no other adjoint. A list's (or dict's) adjoint is a list (dict)
-    of owned adjoints of its items; a number's is the number (nothing can write into it).
+    holds it, so writing into it changes no other adjoint. A list's (or dict's) adjoint is a list
+    (dict) of owned adjoints of its items; a number's is the number (nothing can write into it).
     """
     if isinstance(x, (list, dict)):
         keys = range(len(x)) if isinstance(x, list) else list(x)
-        parts = {k: (0.0 if g is None or isinstance(g, float) or g[k] is None else g[k]) for k in keys}
+        parts = {
+            k: (0.0 if g is None or isinstance(g, float) or g[k] is None else g[k]) for k in keys
+        }
         owned = {k: owned_adjoint(parts[k], x[k]) for k in keys}
         return [owned[k] for k in keys] if isinstance(x, list) else owned
     if not is_array(x):
@@ -89,7 +115,8 @@ def owned_adjoint(g: Any, x: Any) -> Any:
 
 
 def add_into(x: Any, index: Any, value: Any) -> None:
-    """``x[index] += value`` in place, repeated indices adding up (``np.add.at``): a read's adjoint."""
+    """``x[index] += value`` in place, repeated indices adding up (``np.add.at``): a read's
+    adjoint."""
     if type(index) is not int and _fancy(index):
         scatter_add(x, index, value)
     else:  # an integer, a slice or a mask names each entry once
@@ -103,8 +130,8 @@ def entries(x: Any, index: Any) -> Any:
 
 
 def detached(x: Any) -> Any:
-    """``x`` with every array in it copied: a result that the backward pass, which writes the arrays of
-    the forward pass back as they were, must not change."""
+    """``x`` with every array in it copied: a result that the backward pass, which writes the arrays
+    of the forward pass back as they were, must not change."""
     if is_array(x):
         return x.copy()
     if isinstance(x, dict):
@@ -131,7 +158,8 @@ def assign_item_vjp_x(g: Any, x: Any, index: Any) -> Any:
 
 
 def assign_item_vjp_value(g: Any, ans: Any, index: Any, value: Any) -> Any:
-    """The written entries' adjoint; where an index repeats, only the last write landed (numpy's rule).
+    """The written entries' adjoint; where an index repeats, only the last write landed (numpy's
+    rule).
 
     Written into an integer array, the value was truncated: it takes no gradient.
     """
@@ -163,7 +191,8 @@ def _fancy(index: Any) -> Any:
 
 
 def copied(dst: Any, src: Any) -> Any:
-    """``np.copyto(dst, src)`` as a new array: ``src`` broadcast to ``dst``'s shape, in ``dst``'s dtype."""
+    """``np.copyto(dst, src)`` as a new array: ``src`` broadcast to ``dst``'s shape, in ``dst``'s
+    dtype."""
     out = dst.copy()
     np.copyto(out, src)  # numpy's own casting rules and errors
     return out
@@ -177,20 +206,22 @@ def add_at(x: Any, index: Any, value: Any) -> Any:
 
 
 def view_of(target: Any, other: Any, probe: Any, inverse: Any, where: Any, name: Any = None) -> int:
-    """How ``other`` sees ``target``, an object about to change in place: what it is after the change.
+    """How ``other`` sees ``target``, an object about to change in place: what it is after the
+    change.
 
-    1: the same object, or the same memory laid out alike (``z = y``): it is the changed object;
-    2: the view ``probe`` describes, made before the change: ``other`` is ``probe``, a view of ``target``
-    (``w = y[1:]``: after the change, it is that view of the changed array), or, with ``inverse``, ``target`` is
-    ``probe``, a view of ``other`` (a write through ``w = y[1:]`` changes ``y[1:]``);
-    0: apart (nothing of ``other`` changes). Any other overlap of memory is refused: which entries of ``other``
-    the change reaches is not known here.
+    1: the same object, or the same memory laid out alike (``z = y``): it is the changed object; 2:
+    the view ``probe`` describes, made before the change: ``other`` is ``probe``, a view of
+    ``target`` (``w = y[1:]``: after the change, it is that view of the changed array), or, with
+    ``inverse``, ``target`` is ``probe``, a view of ``other`` (a write through ``w = y[1:]`` changes
+    ``y[1:]``); 0: apart (nothing of ``other`` changes). Any other overlap of memory is refused:
+    which entries of ``other`` the change reaches is not known here.
     """
     if not (is_array(target) or isinstance(target, (list, dict))):
         return 0  # a number, a tuple: ``x += d`` binds a new object, which no other name sees
     if other is target:
         return 1
-    if inverse and probe is target and isinstance(other, (list, tuple, dict)):  # ``a = ys[0]``, ``a`` changes
+    # ``a = ys[0]``, ``a`` changes
+    if inverse and probe is target and isinstance(other, (list, tuple, dict)):
         items = list(other.values()) if isinstance(other, dict) else list(other)
         rest = [item for item in items if item is not target]
         if len(items) - len(rest) == 1:
@@ -208,8 +239,9 @@ def view_of(target: Any, other: Any, probe: Any, inverse: Any, where: Any, name:
 
 
 def view_probe(base: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """``fn(base, *args)``, the view a variable would be of ``base``, for ``view_of`` to compare; ``None`` where
-    ``base`` is no array or container (a name a branch or a loop has not bound yet: it sees nothing)."""
+    """``fn(base, *args)``, the view a variable would be of ``base``, for ``view_of`` to compare;
+    ``None`` where ``base`` is no array or container (a name a branch or a loop has not bound yet:
+    it sees nothing)."""
     if base is None or not (is_array(base) or isinstance(base, (list, tuple, dict))):
         return None
     try:
@@ -219,7 +251,8 @@ def view_probe(base: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def is_same(a: Any, b: Any) -> bool:
-    """``a is b``: two variables the memory model follows through one write are one object (no gradient)."""
+    """``a is b``: two variables the memory model follows through one write are one object (no
+    gradient)."""
     return a is b
 
 
@@ -235,23 +268,27 @@ def _slots(container: Any) -> list[Any]:
 
 
 def unreshaped(base: Any, view: Any, *args: Any) -> Any:
-    """The array ``base`` once a view of it in another shape (``np.reshape``, ``np.ravel``...) was written:
-    the view's entries in ``base``'s shape, in the order both read them."""
+    """The array ``base`` once a view of it in another shape (``np.reshape``, ``np.ravel``...) was
+    written: the view's entries in ``base``'s shape, in the order both read them."""
     return np.reshape(view, np.shape(base))
 
 
 def untransposed(view: Any, axes: Any = None) -> Any:
-    """The array a written ``np.transpose(x, axes)`` (or ``x.T``) is a view of: the view's axes put back."""
+    """The array a written ``np.transpose(x, axes)`` (or ``x.T``) is a view of: the view's axes put
+    back."""
     return np.transpose(view, inverse_axes(axes))
 
 
 def slots_holding(container: Any, old: Any, where: Any) -> Any:
-    """The slots of ``container`` (a list, tuple or dict) that hold the object ``old``, which a write changes:
-    after ``pair[0][1] = v`` on ``pair = [y, y]`` both hold the changed array (``replaced``). Where ``old`` is
-    also inside another slot (deeper, or an array sharing its memory), which entries that one sees is not known
-    here: refused (no gradient: positions). A name that holds no container (yet: ``None``) holds it nowhere, and
-    an object no write changes in place (a number: ``xs[0] += v`` puts a new one in one slot) is in none."""
-    if not isinstance(container, (list, tuple, dict)) or not (is_array(old) or isinstance(old, (list, dict))):
+    """The slots of ``container`` (a list, tuple or dict) that hold the object ``old``, which a
+    write changes: after ``pair[0][1] = v`` on ``pair = [y, y]`` both hold the changed array
+    (``replaced``). Where ``old`` is also inside another slot (deeper, or an array sharing its
+    memory), which entries that one sees is not known here: refused (no gradient: positions). A name
+    that holds no container (yet: ``None``) holds it nowhere, and an object no write changes in
+    place (a number: ``xs[0] += v`` puts a new one in one slot) is in none."""
+    if not isinstance(container, (list, tuple, dict)) or not (
+        is_array(old) or isinstance(old, (list, dict))
+    ):
         return ()
     slots = _slots(container)
     check_in_place(old, [container[k] for k in slots if container[k] is not old], where)
@@ -259,10 +296,10 @@ def slots_holding(container: Any, old: Any, where: Any) -> Any:
 
 
 def slots_changed(container: Any, key: Any, old: Any, where: Any) -> Any:
-    """The slots of ``container`` that ``container[key] += v`` changes: where the item ``old`` is an array, list or
-    dict (which ``+=`` changes in place), every slot holding it (``slots_holding``); for a number (which ``+=``
-    replaces), the slot ``key`` alone. A tuple's item raises Python's error (after changing the item, which the
-    error leaves unread)."""
+    """The slots of ``container`` that ``container[key] += v`` changes: where the item ``old`` is an
+    array, list or dict (which ``+=`` changes in place), every slot holding it (``slots_holding``);
+    for a number (which ``+=`` replaces), the slot ``key`` alone. A tuple's item raises Python's
+    error (after changing the item, which the error leaves unread)."""
     if isinstance(container, tuple):
         raise TypeError(f"{where}: 'tuple' object does not support item assignment")
     if is_array(old) or isinstance(old, (list, dict)):
@@ -271,27 +308,34 @@ def slots_changed(container: Any, key: Any, old: Any, where: Any) -> Any:
 
 
 def augmented(old: Any, new: Any) -> Any:
-    """What ``xs[k] += v`` leaves in the slot (and wherever else its object is): an array changed in place, with
-    ``new``'s entries in its own shape and dtype (``assign_item(old, ..., new)``); anything else (a number, a
-    list extended), ``new``."""
+    """What ``xs[k] += v`` leaves in the slot (and wherever else its object is): an array changed in
+    place, with ``new``'s entries in its own shape and dtype (``assign_item(old, ..., new)``);
+    anything else (a number, a list extended), ``new``."""
     return assign_item(old, Ellipsis, new) if is_array(old) else new
 
 
 def augmented_vjp(g: Any, ans: Any, old: Any, new: Any) -> Any:
-    """The adjoint of ``new`` in ``augmented``: the written entries' (summed to its shape), or ``g`` itself."""
+    """The adjoint of ``new`` in ``augmented``: the written entries' (summed to its shape), or ``g``
+    itself."""
     return assign_item_vjp_value(g, ans, Ellipsis, new) if is_array(old) else g
 
 
 def replaced(container: Any, slots: Any, new: Any) -> Any:
-    """``container`` with ``new`` in each of ``slots`` (a new list, tuple or dict; with no slots, ``container``
-    itself, so that a container that did not hold the changed object stays the object it was)."""
+    """``container`` with ``new`` in each of ``slots`` (a new list, tuple or dict; with no slots,
+    ``container`` itself, so that a container that did not hold the changed object stays the object
+    it was)."""
     if not slots:
         return container
     if isinstance(container, dict):
         return {k: (new if k in slots else v) for k, v in container.items()}
     values = [new if k in slots else v for k, v in enumerate(container)]
-    return values if isinstance(container, list) else type(container)(*values) if hasattr(container, "_fields") \
+    return (
+        values
+        if isinstance(container, list)
+        else type(container)(*values)
+        if hasattr(container, "_fields")
         else tuple(values)
+    )
 
 
 def replaced_vjp_container(g: Any, container: Any, slots: Any) -> Any:
@@ -305,7 +349,8 @@ def replaced_vjp_container(g: Any, container: Any, slots: Any) -> Any:
 
 
 def replaced_vjp_new(g: Any, new: Any, slots: Any) -> Any:
-    """The adjoint of the new object in ``replaced``: the sum of the adjoints of the slots it went into."""
+    """The adjoint of the new object in ``replaced``: the sum of the adjoints of the slots it went
+    into."""
     if g is None or isinstance(g, float):
         return zeros_like(new)
     total: Any = zeros_like(new)
@@ -316,7 +361,8 @@ def replaced_vjp_new(g: Any, new: Any, slots: Any) -> Any:
 
 
 def replaced_jvp_new(u: Any, container: Any, slots: Any) -> Any:
-    """The tangent of ``replaced`` along the new object's: ``u`` in the replaced slots, zeros elsewhere."""
+    """The tangent of ``replaced`` along the new object's: ``u`` in the replaced slots, zeros
+    elsewhere."""
     if not slots:
         return zeros_like(container)  # (no slot took it: the container itself)
     if isinstance(container, dict):

@@ -1,2 +1,2 @@
-"""Showing the work: evaluation traces (``explain``), the computational graph (``graph``), the HTML page
-(``page``) and the registry's coverage (``coverage``)."""
+"""Showing the work: evaluation traces (``explain``), the computational graph (``graph``), the HTML
+page (``page``) and the registry's coverage (``coverage``)."""

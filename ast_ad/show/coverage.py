@@ -1,14 +1,23 @@
-"""The table of functions ast_ad differentiates, from the registry: ``python -m ast_ad.show.coverage``."""
+"""The table of functions ast_ad differentiates, from the registry: ``python -m
+ast_ad.show.coverage``."""
 
 from __future__ import annotations
 
 from ast_ad.core import registry
 
 # ast_ad's own helpers, by what the user writes that they stand for
-HELPERS = {"assign_item": "y[i] = v (item assignment)", "astype": "x.astype(...)", "T": "x.mT",
-           "concat": "a + b (lists, tuples)", "repeat_seq": "a * n (lists, tuples)", "field": "p.w (namedtuples)",
-           "list_item": "xs[i] (a list that grows later)", "sorted_by": "sorted(xs, key=...)",
-           "add_at": "np.add.at (rewritten)", "copied": "np.copyto (rewritten)"}
+HELPERS = {
+    "assign_item": "y[i] = v (item assignment)",
+    "astype": "x.astype(...)",
+    "T": "x.mT",
+    "concat": "a + b (lists, tuples)",
+    "repeat_seq": "a * n (lists, tuples)",
+    "field": "p.w (namedtuples)",
+    "list_item": "xs[i] (a list that grows later)",
+    "sorted_by": "sorted(xs, key=...)",
+    "add_at": "np.add.at (rewritten)",
+    "copied": "np.copyto (rewritten)",
+}
 
 
 def spelled(fn: object, origin: str = "") -> str:
@@ -48,7 +57,8 @@ def table() -> str:
     """Markdown: the differentiable and the non-differentiable functions, grouped by library."""
     registry.load_all_rules()
     rules = [r for r in registry.registered() if r.origin.startswith("ast_ad.rules")
-             and r.origin != "ast_ad.rules.runtime"]  # the helpers' own rules, for derivatives of derivatives
+             # the helpers' own rules, for derivatives of derivatives
+             and r.origin != "ast_ad.rules.runtime"]
     forward = [spelled(r.fn, r.origin) for r in rules if not r.nondiff
                and all(r.jvp(k) is not None for k in range(len(r.vjps)) if r.vjp(k) is not None)]
     reverse_only = sorted({spelled(r.fn, r.origin) for r in rules if not r.nondiff} - set(forward))
@@ -58,23 +68,42 @@ def table() -> str:
         name = spelled(rule.fn, rule.origin)
         helper = registry.is_helper(rule.fn) and not name.startswith("np.")
         library = name.split(".")[0] if "." in name and not helper else "python"
-        library = "np.linalg" if name.startswith("np.linalg") else "scipy.special" if library == "scipy" else library
+        library = (
+            "np.linalg"
+            if name.startswith("np.linalg")
+            else "scipy.special"
+            if library == "scipy"
+            else library
+        )
         (zero if rule.nondiff else groups).setdefault(library, []).append(name)
     differentiable = sum(len(v) for v in groups.values())
-    lines = ["# Functions ast_ad differentiates", "",
-             "Generated from the rule registry by `ast_ad.show.coverage.table()`; "
-             "`AST_AD_UPDATE_GOLDEN=1 pytest tests/test_numpy_breadth.py` rewrites it.", "",
-             f"- {differentiable} functions with reverse rules, and {sum(len(v) for v in zero.values())} declared "
-             "without a gradient (piecewise constant, integer or boolean results).",
-             (f"- {len(forward)} of the {differentiable} have forward rules too (`jvp`, Hessians); the others are "
-              f"refused in forward mode at the user's line: {', '.join(f'`{n}`' for n in reverse_only)}."
-              if reverse_only else f"- All {differentiable} have forward rules too (`jvp`, Hessians, derivatives "
-              "of any order)."),
-             "- Array methods (`x.sum()`, `x.T`, `x.reshape(...)`, `x.astype(...)`, ...) resolve to these rules."]
+    lines = [
+        "# Functions ast_ad differentiates",
+        "",
+        "Generated from the rule registry by `ast_ad.show.coverage.table()`; "
+        "`AST_AD_UPDATE_GOLDEN=1 pytest tests/test_numpy_breadth.py` rewrites it.",
+        "",
+        f"- {differentiable} functions with reverse rules, and "
+        f"{sum(len(v) for v in zero.values())} declared "
+        "without a gradient (piecewise constant, integer or boolean results).",
+        (
+            f"- {len(forward)} of the {differentiable} have forward rules too (`jvp`, Hessians); "
+            "the others are "
+            "refused in forward mode at the user's line: "
+            f"{', '.join(f'`{n}`' for n in reverse_only)}."
+            if reverse_only
+            else f"- All {differentiable} have forward rules too (`jvp`, Hessians, derivatives "
+            "of any order)."
+        ),
+        "- Array methods (`x.sum()`, `x.T`, `x.reshape(...)`, `x.astype(...)`, ...) resolve to "
+        "these rules.",
+    ]
     count = autograd_count()
     if count is not None:
-        lines.append(f"- For comparison, autograd 1.9.1 registers reverse rules for {count} functions "
-                     "(including fft and more of scipy.special, which ast_ad does not cover yet).")
+        lines.append(
+            f"- For comparison, autograd 1.9.1 registers reverse rules for {count} functions "
+            "(including fft and more of scipy.special, which ast_ad does not cover yet)."
+        )
     for title, table_ in (("With gradients", groups), ("Without gradients", zero)):
         lines += ["", f"## {title}", "", "| library | functions |", "|---|---|"]
         for library in sorted(table_):

@@ -1,4 +1,5 @@
-"""``explain``: the forward and reverse evaluation traces of your own function, as a textbook shows them.
+"""``explain``: the forward and reverse evaluation traces of your own function, as a textbook shows
+them.
 
 >>> import math
 >>> def f(x1, x2):
@@ -38,15 +39,29 @@ from ast_ad.ir.naming import Namer
 from ast_ad.runtime import unbroadcast
 from ast_ad.testing import tracer
 
-ARRAYS = ("An array is shown as array(shape) [its first entries] |.|=its norm: array(3,) [1, 2, 3] |.|=3.74166 "
-          "is the vector (1, 2, 3), whose Euclidean norm is 3.74166.")
-SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.pow: "**",
-           operator.matmul: "@", operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=",
-           operator.eq: "==", operator.ne: "!="}
+ARRAYS = (
+    "An array is shown as array(shape) [its first entries] |.|=its norm: array(3,) [1, 2, 3] "
+    "|.|=3.74166 "
+    "is the vector (1, 2, 3), whose Euclidean norm is 3.74166."
+)
+SYMBOLS = {
+    operator.add: "+",
+    operator.sub: "-",
+    operator.mul: "*",
+    operator.truediv: "/",
+    operator.pow: "**",
+    operator.matmul: "@",
+    operator.lt: "<",
+    operator.le: "<=",
+    operator.gt: ">",
+    operator.ge: ">=",
+    operator.eq: "==",
+    operator.ne: "!=",
+}
 PREFIX = {operator.neg: "-", operator.pos: "+"}
 
 
-# ---- what explain returns ---------------------------------------------------------------------------------
+# ---- what explain returns ------------------------------------------------------------------------
 @records.record(frozen=False)
 class Step:
     """One statement of the function, as the traces show it."""
@@ -83,7 +98,8 @@ class Edge:
 
 @records.record(frozen=False)
 class Explanation:
-    """The three artefacts of the worked example, for any function: print it, or show it in Jupyter."""
+    """The three artefacts of the worked example, for any function: print it, or show it in
+    Jupyter."""
 
     inputs: list[Step]
     steps: list[Step]
@@ -98,7 +114,10 @@ class Explanation:
     def tangent_rows(self) -> list[tuple[str, ...]]:
         rows: list[tuple[str, ...]] = [(s.label, "input", summary(s.value), summary(s.tangent), "")
                                        for s in self.inputs]
-        return rows + [(s.label, s.expression, summary(s.value), summary(s.tangent), s.runs()) for s in self.steps]
+        return rows + [
+            (s.label, s.expression, summary(s.value), summary(s.tangent), s.runs())
+            for s in self.steps
+        ]
 
     def forward_text(self) -> str:
         return "\n".join([
@@ -110,12 +129,24 @@ class Explanation:
         ])
 
     def forward_rows(self) -> list[tuple[str, ...]]:
-        rows: list[tuple[str, ...]] = [(s.label, "input", summary(s.value), "") for s in self.inputs]
+        rows: list[tuple[str, ...]] = [
+            (s.label, "input", summary(s.value), "") for s in self.inputs
+        ]
         return rows + [(s.label, s.expression, summary(s.value), s.runs()) for s in self.steps]
 
     def reverse_rows(self) -> list[tuple[str, ...]]:
-        return [(e.step, e.operation, e.input, summary(e.upstream), summary(e.local), summary(e.contribution),
-                 e.runs()) for e in self.edges]
+        return [
+            (
+                e.step,
+                e.operation,
+                e.input,
+                summary(e.upstream),
+                summary(e.local),
+                summary(e.contribution),
+                e.runs(),
+            )
+            for e in self.edges
+        ]
 
     def accumulation_rows(self) -> list[tuple[str, ...]]:
         rows: list[tuple[str, ...]] = []
@@ -130,21 +161,35 @@ class Explanation:
     def __str__(self) -> str:
         if self.mode == "forward":
             return self.forward_text()
-        adjoints = [(s.label, summary(s.adjoint)) for s in reversed(self.steps) if s.adjoint is not None]
-        return "\n".join([
-            "Forward evaluation trace",
-            table(("v", "computation", "value", "runs"), self.forward_rows()),
-            "",
-            "Reverse evaluation trace (from the output to the inputs)",
-            table(("step", "operation", "input", "upstream adjoint", "local derivative", "contribution", "runs"),
-                  self.reverse_rows()),
-            "",
-            "Adjoints: " + ", ".join(f"bar({label}) = {value}" for label, value in adjoints),
-            "",
-            "Where paths meet, contributions add up",
-            self.accumulation_text(),
-            *(["", ARRAYS] if self.has_arrays() else []),
-        ])
+        adjoints = [
+            (s.label, summary(s.adjoint)) for s in reversed(self.steps) if s.adjoint is not None
+        ]
+        return "\n".join(
+            [
+                "Forward evaluation trace",
+                table(("v", "computation", "value", "runs"), self.forward_rows()),
+                "",
+                "Reverse evaluation trace (from the output to the inputs)",
+                table(
+                    (
+                        "step",
+                        "operation",
+                        "input",
+                        "upstream adjoint",
+                        "local derivative",
+                        "contribution",
+                        "runs",
+                    ),
+                    self.reverse_rows(),
+                ),
+                "",
+                "Adjoints: " + ", ".join(f"bar({label}) = {value}" for label, value in adjoints),
+                "",
+                "Where paths meet, contributions add up",
+                self.accumulation_text(),
+                *(["", ARRAYS] if self.has_arrays() else []),
+            ]
+        )
 
     def has_arrays(self) -> bool:
         """Whether a value the tables show is an array (summarised: ``ARRAYS`` says how)."""
@@ -152,25 +197,39 @@ class Explanation:
         return any(np.ndim(v) > 0 for v in values if v is not None)
 
     def __repr__(self) -> str:
-        return str(self)  # at the prompt, the trace tables (as pandas shows a DataFrame), not the fields
+        # at the prompt, the trace tables (as pandas shows a DataFrame), not the fields
+        return str(self)
 
     def _repr_html_(self) -> str:
         if self.mode == "forward":
-            return "<h4>Forward tangent trace</h4>" + html_table(("v", "computation", "value", "tangent", "runs"),
-                                                                   self.tangent_rows())
-        return "".join([
-            "<h4>Forward evaluation trace</h4>", html_table(("v", "computation", "value", "runs"),
-                                                            self.forward_rows()),
-            "<h4>Reverse evaluation trace</h4>",
-            html_table(("step", "operation", "input", "upstream adjoint", "local derivative", "contribution",
-                        "runs"), self.reverse_rows()),
-            "<h4>Where paths meet, contributions add up</h4>",
-            html_table(("input", "contributions", "gradient"), self.accumulation_rows()),
-            *([f"<p>{ARRAYS}</p>"] if self.has_arrays() else []),
-        ])
+            return "<h4>Forward tangent trace</h4>" + html_table(
+                ("v", "computation", "value", "tangent", "runs"), self.tangent_rows()
+            )
+        return "".join(
+            [
+                "<h4>Forward evaluation trace</h4>",
+                html_table(("v", "computation", "value", "runs"), self.forward_rows()),
+                "<h4>Reverse evaluation trace</h4>",
+                html_table(
+                    (
+                        "step",
+                        "operation",
+                        "input",
+                        "upstream adjoint",
+                        "local derivative",
+                        "contribution",
+                        "runs",
+                    ),
+                    self.reverse_rows(),
+                ),
+                "<h4>Where paths meet, contributions add up</h4>",
+                html_table(("input", "contributions", "gradient"), self.accumulation_rows()),
+                *([f"<p>{ARRAYS}</p>"] if self.has_arrays() else []),
+            ]
+        )
 
 
-# ---- running the function with a recorder ------------------------------------------------------------------
+# ---- running the function with a recorder --------------------------------------------------------
 @records.record(frozen=False)
 class Event:
     """One execution of one statement."""
@@ -186,7 +245,9 @@ class Event:
 class Recorder:
     """Collects events as the instrumented function runs."""
 
-    def __init__(self, statements: list[ir.Assign], params: tuple[str, ...], argnums: tuple[int, ...]):
+    def __init__(
+        self, statements: list[ir.Assign], params: tuple[str, ...], argnums: tuple[int, ...]
+    ):
         self.statements = statements
         self.events: list[Event] = []
         self.last: dict[str, int] = {}
@@ -214,7 +275,8 @@ class Recorder:
         rule = registry.lookup(stmt.value.fn.obj) if isinstance(stmt.value, ir.Call) else None
         active = any(e.active for e in known) and not (rule is not None and rule.nondiff) \
             and isinstance(stmt.value, (ir.Call, ir.Var))
-        if isinstance(stmt.value, ir.Var) and parents[0] is not None:  # a copy: the same value, no new step
+        # a copy: the same value, no new step
+        if isinstance(stmt.value, ir.Var) and parents[0] is not None:
             self.last[stmt.target] = parents[0]
             return
         level = 1 + max((e.level for e in known if e.active), default=0)
@@ -222,27 +284,45 @@ class Recorder:
         self.events.append(Event(key, value, args, parents, level, active))
 
 
-def record(fn: Any, args: tuple[Any, ...], argnums: tuple[int, ...]) -> tuple[Recorder, ir.Function]:
+def record(
+    fn: Any, args: tuple[Any, ...], argnums: tuple[int, ...]
+) -> tuple[Recorder, ir.Function]:
     """Run ``fn``'s normalized form on ``args`` with a recorder after every assignment."""
     function = transform.normalized(fn)
-    if any(isinstance(s, (ir.Append, ir.Unpack)) or (isinstance(s, ir.Assign) and isinstance(s.value, ir.Pack))
-           for s in ir.walk(function.body)):
-        raise ASTADError("explain shows functions of numbers and arrays; it does not show tuples or lists "
-                         "being built yet: use ast_ad.grad and ast_ad.source for this function")
+    if any(
+        isinstance(s, (ir.Append, ir.Unpack))
+        or (isinstance(s, ir.Assign) and isinstance(s.value, ir.Pack))
+        for s in ir.walk(function.body)
+    ):
+        raise ASTADError(
+            "explain shows functions of numbers and arrays; it does not show tuples or lists "
+            "being built yet: use ast_ad.grad and ast_ad.source for this function"
+        )
     statements: list[ir.Assign] = []
     refs = syntax.RefTable()
     namer = Namer(used=function.names())
     recorder_name = namer.fresh("record")
     body = _instrument(function.body, statements, refs, recorder_name)
-    body = [gast.Expr(value=syntax.call(gast.Attribute(value=syntax.name(recorder_name), attr="start",
-                                                       ctx=gast.Load()), [syntax.name(p) for p in function.params]))
-            ] + body + [syntax.ret(syntax.atom(function.result, refs))]
+    body = (
+        [
+            gast.Expr(
+                value=syntax.call(
+                    gast.Attribute(value=syntax.name(recorder_name), attr="start", ctx=gast.Load()),
+                    [syntax.name(p) for p in function.params],
+                )
+            )
+        ]
+        + body
+        + [syntax.ret(syntax.atom(function.result, refs))]
+    )
     tree = syntax.function(function.name, [*function.params, recorder_name], body)
     text, namespace = emit_tree(tree, refs)
     loaded = load(text, function.name, namespace)
     recorder = Recorder(statements, function.params, argnums)
     result = loaded.fn(*args, recorder)
-    result_event = recorder.last.get(function.result.name) if isinstance(function.result, ir.Var) else None
+    result_event = (
+        recorder.last.get(function.result.name) if isinstance(function.result, ir.Var) else None
+    )
     recorder.result = result
     recorder.result_event = result_event
     return recorder, function
@@ -279,7 +359,7 @@ def _operands(value: ir.Expr) -> tuple[ir.Atom, ...]:
     return ()
 
 
-# ---- the reverse trace ---------------------------------------------------------------------------------------
+# ---- the reverse trace ---------------------------------------------------------------------------
 def explain(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0, mode: str = "reverse",
             tangents: tuple[Any, ...] | None = None) -> Explanation:
     """The forward trace, the reverse trace and the accumulation of ``fn`` at ``args``.
@@ -307,7 +387,9 @@ def explain(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0, mode: str =
             continue
         g = adjoint[i]
         stmt = recorder.statements[event.key]
-        for position, (parent, atom) in enumerate(zip(event.parents, _operands(stmt.value), strict=True)):
+        for position, (parent, atom) in enumerate(
+            zip(event.parents, _operands(stmt.value), strict=True)
+        ):
             if parent is None or not events[parent].active:
                 continue
             contribution, local = _vjp(stmt, event, position, g)
@@ -316,8 +398,16 @@ def explain(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0, mode: str =
             received.setdefault(parent, []).append((unit(i), contribution))
             edge = edges.get((unit(i), position))
             if edge is None:
-                edges[(unit(i), position)] = Edge(labels[unit(i)], _operation(stmt), label(parent, atom), g,
-                                                  local, contribution, 1, _run(recorder, order, i, unit))
+                edges[(unit(i), position)] = Edge(
+                    labels[unit(i)],
+                    _operation(stmt),
+                    label(parent, atom),
+                    g,
+                    local,
+                    contribution,
+                    1,
+                    _run(recorder, order, i, unit),
+                )
             else:
                 edge.count += 1
                 edge.contribution = edge.contribution + contribution
@@ -327,28 +417,47 @@ def explain(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0, mode: str =
         runs = [i for i in order if unit(i) == key]
         first = runs[0]
         stmt = recorder.statements[events[first].key]
-        shown = [label(p, a) for p, a in zip(events[first].parents, _operands(stmt.value), strict=True)]
-        steps.append(Step(labels[key], _expression(stmt, shown, ", ".join(shown)), events[runs[-1]].value,
-                          len(runs), stmt.line.lineno, adjoint.get(runs[-1]), run=_run(recorder, order, first, unit)))
+        shown = [
+            label(p, a) for p, a in zip(events[first].parents, _operands(stmt.value), strict=True)
+        ]
+        steps.append(
+            Step(
+                labels[key],
+                _expression(stmt, shown, ", ".join(shown)),
+                events[runs[-1]].value,
+                len(runs),
+                stmt.line.lineno,
+                adjoint.get(runs[-1]),
+                run=_run(recorder, order, first, unit),
+            )
+        )
     inputs = [Step(p, "input", args[k], 1, 0) for k, p in enumerate(function.params) if k in nums]
     gradient = {}
     contributions = {}
     for k, p in enumerate(function.params):
         if k in nums:
-            gradient[p] = unbroadcast(adjoint.get(k, 0.0), args[k]) if k in adjoint else 0.0 * np.asarray(args[k])
+            gradient[p] = (
+                unbroadcast(adjoint.get(k, 0.0), args[k])
+                if k in adjoint
+                else 0.0 * np.asarray(args[k])
+            )
             merged: dict[int, Any] = {}
             for key, c in received.get(k, []):
                 merged[key] = merged[key] + c if key in merged else c
             ordered = sorted(merged.items(), key=lambda kc: keys.index(kc[0]))
             contributions[p] = [(labels[key], c) for key, c in ordered]
-    return Explanation(inputs, steps, list(edges.values()), "y", recorder.result, gradient, contributions)
+    return Explanation(
+        inputs, steps, list(edges.values()), "y", recorder.result, gradient, contributions
+    )
 
 
-UNROLLED = 60  # at most this many runs of statements shown: each run its own step; more, each statement one step
+# at most this many runs of statements shown: each run its own step; more, each statement one step
+UNROLLED = 60
 
 
 def _run(recorder: Recorder, order: list[int], i: int, unit: Any) -> str:
-    """Which run of its statement event ``i`` is ("2 of 3"), where each run is a step of its own; else ""."""
+    """Which run of its statement event ``i`` is ("2 of 3"), where each run is a step of its own;
+    else ""."""
     if unit(i) != i:
         return ""
     runs = [j for j in order if recorder.events[j].key == recorder.events[i].key]
@@ -357,11 +466,11 @@ def _run(recorder: Recorder, order: list[int], i: int, unit: Any) -> str:
 
 def _numbering(recorder: Recorder, function: ir.Function,
                shown: Any) -> tuple[list[int], list[int], dict[int | None, str], Any, Any]:
-    """The events shown (``shown(i, event)``) in textbook order (by dependency depth), the steps they make,
-    the labels v1, v2, ..., y, a function naming an operand by its label, parameter or constant, and one
-    giving the step of an event (``unit``). Each run of a statement is a step of its own where at most
-    ``UNROLLED`` runs are shown, so that a loop's picture has each run's edges, and its input's; else each
-    statement is one step, with its number of runs."""
+    """The events shown (``shown(i, event)``) in textbook order (by dependency depth), the steps
+    they make, the labels v1, v2, ..., y, a function naming an operand by its label, parameter or
+    constant, and one giving the step of an event (``unit``). Each run of a statement is a step of
+    its own where at most ``UNROLLED`` runs are shown, so that a loop's picture has each run's
+    edges, and its input's; else each statement is one step, with its number of runs."""
     events = recorder.events
     order = sorted((i for i, e in enumerate(events) if e.key >= 0 and shown(i, e)),
                    key=lambda i: (events[i].level, i))
@@ -371,7 +480,9 @@ def _numbering(recorder: Recorder, function: ir.Function,
         return i if not looped or len(order) <= UNROLLED else events[i].key
     keys = list(dict.fromkeys(unit(i) for i in order))
     out_key = unit(recorder.result_event) if recorder.result_event is not None else None
-    labels: dict[int | None, str] = {k: f"v{n + 1}" for n, k in enumerate(k for k in keys if k != out_key)}
+    labels: dict[int | None, str] = {
+        k: f"v{n + 1}" for n, k in enumerate(k for k in keys if k != out_key)
+    }
     labels[out_key] = "y"
     names = {-1 - k: p for k, p in enumerate(function.params)}
 
@@ -383,25 +494,35 @@ def _numbering(recorder: Recorder, function: ir.Function,
             return names[key]
         if unit(event) in labels:
             return labels[unit(event)]
-        # a value no step shows (a condition, a number from the inputs' shapes): what computes it, written out
+        # a value no step shows (a condition, a number from the inputs' shapes): what computes it,
+        # written out
         stmt = recorder.statements[key]
         if depth > 2 or not isinstance(stmt.value, ir.Call):
             return _constant_text(atom)
-        parts = [label(p, a, depth + 1) for p, a in zip(events[event].parents, _operands(stmt.value), strict=True)]
+        parts = [
+            label(p, a, depth + 1)
+            for p, a in zip(events[event].parents, _operands(stmt.value), strict=True)
+        ]
         return _expression(stmt, parts, ", ".join(parts))
     return order, keys, labels, label, unit
 
 
 def explain_forward(fn: Any, args: tuple[Any, ...], nums: tuple[int, ...],
                     tangents: tuple[Any, ...] | None) -> Explanation:
-    """The forward tangent trace: the events in the order they ran, each one's tangent from its inputs'."""
+    """The forward tangent trace: the events in the order they ran, each one's tangent from its
+    inputs'."""
     if tangents is None:
-        tangents = tuple(np.ones_like(args[k], dtype=float) if np.ndim(args[k]) else 1.0 for k in nums)
-    if len(tangents) == len(args) != len(nums):  # one per argument, as jvp takes them (None: not differentiated)
+        tangents = tuple(
+            np.ones_like(args[k], dtype=float) if np.ndim(args[k]) else 1.0 for k in nums
+        )
+    # one per argument, as jvp takes them (None: not differentiated)
+    if len(tangents) == len(args) != len(nums):
         nums = tuple(k for k, t in enumerate(tangents) if t is not None)
         tangents = tuple(t for t in tangents if t is not None)
     if len(tangents) != len(nums):
-        raise ASTADError(f"explain needs one tangent per argument in argnums={nums!r}, got {len(tangents)}")
+        raise ASTADError(
+            f"explain needs one tangent per argument in argnums={nums!r}, got {len(tangents)}"
+        )
     recorder, function = record(fn, args, nums)
     events = recorder.events
     given = dict(zip(nums, tangents, strict=True))
@@ -421,11 +542,25 @@ def explain_forward(fn: Any, args: tuple[Any, ...], nums: tuple[int, ...],
     for key in keys:
         runs = [i for i in order if unit(i) == key]
         stmt = recorder.statements[events[runs[0]].key]
-        operands = [label(p, a) for p, a in zip(events[runs[0]].parents, _operands(stmt.value), strict=True)]
-        steps.append(Step(labels[key], _expression(stmt, operands, ", ".join(operands)), events[runs[-1]].value,
-                          len(runs), stmt.line.lineno, tangent=dots[runs[-1]], run=_run(recorder, order, runs[0],
-                                                                                        unit)))
-    inputs = [Step(p, "input", args[k], 1, 0, tangent=given[k]) for k, p in enumerate(function.params) if k in nums]
+        operands = [
+            label(p, a) for p, a in zip(events[runs[0]].parents, _operands(stmt.value), strict=True)
+        ]
+        steps.append(
+            Step(
+                labels[key],
+                _expression(stmt, operands, ", ".join(operands)),
+                events[runs[-1]].value,
+                len(runs),
+                stmt.line.lineno,
+                tangent=dots[runs[-1]],
+                run=_run(recorder, order, runs[0], unit),
+            )
+        )
+    inputs = [
+        Step(p, "input", args[k], 1, 0, tangent=given[k])
+        for k, p in enumerate(function.params)
+        if k in nums
+    ]
     out = dots.get(recorder.result_event, 0.0) if recorder.result_event is not None else 0.0
     return Explanation(inputs, steps, [], "y", recorder.result, {}, {}, mode="forward", tangent=out)
 
@@ -451,7 +586,8 @@ def _jvp(stmt: ir.Assign, event: Event, position: int, u: Any) -> Any:
 
 
 def _vjp(stmt: ir.Assign, event: Event, position: int, g: Any) -> tuple[Any, Any]:
-    """The contribution of ``g`` to argument ``position``, and the local derivative if it is a number."""
+    """The contribution of ``g`` to argument ``position``, and the local derivative if it is a
+    number."""
     value = stmt.value
     if isinstance(value, ir.Var):
         return g, 1.0
@@ -525,7 +661,7 @@ def _constant_text(atom: ir.Atom) -> str:
     return atom.name
 
 
-# ---- formatting ----------------------------------------------------------------------------------------------
+# ---- formatting ----------------------------------------------------------------------------------
 def summary(value: Any) -> str:
     """A number to 12 decimals; an array as its shape, a few entries and its norm."""
     if value is None:
@@ -547,10 +683,14 @@ def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
     return "\n".join(lines)
 
 
-def html_table(header: tuple[str, ...], rows: list[tuple[str, ...]], name: str | None = None) -> str:
+def html_table(
+    header: tuple[str, ...], rows: list[tuple[str, ...]], name: str | None = None
+) -> str:
     import html
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows
+    )
     named = f' id="{name}"' if name else ""
     return f"<table{named}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 

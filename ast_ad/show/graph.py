@@ -1,4 +1,5 @@
-"""``graph``: the computational graph of your function as Graphviz DOT, and as a picture where Graphviz is installed.
+"""``graph``: the computational graph of your function as Graphviz DOT, and as a picture where
+Graphviz is installed.
 
 Inputs are ellipses, operations boxes, the output a double octagon. Given
 arguments, nodes carry their values and adjoints and edges their local
@@ -25,7 +26,8 @@ from ast_ad.show.explain import _constant_text, _expression, _operands, explain,
 
 @record
 class Graph:
-    """A DOT graph. ``str(graph)`` is the DOT text; ``render(path)`` writes SVG or PNG with Graphviz."""
+    """A DOT graph. ``str(graph)`` is the DOT text; ``render(path)`` writes SVG or PNG with
+    Graphviz."""
 
     dot: str
 
@@ -37,7 +39,8 @@ class Graph:
         fmt = path.rsplit(".", 1)[-1].lower()
         if fmt not in ("svg", "png", "pdf"):
             raise ASTADError(f"graph pictures are .svg, .png or .pdf, not {path!r}")
-        picture = self.picture(fmt)  # (made first: no empty file where Graphviz is missing or fails)
+        # (made first: no empty file where Graphviz is missing or fails)
+        picture = self.picture(fmt)
         with open(path, "wb") as out:
             out.write(picture)
         return path
@@ -45,22 +48,30 @@ class Graph:
     def picture(self, fmt: str = "svg") -> bytes:
         dot = shutil.which("dot")
         if dot is None:
-            raise ASTADError("rendering needs Graphviz's `dot` program (apt-get install graphviz, brew install "
-                             "graphviz, or conda install graphviz); the DOT text itself is str(graph)")
-        done = subprocess.run([dot, f"-T{fmt}"], input=self.dot.encode(), capture_output=True, check=False)
+            raise ASTADError(
+                "rendering needs Graphviz's `dot` program (apt-get install graphviz, brew install "
+                "graphviz, or conda install graphviz); the DOT text itself is str(graph)"
+            )
+        done = subprocess.run(
+            [dot, f"-T{fmt}"], input=self.dot.encode(), capture_output=True, check=False
+        )
         if done.returncode != 0:
             raise ASTADError(f"Graphviz failed: {done.stderr.decode().strip()}")
         return done.stdout
 
     def _repr_svg_(self) -> str | None:
-        """The picture, in Jupyter; without Graphviz, the DOT text shows instead, and the first time a warning
-        says how to install it."""
+        """The picture, in Jupyter; without Graphviz, the DOT text shows instead, and the first time
+        a warning says how to install it."""
         if shutil.which("dot"):
             return self.picture("svg").decode()
         if not _told[0]:
             _told[0] = True
-            warnings.warn("ast_ad.graph shows its DOT text: drawing the picture needs Graphviz's `dot` program "
-                          "(apt-get install graphviz, brew install graphviz, or conda install graphviz)", stacklevel=2)
+            warnings.warn(
+                "ast_ad.graph shows its DOT text: drawing the picture needs Graphviz's `dot` "
+                "program "
+                "(apt-get install graphviz, brew install graphviz, or conda install graphviz)",
+                stacklevel=2,
+            )
         return None
 
 
@@ -68,7 +79,8 @@ _told = [False]  # whether the notebook was told once that Graphviz is missing
 
 
 def graph(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0) -> Graph:
-    """The computational graph of ``fn``: with values, derivatives and adjoints when ``args`` are given."""
+    """The computational graph of ``fn``: with values, derivatives and adjoints when ``args`` are
+    given."""
     if args:
         return _traced_graph(fn, args, argnums)
     return _static_graph(fn, argnums)
@@ -92,17 +104,21 @@ def _traced_graph(fn: Any, args: tuple[Any, ...], argnums: Any) -> Graph:
 
 
 def _static_graph(fn: Any, argnums: Any) -> Graph:
-    """The structure of the normalized function: one node per primitive, numbered as ``explain`` numbers them."""
+    """The structure of the normalized function: one node per primitive, numbered as ``explain``
+    numbers them."""
     function = transform.normalized(fn)
     nums = (argnums,) if isinstance(argnums, numbers.Integral) else tuple(argnums)
     active = activity(function, tuple(range(len(function.params))))
     result = function.result.name if isinstance(function.result, ir.Var) else None
     producer: dict[str, int] = {}  # name -> index of the step that last assigned it
-    steps: list[tuple[ir.Assign, list[int | str], int, bool]] = []  # (statement, operands, level, in a loop)
+    # (statement, operands, level, in a loop)
+    steps: list[tuple[ir.Assign, list[int | str], int, bool]] = []
     for stmt, looped in _statements(function.body, False):
         if not isinstance(stmt, ir.Assign) or stmt.target not in active:
             continue
-        if isinstance(stmt.value, ir.Var) and (stmt.value.name in producer or stmt.value.name in function.params):
+        if isinstance(stmt.value, ir.Var) and (
+            stmt.value.name in producer or stmt.value.name in function.params
+        ):
             if stmt.value.name in producer:
                 producer[stmt.target] = producer[stmt.value.name]
             continue
@@ -122,7 +138,9 @@ def _static_graph(fn: Any, argnums: Any) -> Graph:
     final = producer.get(result) if result else None
     order = sorted(range(len(steps)), key=lambda i: (steps[i][2], i))
     numbered = [i for i in order if i != final]
-    labels = {i: f"v{n + 1}" for n, i in enumerate(numbered)} | ({final: "y"} if final is not None else {})
+    labels = {i: f"v{n + 1}" for n, i in enumerate(numbered)} | (
+        {final: "y"} if final is not None else {}
+    )
     lines = _header(function.name)
     for k, p in enumerate(function.params):
         lines.append(_node(p, "ellipse", [p + ("" if k in nums else " (not differentiated)")]))
@@ -155,8 +173,12 @@ def _number(value: Any) -> str:
 
 
 def _header(name: str) -> list[str]:
-    return [f'digraph "{_escape(name)}" {{', "  rankdir=LR;", '  node [fontname="Helvetica", fontsize=11];',
-            '  edge [fontname="Helvetica", fontsize=10];']
+    return [
+        f'digraph "{_escape(name)}" {{',
+        "  rankdir=LR;",
+        '  node [fontname="Helvetica", fontsize=11];',
+        '  edge [fontname="Helvetica", fontsize=10];',
+    ]
 
 
 def _node(name: str, shape: str, text: list[str]) -> str:

@@ -5,8 +5,8 @@ hypothesis strategy), the runtime tracer (``tracer``, the independent oracle) an
 >>> from hypothesis import given
 >>> from ast_ad.testing import programs
 
-``programs`` and ``Program`` are imported when first asked for: hypothesis is a test dependency, not a run-time
-one, and the tracer is imported without it.
+``programs`` and ``Program`` are imported when first asked for: hypothesis is a test dependency, not
+a run-time one, and the tracer is imported without it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""``check_grads``: compare ast_ad's gradient with the tracer's and with central finite differences."""
+"""``check_grads``: compare ast_ad's gradient with the tracer's and with central finite
+differences."""
 
 from __future__ import annotations
 
@@ -26,8 +27,13 @@ def check_grads(fun: Callable[..., Any], *args: Any, argnums: int | tuple[int, .
     rng = np.random.default_rng(seed)
     report = []
     for k, ours_k, theirs_k in zip(nums, ours, theirs, strict=True):
-        for path, leaf in _leaves(args[k]):  # a list, tuple or dict of parameters: each array or number in it
-            mine, traced, where = _at(ours_k, path), _at(theirs_k, path), f"argument {k}{_spelled(path)}"
+        # a list, tuple or dict of parameters: each array or number in it
+        for path, leaf in _leaves(args[k]):
+            mine, traced, where = (
+                _at(ours_k, path),
+                _at(theirs_k, path),
+                f"argument {k}{_spelled(path)}",
+            )
             if not np.allclose(mine, traced, rtol=1e-9, atol=1e-12):
                 report.append(f"{where}: ast_ad {mine!r} != tracer {traced!r}")
             direction = rng.standard_normal(np.shape(leaf))
@@ -37,13 +43,21 @@ def check_grads(fun: Callable[..., Any], *args: Any, argnums: int | tuple[int, .
                 report.append(f"{where}: along a random direction ast_ad gives {analytic!r}, "
                               f"finite differences give {numeric!r}")
     if report:
-        raise AssertionError(f"gradients of {getattr(fun, '__qualname__', fun)} disagree:\n  " + "\n  ".join(report))
+        raise AssertionError(
+            f"gradients of {getattr(fun, '__qualname__', fun)} disagree:\n  " + "\n  ".join(report)
+        )
 
 
-def directional(fun: Callable[..., Any], args: tuple[Any, ...], k: int, direction: Any, eps: float = 1e-6,
-                path: tuple[Any, ...] = ()) -> float:
-    """The central difference of ``fun`` along ``direction`` in argument ``k`` (at ``path`` inside it, where it is
-    a list, tuple or dict)."""
+def directional(
+    fun: Callable[..., Any],
+    args: tuple[Any, ...],
+    k: int,
+    direction: Any,
+    eps: float = 1e-6,
+    path: tuple[Any, ...] = (),
+) -> float:
+    """The central difference of ``fun`` along ``direction`` in argument ``k`` (at ``path`` inside
+    it, where it is a list, tuple or dict)."""
     def at(step: float) -> float:
         moved = list(args)
         leaf = _at(args[k], path)
@@ -54,7 +68,8 @@ def directional(fun: Callable[..., Any], args: tuple[Any, ...], k: int, directio
 
 
 def _leaves(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], Any]]:
-    """Each number or array in ``value`` (a list, tuple or dict of them, nested), with the keys that reach it."""
+    """Each number or array in ``value`` (a list, tuple or dict of them, nested), with the keys that
+    reach it."""
     if isinstance(value, dict):
         return [leaf for key in value for leaf in _leaves(value[key], (*path, key))]
     if isinstance(value, (list, tuple)):
@@ -69,7 +84,8 @@ def _at(value: Any, path: tuple[Any, ...]) -> Any:
 
 
 def _replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
-    """``value`` with the leaf at ``path`` replaced by ``new`` (containers copied on the way, kinds kept)."""
+    """``value`` with the leaf at ``path`` replaced by ``new`` (containers copied on the way, kinds
+    kept)."""
     if not path:
         return new
     key, rest = path[0], path[1:]

@@ -34,11 +34,25 @@ from hypothesis import strategies as st
 
 from ast_ad.core.records import field, record
 
-UNARY = ["np.sin({})", "np.cos({})", "np.tanh({})", "np.exp(np.tanh({}))", "np.log(1.0 + {0} * {0})",
-         "np.sqrt(1.0 + {0} * {0})", "-{}", "abs({})"]
-BINARY = ["{0} + {1}", "{0} - {1}", "{0} * {1}", "{0} / (1.0 + {1} * {1})", "0.5 * {0} * np.sin({1})"]
-# With arrays: a matrix ``m`` (built from the inputs at the top of ``f``) times vectors, and reversals
-# (``ONES *`` makes a number a vector too).
+UNARY = [
+    "np.sin({})",
+    "np.cos({})",
+    "np.tanh({})",
+    "np.exp(np.tanh({}))",
+    "np.log(1.0 + {0} * {0})",
+    "np.sqrt(1.0 + {0} * {0})",
+    "-{}",
+    "abs({})",
+]
+BINARY = [
+    "{0} + {1}",
+    "{0} - {1}",
+    "{0} * {1}",
+    "{0} / (1.0 + {1} * {1})",
+    "0.5 * {0} * np.sin({1})",
+]
+# With arrays: a matrix ``m`` (built from the inputs at the top of ``f``) times vectors, and
+# reversals (``ONES *`` makes a number a vector too).
 MATRIX = ["(m @ (ONES * {}))", "((ONES * {}) @ m)", "np.dot(m, ONES * {})", "(ONES * {})[::-1]"]
 _serial = itertools.count()
 
@@ -88,9 +102,10 @@ class _Writer:
         self.smooth = True
         self.helpers: list[str] = []
         self.matrix = False  # whether ``m`` is in scope
-        self.damp = False  # whether the helper ``damp`` (it changes its argument in place) is defined
+        # whether the helper ``damp`` (it changes its argument in place) is defined
+        self.damp = False
 
-    # ---- expressions ------------------------------------------------------------------------------------
+    # ---- expressions -----------------------------------------------------------------------------
     def expr(self, depth: int = 0) -> str:
         choice = self.draw(st.integers(0, 2 if depth < 3 else 0))
         if choice == 0:
@@ -103,11 +118,13 @@ class _Writer:
                 self.smooth = False  # abs has a kink at 0
             return str(unary.format(self.expr(depth + 1)))
         if self.helpers and self.draw(st.integers(0, 4)) == 0:
-            if self.draw(st.integers(0, 3)) == 0:  # lists into a helper that returns one: the other's adjoint is None
+            # lists into a helper that returns one: the other's adjoint is None
+            if self.draw(st.integers(0, 3)) == 0:
                 self.features.add("list picked by a helper")
                 self.smooth = False  # it branches on a value
                 items = [self.expr(depth + 2) for _ in range(4)]
-                return f"pick([{items[0]}, {items[1]}], [{items[2]}, {items[3]}])[{self.draw(st.integers(0, 1))}]"
+                which = self.draw(st.integers(0, 1))
+                return f"pick([{items[0]}, {items[1]}], [{items[2]}, {items[3]}])[{which}]"
             self.features.add("helper call")
             return f"{self.draw(st.sampled_from(self.helpers))}({self.expr(depth + 1)})"
         binary: str = self.draw(st.sampled_from(BINARY))
@@ -122,13 +139,14 @@ class _Writer:
     def condition(self) -> str:
         self.smooth = False
         summary = f"np.sum({self.expr(2)})" if self.options["arrays"] else self.expr(2)
-        return f"{summary} {self.draw(st.sampled_from(['>', '<']))} {self.draw(st.sampled_from([0.0, 0.3, -0.4]))}"
+        compare = self.draw(st.sampled_from([">", "<"]))
+        return f"{summary} {compare} {self.draw(st.sampled_from([0.0, 0.3, -0.4]))}"
 
     def fresh(self) -> str:
         name = f"v{next(self.counter)}"
         return name
 
-    # ---- statements -------------------------------------------------------------------------------------
+    # ---- statements ------------------------------------------------------------------------------
     def block(self, indent: str, size: int, in_loop: bool, depth: int) -> list[str]:
         lines: list[str] = []
         for _ in range(size):
@@ -145,7 +163,9 @@ class _Writer:
             kinds.append("list")
         if self.options["mutation"]:
             kinds += ["container", "choice", "complex"]
-            kinds += ["write", "write", "alias", "shared", "shared"] if self.options["arrays"] else []
+            kinds += (
+                ["write", "write", "alias", "shared", "shared"] if self.options["arrays"] else []
+            )
             kinds += ["damp"] if self.damp else []
         if in_loop and self.options["branches"]:
             kinds += ["jump"]
@@ -157,7 +177,11 @@ class _Writer:
 
     def stmt_assign(self, indent: str, in_loop: bool, depth: int) -> list[str]:
         value = self.expr()
-        name = self.draw(st.sampled_from(self.names)) if in_loop or self.draw(st.booleans()) else self.fresh()
+        name = (
+            self.draw(st.sampled_from(self.names))
+            if in_loop or self.draw(st.booleans())
+            else self.fresh()
+        )
         if name not in self.names and depth == 0:
             self.names.append(name)
         elif name not in self.names:
@@ -168,7 +192,9 @@ class _Writer:
     def stmt_augment(self, indent: str, in_loop: bool, depth: int) -> list[str]:
         self.features.add("augmented assignment")
         name = self.draw(st.sampled_from(self.names))
-        op, value = self.draw(st.sampled_from([("+=", "np.sin({})"), ("*=", "np.tanh({})"), ("-=", "0.5 * {}")]))
+        op, value = self.draw(
+            st.sampled_from([("+=", "np.sin({})"), ("*=", "np.tanh({})"), ("-=", "0.5 * {}")])
+        )
         return [f"{indent}{name} {op} {value.format(self.expr(1))}"]
 
     def stmt_tuple(self, indent: str, in_loop: bool, depth: int) -> list[str]:
@@ -180,11 +206,14 @@ class _Writer:
 
     def stmt_if(self, indent: str, in_loop: bool, depth: int) -> list[str]:
         self.features.add("if")
-        lines = [f"{indent}if {self.condition()}:"] + self.block(indent + "    ", self.draw(st.integers(1, 2)),
-                                                               in_loop, depth + 1)
+        lines = [f"{indent}if {self.condition()}:"] + self.block(
+            indent + "    ", self.draw(st.integers(1, 2)), in_loop, depth + 1
+        )
         if self.draw(st.booleans()):
             self.features.add("elif")
-            lines += [f"{indent}elif {self.condition()}:"] + self.block(indent + "    ", 1, in_loop, depth + 1)
+            lines += [f"{indent}elif {self.condition()}:"] + self.block(
+                indent + "    ", 1, in_loop, depth + 1
+            )
         if self.draw(st.booleans()):
             lines += [f"{indent}else:"] + self.block(indent + "    ", 1, in_loop, depth + 1)
         return lines
@@ -193,7 +222,10 @@ class _Writer:
         self.features.add("for")
         index = f"i{next(self.counter)}"
         steps = self.draw(st.integers(0, 4))
-        body = [f"{indent}    {self.draw(st.sampled_from(self.names))} += 0.1 * {index} * np.sin({self.leaf()})"]
+        body = [
+            f"{indent}    {self.draw(st.sampled_from(self.names))} += 0.1 * {index} * "
+            f"np.sin({self.leaf()})"
+        ]
         body += self.block(indent + "    ", self.draw(st.integers(1, 2)), True, depth + 1)
         return [f"{indent}for {index} in range({steps}):"] + body
 
@@ -201,8 +233,11 @@ class _Writer:
         self.features.add("while")
         counter = f"n{next(self.counter)}"
         body = self.block(indent + "    ", self.draw(st.integers(1, 2)), True, depth + 1)
-        return [f"{indent}{counter} = 0", f"{indent}while {counter} < {self.draw(st.integers(0, 3))}:",
-                f"{indent}    {counter} += 1"] + body
+        return [
+            f"{indent}{counter} = 0",
+            f"{indent}while {counter} < {self.draw(st.integers(0, 3))}:",
+            f"{indent}    {counter} += 1",
+        ] + body
 
     def stmt_jump(self, indent: str, in_loop: bool, depth: int) -> list[str]:
         word = self.draw(st.sampled_from(["break", "continue"]))
@@ -217,18 +252,30 @@ class _Writer:
         self.features.add("list")
         items, index, name = f"items{next(self.counter)}", f"j{next(self.counter)}", self.fresh()
         if self.draw(st.booleans()):
-            lines = [f"{indent}{items} = []", f"{indent}for {index} in range({self.draw(st.integers(1, 3))}):",
-                     f"{indent}    {items}.append(np.tanh({self.expr(1)}) * {index})"]
-        else:  # pairs of values, zipped (strict: Python's error where the lengths differ) and numbered
+            lines = [
+                f"{indent}{items} = []",
+                f"{indent}for {index} in range({self.draw(st.integers(1, 3))}):",
+                f"{indent}    {items}.append(np.tanh({self.expr(1)}) * {index})",
+            ]
+        # pairs of values, zipped (strict: Python's error where the lengths differ) and numbered
+        else:
             self.features.add("zip")
             p, q, n = self.fresh(), self.fresh(), self.draw(st.integers(1, 2))
-            firsts, seconds = ", ".join(self.expr(2) for _ in range(n)), ", ".join(self.expr(2) for _ in range(n))
-            lines = [f"{indent}{items} = []",
-                     f"{indent}for {index}, ({p}, {q}) in enumerate(zip([{firsts}], [{seconds}], strict=True)):",
-                     f"{indent}    {items}.append(np.sum(np.tanh({p}) * {q}) * ({index} + 1))"]  # numbers all
+            firsts, seconds = (
+                ", ".join(self.expr(2) for _ in range(n)),
+                ", ".join(self.expr(2) for _ in range(n)),
+            )
+            lines = [
+                f"{indent}{items} = []",
+                f"{indent}for {index}, ({p}, {q}) in enumerate(zip([{firsts}], [{seconds}], "
+                "strict=True)):",
+                # numbers all
+                f"{indent}    {items}.append(np.sum(np.tanh({p}) * {q}) * ({index} + 1))",
+            ]
         joins = ["sum({})", "np.sum(np.stack({}), axis=0)", "{}[-1]"]
-        if depth == 0 and "early return" not in self.features:  # a list made once, not in a loop (code after
-            # an early return from a loop is moved into one): reverse mode follows its pops too
+        if depth == 0 and "early return" not in self.features:
+            # a list made once, not in a loop (code after an early return from a loop is moved
+            # into one): reverse mode follows its pops too
             joins.append("{0}.pop() + sum({0})")
         joined = self.draw(st.sampled_from(joins))
         lines.append(f"{indent}{name} = {joined.format(items)}")
@@ -238,22 +285,42 @@ class _Writer:
             lines[-1] = f"{indent}{self.draw(st.sampled_from(self.names))} = {joined.format(items)}"
         return lines
 
-    # ---- mutation, aliases and containers (``mutation=True``) -------------------------------------------
+    # ---- mutation, aliases and containers (``mutation=True``) ------------------------------------
     def scalar(self) -> str:
         """A number computed from the program's values, to write into an array."""
-        return f"np.tanh(np.sum({self.expr(2)}))" if self.options["arrays"] else f"np.tanh({self.expr(2)})"
+        return (
+            f"np.tanh(np.sum({self.expr(2)}))"
+            if self.options["arrays"]
+            else f"np.tanh({self.expr(2)})"
+        )
 
     def stmt_write(self, indent: str, in_loop: bool, depth: int) -> list[str]:
-        """An item write on a private copy: repeated and fancy indices, slices, steps, np.add.at, out=."""
+        """An item write on a private copy: repeated and fancy indices, slices, steps, np.add.at,
+        out=."""
         self.features.add("item write")
         name, copy = self.draw(st.sampled_from(self.names)), self.fresh()
-        index = self.draw(st.sampled_from(["0", "-1", "[0, 0, 2]", "np.array([2, 0, 2])", "1:", "::2",
-                                           "np.array([True, False, True])"]))
+        index = self.draw(
+            st.sampled_from(
+                [
+                    "0",
+                    "-1",
+                    "[0, 0, 2]",
+                    "np.array([2, 0, 2])",
+                    "1:",
+                    "::2",
+                    "np.array([True, False, True])",
+                ]
+            )
+        )
         how = self.draw(st.sampled_from(["{c}[{i}] = {v}", "{c}[{i}] += {v}", "{c}[{i}] *= {v}",
                                          "np.add.at({c}, [0, 0, 2], {v})", "np.sin({c}, out={c})",
                                          "{c}.fill({v})"]))
-        start = self.draw(st.sampled_from(["np.ones(3) * {}", "np.zeros_like(np.ones(3) * {})"]))  # a shape read
-        lines = [f"{indent}{copy} = {start.format(name)}", f"{indent}{how.format(c=copy, i=index, v=self.scalar())}"]
+        # a shape read
+        start = self.draw(st.sampled_from(["np.ones(3) * {}", "np.zeros_like(np.ones(3) * {})"]))
+        lines = [
+            f"{indent}{copy} = {start.format(name)}",
+            f"{indent}{how.format(c=copy, i=index, v=self.scalar())}",
+        ]
         if depth == 0:
             self.names.append(copy)
         else:
@@ -261,11 +328,19 @@ class _Writer:
         return lines
 
     def stmt_alias(self, indent: str, in_loop: bool, depth: int) -> list[str]:
-        """A write through another name, a view or a container: Python changes both (ast_ad refuses it)."""
+        """A write through another name, a view or a container: Python changes both (ast_ad refuses
+        it)."""
         self.features.add("alias write")
         name, array, alias = self.draw(st.sampled_from(self.names)), self.fresh(), self.fresh()
-        views = ["{n}", "{n}[1:]", "{n}.reshape(3)", "[{n}][0]", "list([{n}])[0]", "[{n}, {n}].copy()[1]",
-                 "sorted([{n}], key=lambda v: v[0])[0]"]
+        views = [
+            "{n}",
+            "{n}[1:]",
+            "{n}.reshape(3)",
+            "[{n}][0]",
+            "list([{n}])[0]",
+            "[{n}, {n}].copy()[1]",
+            "sorted([{n}], key=lambda v: v[0])[0]",
+        ]
         view = self.draw(st.sampled_from(views)).format(n=array)
         lines = [f"{indent}{array} = np.ones(3) * {name}", f"{indent}{alias} = {view}",
                  f"{indent}{alias} *= {self.scalar()}"]
@@ -274,12 +349,16 @@ class _Writer:
         return lines
 
     def stmt_shared(self, indent: str, in_loop: bool, depth: int) -> list[str]:
-        """An array another name, a view or a container slot also sees, written in place, in a loop or not, with
-        both read after: the memory model makes the other name again from the written array (or refuses)."""
+        """An array another name, a view or a container slot also sees, written in place, in a loop
+        or not, with both read after: the memory model makes the other name again from the written
+        array (or refuses)."""
         name, base, other = self.draw(st.sampled_from(self.names)), self.fresh(), self.fresh()
-        family = self.draw(st.sampled_from(["name", "view", "container", "carried", "through", "swap", "rows"]))
+        family = self.draw(
+            st.sampled_from(["name", "view", "container", "carried", "through", "swap", "rows"])
+        )
         self.features.add(f"shared {family}")
-        if family == "rows":  # a matrix under two names, its rows written through a row view in nested loops
+        # a matrix under two names, its rows written through a row view in nested loops
+        if family == "rows":
             row, inner = self.fresh(), indent + "    "
             target = self.fresh() if depth == 0 else self.draw(st.sampled_from(self.names))
             lines = [f"{indent}{base} = np.outer(np.ones(3) * {name}, np.ones(3)) * 1.0",
@@ -292,12 +371,27 @@ class _Writer:
             if depth == 0:
                 self.names.append(target)
             return lines
-        view = self.draw(st.sampled_from(["{b}[:]", "{b}[1:]", "{b}[::-1]", "{b}.T", "{b}.reshape(3)",
-                                          "{b}.reshape((3, 1))", "{b}[::2]"]))
-        made = {"name": "{b}", "view": view, "container": self.draw(st.sampled_from(["[{b}]", '{{"k": {b}}}',
-                                                                                      "({b}, 1.0)"])),
-                "carried": "{b}", "through": self.draw(st.sampled_from(["{b}", "{b}[1:]", "{b}[:]"])),
-                "swap": "{b}"}[family].format(b=base)
+        view = self.draw(
+            st.sampled_from(
+                [
+                    "{b}[:]",
+                    "{b}[1:]",
+                    "{b}[::-1]",
+                    "{b}.T",
+                    "{b}.reshape(3)",
+                    "{b}.reshape((3, 1))",
+                    "{b}[::2]",
+                ]
+            )
+        )
+        made = {
+            "name": "{b}",
+            "view": view,
+            "container": self.draw(st.sampled_from(["[{b}]", '{{"k": {b}}}', "({b}, 1.0)"])),
+            "carried": "{b}",
+            "through": self.draw(st.sampled_from(["{b}", "{b}[1:]", "{b}[:]"])),
+            "swap": "{b}",
+        }[family].format(b=base)
         lines = [f"{indent}{base} = np.ones(3) * {name}", f"{indent}{other} = {made}"]
         written = other if family == "through" else base
         index = self.draw(st.sampled_from(["0", "1", "i"]))
@@ -310,10 +404,17 @@ class _Writer:
                       f"{inner}{write.format(w=base, i=index, v=self.scalar())}",
                       f"{inner}{other} = {other} * 1.5"]
         elif self.options["loops"] and self.draw(st.booleans()):
-            lines += [f"{indent}for i in range(2):", f"{inner}{write.format(w=written, i=index, v=self.scalar())}"]
+            lines += [
+                f"{indent}for i in range(2):",
+                f"{inner}{write.format(w=written, i=index, v=self.scalar())}",
+            ]
         else:
-            lines.append(f"{indent}{write.format(w=written, i=index.replace('i', '1'), v=self.scalar())}")
-        read = {"container": f"{other}[{chr(34) + 'k' + chr(34) if made.startswith('{') else 0}]"}.get(family, other)
+            lines.append(
+                f"{indent}{write.format(w=written, i=index.replace('i', '1'), v=self.scalar())}"
+            )
+        read = {
+            "container": f"{other}[{chr(34) + 'k' + chr(34) if made.startswith('{') else 0}]"
+        }.get(family, other)
         target = self.fresh() if depth == 0 else self.draw(st.sampled_from(self.names))
         lines.append(f"{indent}{target} = np.sum({read}) * {base}")
         if depth == 0:
@@ -333,13 +434,26 @@ class _Writer:
             if depth == 0:
                 self.names.append(name)
             else:
-                lines[-1] = f"{indent}{self.draw(st.sampled_from(self.names))} = {first} * {second} + {b}"
+                lines[-1] = (
+                    f"{indent}{self.draw(st.sampled_from(self.names))} = {first} * {second} + {b}"
+                )
             return lines
-        build, read = self.draw(st.sampled_from([
-            ("[{a}, {b}]", "{box}[0] * {box}[-1]"), ("({a}, {b})", "{box}[1] - {box}[0]"),
-            ('{{"p": {a}, "q": {b}}}', '{box}["p"] * {box}["q"]'), ("[{a}] + [{b}]", "{box}[1] * {box}[0]"),
-            ("[{a}] * 2", "{box}[0] + {box}[1]"), ("({a},) + ({b},)", "{box}[0] * {box}[1]")]))
-        lines = [f"{indent}{box} = {build.format(a=a, b=b)}", f"{indent}{name} = {read.format(box=box)}"]
+        build, read = self.draw(
+            st.sampled_from(
+                [
+                    ("[{a}, {b}]", "{box}[0] * {box}[-1]"),
+                    ("({a}, {b})", "{box}[1] - {box}[0]"),
+                    ('{{"p": {a}, "q": {b}}}', '{box}["p"] * {box}["q"]'),
+                    ("[{a}] + [{b}]", "{box}[1] * {box}[0]"),
+                    ("[{a}] * 2", "{box}[0] + {box}[1]"),
+                    ("({a},) + ({b},)", "{box}[0] * {box}[1]"),
+                ]
+            )
+        )
+        lines = [
+            f"{indent}{box} = {build.format(a=a, b=b)}",
+            f"{indent}{name} = {read.format(box=box)}",
+        ]
         if depth == 0:
             self.names.append(name)
         else:
@@ -363,7 +477,8 @@ class _Writer:
         return [f"{indent}{name} = np.abs(np.exp(1j * {self.expr(1)})) * {name}"]
 
     def stmt_damp(self, indent: str, in_loop: bool, depth: int) -> list[str]:
-        """A call of a helper that changes its argument in place (refused for arrays; numbers are rebound)."""
+        """A call of a helper that changes its argument in place (refused for arrays; numbers are
+        rebound)."""
         self.features.add("mutating helper")
         name = self.draw(st.sampled_from(self.names))
         return [f"{indent}{name} = damp({name})"]
@@ -378,15 +493,21 @@ def programs(draw: Any, arrays: bool | None = None, branches: bool = True, loops
              mutation: bool = False, max_statements: int = 6) -> Program:
     """A random function ``f`` (and its helpers) in the language ast_ad differentiates.
 
-    Each keyword turns a family of constructs on or off; ``arrays`` picks float
-    or array inputs (drawn when ``None``); ``matrices``, with arrays, may start
-    ``f`` with a matrix ``m`` of its inputs that expressions multiply by; ``mutation`` adds item writes
-    (repeated and fancy indices, ``np.add.at``, ``out=``), writes through aliases and views, containers,
-    ``and``/``or`` values, complex intermediates and a helper that changes its argument in place.
+    Each keyword turns a family of constructs on or off; ``arrays`` picks float or array inputs
+    (drawn when ``None``); ``matrices``, with arrays, may start ``f`` with a matrix ``m`` of its
+    inputs that expressions multiply by; ``mutation`` adds item writes (repeated and fancy indices,
+    ``np.add.at``, ``out=``), writes through aliases and views, containers, ``and``/``or`` values,
+    complex intermediates and a helper that changes its argument in place.
     """
     use_arrays = draw(st.booleans()) if arrays is None else arrays
-    options = {"arrays": use_arrays, "branches": branches, "loops": loops, "lists": lists, "returns": returns,
-               "mutation": mutation}
+    options = {
+        "arrays": use_arrays,
+        "branches": branches,
+        "loops": loops,
+        "lists": lists,
+        "returns": returns,
+        "mutation": mutation,
+    }
     arity = draw(st.integers(1, 3))
     params = [f"x{k}" for k in range(arity)]
     writer = _Writer(draw, options)
@@ -395,9 +516,21 @@ def programs(draw: Any, arrays: bool | None = None, branches: bool = True, loops
         writer.names = ["a"]
         for k in range(draw(st.integers(1, 2))):
             inner = writer.expr(1)
-            source += ["", f"def helper{k}(a, scale=0.5):", f"    return scale * np.tanh({inner}) + a", ""]
+            source += [
+                "",
+                f"def helper{k}(a, scale=0.5):",
+                f"    return scale * np.tanh({inner}) + a",
+                "",
+            ]
             writer.helpers.append(f"helper{k}")
-        source += ["", "def pick(a, b):", "    if np.sum(a[0]) > 0.0:", "        return a", "    return b", ""]
+        source += [
+            "",
+            "def pick(a, b):",
+            "    if np.sum(a[0]) > 0.0:",
+            "        return a",
+            "    return b",
+            "",
+        ]
     if mutation and draw(st.booleans()):
         source += ["", "def damp(a):", "    a *= 0.5", "    return a", ""]
         writer.damp = True

@@ -92,7 +92,8 @@ class Box:
         raise AttributeError(f"the tracer does not know the array attribute {name!r}")
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        """``y[i] = v`` on a traced array: the box now holds a new array, recorded like any primitive."""
+        """``y[i] = v`` on a traced array: the box now holds a new array, recorded like any
+        primitive."""
         new = apply(assign_item, self, index, value)
         if not isinstance(new, (Box, Dual)):
             new = Box(new, Node(new, []))
@@ -117,16 +118,35 @@ class Dual(Box):
 
 
 def _binary(fn: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    return (lambda self, other: apply(fn, self, other)), (lambda self, other: apply(fn, other, self))
+    return (lambda self, other: apply(fn, self, other)), (
+        lambda self, other: apply(fn, other, self)
+    )
 
 
 _OPERATORS: list[tuple[str, Callable[..., Any]]] = [
-    ("add", operator.add), ("sub", operator.sub), ("mul", operator.mul), ("truediv", operator.truediv),
-    ("pow", operator.pow), ("matmul", operator.matmul), ("mod", operator.mod), ("divmod", builtins.divmod)]
-_UNARY: list[tuple[str, Callable[..., Any]]] = [("neg", operator.neg), ("pos", operator.pos), ("abs", operator.abs)]
+    ("add", operator.add),
+    ("sub", operator.sub),
+    ("mul", operator.mul),
+    ("truediv", operator.truediv),
+    ("pow", operator.pow),
+    ("matmul", operator.matmul),
+    ("mod", operator.mod),
+    ("divmod", builtins.divmod),
+]
+_UNARY: list[tuple[str, Callable[..., Any]]] = [
+    ("neg", operator.neg),
+    ("pos", operator.pos),
+    ("abs", operator.abs),
+]
 _COMPARISONS: list[tuple[str, Callable[..., Any]]] = [
-    ("lt", operator.lt), ("le", operator.le), ("gt", operator.gt), ("ge", operator.ge), ("eq", operator.eq),
-    ("ne", operator.ne), ("getitem", operator.getitem)]
+    ("lt", operator.lt),
+    ("le", operator.le),
+    ("gt", operator.gt),
+    ("ge", operator.ge),
+    ("eq", operator.eq),
+    ("ne", operator.ne),
+    ("getitem", operator.getitem),
+]
 for _name, _fn in _OPERATORS:
     _left, _reflected = _binary(_fn)
     setattr(Box, f"__{_name}__", _left)
@@ -137,38 +157,68 @@ for _name, _fn in _COMPARISONS:
     setattr(Box, f"__{_name}__", lambda self, other, fn=_fn: apply(fn, self, other))
 setattr(Box, "__hash__", object.__hash__)  # noqa: B010 -- after __eq__ is set, which would unset it
 
-# Array constructors: what they make is boxed (with no parents), so item assignment into it is traced.
-CONSTRUCTORS = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like, np.full_like,
-                np.eye, np.arange, np.linspace}
+# Array constructors: what they make is boxed (with no parents), so item assignment into it is
+# traced.
+CONSTRUCTORS = {
+    np.zeros,
+    np.ones,
+    np.empty,
+    np.full,
+    np.zeros_like,
+    np.ones_like,
+    np.empty_like,
+    np.full_like,
+    np.eye,
+    np.arange,
+    np.linspace,
+}
 
 
 def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call primitive ``fn``; for the innermost level among its arguments (or their list items), record a
-    Node (reverse mode) or carry the tangent (forward mode); outer levels are handled inside, recursively."""
+    """Call primitive ``fn``; for the innermost level among its arguments (or their list items),
+    record a Node (reverse mode) or carry the tangent (forward mode); outer levels are handled
+    inside, recursively."""
     if any(isinstance(v, Box) and v.level for v in kwargs.values()):
         raise MissingRuleError(f"the tracer cannot differentiate a keyword argument of {fn}")
     level = max((box.level for a in args for _, box in _boxes_in(a)), default=0)
     values = [_peel(a, level) for a in args]
-    if level == 0:  # only constants: an array made from one stays a constant box (``y[i] += x`` writes into it)
+    # only constants: an array made from one stays a constant box (``y[i] += x`` writes into it)
+    if level == 0:
         ans = fn(*values, **kwargs)
         boxed = any(_boxes_in(a) for a in args) and isinstance(ans, np.ndarray)
-        return Box(ans, Node(ans, []), 0) if boxed and not getattr(registry.lookup(fn), "nondiff", False) else ans
+        return (
+            Box(ans, Node(ans, []), 0)
+            if boxed and not getattr(registry.lookup(fn), "nondiff", False)
+            else ans
+        )
     ans = apply(fn, *values, **kwargs)
     rule = registry.lookup(fn)
-    inputs = [(k, j, box) for k, a in enumerate(args) for j, box in _boxes_in(a) if box.level == level]
+    inputs = [
+        (k, j, box) for k, a in enumerate(args) for j, box in _boxes_in(a) if box.level == level
+    ]
     if rule is not None and rule.nondiff:
         return _peel(ans, level)
     if isinstance(inputs[0][2], Dual):
         return _forward(fn, rule, args, values, kwargs, ans, level)
     if rule is None or any(rule.vjp(k) is None for k, _, _ in inputs):
         raise MissingRuleError(f"no gradient rule for {getattr(fn, '__name__', fn)}")
-    parents = [(box.node, _vjp(_written(rule.vjp(k)), ans, values, kwargs, j)) for k, j, box in inputs]
+    parents = [
+        (box.node, _vjp(_written(rule.vjp(k)), ans, values, kwargs, j)) for k, j, box in inputs
+    ]
     return Box(ans, Node(ans, parents), level)
 
 
-def _forward(fn: Any, rule: registry.Rule | None, args: tuple[Any, ...], values: list[Any], kwargs: dict[str, Any],
-             ans: Any, level: int) -> Any:
-    """``Dual(ans, tangent)``: the tangents of the arguments of this level pushed through the forward rules."""
+def _forward(
+    fn: Any,
+    rule: registry.Rule | None,
+    args: tuple[Any, ...],
+    values: list[Any],
+    kwargs: dict[str, Any],
+    ans: Any,
+    level: int,
+) -> Any:
+    """``Dual(ans, tangent)``: the tangents of the arguments of this level pushed through the
+    forward rules."""
     if rule is None:
         raise MissingRuleError(f"no forward rule for {getattr(fn, '__name__', fn)}")
     total = None
@@ -182,17 +232,21 @@ def _forward(fn: Any, rule: registry.Rule | None, args: tuple[Any, ...], values:
 
 
 def _tangent_in(arg: Any, level: int) -> Any:
-    """The tangent of an argument at ``level`` (a list of them, zeros for the rest, for a list), or None."""
+    """The tangent of an argument at ``level`` (a list of them, zeros for the rest, for a list), or
+    None."""
     if isinstance(arg, Dual) and arg.level == level:
         return arg.tangent
-    if isinstance(arg, (list, tuple)) and any(isinstance(a, Dual) and a.level == level for a in arg):
+    if isinstance(arg, (list, tuple)) and any(
+        isinstance(a, Dual) and a.level == level for a in arg
+    ):
         return type(arg)(_tangent_in(a, level) if isinstance(a, Dual) and a.level == level
                          else runtime.zeros_like(_peel(a, level)) for a in arg)
     return None
 
 
 def _peel(arg: Any, level: int) -> Any:
-    """``arg`` with the boxes of ``level`` (and constant boxes) opened, in list and tuple items too."""
+    """``arg`` with the boxes of ``level`` (and constant boxes) opened, in list and tuple items
+    too."""
     if isinstance(arg, Box):
         return arg.value if arg.level in (level, 0) else arg
     if isinstance(arg, (list, tuple)) and any(isinstance(item, Box) for item in arg):
@@ -200,11 +254,16 @@ def _peel(arg: Any, level: int) -> Any:
     return arg
 
 
-def tangent(rule: registry.Rule, k: int, u: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """The tangent ``rule.fn(*args, **kwargs)`` gets from argument ``k`` moving along ``u`` (its forward rule)."""
+def tangent(
+    rule: registry.Rule, k: int, u: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """The tangent ``rule.fn(*args, **kwargs)`` gets from argument ``k`` moving along ``u`` (its
+    forward rule)."""
     jvp = rule.jvp(k)
     if jvp is None:
-        raise MissingRuleError(f"no forward rule for argument {k + 1} of {getattr(rule.fn, '__name__', rule.fn)}")
+        raise MissingRuleError(
+            f"no forward rule for argument {k + 1} of {getattr(rule.fn, '__name__', rule.fn)}"
+        )
     if jvp is registry.zero:
         return runtime.zeros_like(ans)
     if jvp is registry.LINEAR:
@@ -222,7 +281,8 @@ _TRACED_RULES: dict[int, Any] = {}
 
 
 def _rule(rule: Callable[..., Any], g: Any, ans: Any, args: Any) -> Callable[..., Any]:
-    """``rule`` itself, or, where an outer level's boxes are among its inputs, a traced copy of it."""
+    """``rule`` itself, or, where an outer level's boxes are among its inputs, a traced copy of
+    it."""
     if not any(_holds_box(v) for v in (g, ans, *args)):
         return rule
     if id(rule) not in _TRACED_RULES:
@@ -287,23 +347,32 @@ def backward(out: Box, seed: Any = 1.0) -> dict[int, Any]:
     return adjoints
 
 
-def value_and_grad(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+def value_and_grad(
+    fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0
+) -> Callable[..., Any]:
     """``(value, gradient)`` of ``fun``, computed by tracing."""
     nums = tuple(argnums) if isinstance(argnums, (tuple, list)) else (operator.index(argnums),)
 
     def run(*args: Any) -> Any:
         level = new_level()
-        boxed = {k: _box(args[k], level) for k in nums}  # (boxed value, its input nodes), containers leaf by leaf
+        # (boxed value, its input nodes), containers leaf by leaf
+        boxed = {k: _box(args[k], level) for k in nums}
         out = traced(fun)(*[boxed[k][0] if k in boxed else a for k, a in enumerate(args)])
         mine = isinstance(out, Box) and not isinstance(out, Dual) and out.level == level
         adjoints = backward(out) if mine else {}
         grads = [_gather(boxed[k][1], adjoints, args[k]) for k in nums]
-        return _primal(out, level), grads[0] if isinstance(argnums, numbers.Integral) else tuple(grads)
+        return _primal(out, level), grads[0] if isinstance(argnums, numbers.Integral) else tuple(
+            grads
+        )
+
     return run
 
 
-def jvp(fun: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
-    """``(fun(*primals), J tangents)`` by forward-mode tracing; ``None`` marks an argument not differentiated."""
+def jvp(
+    fun: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]
+) -> tuple[Any, Any]:
+    """``(fun(*primals), J tangents)`` by forward-mode tracing; ``None`` marks an argument not
+    differentiated."""
     level = new_level()
     args = [a if t is None else _dual(a, t, level) for a, t in zip(primals, tangents, strict=True)]
     out = traced(fun)(*args)
@@ -362,9 +431,10 @@ def grad(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
     return lambda *args: run(*args)[1]
 
 
-# ---- running the user's function with traced primitives ------------------------------------------------
+# ---- running the user's function with traced primitives ------------------------------------------
 def traced(fn: Any, copies: dict[Any, Any] | None = None) -> Any:
-    """A copy of ``fn`` whose globals and closure see traced primitives, read afresh for each run."""
+    """A copy of ``fn`` whose globals and closure see traced primitives, read afresh for each
+    run."""
     copies = {} if copies is None else copies
     if getattr(getattr(fn, "__code__", None), "co_filename", None) == __file__:
         return fn  # a function the tracer made (grad of grad): it traces itself
@@ -404,7 +474,8 @@ def view(value: Any, copies: dict[Any, Any]) -> Any:
 
 
 class TypeView:
-    """A scalar type with a rule (``np.float64``): traced when called, still a dtype when passed as one."""
+    """A scalar type with a rule (``np.float64``): traced when called, still a dtype when passed as
+    one."""
 
     def __init__(self, cls: type):
         self.cls, self.dtype = cls, np.dtype(cls)
@@ -431,4 +502,6 @@ class ModuleView:
         return view(getattr(self._module, name), self._copies)
 
 
-_BUILTINS = {k: view(v, {}) if registry.lookup(v) is not None else v for k, v in vars(builtins).items()}
+_BUILTINS = {
+    k: view(v, {}) if registry.lookup(v) is not None else v for k, v in vars(builtins).items()
+}

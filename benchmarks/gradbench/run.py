@@ -1,8 +1,9 @@
-"""ast_ad's GradBench tool: read the protocol's messages, one JSON object a line on standard input, and
-answer each on standard output (``start``, ``define``, ``evaluate``; the eval's ``analysis`` and ``end``
-need only an acknowledgement).
+"""ast_ad's GradBench tool: read the protocol's messages, one JSON object a line on standard input,
+and answer each on standard output (``start``, ``define``, ``evaluate``; the eval's ``analysis`` and
+``end`` need only an acknowledgement).
 
-    python benchmarks/gradbench/run.py        # as GradBench's `gradbench run --tool ...` starts a tool
+    python benchmarks/gradbench/run.py        # as GradBench's `gradbench run --tool ...` starts a
+    tool
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ def respond(message: dict[str, Any]) -> dict[str, Any]:
         module = importlib.import_module(f"ast_ad_gradbench.{message['module']}")
         function = module.FUNCTIONS.get(message["function"])
         if function is None:
-            return {"success": False, "error": f"{message['module']} has no function {message['function']!r}"}
+            return {
+                "success": False,
+                "error": f"{message['module']} has no function {message['function']!r}",
+            }
         try:
             return function(message["input"])
         except Exception as exc:  # noqa: BLE001 -- a failure is an answer, not the end of the session

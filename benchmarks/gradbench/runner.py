@@ -2,8 +2,9 @@
 subprocesses and pipe each message of the eval to the tool and each answer back, printing a line per
 evaluation (its function, whether the eval found the answer valid, and the tool's time).
 
-    python benchmarks/gradbench/runner.py -- python -m gradbench.evals.particle.run    # GradBench's eval
-    python benchmarks/gradbench/runner.py --script exchange.jsonl                      # scripted messages
+    python benchmarks/gradbench/runner.py -- python -m gradbench.evals.particle.run    # GradBench's
+    eval python benchmarks/gradbench/runner.py --script exchange.jsonl                      #
+    scripted messages
 
 The eval speaks first (``start``); every message it sends has an ``id`` the answer repeats.
 """
@@ -23,12 +24,14 @@ TOOL = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 def exchange(eval_command: list[str] | None, script: list[dict[str, Any]] | None = None,
              tool: list[str] = TOOL) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """Each (message, response) pair of a session between an eval (a command, or a script of messages) and
-    the tool."""
+    """Each (message, response) pair of a session between an eval (a command, or a script of
+    messages) and the tool."""
     tool_process = subprocess.Popen(tool, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     eval_process = None
     if eval_command is not None:
-        eval_process = subprocess.Popen(eval_command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        eval_process = subprocess.Popen(
+            eval_command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
     assert tool_process.stdin is not None and tool_process.stdout is not None
     try:
         messages = iter(script) if script is not None else _lines(eval_process)
@@ -61,7 +64,9 @@ def _lines(process: subprocess.Popen[str] | None) -> Iterator[dict[str, Any]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--script", help="a file of messages, one JSON object a line, instead of an eval")
+    parser.add_argument(
+        "--script", help="a file of messages, one JSON object a line, instead of an eval"
+    )
     parser.add_argument("eval", nargs="*", help="the eval's command, after --")
     options = parser.parse_args()
     script = None
@@ -73,20 +78,30 @@ def main() -> int:
     for message, response in exchange(options.eval or None, script):
         if message["kind"] == "evaluate":
             evaluations[message["id"]] = message | {"response": response}
-            if not response.get("success", False):  # the eval sends no analysis of a failed evaluation
+            # the eval sends no analysis of a failed evaluation
+            if not response.get("success", False):
                 invalid += 1
                 error = str(response.get("error", "")).strip().splitlines()
-                print(f"{message.get('module')} {message.get('function')} {message.get('description', '')}: "
-                      f"FAILED\n  {error[-1] if error else ''}")
+                print(
+                    f"{message.get('module')} {message.get('function')} "
+                    f"{message.get('description', '')}: "
+                    f"FAILED\n  {error[-1] if error else ''}"
+                )
         elif message["kind"] == "analysis":
             evaluated = evaluations.get(message["of"], {})
-            seconds = sum(t["nanoseconds"] for t in evaluated.get("response", {}).get("timings", [])) / 1e9
+            seconds = (
+                sum(t["nanoseconds"] for t in evaluated.get("response", {}).get("timings", []))
+                / 1e9
+            )
             runs = len(evaluated.get("response", {}).get("timings", [])) or 1
             valid = message["valid"]
             invalid += not valid
-            print(f"{evaluated.get('module')} {evaluated.get('function')} {evaluated.get('description', '')}: "
-                  f"{'valid' if valid else 'INVALID'}, {seconds / runs:.4g} s a run"
-                  + ("" if valid else f"\n  {message.get('error', '')}"))
+            print(
+                f"{evaluated.get('module')} {evaluated.get('function')} "
+                f"{evaluated.get('description', '')}: "
+                f"{'valid' if valid else 'INVALID'}, {seconds / runs:.4g} s a run"
+                + ("" if valid else f"\n  {message.get('error', '')}")
+            )
     return 1 if invalid else 0
 
 

@@ -1,11 +1,11 @@
 """GradBench's ``ba`` eval: bundle adjustment's reprojection error, and its sparse Jacobian.
 
 The objective is ADBench's, written over all observations at once: row ``j`` of each array is
-observation ``j`` (its camera's 11 parameters, its point, its weight, its feature). Observation ``j``'s
-two residuals depend on its own 15 inputs only, so the Jacobian is block-sparse, and 15 forward-mode
-passes give every block at once: the tangent that moves input ``k`` of every observation by one gives
-column ``k`` of every block (column compression, as ADBench's fast tools do). The blocks are then laid
-out in the eval's compressed-row format.
+observation ``j`` (its camera's 11 parameters, its point, its weight, its feature). Observation
+``j``'s two residuals depend on its own 15 inputs only, so the Jacobian is block-sparse, and 15
+forward-mode passes give every block at once: the tangent that moves input ``k`` of every
+observation by one gives column ``k`` of every block (column compression, as ADBench's fast tools
+do). The blocks are then laid out in the eval's compressed-row format.
 """
 
 import numpy as np
@@ -49,7 +49,8 @@ def w_err(w):
 
 
 class Problem:
-    """The eval's input, duplicated as it asks: n cameras, m points, p observations of them in turn."""
+    """The eval's input, duplicated as it asks: n cameras, m points, p observations of them in
+    turn."""
 
     def __init__(self, raw):
         self.n, self.m, self.p = int(raw["n"]), int(raw["m"]), int(raw["p"])
@@ -71,8 +72,8 @@ def objective(problem):
 
 
 def blocks(problem):
-    """Every observation's 2 x 15 block of the Jacobian of its residuals (camera, point, weight), and the
-    derivative of each weight error: one forward pass per column of a block."""
+    """Every observation's 2 x 15 block of the Jacobian of its residuals (camera, point, weight),
+    and the derivative of each weight error: one forward pass per column of a block."""
     cams, X, w, feats = problem.inputs()
     primals = (cams, X, w, feats)
     columns = []
@@ -91,14 +92,20 @@ def blocks(problem):
 
 
 def sparse(problem, J, w_slope):
-    """The Jacobian in compressed rows: two rows of 15 entries per observation, then one per weight."""
+    """The Jacobian in compressed rows: two rows of 15 entries per observation, then one per
+    weight."""
     n, m, p = problem.n, problem.m, problem.p
-    rows = np.concatenate([[0], (CAMERA + 4) * np.arange(1, 2 * p + 1), 2 * p * (CAMERA + 4) + np.arange(1, p + 1)])
+    rows = np.concatenate(
+        [[0], (CAMERA + 4) * np.arange(1, 2 * p + 1), 2 * p * (CAMERA + 4) + np.arange(1, p + 1)]
+    )
     camera_cols = CAMERA * problem.camera_of[:, None] + np.arange(CAMERA)
     point_cols = CAMERA * n + 3 * problem.point_of[:, None] + np.arange(3)
     weight_cols = (CAMERA * n + 3 * m + np.arange(p))[:, None]
-    per_row = np.concatenate([camera_cols, point_cols, weight_cols], axis=1)  # (p, 15), the same for both rows
-    cols = np.concatenate([np.repeat(per_row[:, None, :], 2, axis=1).ravel(), CAMERA * n + 3 * m + np.arange(p)])
+    # (p, 15), the same for both rows
+    per_row = np.concatenate([camera_cols, point_cols, weight_cols], axis=1)
+    cols = np.concatenate(
+        [np.repeat(per_row[:, None, :], 2, axis=1).ravel(), CAMERA * n + 3 * m + np.arange(p)]
+    )
     vals = np.concatenate([J.ravel(), w_slope])
     return rows, cols, vals
 
@@ -113,11 +120,16 @@ def _jacobian_output(matrix):
     def first_and_last(values):
         return np.concatenate([values[:30], values[-1:]]).tolist()
     rows, cols, vals = matrix
-    return {"rows": [int(v) for v in first_and_last(rows)], "cols": [int(v) for v in first_and_last(cols)],
-            "vals": [float(v) for v in first_and_last(vals)]}
+    return {
+        "rows": [int(v) for v in first_and_last(rows)],
+        "cols": [int(v) for v in first_and_last(cols)],
+        "vals": [float(v) for v in first_and_last(vals)],
+    }
 
 
 FUNCTIONS = {
     "objective": timed(pre=Problem, post=_objective_output)(objective),
-    "jacobian": timed(pre=Problem, post=_jacobian_output)(lambda problem: sparse(problem, *blocks(problem))),
+    "jacobian": timed(pre=Problem, post=_jacobian_output)(
+        lambda problem: sparse(problem, *blocks(problem))
+    ),
 }

@@ -1,8 +1,8 @@
 """GradBench's ``det`` eval: the determinant by expansion by minors, and its gradient.
 
-The expansion runs along the rows from the bottom up; a minor that several expansions share is computed
-once (all minors of the bottom k rows at once, one array of them per k), so the work is 2^l l products
-instead of l!, and the expansion itself is the same sum.
+The expansion runs along the rows from the bottom up; a minor that several expansions share is
+computed once (all minors of the bottom k rows at once, one array of them per k), so the work is 2^l
+l products instead of l!, and the expansion itself is the same sum.
 """
 
 import itertools
@@ -16,7 +16,8 @@ from .wrap import timed
 
 def minors(ell):
     """For each k, the column sets of size k (as rows of indices), and for each set and each of its
-    columns, the position of the set without it among the sets of size k - 1, and the sign of the term."""
+    columns, the position of the set without it among the sets of size k - 1, and the sign of the
+    term."""
     tables = []
     previous = {(): 0}
     for k in range(1, ell + 1):
@@ -31,7 +32,8 @@ def minors(ell):
 
 
 def det(a, tables):
-    """The determinant of the square matrix ``a``: the minors of its bottom k rows from those of k - 1."""
+    """The determinant of the square matrix ``a``: the minors of its bottom k rows from those of k -
+    1."""
     ell = a.shape[0]
     below = np.ones(1)
     for k in range(1, ell + 1):
@@ -55,5 +57,7 @@ gradient_of_det = ast_ad.grad(det)
 
 FUNCTIONS = {
     "primal": timed(pre=_input, post=float)(lambda given: det(*given)),
-    "gradient": timed(pre=_input, post=lambda g: g.ravel().tolist())(lambda given: gradient_of_det(*given)),
+    "gradient": timed(pre=_input, post=lambda g: g.ravel().tolist())(
+        lambda given: gradient_of_det(*given)
+    ),
 }

@@ -1,5 +1,6 @@
-"""GradBench's ``gmm`` eval: the log posterior of a Gaussian mixture with a Wishart prior on its precision
-matrices (the ADBench objective, with GradBench's three fixes), and its gradient in alpha, mu, q and l."""
+"""GradBench's ``gmm`` eval: the log posterior of a Gaussian mixture with a Wishart prior on its
+precision matrices (the ADBench objective, with GradBench's three fixes), and its gradient in alpha,
+mu, q and l."""
 
 import math
 
@@ -16,7 +17,8 @@ def logsumexp(v, axis):
 
 
 def log_posterior(alpha, mu, q, lower, x, gamma, m, rows, cols, constant):
-    """``constant`` holds the terms without parameters (the Gaussians' and the Wishart's normalisers)."""
+    """``constant`` holds the terms without parameters (the Gaussians' and the Wishart's
+    normalisers)."""
     n, d = x.shape
     k = alpha.shape[0]
     tri = np.zeros((k, d, d))
@@ -31,11 +33,23 @@ def log_posterior(alpha, mu, q, lower, x, gamma, m, rows, cols, constant):
 
 
 def _input(raw):
-    d, k, n, m, gamma = int(raw["d"]), int(raw["k"]), int(raw["n"]), int(raw["m"]), float(raw["gamma"])
-    cols, rows = np.array([(j, i) for j in range(d) for i in range(j + 1, d)], dtype=int).reshape(-1, 2).T
+    d, k, n, m, gamma = (
+        int(raw["d"]),
+        int(raw["k"]),
+        int(raw["n"]),
+        int(raw["m"]),
+        float(raw["gamma"]),
+    )
+    cols, rows = (
+        np.array([(j, i) for j in range(d) for i in range(j + 1, d)], dtype=int).reshape(-1, 2).T
+    )
     dof = d + m + 1
-    log_gamma_d = d * (d - 1) / 4 * math.log(math.pi) + sum(math.lgamma(dof / 2 + (1 - j) / 2) for j in range(1, d + 1))
-    constant = -n * d / 2 * math.log(2 * math.pi) + k * (dof * d * math.log(gamma / math.sqrt(2)) - log_gamma_d)
+    log_gamma_d = d * (d - 1) / 4 * math.log(math.pi) + sum(
+        math.lgamma(dof / 2 + (1 - j) / 2) for j in range(1, d + 1)
+    )
+    constant = -n * d / 2 * math.log(2 * math.pi) + k * (
+        dof * d * math.log(gamma / math.sqrt(2)) - log_gamma_d
+    )
     parameters = tuple(np.array(raw[name], dtype=np.float64) for name in ("alpha", "mu", "q", "l"))
     return parameters + (np.array(raw["x"], dtype=np.float64), gamma, m, rows, cols, constant)
 

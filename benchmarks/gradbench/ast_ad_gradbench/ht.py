@@ -1,13 +1,14 @@
-"""GradBench's ``ht`` eval: ADBench's hand tracking, a skinned hand model fitted to points, and its Jacobian.
+"""GradBench's ``ht`` eval: ADBench's hand tracking, a skinned hand model fitted to points, and its
+Jacobian.
 
 The objective follows ADBench's: pose parameters from the 26 angles, each bone's rotation from its
 Euler angles, the bones' absolute transforms down the skeleton, the skinned vertices, the global
-rotation, scale and translation, and the distance of each point to its vertex (or, in the complicated
-variant, to a point of its triangle given by two barycentric coordinates ``us``). The bones are handled
-together as stacks of matrices. The Jacobian in the angles is ``ast_ad.jacfwd`` (26 forward passes);
-in the complicated variant each point's error depends on its own two coordinates only, so two more
-forward passes, moving every point's first (second) coordinate at once, give the two columns the eval
-asks for.
+rotation, scale and translation, and the distance of each point to its vertex (or, in the
+complicated variant, to a point of its triangle given by two barycentric coordinates ``us``). The
+bones are handled together as stacks of matrices. The Jacobian in the angles is ``ast_ad.jacfwd``
+(26 forward passes); in the complicated variant each point's error depends on its own two
+coordinates only, so two more forward passes, moving every point's first (second) coordinate at
+once, give the two columns the eval asks for.
 """
 
 import numpy as np
@@ -18,7 +19,8 @@ from .wrap import timed
 
 
 def to_pose_params(theta, nbones):
-    """The (bones + 3) x 3 pose parameters: global rotation, scale, translation, then each finger's bones."""
+    """The (bones + 3) x 3 pose parameters: global rotation, scale, translation, then each finger's
+    bones."""
     pose = np.zeros((nbones + 3, 3))
     pose[0, :] = theta[0:3]
     pose[1, :] = 1.0
@@ -41,9 +43,15 @@ def euler_angles_to_rotation_matrix(xzy):
     """One rotation per row of angles (x, z, y): a stack of 3 x 3 matrices."""
     tx, ty, tz = xzy[:, 0], xzy[:, 2], xzy[:, 1]
     zero, one = np.zeros_like(tx), np.ones_like(tx)
-    Rx = np.stack([one, zero, zero, zero, np.cos(tx), -np.sin(tx), zero, np.sin(tx), np.cos(tx)], axis=1)
-    Ry = np.stack([np.cos(ty), zero, -np.sin(ty), zero, one, zero, np.sin(ty), zero, np.cos(ty)], axis=1)
-    Rz = np.stack([np.cos(tz), -np.sin(tz), zero, np.sin(tz), np.cos(tz), zero, zero, zero, one], axis=1)
+    Rx = np.stack(
+        [one, zero, zero, zero, np.cos(tx), -np.sin(tx), zero, np.sin(tx), np.cos(tx)], axis=1
+    )
+    Ry = np.stack(
+        [np.cos(ty), zero, -np.sin(ty), zero, one, zero, np.sin(ty), zero, np.cos(ty)], axis=1
+    )
+    Rz = np.stack(
+        [np.cos(tz), -np.sin(tz), zero, np.sin(tz), np.cos(tz), zero, zero, zero, one], axis=1
+    )
     return np.reshape(Rz, (-1, 3, 3)) @ np.reshape(Ry, (-1, 3, 3)) @ np.reshape(Rx, (-1, 3, 3))
 
 
@@ -81,7 +89,9 @@ def angle_axis_to_rotation_matrix(angle_axis):
 def vertex_positions(theta, model):
     """The hand's vertices, one row each, posed by ``theta``."""
     pose = to_pose_params(theta, model["bones"])
-    absolutes = relatives_to_absolutes(get_posed_relatives(pose, model["base_relatives"]), model["parents"])
+    absolutes = relatives_to_absolutes(
+        get_posed_relatives(pose, model["base_relatives"]), model["parents"]
+    )
     transforms = absolutes @ model["inverse_base_absolutes"]
     positions = transforms[:, :3, :] @ model["base_positions"].T  # bone, coordinate, vertex
     skinned = np.einsum("bkv,vb->vk", positions, model["weights"])
@@ -96,10 +106,15 @@ def simple_objective(theta, model, points, correspondences):
 
 
 def complicated_objective(theta, us, model, points, corners):
-    """The distance of each point to the point of its triangle (corners: the triangle's vertices) at ``us``."""
+    """The distance of each point to the point of its triangle (corners: the triangle's vertices) at
+    ``us``."""
     vertices = vertex_positions(theta, model)
     u, v = us[:, 0:1], us[:, 1:2]
-    on_hand = u * vertices[corners[:, 0]] + v * vertices[corners[:, 1]] + (1.0 - u - v) * vertices[corners[:, 2]]
+    on_hand = (
+        u * vertices[corners[:, 0]]
+        + v * vertices[corners[:, 1]]
+        + (1.0 - u - v) * vertices[corners[:, 2]]
+    )
     return points - on_hand
 
 
@@ -108,31 +123,47 @@ class Problem:
         model, data = raw["data"]["model"], raw["data"]
         self.theta = np.asarray(raw["theta"], dtype=float)
         self.us = np.asarray(raw["us"], dtype=float).reshape(-1, 2)
-        self.model = {"bones": int(model["bone_count"]), "parents": np.asarray(model["parents"], dtype=int),
-                      "base_relatives": np.asarray(model["base_relatives"], dtype=float),
-                      "inverse_base_absolutes": np.asarray(model["inverse_base_absolutes"], dtype=float),
-                      "base_positions": np.asarray(model["base_positions"], dtype=float),
-                      "weights": np.asarray(model["weights"], dtype=float),
-                      "is_mirrored": bool(model["is_mirrored"])}
+        self.model = {
+            "bones": int(model["bone_count"]),
+            "parents": np.asarray(model["parents"], dtype=int),
+            "base_relatives": np.asarray(model["base_relatives"], dtype=float),
+            "inverse_base_absolutes": np.asarray(model["inverse_base_absolutes"], dtype=float),
+            "base_positions": np.asarray(model["base_positions"], dtype=float),
+            "weights": np.asarray(model["weights"], dtype=float),
+            "is_mirrored": bool(model["is_mirrored"]),
+        }
         self.points = np.asarray(data["points"], dtype=float)
         self.correspondences = np.asarray(data["correspondences"], dtype=int)
-        self.complicated = len(self.us) > 0  # then each point corresponds to a triangle, else to a vertex
-        self.corners = np.asarray(model["triangles"], dtype=int)[self.correspondences] if self.complicated else None
+        # then each point corresponds to a triangle, else to a vertex
+        self.complicated = len(self.us) > 0
+        self.corners = (
+            np.asarray(model["triangles"], dtype=int)[self.correspondences]
+            if self.complicated
+            else None
+        )
 
 
 def objective(problem):
     if problem.complicated:
-        return complicated_objective(problem.theta, problem.us, problem.model, problem.points, problem.corners)
+        return complicated_objective(
+            problem.theta, problem.us, problem.model, problem.points, problem.corners
+        )
     return simple_objective(problem.theta, problem.model, problem.points, problem.correspondences)
 
 
-_theta_jacobians = {False: ast_ad.jacfwd(simple_objective), True: ast_ad.jacfwd(complicated_objective)}
+_theta_jacobians = {
+    False: ast_ad.jacfwd(simple_objective),
+    True: ast_ad.jacfwd(complicated_objective),
+}
 
 
 def jacobian(problem):
-    """3 rows per point; in the complicated variant two columns for its own ``us``, then one per angle."""
+    """3 rows per point; in the complicated variant two columns for its own ``us``, then one per
+    angle."""
     if not problem.complicated:
-        J = _theta_jacobians[False](problem.theta, problem.model, problem.points, problem.correspondences)
+        J = _theta_jacobians[False](
+            problem.theta, problem.model, problem.points, problem.correspondences
+        )
         return np.reshape(J, (-1, len(problem.theta)))
     given = (problem.theta, problem.us, problem.model, problem.points, problem.corners)
     J = _theta_jacobians[True](*given)
@@ -140,7 +171,11 @@ def jacobian(problem):
     for k in range(2):  # every point's k-th coordinate moved at once: its own error's column
         moved = np.zeros_like(problem.us)
         moved[:, k] = 1.0
-        columns.append(ast_ad.jvp(complicated_objective, given, (None, moved, None, None, None))[1].reshape(-1, 1))
+        columns.append(
+            ast_ad.jvp(complicated_objective, given, (None, moved, None, None, None))[1].reshape(
+                -1, 1
+            )
+        )
     return np.concatenate(columns + [np.reshape(J, (-1, len(problem.theta)))], axis=1)
 
 

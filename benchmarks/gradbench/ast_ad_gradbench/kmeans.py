@@ -1,5 +1,6 @@
-"""GradBench's ``kmeans`` eval: the k-means cost, and one Newton step's direction, the gradient divided by
-the Hessian's diagonal (a Hessian-vector product with the ones, since the Hessian of this cost is diagonal)."""
+"""GradBench's ``kmeans`` eval: the k-means cost, and one Newton step's direction, the gradient
+divided by the Hessian's diagonal (a Hessian-vector product with the ones, since the Hessian of this
+cost is diagonal)."""
 
 import numpy as np
 
@@ -24,7 +25,9 @@ gradient_in_centroids = ast_ad.grad(cost, argnums=1)
 
 def direction(given):
     points, centroids = given
-    g, h_ones = ast_ad.jvp(gradient_in_centroids, (points, centroids), (None, np.ones_like(centroids)))
+    g, h_ones = ast_ad.jvp(
+        gradient_in_centroids, (points, centroids), (None, np.ones_like(centroids))
+    )
     return g / h_ones
 
 

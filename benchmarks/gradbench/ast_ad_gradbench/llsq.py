@@ -1,4 +1,5 @@
-"""GradBench's ``llsq`` eval: a linear least-squares fit of sign(t) by a polynomial, at n points t in [-1, 1]."""
+"""GradBench's ``llsq`` eval: a linear least-squares fit of sign(t) by a polynomial, at n points t
+in [-1, 1]."""
 
 import numpy as np
 
@@ -23,5 +24,7 @@ gradient_of_llsq = ast_ad.grad(llsq)
 
 FUNCTIONS = {
     "primal": timed(pre=_input, post=float)(lambda given: llsq(*given)),
-    "gradient": timed(pre=_input, post=lambda g: g.tolist())(lambda given: gradient_of_llsq(*given)),
+    "gradient": timed(pre=_input, post=lambda g: g.tolist())(
+        lambda given: gradient_of_llsq(*given)
+    ),
 }

@@ -1,5 +1,6 @@
-"""GradBench's ``lstm`` eval (ADBench's LSTM, whose weight matrices are diagonal): the average loss of a
-stacked LSTM predicting each next character of a text, and its gradient in the main and extra parameters."""
+"""GradBench's ``lstm`` eval (ADBench's LSTM, whose weight matrices are diagonal): the average loss
+of a stacked LSTM predicting each next character of a text, and its gradient in the main and extra
+parameters."""
 
 import numpy as np
 
@@ -13,7 +14,8 @@ def sigmoid(z):
 
 
 def cell_step(weight, bias, hidden, cell, x):
-    """One layer's step: its gates from the input and its own hidden state, elementwise (diagonal weights)."""
+    """One layer's step: its gates from the input and its own hidden state, elementwise (diagonal
+    weights)."""
     gates = np.concatenate([x, hidden, x, hidden]) * weight + bias
     h = hidden.shape[0]
     forget = sigmoid(gates[:h])
@@ -25,8 +27,8 @@ def cell_step(weight, bias, hidden, cell, x):
 
 
 def loss(main, extra, state, sequence):
-    """Minus the mean log-probability of each next character; ADBench normalises with log(2 + sum exp), a
-    quirk (its ``sum(exp(y), 2)``) kept for the golden answers."""
+    """Minus the mean log-probability of each next character; ADBench normalises with log(2 + sum
+    exp), a quirk (its ``sum(exp(y), 2)``) kept for the golden answers."""
     total = 0.0
     count = 0
     given = sequence[0]
@@ -49,14 +51,17 @@ def loss(main, extra, state, sequence):
 
 
 def _input(raw):
-    return tuple(np.array(raw[name], dtype=np.float64) for name in ("main_params", "extra_params", "state",
-                                                                    "sequence"))
+    return tuple(
+        np.array(raw[name], dtype=np.float64)
+        for name in ("main_params", "extra_params", "state", "sequence")
+    )
 
 
 gradient = ast_ad.grad(loss, argnums=(0, 1))
 
 FUNCTIONS = {
     "objective": timed(pre=_input, post=float)(lambda given: loss(*given)),
-    "jacobian": timed(pre=_input, post=lambda g: np.concatenate([g[0].ravel(), g[1].ravel()]).tolist())(
-        lambda given: gradient(*given)),
+    "jacobian": timed(
+        pre=_input, post=lambda g: np.concatenate([g[0].ravel(), g[1].ravel()]).tolist()
+    )(lambda given: gradient(*given)),
 }

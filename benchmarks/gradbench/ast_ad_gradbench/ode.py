@@ -37,5 +37,7 @@ gradient_of_last = ast_ad.grad(last)
 
 FUNCTIONS = {
     "primal": timed(pre=_input, post=lambda y: y.tolist())(lambda given: ode(*given)),
-    "gradient": timed(pre=_input, post=lambda g: g.tolist())(lambda given: gradient_of_last(*given)),
+    "gradient": timed(pre=_input, post=lambda g: g.tolist())(
+        lambda given: gradient_of_last(*given)
+    ),
 }

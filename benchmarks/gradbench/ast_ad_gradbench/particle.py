@@ -1,9 +1,10 @@
-"""GradBench's ``particle`` eval (Pearlmutter and Siskind's charged particle): find the control ``w`` that
-makes the particle's path, integrated by Euler's method under the force of two charges, hit the origin.
+"""GradBench's ``particle`` eval (Pearlmutter and Siskind's charged particle): find the control
+``w`` that makes the particle's path, integrated by Euler's method under the force of two charges,
+hit the origin.
 
-The integrator takes the gradient of the potential at every step, and the minimiser takes the gradient
-of the integrator: nested derivatives, in four combinations. ``rf`` is reverse mode (outer) over forward
-mode (inner); the first letter is the minimiser's.
+The integrator takes the gradient of the potential at every step, and the minimiser takes the
+gradient of the integrator: nested derivatives, in four combinations. ``rf`` is reverse mode (outer)
+over forward mode (inner); the first letter is the minimiser's.
 """
 
 import numpy as np
@@ -18,7 +19,9 @@ E0, E1 = np.array([1.0, 0.0]), np.array([0.0, 1.0])
 
 def potential(x, w):
     """The potential at ``x`` of the unit charges at (10, 10 - w) and (10, 0)."""
-    return 1.0 / np.sqrt((x[0] - 10.0) ** 2 + (x[1] - 10.0 + w) ** 2) + 1.0 / np.sqrt((x[0] - 10.0) ** 2 + x[1] ** 2)
+    return 1.0 / np.sqrt((x[0] - 10.0) ** 2 + (x[1] - 10.0 + w) ** 2) + 1.0 / np.sqrt(
+        (x[0] - 10.0) ** 2 + x[1] ** 2
+    )
 
 
 def force_r(x, w):
@@ -28,12 +31,14 @@ def force_r(x, w):
 
 def force_f(x, w):
     """The same force by forward mode: one ``jvp`` per coordinate."""
-    return -np.array([ast_ad.jvp(potential, (x, w), (E0, None))[1], ast_ad.jvp(potential, (x, w), (E1, None))[1]])
+    return -np.array(
+        [ast_ad.jvp(potential, (x, w), (E0, None))[1], ast_ad.jvp(potential, (x, w), (E1, None))[1]]
+    )
 
 
 def miss(w, force):
-    """The squared distance from the origin where the path, integrated by Euler's method under ``force``,
-    crosses the x axis."""
+    """The squared distance from the origin where the path, integrated by Euler's method under
+    ``force``, crosses the x axis."""
     x = np.array([0.0, 8.0])
     xdot = np.array([0.75, 0.0])
     while True:
@@ -61,6 +66,9 @@ def _solve(miss, outer):
     return lambda w: float(argmin(miss, gradient, np.array([w]))[0])
 
 
-FUNCTIONS = {mode: timed(pre=lambda raw: raw["w"], post=float)(_solve(miss_r if mode[1] == "r" else miss_f,
-                                                                       mode[0]))
-             for mode in ("rr", "rf", "fr", "ff")}
+FUNCTIONS = {
+    mode: timed(pre=lambda raw: raw["w"], post=float)(
+        _solve(miss_r if mode[1] == "r" else miss_f, mode[0])
+    )
+    for mode in ("rr", "rf", "fr", "ff")
+}

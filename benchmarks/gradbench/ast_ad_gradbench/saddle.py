@@ -1,8 +1,8 @@
-"""GradBench's ``saddle`` eval: min over p of max over q of (p1^2 + p2^2) - (q1^2 + q2^2), its f(x1, y1,
-x2, y2) with p = (x1, y1) and q = (x2, y2), both by gradient descent from the same start.
+"""GradBench's ``saddle`` eval: min over p of max over q of (p1^2 + p2^2) - (q1^2 + q2^2), its f(x1,
+y1, x2, y2) with p = (x1, y1) and q = (x2, y2), both by gradient descent from the same start.
 
-The outer minimiser differentiates the inner maximiser's loop: nested derivatives, in four combinations
-(``rf``: reverse mode outside, forward mode inside).
+The outer minimiser differentiates the inner maximiser's loop: nested derivatives, in four
+combinations (``rf``: reverse mode outside, forward mode inside).
 """
 
 import numpy as np
@@ -26,12 +26,14 @@ def slope_r(x, y):
 
 def slope_f(x, y):
     """The same gradient by forward mode: one ``jvp`` per coordinate."""
-    return np.array([ast_ad.jvp(cost, (x, y), (None, E0))[1], ast_ad.jvp(cost, (x, y), (None, E1))[1]])
+    return np.array(
+        [ast_ad.jvp(cost, (x, y), (None, E0))[1], ast_ad.jvp(cost, (x, y), (None, E1))[1]]
+    )
 
 
 def best_reply(x, start, slope):
-    """max over y of cost(x, y): gradient ascent from ``start`` (descent on minus the cost), as the eval's
-    minimiser does it, with the gradients ``slope`` gives."""
+    """max over y of cost(x, y): gradient ascent from ``start`` (descent on minus the cost), as the
+    eval's minimiser does it, with the gradients ``slope`` gives."""
     y = start
     fy = -cost(x, y)
     gy = -slope(x, y)
@@ -66,13 +68,18 @@ def best_reply_f(x, start):
 
 
 def _gradient_in(fun, k, mode):
-    """The gradient of ``fun`` in its argument ``k``: ``grad`` (mode ``r``), or one ``jvp`` per coordinate."""
+    """The gradient of ``fun`` in its argument ``k``: ``grad`` (mode ``r``), or one ``jvp`` per
+    coordinate."""
     if mode == "r":
         return ast_ad.grad(fun, argnums=k)
 
     def by_forward_mode(*args):
-        return np.array([ast_ad.jvp(fun, args, tuple(e if j == k else None for j in range(len(args))))[1]
-                         for e in (E0, E1)])
+        return np.array(
+            [
+                ast_ad.jvp(fun, args, tuple(e if j == k else None for j in range(len(args))))[1]
+                for e in (E0, E1)
+            ]
+        )
     return by_forward_mode
 
 
@@ -88,5 +95,9 @@ def _solve(mode):
     return saddle
 
 
-FUNCTIONS = {mode: timed(pre=lambda raw: np.array(raw["start"], dtype=float), post=lambda v: v.tolist())(
-    _solve(mode)) for mode in ("rr", "rf", "fr", "ff")}
+FUNCTIONS = {
+    mode: timed(pre=lambda raw: np.array(raw["start"], dtype=float), post=lambda v: v.tolist())(
+        _solve(mode)
+    )
+    for mode in ("rr", "rf", "fr", "ff")
+}

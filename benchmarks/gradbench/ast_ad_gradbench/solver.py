@@ -1,9 +1,10 @@
-"""The minimiser that ``particle`` and ``saddle`` use, as GradBench's evals specify it: gradient descent
-whose step grows after ten good steps and halves after a bad one, stopping on a small gradient or step.
+"""The minimiser that ``particle`` and ``saddle`` use, as GradBench's evals specify it: gradient
+descent whose step grows after ten good steps and halves after a bad one, stopping on a small
+gradient or step.
 
-``gradient`` is a function of ``x`` (ast_ad's ``grad``, or one ``jvp`` per direction): the solver itself
-is not differentiated. The inner solvers of ``saddle`` are differentiated, and are written out in its
-module as plain loops.
+``gradient`` is a function of ``x`` (ast_ad's ``grad``, or one ``jvp`` per direction): the solver
+itself is not differentiated. The inner solvers of ``saddle`` are differentiated, and are written
+out in its module as plain loops.
 """
 
 import numpy as np

@@ -1,6 +1,6 @@
-"""How a tool function answers an ``evaluate`` message: convert the input, run (timed, as often as the
-eval asks), convert the output. GradBench's Python tools do the same with its ``gradbench.wrap``; this
-one is written here so the tool needs nothing of GradBench to run."""
+"""How a tool function answers an ``evaluate`` message: convert the input, run (timed, as often as
+the eval asks), convert the output. GradBench's Python tools do the same with its
+``gradbench.wrap``; this one is written here so the tool needs nothing of GradBench to run."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ def timed(pre: Callable[[Any], Any], post: Callable[[Any], Any],
           runs: bool = True) -> Callable[[Callable[[Any], Any]], Callable[[Any], dict[str, Any]]]:
     """Decorate ``function(input) -> output`` into ``(raw input) -> {success, output, timings}``.
 
-    With ``runs``, it runs at least ``min_runs`` times and for at least ``min_seconds`` (the input's own
-    fields, as GradBench's ``Runs`` type has them), each run timed apart.
+    With ``runs``, it runs at least ``min_runs`` times and for at least ``min_seconds`` (the input's
+    own fields, as GradBench's ``Runs`` type has them), each run timed apart.
     """
     def decorate(function: Callable[[Any], Any]) -> Callable[[Any], dict[str, Any]]:
         def evaluate(raw: Any) -> dict[str, Any]:
