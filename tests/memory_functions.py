@@ -278,7 +278,7 @@ def write_into_what_a_helper_gave_back(x):
 def write_into_a_view_a_helper_made(x):
     z = np.sin(x)
     y = _tail(z)
-    y[0] = 5.0  # write: y is a view of z, which no known call made (refused)
+    y[0] = 5.0  # z[1]: the helper returns that view of its argument (followed)
     return np.sum(z * x)
 
 
@@ -449,6 +449,15 @@ def a_row_written_in_a_loop_a_column_read(x):
     return np.sum(y * y) + np.sum(w * x)
 
 
+def a_view_of_a_view_read_after_writes(x):
+    y = np.outer(x, x) * 1.0
+    w = y.T[1:]  # a view of a view of y, of another layout
+    y[1, 0] = 7.0 * x[0]  # w[0, 1]
+    for i in range(2):
+        y[i + 1, 0] = w[i, 1] * x[i]
+    return np.sum(w * w) + np.sum(y)
+
+
 # Python's value and its gradient: the names, views and items that see the changed array are made
 # again from it
 FOLLOWED = [
@@ -494,10 +503,11 @@ FOLLOWED = [
     written_through_what_np_array_gave_back,
     written_through_one_view_read_through_another,
     a_row_written_in_a_loop_a_column_read,
+    a_view_of_a_view_read_after_writes,
+    write_into_a_view_a_helper_made,
 ]
-# refused at the write: an object another slot holds deeper, or a view no known call made
-SHARED = [one_array_deep_in_another_slot,
-          write_into_a_view_a_helper_made]
+# refused at the write: an object another slot holds deeper
+SHARED = [one_array_deep_in_another_slot]
 APART = [swap_entries, two_arrays_in_a_list, view_not_read_after, tuple_of_arrays_of_two_shapes]
 
 

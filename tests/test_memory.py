@@ -46,8 +46,8 @@ def test_a_write_another_name_sees_is_followed(fun, x) -> None:
 @pytest.mark.parametrize("mode", [_grad, _jvp], ids=["grad", "jvp"])
 @pytest.mark.parametrize("fun", mf.SHARED, ids=[f.__name__ for f in mf.SHARED])
 def test_a_write_another_slot_sees_is_refused_at_its_line(fun, mode) -> None:
-    """An object another slot holds deeper, or a view a helper made: which entries the other sees is
-    not known where it is written, so it refuses at the line, naming the other variable."""
+    """An object another slot holds deeper: which entries the other sees is not known where it
+    is written, so it refuses at the line, naming the other variable."""
     with pytest.raises(InPlaceAliasError) as caught:
         mode(fun)
     assert f"memory_functions.py:{marked_line(fun, '# write')}:" in str(caught.value)
@@ -56,15 +56,17 @@ def test_a_write_another_slot_sees_is_refused_at_its_line(fun, mode) -> None:
 def test_a_view_of_unknown_layout_is_refused_naming_the_other_variable(
     tmp_path, monkeypatch
 ) -> None:
-    """``w = y[::2]`` written through ``y.T``... : where the other variable overlaps the changed
-    array but is not a view the lowering knows how to make again, the refusal names it."""
+    """A write through a view of a view (``w = y.T[1:]; w[0, 2] = v``): where the other variable
+    overlaps the changed array but the lowering cannot make it again (the written entries put back
+    through two views), the refusal names it. (Reading ``w`` after a write into ``y`` is
+    followed: ``a_view_of_a_view_read_after_writes``.)"""
     (tmp_path / "overlap.py").write_text(
         "import numpy as np\n\n\ndef f(x):\n    y = np.outer(x, x) * 1.0\n    w = y.T[1:]\n"
-        "    y[0, 1] = 5.0\n    return np.sum(w * w)\n")
+        "    w[0, 2] = 5.0\n    return np.sum(y * y)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     import overlap
     assert overlap.f(X.copy()) == overlap.f(X.copy())
-    with pytest.raises(InPlaceAliasError, match=r"another variable \(w\)"):
+    with pytest.raises(InPlaceAliasError, match=r"another variable \(y\)"):
         _grad(overlap.f)
 
 

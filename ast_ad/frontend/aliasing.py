@@ -259,15 +259,15 @@ class Aliasing:
         form: ir.Call | None = None
         if self.sibling_view(atom, other, user, made, mine, same):
             return True
-        if (
-            made is not None
-            and self.array_like(made.args[0])
-            and made.args[0] in [ir.Var(n) for n in same]
-        ):
+        via = self.views_between(made, same)
+        if via is not None and made is not None:
+            # ``w = y.T[1:]``: a view of a view of the changed array, each made again in turn
             form = made
-            probe = self.bind(
-                ir.Call(made.fn, (atom, *made.args[1:]), made.kwargs), "probe", holds=False
-            )
+            probe = atom
+            for inner in (*via, made):
+                probe = self.bind(
+                    ir.Call(inner.fn, (probe, *inner.args[1:]), inner.kwargs), "probe", holds=False
+                )
         elif (
             mine is not None
             and mine.args
@@ -332,8 +332,30 @@ class Aliasing:
         # seeing the row written): made again, it must stay one object, so it takes the other's new
         # value
         twins = self.twins_of(changed, other)
-        self.follow_ups.append(FollowUp(changed, user, seen, form, inverse, identity, other, twins))
+        self.follow_ups.append(
+            FollowUp(changed, user, seen, form, inverse, identity, other, twins, via=via or ())
+        )
         return True
+
+    def views_between(self, made: ir.Call | None, same: set[str]) -> tuple[ir.Call, ...] | None:
+        """The views, outermost last, by which ``made`` (a variable's recipe, ``w = t[1:]``) reaches
+        an array in ``same`` (the changed object's names): ``()`` where its base is one of them,
+        ``(t = y.T,)`` where ``t``'s recipe reaches one (at most four deep); ``None`` where it does
+        not reach one."""
+        if made is None or not made.args:
+            return None
+        names = [ir.Var(n) for n in same]
+        via: list[ir.Call] = []
+        base = made.args[0]
+        while base not in names:
+            inner = self.recipes.get(base.name) if isinstance(base, ir.Var) else None
+            if inner is None or not inner.args or len(via) == 4 or not (
+                inner.fn.obj is operator.getitem or registry.returns_view(inner.fn.obj)
+            ):
+                return None
+            via.insert(0, inner)
+            base = inner.args[0]
+        return tuple(via) if self.array_like(base) else None
 
     def sibling_view(self, atom: ir.Var, other: ir.Var, user: str, made: ir.Call | None,
                      mine: ir.Call | None, same: set[str]) -> bool:
@@ -376,6 +398,9 @@ class Aliasing:
             FollowUp(bases[0], user, seen, made, False, True, other, chained=True)
         )
         return True
+
+    def return_view(self, fn: Any) -> tuple[int, ir.Call] | None:
+        raise NotImplementedError  # the normalizer's: the view of a parameter ``fn`` returns
 
     def twins_of(self, changed: str, other: ir.Var) -> tuple[tuple[str, ir.Var], ...]:
         """The variables followed before for the change of ``changed``, each with whether ``other``
@@ -554,7 +579,12 @@ class Aliasing:
                         (target, up.form.args[1], changed),
                     )
                 else:
-                    value = ir.Call(up.form.fn, (changed, *up.form.args[1:]), up.form.kwargs)
+                    base: ir.Atom = changed
+                    for inner in up.via:  # (views of the new array, as the old one had them)
+                        recipe = ir.Call(inner.fn, (base, *inner.args[1:]), inner.kwargs)
+                        base = self.bind(recipe, "base")
+                        self.recipes[base.name] = recipe
+                    value = ir.Call(up.form.fn, (base, *up.form.args[1:]), up.form.kwargs)
                 made: tuple[ir.Stmt, ...] = (ir.Assign(target.name, value, self.line),)
                 if written is not None:
                     # the written view, read again from its new base: the two share memory again, as
@@ -588,9 +618,9 @@ class Aliasing:
             # is shared
             self.share(target.name, changed.name, alias=up.form is None)
             # (that view of the changed object, where it is one)
-            if up.form is not None and not up.inverse:
+            if up.form is not None and not up.inverse:  # (through the views ``via`` made again)
                 self.recipes[target.name] = ir.Call(
-                    up.form.fn, (changed, *up.form.args[1:]), up.form.kwargs
+                    up.form.fn, (base if up.via else changed, *up.form.args[1:]), up.form.kwargs
                 )
 
     def refill(self, up: FollowUp, changed: ir.Var) -> None:
@@ -780,8 +810,18 @@ class Aliasing:
             # a function of the user's may return an argument, a part of one, or a view of one
             # (``return a``): taken as possibly the very object, so that a write through either asks
             # ``view_of`` which it is (the same object is followed; any other overlap refused)
-            for arg in (*call.args, *(a for _, a in call.kwargs)):
-                if isinstance(arg, ir.Var):
+            # One that returns a view of a parameter (``return y[1:]``): that view of the argument,
+            # made again after a write as a view made here is (``view_of`` asks which it is).
+            view = self.return_view(call.fn.obj)
+            k, recipe = view if view is not None and not call.kwargs else (-1, None)
+            for position, arg in enumerate((*call.args, *(a for _, a in call.kwargs))):
+                if isinstance(arg, ir.Var) and position == k and recipe is not None \
+                        and self.array_like(arg):
+                    self.share(atom.name, arg.name)
+                    self.recipes[atom.name] = ir.Call(
+                        recipe.fn, (arg, *recipe.args[1:]), recipe.kwargs
+                    )
+                elif isinstance(arg, ir.Var):
                     self.share(atom.name, arg.name, alias=self.array_like(arg))
         elif call is not None and holds == "always":
             # a new container of the same objects (``list(xs)``, ``sorted(xs)``)
@@ -880,6 +920,8 @@ class FollowUp:
     names: tuple[str, ...] = ()
     # made again from ``owner``'s new value, which another follow-up of the write gives it
     chained: bool = False
+    # the views between the changed object and ``form``'s base (``w = y.T[1:]``: ``y.T``)
+    via: tuple[ir.Call, ...] = ()
 
 
 def _var(atom: ir.Expr) -> ir.Var:

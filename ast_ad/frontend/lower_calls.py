@@ -43,6 +43,10 @@ VARARG_METHODS = {"reshape", "transpose"}  # x.reshape(2, 3) means np.reshape(x,
 # The parameters each user function may change in place (Python's caller would see the change), by
 # function.
 PARAM_WRITES: dict[Any, frozenset[str]] = {}
+# the view of one of its parameters a user function returns, by (function, code): the parameter's
+# position and the view's recipe (``return y[1:]``: ``y[1:]``, its other operands constants), or
+# None
+RETURN_VIEWS: dict[Any, tuple[int, ir.Call] | None] = {}
 # the functions whose bodies a function's lowering wrote in place, by (function, code): what its
 # derivatives hold of them is stale once one is redefined, and the transform watches them
 # (``transform._built``)

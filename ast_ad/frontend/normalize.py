@@ -49,7 +49,7 @@ from ast_ad.errors import LocatedError
 from ast_ad.frontend import objects, selection
 from ast_ad.frontend.aliasing import live_after, loop_rebinds
 from ast_ad.frontend.check import WITH_HINT, check_source, refuse
-from ast_ad.frontend.lower_calls import BEING_LOWERED, INLINED, PARAM_WRITES
+from ast_ad.frontend.lower_calls import BEING_LOWERED, INLINED, PARAM_WRITES, RETURN_VIEWS
 from ast_ad.frontend.lower_control import bindings, written_in_place
 from ast_ad.frontend.lower_exprs import ExpressionLowering
 from ast_ad.frontend.objects import made_of
@@ -78,6 +78,7 @@ def normalize(source: Source) -> ir.Function:
                 f"{sorted(lowerer.writes)[0]!r} in place: compute a new value instead",
             )
         PARAM_WRITES[key] = frozenset(lowerer.writes)
+        RETURN_VIEWS[key] = _returned_view(function, lowerer.recipes)
         INLINED[key] = tuple(dict.fromkeys(lowerer.inlined))
         return function
     finally:
@@ -97,6 +98,30 @@ def param_writes(fn: Any) -> frozenset[str]:
         # ``fn`` may name another
         PARAM_WRITES[key] = PARAM_WRITES[(source.fn, getattr(source.fn, "__code__", None))]
     return PARAM_WRITES[key]
+
+
+def _returned_view(
+    function: ir.Function, recipes: dict[str, ir.Call]
+) -> tuple[int, ir.Call] | None:
+    """The view of a parameter ``function`` returns (``return y[1:]``): the parameter's position and
+    the view's recipe, where its other operands are constants and the parameter is never bound
+    again; else ``None``."""
+    result = function.result
+    recipe = recipes.get(result.name) if isinstance(result, ir.Var) else None
+    if recipe is None or not recipe.args or not isinstance(recipe.args[0], ir.Var):
+        return None
+    base = recipe.args[0].name
+    if base not in function.params or base in function.mutable \
+            or not all(isinstance(a, ir.Const) for a in recipe.args[1:]) \
+            or not all(isinstance(v, ir.Const) for _, v in recipe.kwargs):
+        return None
+    return function.params.index(base), recipe
+
+
+def return_view(fn: Any) -> tuple[int, ir.Call] | None:
+    """The view of a parameter the user function ``fn`` returns (``_returned_view``), where lowering
+    a call of it has read it already (``param_writes``), else ``None``."""
+    return RETURN_VIEWS.get((fn, getattr(fn, "__code__", None)))
 
 
 _TWINS: dict[types.CodeType, bool] = {}  # a copy's code: whether it is its helper's
@@ -123,6 +148,7 @@ def helper_twin(value: Any) -> Any:
 class Lowerer(ExpressionLowering):
     # a helper's, for ``CallLowering``: lowering it finds them
     param_writes = staticmethod(param_writes)
+    return_view = staticmethod(return_view)  # for ``Aliasing.note_views``
 
     """Walks the gast tree once, appending one IR statement per primitive application."""
 

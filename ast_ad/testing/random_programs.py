@@ -354,7 +354,10 @@ class _Writer:
         array (or refuses)."""
         name, base, other = self.draw(st.sampled_from(self.names)), self.fresh(), self.fresh()
         family = self.draw(
-            st.sampled_from(["name", "view", "container", "carried", "through", "swap", "rows"])
+            st.sampled_from(
+                ["name", "view", "container", "carried", "through", "swap", "rows", "sibling",
+                 "nested"]
+            )
         )
         self.features.add(f"shared {family}")
         # a matrix under two names, its rows written through a row view in nested loops
@@ -391,9 +394,18 @@ class _Writer:
             "carried": "{b}",
             "through": self.draw(st.sampled_from(["{b}", "{b}[1:]", "{b}[:]"])),
             "swap": "{b}",
+            # another view of the array a view is written through; a view of a view
+            "sibling": view,
+            "nested": self.draw(
+                st.sampled_from(["{b}[::-1][1:]", "{b}.reshape((3, 1)).T[0]", "{b}[1:][::-1]"])
+            ),
         }[family].format(b=base)
         lines = [f"{indent}{base} = np.ones(3) * {name}", f"{indent}{other} = {made}"]
         written = other if family == "through" else base
+        if family == "sibling":
+            written = self.fresh()
+            through = self.draw(st.sampled_from(["[::2]", "[:2]", "[::-1]", "[:]"]))
+            lines.append(f"{indent}{written} = {base}{through}")
         index = self.draw(st.sampled_from(["0", "1", "i"]))
         write = self.draw(st.sampled_from(["{w}[{i}] = {v}", "{w}[{i}] += {v}", "{w}[{i}] *= {v}"]))
         inner = indent + "    "
