@@ -458,6 +458,16 @@ def a_view_of_a_view_read_after_writes(x):
     return np.sum(w * w) + np.sum(y)
 
 
+def written_through_a_view_of_a_view(x):
+    y = np.outer(x, x) * 1.0
+    t = y.T
+    w = t[1:]  # a view of t, which is a view of y
+    w[0, 2] = 5.0 * x[1]  # y[2, 1]
+    for i in range(2):
+        w[1, i] = w[0, i] * x[i]
+    return np.sum(w * w) + np.sum(y * t)
+
+
 # Python's value and its gradient: the names, views and items that see the changed array are made
 # again from it
 FOLLOWED = [
@@ -505,6 +515,7 @@ FOLLOWED = [
     a_row_written_in_a_loop_a_column_read,
     a_view_of_a_view_read_after_writes,
     write_into_a_view_a_helper_made,
+    written_through_a_view_of_a_view,
 ]
 # refused at the write: an object another slot holds deeper
 SHARED = [one_array_deep_in_another_slot]

@@ -287,6 +287,22 @@ class Aliasing:
             probe = self.bind(
                 ir.Call(_PROBE, (other, mine.fn, *mine.args[1:]), mine.kwargs), "probe", holds=False
             )
+        elif (
+            mine is not None
+            and self.array_like(other)
+            and (mine.fn.obj is operator.getitem or registry.view_inverse(mine.fn.obj))
+            and (via := self.views_between(mine, self.aliases(other.name)))
+            and all(v.fn.obj is operator.getitem or registry.view_inverse(v.fn.obj) for v in via)
+        ):
+            # ``w = y.T[1:]; w[0, 2] = v``: the written view of a view of ``other``, its entries put
+            # back through each view in turn
+            form, inverse = mine, True
+            probe = other
+            for inner in (*via, mine):
+                probe = self.bind(
+                    ir.Call(_PROBE, (probe, inner.fn, *inner.args[1:]), inner.kwargs), "probe",
+                    holds=False,
+                )
         # ``other = [y]``: put ``y`` back in its slot
         elif (slot := self.slot_of(other, atom)) is not None:
             form, inverse, identity = (
@@ -337,6 +353,17 @@ class Aliasing:
         )
         return True
 
+    def put_back(self, recipe: ir.Call, old: ir.Atom, new: ir.Atom) -> ir.Call:
+        """``old`` (a base before a write), with ``new`` (its view ``recipe`` made, then written)
+        put back where that view reads it (``def_view_inverse``; an index: ``assign_item``)."""
+        inverse = registry.view_inverse(recipe.fn.obj)
+        if inverse is None:
+            return ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (old, recipe.args[1], new))
+        fn, takes_base = inverse
+        rest = recipe.args[1:]
+        return ir.Call(ir.Ref(fn, getattr(fn, "__name__", "inverse")),
+                       (old, new, *rest) if takes_base else (new, *rest))
+
     def views_between(self, made: ir.Call | None, same: set[str]) -> tuple[ir.Call, ...] | None:
         """The views, outermost last, by which ``made`` (a variable's recipe, ``w = t[1:]``) reaches
         an array in ``same`` (the changed object's names): ``()`` where its base is one of them,
@@ -374,16 +401,19 @@ class Aliasing:
             and mine is not None
             and mine.args
             and isinstance(base, ir.Var)
-            and base == mine.args[0]
             and other.name not in same
             and self.array_like(base)
             and (mine.fn.obj is operator.getitem or registry.view_inverse(mine.fn.obj))
             and (made.fn.obj is operator.getitem or registry.returns_view(made.fn.obj))
+            # ``atom`` is a view of ``base``, directly or through other views (``t = y.T``, then
+            # ``w = t[1:]`` written: ``t`` is made again from the new ``y``, not ``w`` put back)
+            and self.views_between(mine, {base.name}) is not None
         ):
             return False
-        bases = [name for name, held in self.env.items() if held == base and name in self.locals]
+        bases = [name for name, held in self.env.items() if held == base and name in self.locals
+                 and (self.live is None or name in self.live)]
         if not bases:
-            return False  # the base is no variable's: nothing makes its new value
+            return False  # the base is no live variable's: nothing makes its new value
         probe = self.bind(ir.Call(made.fn, (base, *made.args[1:]), made.kwargs), "probe",
                           holds=False)
         where = ir.Const(self.line.where())
@@ -565,11 +595,28 @@ class Aliasing:
                     ir.Call(ir.Ref(operator.eq, "operator.eq"), (up.seen, ir.Const(2))), "is_view"
                 )
                 inverse = registry.view_inverse(up.form.fn.obj) if up.inverse else None
+                chain: list[ir.Assign] = []
+                if up.inverse and up.via:
+                    # the views between the base and the written view, of the old base; the
+                    # written entries put back through each, innermost first
+                    olds: list[ir.Atom] = [target]
+                    for inner in up.via:  # (in the branch: only where the views are these)
+                        step = ir.Assign(self.namer.fresh("old"), ir.Call(
+                            inner.fn, (olds[-1], *inner.args[1:]), inner.kwargs), self.line)
+                        chain.append(step)
+                        olds.append(ir.Var(step.target))
+                    new: ir.Atom = changed
+                    for recipe, old in zip((*up.via, up.form)[::-1], olds[::-1], strict=True):
+                        step = ir.Assign(self.namer.fresh("put_back"),
+                                         self.put_back(recipe, old, new), self.line)
+                        chain.append(step)
+                        new = ir.Var(step.target)
+                    value: ir.Expr = chain.pop().value
                 # the base, the written view's entries put back (``def_view_inverse``)
-                if inverse is not None:
+                elif inverse is not None:
                     fn, takes_base = inverse
                     rest = up.form.args[1:]
-                    value: ir.Expr = ir.Call(
+                    value = ir.Call(
                         ir.Ref(fn, getattr(fn, "__name__", "inverse")),
                         (target, changed, *rest) if takes_base else (changed, *rest),
                     )
@@ -585,12 +632,19 @@ class Aliasing:
                         base = self.bind(recipe, "base")
                         self.recipes[base.name] = recipe
                     value = ir.Call(up.form.fn, (base, *up.form.args[1:]), up.form.kwargs)
-                made: tuple[ir.Stmt, ...] = (ir.Assign(target.name, value, self.line),)
+                made: tuple[ir.Stmt, ...] = (*chain, ir.Assign(target.name, value, self.line))
                 if written is not None:
                     # the written view, read again from its new base: the two share memory again, as
                     # in Python, so that a later write through either is seen by the other (``v1 =
                     # v0[1:]`` in a loop)
-                    again = ir.Call(up.form.fn, (target, *up.form.args[1:]), up.form.kwargs)
+                    base_again: ir.Atom = target
+                    for inner in up.via if up.inverse else ():
+                        view_again = ir.Call(inner.fn, (base_again, *inner.args[1:]), inner.kwargs)
+                        step = ir.Assign(self.namer.fresh("again"), view_again, self.line)
+                        made += (step,)
+                        base_again = ir.Var(step.target)
+                        self.recipes[step.target] = view_again
+                    again = ir.Call(up.form.fn, (base_again, *up.form.args[1:]), up.form.kwargs)
                     made += (ir.Assign(written.name, again, self.line),)
                     # (which view it is, where it is one: ``view_of`` asks)
                     self.recipes[written.name] = again

@@ -402,6 +402,8 @@ class _Writer:
         }[family].format(b=base)
         lines = [f"{indent}{base} = np.ones(3) * {name}", f"{indent}{other} = {made}"]
         written = other if family == "through" else base
+        if family == "nested" and self.draw(st.booleans()):
+            written = other  # a write through a view of a view
         if family == "sibling":
             written = self.fresh()
             through = self.draw(st.sampled_from(["[::2]", "[:2]", "[::-1]", "[:]"]))
