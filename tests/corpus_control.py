@@ -244,7 +244,7 @@ def helper_in_skipped_branch(x, n):
 
 
 def shared_weights(A, C, h):
-    # A and C are used by every step: their adjoints are summed once, after the loop (ast_ad/batching.py)
+    # A and C are used by every step: their adjoints are summed once, after the loop (ast_ad/optimize/batching.py)
     for _ in range(4):
         h = np.tanh(A @ h) + np.dot(h, C) * 0.5 + 0.1 * (h @ A) + 0.1 * np.dot(C, h)
     return np.sum(h ** 2)

@@ -78,7 +78,7 @@ def returns_the_object(x):
 
 def passes_the_object(x):
     m = Lin(x[0], x[1])
-    return np.sum(describe(m))  # escapes
+    return np.sum(describe(m))  # describe is inlined: what it reads of m is followed
 
 
 def describe(obj):
@@ -106,3 +106,24 @@ def method_writes_what_a_name_sees(x):
     m = Holder(W)
     m.scale(2.0)
     return np.sum(W * x)
+
+
+def applied(layer, t):
+    return layer(t) * 2.0
+
+
+def objects_in_a_list_passed_to_a_function(x):
+    layers = [Lin(x[0], x[1]), Lin(x[2], 0.5)]
+    h = x[1]
+    for layer in layers:  # unrolled: each object followed
+        h = np.tanh(applied(layer, h))
+    return h + layers_sum(Lin(h, x[0]))
+
+
+def layers_sum(layer):
+    return layer.w * layer.b + layer.slope
+
+
+def a_list_of_objects_used_as_a_value(x):
+    layers = [Lin(x[0], x[1]), Lin(x[2], 0.5)]
+    return len(layers) * x[0]  # refused: layers is a list of objects made here

@@ -1,4 +1,5 @@
-"""The analyses both modes read (``ast_ad/analysis.py``), one small function in, the facts out."""
+"""The analyses both modes read (``ast_ad/analysis/activity.py``), one small function in, the facts
+out."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The persistent cache (``ast_ad/store.py``): a later process reads a stored module instead of
-transforming, and anything that would change the generated code makes it transform again."""
+"""The persistent cache (``ast_ad/backend/store.py``): a later process reads a stored module instead
+of transforming, and anything that would change the generated code makes it transform again."""
 
 import json
 import os

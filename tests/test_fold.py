@@ -1,6 +1,6 @@
-"""Copies folded away, and intermediate values written into their one reader (``ast_ad/fold.py``): a
-few lines in, the lines out; where folding would change what a read sees, the copy or the name
-stays."""
+"""Copies folded away, and intermediate values written into their one reader
+(``ast_ad/optimize/fold.py``): a few lines in, the lines out; where folding would change what a read
+sees, the copy or the name stays."""
 
 from __future__ import annotations
 

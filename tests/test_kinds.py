@@ -1,5 +1,5 @@
-"""What each name holds (``ast_ad/kinds.py``): one small function in, the facts out; then what the
-facts change in the generated code, with the gradient checked against the tracer and finite
+"""What each name holds (``ast_ad/analysis/kinds.py``): one small function in, the facts out; then
+what the facts change in the generated code, with the gradient checked against the tracer and finite
 differences each time."""
 
 from __future__ import annotations

@@ -220,9 +220,13 @@ class CallLowering(ControlFlow, Objects):
             raise refuse(node, "calling a value computed inside the function is not supported yet: "
                                "call a module-level function", self.locate)
         writer = self.writing_helper(fn.obj)
-        # a helper that changes its arguments: inlined, so that the caller's arrays
+        if writer is None and self.passes_an_object(node):
+            # ``use(layer, x)`` with ``layer = Layer(w)`` made here: the function is inlined, so
+            # that what it does with the object (its attributes, its methods) is followed
+            writer = self.writing_helper(fn.obj, writes=False)
         if writer is not None:
-            # follow its writes (``aliasing``)
+            # a helper that changes its arguments: inlined, so that the caller's arrays follow its
+            # writes (``aliasing``)
             return self.inline_helper(writer, node, name, user, fn.obj)
         out = next((kw for kw in node.keywords if kw.arg == "out"), None)
         if out is not None:
@@ -461,7 +465,15 @@ class CallLowering(ControlFlow, Objects):
                 )
         return copies
 
-    def writing_helper(self, fn: Any) -> gast.FunctionDef | None:
+    def passes_an_object(self, node: gast.Call) -> bool:
+        """Whether an argument of the call is an object made inside the function (a name bound to
+        one, as ``objects`` follows it, or one made in the call: ``f(Lin(a, b))``)."""
+        values = [*node.args, *(kw.value for kw in node.keywords)]
+        return any(isinstance(v, gast.Name) and made_of(self.env.get(v.id)) is not None
+                   or isinstance(v, gast.Call) and followable(self.static(v.func), self.fn)
+                   for v in values)
+
+    def writing_helper(self, fn: Any, writes: bool = True) -> gast.FunctionDef | None:
         """The tree of ``fn``, to inline, where it is a function of the user's (no closure, not
         ast_ad's, no rule) that changes a parameter in place (``a[0] = v``, ``a *= s``): inlined,
         its writes are the caller's, which the memory model follows; it may return nothing
@@ -474,7 +486,7 @@ class CallLowering(ControlFlow, Objects):
             return None
         if fn.__globals__ is not self.fn.__globals__:
             tree = self.foreign_tree(fn)
-            if tree is None or not written_parameters(tree):
+            if tree is None or writes and not written_parameters(tree):
                 return None
             return _ending_in_return(tree)
         tree = self.helper_tree(
@@ -485,7 +497,7 @@ class CallLowering(ControlFlow, Objects):
             ),
             fn,
         )
-        if not written_parameters(tree):
+        if writes and not written_parameters(tree):
             return None
         return _ending_in_return(tree)
 

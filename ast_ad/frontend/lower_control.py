@@ -47,6 +47,7 @@ class ControlFlow(Nesting):
         raise NotImplementedError
 
     function_lists: dict[str, list[Any]]
+    object_lists: dict[str, list[Any]]
     local_functions: dict[str, Any]
 
     def name(self, node: gast.Name) -> ir.Atom:
@@ -75,6 +76,10 @@ class ControlFlow(Nesting):
         self.body.append(ir.Break(self.line_of(node)))
 
     def stmt_For(self, node: gast.For) -> None:
+        made = self.object_lists.get(node.iter.id) if isinstance(node.iter, gast.Name) else None
+        if made is not None and isinstance(node.iter, gast.Name) and node.iter.id not in self.env:
+            self.unrolled_objects(node, made)
+            return
         listed = self.function_lists.get(node.iter.id) if isinstance(node.iter, gast.Name) else None
         if listed is not None and isinstance(node.iter, gast.Name) and node.iter.id not in self.env:
             self.unrolled(node, listed)
@@ -88,6 +93,26 @@ class ControlFlow(Nesting):
             self.loops.pop()
             self.loop_shared.pop()
             self.loop_rebinds.pop()
+
+    def unrolled_objects(self, node: gast.For, made: list[Any]) -> None:
+        """``for layer in layers: ...`` over a list of objects made here: the body once for each,
+        ``layer`` standing for it."""
+        if (
+            not isinstance(node.target, gast.Name)
+            or node.orelse
+            or any(isinstance(n, (gast.Break, gast.Continue, gast.Return)) for n in gast.walk(node))
+        ):
+            raise refuse(
+                node,
+                "a loop over a list of objects made here is supported with one name for the object "
+                "and no break, continue or else",
+                self.locate,
+            )
+        for item in made:
+            self.env[node.target.id] = ir.Const(item)
+            for stmt in node.body:
+                self.line = self.line_of(stmt)
+                self.stmt(stmt)
 
     def unrolled(self, node: gast.For, functions: list[Any]) -> None:
         """``for g in fs: ...`` over a list of functions: the body once for each, ``g`` standing for

@@ -52,7 +52,7 @@ from ast_ad.frontend.check import WITH_HINT, check_source, refuse
 from ast_ad.frontend.lower_calls import BEING_LOWERED, INLINED, PARAM_WRITES, RETURN_VIEWS
 from ast_ad.frontend.lower_control import bindings, written_in_place
 from ast_ad.frontend.lower_exprs import ExpressionLowering
-from ast_ad.frontend.objects import made_of
+from ast_ad.frontend.objects import followable, made_of
 from ast_ad.frontend.parse import Source, parse, same_code
 from ast_ad.frontend.structure import structure
 from ast_ad.ir import nodes as ir
@@ -202,6 +202,9 @@ class Lowerer(ExpressionLowering):
         self.instances: dict[str, type] = {}
         # ``fs = [lambda t: ..., g]``: the functions by name
         self.function_lists: dict[str, list[Any]] = {}
+        # a list or tuple of objects made here, written as one (``layers = [Layer(a), Layer(b)]``):
+        # looped over, unrolled (``for layer in layers``), its objects followed
+        self.object_lists: dict[str, list[objects.Made]] = {}
         # the objects of the user's classes made here (``objects``)
         self.made: list[objects.Made] = []
         # an attribute's variable -> ``m.w`` (``Aliasing.variables_in``)
@@ -446,6 +449,19 @@ class Lowerer(ExpressionLowering):
             ]
             self.env.pop(target.id, None)
             return
+        if (
+            isinstance(target, gast.Name)
+            and isinstance(value, (gast.List, gast.Tuple))
+            and value.elts
+            and all(isinstance(e, gast.Call) and followable(self.static(e.func), self.fn)
+                    for e in value.elts)
+        ):
+            made = [made_of(self.expr(e)) for e in value.elts]
+            if all(m is not None for m in made):
+                self.object_lists[target.id] = [m for m in made if m is not None]
+                self.env.pop(target.id, None)
+                return
+            raise self.error(value, "a list of objects is followed where each is made in it")
         if isinstance(target, gast.Name) and isinstance(value, gast.Call) and value.args \
                 and self.static(value.func) is functools.partial:
             self.partials[target.id] = self.frozen_partial(value)
@@ -701,6 +717,12 @@ class Lowerer(ExpressionLowering):
     def name(self, node: gast.Name) -> ir.Atom:
         if node.id in self.env:
             return self.env[node.id]
+        if node.id in self.object_lists:
+            raise self.error(
+                node,
+                f"{node.id} is a list of objects made here, which ast_ad follows where it is "
+                f"looped over (for item in {node.id}: ...); pass their attributes instead",
+            )
         if node.id in self.function_lists:
             raise self.error(
                 node,
