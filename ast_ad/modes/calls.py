@@ -10,6 +10,7 @@ labels) before the reverser writes either pass; the reverser's adjoint rules the
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ast_ad.analysis.activity import (
@@ -33,28 +34,31 @@ if TYPE_CHECKING:
 
 
 class Calls:
-    """The call planning of ``reverse.Reverser`` (a base class of it: it reads the reverser's
-    state)."""
+    """The call planning of ``reverse.Reverser``, a part of it that receives what it reads: the
+    function and its facts (active names, shape classes, structured names, kinds), what it fills
+    in (``callees``, ``calls``: by statement, the callee's adjoint, its saved name, the arguments,
+    the active ones), the names and references of the generated code, the driver (``derive``), and
+    three of the reverser's questions and answers (whether a statement needs an adjoint, an error at
+    a statement, the adjoint of code forward mode made)."""
 
-    function: ir.Function
-    active: set[str]
-    callees: list[Any]
-    refs: RefTable
-    namer: Namer
-    rebound: set[str]
-    # by statement: (the callee's adjoint, its saved name, the arguments, the active ones)
-    calls: dict[int, Any]
-    derive: Derive
-    checkpoints: int | None
-    classes: dict[str, Any]
-    structured: set[str]
-    kinds: Kinds
-
-    def needs_adjoint(self, stmt: ir.Stmt) -> bool:
-        raise NotImplementedError  # the adjoint rules say (``reverse.Reverser``)
-
-    def error(self, stmt: ir.Stmt, message: str) -> LocatedError:
-        raise NotImplementedError  # the reverser's
+    def __init__(
+        self,
+        function: ir.Function,
+        facts: tuple[set[str], dict[str, Any], set[str], Kinds],
+        filled: tuple[list[Any], dict[int, Any], set[str]],
+        refs: RefTable,
+        namer: Namer,
+        derive: Derive,
+        checkpoints: int | None,
+        needs_adjoint: Callable[[ir.Stmt], bool],
+        error: Callable[[ir.Stmt, str], LocatedError],
+        derived_again: Callable[[Any, tuple[int, ...], tuple[int, ...]], Adjoint],
+    ):
+        self.function = function
+        self.active, self.classes, self.structured, self.kinds = facts
+        self.callees, self.calls, self.rebound = filled
+        self.refs, self.namer, self.derive, self.checkpoints = refs, namer, derive, checkpoints
+        self.needs_adjoint, self.error, self.derived_again = needs_adjoint, error, derived_again
 
     def plan_calls(self) -> None:
         """Derive the adjoint of every call to a user function whose result needs an adjoint."""
@@ -112,9 +116,6 @@ class Calls:
                 "mode "
                 "over this code is not supported yet",
             ) from None
-
-    def derived_again(self, made: Any, active: tuple[int, ...], labels: tuple[int, ...]) -> Adjoint:
-        raise NotImplementedError  # the reverser's: it makes another reverser
 
     def by_source(self, stmt: ir.Assign) -> bool:
         """A helper of generated code whose rule has no reverse rule for an argument that is

@@ -116,7 +116,7 @@ def reverse(
     )
 
 
-class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
+class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
     def __init__(
         self,
         function: ir.Function,
@@ -202,6 +202,29 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         # an adjoint's value before a statement that reads its target (``y = y * x``)
         self.nexts: set[str] = set()
         self.exacts: dict[tuple[int, int], bool] = {}  # ``exact``'s answers, by call and argument
+        # parts that receive what they read: the call planning, the float-zero analysis
+        self.calling = Calls(
+            function,
+            (self.active, self.classes, self.structured, self.kinds),
+            (self.callees, self.calls, self.rebound),
+            self.refs,
+            self.namer,
+            derive,
+            checkpoints,
+            self.needs_adjoint,
+            self.error,
+            self.derived_again,
+        )
+        self.zeros = FloatZeros(
+            function,
+            self.active,
+            self.local,
+            self.first,
+            self.classes,
+            self.calls,
+            self.needs_adjoint,
+            self.exact,
+        )
 
     # ---- the driver ------------------------------------------------------------------------------
     def derived_again(self, made: Any, active: tuple[int, ...], labels: tuple[int, ...]) -> Adjoint:
@@ -237,7 +260,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
                 )
         # before the calls are planned: their container arguments are labelled so
         self.spread_structure()
-        self.plan_calls()
+        self.calling.plan_calls()
         if self.calls:
             self.spread_structure()  # and after: what the callees return
         result = self.function.result
@@ -248,7 +271,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
         if isinstance(result, ir.Var) and result.name in self.useful:
             self.bars[result.name] = seed
             self.live.add(result.name)
-        self.zero_in = self.float_zeros()
+        self.zero_in = self.zeros.float_zeros()
         self.plan_checkpoints()
         self.plan_recomputed()
         backward_ir = self.backward_block(self.function.body)
@@ -678,7 +701,7 @@ class Reverser(Accumulation, FloatZeros, ForwardSweep, Calls, WriteAdjoints):
     def densify(self, stmt: ir.Assign, g: str, ans: str, always: bool = False) -> list[ir.Stmt]:
         """``g = dense_adjoint(g, ans)`` where ``g`` may be a float zero that the statement's rule
         cannot take (``always``: where it may be ``None``, which no rule takes)."""
-        if not always and not self.needs_dense(stmt):
+        if not always and not self.zeros.needs_dense(stmt):
             return []
         return [ir.Assign(g, ir.Call(_DENSE, (ir.Var(g), ir.Var(ans))), ir.NOWHERE)]
 

@@ -5,11 +5,12 @@ as zeros of any shape. A rule that reshapes, indexes or multiplies matrices need
 where its ``g`` may still be that float the generated code first calls ``dense_adjoint``. Which
 adjoints may be is a small dataflow problem over the backward pass (a fixpoint at each loop, a union
 at each branch), solved on the IR: ``FloatZeros.float_zeros``, a base class of ``reverse.Reverser``,
-whose facts it reads.
+a part of the reverser that receives the facts it reads.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ast_ad.analysis.activity import SCALAR, atom_active, inputs_of, shape_class
@@ -18,22 +19,25 @@ from ast_ad.ir import nodes as ir
 
 
 class FloatZeros:
-    """The float-zero analysis of ``reverse.Reverser``: what it reads of the reverser, and its three
-    steps."""
+    """The float-zero analysis of ``reverse.Reverser``: given the function and the reverser's facts
+    about it (the active names, the names bound once, the first bindings, the shape classes, the
+    calls of user functions) and two of its questions (whether a statement needs an adjoint, whether
+    an elementwise rule's contribution needs no unbroadcast), its three steps."""
 
-    function: ir.Function
-    active: set[str]
-    local: set[str]
-    first: set[int]
-    classes: dict[str, Any]
-    calls: dict[int, Any]
-
-    def needs_adjoint(self, stmt: ir.Stmt) -> bool:
-        raise NotImplementedError  # the reverser's
-
-    def exact(self, call: ir.Call, k: int) -> bool:
-        # the reverser's: whether an elementwise rule's contribution needs no unbroadcast
-        raise NotImplementedError
+    def __init__(
+        self,
+        function: ir.Function,
+        active: set[str],
+        local: set[str],
+        first: set[int],
+        classes: dict[str, Any],
+        calls: dict[int, Any],
+        needs_adjoint: Callable[[ir.Stmt], bool],
+        exact: Callable[[ir.Call, int], bool],
+    ):
+        self.function, self.active, self.local, self.first = function, active, local, first
+        self.classes, self.calls = classes, calls
+        self.needs_adjoint, self.exact = needs_adjoint, exact
 
     def float_zeros(self) -> set[int]:
         """The statements whose result's adjoint may be a float zero when their adjoint runs."""
