@@ -31,25 +31,35 @@ _ZEROS_LIKE = ir.Ref(runtime.zeros_like, "zeros_like")
 
 
 class Accumulation:
-    """The adjoints of ``reverse.Reverser`` (a base class of it: it reads the reverser's state)."""
+    """The adjoints of ``reverse.Reverser``, a part of it: it owns how each name's adjoint is named
+    and started (``bars``, ``live``, ``pending``, ``opening``, ``started``) and receives what it
+    reads of the function (its names bound once and first bindings, its structured names and the
+    items among them, its kinds, the generated code's names and references, the loops' sums)."""
 
-    bars: dict[str | tuple[str, int], str]  # names' adjoints (and loops' trip counts)
-    namer: Namer
-    scratch: templates.Scratch  # the names of parts of one expression (``syntax.pieces``)
-    refs: RefTable
-    live: set[str]  # adjoints something has flowed into since they were last reset
-    local: set[str]  # names bound once, in straight-line code
-    pending: set[str]  # adjoints reset to zero: the next contribution assigns
-    # statements that bind a name for the first time (``analysis.first_definitions``)
-    first: set[int]
-    opening: bool  # still in the backward pass's opening (after the function's last loop or branch)
-    started: set[str]  # adjoints that start as their first contribution, not at zero
-    structured: set[str]  # names that hold lists, tuples or dicts
-    items: set[str]  # structured names that are items of containers
-    kinds: Kinds
-    function: ir.Function
-    # the accumulations a loop's backward pass may sum after it (``batching``), by statement
-    terms: dict[int, Term]
+    def __init__(
+        self,
+        function: ir.Function,
+        namer: Namer,
+        scratch: templates.Scratch,
+        refs: RefTable,
+        facts: tuple[set[str], set[int], set[str], set[str], Kinds],
+        terms: dict[int, Term],
+    ):
+        self.function, self.namer, self.scratch, self.refs = function, namer, scratch, refs
+        # names bound once, in straight-line code; statements that bind a name for the first time
+        # (``analysis.first_definitions``); names that hold lists, tuples or dicts, and those of
+        # them that are items of containers; what each name holds
+        self.local, self.first, self.structured, self.items, self.kinds = facts
+        # the accumulations a loop's backward pass may sum after it (``batching``), by statement
+        self.terms = terms
+        self.bars: dict[str | tuple[str, int], str] = {}  # names' adjoints, and loops' trip counts
+        self.live: set[str] = set()  # adjoints something has flowed into since they were reset
+        self.pending: set[str] = set()  # adjoints reset to zero: the next contribution assigns
+        # The backward pass's opening: the statements after the function's last loop or branch. An
+        # adjoint (of a name bound more than once) whose first contribution comes there is assigned
+        # it; the others start at zero, at the top (``initial_adjoints``).
+        self.opening = True
+        self.started: set[str] = set()  # adjoints that start as their first contribution
 
     def printed(self, stmts: list[ir.Stmt]) -> list[gast.stmt]:
         """``stmts`` printed, each part written where it is read (``syntax.pieces``)."""

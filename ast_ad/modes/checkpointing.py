@@ -24,6 +24,7 @@ from ast_ad.analysis.activity import checkpoint_state
 from ast_ad.core.records import record
 from ast_ad.ir import nodes as ir
 from ast_ad.ir.pieces import Made
+from ast_ad.modes.accumulate import Accumulation
 from ast_ad.modes.adjoint import Derive
 from ast_ad.modes.saving import Saving, restore_mark
 from ast_ad.modes.templates import Scratch
@@ -59,6 +60,8 @@ class Checkpointed:
 class Checkpointing(Saving):
     """The checkpointed loops of ``reverse.Reverser`` (a base class of it)."""
 
+    adjoints: Accumulation  # the reverser's part that names and starts the adjoints
+
     checkpoints: int | None
     # the driver: a callee's IR, which says whether a loop that calls it can be computed again
     derive: Derive
@@ -72,12 +75,7 @@ class Checkpointing(Saving):
     def backward_block(self, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
         raise NotImplementedError  # the adjoint rules
 
-    def summed_after(self, sums: list[tuple[str, ir.Call]], body: list[ir.Stmt],
-                     untouched: set[str]) -> list[ir.Stmt]:
-        raise NotImplementedError  # the accumulation's
 
-    def part(self, value: ir.Expr, *before: ir.Stmt) -> Made:
-        raise NotImplementedError  # the accumulation's
 
     def plan_checkpoints(self) -> None:
         """Which top-level loops are checkpointed, and with which state
@@ -110,7 +108,9 @@ class Checkpointing(Saving):
     def forward_checkpointed(self, stmt: ir.For, plan: Checkpointed) -> list[ir.Stmt]:
         """The first sweep of a checkpointed loop: each segment starts with a snapshot, and runs
         untaped; then the last step, taped. ``revolve`` picks the segments."""
-        made, schedule = self.part(ir.Call(_REVOLVE, (stmt.iter, ir.Const(self.checkpoints))))
+        made, schedule = self.adjoints.part(
+            ir.Call(_REVOLVE, (stmt.iter, ir.Const(self.checkpoints)))
+        )
         start, stop = self.namer.fresh("start"), self.namer.fresh("stop")
         plan.untaped = tuple(self.forward_block(stmt.body, saving=False))
         segment = self.over(
@@ -119,7 +119,7 @@ class Checkpointing(Saving):
             [*self.snapshot_state(plan), *self.steps(stmt, start, stop, plan.untaped)],
         )
         plan.taped = tuple(self.forward_block(stmt.body, saving=True))
-        last, steps = self.part(ir.Call(_ITEM, (stmt.iter, ir.Const(slice(-1, None)))))
+        last, steps = self.adjoints.part(ir.Call(_ITEM, (stmt.iter, ir.Const(slice(-1, None)))))
         state = ", ".join(plan.state) or "nothing"
         kept = f"{self.checkpoints} snapshot" + ("s" if self.checkpoints != 1 else "")
         comment = ir.Comment(f"line {stmt.line.lineno}: checkpointed, at most {kept} of {state}")
@@ -145,7 +145,7 @@ class Checkpointing(Saving):
         """``snapshots.append((h, c))``."""
         if len(plan.state) == 1:
             return [ir.Append(plan.stack, ir.Var(plan.state[0]), ir.NOWHERE)]
-        made, kept = self.part(ir.Pack(tuple(ir.Var(n) for n in plan.state)))
+        made, kept = self.adjoints.part(ir.Pack(tuple(ir.Var(n) for n in plan.state)))
         return [*made, ir.Append(plan.stack, kept, ir.NOWHERE)]
 
     def restore_state(self, plan: Checkpointed) -> list[ir.Stmt]:
@@ -153,7 +153,7 @@ class Checkpointing(Saving):
         top = ir.Call(_ITEM, (ir.Var(plan.stack), ir.Const(-1)))
         if len(plan.state) <= 1:
             return [ir.Assign(n, top, ir.NOWHERE) for n in plan.state]
-        made, kept = self.part(top)
+        made, kept = self.adjoints.part(top)
         return [*made, ir.Unpack(plan.state, kept, ir.NOWHERE)]
 
     def adjoint_checkpointed(self, stmt: ir.For, plan: Checkpointed) -> list[ir.Stmt]:
@@ -163,7 +163,7 @@ class Checkpointing(Saving):
         steps = self.backward_block(stmt.body)
         bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
         before, steps, sums = batch_products(steps, bound, self.terms, self.scratch, self.namer)
-        after = self.summed_after(sums, steps, set())
+        after = self.adjoints.summed_after(sums, steps, set())
         steps = [*self.computed_again(stmt, steps), *steps]
         action, start, stop = (
             self.namer.fresh("action"),
@@ -172,7 +172,7 @@ class Checkpointing(Saving):
         )
         plan.tape_in, plan.advance_in = self.stand_in(stmt), self.stand_in(stmt)
         made, segment = self.segment(stmt, start, stop)
-        made, backwards = self.part(ir.Call(_REVERSED, (segment,)), *made)
+        made, backwards = self.adjoints.part(ir.Call(_REVERSED, (segment,)), *made)
         actions: list[tuple[str, list[ir.Stmt]]] = [
             ("reverse", [*made, ir.For(stmt.target, backwards, tuple(steps), ir.NOWHERE)]),
             ("tape", self.steps(stmt, start, stop, (plan.tape_in,))),
@@ -182,15 +182,15 @@ class Checkpointing(Saving):
             ("release", [ir.Pop(None, plan.stack, ir.NOWHERE)])]
         chain: tuple[ir.Stmt, ...] = ()
         for kind, inner in reversed(actions):
-            tested, test = self.part(ir.Call(_EQ, (ir.Var(action), ir.Const(kind))))
+            tested, test = self.adjoints.part(ir.Call(_EQ, (ir.Var(action), ir.Const(kind))))
             chain = (*tested, ir.If(test, tuple(inner), chain, ir.NOWHERE))
         driver = self.over((action, start, stop), ir.Var(plan.reversal), list(chain))
         return [*before, driver, *after, restore_mark(stmt.target, id(stmt))]
 
     def segment(self, stmt: ir.For, start: str, stop: str) -> Made:
         """``steps[start:stop]``, of the loop's steps."""
-        made, bounds = self.part(ir.Call(_SLICE, (ir.Var(start), ir.Var(stop))))
-        return self.part(ir.Call(_ITEM, (stmt.iter, bounds)), *made)
+        made, bounds = self.adjoints.part(ir.Call(_SLICE, (ir.Var(start), ir.Var(stop))))
+        return self.adjoints.part(ir.Call(_ITEM, (stmt.iter, bounds)), *made)
 
     def steps(
         self, stmt: ir.For, start: str, stop: str, body: tuple[ir.Stmt, ...]

@@ -116,7 +116,7 @@ def reverse(
     )
 
 
-class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
+class Reverser(ForwardSweep, WriteAdjoints):
     def __init__(
         self,
         function: ir.Function,
@@ -161,8 +161,6 @@ class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
             if any(isinstance(s, ir.Pop) for s in ir.walk(function.body))
             else set()
         )
-        self.bars: dict[str | tuple[str, int], str] = {}  # names' adjoints, and loops' trip counts
-        self.live: set[str] = set()
         self.structured = structured_names(function, shapes)
         # structured names that are items of containers (see ``spread_structure``)
         self.items: set[str] = set()
@@ -172,12 +170,6 @@ class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
         self.needed: set[str] = set()
         # (name, statement) whose old value is saved and restored
         self.kept: set[tuple[str, int]] = set()
-        self.pending: set[str] = set()  # adjoints reset to zero: the next contribution assigns
-        # The backward pass's opening: the statements after the function's last loop or branch. An
-        # adjoint (of a name bound more than once) whose first contribution comes there is assigned
-        # it; the others start at zero, at the top (``initial_adjoints``).
-        self.opening = True
-        self.started: set[str] = set()
         # statements whose result's adjoint may be a float zero (``densify``)
         self.zero_in: set[int] = set()
         # the stack of each saved value, by what it saves (``tape``)
@@ -202,7 +194,16 @@ class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
         # an adjoint's value before a statement that reads its target (``y = y * x``)
         self.nexts: set[str] = set()
         self.exacts: dict[tuple[int, int], bool] = {}  # ``exact``'s answers, by call and argument
-        # parts that receive what they read: the call planning, the float-zero analysis
+        # parts that receive what they read: the adjoints, the call planning, the float-zero
+        # analysis
+        self.adjoints = Accumulation(
+            function,
+            self.namer,
+            self.scratch,
+            self.refs,
+            (self.local, self.first, self.structured, self.items, self.kinds),
+            self.terms,
+        )
         self.calling = Calls(
             function,
             (self.active, self.classes, self.structured, self.kinds),
@@ -269,8 +270,8 @@ class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
         }
         seed = self.namer.fresh(f"{result.name}_bar" if isinstance(result, ir.Var) else "out_bar")
         if isinstance(result, ir.Var) and result.name in self.useful:
-            self.bars[result.name] = seed
-            self.live.add(result.name)
+            self.adjoints.bars[result.name] = seed
+            self.adjoints.live.add(result.name)
         self.zero_in = self.zeros.float_zeros()
         self.plan_checkpoints()
         self.plan_recomputed()
@@ -288,8 +289,8 @@ class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
                 kept_shapes,
             ).run(shell)
         backward_ir = self.read_shapes(backward_ir)
-        grads = [self.grad(self.function.params[i], backward_ir) for i in self.argnums]
-        backward_ir = self.initial_adjoints(seed) + backward_ir
+        grads = [self.adjoints.grad(self.function.params[i], backward_ir) for i in self.argnums]
+        backward_ir = self.adjoints.initial_adjoints(seed) + backward_ir
         if (
             isinstance(result, ir.Var)
             and result.name in self.useful
@@ -309,8 +310,8 @@ class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
         prologue = self.prologue()
         forward_ir = self.forward_block(self.function.body, saving=True)
         # (a checkpointed loop's steps, as the forward pass's)
-        backward = self.printed(self.filled(backward_ir))
-        forward = prologue + self.printed(forward_ir)
+        backward = self.adjoints.printed(self.filled(backward_ir))
+        forward = prologue + self.adjoints.printed(forward_ir)
         result_expr = syntax.atom(result, self.refs)
         if (
             self.in_place.loops
@@ -341,11 +342,12 @@ class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
         adjoint.structured_result = isinstance(result, ir.Var) and result.name in self.structured
         adjoint.numbers = self.kinds.numbers()
         adjoint.adjoints = (
-            frozenset(bar for var, bar in self.bars.items() if isinstance(var, str)) | self.nexts
+            frozenset(bar for var, bar in self.adjoints.bars.items() if isinstance(var, str))
+            | self.nexts
         )
         adjoint.array_adjoints = frozenset(
             bar
-            for var, bar in self.bars.items()
+            for var, bar in self.adjoints.bars.items()
             if isinstance(var, str) and shape_class(ir.Var(var), self.classes) != SCALAR
         )
         return adjoint
@@ -458,8 +460,8 @@ class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
                 out += self.restores(stmt)
                 continue
             if ir.blocks(stmt) or isinstance(stmt, (ir.Unpack, ir.Append, ir.Pop)):
-                self.opening = False
-                out += self.flush()
+                self.adjoints.opening = False
+                out += self.adjoints.flush()
             adjoint = self.adjoint(stmt)
             if ir.blocks(stmt):
                 line = None
@@ -467,7 +469,7 @@ class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
                 line = stmt.line
                 out.append(ir.Comment(line.comment(self.function.result_line.filename)))
             out += adjoint
-        return out + self.flush()
+        return out + self.adjoints.flush()
 
     def adjoint(self, stmt: ir.Stmt) -> list[ir.Stmt]:
         if isinstance(stmt, ir.If):
@@ -483,25 +485,25 @@ class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
             return self.adjoint_write(stmt)
         if isinstance(stmt, ir.Unpack):
             # (``backward_block`` flushed the pending)
-            parts = [self.adjoint_or_zeros(t) for t in stmt.targets]
+            parts = [self.adjoints.adjoint_or_zeros(t) for t in stmt.targets]
             assert isinstance(stmt.value, ir.Var)  # an active tuple unpacked
             appended = stmt.value.name in self.appended  # a list, whose adjoint the appends pop
             whole = ir.Pack(tuple(atom for _, atom in parts), "list" if appended else "tuple")
-            out = self.accumulate(
-                stmt.value.name, self.part(whole, *(s for made, _ in parts for s in made))
+            out = self.adjoints.accumulate(
+                stmt.value.name, self.adjoints.part(whole, *(s for made, _ in parts for s in made))
             )
             for t in stmt.targets:  # (forward mode's ``x, x_dot = pair`` binds names again)
-                self.bound_again(t, stmt)
+                self.adjoints.bound_again(t, stmt)
             return out + self.restore(stmt.targets, stmt)
         assert isinstance(stmt, ir.Assign)  # effects, pops and breaks have no adjoint
         return self.adjoint_assign(stmt)
 
     def adjoint_if(self, stmt: ir.If) -> list[ir.Stmt]:
-        before = set(self.live)
+        before = set(self.adjoints.live)
         body = self.backward_block(stmt.body)
-        live, self.live = self.live, before
+        live, self.adjoints.live = self.adjoints.live, before
         orelse = self.backward_block(stmt.orelse)
-        self.live &= live  # what something has flowed into on either path
+        self.adjoints.live &= live  # what something has flowed into on either path
         return [ir.If(stmt.test, tuple(body), tuple(orelse), stmt.line)]
 
     def adjoint_loop(self, stmt: ir.For | ir.While) -> list[ir.Stmt]:
@@ -514,24 +516,26 @@ class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
         ):
             # adjoints this loop writes into: its own copies
             current = (
-                ir.Var(self.bar(name))
-                if name in self.live or name not in self.local
-                else self.zero(name)
+                ir.Var(self.adjoints.bar(name))
+                if name in self.adjoints.live or name not in self.local
+                else self.adjoints.zero(name)
             )
             owned.append(
-                ir.Assign(self.bar(name), ir.Call(_OWNED, (current, ir.Var(name))), ir.NOWHERE)
+                ir.Assign(
+                    self.adjoints.bar(name), ir.Call(_OWNED, (current, ir.Var(name))), ir.NOWHERE
+                )
             )
-            self.live.add(name)
-            self.pending.discard(name)
+            self.adjoints.live.add(name)
+            self.adjoints.pending.discard(name)
         # no adjoint yet: nothing flowed into them
-        untouched = {v for v in self.useful if v not in self.bars}
-        live = set(self.live)
+        untouched = {v for v in self.useful if v not in self.adjoints.bars}
+        live = set(self.adjoints.live)
         body = self.backward_block(stmt.body)
-        self.live = live  # (the loop may run no step)
+        self.adjoints.live = live  # (the loop may run no step)
         bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
         before, body, sums = batch_products(body, bound, self.terms, self.scratch, self.namer)
         # a loop of the function's own body runs once: an adjoint may start from its sum
-        after = self.summed_after(
+        after = self.adjoints.summed_after(
             sums, body, untouched if any(s is stmt for s in self.function.body) else set()
         )
         body[:0] = self.computed_again(stmt, body)
@@ -546,13 +550,13 @@ class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
         if isinstance(stmt, ir.While):
             index = self.namer.fresh("_")
             assert trips is not None  # (a while loop counts its trips)
-            made, steps = self.part(ir.Call(_RANGE, (trips,)))
+            made, steps = self.adjoints.part(ir.Call(_RANGE, (trips,)))
             return [*before, *made, ir.For(index, steps, tuple(body), ir.NOWHERE), *after]
         made, steps = [], stmt.iter
         if trips is not None:  # ``r[:trips]``
-            made, bounds = self.part(ir.Call(_SLICE, (ir.Const(None), trips)))
-            made, steps = self.part(ir.Call(_ITEM, (steps, bounds)), *made)
-        made, steps = self.part(ir.Call(_REVERSED, (steps,)), *made)
+            made, bounds = self.adjoints.part(ir.Call(_SLICE, (ir.Const(None), trips)))
+            made, steps = self.adjoints.part(ir.Call(_ITEM, (steps, bounds)), *made)
+        made, steps = self.adjoints.part(ir.Call(_REVERSED, (steps,)), *made)
         loop = ir.For(stmt.target, steps, tuple(body), ir.NOWHERE)
         return [*before, *made, loop, *after, restore_mark(stmt.target, id(stmt))]
 
@@ -565,24 +569,25 @@ class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
         target = stmt.target
         prefix: list[ir.Stmt] = []
         # reset since its last use: write the zero out, the inputs still need theirs
-        if target in self.pending:
-            self.pending.discard(target)
-            prefix = [ir.Assign(self.bar(target), self.zero(target), ir.NOWHERE)]
-        g = self.bar(target)
+        if target in self.adjoints.pending:
+            self.adjoints.pending.discard(target)
+            prefix = [ir.Assign(self.adjoints.bar(target), self.adjoints.zero(target), ir.NOWHERE)]
+        g = self.adjoints.bar(target)
         zero = id(stmt) in self.zero_in
         restores = [] if id(stmt) in self.recomputed_ids else self.restore(self.defined(stmt), stmt)
         reset = target not in self.local and id(stmt) not in self.first
-        self.live.discard(target)
+        self.adjoints.live.discard(target)
         if target not in {v.name for v in inputs_of(stmt.value)}:
             out = prefix + self.contributions(stmt, g, target, zero)
             if reset:
-                self.pending.add(target)  # zero from here on; the next contribution assigns
+                # zero from here on; the next contribution assigns
+                self.adjoints.pending.add(target)
             return out + restores
         g_next = self.namer.fresh(f"{g}_next")
         self.nexts.add(g_next)
         before = [*prefix, ir.Assign(g_next, ir.Var(g), ir.NOWHERE)]
         if reset:
-            self.pending.add(target)
+            self.adjoints.pending.add(target)
         contributions = self.contributions(stmt, g_next, ANS, zero)
         # the new value: kept before the old
         if any(ANS in ir.reads_of(s) for s in ir.walk(tuple(contributions))):
@@ -601,7 +606,7 @@ class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
         value = stmt.value
         if isinstance(value, (ir.Var, ir.Const, ir.Ref)):
             return (
-                self.accumulate(value.name, ([], ir.Var(g)))
+                self.adjoints.accumulate(value.name, ([], ir.Var(g)))
                 if atom_active(value, self.active)
                 else []
             )
@@ -612,8 +617,9 @@ class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
                     # ``part``: ``g`` may be the zero (rebound) or None (a path of a callee did not
                     # read it)
                     item = _PART if zero or stmt.target not in self.local else _ITEM
-                    out += self.accumulate(
-                        elt.name, self.part(ir.Call(item, (ir.Var(g), ir.Const(value.slot(k)))))
+                    out += self.adjoints.accumulate(
+                        elt.name,
+                        self.adjoints.part(ir.Call(item, (ir.Var(g), ir.Const(value.slot(k))))),
                     )
             return out
         if id(stmt) in self.calls:
@@ -651,7 +657,7 @@ class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
         added = self.in_place.reads.get(id(stmt)) or self.in_place.adds.get(id(stmt))
         # y[i] read, its adjoint added in place
         if added is not None and atom_active(call.args[0], self.active):
-            bar, entry = self.bar(added), call.args[1]
+            bar, entry = self.adjoints.bar(added), call.args[1]
             if self.kinds.is_number(entry, stmt):  # one entry (or a scalar's broadcast): not fancy
                 item = gast.Subscript(
                     value=syntax.name(bar), slice=syntax.atom(entry, self.refs), ctx=gast.Store()
@@ -675,10 +681,10 @@ class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
                     continue
                 contribution = self.contribution(stmt, self.ranked(stmt, call, k) or vjp, g, ans)
                 if rule.elementwise and not self.exact(call, k):
-                    contribution = self.part(
+                    contribution = self.adjoints.part(
                         ir.Call(_UNBROADCAST, (contribution[1], atom)), *contribution[0]
                     )
-                out += self.accumulate(atom.name, contribution)
+                out += self.adjoints.accumulate(atom.name, contribution)
         return out
 
     def ranked(self, stmt: ir.Assign, call: ir.Call, k: int) -> registry.VJP | None:
@@ -741,7 +747,7 @@ class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
         if made is not None and one_expression(*made):
             return made
         rule_name = f"{call.fn.hint.rsplit('.', 1)[-1]}_vjp"
-        return self.part(ir.Call(ir.Ref(vjp, rule_name), put, call.kwargs))
+        return self.adjoints.part(ir.Call(ir.Ref(vjp, rule_name), put, call.kwargs))
 
     def callee_contributions(
         self,
@@ -759,12 +765,12 @@ class Reverser(Accumulation, ForwardSweep, WriteAdjoints):
         call = ir.Call(ir.Ref(ir.CalleeRef(callee, "bwd"), "bwd"), (ir.Var(saved), ir.Var(g)))
         out = self.densify(stmt, g, ans) if zero else []
         if parts:  # ``a_bar_t, b_bar_t = bwd(saved, g)``
-            made, whole = self.part(call)
+            made, whole = self.adjoints.part(call)
             out += [*made, ir.Unpack(tuple(parts), whole, ir.NOWHERE)]
         else:
             out.append(syntax.kept(gast.Expr(value=syntax.expr(call, self.refs)), self.refs))
         for n, part in zip(names, parts, strict=True):
-            out += self.accumulate(n, ([], ir.Var(part)))
+            out += self.adjoints.accumulate(n, ([], ir.Var(part)))
         return out
 
     # ---- errors ----------------------------------------------------------------------------------

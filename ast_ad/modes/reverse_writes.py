@@ -16,8 +16,8 @@ from ast_ad.analysis.activity import InPlace, atom_active, packed_result
 from ast_ad.analysis.kinds import Kinds
 from ast_ad.ir import nodes as ir
 from ast_ad.ir.naming import Namer
-from ast_ad.ir.pieces import Made
 from ast_ad.ir.syntax import RefTable
+from ast_ad.modes.accumulate import Accumulation
 from ast_ad.modes.saving import restore_mark
 from ast_ad.modes.templates import Scratch
 
@@ -26,9 +26,9 @@ class WriteAdjoints:
     """The adjoint rules of ``reverse.Reverser`` for writes, appends and pops (a base class of it:
     it reads the reverser's state, and its adjoints, tapes and restores)."""
 
+    adjoints: Accumulation  # the reverser's part that names and starts the adjoints
+
     active: set[str]
-    live: set[str]
-    pending: set[str]
     owned: set[str]
     refs: RefTable
     namer: Namer
@@ -37,23 +37,11 @@ class WriteAdjoints:
     in_place: InPlace
     function: ir.Function
 
-    def bar(self, var: str) -> str:
-        raise NotImplementedError  # ``accumulate``'s
 
-    def bound_again(self, name: str, stmt: ir.Stmt) -> None:
-        raise NotImplementedError  # ``accumulate``'s
 
-    def zero(self, var: str) -> ir.Const:
-        raise NotImplementedError  # ``accumulate``'s
 
-    def adjoint_or_zeros(self, var: str) -> Made:
-        raise NotImplementedError  # ``accumulate``'s
 
-    def part(self, value: ir.Expr, *before: ir.Stmt) -> Made:
-        raise NotImplementedError  # ``accumulate``'s
 
-    def accumulate(self, var: str, contribution: Made) -> list[ir.Stmt]:
-        raise NotImplementedError  # ``accumulate``'s
 
     def tape(self, key: str, kind: str = "tape") -> str:
         raise NotImplementedError  # ``saving``'s
@@ -75,22 +63,22 @@ class WriteAdjoints:
         take no gradient."""
         call = ir.call_of(stmt)
         name, index, value = stmt.target, call.args[1], call.args[2]
-        bar = self.bar(name)
+        bar = self.adjoints.bar(name)
         out: list[ir.Stmt] = []
         if atom_active(value, self.active):
             if self.kinds.entry_of(call.args[0], index, stmt) and self.kinds.is_number(value, stmt):
                 # one float entry, written by a number
-                taken = self.part(
+                taken = self.adjoints.part(
                     ir.Call(ir.Ref(operator.getitem, "operator.getitem"), (ir.Var(bar), index))
                 )
             else:
-                taken = self.part(
+                taken = self.adjoints.part(
                     ir.Call(
                         ir.Ref(runtime.assign_item_vjp_value, "assign_item_vjp_value"),
                         (ir.Var(bar), ir.Var(name), index, value),
                     )
                 )
-            out += self.accumulate(value.name, taken)
+            out += self.adjoints.accumulate(value.name, taken)
         entry = self.scratch.fresh("")
         # the entry back, its adjoint zeroed
         out += [
@@ -105,25 +93,35 @@ class WriteAdjoints:
         it. Where nothing may have flowed into the list's adjoint yet (nothing after the append
         reads the list, on some path or in the loop's last step), it is ``None`` there: zeros for
         the list's items first (``dense_adjoint``)."""
-        bar = self.bar(stmt.target)
+        bar = self.adjoints.bar(stmt.target)
         out: list[ir.Stmt] = []
         # a list returned (in a tuple, maybe): its adjoint is the caller's, which may be the float
         # zero
         returned = packed_result(self.function)
         from_caller = ir.Var(stmt.target) == self.function.result \
             or returned is not None and ir.Var(stmt.target) in returned.elts
-        if stmt.target not in self.live or stmt.target in self.pending or from_caller:
+        if (
+            stmt.target not in self.adjoints.live
+            or stmt.target in self.adjoints.pending
+            or from_caller
+        ):
             # (an adjoint reset since its last use starts from its zero, not from what it held)
-            current = self.zero(stmt.target) if stmt.target in self.pending else ir.Var(bar)
-            self.pending.discard(stmt.target)
+            current = (
+                self.adjoints.zero(stmt.target)
+                if stmt.target in self.adjoints.pending
+                else ir.Var(bar)
+            )
+            self.adjoints.pending.discard(stmt.target)
             dense = ir.Call(
                 ir.Ref(runtime.dense_adjoint, "dense_adjoint"), (current, ir.Var(stmt.target))
             )
             out.append(ir.Assign(bar, dense, ir.NOWHERE))
-            self.live.add(stmt.target)
+            self.adjoints.live.add(stmt.target)
         if atom_active(stmt.value, self.active):
             part = self.scratch.fresh("")
-            out += self.accumulate(stmt.value.name, ([ir.Pop(part, bar, ir.NOWHERE)], ir.Var(part)))
+            out += self.adjoints.accumulate(
+                stmt.value.name, ([ir.Pop(part, bar, ir.NOWHERE)], ir.Var(part))
+            )
         else:
             out.append(ir.Pop(None, bar, ir.NOWHERE))
         return [*out, restore_mark(stmt.target, id(stmt), unappend=True)]
@@ -134,16 +132,16 @@ class WriteAdjoints:
         adjoint holds one entry an item, as the rule of ``append`` (which pops it) reads it."""
         target, source = stmt.target, stmt.source
         assert target is not None  # ``run`` refuses a pop whose value is not bound
-        stmts, entry = self.adjoint_or_zeros(target)
+        stmts, entry = self.adjoints.adjoint_or_zeros(target)
         # the list's adjoint starts at None, at the top
         unpopped = ir.Ref(runtime.unpopped, "unpopped")
-        bar = self.bar(source)
+        bar = self.adjoints.bar(source)
         out = [
             *stmts,
             ir.Assign(bar, ir.Call(unpopped, (ir.Var(bar), entry, ir.Var(source))), ir.NOWHERE),
         ]
-        self.live.add(source)
-        self.bound_again(target, stmt)
+        self.adjoints.live.add(source)
+        self.adjoints.bound_again(target, stmt)
         return out + self.restores(stmt)
 
 

@@ -32,6 +32,7 @@ from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
 from ast_ad.ir.naming import Namer
 from ast_ad.ir.syntax import RefTable
+from ast_ad.modes.accumulate import Accumulation
 
 ANS = "§ans"  # stands for the new value of a name its own statement also reads
 
@@ -73,12 +74,13 @@ class Saving:
     """The saving policy of ``reverse.Reverser`` (a base class of it: it reads the reverser's
     state)."""
 
+    adjoints: Accumulation  # the reverser's part that names and starts the adjoints
+
     function: ir.Function
     namer: Namer
     refs: RefTable
     rebound: set[str]  # names bound more than once: what overwrites them saves their old values
     first: Any  # the statements that bind a name first (``analysis.first_definitions``)
-    bars: dict[Any, str]
     # the calls of user functions, by statement: (adjoint, saved name, args, active)
     calls: dict[int, Any]
     needed: set[str]  # the names the backward pass reads
@@ -99,8 +101,6 @@ class Saving:
     def needs_adjoint(self, stmt: ir.Stmt) -> bool:
         raise NotImplementedError  # the adjoint rules say (``reverse.Reverser``)
 
-    def printed(self, stmts: list[ir.Stmt]) -> list[gast.stmt]:
-        raise NotImplementedError  # ``accumulate``'s
 
     def shape_only(self, backward: list[ir.Stmt]) -> dict[str, str]:
         """The arrays a loop overwrites whose values the backward pass reads only for their shapes
@@ -246,9 +246,9 @@ class Saving:
 
     def count_name(self, stmt: ir.For | ir.While) -> str:
         key = ("count", id(stmt))
-        if key not in self.bars:
-            self.bars[key] = self.namer.fresh("trips")
-        return self.bars[key]
+        if key not in self.adjoints.bars:
+            self.adjoints.bars[key] = self.namer.fresh("trips")
+        return self.adjoints.bars[key]
 
     def defined(self, stmt: ir.Stmt) -> list[str]:
         """The names ``stmt`` binds, in the order the forward pass saves them.

@@ -21,7 +21,7 @@ import gast
 from ast_ad import runtime
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
-from ast_ad.ir.pieces import Made
+from ast_ad.modes.accumulate import Accumulation
 from ast_ad.modes.checkpointing import Checkpointing
 
 _DETACHED = ir.Ref(runtime.detached, "detached")
@@ -32,8 +32,8 @@ class ForwardSweep(Checkpointing):
     """The forward sweep of ``reverse.Reverser`` (a base class of it: it reads the reverser's
     state)."""
 
-    def part(self, value: ir.Expr, *before: ir.Stmt) -> Made:
-        raise NotImplementedError  # ``accumulate``'s
+    adjoints: Accumulation  # the reverser's part that names and starts the adjoints
+
 
     def forward_block(self, body: tuple[ir.Stmt, ...], saving: bool) -> list[ir.Stmt]:
         """The forward sweep of ``body`` (``saving``: with what the backward pass reads kept on
@@ -68,7 +68,7 @@ class ForwardSweep(Checkpointing):
             if self.kinds.indexed(call.args[0], index, stmt) == 0
             else ir.Call(_ENTRIES, (target, index))
         )
-        made, old = self.part(taken)
+        made, old = self.adjoints.part(taken)
         return [*made, ir.Append(self.tape(stmt.target, "entries"), old, ir.NOWHERE),
                 ir.SetItem(stmt.target, index, call.args[2], ir.NOWHERE)]
 
@@ -79,7 +79,9 @@ class ForwardSweep(Checkpointing):
         if id(stmt) in self.calls:
             callee, saved, args, _ = self.calls[id(stmt)]
             assert isinstance(stmt, ir.Assign)  # only assignments call functions
-            made, pair = self.part(ir.Call(ir.Ref(ir.CalleeRef(callee, "fwd"), "fwd"), tuple(args)))
+            made, pair = self.adjoints.part(
+                ir.Call(ir.Ref(ir.CalleeRef(callee, "fwd"), "fwd"), tuple(args))
+            )
             return [*made, ir.Unpack((stmt.target, saved), pair, ir.NOWHERE)]
         if isinstance(stmt, ir.If):
             return [ir.If(stmt.test, tuple(self.forward_block(stmt.body, saving)),
