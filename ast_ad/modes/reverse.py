@@ -116,7 +116,7 @@ def reverse(
     )
 
 
-class Reverser(ForwardSweep, WriteAdjoints):
+class Reverser(ForwardSweep):
     def __init__(
         self,
         function: ir.Function,
@@ -204,6 +204,14 @@ class Reverser(ForwardSweep, WriteAdjoints):
             (self.local, self.first, self.structured, self.items, self.kinds),
             self.terms,
         )
+        self.writes = WriteAdjoints(
+            function,
+            (self.active, self.owned, self.kinds, self.in_place),
+            (self.refs, self.namer, self.scratch),
+            self.adjoints,
+            self.tape,
+            self.restores,
+        )
         self.calling = Calls(
             function,
             (self.active, self.classes, self.structured, self.kinds),
@@ -252,7 +260,7 @@ class Reverser(ForwardSweep, WriteAdjoints):
                         "which reverse mode cannot differentiate yet: assign the new "
                         f"value to another name ({stmt.target}2 = ...) and use that",
                     )
-            if isinstance(stmt, ir.Pop) and not self.private_list(stmt.source):
+            if isinstance(stmt, ir.Pop) and not self.writes.private_list(stmt.source):
                 raise self.error(
                     stmt,
                     "reverse mode differentiates list.pop() on a list the function makes "
@@ -477,12 +485,12 @@ class Reverser(ForwardSweep, WriteAdjoints):
         if isinstance(stmt, (ir.For, ir.While)):
             return self.adjoint_loop(stmt)
         if isinstance(stmt, ir.Append):
-            return self.adjoint_append(stmt)
+            return self.writes.adjoint_append(stmt)
         if isinstance(stmt, ir.Pop):
-            return self.adjoint_pop(stmt)
+            return self.writes.adjoint_pop(stmt)
         if id(stmt) in self.in_place.writes:
             assert isinstance(stmt, ir.Assign)
-            return self.adjoint_write(stmt)
+            return self.writes.adjoint_write(stmt)
         if isinstance(stmt, ir.Unpack):
             # (``backward_block`` flushed the pending)
             parts = [self.adjoints.adjoint_or_zeros(t) for t in stmt.targets]

@@ -10,6 +10,7 @@ adjoint off the list's; ``y = xs.pop()`` puts ``y``'s adjoint back on the end of
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 
 from ast_ad import runtime
 from ast_ad.analysis.activity import InPlace, atom_active, packed_result
@@ -23,31 +24,24 @@ from ast_ad.modes.templates import Scratch
 
 
 class WriteAdjoints:
-    """The adjoint rules of ``reverse.Reverser`` for writes, appends and pops (a base class of it:
-    it reads the reverser's state, and its adjoints, tapes and restores)."""
+    """The adjoint rules of ``reverse.Reverser`` for writes, appends and pops, a part of it that
+    receives what it reads: the function and its facts (active names, the lists it owns, what each
+    name holds, the loops that write in place), the generated code's names and references, the
+    reverser's adjoints, and its tapes and restores (``saving``'s, as callables)."""
 
-    adjoints: Accumulation  # the reverser's part that names and starts the adjoints
-
-    active: set[str]
-    owned: set[str]
-    refs: RefTable
-    namer: Namer
-    scratch: Scratch
-    kinds: Kinds
-    in_place: InPlace
-    function: ir.Function
-
-
-
-
-
-
-
-    def tape(self, key: str, kind: str = "tape") -> str:
-        raise NotImplementedError  # ``saving``'s
-
-    def restores(self, stmt: ir.Stmt) -> list[ir.Stmt]:
-        raise NotImplementedError  # ``saving``'s
+    def __init__(
+        self,
+        function: ir.Function,
+        facts: tuple[set[str], set[str], Kinds, InPlace],
+        names: tuple[RefTable, Namer, Scratch],
+        adjoints: Accumulation,
+        tape: Callable[..., str],
+        restores: Callable[[ir.Stmt], list[ir.Stmt]],
+    ):
+        self.function = function
+        self.active, self.owned, self.kinds, self.in_place = facts
+        self.refs, self.namer, self.scratch = names
+        self.adjoints, self.tape, self.restores = adjoints, tape, restores
 
     def private_list(self, name: str) -> bool:
         """Whether ``name`` holds only lists this function made (``analysis.owned_lists``: ``xs =
