@@ -20,9 +20,10 @@ from __future__ import annotations
 import operator
 import warnings
 
-from ast_ad.analysis.activity import checkpoint_state
+from ast_ad.analysis.activity import InPlace, checkpoint_state
 from ast_ad.core.records import record
 from ast_ad.ir import nodes as ir
+from ast_ad.ir.naming import Namer
 from ast_ad.ir.pieces import Made
 from ast_ad.modes.accumulate import Accumulation
 from ast_ad.modes.adjoint import Derive
@@ -57,8 +58,18 @@ class Checkpointed:
     untaped: tuple[ir.Stmt, ...] | None = None  # and untaped (``forward_checkpointed``)
 
 
-class Checkpointing(Saving):
+class Checkpointing:
     """The checkpointed loops of ``reverse.Reverser`` (a base class of it)."""
+
+    saving: Saving  # the reverser's part that keeps what the backward pass reads
+    function: ir.Function
+    namer: Namer
+    in_place: InPlace
+    checkpointed: dict[int, Checkpointed]  # the loops checkpointed, and how (``plan_checkpoints``)
+
+    def needs_adjoint(self, stmt: ir.Stmt) -> bool:
+        raise NotImplementedError  # the adjoint rules say (``reverse.Reverser``)
+
 
     adjoints: Accumulation  # the reverser's part that names and starts the adjoints
 
@@ -161,10 +172,10 @@ class Checkpointing(Saving):
         one loop over them whose branches run its steps backward, again (taped or not: stand-ins
         until the forward pass is built), or keep, restore or drop a snapshot."""
         steps = self.backward_block(stmt.body)
-        bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
+        bound = {n for s in ir.walk((stmt,)) for n in self.saving.defined(s)}
         before, steps, sums = batch_products(steps, bound, self.terms, self.scratch, self.namer)
         after = self.adjoints.summed_after(sums, steps, set())
-        steps = [*self.computed_again(stmt, steps), *steps]
+        steps = [*self.saving.computed_again(stmt, steps), *steps]
         action, start, stop = (
             self.namer.fresh("action"),
             self.namer.fresh("begin"),

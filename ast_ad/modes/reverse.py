@@ -72,7 +72,7 @@ from ast_ad.modes.adjoint import Adjoint, Derive
 from ast_ad.modes.calls import Calls
 from ast_ad.modes.checkpointing import Checkpointed
 from ast_ad.modes.reverse_writes import WriteAdjoints, named_pops
-from ast_ad.modes.saving import ANS, restore_mark, restored, with_shapes
+from ast_ad.modes.saving import ANS, Saving, restore_mark, restored, with_shapes
 from ast_ad.modes.sweep import ForwardSweep
 from ast_ad.modes.zeros import FloatZeros
 from ast_ad.optimize.batching import Term, batch_products
@@ -167,13 +167,8 @@ class Reverser(ForwardSweep):
         self.calls: dict[int, tuple[Adjoint, str, list[ir.Atom], list[ir.Var]]] = {}
         self.callees: list[Adjoint] = []
         self.appended: set[str] = set()  # the lists the function appends to (``run``)
-        self.needed: set[str] = set()
-        # (name, statement) whose old value is saved and restored
-        self.kept: set[tuple[str, int]] = set()
         # statements whose result's adjoint may be a float zero (``densify``)
         self.zero_in: set[int] = set()
-        # the stack of each saved value, by what it saves (``tape``)
-        self.tapes: dict[tuple[str, str], str] = {}
         self.in_place = (
             in_place_writes(function, self.useful, self.structured, self.classes)
             if in_place
@@ -187,9 +182,6 @@ class Reverser(ForwardSweep):
         self.checkpoints = checkpoints
         self.checkpointed: dict[int, Checkpointed] = {}
         self.not_checkpointed: dict[int, str] = {}  # why a loop is not, said in a comment above it
-        # by loop: what its backward pass computes again
-        self.recomputed: dict[int, list[ir.Assign]] = {}
-        self.recomputed_ids: set[int] = set()
         self.terms: dict[int, Term] = {}
         # an adjoint's value before a statement that reads its target (``y = y * x``)
         self.nexts: set[str] = set()
@@ -204,13 +196,23 @@ class Reverser(ForwardSweep):
             (self.local, self.first, self.structured, self.items, self.kinds),
             self.terms,
         )
+        self.saving = Saving(
+            function,
+            (self.namer, self.refs),
+            (self.rebound, self.first, self.calls, self.in_place, self.checkpointed, self.kinds,
+             self.structured, self.looped),
+            set(),  # (what the backward pass reads: ``needed``, once it is built)
+            self.shapes,
+            self.adjoints,
+            self.needs_adjoint,
+        )
         self.writes = WriteAdjoints(
             function,
             (self.active, self.owned, self.kinds, self.in_place),
             (self.refs, self.namer, self.scratch),
             self.adjoints,
-            self.tape,
-            self.restores,
+            self.saving.tape,
+            self.saving.restores,
         )
         self.calling = Calls(
             function,
@@ -282,9 +284,9 @@ class Reverser(ForwardSweep):
             self.adjoints.live.add(result.name)
         self.zero_in = self.zeros.float_zeros()
         self.plan_checkpoints()
-        self.plan_recomputed()
+        self.saving.plan_recomputed()
         backward_ir = self.backward_block(self.function.body)
-        if kept_shapes := not self.shapes and self.shape_only(backward_ir):
+        if kept_shapes := not self.shapes and self.saving.shape_only(backward_ir):
             # a second pass, over the function with those arrays' shapes kept
             # (``saving.Saving.shape_only``)
             return Reverser(
@@ -296,7 +298,7 @@ class Reverser(ForwardSweep):
                 self.checkpoints,
                 kept_shapes,
             ).run(shell)
-        backward_ir = self.read_shapes(backward_ir)
+        backward_ir = self.saving.read_shapes(backward_ir)
         grads = [self.adjoints.grad(self.function.params[i], backward_ir) for i in self.argnums]
         backward_ir = self.adjoints.initial_adjoints(seed) + backward_ir
         if (
@@ -312,10 +314,10 @@ class Reverser(ForwardSweep):
         if any(ir.blocks(s) or restored(s) is not None for s in backward_ir):
             # of each statement (a restore reads none)
             reads = [ir.reads_in((s,)) for s in backward_ir]
-            self.needed = set().union(*reads)
-            backward_ir = self.resolve_restores(backward_ir, set(), reads=reads)
+            self.saving.needed = set().union(*reads)
+            backward_ir = self.saving.resolve_restores(backward_ir, set(), reads=reads)
         # (else there is no restore to resolve, here or in a block: nothing to read for it)
-        prologue = self.prologue()
+        prologue = self.saving.prologue()
         forward_ir = self.forward_block(self.function.body, saving=True)
         # (a checkpointed loop's steps, as the forward pass's)
         backward = self.adjoints.printed(self.filled(backward_ir))
@@ -334,7 +336,9 @@ class Reverser(ForwardSweep):
                 )
             )
             result_expr = syntax.name(kept)
-        elif isinstance(result, ir.Var) and any(name == result.name for name, _ in self.kept):
+        elif isinstance(result, ir.Var) and any(
+            name == result.name for name, _ in self.saving.kept
+        ):
             # the backward pass restores older values
             kept = self.namer.fresh(f"{result.name}_result")
             forward.append(syntax.assign(kept, result_expr))
@@ -465,7 +469,7 @@ class Reverser(ForwardSweep):
         line = None
         for stmt in reversed(body):
             if not self.needs_adjoint(stmt):
-                out += self.restores(stmt)
+                out += self.saving.restores(stmt)
                 continue
             if ir.blocks(stmt) or isinstance(stmt, (ir.Unpack, ir.Append, ir.Pop)):
                 self.adjoints.opening = False
@@ -502,7 +506,7 @@ class Reverser(ForwardSweep):
             )
             for t in stmt.targets:  # (forward mode's ``x, x_dot = pair`` binds names again)
                 self.adjoints.bound_again(t, stmt)
-            return out + self.restore(stmt.targets, stmt)
+            return out + self.saving.restore(stmt.targets, stmt)
         assert isinstance(stmt, ir.Assign)  # effects, pops and breaks have no adjoint
         return self.adjoint_assign(stmt)
 
@@ -540,20 +544,20 @@ class Reverser(ForwardSweep):
         live = set(self.adjoints.live)
         body = self.backward_block(stmt.body)
         self.adjoints.live = live  # (the loop may run no step)
-        bound = {n for s in ir.walk((stmt,)) for n in self.defined(s)}
+        bound = {n for s in ir.walk((stmt,)) for n in self.saving.defined(s)}
         before, body, sums = batch_products(body, bound, self.terms, self.scratch, self.namer)
         # a loop of the function's own body runs once: an adjoint may start from its sum
         after = self.adjoints.summed_after(
             sums, body, untouched if any(s is stmt for s in self.function.body) else set()
         )
-        body[:0] = self.computed_again(stmt, body)
+        body[:0] = self.saving.computed_again(stmt, body)
         before = owned + before
         trips = None
         # the trip count, read back as a statement of its own (``v = xs.pop()``): the
-        if self.counts(stmt):
+        if self.saving.counts(stmt):
             # language ast_ad reads again, for a derivative of this code
-            count = self.count_name(stmt)
-            before.append(ir.Pop(count, self.tape(count), ir.NOWHERE))
+            count = self.saving.count_name(stmt)
+            before.append(ir.Pop(count, self.saving.tape(count), ir.NOWHERE))
             trips = ir.Var(count)
         if isinstance(stmt, ir.While):
             index = self.namer.fresh("_")
@@ -582,7 +586,11 @@ class Reverser(ForwardSweep):
             prefix = [ir.Assign(self.adjoints.bar(target), self.adjoints.zero(target), ir.NOWHERE)]
         g = self.adjoints.bar(target)
         zero = id(stmt) in self.zero_in
-        restores = [] if id(stmt) in self.recomputed_ids else self.restore(self.defined(stmt), stmt)
+        restores = (
+            []
+            if id(stmt) in self.saving.recomputed_ids
+            else self.saving.restore(self.saving.defined(stmt), stmt)
+        )
         reset = target not in self.local and id(stmt) not in self.first
         self.adjoints.live.discard(target)
         if target not in {v.name for v in inputs_of(stmt.value)}:

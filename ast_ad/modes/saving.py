@@ -19,6 +19,7 @@ instead, built on the same tapes.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import gast
@@ -71,36 +72,45 @@ INDEX_ARITHMETIC = {
 
 
 class Saving:
-    """The saving policy of ``reverse.Reverser`` (a base class of it: it reads the reverser's
-    state)."""
+    """The saving policy of ``reverse.Reverser``, a part of it: it owns what the forward pass keeps
+    for the backward pass (the tapes, the old values kept and restored, what loops compute again)
+    and receives what it reads: the function and its facts (names bound more than once, first
+    bindings, the calls of user functions, the loops written in place and checkpointed, what each
+    name holds, the statements inside loops), the names the backward pass reads and the shapes it
+    keeps, the generated code's names and references, the reverser's adjoints, and its question
+    whether a statement needs an adjoint."""
 
-    adjoints: Accumulation  # the reverser's part that names and starts the adjoints
-
-    function: ir.Function
-    namer: Namer
-    refs: RefTable
-    rebound: set[str]  # names bound more than once: what overwrites them saves their old values
-    first: Any  # the statements that bind a name first (``analysis.first_definitions``)
-    # the calls of user functions, by statement: (adjoint, saved name, args, active)
-    calls: dict[int, Any]
-    needed: set[str]  # the names the backward pass reads
-    kept: set[tuple[str, int]]  # (name, statement) whose old value is saved and restored
-    tapes: dict[tuple[str, str], str]  # the stack of each saved value, by what it saves (``tape``)
-    in_place: InPlace
-    # loops whose backward pass computes steps again (``checkpointing``)
-    checkpointed: dict[int, Any]
-    recomputed: dict[int, list[ir.Assign]]  # by loop: what its backward pass computes again
-    recomputed_ids: set[int]
-    # arrays whose shapes the forward pass keeps for the backward pass (``shape_only``)
-    shapes: dict[str, str]
-
-    kinds: Kinds
-    structured: set[str]
-    looped: set[int]  # the statements inside loops
-
-    def needs_adjoint(self, stmt: ir.Stmt) -> bool:
-        raise NotImplementedError  # the adjoint rules say (``reverse.Reverser``)
-
+    def __init__(
+        self,
+        function: ir.Function,
+        names: tuple[Namer, RefTable],
+        facts: tuple[set[str], Any, dict[int, Any], InPlace, dict[int, Any], Kinds, set[str],
+                     set[int]],
+        needed: set[str],
+        shapes: dict[str, str],
+        adjoints: Accumulation,
+        needs_adjoint: Callable[[ir.Stmt], bool],
+    ):
+        self.function = function
+        self.namer, self.refs = names
+        # names bound more than once (what overwrites them saves their old values); the statements
+        # that bind a name first; the calls of user functions, by statement (adjoint, saved name,
+        # args, active); the loops written in place; those whose backward pass computes steps
+        # again (``checkpointing``); what each name holds; names holding containers; the
+        # statements inside loops
+        (self.rebound, self.first, self.calls, self.in_place, self.checkpointed, self.kinds,
+         self.structured, self.looped) = facts
+        self.needed = needed  # the names the backward pass reads
+        # arrays whose shapes the forward pass keeps for the backward pass (``shape_only``)
+        self.shapes = shapes
+        self.adjoints, self.needs_adjoint = adjoints, needs_adjoint
+        # (name, statement) whose old value is saved and restored
+        self.kept: set[tuple[str, int]] = set()
+        # the stack of each saved value, by what it saves (``tape``)
+        self.tapes: dict[tuple[str, str], str] = {}
+        # by loop: what its backward pass computes again
+        self.recomputed: dict[int, list[ir.Assign]] = {}
+        self.recomputed_ids: set[int] = set()
 
     def shape_only(self, backward: list[ir.Stmt]) -> dict[str, str]:
         """The arrays a loop overwrites whose values the backward pass reads only for their shapes

@@ -15,12 +15,15 @@ which returns what its backward function reads; a checkpointed loop runs its fir
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import gast
 
 from ast_ad import runtime
+from ast_ad.analysis.kinds import Kinds
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
+from ast_ad.ir.syntax import RefTable
 from ast_ad.modes.accumulate import Accumulation
 from ast_ad.modes.checkpointing import Checkpointing
 
@@ -32,6 +35,11 @@ class ForwardSweep(Checkpointing):
     """The forward sweep of ``reverse.Reverser`` (a base class of it: it reads the reverser's
     state)."""
 
+    refs: RefTable
+    kinds: Kinds
+    # the calls of user functions, by statement: (adjoint, saved name, args, active)
+    calls: dict[int, Any]
+
     adjoints: Accumulation  # the reverser's part that names and starts the adjoints
 
 
@@ -42,13 +50,17 @@ class ForwardSweep(Checkpointing):
         for stmt in body:
             opaque = ir.blocks(stmt) and not self.needs_adjoint(stmt)
             if opaque and saving:
-                out += [self.push(n) for n in self.snapshot(stmt)]
+                out += [self.saving.push(n) for n in self.saving.snapshot(stmt)]
             elif saving and id(stmt) in self.in_place.writes:
                 assert isinstance(stmt, ir.Assign)
                 out += self.write_in_place(stmt)
                 continue
             elif saving:
-                out += [self.push(n) for n in self.defined(stmt) if self.saves(n, stmt)]
+                out += [
+                    self.saving.push(n)
+                    for n in self.saving.defined(stmt)
+                    if self.saving.saves(n, stmt)
+                ]
             # the loop's own copy of each array it writes in place
             if id(stmt) in self.in_place.loops:
                 # (``detached``, not ``x.copy()``: ``np.copy`` moves dask to numpy)
@@ -69,7 +81,7 @@ class ForwardSweep(Checkpointing):
             else ir.Call(_ENTRIES, (target, index))
         )
         made, old = self.adjoints.part(taken)
-        return [*made, ir.Append(self.tape(stmt.target, "entries"), old, ir.NOWHERE),
+        return [*made, ir.Append(self.saving.tape(stmt.target, "entries"), old, ir.NOWHERE),
                 ir.SetItem(stmt.target, index, call.args[2], ir.NOWHERE)]
 
     def forward(self, stmt: ir.Stmt, saving: bool) -> list[ir.Stmt]:
@@ -98,8 +110,8 @@ class ForwardSweep(Checkpointing):
             why = self.not_checkpointed.pop(id(stmt))  # said once, above the loop
             return [ir.Comment(f"line {stmt.line.lineno}: not checkpointed: {why}"),
                     *self.forward_loop(stmt, saving)]
-        counted = saving and self.needs_adjoint(stmt) and self.counts(stmt)
-        count = self.count_name(stmt) if counted else None
+        counted = saving and self.needs_adjoint(stmt) and self.saving.counts(stmt)
+        count = self.saving.count_name(stmt) if counted else None
         body = self.forward_block(stmt.body, saving)
         if count:
             body.insert(0, syntax.kept(gast.AugAssign(target=syntax.store(count), op=gast.Add(),
@@ -111,4 +123,4 @@ class ForwardSweep(Checkpointing):
         )
         if not count:
             return [loop]
-        return [ir.Assign(count, ir.Const(0), ir.NOWHERE), loop, self.push(count)]
+        return [ir.Assign(count, ir.Const(0), ir.NOWHERE), loop, self.saving.push(count)]
