@@ -249,6 +249,14 @@ class Reverser(ForwardSweep):
         return again
 
     def run(self, shell: Adjoint | None = None) -> Adjoint:
+        """The adjoint (``_run``); then the parts go: each holds some of the reverser's own methods,
+        a cycle that would leave the whole derivation to the cycle collector."""
+        try:
+            return self._run(shell)
+        finally:
+            del self.adjoints, self.calling, self.zeros, self.saving, self.writes
+
+    def _run(self, shell: Adjoint | None = None) -> Adjoint:
         for stmt in ir.walk(self.function.body):
             if isinstance(stmt, ir.For):
                 rebinding = next(
