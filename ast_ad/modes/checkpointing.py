@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import operator
 import warnings
+from collections.abc import Callable
 
 from ast_ad.analysis.activity import InPlace, checkpoint_state
 from ast_ad.core.records import record
@@ -59,34 +60,35 @@ class Checkpointed:
 
 
 class Checkpointing:
-    """The checkpointed loops of ``reverse.Reverser`` (a base class of it)."""
+    """The checkpointed loops of ``reverse.Reverser``, a part of it that receives what it reads:
+    the function and its facts (the loops written in place; which loops are checkpointed and why
+    not, which it fills in), the number of snapshots, the driver (a callee's IR says whether a loop
+    that calls it can be computed again), the generated code's names, the loops' sums, the
+    reverser's saving and adjoints, and its three questions (whether a statement needs an adjoint,
+    a block's forward sweep, a block's backward pass)."""
 
-    saving: Saving  # the reverser's part that keeps what the backward pass reads
-    function: ir.Function
-    namer: Namer
-    in_place: InPlace
-    checkpointed: dict[int, Checkpointed]  # the loops checkpointed, and how (``plan_checkpoints``)
-
-    def needs_adjoint(self, stmt: ir.Stmt) -> bool:
-        raise NotImplementedError  # the adjoint rules say (``reverse.Reverser``)
-
-
-    adjoints: Accumulation  # the reverser's part that names and starts the adjoints
-
-    checkpoints: int | None
-    # the driver: a callee's IR, which says whether a loop that calls it can be computed again
-    derive: Derive
-    not_checkpointed: dict[int, str]  # why a loop is not, said in a comment above it
-    scratch: Scratch  # the names of parts of one expression (``syntax.pieces``)
-    terms: dict[int, Term]  # the accumulations a loop's steps may sum after it (``batching``)
-
-    def forward_block(self, body: tuple[ir.Stmt, ...], saving: bool) -> list[ir.Stmt]:
-        raise NotImplementedError  # the reverser's forward statements
-
-    def backward_block(self, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
-        raise NotImplementedError  # the adjoint rules
-
-
+    def __init__(
+        self,
+        function: ir.Function,
+        facts: tuple[InPlace, dict[int, Checkpointed], dict[int, str], dict[int, Term]],
+        checkpoints: int | None,
+        derive: Derive,
+        names: tuple[Namer, Scratch],
+        parts: tuple[Saving, Accumulation],
+        needs_adjoint: Callable[[ir.Stmt], bool],
+        forward_block: Callable[[tuple[ir.Stmt, ...], bool], list[ir.Stmt]],
+        backward_block: Callable[[tuple[ir.Stmt, ...]], list[ir.Stmt]],
+    ):
+        self.function, self.checkpoints, self.derive = function, checkpoints, derive
+        # the loops written in place; the loops checkpointed, and how (``plan_checkpoints``); why
+        # a loop is not, said in a comment above it; the accumulations a loop's steps may sum after
+        # it (``batching``)
+        self.in_place, self.checkpointed, self.not_checkpointed, self.terms = facts
+        self.namer, self.scratch = names  # (the scratch: names of parts of one expression)
+        self.saving, self.adjoints = parts
+        self.needs_adjoint, self.forward_block, self.backward_block = (
+            needs_adjoint, forward_block, backward_block
+        )
 
     def plan_checkpoints(self) -> None:
         """Which top-level loops are checkpointed, and with which state
@@ -123,13 +125,13 @@ class Checkpointing:
             ir.Call(_REVOLVE, (stmt.iter, ir.Const(self.checkpoints)))
         )
         start, stop = self.namer.fresh("start"), self.namer.fresh("stop")
-        plan.untaped = tuple(self.forward_block(stmt.body, saving=False))
+        plan.untaped = tuple(self.forward_block(stmt.body, False))
         segment = self.over(
             (start, stop),
             ir.Var(plan.sweep),
             [*self.snapshot_state(plan), *self.steps(stmt, start, stop, plan.untaped)],
         )
-        plan.taped = tuple(self.forward_block(stmt.body, saving=True))
+        plan.taped = tuple(self.forward_block(stmt.body, True))
         last, steps = self.adjoints.part(ir.Call(_ITEM, (stmt.iter, ir.Const(slice(-1, None)))))
         state = ", ".join(plan.state) or "nothing"
         kept = f"{self.checkpoints} snapshot" + ("s" if self.checkpoints != 1 else "")

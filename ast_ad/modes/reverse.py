@@ -19,13 +19,15 @@ printed once (``syntax.pieces``), after the arrays read only for their shapes ar
 (``saving.resolve_restores``), on the IR. A checkpointed loop's schedule is IR too, its steps run
 again standing in until the forward pass is built (``checkpointing.filled``).
 
-This module holds the adjoint rules: one backward block per statement. The rest is in base classes
-of ``Reverser``: the forward sweep is ``sweep``'s; what it saves for the backward pass and how it
-comes back, ``saving``'s; how contributions reach each adjoint, ``accumulate``'s; checkpointed
-loops, ``checkpointing``'s; which calls become calls of a callee's pair, and its derivation,
-``calls``'s; which adjoints may still be a float zero, ``zeros``'s; the adjoints of item writes in
-place, appends and pops, ``reverse_writes``'s. ``del`` statements after last reads are
-``release``'s.
+This module holds the adjoint rules: one backward block per statement. The rest is in parts of
+``Reverser``, each an object made with what it reads (the function, the facts about it, the other
+parts it asks, and the reverser's questions as callables): the forward sweep (``self.sweep``,
+``sweep``); what it saves for the backward pass and how it comes back (``self.saving``,
+``saving``); how contributions reach each adjoint (``self.adjoints``, ``accumulate``); checkpointed
+loops (``self.checkpointing``, ``checkpointing``); which calls become calls of a callee's pair, and
+its derivation (``self.calling``, ``calls``); which adjoints may still be a float zero
+(``self.zeros``, ``zeros``); the adjoints of item writes in place, appends and pops
+(``self.writes``, ``reverse_writes``). ``del`` statements after last reads are ``release``'s.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ from ast_ad.modes import templates
 from ast_ad.modes.accumulate import Accumulation
 from ast_ad.modes.adjoint import Adjoint, Derive
 from ast_ad.modes.calls import Calls
-from ast_ad.modes.checkpointing import Checkpointed
+from ast_ad.modes.checkpointing import Checkpointed, Checkpointing
 from ast_ad.modes.reverse_writes import WriteAdjoints, named_pops
 from ast_ad.modes.saving import ANS, Saving, restore_mark, restored, with_shapes
 from ast_ad.modes.sweep import ForwardSweep
@@ -116,7 +118,7 @@ def reverse(
     )
 
 
-class Reverser(ForwardSweep):
+class Reverser:
     def __init__(
         self,
         function: ir.Function,
@@ -206,6 +208,24 @@ class Reverser(ForwardSweep):
             self.adjoints,
             self.needs_adjoint,
         )
+        self.sweep: ForwardSweep  # (made below: the two call each other)
+        self.checkpointing = Checkpointing(
+            function,
+            (self.in_place, self.checkpointed, self.not_checkpointed, self.terms),
+            checkpoints,
+            derive,
+            (self.namer, self.scratch),
+            (self.saving, self.adjoints),
+            self.needs_adjoint,
+            lambda body, saving: self.sweep.forward_block(body, saving),
+            self.backward_block,
+        )
+        self.sweep = ForwardSweep(
+            self.refs,
+            (self.kinds, self.calls, self.in_place, self.checkpointed, self.not_checkpointed),
+            (self.saving, self.adjoints, self.checkpointing),
+            self.needs_adjoint,
+        )
         self.writes = WriteAdjoints(
             function,
             (self.active, self.owned, self.kinds, self.in_place),
@@ -255,6 +275,7 @@ class Reverser(ForwardSweep):
             return self._run(shell)
         finally:
             del self.adjoints, self.calling, self.zeros, self.saving, self.writes
+            del self.checkpointing, self.sweep
 
     def _run(self, shell: Adjoint | None = None) -> Adjoint:
         for stmt in ir.walk(self.function.body):
@@ -291,7 +312,7 @@ class Reverser(ForwardSweep):
             self.adjoints.bars[result.name] = seed
             self.adjoints.live.add(result.name)
         self.zero_in = self.zeros.float_zeros()
-        self.plan_checkpoints()
+        self.checkpointing.plan_checkpoints()
         self.saving.plan_recomputed()
         backward_ir = self.backward_block(self.function.body)
         if kept_shapes := not self.shapes and self.saving.shape_only(backward_ir):
@@ -326,9 +347,9 @@ class Reverser(ForwardSweep):
             backward_ir = self.saving.resolve_restores(backward_ir, set(), reads=reads)
         # (else there is no restore to resolve, here or in a block: nothing to read for it)
         prologue = self.saving.prologue()
-        forward_ir = self.forward_block(self.function.body, saving=True)
+        forward_ir = self.sweep.forward_block(self.function.body, saving=True)
         # (a checkpointed loop's steps, as the forward pass's)
-        backward = self.adjoints.printed(self.filled(backward_ir))
+        backward = self.adjoints.printed(self.checkpointing.filled(backward_ir))
         forward = prologue + self.adjoints.printed(forward_ir)
         result_expr = syntax.atom(result, self.refs)
         if (
@@ -529,7 +550,7 @@ class Reverser(ForwardSweep):
     def adjoint_loop(self, stmt: ir.For | ir.While) -> list[ir.Stmt]:
         if id(stmt) in self.checkpointed:
             assert isinstance(stmt, ir.For)  # only for loops are
-            return self.adjoint_checkpointed(stmt, self.checkpointed[id(stmt)])
+            return self.checkpointing.adjoint_checkpointed(stmt, self.checkpointed[id(stmt)])
         owned: list[ir.Stmt] = []
         for name in self.in_place.loops.get(id(stmt), ()) + self.in_place.accumulated.get(
             id(stmt), ()

@@ -15,33 +15,42 @@ which returns what its backward function reads; a checkpointed loop runs its fir
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import gast
 
 from ast_ad import runtime
+from ast_ad.analysis.activity import InPlace
 from ast_ad.analysis.kinds import Kinds
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
 from ast_ad.ir.syntax import RefTable
 from ast_ad.modes.accumulate import Accumulation
 from ast_ad.modes.checkpointing import Checkpointing
+from ast_ad.modes.saving import Saving
 
 _DETACHED = ir.Ref(runtime.detached, "detached")
 _ITEM, _ENTRIES = ir.Ref(operator.getitem, "operator.getitem"), ir.Ref(runtime.entries, "entries")
 
 
-class ForwardSweep(Checkpointing):
-    """The forward sweep of ``reverse.Reverser`` (a base class of it: it reads the reverser's
-    state)."""
+class ForwardSweep:
+    """The forward sweep of ``reverse.Reverser``, a part of it that receives what it reads: the
+    generated code's references, what each name holds, the calls of user functions (by statement:
+    adjoint, saved name, args, active), the loops written in place and checkpointed, the reverser's
+    saving, adjoints and checkpointing, and its question whether a statement needs an adjoint."""
 
-    refs: RefTable
-    kinds: Kinds
-    # the calls of user functions, by statement: (adjoint, saved name, args, active)
-    calls: dict[int, Any]
-
-    adjoints: Accumulation  # the reverser's part that names and starts the adjoints
-
+    def __init__(
+        self,
+        refs: RefTable,
+        facts: tuple[Kinds, dict[int, Any], InPlace, dict[int, Any], dict[int, str]],
+        parts: tuple[Saving, Accumulation, Checkpointing],
+        needs_adjoint: Callable[[ir.Stmt], bool],
+    ):
+        self.refs = refs
+        self.kinds, self.calls, self.in_place, self.checkpointed, self.not_checkpointed = facts
+        self.saving, self.adjoints, self.checkpointing = parts
+        self.needs_adjoint = needs_adjoint
 
     def forward_block(self, body: tuple[ir.Stmt, ...], saving: bool) -> list[ir.Stmt]:
         """The forward sweep of ``body`` (``saving``: with what the backward pass reads kept on
@@ -105,7 +114,7 @@ class ForwardSweep(Checkpointing):
     def forward_loop(self, stmt: ir.For | ir.While, saving: bool) -> list[ir.Stmt]:
         if saving and id(stmt) in self.checkpointed:
             assert isinstance(stmt, ir.For)  # only for loops are
-            return self.forward_checkpointed(stmt, self.checkpointed[id(stmt)])
+            return self.checkpointing.forward_checkpointed(stmt, self.checkpointed[id(stmt)])
         if saving and id(stmt) in self.not_checkpointed:
             why = self.not_checkpointed.pop(id(stmt))  # said once, above the loop
             return [ir.Comment(f"line {stmt.line.lineno}: not checkpointed: {why}"),
