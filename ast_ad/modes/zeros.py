@@ -4,8 +4,8 @@ An accumulating adjoint starts as (and is reset to) the float ``0.0``, which bro
 as zeros of any shape. A rule that reshapes, indexes or multiplies matrices needs the real shape, so
 where its ``g`` may still be that float the generated code first calls ``dense_adjoint``. Which
 adjoints may be is a small dataflow problem over the backward pass (a fixpoint at each loop, a union
-at each branch), solved on the IR: ``FloatZeros.float_zeros``, a part of ``reverse.Reverser``,
-a part of the reverser that receives the facts it reads.
+at each branch), solved on the IR: ``FloatZeros.float_zeros``, a part of ``reverse.Reverser``
+that receives the facts it reads.
 """
 
 from __future__ import annotations
