@@ -48,7 +48,8 @@ def compiled(loaded: Loaded, fun: Any) -> Any:
         # refuses del, and manages the memory itself. Line numbers stay, so Numba's messages point
         # into the shown text.
         tree = _Undelete().visit(ast.parse(loaded.text))
-        exec(compile(tree, loaded.fn.__code__.co_filename, "exec"), namespace)  # noqa: S102 -- our own code
+        code = compile(tree, loaded.fn.__code__.co_filename, "exec")
+        exec(code, namespace)  # noqa: S102 -- our own code
         for name in loaded.files:  # every generated function, compiled, calling the others compiled
             if name.startswith("<file "):
                 continue  # (the file of a helper inlined from elsewhere, which comments name)

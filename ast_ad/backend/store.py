@@ -129,7 +129,9 @@ def _stable(value: Any) -> str | None:
         parts = [
             _stable(v) for v in (sorted(value, key=repr) if isinstance(value, frozenset) else value)
         ]
-        return None if None in parts else f"{type(value).__name__}({', '.join(parts)})"  # type: ignore[arg-type]
+        if None in parts:
+            return None
+        return f"{type(value).__name__}({', '.join(parts)})"  # type: ignore[arg-type]
     if isinstance(value, dict):
         return _stable(tuple(sorted(value.items(), key=repr)))
     if type(value).__module__ == "numpy" and hasattr(value, "tobytes"):

@@ -102,7 +102,9 @@ class CallLowering(ControlFlow, Objects):
     def expr_Call(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
         func = node.func
         if isinstance(func, gast.Name) and made_of(self.env.get(func.id)) is not None:
-            return self.method_call(made_of(self.env[func.id]), node, name, user)  # type: ignore[arg-type]
+            instance = made_of(self.env[func.id])
+            assert instance is not None
+            return self.method_call(instance, node, name, user)
         if isinstance(func, gast.Name) and func.id in self.partials and func.id not in self.env:
             return self.call_partial(node, name, user)
         if (
@@ -269,7 +271,8 @@ class CallLowering(ControlFlow, Objects):
         """The object a name or a dotted path of modules names (``functools.partial``), or
         ``None``."""
         if isinstance(node, gast.Name) and isinstance(self.env.get(node.id), ir.Ref):
-            return self.env[node.id].obj  # type: ignore[union-attr]  # (a name the lowering bound to an object)
+            # (a name the lowering bound to an object)
+            return self.env[node.id].obj  # type: ignore[union-attr]
         if isinstance(node, gast.Name) and node.id not in self.env and node.id not in self.locals \
                 and node.id not in self.local_functions:
             try:

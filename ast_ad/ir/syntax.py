@@ -125,7 +125,8 @@ class _ChildReaders(dict[type, Callable[[Any], list[Any]]]):
                   "        out = [child for child in out if child is not None]",
                   "    return out"]
         scope: dict[str, Any] = {"AST": gast.AST}
-        exec("\n".join(lines), scope)  # noqa: S102 -- code of ast_ad's own, from the class's field names
+        # (code of ast_ad's own, from the class's field names)
+        exec("\n".join(lines), scope)  # noqa: S102
         made: Callable[[Any], list[Any]] = scope["children"]
         self[kind] = made
         return made

@@ -345,7 +345,8 @@ class _MakerSource:
             "fold": _fold,
             "power": _power,
         }
-        exec("\n".join(self.lines), scope)  # noqa: S102 -- code written here from the rule's own template
+        # (code written here from the rule's own template)
+        exec("\n".join(self.lines), scope)  # noqa: S102
         make: Maker = scope["make"]
         return make
 
@@ -409,7 +410,9 @@ class _Put:
         if self.hint is not None and name == self.function.result.name:  # type: ignore[union-attr]
             return self.namer.fresh(self.hint)
         words = [
-            self.values[w].name if isinstance(self.values.get(w), ir.Var) else w  # type: ignore[union-attr]
+            self.values[w].name  # type: ignore[union-attr]
+            if isinstance(self.values.get(w), ir.Var)
+            else w
             for w in name.split("_")
         ]
         return self.namer.fresh("_".join(words))

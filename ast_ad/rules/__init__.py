@@ -4,4 +4,5 @@ The rules of optional libraries (``scipy.py``) are registered when the user's co
 library (``registry.load_rules_for``), so ``import ast_ad`` does not import them.
 """
 
-from ast_ad.rules import operator, builtins, linalg, math, numpy, runtime  # noqa: F401, I001  (registers the rules; operator first, builtins reuse its derivatives)
+# importing them registers the rules (operator first: builtins reuse its derivatives)
+from ast_ad.rules import operator, builtins, linalg, math, numpy, runtime  # noqa: F401, I001

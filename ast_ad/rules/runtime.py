@@ -455,5 +455,6 @@ defvjp(
     zero,
 )
 for _fn in _LINEAR_IN_THE_ADJOINT:
-    if not lookup(_fn).vjps:  # type: ignore[union-attr]  # each has its forward rules, registered above
+    # each has its forward rules, registered above
+    if not lookup(_fn).vjps:  # type: ignore[union-attr]
         defvjp(_fn, None, *[zero] * 5)

@@ -76,7 +76,8 @@ class Box:
     real = property(lambda self: apply(np.real, self))
     imag = property(lambda self: apply(np.imag, self))
     size = property(lambda self: np.size(self.value))
-    reshape = lambda self, *shape: apply(np.reshape, self, shape[0] if len(shape) == 1 else shape)  # noqa: E731
+    reshape = lambda self, *shape: apply(  # noqa: E731
+        np.reshape, self, shape[0] if len(shape) == 1 else shape)
     transpose = lambda self, *axes: apply(  # noqa: E731
         np.transpose, self, *([axes[0]] if len(axes) == 1 else [axes] if axes else []))
     __len__ = lambda self: len(self.value)  # noqa: E731
