@@ -658,16 +658,7 @@ class Aliasing:
             else:
                 made = view
             # the same object as a variable followed before: its value
-            for twin, one in reversed(up.twins):
-                made = (
-                    ir.If(
-                        one,
-                        (ir.Assign(target.name, self.followed_value(twin), self.line),),
-                        made,
-                        self.line,
-                    ),
-                )
-            self.body += made
+            self.body += self.unless_twins(target, up.twins, made)
             # the same object where ``view_of`` said 1; where it may be a view instead, only memory
             # is shared
             self.share(target.name, changed.name, alias=up.form is None)
@@ -676,6 +667,21 @@ class Aliasing:
                 self.recipes[target.name] = ir.Call(
                     up.form.fn, (base if up.via else changed, *up.form.args[1:]), up.form.kwargs
                 )
+
+    def unless_twins(self, target: ir.Var, twins: tuple[tuple[str, ir.Var], ...],
+                     made: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+        """``made``, unless ``target`` is the very object of a variable followed before
+        (``twins``: each with the flag that says so): then that variable's new value."""
+        for twin, one in reversed(twins):
+            made = (
+                ir.If(
+                    one,
+                    (ir.Assign(target.name, self.followed_value(twin), self.line),),
+                    made,
+                    self.line,
+                ),
+            )
+        return made
 
     def refill(self, up: FollowUp, changed: ir.Var) -> None:
         """``up.user``, a list, tuple or dict that may hold the object that changed, made again with
@@ -692,16 +698,7 @@ class Aliasing:
             target = self.own_name(up.user, self.env[up.user])
             made: tuple[ir.Stmt, ...] = (ir.Assign(target.name, ir.Call(
                 ir.Ref(runtime.replaced, "replaced"), (target, up.held, changed)), self.line),)
-            for twin, one in reversed(up.twins):
-                made = (
-                    ir.If(
-                        one,
-                        (ir.Assign(target.name, self.followed_value(twin), self.line),),
-                        made,
-                        self.line,
-                    ),
-                )
-            self.body += made
+            self.body += self.unless_twins(target, up.twins, made)
         # it holds what it held, and the new
         for item in {*self.holds.get(up.before.name, set()), changed.name}:
             self.contain(target.name, item)

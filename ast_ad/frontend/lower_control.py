@@ -97,26 +97,12 @@ class ControlFlow(Nesting):
     def unrolled_objects(self, node: gast.For, made: list[Any]) -> None:
         """``for layer in layers: ...`` over a list of objects made here: the body once for each,
         ``layer`` standing for it."""
-        if (
-            not isinstance(node.target, gast.Name)
-            or node.orelse
-            or any(isinstance(n, (gast.Break, gast.Continue, gast.Return)) for n in gast.walk(node))
-        ):
-            raise refuse(
-                node,
-                "a loop over a list of objects made here is supported with one name for the object "
-                "and no break, continue or else",
-                self.locate,
-            )
-        for item in made:
-            self.env[node.target.id] = ir.Const(item)
-            for stmt in node.body:
-                self.line = self.line_of(stmt)
-                self.stmt(stmt)
+        self.unrolled(node, made, "objects made here", "object")
 
-    def unrolled(self, node: gast.For, functions: list[Any]) -> None:
-        """``for g in fs: ...`` over a list of functions: the body once for each, ``g`` standing for
-        it."""
+    def unrolled(self, node: gast.For, items: list[Any], what: str = "functions",
+                 each: str = "function") -> None:
+        """``for g in fs: ...`` over a list of functions (or of objects made here): the body once
+        for each, ``g`` standing for it."""
         if (
             not isinstance(node.target, gast.Name)
             or node.orelse
@@ -124,13 +110,16 @@ class ControlFlow(Nesting):
         ):
             raise refuse(
                 node,
-                "a loop over a list of functions is supported with one name for the function and "
-                "no break, continue or else",
+                f"a loop over a list of {what} is supported with one name for the {each} and no "
+                "break, continue or else",
                 self.locate,
             )
-        for fn in functions:
-            self.local_functions[node.target.id] = fn
-            self.env.pop(node.target.id, None)
+        for item in items:
+            if each == "object":
+                self.env[node.target.id] = ir.Const(item)
+            else:
+                self.local_functions[node.target.id] = item
+                self.env.pop(node.target.id, None)
             for stmt in node.body:
                 self.line = self.line_of(stmt)
                 self.stmt(stmt)
