@@ -107,20 +107,9 @@ def_same_kind(builtins.dict)  # a dict, as its argument
 def_new_list(builtins.list, concat, sorted_by)  # (a function may pop such a list: it is its own)
 # new containers (or iterators) of the very objects their arguments hold: writes into those items
 # are guarded
-def_holds_items(
-    concat,
-    repeat_seq,
-    sorted_by,
-    builtins.list,
-    builtins.tuple,
-    builtins.dict,
-    builtins.reversed,
-    builtins.iter,
-    builtins.zip,
-    builtins.enumerate,
-    builtins.filter,
-    builtins.map,
-)
+def_holds_items(concat, repeat_seq, sorted_by, builtins.list, builtins.tuple, builtins.dict,
+                builtins.reversed, builtins.iter, builtins.zip, builtins.enumerate,
+                builtins.filter, builtins.map)
 
 # ---- forward mode (elementwise functions need nothing here) --------------------------------------
 # sum's tangent has its result's shape even when it adds no terms (``0.0 * ans``)
@@ -197,13 +186,5 @@ def_guard(view_of, 0)
 def_guard(slots_holding, 1)
 def_guard(slots_changed, 2)
 def_view(list_item)  # xs[i] of a list: the very object the list holds
-def_nondiff(
-    builtins.len,
-    builtins.int,
-    builtins.bool,
-    builtins.round,
-    builtins.range,
-    builtins.slice,
-    builtins.isinstance,
-    builtins.type,
-)
+def_nondiff(builtins.len, builtins.int, builtins.bool, builtins.round, builtins.range,
+            builtins.slice, builtins.isinstance, builtins.type)

@@ -358,38 +358,16 @@ defvjp(add_at,          lambda g, ans, x, index, value: g,
 
 # they return lists of arrays
 def_sequence(np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit)
-def_view(
-    np.transpose,
-    np.reshape,
-    np.ravel,
-    np.squeeze,
-    np.expand_dims,
-    np.swapaxes,
-    np.moveaxis,
-    np.broadcast_to,
-    # may share memory
-    np.atleast_1d,
-    np.atleast_2d,
-    np.atleast_3d,
-    np.diagonal,
-    np.real,
-    np.asarray,
-)
+# may share memory
+def_view(np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.swapaxes, np.moveaxis,
+         np.broadcast_to, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.diagonal, np.real,
+         np.asarray)
 # a write through such a view reaches its base as the view's entries put back (``aliasing``)
 def_view(astype_view)  # ``x.astype(x.dtype, copy=False)`` is ``x`` itself
 def_view(array_view)  # ``np.array(x, copy=False)`` is ``x`` itself
-for _view in (
-    np.reshape,
-    np.ravel,
-    np.squeeze,
-    np.expand_dims,
-    np.atleast_1d,
-    np.atleast_2d,
-    np.atleast_3d,
-    np.asarray,
-    astype_view,
-    array_view,
-):  # (np.asarray of an array of its dtype: the array itself)
+# (np.asarray of an array of its dtype: the array itself)
+for _view in (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.atleast_1d, np.atleast_2d,
+              np.atleast_3d, np.asarray, astype_view, array_view):
     def_view_inverse(_view, unreshaped, takes_base=True)
 def_view_inverse(np.transpose, untransposed)
 def_view_inverse(np.swapaxes, np.swapaxes)  # its own inverse, with the same axes
@@ -408,35 +386,10 @@ def_in_place(np.ndarray.fill, np.full_like)
 def_in_place(np.ndarray.sort, np.sort)
 
 # ---- array methods: ``x.sum(axis=0)`` is ``np.sum(x, axis=0)`` -----------------------------------
-for _method in (
-    "sum",
-    "mean",
-    "prod",
-    "max",
-    "min",
-    "var",
-    "std",
-    "cumsum",
-    "cumprod",
-    "dot",
-    "transpose",
-    "reshape",
-    "ravel",
-    "clip",
-    "squeeze",
-    "swapaxes",
-    "repeat",
-    "take",
-    "trace",
-    "diagonal",
-    "round",
-    "argmax",
-    "argmin",
-    "argsort",
-    "any",
-    "all",
-    "nonzero",
-):
+for _method in ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cumprod", "dot",
+                "transpose", "reshape", "ravel", "clip", "squeeze", "swapaxes", "repeat", "take",
+                "trace", "diagonal", "round", "argmax", "argmin", "argsort", "any", "all",
+                "nonzero"):
     def_method(_method, getattr(np, _method))
 def_method("flatten", np.ravel)
 def_method("astype", astype)
@@ -456,64 +409,15 @@ def_same_kind(copy_of)
 defvjp(T,               lambda g, ans, a: T(g))
 
 # ---- no gradient ---------------------------------------------------------------------------------
-def_nondiff(
-    np.broadcast_shapes,
-    np.sign,
-    np.floor,
-    np.ceil,
-    np.round,
-    np.rint,
-    np.trunc,
-    np.shape,
-    np.ndim,
-    np.size,
-    np.zeros_like,
-    np.ones_like,
-    np.empty_like,
-    np.isnan,
-    np.imag,
-    np.isinf,
-    np.isfinite,
-    np.greater,
-    np.greater_equal,
-    np.less,
-    np.less_equal,
-    np.equal,
-    np.not_equal,
-    np.argmax,
-    np.argmin,
-    np.argsort,
-    np.logical_and,
-    np.logical_or,
-    np.logical_not,
-    np.logical_xor,
-    np.floor_divide,
-    np.any,
-    np.all,
-    np.nonzero,
-    np.count_nonzero,
-    np.searchsorted,
-    np.isclose,
-    np.allclose,
-    np.array_equal,
-    np.signbit,
-    np.zeros,
-    np.ones,
-    np.empty,
-    np.eye,
-    np.identity,
-    np.arange,
-    np.bitwise_and,
-    np.bitwise_or,
-    np.bitwise_xor,
-    np.invert,
-    np.left_shift,
-    np.right_shift,
-    np.gcd,
-    np.lcm,
-    np.heaviside,
-    np.unravel_index,
-)
+def_nondiff(np.broadcast_shapes, np.sign, np.floor, np.ceil, np.round, np.rint, np.trunc, np.shape,
+            np.ndim, np.size, np.zeros_like, np.ones_like, np.empty_like, np.isnan, np.imag,
+            np.isinf, np.isfinite, np.greater, np.greater_equal, np.less, np.less_equal, np.equal,
+            np.not_equal, np.argmax, np.argmin, np.argsort, np.logical_and, np.logical_or,
+            np.logical_not, np.logical_xor, np.floor_divide, np.any, np.all, np.nonzero,
+            np.count_nonzero, np.searchsorted, np.isclose, np.allclose, np.array_equal, np.signbit,
+            np.zeros, np.ones, np.empty, np.eye, np.identity, np.arange, np.bitwise_and,
+            np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift, np.right_shift, np.gcd,
+            np.lcm, np.heaviside, np.unravel_index)
 # its value is the shape (reverse mode may keep that in place of an array)
 def_shape_read(np.shape, 0)
 
@@ -574,88 +478,22 @@ defvjp(np.cumulative_sum, lambda g, ans, x, axis=None, dtype=None, out=None, inc
 # Linear functions are their own forward rule; reductions take np.sum(u * D, axis) with D their
 # reverse rule on ones.
 _fn: Any  # each loop below binds a numpy function
-for _fn in (
-    np.sum,
-    np.mean,
-    np.stack,
-    np.transpose,
-    np.reshape,
-    np.trace,
-    np.diagonal,
-    np.diag,
-    np.tril,
-    np.triu,
-    np.ravel,
-    np.squeeze,
-    np.expand_dims,
-    np.atleast_1d,
-    np.atleast_2d,
-    np.atleast_3d,
-    np.swapaxes,
-    np.moveaxis,
-    np.broadcast_to,
-    np.flip,
-    np.fliplr,
-    np.flipud,
-    np.roll,
-    np.tile,
-    np.repeat,
-    np.take,
-    np.take_along_axis,
-    np.copy,
-    np.concatenate,
-    np.hstack,
-    np.vstack,
-    np.split,
-    np.array_split,
-    np.hsplit,
-    np.vsplit,
-    np.dsplit,
-    np.dstack,
-    np.column_stack,
-    np.diff,
-    np.rot90,
-    np.rollaxis,
-    np.real,
-    T,
-    np.matrix_transpose,
-    np.cumsum,
-    np.cumulative_sum,
-    np.trapezoid,
-    np.polyval,
-    np.polyder,
-):
+for _fn in (np.sum, np.mean, np.stack, np.transpose, np.reshape, np.trace, np.diagonal, np.diag,
+            np.tril, np.triu, np.ravel, np.squeeze, np.expand_dims, np.atleast_1d, np.atleast_2d,
+            np.atleast_3d, np.swapaxes, np.moveaxis, np.broadcast_to, np.flip, np.fliplr,
+            np.flipud, np.roll, np.tile, np.repeat, np.take, np.take_along_axis, np.copy,
+            np.concatenate, np.hstack, np.vstack, np.split, np.array_split, np.hsplit, np.vsplit,
+            np.dsplit, np.dstack, np.column_stack, np.diff, np.rot90, np.rollaxis, np.real, T,
+            np.matrix_transpose, np.cumsum, np.cumulative_sum, np.trapezoid, np.polyval,
+            np.polyder):
     def_linear(_fn, 0)
 defjvp(np.polyval, None, lambda u, ans, p, x: u * np.polyval(np.polyder(p), x))
-for _fn in (
-    np.dot,
-    np.matmul,
-    np.vdot,
-    np.inner,
-    np.outer,
-    np.tensordot,
-    np.kron,
-    np.cross,
-    np.vecdot,
-    np.convolve,
-    np.correlate,
-):
+for _fn in (np.dot, np.matmul, np.vdot, np.inner, np.outer, np.tensordot, np.kron, np.cross,
+            np.vecdot, np.convolve, np.correlate):
     def_linear(_fn, 0, 1)
 def_linear(np.einsum, *range(1, 9))
-for _fn in (
-    np.max,
-    np.min,
-    np.amax,
-    np.amin,
-    np.nanmax,
-    np.nanmin,
-    np.ptp,
-    np.prod,
-    np.var,
-    np.std,
-    np.nansum,
-    np.nanmean,
-):
+for _fn in (np.max, np.min, np.amax, np.amin, np.nanmax, np.nanmin, np.ptp, np.prod, np.var,
+            np.std, np.nansum, np.nanmean):
     def_reduction(_fn)
 defjvp(np.array,      lambda u, ans, x, *args, **kwargs: cast_jvp(u, ans))
 defjvp(np.asarray,    lambda u, ans, x, *args, **kwargs: cast_jvp(u, ans))

@@ -233,18 +233,8 @@ def_same_kind(rt.detached)  # a container's copy is a container
 # What a helper returns, so that reverse mode adds a container's adjoints element by element (never
 # with ``+``, which joins two lists): always a list or tuple, or the kind of the arguments at these
 # positions
-def_sequence(
-    rt.column_stack_vjp,
-    rt.concatenate_vjp,
-    rt.dstack_vjp,
-    rt.hstack_vjp,
-    rt.vstack_vjp,
-    rt.list_item_vjp,
-    rt.select_vjp,
-    rt.filled,
-    rt.spread,
-    rt.multi_dot_vjp,
-)
+def_sequence(rt.column_stack_vjp, rt.concatenate_vjp, rt.dstack_vjp, rt.hstack_vjp, rt.vstack_vjp,
+             rt.list_item_vjp, rt.select_vjp, rt.filled, rt.spread, rt.multi_dot_vjp)
 def_same_kind(
     rt.unstack,
     rt.repeat_seq_vjp,
@@ -261,22 +251,9 @@ def_same_kind(rt.concat_vjp_a, rt.concat_vjp_b, argnums=(0, 1, 2))
 def_same_kind(rt.zeros_like, rt.fit)
 # where they return a list, it is one of their own making (or an argument, as it is): a function may
 # pop it
-def_new_list(
-    rt.unpopped,
-    rt.spread,
-    rt.detached,
-    rt.zeros_like,
-    rt.fit,
-    rt.unstack,
-    rt.getitem_vjp,
-    rt.list_item_vjp,
-    rt.sorted_by_vjp,
-    rt.concat_vjp_a,
-    rt.concat_vjp_b,
-    rt.repeat_seq_vjp,
-    rt.sequence_vjp,
-    rt.part_vjp,
-)
+def_new_list(rt.unpopped, rt.spread, rt.detached, rt.zeros_like, rt.fit, rt.unstack,
+             rt.getitem_vjp, rt.list_item_vjp, rt.sorted_by_vjp, rt.concat_vjp_a, rt.concat_vjp_b,
+             rt.repeat_seq_vjp, rt.sequence_vjp, rt.part_vjp)
 def_new_list(rt.add_adjoints, passes=(0, 1))
 def_new_list(rt.dense_adjoint, passes=(0,))
 def_in_place(rt.add_into, rt.add_at)  # add_into(y_bar, i, g) is y_bar = add_at(y_bar, i, g)
@@ -296,35 +273,13 @@ defjvp(rt.safe_log,      lambda u, ans, x: np.where(x == 0, 0.0, u / np.where(x 
 
 # a helper's refusal of arguments it cannot differentiate at: no value, no gradient
 def_effect(rt.refuse_unless)
-def_nondiff(
-    rt.balanced_eq,
-    rt.clip_mask,
-    rt.reduced_count,
-    rt.zeros_like,
-    rt.zeros_of,
-    rt.tensordot_spec,
-    rt.inverse_axes,
-    rt.zip_length,
-    rt.field_position,
-    rt.is_container,
-)
+def_nondiff(rt.balanced_eq, rt.clip_mask, rt.reduced_count, rt.zeros_like, rt.zeros_of,
+            rt.tensordot_spec, rt.inverse_axes, rt.zip_length, rt.field_position, rt.is_container)
 
 # ---- reductions, statistics, products and factorizations: linear in the adjoint; the rest by their
-for _adjoint in (
-    rt.prod_vjp,
-    rt.cumprod_vjp,
-    rt.average_vjp,
-    rt.average_weights_vjp,
-    rt.nanmean_vjp,
-    rt.polyval_vjp_p,
-    rt.matrix_power_vjp,
-    rt.multi_dot_vjp,
-    rt.cholesky_vjp,
-    rt.eigh_vjp,
-    rt.svd_vjp,
-    rt.qr_vjp,
-    rt.pinv_vjp,
-):
+for _adjoint in (rt.prod_vjp, rt.cumprod_vjp, rt.average_vjp, rt.average_weights_vjp,
+                 rt.nanmean_vjp, rt.polyval_vjp_p, rt.matrix_power_vjp, rt.multi_dot_vjp,
+                 rt.cholesky_vjp, rt.eigh_vjp, rt.svd_vjp, rt.qr_vjp, rt.pinv_vjp):
     def_linear(_adjoint, 0)
 defjvp(rt.prod_vjp, None, zero, lambda u, ans2, g, ans, x, axis=None, keepdims=False:
        rt.expand_reduced(g, x, axis, keepdims) * rt.prod_others_jvp(u, x, axis), zero, zero)
