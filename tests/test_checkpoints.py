@@ -39,8 +39,8 @@ DIRECTORY = tempfile.mkdtemp(prefix="ast_ad_checkpoints_")
 # ---- the schedule --------------------------------------------------------------------------------
 @cache
 def fewest(steps: int, snapshots: int) -> int:
-    """The fewest untaped steps any schedule needs: the recursion of ``ast_ad.revolve``, every split
-    tried."""
+    """The fewest untaped steps any schedule needs: the recursion of ``ast_ad.revolve``,
+    every split tried."""
     if steps <= 1:
         return 0
     if snapshots == 1:

@@ -650,7 +650,8 @@ def test_every_helper_generated_code_calls_has_rules(case: Case, data: st.DataOb
     from ast_ad.core import registry
 
     args = data.draw(case.args)
-    for checkpoints in (None, 2):  # and the checkpointed gradient's schedule (``ast_ad.revolve``)
+    # and the checkpointed gradient's schedule (``ast_ad.revolve``)
+    for checkpoints in (None, 2):
         gradient = ast_ad.grad(case.fn, case.argnums, checkpoints=checkpoints)
         # a loop checkpoints= leaves taped says so: here, asked of every case
         with warnings.catch_warnings():

@@ -1,6 +1,6 @@
-"""A rule's body lowered to IR (``ast_ad.templates``): every rule that is one expression lowers, and
-the IR it gives, run statement by statement, computes what calling the rule computes, on each rule's
-own example inputs."""
+"""A rule's body lowered to IR (``ast_ad.modes.templates``): every rule that is one expression
+lowers, and the IR it gives, run statement by statement, computes what calling the rule computes, on
+each rule's own example inputs."""
 
 from __future__ import annotations
 

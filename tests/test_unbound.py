@@ -1,6 +1,6 @@
-"""Python's ``UnboundLocalError``, kept (``ast_ad.unbound``): a name that only a loop or a branch
-binds, read where that loop ran no step or the other path was taken, raises in every transformation
-as it does in Python; where it was bound, the derivatives are the usual ones."""
+"""Python's ``UnboundLocalError``, kept (``ast_ad.analysis.unbound``): a name that only a loop or a
+branch binds, read where that loop ran no step or the other path was taken, raises in every
+transformation as it does in Python; where it was bound, the derivatives are the usual ones."""
 
 from __future__ import annotations
 

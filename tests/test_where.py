@@ -1,6 +1,6 @@
 """``np.where`` exact where its other branch is not finite: the branch's backward pass is computed
-where it is selected (``ast_ad.selection``), so ``sinc`` and a guarded softplus get exact gradients
-at the guard."""
+where it is selected (``ast_ad.frontend.selection``), so ``sinc`` and a guarded softplus get exact
+gradients at the guard."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""ast_ad's own printer of generated code (``ast_ad.writer``): the program it prints parses back to
-the tree it was given, and its text is astor's byte for byte (the layout the golden files record)
-wherever astor's parses back to the tree too, for random trees of everything generated code holds
-and for the gradients of random programs."""
+"""ast_ad's own printer of generated code (``ast_ad.backend.writer``): the program it prints parses
+back to the tree it was given, and its text is astor's byte for byte (the layout the golden files
+record) wherever astor's parses back to the tree too, for random trees of everything generated code
+holds and for the gradients of random programs."""
 
 from __future__ import annotations
 

@@ -105,7 +105,7 @@ def shape_classes(
     Elementwise operations keep their operands' class when all non-scalar
     operands share one; anything else starts a class of its own; a name
     assigned in several places with different classes gets ``None`` (unknown).
-    A name ``known`` to hold a number is ``SCALAR`` (``ast_ad.kinds``).
+    A name ``known`` to hold a number is ``SCALAR`` (``ast_ad.analysis.kinds``).
     """
     classes: dict[str, int | None] = dict(zip(function.params, shapes, strict=True))
     numbers = {name for name in known.facts if known.no_axes(name)} if known is not None else set()
@@ -696,9 +696,9 @@ def accumulated_reads(function: ir.Function, useful: set[str], structured: set[s
     """``in_place`` with the arrays a loop only reads, entry by entry, whose adjoints it adds into
     in place.
 
-    ``x[i]`` of a numpy array of floats (``ast_ad.kinds``), in a loop that binds no ``x``: the
-    backward pass adds each read's adjoint into the entry (``x_bar[i] += g``) of an adjoint array
-    that the loop owns (made before it, as a written array's is), rather than keep the step's
+    ``x[i]`` of a numpy array of floats (``ast_ad.analysis.kinds``), in a loop that binds no ``x``:
+    the backward pass adds each read's adjoint into the entry (``x_bar[i] += g``) of an adjoint
+    array that the loop owns (made before it, as a written array's is), rather than keep the step's
     adjoint and index to sum after the loop.
     """
     accumulated: dict[int, tuple[str, ...]] = {}

@@ -868,7 +868,7 @@ def source(fn: Any, *example_args: Any, stage: str = "adjoint") -> str:
 
     Generated code is specialized on which arguments are scalars, and on a
     numpy array's number of axes and kind (it leaves out un-broadcasting that
-    numbers cannot need: see ``ast_ad.kinds``). ``source`` shows the version
+    numbers cannot need: see ``ast_ad.analysis.kinds``). ``source`` shows the version
     for ``example_args`` if given, else for the gradient's last call, else the
     general version for arrays (for scalars, in forward mode).
     """

@@ -114,12 +114,12 @@ def grad(
     compile raises :class:`ast_ad.backend.jit.JitError` at the first call, naming the line.
 
     ``checkpoints=c`` trades time for memory in long loops (binomial checkpointing,
-    ``ast_ad.revolve``): each ``for`` loop at the top level of ``fun`` (and of your functions it
-    calls) keeps at most ``c`` snapshots of the state it carries from step to step, and the backward
-    pass computes the other steps again, by revolve's optimal schedule, instead of taping every
-    step. The gradient is the same, to the bit. The generated code says above each loop whether it
-    is checkpointed, and if not, why (a ``while`` loop, a ``break``, a ``print``, an in-place write,
-    a call without a rule).
+    ``ast_ad.revolve``): each ``for`` loop at the top level of ``fun`` (and of your
+    functions it calls) keeps at most ``c`` snapshots of the state it carries from step to step, and
+    the backward pass computes the other steps again, by revolve's optimal schedule, instead of
+    taping every step. The gradient is the same, to the bit. The generated code says above each loop
+    whether it is checkpointed, and if not, why (a ``while`` loop, a ``break``, a ``print``, an
+    in-place write, a call without a rule).
     """
     if fun is None:
         def decorate(fun: Callable[P, Any]) -> Gradient[P, Any]:

@@ -1,5 +1,5 @@
 """Numba's versions of the runtime helpers generated gradients call (``jit="numba"``, see
-``ast_ad.jit``).
+``ast_ad.backend.jit``).
 
 Each overload gives, for the argument types Numba infers, an implementation that computes what the
 Python helper in ``ast_ad.runtime`` computes for those types; for other types it gives none, and

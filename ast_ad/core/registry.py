@@ -249,9 +249,9 @@ def reduced_over(rule: Rule, k: int, args: Any, kwargs: dict[str, Any]) -> tuple
 
 def def_vjp_by_ranks(fn: Any, ranks: tuple[int, ...], *vjps: VJP | None) -> None:
     """Reverse rules for ``fn`` where its arguments are numpy arrays with these numbers of axes
-    (``ast_ad.kinds`` tells where that is certain): short enough to inline (``g @ a``) where the
-    general rule calls a helper that looks at the axes on every call. ``None`` keeps the general
-    rule for that argument."""
+    (``ast_ad.analysis.kinds`` tells where that is certain): short enough to inline (``g @ a``)
+    where the general rule calls a helper that looks at the axes on every call. ``None`` keeps the
+    general rule for that argument."""
     _note("ranked", fn, ranks, *vjps)
     _FACTS["ranked"].setdefault(fn, {})[ranks] = tuple(vjps)
 
@@ -280,7 +280,7 @@ def def_summed(fn: Any, summed: Any, fixed: int) -> None:
     loop (argument ``fixed`` of ``fn``) can wait until after it: ``summed(terms, fixed operand)``
     adds them all at once, where ``terms`` holds each step's ``g`` and the one other argument
     (``matmul_vjp_a``: the outer products of a matrix applied to a new vector each step, as one
-    product of the stacked vectors; see ``ast_ad.batching``)."""
+    product of the stacked vectors; see ``ast_ad.optimize.batching``)."""
     _note("summed", fn, summed, fixed)
     _FACTS["summed"][fn] = (summed, fixed)
 

@@ -1,9 +1,9 @@
 """Binomial checkpointing of a loop's backward pass (``grad(f, checkpoints=c)``).
 
 A checkpointed loop keeps at most ``c`` snapshots of its loop-carried state and computes the steps
-between them again, on the schedule ``ast_ad.revolve`` gives: the forward pass runs the first sweep
-(a snapshot at the start of each segment, the steps untaped) and tapes the last step; the backward
-pass is one loop over the schedule's remaining actions::
+between them again, on the schedule ``ast_ad.revolve`` gives: the forward pass runs the
+first sweep (a snapshot at the start of each segment, the steps untaped) and tapes the last step;
+the backward pass is one loop over the schedule's remaining actions::
 
     for action, begin, end in reversal:
         if action == 'reverse':      # the backward pass of steps begin..end (taped just before)
@@ -45,7 +45,8 @@ class CheckpointWarning(UserWarning):
 
 @record(frozen=False)
 class Checkpointed:
-    """A loop whose backward pass computes steps again from snapshots (``ast_ad.revolve``)."""
+    """A loop whose backward pass computes steps again from snapshots
+    (``ast_ad.revolve``)."""
 
     state: tuple[str, ...]  # the loop-carried names each snapshot keeps
     sweep: str  # the names, in generated code, of the forward pass's segments,

@@ -144,7 +144,8 @@ defjvp(rt.product_terms_jvp, lambda v, ans, u, terms: rt.product_terms_jvp(v, rt
 defjvp(rt.index_terms_jvp, None, zero)  # the indices come from the terms: an index does not move
 def_linear(rt.index_terms_jvp, 0)
 def_sequence(rt.product_terms_jvp, rt.index_terms_jvp)
-# a loop's contributions to an operand it keeps fixed, summed once after it (``ast_ad.batching``)
+# a loop's contributions to an operand it keeps fixed, summed once after it
+# (``ast_ad.optimize.batching``)
 def_summed(rt.matmul_vjp_a, rt.summed_matmul_vjp_a, 1)
 def_summed(rt.matmul_vjp_b, rt.summed_matmul_vjp_b, 2)
 def_summed(rt.dot_vjp_a, rt.summed_dot_vjp_a, 1)
