@@ -21,7 +21,7 @@ from ast_ad.backend.emit import emit_forward, emit_units
 from ast_ad.backend.load import Loaded, load, watch_code
 from ast_ad.core import logs
 from ast_ad.frontend.check import check_source
-from ast_ad.frontend.lower_calls import INLINED
+from ast_ad.frontend.lower_calls import FOREIGN_READS, INLINED
 from ast_ad.frontend.normalize import normalize
 from ast_ad.frontend.parse import parse
 from ast_ad.ir import nodes as ir
@@ -165,6 +165,9 @@ def _built(key: Any, fn: Any, what: str, derivation: str, derive: Any, emit_: An
                                       for h in INLINED.get((f, getattr(f, "__code__", None)), ())))
         if stored is not None and not inlined and store.save(stored, emitted, built):
             counts["stored"] += 1
+        # (and the globals of other modules that inlined helpers read: stale once one changes)
+        built.same += tuple(read for f in emitted.functions
+                            for read in FOREIGN_READS.get((f, getattr(f, "__code__", None)), ()))
         watch_code(built, fn, inlined)
         _keep(key, built)
         return built

@@ -372,7 +372,7 @@ def helpers_of_another_module_write_their_arguments(x):
 
 def a_helper_of_another_module_reads_its_own_global(x):
     y = x * 1.0
-    foreign_helpers.clip_at_limit(y)  # write: LIMIT is that module's alone (refused)
+    foreign_helpers.clip_at_limit(y)  # LIMIT is that module's alone: read there
     return np.sum(y * x)
 
 

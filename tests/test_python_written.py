@@ -119,9 +119,8 @@ def test_jvp_fills_defaults_and_says_which_argument_is_missing() -> None:
 
 def test_a_helper_that_only_changes_its_argument_writes_the_callers_array() -> None:
     """A helper that changes its argument and returns nothing is inlined, of the same module
-    (``calls_a_filler``) or of another whose globals it reads are the caller's: the caller's array
-    follows its writes. Where it cannot be inlined, it is told to return what it changes, not that
-    it "must end with" a return (``test_memory``: a helper reading a global of its own module)."""
+    (``calls_a_filler``) or of another (its names read in its module): the caller's array follows
+    its writes."""
     value, grads = ast_ad.value_and_grad(pw.calls_a_filler_of_another_module)(X.copy())
     assert value == pw.calls_a_filler_of_another_module(X.copy())
     assert_fd(lambda v: pw.calls_a_filler_of_another_module(v.copy()), (X,), (0,), (grads,))

@@ -52,6 +52,9 @@ RETURN_VIEWS: dict[Any, tuple[int, ir.Call] | None] = {}
 # (``transform._built``)
 INLINED: dict[Any, tuple[Any, ...]] = {}
 # functions being lowered now: True once a call to one assumed it writes nothing
+# the globals of other modules that inlined helpers read, by (function, code): (module dict, name,
+# object), which the transform watches as it watches the inlined functions (``transform._built``)
+FOREIGN_READS: dict[Any, tuple[tuple[dict[str, Any], str, Any], ...]] = {}
 BEING_LOWERED: dict[Any, bool] = {}
 
 
@@ -82,6 +85,7 @@ class CallLowering(ControlFlow, Objects):
     instances: dict[str, type]  # IR name -> the user class it was made by (``m = Model(w)``)
     # a list of lambdas or local functions by name (``fs = [f, g]``)
     function_lists: dict[str, list[Any]]
+    scopes: list[dict[str, Any]]  # the globals of the helpers of other modules being inlined
     inlining: list[str]
 
     def param_writes(self, fn: Any) -> frozenset[str]:
@@ -480,9 +484,9 @@ class CallLowering(ControlFlow, Objects):
         """The tree of ``fn``, to inline, where it is a function of the user's (no closure, not
         ast_ad's, no rule) that changes a parameter in place (``a[0] = v``, ``a *= s``): inlined,
         its writes are the caller's, which the memory model follows; it may return nothing
-        (``fill(y)``). A function of another module is inlined where every global it reads is the
-        very object the caller's module has under that name (``np``, ``math``...): its body then
-        means here what it means there."""
+        (``fill(y)``). A function of another module is inlined too, its names resolved in its own
+        module (``scopes``): what it reads there that the caller's module does not hold is read as
+        the object it is, and watched (``foreign_reads``)."""
         if not (inspect.isfunction(fn) and registry.lookup(fn) is None and not fn.__closure__
                 and fn is not self.fn and not (fn.__module__ or "").startswith("ast_ad.")) \
                 or fn.__name__ in self.inlining:
@@ -505,9 +509,8 @@ class CallLowering(ControlFlow, Objects):
         return _ending_in_return(tree)
 
     def foreign_tree(self, fn: Any) -> gast.FunctionDef | None:
-        """The tree of ``fn``, a function of another module, where each global name it reads is the
-        caller's module's very object (or a builtin neither shadows); ``None`` otherwise, or where
-        it has no source."""
+        """The tree of ``fn``, a function of another module, where each global name it reads is its
+        module's or a builtin; ``None`` otherwise, or where it has no source."""
         try:
             source = parse(fn)
         except ASTADError:
@@ -520,8 +523,7 @@ class CallLowering(ControlFlow, Objects):
         for n in gast.walk(source.tree):
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id not in own:
                 theirs = fn.__globals__.get(n.id, _ABSENT)
-                ours = self.fn.__globals__.get(n.id, _ABSENT)
-                if theirs is not ours or theirs is _ABSENT and not hasattr(builtins, n.id):
+                if theirs is _ABSENT and not hasattr(builtins, n.id):
                     return None
         self.foreign_sources[id(source.tree)] = source
         return source.tree
@@ -536,10 +538,12 @@ class CallLowering(ControlFlow, Objects):
             return self.inline(tree, node, name, user)
         outer = self.source
         self.source = source
+        self.scopes.append(source.fn.__globals__)  # its names are its module's
         try:
             return self.inline(tree, node, name, user)
         finally:
             self.source = outer
+            self.scopes.pop()
 
     def dead_after(self, atom: ir.Var) -> bool:
         """Whether no variable that holds ``atom`` is read after the statement being lowered, but as

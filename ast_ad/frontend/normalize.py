@@ -49,7 +49,13 @@ from ast_ad.errors import LocatedError
 from ast_ad.frontend import objects, selection
 from ast_ad.frontend.aliasing import live_after, loop_rebinds
 from ast_ad.frontend.check import WITH_HINT, check_source, refuse
-from ast_ad.frontend.lower_calls import BEING_LOWERED, INLINED, PARAM_WRITES, RETURN_VIEWS
+from ast_ad.frontend.lower_calls import (
+    BEING_LOWERED,
+    FOREIGN_READS,
+    INLINED,
+    PARAM_WRITES,
+    RETURN_VIEWS,
+)
 from ast_ad.frontend.lower_control import bindings, written_in_place
 from ast_ad.frontend.lower_exprs import ExpressionLowering
 from ast_ad.frontend.objects import followable, made_of
@@ -60,6 +66,7 @@ from ast_ad.ir import syntax
 from ast_ad.ir.naming import Namer, identifier
 
 MAX_NAME = 16
+_ABSENT = object()
 
 def normalize(source: Source) -> ir.Function:
     """Lower ``source`` (already checked) to an :class:`ir.Function`."""
@@ -80,6 +87,7 @@ def normalize(source: Source) -> ir.Function:
         PARAM_WRITES[key] = frozenset(lowerer.writes)
         RETURN_VIEWS[key] = _returned_view(function, lowerer.recipes)
         INLINED[key] = tuple(dict.fromkeys(lowerer.inlined))
+        FOREIGN_READS[key] = tuple(lowerer.foreign_reads)
         return function
     finally:
         del BEING_LOWERED[key]
@@ -194,6 +202,12 @@ class Lowerer(ExpressionLowering):
         self.loop_rebinds: list[set[str]] = []
         # helpers of other files, inlined (``CallLowering``)
         self.foreign_sources: dict[int, Source] = {}
+        # the globals of the helpers of other modules being inlined, innermost last: their names
+        # resolve there; what they read that the caller's module does not hold is watched
+        # (``foreign_reads``: module dict, name, object), a derivative reading it is stale once it
+        # changes
+        self.scopes: list[dict[str, Any]] = []
+        self.foreign_reads: list[tuple[dict[str, Any], str, Any]] = []
         # the functions whose bodies are lowered in place (``INLINED``)
         self.inlined: list[Any] = []
         # name -> (function, args, keywords) of a functools.partial
@@ -738,6 +752,15 @@ class Lowerer(ExpressionLowering):
                 raise self.error(node, f"the closure variable {node.id!r} is not set yet") from None
             registry.load_rules_for(value)
             return ir.Ref(value, node.id, ("closure", node.id), value)
+        scope = self.scopes[-1] if self.scopes else self.fn.__globals__
+        if node.id in scope and scope is not self.fn.__globals__ \
+                and scope[node.id] is not self.fn.__globals__.get(node.id, _ABSENT):
+            # a global of another module's helper, its own: read as the object it is now, and
+            # watched (``foreign_reads``)
+            value = scope[node.id]
+            registry.load_rules_for(value)
+            self.foreign_reads.append((scope, node.id, value))
+            return ir.Ref(helper_twin(value), node.id)
         if node.id in self.fn.__globals__:
             value = self.fn.__globals__[node.id]
             registry.load_rules_for(value)
