@@ -115,14 +115,14 @@ def run(options: argparse.Namespace) -> int:
             argnums = tuple(int(k) for k in options.argnums.split(","))
         except ValueError:
             raise ASTADError(
-                f"--argnums takes argument positions separated by commas (--argnums 0,1), not "
+                "--argnums takes argument positions separated by commas (--argnums 0,1), not "
                 f"{options.argnums!r}"
             ) from None
         bad = [k for k in argnums if count is not None and not 0 <= k < count]
         if bad:
             raise ASTADError(
-                f"--argnums {options.argnums}: {options.target} takes {count} argument"
-                f"{'s' * (count != 1)}, numbered from 0, so there is no argument {bad[0]}"
+                f"--argnums {options.argnums}: {options.target} takes {count} "
+                f"argument{'s' * (count != 1)}, numbered from 0, so there is no argument {bad[0]}"
             )
     elif options.command == "show" or not values:
         argnums = (0,)

@@ -285,8 +285,7 @@ class _Clock:
             slowest = max(self.times, key=self.times.__getitem__)
             logs.warning(
                 "the %s of %s took %.1f s to generate (%d lines of code, most of it in %s); this "
-                "happens "
-                "once per function and argument kinds, later calls reuse it",
+                "happens once per function and argument kinds, later calls reuse it",
                 self.what,
                 _name(self.fn),
                 total,

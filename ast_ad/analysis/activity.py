@@ -508,10 +508,8 @@ def unfollowed(fn: Any) -> str:
     if fn in (zip, map, filter, enumerate, reversed, iter):
         return (
             ": ast_ad follows an iterator of differentiated values where a loop unfolds it: loop "
-            "over "
-            "zip(xs, ys) with one name per sequence (for a, b in zip(xs, ys)), or build the list "
-            "with a "
-            "comprehension ([f(v) for v in xs])"
+            "over zip(xs, ys) with one name per sequence (for a, b in zip(xs, ys)), or build the "
+            "list with a comprehension ([f(v) for v in xs])"
         )
     return ""
 
@@ -535,8 +533,7 @@ def missing_rule(stmt: ir.Stmt, message: str, register: str) -> MissingRuleError
     elif obj in (set, frozenset):
         said = (
             "a set of differentiated values has no derivative ast_ad follows (a set keeps no "
-            "order, and one "
-            "of two equal values): use a list"
+            "order, and one of two equal values): use a list"
         )
     elif (
         obj is not None

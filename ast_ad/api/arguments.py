@@ -185,8 +185,8 @@ def _like(bar: Any, x: Any) -> Any:
     if np.iscomplexobj(bar):
         raise ASTADError(
             "a complex value reached the gradient: ast_ad differentiates real code only (complex "
-            "values come from 1j, np.fft, or a negative float to a fractional power such as "
-            "(-2.0) ** 0.5); keep the computation real, e.g. np.sqrt(np.abs(x))"
+            "values come from 1j, np.fft, or a negative float to a fractional power such as (-2.0) "
+            "** 0.5); keep the computation real, e.g. np.sqrt(np.abs(x))"
         )
     foreign_x, foreign_bar = is_array(x) and not isinstance(x, np.ndarray), is_array(bar) and \
         not isinstance(bar, np.ndarray)

@@ -151,8 +151,8 @@ def vjp(fun: Callable[..., V], *primals: Any,
     if getattr(fun, "composable", False):
         if checkpoints is not None:
             raise ASTADError(
-                "checkpoints= applies to the vjp of a plain function: the vjp of a derivative "
-                "runs forward mode over it, which tapes nothing"
+                "checkpoints= applies to the vjp of a plain function: the vjp of a derivative runs "
+                "forward mode over it, which tapes nothing"
             )
         return _vjp_of_transformed(fun, primals, argnums)
     gradient: Gradient[..., Any] = Gradient(

@@ -270,8 +270,8 @@ def _along(fun: Any, args: tuple[Any, ...], tangents: tuple[Any, ...]) -> Lowere
 
 def _pair_up(primals: Any, tangents: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise ASTADError("jvp takes primals and tangents as tuples, one entry per argument: "
-                         "jvp(f, (x,), (x_dot,))")
+        raise ASTADError("jvp takes primals and tangents as tuples, one entry per argument: jvp(f, "
+                         "(x,), (x_dot,))")
     if len(primals) != len(tangents):
         raise ASTADError(
             f"jvp got {len(primals)} primals but {len(tangents)} tangents: give one tangent per "

@@ -234,8 +234,8 @@ class Gradient(Generic[P, R]):
         for k in self.argnums:
             if k >= self.nparams - (self.bound_self is not None) or k < 0:
                 raise ArgnumsError(
-                    f"argnums={argnums!r} names argument {k}, but {self.fun.__qualname__} "
-                    f"takes {self.nparams - (self.bound_self is not None)} arguments"
+                    f"argnums={argnums!r} names argument {k}, but {self.fun.__qualname__} takes "
+                    f"{self.nparams - (self.bound_self is not None)} arguments"
                 )
         self.shift = 1 if self.bound_self is not None else 0
         self.last_shapes: tuple[int, ...] | None = None
@@ -577,8 +577,8 @@ class Gradient(Generic[P, R]):
             else f"a {type(out).__name__}"
         )
         return NonScalarOutputError(
-            f"grad needs a function that returns a scalar, but {self.__qualname__} "
-            f"returned {what}; reduce it first (np.sum, np.mean) or take one entry",
+            f"grad needs a function that returns a scalar, but {self.__qualname__} returned "
+            f"{what}; reduce it first (np.sum, np.mean) or take one entry",
             line.filename,
             line.lineno,
             line.text,

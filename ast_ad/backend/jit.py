@@ -96,9 +96,8 @@ class _Compiled:
         )
         hint = (
             "Numba compiles numbers, numpy arrays, and lists and tuples of them; keep each "
-            "variable one type "
-            "(a number everywhere, or an array everywhere), or leave out jit= to run the gradient "
-            "in Python"
+            "variable one type (a number everywhere, or an array everywhere), or leave out jit= to "
+            "run the gradient in Python"
         )
         if not places:
             return JitError(f"Numba could not compile the gradient ({reason}). {hint}")
@@ -168,8 +167,8 @@ def _numba() -> Any:
     try:
         import numba
     except ImportError:
-        raise JitError('jit="numba" needs Numba: pip install numba (from a checkout of ast_ad, '
-                       'pip install ".[numba]")') from None
+        raise JitError('jit="numba" needs Numba: pip install numba (from a checkout of ast_ad, pip '
+                       'install ".[numba]")') from None
     return numba
 
 

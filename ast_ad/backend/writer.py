@@ -282,8 +282,8 @@ class _Writer:
         if kind is gast.SetComp:
             return f"{{{self.expr(node.elt, _ATOM)}{self.generators(node.generators)}}}", _ATOM
         if kind is gast.DictComp:
-            return (f"{{{self.expr(node.key, _ATOM)}: {self.expr(node.value, _ATOM)}"
-                    f"{self.generators(node.generators)}}}"), _ATOM
+            return (f"{{{self.expr(node.key, _ATOM)}: "
+                    f"{self.expr(node.value, _ATOM)}{self.generators(node.generators)}}}"), _ATOM
         if kind is gast.GeneratorExp:
             return f"({self.expr(node.elt, _TUPLE + 1)}{self.generators(node.generators)})", _ATOM
         raise Unprintable(kind.__name__)

@@ -83,8 +83,8 @@ def _make(cls: T, frozen: bool, eq: bool) -> T:
     }
     if eq:
         methods["__eq__"] = (
-            f"def __eq__(self, other):\n    if other.__class__ is self.__class__:\n"
-            f"        return ({values}) == ({others})\n    return NotImplemented"
+            "def __eq__(self, other):\n    if other.__class__ is self.__class__:\n        return "
+            f"({values}) == ({others})\n    return NotImplemented"
         )
         if frozen:
             methods["__hash__"] = f"def __hash__(self):\n    return hash(({values}))"

@@ -577,8 +577,8 @@ def keyword_hazard(fn: Any, name: str, value: Any) -> str | None:
     if name == "where" and value is not True:
         return (
             "where= leaves entries out, which the rules of this function do not follow: select "
-            "them first, "
-            "np.where(mask, x, 0.0) (or the reduction's identity), then call it without where="
+            "them first, np.where(mask, x, 0.0) (or the reduction's identity), then call it "
+            "without where="
         )
     if name == "dtype" and value is not None and not _fact("casts", fn):
         import numpy as np  # already imported by whatever calls a numpy function
@@ -590,15 +590,13 @@ def keyword_hazard(fn: Any, name: str, value: Any) -> str | None:
         if kind not in "fc":
             return (
                 "dtype= other than a float type (an integer result, or one not known before the "
-                "call) is not "
-                "followed by the rules of this function: compute in floats, then cast with "
-                ".astype(...)"
+                "call) is not followed by the rules of this function: compute in floats, then cast "
+                "with .astype(...)"
             )
     if name == "order" and value not in ("C", None) and _fact("reads_in_order", fn):
         return (
             "order= other than 'C' reads the entries in another order, which the rules of this "
-            "function do "
-            "not follow: transpose first (np.reshape(x.T, ...)), or write order='C'"
+            "function do not follow: transpose first (np.reshape(x.T, ...)), or write order='C'"
         )
     if name == "initial" and _fact("scaled_by_initial", fn):
         return ("initial= is not followed by the rules of this function: multiply the result by it "

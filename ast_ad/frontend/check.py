@@ -30,8 +30,8 @@ from ast_ad.errors import UnsupportedSyntaxError
 from ast_ad.ir import syntax
 
 Locate = Callable[[gast.AST], tuple[str, int, str]]
-COMPLEX_HINT = ("complex numbers are not supported yet: ast_ad differentiates real code only "
-                "(no 1j, cmath, np.fft, np.emath or complex dtypes); keep the computation real")
+COMPLEX_HINT = ("complex numbers are not supported yet: ast_ad differentiates real code only (no "
+                "1j, cmath, np.fft, np.emath or complex dtypes); keep the computation real")
 
 
 WITH_HINT = ("with blocks are supported for np.errstate(...) only: open resources outside the "
@@ -131,8 +131,8 @@ def check_source(source: Any) -> None:
 def _check_arguments(args: gast.arguments, locate: Locate) -> None:
     for star in (args.vararg, args.kwarg):
         if star is not None:
-            raise refuse(star, "functions with *args or **kwargs cannot be differentiated: "
-                               "name every parameter", locate)
+            raise refuse(star, "functions with *args or **kwargs cannot be differentiated: name "
+                               "every parameter", locate)
 
 
 def refuse(node: gast.AST, hint: str, locate: Locate) -> UnsupportedSyntaxError:

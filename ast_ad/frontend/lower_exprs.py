@@ -62,9 +62,8 @@ SUBCLASS_MODULES = {
 }
 SUBCLASS_HINT = (
     "np.matrix and masked arrays are not supported: their operators mean other things than the "
-    "rules "
-    "of numpy arrays say (* is a matrix product, masked entries are left out): use np.asarray(...) "
-    "with @, or np.where for a mask"
+    "rules of numpy arrays say (* is a matrix product, masked entries are left out): use "
+    "np.asarray(...) with @, or np.where for a mask"
 )
 
 

@@ -93,8 +93,8 @@ class WriteLowering(CallLowering):
         if not isinstance(base, gast.Name) or base.id not in self.locals or base.id not in self.env:
             raise refuse(
                 target,
-                "item assignment is supported on local variables only (y[i] = v, not "
-                "y.a[i] = v or g()[i] = v): assign to a local array first",
+                "item assignment is supported on local variables only (y[i] = v, not y.a[i] = v or "
+                "g()[i] = v): assign to a local array first",
                 self.locate,
             )
         array = self.expr(base)
@@ -343,8 +343,8 @@ class WriteLowering(CallLowering):
         raise refuse(
             call,
             f"the method .{func.attr}() changes {func.value.id} in place, which ast_ad does not "
-            f"differentiate: compute a new value instead ({func.value.id} = ...), for lists "
-            f"xs = xs + [v] or xs = xs[::-1]",
+            f"differentiate: compute a new value instead ({func.value.id} = ...), for lists xs = "
+            "xs + [v] or xs = xs[::-1]",
             self.locate,
         )
 

@@ -224,8 +224,8 @@ class Nesting(Aliasing):
         ):
             raise refuse(
                 node,
-                "ast_ad.jvp inside a differentiated function needs a module-level function and "
-                "the primals and tangents as two tuples: ast_ad.jvp(f, (x,), (v,))",
+                "ast_ad.jvp inside a differentiated function needs a module-level function and the "
+                "primals and tangents as two tuples: ast_ad.jvp(f, (x,), (v,))",
                 self.locate,
             )
         source = self.expr(node.args[0])  # recorded: redefining ``f`` transforms again

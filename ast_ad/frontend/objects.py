@@ -267,8 +267,8 @@ class Objects:
             )
         raise refuse(
             node,
-            f"{made.cls.__name__}.{node.attr} read as a value is not followed yet: call it "
-            f"where it is read ({made.hint}.{node.attr}(...))",
+            f"{made.cls.__name__}.{node.attr} read as a value is not followed yet: call it where "
+            f"it is read ({made.hint}.{node.attr}(...))",
             self.locate,
         )
 

@@ -194,8 +194,8 @@ def partial_function(made: functools.partial[Any]) -> Callable[..., Any]:
         ):
             spelled.append("/")
     call = ", ".join(passed + [f"{n}={n}" for n in keywords])
-    text = (f"def _make({', '.join(cells)}):\n    def {name}({', '.join(spelled)}):\n"
-            f"        return _f({call})\n    return {name}\n")
+    text = (f"def _make({', '.join(cells)}):\n    def {name}({', '.join(spelled)}):\n        "
+            f"return _f({call})\n    return {name}\n")
     filename = f"<ast_ad partial of {getattr(inner, '__qualname__', 'f')} #{next(_partials)}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
     scope: dict[str, Any] = {}

@@ -699,6 +699,6 @@ class Forwarder:
         return missing_rule(
             stmt,
             message,
-            "register a forward rule: "
-            "ast_ad.extend.defjvp(fn, lambda u, ans, x: ...), one lambda per positional argument",
+            "register a forward rule: ast_ad.extend.defjvp(fn, lambda u, ans, x: ...), one lambda "
+            "per positional argument",
         )

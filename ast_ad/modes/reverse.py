@@ -294,9 +294,9 @@ class Reverser:
             if isinstance(stmt, ir.Pop) and not self.writes.private_list(stmt.source):
                 raise self.error(
                     stmt,
-                    "reverse mode differentiates list.pop() on a list the function makes "
-                    "itself (xs = [], or [a, b]), which no other name holds; index this list "
-                    "instead (xs[-1], xs = xs[:-1]), or pop a copy of it (xs = list(xs))",
+                    "reverse mode differentiates list.pop() on a list the function makes itself "
+                    "(xs = [], or [a, b]), which no other name holds; index this list instead "
+                    "(xs[-1], xs = xs[:-1]), or pop a copy of it (xs = list(xs))",
                 )
         # before the calls are planned: their container arguments are labelled so
         self.spread_structure()
@@ -826,6 +826,6 @@ class Reverser:
         return missing_rule(
             stmt,
             message,
-            "register a rule: "
-            "ast_ad.extend.defvjp(fn, lambda g, ans, x: ...), one lambda per positional argument",
+            "register a rule: ast_ad.extend.defvjp(fn, lambda g, ans, x: ...), one lambda per "
+            "positional argument",
         )

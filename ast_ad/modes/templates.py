@@ -309,8 +309,7 @@ class _MakerSource:
                 kwargs = "".join(f"({k!r}, {self.atom(a)}), " for k, a in value.kwargs)
                 made = (
                     f"Call({self.object(_plain(value.fn))}, ({args}), ({kwargs}), "
-                    f"{self.object(value.moved)}, "
-                    f"{value.attribute!r})"
+                    f"{self.object(value.moved)}, {value.attribute!r})"
                 )
                 foldable = value.fn.obj in _FOLDABLE or value.fn.obj in (
                     operator.pow,

@@ -741,8 +741,8 @@ def svd_vjp(g: Any, ans: Any, a: Any, full_matrices: Any = True, compute_uv: Any
         return u @ (np.eye(np.shape(g)[-1]) * g[..., None, :]) @ vt
     refuse_unless(
         not full_matrices or np.shape(a)[-1] == np.shape(a)[-2],
-        "the gradient of np.linalg.svd with "
-        "full_matrices=True on a non-square matrix: pass full_matrices=False",
+        "the gradient of np.linalg.svd with full_matrices=True on a non-square matrix: pass "
+        "full_matrices=False",
     )
     u, s, vt = ans
     u_bar, s_bar, vt_bar = (zeros_of(x) if b is None else b for b, x in zip(g, ans, strict=True))

@@ -92,8 +92,8 @@ def unbroadcast(g: Any, x: Any) -> Any:
                 error = TypeError  # type: ignore[misc, assignment]  # exported without ast_ad
             raise error(
                 "this + or * joined or repeated lists or tuples, which ast_ad could not tell apart "
-                "from arithmetic here: build the list as a literal, with append, or with "
-                "list(...) first, so ast_ad knows it is a list"
+                "from arithmetic here: build the list as a literal, with append, or with list(...) "
+                "first, so ast_ad knows it is a list"
             )
         return g
     shape = getattr(x, "shape", None)
@@ -275,8 +275,8 @@ def pow_minus_one(x: Any, y: Any) -> Any:
             error = ValueError  # type: ignore[misc, assignment]  # exported without ast_ad
         raise error(
             "a negative number to a fractional power is complex in Python, and ast_ad "
-            "differentiates "
-            "real code only: keep the base positive, or use np.power (nan there) or np.cbrt"
+            "differentiates real code only: keep the base positive, or use np.power (nan there) or "
+            "np.cbrt"
         )
     return power
 

@@ -16,8 +16,8 @@ def check_dot_rank(a: Any, b: Any) -> Any:
     """``np.dot`` of arrays of three or more dimensions is not matmul: refuse it."""
     if np.ndim(a) > 2 or np.ndim(b) > 2:
         raise UnsupportedDerivativeError(
-            "the gradient of np.dot on arrays with more than 2 dimensions "
-            "is not supported: use np.matmul or np.tensordot"
+            "the gradient of np.dot on arrays with more than 2 dimensions is not supported: use "
+            "np.matmul or np.tensordot"
         )
 
 

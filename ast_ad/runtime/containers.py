@@ -86,8 +86,8 @@ def _refuse_sequence_arithmetic() -> Any:
         error = TypeError  # type: ignore[misc, assignment]  # exported without ast_ad
     raise error(
         "this + or * mixes a list with an array or a number, which numpy computes element by "
-        "element: "
-        "write np.asarray([...]) for the list, so it is arithmetic, or join lists with lists"
+        "element: write np.asarray([...]) for the list, so it is arithmetic, or join lists with "
+        "lists"
     )
 
 

@@ -134,8 +134,8 @@ def svd_jvp(u: Any, ans: Any, a: Any, full_matrices: Any = True, compute_uv: Any
         return svdvals_jvp(u, a)
     refuse_unless(
         not full_matrices or np.shape(a)[-1] == np.shape(a)[-2],
-        "the derivative of np.linalg.svd with "
-        "full_matrices=True on a non-square matrix: pass full_matrices=False",
+        "the derivative of np.linalg.svd with full_matrices=True on a non-square matrix: pass "
+        "full_matrices=False",
     )
     left, s, vt = ans
     v = T(vt)

@@ -41,8 +41,7 @@ from ast_ad.testing import tracer
 
 ARRAYS = (
     "An array is shown as array(shape) [its first entries] |.|=its norm: array(3,) [1, 2, 3] "
-    "|.|=3.74166 "
-    "is the vector (1, 2, 3), whose Euclidean norm is 3.74166."
+    "|.|=3.74166 is the vector (1, 2, 3), whose Euclidean norm is 3.74166."
 )
 SYMBOLS = {
     operator.add: "+",
@@ -295,8 +294,8 @@ def record(
         for s in ir.walk(function.body)
     ):
         raise ASTADError(
-            "explain shows functions of numbers and arrays; it does not show tuples or lists "
-            "being built yet: use ast_ad.grad and ast_ad.source for this function"
+            "explain shows functions of numbers and arrays; it does not show tuples or lists being "
+            "built yet: use ast_ad.grad and ast_ad.source for this function"
         )
     statements: list[ir.Assign] = []
     refs = syntax.RefTable()

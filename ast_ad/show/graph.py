@@ -68,8 +68,8 @@ class Graph:
             _told[0] = True
             warnings.warn(
                 "ast_ad.graph shows its DOT text: drawing the picture needs Graphviz's `dot` "
-                "program "
-                "(apt-get install graphviz, brew install graphviz, or conda install graphviz)",
+                "program (apt-get install graphviz, brew install graphviz, or conda install "
+                "graphviz)",
                 stacklevel=2,
             )
         return None

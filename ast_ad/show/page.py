@@ -45,8 +45,7 @@ def page(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0) -> str:
         f'<p id="result">y = {summary(ex.value)}; {html.escape(gradient)}</p>',
         "<h2>The computational graph</h2>",
         "<p>Inputs on the left; each box is one primitive, with its value and its adjoint; each "
-        "edge carries its "
-        "local derivative.</p>",
+        "edge carries its local derivative.</p>",
         svg(ex),
         "<h2>Forward evaluation trace</h2>",
         html_table(("v", "computation", "value", "runs"), ex.forward_rows(), "forward"),
@@ -126,8 +125,8 @@ def svg(ex: Explanation) -> str:
         f'viewBox="0 0 {width} {height}" style="max-width: 100%; height: auto" role="img" '
         'aria-label="computational graph">',
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
-        'markerHeight="7" '
-        'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>',
+        'markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" '
+        'fill="#555"/></marker></defs>',
     ]
     crossing: dict[int, int] = {}
     entering: dict[str, int] = {}
