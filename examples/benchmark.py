@@ -365,8 +365,7 @@ def second_order(repeat: int) -> None:
     jax, jnp = _jax()
     _table(
         f"{'workload':32} {'primal':>10} {'ast_ad':>10} {'autograd':>10} {'jax':>10} "
-        f"{'jax.jit':>10} "
-        f"{'ours/primal':>12} {'jit compile':>12}"
+        f"{'jax.jit':>10} {'ours/primal':>12} {'jit compile':>12}"
     )
     for name, fn, args, ours_of, autograd_of, jax_of in second_order_workloads():
         ours = ours_of(fn)
@@ -402,10 +401,8 @@ def second_order(repeat: int) -> None:
         best = {key: (min(value) if value else None) for key, value in times.items()}
         print(
             f"{name:32} {_fmt(best['primal']):>10} {_fmt(best['ours']):>10} "
-            f"{_fmt(best['autograd']):>10} "
-            f"{_fmt(best['jax']):>10} {_fmt(best['jit']):>10} "
-            f"{best['ours'] / best['primal']:>11.1f}x "
-            f"{_fmt(compile_time):>12}"
+            f"{_fmt(best['autograd']):>10} {_fmt(best['jax']):>10} {_fmt(best['jit']):>10} "
+            f"{best['ours'] / best['primal']:>11.1f}x {_fmt(compile_time):>12}"
         )
 
 
@@ -663,13 +660,11 @@ def gradients(repeat: int) -> None:
         print(
             f"{name:28} {_fmt(p):>10} {_fmt(o):>10} {_fmt(t):>10} {_fmt(tg):>10} {o / p:>11.1f}x "
             f"{(f'{t / o:.0f}x faster' if t else 'n/a'):>12} "
-            f"{(f'{tg / o:.0f}x faster' if tg else 'n/a'):>11} "
-            f"{_fmt(first):>11}"
+            f"{(f'{tg / o:.0f}x faster' if tg else 'n/a'):>11} {_fmt(first):>11}"
         )
     print(
         "  (tangent-ad 0.4.0 has no rule for math.sin, and reads no x.shape: its element loop is "
-        "written with "
-        "len(x))"
+        "written with len(x))"
     )
     mlp_args = workloads()[4][3]
     for name, fn, by_hand, argnums, args in (
@@ -744,8 +739,7 @@ def jax_beside(repeat: int) -> None:
         return
     print(
         f"\n{'JAX (64-bit floats)':28} {'ast_ad':>10} {'jax.grad':>10} {'jax.jit':>10} "
-        f"{'compile':>10} "
-        f"{'ast_ad vs jax.jit':>18}"
+        f"{'compile':>10} {'ast_ad vs jax.jit':>18}"
     )
     for name, fn, argnums, args, _ in workloads():
         if fn in (loop_math, element_loop):
@@ -768,8 +762,7 @@ def jax_beside(repeat: int) -> None:
         ratio = f"{j / o:.1f}x faster" if j > o else f"{o / j:.1f}x slower"
         print(
             f"{name[:28]:28} {_fmt(o):>10} {_fmt(e):>10} {_fmt(j):>10} "
-            f"{compile_seconds * 1e3:>7.0f} ms "
-            f"{ratio:>18}"
+            f"{compile_seconds * 1e3:>7.0f} ms {ratio:>18}"
         )
 
 
@@ -811,8 +804,7 @@ def compiled(repeat: int) -> None:
     jax, jnp = _jax()
     _table(
         f"{'compiled gradients':32} {'primal':>10} {'njit primal':>11} {'ast_ad':>10} "
-        f"{'jit=numba':>10} "
-        f"{'compile':>8} {'jax.jit(grad)':>16} {'compile':>8} {'vs JAX':>13}"
+        f"{'jit=numba':>10} {'compile':>8} {'jax.jit(grad)':>16} {'compile':>8} {'vs JAX':>13}"
     )
     rows = [("100-step loop, math.sin", loop_math, (0,), (0.5,), loop_numpy),
             ("100-step loop, np.sin", loop_numpy, (0,), (0.5,), loop_numpy),
@@ -865,9 +857,8 @@ def compiled(repeat: int) -> None:
         versus = f"{best['jax'] / best['fast']:,.0f}x faster" if best["jax"] else "n/a"
         print(
             f"{name:32} {_fmt(best['primal']):>10} {_fmt(best['njit']):>11} "
-            f"{_fmt(best['ours']):>10} "
-            f"{_fmt(best['fast']):>10} {compile_ours:>7.2f}s {jax_time:>16} "
-            f"{(f'{compile_jax:.2f}s' if compile_jax else ''):>8} {versus:>13}"
+            f"{_fmt(best['ours']):>10} {_fmt(best['fast']):>10} {compile_ours:>7.2f}s "
+            f"{jax_time:>16} {(f'{compile_jax:.2f}s' if compile_jax else ''):>8} {versus:>13}"
         )
 
 

@@ -135,9 +135,9 @@ def test_the_scalar_fast_path_rereads_globals_and_follows_the_last_call(
     """A gradient called with floats again skips the general path, and still reads each global again
     (a number, a function), shows the code of its last call, and is rebuilt when its cache is
     emptied."""
-    (tmp_path / "fast_path.py").write_text("import numpy as np\n\nRATE = 2.0\n\n\ndef step(a):\n"
-                                           "    return a * a\n\n\ndef f(x, y):\n"
-                                           "    return RATE * np.sum(step(x)) * y + np.sin(y)\n")
+    (tmp_path / "fast_path.py").write_text("import numpy as np\n\nRATE = 2.0\n\n\ndef step(a):\n   "
+                                           " return a * a\n\n\ndef f(x, y):\n    return RATE * "
+                                           "np.sum(step(x)) * y + np.sin(y)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     import fast_path
 
@@ -163,8 +163,8 @@ def test_the_scalar_fast_path_rereads_globals_and_follows_the_last_call(
 def test_the_scalar_fast_path_of_jvp_rereads_globals(tmp_path, monkeypatch) -> None:
     """jvp with floats only, again: the module of the last such call, while nothing it reads has
     changed."""
-    (tmp_path / "fast_jvp.py").write_text("import math\n\nRATE = 2.0\n\n\ndef f(x, y):\n"
-                                          "    return RATE * x * y + math.sin(y)\n")
+    (tmp_path / "fast_jvp.py").write_text("import math\n\nRATE = 2.0\n\n\ndef f(x, y):\n    return "
+                                          "RATE * x * y + math.sin(y)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     import fast_jvp
 
@@ -190,8 +190,8 @@ def test_the_scalar_fast_path_of_jvp_rereads_globals(tmp_path, monkeypatch) -> N
 
 
 def test_redefined_callee_is_transformed_again(tmp_path, monkeypatch) -> None:
-    (tmp_path / "calls_v1.py").write_text("def callee(a):\n    return a * 2.0\n\n\n"
-                                          "def caller(x):\n    return callee(x) * x\n")
+    (tmp_path / "calls_v1.py").write_text("def callee(a):\n    return a * 2.0\n\n\ndef "
+                                          "caller(x):\n    return callee(x) * x\n")
     (tmp_path / "calls_v2.py").write_text("def callee(a):\n    return a * 20.0\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     import calls_v1
@@ -265,8 +265,8 @@ def test_the_default_traceback_printer_shows_generated_lines(tmp_path) -> None:
     its line."""
     script = tmp_path / "fails.py"
     script.write_text(
-        "import numpy as np\nimport ast_ad\n\ndef f(x1, x2):\n    return np.log(x1) + x1 * x2\n\n"
-        "ast_ad.grad(f).__wrapped__('a', 'b')\n"
+        "import numpy as np\nimport ast_ad\n\ndef f(x1, x2):\n    return np.log(x1) + x1 * "
+        "x2\n\nast_ad.grad(f).__wrapped__('a', 'b')\n"
     )
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           env={**os.environ, "AST_AD_CACHE_DIR": str(tmp_path / "cache")})

@@ -346,8 +346,8 @@ def test_a_global_array_is_checked_before_each_call(tmp_path, monkeypatch) -> No
     """The code may rely on a global array's axes: rebound to an array of other axes, it is
     transformed again."""
     (tmp_path / "weights_module.py").write_text(
-        "import numpy as np\n\nW = np.eye(3) * 0.5\n\n\ndef f(h):\n"
-        "    return np.sum(np.tanh(W @ h) ** 2)\n")
+        "import numpy as np\n\nW = np.eye(3) * 0.5\n\n\ndef f(h):\n    return np.sum(np.tanh(W @ "
+        "h) ** 2)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     import weights_module
 

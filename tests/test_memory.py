@@ -60,9 +60,8 @@ def test_a_view_of_unknown_layout_is_refused_naming_the_other_variable(
     view depends on the call): where the other variable overlaps the changed array but the lowering
     does not know how to make it again, the refusal names it."""
     (tmp_path / "overlap.py").write_text(
-        "import numpy as np\n\n\ndef part(y, k):\n    return y[k:]\n\n\ndef f(x):\n"
-        "    y = np.outer(x, x) * 1.0\n    w = part(y, 1)\n    w[0, 2] = 5.0\n"
-        "    return np.sum(y * y)\n")
+        "import numpy as np\n\n\ndef part(y, k):\n    return y[k:]\n\n\ndef f(x):\n    y = "
+        "np.outer(x, x) * 1.0\n    w = part(y, 1)\n    w[0, 2] = 5.0\n    return np.sum(y * y)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     import overlap
     assert overlap.f(X.copy()) == overlap.f(X.copy())
@@ -136,8 +135,8 @@ def test_a_swapped_code_object_makes_the_gradient_stale(tmp_path, monkeypatch) -
         monkeypatch.setenv("AST_AD_CACHE_DIR", str(tmp_path / "cache"))
         name = f"swapped_{cache}"
         (tmp_path / f"{name}.py").write_text(
-            "import numpy as np\n\n\ndef f(x):\n    return np.sin(x) * 2.0\n\n\n"
-            "def g(x):\n    return x * x * x\n"
+            "import numpy as np\n\n\ndef f(x):\n    return np.sin(x) * 2.0\n\n\ndef g(x):\n    "
+            "return x * x * x\n"
         )
         monkeypatch.syspath_prepend(str(tmp_path))
         module = __import__(name)
@@ -266,8 +265,8 @@ def test_a_helper_written_in_place_and_then_redefined_is_read_anew(tmp_path, mon
         name = f"redefined_{cache}"
         (tmp_path / f"{name}.py").write_text(
             "import numpy as np\n\n\ndef fill(a):\n    a[0] = 5.0\n\n\ndef fill_again(a):\n    "
-            "a[0] = 7.0 * a[1]\n\n\n"
-            "def f(x):\n    y = x * 1.0\n    fill(y)\n    return np.sum(y * x)\n"
+            "a[0] = 7.0 * a[1]\n\n\ndef f(x):\n    y = x * 1.0\n    fill(y)\n    return np.sum(y * "
+            "x)\n"
         )
         monkeypatch.syspath_prepend(str(tmp_path))
         module = __import__(name)

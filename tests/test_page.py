@@ -141,8 +141,8 @@ def test_the_page_in_a_headless_browser(tmp_path) -> None:
 
 
 LOOP = (
-    "def leapfrog(x0, v0):\n    x, v = x0, v0\n    for _ in range(3):\n        v = v - 0.1 * x\n"
-    "        x = x + 0.1 * v\n    return x * x + v * v\n"
+    "def leapfrog(x0, v0):\n    x, v = x0, v0\n    for _ in range(3):\n        v = v - 0.1 * x\n   "
+    "     x = x + 0.1 * v\n    return x * x + v * v\n"
 )
 
 

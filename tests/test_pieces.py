@@ -223,9 +223,8 @@ def test_a_loop_over_a_part_unpacked_at_once_binds_the_names_themselves() -> Non
     )
     assert printed([ir.Comment("the schedule"), loop]) == (
         '"""§#the schedule"""\n'  # (a comment: the emit stage writes it as one)
-        "for action, begin, end in reversal:\n"
-        "    if action == 'snapshot':\n        snapshots.append(u)\n"
-        "    elif action == 'release':\n        snapshots.pop()")
+        "for action, begin, end in reversal:\n    if action == 'snapshot':\n        "
+        "snapshots.append(u)\n    elif action == 'release':\n        snapshots.pop()")
     # (a loop over a part it does not unpack at once: its target unwritten)
     with pytest.raises(AssertionError):
         printed([ir.For("%1", ir.Var("reversal"), chain, LINE)])

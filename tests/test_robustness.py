@@ -189,8 +189,8 @@ def test_the_transform_pauses_the_cycle_collector_and_leaves_it_as_it_was(
 
     monkeypatch.setenv("AST_AD_CACHE", "0")
     seen: list[bool] = []
-    module = write_module(tmp_path, "collector", "def f(x):\n    return x * x\n\n\ndef bad(x):\n"
-                                                 "    return x.nonexistent_method()\n")
+    module = write_module(tmp_path, "collector", "def f(x):\n    return x * x\n\n\ndef bad(x):\n   "
+                                                 " return x.nonexistent_method()\n")
     real = ast_ad.transform.adjoint
 
     def spying(*args, **kwargs):
@@ -294,8 +294,8 @@ def test_a_million_iterations(tmp_path) -> None:
     module = write_module(
         tmp_path,
         "million",
-        "import math\n\ndef f(x):\n    for _ in range(1_000_000):\n"
-        "        x = x * 0.999999 + math.sin(x) * 1e-6\n    return x\n",
+        "import math\n\ndef f(x):\n    for _ in range(1_000_000):\n        x = x * 0.999999 + "
+        "math.sin(x) * 1e-6\n    return x\n",
     )
     g = ast_ad.grad(module.f)(0.5)
     assert math.isfinite(g) and 0.0 < g < 10.0
@@ -339,10 +339,9 @@ def test_optional_rules_are_registered_when_the_code_names_the_library() -> None
     registers its rules."""
     import subprocess
     import sys
-    script = ("import sys, numpy as np, ast_ad\n"
-              "assert 'scipy' not in sys.modules, 'import ast_ad imported scipy'\n"
-              "from tests import scipy_functions as s\n"
-              "print(ast_ad.grad(s.uses_erf)(0.5), ast_ad.grad(s.uses_module)(0.5))\n")
+    script = ("import sys, numpy as np, ast_ad\nassert 'scipy' not in sys.modules, 'import ast_ad "
+              "imported scipy'\nfrom tests import scipy_functions as "
+              "s\nprint(ast_ad.grad(s.uses_erf)(0.5), ast_ad.grad(s.uses_module)(0.5))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert done.returncode == 0, done.stderr
@@ -357,10 +356,9 @@ def test_import_ast_ad_leaves_for_later_what_its_first_gradient_may_not_need() -
     ``ast_ad.tracer``, import them."""
     import subprocess
     import sys
-    script = ("import sys, numpy as np, ast_ad\n"
-              "print('hashlib' in sys.modules, 'ast_ad.tracer' in sys.modules)\n"
-              "g = ast_ad.tracer.grad(lambda x: x * x)(3.0)\n"
-              "print(g, 'ast_ad.tracer' in sys.modules)\n")
+    script = ("import sys, numpy as np, ast_ad\nprint('hashlib' in sys.modules, 'ast_ad.tracer' in "
+              "sys.modules)\ng = ast_ad.tracer.grad(lambda x: x * x)(3.0)\nprint(g, "
+              "'ast_ad.tracer' in sys.modules)\n")
     # (an ImportWarning is an error: the package's attribute is set by the import, as for any
     # submodule)
     done = subprocess.run(

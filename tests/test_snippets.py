@@ -247,11 +247,10 @@ def test_every_snippet_runs_and_shows_what_ast_ad_prints(path: pathlib.Path, tmp
 
 def test_the_harness_finds_a_wrong_number_and_a_stale_listing(tmp_path: pathlib.Path) -> None:
     page = tmp_path / "page.md"
-    page.write_text("```python\nimport ast_ad\n\ndef f(x):\n    return x * x\n\n"
-                    "ast_ad.grad(f)(3.0)  # 6.5\n```\n\n"
-                    "<!-- prints: print(ast_ad.source(ast_ad.grad(f), 3.0)) -->\n"
-                    "```python\ndef f_vjp(x, out_bar=1.0):\n...\n    return out, x_bar + 1\n```\n\n"
-                    "```\nsome output\n```\n")
+    page.write_text("```python\nimport ast_ad\n\ndef f(x):\n    return x * "
+                    "x\n\nast_ad.grad(f)(3.0)  # 6.5\n```\n\n<!-- prints: "
+                    "print(ast_ad.source(ast_ad.grad(f), 3.0)) -->\n```python\ndef f_vjp(x, "
+                    "out_bar=1.0):\n...\n    return out, x_bar + 1\n```\n\n```\nsome output\n```\n")
     global ROOT
     saved, ROOT = ROOT, tmp_path
     try:

@@ -466,8 +466,8 @@ def test_a_function_named_like_a_helper_is_taken_for_it_only_with_its_code(tmp_p
     from ast_ad.frontend import normalize
 
     own = _module(tmp_path / "own_unbroadcast.py",
-                  "import numpy as np\n\n\ndef unbroadcast(g, x):\n    return 2.0 * g * x\n\n\n"
-                  "def f(x):\n    return unbroadcast(x, x)\n")
+                  "import numpy as np\n\n\ndef unbroadcast(g, x):\n    return 2.0 * g * x\n\n\ndef "
+                  "f(x):\n    return unbroadcast(x, x)\n")
     assert normalize.helper_twin(own.unbroadcast) is own.unbroadcast
     assert ast_ad.grad(own.f)(1.5) == pytest.approx(4 * 1.5)
     copy = _module(

@@ -84,8 +84,7 @@ def main() -> int:
                 error = str(response.get("error", "")).strip().splitlines()
                 print(
                     f"{message.get('module')} {message.get('function')} "
-                    f"{message.get('description', '')}: "
-                    f"FAILED\n  {error[-1] if error else ''}"
+                    f"{message.get('description', '')}: FAILED\n  {error[-1] if error else ''}"
                 )
         elif message["kind"] == "analysis":
             evaluated = evaluations.get(message["of"], {})
@@ -98,8 +97,8 @@ def main() -> int:
             invalid += not valid
             print(
                 f"{evaluated.get('module')} {evaluated.get('function')} "
-                f"{evaluated.get('description', '')}: "
-                f"{'valid' if valid else 'INVALID'}, {seconds / runs:.4g} s a run"
+                f"{evaluated.get('description', '')}: {'valid' if valid else 'INVALID'}, "
+                f"{seconds / runs:.4g} s a run"
                 + ("" if valid else f"\n  {message.get('error', '')}")
             )
     return 1 if invalid else 0
