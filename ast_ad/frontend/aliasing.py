@@ -336,14 +336,7 @@ class Aliasing:
             # refuse; ``x += d`` on a number binds a new one, which ``view_of`` tells apart)
             self.follow_ups.append(FollowUp(changed, user, None, None, False, True))
             return True
-        where = ir.Const(self.line.where())
-        seen = self.bind(
-            ir.Call(
-                ir.Ref(runtime.view_of, "view_of"),
-                (atom, other, probe, ir.Const(inverse), where, ir.Const(_shown(user))),
-            ),
-            "seen",
-        )
+        seen = self.seen(atom, other, probe, inverse, user)
         # another variable followed for this write may be the very same object (``z = y``, both
         # seeing the row written): made again, it must stay one object, so it takes the other's new
         # value
@@ -384,6 +377,19 @@ class Aliasing:
             base = inner.args[0]
         return tuple(via) if self.array_like(base) else None
 
+    def seen(self, atom: ir.Var, other: ir.Var, probe: ir.Atom, inverse: bool, user: str) -> ir.Var:
+        """Asked at run time, before the write: how ``other`` sees ``atom``'s object (the same, the
+        view ``probe`` describes, apart; any other overlap refused, naming ``user``:
+        ``runtime.view_of``)."""
+        return self.bind(
+            ir.Call(
+                ir.Ref(runtime.view_of, "view_of"),
+                (atom, other, probe, ir.Const(inverse), ir.Const(self.line.where()),
+                 ir.Const(_shown(user))),
+            ),
+            "seen",
+        )
+
     def sibling_view(self, atom: ir.Var, other: ir.Var, user: str, made: ir.Call | None,
                      mine: ir.Call | None, same: set[str]) -> bool:
         """``z = y[:]; w = y[1:]; z[0] = v``: ``other`` (``w``) is a view of the base that the
@@ -416,14 +422,7 @@ class Aliasing:
             return False  # the base is no live variable's: nothing makes its new value
         probe = self.bind(ir.Call(made.fn, (base, *made.args[1:]), made.kwargs), "probe",
                           holds=False)
-        where = ir.Const(self.line.where())
-        seen = self.bind(
-            ir.Call(
-                ir.Ref(runtime.view_of, "view_of"),
-                (base, other, probe, ir.Const(False), where, ir.Const(_shown(user))),
-            ),
-            "seen",
-        )
+        seen = self.seen(base, other, probe, False, user)
         self.follow_ups.append(
             FollowUp(bases[0], user, seen, made, False, True, other, chained=True)
         )
