@@ -98,7 +98,7 @@ def test_float_zeros_are_made_dense_only_where_a_branch_may_leave_one() -> None:
 
     def zero_in(fn, shapes):
         function = transform.normalized(fn)
-        reverser = Reverser(function, (0,), shapes, transform.adjoint)
+        reverser = Reverser(function, (0,), shapes, transform.CALLEES)
         reverser.run()
         return {
             stmt.target
