@@ -468,6 +468,21 @@ def written_through_a_view_of_a_view(x):
     return np.sum(w * w) + np.sum(y * t)
 
 
+def _part(a, k):
+    return a[k:]
+
+
+def a_view_a_helper_made_with_an_index(x):
+    y = np.outer(x, x) * 1.0
+    w = _part(y, 1)  # inlined: w is y[1:]
+    w[0, 2] = 5.0 * x[0]
+    for k in range(2):
+        v = _part(x * 1.0, k)
+        v[0] = w[k, 0] * x[k]
+        y[k, k] += np.sum(v)
+    return np.sum(y * y) + np.sum(w)
+
+
 # Python's value and its gradient: the names, views and items that see the changed array are made
 # again from it
 FOLLOWED = [
@@ -516,6 +531,7 @@ FOLLOWED = [
     a_view_of_a_view_read_after_writes,
     write_into_a_view_a_helper_made,
     written_through_a_view_of_a_view,
+    a_view_a_helper_made_with_an_index,
 ]
 # refused at the write: an object another slot holds deeper
 SHARED = [one_array_deep_in_another_slot]

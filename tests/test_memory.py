@@ -56,12 +56,16 @@ def test_a_write_another_slot_sees_is_refused_at_its_line(fun, mode) -> None:
 def test_a_view_of_unknown_layout_is_refused_naming_the_other_variable(
     tmp_path, monkeypatch
 ) -> None:
-    """A view a helper made with an index it was given (``part(y, k)`` returning ``y[k:]``: which
-    view depends on the call): where the other variable overlaps the changed array but the lowering
-    does not know how to make it again, the refusal names it."""
+    """A view a closure made (``part = cut(1)`` returning ``y[k:]`` with ``k`` its cell: not
+    inlined, so which view it is is not known where it is written): where the other variable
+    overlaps the changed array but the lowering does not know how to make it again, the refusal
+    names it. (A function of the module that returns ``y[k:]`` for its argument ``k`` is inlined and
+    followed: ``a_view_a_helper_made_with_an_index``.)"""
     (tmp_path / "overlap.py").write_text(
-        "import numpy as np\n\n\ndef part(y, k):\n    return y[k:]\n\n\ndef f(x):\n    y = "
-        "np.outer(x, x) * 1.0\n    w = part(y, 1)\n    w[0, 2] = 5.0\n    return np.sum(y * y)\n")
+        "import numpy as np\n\n\ndef cut(k):\n    def part(y):\n        return y[k:]\n"
+        "    return part\n\n\npart = cut(1)\n\n\ndef f(x):\n"
+        "    y = np.outer(x, x) * 1.0\n    w = part(y)\n    w[0, 2] = 5.0\n"
+        "    return np.sum(y * y)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     import overlap
     assert overlap.f(X.copy()) == overlap.f(X.copy())

@@ -428,7 +428,7 @@ class Aliasing:
         )
         return True
 
-    def return_view(self, fn: Any) -> tuple[int, ir.Call] | None:
+    def return_view(self, fn: Any) -> tuple[int, ir.Call | None] | None:
         raise NotImplementedError  # the normalizer's: the view of a parameter ``fn`` returns
 
     def twins_of(self, changed: str, other: ir.Var) -> tuple[tuple[str, ir.Var], ...]:
@@ -863,7 +863,8 @@ class Aliasing:
             # One that returns a view of a parameter (``return y[1:]``): that view of the argument,
             # made again after a write as a view made here is (``view_of`` asks which it is).
             view = self.return_view(call.fn.obj)
-            k, recipe = view if view is not None and not call.kwargs else (-1, None)
+            k, recipe = view if view is not None and not call.kwargs else (-1, None)  # (a constant
+            # view's recipe; one made with what the call gives it is inlined: ``returns_a_view``)
             for position, arg in enumerate((*call.args, *(a for _, a in call.kwargs))):
                 if isinstance(arg, ir.Var) and position == k and recipe is not None \
                         and self.array_like(arg):

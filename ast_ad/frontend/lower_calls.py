@@ -46,7 +46,7 @@ PARAM_WRITES: dict[Any, frozenset[str]] = {}
 # the view of one of its parameters a user function returns, by (function, code): the parameter's
 # position and the view's recipe (``return y[1:]``: ``y[1:]``, its other operands constants), or
 # None
-RETURN_VIEWS: dict[Any, tuple[int, ir.Call] | None] = {}
+RETURN_VIEWS: dict[Any, tuple[int, ir.Call | None] | None] = {}
 # the functions whose bodies a function's lowering wrote in place, by (function, code): what its
 # derivatives hold of them is stale once one is redefined, and the transform watches them
 # (``transform._built``)
@@ -226,6 +226,10 @@ class CallLowering(ControlFlow, Objects):
             raise refuse(node, "calling a value computed inside the function is not supported yet: "
                                "call a module-level function", self.locate)
         writer = self.writing_helper(fn.obj)
+        if writer is None and self.returns_a_view(fn.obj):
+            # ``w = part(y, k)`` returning ``y[k:]``: inlined, so that ``w`` is that view of ``y``
+            # made here, which the memory model follows
+            writer = self.writing_helper(fn.obj, writes=False)
         if writer is None and self.passes_an_object(node):
             # ``use(layer, x)`` with ``layer = Layer(w)`` made here: the function is inlined, so
             # that what it does with the object (its attributes, its methods) is followed
@@ -471,6 +475,19 @@ class CallLowering(ControlFlow, Objects):
                     ir.Call(ir.Ref(runtime.check_kept, "check_kept"), (atom, message)), "checked"
                 )
         return copies
+
+    def returns_a_view(self, fn: Any) -> bool:
+        """Whether ``fn``, a function of the user's, returns a view of a parameter made with what
+        the call gives it (``return y[k:]``; lowering ``fn`` says: ``param_writes`` reads it)."""
+        if not (inspect.isfunction(fn) and registry.lookup(fn) is None
+                and not (fn.__module__ or "").startswith("ast_ad.")) or fn is self.fn:
+            return False
+        try:
+            self.param_writes(fn)
+        except (ASTADError, SyntaxError):
+            return False
+        view = self.return_view(fn)
+        return view is not None and view[1] is None
 
     def passes_an_object(self, node: gast.Call) -> bool:
         """Whether an argument of the call is an object made inside the function (a name bound to

@@ -110,23 +110,25 @@ def param_writes(fn: Any) -> frozenset[str]:
 
 def _returned_view(
     function: ir.Function, recipes: dict[str, ir.Call]
-) -> tuple[int, ir.Call] | None:
-    """The view of a parameter ``function`` returns (``return y[1:]``): the parameter's position and
-    the view's recipe, where its other operands are constants and the parameter is never bound
-    again; else ``None``."""
+) -> tuple[int, ir.Call | None] | None:
+    """The view of a parameter ``function`` returns (``return y[1:]``), where the parameter is never
+    bound again: the parameter's position and the view's recipe, or ``None`` for the recipe where
+    its other operands are not constants (``return y[k:]``: the call is inlined,
+    ``returns_a_view``); else ``None``."""
     result = function.result
     recipe = recipes.get(result.name) if isinstance(result, ir.Var) else None
     if recipe is None or not recipe.args or not isinstance(recipe.args[0], ir.Var):
         return None
     base = recipe.args[0].name
-    if base not in function.params or base in function.mutable \
-            or not all(isinstance(a, ir.Const) for a in recipe.args[1:]) \
-            or not all(isinstance(v, ir.Const) for _, v in recipe.kwargs):
+    if base not in function.params or base in function.mutable:
         return None
+    if not all(isinstance(a, ir.Const) for a in recipe.args[1:]) \
+            or not all(isinstance(v, ir.Const) for _, v in recipe.kwargs):
+        return function.params.index(base), None  # a view made with what the call gives it
     return function.params.index(base), recipe
 
 
-def return_view(fn: Any) -> tuple[int, ir.Call] | None:
+def return_view(fn: Any) -> tuple[int, ir.Call | None] | None:
     """The view of a parameter the user function ``fn`` returns (``_returned_view``), where lowering
     a call of it has read it already (``param_writes``), else ``None``."""
     return RETURN_VIEWS.get((fn, getattr(fn, "__code__", None)))
