@@ -107,7 +107,7 @@ def _pruned(body: list[gast.stmt], live: set[str], loop: tuple[set[str], set[str
             body_, body_live = _pruned(stmt.body, set(live), loop)
             orelse, else_live = _pruned(stmt.orelse, set(live), loop)
             test = syntax.name_ids(stmt.test, loads=True)
-            if not body_ and not orelse and type(stmt.test) is gast.Name:
+            if _empty(body_) and _empty(orelse) and type(stmt.test) is gast.Name:
                 continue  # (nothing left in either branch, and the test a name: no branch)
             if (
                 len(body_) != len(stmt.body)
@@ -117,7 +117,7 @@ def _pruned(body: list[gast.stmt], live: set[str], loop: tuple[set[str], set[str
                 )
             ):
                 stmt = gast.copy_location(
-                    gast.If(test=stmt.test, body=body_ or [gast.Pass()], orelse=orelse), stmt
+                    gast.If(test=stmt.test, body=_block(body_), orelse=_block(orelse, True)), stmt
                 )
             live = body_live | else_live | test
         elif kind in (gast.For, gast.While):
@@ -133,6 +133,19 @@ def _pruned(body: list[gast.stmt], live: set[str], loop: tuple[set[str], set[str
         out.append(stmt)
     out.reverse()
     return out, live
+
+
+def _empty(block: list[gast.stmt]) -> bool:
+    """Whether ``block`` has no statement but comments (``syntax.comment``)."""
+    return all(syntax.comment_text(stmt) is not None for stmt in block)
+
+
+def _block(block: list[gast.stmt], orelse: bool = False) -> list[gast.stmt]:
+    """``block`` as a body Python compiles: ``pass`` after it where it has nothing but comments (an
+    ``else`` with nothing at all is no ``else``)."""
+    if orelse and not block:
+        return []
+    return [*block, gast.Pass()] if _empty(block) else block
 
 
 def _pruned_loop(stmt: Any, after: set[str]) -> tuple[gast.stmt, set[str]]:
@@ -162,6 +175,6 @@ def _pruned_loop(stmt: Any, after: set[str]) -> tuple[gast.stmt, set[str]]:
             else {"test": stmt.test}
         )
         stmt = gast.copy_location(
-            type(stmt)(body=body or [gast.Pass()], orelse=orelse, **fields), stmt
+            type(stmt)(body=_block(body), orelse=_block(orelse, True), **fields), stmt
         )
     return stmt, head | after
