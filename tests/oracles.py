@@ -26,6 +26,22 @@ def assert_fd(
         assert math.isclose(analytic, numeric, rel_tol=1e-4, abs_tol=1e-5), (k, analytic, numeric)
 
 
+def fd_settled(
+    fun: Callable[..., Any], args: tuple, argnums: tuple[int, ...], seed: int = 0
+) -> bool:
+    """Whether central differences along ``assert_fd``'s directions have settled at its step: the
+    same at a step ten times smaller (where a function turns faster than the step, as a saturating
+    ``tanh`` of a large value does, they have not, and are no oracle there)."""
+    rng = np.random.default_rng(seed)
+    for k in argnums:
+        direction = rng.standard_normal(np.shape(args[k]))
+        coarse = directional(fun, args, k, direction)
+        fine = directional(fun, args, k, direction, eps=1e-7)
+        if not math.isclose(coarse, fine, rel_tol=1e-4, abs_tol=1e-5):
+            return False
+    return True
+
+
 def assert_same(ours: tuple, theirs: tuple, rtol: float = 1e-9, atol: float = 1e-12) -> None:
     for a, b in zip(ours, theirs, strict=True):
         assert np.shape(a) == np.shape(b), (np.shape(a), np.shape(b))
