@@ -258,6 +258,22 @@ def test_a_helper_of_another_module_is_inlined_its_names_read_in_its_module(monk
         assert np.array_equal(grads[X > limit], np.full(np.sum(X > limit), limit))
 
 
+def test_an_inlined_helper_reads_its_own_modules_names(tmp_path, monkeypatch) -> None:
+    """A helper of another module, inlined, reads a builtin its module does not shadow: the
+    caller's module shadowing it (``sum``) changes nothing, as in Python (it once read the
+    caller's ``sum``: a wrong value)."""
+    (tmp_path / "other_fill.py").write_text("def fill(a):\n    a[0] = sum([a[1], a[2]])\n")
+    (tmp_path / "shadowing.py").write_text(
+        "import numpy as np\nimport other_fill\n\n\ndef sum(xs):\n    return 0.0\n\n\n"
+        "def f(x):\n    y = x * 1.0\n    other_fill.fill(y)\n    return np.sum(y * x)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import shadowing
+
+    value, grads = ast_ad.value_and_grad(shadowing.f)(X.copy())
+    assert value == shadowing.f(X.copy())
+    assert_fd(lambda x: shadowing.f(np.copy(x)), (X,), (0,), (grads,))
+
+
 def test_a_helper_written_in_place_and_then_redefined_is_read_anew(tmp_path, monkeypatch) -> None:
     """A helper that changes its argument is lowered into the caller, so no binding of the gradient
     reads it: redefining it (a notebook cell run again) must still make the gradient follow the new

@@ -51,10 +51,10 @@ RETURN_VIEWS: dict[Any, tuple[int, ir.Call | None] | None] = {}
 # derivatives hold of them is stale once one is redefined, and the transform watches them
 # (``transform._built``)
 INLINED: dict[Any, tuple[Any, ...]] = {}
-# functions being lowered now: True once a call to one assumed it writes nothing
 # the globals of other modules that inlined helpers read, by (function, code): (module dict, name,
 # object), which the transform watches as it watches the inlined functions (``transform._built``)
 FOREIGN_READS: dict[Any, tuple[tuple[dict[str, Any], str, Any], ...]] = {}
+# functions being lowered now: True once a call to one assumed it writes nothing
 BEING_LOWERED: dict[Any, bool] = {}
 
 
@@ -551,11 +551,9 @@ class CallLowering(ControlFlow, Objects):
         lines (its comments and errors name them)."""
         self.inlined.append(fn)
         source = self.foreign_sources.get(id(tree))
-        if source is None:
-            return self.inline(tree, node, name, user)
         outer = self.source
-        self.source = source
-        self.scopes.append(source.fn.__globals__)  # its names are its module's
+        self.source = source or outer
+        self.scopes.append(fn.__globals__)  # its names are its module's (``helper_global``)
         try:
             return self.inline(tree, node, name, user)
         finally:

@@ -747,6 +747,8 @@ class Lowerer(ExpressionLowering):
             )
         if node.id in self.locals:
             raise self.error(node, f"{node.id!r} is used before it is assigned")
+        if self.scopes:  # inside an inlined helper of yours: its module's names, or builtins
+            return self.helper_global(node)
         if node.id in self.closure:
             try:
                 value = self.closure[node.id].cell_contents
@@ -754,19 +756,27 @@ class Lowerer(ExpressionLowering):
                 raise self.error(node, f"the closure variable {node.id!r} is not set yet") from None
             registry.load_rules_for(value)
             return ir.Ref(value, node.id, ("closure", node.id), value)
-        scope = self.scopes[-1] if self.scopes else self.fn.__globals__
-        if node.id in scope and scope is not self.fn.__globals__ \
-                and scope[node.id] is not self.fn.__globals__.get(node.id, _ABSENT):
-            # a global of another module's helper, its own: read as the object it is now, and
-            # watched (``foreign_reads``)
-            value = scope[node.id]
-            registry.load_rules_for(value)
-            self.foreign_reads.append((scope, node.id, value))
-            return ir.Ref(helper_twin(value), node.id)
         if node.id in self.fn.__globals__:
             value = self.fn.__globals__[node.id]
             registry.load_rules_for(value)
             return ir.Ref(helper_twin(value), node.id, ("global", node.id), value)
+        if hasattr(builtins, node.id):
+            return ir.Ref(getattr(builtins, node.id), node.id)
+        raise self.error(node, f"name {node.id!r} is not defined")
+
+    def helper_global(self, node: gast.Name) -> ir.Atom:
+        """A name an inlined helper of yours reads from its module (``scopes``), as Python reads it
+        there: the caller's module's object where it is that very one (watched as the caller's
+        globals are), else the object it is now in the helper's module, watched
+        (``foreign_reads``); a builtin where its module has no such name."""
+        scope = self.scopes[-1]
+        if node.id in scope:
+            value = scope[node.id]
+            registry.load_rules_for(value)
+            if value is self.fn.__globals__.get(node.id, _ABSENT):
+                return ir.Ref(helper_twin(value), node.id, ("global", node.id), value)
+            self.foreign_reads.append((scope, node.id, value))
+            return ir.Ref(helper_twin(value), node.id)
         if hasattr(builtins, node.id):
             return ir.Ref(getattr(builtins, node.id), node.id)
         raise self.error(node, f"name {node.id!r} is not defined")
