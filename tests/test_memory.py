@@ -32,7 +32,7 @@ def _jvp(f):
 def test_a_write_another_name_sees_is_followed(fun, x) -> None:
     """Each of these once returned a value Python never computes (a private copy hid the sharing
     from the guard), then was refused; the names, views and items that see the written array are
-    made again from it (``aliasing.Aliasing.follow``): Python's value, bit for bit, and its
+    made again from it (``aliasing.Memory.follow``): Python's value, bit for bit, and its
     gradient, in both modes."""
     value, grads = ast_ad.value_and_grad(fun)(x.copy())
     assert value == fun(x.copy())

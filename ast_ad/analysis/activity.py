@@ -676,7 +676,7 @@ def _claim_loops(body: tuple[ir.Stmt, ...],
 
 def guarded(body: tuple[ir.Stmt, ...]) -> frozenset[str]:
     """The names whose objects the memory model guards before a write anywhere in ``body``: another
-    live variable may reach them (``registry.def_guard``, ``aliasing.Aliasing.check_apart``)."""
+    live variable may reach them (``registry.def_guard``, ``aliasing.Memory.check_apart``)."""
     names: set[str] = set()
     for stmt in ir.walk(body):
         value = stmt.value if isinstance(stmt, ir.Assign) else None

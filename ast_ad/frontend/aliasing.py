@@ -15,89 +15,76 @@ write::
                                        elif seen == 2:      # the very view y[1:] of it
                                            w = y[1:]
 
-What may share memory is decided here, once, as the normalizer (``normalize.Lowerer``, whose base
-class this is) lowers: copies and names of one object (``share(..., alias=True)``), views
-(``registry.def_view``, with the call that made each, ``recipes``), the lists, tuples and dicts that
-hold an object (``holds``, ``packs``), the names a loop binds again (``loop_shared``), a helper's
-arguments (``lower_calls.param_writes``) and the attributes of the objects made here (``objects``).
-Where the model cannot make the other variable again (an overlap of another layout, a value an
-unpacking read before its write), the guard refuses at run time, naming it (``check_in_place``).
-Every pass that moves where a value lives asks the model through the guards it writes
-(``registry.def_guard``, read by ``analysis.guarded``): a loop writes its own copy of an array in
-place (``analysis.in_place_writes``, both modes) only for an array no guard names, so that the
-questions above are asked of the objects Python's run has.
+What may share memory is decided here, once, by ``Memory``, a part of the normalizer
+(``normalize.Lowerer``) that owns the relations between names as it lowers: copies and names of one
+object (``share(..., alias=True)``), views (``registry.def_view``, with the call that made each,
+``recipes``), the lists, tuples and dicts that hold an object (``holds``, ``packs``), the names a
+loop binds again (``loop_shared``), a helper's arguments (``lower_calls.param_writes``) and the
+attributes of the objects made here (``objects``). Where the model cannot make the other variable
+again (an overlap of another layout, a value an unpacking read before its write), the guard refuses
+at run time, naming it (``check_in_place``). Every pass that moves where a value lives asks the
+model through the guards it writes (``registry.def_guard``, read by ``analysis.guarded``): a loop
+writes its own copy of an array in place (``analysis.in_place_writes``, both modes) only for an
+array no guard names, so that the questions above are asked of the objects Python's run has.
 """
 
 from __future__ import annotations
 
+import inspect
 import operator
 from typing import Any
 
 import gast
+import numpy as np
 
 from ast_ad import runtime
 from ast_ad.analysis.activity import is_user_function
 from ast_ad.core import registry
 from ast_ad.core.records import record
 from ast_ad.errors import LocatedError
-from ast_ad.frontend.parse import Source
+from ast_ad.frontend.frame import Frame, Lowering, ReturnView
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
 
 
-class Aliasing:
-    """What may share memory, as the normalizer lowers (a base class of ``normalize.Lowerer``)."""
+class Memory:
+    """The memory model: what may share memory, as the normalizer lowers (a part of
+    ``normalize.Lowerer``). It owns the relations between the names (``shares``, ``holds``,
+    ``aliased``, ``recipes``...) and the checks to write after a statement (``follow_ups``), and
+    receives the frame, the lowerer (to bind the names of the checks it writes) and the view a user
+    function returns (``return_view``, which lowers that function)."""
 
-    source: Source
-    env: dict[str, ir.Atom]  # user name -> the IR atom it holds now
-    body: list[ir.Stmt]
-    line: ir.Line
-    owner: dict[str, str]  # IR name -> the user variable it holds
-    mutable: set[str]
-    changing: set[str]
-    params: dict[str, str]  # IR name -> parameter, for the parameters' own values
-    shares: dict[str, set[str]]  # IR name -> IR names that may share its memory (copies, views)
-    holds: dict[str, set[str]]  # a list or tuple's IR name -> IR names of the objects it holds
-    held_by: dict[str, set[str]]  # the same relation the other way round
-    # a shallow copy -> (its source, the flag: the source is a container)
-    copied_from: dict[str, tuple[str, str]]
-    unpacked: dict[str, str]  # a name bound by ``a, b = xs`` -> ``xs``, which holds its object
-    # statements the function starts with (a copy's flag, true until the copy sets it)
-    presets: list[ir.Stmt]
-    namer: Any
-    nesting: int  # how many blocks (branches, loop bodies) the statement being lowered is in
-    writes: set[str]  # parameters whose values an in-place statement may change
-    # parameters whose default is an object a change would outlive the call in
-    shared_defaults: set[str]
-    # per enclosing loop, the names it may bind to a shared object (``loop_shared``)
-    loop_shared: list[set[str]]
-    # per enclosing loop, the names it binds to another name's object (``loop_rebinds``)
-    loop_rebinds: list[set[str]]
-    checked_only: set[str]  # user names that only checks read (``checked``)
-    # the names read after the statement being lowered (``live_after``), if known
-    live: frozenset[str] | None
-    rebinding: frozenset[str]  # the names the statement being lowered binds
-    # an attribute's variable of an object made here -> ``m.w`` (``objects``)
-    field_labels: dict[str, str]
-    # per enclosing loop (a loop over a sequence lowers its body at the same nesting)
-    loops: list[set[str]]
-    # per function being inlined, the outer names a write bound again
-    carried: list[dict[str, ir.Atom]]
-    # IR name -> the view call that made it (``x[1:]``, ``x.T``), its other operands fixed
-    recipes: dict[str, ir.Call]
-    # IR name -> the IR names of the same object (``share(..., alias=True)``)
-    aliased: dict[str, set[str]]
-    # a list, tuple or dict literal's IR name -> what it packed (``slot_of``)
-    packs: dict[str, ir.Pack]
-    kinds: dict[str, str]
-    # names that see the object a statement changes, made again once it has changed
-    follow_ups: list[FollowUp]
-    # the new value of an object an item write changed (``L[0][i] = v``)
-    changed_objects: dict[str, ir.Var]
-    locals: set[str]
-
-    def bind(self, value: ir.Expr, hint: str, user: bool = False, holds: bool = True) -> ir.Var:
-        raise NotImplementedError  # the normalizer's
+    def __init__(self, at: Frame, lowering: Lowering, return_view: ReturnView) -> None:
+        self.at, self.lowering = at, lowering
+        self.return_view = return_view
+        # what it owns: the relations between the names, the views and the checks to write
+        # IR name -> IR names that may share its memory (copies, views)
+        self.shares: dict[str, set[str]] = {}
+        # a list or tuple's IR name -> IR names of the objects it holds
+        self.holds: dict[str, set[str]] = {}
+        self.held_by: dict[str, set[str]] = {}  # the same relation the other way round
+        # statements the function starts with (``Memory.note_views``)
+        self.presets: list[ir.Stmt] = []
+        # a name bound by unpacking -> the list or tuple it was unpacked from
+        self.unpacked: dict[str, str] = {}
+        # a shallow copy's IR name -> (its source, a flag set where the source is a container: its
+        # items are then the copy's too; ``Memory.note_views``)
+        self.copied_from: dict[str, tuple[str, str]] = {}
+        self.writes: set[str] = set()  # parameters whose values an in-place statement may change
+        # (``Memory.guard_object`` refuses changing them)
+        self.shared_defaults = _shared_defaults(at.source.fn)
+        # see ``Memory.note_views``
+        self.checked_only = _checked_only(at.source.tree, at.source.fn.__globals__)
+        # IR name -> the view call that made it (``Memory.followed``)
+        self.recipes: dict[str, ir.Call] = {}
+        # variables to make again after the statement (``Memory.follow``)
+        self.follow_ups: list[FollowUp] = []
+        # an item's object after a write (``Memory.follow``)
+        self.changed_objects: dict[str, ir.Var] = {}
+        # IR name -> names of the same object (``Memory.share``)
+        self.aliased: dict[str, set[str]] = {}
+        # a literal container's IR name -> what it packed (``Memory.slot_of``)
+        self.packs: dict[str, ir.Pack] = {}
 
     def guard_in_place(self, target: gast.expr, container: bool = False) -> None:
         """Before ``x += y`` or ``x[i] = v``: if another variable may share ``x``'s memory, check it
@@ -108,7 +95,7 @@ class Aliasing:
         rather than differ.
         """
         base = target.value if isinstance(target, gast.Subscript) else target
-        if isinstance(base, gast.Name) and isinstance(self.env.get(base.id), ir.Var):
+        if isinstance(base, gast.Name) and isinstance(self.at.env.get(base.id), ir.Var):
             self.guard_object(self.local(base.id), base.id, container, follow=not container,
                               item=isinstance(target, gast.Subscript))
 
@@ -122,7 +109,7 @@ class Aliasing:
         objects in it as they were, so what they share with other names does not matter.
         """
         related = self.reaching(atom.name, container)
-        written = {self.params[name] for name in related if name in self.params}
+        written = {self.at.params[name] for name in related if name in self.at.params}
         for param in sorted(written & self.shared_defaults):
             # Python keeps the change in the default object, and the next call starts from it; a
             # gradient's call computes with the default as it was made, so the two would part at the
@@ -135,18 +122,18 @@ class Aliasing:
                 f"the default None and make the value inside (if {param} is None: {param} = ...), "
                 "or "
                 f"change a copy ({param} = {param}.copy())",
-                self.line.filename,
-                self.line.lineno,
-                self.line.text,
+                self.at.line.filename,
+                self.at.line.lineno,
+                self.at.line.text,
             )
         self.writes |= written
         # in a loop that may bind ``owner`` and another name to one object later in its body, the
         # next step may find them shared although nothing before this statement says so: every name
         # that such a binding of the loop may reach is checked too
-        if any(owner in names for names in self.loop_shared):
-            for names in self.loop_shared:
-                for name in names & self.env.keys():
-                    shared = self.env[name]
+        if any(owner in names for names in self.at.loop_shared):
+            for names in self.at.loop_shared:
+                for name in names & self.at.env.keys():
+                    shared = self.at.env[name]
                     if name != owner and isinstance(shared, ir.Var):
                         related = related | self.reaching(shared.name, container)
         others = self.variables_in(related, owner)
@@ -198,9 +185,9 @@ class Aliasing:
         The fact this relies on: a view read again from the changed array is the view Python's write
         leaves, as ``view_of`` proves at run time that the variable is that very view (same memory,
         same layout)."""
-        users = [name for name, held in self.env.items() if held == other and name != owner
-                 and name in self.locals and name not in getattr(self, "local_functions", {})]
-        if other.name in self.field_labels and not users:
+        users = [name for name, held in self.at.env.items() if held == other and name != owner
+                 and name in self.at.locals and name not in self.at.local_functions]
+        if other.name in self.at.field_labels and not users:
             # an attribute of an object made here: a variable the lowering may assign
             users = [other.name]
         if not users:
@@ -208,7 +195,7 @@ class Aliasing:
         if (
             item
             and self.container_like(other)
-            and other.name not in self.params
+            and other.name not in self.at.params
             and other.name not in self.aliases(atom.name)
             and self.mutable_or_top(users)
             and (changed != owner or self.array_like(atom) and self.slot_of(other, atom) is None)
@@ -219,8 +206,8 @@ class Aliasing:
             # (``slots_holding``, which refuses where a slot reaches it deeper); each takes the new
             # object. The slots are found before the write, while ``atom`` is the object as it was
             # (a write in a loop binds its name again)
-            where = ir.Const(self.line.where())
-            slots = self.bind(
+            where = ir.Const(self.at.line.where())
+            slots = self.lowering.bind(
                 ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"), (other, atom, where)),
                 "slots",
             )
@@ -244,9 +231,9 @@ class Aliasing:
             return False
         user = users[0]
         if (
-            (self.nesting or self.loops)
+            (self.at.nesting or self.at.loops)
             and not self.is_mutable(user)
-            and user not in self.field_labels
+            and user not in self.at.field_labels
         ):
             return False  # bound outside the branch or loop, and not prepared to change in it
         probe: ir.Atom = ir.Const(None)
@@ -265,7 +252,7 @@ class Aliasing:
             form = made
             probe = atom
             for inner in (*via, made):
-                probe = self.bind(
+                probe = self.lowering.bind(
                     ir.Call(inner.fn, (probe, *inner.args[1:]), inner.kwargs), "probe", holds=False
                 )
         elif (
@@ -284,7 +271,7 @@ class Aliasing:
             # back)
             form, inverse = mine, True
             identity = other.name not in self.holds  # (a container is not the object it holds)
-            probe = self.bind(
+            probe = self.lowering.bind(
                 ir.Call(_PROBE, (other, mine.fn, *mine.args[1:]), mine.kwargs), "probe", holds=False
             )
         elif (
@@ -299,7 +286,7 @@ class Aliasing:
             form, inverse = mine, True
             probe = other
             for inner in (*via, mine):
-                probe = self.bind(
+                probe = self.lowering.bind(
                     ir.Call(_PROBE, (probe, inner.fn, *inner.args[1:]), inner.kwargs), "probe",
                     holds=False,
                 )
@@ -310,7 +297,7 @@ class Aliasing:
                 True,
                 False,
             )
-            probe = self.bind(
+            probe = self.lowering.bind(
                 ir.Call(_PROBE, (other, form.fn, *form.args[1:])), "probe", holds=False
             )
         elif (
@@ -324,7 +311,7 @@ class Aliasing:
             )
             and not any(
                 owner in names and other.name in self.loop_reach(names)
-                for names in self.loop_rebinds
+                for names in self.at.loop_rebinds
             )
         ):
             # neither the same object, a view of it, the object a container holds that an item read
@@ -381,10 +368,10 @@ class Aliasing:
         """Asked at run time, before the write: how ``other`` sees ``atom``'s object (the same, the
         view ``probe`` describes, apart; any other overlap refused, naming ``user``:
         ``runtime.view_of``)."""
-        return self.bind(
+        return self.lowering.bind(
             ir.Call(
                 ir.Ref(runtime.view_of, "view_of"),
-                (atom, other, probe, ir.Const(inverse), ir.Const(self.line.where()),
+                (atom, other, probe, ir.Const(inverse), ir.Const(self.at.line.where()),
                  ir.Const(_shown(user))),
             ),
             "seen",
@@ -416,20 +403,22 @@ class Aliasing:
             and self.views_between(mine, {base.name}) is not None
         ):
             return False
-        bases = [name for name, held in self.env.items() if held == base and name in self.locals
-                 and (self.live is None or name in self.live)]
+        bases = [
+            name
+            for name, held in self.at.env.items()
+            if held == base
+            and name in self.at.locals
+            and (self.at.live is None or name in self.at.live)
+        ]
         if not bases:
             return False  # the base is no live variable's: nothing makes its new value
-        probe = self.bind(ir.Call(made.fn, (base, *made.args[1:]), made.kwargs), "probe",
+        probe = self.lowering.bind(ir.Call(made.fn, (base, *made.args[1:]), made.kwargs), "probe",
                           holds=False)
         seen = self.seen(base, other, probe, False, user)
         self.follow_ups.append(
             FollowUp(bases[0], user, seen, made, False, True, other, chained=True)
         )
         return True
-
-    def return_view(self, fn: Any) -> tuple[int, ir.Call | None] | None:
-        raise NotImplementedError  # the normalizer's: the view of a parameter ``fn`` returns
 
     def twins_of(self, changed: str, other: ir.Var) -> tuple[tuple[str, ir.Var], ...]:
         """The variables followed before for the change of ``changed``, each with whether ``other``
@@ -438,7 +427,7 @@ class Aliasing:
         return tuple(
             (
                 up.user,
-                self.bind(
+                self.lowering.bind(
                     ir.Call(ir.Ref(runtime.is_same, "is_same"), (other, up.before)), "one_object"
                 ),
             )
@@ -466,7 +455,9 @@ class Aliasing:
     def mutable_or_top(self, users: list[str]) -> bool:
         """Whether the variables ``users`` can be bound again here: at the top level, or prepared
         for this block."""
-        return not (self.nesting or self.loops) or all(self.is_mutable(user) for user in users)
+        return not (self.at.nesting or self.at.loops) or all(
+            self.is_mutable(user) for user in users
+        )
 
     def container_like(self, atom: ir.Var) -> bool:
         """Whether ``atom`` is a list, tuple or dict the function made (its items may be objects
@@ -477,14 +468,16 @@ class Aliasing:
         while name in self.copied_from and name not in seen:
             seen.add(name)
             name = self.copied_from[name][0]
-        return name in self.holds or name in self.packs or self.kinds.get(name) in ("list", "tuple")
+        return (
+            name in self.holds or name in self.packs or self.at.kinds.get(name) in ("list", "tuple")
+        )
 
     def loop_reach(self, names: set[str]) -> set[str]:
         """The IR names whose objects the user variables ``names`` (those a loop may bind to one
         object) reach."""
         found: set[str] = set()
         for name in names:
-            atom = self.env.get(name)
+            atom = self.at.env.get(name)
             if isinstance(atom, ir.Var):
                 found |= self.reaching(atom.name, False)
         return found
@@ -501,18 +494,18 @@ class Aliasing:
     def followed_value(self, user: str) -> ir.Var:
         """The variable that holds ``user``'s value after ``follow`` made it again (its own, or an
         attribute's)."""
-        return ir.Var(user) if user in self.field_labels else self.local(user)
+        return ir.Var(user) if user in self.at.field_labels else self.local(user)
 
     def own_name(self, user: str, value: ir.Atom) -> ir.Var:
         """The name the variable ``user`` holds its value under, which a branch may assign: its own
         mutable name, or (at the function's top level) a new one, bound to ``value`` now."""
         if not self.is_mutable(user):
-            name = self.namer.fresh(user, user=True)
-            self.owner[name] = user
-            self.mutable.add(name)
-            self.body.append(ir.Assign(name, value, self.line))
+            name = self.at.namer.fresh(user, user=True)
+            self.at.owner[name] = user
+            self.at.mutable.add(name)
+            self.at.body.append(ir.Assign(name, value, self.at.line))
             self.share(name, value.name, alias=True) if isinstance(value, ir.Var) else None
-            self.env[user] = ir.Var(name)
+            self.at.env[user] = ir.Var(name)
             self.carry(user)
         return self.local(user)
 
@@ -520,15 +513,15 @@ class Aliasing:
         """Record that a write in place bound ``user`` again: where that happens in a function being
         inlined (a method that changes ``self.w``, which the caller's ``W`` is), the binding
         outlives the inlined body, whose own names are dropped when it ends (``Nesting.inline``)."""
-        for frame in self.carried:
-            frame[user] = self.env[user]
+        for frame in self.at.carried:
+            frame[user] = self.at.env[user]
 
     def array_like(self, atom: ir.Atom) -> bool:
         """Whether ``atom`` may be an array, as far as the lowering knows: no list, tuple or dict it
         made."""
         return (
             isinstance(atom, ir.Var)
-            and self.kinds.get(atom.name) is None
+            and self.at.kinds.get(atom.name) is None
             and atom.name not in self.holds
         )
 
@@ -546,9 +539,9 @@ class Aliasing:
                     f"{_shown(up.user)}, another view of {_shown(up.owner)}, with it; ast_ad "
                     f"cannot make {_shown(up.owner)} again here: write into {_shown(up.owner)} "
                     "itself",
-                    self.line.filename,
-                    self.line.lineno,
-                    self.line.text,
+                    self.at.line.filename,
+                    self.at.line.lineno,
+                    self.at.line.text,
                 )
         follow_ups = [up for up in follow_ups if not up.chained] + [
             up for up in follow_ups if up.chained
@@ -559,7 +552,7 @@ class Aliasing:
             if up.owner in self.changed_objects
         }
         for up in follow_ups:
-            changed = news.get(up.owner) or self.env.get(up.owner)
+            changed = news.get(up.owner) or self.at.env.get(up.owner)
             if not isinstance(changed, ir.Var):
                 continue
             # a container holding the changed object: each slot that held it, the new one
@@ -568,29 +561,29 @@ class Aliasing:
                 continue
             # the same object, certainly: the same value
             if up.seen is None and not self.is_mutable(up.user):
-                self.env[up.user] = changed
+                self.at.env[up.user] = changed
                 self.carry(up.user)
                 continue
             target = (
                 ir.Var(up.user)
-                if up.user in self.field_labels
-                else self.own_name(up.user, self.env[up.user])
+                if up.user in self.at.field_labels
+                else self.own_name(up.user, self.at.env[up.user])
             )
             if up.seen is None:
-                self.body.append(ir.Assign(target.name, changed, self.line))
+                self.at.body.append(ir.Assign(target.name, changed, self.at.line))
                 self.share(target.name, changed.name, alias=True)
                 continue
             if up.identity:
-                same = self.bind(
+                same = self.lowering.bind(
                     ir.Call(ir.Ref(operator.eq, "operator.eq"), (up.seen, ir.Const(1))), "same"
                 )
             view: tuple[ir.Stmt, ...] = ()
             if up.form is not None:
-                rewritten = up.inverse and up.identity and up.owner in self.env
+                rewritten = up.inverse and up.identity and up.owner in self.at.env
                 # (bound on every path)
                 written = self.own_name(up.owner, changed) if rewritten else None
-                start = len(self.body)
-                is_view = self.bind(
+                start = len(self.at.body)
+                is_view = self.lowering.bind(
                     ir.Call(ir.Ref(operator.eq, "operator.eq"), (up.seen, ir.Const(2))), "is_view"
                 )
                 inverse = registry.view_inverse(up.form.fn.obj) if up.inverse else None
@@ -600,14 +593,14 @@ class Aliasing:
                     # written entries put back through each, innermost first
                     olds: list[ir.Atom] = [target]
                     for inner in up.via:  # (in the branch: only where the views are these)
-                        step = ir.Assign(self.namer.fresh("old"), ir.Call(
-                            inner.fn, (olds[-1], *inner.args[1:]), inner.kwargs), self.line)
+                        step = ir.Assign(self.at.namer.fresh("old"), ir.Call(
+                            inner.fn, (olds[-1], *inner.args[1:]), inner.kwargs), self.at.line)
                         chain.append(step)
                         olds.append(ir.Var(step.target))
                     new: ir.Atom = changed
                     for recipe, old in zip((*up.via, up.form)[::-1], olds[::-1], strict=True):
-                        step = ir.Assign(self.namer.fresh("put_back"),
-                                         self.put_back(recipe, old, new), self.line)
+                        step = ir.Assign(self.at.namer.fresh("put_back"),
+                                         self.put_back(recipe, old, new), self.at.line)
                         chain.append(step)
                         new = ir.Var(step.target)
                     value: ir.Expr = chain.pop().value
@@ -628,10 +621,10 @@ class Aliasing:
                     base: ir.Atom = changed
                     for inner in up.via:  # (views of the new array, as the old one had them)
                         recipe = ir.Call(inner.fn, (base, *inner.args[1:]), inner.kwargs)
-                        base = self.bind(recipe, "base")
+                        base = self.lowering.bind(recipe, "base")
                         self.recipes[base.name] = recipe
                     value = ir.Call(up.form.fn, (base, *up.form.args[1:]), up.form.kwargs)
-                made: tuple[ir.Stmt, ...] = (*chain, ir.Assign(target.name, value, self.line))
+                made: tuple[ir.Stmt, ...] = (*chain, ir.Assign(target.name, value, self.at.line))
                 if written is not None:
                     # the written view, read again from its new base: the two share memory again, as
                     # in Python, so that a later write through either is seen by the other (``v1 =
@@ -639,25 +632,27 @@ class Aliasing:
                     base_again: ir.Atom = target
                     for inner in up.via if up.inverse else ():
                         view_again = ir.Call(inner.fn, (base_again, *inner.args[1:]), inner.kwargs)
-                        step = ir.Assign(self.namer.fresh("again"), view_again, self.line)
+                        step = ir.Assign(self.at.namer.fresh("again"), view_again, self.at.line)
                         made += (step,)
                         base_again = ir.Var(step.target)
                         self.recipes[step.target] = view_again
                     again = ir.Call(up.form.fn, (base_again, *up.form.args[1:]), up.form.kwargs)
-                    made += (ir.Assign(written.name, again, self.line),)
+                    made += (ir.Assign(written.name, again, self.at.line),)
                     # (which view it is, where it is one: ``view_of`` asks)
                     self.recipes[written.name] = again
-                branch = ir.If(is_view, made, (), self.line)
-                view = (*self.body[start:], branch)
-                del self.body[start:]
+                branch = ir.If(is_view, made, (), self.at.line)
+                view = (*self.at.body[start:], branch)
+                del self.at.body[start:]
             if up.identity:
                 made = (
-                    ir.If(same, (ir.Assign(target.name, changed, self.line),), view, self.line),
+                    ir.If(
+                        same, (ir.Assign(target.name, changed, self.at.line),), view, self.at.line
+                    ),
                 )
             else:
                 made = view
             # the same object as a variable followed before: its value
-            self.body += self.unless_twins(target, up.twins, made)
+            self.at.body += self.unless_twins(target, up.twins, made)
             # the same object where ``view_of`` said 1; where it may be a view instead, only memory
             # is shared
             self.share(target.name, changed.name, alias=up.form is None)
@@ -675,9 +670,9 @@ class Aliasing:
             made = (
                 ir.If(
                     one,
-                    (ir.Assign(target.name, self.followed_value(twin), self.line),),
+                    (ir.Assign(target.name, self.followed_value(twin), self.at.line),),
                     made,
-                    self.line,
+                    self.at.line,
                 ),
             )
         return made
@@ -687,25 +682,27 @@ class Aliasing:
         ``changed`` in each slot that held it (``up.held``, found before the change); the very
         object of a variable followed before, that variable's new value."""
         assert up.held is not None and up.before is not None
-        value = ir.Call(ir.Ref(runtime.replaced, "replaced"), (self.env[up.user], up.held, changed))
+        value = ir.Call(
+            ir.Ref(runtime.replaced, "replaced"), (self.at.env[up.user], up.held, changed)
+        )
         # one binding, under a new name (``xs_1 = ...``)
         if not up.twins and not self.is_mutable(up.user):
-            target = self.bind(value, up.user, user=True)
-            self.env[up.user] = target
+            target = self.lowering.bind(value, up.user, user=True)
+            self.at.env[up.user] = target
             self.carry(up.user)
         else:  # a name the branch on its twins assigns
-            target = self.own_name(up.user, self.env[up.user])
+            target = self.own_name(up.user, self.at.env[up.user])
             made: tuple[ir.Stmt, ...] = (ir.Assign(target.name, ir.Call(
-                ir.Ref(runtime.replaced, "replaced"), (target, up.held, changed)), self.line),)
-            self.body += self.unless_twins(target, up.twins, made)
+                ir.Ref(runtime.replaced, "replaced"), (target, up.held, changed)), self.at.line),)
+            self.at.body += self.unless_twins(target, up.twins, made)
         # it holds what it held, and the new
         for item in {*self.holds.get(up.before.name, set()), changed.name}:
             self.contain(target.name, item)
         for name in up.names:  # its other names: the same object
             if self.is_mutable(name):
-                self.body.append(ir.Assign(self.local(name).name, target, self.line))
+                self.at.body.append(ir.Assign(self.local(name).name, target, self.at.line))
             else:
-                self.env[name] = target
+                self.at.env[name] = target
         # (the same object where it held none of it)
         self.share(target.name, up.before.name, alias=True)
 
@@ -713,37 +710,40 @@ class Aliasing:
         """The live variables, but ``owner``, whose objects are among the IR ``names``: those bound,
         and read after the statement being lowered (``live``, where known), as a change nothing
         reads is no change."""
-        live = self.live
+        live = self.at.live
         found = [
             other
-            for name, other in self.env.items()
+            for name, other in self.at.env.items()
             if name != owner
             and isinstance(other, ir.Var)
             and other.name in names
             and (live is None or name in live)
         ]
         # (an object's attributes: live)
-        fields = [ir.Var(v) for v in self.field_labels if v in names and v != owner]
+        fields = [ir.Var(v) for v in self.at.field_labels if v in names and v != owner]
         return found + [atom for atom in fields if atom.name in names and atom not in found]
 
     def check_apart(self, atom: ir.Var, others: list[ir.Var], flag: ir.Var | None = None) -> None:
         """``check_in_place(atom, others, where)``, at run time (where ``flag`` is true, if
         given)."""
-        where = self.line.where()
-        start = len(self.body)
+        where = self.at.line.where()
+        start = len(self.at.body)
         others = list(dict.fromkeys(others))
-        pack = self.bind(ir.Pack(tuple(others)), "others", holds=False)
+        pack = self.lowering.bind(ir.Pack(tuple(others)), "others", holds=False)
         users = {
-            atom.name: name for name, atom in self.env.items() if isinstance(atom, ir.Var)
-        } | self.field_labels
-        names = ", ".join(dict.fromkeys(_shown(users.get(v.name) or self.owner.get(v.name) or "§")
-                                        for v in others))
-        self.bind(ir.Call(ir.Ref(runtime.check_in_place, "check_in_place"),
+            atom.name: name for name, atom in self.at.env.items() if isinstance(atom, ir.Var)
+        } | self.at.field_labels
+        names = ", ".join(
+            dict.fromkeys(
+                _shown(users.get(v.name) or self.at.owner.get(v.name) or "§") for v in others
+            )
+        )
+        self.lowering.bind(ir.Call(ir.Ref(runtime.check_in_place, "check_in_place"),
                           (atom, pack, ir.Const(where), ir.Const(names))), "checked")
         if flag is not None:  # the two statements, in a branch of their own
-            branch = tuple(self.body[start:])
-            del self.body[start:]
-            self.body.append(ir.If(flag, branch, (), self.line))
+            branch = tuple(self.at.body[start:])
+            del self.at.body[start:]
+            self.at.body.append(ir.If(flag, branch, (), self.at.line))
 
     def contain(self, container: str, item: str) -> None:
         """Record that the list or tuple ``container`` holds the object ``item``
@@ -799,17 +799,17 @@ class Aliasing:
         """``atom`` for a new binding of ``user_name``: a mutable name's current value is copied,
         since it changes."""
         if isinstance(atom, ir.Var) and (
-            atom.name in self.mutable or self.owner.get(atom.name) in self.changing
+            atom.name in self.at.mutable or self.at.owner.get(atom.name) in self.at.changing
         ):
-            copied = self.bind(atom, user_name, user=True)
+            copied = self.lowering.bind(atom, user_name, user=True)
             self.share(copied.name, atom.name, alias=True)
             return copied
         return atom
 
     def hold(self, atom: ir.Atom) -> ir.Atom:
         """``atom``, or a copy of it if it is a mutable name that a later binding may overwrite."""
-        if isinstance(atom, ir.Var) and atom.name in self.mutable:
-            held = self.bind(atom, atom.name)
+        if isinstance(atom, ir.Var) and atom.name in self.at.mutable:
+            held = self.lowering.bind(atom, atom.name)
             self.share(held.name, atom.name, alias=True)
             return held
         return atom
@@ -817,7 +817,7 @@ class Aliasing:
     def copy(self, name: str, atom: ir.Atom) -> None:
         """``name = atom``, unless the value was already computed into ``name``."""
         if atom != ir.Var(name):
-            self.body.append(ir.Assign(name, atom, self.line))
+            self.at.body.append(ir.Assign(name, atom, self.at.line))
             if isinstance(atom, ir.Var):
                 self.share(name, atom.name, alias=True)
         self.note_views(ir.Var(name))
@@ -825,9 +825,9 @@ class Aliasing:
     def note_views(self, atom: ir.Atom) -> None:
         """If the statement that made ``atom`` returns a view (``x[1:]``, ``x.T``,
         ``np.reshape``...), record it."""
-        if not isinstance(atom, ir.Var) or not self.body:
+        if not isinstance(atom, ir.Var) or not self.at.body:
             return
-        last = self.body[-1]
+        last = self.at.body[-1]
         if not isinstance(last, ir.Assign) or last.target != atom.name:
             return
         call = last.value if isinstance(last.value, ir.Call) else None
@@ -849,8 +849,12 @@ class Aliasing:
                 # (an item read of a list or dict: what it holds)
                 self.contain(call.args[0].name, atom.name)
             pack = self.packs.get(call.args[0].name)
-            if pack is not None and len(call.args) == 2 and isinstance(call.args[1], ir.Const) \
-                    and call.args[0].name not in self.mutable:  # ``[y][0]``: the very object ``y``
+            if (
+                pack is not None
+                and len(call.args) == 2
+                and isinstance(call.args[1], ir.Const)
+                and call.args[0].name not in self.at.mutable
+            ):  # ``[y][0]``: the very object ``y``
                 elt = next(
                     (e for k, e in enumerate(pack.elts) if pack.slot(k) == call.args[1].value), None
                 )
@@ -890,15 +894,17 @@ class Aliasing:
         ):
             # ``x.copy()``: the same objects only if ``x`` is a list, tuple or dict
             source = call.args[0]
-            flag = self.namer.fresh(f"{source.name}_container")
-            if self.nesting:  # made in a branch or a loop: true (check) on the paths that skip it
-                self.presets.append(ir.Assign(flag, ir.Const(True), self.line))
-                self.mutable.add(flag)
-            self.body.append(
+            flag = self.at.namer.fresh(f"{source.name}_container")
+            if (
+                self.at.nesting
+            ):  # made in a branch or a loop: true (check) on the paths that skip it
+                self.presets.append(ir.Assign(flag, ir.Const(True), self.at.line))
+                self.at.mutable.add(flag)
+            self.at.body.append(
                 ir.Assign(
                     flag,
                     ir.Call(ir.Ref(runtime.is_container, "is_container"), (source,)),
-                    self.line,
+                    self.at.line,
                 )
             )
             self.copied_from[atom.name] = (source.name, flag)
@@ -919,22 +925,22 @@ class Aliasing:
         nothing reads them through it, so it shares nothing."""
         if not self.checked_only:
             return False
-        user = self.owner.get(name) or next(
-            (u for u, atom in self.env.items() if atom == ir.Var(name)), None
+        user = self.at.owner.get(name) or next(
+            (u for u, atom in self.at.env.items() if atom == ir.Var(name)), None
         )
         return user is not None and user in self.checked_only
 
     def local(self, name: str) -> ir.Var:
         """The IR name a local variable is bound to now."""
-        return _var(self.env[name])
+        return _var(self.at.env[name])
 
     def is_mutable(self, user_name: str) -> bool:
         """Whether ``user_name`` holds its own mutable name (not a copy of another variable's)."""
-        atom = self.env.get(user_name)
+        atom = self.at.env.get(user_name)
         return (
             isinstance(atom, ir.Var)
-            and atom.name in self.mutable
-            and self.owner.get(atom.name) == user_name
+            and atom.name in self.at.mutable
+            and self.at.owner.get(atom.name) == user_name
         )
 
 
@@ -1048,7 +1054,7 @@ def loop_shared(loop: gast.For | gast.While, checked_only: set[str]) -> set[str]
     body makes ``x`` and ``v`` share an object from the next step on: an in-place change of either,
     earlier in the body, is then seen through both. A value that is certainly new (arithmetic, a
     constant) shares nothing, nor does a tuple that only checks read (``checked_only``: see
-    ``Aliasing.checked``).
+    ``Memory.checked``).
     """
     names: set[str] = set()
     for node in gast.walk(loop):
@@ -1115,10 +1121,57 @@ def _sharing(target: gast.expr, value: gast.expr | None, names: set[str]) -> Non
         and value.func.attr == "pop"
         and not value.args
     ):
-        return  # ``v = xs.pop()``: v is what xs held (``normalize.Lowerer.pop`` records it), not xs
+        # ``v = xs.pop()``: v is what xs held (``WriteLowering.pop`` records it), not xs
+        return
     # ``y[i + 1]``: an item or view of ``y``; the index shares nothing
     while isinstance(value, gast.Subscript):
         value = value.value
     if value is not None:
         names.update(n.id for n in gast.walk(value) if isinstance(n, gast.Name))
 
+
+_SCALARS = (type(None), bool, int, float, complex, str, bytes, range, np.generic)
+
+
+def _shared_defaults(fn: Any) -> set[str]:
+    """The parameters of ``fn`` whose default value is, or holds, an object that may change (an
+    array, a list, a dict...): one object for every call, so a change one call makes is there at the
+    next."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return set()
+    return {p.name for p in parameters if p.default is not p.empty and not _unchanging(p.default)}
+
+
+def _unchanging(value: Any) -> bool:
+    if isinstance(value, (tuple, frozenset)):
+        return all(_unchanging(item) for item in value)
+    return isinstance(value, _SCALARS)
+
+
+def _checked_only(tree: gast.FunctionDef, scope: dict[str, Any]) -> set[str]:
+    """The names that nothing reads but a call that reads them only by identity
+    (``registry.def_identity_read``: the tuple of other names that a check compares with the object
+    about to change, in code ast_ad wrote, read again). Found only where the function's globals hold
+    such a function under its own name."""
+    names = {getattr(fn, "__name__", ""): fn for fn in registry.fact_table("identity_read")}
+    readers = {name for name, fn in names.items() if scope.get(name) is fn}
+    if not readers:
+        return set()
+    checked: set[str] = set()
+    other: set[str] = set()
+    by_check: set[int] = set()
+    for node in syntax.walk(tree):
+        if (
+            type(node) is gast.Call
+            and type(node.func) is gast.Name
+            and node.func.id in readers
+            and not node.keywords
+        ):
+            k = registry.identity_read(scope[node.func.id])
+            if k is not None and k < len(node.args) and type(node.args[k]) is gast.Name:
+                by_check.add(id(node.args[k]))
+        elif type(node) is gast.Name and type(node.ctx) is gast.Load:
+            (checked if id(node) in by_check else other).add(node.id)
+    return checked - other

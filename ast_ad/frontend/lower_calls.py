@@ -6,8 +6,8 @@ with the object first), a user function (inlined later, or called as a pair of g
 or a write into an array (``f(x, out=y)`` is ``y[...] = f(x)``). Keywords that may carry a gradient
 move to their positions, and arguments whose meaning the rules do not follow (``where=``,
 ``order='F'``) are refused at the user's line. Attribute reads are primitives (``x.T``), facts read
-as they are (``x.shape``), constants (``np.pi``) or fields (``p.w``). A base class of
-``normalize.Lowerer``, which lowers the rest.
+as they are (``x.shape``), constants (``np.pi``) or fields (``p.w``). A part of
+``normalize.Lowerer`` (``frame``), which lowers the rest.
 """
 
 from __future__ import annotations
@@ -26,10 +26,15 @@ from ast_ad import runtime
 from ast_ad.analysis.activity import is_library
 from ast_ad.core import registry
 from ast_ad.errors import ASTADError, LocatedError, SourceUnavailableError, UnsupportedSyntaxError
+from ast_ad.frontend.aliasing import Memory
 from ast_ad.frontend.check import refuse
+from ast_ad.frontend.frame import Frame, Lowering, ParamWrites, ReturnView
 from ast_ad.frontend.lower_control import ControlFlow, written_parameters
+from ast_ad.frontend.lower_exprs import ExpressionLowering
+from ast_ad.frontend.lower_writes import WriteLowering
+from ast_ad.frontend.nested import Nesting
 from ast_ad.frontend.objects import Objects, Super, followable, made_of
-from ast_ad.frontend.parse import Source, parse
+from ast_ad.frontend.parse import parse
 from ast_ad.ir import nodes as ir
 
 # Attributes of array values: ``x.T`` is a primitive; the facts in NONDIFF_ATTRIBUTES are read as
@@ -75,52 +80,52 @@ def _ending_in_return(tree: gast.FunctionDef) -> gast.FunctionDef:
     return tree
 
 
-class CallLowering(ControlFlow, Objects):
-    """The calls and attribute reads of ``normalize.Lowerer`` (it reads the lowerer's state)."""
+class CallLowering:
+    """The calls and attribute reads of ``normalize.Lowerer``, a part of it: it receives the frame,
+    the lowerer, the other parts (a call may be an object's method, a write, a transformation...)
+    and the two questions about a user function that lower it first (``param_writes``,
+    ``return_view``)."""
 
-    source: Source
-    # the tree of a helper of another file -> its source (``foreign_tree``)
-    foreign_sources: dict[int, Source]
-    env: dict[str, ir.Atom]
-    instances: dict[str, type]  # IR name -> the user class it was made by (``m = Model(w)``)
-    # a list of lambdas or local functions by name (``fs = [f, g]``)
-    function_lists: dict[str, list[Any]]
-    scopes: list[dict[str, Any]]  # the globals of the helpers of other modules being inlined
-    inlining: list[str]
-
-    def param_writes(self, fn: Any) -> frozenset[str]:
-        raise NotImplementedError  # the normalizer's: it lowers ``fn`` to find them
-
-    def popped(self, source: gast.expr, hint: str | None, user: bool) -> ir.Var:
-        raise NotImplementedError  # the lowerer's
-
-    def assign(self, target: gast.expr, value: gast.expr) -> None:
-        raise NotImplementedError
-
-    def refuse_complex(self, node: gast.expr, atom: ir.Atom) -> ir.Atom:
-        raise NotImplementedError
-
-    def is_local(self, node: gast.expr) -> bool:
-        raise NotImplementedError
+    def __init__(
+        self, at: Frame, lowering: Lowering, memory: Memory, nested: Nesting, objects: Objects,
+        control: ControlFlow, exprs: ExpressionLowering, writing: WriteLowering,
+        param_writes: ParamWrites, return_view: ReturnView,
+    ) -> None:
+        self.at, self.lowering = at, lowering
+        self.locate = lowering.locate  # (where a node is, for errors)
+        self.memory, self.nested, self.objects, self.control, self.exprs, self.writing = (
+            memory,
+            nested,
+            objects,
+            control,
+            exprs,
+            writing,
+        )
+        self.param_writes = param_writes
+        self.return_view = return_view
 
     def expr_Call(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
         func = node.func
-        if isinstance(func, gast.Name) and made_of(self.env.get(func.id)) is not None:
-            instance = made_of(self.env[func.id])
+        if isinstance(func, gast.Name) and made_of(self.at.env.get(func.id)) is not None:
+            instance = made_of(self.at.env[func.id])
             assert instance is not None
-            return self.method_call(instance, node, name, user)
-        if isinstance(func, gast.Name) and func.id in self.partials and func.id not in self.env:
-            return self.call_partial(node, name, user)
+            return self.objects.method_call(instance, node, name, user)
         if (
             isinstance(func, gast.Name)
-            and func.id in self.local_functions
-            and func.id not in self.env
+            and func.id in self.at.partials
+            and func.id not in self.at.env
         ):
-            return self.inline(self.local_functions[func.id], node, name, user)
+            return self.nested.call_partial(node, name, user)
+        if (
+            isinstance(func, gast.Name)
+            and func.id in self.at.local_functions
+            and func.id not in self.at.env
+        ):
+            return self.nested.inline(self.at.local_functions[func.id], node, name, user)
         if isinstance(func, gast.Subscript) and isinstance(func.value, gast.Name) \
-                and func.value.id in self.function_lists and func.value.id not in self.env:
+                and func.value.id in self.at.function_lists and func.value.id not in self.at.env:
             # ``fs[0](x)`` of ``fs = [lambda t: ..., ...]``
-            listed = self.function_lists[func.value.id]
+            listed = self.at.function_lists[func.value.id]
             index = func.slice
             k = index.value if isinstance(index, gast.Constant) else -index.operand.value \
                 if isinstance(index, gast.UnaryOp) and isinstance(index.op, gast.USub) \
@@ -132,14 +137,18 @@ class CallLowering(ControlFlow, Objects):
                     f"or looped over (for g in {func.value.id}: ...)",
                     self.locate,
                 )
-            return self.inline(listed[k], node, name, user)
+            return self.nested.inline(listed[k], node, name, user)
         if isinstance(func, gast.Lambda):
-            return self.inline(func, node, name, user)
-        if self.resolves_to(func, map) and len(node.args) >= 2 and self.is_function(node.args[0]) \
-                and not node.keywords:
-            return self.expr(self.mapped(node), name, user)
+            return self.nested.inline(func, node, name, user)
         if (
-            self.resolves_to(func, next)
+            self.control.resolves_to(func, map)
+            and len(node.args) >= 2
+            and self.nested.is_function(node.args[0])
+            and not node.keywords
+        ):
+            return self.lowering.expr(self.nested.mapped(node), name, user)
+        if (
+            self.control.resolves_to(func, next)
             and node.args
             and isinstance(node.args[0], gast.GeneratorExp)
         ):
@@ -149,58 +158,74 @@ class CallLowering(ControlFlow, Objects):
                 "expression a list): write a for loop that assigns the item and breaks",
                 self.locate,
             )
-        if self.resolves_to(func, sorted) and len(node.args) == 1 \
+        if self.control.resolves_to(func, sorted) and len(node.args) == 1 \
                 and all(kw.arg in ("key", "reverse") for kw in node.keywords):
-            return self.sorted_call(node, name, user)
-        if (self.resolves_to(func, max) or self.resolves_to(func, min)) and len(node.args) == 1 \
-                and [kw.arg for kw in node.keywords] == ["key"]:
-            return self.chosen_by_key(node, max if self.resolves_to(func, max) else min, name, user)
+            return self.nested.sorted_call(node, name, user)
         if (
-            self.resolves_to(func, list)
+            (self.control.resolves_to(func, max) or self.control.resolves_to(func, min))
+            and len(node.args) == 1
+            and [kw.arg for kw in node.keywords] == ["key"]
+        ):
+            return self.nested.chosen_by_key(
+                node, max if self.control.resolves_to(func, max) else min, name, user
+            )
+        if (
+            self.control.resolves_to(func, list)
             and len(node.args) == 1
             and isinstance(node.args[0], gast.Call)
-            and self.resolves_to(node.args[0].func, map)
-            and self.is_function(node.args[0].args[0])
+            and self.control.resolves_to(node.args[0].func, map)
+            and self.nested.is_function(node.args[0].args[0])
         ):
             # list(map(f, xs)): map is lowered to a list already
-            return self.expr(node.args[0], name, user)
-        paired = self.value_and_gradient(node, name, user)
+            return self.lowering.expr(node.args[0], name, user)
+        paired = self.nested.value_and_gradient(node, name, user)
         if paired is not None:
             return paired
-        made = self.transformation(node)
+        made = self.nested.transformation(node)
         if made is not None:
             return made
-        forward = self.forward_mode(node)
+        forward = self.nested.forward_mode(node)
         if forward is not None:
-            return self.bind(ir.Call(forward, (self.expr(node.args[1]), self.expr(node.args[2]))),
-                             name or f"{forward.hint}_result", user)
-        if isinstance(func, gast.Name) and func.id not in self.env and func.id not in self.locals \
-                and any(self.is_function(arg) for arg in node.args):
-            fn = self.name(func)
+            return self.lowering.bind(
+                ir.Call(
+                    forward, (self.lowering.expr(node.args[1]), self.lowering.expr(node.args[2]))
+                ),
+                name or f"{forward.hint}_result",
+                user,
+            )
+        if (
+            isinstance(func, gast.Name)
+            and func.id not in self.at.env
+            and func.id not in self.at.locals
+            and any(self.nested.is_function(arg) for arg in node.args)
+        ):
+            fn = self.lowering.name(func)
             if (
                 isinstance(fn, ir.Ref)
                 and inspect.isfunction(fn.obj)
                 and registry.lookup(fn.obj) is None
                 and not (fn.obj.__module__ or "").startswith("ast_ad.")
             ):
-                return self.inline(self.helper_tree(node, fn.obj), node, name, user)
+                return self.nested.inline(self.nested.helper_tree(node, fn.obj), node, name, user)
         if isinstance(func, gast.Attribute):
-            owner = self.static(func.value)
+            owner = self.lowering.static(func.value)
             if isinstance(owner, types.ModuleType) and not hasattr(owner, func.attr):
                 # raises AttributeError if it runs, as Python would
-                return self.expr(func, name, user)
-            receiver = self.expr(func.value)
+                return self.lowering.expr(func, name, user)
+            receiver = self.lowering.expr(func.value)
             made_object = made_of(receiver)
             if made_object is not None:  # a method of an object made inside the function: inlined
-                return self.method_call(made_object, node, name, user)
+                return self.objects.method_call(made_object, node, name, user)
             if isinstance(receiver, ir.Const) and isinstance(receiver.value, Super):
-                return self.super_method(receiver.value, node, name, user)
-            if isinstance(receiver, ir.Ref) and followable(receiver.obj, self.fn):
+                return self.objects.super_method(receiver.value, node, name, user)
+            if isinstance(receiver, ir.Ref) and followable(receiver.obj, self.at.fn):
                 found = inspect.getattr_static(receiver.obj, func.attr, None)
                 if isinstance(found, classmethod) and inspect.isfunction(found.__func__):
-                    return self.class_call(receiver.obj, found.__func__, node, name, user)
+                    return self.objects.class_call(receiver.obj, found.__func__, node, name, user)
                 if isinstance(found, staticmethod) and inspect.isfunction(found.__func__):
-                    return self.inline(self.method_tree(found.__func__, node), node, name, user)
+                    return self.nested.inline(
+                        self.objects.method_tree(found.__func__, node), node, name, user
+                    )
             method = self.method_of(receiver, func.attr, node)
             # a method of the user's own class: a call of its function with self
             if method is not None:
@@ -211,17 +236,17 @@ class CallLowering(ControlFlow, Objects):
                 return self.method(node, receiver, name, user)
         if (
             isinstance(func, gast.Name)
-            and func.id in self.env
-            and self.method_of(self.env[func.id], "__call__")
+            and func.id in self.at.env
+            and self.method_of(self.at.env[func.id], "__call__")
         ):
-            method = self.method_of(self.env[func.id], "__call__")
+            method = self.method_of(self.at.env[func.id], "__call__")
             return self.call_function(
-                node, ir.Ref(method, func.id), (self.env[func.id],), name, user
+                node, ir.Ref(method, func.id), (self.at.env[func.id],), name, user
             )
-        fn = self.expr(func)
-        if isinstance(fn, ir.Ref) and followable(fn.obj, self.fn):
+        fn = self.lowering.expr(func)
+        if isinstance(fn, ir.Ref) and followable(fn.obj, self.at.fn):
             # an object of the user's class: its attributes followed
-            return self.construct(fn.obj, node, name)
+            return self.objects.construct(fn.obj, node, name)
         if not isinstance(fn, ir.Ref):
             raise refuse(node, "calling a value computed inside the function is not supported yet: "
                                "call a module-level function", self.locate)
@@ -247,8 +272,8 @@ class CallLowering(ControlFlow, Objects):
         self, node: gast.Call, fn: ir.Ref, first: tuple[ir.Atom, ...], name: str | None, user: bool
     ) -> ir.Atom:
         """``fn(*first, *node's arguments)``, its arguments lowered, as one statement."""
-        args = first + tuple(self.expr(arg) for arg in node.args)
-        kwargs = tuple((kw.arg, self.expr(kw.value)) for kw in node.keywords)
+        args = first + tuple(self.lowering.expr(arg) for arg in node.args)
+        kwargs = tuple((kw.arg, self.lowering.expr(kw.value)) for kw in node.keywords)
         if fn.obj is np.array and any(k == "copy" and v != ir.Const(True) for k, v in kwargs):
             fn = ir.Ref(runtime.array_view, "array_view")  # may give ``x`` itself: a view of it
         args, kwargs, moved = _positional(fn.obj, args, kwargs)
@@ -264,35 +289,16 @@ class CallLowering(ControlFlow, Objects):
         base = fn.hint.rsplit(".", 1)[-1]
         if (getattr(fn.obj, "__module__", None) or "").startswith("ast_ad."):
             # a helper keeps its name: no local of this function hides it
-            self.namer.reserved.add(base)
+            self.at.namer.reserved.add(base)
         hint = name or (
             f"{base}_{args[0].name}" if len(args) == 1 and isinstance(args[0], ir.Var) else base
         )
-        result = self.bind(ir.Call(fn, args, kwargs, moved), hint, user)
+        result = self.lowering.bind(ir.Call(fn, args, kwargs, moved), hint, user)
         if isinstance(fn.obj, type) and fn.obj.__module__ not in ("builtins", "numpy") \
                 and not issubclass(fn.obj, (tuple, np.ndarray)):
             # an object of the user's class: its methods are known
-            self.instances[result.name] = fn.obj
+            self.at.instances[result.name] = fn.obj
         return result
-
-    def static(self, node: gast.expr) -> Any:
-        """The object a name or a dotted path of modules names (``functools.partial``), or
-        ``None``."""
-        if isinstance(node, gast.Name) and isinstance(self.env.get(node.id), ir.Ref):
-            # (a name the lowering bound to an object)
-            return self.env[node.id].obj  # type: ignore[union-attr]
-        if isinstance(node, gast.Name) and node.id not in self.env and node.id not in self.locals \
-                and node.id not in self.local_functions:
-            try:
-                atom = self.name(node)
-            except LocatedError:
-                return None  # reported where it is used
-            return atom.obj if isinstance(atom, ir.Ref) else None
-        if isinstance(node, gast.Attribute):
-            base = self.static(node.value)
-            if isinstance(base, types.ModuleType):
-                return getattr(base, node.attr, None)
-        return None
 
     def method_of(self, receiver: ir.Atom, attr: str, node: gast.AST | None = None) -> Any:
         """The plain function behind ``receiver.attr(...)`` for an object of the user's own class,
@@ -303,7 +309,7 @@ class CallLowering(ControlFlow, Objects):
         or a class that takes attribute lookup over (``__getattribute__``). There (``node``, the
         call) it is refused."""
         cls = type(receiver.obj) if isinstance(receiver, ir.Ref) else \
-            self.instances.get(receiver.name) if isinstance(receiver, ir.Var) else None
+            self.at.instances.get(receiver.name) if isinstance(receiver, ir.Var) else None
         if (
             cls is None
             or cls.__module__ in ("builtins", "numpy")
@@ -335,7 +341,9 @@ class CallLowering(ControlFlow, Objects):
         """``f(x, out=y)`` writes ``f(x)`` into ``y`` and returns ``y``: it is ``y[...] = f(x)``."""
         target = out.value
         if not (
-            isinstance(target, gast.Name) and target.id in self.env and target.id in self.locals
+            isinstance(target, gast.Name)
+            and target.id in self.at.env
+            and target.id in self.at.locals
         ):
             raise refuse(
                 node,
@@ -355,8 +363,8 @@ class CallLowering(ControlFlow, Objects):
             slice=gast.Constant(value=Ellipsis, kind=None),
             ctx=gast.Store(),
         )
-        self.assign(gast.copy_location(store, target), plain)
-        return self.expr(target, name, user)
+        self.lowering.assign(gast.copy_location(store, target), plain)
+        return self.lowering.expr(target, name, user)
 
     def check_arguments_followed(self, node: gast.Call, fn: ir.Ref, args: tuple[Any, ...],
                                  kwargs: tuple[Any, ...]) -> None:
@@ -445,7 +453,7 @@ class CallLowering(ControlFlow, Objects):
             bound = inspect.signature(fn.obj).bind_partial(*args, **dict(kwargs))
         except TypeError:
             return copies  # Python raises its own error when the call runs
-        where = self.line.where()
+        where = self.at.line.where()
         for param, atom in bound.arguments.items():
             if (
                 param in writes
@@ -456,10 +464,10 @@ class CallLowering(ControlFlow, Objects):
                 # ``x = damp(x)``: nothing reads the changed object after the call but through
                 # another name, which the memory model checks, as at any write in place (the
                 # callee's value is the new one)
-                users = [name for name, held in self.env.items() if held == atom]
-                self.guard_object(atom, users[0] if users else "")
+                users = [name for name, held in self.at.env.items() if held == atom]
+                self.memory.guard_object(atom, users[0] if users else "")
                 if atom not in copies:
-                    copies[atom] = self.bind(
+                    copies[atom] = self.lowering.bind(
                         ir.Call(ir.Ref(runtime.detached, "detached"), (atom,)), "copied"
                     )
             elif param in writes and isinstance(atom, ir.Var):
@@ -471,7 +479,7 @@ class CallLowering(ControlFlow, Objects):
                          "caller "
                     "would see the change); return the new value instead, or pass a copy"
                 )
-                self.bind(
+                self.lowering.bind(
                     ir.Call(ir.Ref(runtime.check_kept, "check_kept"), (atom, message)), "checked"
                 )
         return copies
@@ -480,7 +488,7 @@ class CallLowering(ControlFlow, Objects):
         """Whether ``fn``, a function of the user's, returns a view of a parameter made with what
         the call gives it (``return y[k:]``; lowering ``fn`` says: ``param_writes`` reads it)."""
         if not (inspect.isfunction(fn) and registry.lookup(fn) is None
-                and not (fn.__module__ or "").startswith("ast_ad.")) or fn is self.fn:
+                and not (fn.__module__ or "").startswith("ast_ad.")) or fn is self.at.fn:
             return False
         try:
             self.param_writes(fn)
@@ -493,9 +501,13 @@ class CallLowering(ControlFlow, Objects):
         """Whether an argument of the call is an object made inside the function (a name bound to
         one, as ``objects`` follows it, or one made in the call: ``f(Lin(a, b))``)."""
         values = [*node.args, *(kw.value for kw in node.keywords)]
-        return any(isinstance(v, gast.Name) and made_of(self.env.get(v.id)) is not None
-                   or isinstance(v, gast.Call) and followable(self.static(v.func), self.fn)
-                   for v in values)
+        return any(
+            isinstance(v, gast.Name)
+            and made_of(self.at.env.get(v.id)) is not None
+            or isinstance(v, gast.Call)
+            and followable(self.lowering.static(v.func), self.at.fn)
+            for v in values
+        )
 
     def writing_helper(self, fn: Any, writes: bool = True) -> gast.FunctionDef | None:
         """The tree of ``fn``, to inline, where it is a function of the user's (no closure, not
@@ -505,15 +517,15 @@ class CallLowering(ControlFlow, Objects):
         module (``scopes``): what it reads there that the caller's module does not hold is read as
         the object it is, and watched (``foreign_reads``)."""
         if not (inspect.isfunction(fn) and registry.lookup(fn) is None and not fn.__closure__
-                and fn is not self.fn and not (fn.__module__ or "").startswith("ast_ad.")) \
-                or fn.__name__ in self.inlining:
+                and fn is not self.at.fn and not (fn.__module__ or "").startswith("ast_ad.")) \
+                or fn.__name__ in self.at.inlining:
             return None
-        if fn.__globals__ is not self.fn.__globals__:
+        if fn.__globals__ is not self.at.fn.__globals__:
             tree = self.foreign_tree(fn)
             if tree is None or writes and not written_parameters(tree):
                 return None
             return _ending_in_return(tree)
-        tree = self.helper_tree(
+        tree = self.nested.helper_tree(
             gast.Call(
                 func=gast.Name(id=fn.__name__, ctx=gast.Load(), annotation=None, type_comment=None),
                 args=[],
@@ -542,41 +554,46 @@ class CallLowering(ControlFlow, Objects):
                 theirs = fn.__globals__.get(n.id, _ABSENT)
                 if theirs is _ABSENT and not hasattr(builtins, n.id):
                     return None
-        self.foreign_sources[id(source.tree)] = source
+        self.at.foreign_sources[id(source.tree)] = source
         return source.tree
 
     def inline_helper(self, tree: gast.FunctionDef, node: gast.Call, name: str | None, user: bool,
                       fn: Any) -> ir.Atom:
         """``inline`` a helper that changes its arguments; one of another file is lowered at its own
         lines (its comments and errors name them)."""
-        self.inlined.append(fn)
-        source = self.foreign_sources.get(id(tree))
-        outer = self.source
-        self.source = source or outer
-        self.scopes.append(fn.__globals__)  # its names are its module's (``helper_global``)
+        self.at.inlined.append(fn)
+        source = self.at.foreign_sources.get(id(tree))
+        outer = self.at.source
+        self.at.source = source or outer
+        self.at.scopes.append(fn.__globals__)  # its names are its module's (``helper_global``)
         try:
-            return self.inline(tree, node, name, user)
+            return self.nested.inline(tree, node, name, user)
         finally:
-            self.source = outer
-            self.scopes.pop()
+            self.at.source = outer
+            self.at.scopes.pop()
 
     def dead_after(self, atom: ir.Var) -> bool:
         """Whether no variable that holds ``atom`` is read after the statement being lowered, but as
         the name it binds again (``x = damp(x)``): its object, changed in place, is then seen
         through other names only."""
-        if self.live is None:
+        if self.at.live is None:
             return False
         return all(
-            name not in self.live or name in self.rebinding
-            for name, held in self.env.items()
+            name not in self.at.live or name in self.at.rebinding
+            for name, held in self.at.env.items()
             if held == atom
         )
 
     def method(self, node: gast.Call, receiver: ir.Atom, name: str | None, user: bool) -> ir.Atom:
         """``x.sum(axis=0)`` on an array value is ``np.sum(x, axis=0)``."""
         attr = node.func.attr
-        if attr == "pop" and not node.args and not node.keywords and self.is_local(node.func.value):
-            return self.popped(node.func.value, name or "popped", user)
+        if (
+            attr == "pop"
+            and not node.args
+            and not node.keywords
+            and self.lowering.is_local(node.func.value)
+        ):
+            return self.writing.popped(node.func.value, name or "popped", user)
         fn_obj = registry.method(attr)
         if fn_obj is None:
             twin = getattr(np, attr, None)
@@ -587,43 +604,44 @@ class CallLowering(ControlFlow, Objects):
                      "with a function"
             )
             raise refuse(node, f"the method .{attr}() is not supported: {hint}", self.locate)
-        args = tuple(self.expr(arg) for arg in node.args)
+        args = tuple(self.lowering.expr(arg) for arg in node.args)
         if attr in VARARG_METHODS and len(args) > 1:
-            args = (self.bind(ir.Pack(args), "shape"),)
-        kwargs = tuple((kw.arg, self.expr(kw.value)) for kw in node.keywords)
+            args = (self.lowering.bind(ir.Pack(args), "shape"),)
+        kwargs = tuple((kw.arg, self.lowering.expr(kw.value)) for kw in node.keywords)
         # may give the array itself: a view
         if attr == "astype" and ("copy", ir.Const(False)) in kwargs:
             fn_obj, kwargs = runtime.astype_view, tuple(kw for kw in kwargs if kw[0] != "copy")
         fn = ir.Ref(fn_obj, attr if attr == "astype" else f"np.{fn_obj.__name__}")
         self.check_arguments_followed(node, fn, (receiver,) + args, kwargs)
         hint = name or (f"{attr}_{receiver.name}" if isinstance(receiver, ir.Var) else attr)
-        return self.bind(ir.Call(fn, (receiver,) + args, kwargs), hint, user)
+        return self.lowering.bind(ir.Call(fn, (receiver,) + args, kwargs), hint, user)
 
     def expr_Attribute(self, node: gast.Attribute, name: str | None, user: bool) -> ir.Atom:
         node = gast.copy_location(
-            gast.Attribute(value=node.value, attr=self.mangled(node.attr), ctx=node.ctx), node
+            gast.Attribute(value=node.value, attr=self.lowering.mangled(node.attr), ctx=node.ctx),
+            node,
         )
-        base = self.expr(node.value)
+        base = self.lowering.expr(node.value)
         made = made_of(base)
         if made is not None:
-            return self.attribute(made, node, name, user)
+            return self.objects.attribute(made, node, name, user)
         if isinstance(base, ir.Ref) and isinstance(base.obj, (types.ModuleType, type, np.ufunc)):
             # ``if hasattr(np, ...)`` guards it: fail only if it runs
             if not hasattr(base.obj, node.attr):
                 call = ir.Call(
                     ir.Ref(runtime.absent, "absent"), (ir.Const(base.hint), ir.Const(node.attr))
                 )
-                return self.bind(call, name or node.attr, user)
+                return self.lowering.bind(call, name or node.attr, user)
             value = getattr(base.obj, node.attr)
             if isinstance(value, (int, float, bool, type(None))):  # np.pi, np.newaxis: constants
                 return ir.Const(value)
-            return self.refuse_complex(
+            return self.exprs.refuse_complex(
                 node, ir.Ref(value, f"{base.hint}.{node.attr}", base.origin, base.root)
             )
         if node.attr in ATTRIBUTE_PRIMITIVES:
             fn = ATTRIBUTE_PRIMITIVES[node.attr]
             hint = name or (f"{base.name}_{node.attr}" if isinstance(base, ir.Var) else node.attr)
-            return self.bind(
+            return self.lowering.bind(
                 ir.Call(ir.Ref(fn, f"np.{fn.__name__}"), (base,), attribute=node.attr), hint, user
             )
         hint = name or (f"{base.name}_{node.attr}" if isinstance(base, ir.Var) else node.attr)
@@ -632,23 +650,10 @@ class CallLowering(ControlFlow, Objects):
                 node, "x.flat is not supported: index x.ravel() instead (x.ravel()[i])", self.locate
             )
         if node.attr in NONDIFF_ATTRIBUTES or not isinstance(base, ir.Var):
-            return self.bind(ir.Attr(base, node.attr), hint, user)
-        return self.bind(
+            return self.lowering.bind(ir.Attr(base, node.attr), hint, user)
+        return self.lowering.bind(
             ir.Call(ir.Ref(runtime.field, "field"), (base, ir.Const(node.attr))), hint, user
         )
-
-    def mangled(self, attr: str) -> str:
-        """``self.__k`` in a method of class ``C`` reads ``_C__k``, as Python's compiler mangles
-        it."""
-        parts = self.fn.__qualname__.split(".")
-        if (
-            not attr.startswith("__")
-            or attr.endswith("__")
-            or len(parts) < 2
-            or parts[-2] == "<locals>"
-        ):
-            return attr
-        return f"_{parts[-2].lstrip('_')}{attr}"
 
 
 def _positional(

@@ -1,7 +1,7 @@
 """Lowering control flow: ``if``, ``while`` and ``for`` (over ranges, sequences, ``enumerate``,
 ``zip``, ``reversed``), branch conditions, and the expressions and statements kept as written (a
-``while`` test, a ``print``). A base class of ``normalize.Lowerer``, which lowers the statements and
-expressions inside.
+``while`` test, a ``print``). A part of ``normalize.Lowerer`` (``frame``), which lowers the
+statements and expressions inside.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from typing import Any
 import gast
 
 from ast_ad import runtime
-from ast_ad.frontend.aliasing import loop_rebinds, loop_shared
+from ast_ad.frontend.aliasing import Memory, loop_rebinds, loop_shared
 from ast_ad.frontend.check import refuse
+from ast_ad.frontend.frame import Frame, Lowering
 from ast_ad.frontend.nested import Nesting, _load
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
@@ -24,75 +25,67 @@ from ast_ad.ir.naming import identifier
 ITERATORS = (zip, map, filter, enumerate, reversed, iter)
 
 
-class ControlFlow(Nesting):
-    """The control flow of ``normalize.Lowerer`` (it reads the lowerer's state)."""
+class ControlFlow:
+    """The control flow of ``normalize.Lowerer``, a part of it: it receives the frame, the lowerer
+    (to lower the blocks), the memory model and the inlining."""
 
-    body: list[ir.Stmt]
-    line: ir.Line
-    loops: list[set[str]]  # per enclosing loop, the names it appends to
-    loop_shared: list[set[str]]  # per enclosing loop, the names it may bind to a shared object
-    loop_rebinds: list[set[str]]  # per enclosing loop, the names it binds to another name's object
-    changing: set[str]  # user names that an if or a loop assigns
-
-    def prepare(self, node: gast.stmt) -> None:
-        raise NotImplementedError  # the lowerer's
-
-    def block(self, statements: list[gast.stmt]) -> tuple[ir.Stmt, ...]:
-        raise NotImplementedError
-
-    def bind_target(self, target: gast.expr, value: ir.Atom) -> None:
-        raise NotImplementedError
-
-    def operator(self, fn: Any) -> ir.Ref:
-        raise NotImplementedError
-
-    function_lists: dict[str, list[Any]]
-    object_lists: dict[str, list[Any]]
-    local_functions: dict[str, Any]
-
-    def name(self, node: gast.Name) -> ir.Atom:
-        raise NotImplementedError
+    def __init__(self, at: Frame, lowering: Lowering, memory: Memory, nested: Nesting) -> None:
+        self.at, self.lowering = at, lowering
+        self.locate = lowering.locate  # (where a node is, for errors)
+        self.memory, self.nested = memory, nested
 
     def stmt_If(self, node: gast.If) -> None:
-        self.prepare(node)
+        self.lowering.prepare(node)
         test = self.test(node.test)
-        body, orelse = self.block(node.body), self.block(node.orelse)
-        self.body.append(ir.If(test, body, orelse, self.line_of(node)))
+        body, orelse = self.lowering.block(node.body), self.lowering.block(node.orelse)
+        self.at.body.append(ir.If(test, body, orelse, self.lowering.line_of(node)))
 
     def stmt_While(self, node: gast.While) -> None:
-        self.prepare(node)
+        self.lowering.prepare(node)
         test = self.raw(node.test)
-        self.loops.append(bindings(node)[1])
-        self.loop_shared.append(loop_shared(node, self.checked_only))
-        self.loop_rebinds.append(loop_rebinds(node))
+        self.at.loops.append(bindings(node)[1])
+        self.at.loop_shared.append(loop_shared(node, self.memory.checked_only))
+        self.at.loop_rebinds.append(loop_rebinds(node))
         try:
-            self.body.append(ir.While(test, self.block(node.body), self.line_of(node)))
+            self.at.body.append(
+                ir.While(test, self.lowering.block(node.body), self.lowering.line_of(node))
+            )
         finally:
-            self.loops.pop()
-            self.loop_shared.pop()
-            self.loop_rebinds.pop()
+            self.at.loops.pop()
+            self.at.loop_shared.pop()
+            self.at.loop_rebinds.pop()
 
     def stmt_Break(self, node: gast.Break) -> None:
-        self.body.append(ir.Break(self.line_of(node)))
+        self.at.body.append(ir.Break(self.lowering.line_of(node)))
 
     def stmt_For(self, node: gast.For) -> None:
-        made = self.object_lists.get(node.iter.id) if isinstance(node.iter, gast.Name) else None
-        if made is not None and isinstance(node.iter, gast.Name) and node.iter.id not in self.env:
+        made = self.at.object_lists.get(node.iter.id) if isinstance(node.iter, gast.Name) else None
+        if (
+            made is not None
+            and isinstance(node.iter, gast.Name)
+            and node.iter.id not in self.at.env
+        ):
             self.unrolled_objects(node, made)
             return
-        listed = self.function_lists.get(node.iter.id) if isinstance(node.iter, gast.Name) else None
-        if listed is not None and isinstance(node.iter, gast.Name) and node.iter.id not in self.env:
+        listed = (
+            self.at.function_lists.get(node.iter.id) if isinstance(node.iter, gast.Name) else None
+        )
+        if (
+            listed is not None
+            and isinstance(node.iter, gast.Name)
+            and node.iter.id not in self.at.env
+        ):
             self.unrolled(node, listed)
             return
-        self.loops.append(bindings(node)[1])
-        self.loop_shared.append(loop_shared(node, self.checked_only))
-        self.loop_rebinds.append(loop_rebinds(node))
+        self.at.loops.append(bindings(node)[1])
+        self.at.loop_shared.append(loop_shared(node, self.memory.checked_only))
+        self.at.loop_rebinds.append(loop_rebinds(node))
         try:
             self.lower_for(node)
         finally:
-            self.loops.pop()
-            self.loop_shared.pop()
-            self.loop_rebinds.pop()
+            self.at.loops.pop()
+            self.at.loop_shared.pop()
+            self.at.loop_rebinds.pop()
 
     def unrolled_objects(self, node: gast.For, made: list[Any]) -> None:
         """``for layer in layers: ...`` over a list of objects made here: the body once for each,
@@ -116,55 +109,61 @@ class ControlFlow(Nesting):
             )
         for item in items:
             if each == "object":
-                self.env[node.target.id] = ir.Const(item)
+                self.at.env[node.target.id] = ir.Const(item)
             else:
-                self.local_functions[node.target.id] = item
-                self.env.pop(node.target.id, None)
+                self.at.local_functions[node.target.id] = item
+                self.at.env.pop(node.target.id, None)
             for stmt in node.body:
-                self.line = self.line_of(stmt)
-                self.stmt(stmt)
+                self.at.line = self.lowering.line_of(stmt)
+                self.lowering.stmt(stmt)
 
     def lower_for(self, node: gast.For) -> None:
-        line = self.line_of(node)
+        line = self.lowering.line_of(node)
         counted = self.range_call(node.iter)
         if counted is not None and isinstance(node.target, gast.Name):
-            self.prepare(node)
-            self.body.append(
-                ir.For(self.local(node.target.id).name, counted, self.block(node.body), line)
+            self.lowering.prepare(node)
+            self.at.body.append(
+                ir.For(
+                    self.memory.local(node.target.id).name,
+                    counted,
+                    self.lowering.block(node.body),
+                    line,
+                )
             )
             return
         length, pattern = self.iteration(node.iter, node.target)
-        index = self.namer.fresh("k")
-        self.mutable.add(index)
-        self.prepare(node)
-        indices = self.bind(ir.Call(ir.Ref(range, "range"), (length,)), "indices")
-        outer, self.body = self.body, []
+        index = self.at.namer.fresh("k")
+        self.at.mutable.add(index)
+        self.lowering.prepare(node)
+        indices = self.lowering.bind(ir.Call(ir.Ref(range, "range"), (length,)), "indices")
+        outer, self.at.body = self.at.body, []
         try:
             for target, seq, backwards in pattern:
-                self.line = line
+                self.at.line = line
                 item = (
                     ir.Var(index)
                     if seq is None
-                    else self.bind(
+                    else self.lowering.bind(
                         ir.Call(
-                            self.operator(operator.getitem), (seq, self.position(backwards, index))
+                            self.lowering.operator(operator.getitem),
+                            (seq, self.position(backwards, index)),
                         ),
                         f"{_atom_name(seq)}_item",
                     )
                 )
-                self.bind_target(target, item)
+                self.lowering.bind_target(target, item)
             for stmt in node.body:
-                self.line = self.line_of(stmt)
-                self.stmt(stmt)
-            body = tuple(self.body)
+                self.at.line = self.lowering.line_of(stmt)
+                self.lowering.stmt(stmt)
+            body = tuple(self.at.body)
         finally:
-            self.body = outer
-        self.body.append(ir.For(index, indices, body, line))
+            self.at.body = outer
+        self.at.body.append(ir.For(index, indices, body, line))
 
     def range_call(self, node: gast.expr) -> ir.Atom | None:
         """The lowered ``range(...)`` object if ``node`` calls the builtin range, else ``None``."""
         if isinstance(node, gast.Call) and self.resolves_to(node.func, range):
-            return self.expr(node, "r")
+            return self.lowering.expr(node, "r")
         return None
 
     def iteration(self, node: gast.expr, target: gast.expr) -> tuple[ir.Atom, list[Any]]:
@@ -198,12 +197,14 @@ class ControlFlow(Nesting):
             lengths = tuple(length for length, _ in parts)
             # zip(..., strict=True): Python's ValueError where the lengths differ
             if strict and strict[0]:
-                length = self.bind(ir.Call(ir.Ref(runtime.zip_length, "zip_length"), lengths), "n")
+                length = self.lowering.bind(
+                    ir.Call(ir.Ref(runtime.zip_length, "zip_length"), lengths), "n"
+                )
             else:
                 length = (
                     lengths[0]
                     if len(lengths) == 1
-                    else self.bind(ir.Call(ir.Ref(min, "min"), lengths), "n")
+                    else self.lowering.bind(ir.Call(ir.Ref(min, "min"), lengths), "n")
                 )
             return length, [item for _, pattern in parts for item in pattern]
         backwards = (
@@ -214,51 +215,53 @@ class ControlFlow(Nesting):
             call is not None
             and self.resolves_to(call.func, map)
             and len(call.args) >= 2
-            and self.is_function(call.args[0])
+            and self.nested.is_function(call.args[0])
             and not call.keywords
         )  # lowered to a list already (``mapped``)
         if call is not None and not backwards and not mapped \
                 and any(self.resolves_to(call.func, it) for it in ITERATORS):
             # an iterator has no length and cannot be indexed: its items, as a list, are what the
             # loop reads
-            held = self.hidden("list")
-            self.env[held] = ir.Ref(list, "list")
+            held = self.lowering.hidden("list")
+            self.at.env[held] = ir.Ref(list, "list")
             node = gast.copy_location(gast.Call(func=_load(held), args=[node], keywords=[]), node)
-        seq = self.expr(call.args[0] if call is not None and backwards else node)
-        self.env.pop(held, None)
-        length = self.bind(ir.Call(ir.Ref(len, "len"), (seq,)), f"n_{_atom_name(seq)}")
+        seq = self.lowering.expr(call.args[0] if call is not None and backwards else node)
+        self.at.env.pop(held, None)
+        length = self.lowering.bind(ir.Call(ir.Ref(len, "len"), (seq,)), f"n_{_atom_name(seq)}")
         return length, [(target, seq, backwards)]
 
     def position(self, backwards: bool, index: str) -> ir.Atom:
         if not backwards:
             return ir.Var(index)
-        return self.bind(
-            ir.Call(self.operator(operator.sub), (ir.Const(-1), ir.Var(index))), "back"
+        return self.lowering.bind(
+            ir.Call(self.lowering.operator(operator.sub), (ir.Const(-1), ir.Var(index))), "back"
         )
 
     def resolves_to(self, node: gast.expr, obj: Any) -> bool:
-        return isinstance(node, gast.Name) and self.static(node) is obj
+        return isinstance(node, gast.Name) and self.lowering.static(node) is obj
 
     def test(self, node: gast.expr) -> ir.Atom:
         """A branch condition, as a name the reverse pass can read again."""
         if isinstance(node, gast.Name):
-            atom = self.name(node)
-            steady = isinstance(atom, ir.Var) and atom.name not in self.mutable \
-                and self.owner.get(atom.name) not in self.changing
+            atom = self.lowering.name(node)
+            steady = isinstance(atom, ir.Var) and atom.name not in self.at.mutable \
+                and self.at.owner.get(atom.name) not in self.at.changing
             if steady:
                 return atom
             # a variable that may change, inside the branch or later: the reverse pass needs the
             # decision itself
-            return self.bind(atom, "cond")
+            return self.lowering.bind(atom, "cond")
         # The decision is kept as a bool: the reverse pass reads it again without asking the value a
         # second time (a dask array would compute again), and Python converts it once, as it does
         # itself.
         if (
-            self.static(gast.Name(id="bool", ctx=gast.Load(), annotation=None, type_comment=None))
+            self.lowering.static(
+                gast.Name(id="bool", ctx=gast.Load(), annotation=None, type_comment=None)
+            )
             is builtins.bool
         ):
             node = _decision(node)
-        return self.bind(self.raw(node), "cond")
+        return self.lowering.bind(self.raw(node), "cond")
 
     def raw(self, node: gast.expr) -> ir.Raw:
         """``node`` kept as written, its names rewritten (see ``effect``); it carries no
@@ -268,7 +271,7 @@ class ControlFlow(Nesting):
         return ir.Raw(renamed, tuple(refs))
 
     def rename(self, name: gast.Name, refs: list[ir.Ref]) -> gast.Name:
-        atom = self.name(name)
+        atom = self.lowering.name(name)
         if isinstance(atom, ir.Var):
             return gast.Name(id=atom.name, ctx=gast.Load(), annotation=None, type_comment=None)
         refs.append(atom if isinstance(atom, ir.Ref) else ir.Ref(atom.value, "const"))
@@ -281,7 +284,7 @@ class ControlFlow(Nesting):
         refs."""
         refs: list[ir.Ref] = []
         renamed = _rename_loads(syntax.clone(node), lambda name: self.rename(name, refs))
-        self.body.append(ir.Effect(renamed, tuple(refs), self.line))
+        self.at.body.append(ir.Effect(renamed, tuple(refs), self.at.line))
 
 
 def _decision(node: gast.expr) -> gast.expr:

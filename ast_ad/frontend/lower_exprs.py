@@ -1,6 +1,6 @@
 """The lowering of expressions: each operator, comparison, conditional, comprehension, subscript and
-literal of the user's code to the IR statements that compute it, one primitive a statement (a base
-class of the ``normalize.Lowerer``, which binds the names and reads the statements).
+literal of the user's code to the IR statements that compute it, one primitive a statement (a part
+of ``normalize.Lowerer``, which binds the names and reads the statements; ``frame``).
 
 ``np.log(x1) + x1 * x2`` is ``log_x1 = np.log(x1)``, ``x1_times_x2 = x1 * x2`` and
 ``t1 = log_x1 + x1_times_x2``; ``a if c else b`` is a branch that binds one name on each path.
@@ -17,9 +17,10 @@ import numpy as np
 
 from ast_ad import runtime
 from ast_ad.core import registry
-from ast_ad.frontend.aliasing import _var
+from ast_ad.frontend.aliasing import Memory, _var
 from ast_ad.frontend.check import COMPLEX_HINT, refuse
-from ast_ad.frontend.lower_writes import BINARY, WriteLowering
+from ast_ad.frontend.frame import Frame, Lowering
+from ast_ad.frontend.lower_control import ControlFlow
 from ast_ad.frontend.nested import _load, _locate_all, _rename_all
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
@@ -70,7 +71,7 @@ SUBCLASS_HINT = (
 
 # what an expression the lowering has no handler for is called, in the words of Python's
 # documentation
-_SPELLED = {
+SPELLED = {
     "Lambda": "a lambda is followed where it is assigned to a name and called, not stored in a "
               "list "
     "or passed to another function yet: define it with def and call it by name",
@@ -78,36 +79,24 @@ _SPELLED = {
     "Set": "a set display is not supported",
     "NamedExpr": "an assignment expression (:=) is not supported",
 }
-_SAID_WHOLE = {"Lambda"}
+SAID_WHOLE = {"Lambda"}
 
 
-class ExpressionLowering(WriteLowering):
-    """The expressions of ``normalize.Lowerer`` (a base class of it: it reads the lowerer's
-    state)."""
+BINARY = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
+          gast.Div: operator.truediv, gast.Pow: operator.pow, gast.MatMult: operator.matmul,
+          gast.FloorDiv: operator.floordiv, gast.Mod: operator.mod}
 
-    def expr(
-        self, node: gast.expr, name: str | None = None, user: bool = False, exact: bool = False
-    ) -> ir.Atom:
-        """Lower ``node`` to an atom; the last statement it adds is named ``name`` if given.
+class ExpressionLowering:
+    """The expressions of ``normalize.Lowerer``, a part of it: it receives the frame, the lowerer
+    (for the operands, lowered in turn), the memory model and the control flow's conditions."""
 
-        With ``exact``, that statement assigns ``name`` itself (a mutable variable's one name).
-        """
-        handler = getattr(self, "expr_" + type(node).__name__, None)
-        if handler is None:
-            said = _SPELLED.get(type(node).__name__, "this expression is not supported here")
-            raise refuse(node, f"{said}: compute it outside the function and pass it in"
-                         if type(node).__name__ not in _SAID_WHOLE else said, self.locate)
-        if exact and isinstance(node, gast.IfExp):
-            return self.expr_IfExp(node, name, user, exact=True)
-        outer, self.exact = getattr(self, "exact", None), name if exact else None
-        try:
-            atom: ir.Atom = handler(node, name, user)
-            return atom
-        finally:
-            self.exact = outer
+    def __init__(self, at: Frame, lowering: Lowering, memory: Memory, control: ControlFlow) -> None:
+        self.at, self.lowering = at, lowering
+        self.locate = lowering.locate  # (where a node is, for errors)
+        self.memory, self.control = memory, control
 
     def expr_Name(self, node: gast.Name, name: str | None, user: bool) -> ir.Atom:
-        return self.refuse_complex(node, self.name(node))
+        return self.refuse_complex(node, self.lowering.name(node))
 
     def refuse_complex(self, node: gast.expr, atom: ir.Atom) -> ir.Atom:
         """``atom``, unless it is something that makes complex values (``cmath``, ``np.fft``,
@@ -131,7 +120,7 @@ class ExpressionLowering(WriteLowering):
     def expr_JoinedStr(self, node: gast.JoinedStr, name: str | None, user: bool) -> ir.Atom:
         """An f-string (a dict key, a message): a string, kept as written; it carries no
         gradient."""
-        return self.bind(self.raw(node), name or "text", user)
+        return self.lowering.bind(self.control.raw(node), name or "text", user)
 
     def expr_Constant(self, node: gast.Constant, name: str | None, user: bool) -> ir.Atom:
         if isinstance(node.value, complex):
@@ -144,31 +133,33 @@ class ExpressionLowering(WriteLowering):
             raise refuse(
                 node, f"the operator {type(node.op).__name__} is not supported", self.locate
             )
-        left, right = self.expr(node.left), self.expr(node.right)
+        left, right = self.lowering.expr(node.left), self.lowering.expr(node.right)
         hint = name or _binary_hint(left, WORDS.get(fn, "op"), right)
         kinds = (self.kind(left), self.kind(right))
         if fn is operator.add and any(kinds):
-            joined = self.bind(ir.Call(ir.Ref(runtime.concat, "concat"), (left, right)), hint, user)
-            self.kinds[_var(joined).name] = kinds[0] or kinds[1] or ""
+            joined = self.lowering.bind(
+                ir.Call(ir.Ref(runtime.concat, "concat"), (left, right)), hint, user
+            )
+            self.at.kinds[_var(joined).name] = kinds[0] or kinds[1] or ""
             return joined
         if fn is operator.mul and any(kinds):
             seq, n = (left, right) if kinds[0] else (right, left)
-            repeated = self.bind(
+            repeated = self.lowering.bind(
                 ir.Call(ir.Ref(runtime.repeat_seq, "repeat_seq"), (seq, n)), hint, user
             )
-            self.kinds[_var(repeated).name] = kinds[0] or kinds[1] or ""
+            self.at.kinds[_var(repeated).name] = kinds[0] or kinds[1] or ""
             return repeated
-        return self.bind(ir.Call(self.operator(fn), (left, right)), hint, user)
+        return self.lowering.bind(ir.Call(self.lowering.operator(fn), (left, right)), hint, user)
 
     def kind(self, atom: ir.Atom) -> str | None:
         """``"list"`` or ``"tuple"`` where ``atom`` is known to be one (a literal, a comprehension,
         a join)."""
         if isinstance(atom, ir.Const) and isinstance(atom.value, (list, tuple)):
             return type(atom.value).__name__
-        return self.kinds.get(atom.name) if isinstance(atom, ir.Var) else None
+        return self.at.kinds.get(atom.name) if isinstance(atom, ir.Var) else None
 
     def expr_UnaryOp(self, node: gast.UnaryOp, name: str | None, user: bool) -> ir.Atom:
-        operand = self.expr(node.operand)
+        operand = self.lowering.expr(node.operand)
         if isinstance(operand, ir.Const) and isinstance(operand.value, (int, float)) \
                 and isinstance(node.op, (gast.USub, gast.UAdd)):
             return ir.Const(-operand.value if isinstance(node.op, gast.USub) else operand.value)
@@ -177,34 +168,34 @@ class ExpressionLowering(WriteLowering):
             raise refuse(node, "the ~ operator is not supported", self.locate)
         word = {operator.neg: "neg", operator.pos: "pos", operator.not_: "not"}[fn]
         hint = name or (f"{word}_{operand.name}" if isinstance(operand, ir.Var) else "t")
-        return self.bind(ir.Call(self.operator(fn), (operand,)), hint, user)
+        return self.lowering.bind(ir.Call(self.lowering.operator(fn), (operand,)), hint, user)
 
     def expr_IfExp(
         self, node: gast.IfExp, name: str | None, user: bool, exact: bool = False
     ) -> ir.Atom:
         target = (
-            name if exact and name is not None else self.namer.fresh(name or "choice", user=user)
+            name if exact and name is not None else self.at.namer.fresh(name or "choice", user=user)
         )
         if not exact:
-            self.body.append(ir.Assign(target, ir.Const(None), self.line))
-        self.mutable.add(target)
-        test = self.test(node.test)
+            self.at.body.append(ir.Assign(target, ir.Const(None), self.at.line))
+        self.at.mutable.add(target)
+        test = self.control.test(node.test)
         branches = []
         for value in (node.body, node.orelse):
-            outer, self.body = self.body, []
+            outer, self.at.body = self.at.body, []
             try:
-                self.copy(target, self.expr(value, target, exact=True))
-                branches.append(tuple(self.body))
+                self.memory.copy(target, self.lowering.expr(value, target, exact=True))
+                branches.append(tuple(self.at.body))
             finally:
-                self.body = outer
-        self.body.append(ir.If(test, branches[0], branches[1], self.line))
+                self.at.body = outer
+        self.at.body.append(ir.If(test, branches[0], branches[1], self.at.line))
         return ir.Var(target)
 
     def expr_BoolOp(self, node: gast.BoolOp, name: str | None, user: bool) -> ir.Atom:
         """``a or b`` is ``a if a else b`` and ``a and b`` is ``b if a else a``, ``a`` evaluated
         once."""
-        exact = name is not None and getattr(self, "exact", None) == name
-        first = self.hold(self.expr(node.values[0]))
+        exact = name is not None and self.at.exact == name
+        first = self.memory.hold(self.lowering.expr(node.values[0]))
         rest = node.values[1:]
         later = (
             rest[0]
@@ -215,21 +206,21 @@ class ExpressionLowering(WriteLowering):
         if isinstance(first, ir.Const) and not isinstance(first.value, list):
             if bool(first.value) == isinstance(node.op, gast.Or):
                 return first
-            return self.expr(later, name, user, exact=exact)
-        held = self.hidden("value")
-        self.env[held] = first
+            return self.lowering.expr(later, name, user, exact=exact)
+        held = self.lowering.hidden("value")
+        self.at.env[held] = first
         try:
             seen = gast.copy_location(_load(held), node)
             body, orelse = (seen, later) if isinstance(node.op, gast.Or) else (later, seen)
             choice = gast.copy_location(gast.IfExp(test=seen, body=body, orelse=orelse), node)
-            return self.expr(choice, name, user, exact=exact)
+            return self.lowering.expr(choice, name, user, exact=exact)
         finally:
-            del self.env[held]
+            del self.at.env[held]
 
     def expr_ListComp(self, node: gast.ListComp, name: str | None, user: bool) -> ir.Atom:
         """``[elt for t in xs if c]`` becomes a loop that appends to a new list."""
         acc = self.comprehended(node, name, user, [])
-        self.kinds[acc] = "list"
+        self.at.kinds[acc] = "list"
         return self.filled(
             node,
             acc,
@@ -257,19 +248,19 @@ class ExpressionLowering(WriteLowering):
 
     def comprehended(self, node: gast.expr, name: str | None, user: bool, empty: Any) -> str:
         """The new list or dict a comprehension fills: a local of its own."""
-        acc: str = self.namer.fresh(name or "items", user=user)
-        self.locals.add(acc)
-        self.body.append(ir.Assign(acc, ir.Const(empty), self.line))
-        self.env[acc] = ir.Var(acc)
-        self.owner[acc] = acc
+        acc: str = self.at.namer.fresh(name or "items", user=user)
+        self.at.locals.add(acc)
+        self.at.body.append(ir.Assign(acc, ir.Const(empty), self.at.line))
+        self.at.env[acc] = ir.Var(acc)
+        self.at.owner[acc] = acc
         return acc
 
     def filled(self, node: Any, acc: str, put: Any) -> ir.Atom:
         """The loops of a comprehension ``node``, its names its own, with ``put(node)`` (an append,
         a key's write into ``acc``) innermost; ``acc`` once they ran."""
-        renames = {target.id: self.namer.fresh(target.id) for gen in node.generators
+        renames = {target.id: self.at.namer.fresh(target.id) for gen in node.generators
                    for target in gast.walk(gen.target) if isinstance(target, gast.Name)}
-        self.locals |= set(renames.values())
+        self.at.locals |= set(renames.values())
         node = _rename_all(syntax.clone(node), renames)
         inner: gast.stmt = put(node)
         for gen in reversed(node.generators):
@@ -278,8 +269,8 @@ class ExpressionLowering(WriteLowering):
             inner = gast.For(
                 target=gen.target, iter=gen.iter, body=[inner], orelse=[], type_comment=None
             )
-        self.stmt(_locate_all(inner, node))
-        return self.env.pop(acc)
+        self.lowering.stmt(_locate_all(inner, node))
+        return self.at.env.pop(acc)
 
     def expr_SetComp(self, node: gast.SetComp, name: str | None, user: bool) -> ir.Atom:
         """``{e for t in xs}``: ``set`` of the list comprehension (a set of numbers that carry no
@@ -289,54 +280,58 @@ class ExpressionLowering(WriteLowering):
             None,
             False,
         )
-        return self.bind(ir.Call(ir.Ref(set, "set"), (items,)), name or "members", user)
+        return self.lowering.bind(ir.Call(ir.Ref(set, "set"), (items,)), name or "members", user)
 
     def expr_GeneratorExp(self, node: gast.GeneratorExp, name: str | None, user: bool) -> ir.Atom:
         return self.expr_ListComp(node, name, user)
 
     def expr_Compare(self, node: gast.Compare, name: str | None, user: bool) -> ir.Atom:
         if len(node.ops) > 1:
-            return self.bind(self.raw(node), name or "cond", user)
+            return self.lowering.bind(self.control.raw(node), name or "cond", user)
         fn = COMPARE.get(type(node.ops[0]))
         # ``is``, ``in``: a yes or no, as written (a test is kept so too, see ``test``)
         if fn is None:
-            return self.bind(self.raw(node), name or "cond", user)
-        left, right = self.expr(node.left), self.expr(node.comparators[0])
-        return self.bind(ir.Call(self.operator(fn), (left, right)), name or "cond", user)
+            return self.lowering.bind(self.control.raw(node), name or "cond", user)
+        left, right = self.lowering.expr(node.left), self.lowering.expr(node.comparators[0])
+        return self.lowering.bind(
+            ir.Call(self.lowering.operator(fn), (left, right)), name or "cond", user
+        )
 
     def expr_Subscript(self, node: gast.Subscript, name: str | None, user: bool) -> ir.Atom:
-        value = self.expr(node.value)
+        value = self.lowering.expr(node.value)
         index = self.index(node.slice)
         hint = name or (f"{value.name}_item" if isinstance(value, ir.Var) else "item")
         grows = isinstance(node.value, gast.Name) and (
-            self.appends_left.get(node.value.id, 0) > 0
-            or any(node.value.id in names for names in self.loops)
+            self.at.appends_left.get(node.value.id, 0) > 0
+            or any(node.value.id in names for names in self.at.loops)
         )
         if grows and isinstance(value, ir.Var):
             # a list that grows later: its adjoint here has the length it has now
-            n = self.bind(ir.Call(ir.Ref(len, "len"), (value,)), f"n_{value.name}")
-            return self.bind(
+            n = self.lowering.bind(ir.Call(ir.Ref(len, "len"), (value,)), f"n_{value.name}")
+            return self.lowering.bind(
                 ir.Call(ir.Ref(runtime.list_item, "list_item"), (value, index, n)), hint, user
             )
-        return self.bind(ir.Call(self.operator(operator.getitem), (value, index)), hint, user)
+        return self.lowering.bind(
+            ir.Call(self.lowering.operator(operator.getitem), (value, index)), hint, user
+        )
 
     def expr_Tuple(
         self, node: gast.Tuple, name: str | None, user: bool, kind: str = "tuple"
     ) -> ir.Atom:
-        elts = tuple(self.expr(elt) for elt in node.elts)
+        elts = tuple(self.lowering.expr(elt) for elt in node.elts)
         if all(isinstance(elt, ir.Const) for elt in elts):
             values = tuple(_constant(elt) for elt in elts)
             return ir.Const(values if kind == "tuple" else list(values))
-        return self.bind(ir.Pack(elts, kind), name or "pack", user)
+        return self.lowering.bind(ir.Pack(elts, kind), name or "pack", user)
 
     def expr_Dict(self, node: gast.Dict, name: str | None, user: bool) -> ir.Atom:
         """``{"w": w, "b": b}``: keys are constants (strings, numbers), values atoms."""
-        keys = [self.expr(key) if key is not None else None for key in node.keys]
+        keys = [self.lowering.expr(key) if key is not None else None for key in node.keys]
         if not all(isinstance(key, ir.Const) and registry.hashable(key.value) for key in keys):
             raise refuse(node, "dict literals need constant keys ({'w': w}) and no ** unpacking: "
                                "build other dicts outside the function", self.locate)
-        values = tuple(self.expr(value) for value in node.values)
-        return self.bind(
+        values = tuple(self.lowering.expr(value) for value in node.values)
+        return self.lowering.bind(
             ir.Pack(values, "dict", tuple(_constant(key) for key in keys)), name or "params", user
         )
 
@@ -346,18 +341,18 @@ class ExpressionLowering(WriteLowering):
     def index(self, node: gast.expr) -> ir.Atom:
         if isinstance(node, gast.Slice):
             parts = [
-                self.expr(p) if p is not None else ir.Const(None)
+                self.lowering.expr(p) if p is not None else ir.Const(None)
                 for p in (node.lower, node.upper, node.step)
             ]
             if all(isinstance(p, ir.Const) for p in parts):
                 return ir.Const(slice(*(_constant(p) for p in parts)))
-            return self.bind(ir.Call(ir.Ref(slice, "slice"), tuple(parts)), "index", False)
+            return self.lowering.bind(ir.Call(ir.Ref(slice, "slice"), tuple(parts)), "index", False)
         if isinstance(node, gast.Tuple):
             elts = tuple(self.index(elt) for elt in node.elts)
             if all(isinstance(elt, ir.Const) for elt in elts):
                 return ir.Const(tuple(_constant(elt) for elt in elts))
-            return self.bind(ir.Pack(elts), "index", False)
-        return self.expr(node)
+            return self.lowering.bind(ir.Pack(elts), "index", False)
+        return self.lowering.expr(node)
 
 _REDEFINED = {
     "__add__",

@@ -20,36 +20,37 @@ import numpy as np
 
 from ast_ad import runtime
 from ast_ad.core import registry
-from ast_ad.frontend.aliasing import _var
+from ast_ad.frontend.aliasing import Memory, _var
 from ast_ad.frontend.check import refuse
-from ast_ad.frontend.lower_calls import CallLowering
-from ast_ad.frontend.lower_control import _atom_name
+from ast_ad.frontend.frame import Frame, Lowering
+from ast_ad.frontend.lower_control import ControlFlow, _atom_name
+from ast_ad.frontend.lower_exprs import BINARY, ExpressionLowering
 from ast_ad.frontend.nested import _load
-from ast_ad.frontend.objects import Super, made_of
+from ast_ad.frontend.objects import Objects, Super, made_of
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
 
-BINARY = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
-          gast.Div: operator.truediv, gast.Pow: operator.pow, gast.MatMult: operator.matmul,
-          gast.FloorDiv: operator.floordiv, gast.Mod: operator.mod}
 
+class WriteLowering:
+    """The writes and effects of ``normalize.Lowerer``, a part of it: it receives the frame, the
+    lowerer, the memory model (asked before each write), the objects, the control flow and the
+    expressions."""
 
-class WriteLowering(CallLowering):
-    """The writes and effects of ``normalize.Lowerer`` (a base class of it: it reads the lowerer's
-    state)."""
-
-    appends_left: dict[str, int]  # user name -> the appends to it not lowered yet
-
-    def index(self, node: gast.expr) -> ir.Atom:
-        raise NotImplementedError  # the lowerer's
+    def __init__(
+        self, at: Frame, lowering: Lowering, memory: Memory, objects: Objects, control: ControlFlow,
+        exprs: ExpressionLowering
+    ) -> None:
+        self.at, self.lowering = at, lowering
+        self.locate = lowering.locate  # (where a node is, for errors)
+        self.memory, self.objects, self.control, self.exprs = memory, objects, control, exprs
 
     def stmt_AugAssign(self, node: gast.AugAssign) -> None:
-        self.guard_in_place(node.target)
+        self.memory.guard_in_place(node.target)
         if isinstance(node.target, gast.Subscript):
             self.augment_item(node)
             return
         if isinstance(node.target, gast.Attribute):
-            made = made_of(self.expr(node.target.value))
+            made = made_of(self.lowering.expr(node.target.value))
             if made is None:
                 raise refuse(
                     node,
@@ -57,19 +58,19 @@ class WriteLowering(CallLowering):
                     "makes: use a local variable",
                     self.locate,
                 )
-            attr = self.mangled(node.target.attr)
+            attr = self.lowering.mangled(node.target.attr)
             key = f"<{made.fields[attr]}>" if attr in made.fields else ""
             # ``self.w += d`` on an array changes it for every name that holds it: they follow it
             if key:
-                self.guard_object(
+                self.memory.guard_object(
                     ir.Var(made.fields[attr]), made.fields[attr], follow=True, changed=key
                 )
             load = gast.copy_location(gast.Attribute(value=node.target.value, attr=node.target.attr,
                                                      ctx=gast.Load()), node.target)
             value = gast.copy_location(gast.BinOp(left=load, op=node.op, right=node.value), node)
-            self.set_field(made, attr, self.expr(value), node)
+            self.objects.set_field(made, attr, self.lowering.expr(value), node)
             if key:
-                self.changed_objects[key] = ir.Var(made.fields[attr])
+                self.memory.changed_objects[key] = ir.Var(made.fields[attr])
             return
         if not isinstance(node.target, gast.Name):
             raise refuse(
@@ -82,7 +83,7 @@ class WriteLowering(CallLowering):
             gast.BinOp(left=gast.copy_location(load, node.target), op=node.op, right=node.value),
             node,
         )
-        self.assign(node.target, value)
+        self.lowering.assign(node.target, value)
 
     def assign_item(
         self, target: gast.Subscript, value: ir.Atom, index: ir.Atom | None = None
@@ -90,15 +91,19 @@ class WriteLowering(CallLowering):
         """``y[i] = v`` becomes ``y = assign_item(y, i, v)``: a new array, so every old value stays
         intact."""
         base = target.value
-        if not isinstance(base, gast.Name) or base.id not in self.locals or base.id not in self.env:
+        if (
+            not isinstance(base, gast.Name)
+            or base.id not in self.at.locals
+            or base.id not in self.at.env
+        ):
             raise refuse(
                 target,
                 "item assignment is supported on local variables only (y[i] = v, not y.a[i] = v or "
                 "g()[i] = v): assign to a local array first",
                 self.locate,
             )
-        array = self.expr(base)
-        index = self.index(target.slice) if index is None else index
+        array = self.lowering.expr(base)
+        index = self.exprs.index(target.slice) if index is None else index
         self.rebind(
             base.id, ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (array, index, value))
         )
@@ -106,10 +111,10 @@ class WriteLowering(CallLowering):
     def rebind(self, user: str, value: ir.Expr) -> None:
         """The local ``user`` bound to ``value``, the new value of its object: under its one name
         where a block may assign it, else under a new one."""
-        if self.is_mutable(user):
-            self.body.append(ir.Assign(self.local(user).name, value, self.line))
+        if self.memory.is_mutable(user):
+            self.at.body.append(ir.Assign(self.memory.local(user).name, value, self.at.line))
         else:
-            self.env[user] = self.bind(value, user, user=True)
+            self.at.env[user] = self.lowering.bind(value, user, user=True)
 
     def assign_nested(self, target: gast.Subscript, value: ir.Atom) -> None:
         """``L[0][i] = v``: the object ``L[0]`` changes in place; ast_ad writes a new one back into
@@ -122,37 +127,41 @@ class WriteLowering(CallLowering):
         root = outer
         while isinstance(root, gast.Subscript):
             root = root.value
-        if not (isinstance(root, gast.Name) and root.id in self.env and root.id in self.locals):
+        if not (
+            isinstance(root, gast.Name) and root.id in self.at.env and root.id in self.at.locals
+        ):
             raise refuse(
                 target,
                 "item assignment is supported on local variables only (y[i] = v, L[0][i] = v): "
                 "assign to a local array first",
                 self.locate,
             )
-        inner = self.expr(outer)
+        inner = self.lowering.expr(outer)
         key = f"<{inner.name}>" if isinstance(inner, ir.Var) else ""
         # ``L[k][i] = v``: the container is a name
         in_slot = isinstance(inner, ir.Var) and outer.value is root
         if isinstance(inner, ir.Var):
-            self.guard_object(inner, root.id, follow=True, changed=key, item=True)
+            self.memory.guard_object(inner, root.id, follow=True, changed=key, item=True)
             if not in_slot:
                 self.guard_slot(inner, outer)
-        index = self.index(target.slice)
-        new = self.bind(ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (inner, index, value)),
-                        f"{_atom_name(inner)}_new" if isinstance(inner, ir.Var) else "item")
+        index = self.exprs.index(target.slice)
+        new = self.lowering.bind(
+            ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (inner, index, value)),
+            f"{_atom_name(inner)}_new" if isinstance(inner, ir.Var) else "item",
+        )
         if key:
             # (the variables that see ``L[0]``'s object follow this value)
-            self.changed_objects[key] = new
+            self.memory.changed_objects[key] = new
         if not in_slot:
-            self.bind_target(outer, new)
+            self.lowering.bind_target(outer, new)
             return
         # every slot of the container that holds the changed object holds the new one (``pair = [y,
         # y]``)
         assert isinstance(root, gast.Name)
-        self.guard_in_place(root)
-        where = ir.Const(self.line.where())
-        container = self.expr(root)
-        slots = self.bind(
+        self.memory.guard_in_place(root)
+        where = ir.Const(self.at.line.where())
+        container = self.lowering.expr(root)
+        slots = self.lowering.bind(
             ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"), (container, inner, where)),
             "slots",
         )
@@ -162,7 +171,7 @@ class WriteLowering(CallLowering):
         """Before a write into ``inner``, the object ``L[k]`` (``outer``) holds: refuse at run time
         where another slot of ``L`` holds it too (``pair = [y, y]``), which no name shows
         (``runtime.check_item_apart``)."""
-        made = self.body[-1] if self.body else None
+        made = self.at.body[-1] if self.at.body else None
         if (
             isinstance(made, ir.Assign)
             and made.target == inner.name
@@ -172,9 +181,9 @@ class WriteLowering(CallLowering):
         ):
             container, key = made.value.args[0], made.value.args[1]
         else:
-            container, key = self.expr(outer.value), self.index(outer.slice)
-        where = ir.Const(self.line.where())
-        self.bind(
+            container, key = self.lowering.expr(outer.value), self.exprs.index(outer.slice)
+        where = ir.Const(self.at.line.where())
+        self.lowering.bind(
             ir.Call(ir.Ref(runtime.check_item_apart, "check_item_apart"), (container, key, where)),
             "checked",
         )
@@ -188,36 +197,47 @@ class WriteLowering(CallLowering):
                 raise refuse(
                     node, f"the operator {type(node.op).__name__} is not supported", self.locate
                 )
-            new = self.bind(
-                ir.Call(self.operator(fn), (self.expr(target), self.expr(node.value))), "t"
+            new = self.lowering.bind(
+                ir.Call(
+                    self.lowering.operator(fn),
+                    (self.lowering.expr(target), self.lowering.expr(node.value)),
+                ),
+                "t",
             )
             self.assign_nested(target, new)
             return
-        array = self.expr(target.value) if isinstance(target.value, gast.Name) else None
+        array = self.lowering.expr(target.value) if isinstance(target.value, gast.Name) else None
         if array is None:
             raise refuse(
                 target,
                 "augmented assignment is supported on items of local variables only",
                 self.locate,
             )
-        index = self.index(target.slice)
-        old = self.bind(
-            ir.Call(self.operator(operator.getitem), (array, index)), f"{target.value.id}_item"
+        index = self.exprs.index(target.slice)
+        old = self.lowering.bind(
+            ir.Call(self.lowering.operator(operator.getitem), (array, index)),
+            f"{target.value.id}_item",
         )
         fn = BINARY.get(type(node.op))
         if fn is None:
             raise refuse(
                 node, f"the operator {type(node.op).__name__} is not supported", self.locate
             )
-        if isinstance(array, ir.Var) and self.container_like(array):
+        if isinstance(array, ir.Var) and self.memory.container_like(array):
             self.augment_slot(
-                target, array, index, old, ir.Call(self.operator(fn), (old, self.expr(node.value)))
+                target,
+                array,
+                index,
+                old,
+                ir.Call(self.lowering.operator(fn), (old, self.lowering.expr(node.value))),
             )
             return
         # Python's ``+=`` changes the item itself where it is an array (a list's): another name that
         # holds it would see the change, which ast_ad computes as a new array
-        self.guard_object(old, target.value.id)
-        new = self.bind(ir.Call(self.operator(fn), (old, self.expr(node.value))), "t")
+        self.memory.guard_object(old, target.value.id)
+        new = self.lowering.bind(
+            ir.Call(self.lowering.operator(fn), (old, self.lowering.expr(node.value))), "t"
+        )
         self.assign_item(target, new, index)
 
     def augment_slot(self, target: gast.Subscript, container: ir.Var, index: ir.Atom, old: ir.Var,
@@ -228,21 +248,23 @@ class WriteLowering(CallLowering):
         (``runtime.augmented``, ``slots_changed``)."""
         assert isinstance(target.value, gast.Name)
         key = f"<{old.name}>"
-        self.guard_object(old, target.value.id, follow=True, changed=key, item=True)
-        computed = self.bind(value, "t")
-        new = self.bind(
+        self.memory.guard_object(old, target.value.id, follow=True, changed=key, item=True)
+        computed = self.lowering.bind(value, "t")
+        new = self.lowering.bind(
             ir.Call(ir.Ref(runtime.augmented, "augmented"), (old, computed)), f"{old.name}_new"
         )
-        self.changed_objects[key] = new
-        self.guard_in_place(target.value)
-        where = ir.Const(self.line.where())
-        slots = self.bind(
+        self.memory.changed_objects[key] = new
+        self.memory.guard_in_place(target.value)
+        where = ir.Const(self.at.line.where())
+        slots = self.lowering.bind(
             ir.Call(ir.Ref(runtime.slots_changed, "slots_changed"), (container, index, old, where)),
             "slots",
         )
         self.rebind(
             target.value.id,
-            ir.Call(ir.Ref(runtime.replaced, "replaced"), (self.expr(target.value), slots, new)),
+            ir.Call(
+                ir.Ref(runtime.replaced, "replaced"), (self.lowering.expr(target.value), slots, new)
+            ),
         )
 
     def stmt_Expr(self, node: gast.Expr) -> None:
@@ -255,13 +277,13 @@ class WriteLowering(CallLowering):
         call = node.value
         if not isinstance(call, gast.Call):
             if not isinstance(call, gast.Constant):
-                self.effect(node)
+                self.control.effect(node)
             return
         func = call.func
         held = (
-            self.env.get(func.value.id)
+            self.at.env.get(func.value.id)
             if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
-            else self.env.get(func.id)
+            else self.at.env.get(func.id)
             if isinstance(func, gast.Name)
             else None
         )
@@ -271,20 +293,20 @@ class WriteLowering(CallLowering):
             and isinstance(held.value, Super)
         ):
             # a method of an object made inside the function (or super()'s): inlined
-            self.expr(call)
+            self.lowering.expr(call)
             return
-        if isinstance(func, gast.Attribute) and self.is_local(func.value):
+        if isinstance(func, gast.Attribute) and self.lowering.is_local(func.value):
             self.method_statement(call, func)
             return
         if (
             isinstance(func, gast.Name)
-            and func.id not in self.env
-            and (func.id in self.local_functions or func.id in self.partials)
+            and func.id not in self.at.env
+            and (func.id in self.at.local_functions or func.id in self.at.partials)
         ):
             # inlined, or a partial's function called: its writes are checked as any call's
-            self.expr(call)
+            self.lowering.expr(call)
             return
-        fn = self.expr(func)
+        fn = self.lowering.expr(func)
         if not isinstance(fn, ir.Ref):
             raise refuse(node, "calling a value computed inside the function is not supported yet: "
                                "call a module-level function", self.locate)
@@ -293,13 +315,15 @@ class WriteLowering(CallLowering):
             self.rewrite_in_place(call, call.args[0] if call.args else None, call.args[1:], twin)
         elif any(kw.arg == "out" for kw in call.keywords) or inspect.isfunction(fn.obj) \
                 and registry.lookup(fn.obj) is None:
-            self.expr(call)  # out= is a write; a user function is transformed, its writes checked
+            self.lowering.expr(
+                call
+            )  # out= is a write; a user function is transformed, its writes checked
         elif (
             registry.is_effect(fn.obj)
             or registry.lookup(fn.obj) is not None
             or not self.reads_locals(call)
         ):
-            self.effect(node)
+            self.control.effect(node)
         else:
             raise refuse(
                 node,
@@ -316,13 +340,13 @@ class WriteLowering(CallLowering):
             self.pop(None, func.value)
             return
         if func.attr == "append" and len(call.args) == 1 and not call.keywords:
-            target = self.expr(func.value)
-            value = self.expr(call.args[0])
-            self.guard_in_place(func.value, container=True)
-            self.appends_left[func.value.id] = self.appends_left.get(func.value.id, 1) - 1
-            self.body.append(ir.Append(_var(target).name, value, self.line))
+            target = self.lowering.expr(func.value)
+            value = self.lowering.expr(call.args[0])
+            self.memory.guard_in_place(func.value, container=True)
+            self.at.appends_left[func.value.id] = self.at.appends_left.get(func.value.id, 1) - 1
+            self.at.body.append(ir.Append(_var(target).name, value, self.at.line))
             if isinstance(value, ir.Var):
-                self.contain(_var(target).name, value.name)
+                self.memory.contain(_var(target).name, value.name)
             return
         if (
             func.attr == "extend"
@@ -355,19 +379,23 @@ class WriteLowering(CallLowering):
             self.popped(source, None, False)
             return
         user = isinstance(target, gast.Name)
-        self.bind_target(target, self.popped(source, target.id if user else "popped", user))
+        self.lowering.bind_target(
+            target, self.popped(source, target.id if user else "popped", user)
+        )
 
     def popped(self, source: gast.expr, hint: str | None, user: bool) -> ir.Var:
         """``xs.pop()`` on a local list, in a statement of its own (``hint=None``: its value unused)
         or inside an expression (``h_bar + out_bar.pop()``, as reverse mode writes a list's
         adjoint): its value's name."""
-        listed = self.expr(source)
-        self.guard_in_place(source, container=True)
-        fresh = self.namer.fresh(hint or "popped", user=user)
-        self.body.append(ir.Pop(fresh if hint is not None else None, _var(listed).name, self.line))
+        listed = self.lowering.expr(source)
+        self.memory.guard_in_place(source, container=True)
+        fresh = self.at.namer.fresh(hint or "popped", user=user)
+        self.at.body.append(
+            ir.Pop(fresh if hint is not None else None, _var(listed).name, self.at.line)
+        )
         if hint is not None:
             # the popped value is what was appended: it may be shared
-            self.contain(_var(listed).name, fresh)
+            self.memory.contain(_var(listed).name, fresh)
         return ir.Var(fresh)
 
     def rewrite_in_place(
@@ -376,7 +404,9 @@ class WriteLowering(CallLowering):
         """``f(y, *rest)`` that changes ``y`` in place becomes ``y = twin(y, *rest)``, checked like
         ``y += ...``."""
         if not (
-            isinstance(target, gast.Name) and target.id in self.env and target.id in self.locals
+            isinstance(target, gast.Name)
+            and target.id in self.at.env
+            and target.id in self.at.locals
         ):
             raise refuse(
                 call,
@@ -384,16 +414,16 @@ class WriteLowering(CallLowering):
                 "local variable: assign the array to a local name first",
                 self.locate,
             )
-        self.guard_in_place(target)
-        held = self.hidden("twin")
+        self.memory.guard_in_place(target)
+        held = self.lowering.hidden("twin")
         value = gast.copy_location(
             gast.Call(func=_load(held), args=[target, *rest], keywords=call.keywords), call
         )
-        self.env[held] = ir.Ref(twin, getattr(twin, "__name__", "twin"))
+        self.at.env[held] = ir.Ref(twin, getattr(twin, "__name__", "twin"))
         try:
-            self.assign(target, value)
+            self.lowering.assign(target, value)
         finally:
-            del self.env[held]
+            del self.at.env[held]
 
     def reads_locals(self, node: gast.AST) -> bool:
-        return any(isinstance(n, gast.Name) and n.id in self.env for n in syntax.walk(node))
+        return any(isinstance(n, gast.Name) and n.id in self.at.env for n in syntax.walk(node))

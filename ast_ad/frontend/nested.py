@@ -22,8 +22,9 @@ import gast
 from ast_ad import runtime
 from ast_ad.core import registry
 from ast_ad.errors import ASTADError, LocatedError
-from ast_ad.frontend.aliasing import Aliasing
+from ast_ad.frontend.aliasing import Memory
 from ast_ad.frontend.check import refuse
+from ast_ad.frontend.frame import Frame, Lowering
 from ast_ad.frontend.parse import parse
 from ast_ad.frontend.structure import structure
 from ast_ad.ir import nodes as ir
@@ -62,45 +63,22 @@ def _literal(node: gast.expr) -> Any:
     return _NOT_LITERAL
 
 
-class Nesting(Aliasing):
-    """Calls of the user's own functions, inlined (a base class of ``normalize.Lowerer``)."""
+class Nesting:
+    """Calls of the user's own functions, inlined, and transformations written in the body: a part
+    of ``normalize.Lowerer`` that receives the frame, the lowerer (an inlined body is lowered by it)
+    and the memory model."""
 
-    fn: Any
-    locals: set[str]
-    # the names Python holds as locals, an inlined function's too (``unbound``)
-    user_locals: set[str]
-    namer: Namer
-    local_functions: dict[str, gast.FunctionDef | gast.Lambda]
-    inlining: list[str]
-    # the functions whose bodies the lowering wrote in place (``transform`` watches them)
-    inlined: list[Any]
-    partials: dict[str, tuple[Any, ...]]
-    kinds: dict[str, str]
-    serial: int
-
-    def expr(
-        self, node: gast.expr, name: str | None = None, user: bool = False, exact: bool = False
-    ) -> ir.Atom:
-        raise NotImplementedError  # the normalizer's
-
-    def stmt(self, node: gast.stmt) -> None:
-        raise NotImplementedError
-
-    def static(self, node: gast.expr) -> Any:
-        raise NotImplementedError
-
-    def line_of(self, node: gast.AST) -> ir.Line:
-        raise NotImplementedError
-
-    def locate(self, node: gast.AST) -> tuple[str, int, str]:
-        raise NotImplementedError
+    def __init__(self, at: Frame, lowering: Lowering, memory: Memory) -> None:
+        self.at, self.lowering = at, lowering
+        self.locate = lowering.locate  # (where a node is, for errors)
+        self.memory = memory
 
     def transformation(self, node: gast.Call) -> ir.Ref | None:
         """``ast_ad.grad(f, argnums)`` (or ``jacfwd``, ``jacrev``, ``jacobian``, ``hessian``)
         written in the body: made now (it only builds an object), so that the call of what it makes
         is a call of a known primitive (its rules: ``api.gradient.Gradient.ast_ad_rule``,
         ``api.compose.Jacobian.ast_ad_rule``)."""
-        maker = self.static(node.func)
+        maker = self.lowering.static(node.func)
         instead = {
             "hvp": "write ast_ad.hessian(f)(x) @ v, or ast_ad.jvp(g, (x,), (v,))[1] with a "
             "module-level def g(x): return ast_ad.grad(f)(x)",
@@ -120,7 +98,7 @@ class Nesting(Aliasing):
         target = node.args[0]
         # hessian(grad(f))
         inner = self.transformation(target) if isinstance(target, gast.Call) else None
-        fn = inner.obj if inner is not None else self.static(target)
+        fn = inner.obj if inner is not None else self.lowering.static(target)
         if fn is None:
             return None
         called = f"ast_ad.{maker.__name__}"
@@ -150,7 +128,7 @@ class Nesting(Aliasing):
             raise refuse(
                 node, f"{called} inside a differentiated function: {error}", self.locate
             ) from error
-        source = inner or self.expr(target)  # recorded: redefining ``f`` transforms again
+        source = inner or self.lowering.expr(target)  # recorded: redefining ``f`` transforms again
         if not isinstance(source, ir.Ref):
             raise refuse(
                 node,
@@ -168,7 +146,7 @@ class Nesting(Aliasing):
         maker = node.func
         if not (
             isinstance(maker, gast.Call)
-            and _is(self.static(maker.func), "value_and_grad")
+            and _is(self.lowering.static(maker.func), "value_and_grad")
             and maker.args
         ):
             return None
@@ -181,8 +159,8 @@ class Nesting(Aliasing):
             )
         held, hidden = [], []
         for arg in node.args:
-            hidden.append(self.hidden("argument"))
-            self.env[hidden[-1]] = self.expr(arg)
+            hidden.append(self.lowering.hidden("argument"))
+            self.at.env[hidden[-1]] = self.lowering.expr(arg)
             held.append(_load(hidden[-1]))
         gradient = gast.Call(
             func=gast.Attribute(value=maker.func.value, attr="grad", ctx=gast.Load())
@@ -193,8 +171,8 @@ class Nesting(Aliasing):
         )
         # ``from ast_ad import value_and_grad``: reach grad by value
         if not isinstance(maker.func, gast.Attribute):
-            hidden.append(self.hidden("grad"))
-            self.env[hidden[-1]] = ir.Ref(TRANSFORMATIONS["grad"], "ast_ad.grad")
+            hidden.append(self.lowering.hidden("grad"))
+            self.at.env[hidden[-1]] = ir.Ref(TRANSFORMATIONS["grad"], "ast_ad.grad")
             gradient.func = _load(hidden[-1])
         pair = gast.Tuple(
             elts=[
@@ -204,18 +182,18 @@ class Nesting(Aliasing):
             ctx=gast.Load(),
         )
         try:
-            return self.expr(_locate_all(pair, node), name, user)
+            return self.lowering.expr(_locate_all(pair, node), name, user)
         finally:
             for key in hidden:
-                del self.env[key]
+                del self.at.env[key]
 
     def forward_mode(self, node: gast.Call) -> ir.Ref | None:
         """``ast_ad.jvp(f, primals, tangents)`` written in the body, ``f`` a module-level function:
         a call of the primitive ``compose.JvpOf(f)`` on the two tuples (its rules transform ``f``'s
         forward-mode code)."""
-        if not _is(self.static(node.func), "jvp"):
+        if not _is(self.lowering.static(node.func), "jvp"):
             return None
-        fn = self.static(node.args[0]) if node.args else None
+        fn = self.lowering.static(node.args[0]) if node.args else None
         if (
             fn is None
             or len(node.args) != 3
@@ -228,7 +206,7 @@ class Nesting(Aliasing):
                 "primals and tangents as two tuples: ast_ad.jvp(f, (x,), (v,))",
                 self.locate,
             )
-        source = self.expr(node.args[0])  # recorded: redefining ``f`` transforms again
+        source = self.lowering.expr(node.args[0])  # recorded: redefining ``f`` transforms again
         if not isinstance(source, ir.Ref):
             raise refuse(
                 node,
@@ -250,8 +228,8 @@ class Nesting(Aliasing):
             isinstance(node, gast.Lambda)
             or (
                 isinstance(node, gast.Name)
-                and node.id in self.local_functions
-                and node.id not in self.env
+                and node.id in self.at.local_functions
+                and node.id not in self.at.env
             )
             or self.module_function(node) is not None
         )
@@ -259,13 +237,13 @@ class Nesting(Aliasing):
     def module_function(self, node: gast.expr) -> gast.Lambda | None:
         """For the name of a function of this module without a rule, a lambda that calls it by that
         name."""
-        if not isinstance(node, gast.Name) or node.id in self.env or node.id in self.locals \
-                or node.id in self.local_functions:
+        if not isinstance(node, gast.Name) or node.id in self.at.env or node.id in self.at.locals \
+                or node.id in self.at.local_functions:
             return None
-        fn = self.static(node)
+        fn = self.lowering.static(node)
         if (
             not inspect.isfunction(fn)
-            or fn.__globals__ is not self.fn.__globals__
+            or fn.__globals__ is not self.at.fn.__globals__
             or registry.lookup(fn) is not None
         ):
             return None
@@ -301,7 +279,7 @@ class Nesting(Aliasing):
         items = [gast.Name(id=f"item_{k}", ctx=gast.Store(), annotation=None, type_comment=None)
                  for k in range(len(node.args) - 1)]
         target = items[0] if len(items) == 1 else gast.Tuple(elts=items, ctx=gast.Store())
-        if len(items) > 1 and "zip" in self.locals:
+        if len(items) > 1 and "zip" in self.at.locals:
             raise refuse(
                 node,
                 "map over several sequences is lowered with zip, which this function rebinds: "
@@ -324,18 +302,18 @@ class Nesting(Aliasing):
         """``sorted(xs, key=f, reverse=r)``: the keys are computed (``f`` inlined), then the items
         ordered by them."""
         options = {kw.arg: kw.value for kw in node.keywords}
-        items = self.hold(self.expr(node.args[0]))
+        items = self.memory.hold(self.lowering.expr(node.args[0]))
         if "key" in options and not self.is_function(options["key"]):
             raise refuse(
                 node,
                 "sorted(..., key=...) is supported with a lambda or a function defined here",
                 self.locate,
             )
-        held = self.hidden("sorted")
-        self.env[held] = items
+        held = self.lowering.hidden("sorted")
+        self.at.env[held] = items
         try:
             keys = (
-                self.expr(
+                self.lowering.expr(
                     self.mapped(
                         gast.copy_location(
                             gast.Call(
@@ -349,11 +327,16 @@ class Nesting(Aliasing):
                 else items
             )
         finally:
-            del self.env[held]
-        reverse = self.expr(options["reverse"]) if "reverse" in options else ir.Const(False)
-        result = self.bind(ir.Call(ir.Ref(runtime.sorted_by, "sorted_by"), (items, keys, reverse)),
-                           name or "ordered", user)
-        self.kinds[result.name] = "list"
+            del self.at.env[held]
+        reverse = (
+            self.lowering.expr(options["reverse"]) if "reverse" in options else ir.Const(False)
+        )
+        result = self.lowering.bind(
+            ir.Call(ir.Ref(runtime.sorted_by, "sorted_by"), (items, keys, reverse)),
+            name or "ordered",
+            user,
+        )
+        self.at.kinds[result.name] = "list"
         return result
 
     def chosen_by_key(self, node: gast.Call, which: Any, name: str | None, user: bool) -> ir.Atom:
@@ -367,20 +350,23 @@ class Nesting(Aliasing):
                 "here",
                 self.locate,
             )
-        items = self.hold(self.expr(node.args[0]))
-        held = self.hidden("chosen")
-        self.env[held] = items
+        items = self.memory.hold(self.lowering.expr(node.args[0]))
+        held = self.lowering.hidden("chosen")
+        self.at.env[held] = items
         try:
-            keys = self.expr(self.mapped(gast.copy_location(
+            keys = self.lowering.expr(self.mapped(gast.copy_location(
                 gast.Call(func=_load("map"), args=[key, _load(held)], keywords=[]), node)))
         finally:
-            del self.env[held]
-        position = self.bind(
+            del self.at.env[held]
+        position = self.lowering.bind(
             ir.Call(ir.Ref(runtime.first_best, "first_best"), (keys, ir.Const(which.__name__))),
             "position",
         )
-        return self.bind(ir.Call(ir.Ref(operator.getitem, "operator.getitem"), (items, position)),
-                         name or which.__name__, user)
+        return self.lowering.bind(
+            ir.Call(ir.Ref(operator.getitem, "operator.getitem"), (items, position)),
+            name or which.__name__,
+            user,
+        )
 
     def helper_tree(self, node: gast.Call, fn: Any) -> gast.FunctionDef:
         """The tree of a module function called with a function argument (``apply(lambda z: ...,
@@ -389,7 +375,7 @@ class Nesting(Aliasing):
         It is inlined here, so the function it receives is inlined in turn; its lines are moved to
         stand where they are in its file.
         """
-        if fn.__globals__ is not self.fn.__globals__ or fn.__closure__:
+        if fn.__globals__ is not self.at.fn.__globals__ or fn.__closure__:
             raise refuse(
                 node,
                 f"a function passed to {fn.__name__} is supported only where {fn.__name__} is a "
@@ -397,9 +383,9 @@ class Nesting(Aliasing):
                 self.locate,
             )
         source = parse(fn)
-        self.inlined.append(fn)
+        self.at.inlined.append(fn)
         tree = syntax.clone(source.tree)
-        shift = source.line_offset - self.source.line_offset
+        shift = source.line_offset - self.at.source.line_offset
         for n in syntax.walk(tree):
             for attr in ("lineno", "end_lineno"):
                 if getattr(n, attr, None) is not None:
@@ -409,9 +395,9 @@ class Nesting(Aliasing):
     def call_partial(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
         """``g(x)`` where ``g = functools.partial(f, a)``: ``f(a, x)``, with ``a`` as it was when
         ``g`` was made."""
-        func, args, keywords = self.partials[node.func.id]
+        func, args, keywords = self.at.partials[node.func.id]
         call = gast.Call(func=func, args=[*args, *node.args], keywords=[*keywords, *node.keywords])
-        return self.expr(gast.copy_location(call, node), name, user)
+        return self.lowering.expr(gast.copy_location(call, node), name, user)
 
     def frozen_partial(
         self, value: gast.Call
@@ -421,18 +407,12 @@ class Nesting(Aliasing):
         def frozen(node: gast.expr) -> gast.expr:
             if self.is_function(node):
                 return node
-            key = self.hidden("partial")
-            self.env[key] = self.hold(self.expr(node))
+            key = self.lowering.hidden("partial")
+            self.at.env[key] = self.memory.hold(self.lowering.expr(node))
             return gast.copy_location(_load(key), node)
         func, *args = value.args
         return func, [frozen(a) for a in args], [gast.keyword(arg=kw.arg, value=frozen(kw.value))
                                                  for kw in value.keywords]
-
-    def hidden(self, base: str) -> str:
-        """A new name for a value ast_ad holds in ``env`` itself: not an identifier, so it meets no
-        user's name."""
-        self.serial += 1
-        return f"§{base}{self.serial}"
 
     def inline(
         self, fn: gast.FunctionDef | gast.Lambda, node: gast.Call, name: str | None, user: bool
@@ -440,7 +420,7 @@ class Nesting(Aliasing):
         """A call to a function defined inside this one: its body, lowered in place with its own
         names."""
         label = getattr(fn, "name", "lambda")
-        if label in self.inlining or len(self.inlining) > 20:
+        if label in self.at.inlining or len(self.at.inlining) > 20:
             raise refuse(
                 node,
                 f"the nested function {label} calls itself: define it at module level to recurse",
@@ -460,11 +440,11 @@ class Nesting(Aliasing):
         passed.update((kw.arg, kw.value) for kw in node.keywords)
         functions = {
             p: self.module_function(v)
-            or (self.local_functions[v.id] if isinstance(v, gast.Name) else v)
+            or (self.at.local_functions[v.id] if isinstance(v, gast.Name) else v)
             for p, v in passed.items()
             if self.is_function(v)
         }
-        values = {p: self.expr(v) for p, v in passed.items() if p not in functions}
+        values = {p: self.lowering.expr(v) for p, v in passed.items() if p not in functions}
         defaults = dict(
             zip(params[len(params) - len(fn.args.defaults) :], fn.args.defaults, strict=True)
         )
@@ -474,33 +454,33 @@ class Nesting(Aliasing):
                     raise refuse(
                         node, f"missing argument {p!r} in the call to {label}", self.locate
                     )
-                values[p] = self.expr(defaults[p])
+                values[p] = self.lowering.expr(defaults[p])
         inner_locals = {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name)
                         and isinstance(n.ctx, gast.Store)} | set(params)
         renames = {
-            v: self.namer.fresh(f"{label}_{v}" if label != "lambda" else v)
+            v: self.at.namer.fresh(f"{label}_{v}" if label != "lambda" else v)
             for v in sorted(inner_locals)
         }
         body = [_rename_all(syntax.clone(s), renames) for s in body]
-        saved_env, saved_locals = dict(self.env), set(self.locals)
-        self.inlining.append(label)
-        self.carried.append({})
+        saved_env, saved_locals = dict(self.at.env), set(self.at.locals)
+        self.at.inlining.append(label)
+        self.at.carried.append({})
         try:
             for v in inner_locals:
-                self.env.pop(renames[v], None)
-            self.locals |= set(renames.values())
-            self.user_locals |= set(renames.values())
+                self.at.env.pop(renames[v], None)
+            self.at.locals |= set(renames.values())
+            self.at.user_locals |= set(renames.values())
             for p in params:
                 if p in functions:
-                    self.local_functions[renames[p]] = functions[p]
+                    self.at.local_functions[renames[p]] = functions[p]
                 else:
-                    self.env[renames[p]] = values[p]
-            body = structure(body, Namer(reserved=self.locals))
-            self.locals |= {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name)
+                    self.at.env[renames[p]] = values[p]
+            body = structure(body, Namer(reserved=self.at.locals))
+            self.at.locals |= {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name)
                             and isinstance(n.ctx, gast.Store)}
             for stmt in body[:-1]:
-                self.line = self.line_of(stmt)
-                self.stmt(stmt)
+                self.at.line = self.lowering.line_of(stmt)
+                self.lowering.stmt(stmt)
             last = body[-1] if body else None
             if not isinstance(last, gast.Return) or last.value is None:
                 raise refuse(
@@ -508,14 +488,18 @@ class Nesting(Aliasing):
                     f"{label} must end with `return <value>` to be differentiated",
                     self.locate,
                 )
-            return self.expr(last.value, name, user)
+            return self.lowering.expr(last.value, name, user)
         finally:
-            self.inlining.pop()
-            carried = self.carried.pop()
-            self.env, self.locals = saved_env, saved_locals
-            self.env.update((user, atom) for user, atom in carried.items() if user in saved_env)
+            self.at.inlining.pop()
+            carried = self.at.carried.pop()
+            # (in place: the other parts hold these tables)
+            self.at.env.clear()
+            self.at.env.update(saved_env)
+            self.at.locals.clear()
+            self.at.locals.update(saved_locals)
+            self.at.env.update((user, atom) for user, atom in carried.items() if user in saved_env)
             for p in functions:
-                self.local_functions.pop(renames[p], None)
+                self.at.local_functions.pop(renames[p], None)
 
 
 def _load(name: str) -> gast.Name:

@@ -19,15 +19,16 @@ Each statement applies one primitive to atoms. Names are resolved here, against
 the function's real closure, globals and builtins, so ``np.sin``, ``numpy.sin``,
 ``from numpy import sin`` and ``xp.sin`` all become the same ``Ref``.
 
-Six jobs have modules of their own, base classes of the ``Lowerer``: ``aliasing`` (which names may
-reach the same object, and the checks before one changes), ``nested`` (functions the user's code
-defines or names, inlined where they are called; ``ast_ad.grad`` and friends written in the body),
-``lower_control`` (``if``, ``while``, ``for`` and the iterations it unfolds, branch conditions),
-``lower_calls`` (what a call calls, its arguments checked against what the rules follow; attribute
-reads), ``lower_writes`` (item writes, appends, pops and calls that change an argument in place) and
-``lower_exprs`` (operators, comparisons, conditionals, comprehensions, subscripts and literals).
-What is left here binds the names: the function, its statements and assignments, and where each name
-resolves.
+Seven jobs have modules of their own, parts of the ``Lowerer`` (``frame``): ``aliasing`` (which
+names may reach the same object, and the checks before one changes), ``nested`` (functions the
+user's code defines or names, inlined where they are called; ``ast_ad.grad`` and friends written in
+the body), ``lower_control`` (``if``, ``while``, ``for`` and the iterations it unfolds, branch
+conditions), ``lower_calls`` (what a call calls, its arguments checked against what the rules
+follow; attribute reads), ``lower_writes`` (item writes, appends, pops and calls that change an
+argument in place), ``lower_exprs`` (operators, comparisons, conditionals, comprehensions,
+subscripts and literals) and ``objects`` (the user's classes: objects made inside, their fields and
+methods). What is left here binds the names: the function, its statements and assignments, and where
+each name resolves.
 """
 
 from __future__ import annotations
@@ -47,18 +48,22 @@ from ast_ad.analysis import unbound
 from ast_ad.core import registry
 from ast_ad.errors import LocatedError
 from ast_ad.frontend import objects, selection
-from ast_ad.frontend.aliasing import live_after, loop_rebinds
+from ast_ad.frontend.aliasing import Memory, live_after, loop_rebinds
 from ast_ad.frontend.check import WITH_HINT, check_source, refuse
+from ast_ad.frontend.frame import Frame
 from ast_ad.frontend.lower_calls import (
     BEING_LOWERED,
     FOREIGN_READS,
     INLINED,
     PARAM_WRITES,
     RETURN_VIEWS,
+    CallLowering,
 )
-from ast_ad.frontend.lower_control import bindings, written_in_place
-from ast_ad.frontend.lower_exprs import ExpressionLowering
-from ast_ad.frontend.objects import followable, made_of
+from ast_ad.frontend.lower_control import ControlFlow, bindings, written_in_place
+from ast_ad.frontend.lower_exprs import SAID_WHOLE, SPELLED, ExpressionLowering
+from ast_ad.frontend.lower_writes import WriteLowering
+from ast_ad.frontend.nested import Nesting
+from ast_ad.frontend.objects import Objects, followable, made_of
 from ast_ad.frontend.parse import Source, parse, same_code
 from ast_ad.frontend.structure import structure
 from ast_ad.ir import nodes as ir
@@ -68,29 +73,31 @@ from ast_ad.ir.naming import Namer, identifier
 MAX_NAME = 16
 _ABSENT = object()
 
+
 def normalize(source: Source) -> ir.Function:
     """Lower ``source`` (already checked) to an :class:`ir.Function`."""
     key = (source.fn, getattr(source.fn, "__code__", None))
+    lowerer = Lowerer(source)
     BEING_LOWERED[key] = False
     try:
-        lowerer = Lowerer(source)
         function = lowerer.function()
         # (an object made here is never made: used as a value, it is refused)
         objects.escaped(function)
         function = ir.check_ir(selection.selected(function))
-        if BEING_LOWERED[key] and lowerer.writes:
+        if BEING_LOWERED[key] and lowerer.memory.writes:
             raise lowerer.error(
                 source.tree,
                 f"{source.tree.name} calls itself and changes its argument "
-                f"{sorted(lowerer.writes)[0]!r} in place: compute a new value instead",
+                f"{sorted(lowerer.memory.writes)[0]!r} in place: compute a new value instead",
             )
-        PARAM_WRITES[key] = frozenset(lowerer.writes)
-        RETURN_VIEWS[key] = _returned_view(function, lowerer.recipes)
-        INLINED[key] = tuple(dict.fromkeys(lowerer.inlined))
-        FOREIGN_READS[key] = tuple(lowerer.foreign_reads)
+        PARAM_WRITES[key] = frozenset(lowerer.memory.writes)
+        RETURN_VIEWS[key] = _returned_view(function, lowerer.memory.recipes)
+        INLINED[key] = tuple(dict.fromkeys(lowerer.at.inlined))
+        FOREIGN_READS[key] = tuple(lowerer.at.foreign_reads)
         return function
     finally:
         del BEING_LOWERED[key]
+        lowerer.close()
 
 
 def param_writes(fn: Any) -> frozenset[str]:
@@ -155,109 +162,47 @@ def helper_twin(value: Any) -> Any:
 
 
 
-class Lowerer(ExpressionLowering):
-    # a helper's, for ``CallLowering``: lowering it finds them
-    param_writes = staticmethod(param_writes)
-    return_view = staticmethod(return_view)  # for ``Aliasing.note_views``
-
-    """Walks the gast tree once, appending one IR statement per primitive application."""
+class Lowerer:
+    """Walks the gast tree once, appending one IR statement per primitive application: it reads the
+    statements and binds the names; its parts lower the rest (``frame``)."""
 
     def __init__(self, source: Source):
-        self.source = source
-        self.fn = source.fn
-        self.closure = _closure(source.fn)
-        self.locals, self.appending = _bound_names(source.tree)
-        # the names Python holds as locals (not those ``structure`` makes)
-        self.user_locals = set(self.locals)
-        # ``prepare``'s ``None`` for a name not bound yet, by statement id
-        self.unbound: dict[int, str] = {}
-        self.namer = Namer(reserved=self.locals)
-        self.env: dict[str, ir.Atom] = {}
-        self.body: list[ir.Stmt] = []
-        self.line = ir.Line(*source.where(source.tree))
-        self.owner: dict[str, str] = {}  # IR name -> the user variable it holds
-        self.mutable: set[str] = set()
-        self.local_functions: dict[str, gast.FunctionDef | gast.Lambda] = {}
-        self.inlining: list[str] = []
-        # IR name -> IR names that may share its memory (copies, views)
-        self.shares: dict[str, set[str]] = {}
-        # a list or tuple's IR name -> IR names of the objects it holds
-        self.holds: dict[str, set[str]] = {}
-        self.held_by: dict[str, set[str]] = {}  # the same relation the other way round
-        # statements the function starts with (``Aliasing.note_views``)
-        self.presets: list[ir.Stmt] = []
-        # how many blocks (branches, loop bodies) the statement being lowered is in
-        self.nesting = 0
-        # a name bound by unpacking -> the list or tuple it was unpacked from
-        self.unpacked: dict[str, str] = {}
-        # a shallow copy's IR name -> (its source, a flag set where the source is a container: its
-        # items are then the copy's too; ``Aliasing.note_views``)
-        self.copied_from: dict[str, tuple[str, str]] = {}
-        # user names that an if or a loop assigns: their IR names get mutable
-        self.changing: set[str] = set()
-        self.params: dict[str, str] = {}  # IR name -> parameter, for the parameters' own values
-        self.appends_left: dict[str, int] = {}  # user name -> appends to it not lowered yet
-        self.loops: list[set[str]] = []  # per enclosing loop, the names it appends to
-        # per enclosing loop, the names it may bind to a shared object
-        self.loop_shared: list[set[str]] = []
-        # per enclosing loop, the names it binds to another's object
-        self.loop_rebinds: list[set[str]] = []
-        # helpers of other files, inlined (``CallLowering``)
-        self.foreign_sources: dict[int, Source] = {}
-        # the globals of the helpers of other modules being inlined, innermost last: their names
-        # resolve there; what they read that the caller's module does not hold is watched
-        # (``foreign_reads``: module dict, name, object), a derivative reading it is stale once it
-        # changes
-        self.scopes: list[dict[str, Any]] = []
-        self.foreign_reads: list[tuple[dict[str, Any], str, Any]] = []
-        # the functions whose bodies are lowered in place (``INLINED``)
-        self.inlined: list[Any] = []
-        # name -> (function, args, keywords) of a functools.partial
-        self.partials: dict[str, tuple[Any, ...]] = {}
-        # IR name -> the user class it was made by (``m = Model(w)``)
-        self.instances: dict[str, type] = {}
-        # ``fs = [lambda t: ..., g]``: the functions by name
-        self.function_lists: dict[str, list[Any]] = {}
-        # a list or tuple of objects made here, written as one (``layers = [Layer(a), Layer(b)]``):
-        # looped over, unrolled (``for layer in layers``), its objects followed
-        self.object_lists: dict[str, list[objects.Made]] = {}
-        # the objects of the user's classes made here (``objects``)
-        self.made: list[objects.Made] = []
-        # an attribute's variable -> ``m.w`` (``Aliasing.variables_in``)
-        self.field_labels: dict[str, str] = {}
-        self.carried: list[dict[str, ir.Atom]] = []  # (``Aliasing.carry``)
-        self.serial = 0  # for ``hidden`` names
-        # IR name -> "list" or "tuple", where that is known (see ``kind``)
-        self.kinds: dict[str, str] = {}
-        self.writes: set[str] = set()  # parameters whose values an in-place statement may change
-        # (``Aliasing.guard_object`` refuses changing them)
-        self.shared_defaults = _shared_defaults(source.fn)
-        # see ``Aliasing.note_views``
-        self.checked_only = _checked_only(source.tree, source.fn.__globals__)
-        # what is read after each statement (``live_after``)
-        self.liveness: dict[int, frozenset[str]] = {}
-        self.live: frozenset[str] | None = None  # that, for the statement being lowered, if known
-        # the names the statement being lowered binds (``_rebound``)
-        self.rebinding: frozenset[str] = frozenset()
-        # IR name -> the view call that made it (``Aliasing.followed``)
-        self.recipes: dict[str, ir.Call] = {}
-        # variables to make again after the statement (``Aliasing.follow``)
-        self.follow_ups: list[Any] = []
-        # an item's object after a write (``Aliasing.follow``)
-        self.changed_objects: dict[str, ir.Var] = {}
-        # IR name -> names of the same object (``Aliasing.share``)
-        self.aliased: dict[str, set[str]] = {}
-        # a literal container's IR name -> what it packed (``Aliasing.slot_of``)
-        self.packs: dict[str, ir.Pack] = {}
+        at = self.at = Frame(source, _closure(source.fn), _bound_names(source.tree))
+        # the parts, each given the frame, this lowerer and the parts below it that it calls; the
+        # recursion over the user's other functions (what a helper writes, the view it returns) is
+        # handed down as the functions that lower them
+        self.memory = Memory(at, self, return_view)
+        self.nested = Nesting(at, self, self.memory)
+        self.objects = Objects(at, self, self.memory, self.nested)
+        self.control = ControlFlow(at, self, self.memory, self.nested)
+        self.exprs = ExpressionLowering(at, self, self.memory, self.control)
+        self.writing = WriteLowering(at, self, self.memory, self.objects, self.control, self.exprs)
+        self.calls = CallLowering(
+            at, self, self.memory, self.nested, self.objects, self.control, self.exprs,
+            self.writing, param_writes, return_view,
+        )
+        # each kind of statement and expression, lowered by the part that has it
+        self.handlers: dict[str, Any] = {
+            name: getattr(part, name)
+            for part in (self, self.control, self.writing, self.exprs, self.calls)
+            for name in dir(type(part))
+            if name.startswith(("stmt_", "expr_"))
+        }
+
+    def close(self) -> None:
+        """Let the parts go: each holds this lowerer (``lowering``), so that reference counting,
+        not the cycle collector, frees what a lowering built."""
+        del self.memory, self.nested, self.objects, self.control, self.exprs, self.writing
+        del self.calls, self.handlers
 
     # ---- the function ----------------------------------------------------------------------------
     def function(self) -> ir.Function:
-        tree = self.source.tree
+        tree = self.at.source.tree
         params = [arg.id for arg in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs]
-        names = tuple(self.namer.fresh(param, user=True) for param in params)
-        self.env.update((param, ir.Var(name)) for param, name in zip(params, names, strict=True))
-        self.owner.update(zip(names, params, strict=True))
-        self.params = dict(zip(names, params, strict=True))
+        names = tuple(self.at.namer.fresh(param, user=True) for param in params)
+        self.at.env.update((param, ir.Var(name)) for param, name in zip(params, names, strict=True))
+        self.at.owner.update(zip(names, params, strict=True))
+        self.at.params.update(zip(names, params, strict=True))
         statements = tree.body
         if (
             statements
@@ -265,25 +210,25 @@ class Lowerer(ExpressionLowering):
             and isinstance(statements[0].value, gast.Constant)
         ):
             statements = statements[1:]  # docstring
-        statements = structure(statements, Namer(reserved=self.locals))
+        statements = structure(statements, Namer(reserved=self.at.locals))
         made: set[str] = set()
         # (a loop over a dict's items reads its keys, which carry no gradient)
-        keys = self.namer.fresh("keys_of")
-        statements = _dict_loops(statements, self.namer, made, keys)
+        keys = self.at.namer.fresh("keys_of")
+        statements = _dict_loops(statements, self.at.namer, made, keys)
         if made:
-            self.env[keys] = ir.Ref(runtime.keys_of, "keys_of")
-            self.locals |= made - {keys}
-        self.liveness = live_after(statements)
+            self.at.env[keys] = ir.Ref(runtime.keys_of, "keys_of")
+            self.at.locals |= made - {keys}
+        self.at.liveness.update(live_after(statements))
         for s in statements:  # the names each statement binds, and those it appends to
-            if id(s) in self.appending:  # as written: its names are among the locals already
-                appended = self.appending[id(s)]
+            if id(s) in self.at.appending:  # as written: its names are among the locals already
+                appended = self.at.appending[id(s)]
             else:  # a statement ``structure`` made
                 stored, appended = bindings(s)
-                self.locals |= stored
+                self.at.locals |= stored
             for name in appended:
-                self.appends_left[name] = self.appends_left.get(name, 0) + 1
-        self.namer.reserved |= self.locals
-        self.changing = {
+                self.at.appends_left[name] = self.at.appends_left.get(name, 0) + 1
+        self.at.namer.reserved |= self.at.locals
+        self.at.changing |= {
             n.id
             for s in statements
             if isinstance(s, (gast.If, gast.For, gast.While))
@@ -308,40 +253,103 @@ class Lowerer(ExpressionLowering):
                 "the function must end with `return <value>`: grad needs a value to differentiate",
             )
         for node in statements[:-1]:
-            self.line = self.line_of(node)
+            self.at.line = self.line_of(node)
             self.stmt(node)
         last = statements[-1]
-        self.line = self.line_of(last)
+        self.at.line = self.line_of(last)
         result = self.expr(last.value, "out")
         function = ir.Function(
             tree.name,
             names,
-            (*self.presets, *self.body),
+            (*self.memory.presets, *self.at.body),
             result,
-            self.line,
-            self.fn,
-            frozenset(self.mutable),
-            frozenset(self.namer.users),
+            self.at.line,
+            self.at.fn,
+            frozenset(self.at.mutable),
+            frozenset(self.at.namer.users),
         )
         # (Python's UnboundLocalError, kept)
-        return unbound.checked(function, self.unbound, self.namer)
+        return unbound.checked(function, self.at.unbound, self.at.namer)
 
     # ---- statements ------------------------------------------------------------------------------
     def stmt(self, node: gast.stmt) -> None:
-        handler = getattr(self, "stmt_" + type(node).__name__, None)
+        handler = self.handlers.get("stmt_" + type(node).__name__)
         if handler is None:
             raise refuse(
                 node, f"{type(node).__name__} statements are not supported here", self.locate
             )
         # (a statement made while lowering: not known)
-        outer, self.live = self.live, self.liveness.get(id(node))
-        rebinding, self.rebinding = self.rebinding, _rebound(node)
+        outer, self.at.live = self.at.live, self.at.liveness.get(id(node))
+        rebinding, self.at.rebinding = self.at.rebinding, _rebound(node)
         try:
             handler(node)
-            if self.follow_ups:
-                self.follow()
+            if self.memory.follow_ups:
+                self.memory.follow()
         finally:
-            self.live, self.rebinding = outer, rebinding
+            self.at.live, self.at.rebinding = outer, rebinding
+
+    def expr(
+        self, node: gast.expr, name: str | None = None, user: bool = False, exact: bool = False
+    ) -> ir.Atom:
+        """Lower ``node`` to an atom; the last statement it adds is named ``name`` if given.
+
+        With ``exact``, that statement assigns ``name`` itself (a mutable variable's one name).
+        """
+        handler = self.handlers.get("expr_" + type(node).__name__)
+        if handler is None:
+            said = SPELLED.get(type(node).__name__, "this expression is not supported here")
+            raise refuse(node, f"{said}: compute it outside the function and pass it in"
+                         if type(node).__name__ not in SAID_WHOLE else said, self.locate)
+        if exact and isinstance(node, gast.IfExp):
+            return self.exprs.expr_IfExp(node, name, user, exact=True)
+        outer, self.at.exact = self.at.exact, name if exact else None
+        try:
+            atom: ir.Atom = handler(node, name, user)
+            return atom
+        finally:
+            self.at.exact = outer
+
+    def static(self, node: gast.expr) -> Any:
+        """The object a name or a dotted path of modules names (``functools.partial``), or
+        ``None``."""
+        if isinstance(node, gast.Name) and isinstance(self.at.env.get(node.id), ir.Ref):
+            # (a name the lowering bound to an object)
+            return self.at.env[node.id].obj  # type: ignore[union-attr]
+        if (
+            isinstance(node, gast.Name)
+            and node.id not in self.at.env
+            and node.id not in self.at.locals
+            and node.id not in self.at.local_functions
+        ):
+            try:
+                atom = self.name(node)
+            except LocatedError:
+                return None  # reported where it is used
+            return atom.obj if isinstance(atom, ir.Ref) else None
+        if isinstance(node, gast.Attribute):
+            base = self.static(node.value)
+            if isinstance(base, types.ModuleType):
+                return getattr(base, node.attr, None)
+        return None
+
+    def hidden(self, base: str) -> str:
+        """A new name for a value ast_ad holds in ``env`` itself: not an identifier, so it meets no
+        user's name."""
+        self.at.serial += 1
+        return f"§{base}{self.at.serial}"
+
+    def mangled(self, attr: str) -> str:
+        """``self.__k`` in a method of class ``C`` reads ``_C__k``, as Python's compiler mangles
+        it."""
+        parts = self.at.fn.__qualname__.split(".")
+        if (
+            not attr.startswith("__")
+            or attr.endswith("__")
+            or len(parts) < 2
+            or parts[-2] == "<locals>"
+        ):
+            return attr
+        return f"_{parts[-2].lstrip('_')}{attr}"
 
     def stmt_Assign(self, node: gast.Assign) -> None:
         if len(node.targets) == 1:
@@ -365,13 +373,15 @@ class Lowerer(ExpressionLowering):
         refused."""
         for target in node.targets:
             if not (
-                isinstance(target, gast.Name) and target.id in self.env and target.id in self.locals
+                isinstance(target, gast.Name)
+                and target.id in self.at.env
+                and target.id in self.at.locals
             ):
                 raise refuse(
                     node, "del is supported for local names only: drop the statement", self.locate
                 )
-            if not self.loops and not self.nesting:
-                del self.env[target.id]
+            if not self.at.loops and not self.at.nesting:
+                del self.at.env[target.id]
 
     def stmt_FunctionDef(self, node: gast.FunctionDef) -> None:
         if node.decorator_list:
@@ -380,10 +390,10 @@ class Lowerer(ExpressionLowering):
                 "decorated nested functions are not supported: define the function at module level",
                 self.locate,
             )
-        self.local_functions[node.name] = node
+        self.at.local_functions[node.name] = node
 
     def stmt_Assert(self, node: gast.Assert) -> None:
-        self.effect(node)
+        self.control.effect(node)
 
     def stmt_With(self, node: gast.With) -> None:
         """``with np.errstate(divide="ignore"): ...``: what it changes is which warnings numpy
@@ -421,13 +431,13 @@ class Lowerer(ExpressionLowering):
                 self.locate,
             )
         for stmt in node.body:
-            self.line = self.line_of(stmt)
+            self.at.line = self.line_of(stmt)
             self.stmt(stmt)
 
     def stmt_Raise(self, node: gast.Raise) -> None:
         """``raise ValueError(...)``: kept as written, so the gradient raises where Python
         raises."""
-        self.effect(node)
+        self.control.effect(node)
 
     def stmt_Pass(self, node: gast.Pass) -> None:
         pass
@@ -441,10 +451,10 @@ class Lowerer(ExpressionLowering):
             and not value.keywords
             and self.is_local(value.func.value)
         ):
-            self.pop(target, value.func.value)
+            self.writing.pop(target, value.func.value)
             return
         if isinstance(target, gast.Name) and isinstance(value, gast.Lambda):
-            self.local_functions[target.id] = value
+            self.at.local_functions[target.id] = value
             return
         if (
             isinstance(target, gast.Name)
@@ -453,45 +463,45 @@ class Lowerer(ExpressionLowering):
             and all(
                 isinstance(e, gast.Lambda)
                 or isinstance(e, gast.Name)
-                and e.id in self.local_functions
-                and e.id not in self.env
+                and e.id in self.at.local_functions
+                and e.id not in self.at.env
                 for e in value.elts
             )
         ):
-            self.function_lists[target.id] = [
-                e if isinstance(e, gast.Lambda) else self.local_functions[e.id]
+            self.at.function_lists[target.id] = [
+                e if isinstance(e, gast.Lambda) else self.at.local_functions[e.id]
                 # called by position, or looped over
                 for e in value.elts
             ]
-            self.env.pop(target.id, None)
+            self.at.env.pop(target.id, None)
             return
         if (
             isinstance(target, gast.Name)
             and isinstance(value, (gast.List, gast.Tuple))
             and value.elts
-            and all(isinstance(e, gast.Call) and followable(self.static(e.func), self.fn)
+            and all(isinstance(e, gast.Call) and followable(self.static(e.func), self.at.fn)
                     for e in value.elts)
         ):
             made = [made_of(self.expr(e)) for e in value.elts]
             if all(m is not None for m in made):
-                self.object_lists[target.id] = [m for m in made if m is not None]
-                self.env.pop(target.id, None)
+                self.at.object_lists[target.id] = [m for m in made if m is not None]
+                self.at.env.pop(target.id, None)
                 return
             raise self.error(value, "a list of objects is followed where each is made in it")
         if isinstance(target, gast.Name) and isinstance(value, gast.Call) and value.args \
                 and self.static(value.func) is functools.partial:
-            self.partials[target.id] = self.frozen_partial(value)
+            self.at.partials[target.id] = self.nested.frozen_partial(value)
             return
-        if isinstance(target, gast.Name) and self.is_mutable(target.id):
-            name = self.local(target.id).name
-            self.copy(name, self.expr(value, name, exact=True))
+        if isinstance(target, gast.Name) and self.memory.is_mutable(target.id):
+            name = self.memory.local(target.id).name
+            self.memory.copy(name, self.expr(value, name, exact=True))
         elif isinstance(target, gast.Name):
             atom = self.expr(value, target.id, user=True)
             # a new list each time: no alias
             if isinstance(atom, ir.Const) and isinstance(atom.value, list):
                 atom = self.bind(atom, target.id, user=True)
-            self.env[target.id] = self.snapshot(atom, target.id)
-            self.note_views(atom)
+            self.at.env[target.id] = self.memory.snapshot(atom, target.id)
+            self.memory.note_views(atom)
         elif (
             isinstance(target, (gast.Tuple, gast.List))
             and isinstance(value, (gast.Tuple, gast.List))
@@ -503,56 +513,56 @@ class Lowerer(ExpressionLowering):
             ]
             # every value is read before any target is bound: ``a, v = v, a`` swaps, even where a
             # name is mutable
-            atoms = [self.hold(atom) for atom in atoms]
+            atoms = [self.memory.hold(atom) for atom in atoms]
             # the values not bound yet are read after each write: a view among them (``y[0], y[1] =
             # y[1], y[0]`` of rows) sees it in Python. Each is held under a name of ast_ad's own, a
-            # live variable the memory model makes again after the write (``Aliasing.follow``), as
+            # live variable the memory model makes again after the write (``Memory.follow``), as
             # Python's view shows the new entries
             held = [self.hidden("value") for _ in atoms]
             writes = any(isinstance(t, gast.Subscript) for t in target.elts)
             for name, atom in zip(held, atoms, strict=True):
-                self.env[name] = atom
-                self.locals.add(name)
-                if writes and (self.nesting or self.loops) and isinstance(atom, ir.Var):
+                self.at.env[name] = atom
+                self.at.locals.add(name)
+                if writes and (self.at.nesting or self.at.loops) and isinstance(atom, ir.Var):
                     # (in a block: a name the writes may bind again, used here alone)
-                    self.own_name(name, atom)
+                    self.memory.own_name(name, atom)
             try:
                 for k, t in enumerate(target.elts):
-                    atom = self.env.pop(held[k])  # (bound now: no longer a value waiting)
-                    self.locals.discard(held[k])
-                    outer_live = self.live
+                    atom = self.at.env.pop(held[k])  # (bound now: no longer a value waiting)
+                    self.at.locals.discard(held[k])
+                    outer_live = self.at.live
                     if outer_live is not None:
-                        self.live = outer_live | set(held[k + 1:])
+                        self.at.live = outer_live | set(held[k + 1:])
                     try:
                         self.bind_target(t, atom)
-                        self.follow()
+                        self.memory.follow()
                     finally:
-                        self.live = outer_live
+                        self.at.live = outer_live
             finally:
                 for name in held:
-                    self.env.pop(name, None)
-                    self.locals.discard(name)
+                    self.at.env.pop(name, None)
+                    self.at.locals.discard(name)
         else:
             self.bind_target(target, self.expr(value))
 
     def bind_target(self, target: gast.expr, value: ir.Atom) -> None:
         if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Subscript):
-            self.assign_nested(target, value)
+            self.writing.assign_nested(target, value)
             return
         if isinstance(target, gast.Subscript):
-            self.guard_in_place(target)
-            self.assign_item(target, value)
+            self.memory.guard_in_place(target)
+            self.writing.assign_item(target, value)
             return
-        if isinstance(target, gast.Name) and self.is_mutable(target.id):
-            self.copy(self.local(target.id).name, value)
+        if isinstance(target, gast.Name) and self.memory.is_mutable(target.id):
+            self.memory.copy(self.memory.local(target.id).name, value)
             return
         if isinstance(target, gast.Name):
-            self.env[target.id] = self.snapshot(value, target.id)
+            self.at.env[target.id] = self.memory.snapshot(value, target.id)
             return
         if isinstance(target, gast.Attribute):
             made = made_of(self.expr(target.value))
             if made is not None:  # an attribute of an object made inside the function: its variable
-                self.set_field(made, self.mangled(target.attr), value, target)
+                self.objects.set_field(made, self.mangled(target.attr), value, target)
                 return
         if not isinstance(target, (gast.Tuple, gast.List)):
             raise refuse(
@@ -565,26 +575,26 @@ class Lowerer(ExpressionLowering):
             self.unpack_starred(target, value)
             return
         names = [
-            self.namer.fresh(
+            self.at.namer.fresh(
                 t.id if isinstance(t, gast.Name) else "t", user=isinstance(t, gast.Name)
             )
             for t in target.elts
         ]
-        self.body.append(ir.Unpack(tuple(names), value, self.line))
+        self.at.body.append(ir.Unpack(tuple(names), value, self.at.line))
         # ``a, b = xs``: the names hold the very objects the list or tuple holds
         if isinstance(value, ir.Var):
             for k, name in enumerate(names):
-                self.unpacked[name] = value.name
+                self.memory.unpacked[name] = value.name
                 # (and ``xs`` holds what each name holds: either sees the other)
-                self.contain(value.name, name)
+                self.memory.contain(value.name, name)
                 # ``a`` is ``xs[0]``: a write into it is put back in that slot
-                if value.name in self.holds:
+                if value.name in self.memory.holds:
                     item = ir.Ref(operator.getitem, "operator.getitem")
-                    self.recipes[name] = ir.Call(item, (value, ir.Const(k)))
+                    self.memory.recipes[name] = ir.Call(item, (value, ir.Const(k)))
         for t, name in zip(target.elts, names, strict=True):
-            if isinstance(t, gast.Name) and not self.is_mutable(t.id):
-                self.owner[name] = t.id
-                self.env[t.id] = ir.Var(name)
+            if isinstance(t, gast.Name) and not self.memory.is_mutable(t.id):
+                self.at.owner[name] = t.id
+                self.at.env[t.id] = ir.Var(name)
             else:
                 self.bind_target(t, ir.Var(name))
 
@@ -607,7 +617,7 @@ class Lowerer(ExpressionLowering):
         enough = self.bind(
             ir.Call(ir.Ref(operator.ge, "operator.ge"), (length, ir.Const(len(elts) - 1))), "cond"
         )
-        self.body.append(ir.Effect(_raise_unless(enough.name, len(elts) - 1), (), self.line))
+        self.at.body.append(ir.Effect(_raise_unless(enough.name, len(elts) - 1), (), self.at.line))
         getitem = ir.Ref(operator.getitem, "operator.getitem")
         for k, t in enumerate(elts):
             if isinstance(t, gast.Starred):
@@ -645,119 +655,123 @@ class Lowerer(ExpressionLowering):
         stored += [_root(n).id for n in gast.walk(node) if isinstance(n, gast.Subscript)
                    and isinstance(n.ctx, gast.Store) and isinstance(_root(n), gast.Name)]
         written = _read_into(node, [name for name in written_in_place(node)])
-        written = [name for name in written if name in stored or name in self.env]
+        written = [name for name in written if name in stored or name in self.at.env]
         # (whether this block is inside another: a ``for`` statement's own loop is on ``loops``
         # already)
-        nested = self.nesting > 0 or len(self.loops) > (1 if isinstance(node, gast.For) else 0)
+        nested = self.at.nesting > 0 or len(self.at.loops) > (
+            1 if isinstance(node, gast.For) else 0
+        )
         if (
             written
             and isinstance(node, gast.For)
             and isinstance(node.iter, gast.Name)
-            and node.iter.id in self.env
+            and node.iter.id in self.at.env
         ):  # ``for row in y: row *= 2``: a row is a view of ``y``
             written.append(node.iter.id)
-            if not nested or self.is_mutable(node.iter.id):
+            if not nested or self.memory.is_mutable(node.iter.id):
                 stored.append(node.iter.id)
         # (inside a branch or a loop, a variable of the blocks around it gets no new name here:
         # bound in this block alone, it would be unbound on the other paths; unprepared, the write
         # refuses to follow it)
-        stored += [n for n in self.sharing(written, stored) if not nested or self.is_mutable(n)]
+        stored += [
+            n for n in self.sharing(written, stored) if not nested or self.memory.is_mutable(n)
+        ]
         if written and isinstance(node, (gast.For, gast.While)):
             # names the loop may bind to one object later in its body (``y += d; y = kept``): from
             # the next step on a write through one changes the other, which is then made again from
-            # it (``Aliasing.followed``)
+            # it (``Memory.followed``)
             later = loop_rebinds(node)
             if later & set(written):
-                known = [n for n in sorted(later) if n in self.env]
+                known = [n for n in sorted(later) if n in self.at.env]
                 stored += [
                     n
                     for n in [*known, *self.sharing(known, stored)]
-                    if n in self.user_locals
+                    if n in self.at.user_locals
                     and n not in stored
-                    and n not in self.local_functions
-                    and (not nested or self.is_mutable(n))
+                    and n not in self.at.local_functions
+                    and (not nested or self.memory.is_mutable(n))
                 ]
         for user_name in dict.fromkeys(stored):
-            atom = self.env.get(user_name)
-            if isinstance(atom, ir.Var) and self.owner.get(atom.name) == user_name:
-                self.mutable.add(atom.name)
+            atom = self.at.env.get(user_name)
+            if isinstance(atom, ir.Var) and self.at.owner.get(atom.name) == user_name:
+                self.at.mutable.add(atom.name)
                 continue
-            name = self.namer.fresh(user_name, user=True)
-            self.owner[name] = user_name
-            self.mutable.add(name)
-            init = ir.Assign(name, atom if atom is not None else ir.Const(None), self.line)
-            self.body.append(init)
+            name = self.at.namer.fresh(user_name, user=True)
+            self.at.owner[name] = user_name
+            self.at.mutable.add(name)
+            init = ir.Assign(name, atom if atom is not None else ir.Const(None), self.at.line)
+            self.at.body.append(init)
             # not bound yet: Python's read would raise
-            if atom is None and user_name in self.user_locals:
-                self.unbound[id(init)] = user_name
+            if atom is None and user_name in self.at.user_locals:
+                self.at.unbound[id(init)] = user_name
             if atom is not None:
                 self.note_kind(name, atom)
             if isinstance(atom, ir.Var):  # ``v = x`` before the loop: v starts as x's very array
-                self.share(name, atom.name, alias=True)
-            self.env[user_name] = ir.Var(name)
+                self.memory.share(name, atom.name, alias=True)
+            self.at.env[user_name] = ir.Var(name)
 
     def sharing(self, written: list[str], stored: list[str]) -> list[str]:
         """The variables that may see an object one of ``written`` holds (``w = y[1:]``, ``z = y``),
         but those the block ``stored`` already: a write in the block may change them too, and they
-        are made again after it (``Aliasing.follow``), so each gets a name that the block may
+        are made again after it (``Memory.follow``), so each gets a name that the block may
         assign, as the names it stores do."""
         related: set[str] = set()
         for user_name in written:
-            atom = self.env.get(user_name)
+            atom = self.at.env.get(user_name)
             if isinstance(atom, ir.Var):
-                related |= self.reaching(atom.name, False)
+                related |= self.memory.reaching(atom.name, False)
         return [
             user
-            for user, atom in self.env.items()
+            for user, atom in self.at.env.items()
             if isinstance(atom, ir.Var)
             and atom.name in related
-            and user in self.user_locals
-            and user not in self.local_functions
+            and user in self.at.user_locals
+            and user not in self.at.local_functions
             and user not in stored
         ]
 
     def block(self, statements: list[gast.stmt]) -> tuple[ir.Stmt, ...]:
         """Lower ``statements`` into a nested block of their own."""
-        outer, self.body = self.body, []
-        self.nesting += 1
+        outer, self.at.body = self.at.body, []
+        self.at.nesting += 1
         try:
             for node in statements:
-                self.line = self.line_of(node)
+                self.at.line = self.line_of(node)
                 self.stmt(node)
-            return tuple(self.body)
+            return tuple(self.at.body)
         finally:
-            self.body = outer
-            self.nesting -= 1
+            self.at.body = outer
+            self.at.nesting -= 1
 
     # ---- names and resolution --------------------------------------------------------------------
     def name(self, node: gast.Name) -> ir.Atom:
-        if node.id in self.env:
-            return self.env[node.id]
-        if node.id in self.object_lists:
+        if node.id in self.at.env:
+            return self.at.env[node.id]
+        if node.id in self.at.object_lists:
             raise self.error(
                 node,
                 f"{node.id} is a list of objects made here, which ast_ad follows where it is "
                 f"looped over (for item in {node.id}: ...); pass their attributes instead",
             )
-        if node.id in self.function_lists:
+        if node.id in self.at.function_lists:
             raise self.error(
                 node,
                 f"{node.id} is a list of functions, which ast_ad follows where its items are "
                 f"called by position ({node.id}[0](x)) or looped over (for g in {node.id}: ...)",
             )
-        if node.id in self.locals:
+        if node.id in self.at.locals:
             raise self.error(node, f"{node.id!r} is used before it is assigned")
-        if self.scopes:  # inside an inlined helper of yours: its module's names, or builtins
+        if self.at.scopes:  # inside an inlined helper of yours: its module's names, or builtins
             return self.helper_global(node)
-        if node.id in self.closure:
+        if node.id in self.at.closure:
             try:
-                value = self.closure[node.id].cell_contents
+                value = self.at.closure[node.id].cell_contents
             except ValueError:
                 raise self.error(node, f"the closure variable {node.id!r} is not set yet") from None
             registry.load_rules_for(value)
             return ir.Ref(value, node.id, ("closure", node.id), value)
-        if node.id in self.fn.__globals__:
-            value = self.fn.__globals__[node.id]
+        if node.id in self.at.fn.__globals__:
+            value = self.at.fn.__globals__[node.id]
             registry.load_rules_for(value)
             return ir.Ref(helper_twin(value), node.id, ("global", node.id), value)
         if hasattr(builtins, node.id):
@@ -769,20 +783,20 @@ class Lowerer(ExpressionLowering):
         there: the caller's module's object where it is that very one (watched as the caller's
         globals are), else the object it is now in the helper's module, watched
         (``foreign_reads``); a builtin where its module has no such name."""
-        scope = self.scopes[-1]
+        scope = self.at.scopes[-1]
         if node.id in scope:
             value = scope[node.id]
             registry.load_rules_for(value)
-            if value is self.fn.__globals__.get(node.id, _ABSENT):
+            if value is self.at.fn.__globals__.get(node.id, _ABSENT):
                 return ir.Ref(helper_twin(value), node.id, ("global", node.id), value)
-            self.foreign_reads.append((scope, node.id, value))
+            self.at.foreign_reads.append((scope, node.id, value))
             return ir.Ref(helper_twin(value), node.id)
         if hasattr(builtins, node.id):
             return ir.Ref(getattr(builtins, node.id), node.id)
         raise self.error(node, f"name {node.id!r} is not defined")
 
     def is_local(self, node: gast.expr) -> bool:
-        return isinstance(node, gast.Name) and node.id in self.locals
+        return isinstance(node, gast.Name) and node.id in self.at.locals
 
     def operator(self, fn: Any) -> ir.Ref:
         return ir.Ref(fn, f"operator.{fn.__name__}")
@@ -790,41 +804,41 @@ class Lowerer(ExpressionLowering):
     def bind(self, value: ir.Expr, hint: str, user: bool = False, holds: bool = True) -> ir.Var:
         """A new name for ``value``; ``holds=False``: a pack that only a check reads (it shares
         nothing)."""
-        if getattr(self, "exact", None) is not None and hint == self.exact:
-            self.exact = None
-            self.body.append(ir.Assign(hint, value, self.line))
+        if self.at.exact is not None and hint == self.at.exact:
+            self.at.exact = None
+            self.at.body.append(ir.Assign(hint, value, self.at.line))
             self.note_kind(hint, value)
             return ir.Var(hint)
         if not user and len(hint) > MAX_NAME:
             hint = "t"
         if hint == "t" or not identifier(hint) == hint:
             hint = f"t{self.next_temp()}"
-        target = self.namer.fresh(hint, user=user)
+        target = self.at.namer.fresh(hint, user=user)
         if user:
-            self.owner[target] = hint
-        self.body.append(ir.Assign(target, value, self.line))
+            self.at.owner[target] = hint
+        self.at.body.append(ir.Assign(target, value, self.at.line))
         self.note_kind(target, value)
         if holds:
             # ``[v][0]``, ``x.T[1:]``: every view and container on the way counts
-            self.note_views(ir.Var(target))
+            self.memory.note_views(ir.Var(target))
         return ir.Var(target)
 
     def note_kind(self, target: str, value: ir.Expr) -> None:
         if isinstance(value, ir.Pack) and value.kind != "dict":
-            self.kinds[target] = value.kind
-        elif isinstance(value, (ir.Var, ir.Const)) and self.kind(value):
-            self.kinds[target] = self.kind(value) or ""
+            self.at.kinds[target] = value.kind
+        elif isinstance(value, (ir.Var, ir.Const)) and self.exprs.kind(value):
+            self.at.kinds[target] = self.exprs.kind(value) or ""
 
     def next_temp(self) -> int:
-        k = getattr(self, "temps", 0) + 1
-        while f"t{k}" in self.namer.used or f"t{k}" in self.locals:
+        k = self.at.temps + 1
+        while f"t{k}" in self.at.namer.used or f"t{k}" in self.at.locals:
             k += 1
-        self.temps = k
+        self.at.temps = k
         return k
 
     # ---- locations -------------------------------------------------------------------------------
     def locate(self, node: gast.AST) -> tuple[str, int, str]:
-        return self.source.where(node)
+        return self.at.source.where(node)
 
     def line_of(self, node: gast.AST) -> ir.Line:
         return ir.Line(*self.locate(node))
@@ -965,56 +979,9 @@ def _root(node: gast.expr) -> gast.expr:
     return node
 
 
-_SCALARS = (type(None), bool, int, float, complex, str, bytes, range, np.generic)
-
-
-def _shared_defaults(fn: Any) -> set[str]:
-    """The parameters of ``fn`` whose default value is, or holds, an object that may change (an
-    array, a list, a dict...): one object for every call, so a change one call makes is there at the
-    next."""
-    try:
-        parameters = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return set()
-    return {p.name for p in parameters if p.default is not p.empty and not _unchanging(p.default)}
-
-
-def _unchanging(value: Any) -> bool:
-    if isinstance(value, (tuple, frozenset)):
-        return all(_unchanging(item) for item in value)
-    return isinstance(value, _SCALARS)
-
-
 def _closure(fn: Any) -> dict[str, Any]:
     cells = fn.__closure__ or ()
     return dict(zip(fn.__code__.co_freevars, cells, strict=True))
-
-
-def _checked_only(tree: gast.FunctionDef, scope: dict[str, Any]) -> set[str]:
-    """The names that nothing reads but a call that reads them only by identity
-    (``registry.def_identity_read``: the tuple of other names that a check compares with the object
-    about to change, in code ast_ad wrote, read again). Found only where the function's globals hold
-    such a function under its own name."""
-    names = {getattr(fn, "__name__", ""): fn for fn in registry.fact_table("identity_read")}
-    readers = {name for name, fn in names.items() if scope.get(name) is fn}
-    if not readers:
-        return set()
-    checked: set[str] = set()
-    other: set[str] = set()
-    by_check: set[int] = set()
-    for node in syntax.walk(tree):
-        if (
-            type(node) is gast.Call
-            and type(node.func) is gast.Name
-            and node.func.id in readers
-            and not node.keywords
-        ):
-            k = registry.identity_read(scope[node.func.id])
-            if k is not None and k < len(node.args) and type(node.args[k]) is gast.Name:
-                by_check.add(id(node.args[k]))
-        elif type(node) is gast.Name and type(node.ctx) is gast.Load:
-            (checked if id(node) in by_check else other).add(node.id)
-    return checked - other
 
 
 def _bound_names(tree: gast.FunctionDef) -> tuple[set[str], dict[int, set[str]]]:

@@ -37,7 +37,10 @@ import gast
 
 from ast_ad.core.records import field, record
 from ast_ad.errors import LocatedError
+from ast_ad.frontend.aliasing import Memory
 from ast_ad.frontend.check import refuse
+from ast_ad.frontend.frame import Frame, Lowering
+from ast_ad.frontend.nested import Nesting
 from ast_ad.frontend.parse import parse
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
@@ -91,45 +94,20 @@ def followable(cls: Any, fn: Any) -> bool:
 
 
 class Objects:
-    """The objects of ``normalize.Lowerer`` (a base class of it: it reads the lowerer's state)."""
+    """The objects of ``normalize.Lowerer``, a part of it: it receives the frame, the lowerer, the
+    memory model and the inlining (a method's body is inlined)."""
 
-    body: list[ir.Stmt]
-    line: ir.Line
-    # the functions whose bodies the lowering wrote in place (``transform`` watches them)
-    inlined: list[Any]
-    mutable: set[str]
-    namer: Any
-    env: dict[str, ir.Atom]
-    made: list[Made]
-    nesting: int
-    loops: list[set[str]]
-    field_labels: dict[str, str]
-
-    def expr(
-        self, node: gast.expr, name: str | None = None, user: bool = False, exact: bool = False
-    ) -> ir.Atom:
-        raise NotImplementedError
-
-    def locate(self, node: gast.AST) -> tuple[str, int, str]:
-        raise NotImplementedError
-
-    def inline(self, fn: Any, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
-        raise NotImplementedError
-
-    def hidden(self, base: str) -> str:
-        raise NotImplementedError
-
-    def share(self, a: str, b: str, alias: bool = False) -> None:
-        raise NotImplementedError
-
-    source: Any
+    def __init__(self, at: Frame, lowering: Lowering, memory: Memory, nested: Nesting) -> None:
+        self.at, self.lowering = at, lowering
+        self.locate = lowering.locate  # (where a node is, for errors)
+        self.memory, self.nested = memory, nested
 
     def method_tree(self, fn: Any, node: gast.AST) -> gast.FunctionDef:
         """The tree of a method (or ``__init__``, a property's getter) of a followed class, its
         lines where they are in its file, to inline: names in it resolve in the module, as the
         method's own do."""
         cells = set(fn.__code__.co_freevars) - {"__class__"}
-        if cells or fn.__globals__ is not getattr(self.source.fn, "__globals__", None):
+        if cells or fn.__globals__ is not getattr(self.at.source.fn, "__globals__", None):
             raise refuse(
                 node,
                 f"{fn.__qualname__} reads variables of a function around its class: define the "
@@ -137,9 +115,9 @@ class Objects:
                 self.locate,
             )
         source = parse(fn)
-        self.inlined.append(fn)
+        self.at.inlined.append(fn)
         tree: gast.FunctionDef = syntax.clone(source.tree)
-        shift = source.line_offset - self.source.line_offset
+        shift = source.line_offset - self.at.source.line_offset
         for n in syntax.walk(tree):
             for attr in ("lineno", "end_lineno"):
                 if getattr(n, attr, None) is not None:
@@ -151,8 +129,8 @@ class Objects:
     def construct(self, cls: type, node: gast.Call, name: str | None) -> ir.Atom:
         """``cls(args)``: a ``Made`` object, its ``__init__`` (or a dataclass's fields) run on
         it."""
-        made = Made(cls, name or cls.__name__.lower(), self.nesting + len(self.loops))
-        self.made.append(made)
+        made = Made(cls, name or cls.__name__.lower(), self.at.nesting + len(self.at.loops))
+        self.at.made.append(made)
         atom = ir.Const(made)
         if dataclasses.is_dataclass(cls) and "__init__" in vars(cls) and _generated_init(cls):
             self.dataclass_fields(made, node)
@@ -200,7 +178,7 @@ class Objects:
             values[kw.arg] = kw.value
         for f in fields:
             if f.name in values:
-                atom = self.expr(values[f.name])
+                atom = self.lowering.expr(values[f.name])
             elif f.default is not dataclasses.MISSING:
                 atom = ir.Const(f.default)
             elif f.default_factory is not dataclasses.MISSING and f.default_factory in (list, dict):
@@ -215,7 +193,7 @@ class Objects:
         if isinstance(value, ir.Const) and isinstance(value.value, list):
             value = ir.Var(self.fresh_list(value))
         if attr not in made.fields:
-            if self.nesting + len(self.loops) > made.nesting:
+            if self.at.nesting + len(self.at.loops) > made.nesting:
                 raise refuse(
                     node,
                     f"the attribute {attr} of {made.hint} is first set in a branch or a loop: set "
@@ -224,9 +202,9 @@ class Objects:
                     "every path",
                     self.locate,
                 )
-            made.fields[attr] = self.namer.fresh(f"{made.hint}_{attr}")
-            self.mutable.add(made.fields[attr])
-            self.field_labels[made.fields[attr]] = f"{made.hint}.{attr}"
+            made.fields[attr] = self.at.namer.fresh(f"{made.hint}_{attr}")
+            self.at.mutable.add(made.fields[attr])
+            self.at.field_labels[made.fields[attr]] = f"{made.hint}.{attr}"
         target = made.fields[attr]
         if isinstance(value, ir.Const) and isinstance(value.value, Made):
             raise refuse(
@@ -235,13 +213,13 @@ class Objects:
                 "variable of its own",
                 self.locate,
             )
-        self.body.append(ir.Assign(target, value, self.line))
+        self.at.body.append(ir.Assign(target, value, self.at.line))
         if isinstance(value, ir.Var):
-            self.share(target, value.name, alias=True)
+            self.memory.share(target, value.name, alias=True)
 
     def fresh_list(self, value: ir.Const) -> str:
-        made: str = self.namer.fresh("items")
-        self.body.append(ir.Assign(made, value, self.line))
+        made: str = self.at.namer.fresh("items")
+        self.at.body.append(ir.Assign(made, value, self.at.line))
         return made
 
     def attribute(self, made: Made, node: gast.Attribute, name: str | None, user: bool) -> ir.Atom:
@@ -287,7 +265,7 @@ class Objects:
             )
         found = inspect.getattr_static(made.cls, attr, None)
         if isinstance(found, staticmethod) and inspect.isfunction(found.__func__):
-            return self.inline(self.method_tree(found.__func__, node), node, name, user)
+            return self.nested.inline(self.method_tree(found.__func__, node), node, name, user)
         if isinstance(found, classmethod) and inspect.isfunction(found.__func__):
             return self.class_call(made.cls, found.__func__, node, name, user)
         if not inspect.isfunction(found):
@@ -302,11 +280,11 @@ class Objects:
     ) -> ir.Atom:
         """``fn(receiver, *node's arguments)`` inlined: ``owner`` is the class that defines ``fn``
         (for ``super()`` inside it)."""
-        held, parent = self.hidden("self"), self.hidden("super")
-        self.env[held] = receiver
+        held, parent = self.lowering.hidden("self"), self.lowering.hidden("super")
+        self.at.env[held] = receiver
         made = made_of(receiver)
         if made is not None:
-            self.env[parent] = ir.Const(Super(made, owner))
+            self.at.env[parent] = ir.Const(Super(made, owner))
         call = gast.copy_location(gast.Call(func=node.func, args=[_load(held), *node.args],
                                             keywords=node.keywords), node)
         try:
@@ -322,23 +300,23 @@ class Objects:
                         tree.body[-1] if tree.body else tree,
                     ),
                 ]
-            return self.inline(tree, call, name, user)
+            return self.nested.inline(tree, call, name, user)
         finally:
-            self.env.pop(held, None)
-            self.env.pop(parent, None)
+            self.at.env.pop(held, None)
+            self.at.env.pop(parent, None)
 
     def class_call(
         self, cls: type, fn: Any, node: gast.Call, name: str | None, user: bool
     ) -> ir.Atom:
         """``Cls.make(args)`` of a classmethod: inlined, ``cls`` the class."""
-        held = self.hidden("cls")
-        self.env[held] = ir.Ref(cls, cls.__name__)
+        held = self.lowering.hidden("cls")
+        self.at.env[held] = ir.Ref(cls, cls.__name__)
         call = gast.copy_location(gast.Call(func=node.func, args=[_load(held), *node.args],
                                             keywords=node.keywords), node)
         try:
-            return self.inline(self.method_tree(fn, node), call, name, user)
+            return self.nested.inline(self.method_tree(fn, node), call, name, user)
         finally:
-            self.env.pop(held, None)
+            self.at.env.pop(held, None)
 
     def super_method(self, parent: Super, node: gast.Call, name: str | None, user: bool) -> ir.Atom:
         """``super().m(args)`` in a method of ``parent.owner``: the next class's ``m`` in the
