@@ -70,6 +70,12 @@ from ast_ad.modes.calls import callees_in_order
 from ast_ad.optimize.fold import Inliner, number_calls, pure_calls, shared_factor
 from ast_ad.optimize.release import released
 
+# what a missing rule's error tells the user to write
+REGISTER = (
+    "register a forward rule: ast_ad.extend.defjvp(fn, lambda u, ans, x: ...), one lambda "
+    "per positional argument"
+)
+
 
 @record(frozen=False, eq=False)
 class Tangent:
@@ -696,9 +702,4 @@ class Forwarder:
         return at_line(LocatedError, stmt, message)
 
     def missing(self, stmt: ir.Stmt, message: str) -> MissingRuleError:
-        return missing_rule(
-            stmt,
-            message,
-            "register a forward rule: ast_ad.extend.defjvp(fn, lambda u, ans, x: ...), one lambda "
-            "per positional argument",
-        )
+        return missing_rule(stmt, message, REGISTER)

@@ -118,6 +118,12 @@ def reverse(
     )
 
 
+# what a missing rule's error tells the user to write
+REGISTER = (
+    "register a rule: ast_ad.extend.defvjp(fn, lambda g, ans, x: ...), one lambda per "
+    "positional argument"
+)
+
 class Reverser:
     def __init__(
         self,
@@ -823,9 +829,4 @@ class Reverser:
         return at_line(LocatedError, stmt, message)
 
     def missing(self, stmt: ir.Stmt, message: str) -> MissingRuleError:
-        return missing_rule(
-            stmt,
-            message,
-            "register a rule: ast_ad.extend.defvjp(fn, lambda g, ans, x: ...), one lambda per "
-            "positional argument",
-        )
+        return missing_rule(stmt, message, REGISTER)

@@ -5,12 +5,12 @@ put where a statement needs it, the statement's atoms in place of the rule's par
 >>> from ast_ad import rules
 >>> from ast_ad.core import registry
 >>> from ast_ad.ir.naming import Namer
->>> line = ir.Line("f.py", 3, "y = math.sin(x)")
->>> rule = registry.lookup(math.sin).vjps[0]
+>>> line = ir.Line("f.py", 3, "y = math.fabs(x)")
+>>> rule = registry.lookup(math.fabs).vjps[0]  # lambda g, ans, x: g * np.sign(x)
 >>> body, out = applied(rule, [ir.Var("y_bar"), ir.Var("y"), ir.Var("x")], {}, Namer(), line)
 >>> [(s.target, s.value.fn.hint, s.value.args) for s in body]  # doctest: +NORMALIZE_WHITESPACE
-[('cos_x', 'math.cos', (Var(name='x'),)), ('out', 'operator.mul', (Var(name='y_bar'),
- Var(name='cos_x')))]
+[('sign_x', 'np.sign', (Var(name='x'),)), ('out', 'operator.mul', (Var(name='y_bar'),
+ Var(name='sign_x')))]
 
 What substitution makes constant is folded as it is put in (``axis is None`` with ``axis`` given as
 ``None``, the branch it decides, ``x ** 1``), so a rule's defaults leave no dead branches behind;

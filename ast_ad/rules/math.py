@@ -6,35 +6,13 @@ import numpy as np
 
 from ast_ad.core.registry import def_linear, def_nondiff, def_number_result, defvjp
 from ast_ad.core.registry import defvjp_elementwise as ew
+from ast_ad.rules.elementary import def_elementary
 
-# ---- trigonometric ---------------------------------------------------------------------------
-ew(math.sin,   lambda g, ans, x: g * math.cos(x))
-ew(math.cos,   lambda g, ans, x: -g * math.sin(x))
-ew(math.tan,   lambda g, ans, x: g / math.cos(x) ** 2)
-ew(math.asin,  lambda g, ans, x: g / math.sqrt(1.0 - x * x))
-ew(math.acos,  lambda g, ans, x: -g / math.sqrt(1.0 - x * x))
-ew(math.atan,  lambda g, ans, x: g / (1.0 + x * x))
-ew(
-    math.atan2,
-    lambda g, ans, y, x: g * x / (x * x + y * y),
-    lambda g, ans, y, x: -g * y / (x * x + y * y),
-)
-ew(math.hypot, lambda g, ans, x, y: g * x / ans,             lambda g, ans, x, y: g * y / ans)
+def_elementary(math, "a")
 
-# ---- hyperbolic ------------------------------------------------------------------------------
-ew(math.sinh, lambda g, ans, x: g * math.cosh(x))
-ew(math.cosh, lambda g, ans, x: g * math.sinh(x))
-ew(math.tanh, lambda g, ans, x: g * (1.0 - ans * ans))
-
-# ---- exponents and logarithms ------------------------------------------------------------------
-ew(math.exp,   lambda g, ans, x: g * ans)
-ew(math.expm1, lambda g, ans, x: g * (ans + 1.0))
+# ---- what only math has ----------------------------------------------------------------------
 ew(math.log,   lambda g, ans, x, base=None: g / x if base is None else g / (x * math.log(base)),
                lambda g, ans, x, base: -g * ans / (base * math.log(base)))
-ew(math.log1p, lambda g, ans, x: g / (1.0 + x))
-ew(math.log2,  lambda g, ans, x: g / (x * math.log(2.0)))
-ew(math.log10, lambda g, ans, x: g / (x * math.log(10.0)))
-ew(math.sqrt,  lambda g, ans, x: g * 0.5 / ans)
 ew(
     math.pow,
     lambda g, ans, x, y: g * y * math.pow(x, y - 1.0),

@@ -12,6 +12,8 @@ their forward rules in the other arguments are the ``*_jvp`` helpers of
 ``ast_ad/runtime/tangents.py``.
 """
 
+from typing import Any
+
 import numpy as np
 
 from ast_ad import runtime as rt
@@ -111,26 +113,18 @@ defjvp(rt.filled, None, zero)
 def_linear(rt.filled, 0)
 defjvp(rt.spread, None, zero)  # sum's adjoint, one per term: linear in it, the terms give shapes
 def_linear(rt.spread, 0)
-defjvp(
-    rt.summed_matmul_vjp_a,
-    lambda u, ans, terms, a: rt.summed_matmul_vjp_a(rt.product_terms_jvp(u, terms), a),
-    zero,
-)
-defjvp(
-    rt.summed_matmul_vjp_b,
-    lambda u, ans, terms, b: rt.summed_matmul_vjp_b(rt.product_terms_jvp(u, terms), b),
-    zero,
-)
-defjvp(
-    rt.summed_dot_vjp_a,
-    lambda u, ans, terms, a: rt.summed_dot_vjp_a(rt.product_terms_jvp(u, terms), a),
-    zero,
-)
-defjvp(
-    rt.summed_dot_vjp_b,
-    lambda u, ans, terms, b: rt.summed_dot_vjp_b(rt.product_terms_jvp(u, terms), b),
-    zero,
-)
+
+
+def _summed_product_jvp(summed: Any) -> Any:
+    """The tangent rule of ``summed``, one of the products summed over a loop's steps: linear in the
+    terms, it is ``summed`` of their tangents."""
+    return lambda u, ans, terms, other: summed(rt.product_terms_jvp(u, terms), other)
+
+
+for _summed in (
+    rt.summed_matmul_vjp_a, rt.summed_matmul_vjp_b, rt.summed_dot_vjp_a, rt.summed_dot_vjp_b
+):
+    defjvp(_summed, _summed_product_jvp(_summed), zero)
 defjvp(
     rt.summed_getitem_vjp,
     lambda u, ans, terms, x: rt.summed_getitem_vjp(rt.index_terms_jvp(u, terms), x),

@@ -9,6 +9,17 @@ from typing import Any
 import numpy as np
 
 
+def error_class(name: str, fallback: type[Exception]) -> type[Exception]:
+    """ast_ad's exception ``name`` (of ``ast_ad.errors``), or the builtin ``fallback`` where ast_ad
+    is not there: in an exported module, which runs without it."""
+    try:
+        from ast_ad import errors
+    except ImportError:
+        return fallback
+    found: type[Exception] = getattr(errors, name)
+    return found
+
+
 def is_array(x: Any) -> bool:
     """Whether ``x`` is an array: numpy's, or one of a library that implements numpy's dispatch
     protocols."""
@@ -86,10 +97,7 @@ def unbroadcast(g: Any, x: Any) -> Any:
         return g
     if isinstance(x, (tuple, list, dict)):
         if isinstance(g, (tuple, list, dict)) and len(g) != len(x):
-            try:
-                from ast_ad.errors import MissingRuleError as error
-            except ImportError:  # in an exported module
-                error = TypeError  # type: ignore[misc, assignment]  # exported without ast_ad
+            error = error_class("MissingRuleError", TypeError)
             raise error(
                 "this + or * joined or repeated lists or tuples, which ast_ad could not tell apart "
                 "from arithmetic here: build the list as a literal, with append, or with list(...) "
@@ -269,10 +277,7 @@ def pow_minus_one(x: Any, y: Any) -> Any:
         return 0.0 if y == 0 else np.power(np.float64(x), y - 1)
     # Python's power of a negative float: the value went complex on this line
     if type(power) is complex:
-        try:
-            from ast_ad.errors import LocatedError as error
-        except ImportError:  # in an exported module
-            error = ValueError  # type: ignore[misc, assignment]  # exported without ast_ad
+        error = error_class("LocatedError", ValueError)
         raise error(
             "a negative number to a fractional power is complex in Python, and ast_ad "
             "differentiates real code only: keep the base positive, or use np.power (nan there) or "

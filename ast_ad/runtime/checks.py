@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ast_ad.errors import UnsupportedDerivativeError
-from ast_ad.runtime.arrays import is_array
+from ast_ad.runtime.arrays import error_class, is_array
 
 
 def check_dot_rank(a: Any, b: Any) -> Any:
@@ -60,10 +60,7 @@ def check_in_place(target: Any, others: Any, where: Any, names: Any = None) -> A
             stack.extend(obj.values())
         found = obj is target or (array and is_array(obj) and _may_share_memory(target, obj))
     if found:
-        try:
-            from ast_ad.errors import InPlaceAliasError as error
-        except ImportError:  # in an exported module
-            error = ValueError  # type: ignore[misc, assignment]  # exported without ast_ad
+        error = error_class("InPlaceAliasError", ValueError)
         who = f"another variable ({names})" if names else "another variable"
         raise error(f"{where}: this in-place update changes an object that {who} also refers to "
                     "(Python would change both; ast_ad computes a new value): copy it first, "
@@ -103,10 +100,7 @@ def _may_share_memory(a: Any, b: Any) -> bool:
 def check_kept(value: Any, message: Any) -> Any:
     """Refuse to pass an array, list or dict to a function that changes that argument in place."""
     if is_array(value) or isinstance(value, (list, dict)):
-        try:
-            from ast_ad.errors import InPlaceAliasError as error
-        except ImportError:  # in an exported module
-            error = ValueError  # type: ignore[misc, assignment]  # exported without ast_ad
+        error = error_class("InPlaceAliasError", ValueError)
         raise error(message)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ast_ad.runtime.adjoints import getitem_vjp
-from ast_ad.runtime.arrays import add_adjoints, zeros_like
+from ast_ad.runtime.arrays import add_adjoints, error_class, zeros_like
 
 
 def chosen(c: Any, x: Any, keep: Any) -> Any:
@@ -80,10 +80,7 @@ def concat(a: Any, b: Any) -> Any:
 
 
 def _refuse_sequence_arithmetic() -> Any:
-    try:
-        from ast_ad.errors import MissingRuleError as error
-    except ImportError:  # in an exported module
-        error = TypeError  # type: ignore[misc, assignment]  # exported without ast_ad
+    error = error_class("MissingRuleError", TypeError)
     raise error(
         "this + or * mixes a list with an array or a number, which numpy computes element by "
         "element: write np.asarray([...]) for the list, so it is arithmetic, or join lists with "
@@ -180,10 +177,7 @@ def field_vjp(g: Any, obj: Any, name: Any) -> Any:
     """Adjoint of ``obj`` in ``obj.name``: the field's slot of a namedtuple takes ``g``."""
     fields = getattr(type(obj), "_fields", None)
     if not isinstance(obj, tuple) or fields is None or name not in fields:
-        try:
-            from ast_ad.errors import MissingRuleError as error
-        except ImportError:  # in an exported module
-            error = TypeError  # type: ignore[misc, assignment]  # exported without ast_ad
+        error = error_class("MissingRuleError", TypeError)
         raise error(
             f"ast_ad cannot differentiate the attribute .{name} of a {type(obj).__name__}: only "
             "numpy "
@@ -198,7 +192,7 @@ def field_vjp(g: Any, obj: Any, name: Any) -> Any:
 
 def is_container(x: Any) -> Any:
     """Whether ``x`` is a list, tuple or dict: its shallow copy holds the same objects
-    (``Aliasing``)."""
+    (``aliasing.Memory``)."""
     return isinstance(x, (list, tuple, dict))
 
 

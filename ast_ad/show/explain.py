@@ -58,6 +58,13 @@ SYMBOLS = {
     operator.ne: "!=",
 }
 PREFIX = {operator.neg: "-", operator.pos: "+"}
+# the columns of the traces, in text and in HTML
+FORWARD_COLUMNS = ("v", "computation", "value", "runs")
+TANGENT_COLUMNS = ("v", "computation", "value", "tangent", "runs")
+REVERSE_COLUMNS = (
+    "step", "operation", "input", "upstream adjoint", "local derivative", "contribution", "runs"
+)
+MEET_COLUMNS = ("input", "contributions", "gradient")
 
 
 # ---- what explain returns ------------------------------------------------------------------------
@@ -121,7 +128,7 @@ class Explanation:
     def forward_text(self) -> str:
         return "\n".join([
             "Forward tangent trace (each step's value, and its tangent)",
-            table(("v", "computation", "value", "tangent", "runs"), self.tangent_rows()),
+            table(TANGENT_COLUMNS, self.tangent_rows()),
             "",
             f"The output's tangent: {summary(self.tangent)}",
             *(["", ARRAYS] if self.has_arrays() else []),
@@ -155,7 +162,7 @@ class Explanation:
         return rows
 
     def accumulation_text(self) -> str:
-        return table(("input", "contributions", "gradient"), self.accumulation_rows())
+        return table(MEET_COLUMNS, self.accumulation_rows())
 
     def __str__(self) -> str:
         if self.mode == "forward":
@@ -166,21 +173,10 @@ class Explanation:
         return "\n".join(
             [
                 "Forward evaluation trace",
-                table(("v", "computation", "value", "runs"), self.forward_rows()),
+                table(FORWARD_COLUMNS, self.forward_rows()),
                 "",
                 "Reverse evaluation trace (from the output to the inputs)",
-                table(
-                    (
-                        "step",
-                        "operation",
-                        "input",
-                        "upstream adjoint",
-                        "local derivative",
-                        "contribution",
-                        "runs",
-                    ),
-                    self.reverse_rows(),
-                ),
+                table(REVERSE_COLUMNS, self.reverse_rows()),
                 "",
                 "Adjoints: " + ", ".join(f"bar({label}) = {value}" for label, value in adjoints),
                 "",
@@ -201,28 +197,16 @@ class Explanation:
 
     def _repr_html_(self) -> str:
         if self.mode == "forward":
-            return "<h4>Forward tangent trace</h4>" + html_table(
-                ("v", "computation", "value", "tangent", "runs"), self.tangent_rows()
-            )
+            rows = self.tangent_rows()
+            return "<h4>Forward tangent trace</h4>" + html_table(TANGENT_COLUMNS, rows)
         return "".join(
             [
                 "<h4>Forward evaluation trace</h4>",
-                html_table(("v", "computation", "value", "runs"), self.forward_rows()),
+                html_table(FORWARD_COLUMNS, self.forward_rows()),
                 "<h4>Reverse evaluation trace</h4>",
-                html_table(
-                    (
-                        "step",
-                        "operation",
-                        "input",
-                        "upstream adjoint",
-                        "local derivative",
-                        "contribution",
-                        "runs",
-                    ),
-                    self.reverse_rows(),
-                ),
+                html_table(REVERSE_COLUMNS, self.reverse_rows()),
                 "<h4>Where paths meet, contributions add up</h4>",
-                html_table(("input", "contributions", "gradient"), self.accumulation_rows()),
+                html_table(MEET_COLUMNS, self.accumulation_rows()),
                 *([f"<p>{ARRAYS}</p>"] if self.has_arrays() else []),
             ]
         )

@@ -10,7 +10,16 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ast_ad.show.explain import ARRAYS, Explanation, explain, html_table, summary
+from ast_ad.show.explain import (
+    ARRAYS,
+    FORWARD_COLUMNS,
+    MEET_COLUMNS,
+    REVERSE_COLUMNS,
+    Explanation,
+    explain,
+    html_table,
+    summary,
+)
 
 NODE_W, NODE_H, GAP_X, GAP_Y, MARGIN = 200, 66, 70, 30, 20
 # columns a band of a deep graph holds (1,060 px: a page's width), and the gap between
@@ -48,23 +57,11 @@ def page(fn: Any, *args: Any, argnums: int | tuple[int, ...] = 0) -> str:
         "edge carries its local derivative.</p>",
         svg(ex),
         "<h2>Forward evaluation trace</h2>",
-        html_table(("v", "computation", "value", "runs"), ex.forward_rows(), "forward"),
+        html_table(FORWARD_COLUMNS, ex.forward_rows(), "forward"),
         "<h2>Reverse evaluation trace (from the output to the inputs)</h2>",
-        html_table(
-            (
-                "step",
-                "operation",
-                "input",
-                "upstream adjoint",
-                "local derivative",
-                "contribution",
-                "runs",
-            ),
-            ex.reverse_rows(),
-            "reverse",
-        ),
+        html_table(REVERSE_COLUMNS, ex.reverse_rows(), "reverse"),
         "<h2>Where paths meet, contributions add up</h2>",
-        html_table(("input", "contributions", "gradient"), ex.accumulation_rows(), "meet"),
+        html_table(MEET_COLUMNS, ex.accumulation_rows(), "meet"),
         meeting_text(ex),
         *([f"<p>{html.escape(ARRAYS)}</p>"] if ex.has_arrays() else []),
         "<h2>The generated gradient</h2>",
