@@ -483,6 +483,41 @@ def a_view_a_helper_made_with_an_index(x):
     return np.sum(y * y) + np.sum(w)
 
 
+def _cut(k):
+    def part(a):
+        return a[k:]
+
+    return part
+
+
+_from_one = _cut(1)
+
+
+def a_view_a_closure_made(x):
+    y = np.outer(x, x) * 1.0
+    w = _from_one(y)  # inlined with its cell k: w is y[1:]
+    w[0, 2] = 5.0 * x[0]
+    return np.sum(y * y) + np.sum(w)
+
+
+def _scaler(c):
+    def scale(a):
+        a *= c
+        return a
+
+    return scale
+
+
+_doubled = _scaler(2.0)
+
+
+def a_closure_writes_its_argument(x):
+    y = x * 1.0
+    z = y
+    y = _doubled(y)  # inlined: z sees the write
+    return np.sum(z * x) + np.sum(y)
+
+
 # Python's value and its gradient: the names, views and items that see the changed array are made
 # again from it
 FOLLOWED = [
@@ -532,6 +567,8 @@ FOLLOWED = [
     write_into_a_view_a_helper_made,
     written_through_a_view_of_a_view,
     a_view_a_helper_made_with_an_index,
+    a_view_a_closure_made,
+    a_closure_writes_its_argument,
 ]
 # refused at the write: an object another slot holds deeper
 SHARED = [one_array_deep_in_another_slot]

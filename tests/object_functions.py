@@ -126,4 +126,33 @@ def layers_sum(layer):
 
 def a_list_of_objects_used_as_a_value(x):
     layers = [Lin(x[0], x[1]), Lin(x[2], 0.5)]
-    return len(layers) * x[0]  # refused: layers is a list of objects made here
+    return layers_total(layers) * x[0]  # refused: layers is a list of objects made here
+
+
+def layers_total(layers):
+    return sum(layer.w for layer in layers)
+
+
+def make_lin(w, b):
+    return Lin(w * 2.0, b)
+
+
+def make_named(w):
+    m = Lin(w, 1.0)
+    return m
+
+
+def objects_functions_make(x):
+    m = make_lin(x[0], x[1])  # inlined: the object is made here
+    n = make_named(x[2])
+    return m(x[1]) + n(x[0]) * m.slope
+
+
+def objects_in_a_list_by_position(x):
+    layers = [Lin(x[0], x[1]), Lin(x[2], 0.5), Lin(x[1], x[0])]
+    h = x[1]
+    for k in range(len(layers)):  # unrolled: layers[k] is each object in turn
+        h = np.tanh(layers[k](h))
+    for k, layer in enumerate(layers):
+        h = h + k * layer.w
+    return h * layers[-1].b + layers[0](x[2]) + len(layers)

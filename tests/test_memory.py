@@ -51,20 +51,22 @@ def test_a_write_another_slot_sees_is_refused_at_its_line(fun, mode) -> None:
     with pytest.raises(InPlaceAliasError) as caught:
         mode(fun)
     assert f"memory_functions.py:{marked_line(fun, '# write')}:" in str(caught.value)
+    assert "another variable (box, in a slot inside it)" in str(caught.value)
 
 
 def test_a_view_of_unknown_layout_is_refused_naming_the_other_variable(
     tmp_path, monkeypatch
 ) -> None:
-    """A view a closure made (``part = cut(1)`` returning ``y[k:]`` with ``k`` its cell: not
-    inlined, so which view it is is not known where it is written): where the other variable
-    overlaps the changed array but the lowering does not know how to make it again, the refusal
-    names it. (A function of the module that returns ``y[k:]`` for its argument ``k`` is inlined and
-    followed: ``a_view_a_helper_made_with_an_index``.)"""
+    """A helper that returns a view made on one of two paths (``y[1:] if first else y[:2]``): it is
+    inlined (its result may share its argument's memory), but which view the name holds after the
+    branch is not known where it is written. Where the other variable overlaps the changed array
+    and the lowering does not know how to make it again, the refusal names it. (A function of the
+    module or a closure that returns ``y[k:]`` is inlined and followed:
+    ``a_view_a_helper_made_with_an_index``, ``a_view_a_closure_made``.)"""
     (tmp_path / "overlap.py").write_text(
-        "import numpy as np\n\n\ndef cut(k):\n    def part(y):\n        return y[k:]\n"
-        "    return part\n\n\npart = cut(1)\n\n\ndef f(x):\n"
-        "    y = np.outer(x, x) * 1.0\n    w = part(y)\n    w[0, 2] = 5.0\n"
+        "import numpy as np\n\n\ndef pick(y, first):\n    if first:\n        return y[1:]\n"
+        "    return y[:2]\n\n\ndef f(x):\n"
+        "    y = np.outer(x, x) * 1.0\n    w = pick(y, True)\n    w[0, 2] = 5.0\n"
         "    return np.sum(y * y)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     import overlap

@@ -23,6 +23,8 @@ EXACT = [
     of.method_writes_what_a_name_sees,
     of.passes_the_object,
     of.objects_in_a_list_passed_to_a_function,
+    of.objects_functions_make,
+    of.objects_in_a_list_by_position,
 ]
 
 
@@ -60,12 +62,20 @@ def test_an_attribute_set_on_one_path_only_is_refused_where_it_is_set() -> None:
 
 
 def test_a_list_of_objects_used_otherwise_than_looped_over_is_refused_where_it_is() -> None:
-    """A list of objects made here is followed where a loop goes over it (unrolled); used as a
-    value (``len(layers)``), it is refused at that line, saying what is followed."""
+    """A list of objects made here is followed where a loop goes over it or over its positions
+    (unrolled), where it is read at a constant position and where its length is read; used as a
+    value (passed to a function), it is refused at that line, saying what is followed."""
     fun = of.a_list_of_objects_used_as_a_value
     with pytest.raises(errors.LocatedError, match="list of objects made here") as info:
         ast_ad.grad(fun)(X)
     assert info.value.lineno == marked_line(fun, "# refused")
+
+
+def test_objects_by_position_read_as_a_person_would_write_them() -> None:
+    """``for k in range(len(layers))`` over a list of objects made here is unrolled, ``k`` a
+    constant in each step; no list, loop or object is left in the lowered code."""
+    text = ast_ad.source(of.objects_in_a_list_by_position, stage="normalized")
+    assert "layers" not in text and "for " not in text and "Lin(" not in text
 
 
 def test_objects_in_a_list_read_as_a_person_would_write_them() -> None:

@@ -136,7 +136,8 @@ class Memory:
                     shared = self.at.env[name]
                     if name != owner and isinstance(shared, ir.Var):
                         related = related | self.reaching(shared.name, container)
-        others = self.variables_in(related, owner)
+        # (each object once: two names of it are one variable to follow)
+        others = list(dict.fromkeys(self.variables_in(related, owner)))
         followed: list[ir.Var] = []
         # the variables that can be made again from the changed object are followed, not refused
         if follow:
@@ -208,7 +209,8 @@ class Memory:
             # (a write in a loop binds its name again)
             where = ir.Const(self.at.line.where())
             slots = self.lowering.bind(
-                ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"), (other, atom, where)),
+                ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"),
+                        (other, atom, where, ir.Const(_shown(users[0])))),
                 "slots",
             )
             twins = self.twins_of(changed, other)
@@ -227,13 +229,13 @@ class Memory:
                 )
             )
             return True
-        if len(users) != 1:
+        if len(users) != 1 and other != atom:
             return False
-        user = users[0]
-        if (
-            (self.at.nesting or self.at.loops)
-            and not self.is_mutable(user)
-            and user not in self.at.field_labels
+        # (several names of the very object written through another, ``z = y; a = y; a *= 2.0``:
+        # the first is followed, the others take its new value: ``names``)
+        user, names = users[0], tuple(users[1:])
+        if (self.at.nesting or self.at.loops) and any(
+            not self.is_mutable(u) and u not in self.at.field_labels for u in users
         ):
             return False  # bound outside the branch or loop, and not prepared to change in it
         probe: ir.Atom = ir.Const(None)
@@ -244,7 +246,7 @@ class Memory:
         # ``w = y[1:]; w[0] = v``: ``y`` has ``v`` at ``[1:][0]``
         mine = self.recipes.get(atom.name)
         form: ir.Call | None = None
-        if self.sibling_view(atom, other, user, made, mine, same):
+        if not names and self.sibling_view(atom, other, user, made, mine, same):
             return True
         via = self.views_between(made, same)
         if via is not None and made is not None:
@@ -321,7 +323,7 @@ class Memory:
         if other == atom and item:
             # the very object (``v = x``), changed in place (``x[i] = ...``, which a number would
             # refuse; ``x += d`` on a number binds a new one, which ``view_of`` tells apart)
-            self.follow_ups.append(FollowUp(changed, user, None, None, False, True))
+            self.follow_ups.append(FollowUp(changed, user, None, None, False, True, names=names))
             return True
         seen = self.seen(atom, other, probe, inverse, user)
         # another variable followed for this write may be the very same object (``z = y``, both
@@ -329,7 +331,8 @@ class Memory:
         # value
         twins = self.twins_of(changed, other)
         self.follow_ups.append(
-            FollowUp(changed, user, seen, form, inverse, identity, other, twins, via=via or ())
+            FollowUp(changed, user, seen, form, inverse, identity, other, twins, via=via or (),
+                     names=names)
         )
         return True
 
@@ -559,108 +562,120 @@ class Memory:
             if up.held is not None:
                 self.refill(up, changed)
                 continue
-            # the same object, certainly: the same value
-            if up.seen is None and not self.is_mutable(up.user):
-                self.at.env[up.user] = changed
-                self.carry(up.user)
-                continue
-            target = (
-                ir.Var(up.user)
-                if up.user in self.at.field_labels
-                else self.own_name(up.user, self.at.env[up.user])
-            )
-            if up.seen is None:
-                self.at.body.append(ir.Assign(target.name, changed, self.at.line))
-                self.share(target.name, changed.name, alias=True)
-                continue
-            if up.identity:
-                same = self.lowering.bind(
-                    ir.Call(ir.Ref(operator.eq, "operator.eq"), (up.seen, ir.Const(1))), "same"
-                )
-            view: tuple[ir.Stmt, ...] = ()
-            if up.form is not None:
-                rewritten = up.inverse and up.identity and up.owner in self.at.env
-                # (bound on every path)
-                written = self.own_name(up.owner, changed) if rewritten else None
-                start = len(self.at.body)
-                is_view = self.lowering.bind(
-                    ir.Call(ir.Ref(operator.eq, "operator.eq"), (up.seen, ir.Const(2))), "is_view"
-                )
-                inverse = registry.view_inverse(up.form.fn.obj) if up.inverse else None
-                chain: list[ir.Assign] = []
-                if up.inverse and up.via:
-                    # the views between the base and the written view, of the old base; the
-                    # written entries put back through each, innermost first
-                    olds: list[ir.Atom] = [target]
-                    for inner in up.via:  # (in the branch: only where the views are these)
-                        step = ir.Assign(self.at.namer.fresh("old"), ir.Call(
-                            inner.fn, (olds[-1], *inner.args[1:]), inner.kwargs), self.at.line)
-                        chain.append(step)
-                        olds.append(ir.Var(step.target))
-                    new: ir.Atom = changed
-                    for recipe, old in zip((*up.via, up.form)[::-1], olds[::-1], strict=True):
-                        step = ir.Assign(self.at.namer.fresh("put_back"),
-                                         self.put_back(recipe, old, new), self.at.line)
-                        chain.append(step)
-                        new = ir.Var(step.target)
-                    value: ir.Expr = chain.pop().value
-                # the base, the written view's entries put back (``def_view_inverse``)
-                elif inverse is not None:
-                    fn, takes_base = inverse
-                    rest = up.form.args[1:]
-                    value = ir.Call(
-                        ir.Ref(fn, getattr(fn, "__name__", "inverse")),
-                        (target, changed, *rest) if takes_base else (changed, *rest),
-                    )
-                elif up.inverse:  # the base, with the changed view written into it
-                    value = ir.Call(
-                        ir.Ref(runtime.assign_item, "assign_item"),
-                        (target, up.form.args[1], changed),
-                    )
+            self.follow_one(up, changed)
+            for name in up.names:  # its other names: the same object, made again the same
+                value = self.at.env[up.user]
+                if self.is_mutable(name):
+                    self.at.body.append(ir.Assign(self.local(name).name, value, self.at.line))
                 else:
-                    base: ir.Atom = changed
-                    for inner in up.via:  # (views of the new array, as the old one had them)
-                        recipe = ir.Call(inner.fn, (base, *inner.args[1:]), inner.kwargs)
-                        base = self.lowering.bind(recipe, "base")
-                        self.recipes[base.name] = recipe
-                    value = ir.Call(up.form.fn, (base, *up.form.args[1:]), up.form.kwargs)
-                made: tuple[ir.Stmt, ...] = (*chain, ir.Assign(target.name, value, self.at.line))
-                if written is not None:
-                    # the written view, read again from its new base: the two share memory again, as
-                    # in Python, so that a later write through either is seen by the other (``v1 =
-                    # v0[1:]`` in a loop)
-                    base_again: ir.Atom = target
-                    for inner in up.via if up.inverse else ():
-                        view_again = ir.Call(inner.fn, (base_again, *inner.args[1:]), inner.kwargs)
-                        step = ir.Assign(self.at.namer.fresh("again"), view_again, self.at.line)
-                        made += (step,)
-                        base_again = ir.Var(step.target)
-                        self.recipes[step.target] = view_again
-                    again = ir.Call(up.form.fn, (base_again, *up.form.args[1:]), up.form.kwargs)
-                    made += (ir.Assign(written.name, again, self.at.line),)
-                    # (which view it is, where it is one: ``view_of`` asks)
-                    self.recipes[written.name] = again
-                branch = ir.If(is_view, made, (), self.at.line)
-                view = (*self.at.body[start:], branch)
-                del self.at.body[start:]
-            if up.identity:
-                made = (
-                    ir.If(
-                        same, (ir.Assign(target.name, changed, self.at.line),), view, self.at.line
-                    ),
+                    self.at.env[name] = value
+                    self.carry(name)
+
+    def follow_one(self, up: FollowUp, changed: ir.Var) -> None:
+        """``up.user`` made again after ``changed``, the new value of the object ``up.owner``
+        held, as ``runtime.view_of`` found it (the same object, a view of it, or apart)."""
+        # the same object, certainly: the same value
+        if up.seen is None and not self.is_mutable(up.user):
+            self.at.env[up.user] = changed
+            self.carry(up.user)
+            return
+        target = (
+            ir.Var(up.user)
+            if up.user in self.at.field_labels
+            else self.own_name(up.user, self.at.env[up.user])
+        )
+        if up.seen is None:
+            self.at.body.append(ir.Assign(target.name, changed, self.at.line))
+            self.share(target.name, changed.name, alias=True)
+            return
+        if up.identity:
+            same = self.lowering.bind(
+                ir.Call(ir.Ref(operator.eq, "operator.eq"), (up.seen, ir.Const(1))), "same"
+            )
+        view: tuple[ir.Stmt, ...] = ()
+        if up.form is not None:
+            rewritten = up.inverse and up.identity and up.owner in self.at.env
+            # (bound on every path)
+            written = self.own_name(up.owner, changed) if rewritten else None
+            start = len(self.at.body)
+            is_view = self.lowering.bind(
+                ir.Call(ir.Ref(operator.eq, "operator.eq"), (up.seen, ir.Const(2))), "is_view"
+            )
+            inverse = registry.view_inverse(up.form.fn.obj) if up.inverse else None
+            chain: list[ir.Assign] = []
+            if up.inverse and up.via:
+                # the views between the base and the written view, of the old base; the
+                # written entries put back through each, innermost first
+                olds: list[ir.Atom] = [target]
+                for inner in up.via:  # (in the branch: only where the views are these)
+                    step = ir.Assign(self.at.namer.fresh("old"), ir.Call(
+                        inner.fn, (olds[-1], *inner.args[1:]), inner.kwargs), self.at.line)
+                    chain.append(step)
+                    olds.append(ir.Var(step.target))
+                new: ir.Atom = changed
+                for recipe, old in zip((*up.via, up.form)[::-1], olds[::-1], strict=True):
+                    step = ir.Assign(self.at.namer.fresh("put_back"),
+                                     self.put_back(recipe, old, new), self.at.line)
+                    chain.append(step)
+                    new = ir.Var(step.target)
+                value: ir.Expr = chain.pop().value
+            # the base, the written view's entries put back (``def_view_inverse``)
+            elif inverse is not None:
+                fn, takes_base = inverse
+                rest = up.form.args[1:]
+                value = ir.Call(
+                    ir.Ref(fn, getattr(fn, "__name__", "inverse")),
+                    (target, changed, *rest) if takes_base else (changed, *rest),
+                )
+            elif up.inverse:  # the base, with the changed view written into it
+                value = ir.Call(
+                    ir.Ref(runtime.assign_item, "assign_item"),
+                    (target, up.form.args[1], changed),
                 )
             else:
-                made = view
-            # the same object as a variable followed before: its value
-            self.at.body += self.unless_twins(target, up.twins, made)
-            # the same object where ``view_of`` said 1; where it may be a view instead, only memory
-            # is shared
-            self.share(target.name, changed.name, alias=up.form is None)
-            # (that view of the changed object, where it is one)
-            if up.form is not None and not up.inverse:  # (through the views ``via`` made again)
-                self.recipes[target.name] = ir.Call(
-                    up.form.fn, (base if up.via else changed, *up.form.args[1:]), up.form.kwargs
-                )
+                base: ir.Atom = changed
+                for inner in up.via:  # (views of the new array, as the old one had them)
+                    recipe = ir.Call(inner.fn, (base, *inner.args[1:]), inner.kwargs)
+                    base = self.lowering.bind(recipe, "base")
+                    self.recipes[base.name] = recipe
+                value = ir.Call(up.form.fn, (base, *up.form.args[1:]), up.form.kwargs)
+            made: tuple[ir.Stmt, ...] = (*chain, ir.Assign(target.name, value, self.at.line))
+            if written is not None:
+                # the written view, read again from its new base: the two share memory again, as
+                # in Python, so that a later write through either is seen by the other (``v1 =
+                # v0[1:]`` in a loop)
+                base_again: ir.Atom = target
+                for inner in up.via if up.inverse else ():
+                    view_again = ir.Call(inner.fn, (base_again, *inner.args[1:]), inner.kwargs)
+                    step = ir.Assign(self.at.namer.fresh("again"), view_again, self.at.line)
+                    made += (step,)
+                    base_again = ir.Var(step.target)
+                    self.recipes[step.target] = view_again
+                again = ir.Call(up.form.fn, (base_again, *up.form.args[1:]), up.form.kwargs)
+                made += (ir.Assign(written.name, again, self.at.line),)
+                # (which view it is, where it is one: ``view_of`` asks)
+                self.recipes[written.name] = again
+            branch = ir.If(is_view, made, (), self.at.line)
+            view = (*self.at.body[start:], branch)
+            del self.at.body[start:]
+        if up.identity:
+            made = (
+                ir.If(
+                    same, (ir.Assign(target.name, changed, self.at.line),), view, self.at.line
+                ),
+            )
+        else:
+            made = view
+        # the same object as a variable followed before: its value
+        self.at.body += self.unless_twins(target, up.twins, made)
+        # the same object where ``view_of`` said 1; where it may be a view instead, only memory
+        # is shared
+        self.share(target.name, changed.name, alias=up.form is None)
+        # (that view of the changed object, where it is one)
+        if up.form is not None and not up.inverse:  # (through the views ``via`` made again)
+            self.recipes[target.name] = ir.Call(
+                up.form.fn, (base if up.via else changed, *up.form.args[1:]), up.form.kwargs
+            )
 
     def unless_twins(self, target: ir.Var, twins: tuple[tuple[str, ir.Var], ...],
                      made: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
@@ -973,7 +988,8 @@ class FollowUp:
     twins: tuple[tuple[str, ir.Var], ...] = ()
     # a container the variable is: the slots that held the changed object
     held: ir.Var | None = None
-    # the container's other names (``zs = xs``): one object, after the change too
+    # the variable's other names (``zs = xs``; ``z = y`` where ``y`` is written through a third
+    # name, a helper's parameter): one object, after the change too
     names: tuple[str, ...] = ()
     # made again from ``owner``'s new value, which another follow-up of the write gives it
     chained: bool = False

@@ -73,7 +73,7 @@ class Frame:
         # resolve there; what they read that the caller's module does not hold is watched
         # (``foreign_reads``: module dict, name, object), a derivative reading it is stale once it
         # changes
-        self.scopes: list[dict[str, Any]] = []
+        self.scopes: list[Any] = []  # (a module's dict, or a closure's ``ClosureScope``)
         self.foreign_reads: list[tuple[dict[str, Any], str, Any]] = []
         # the functions whose bodies are lowered in place (``INLINED``)
         self.inlined: list[Any] = []

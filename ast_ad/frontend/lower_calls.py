@@ -140,6 +140,20 @@ class CallLowering:
             return self.nested.inline(listed[k], node, name, user)
         if isinstance(func, gast.Lambda):
             return self.nested.inline(func, node, name, user)
+        if self.control.resolves_to(func, len) and len(node.args) == 1 and not node.keywords \
+                and isinstance(node.args[0], gast.Name) and node.args[0].id not in self.at.env:
+            # the length of a list of objects or functions made here: known
+            known: list[Any] | None = self.at.object_lists.get(node.args[0].id)
+            if known is None:
+                known = self.at.function_lists.get(node.args[0].id)
+            if known is not None:
+                return ir.Const(len(known))
+        if isinstance(func, gast.Subscript) and isinstance(func.value, gast.Name) \
+                and func.value.id in self.at.object_lists and func.value.id not in self.at.env:
+            # ``layers[0](x)``: that object's ``__call__``
+            picked = made_of(self.lowering.expr(func))
+            assert picked is not None
+            return self.objects.method_call(picked, node, name, user)
         if (
             self.control.resolves_to(func, map)
             and len(node.args) >= 2
@@ -254,6 +268,10 @@ class CallLowering:
         if writer is None and self.returns_a_view(fn.obj):
             # ``w = part(y, k)`` returning ``y[k:]``: inlined, so that ``w`` is that view of ``y``
             # made here, which the memory model follows
+            writer = self.writing_helper(fn.obj, writes=False)
+        if writer is None and self.returns_an_object(fn.obj):
+            # ``m = make(w)`` returning ``Lin(w)`` made in it: inlined, so that the object is made
+            # here, its attributes followed
             writer = self.writing_helper(fn.obj, writes=False)
         if writer is None and self.passes_an_object(node):
             # ``use(layer, x)`` with ``layer = Layer(w)`` made here: the function is inlined, so
@@ -497,6 +515,32 @@ class CallLowering:
         view = self.return_view(fn)
         return view is not None and view[1] is None
 
+    def returns_an_object(self, fn: Any) -> bool:
+        """Whether ``fn``, a function of the user's, returns an object of a class of the user's that
+        it makes (``return Lin(w)``, or a name bound to one): inlined, the object is made in the
+        caller, where ``objects`` follows it."""
+        if not (inspect.isfunction(fn) and registry.lookup(fn) is None) or fn is self.at.fn \
+                or (fn.__module__ or "").startswith("ast_ad."):
+            return False
+        try:
+            tree = parse(fn).tree
+        except ASTADError:
+            return False
+        last = tree.body[-1] if tree.body else None
+        if not isinstance(last, gast.Return) or last.value is None:
+            return False
+        made = [last.value]
+        if isinstance(last.value, gast.Name):  # ``m = Lin(w); return m``
+            made = [
+                s.value for s in tree.body
+                if isinstance(s, gast.Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0], gast.Name) and s.targets[0].id == last.value.id
+            ]
+        return bool(made) and all(
+            isinstance(value, gast.Call) and followable(_resolved(value.func, fn), fn)
+            for value in made
+        )
+
     def passes_an_object(self, node: gast.Call) -> bool:
         """Whether an argument of the call is an object made inside the function (a name bound to
         one, as ``objects`` follows it, or one made in the call: ``f(Lin(a, b))``)."""
@@ -516,11 +560,12 @@ class CallLowering:
         (``fill(y)``). A function of another module is inlined too, its names resolved in its own
         module (``scopes``): what it reads there that the caller's module does not hold is read as
         the object it is, and watched (``foreign_reads``)."""
-        if not (inspect.isfunction(fn) and registry.lookup(fn) is None and not fn.__closure__
+        if not (inspect.isfunction(fn) and registry.lookup(fn) is None
                 and fn is not self.at.fn and not (fn.__module__ or "").startswith("ast_ad.")) \
-                or fn.__name__ in self.at.inlining:
+                or fn.__name__ in self.at.inlining or not _cells_set(fn):
             return None
-        if fn.__globals__ is not self.at.fn.__globals__:
+        if fn.__globals__ is not self.at.fn.__globals__ or fn.__closure__:
+            # (a closure reads its cells: lowered as a helper of its own scope)
             tree = self.foreign_tree(fn)
             if tree is None or writes and not written_parameters(tree):
                 return None
@@ -548,7 +593,7 @@ class CallLowering:
             n.id
             for n in gast.walk(source.tree)
             if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Param))
-        } | {a.id for a in source.tree.args.args}
+        } | {a.id for a in source.tree.args.args} | set(fn.__code__.co_freevars)
         for n in gast.walk(source.tree):
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id not in own:
                 theirs = fn.__globals__.get(n.id, _ABSENT)
@@ -565,7 +610,8 @@ class CallLowering:
         source = self.at.foreign_sources.get(id(tree))
         outer = self.at.source
         self.at.source = source or outer
-        self.at.scopes.append(fn.__globals__)  # its names are its module's (``helper_global``)
+        # its names are its module's, or its closure's (``helper_global``)
+        self.at.scopes.append(ClosureScope(fn) if fn.__closure__ else fn.__globals__)
         try:
             return self.nested.inline(tree, node, name, user)
         finally:
@@ -716,3 +762,50 @@ def _may_hide(cls: type, attr: str, receiver: ir.Atom) -> bool:
                                         for op in dis.get_instructions(code)):
                 return True
     return False
+
+
+class ClosureScope:
+    """The names a closure of the user's reads where it is inlined (``scopes``): its cells, then its
+    module's globals. Read as a module's dict is (``in``, ``[name]``, ``get``), each time as it is
+    now: a watch on a name read here (``foreign_reads``) sees a cell set again (``nonlocal``)."""
+
+    __slots__ = ("fn", "cells")
+
+    def __init__(self, fn: Any):
+        self.fn = fn
+        self.cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.cells or name in self.fn.__globals__
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self.cells:
+            return self.cells[name].cell_contents
+        return self.fn.__globals__[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except (KeyError, ValueError):  # (ValueError: an empty cell)
+            return default
+
+
+def _cells_set(fn: Any) -> bool:
+    """Whether every cell of ``fn``'s closure holds a value (one not set yet is Python's NameError
+    at the call, which the call as it is raises)."""
+    try:
+        return all(cell.cell_contents is not _ABSENT for cell in fn.__closure__ or ())
+    except ValueError:
+        return False
+
+
+def _resolved(node: gast.expr, fn: Any) -> Any:
+    """The object a name or dotted name ``node`` is where ``fn`` reads it (its closure, its module,
+    builtins), or ``None``."""
+    if isinstance(node, gast.Attribute):
+        base = _resolved(node.value, fn)
+        return getattr(base, node.attr, None) if isinstance(base, types.ModuleType) else None
+    if not isinstance(node, gast.Name):
+        return None
+    found = ClosureScope(fn).get(node.id, _ABSENT) if inspect.isfunction(fn) else _ABSENT
+    return getattr(builtins, node.id, None) if found is _ABSENT else found

@@ -67,6 +67,10 @@ class ControlFlow:
         ):
             self.unrolled_objects(node, made)
             return
+        positions = self.object_positions(node)
+        if positions is not None:
+            self.unrolled_positions(node, positions)
+            return
         listed = (
             self.at.function_lists.get(node.iter.id) if isinstance(node.iter, gast.Name) else None
         )
@@ -86,6 +90,58 @@ class ControlFlow:
             self.at.loops.pop()
             self.at.loop_shared.pop()
             self.at.loop_rebinds.pop()
+
+    def object_positions(self, node: gast.For) -> list[tuple[Any, ...]] | None:
+        """The values of a loop's names, step by step, where the loop goes over the positions of a
+        list of objects made here, its body reading ``layers[k]``: ``for k in range(len(layers))``
+        (any ``range`` of constants), ``for k, layer in enumerate(layers)``; else ``None``."""
+        target, call = node.target, node.iter
+        if not isinstance(call, gast.Call) or call.keywords:
+            return None
+        if self.resolves_to(call.func, enumerate) and len(call.args) == 1 \
+                and isinstance(call.args[0], gast.Name) \
+                and call.args[0].id in self.at.object_lists and call.args[0].id not in self.at.env \
+                and isinstance(target, gast.Tuple) and len(target.elts) == 2:
+            return list(enumerate(self.at.object_lists[call.args[0].id]))
+        if not (isinstance(target, gast.Name) and self.resolves_to(call.func, range)):
+            return None
+        read = any(
+            isinstance(n, gast.Subscript) and isinstance(n.value, gast.Name)
+            and n.value.id in self.at.object_lists and n.value.id not in self.at.env
+            and isinstance(n.slice, gast.Name) and n.slice.id == target.id
+            for n in gast.walk(node)
+        )
+        if not read:
+            return None
+        bounds = [self.lowering.expr(arg) for arg in call.args]
+        if not all(isinstance(b, ir.Const) and type(b.value) is int for b in bounds):
+            raise refuse(
+                node,
+                "a loop that reads a list of objects made here by position goes over a range of "
+                "constants (for k in range(len(layers)): ...)",
+                self.locate,
+            )
+        return [(k,) for k in range(*(b.value for b in bounds))]  # type: ignore[union-attr]
+
+    def unrolled_positions(self, node: gast.For, steps: list[tuple[Any, ...]]) -> None:
+        """The loop of ``object_positions``, its body once for each step, each name standing for
+        its value there (a position, an object)."""
+        names = node.target.elts if isinstance(node.target, gast.Tuple) else [node.target]
+        if node.orelse or not all(isinstance(n, gast.Name) for n in names) or any(
+            isinstance(n, (gast.Break, gast.Continue, gast.Return)) for n in gast.walk(node)
+        ):
+            raise refuse(
+                node,
+                "a loop over the positions of a list of objects made here is supported with plain "
+                "names and no break, continue or else",
+                self.locate,
+            )
+        for values in steps:
+            for target, value in zip(names, values, strict=True):
+                self.at.env[target.id] = ir.Const(value)
+            for stmt in node.body:
+                self.at.line = self.lowering.line_of(stmt)
+                self.lowering.stmt(stmt)
 
     def unrolled_objects(self, node: gast.For, made: list[Any]) -> None:
         """``for layer in layers: ...`` over a list of objects made here: the body once for each,

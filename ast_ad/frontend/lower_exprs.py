@@ -298,6 +298,20 @@ class ExpressionLowering:
         )
 
     def expr_Subscript(self, node: gast.Subscript, name: str | None, user: bool) -> ir.Atom:
+        if isinstance(node.value, gast.Name) and node.value.id in self.at.object_lists \
+                and node.value.id not in self.at.env:
+            # ``layers[0]`` of ``layers = [Lin(a), Lin(b)]``: that object, followed as a name of it
+            made = self.at.object_lists[node.value.id]
+            k = self.index(node.slice)
+            if not (isinstance(k, ir.Const) and type(k.value) is int
+                    and -len(made) <= k.value < len(made)):
+                raise refuse(
+                    node,
+                    f"a list of objects made here is read at a constant position "
+                    f"({node.value.id}[0]), or looped over (for layer in {node.value.id}: ...)",
+                    self.locate,
+                )
+            return ir.Const(made[k.value])
         value = self.lowering.expr(node.value)
         index = self.index(node.slice)
         hint = name or (f"{value.name}_item" if isinstance(value, ir.Var) else "item")

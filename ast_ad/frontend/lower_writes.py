@@ -162,7 +162,8 @@ class WriteLowering:
         where = ir.Const(self.at.line.where())
         container = self.lowering.expr(root)
         slots = self.lowering.bind(
-            ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"), (container, inner, where)),
+            ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"),
+                    (container, inner, where, ir.Const(root.id))),
             "slots",
         )
         self.rebind(root.id, ir.Call(ir.Ref(runtime.replaced, "replaced"), (container, slots, new)))
@@ -257,7 +258,8 @@ class WriteLowering:
         self.memory.guard_in_place(target.value)
         where = ir.Const(self.at.line.where())
         slots = self.lowering.bind(
-            ir.Call(ir.Ref(runtime.slots_changed, "slots_changed"), (container, index, old, where)),
+            ir.Call(ir.Ref(runtime.slots_changed, "slots_changed"),
+                    (container, index, old, where, ir.Const(target.value.id))),
             "slots",
         )
         self.rebind(

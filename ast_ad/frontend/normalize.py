@@ -91,7 +91,7 @@ def normalize(source: Source) -> ir.Function:
                 f"{sorted(lowerer.memory.writes)[0]!r} in place: compute a new value instead",
             )
         PARAM_WRITES[key] = frozenset(lowerer.memory.writes)
-        RETURN_VIEWS[key] = _returned_view(function, lowerer.memory.recipes)
+        RETURN_VIEWS[key] = _returned_view(function, lowerer.memory)
         INLINED[key] = tuple(dict.fromkeys(lowerer.at.inlined))
         FOREIGN_READS[key] = tuple(lowerer.at.foreign_reads)
         return function
@@ -115,15 +115,17 @@ def param_writes(fn: Any) -> frozenset[str]:
     return PARAM_WRITES[key]
 
 
-def _returned_view(
-    function: ir.Function, recipes: dict[str, ir.Call]
-) -> tuple[int, ir.Call | None] | None:
+def _returned_view(function: ir.Function, memory: Memory) -> tuple[int, ir.Call | None] | None:
     """The view of a parameter ``function`` returns (``return y[1:]``), where the parameter is never
     bound again: the parameter's position and the view's recipe, or ``None`` for the recipe where
     its other operands are not constants (``return y[k:]``: the call is inlined,
-    ``returns_a_view``); else ``None``."""
+    ``returns_a_view``); else ``None`` (a result bound on more than one path has the recipe of the
+    last one lowered, not a fact: ``None``, and the caller takes it as possibly the argument
+    itself, which ``view_of`` checks)."""
     result = function.result
-    recipe = recipes.get(result.name) if isinstance(result, ir.Var) else None
+    if not isinstance(result, ir.Var) or result.name in function.mutable:
+        return None
+    recipe = memory.recipes.get(result.name)
     if recipe is None or not recipe.args or not isinstance(recipe.args[0], ir.Var):
         return None
     base = recipe.args[0].name

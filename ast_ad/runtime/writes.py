@@ -279,23 +279,25 @@ def untransposed(view: Any, axes: Any = None) -> Any:
     return np.transpose(view, inverse_axes(axes))
 
 
-def slots_holding(container: Any, old: Any, where: Any) -> Any:
+def slots_holding(container: Any, old: Any, where: Any, name: Any = None) -> Any:
     """The slots of ``container`` (a list, tuple or dict) that hold the object ``old``, which a
     write changes: after ``pair[0][1] = v`` on ``pair = [y, y]`` both hold the changed array
     (``replaced``). Where ``old`` is also inside another slot (deeper, or an array sharing its
-    memory), which entries that one sees is not known here: refused (no gradient: positions). A name
-    that holds no container (yet: ``None``) holds it nowhere, and an object no write changes in
-    place (a number: ``xs[0] += v`` puts a new one in one slot) is in none."""
+    memory), which entries that one sees is not known here: refused, naming the container (``name``;
+    no gradient: positions). A name that holds no container (yet: ``None``) holds it nowhere, and an
+    object no write changes in place (a number: ``xs[0] += v`` puts a new one in one slot) is in
+    none."""
     if not isinstance(container, (list, tuple, dict)) or not (
         is_array(old) or isinstance(old, (list, dict))
     ):
         return ()
     slots = _slots(container)
-    check_in_place(old, [container[k] for k in slots if container[k] is not old], where)
+    deeper = f"{name}, in a slot inside it" if name else None
+    check_in_place(old, [container[k] for k in slots if container[k] is not old], where, deeper)
     return tuple(k for k in slots if container[k] is old)
 
 
-def slots_changed(container: Any, key: Any, old: Any, where: Any) -> Any:
+def slots_changed(container: Any, key: Any, old: Any, where: Any, name: Any = None) -> Any:
     """The slots of ``container`` that ``container[key] += v`` changes: where the item ``old`` is an
     array, list or dict (which ``+=`` changes in place), every slot holding it (``slots_holding``);
     for a number (which ``+=`` replaces), the slot ``key`` alone. A tuple's item raises Python's
@@ -303,7 +305,7 @@ def slots_changed(container: Any, key: Any, old: Any, where: Any) -> Any:
     if isinstance(container, tuple):
         raise TypeError(f"{where}: 'tuple' object does not support item assignment")
     if is_array(old) or isinstance(old, (list, dict)):
-        return slots_holding(container, old, where)
+        return slots_holding(container, old, where, name)
     return (key,)
 
 

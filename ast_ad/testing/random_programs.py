@@ -495,7 +495,15 @@ class _Writer:
         rebound)."""
         self.features.add("mutating helper")
         name = self.draw(st.sampled_from(self.names))
-        return [f"{indent}{name} = damp({name})"]
+        if not self.draw(st.booleans()):
+            return [f"{indent}{name} = damp({name})"]
+        # another name of the argument, read after the helper changed it through its parameter
+        other, target = self.fresh(), self.fresh() if depth == 0 else name
+        lines = [f"{indent}{other} = {name} * 1.0", f"{indent}{target} = {other}",
+                 f"{indent}{target} = damp({target}) + {other}"]
+        if depth == 0:
+            self.names.append(target)
+        return lines
 
     def result(self, value: str) -> str:
         return f"np.sum({value})" if self.options["arrays"] else value
