@@ -298,3 +298,23 @@ def test_a_helper_written_in_place_and_then_redefined_is_read_anew(tmp_path, mon
         value, grads = gradient(X.copy())
         assert value == module.f(X.copy())
         assert_fd(lambda v, m=module: m.f(np.copy(v)), (X,), (0,), (grads,))
+
+
+def test_a_closure_whose_cell_is_set_again_is_derived_again(tmp_path, monkeypatch) -> None:
+    """A closure of yours inlined where it is called (it returns a view of its argument) reads its
+    cell as it is when the derivative is made; set again (``nonlocal``), the derivative is made
+    again, and gives Python's new value."""
+    (tmp_path / "cells.py").write_text(
+        "import numpy as np\n\n\ndef counter():\n    k = 1\n\n    def part(a):\n"
+        "        return a[k:]\n\n    def move(v):\n        nonlocal k\n        k = v\n\n"
+        "    return part, move\n\n\npart, move = counter()\n\n\ndef f(x):\n"
+        "    y = x * 1.0\n    w = part(y)\n    w[0] = 5.0 * x[0]\n    return np.sum(y * y * x)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import cells
+
+    gradient = ast_ad.value_and_grad(cells.f)
+    for k in (1, 2, 1):
+        cells.move(k)
+        value, grads = gradient(X.copy())
+        assert value == cells.f(X.copy())
+        assert_fd(lambda v: cells.f(np.copy(v)), (X,), (0,), (grads,))
