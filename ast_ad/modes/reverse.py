@@ -78,6 +78,7 @@ from ast_ad.modes.saving import ANS, Saving, restore_mark, restored, with_shapes
 from ast_ad.modes.sweep import ForwardSweep
 from ast_ad.modes.zeros import FloatZeros
 from ast_ad.optimize.batching import Term, batch_products
+from ast_ad.optimize.hoist import hoisted
 
 _PART, _ITEM = ir.Ref(runtime.part, "part"), ir.Ref(operator.getitem, "operator.getitem")
 _UNBROADCAST = ir.Ref(runtime.unbroadcast, "unbroadcast")
@@ -113,9 +114,9 @@ def reverse(
     checkpointed (``ast_ad.revolve``), each keeping at most this many snapshots of its state
     (``analysis.checkpoint_state`` says which loops can be).
     """
-    return Reverser(ir.functional(function), argnums, shapes, derive, in_place, checkpoints).run(
-        shell
-    )
+    # (loop-invariant arithmetic of numbers computed once, before its loop: ``optimize.hoist``)
+    function = hoisted(ir.functional(function), shapes)
+    return Reverser(function, argnums, shapes, derive, in_place, checkpoints).run(shell)
 
 
 # what a missing rule's error tells the user to write
@@ -123,6 +124,7 @@ REGISTER = (
     "register a rule: ast_ad.extend.defvjp(fn, lambda g, ans, x: ...), one lambda per "
     "positional argument"
 )
+
 
 class Reverser:
     def __init__(
