@@ -236,8 +236,10 @@ def test_source_stages_and_getsource() -> None:
 
 def test_source_for_example_arguments() -> None:
     df = ast_ad.grad(fx.worked)
-    general, scalar = ast_ad.source(df, np.ones(2), np.ones(2)), ast_ad.source(df, 2.0, 3.0)
+    # (arrays of two shapes: one may broadcast against the other; of one shape, neither does)
+    general, scalar = ast_ad.source(df, np.ones(2), np.ones(1)), ast_ad.source(df, 2.0, 3.0)
     assert "unbroadcast" in general and "unbroadcast" not in scalar
+    assert "unbroadcast" not in ast_ad.source(df, np.ones(2), np.ones(2))
 
 
 def test_tracebacks_show_generated_lines() -> None:
@@ -407,7 +409,7 @@ def test_the_scalar_fast_path_runs_only_what_it_was_built_for() -> None:
     with pytest.raises(ast_ad.errors.ASTADError):
         both(2, 3.0)  # an integer is refused on either path
     # the module for arrays: the last call's kinds are those now
-    ast_ad.source(both, np.ones(2), np.ones(2))
+    ast_ad.source(both, np.ones(2), np.ones(1))
     assert "unbroadcast" in ast_ad.source(both)
     assert both(2.0, 3.0) == pytest.approx(expected(2.0, 3.0), rel=1e-15)
     assert "unbroadcast" not in ast_ad.source(both)  # a call with floats is the last again

@@ -1,7 +1,9 @@
-"""Loop-invariant arithmetic of numbers moves before its loop (``optimize.hoist``): reverse mode
-computes and tapes it once, not once a step. What may not move (a division, which raises for a zero
-float; a name the loop binds; a name read before it in the loop, or after the loop; arithmetic of
-arrays) stays where it is, and every value is Python's, bit for bit."""
+"""What a careful person leaves out of a loop's gradient (issue 41). Loop-invariant arithmetic of
+numbers moves before its loop (``optimize.hoist``): reverse mode computes and tapes it once, not
+once a step. What may not move (a division, which raises for a zero float; a name the loop binds; a
+name read before it in the loop, or after the loop; arithmetic of arrays) stays where it is, and
+every value is Python's, bit for bit. Arrays of one shape share a shape label, so arithmetic between
+them needs no ``unbroadcast`` and no shape is taped."""
 
 from __future__ import annotations
 
@@ -116,3 +118,19 @@ def test_moved_arithmetic_where_the_loop_runs_no_step(n) -> None:
     value, grads = ast_ad.value_and_grad(no_step, (0, 1))(x, 0.7, n)
     assert value == no_step(x, 0.7, n)
     assert_same(grads, ast_ad.tracer.grad(no_step, (0, 1))(x, 0.7, n))
+
+
+def test_arrays_of_one_shape_need_no_unbroadcast_and_others_are_made_again() -> None:
+    """Arguments of one shape share a shape label (``api.arguments.shape_labels``): arithmetic
+    between them needs no ``unbroadcast``, and nothing is taped for a shape. Called with arrays of
+    two shapes, the gradient is made again for them, and is right there too."""
+    q, p = np.array([1.0, 2.0, 3.0]), np.array([0.5, -0.2, 0.1])
+    assert shape_labels((q, p, 1.3))[0] == shape_labels((q, p, 1.3))[1]
+    assert shape_labels((q, p[:1], 1.3))[0] != shape_labels((q, p[:1], 1.3))[1]
+    text = ast_ad.source(ast_ad.grad(leapfrog, (0, 1, 2, 3)), q, p, 1.3, 0.1)
+    assert "_shape" not in text and "unbroadcast(p_bar" not in text
+    gradient = ast_ad.value_and_grad(leapfrog, (0, 1, 2, 3))
+    for p_now in (p, p[:1], p):
+        value, grads = gradient(q, p_now, 1.3, 0.1)
+        assert value == leapfrog(q, p_now, 1.3, 0.1)
+        assert_same(grads, ast_ad.tracer.grad(leapfrog, (0, 1, 2, 3))(q, p_now, 1.3, 0.1))

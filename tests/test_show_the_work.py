@@ -348,6 +348,15 @@ def test_export_runs_without_ast_ad(tmp_path, name, args, argnums) -> None:
             "model_vjp was exported for a 1-axis float array argument 0, not a ndarray (2-axis "
             "float array)",
         ),
+        # exported for two arrays of one shape, the code adds them with no unbroadcast: arrays of
+        # two shapes are refused
+        (
+            "model",
+            "np.ones(3), np.ones(3)",
+            "np.ones(3), np.ones(1)",
+            "model_vjp was exported for arguments [0, 1] of one shape, not of the shapes [(3,), "
+            "(1,)]",
+        ),
     ],
 )
 def test_an_exported_module_refuses_arguments_it_was_not_built_for(

@@ -51,15 +51,24 @@ CONTAINER = -2  # the shape label of a tuple, list or dict argument
 
 def shape_labels(args: tuple[Any, ...]) -> tuple[int, ...]:
     """``-1`` for each scalar argument, ``-2`` for containers, the argument's position for anything
-    else (with a numpy array's number of axes and kind: ``kinds.labelled``)."""
+    else (with a numpy array's number of axes and kind: ``kinds.labelled``). Numpy arrays of one
+    shape and kind share the label of the first of them: equal labels say equal shapes
+    (``activity.shape_classes``), so that arithmetic between them needs no ``unbroadcast``; a call
+    with other shapes has other labels, and code made for them."""
     labels = []
+    first: dict[tuple[Any, ...], int] = {}  # an array's shape and kind -> the first such argument
     for k, a in enumerate(args):
+        same = (
+            first.setdefault((a.shape, a.dtype.kind in "fc"), k)
+            if type(a) is np.ndarray and a.dtype.kind in "biufc"
+            else k
+        )
         labels.append(
             -1
             if type(a) in SCALAR_TYPES
             else CONTAINER
             if isinstance(a, (tuple, list, dict))
-            else labelled(k, a)
+            else labelled(same, a)
         )
         if type(a) is not np.ndarray and array_subclass(a):
             raise NonDifferentiableArgumentError(

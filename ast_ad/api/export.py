@@ -102,9 +102,15 @@ def export(gradient: Gradient[..., Any], path: str, *example_args: Any) -> str:
     if any(re.search(r"\bAny\b", h) for h in helpers.values()):  # the helpers' annotations
         imports.append("from typing import Any")
     kinds = tuple(_kind_of_label(k) for k in labels)
+    # arguments built for one shape (equal labels: ``shape_labels``), checked to have one
+    groups: dict[int, list[int]] = {}
+    for k, label in enumerate(labels):
+        if label >= 0:
+            groups.setdefault(label, []).append(k)
+    same = tuple(tuple(group) for group in groups.values() if len(group) > 1)
     scalars = ", ".join(t.__name__ if t.__module__ == "builtins" else f"np.{t.__name__}"
                         for t in sorted(SCALAR_TYPES, key=lambda t: t.__name__))
-    guard = GUARD.format(entry=loaded.fn.__name__, kinds=kinds, scalars=scalars)
+    guard = GUARD.format(entry=loaded.fn.__name__, kinds=kinds, scalars=scalars, same=same)
     parts = [HEADER.format(name=gradient.__qualname__, entry=loaded.fn.__name__),
              "\n".join(sorted(set(imports))), *helpers.values(), "\n".join(values), code, guard]
     text = "\n\n\n".join(p.strip("\n") for p in parts if p.strip()) + "\n"
@@ -113,9 +119,10 @@ def export(gradient: Gradient[..., Any], path: str, *example_args: Any) -> str:
     return path
 
 
-# The generated code is specialized on which arguments are numbers, arrays or containers, and on a
-# numpy array's number of axes and kind (``kinds.labelled``): the module checks every call against
-# what it was built for, rather than return a gradient of the wrong shape.
+# The generated code is specialized on which arguments are numbers, arrays or containers, on a numpy
+# array's number of axes and kind (``kinds.labelled``) and on which arrays have one shape
+# (``shape_labels``): the module checks every call against what it was built for, rather than return
+# a gradient of the wrong shape.
 GUARD = """def _kind(value):
     if type(value) in ({scalars}):
         return "scalar"
@@ -126,7 +133,7 @@ GUARD = """def _kind(value):
     return "array"
 
 
-def _built_for(fn, kinds):
+def _built_for(fn, kinds, same):
     def checked(*args, **kwargs):
         for k, (value, kind) in enumerate(zip(args, kinds)):
             got = _kind(value)
@@ -135,6 +142,12 @@ def _built_for(fn, kinds):
                 raise TypeError(f"{{fn.__name__}} was exported for a {{kind}} argument {{k}}, "
                                 f"not a {{type(value).__name__}}{{shown}}: export again with "
                                 "arguments like these")
+        for group in same:
+            shapes = [np.shape(args[k]) for k in group if k < len(args)]
+            if any(shape != shapes[0] for shape in shapes):
+                raise TypeError(f"{{fn.__name__}} was exported for arguments {{list(group)}} of "
+                                f"one shape, not of the shapes {{shapes}}: export again with "
+                                "arguments like these")
         return fn(*args, **kwargs)
     checked.__name__, checked.__doc__, checked.__wrapped__ = fn.__name__, fn.__doc__, fn
     # ast_ad differentiates fn itself: the check computes what fn computes
@@ -142,7 +155,7 @@ def _built_for(fn, kinds):
     return checked
 
 
-{entry} = _built_for({entry}, {kinds!r})
+{entry} = _built_for({entry}, {kinds!r}, {same!r})
 """
 
 
