@@ -134,3 +134,23 @@ def test_arrays_of_one_shape_need_no_unbroadcast_and_others_are_made_again() -> 
         value, grads = gradient(q, p_now, 1.3, 0.1)
         assert value == leapfrog(q, p_now, 1.3, 0.1)
         assert_same(grads, ast_ad.tracer.grad(leapfrog, (0, 1, 2, 3))(q, p_now, 1.3, 0.1))
+
+
+def rnn_dot(w, u, xs):
+    h = np.zeros(4)
+    for t in range(xs.shape[0]):
+        h = np.tanh(np.dot(w, h) + np.dot(u, xs[t]))
+    return np.sum(h)
+
+
+def test_an_rnn_written_with_np_dot_calls_no_helper_and_tapes_no_product() -> None:
+    """``np.dot`` of a matrix and a vector is the product ``@`` is (``kinds``: its number of axes;
+    ``def_vjp_by_ranks``: its rules), so its adjoint is ``dot_bar @ w``, and the product itself is
+    not taped (the backward pass reads no more than its shape)."""
+    rng = np.random.default_rng(0)
+    w, u, xs = rng.random((4, 4)) * 0.3, rng.random((4, 2)), rng.random((6, 2))
+    text = ast_ad.source(ast_ad.grad(rnn_dot, (0, 1)), w, u, xs)
+    assert "dot_vjp_b(" not in text and "@ w" in text and "dot_tape" not in text
+    value, grads = ast_ad.value_and_grad(rnn_dot, (0, 1))(w, u, xs)
+    assert value == rnn_dot(w, u, xs)
+    assert_same(grads, ast_ad.tracer.grad(rnn_dot, (0, 1))(w, u, xs))

@@ -508,7 +508,10 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
         return ("num", rank, args[0][2]) if rank >= 1 else UNKNOWN
     if fn in (np.sum, np.mean) and len(args) == 1 and args[0][0] == "num":
         return ("num", 0, fn is np.mean or args[0][2])
-    if fn is operator.matmul and len(args) == 2 and all(a[0] == "num" and a[1] >= 1 for a in args):
+    # (``np.dot`` is the same product where neither operand has more than two axes)
+    if (fn is operator.matmul or fn is np.matmul
+            or fn is np.dot and all(a[0] == "num" and a[1] <= 2 for a in args)) \
+            and len(args) == 2 and all(a[0] == "num" and a[1] >= 1 for a in args):
         ra, rb = args[0][1], args[1][1]
         rank = ra + rb - 2 if min(ra, rb) == 1 else max(ra, rb)
         return ("num", rank, args[0][2] or args[1][2])

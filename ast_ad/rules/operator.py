@@ -39,17 +39,19 @@ defvjp(operator.getitem, lambda g, ans, x, index: getitem_vjp(g, x, index))
 def_linear(operator.matmul, 0, 1)
 def_view(operator.getitem)  # x[1:] shares x's memory
 # where both operands' numbers of axes are known (a matrix and a vector...), the helpers' branches,
-# inlined
-def_vjp_by_ranks(
-    operator.matmul, (2, 1), lambda g, ans, a, b: np.outer(g, b), lambda g, ans, a, b: g @ a
-)
-def_vjp_by_ranks(
-    operator.matmul, (2, 2), lambda g, ans, a, b: g @ b.T, lambda g, ans, a, b: a.T @ g
-)
-def_vjp_by_ranks(
-    operator.matmul, (1, 2), lambda g, ans, a, b: b @ g, lambda g, ans, a, b: np.outer(a, g)
-)
-def_vjp_by_ranks(operator.matmul, (1, 1), lambda g, ans, a, b: g * b, lambda g, ans, a, b: g * a)
+# inlined: for ``a @ b``, and for ``np.matmul`` and ``np.dot``, which compute the same product of
+# operands of one or two axes
+for _product in (operator.matmul, np.matmul, np.dot):
+    def_vjp_by_ranks(
+        _product, (2, 1), lambda g, ans, a, b: np.outer(g, b), lambda g, ans, a, b: g @ a
+    )
+    def_vjp_by_ranks(
+        _product, (2, 2), lambda g, ans, a, b: g @ b.T, lambda g, ans, a, b: a.T @ g
+    )
+    def_vjp_by_ranks(
+        _product, (1, 2), lambda g, ans, a, b: b @ g, lambda g, ans, a, b: np.outer(a, g)
+    )
+    def_vjp_by_ranks(_product, (1, 1), lambda g, ans, a, b: g * b, lambda g, ans, a, b: g * a)
 def_linear(operator.getitem, 0)
 # an index is an integer: in generated code it may come off an active tape
 defjvp(operator.getitem, None, zero)
