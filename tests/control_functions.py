@@ -235,9 +235,10 @@ def reshaped_in_a_loop(W, h):
 
 
 def shape_and_value_in_a_loop(x, c):
-    """``s`` is read for its shape and for its value (the product's rule): the array itself is kept."""
+    """``s`` is read for its shape and for its value (the product's rule): the array itself is kept
+    (``c * h[0]``: not the same each step, so it stays in the loop)."""
     h = x
     for _ in range(3):
-        s = c * 2.0
+        s = c * h[0]
         h = np.tanh(h + s) * s
     return np.sum(h)

@@ -82,6 +82,12 @@ def test_a_gradient_tapes_nothing_invariant_and_is_exact() -> None:
     value, grads = ast_ad.value_and_grad(leapfrog, (0, 1, 2, 3))(q, p, 1.3, 0.1)
     assert value == leapfrog(q, p, 1.3, 0.1)
     assert_same(grads, ast_ad.tracer.grad(leapfrog, (0, 1, 2, 3))(q, p, 1.3, 0.1))
+    # forward mode moves them too: its tangent is the gradient's along the direction
+    direction = (np.array([0.3, -1.0, 0.5]), np.array([1.0, 0.2, -0.4]), 0.7, -1.1)
+    value_f, tangent = ast_ad.jvp(leapfrog, (q, p, 1.3, 0.1), direction)
+    assert value_f == value
+    expected = sum(np.sum(g * d) for g, d in zip(grads, direction, strict=True))
+    assert tangent == pytest.approx(expected, rel=1e-12)
 
 
 @pytest.mark.parametrize("fun, args", [
@@ -154,3 +160,25 @@ def test_an_rnn_written_with_np_dot_calls_no_helper_and_tapes_no_product() -> No
     value, grads = ast_ad.value_and_grad(rnn_dot, (0, 1))(w, u, xs)
     assert value == rnn_dot(w, u, xs)
     assert_same(grads, ast_ad.tracer.grad(rnn_dot, (0, 1))(w, u, xs))
+
+
+def damped(x, k, w):
+    for _ in range(5):
+        neg_k = -k  # an invariant array: computed once
+        decay = np.exp(w)
+        x = x + 0.1 * neg_k * x * decay
+    return np.sum(x * x)
+
+
+def test_invariant_arithmetic_of_arrays_moves_too() -> None:
+    """A sign, arithmetic with numbers, and a numpy function entry by entry of one invariant array
+    raise nothing and move; the gradient keeps no tape of them."""
+    x, k, w = np.array([1.0, -0.5, 2.0]), np.array([0.3, 0.1, 0.2]), np.array([0.1, -0.2, 0.05])
+    function = transform.normalized(damped)
+    [before], [after] = _loops(function), _loops(hoisted(function, shape_labels((x, k, w))))
+    assert len(before.body) - len(after.body) == 3  # and 0.1 * neg_k, once neg_k has moved
+    text = ast_ad.source(ast_ad.grad(damped, (0, 1, 2)), x, k, w)
+    assert "neg_k_tape" not in text and "decay_tape" not in text and "t1_tape" not in text
+    value, grads = ast_ad.value_and_grad(damped, (0, 1, 2))(x, k, w)
+    assert value == damped(x, k, w)
+    assert_same(grads, ast_ad.tracer.grad(damped, (0, 1, 2))(x, k, w))

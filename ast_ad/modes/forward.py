@@ -68,6 +68,7 @@ from ast_ad.ir.syntax import RefTable
 from ast_ad.modes import templates
 from ast_ad.modes.calls import callees_in_order
 from ast_ad.optimize.fold import Inliner, number_calls, pure_calls, shared_factor
+from ast_ad.optimize.hoist import hoisted
 from ast_ad.optimize.release import released
 
 # what a missing rule's error tells the user to write
@@ -153,7 +154,9 @@ def forward(
     parts of a returned tuple whose tangents the caller reads (``grad`` of a gradient reads the
     gradient's, not the value's): the others are zeros, and nothing is computed for them.
     """
-    return Forwarder(ir.functional(function), argnums, shapes, derive, needed).run(shell)
+    # (loop-invariant arithmetic of numbers computed once, before its loop: ``optimize.hoist``)
+    function = hoisted(ir.functional(function), shapes)
+    return Forwarder(function, argnums, shapes, derive, needed).run(shell)
 
 
 def by_source(fn: Any) -> bool:
@@ -161,8 +164,6 @@ def by_source(fn: Any) -> bool:
     differentiates it by its source, as it does the user's own functions, where that source is in
     ast_ad's language."""
     return inspect.isfunction(fn) and registry.is_helper(fn) and registry.lookup(fn) is None
-
-
 
 
 class Forwarder:

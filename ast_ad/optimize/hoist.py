@@ -1,6 +1,6 @@
-"""Loop-invariant arithmetic on numbers, moved out of its loop: computed once before the loop
-instead of once a step, so that reverse mode neither computes nor tapes it in every step, and adds
-its adjoint up over the steps before passing it on once.
+"""Loop-invariant arithmetic, moved out of its loop: computed once before the loop instead of once a
+step, so that reverse mode neither computes nor tapes it in every step, and adds its adjoint up over
+the steps before passing it on once.
 
 The leapfrog step ``p = p - 0.5 * dt * k * q`` lowers to ``t1 = 0.5 * dt`` and ``t1_times_k = t1 *
 k`` inside the loop; both read only names the loop never binds, so they move before it::
@@ -12,57 +12,81 @@ k`` inside the loop; both read only names the loop never binds, so they move bef
         ...                                      ...
 
 The facts this relies on, each asked of the one place that decides it: the statement is ``+``,
-``-``, ``*`` or a sign of numbers (``kinds``: every name it reads holds a number, and constants are
-numbers), which computes the same value wherever it runs and raises nothing, so computing it once,
-or once where a loop runs no step, changes no value Python computes and raises nothing Python does
-not; the names it reads are bound nowhere in the loop (``ir.defined``, every nested statement); its
-own name is bound by it alone, read by nothing in the loop before it, and by nothing outside the
-loop (so a loop that runs no step leaves no value Python would not have). Anything else stays where
-it is.
+``-``, ``*`` or a sign of numbers and at most one numpy array, or a numpy function of one array
+applied entry by entry (``np.exp(w)``; a ufunc the registry holds rules for, so it only computes its
+value), its operands' kinds known (``kinds``: numbers, and arrays of known axes). Such a statement
+computes the same value wherever it runs and raises nothing (a number and an array broadcast
+whatever the array's shape; numpy's float warnings are warnings, unless the caller asked numpy to
+raise them), so computing it once, or once where a loop runs no step, changes no value Python
+computes. The names it reads are bound nowhere in the loop (``ir.defined``, every nested statement:
+an item write binds its array again in the IR, and the loops that write an array in place do so only
+where no other name sees it, ``analysis.in_place_writes``); its own name is bound by it alone, read
+by nothing in the loop before it, and by nothing outside the loop (so a loop that runs no step
+leaves no value Python would not have). Anything else stays where it is.
 """
 
 from __future__ import annotations
 
 import operator
 
+import numpy as np
+
 from ast_ad.analysis.kinds import kinds_of
+from ast_ad.core import registry
 from ast_ad.ir import nodes as ir
 
-# arithmetic of numbers that raises nothing (a division by zero raises for floats: not here)
+# arithmetic that raises nothing on numbers and one array (a division by zero raises for floats)
 _ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.neg, operator.pos}
 
 
 def hoisted(function: ir.Function, shapes: tuple[int, ...]) -> ir.Function:
-    """``function`` with the loop-invariant arithmetic of numbers of its ``for`` loops before them
-    (``shapes``: the parameters' labels, which say which hold numbers)."""
+    """``function`` with the loop-invariant arithmetic of its ``for`` loops before them (``shapes``:
+    the parameters' labels, which say which hold numbers and which numpy arrays)."""
     if ir.loop_free(function.body):
         return function
+    # (what moves may make more known: ``neg_k = -k``, declared ``None`` before the loop, holds an
+    # array once it moves, and ``0.1 * neg_k`` may follow it)
+    for _ in range(4):
+        moved = _hoisted_once(function, shapes)
+        if moved is function:
+            break
+        function = moved
+    return function
+
+
+def _hoisted_once(function: ir.Function, shapes: tuple[int, ...]) -> ir.Function:
     kinds = kinds_of(function, shapes)
     numbers = kinds.numbers()
+    arrays = frozenset(
+        name for name in kinds.facts if (kinds.rank(name) or 0) >= 1 and name not in numbers
+    )
     reads_outside: dict[str, int] = {}
     for stmt in ir.walk(function.body):
         for name in ir.reads_of(stmt):
             reads_outside[name] = reads_outside.get(name, 0) + 1
     if isinstance(function.result, ir.Var):
         reads_outside[function.result.name] = reads_outside.get(function.result.name, 0) + 1
-    body = _block(function.body, numbers, reads_outside)
+    body = _block(function.body, (numbers, arrays), reads_outside)
     if body is function.body:
         return function
     return ir.Function(function.name, function.params, body, function.result,
                        function.result_line, function.fn, function.mutable, function.users)
 
 
-def _block(body: tuple[ir.Stmt, ...], numbers: frozenset[str],
+Known = tuple[frozenset[str], frozenset[str]]  # the names holding numbers, and numpy arrays
+
+
+def _block(body: tuple[ir.Stmt, ...], known: Known,
            reads: dict[str, int]) -> tuple[ir.Stmt, ...]:
     out: list[ir.Stmt] = []
     changed = False
     for stmt in body:
         if ir.blocks(stmt):
-            inner = [_block(block, numbers, reads) for block in ir.blocks(stmt)]
+            inner = [_block(block, known, reads) for block in ir.blocks(stmt)]
             if any(a is not b for a, b in zip(inner, ir.blocks(stmt), strict=True)):
                 stmt, changed = ir.with_blocks(stmt, inner), True
         if type(stmt) is ir.For:
-            moved, stmt = _out_of(stmt, numbers, reads)
+            moved, stmt = _out_of(stmt, known, reads)
             if moved:
                 changed = True
                 names = {m.target for m in moved if isinstance(m, ir.Assign)}
@@ -78,7 +102,7 @@ def _declares(stmt: ir.Stmt, names: set[str]) -> bool:
     return type(stmt) is ir.Assign and stmt.target in names and stmt.value == ir.Const(None)
 
 
-def _out_of(loop: ir.For, numbers: frozenset[str],
+def _out_of(loop: ir.For, known: Known,
             reads: dict[str, int]) -> tuple[list[ir.Stmt], ir.For]:
     """The statements of ``loop``'s body that move before it, and the loop without them."""
     bound: dict[str, int] = {loop.target: 1}
@@ -96,14 +120,13 @@ def _out_of(loop: ir.For, numbers: frozenset[str],
         if (
             type(stmt) is ir.Assign
             and type(stmt.value) is ir.Call
-            and stmt.value.fn.obj in _ARITHMETIC
             and not stmt.value.kwargs
             and bound.get(stmt.target) == 1
-            and stmt.target in numbers
             and stmt.target not in read_before
             # read in the loop only: a loop that runs no step leaves it as Python does
             and reads.get(stmt.target, 0) == read_in_loop.get(stmt.target, 0)
-            and all(_invariant(a, bound, invariant, numbers) for a in stmt.value.args)
+            and _raises_nothing(stmt.value, known)
+            and all(_invariant(a, bound, invariant) for a in stmt.value.args)
         ):
             moved.append(stmt)
             invariant.add(stmt.target)
@@ -116,12 +139,31 @@ def _out_of(loop: ir.For, numbers: frozenset[str],
     return moved, ir.For(loop.target, loop.iter, tuple(kept), loop.line)
 
 
-def _invariant(atom: ir.Atom, bound: dict[str, int], invariant: set[str],
-               numbers: frozenset[str]) -> bool:
-    """Whether ``atom`` is a number the loop does not change: a constant number, or a name holding
-    a number that the loop binds nowhere (or that moves before it)."""
+def _raises_nothing(call: ir.Call, known: Known) -> bool:
+    """Whether ``call`` is arithmetic of numbers and at most one numpy array, or a numpy function of
+    one array entry by entry, its operands' kinds known (``known``)."""
+    numbers, arrays = known
+    kinds = [
+        "number" if type(a) is ir.Const and type(a.value) in (int, float)
+        else "number" if type(a) is ir.Var and a.name in numbers
+        else "array" if type(a) is ir.Var and a.name in arrays
+        else None
+        for a in call.args
+    ]
+    if None in kinds or kinds.count("array") > 1:
+        return False
+    fn = call.fn.obj
+    if fn in _ARITHMETIC:
+        return True
+    return (isinstance(fn, np.ufunc) and fn.nin == 1 and fn.nout == 1 and kinds == ["array"]
+            and registry.is_pure(fn))
+
+
+def _invariant(atom: ir.Atom, bound: dict[str, int], invariant: set[str]) -> bool:
+    """Whether ``atom`` is a value the loop does not change: a constant, or a name that the loop
+    binds nowhere (or that moves before it)."""
     if type(atom) is ir.Const:
-        return type(atom.value) in (int, float) and type(atom.value) is not bool
+        return True
     if type(atom) is ir.Var:
-        return atom.name in numbers and (atom.name not in bound or atom.name in invariant)
+        return atom.name not in bound or atom.name in invariant
     return False

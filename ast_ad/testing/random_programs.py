@@ -384,6 +384,7 @@ class _Writer:
                     "{b}.reshape(3)",
                     "{b}.reshape((3, 1))",
                     "{b}[::2]",
+                    "tail({b})",
                 ]
             )
         )
@@ -491,8 +492,10 @@ class _Writer:
         return [f"{indent}{name} = np.abs(np.exp(1j * {self.expr(1)})) * {name}"]
 
     def stmt_damp(self, indent: str, in_loop: bool, depth: int) -> list[str]:
-        """A call of a helper that changes its argument in place (refused for arrays; numbers are
-        rebound)."""
+        """A call of a helper that changes its argument in place (inlined: the caller's array
+        follows its write), bound again; or with the argument held under another name too, read
+        after the call (both names made again; refused in a loop or a branch, where the second name
+        was bound outside)."""
         self.features.add("mutating helper")
         name = self.draw(st.sampled_from(self.names))
         if not self.draw(st.booleans()):
@@ -554,8 +557,15 @@ def programs(draw: Any, arrays: bool | None = None, branches: bool = True, loops
             "",
         ]
     if mutation and draw(st.booleans()):
-        source += ["", "def damp(a):", "    a *= 0.5", "    return a", ""]
+        if draw(st.booleans()):
+            source += ["", "def damp(a):", "    a *= 0.5", "    return a", ""]
+        else:  # a closure that changes its argument (inlined with its cell)
+            source += ["", "def damper(c):", "    def damp(a):", "        a *= c",
+                       "        return a", "", "    return damp", "", "", "damp = damper(0.5)", ""]
         writer.damp = True
+    if mutation:  # a closure that gives back a view of its argument (``tail(y)`` is ``y[1:]``)
+        source += ["", "def cut(k):", "    def part(a):", "        return a[k:]", "",
+                   "    return part", "", "", "tail = cut(1)", ""]
     writer.names = list(params)
     body: list[str] = []
     if use_arrays and matrices and draw(st.booleans()):
