@@ -134,7 +134,8 @@ def test_arrays_of_one_shape_need_no_unbroadcast_and_others_are_made_again() -> 
     assert shape_labels((q, p, 1.3))[0] == shape_labels((q, p, 1.3))[1]
     assert shape_labels((q, p[:1], 1.3))[0] != shape_labels((q, p[:1], 1.3))[1]
     text = ast_ad.source(ast_ad.grad(leapfrog, (0, 1, 2, 3)), q, p, 1.3, 0.1)
-    assert "_shape" not in text and "unbroadcast(p_bar" not in text
+    # (and a number's adjoint from an array's is a sum: ``np.sum(t2_bar * q)`` for ``k``'s)
+    assert "_shape" not in text and "unbroadcast" not in text and "np.sum(t2_bar * q)" in text
     gradient = ast_ad.value_and_grad(leapfrog, (0, 1, 2, 3))
     for p_now in (p, p[:1], p):
         value, grads = gradient(q, p_now, 1.3, 0.1)
@@ -182,3 +183,39 @@ def test_invariant_arithmetic_of_arrays_moves_too() -> None:
     value, grads = ast_ad.value_and_grad(damped, (0, 1, 2))(x, k, w)
     assert value == damped(x, k, w)
     assert_same(grads, ast_ad.tracer.grad(damped, (0, 1, 2))(x, k, w))
+
+
+def half_steps(x, c):
+    a = 0.5 * c
+    b = 0.5 * c  # the same number: a copy of a
+    z = -0.0 * c
+    w = 0.0 * c  # not the same: -0.0 is not 0.0
+    return np.sum(x * a) + np.sum(x * b) + z + w
+
+
+def lengths(x):
+    ys = [x]
+    n1 = len(ys)
+    ys.append(x * 2.0)
+    n2 = len(ys)  # not n1: the append changed ys in place
+    return np.sum(ys[-1]) * n1 * n2
+
+
+def test_a_number_computed_twice_is_computed_once() -> None:
+    from ast_ad.optimize.common import shared_numbers
+
+    x = np.array([1.0, 2.0])
+    function = transform.normalized(half_steps)
+    shared = shared_numbers(function, shape_labels((x, 0.7)))
+    copies = {s.target: s.value.name for s in shared.body
+              if type(s) is ir.Assign and type(s.value) is ir.Var}
+    assert copies == {"b": "a"}
+    function = transform.normalized(lengths)
+    assert shared_numbers(function, shape_labels((x,))) is function
+    value, grads = ast_ad.value_and_grad(lengths)(x)
+    assert value == lengths(x) and np.allclose(grads, 4.0)
+    value, grads = ast_ad.value_and_grad(half_steps, (0, 1))(x, 0.7)
+    assert value == half_steps(x, 0.7)
+    assert_same(grads, ast_ad.tracer.grad(half_steps, (0, 1))(x, 0.7))
+    text = ast_ad.source(ast_ad.grad(leapfrog, (0, 1, 2, 3)), x, x, 1.3, 0.1)
+    assert text.count("= 0.5 * dt") == 1  # (and the user's line, in comments)

@@ -67,6 +67,7 @@ from ast_ad.ir.pieces import Made, added, may_give_a_container, renamed
 from ast_ad.ir.syntax import RefTable
 from ast_ad.modes import templates
 from ast_ad.modes.calls import callees_in_order
+from ast_ad.optimize.common import shared_numbers
 from ast_ad.optimize.fold import Inliner, number_calls, pure_calls, shared_factor
 from ast_ad.optimize.hoist import hoisted
 from ast_ad.optimize.release import released
@@ -154,8 +155,9 @@ def forward(
     parts of a returned tuple whose tangents the caller reads (``grad`` of a gradient reads the
     gradient's, not the value's): the others are zeros, and nothing is computed for them.
     """
-    # (loop-invariant arithmetic of numbers computed once, before its loop: ``optimize.hoist``)
-    function = hoisted(ir.functional(function), shapes)
+    # (loop-invariant arithmetic computed once, before its loop: ``optimize.hoist``; a number
+    # computed again from the same operands, once: ``optimize.common``)
+    function = shared_numbers(hoisted(ir.functional(function), shapes), shapes)
     return Forwarder(function, argnums, shapes, derive, needed).run(shell)
 
 

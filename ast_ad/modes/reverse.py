@@ -36,6 +36,7 @@ import operator
 from typing import Any
 
 import gast
+import numpy as np
 
 from ast_ad import runtime
 from ast_ad.analysis.activity import (
@@ -78,10 +79,13 @@ from ast_ad.modes.saving import ANS, Saving, restore_mark, restored, with_shapes
 from ast_ad.modes.sweep import ForwardSweep
 from ast_ad.modes.zeros import FloatZeros
 from ast_ad.optimize.batching import Term, batch_products
+from ast_ad.optimize.common import shared_numbers
 from ast_ad.optimize.hoist import hoisted
 
 _PART, _ITEM = ir.Ref(runtime.part, "part"), ir.Ref(operator.getitem, "operator.getitem")
 _UNBROADCAST = ir.Ref(runtime.unbroadcast, "unbroadcast")
+# a number's adjoint from an array's: every entry's summed (``unbroadcast`` to no axes)
+_SUMMED = ir.Ref(np.sum, "np.sum")
 _DENSE = ir.Ref(runtime.dense_adjoint, "dense_adjoint")
 _OWNED = ir.Ref(runtime.owned_adjoint, "owned_adjoint")
 _DETACHED = ir.Ref(runtime.detached, "detached")
@@ -114,8 +118,9 @@ def reverse(
     checkpointed (``ast_ad.revolve``), each keeping at most this many snapshots of its state
     (``analysis.checkpoint_state`` says which loops can be).
     """
-    # (loop-invariant arithmetic of numbers computed once, before its loop: ``optimize.hoist``)
-    function = hoisted(ir.functional(function), shapes)
+    # (loop-invariant arithmetic computed once, before its loop: ``optimize.hoist``; a number
+    # computed again from the same operands, once: ``optimize.common``)
+    function = shared_numbers(hoisted(ir.functional(function), shapes), shapes)
     return Reverser(function, argnums, shapes, derive, in_place, checkpoints).run(shell)
 
 
@@ -734,9 +739,12 @@ class Reverser:
                     continue
                 contribution = self.contribution(stmt, self.ranked(stmt, call, k) or vjp, g, ans)
                 if rule.elementwise and not self.exact(call, k):
-                    contribution = self.adjoints.part(
-                        ir.Call(_UNBROADCAST, (contribution[1], atom)), *contribution[0]
+                    spread = (
+                        ir.Call(_SUMMED, (contribution[1],))
+                        if self.kinds.is_number(atom, stmt)
+                        else ir.Call(_UNBROADCAST, (contribution[1], atom))
                     )
+                    contribution = self.adjoints.part(spread, *contribution[0])
                 out += self.adjoints.accumulate(atom.name, contribution)
         return out
 
