@@ -284,3 +284,36 @@ def test_random_programs_raise_where_python_raises_and_match_the_tracer_elsewher
     assert math.isclose(
         ast_ad.jvp(fn, args, (1.0, None, None))[1], slope, rel_tol=1e-10, abs_tol=1e-12
     )
+
+
+def _given(a, b):
+    return a
+
+
+def names_not_bound_yet_in_a_later_step(x0, x1):
+    if x1 < 0.0:
+        if x1 > -1.0:
+            x0 = 1.0
+        elif x1 > -5.0:
+            return _given([0.5, 0.5], [0.5, 0.5])[0]
+    elif x1 > 0.5:
+        x0 = np.sin(x1)
+    for i in range(3):
+        x0 += 0.1 * i  # v and w are not bound yet in the first step: nothing to make again
+        x1, x0 = x0, np.tanh(x0)
+        for j, (v, w) in enumerate(zip([x0, 0.5], [0.5, x1], strict=True)):
+            x1 = x1 + np.tanh(v) * w * (j + 1)
+    return x1
+
+
+def test_a_write_where_other_names_are_not_bound_yet_follows_nothing() -> None:
+    """``x0 += ...`` in a loop whose later steps may find ``v`` and ``w`` sharing its object: in the
+    first step neither is bound, and two names not bound yet are not one object (a long run of the
+    random programs found the derivative raising Python's UnboundLocalError here, where Python
+    runs)."""
+    fn = names_not_bound_yet_in_a_later_step
+    value, grads = ast_ad.value_and_grad(fn, (0, 1))(0.3, 0.7)
+    assert value == fn(0.3, 0.7)
+    assert_fd(fn, (0.3, 0.7), (0, 1), grads)
+    value_f, tangent = ast_ad.jvp(fn, (0.3, 0.7), (1.0, -0.5))
+    assert value_f == value and tangent == pytest.approx(grads[0] - 0.5 * grads[1], rel=1e-12)

@@ -252,8 +252,9 @@ def view_probe(base: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
 
 def is_same(a: Any, b: Any) -> bool:
     """``a is b``: two variables the memory model follows through one write are one object (no
-    gradient)."""
-    return a is b
+    gradient). ``None`` is no such object: a write changes no ``None``, and two names not bound yet
+    (both hold it until they are) are not made one by it."""
+    return a is b and a is not None
 
 
 def _same_view(a: Any, b: Any) -> bool:
