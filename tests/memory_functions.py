@@ -518,6 +518,17 @@ def a_closure_writes_its_argument(x):
     return np.sum(z * x) + np.sum(y)
 
 
+def a_closure_view_on_two_paths(x):
+    if np.sum(x) < -100.0:
+        return np.sum(x)  # (the rest is lowered on two paths)
+    y = np.ones(4) * x
+    w = _from_one(y)  # y[k:] on each path, with an index of that path's own
+    v = y[::2]
+    for _ in range(2):
+        v[1] += np.tanh(np.sum(x))  # write
+    return np.sum(w) * np.sum(y)
+
+
 # Python's value and its gradient: the names, views and items that see the changed array are made
 # again from it
 FOLLOWED = [

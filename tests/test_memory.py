@@ -54,6 +54,18 @@ def test_a_write_another_slot_sees_is_refused_at_its_line(fun, mode) -> None:
     assert "another variable (box, in a slot inside it)" in str(caught.value)
 
 
+def test_a_view_made_on_two_paths_with_an_index_of_its_own_is_refused_naming_it() -> None:
+    """A closure's view ``y[k:]`` lowered on two paths (after an early return), each path's index a
+    name of its own: the write through another view refuses at its line, naming the view, where it
+    once read the other path's index, not bound (an UnboundLocalError from the generated code; a
+    long run of the random programs found it)."""
+    fun = mf.a_closure_view_on_two_paths
+    fun(X.copy())
+    with pytest.raises(InPlaceAliasError, match=r"another variable \(w\)") as caught:
+        _grad(fun)
+    assert f"memory_functions.py:{marked_line(fun, '# write')}:" in str(caught.value)
+
+
 def test_a_view_of_unknown_layout_is_refused_naming_the_other_variable(
     tmp_path, monkeypatch
 ) -> None:

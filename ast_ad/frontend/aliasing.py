@@ -795,9 +795,18 @@ class Memory:
         if alias:
             self.aliased.setdefault(a, set()).add(b)
             self.aliased.setdefault(b, set()).add(a)
-            # one object, one making: a copy of a view is that view too
+            # one object, one making: a copy of a view is that view too; not, in a branch, a name
+            # bound on more than one path (``mutable``) where the view is made with names of its own
+            # (``y[k:]``'s index): another path does not bind them, and would read them unbound (the
+            # name is then asked about as possibly the very object, a view of it refused at run
+            # time). A loop's body binds them at every step before they are read.
+            in_branch = self.at.nesting > len(self.at.loops)
             for one, other in ((a, b), (b, a)):
-                if one in self.recipes and other not in self.recipes:
+                if one in self.recipes and other not in self.recipes and not (
+                    in_branch
+                    and other in self.at.mutable
+                    and any(isinstance(x, ir.Var) for x in self.recipes[one].args[1:])
+                ):
                     self.recipes[other] = self.recipes[one]
 
     def aliases(self, name: str) -> set[str]:
