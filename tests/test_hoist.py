@@ -103,9 +103,10 @@ def test_what_may_not_move_stays(fun, args) -> None:
     assert_fd(fun, args, (0, 1), grads)
 
 
-def test_a_division_by_zero_in_a_loop_that_runs_no_step_raises_nothing() -> None:
+def test_a_division_by_zero_in_a_loop_that_runs_no_step_raises_only_what_python_does() -> None:
     """``stays`` divides by ``c`` in its loop: with no step Python never divides, and neither does
-    the gradient (it raises Python's error for the name read after the loop it never bound)."""
+    the gradient (no ZeroDivisionError: it raises Python's error for the name read after the loop
+    it never bound)."""
     x = np.array([1.0, 2.0, 3.0])
     with pytest.raises(UnboundLocalError):
         stays(x, 0.0, 0)

@@ -792,11 +792,13 @@ class ClosureScope:
 
 def _cells_set(fn: Any) -> bool:
     """Whether every cell of ``fn``'s closure holds a value (one not set yet is Python's NameError
-    at the call, which the call as it is raises)."""
+    at the call, which the call as it is raises; reading it raises ``ValueError``)."""
     try:
-        return all(cell.cell_contents is not _ABSENT for cell in fn.__closure__ or ())
+        for cell in fn.__closure__ or ():
+            cell.cell_contents  # noqa: B018
     except ValueError:
         return False
+    return True
 
 
 def _resolved(node: gast.expr, fn: Any) -> Any:

@@ -26,6 +26,8 @@ from ast_ad.ir import nodes as ir
 def shared_numbers(function: ir.Function, shapes: tuple[int, ...]) -> ir.Function:
     """``function`` with each number computed again from the same operands in one block a copy of
     the first (``shapes``: the parameters' labels, which say which hold numbers)."""
+    if not _repeats(function.body):
+        return function  # (nothing is computed twice: the kinds of the names are not asked)
     counts: dict[str, int] = {name: 1 for name in function.params}
     for stmt in ir.walk(function.body):
         for name in ir.defined(stmt):
@@ -37,6 +39,21 @@ def shared_numbers(function: ir.Function, shapes: tuple[int, ...]) -> ir.Functio
         return function
     return ir.Function(function.name, function.params, body, function.result,
                        function.result_line, function.fn, function.mutable, function.users)
+
+
+def _repeats(body: tuple[ir.Stmt, ...]) -> bool:
+    """Whether a call of the same function on the same operands, as written, is made twice."""
+    calls: set[Any] = set()
+    for stmt in ir.walk(body):
+        if type(stmt) is ir.Assign and type(stmt.value) is ir.Call and not stmt.value.kwargs:
+            key = (id(stmt.value.fn.obj), *(
+                a.name if type(a) is ir.Var else repr(a.value) if type(a) is ir.Const else id(a)
+                for a in stmt.value.args
+            ))
+            if key in calls:
+                return True
+            calls.add(key)
+    return False
 
 
 def _block(body: tuple[ir.Stmt, ...], numbers: set[str] | frozenset[str]) -> tuple[ir.Stmt, ...]:

@@ -60,13 +60,13 @@ def _hoisted_once(function: ir.Function, shapes: tuple[int, ...]) -> ir.Function
     arrays = frozenset(
         name for name in kinds.facts if (kinds.rank(name) or 0) >= 1 and name not in numbers
     )
-    reads_outside: dict[str, int] = {}
+    reads: dict[str, int] = {}  # how often each name is read in the whole function
     for stmt in ir.walk(function.body):
         for name in ir.reads_of(stmt):
-            reads_outside[name] = reads_outside.get(name, 0) + 1
+            reads[name] = reads.get(name, 0) + 1
     if isinstance(function.result, ir.Var):
-        reads_outside[function.result.name] = reads_outside.get(function.result.name, 0) + 1
-    body = _block(function.body, (numbers, arrays), reads_outside)
+        reads[function.result.name] = reads.get(function.result.name, 0) + 1
+    body = _block(function.body, (numbers, arrays), reads)
     if body is function.body:
         return function
     return ir.Function(function.name, function.params, body, function.result,
