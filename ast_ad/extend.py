@@ -20,6 +20,7 @@ it can be differentiated again.
 """
 
 from ast_ad.core.registry import (
+    def_complex,
     def_linear,
     def_nondiff,
     def_reduction,
@@ -36,5 +37,6 @@ __all__ = [
     "def_linear",
     "def_reduction",
     "def_nondiff",
+    "def_complex",
     "unbroadcast",
 ]

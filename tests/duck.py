@@ -127,10 +127,10 @@ def unwrap(value: Any) -> Any:
 
 
 def ducks(value: Any) -> Any:
-    """``value`` with every float array (containers item by item) a duck array; floats stay
-    floats."""
+    """``value`` with every float or complex array (containers item by item) a duck array; floats
+    stay floats."""
     # data; integer indices stay numpy's
-    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+    if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
         return Duck(value.copy())
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
         return tuple(ducks(v) for v in value)

@@ -1081,3 +1081,93 @@ def _second_order_helpers() -> dict:
 
 CASES.update(_helpers())
 CASES.update(_second_order_helpers())
+
+
+# ---- mirrors ast_ad/rules/spectral.py: complex numbers and np.fft --------------------------------
+def complex_arrays(shape: tuple[int, ...], domain: str = "real") -> st.SearchStrategy:
+    """Complex arrays of ``shape``: both parts drawn from ``domain``."""
+    return st.tuples(arrays(shape, domain), arrays(shape, domain)).map(lambda p: p[0] + 1j * p[1])
+
+
+def complex_numbers(domain: str = "real") -> st.SearchStrategy:
+    return st.tuples(floats(domain), floats(domain)).map(lambda p: complex(*p))
+
+
+def _spectral() -> dict:
+    import cmath
+
+    from ast_ad.runtime import spectral as sp
+
+    norms = st.sampled_from([None, "backward", "ortho", "forward"])
+    one_d = st.sampled_from([(5,), (6,), (3, 4), (2, 5)])
+    lengths = st.sampled_from([None, 3, 4, 7, 8])
+
+    def transform(x_of: object) -> st.SearchStrategy:
+        return one_d.flatmap(lambda s: case(x_of(s), lengths, st.sampled_from([-1, 0]), norms))
+
+    def transform_nd(x_of: object, axes_default: object = None) -> st.SearchStrategy:
+        plans = st.sampled_from([(None, None), ((3, 4), (0, 1)), ((4, 7), (0, 1)), ((5,), (1,)),
+                                 (None, (1, 0)), ((2, 3, 4), (0, 1, 1))])
+        return plans.flatmap(lambda p: case(x_of((3, 5)), p[0], p[1] or axes_default, norms))
+
+    def half(shape: tuple[int, ...]) -> st.SearchStrategy:  # an irfft's input: complex
+        return complex_arrays(shape)
+
+    cases = {
+        complex: case(floats(), floats()) | case(floats()),
+        np.complex128: case(floats()),
+        np.imag: case(of_shape(0, 2)),
+        np.conj: case(of_shape(0, 2)),
+        runtime.unit: case(arrays((3,), "away")) | case(complex_arrays((3,), "away")),
+        runtime.inverse_or_zero: case(arrays((3,), "away")) | case(complex_arrays((3,), "away")),
+        np.angle: case(arrays((3,), "away")) | case(arrays((2,), "away"), deg=True),
+        runtime.real_like: case(complex_arrays((3,)), arrays((3,)))
+        | case(complex_arrays((3,)), complex_arrays((3,))),
+        cmath.exp: case(complex_numbers()) | case(floats()),
+        cmath.log: case(complex_numbers("pos")),
+        cmath.log10: case(complex_numbers("pos")),
+        cmath.sqrt: case(complex_numbers("pos")),
+        cmath.sin: case(complex_numbers()),
+        cmath.cos: case(complex_numbers()),
+        cmath.tan: case(complex_numbers("unit")),
+        cmath.sinh: case(complex_numbers()),
+        cmath.cosh: case(complex_numbers()),
+        cmath.tanh: case(complex_numbers("unit")),
+        cmath.asin: case(complex_numbers("unit")),
+        cmath.acos: case(complex_numbers("unit")),
+        cmath.atan: case(complex_numbers("unit")),
+        cmath.rect: case(floats("pos"), floats()),
+        cmath.phase: case(floats("away")),
+        np.fft.fft: transform(arrays) | transform(complex_arrays),
+        np.fft.ifft: transform(arrays) | transform(complex_arrays),
+        np.fft.rfft: transform(arrays),
+        np.fft.irfft: transform(half),
+        np.fft.hfft: transform(half),
+        np.fft.ihfft: transform(arrays),
+        np.fft.fftn: transform_nd(complex_arrays),
+        np.fft.ifftn: transform_nd(complex_arrays),
+        np.fft.fft2: transform_nd(complex_arrays, (-2, -1)),
+        np.fft.ifft2: transform_nd(complex_arrays, (-2, -1)),
+        np.fft.rfftn: transform_nd(arrays),
+        np.fft.rfft2: transform_nd(arrays, (-2, -1)),
+        np.fft.irfftn: transform_nd(half),
+        np.fft.irfft2: transform_nd(half, (-2, -1)),
+        np.fft.fftshift: case(of_shape(1, 2)) | case(arrays((3, 4)), axes=st.sampled_from([0, 1])),
+        np.fft.ifftshift: case(of_shape(1, 2)) | case(arrays((3, 4)), axes=1),
+        # the transforms' adjoints, with what the transforms above give them
+        sp.fft_vjp: case(complex_arrays((7,)), (5,), 7, -1, norms, st.booleans()),
+        sp.fftn_vjp: case(complex_arrays((3, 4)), (3, 5), (3, 4), (0, 1), norms, st.booleans()),
+        sp.rfft_vjp: case(complex_arrays((4,)), (5,), 7, -1, norms),
+        sp.rfftn_vjp: case(complex_arrays((4, 4)), (3, 5), (4, 7), (0, 1), norms),
+        sp.irfft_vjp: case(arrays((7,)), (5,), 7, -1, norms)
+        | case(arrays((4,)), (3,), None, -1, norms),
+        sp.irfftn_vjp: case(arrays((4, 7)), (3, 5), (4, 7), (0, 1), norms),
+        sp.hfft_vjp: case(arrays((8,)), (5,), None, -1, norms),
+        sp.ihfft_vjp: case(complex_arrays((4,)), (6,), None, -1, norms),
+        sp.fft_of: case(complex_arrays((5,)), lengths, -1, norms, st.booleans()),
+        sp.fftn_of: case(complex_arrays((3, 5)), None, None, norms, st.booleans()),
+    }
+    return cases
+
+
+CASES.update(_spectral())

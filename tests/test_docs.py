@@ -62,6 +62,15 @@ def test_the_custom_rules_guide_runs(tmp_path) -> None:
     assert namespace["H"].shape == (3, 3)
 
 
+def test_the_complex_numbers_guide_runs(tmp_path) -> None:
+    """Its python blocks, one after another, as a reader would run them (the asserts inside check
+    the convention's worked examples)."""
+    script = tmp_path / "complex_numbers.py"
+    script.write_text("\n".join(_blocks(DOCS / "guides" / "complex.md", "python")))
+    namespace = runpy.run_path(str(script))
+    assert namespace["H"].shape == (5, 5) and namespace["u_bar"].shape == (8, 8)
+
+
 def test_the_arrays_guide_runs(tmp_path) -> None:
     """Its python blocks (dask and Numba), one after another, as a reader would run them."""
     pytest.importorskip("dask.array")

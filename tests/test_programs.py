@@ -300,14 +300,8 @@ def test_mutating_programs_are_exact_or_refused(program: Program, data: st.DataO
     """Programs that write into arrays, alias them and build containers: the value is bit for bit
     Python's, and the gradient agrees with finite differences of Python's own run (which follows
     every alias). The tracer models writes as new arrays, so it is no oracle here. A refusal
-    (``InPlaceAliasError``) is a pass, and a complex intermediate must be refused where it is
-    made."""
-    if "complex value" in program.features:
-        with pytest.raises(ast_ad.errors.UnsupportedSyntaxError, match="complex"):
-            ast_ad.grad(program.load(DIRECTORY), tuple(range(program.arity)))(
-                *program.arguments(data)
-            )
-        return
+    (``InPlaceAliasError``) is a pass. Complex intermediates (a phase, a spectrum) are followed
+    like any other value."""
     fn, args, argnums, value, grads = run(program, data)
     assert np.array_equal(value, fn(*copy.deepcopy(args)), equal_nan=True)
     if not (program.smooth and all(np.all(np.isfinite(g)) for g in grads)):
@@ -332,8 +326,6 @@ def test_forward_mode_of_mutating_programs_is_exact_or_refused(
 ) -> None:
     """The mutation family in forward mode: Python's value bit for bit, the tangent against finite
     differences of Python's own run."""
-    if "complex value" in program.features:
-        return  # refused where it is made, as in reverse mode (the test above)
     note(program.source)
     fn = program.load(DIRECTORY)
     args = program.arguments(data)
@@ -400,8 +392,6 @@ def test_few_mutating_programs_are_refused() -> None:
               suppress_health_check=list(HealthCheck))
     @given(programs(mutation=True, arrays=True), st.data())
     def draw(program: Program, data: st.DataObject) -> None:
-        if "complex value" in program.features:
-            return
         fn = program.load(DIRECTORY)
         args = program.arguments(data)
         try:

@@ -56,16 +56,20 @@ def random_like(value, rng):
             if not hasattr(value, "_fields")
             else tuple(random_like(v, rng) for v in value)
         )
+    if np.iscomplexobj(value):
+        return rng.standard_normal(np.shape(value)) + 1j * rng.standard_normal(np.shape(value))
     return rng.standard_normal(np.shape(value))
 
 
 def pairing(u, value) -> float:
-    """<u, value>, summed over the parts of a sequence or dict."""
+    """<u, value>, summed over the parts of a sequence or dict: the real part of ``sum(u *
+    value)``, the pairing of an adjoint with a change where values are complex (the adjoint of ``x +
+    iy`` is ``dL/dx - i dL/dy``)."""
     if isinstance(value, dict):
         return sum(pairing(u[k], v) for k, v in value.items())
     if isinstance(value, (tuple, list)):
         return sum(pairing(a, b) for a, b in zip(u, value, strict=True))
-    return float(np.sum(u * value))
+    return float(np.real(np.sum(u * value)))
 
 
 def canonical(fn, value, reference):
@@ -87,19 +91,22 @@ def canonical(fn, value, reference):
 
 
 def projection_error(
-    rule: registry.Rule, args: tuple, kwargs: dict, k: int, seed: int
+    rule: registry.Rule, args: tuple, kwargs: dict, k: int, seed: int, imaginary: bool = False
 ) -> tuple[float, float]:
+    """``<vjp_k(u), v>`` and the derivative of ``<u, f(..., x_k + t v, ...)>``; ``v`` along the
+    imaginary axis where ``imaginary`` (a complex argument moves both ways)."""
     rng = np.random.default_rng(seed)
     ans = rule.fn(*args, **kwargs)
     u = random_like(ans, rng)
-    v = rng.standard_normal(np.shape(args[k]))
+    v = rng.standard_normal(np.shape(args[k])) * (1j if imaginary else 1.0)
     vjp = unbroadcast(rule.vjp(k)(u, ans, *args, **kwargs), args[k])
     assert np.shape(vjp) == np.shape(args[k])
-    analytic = float(np.sum(vjp * v))
+    analytic = float(np.real(np.sum(vjp * v)))
+    scalar = complex if np.iscomplexobj(args[k]) or imaginary else float
 
     def along(t: float) -> float:
         moved = list(args)
-        moved[k] = args[k] + t * v if np.ndim(args[k]) else float(args[k] + t * v)
+        moved[k] = args[k] + t * v if np.ndim(args[k]) else scalar(args[k] + t * v)
         return pairing(u, canonical(rule.fn, rule.fn(*moved, **kwargs), ans))
     eps = 1e-6
     return analytic, (along(eps) - along(-eps)) / (2 * eps)
@@ -117,8 +124,10 @@ def test_rule_matches_finite_differences(rule: registry.Rule, data: st.DataObjec
             ):
                 check_list_rule(rule, args, kwargs, k)
             continue
-        is_float = isinstance(arg, float) or (isinstance(arg, np.ndarray) and arg.dtype.kind == "f")
-        if rule.vjp(k) is None or not is_float:
+        moves = isinstance(arg, (float, complex)) or (
+            isinstance(arg, np.ndarray) and arg.dtype.kind in "fc"
+        )
+        if rule.vjp(k) is None or not moves:
             continue
         try:
             analytic, numeric = projection_error(rule, args, kwargs, k, seed=k)
@@ -146,7 +155,10 @@ def leaves(value):
 
 
 def is_float(value) -> bool:
-    return isinstance(value, float) or (isinstance(value, np.ndarray) and value.dtype.kind == "f")
+    """A float or complex number or array: what moves along a tangent."""
+    return isinstance(value, (float, complex)) or (
+        isinstance(value, np.ndarray) and value.dtype.kind in "fc"
+    )
 
 
 def moved(value, direction, t: float):
@@ -158,7 +170,11 @@ def moved(value, direction, t: float):
         return type(value)(*parts) if hasattr(value, "_fields") else type(value)(parts)
     if not is_float(value):
         return value
-    return value + t * direction if isinstance(value, np.ndarray) else float(value + t * direction)
+    if isinstance(value, np.ndarray):
+        return value + t * direction
+    return complex(value + t * direction) if isinstance(value, complex) else float(
+        value + t * direction
+    )
 
 
 def direction_like(value, rng):
@@ -170,6 +186,8 @@ def direction_like(value, rng):
         return type(value)(*parts) if hasattr(value, "_fields") else type(value)(parts)
     if not is_float(value):
         return 0.0
+    if np.iscomplexobj(value):  # a complex leaf moves off the real line too
+        return complex_direction(value, rng)
     return (
         rng.standard_normal(np.shape(value))
         if isinstance(value, np.ndarray)
@@ -177,11 +195,20 @@ def direction_like(value, rng):
     )
 
 
+def complex_direction(value, rng):
+    """A random complex tangent shaped like the complex ``value``."""
+    if isinstance(value, np.ndarray):
+        return rng.standard_normal(value.shape) + 1j * rng.standard_normal(value.shape)
+    return complex(rng.standard_normal(), rng.standard_normal())
+
+
 def paired(a, b) -> float:
-    """<a, b> over every leaf (numpy broadcasting a smaller leaf of ``a``, as a tangent may be)."""
+    """<a, b> over every leaf (numpy broadcasting a smaller leaf of ``a``, as a tangent may be):
+    the real part, where they are complex."""
     return float(
         sum(
-            np.sum(np.asarray(x) * np.asarray(y)) for x, y in zip(leaves(a), leaves(b), strict=True)
+            np.real(np.sum(np.asarray(x) * np.asarray(y)))
+            for x, y in zip(leaves(a), leaves(b), strict=True)
         )
     )
 

@@ -105,8 +105,6 @@ REFUSED = [
     (c.unknown_in_place_method, (X,), errors.UnsupportedSyntaxError),
     (c.unknown_function_for_effect, (X,), errors.UnsupportedSyntaxError),
     (c.flat_read, (X,), errors.UnsupportedSyntaxError),
-    (c.complex_literal, (X,), errors.UnsupportedSyntaxError),
-    (c.complex_fft, (X,), errors.UnsupportedSyntaxError),
     (c.unknown_method, (X,), errors.UnsupportedSyntaxError),
     (c.pop_from_a_list_argument, (X, [X, X * 2.0]), errors.LocatedError),
     (c.pop_from_a_copy_of_an_argument, (X, [X, X * 2.0]), errors.LocatedError),
@@ -114,7 +112,6 @@ REFUSED = [
     (c.place_in_place, (X,), errors.UnsupportedSyntaxError),
     (c.insert_into_list, (X,), errors.UnsupportedSyntaxError),
     (c.update_a_dict, (X,), errors.UnsupportedSyntaxError),
-    (c.complex_global, (1.3,), errors.UnsupportedSyntaxError),
     (c.list_plus_array, (X,), errors.MissingRuleError),
     (c.helper_writes_into_a_listed_view, (M,), errors.InPlaceAliasError),
     (c.method_hidden_by_an_attribute, (1.5,), errors.UnsupportedSyntaxError),
@@ -340,12 +337,33 @@ def test_a_users_own_rule_follows_the_keywords_its_author_names() -> None:
     assert ast_ad.grad(_uses_masked_total)(X) == pytest.approx(np.array([2.0, 0.0, 2.0]) * X)
 
 
-def test_a_complex_gradient_is_refused_not_cast_to_real() -> None:
-    """Whatever made it complex, a complex gradient is refused rather than cast to real."""
+def test_a_cast_to_complex_is_followed() -> None:
+    """A cast to a complex dtype written in the function makes the value complex, and the rules of
+    complex numbers follow it: |sqrt(x)| is sqrt(|x|) on both sides of 0."""
     def rotated(x):
         return np.sum(np.abs(x.astype("complex128") ** 0.5))
-    with pytest.raises(errors.ASTADError, match="complex"):
-        ast_ad.grad(rotated)(np.array([-1.0, 2.0]))
+    x = np.array([-1.0, 2.0])
+    assert ast_ad.grad(rotated)(x) == pytest.approx(np.sign(x) * 0.5 / np.sqrt(np.abs(x)))
+
+
+def test_complex_values_it_cannot_see_made_are_refused_not_cast_to_real() -> None:
+    """A complex value made where ast_ad cannot tell (a dtype passed in as an argument) is computed
+    with the rules of real numbers; its gradient reaches the real argument complex, and is refused
+    rather than cast to real."""
+    def rotated(x, dtype):
+        return np.sum(np.abs(x.astype(dtype) ** 0.5))
+    with pytest.raises(errors.ASTADError, match="complex value reached the gradient of a real"):
+        ast_ad.grad(rotated)(np.array([-1.0, 2.0]), np.complex128)
+
+
+@pytest.mark.parametrize("fn, args", [(c.complex_literal, (X,)), (c.complex_fft, (X,)),
+                                      (c.complex_global, (1.3,))])
+def test_complex_intermediates_of_real_functions(fn, args) -> None:
+    """Complex values inside a real function (a phase, a spectrum, a complex global): Python's
+    value, and the gradient of finite differences."""
+    value, grad = ast_ad.value_and_grad(fn)(*args)
+    assert value == fn(*args)
+    assert_fd(fn, args, (0,), (grad,))
 
 
 def test_nondiff_declarations_are_piecewise_constant() -> None:

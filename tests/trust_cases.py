@@ -384,11 +384,11 @@ def flat_read(x):
 
 # ---- 5. complex numbers -------------------------------------------------------------------------------------
 def complex_literal(x):
-    return np.sum(np.abs(np.exp(1j * x)) ** 2 * x)  # refused here
+    return np.sum(np.abs(np.exp(1j * x)) ** 2 * x)
 
 
 def complex_fft(x):
-    return np.sum(np.abs(np.fft.fft(x)))  # refused here
+    return np.sum(np.abs(np.fft.fft(x)))
 
 
 # ---- 6. source read for methods and closures (the check that it is the code Python runs) -------------------
@@ -864,7 +864,7 @@ ROTATION = 1j
 
 
 def complex_global(x):
-    return abs(x * ROTATION)  # refused here
+    return abs(x * ROTATION)
 
 
 def list_plus_array(x):

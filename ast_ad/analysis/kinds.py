@@ -85,22 +85,31 @@ def labelled(position: int, value: Any) -> int:
     number of axes and kind (float or not) encoded above ``RANKED``, so that generated code can rely
     on them."""
     if type(value) is np.ndarray and value.dtype.kind in "biufc":
-        return _encoded(position, value.ndim, value.dtype.kind in "fc")
+        return _encoded(position, value.ndim, value.dtype.kind in "fc", value.dtype.kind == "c")
     return position
 
 
-def _encoded(position: int, rank: int, inexact: bool) -> int:
-    return position + RANKED * (1 + 2 * rank + inexact)
+def _encoded(position: int, rank: int, inexact: bool, complex_: bool = False) -> int:
+    return position + RANKED * (1 + 3 * rank + inexact + complex_)
+
+
+# a parameter's label for a complex number (``shape_labels``)
+COMPLEX_NUMBER = -4
 
 
 def label_fact(label: int) -> Fact:
     """The fact a parameter's label carries (``labelled``)."""
-    if label == -1:  # a number (``shape_labels``: a float, an int or a numpy scalar)
-        return ("num", 0, False)
+    if label in (-1, COMPLEX_NUMBER):  # a number (``shape_labels``: a float, an int, a complex...)
+        return ("num", 0, label == COMPLEX_NUMBER)
     if label < RANKED:
         return UNKNOWN
-    rank, inexact = divmod(label // RANKED - 1, 2)
-    return ("num", rank, bool(inexact))
+    rank, kind = divmod(label // RANKED - 1, 3)
+    return ("num", rank, bool(kind))
+
+
+def label_is_complex(label: int) -> bool:
+    """Whether a parameter's label says it holds complex numbers (``labelled``)."""
+    return label == COMPLEX_NUMBER or (label >= RANKED and (label // RANKED - 1) % 3 == 2)
 
 
 @record

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ast_ad.analysis.kinds import labelled
+from ast_ad.analysis.complexness import holds_complex
+from ast_ad.analysis.kinds import COMPLEX_NUMBER, labelled
 from ast_ad.errors import (
     ArgnumsError,
     ASTADError,
@@ -28,6 +29,7 @@ SCALAR_TYPES = frozenset({float, int, np.float64, np.float32, np.float16, np.int
 
 
 PLAIN_FLOATS = frozenset({float, np.float64})
+COMPLEX_SCALARS = frozenset({complex, np.complex128, np.complex64})
 
 
 def check_checkpoints(checkpoints: Any) -> int | None:
@@ -58,8 +60,16 @@ def shape_labels(args: tuple[Any, ...]) -> tuple[int, ...]:
     labels = []
     first: dict[tuple[Any, ...], int] = {}  # an array's shape and kind -> the first such argument
     for k, a in enumerate(args):
+        if type(a) in COMPLEX_SCALARS:
+            labels.append(COMPLEX_NUMBER)
+            continue
+        if isinstance(a, (tuple, list, dict)) and holds_complex(a):
+            raise NonDifferentiableArgumentError(
+                f"argument {k} is a {type(a).__name__} holding complex values, which ast_ad does "
+                "not follow into containers yet: pass each complex array as an argument of its own"
+            )
         same = (
-            first.setdefault((a.shape, a.dtype.kind in "fc"), k)
+            first.setdefault((a.shape, a.dtype.kind), k)
             if type(a) is np.ndarray and a.dtype.kind in "biufc"
             else k
         )
@@ -135,14 +145,10 @@ def _check_differentiable(value: Any, name: str) -> None:
     # as an integer array is: its derivative is not defined
     elif isinstance(value, (numbers.Integral, np.integer)):
         kind = f"an integer ({type(value).__name__} {value!r})"
-    elif isinstance(value, (float, np.floating)):
+    elif isinstance(value, (float, np.floating, complex, np.complexfloating)):
         return
-    elif is_array(value) and value.dtype.kind == "f":
+    elif is_array(value) and value.dtype.kind in "fc":
         return
-    elif isinstance(value, (complex, np.complexfloating)) or (
-        is_array(value) and value.dtype.kind == "c"
-    ):
-        kind = "complex"
     elif is_array(value) and value.dtype.kind in "iu":
         kind = f"an integer (an array of dtype {value.dtype})"
     elif is_array(value):
@@ -168,8 +174,8 @@ def _differentiable(value: Any) -> bool:
     if isinstance(value, (bool, np.bool_, numbers.Integral)):
         return False
     if is_array(value):
-        return bool(value.dtype.kind == "f")
-    return isinstance(value, numbers.Real)
+        return bool(value.dtype.kind in "fc")
+    return isinstance(value, numbers.Complex)
 
 
 def _is_scalar(out: Any) -> bool:
@@ -191,12 +197,16 @@ def _like(bar: Any, x: Any) -> Any:
     if bar is None:
         bar = 0.0
     bar = unbroadcast(bar, x)
-    if np.iscomplexobj(bar):
+    if np.iscomplexobj(bar) and not np.iscomplexobj(x):
         raise ASTADError(
-            "a complex value reached the gradient: ast_ad differentiates real code only (complex "
-            "values come from 1j, np.fft, or a negative float to a fractional power such as (-2.0) "
-            "** 0.5); keep the computation real, e.g. np.sqrt(np.abs(x))"
+            "a complex value reached the gradient of a real argument: ast_ad could not tell that a "
+            "value was complex where it was computed (from a library function, an object's "
+            "field, or a dtype not known before the call), so its rules were those of real "
+            "numbers; make the complex value with 1j, complex(...), np.fft or a complex dtype "
+            "written in the function, or pass it as an argument"
         )
+    if isinstance(x, (complex, np.complexfloating)):
+        return type(x)(bar)
     foreign_x, foreign_bar = is_array(x) and not isinstance(x, np.ndarray), is_array(bar) and \
         not isinstance(bar, np.ndarray)
     # arrays of another library (dask, CuPy): the gradient stays of that type, lazy

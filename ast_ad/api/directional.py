@@ -288,7 +288,7 @@ def _pair_up(primals: Any, tangents: Any) -> tuple[tuple[Any, ...], tuple[Any, .
 
 def _tangent_like(t: Any, p: Any, k: int) -> Any:
     """The tangent ``t`` checked against its primal ``p``: the same structure and shape, as
-    floats."""
+    floats (complex numbers for a complex primal)."""
     if type(p) is float and type(t) in (float, int):
         return float(t)
     if isinstance(p, dict):
@@ -309,15 +309,20 @@ def _tangent_like(t: Any, p: Any, k: int) -> Any:
             f"the tangent of argument {k} has shape {np.shape(t)}, but the argument has shape "
             f"{np.shape(p)}: a tangent has its primal's shape"
         )
+    complex_p = np.iscomplexobj(p)
+    if np.iscomplexobj(t) and not complex_p:
+        raise ASTADError(
+            f"the tangent of argument {k} is complex, but the argument is real: a real argument "
+            "moves along real tangents (pass the argument as complex to move it off the real line)"
+        )
+    dtype = p.dtype if is_array(p) and p.dtype.kind in "fc" else complex if complex_p else float
     if is_array(t) and not isinstance(t, np.ndarray):  # a dask or CuPy tangent stays one
-        return t.astype(p.dtype if is_array(p) and p.dtype.kind == "f" else float)
+        return t.astype(dtype)
     # a tangent for a dask or CuPy primal: of its type
     if is_array(p) and not isinstance(p, np.ndarray):
-        return of_type(np.asarray(t, dtype=p.dtype if p.dtype.kind == "f" else float), p)
+        return of_type(np.asarray(t, dtype=dtype), p)
     if isinstance(p, np.ndarray):
-        return np.asarray(t, dtype=p.dtype if p.dtype.kind == "f" else float)
-    return (
-        float(t)
-        if np.ndim(t) == 0 and not isinstance(t, np.ndarray)
-        else np.asarray(t, dtype=float)
-    )
+        return np.asarray(t, dtype=dtype)
+    if np.ndim(t) == 0 and not isinstance(t, np.ndarray):
+        return complex(t) if complex_p else float(t)
+    return np.asarray(t, dtype=dtype)

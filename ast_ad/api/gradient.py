@@ -569,6 +569,16 @@ class Gradient(Generic[P, R]):
 
     def non_scalar(self, out: Any) -> NonScalarOutputError:
         line = transform.normalized(self.fun).result_line
+        if np.ndim(out) == 0 and np.iscomplexobj(out):
+            return NonScalarOutputError(
+                f"grad needs a function that returns a real number, but {self.__qualname__} "
+                "returned a complex one: a gradient is of a real loss (return np.real(z), "
+                "np.abs(z) ** 2...); for the complex derivative of a holomorphic function, "
+                "use jvp with the tangent 1.0",
+                line.filename,
+                line.lineno,
+                line.text,
+            )
         what = (
             f"a {type(out).__name__} of {len(out)} values"
             if isinstance(out, (tuple, list, dict))

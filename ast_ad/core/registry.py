@@ -180,6 +180,9 @@ _FACTS: dict[str, dict[Any, Any]] = {
     "guard": {},
     "view_inverse": {},
     "helper": {},
+    "complex": {},
+    "makes_complex": {},
+    "real_result": {},
 }
 
 
@@ -500,6 +503,65 @@ def with_fact(fact: str) -> list[Any]:
     """Every function declared with ``fact`` (``"view"``, ``"full_reduction"``, ``"sequence"``...),
     for the tests."""
     return list(_FACTS[fact])
+
+
+def def_complex(fn: Any, *vjps: VJP | None, jvps: tuple[VJP | None, ...] = ()) -> None:
+    """Declare the rules ``fn`` follows where an argument may be complex.
+
+    With no ``vjps``: its rules hold for complex arguments as they are written (a holomorphic
+    function's rules, ``g * np.cos(x)``, and a linear function's, which transpose and never
+    conjugate). Else these reverse rules (and forward rules ``jvps``) take their place there: the
+    rules of a function that is not holomorphic (``np.abs``, ``np.conj``, ``np.imag``). ``None``
+    in ``vjps`` refuses a differentiated complex argument there (``np.sign``).
+
+    The convention is autograd's and JAX's: the adjoint of a complex value ``z = x + iy`` is
+    ``dL/dx - i dL/dy``, so a holomorphic function's reverse rule is its real one, and a real
+    argument's adjoint is the real part of what its rule gives (the engines take it).
+    """
+    _note("complex", fn, *vjps)
+    if not vjps and not jvps:
+        _FACTS["complex"][fn] = True
+        return
+    base = lookup(fn)
+    _FACTS["complex"][fn] = Rule(
+        fn,
+        tuple(vjps),
+        elementwise=base.elementwise if base is not None else False,
+        origin=_caller(),
+        jvps=tuple(jvps),
+    )
+
+
+def complex_rule(fn: Any) -> Rule | None:
+    """The rules of ``fn`` where an argument may be complex (``def_complex``), or ``None``: not
+    known to hold there. A function without a gradient (``nondiff``) keeps its rule."""
+    found = _fact("complex", fn)
+    rule = lookup(fn)
+    if isinstance(found, Rule):
+        return found
+    if found or (rule is not None and rule.nondiff):
+        return rule
+    return None
+
+
+def def_makes_complex(*fns: Any) -> None:
+    """Declare functions whose result may be complex where no argument is (``np.fft.fft``,
+    ``complex``)."""
+    _declare("makes_complex", fns)
+
+
+def makes_complex(fn: Any) -> bool:
+    return bool(_fact("makes_complex", fn))
+
+
+def def_real_result(*fns: Any) -> None:
+    """Declare functions whose result is real whatever their arguments (``np.abs``, ``np.real``,
+    ``np.fft.irfft``)."""
+    _declare("real_result", fns)
+
+
+def gives_real(fn: Any) -> bool:
+    return bool(_fact("real_result", fn))
 
 
 def def_casts(*fns: Any) -> None:

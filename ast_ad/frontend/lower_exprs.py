@@ -37,19 +37,12 @@ WORDS = {
     operator.matmul: "at",
 }
 
-# What makes values complex, which ast_ad refuses at the line that names it (real code only, for
-# now).
-COMPLEX_MAKERS = {
-    complex,
-    np.complex128,
-    np.complex64,
-    np.clongdouble,
-    np.linalg.eig,
-    np.linalg.eigvals,
-    np.roots,
-    np.iscomplexobj,
-}
-COMPLEX_MODULES = {"cmath", "numpy.fft", "numpy.lib.scimath", "scipy.fft", "scipy.fftpack"}
+# What makes complex values that ast_ad cannot follow, refused at the line that names it: long
+# doubles, and functions whose result is complex or real depending on the values
+# (``np.emath.sqrt(-1.0)``), which the complex-number analysis could not see
+# (``analysis.complexness``).
+COMPLEX_MAKERS = {np.clongdouble}
+COMPLEX_MODULES = {"numpy.lib.scimath", "numpy.emath", "scipy.fft", "scipy.fftpack"}
 # What makes arrays whose operators mean something else than the rules say: np.matrix (``*`` is a
 # matrix product), masked arrays (masked entries are left out of sums). Refused at the line that
 # names them.
@@ -99,8 +92,8 @@ class ExpressionLowering:
         return self.refuse_complex(node, self.lowering.name(node))
 
     def refuse_complex(self, node: gast.expr, atom: ir.Atom) -> ir.Atom:
-        """``atom``, unless it is something that makes complex values (``cmath``, ``np.fft``,
-        ``complex``)."""
+        """``atom``, unless it makes complex values ast_ad cannot follow (``np.emath``, long
+        doubles) or arrays whose operators mean other things (``np.matrix``)."""
         if isinstance(atom, ir.Ref):
             obj = atom.obj
             module = (
@@ -108,9 +101,7 @@ class ExpressionLowering:
                 if isinstance(obj, types.ModuleType)
                 else getattr(obj, "__module__", None)
             )
-            if (registry.hashable(obj) and obj in COMPLEX_MAKERS) or module in COMPLEX_MODULES \
-                    or isinstance(obj, (complex, np.complexfloating)) \
-                    or (isinstance(obj, np.ndarray) and np.iscomplexobj(obj)):
+            if (registry.hashable(obj) and obj in COMPLEX_MAKERS) or module in COMPLEX_MODULES:
                 raise refuse(node, COMPLEX_HINT, self.locate)
             if (registry.hashable(obj) and obj in SUBCLASS_MAKERS) or module in SUBCLASS_MODULES \
                     or (isinstance(obj, np.ndarray) and array_subclass(obj)):
@@ -123,8 +114,6 @@ class ExpressionLowering:
         return self.lowering.bind(self.control.raw(node), name or "text", user)
 
     def expr_Constant(self, node: gast.Constant, name: str | None, user: bool) -> ir.Atom:
-        if isinstance(node.value, complex):
-            raise refuse(node, COMPLEX_HINT, self.locate)
         return ir.Const(node.value)
 
     def expr_BinOp(self, node: gast.BinOp, name: str | None, user: bool) -> ir.Atom:

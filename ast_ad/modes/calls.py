@@ -22,6 +22,7 @@ from ast_ad.analysis.activity import (
     is_user_function,
     library_call,
 )
+from ast_ad.analysis.complexness import complex_labels
 from ast_ad.analysis.kinds import Kinds
 from ast_ad.core import registry
 from ast_ad.errors import LocatedError, MissingRuleError, UnsupportedSyntaxError
@@ -59,6 +60,8 @@ class Calls:
         self.callees, self.calls, self.rebound = filled
         self.refs, self.namer, self.derive, self.checkpoints = refs, namer, derive, checkpoints
         self.needs_adjoint, self.error, self.derived_again = needs_adjoint, error, derived_again
+        # the names that may hold complex values (``complexness``), set by the reverser
+        self.complexes: frozenset[str] = frozenset()
 
     def plan_calls(self) -> None:
         """Derive the adjoint of every call to a user function whose result needs an adjoint."""
@@ -138,7 +141,8 @@ class Calls:
         return bind_call(stmt, self.error)
 
     def labels(self, args: list[ir.Atom], stmt: ir.Stmt) -> tuple[int, ...]:
-        return call_labels(args, self.classes, self.structured, self.kinds, stmt)
+        labels = call_labels(args, self.classes, self.structured, self.kinds, stmt)
+        return complex_labels(labels, args, self.complexes, stmt)
 
 
 def made_code(call: ir.Call) -> Any:

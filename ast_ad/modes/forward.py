@@ -56,6 +56,14 @@ from ast_ad.analysis.activity import (
     unfollowed,
     usefulness,
 )
+from ast_ad.analysis.complexness import (
+    check_complex,
+    complex_call,
+    complex_labels,
+    complex_names,
+    no_complex_rule,
+    rule_for,
+)
 from ast_ad.analysis.kinds import kinds_of
 from ast_ad.core import registry
 from ast_ad.core.records import field, record
@@ -201,6 +209,8 @@ class Forwarder:
         )
         self.active = usefulness(function, active, seeds) | {function.params[k] for k in argnums}
         self.kinds = kinds_of(function, shapes)
+        self.complexes = complex_names(function, shapes, self.kinds)
+        check_complex(function, self.complexes, self.active)
         self.classes = shape_classes(function, shapes, self.kinds)
         self.structured = structured_names(function, shapes)
         self.dots: dict[str, str] = {}
@@ -500,6 +510,9 @@ class Forwarder:
             raise self.missing(
                 stmt, f"{call.fn.hint} has no gradient rule" + unfollowed(call.fn.obj)
             )
+        # where an argument may be complex, the rules for complex arguments
+        complex_args = bool(self.complexes) and complex_call(call, self.complexes)
+        rule = rule_for(stmt, rule, self.complexes) if complex_args else rule
         if rule.nondiff:
             return None
         for key, atom in call.kwargs:
@@ -519,6 +532,8 @@ class Forwarder:
             if not self.is_active(atom):
                 continue
             jvp = rule.jvp(k)
+            if jvp is None and complex_args:
+                raise no_complex_rule(stmt, k)
             if jvp is None:
                 raise self.missing(
                     stmt, f"{call.fn.hint} has no forward-mode rule for argument {k + 1}"
@@ -650,7 +665,12 @@ class Forwarder:
         made = call.fn.obj if isinstance(call.fn.obj, ir.CalleeRef) else None
         args = list(call.args) if made is not None else bind_call(stmt, self.error)
         active = tuple(p for p, a in enumerate(args) if self.is_active(a))
-        labels = call_labels(args, self.classes, self.structured, self.kinds, stmt)
+        labels = complex_labels(
+            call_labels(args, self.classes, self.structured, self.kinds, stmt),
+            args,
+            self.complexes,
+            stmt,
+        )
         if made is None and is_library(call.fn.obj):
             raise library_call(stmt, call.fn.hint, call.fn.obj)
         try:

@@ -61,6 +61,13 @@ from ast_ad.analysis.activity import (
     unfollowed,
     usefulness,
 )
+from ast_ad.analysis.complexness import (
+    check_complex,
+    complex_call,
+    complex_names,
+    no_complex_rule,
+    rule_for,
+)
 from ast_ad.analysis.kinds import kinds_of
 from ast_ad.core import registry
 from ast_ad.errors import LocatedError, MissingRuleError
@@ -84,6 +91,7 @@ from ast_ad.optimize.hoist import hoisted
 
 _PART, _ITEM = ir.Ref(runtime.part, "part"), ir.Ref(operator.getitem, "operator.getitem")
 _UNBROADCAST = ir.Ref(runtime.unbroadcast, "unbroadcast")
+_REAL_LIKE = ir.Ref(runtime.real_like, "real_like")
 # a number's adjoint from an array's: every entry's summed (``unbroadcast`` to no axes)
 _SUMMED = ir.Ref(np.sum, "np.sum")
 _DENSE = ir.Ref(runtime.dense_adjoint, "dense_adjoint")
@@ -155,6 +163,8 @@ class Reverser:
         self.active = activity(function, argnums)
         self.useful = usefulness(function, self.active)
         self.kinds = kinds_of(function, shapes)
+        self.complexes = complex_names(function, shapes, self.kinds)
+        check_complex(function, self.complexes, self.active)
         self.classes = shape_classes(function, shapes, self.kinds)
         # a list that is popped adds to its adjoint wherever it is read, from None at the top
         # (``adjoint_pop``)
@@ -259,6 +269,7 @@ class Reverser:
             self.error,
             self.derived_again,
         )
+        self.calling.complexes = self.complexes
         self.zeros = FloatZeros(
             function,
             self.active,
@@ -695,6 +706,11 @@ class Reverser:
             raise self.missing(
                 stmt, f"{call.fn.hint} has no gradient rule" + unfollowed(call.fn.obj)
             )
+        # where an argument may be complex, the rules for complex arguments; a real argument then
+        # takes the real part of its contribution, as it does where the result may be complex
+        complex_args = bool(self.complexes) and complex_call(call, self.complexes)
+        rule = rule_for(stmt, rule, self.complexes) if complex_args else rule
+        real_parts = complex_args or stmt.target in self.complexes
         if rule.nondiff:
             return []  # a shape, a count, a fresh array of zeros: nothing flows back
         for key, atom in call.kwargs:
@@ -731,6 +747,8 @@ class Reverser:
         for k, atom in enumerate(call.args):
             if atom_active(atom, self.active):
                 vjp = rule.vjp(k)
+                if vjp is None and complex_args:
+                    raise no_complex_rule(stmt, k)
                 if vjp is None:
                     raise self.missing(
                         stmt, f"{call.fn.hint} has no gradient rule for argument {k + 1}"
@@ -745,6 +763,10 @@ class Reverser:
                         else ir.Call(_UNBROADCAST, (contribution[1], atom))
                     )
                     contribution = self.adjoints.part(spread, *contribution[0])
+                if real_parts:
+                    contribution = self.adjoints.part(
+                        ir.Call(_REAL_LIKE, (contribution[1], atom)), *contribution[0]
+                    )
                 out += self.adjoints.accumulate(atom.name, contribution)
         return out
 

@@ -375,7 +375,7 @@ defvjp(T,               lambda g, ans, a: T(g))
 
 # ---- no gradient ---------------------------------------------------------------------------------
 def_nondiff(np.broadcast_shapes, np.sign, np.floor, np.ceil, np.round, np.rint, np.trunc, np.shape,
-            np.ndim, np.size, np.zeros_like, np.ones_like, np.empty_like, np.isnan, np.imag,
+            np.ndim, np.size, np.zeros_like, np.ones_like, np.empty_like, np.isnan,
             np.isinf, np.isfinite, np.greater, np.greater_equal, np.less, np.less_equal, np.equal,
             np.not_equal, np.argmax, np.argmin, np.argsort, np.logical_and, np.logical_or,
             np.logical_not, np.logical_xor, np.floor_divide, np.any, np.all, np.nonzero,

@@ -75,9 +75,16 @@ def size_of(x: Any) -> int:
     return int(x.size) if is_array(x) else int(np.size(x))
 
 
-def zeros_of(like: Any, shape: Any = None, dtype: Any = float) -> Any:
+def zeros_of(like: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Zeros of ``like``'s shape (or of ``shape``), of ``like``'s array type: numpy's for numbers
-    and lists."""
+    and lists; floats (``dtype`` ``None``), complex where ``like`` is complex."""
+    if dtype is None:
+        kind = getattr(like, "dtype", None)
+        dtype = (
+            complex
+            if (kind is not None and kind.kind == "c") or isinstance(like, complex)
+            else float
+        )
     if is_array(like) and not isinstance(like, np.ndarray):
         # like's shape: its layout too (dask's chunks)
         if shape is None or tuple(shape) == tuple(like.shape):
@@ -275,8 +282,9 @@ def pow_minus_one(x: Any, y: Any) -> Any:
         power = x ** (y - 1)
     except (ZeroDivisionError, OverflowError):
         return 0.0 if y == 0 else np.power(np.float64(x), y - 1)
-    # Python's power of a negative float: the value went complex on this line
-    if type(power) is complex:
+    # Python's power of a negative float: the value went complex on this line (not where the base
+    # or the power was complex already)
+    if type(power) is complex and not isinstance(x, complex) and not isinstance(y, complex):
         error = error_class("LocatedError", ValueError)
         raise error(
             "a negative number to a fractional power is complex in Python, and ast_ad "

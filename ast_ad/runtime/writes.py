@@ -152,7 +152,7 @@ def assign_item_vjp_x(g: Any, x: Any, index: Any) -> Any:
         parts = list(g)
         parts[index] = zeros_like(x[index])
         return parts if isinstance(g, list) else tuple(parts)
-    out = copy_as(g, float)
+    out = copy_as(g, np.result_type(g, 1.0))  # floats, or complex numbers
     out[index] = 0.0
     return out
 

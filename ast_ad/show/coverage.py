@@ -31,6 +31,8 @@ def spelled(fn: object, origin: str = "") -> str:
         return f"operator.{name}"
     if module.startswith("numpy.linalg"):
         return f"np.linalg.{name}"
+    if module.startswith("numpy.fft"):
+        return f"np.fft.{name}"
     if module.startswith("numpy") or type(fn).__name__ == "ufunc":
         return f"np.{name}"
     if module.startswith("scipy"):
@@ -58,7 +60,8 @@ def table() -> str:
     registry.load_all_rules()
     rules = [r for r in registry.registered() if r.origin.startswith("ast_ad.rules")
              # the helpers' own rules, for derivatives of derivatives
-             and r.origin != "ast_ad.rules.runtime"]
+             and r.origin != "ast_ad.rules.runtime"
+             and getattr(r.fn, "__module__", None) != "ast_ad.runtime.spectral"]
     forward = [spelled(r.fn, r.origin) for r in rules if not r.nondiff
                and all(r.jvp(k) is not None for k in range(len(r.vjps)) if r.vjp(k) is not None)]
     reverse_only = sorted({spelled(r.fn, r.origin) for r in rules if not r.nondiff} - set(forward))
@@ -71,6 +74,8 @@ def table() -> str:
         library = (
             "np.linalg"
             if name.startswith("np.linalg")
+            else "np.fft"
+            if name.startswith("np.fft")
             else "scipy.special"
             if library == "scipy"
             else library
@@ -102,7 +107,7 @@ def table() -> str:
     if count is not None:
         lines.append(
             f"- For comparison, autograd 1.9.1 registers reverse rules for {count} functions "
-            "(including fft and more of scipy.special, which ast_ad does not cover yet)."
+            "(including more of scipy.special, which ast_ad does not cover yet)."
         )
     for title, table_ in (("With gradients", groups), ("Without gradients", zero)):
         lines += ["", f"## {title}", "", "| library | functions |", "|---|---|"]

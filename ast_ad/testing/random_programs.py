@@ -486,10 +486,23 @@ class _Writer:
         return [f"{indent}{name} = ({test}) and {self.expr(1)} or {self.expr(1)}"]
 
     def stmt_complex(self, indent: str, in_loop: bool, depth: int) -> list[str]:
-        """A complex intermediate of a real result (ast_ad refuses it at its line, for now)."""
+        """Complex intermediates of a real result: a phase, the parts of a square, a spectrum
+        scaled and transformed back."""
         self.features.add("complex value")
         name = self.draw(st.sampled_from(self.names))
-        return [f"{indent}{name} = np.abs(np.exp(1j * {self.expr(1)})) * {name}"]
+        other = self.expr(1)
+        forms = [
+            f"np.abs(np.exp(1j * {other})) * {name}",
+            f"np.real(np.exp(1j * {other})) * {name}",
+            f"np.imag(({name} + 1j * {other}) ** 2) * 0.5",
+            f"np.real(np.conj({name} - 2j) * ({name} + 0.5j * {other}))",
+        ]
+        if self.options["arrays"]:
+            forms += [
+                f"np.real(np.fft.ifft(np.fft.fft({name}) * (1.5 + 0.5j))) + {name}",
+                f"np.fft.irfft(np.fft.rfft({name}) * 0.75, n=3)",
+            ]
+        return [f"{indent}{name} = {self.draw(st.sampled_from(forms))}"]
 
     def stmt_damp(self, indent: str, in_loop: bool, depth: int) -> list[str]:
         """A call of a helper that changes its argument in place (inlined: the caller's array

@@ -194,6 +194,13 @@ def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         )
     ans = apply(fn, *values, **kwargs)
     rule = registry.lookup(fn)
+    complex_call = any(_complex(v) for v in (*values, *kwargs.values()))
+    if complex_call and rule is not None:
+        # the rules for complex arguments (``registry.def_complex``), as the transformer takes them
+        rule = registry.complex_rule(fn)
+        if rule is None:
+            name = getattr(fn, "__name__", fn)
+            raise MissingRuleError(f"no rule for complex arguments of {name}")
     inputs = [
         (k, j, box) for k, a in enumerate(args) for j, box in _boxes_in(a) if box.level == level
     ]
@@ -206,7 +213,29 @@ def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     parents = [
         (box.node, _vjp(_written(rule.vjp(k)), ans, values, kwargs, j)) for k, j, box in inputs
     ]
+    if complex_call or _complex(ans):
+        # a real argument takes the real part of its adjoint
+        parents = [
+            (node, _real_part(vjp, box.value)) for (node, vjp), (_, _, box) in zip(
+                parents, inputs, strict=True
+            )
+        ]
     return Box(ans, Node(ans, parents), level)
+
+
+def _complex(value: Any) -> bool:
+    """Whether ``value`` (or a box's value, or an item of a list) is complex."""
+    if isinstance(value, Box):
+        return _complex(value.value)
+    if isinstance(value, (list, tuple)):
+        return any(_complex(v) for v in value)
+    return isinstance(value, (complex, np.complexfloating)) or (
+        isinstance(value, np.ndarray) and value.dtype.kind == "c"
+    )
+
+
+def _real_part(vjp: Callable[[Any], Any], value: Any) -> Callable[[Any], Any]:
+    return lambda g: runtime.real_like(vjp(g), value)
 
 
 def _forward(

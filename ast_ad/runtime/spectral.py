@@ -1,0 +1,237 @@
+"""Helpers of complex numbers and of ``np.fft``'s rules.
+
+The convention is autograd's and JAX's: the adjoint of a complex value ``z = x + iy`` is
+``dL/dx - i dL/dy``. A complex-linear map ``w = M z`` then has the adjoint ``M^T w_bar``
+(transposed, not conjugated), and a real argument's adjoint is the real part of what its rule
+gives (``real_like``).
+
+Every transform of ``np.fft`` is a chain of one-axis steps, each a crop or zero-pad to ``n``
+followed by a discrete Fourier transform, whose matrix is symmetric; so the adjoint of a step is the
+same transform of the adjoint, cropped or padded back (``fit_length``). ``irfft`` reads only half of
+a Hermitian spectrum: its adjoint weighs the entries that stand for two (``irfft_vjp``).
+
+The pairing of an adjoint with a change is ``Re(sum(g * dz))``; an adjoint rule is the transpose
+for it:
+
+>>> g, x = np.array([1.0, 0.5j, -1.0]), np.array([1.0, 2.0, 0.5, -1.0])
+>>> left = np.real(np.sum(g * np.fft.rfft(x)))
+>>> bool(np.isclose(left, np.sum(rfft_vjp(g, x.shape, None, -1, None) * x)))
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ast_ad.errors import UnsupportedDerivativeError
+
+
+def real_like(d: Any, x: Any) -> Any:
+    """The adjoint contribution ``d`` of the argument ``x``: its real part where ``x`` is real, as
+    it is where ``x`` is complex (or not a number: a container's adjoint passes through)."""
+    if isinstance(x, (complex, np.complexfloating)):
+        return d
+    dtype = getattr(x, "dtype", None)  # an array of any library: its dtype says
+    if dtype is not None and not isinstance(dtype, type):
+        return d if dtype.kind == "c" else np.real(d)
+    if isinstance(x, (int, float, bool)):
+        return d.real if isinstance(d, (complex, np.complexfloating)) else np.real(d)
+    return d
+
+
+def unit(z: Any) -> Any:
+    """``z / |z|``, the direction of ``z``, with 0 at 0 (where every unit direction is a
+    subgradient of ``|z|``, 0 is the one of least norm: the real rule's ``sign(0)``), and the
+    direction of an infinite entry's infinite parts at infinity."""
+    z = np.asarray(z)
+    size = np.abs(z)
+    finite = np.isfinite(size)
+    safe = np.where((size == 0) | ~finite, 1.0, size)
+    with np.errstate(invalid="ignore"):  # an infinite entry's quotient is replaced below
+        out = np.where(size == 0, 0.0, z / safe)
+    if not finite.all():
+        re, im = np.real(z), np.imag(z)
+        direction = np.where(np.isinf(re), np.sign(re), 0.0) + 1j * np.where(
+            np.isinf(im), np.sign(im), 0.0
+        )
+        length = np.abs(direction)
+        direction = direction / np.where(length == 0, 1.0, length)
+        out = np.where(finite, out, direction)
+    return out if out.ndim else out[()]
+
+
+def unit_vjp(g: Any, ans: Any, z: Any) -> Any:
+    """Adjoint of ``z`` in ``w = unit(z)``: ``w`` turns by ``i w Im(conj(w) dz) / |z|``, whose
+    adjoint is ``-i conj(w) Re(i w g) / |z|`` (0 at 0 and at infinity; 0 for a real ``z``, whose
+    direction is flat)."""
+    return -1j * np.conj(ans) * np.real(1j * ans * g) * inverse_or_zero(np.abs(z))
+
+
+def unit_jvp(u: Any, ans: Any, z: Any) -> Any:
+    """Tangent of ``unit(z)`` along ``u``: ``i w Im(conj(w) u) / |z|``."""
+    return 1j * ans * np.imag(np.conj(ans) * u) * inverse_or_zero(np.abs(z))
+
+
+def inverse_or_zero(z: Any) -> Any:
+    """``1 / z``, and 0 where ``z`` is 0 or infinite (the slope of an angle, taken as zero where the
+    angle jumps)."""
+    z = np.asarray(z)
+    keep = (z != 0) & np.isfinite(z)
+    out = np.where(keep, 1.0 / np.where(keep, z, 1.0), 0.0)
+    return out if out.ndim else out[()]
+
+
+# ---- np.fft ------------------------------------------------------------------------------------
+_SWAPPED = {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
+def fit_length(a: Any, length: int, axis: int) -> Any:
+    """``a`` cropped or zero-padded along ``axis`` to ``length`` entries (what an FFT does to its
+    input for ``n=``: its own adjoint, the other way)."""
+    have = a.shape[axis]
+    if have == length:
+        return a
+    if have > length:
+        index = [slice(None)] * a.ndim
+        index[axis] = slice(0, length)
+        return a[tuple(index)]
+    widths = [(0, 0)] * a.ndim
+    widths[axis] = (0, length - have)
+    return np.pad(a, widths)
+
+
+def _plan(shape: tuple[int, ...], s: Any, axes: Any, last_half: bool = False) -> tuple[
+    list[int], list[int]
+]:
+    """The axes and lengths of an n-dimensional transform, as numpy reads ``s`` and ``axes``
+    (``last_half``: an inverse real transform, whose last length defaults to ``2 (m - 1)``)."""
+    ndim = len(shape)
+    if axes is None:
+        axes = list(range(ndim)) if s is None else list(range(ndim - len(s), ndim))
+    axes = [int(a) % ndim for a in axes] if ndim else list(axes)
+    if s is None:
+        lengths = [shape[a] for a in axes]
+        if last_half and lengths:
+            lengths[-1] = 2 * (lengths[-1] - 1)
+    else:
+        lengths = list(s)
+    if len(lengths) != len(axes):
+        raise UnsupportedDerivativeError("the fft's s= and axes= differ in length")
+    return axes, [
+        int(n) if n is not None and n != -1 else shape[a]
+        for n, a in zip(lengths, axes, strict=True)
+    ]
+
+
+def _steps(
+    shape: tuple[int, ...], axes: list[int], s: list[int], first_axis_first: bool = False
+) -> list[tuple[int, int, int]]:
+    """The one-axis steps of numpy's n-dimensional complex transform, in the order it applies them
+    (the last axis first; ``irfftn``'s inverse steps: the first): (axis, length before, length
+    after)."""
+    lengths = list(shape)
+    out = []
+    order = range(len(axes)) if first_axis_first else reversed(range(len(axes)))
+    for k in order:
+        axis = axes[k]
+        out.append((axis, lengths[axis], s[k]))
+        lengths[axis] = s[k]
+    return out
+
+
+def fft_of(a: Any, n: Any, axis: int, norm: Any, inverse: bool) -> Any:
+    """``np.fft.fft(a, n, axis, norm)``, or ``ifft`` where ``inverse``: the adjoint of ``fft_vjp``
+    (the transpose of a transpose)."""
+    return (np.fft.ifft if inverse else np.fft.fft)(a, n, axis, norm)
+
+
+def fftn_of(a: Any, s: Any, axes: Any, norm: Any, inverse: bool) -> Any:
+    """``np.fft.fftn(a, s, axes, norm)``, or ``ifftn`` where ``inverse`` (``fftn_vjp``'s
+    adjoint)."""
+    return (np.fft.ifftn if inverse else np.fft.fftn)(a, s, axes, norm)
+
+
+def fft_vjp(g: Any, shape: tuple[int, ...], n: Any, axis: int, norm: Any, inverse: bool) -> Any:
+    """Adjoint of ``a`` in ``np.fft.fft(a, n, axis, norm)`` (``ifft``: ``inverse``) of an argument
+    of ``shape``: the same transform of ``g``, fitted back to the argument's length."""
+    transform = np.fft.ifft if inverse else np.fft.fft
+    return fit_length(transform(g, axis=axis, norm=norm), shape[axis], axis)
+
+
+def fftn_vjp(g: Any, shape: tuple[int, ...], s: Any, axes: Any, norm: Any, inverse: bool) -> Any:
+    """Adjoint of ``a`` in ``np.fft.fftn(a, s, axes, norm)`` (``fft2``; ``ifftn`` and ``ifft2``:
+    ``inverse``): each one-axis step's adjoint, the last applied first."""
+    transform = np.fft.ifft if inverse else np.fft.fft
+    axes, s = _plan(shape, s, axes)
+    for axis, before, _after in reversed(_steps(shape, axes, s)):
+        g = fit_length(transform(g, axis=axis, norm=norm), before, axis)
+    return g
+
+
+def rfft_vjp(g: Any, shape: tuple[int, ...], n: Any, axis: int, norm: Any) -> Any:
+    """Adjoint of the real ``a`` in ``np.fft.rfft(a, n, axis, norm)``: the real part of the full
+    transform of ``g`` padded with zeros to ``n`` (the rows ``rfft`` keeps), fitted back."""
+    axis = axis % len(shape)
+    length = shape[axis] if n is None else int(n)
+    return np.real(fit_length(np.fft.fft(g, n=length, axis=axis, norm=norm), shape[axis], axis))
+
+
+def rfftn_vjp(g: Any, shape: tuple[int, ...], s: Any, axes: Any, norm: Any) -> Any:
+    """Adjoint of the real ``a`` in ``np.fft.rfftn(a, s, axes, norm)`` (``rfft2``): numpy takes
+    ``rfft`` along the last axis, then the complex transform along the others."""
+    axes, lengths = _plan(shape, s, axes)
+    half = tuple(lengths[-1] // 2 + 1 if k == axes[-1] else n for k, n in enumerate(shape))
+    for axis, before, _after in reversed(_steps(half, axes[:-1], lengths[:-1])):
+        g = fit_length(np.fft.fft(g, axis=axis, norm=norm), before, axis)
+    return rfft_vjp(g, shape, lengths[-1], axes[-1], norm)
+
+
+def irfft_vjp(g: Any, shape: tuple[int, ...], n: Any, axis: int, norm: Any) -> Any:
+    """Adjoint of the complex ``a`` in ``np.fft.irfft(a, n, axis, norm)``.
+
+    The result is ``s * (Re a_0 + 2 sum Re(a_j e^(2 pi i j t / n)) + Re a_(n/2) (-1)^t)``; entry
+    ``j`` of the adjoint is ``w_j * ifft(g, norm)_j``, with ``w_j`` 2 for the entries that stand
+    for themselves and their conjugates, 1 for ``a_0`` and (``n`` even) ``a_(n/2)``, whose
+    imaginary parts ``irfft`` ignores (their adjoints come out real, as they should).
+    """
+    axis = axis % len(shape)
+    length = 2 * (shape[axis] - 1) if n is None else int(n)
+    half = length // 2 + 1
+    full = np.fft.ifft(g, axis=axis, norm=norm)
+    weights = np.full(half, 2.0)
+    weights[0] = 1.0
+    if length % 2 == 0:
+        weights[-1] = 1.0
+    index = [slice(None)] * full.ndim
+    index[axis] = slice(0, half)
+    ndim = full.ndim
+    spread = weights.reshape([half if k == axis else 1 for k in range(ndim)])
+    return fit_length(full[tuple(index)] * spread, shape[axis], axis)
+
+
+def irfftn_vjp(g: Any, shape: tuple[int, ...], s: Any, axes: Any, norm: Any) -> Any:
+    """Adjoint of the complex ``a`` in ``np.fft.irfftn(a, s, axes, norm)`` (``irfft2``): numpy takes
+    the complex inverse along every axis but the last, then ``irfft`` along the last."""
+    axes, s = _plan(shape, s, axes, last_half=True)
+    steps = _steps(shape, axes[:-1], s[:-1], first_axis_first=True)
+    middle = list(shape)
+    for axis, _before, after in steps:
+        middle[axis] = after
+    g = irfft_vjp(g, tuple(middle), s[-1], axes[-1], norm)
+    for axis, before, _after in reversed(steps):
+        g = fit_length(np.fft.ifft(g, axis=axis, norm=norm), before, axis)
+    return g
+
+
+def hfft_vjp(g: Any, shape: tuple[int, ...], n: Any, axis: int, norm: Any) -> Any:
+    """Adjoint of ``a`` in ``np.fft.hfft(a, n, axis, norm)``, which is ``irfft(conj(a), n, axis)``
+    with the norm's direction swapped."""
+    return np.conj(irfft_vjp(g, shape, n, axis, _SWAPPED[norm]))
+
+
+def ihfft_vjp(g: Any, shape: tuple[int, ...], n: Any, axis: int, norm: Any) -> Any:
+    """Adjoint of the real ``a`` in ``np.fft.ihfft(a, n, axis, norm)``, which is
+    ``conj(rfft(a, n, axis))`` with the norm's direction swapped."""
+    return rfft_vjp(np.conj(g), shape, n, axis, _SWAPPED[norm])

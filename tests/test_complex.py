@@ -1,0 +1,394 @@
+"""Complex numbers and ``np.fft``: every rule that takes complex arguments against finite
+differences in both real directions of each complex input, forward against reverse by the
+dot-product identity, the worked examples of docs/complex.md, autograd and JAX where they apply, and
+what is refused.
+
+The convention is autograd's and JAX's: the gradient of a real ``f`` at ``z = x + iy`` is
+``df/dx - i df/dy``; the pairing of an adjoint ``g`` with a change ``dz`` is ``Re(sum(g * dz))``.
+"""
+
+from __future__ import annotations
+
+import cmath
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ast_ad
+from ast_ad import errors, runtime
+from ast_ad.core import registry
+from ast_ad.runtime import unbroadcast
+from ast_ad.testing import tracer
+from tests.oracles import assert_fd
+from tests.rule_cases import CASES, complex_arrays, complex_numbers
+from tests.test_rules import canonical, paired, pairing, projection_error, random_like
+
+# what the rules of complex arguments are checked with: each function's real case, its float
+# arguments moved off the real line, or a case of its own below
+COMPLEX_CASES = {
+    np.imag: st.tuples(st.tuples(complex_arrays((3,))), st.just({})),
+    np.conj: st.tuples(st.tuples(complex_arrays((2, 3))), st.just({})),
+    np.angle: st.tuples(st.tuples(complex_arrays((3,), "away")), st.just({}))
+    | st.tuples(st.tuples(complex_arrays((2,), "away")), st.just({"deg": True})),
+    cmath.phase: st.tuples(st.tuples(complex_numbers("away")), st.just({})),
+    np.abs: st.tuples(st.tuples(complex_arrays((2, 2), "away")), st.just({})),
+    abs: st.tuples(st.tuples(complex_numbers("away")), st.just({})),
+}
+COMPLEX_CASES[np.absolute] = COMPLEX_CASES[np.abs]
+COMPLEX_CASES[__import__("operator").abs] = COMPLEX_CASES[abs]
+# their arguments are real by definition: the cases stay as they are
+REAL_ARGUMENTS = {complex, np.complex128, cmath.rect, np.fft.rfft, np.fft.rfftn, np.fft.rfft2,
+                  np.fft.ihfft, runtime.spectral.rfft_vjp, runtime.spectral.irfft_vjp,
+                  runtime.spectral.irfftn_vjp, runtime.spectral.hfft_vjp, runtime.real_like}
+COMPLEX_RULES = sorted(
+    (fn for fn in registry.fact_table("complex") if registry.complex_rule(fn) is not None
+     and not registry.complex_rule(fn).nondiff
+     and any(v is not None for v in registry.complex_rule(fn).vjps)),
+    key=lambda fn: f"{getattr(fn, '__module__', '')}.{getattr(fn, '__name__', fn)}",
+)
+
+
+def _name(fn) -> str:
+    return f"{getattr(fn, '__module__', '') or ''}.{getattr(fn, '__name__', fn)}"
+
+
+def complexified(value, rng):
+    """``value`` with each float array or float moved off the real line by a random imaginary
+    part (lists and tuples item by item); integers, shapes and strings stay."""
+    if isinstance(value, list):
+        return [complexified(v, rng) for v in value]
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(complexified(v, rng) for v in value)
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        return value + 0.3j * rng.standard_normal(value.shape)
+    if isinstance(value, float):
+        return complex(value, 0.3 * rng.standard_normal())
+    return value
+
+
+def complex_case(fn, data: st.DataObject):
+    if fn in COMPLEX_CASES:
+        return data.draw(COMPLEX_CASES[fn])
+    args, kwargs = data.draw(CASES[fn])
+    if fn in REAL_ARGUMENTS:
+        return args, kwargs
+    rng = np.random.default_rng(len(args))
+    return complexified(args, rng), kwargs
+
+
+def moves(arg) -> bool:
+    return isinstance(arg, (float, complex)) or (
+        isinstance(arg, np.ndarray) and arg.dtype.kind in "fc"
+    )
+
+
+def test_every_complex_rule_has_a_case() -> None:
+    missing = [_name(fn) for fn in COMPLEX_RULES if fn not in CASES and fn not in COMPLEX_CASES]
+    assert not missing, f"rules for complex arguments with no case: {missing}"
+
+
+# (a cast of a complex argument to floats drops its imaginary part, as numpy warns)
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
+@pytest.mark.parametrize("fn", COMPLEX_RULES, ids=_name)
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_complex_rule_matches_finite_differences_both_ways(fn, data: st.DataObject) -> None:
+    """Each rule for complex arguments, along the real and the imaginary direction of each complex
+    argument (the real direction alone for a real one): ``Re <vjp(u), v>`` against the derivative
+    of ``Re <u, f(x + t v)>``."""
+    rule = registry.complex_rule(fn)
+    args, kwargs = complex_case(fn, data)
+    for k, arg in enumerate(args):
+        if not moves(arg) or rule.vjp(k) in (None, registry.zero):
+            continue
+        for imaginary in (False, True) if np.iscomplexobj(arg) else (False,):
+            analytic, numeric = projection_error(rule, args, kwargs, k, seed=k, imaginary=imaginary)
+            assert math.isclose(analytic, numeric, rel_tol=1e-5, abs_tol=1e-6), (
+                k, imaginary, analytic, numeric)
+
+
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
+@pytest.mark.parametrize("fn", COMPLEX_RULES, ids=_name)
+@settings(max_examples=8, deadline=None)
+@given(data=st.data())
+def test_complex_forward_rule_is_the_reverse_rule_transposed(fn, data: st.DataObject) -> None:
+    """``Re <u, jvp(v)>`` against finite differences along a complex ``v``, and against
+    ``Re <vjp(u), v>`` (the dot-product identity with complex tangents)."""
+    rule = registry.complex_rule(fn)
+    args, kwargs = complex_case(fn, data)
+    ans = rule.fn(*args, **kwargs)
+    for k, arg in enumerate(args):
+        if not moves(arg) or rule.jvp(k) is None or rule.jvp(k) is registry.zero:
+            continue
+        rng = np.random.default_rng(k)
+        v = (rng.standard_normal(np.shape(arg)) + 1j * rng.standard_normal(np.shape(arg))
+             if np.iscomplexobj(arg) else rng.standard_normal(np.shape(arg)))
+        v = v if np.ndim(arg) else complex(v) if np.iscomplexobj(arg) else float(v)
+        u = random_like(ans, rng)
+        dot = tracer.tangent(rule, k, v, ans, args, kwargs)
+        if isinstance(ans, np.ndarray) and not np.iscomplexobj(ans):
+            assert not np.iscomplexobj(dot), "a real result's tangent is real"
+
+        def along(t: float, k: int = k, v=v, u=u) -> float:
+            shifted = list(args)
+            shifted[k] = args[k] + t * v
+            return pairing(u, canonical(rule.fn, rule.fn(*shifted, **kwargs), ans))
+        numeric = (along(1e-6) - along(-1e-6)) / 2e-6
+        analytic = paired(u, dot)
+        assert math.isclose(analytic, numeric, rel_tol=1e-5, abs_tol=1e-6), (k, analytic, numeric)
+        vjp = rule.vjp(k)
+        if vjp is not None and vjp is not registry.zero:
+            bar = runtime.real_like(unbroadcast(vjp(u, ans, *args, **kwargs), arg), arg)
+            assert math.isclose(paired(bar, v), analytic, rel_tol=1e-6, abs_tol=1e-8)
+
+
+# ---- the worked examples (docs/complex.md) -------------------------------------------------------
+def power(x):
+    return np.sum(np.abs(np.fft.fft(x)) ** 2)
+
+
+def half_power(x):
+    return np.sum(np.abs(np.fft.rfft(x)) ** 2)
+
+
+def low_pass(x, h):
+    return np.sum(np.fft.irfft(np.fft.rfft(x) * h, n=len(x)) ** 2)
+
+
+def plane_wave(a, k):
+    grid = np.linspace(0.0, 1.0, 5)
+    return np.abs(np.sum(a * np.exp(1j * k * grid))) ** 2
+
+
+def spectral_dx(u):
+    n = u.shape[0]
+    k = np.fft.fftfreq(n, 1.0 / n)
+    return np.real(np.fft.ifft2(1j * k[:, None] * np.fft.fft2(u)))
+
+
+def spectral_energy(u):
+    return np.sum(spectral_dx(u) ** 2)
+
+
+def squared_size(z):
+    return np.abs(z) ** 2
+
+
+def test_parseval_the_gradient_of_the_power_spectrum() -> None:
+    """sum |fft(x)|^2 = n sum x^2 (Parseval), so its gradient is 2 n x."""
+    x = np.random.default_rng(0).standard_normal(8)
+    value, grad = ast_ad.value_and_grad(power)(x)
+    assert value == pytest.approx(len(x) * np.sum(x * x))
+    assert grad == pytest.approx(2 * len(x) * x)
+
+
+@pytest.mark.parametrize("n", [7, 8])
+def test_the_power_of_half_a_spectrum_odd_and_even(n) -> None:
+    x = np.random.default_rng(n).standard_normal(n)
+    assert_fd(half_power, (x,), (0,), (ast_ad.grad(half_power)(x),))
+
+
+def test_a_low_pass_filter_in_the_signal_and_the_filter() -> None:
+    rng = np.random.default_rng(1)
+    x, h = rng.standard_normal(9), rng.uniform(0.0, 1.0, 5)
+    grads = ast_ad.grad(low_pass, (0, 1))(x, h)
+    assert_fd(low_pass, (x, h), (0, 1), grads)
+
+
+def test_a_plane_wave_in_its_amplitudes_and_wave_number() -> None:
+    rng = np.random.default_rng(2)
+    a, k = rng.standard_normal(5), 2.3
+    grads = ast_ad.grad(plane_wave, (0, 1))(a, k)
+    assert_fd(plane_wave, (a, k), (0, 1), grads)
+
+
+def test_a_spectral_derivative_on_a_periodic_grid() -> None:
+    """The spectral derivative of sin(x) cos(y) is cos(x) cos(y), to rounding; the gradient of its
+    energy agrees with finite differences."""
+    n = 8
+    x = np.arange(n) * 2 * np.pi / n
+    u = np.sin(x)[:, None] * np.cos(x)[None, :]
+    assert spectral_dx(u) == pytest.approx(np.cos(x)[:, None] * np.cos(x)[None, :], abs=1e-12)
+    v = np.random.default_rng(3).standard_normal((n, n))
+    assert_fd(spectral_energy, (v,), (0,), (ast_ad.grad(spectral_energy)(v),))
+
+
+def test_the_gradient_of_a_squared_size_is_twice_the_conjugate() -> None:
+    """f(z) = |z|^2 = x^2 + y^2: df/dx - i df/dy = 2x - 2iy = 2 conj(z), a number and an array."""
+    z = 1.5 - 0.5j
+    assert ast_ad.grad(squared_size)(z) == pytest.approx(2 * np.conj(z))
+    zs = np.array([1.0 + 2.0j, -0.5 + 0.25j])
+    assert ast_ad.grad(lambda z: np.sum(squared_size(z)))(zs) == pytest.approx(2 * np.conj(zs))
+
+
+def test_jvp_is_complex_linear_in_the_tangent() -> None:
+    """The tangent of |z|^2 along v is 2 Re(conj(z) v), and jvp of a complex result is linear over
+    the complex numbers."""
+    z, v = np.array([1.0 + 2.0j, -0.5 + 1.0j]), np.array([1j, 1.0])
+    _, dot = ast_ad.jvp(lambda z: np.sum(squared_size(z)), (z,), (v,))
+    assert dot == pytest.approx(2 * np.sum(np.real(np.conj(z) * v)))
+    _, spectrum = ast_ad.jvp(lambda z: np.fft.fft(z), (z,), (v * (2 - 1j),))
+    assert spectrum == pytest.approx(np.fft.fft(v) * (2 - 1j))
+
+
+def test_a_hessian_through_complex_insides() -> None:
+    """Forward over reverse through the FFT, abs and the conjugate: against differences of the
+    gradient."""
+    x = np.random.default_rng(4).standard_normal(5)
+    hessian = ast_ad.hessian(half_power)(x)
+    grad = ast_ad.grad(half_power)
+    step = 1e-5
+    columns = [(grad(x + step * e) - grad(x - step * e)) / (2 * step) for e in np.eye(5)]
+    assert hessian == pytest.approx(np.array(columns).T, rel=1e-6, abs=1e-6)
+
+
+def test_vjp_takes_and_gives_complex_cotangents() -> None:
+    """vjp of a complex-valued function: the cotangent's pairing with J v is the real part of
+    <J^T g, v>."""
+    rng = np.random.default_rng(5)
+    z = rng.standard_normal(6) + 1j * rng.standard_normal(6)
+    g = rng.standard_normal(6) + 1j * rng.standard_normal(6)
+    v = rng.standard_normal(6) + 1j * rng.standard_normal(6)
+    out, back = ast_ad.vjp(lambda z: np.fft.fft(np.conj(z) * z[::-1]), z)
+    (z_bar,) = back(g)
+    _, dot = ast_ad.jvp(lambda z: np.fft.fft(np.conj(z) * z[::-1]), (z,), (v,))
+    assert np.real(np.sum(z_bar * v)) == pytest.approx(np.real(np.sum(g * dot)))
+
+
+# ---- the tracer, autograd and JAX as oracles -----------------------------------------------------
+EXAMPLES = [(power, (np.linspace(-1.0, 2.0, 6),)), (half_power, (np.linspace(-1.0, 2.0, 6),)),
+            (low_pass, (np.linspace(-1.0, 2.0, 6), np.array([1.0, 0.5, 0.25, 0.1])))]
+
+
+@pytest.mark.parametrize("fn, args", EXAMPLES, ids=lambda v: getattr(v, "__name__", ""))
+def test_the_tracer_agrees(fn, args) -> None:
+    argnums = tuple(range(len(args)))
+    grads = ast_ad.grad(fn, argnums)(*args)
+    traced = tracer.grad(fn, argnums)(*args)
+    for a, b in zip(grads, traced, strict=True):
+        assert a == pytest.approx(b, rel=1e-12, abs=1e-12)
+
+
+def test_autograd_agrees_where_it_differentiates() -> None:
+    import autograd
+    import autograd.numpy as anp
+
+    x = np.linspace(-1.0, 2.0, 6)
+    z = x + 1j * x[::-1]
+    pairs = [
+        (power, lambda x: anp.sum(anp.abs(anp.fft.fft(x)) ** 2), x),
+        (half_power, lambda x: anp.sum(anp.abs(anp.fft.rfft(x)) ** 2), x),
+        (lambda z: np.sum(np.abs(np.exp(1j * z) + np.conj(z) * 2.0) ** 2),
+         lambda z: anp.sum(anp.abs(anp.exp(1j * z) + anp.conj(z) * 2.0) ** 2), z),
+        (lambda z: np.sum(np.angle(z) * np.imag(z) + np.real(z) ** 3),
+         lambda z: anp.sum(anp.angle(z) * anp.imag(z) + anp.real(z) ** 3), z),
+    ]
+    for mine, theirs, at in pairs:
+        assert ast_ad.grad(mine)(at) == pytest.approx(autograd.grad(theirs)(at), rel=1e-10)
+
+
+def test_jax_agrees() -> None:
+    """Against jax.grad in 64-bit floats, where JAX is installed (the test extra installs it)."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    x = np.linspace(-1.0, 2.0, 7)
+    z = x + 1j * x[::-1]
+    h = np.array([1.0, 0.5, 0.25, 0.1])
+    pairs = [
+        (power, lambda x: jnp.sum(jnp.abs(jnp.fft.fft(x)) ** 2), (x,)),
+        (half_power, lambda x: jnp.sum(jnp.abs(jnp.fft.rfft(x)) ** 2), (x,)),
+        (lambda x: low_pass(x, h),
+         lambda x: jnp.sum(jnp.fft.irfft(jnp.fft.rfft(x) * h, n=len(x)) ** 2), (x,)),
+        (lambda z: np.sum(np.abs(np.fft.ifft(z, norm="ortho") * np.conj(z)) ** 2),
+         lambda z: jnp.sum(jnp.abs(jnp.fft.ifft(z, norm="ortho") * jnp.conj(z)) ** 2), (z,)),
+        (lambda z: np.sum(np.fft.hfft(z, n=9) ** 2),
+         lambda z: jnp.sum(jnp.fft.hfft(z, n=9) ** 2), (z,)),
+        (lambda x: np.sum(np.abs(np.fft.fftn(np.reshape(x, (7, 1)), s=(9, 2), axes=(0, 1))) ** 3),
+         lambda x: jnp.sum(jnp.abs(jnp.fft.fftn(jnp.reshape(x, (7, 1)), s=(9, 2), axes=(0, 1)))
+                           ** 3), (x,)),
+    ]
+    for mine, theirs, at in pairs:
+        expected = np.asarray(jax.grad(theirs)(*at))  # the same convention: df/dx - i df/dy
+        assert ast_ad.grad(mine)(*at) == pytest.approx(expected, rel=1e-9, abs=1e-9)
+
+
+# ---- what is refused ---------------------------------------------------------------------------
+def sign_of_complex(z):
+    return np.sum(np.real(np.sign(z)))
+
+
+def larger_of_complex(z):
+    return np.sum(np.real(np.maximum(z, 0.5j)))
+
+
+def emath_root(x):
+    return np.sum(np.real(np.emath.sqrt(x)))
+
+
+def complex_out(z):
+    return np.sum(z * z)
+
+
+@pytest.mark.parametrize("fn, match", [
+    (sign_of_complex, "np.sign of a complex argument 1 has no derivative"),
+    (larger_of_complex, "np.maximum has no rule for complex arguments"),
+])
+def test_a_function_without_complex_rules_is_refused_at_its_line(fn, match) -> None:
+    z = np.array([1.0 + 1.0j, -2.0 + 0.5j])
+    with pytest.raises(errors.MissingRuleError, match=match) as info:
+        ast_ad.grad(fn)(z)
+    assert f"{__file__}:" in str(info.value)
+
+
+def test_emath_is_refused() -> None:
+    with pytest.raises(errors.UnsupportedSyntaxError, match="emath"):
+        ast_ad.grad(emath_root)(np.array([1.0, -1.0]))
+
+
+def test_grad_of_a_complex_result_says_what_to_return() -> None:
+    with pytest.raises(errors.NonScalarOutputError, match="returned a complex one"):
+        ast_ad.grad(complex_out)(np.array([1.0 + 1.0j]))
+
+
+def test_complex_values_inside_a_container_argument_are_refused() -> None:
+    with pytest.raises(errors.NonDifferentiableArgumentError, match="holding complex values"):
+        ast_ad.grad(lambda zs: np.sum(np.abs(zs[0])))([np.array([1j])])
+
+
+def test_a_complex_tangent_of_a_real_argument_is_refused() -> None:
+    with pytest.raises(errors.ASTADError, match="tangent of argument 0 is complex"):
+        ast_ad.jvp(half_power, (np.ones(4),), (np.ones(4) * 1j,))
+
+
+def test_abs_and_angle_at_zero_and_abs_at_infinity() -> None:
+    """At 0, |z| and angle(z) take the gradient 0 (the least subgradient, as the real abs's
+    sign(0)); at an infinite z, |z| moves along the infinite parts' direction."""
+    zs = np.array([0j, complex(np.inf, 0.0), complex(-np.inf, np.inf)])
+    grad = ast_ad.grad(lambda z: np.sum(np.abs(z)))(zs)
+    assert grad[0] == 0
+    assert grad[1] == pytest.approx(1.0)
+    assert grad[2] == pytest.approx(np.conj(complex(-1.0, 1.0)) / np.sqrt(2.0))
+    assert ast_ad.grad(lambda z: np.sum(np.angle(z)))(np.array([0j])) == pytest.approx([0.0])
+
+
+def test_sqrt_on_the_branch_cut_follows_numpy() -> None:
+    """numpy's sqrt takes the upper side of its cut (the negative real axis): sqrt(-4 + 0j) = 2j,
+    and the derivative is that of the branch numpy computes, 1 / (2 sqrt(z)) = -0.25j."""
+    grad = ast_ad.grad(lambda z: np.real(np.sqrt(z) * 1j))(-4.0 + 0.0j)
+    assert grad == pytest.approx(np.conj(1j / (2 * np.sqrt(-4.0 + 0.0j))))
+
+
+# ---- the fact the analysis gives ---------------------------------------------------------------
+def test_real_code_takes_no_complex_step() -> None:
+    """A function without complex values is transformed as before: no real parts taken."""
+    text = ast_ad.source(ast_ad.grad(lambda x: np.sum(np.sin(x) * x)))
+    assert "real_like" not in text
+
+
+def test_a_real_argument_takes_the_real_part_of_a_complex_contribution() -> None:
+    text = ast_ad.source(ast_ad.grad(half_power))
+    assert "real_like(" in text and "rfft_vjp(" in text
