@@ -1,7 +1,7 @@
 """Time the primal, ast_ad's gradient and autograd's gradient on the same functions, interleaved.
 
-    python examples/benchmark.py [--quick] [gradients | second-order | compiled | checkpointing |
-    startup]
+    python examples/benchmark.py [--quick] [gradients | spectral | second-order | compiled |
+    checkpointing | startup]
 
 (any of those: that table alone; ``startup`` includes the
 transform's time against length.)
@@ -628,6 +628,7 @@ def workloads():
 
 def main(repeat: int) -> None:
     gradients(repeat)
+    spectral(repeat)
     startup()
     transform_times()
     second_order(repeat)
@@ -766,6 +767,55 @@ def jax_beside(repeat: int) -> None:
         )
 
 
+def power_spectrum(x):
+    """The power of a signal's spectrum (issue 42's benchmark)."""
+    return np.sum(np.abs(np.fft.rfft(x)) ** 2)
+
+
+def low_pass(x, h):
+    """The energy of a signal passed through a filter ``h`` of its spectrum."""
+    return np.sum(np.fft.irfft(np.fft.rfft(x) * h, n=len(x)) ** 2)
+
+
+def spectral(repeat: int) -> None:
+    """Gradients through np.fft at n = 2^16: the primal, ast_ad's gradient, autograd's, and JAX's
+    (eager and under jax.jit, compile apart), side by side."""
+    try:
+        import autograd
+    except ImportError:
+        autograd = None
+    jax, jnp = _jax()
+    n = 2**16
+    signal = rng.standard_normal(n)
+    response = np.exp(-np.arange(n // 2 + 1) / 500.0)
+    header = (
+        f"{'np.fft, n = 2^16':28} {'primal':>10} {'ast_ad':>10} {'autograd':>10} "
+        f"{'jax.jit':>10} {'grad/primal':>12} {'vs jax.jit':>12}"
+    )
+    _table(header)
+    for name, fn, argnums, args in (
+        ("power spectrum", power_spectrum, (0,), (signal,)),
+        ("low-pass filter (x and h)", low_pass, (0, 1), (signal, response)),
+    ):
+        fns = [fn, ast_ad.grad(fn, argnums)]
+        if autograd is not None:
+            fns.append(autograd.grad(with_autograd_numpy(fn), argnums))
+        jitted = None
+        if jax is not None:
+            jitted = jax.jit(jax.grad(with_namespace(fn, jnp), argnums))
+            jax.block_until_ready(jitted(*args))
+            fns.append(lambda *a, f=jitted: jax.block_until_ready(f(*a)))
+        times = side_by_side(fns, args, rounds=repeat + 2)
+        p, o = times[0], times[1]
+        t = times[2] if autograd is not None else None
+        j = times[-1] if jitted is not None else None
+        versus = "n/a" if j is None else f"{j / o:.1f}x faster" if j > o else f"{o / j:.1f}x slower"
+        print(
+            f"{name:28} {_fmt(p):>10} {_fmt(o):>10} {_fmt(t):>10} {_fmt(j):>10} "
+            f"{o / p:>11.1f}x {versus:>12}"
+        )
+
+
 def element_loop_memory() -> dict[str, tuple[int, int]]:
     """Peak memory (bytes, by ``tracemalloc``) of the element loop's gradient at 3,000 and 12,000
     entries: ast_ad's, the hand-written one with a tape, and the hand-written one that keeps ``y``
@@ -880,6 +930,8 @@ if __name__ == "__main__":
         second_order(repeat)
     elif "compiled" in sys.argv:
         compiled(repeat)
+    elif "spectral" in sys.argv:
+        spectral(repeat)
     elif "startup" in sys.argv:
         startup()
         transform_times()

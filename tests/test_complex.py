@@ -392,3 +392,59 @@ def test_real_code_takes_no_complex_step() -> None:
 def test_a_real_argument_takes_the_real_part_of_a_complex_contribution() -> None:
     text = ast_ad.source(ast_ad.grad(half_power))
     assert "real_like(" in text and "rfft_vjp(" in text
+
+
+def test_dask_arrays_stay_lazy_through_the_fft() -> None:
+    """dask.array's fft runs lazily along an axis of one chunk: the gradient is a dask array with
+    numpy's values; along an axis of several chunks dask itself refuses, as it does for the
+    function."""
+    da = pytest.importorskip("dask.array")
+    x = np.linspace(-1.0, 2.0, 8)
+    grad = ast_ad.grad(power)(da.from_array(x, chunks=8))
+    assert isinstance(grad, da.Array)
+    assert np.allclose(grad.compute(), 2 * len(x) * x)
+    with pytest.raises(ValueError, match="single chunk"):
+        power(da.from_array(x, chunks=4)).compute()
+    with pytest.raises(ValueError, match="single chunk"):
+        ast_ad.grad(power)(da.from_array(x, chunks=4))
+
+
+# ---- holomorphic=True ----------------------------------------------------------------------------
+def cubic_and_exp(z):
+    return z**3 + np.exp(z)
+
+
+def sine_sum(z):
+    return np.sum(np.sin(z) * z)
+
+
+def spectrum_entry(z):
+    return np.fft.fft(np.array([z, 2 * z, z * z]))[1]
+
+
+def conjugate_product(z):
+    return np.conj(z) * z
+
+
+def test_holomorphic_derivatives_are_the_complex_derivative() -> None:
+    z = 0.5 + 1.0j
+    assert ast_ad.grad(cubic_and_exp, holomorphic=True)(z) == pytest.approx(3 * z**2 + np.exp(z))
+    zs = np.array([0.5 + 1.0j, -1.0 + 0.2j])
+    assert ast_ad.grad(sine_sum, holomorphic=True)(zs) == pytest.approx(
+        np.sin(zs) + zs * np.cos(zs)
+    )
+    w = np.exp(-2j * np.pi / 3)
+    assert ast_ad.grad(spectrum_entry, holomorphic=True)(z) == pytest.approx(
+        1 + 2 * w + 2 * z * w**2
+    )
+    # jvp along 1 is the same derivative
+    _, dot = ast_ad.jvp(cubic_and_exp, (z,), (1.0 + 0j,))
+    assert dot == pytest.approx(3 * z**2 + np.exp(z))
+
+
+def test_holomorphic_refuses_a_function_that_is_not() -> None:
+    """|z|^2 = conj(z) z has no complex derivative away from 0: refused, not given a number."""
+    with pytest.raises(errors.ASTADError, match="not holomorphic in argument 0"):
+        ast_ad.grad(conjugate_product, holomorphic=True)(0.5 + 1.0j)
+    with pytest.raises(errors.ASTADError, match="returns a complex number"):
+        ast_ad.grad(squared_size, holomorphic=True)(0.5 + 1.0j)

@@ -67,10 +67,12 @@ Jit = Literal["numba"] | None
 # otherwise ``Any``.
 @overload
 def grad(fun: Callable[Concatenate[A, P], Any], argnums: Literal[0] = 0, *, jit: Jit = None,
-         checkpoints: int | None = None) -> Gradient[Concatenate[A, P], A]: ...
+         checkpoints: int | None = None,
+         holomorphic: bool = False) -> Gradient[Concatenate[A, P], A]: ...
 @overload
 def grad(fun: Callable[Concatenate[A0, A, P], Any], argnums: Literal[1], *, jit: Jit = None,
-         checkpoints: int | None = None) -> Gradient[Concatenate[A0, A, P], A]: ...
+         checkpoints: int | None = None,
+         holomorphic: bool = False) -> Gradient[Concatenate[A0, A, P], A]: ...
 @overload
 def grad(
     fun: Callable[Concatenate[A, B, P], Any],
@@ -78,20 +80,24 @@ def grad(
     *,
     jit: Jit = None,
     checkpoints: int | None = None,
+    holomorphic: bool = False,
 ) -> Gradient[Concatenate[A, B, P], tuple[A, B]]: ...
 @overload
 def grad(fun: Callable[P, Any], argnums: int = 0, *, jit: Jit = None,
-         checkpoints: int | None = None) -> Gradient[P, Any]: ...
+         checkpoints: int | None = None, holomorphic: bool = False) -> Gradient[P, Any]: ...
 @overload
 def grad(fun: Callable[P, Any], argnums: tuple[int, ...], *, jit: Jit = None,
-         checkpoints: int | None = None) -> Gradient[P, tuple[Any, ...]]: ...
+         checkpoints: int | None = None,
+         holomorphic: bool = False) -> Gradient[P, tuple[Any, ...]]: ...
 @overload
 def grad(
-    fun: None = None, argnums: Literal[0] = 0, *, jit: Jit = None, checkpoints: int | None = None
+    fun: None = None, argnums: Literal[0] = 0, *, jit: Jit = None, checkpoints: int | None = None,
+    holomorphic: bool = False,
 ) -> Callable[[Callable[Concatenate[A, P], Any]], Gradient[Concatenate[A, P], A]]: ...
 @overload
 def grad(fun: None = None, argnums: int | tuple[int, ...] = 0, *, jit: Jit = None,
-         checkpoints: int | None = None) -> Callable[[Callable[P, Any]], Gradient[P, Any]]: ...
+         checkpoints: int | None = None,
+         holomorphic: bool = False) -> Callable[[Callable[P, Any]], Gradient[P, Any]]: ...
 
 
 def grad(
@@ -100,6 +106,7 @@ def grad(
     *,
     jit: Jit = None,
     checkpoints: int | None = None,
+    holomorphic: bool = False,
 ) -> Any:
     """The gradient of scalar-valued ``fun`` with respect to the argument(s) at ``argnums``.
 
@@ -120,12 +127,22 @@ def grad(
     taping every step. The gradient is the same, to the bit. The generated code says above each loop
     whether it is checkpointed, and if not, why (a ``while`` loop, a ``break``, a ``print``, an
     in-place write, a call without a rule).
+
+    ``holomorphic=True`` takes the complex derivative ``f'(z)`` of a function that returns a complex
+    number (JAX's spelling): the adjoint pass seeded with 1, and checked at the point against a
+    second one seeded with ``-1j`` (the Cauchy-Riemann equations); a function that is not
+    holomorphic there is refused, not given a number.
     """
     if fun is None:
         def decorate(fun: Callable[P, Any]) -> Gradient[P, Any]:
-            return Gradient(fun, argnums, with_value=False, jit=jit, checkpoints=checkpoints)
+            return Gradient(
+                fun, argnums, with_value=False, jit=jit, checkpoints=checkpoints,
+                holomorphic=holomorphic,
+            )
         return decorate
-    return Gradient(fun, argnums, with_value=False, jit=jit, checkpoints=checkpoints)
+    return Gradient(
+        fun, argnums, with_value=False, jit=jit, checkpoints=checkpoints, holomorphic=holomorphic
+    )
 
 
 @overload
@@ -195,7 +212,7 @@ class Gradient(Generic[P, R]):
     __qualname__: str  # the function's own, as are __name__, __doc__ and __module__
 
     def __init__(self, fun: Callable[P, Any], argnums: int | tuple[int, ...], with_value: bool,
-                 jit: Jit = None, checkpoints: int | None = None):
+                 jit: Jit = None, checkpoints: int | None = None, holomorphic: bool = False):
         if jit not in (None, "numba"):
             raise ASTADError(
                 f'jit={jit!r}: the compiler ast_ad knows is jit="numba" (or leave jit out)'
@@ -210,6 +227,12 @@ class Gradient(Generic[P, R]):
         self.fun, self.bound_self = _unbind(fun)
         # a derivative of something ast_ad made
         self.transformed = getattr(self.fun, "composable", False)
+        self.holomorphic = bool(holomorphic)
+        if self.holomorphic and (self.transformed or jit is not None):
+            raise ASTADError(
+                "holomorphic=True takes the derivative of a plain function, not compiled: leave "
+                "jit= out, and differentiate the function itself, not a derivative of it"
+            )
         if self.transformed and self.checkpoints is not None:
             raise ASTADError(
                 "checkpoints= applies to the gradient of a plain function: a derivative of a "
@@ -341,12 +364,37 @@ class Gradient(Generic[P, R]):
             out, grads = run(*args)
         except Exception as exc:
             self.failed(exc, args, loaded)
+        if self.holomorphic:
+            self.check_holomorphic(out, grads, run(*args, -1j)[1])
         return self.finish(out, grads, args)
 
+    def check_holomorphic(self, out: Any, grads: Any, turned: Any) -> None:
+        """Refuse ``holomorphic=True`` where the function is not: the adjoint pass seeded with
+        ``-1j`` gives ``-1j`` times the one seeded with 1 exactly where the Cauchy-Riemann
+        equations hold (``d Re f / dx = d Im f / dy``, ``d Re f / dy = -d Im f / dx``)."""
+        if not (np.ndim(out) == 0 and np.iscomplexobj(out)):
+            raise ASTADError(
+                f"holomorphic=True needs a function that returns a complex number, but "
+                f"{self.__qualname__} returned {type(out).__name__} {out!r}"
+            )
+        parts = (grads,) if self.single else grads
+        turned_parts = (turned,) if self.single else turned
+        for k, g, h in zip(self.positions, parts, turned_parts, strict=True):
+            if not np.allclose(h, -1j * np.asarray(g), rtol=1e-9, atol=1e-12):
+                raise ASTADError(
+                    f"{self.__qualname__} is not holomorphic in argument {k} at this point (its "
+                    "real and imaginary parts do not meet the Cauchy-Riemann equations: it reads "
+                    "a conjugate, an absolute value or a real part), so it has no complex "
+                    "derivative; differentiate a real function of it (np.abs(f(z)) ** 2) without "
+                    "holomorphic=True"
+                )
+
     def finish(self, out: Any, grads: Any, args: tuple[Any, ...]) -> Any:
-        """The generated code's ``(out, grads)``, its value checked to be a scalar, its gradient
-        shaped."""
-        if type(out) not in PLAIN_FLOATS and not _is_scalar(out):
+        """The generated code's ``(out, grads)``, its value checked to be a scalar (a complex one,
+        for ``holomorphic=True``), its gradient shaped."""
+        if type(out) not in PLAIN_FLOATS and not _is_scalar(out) and not (
+            self.holomorphic and np.ndim(out) == 0
+        ):
             raise self.non_scalar(out)
         return self.shape(out, grads, args)
 
@@ -383,6 +431,11 @@ class Gradient(Generic[P, R]):
     # ---- composition (see ``compose``) -----------------------------------------------------------
     def lowered(self, args: tuple[Any, ...]) -> Lowered:
         """This gradient at ``args`` as generated code that ast_ad can transform again."""
+        if self.holomorphic:
+            raise ASTADError(
+                "a holomorphic=True gradient cannot be differentiated again yet: take the complex "
+                "derivative by jvp with the tangent 1.0, which composes"
+            )
 
         if self.bound_self is not None:
             args = (self.bound_self, *args)

@@ -21,6 +21,7 @@ True
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -47,18 +48,19 @@ def unit(z: Any) -> Any:
     direction of an infinite entry's infinite parts at infinity."""
     z = np.asarray(z)
     size = np.abs(z)
-    finite = np.isfinite(size)
-    safe = np.where((size == 0) | ~finite, 1.0, size)
-    with np.errstate(invalid="ignore"):  # an infinite entry's quotient is replaced below
-        out = np.where(size == 0, 0.0, z / safe)
-    if not finite.all():
+    with np.errstate(divide="ignore", invalid="ignore"):  # (0 and infinity: put right below)
+        out = z / size
+    special = (size == 0) | np.isinf(size)
+    if special.any() and not np.iscomplexobj(z):
+        out = np.where(special, np.sign(z), out)  # a real number's sign: 0 at 0
+    elif special.any():
         re, im = np.real(z), np.imag(z)
         direction = np.where(np.isinf(re), np.sign(re), 0.0) + 1j * np.where(
             np.isinf(im), np.sign(im), 0.0
         )
         length = np.abs(direction)
         direction = direction / np.where(length == 0, 1.0, length)
-        out = np.where(finite, out, direction)
+        out = np.where(special, direction, out)  # (0 at 0: no infinite part there)
     return out if out.ndim else out[()]
 
 
@@ -84,7 +86,9 @@ def inverse_or_zero(z: Any) -> Any:
 
 
 # ---- np.fft ------------------------------------------------------------------------------------
-_SWAPPED = {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}
+_SWAPPED: dict[Any, Any] = {
+    None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"
+}
 
 
 def fit_length(a: Any, length: int, axis: int) -> Any:
@@ -170,12 +174,45 @@ def fftn_vjp(g: Any, shape: tuple[int, ...], s: Any, axes: Any, norm: Any, inver
     return g
 
 
+# the scale of each norm's forward transform
+def _scale(norm: Any, length: int) -> float:
+    """The scale of ``norm``'s forward transform of ``length`` entries."""
+    if norm == "forward":
+        return 1.0 / length
+    return 1.0 / math.sqrt(length) if norm == "ortho" else 1.0
+
+
+def _hermitian_weights(length: int, axis: int, ndim: int) -> Any:
+    """The weights of ``irfft``'s half spectrum along ``axis``: 2 for an entry that stands for
+    itself and its conjugate, 1 for the first and (``length`` even) the last."""
+    half = length // 2 + 1
+    weights = np.full(half, 2.0)
+    weights[0] = 1.0
+    if length % 2 == 0:
+        weights[-1] = 1.0
+    return weights.reshape([half if k == axis else 1 for k in range(ndim)])
+
+
 def rfft_vjp(g: Any, shape: tuple[int, ...], n: Any, axis: int, norm: Any) -> Any:
     """Adjoint of the real ``a`` in ``np.fft.rfft(a, n, axis, norm)``: the real part of the full
-    transform of ``g`` padded with zeros to ``n`` (the rows ``rfft`` keeps), fitted back."""
+    transform of ``g`` padded with zeros to ``n`` (the rows ``rfft`` keeps), fitted back.
+
+    That real part, ``Re(sum_k g_k e^(-2 pi i j k / n))``, is one ``irfft`` (half the work of the
+    full transform): of ``conj(g)`` with the entries that ``irfft`` counts twice halved.
+    """
     axis = axis % len(shape)
     length = shape[axis] if n is None else int(n)
-    return np.real(fit_length(np.fft.fft(g, n=length, axis=axis, norm=norm), shape[axis], axis))
+    half = length // 2 + 1
+    if np.shape(g)[axis] != half:  # (not a spectrum rfft gave: the general way)
+        full = np.fft.fft(g, n=length, axis=axis, norm=norm)
+        return np.real(fit_length(full, shape[axis], axis))
+    halved = np.conj(g) * 0.5
+    ends = [slice(None)] * halved.ndim
+    ends[axis] = slice(0, half, max(half - 1, 1)) if length % 2 == 0 else slice(0, 1)
+    halved[tuple(ends)] *= 2.0  # the first entry and (length even) the last stand for themselves
+    out = np.fft.irfft(halved, n=length, axis=axis, norm="forward")
+    scale = _scale(norm, length)
+    return fit_length(out if scale == 1.0 else out * scale, shape[axis], axis)
 
 
 def rfftn_vjp(g: Any, shape: tuple[int, ...], s: Any, axes: Any, norm: Any) -> Any:
@@ -194,21 +231,21 @@ def irfft_vjp(g: Any, shape: tuple[int, ...], n: Any, axis: int, norm: Any) -> A
     The result is ``s * (Re a_0 + 2 sum Re(a_j e^(2 pi i j t / n)) + Re a_(n/2) (-1)^t)``; entry
     ``j`` of the adjoint is ``w_j * ifft(g, norm)_j``, with ``w_j`` 2 for the entries that stand
     for themselves and their conjugates, 1 for ``a_0`` and (``n`` even) ``a_(n/2)``, whose
-    imaginary parts ``irfft`` ignores (their adjoints come out real, as they should).
+    imaginary parts ``irfft`` ignores (their adjoints come out real, as they should). For a real
+    ``g`` (the adjoint of the real result), the first half of ``ifft(g)`` is ``conj(rfft(g))``
+    scaled: half the work.
     """
     axis = axis % len(shape)
     length = 2 * (shape[axis] - 1) if n is None else int(n)
-    half = length // 2 + 1
-    full = np.fft.ifft(g, axis=axis, norm=norm)
-    weights = np.full(half, 2.0)
-    weights[0] = 1.0
-    if length % 2 == 0:
-        weights[-1] = 1.0
-    index = [slice(None)] * full.ndim
-    index[axis] = slice(0, half)
-    ndim = full.ndim
-    spread = weights.reshape([half if k == axis else 1 for k in range(ndim)])
-    return fit_length(full[tuple(index)] * spread, shape[axis], axis)
+    weights = _hermitian_weights(length, axis, len(shape))
+    if np.iscomplexobj(g):
+        full = np.fft.ifft(g, axis=axis, norm=norm)
+        index = [slice(None)] * full.ndim
+        index[axis] = slice(0, length // 2 + 1)
+        spectrum = full[tuple(index)]
+    else:  # the inverse transform's scale is the forward one's of the other direction
+        spectrum = np.conj(np.fft.rfft(g, axis=axis, norm=_SWAPPED[norm]))
+    return fit_length(spectrum * weights, shape[axis], axis)
 
 
 def irfftn_vjp(g: Any, shape: tuple[int, ...], s: Any, axes: Any, norm: Any) -> Any:
