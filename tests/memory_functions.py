@@ -679,3 +679,23 @@ def damps_a_local(x):
 
 def fill_elsewhere(a, v):
     a[0] = v * 2.0  # returns nothing
+
+
+def halve(a):
+    a *= 0.5
+    return a
+
+
+def item_of_a_list_made_in_a_loop_that_may_not_run(x0, n):
+    """``x0`` may be the list's last item, a view whose recipe (the list's length) the loop binds;
+    after a loop of no steps, the write's check finds no view."""
+    k = 0
+    while k < n:
+        k += 1
+        items = []
+        for j in range(2):
+            items.append(x0 * j)
+        x0 = items[-1]
+    x0 = np.sin(x0)
+    x0 = halve(x0)
+    return x0

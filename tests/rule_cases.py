@@ -1121,6 +1121,9 @@ def _spectral() -> dict:
         runtime.unit: case(arrays((3,), "away")) | case(complex_arrays((3,), "away")),
         runtime.inverse_or_zero: case(arrays((3,), "away")) | case(complex_arrays((3,), "away")),
         np.angle: case(arrays((3,), "away")) | case(arrays((2,), "away"), deg=True),
+        runtime.abs_vjp: st.tuples(arrays((3,)), complex_arrays((3,), "away")).flatmap(
+            lambda p: case(p[0], p[1], np.abs(p[1]))
+        ),
         runtime.real_like: case(complex_arrays((3,)), arrays((3,)))
         | case(complex_arrays((3,)), complex_arrays((3,))),
         cmath.exp: case(complex_numbers()) | case(floats()),
@@ -1136,6 +1139,9 @@ def _spectral() -> dict:
         cmath.asin: case(complex_numbers("unit")),
         cmath.acos: case(complex_numbers("unit")),
         cmath.atan: case(complex_numbers("unit")),
+        cmath.asinh: case(complex_numbers("unit")),
+        cmath.acosh: case(complex_numbers("pos").map(lambda z: z + 2.0)),
+        cmath.atanh: case(complex_numbers("unit").map(lambda z: z * 0.5)),
         cmath.rect: case(floats("pos"), floats()),
         cmath.phase: case(floats("away")),
         np.fft.fft: transform(arrays) | transform(complex_arrays),

@@ -37,6 +37,12 @@ COMPLEX_CASES = {
     np.abs: st.tuples(st.tuples(complex_arrays((2, 2), "away")), st.just({})),
     abs: st.tuples(st.tuples(complex_numbers("away")), st.just({})),
 }
+COMPLEX_CASES[np.linalg.slogdet] = st.tuples(
+    st.tuples(complex_arrays((3, 3)).map(lambda m: m + 3.0 * np.eye(3))), st.just({})
+)
+COMPLEX_CASES[runtime.abs_vjp] = st.tuples(
+    complex_arrays((3,)), complex_arrays((3,), "away")
+).map(lambda p: ((p[0], p[1], np.abs(p[1])), {}))
 COMPLEX_CASES[np.absolute] = COMPLEX_CASES[np.abs]
 COMPLEX_CASES[__import__("operator").abs] = COMPLEX_CASES[abs]
 # their arguments are real by definition: the cases stay as they are
@@ -448,3 +454,24 @@ def test_holomorphic_refuses_a_function_that_is_not() -> None:
         ast_ad.grad(conjugate_product, holomorphic=True)(0.5 + 1.0j)
     with pytest.raises(errors.ASTADError, match="returns a complex number"):
         ast_ad.grad(squared_size, holomorphic=True)(0.5 + 1.0j)
+
+
+def log_size_and_turn(a):
+    sign, log_size = np.linalg.slogdet(a * (1.0 + 0.5j) + np.eye(2))
+    return log_size + np.imag(sign) * 0.7
+
+
+def test_slogdet_of_a_complex_matrix_and_its_hessian() -> None:
+    """The sign turns and the log of the size moves: the gradient against finite differences, and
+    the Hessian (a helper's function derived on its own, told its argument is complex) against
+    differences of the gradient."""
+    a = np.array([[1.0, 0.2], [0.1, 1.3]])
+    grad = ast_ad.grad(log_size_and_turn)
+    assert_fd(log_size_and_turn, (a,), (0,), (grad(a),))
+    hessian = ast_ad.hessian(log_size_and_turn)(a)
+    step = 1e-5
+    for i, j in np.ndindex(2, 2):
+        e = np.zeros((2, 2))
+        e[i, j] = step
+        column = (grad(a + e) - grad(a - e)) / (2 * step)
+        assert hessian[:, :, i, j] == pytest.approx(column, rel=1e-6, abs=1e-7)

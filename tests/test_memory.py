@@ -330,3 +330,15 @@ def test_a_closure_whose_cell_is_set_again_is_derived_again(tmp_path, monkeypatc
         value, grads = gradient(X.copy())
         assert value == cells.f(X.copy())
         assert_fd(lambda v: cells.f(np.copy(v)), (X,), (0,), (grads,))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_a_view_recipe_bound_in_a_loop_of_no_steps_is_bound_before_it(n) -> None:
+    """Forward and reverse mode, the loop run for none, one and two steps: Python's value, and the
+    derivative of finite differences (once an UnboundLocalError of forward mode where it ran
+    none)."""
+    fun = mf.item_of_a_list_made_in_a_loop_that_may_not_run
+    value, dot = ast_ad.jvp(lambda x: fun(x, n), (0.7,), (1.0,))
+    assert value == fun(0.7, n)
+    assert_fd(lambda x: fun(x, n), (0.7,), (0,), (dot,))
+    assert ast_ad.grad(fun)(0.7, n) == pytest.approx(dot)

@@ -36,7 +36,13 @@ from typing import Any
 import numpy as np
 
 from ast_ad.analysis.activity import at_line
-from ast_ad.analysis.kinds import COMPLEX_NUMBER, RANKED, Kinds, label_is_complex
+from ast_ad.analysis.kinds import (
+    COMPLEX_NUMBER,
+    COMPLEX_UNKNOWN,
+    RANKED,
+    Kinds,
+    label_is_complex,
+)
 from ast_ad.core import registry
 from ast_ad.errors import MissingRuleError
 from ast_ad.ir import nodes as ir
@@ -213,6 +219,8 @@ def complex_labels(
             out.append(COMPLEX_NUMBER)
         elif label >= RANKED and (label // RANKED - 1) % 3 == 1:  # a float array's: complex
             out.append(label + RANKED)
+        elif 0 <= label < COMPLEX_UNKNOWN:  # an array of which nothing more is known
+            out.append(label + COMPLEX_UNKNOWN)
         else:
             raise at_line(
                 MissingRuleError,
@@ -248,3 +256,50 @@ def check_complex(function: ir.Function, complexes: frozenset[str], active: set[
                 and found.jvps[k:k + 1] in ((), (None,))
             ):
                 raise no_complex_rule(stmt, k)
+
+
+def surely_complex(function: ir.Function, complexes: frozenset[str]) -> frozenset[str]:
+    """The names every binding of which is complex: made by a function that makes complex values
+    (``np.fft.rfft``), a complex constant, a copy of such a name, or a holomorphic elementwise
+    function (``registry.def_complex`` without rules of its own) of such a name, whose result keeps
+    its dtype. A real argument's contribution needs no real part taken where it is one of these
+    (reverse mode leaves ``real_like`` out)."""
+    if not complexes:
+        return frozenset()
+    bindings: dict[str, list[ir.Stmt]] = {}
+    for stmt in ir.walk(function.body):
+        for name in ir.defined(stmt):
+            if name in complexes:
+                bindings.setdefault(name, []).append(stmt)
+    sure = {name for name in bindings if name not in function.params}
+    changed = True
+    while changed:  # (a greatest fixpoint: drop the names one of whose bindings may be real)
+        changed = False
+        for name in list(sure):
+            if not all(_gives_complex(stmt, sure) for stmt in bindings[name]):
+                sure.discard(name)
+                changed = True
+    return frozenset(sure)
+
+
+def _gives_complex(stmt: ir.Stmt, sure: set[str]) -> bool:
+    if not isinstance(stmt, ir.Assign):
+        return False
+    value = stmt.value
+    if isinstance(value, ir.Var):
+        return value.name in sure
+    if isinstance(value, ir.Const):
+        return isinstance(value.value, (complex, np.complexfloating))
+    if not isinstance(value, ir.Call):
+        return False
+    fn = value.fn.obj
+    if registry.makes_complex(fn):
+        return True
+    rule = registry.lookup(fn)
+    return (
+        rule is not None
+        and rule.elementwise
+        and registry.complex_rule(fn) is rule
+        and not registry.gives_real(fn)
+        and any(isinstance(a, ir.Var) and a.name in sure for a in value.args)
+    )

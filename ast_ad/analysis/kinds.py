@@ -95,6 +95,9 @@ def _encoded(position: int, rank: int, inexact: bool, complex_: bool = False) ->
 
 # a parameter's label for a complex number (``shape_labels``)
 COMPLEX_NUMBER = -4
+# added to a callee parameter's label of an array of which nothing more is known, where the
+# caller's array may be complex (``complexness.complex_labels``)
+COMPLEX_UNKNOWN = RANKED // 2
 
 
 def label_fact(label: int) -> Fact:
@@ -109,7 +112,11 @@ def label_fact(label: int) -> Fact:
 
 def label_is_complex(label: int) -> bool:
     """Whether a parameter's label says it holds complex numbers (``labelled``)."""
-    return label == COMPLEX_NUMBER or (label >= RANKED and (label // RANKED - 1) % 3 == 2)
+    return (
+        label == COMPLEX_NUMBER
+        or COMPLEX_UNKNOWN <= label < RANKED
+        or (label >= RANKED and (label // RANKED - 1) % 3 == 2)
+    )
 
 
 @record

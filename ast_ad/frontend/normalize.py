@@ -83,7 +83,7 @@ def normalize(source: Source) -> ir.Function:
         function = lowerer.function()
         # (an object made here is never made: used as a value, it is refused)
         objects.escaped(function)
-        function = ir.check_ir(selection.selected(function))
+        function = ir.check_ir(bound_before_blocks(selection.selected(function)))
         if BEING_LOWERED[key] and lowerer.memory.writes:
             raise lowerer.error(
                 source.tree,
@@ -113,6 +113,79 @@ def param_writes(fn: Any) -> frozenset[str]:
         # ``fn`` may name another
         PARAM_WRITES[key] = PARAM_WRITES[(source.fn, getattr(source.fn, "__code__", None))]
     return PARAM_WRITES[key]
+
+
+def bound_before_blocks(function: ir.Function) -> ir.Function:
+    """``function`` with each of ast_ad's own names (not the user's) that a branch or a loop binds
+    and a later statement may read before binding it again, bound to ``None`` before that branch
+    or loop where nothing bound it before: a loop that runs no step, or the branch not taken, leaves
+    it unbound (a view's recipe, ``n_items1 = len(items1)`` in a loop, read by the check of a write
+    after it, which then finds no view). The user's own names are bound so by the lowering
+    (``Lowerer.prepare``), and their reads checked (``analysis.unbound``)."""
+    added: set[str] = set()
+    seen: set[str] = set(function.params)
+    result = {function.result.name} if isinstance(function.result, ir.Var) else set()
+    body = tuple(_bind_in(function.body, result, function.users, seen, added))
+    if not added:
+        return function
+    return ir.Function(
+        function.name, function.params, body, function.result, function.result_line, function.fn,
+        function.mutable | frozenset(added), function.users,
+    )
+
+
+def _bind_in(
+    body: tuple[ir.Stmt, ...], later: set[str], users: frozenset[str], seen: set[str],
+    added: set[str],
+) -> list[ir.Stmt]:
+    """``bound_before_blocks`` of one block, read before ``later``: the names bound so far are
+    ``seen``, those given ``None`` go into ``added``."""
+    # what may be read after each branch or loop before it is bound again (copied there only)
+    live_after: dict[int, set[str]] = {}
+    live = set(later)
+    for k in reversed(range(len(body))):
+        if ir.blocks(body[k]):
+            live_after[k] = set(live)
+        live -= set(ir.defined(body[k]))
+        live |= _exposed_in(body[k])
+    out: list[ir.Stmt] = []
+    for k, stmt in enumerate(body):
+        nested = ir.blocks(stmt)
+        if nested:
+            inside = {n for b in nested for s in ir.walk(b) for n in ir.defined(s)}
+            need = sorted(n for n in inside - seen if n in live_after[k] and n not in users)
+            for name in need:
+                out.append(ir.Assign(name, ir.Const(None), stmt.line))
+                added.add(name)
+            seen.update(need)
+            # a loop's body is read again after itself, from its top
+            carried = live_after[k] | (
+                _exposed(nested[0]) if isinstance(stmt, (ir.For, ir.While)) else set()
+            )
+            stmt = ir.with_blocks(stmt, [_bind_in(b, carried, users, seen, added) for b in nested])
+        seen.update(ir.defined(stmt))
+        for b in nested:
+            seen.update(n for s in ir.walk(b) for n in ir.defined(s))
+        out.append(stmt)
+    return out
+
+
+def _exposed(body: tuple[ir.Stmt, ...]) -> set[str]:
+    """The names ``body`` may read before it binds them (liveness at its top)."""
+    live: set[str] = set()
+    for stmt in reversed(body):
+        live -= set(ir.defined(stmt))
+        live |= _exposed_in(stmt)
+    return live
+
+
+def _exposed_in(stmt: ir.Stmt) -> set[str]:
+    """The names ``stmt`` reads, and those its blocks may read before binding them (a ``for``
+    statement's target is bound before its body)."""
+    out = set(ir.reads_of(stmt))
+    for b in ir.blocks(stmt):
+        out |= _exposed(b) - (set(ir.defined(stmt)) if isinstance(stmt, ir.For) else set())
+    return out
 
 
 def _returned_view(function: ir.Function, memory: Memory) -> tuple[int, ir.Call | None] | None:

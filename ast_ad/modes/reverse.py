@@ -67,6 +67,7 @@ from ast_ad.analysis.complexness import (
     complex_names,
     no_complex_rule,
     rule_for,
+    surely_complex,
 )
 from ast_ad.analysis.kinds import kinds_of
 from ast_ad.core import registry
@@ -164,6 +165,7 @@ class Reverser:
         self.useful = usefulness(function, self.active)
         self.kinds = kinds_of(function, shapes)
         self.complexes = complex_names(function, shapes, self.kinds)
+        self.sure_complex = surely_complex(function, self.complexes)
         check_complex(function, self.complexes, self.active)
         self.classes = shape_classes(function, shapes, self.kinds)
         # a list that is popped adds to its adjoint wherever it is read, from None at the top
@@ -763,7 +765,7 @@ class Reverser:
                         else ir.Call(_UNBROADCAST, (contribution[1], atom))
                     )
                     contribution = self.adjoints.part(spread, *contribution[0])
-                if real_parts:
+                if real_parts and atom.name not in self.sure_complex:
                     contribution = self.adjoints.part(
                         ir.Call(_REAL_LIKE, (contribution[1], atom)), *contribution[0]
                     )

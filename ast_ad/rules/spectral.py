@@ -67,9 +67,24 @@ def_complex(rt.inverse_or_zero)
 for _fn in (np.abs, builtins.abs, operator.abs):
     def_complex(
         _fn,
-        lambda g, ans, x: g * np.conj(rt.unit(x)),
+        lambda g, ans, x: rt.abs_vjp(g, x, ans),
         jvps=(lambda u, ans, x: np.real(np.conj(rt.unit(x)) * u),),
     )
+# g conj(x) / size, each argument moving alone (the size is abs(x) where abs's rule calls it)
+defvjp(
+    rt.abs_vjp,
+    lambda h, ans, g, x, size: h * np.conj(rt.unit(x)),
+    lambda h, ans, g, x, size: np.conj(h * g) * rt.inverse_or_zero(size),
+    lambda h, ans, g, x, size: -h * ans * rt.inverse_or_zero(size),
+)
+defjvp(
+    rt.abs_vjp,
+    None,
+    lambda u, ans, g, x, size: g * np.conj(u) * rt.inverse_or_zero(size),
+    lambda u, ans, g, x, size: -ans * u * rt.inverse_or_zero(size),
+)
+def_linear(rt.abs_vjp, 0)
+def_complex(rt.abs_vjp)
 # angle: 0 or pi for a real number, flat; -i g / z for a complex one (0 at 0, where it jumps)
 ew(np.angle, lambda g, ans, z, deg=False: 0.0 * g)
 def_complex(
@@ -79,6 +94,15 @@ def_complex(
         lambda u, ans, z, deg=False: np.imag(u * rt.inverse_or_zero(z))
         * (180.0 / np.pi if deg else 1.0),
     ),
+)
+# slogdet: the sign turns with the imaginary part of trace(a^-1 da), the log of the size moves
+# with its real part
+def_complex(
+    np.linalg.slogdet,
+    lambda g, ans, a: np.expand_dims(
+        rt.part(g, 1) - 1j * np.real(1j * rt.part(g, 0) * ans[0]), (-2, -1)
+    ) * rt.T(np.linalg.inv(a)),
+    jvps=(lambda u, ans, a: sp.slogdet_jvp(u, ans[0], a),),
 )
 def_complex(np.sign, None)  # z / |z| for complex z: refused, rather than taken as flat
 def_real_result(np.real, np.imag, np.abs, builtins.abs, operator.abs, np.angle, math.fabs)
@@ -103,9 +127,13 @@ ew(cmath.tanh,  lambda g, ans, x: g * (1.0 - ans * ans))
 ew(cmath.asin,  lambda g, ans, x: g / cmath.sqrt(1.0 - x * x))
 ew(cmath.acos,  lambda g, ans, x: -g / cmath.sqrt(1.0 - x * x))
 ew(cmath.atan,  lambda g, ans, x: g / (1.0 + x * x))
+ew(cmath.asinh, lambda g, ans, x: g / cmath.sqrt(x * x + 1.0))
+ew(cmath.acosh, lambda g, ans, x: g / (cmath.sqrt(x - 1.0) * cmath.sqrt(x + 1.0)))
+ew(cmath.atanh, lambda g, ans, x: g / (1.0 - x * x))
 ew(cmath.rect,  lambda g, ans, r, phi: g * cmath.exp(1j * phi), lambda g, ans, r, phi: g * 1j * ans)
 _CMATH = (cmath.exp, cmath.log, cmath.log10, cmath.sqrt, cmath.sin, cmath.cos, cmath.tan,
-          cmath.sinh, cmath.cosh, cmath.tanh, cmath.asin, cmath.acos, cmath.atan, cmath.rect)
+          cmath.sinh, cmath.cosh, cmath.tanh, cmath.asin, cmath.acos, cmath.atan, cmath.asinh,
+          cmath.acosh, cmath.atanh, cmath.rect)
 def_makes_complex(*_CMATH)
 for _fn in _CMATH:
     def_complex(_fn)

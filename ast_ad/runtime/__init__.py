@@ -175,6 +175,7 @@ from ast_ad.runtime.containers import (
     sorted_by_vjp,
 )
 from ast_ad.runtime.spectral import (
+    abs_vjp,
     fft_of,
     fft_vjp,
     fftn_of,
@@ -275,7 +276,7 @@ __all__ = [  # every helper, for ``from ast_ad.runtime import ...`` and ``runtim
     "dot_vjp_b", "dstack_vjp", "eigh_jvp", "eigh_vjp", "eigh_vjp_jvp", "einsum_spec", "einsum_vjp",
     "EinsumTerm", "entries", "error_class", "expand_reduced", "extremum_vjp", "field",
     "field_position", "field_vjp", "filled", "first_best", "fit", "fit_adjoint", "from_last",
-    "fft_of", "fft_vjp", "fftn_of", "fftn_vjp", "fit_length", "hfft_vjp", "ihfft_vjp",
+    "abs_vjp", "fft_of", "fft_vjp", "fftn_of", "fftn_vjp", "fit_length", "hfft_vjp", "ihfft_vjp",
     "inverse_or_zero", "irfft_vjp", "irfftn_vjp", "real_like", "rfft_vjp", "rfftn_vjp", "unit",
     "unit_jvp", "unit_vjp",
     "getitem_vjp",

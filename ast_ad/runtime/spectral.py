@@ -64,6 +64,30 @@ def unit(z: Any) -> Any:
     return out if out.ndim else out[()]
 
 
+def abs_vjp(g: Any, x: Any, size: Any) -> Any:
+    """Adjoint of ``x`` in ``size = abs(x)``: ``g * conj(x) / size``, with ``unit``'s direction
+    where ``size`` is 0 or infinite; two new arrays where ``g * conj(unit(x))`` makes four."""
+    if type(x) is not np.ndarray or x.ndim == 0 or type(size) is not np.ndarray:
+        return _abs_vjp_general(g, x, size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = g / size
+    out = np.conjugate(x) * scale if scale.shape != x.shape else np.conjugate(x)
+    if scale.shape == x.shape:
+        out *= scale
+    special = (size == 0) | np.isinf(size)
+    if special.any():
+        out = np.where(special, g * np.conj(unit(x)), out)
+    return out
+
+
+def _abs_vjp_general(g: Any, x: Any, size: Any) -> Any:
+    """``abs_vjp`` for numbers and other libraries' arrays, by the same formula."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        regular = g * np.conj(x) / size
+    special = (np.asarray(size) == 0) | np.isinf(size)
+    return np.where(special, g * np.conj(unit(x)), regular) if np.any(special) else regular
+
+
 def unit_vjp(g: Any, ans: Any, z: Any) -> Any:
     """Adjoint of ``z`` in ``w = unit(z)``: ``w`` turns by ``i w Im(conj(w) dz) / |z|``, whose
     adjoint is ``-i conj(w) Re(i w g) / |z|`` (0 at 0 and at infinity; 0 for a real ``z``, whose
@@ -83,6 +107,13 @@ def inverse_or_zero(z: Any) -> Any:
     keep = (z != 0) & np.isfinite(z)
     out = np.where(keep, 1.0 / np.where(keep, z, 1.0), 0.0)
     return out if out.ndim else out[()]
+
+
+def slogdet_jvp(u: Any, sign: Any, a: Any) -> Any:
+    """Tangent of ``np.linalg.slogdet(a)`` of a complex ``a``: with ``t = trace(a^-1 u)``, the sign
+    turns by ``i sign Im(t)`` and the log of the size gains ``Re(t)``."""
+    t = np.trace(np.linalg.solve(a, u), axis1=-2, axis2=-1)
+    return 1j * sign * np.imag(t), np.real(t)
 
 
 # ---- np.fft ------------------------------------------------------------------------------------

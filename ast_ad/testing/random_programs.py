@@ -497,10 +497,10 @@ class _Writer:
             f"np.imag(({name} + 1j * {other}) ** 2) * 0.5",
             f"np.real(np.conj({name} - 2j) * ({name} + 0.5j * {other}))",
         ]
-        if self.options["arrays"]:
+        if self.options["arrays"]:  # (a name may hold a number: spread over the inputs' shape)
             forms += [
-                f"np.real(np.fft.ifft(np.fft.fft({name}) * (1.5 + 0.5j))) + {name}",
-                f"np.fft.irfft(np.fft.rfft({name}) * 0.75, n=3)",
+                f"np.real(np.fft.ifft(np.fft.fft({name} * np.ones(3)) * (1.5 + 0.5j))) + {name}",
+                f"np.fft.irfft(np.fft.rfft({name} * np.ones(3)) * 0.75, n=3)",
             ]
         return [f"{indent}{name} = {self.draw(st.sampled_from(forms))}"]
 
