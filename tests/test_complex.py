@@ -475,3 +475,45 @@ def test_slogdet_of_a_complex_matrix_and_its_hessian() -> None:
         e[i, j] = step
         column = (grad(a + e) - grad(a - e)) / (2 * step)
         assert hessian[:, :, i, j] == pytest.approx(column, rel=1e-6, abs=1e-7)
+
+
+def test_an_exported_gradient_through_the_fft_runs_without_ast_ad(tmp_path) -> None:
+    """The helpers of complex numbers and of np.fft are copied into the module with what they call
+    (the norms' scales, the half spectrum's weights)."""
+    import json
+    import subprocess
+    import sys
+
+    x, h = np.linspace(0.0, 1.0, 8), np.full(5, 0.5)
+    gradient = ast_ad.value_and_grad(low_pass, (0, 1))
+    value, (x_bar, h_bar) = gradient(x, h)
+    ast_ad.export(gradient, str(tmp_path / "spectral_export.py"), x, h)
+    script = (
+        "import sys, json; sys.modules['ast_ad'] = None\nimport numpy as np\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\nimport spectral_export as m\n"
+        "out, (x_bar, h_bar) = m.low_pass_vjp(np.linspace(0.0, 1.0, 8), np.full(5, 0.5))\n"
+        "print(json.dumps([float(out), x_bar.tolist(), h_bar.tolist()]))\n"
+    )
+    done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    out, exported_x_bar, exported_h_bar = json.loads(done.stdout)
+    assert out == value
+    assert np.array_equal(exported_x_bar, x_bar) and np.array_equal(exported_h_bar, h_bar)
+
+
+def cubed_spectrum(x):
+    return np.sum(np.abs(np.fft.fft(x * x)) ** 3)
+
+
+def hessian_along(x):
+    return ast_ad.hessian(cubed_spectrum)(x) @ np.array([1.0, 0.5, -0.2, 0.3])
+
+
+def test_a_third_derivative_through_the_fft_and_abs() -> None:
+    """Forward mode over a Hessian through the transform and the size of complex numbers: every
+    helper the generated code calls has rules of its own, written in the language."""
+    x, v = np.array([0.3, -0.7, 1.1, 0.4]), np.array([1.0, 0.5, -0.2, 0.3])
+    _, third = ast_ad.jvp(hessian_along, (x,), (v,))
+    step = 1e-5
+    numeric = (hessian_along(x + step * v) - hessian_along(x - step * v)) / (2 * step)
+    assert third == pytest.approx(numeric, rel=1e-6)

@@ -348,6 +348,14 @@ def test_export_runs_without_ast_ad(tmp_path, name, args, argnums) -> None:
             "model_vjp was exported for a 1-axis float array argument 0, not a ndarray (2-axis "
             "float array)",
         ),
+        # exported for floats, the code follows the rules of real numbers: complex ones are refused
+        (
+            "model",
+            "np.ones(3), 0.05",
+            "np.ones(3) + 1j, 0.05",
+            "model_vjp was exported for a 1-axis float array argument 0, not a ndarray (1-axis "
+            "complex array)",
+        ),
         # exported for two arrays of one shape, the code adds them with no unbroadcast: arrays of
         # two shapes are refused
         (

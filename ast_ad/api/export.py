@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ast_ad import transform
-from ast_ad.analysis.kinds import label_fact
+from ast_ad.analysis.kinds import COMPLEX_NUMBER, label_fact, label_is_complex
 from ast_ad.api.arguments import SCALAR_TYPES, shape_labels
 from ast_ad.api.gradient import Gradient
 from ast_ad.core import registry
@@ -126,10 +126,13 @@ def export(gradient: Gradient[..., Any], path: str, *example_args: Any) -> str:
 GUARD = """def _kind(value):
     if type(value) in ({scalars}):
         return "scalar"
+    if type(value) in (complex, np.complex128, np.complex64):
+        return "complex scalar"
     if isinstance(value, (tuple, list, dict)):
         return "container"
     if type(value) is np.ndarray and value.dtype.kind in "biufc":
-        return f"{{value.ndim}}-axis {{'float' if value.dtype.kind in 'fc' else 'integer'}} array"
+        kind = {{"f": "float", "c": "complex"}}.get(value.dtype.kind, "integer")
+        return f"{{value.ndim}}-axis {{kind}} array"
     return "array"
 
 
@@ -163,11 +166,14 @@ def _kind_of_label(label: int) -> str:
     """What the guard's ``_kind`` says of an argument of this shape label (``kinds.labelled``)."""
     if label in (-1, -2):
         return "scalar" if label == -1 else "container"
+    if label == COMPLEX_NUMBER:
+        return "complex scalar"
     fact = label_fact(label)
     if fact[0] != "num":
         # the code was built for an array of which nothing more is known: it takes any
         return "array"
-    return f"{fact[1]}-axis {'float' if fact[2] else 'integer'} array"
+    kind = "complex" if label_is_complex(label) else "float" if fact[2] else "integer"
+    return f"{fact[1]}-axis {kind} array"
 
 
 def _is_generated(obj: Any, loaded: Any) -> bool:

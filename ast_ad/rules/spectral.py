@@ -56,8 +56,11 @@ def_method("conj", np.conj)
 def_method("conjugate", np.conj)
 # the direction z / |z|: 0 at 0, the direction of the infinite parts at infinity; flat for a real
 # number (its sign), turning for a complex one
-ew(rt.unit, lambda g, ans, z: rt.unit_vjp(g, ans, z))
-defjvp(rt.unit, lambda u, ans, z: rt.unit_jvp(u, ans, z))
+# (w = unit(z) turns by i w Im(conj(w) dz) / |z|; its adjoint is -i conj(w) Re(i w g) / |z|)
+ew(rt.unit,
+   lambda g, ans, z: -1j * np.conj(ans) * np.real(1j * ans * g) * rt.inverse_or_zero(np.abs(z)))
+defjvp(rt.unit,
+       lambda u, ans, z: 1j * ans * np.imag(np.conj(ans) * u) * rt.inverse_or_zero(np.abs(z)))
 def_complex(rt.unit)
 # 1 / z, 0 at 0 and at infinity
 ew(rt.inverse_or_zero, lambda g, ans, z: -g * ans * ans)
@@ -102,7 +105,12 @@ def_complex(
     lambda g, ans, a: np.expand_dims(
         rt.part(g, 1) - 1j * np.real(1j * rt.part(g, 0) * ans[0]), (-2, -1)
     ) * rt.T(np.linalg.inv(a)),
-    jvps=(lambda u, ans, a: sp.slogdet_jvp(u, ans[0], a),),
+    jvps=(
+        lambda u, ans, a: (
+            1j * ans[0] * np.imag(np.trace(np.linalg.solve(a, u), axis1=-2, axis2=-1)),
+            np.real(np.trace(np.linalg.solve(a, u), axis1=-2, axis2=-1)),
+        ),
+    ),
 )
 def_complex(np.sign, None)  # z / |z| for complex z: refused, rather than taken as flat
 def_real_result(np.real, np.imag, np.abs, builtins.abs, operator.abs, np.angle, math.fabs)

@@ -68,7 +68,7 @@ def abs_vjp(g: Any, x: Any, size: Any) -> Any:
     """Adjoint of ``x`` in ``size = abs(x)``: ``g * conj(x) / size``, with ``unit``'s direction
     where ``size`` is 0 or infinite; two new arrays where ``g * conj(unit(x))`` makes four."""
     if type(x) is not np.ndarray or x.ndim == 0 or type(size) is not np.ndarray:
-        return _abs_vjp_general(g, x, size)
+        return abs_vjp_general(g, x, size)
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = g / size
     out = np.conjugate(x) * scale if scale.shape != x.shape else np.conjugate(x)
@@ -80,24 +80,12 @@ def abs_vjp(g: Any, x: Any, size: Any) -> Any:
     return out
 
 
-def _abs_vjp_general(g: Any, x: Any, size: Any) -> Any:
+def abs_vjp_general(g: Any, x: Any, size: Any) -> Any:
     """``abs_vjp`` for numbers and other libraries' arrays, by the same formula."""
     with np.errstate(divide="ignore", invalid="ignore"):
         regular = g * np.conj(x) / size
     special = (np.asarray(size) == 0) | np.isinf(size)
     return np.where(special, g * np.conj(unit(x)), regular) if np.any(special) else regular
-
-
-def unit_vjp(g: Any, ans: Any, z: Any) -> Any:
-    """Adjoint of ``z`` in ``w = unit(z)``: ``w`` turns by ``i w Im(conj(w) dz) / |z|``, whose
-    adjoint is ``-i conj(w) Re(i w g) / |z|`` (0 at 0 and at infinity; 0 for a real ``z``, whose
-    direction is flat)."""
-    return -1j * np.conj(ans) * np.real(1j * ans * g) * inverse_or_zero(np.abs(z))
-
-
-def unit_jvp(u: Any, ans: Any, z: Any) -> Any:
-    """Tangent of ``unit(z)`` along ``u``: ``i w Im(conj(w) u) / |z|``."""
-    return 1j * ans * np.imag(np.conj(ans) * u) * inverse_or_zero(np.abs(z))
 
 
 def inverse_or_zero(z: Any) -> Any:
@@ -109,17 +97,10 @@ def inverse_or_zero(z: Any) -> Any:
     return out if out.ndim else out[()]
 
 
-def slogdet_jvp(u: Any, sign: Any, a: Any) -> Any:
-    """Tangent of ``np.linalg.slogdet(a)`` of a complex ``a``: with ``t = trace(a^-1 u)``, the sign
-    turns by ``i sign Im(t)`` and the log of the size gains ``Re(t)``."""
-    t = np.trace(np.linalg.solve(a, u), axis1=-2, axis2=-1)
-    return 1j * sign * np.imag(t), np.real(t)
-
-
-# ---- np.fft ------------------------------------------------------------------------------------
-_SWAPPED: dict[Any, Any] = {
-    None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"
-}
+def swapped_norm(norm: Any) -> Any:
+    """The norm of the transform the other way (``hfft`` is ``irfft`` with it): ``"backward"``
+    (numpy's default, ``None``) and ``"forward"`` trade places; ``"ortho"`` stays."""
+    return {"forward": "backward", "ortho": "ortho"}.get(norm, "forward")
 
 
 def fit_length(a: Any, length: int, axis: int) -> Any:
@@ -137,7 +118,7 @@ def fit_length(a: Any, length: int, axis: int) -> Any:
     return np.pad(a, widths)
 
 
-def _plan(shape: tuple[int, ...], s: Any, axes: Any, last_half: bool = False) -> tuple[
+def fft_plan(shape: tuple[int, ...], s: Any, axes: Any, last_half: bool = False) -> tuple[
     list[int], list[int]
 ]:
     """The axes and lengths of an n-dimensional transform, as numpy reads ``s`` and ``axes``
@@ -160,7 +141,7 @@ def _plan(shape: tuple[int, ...], s: Any, axes: Any, last_half: bool = False) ->
     ]
 
 
-def _steps(
+def fft_steps(
     shape: tuple[int, ...], axes: list[int], s: list[int], first_axis_first: bool = False
 ) -> list[tuple[int, int, int]]:
     """The one-axis steps of numpy's n-dimensional complex transform, in the order it applies them
@@ -199,21 +180,21 @@ def fftn_vjp(g: Any, shape: tuple[int, ...], s: Any, axes: Any, norm: Any, inver
     """Adjoint of ``a`` in ``np.fft.fftn(a, s, axes, norm)`` (``fft2``; ``ifftn`` and ``ifft2``:
     ``inverse``): each one-axis step's adjoint, the last applied first."""
     transform = np.fft.ifft if inverse else np.fft.fft
-    axes, s = _plan(shape, s, axes)
-    for axis, before, _after in reversed(_steps(shape, axes, s)):
+    axes, s = fft_plan(shape, s, axes)
+    for axis, before, _after in reversed(fft_steps(shape, axes, s)):
         g = fit_length(transform(g, axis=axis, norm=norm), before, axis)
     return g
 
 
 # the scale of each norm's forward transform
-def _scale(norm: Any, length: int) -> float:
+def norm_scale(norm: Any, length: int) -> float:
     """The scale of ``norm``'s forward transform of ``length`` entries."""
     if norm == "forward":
         return 1.0 / length
     return 1.0 / math.sqrt(length) if norm == "ortho" else 1.0
 
 
-def _hermitian_weights(length: int, axis: int, ndim: int) -> Any:
+def hermitian_weights(length: int, axis: int, ndim: int) -> Any:
     """The weights of ``irfft``'s half spectrum along ``axis``: 2 for an entry that stands for
     itself and its conjugate, 1 for the first and (``length`` even) the last."""
     half = length // 2 + 1
@@ -242,16 +223,16 @@ def rfft_vjp(g: Any, shape: tuple[int, ...], n: Any, axis: int, norm: Any) -> An
     ends[axis] = slice(0, half, max(half - 1, 1)) if length % 2 == 0 else slice(0, 1)
     halved[tuple(ends)] *= 2.0  # the first entry and (length even) the last stand for themselves
     out = np.fft.irfft(halved, n=length, axis=axis, norm="forward")
-    scale = _scale(norm, length)
+    scale = norm_scale(norm, length)
     return fit_length(out if scale == 1.0 else out * scale, shape[axis], axis)
 
 
 def rfftn_vjp(g: Any, shape: tuple[int, ...], s: Any, axes: Any, norm: Any) -> Any:
     """Adjoint of the real ``a`` in ``np.fft.rfftn(a, s, axes, norm)`` (``rfft2``): numpy takes
     ``rfft`` along the last axis, then the complex transform along the others."""
-    axes, lengths = _plan(shape, s, axes)
+    axes, lengths = fft_plan(shape, s, axes)
     half = tuple(lengths[-1] // 2 + 1 if k == axes[-1] else n for k, n in enumerate(shape))
-    for axis, before, _after in reversed(_steps(half, axes[:-1], lengths[:-1])):
+    for axis, before, _after in reversed(fft_steps(half, axes[:-1], lengths[:-1])):
         g = fit_length(np.fft.fft(g, axis=axis, norm=norm), before, axis)
     return rfft_vjp(g, shape, lengths[-1], axes[-1], norm)
 
@@ -268,22 +249,22 @@ def irfft_vjp(g: Any, shape: tuple[int, ...], n: Any, axis: int, norm: Any) -> A
     """
     axis = axis % len(shape)
     length = 2 * (shape[axis] - 1) if n is None else int(n)
-    weights = _hermitian_weights(length, axis, len(shape))
+    weights = hermitian_weights(length, axis, len(shape))
     if np.iscomplexobj(g):
         full = np.fft.ifft(g, axis=axis, norm=norm)
         index = [slice(None)] * full.ndim
         index[axis] = slice(0, length // 2 + 1)
         spectrum = full[tuple(index)]
     else:  # the inverse transform's scale is the forward one's of the other direction
-        spectrum = np.conj(np.fft.rfft(g, axis=axis, norm=_SWAPPED[norm]))
+        spectrum = np.conj(np.fft.rfft(g, axis=axis, norm=swapped_norm(norm)))
     return fit_length(spectrum * weights, shape[axis], axis)
 
 
 def irfftn_vjp(g: Any, shape: tuple[int, ...], s: Any, axes: Any, norm: Any) -> Any:
     """Adjoint of the complex ``a`` in ``np.fft.irfftn(a, s, axes, norm)`` (``irfft2``): numpy takes
     the complex inverse along every axis but the last, then ``irfft`` along the last."""
-    axes, s = _plan(shape, s, axes, last_half=True)
-    steps = _steps(shape, axes[:-1], s[:-1], first_axis_first=True)
+    axes, s = fft_plan(shape, s, axes, last_half=True)
+    steps = fft_steps(shape, axes[:-1], s[:-1], first_axis_first=True)
     middle = list(shape)
     for axis, _before, after in steps:
         middle[axis] = after
@@ -296,10 +277,10 @@ def irfftn_vjp(g: Any, shape: tuple[int, ...], s: Any, axes: Any, norm: Any) -> 
 def hfft_vjp(g: Any, shape: tuple[int, ...], n: Any, axis: int, norm: Any) -> Any:
     """Adjoint of ``a`` in ``np.fft.hfft(a, n, axis, norm)``, which is ``irfft(conj(a), n, axis)``
     with the norm's direction swapped."""
-    return np.conj(irfft_vjp(g, shape, n, axis, _SWAPPED[norm]))
+    return np.conj(irfft_vjp(g, shape, n, axis, swapped_norm(norm)))
 
 
 def ihfft_vjp(g: Any, shape: tuple[int, ...], n: Any, axis: int, norm: Any) -> Any:
     """Adjoint of the real ``a`` in ``np.fft.ihfft(a, n, axis, norm)``, which is
     ``conj(rfft(a, n, axis))`` with the norm's direction swapped."""
-    return rfft_vjp(np.conj(g), shape, n, axis, _SWAPPED[norm])
+    return rfft_vjp(np.conj(g), shape, n, axis, swapped_norm(norm))
