@@ -517,3 +517,92 @@ def test_a_third_derivative_through_the_fft_and_abs() -> None:
     step = 1e-5
     numeric = (hessian_along(x + step * v) - hessian_along(x - step * v)) / (2 * step)
     assert third == pytest.approx(numeric, rel=1e-6)
+
+
+# ---- JAX, function by function -------------------------------------------------------------------
+Z = np.array([0.7 + 0.2j, -0.4 + 0.9j, 1.1 - 0.5j, 0.3 + 0.3j, -0.8 - 0.6j, 0.5 + 1.2j])
+R = np.array([0.7, -0.4, 1.1, 0.3, -0.8, 0.5, 0.9, -0.2])
+MAT = np.array([[1.5 + 0.2j, 0.3 - 0.1j, 0.0], [0.2j, 1.2, 0.4 + 0.3j], [0.1, -0.3j, 0.9 + 0.1j]])
+
+
+def of_fft(z):
+    return np.sum(np.abs(np.fft.fft(z, n=8, norm="ortho")) ** 2)
+
+
+def of_ifft(z):
+    return np.sum(np.real(np.fft.ifft(z, n=4) * np.conj(z[:4])))
+
+
+def of_rfft2(r):
+    return np.sum(np.abs(np.fft.rfft2(np.reshape(r, (2, 4)), norm="forward")) ** 3)
+
+
+def of_irfft2(z):
+    return np.sum(np.fft.irfft2(np.reshape(z, (2, 3)), s=(2, 5), axes=(0, 1)) ** 2)
+
+
+def of_rfftn(r):
+    return np.sum(np.abs(np.fft.rfftn(np.reshape(r, (2, 2, 2)))) ** 2)
+
+
+def of_irfftn(z):
+    return np.sum(np.fft.irfftn(np.reshape(z, (3, 2)), s=(3, 3), axes=(0, 1)) ** 2)
+
+
+def of_fft2(z):
+    return np.sum(np.abs(np.fft.ifft2(np.reshape(z, (2, 3)))) ** 2)
+
+
+def of_hfft(z):
+    return np.sum(np.fft.hfft(z, n=7, norm="ortho") ** 2)
+
+
+def of_ihfft(r):
+    return np.sum(np.abs(np.fft.ihfft(r, n=7)) ** 2)
+
+
+def of_shift(z):
+    return np.sum(np.abs(np.fft.fftshift(z) - np.fft.ifftshift(z) * 0.5j) ** 2)
+
+
+def of_parts(z):
+    return np.sum(np.real(z) ** 2 * np.imag(z) + np.angle(z) + np.abs(np.conj(z) - 1.0))
+
+
+def of_elementary(z):
+    return np.sum(np.abs(np.exp(z) + np.log(z + 2.0) * np.sqrt(z + 3.0) - np.sin(z) * np.cosh(z)))
+
+
+def of_power(z):
+    return np.sum(np.abs(z ** 3 + (z + 2.0) ** 0.5 / (z + 1.5)))
+
+
+def of_products(z):
+    m = np.reshape(z, (2, 3))
+    return np.abs(np.vdot(z, z[::-1])) + np.sum(np.abs(m @ m.T)) + np.sum(
+        np.abs(np.einsum("ij,kj->ik", m, m))
+    )
+
+
+def of_linalg(a):
+    sign, log_size = np.linalg.slogdet(a)
+    return (np.abs(np.linalg.det(a)) + np.sum(np.abs(np.linalg.inv(a)))
+            + np.sum(np.abs(np.linalg.solve(a, a[:, 0]))) + log_size + np.imag(sign))
+
+
+JAX_CASES = [(of_fft, Z), (of_ifft, Z), (of_rfft2, R), (of_irfft2, Z), (of_rfftn, R),
+             (of_irfftn, Z), (of_fft2, Z), (of_hfft, Z[:4]), (of_ihfft, R), (of_shift, Z),
+             (of_parts, Z), (of_elementary, Z), (of_power, Z), (of_products, Z), (of_linalg, MAT)]
+
+
+@pytest.mark.parametrize("fn, at", JAX_CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_jax_agrees_function_by_function(fn, at) -> None:
+    """Each family of complex rules against jax.grad of the same source, run with jax.numpy in
+    numpy's place (64-bit floats), where JAX is installed."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import types
+
+    theirs = types.FunctionType(fn.__code__, dict(fn.__globals__, np=jax.numpy), fn.__name__)
+    expected = np.asarray(jax.grad(theirs)(at))
+    assert ast_ad.grad(fn)(at) == pytest.approx(expected, rel=1e-9, abs=1e-10)

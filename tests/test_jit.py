@@ -36,6 +36,16 @@ def with_a_dict(params, x):
     return params["w"] * x
 
 
+def plane_wave(a, k):
+    grid = np.linspace(0.0, 1.0, 5)
+    return np.abs(np.sum(a * np.exp(1j * k * grid))) ** 2
+
+
+def phases(x):
+    z = np.exp(1j * x) * (1.0 + 0.5j)
+    return np.sum(np.angle(z) * np.real(z) + np.abs(z + 0.3))
+
+
 CASES = [
     (loop_math, (0,), (0.5,)),
     (loop_numpy, (0,), (0.5,)),
@@ -43,6 +53,9 @@ CASES = [
     (branchy, (0, 1), (2.0, 1.5)),
     (branchy, (0, 1), (0.3, 0.7)),
     (branchy, (0, 1), (-1.2, 2.5)),
+    # complex values inside (the real parts, the sizes and angles of complex numbers compiled)
+    (plane_wave, (0, 1), (np.linspace(0.5, 1.5, 5), 2.3)),
+    (phases, (0,), (np.linspace(0.1, 1.0, 4),)),
 ]
 # the corpus's functions of numbers whose gradients Numba compiles
 SCALAR_CORPUS = [
@@ -143,6 +156,15 @@ HELPER_CASES = {
     runtime.pow_minus_one: [(2.0, 3.0), (0.0, 0.0), (0.0, 0.5), (-2.0, 3.0), (1.5, 2)],
     # (where the flag is down, both raise: tests/test_unbound.py)
     runtime.check_bound: [(True, "y", "f.py:3")],
+    runtime.real_like: [(A * 1j + A, A), (A * 1j, A * 1j), (2.0 + 1j, 1.5), (M + 0j, M)],
+    runtime.unit: [
+        (np.array([0j, 3 + 4j, complex(np.inf, 1.0), complex(-np.inf, np.inf)]),),
+        (np.array([-2.0, 0.0, 3.0]),),
+        (3 - 4j,),
+        (0j,),
+    ],
+    runtime.inverse_or_zero: [(np.array([0.0, 2.0, np.inf]),), (np.array([0j, 1 + 1j]),), (4.0,)],
+    runtime.abs_vjp: [(A, A * (1 + 1j), np.abs(A * (1 + 1j))), (2.0, 3 + 4j, 5.0)],
 }
 
 

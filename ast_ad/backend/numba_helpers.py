@@ -37,6 +37,10 @@ COMPILED = (
     runtime.owned_adjoint,
     runtime.pow_minus_one,
     runtime.check_bound,
+    runtime.real_like,
+    runtime.unit,
+    runtime.inverse_or_zero,
+    runtime.abs_vjp,
 )
 
 
@@ -155,6 +159,74 @@ def register(numba: Any) -> None:
                     )
                 return x ** power
             return impl
+        return None
+
+    # ---- complex numbers ------------------------------------------------------------------------
+    def is_complex(t: Any) -> bool:
+        t = plain(t)
+        return isinstance(t.dtype if isinstance(t, types.Array) else t, types.Complex)
+
+    @overload(runtime.real_like)
+    def _real_like(d, x):
+        if is_complex(x):
+            return lambda d, x: d
+        if array(d) and (array(x) or number(x)):
+            return lambda d, x: np.real(d)
+        if number(d) and (array(x) or number(x)):
+            return lambda d, x: d.real
+        return None
+
+    @overload(runtime.unit)
+    def _unit(z):
+        if array(z) and is_complex(z):
+            def impl(z):
+                flat = np.ascontiguousarray(z).reshape(-1)
+                out = np.empty_like(flat)
+                for k in range(flat.size):
+                    w = flat[k]
+                    re, im = w.real, w.imag
+                    if np.isinf(re) or np.isinf(im):  # the infinite parts' direction
+                        a = (1.0 if re > 0 else -1.0) if np.isinf(re) else 0.0
+                        b = (1.0 if im > 0 else -1.0) if np.isinf(im) else 0.0
+                        length = np.sqrt(a * a + b * b)
+                        out[k] = complex(a / length, b / length)
+                    else:
+                        size = abs(w)
+                        out[k] = 0.0 if size == 0 else w / size
+                return out.reshape(z.shape)
+            return impl
+        if array(z):
+            return lambda z: np.sign(z)
+        if number(z) and is_complex(z):
+            def impl_number(z):
+                size = abs(z)
+                if np.isinf(z.real) or np.isinf(z.imag):
+                    return runtime.unit(np.array([z]))[0]
+                return 0j if size == 0 else z / size
+            return impl_number
+        if number(z):
+            return lambda z: np.sign(z)
+        return None
+
+    @overload(runtime.inverse_or_zero)
+    def _inverse_or_zero(z):
+        if array(z):
+            def impl(z):
+                flat = np.ascontiguousarray(z).reshape(-1)
+                out = np.zeros_like(flat)
+                for k in range(flat.size):
+                    if flat[k] != 0 and np.isfinite(flat[k]):
+                        out[k] = 1.0 / flat[k]
+                return out.reshape(z.shape)
+            return impl
+        if number(z):
+            return lambda z: 1.0 / z if z != 0 and np.isfinite(z) else 0.0 * z
+        return None
+
+    @overload(runtime.abs_vjp)
+    def _abs_vjp(g, x, size):
+        if (array(x) or number(x)) and (array(g) or number(g)):
+            return lambda g, x, size: g * np.conj(runtime.unit(x))
         return None
 
     @overload(runtime.check_bound)
