@@ -30,6 +30,8 @@ from ast_ad.optimize.batching import Term, term_of
 _ZEROS_LIKE = ir.Ref(runtime.zeros_like, "zeros_like")
 
 
+_REAL_LIKE = ir.Ref(runtime.real_like, "real_like")
+
 class Accumulation:
     """The adjoints of ``reverse.Reverser``, a part of it: it owns how each name's adjoint is named
     and started (``bars``, ``live``, ``pending``, ``opening``, ``started``) and receives what it
@@ -52,6 +54,10 @@ class Accumulation:
         self.local, self.first, self.structured, self.items, self.kinds = facts
         # the accumulations a loop's backward pass may sum after it (``batching``), by statement
         self.terms = terms
+        # the names that may hold complex values, and those that surely do (``complexness``): a
+        # real name's share of a complex container's adjoint is its real part (``real_part``)
+        self.complexes: frozenset[str] = frozenset()
+        self.sure_complex: frozenset[str] = frozenset()
         self.bars: dict[str | tuple[str, int], str] = {}  # names' adjoints, and loops' trip counts
         self.live: set[str] = set()  # adjoints something has flowed into since they were reset
         self.pending: set[str] = set()  # adjoints reset to zero: the next contribution assigns
@@ -98,6 +104,17 @@ class Accumulation:
         ``before``."""
         name = self.scratch.fresh("")
         return [*before, ir.Assign(name, value, ir.NOWHERE)], ir.Var(name)
+
+    def real_part(self, whole: str, atom: ir.Atom, contribution: Made) -> Made:
+        """``contribution``, the share of ``atom`` in the adjoint of ``whole`` (a list or array it
+        was put into), as ``real_like(contribution, atom)`` where ``whole`` may be complex and
+        ``atom`` may be real: the real part of it, where ``atom`` is real when it runs."""
+        if whole not in self.complexes or not isinstance(atom, ir.Var) or (
+            atom.name in self.sure_complex
+        ):
+            return contribution
+        stmts, value = contribution
+        return self.part(ir.Call(_REAL_LIKE, (value, atom)), *stmts)
 
     def accumulate(self, var: str, contribution: Made) -> list[ir.Stmt]:
         """The statements that add ``contribution`` (the IR of an expression) to ``var``'s

@@ -223,6 +223,7 @@ class Reverser:
             (self.local, self.first, self.structured, self.items, self.kinds),
             self.terms,
         )
+        self.adjoints.complexes, self.adjoints.sure_complex = self.complexes, self.sure_complex
         self.saving = Saving(
             function,
             (self.namer, self.refs),
@@ -690,7 +691,13 @@ class Reverser:
                     item = _PART if zero or stmt.target not in self.local else _ITEM
                     out += self.adjoints.accumulate(
                         elt.name,
-                        self.adjoints.part(ir.Call(item, (ir.Var(g), ir.Const(value.slot(k))))),
+                        self.adjoints.real_part(
+                            stmt.target,
+                            elt,
+                            self.adjoints.part(
+                                ir.Call(item, (ir.Var(g), ir.Const(value.slot(k))))
+                            ),
+                        ),
                     )
             return out
         if id(stmt) in self.calls:

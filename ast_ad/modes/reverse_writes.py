@@ -72,7 +72,7 @@ class WriteAdjoints:
                         (ir.Var(bar), ir.Var(name), index, value),
                     )
                 )
-            out += self.adjoints.accumulate(value.name, taken)
+            out += self.adjoints.accumulate(value.name, self.adjoints.real_part(name, value, taken))
         entry = self.scratch.fresh("")
         # the entry back, its adjoint zeroed
         out += [
@@ -114,7 +114,10 @@ class WriteAdjoints:
         if atom_active(stmt.value, self.active):
             part = self.scratch.fresh("")
             out += self.adjoints.accumulate(
-                stmt.value.name, ([ir.Pop(part, bar, ir.NOWHERE)], ir.Var(part))
+                stmt.value.name,
+                self.adjoints.real_part(
+                    stmt.target, stmt.value, ([ir.Pop(part, bar, ir.NOWHERE)], ir.Var(part))
+                ),
             )
         else:
             out.append(ir.Pop(None, bar, ir.NOWHERE))
