@@ -699,3 +699,34 @@ def item_of_a_list_made_in_a_loop_that_may_not_run(x0, n):
     x0 = np.sin(x0)
     x0 = halve(x0)
     return x0
+
+
+def _cut(k):
+    def part(a):
+        return a[k:]
+
+    return part
+
+
+_tail = _cut(1)
+SCALE = 3.0
+
+
+def _scaled_in_place(a):
+    a *= SCALE
+    return a
+
+
+def binds_the_name_a_closure_reads(x):
+    """``_tail`` reads its cell ``k``; this function has a ``k`` of its own."""
+    k = 2
+    return np.sum(_tail(x) * k)
+
+
+def binds_the_name_a_helper_reads(x):
+    """``_scaled_in_place`` reads the module's ``SCALE``; this function has a ``SCALE`` of its
+    own."""
+    SCALE = 10.0  # noqa: N806 (the clash is the point)
+    y = x * 1.0
+    y = _scaled_in_place(y)
+    return np.sum(y) + SCALE

@@ -342,3 +342,14 @@ def test_a_view_recipe_bound_in_a_loop_of_no_steps_is_bound_before_it(n) -> None
     assert value == fun(0.7, n)
     assert_fd(lambda x: fun(x, n), (0.7,), (0,), (dot,))
     assert ast_ad.grad(fun)(0.7, n) == pytest.approx(dot)
+
+
+@pytest.mark.parametrize(
+    "fun", [mf.binds_the_name_a_closure_reads, mf.binds_the_name_a_helper_reads]
+)
+def test_an_inlined_function_that_reads_a_name_the_caller_binds_is_refused(fun) -> None:
+    """Inlined in place, a closure's or a helper's body would read the caller's variable of the
+    same name (once a silently wrong value and gradient: x[2:] for x[1:], 10 for 3): refused at the
+    call, naming the name."""
+    with pytest.raises(ast_ad.errors.UnsupportedSyntaxError, match="rename one of them"):
+        ast_ad.value_and_grad(fun)(np.array([1.0, 2.0, 3.0, 4.0]))

@@ -220,7 +220,9 @@ class CallLowering:
                 and registry.lookup(fn.obj) is None
                 and not (fn.obj.__module__ or "").startswith("ast_ad.")
             ):
-                return self.nested.inline(self.nested.helper_tree(node, fn.obj), node, name, user)
+                return self.nested.inline(
+                    self.nested.helper_tree(node, fn.obj), node, name, user, outside=True
+                )
         if isinstance(func, gast.Attribute):
             owner = self.lowering.static(func.value)
             if isinstance(owner, types.ModuleType) and not hasattr(owner, func.attr):
@@ -238,7 +240,8 @@ class CallLowering:
                     return self.objects.class_call(receiver.obj, found.__func__, node, name, user)
                 if isinstance(found, staticmethod) and inspect.isfunction(found.__func__):
                     return self.nested.inline(
-                        self.objects.method_tree(found.__func__, node), node, name, user
+                        self.objects.method_tree(found.__func__, node), node, name, user,
+                        outside=True,
                     )
             method = self.method_of(receiver, func.attr, node)
             # a method of the user's own class: a call of its function with self
@@ -613,7 +616,7 @@ class CallLowering:
         # its names are its module's, or its closure's (``helper_global``)
         self.at.scopes.append(ClosureScope(fn) if fn.__closure__ else fn.__globals__)
         try:
-            return self.nested.inline(tree, node, name, user)
+            return self.nested.inline(tree, node, name, user, outside=True)
         finally:
             self.at.source = outer
             self.at.scopes.pop()

@@ -414,12 +414,37 @@ class Nesting:
         return func, [frozen(a) for a in args], [gast.keyword(arg=kw.arg, value=frozen(kw.value))
                                                  for kw in value.keywords]
 
+    def free_names_apart(
+        self, fn: gast.FunctionDef | gast.Lambda, node: gast.Call, label: str
+    ) -> None:
+        """Refuse inlining a function defined outside the caller whose body reads a name (from its
+        closure or its module) that the caller binds too: lowered in place, the body would read the
+        caller's variable instead (``k`` of ``cut(1)``'s ``a[k:]``, a module's ``scale`` where the
+        caller has a ``scale`` of its own), a wrong value. A refusal, until the inlined body reads
+        its own scope (issue 37)."""
+        clash = sorted(
+            n for n in _free_names(fn)
+            if not n.startswith("§") and (n in self.at.env or n in self.at.locals)
+        )
+        if clash:
+            raise refuse(
+                node,
+                f"{label} reads {clash[0]!r} from where it is defined (its closure or its module), "
+                f"and this function has a variable {clash[0]!r} of its own: ast_ad inlines {label} "
+                "here and cannot yet keep the two apart; rename one of them",
+                self.locate,
+            )
+
     def inline(
-        self, fn: gast.FunctionDef | gast.Lambda, node: gast.Call, name: str | None, user: bool
+        self, fn: gast.FunctionDef | gast.Lambda, node: gast.Call, name: str | None, user: bool,
+        outside: bool = False,
     ) -> ir.Atom:
         """A call to a function defined inside this one: its body, lowered in place with its own
-        names."""
+        names. ``outside``: a function defined elsewhere (a module's, a closure's, a method), whose
+        free names are its own scope's, not the caller's (``free_names_apart``)."""
         label = getattr(fn, "name", "lambda")
+        if outside:
+            self.free_names_apart(fn, node, label)
         if label in self.at.inlining or len(self.at.inlining) > 20:
             raise refuse(
                 node,
@@ -500,6 +525,16 @@ class Nesting:
             self.at.env.update((user, atom) for user, atom in carried.items() if user in saved_env)
             for p in functions:
                 self.at.local_functions.pop(renames[p], None)
+
+
+def _free_names(fn: gast.FunctionDef | gast.Lambda) -> set[str]:
+    """The names ``fn``'s body reads that it does not bind (its parameters, its assignments, its
+    loops' and comprehensions' targets): those it reads from its closure, its module or builtins."""
+    bound = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)
+             and isinstance(n.ctx, (gast.Store, gast.Param, gast.Del))}
+    bound |= {n.name for n in gast.walk(fn) if isinstance(n, (gast.FunctionDef, gast.ClassDef))}
+    return {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)
+            and isinstance(n.ctx, gast.Load) and n.id not in bound}
 
 
 def _load(name: str) -> gast.Name:

@@ -265,7 +265,9 @@ class Objects:
             )
         found = inspect.getattr_static(made.cls, attr, None)
         if isinstance(found, staticmethod) and inspect.isfunction(found.__func__):
-            return self.nested.inline(self.method_tree(found.__func__, node), node, name, user)
+            return self.nested.inline(
+                self.method_tree(found.__func__, node), node, name, user, outside=True
+            )
         if isinstance(found, classmethod) and inspect.isfunction(found.__func__):
             return self.class_call(made.cls, found.__func__, node, name, user)
         if not inspect.isfunction(found):
@@ -300,7 +302,7 @@ class Objects:
                         tree.body[-1] if tree.body else tree,
                     ),
                 ]
-            return self.nested.inline(tree, call, name, user)
+            return self.nested.inline(tree, call, name, user, outside=True)
         finally:
             self.at.env.pop(held, None)
             self.at.env.pop(parent, None)
@@ -314,7 +316,7 @@ class Objects:
         call = gast.copy_location(gast.Call(func=node.func, args=[_load(held), *node.args],
                                             keywords=node.keywords), node)
         try:
-            return self.nested.inline(self.method_tree(fn, node), call, name, user)
+            return self.nested.inline(self.method_tree(fn, node), call, name, user, outside=True)
         finally:
             self.at.env.pop(held, None)
 

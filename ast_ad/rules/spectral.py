@@ -181,7 +181,7 @@ for _fn in (
     rt.diagonal_vjp, rt.diff_vjp, rt.dstack_vjp, rt.field_vjp, rt.hstack_vjp, rt.vstack_vjp,
     rt.list_item_vjp, rt.pad_vjp, rt.repeat_seq_vjp, rt.repeat_vjp, rt.rollaxis_vjp, rt.split_vjp,
     rt.take_vjp, rt.tile_vjp, rt.fit, rt.part_vjp, rt.fit_adjoint, rt.dense_adjoint,
-    rt.owned_adjoint, rt.filled, rt.spread, rt.summed_to,
+    rt.owned_adjoint, rt.filled, rt.spread, rt.summed_to, rt.unpopped,
 ):
     if lookup(_fn) is not None:
         def_complex(_fn)
