@@ -100,7 +100,7 @@ def test_every_complex_rule_has_a_case() -> None:
 # (a cast of a complex argument to floats drops its imaginary part, as numpy warns)
 @pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
 @pytest.mark.parametrize("fn", COMPLEX_RULES, ids=_name)
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(data=st.data())
 def test_complex_rule_matches_finite_differences_both_ways(fn, data: st.DataObject) -> None:
     """Each rule for complex arguments, along the real and the imaginary direction of each complex
@@ -119,7 +119,7 @@ def test_complex_rule_matches_finite_differences_both_ways(fn, data: st.DataObje
 
 @pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
 @pytest.mark.parametrize("fn", COMPLEX_RULES, ids=_name)
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(data=st.data())
 def test_complex_forward_rule_is_the_reverse_rule_transposed(fn, data: st.DataObject) -> None:
     """``Re <u, jvp(v)>`` against finite differences along a complex ``v``, and against
@@ -297,6 +297,7 @@ def test_autograd_agrees_where_it_differentiates() -> None:
         assert ast_ad.grad(mine)(at) == pytest.approx(autograd.grad(theirs)(at), rel=1e-10)
 
 
+@pytest.mark.long  # (JAX's tracing: a step of CI's own, ``-m long``)
 def test_jax_agrees() -> None:
     """Against jax.grad in 64-bit floats, where JAX is installed (the test extra installs it)."""
     jax = pytest.importorskip("jax")
@@ -596,6 +597,7 @@ JAX_CASES = [(of_fft, Z), (of_ifft, Z), (of_rfft2, R), (of_irfft2, Z), (of_rfftn
              (of_parts, Z), (of_elementary, Z), (of_power, Z), (of_products, Z), (of_linalg, MAT)]
 
 
+@pytest.mark.long  # (JAX's tracing: a step of CI's own, ``-m long``)
 @pytest.mark.parametrize("fn, at", JAX_CASES, ids=lambda v: getattr(v, "__name__", ""))
 def test_jax_agrees_function_by_function(fn, at) -> None:
     """Each family of complex rules against jax.grad of the same source, run with jax.numpy in

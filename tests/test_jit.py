@@ -36,11 +36,6 @@ def with_a_dict(params, x):
     return params["w"] * x
 
 
-def plane_wave(a, k):
-    grid = np.linspace(0.0, 1.0, 5)
-    return np.abs(np.sum(a * np.exp(1j * k * grid))) ** 2
-
-
 def phases(x):
     z = np.exp(1j * x) * (1.0 + 0.5j)
     return np.sum(np.angle(z) * np.real(z) + np.abs(z + 0.3))
@@ -54,7 +49,6 @@ CASES = [
     (branchy, (0, 1), (0.3, 0.7)),
     (branchy, (0, 1), (-1.2, 2.5)),
     # complex values inside (the real parts, the sizes and angles of complex numbers compiled)
-    (plane_wave, (0, 1), (np.linspace(0.5, 1.5, 5), 2.3)),
     (phases, (0,), (np.linspace(0.1, 1.0, 4),)),
 ]
 # the corpus's functions of numbers whose gradients Numba compiles
