@@ -730,3 +730,18 @@ def binds_the_name_a_helper_reads(x):
     y = x * 1.0
     y = _scaled_in_place(y)
     return np.sum(y) + SCALE
+
+
+class _Scaler:
+    def __init__(self, w):
+        self.w = w
+
+    def apply(self, a):
+        return a * self.w * SCALE
+
+
+def binds_the_name_a_method_reads(x):
+    """``_Scaler.apply`` reads the module's ``SCALE``; this function has a ``SCALE`` of its own."""
+    SCALE = 10.0  # noqa: N806 (the clash is the point)
+    s = _Scaler(2.0)
+    return np.sum(s.apply(x)) + SCALE

@@ -616,7 +616,7 @@ class CallLowering:
         # its names are its module's, or its closure's (``helper_global``)
         self.at.scopes.append(ClosureScope(fn) if fn.__closure__ else fn.__globals__)
         try:
-            return self.nested.inline(tree, node, name, user, outside=True)
+            return self.nested.inline(tree, node, name, user, outside=True, scoped=True)
         finally:
             self.at.source = outer
             self.at.scopes.pop()

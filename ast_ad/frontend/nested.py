@@ -415,18 +415,20 @@ class Nesting:
                                                  for kw in value.keywords]
 
     def free_names_apart(
-        self, fn: gast.FunctionDef | gast.Lambda, node: gast.Call, label: str
-    ) -> None:
-        """Refuse inlining a function defined outside the caller whose body reads a name (from its
-        closure or its module) that the caller binds too: lowered in place, the body would read the
-        caller's variable instead (``k`` of ``cut(1)``'s ``a[k:]``, a module's ``scale`` where the
-        caller has a ``scale`` of its own), a wrong value. A refusal, until the inlined body reads
-        its own scope (issue 37)."""
+        self, fn: gast.FunctionDef | gast.Lambda, node: gast.Call, label: str, scoped: bool
+    ) -> dict[str, ir.Atom]:
+        """The names the body of a function defined outside the caller reads from where it is
+        defined (its closure or its module) that the caller binds too, each with what it is there.
+        Lowered in place, the body would read the caller's variable instead (``k`` of ``cut(1)``'s
+        ``a[k:]``, a module's ``scale`` where the caller has a ``scale`` of its own): a wrong value.
+        Where the function's own scope is the innermost (``scoped``: ``scopes``, a helper of another
+        module or a closure), each is read there (``Lowering.helper_global``, watched as any name
+        read there); elsewhere (a method, a helper of the caller's module) the call is refused."""
         clash = sorted(
             n for n in _free_names(fn)
             if not n.startswith("§") and (n in self.at.env or n in self.at.locals)
         )
-        if clash:
+        if clash and not scoped:
             raise refuse(
                 node,
                 f"{label} reads {clash[0]!r} from where it is defined (its closure or its module), "
@@ -434,17 +436,24 @@ class Nesting:
                 "here and cannot yet keep the two apart; rename one of them",
                 self.locate,
             )
+        return {
+            n: self.lowering.helper_global(
+                gast.copy_location(gast.Name(id=n, ctx=gast.Load(), annotation=None,
+                                             type_comment=None), node)
+            )
+            for n in clash
+        }
 
     def inline(
         self, fn: gast.FunctionDef | gast.Lambda, node: gast.Call, name: str | None, user: bool,
-        outside: bool = False,
+        outside: bool = False, scoped: bool = False,
     ) -> ir.Atom:
         """A call to a function defined inside this one: its body, lowered in place with its own
         names. ``outside``: a function defined elsewhere (a module's, a closure's, a method), whose
-        free names are its own scope's, not the caller's (``free_names_apart``)."""
+        free names are its own scope's, not the caller's (``free_names_apart``; ``scoped``: that
+        scope is the innermost of ``scopes``)."""
         label = getattr(fn, "name", "lambda")
-        if outside:
-            self.free_names_apart(fn, node, label)
+        own = self.free_names_apart(fn, node, label, scoped) if outside else {}
         if label in self.at.inlining or len(self.at.inlining) > 20:
             raise refuse(
                 node,
@@ -486,8 +495,11 @@ class Nesting:
             v: self.at.namer.fresh(f"{label}_{v}" if label != "lambda" else v)
             for v in sorted(inner_locals)
         }
-        body = [_rename_all(syntax.clone(s), renames) for s in body]
+        # the names it reads from its own scope that the caller binds too: held apart
+        apart = {n: self.lowering.hidden(n) for n in own}
+        body = [_rename_all(syntax.clone(s), {**renames, **apart}) for s in body]
         saved_env, saved_locals = dict(self.at.env), set(self.at.locals)
+        self.at.env.update((apart[n], atom) for n, atom in own.items())
         self.at.inlining.append(label)
         self.at.carried.append({})
         try:
