@@ -28,9 +28,8 @@ from ast_ad.modes import templates
 from ast_ad.optimize.batching import Term, term_of
 
 _ZEROS_LIKE = ir.Ref(runtime.zeros_like, "zeros_like")
-
-
 _REAL_LIKE = ir.Ref(runtime.real_like, "real_like")
+
 
 class Accumulation:
     """The adjoints of ``reverse.Reverser``, a part of it: it owns how each name's adjoint is named
@@ -109,9 +108,14 @@ class Accumulation:
         """``contribution``, the share of ``atom`` in the adjoint of ``whole`` (a list or array it
         was put into), as ``real_like(contribution, atom)`` where ``whole`` may be complex and
         ``atom`` may be real: the real part of it, where ``atom`` is real when it runs."""
-        if whole not in self.complexes or not isinstance(atom, ir.Var) or (
-            atom.name in self.sure_complex
-        ):
+        if whole not in self.complexes:
+            return contribution
+        return self.real_of(atom, contribution)
+
+    def real_of(self, atom: ir.Atom, contribution: Made) -> Made:
+        """``real_like(contribution, atom)``: the real part of ``atom``'s contribution where
+        ``atom`` is real when it runs; as it is where ``atom`` is surely complex."""
+        if not isinstance(atom, ir.Var) or atom.name in self.sure_complex:
             return contribution
         stmts, value = contribution
         return self.part(ir.Call(_REAL_LIKE, (value, atom)), *stmts)

@@ -92,7 +92,6 @@ from ast_ad.optimize.hoist import hoisted
 
 _PART, _ITEM = ir.Ref(runtime.part, "part"), ir.Ref(operator.getitem, "operator.getitem")
 _UNBROADCAST = ir.Ref(runtime.unbroadcast, "unbroadcast")
-_REAL_LIKE = ir.Ref(runtime.real_like, "real_like")
 # a number's adjoint from an array's: every entry's summed (``unbroadcast`` to no axes)
 _SUMMED = ir.Ref(np.sum, "np.sum")
 _DENSE = ir.Ref(runtime.dense_adjoint, "dense_adjoint")
@@ -772,10 +771,8 @@ class Reverser:
                         else ir.Call(_UNBROADCAST, (contribution[1], atom))
                     )
                     contribution = self.adjoints.part(spread, *contribution[0])
-                if real_parts and atom.name not in self.sure_complex:
-                    contribution = self.adjoints.part(
-                        ir.Call(_REAL_LIKE, (contribution[1], atom)), *contribution[0]
-                    )
+                if real_parts:
+                    contribution = self.adjoints.real_of(atom, contribution)
                 out += self.adjoints.accumulate(atom.name, contribution)
         return out
 

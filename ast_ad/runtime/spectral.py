@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ast_ad.errors import UnsupportedDerivativeError
+from ast_ad.runtime.arrays import is_array
 
 
 def real_like(d: Any, x: Any) -> Any:
@@ -45,15 +46,20 @@ def real_like(d: Any, x: Any) -> Any:
 def unit(z: Any) -> Any:
     """``z / |z|``, the direction of ``z``, with 0 at 0 (where every unit direction is a
     subgradient of ``|z|``, 0 is the one of least norm: the real rule's ``sign(0)``), and the
-    direction of an infinite entry's infinite parts at infinity."""
-    z = np.asarray(z)
+    direction of an infinite entry's infinite parts at infinity. Another library's array (dask's)
+    stays its own and lazy: nothing here reads its values."""
+    own = not is_array(z) or isinstance(z, np.ndarray)
+    if own:
+        z = np.asarray(z)
     size = np.abs(z)
     with np.errstate(divide="ignore", invalid="ignore"):  # (0 and infinity: put right below)
         out = z / size
     special = (size == 0) | np.isinf(size)
-    if special.any() and not np.iscomplexobj(z):
+    if own and not special.any():
+        return out if out.ndim else out[()]
+    if not np.iscomplexobj(z):
         out = np.where(special, np.sign(z), out)  # a real number's sign: 0 at 0
-    elif special.any():
+    else:
         re, im = np.real(z), np.imag(z)
         direction = np.where(np.isinf(re), np.sign(re), 0.0) + 1j * np.where(
             np.isinf(im), np.sign(im), 0.0
@@ -61,7 +67,7 @@ def unit(z: Any) -> Any:
         length = np.abs(direction)
         direction = direction / np.where(length == 0, 1.0, length)
         out = np.where(special, direction, out)  # (0 at 0: no infinite part there)
-    return out if out.ndim else out[()]
+    return out if not own or out.ndim else out[()]
 
 
 def abs_vjp(g: Any, x: Any, size: Any) -> Any:
@@ -69,11 +75,13 @@ def abs_vjp(g: Any, x: Any, size: Any) -> Any:
     where ``size`` is 0 or infinite; two new arrays where ``g * conj(unit(x))`` makes four."""
     if type(x) is not np.ndarray or x.ndim == 0 or type(size) is not np.ndarray:
         return abs_vjp_general(g, x, size)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    out = np.conjugate(x)
+    with np.errstate(divide="ignore", invalid="ignore"):  # (0 and infinity: put right below)
         scale = g / size
-    out = np.conjugate(x) * scale if scale.shape != x.shape else np.conjugate(x)
-    if scale.shape == x.shape:
-        out *= scale
+        if scale.shape == out.shape and np.can_cast(scale.dtype, out.dtype, "same_kind"):
+            out *= scale  # (in place: the conjugate is a new array of its own)
+        else:
+            out = out * scale
     special = (size == 0) | np.isinf(size)
     if special.any():
         out = np.where(special, g * np.conj(unit(x)), out)
@@ -81,20 +89,25 @@ def abs_vjp(g: Any, x: Any, size: Any) -> Any:
 
 
 def abs_vjp_general(g: Any, x: Any, size: Any) -> Any:
-    """``abs_vjp`` for numbers and other libraries' arrays, by the same formula."""
+    """``abs_vjp`` for numbers and other libraries' arrays, by the same formula (theirs kept lazy:
+    the special entries are chosen by ``np.where``, not found by reading values)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         regular = g * np.conj(x) / size
-    special = (np.asarray(size) == 0) | np.isinf(size)
-    return np.where(special, g * np.conj(unit(x)), regular) if np.any(special) else regular
+    special = (size == 0) | np.isinf(size)
+    if (not is_array(special) or isinstance(special, np.ndarray)) and not np.any(special):
+        return regular
+    return np.where(special, g * np.conj(unit(x)), regular)
 
 
 def inverse_or_zero(z: Any) -> Any:
     """``1 / z``, and 0 where ``z`` is 0 or infinite (the slope of an angle, taken as zero where the
     angle jumps)."""
-    z = np.asarray(z)
+    own = not is_array(z) or isinstance(z, np.ndarray)  # (another library's array stays its own)
+    if own:
+        z = np.asarray(z)
     keep = (z != 0) & np.isfinite(z)
     out = np.where(keep, 1.0 / np.where(keep, z, 1.0), 0.0)
-    return out if out.ndim else out[()]
+    return out if not own or out.ndim else out[()]
 
 
 def swapped_norm(norm: Any) -> Any:
