@@ -122,6 +122,15 @@ def one_array_deep_in_another_slot(x):
     return np.sum(box[1][0] * x)
 
 
+def one_array_written_deep_held_in_another_slot(x):
+    # (once silently Python's value before the write: box[0] kept the old array, 14.0 for 18.0 at
+    # x = [1, 2, 3]; the check looked at the other slots of box[1] alone)
+    y = x * 1.0
+    box = [y, [y]]
+    box[1][0][0] = 5.0  # write
+    return np.sum(box[0] * x)
+
+
 # ---- found by hand against the model: views made in loops, writes in branches, one object
 # under two names written through a row in nested loops (once divergent), an attribute's array
 def view_in_loop(x):
@@ -483,6 +492,53 @@ def a_view_a_helper_made_with_an_index(x):
     return np.sum(y * y) + np.sum(w)
 
 
+def a_view_made_on_two_paths(x):
+    # (once refused on the first path: the recipe was the last path's, y[::-1])
+    y = x * 1.0
+    if x[0] > 0:
+        w = y[1:]
+    else:
+        w = y[::-1]
+    w[0] = 5.0 * x[1]
+    return np.sum(y * x) + np.sum(w)
+
+
+def a_view_of_one_of_two_arrays(x):
+    y = x * 1.0
+    z = x * 2.0
+    if x[0] > 0:
+        w = y[1:]
+    else:
+        w = z[:2]
+    w[0] = 5.0 * x[1]  # write
+    return np.sum(y * z) + np.sum(w)
+
+
+def _pick(y, first):
+    if first:
+        return y[1:]
+    return y[:2]
+
+
+def a_view_a_helper_makes_on_two_paths(x):
+    y = np.outer(x, x) * 1.0
+    w = _pick(y, x[0] > 0)  # inlined: y[1:] or y[:2], whichever path ran
+    w[0, 2] = 5.0 * x[1]
+    return np.sum(y * y) + np.sum(w)
+
+
+def views_taken_by_turns_in_a_loop(x):
+    y = x * 1.0
+    w = y
+    for i in range(3):
+        if i % 2 == 0:
+            w = y[1:]
+        else:
+            w = y[::2]
+        w[0] = w[0] * x[2]
+    return np.sum(y * x) + np.sum(w)
+
+
 def _cut(k):
     def part(a):
         return a[k:]
@@ -532,6 +588,9 @@ def a_closure_view_on_two_paths(x):
 # Python's value and its gradient: the names, views and items that see the changed array are made
 # again from it
 FOLLOWED = [
+    a_view_made_on_two_paths,
+    a_view_a_helper_makes_on_two_paths,
+    views_taken_by_turns_in_a_loop,
     view_read_after_loop,
     transpose_read_after_loop,
     tail_view_read_after_loop,
@@ -582,7 +641,7 @@ FOLLOWED = [
     a_closure_writes_its_argument,
 ]
 # refused at the write: an object another slot holds deeper
-SHARED = [one_array_deep_in_another_slot]
+SHARED = [one_array_deep_in_another_slot, one_array_written_deep_held_in_another_slot]
 APART = [swap_entries, two_arrays_in_a_list, view_not_read_after, tuple_of_arrays_of_two_shapes]
 
 
@@ -740,8 +799,44 @@ class _Scaler:
         return a * self.w * SCALE
 
 
+    def mapped(self, a, f):
+        return f(a) * SCALE
+
+    @staticmethod
+    def twice(a):
+        return a * SCALE * 2.0
+
+    @classmethod
+    def unit(cls, a):
+        return cls(a[0] * SCALE)
+
+
 def binds_the_name_a_method_reads(x):
     """``_Scaler.apply`` reads the module's ``SCALE``; this function has a ``SCALE`` of its own."""
     SCALE = 10.0  # noqa: N806 (the clash is the point)
     s = _Scaler(2.0)
     return np.sum(s.apply(x)) + SCALE
+
+
+def binds_the_name_static_and_class_methods_read(x):
+    """A static method and a class method read the module's ``SCALE`` too."""
+    SCALE = 10.0  # noqa: N806 (the clash is the point)
+    s = _Scaler.unit(x)
+    return np.sum(s.apply(x)) + np.sum(_Scaler.twice(x)) + np.sum(s.twice(x)) * SCALE
+
+
+def passes_a_function_to_a_method_that_reads_its_name(x):
+    """The method reads the module's ``SCALE`` (3), the lambda the caller's (10)."""
+    SCALE = 10.0  # noqa: N806 (the clash is the point)
+    s = _Scaler(2.0)
+    return np.sum(s.mapped(x, lambda t: t * SCALE))
+
+
+def _apply_scaled(a, f):
+    return f(a) * SCALE
+
+
+def passes_a_function_to_a_helper_that_reads_its_name(x):
+    """The helper reads the module's ``SCALE`` (3), the lambda the caller's (10)."""
+    SCALE = 10.0  # noqa: N806 (the clash is the point)
+    return np.sum(_apply_scaled(x, lambda t: t * SCALE))

@@ -172,3 +172,56 @@ def set_comprehension_of_labels(x):
 def set_comprehension_of_values(x):
     values = {v * 2.0 for v in x}
     return sum(values)  # a set
+
+
+def loops_over_a_dict_it_makes(x):
+    # the keys 1, 0 are not the positions 0, 1: a loop reads each key, then its value
+    weights = {1: x[0] * 2.0, 0: x[1] * 3.0, 2: x[2]}
+    total, step = 0.0, 1.0
+    for k in weights:
+        total = total + step * k * weights[k]
+        step = step + 1.0
+    for k in {k: k * 2 for k in range(3)}:
+        total = total + x[k] * k
+    return total
+
+
+def loops_over_a_set_it_makes(x):
+    total, step = 0.0, 1.0
+    for k in {2, 0}:
+        total = total + x[k] * step
+        step = step + 1.0
+    for k in {j % 2 for j in range(5)}:
+        total = total * x[k]
+    return total
+
+
+def loops_over_a_dict_argument(x, table):
+    total = 0.0
+    for k in table:  # a dict
+        total = total + table[k] * x[k]
+    return total
+
+
+def loops_over_the_keys_of_a_dict_argument(x, table):
+    total = 0.0
+    for k in list(table):
+        total = total + table[k] * x[k]
+    return total
+
+
+# a global of this module that memory_functions has too, with another value
+SCALE = 7.0
+
+
+def passes_its_global_to_a_helper_of_another_module(x):
+    """The argument reads this module's ``SCALE`` (7); the helper, inlined, its own module's (3)."""
+    y = x * 1.0
+    y = memory_functions._scaled_in_place(y * SCALE)
+    return np.sum(y) + SCALE
+
+
+def key_from_the_input(x):
+    table = {0.0: 1.0, 1.0: 2.0}
+    k = x[0] - x[0]
+    return table[k] * x[1]  # key

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import ast_ad
 from ast_ad import runtime
 from ast_ad.backend.jit import JitError
-from tests import corpus_control
+from tests import corpus_control, writes_functions
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "examples"))
 try:
@@ -50,6 +50,9 @@ CASES = [
     (branchy, (0, 1), (-1.2, 2.5)),
     # complex values inside (the real parts, the sizes and angles of complex numbers compiled)
     (phases, (0,), (np.linspace(0.1, 1.0, 4),)),
+    # ordinary item-write loops: into a copy of an argument, and 2-d writes in nested loops
+    (writes_functions.chain_on_a_copy, (0,), (1.0 + np.linspace(-0.01, 0.01, 40),)),
+    (writes_functions.outer_grid, (0,), (np.linspace(0.5, 1.0, 5),)),
 ]
 # the corpus's functions of numbers whose gradients Numba compiles
 SCALAR_CORPUS = [
@@ -150,6 +153,9 @@ HELPER_CASES = {
     runtime.pow_minus_one: [(2.0, 3.0), (0.0, 0.0), (0.0, 0.5), (-2.0, 3.0), (1.5, 2)],
     # (where the flag is down, both raise: tests/test_unbound.py)
     runtime.check_bound: [(True, "y", "f.py:3")],
+    runtime.copy_of: [(A,), (M,)],
+    runtime.loop_length: [(A, "f.py:3"), (M, "f.py:3"), ((1.0, A), "f.py:3"),
+                          ([1.0, 2.0], "f.py:3")],
     runtime.real_like: [(A * 1j + A, A), (A * 1j, A * 1j), (2.0 + 1j, 1.5), (M + 0j, M)],
     runtime.unit: [
         (np.array([0j, 3 + 4j, complex(np.inf, 1.0), complex(-np.inf, np.inf)]),),

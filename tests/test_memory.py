@@ -7,6 +7,8 @@ Python is the first oracle: the value of every function here is compared with Py
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -19,8 +21,8 @@ X = np.array([1.1, 0.7, 1.3, 0.9])
 T = np.array([0.3, -1.2, 0.5, 2.0])
 
 
-def _grad(f):
-    return ast_ad.value_and_grad(f)(X.copy())
+def _grad(f, x=X):
+    return ast_ad.value_and_grad(f)(x.copy())
 
 
 def _jvp(f):
@@ -51,7 +53,7 @@ def test_a_write_another_slot_sees_is_refused_at_its_line(fun, mode) -> None:
     with pytest.raises(InPlaceAliasError) as caught:
         mode(fun)
     assert f"memory_functions.py:{marked_line(fun, '# write')}:" in str(caught.value)
-    assert "another variable (box, in a slot inside it)" in str(caught.value)
+    assert re.search(r"another variable \(box, in (a|another) slot", str(caught.value))
 
 
 def test_a_view_made_on_two_paths_with_an_index_of_its_own_is_refused_naming_it() -> None:
@@ -66,25 +68,18 @@ def test_a_view_made_on_two_paths_with_an_index_of_its_own_is_refused_naming_it(
     assert f"memory_functions.py:{marked_line(fun, '# write')}:" in str(caught.value)
 
 
-def test_a_view_of_unknown_layout_is_refused_naming_the_other_variable(
-    tmp_path, monkeypatch
-) -> None:
-    """A helper that returns a view made on one of two paths (``y[1:] if first else y[:2]``): it is
-    inlined (its result may share its argument's memory), but which view the name holds after the
-    branch is not known where it is written. Where the other variable overlaps the changed array
-    and the lowering does not know how to make it again, the refusal names it. (A function of the
-    module or a closure that returns ``y[k:]`` is inlined and followed:
-    ``a_view_a_helper_made_with_an_index``, ``a_view_a_closure_made``.)"""
-    (tmp_path / "overlap.py").write_text(
-        "import numpy as np\n\n\ndef pick(y, first):\n    if first:\n        return y[1:]\n"
-        "    return y[:2]\n\n\ndef f(x):\n"
-        "    y = np.outer(x, x) * 1.0\n    w = pick(y, True)\n    w[0, 2] = 5.0\n"
-        "    return np.sum(y * y)\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    import overlap
-    assert overlap.f(X.copy()) == overlap.f(X.copy())
-    with pytest.raises(InPlaceAliasError, match=r"another variable \(y\)"):
-        _grad(overlap.f)
+def test_a_view_made_otherwise_on_another_path_is_refused_naming_the_other_variable() -> None:
+    """``w`` a view of ``y`` on one path and of ``z`` on the other: the one recipe, ``z``'s (the
+    last path lowered), is not the view the first path made, which ``view_of`` finds at run time
+    before the write: refused there, naming ``y``; the other path is exact. (Views of one array on
+    both paths are followed: ``a_view_made_on_two_paths``.)"""
+    fun = mf.a_view_of_one_of_two_arrays
+    value, grads = _grad(fun, -X)
+    assert value == fun(-X.copy())
+    assert_fd(lambda v: fun(np.copy(v)), (-X,), (0,), (grads,))
+    with pytest.raises(InPlaceAliasError, match=r"another variable \(y\)") as caught:
+        _grad(fun)
+    assert f"memory_functions.py:{marked_line(fun, '# write')}:" in str(caught.value)
 
 
 @pytest.mark.parametrize("fun", mf.APART, ids=[f.__name__ for f in mf.APART])
@@ -345,20 +340,19 @@ def test_a_view_recipe_bound_in_a_loop_of_no_steps_is_bound_before_it(n) -> None
 
 
 @pytest.mark.parametrize(
-    "fun", [mf.binds_the_name_a_closure_reads, mf.binds_the_name_a_helper_reads]
+    "fun",
+    [mf.binds_the_name_a_closure_reads, mf.binds_the_name_a_helper_reads,
+     mf.binds_the_name_a_method_reads, mf.binds_the_name_static_and_class_methods_read,
+     mf.passes_a_function_to_a_method_that_reads_its_name,
+     mf.passes_a_function_to_a_helper_that_reads_its_name],
 )
 def test_an_inlined_function_reads_its_own_scope_not_the_callers(fun) -> None:
-    """A closure's or a helper's body, inlined in place, reads the names it does not bind from its
-    own closure or module even where the caller has a variable of the same name (once silently the
-    caller's: x[2:] for x[1:], 10 for 3): Python's value, and the gradient of finite differences."""
+    """A closure's, a helper's or a method's body, inlined in place, reads the names it does not
+    bind from its own closure or module even where the caller has a variable of the same name (once
+    silently the caller's: x[2:] for x[1:], 10 for 3; then refused for methods and for helpers
+    passed a function), and a lambda of the caller's passed to it reads the caller's: Python's
+    value, and the gradient of finite differences."""
     x = np.array([1.0, 2.0, 3.0, 4.0])
     value, grad = ast_ad.value_and_grad(fun)(x.copy())
     assert value == fun(x.copy())
     assert_fd(lambda v: fun(v.copy()), (x,), (0,), (grad,))
-
-
-def test_a_method_that_reads_a_name_the_caller_binds_is_refused() -> None:
-    """A method's body is lowered in the caller's scope still: where it reads a module's name the
-    caller binds too, the call is refused, naming the name, rather than read the caller's."""
-    with pytest.raises(ast_ad.errors.UnsupportedSyntaxError, match="rename one of them"):
-        ast_ad.value_and_grad(mf.binds_the_name_a_method_reads)(np.array([1.0, 2.0]))

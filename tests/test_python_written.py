@@ -3,6 +3,8 @@ and what is still refused says what to write instead, in the user's words."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -16,7 +18,8 @@ T = np.array([0.4, 1.0, -0.3])
 EXACT = [pw.checks_its_argument, pw.constant_call, pw.starred, pw.starred_between, pw.f_string_keys,
          pw.dict_comprehension, pw.items_loop_that_writes, pw.max_by_key, pw.local_derivative,
          pw.value_and_gradient_in_a_body, pw.quiet_division, pw.assigns_what_the_filler_returns,
-         pw.lambdas_in_a_list, pw.calls_a_filler, pw.set_comprehension_of_labels]
+         pw.lambdas_in_a_list, pw.calls_a_filler, pw.set_comprehension_of_labels,
+         pw.loops_over_a_dict_it_makes, pw.loops_over_a_set_it_makes]
 
 
 @pytest.mark.parametrize("fun", EXACT, ids=[f.__name__ for f in EXACT])
@@ -130,3 +133,39 @@ def test_a_set_of_differentiated_values_is_refused_where_it_is_made() -> None:
     with pytest.raises(errors.MissingRuleError, match="a set of differentiated values") as info:
         ast_ad.grad(pw.set_comprehension_of_values)(X)
     assert info.value.lineno == marked_line(pw.set_comprehension_of_values, "# a set") - 1
+
+
+def test_a_loop_over_a_dict_argument_is_refused_at_its_line_not_read_by_position() -> None:
+    """The keys 1, 0 of a dict that comes in are not its positions: read by position, ``k`` would be
+    the values (0 and 0 here, so x[0] twice: a wrong number). The loop is refused at its line, in
+    both modes, and ``list(table)`` is exact."""
+    table = {1: 0, 0: 0}
+    line = marked_line(pw.loops_over_a_dict_argument, "# a dict")
+    for run in (lambda: ast_ad.grad(pw.loops_over_a_dict_argument)(X, table),
+                lambda: ast_ad.jvp(functools.partial(pw.loops_over_a_dict_argument, table=table),
+                                   (X,), (T,))):
+        with pytest.raises(errors.UnsupportedDerivativeError, match=r"list\(\.\.\.\)") as info:
+            run()
+        assert info.value.lineno == line and "a dict" in str(info.value)
+    table = {1: 2.0, 0: -3.0}
+    value, grads = ast_ad.value_and_grad(pw.loops_over_the_keys_of_a_dict_argument)(X, table)
+    assert value == pw.loops_over_the_keys_of_a_dict_argument(X, table)
+    assert np.array_equal(grads, [-3.0, 2.0, 0.0])
+
+
+def test_a_helper_of_another_module_reads_its_names_and_its_arguments_the_callers() -> None:
+    """Both modules have a ``SCALE``: the call's argument reads this one's (7), the helper's body
+    its own (3); once the argument read the helper's module's."""
+    value, grads = ast_ad.value_and_grad(pw.passes_its_global_to_a_helper_of_another_module)(X)
+    assert value == pw.passes_its_global_to_a_helper_of_another_module(X.copy())
+    assert np.array_equal(grads, np.full(3, 21.0))
+
+
+def test_a_key_computed_from_the_inputs_is_not_a_primitive_to_register() -> None:
+    """``table[k]`` with ``k`` computed from ``x``: the refusal says what an index is, not that
+    operator.getitem needs a rule of the user's."""
+    with pytest.raises(errors.MissingRuleError) as info:
+        ast_ad.grad(pw.key_from_the_input)(X)
+    assert "index or a key computed from the differentiated inputs" in str(info.value)
+    assert "register" not in str(info.value)
+    assert info.value.lineno == marked_line(pw.key_from_the_input, "# key")

@@ -284,7 +284,7 @@ def test_nondiff_rules_stop_the_gradient(rule: registry.Rule) -> None:
         np.bitwise_xor: (box(np.array([4, 6])), 2),
         check_in_place: (box(np.ones(2)), (np.zeros(2),), "here"),
         check_kept: (box(0.5), "here"),
-        runtime.check_item_apart: ([box(np.ones(2)), np.zeros(2)], 0, "here"),
+        runtime.check_item_apart: ([box(np.ones(2)), np.zeros(2)], (0,), "here"),
         runtime.view_of: (box(np.ones(2)), np.zeros(2), None, False, "here"),
         runtime.slots_holding: ([box(np.ones(2)), np.zeros(2)], np.ones(3), "here"),
         runtime.slots_changed: ([box(np.ones(2)), np.zeros(2)], 0, 0.5, "here"),

@@ -32,6 +32,8 @@ CASES = [
     (wf.branchy, (X6[:5],), (0,)),
     (wf.read_whole_in_loop, (X4,), (0,)),
     (wf.calls_a_writer, (X4,), (0,)),
+    (wf.chain_on_a_copy, (X4,), (0,)),
+    (wf.outer_grid, (X4,), (0,)),
 ]
 
 
@@ -250,3 +252,26 @@ def test_a_default_is_read_or_copied_as_python_does_and_a_change_of_it_is_refuse
             value, grad = gradient(x)
             assert value == fun(x)
             assert_fd(fun, (x,), (0,), (grad,))
+
+
+def test_a_copy_of_an_array_argument_is_written_in_place() -> None:
+    """``y = x.copy()``: the memory model guards its writes under ``is_container(x)`` (a list's
+    copy holds its arrays); with ``x`` an array (its label), the flag is false, the guard goes
+    (``optimize.guards``) and the loop writes ``y`` in place, taping the entries it overwrites: not
+    a copy of ``y`` a step (once O(n) a step, O(n^2) a call)."""
+    text = ast_ad.source(ast_ad.grad(wf.chain_on_a_copy), X4)
+    assert "is_container" not in text and "check_in_place" not in text
+    assert "y[i] = " in text and "y_entries.append(y[i])" in text and "y_tape" not in text
+    # a list's copy keeps the guard: its items are the caller's arrays
+    listed = ast_ad.source(ast_ad.grad(wf.chain_on_a_copy), [1.0, 2.0, 3.0])
+    assert "is_container" in listed
+
+
+def test_the_index_of_a_nested_loops_write_is_computed_again_not_taped() -> None:
+    """``g[i, j] = ...``: the index tuple ``(i, j)`` and the read ``x[i]`` of the outer loop's index
+    are computed again at the top of each inner step of the backward pass, not taped."""
+    text = ast_ad.source(ast_ad.grad(wf.outer_grid), X4)
+    tapes = {line.split(" = ")[0].strip() for line in text.splitlines() if line.endswith(" = []")}
+    assert not {"index_tape", "x_item_tape"} & tapes, tapes
+    backward = text[text.index("for j in reversed("):]
+    assert "index = i, j" in backward and "x_item = x[i]" in backward

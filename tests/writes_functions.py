@@ -118,3 +118,20 @@ def writes_a_copy_of_its_default(x, buf=np.zeros(2)):  # noqa: B008 -- a default
     b = buf.copy()
     b[0] = np.sum(x)
     return np.sum(b * x)
+
+
+def chain_on_a_copy(x):
+    # ``x.copy()`` of an array (its label says so): a new array no other name sees
+    y = x.copy()
+    for i in range(1, x.shape[0]):
+        y[i] = y[i - 1] * x[i]
+    return np.sum(y)
+
+
+def outer_grid(x):
+    # 2-d writes in nested loops, each entry's index a tuple of the two loops' indices
+    g = np.zeros((x.shape[0], x.shape[0]))
+    for i in range(x.shape[0]):
+        for j in range(x.shape[0]):
+            g[i, j] = x[i] * x[j] + 1.0
+    return np.sum(g * g)

@@ -508,6 +508,9 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
         return args[0]  # a write into a numpy array keeps its shape and dtype
     if fn is runtime.detached and len(args) == 1 and args[0][0] == "num":
         return args[0]  # a copy
+    if fn in (runtime.copy_of, np.copy) and len(args) == 1 and args[0][0] == "num" \
+            and args[0][1] >= 1:
+        return args[0]  # ``x.copy()``, ``np.copy(x)`` of a numpy array: one of its shape and dtype
     if fn is runtime.owned_adjoint and len(args) == 2 and args[1][0] == "num" and args[1][1] >= 1 \
             and _rank(args[0]) is not None and _rank(args[0]) <= args[1][1]:
         return ("num", args[1][1], True)  # zeros of x's shape, in floats at least, plus g

@@ -139,16 +139,7 @@ def checked(function: ir.Function, inits: dict[int, str], namer: Namer) -> ir.Fu
     body = _flagged(function.body, found, inits, owners, flags, namer)
     if -1 in found:
         body += [_check(name, function.result_line, owners, flags, namer) for name in found[-1]]
-    return ir.Function(
-        function.name,
-        function.params,
-        tuple(body),
-        function.result,
-        function.result_line,
-        function.fn,
-        function.mutable | frozenset(flags.values()),
-        function.users,
-    )
+    return ir.with_body(function, body, function.mutable | frozenset(flags.values()))
 
 
 def _flagged(

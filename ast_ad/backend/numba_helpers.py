@@ -37,6 +37,8 @@ COMPILED = (
     runtime.owned_adjoint,
     runtime.pow_minus_one,
     runtime.check_bound,
+    runtime.loop_length,
+    runtime.copy_of,
     runtime.real_like,
     runtime.unit,
     runtime.inverse_or_zero,
@@ -239,6 +241,20 @@ def register(numba: Any) -> None:
                         "cannot access a local variable where it is not associated with a value"
                     )
             return impl
+        return None
+
+    @overload(runtime.copy_of)
+    def _copy_of(x):
+        if array(x):
+            return lambda x: x.copy()
+        return None
+
+    @overload(runtime.loop_length)
+    def _loop_length(xs, where):
+        # (Numba's typed lists, tuples and arrays: sequences, read by position)
+        if isinstance(plain(xs), (types.Array, types.BaseTuple, types.List, types.ListType,
+                                  types.RangeType)):
+            return lambda xs, where: len(xs)
         return None
 
     # ---- item reads and writes -------------------------------------------------------------------

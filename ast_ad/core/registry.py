@@ -178,6 +178,7 @@ _FACTS: dict[str, dict[Any, Any]] = {
     "identity_read": {},
     "number_result": {},
     "guard": {},
+    "container_test": {},
     "view_inverse": {},
     "helper": {},
     "complex": {},
@@ -437,6 +438,19 @@ def guarded_argument(fn: Any) -> int | None:
     ``None``."""
     found: int | None = _fact("guard", fn)
     return found
+
+
+def def_container_test(*fns: Any) -> None:
+    """Declare that ``fn(x)`` only says whether ``x`` is a list, tuple or dict: false where ``x``
+    is a number or a numpy array, which the kinds analysis may know (``activity.guarded``)."""
+    for fn in fns:
+        _note("container_test", fn)
+        _FACTS["container_test"][fn] = True
+
+
+def container_test(fn: Any) -> bool:
+    """Whether ``fn`` is a test of being a list, tuple or dict (``def_container_test``)."""
+    return bool(_fact("container_test", fn))
 
 
 def def_view(*fns: Any) -> None:

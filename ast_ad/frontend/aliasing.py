@@ -77,6 +77,9 @@ class Memory:
         self.checked_only = _checked_only(at.source.tree, at.source.fn.__globals__)
         # IR name -> the view call that made it (``Memory.followed``)
         self.recipes: dict[str, ir.Call] = {}
+        # a view bound on more than one path -> the name of ast_ad's its index is held in
+        # (``held_index``)
+        self.indices: dict[str, str] = {}
         # variables to make again after the statement (``Memory.follow``)
         self.follow_ups: list[FollowUp] = []
         # an item's object after a write (``Memory.follow``)
@@ -866,7 +869,7 @@ class Memory:
             # made again from the array after a write (``followed``): its other operands as they are
             # then, which ``view_of`` checks by the layout they give (an index a loop moved on gives
             # another view)
-            self.recipes[atom.name] = call
+            self.recipes[atom.name] = self.held_index(atom.name, call)
             if call.fn.obj in (operator.getitem, runtime.list_item) and self.container_like(
                 call.args[0]
             ):
@@ -941,6 +944,30 @@ class Memory:
             for elt in last.value.elts:
                 if isinstance(elt, ir.Var):
                     self.contain(atom.name, elt.name)
+
+    def held_index(self, name: str, call: ir.Call) -> ir.Call:
+        """The recipe of the view ``name = x[index]`` (``call``): where a branch binds ``name`` and
+        another path may bind it too (``w = y[1:]`` here, ``w = y[:2]`` there), its index held
+        under a name of ast_ad's that each such path binds (``w_at = slice(1, None)``), so that the
+        one recipe ``y[w_at]`` is the view of whichever path ran. The fact it relies on:
+        ``view_of`` compares the layout the recipe gives with the object the name holds before a
+        write follows it, so a path that bound the name otherwise (``y.T``, another array's view)
+        is refused at run time, never made again from a recipe that is not its own."""
+        if not (
+            call.fn.obj is operator.getitem
+            and len(call.args) == 2
+            and not call.kwargs
+            and name in self.at.mutable
+            and self.at.nesting > len(self.at.loops)
+        ):
+            return call
+        held = self.indices.get(name)
+        if held is None:
+            held = self.indices[name] = self.at.namer.fresh(f"{name}_at")
+            self.at.mutable.add(held)
+            self.at.locals.add(held)
+        self.at.body.insert(len(self.at.body) - 1, ir.Assign(held, call.args[1], self.at.line))
+        return ir.Call(call.fn, (call.args[0], ir.Var(held)), call.kwargs)
 
     def checked(self, name: str) -> bool:
         """Whether the IR name ``name`` holds a variable that only checks read

@@ -58,7 +58,6 @@ REFUSED: dict[type, str] = {
     gast.Import: "import inside a differentiated function is not supported: import at module level",
     gast.ImportFrom: "import inside a differentiated function is not supported: import at module "
                      "level",
-    gast.Set: "set literals are not supported in differentiated code: use a tuple",
 }
 if hasattr(gast, "Match"):
     REFUSED[gast.Match] = "match statements are not supported: write if/elif/else"

@@ -74,6 +74,9 @@ class Frame:
         # (``foreign_reads``: module dict, name, object), a derivative reading it is stale once it
         # changes
         self.scopes: list[Any] = []  # (a module's dict, or a closure's ``ClosureScope``)
+        # id of a function of the caller's passed to another -> (it, the scopes it reads its names
+        # in) (``Nesting.inline``)
+        self.function_scopes: dict[int, tuple[Any, list[Any]]] = {}
         self.foreign_reads: list[tuple[dict[str, Any], str, Any]] = []
         # the functions whose bodies are lowered in place (``INLINED``)
         self.inlined: list[Any] = []
@@ -92,7 +95,7 @@ class Frame:
         self.field_labels: dict[str, str] = {}
         self.carried: list[dict[str, ir.Atom]] = []  # (``Memory.carry``)
         self.serial = 0  # for ``hidden`` names
-        # IR name -> "list" or "tuple", where that is known (see ``kind``)
+        # IR name -> "list", "tuple", "dict" or "set", where that is known (``container_kind``)
         self.kinds: dict[str, str] = {}
         # what is read after each statement (``live_after``)
         self.liveness: dict[int, frozenset[str]] = {}
@@ -101,6 +104,42 @@ class Frame:
         self.live: frozenset[str] | None = None  # that, for the statement being lowered, if known
         # the names the statement being lowered binds (``_rebound``)
         self.rebinding: frozenset[str] = frozenset()
+
+
+class ClosureScope:
+    """The names a closure of the user's reads where it is inlined (``scopes``): its cells, then its
+    module's globals. Read as a module's dict is (``in``, ``[name]``, ``get``), each time as it is
+    now: a watch on a name read here (``foreign_reads``) sees a cell set again (``nonlocal``)."""
+
+    __slots__ = ("fn", "cells")
+
+    def __init__(self, fn: Any):
+        self.fn = fn
+        self.cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.cells or name in self.fn.__globals__
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self.cells:
+            return self.cells[name].cell_contents
+        return self.fn.__globals__[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except (KeyError, ValueError):  # (ValueError: an empty cell)
+            return default
+
+
+def container_kind(at: Frame, atom: ir.Atom) -> str | None:
+    """``"list"``, ``"tuple"``, ``"dict"`` or ``"set"`` where ``atom`` is known to be one (made
+    here: a display, a comprehension, a call of the type; ``Frame.kinds``), else ``None``."""
+    if isinstance(atom, ir.Const) and isinstance(atom.value, (list, tuple, dict)):
+        return type(atom.value).__name__
+    if isinstance(atom, ir.Const) and isinstance(atom.value, (set, frozenset)):
+        return "set"
+    return (at.kinds.get(atom.name) or None) if isinstance(atom, ir.Var) else None
 
 
 class Lowering(Protocol):

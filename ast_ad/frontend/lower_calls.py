@@ -28,7 +28,7 @@ from ast_ad.core import registry
 from ast_ad.errors import ASTADError, LocatedError, SourceUnavailableError, UnsupportedSyntaxError
 from ast_ad.frontend.aliasing import Memory
 from ast_ad.frontend.check import refuse
-from ast_ad.frontend.frame import Frame, Lowering, ParamWrites, ReturnView
+from ast_ad.frontend.frame import ClosureScope, Frame, Lowering, ParamWrites, ReturnView
 from ast_ad.frontend.lower_control import ControlFlow, written_parameters
 from ast_ad.frontend.lower_exprs import ExpressionLowering
 from ast_ad.frontend.lower_writes import WriteLowering
@@ -220,8 +220,8 @@ class CallLowering:
                 and registry.lookup(fn.obj) is None
                 and not (fn.obj.__module__ or "").startswith("ast_ad.")
             ):
-                return self.nested.inline(
-                    self.nested.helper_tree(node, fn.obj), node, name, user, outside=True
+                return self.nested.inline_in_scope(
+                    fn.obj, self.nested.helper_tree(node, fn.obj), node, name, user
                 )
         if isinstance(func, gast.Attribute):
             owner = self.lowering.static(func.value)
@@ -239,9 +239,9 @@ class CallLowering:
                 if isinstance(found, classmethod) and inspect.isfunction(found.__func__):
                     return self.objects.class_call(receiver.obj, found.__func__, node, name, user)
                 if isinstance(found, staticmethod) and inspect.isfunction(found.__func__):
-                    return self.nested.inline(
-                        self.objects.method_tree(found.__func__, node), node, name, user,
-                        outside=True,
+                    return self.objects.inline_method(
+                        found.__func__, self.objects.method_tree(found.__func__, node), node, name,
+                        user,
                     )
             method = self.method_of(receiver, func.attr, node)
             # a method of the user's own class: a call of its function with self
@@ -613,13 +613,10 @@ class CallLowering:
         source = self.at.foreign_sources.get(id(tree))
         outer = self.at.source
         self.at.source = source or outer
-        # its names are its module's, or its closure's (``helper_global``)
-        self.at.scopes.append(ClosureScope(fn) if fn.__closure__ else fn.__globals__)
         try:
-            return self.nested.inline(tree, node, name, user, outside=True, scoped=True)
+            return self.nested.inline_in_scope(fn, tree, node, name, user)
         finally:
             self.at.source = outer
-            self.at.scopes.pop()
 
     def dead_after(self, atom: ir.Var) -> bool:
         """Whether no variable that holds ``atom`` is read after the statement being lowered, but as
@@ -765,32 +762,6 @@ def _may_hide(cls: type, attr: str, receiver: ir.Atom) -> bool:
                                         for op in dis.get_instructions(code)):
                 return True
     return False
-
-
-class ClosureScope:
-    """The names a closure of the user's reads where it is inlined (``scopes``): its cells, then its
-    module's globals. Read as a module's dict is (``in``, ``[name]``, ``get``), each time as it is
-    now: a watch on a name read here (``foreign_reads``) sees a cell set again (``nonlocal``)."""
-
-    __slots__ = ("fn", "cells")
-
-    def __init__(self, fn: Any):
-        self.fn = fn
-        self.cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))
-
-    def __contains__(self, name: str) -> bool:
-        return name in self.cells or name in self.fn.__globals__
-
-    def __getitem__(self, name: str) -> Any:
-        if name in self.cells:
-            return self.cells[name].cell_contents
-        return self.fn.__globals__[name]
-
-    def get(self, name: str, default: Any = None) -> Any:
-        try:
-            return self[name]
-        except (KeyError, ValueError):  # (ValueError: an empty cell)
-            return default
 
 
 def _cells_set(fn: Any) -> bool:

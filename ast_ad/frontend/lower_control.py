@@ -15,7 +15,7 @@ import gast
 from ast_ad import runtime
 from ast_ad.frontend.aliasing import Memory, loop_rebinds, loop_shared
 from ast_ad.frontend.check import refuse
-from ast_ad.frontend.frame import Frame, Lowering
+from ast_ad.frontend.frame import Frame, Lowering, container_kind
 from ast_ad.frontend.nested import Nesting, _load
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
@@ -281,10 +281,38 @@ class ControlFlow:
             held = self.lowering.hidden("list")
             self.at.env[held] = ir.Ref(list, "list")
             node = gast.copy_location(gast.Call(func=_load(held), args=[node], keywords=[]), node)
-        seq = self.lowering.expr(call.args[0] if call is not None and backwards else node)
+        iterated = call.args[0] if call is not None and backwards else node
+        seq = self.lowering.expr(iterated)
         self.at.env.pop(held, None)
-        length = self.lowering.bind(ir.Call(ir.Ref(len, "len"), (seq,)), f"n_{_atom_name(seq)}")
-        return length, [(target, seq, backwards)]
+        return self.steps(seq), [(target, self.by_position(seq), backwards)]
+
+    def by_position(self, seq: ir.Atom) -> ir.Atom:
+        """What a loop over ``seq`` reads its items from by position: ``seq`` itself, or the keys of
+        a dict and the members of a set made here, in Python's order (``keys_of``; they carry no
+        gradient)."""
+        if container_kind(self.at, seq) not in ("dict", "set"):
+            return seq
+        return self.lowering.bind(
+            ir.Call(ir.Ref(runtime.keys_of, "keys_of"), (seq,)), f"keys_of_{_atom_name(seq)}"
+        )
+
+    def steps(self, seq: ir.Atom) -> ir.Atom:
+        """The number of steps of a loop over ``seq``: its length where it is known to be a list, a
+        tuple, a dict or a set made here (a string, a range: a constant); else ``loop_length``,
+        which refuses at run time what is not read by position in Python's order (a dict that comes
+        into the function)."""
+        if container_kind(self.at, seq) or (
+            isinstance(seq, ir.Const) and isinstance(seq.value, (str, bytes, range))
+        ):
+            return self.lowering.bind(
+                ir.Call(ir.Ref(len, "len"), (seq,)), f"n_{_atom_name(seq)}"
+            )
+        line = self.at.line
+        where = f"{line.filename.rsplit('/', 1)[-1]}:{line.lineno}"
+        return self.lowering.bind(
+            ir.Call(ir.Ref(runtime.loop_length, "loop_length"), (seq, ir.Const(where))),
+            f"n_{_atom_name(seq)}",
+        )
 
     def position(self, backwards: bool, index: str) -> ir.Atom:
         if not backwards:

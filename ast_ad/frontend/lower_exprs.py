@@ -19,7 +19,7 @@ from ast_ad import runtime
 from ast_ad.core import registry
 from ast_ad.frontend.aliasing import Memory, _var
 from ast_ad.frontend.check import COMPLEX_HINT, refuse
-from ast_ad.frontend.frame import Frame, Lowering
+from ast_ad.frontend.frame import Frame, Lowering, container_kind
 from ast_ad.frontend.lower_control import ControlFlow
 from ast_ad.frontend.nested import _load, _locate_all, _rename_all
 from ast_ad.ir import nodes as ir
@@ -69,7 +69,6 @@ SPELLED = {
               "list "
     "or passed to another function yet: define it with def and call it by name",
     "Starred": "unpacking with * in an expression is not supported",
-    "Set": "a set display is not supported",
     "NamedExpr": "an assignment expression (:=) is not supported",
 }
 SAID_WHOLE = {"Lambda"}
@@ -143,9 +142,13 @@ class ExpressionLowering:
     def kind(self, atom: ir.Atom) -> str | None:
         """``"list"`` or ``"tuple"`` where ``atom`` is known to be one (a literal, a comprehension,
         a join)."""
-        if isinstance(atom, ir.Const) and isinstance(atom.value, (list, tuple)):
-            return type(atom.value).__name__
-        return self.at.kinds.get(atom.name) if isinstance(atom, ir.Var) else None
+        found = self.container_kind(atom)
+        return found if found in ("list", "tuple") else None
+
+    def container_kind(self, atom: ir.Atom) -> str | None:
+        """``"list"``, ``"tuple"``, ``"dict"`` or ``"set"`` where ``atom`` is known to be one
+        (made here: a display, a comprehension, a call of the type)."""
+        return container_kind(self.at, atom)
 
     def expr_UnaryOp(self, node: gast.UnaryOp, name: str | None, user: bool) -> ir.Atom:
         operand = self.lowering.expr(node.operand)
@@ -225,6 +228,7 @@ class ExpressionLowering:
     def expr_DictComp(self, node: gast.DictComp, name: str | None, user: bool) -> ir.Atom:
         """``{k: v for t in xs if c}`` becomes a loop that writes each key of a new dict."""
         acc = self.comprehended(node, name or "entries", user, {})
+        self.at.kinds[acc] = "dict"
         return self.filled(
             node,
             acc,
@@ -270,6 +274,14 @@ class ExpressionLowering:
             False,
         )
         return self.lowering.bind(ir.Call(ir.Ref(set, "set"), (items,)), name or "members", user)
+
+    def expr_Set(self, node: gast.Set, name: str | None, user: bool) -> ir.Atom:
+        """``{a, b}``: ``set`` of the tuple of its members (numbers that carry no gradient; a set
+        of differentiated values is refused where it is made)."""
+        members = self.lowering.expr(
+            gast.copy_location(gast.Tuple(elts=node.elts, ctx=gast.Load()), node)
+        )
+        return self.lowering.bind(ir.Call(ir.Ref(set, "set"), (members,)), name or "members", user)
 
     def expr_GeneratorExp(self, node: gast.GeneratorExp, name: str | None, user: bool) -> ir.Atom:
         return self.expr_ListComp(node, name, user)

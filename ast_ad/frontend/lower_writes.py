@@ -143,7 +143,7 @@ class WriteLowering:
         if isinstance(inner, ir.Var):
             self.memory.guard_object(inner, root.id, follow=True, changed=key, item=True)
             if not in_slot:
-                self.guard_slot(inner, outer)
+                self.guard_slot(outer)
         index = self.exprs.index(target.slice)
         new = self.lowering.bind(
             ir.Call(ir.Ref(runtime.assign_item, "assign_item"), (inner, index, value)),
@@ -168,24 +168,27 @@ class WriteLowering:
         )
         self.rebind(root.id, ir.Call(ir.Ref(runtime.replaced, "replaced"), (container, slots, new)))
 
-    def guard_slot(self, inner: ir.Var, outer: gast.Subscript) -> None:
-        """Before a write into ``inner``, the object ``L[k]`` (``outer``) holds: refuse at run time
-        where another slot of ``L`` holds it too (``pair = [y, y]``), which no name shows
-        (``runtime.check_item_apart``)."""
-        made = self.at.body[-1] if self.at.body else None
-        if (
-            isinstance(made, ir.Assign)
-            and made.target == inner.name
-            and isinstance(made.value, ir.Call)
-            and made.value.fn.obj in (operator.getitem, runtime.list_item)
-            and len(made.value.args) >= 2
-        ):
-            container, key = made.value.args[0], made.value.args[1]
-        else:
-            container, key = self.lowering.expr(outer.value), self.exprs.index(outer.slice)
+    def guard_slot(self, outer: gast.Subscript) -> None:
+        """Before a write into the object ``L[k]...[j]`` (``outer``) holds: refuse at run time
+        where another slot of a container on the way holds it too (``pair = [y, y]``, ``box = [y,
+        [y]]``), which no name shows (``runtime.check_item_apart``)."""
+        chain: list[gast.Subscript] = []
+        node: gast.expr = outer
+        while isinstance(node, gast.Subscript):
+            chain.append(node)
+            node = node.value
+        assert isinstance(node, gast.Name)
+        root = self.lowering.expr(node)
+        keys = self.lowering.bind(
+            ir.Pack(tuple(self.exprs.index(level.slice) for level in reversed(chain)), "tuple"),
+            "path", holds=False,
+        )
         where = ir.Const(self.at.line.where())
         self.lowering.bind(
-            ir.Call(ir.Ref(runtime.check_item_apart, "check_item_apart"), (container, key, where)),
+            ir.Call(
+                ir.Ref(runtime.check_item_apart, "check_item_apart"),
+                (root, keys, where, ir.Const(node.id)),
+            ),
             "checked",
         )
 

@@ -24,7 +24,7 @@ from ast_ad.core import registry
 from ast_ad.errors import ASTADError, LocatedError
 from ast_ad.frontend.aliasing import Memory
 from ast_ad.frontend.check import refuse
-from ast_ad.frontend.frame import Frame, Lowering
+from ast_ad.frontend.frame import ClosureScope, Frame, Lowering
 from ast_ad.frontend.parse import parse
 from ast_ad.frontend.structure import structure
 from ast_ad.ir import nodes as ir
@@ -444,16 +444,39 @@ class Nesting:
             for n in clash
         }
 
+    def inline_in_scope(
+        self, fn: Any, tree: gast.FunctionDef, node: gast.Call, name: str | None, user: bool
+    ) -> ir.Atom:
+        """``inline`` the function ``fn`` defined elsewhere (``tree``, its source) in its own scope:
+        the names its body does not bind are read where it is defined, its closure's cells and its
+        module's globals (``scopes``, ``Lowering.helper_global``), as Python reads them; the call's
+        arguments are the caller's, read in its scope, and so is the body of a function of the
+        caller's passed to it (``Frame.function_scopes``)."""
+        return self.inline(
+            tree, node, name, user, outside=True,
+            scope=ClosureScope(fn) if fn.__closure__ else fn.__globals__,
+        )
+
     def inline(
         self, fn: gast.FunctionDef | gast.Lambda, node: gast.Call, name: str | None, user: bool,
-        outside: bool = False, scoped: bool = False,
+        outside: bool = False, scope: Any = None,
     ) -> ir.Atom:
         """A call to a function defined inside this one: its body, lowered in place with its own
         names. ``outside``: a function defined elsewhere (a module's, a closure's, a method), whose
-        free names are its own scope's, not the caller's (``free_names_apart``; ``scoped``: that
-        scope is the innermost of ``scopes``)."""
+        free names are its own scope's, not the caller's (``free_names_apart``; ``scope``: that
+        scope, a module's dict or a closure's ``ClosureScope``, pushed on ``scopes`` while its
+        body and its defaults are lowered, not the call's arguments). A function of the caller's
+        (a lambda, a def) is lowered in the scopes where it was passed on
+        (``Frame.function_scopes``), wherever it is called."""
         label = getattr(fn, "name", "lambda")
-        own = self.free_names_apart(fn, node, label, scoped) if outside else {}
+        caller_scopes = list(self.at.scopes)
+        defined_in = self.at.function_scopes.get(id(fn), (None, None))[1]
+        if scope is not None:
+            self.at.scopes.append(scope)
+        try:
+            own = self.free_names_apart(fn, node, label, scope is not None) if outside else {}
+        finally:
+            self.at.scopes[:] = caller_scopes
         if label in self.at.inlining or len(self.at.inlining) > 20:
             raise refuse(
                 node,
@@ -472,16 +495,26 @@ class Nesting:
             )
         passed = dict(zip(params, node.args, strict=False))
         passed.update((kw.arg, kw.value) for kw in node.keywords)
-        functions = {
-            p: self.module_function(v)
-            or (self.at.local_functions[v.id] if isinstance(v, gast.Name) else v)
-            for p, v in passed.items()
-            if self.is_function(v)
-        }
+        functions: dict[str, Any] = {}
+        for p, v in passed.items():
+            if not self.is_function(v):
+                continue
+            tree = self.module_function(v) or (
+                self.at.local_functions[v.id] if isinstance(v, gast.Name) else v
+            )
+            functions[p] = tree
+            # the caller's (a lambda, a def, a call of a function of its module by name): it reads
+            # its names where it is passed (the tree is held, so that its id names it alone)
+            self.at.function_scopes.setdefault(id(tree), (tree, caller_scopes))
         values = {p: self.lowering.expr(v) for p, v in passed.items() if p not in functions}
         defaults = dict(
             zip(params[len(params) - len(fn.args.defaults) :], fn.args.defaults, strict=True)
         )
+        # the body and its defaults: in the function's own scope
+        if scope is not None:
+            self.at.scopes.append(scope)
+        elif defined_in is not None:
+            self.at.scopes[:] = defined_in
         for p in params:
             if p not in values and p not in functions:
                 if p not in defaults:
@@ -527,6 +560,7 @@ class Nesting:
                 )
             return self.lowering.expr(last.value, name, user)
         finally:
+            self.at.scopes[:] = caller_scopes
             self.at.inlining.pop()
             carried = self.at.carried.pop()
             # (in place: the other parts hold these tables)

@@ -71,6 +71,9 @@ from ast_ad.ir import syntax
 from ast_ad.ir.naming import Namer, identifier
 
 MAX_NAME = 16
+# the container each of these calls makes, whatever its arguments (``note_kind``)
+MADE_KINDS = {list: "list", sorted: "list", tuple: "tuple", dict: "dict", set: "set",
+              frozenset: "set"}
 _ABSENT = object()
 
 
@@ -128,10 +131,7 @@ def bound_before_blocks(function: ir.Function) -> ir.Function:
     body = tuple(_bind_in(function.body, result, function.users, seen, added))
     if not added:
         return function
-    return ir.Function(
-        function.name, function.params, body, function.result, function.result_line, function.fn,
-        function.mutable | frozenset(added), function.users,
-    )
+    return ir.with_body(function, body, function.mutable | frozenset(added))
 
 
 def _bind_in(
@@ -192,11 +192,12 @@ def _returned_view(function: ir.Function, memory: Memory) -> tuple[int, ir.Call 
     """The view of a parameter ``function`` returns (``return y[1:]``), where the parameter is never
     bound again: the parameter's position and the view's recipe, or ``None`` for the recipe where
     its other operands are not constants (``return y[k:]``: the call is inlined,
-    ``returns_a_view``); else ``None`` (a result bound on more than one path has the recipe of the
-    last one lowered, not a fact: ``None``, and the caller takes it as possibly the argument
-    itself, which ``view_of`` checks)."""
+    ``returns_a_view``, and so is one bound on more than one path to views whose index is held,
+    ``Memory.held_index``); else ``None`` (a result bound on more than one path otherwise has the
+    recipe of the last one lowered, not a fact: ``None``, and the caller takes it as possibly the
+    argument itself, which ``view_of`` checks)."""
     result = function.result
-    if not isinstance(result, ir.Var) or result.name in function.mutable:
+    if not isinstance(result, ir.Var):
         return None
     recipe = memory.recipes.get(result.name)
     if recipe is None or not recipe.args or not isinstance(recipe.args[0], ir.Var):
@@ -204,6 +205,11 @@ def _returned_view(function: ir.Function, memory: Memory) -> tuple[int, ir.Call 
     base = recipe.args[0].name
     if base not in function.params or base in function.mutable:
         return None
+    if result.name in function.mutable:
+        # bound on more than one path: a view of the parameter on one of them, its index held
+        # (``Memory.held_index``), is inlined, where ``view_of`` asks at each write which view the
+        # name holds
+        return (function.params.index(base), None) if result.name in memory.indices else None
     if not all(isinstance(a, ir.Const) for a in recipe.args[1:]) \
             or not all(isinstance(v, ir.Const) for _, v in recipe.kwargs):
         return function.params.index(base), None  # a view made with what the call gives it
@@ -899,10 +905,15 @@ class Lowerer:
         return ir.Var(target)
 
     def note_kind(self, target: str, value: ir.Expr) -> None:
-        if isinstance(value, ir.Pack) and value.kind != "dict":
+        """Record the kind of container ``target`` holds, where ``value`` makes it known (see
+        ``Exprs.container_kind``)."""
+        if isinstance(value, ir.Pack):
             self.at.kinds[target] = value.kind
-        elif isinstance(value, (ir.Var, ir.Const)) and self.exprs.kind(value):
-            self.at.kinds[target] = self.exprs.kind(value) or ""
+        elif isinstance(value, (ir.Var, ir.Const)) and self.exprs.container_kind(value):
+            self.at.kinds[target] = self.exprs.container_kind(value) or ""
+        elif isinstance(value, ir.Call) and isinstance(value.fn, ir.Ref) \
+                and registry.hashable(value.fn.obj) and value.fn.obj in MADE_KINDS:
+            self.at.kinds[target] = MADE_KINDS[value.fn.obj]
 
     def next_temp(self) -> int:
         k = self.at.temps + 1

@@ -265,8 +265,8 @@ class Objects:
             )
         found = inspect.getattr_static(made.cls, attr, None)
         if isinstance(found, staticmethod) and inspect.isfunction(found.__func__):
-            return self.nested.inline(
-                self.method_tree(found.__func__, node), node, name, user, outside=True
+            return self.inline_method(
+                found.__func__, self.method_tree(found.__func__, node), node, name, user
             )
         if isinstance(found, classmethod) and inspect.isfunction(found.__func__):
             return self.class_call(made.cls, found.__func__, node, name, user)
@@ -302,10 +302,17 @@ class Objects:
                         tree.body[-1] if tree.body else tree,
                     ),
                 ]
-            return self.nested.inline(tree, call, name, user, outside=True)
+            return self.inline_method(fn, tree, call, name, user)
         finally:
             self.at.env.pop(held, None)
             self.at.env.pop(parent, None)
+
+    def inline_method(
+        self, fn: Any, tree: gast.FunctionDef, call: gast.Call, name: str | None, user: bool
+    ) -> ir.Atom:
+        """The method ``fn`` (``tree``, its source) inlined at ``call``: in its own scope, where the
+        names its body does not bind are its module's (``Nesting.inline_in_scope``)."""
+        return self.nested.inline_in_scope(fn, tree, call, name, user)
 
     def class_call(
         self, cls: type, fn: Any, node: gast.Call, name: str | None, user: bool
@@ -316,7 +323,7 @@ class Objects:
         call = gast.copy_location(gast.Call(func=node.func, args=[_load(held), *node.args],
                                             keywords=node.keywords), node)
         try:
-            return self.nested.inline(self.method_tree(fn, node), call, name, user, outside=True)
+            return self.inline_method(fn, self.method_tree(fn, node), call, name, user)
         finally:
             self.at.env.pop(held, None)
 

@@ -47,16 +47,7 @@ def selected(function: ir.Function) -> ir.Function:
     if isinstance(function.result, ir.Var):
         reads[function.result.name] += 1
     body = _blocks(function.body, function, namer, reads)
-    return ir.Function(
-        function.name,
-        function.params,
-        body,
-        function.result,
-        function.result_line,
-        function.fn,
-        function.mutable,
-        function.users,
-    )
+    return ir.with_body(function, body)
 
 
 def _blocks(body: tuple[ir.Stmt, ...], function: ir.Function, namer: Namer,

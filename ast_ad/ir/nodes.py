@@ -273,6 +273,22 @@ def loop_free(body: tuple[Stmt, ...]) -> bool:
     return not any(type(stmt) is For or type(stmt) is While for stmt in walk(body))
 
 
+def with_body(function: Function, body: tuple[Stmt, ...] | list[Stmt],
+              mutable: frozenset[str] | None = None) -> Function:
+    """``function`` with ``body`` in place of its own (and ``mutable``, where given): what an
+    IR-to-IR pass returns."""
+    return Function(
+        function.name,
+        function.params,
+        tuple(body),
+        function.result,
+        function.result_line,
+        function.fn,
+        function.mutable if mutable is None else mutable,
+        function.users,
+    )
+
+
 def mapped(body: tuple[Stmt, ...], each: Callable[[Stmt], list[Stmt]]) -> tuple[Stmt, ...]:
     """``body`` with every statement, nested ones included, replaced by what ``each`` gives for it
     (a branch or a loop is given with its blocks mapped already): an IR-to-IR pass that changes a

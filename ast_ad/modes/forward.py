@@ -77,6 +77,7 @@ from ast_ad.modes import templates
 from ast_ad.modes.calls import callees_in_order
 from ast_ad.optimize.common import shared_numbers
 from ast_ad.optimize.fold import Inliner, number_calls, pure_calls, shared_factor
+from ast_ad.optimize.guards import without_false_guards
 from ast_ad.optimize.hoist import hoisted
 from ast_ad.optimize.release import released
 
@@ -165,6 +166,7 @@ def forward(
     """
     # (loop-invariant arithmetic computed once, before its loop: ``optimize.hoist``; a number
     # computed again from the same operands, once: ``optimize.common``)
+    function = without_false_guards(function, shapes)
     function = shared_numbers(hoisted(ir.functional(function), shapes), shapes)
     return Forwarder(function, argnums, shapes, derive, needed).run(shell)
 
@@ -224,7 +226,7 @@ class Forwarder:
         # the arrays of floats a loop changes only item by item (``analysis.in_place_writes``):
         # copied once before the loop, with their tangents, and written in place (``y[i] = v``,
         # ``y_dot[i] = v_dot``), O(what changes) a step, not a copy of the array
-        found = in_place_writes(function, self.active, self.structured, self.classes)
+        found = in_place_writes(function, self.active, self.structured, self.classes, self.kinds)
         self.loop_copies = {loop: kept for loop, names in found.loops.items()
                             if (kept := tuple(n for n in names if self.kinds.float_array(n)))}
         copied = {n for names in self.loop_copies.values() for n in names}

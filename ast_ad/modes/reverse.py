@@ -88,6 +88,7 @@ from ast_ad.modes.sweep import ForwardSweep
 from ast_ad.modes.zeros import FloatZeros
 from ast_ad.optimize.batching import Term, batch_products
 from ast_ad.optimize.common import shared_numbers
+from ast_ad.optimize.guards import without_false_guards
 from ast_ad.optimize.hoist import hoisted
 
 _PART, _ITEM = ir.Ref(runtime.part, "part"), ir.Ref(operator.getitem, "operator.getitem")
@@ -128,6 +129,7 @@ def reverse(
     """
     # (loop-invariant arithmetic computed once, before its loop: ``optimize.hoist``; a number
     # computed again from the same operands, once: ``optimize.common``)
+    function = without_false_guards(function, shapes)
     function = shared_numbers(hoisted(ir.functional(function), shapes), shapes)
     return Reverser(function, argnums, shapes, derive, in_place, checkpoints).run(shell)
 
@@ -196,7 +198,7 @@ class Reverser:
         # statements whose result's adjoint may be a float zero (``densify``)
         self.zero_in: set[int] = set()
         self.in_place = (
-            in_place_writes(function, self.useful, self.structured, self.classes)
+            in_place_writes(function, self.useful, self.structured, self.classes, self.kinds)
             if in_place
             else InPlace({}, {}, {})
         )

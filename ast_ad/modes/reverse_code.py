@@ -26,7 +26,7 @@ from ast_ad.optimize.fold import (
     pure_calls,
     shared_factor,
 )
-from ast_ad.optimize.release import released, without_dead_constants
+from ast_ad.optimize.release import released, sunk_zero_starts, without_dead_constants
 
 # (the adjoint it belongs to, "vjp", "fwd" or "bwd", the function)
 Unit = tuple[Any, str, gast.FunctionDef]
@@ -73,6 +73,7 @@ def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
         inliner.count([*a.forward, *backward, ret])
     forward, backward = inliner.block(a.forward, scans[0]), inliner.block(backward, scans[1])
     backward = shared_factor(backward, a.adjoints, number_calls(a.refs))
+    backward = sunk_zero_starts(backward, pure_calls(a.refs))
     # an array bound once, and that assignment written into its reader, is no name to release
     releasable = a.releasable - inliner.folded
     backward, live = without_dead_constants(backward, keep | syntax.name_ids(ret, loads=True))
@@ -224,6 +225,7 @@ def _pair(a: Adjoint) -> list[gast.FunctionDef]:
     ret = syntax.ret(syntax.tuple_([syntax.name(g) for g in a.grads]))
     (backward,) = _inlined(a, [folded(a.backward, {*a.grads, a.seed})], [*unpack, ret])
     backward = shared_factor(backward, a.adjoints, number_calls(a.refs))
+    backward = sunk_zero_starts(backward, pure_calls(a.refs))
     backward, _ = without_dead_constants(backward, syntax.name_ids(ret, loads=True))
     bwd = syntax.function(f"{a.function.name}_bwd", [pack, a.seed], unpack + backward + [ret])
     return [fwd, bwd]

@@ -155,13 +155,4 @@ def named_pops(function: ir.Function) -> ir.Function:
             return [ir.Pop(namer.fresh(f"{stmt.source}_popped"), stmt.source, stmt.line)]
         return [stmt]
 
-    return ir.Function(
-        function.name,
-        function.params,
-        ir.mapped(function.body, named),
-        function.result,
-        function.result_line,
-        function.fn,
-        function.mutable,
-        function.users,
-    )
+    return ir.with_body(function, ir.mapped(function.body, named))

@@ -151,47 +151,77 @@ class Saving:
         return shapes_read(backward, self.shapes)
 
     def plan_recomputed(self) -> None:
-        """Index arithmetic and reads of arrays nothing writes, in loops: computed again by the
-        backward pass, at the top of each step, rather than taped (``t1 = i - 1``, ``x_item =
-        x[i]``).
+        """Index arithmetic, index tuples and reads of arrays nothing writes, in loops: computed
+        again by the backward pass, at the top of each step, rather than taped (``t1 = i - 1``,
+        ``index = i, j``, ``x_item = x[i]``).
 
         Such a statement sits directly in the body of a ``for`` loop (whose target is an index),
-        binds a name nothing else binds, and computes it from constants, the loop's index, names
-        computed the same way before it, and (for a read) an array no statement rebinds or writes:
-        so at the top of a step's backward pass it computes what it computed in that step.
+        binds a name nothing else binds, and computes it from constants, the loop's index and the
+        indices of the ``for`` loops around it (bound again by their own backward steps, around
+        this loop's), names computed the same way before it, and (for a read) an array no statement
+        rebinds or writes: so at the top of a step's backward pass it computes what it computed in
+        that step.
         """
         bindings: dict[str, int] = {}
         for stmt in ir.walk(self.function.body):
             for name in self.defined(stmt):
                 bindings[name] = bindings.get(name, 0) + 1
         fixed = set(self.function.params) - self.rebound - set(self.function.mutable)
-        for loop in ir.walk(self.function.body):
-            if not isinstance(loop, ir.For) or not self.needs_adjoint(loop):
+        self.plan_block(self.function.body, frozenset(), bindings, fixed)
+
+    def plan_block(self, body: tuple[ir.Stmt, ...], outer: frozenset[str],
+                   bindings: dict[str, int], fixed: set[str]) -> None:
+        """``plan_recomputed`` for the loops of ``body``, inside loops whose indices are
+        ``outer``."""
+        for stmt in body:
+            if isinstance(stmt, ir.If):
+                self.plan_block(stmt.body, outer, bindings, fixed)
+                self.plan_block(stmt.orelse, outer, bindings, fixed)
+            elif isinstance(stmt, ir.While):
+                self.plan_block(stmt.body, frozenset(), bindings, fixed)
+            elif isinstance(stmt, ir.For):
+                index = self.plan_loop(stmt, outer, bindings, fixed) if self.needs_adjoint(stmt) \
+                    else set()
+                self.plan_block(stmt.body, frozenset(index), bindings, fixed)
+
+    def plan_loop(self, loop: ir.For, outer: frozenset[str], bindings: dict[str, int],
+                  fixed: set[str]) -> set[str]:
+        """The statements of ``loop``'s body computed again (``plan_recomputed``); the names that
+        are indices in its body: its target, ``outer``'s, and those computed from them."""
+        # the loop's index (a body that rebinds it, ``i = i * 2``, is refused in ``run``), and the
+        # indices of the loops around it that its body does not bind
+        bound = {name for stmt in ir.walk(loop.body) for name in self.defined(stmt)}
+        index: set[str] = {loop.target} | (outer - bound)
+        chosen: list[ir.Assign] = []
+        for stmt in loop.body:
+            if (
+                not isinstance(stmt, ir.Assign)
+                or not isinstance(stmt.value, (ir.Call, ir.Pack))
+                or id(stmt) in self.calls
+                or bindings.get(stmt.target) != 1
+                or id(stmt) in self.in_place.reads
+                or id(stmt) in self.in_place.writes
+            ):
                 continue
-            # the loop's index (a body that rebinds it, ``i = i * 2``, is refused in ``run``)
-            index: set[str] = {loop.target}
-            chosen: list[ir.Assign] = []
-            for stmt in loop.body:
-                if (
-                    not isinstance(stmt, ir.Assign)
-                    or not isinstance(stmt.value, ir.Call)
-                    or stmt.value.kwargs
-                    or id(stmt) in self.calls
-                    or bindings.get(stmt.target) != 1
-                    or id(stmt) in self.in_place.reads
-                    or id(stmt) in self.in_place.writes
-                ):
-                    continue
-                fn, args = stmt.value.fn.obj, stmt.value.args
-                if fn in INDEX_ARITHMETIC and all(_index_atom(a, index) for a in args):
+            if isinstance(stmt.value, ir.Pack):
+                if stmt.value.kind == "tuple" and stmt.value.elts \
+                        and all(_index_atom(a, index) for a in stmt.value.elts):
                     chosen.append(stmt)
                     index.add(stmt.target)
-                elif fn is operator.getitem and len(args) == 2 and isinstance(args[0], ir.Var) \
-                        and args[0].name in fixed and _index_atom(args[1], index):
-                    chosen.append(stmt)
-            if chosen:
-                self.recomputed[id(loop)] = chosen
-                self.recomputed_ids.update(id(stmt) for stmt in chosen)
+                continue
+            if stmt.value.kwargs:
+                continue
+            fn, args = stmt.value.fn.obj, stmt.value.args
+            if fn in INDEX_ARITHMETIC and all(_index_atom(a, index) for a in args):
+                chosen.append(stmt)
+                index.add(stmt.target)
+            elif fn is operator.getitem and len(args) == 2 and isinstance(args[0], ir.Var) \
+                    and args[0].name in fixed and _index_atom(args[1], index):
+                chosen.append(stmt)
+        if chosen:
+            self.recomputed[id(loop)] = chosen
+            self.recomputed_ids.update(id(stmt) for stmt in chosen)
+        return index
 
     def computed_again(self, loop: ir.For | ir.While, body: list[ir.Stmt]) -> list[ir.Stmt]:
         """The step's index arithmetic and reads, as the forward pass computed them
@@ -365,15 +395,8 @@ def with_shapes(function: ir.Function, shapes: dict[str, str]) -> ir.Function:
             ]
         return [stmt]
 
-    return ir.Function(
-        function.name,
-        function.params,
-        ir.mapped(function.body, kept),
-        function.result,
-        function.result_line,
-        function.fn,
-        function.mutable | frozenset(shapes.values()),
-        function.users,
+    return ir.with_body(
+        function, ir.mapped(function.body, kept), function.mutable | frozenset(shapes.values())
     )
 
 

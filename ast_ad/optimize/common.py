@@ -37,8 +37,7 @@ def shared_numbers(function: ir.Function, shapes: tuple[int, ...]) -> ir.Functio
     body = _block(function.body, numbers)
     if body is function.body:
         return function
-    return ir.Function(function.name, function.params, body, function.result,
-                       function.result_line, function.fn, function.mutable, function.users)
+    return ir.with_body(function, body)
 
 
 def _repeats(body: tuple[ir.Stmt, ...]) -> bool:

@@ -69,8 +69,7 @@ def _hoisted_once(function: ir.Function, shapes: tuple[int, ...]) -> ir.Function
     body = _block(function.body, (numbers, arrays), reads)
     if body is function.body:
         return function
-    return ir.Function(function.name, function.params, body, function.result,
-                       function.result_line, function.fn, function.mutable, function.users)
+    return ir.with_body(function, body)
 
 
 Known = tuple[frozenset[str], frozenset[str]]  # the names holding numbers, and numpy arrays

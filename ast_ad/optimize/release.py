@@ -6,6 +6,7 @@ that the big results of later lines reuse the memory of arrays nothing will read
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gast
@@ -73,15 +74,16 @@ def _delete(names: list[str]) -> gast.Delete:
 def without_dead_constants(
     body: list[gast.stmt], keep: set[str]
 ) -> tuple[list[gast.stmt], set[str]]:
-    """``body`` without the assignments of a constant to a name that nothing reads afterwards, on
-    any path: an adjoint reset to zero at the end of a branch (``y_bar = 0.0``) where no earlier
-    value of ``y`` is read back. A declaration (``y = None`` before a branch or loop that binds
-    ``y``) stays: a transformation of this code reads it as the name's first binding, whose kind it
-    knows. The fact it relies on: a constant is computed by nothing and raises nothing, so leaving
-    out an assignment nothing reads changes nothing else; a read anywhere later (in a later step of
-    a loop, through ``del``) keeps it (``_pruned``). ``keep``: the names read after ``body``; also
-    returned, the names read from its start on. The statements it changes are made anew (``body``'s
-    own are left as they are)."""
+    """``body`` without the assignments of a constant, or the copies of a name, to a name that
+    nothing reads afterwards, on any path: an adjoint reset to zero at the end of a branch (``y_bar
+    = 0.0``) where no earlier value of ``y`` is read back; a copy whose reads were folded away (``t3
+    = t1``). A declaration (``y = None`` before a branch or loop that binds ``y``) stays: a
+    transformation of this code reads it as the name's first binding, whose kind it knows. The fact
+    it relies on: a constant, or a name bound where it is read, is computed by nothing and raises
+    nothing, so leaving out an assignment nothing reads changes nothing else; a read anywhere later
+    (in a later step of a loop, through ``del``) keeps it (``_pruned``). ``keep``: the names read
+    after ``body``; also returned, the names read from its start on. The statements it changes are
+    made anew (``body``'s own are left as they are)."""
     return _pruned(body, set(keep), None)
 
 
@@ -95,10 +97,9 @@ def _pruned(body: list[gast.stmt], live: set[str], loop: tuple[set[str], set[str
         kind = type(stmt)
         if kind is gast.Assign and len(stmt.targets) == 1 and type(stmt.targets[0]) is gast.Name:
             name = stmt.targets[0].id
-            if (
-                name not in live
-                and type(stmt.value) is gast.Constant
-                and stmt.value.value is not None
+            if name not in live and (
+                (type(stmt.value) is gast.Constant and stmt.value.value is not None)
+                or type(stmt.value) is gast.Name
             ):
                 # (dead: nothing reads it; ``x = None``, a declaration later passes read, stays)
                 continue
@@ -178,3 +179,147 @@ def _pruned_loop(stmt: Any, after: set[str]) -> tuple[gast.stmt, set[str]]:
             type(stmt)(body=_block(body), orelse=_block(orelse, True), **fields), stmt
         )
     return stmt, head | after
+
+
+def sunk_zero_starts(body: list[gast.stmt], pure: Callable[[gast.Call], bool]) -> list[gast.stmt]:
+    """``body`` with an adjoint's start at zero (``x_bar = 0.0``) moved into the branches of the
+    ``if`` that next reads or binds it, where each branch first adds to it (``x_bar = x_bar + e``):
+    each then binds it (``x_bar = e``), as a person writes the two branches' adjoints.
+
+    The facts it relies on: ``0.0 + e`` is ``e``'s value (a float, an array of floats or of complex
+    numbers: the same entries, the same shape and kind), so only which object the name holds
+    changes; and no statement of the function changes that object in place (``x_bar`` and every
+    name ``e`` reads are never written through, added into, or passed to a call of anything but a
+    registered function with no effect, ``pure``: ``_changed``), so sharing it with ``e`` changes
+    no value. Where a branch does not add first (it reads or
+    binds the name otherwise, or not at all), the start stays where it is."""
+    changed = _changed(body, pure)
+    return _sunk(body, changed)
+
+
+def _sunk(body: list[gast.stmt], changed: set[str]) -> list[gast.stmt]:
+    out: list[gast.stmt] = []
+    skip: set[int] = set()
+    body = [_sunk_within(stmt, changed) for stmt in body]
+    for k, stmt in enumerate(body):
+        if k in skip:
+            continue
+        name = _zero_start(stmt)
+        if name is not None and name not in changed:
+            later = next(
+                (j for j in range(k + 1, len(body)) if name in syntax.name_ids(body[j])), None
+            )
+            if later is not None and type(body[later]) is gast.If:
+                moved = _started(body[later], name, changed)
+                if moved is not None:
+                    body[later] = moved
+                    continue
+        out.append(stmt)
+    return out
+
+
+def _sunk_within(stmt: gast.stmt, changed: set[str]) -> gast.stmt:
+    """``stmt`` with the blocks inside it (a branch's, a loop's) sunk too."""
+    kind = type(stmt)
+    if kind not in (gast.If, gast.For, gast.While):
+        return stmt
+    body, orelse = _sunk(stmt.body, changed), _sunk(stmt.orelse, changed)
+    if len(body) == len(stmt.body) and len(orelse) == len(stmt.orelse) and all(
+        a is b for a, b in zip(body + orelse, stmt.body + stmt.orelse, strict=True)
+    ):
+        return stmt
+    fields = {key: getattr(stmt, key) for key in stmt._fields}
+    return gast.copy_location(kind(**{**fields, "body": body, "orelse": orelse}), stmt)
+
+
+def _zero_start(stmt: gast.stmt) -> str | None:
+    """The name ``stmt`` starts at the float zero (``x_bar = 0.0``), if it does."""
+    if (
+        type(stmt) is gast.Assign
+        and len(stmt.targets) == 1
+        and type(stmt.targets[0]) is gast.Name
+        and type(stmt.value) is gast.Constant
+        and type(stmt.value.value) is float
+        and stmt.value.value == 0.0
+    ):
+        return str(stmt.targets[0].id)
+    return None
+
+
+def _started(branch: gast.If, name: str, changed: set[str]) -> gast.If | None:
+    """``branch`` with the first statement of each of its blocks that mentions ``name``, an
+    addition to it, made its first binding; ``None`` where a block does not start so (an ``elif``
+    is a block whose one statement is an ``if``)."""
+    blocks = []
+    for block in (branch.body, branch.orelse):
+        first = next((j for j, s in enumerate(block) if name in syntax.name_ids(s)), None)
+        if first is None:
+            return None
+        stmt = block[first]
+        if type(stmt) is gast.If:
+            found = _started(stmt, name, changed)
+        else:
+            found = _bound_at_first_add(stmt, name, changed)
+        if found is None:
+            return None
+        blocks.append([*block[:first], found, *block[first + 1:]])
+    return gast.copy_location(
+        gast.If(test=branch.test, body=blocks[0], orelse=blocks[1]), branch
+    )
+
+
+def _bound_at_first_add(stmt: gast.stmt, name: str, changed: set[str]) -> gast.stmt | None:
+    """``name = e`` for ``stmt``, ``name = name + e`` (or a sum or difference that starts with
+    ``name``: ``name + a - b``, ``name - a``, made ``a - b``, ``-a``) where the rest reads neither
+    ``name`` nor a name changed in place; else ``None``."""
+    if not (
+        type(stmt) is gast.Assign
+        and len(stmt.targets) == 1
+        and type(stmt.targets[0]) is gast.Name
+        and stmt.targets[0].id == name
+    ):
+        return None
+    rest = _without_start(stmt.value, name)
+    if rest is None:
+        return None
+    reads = syntax.name_ids(rest)
+    if name in reads or reads & changed:
+        return None
+    return gast.copy_location(
+        gast.Assign(targets=stmt.targets, value=rest, type_comment=None), stmt
+    )
+
+
+def _without_start(value: gast.expr, name: str) -> gast.expr | None:
+    """``value``, a sum or difference whose leftmost term is ``name``, without that term: what it
+    computes where ``name`` is the float zero. ``None`` where it is not so."""
+    if type(value) is not gast.BinOp or type(value.op) not in (gast.Add, gast.Sub):
+        return None
+    if type(value.left) is gast.Name and value.left.id == name:
+        if type(value.op) is gast.Add:
+            return value.right
+        return gast.copy_location(gast.UnaryOp(op=gast.USub(), operand=value.right), value)
+    left = _without_start(value.left, name)
+    if left is None:
+        return None
+    return gast.copy_location(gast.BinOp(left=left, op=value.op, right=value.right), value)
+
+
+def _changed(body: list[gast.stmt], pure: Callable[[gast.Call], bool]) -> set[str]:
+    """The names whose object a statement of ``body`` may change in place: written through
+    (``x[i] = v``, ``x[i] += v``), added into (``x += v``), passed to a call of anything but a
+    registered function with no effect (``add_into(x, i, g)``), or the object of a method's call
+    (``tape.append(v)``)."""
+    found: set[str] = set()
+    for node in syntax.walk(gast.Module(body=body, type_ignores=[])):
+        if type(node) is gast.AugAssign:
+            found |= syntax.name_ids(node.target)
+        elif type(node) in (gast.Subscript, gast.Attribute) and type(node.ctx) is gast.Store:
+            found |= syntax.name_ids(node.value)
+        elif type(node) is gast.Call and type(node.func) is gast.Attribute \
+                and type(node.func.value) is gast.Name:
+            found.add(node.func.value.id)
+        elif type(node) is gast.Call and not pure(node):
+            for arg in [*node.args, *(kw.value for kw in node.keywords)]:
+                found |= syntax.name_ids(arg)
+    return found

@@ -18,6 +18,7 @@ import numpy as np
 
 from ast_ad import runtime as rt
 from ast_ad.core.registry import (
+    def_container_test,
     def_effect,
     def_in_place,
     def_linear,
@@ -268,8 +269,11 @@ defjvp(rt.safe_log,      lambda u, ans, x: np.where(x == 0, 0.0, u / np.where(x 
 
 # a helper's refusal of arguments it cannot differentiate at: no value, no gradient
 def_effect(rt.refuse_unless)
+# (``y = x.copy()`` shares ``x``'s items only where this says ``x`` is a list, tuple or dict)
+def_container_test(rt.is_container)
 def_nondiff(rt.balanced_eq, rt.clip_mask, rt.reduced_count, rt.zeros_like, rt.zeros_of,
-            rt.tensordot_spec, rt.inverse_axes, rt.zip_length, rt.field_position, rt.is_container)
+            rt.tensordot_spec, rt.inverse_axes, rt.zip_length, rt.field_position, rt.is_container,
+            rt.loop_length)
 
 # ---- reductions, statistics, products and factorizations: linear in the adjoint; the rest by their
 for _adjoint in (rt.prod_vjp, rt.cumprod_vjp, rt.average_vjp, rt.average_weights_vjp,

@@ -147,6 +147,7 @@ from ast_ad.runtime.checks import (
     check_in_place,
     check_item_apart,
     check_kept,
+    loop_length,
     refuse_unless,
     zip_length,
 )
@@ -287,7 +288,8 @@ __all__ = [  # every helper, for ``from ast_ad.runtime import ...`` and ``runtim
     "getitem_vjp",
     "hstack_vjp", "index_terms_jvp", "inner_vjp", "inner_vjp_b", "inverse_axes", "is_array",
     "is_container", "is_same", "keys_of", "kron_vjp", "linspace_vjp", "list_item", "list_item_vjp",
-    "lower_only", "lower_only_sym", "matmul_vjp_a", "matmul_vjp_b", "matrix_power_jvp",
+    "loop_length", "lower_only", "lower_only_sym", "matmul_vjp_a", "matmul_vjp_b",
+    "matrix_power_jvp",
     "matrix_power_vjp", "matrix_power_vjp_jvp", "matrix_powers", "multi_dot_jvp", "multi_dot_vjp",
     "multi_dot_vjp_jvp", "nanmean_vjp", "norm_vjp", "norm_vjp_jvp", "of_type", "other_operand_jvp",
     "OtherOperands", "outer_vjp_a", "outer_vjp_b", "owned_adjoint", "pad_jvp", "pad_vjp", "part",

@@ -4,6 +4,8 @@ needs."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -40,6 +42,29 @@ def zip_length(*lengths: Any) -> Any:
     return int(lengths[0])  # a count: no gradient passes (the registry declares it so)
 
 
+def loop_length(xs: Any, where: Any) -> Any:
+    """The number of steps of ``for item in xs``, which generated code takes as ``xs[k]`` for ``k``
+    in ``range(loop_length(xs))``: Python's items in Python's order where ``xs`` is a sequence (a
+    list, a tuple, a string, a range, an array: anything read by position). A dict or another
+    mapping (whose positions are not its keys) and a set (which has none) are refused at the user's
+    line (``where``, its file's name and the line's number), saying what to write: a loop over one
+    that the function makes is lowered over its keys or members (``keys_of``); one that comes from
+    outside is known only here."""
+    if not isinstance(xs, (Mapping, AbstractSet)):
+        return len(xs)
+    what = "dict" if isinstance(xs, Mapping) else "set"
+    message = (
+        f"this loop steps through a {what} that comes into the function or from a call, which "
+        "ast_ad reads by position only for lists, tuples, strings, ranges and arrays: loop over "
+        "list(...) of it (a dict's keys, a set's members, in Python's order)"
+    )
+    error = error_class("UnsupportedDerivativeError", TypeError)
+    if error is TypeError:  # (an exported module, which runs without ast_ad)
+        raise TypeError(f"{where}: {message}")
+    filename, _, lineno = str(where).rpartition(":")
+    raise error(message, filename, int(lineno))
+
+
 def check_in_place(target: Any, others: Any, where: Any, names: Any = None) -> Any:
     """Refuse an in-place update of an object that another live variable also reaches.
 
@@ -67,25 +92,34 @@ def check_in_place(target: Any, others: Any, where: Any, names: Any = None) -> A
                     "y = x.copy(), or write x = x + ... instead of x += ...")
 
 
-def check_item_apart(container: Any, key: Any, where: Any) -> Any:
-    """Refuse a write into the object ``container[key]`` where another slot of ``container`` reaches
-    it too.
+def check_item_apart(root: Any, keys: Any, where: Any, names: Any = None) -> Any:
+    """Refuse a write into the object ``root[k1]...[kn]`` (``keys``) where another slot of a
+    container on the way reaches it too.
 
     ``pair = [y, y]; pair[0][1] = v`` changes the one array both slots hold, so Python's ``pair[1]``
-    sees the write; ast_ad writes a new array back into slot 0 alone. An array's row (``A[0][i] =
-    v``) has no other slot to share it with, and is left to the guards of the array itself.
+    sees the write; ast_ad writes a new array back into slot 0 alone. So does ``box = [y, [y]];
+    box[1][0][0] = v`` for ``box[0]``, a slot of the outer list. An array on the way (``A[0][i] =
+    v`` of an array ``A``) has no other slot to share it with, and is left to the guards of the
+    array itself. ``names``: the variable ``root`` is, for the message.
     """
-    if isinstance(container, dict):
-        rest = [item for k, item in container.items() if k != key]
-    elif isinstance(container, (list, tuple)) and isinstance(key, (int, np.integer)) and container:
-        k = int(key) % len(container)
-        rest = [*container[:k], *container[k + 1:]]
-    elif isinstance(container, (list, tuple)):
-        # a slice of slots: their objects, compared with the one the slice read
-        rest = list(container)
-    else:
+    containers = [root]
+    for key in keys[:-1]:
+        if not isinstance(containers[-1], (list, tuple, dict)):
+            break
+        containers.append(containers[-1][key])
+    if not isinstance(containers[-1], (list, tuple, dict)):
         return
-    check_in_place(container[key], rest, where)
+    target = containers[-1][keys[len(containers) - 1]]
+    for container, key in zip(containers, keys, strict=False):
+        if isinstance(container, dict):
+            rest = [item for k, item in container.items() if k != key]
+        elif isinstance(key, (int, np.integer)) and container:
+            k = int(key) % len(container)
+            rest = [*container[:k], *container[k + 1:]]
+        else:
+            # a slice of slots: their objects, compared with the one the slice read
+            rest = list(container)
+        check_in_place(target, rest, where, f"{names}, in another slot" if names else None)
 
 
 def _may_share_memory(a: Any, b: Any) -> bool:

@@ -356,7 +356,7 @@ class _Writer:
         family = self.draw(
             st.sampled_from(
                 ["name", "view", "container", "carried", "through", "swap", "rows", "sibling",
-                 "nested"]
+                 "nested", "paths"]
             )
         )
         self.features.add(f"shared {family}")
@@ -397,12 +397,23 @@ class _Writer:
             "swap": "{b}",
             # another view of the array a view is written through; a view of a view
             "sibling": view,
+            "paths": view,  # (two paths' views: below)
             "nested": self.draw(
                 st.sampled_from(["{b}[::-1][1:]", "{b}.reshape((3, 1)).T[0]", "{b}[1:][::-1]"])
             ),
         }[family].format(b=base)
         lines = [f"{indent}{base} = np.ones(3) * {name}", f"{indent}{other} = {made}"]
         written = other if family == "through" else base
+        if family == "paths":  # a view of the array on each of two paths, written through
+            first, second = (
+                self.draw(st.sampled_from(["[:]", "[1:]", "[::-1]", "[::2]", "[:2]"]))
+                for _ in range(2)
+            )
+            lines[1:] = [f"{indent}if {self.condition()}:",
+                         f"{indent}    {other} = {base}{first}",
+                         f"{indent}else:",
+                         f"{indent}    {other} = {base}{second}"]
+            written = other
         if family == "nested" and self.draw(st.booleans()):
             written = other  # a write through a view of a view
         if family == "sibling":
@@ -452,6 +463,22 @@ class _Writer:
                 lines[-1] = (
                     f"{indent}{self.draw(st.sampled_from(self.names))} = {first} * {second} + {b}"
                 )
+            return lines
+        if self.draw(st.integers(0, 5)) == 0:  # a loop over a dict's keys or a set's members
+            looped = self.draw(st.sampled_from(["dict", "set"]))
+            self.features.add(f"loop over a {looped}")
+            over, term = {
+                # (keys that are not the positions: read by position, k would be a value)
+                "dict": (f"{{1: {a}, 0: {b}, 2: {a} * {b}}}", f"{box}[k]"),
+                "set": ("{2, 0, 1}", f"[{a}, {b}, {a} - {b}][k]"),
+            }[looped]
+            target = name if depth == 0 else self.draw(st.sampled_from(self.names))
+            lines = [f"{indent}{box} = {over}",
+                     f"{indent}{target} = 0.0",
+                     f"{indent}for k in {box}:",
+                     f"{indent}    {target} = {target} * 0.5 + (k + 1.0) * {term}"]
+            if depth == 0:
+                self.names.append(name)
             return lines
         build, read = self.draw(
             st.sampled_from(

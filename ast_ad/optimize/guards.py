@@ -1,0 +1,47 @@
+"""Guards that never run, left out: the memory model's checks under a flag that kinds prove false.
+
+Where ``y = x.copy()`` might copy a list (whose copy holds the same arrays), the memory model asks
+at run time, ``x_container = is_container(x)``, and guards the writes into ``y`` under it (``if
+x_container: check_in_place(y, (x,), ...)``). With the argument's label known, ``x`` is a number or
+a numpy array, the flag is false, and the flag and the branch are dead: left out here, the write
+into ``y`` is one no other name sees, which the loops that write an array in place then claim
+(``analysis.in_place_writes``: an element loop over ``x.copy()`` is O(1) a step, not a copy of the
+array a step).
+
+The fact this relies on, asked of the registry and the kinds analysis: ``is_container`` (declared
+``registry.def_container_test``) only says whether its argument is a list, tuple or dict, so it is
+false of a number or a numpy array of numbers, which ``kinds`` proves its argument is at every
+binding of the flag (``activity.false_flags``); a flag bound otherwise anywhere (the ``True`` that
+paths skipping the test start with) keeps its branch.
+"""
+
+from __future__ import annotations
+
+from ast_ad.analysis.activity import false_flags
+from ast_ad.analysis.kinds import kinds_of
+from ast_ad.core import registry
+from ast_ad.ir import nodes as ir
+
+
+def without_false_guards(function: ir.Function, shapes: tuple[int, ...]) -> ir.Function:
+    """``function`` without the flags of ``registry.def_container_test`` that kinds prove false, and
+    without the branches they test (their ``else`` blocks in their place)."""
+    if not any(
+        isinstance(s, ir.Assign)
+        and isinstance(s.value, ir.Call)
+        and registry.container_test(s.value.fn.obj)
+        for s in ir.walk(function.body)
+    ):
+        return function  # (no such test: one scan)
+    never = false_flags(function.body, kinds_of(function, shapes))
+    if not never:
+        return function
+
+    def kept(stmt: ir.Stmt) -> list[ir.Stmt]:
+        if isinstance(stmt, ir.Assign) and stmt.target in never:
+            return []
+        if isinstance(stmt, ir.If) and isinstance(stmt.test, ir.Var) and stmt.test.name in never:
+            return list(stmt.orelse)
+        return [stmt]
+
+    return ir.with_body(function, ir.mapped(function.body, kept), function.mutable - never)
