@@ -34,6 +34,10 @@ def without_false_guards(function: ir.Function, shapes: tuple[int, ...]) -> ir.F
     ):
         return function  # (no such test: one scan)
     never = false_flags(function.body, kinds_of(function, shapes))
+    # (a flag read otherwise than as a branch's test stays, with its binding)
+    never -= {
+        name for s in ir.walk(function.body) if not isinstance(s, ir.If) for name in ir.reads_of(s)
+    }
     if not never:
         return function
 
