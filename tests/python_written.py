@@ -200,6 +200,30 @@ def loops_over_a_dict_argument(x, table):
     total = 0.0
     for k in table:  # a dict
         total = total + table[k] * x[k]
+    for j, k in enumerate(reversed(table)):
+        total = total * 0.5 + (j + 1.0) * table[k]
+    return total
+
+
+def loops_over_a_set_argument(x, chosen):
+    total, step = 0.0, 1.0
+    for k in chosen:
+        total = total + x[k] * step
+        step = step + 1.0
+    return total
+
+
+def loops_over_named_layers(params, x):
+    out = x
+    for name in params:  # a dict of arrays, its order the layers'
+        out = np.tanh(params[name] * out)
+    return np.sum(out)
+
+
+def loops_over_a_dict_in_a_list(x, tables):
+    total = 0.0
+    for k in tables[0]:  # a dict, known only when the loop runs
+        total = total + tables[0][k] * x[k]
     return total
 
 
@@ -225,3 +249,20 @@ def key_from_the_input(x):
     table = {0.0: 1.0, 1.0: 2.0}
     k = x[0] - x[0]
     return table[k] * x[1]  # key
+
+
+def loops_over_an_iterator(x, items):
+    total = 0.0
+    for v in items:  # an iterator
+        total = total + v * x[0]
+    return total
+
+
+def loops_over_a_name_bound_to_a_dict_then_a_list(x):
+    table = {0: 1.0}
+    total = 0.0
+    for _ in range(2):
+        for v in table:  # keys, then items
+            total = total + v * x[0]
+        table = [x[0], x[1]]
+    return total

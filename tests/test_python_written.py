@@ -135,15 +135,49 @@ def test_a_set_of_differentiated_values_is_refused_where_it_is_made() -> None:
     assert info.value.lineno == marked_line(pw.set_comprehension_of_values, "# a set") - 1
 
 
-def test_a_loop_over_a_dict_argument_is_refused_at_its_line_not_read_by_position() -> None:
-    """The keys 1, 0 of a dict that comes in are not its positions: read by position, ``k`` would be
-    the values (0 and 0 here, so x[0] twice: a wrong number). The loop is refused at its line, in
-    both modes, and ``list(table)`` is exact."""
-    table = {1: 0, 0: 0}
-    line = marked_line(pw.loops_over_a_dict_argument, "# a dict")
-    for run in (lambda: ast_ad.grad(pw.loops_over_a_dict_argument)(X, table),
-                lambda: ast_ad.jvp(functools.partial(pw.loops_over_a_dict_argument, table=table),
-                                   (X,), (T,))):
+def test_loops_over_dict_and_set_arguments_step_through_their_keys() -> None:
+    """The keys 1, 0, 2 of a dict that comes in are not its positions: read by position, ``k``
+    would be the values (0, 0, 0 here: ``x[0]`` three times, a wrong number). The derivative is
+    made for a dict argument (its label, ``kinds.MAPPING``) and steps through its keys
+    (``optimize.keyed``): Python's value, and the gradients of both arguments, in both modes; so
+    for a set, and for a dict of named layers."""
+    table = {1: 0, 0: 0, 2: 0}
+    value, grads = ast_ad.value_and_grad(pw.loops_over_a_dict_argument)(X, table)
+    assert value == pw.loops_over_a_dict_argument(X, table)
+    assert_fd(pw.loops_over_a_dict_argument, (X, table), (0,), (grads,))
+    table = {1: 2.0, 0: -3.0, 2: 0.5}
+    value, (gx, gt) = ast_ad.value_and_grad(pw.loops_over_a_dict_argument, (0, 1))(X, table)
+    assert value == pw.loops_over_a_dict_argument(X, table)
+    assert list(gt) == list(table)
+    direction = {1: 0.7, 0: -0.2, 2: 1.1}
+    value_f, tangent = ast_ad.jvp(pw.loops_over_a_dict_argument, (X, table), (T, direction))
+    assert value_f == value
+    assert tangent == pytest.approx(gx @ T + sum(gt[k] * direction[k] for k in table))
+    value, grads = ast_ad.value_and_grad(pw.loops_over_a_set_argument)(X, {2, 0})
+    assert value == pw.loops_over_a_set_argument(X, {2, 0})
+    assert_same((grads,), ast_ad.tracer.grad(pw.loops_over_a_set_argument, (0,))(X, {2, 0}))
+    params = {"b": np.array([0.5, 1.0, 2.0]), "a": np.array([1.5, -1.0, 0.3])}
+    value, grads = ast_ad.value_and_grad(pw.loops_over_named_layers)(params, X)
+    assert value == pw.loops_over_named_layers(params, X)
+    (traced,) = ast_ad.tracer.grad(pw.loops_over_named_layers, (0,))(params, X)
+    assert list(grads) == list(params)
+    assert all(np.allclose(grads[k], traced[k], rtol=1e-12) for k in params)
+    value_f, tangent = ast_ad.jvp(
+        pw.loops_over_named_layers, (params, X), ({"b": T, "a": T}, np.zeros(3))
+    )
+    assert value_f == value
+    assert tangent == pytest.approx(np.dot(grads["b"], T) + np.dot(grads["a"], T))
+
+
+def test_a_loop_over_a_dict_known_only_when_it_runs_is_refused_at_its_line() -> None:
+    """A dict read out of a list argument: what ``tables[0]`` holds is known only when the loop
+    runs, where ``loop_length`` refuses it, at the loop's line, saying what to write; ``list(...)``
+    of it is exact."""
+    tables = [{1: 2.0, 0: -3.0}]
+    line = marked_line(pw.loops_over_a_dict_in_a_list, "# a dict")
+    for run in (lambda: ast_ad.grad(pw.loops_over_a_dict_in_a_list)(X, tables),
+                lambda: ast_ad.jvp(functools.partial(pw.loops_over_a_dict_in_a_list,
+                                                     tables=tables), (X,), (T,))):
         with pytest.raises(errors.UnsupportedDerivativeError, match=r"list\(\.\.\.\)") as info:
             run()
         assert info.value.lineno == line and "a dict" in str(info.value)
@@ -169,3 +203,21 @@ def test_a_key_computed_from_the_inputs_is_not_a_primitive_to_register() -> None
     assert "index or a key computed from the differentiated inputs" in str(info.value)
     assert "register" not in str(info.value)
     assert info.value.lineno == marked_line(pw.key_from_the_input, "# key")
+
+
+def test_a_loop_over_an_iterator_argument_is_refused_at_its_line() -> None:
+    """An iterator has no length to count the loop's steps by: refused at the loop's line, saying
+    what to write (it raised ``len()``'s TypeError from the generated code)."""
+    with pytest.raises(errors.UnsupportedDerivativeError, match=r"an iterator") as info:
+        ast_ad.grad(pw.loops_over_an_iterator)(X, (v for v in [1.0, 2.0]))
+    assert info.value.lineno == marked_line(pw.loops_over_an_iterator, "# an iterator")
+
+
+def test_a_loop_lowered_over_keys_that_finds_a_list_is_refused_at_its_line() -> None:
+    """The lowering knew ``table`` a dict where the loop is written; the next step binds it to a
+    list, whose items (differentiated) a loop over keys would read without their gradients: refused
+    at the loop's line when it happens, never a gradient without them."""
+    fun = pw.loops_over_a_name_bound_to_a_dict_then_a_list
+    with pytest.raises(errors.UnsupportedDerivativeError, match="give each a name") as info:
+        ast_ad.grad(fun)(X)
+    assert info.value.lineno == marked_line(fun, "# keys, then items")

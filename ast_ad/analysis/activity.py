@@ -28,7 +28,7 @@ from typing import Any, TypeGuard, TypeVar
 import gast
 
 from ast_ad import runtime
-from ast_ad.analysis.kinds import Kinds, checked_only
+from ast_ad.analysis.kinds import MAPPING, Kinds, checked_only
 from ast_ad.core import registry
 from ast_ad.core.records import field, record
 from ast_ad.errors import LocatedError, MissingRuleError
@@ -36,7 +36,9 @@ from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
 
 SCALAR = -1
-CONTAINER = -2  # a tuple, list or dict argument: its adjoint has the same structure
+CONTAINER = -2  # a tuple or list argument: its adjoint has the same structure
+# the labels of arguments whose adjoints have their structure (a dict's: ``kinds.MAPPING``)
+CONTAINERS = (CONTAINER, MAPPING)
 
 E = TypeVar("E", bound=LocatedError)
 
@@ -286,7 +288,7 @@ def structured_names(function: ir.Function, shapes: tuple[int, ...]) -> set[str]
                   and isinstance(s.value, ir.Var)}
     structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Append)}
     structured |= {
-        p for p, label in zip(function.params, shapes, strict=True) if label == CONTAINER
+        p for p, label in zip(function.params, shapes, strict=True) if label in CONTAINERS
     }
     structured |= {s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
                    and isinstance(s.value, ir.Call) and registry.returns_sequence(s.value.fn.obj)}

@@ -95,6 +95,10 @@ def _encoded(position: int, rank: int, inexact: bool, complex_: bool = False) ->
 
 # a parameter's label for a complex number (``shape_labels``)
 COMPLEX_NUMBER = -4
+# a parameter's label for a dict (a container whose positions are not its keys), and for a set:
+# a loop over either steps through its keys or members (``optimize.keyed``)
+MAPPING = -5
+SET = -6
 # added to a callee parameter's label of an array of which nothing more is known, where the
 # caller's array may be complex (``complexness.complex_labels``)
 COMPLEX_UNKNOWN = RANKED // 2

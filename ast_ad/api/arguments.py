@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ast_ad.analysis.complexness import holds_complex
-from ast_ad.analysis.kinds import COMPLEX_NUMBER, labelled
+from ast_ad.analysis.kinds import COMPLEX_NUMBER, MAPPING, SET, labelled
 from ast_ad.errors import (
     ArgnumsError,
     ASTADError,
@@ -48,12 +48,13 @@ def check_checkpoints(checkpoints: Any) -> int | None:
     return int(checkpoints)
 
 
-CONTAINER = -2  # the shape label of a tuple, list or dict argument
+CONTAINER = -2  # the shape label of a tuple or list argument (a dict's: ``kinds.MAPPING``)
 
 
 def shape_labels(args: tuple[Any, ...]) -> tuple[int, ...]:
-    """``-1`` for each scalar argument, ``-2`` for containers, the argument's position for anything
-    else (with a numpy array's number of axes and kind: ``kinds.labelled``). Numpy arrays of one
+    """``-1`` for each scalar argument, ``-2`` for tuples and lists, ``kinds.MAPPING`` for dicts
+    and ``kinds.SET`` for sets, the argument's position for anything else (with a numpy array's
+    number of axes and kind: ``kinds.labelled``). Numpy arrays of one
     shape and kind share the label of the first of them: equal labels say equal shapes
     (``activity.shape_classes``), so that arithmetic between them needs no ``unbroadcast``; a call
     with other shapes has other labels, and code made for them."""
@@ -76,8 +77,12 @@ def shape_labels(args: tuple[Any, ...]) -> tuple[int, ...]:
         labels.append(
             -1
             if type(a) in SCALAR_TYPES
+            else MAPPING
+            if isinstance(a, dict)
             else CONTAINER
-            if isinstance(a, (tuple, list, dict))
+            if isinstance(a, (tuple, list))
+            else SET
+            if isinstance(a, (set, frozenset))
             else labelled(same, a)
         )
         if type(a) is not np.ndarray and array_subclass(a):

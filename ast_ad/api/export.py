@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ast_ad import transform
-from ast_ad.analysis.kinds import COMPLEX_NUMBER, label_fact, label_is_complex
+from ast_ad.analysis.kinds import COMPLEX_NUMBER, MAPPING, SET, label_fact, label_is_complex
 from ast_ad.api.arguments import SCALAR_TYPES, shape_labels
 from ast_ad.api.gradient import Gradient
 from ast_ad.core import registry
@@ -128,7 +128,11 @@ GUARD = """def _kind(value):
         return "scalar"
     if type(value) in (complex, np.complex128, np.complex64):
         return "complex scalar"
-    if isinstance(value, (tuple, list, dict)):
+    if isinstance(value, dict):
+        return "dict"
+    if isinstance(value, (set, frozenset)):
+        return "set"
+    if isinstance(value, (tuple, list)):
         return "container"
     if type(value) is np.ndarray and value.dtype.kind in "biufc":
         kind = {{"f": "float", "c": "complex"}}.get(value.dtype.kind, "integer")
@@ -140,7 +144,8 @@ def _built_for(fn, kinds, same):
     def checked(*args, **kwargs):
         for k, (value, kind) in enumerate(zip(args, kinds)):
             got = _kind(value)
-            if kind != "array" and got != kind or kind == "array" and got == "container":
+            if kind != "array" and got != kind or kind == "array" and got in ("container", "dict",
+                                                                               "set"):
                 shown = f" ({{got}})" if got.endswith(" array") else ""
                 raise TypeError(f"{{fn.__name__}} was exported for a {{kind}} argument {{k}}, "
                                 f"not a {{type(value).__name__}}{{shown}}: export again with "
@@ -166,6 +171,8 @@ def _kind_of_label(label: int) -> str:
     """What the guard's ``_kind`` says of an argument of this shape label (``kinds.labelled``)."""
     if label in (-1, -2):
         return "scalar" if label == -1 else "container"
+    if label in (MAPPING, SET):
+        return "dict" if label == MAPPING else "set"
     if label == COMPLEX_NUMBER:
         return "complex scalar"
     fact = label_fact(label)

@@ -42,7 +42,7 @@ from ast_ad.analysis.activity import is_user_function
 from ast_ad.core import registry
 from ast_ad.core.records import record
 from ast_ad.errors import LocatedError
-from ast_ad.frontend.frame import Frame, Lowering, ReturnView
+from ast_ad.frontend.frame import Frame, Lowering, ReturnView, container_kind
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
 
@@ -842,11 +842,15 @@ class Memory:
         return atom
 
     def copy(self, name: str, atom: ir.Atom) -> None:
-        """``name = atom``, unless the value was already computed into ``name``."""
+        """``name = atom``, unless the value was already computed into ``name``. A name bound so to
+        another kind of container than before (a dict, then a list, in a loop) is no longer known to
+        be either (``Frame.kinds``)."""
         if atom != ir.Var(name):
             self.at.body.append(ir.Assign(name, atom, self.at.line))
             if isinstance(atom, ir.Var):
                 self.share(name, atom.name, alias=True)
+            if name in self.at.kinds and container_kind(self.at, atom) != self.at.kinds[name]:
+                del self.at.kinds[name]
         self.note_views(ir.Var(name))
 
     def note_views(self, atom: ir.Atom) -> None:

@@ -293,7 +293,8 @@ class ControlFlow:
         if container_kind(self.at, seq) not in ("dict", "set"):
             return seq
         return self.lowering.bind(
-            ir.Call(ir.Ref(runtime.keys_of, "keys_of"), (seq,)), f"keys_of_{_atom_name(seq)}"
+            ir.Call(ir.Ref(runtime.keys_of, "keys_of"), (seq, ir.Const(self.where()))),
+            f"keys_of_{_atom_name(seq)}",
         )
 
     def steps(self, seq: ir.Atom) -> ir.Atom:
@@ -307,12 +308,16 @@ class ControlFlow:
             return self.lowering.bind(
                 ir.Call(ir.Ref(len, "len"), (seq,)), f"n_{_atom_name(seq)}"
             )
-        line = self.at.line
-        where = f"{line.filename.rsplit('/', 1)[-1]}:{line.lineno}"
         return self.lowering.bind(
-            ir.Call(ir.Ref(runtime.loop_length, "loop_length"), (seq, ir.Const(where))),
+            ir.Call(ir.Ref(runtime.loop_length, "loop_length"), (seq, ir.Const(self.where()))),
             f"n_{_atom_name(seq)}",
         )
+
+    def where(self) -> str:
+        """The line being lowered, as the run-time checks of a loop name it: its file's name and
+        its number (``loop.py:12``)."""
+        line = self.at.line
+        return f"{line.filename.rsplit('/', 1)[-1]}:{line.lineno}"
 
     def position(self, backwards: bool, index: str) -> ir.Atom:
         if not backwards:

@@ -37,7 +37,7 @@ import numpy as np
 
 from ast_ad import runtime
 from ast_ad.analysis.activity import (
-    CONTAINER,
+    CONTAINERS,
     SCALAR,
     at_line,
     bind_call,
@@ -64,7 +64,7 @@ from ast_ad.analysis.complexness import (
     no_complex_rule,
     rule_for,
 )
-from ast_ad.analysis.kinds import kinds_of
+from ast_ad.analysis.kinds import SET, kinds_of
 from ast_ad.core import registry
 from ast_ad.core.records import field, record
 from ast_ad.errors import LocatedError, MissingRuleError, UnsupportedSyntaxError
@@ -79,6 +79,7 @@ from ast_ad.optimize.common import shared_numbers
 from ast_ad.optimize.fold import Inliner, number_calls, pure_calls, shared_factor
 from ast_ad.optimize.guards import without_false_guards
 from ast_ad.optimize.hoist import hoisted
+from ast_ad.optimize.keyed import keyed_loops
 from ast_ad.optimize.release import released
 
 # what a missing rule's error tells the user to write
@@ -166,7 +167,7 @@ def forward(
     """
     # (loop-invariant arithmetic computed once, before its loop: ``optimize.hoist``; a number
     # computed again from the same operands, once: ``optimize.common``)
-    function = without_false_guards(function, shapes)
+    function = keyed_loops(without_false_guards(function, shapes), shapes)
     function = shared_numbers(hoisted(ir.functional(function), shapes), shapes)
     return Forwarder(function, argnums, shapes, derive, needed).run(shell)
 
@@ -289,7 +290,7 @@ class Forwarder:
             for n in self.function.names()
             if n not in self.structured
             and self.kinds.may_be_array(n)
-            and shape_class(ir.Var(n), self.classes) not in (SCALAR, CONTAINER)
+            and shape_class(ir.Var(n), self.classes) not in (SCALAR, *CONTAINERS, SET)
         }
         return frozenset(arrays | {self.dots[n] for n in arrays if n in self.dots})
 

@@ -40,7 +40,7 @@ import numpy as np
 
 from ast_ad import runtime
 from ast_ad.analysis.activity import (
-    CONTAINER,
+    CONTAINERS,
     SCALAR,
     InPlace,
     accumulated_reads,
@@ -90,6 +90,7 @@ from ast_ad.optimize.batching import Term, batch_products
 from ast_ad.optimize.common import shared_numbers
 from ast_ad.optimize.guards import without_false_guards
 from ast_ad.optimize.hoist import hoisted
+from ast_ad.optimize.keyed import keyed_loops
 
 _PART, _ITEM = ir.Ref(runtime.part, "part"), ir.Ref(operator.getitem, "operator.getitem")
 _UNBROADCAST = ir.Ref(runtime.unbroadcast, "unbroadcast")
@@ -129,7 +130,7 @@ def reverse(
     """
     # (loop-invariant arithmetic computed once, before its loop: ``optimize.hoist``; a number
     # computed again from the same operands, once: ``optimize.common``)
-    function = without_false_guards(function, shapes)
+    function = keyed_loops(without_false_guards(function, shapes), shapes)
     function = shared_numbers(hoisted(ir.functional(function), shapes), shapes)
     return Reverser(function, argnums, shapes, derive, in_place, checkpoints).run(shell)
 
@@ -819,7 +820,7 @@ class Reverser:
     def exact_now(self, call: ir.Call, k: int) -> bool:
         mine = shape_class(call.args[k], self.classes)
         others = [shape_class(a, self.classes) for j, a in enumerate(call.args) if j != k]
-        if mine == CONTAINER:
+        if mine in CONTAINERS:
             return False  # ``unbroadcast`` refuses lists that ``+`` joined
         return all(c == SCALAR or (c is not None and c == mine) for c in others)
 

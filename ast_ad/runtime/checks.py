@@ -46,17 +46,20 @@ def loop_length(xs: Any, where: Any) -> Any:
     """The number of steps of ``for item in xs``, which generated code takes as ``xs[k]`` for ``k``
     in ``range(loop_length(xs))``: Python's items in Python's order where ``xs`` is a sequence (a
     list, a tuple, a string, a range, an array: anything read by position). A dict or another
-    mapping (whose positions are not its keys) and a set (which has none) are refused at the user's
-    line (``where``, its file's name and the line's number), saying what to write: a loop over one
-    that the function makes is lowered over its keys or members (``keys_of``); one that comes from
-    outside is known only here."""
-    if not isinstance(xs, (Mapping, AbstractSet)):
+    mapping (whose positions are not its keys), a set (which has none) and an iterator (no length)
+    are refused at the user's line (``where``, its file's name and the line's number), saying what
+    to write. A loop over one that the function makes, or over a dict or set argument, is lowered
+    over its keys or members (``keys_of``, ``optimize.keyed``); this is what is known only here."""
+    if not isinstance(xs, (Mapping, AbstractSet)) and hasattr(xs, "__len__"):
         return len(xs)
-    what = "dict" if isinstance(xs, Mapping) else "set"
+    what = (
+        "dict" if isinstance(xs, Mapping) else "set" if isinstance(xs, AbstractSet)
+        else f"{type(xs).__name__} (an iterator, which has no length)"
+    )
     message = (
         f"this loop steps through a {what} that comes into the function or from a call, which "
         "ast_ad reads by position only for lists, tuples, strings, ranges and arrays: loop over "
-        "list(...) of it (a dict's keys, a set's members, in Python's order)"
+        "list(...) of it (a dict's keys, a set's members, an iterator's items, in Python's order)"
     )
     error = error_class("UnsupportedDerivativeError", TypeError)
     if error is TypeError:  # (an exported module, which runs without ast_ad)

@@ -3,6 +3,8 @@ adjoints."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -32,9 +34,22 @@ def first_best(keys: Any, which: Any) -> int:
     return best
 
 
-def keys_of(d: Any) -> Any:
-    """The keys of the dict ``d``, as a list: what a loop over ``d.items()`` steps through (no
-    gradient)."""
+def keys_of(d: Any, where: Any = None) -> Any:
+    """The keys of the dict ``d`` (the members of a set), as a list: what a loop over ``d``,
+    ``d.items()`` or ``d.keys()`` steps through (no gradient). Anything else is refused: a loop
+    lowered over keys where the name holds a list would lose its items' gradients (``where``: the
+    user's file and line, ``name.py:12``, for the message)."""
+    if not isinstance(d, (Mapping, AbstractSet)):
+        message = (
+            f"a loop over the keys of a dict (or the members of a set) finds a {type(d).__name__} "
+            "here: a name bound to a dict or set and to another kind of value is looped over; give "
+            "each a name of its own"
+        )
+        error = error_class("UnsupportedDerivativeError", TypeError)
+        if error is TypeError or where is None:
+            raise error(f"{where}: {message}" if where else message)
+        filename, _, lineno = str(where).rpartition(":")
+        raise error(message, filename, int(lineno))
     return list(d)
 
 

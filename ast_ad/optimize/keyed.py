@@ -1,0 +1,78 @@
+"""Loops over a dict or a set that comes into the function, stepped through by its keys.
+
+The lowering writes ``for k in d:`` as a loop over positions, ``k = d[k_1]`` for ``k_1`` in
+``range(n_d)``, with ``n_d = loop_length(d, where)``: right for a list, a tuple, a string or an
+array, and refused at run time for a dict or a set, whose positions are not what Python's loop gives
+(``runtime.loop_length``), since where ``d`` is a parameter the lowering cannot know its type. The
+derivative is made for the arguments' kinds (``api.arguments.shape_labels``): where a parameter's
+label says a dict (``kinds.MAPPING``) or a set (``kinds.SET``), each such loop steps through its
+keys instead, ``keys_of_d = keys_of(d)`` (Python's order; no gradient) and ``k = keys_of_d[k_1]``.
+
+The facts this relies on: the parameter is bound nowhere in the function (a write into it binds it
+again in the IR), so its keys are what they were when the loop began wherever it is read; and a read
+``d[k_1]`` by a loop's own counter (or ``-1 - k_1``, ``reversed``) is the lowering's read of the
+loop's item, since the counter is a name of ast_ad's that the user's code never reads.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from ast_ad import runtime
+from ast_ad.analysis.kinds import MAPPING, SET
+from ast_ad.ir import nodes as ir
+from ast_ad.ir.naming import Namer
+
+
+def keyed_loops(function: ir.Function, shapes: tuple[int, ...]) -> ir.Function:
+    """``function`` with its loops over parameters labelled dicts or sets stepping through their
+    keys (see the module)."""
+    keyed = {
+        p for p, label in zip(function.params, shapes, strict=True)
+        if label in (MAPPING, SET) and p not in function.mutable
+    }
+    if not keyed:
+        return function
+    statements = list(ir.walk(function.body))
+    keyed -= {name for s in statements for name in ir.defined(s)}
+    counted = {
+        s.value.args[0].name
+        for s in statements
+        if isinstance(s, ir.Assign) and isinstance(s.value, ir.Call)
+        and s.value.fn.obj is runtime.loop_length and isinstance(s.value.args[0], ir.Var)
+    } & keyed
+    if not counted:
+        return function
+    namer = Namer(used=function.names())
+    keys = {p: namer.fresh(f"keys_of_{p}") for p in sorted(counted)}
+    counters = {s.target for s in statements if isinstance(s, ir.For)}
+    # (``back = -1 - k_1``: the position ``reversed`` reads)
+    counters |= {
+        s.target for s in statements
+        if isinstance(s, ir.Assign) and isinstance(s.value, ir.Call)
+        and s.value.fn.obj is operator.sub and s.value.args[0] == ir.Const(-1)
+        and isinstance(s.value.args[1], ir.Var) and s.value.args[1].name in counters
+    }
+
+    def stepped(stmt: ir.Stmt) -> list[ir.Stmt]:
+        call = stmt.value if isinstance(stmt, ir.Assign) else None
+        if not isinstance(call, ir.Call) or not call.args or not isinstance(call.args[0], ir.Var) \
+                or call.args[0].name not in keys:
+            return [stmt]
+        assert isinstance(stmt, ir.Assign)
+        held = keys[call.args[0].name]
+        if call.fn.obj is runtime.loop_length:
+            return [
+                ir.Assign(held, ir.Call(ir.Ref(runtime.keys_of, "keys_of"), (call.args[0],)),
+                          stmt.line),
+                ir.Assign(stmt.target, ir.Call(ir.Ref(len, "len"), (ir.Var(held),)), stmt.line),
+            ]
+        if call.fn.obj is operator.getitem and len(call.args) == 2 \
+                and isinstance(call.args[1], ir.Var) and call.args[1].name in counters:
+            return [ir.Assign(stmt.target, ir.Call(call.fn, (ir.Var(held), call.args[1])),
+                              stmt.line)]
+        return [stmt]
+
+    return ir.with_body(
+        function, ir.mapped(function.body, stepped), function.mutable | frozenset(keys.values())
+    )
