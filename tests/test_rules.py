@@ -296,6 +296,7 @@ def test_nondiff_rules_stop_the_gradient(rule: registry.Rule) -> None:
         runtime.tensordot_spec: (box(np.ones((2, 3))), np.ones((3, 2)), 1),
         np.broadcast_shapes: ((2,), (3, 2)),
         runtime.field_position: (box(collections.namedtuple("Pair", "a b")(0.5, 1.5)), "b"),
+        runtime.keys_of: ({"a": box(0.5), "b": 1.5},),
     }
     # stands for a missing attribute: it raises, as reading one does in Python
     if rule.fn is absent:

@@ -193,6 +193,10 @@ def sunk_zero_starts(body: list[gast.stmt], pure: Callable[[gast.Call], bool]) -
     registered function with no effect, ``pure``: ``_changed``), so sharing it with ``e`` changes
     no value. Where a branch does not add first (it reads or
     binds the name otherwise, or not at all), the start stays where it is."""
+    if not any(
+        type(stmt) is gast.If for top in body for stmt in (top, *syntax.statements(top))
+    ):
+        return body  # (no branch to sink a start into: one scan, as a long straight line has)
     changed = _changed(body, pure)
     return _sunk(body, changed)
 
