@@ -266,3 +266,12 @@ def loops_over_a_name_bound_to_a_dict_then_a_list(x):
             total = total + v * x[0]
         table = [x[0], x[1]]
     return total
+
+
+def reads_a_dict_argument_by_key_and_by_loop(x, table):
+    total = 0.0
+    for i, k in enumerate(table):
+        total = total + table[i] * x[k] + table[k]
+    for i in range(2):
+        total = total + table[i] * x[i]  # i is a key here
+    return total

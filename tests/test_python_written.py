@@ -169,6 +169,19 @@ def test_loops_over_dict_and_set_arguments_step_through_their_keys() -> None:
     assert tangent == pytest.approx(np.dot(grads["b"], T) + np.dot(grads["a"], T))
 
 
+def test_a_dict_arguments_keys_replace_only_the_loops_own_reads() -> None:
+    """``table[i]`` with ``i`` the user's (an ``enumerate`` count, a ``range`` loop's variable) is
+    a read by key: only the loop's read of its item by its own position steps through the keys (a
+    ``range`` loop's reads were once taken for it: 2.5 for Python's -0.5)."""
+    table = {2: 0.5, 0: -1.5, 1: 0.25}
+    fun = pw.reads_a_dict_argument_by_key_and_by_loop
+    value, (gx, gt) = ast_ad.value_and_grad(fun, (0, 1))(X, table)
+    assert value == fun(X, table)
+    assert_fd(fun, (X, table), (0,), (gx,))
+    value_f, tangent = ast_ad.jvp(fun, (X, table), (T, dict.fromkeys(table, 0.0)))
+    assert value_f == value and tangent == pytest.approx(gx @ T)
+
+
 def test_a_loop_over_a_dict_known_only_when_it_runs_is_refused_at_its_line() -> None:
     """A dict read out of a list argument: what ``tables[0]`` holds is known only when the loop
     runs, where ``loop_length`` refuses it, at the loop's line, saying what to write; ``list(...)``

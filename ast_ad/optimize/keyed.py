@@ -10,8 +10,11 @@ keys instead, ``keys_of_d = keys_of(d)`` (Python's order; no gradient) and ``k =
 
 The facts this relies on: the parameter is bound nowhere in the function (a write into it binds it
 again in the IR), so its keys are what they were when the loop began wherever it is read; and a read
-``d[k_1]`` by a loop's own counter (or ``-1 - k_1``, ``reversed``) is the lowering's read of the
-loop's item, since the counter is a name of ast_ad's that the user's code never reads.
+``d[k_1]`` by the counter of the very loop over ``range(n_d)`` (or by ``-1 - k_1``, ``reversed``)
+is the lowering's read of that loop's item, since the counter is a name of ast_ad's that the user's
+code never reads (a loop of the user's over a range, ``for i in range(2): d[i]``, reads by key and
+stays). A count whose loop is not found so (a ``zip``'s) stays ``loop_length``, refused at run
+time.
 """
 
 from __future__ import annotations
@@ -35,24 +38,42 @@ def keyed_loops(function: ir.Function, shapes: tuple[int, ...]) -> ir.Function:
         return function
     statements = list(ir.walk(function.body))
     keyed -= {name for s in statements for name in ir.defined(s)}
-    counted = {
-        s.value.args[0].name
+    # a count of a keyed parameter's loop -> the parameter (``n_d = loop_length(d, where)``)
+    counts = {
+        s.target: s.value.args[0].name
         for s in statements
         if isinstance(s, ir.Assign) and isinstance(s.value, ir.Call)
         and s.value.fn.obj is runtime.loop_length and isinstance(s.value.args[0], ir.Var)
-    } & keyed
-    if not counted:
+        and s.value.args[0].name in keyed
+    }
+    # the range of positions made of such a count alone (``indices = range(n_d)``; a ``zip``'s,
+    # ``range(min(n_d, n_e))``, is left as it is: ``loop_length`` refuses a dict there)
+    ranges = {
+        s.target: s.value.args[0].name
+        for s in statements
+        if isinstance(s, ir.Assign) and isinstance(s.value, ir.Call) and s.value.fn.obj is range
+        and len(s.value.args) == 1 and isinstance(s.value.args[0], ir.Var)
+        and s.value.args[0].name in counts
+    }
+    # the counter of each loop over such a range -> the count (and so the parameter) whose items
+    # it reads by position; and ``back = -1 - k_1``, the position ``reversed`` reads
+    counters: dict[str, str] = {}
+    for loop in statements:
+        if isinstance(loop, ir.For) and isinstance(loop.iter, ir.Var) and loop.iter.name in ranges:
+            counters[loop.target] = ranges[loop.iter.name]
+            for s in loop.body:
+                if (
+                    isinstance(s, ir.Assign) and isinstance(s.value, ir.Call)
+                    and s.value.fn.obj is operator.sub and s.value.args[0] == ir.Const(-1)
+                    and s.value.args[1] == ir.Var(loop.target)
+                ):
+                    counters[s.target] = ranges[loop.iter.name]
+    # (a count whose loop is not found stays ``loop_length``: refused at run time, not misread)
+    found = set(counters.values())
+    if not found:
         return function
     namer = Namer(used=function.names())
-    keys = {p: namer.fresh(f"keys_of_{p}") for p in sorted(counted)}
-    counters = {s.target for s in statements if isinstance(s, ir.For)}
-    # (``back = -1 - k_1``: the position ``reversed`` reads)
-    counters |= {
-        s.target for s in statements
-        if isinstance(s, ir.Assign) and isinstance(s.value, ir.Call)
-        and s.value.fn.obj is operator.sub and s.value.args[0] == ir.Const(-1)
-        and isinstance(s.value.args[1], ir.Var) and s.value.args[1].name in counters
-    }
+    keys = {p: namer.fresh(f"keys_of_{p}") for p in sorted({counts[n] for n in found})}
 
     def stepped(stmt: ir.Stmt) -> list[ir.Stmt]:
         call = stmt.value if isinstance(stmt, ir.Assign) else None
@@ -61,14 +82,15 @@ def keyed_loops(function: ir.Function, shapes: tuple[int, ...]) -> ir.Function:
             return [stmt]
         assert isinstance(stmt, ir.Assign)
         held = keys[call.args[0].name]
-        if call.fn.obj is runtime.loop_length:
+        if call.fn.obj is runtime.loop_length and stmt.target in found:
             return [
                 ir.Assign(held, ir.Call(ir.Ref(runtime.keys_of, "keys_of"), (call.args[0],)),
                           stmt.line),
                 ir.Assign(stmt.target, ir.Call(ir.Ref(len, "len"), (ir.Var(held),)), stmt.line),
             ]
         if call.fn.obj is operator.getitem and len(call.args) == 2 \
-                and isinstance(call.args[1], ir.Var) and call.args[1].name in counters:
+                and isinstance(call.args[1], ir.Var) \
+                and counts.get(counters.get(call.args[1].name, "")) == call.args[0].name:
             return [ir.Assign(stmt.target, ir.Call(call.fn, (ir.Var(held), call.args[1])),
                               stmt.line)]
         return [stmt]
