@@ -6,7 +6,9 @@ array, and refused at run time for a dict or a set, whose positions are not what
 (``runtime.loop_length``), since where ``d`` is a parameter the lowering cannot know its type. The
 derivative is made for the arguments' kinds (``api.arguments.shape_labels``): where a parameter's
 label says a dict (``kinds.MAPPING``) or a set (``kinds.SET``), each such loop steps through its
-keys instead, ``keys_of_d = keys_of(d)`` (Python's order; no gradient) and ``k = keys_of_d[k_1]``.
+keys instead, ``keys_of_d = keys_of(d)`` (Python's order; no gradient) and ``k = keys_of_d[k_1]``;
+where it says a tuple, a list or a numpy array, the loop counts its steps by ``len``, as a person
+writes it.
 
 The facts this relies on: the parameter is bound nowhere in the function (a write into it binds it
 again in the IR), so its keys are what they were when the loop began wherever it is read; and a read
@@ -22,7 +24,8 @@ from __future__ import annotations
 import operator
 
 from ast_ad import runtime
-from ast_ad.analysis.kinds import MAPPING, SET
+from ast_ad.analysis.activity import CONTAINER
+from ast_ad.analysis.kinds import MAPPING, RANKED, SET
 from ast_ad.ir import nodes as ir
 from ast_ad.ir.naming import Namer
 
@@ -30,14 +33,23 @@ from ast_ad.ir.naming import Namer
 def keyed_loops(function: ir.Function, shapes: tuple[int, ...]) -> ir.Function:
     """``function`` with its loops over parameters labelled dicts or sets stepping through their
     keys (see the module)."""
+    if not any(
+        isinstance(s, ir.Assign) and isinstance(s.value, ir.Call)
+        and s.value.fn.obj is runtime.loop_length
+        for s in ir.walk(function.body)
+    ):
+        return function  # (no loop whose iterable the lowering could not know: one scan)
+    statements = list(ir.walk(function.body))
+    bound = {name for s in statements for name in ir.defined(s)} | set(function.mutable)
     keyed = {
         p for p, label in zip(function.params, shapes, strict=True)
-        if label in (MAPPING, SET) and p not in function.mutable
+        if label in (MAPPING, SET) and p not in bound
     }
-    if not keyed:
-        return function
-    statements = list(ir.walk(function.body))
-    keyed -= {name for s in statements for name in ir.defined(s)}
+    # parameters that are sequences (a tuple, a list, a numpy array): their loops count by ``len``
+    sequences = {
+        p for p, label in zip(function.params, shapes, strict=True)
+        if (label == CONTAINER or label >= RANKED) and p not in bound
+    }
     # a count of a keyed parameter's loop -> the parameter (``n_d = loop_length(d, where)``)
     counts = {
         s.target: s.value.args[0].name
@@ -70,13 +82,22 @@ def keyed_loops(function: ir.Function, shapes: tuple[int, ...]) -> ir.Function:
                     counters[s.target] = ranges[loop.iter.name]
     # (a count whose loop is not found stays ``loop_length``: refused at run time, not misread)
     found = set(counters.values())
-    if not found:
+    counted_by_len = {
+        s.target for s in statements
+        if isinstance(s, ir.Assign) and isinstance(s.value, ir.Call)
+        and s.value.fn.obj is runtime.loop_length and isinstance(s.value.args[0], ir.Var)
+        and s.value.args[0].name in sequences
+    }
+    if not found and not counted_by_len:
         return function
     namer = Namer(used=function.names())
     keys = {p: namer.fresh(f"keys_of_{p}") for p in sorted({counts[n] for n in found})}
 
     def stepped(stmt: ir.Stmt) -> list[ir.Stmt]:
         call = stmt.value if isinstance(stmt, ir.Assign) else None
+        if isinstance(call, ir.Call) and isinstance(stmt, ir.Assign) \
+                and stmt.target in counted_by_len:
+            return [ir.Assign(stmt.target, ir.Call(ir.Ref(len, "len"), call.args[:1]), stmt.line)]
         if not isinstance(call, ir.Call) or not call.args or not isinstance(call.args[0], ir.Var) \
                 or call.args[0].name not in keys:
             return [stmt]
