@@ -503,6 +503,25 @@ def a_view_made_on_two_paths(x):
     return np.sum(y * x) + np.sum(w)
 
 
+def _halved(a):
+    a *= 0.5
+    return a
+
+
+def item_read_in_one_branch_written_in_the_other(x):
+    # (found by a long run: the held index of ``w = items[-1]`` was bound on that path only, and the
+    # write on the other path read it: UnboundLocalError from the generated code)
+    if x[0] < -0.2:
+        items = []
+        for j in range(2):
+            items.append(np.tanh(x) * j)
+        w = items[-1]
+    else:
+        w = x * 1.0
+        w = _halved(w)
+    return np.sum(w * x)
+
+
 def a_view_of_one_of_two_arrays(x):
     y = x * 1.0
     z = x * 2.0
@@ -589,6 +608,7 @@ def a_closure_view_on_two_paths(x):
 # again from it
 FOLLOWED = [
     a_view_made_on_two_paths,
+    item_read_in_one_branch_written_in_the_other,
     a_view_a_helper_makes_on_two_paths,
     views_taken_by_turns_in_a_loop,
     view_read_after_loop,
@@ -840,3 +860,16 @@ def passes_a_function_to_a_helper_that_reads_its_name(x):
     """The helper reads the module's ``SCALE`` (3), the lambda the caller's (10)."""
     SCALE = 10.0  # noqa: N806 (the clash is the point)
     return np.sum(_apply_scaled(x, lambda t: t * SCALE))
+
+
+def floats_swapped_in_a_loop(x0, x1, x2):
+    # (found by a long run: called with one float object for all three, the names were taken for one
+    # object that ``+=`` changes, and x1's gradient went to x0)
+    if 0.5 > 0.0:
+        x0 = 0.5
+        x0, x2 = x2, np.tanh(0.5)
+    for i1 in range(2):
+        x2 += 0.1 * i1 * np.sin(0.5)
+        x1, x2 = x2, np.tanh(x1)
+        x0 += np.sin(0.5)
+    return x1

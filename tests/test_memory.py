@@ -356,3 +356,15 @@ def test_an_inlined_function_reads_its_own_scope_not_the_callers(fun) -> None:
     value, grad = ast_ad.value_and_grad(fun)(x.copy())
     assert value == fun(x.copy())
     assert_fd(lambda v: fun(v.copy()), (x,), (0,), (grad,))
+
+
+def test_one_float_object_passed_for_several_arguments_is_several_variables() -> None:
+    """``f(a, a, a)`` with one float: ``x2 += d`` binds a new float, so no other name follows it
+    (``runtime.is_same`` says no number is one object a write changes); each argument keeps its own
+    gradient, in both modes."""
+    fun = mf.floats_swapped_in_a_loop
+    a = 0.0
+    grads = ast_ad.grad(fun, (0, 1, 2))(a, a, a)
+    assert grads == ast_ad.grad(fun, (0, 1, 2))(0.0, 1e-300, -1e-300)
+    assert grads == (0.0, 1.0, 0.0)
+    assert ast_ad.jvp(fun, (a, a, a), (0.0, 1.0, 0.0))[1] == 1.0

@@ -970,6 +970,10 @@ class Memory:
             held = self.indices[name] = self.at.namer.fresh(f"{name}_at")
             self.at.mutable.add(held)
             self.at.locals.add(held)
+            # (``None`` on the paths that bind no such view: a probe of a list by it finds none,
+            # and an array's, ``y[None]``, has another layout than any view ``name`` holds there,
+            # which ``view_of`` tells apart or refuses)
+            self.presets.append(ir.Assign(held, ir.Const(None), self.at.line))
         self.at.body.insert(len(self.at.body) - 1, ir.Assign(held, call.args[1], self.at.line))
         return ir.Call(call.fn, (call.args[0], ir.Var(held)), call.kwargs)
 

@@ -253,8 +253,10 @@ def view_probe(base: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
 def is_same(a: Any, b: Any) -> bool:
     """``a is b``: two variables the memory model follows through one write are one object (no
     gradient). ``None`` is no such object: a write changes no ``None``, and two names not bound yet
-    (both hold it until they are) are not made one by it."""
-    return a is b and a is not None
+    (both hold it until they are) are not made one by it. Nor is a number: ``x += d`` binds a new
+    one, and two names of one float (``f(0.0, 0.0)`` may pass one object twice) stay two
+    variables, whose gradients are their own."""
+    return a is b and a is not None and not isinstance(a, (int, float, complex, np.number))
 
 
 def _same_view(a: Any, b: Any) -> bool:
