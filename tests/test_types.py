@@ -79,6 +79,7 @@ MISTAKES = {  # a line of USER -> what mypy says there
 }
 
 
+@pytest.mark.long  # (mypy over a user's module: 16 s; .ci/run runs it as a step of its own)
 def test_a_users_code_type_checks_and_mistakes_are_caught(tmp_path) -> None:
     path = tmp_path / "user.py"
     path.write_text(USER)
