@@ -153,6 +153,7 @@ def test_a_helpers_forward_mode_is_read_again_as_ir() -> None:
     assert math.isclose(out_dot_dot, want, rel_tol=1e-12)
 
 
+@pytest.mark.long  # (6 s: in CI's step of its own, ``-m long``, off the five-minute run)
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(programs(lists=True), st.data())
 def test_random_programs_twice_in_ir_against_the_tracer(program, data) -> None:

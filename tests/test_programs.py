@@ -240,6 +240,7 @@ def differentiated_argument(program: Program, data: st.DataObject, seed: int):
     return fn, args, k, like
 
 
+@pytest.mark.long  # (9 s: in CI's step of its own, ``-m long``, off the five-minute run)
 @settings(max_examples=int(os.environ.get("AST_AD_THIRD_ORDER_EXAMPLES", "12")))
 @given(programs(), st.data())
 def test_reverse_mode_over_the_hvp_of_programs_is_the_transpose_of_forward_mode_over_it(
