@@ -363,6 +363,10 @@ class Saving:
             name = restored(stmt)
             if name is None:
                 read = reads[k] if reads is not None else ir.reads_in((stmt,))
+                if ir.blocks(stmt) and read:
+                    # (a loop binds its variable before each step reads it: what the variable held
+                    # before the loop is read only after a loop of no step, by what follows it)
+                    read = _outer_reads(stmt)
                 if ir.blocks(stmt):
                     inner = later | read if isinstance(stmt, (ir.For, ir.While)) else set(later)
                     stmt = ir.with_blocks(
@@ -382,6 +386,18 @@ class Saving:
                 self.kept.add((name, mark.key))
                 out.append(ir.Pop(name, self.tape(name), ir.NOWHERE))
         return out[::-1]
+
+
+def _outer_reads(stmt: ir.Stmt) -> set[str]:
+    """The names ``stmt`` and its nested statements read as they were before it: those a ``for``
+    loop (this one, or one inside it) reads of its own variable, which it binds before each step,
+    left out."""
+    if not ir.blocks(stmt):
+        return set(ir.reads_of(stmt))
+    inner = {n for block in ir.blocks(stmt) for s in block for n in _outer_reads(s)}
+    if isinstance(stmt, ir.For):
+        inner.discard(stmt.target)
+    return inner | set(ir.reads_of(stmt))
 
 
 def with_shapes(function: ir.Function, shapes: dict[str, str]) -> ir.Function:
