@@ -234,3 +234,17 @@ def test_a_loop_lowered_over_keys_that_finds_a_list_is_refused_at_its_line() -> 
     with pytest.raises(errors.UnsupportedDerivativeError, match="give each a name") as info:
         ast_ad.grad(fun)(X)
     assert info.value.lineno == marked_line(fun, "# keys, then items")
+
+
+def test_an_exported_gradient_refuses_a_dict_loop_as_ast_ad_does(tmp_path) -> None:
+    """The exported module copies ``loop_length`` with what it reads (``unsupported_at``, and the
+    imports of ``Mapping`` and ``AbstractSet``): it counts a list's items, and refuses a dict at the
+    loop's line, as the gradient does (a ``NameError`` before the imports were copied)."""
+    import runpy
+
+    path = str(tmp_path / "dict_in_a_list_gradient.py")
+    ast_ad.export(ast_ad.grad(pw.loops_over_a_dict_in_a_list), path, X, [[0, 1]])
+    namespace = runpy.run_path(path)
+    assert namespace["loop_length"]([1.0, 2.0], "here.py:3") == 2
+    with pytest.raises((TypeError, errors.UnsupportedDerivativeError), match=r"here\.py:3.*a dict"):
+        namespace["loop_length"]({1: 2.0}, "here.py:3")

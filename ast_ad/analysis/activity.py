@@ -619,7 +619,7 @@ def _self_write(stmt: ir.Stmt) -> TypeGuard[ir.Assign]:
 
 
 def in_place_writes(function: ir.Function, useful: set[str], structured: set[str],
-                    classes: dict[str, int | None], known: Kinds | None = None) -> InPlace:
+                    classes: dict[str, int | None]) -> InPlace:
     """The arrays a loop only changes item by item, which reverse and forward mode can write in
     place.
 
@@ -641,7 +641,7 @@ def in_place_writes(function: ir.Function, useful: set[str], structured: set[str
     writes: dict[int, str] = {}
     reads: dict[int, str] = {}
     # another name may see these: a private copy would hide it from the guard
-    shared = guarded(function.body, known)
+    shared = guarded(function.body)
 
     def claim(loop: ir.For | ir.While, owned: frozenset[str]) -> frozenset[str]:
         inner = list(ir.walk(loop.body))
@@ -682,52 +682,19 @@ def _claim_loops(body: tuple[ir.Stmt, ...],
                 blocks += [(stmt.body, owned), (stmt.orelse, owned)]
 
 
-def guarded(body: tuple[ir.Stmt, ...], known: Kinds | None = None) -> frozenset[str]:
+def guarded(body: tuple[ir.Stmt, ...]) -> frozenset[str]:
     """The names whose objects the memory model guards before a write anywhere in ``body``: another
-    live variable may reach them (``registry.def_guard``, ``aliasing.Memory.check_apart``).
-
-    A guard the model wrote under a flag that asks whether a value is a list, tuple or dict
-    (``registry.def_container_test``: ``y = x.copy()`` shares ``x``'s items only if ``x`` is one) is
-    left out where ``known`` proves the flag false: every binding of it asks of a number or a numpy
-    array (``kinds``), so the guard never runs and ``y`` is a new array."""
-    never = false_flags(body, known) if known is not None else frozenset()
+    live variable may reach them (``registry.def_guard``, ``aliasing.Memory.check_apart``). (A
+    guard under a flag the argument kinds prove false is gone before: ``optimize.guards``.)"""
     names: set[str] = set()
-    blocks = [body]
-    while blocks:
-        for stmt in blocks.pop():
-            if isinstance(stmt, ir.If):
-                if not (isinstance(stmt.test, ir.Var) and stmt.test.name in never):
-                    blocks.append(stmt.body)
-                blocks.append(stmt.orelse)
-            elif isinstance(stmt, (ir.For, ir.While)):
-                blocks.append(stmt.body)
-            value = stmt.value if isinstance(stmt, ir.Assign) else None
-            if isinstance(value, ir.Call):
-                k = registry.guarded_argument(value.fn.obj)
-                guarded = value.args[k] if k is not None and k < len(value.args) else None
-                if isinstance(guarded, ir.Var):
-                    names.add(guarded.name)
-    return frozenset(names)
-
-
-def false_flags(body: tuple[ir.Stmt, ...], known: Kinds) -> frozenset[str]:
-    """The names every binding of which asks ``registry.def_container_test``'s question of a number
-    or a numpy array (``known``): false wherever they are read."""
-    tested: set[str] = set()
-    other: set[str] = set()
     for stmt in ir.walk(body):
-        for name in ir.defined(stmt):
-            value = stmt.value if isinstance(stmt, ir.Assign) else None
-            if (
-                isinstance(value, ir.Call)
-                and registry.container_test(value.fn.obj)
-                and len(value.args) == 1
-                and known.of(value.args[0], stmt)[0] == "num"
-            ):
-                tested.add(name)
-            else:
-                other.add(name)
-    return frozenset(tested - other)
+        value = stmt.value if isinstance(stmt, ir.Assign) else None
+        if isinstance(value, ir.Call):
+            k = registry.guarded_argument(value.fn.obj)
+            guarded = value.args[k] if k is not None and k < len(value.args) else None
+            if isinstance(guarded, ir.Var):
+                names.add(guarded.name)
+    return frozenset(names)
 
 
 def accumulated_reads(function: ir.Function, useful: set[str], structured: set[str], known: Kinds,

@@ -99,8 +99,11 @@ def export(gradient: Gradient[..., Any], path: str, *example_args: Any) -> str:
         imports.append("import numpy as np")
     if not any(i.endswith(" as np") for i in imports):
         imports.append("import numpy as np")
-    if any(re.search(r"\bAny\b", h) for h in helpers.values()):  # the helpers' annotations
-        imports.append("from typing import Any")
+    # what the helpers' source names of the standard library (their annotations, the abstract
+    # kinds a loop's helpers ask of a value)
+    for name, line in STANDARD_NAMES.items():
+        if any(re.search(rf"\b{name}\b", h) for h in helpers.values()):
+            imports.append(line)
     kinds = tuple(_kind_of_label(k) for k in labels)
     # arguments built for one shape (equal labels: ``shape_labels``), checked to have one
     groups: dict[int, list[int]] = {}
@@ -165,6 +168,14 @@ def _built_for(fn, kinds, same):
 
 {entry} = _built_for({entry}, {kinds!r}, {same!r})
 """
+
+
+# a name a helper's source may read, and the import that binds it in an exported module
+STANDARD_NAMES = {
+    "Any": "from typing import Any",
+    "Mapping": "from collections.abc import Mapping",
+    "AbstractSet": "from collections.abc import Set as AbstractSet",
+}
 
 
 def _kind_of_label(label: int) -> str:

@@ -442,7 +442,7 @@ def guarded_argument(fn: Any) -> int | None:
 
 def def_container_test(*fns: Any) -> None:
     """Declare that ``fn(x)`` only says whether ``x`` is a list, tuple or dict: false where ``x``
-    is a number or a numpy array, which the kinds analysis may know (``activity.guarded``)."""
+    is a number or a numpy array, which the kinds analysis may know (``optimize.guards``)."""
     for fn in fns:
         _note("container_test", fn)
         _FACTS["container_test"][fn] = True

@@ -142,13 +142,8 @@ class ExpressionLowering:
     def kind(self, atom: ir.Atom) -> str | None:
         """``"list"`` or ``"tuple"`` where ``atom`` is known to be one (a literal, a comprehension,
         a join)."""
-        found = self.container_kind(atom)
+        found = container_kind(self.at, atom)
         return found if found in ("list", "tuple") else None
-
-    def container_kind(self, atom: ir.Atom) -> str | None:
-        """``"list"``, ``"tuple"``, ``"dict"`` or ``"set"`` where ``atom`` is known to be one
-        (made here: a display, a comprehension, a call of the type)."""
-        return container_kind(self.at, atom)
 
     def expr_UnaryOp(self, node: gast.UnaryOp, name: str | None, user: bool) -> ir.Atom:
         operand = self.lowering.expr(node.operand)

@@ -179,9 +179,12 @@ class WriteLowering:
             node = node.value
         assert isinstance(node, gast.Name)
         root = self.lowering.expr(node)
-        keys = self.lowering.bind(
-            ir.Pack(tuple(self.exprs.index(level.slice) for level in reversed(chain)), "tuple"),
-            "path", holds=False,
+        indices = tuple(self.exprs.index(level.slice) for level in reversed(chain))
+        constants = [k.value for k in indices if isinstance(k, ir.Const)]
+        keys: ir.Atom = (
+            ir.Const(tuple(constants))
+            if len(constants) == len(indices)
+            else self.lowering.bind(ir.Pack(indices, "tuple"), "path", holds=False)
         )
         where = ir.Const(self.at.line.where())
         self.lowering.bind(

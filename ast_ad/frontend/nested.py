@@ -415,27 +415,18 @@ class Nesting:
                                                  for kw in value.keywords]
 
     def free_names_apart(
-        self, fn: gast.FunctionDef | gast.Lambda, node: gast.Call, label: str, scoped: bool
+        self, fn: gast.FunctionDef | gast.Lambda, node: gast.Call
     ) -> dict[str, ir.Atom]:
         """The names the body of a function defined outside the caller reads from where it is
-        defined (its closure or its module) that the caller binds too, each with what it is there.
-        Lowered in place, the body would read the caller's variable instead (``k`` of ``cut(1)``'s
-        ``a[k:]``, a module's ``scale`` where the caller has a ``scale`` of its own): a wrong value.
-        Where the function's own scope is the innermost (``scoped``: ``scopes``, a helper of another
-        module or a closure), each is read there (``Lowering.helper_global``, watched as any name
-        read there); elsewhere (a method, a helper of the caller's module) the call is refused."""
+        defined (its closure or its module) that the caller binds too, each with what it is there
+        (``Lowering.helper_global``, watched as any name read there; its scope is the innermost of
+        ``scopes``). Lowered in place, the body would read the caller's variable instead (``k`` of
+        ``cut(1)``'s ``a[k:]``, a module's ``scale`` where the caller has a ``scale`` of its own):
+        a wrong value."""
         clash = sorted(
             n for n in _free_names(fn)
             if not n.startswith("§") and (n in self.at.env or n in self.at.locals)
         )
-        if clash and not scoped:
-            raise refuse(
-                node,
-                f"{label} reads {clash[0]!r} from where it is defined (its closure or its module), "
-                f"and this function has a variable {clash[0]!r} of its own: ast_ad inlines {label} "
-                "here and cannot yet keep the two apart; rename one of them",
-                self.locate,
-            )
         return {
             n: self.lowering.helper_global(
                 gast.copy_location(gast.Name(id=n, ctx=gast.Load(), annotation=None,
@@ -453,30 +444,23 @@ class Nesting:
         arguments are the caller's, read in its scope, and so is the body of a function of the
         caller's passed to it (``Frame.function_scopes``)."""
         return self.inline(
-            tree, node, name, user, outside=True,
-            scope=ClosureScope(fn) if fn.__closure__ else fn.__globals__,
+            tree, node, name, user, scope=ClosureScope(fn) if fn.__closure__ else fn.__globals__
         )
 
     def inline(
         self, fn: gast.FunctionDef | gast.Lambda, node: gast.Call, name: str | None, user: bool,
-        outside: bool = False, scope: Any = None,
+        scope: Any = None,
     ) -> ir.Atom:
         """A call to a function defined inside this one: its body, lowered in place with its own
-        names. ``outside``: a function defined elsewhere (a module's, a closure's, a method), whose
-        free names are its own scope's, not the caller's (``free_names_apart``; ``scope``: that
-        scope, a module's dict or a closure's ``ClosureScope``, pushed on ``scopes`` while its
-        body and its defaults are lowered, not the call's arguments). A function of the caller's
-        (a lambda, a def) is lowered in the scopes where it was passed on
-        (``Frame.function_scopes``), wherever it is called."""
+        names. ``scope``: a function defined elsewhere (a module's, a closure's, a method), whose
+        free names are its own scope's, not the caller's (``free_names_apart``): that scope, a
+        module's dict or a closure's ``ClosureScope``, pushed on ``scopes`` while its body and its
+        defaults are lowered, not the call's arguments. A function of the caller's (a lambda, a
+        def) is lowered in the scopes where it was passed on (``Frame.function_scopes``), wherever
+        it is called."""
         label = getattr(fn, "name", "lambda")
         caller_scopes = list(self.at.scopes)
         defined_in = self.at.function_scopes.get(id(fn), (None, None))[1]
-        if scope is not None:
-            self.at.scopes.append(scope)
-        try:
-            own = self.free_names_apart(fn, node, label, scope is not None) if outside else {}
-        finally:
-            self.at.scopes[:] = caller_scopes
         if label in self.at.inlining or len(self.at.inlining) > 20:
             raise refuse(
                 node,
@@ -510,18 +494,23 @@ class Nesting:
         defaults = dict(
             zip(params[len(params) - len(fn.args.defaults) :], fn.args.defaults, strict=True)
         )
-        # the body and its defaults: in the function's own scope
+        # the body, its defaults and the names it reads where it is defined: in its own scope
         if scope is not None:
             self.at.scopes.append(scope)
         elif defined_in is not None:
             self.at.scopes[:] = defined_in
-        for p in params:
-            if p not in values and p not in functions:
-                if p not in defaults:
-                    raise refuse(
-                        node, f"missing argument {p!r} in the call to {label}", self.locate
-                    )
-                values[p] = self.lowering.expr(defaults[p])
+        try:
+            own = self.free_names_apart(fn, node) if scope is not None else {}
+            for p in params:
+                if p not in values and p not in functions:
+                    if p not in defaults:
+                        raise refuse(
+                            node, f"missing argument {p!r} in the call to {label}", self.locate
+                        )
+                    values[p] = self.lowering.expr(defaults[p])
+        except BaseException:
+            self.at.scopes[:] = caller_scopes
+            raise
         inner_locals = {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name)
                         and isinstance(n.ctx, gast.Store)} | set(params)
         renames = {

@@ -50,7 +50,7 @@ from ast_ad.errors import LocatedError
 from ast_ad.frontend import objects, selection
 from ast_ad.frontend.aliasing import Memory, live_after, loop_rebinds
 from ast_ad.frontend.check import WITH_HINT, check_source, refuse
-from ast_ad.frontend.frame import Frame
+from ast_ad.frontend.frame import Frame, container_kind
 from ast_ad.frontend.lower_calls import (
     BEING_LOWERED,
     FOREIGN_READS,
@@ -906,11 +906,11 @@ class Lowerer:
 
     def note_kind(self, target: str, value: ir.Expr) -> None:
         """Record the kind of container ``target`` holds, where ``value`` makes it known (see
-        ``Exprs.container_kind``)."""
+        ``frame.container_kind``)."""
         if isinstance(value, ir.Pack):
             self.at.kinds[target] = value.kind
-        elif isinstance(value, (ir.Var, ir.Const)) and self.exprs.container_kind(value):
-            self.at.kinds[target] = self.exprs.container_kind(value) or ""
+        elif isinstance(value, (ir.Var, ir.Const)) and (found := container_kind(self.at, value)):
+            self.at.kinds[target] = found
         elif isinstance(value, ir.Call) and isinstance(value.fn, ir.Ref) \
                 and registry.hashable(value.fn.obj) and value.fn.obj in MADE_KINDS:
             self.at.kinds[target] = MADE_KINDS[value.fn.obj]

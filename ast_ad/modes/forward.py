@@ -227,7 +227,7 @@ class Forwarder:
         # the arrays of floats a loop changes only item by item (``analysis.in_place_writes``):
         # copied once before the loop, with their tangents, and written in place (``y[i] = v``,
         # ``y_dot[i] = v_dot``), O(what changes) a step, not a copy of the array
-        found = in_place_writes(function, self.active, self.structured, self.classes, self.kinds)
+        found = in_place_writes(function, self.active, self.structured, self.classes)
         self.loop_copies = {loop: kept for loop, names in found.loops.items()
                             if (kept := tuple(n for n in names if self.kinds.float_array(n)))}
         copied = {n for names in self.loop_copies.values() for n in names}

@@ -199,7 +199,7 @@ class Reverser:
         # statements whose result's adjoint may be a float zero (``densify``)
         self.zero_in: set[int] = set()
         self.in_place = (
-            in_place_writes(function, self.useful, self.structured, self.classes, self.kinds)
+            in_place_writes(function, self.useful, self.structured, self.classes)
             if in_place
             else InPlace({}, {}, {})
         )

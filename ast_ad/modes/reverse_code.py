@@ -73,7 +73,7 @@ def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
         inliner.count([*a.forward, *backward, ret])
     forward, backward = inliner.block(a.forward, scans[0]), inliner.block(backward, scans[1])
     backward = shared_factor(backward, a.adjoints, number_calls(a.refs))
-    backward = sunk_zero_starts(backward, pure_calls(a.refs))
+    backward = sunk_zero_starts(backward)
     # an array bound once, and that assignment written into its reader, is no name to release
     releasable = a.releasable - inliner.folded
     backward, live = without_dead_constants(backward, keep | syntax.name_ids(ret, loads=True))
@@ -225,7 +225,7 @@ def _pair(a: Adjoint) -> list[gast.FunctionDef]:
     ret = syntax.ret(syntax.tuple_([syntax.name(g) for g in a.grads]))
     (backward,) = _inlined(a, [folded(a.backward, {*a.grads, a.seed})], [*unpack, ret])
     backward = shared_factor(backward, a.adjoints, number_calls(a.refs))
-    backward = sunk_zero_starts(backward, pure_calls(a.refs))
+    backward = sunk_zero_starts(backward)
     backward, _ = without_dead_constants(backward, syntax.name_ids(ret, loads=True))
     bwd = syntax.function(f"{a.function.name}_bwd", [pack, a.seed], unpack + backward + [ret])
     return [fwd, bwd]

@@ -11,14 +11,13 @@ array a step).
 The fact this relies on, asked of the registry and the kinds analysis: ``is_container`` (declared
 ``registry.def_container_test``) only says whether its argument is a list, tuple or dict, so it is
 false of a number or a numpy array of numbers, which ``kinds`` proves its argument is at every
-binding of the flag (``activity.false_flags``); a flag bound otherwise anywhere (the ``True`` that
+binding of the flag (``_false_flags``); a flag bound otherwise anywhere (the ``True`` that
 paths skipping the test start with) keeps its branch.
 """
 
 from __future__ import annotations
 
-from ast_ad.analysis.activity import false_flags
-from ast_ad.analysis.kinds import kinds_of
+from ast_ad.analysis.kinds import Kinds, kinds_of
 from ast_ad.core import registry
 from ast_ad.ir import nodes as ir
 
@@ -33,7 +32,7 @@ def without_false_guards(function: ir.Function, shapes: tuple[int, ...]) -> ir.F
         for s in ir.walk(function.body)
     ):
         return function  # (no such test: one scan)
-    never = false_flags(function.body, kinds_of(function, shapes))
+    never = _false_flags(function.body, kinds_of(function, shapes))
     # (a flag read otherwise than as a branch's test stays, with its binding)
     never -= {
         name for s in ir.walk(function.body) if not isinstance(s, ir.If) for name in ir.reads_of(s)
@@ -49,3 +48,23 @@ def without_false_guards(function: ir.Function, shapes: tuple[int, ...]) -> ir.F
         return [stmt]
 
     return ir.with_body(function, ir.mapped(function.body, kept), function.mutable - never)
+
+
+def _false_flags(body: tuple[ir.Stmt, ...], known: Kinds) -> frozenset[str]:
+    """The names every binding of which asks ``registry.def_container_test``'s question of a number
+    or a numpy array (``known``): false wherever they are read."""
+    tested: set[str] = set()
+    other: set[str] = set()
+    for stmt in ir.walk(body):
+        for name in ir.defined(stmt):
+            value = stmt.value if isinstance(stmt, ir.Assign) else None
+            if (
+                isinstance(value, ir.Call)
+                and registry.container_test(value.fn.obj)
+                and len(value.args) == 1
+                and known.of(value.args[0], stmt)[0] == "num"
+            ):
+                tested.add(name)
+            else:
+                other.add(name)
+    return frozenset(tested - other)

@@ -6,7 +6,6 @@ that the big results of later lines reuse the memory of arrays nothing will read
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import gast
@@ -181,40 +180,37 @@ def _pruned_loop(stmt: Any, after: set[str]) -> tuple[gast.stmt, set[str]]:
     return stmt, head | after
 
 
-def sunk_zero_starts(body: list[gast.stmt], pure: Callable[[gast.Call], bool]) -> list[gast.stmt]:
+def sunk_zero_starts(body: list[gast.stmt]) -> list[gast.stmt]:
     """``body`` with an adjoint's start at zero (``x_bar = 0.0``) moved into the branches of the
-    ``if`` that next reads or binds it, where each branch first adds to it (``x_bar = x_bar + e``):
-    each then binds it (``x_bar = e``), as a person writes the two branches' adjoints.
+    ``if`` that next reads or binds it, where each branch first adds arithmetic to it (``x_bar =
+    x_bar + y_bar * x``): each then binds it (``x_bar = y_bar * x``), as a person writes the two
+    branches' adjoints.
 
-    The facts it relies on: ``0.0 + e`` is ``e``'s value (a float, an array of floats or of complex
-    numbers: the same entries, the same shape and kind), so only which object the name holds
-    changes; and no statement of the function changes that object in place (``x_bar`` and every
-    name ``e`` reads are never written through, added into, or passed to a call of anything but a
-    registered function with no effect, ``pure``: ``_changed``), so sharing it with ``e`` changes
-    no value. Where a branch does not add first (it reads or
-    binds the name otherwise, or not at all), the start stays where it is."""
+    The facts it relies on: ``0.0 + e`` is ``e``'s value (an adjoint: a float, an array of floats
+    or of complex numbers, the same entries, shape and kind; ``0.0 - e`` is ``-e`` but for the
+    sign of a zero), so only which object the name holds changes; and ``e`` is arithmetic (``+``,
+    ``*``, a sign...), which makes a new object, as ``0.0 + e`` did, so no other name holds it and
+    no change in place elsewhere reaches it. Where a branch does not start so (it reads or binds
+    the name otherwise, adds a name or a call's result, which may be an object held elsewhere, or
+    does not mention it), the start stays where it is."""
     if not any(
         type(stmt) is gast.If for top in body for stmt in (top, *syntax.statements(top))
     ):
         return body  # (no branch to sink a start into: one scan, as a long straight line has)
-    changed = _changed(body, pure)
-    return _sunk(body, changed)
+    return _sunk(body)
 
 
-def _sunk(body: list[gast.stmt], changed: set[str]) -> list[gast.stmt]:
+def _sunk(body: list[gast.stmt]) -> list[gast.stmt]:
     out: list[gast.stmt] = []
-    skip: set[int] = set()
-    body = [_sunk_within(stmt, changed) for stmt in body]
+    body = [_sunk_within(stmt) for stmt in body]
     for k, stmt in enumerate(body):
-        if k in skip:
-            continue
         name = _zero_start(stmt)
-        if name is not None and name not in changed:
+        if name is not None:
             later = next(
                 (j for j in range(k + 1, len(body)) if name in syntax.name_ids(body[j])), None
             )
             if later is not None and type(body[later]) is gast.If:
-                moved = _started(body[later], name, changed)
+                moved = _started(body[later], name)
                 if moved is not None:
                     body[later] = moved
                     continue
@@ -222,12 +218,12 @@ def _sunk(body: list[gast.stmt], changed: set[str]) -> list[gast.stmt]:
     return out
 
 
-def _sunk_within(stmt: gast.stmt, changed: set[str]) -> gast.stmt:
+def _sunk_within(stmt: gast.stmt) -> gast.stmt:
     """``stmt`` with the blocks inside it (a branch's, a loop's) sunk too."""
     kind = type(stmt)
     if kind not in (gast.If, gast.For, gast.While):
         return stmt
-    body, orelse = _sunk(stmt.body, changed), _sunk(stmt.orelse, changed)
+    body, orelse = _sunk(stmt.body), _sunk(stmt.orelse)
     if len(body) == len(stmt.body) and len(orelse) == len(stmt.orelse) and all(
         a is b for a, b in zip(body + orelse, stmt.body + stmt.orelse, strict=True)
     ):
@@ -250,7 +246,7 @@ def _zero_start(stmt: gast.stmt) -> str | None:
     return None
 
 
-def _started(branch: gast.If, name: str, changed: set[str]) -> gast.If | None:
+def _started(branch: gast.If, name: str) -> gast.If | None:
     """``branch`` with the first statement of each of its blocks that mentions ``name``, an
     addition to it, made its first binding; ``None`` where a block does not start so (an ``elif``
     is a block whose one statement is an ``if``)."""
@@ -260,10 +256,7 @@ def _started(branch: gast.If, name: str, changed: set[str]) -> gast.If | None:
         if first is None:
             return None
         stmt = block[first]
-        if type(stmt) is gast.If:
-            found = _started(stmt, name, changed)
-        else:
-            found = _bound_at_first_add(stmt, name, changed)
+        found = _started(stmt, name) if type(stmt) is gast.If else _bound_at_first_add(stmt, name)
         if found is None:
             return None
         blocks.append([*block[:first], found, *block[first + 1:]])
@@ -272,10 +265,10 @@ def _started(branch: gast.If, name: str, changed: set[str]) -> gast.If | None:
     )
 
 
-def _bound_at_first_add(stmt: gast.stmt, name: str, changed: set[str]) -> gast.stmt | None:
+def _bound_at_first_add(stmt: gast.stmt, name: str) -> gast.stmt | None:
     """``name = e`` for ``stmt``, ``name = name + e`` (or a sum or difference that starts with
-    ``name``: ``name + a - b``, ``name - a``, made ``a - b``, ``-a``) where the rest reads neither
-    ``name`` nor a name changed in place; else ``None``."""
+    ``name``: ``name + a - b``, ``name - a``, made ``a - b``, ``-a``) where the rest is arithmetic
+    that does not read ``name``; else ``None``."""
     if not (
         type(stmt) is gast.Assign
         and len(stmt.targets) == 1
@@ -284,10 +277,7 @@ def _bound_at_first_add(stmt: gast.stmt, name: str, changed: set[str]) -> gast.s
     ):
         return None
     rest = _without_start(stmt.value, name)
-    if rest is None:
-        return None
-    reads = syntax.name_ids(rest)
-    if name in reads or reads & changed:
+    if type(rest) not in (gast.BinOp, gast.UnaryOp) or name in syntax.name_ids(rest):
         return None
     return gast.copy_location(
         gast.Assign(targets=stmt.targets, value=rest, type_comment=None), stmt
@@ -307,23 +297,3 @@ def _without_start(value: gast.expr, name: str) -> gast.expr | None:
     if left is None:
         return None
     return gast.copy_location(gast.BinOp(left=left, op=value.op, right=value.right), value)
-
-
-def _changed(body: list[gast.stmt], pure: Callable[[gast.Call], bool]) -> set[str]:
-    """The names whose object a statement of ``body`` may change in place: written through
-    (``x[i] = v``, ``x[i] += v``), added into (``x += v``), passed to a call of anything but a
-    registered function with no effect (``add_into(x, i, g)``), or the object of a method's call
-    (``tape.append(v)``)."""
-    found: set[str] = set()
-    for node in syntax.walk(gast.Module(body=body, type_ignores=[])):
-        if type(node) is gast.AugAssign:
-            found |= syntax.name_ids(node.target)
-        elif type(node) in (gast.Subscript, gast.Attribute) and type(node.ctx) is gast.Store:
-            found |= syntax.name_ids(node.value)
-        elif type(node) is gast.Call and type(node.func) is gast.Attribute \
-                and type(node.func.value) is gast.Name:
-            found.add(node.func.value.id)
-        elif type(node) is gast.Call and not pure(node):
-            for arg in [*node.args, *(kw.value for kw in node.keywords)]:
-                found |= syntax.name_ids(arg)
-    return found

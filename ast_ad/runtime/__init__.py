@@ -137,6 +137,7 @@ from ast_ad.runtime.arrays import (
     unbroadcast_to,
     unpopped,
     unstack,
+    unsupported_at,
     zeros_like,
     zeros_of,
 )
@@ -307,7 +308,8 @@ __all__ = [  # every helper, for ``from ast_ad.runtime import ...`` and ``runtim
     "summed_products", "summed_to", "svd_jvp", "svd_vjp",
     "svd_vjp_jvp", "svdvals_jvp", "T", "take_along_axis_vjp", "take_vjp", "tensordot_spec",
     "tile_vjp", "to_last", "trapezoid_vjp", "unbroadcast", "unbroadcast_to", "unpopped",
-    "unreshaped", "unstack", "untransposed", "var_vjp", "vecdot_vjp", "view_of", "view_probe",
+    "unreshaped", "unstack", "unsupported_at", "untransposed", "var_vjp", "vecdot_vjp", "view_of",
+    "view_probe",
     "vstack_vjp", "zeros_like", "zeros_of", "zip_length",
 ]
 

@@ -20,6 +20,17 @@ def error_class(name: str, fallback: type[Exception]) -> type[Exception]:
     return found
 
 
+def unsupported_at(message: str, where: Any = None) -> Exception:
+    """ast_ad's ``UnsupportedDerivativeError`` saying ``message`` at ``where`` (the user's file's
+    name and line, ``loop.py:12``), for a run-time refusal of generated code; a ``TypeError`` saying
+    both in an exported module, which runs without ast_ad."""
+    error = error_class("UnsupportedDerivativeError", TypeError)
+    if error is TypeError or where is None:
+        return error(f"{where}: {message}" if where else message)
+    filename, _, lineno = str(where).rpartition(":")
+    return error(message, filename, int(lineno))
+
+
 def is_array(x: Any) -> bool:
     """Whether ``x`` is an array: numpy's, or one of a library that implements numpy's dispatch
     protocols."""

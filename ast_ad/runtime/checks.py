@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ast_ad.errors import UnsupportedDerivativeError
-from ast_ad.runtime.arrays import error_class, is_array
+from ast_ad.runtime.arrays import error_class, is_array, unsupported_at
 
 
 def check_dot_rank(a: Any, b: Any) -> Any:
@@ -61,11 +61,7 @@ def loop_length(xs: Any, where: Any) -> Any:
         "ast_ad reads by position only for lists, tuples, strings, ranges and arrays: loop over "
         "list(...) of it (a dict's keys, a set's members, an iterator's items, in Python's order)"
     )
-    error = error_class("UnsupportedDerivativeError", TypeError)
-    if error is TypeError:  # (an exported module, which runs without ast_ad)
-        raise TypeError(f"{where}: {message}")
-    filename, _, lineno = str(where).rpartition(":")
-    raise error(message, filename, int(lineno))
+    raise unsupported_at(message, where)
 
 
 def check_in_place(target: Any, others: Any, where: Any, names: Any = None) -> Any:

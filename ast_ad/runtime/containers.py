@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ast_ad.runtime.adjoints import getitem_vjp
-from ast_ad.runtime.arrays import add_adjoints, error_class, zeros_like
+from ast_ad.runtime.arrays import add_adjoints, error_class, unsupported_at, zeros_like
 
 
 def chosen(c: Any, x: Any, keep: Any) -> Any:
@@ -45,11 +45,7 @@ def keys_of(d: Any, where: Any = None) -> Any:
             "here: a name bound to a dict or set and to another kind of value is looped over; give "
             "each a name of its own"
         )
-        error = error_class("UnsupportedDerivativeError", TypeError)
-        if error is TypeError or where is None:
-            raise error(f"{where}: {message}" if where else message)
-        filename, _, lineno = str(where).rpartition(":")
-        raise error(message, filename, int(lineno))
+        raise unsupported_at(message, where)
     return list(d)
 
 
