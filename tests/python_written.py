@@ -275,3 +275,109 @@ def reads_a_dict_argument_by_key_and_by_loop(x, table):
     for i in range(2):
         total = total + table[i] * x[i]  # i is a key here
     return total
+
+
+# ---- a loop reads its iterable once, where it starts ---------------------------------------------
+def loops_over_a_list_it_binds_again(x):
+    ys = [x[0], x[1] * 2.0]
+    total = 0.0
+    for v in ys:  # the loop goes on over the list it started with
+        ys = [v * v] + ys
+        total = total + v * ys[0]
+    return total
+
+
+def loops_over_an_array_it_binds_again(x):
+    y = x * 1.0
+    total = 0.0
+    for v in y:
+        y = y * 2.0
+        total = total + v * y[0]
+    return total
+
+
+def steps_through_the_name_it_binds(x):
+    y = x * 1.5
+    total = 0.0
+    for y in y:  # noqa: B020  (Python reads y once: the loop goes on over the array)
+        total = total + y * y
+    return total + y
+
+
+def enumerates_a_list_it_binds_again(x):
+    ws = [x[0], x[1], x[2]]
+    total = 0.0
+    for i, w in enumerate(ws):
+        ws = ws[1:] + [w * 2.0]
+        total = total + (i + 1.0) * w * ws[-1]
+    return total
+
+
+def writes_an_item_of_the_array_it_loops_over(x):
+    y = x * 1.0
+    total = 0.0
+    for v in y:  # an item write changes the array the loop reads, as Python's loop sees
+        y[1] = 10.0 * v
+        total = total + v * v
+    return total
+
+
+# ---- a dict's keys carry no derivative -----------------------------------------------------------
+def lists_the_keys_of_a_dict(x):
+    d = {"a": x[0], "b": x[1] * x[2]}
+    total = 0.0
+    for k in list(d):
+        total = total + d[k] * x[0]
+    return total
+
+
+def float_keys(x):
+    d = {2.0: x[0], 0.5: x[1]}
+    keys = list(d)
+    pair = tuple(d)
+    return keys[0] * x[0] + pair[1] * x[1] * x[2]
+
+
+def _layers(x):
+    return {"w": x * 2.0, "b": x[0] * 1.0}
+
+
+def lists_a_dict_a_helper_returns(x):
+    layers = _layers(x)
+    total = 0.0
+    for name in list(layers):
+        total = total + np.sum(layers[name] * x)
+    return total
+
+
+# ---- a name's kind of container, across a loop's steps and a branch's paths ----------------------
+def loops_over_a_list_then_a_dict(x):
+    table = [x[0], x[1] * 2.0]
+    total = 0.0
+    for _ in range(2):
+        for v in table:  # items, then keys
+            total = total + v * 1.0
+        table = {1: x[0], 0: x[2] * 3.0}
+    return total
+
+
+def loops_over_a_list_or_a_dict(x):
+    if x[0] > 0:
+        table = {1: x[0], 0: x[2] * 3.0}
+    else:
+        table = [x[0], x[1] * 2.0]
+    total = 0.0
+    for v in table:  # a dict on one path
+        total = total + v * 1.0
+    return total
+
+
+def loops_over_the_list_of_a_list_or_a_dict(x):
+    if x[0] > 0:
+        table = {1: x[0], 0: x[2] * 3.0}
+    else:
+        table = [x[0], x[1] * 2.0]
+    total = 0.0
+    for v in list(table):
+        total = total + v * x[1]
+    return total

@@ -19,7 +19,11 @@ EXACT = [pw.checks_its_argument, pw.constant_call, pw.starred, pw.starred_betwee
          pw.dict_comprehension, pw.items_loop_that_writes, pw.max_by_key, pw.local_derivative,
          pw.value_and_gradient_in_a_body, pw.quiet_division, pw.assigns_what_the_filler_returns,
          pw.lambdas_in_a_list, pw.calls_a_filler, pw.set_comprehension_of_labels,
-         pw.loops_over_a_dict_it_makes, pw.loops_over_a_set_it_makes]
+         pw.loops_over_a_dict_it_makes, pw.loops_over_a_set_it_makes,
+         pw.loops_over_a_list_it_binds_again, pw.loops_over_an_array_it_binds_again,
+         pw.steps_through_the_name_it_binds, pw.enumerates_a_list_it_binds_again,
+         pw.writes_an_item_of_the_array_it_loops_over, pw.lists_the_keys_of_a_dict, pw.float_keys,
+         pw.lists_a_dict_a_helper_returns, pw.loops_over_the_list_of_a_list_or_a_dict]
 
 
 @pytest.mark.parametrize("fun", EXACT, ids=[f.__name__ for f in EXACT])
@@ -208,14 +212,18 @@ def test_a_helper_of_another_module_reads_its_names_and_its_arguments_the_caller
     assert np.array_equal(grads, np.full(3, 21.0))
 
 
-def test_a_key_computed_from_the_inputs_is_not_a_primitive_to_register() -> None:
-    """``table[k]`` with ``k`` computed from ``x``: the refusal says what an index is, not that
-    operator.getitem needs a rule of the user's."""
-    with pytest.raises(errors.MissingRuleError) as info:
-        ast_ad.grad(pw.key_from_the_input)(X)
-    assert "index or a key computed from the differentiated inputs" in str(info.value)
-    assert "register" not in str(info.value)
-    assert info.value.lineno == marked_line(pw.key_from_the_input, "# key")
+def test_a_float_key_computed_from_the_inputs_is_refused_where_it_is_read() -> None:
+    """``table[k]`` with ``k`` a float computed from ``x``: a lookup at it has no derivative (zero
+    would be an approximation), so both modes refuse at its line, never saying to register
+    ``operator.getitem``; a key that is a string or an integer (a dict's keys, listed) carries none,
+    and passes (``lists_the_keys_of_a_dict``)."""
+    for run in (lambda: ast_ad.grad(pw.key_from_the_input)(X),
+                lambda: ast_ad.jvp(pw.key_from_the_input, (X,), (T,))):
+        with pytest.raises(errors.UnsupportedDerivativeError) as info:
+            run()
+        assert "key that is a float computed from the differentiated inputs" in str(info.value)
+        assert "register" not in str(info.value)
+        assert info.value.lineno == marked_line(pw.key_from_the_input, "# key")
 
 
 def test_a_loop_over_an_iterator_argument_is_refused_at_its_line() -> None:
@@ -231,9 +239,33 @@ def test_a_loop_lowered_over_keys_that_finds_a_list_is_refused_at_its_line() -> 
     list, whose items (differentiated) a loop over keys would read without their gradients: refused
     at the loop's line when it happens, never a gradient without them."""
     fun = pw.loops_over_a_name_bound_to_a_dict_then_a_list
-    with pytest.raises(errors.UnsupportedDerivativeError, match="give each a name") as info:
+    with pytest.raises(errors.UnsupportedDerivativeError, match="loop over list") as info:
         ast_ad.grad(fun)(X)
     assert info.value.lineno == marked_line(fun, "# keys, then items")
+
+
+@pytest.mark.parametrize("fun, marker", [
+    (pw.loops_over_a_list_then_a_dict, "# items, then keys"),
+    (pw.loops_over_a_list_or_a_dict, "# a dict on one path"),
+])
+def test_a_name_that_is_a_list_on_one_step_or_path_is_not_read_by_position_on_another(
+        fun, marker) -> None:
+    """A loop's body, or one branch, binds the name to a dict: a kind of container is known only
+    where every binding that reaches the read gives it (once the list's kind, from the first step
+    or the last branch lowered, read the dict by position: 10.5 for Python's 5.5). Where it is a
+    dict the loop is refused at its line, saying to loop over ``list(...)`` of it, which is exact
+    (``loops_over_the_list_of_a_list_or_a_dict``); where it is a list, exact."""
+    for mode in ("reverse", "forward"):
+        with pytest.raises(errors.UnsupportedDerivativeError, match="loop over list") as info:
+            if mode == "reverse":
+                ast_ad.grad(fun)(X)
+            else:
+                ast_ad.jvp(fun, (X,), (T,))
+        assert info.value.lineno == marked_line(fun, marker)
+    if fun is pw.loops_over_a_list_or_a_dict:
+        value, grads = ast_ad.value_and_grad(fun)(-X)
+        assert value == fun(-X)
+        assert_fd(fun, (-X,), (0,), (grads,))
 
 
 def test_an_exported_gradient_refuses_a_dict_loop_as_ast_ad_does(tmp_path) -> None:

@@ -842,15 +842,19 @@ class Memory:
         return atom
 
     def copy(self, name: str, atom: ir.Atom) -> None:
-        """``name = atom``, unless the value was already computed into ``name``. A name bound so to
-        another kind of container than before (a dict, then a list, in a loop) is no longer known to
-        be either (``Frame.kinds``)."""
+        """``name = atom``, unless the value was already computed into ``name``. The name holds
+        ``atom``'s kind of container where it had none (its first binding, or one after a loop or
+        a branch that left it unknown); bound so to another kind than before (a dict, then a list)
+        it is no longer known to be either (``Frame.kinds``)."""
         if atom != ir.Var(name):
             self.at.body.append(ir.Assign(name, atom, self.at.line))
             if isinstance(atom, ir.Var):
                 self.share(name, atom.name, alias=True)
-            if name in self.at.kinds and container_kind(self.at, atom) != self.at.kinds[name]:
+            kind = container_kind(self.at, atom)
+            if name in self.at.kinds and kind != self.at.kinds[name]:
                 del self.at.kinds[name]
+            elif kind:  # (``t = make(x)``: the dict an inlined helper returns)
+                self.at.kinds[name] = kind
         self.note_views(ir.Var(name))
 
     def note_views(self, atom: ir.Atom) -> None:

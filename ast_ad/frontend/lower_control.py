@@ -17,6 +17,7 @@ from ast_ad.frontend.aliasing import Memory, loop_rebinds, loop_shared
 from ast_ad.frontend.check import refuse
 from ast_ad.frontend.frame import Frame, Lowering, container_kind
 from ast_ad.frontend.nested import Nesting, _load
+from ast_ad.frontend.structure import bound_names
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
 from ast_ad.ir.naming import identifier
@@ -37,7 +38,17 @@ class ControlFlow:
     def stmt_If(self, node: gast.If) -> None:
         self.lowering.prepare(node)
         test = self.test(node.test)
-        body, orelse = self.lowering.block(node.body), self.lowering.block(node.orelse)
+        # each branch starts from what is known before the ``if``; after it, a variable's container
+        # kind is known where both branches leave it the same (``Frame.kinds``)
+        before = dict(self.at.kinds)
+        body = self.lowering.block(node.body)
+        after_body = dict(self.at.kinds)
+        self.at.kinds.clear()
+        self.at.kinds.update(before)
+        orelse = self.lowering.block(node.orelse)
+        joined = {n: k for n, k in self.at.kinds.items() if after_body.get(n) == k}
+        self.at.kinds.clear()
+        self.at.kinds.update(joined)
         self.at.body.append(ir.If(test, body, orelse, self.lowering.line_of(node)))
 
     def stmt_While(self, node: gast.While) -> None:
@@ -46,6 +57,7 @@ class ControlFlow:
         self.at.loops.append(bindings(node)[1])
         self.at.loop_shared.append(loop_shared(node, self.memory.checked_only))
         self.at.loop_rebinds.append(loop_rebinds(node))
+        kinds = self.unknown_kinds(bound_names(node.body))
         try:
             self.at.body.append(
                 ir.While(test, self.lowering.block(node.body), self.lowering.line_of(node))
@@ -54,6 +66,27 @@ class ControlFlow:
             self.at.loops.pop()
             self.at.loop_shared.pop()
             self.at.loop_rebinds.pop()
+            self.joined_kinds(kinds)
+
+    def unknown_kinds(self, names: set[str]) -> dict[str, str]:
+        """Forget, for a loop's body, the container kinds of the variables it binds again: from its
+        second step on, a statement before the binding sees what the binding made (a dict where
+        the loop began with a list), so only what the body itself binds before a read is known
+        there. The kinds forgotten, by name, for ``joined_kinds``."""
+        forgotten: dict[str, str] = {}
+        for user in sorted(names):
+            atom = self.at.env.get(user)
+            if isinstance(atom, ir.Var) and atom.name in self.at.kinds:
+                forgotten[atom.name] = self.at.kinds.pop(atom.name)
+        return forgotten
+
+    def joined_kinds(self, forgotten: dict[str, str]) -> None:
+        """After a loop: a variable is known to hold the kind it held before the loop only where
+        the body left it the same (the loop may run no step, or several)."""
+        for name, kind in forgotten.items():
+            if self.at.kinds.get(name) == kind:
+                continue
+            self.at.kinds.pop(name, None)
 
     def stmt_Break(self, node: gast.Break) -> None:
         self.at.body.append(ir.Break(self.lowering.line_of(node)))
@@ -178,19 +211,24 @@ class ControlFlow:
         counted = self.range_call(node.iter)
         if counted is not None and isinstance(node.target, gast.Name):
             self.lowering.prepare(node)
-            self.at.body.append(
-                ir.For(
-                    self.memory.local(node.target.id).name,
-                    counted,
-                    self.lowering.block(node.body),
-                    line,
+            kinds = self.unknown_kinds(bound_names(node.body))
+            try:
+                self.at.body.append(
+                    ir.For(
+                        self.memory.local(node.target.id).name,
+                        counted,
+                        self.lowering.block(node.body),
+                        line,
+                    )
                 )
-            )
+            finally:
+                self.joined_kinds(kinds)
             return
         length, pattern = self.iteration(node.iter, node.target)
         index = self.at.namer.fresh("k")
         self.at.mutable.add(index)
         self.lowering.prepare(node)
+        kinds = self.unknown_kinds(bound_names([node.target, *node.body]))
         indices = self.lowering.bind(ir.Call(ir.Ref(range, "range"), (length,)), "indices")
         outer, self.at.body = self.at.body, []
         try:
@@ -214,6 +252,7 @@ class ControlFlow:
             body = tuple(self.at.body)
         finally:
             self.at.body = outer
+            self.joined_kinds(kinds)
         self.at.body.append(ir.For(index, indices, body, line))
 
     def range_call(self, node: gast.expr) -> ir.Atom | None:

@@ -26,7 +26,7 @@ from ast_ad.frontend.aliasing import Memory
 from ast_ad.frontend.check import refuse
 from ast_ad.frontend.frame import ClosureScope, Frame, Lowering
 from ast_ad.frontend.parse import parse
-from ast_ad.frontend.structure import structure
+from ast_ad.frontend.structure import held_iterables, structure
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
 from ast_ad.ir.naming import Namer
@@ -534,7 +534,8 @@ class Nesting:
                     self.at.local_functions[renames[p]] = functions[p]
                 else:
                     self.at.env[renames[p]] = values[p]
-            body = structure(body, Namer(reserved=self.at.locals))
+            namer = Namer(reserved=self.at.locals)
+            body = held_iterables(structure(body, namer), namer)
             self.at.locals |= {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name)
                             and isinstance(n.ctx, gast.Store)}
             for stmt in body[:-1]:

@@ -65,7 +65,7 @@ from ast_ad.frontend.lower_writes import WriteLowering
 from ast_ad.frontend.nested import Nesting
 from ast_ad.frontend.objects import Objects, followable, made_of
 from ast_ad.frontend.parse import Source, parse, same_code
-from ast_ad.frontend.structure import structure
+from ast_ad.frontend.structure import held_iterables, structure
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
 from ast_ad.ir.naming import Namer, identifier
@@ -291,7 +291,8 @@ class Lowerer:
             and isinstance(statements[0].value, gast.Constant)
         ):
             statements = statements[1:]  # docstring
-        statements = structure(statements, Namer(reserved=self.at.locals))
+        namer = Namer(reserved=self.at.locals)
+        statements = held_iterables(structure(statements, namer), namer)
         made: set[str] = set()
         # (a loop over a dict's items reads its keys, which carry no gradient)
         keys = self.at.namer.fresh("keys_of")
@@ -839,6 +840,14 @@ class Lowerer:
                 node,
                 f"{node.id} is a list of functions, which ast_ad follows where its items are "
                 f"called by position ({node.id}[0](x)) or looped over (for g in {node.id}: ...)",
+            )
+        if node.id in self.at.local_functions:
+            raise self.error(
+                node,
+                f"{node.id} is a function defined here, which ast_ad follows where it is called by "
+                "name; taken as a value (passed to another function, returned) it would hide the "
+                "values it reads: define it at module level, its differentiated values as "
+                "parameters (to a scipy solver, pass them by args=(...))",
             )
         if node.id in self.at.locals:
             raise self.error(node, f"{node.id!r} is used before it is assigned")

@@ -39,6 +39,7 @@ A function whose only ``return`` is its last statement is left as it is.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import gast
 
@@ -208,3 +209,109 @@ def _located(node: gast.AST, like: gast.AST) -> gast.AST:
         if not hasattr(n, "lineno") or getattr(n, "lineno", None) is None:
             gast.copy_location(n, like)
     return node
+
+
+# the calls a loop unfolds into reads by position of their arguments (``lower_control.iteration``)
+_UNFOLDED = ("enumerate", "zip", "reversed")
+
+
+def held_iterables(body: list[gast.stmt], namer: Namer) -> list[gast.stmt]:
+    """``body`` with each loop that binds the name it steps through again stepping through a name
+    of its own, bound to that object where the loop starts.
+
+    Python reads ``for v in xs:``'s ``xs`` once, when the loop starts: a loop whose body (or whose
+    own target) binds ``xs`` again (``xs = [v * v] + xs``) goes on stepping through the object it
+    started with. The lowering reads a loop's items by position from the name, so such a loop is
+    written ``xs_held = xs`` before it and ``for v in xs_held:``, which Python runs the same. A
+    write into an item (``xs[0] = v``) or ``xs += ...`` changes the object itself where it is a
+    list or an array, as Python's loop sees it: no new binding, and nothing is held."""
+    out: list[gast.stmt] = []
+    for stmt in body:
+        stmt = _with_held_blocks(stmt, namer)
+        if isinstance(stmt, gast.For):
+            rebound = bound_names([stmt.target, *stmt.body])
+            stepped = [n for n in _stepped_names(stmt.iter) if n.id in rebound]
+            if stepped:
+                held: dict[str, str] = {}
+                for name in stepped:
+                    if name.id not in held:
+                        held[name.id] = namer.fresh(f"{name.id}_held")
+                        out.append(_located(_assign(held[name.id], _name(name.id)), stmt))
+                iterated = syntax.substituted(stmt.iter, _renamed(held, {id(n) for n in stepped}))
+                stmt = gast.copy_location(
+                    gast.For(target=stmt.target, iter=iterated, body=stmt.body,
+                             orelse=stmt.orelse, type_comment=stmt.type_comment),
+                    stmt,
+                )
+        out.append(stmt)
+    return out
+
+
+def _renamed(names: dict[str, str], reads: set[int]) -> Any:
+    """A ``syntax.substituted`` replacement: the names read at ``reads`` (node ids) renamed."""
+    return lambda n: gast.copy_location(_name(names[n.id]), n) if id(n) in reads else None
+
+
+def _with_held_blocks(stmt: gast.stmt, namer: Namer) -> gast.stmt:
+    """``stmt`` with the blocks it holds rewritten by ``held_iterables`` (new nodes where one
+    changed; a nested function's body is its own)."""
+    if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+        return stmt
+    fields: dict[str, object] = {}
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(stmt, field, None)
+        if isinstance(block, list) and block:
+            new = held_iterables(block, namer)
+            if len(new) != len(block) or any(a is not b for a, b in zip(new, block, strict=True)):
+                fields[field] = new
+    handlers = getattr(stmt, "handlers", None)
+    if handlers:
+        made = []
+        for handler in handlers:
+            new = held_iterables(handler.body, namer)
+            if len(new) != len(handler.body) \
+                    or any(a is not b for a, b in zip(new, handler.body, strict=True)):
+                handler = gast.copy_location(
+                    gast.ExceptHandler(type=handler.type, name=handler.name, body=new), handler
+                )
+            made.append(handler)
+        if any(a is not b for a, b in zip(made, handlers, strict=True)):
+            fields["handlers"] = made
+    if not fields:
+        return stmt
+    return gast.copy_location(type(stmt)(**{**stmt.__dict__, **fields}), stmt)
+
+
+def _stepped_names(node: gast.expr) -> list[gast.Name]:
+    """The names a loop over ``node`` reads its items from by position: ``node`` itself, or the
+    arguments of the ``enumerate``, ``zip`` and ``reversed`` it unfolds."""
+    if isinstance(node, gast.Name):
+        return [node]
+    if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
+            and node.func.id in _UNFOLDED:
+        return [n for arg in node.args for n in _stepped_names(arg)]
+    return []
+
+
+def bound_names(nodes: list[gast.AST]) -> set[str]:
+    """The names ``nodes`` bind (a loop's target and body): not an augmented assignment's target,
+    which changes a list or an array itself, nor the names of nested functions' and comprehensions'
+    own scopes."""
+    names: set[str] = set()
+    augmented: set[int] = set()
+    stack: list[gast.AST] = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda,
+                             gast.ClassDef, gast.ListComp, gast.SetComp, gast.DictComp,
+                             gast.GeneratorExp)):
+            if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+                names.add(node.name)
+            continue
+        if isinstance(node, gast.AugAssign):
+            augmented.add(id(node.target))
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store) \
+                and id(node) not in augmented:
+            names.add(node.id)
+        stack.extend(gast.iter_child_nodes(node))
+    return names

@@ -45,6 +45,7 @@ from ast_ad.runtime import (
     keys_of,
     list_item,
     list_item_vjp,
+    list_jvp,
     part,
     repeat_seq,
     repeat_seq_vjp,
@@ -58,6 +59,7 @@ from ast_ad.runtime import (
     sorted_by,
     sorted_by_vjp,
     spread,
+    tuple_jvp,
     view_of,
     view_probe,
     zeros_like,
@@ -102,6 +104,9 @@ def_sequence(concat, repeat_seq, sorted_by, builtins.divmod)
 for _maker in (builtins.list, builtins.tuple, builtins.dict):
     defvjp(_maker, lambda g, ans, x: sequence_vjp(g, x))
     def_linear(_maker, 0)
+# (but list(d) and tuple(d) of a dict are its keys, which carry no derivative)
+defjvp(builtins.list, lambda u, ans, x: list_jvp(u, x))
+defjvp(builtins.tuple, lambda u, ans, x: tuple_jvp(u, x))
 def_sequence(builtins.list, builtins.tuple)
 def_same_kind(builtins.dict)  # a dict, as its argument
 def_new_list(builtins.list, concat, sorted_by)  # (a function may pop such a list: it is its own)

@@ -12,10 +12,16 @@ from ast_ad.core.registry import (
     def_vjp_by_ranks,
     defjvp,
     defvjp,
-    zero,
 )
 from ast_ad.core.registry import defvjp_elementwise as ew
-from ast_ad.runtime import getitem_vjp, matmul_vjp_a, matmul_vjp_b, pow_minus_one, safe_log
+from ast_ad.runtime import (
+    getitem_vjp,
+    index_derivative,
+    matmul_vjp_a,
+    matmul_vjp_b,
+    pow_minus_one,
+    safe_log,
+)
 
 # ---- arithmetic -------------------------------------------------------------------------------
 ew(operator.add,     lambda g, ans, x, y: g,                   lambda g, ans, x, y: g)
@@ -35,7 +41,13 @@ defvjp(
     lambda g, ans, a, b: matmul_vjp_a(g, a, b),
     lambda g, ans, a, b: matmul_vjp_b(g, a, b),
 )
-defvjp(operator.getitem, lambda g, ans, x, index: getitem_vjp(g, x, index))
+# an index or key from the differentiated inputs (an item of a list of a dict's keys) is discrete:
+# nothing flows into it; one that is a float is refused when it is read (``index_derivative``)
+defvjp(
+    operator.getitem,
+    lambda g, ans, x, index: getitem_vjp(g, x, index),
+    lambda g, ans, x, index: index_derivative(index),
+)
 def_linear(operator.matmul, 0, 1)
 def_view(operator.getitem)  # x[1:] shares x's memory
 # where both operands' numbers of axes are known (a matrix and a vector...), the helpers' branches,
@@ -53,8 +65,8 @@ for _product in (operator.matmul, np.matmul, np.dot):
     )
     def_vjp_by_ranks(_product, (1, 1), lambda g, ans, a, b: g * b, lambda g, ans, a, b: g * a)
 def_linear(operator.getitem, 0)
-# an index is an integer: in generated code it may come off an active tape
-defjvp(operator.getitem, None, zero)
+# (likewise forward)
+defjvp(operator.getitem, None, lambda u, ans, x, index: index_derivative(index))
 
 # ---- no gradient --------------------------------------------------------------------------------
 def_nondiff(operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,

@@ -148,6 +148,7 @@ from ast_ad.runtime.checks import (
     check_in_place,
     check_item_apart,
     check_kept,
+    index_derivative,
     loop_length,
     refuse_unless,
     zip_length,
@@ -214,6 +215,7 @@ from ast_ad.runtime.tangents import (
     eigh_jvp,
     eigh_vjp_jvp,
     filled,
+    list_jvp,
     lower_only_sym,
     matrix_power_jvp,
     matrix_power_vjp_jvp,
@@ -236,6 +238,7 @@ from ast_ad.runtime.tangents import (
     svd_jvp,
     svd_vjp_jvp,
     svdvals_jvp,
+    tuple_jvp,
 )
 from ast_ad.runtime.writes import (
     _fancy,
@@ -288,7 +291,8 @@ __all__ = [  # every helper, for ``from ast_ad.runtime import ...`` and ``runtim
     "rfftn_vjp", "swapped_norm", "unit",
     "getitem_vjp",
     "hstack_vjp", "index_terms_jvp", "inner_vjp", "inner_vjp_b", "inverse_axes", "is_array",
-    "is_container", "is_same", "keys_of", "kron_vjp", "linspace_vjp", "list_item", "list_item_vjp",
+    "index_derivative", "is_container", "is_same", "keys_of", "kron_vjp", "linspace_vjp",
+    "list_item", "list_item_vjp", "list_jvp", "tuple_jvp",
     "loop_length", "lower_only", "lower_only_sym", "matmul_vjp_a", "matmul_vjp_b",
     "matrix_power_jvp",
     "matrix_power_vjp", "matrix_power_vjp_jvp", "matrix_powers", "multi_dot_jvp", "multi_dot_vjp",

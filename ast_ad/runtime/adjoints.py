@@ -4,6 +4,8 @@ steps)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -45,6 +47,9 @@ def sequence_vjp(g: Any, x: Any) -> Any:
     ``x`` holds its items (a list, a tuple, a dict; an array's rows, stacked). An item nothing
     flowed into (``None``) is zero."""
     if g is None or (isinstance(g, float) and g == 0.0):
+        return zeros_like(x)
+    if isinstance(x, (Mapping, AbstractSet)) and not isinstance(g, Mapping):
+        # ``list(d)``: a dict's keys (a set's members), which carry no derivative
         return zeros_like(x)
     if isinstance(x, dict):
         return {k: zeros_like(item) if g.get(k) is None else g[k] for k, item in x.items()}

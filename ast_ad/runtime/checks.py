@@ -42,6 +42,29 @@ def zip_length(*lengths: Any) -> Any:
     return int(lengths[0])  # a count: no gradient passes (the registry declares it so)
 
 
+def index_derivative(index: Any) -> float:
+    """The derivative of ``x[index]`` in its index, where the index comes from the differentiated
+    inputs (a key read off a list of a dict's keys, a position off a tape): none, since an integer,
+    a string or a slice is discrete (0.0, which adds nothing). A key or index that is a number
+    with a fraction (a float, a complex; an array of them) is refused: a lookup at it has no
+    derivative, and zero would be an approximation."""
+    if _discrete(index):
+        return 0.0
+    raise UnsupportedDerivativeError(
+        "this line reads an item at a key that is a float computed from the differentiated "
+        "inputs, which has no derivative: compute the key from values that are not differentiated"
+    )
+
+
+def _discrete(index: Any) -> bool:
+    """Whether ``index`` is made of discrete parts only: no float or complex number in it."""
+    if isinstance(index, tuple):
+        return all(_discrete(part) for part in index)
+    if isinstance(index, (float, complex, np.inexact)):
+        return False
+    return not (is_array(index) and np.asarray(index).dtype.kind in "fc")
+
+
 def loop_length(xs: Any, where: Any) -> Any:
     """The number of steps of ``for item in xs``, which generated code takes as ``xs[k]`` for ``k``
     in ``range(loop_length(xs))``: Python's items in Python's order where ``xs`` is a sequence (a

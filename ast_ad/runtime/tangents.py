@@ -3,6 +3,8 @@ rules of the reverse rules' helpers (a derivative of a derivative through them).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -614,3 +616,19 @@ class EinsumTerm:
                             else EinsumTerm((("swap", self.wrt), *self.slots), j))
             self._rule = registry.Rule(self, tuple(vjps), origin="ast_ad.runtime", jvps=tuple(jvps))
         return self._rule
+
+
+def list_jvp(u: Any, x: Any) -> Any:
+    """Tangent of ``list(x)``: the items' tangents; where ``x`` is a dict or a set, the result is
+    its keys or members, which carry no derivative (zeros). Written in the language ast_ad
+    differentiates (a derivative of a forward-mode derivative reads it)."""
+    if isinstance(x, (Mapping, AbstractSet)):
+        return [0.0] * len(x)
+    return list(u)
+
+
+def tuple_jvp(u: Any, x: Any) -> Any:
+    """Tangent of ``tuple(x)``, as ``list_jvp``."""
+    if isinstance(x, (Mapping, AbstractSet)):
+        return tuple([0.0] * len(x))
+    return tuple(u)

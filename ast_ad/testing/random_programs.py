@@ -480,6 +480,30 @@ class _Writer:
             if depth == 0:
                 self.names.append(name)
             return lines
+        if self.draw(st.integers(0, 5)) == 0:
+            # a loop whose body binds the list it steps through again (Python steps on through the
+            # list it started with), or over the list of a name that is a dict on one path
+            target = name if depth == 0 else self.draw(st.sampled_from(self.names))
+            if self.draw(st.sampled_from(["bound again", "a dict on one path"])) == "bound again":
+                self.features.add("loop over a list it binds again")
+                again = self.draw(st.sampled_from(["[item * 0.5] + {box}", "{box}[1:] + [item]"]))
+                lines = [f"{indent}{box} = [{a}, {b}]",
+                         f"{indent}{target} = 0.0",
+                         f"{indent}for item in {box}:",
+                         f"{indent}    {box} = {again.format(box=box)}",
+                         f"{indent}    {target} = {target} * 0.5 + item * {box}[0]"]
+            else:
+                self.features.add("loop over the list of a list or a dict")
+                lines = [f"{indent}if {self.condition()}:",
+                         f"{indent}    {box} = {{1: {a}, 0: {b}}}",
+                         f"{indent}else:",
+                         f"{indent}    {box} = [{a}, {b}]",
+                         f"{indent}{target} = 0.0",
+                         f"{indent}for item in list({box}):",
+                         f"{indent}    {target} = {target} * 0.5 + (item + 1.0) * {a}"]
+            if depth == 0:
+                self.names.append(name)
+            return lines
         build, read = self.draw(
             st.sampled_from(
                 [
