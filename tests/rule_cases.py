@@ -662,9 +662,61 @@ def _scipy_cases() -> dict:
             sp.softmax: axis_case(of_shape(1, 2)), sp.log_softmax: axis_case(of_shape(1, 2))}
 
 
+# ---- mirrors ast_ad/api/solvers.py (scipy's solvers, by the implicit function theorem) ----------
+def _solver_cases() -> dict:
+    """Each solver on a problem with one well-conditioned solution, solved to a tolerance far
+    below the finite differences' step (a solve to 1e-8 would move by as much as the step)."""
+    try:
+        import scipy.optimize as so
+    except ImportError:  # pragma: no cover
+        return {}
+    from tests import solver_functions as sf
+
+    theta = st.floats(-3.0, 3.0)
+    bracketed = case(st.just(sf.cubic), st.just(-10.0), st.just(10.0), st.tuples(theta))
+    vector = arrays((2,), "real")
+    return {
+        so.brentq: bracketed, so.brenth: bracketed, so.bisect: bracketed, so.ridder: bracketed,
+        so.newton: case(st.just(sf.cubic), st.just(1.0), st.just(None), st.tuples(theta)),
+        so.root_scalar: case(st.just(sf.cubic), st.tuples(theta), bracket=st.just([-10.0, 10.0]),
+                             xtol=st.just(1e-14)),
+        so.fsolve: case(st.just(sf.pair_apart), st.just(np.ones(2)), st.tuples(theta, theta),
+                        xtol=st.just(1e-14)),
+        so.root: case(st.just(sf.pair), st.just(np.zeros(2)), st.tuples(vector),
+                      tol=st.just(1e-14)),
+        so.minimize: case(st.just(sf.weighted_bowl), st.just(np.zeros(2)),
+                          st.tuples(vector, st.floats(0.5, 2.0)),
+                          jac=st.just(sf.weighted_bowl_gradient),
+                          hess=st.just(sf.weighted_bowl_hessian), method=st.just("trust-exact"),
+                          tol=st.just(1e-14)),
+    }
+
+
+# ---- mirrors ast_ad/rules/scipy_linalg.py --------------------------------------------------------
+def _scipy_linalg_cases() -> dict:
+    try:
+        import scipy.linalg as sl
+    except ImportError:  # pragma: no cover
+        return {}
+    rhs = arrays((3,)) | arrays((3, 2))
+    general = case(square(), rhs, assume_a=st.sampled_from([None, "gen"]),
+                   transposed=st.booleans())
+    symmetric = case(spd(), rhs, lower=st.booleans(), assume_a=st.sampled_from(["sym", "pos"]))
+    triangular = case(square(), rhs, trans=st.sampled_from([0, 1, "T"]), lower=st.booleans(),
+                      unit_diagonal=st.booleans())
+    return {
+        sl.solve: general | symmetric | case(square(), rhs),
+        sl.solve_triangular: triangular | case(square(), rhs),
+        sl.expm: case(arrays((3, 3)).map(lambda a: 0.2 * a))
+        | case(square(2, stack=True).map(lambda a: 0.1 * a)),
+    }
+
+
 CASES.update(MORE_NUMPY)
 CASES.update(LINALG)
 CASES.update(_scipy_cases())
+CASES.update(_solver_cases())
+CASES.update(_scipy_linalg_cases())
 
 
 # ---- the last additions to ast_ad/rules/numpy.py, linalg.py and scipy.py -------------------------

@@ -362,8 +362,8 @@ def helper_named(name: str) -> Any:
 
 
 def def_sequence(*fns: Any) -> None:
-    """Declare functions that return a tuple or list: their results' adjoints add element by
-    element."""
+    """Declare functions that return a tuple or list (or a dict: a solver's result object): their
+    results' adjoints add element by element."""
     _declare("sequence", fns)
 
 
@@ -726,7 +726,15 @@ def is_pure(fn: Any) -> bool:
 
 # Rules for optional libraries, registered when the user's code first names the library: importing
 # scipy.special alone costs more than all the rest of ast_ad.
-_LAZY = {"scipy": "ast_ad.rules.scipy"}
+_LAZY: dict[str, list[str]] = {"scipy": ["ast_ad.rules.scipy", "ast_ad.rules.scipy_linalg"]}
+
+
+def def_lazy_rules(library: str, module: str) -> None:
+    """Register the rules in ``module`` (by its name: nothing is imported now) when the user's code
+    first names ``library``: the layer above the rules registers so those that need derivatives of
+    the user's own functions (``api.solvers``)."""
+    if module not in _LAZY.setdefault(library, []):
+        _LAZY[library].append(module)
 
 
 def load_rules_for(obj: Any) -> None:
@@ -744,16 +752,18 @@ def load_rules_for(obj: Any) -> None:
         else getattr(obj, "__module__", None) or ""
     )
     unknown_ufunc = type(obj).__name__ == "ufunc" and lookup(obj) is None
-    for library, rules in list(_LAZY.items()):
+    for library, modules in list(_LAZY.items()):
         if unknown_ufunc or module == library or module.startswith(library + "."):
             del _LAZY[library]
-            importlib.import_module(rules)
+            for rules in modules:
+                importlib.import_module(rules)
 
 
 def load_all_rules() -> None:
     """Register the rules of every optional library that is installed (for tables and tests)."""
-    for rules in list(_LAZY.values()):
-        importlib.import_module(rules)
+    for modules in list(_LAZY.values()):
+        for rules in modules:
+            importlib.import_module(rules)
     _LAZY.clear()
 
 

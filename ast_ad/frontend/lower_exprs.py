@@ -66,8 +66,8 @@ SUBCLASS_HINT = (
 # documentation
 SPELLED = {
     "Lambda": "a lambda is followed where it is assigned to a name and called, not stored in a "
-              "list "
-    "or passed to another function yet: define it with def and call it by name",
+              "list or passed to another function yet: define it with def at module level, its "
+              "differentiated values as parameters (to a scipy solver, pass them by args=(...))",
     "Starred": "unpacking with * in an expression is not supported",
     "NamedExpr": "an assignment expression (:=) is not supported",
 }

@@ -185,7 +185,11 @@ def field(obj: Any, name: Any) -> Any:
 
 
 def field_vjp(g: Any, obj: Any, name: Any) -> Any:
-    """Adjoint of ``obj`` in ``obj.name``: the field's slot of a namedtuple takes ``g``."""
+    """Adjoint of ``obj`` in ``obj.name``: the field's slot of a namedtuple takes ``g``; so does the
+    key of a dict whose keys are its attributes (scipy's ``OptimizeResult``: ``sol.x``)."""
+    if isinstance(obj, Mapping) and not isinstance(obj, tuple) and name in obj \
+            and getattr(obj, name, None) is obj[name]:
+        return {key: g if key == name else None for key in obj}
     fields = getattr(type(obj), "_fields", None)
     if not isinstance(obj, tuple) or fields is None or name not in fields:
         error = error_class("MissingRuleError", TypeError)

@@ -35,6 +35,10 @@ def spelled(fn: object, origin: str = "") -> str:
         return f"np.fft.{name}"
     if module.startswith("numpy") or type(fn).__name__ == "ufunc":
         return f"np.{name}"
+    if module.startswith("scipy.optimize"):
+        return f"scipy.optimize.{name}"
+    if module.startswith("scipy.linalg"):
+        return f"scipy.linalg.{name}"
     if module.startswith("scipy"):
         return f"scipy.special.{name}"
     if registry.is_helper(fn):
@@ -58,7 +62,8 @@ def autograd_count() -> int | None:
 def table() -> str:
     """Markdown: the differentiable and the non-differentiable functions, grouped by library."""
     registry.load_all_rules()
-    rules = [r for r in registry.registered() if r.origin.startswith("ast_ad.rules")
+    rules = [r for r in registry.registered()
+             if r.origin.startswith(("ast_ad.rules", "ast_ad.api.solvers"))
              # the helpers' own rules, for derivatives of derivatives
              and r.origin != "ast_ad.rules.runtime"
              and getattr(r.fn, "__module__", None) != "ast_ad.runtime.spectral"]
@@ -76,6 +81,10 @@ def table() -> str:
             if name.startswith("np.linalg")
             else "np.fft"
             if name.startswith("np.fft")
+            else "scipy.optimize"
+            if name.startswith("scipy.optimize")
+            else "scipy.linalg"
+            if name.startswith("scipy.linalg")
             else "scipy.special"
             if library == "scipy"
             else library
@@ -98,7 +107,9 @@ def table() -> str:
             f"{', '.join(f'`{n}`' for n in reverse_only)}."
             if reverse_only
             else f"- All {differentiable} have forward rules too (`jvp`, Hessians, derivatives "
-            "of any order)."
+            "of any order), but for scipy.optimize's solvers: first derivatives in both modes, "
+            "by the implicit function theorem at the solution ([the guide](guides/solvers.md)); a "
+            "derivative of a derivative through one is refused."
         ),
         "- Array methods (`x.sum()`, `x.T`, `x.reshape(...)`, `x.astype(...)`, ...) resolve to "
         "these rules.",

@@ -27,6 +27,7 @@ goes), and runs its rules the same way, so rules are differentiated again.
 from __future__ import annotations
 
 import builtins
+import inspect
 import itertools
 import numbers
 import operator
@@ -90,6 +91,9 @@ class Box:
         method: Callable[..., Any] | None = registry.method(name)
         if method is not None:
             return lambda *args, **kwargs: apply(method, self, *args, **kwargs)
+        if not isinstance(self.value, np.ndarray) and hasattr(self.value, name):
+            # a field of a result object (scipy's ``sol.x``), as the lowering reads it
+            return apply(runtime.field, self, name)
         raise AttributeError(f"the tracer does not know the array attribute {name!r}")
 
     def __setitem__(self, index: Any, value: Any) -> None:
@@ -105,7 +109,10 @@ class Box:
         raise TypeError("the tracer cannot follow a differentiated value into a plain float here")
 
     def __iter__(self) -> Iterator[Any]:
-        return iter([operator.getitem(self, i) for i in range(len(self.value))])
+        # each row read when the loop steps to it, as numpy's iterator does: a write into the
+        # array during the loop is seen by the steps after it
+        for i in range(len(self.value)):
+            yield operator.getitem(self, i)
 
 
 class Dual(Box):
@@ -179,10 +186,12 @@ def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call primitive ``fn``; for the innermost level among its arguments (or their list items),
     record a Node (reverse mode) or carry the tangent (forward mode); outer levels are handled
     inside, recursively."""
-    if any(isinstance(v, Box) and v.level for v in kwargs.values()):
+    if any(_boxes_in(v) for v in kwargs.values()):
+        args, kwargs = _by_position(fn, args, kwargs)
+    if any(_boxes_in(v) for v in kwargs.values()):
         raise MissingRuleError(f"the tracer cannot differentiate a keyword argument of {fn}")
     level = max((box.level for a in args for _, box in _boxes_in(a)), default=0)
-    values = [_peel(a, level) for a in args]
+    values = [_untraced(_peel(a, level)) for a in args]
     # only constants: an array made from one stays a constant box (``y[i] += x`` writes into it)
     if level == 0:
         ans = fn(*values, **kwargs)
@@ -221,6 +230,33 @@ def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             )
         ]
     return Box(ans, Node(ans, parents), level)
+
+
+def _untraced(value: Any) -> Any:
+    """A function passed to a primitive (the function a scipy solver solves) as the user wrote it,
+    not the tracer's copy of it: the primitive runs it, and its rules differentiate its source."""
+    return getattr(value, "ast_ad_original", value) if isinstance(value, types.FunctionType) \
+        else value
+
+
+def _by_position(fn: Callable[..., Any], args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The keyword arguments that hold differentiated values moved to their positions (the gaps
+    filled with the parameters' defaults), as the lowering moves them: rules are written per
+    position (``args=`` of a scipy solver)."""
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return args, kwargs
+    names = [p.name for p in params]
+    wanted = [names.index(k) for k, v in kwargs.items() if _boxes_in(v) and k in names]
+    rest, moved = dict(kwargs), list(args)
+    for param in params[len(args):max(wanted, default=-1) + 1]:
+        if param.name not in rest and param.default is param.empty:
+            return args, kwargs
+        moved.append(rest.pop(param.name) if param.name in rest else param.default)
+    return tuple(moved), rest
 
 
 def _complex(value: Any) -> bool:
@@ -476,6 +512,7 @@ def traced(fn: Any, copies: dict[Any, Any] | None = None) -> Any:
     closure = tuple(types.CellType() for _ in fn.__closure__ or ())
     copy = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, closure or None)
     copy.__kwdefaults__ = fn.__kwdefaults__
+    copy.ast_ad_original = fn  # type: ignore[attr-defined]
     copies[fn] = copy
     namespace.update({k: view(v, copies) for k, v in fn.__globals__.items()})
     namespace["__builtins__"] = _BUILTINS

@@ -1,0 +1,137 @@
+"""Functions solved by scipy inside differentiated code (``test_solvers``), and the residuals and
+objectives the rules' finite-difference cases pass to scipy (``rule_cases``): module-level
+functions, their parameters passed by ``args=``, as scipy's documentation writes them."""
+
+import numpy as np
+import scipy.linalg as sl
+import scipy.optimize as so
+
+
+# ---- what is solved ------------------------------------------------------------------------------
+def cubic(z, theta):
+    """Increasing in ``z``: one root for every ``theta``."""
+    return z ** 3 + z - theta
+
+
+def pair(z, p):
+    """A map near the identity: one root near ``p``."""
+    return z + 0.1 * np.tanh(z[::-1]) - p
+
+
+def pair_apart(z, a, b):
+    return np.array([z[0] + 0.1 * np.sin(z[1]) - a, z[1] + 0.2 * z[0] * z[0] - b])
+
+
+def bowl(x, c):
+    """Strictly convex: one minimum, near ``c``."""
+    return np.sum((x - c) ** 2) + 0.1 * np.sum(x ** 4)
+
+
+def bowl_gradient(x, c):
+    return 2.0 * (x - c) + 0.4 * x ** 3
+
+
+def weighted_bowl(x, c, w):
+    """A quadratic with a coupling term: scipy's trust-region Newton method finds its minimum to
+    the last digit (the finite-difference cases of the rules need that)."""
+    return np.sum(w * (x - c) ** 2) + 0.1 * np.sum(x ** 2) + 0.05 * x[0] * x[1]
+
+
+def weighted_bowl_gradient(x, c, w):
+    return 2.0 * w * (x - c) + 0.2 * x + 0.05 * x[::-1]
+
+
+def weighted_bowl_hessian(x, c, w):
+    return np.array([[2.0 * w + 0.2, 0.05], [0.05, 2.0 * w + 0.2]])
+
+
+def flat(z, theta):
+    """A double root at ``z = theta``: not isolated, no derivative."""
+    return (z - theta) ** 2
+
+
+# ---- what is differentiated ---------------------------------------------------------------------
+def equilibrium(theta):
+    z = so.brentq(cubic, -10.0, 10.0, args=(theta,))
+    return z * z + theta
+
+
+def by_every_scalar_solver(theta):
+    total = so.brentq(cubic, -10.0, 10.0, args=(theta,))
+    total = total + so.brenth(cubic, -10.0, 10.0, args=(theta,))
+    total = total + so.bisect(cubic, -10.0, 10.0, args=(theta,))
+    total = total + so.ridder(cubic, -10.0, 10.0, args=(theta,))
+    total = total + so.newton(cubic, 1.0, args=(theta,))
+    found = so.root_scalar(cubic, args=(theta,), bracket=[-10.0, 10.0], xtol=1e-13)
+    return total * found.root
+
+
+def system(p):
+    z = so.fsolve(pair_apart, np.ones(2), args=(p[0], p[1] * p[1]), xtol=1e-13)
+    sol = so.root(pair, np.zeros(2), args=(p,), tol=1e-13)
+    return np.sum(z * sol.x) + np.sum(np.sin(sol.x))
+
+
+def calibrated(c):
+    res = so.minimize(bowl, np.zeros(2), args=(c,), jac=bowl_gradient, tol=1e-13)
+    return np.sum(res.x ** 2) + res.x[0] * c[1]
+
+
+def in_its_bounds(c):
+    res = so.minimize(bowl, np.zeros(2), args=(c,), jac=bowl_gradient, tol=1e-13,
+                      bounds=[(-5.0, 5.0), (-5.0, 5.0)])
+    return np.sum(res.x)
+
+
+def at_its_bound(c):
+    held = [(-5.0, 0.1), (-5.0, 5.0)]
+    res = so.minimize(bowl, np.zeros(2), args=(c,), jac=bowl_gradient, bounds=held)  # bound
+    return np.sum(res.x)
+
+
+def at_a_double_root(theta):
+    return so.newton(flat, 1.0, args=(theta,))  # double
+
+
+def through_a_closure(theta):
+    def residual(z):
+        return z ** 3 + z - theta
+    return so.brentq(residual, -10.0, 10.0)  # closure
+
+
+def through_a_lambda(theta):
+    return so.brentq(lambda z: z ** 3 + z - theta, -10.0, 10.0)  # lambda
+
+
+def with_a_loose_solve(theta):
+    return so.brentq(cubic, -10.0, 10.0, args=(theta,), maxiter=3, disp=False)  # unconverged
+
+
+def with_its_full_output(theta):
+    z, report = so.brentq(cubic, -10.0, 10.0, args=(theta,), full_output=True)  # full
+    return z
+
+
+def line(z, a):
+    """Zero on a whole line: a singular Jacobian, no isolated root."""
+    return np.array([z[0] + z[1] - a, 2.0 * z[0] + 2.0 * z[1] - 2.0 * a])
+
+
+def on_a_line(a):
+    sol = so.root(line, np.zeros(2), args=(a,))  # line
+    return np.sum(sol.x)
+
+
+# ---- scipy.linalg with differentiated matrices ---------------------------------------------------
+Y = np.array([0.3, -1.2, 0.8])
+M = np.array([[0.0, 1.0, 0.2], [-0.5, 0.1, 0.0], [0.3, 0.0, -0.2]])
+
+
+def linear_algebra(theta):
+    k = np.exp(-theta[0] * (np.arange(3.0)[:, None] - np.arange(3.0)[None, :]) ** 2)
+    k = k + theta[1] * np.eye(3)
+    lower = np.linalg.cholesky(k)
+    alpha = sl.solve_triangular(lower, Y, lower=True)
+    weights = sl.solve(k, Y, assume_a="pos")
+    general = sl.solve(k + 0.1 * M, Y, transposed=True)
+    return alpha @ alpha + weights @ Y + np.sum(sl.expm(theta[0] * M)) + general @ general

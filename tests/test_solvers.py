@@ -1,0 +1,130 @@
+"""Derivatives through scipy's solvers (``ast_ad.api.solvers``): the call runs as written, its
+derivative comes from the implicit function theorem at the solution. Oracles: the closed form where
+there is one, central differences of the whole function, forward mode against reverse mode (the
+dot-product identity), and the tracer; what the theorem does not cover is refused at the user's
+line."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import ast_ad
+from ast_ad import errors
+from tests import solver_functions as sf
+from tests.oracles import marked_line
+
+pytest.importorskip("scipy.optimize")
+
+
+def central(fun, x, h=1e-5):
+    """Central differences of ``fun`` at ``x`` (a number or a vector), entry by entry."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 0:
+        return (fun(float(x) + h) - fun(float(x) - h)) / (2.0 * h)
+    out = np.zeros_like(x)
+    for i in range(x.size):
+        step = np.zeros_like(x)
+        step[i] = h
+        out[i] = (fun(x + step) - fun(x - step)) / (2.0 * h)
+    return out
+
+
+def test_the_root_of_a_cubic_moves_as_the_theorem_says() -> None:
+    """``z**3 + z = theta``: ``dz/dtheta = 1 / (3 z**2 + 1)``; the value is Python's, bit for
+    bit."""
+    theta = 1.3
+    value, grads = ast_ad.value_and_grad(sf.equilibrium)(theta)
+    assert value == sf.equilibrium(theta)
+    import scipy.optimize as so
+
+    z = so.brentq(sf.cubic, -10.0, 10.0, args=(theta,))
+    assert np.isclose(grads, 2.0 * z / (3.0 * z * z + 1.0) + 1.0, rtol=1e-12)
+    assert np.isclose(ast_ad.jvp(sf.equilibrium, (theta,), (1.0,))[1], grads, rtol=1e-12)
+    assert np.isclose(ast_ad.tracer.grad(sf.equilibrium, (0,))(theta)[0], grads, rtol=1e-12)
+
+
+@pytest.mark.parametrize("fun, at", [
+    (sf.by_every_scalar_solver, 0.7),
+    (sf.system, np.array([0.4, 0.9])),
+    (sf.calibrated, np.array([0.4, -0.3])),
+    (sf.in_its_bounds, np.array([0.4, -0.3])),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_each_solver_against_finite_differences_and_the_other_mode(fun, at) -> None:
+    value, grads = ast_ad.value_and_grad(fun)(at)
+    assert np.array_equal(value, fun(at))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (fsolve's "xtol is too small")
+        assert np.allclose(grads, central(fun, at), rtol=1e-5, atol=1e-8)
+    rng = np.random.default_rng(3)
+    direction = rng.standard_normal(np.shape(at)) if np.ndim(at) else 1.0
+    _, tangent = ast_ad.jvp(fun, (at,), (direction,))
+    assert np.isclose(tangent, np.sum(grads * direction), rtol=1e-10)
+    assert np.allclose(ast_ad.tracer.grad(fun, (0,))(at)[0], grads, rtol=1e-10)
+
+
+def test_the_generated_code_calls_scipy_as_written_and_names_the_solve() -> None:
+    """The forward pass is the user's call, ``args=`` as written; the backward pass solves with
+    ``dF/dz`` under the user's line (``root_vjp``), and forward mode along it (``root_jvp``)."""
+    reverse = ast_ad.source(ast_ad.grad(sf.equilibrium))
+    assert "z = brentq(cubic, -10.0, 10.0, args=pack)" in reverse
+    assert "# line" in reverse and "root_vjp(z_bar, z, cubic, pack, 2e-12)" in reverse
+    forward = ast_ad.source(sf.equilibrium, 1.0, stage="jvp")
+    assert "root_jvp(pack_dot, z, cubic, pack, 2e-12)" in forward
+
+
+@pytest.mark.parametrize("fun, at, marker, words", [
+    (sf.on_a_line, 1.0, "# line", "singular or ill-conditioned"),
+    (sf.at_a_double_root, 1.0, "# double", "not isolated"),
+    (sf.with_a_loose_solve, 1.0, "# unconverged", "check that the solver converged"),
+    (sf.with_its_full_output, 1.0, "# full", "full_output=True"),
+    (sf.at_its_bound, np.array([0.5, 0.5]), "# bound", "at one of its bounds"),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_what_the_theorem_does_not_cover_is_refused_at_the_line(fun, at, marker, words) -> None:
+    """No isolated solution, no solution, a result of another shape, a minimum held by a bound:
+    each a clear refusal at the call's line, in both modes, never a nan or a wrong number."""
+    for run in (lambda: ast_ad.grad(fun)(at),
+                lambda: ast_ad.jvp(fun, (at,), (np.ones_like(at),))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            with pytest.raises(errors.UnsupportedDerivativeError, match=words) as info:
+                run()
+        line = marked_line(fun, marker)
+        # the tuple target of full_output is unpacked on the call's line
+        assert info.value.lineno == line
+
+
+@pytest.mark.parametrize("fun, marker", [
+    (sf.through_a_closure, "# closure"),
+    (sf.through_a_lambda, "# lambda"),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_a_function_that_reads_a_differentiated_value_by_closure_is_refused(fun, marker) -> None:
+    """The solver's function would hide ``theta`` from the rules (their derivative would miss it):
+    refused where it is passed, saying to pass it by ``args=``."""
+    with pytest.raises(errors.ASTADError, match=r"args=") as info:
+        ast_ad.grad(fun)(1.0)
+    assert info.value.lineno == marked_line(fun, marker)
+
+
+def test_a_second_derivative_through_a_solver_is_refused() -> None:
+    """The rules' own helpers have no rules yet: a Hessian through a solver says so."""
+    with pytest.raises(errors.MissingRuleError, match="root_vjp"):
+        ast_ad.hessian(sf.equilibrium)(1.3)
+
+
+def test_scipy_linear_algebra_in_a_function_to_second_order() -> None:
+    """``solve`` (general, transposed, and of a symmetric matrix by one triangle),
+    ``solve_triangular`` and ``expm`` in user code: the gradient against central differences and
+    the tracer, and the Hessian (forward over reverse, through the rules' own helpers) against
+    central differences of the gradient."""
+    theta = np.array([0.7, 1.3])
+    value, grads = ast_ad.value_and_grad(sf.linear_algebra)(theta)
+    assert value == sf.linear_algebra(theta)
+    assert np.allclose(grads, central(sf.linear_algebra, theta), rtol=1e-6)
+    assert np.allclose(ast_ad.tracer.grad(sf.linear_algebra, (0,))(theta)[0], grads, rtol=1e-10)
+    hessian = ast_ad.hessian(sf.linear_algebra)(theta)
+    gradient = ast_ad.grad(sf.linear_algebra)
+    numeric = np.stack([central(lambda t, j=j: gradient(t)[j], theta) for j in range(2)])
+    assert np.allclose(hessian, numeric, rtol=1e-5, atol=1e-7)
