@@ -21,6 +21,9 @@ from tests.strategies import arrays, broadcast_pair, floats, shapes, values
 
 # the tables below mirror every rule module, scipy's (registered lazily) included
 registry.load_all_rules()
+# functions of which differentiated code reads the first part of the result only: the second is
+# an error estimate, which has no derivative (``test_rules.observed``)
+FIRST_ONLY: set = set()
 
 
 def unary(domain: str = "real", scalar_only: bool = False) -> st.SearchStrategy:
@@ -590,6 +593,13 @@ MORE_NUMPY.update(_assign_item_cases())
 
 
 # ---- mirrors ast_ad/rules/linalg.py --------------------------------------------------------------
+def _samples(shape, full: bool = False) -> st.SearchStrategy:
+    """Increasing sample points (unevenly spaced) along the last axis: ``n`` of them, or an array of
+    ``shape`` where ``full``."""
+    size = shape if full else (shape,)
+    return arrays(size, "pos").map(lambda w: np.cumsum(np.abs(w) + 0.1, axis=-1))
+
+
 def square(n: int = 3, stack: bool = False) -> st.SearchStrategy:
     shape = (2, n, n) if stack else (n, n)
     # strictly diagonally dominant, so never singular (a + 3 I alone can be: [[2, -1, -1], [-1, 2,
@@ -675,7 +685,13 @@ def _solver_cases() -> dict:
     theta = st.floats(-3.0, 3.0)
     bracketed = case(st.just(sf.cubic), st.just(-10.0), st.just(10.0), st.tuples(theta))
     vector = arrays((2,), "real")
+    import scipy.integrate as si
+
+    FIRST_ONLY.add(si.quad)
+    integrated = case(st.just(sf.bump), st.floats(-1.0, 0.5), st.floats(0.6, 2.0),
+                      st.tuples(st.floats(0.1, 2.0), arrays((2,), "real")))
     return {
+        si.quad: integrated,
         so.brentq: bracketed, so.brenth: bracketed, so.bisect: bracketed, so.ridder: bracketed,
         so.newton: case(st.just(sf.cubic), st.just(1.0), st.just(None), st.tuples(theta)),
         so.root_scalar: case(st.just(sf.cubic), st.tuples(theta), bracket=st.just([-10.0, 10.0]),
@@ -695,6 +711,7 @@ def _solver_cases() -> dict:
 # ---- mirrors ast_ad/rules/scipy_linalg.py --------------------------------------------------------
 def _scipy_linalg_cases() -> dict:
     try:
+        import scipy.integrate as si
         import scipy.linalg as sl
     except ImportError:  # pragma: no cover
         return {}
@@ -707,6 +724,13 @@ def _scipy_linalg_cases() -> dict:
     return {
         sl.solve: general | symmetric | case(square(), rhs),
         sl.solve_triangular: triangular | case(square(), rhs),
+        si.simpson: st.integers(2, 6).flatmap(
+            lambda n: case(arrays((n,)), dx=st.floats(0.1, 2.0)) | case(arrays((n,)), _samples(n))
+            | case(arrays((2, n)), x=_samples(n), axis=st.just(-1))
+            | case(arrays((n, 2)), x=_samples(n), axis=st.just(0))),
+        si.trapezoid: st.integers(2, 6).flatmap(
+            lambda n: case(arrays((n,)), x=_samples(n))
+            | case(arrays((2, n)), dx=st.floats(0.1, 2))),
         sl.expm: case(arrays((3, 3)).map(lambda a: 0.2 * a))
         | case(square(2, stack=True).map(lambda a: 0.1 * a)),
     }
@@ -746,7 +770,8 @@ def _more() -> dict:
         ),
         np.trapezoid: of_shape(1, 2)
         .filter(lambda x: x.shape[-1] > 1)
-        .flatmap(lambda x: case(x, dx=st.floats(0.1, 2))),
+        .flatmap(lambda x: case(x, dx=st.floats(0.1, 2)) | case(x, x=_samples(x.shape[-1]))
+                 | case(x, _samples(x.shape[-1])) | case(x, x=_samples(x.shape, full=True))),
         np.convolve: case(
             arrays((4,)), arrays((3,)), mode=st.sampled_from(["full", "same", "valid"])
         )

@@ -3,6 +3,7 @@ objectives the rules' finite-difference cases pass to scipy (``rule_cases``): mo
 functions, their parameters passed by ``args=``, as scipy's documentation writes them."""
 
 import numpy as np
+import scipy.integrate as si
 import scipy.linalg as sl
 import scipy.optimize as so
 
@@ -43,6 +44,11 @@ def weighted_bowl_gradient(x, c, w):
 
 def weighted_bowl_hessian(x, c, w):
     return np.array([[2.0 * w + 0.2, 0.05], [0.05, 2.0 * w + 0.2]])
+
+
+def bump(x, k, w):
+    """An integrand with a number and an array among its parameters."""
+    return np.exp(-k * x * x) * np.sum(w * np.array([1.0, x])) * np.cos(x)
 
 
 def flat(z, theta):
@@ -135,3 +141,22 @@ def linear_algebra(theta):
     weights = sl.solve(k, Y, assume_a="pos")
     general = sl.solve(k + 0.1 * M, Y, transposed=True)
     return alpha @ alpha + weights @ Y + np.sum(sl.expm(theta[0] * M)) + general @ general
+
+
+# ---- integrals -----------------------------------------------------------------------------------
+def integral(p):
+    value, err = si.quad(bump, p[0] - 1.0, p[2], args=(p[0], p[1:]))
+    samples = np.sin(p[1] * np.linspace(0.0, 1.0, 7))
+    return value * p[1] + si.simpson(samples, dx=0.1) + si.trapezoid(samples, x=XS)
+
+
+XS = np.array([0.0, 0.1, 0.3, 0.35, 0.6, 0.9, 1.0])
+
+
+def with_its_error(p):
+    value, err = si.quad(bump, 0.0, p[2], args=(p[0], p[1:]))  # error
+    return value + err  # used
+
+
+def weighted(p):
+    return si.quad(bump, 0.0, 1.0, args=(p[0], p[1:]), weight="cos", wvar=2.0)[0]  # weight

@@ -51,6 +51,7 @@ def test_the_root_of_a_cubic_moves_as_the_theorem_says() -> None:
     (sf.system, np.array([0.4, 0.9])),
     (sf.calibrated, np.array([0.4, -0.3])),
     (sf.in_its_bounds, np.array([0.4, -0.3])),
+    (sf.integral, np.array([0.7, 1.3, 1.9])),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_each_solver_against_finite_differences_and_the_other_mode(fun, at) -> None:
     value, grads = ast_ad.value_and_grad(fun)(at)
@@ -81,19 +82,22 @@ def test_the_generated_code_calls_scipy_as_written_and_names_the_solve() -> None
     (sf.with_a_loose_solve, 1.0, "# unconverged", "check that the solver converged"),
     (sf.with_its_full_output, 1.0, "# full", "full_output=True"),
     (sf.at_its_bound, np.array([0.5, 0.5]), "# bound", "at one of its bounds"),
+    (sf.with_its_error, np.array([0.7, 1.3, 1.9]), "# error", "error estimate"),
+    (sf.weighted, np.array([0.7, 1.3, 1.9]), "# weight", "weight="),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_what_the_theorem_does_not_cover_is_refused_at_the_line(fun, at, marker, words) -> None:
     """No isolated solution, no solution, a result of another shape, a minimum held by a bound:
     each a clear refusal at the call's line, in both modes, never a nan or a wrong number."""
-    for run in (lambda: ast_ad.grad(fun)(at),
-                lambda: ast_ad.jvp(fun, (at,), (np.ones_like(at),))):
+    for mode, run in (("reverse", lambda: ast_ad.grad(fun)(at)),
+                      ("forward", lambda: ast_ad.jvp(fun, (at,), (np.ones_like(at),)))):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             with pytest.raises(errors.UnsupportedDerivativeError, match=words) as info:
                 run()
-        line = marked_line(fun, marker)
-        # the tuple target of full_output is unpacked on the call's line
-        assert info.value.lineno == line
+        # (quad's error estimate: reverse mode finds its adjoint at the call, forward mode its
+        # tangent where the estimate is used)
+        used = fun is sf.with_its_error and mode == "forward"
+        assert info.value.lineno == marked_line(fun, "# used" if used else marker)
 
 
 @pytest.mark.parametrize("fun, marker", [

@@ -44,9 +44,10 @@ from ast_ad.errors import UnsupportedDerivativeError
 from ast_ad.runtime import zeros_like
 
 try:
+    import scipy.integrate as so_integrate
     import scipy.optimize as so
 except ImportError:  # pragma: no cover - scipy is optional
-    so = None
+    so = so_integrate = None
 
 # the largest condition number of dF/dz at the solution the theorem is used with
 WORST_CONDITION = 1e12
@@ -239,6 +240,123 @@ def result_minimum_jvp(u: Any, ans: Any, fun: Callable[..., Any], args: Any,
     return _result_tangent(minimum_jvp(u, ans.x, fun, args, bounds, tol), "x")
 
 
+# ---- quadrature: Leibniz's rule ------------------------------------------------------------------
+def _value_adjoint(g: Any) -> Any:
+    """The adjoint of ``quad``'s value, from that of its ``(value, abserr)`` pair; the error
+    estimate has no derivative, and a gradient through it is refused."""
+    if g is None:
+        return 0.0
+    if not isinstance(g, (tuple, list)):  # the value's alone
+        return g
+    value, error = g
+    if error is not None and np.any(np.asarray(error) != 0.0):
+        raise UnsupportedDerivativeError(ESTIMATE)
+    return 0.0 if value is None else value
+
+
+ESTIMATE = (
+    "the error estimate scipy.integrate.quad returns has no derivative: differentiate its value "
+    "alone (quad(...)[0])"
+)
+
+
+class NoTangent:
+    """The tangent of ``quad``'s error estimate, which has none: forward mode carries this in its
+    place, and any arithmetic with it (the estimate used in what is differentiated) raises, as
+    reverse mode's adjoint of it does (``_value_adjoint``)."""
+
+    def __repr__(self) -> str:
+        return "NoTangent(quad's error estimate)"
+
+    def refuse(self, *_: Any, **__: Any) -> Any:
+        raise UnsupportedDerivativeError(ESTIMATE)
+
+    def __add__(self, other: Any) -> Any:
+        # the contributions of the call's arguments, added (a zero: where one has none)
+        if isinstance(other, NoTangent) or other is None or (
+            isinstance(other, float) and other == 0.0
+        ):
+            return self
+        return self.refuse()
+
+    __radd__ = __add__
+    __sub__ = __rsub__ = __mul__ = __rmul__ = refuse
+    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __neg__ = __pos__ = __abs__ = refuse
+    __float__ = __array__ = __array_ufunc__ = __array_function__ = refuse
+
+
+def _plain_quad(weight: Any, full_output: Any, complex_func: Any) -> None:
+    if weight is not None or full_output or complex_func:
+        raise UnsupportedDerivativeError(
+            "the derivative of scipy.integrate.quad with weight=, full_output= or complex_func=: "
+            "ast_ad follows a plain integral of a real function (write a weight into the "
+            "integrand)"
+        )
+
+
+def quad_limit_vjp(g: Any, func: Callable[..., Any], at: Any, args: Any, sign: float,
+                   weight: Any = None, full_output: Any = 0, complex_func: Any = False) -> Any:
+    """The adjoint of a limit of ``quad``: the integrand there, times ``g`` (``sign`` -1 for the
+    lower limit)."""
+    _plain_quad(weight, full_output, complex_func)
+    return sign * _value_adjoint(g) * func(at, *_params(args))
+
+
+def quad_limit_jvp(u: Any, func: Callable[..., Any], at: Any, args: Any, sign: float,
+                   weight: Any = None, full_output: Any = 0, complex_func: Any = False) -> Any:
+    _plain_quad(weight, full_output, complex_func)
+    return (sign * func(at, *_params(args)) * u, NoTangent())
+
+
+def quad_args_vjp(g: Any, func: Callable[..., Any], a: Any, b: Any, args: Any,
+                  epsabs: Any = 1.49e-08, epsrel: Any = 1.49e-08, points: Any = None,
+                  weight: Any = None, full_output: Any = 0, complex_func: Any = False) -> Any:
+    """The adjoint of ``args`` in ``quad(func, a, b, args)``: ``g`` times the integral of the
+    integrand's gradient in them (one ``quad_vec`` of ast_ad's gradient of ``func``, flattened),
+    to the tolerances of the call."""
+    _plain_quad(weight, full_output, complex_func)
+    params = _params(args)
+    moving = [k for k, p in enumerate(params) if _differentiable(p)]
+    scale = _value_adjoint(g)
+    parts: list[Any] = [zeros_like(p) for p in params]
+    if moving:
+        gradient = grad(func, tuple(k + 1 for k in moving))
+
+        def slopes(x: float) -> Any:
+            found = gradient(x, *params)
+            found = found if isinstance(found, tuple) else (found,)
+            return np.concatenate([np.ravel(np.asarray(f, dtype=float)) for f in found])
+
+        total, _ = so_integrate.quad_vec(slopes, a, b, epsabs=epsabs, epsrel=epsrel,
+                                         points=points)
+        start = 0
+        for k in moving:
+            size = int(np.size(params[k]))
+            piece = total[start:start + size] * scale
+            parts[k] = float(piece[0]) if np.ndim(params[k]) == 0 else np.reshape(
+                piece, np.shape(params[k]))
+            start += size
+    return _shaped_like(tuple(parts), args)
+
+
+def quad_args_jvp(u: Any, func: Callable[..., Any], a: Any, b: Any, args: Any,
+                  epsabs: Any = 1.49e-08, epsrel: Any = 1.49e-08, points: Any = None,
+                  weight: Any = None, full_output: Any = 0, complex_func: Any = False) -> Any:
+    """The tangent of ``quad``'s value along ``u``, the tangent of ``args``: the integral of the
+    integrand's tangent (one ``quad`` of ast_ad's ``jvp`` of ``func``)."""
+    _plain_quad(weight, full_output, complex_func)
+    params = _params(args)
+    moved = _params(u) if isinstance(args, tuple) else (u,)
+    tangents = tuple(t if _differentiable(p) and t is not None else None
+                     for t, p in zip(moved, params, strict=True))
+
+    def along(x: float) -> Any:
+        return jvp(func, (x, *params), (None, *tangents))[1]
+
+    value, _ = so_integrate.quad(along, a, b, epsabs=epsabs, epsrel=epsrel, points=points)
+    return (value, NoTangent())
+
+
 # ---- the rules: each solver's arguments, in its order; only ``args`` carries a derivative ------
 # (the function itself is a constant; a start, a bracket, a tolerance change where the solver
 # stops, not where the solution is)
@@ -288,3 +406,36 @@ if so is not None:
            result_minimum_jvp(u, ans, fun, args, bounds, tol))
     # a result object: its adjoint a dict of its fields' (``field_vjp``), added field by field
     def_sequence(so.root, so.root_scalar, so.minimize)
+    # ``quad(func, a, b, args)``: a pair (value, abserr); the limits by the integrand's values
+    # there, the parameters by the integral of its derivative
+    defvjp(
+        so_integrate.quad, None,
+        lambda g, ans, func, a, b, args=(), full_output=0, epsabs=1.49e-08, epsrel=1.49e-08,
+        limit=50, points=None, weight=None, wvar=None, wopts=None, maxp1=50, limlst=50,
+        complex_func=False: quad_limit_vjp(g, func, a, args, -1.0, weight, full_output,
+                                           complex_func),
+        lambda g, ans, func, a, b, args=(), full_output=0, epsabs=1.49e-08, epsrel=1.49e-08,
+        limit=50, points=None, weight=None, wvar=None, wopts=None, maxp1=50, limlst=50,
+        complex_func=False: quad_limit_vjp(g, func, b, args, 1.0, weight, full_output,
+                                           complex_func),
+        lambda g, ans, func, a, b, args=(), full_output=0, epsabs=1.49e-08, epsrel=1.49e-08,
+        limit=50, points=None, weight=None, wvar=None, wopts=None, maxp1=50, limlst=50,
+        complex_func=False: quad_args_vjp(g, func, a, b, args, epsabs, epsrel, points, weight,
+                                          full_output, complex_func),
+    )
+    defjvp(
+        so_integrate.quad, None,
+        lambda u, ans, func, a, b, args=(), full_output=0, epsabs=1.49e-08, epsrel=1.49e-08,
+        limit=50, points=None, weight=None, wvar=None, wopts=None, maxp1=50, limlst=50,
+        complex_func=False: quad_limit_jvp(u, func, a, args, -1.0, weight, full_output,
+                                           complex_func),
+        lambda u, ans, func, a, b, args=(), full_output=0, epsabs=1.49e-08, epsrel=1.49e-08,
+        limit=50, points=None, weight=None, wvar=None, wopts=None, maxp1=50, limlst=50,
+        complex_func=False: quad_limit_jvp(u, func, b, args, 1.0, weight, full_output,
+                                           complex_func),
+        lambda u, ans, func, a, b, args=(), full_output=0, epsabs=1.49e-08, epsrel=1.49e-08,
+        limit=50, points=None, weight=None, wvar=None, wopts=None, maxp1=50, limlst=50,
+        complex_func=False: quad_args_jvp(u, func, a, b, args, epsabs, epsrel, points, weight,
+                                          full_output, complex_func),
+    )
+    def_sequence(so_integrate.quad)  # (value, abserr)

@@ -414,7 +414,7 @@ defvjp(
 defvjp(np.ptp,          lambda g, ans, x, axis=None, out=None, keepdims=False:
                         extremum_vjp(g, np.max(x, axis, keepdims=keepdims), x, axis, keepdims)
                         - extremum_vjp(g, np.min(x, axis, keepdims=keepdims), x, axis, keepdims))
-defvjp(np.trapezoid,    lambda g, ans, y, x=None, dx=1.0, axis=-1: trapezoid_vjp(g, y, dx, axis))
+defvjp(np.trapezoid,    lambda g, ans, y, x=None, dx=1.0, axis=-1: trapezoid_vjp(g, y, dx, axis, x))
 defvjp(np.convolve,     lambda g, ans, a, v, mode="full": convolve_vjp(0, g, a, v, mode),
                         lambda g, ans, a, v, mode="full": convolve_vjp(1, g, a, v, mode))
 defvjp(np.correlate,    lambda g, ans, a, v, mode="valid": correlate_vjp(0, g, a, v, mode),

@@ -98,7 +98,7 @@ for _fn, _shape_only in (
     defjvp(_fn, *[zero if k == _shape_only else None for k in range(3)])
 def_linear(rt.vecdot_vjp, 0, 1)
 def_linear(rt.trapezoid_vjp, 0, 2)  # the weights are dx/2, dx, ..., dx/2: linear in dx too
-defjvp(rt.trapezoid_vjp, None, zero, None, zero)
+defjvp(rt.trapezoid_vjp, None, zero, None, zero, None)  # (the sample points: fixed)
 def_linear(rt.linspace_vjp, 1)
 def_linear(rt.var_vjp, 0, 2)  # 2 (x - mean(x)) g / (n - ddof): linear in x too
 defjvp(rt.var_vjp, None, zero)

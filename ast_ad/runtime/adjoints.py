@@ -857,14 +857,26 @@ def nanmean_vjp(g: Any, x: Any, axis: Any = None, keepdims: Any = False) -> Any:
     )
 
 
-def trapezoid_vjp(g: Any, y: Any, dx: Any = 1.0, axis: Any = -1) -> Any:
-    """Adjoint of ``y`` in ``np.trapezoid(y, dx=dx)``: weights dx/2, dx, ..., dx, dx/2."""
+def trapezoid_vjp(g: Any, y: Any, dx: Any = 1.0, axis: Any = -1, x: Any = None) -> Any:
+    """Adjoint of ``y`` in ``np.trapezoid(y, dx=dx)``: weights dx/2, dx, ..., dx, dx/2; at sample
+    points ``x``, each point's weight is half the width of the two intervals it bounds."""
     n = np.shape(y)[axis]
-    weights = np.full(n, float(dx))
-    weights[[0, -1]] = dx / 2.0
     shape = [1] * np.ndim(y)
     shape[axis] = n
-    return np.expand_dims(of_type(g, y), axis) * np.reshape(weights, shape)
+    if x is None:
+        weights = np.full(n, float(dx))
+        weights[[0, -1]] = dx / 2.0
+        return np.expand_dims(of_type(g, y), axis) * np.reshape(weights, shape)
+    along = axis if np.ndim(x) > 1 else -1
+    widths = 0.5 * np.diff(np.asarray(x, dtype=float), axis=along)
+    pad = [(0, 0)] * np.ndim(widths)
+    pad[along] = (1, 0)
+    before = np.pad(widths, pad)
+    pad[along] = (0, 1)
+    weights = before + np.pad(widths, pad)
+    if np.ndim(x) == 1:
+        weights = np.reshape(weights, shape)
+    return np.expand_dims(of_type(g, y), axis) * weights
 
 
 def convolve_vjp(k: Any, g: Any, a: Any, v: Any, mode: Any = "full") -> Any:

@@ -39,6 +39,8 @@ def spelled(fn: object, origin: str = "") -> str:
         return f"scipy.optimize.{name}"
     if module.startswith("scipy.linalg"):
         return f"scipy.linalg.{name}"
+    if module.startswith("scipy.integrate"):
+        return f"scipy.integrate.{name}"
     if module.startswith("scipy"):
         return f"scipy.special.{name}"
     if registry.is_helper(fn):
@@ -85,6 +87,8 @@ def table() -> str:
             if name.startswith("scipy.optimize")
             else "scipy.linalg"
             if name.startswith("scipy.linalg")
+            else "scipy.integrate"
+            if name.startswith("scipy.integrate")
             else "scipy.special"
             if library == "scipy"
             else library
