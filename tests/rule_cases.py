@@ -24,6 +24,9 @@ registry.load_all_rules()
 # functions of which differentiated code reads the first part of the result only: the second is
 # an error estimate, which has no derivative (``test_rules.observed``)
 FIRST_ONLY: set = set()
+# the finite differences' step for functions whose answer moves by about 1e-10 however tight their
+# tolerances (a fit's optimizer), where 1e-6 would see that noise
+STEPS: dict = {}
 
 
 def unary(domain: str = "real", scalar_only: bool = False) -> st.SearchStrategy:
@@ -688,10 +691,27 @@ def _solver_cases() -> dict:
     import scipy.integrate as si
 
     FIRST_ONLY.add(si.quad)
+    FIRST_ONLY.add(so.curve_fit)  # (popt, pcov): the covariance has no derivative followed
+    STEPS.update({so.least_squares: 1e-3, so.curve_fit: 1e-3})
+    fit = dict(ftol=st.just(1e-15), xtol=st.just(1e-15), gtol=st.just(1e-15))
     integrated = case(st.just(sf.bump), st.floats(-1.0, 0.5), st.floats(0.6, 2.0),
                       st.tuples(st.floats(0.1, 2.0), arrays((2,), "real")))
+    ode = case(st.just(sf.decay), st.just((0.0, 1.5)), arrays((2,), "pos").map(lambda y: y * 0.2),
+               st.just("RK45"), st.just(sf.TIMES), st.just(False), st.just(None), st.just(False),
+               st.tuples(st.floats(0.3, 2.0), st.floats(-1.0, 1.0)), rtol=st.just(1e-11),
+               atol=st.just(1e-12))
     return {
+        so.least_squares: case(st.just(sf.residuals), st.just(np.array([1.0, 1.0])),
+                               args=st.tuples(arrays((9,), "real").map(
+                                   lambda d: 1.5 * np.exp(-0.7 * sf.GRID) + 0.02 * d),
+                                   st.floats(0.5, 2.0)), **fit),
+        so.curve_fit: case(st.just(sf.decaying), st.just(sf.GRID),
+                           arrays((9,), "real").map(
+                               lambda d: 1.5 * np.exp(-0.7 * sf.GRID) + 0.02 * d),
+                           st.just([1.0, 1.0]),
+                           arrays((9,), "pos").map(lambda s: 0.5 + 0.1 * s), **fit),
         si.quad: integrated,
+        si.solve_ivp: ode,
         so.brentq: bracketed, so.brenth: bracketed, so.bisect: bracketed, so.ridder: bracketed,
         so.newton: case(st.just(sf.cubic), st.just(1.0), st.just(None), st.tuples(theta)),
         so.root_scalar: case(st.just(sf.cubic), st.tuples(theta), bracket=st.just([-10.0, 10.0]),

@@ -51,6 +51,23 @@ def bump(x, k, w):
     return np.exp(-k * x * x) * np.sum(w * np.array([1.0, x])) * np.cos(x)
 
 
+def decay(t, y, k, c):
+    """Two coupled states, a rate and a forcing."""
+    return np.array([-k * y[0] + c * np.sin(y[1]), k * y[0] - 0.5 * y[1] * y[1]])
+
+
+GRID = np.linspace(0.0, 2.0, 9)
+
+
+def residuals(x, data, w):
+    """A decay fitted to ``data``, weighted by ``w``: nonlinear in its rate."""
+    return w * (x[0] * np.exp(-x[1] * GRID) - data)
+
+
+def decaying(t, a, k):
+    return a * np.exp(-k * t)
+
+
 def flat(z, theta):
     """A double root at ``z = theta``: not isolated, no derivative."""
     return (z - theta) ** 2
@@ -160,3 +177,56 @@ def with_its_error(p):
 
 def weighted(p):
     return si.quad(bump, 0.0, 1.0, args=(p[0], p[1:]), weight="cos", wvar=2.0)[0]  # weight
+
+
+# ---- ODEs ----------------------------------------------------------------------------------------
+TIMES = np.array([0.3, 0.8, 1.2])
+
+
+def trajectory(p):
+    sol = si.solve_ivp(decay, (0.0, 1.5), np.array([p[0], 1.0]), t_eval=TIMES,
+                       args=(p[1], p[2]), rtol=1e-11, atol=1e-12)
+    return np.sum(sol.y ** 2)
+
+
+def observed_when(p):
+    sol = si.solve_ivp(decay, (0.0, 2.0), np.array([1.0, p[0]]), t_eval=np.array([0.5, p[2]]),
+                       args=(p[1], 0.3), method="DOP853", rtol=1e-11, atol=1e-12)
+    return np.sum(sol.y[:, -1] * np.array([1.0, 2.0])) + sol.t[-1]
+
+
+def at_the_solvers_times(p):
+    sol = si.solve_ivp(decay, (0.0, 1.0), np.array([p[0], 1.0]), args=(p[1], p[2]))  # times
+    return sol.t[-2] * p[0]  # used
+
+
+def minimum_value(c):
+    res = so.minimize(bowl, np.zeros(2), args=(c,), jac=bowl_gradient, tol=1e-12)  # call
+    return res.fun + 0.0 * c[0]  # used
+
+
+def minimum_value_alone(c):
+    res = so.minimize(bowl, np.zeros(2), args=(c,), jac=bowl_gradient, tol=1e-12)  # call
+    return res.fun  # used
+
+
+# ---- least squares -------------------------------------------------------------------------------
+def fitted(p):
+    data = 1.5 * np.exp(-0.7 * GRID) + 0.05 * np.sin(7.0 * GRID) * p[0]
+    res = so.least_squares(residuals, np.array([1.0, 1.0]), args=(data, p[1]), xtol=1e-15,
+                           ftol=1e-15, gtol=1e-15)
+    return res.x[0] * res.x[1]
+
+
+def curve(p):
+    ydata = 1.5 * np.exp(-0.7 * GRID) + 0.05 * np.sin(7.0 * GRID) * p[0]
+    sigma = 0.1 + 0.3 * GRID * p[1]
+    popt, pcov = so.curve_fit(decaying, GRID, ydata, p0=[1.0, 1.0], sigma=sigma, ftol=1e-15,
+                              xtol=1e-15, gtol=1e-15)
+    return popt[0] + popt[1] ** 2
+
+
+def with_its_covariance(p):
+    ydata = 1.5 * np.exp(-0.7 * GRID) * p[0]
+    popt, pcov = so.curve_fit(decaying, GRID, ydata, p0=[1.0, 1.0])  # covariance
+    return popt[0] + pcov[0, 0]  # used

@@ -58,7 +58,10 @@ def has_duck(value) -> bool:
     return any(isinstance(leaf, Duck) for leaf in leaves(value))
 
 
-@pytest.mark.parametrize("rule", DIFFERENTIABLE, ids=_name)
+# (scipy's solvers and quad run on numpy arrays, as scipy does: their rules convert)
+@pytest.mark.parametrize(
+    "rule", [r for r in DIFFERENTIABLE if r.origin != "ast_ad.api.solvers"], ids=_name
+)
 @settings(max_examples=few(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_every_rule_keeps_the_array_type(rule: registry.Rule, data: st.DataObject) -> None:

@@ -26,7 +26,7 @@ from ast_ad import runtime
 from ast_ad.core import registry
 from ast_ad.runtime import absent, check_bound, check_in_place, check_kept, unbroadcast
 from ast_ad.testing import tracer
-from tests.rule_cases import CASES, FIRST_ONLY
+from tests.rule_cases import CASES, FIRST_ONLY, STEPS
 from tests.strategies import arrays
 
 # ast_ad's own rules (tests and users may register more; those are checked where they are
@@ -83,10 +83,17 @@ def observed(value, result=None, fn=None):
     if fn in FIRST_ONLY:
         return value[0]
     reference = value if result is None else result
-    if isinstance(reference, dict) and type(reference).__module__.startswith("scipy.optimize"):
-        key = "root" if "root" in reference else "x"
+    if isinstance(reference, dict) and type(reference).__module__.startswith("scipy."):
+        key = "root" if "root" in reference else "y" if "y" in reference else "x"
         return {key: value[key]}
     return value
+
+
+def _tolerance(rule: registry.Rule) -> float:
+    """How close a rule and central differences agree: 1e-5, or 1e-4 for a function whose own
+    answer is noisy at the usual step (a fit's optimizer: ``STEPS``), where the larger step's
+    truncation error shows."""
+    return 1e-4 if rule.fn in STEPS else 1e-5
 
 
 def canonical(fn, value, reference):
@@ -125,7 +132,7 @@ def projection_error(
         moved = list(args)
         moved[k] = args[k] + t * v if np.ndim(args[k]) else scalar(args[k] + t * v)
         return pairing(u, observed(canonical(rule.fn, rule.fn(*moved, **kwargs), ans), fn=rule.fn))
-    eps = 1e-6
+    eps = STEPS.get(rule.fn, 1e-6)
     return analytic, (along(eps) - along(-eps)) / (2 * eps)
 
 
@@ -146,6 +153,8 @@ def test_rule_matches_finite_differences(rule: registry.Rule, data: st.DataObjec
         )
         if rule.vjp(k) is None or not moves:
             continue
+        if rule.vjp(k) is registry.zero and rule.fn in STEPS:
+            continue  # a fit's start: the solution moves with it by the optimizer's noise alone
         try:
             analytic, numeric = projection_error(rule, args, kwargs, k, seed=k)
         except (StopIteration, ValueError, ZeroDivisionError):
@@ -155,7 +164,10 @@ def test_rule_matches_finite_differences(rule: registry.Rule, data: st.DataObjec
             raise
         if rule.vjp(k) is registry.zero and not math.isfinite(numeric):
             continue  # a helper's argument tied to another (``ans`` to ``x``): it cannot move alone
-        assert math.isclose(analytic, numeric, rel_tol=1e-5, abs_tol=1e-6), (k, analytic, numeric)
+        assert math.isclose(analytic, numeric, rel_tol=_tolerance(rule),
+                            abs_tol=1e-6 if rule.fn not in STEPS else 1e-5), (
+            k, analytic, numeric
+        )
 
 
 FORWARD = [r for r in DIFFERENTIABLE if any(r.jvp(k) is not None for k in range(8))]
@@ -241,6 +253,8 @@ def test_forward_rule_matches_finite_differences(rule: registry.Rule, data: st.D
     for k, arg in enumerate(args):
         if rule.jvp(k) is None or not any(is_float(leaf) for leaf in leaves(arg)):
             continue
+        if rule.jvp(k) is registry.zero and rule.fn in STEPS:
+            continue  # (a fit's start, as above)
         rng = np.random.default_rng(k)
         v = direction_like(arg, rng)
         u = direction_like(observed(ans, fn=rule.fn), rng)
@@ -253,13 +267,17 @@ def test_forward_rule_matches_finite_differences(rule: registry.Rule, data: st.D
                 u, observed(canonical(rule.fn, rule.fn(*shifted, **kwargs), ans), fn=rule.fn)
             )
         try:
-            numeric = (along(1e-6) - along(-1e-6)) / 2e-6
+            h = STEPS.get(rule.fn, 1e-6)
+            numeric = (along(h) - along(-h)) / (2 * h)
         except (StopIteration, ValueError, ZeroDivisionError):
             numeric = math.nan
         if rule.jvp(k) is registry.zero and not math.isfinite(numeric):
             continue  # a helper's argument tied to another (``ans`` to ``x``): it cannot move alone
         analytic = paired(u, dot)
-        assert math.isclose(analytic, numeric, rel_tol=1e-5, abs_tol=1e-6), (k, analytic, numeric)
+        assert math.isclose(analytic, numeric, rel_tol=_tolerance(rule),
+                            abs_tol=1e-6 if rule.fn not in STEPS else 1e-5), (
+            k, analytic, numeric
+        )
         vjp = rule.vjp(k)
         if vjp is not None and vjp is not registry.zero:
             bar = vjp(u, ans, *args, **kwargs)
@@ -361,9 +379,13 @@ def check_list_rule(rule: registry.Rule, args: tuple, kwargs: dict, k: int) -> N
             call = list(args)
             call[k] = type(items)(*moved) if hasattr(items, "_fields") else type(items)(moved)
             return pairing(u, observed(rule.fn(*call, **kwargs), fn=rule.fn))
-        numeric = (along(1e-6) - along(-1e-6)) / 2e-6
+        h = STEPS.get(rule.fn, 1e-6)
+        numeric = (along(h) - along(-h)) / (2 * h)
         analytic = float(np.sum(unbroadcast(parts[i], item) * v))
-        assert math.isclose(analytic, numeric, rel_tol=1e-5, abs_tol=1e-6), (i, analytic, numeric)
+        assert math.isclose(analytic, numeric, rel_tol=_tolerance(rule),
+                            abs_tol=1e-6 if rule.fn not in STEPS else 1e-5), (
+            i, analytic, numeric
+        )
 
 
 @pytest.mark.parametrize(

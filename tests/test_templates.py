@@ -21,7 +21,7 @@ from ast_ad.ir.naming import Namer
 from ast_ad.ir.pieces import one_expression, with_names
 from ast_ad.modes import templates
 from tests.rule_cases import CASES
-from tests.test_rules import DIFFERENTIABLE, _name, direction_like, leaves
+from tests.test_rules import DIFFERENTIABLE, _name, direction_like, leaves, observed
 
 LINE = ir.Line("rule.py", 1, "")
 
@@ -194,7 +194,7 @@ def test_a_lowered_rule_computes_what_the_rule_computes(
     for direction, k, rule in _rules(record):
         if k >= len(args):
             continue
-        g = direction_like(ans if direction == "vjp" else args[k], rng)
+        g = direction_like(observed(ans, fn=record.fn) if direction == "vjp" else args[k], rng)
         try:
             expected = rule(g, ans, *args, **kwargs)
         except (ValueError, TypeError, np.linalg.LinAlgError):
@@ -215,6 +215,8 @@ def test_a_lowered_rule_computes_what_the_rule_computes(
             if isinstance(out, ir.Const)
             else out.obj
         )
+        if direction == "jvp":  # (a tangent: of what differentiated code reads of the result)
+            got, expected = observed(got, ans, record.fn), observed(expected, ans, record.fn)
         assert same(got, expected), (direction, k, got, expected)
         # reverse mode writes the statements as the one expression they compute: it computes the
         # same
@@ -232,6 +234,8 @@ def test_a_lowered_rule_computes_what_the_rule_computes(
                 "eval",
             )
             got = eval(code, {**names, **env})  # noqa: S307 -- the rule's own test
+            if direction == "jvp":
+                got = observed(got, ans, record.fn)
             assert same(got, expected), (direction, k, "written", got, expected)
 
 

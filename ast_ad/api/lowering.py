@@ -18,7 +18,7 @@ from ast_ad.errors import (
     ASTADError,
     LocatedError,
 )
-from ast_ad.runtime import as_array, size_of, zeros_like
+from ast_ad.runtime import as_array, refuse_missing_tangents, size_of, zeros_like
 
 
 def _cotangent(raw: Any, g: Any) -> Any:
@@ -122,6 +122,7 @@ def forward_at(
     ``active``."""
     loaded = jvp_code(lowered, active)
     raw, raw_dot = run(loaded, *lowered.args, *tangents)
+    refuse_missing_tangents(raw_dot)
     return lowered.finish(raw), lowered.finish_dot(raw, raw_dot)
 
 
@@ -204,6 +205,7 @@ def forward_columns(lowered: Lowered, k: int) -> tuple[Any, list[Any]]:
             loaded, *lowered.args, float(e[0]) if np.ndim(x) == 0 else e.reshape(np.shape(x))
         )
         out = lowered.finish(raw)
+        refuse_missing_tangents(raw_dot)
         columns.append(lowered.finish_dot(raw, raw_dot))
     return out, columns
 

@@ -41,7 +41,7 @@ from ast_ad.api.directional import jvp
 from ast_ad.api.gradient import grad
 from ast_ad.core.registry import def_sequence, defjvp, defvjp, zero
 from ast_ad.errors import UnsupportedDerivativeError
-from ast_ad.runtime import zeros_like
+from ast_ad.runtime import NoTangent, zeros_like
 
 try:
     import scipy.integrate as so_integrate
@@ -170,17 +170,33 @@ def _result_of(ans: Any, name: str) -> Any:
     return getattr(ans, name)
 
 
+def _report(name: str) -> str:
+    return (
+        f"only the solution (.{name}) of a solver's result carries a derivative here: compute the "
+        "other fields from it (the residual or the objective at the solution, by calling your "
+        "function)"
+    )
+
+
 def _in_result(g: Any, name: str) -> Any:
-    """The adjoint of the solution, read off the adjoint of the result object (``{name: g}``; the
-    other fields carry none)."""
+    """The adjoint of the solution, read off the adjoint of the result object (``{name: g}``).
+    An adjoint of another field (``sol.fun``, ``res.cost``: where differentiated code reads it)
+    is refused, never dropped."""
     if g is None or isinstance(g, float):
         return None
-    return g.get(name) if isinstance(g, dict) else None
+    if not isinstance(g, dict):
+        return None
+    for key, part in g.items():
+        if key != name and part is not None and np.any(np.asarray(part, dtype=object) != 0.0):
+            raise UnsupportedDerivativeError(_report(name))
+    return g.get(name)
 
 
-def _result_tangent(t: Any, name: str) -> Any:
-    """A result object's tangent: its solution's, under the same name."""
-    return so.OptimizeResult({name: t})
+def _result_tangent(t: Any, name: str, ans: Any = None) -> Any:
+    """A result object's tangent: its solution's, under the same name; the other fields' are
+    ``NoTangent`` (forward mode refuses them where they are used)."""
+    fields = {key: NoTangent(_report(name)) for key in (ans or {}) if key != name}
+    return so.OptimizeResult({**fields, name: t})
 
 
 def result_root_vjp(g: Any, ans: Any, fun: Callable[..., Any], args: Any, name: str,
@@ -191,7 +207,7 @@ def result_root_vjp(g: Any, ans: Any, fun: Callable[..., Any], args: Any, name: 
 
 def result_root_jvp(u: Any, ans: Any, fun: Callable[..., Any], args: Any, name: str,
                     tol: Any = None) -> Any:
-    return _result_tangent(root_jvp(u, _result_of(ans, name), fun, args, tol), name)
+    return _result_tangent(root_jvp(u, _result_of(ans, name), fun, args, tol), name, ans)
 
 
 # ---- minima: roots of the gradient ---------------------------------------------------------------
@@ -237,7 +253,134 @@ def result_minimum_vjp(g: Any, ans: Any, fun: Callable[..., Any], args: Any,
 
 def result_minimum_jvp(u: Any, ans: Any, fun: Callable[..., Any], args: Any,
                        bounds: Any = None, tol: Any = None) -> Any:
-    return _result_tangent(minimum_jvp(u, ans.x, fun, args, bounds, tol), "x")
+    return _result_tangent(minimum_jvp(u, ans.x, fun, args, bounds, tol), "x", ans)
+
+
+# ---- least squares: minima of half the sum of squares --------------------------------------------
+_MADE: dict[tuple[Any, ...], Callable[..., Any]] = {}
+
+
+def _made_function(name: str, source: str, **names: Any) -> Callable[..., Any]:
+    """A function written here, in a file of its own (ast_ad reads a function's source from its
+    file), its module's names ``names`` (the user's function among them): the objective a least
+    squares call minimizes, which the minimum's rules differentiate. Made once per source and
+    names."""
+    key = (name, source, tuple(sorted((k, id(v)) for k, v in names.items())))
+    if key not in _MADE:
+        import importlib.util
+        import os
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="ast_ad_solvers_")
+        module_name = f"ast_ad_solvers_{len(_MADE)}_{os.getpid()}"
+        path = os.path.join(folder, module_name + ".py")
+        with open(path, "w") as out:
+            out.write("import numpy as np\n\n\n" + source)
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec is not None and spec.loader is not None  # a .py file just written
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        for k, v in names.items():
+            setattr(module, k, v)
+        _MADE[key] = getattr(module, name)
+    return _MADE[key]
+
+
+def _half_squares(fun: Callable[..., Any], count: int) -> Callable[..., Any]:
+    """``half_squares(x, *args) = 0.5 * sum(fun(x, *args) ** 2)`` for ``count`` parameters."""
+    params = "".join(f", a{k}" for k in range(count))
+    source = (f"def half_squares(x{params}):\n"
+              f"    r = RESIDUALS(x{params})\n"
+              "    return 0.5 * np.sum(r * r)\n")
+    return _made_function("half_squares", source, RESIDUALS=fun)
+
+
+def _least_squares_checks(loss: Any, bounds: Any) -> Any:
+    """The bounds as ``minimize``'s (``Bounds``); a robust loss refused."""
+    if loss != "linear":
+        raise UnsupportedDerivativeError(
+            f"the derivative of least_squares with loss={loss!r}: ast_ad follows the plain sum of "
+            "squares (loss='linear')"
+        )
+    if isinstance(bounds, so.Bounds):
+        return bounds
+    low, high = bounds
+    return None if np.all(np.isneginf(low)) and np.all(np.isposinf(high)) else so.Bounds(low, high)
+
+
+def least_squares_vjp(g: Any, ans: Any, fun: Callable[..., Any], args: Any, bounds: Any,
+                      loss: Any, xtol: Any) -> Any:
+    """The adjoint of ``args`` in ``least_squares``: that of a minimum of half the sum of squares,
+    whose Hessian is the exact one (``J^T J`` and the residuals' curvature)."""
+    held = _least_squares_checks(loss, bounds)
+    objective = _half_squares(fun, len(_params(args)))
+    return minimum_vjp(_in_result(g, "x"), ans.x, objective, args, held, xtol)
+
+
+def least_squares_jvp(u: Any, ans: Any, fun: Callable[..., Any], args: Any, bounds: Any,
+                      loss: Any, xtol: Any) -> Any:
+    held = _least_squares_checks(loss, bounds)
+    objective = _half_squares(fun, len(_params(args)))
+    return _result_tangent(minimum_jvp(u, ans.x, objective, args, held, xtol), "x", ans)
+
+
+def _chi_squares(model: Any, count: int, weighted: bool) -> Callable[..., Any]:
+    """``chi(p, xdata, ydata[, sigma]) = 0.5 * sum(((model(xdata, *p) - ydata) / sigma) ** 2)``
+    for ``count`` fitted parameters."""
+    unpacked = ", ".join(f"p[{k}]" for k in range(count))
+    scaled = " / sigma" if weighted else ""
+    source = (f"def chi(p, xdata, ydata{', sigma' if weighted else ''}):\n"
+              f"    r = (MODEL(xdata, {unpacked}) - ydata){scaled}\n"
+              "    return 0.5 * np.sum(r * r)\n")
+    return _made_function("chi", source, MODEL=model)
+
+
+PCOV = (
+    "the covariance curve_fit returns (pcov) has no derivative followed: differentiate popt "
+    "alone (curve_fit(...)[0])"
+)
+_LAST_FIT: list[Any] = []
+
+
+def curve_fit_vjp(which: int, g: Any, ans: Any, f: Callable[..., Any], xdata: Any, ydata: Any,
+                  sigma: Any, bounds: Any, full_output: Any, loss: Any = "linear") -> Any:
+    """The adjoint of ``xdata`` (``which`` 0), ``ydata`` (1) or ``sigma`` (2) in ``curve_fit``:
+    ``popt`` is a minimum of half the weighted sum of squares, in those as its parameters. The
+    three rules of a call share one computation."""
+    if full_output or np.ndim(sigma) > 1:
+        raise UnsupportedDerivativeError(
+            "the derivative of curve_fit with full_output=True or a covariance matrix as sigma: "
+            "ast_ad follows popt of a fit weighted by a vector (or no) sigma"
+        )
+    if _LAST_FIT and _LAST_FIT[0] is g and _LAST_FIT[1] is ans:
+        return _LAST_FIT[2][which]
+    popt_bar, pcov_bar = (g, None) if not isinstance(g, (tuple, list)) else g
+    if pcov_bar is not None and np.any(np.asarray(pcov_bar) != 0.0):
+        raise UnsupportedDerivativeError(PCOV)
+    weighted = sigma is not None
+    chi = _chi_squares(f, int(np.size(ans[0])), weighted)
+    args = (xdata, ydata, sigma) if weighted else (xdata, ydata)
+    held = _least_squares_checks(loss, (-np.inf, np.inf) if bounds is None else bounds)
+    found = minimum_vjp(popt_bar, ans[0], chi, args, held)
+    found = (*found, None) if not weighted else found
+    _LAST_FIT[:] = [g, ans, found]
+    return found[which]
+
+
+def curve_fit_jvp(which: int, u: Any, ans: Any, f: Callable[..., Any], xdata: Any, ydata: Any,
+                  sigma: Any, bounds: Any, full_output: Any, loss: Any = "linear") -> Any:
+    if full_output or np.ndim(sigma) > 1:
+        raise UnsupportedDerivativeError(
+            "the derivative of curve_fit with full_output=True or a covariance matrix as sigma: "
+            "ast_ad follows popt of a fit weighted by a vector (or no) sigma"
+        )
+    weighted = sigma is not None
+    chi = _chi_squares(f, int(np.size(ans[0])), weighted)
+    args = (xdata, ydata, sigma) if weighted else (xdata, ydata)
+    tangents: list[Any] = [None] * len(args)
+    tangents[which] = u
+    held = _least_squares_checks(loss, (-np.inf, np.inf) if bounds is None else bounds)
+    return (minimum_jvp(tuple(tangents), ans[0], chi, args, held), NoTangent(PCOV))
 
 
 # ---- quadrature: Leibniz's rule ------------------------------------------------------------------
@@ -260,31 +403,6 @@ ESTIMATE = (
 )
 
 
-class NoTangent:
-    """The tangent of ``quad``'s error estimate, which has none: forward mode carries this in its
-    place, and any arithmetic with it (the estimate used in what is differentiated) raises, as
-    reverse mode's adjoint of it does (``_value_adjoint``)."""
-
-    def __repr__(self) -> str:
-        return "NoTangent(quad's error estimate)"
-
-    def refuse(self, *_: Any, **__: Any) -> Any:
-        raise UnsupportedDerivativeError(ESTIMATE)
-
-    def __add__(self, other: Any) -> Any:
-        # the contributions of the call's arguments, added (a zero: where one has none)
-        if isinstance(other, NoTangent) or other is None or (
-            isinstance(other, float) and other == 0.0
-        ):
-            return self
-        return self.refuse()
-
-    __radd__ = __add__
-    __sub__ = __rsub__ = __mul__ = __rmul__ = refuse
-    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __neg__ = __pos__ = __abs__ = refuse
-    __float__ = __array__ = __array_ufunc__ = __array_function__ = refuse
-
-
 def _plain_quad(weight: Any, full_output: Any, complex_func: Any) -> None:
     if weight is not None or full_output or complex_func:
         raise UnsupportedDerivativeError(
@@ -305,7 +423,7 @@ def quad_limit_vjp(g: Any, func: Callable[..., Any], at: Any, args: Any, sign: f
 def quad_limit_jvp(u: Any, func: Callable[..., Any], at: Any, args: Any, sign: float,
                    weight: Any = None, full_output: Any = 0, complex_func: Any = False) -> Any:
     _plain_quad(weight, full_output, complex_func)
-    return (sign * func(at, *_params(args)) * u, NoTangent())
+    return (sign * func(at, *_params(args)) * u, NoTangent(ESTIMATE))
 
 
 def quad_args_vjp(g: Any, func: Callable[..., Any], a: Any, b: Any, args: Any,
@@ -354,7 +472,144 @@ def quad_args_jvp(u: Any, func: Callable[..., Any], a: Any, b: Any, args: Any,
         return jvp(func, (x, *params), (None, *tangents))[1]
 
     value, _ = so_integrate.quad(along, a, b, epsabs=epsabs, epsrel=epsrel, points=points)
-    return (value, NoTangent())
+    return (value, NoTangent(ESTIMATE))
+
+
+# ---- ODEs: the adjoint method (reverse) and forward sensitivities --------------------------------
+def _ode_options(rtol: Any, atol: Any, max_step: Any, first_step: Any) -> dict[str, Any]:
+    """The options of the user's ``solve_ivp`` call that the derivative's solves use too."""
+    return {"rtol": rtol, "atol": atol, "max_step": max_step,
+            **({"first_step": first_step} if first_step is not None else {})}
+
+
+def _plain_ivp(ans: Any, events: Any, vectorized: Any, t_span: Any) -> None:
+    if events is not None or vectorized:
+        raise UnsupportedDerivativeError(
+            "the derivative of solve_ivp with events= or vectorized=True: ast_ad follows the "
+            "solution at fixed times (t_eval=), one right-hand side call at a time"
+        )
+    if not ans.success:
+        raise UnsupportedDerivativeError(
+            f"solve_ivp did not reach the end of its interval ({ans.message}): the derivative of "
+            "a solution holds where the solver found one"
+        )
+    if t_span[1] < t_span[0]:
+        raise UnsupportedDerivativeError(
+            "the derivative of solve_ivp backwards in time (t_span decreasing) is not followed yet"
+        )
+
+
+def _ode_g(g: Any, name: str, ans: Any) -> Any:
+    """The adjoint of the field ``name`` of the result (zeros where nothing flowed into it)."""
+    part = g.get(name) if isinstance(g, dict) else None
+    return np.zeros_like(np.asarray(ans[name], dtype=float)) if part is None else part
+
+
+_LAST_ADJOINT: list[Any] = []
+CHOSEN_TIMES = "the times solve_ivp chose (sol.t without t_eval=) have no derivative: pass t_eval="
+
+
+def _ivp_adjoints(g: Any, ans: Any, fun: Callable[..., Any], t_span: Any, y0: Any, method: Any,
+                  t_eval: Any, args: Any, options: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """``(y0_bar, args_bar, t_eval_bar)`` by the adjoint method: ``lam`` (the adjoint of the
+    state) solved backwards from the end, ``dlam/dt = -(df/dy)^T lam``, taking the adjoint of the
+    solution at each time it was returned as it passes, and ``mu``, ``dmu/dt = -(df/dargs)^T
+    lam``; ``y(t)`` on the way from the dense output of the same solve, run again. The products
+    with ``df/dy`` and ``df/dargs`` are ast_ad's ``vjp`` of ``fun``. The three rules of a call
+    share one computation (kept for the last call's ``g`` and ``ans``)."""
+    if _LAST_ADJOINT and _LAST_ADJOINT[0] is g and _LAST_ADJOINT[1] is ans:
+        return _LAST_ADJOINT[2]  # type: ignore[no-any-return]
+    params = _params(args) if args is not None else ()
+    moving = [k for k, p in enumerate(params) if _differentiable(p)]
+    sizes = [int(np.size(params[k])) for k in moving]
+    g_y = np.asarray(_ode_g(g, "y", ans), dtype=float)
+    g_t = np.asarray(_ode_g(g, "t", ans), dtype=float)
+    if t_eval is None and np.any(g_t != 0.0):
+        raise UnsupportedDerivativeError(CHOSEN_TIMES)
+    times = np.asarray(ans.t, dtype=float)
+    n = np.size(y0)
+    dense = so_integrate.solve_ivp(fun, t_span, y0, method=method, dense_output=True,
+                                   args=args, **options).sol
+
+    def backwards(t: float, state: Any) -> Any:
+        lam = state[:n]
+        _, pull = vjp(fun, t, dense(t), *params)
+        bars = pull(lam)
+        parts = [np.ravel(np.asarray(bars[1], dtype=float))]
+        parts += [np.ravel(np.asarray(bars[2 + k] if bars[2 + k] is not None else
+                                      np.zeros(size), dtype=float))
+                  for k, size in zip(moving, sizes, strict=True)]
+        return -np.concatenate(parts)
+
+    state = np.zeros(n + sum(sizes))
+    t_bar = np.zeros_like(times)
+    now = float(t_span[1])
+    for k in range(len(times) - 1, -1, -1):
+        if times[k] < now:
+            state = so_integrate.solve_ivp(backwards, (now, times[k]), state, method=method,
+                                           **options).y[:, -1]
+            now = float(times[k])
+        slope = np.asarray(fun(times[k], ans.y[:, k], *params), dtype=float)
+        t_bar[k] = g_t[k] + np.sum(g_y[:, k] * slope)
+        state = state + np.concatenate([g_y[:, k], np.zeros(sum(sizes))])
+    if now > t_span[0]:
+        state = so_integrate.solve_ivp(backwards, (now, float(t_span[0])), state, method=method,
+                                       **options).y[:, -1]
+    y0_bar = np.reshape(state[:n], np.shape(y0))
+    parts: list[Any] = [zeros_like(p) for p in params]
+    start = n
+    for k, size in zip(moving, sizes, strict=True):
+        piece = state[start:start + size]
+        parts[k] = float(piece[0]) if np.ndim(params[k]) == 0 else np.reshape(
+            piece, np.shape(params[k]))
+        start += size
+    found = (y0_bar, _shaped_like(tuple(parts), args) if args is not None else None, t_bar)
+    _LAST_ADJOINT[:] = [g, ans, found]
+    return found
+
+
+def ivp_vjp(which: int, g: Any, ans: Any, fun: Callable[..., Any], t_span: Any, y0: Any,
+            method: Any, t_eval: Any, events: Any, vectorized: Any, args: Any, rtol: Any,
+            atol: Any, max_step: Any, first_step: Any) -> Any:
+    """The adjoint of ``y0`` (``which`` 0), ``args`` (1) or ``t_eval`` (2) in ``solve_ivp``."""
+    _plain_ivp(ans, events, vectorized, t_span)
+    options = _ode_options(rtol, atol, max_step, first_step)
+    return _ivp_adjoints(g, ans, fun, t_span, y0, method, t_eval, args, options)[which]
+
+
+def ivp_jvp(which: int, u: Any, ans: Any, fun: Callable[..., Any], t_span: Any, y0: Any,
+            method: Any, t_eval: Any, events: Any, vectorized: Any, args: Any, rtol: Any,
+            atol: Any, max_step: Any, first_step: Any) -> Any:
+    """The tangent of the result along ``u``, the tangent of ``y0`` (``which`` 0) or ``args`` (1):
+    forward sensitivities, ``ds/dt = df/dy s + df/dargs args_dot`` solved beside ``y`` (ast_ad's
+    ``jvp`` of ``fun``); of ``t_eval`` (2): the right-hand side at each time, times its tangent."""
+    _plain_ivp(ans, events, vectorized, t_span)
+    options = _ode_options(rtol, atol, max_step, first_step)
+    times = np.asarray(ans.t, dtype=float)
+    if which == 2:
+        params = _params(args) if args is not None else ()
+        slopes = np.stack([np.asarray(fun(t, ans.y[:, k], *params), dtype=float)
+                           for k, t in enumerate(times)], axis=1)
+        return so.OptimizeResult({"y": slopes * np.asarray(u, dtype=float), "t": u})
+    params = _params(args) if args is not None else ()
+    n = np.size(y0)
+    if which == 0:
+        start, tangents = np.ravel(np.asarray(u, dtype=float)), tuple(None for _ in params)
+    else:
+        moved = _params(u) if isinstance(args, tuple) else (u,)
+        start = np.zeros(n)
+        tangents = tuple(t if _differentiable(p) and t is not None else None
+                         for t, p in zip(moved, params, strict=True))
+
+    def together(t: float, state: Any) -> Any:
+        y, s = state[:n], state[n:]
+        value, pushed = jvp(fun, (t, y, *params), (None, s, *tangents))
+        return np.concatenate([np.ravel(value), np.ravel(pushed)])
+
+    both = so_integrate.solve_ivp(together, t_span, np.concatenate([np.ravel(y0), start]),
+                                  method=method, t_eval=times, **options)
+    chosen = NoTangent(CHOSEN_TIMES) if t_eval is None else np.zeros_like(times)
+    return so.OptimizeResult({"y": both.y[n:], "t": chosen})
 
 
 # ---- the rules: each solver's arguments, in its order; only ``args`` carries a derivative ------
@@ -439,3 +694,99 @@ if so is not None:
                                           full_output, complex_func),
     )
     def_sequence(so_integrate.quad)  # (value, abserr)
+    # ``solve_ivp(fun, t_span, y0, ..., t_eval, ..., args)``: the solution's derivative in its
+    # initial state, its parameters and the times it is returned at
+    defvjp(
+        so_integrate.solve_ivp, None, None,
+        lambda g, ans, fun, t_span, y0, method="RK45", t_eval=None, dense_output=False,
+        events=None, vectorized=False, args=None, rtol=1e-3, atol=1e-6, max_step=np.inf,
+        first_step=None: ivp_vjp(0, g, ans, fun, t_span, y0, method, t_eval, events, vectorized,
+                                 args, rtol, atol, max_step, first_step),
+        zero,
+        lambda g, ans, fun, t_span, y0, method="RK45", t_eval=None, dense_output=False,
+        events=None, vectorized=False, args=None, rtol=1e-3, atol=1e-6, max_step=np.inf,
+        first_step=None: ivp_vjp(2, g, ans, fun, t_span, y0, method, t_eval, events, vectorized,
+                                 args, rtol, atol, max_step, first_step),
+        zero, zero, zero,
+        lambda g, ans, fun, t_span, y0, method="RK45", t_eval=None, dense_output=False,
+        events=None, vectorized=False, args=None, rtol=1e-3, atol=1e-6, max_step=np.inf,
+        first_step=None: ivp_vjp(1, g, ans, fun, t_span, y0, method, t_eval, events, vectorized,
+                                 args, rtol, atol, max_step, first_step),
+    )
+    defjvp(
+        so_integrate.solve_ivp, None, None,
+        lambda u, ans, fun, t_span, y0, method="RK45", t_eval=None, dense_output=False,
+        events=None, vectorized=False, args=None, rtol=1e-3, atol=1e-6, max_step=np.inf,
+        first_step=None: ivp_jvp(0, u, ans, fun, t_span, y0, method, t_eval, events, vectorized,
+                                 args, rtol, atol, max_step, first_step),
+        zero,
+        lambda u, ans, fun, t_span, y0, method="RK45", t_eval=None, dense_output=False,
+        events=None, vectorized=False, args=None, rtol=1e-3, atol=1e-6, max_step=np.inf,
+        first_step=None: ivp_jvp(2, u, ans, fun, t_span, y0, method, t_eval, events, vectorized,
+                                 args, rtol, atol, max_step, first_step),
+        zero, zero, zero,
+        lambda u, ans, fun, t_span, y0, method="RK45", t_eval=None, dense_output=False,
+        events=None, vectorized=False, args=None, rtol=1e-3, atol=1e-6, max_step=np.inf,
+        first_step=None: ivp_jvp(1, u, ans, fun, t_span, y0, method, t_eval, events, vectorized,
+                                 args, rtol, atol, max_step, first_step),
+    )
+    def_sequence(so_integrate.solve_ivp)  # a result object (``sol.y``, ``sol.t``)
+    # least squares: the solution ``res.x`` of half the sum of squares, by its exact Hessian
+    defvjp(
+        so.least_squares, None, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero,
+        zero, zero, zero, zero, zero,
+        lambda g, ans, fun, x0, jac="2-point", bounds=(-np.inf, np.inf), method="trf",
+        ftol=1e-08, xtol=1e-08, gtol=1e-08, x_scale=None, loss="linear", f_scale=1.0,
+        diff_step=None, tr_solver=None, tr_options=None, jac_sparsity=None, max_nfev=None,
+        verbose=0, args=(), kwargs=None, callback=None, workers=None:
+        least_squares_vjp(g, ans, fun, args, bounds, loss, xtol),
+    )
+    defjvp(
+        so.least_squares, None, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero,
+        zero, zero, zero, zero, zero,
+        lambda u, ans, fun, x0, jac="2-point", bounds=(-np.inf, np.inf), method="trf",
+        ftol=1e-08, xtol=1e-08, gtol=1e-08, x_scale=None, loss="linear", f_scale=1.0,
+        diff_step=None, tr_solver=None, tr_options=None, jac_sparsity=None, max_nfev=None,
+        verbose=0, args=(), kwargs=None, callback=None, workers=None:
+        least_squares_jvp(u, ans, fun, args, bounds, loss, xtol),
+    )
+    # curve_fit: ``popt`` a minimum of the weighted squares, in the data and the weights
+    defvjp(
+        so.curve_fit, None,
+        lambda g, ans, f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False,
+        check_finite=None, bounds=None, method=None, jac=None, full_output=False,
+        nan_policy=None, ftol=None, xtol=None, gtol=None, maxfev=None, max_nfev=None,
+        loss="linear", x_scale=None, diff_step=None:
+        curve_fit_vjp(0, g, ans, f, xdata, ydata, sigma, bounds, full_output, loss),
+        lambda g, ans, f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False,
+        check_finite=None, bounds=None, method=None, jac=None, full_output=False,
+        nan_policy=None, ftol=None, xtol=None, gtol=None, maxfev=None, max_nfev=None,
+        loss="linear", x_scale=None, diff_step=None:
+        curve_fit_vjp(1, g, ans, f, xdata, ydata, sigma, bounds, full_output, loss),
+        zero,
+        lambda g, ans, f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False,
+        check_finite=None, bounds=None, method=None, jac=None, full_output=False,
+        nan_policy=None, ftol=None, xtol=None, gtol=None, maxfev=None, max_nfev=None,
+        loss="linear", x_scale=None, diff_step=None:
+        curve_fit_vjp(2, g, ans, f, xdata, ydata, sigma, bounds, full_output, loss),
+    )
+    defjvp(
+        so.curve_fit, None,
+        lambda u, ans, f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False,
+        check_finite=None, bounds=None, method=None, jac=None, full_output=False,
+        nan_policy=None, ftol=None, xtol=None, gtol=None, maxfev=None, max_nfev=None,
+        loss="linear", x_scale=None, diff_step=None:
+        curve_fit_jvp(0, u, ans, f, xdata, ydata, sigma, bounds, full_output, loss),
+        lambda u, ans, f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False,
+        check_finite=None, bounds=None, method=None, jac=None, full_output=False,
+        nan_policy=None, ftol=None, xtol=None, gtol=None, maxfev=None, max_nfev=None,
+        loss="linear", x_scale=None, diff_step=None:
+        curve_fit_jvp(1, u, ans, f, xdata, ydata, sigma, bounds, full_output, loss),
+        zero,
+        lambda u, ans, f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False,
+        check_finite=None, bounds=None, method=None, jac=None, full_output=False,
+        nan_policy=None, ftol=None, xtol=None, gtol=None, maxfev=None, max_nfev=None,
+        loss="linear", x_scale=None, diff_step=None:
+        curve_fit_jvp(2, u, ans, f, xdata, ydata, sigma, bounds, full_output, loss),
+    )
+    def_sequence(so.least_squares, so.curve_fit)

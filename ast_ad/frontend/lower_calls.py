@@ -729,7 +729,10 @@ def _positional(
         if param.name in given:
             moved.append(given.pop(param.name))
             written.append(param.name)
-        elif isinstance(param.default, (type(None), bool, int, float, str)):
+        elif isinstance(param.default, (type(None), bool, int, float, str)) or (
+            type(param.default) is tuple
+            and all(isinstance(v, (type(None), bool, int, float, str)) for v in param.default)
+        ):  # (``bounds=(-inf, inf)``: a tuple of literals)
             moved.append(ir.Const(param.default))
             written.append(None)
         else:

@@ -142,6 +142,7 @@ from ast_ad.runtime.arrays import (
     zeros_of,
 )
 from ast_ad.runtime.checks import (
+    NoTangent,
     _may_share_memory,
     check_bound,
     check_dot_rank,
@@ -150,6 +151,7 @@ from ast_ad.runtime.checks import (
     check_kept,
     index_derivative,
     loop_length,
+    refuse_missing_tangents,
     refuse_unless,
     zip_length,
 )
@@ -291,7 +293,8 @@ __all__ = [  # every helper, for ``from ast_ad.runtime import ...`` and ``runtim
     "rfftn_vjp", "swapped_norm", "unit",
     "getitem_vjp",
     "hstack_vjp", "index_terms_jvp", "inner_vjp", "inner_vjp_b", "inverse_axes", "is_array",
-    "index_derivative", "is_container", "is_same", "keys_of", "kron_vjp", "linspace_vjp",
+    "NoTangent", "index_derivative", "is_container", "is_same", "keys_of", "kron_vjp",
+    "linspace_vjp",
     "list_item", "list_item_vjp", "list_jvp", "tuple_jvp",
     "loop_length", "lower_only", "lower_only_sym", "matmul_vjp_a", "matmul_vjp_b",
     "matrix_power_jvp",
@@ -300,7 +303,8 @@ __all__ = [  # every helper, for ``from ast_ad.runtime import ...`` and ``runtim
     "OtherOperands", "outer_vjp_a", "outer_vjp_b", "owned_adjoint", "pad_jvp", "pad_vjp", "part",
     "part_vjp", "pinv_jvp", "pinv_vjp", "pinv_vjp_jvp", "polyder_vjp", "polyval_vjp_p",
     "polyval_vjp_p_jvp", "pow_minus_one", "prod_others_jvp", "prod_vjp", "product_terms_jvp",
-    "qr_jvp", "qr_vjp", "qr_vjp_jvp", "reciprocal_or_zero", "reduced_count", "refuse_unless",
+    "qr_jvp", "qr_vjp", "qr_vjp_jvp", "reciprocal_or_zero", "reduced_count",
+    "refuse_missing_tangents", "refuse_unless",
     "repeat_seq", "repeat_seq_vjp", "repeat_vjp", "replaced", "replaced_jvp_new",
     "replaced_vjp_container", "replaced_vjp_new", "rollaxis_vjp", "safe_log", "scatter_add",
     "select_default_vjp", "select_vjp", "sequence_vjp", "sinc_curvature", "sinc_slope", "size_of",

@@ -868,14 +868,11 @@ def trapezoid_vjp(g: Any, y: Any, dx: Any = 1.0, axis: Any = -1, x: Any = None) 
         weights[[0, -1]] = dx / 2.0
         return np.expand_dims(of_type(g, y), axis) * np.reshape(weights, shape)
     along = axis if np.ndim(x) > 1 else -1
-    widths = 0.5 * np.diff(np.asarray(x, dtype=float), axis=along)
-    pad = [(0, 0)] * np.ndim(widths)
-    pad[along] = (1, 0)
-    before = np.pad(widths, pad)
-    pad[along] = (0, 1)
-    weights = before + np.pad(widths, pad)
-    if np.ndim(x) == 1:
-        weights = np.reshape(weights, shape)
+    widths = 0.5 * np.diff(np.moveaxis(x, along, -1), axis=-1)
+    weights = np.concatenate(
+        [widths[..., :1], widths[..., 1:] + widths[..., :-1], widths[..., -1:]], axis=-1
+    )
+    weights = np.reshape(weights, shape) if np.ndim(x) == 1 else np.moveaxis(weights, -1, along)
     return np.expand_dims(of_type(g, y), axis) * weights
 
 

@@ -168,3 +168,46 @@ def check_bound(bound: Any, name: Any, where: Any) -> None:
             f"{where}: cannot access local variable {name!r} where it is not associated with "
             "a value"
         )
+
+
+class NoTangent:
+    """The tangent of a part of a result that has none (``quad``'s error estimate, the times
+    ``solve_ivp`` chose): forward mode carries this in its place, and any arithmetic with it (the
+    part used in what is differentiated) raises ``why``, as reverse mode refuses its adjoint."""
+
+    def __init__(self, why: str):
+        self.why = why
+
+    def __repr__(self) -> str:
+        return f"NoTangent({self.why!r})"
+
+    def refuse(self, *_: Any, **__: Any) -> Any:
+        raise UnsupportedDerivativeError(self.why)
+
+    def __add__(self, other: Any) -> Any:
+        # the contributions of the call's arguments, added (each says the same)
+        if isinstance(other, NoTangent) or other is None:
+            return self
+        return self.refuse()
+
+    __radd__ = __add__
+
+    def __getitem__(self, index: Any) -> Any:
+        return self  # (a part of it has none either)
+
+    __sub__ = __rsub__ = __mul__ = __rmul__ = refuse
+    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __neg__ = __pos__ = __abs__ = refuse
+    __float__ = __array__ = __array_ufunc__ = __array_function__ = refuse
+
+
+def refuse_missing_tangents(value: Any) -> None:
+    """Raise where a tangent a function returns (or a part of one) is a ``NoTangent``: what it
+    returns has no derivative, even where nothing added to it."""
+    if isinstance(value, NoTangent):
+        value.refuse()
+    if isinstance(value, (tuple, list)):
+        for part in value:
+            refuse_missing_tangents(part)
+    elif isinstance(value, dict):
+        for part in value.values():
+            refuse_missing_tangents(part)

@@ -180,7 +180,10 @@ def absent(owner: Any, name: Any) -> Any:
 
 def field(obj: Any, name: Any) -> Any:
     """``obj.name``: a namedtuple's field, or any other attribute (which carries a gradient only in
-    a namedtuple)."""
+    a namedtuple, or a dict whose keys are its attributes: scipy's result objects). A plain dict is
+    such a result's tangent, its parts added (``add_adjoints``): its key."""
+    if type(obj) is dict:
+        return obj[name]
     return getattr(obj, name)
 
 
