@@ -692,7 +692,7 @@ def _solver_cases() -> dict:
 
     FIRST_ONLY.add(si.quad)
     FIRST_ONLY.add(so.curve_fit)  # (popt, pcov): the covariance has no derivative followed
-    STEPS.update({so.least_squares: 1e-3, so.curve_fit: 1e-3})
+    STEPS.update({so.least_squares: 1e-3, so.curve_fit: 1e-3, so.minimize_scalar: 1e-3})
     fit = dict(ftol=st.just(1e-15), xtol=st.just(1e-15), gtol=st.just(1e-15))
     integrated = case(st.just(sf.bump), st.floats(-1.0, 0.5), st.floats(0.6, 2.0),
                       st.tuples(st.floats(0.1, 2.0), arrays((2,), "real")))
@@ -710,6 +710,9 @@ def _solver_cases() -> dict:
                                lambda d: 1.5 * np.exp(-0.7 * sf.GRID) + 0.02 * d),
                            st.just([1.0, 1.0]),
                            arrays((9,), "pos").map(lambda s: 0.5 + 0.1 * s), **fit),
+        so.minimize_scalar: case(st.just(sf.scalar_bowl), st.just(None), st.just(None),
+                                 st.tuples(st.floats(-1.0, 1.0), st.floats(0.5, 2.0)),
+                                 tol=st.just(1e-12)),
         si.quad: integrated,
         si.solve_ivp: ode,
         so.brentq: bracketed, so.brenth: bracketed, so.bisect: bracketed, so.ridder: bracketed,

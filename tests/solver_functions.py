@@ -68,6 +68,15 @@ def decaying(t, a, k):
     return a * np.exp(-k * t)
 
 
+def scalar_bowl(x, c, w):
+    return w * (x - c) ** 2 + 0.1 * x ** 4 + np.sin(x)
+
+
+def long_chain(z, p):
+    """Many unknowns, each tied to its neighbour: dF/dz is applied as products."""
+    return z + 0.1 * np.tanh(np.roll(z, 1)) - p
+
+
 def flat(z, theta):
     """A double root at ``z = theta``: not isolated, no derivative."""
     return (z - theta) ** 2
@@ -230,3 +239,15 @@ def with_its_covariance(p):
     ydata = 1.5 * np.exp(-0.7 * GRID) * p[0]
     popt, pcov = so.curve_fit(decaying, GRID, ydata, p0=[1.0, 1.0])  # covariance
     return popt[0] + pcov[0, 0]  # used
+
+
+def one_minimum(p):
+    found = so.minimize_scalar(scalar_bowl, args=(p[0], p[1]), tol=1e-12)
+    bounded = so.minimize_scalar(scalar_bowl, bounds=(-3.0, 3.0), args=(p[0], 2.0),
+                                 method="bounded", options={"xatol": 1e-10})
+    return found.x * bounded.x
+
+
+def many_unknowns(p):
+    sol = so.root(long_chain, np.zeros(150), args=(p * np.linspace(0.5, 1.5, 150),), tol=1e-13)
+    return np.sum(sol.x ** 2)

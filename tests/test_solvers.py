@@ -26,7 +26,7 @@ def central(fun, x, h=1e-5):
 
 # the step for finite differences of a fit: its optimizer's answer moves by about 1e-10 however
 # tight its tolerances, so a step of 1e-5 would see that noise
-STEPS = {sf.fitted: 1e-3, sf.curve: 1e-3}
+STEPS = {sf.fitted: 1e-3, sf.curve: 1e-3, sf.one_minimum: 1e-3}
 
 
 def _central(fun, x, h):
@@ -65,6 +65,8 @@ def test_the_root_of_a_cubic_moves_as_the_theorem_says() -> None:
     (sf.observed_when, np.array([0.7, 1.3, 0.9])),
     (sf.fitted, np.array([0.7, 1.3])),
     (sf.curve, np.array([0.7, 1.3])),
+    (sf.one_minimum, np.array([0.7, 1.3])),
+    (sf.many_unknowns, 0.8),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_each_solver_against_finite_differences_and_the_other_mode(fun, at) -> None:
     value, grads = ast_ad.value_and_grad(fun)(at)
@@ -167,3 +169,38 @@ def test_a_field_of_a_result_other_than_the_solution_is_refused_not_dropped(fun)
         ast_ad.jvp(fun, (c,), (np.ones(2),))
     if fun is sf.minimum_value:
         assert info.value.lineno == marked_line(fun, "# used")
+
+
+def test_many_unknowns_are_solved_by_products_as_the_dense_solve_does(monkeypatch) -> None:
+    """150 unknowns: ``dF/dz`` is never built, GMRES solves with its products (one jvp or vjp
+    each); the same gradient as the dense solve's, which the limit raised gives."""
+    from ast_ad.api import solvers
+
+    value, matrix_free = ast_ad.value_and_grad(sf.many_unknowns)(0.8)
+    assert isinstance(solvers._slope(sf.long_chain, np.zeros(150), (np.ones(150),)),
+                      solvers.Products)
+    monkeypatch.setattr(solvers, "DENSE_UP_TO", 1000)
+    dense = ast_ad.grad(sf.many_unknowns)(0.8)
+    assert np.isclose(matrix_free, dense, rtol=1e-9)
+    assert np.isclose(ast_ad.jvp(sf.many_unknowns, (0.8,), (1.0,))[1], dense, rtol=1e-9)
+
+
+def test_an_exported_gradient_through_scipy_linalg_runs_without_ast_ad(tmp_path) -> None:
+    """The rules' helpers are copied with the imports they name (``sl``) and the helpers they call
+    (``T``, once missed: a name with a capital); scipy's own functions are imported."""
+    import runpy
+
+    theta = np.array([0.7, 1.3])
+    gradient = ast_ad.grad(sf.linear_algebra)
+    path = ast_ad.export(gradient, str(tmp_path / "linear_algebra_gradient.py"), theta)
+    module = runpy.run_path(path)
+    value, grads = module["linear_algebra_vjp"](theta)
+    assert value == sf.linear_algebra(theta)
+    assert np.allclose(grads, gradient(theta), rtol=1e-12)
+
+
+def test_a_gradient_through_a_solver_is_not_exported(tmp_path) -> None:
+    """Its rules take ast_ad's derivatives of the user's function as they run: refused, saying
+    so (it wrote scipy's brentq's source into the module before, which failed to run)."""
+    with pytest.raises(errors.ASTADError, match=r"root_vjp.*numpy alone"):
+        ast_ad.export(ast_ad.grad(sf.equilibrium), str(tmp_path / "gradient.py"), 1.3)

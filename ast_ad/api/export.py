@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ast_ad import transform
+from ast_ad.analysis.activity import is_library
 from ast_ad.analysis.kinds import COMPLEX_NUMBER, MAPPING, SET, label_fact, label_is_complex
 from ast_ad.api.arguments import SCALAR_TYPES, shape_labels
 from ast_ad.api.gradient import Gradient
@@ -75,6 +76,21 @@ def export(gradient: Gradient[..., Any], path: str, *example_args: Any) -> str:
             helpers.setdefault(revolve.__name__, _standalone(revolve))
             if alias != obj.__name__:
                 values.append(f"{alias} = {obj.__name__}")
+        elif inspect.isfunction(obj) and (obj.__module__ or "").startswith("ast_ad."):
+            # a rule of ast_ad's that differentiates the user's function as it runs (a scipy
+            # solver's): the module would need ast_ad
+            raise ASTADError(
+                f"this gradient calls {obj.__name__}, which takes ast_ad's derivatives of your "
+                "function as it runs (the rule of a scipy solver, an integral or an ODE): an "
+                "exported module runs on numpy alone, so it cannot be exported; call the gradient "
+                "from ast_ad"
+            )
+        elif inspect.isfunction(obj) and is_library(obj):
+            # an installed library's function (scipy's solver): imported, as the user's code does
+            name = obj.__name__
+            imports.append(
+                f"from {obj.__module__} import {name}" + (f" as {alias}" if alias != name else "")
+            )
         elif inspect.isfunction(obj):
             helpers[alias] = _function_source(obj, alias)
         elif getattr(obj, "__module__", None) == "builtins":
@@ -175,6 +191,9 @@ STANDARD_NAMES = {
     "Any": "from typing import Any",
     "Mapping": "from collections.abc import Mapping",
     "AbstractSet": "from collections.abc import Set as AbstractSet",
+    # (the modules the rules of scipy.linalg and scipy.integrate name their calls by)
+    "sl": "import scipy.linalg as sl",
+    "si": "import scipy.integrate as si",
 }
 
 
@@ -211,7 +230,7 @@ def _add_helper(fn: Any, alias: str, helpers: dict[str, str]) -> None:
 
 
 def _add_called_helpers(source: str, helpers: dict[str, str]) -> None:
-    for name in sorted(set(re.findall(r"\b([a-z_][a-z0-9_]*)\(", source))):
+    for name in sorted(set(re.findall(r"\b([A-Za-z_][A-Za-z0-9_]*)\(", source))):
         other = registry.helper_named(name)
         if inspect.isfunction(other):
             _add_helper(other, name, helpers)

@@ -11,8 +11,9 @@ forward mode solves ``dF/dz z_dot = -dF/dargs args_dot``. A minimum ``x`` of ``f
 found by ``minimize`` (unconstrained, or inside its bounds) is a root of the gradient,
 ``grad_x f(x, *args) = 0``, whose ``dF/dz`` is the Hessian. The products come from ast_ad's own
 ``vjp`` and ``jvp`` of the user's function (which must be in the language ast_ad differentiates);
-``dF/dz`` is built whole (a number, or a Jacobian by forward mode: these are the small dense
-systems of a root or a minimum in a few unknowns), and ``np.linalg.solve`` solves it.
+``dF/dz`` is built whole for up to ``DENSE_UP_TO`` unknowns (a number, or a Jacobian by forward
+mode) and ``np.linalg.solve`` solves it; beyond, it is never built: GMRES solves with its products,
+one ``jvp`` (or ``vjp``, transposed) of the user's function each.
 
 The call runs exactly as written, and the parameters reach it through ``args=``, the way scipy
 passes them: the lowering moves ``args=`` to its position (``frontend.lower_calls._positional``), so
@@ -53,6 +54,11 @@ except ImportError:  # pragma: no cover - scipy is optional
 WORST_CONDITION = 1e12
 # how far from a root (as the Newton step, relative to 1 + |z|) the returned point may be
 ROOT_TOLERANCE = 1e-6
+# up to this many unknowns dF/dz is built (by forward mode) and solved densely; beyond, it is
+# applied as products (one jvp or vjp of F each) and solved by GMRES to SOLVE_TOLERANCE (both may
+# be set: ``ast_ad.api.solvers.DENSE_UP_TO = 500``)
+DENSE_UP_TO = 100
+SOLVE_TOLERANCE = 1e-12
 
 
 def _params(args: Any) -> tuple[Any, ...]:
@@ -73,8 +79,11 @@ def _differentiable(value: Any) -> bool:
 
 
 def _solved(a: Any, b: Any, transpose: bool, what: str) -> Any:
-    """``a^-1 b`` (``a^-T b`` where ``transpose``) for ``dF/dz`` at the solution, ``a`` a number or
-    a matrix; a singular or ill-conditioned ``a`` is refused, naming ``what`` solved."""
+    """``a^-1 b`` (``a^-T b`` where ``transpose``) for ``dF/dz`` at the solution, ``a`` a number, a
+    matrix or its ``Products``; a singular or ill-conditioned ``a`` is refused, naming ``what``
+    solved."""
+    if isinstance(a, Products):
+        return a.solve(b, transpose, what)
     if np.ndim(a) == 0:
         if not np.isfinite(a) or a == 0.0:
             raise UnsupportedDerivativeError(
@@ -95,9 +104,47 @@ def _solved(a: Any, b: Any, transpose: bool, what: str) -> Any:
     return np.reshape(solved, shaped)
 
 
+class Products:
+    """``dF/dz`` at the solution as products, never built: ``matvec`` one ``jvp`` of ``F`` in
+    ``z``, ``rmatvec`` one ``vjp`` (for more unknowns than ``DENSE_UP_TO``); solved by GMRES."""
+
+    def __init__(self, fun: Callable[..., Any], z: Any, params: tuple[Any, ...]):
+        self.fun, self.z, self.params = fun, z, params
+        self.pull = vjp(fun, z, *params)[1]
+
+    def matvec(self, v: Any) -> Any:
+        tangents = (np.reshape(v, np.shape(self.z)), *(None for _ in self.params))
+        return np.ravel(jvp(self.fun, (self.z, *self.params), tangents)[1])
+
+    def rmatvec(self, v: Any) -> Any:
+        return np.ravel(self.pull(np.reshape(v, np.shape(self.z)))[0])
+
+    def solve(self, b: Any, transpose: bool, what: str) -> Any:
+        from scipy.sparse.linalg import LinearOperator, gmres
+
+        n = int(np.size(self.z))
+        operator = LinearOperator((n, n), matvec=self.rmatvec if transpose else self.matvec,
+                                  dtype=float)
+        right = np.ravel(np.asarray(b, dtype=float))
+        if not np.any(right):
+            return np.zeros(np.shape(b))
+        solved, info = gmres(operator, right, rtol=SOLVE_TOLERANCE, atol=0.0, restart=min(n, 100),
+                             maxiter=max(10, n))
+        if info != 0:
+            raise UnsupportedDerivativeError(
+                f"the linear system of the function {what}'s derivative in its unknowns at the "
+                f"solution did not converge ({n} unknowns, solved by GMRES with its products): it "
+                "is singular or ill-conditioned there, and the solution's derivative does not "
+                "exist (or would be noise)"
+            )
+        return np.reshape(solved, np.shape(b))
+
+
 def _slope(fun: Callable[..., Any], z: Any, params: tuple[Any, ...]) -> Any:
-    """``dF/dz`` at ``(z, *params)``: a number for a number ``z``, else the Jacobian as a matrix
-    (unknowns flattened)."""
+    """``dF/dz`` at ``(z, *params)``: a number for a number ``z``, the Jacobian as a matrix
+    (unknowns flattened) for at most ``DENSE_UP_TO`` unknowns, else its ``Products``."""
+    if np.ndim(z) and np.size(z) > DENSE_UP_TO:
+        return Products(fun, z, params)
     if np.ndim(z) == 0:
         tangents = (1.0, *(None for _ in params))
         return jvp(fun, (z, *params), tangents)[1]
@@ -254,6 +301,14 @@ def result_minimum_vjp(g: Any, ans: Any, fun: Callable[..., Any], args: Any,
 def result_minimum_jvp(u: Any, ans: Any, fun: Callable[..., Any], args: Any,
                        bounds: Any = None, tol: Any = None) -> Any:
     return _result_tangent(minimum_jvp(u, ans.x, fun, args, bounds, tol), "x", ans)
+
+
+def scalar_tolerance(method: Any, tol: Any, options: Any) -> Any:
+    """The tolerance on ``x`` that ``minimize_scalar`` stopped at: ``xatol`` of its bounded method
+    (``1e-5`` unless given), else ``tol``."""
+    if method == "bounded":
+        return (options or {}).get("xatol", 1e-5)
+    return tol
 
 
 # ---- least squares: minima of half the sum of squares --------------------------------------------
@@ -651,6 +706,14 @@ if so is not None:
            lambda u, ans, f, args=(), method=None, bracket=None, fprime=None, fprime2=None,
            x0=None, x1=None, xtol=None, rtol=None, maxiter=None, options=None:
            result_root_jvp(u, ans, f, args, "root", xtol))
+    defvjp(so.minimize_scalar, None, zero, zero,
+           lambda g, ans, fun, bracket=None, bounds=None, args=(), method=None, tol=None,
+           options=None: result_minimum_vjp(g, ans, fun, args, bounds,
+                                            scalar_tolerance(method, tol, options)))
+    defjvp(so.minimize_scalar, None, zero, zero,
+           lambda u, ans, fun, bracket=None, bounds=None, args=(), method=None, tol=None,
+           options=None: result_minimum_jvp(u, ans, fun, args, bounds,
+                                            scalar_tolerance(method, tol, options)))
     defvjp(so.minimize, None, zero,
            lambda g, ans, fun, x0, args=(), method=None, jac=None, hess=None, hessp=None,
            bounds=None, constraints=(), tol=None, callback=None, options=None:
@@ -660,7 +723,7 @@ if so is not None:
            bounds=None, constraints=(), tol=None, callback=None, options=None:
            result_minimum_jvp(u, ans, fun, args, bounds, tol))
     # a result object: its adjoint a dict of its fields' (``field_vjp``), added field by field
-    def_sequence(so.root, so.root_scalar, so.minimize)
+    def_sequence(so.root, so.root_scalar, so.minimize, so.minimize_scalar)
     # ``quad(func, a, b, args)``: a pair (value, abserr); the limits by the integrand's values
     # there, the parameters by the integral of its derivative
     defvjp(

@@ -19,12 +19,6 @@ import numpy as np
 
 from ast_ad.core.registry import def_helpers, def_linear, defjvp, defvjp
 
-# ``assume_a`` values that read one triangle of a symmetric matrix (real matrices)
-ONE_TRIANGLE = ("sym", "symmetric", "pos", "positive definite")
-# those that read the whole matrix (``None``: scipy picks a solver by the structure it finds, whose
-# answer is the general solve's)
-WHOLE = (None, "gen", "general")
-
 
 def columns_product(left: Any, right: Any) -> Any:
     """``left right^T`` for the adjoint of a matrix in ``A x = b``: an outer product where ``x`` is
@@ -48,13 +42,20 @@ def symmetric_from_triangle(a: Any, lower: Any) -> Any:
     return kept + np.swapaxes(kept, -1, -2) - np.eye(np.shape(a)[-1]) * a
 
 
+def one_triangle(assume_a: Any) -> Any:
+    """Whether ``scipy.linalg.solve`` reads one triangle of a symmetric matrix for ``assume_a``
+    (real matrices); ``None`` (scipy picks a solver by the structure it finds, whose answer is the
+    general solve's), ``"gen"`` and ``"general"`` read the whole matrix."""
+    return assume_a in ("sym", "symmetric", "pos", "positive definite")
+
+
 def solve_kind(assume_a: Any) -> Any:
     """``assume_a`` as every scipy version reads it (``None`` is the general solve's answer)."""
     return "gen" if assume_a is None else assume_a
 
 
 def checked_assume_a(assume_a: Any) -> Any:
-    if assume_a not in WHOLE and assume_a not in ONE_TRIANGLE:
+    if assume_a not in (None, "gen", "general") and not one_triangle(assume_a):
         raise NotImplementedError(
             f"the gradient of scipy.linalg.solve with assume_a={assume_a!r}: ast_ad follows "
             "the general solve and one triangle of a symmetric matrix ('sym', 'pos')"
@@ -67,7 +68,7 @@ def solve_vjp_a(g: Any, ans: Any, a: Any, b: Any,
     (``-x (A^-1 g)^T`` for ``transposed``), folded onto the triangle a symmetric solve reads."""
     checked_assume_a(assume_a)
     b_bar = sl.solve(a, g, lower=lower, assume_a=solve_kind(assume_a), transposed=not transposed)
-    if assume_a in ONE_TRIANGLE:
+    if one_triangle(assume_a):
         return folded_triangle(-columns_product(b_bar, ans), lower)
     if transposed:
         return -columns_product(ans, b_bar)
@@ -86,7 +87,7 @@ def solve_jvp_a(u: Any, ans: Any, a: Any, b: Any,
     """Tangent of ``x`` along ``u``, the tangent of ``a``: ``-A^-1 (u x)`` (the tangent of the
     symmetric matrix a symmetric solve builds, where it reads one triangle)."""
     checked_assume_a(assume_a)
-    if assume_a in ONE_TRIANGLE:
+    if one_triangle(assume_a):
         moved = symmetric_from_triangle(u, lower) @ ans
     elif transposed:
         moved = np.swapaxes(u, -1, -2) @ ans
@@ -150,7 +151,8 @@ def expm_frechet_of(a: Any, e: Any) -> Any:
 if sl is not None:
     def_helpers(solve_vjp_a, solve_vjp_b, solve_jvp_a, triangular_vjp_a, triangular_vjp_b,
                 triangular_jvp_a, expm_frechet_of, columns_product, folded_triangle,
-                symmetric_from_triangle, read_triangle, solve_kind, checked_assume_a, flipped_trans)
+                symmetric_from_triangle, read_triangle, solve_kind, checked_assume_a, flipped_trans,
+                one_triangle)
     defvjp(
         sl.solve,
         lambda g, ans, a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
