@@ -754,6 +754,14 @@ def _scipy_linalg_cases() -> dict:
         si.trapezoid: st.integers(2, 6).flatmap(
             lambda n: case(arrays((n,)), x=_samples(n))
             | case(arrays((2, n)), dx=st.floats(0.1, 2))),
+        sl.cho_factor: case(spd(), lower=st.booleans()),
+        sl.cho_solve: st.tuples(spd(), st.booleans(), rhs).map(
+            lambda t: (((sl.cho_factor(t[0], lower=t[1])[0], t[1]), t[2]), {})),
+        # (rows out of order: the factorization pivots)
+        sl.lu_factor: case(square().map(lambda a: a[[2, 0, 1]])),
+        sl.lu_solve: st.tuples(square().map(lambda a: a[[1, 2, 0]]), rhs,
+                               st.sampled_from([0, 1])).map(
+            lambda t: ((sl.lu_factor(t[0]), t[1]), {"trans": t[2]})),
         sl.expm: case(arrays((3, 3)).map(lambda a: 0.2 * a))
         | case(square(2, stack=True).map(lambda a: 0.1 * a)),
     }

@@ -251,3 +251,14 @@ def one_minimum(p):
 def many_unknowns(p):
     sol = so.root(long_chain, np.zeros(150), args=(p * np.linspace(0.5, 1.5, 150),), tol=1e-13)
     return np.sum(sol.x ** 2)
+
+
+def factored(theta):
+    k = np.exp(-theta[0] * (np.arange(3.0)[:, None] - np.arange(3.0)[None, :]) ** 2)
+    k = k + theta[1] * np.eye(3)
+    c, low = sl.cho_factor(k)
+    x = sl.cho_solve((c, low), Y)
+    lu, piv = sl.lu_factor((k + M * theta[0])[[2, 0, 1]])
+    z = sl.lu_solve((lu, piv), Y)
+    w = sl.lu_solve((lu, piv), Y, trans=1)
+    return x @ x + z @ z + w @ Y + 0.1 * np.sum(c) + np.sum(lu * lu)

@@ -139,18 +139,21 @@ def test_a_second_derivative_through_a_solver_is_refused() -> None:
         ast_ad.hessian(sf.equilibrium)(1.3)
 
 
-def test_scipy_linear_algebra_in_a_function_to_second_order() -> None:
+@pytest.mark.parametrize("fun", [sf.linear_algebra, sf.factored], ids=lambda f: f.__name__)
+def test_scipy_linear_algebra_in_a_function_to_second_order(fun) -> None:
     """``solve`` (general, transposed, and of a symmetric matrix by one triangle),
-    ``solve_triangular`` and ``expm`` in user code: the gradient against central differences and
+    ``solve_triangular`` and ``expm``; ``cho_factor`` and ``cho_solve``, ``lu_factor`` (pivoting)
+    and ``lu_solve`` (and the factors read directly, the other triangle of ``cho_factor``'s
+    included) in user code: the gradient against central differences and
     the tracer, and the Hessian (forward over reverse, through the rules' own helpers) against
     central differences of the gradient."""
     theta = np.array([0.7, 1.3])
-    value, grads = ast_ad.value_and_grad(sf.linear_algebra)(theta)
-    assert value == sf.linear_algebra(theta)
-    assert np.allclose(grads, central(sf.linear_algebra, theta), rtol=1e-6)
-    assert np.allclose(ast_ad.tracer.grad(sf.linear_algebra, (0,))(theta)[0], grads, rtol=1e-10)
-    hessian = ast_ad.hessian(sf.linear_algebra)(theta)
-    gradient = ast_ad.grad(sf.linear_algebra)
+    value, grads = ast_ad.value_and_grad(fun)(theta)
+    assert value == fun(theta)
+    assert np.allclose(grads, central(fun, theta), rtol=1e-6)
+    assert np.allclose(ast_ad.tracer.grad(fun, (0,))(theta)[0], grads, rtol=1e-10)
+    hessian = ast_ad.hessian(fun)(theta)
+    gradient = ast_ad.grad(fun)
     numeric = np.stack([central(lambda t, j=j: gradient(t)[j], theta) for j in range(2)])
     assert np.allclose(hessian, numeric, rtol=1e-5, atol=1e-7)
 
@@ -185,17 +188,18 @@ def test_many_unknowns_are_solved_by_products_as_the_dense_solve_does(monkeypatc
     assert np.isclose(ast_ad.jvp(sf.many_unknowns, (0.8,), (1.0,))[1], dense, rtol=1e-9)
 
 
-def test_an_exported_gradient_through_scipy_linalg_runs_without_ast_ad(tmp_path) -> None:
+@pytest.mark.parametrize("fun", [sf.linear_algebra, sf.factored], ids=lambda f: f.__name__)
+def test_an_exported_gradient_through_scipy_linalg_runs_without_ast_ad(fun, tmp_path) -> None:
     """The rules' helpers are copied with the imports they name (``sl``) and the helpers they call
     (``T``, once missed: a name with a capital); scipy's own functions are imported."""
     import runpy
 
     theta = np.array([0.7, 1.3])
-    gradient = ast_ad.grad(sf.linear_algebra)
-    path = ast_ad.export(gradient, str(tmp_path / "linear_algebra_gradient.py"), theta)
+    gradient = ast_ad.grad(fun)
+    path = ast_ad.export(gradient, str(tmp_path / f"{fun.__name__}_gradient.py"), theta)
     module = runpy.run_path(path)
-    value, grads = module["linear_algebra_vjp"](theta)
-    assert value == sf.linear_algebra(theta)
+    value, grads = module[f"{fun.__name__}_vjp"](theta)
+    assert value == fun(theta)
     assert np.allclose(grads, gradient(theta), rtol=1e-12)
 
 
