@@ -133,10 +133,40 @@ def test_a_function_that_reads_a_differentiated_value_by_closure_is_refused(fun,
     assert info.value.lineno == marked_line(fun, marker)
 
 
-def test_a_second_derivative_through_a_solver_is_refused() -> None:
-    """The rules' own helpers have no rules yet: a Hessian through a solver says so."""
-    with pytest.raises(errors.MissingRuleError, match="root_vjp"):
-        ast_ad.hessian(sf.equilibrium)(1.3)
+@pytest.mark.parametrize("fun, at", [
+    (sf.equilibrium, 1.3),
+    (sf.by_every_scalar_solver, 0.7),
+    (sf.system, np.array([0.4, 0.9])),
+    (sf.calibrated, np.array([0.4, -0.3])),
+    (sf.one_minimum, np.array([0.7, 1.3])),
+    (sf.fitted, np.array([0.7, 1.3])),
+    (sf.curve, np.array([0.7, 1.3])),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_a_hessian_through_a_solver_matches_differences_of_its_gradient(fun, at) -> None:
+    """Forward mode over the gradient: the reverse rules' own tangents (the theorem applied again:
+    second derivatives of the user's function, by forward over reverse of ``lam . F``), against
+    central differences of the gradient (a fit's with a larger step: its optimizer's noise)."""
+    hessian = np.atleast_2d(ast_ad.hessian(fun)(at))
+    gradient = ast_ad.grad(fun)
+    step = 1e-3 if fun in STEPS else 1e-5
+    if np.ndim(at) == 0:
+        numeric = np.atleast_2d(_central(gradient, at, step))
+    else:
+        numeric = np.stack([_central(lambda t, j=j: gradient(t)[j], at, step)
+                            for j in range(len(at))])
+    scale = np.max(np.abs(numeric))
+    noise = 1e-6 if fun in STEPS else 1e-7  # (what the optimizer's own noise leaves in them)
+    assert np.allclose(hessian, numeric, rtol=1e-4, atol=1e-5 * scale + noise)
+    assert np.allclose(hessian, hessian.T, rtol=1e-8, atol=1e-12 * scale)
+
+
+def test_a_second_derivative_through_an_integral_or_an_ode_is_refused() -> None:
+    """``quad``'s and ``solve_ivp``'s rules have no rules of their own yet: a Hessian through
+    one says so, naming the rule."""
+    with pytest.raises(errors.MissingRuleError, match="quad_"):
+        ast_ad.hessian(sf.integral)(np.array([0.7, 1.3, 1.9]))
+    with pytest.raises(errors.MissingRuleError, match="ivp_vjp"):
+        ast_ad.hessian(sf.trajectory)(np.array([0.7, 1.3, 0.9]))
 
 
 @pytest.mark.parametrize("fun", [sf.linear_algebra, sf.factored], ids=lambda f: f.__name__)

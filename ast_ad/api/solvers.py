@@ -25,8 +25,9 @@ What the rules check before they use the theorem, each a clear error rather than
 that the solver stopped at a root (the Newton step ``(dF/dz)^-1 F`` from the returned point is
 within ``1e-6 (1 + |z|)``), that ``dF/dz`` there is not singular or ill-conditioned (condition
 number below ``1e12``), and, for a minimum under bounds, that no bound is active (a derivative at an
-active bound is the constrained one, which these rules do not compute). Higher derivatives through
-a solver (a Hessian through ``root``) are not followed yet: the rules' own helpers have no rules,
+active bound is the constrained one, which these rules do not compute). A Hessian through a root,
+a minimum or a fit is forward mode over the gradient: the reverse rules have forward rules of their
+own (``root_vjp_tangent``: the theorem applied again); ``quad``'s and ``solve_ivp``'s have none yet,
 and ast_ad says so.
 """
 
@@ -40,7 +41,7 @@ import numpy as np
 from ast_ad.api.compose import jacfwd, vjp
 from ast_ad.api.directional import jvp
 from ast_ad.api.gradient import grad
-from ast_ad.core.registry import def_sequence, defjvp, defvjp, zero
+from ast_ad.core.registry import def_linear, def_sequence, defjvp, defvjp, zero
 from ast_ad.errors import UnsupportedDerivativeError
 from ast_ad.runtime import NoTangent, zeros_like
 
@@ -257,6 +258,96 @@ def result_root_jvp(u: Any, ans: Any, fun: Callable[..., Any], args: Any, name: 
     return _result_tangent(root_jvp(u, _result_of(ans, name), fun, args, tol), name, ans)
 
 
+# ---- second derivatives: the reverse rule's own tangent ----------------------------------------
+def _weighted(fun: Callable[..., Any], count: int) -> Callable[..., Any]:
+    """``weighted(z, lam, *args) = sum(lam * fun(z, *args))`` for ``count`` parameters: the function
+    whose gradient in ``z`` and ``args`` is ``(dF/dz)^T lam`` and ``(dF/dargs)^T lam``, and whose
+    Hessian-vector products are the second derivatives a reverse rule's tangent needs."""
+    params = "".join(f", a{k}" for k in range(count))
+    source = (f"def weighted(z, lam{params}):\n"
+              f"    return np.sum(lam * RESIDUAL(z{params}))\n")
+    return _made_function("weighted", source, RESIDUAL=fun)
+
+
+def root_vjp_tangent(moved: str, u: Any, g: Any, z: Any, fun: Callable[..., Any], args: Any,
+                     tol: Any = None, what: str = "solved") -> Any:
+    """The tangent of ``root_vjp(g, z, fun, args)`` along ``u``, the tangent of ``z`` (``moved``
+    ``"z"``) or of ``args`` (``"args"``): with ``phi = lam . F``, ``lam = (dF/dz)^-T g`` and ``H``
+    ``phi``'s Hessian-vector product along the move (forward over reverse of ``weighted``),
+    ``lam_dot = -(dF/dz)^-T H_z`` and the tangent ``-(H_args + (dF/dargs)^T lam_dot)``. (In ``g``
+    the rule is linear.) Forward mode over a gradient through a solver reads it: Hessians."""
+    params = _params(args)
+    slope = _checked_root(fun, z, params, what, tol)
+    g = np.zeros_like(z, dtype=float) if g is None else g
+    lam = _solved(slope, g, True, what)
+    moving = [k for k, p in enumerate(params) if _differentiable(p)]
+    weighted = _weighted(fun, len(params))
+    if moved == "z":
+        tangents: tuple[Any, ...] = (u, None, *(None for _ in params))
+    else:
+        shifted = _params(u) if isinstance(args, tuple) else (u,)
+        tangents = (np.zeros_like(z, dtype=float) if np.ndim(z) else 0.0, None,
+                    *(t if k in moving else None for k, t in enumerate(shifted)))
+    second = grad(weighted, (0, *(k + 2 for k in moving)))
+    _, pushed = jvp(second, (z, lam, *params), tangents)
+    pushed = pushed if isinstance(pushed, tuple) else (pushed,)
+    lam_dot = _solved(slope, -np.asarray(pushed[0], dtype=float), True, what)
+    pulled = vjp(fun, z, *params)[1](lam_dot)[1:]
+    parts: list[Any] = [zeros_like(p) for p in params]
+    for j, k in enumerate(moving):
+        parts[k] = -(pushed[1 + j] + (0.0 if pulled[k] is None else pulled[k]))
+    return _shaped_like(tuple(parts), args)
+
+
+def result_root_vjp_tangent(moved: str, u: Any, g: Any, ans: Any, fun: Callable[..., Any],
+                            args: Any, name: str, tol: Any = None) -> Any:
+    """``root_vjp_tangent`` for ``result_root_vjp`` (the tangent of ``ans``: its solution's)."""
+    z = _result_of(ans, name)
+    moving = _result_of(u, name) if moved == "z" else u
+    return root_vjp_tangent(moved, moving, _in_result(g, name), z, fun, args, tol)
+
+
+def result_minimum_vjp_tangent(moved: str, u: Any, g: Any, ans: Any, fun: Callable[..., Any],
+                               args: Any, bounds: Any = None, tol: Any = None) -> Any:
+    """The tangent of ``result_minimum_vjp``: a root's, of the objective's gradient."""
+    _interior(ans.x, bounds)
+    moving = u["x"] if moved == "z" else u
+    return root_vjp_tangent(moved, moving, _in_result(g, "x"), ans.x, gradient_of(fun), args, tol,
+                            "whose gradient is zero at a minimum")
+
+
+def least_squares_vjp_tangent(moved: str, u: Any, g: Any, ans: Any, fun: Callable[..., Any],
+                              args: Any, bounds: Any, loss: Any, xtol: Any) -> Any:
+    """The tangent of ``least_squares_vjp``: a minimum's, of half the sum of squares."""
+    held = _least_squares_checks(loss, bounds)
+    _interior(ans.x, held)
+    objective = _half_squares(fun, len(_params(args)))
+    moving = u["x"] if moved == "z" else u
+    return root_vjp_tangent(moved, moving, _in_result(g, "x"), ans.x, gradient_of(objective), args,
+                            xtol, "whose gradient is zero at a minimum")
+
+
+def curve_fit_vjp_tangent(moved: int, u: Any, which: int, g: Any, ans: Any,
+                          f: Callable[..., Any], xdata: Any, ydata: Any, sigma: Any, bounds: Any,
+                          full_output: Any, loss: Any = "linear") -> Any:
+    """The tangent of ``curve_fit_vjp``'s adjoint of the data (``which``) along ``u``, the tangent
+    of ``popt`` (``moved`` -1: of the result, a pair) or of ``xdata``, ``ydata`` or ``sigma``
+    (``moved`` 0, 1, 2)."""
+    popt_bar = g if not isinstance(g, (tuple, list)) else g[0]
+    weighted = sigma is not None
+    chi = _chi_squares(f, int(np.size(ans[0])), weighted)
+    args = (xdata, ydata, sigma) if weighted else (xdata, ydata)
+    held = _least_squares_checks(loss, (-np.inf, np.inf) if bounds is None else bounds)
+    _interior(ans[0], held)
+    if moved < 0:
+        found = root_vjp_tangent("z", u[0], popt_bar, ans[0], gradient_of(chi), args)
+    else:
+        tangents: list[Any] = [None] * len(args)
+        tangents[moved] = u
+        found = root_vjp_tangent("args", tuple(tangents), popt_bar, ans[0], gradient_of(chi), args)
+    return found[which]
+
+
 # ---- minima: roots of the gradient ---------------------------------------------------------------
 def _interior(x: Any, bounds: Any) -> None:
     """Refuse a minimum at an active bound (the unconstrained theorem does not hold there)."""
@@ -279,18 +370,29 @@ def _interior(x: Any, bounds: Any) -> None:
         )
 
 
+_GRADIENTS: dict[Any, Any] = {}
+
+
+def gradient_of(fun: Callable[..., Any]) -> Any:
+    """``grad(fun, 0)``, made once per function: the function whose root a minimum is (one object,
+    so that what is made of it, the weighted sums below, is made once too)."""
+    if fun not in _GRADIENTS:
+        _GRADIENTS[fun] = grad(fun, 0)
+    return _GRADIENTS[fun]
+
+
 def minimum_vjp(g: Any, x: Any, fun: Callable[..., Any], args: Any, bounds: Any = None,
                 tol: Any = None) -> Any:
     """The adjoint of ``args`` in a minimum ``x`` of ``fun(x, *args)``: that of a root of its
     gradient in ``x`` (``dF/dz`` the Hessian)."""
     _interior(x, bounds)
-    return root_vjp(g, x, grad(fun, 0), args, tol, "whose gradient is zero at a minimum")
+    return root_vjp(g, x, gradient_of(fun), args, tol, "whose gradient is zero at a minimum")
 
 
 def minimum_jvp(u: Any, x: Any, fun: Callable[..., Any], args: Any, bounds: Any = None,
                 tol: Any = None) -> Any:
     _interior(x, bounds)
-    return root_jvp(u, x, grad(fun, 0), args, tol, "whose gradient is zero at a minimum")
+    return root_jvp(u, x, gradient_of(fun), args, tol, "whose gradient is zero at a minimum")
 
 
 def result_minimum_vjp(g: Any, ans: Any, fun: Callable[..., Any], args: Any,
@@ -853,3 +955,55 @@ if so is not None:
         curve_fit_jvp(2, u, ans, f, xdata, ydata, sigma, bounds, full_output, loss),
     )
     def_sequence(so.least_squares, so.curve_fit)
+    # the reverse rules' own forward rules (linear in the adjoint; the rest by second
+    # derivatives of the user's function): a Hessian through a solver, forward over reverse
+    defjvp(root_vjp, None,
+           lambda u, ans, g, z, fun, args, tol=None, what="solved":
+           root_vjp_tangent("z", u, g, z, fun, args, tol, what),
+           None,
+           lambda u, ans, g, z, fun, args, tol=None, what="solved":
+           root_vjp_tangent("args", u, g, z, fun, args, tol, what),
+           zero, zero)
+    def_linear(root_vjp, 0)
+    defjvp(result_root_vjp, None,
+           lambda u, ans, g, res, fun, args, name, tol=None:
+           result_root_vjp_tangent("z", u, g, res, fun, args, name, tol),
+           None,
+           lambda u, ans, g, res, fun, args, name, tol=None:
+           result_root_vjp_tangent("args", u, g, res, fun, args, name, tol),
+           zero, zero)
+    def_linear(result_root_vjp, 0)
+    defjvp(result_minimum_vjp, None,
+           lambda u, ans, g, res, fun, args, bounds=None, tol=None:
+           result_minimum_vjp_tangent("z", u, g, res, fun, args, bounds, tol),
+           None,
+           lambda u, ans, g, res, fun, args, bounds=None, tol=None:
+           result_minimum_vjp_tangent("args", u, g, res, fun, args, bounds, tol),
+           zero, zero)
+    def_linear(result_minimum_vjp, 0)
+    defjvp(least_squares_vjp, None,
+           lambda u, ans_, g, ans, fun, args, bounds, loss, xtol:
+           least_squares_vjp_tangent("z", u, g, ans, fun, args, bounds, loss, xtol),
+           None,
+           lambda u, ans_, g, ans, fun, args, bounds, loss, xtol:
+           least_squares_vjp_tangent("args", u, g, ans, fun, args, bounds, loss, xtol),
+           zero, zero, zero)
+    def_linear(least_squares_vjp, 0)
+    defjvp(curve_fit_vjp, zero, None,
+           lambda u, ans_, which, g, ans, f, xdata, ydata, sigma, bounds, full_output,
+           loss="linear": curve_fit_vjp_tangent(-1, u, which, g, ans, f, xdata, ydata, sigma,
+                                                bounds, full_output, loss),
+           None,
+           lambda u, ans_, which, g, ans, f, xdata, ydata, sigma, bounds, full_output,
+           loss="linear": curve_fit_vjp_tangent(0, u, which, g, ans, f, xdata, ydata, sigma,
+                                                bounds, full_output, loss),
+           lambda u, ans_, which, g, ans, f, xdata, ydata, sigma, bounds, full_output,
+           loss="linear": curve_fit_vjp_tangent(1, u, which, g, ans, f, xdata, ydata, sigma,
+                                                bounds, full_output, loss),
+           lambda u, ans_, which, g, ans, f, xdata, ydata, sigma, bounds, full_output,
+           loss="linear": curve_fit_vjp_tangent(2, u, which, g, ans, f, xdata, ydata, sigma,
+                                                bounds, full_output, loss),
+           zero, zero, zero)
+    def_linear(curve_fit_vjp, 1)
+    # (each gives the adjoints of ``args``, a tuple: their tangents add element by element)
+    def_sequence(root_vjp, result_root_vjp, result_minimum_vjp, least_squares_vjp)

@@ -68,7 +68,8 @@ def table() -> str:
              if r.origin.startswith(("ast_ad.rules", "ast_ad.api.solvers"))
              # the helpers' own rules, for derivatives of derivatives
              and r.origin != "ast_ad.rules.runtime"
-             and getattr(r.fn, "__module__", None) != "ast_ad.runtime.spectral"]
+             and getattr(r.fn, "__module__", None) not in ("ast_ad.runtime.spectral",
+                                                           "ast_ad.api.solvers")]
     forward = [spelled(r.fn, r.origin) for r in rules if not r.nondiff
                and all(r.jvp(k) is not None for k in range(len(r.vjps)) if r.vjp(k) is not None)]
     reverse_only = sorted({spelled(r.fn, r.origin) for r in rules if not r.nondiff} - set(forward))
@@ -111,9 +112,10 @@ def table() -> str:
             f"{', '.join(f'`{n}`' for n in reverse_only)}."
             if reverse_only
             else f"- All {differentiable} have forward rules too (`jvp`, Hessians, derivatives "
-            "of any order), but for scipy.optimize's solvers: first derivatives in both modes, "
-            "by the implicit function theorem at the solution ([the guide](guides/solvers.md)); a "
-            "derivative of a derivative through one is refused."
+            "of any order), but for scipy's solvers, by the implicit function theorem at the "
+            "solution ([the guide](guides/solvers.md)): second derivatives (Hessians, forward over "
+            "reverse) through roots, minima and fits, first derivatives through quad and "
+            "solve_ivp."
         ),
         "- Array methods (`x.sum()`, `x.T`, `x.reshape(...)`, `x.astype(...)`, ...) resolve to "
         "these rules.",
