@@ -166,7 +166,14 @@ def _checked_root(fun: Callable[..., Any], z: Any, params: tuple[Any, ...], what
         )
     slope = _slope(fun, z, params)
     residual = fun(z, *params)
-    step = _solved(slope, residual, False, what)
+    if isinstance(slope, Products):
+        # (many unknowns: not a second solve, the residual over dF/dz's scale along ones, a
+        # lower bound of the Newton step's size)
+        ones = np.ones(np.size(z))
+        scale = np.linalg.norm(slope.matvec(ones)) / np.linalg.norm(ones)
+        step = np.abs(np.ravel(residual)) / (scale if scale > 0.0 else 1.0)
+    else:
+        step = _solved(slope, residual, False, what)
     allowed = max(ROOT_TOLERANCE, 10.0 * float(tol or 0.0)) * (1.0 + np.max(np.abs(z)))
     if not np.all(np.isfinite(step)) or np.max(np.abs(step)) > allowed:
         raise UnsupportedDerivativeError(
@@ -288,7 +295,7 @@ def root_vjp_tangent(moved: str, u: Any, g: Any, z: Any, fun: Callable[..., Any]
         shifted = _params(u) if isinstance(args, tuple) else (u,)
         tangents = (np.zeros_like(z, dtype=float) if np.ndim(z) else 0.0, None,
                     *(t if k in moving else None for k, t in enumerate(shifted)))
-    second = grad(weighted, (0, *(k + 2 for k in moving)))
+    second = _gradient_in(weighted, (0, *(k + 2 for k in moving)))
     _, pushed = jvp(second, (z, lam, *params), tangents)
     pushed = pushed if isinstance(pushed, tuple) else (pushed,)
     lam_dot = _solved(slope, -np.asarray(pushed[0], dtype=float), True, what)
@@ -671,7 +678,8 @@ def _ivp_adjoints(g: Any, ans: Any, fun: Callable[..., Any], t_span: Any, y0: An
     """``(y0_bar, args_bar, t_eval_bar)`` by the adjoint method: ``lam`` (the adjoint of the
     state) solved backwards from the end, ``dlam/dt = -(df/dy)^T lam``, taking the adjoint of the
     solution at each time it was returned as it passes, and ``mu``, ``dmu/dt = -(df/dargs)^T
-    lam``; ``y(t)`` on the way from the dense output of the same solve, run again. The products
+    lam``; ``y(t)`` on the way from the dense output of the same solve, run again segment by segment
+    from the states it returned (checkpoints at ``t_eval``). The products
     with ``df/dy`` and ``df/dargs`` are ast_ad's ``vjp`` of ``fun``. The three rules of a call
     share one computation (kept for the last call's ``g`` and ``ans``)."""
     if _LAST_ADJOINT and _LAST_ADJOINT[0] is g and _LAST_ADJOINT[1] is ans:
@@ -685,33 +693,35 @@ def _ivp_adjoints(g: Any, ans: Any, fun: Callable[..., Any], t_span: Any, y0: An
         raise UnsupportedDerivativeError(CHOSEN_TIMES)
     times = np.asarray(ans.t, dtype=float)
     n = np.size(y0)
-    dense = so_integrate.solve_ivp(fun, t_span, y0, method=method, dense_output=True,
-                                   args=args, **options).sol
+    # checkpoints: the state where the solve began and at each time it returned; each segment
+    # between two is solved forward again, with its dense output, as the adjoint passes it (memory
+    # for one segment's steps, not the whole solve's)
+    marks = [float(t_span[0]), *(float(t) for t in times)]
+    states = [np.ravel(np.asarray(y0, dtype=float)), *(ans.y[:, k] for k in range(len(times)))]
+    segment: list[Any] = [None]
+
+    # (one gradient object, made once: ``lam . f`` in the state and the parameters, called at each
+    # step of the backward solve)
+    pulled = _gradient_in(_weighted_rhs(fun, len(params)), (1, *(k + 3 for k in moving)))
 
     def backwards(t: float, state: Any) -> Any:
-        lam = state[:n]
-        _, pull = vjp(fun, t, dense(t), *params)
-        bars = pull(lam)
-        parts = [np.ravel(np.asarray(bars[1], dtype=float))]
-        parts += [np.ravel(np.asarray(bars[2 + k] if bars[2 + k] is not None else
-                                      np.zeros(size), dtype=float))
-                  for k, size in zip(moving, sizes, strict=True)]
-        return -np.concatenate(parts)
+        bars = pulled(t, segment[0](t), state[:n], *params)
+        bars = bars if isinstance(bars, tuple) else (bars,)
+        return -np.concatenate([np.ravel(np.asarray(b, dtype=float)) for b in bars])
 
     state = np.zeros(n + sum(sizes))
     t_bar = np.zeros_like(times)
-    now = float(t_span[1])
+    # (after the last returned time nothing is observed: the adjoint is zero there)
     for k in range(len(times) - 1, -1, -1):
-        if times[k] < now:
-            state = so_integrate.solve_ivp(backwards, (now, times[k]), state, method=method,
-                                           **options).y[:, -1]
-            now = float(times[k])
         slope = np.asarray(fun(times[k], ans.y[:, k], *params), dtype=float)
         t_bar[k] = g_t[k] + np.sum(g_y[:, k] * slope)
         state = state + np.concatenate([g_y[:, k], np.zeros(sum(sizes))])
-    if now > t_span[0]:
-        state = so_integrate.solve_ivp(backwards, (now, float(t_span[0])), state, method=method,
-                                       **options).y[:, -1]
+        start, end = marks[k], float(times[k])  # the segment before this time
+        if end > start:
+            segment[0] = so_integrate.solve_ivp(fun, (start, end), states[k], method=method,
+                                                dense_output=True, args=args, **options).sol
+            state = so_integrate.solve_ivp(backwards, (end, start), state, method=method,
+                                           **options).y[:, -1]
     y0_bar = np.reshape(state[:n], np.shape(y0))
     parts: list[Any] = [zeros_like(p) for p in params]
     start = n
@@ -723,6 +733,23 @@ def _ivp_adjoints(g: Any, ans: Any, fun: Callable[..., Any], t_span: Any, y0: An
     found = (y0_bar, _shaped_like(tuple(parts), args) if args is not None else None, t_bar)
     _LAST_ADJOINT[:] = [g, ans, found]
     return found
+
+
+def _gradient_in(fun: Callable[..., Any], argnums: tuple[int, ...]) -> Any:
+    """``grad(fun, argnums)``, made once."""
+    key = (fun, argnums)
+    if key not in _GRADIENTS:
+        _GRADIENTS[key] = grad(fun, argnums)
+    return _GRADIENTS[key]
+
+
+def _weighted_rhs(fun: Callable[..., Any], count: int) -> Callable[..., Any]:
+    """``weighted(t, y, lam, *args) = sum(lam * fun(t, y, *args))``: its gradient in ``y`` and
+    ``args`` is the adjoint system's right-hand side."""
+    params = "".join(f", a{k}" for k in range(count))
+    source = (f"def weighted(t, y, lam{params}):\n"
+              f"    return np.sum(lam * RHS(t, y{params}))\n")
+    return _made_function("weighted", source, RHS=fun)
 
 
 def ivp_vjp(which: int, g: Any, ans: Any, fun: Callable[..., Any], t_span: Any, y0: Any,

@@ -1,0 +1,135 @@
+"""The worked examples of differentiating through scipy's solvers (``examples/scipy_solvers.py``),
+each against its closed form where it has one, central differences, and JAX (the closed form
+differentiated, or the solver's iterations unrolled and differentiated)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import pathlib
+
+import numpy as np
+import pytest
+
+import ast_ad
+
+pytest.importorskip("scipy.optimize")
+_path = pathlib.Path(__file__).parent.parent / "examples" / "scipy_solvers.py"
+_spec = importlib.util.spec_from_file_location("scipy_solvers_example", _path)
+assert _spec is not None and _spec.loader is not None
+ex = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ex)
+
+
+def central(fun, x, h=1e-6):
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 0:
+        return (fun(float(x) + h) - fun(float(x) - h)) / (2.0 * h)
+    columns = []
+    for i in range(x.size):
+        step = np.zeros_like(x)
+        step[i] = h
+        columns.append((np.asarray(fun(x + step)) - np.asarray(fun(x - step))) / (2.0 * h))
+    return np.stack(columns, axis=-1)
+
+
+def test_a_steady_states_sensitivity_is_the_linear_systems() -> None:
+    """The network is linear in its concentrations: ``M(k) z = e3``, so ``dz/dk_i = -M^-1 (dM/dk_i)
+    z``."""
+    k = np.array([1.0, 0.5, 0.8, 0.3])
+    z = ex.steady_state(k)
+    jacobian = ast_ad.jacobian(ex.steady_state)(k)
+
+    def matrix(k):
+        return np.array([[-k[0], k[1], k[3]], [k[0], -(k[1] + k[2]), 0.0], [1.0, 1.0, 1.0]])
+    closed = np.stack([
+        -np.linalg.solve(matrix(k), (matrix(k + step) - matrix(k)) @ z)
+        for step in np.eye(4)
+    ], axis=1)  # (M is linear in k: a unit step's difference is dM/dk_i exactly)
+    assert np.allclose(jacobian, closed, rtol=1e-9, atol=1e-12)
+    assert np.allclose(jacobian, central(ex.steady_state, k), rtol=1e-6, atol=1e-9)
+
+
+def _ridge(penalty, xp=np):
+    x, y = xp.asarray(ex.X_TRAIN), xp.asarray(ex.Y_TRAIN)
+    w = xp.linalg.solve(x.T @ x + penalty * xp.eye(3), x.T @ y)
+    return xp.sum((xp.asarray(ex.X_VALID) @ w - xp.asarray(ex.Y_VALID)) ** 2)
+
+
+def test_a_penalty_tuned_through_minimize_against_ridges_closed_form() -> None:
+    """The validation loss's slope in the penalty, through ``minimize``, is the closed form's
+    ``w = (X^T X + p I)^-1 X^T y``, ``dw/dp = -(X^T X + p I)^-1 w``."""
+    value, slope = ast_ad.value_and_grad(ex.validation_loss)(2.0)
+    assert math.isclose(value, _ridge(2.0), rel_tol=1e-9)
+    x = ex.X_TRAIN
+    gram = x.T @ x + 2.0 * np.eye(3)
+    w = np.linalg.solve(gram, x.T @ ex.Y_TRAIN)
+    closed = 2.0 * (ex.X_VALID @ w - ex.Y_VALID) @ ex.X_VALID @ -np.linalg.solve(gram, w)
+    assert math.isclose(slope, closed, rel_tol=1e-7)
+    assert math.isclose(slope, central(ex.validation_loss, 2.0, 1e-4), rel_tol=1e-5)
+
+
+def test_a_penalty_tuned_through_minimize_against_jax() -> None:
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    expected = float(jax.grad(lambda p: _ridge(p, jnp))(2.0))
+    assert math.isclose(ast_ad.grad(ex.validation_loss)(2.0), expected, rel_tol=1e-7)
+
+
+def _vega(sigma, spot=100.0, strike=95.0, years=0.5, rate=0.02):
+    root = math.sqrt(years)
+    d1 = (math.log(spot / strike) + (rate + 0.5 * sigma * sigma) * years) / (sigma * root)
+    return spot * math.exp(-0.5 * d1 * d1) / math.sqrt(2.0 * math.pi) * math.sqrt(years)
+
+
+def test_an_implied_volatility_moves_with_the_price_as_one_over_vega() -> None:
+    sigma, slope = ast_ad.value_and_grad(ex.implied_volatility)(10.0)
+    assert math.isclose(ex.black_scholes(sigma, 100.0, 95.0, 0.5, 0.02), 10.0, rel_tol=1e-12)
+    assert math.isclose(slope, 1.0 / _vega(sigma), rel_tol=1e-9)
+    assert math.isclose(slope, central(ex.implied_volatility, 10.0), rel_tol=1e-6)
+    assert math.isclose(ast_ad.jvp(ex.implied_volatility, (10.0,), (1.0,))[1], slope,
+                        rel_tol=1e-12)
+
+
+def test_an_implied_volatility_against_jax_through_newtons_iterations() -> None:
+    """JAX differentiates through twenty Newton steps on the same equation (the derivative of the
+    iterations, which converge to the theorem's)."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    from jax.scipy.special import ndtr
+
+    def price(sigma):
+        d1 = (jnp.log(100.0 / 95.0) + (0.02 + 0.5 * sigma * sigma) * 0.5) / (
+            sigma * jnp.sqrt(0.5)
+        )
+        d2 = d1 - sigma * jnp.sqrt(0.5)
+        return 100.0 * ndtr(d1) - 95.0 * jnp.exp(-0.02 * 0.5) * ndtr(d2)
+
+    def implied(target):
+        sigma = 0.3
+        for _ in range(20):
+            sigma = sigma - (price(sigma) - target) / jax.grad(price)(sigma)
+        return sigma
+    assert math.isclose(ast_ad.grad(ex.implied_volatility)(10.0), float(jax.grad(implied)(10.0)),
+                        rel_tol=1e-9)
+
+
+def test_a_normalizing_constant_by_leibniz() -> None:
+    """Untilted, the density is a Gaussian's: ``Z = width sqrt(2 pi)``, ``dZ/dwidth = sqrt(2 pi)``
+    and ``dZ/dtilt = 0`` (an odd integrand); tilted, against central differences."""
+    grads = ast_ad.grad(ex.normalizer)(np.array([1.3, 0.0]))
+    assert np.allclose(grads, [math.sqrt(2.0 * math.pi), 0.0], rtol=1e-7, atol=1e-9)
+    p = np.array([1.3, 0.4])
+    assert np.allclose(ast_ad.grad(ex.normalizer)(p), central(ex.normalizer, p, 1e-5), rtol=1e-6)
+
+
+def test_lotka_volterra_fitted_by_gradient_descent_through_solve_ivp() -> None:
+    """The adjoint method's gradient of the misfit against central differences, and gradient descent
+    with it bringing the misfit down by a factor of five in a few steps."""
+    start = np.array([0.9, 0.11, 1.6, 0.07])
+    grads = ast_ad.grad(ex.misfit)(start)
+    assert np.allclose(grads, central(ex.misfit, start, 1e-6), rtol=1e-5)
+    assert ex.misfit(ex.fitted(start, steps=8)) < ex.misfit(start) / 5.0
