@@ -6,6 +6,8 @@ import numpy as np
 import scipy.integrate as si
 import scipy.linalg as sl
 import scipy.optimize as so
+import scipy.sparse as ss
+import scipy.sparse.linalg as ssl
 
 
 # ---- what is solved ------------------------------------------------------------------------------
@@ -262,3 +264,29 @@ def factored(theta):
     z = sl.lu_solve((lu, piv), Y)
     w = sl.lu_solve((lu, piv), Y, trans=1)
     return x @ x + z @ z + w @ Y + 0.1 * np.sum(c) + np.sum(lu * lu)
+
+
+# ---- sparse matrices with differentiated entries -------------------------------------------------
+
+SIZE = 40
+_MAIN = np.arange(SIZE)
+ROWS = np.concatenate([_MAIN, _MAIN[:-1], _MAIN[1:]])
+COLS = np.concatenate([_MAIN, _MAIN[1:], _MAIN[:-1]])
+# the same pattern, compressed by columns (each column's rows, in order)
+ORDER = np.lexsort((ROWS, COLS))
+INDPTR = np.concatenate([[0], np.cumsum(np.bincount(COLS, minlength=SIZE))])
+RIGHT = np.linspace(1.0, 2.0, SIZE)
+
+
+def tridiagonal(theta):
+    return np.concatenate([4.0 + theta[0] * np.cos(_MAIN), theta[1] * np.ones(SIZE - 1),
+                           -np.ones(SIZE - 1) * theta[0]])
+
+
+def sparse_solve(theta):
+    data = tridiagonal(theta)
+    a = ss.csr_matrix((data, (ROWS, COLS)), shape=(SIZE, SIZE))
+    b = ss.csc_matrix((data[ORDER], ROWS[ORDER], INDPTR), shape=(SIZE, SIZE))
+    x = ssl.spsolve(a, RIGHT)
+    y = ssl.spsolve(b, x)
+    return np.sum(x * y) + np.sum(x)

@@ -86,6 +86,8 @@ def observed(value, result=None, fn=None):
     the rest is the solver's report (counts, messages), which has no derivative."""
     if fn in FIRST_ONLY:
         return value[0]
+    if hasattr(value, "toarray") and hasattr(value, "nnz"):  # a sparse matrix: its entries
+        return value.toarray()
     reference = value if result is None else result
     if isinstance(reference, dict) and type(reference).__module__.startswith("scipy."):
         key = "root" if "root" in reference else "y" if "y" in reference else "x"

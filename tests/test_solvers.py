@@ -67,6 +67,7 @@ def test_the_root_of_a_cubic_moves_as_the_theorem_says() -> None:
     (sf.curve, np.array([0.7, 1.3])),
     (sf.one_minimum, np.array([0.7, 1.3])),
     (sf.many_unknowns, 0.8),
+    (sf.sparse_solve, np.array([0.5, 0.7])),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_each_solver_against_finite_differences_and_the_other_mode(fun, at) -> None:
     value, grads = ast_ad.value_and_grad(fun)(at)

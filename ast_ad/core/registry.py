@@ -727,7 +727,8 @@ def is_pure(fn: Any) -> bool:
 # Rules for optional libraries, registered when the user's code first names the library: importing
 # scipy.special alone costs more than all the rest of ast_ad.
 _LAZY: dict[str, list[str]] = {
-    "scipy": ["ast_ad.rules.scipy", "ast_ad.rules.scipy_linalg", "ast_ad.rules.scipy_integrate"]
+    "scipy": ["ast_ad.rules.scipy", "ast_ad.rules.scipy_linalg", "ast_ad.rules.scipy_integrate",
+              "ast_ad.rules.scipy_sparse"]
 }
 
 

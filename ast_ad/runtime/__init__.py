@@ -28,6 +28,7 @@ import numpy as np  # noqa: F401  (the doctest above)
 
 from ast_ad.core import registry
 from ast_ad.runtime.adjoints import (
+    OuterSum,
     average_vjp,
     average_weights_vjp,
     cast_vjp,
@@ -293,7 +294,7 @@ __all__ = [  # every helper, for ``from ast_ad.runtime import ...`` and ``runtim
     "rfftn_vjp", "swapped_norm", "unit",
     "getitem_vjp",
     "hstack_vjp", "index_terms_jvp", "inner_vjp", "inner_vjp_b", "inverse_axes", "is_array",
-    "NoTangent", "index_derivative", "is_container", "is_same", "keys_of", "kron_vjp",
+    "NoTangent", "OuterSum", "index_derivative", "is_container", "is_same", "keys_of", "kron_vjp",
     "linspace_vjp",
     "list_item", "list_item_vjp", "list_jvp", "tuple_jvp",
     "loop_length", "lower_only", "lower_only_sym", "matmul_vjp_a", "matmul_vjp_b",

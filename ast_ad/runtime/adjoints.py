@@ -89,6 +89,37 @@ def extremum_vjp(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: Any = Fal
     return expand_reduced(g, x, axis, keepdims) * share
 
 
+class OuterSum:
+    """The adjoint of a sparse matrix (scipy's, in ``spsolve``): ``sum_i u_i v_i^T``,
+    kept as its factors, never a dense matrix of the whole size; read at the stored entries
+    (``at``) by the matrix's constructor's rule."""
+
+    def __init__(self, pairs: list[tuple[Any, Any]]):
+        self.pairs = pairs
+
+    def __add__(self, other: Any) -> Any:
+        if isinstance(other, OuterSum):
+            return OuterSum(self.pairs + other.pairs)
+        if other is None or (isinstance(other, float) and other == 0.0):
+            return self
+        return NotImplemented
+
+    __radd__ = __add__
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        """The whole matrix, dense (where it is asked for: a comparison in a test)."""
+        total = sum(np.outer(u, v) for u, v in self.pairs)
+        return np.asarray(total, dtype=dtype)
+
+    def at(self, rows: Any, cols: Any) -> Any:
+        """The entries at ``rows`` and ``cols``."""
+        total = np.zeros(np.shape(rows))
+        for u, v in self.pairs:
+            total = total + np.asarray(u)[rows] * np.asarray(v)[cols]
+        return total
+
+
+
 def matmul_vjp_a(g: Any, a: Any, b: Any) -> Any:
     """Adjoint of ``a`` in ``a @ b``, for vectors, matrices and stacks of matrices."""
     g, a, b = as_array(g), as_array(a), as_array(b)

@@ -25,6 +25,8 @@ def spelled(fn: object, origin: str = "") -> str:
     name = getattr(fn, "__name__", repr(fn))
     if origin == "ast_ad.rules.scipy":
         return f"scipy.special.{name}"
+    if isinstance(fn, type) and module.startswith("scipy.sparse"):
+        return f"scipy.sparse.{name}"
     if isinstance(fn, type):
         return name if module == "builtins" else f"np.{name}"
     if module in ("_operator", "operator"):
@@ -41,6 +43,8 @@ def spelled(fn: object, origin: str = "") -> str:
         return f"scipy.linalg.{name}"
     if module.startswith("scipy.integrate"):
         return f"scipy.integrate.{name}"
+    if module.startswith("scipy.sparse.linalg"):
+        return f"scipy.sparse.linalg.{name}"
     if module.startswith("scipy"):
         return f"scipy.special.{name}"
     if registry.is_helper(fn):
@@ -90,6 +94,8 @@ def table() -> str:
             if name.startswith("scipy.linalg")
             else "scipy.integrate"
             if name.startswith("scipy.integrate")
+            else "scipy.sparse"
+            if name.startswith("scipy.sparse")
             else "scipy.special"
             if library == "scipy"
             else library
