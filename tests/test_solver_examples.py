@@ -69,6 +69,7 @@ def test_a_penalty_tuned_through_minimize_against_ridges_closed_form() -> None:
     assert math.isclose(slope, central(ex.validation_loss, 2.0, 1e-4), rel_tol=1e-5)
 
 
+@pytest.mark.long  # (JAX's import and tracing, or thirty ODE solves: CI's ``-m long`` step)
 def test_a_penalty_tuned_through_minimize_against_jax() -> None:
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
@@ -93,6 +94,7 @@ def test_an_implied_volatility_moves_with_the_price_as_one_over_vega() -> None:
                         rel_tol=1e-12)
 
 
+@pytest.mark.long  # (JAX's import and tracing, or thirty ODE solves: CI's ``-m long`` step)
 def test_an_implied_volatility_against_jax_through_newtons_iterations() -> None:
     """JAX differentiates through twenty Newton steps on the same equation (the derivative of the
     iterations, which converge to the theorem's)."""
@@ -126,6 +128,7 @@ def test_a_normalizing_constant_by_leibniz() -> None:
     assert np.allclose(ast_ad.grad(ex.normalizer)(p), central(ex.normalizer, p, 1e-5), rtol=1e-6)
 
 
+@pytest.mark.long  # (JAX's import and tracing, or thirty ODE solves: CI's ``-m long`` step)
 def test_lotka_volterra_fitted_by_gradient_descent_through_solve_ivp() -> None:
     """The adjoint method's gradient of the misfit against central differences, and gradient descent
     with it bringing the misfit down by a factor of five in a few steps."""
