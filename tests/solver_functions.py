@@ -191,11 +191,11 @@ def weighted(p):
 
 
 # ---- ODEs ----------------------------------------------------------------------------------------
-TIMES = np.array([0.3, 0.8, 1.2])
+TIMES = np.array([0.2, 0.4, 0.6])
 
 
 def trajectory(p):
-    sol = si.solve_ivp(decay, (0.0, 1.5), np.array([p[0], 1.0]), t_eval=TIMES,
+    sol = si.solve_ivp(decay, (0.0, 0.8), np.array([p[0], 1.0]), t_eval=TIMES,
                        args=(p[1], p[2]), rtol=1e-11, atol=1e-12)
     return np.sum(sol.y ** 2)
 
