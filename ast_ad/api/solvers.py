@@ -79,6 +79,14 @@ def _differentiable(value: Any) -> bool:
     return np.asarray(value).dtype.kind in "fc"
 
 
+def _param_tangents(u: Any, args: Any, params: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The tangents of ``args`` as ``jvp`` takes them: ``u``'s, held as ``args`` holds its
+    parameters, ``None`` where a parameter carries no derivative."""
+    moved = _params(u) if isinstance(args, tuple) else (u,)
+    return tuple(t if _differentiable(p) and t is not None else None
+                 for t, p in zip(moved, params, strict=True))
+
+
 def _solved(a: Any, b: Any, transpose: bool, what: str) -> Any:
     """``a^-1 b`` (``a^-T b`` where ``transpose``) for ``dF/dz`` at the solution, ``a`` a number, a
     matrix or its ``Products``; a singular or ill-conditioned ``a`` is refused, naming ``what``
@@ -209,11 +217,7 @@ def root_jvp(u: Any, z: Any, fun: Callable[..., Any], args: Any, tol: Any = None
     ``-(dF/dz)^-1 (dF/dargs u)``."""
     params = _params(args)
     slope = _checked_root(fun, z, params, what, tol)
-    moved = _params(u) if isinstance(args, tuple) else (u,)
-    tangents = tuple(
-        t if _differentiable(p) and t is not None else None
-        for t, p in zip(moved, params, strict=True)
-    )
+    tangents = _param_tangents(u, args, params)
     _, pushed = jvp(fun, (z, *params), (np.zeros_like(z, dtype=float)
                                        if np.ndim(z) else 0.0, *tangents))
     return -_solved(slope, pushed, False, what)
@@ -628,9 +632,7 @@ def quad_args_jvp(u: Any, func: Callable[..., Any], a: Any, b: Any, args: Any,
     integrand's tangent (one ``quad`` of ast_ad's ``jvp`` of ``func``)."""
     _plain_quad(weight, full_output, complex_func)
     params = _params(args)
-    moved = _params(u) if isinstance(args, tuple) else (u,)
-    tangents = tuple(t if _differentiable(p) and t is not None else None
-                     for t, p in zip(moved, params, strict=True))
+    tangents = _param_tangents(u, args, params)
 
     def along(x: float) -> Any:
         return jvp(func, (x, *params), (None, *tangents))[1]
@@ -770,20 +772,16 @@ def ivp_jvp(which: int, u: Any, ans: Any, fun: Callable[..., Any], t_span: Any, 
     _plain_ivp(ans, events, vectorized, t_span)
     options = _ode_options(rtol, atol, max_step, first_step)
     times = np.asarray(ans.t, dtype=float)
+    params = _params(args) if args is not None else ()
     if which == 2:
-        params = _params(args) if args is not None else ()
         slopes = np.stack([np.asarray(fun(t, ans.y[:, k], *params), dtype=float)
                            for k, t in enumerate(times)], axis=1)
         return so.OptimizeResult({"y": slopes * np.asarray(u, dtype=float), "t": u})
-    params = _params(args) if args is not None else ()
     n = np.size(y0)
     if which == 0:
         start, tangents = np.ravel(np.asarray(u, dtype=float)), tuple(None for _ in params)
     else:
-        moved = _params(u) if isinstance(args, tuple) else (u,)
-        start = np.zeros(n)
-        tangents = tuple(t if _differentiable(p) and t is not None else None
-                         for t, p in zip(moved, params, strict=True))
+        start, tangents = np.zeros(n), _param_tangents(u, args, params)
 
     def together(t: float, state: Any) -> Any:
         y, s = state[:n], state[n:]
