@@ -4,7 +4,8 @@ the derivative of an implied volatility (``brentq``), a parametrized density's n
 (``quad``), and the Lotka-Volterra parameters fitted by gradient descent through ``solve_ivp``.
 
 Run it: ``python examples/scipy_solvers.py``. ``tests/test_solver_examples.py`` checks each
-against its closed form, finite differences and JAX.
+against its closed form, finite differences, JAX, and the same problem solved by optimistix or
+diffrax and differentiated by JAX.
 """
 
 import math

@@ -206,6 +206,31 @@ def observed_when(p):
     return np.sum(sol.y[:, -1] * np.array([1.0, 2.0])) + sol.t[-1]
 
 
+def fast_decay(t, y, k):
+    """Decays forwards at rates up to ``20 k``: solved backwards, it grows as fast."""
+    return -k * np.array([20.0, 1.0]) * y + np.array([0.0, 0.1 * y[0]])
+
+
+def faded(p):
+    """Observed once, at the end of a span over which the state forgets its start by ``e**-16``:
+    the state solved backwards beside the adjoint does not come back (``BACKSOLVE_AGREEMENT``), so
+    the adjoint method solves it forward again, in pieces."""
+    sol = si.solve_ivp(fast_decay, (0.0, 0.8), np.array([p[0], 1.0]), t_eval=np.array([0.8]),
+                       args=(p[1],), rtol=1e-10, atol=1e-14)
+    return np.sum(sol.y[:, -1])
+
+
+def listed_decay(t, y, k, c):
+    return [-k * y[0] + c * np.sin(y[1]), k * y[0] - 0.5 * y[1] * y[1]]
+
+
+def listed(p):
+    """A right-hand side that returns a list, and an ``atol`` for each component."""
+    sol = si.solve_ivp(listed_decay, (0.0, 0.8), np.array([p[0], 1.0]), t_eval=TIMES,
+                       args=(p[1], p[2]), rtol=1e-11, atol=np.array([1e-12, 1e-13]))
+    return np.sum(sol.y ** 2)
+
+
 def at_the_solvers_times(p):
     sol = si.solve_ivp(decay, (0.0, 1.0), np.array([p[0], 1.0]), args=(p[1], p[2]))  # times
     return sol.t[-2] * p[0]  # used

@@ -1,6 +1,8 @@
 """The worked examples of differentiating through scipy's solvers (``examples/scipy_solvers.py``),
-each against its closed form where it has one, central differences, and JAX (the closed form
-differentiated, or the solver's iterations unrolled and differentiated)."""
+each against its closed form where it has one, central differences, and JAX: the closed form
+differentiated, the solver's iterations unrolled and differentiated, and the same problems solved by
+JAX's solver libraries, optimistix (roots and minima) and diffrax (the ODE, and the integral as
+one)."""
 
 from __future__ import annotations
 
@@ -136,3 +138,113 @@ def test_lotka_volterra_fitted_by_gradient_descent_through_solve_ivp() -> None:
     grads = ast_ad.grad(ex.misfit)(start)
     assert np.allclose(grads, central(ex.misfit, start, 1e-6), rtol=1e-5)
     assert ex.misfit(ex.fitted(start, steps=8)) < ex.misfit(start) / 5.0
+
+
+# ---- the same problems in JAX's solver libraries: optimistix (roots and minima, differentiated by
+# the implicit function theorem) and diffrax (ODEs, and the integral as one) -----------------------
+def _jax_libraries():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    return jax, pytest.importorskip("optimistix"), pytest.importorskip("diffrax")
+
+
+@pytest.mark.long  # (JAX's import and compilation: CI's ``-m long`` step)
+def test_the_steady_states_sensitivity_against_optimistix() -> None:
+    jax, optx, _ = _jax_libraries()
+    import jax.numpy as jnp
+
+    def network(z, k):
+        a, b, c = z[0], z[1], z[2]
+        return jnp.array([-k[0] * a + k[1] * b + k[3] * c, k[0] * a - (k[1] + k[2]) * b,
+                          a + b + c - 1.0])
+
+    def steady_state(k):
+        newton = optx.Newton(rtol=1e-13, atol=1e-13)
+        return optx.root_find(network, newton, jnp.full(3, 1.0 / 3.0), args=k).value
+
+    k = np.array([1.0, 0.5, 0.8, 0.3])
+    expected = np.asarray(jax.jacobian(steady_state)(jnp.asarray(k)))
+    assert np.allclose(ast_ad.jacobian(ex.steady_state)(k), expected, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.long
+def test_the_penalty_tuned_through_a_minimum_against_optimistix() -> None:
+    jax, optx, _ = _jax_libraries()
+    import jax.numpy as jnp
+
+    def training_loss(w, penalty):
+        return jnp.sum((ex.X_TRAIN @ w - ex.Y_TRAIN) ** 2) + penalty * jnp.sum(w * w)
+
+    def validation_loss(penalty):
+        bfgs = optx.BFGS(rtol=1e-12, atol=1e-12)
+        w = optx.minimise(training_loss, bfgs, jnp.zeros(3), args=penalty).value
+        return jnp.sum((ex.X_VALID @ w - ex.Y_VALID) ** 2)
+
+    expected = float(jax.grad(validation_loss)(2.0))
+    assert math.isclose(ast_ad.grad(ex.validation_loss)(2.0), expected, rel_tol=1e-8)
+
+
+@pytest.mark.long
+def test_the_implied_volatility_against_optimistix() -> None:
+    jax, optx, _ = _jax_libraries()
+    import jax.numpy as jnp
+    from jax.scipy.special import ndtr
+
+    def mispriced(sigma, price):
+        d1 = (jnp.log(100.0 / 95.0) + (0.02 + 0.5 * sigma * sigma) * 0.5) / (
+            sigma * jnp.sqrt(0.5)
+        )
+        d2 = d1 - sigma * jnp.sqrt(0.5)
+        return 100.0 * ndtr(d1) - 95.0 * jnp.exp(-0.02 * 0.5) * ndtr(d2) - price
+
+    def implied_volatility(price):
+        newton = optx.Newton(rtol=1e-14, atol=1e-14)
+        return optx.root_find(mispriced, newton, jnp.asarray(0.3), args=price).value
+
+    expected = float(jax.grad(implied_volatility)(10.0))
+    assert math.isclose(ast_ad.grad(ex.implied_volatility)(10.0), expected, rel_tol=1e-10)
+
+
+@pytest.mark.long
+def test_the_normalizing_constant_against_diffrax() -> None:
+    """The integral over the line as diffrax's ODE ``dZ/dx = density(x)`` over ``[-15, 15]`` (the
+    rest is below ``e**-50``), differentiated through the solve."""
+    jax, _, diffrax = _jax_libraries()
+    import jax.numpy as jnp
+
+    def density(x, z, p):
+        return jnp.exp(-0.5 * (x / p[0]) ** 2 + p[1] * jnp.sin(x))
+
+    def normalizer(p):
+        tight = diffrax.PIDController(rtol=1e-12, atol=1e-12)
+        sol = diffrax.diffeqsolve(diffrax.ODETerm(density), diffrax.Dopri8(), -15.0, 15.0, 0.01,
+                                  0.0, args=p, stepsize_controller=tight, max_steps=100_000)
+        return sol.ys[-1]
+
+    p = np.array([1.3, 0.4])
+    expected = np.asarray(jax.grad(normalizer)(jnp.asarray(p)))
+    assert np.allclose(ast_ad.grad(ex.normalizer)(p), expected, rtol=1e-8)
+
+
+@pytest.mark.long
+def test_the_lotka_volterra_misfit_against_diffrax() -> None:
+    """diffrax's Dopri5 (RK45's pair) at the same tolerances, differentiated through its steps
+    (``RecursiveCheckpointAdjoint``); ast_ad's adjoint method agrees to about the tolerance."""
+    jax, _, diffrax = _jax_libraries()
+    import jax.numpy as jnp
+
+    def predator_prey(t, y, theta):
+        a, b, c, d = theta[0], theta[1], theta[2], theta[3]
+        return jnp.array([a * y[0] - b * y[0] * y[1], d * y[0] * y[1] - c * y[1]])
+
+    def misfit(theta):
+        tight = diffrax.PIDController(rtol=1e-10, atol=1e-10)
+        sol = diffrax.diffeqsolve(diffrax.ODETerm(predator_prey), diffrax.Dopri5(), 0.0, 10.0, 0.01,
+                                  jnp.array([10.0, 5.0]), args=theta, stepsize_controller=tight,
+                                  saveat=diffrax.SaveAt(ts=jnp.asarray(ex.TIMES)),
+                                  max_steps=100_000)
+        return jnp.mean((sol.ys.T - ex.OBSERVED) ** 2)
+
+    start = np.array([0.9, 0.11, 1.6, 0.07])
+    expected = np.asarray(jax.grad(misfit)(jnp.asarray(start)))
+    assert np.allclose(ast_ad.grad(ex.misfit)(start), expected, rtol=1e-6)

@@ -6,7 +6,9 @@ line."""
 
 from __future__ import annotations
 
+import types
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -63,6 +65,8 @@ def test_the_root_of_a_cubic_moves_as_the_theorem_says() -> None:
     (sf.integral, np.array([0.7, 1.3, 1.9])),
     (sf.trajectory, np.array([0.7, 1.3, 0.9])),
     (sf.observed_when, np.array([0.7, 1.3, 0.9])),
+    (sf.faded, np.array([0.7, 1.0])),
+    (sf.listed, np.array([0.7, 1.3, 0.9])),
     (sf.fitted, np.array([0.7, 1.3])),
     (sf.curve, np.array([0.7, 1.3])),
     (sf.one_minimum, np.array([0.7, 1.3])),
@@ -82,6 +86,37 @@ def test_each_solver_against_finite_differences_and_the_other_mode(fun, at) -> N
     _, tangent = ast_ad.jvp(fun, (at,), (direction,))
     assert np.isclose(tangent, np.sum(grads * direction), rtol=1e-10)
     assert np.allclose(ast_ad.tracer.grad(fun, (0,))(at)[0], grads, rtol=1e-10)
+
+
+def test_the_adjoint_method_solves_a_forgetful_state_again_one_piece_at_a_time(monkeypatch) -> None:
+    """A state that forgets where it began (``sf.faded``, ``e**-16`` over its span) does not come
+    back when solved backwards beside its adjoint: the adjoint method solves it forward again, in
+    pieces of about ``RESOLVE_STEPS`` steps, each piece's dense output made when the adjoint
+    reaches it; the gradient is the same (against finite differences). A state that comes back
+    (``sf.trajectory``) is solved backwards beside its adjoint only, with no dense output."""
+    import scipy.integrate as si
+
+    from ast_ad.api import solvers
+
+    made: list[list[Any]] = []
+
+    def recorded(fun, span, y0, **options):
+        made.append([fun.__name__, bool(options.get("dense_output")), None])
+        sol = si.solve_ivp(fun, span, y0, **options)  # (an abandoned solve raises)
+        made[-1][2] = sol.nfev
+        return sol
+
+    monkeypatch.setattr(solvers, "so_integrate", types.SimpleNamespace(solve_ivp=recorded))
+    monkeypatch.setattr(solvers, "RESOLVE_STEPS", 4)
+    at = np.array([0.7, 1.0])
+    grads = ast_ad.grad(sf.faded)(at)
+    assert np.allclose(grads, central(sf.faded, at), rtol=1e-5, atol=1e-8)
+    assert made[0][0] == "together"  # tried first
+    dense = [calls for _, kept, calls in made if kept]
+    assert len(dense) > 2 and sum(dense) / len(dense) <= 2 * 6 * 4 + 12
+    made.clear()
+    ast_ad.grad(sf.trajectory)(np.array([0.7, 1.3, 0.9]))
+    assert made and all(name == "together" and not kept for name, kept, _ in made)
 
 
 def test_the_generated_code_calls_scipy_as_written_and_names_the_solve() -> None:

@@ -53,6 +53,7 @@ from ast_ad.api.lowering import (
     forward_columns,
     fresh,
     jvp_code,
+    located,
     lower,
     run_code,
 )
@@ -61,6 +62,7 @@ from ast_ad.errors import (
     ArgnumsError,
     ASTADError,
     GradientFailedError,
+    LocatedError,
 )
 from ast_ad.frontend import nested
 from ast_ad.ir.naming import identifier
@@ -177,6 +179,40 @@ def vjp(fun: Callable[..., V], *primals: Any,
     return out, vjp_fn
 
 
+
+
+def pullback_code(fun: Callable[..., Any], primals: tuple[Any, ...], argnums: tuple[int, ...]
+                  ) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """``fun``'s generated forward and backward functions, made for arguments of the kinds and
+    shapes of ``primals`` and called directly: ``forward(*args) -> (out, saved)`` and
+    ``backward(saved, out_bar)``, the adjoints of the arguments ``argnums`` (raw: a float or an
+    array each, ``0.0`` where ``out`` does not depend on one), without ``vjp``'s per-call
+    binding, copying and shaping.
+
+    It relies on two facts, which its caller states: every call of ``forward`` passes arguments
+    of the kinds and shapes of ``primals`` (their ``shape_labels``), so the code made for them is
+    the code ``vjp`` would run; and ``backward`` is called at most once for each ``saved`` (it pops
+    its tapes). A solver's rules call them at each step of a solve whose state keeps one shape
+    (``ast_ad.api.solvers``). A refusal raised in the generated code names the user's line, as
+    ``vjp``'s does."""
+    gradient: Gradient[..., Any] = Gradient(fun, argnums, with_value=True)
+    if gradient.bound_self is not None:
+        raise ASTADError("pullback_code takes a plain function, not a bound method")
+    fwd, bwd, loaded = transform.pair(gradient.fun, gradient.positions, shape_labels(primals))
+
+    def forward(*args: Any) -> Any:
+        try:
+            return fwd(*args)
+        except LocatedError as exc:
+            raise located(exc, loaded) from None
+
+    def backward(saved: Any, out_bar: Any) -> Any:
+        try:
+            return bwd(saved, out_bar)
+        except LocatedError as exc:
+            raise located(exc, loaded) from None
+
+    return forward, backward
 
 
 def _vjp_of_transformed(fun: Any, primals: tuple[Any, ...],

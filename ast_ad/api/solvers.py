@@ -33,12 +33,13 @@ and ast_ad says so.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ast_ad.api.compose import jacfwd, vjp
+from ast_ad.api.compose import jacfwd, pullback_code, vjp
 from ast_ad.api.directional import jvp
 from ast_ad.api.gradient import grad
 from ast_ad.core.registry import def_linear, def_sequence, defjvp, defvjp, zero
@@ -675,15 +676,114 @@ _LAST_ADJOINT: list[Any] = []
 CHOSEN_TIMES = "the times solve_ivp chose (sol.t without t_eval=) have no derivative: pass t_eval="
 
 
+# how near the state solved backwards beside the adjoint must come back to the state the forward
+# solve returned where a segment began, in units of the user's tolerance ``atol + rtol |y|``
+BACKSOLVE_AGREEMENT = 10.0
+# where it is not, the segment is solved forward again in pieces of about this many steps, so
+# that the dense output kept at once is that of this many steps (RK45 makes six calls a step)
+RESOLVE_STEPS = 64
+
+
+def _widened(options: dict[str, Any], n: int, state: bool, extra: int) -> dict[str, Any]:
+    """``options`` for a backward solve of ``extra`` adjoints, after the ``n`` components of the
+    state where ``state``: a per-component ``atol`` keeps its values for the state, its smallest
+    for the adjoints."""
+    atol = options["atol"]
+    if np.ndim(atol) == 0:
+        return options
+    atol = np.ravel(np.asarray(atol, dtype=float))
+    if atol.size != n:
+        return options  # (scipy says what is wrong with it)
+    return {**options, "atol": np.concatenate([atol if state else atol[:0],
+                                               np.full(extra, np.min(atol))])}
+
+
+def _adjoint_pieces(fun: Callable[..., Any], t: float, y: Any, params: tuple[Any, ...],
+                    moving: list[int]) -> Callable[[float, Any, Any], Any]:
+    """``pieces(t, lam, y)``: ``[f, lam^T df/dy, lam^T df/dargs...]`` at ``(t, y)`` (the right-hand
+    sides of the state and, but for their sign, of its adjoints), one flat array, from one forward
+    and one backward pass of ``fun``'s generated code (``pullback_code``), which give ``f`` on the
+    way. Every call passes a float time, an array of the state's shape for ``y`` and for ``lam``,
+    and the parameters ``params`` themselves, the facts ``pullback_code`` relies on. Where ``fun``
+    returns something other than a flat float array of the state's size (a list, say), the same
+    from the gradient of ``sum(lam * f)``, whose gradient in ``lam`` is ``f``."""
+    n = np.size(y)
+    shapes = [np.shape(params[k]) for k in moving]
+    forward, backward = pullback_code(fun, (t, y, *params), (1, *(k + 2 for k in moving)))
+    out = forward(t, y, *params)[0]
+
+    def flat(bars: Any, shapes: list[Any]) -> list[Any]:
+        return [b.ravel() if type(b) is np.ndarray and b.shape == s
+                else np.broadcast_to(np.asarray(b, dtype=float), s).ravel()
+                for b, s in zip(bars, shapes, strict=True)]
+
+    if type(out) is np.ndarray and out.shape == (n,) and out.dtype.kind == "f":
+        along = [(n,), *shapes]
+        level = all(len(s) == 1 for s in shapes)  # every parameter a flat array
+
+        def pieces(t: float, lam: Any, y: Any) -> Any:
+            out, saved = forward(float(t), y, *params)
+            bars = backward(saved, lam)  # (read, not written: as ``vjp``'s pullback reads it)
+            if level and all(type(b) is np.ndarray and b.shape == s
+                             for b, s in zip(bars, along, strict=True)):
+                return np.concatenate((out, *bars))
+            return np.concatenate([out, *flat(bars, along)])
+
+        return pieces
+    weighted = _weighted_rhs(fun, len(params))
+    lam = np.zeros(n)
+    forward, backward = pullback_code(weighted, (t, lam, y, *params),
+                                      (1, 2, *(k + 3 for k in moving)))
+    every = [(n,), (n,), *shapes]
+
+    def summed(t: float, lam: Any, y: Any) -> Any:
+        saved = forward(float(t), lam, y, *params)[1]
+        return np.concatenate(flat(backward(saved, 1.0), every))
+
+    return summed
+
+
+class _Abandoned(Exception):
+    """A segment solved backwards beside its adjoint that costs more than solving it again."""
+
+
+def _pieces(fun: Callable[..., Any], start: float, end: float, state: Any, method: Any,
+            args: Any, options: dict[str, Any], calls: float) -> tuple[Any, list[Any]]:
+    """``(cuts, starts)``: the segment ``[start, end]`` cut into pieces of about
+    ``RESOLVE_STEPS`` steps of the solver (``calls`` its guessed count of calls; RK45 makes six a
+    step), and the state where each piece begins, from one solve over the segment, made again with
+    more pieces where that solve's own count of calls says the guess was short by half."""
+    count = max(1, math.ceil(calls / 6 / RESOLVE_STEPS))
+    while True:
+        cuts = np.linspace(start, end, count + 1)
+        first = so_integrate.solve_ivp(fun, (start, end), state, method=method,
+                                       t_eval=cuts[:-1], args=args, **options)
+        needed = math.ceil(first.nfev / 6 / RESOLVE_STEPS)
+        if needed <= 2 * count:
+            return cuts, list(first.y.T)
+        count = needed
+
+
 def _ivp_adjoints(g: Any, ans: Any, fun: Callable[..., Any], t_span: Any, y0: Any, method: Any,
                   t_eval: Any, args: Any, options: dict[str, Any]) -> tuple[Any, Any, Any]:
     """``(y0_bar, args_bar, t_eval_bar)`` by the adjoint method: ``lam`` (the adjoint of the
     state) solved backwards from the end, ``dlam/dt = -(df/dy)^T lam``, taking the adjoint of the
     solution at each time it was returned as it passes, and ``mu``, ``dmu/dt = -(df/dargs)^T
-    lam``; ``y(t)`` on the way from the dense output of the same solve, run again segment by segment
-    from the states it returned (checkpoints at ``t_eval``). The products
-    with ``df/dy`` and ``df/dargs`` are ast_ad's ``vjp`` of ``fun``. The three rules of a call
-    share one computation (kept for the last call's ``g`` and ``ans``)."""
+    lam``. The products with ``df/dy`` and ``df/dargs`` are ast_ad's gradient of ``lam . f``, whose
+    gradient in ``lam`` is ``f`` itself: one pass gives the adjoint system's right-hand side and
+    the state's.
+
+    ``y(t)`` on the way: each segment between two times the solve returned (checkpoints at
+    ``t_eval``) is first solved backwards with the adjoints, ``y`` beside them from the state
+    returned at the segment's end: no second forward solve, and no memory for the steps. That is
+    kept where ``y`` comes back to the state returned at the segment's start within
+    ``BACKSOLVE_AGREEMENT`` times the user's tolerance (``atol + rtol |y|``); where it does not (a
+    system that forgets its state forwards grows errors backwards), that segment and those before
+    it are solved forward again from their checkpoints, in pieces of about ``RESOLVE_STEPS``
+    steps, each with dense output, and the adjoints backwards along it: memory for one piece's
+    steps and one state per piece. The tolerances of the backward solves are the user's
+    ``rtol`` and ``atol`` (a per-component ``atol``: its smallest for the adjoints). The three
+    rules of a call share one computation (kept for the last call's ``g`` and ``ans``)."""
     if _LAST_ADJOINT and _LAST_ADJOINT[0] is g and _LAST_ADJOINT[1] is ans:
         return _LAST_ADJOINT[2]  # type: ignore[no-any-return]
     params = _params(args) if args is not None else ()
@@ -695,43 +795,79 @@ def _ivp_adjoints(g: Any, ans: Any, fun: Callable[..., Any], t_span: Any, y0: An
         raise UnsupportedDerivativeError(CHOSEN_TIMES)
     times = np.asarray(ans.t, dtype=float)
     n = np.size(y0)
-    # checkpoints: the state where the solve began and at each time it returned; each segment
-    # between two is solved forward again, with its dense output, as the adjoint passes it (memory
-    # for one segment's steps, not the whole solve's)
     marks = [float(t_span[0]), *(float(t) for t in times)]
     states = [np.ravel(np.asarray(y0, dtype=float)), *(ans.y[:, k] for k in range(len(times)))]
+    rtol, atol = options["rtol"], options["atol"]
+    backsolve = _widened(options, n, True, n + sum(sizes))
+    resolve = _widened(options, n, False, n + sum(sizes))
+    pieces = _adjoint_pieces(fun, float(times[-1]), states[-1].copy(), params, moving)
+
+    # (a segment solved backwards is abandoned once it has made as many calls as the whole
+    # forward solve: a system whose state grows backwards can take ever smaller steps)
+    calls = [0]
+
+    def together(t: float, state: Any) -> Any:
+        calls[0] += 1
+        if calls[0] > ans.nfev + 50:
+            raise _Abandoned
+        slopes = pieces(t, state[n:2 * n], state[:n])
+        slopes[n:] *= -1.0
+        return slopes
+
     segment: list[Any] = [None]
 
-    # (one gradient object, made once: ``lam . f`` in the state and the parameters, called at each
-    # step of the backward solve)
-    pulled = _gradient_in(_weighted_rhs(fun, len(params)), (1, *(k + 3 for k in moving)))
+    def along(t: float, state: Any) -> Any:
+        slopes = pieces(t, state[:n], segment[0](t))[n:]
+        slopes *= -1.0
+        return slopes
 
-    def backwards(t: float, state: Any) -> Any:
-        bars = pulled(t, segment[0](t), state[:n], *params)
-        bars = bars if isinstance(bars, tuple) else (bars,)
-        return -np.concatenate([np.ravel(np.asarray(b, dtype=float)) for b in bars])
-
-    state = np.zeros(n + sum(sizes))
+    adjoint = np.zeros(n + sum(sizes))
     t_bar = np.zeros_like(times)
+    agreeing = True
     # (after the last returned time nothing is observed: the adjoint is zero there)
     for k in range(len(times) - 1, -1, -1):
         slope = np.asarray(fun(times[k], ans.y[:, k], *params), dtype=float)
         t_bar[k] = g_t[k] + np.sum(g_y[:, k] * slope)
-        state = state + np.concatenate([g_y[:, k], np.zeros(sum(sizes))])
+        adjoint = adjoint + np.concatenate([g_y[:, k], np.zeros(sum(sizes))])
         start, end = marks[k], float(times[k])  # the segment before this time
-        if end > start:
-            segment[0] = so_integrate.solve_ivp(fun, (start, end), states[k], method=method,
-                                                dense_output=True, args=args, **options).sol
-            state = so_integrate.solve_ivp(backwards, (end, start), state, method=method,
-                                           **options).y[:, -1]
-    y0_bar = np.reshape(state[:n], np.shape(y0))
+        if end <= start:
+            continue
+        if agreeing:
+            # (``t_eval``: only the end is kept, not each step's state)
+            calls[0] = 0
+            try:
+                back = so_integrate.solve_ivp(together, (end, start),
+                                              np.concatenate([states[k + 1], adjoint]),
+                                              method=method, t_eval=(start,), **backsolve)
+            except _Abandoned:
+                back = None
+            came = None if back is None or not back.success else back.y[:n, -1]
+            if came is not None and np.all(np.abs(came - states[k]) <= BACKSOLVE_AGREEMENT
+                                           * (atol + rtol * np.abs(states[k]))):
+                adjoint = back.y[n:, -1]
+                continue
+            agreeing = False
+        # in pieces of about ``RESOLVE_STEPS`` steps, each from a state a first solve over the
+        # segment returned; their number guessed from the whole solve's count of calls, and
+        # made again from this solve's own count where the guess was short by half
+        cuts, starts = _pieces(fun, start, end, states[k], method, args, options,
+                               ans.nfev * (end - start) / (float(t_span[1]) - float(t_span[0])))
+        for j in range(len(cuts) - 2, -1, -1):
+            segment[0] = None  # (one piece's dense output held at a time)
+            segment[0] = so_integrate.solve_ivp(fun, (cuts[j], cuts[j + 1]), starts[j],
+                                                method=method, dense_output=True, args=args,
+                                                **options).sol
+            adjoint = so_integrate.solve_ivp(along, (cuts[j + 1], cuts[j]), adjoint,
+                                             method=method, t_eval=(cuts[j],),
+                                             **resolve).y[:, -1]
+    y0_bar = np.reshape(adjoint[:n], np.shape(y0))
     parts: list[Any] = [zeros_like(p) for p in params]
-    start = n
+    start_at = n
     for k, size in zip(moving, sizes, strict=True):
-        piece = state[start:start + size]
+        piece = adjoint[start_at:start_at + size]
         parts[k] = float(piece[0]) if np.ndim(params[k]) == 0 else np.reshape(
             piece, np.shape(params[k]))
-        start += size
+        start_at += size
     found = (y0_bar, _shaped_like(tuple(parts), args) if args is not None else None, t_bar)
     _LAST_ADJOINT[:] = [g, ans, found]
     return found
@@ -746,10 +882,10 @@ def _gradient_in(fun: Callable[..., Any], argnums: tuple[int, ...]) -> Any:
 
 
 def _weighted_rhs(fun: Callable[..., Any], count: int) -> Callable[..., Any]:
-    """``weighted(t, y, lam, *args) = sum(lam * fun(t, y, *args))``: its gradient in ``y`` and
-    ``args`` is the adjoint system's right-hand side."""
+    """``weighted(t, lam, y, *args) = sum(lam * fun(t, y, *args))``: its gradient in ``lam`` is
+    ``fun`` itself, in ``y`` and ``args`` the adjoint system's right-hand side."""
     params = "".join(f", a{k}" for k in range(count))
-    source = (f"def weighted(t, y, lam{params}):\n"
+    source = (f"def weighted(t, lam, y{params}):\n"
               f"    return np.sum(lam * RHS(t, y{params}))\n")
     return _made_function("weighted", source, RHS=fun)
 
@@ -789,7 +925,7 @@ def ivp_jvp(which: int, u: Any, ans: Any, fun: Callable[..., Any], t_span: Any, 
         return np.concatenate([np.ravel(value), np.ravel(pushed)])
 
     both = so_integrate.solve_ivp(together, t_span, np.concatenate([np.ravel(y0), start]),
-                                  method=method, t_eval=times, **options)
+                                  method=method, t_eval=times, **_widened(options, n, True, n))
     chosen = NoTangent(CHOSEN_TIMES) if t_eval is None else np.zeros_like(times)
     return so.OptimizeResult({"y": both.y[n:], "t": chosen})
 

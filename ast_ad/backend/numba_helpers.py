@@ -43,6 +43,7 @@ COMPILED = (
     runtime.unit,
     runtime.inverse_or_zero,
     runtime.abs_vjp,
+    runtime.roll_vjp,
 )
 
 
@@ -229,6 +230,19 @@ def register(numba: Any) -> None:
     def _abs_vjp(g, x, size):
         if (array(x) or number(x)) and (array(g) or number(g)):
             return lambda g, x, size: g * np.conj(runtime.unit(x))
+        return None
+
+    @overload(runtime.roll_vjp)
+    def _roll_vjp(g, shift, axis=None):
+        # a flat array rolled back by a whole number (Numba's np.roll takes no axis)
+        if array(g) and plain(g).ndim == 1 and isinstance(plain(shift), types.Integer) and (
+            none(axis) or isinstance(plain(axis), types.Integer)
+        ):
+            def impl(g, shift, axis=None):
+                if axis is not None and axis != 0 and axis != -1:
+                    raise ValueError("jit='numba' rolls a flat array along its only axis")
+                return np.roll(g, -shift)
+            return impl
         return None
 
     @overload(runtime.check_bound)

@@ -82,6 +82,7 @@ from ast_ad.runtime import (
     prod_vjp,
     reduced_count,
     repeat_vjp,
+    roll_vjp,
     rollaxis_vjp,
     safe_log,
     select_default_vjp,
@@ -283,7 +284,7 @@ defvjp(np.broadcast_to, lambda g, ans, x, shape, *args, **kwargs: unbroadcast(g,
 defvjp(np.flip,         lambda g, ans, x, axis=None: np.flip(g, axis))
 defvjp(np.fliplr,       lambda g, ans, x: np.fliplr(g))
 defvjp(np.flipud,       lambda g, ans, x: np.flipud(g))
-defvjp(np.roll,         lambda g, ans, x, shift, axis=None: np.roll(g, np.negative(shift), axis))
+defvjp(np.roll,         lambda g, ans, x, shift, axis=None: roll_vjp(g, shift, axis))
 defvjp(np.tile,         lambda g, ans, x, reps: tile_vjp(g, x, reps))
 defvjp(np.repeat,       lambda g, ans, x, repeats, axis=None: repeat_vjp(g, x, repeats, axis))
 defvjp(np.pad,          lambda g, ans, x, pad_width, mode="constant", constant_values=0, **kwargs:

@@ -65,6 +65,7 @@ _LINEAR_IN_THE_ADJOINT = (
     rt.pad_vjp,
     rt.repeat_seq_vjp,
     rt.repeat_vjp,
+    rt.roll_vjp,
     rt.rollaxis_vjp,
     rt.select_default_vjp,
     rt.select_vjp,

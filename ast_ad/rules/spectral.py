@@ -179,8 +179,8 @@ for _fn in (
     # ast_ad's helpers that move adjoints about: linear in them, the rest read for shapes
     rt.column_stack_vjp, rt.concat_vjp_a, rt.concat_vjp_b, rt.cumsum_vjp, rt.diag_vjp,
     rt.diagonal_vjp, rt.diff_vjp, rt.dstack_vjp, rt.field_vjp, rt.hstack_vjp, rt.vstack_vjp,
-    rt.list_item_vjp, rt.pad_vjp, rt.repeat_seq_vjp, rt.repeat_vjp, rt.rollaxis_vjp, rt.split_vjp,
-    rt.take_vjp, rt.tile_vjp, rt.fit, rt.part_vjp, rt.fit_adjoint, rt.dense_adjoint,
+    rt.list_item_vjp, rt.pad_vjp, rt.repeat_seq_vjp, rt.repeat_vjp, rt.roll_vjp, rt.rollaxis_vjp,
+    rt.split_vjp, rt.take_vjp, rt.tile_vjp, rt.fit, rt.part_vjp, rt.fit_adjoint, rt.dense_adjoint,
     rt.owned_adjoint, rt.filled, rt.spread, rt.summed_to, rt.unpopped,
 ):
     if lookup(_fn) is not None:

@@ -858,6 +858,17 @@ def diff_vjp(g: Any, x: Any, n: Any = 1, axis: Any = -1) -> Any:
     return np.reshape(g, np.shape(x))
 
 
+def roll_vjp(g: Any, shift: Any, axis: Any = None) -> Any:
+    """Adjoint of ``x`` in ``np.roll(x, shift, axis)``: ``g`` rolled back by ``shift``. A flat array
+    rolled by a whole number is two slices joined (numpy's ``roll`` costs several times that copy,
+    which a solver's adjoint pays at every step); anything else is ``np.roll`` itself."""
+    if (type(g) is np.ndarray and g.ndim == 1 and g.size and type(shift) is int
+            and (axis is None or axis in (0, -1))):
+        k = shift % g.size
+        return np.concatenate((g[k:], g[:k]))
+    return np.roll(g, np.negative(shift), axis)
+
+
 def rollaxis_vjp(g: Any, x: Any, axis: Any, start: Any = 0) -> Any:
     """Adjoint of ``x`` in ``np.rollaxis``: ``g`` with the inverse permutation."""
     ndim = np.ndim(x)
