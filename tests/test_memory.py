@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import ast_ad
+from ast_ad import errors
 from ast_ad.errors import InPlaceAliasError
 from tests import memory_functions as mf
 from tests.oracles import assert_fd, assert_same, marked_line
@@ -38,7 +39,9 @@ def test_a_write_another_name_sees_is_followed(fun, x) -> None:
     gradient, in both modes."""
     value, grads = ast_ad.value_and_grad(fun)(x.copy())
     assert value == fun(x.copy())
-    # (the tracer computes each write as a new array and follows no view: no oracle here)
+    # the tracer follows the same names, views and slots, by numpy's own memory (its oracle)
+    traced_value, traced = ast_ad.tracer.value_and_grad(fun, (0,))(x.copy())
+    assert np.isclose(traced_value, value, rtol=1e-13) and np.allclose(traced[0], grads, rtol=1e-9)
     assert_fd(lambda v: fun(np.copy(v)), (x,), (0,), (grads,))
     value_f, tangent = ast_ad.jvp(fun, (x.copy(),), (T,))
     assert value_f == value
@@ -368,3 +371,64 @@ def test_one_float_object_passed_for_several_arguments_is_several_variables() ->
     assert grads == ast_ad.grad(fun, (0, 1, 2))(0.0, 1e-300, -1e-300)
     assert grads == (0.0, 1.0, 0.0)
     assert ast_ad.jvp(fun, (a, a, a), (0.0, 1.0, 0.0))[1] == 1.0
+
+
+# ---- the tracer, the other oracle, follows Python's memory as ast_ad does ------------------------
+@pytest.mark.parametrize("fun", mf.FOLLOWED, ids=[f.__name__ for f in mf.FOLLOWED])
+def test_the_tracers_forward_mode_follows_the_same_writes(fun) -> None:
+    """The tracer notes a result that shares memory with its argument as a view of it, with where
+    each of its entries lies in the base (numpy's own layout), and after a write into either puts
+    the entries back and reads every other view again; forward mode carries tangents through the
+    same writes: its tangent is ast_ad's."""
+    value, tangent = ast_ad.jvp(fun, (X.copy(),), (T,))
+    traced_value, traced = ast_ad.tracer.jvp(fun, (X.copy(),), (T,))
+    assert np.isclose(traced_value, value, rtol=1e-13)
+    assert np.isclose(traced, tangent, rtol=1e-10)
+
+
+def _numbers_are_not_written(x):
+    a = x[0] * 1.0
+    b = a
+    a += 2.0  # a new number for a alone
+    return a * b
+
+
+def _an_array_is_written(x):
+    y = x * 1.0
+    z = y
+    z += x * x  # the very array y holds
+    w = y[1:]
+    y[1] = 3.0 * x[0]  # seen through w
+    return np.sum(y[1:] * w) + np.sum(z)
+
+
+@pytest.mark.parametrize("fun", [_numbers_are_not_written, _an_array_is_written])
+def test_the_tracer_changes_an_array_in_place_and_a_number_never(fun) -> None:
+    value, grads = ast_ad.value_and_grad(fun)(X.copy())
+    traced_value, traced = ast_ad.tracer.value_and_grad(fun, (0,))(X.copy())
+    assert traced_value == fun(X.copy()) == value
+    assert np.allclose(traced[0], grads, rtol=1e-12)
+
+
+def _writes_a_broadcast(x):
+    b = np.broadcast_to(x * 1.0, (2, 4))
+    b[0, 0] = 1.0
+    return np.sum(b)
+
+
+def _writes_a_real_part(x):
+    z = x * (1.0 + 1.0j)
+    r = z.real
+    r[0] = 2.0 * x[1]
+    return np.sum(np.abs(z))
+
+
+def test_the_tracer_raises_where_numpy_does_and_refuses_what_it_cannot_follow() -> None:
+    """A read-only view (``np.broadcast_to``) is not written, as numpy says; a view whose entries
+    are not its base's (the real part of a complex array) is refused by name, not approximated."""
+    with pytest.raises(ValueError, match="read-only"):
+        _writes_a_broadcast(X.copy())
+    with pytest.raises(ValueError, match="read-only"):
+        ast_ad.tracer.grad(_writes_a_broadcast, (0,))(X.copy())
+    with pytest.raises(errors.MissingRuleError, match="view whose entries are not its base's"):
+        ast_ad.tracer.grad(_writes_a_real_part, (0,))(X.copy())

@@ -69,11 +69,10 @@ EXACT = [
     (c.partial_of_a_primitive, (1.3,), (0,), False),  # the tracer takes no keywords
     (c.methods_of_user_classes, (1.3,), (0,), True),
     (c.version_check, (1.3,), (0,), True),
-    # the tracer does not follow writes into items of lists
-    (c.nested_item_writes, (X,), (0,), False),
+    (c.nested_item_writes, (X,), (0,), True),
     (c.casts_to_integers, (X,), (0,), True),
     (c.sorted_with_key, (1.3,), (0,), True),
-    (c.dict_item_writes, (X,), (0,), False),  # the tracer does not follow writes into dicts
+    (c.dict_item_writes, (X,), (0,), True),
     (c.matrix_norms, (np.array([0.3, 1.7, -2.9, 1.1]),), (0,), True),
     (c.list_slices_and_augmented_join, (X,), (0,), True),
     (c.imag_is_zero, (X,), (0,), True),

@@ -344,8 +344,10 @@ def copy_of(x: Any) -> Any:
 
 
 def astype(x: Any, dtype: Any, copy: Any = True) -> Any:
-    """``x.astype(dtype)`` as a function: a new array (``copy=False`` is ``astype_view``)."""
-    return as_array(x).astype(dtype)
+    """``x.astype(dtype, copy=copy)`` as a function: a new array (the lowering makes a literal
+    ``copy=False`` ``astype_view`` and refuses any other ``copy=``; the tracer runs the call as
+    written, where ``copy=False`` may give ``x`` itself)."""
+    return as_array(x).astype(dtype, copy=bool(copy))
 
 
 def array_view(x: Any, *args: Any, copy: Any = None, **kwargs: Any) -> Any:

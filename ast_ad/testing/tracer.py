@@ -13,6 +13,14 @@ contributions. The function runs unchanged, on a copy whose globals and
 closure see traced primitives, so it shares only the rule registry with the
 transformer: a transformation bug cannot hide in both.
 
+Python's memory is followed as Python has it: a write ``y[i] = v``, ``y += d`` or ``y.fill(v)``
+changes the box itself (every name and container slot holding it sees it); a result that shares
+memory with its argument (``y[1:]``, ``y.T``, ``y.reshape(...)``) is noted as a view of it, with
+where each of its entries lies in the base, read off numpy's own layout (``_positions``), so that
+a write through a view puts its entries back into the base, and a write into a base reads its
+views again (``_wrote``); a number never changes in place. Each step is a recorded primitive
+(``assign_item``, ``reshape``, the view's own call), so the derivative follows the writes.
+
 Forward mode (``jvp``) carries a ``Dual`` instead: a value and its tangent,
 each primitive applying its forward rule as it runs. Transformations nest:
 each call of ``grad`` or ``jvp`` is a *level*, and a box of one level may hold a
@@ -32,6 +40,7 @@ import itertools
 import numbers
 import operator
 import types
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -87,7 +96,11 @@ class Box:
         return f"Box({self.value!r})"
 
     def __getattr__(self, name: str) -> Any:
-        """Array methods: ``x.max(axis=0)`` is ``np.max(x, axis=0)``."""
+        """Array methods: ``x.max(axis=0)`` is ``np.max(x, axis=0)``; one that changes the array
+        in place (``x.fill(v)``, ``x.sort()``) is its registered twin's value written into it."""
+        twin = registry.in_place(getattr(np.ndarray, name, None))
+        if twin is not None and isinstance(_deepest(self), np.ndarray):
+            return lambda *args, **kwargs: _changed(self, twin, *args, **kwargs)
         method: Callable[..., Any] | None = registry.method(name)
         if method is not None:
             return lambda *args, **kwargs: apply(method, self, *args, **kwargs)
@@ -98,12 +111,11 @@ class Box:
 
     def __setitem__(self, index: Any, value: Any) -> None:
         """``y[i] = v`` on a traced array: the box now holds a new array, recorded like any
-        primitive."""
-        new = apply(assign_item, self, index, value)
-        if not isinstance(new, (Box, Dual)):
-            new = Box(new, Node(new, []))
-        self.__class__ = type(new)
-        self.__dict__.update(new.__dict__)
+        primitive; the arrays it is a view of, and their other views, take the write too
+        (``_wrote``)."""
+        _writable(self)
+        _replace(self, apply(assign_item, self, index, value))
+        _wrote(self)
 
     def __float__(self) -> float:
         raise TypeError("the tracer cannot follow a differentiated value into a plain float here")
@@ -165,6 +177,150 @@ for _name, _fn in _COMPARISONS:
     setattr(Box, f"__{_name}__", lambda self, other, fn=_fn: apply(fn, self, other))
 setattr(Box, "__hash__", object.__hash__)  # noqa: B010 -- after __eq__ is set, which would unset it
 
+
+def _in_place(fn: Callable[..., Any], name: str) -> Callable[[Box, Any], Any]:
+    """``y += v`` and the like: on an array, a write into the very object (every name for it, the
+    arrays it is a view of and their views see it), its dtype kept as numpy keeps it; on a number,
+    a new value for this name alone (numbers do not change in place)."""
+    def operate(self: Box, other: Any) -> Any:
+        mine = _deepest(self)
+        if not isinstance(mine, np.ndarray):
+            return apply(fn, self, other)
+        _writable(self)
+        trial = mine.copy()
+        getattr(operator, f"__i{name}__")(trial, _deepest(other))  # numpy's own casting checks
+        new = apply(fn, self, other)
+        if np.shape(_deepest(new)) != mine.shape:
+            raise ValueError(f"non-broadcastable output operand with shape {mine.shape}")
+        _replace(self, new)
+        _wrote(self)
+        return self
+    return operate
+
+
+for _name, _fn in _OPERATORS[:6]:  # (no in-place divmod; mod on arrays is rare but follows)
+    setattr(Box, f"__i{_name}__", _in_place(_fn, _name))
+
+
+def _changed(box: Box, twin: Any, *args: Any, **kwargs: Any) -> None:
+    """A call that changes ``box``'s array in place (``registry.def_in_place``): its value is
+    ``twin(box, *args)``, written into the very array, as a write is."""
+    _writable(box)
+    _replace(box, apply(twin, box, *args, **kwargs))
+    _wrote(box)
+
+
+class InPlaceView:
+    """A function that changes its first argument in place (``np.copyto``), or a ufunc with such
+    a method (``np.add.at``), as a traced function sees it."""
+
+    def __init__(self, fn: Any, copies: dict[Any, Any]):
+        self.fn, self.copies = fn, copies
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        twin = registry.in_place(self.fn)
+        if twin is not None and args and isinstance(args[0], Box):
+            return _changed(args[0], twin, *args[1:], **kwargs)
+        return apply(self.fn, *args, **kwargs) if registry.lookup(self.fn) is not None \
+            else self.fn(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.fn, name)
+        if registry.in_place(method) is not None:
+            return InPlaceView(method, self.copies)
+        return view(method, self.copies)
+
+
+def _deepest(value: Any) -> Any:
+    """The plain value inside ``value``'s boxes, at every level."""
+    while isinstance(value, Box):
+        value = value.value
+    return value
+
+
+def _writable(box: Box) -> None:
+    """Raise as numpy does for a write into a read-only array (``np.broadcast_to``'s view)."""
+    value = _deepest(box)
+    if isinstance(value, np.ndarray) and not value.flags.writeable:
+        raise ValueError("assignment destination is read-only")
+
+
+def _replace(box: Box, new: Any) -> None:
+    """``box`` (the object every name for it holds) now stands for ``new``'s value and node; what
+    it is a view of, and its views, it keeps."""
+    if not isinstance(new, (Box, Dual)):
+        new = Box(new, Node(new, []))
+    box.__class__ = type(new)
+    box.__dict__.update({k: v for k, v in new.__dict__.items() if k not in _VIEW_FIELDS})
+
+
+_VIEW_FIELDS = ("view_of", "views")
+
+
+def _note_view(ans: Box, base: Box, fn: Any, rest: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Note ``ans`` (``fn(base, *rest)``) as a view of ``base`` where numpy made it one (its array
+    shares memory with the base's), with the flat position in the base of each of its entries
+    (``_positions``), or ``None`` where its entries are not the base's (``np.real`` of a complex
+    array)."""
+    mine, theirs = _deepest(ans), _deepest(base)
+    if not (isinstance(mine, np.ndarray) and isinstance(theirs, np.ndarray) and mine.size
+            and np.shares_memory(mine, theirs)):
+        return
+    where = _positions(mine, theirs) if mine.dtype == theirs.dtype else None
+    ans.__dict__["view_of"] = (base, fn, rest, kwargs, where)
+    base.__dict__.setdefault("views", []).append(weakref.ref(ans))
+
+
+def _addresses(a: np.ndarray) -> Any:
+    """The address in memory of each entry of ``a``, in ``a``'s shape."""
+    start = a.__array_interface__["data"][0]
+    return start + sum((axis * stride for axis, stride in zip(np.indices(a.shape), a.strides,
+                                                              strict=True)),
+                       np.zeros(a.shape, dtype=np.int64))
+
+
+def _positions(view: np.ndarray, base: np.ndarray) -> Any:
+    """The flat position in ``base`` of each entry of ``view`` (of its dtype), read off where each
+    lies in memory, as numpy lays them out; ``None`` where an entry of the view is not an entry of
+    the base."""
+    mine, theirs = _addresses(view), np.ravel(_addresses(base))
+    order = np.argsort(theirs, kind="stable")
+    found = np.searchsorted(theirs, mine, sorter=order)
+    found = np.minimum(found, theirs.size - 1)
+    where = order[found]
+    return where if np.array_equal(theirs[where], mine) else None
+
+
+def _wrote(box: Box) -> None:
+    """After a write into ``box``: each array it is a view of takes the view's entries back at
+    their positions, up to the array that is no view, and then every view of that array (and of
+    its views) is read again from it, as numpy's shared memory would show them."""
+    root = box
+    while "view_of" in root.__dict__:
+        base, _, _, _, where = root.__dict__["view_of"]
+        if where is None:
+            raise MissingRuleError(
+                "the tracer does not follow a write through a view whose entries are not its "
+                "base's (np.real of a complex array, a view of another dtype)"
+            )
+        flat = apply(np.reshape, base, -1)
+        put = apply(assign_item, flat, where, apply(np.reshape, root, np.shape(where)))
+        _replace(base, apply(np.reshape, put, np.shape(_deepest(base))))
+        root = base
+    _reread(root)
+
+
+def _reread(base: Box) -> None:
+    """Every live view of ``base``, and of those, read again from its base."""
+    for ref in list(base.__dict__.get("views", ())):
+        view = ref()
+        if view is None or view.__dict__.get("view_of", (None,))[0] is not base:
+            continue
+        _, fn, rest, kwargs, _ = view.__dict__["view_of"]
+        _replace(view, _apply(fn, base, *rest, **kwargs))
+        _reread(view)
+    base.__dict__["views"] = [ref for ref in base.__dict__.get("views", ()) if ref() is not None]
+
 # Array constructors: what they make is boxed (with no parents), so item assignment into it is
 # traced.
 CONSTRUCTORS = {
@@ -183,6 +339,23 @@ CONSTRUCTORS = {
 
 
 def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call primitive ``fn`` (``_apply``); a result that shares memory with its first argument is
+    noted as a view of it (``_note_view``), so that writes through either are seen through the
+    other, as Python sees them."""
+    out = kwargs.get("out")
+    out = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+    if isinstance(out, Box):
+        # ``np.sin(v, out=v)``: the result written into the very array ``out``, which it returns
+        result = apply(fn, *args, **{k: v for k, v in kwargs.items() if k != "out"})
+        _changed(out, assign_item, Ellipsis, result)
+        return out
+    ans = _apply(fn, *args, **kwargs)
+    if args and isinstance(args[0], Box) and isinstance(ans, Box) and ans is not args[0]:
+        _note_view(ans, args[0], fn, args[1:], kwargs)
+    return ans
+
+
+def _apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call primitive ``fn``; for the innermost level among its arguments (or their list items),
     record a Node (reverse mode) or carry the tangent (forward mode); outer levels are handled
     inside, recursively."""
@@ -201,7 +374,7 @@ def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             if boxed and not getattr(registry.lookup(fn), "nondiff", False)
             else ans
         )
-    ans = apply(fn, *values, **kwargs)
+    ans = _apply(fn, *values, **kwargs)
     rule = registry.lookup(fn)
     complex_call = any(_complex(v) for v in (*values, *kwargs.values()))
     if complex_call and rule is not None:
@@ -533,6 +706,11 @@ def view(value: Any, copies: dict[Any, Any]) -> Any:
         return lambda *args, fn=value, **kwargs: _constant_box(fn(*_unboxed(args), **kwargs))
     if registry.lookup(value) is not None and isinstance(value, type):
         return TypeView(value)
+    if registry.hashable(value) and (
+        registry.in_place(value) is not None
+        or (isinstance(value, np.ufunc) and registry.in_place(getattr(value, "at", None)))
+    ):
+        return InPlaceView(value, copies)
     if registry.lookup(value) is not None:
         return lambda *args, fn=value, **kwargs: apply(fn, *args, **kwargs)
     if isinstance(value, types.FunctionType) and not (value.__module__ or "").startswith("ast_ad."):
