@@ -251,6 +251,13 @@ def key_from_the_input(x):
     return table[k] * x[1]  # key
 
 
+def key_written_from_the_input(x):
+    table = {}
+    table[x[0] * 2.0] = 1.0  # key
+    k = list(table)[0]  # the key handed back as a value: its derivative, 2, would be lost
+    return k * x[0]
+
+
 def loops_over_an_iterator(x, items):
     total = 0.0
     for v in items:  # an iterator

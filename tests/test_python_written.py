@@ -212,18 +212,19 @@ def test_a_helper_of_another_module_reads_its_names_and_its_arguments_the_caller
     assert np.array_equal(grads, np.full(3, 21.0))
 
 
-def test_a_float_key_computed_from_the_inputs_is_refused_where_it_is_read() -> None:
+def test_a_float_key_computed_from_the_inputs_is_refused_where_it_is_read_or_written() -> None:
     """``table[k]`` with ``k`` a float computed from ``x``: a lookup at it has no derivative (zero
     would be an approximation), so both modes refuse at its line, never saying to register
-    ``operator.getitem``; a key that is a string or an integer (a dict's keys, listed) carries none,
-    and passes (``lists_the_keys_of_a_dict``)."""
-    for run in (lambda: ast_ad.grad(pw.key_from_the_input)(X),
-                lambda: ast_ad.jvp(pw.key_from_the_input, (X,), (T,))):
-        with pytest.raises(errors.UnsupportedDerivativeError) as info:
-            run()
-        assert "key that is a float computed from the differentiated inputs" in str(info.value)
-        assert "register" not in str(info.value)
-        assert info.value.lineno == marked_line(pw.key_from_the_input, "# key")
+    ``operator.getitem``; so is a write at such a key (forward mode once gave the key, handed back
+    by ``list(table)``, no tangent: 3.0 for Python's slope 6.0). A key that is a string or an
+    integer (a dict's keys, listed) carries none, and passes (``lists_the_keys_of_a_dict``)."""
+    for fun in (pw.key_from_the_input, pw.key_written_from_the_input):
+        for run in (lambda f=fun: ast_ad.grad(f)(X), lambda f=fun: ast_ad.jvp(f, (X,), (T,))):
+            with pytest.raises(errors.UnsupportedDerivativeError) as info:
+                run()
+            assert "key that is a float computed from the differentiated inputs" in str(info.value)
+            assert "register" not in str(info.value)
+            assert info.value.lineno == marked_line(fun, "# key")
 
 
 def test_a_loop_over_an_iterator_argument_is_refused_at_its_line() -> None:

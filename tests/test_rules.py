@@ -340,6 +340,7 @@ def test_nondiff_rules_stop_the_gradient(rule: registry.Rule) -> None:
         np.broadcast_shapes: ((2,), (3, 2)),
         runtime.field_position: (box(collections.namedtuple("Pair", "a b")(0.5, 1.5)), "b"),
         runtime.keys_of: ({"a": box(0.5), "b": 1.5},),
+        runtime.key_tangent: (box(2), {2: 0.5}),
     }
     # stands for a missing attribute: it raises, as reading one does in Python
     if rule.fn is absent:

@@ -42,6 +42,7 @@ from ast_ad.runtime import (
     field_vjp,
     first_best,
     is_same,
+    key_tangent,
     keys_of,
     list_item,
     list_item_vjp,
@@ -146,6 +147,7 @@ def_full_reduction(builtins.float)  # float(x): a number
 def_nondiff(absent, check_in_place, check_item_apart, check_kept, view_of)
 def_nondiff(check_bound)  # a read of a name no assignment may have bound yet (``unbound``)
 def_nondiff(keys_of)  # a dict's keys, which a loop over its items steps through
+def_nondiff(key_tangent)  # zeros, or a refusal of a float key
 # whether two names are one object, a view to compare (the memory model's)
 def_nondiff(is_same, view_probe)
 def_guard(is_same, 0)  # (they read a name only to ask about memory: one not bound yet sees nothing)

@@ -64,9 +64,11 @@ from ast_ad.runtime import (
     extremum_vjp,
     fit,
     hstack_vjp,
+    index_derivative,
     inner_vjp,
     inner_vjp_b,
     inverse_axes,
+    key_tangent,
     kron_vjp,
     linspace_vjp,
     matmul_vjp_a,
@@ -313,7 +315,10 @@ defvjp(
     lambda g, ans, condlist, choicelist, default=0: select_default_vjp(g, condlist, default),
 )
 defvjp(np.real,         lambda g, ans, x: g)
-defvjp(assign_item,     lambda g, ans, x, index, value: assign_item_vjp_x(g, x, index), None,
+# (an index from the differentiated inputs is discrete: nothing flows into it; a float key is
+# refused where it is written, ``key_tangent``)
+defvjp(assign_item,     lambda g, ans, x, index, value: assign_item_vjp_x(g, x, index),
+                        lambda g, ans, x, index, value: index_derivative(index, True),
                         lambda g, ans, x, index, value: assign_item_vjp_value(g, ans, index, value))
 defvjp(astype,          lambda g, ans, x, dtype, copy=True: cast_vjp(g, ans, x))
 defvjp(astype_view,     lambda g, ans, x, dtype: cast_vjp(g, ans, x))
@@ -494,7 +499,8 @@ defjvp(np.linspace,   lambda u, ans, start, stop, num=50, endpoint=True, *args, 
                       np.linspace(u, 0.0 * u, num, endpoint),
                       lambda u, ans, start, stop, num=50, endpoint=True, *args, **kwargs:
                       np.linspace(0.0 * u, u, num, endpoint))
-defjvp(assign_item,   lambda u, ans, x, index, value: assign_item(u, index, 0.0), zero,
+defjvp(assign_item,   lambda u, ans, x, index, value: assign_item(u, index, 0.0),
+                      lambda u, ans, x, index, value: key_tangent(index, ans),
                       lambda u, ans, x, index, value: assign_item(zeros_like(x), index, u))
 defjvp(add_at,        lambda u, ans, x, index, value: u, zero,
                       lambda u, ans, x, index, value: add_at(zeros_like(x), index, u))

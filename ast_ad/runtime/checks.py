@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ast_ad.errors import UnsupportedDerivativeError
-from ast_ad.runtime.arrays import error_class, is_array, unsupported_at
+from ast_ad.runtime.arrays import error_class, is_array, unsupported_at, zeros_like
 
 
 def check_dot_rank(a: Any, b: Any) -> Any:
@@ -42,7 +42,7 @@ def zip_length(*lengths: Any) -> Any:
     return int(lengths[0])  # a count: no gradient passes (the registry declares it so)
 
 
-def index_derivative(index: Any) -> float:
+def index_derivative(index: Any, written: bool = False) -> float:
     """The derivative of ``x[index]`` in its index, where the index comes from the differentiated
     inputs (a key read off a list of a dict's keys, a position off a tape): none, since an integer,
     a string or a slice is discrete (0.0, which adds nothing). A key or index that is a number
@@ -51,9 +51,24 @@ def index_derivative(index: Any) -> float:
     if _discrete(index):
         return 0.0
     raise UnsupportedDerivativeError(
-        "this line reads an item at a key that is a float computed from the differentiated "
-        "inputs, which has no derivative: compute the key from values that are not differentiated"
+        f"this line {'writes' if written else 'reads'} an item at a key that is a float computed "
+        "from the differentiated inputs, which has no derivative: compute the key from values "
+        "that are not differentiated"
     )
+
+
+def key_tangent(index: Any, like: Any) -> Any:
+    """The tangent ``x[index] = v`` takes from its index, where the index comes from the
+    differentiated inputs: zeros like the written object (``like``) for a discrete index; a key
+    that is a number with a fraction is refused where it is written (a dict keyed by it would hand
+    the key back, from ``list(d)`` or a loop, as a value whose derivative nobody follows)."""
+    if not _discrete(index):
+        raise UnsupportedDerivativeError(
+            "this line writes an item at a key that is a float computed from the differentiated "
+            "inputs, whose derivative a dict does not keep: compute the key from values that are "
+            "not differentiated"
+        )
+    return zeros_like(like)
 
 
 def _discrete(index: Any) -> bool:
