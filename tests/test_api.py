@@ -445,6 +445,52 @@ def test_the_scalar_call_is_written_for_each_shape_of_call_once() -> None:
     assert len(scalar_calls._FACTORIES) == made
 
 
+def test_a_call_like_the_last_one_with_arrays_runs_the_code_directly(monkeypatch) -> None:
+    """``scalar_calls.array_caller``: after a call with floats and numpy arrays, a call with
+    arguments of the same kinds, shapes and dtypes runs the module without the general path
+    (counted: ``shape_labels`` is not called), and gives what the general path gives: the same
+    numbers, fresh arrays of the arguments' shapes, one per argument even where the code gives one
+    array twice; any other call (another shape, a list) takes the general path again."""
+    from ast_ad.api import gradient as gradient_module
+
+    def model(w, x, scale):
+        return scale * np.sum(np.tanh(w * x)) + np.sum(w * w)
+
+    def twice(x, y):
+        return np.sum(x + y)  # the same adjoint for both: given as two arrays
+
+    w, x = np.linspace(-1.0, 1.0, 5), np.linspace(0.5, 1.5, 5)
+    labelled = {"n": 0}
+    real = gradient_module.shape_labels
+
+    def counted(args):
+        labelled["n"] += 1
+        return real(args)
+
+    monkeypatch.setattr(gradient_module, "shape_labels", counted)
+    for gradient, args in ((ast_ad.grad(model, (0, 1, 2)), (w, x, 1.5)),
+                           (ast_ad.value_and_grad(model), (w, x, 1.5)),
+                           (ast_ad.grad(twice, (0, 1)), (w, x))):
+        first = gradient(*args)
+        labelled["n"] = 0
+        again = gradient(*args)
+        assert labelled["n"] == 0  # (the direct call)
+        for a, b in zip(_leaves(first), _leaves(again), strict=True):
+            assert type(a) is type(b) and np.array_equal(a, b)
+        grads = again[1] if isinstance(again[1], np.ndarray) and len(again) == 2 and \
+            np.ndim(again[0]) == 0 else again
+        arrays = [g for g in _leaves(grads) if isinstance(g, np.ndarray)]
+        assert all(g.flags.writeable for g in arrays)
+        assert len({id(g) for g in arrays}) == len(arrays)
+        gradient(*(np.append(a, 0.5) if isinstance(a, np.ndarray) else a for a in args))
+        assert labelled["n"] == 1  # another shape: the general path
+    np.testing.assert_array_equal(ast_ad.grad(twice, (0, 1))(w, x)[0], np.ones(5))
+
+
+def _leaves(x) -> list:
+    return [y for item in x for y in _leaves(item)] if type(x) is tuple else [x]
+
+
 def _all_floats(x) -> bool:
     return all(_all_floats(item) for item in x) if type(x) is tuple else type(x) is float
 

@@ -37,7 +37,7 @@ from ast_ad.api.arguments import (
 from ast_ad.api.directional import Directional
 from ast_ad.api.lowering import Lowered, forward_columns, jvp_code, lower, raw_zeros
 from ast_ad.backend.load import Loaded
-from ast_ad.backend.scalar_calls import NOT_SCALARS, Unshaped, scalar_caller
+from ast_ad.backend.scalar_calls import NOT_SCALARS, Unshaped, array_caller, scalar_caller
 from ast_ad.core import registry
 from ast_ad.errors import (
     ArgnumsError,
@@ -352,6 +352,15 @@ class Gradient(Generic[P, R]):
                 None if self.single else len(positions),
                 self.with_value,
                 run,
+            )
+            self.loaded_scalars, self.scalar_labels = loaded, labels
+        elif self.bound_self is None and self.plain and not self.holomorphic and all(
+            type(a) is np.ndarray or type(a) in PLAIN_FLOATS for a in args
+        ):
+            # floats and numpy arrays: the next call like this one checks each argument's kind,
+            # shape and dtype inline and runs this module (``array_caller``)
+            self._scalars = array_caller(
+                loaded, labels, self._last, args, positions, self.single, self.with_value, run
             )
             self.loaded_scalars, self.scalar_labels = loaded, labels
         done = self.run(loaded, run, args)

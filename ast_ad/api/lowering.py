@@ -69,6 +69,16 @@ def lower(fun: Any, args: tuple[Any, ...]) -> Lowered:
 def _with_defaults(fn: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
     """``args`` and the defaults of the parameters they leave out (``jvp(f, (x,), (v,))`` of ``f(x,
     s=1.0)``): the transformed function takes every parameter by position."""
+    code = getattr(fn, "__code__", None)
+    if (
+        type(fn) is types.FunctionType
+        and code is not None
+        and not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+        and len(args) >= code.co_argcount + code.co_kwonlyargcount
+        and "__wrapped__" not in fn.__dict__
+        and "__signature__" not in fn.__dict__
+    ):
+        return args  # (a plain function given every parameter: no signature to read)
     try:
         parameters = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):

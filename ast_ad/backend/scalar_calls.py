@@ -149,3 +149,90 @@ def _factory(
                                           f"{kind}>", "exec"), scope)  # noqa: S102 (written above)
     factory: Callable[..., Any] = scope["factory"]
     return factory
+
+
+ARRAY = np.ndarray
+
+
+def array_caller(
+    loaded: Loaded,
+    labels: tuple[int, ...],
+    last: list[Any],
+    args: tuple[Any, ...],
+    positions: tuple[int, ...],
+    single: bool,
+    with_value: bool,
+    run: Callable[..., Any] | None = None,
+) -> Callable[..., Any]:
+    """The call of a gradient's generated code ``loaded`` on arguments like ``args`` (each a float,
+    or a numpy array of one shape and dtype), as ``scalar_caller`` makes for floats: the checks
+    inline (each argument of its kind, shape and dtype, so that the code made for ``labels`` is the
+    code the general path would choose; the module still current), and the gradients given as
+    ``Gradient`` gives them where each is already what its shaping would give back unchanged (a
+    float for a float; for an array, a new array of its shape and dtype that no other gradient is),
+    else an ``Unshaped`` result for the general path to shape; ``NOT_SCALARS`` where a check
+    fails."""
+    spec = "".join("a" if type(a) is ARRAY else "f" for a in args)
+    key = ("arrays", spec, len(loaded.same), positions, single, with_value)
+    factory = _FACTORIES.get(key)
+    if factory is None:
+        factory = _FACTORIES[key] = _array_factory(*key)
+    guards = [part for guard in loaded.same for part in guard]
+    layouts = [part for a in args if type(a) is ARRAY for part in (a.shape, a.dtype)]
+    made: Callable[..., Any] = factory(
+        loaded, run or loaded.fn, loaded.others, labels, last, *layouts, *guards
+    )
+    return made
+
+
+def _array_factory(kind: str, spec: str, nguards: int, positions: tuple[int, ...], single: bool,
+                   with_value: bool) -> Callable[..., Any]:
+    """The function that makes a module's call on floats and arrays, for calls of this shape: its
+    text written, compiled."""
+    args = ", ".join(f"a{k}" for k in range(len(spec)))
+    tests = [
+        f"type(a{k}) is ARRAY and a{k}.shape == shape{k} and a{k}.dtype is dtype{k}"
+        if s == "a" else f"(type(a{k}) is float or type(a{k}) is FLOAT64)"
+        for k, s in enumerate(spec)
+    ]
+    tests += [f"scope{k}.get(name{k}, MISSING) is value{k}" for k in range(nguards)]
+    tests += ["not loaded.replaced", "(not others or loaded.refresh())"]
+    names = [f"g{j}" for j in range(len(positions))]
+    done = []
+    for j, (g, k) in enumerate(zip(names, positions, strict=True)):
+        if spec[k] == "a":
+            apart = "".join(f" and {g} is not {h}" for h in names[:j])
+            done.append(f"type({g}) is ARRAY and {g}.shape == shape{k} and {g}.dtype is dtype{k}"
+                        f" and {g}.base is None and {g}.flags.writeable{apart}")
+        else:
+            done.append(f"(type({g}) is float or type({g}) is FLOAT64)")
+    shaped = [g if spec[k] == "a" else f"float({g})"
+              for g, k in zip(names, positions, strict=True)]
+    result = shaped[0] if single else "(" + ", ".join(shaped) + ("," if len(shaped) == 1 else "") \
+        + ")"
+    layouts = "".join(f", shape{k}, dtype{k}" for k, s in enumerate(spec) if s == "a")
+    guards = "".join(f", scope{k}, name{k}, value{k}" for k in range(nguards))
+    unpack = names[0] if single else ", ".join(names) + ("," if len(names) == 1 else "")
+    lines = [f"def factory(loaded, run, others, shapes, last{layouts}{guards}):",
+             f"    def arrays({args}):",
+             f"        if {' and '.join(tests)}:",
+             "            last[0] = shapes",
+             f"            out, grads = run({args})",
+             "            if type(out) is float or type(out) is FLOAT64:",
+             f"                {unpack} = grads",
+             f"                if {' and '.join(done)}:",
+             f"                    return {f'(out, {result})' if with_value else result}",
+             "            return Unshaped(out, grads)",
+             "        return NOT_SCALARS",
+             "    return arrays"]
+    scope: dict[str, Any] = {
+        "ARRAY": ARRAY,
+        "FLOAT64": FLOAT64,
+        "MISSING": MISSING,
+        "Unshaped": Unshaped,
+        "NOT_SCALARS": NOT_SCALARS,
+    }
+    exec(compile("\n".join(lines) + "\n", f"<ast_ad {kind} call>", "exec"),  # noqa: S102
+         scope)
+    factory: Callable[..., Any] = scope["factory"]
+    return factory
