@@ -198,7 +198,7 @@ def _in_place(fn: Callable[..., Any], name: str) -> Callable[[Box, Any], Any]:
     return operate
 
 
-for _name, _fn in _OPERATORS[:6]:  # (no in-place divmod; mod on arrays is rare but follows)
+for _name, _fn in _OPERATORS[:7]:  # (every one but divmod, which has no in-place form)
     setattr(Box, f"__i{_name}__", _in_place(_fn, _name))
 
 
