@@ -119,6 +119,27 @@ def test_the_adjoint_method_solves_a_forgetful_state_again_one_piece_at_a_time(m
     assert made and all(name == "together" and not kept for name, kept, _ in made)
 
 
+def test_a_solve_of_the_derivative_that_stops_short_is_an_error_not_a_number(monkeypatch) -> None:
+    """Where a solve the derivative makes (the state and its tangent together; a segment solved
+    again; the adjoint backwards) stops before the end of its interval, its last column is no state
+    at the end: an error naming it, never that column."""
+    import scipy.integrate as si
+
+    from ast_ad.api import solvers
+
+    def stopped(fun, span, y0, **options):
+        sol = si.solve_ivp(fun, span, y0, **options)
+        sol.success, sol.message = False, "Required step size is less than spacing between numbers."
+        return sol
+
+    monkeypatch.setattr(solvers, "so_integrate", types.SimpleNamespace(solve_ivp=stopped))
+    at = np.array([0.7, 1.3, 0.9])
+    with pytest.raises(errors.UnsupportedDerivativeError, match="solved together"):
+        ast_ad.jvp(sf.trajectory, (at,), (np.ones(3),))
+    with pytest.raises(errors.UnsupportedDerivativeError, match="did not reach the end"):
+        ast_ad.grad(sf.faded)(np.array([0.7, 1.0]))
+
+
 def test_the_generated_code_calls_scipy_as_written_and_names_the_solve() -> None:
     """The forward pass is the user's call, ``args=`` as written; the backward pass solves with
     ``dF/dz`` under the user's line (``root_vjp``), and forward mode along it (``root_jvp``)."""

@@ -747,6 +747,17 @@ class _Abandoned(Exception):
     """A segment solved backwards beside its adjoint that costs more than solving it again."""
 
 
+def _solved_ivp(sol: Any, what: str) -> Any:
+    """``sol``, a solve the adjoint method made, where it reached the end of its interval; else a
+    clear error (its ``y`` would hold no state at the end)."""
+    if not sol.success:
+        raise UnsupportedDerivativeError(
+            f"{what} for the derivative of solve_ivp did not reach the end of its interval "
+            f"({sol.message}): loosen rtol/atol or give max_step, as the solve itself may need"
+        )
+    return sol
+
+
 def _pieces(fun: Callable[..., Any], start: float, end: float, state: Any, method: Any,
             args: Any, options: dict[str, Any], calls: float) -> tuple[Any, list[Any]]:
     """``(cuts, starts)``: the segment ``[start, end]`` cut into pieces of about
@@ -756,8 +767,9 @@ def _pieces(fun: Callable[..., Any], start: float, end: float, state: Any, metho
     count = max(1, math.ceil(calls / 6 / RESOLVE_STEPS))
     while True:
         cuts = np.linspace(start, end, count + 1)
-        first = so_integrate.solve_ivp(fun, (start, end), state, method=method,
-                                       t_eval=cuts[:-1], args=args, **options)
+        first = _solved_ivp(so_integrate.solve_ivp(fun, (start, end), state, method=method,
+                                                   t_eval=cuts[:-1], args=args, **options),
+                            "the state, solved again over a segment")
         needed = math.ceil(first.nfev / 6 / RESOLVE_STEPS)
         if needed <= 2 * count:
             return cuts, list(first.y.T)
@@ -857,9 +869,10 @@ def _ivp_adjoints(g: Any, ans: Any, fun: Callable[..., Any], t_span: Any, y0: An
             segment[0] = so_integrate.solve_ivp(fun, (cuts[j], cuts[j + 1]), starts[j],
                                                 method=method, dense_output=True, args=args,
                                                 **options).sol
-            adjoint = so_integrate.solve_ivp(along, (cuts[j + 1], cuts[j]), adjoint,
-                                             method=method, t_eval=(cuts[j],),
-                                             **resolve).y[:, -1]
+            adjoint = _solved_ivp(so_integrate.solve_ivp(along, (cuts[j + 1], cuts[j]), adjoint,
+                                                         method=method, t_eval=(cuts[j],),
+                                                         **resolve),
+                                  "the adjoint system, solved backwards").y[:, -1]
     y0_bar = np.reshape(adjoint[:n], np.shape(y0))
     parts: list[Any] = [zeros_like(p) for p in params]
     start_at = n
@@ -924,8 +937,11 @@ def ivp_jvp(which: int, u: Any, ans: Any, fun: Callable[..., Any], t_span: Any, 
         value, pushed = jvp(fun, (t, y, *params), (None, s, *tangents))
         return np.concatenate([np.ravel(value), np.ravel(pushed)])
 
-    both = so_integrate.solve_ivp(together, t_span, np.concatenate([np.ravel(y0), start]),
-                                  method=method, t_eval=times, **_widened(options, n, True, n))
+    both = _solved_ivp(so_integrate.solve_ivp(together, t_span,
+                                              np.concatenate([np.ravel(y0), start]),
+                                              method=method, t_eval=times,
+                                              **_widened(options, n, True, n)),
+                       "the state and its tangent, solved together,")
     chosen = NoTangent(CHOSEN_TIMES) if t_eval is None else np.zeros_like(times)
     return so.OptimizeResult({"y": both.y[n:], "t": chosen})
 
