@@ -11,14 +11,14 @@ import numpy as np
 
 from ast_ad.api.arguments import _check_differentiable
 from ast_ad.api.lowering import Lowered, forward_at, jvp_code, located, lower, raw_zeros
-from ast_ad.backend.load import Loaded
+from ast_ad.backend.load import MISSING, Loaded
 from ast_ad.backend.scalar_calls import NOT_SCALARS, jvp_caller
 from ast_ad.core import registry
 from ast_ad.errors import (
     ASTADError,
     LocatedError,
 )
-from ast_ad.runtime import is_array, of_type
+from ast_ad.runtime import is_array, of_type, refuse_missing_tangents
 
 V = TypeVar("V")  # what a function returns: its tangent has its type
 
@@ -42,14 +42,73 @@ def jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tuple[Any, ..
                 raise located(exc, loaded) from None
             if out is not NOT_SCALARS:
                 return out  # type: ignore[no-any-return]
+    if plain:  # floats and numpy arrays, as last time (``_direct``)
+        direct = _direct(fun, primals, tangents)
+        if direct is not NOT_SCALARS:
+            return direct  # type: ignore[no-any-return]
     scalar = plain and all(type(a) is float for a in (*primals, *tangents))
+    given = primals, tangents
     primals, tangents = _pair_up(primals, tangents)
     active = tuple(k for k, t in enumerate(tangents) if t is not None)
     lowered = lower(fun, primals)
     if scalar:
         loaded = jvp_code(lowered, active)
         _SCALAR_JVPS[fun] = len(primals), jvp_caller(loaded, len(primals)), loaded
+    elif plain and lowered.fn is fun and lowered.args is primals:
+        layout = _layout(*given)
+        if layout is not None:
+            _ARRAY_JVPS[fun] = layout, active, jvp_code(lowered, active)
     return forward_at(lowered, active, tuple(tangents[k] for k in active))
+
+
+# the forward-mode module of a plain function last called with floats and numpy arrays (and
+# tangents of their kinds, shapes and dtypes, or None): the layout of that call, its active
+# arguments, the module (``_direct``)
+_ARRAY_JVPS: dict[Any, tuple[tuple[Any, ...], tuple[int, ...], Loaded]] = {}
+
+
+def _layout(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """For each argument, ``(shape, dtype, moving)`` of a numpy array (``moving``: its tangent an
+    array of its shape and dtype; else ``None``) or ``(None, None, moving)`` of a float (its
+    tangent a float or ``None``); ``None`` where an argument or tangent is anything else."""
+    layout = []
+    for a, t in zip(primals, tangents, strict=True):
+        if type(a) is np.ndarray:
+            if t is not None and not (type(t) is np.ndarray and t.shape == a.shape
+                                      and t.dtype is a.dtype):
+                return None
+            layout.append((a.shape, a.dtype, t is not None))
+        elif type(a) is float and (t is None or type(t) is float):
+            layout.append((None, None, t is not None))
+        else:
+            return None
+    return tuple(layout)
+
+
+def _direct(fun: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> Any:
+    """``jvp`` of a plain function called as last time with floats and numpy arrays (each
+    argument's kind, shape and dtype, and which have tangents), by its module directly, without
+    pairing, lowering and choosing the module again; ``NOT_SCALARS`` where the call is another or
+    the module is no longer current (a global it reads changed: ``Loaded.refresh``).
+
+    The fact it relies on: the module chosen for a call is fixed by its arguments' kinds, shapes
+    and dtypes and which are moving (``lowering._jvp_of``), which this checks."""
+    found = _ARRAY_JVPS.get(fun)
+    if found is None:
+        return NOT_SCALARS
+    layout, active, loaded = found
+    if _layout(primals, tangents) != layout or loaded.replaced:
+        return NOT_SCALARS
+    if any(scope.get(name, MISSING) is not value for scope, name, value in loaded.same) or (
+        loaded.others and not loaded.refresh()
+    ):
+        return NOT_SCALARS
+    try:
+        raw, raw_dot = loaded.fn(*primals, *(tangents[k] for k in active))
+    except LocatedError as exc:
+        raise located(exc, loaded) from None
+    refuse_missing_tangents(raw_dot)
+    return raw, raw_dot
 
 
 # the forward-mode module of a plain function last called with floats only: how many, its call
