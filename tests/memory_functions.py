@@ -604,9 +604,19 @@ def a_closure_view_on_two_paths(x):
     return np.sum(w) * np.sum(y)
 
 
+def written_through_a_transpose_then_summed(x):
+    """``m`` keeps its C order after a write through ``m.T`` (the write's copy once made it
+    Fortran-ordered, and the sum of its squares one bit off Python's)."""
+    m = np.outer(x, x)
+    t = m.T
+    t[0, 1] = 7.0 * x[2]
+    return np.sum(m * m)
+
+
 # Python's value and its gradient: the names, views and items that see the changed array are made
 # again from it
 FOLLOWED = [
+    written_through_a_transpose_then_summed,
     a_view_made_on_two_paths,
     item_read_in_one_branch_written_in_the_other,
     a_view_a_helper_makes_on_two_paths,

@@ -81,7 +81,10 @@ def assign_item(x: Any, index: Any, value: Any) -> Any:
     """``x`` with ``x[index] = value``, as a new array (or list): ``y[i] = v`` in generated code.
 
     The new array keeps ``x``'s dtype, as numpy's write does: a float written into an
-    integer array is truncated (and takes no gradient, see ``assign_item_vjp_value``).
+    integer array is truncated (and takes no gradient, see ``assign_item_vjp_value``); and its
+    layout (``order="K"``), as a write in place does, so that what is read of it later (a sum, in
+    the order of its memory) adds in Python's order: a write through ``m.T`` copied C-ordered made
+    ``m`` Fortran-ordered again, and its sum one bit off Python's.
     """
     # ``params[1][0] = v`` writes the new item back into a tuple it reads: a new tuple
     if isinstance(x, tuple):
@@ -89,7 +92,9 @@ def assign_item(x: Any, index: Any, value: Any) -> Any:
         items[index] = value
         return type(x)(*items) if hasattr(x, "_fields") else tuple(items)
     out: Any = (
-        type(x)(x) if isinstance(x, (list, dict)) else x.copy() if is_array(x) else np.array(x)
+        type(x)(x) if isinstance(x, (list, dict))
+        else x.copy(order="K") if type(x) is np.ndarray
+        else x.copy() if is_array(x) else np.array(x)
     )
     out[index] = value
     return out
