@@ -719,14 +719,10 @@ def _adjoint_pieces(fun: Callable[..., Any], t: float, y: Any, params: tuple[Any
 
     if type(out) is np.ndarray and out.shape == (n,) and out.dtype.kind == "f":
         along = [(n,), *shapes]
-        level = all(len(s) == 1 for s in shapes)  # every parameter a flat array
 
         def pieces(t: float, lam: Any, y: Any) -> Any:
             out, saved = forward(float(t), y, *params)
             bars = backward(saved, lam)  # (read, not written: as ``vjp``'s pullback reads it)
-            if level and all(type(b) is np.ndarray and b.shape == s
-                             for b, s in zip(bars, along, strict=True)):
-                return np.concatenate((out, *bars))
             return np.concatenate([out, *flat(bars, along)])
 
         return pieces

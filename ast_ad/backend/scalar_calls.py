@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 NOT_SCALARS = object()  # what a scalar call gives where its checks fail: the general path runs
 FLOAT64 = np.float64
+ARRAY = np.ndarray
 
 
 @record
@@ -139,19 +140,23 @@ def _factory(
                   "            return Unshaped(out, grads)"]
     lines += ["        return NOT_SCALARS",
               "    return scalars"]
+    return _compiled(lines, f"<ast_ad scalar {kind}>")
+
+
+def _compiled(lines: list[str], name: str) -> Callable[..., Any]:
+    """The ``factory`` the text ``lines`` defines (written here, never from input), compiled with
+    the names the calls read."""
     scope: dict[str, Any] = {
+        "ARRAY": ARRAY,
         "FLOAT64": FLOAT64,
         "MISSING": MISSING,
         "Unshaped": Unshaped,
         "NOT_SCALARS": NOT_SCALARS,
     }
-    exec(compile("\n".join(lines) + "\n", "<ast_ad scalar "
-                                          f"{kind}>", "exec"), scope)  # noqa: S102 (written above)
+    exec(compile("\n".join(lines) + "\n", name, "exec"), scope)  # noqa: S102 (written above)
     factory: Callable[..., Any] = scope["factory"]
     return factory
 
-
-ARRAY = np.ndarray
 
 
 def array_caller(
@@ -225,14 +230,4 @@ def _array_factory(kind: str, spec: str, nguards: int, positions: tuple[int, ...
              "            return Unshaped(out, grads)",
              "        return NOT_SCALARS",
              "    return arrays"]
-    scope: dict[str, Any] = {
-        "ARRAY": ARRAY,
-        "FLOAT64": FLOAT64,
-        "MISSING": MISSING,
-        "Unshaped": Unshaped,
-        "NOT_SCALARS": NOT_SCALARS,
-    }
-    exec(compile("\n".join(lines) + "\n", f"<ast_ad {kind} call>", "exec"),  # noqa: S102
-         scope)
-    factory: Callable[..., Any] = scope["factory"]
-    return factory
+    return _compiled(lines, f"<ast_ad {kind} call>")

@@ -113,9 +113,7 @@ class Box:
         """``y[i] = v`` on a traced array: the box now holds a new array, recorded like any
         primitive; the arrays it is a view of, and their other views, take the write too
         (``_wrote``)."""
-        _writable(self)
-        _replace(self, apply(assign_item, self, index, value))
-        _wrote(self)
+        _changed(self, assign_item, index, value)
 
     def __float__(self) -> float:
         raise TypeError("the tracer cannot follow a differentiated value into a plain float here")
