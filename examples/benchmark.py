@@ -634,6 +634,7 @@ def workloads():
 
 def main(repeat: int) -> None:
     gradients(repeat)
+    ordinary(repeat)
     spectral(repeat)
     startup()
     transform_times()
@@ -995,6 +996,89 @@ def solvers(repeat: int) -> None:
         "the solve)" for peak, horizon, count in spans))
 
 
+def rnn_dot(w, u, xs):
+    """The RNN as people often write it (issue 41): ``np.dot``, every array an argument, the state
+    made inside."""
+    h = np.zeros(64)
+    for t in range(50):
+        h = np.tanh(np.dot(w, h) + np.dot(u, xs[t]))
+    return np.sum(h * h)
+
+
+def rnn_dot_by_hand(w, u, xs):
+    """Its gradient written by hand: the states kept, each weight's outer products summed as one
+    product of the stacked steps."""
+    h = np.zeros(64)
+    hs = [h]
+    for t in range(50):
+        h = np.tanh(np.dot(w, h) + np.dot(u, xs[t]))
+        hs.append(h)
+    g = 2.0 * h
+    a_bars = []
+    for t in range(49, -1, -1):
+        a_bar = g * (1.0 - hs[t + 1] * hs[t + 1])
+        a_bars.append(a_bar)
+        g = a_bar @ w
+    stacked = np.array(a_bars).T
+    return np.sum(h * h), (stacked @ np.array(hs[-2::-1]), stacked @ xs[::-1])
+
+
+def leapfrog(x, v, k, dt, steps):
+    """A leapfrog simulation of springs (issue 41), as written from a textbook."""
+    for _ in range(steps):
+        a = -k * x
+        v = v + 0.5 * dt * a
+        x = x + dt * v
+        a = -k * x
+        v = v + 0.5 * dt * a
+    return np.sum(x * x) + np.sum(v * v)
+
+
+def leapfrog_by_hand(x, v, k, dt, steps):
+    """Its gradient in ``x``, ``v`` and ``k`` written by hand: the positions kept, the velocities
+    not (the backward pass reads none)."""
+    c = 0.5 * dt
+    xs = []
+    for _ in range(steps):
+        v = v - c * k * x
+        xs.append(x)
+        x = x + dt * v
+        v = v - c * k * x
+    out = np.sum(x * x) + np.sum(v * v)
+    x_bar, v_bar, k_bar = 2.0 * x, 2.0 * v, 0.0
+    for x_old in reversed(xs):
+        k_bar -= c * np.dot(v_bar, x)
+        x_bar = x_bar - c * k * v_bar
+        v_bar = v_bar + dt * x_bar
+        x = x_old
+        k_bar -= c * np.dot(v_bar, x)
+        x_bar = x_bar - c * k * v_bar
+    return out, (x_bar, v_bar, k_bar)
+
+
+def ordinary(repeat: int) -> None:
+    """Code written as people write it (issue 41), beside gradients written by hand: the RNN with
+    ``np.dot`` and its arrays as arguments, the leapfrog simulation with and without checkpoints."""
+    xs = rng.standard_normal((50, 32))
+    state = rng.standard_normal(1000), rng.standard_normal(1000)
+    cases = [
+        ("RNN with np.dot, weights as arguments", rnn_dot, rnn_dot_by_hand, (0, 1),
+         (W_RNN, U_RNN, xs), None),
+        ("leapfrog, 1,000 springs, 200 steps", leapfrog, leapfrog_by_hand, (0, 1, 2),
+         (*state, 0.7, 0.01, 200), None),
+        ("  the same, checkpointed (10 snapshots)", leapfrog, leapfrog_by_hand, (0, 1, 2),
+         (*state, 0.7, 0.01, 200), 10),
+    ]
+    print("\ncode as people write it, against its gradient written by hand")
+    for name, fn, by_hand, argnums, args, snapshots in cases:
+        ours = ast_ad.grad(fn, argnums, checkpoints=snapshots)
+        for a, b in zip(ours(*args), by_hand(*args)[1], strict=True):
+            assert np.allclose(a, b), name  # the same gradient
+        primal, mine, hand = side_by_side([fn, ours, by_hand], args, rounds=3 * repeat + 4)
+        print(f"  {name}: primal {_fmt(primal)}, ast_ad {mine / primal:.2f}x it, by hand "
+              f"{hand / primal:.2f}x (ast_ad / by hand: {mine / hand:.2f})")
+
+
 def _fmt(seconds: float | None) -> str:
     if seconds is None:
         return "n/a"
@@ -1017,6 +1101,8 @@ if __name__ == "__main__":
         spectral(repeat)
     elif "solvers" in sys.argv:
         solvers(repeat)
+    elif "ordinary" in sys.argv:
+        ordinary(repeat)
     elif "startup" in sys.argv:
         startup()
         transform_times()

@@ -1022,6 +1022,8 @@ def _helpers() -> dict:
         | case(st.lists(floats(), min_size=3, max_size=3), np.zeros(3))
         | case(st.lists(arrays((3,)), min_size=2, max_size=2), np.zeros((2, 3))),
         rt.repeat_vjp: case(arrays((6,)), arrays((3,)), 2, None),
+        rt.summed_product: case(arrays((5,)), arrays((5,))) | case(floats(), arrays((3,)))
+        | case(arrays((2, 3)), arrays((3,))),
         rt.roll_vjp: case(arrays((5,)), 2) | case(arrays((5,)), -7, 0) | case(arrays((2, 3)), 1, 1),
         rt.rollaxis_vjp: case(arrays((3, 2)), arrays((2, 3)), 1, 0),
         rt.select_default_vjp: case(arrays((3,)), [np.array([True, False, False])], arrays((3,))),

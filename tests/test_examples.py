@@ -68,6 +68,23 @@ def test_the_benchmark_times_correct_gradients() -> None:
         np.testing.assert_allclose(
             gradient, ast_ad.grad(benchmark.element_loop)(benchmark.X_ELEMENTS), rtol=1e-12
         )
+    # code as people write it (``ordinary``): against the tracer and the gradients written by hand,
+    # the leapfrog's checkpointed gradient too
+    rng = np.random.default_rng(5)
+    for fn, by_hand, argnums, args in (
+        (benchmark.rnn_dot, benchmark.rnn_dot_by_hand, (0, 1),
+         (benchmark.W_RNN, benchmark.U_RNN, rng.standard_normal((50, 32)))),
+        (benchmark.leapfrog, benchmark.leapfrog_by_hand, (0, 1, 2),
+         (rng.standard_normal(30), rng.standard_normal(30), 0.7, 0.01, 40)),
+    ):
+        value, gradient = by_hand(*args)
+        assert value == pytest.approx(fn(*args), rel=1e-12)
+        theirs = ast_ad.tracer.grad(fn, argnums)(*args)
+        for snapshots in (None, 4):
+            ours = ast_ad.grad(fn, argnums, checkpoints=snapshots)(*args)
+            for a, b, c in zip(ours, gradient, theirs, strict=True):
+                np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+                np.testing.assert_allclose(a, c, rtol=1e-10, atol=1e-12)
     # tangent-ad's element loop, written with len(x), is the same function
     assert benchmark.element_loop_len(benchmark.X_ELEMENTS) == benchmark.element_loop(
         benchmark.X_ELEMENTS

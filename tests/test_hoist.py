@@ -135,8 +135,10 @@ def test_arrays_of_one_shape_need_no_unbroadcast_and_others_are_made_again() -> 
     assert shape_labels((q, p, 1.3))[0] == shape_labels((q, p, 1.3))[1]
     assert shape_labels((q, p[:1], 1.3))[0] != shape_labels((q, p[:1], 1.3))[1]
     text = ast_ad.source(ast_ad.grad(leapfrog, (0, 1, 2, 3)), q, p, 1.3, 0.1)
-    # (and a number's adjoint from an array's is a sum: ``np.sum(t2_bar * q)`` for ``k``'s)
-    assert "_shape" not in text and "unbroadcast" not in text and "np.sum(t2_bar * q)" in text
+    # (and a number's adjoint from an array's is a sum: ``summed_product(t2_bar, q)``, a
+    # ``np.vdot``, for ``k``'s)
+    assert "_shape" not in text and "unbroadcast" not in text
+    assert "summed_product(t2_bar, q)" in text
     gradient = ast_ad.value_and_grad(leapfrog, (0, 1, 2, 3))
     for p_now in (p, p[:1], p):
         value, grads = gradient(q, p_now, 1.3, 0.1)

@@ -166,6 +166,7 @@ HELPER_CASES = {
     runtime.inverse_or_zero: [(np.array([0.0, 2.0, np.inf]),), (np.array([0j, 1 + 1j]),), (4.0,)],
     runtime.abs_vjp: [(A, A * (1 + 1j), np.abs(A * (1 + 1j))), (2.0, 3 + 4j, 5.0)],
     runtime.roll_vjp: [(A, 2), (A, -7), (A, 1, 0)],
+    runtime.summed_product: [(A, A), (0.0, A), (M, M)],
 }
 
 

@@ -3,6 +3,8 @@ leaves code Python compiles: a block left with only its comments gets ``pass``."
 
 from __future__ import annotations
 
+import ast
+
 import gast
 import numpy as np
 
@@ -44,3 +46,38 @@ def test_reverse_mode_over_an_hvp_whose_loop_runs_no_step_compiles(tmp_path) -> 
     bars = vjp_fn(1.0)
     moved = ast_ad.jvp(hvp, (0.3, 0.7, 1.0), (1.0, None, None))[1]
     assert np.isclose(moved, bars[0], rtol=1e-10)
+
+
+def _sunk_source(source: str) -> str:
+    from ast_ad.optimize.release import sunk_zero_starts
+
+    body = sunk_zero_starts(gast.parse(source).body)
+    module = gast.gast_to_ast(gast.Module(body=body, type_ignores=[]))
+    return ast.unparse(ast.fix_missing_locations(module))
+
+
+def test_a_zero_start_goes_where_the_next_mention_adds_arithmetic() -> None:
+    """``x_bar = 0.0`` then (in the same block, with nothing between that mentions it) ``x_bar =
+    x_bar + a * b``: the addition binds it. Where one branch adds and the other does not mention
+    it, the other binds the zero at its end. Where the addition is of a name (an object something
+    else may hold), or something reads it first, the start stays. Each rewrite computes what the
+    code computed, run with both branches."""
+    cases = {
+        "x_bar = 0.0\nz = 1.0\nx_bar = x_bar + a * b\n": "z = 1.0\nx_bar = a * b",
+        "x_bar = 0.0\nif c:\n    x_bar = x_bar - a * b\n": None,
+        "x_bar = 0.0\nx_bar = x_bar + a\n": "x_bar = 0.0\nx_bar = x_bar + a",
+        "x_bar = 0.0\nz = x_bar\nx_bar = x_bar + a * b\n": "x_bar = 0.0\nz = x_bar\n"
+                                                             "x_bar = x_bar + a * b",
+    }
+    for source, expected in cases.items():
+        got = _sunk_source(source)
+        if expected is not None:
+            assert got == expected, got
+        else:
+            assert "x_bar = 0.0" in got and "x_bar = -(a * b)" in got and "x_bar + " not in got
+        for c in (True, False):
+            before: dict = {"a": np.arange(3.0), "b": 2.0, "c": c}
+            after = dict(before)
+            exec(source, {}, before)
+            exec(got, {}, after)
+            assert np.array_equal(before["x_bar"], after["x_bar"])

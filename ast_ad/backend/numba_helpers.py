@@ -44,6 +44,7 @@ COMPILED = (
     runtime.inverse_or_zero,
     runtime.abs_vjp,
     runtime.roll_vjp,
+    runtime.summed_product,
 )
 
 
@@ -230,6 +231,12 @@ def register(numba: Any) -> None:
     def _abs_vjp(g, x, size):
         if (array(x) or number(x)) and (array(g) or number(g)):
             return lambda g, x, size: g * np.conj(runtime.unit(x))
+        return None
+
+    @overload(runtime.summed_product)
+    def _summed_product(g, y):
+        if (array(g) or number(g)) and (array(y) or number(y)):
+            return lambda g, y: np.sum(g * y)
         return None
 
     @overload(runtime.roll_vjp)

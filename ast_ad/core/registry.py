@@ -174,6 +174,7 @@ _FACTS: dict[str, dict[Any, Any]] = {
     "read_as": {},
     "holds_items": {},
     "shape_read": {},
+    "result_axes": {},
     "new_list": {},
     "identity_read": {},
     "number_result": {},
@@ -310,6 +311,25 @@ def shape_read(fn: Any) -> tuple[int, Any] | None:
     """``(the argument read for its shape, what takes the shape in its place)`` for ``fn``, or
     ``None``."""
     found: tuple[int, Any] | None = _fact("shape_read", fn)
+    return found
+
+
+def def_result_axes(fn: Any, axes: Callable[[tuple[int, ...]], Any]) -> None:
+    """Declare where the axes of ``fn``'s result come from: ``axes(ranks)``, given its positional
+    arguments' numbers of axes, gives for each axis of the result the pair ``(argument, axis)``
+    whose length it has, or ``None`` where the ranks do not decide that (``np.dot`` of a matrix and
+    a vector: ``((0, 0),)``). Reverse mode then computes such a result's shape once, from the
+    arguments' shapes, where no statement binds those arguments again, instead of keeping it for
+    every step of a loop (``saving.invariant_shapes``)."""
+    _note("result_axes", fn, axes)
+    _FACTS["result_axes"][fn] = axes
+
+
+def result_axes(fn: Any, ranks: tuple[int, ...]) -> tuple[tuple[int, int], ...] | None:
+    """The ``(argument, axis)`` each axis of ``fn``'s result has the length of, for arguments of
+    ``ranks`` (``def_result_axes``), or ``None``."""
+    axes = _fact("result_axes", fn)
+    found: tuple[tuple[int, int], ...] | None = axes(ranks) if axes is not None else None
     return found
 
 

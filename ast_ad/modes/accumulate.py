@@ -60,6 +60,7 @@ class Accumulation:
         self.bars: dict[str | tuple[str, int], str] = {}  # names' adjoints, and loops' trip counts
         self.live: set[str] = set()  # adjoints something has flowed into since they were reset
         self.pending: set[str] = set()  # adjoints reset to zero: the next contribution assigns
+        self.flushed: set[str] = set()  # the adjoints the last ``flush`` wrote the zero of
         # The backward pass's opening: the statements after the function's last loop or branch. An
         # adjoint (of a name bound more than once) whose first contribution comes there is assigned
         # it; the others start at zero, at the top (``initial_adjoints``).
@@ -70,13 +71,23 @@ class Accumulation:
         """``stmts`` printed, each part written where it is read (``syntax.pieces``)."""
         return syntax.pieces(stmts, self.refs)
 
-    def flush(self) -> list[ir.Stmt]:
-        """Write out the zero of every adjoint reset since its last contribution."""
+    def flush(self, keep: frozenset[str] = frozenset()) -> list[ir.Stmt]:
+        """Write out the zero of every adjoint reset since its last contribution (but those of
+        ``keep``, which stay pending)."""
         out: list[ir.Stmt] = [
-            ir.Assign(self.bar(v), self.zero(v), ir.NOWHERE) for v in sorted(self.pending)
+            ir.Assign(self.bar(v), self.zero(v), ir.NOWHERE) for v in sorted(self.pending - keep)
         ]
-        self.pending.clear()
+        self.flushed = self.pending - keep
+        self.pending &= keep
         return out
+
+    def zero_now(self, var: str) -> bool:
+        """Whether ``var``'s adjoint is its zero here: just written out by ``flush``, or nothing has
+        flowed into it yet and it starts at zero (``initial_adjoints``)."""
+        return var in self.flushed or var in self.pending or (
+            var not in self.bars and var not in self.local and var not in self.started
+            and var not in self.structured
+        )
 
     def bound_again(self, name: str, stmt: ir.Stmt) -> None:
         """After the backward pass of ``stmt``, which binds ``name``: the adjoint of the value

@@ -78,7 +78,7 @@ class Checkpointing:
         parts: tuple[Saving, Accumulation],
         needs_adjoint: Callable[[ir.Stmt], bool],
         forward_block: Callable[[tuple[ir.Stmt, ...], bool], list[ir.Stmt]],
-        backward_block: Callable[[tuple[ir.Stmt, ...]], list[ir.Stmt]],
+        step_backward: Callable[[ir.For], list[ir.Stmt]],
     ):
         self.function, self.checkpoints, self.derive = function, checkpoints, derive
         # the loops written in place; the loops checkpointed, and how (``plan_checkpoints``); why
@@ -87,8 +87,8 @@ class Checkpointing:
         self.in_place, self.checkpointed, self.not_checkpointed, self.terms = facts
         self.namer, self.scratch = names  # (the scratch: names of parts of one expression)
         self.saving, self.adjoints = parts
-        self.needs_adjoint, self.forward_block, self.backward_block = (
-            needs_adjoint, forward_block, backward_block
+        self.needs_adjoint, self.forward_block, self.step_backward = (
+            needs_adjoint, forward_block, step_backward
         )
 
     def plan_checkpoints(self) -> None:
@@ -174,7 +174,7 @@ class Checkpointing:
         """The backward pass of a checkpointed loop: ``revolve``'s actions, from the last step's on,
         one loop over them whose branches run its steps backward, again (taped or not: stand-ins
         until the forward pass is built), or keep, restore or drop a snapshot."""
-        steps = self.backward_block(stmt.body)
+        steps = self.step_backward(stmt)
         bound = {n for s in ir.walk((stmt,)) for n in self.saving.defined(s)}
         before, steps, sums = batch_products(steps, bound, self.terms, self.scratch, self.namer)
         after = self.adjoints.summed_after(sums, steps, set())

@@ -96,6 +96,7 @@ _PART, _ITEM = ir.Ref(runtime.part, "part"), ir.Ref(operator.getitem, "operator.
 _UNBROADCAST = ir.Ref(runtime.unbroadcast, "unbroadcast")
 # a number's adjoint from an array's: every entry's summed (``unbroadcast`` to no axes)
 _SUMMED = ir.Ref(np.sum, "np.sum")
+_SUMMED_PRODUCT = ir.Ref(runtime.summed_product, "summed_product")
 _DENSE = ir.Ref(runtime.dense_adjoint, "dense_adjoint")
 _OWNED = ir.Ref(runtime.owned_adjoint, "owned_adjoint")
 _DETACHED = ir.Ref(runtime.detached, "detached")
@@ -246,7 +247,7 @@ class Reverser:
             (self.saving, self.adjoints),
             self.needs_adjoint,
             lambda body, saving: self.sweep.forward_block(body, saving),
-            self.backward_block,
+            self.step_backward,
         )
         self.sweep = ForwardSweep(
             self.refs,
@@ -348,7 +349,7 @@ class Reverser:
             # a second pass, over the function with those arrays' shapes kept
             # (``saving.Saving.shape_only``)
             return Reverser(
-                with_shapes(self.function, kept_shapes),
+                with_shapes(self.function, kept_shapes, self.kinds, self.namer),
                 self.argnums,
                 self.labels_in,
                 self.derive,
@@ -522,7 +523,10 @@ class Reverser:
             return stmt.source in self.useful
         return any(self.needs_adjoint(s) for block in ir.blocks(stmt) for s in block)
 
-    def backward_block(self, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
+    def backward_block(self, body: tuple[ir.Stmt, ...],
+                       keep: frozenset[str] = frozenset()) -> list[ir.Stmt]:
+        """The backward pass of ``body``; the adjoints of ``keep`` reset at its end are left
+        pending (``step_zeros``)."""
         out: list[ir.Stmt] = []
         line = None
         for stmt in reversed(body):
@@ -539,7 +543,7 @@ class Reverser:
                 line = stmt.line
                 out.append(ir.Comment(line.comment(self.function.result_line.filename)))
             out += adjoint
-        return out + self.adjoints.flush()
+        return out + self.adjoints.flush(keep)
 
     def adjoint(self, stmt: ir.Stmt) -> list[ir.Stmt]:
         if isinstance(stmt, ir.If):
@@ -600,7 +604,7 @@ class Reverser:
         # no adjoint yet: nothing flowed into them
         untouched = {v for v in self.useful if v not in self.adjoints.bars}
         live = set(self.adjoints.live)
-        body = self.backward_block(stmt.body)
+        body = self.step_backward(stmt, {s.target for s in owned if isinstance(s, ir.Assign)})
         self.adjoints.live = live  # (the loop may run no step)
         bound = {n for s in ir.walk((stmt,)) for n in self.saving.defined(s)}
         before, body, sums = batch_products(body, bound, self.terms, self.scratch, self.namer)
@@ -630,6 +634,45 @@ class Reverser:
         loop = ir.For(stmt.target, steps, tuple(body), ir.NOWHERE)
         return [*before, *made, loop, *after, restore_mark(stmt.target, id(stmt))]
 
+    def step_backward(self, loop: ir.For | ir.While, owned: frozenset[str] | set[str] = frozenset()
+                      ) -> list[ir.Stmt]:
+        """The backward pass of a step of ``loop``, the adjoints of ``step_zeros`` pending at its
+        top and end (``owned``: adjoints the loop writes into, which it has copied)."""
+        zeros = self.step_zeros(loop, {v for v in self.useful if self.adjoints.zero_now(v)} -
+                                set(owned))
+        self.adjoints.pending |= zeros
+        body = self.backward_block(loop.body, zeros)
+        self.adjoints.pending |= zeros
+        return body
+
+    def step_zeros(self, loop: ir.For | ir.While, zero: set[str]) -> frozenset[str]:
+        """The names of ``zero`` (whose adjoints are zero where the loop's backward pass starts)
+        that each step of the loop binds before anything else in it reads or binds them: their
+        adjoints are zero at the top of every step's backward pass too (the binding resets them,
+        and nothing in the step adds to them before it), so the step's first contribution assigns
+        and no zero is written at its end (they stay pending after the loop)."""
+        seen: set[str] = set()
+        found: set[str] = set()
+        for stmt in loop.body:
+            if ir.blocks(stmt):
+                seen.update(n for s in ir.walk((stmt,)) for n in (*ir.reads_of(s), *ir.defined(s)))
+                continue
+            reads = set(ir.reads_of(stmt))
+            for name in ir.defined(stmt):
+                if (
+                    name in zero
+                    and name not in seen
+                    and name not in reads
+                    and isinstance(stmt, ir.Assign)
+                    and self.needs_adjoint(stmt)
+                    and name not in self.local
+                    and id(stmt) not in self.first
+                    and name not in self.structured
+                ):
+                    found.add(name)
+            seen.update(reads, ir.defined(stmt))
+        return frozenset(found)
+
     def adjoint_assign(self, stmt: ir.Assign) -> list[ir.Stmt]:
         """Contributions to the statement's inputs, then restore what it overwrote.
 
@@ -652,7 +695,11 @@ class Reverser:
         reset = target not in self.local and id(stmt) not in self.first
         self.adjoints.live.discard(target)
         if target not in {v.name for v in inputs_of(stmt.value)}:
-            out = prefix + self.contributions(stmt, g, target, zero)
+            contributions = self.contributions(stmt, g, target, zero)
+            if prefix and not any(g in ir.reads_of(s) for s in ir.walk(tuple(contributions))):
+                prefix = []  # nothing reads the zero: it stays pending
+                self.adjoints.pending.add(target)
+            out = prefix + contributions
             if reset:
                 # zero from here on; the next contribution assigns
                 self.adjoints.pending.add(target)
@@ -768,16 +815,43 @@ class Reverser:
                     continue
                 contribution = self.contribution(stmt, self.ranked(stmt, call, k) or vjp, g, ans)
                 if rule.elementwise and not self.exact(call, k):
+                    dot = (
+                        self.summed_product(g, contribution)
+                        if self.kinds.is_number(atom, stmt) and stmt.target not in self.complexes
+                        else None
+                    )
                     spread = (
-                        ir.Call(_SUMMED, (contribution[1],))
+                        dot if dot is not None
+                        else ir.Call(_SUMMED, (contribution[1],))
                         if self.kinds.is_number(atom, stmt)
                         else ir.Call(_UNBROADCAST, (contribution[1], atom))
                     )
-                    contribution = self.adjoints.part(spread, *contribution[0])
+                    made = contribution[0][:-1] if dot is not None else contribution[0]
+                    contribution = self.adjoints.part(spread, *made)
                 if real_parts:
                     contribution = self.adjoints.real_of(atom, contribution)
                 out += self.adjoints.accumulate(atom.name, contribution)
         return out
+
+    def summed_product(self, g: str, contribution: Made) -> ir.Call | None:
+        """``summed_product(g, y)`` for a number's contribution ``np.sum(g * y)`` (``x * y``, ``x``
+        a number): ``np.vdot`` where both are real float arrays of one shape, when it runs (no
+        array of products), else that sum (``runtime.summed_product``). Not where ``y`` may be
+        complex, whose rules take the other path (``complexness``)."""
+        made, value = contribution
+        if not made or not isinstance(value, ir.Var):
+            return None
+        last = made[-1]
+        if not (isinstance(last, ir.Assign) and last.target == value.name
+                and type(last.value) is ir.Call and last.value.fn.obj is operator.mul
+                and not last.value.kwargs and len(last.value.args) == 2):
+            return None
+        pair = last.value.args
+        others = [a for a in pair if not (isinstance(a, ir.Var) and a.name == g)]
+        if len(others) != 1 or not isinstance(others[0], ir.Var) or \
+                others[0].name in self.complexes:
+            return None
+        return ir.Call(_SUMMED_PRODUCT, (ir.Var(g), others[0]))
 
     def ranked(self, stmt: ir.Assign, call: ir.Call, k: int) -> registry.VJP | None:
         """The rule for argument ``k`` at its operands' known numbers of axes

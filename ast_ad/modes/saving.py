@@ -400,11 +400,16 @@ def _outer_reads(stmt: ir.Stmt) -> set[str]:
     return inner | set(ir.reads_of(stmt))
 
 
-def with_shapes(function: ir.Function, shapes: dict[str, str]) -> ir.Function:
+def with_shapes(function: ir.Function, shapes: dict[str, str], kinds: Kinds,
+                namer: Namer) -> ir.Function:
     """``function`` with ``x_shape = np.shape(x)`` after each assignment of an ``x`` of ``shapes``
-    (``shape_only``)."""
+    (``shape_only``), or with ``x_shape`` computed once at its top from its parameters' shapes,
+    where they decide it (``invariant_shapes``)."""
+    top, invariant = invariant_shapes(function, shapes, kinds, namer)
+
     def kept(stmt: ir.Stmt) -> list[ir.Stmt]:
-        if isinstance(stmt, ir.Assign) and stmt.target in shapes and not _none(stmt):
+        if isinstance(stmt, ir.Assign) and stmt.target in shapes and not _none(stmt) \
+                and stmt.target not in invariant:
             return [
                 stmt,
                 ir.Assign(shapes[stmt.target], ir.Call(_SHAPE, (ir.Var(stmt.target),)), stmt.line),
@@ -412,11 +417,81 @@ def with_shapes(function: ir.Function, shapes: dict[str, str]) -> ir.Function:
         return [stmt]
 
     return ir.with_body(
-        function, ir.mapped(function.body, kept), function.mutable | frozenset(shapes.values())
+        function,
+        (*top, *ir.mapped(function.body, kept)),
+        function.mutable | frozenset(shapes[n] for n in shapes if n not in invariant),
     )
 
 
+def invariant_shapes(function: ir.Function, shapes: dict[str, str], kinds: Kinds,
+                     namer: Namer) -> tuple[list[ir.Stmt], set[str]]:
+    """The names of ``shapes`` whose shape the function's parameters decide, and the statements
+    that compute each such shape once, at the function's top, into its name of ``shapes``.
+
+    A name's shape is decided where every statement that binds it (but to ``None``) calls a function
+    whose result's axes the registry ties to its arguments' axes, for arguments of the numbers of
+    axes ``kinds`` knows (``registry.result_axes``: ``np.dot(w, h)`` has ``w``'s rows), and every
+    such axis is the same axis of the same parameter, one that no statement binds again (writes in
+    place keep a shape)."""
+    bound = {n for stmt in ir.walk(function.body) for n in ir.defined(stmt)}
+    fixed = set(function.params) - bound
+    found: dict[str, set[tuple[tuple[str, int], ...] | None]] = {}
+    lines: dict[str, ir.Line] = {}
+    for stmt in ir.walk(function.body):
+        if isinstance(stmt, ir.Assign) and stmt.target in shapes and not _none(stmt):
+            found.setdefault(stmt.target, set()).add(_decided_axes(stmt, kinds, fixed))
+            lines.setdefault(stmt.target, stmt.line)
+        elif any(n in shapes for n in ir.defined(stmt)):
+            for n in ir.defined(stmt):
+                found.setdefault(n, set()).add(None)
+    top: list[ir.Stmt] = []
+    of_params: dict[str, str] = {}
+    lengths: dict[tuple[str, int], str] = {}
+    invariant: set[str] = set()
+    for name in sorted(found):
+        if len(found[name]) != 1 or None in found[name]:
+            continue
+        axes = next(iter(found[name]))
+        assert axes is not None  # (just checked)
+        for param, axis in axes:
+            if param not in of_params:
+                of_params[param] = namer.fresh(f"{param}_shape")
+                top.append(ir.Assign(of_params[param], ir.Call(_SHAPE, (ir.Var(param),)),
+                                     lines[name]))
+            if (param, axis) not in lengths:
+                lengths[param, axis] = namer.fresh(f"{param}_shape_{axis}")
+                top.append(ir.Assign(lengths[param, axis], ir.Call(
+                    _GETITEM, (ir.Var(of_params[param]), ir.Const(axis))), lines[name]))
+        elts = tuple(ir.Var(lengths[key]) for key in axes)
+        top.append(ir.Assign(shapes[name], ir.Pack(elts, "tuple"), lines[name]))
+        invariant.add(name)
+    return top, invariant
+
+
+def _decided_axes(stmt: ir.Assign, kinds: Kinds,
+                  fixed: set[str]) -> tuple[tuple[str, int], ...] | None:
+    """The (parameter, axis) pairs whose lengths are the axes of what ``stmt`` binds
+    (``invariant_shapes``), or ``None``."""
+    if type(stmt.value) is not ir.Call or stmt.value.kwargs:
+        return None
+    call = stmt.value
+    ranks = kinds.ranks(call.args, stmt)
+    if any(r is None for r in ranks):
+        return None
+    axes = registry.result_axes(call.fn.obj, tuple(r for r in ranks if r is not None))
+    if axes is None:
+        return None
+    out = []
+    for k, axis in axes:
+        arg = call.args[k]
+        if not isinstance(arg, ir.Var) or arg.name not in fixed:
+            return None
+        out.append((arg.name, axis))
+    return tuple(out)
+
+
 _SHAPE = ir.Ref(np.shape, "np.shape")
+_GETITEM = ir.Ref(operator.getitem, "operator.getitem")
 
 
 def _none(stmt: ir.Stmt) -> bool:

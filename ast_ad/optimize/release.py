@@ -184,7 +184,9 @@ def sunk_zero_starts(body: list[gast.stmt]) -> list[gast.stmt]:
     """``body`` with an adjoint's start at zero (``x_bar = 0.0``) moved into the branches of the
     ``if`` that next reads or binds it, where each branch first adds arithmetic to it (``x_bar =
     x_bar + y_bar * x``): each then binds it (``x_bar = y_bar * x``), as a person writes the two
-    branches' adjoints.
+    branches' adjoints; a branch that does not mention it binds it to the zero at its end. Where
+    the next statement that mentions it is such an addition, in the same block, that addition binds
+    it, and the start goes.
 
     The facts it relies on: ``0.0 + e`` is ``e``'s value (an adjoint: a float, an array of floats
     or of complex numbers, the same entries, shape and kind; ``0.0 - e`` is ``-e`` but for the
@@ -193,10 +195,6 @@ def sunk_zero_starts(body: list[gast.stmt]) -> list[gast.stmt]:
     no change in place elsewhere reaches it. Where a branch does not start so (it reads or binds
     the name otherwise, adds a name or a call's result, which may be an object held elsewhere, or
     does not mention it), the start stays where it is."""
-    if not any(
-        type(stmt) is gast.If for top in body for stmt in (top, *syntax.statements(top))
-    ):
-        return body  # (no branch to sink a start into: one scan, as a long straight line has)
     return _sunk(body)
 
 
@@ -213,6 +211,11 @@ def _sunk(body: list[gast.stmt]) -> list[gast.stmt]:
                 moved = _started(body[later], name)
                 if moved is not None:
                     body[later] = moved
+                    continue
+            elif later is not None:  # the next statement that mentions it, in this block
+                bound = _bound_at_first_add(body[later], name)
+                if bound is not None:
+                    body[later] = bound
                     continue
         out.append(stmt)
     return out
@@ -248,18 +251,26 @@ def _zero_start(stmt: gast.stmt) -> str | None:
 
 def _started(branch: gast.If, name: str) -> gast.If | None:
     """``branch`` with the first statement of each of its blocks that mentions ``name``, an
-    addition to it, made its first binding; ``None`` where a block does not start so (an ``elif``
-    is a block whose one statement is an ``if``)."""
+    addition to it, made its first binding, and the zero start put at the end of a block that does
+    not mention it; ``None`` where a block does not start so (an ``elif`` is a block whose one
+    statement is an ``if``), or neither mentions it."""
     blocks = []
+    silent = 0
     for block in (branch.body, branch.orelse):
         first = next((j for j, s in enumerate(block) if name in syntax.name_ids(s)), None)
-        if first is None:
-            return None
+        if first is None:  # the zero start, at the end of a block that does not mention it
+            blocks.append([*(s for s in block if type(s) is not gast.Pass),
+                           gast.Assign(targets=[syntax.name(name, gast.Store())],
+                                               value=syntax.const(0.0), type_comment=None)])
+            silent += 1
+            continue
         stmt = block[first]
         found = _started(stmt, name) if type(stmt) is gast.If else _bound_at_first_add(stmt, name)
         if found is None:
             return None
         blocks.append([*block[:first], found, *block[first + 1:]])
+    if silent == 2:
+        return None  # (neither block mentions it)
     return gast.copy_location(
         gast.If(test=branch.test, body=blocks[0], orelse=blocks[1]), branch
     )

@@ -8,6 +8,7 @@ import numpy as np
 from ast_ad.core.registry import (
     def_linear,
     def_nondiff,
+    def_result_axes,
     def_view,
     def_vjp_by_ranks,
     defjvp,
@@ -50,6 +51,14 @@ defvjp(
 )
 def_linear(operator.matmul, 0, 1)
 def_view(operator.getitem)  # x[1:] shares x's memory
+def _product_axes(ranks: tuple[int, ...]) -> tuple[tuple[int, int], ...] | None:
+    """Where the axes of a product of operands of one or two axes come from (``def_result_axes``):
+    a matrix's rows, the other matrix's columns."""
+    found: dict[tuple[int, ...], tuple[tuple[int, int], ...]] = {
+        (1, 1): (), (2, 1): ((0, 0),), (1, 2): ((1, 1),), (2, 2): ((0, 0), (1, 1))}
+    return found.get(tuple(ranks))
+
+
 # where both operands' numbers of axes are known (a matrix and a vector...), the helpers' branches,
 # inlined: for ``a @ b``, and for ``np.matmul`` and ``np.dot``, which compute the same product of
 # operands of one or two axes
@@ -64,6 +73,8 @@ for _product in (operator.matmul, np.matmul, np.dot):
         _product, (1, 2), lambda g, ans, a, b: b @ g, lambda g, ans, a, b: np.outer(a, g)
     )
     def_vjp_by_ranks(_product, (1, 1), lambda g, ans, a, b: g * b, lambda g, ans, a, b: g * a)
+    # its result's axes: a matrix's rows, the other's columns
+    def_result_axes(_product, _product_axes)
 def_linear(operator.getitem, 0)
 # (likewise forward)
 defjvp(operator.getitem, None, lambda u, ans, x, index: index_derivative(index))

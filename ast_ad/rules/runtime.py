@@ -98,6 +98,10 @@ for _fn, _shape_only in (
     def_linear(_fn, 0, 3 - _shape_only)
     defjvp(_fn, *[zero if k == _shape_only else None for k in range(3)])
 def_linear(rt.vecdot_vjp, 0, 1)
+# a number's adjoint from its product with an array, ``np.sum(g * y)``: linear in each
+defvjp(rt.summed_product, lambda g, ans, a, b: rt.unbroadcast(g * b, a),
+                          lambda g, ans, a, b: rt.unbroadcast(g * a, b))
+def_linear(rt.summed_product, 0, 1)
 def_linear(rt.trapezoid_vjp, 0, 2)  # the weights are dx/2, dx, ..., dx/2: linear in dx too
 defjvp(rt.trapezoid_vjp, None, zero, None, zero, None)  # (the sample points: fixed)
 def_linear(rt.linspace_vjp, 1)

@@ -259,18 +259,19 @@ def summed_products(terms: Any, fixed: Any, vjp: Any, fixed_first: Any) -> Any:
     With matrices, the steps' columns (for ``fixed @ b``) or rows (for ``a @ fixed``)
     side by side do the same. Other shapes are summed step by step.
     """
-    # numpy vectors: np.array stacks them in C
+    # vectors of one length each, stacked as rows by np.array in C, which checks them there (a
+    # ragged list raises; scalars or matrices give other numbers of axes): checking each in Python
+    # first took as long again
     if type(fixed) is np.ndarray and fixed.ndim == 2 and terms:
         vectors, operands = zip(*terms, strict=True)
-        g_shape: Any = getattr(vectors[0], "shape", ())
-        other_shape: Any = getattr(operands[0], "shape", ())
-        if all(type(v) is np.ndarray and v.shape == g_shape for v in vectors) and \
-                all(type(v) is np.ndarray and v.shape == other_shape for v in operands) and \
-                len(g_shape) == 1 and len(other_shape) == 1:
-            # vectors of one length each: joined end to end and read as rows (np.array takes a third
-            # longer, np.stack checks each in Python and takes three times as long)
-            g_rows = np.concatenate(vectors).reshape(len(vectors), g_shape[0])
-            other_rows = np.concatenate(operands).reshape(len(operands), other_shape[0])
+        g_rows: Any = None
+        other_rows: Any = None
+        try:
+            g_rows, other_rows = np.array(vectors), np.array(operands)
+        except ValueError:
+            pass
+        if g_rows is not None and other_rows is not None and g_rows.ndim == 2 and \
+                other_rows.ndim == 2 and {g_rows.dtype.kind, other_rows.dtype.kind} <= set("biufc"):
             return g_rows.T @ other_rows if fixed_first else other_rows.T @ g_rows
     fixed = as_array(fixed)
     gs = [as_array(g) for g, _ in terms]
@@ -856,6 +857,17 @@ def diff_vjp(g: Any, x: Any, n: Any = 1, axis: Any = -1) -> Any:
             np.concatenate([edge, g], axis=-1) - np.concatenate([g, edge], axis=-1), -1, axis
         )
     return np.reshape(g, np.shape(x))
+
+
+def summed_product(g: Any, y: Any) -> Any:
+    """``np.sum(g * y)``: a number's adjoint where it multiplied an array (``x * y``). For two
+    arrays of real floats of one shape, ``np.vdot``: one pass over the entries and no array of
+    products (the same products summed in another order: the last bits may differ, as between any
+    two orders); anything else (``g`` a float zero, a broadcast, complex values) as written."""
+    if type(g) is np.ndarray and type(y) is np.ndarray and g.shape == y.shape and \
+            g.dtype.kind == "f" and y.dtype.kind == "f":
+        return np.vdot(g, y)
+    return np.sum(g * y)
 
 
 def roll_vjp(g: Any, shift: Any, axis: Any = None) -> Any:

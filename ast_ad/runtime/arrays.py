@@ -75,8 +75,17 @@ def copy_as(x: Any, dtype: Any) -> Any:
 def broadcast_like(g: Any, x: Any, shape: Any) -> Any:
     """``np.broadcast_to(g, shape)``: a view for numpy; for another library's ``x``, zeros of
     ``x``'s type and layout plus ``g`` (dask would make a number broadcast to ``shape`` one chunk of
-    that whole shape)."""
+    that whole shape). A Python float spread to at most 4,096 entries is an array of them
+    written out: the same values, of the same dtype (float64), for a tenth of ``np.broadcast_to``'s
+    4.5 us (the adjoint of ``np.sum`` of a small array; it is never written in place)."""
     if isinstance(x, np.ndarray) or not is_array(x):
+        size = 1
+        for length in shape:
+            size *= length
+        if type(g) is float and size <= 4096:  # (a literal: an exported module copies this)
+            out = np.empty(shape)
+            out.fill(g)
+            return out
         return np.broadcast_to(g, shape)
     return zeros_of(x, shape, dtype=np.result_type(g)) + g
 

@@ -1,0 +1,249 @@
+"""The generated code of two loops people write (a leapfrog simulation, an RNN written with
+``np.dot`` and its weights as arguments) read as a reviewer reads it: no shape kept for every step,
+no statement inside a loop that computes what it computed in the step before, and no store that
+nothing reads (issue 41). The checks read the printed Python, not ast_ad's IR, and each is tried on
+code that has the fault, so that none passes by reading nothing."""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+import ast_ad
+
+
+def leapfrog(x, v, k, dt, steps):
+    for _ in range(steps):
+        a = -k * x
+        v = v + 0.5 * dt * a
+        x = x + dt * v
+        a = -k * x
+        v = v + 0.5 * dt * a
+    return np.sum(x * x) + np.sum(v * v)
+
+
+def rnn(w, u, xs):
+    h = np.zeros(w.shape[0])
+    for t in range(xs.shape[0]):
+        h = np.tanh(np.dot(w, h) + np.dot(u, xs[t]))
+    return np.sum(h * h)
+
+
+def _reads(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _own_reads(stmt: ast.stmt) -> set[str]:
+    """The names a statement reads itself (a loop's iterable, a branch's test; not its body's)."""
+    if isinstance(stmt, ast.For):
+        return _reads(stmt.iter)
+    if isinstance(stmt, (ast.If, ast.While)):
+        return _reads(stmt.test)
+    if isinstance(stmt, ast.Delete):
+        return set()
+    return _reads(stmt)
+
+
+def _stored(stmt: ast.stmt) -> set[str]:
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+        [stmt.target] if isinstance(stmt, (ast.AugAssign, ast.For)) else []
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def dead_stores(source: str) -> list[str]:
+    """The assignments of one name whose value no path reads before the name is bound again or the
+    function returns (liveness, by a fixpoint over loops). A declaration ``y = None`` before the
+    loop that binds ``y`` is not a store: it is there for a transformation of this code, which
+    reads it as ``y``'s first binding (``optimize.release``)."""
+    function = ast.parse(source).body[0]
+    assert isinstance(function, ast.FunctionDef)
+    dead: list[str] = []
+
+    def block(body: list[ast.stmt], live: set[str], report: bool) -> set[str]:
+        for stmt in reversed(body):
+            live = one(stmt, live, report)
+        return live
+
+    def one(stmt: ast.stmt, live: set[str], report: bool) -> set[str]:
+        if isinstance(stmt, ast.Return):
+            return _reads(stmt)
+        if isinstance(stmt, ast.If):
+            return block(stmt.body, live, report) | block(stmt.orelse, live, report) | \
+                _reads(stmt.test)
+        if isinstance(stmt, (ast.For, ast.While)):
+            entry = set(live)
+            while True:  # the live names at the top of a step: after it, or the next step's
+                step = block(stmt.body, entry | live, False) - _stored(stmt) | _own_reads(stmt)
+                if step <= entry:
+                    break
+                entry |= step
+            block(stmt.body, entry | live, report)
+            return entry | live
+        stored = _stored(stmt)
+        declaration = isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and \
+            stmt.value.value is None
+        if report and isinstance(stmt, ast.Assign) and len(stored) == 1 and not stored & live \
+                and isinstance(stmt.targets[0], ast.Name) and not declaration:
+            dead.append(ast.unparse(stmt))
+        if isinstance(stmt, ast.Delete):
+            return live
+        return (live - stored) | _own_reads(stmt)
+
+    block(function.body, set(), True)
+    return dead
+
+
+def zero_starts(source: str) -> list[str]:
+    """The additions ``n = n + e`` where ``n`` surely holds the ``0.0`` written to it (a forward
+    pass over the function; at a loop's top, what holds on entry and at the end of its body)."""
+    function = ast.parse(source).body[0]
+    assert isinstance(function, ast.FunctionDef)
+    found: list[str] = []
+
+    def block(body: list[ast.stmt], zero: set[str], report: bool) -> set[str]:
+        for stmt in body:
+            zero = one(stmt, zero, report)
+        return zero
+
+    def one(stmt: ast.stmt, zero: set[str], report: bool) -> set[str]:
+        if isinstance(stmt, ast.If):
+            return block(stmt.body, set(zero), report) & block(stmt.orelse, set(zero), report)
+        if isinstance(stmt, (ast.For, ast.While)):
+            top = set(zero) - _stored(stmt)
+            while (after := block(stmt.body, set(top), False) & top) != top:
+                top = after
+            block(stmt.body, set(top), report)
+            return top
+        stored = _stored(stmt)
+        value = getattr(stmt, "value", None)
+        if report and isinstance(stmt, ast.Assign) and isinstance(value, ast.BinOp) and \
+                isinstance(value.op, ast.Add) and any(
+                    isinstance(side, ast.Name) and side.id in zero and side.id in stored
+                    for side in (value.left, value.right)):
+            found.append(ast.unparse(stmt))
+        zero = zero - stored
+        if isinstance(stmt, ast.Assign) and isinstance(value, ast.Constant) and \
+                value.value == 0.0 and len(stored) == 1:
+            zero |= stored
+        return zero
+
+    block(function.body, set(), True)
+    return found
+
+
+def invariant_in_loops(source: str) -> list[str]:
+    """The assignments inside a loop that read only names the loop never binds (its own index
+    among those it binds), bind a name nothing else in the loop binds, and change no list: each
+    step computes the same again."""
+    found: list[str] = []
+    for loop in ast.walk(ast.parse(source)):
+        if not isinstance(loop, (ast.For, ast.While)):
+            continue
+        stores = [n for stmt in ast.walk(loop) if isinstance(stmt, ast.stmt) for n in _stored(stmt)]
+        bound = set(stores)
+        for stmt in loop.body:
+            changes = any(isinstance(n, ast.Attribute) and n.attr in ("pop", "append")
+                          for n in ast.walk(stmt))
+            once = all(stores.count(n) == 1 for n in _stored(stmt))  # (a reset is bound again)
+            if isinstance(stmt, ast.Assign) and once and not changes and \
+                    not _reads(stmt.value) & bound:
+                found.append(ast.unparse(stmt))
+    return found
+
+
+def taped_shapes(source: str) -> list[str]:
+    """Statements inside a loop that take an array's shape (``np.shape(x)``) or keep one."""
+    found = []
+    for loop in ast.walk(ast.parse(source)):
+        if isinstance(loop, (ast.For, ast.While)):
+            for stmt in ast.walk(loop):
+                if isinstance(stmt, ast.stmt) and not isinstance(stmt, (ast.For, ast.While)):
+                    text = ast.unparse(stmt)
+                    if "np.shape(" in text or "_shape_tape" in text:
+                        found.append(text)
+    return found
+
+
+def test_the_checks_find_what_they_look_for() -> None:
+    """Each check on a function that has its fault (code as ast_ad wrote it before issue 41)."""
+    wasteful = (
+        "def f_vjp(x, k, out_bar=1.0):\n"
+        "    a_shape_tape = []\n"
+        "    a_shape = None\n"
+        "    for t in range(3):\n"
+        "        a_shape_tape.append(a_shape)\n"
+        "        neg_k = -k\n"
+        "        a = neg_k * x\n"
+        "        a_shape = np.shape(a)\n"
+        "    a_bar = 0.0\n"
+        "    for t in reversed(range(3)):\n"
+        "        a_bar = a_bar + out_bar\n"
+        "        x_bar = a_bar * neg_k\n"
+        "        a_bar = 0.0\n"
+        "        a_shape = a_shape_tape.pop()\n"
+        "    return a, x_bar\n"
+    )
+    assert dead_stores(wasteful) == ["a_shape = a_shape_tape.pop()"]  # the last step's
+    assert zero_starts(wasteful) == ["a_bar = a_bar + out_bar"]  # a_bar is 0.0 at each step's top
+    assert invariant_in_loops(wasteful) == ["neg_k = -k"]
+    assert "a_shape = np.shape(a)" in taped_shapes(wasteful)
+    # a store a later step reads is live; an addition to what a branch may have changed is no start
+    assert dead_stores("def g(x):\n    for i in range(3):\n        y = x\n        x = y * 2.0\n"
+                       "    return x\n") == []
+    assert zero_starts("def g(x, c):\n    s = 0.0\n    if c:\n        s = x\n    s = s + x\n"
+                       "    return s\n") == []
+
+
+def test_the_leapfrog_gradient_keeps_no_shape_and_has_no_dead_store() -> None:
+    """A float ``dt`` and ``k`` are numbers (the name bound to ``None`` before the loop gives no
+    shape class: ``activity.shape_classes``), so nothing is unbroadcast or kept for its shape;
+    ``-k`` is computed once; and ``a``'s adjoint, zero at the top of each step, is assigned by its
+    first contribution with no reset at the step's end (``Reverser.step_zeros``)."""
+    rng = np.random.default_rng(1)
+    x, v = rng.standard_normal(20), rng.standard_normal(20)
+    gradient = ast_ad.grad(leapfrog, argnums=(0, 1, 2))
+    got = gradient(x, v, 0.7, 0.05, 12)
+    source = ast_ad.source(gradient)
+    assert taped_shapes(source) == [] and "unbroadcast" not in source
+    assert invariant_in_loops(source) == []
+    assert dead_stores(source) == [] and zero_starts(source) == []
+    # the numbers: finite differences in each direction
+    for k, args in enumerate([(x, v, 0.7), (x, v, 0.7), (x, v, 0.7)]):
+        base = list(args)
+        direction = rng.standard_normal(np.shape(base[k]))
+        step = 1e-6
+
+        def moved(s: float, base=base, k=k, direction=direction) -> float:
+            shifted = list(base)
+            shifted[k] = base[k] + s * direction
+            return leapfrog(*shifted, 0.05, 12)
+
+        slope = (moved(step) - moved(-step)) / (2 * step)
+        assert np.isclose(np.sum(got[k] * direction), slope, rtol=1e-6, atol=1e-8)
+
+
+def test_the_rnn_gradient_computes_its_products_shapes_once() -> None:
+    """``np.dot(w, h)`` has ``w``'s rows whatever ``h`` is (``registry.result_axes``): its shape,
+    which the backward pass needs to undo a broadcast, is computed once from ``w``'s, not kept for
+    each of the 50 steps (``saving.invariant_shapes``)."""
+    rng = np.random.default_rng(2)
+    w, u = rng.standard_normal((8, 8)) * 0.3, rng.standard_normal((8, 5)) * 0.3
+    xs = rng.standard_normal((50, 5))
+    gradient = ast_ad.grad(rnn, argnums=(0, 1))
+    got = gradient(w, u, xs)
+    source = ast_ad.source(gradient)
+    assert taped_shapes(source) == []
+    assert invariant_in_loops(source) == []
+    assert dead_stores(source) == [] and zero_starts(source) == []
+    for k, args in enumerate([(w, u), (w, u)]):
+        direction = rng.standard_normal(np.shape(args[k]))
+        step = 1e-6
+
+        def moved(s: float, k=k, direction=direction) -> float:
+            shifted = [w, u]
+            shifted[k] = shifted[k] + s * direction
+            return rnn(*shifted, xs)
+
+        slope = (moved(step) - moved(-step)) / (2 * step)
+        assert np.isclose(np.sum(got[k] * direction), slope, rtol=1e-6)
