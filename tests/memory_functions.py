@@ -613,9 +613,74 @@ def written_through_a_transpose_then_summed(x):
     return np.sum(m * m)
 
 
+# Views made by functions once not declared views (``registry.def_view``): the write was lost, the
+# value and the gradient silently wrong in both modes
+def written_through_a_flip(x):
+    y = x * 1.0
+    v = np.flip(y)
+    v[0] = x[0] * 3.0
+    return np.sum(y * x)
+
+
+def written_through_fliplr_and_flipud(x):
+    m = np.outer(x, x)
+    v = np.fliplr(m)
+    v[0, 0] = x[0] * 3.0
+    w = np.flipud(m)
+    w[1, 2] = 7.0 * x[2]
+    return np.sum(m * m)
+
+
+def written_through_a_rotation(x):
+    m = np.outer(x, x[:3])
+    v = np.rot90(m, 3)
+    v[0, 1] = x[1] * 2.0
+    return np.sum(m * m)
+
+
+def written_through_matrix_transposes(x):
+    m = np.outer(x, x)
+    v = np.matrix_transpose(m)
+    v[0, 1] = x[1] * 2.0
+    w = np.linalg.matrix_transpose(m)
+    w[2, 3] = x[3] * x[0]
+    return np.sum(m * m)
+
+
+def written_through_a_float64_call(x):
+    y = x * 1.0
+    v = np.float64(y)  # (a float64 array: the array itself)
+    v[0] = x[1] * 2.0
+    return np.sum(y * y)
+
+
+# A view whose entries are not its base's entries (the imaginary parts of a complex array), or a
+# read-only one: refused at the write (Python's ``np.diag`` write raises)
+def written_through_the_imaginary_parts(x):
+    z = x * (1 + 2j)
+    y = np.imag(z)
+    y[0] = x[1] * 3.0  # write
+    return np.sum(np.abs(z) ** 2)
+
+
+def written_through_an_imag_attribute(x):
+    z = x * (1 + 2j)
+    y = z.imag
+    y[0] = x[1] * 3.0  # write
+    return np.sum(np.abs(z) ** 2)
+
+
+UNFOLLOWED_VIEWS = [written_through_the_imaginary_parts, written_through_an_imag_attribute]
+
+
 # Python's value and its gradient: the names, views and items that see the changed array are made
 # again from it
 FOLLOWED = [
+    written_through_a_flip,
+    written_through_fliplr_and_flipud,
+    written_through_a_rotation,
+    written_through_matrix_transposes,
+    written_through_a_float64_call,
     written_through_a_transpose_then_summed,
     a_view_made_on_two_paths,
     item_read_in_one_branch_written_in_the_other,

@@ -865,6 +865,7 @@ def _more() -> dict:
         ),
         runtime.unreshaped: case(arrays((2, 3)), arrays((6,))) | case(arrays((3,)), arrays((3, 1))),
         runtime.untransposed: case(arrays((3, 2))) | case(arrays((2, 3, 4)), (2, 0, 1)),
+        runtime.unrotated: case(arrays((3, 2))) | case(arrays((2, 3, 4)), 3, (1, 2)),
         runtime.replaced: case(
             st.lists(arrays((2,)), min_size=3, max_size=3), st.just((0, 2)), arrays((2,))
         )

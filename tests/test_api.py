@@ -488,6 +488,42 @@ def test_a_call_like_the_last_one_with_arrays_runs_the_code_directly(monkeypatch
     np.testing.assert_array_equal(ast_ad.grad(twice, (0, 1))(w, x)[0], np.ones(5))
 
 
+def test_grad_written_in_a_loop_is_made_once_and_follows_a_changed_function(monkeypatch) -> None:
+    """``grad(f)(x)`` written where it runs many times (a loop, a function that is differentiated)
+    gives the gradient made the first time (``gradient._made``: counted, ``inspect.signature`` is
+    not read again), so each later call takes the direct path. A function given other code (as
+    IPython's autoreload does) or other defaults gets a new one, which differentiates what now
+    runs."""
+    from ast_ad.api import gradient as gradient_module
+
+    def f(x, scale=2.0):
+        return scale * np.sum(x * x)
+
+    def g(x, scale=2.0):
+        return scale * np.sum(np.sin(x))
+
+    read = {"n": 0}
+    real = gradient_module.inspect.signature
+
+    def counted(fn):
+        read["n"] += 1
+        return real(fn)
+
+    monkeypatch.setattr(gradient_module.inspect, "signature", counted)
+    x = np.array([0.5, 1.5])
+    np.testing.assert_allclose(ast_ad.grad(f)(x), 4.0 * x)  # (made, and transformed)
+    read["n"] = 0
+    for _ in range(5):
+        np.testing.assert_allclose(ast_ad.grad(f)(x), 4.0 * x)
+    assert read["n"] == 0
+    assert ast_ad.grad(f) is ast_ad.grad(f) and ast_ad.grad(f, 0) is not ast_ad.grad(f, (0,))
+    assert ast_ad.value_and_grad(f) is not ast_ad.grad(f)
+    f.__defaults__ = (3.0,)
+    np.testing.assert_allclose(ast_ad.grad(f)(x), 6.0 * x)
+    f.__code__ = g.__code__
+    np.testing.assert_allclose(ast_ad.grad(f)(x), 3.0 * np.cos(x))
+
+
 SCALE = 2.0
 
 

@@ -7,6 +7,8 @@ import inspect
 import numbers
 import re
 import sys
+import types
+import weakref
 from collections.abc import Callable
 from typing import (
     TYPE_CHECKING,
@@ -135,14 +137,38 @@ def grad(
     """
     if fun is None:
         def decorate(fun: Callable[P, Any]) -> Gradient[P, Any]:
-            return Gradient(
-                fun, argnums, with_value=False, jit=jit, checkpoints=checkpoints,
-                holomorphic=holomorphic,
-            )
+            return _made(fun, argnums, False, jit, checkpoints, holomorphic)
         return decorate
-    return Gradient(
-        fun, argnums, with_value=False, jit=jit, checkpoints=checkpoints, holomorphic=holomorphic
-    )
+    return _made(fun, argnums, False, jit, checkpoints, holomorphic)
+
+
+# The gradients ``grad`` and ``value_and_grad`` made of plain functions, by function and options,
+# each with the code, defaults and keyword defaults it was made for (each gradient holds its
+# function, as ``_LAST_SHAPES`` does: a function once differentiated stays)
+_MADE: weakref.WeakKeyDictionary[Any, dict[Any, tuple[Any, Any, Any, Gradient[Any, Any]]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _made(fun: Any, argnums: Any, with_value: bool, jit: Jit, checkpoints: Any,
+          holomorphic: bool = False) -> Gradient[Any, Any]:
+    """``Gradient(fun, ...)``: the one made before for this plain function and these options,
+    where the function still has the code and defaults it had then (``grad(f)(x)`` written in a
+    loop, or in a function that is itself differentiated, reads ``f``'s signature once, and each
+    later call takes the direct path the first one armed). The fact it relies on: a ``Gradient``
+    reads nothing of ``fun`` when it is made but its signature, code and name, which those decide;
+    everything else (the generated code's currency, the globals it reads) it checks at each call."""
+    if type(fun) is not types.FunctionType:
+        return Gradient(fun, argnums, with_value, jit, checkpoints, holomorphic)
+    # (by what each option is written as: ``checkpoints=True``, which is refused, equals 1)
+    key = repr((argnums, with_value, jit, checkpoints, holomorphic))
+    kept = _MADE.setdefault(fun, {})
+    found = kept.get(key)
+    if found is not None and found[0] is fun.__code__ and found[1] is fun.__defaults__ \
+            and found[2] is fun.__kwdefaults__:
+        return found[3]
+    gradient: Gradient[Any, Any] = Gradient(fun, argnums, with_value, jit, checkpoints, holomorphic)
+    kept[key] = (fun.__code__, fun.__defaults__, fun.__kwdefaults__, gradient)
+    return gradient
 
 
 @overload
@@ -186,9 +212,9 @@ def value_and_grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int
     """Like :func:`grad`, but the function returns ``(value, gradient)`` from one forward pass."""
     if fun is None:
         def decorate(fun: Callable[P, Any]) -> Gradient[P, Any]:
-            return Gradient(fun, argnums, with_value=True, jit=jit, checkpoints=checkpoints)
+            return _made(fun, argnums, True, jit, checkpoints)
         return decorate
-    return Gradient(fun, argnums, with_value=True, jit=jit, checkpoints=checkpoints)
+    return _made(fun, argnums, True, jit, checkpoints)
 
 
 

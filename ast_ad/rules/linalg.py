@@ -4,7 +4,15 @@ from typing import Any
 
 import numpy as np
 
-from ast_ad.core.registry import def_linear, def_reduction, def_sequence, defjvp, defvjp
+from ast_ad.core.registry import (
+    def_linear,
+    def_reduction,
+    def_sequence,
+    def_view,
+    def_view_inverse,
+    defjvp,
+    defvjp,
+)
 from ast_ad.runtime import (
     T,
     cholesky_jvp,
@@ -67,6 +75,9 @@ defvjp(
     lambda g, ans, a, b: matmul_vjp_b(g, a, b),
 )
 defvjp(np.linalg.matrix_transpose, lambda g, ans, x: T(g))
+# views of their argument (a write through the transpose reaches it; the diagonal is read-only)
+def_view(np.linalg.matrix_transpose, np.linalg.diagonal)
+def_view_inverse(np.linalg.matrix_transpose, np.linalg.matrix_transpose)
 defvjp(np.linalg.vecdot,    lambda g, ans, a, b, axis=-1: vecdot_vjp(g, b, axis),
                             lambda g, ans, a, b, axis=-1: vecdot_vjp(g, a, axis))
 defvjp(np.linalg.svdvals,   lambda g, ans, a: svd_vjp(g, ans, a, False, False))

@@ -101,6 +101,7 @@ from ast_ad.runtime import (
     trapezoid_vjp,
     unbroadcast,
     unreshaped,
+    unrotated,
     unstack,
     untransposed,
     var_vjp,
@@ -332,7 +333,7 @@ def_sequence(np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit)
 # may share memory
 def_view(np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.swapaxes, np.moveaxis,
          np.broadcast_to, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.diagonal, np.real,
-         np.asarray)
+         np.imag, np.asarray)
 # a write through such a view reaches its base as the view's entries put back (``aliasing``)
 def_view(astype_view)  # ``x.astype(x.dtype, copy=False)`` is ``x`` itself
 def_view(array_view)  # ``np.array(x, copy=False)`` is ``x`` itself
@@ -342,6 +343,17 @@ for _view in (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.atleast_1d, n
     def_view_inverse(_view, unreshaped, takes_base=True)
 def_view_inverse(np.transpose, untransposed)
 def_view_inverse(np.swapaxes, np.swapaxes)  # its own inverse, with the same axes
+# more that return views (each registered function called on arrays, numpy asked whether the result
+# shares memory: ``tests/test_memory.py``); a write through one was lost before they were declared
+def_view(np.flip, np.fliplr, np.flipud, np.rot90, np.matrix_transpose, np.float64)
+# np.diag of a matrix is a read-only view of its diagonal (a write raises in Python): refused
+def_view(np.diag)
+for _own in (np.flip, np.fliplr, np.flipud, np.matrix_transpose):
+    def_view_inverse(_own, _own)  # each its own inverse, with the same arguments
+def_view_inverse(np.rot90, unrotated)
+def_view_inverse(np.float64, unreshaped, takes_base=True)  # (a float64 array: the array itself)
+defvjp(unrotated, lambda g, ans, view, k=1, axes=(0, 1): np.rot90(g, k, axes))
+def_linear(unrotated, 0)
 defvjp(unreshaped, zero, lambda g, ans, base, view, *args: np.reshape(g, np.shape(view)))
 def_linear(unreshaped, 1)
 defvjp(untransposed, lambda g, ans, view, axes=None: np.transpose(g, axes))

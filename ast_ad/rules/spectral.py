@@ -23,6 +23,7 @@ from ast_ad.core.registry import (
     def_method,
     def_nondiff,
     def_real_result,
+    def_view,
     defjvp,
     defvjp,
     lookup,
@@ -41,6 +42,7 @@ def_linear(np.complex128, 0)
 def_makes_complex(complex, np.complex128, np.complex64)
 def_complex(complex)
 def_complex(np.complex128)
+def_view(np.complex128)  # of a complex128 array, the array itself: a write through it is refused
 
 # ---- the parts of a complex value ----------------------------------------------------------------
 # real: its real rule (g) holds, g being real
@@ -172,7 +174,8 @@ for _fn in (
     np.linalg.solve, np.zeros_like, np.ones_like,
     rt.T, rt.assign_item, rt.add_at, rt.astype, rt.astype_view, rt.array_view, rt.copy_of,
     rt.view_of, rt.list_item, rt.replaced, rt.field, rt.concat, rt.repeat_seq, rt.detached,
-    rt.augmented, rt.unreshaped, rt.untransposed, rt.part, rt.unbroadcast, rt.unbroadcast_to,
+    rt.augmented, rt.unreshaped, rt.unrotated, rt.untransposed, rt.part, rt.unbroadcast,
+    rt.unbroadcast_to,
     rt.getitem_vjp, rt.assign_item_vjp_x, rt.assign_item_vjp_value, rt.cast_vjp, rt.unstack,
     rt.matmul_vjp_a, rt.matmul_vjp_b, rt.dot_vjp_a, rt.dot_vjp_b, rt.outer_vjp_a,
     rt.outer_vjp_b, rt.expand_reduced, rt.concatenate_vjp, rt.add_adjoints,

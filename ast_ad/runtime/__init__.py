@@ -270,6 +270,7 @@ from ast_ad.runtime.writes import (
     slots_changed,
     slots_holding,
     unreshaped,
+    unrotated,
     untransposed,
     view_of,
     view_probe,
@@ -322,7 +323,8 @@ __all__ = [  # every helper, for ``from ast_ad.runtime import ...`` and ``runtim
     "summed_products", "summed_to", "svd_jvp", "svd_vjp",
     "svd_vjp_jvp", "svdvals_jvp", "T", "take_along_axis_vjp", "take_vjp", "tensordot_spec",
     "tile_vjp", "to_last", "trapezoid_vjp", "unbroadcast", "unbroadcast_to", "unpopped",
-    "unreshaped", "unstack", "unsupported_at", "untransposed", "var_vjp", "vecdot_vjp", "view_of",
+    "unreshaped", "unrotated", "unstack", "unsupported_at", "untransposed", "var_vjp",
+    "vecdot_vjp", "view_of",
     "view_probe",
     "vstack_vjp", "zeros_like", "zeros_of", "zip_length",
 ]

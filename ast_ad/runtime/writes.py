@@ -281,6 +281,11 @@ def unreshaped(base: Any, view: Any, *args: Any) -> Any:
     return np.reshape(view, np.shape(base))
 
 
+def unrotated(view: Any, k: Any = 1, axes: Any = (0, 1)) -> Any:
+    """The array a written ``np.rot90(x, k, axes)`` is a view of: the view turned back."""
+    return np.rot90(view, -k, axes)
+
+
 def untransposed(view: Any, axes: Any = None) -> Any:
     """The array a written ``np.transpose(x, axes)`` (or ``x.T``) is a view of: the view's axes put
     back."""

@@ -385,6 +385,12 @@ class _Writer:
                     "{b}.reshape((3, 1))",
                     "{b}[::2]",
                     "tail({b})",
+                    # views numpy's functions make (a write through one was once lost)
+                    "np.flip({b})",
+                    "np.flipud({b})",
+                    "np.float64({b})",
+                    "np.rot90({b}.reshape((3, 1)))[0]",
+                    "np.matrix_transpose({b}.reshape((3, 1)))[0]",
                 ]
             )
         )

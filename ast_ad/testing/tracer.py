@@ -264,7 +264,13 @@ def _note_view(ans: Box, base: Box, fn: Any, rest: tuple[Any, ...], kwargs: dict
     if not (isinstance(mine, np.ndarray) and isinstance(theirs, np.ndarray) and mine.size
             and np.shares_memory(mine, theirs)):
         return
-    where = _positions(mine, theirs) if mine.dtype == theirs.dtype else None
+    where: Any = (
+        _positions(mine, theirs) if mine.dtype == theirs.dtype
+        # the real or imaginary parts of a complex array of 128 bits, in place
+        else fn.__name__ if fn in (np.real, np.imag) and theirs.dtype == np.complex128
+        and mine.shape == theirs.shape
+        else None
+    )
     ans.__dict__["view_of"] = (base, fn, rest, kwargs, where)
     base.__dict__.setdefault("views", []).append(weakref.ref(ans))
 
@@ -299,11 +305,17 @@ def _wrote(box: Box) -> None:
         if where is None:
             raise MissingRuleError(
                 "the tracer does not follow a write through a view whose entries are not its "
-                "base's (np.real of a complex array, a view of another dtype)"
+                "base's (a view of another dtype, but the real or imaginary parts of a complex "
+                "array)"
             )
-        flat = apply(np.reshape, base, -1)
-        put = apply(assign_item, flat, where, apply(np.reshape, root, np.shape(where)))
-        _replace(base, apply(np.reshape, put, np.shape(_deepest(base))))
+        if isinstance(where, str):  # ``np.real(z)`` written: z's real parts are its entries
+            kept = apply(np.imag if where == "real" else np.real, base)
+            parts = (root, kept) if where == "real" else (kept, root)
+            _replace(base, apply(operator.add, parts[0], apply(operator.mul, 1j, parts[1])))
+        else:
+            flat = apply(np.reshape, base, -1)
+            put = apply(assign_item, flat, where, apply(np.reshape, root, np.shape(where)))
+            _replace(base, apply(np.reshape, put, np.shape(_deepest(base))))
         root = base
     _reread(root)
 
