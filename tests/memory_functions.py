@@ -654,6 +654,34 @@ def written_through_a_float64_call(x):
     return np.sum(y * y)
 
 
+# Outputs given by position (numpy's ``out`` parameter): a write. Called as a statement, the write
+# was lost (the value right, since the call ran as written, and the gradient missing its part)
+_W4 = np.array([[1.0, 2.0, 0.5, 0.0], [0.3, -1.0, 2.0, 1.0], [1.5, 0.2, 0.1, -0.4],
+                [0.0, 0.7, -0.3, 1.2]])
+
+
+def a_ufunc_given_its_output_by_position(x):
+    y = np.zeros(4)
+    np.sin(x, y)
+    z = x * 1.0
+    np.tanh(z, z)
+    return np.sum(y * x) + np.sum(z * z)
+
+
+def a_ufunc_of_two_inputs_given_its_output_by_position(x):
+    y = np.zeros(4)
+    w = np.add(x, 1.0, y)
+    return np.sum(y * x) + np.sum(w)
+
+
+def dot_cumsum_and_clip_given_their_output_by_position(x):
+    y, c, k = np.zeros(4), np.zeros(4), np.zeros(4)
+    np.dot(_W4, x, y)
+    np.cumsum(x, 0, None, c)
+    np.clip(x, 0.8, 1.2, k)
+    return np.sum(y * x) + np.sum(c * x) + np.sum(k * x)
+
+
 # A view whose entries are not its base's entries (the imaginary parts of a complex array), or a
 # read-only one: refused at the write (Python's ``np.diag`` write raises)
 def written_through_the_imaginary_parts(x):
@@ -676,6 +704,9 @@ UNFOLLOWED_VIEWS = [written_through_the_imaginary_parts, written_through_an_imag
 # Python's value and its gradient: the names, views and items that see the changed array are made
 # again from it
 FOLLOWED = [
+    a_ufunc_given_its_output_by_position,
+    a_ufunc_of_two_inputs_given_its_output_by_position,
+    dot_cumsum_and_clip_given_their_output_by_position,
     written_through_a_flip,
     written_through_fliplr_and_flipud,
     written_through_a_rotation,

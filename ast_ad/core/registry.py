@@ -333,6 +333,39 @@ def result_axes(fn: Any, ranks: tuple[int, ...]) -> tuple[tuple[int, int], ...] 
     return found
 
 
+_OUT_POSITIONS: dict[Any, int | None] = {}
+
+
+def out_position(fn: Any) -> int | None:
+    """The position of ``fn``'s ``out`` parameter, where a call may give it by position (a ufunc's
+    one output after its inputs: ``np.sin(x, y)``; ``np.dot(a, b, out)``, ``np.cumsum(x, 0, None,
+    out)``): the array it writes its result into. ``None`` where it has none, or takes it only by
+    keyword. (numpy's own signature is the fact; a call that gives it by position is a write, as
+    ``out=`` is.)"""
+    try:
+        return _OUT_POSITIONS[fn]
+    except KeyError:
+        pass
+    except TypeError:  # (unhashable)
+        return None
+    found: int | None = None
+    if type(fn).__name__ == "ufunc":  # (numpy's, known without importing it here)
+        found = fn.nin if fn.nout == 1 else None
+    else:
+        try:
+            parameters = list(inspect.signature(fn).parameters.values())
+        except (TypeError, ValueError):
+            parameters = []
+        for k, parameter in enumerate(parameters):
+            if parameter.kind is not parameter.POSITIONAL_OR_KEYWORD:
+                break
+            if parameter.name == "out":
+                found = k
+                break
+    _OUT_POSITIONS[fn] = found
+    return found
+
+
 def def_read_as(fn: Any, stand_in: Any) -> None:
     """Declare that ``stand_in``, a function in ast_ad's language, computes what ``fn`` computes
     (step by step, where ``fn`` takes a faster way outside the language): a transformation that has

@@ -284,10 +284,29 @@ class CallLowering:
             # a helper that changes its arguments: inlined, so that the caller's arrays follow its
             # writes (``aliasing``)
             return self.inline_helper(writer, node, name, user, fn.obj)
+        at = registry.out_position(fn.obj)
+        if at is not None and len(node.args) > at:
+            node = self.positional_out(node, fn, at)
         out = next((kw for kw in node.keywords if kw.arg == "out"), None)
         if out is not None:
             return self.write_out(node, out, name, user)
         return self.call_function(node, fn, (), name, user)
+
+    def positional_out(self, node: gast.Call, fn: ir.Ref, at: int) -> gast.Call:
+        """``np.sin(x, y)``, ``np.dot(a, b, y)``: the argument at ``fn``'s ``out`` position
+        (``registry.out_position``) is the array it writes, as ``out=y`` (a write the memory model
+        follows); the call with ``out=``. (Read as one more argument, the write was lost where the
+        call was a statement: ``y``'s gradient missed ``np.sin``'s part.)"""
+        if len(node.args) != at + 1 or any(kw.arg == "out" for kw in node.keywords):
+            raise refuse(
+                node,
+                f"{fn.hint} is given arguments past its out= position: give out= by keyword",
+                self.locate,
+            )
+        out = gast.keyword(arg="out", value=node.args[-1])
+        return gast.copy_location(
+            gast.Call(func=node.func, args=node.args[:-1], keywords=[*node.keywords, out]), node
+        )
 
     def call_function(
         self, node: gast.Call, fn: ir.Ref, first: tuple[ir.Atom, ...], name: str | None, user: bool

@@ -322,10 +322,11 @@ class WriteLowering:
         if twin is not None:
             self.rewrite_in_place(call, call.args[0] if call.args else None, call.args[1:], twin)
         elif any(kw.arg == "out" for kw in call.keywords) or inspect.isfunction(fn.obj) \
-                and registry.lookup(fn.obj) is None:
-            self.lowering.expr(
-                call
-            )  # out= is a write; a user function is transformed, its writes checked
+                and registry.lookup(fn.obj) is None \
+                or len(call.args) > (registry.out_position(fn.obj) or len(call.args)):
+            # out= is a write (and so is a ufunc's output given by position: ``np.sin(x, y)``); a
+            # user function is transformed, its writes checked
+            self.lowering.expr(call)
         elif (
             registry.is_effect(fn.obj)
             or registry.lookup(fn.obj) is not None

@@ -352,6 +352,10 @@ def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call primitive ``fn`` (``_apply``); a result that shares memory with its first argument is
     noted as a view of it (``_note_view``), so that writes through either are seen through the
     other, as Python sees them."""
+    at = registry.out_position(fn)
+    if at is not None and len(args) == at + 1:
+        # ``np.sin(x, y)``, ``np.dot(a, b, y)``: the output given by position is ``out=``
+        args, kwargs = args[:-1], {**kwargs, "out": args[-1]}
     out = kwargs.get("out")
     out = out[0] if isinstance(out, tuple) and len(out) == 1 else out
     if isinstance(out, Box):
