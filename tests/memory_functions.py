@@ -979,3 +979,79 @@ def floats_swapped_in_a_loop(x0, x1, x2):
         x1, x2 = x2, np.tanh(x1)
         x0 += np.sin(0.5)
     return x1
+
+
+# Found by long runs of the random programs and by probing; each a test in ``test_memory.py``
+def shared_through_a_third_name_across_steps(x):
+    """``v3`` and ``x0`` one array before the loop; ``v2 = x0`` late in a step: the next step's
+    ``v3 += c`` changes what ``v2`` holds (ast_ad read ``v2`` as it was: a value Python never
+    computes). Refused at the write, naming ``v2``."""
+    x0 = 0.5 + np.sin(x)
+    v3 = x0
+    v2 = 0.5
+    for _ in range(2):
+        v3 += 0.479  # write
+        v2, x0 = x0, np.tanh(v2)
+    return np.sum(x0)
+
+
+def _damper(c):
+    def damp(a):
+        a *= c
+        return a
+    return damp
+
+
+_damp = _damper(0.5)
+
+
+def a_view_of_what_a_loop_made_a_number(x):
+    """``v1`` a view of ``v0``'s array; a loop binds ``v0`` to a number; a helper then changes
+    ``v0`` in place: the probe of ``v1``'s view of it read ``v0[1:]`` of the number (an
+    IndexError from the generated code); a number has no such view (``view_probe``)."""
+    v0 = np.ones(4) * x
+    v1 = v0[1:]
+    v1 *= np.tanh(np.sum(x))
+    n = 0
+    while n < 1:
+        n += 1
+        v0 = 0.5 * np.tanh(0.5)
+    v0 = _damp(v0)
+    return np.sum(v1 * v1) + v0
+
+
+def rows_unpacked_then_written(x):
+    """``a, b, c, d = m``: each a view of a row of ``m``; the write through ``b`` was lost."""
+    m = np.outer(x, x)
+    a, b, c, d = m
+    b[0] = 3.0 * x[1]  # write
+    return np.sum(m * m)
+
+
+def written_through_a_split(x):
+    """``np.split`` gives views of its argument; the write through one was lost."""
+    y = np.concatenate([x, x]) * 1.0
+    first, second = np.split(y, 2)
+    second[0] = 3.0 * x[1]  # write
+    return np.sum(y * y)
+
+
+def written_through_an_unknown_functions_result(x):
+    """``np.unstack`` (no rule: run on values the derivative does not follow) gives views of
+    ``m``'s rows; the write through one was lost."""
+    m = np.outer(x, x)
+    rows = np.unstack(m)
+    rows[1][0] = 3.0 * x[1]  # write
+    return np.sum(m * m)
+
+
+FOLLOWED.append(a_view_of_what_a_loop_made_a_number)
+
+# refused at the write (``# write``), each naming the other variable; and whether the tracer follows
+# the write (it does not follow the items of a list of views, ``np.split``'s: left)
+FOUND_REFUSED = {
+    shared_through_a_third_name_across_steps: ("v2", True),
+    rows_unpacked_then_written: ("m", True),
+    written_through_a_split: ("y", False),
+    written_through_an_unknown_functions_result: ("m", True),
+}

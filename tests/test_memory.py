@@ -66,6 +66,23 @@ def test_a_write_into_the_imaginary_parts_is_refused_at_its_line(fun, mode) -> N
     assert_fd(lambda v: fun(np.copy(v)), (X,), (0,), (grads,))
 
 
+@pytest.mark.parametrize("mode", [_grad, _jvp], ids=["grad", "jvp"])
+@pytest.mark.parametrize("fun", list(mf.FOUND_REFUSED), ids=[f.__name__ for f in mf.FOUND_REFUSED])
+def test_writes_found_lost_are_refused_at_their_line(fun, mode) -> None:
+    """Each once gave a value Python never computes (a write another name sees, lost); now refused
+    at the write, naming the variable that sees it. The tracer, which follows numpy's memory,
+    gives Python's value (its oracle)."""
+    with pytest.raises(InPlaceAliasError) as caught:
+        mode(fun)
+    assert f"memory_functions.py:{marked_line(fun, '# write')}:" in str(caught.value)
+    other, traced = mf.FOUND_REFUSED[fun]
+    assert f"another variable ({other}" in str(caught.value)
+    if traced:
+        assert ast_ad.tracer.value_and_grad(fun, (0,))(X.copy())[0] == pytest.approx(
+            fun(X.copy()), rel=1e-13
+        )
+
+
 def test_a_write_into_a_read_only_diagonal_is_refused() -> None:
     """``np.diag`` of a matrix is a read-only view: Python raises at the write; so does ast_ad
     (refused, not a number)."""

@@ -132,8 +132,14 @@ class Memory:
         self.writes |= written
         # in a loop that may bind ``owner`` and another name to one object later in its body, the
         # next step may find them shared although nothing before this statement says so: every name
-        # that such a binding of the loop may reach is checked too
-        if any(owner in names for names in self.at.loop_shared):
+        # that such a binding of the loop may reach is checked too. So where another name that
+        # reaches the object is one such (``v3 = x0`` before the loop, ``v2 = x0`` late in it: the
+        # next step's ``v3 += c`` changes what ``v2`` holds)
+        reached = {owner} | {
+            user for user, value in self.at.env.items()
+            if isinstance(value, ir.Var) and value.name in related
+        }
+        if any(reached & names for names in self.at.loop_shared):
             for names in self.at.loop_shared:
                 for name in names & self.at.env.keys():
                     shared = self.at.env[name]
@@ -256,9 +262,12 @@ class Memory:
             # ``w = y.T[1:]``: a view of a view of the changed array, each made again in turn
             form = made
             probe = atom
+            # (each through ``view_probe``: where the changed name holds no array at run time, a
+            # number a branch or a loop bound it to, there is no such view: ``None``, not an error)
             for inner in (*via, made):
                 probe = self.lowering.bind(
-                    ir.Call(inner.fn, (probe, *inner.args[1:]), inner.kwargs), "probe", holds=False
+                    ir.Call(_PROBE, (probe, inner.fn, *inner.args[1:]), inner.kwargs), "probe",
+                    holds=False,
                 )
         elif (
             mine is not None
@@ -418,8 +427,9 @@ class Memory:
         ]
         if not bases:
             return False  # the base is no live variable's: nothing makes its new value
-        probe = self.lowering.bind(ir.Call(made.fn, (base, *made.args[1:]), made.kwargs), "probe",
-                          holds=False)
+        probe = self.lowering.bind(
+            ir.Call(_PROBE, (base, made.fn, *made.args[1:]), made.kwargs), "probe", holds=False
+        )
         seen = self.seen(base, other, probe, False, user)
         self.follow_ups.append(
             FollowUp(bases[0], user, seen, made, False, True, other, chained=True)
@@ -946,6 +956,18 @@ class Memory:
             # (a container's copy holds what it holds)
             for item in sorted(self.holds.get(source.name, ())):
                 self.contain(atom.name, item)
+        elif (
+            call is not None
+            and registry.lookup(call.fn.obj) is None
+            and not (getattr(call.fn.obj, "__module__", None) or "").startswith("ast_ad.")
+        ):
+            # a function the registry does not know (run on values the derivative does not follow:
+            # ``np.unstack(m)``, a scipy call on constants) may give back its arguments' memory (a
+            # tuple of views of ``m``'s rows): a write through what it gives asks ``view_of``, which
+            # refuses any overlap (it was lost)
+            for arg in (*call.args, *(a for _, a in call.kwargs)):
+                if isinstance(arg, ir.Var):
+                    self.share(atom.name, arg.name)
         # a container holds its elements
         elif isinstance(last.value, ir.Pack) and not self.checked(atom.name):
             self.packs[atom.name] = last.value

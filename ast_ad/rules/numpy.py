@@ -348,6 +348,8 @@ def_view_inverse(np.swapaxes, np.swapaxes)  # its own inverse, with the same axe
 def_view(np.flip, np.fliplr, np.flipud, np.rot90, np.matrix_transpose, np.float64)
 # np.diag of a matrix is a read-only view of its diagonal (a write raises in Python): refused
 def_view(np.diag)
+# lists of views of their argument: a write through an item is refused (which entries, not known)
+def_view(np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit)
 for _own in (np.flip, np.fliplr, np.flipud, np.matrix_transpose):
     def_view_inverse(_own, _own)  # each its own inverse, with the same arguments
 def_view_inverse(np.rot90, unrotated)

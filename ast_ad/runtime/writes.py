@@ -300,6 +300,11 @@ def slots_holding(container: Any, old: Any, where: Any, name: Any = None) -> Any
     no gradient: positions). A name that holds no container (yet: ``None``) holds it nowhere, and an
     object no write changes in place (a number: ``xs[0] += v`` puts a new one in one slot) is in
     none."""
+    if is_array(container) and is_array(old):
+        # ``a, b = m`` of an array: ``b`` is a view of ``m``'s row, whose write Python's ``m``
+        # sees (no slot of a list to put it back into): refused, naming ``m``
+        check_in_place(old, [container], where, name)
+        return ()
     if not isinstance(container, (list, tuple, dict)) or not (
         is_array(old) or isinstance(old, (list, dict))
     ):
