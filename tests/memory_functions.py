@@ -647,6 +647,13 @@ def written_through_matrix_transposes(x):
     return np.sum(m * m)
 
 
+def written_through_an_mT(x):
+    m = np.outer(x, x)
+    v = m.mT
+    v[0, 1] = x[1] * 2.0
+    return np.sum(m * m)
+
+
 def written_through_a_float64_call(x):
     y = x * 1.0
     v = np.float64(y)  # (a float64 array: the array itself)
@@ -712,6 +719,7 @@ FOLLOWED = [
     written_through_a_rotation,
     written_through_matrix_transposes,
     written_through_a_float64_call,
+    written_through_an_mT,
     written_through_a_transpose_then_summed,
     a_view_made_on_two_paths,
     item_read_in_one_branch_written_in_the_other,

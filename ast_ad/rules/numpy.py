@@ -353,6 +353,8 @@ def_view(np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit)
 for _own in (np.flip, np.fliplr, np.flipud, np.matrix_transpose):
     def_view_inverse(_own, _own)  # each its own inverse, with the same arguments
 def_view_inverse(np.rot90, unrotated)
+def_view(T)  # ``x.mT``: a view; its own inverse
+def_view_inverse(T, T)
 def_view_inverse(np.float64, unreshaped, takes_base=True)  # (a float64 array: the array itself)
 defvjp(unrotated, lambda g, ans, view, k=1, axes=(0, 1): np.rot90(g, k, axes))
 def_linear(unrotated, 0)
