@@ -337,11 +337,11 @@ _OUT_POSITIONS: dict[Any, int | None] = {}
 
 
 def out_position(fn: Any) -> int | None:
-    """The position of ``fn``'s ``out`` parameter, where a call may give it by position (a ufunc's
-    one output after its inputs: ``np.sin(x, y)``; ``np.dot(a, b, out)``, ``np.cumsum(x, 0, None,
-    out)``): the array it writes its result into. ``None`` where it has none, or takes it only by
-    keyword. (numpy's own signature is the fact; a call that gives it by position is a write, as
-    ``out=`` is.)"""
+    """The position of numpy's ``fn``'s ``out`` parameter, where a call may give it by position (a
+    ufunc's one output after its inputs: ``np.sin(x, y)``; ``np.dot(a, b, out)``, ``np.cumsum(x, 0,
+    None, out)``): the array it writes its result into. ``None`` where it has none, or takes it
+    only by keyword, or is not numpy's. (numpy's own signature is the fact; a call that gives it by
+    position is a write, as ``out=`` is.)"""
     try:
         return _OUT_POSITIONS[fn]
     except KeyError:
@@ -351,7 +351,8 @@ def out_position(fn: Any) -> int | None:
     found: int | None = None
     if type(fn).__name__ == "ufunc":  # (numpy's, known without importing it here)
         found = fn.nin if fn.nout == 1 else None
-    else:
+    elif (getattr(fn, "__module__", None) or "").split(".")[0] == "numpy":
+        # (numpy's meaning of ``out``; a parameter of that name in a user's primitive is an input)
         try:
             parameters = list(inspect.signature(fn).parameters.values())
         except (TypeError, ValueError):
