@@ -259,9 +259,13 @@ def _started(branch: gast.If, name: str) -> gast.If | None:
     for block in (branch.body, branch.orelse):
         first = next((j for j, s in enumerate(block) if name in syntax.name_ids(s)), None)
         if first is None:  # the zero start, at the end of a block that does not mention it
-            blocks.append([*(s for s in block if type(s) is not gast.Pass),
-                           gast.Assign(targets=[syntax.name(name, gast.Store())],
-                                               value=syntax.const(0.0), type_comment=None)])
+            kept = [s for s in block if type(s) is not gast.Pass]
+            # (before a last statement that leaves the block: a break, a return)
+            end = len(kept) - (bool(kept) and type(kept[-1]) in (gast.Break, gast.Continue,
+                                                                   gast.Return, gast.Raise))
+            zero = gast.Assign(targets=[syntax.name(name, gast.Store())],
+                               value=syntax.const(0.0), type_comment=None)
+            blocks.append([*kept[:end], zero, *kept[end:]])
             silent += 1
             continue
         stmt = block[first]
