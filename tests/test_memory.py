@@ -494,3 +494,23 @@ def test_the_tracer_raises_where_numpy_does_and_refuses_what_it_cannot_follow() 
     assert_fd(lambda v: _writes_a_real_part(np.copy(v)), (X,), (0,), (grads,))
     with pytest.raises(errors.MissingRuleError, match="view whose entries are not its base's"):
         ast_ad.tracer.grad(_writes_a_single_real_part, (0,))(X.copy())
+
+
+def test_a_method_given_an_output_array_is_refused_with_the_function_to_write() -> None:
+    """``x.clip(lo, hi, y)`` writes into ``y``, not ``x``: refused, naming the spelling ast_ad
+    follows (``np.clip(x, lo, hi, out=y)``, which then gives Python's value and gradient)."""
+    def by_method(x):
+        y = np.zeros(4)
+        x.clip(0.8, 1.2, y)
+        return np.sum(y * x)
+
+    def by_function(x):
+        y = np.zeros(4)
+        np.clip(x, 0.8, 1.2, out=y)
+        return np.sum(y * x)
+
+    with pytest.raises(errors.UnsupportedSyntaxError, match=r"np\.clip\(x, \.\.\., out=y\)"):
+        ast_ad.grad(by_method)(X.copy())
+    value, grads = ast_ad.value_and_grad(by_function)(X.copy())
+    assert value == by_method(X.copy())
+    assert_fd(lambda v: by_function(np.copy(v)), (X,), (0,), (grads,))

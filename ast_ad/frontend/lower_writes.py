@@ -373,11 +373,24 @@ class WriteLowering:
         if twin is not None:
             self.rewrite_in_place(call, func.value, call.args, twin)
             return
+        name = func.value.id
+        if any(kw.arg == "out" for kw in call.keywords) or (
+            (at := registry.out_position(getattr(np, func.attr, None))) is not None
+            and len(call.args) >= at  # (the method's receiver is numpy's first argument)
+        ):
+            raise refuse(
+                call,
+                f"the method .{func.attr}() writes its result into an output array (out) here, "
+                f"which ast_ad follows for numpy's functions: write np.{func.attr}({name}, ..., "
+                f"out=y), or y = {name}.{func.attr}(...)",
+                self.locate,
+            )
         raise refuse(
             call,
-            f"the method .{func.attr}() changes {func.value.id} in place, which ast_ad does not "
-            f"differentiate: compute a new value instead ({func.value.id} = ...), for lists xs = "
-            "xs + [v] or xs = xs[::-1]",
+            f"the method .{func.attr}() is called for its effect on {name}, and ast_ad follows "
+            "only the in-place methods it knows (.fill, .sort, .append, .pop, .extend...): "
+            f"compute a new value instead ({name} = ...), for lists xs = xs + [v] or "
+            "xs = xs[::-1]",
             self.locate,
         )
 
