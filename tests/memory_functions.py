@@ -1003,14 +1003,7 @@ def shared_through_a_third_name_across_steps(x):
     return np.sum(x0)
 
 
-def _damper(c):
-    def damp(a):
-        a *= c
-        return a
-    return damp
-
-
-_damp = _damper(0.5)
+_damp = _scaler(0.5)  # (a closure that changes its argument in place)
 
 
 def a_view_of_what_a_loop_made_a_number(x):

@@ -7,27 +7,25 @@ code that has the fault, so that none passes by reading nothing."""
 from __future__ import annotations
 
 import ast
+import pathlib
+import sys
 
 import numpy as np
 
 import ast_ad
+from tests.oracles import assert_fd
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 
-def leapfrog(x, v, k, dt, steps):
-    for _ in range(steps):
-        a = -k * x
-        v = v + 0.5 * dt * a
-        x = x + dt * v
-        a = -k * x
-        v = v + 0.5 * dt * a
-    return np.sum(x * x) + np.sum(v * v)
-
-
-def rnn(w, u, xs):
-    h = np.zeros(w.shape[0])
-    for t in range(xs.shape[0]):
-        h = np.tanh(np.dot(w, h) + np.dot(u, xs[t]))
-    return np.sum(h * h)
+def _benchmark():
+    """``examples/benchmark.py``, whose workloads these are (``ordinary``)."""
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import benchmark
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    return benchmark
 
 
 def _reads(node: ast.AST) -> set[str]:
@@ -200,6 +198,7 @@ def test_the_leapfrog_gradient_keeps_no_shape_and_has_no_dead_store() -> None:
     shape class: ``activity.shape_classes``), so nothing is unbroadcast or kept for its shape;
     ``-k`` is computed once; and ``a``'s adjoint, zero at the top of each step, is assigned by its
     first contribution with no reset at the step's end (``Reverser.step_zeros``)."""
+    leapfrog = _benchmark().leapfrog
     rng = np.random.default_rng(1)
     x, v = rng.standard_normal(20), rng.standard_normal(20)
     gradient = ast_ad.grad(leapfrog, argnums=(0, 1, 2))
@@ -209,41 +208,20 @@ def test_the_leapfrog_gradient_keeps_no_shape_and_has_no_dead_store() -> None:
     assert invariant_in_loops(source) == []
     assert dead_stores(source) == [] and zero_starts(source) == []
     # the numbers: finite differences in each direction
-    for k, args in enumerate([(x, v, 0.7), (x, v, 0.7), (x, v, 0.7)]):
-        base = list(args)
-        direction = rng.standard_normal(np.shape(base[k]))
-        step = 1e-6
-
-        def moved(s: float, base=base, k=k, direction=direction) -> float:
-            shifted = list(base)
-            shifted[k] = base[k] + s * direction
-            return leapfrog(*shifted, 0.05, 12)
-
-        slope = (moved(step) - moved(-step)) / (2 * step)
-        assert np.isclose(np.sum(got[k] * direction), slope, rtol=1e-6, atol=1e-8)
+    assert_fd(lambda *a: leapfrog(*a, 0.05, 12), (x, v, 0.7), (0, 1, 2), got)
 
 
 def test_the_rnn_gradient_computes_its_products_shapes_once() -> None:
     """``np.dot(w, h)`` has ``w``'s rows whatever ``h`` is (``registry.result_axes``): its shape,
     which the backward pass needs to undo a broadcast, is computed once from ``w``'s, not kept for
     each of the 50 steps (``saving.invariant_shapes``)."""
+    benchmark = _benchmark()
     rng = np.random.default_rng(2)
-    w, u = rng.standard_normal((8, 8)) * 0.3, rng.standard_normal((8, 5)) * 0.3
-    xs = rng.standard_normal((50, 5))
-    gradient = ast_ad.grad(rnn, argnums=(0, 1))
+    w, u, xs = benchmark.W_RNN, benchmark.U_RNN, rng.standard_normal((50, 32))
+    gradient = ast_ad.grad(benchmark.rnn_dot, argnums=(0, 1))
     got = gradient(w, u, xs)
     source = ast_ad.source(gradient)
     assert taped_shapes(source) == []
     assert invariant_in_loops(source) == []
     assert dead_stores(source) == [] and zero_starts(source) == []
-    for k, args in enumerate([(w, u), (w, u)]):
-        direction = rng.standard_normal(np.shape(args[k]))
-        step = 1e-6
-
-        def moved(s: float, k=k, direction=direction) -> float:
-            shifted = [w, u]
-            shifted[k] = shifted[k] + s * direction
-            return rnn(*shifted, xs)
-
-        slope = (moved(step) - moved(-step)) / (2 * step)
-        assert np.isclose(np.sum(got[k] * direction), slope, rtol=1e-6)
+    assert_fd(lambda *a: benchmark.rnn_dot(*a, xs), (w, u), (0, 1), got)

@@ -116,10 +116,10 @@ def shape_classes(
     # loop that binds it): it gives ``x`` no class, since a value ``None`` cannot meet an array in
     # arithmetic (Python raises), and every other use of a class (is it a number? does a zero
     # need a shape?) holds for ``None`` as for the array
-    bound = {name for stmt in ir.walk(function.body) if not _binds_none(stmt)
+    bound = {name for stmt in ir.walk(function.body) if not ir.binds_none(stmt)
              for name in ir.defined(stmt)}
     skipped = {id(stmt) for stmt in ir.walk(function.body)
-               if isinstance(stmt, ir.Assign) and _binds_none(stmt) and stmt.target in bound}
+               if isinstance(stmt, ir.Assign) and ir.binds_none(stmt) and stmt.target in bound}
     changed, once = True, ir.loop_free(function.body)
     while changed:
         changed = False
@@ -165,11 +165,6 @@ def _labels(stmt: ir.Stmt, classes: dict[str, int | None], fresh: dict[int, int]
                 return [(stmt.target, operands.pop())]
             return [(stmt.target, None)]
     return [(stmt.target, fresh.setdefault(id(stmt), base + len(fresh)))]
-
-
-def _binds_none(stmt: ir.Stmt) -> bool:
-    return isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Const) and \
-        stmt.value.value is None
 
 
 def _is_range(atom: ir.Atom) -> bool:

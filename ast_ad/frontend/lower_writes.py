@@ -319,11 +319,12 @@ class WriteLowering:
             raise refuse(node, "calling a value computed inside the function is not supported yet: "
                                "call a module-level function", self.locate)
         twin = registry.in_place(fn.obj)
+        out_at = registry.out_position(fn.obj)
         if twin is not None:
             self.rewrite_in_place(call, call.args[0] if call.args else None, call.args[1:], twin)
         elif any(kw.arg == "out" for kw in call.keywords) or inspect.isfunction(fn.obj) \
                 and registry.lookup(fn.obj) is None \
-                or len(call.args) > (registry.out_position(fn.obj) or len(call.args)):
+                or out_at is not None and len(call.args) > out_at:
             # out= is a write (and so is a ufunc's output given by position: ``np.sin(x, y)``); a
             # user function is transformed, its writes checked
             self.lowering.expr(call)

@@ -266,6 +266,12 @@ def walk(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
             yield from walk(stmt.body)
 
 
+def binds_none(stmt: Stmt) -> bool:
+    """Whether ``stmt`` is ``x = None``: the normalizer's binding of a name before the loop or
+    branch that binds it (or the user's own)."""
+    return isinstance(stmt, Assign) and isinstance(stmt.value, Const) and stmt.value.value is None
+
+
 def loop_free(body: tuple[Stmt, ...]) -> bool:
     """Whether ``body`` holds no loop: then a fact that flows forward (or backward) through its
     statements in order reaches its fixpoint in one pass, each name bound before anything reads

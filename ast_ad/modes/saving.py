@@ -134,7 +134,7 @@ class Saving:
         chosen: dict[str, str] = {}
         for name in sorted(shapes - others):
             # (``None`` before a loop: never read)
-            found = [s for s in bindings.get(name, []) if not _none(s)]
+            found = [s for s in bindings.get(name, []) if not ir.binds_none(s)]
             if name in self.function.params or name in self.structured or name not in self.rebound \
                     or not any(id(s) in self.looped for s in found) \
                     or not all(isinstance(s, ir.Assign) and self.kinds.array_made(s)
@@ -408,7 +408,7 @@ def with_shapes(function: ir.Function, shapes: dict[str, str], kinds: Kinds,
     top, invariant = invariant_shapes(function, shapes, kinds, namer)
 
     def kept(stmt: ir.Stmt) -> list[ir.Stmt]:
-        if isinstance(stmt, ir.Assign) and stmt.target in shapes and not _none(stmt) \
+        if isinstance(stmt, ir.Assign) and stmt.target in shapes and not ir.binds_none(stmt) \
                 and stmt.target not in invariant:
             return [
                 stmt,
@@ -438,7 +438,7 @@ def invariant_shapes(function: ir.Function, shapes: dict[str, str], kinds: Kinds
     found: dict[str, set[tuple[tuple[str, int], ...] | None]] = {}
     lines: dict[str, ir.Line] = {}
     for stmt in ir.walk(function.body):
-        if isinstance(stmt, ir.Assign) and stmt.target in shapes and not _none(stmt):
+        if isinstance(stmt, ir.Assign) and stmt.target in shapes and not ir.binds_none(stmt):
             found.setdefault(stmt.target, set()).add(_decided_axes(stmt, kinds, fixed))
             lines.setdefault(stmt.target, stmt.line)
         elif any(n in shapes for n in ir.defined(stmt)):
@@ -492,14 +492,6 @@ def _decided_axes(stmt: ir.Assign, kinds: Kinds,
 
 _SHAPE = ir.Ref(np.shape, "np.shape")
 _GETITEM = ir.Ref(operator.getitem, "operator.getitem")
-
-
-def _none(stmt: ir.Stmt) -> bool:
-    return (
-        isinstance(stmt, ir.Assign)
-        and isinstance(stmt.value, ir.Const)
-        and stmt.value.value is None
-    )
 
 
 def shape_reads(body: list[ir.Stmt]) -> tuple[set[str], set[str]]:
