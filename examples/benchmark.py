@@ -481,8 +481,7 @@ def first_call_seconds(fn, argnums, args, repeat: int = 5) -> float:
     os.environ["AST_AD_CACHE"] = "0"
     try:
         for _ in range(repeat):
-            transform._adjoints.clear()
-            transform._loaded.clear()
+            transform.forget()
             start = time.perf_counter()
             ast_ad.grad(fn, argnums)(*args)
             times.append(time.perf_counter() - start)

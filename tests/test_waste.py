@@ -225,3 +225,33 @@ def test_the_rnn_gradient_computes_its_products_shapes_once() -> None:
     assert invariant_in_loops(source) == []
     assert dead_stores(source) == [] and zero_starts(source) == []
     assert_fd(lambda *a: benchmark.rnn_dot(*a, xs), (w, u), (0, 1), got)
+
+
+def test_the_element_loops_memory_is_at_most_twice_the_hand_written_gradients() -> None:
+    """``y[i] = y[i - 1] * x[i]``: each entry is written once, so nothing is taped
+    (``saving.plan_written_once``); what a call keeps grows by at most twice the bytes an entry
+    of the gradient written by hand keeps (which needs no tape: it reads ``y`` as the loop left
+    it). Counted by ``tracemalloc`` (what numpy and Python allocate), at two sizes, so that what
+    does not grow with the loop cancels."""
+    import tracemalloc
+
+    benchmark = _benchmark()
+    gradient = ast_ad.grad(benchmark.element_loop)
+
+    def growth(fn) -> float:
+        peaks = []
+        for n in (2000, 6000):
+            x = np.linspace(0.999, 1.001, n)
+            fn(x)  # transformed and compiled before measuring
+            tracemalloc.start()
+            try:
+                fn(x)
+                peaks.append(tracemalloc.get_traced_memory()[1])
+            finally:
+                tracemalloc.stop()
+        return (peaks[1] - peaks[0]) / 4000
+
+    ours, by_hand = growth(gradient), growth(benchmark.element_loop_by_hand)
+    assert by_hand >= 16 and ours <= 2 * by_hand, (ours, by_hand)
+    x = np.linspace(0.9, 1.1, 50)
+    np.testing.assert_allclose(gradient(x), benchmark.element_loop_by_hand(x)[1], rtol=1e-13)

@@ -34,6 +34,17 @@ CASES = [
     (wf.calls_a_writer, (X4,), (0,)),
     (wf.chain_on_a_copy, (X4,), (0,)),
     (wf.outer_grid, (X4,), (0,)),
+    (wf.chain_twice, (X4,), (0,)),
+    (wf.reads_ahead, (X6,), (0,)),
+    (wf.two_behind, (X6,), (0,)),
+    (wf.falling, (X6,), (0,)),
+    (wf.wraps_around, (X4,), (0,)),
+    (wf.negative_indices, (X4,), (0,)),
+    (wf.one_entry, (X4,), (0,)),
+    (wf.on_its_exponential, (X4,), (0,)),
+    (wf.stops_at_a_break, (X6 + 0.2,), (0,)),
+    (wf.reads_its_own_entry, (X4,), (0,)),
+    (wf.reads_what_it_wrote, (X4,), (0,)),
 ]
 
 
@@ -64,11 +75,16 @@ def test_vjp_runs_its_backward_pass_again_on_the_same_forward_pass(fun, args, ar
 def test_the_loops_write_in_place() -> None:
     """An entry of a float vector is a number: saved as it is, its adjoint read as ``y_bar[i]``; a
     row of a matrix is saved as a copy (``entries``), its adjoint read by the helper that sums a
-    broadcast value's."""
+    broadcast value's. A loop that writes each entry once saves nothing: the backward pass reads
+    the entry back from the array as the loop found it."""
+    text = ast_ad.source(ast_ad.grad(wf.chain_twice), X4)
+    assert "y[i] = y_item * x_item" in text and "y_entries.append(y[i])" in text
     text = ast_ad.source(ast_ad.grad(wf.chain), X4)
     assert (
         "y[i] = y_item * x_item" in text
-        and "y_entries.append(y[i])" in text
+        and "y_before = y\n" in text
+        and "y[i] = y_before[i]" in text
+        and "_entries" not in text
         and "assign_item(" not in text
     )
     assert (
@@ -80,9 +96,36 @@ def test_the_loops_write_in_place() -> None:
     # x is only read, entry by entry: its adjoint is an array of the loop's own, added into in place
     assert "x_bar = owned_adjoint(x_bar, x)" in text and "x_bar[i] += t2_bar * y_item" in text
     text = ast_ad.source(ast_ad.grad(wf.rows), X4)
-    assert (
-        "m_entries.append(entries(m, i))" in text and "assign_item_vjp_value(m_bar, m, i, " in text
-    )
+    assert "m[i] = m_before[i]" in text and "assign_item_vjp_value(m_bar, m, i, " in text
+
+
+@pytest.mark.parametrize(("fun", "written_once", "kept"), [
+    (wf.chain, True, []),
+    (wf.reads_ahead, True, []),  # y[i + 1], computed again: no later step is undone yet
+    (wf.two_behind, True, []),
+    (wf.falling, True, ["cos_x_item_tape"]),  # (np.cos(x[i]): kept, not computed again)
+    (wf.on_its_exponential, True, []),
+    # (what a branch binds is taped: only the loop's own body is computed again)
+    (wf.stops_at_a_break, True, ["cond_tape", "t1_tape", "trips_tape", "x_item_tape",
+                                 "y_item_tape"]),
+    # y[i - 1] at i = 0 is the last entry: taped, not read again
+    (wf.wraps_around, True, ["y_item_tape"]),
+    (wf.one_entry, True, []),
+    (wf.reads_its_own_entry, True, []),  # y[i] before the step writes it: y_before[i]
+    (wf.reads_what_it_wrote, True, []),  # and after: y[i]
+    (wf.negative_indices, False, ["y_entries", "y_item_tape"]),  # -3 and 1: one entry
+    (wf.chain_twice, False, ["r_1_tape", "y_entries", "y_item_tape"]),
+])
+def test_a_loop_that_writes_each_entry_once_tapes_none(fun, written_once, kept) -> None:
+    """``saving.plan_written_once``: a loop over a range of indices not below 0, writing ``y[i]``
+    once a step, puts each entry back from the array as it found it, and reads ``y[i + c]``
+    again at the top of each step's backward pass, where ``i + c`` is never negative."""
+    args = (X6 if fun in (wf.reads_ahead, wf.two_behind, wf.falling) else X4,)
+    text = ast_ad.source(ast_ad.grad(fun), *args)
+    assert ("y[i] = y_before[i]" in text) == written_once, text
+    tapes = sorted(line.split(" = ")[0].strip() for line in text.splitlines()
+                   if line.endswith(" = []"))
+    assert tapes == kept, text
 
 
 def test_a_returned_array_is_not_written_back() -> None:
@@ -124,13 +167,18 @@ def test_index_arithmetic_and_reads_of_unwritten_arrays_are_computed_again_not_t
     """``t1 = i - 1`` and ``x[i]`` (``x`` is never written): the backward pass computes them at the
     top of each step; only the read of the written array and the overwritten entries are taped (the
     product written is a number: its adjoint is ``y_bar[i]``, which needs nothing of it)."""
-    text = ast_ad.source(ast_ad.grad(wf.chain), np.ones(5))
+    text = ast_ad.source(ast_ad.grad(wf.chain_twice), np.ones(5))
     tapes = sorted(
         line.split(" = ")[0].strip() for line in text.splitlines() if line.endswith(" = []")
     )
-    assert tapes == ["y_entries", "y_item_tape"], tapes
+    assert tapes == ["r_1_tape", "y_entries", "y_item_tape"], tapes
+    backward = text[text.index("for i in reversed(r_1):"):]
+    assert backward.splitlines()[1:3] == ["            t1 = i - 1", "            x_item = x[i]"]
+    # each entry written once: the read of the written array is computed again too
+    text = ast_ad.source(ast_ad.grad(wf.chain), np.ones(5))
     backward = text[text.index("for i in reversed(r):"):]
-    assert backward.splitlines()[1:3] == ["        t1 = i - 1", "        x_item = x[i]"]
+    assert backward.splitlines()[1:4] == ["        t1 = i - 1", "        y_item = y[t1]",
+                                          "        x_item = x[i]"]
 
 
 def test_a_read_computed_again_only_where_the_steps_backward_pass_reads_it() -> None:
@@ -261,7 +309,7 @@ def test_a_copy_of_an_array_argument_is_written_in_place() -> None:
     a copy of ``y`` a step (once O(n) a step, O(n^2) a call)."""
     text = ast_ad.source(ast_ad.grad(wf.chain_on_a_copy), X4)
     assert "is_container" not in text and "check_in_place" not in text
-    assert "y[i] = " in text and "y_entries.append(y[i])" in text and "y_tape" not in text
+    assert "y[i] = " in text and "y[i] = y_before[i]" in text and "y_tape" not in text
     # a list's copy keeps the guard: its items are the caller's arrays
     listed = ast_ad.source(ast_ad.grad(wf.chain_on_a_copy), [1.0, 2.0, 3.0])
     assert "is_container" in listed

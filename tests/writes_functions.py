@@ -135,3 +135,99 @@ def outer_grid(x):
         for j in range(x.shape[0]):
             g[i, j] = x[i] * x[j] + 1.0
     return np.sum(g * g)
+
+
+# each entry written once (``saving.plan_written_once``), and the cases next to it that are not
+def chain_twice(x):
+    # each entry written twice (the loop runs inside another): the entries overwritten are taped
+    y = np.ones(x.shape[0])
+    for _ in range(2):
+        for i in range(1, x.shape[0]):
+            y[i] = y[i - 1] * x[i]
+    return np.sum(y)
+
+
+def reads_ahead(x):
+    # y[i + 1] is read before a later step writes it
+    y = x * 1.0
+    for i in range(x.shape[0] - 1):
+        y[i] = y[i + 1] * x[i] + np.sin(y[i + 1])
+    return np.sum(y * y)
+
+
+def two_behind(x):
+    y = np.ones(x.shape[0])
+    for i in range(2, x.shape[0]):
+        y[i] = y[i - 2] * x[i] + y[i - 1]
+    return np.sum(y)
+
+
+def falling(x):
+    y = x * 2.0
+    for i in range(x.shape[0] - 2, -1, -1):
+        y[i] = y[i + 1] * np.cos(x[i])
+    return np.sum(y ** 2)
+
+
+def wraps_around(x):
+    # at i = 0, y[i - 1] is the last entry, which a later step writes
+    y = x * 1.0
+    for i in range(0, x.shape[0]):
+        y[i] = y[i - 1] * x[i]
+    return np.sum(y)
+
+
+def negative_indices(x):
+    # i = -3 and i = 1 are one entry of a vector of 4: written twice
+    y = x * 1.0
+    for i in range(-3, 3):
+        y[i] = np.sin(y[i]) + x[i]
+    return np.sum(y * y)
+
+
+def one_entry(x):
+    # y[i - 1] at i = 0 of a vector of one entry is the entry the step writes
+    y = x[:1] * 1.0
+    for i in range(1):
+        y[i] = y[i - 1] * 3.0 + x[i]
+    return np.sum(y * y)
+
+
+def on_its_exponential(x):
+    # np.exp's adjoint reads its own result: the array as the loop found it
+    y = np.exp(x)
+    for i in range(1, x.shape[0]):
+        y[i] = y[i - 1] * x[i]
+    return np.sum(y)
+
+
+def stops_at_a_break(x):
+    y = x * 1.0
+    for i in range(1, x.shape[0]):
+        if x[i] > 1.2:
+            break
+        y[i] = y[i - 1] * x[i]
+    return np.sum(y * y)
+
+
+def reads_its_own_entry(x):
+    y = x * 1.0
+    for i in range(1, x.shape[0]):
+        y[i] = y[i] * y[i - 1] + x[i]
+    return np.sum(y)
+
+
+def returns_it(x):
+    y = x * 1.0
+    for i in range(1, x.shape[0]):
+        y[i] = y[i - 1] * x[i]
+    return y
+
+
+def reads_what_it_wrote(x):
+    y = x * 1.0
+    s = 0.0
+    for i in range(1, x.shape[0]):
+        y[i] = y[i - 1] * x[i]
+        s = s + np.sin(y[i])
+    return s + np.sum(y)

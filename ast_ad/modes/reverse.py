@@ -260,8 +260,7 @@ class Reverser:
             (self.active, self.owned, self.kinds, self.in_place),
             (self.refs, self.namer, self.scratch),
             self.adjoints,
-            self.saving.tape,
-            self.saving.restores,
+            self.saving,
         )
         self.calling = Calls(
             function,

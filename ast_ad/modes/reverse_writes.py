@@ -10,7 +10,6 @@ adjoint off the list's; ``y = xs.pop()`` puts ``y``'s adjoint back on the end of
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
 
 from ast_ad import runtime
 from ast_ad.analysis.activity import InPlace, atom_active, packed_result
@@ -19,8 +18,10 @@ from ast_ad.ir import nodes as ir
 from ast_ad.ir.naming import Namer
 from ast_ad.ir.syntax import RefTable
 from ast_ad.modes.accumulate import Accumulation
-from ast_ad.modes.saving import restore_mark
+from ast_ad.modes.saving import Saving, restore_mark
 from ast_ad.modes.templates import Scratch
+
+_ITEM = ir.Ref(operator.getitem, "operator.getitem")
 
 
 class WriteAdjoints:
@@ -35,13 +36,14 @@ class WriteAdjoints:
         facts: tuple[set[str], set[str], Kinds, InPlace],
         names: tuple[RefTable, Namer, Scratch],
         adjoints: Accumulation,
-        tape: Callable[..., str],
-        restores: Callable[[ir.Stmt], list[ir.Stmt]],
+        saving: Saving,
     ):
         self.function = function
         self.active, self.owned, self.kinds, self.in_place = facts
         self.refs, self.namer, self.scratch = names
-        self.adjoints, self.tape, self.restores = adjoints, tape, restores
+        self.adjoints = adjoints
+        self.tape, self.restores, self.found_before = saving.tape, saving.restores, \
+            saving.found_before
 
     def private_list(self, name: str) -> bool:
         """Whether ``name`` holds only lists this function made (``analysis.owned_lists``: ``xs =
@@ -62,9 +64,7 @@ class WriteAdjoints:
         if atom_active(value, self.active):
             if self.kinds.entry_of(call.args[0], index, stmt) and self.kinds.is_number(value, stmt):
                 # one float entry, written by a number
-                taken = self.adjoints.part(
-                    ir.Call(ir.Ref(operator.getitem, "operator.getitem"), (ir.Var(bar), index))
-                )
+                taken = self.adjoints.part(ir.Call(_ITEM, (ir.Var(bar), index)))
             else:
                 taken = self.adjoints.part(
                     ir.Call(
@@ -74,9 +74,12 @@ class WriteAdjoints:
                 )
             out += self.adjoints.accumulate(value.name, self.adjoints.real_part(name, value, taken))
         entry = self.scratch.fresh("")
-        # the entry back, its adjoint zeroed
+        before = self.found_before.get(id(stmt))
+        # the entry back (from the array as the loop found it, where it writes each entry once:
+        # ``saving.plan_written_once``), its adjoint zeroed
         out += [
-            ir.Pop(entry, self.tape(name, "entries"), ir.NOWHERE),
+            ir.Assign(entry, ir.Call(_ITEM, (ir.Var(before), index)), ir.NOWHERE)
+            if before is not None else ir.Pop(entry, self.tape(name, "entries"), ir.NOWHERE),
             ir.SetItem(name, index, ir.Var(entry), ir.NOWHERE),
             ir.SetItem(bar, index, ir.Const(0.0), ir.NOWHERE),
         ]

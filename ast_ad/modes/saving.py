@@ -26,7 +26,7 @@ import gast
 import numpy as np
 
 from ast_ad.analysis.activity import InPlace
-from ast_ad.analysis.kinds import Kinds
+from ast_ad.analysis.kinds import RANGE, Kinds
 from ast_ad.core import registry
 from ast_ad.core.records import record
 from ast_ad.ir import nodes as ir
@@ -111,6 +111,12 @@ class Saving:
         # by loop: what its backward pass computes again
         self.recomputed: dict[int, list[ir.Assign]] = {}
         self.recomputed_ids: set[int] = set()
+        # by loop: the arrays it writes once an entry, each with the name of the array as the loop
+        # found it (``plan_written_once``); by write: that name
+        self.written_once: dict[int, dict[str, str]] = {}
+        self.found_before: dict[int, str] = {}
+        self.lowest_index: dict[int, int] = {}  # by loop: the least value of its variable
+        self.write_at: dict[tuple[int, str], tuple[int, bool]] = {}
 
     def shape_only(self, backward: list[ir.Stmt]) -> dict[str, str]:
         """The arrays a loop overwrites whose values the backward pass reads only for their shapes
@@ -167,7 +173,82 @@ class Saving:
             for name in self.defined(stmt):
                 bindings[name] = bindings.get(name, 0) + 1
         fixed = set(self.function.params) - self.rebound - set(self.function.mutable)
+        self.plan_written_once(bindings)
         self.plan_block(self.function.body, frozenset(), bindings, fixed)
+
+    def plan_written_once(self, bindings: dict[str, int]) -> None:
+        """The arrays a loop writes once an entry, ``y[i] = v`` at its variable: each write's
+        backward pass puts back the entry from the array as the loop found it (``y[i] =
+        y_before[i]``, where ``y_before`` is the object the loop's own copy was made from), not
+        from a tape of every entry overwritten; and a read of another entry, ``y[i - 1]``, is
+        computed again at the top of the step's backward pass (``plan_loop``), not taped.
+
+        The facts this relies on: the loop runs once (a statement of the function's own body) over
+        a ``range`` (``Kinds``), so that its variable takes each value once; the array is written
+        in place (``InPlace``: the memory model proved that no other variable reaches it while the
+        loop writes it; the loop writes its own copy, so the object it was made from is written
+        by nothing after); the function binds the array once outside the loop, and the loop only
+        by one write at its variable, in its own body or a branch of it (not in a loop inside), and
+        reads it only entry by entry; the variable is never negative (``lowest``). Then step ``i``
+        overwrites entry ``i``, which no earlier step wrote: what the array held when the loop
+        started. And an entry ``i + c`` (``c`` a nonzero integer, ``i + c`` never negative) is not
+        one the step writes: at the top of the step's backward pass, the later steps undone, the
+        array holds what it held when the step read it.
+        """
+        for loop in self.function.body:
+            if not isinstance(loop, ir.For) or id(loop) not in self.in_place.loops \
+                    or id(loop) in self.checkpointed or self.kinds.of(loop.iter) != RANGE \
+                    or (lowest := self.lowest(loop, bindings)) is None:
+                continue
+            self.lowest_index[id(loop)] = lowest
+            inner = list(ir.walk(loop.body))
+            found: dict[str, str] = {}
+            for name in self.in_place.loops[id(loop)]:
+                writes = [s for s in inner if name in ir.defined(s)]
+                if len(writes) != 1 or bindings.get(name) != 2 \
+                        or not any(s is writes[0] for s in ir.shallow(loop.body)) \
+                        or id(writes[0]) not in self.in_place.writes \
+                        or not isinstance(writes[0], ir.Assign):
+                    continue
+                write = ir.call_of(writes[0])
+                if write.args[1] != ir.Var(loop.target) or write.args[2] == ir.Var(name):
+                    continue
+                readers = [s for s in inner if s is not writes[0] and name in ir.reads_of(s)]
+                if all(_entry_read(s, name) for s in readers):
+                    found[name] = self.namer.fresh(f"{name}_before")
+                    self.found_before[id(writes[0])] = found[name]
+                    # where in the loop's body the write is, and whether as a statement of its own
+                    self.write_at[(id(loop), name)] = next(
+                        (k, s is writes[0]) for k, s in enumerate(loop.body)
+                        if any(t is writes[0] for t in ir.walk((s,))))
+            if found:
+                self.written_once[id(loop)] = found
+
+    def lowest(self, loop: ir.For, bindings: dict[str, int]) -> int | None:
+        """The least value ``loop``'s variable takes, where it is known not to be negative: the
+        loop runs over ``range(stop)``, ``range(start, stop)`` or ``range(start, stop, step)``
+        bound once in the function's body, with ``start`` (a rising range) or ``stop`` (a falling
+        one) an integer constant. A negative index counts from the end: two steps could write one
+        entry."""
+        if not isinstance(loop.iter, ir.Var) or bindings.get(loop.iter.name) != 1:
+            return None
+        made = [s for s in self.function.body if isinstance(s, ir.Assign)
+                and s.target == loop.iter.name and isinstance(s.value, ir.Call)
+                and s.value.fn.obj is range and not s.value.kwargs]
+        if not made:
+            return None
+        args = ir.call_of(made[0]).args
+        ints = [a.value if isinstance(a, ir.Const) and type(a.value) is int else None
+                for a in args]
+        if len(args) == 1:
+            lowest: int | None = 0
+        elif len(args) == 2 or ints[2] is not None and ints[2] > 0:
+            lowest = ints[0]
+        elif ints[2] is not None and ints[2] < 0 and ints[1] is not None:
+            lowest = ints[1] + 1
+        else:
+            lowest = None
+        return lowest if lowest is not None and lowest >= 0 else None
 
     def plan_block(self, body: tuple[ir.Stmt, ...], outer: frozenset[str],
                    bindings: dict[str, int], fixed: set[str]) -> None:
@@ -192,21 +273,30 @@ class Saving:
         # indices of the loops around it that its body does not bind
         bound = {name for stmt in ir.walk(loop.body) for name in self.defined(stmt)}
         index: set[str] = {loop.target} | (outer - bound)
+        # names that are the loop's variable plus a constant, by that constant
+        offsets: dict[str, int] = {loop.target: 0}
         chosen: list[ir.Assign] = []
-        for stmt in loop.body:
+        ids: list[int] = []  # (of the statements computed again, as the forward pass has them)
+        for position, stmt in enumerate(loop.body):
             if (
                 not isinstance(stmt, ir.Assign)
                 or not isinstance(stmt.value, (ir.Call, ir.Pack))
                 or id(stmt) in self.calls
                 or bindings.get(stmt.target) != 1
-                or id(stmt) in self.in_place.reads
                 or id(stmt) in self.in_place.writes
             ):
+                continue
+            if id(stmt) in self.in_place.reads:
+                # an entry of an array the loop writes once an entry (``plan_written_once``)
+                if (again := self.read_again(loop, position, stmt, offsets)) is not None:
+                    chosen.append(again)
+                    ids.append(id(stmt))
                 continue
             if isinstance(stmt.value, ir.Pack):
                 if stmt.value.kind == "tuple" and stmt.value.elts \
                         and all(_index_atom(a, index) for a in stmt.value.elts):
                     chosen.append(stmt)
+                    ids.append(id(stmt))
                     index.add(stmt.target)
                 continue
             if stmt.value.kwargs:
@@ -215,13 +305,42 @@ class Saving:
             if fn in INDEX_ARITHMETIC and all(_index_atom(a, index) for a in args):
                 chosen.append(stmt)
                 index.add(stmt.target)
+                if (shift := _offset(fn, args, offsets)) is not None:
+                    offsets[stmt.target] = shift
             elif fn is operator.getitem and len(args) == 2 and isinstance(args[0], ir.Var) \
                     and args[0].name in fixed and _index_atom(args[1], index):
                 chosen.append(stmt)
+            else:
+                continue
+            ids.append(id(stmt))
         if chosen:
             self.recomputed[id(loop)] = chosen
-            self.recomputed_ids.update(id(stmt) for stmt in chosen)
+            self.recomputed_ids.update(ids)
         return index
+
+    def read_again(self, loop: ir.For, position: int, stmt: ir.Assign,
+                   offsets: dict[str, int]) -> ir.Assign | None:
+        """The read ``t = y[k]`` (``position`` in ``loop``'s body) of one entry of an array the
+        loop writes once an entry, as the top of the step's backward pass computes it again
+        (``plan_written_once``): ``y[i + c]`` as it is, where ``i + c`` is never negative (a
+        negative index counts from the end, and may be the step's own entry); the step's own
+        entry ``y[i]`` as ``y_before[i]`` where the step reads it before it writes it, and as it
+        is where it reads it after (the write in the loop's own body, not a branch).
+        ``None`` where it is not computed again."""
+        array, index = ir.call_of(stmt).args
+        once = self.written_once.get(id(loop), {})
+        if not isinstance(array, ir.Var) or array.name not in once \
+                or not isinstance(index, ir.Var) or index.name not in offsets \
+                or self.kinds.indexed(array, index, stmt) != 0:  # (a number: no view)
+            return None
+        shift = offsets[index.name]
+        if shift:
+            return stmt if self.lowest_index[id(loop)] + shift >= 0 else None
+        written, alone = self.write_at[(id(loop), array.name)]
+        if written > position:
+            return ir.Assign(stmt.target, ir.Call(_ITEM, (ir.Var(once[array.name]), index)),
+                             stmt.line)
+        return stmt if alone and written < position else None
 
     def computed_again(self, loop: ir.For | ir.While, body: list[ir.Stmt]) -> list[ir.Stmt]:
         """The step's index arithmetic and reads, as the forward pass computed them
@@ -543,6 +662,32 @@ def shapes_read(body: list[ir.Stmt] | tuple[ir.Stmt, ...], shapes: dict[str, str
         ]
 
     return list(ir.mapped(tuple(body), read))
+
+
+_ITEM = ir.Ref(operator.getitem, "operator.getitem")
+
+
+def _offset(fn: Any, args: tuple[ir.Atom, ...], offsets: dict[str, int]) -> int | None:
+    """For ``t = a + c``, ``c + a`` or ``a - c`` (``c`` an integer constant, ``a`` a name of
+    ``offsets``: the loop's variable plus a constant), the constant ``t`` adds to the variable."""
+    if len(args) != 2 or fn not in (operator.add, operator.sub):
+        return None
+    a, b = args
+    if fn is operator.add and isinstance(a, ir.Const):
+        a, b = b, a
+    if not isinstance(a, ir.Var) or a.name not in offsets \
+            or not isinstance(b, ir.Const) or type(b.value) is not int:
+        return None
+    return offsets[a.name] + (b.value if fn is operator.add else -b.value)
+
+
+def _entry_read(stmt: ir.Stmt, name: str) -> bool:
+    """Whether ``stmt`` reads ``name`` only as ``t = name[k]``."""
+    if not isinstance(stmt, ir.Assign) or not isinstance(stmt.value, ir.Call):
+        return False
+    call = stmt.value
+    return call.fn.obj is operator.getitem and not call.kwargs and len(call.args) == 2 \
+        and call.args[0] == ir.Var(name) and call.args[1] != ir.Var(name)
 
 
 def _index_atom(atom: ir.Atom, index: set[str]) -> bool:

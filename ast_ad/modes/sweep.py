@@ -72,6 +72,10 @@ class ForwardSweep:
                 ]
             # the loop's own copy of each array it writes in place
             if id(stmt) in self.in_place.loops:
+                # the array as the loop found it, where the backward pass reads its entries back
+                # from it (``saving.plan_written_once``)
+                found = self.saving.written_once.get(id(stmt), {}) if saving else {}
+                out += [ir.Assign(before, ir.Var(n), ir.NOWHERE) for n, before in found.items()]
                 # (``detached``, not ``x.copy()``: ``np.copy`` moves dask to numpy)
                 out += [ir.Assign(n, ir.Call(_DETACHED, (ir.Var(n),)), ir.NOWHERE)
                         for n in self.in_place.loops[id(stmt)]]
@@ -81,9 +85,11 @@ class ForwardSweep:
     def write_in_place(self, stmt: ir.Assign) -> list[ir.Stmt]:
         """``y[i] = v``, after saving the entries it overwrites: ``tape.append(entries(y, i))``, or
         ``tape.append(y[i])`` where that is one number (a number cannot change: it needs no
-        copy)."""
+        copy); nothing where the loop writes each entry once (``saving.plan_written_once``)."""
         call = ir.call_of(stmt)
         target, index = ir.Var(stmt.target), call.args[1]
+        if id(stmt) in self.saving.found_before:  # each entry written once: nothing to keep
+            return [ir.SetItem(stmt.target, index, call.args[2], ir.NOWHERE)]
         taken = (
             ir.Call(_ITEM, (target, index))
             if self.kinds.indexed(call.args[0], index, stmt) == 0

@@ -102,7 +102,9 @@ def _pruned(body: list[gast.stmt], live: set[str], loop: tuple[set[str], set[str
             ):
                 # (dead: nothing reads it; ``x = None``, a declaration later passes read, stays)
                 continue
-            live = (live - {name}) | syntax.name_ids(stmt.value, loads=True)
+            # (in place: each caller passes a set of its own)
+            live.discard(name)
+            live |= syntax.name_ids(stmt.value, loads=True)
         elif kind is gast.If:
             body_, body_live = _pruned(stmt.body, set(live), loop)
             orelse, else_live = _pruned(stmt.orelse, set(live), loop)
@@ -129,7 +131,7 @@ def _pruned(body: list[gast.stmt], live: set[str], loop: tuple[set[str], set[str
         # an expression, a write into an item, ``del`` (which needs its names bound): reads, kills
         # nothing
         else:
-            live = live | syntax.name_ids(stmt)
+            live |= syntax.name_ids(stmt)
         out.append(stmt)
     out.reverse()
     return out, live
