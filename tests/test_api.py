@@ -587,3 +587,39 @@ def test_check_grads_takes_lists_tuples_and_dicts() -> None:
     TypeError)."""
     params = {"w": np.ones((2, 3)) * 0.3, "b": np.array([0.1, -0.2]), "scale": [1.5, 2.0]}
     ast_ad.check_grads(fx.container_model, params, np.array([0.5, -1.0, 2.0]))
+
+
+def test_a_float32_number_gets_code_of_its_own_and_an_export_says_which_it_was_made_for(
+    tmp_path,
+) -> None:
+    """A numpy float32 (or float16) number is labelled apart from a Python float
+    (``kinds.NARROW_NUMBER``): code made for 64-bit numbers may multiply two of them first
+    (``fold.scaled_adjoints``), which for float32 numbers would round to float32. An exported
+    module made for a float refuses a float32; one made for a float32 takes either. The path comes
+    second, and anything else is said so."""
+    import importlib.util
+
+    from ast_ad.api.arguments import shape_labels
+    from ast_ad.errors import ASTADError
+
+    assert shape_labels((1.0, np.float64(1.0), 3, np.float32(1.0), np.float16(1.0))) == \
+        (-1, -1, -1, -7, -7)
+    x = np.linspace(0.1, 1.0, 3)
+
+    def loaded(path):
+        spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.scaled_sines_vjp
+
+    with pytest.raises(ASTADError, match="path second"):
+        ast_ad.export(ast_ad.grad(fx.scaled_sines), x, 0.5)
+    wide = loaded(ast_ad.export(ast_ad.grad(fx.scaled_sines), str(tmp_path / "wide.py"), x, 0.5))
+    narrow = loaded(ast_ad.export(ast_ad.grad(fx.scaled_sines), str(tmp_path / "narrow.py"), x,
+                                  np.float32(0.5)))
+    expected = ast_ad.value_and_grad(fx.scaled_sines)(x, 0.5)
+    for got in (wide(x, 0.5), narrow(x, 0.5), narrow(x, np.float32(0.5))):
+        assert got[0] == expected[0]
+        np.testing.assert_allclose(got[1], expected[1], rtol=1e-6)
+    with pytest.raises(TypeError, match="float32"):
+        wide(x, np.float32(0.5))

@@ -357,3 +357,96 @@ def test_a_factored_sum_computes_the_sum_to_rounding_for_random_sums() -> None:
     taken_out: list[str] = []
     check()
     assert taken_out  # (the draws reach the factored case)
+
+
+def scaled(source: str, wide: frozenset[str] = frozenset({"s", "t", "n", "m"}),
+           floats: frozenset[str] = frozenset({"s"})) -> str:
+    """``fold.scaled_adjoints`` of ``source``, whose adjoints are the names ending ``_bar``;
+    ``summed_product`` is the one linear call (in its first argument)."""
+    from ast_ad.optimize.fold import scaled_adjoints
+
+    body = gast.parse(textwrap.dedent(source)).body
+    adjoints = frozenset(n.id for s in body for n in gast.walk(s)
+                         if isinstance(n, gast.Name) and n.id.endswith("_bar"))
+
+    def linear(call: gast.Call) -> frozenset[int]:
+        named = isinstance(call.func, gast.Name) and call.func.id == "summed_product"
+        return frozenset({0}) if named else frozenset()
+
+    out = scaled_adjoints(body, adjoints, wide, floats, linear)
+    return "".join(printer.to_source(syntax.to_ast(s)) for s in out).strip()
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # read as a product with a number, and by a call linear in it: the numbers meet first
+        ("a_bar = v_bar * s\nk_bar = k_bar + summed_product(a_bar, x)\nx_bar = x_bar + a_bar * t\n",
+         "k_bar = k_bar + s * summed_product(v_bar, x)\nx_bar = x_bar + v_bar * (s * t)"),
+        # the number first, a constant as the other factor
+        ("a_bar = s * v_bar\nx_bar = a_bar * 2\n", "x_bar = v_bar * (s * 2)"),
+        # bound again after its reads: the reads after it are of another value
+        ("a_bar = v_bar * s\nx_bar = a_bar * t\na_bar = w_bar * 2.0\ny_bar = a_bar + 1.0\n",
+         "x_bar = v_bar * (s * t)\na_bar = w_bar * 2.0\ny_bar = a_bar + 1.0"),
+    ],
+)
+def test_an_adjoint_that_is_another_times_a_number_is_moved_into_its_readers(
+    source: str, expected: str
+) -> None:
+    assert scaled(source) == expected
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # two integers, neither known a float: their product may wrap around (numpy's int64)
+        "a_bar = v_bar * n\nx_bar = a_bar * m\n",
+        # a number not known to be 64 bits wide (a float32 argument's, say)
+        "a_bar = v_bar * s\nx_bar = a_bar * q\n",
+        # read whole, not multiplied by a number
+        "a_bar = v_bar * s\nx_bar = a_bar * t\ny_bar = a_bar + w_bar\n",
+        # the array it scales is bound again before a read
+        "a_bar = v_bar * s\nx_bar = a_bar * t\nv_bar = v_bar * 2.0\ny_bar = a_bar * t\n",
+        # read after the block (nothing binds it again here)
+        "a_bar = v_bar * s\nx_bar = a_bar * t\nfor i in r:\n    y_bar = a_bar * t\n",
+        # read inside a branch
+        "a_bar = v_bar * s\nif c:\n    x_bar = a_bar * t\n",
+        # a loop's step reads the value the step before bound
+        "for i in r:\n    x_bar = a_bar * t\n    a_bar = v_bar * s\n",
+        # a call not linear in it
+        "a_bar = v_bar * s\nx_bar = np_sin(a_bar)\n",
+    ],
+)
+def test_an_adjoint_stays_where_moving_it_could_change_more_than_the_rounding(source: str) -> None:
+    assert scaled(source) == scaled(source, frozenset(), frozenset())  # (as written)
+    assert scaled(source) == "".join(
+        printer.to_source(syntax.to_ast(s)) for s in gast.parse(textwrap.dedent(source)).body
+    ).strip()
+
+
+def test_a_narrow_number_keeps_the_adjoint_it_scales() -> None:
+    """A float32 step size: ``0.5 * dt`` is a float32, whose product with ``-k`` would round to
+    float32, so the leapfrog's adjoint ``a_bar`` stays; with a Python float it goes. Both give the
+    same gradient to rounding, and each the function's own value."""
+    import numpy as np
+
+    import ast_ad
+
+    def leapfrog(x, v, k, dt):
+        for _ in range(5):
+            a = -k * x
+            v = v + 0.5 * dt * a
+            x = x + dt * v
+        return np.sum(x * x) + np.sum(v * v)
+
+    x, v = np.linspace(0.1, 1.0, 4), np.linspace(-1.0, 0.5, 4)
+    wide = ast_ad.grad(leapfrog, (0, 1, 2))
+    narrow = ast_ad.grad(leapfrog, (0, 1, 2))
+    got = wide(x, v, 0.7, 0.05)
+    assert "a_bar" not in ast_ad.source(wide) and "v_bar * (t1 * neg_k)" in ast_ad.source(wide)
+    low = narrow(x, v, 0.7, np.float32(0.05))
+    assert "a_bar = " in ast_ad.source(narrow, x, v, 0.7, np.float32(0.05))
+    for a, b in zip(got, low, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    assert ast_ad.value_and_grad(leapfrog)(x, v, 0.7, np.float32(0.05))[0] == \
+        leapfrog(x, v, 0.7, np.float32(0.05))

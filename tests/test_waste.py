@@ -197,7 +197,8 @@ def test_the_leapfrog_gradient_keeps_no_shape_and_has_no_dead_store() -> None:
     """A float ``dt`` and ``k`` are numbers (the name bound to ``None`` before the loop gives no
     shape class: ``activity.shape_classes``), so nothing is unbroadcast or kept for its shape;
     ``-k`` is computed once; and ``a``'s adjoint, zero at the top of each step, is assigned by its
-    first contribution with no reset at the step's end (``Reverser.step_zeros``)."""
+    first contribution with no reset at the step's end (``Reverser.step_zeros``), then moved into
+    its readers."""
     leapfrog = _benchmark().leapfrog
     rng = np.random.default_rng(1)
     x, v = rng.standard_normal(20), rng.standard_normal(20)
@@ -207,6 +208,9 @@ def test_the_leapfrog_gradient_keeps_no_shape_and_has_no_dead_store() -> None:
     assert taped_shapes(source) == [] and "unbroadcast" not in source
     assert invariant_in_loops(source) == []
     assert dead_stores(source) == [] and zero_starts(source) == []
+    # ``a``'s adjoint is ``v``'s times ``0.5 * dt``, read by the products with ``-k``: the numbers
+    # meet first, and ``v_bar`` is multiplied once (``fold.scaled_adjoints``)
+    assert "a_bar" not in source and "v_bar * (t1 * neg_k)" in source
     # the numbers: finite differences in each direction
     assert_fd(lambda *a: leapfrog(*a, 0.05, 12), (x, v, 0.7), (0, 1, 2), got)
 

@@ -28,7 +28,7 @@ from typing import Any, TypeGuard, TypeVar
 import gast
 
 from ast_ad import runtime
-from ast_ad.analysis.kinds import MAPPING, Kinds, checked_only
+from ast_ad.analysis.kinds import MAPPING, NARROW_NUMBER, Kinds, checked_only
 from ast_ad.core import registry
 from ast_ad.core.records import field, record
 from ast_ad.errors import LocatedError, MissingRuleError
@@ -109,7 +109,9 @@ def shape_classes(
     assigned in several places with different classes gets ``None`` (unknown).
     A name ``known`` to hold a number is ``SCALAR`` (``ast_ad.analysis.kinds``).
     """
-    classes: dict[str, int | None] = dict(zip(function.params, shapes, strict=True))
+    # (a number of any width is a scalar: ``kinds.NARROW_NUMBER``)
+    classes: dict[str, int | None] = {p: SCALAR if label == NARROW_NUMBER else label
+                                      for p, label in zip(function.params, shapes, strict=True)}
     numbers = {name for name in known.facts if known.no_axes(name)} if known is not None else set()
     fresh: dict[int, int] = {}
     # ``x = None`` where ``x`` is bound to something else too (the normalizer's binding before a
@@ -448,7 +450,11 @@ def call_labels(args: list[ir.Atom], classes: dict[str, int | None], structured:
         if isinstance(a, ir.Var) and a.name in structured:
             labels.append(CONTAINER)
         elif label == SCALAR:
-            labels.append(SCALAR)
+            # a number the caller knows is 64 bits wide (``kinds.wide_numbers``), or one that may
+            # be narrower
+            wide = isinstance(a, ir.Const) and type(a.value) in (int, float) or \
+                known is not None and isinstance(a, ir.Var) and a.name in known.wide
+            labels.append(SCALAR if wide else NARROW_NUMBER)
         else:
             # a numpy array's axes and kind, or 0
             kind = known.label(a, at) if known is not None else 0

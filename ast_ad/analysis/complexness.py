@@ -39,6 +39,7 @@ from ast_ad.analysis.activity import at_line
 from ast_ad.analysis.kinds import (
     COMPLEX_NUMBER,
     COMPLEX_UNKNOWN,
+    NARROW_NUMBER,
     RANKED,
     Kinds,
     label_is_complex,
@@ -215,7 +216,7 @@ def complex_labels(
     for label, atom in zip(labels, args, strict=True):
         if not (isinstance(atom, ir.Var) and atom.name in complexes) or label_is_complex(label):
             out.append(label)
-        elif label == -1:
+        elif label in (-1, NARROW_NUMBER):
             out.append(COMPLEX_NUMBER)
         elif label >= RANKED and (label // RANKED - 1) % 3 == 1:  # a float array's: complex
             out.append(label + RANKED)

@@ -95,6 +95,10 @@ def _encoded(position: int, rank: int, inexact: bool, complex_: bool = False) ->
 
 # a parameter's label for a complex number (``shape_labels``)
 COMPLEX_NUMBER = -4
+# a parameter's label for a number that may be a narrow float (numpy's float32 or float16, or a
+# callee's number its caller cannot say is wide: ``activity.call_labels``); ``-1`` is a number of
+# 64 bits or more (a Python int or float, numpy's float64, int64 or int32: ``shape_labels``)
+NARROW_NUMBER = -7
 # a parameter's label for a dict (a container whose positions are not its keys), and for a set:
 # a loop over either steps through its keys or members (``optimize.keyed``)
 MAPPING = -5
@@ -106,7 +110,7 @@ COMPLEX_UNKNOWN = RANKED // 2
 
 def label_fact(label: int) -> Fact:
     """The fact a parameter's label carries (``labelled``)."""
-    if label in (-1, COMPLEX_NUMBER):  # a number (``shape_labels``: a float, an int, a complex...)
+    if label in (-1, COMPLEX_NUMBER, NARROW_NUMBER):  # a number (``shape_labels``)
         return ("num", 0, label == COMPLEX_NUMBER)
     if label < RANKED:
         return UNKNOWN
@@ -133,6 +137,14 @@ class Kinds:
     # statement id -> the facts of what it reads, where they differ
     inside: dict[int, dict[str, Fact]]
     made: dict[int, Fact]  # assignment id -> the fact of the value it binds
+    # the names that hold real numbers of 64 bits or more wherever they are bound (``wide_numbers``)
+    wide: frozenset[str] = frozenset()
+
+    def wide_float(self, name: str) -> bool:
+        """Whether ``name`` holds a Python float or numpy's float64 wherever it is bound: a real
+        number of 64 bits, certainly a float (``wide_numbers``)."""
+        fact = self.facts.get(name, UNKNOWN)
+        return name in self.wide and fact[0] == "num" and fact[1] == 0 and bool(fact[2])
 
     def array_made(self, stmt: ir.Assign) -> bool:
         """Whether the assignment ``stmt`` binds a numpy array of numbers with at least one axis."""
@@ -219,7 +231,61 @@ def kinds_of(function: ir.Function, shapes: tuple[int, ...]) -> Kinds:
         found.visit(function.body, {})
         if once:  # no loop: one pass
             break
-    return Kinds({n: f for n, f in found.facts.items() if f != UNKNOWN}, found.inside, found.made)
+    return Kinds({n: f for n, f in found.facts.items() if f != UNKNOWN}, found.inside, found.made,
+                 wide_numbers(function, shapes))
+
+
+# what keeps a real number of 64 bits one: Python's and numpy's arithmetic on two of them gives one
+# (an integer's may wrap, in numpy's int64: a float's cannot)
+_WIDE_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.truediv, operator.neg,
+                    operator.pos}
+
+
+def wide_numbers(function: ir.Function, shapes: tuple[int, ...]) -> frozenset[str]:
+    """The names that hold real numbers of 64 bits or more wherever they are bound: a parameter
+    labelled ``-1`` (a Python int or float, numpy's float64, int64 or int32: ``shape_labels``), a
+    Python int or float written in the code, a ``range``'s variable, and the sums, differences,
+    products, quotients and negations of those (the greatest fixpoint: a loop's name is one where
+    every binding gives one, given that it is one). A product of two such numbers, one a float, is
+    a float64 of at least their precision: ``fold.scaled_adjoints`` moves such factors."""
+    bindings: dict[str, list[ir.Stmt]] = {}
+    for stmt in ir.walk(function.body):
+        if ir.binds_none(stmt):
+            continue  # (the normalizer's binding before the loop that binds it: no value read)
+        for name in ir.defined(stmt):
+            bindings.setdefault(name, []).append(stmt)
+    wide = {p for p, label in zip(function.params, shapes, strict=True)
+            if label == -1 and p not in bindings}
+    candidates = set(bindings) - set(function.params)
+    wide |= candidates
+
+    def gives(stmt: ir.Stmt) -> bool:
+        if isinstance(stmt, ir.For):
+            return isinstance(stmt.iter, ir.Var) and stmt.iter.name in ranges
+        if not isinstance(stmt, ir.Assign):
+            return False
+        value = stmt.value
+        if isinstance(value, (ir.Var, ir.Const)):
+            return atom(value)
+        return isinstance(value, ir.Call) and value.fn.obj in _WIDE_ARITHMETIC \
+            and not value.kwargs and all(atom(a) for a in value.args)
+
+    def atom(a: ir.Expr) -> bool:
+        if isinstance(a, ir.Const):
+            return type(a.value) in (int, float)
+        return isinstance(a, ir.Var) and a.name in wide
+
+    ranges = {name for name, stmts in bindings.items()
+              if all(isinstance(s, ir.Assign) and isinstance(s.value, ir.Call)
+                     and s.value.fn.obj is range for s in stmts)}
+    changed = True
+    while changed:
+        changed = False
+        for name in sorted(candidates & wide):
+            if not all(gives(stmt) for stmt in bindings[name]):
+                wide.discard(name)
+                changed = True
+    return frozenset(wide)
 
 
 class _Pass:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ast_ad.analysis.complexness import holds_complex
-from ast_ad.analysis.kinds import COMPLEX_NUMBER, MAPPING, SET, labelled
+from ast_ad.analysis.kinds import COMPLEX_NUMBER, MAPPING, NARROW_NUMBER, SET, labelled
 from ast_ad.errors import (
     ArgnumsError,
     ASTADError,
@@ -29,6 +29,8 @@ SCALAR_TYPES = frozenset({float, int, np.float64, np.float32, np.float16, np.int
 
 
 PLAIN_FLOATS = frozenset({float, np.float64})
+# numbers narrower than 64 bits, whose products round more (``kinds.NARROW_NUMBER``)
+NARROW_TYPES = frozenset({np.float32, np.float16})
 COMPLEX_SCALARS = frozenset({complex, np.complex128, np.complex64})
 
 
@@ -75,7 +77,9 @@ def shape_labels(args: tuple[Any, ...]) -> tuple[int, ...]:
             else k
         )
         labels.append(
-            -1
+            NARROW_NUMBER
+            if type(a) in NARROW_TYPES
+            else -1
             if type(a) in SCALAR_TYPES
             else MAPPING
             if isinstance(a, dict)

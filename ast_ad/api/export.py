@@ -9,6 +9,7 @@ generated functions themselves.
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import textwrap
 import types
@@ -18,8 +19,15 @@ import numpy as np
 
 from ast_ad import transform
 from ast_ad.analysis.activity import is_library
-from ast_ad.analysis.kinds import COMPLEX_NUMBER, MAPPING, SET, label_fact, label_is_complex
-from ast_ad.api.arguments import SCALAR_TYPES, shape_labels
+from ast_ad.analysis.kinds import (
+    COMPLEX_NUMBER,
+    MAPPING,
+    NARROW_NUMBER,
+    SET,
+    label_fact,
+    label_is_complex,
+)
+from ast_ad.api.arguments import NARROW_TYPES, SCALAR_TYPES, shape_labels
 from ast_ad.api.gradient import Gradient
 from ast_ad.core import registry
 from ast_ad.errors import ASTADError
@@ -37,6 +45,11 @@ def export(gradient: Gradient[..., Any], path: str, *example_args: Any) -> str:
     ``path``."""
     if not isinstance(gradient, Gradient):
         raise ASTADError("export takes a gradient made by ast_ad.grad or ast_ad.value_and_grad")
+    if not isinstance(path, (str, os.PathLike)):
+        raise ASTADError(
+            f"export takes the module file's path second, not a {type(path).__name__}: "
+            "ast_ad.export(gradient, 'module.py', *example_args)"
+        )
     if example_args:
         args = (
             (gradient.bound_self, *example_args)
@@ -128,7 +141,7 @@ def export(gradient: Gradient[..., Any], path: str, *example_args: Any) -> str:
             groups.setdefault(label, []).append(k)
     same = tuple(tuple(group) for group in groups.values() if len(group) > 1)
     scalars = ", ".join(t.__name__ if t.__module__ == "builtins" else f"np.{t.__name__}"
-                        for t in sorted(SCALAR_TYPES, key=lambda t: t.__name__))
+                        for t in sorted(SCALAR_TYPES - NARROW_TYPES, key=lambda t: t.__name__))
     guard = GUARD.format(entry=loaded.fn.__name__, kinds=kinds, scalars=scalars, same=same)
     parts = [HEADER.format(name=gradient.__qualname__, entry=loaded.fn.__name__),
              "\n".join(sorted(set(imports))), *helpers.values(), "\n".join(values), code, guard]
@@ -145,6 +158,8 @@ def export(gradient: Gradient[..., Any], path: str, *example_args: Any) -> str:
 GUARD = """def _kind(value):
     if type(value) in ({scalars}):
         return "scalar"
+    if type(value) in (np.float32, np.float16):
+        return "narrow scalar"
     if type(value) in (complex, np.complex128, np.complex64):
         return "complex scalar"
     if isinstance(value, dict):
@@ -163,6 +178,8 @@ def _built_for(fn, kinds, same):
     def checked(*args, **kwargs):
         for k, (value, kind) in enumerate(zip(args, kinds)):
             got = _kind(value)
+            if kind == "narrow scalar" and got == "scalar":
+                continue  # (code for a float32 takes any number)
             if kind != "array" and got != kind or kind == "array" and got in ("container", "dict",
                                                                                "set"):
                 shown = f" ({{got}})" if got.endswith(" array") else ""
@@ -201,6 +218,8 @@ def _kind_of_label(label: int) -> str:
     """What the guard's ``_kind`` says of an argument of this shape label (``kinds.labelled``)."""
     if label in (-1, -2):
         return "scalar" if label == -1 else "container"
+    if label == NARROW_NUMBER:
+        return "narrow scalar"
     if label in (MAPPING, SET):
         return "dict" if label == MAPPING else "set"
     if label == COMPLEX_NUMBER:

@@ -33,6 +33,10 @@ class Adjoint:
     numbers: frozenset[str] = frozenset()
     # names the backward pass binds to adjoints (``fold.shared_factor``)
     adjoints: frozenset[str] = frozenset()
+    # names of the function that hold real numbers of 64 bits or more, and those of them that are
+    # floats (``kinds.wide_numbers``: ``fold.scaled_adjoints`` moves them)
+    wide: frozenset[str] = frozenset()
+    wide_floats: frozenset[str] = frozenset()
 
     @property
     def params(self) -> tuple[str, ...]:

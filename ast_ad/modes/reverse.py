@@ -411,6 +411,8 @@ class Reverser:
         adjoint.releasable = self.releasable()
         adjoint.structured_result = isinstance(result, ir.Var) and result.name in self.structured
         adjoint.numbers = self.kinds.numbers()
+        adjoint.wide = self.kinds.wide
+        adjoint.wide_floats = frozenset(n for n in self.kinds.wide if self.kinds.wide_float(n))
         adjoint.adjoints = (
             frozenset(bar for var, bar in self.adjoints.bars.items() if isinstance(var, str))
             | self.nexts

@@ -22,8 +22,10 @@ from ast_ad.optimize.fold import (
     filled,
     folded,
     folded_scanned,
+    linear_calls,
     number_calls,
     pure_calls,
+    scaled_adjoints,
     shared_factor,
 )
 from ast_ad.optimize.release import released, sunk_zero_starts, without_dead_constants
@@ -72,6 +74,7 @@ def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
         backward, scans = folded(a.backward, keep), [None, None]
         inliner.count([*a.forward, *backward, ret])
     forward, backward = inliner.block(a.forward, scans[0]), inliner.block(backward, scans[1])
+    backward = scaled_adjoints(backward, a.adjoints, a.wide, a.wide_floats, linear_calls(a.refs))
     backward = shared_factor(backward, a.adjoints, number_calls(a.refs))
     backward = sunk_zero_starts(backward)
     # an array bound once, and that assignment written into its reader, is no name to release
@@ -224,6 +227,7 @@ def _pair(a: Adjoint) -> list[gast.FunctionDef]:
     unpack = [syntax.assign(saved, syntax.name(pack))] if saved else []
     ret = syntax.ret(syntax.tuple_([syntax.name(g) for g in a.grads]))
     (backward,) = _inlined(a, [folded(a.backward, {*a.grads, a.seed})], [*unpack, ret])
+    backward = scaled_adjoints(backward, a.adjoints, a.wide, a.wide_floats, linear_calls(a.refs))
     backward = shared_factor(backward, a.adjoints, number_calls(a.refs))
     backward = sunk_zero_starts(backward)
     backward, _ = without_dead_constants(backward, syntax.name_ids(ret, loads=True))

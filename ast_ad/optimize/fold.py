@@ -636,6 +636,190 @@ def shared_factor(body: list[gast.stmt], adjoints: set[str] | frozenset[str],
     return out
 
 
+def scaled_adjoints(body: list[gast.stmt], adjoints: frozenset[str], wide: frozenset[str],
+                    floats: frozenset[str], linear: Callable[[gast.Call], frozenset[int]]
+                    ) -> list[gast.stmt]:
+    """``body`` without the adjoints that are another times a number and are only passed on
+    linearly: ``a_bar = v_bar * s``, read as ``a_bar * t`` and ``summed_product(a_bar, x)``,
+    becomes ``v_bar * (s * t)`` and ``s * summed_product(v_bar, x)``, as a person writes it: the
+    scalar factors meet first, and the array is multiplied once where it was twice.
+
+    The facts it relies on: ``s`` and ``t`` are real numbers of 64 bits or more, at least one of
+    them a float (``kinds.wide_numbers``: Python's or numpy's 64-bit, with constants), so that
+    ``s * t`` is a float64 that neither wraps around nor rounds more than a float64 does; a call
+    linear in the argument (``registry.linear_in``) gives ``s`` times what it gives without it;
+    only an adjoint changes (``adjoints``: a value the backward pass makes, read only by the
+    statements of its own block that follow it, before it is bound again there), so the result
+    differs only in rounding; and ``v_bar``, ``s`` and ``t`` are not bound again before the last
+    read moved.
+    """
+    total = Counter(n for stmt in body for node in syntax.walk(stmt)
+                    if type(node) is gast.Name and type(node.ctx) is gast.Load for n in [node.id])
+    return _scaled_block(body, (adjoints, wide, floats, linear), total)
+
+
+_Facts = tuple[frozenset[str], frozenset[str], frozenset[str],
+               Callable[[gast.Call], frozenset[int]]]
+
+
+def _scaled_block(body: list[gast.stmt], facts: _Facts, total: Counter[str]) -> list[gast.stmt]:
+    out: list[gast.stmt] = []
+    for stmt in body:
+        kind = type(stmt)
+        if kind is gast.If or kind is gast.For or kind is gast.While:
+            stmt = syntax.new(kind, {**stmt.__dict__,
+                                     "body": _scaled_block(stmt.body, facts, total),
+                                     "orelse": _scaled_block(stmt.orelse, facts, total)})
+        out.append(stmt)
+    k = 0
+    while k < len(out):
+        moved = _scaled(out, k, facts, total)
+        if moved is None:
+            k += 1
+        else:
+            out = moved
+    return out
+
+
+def _load_counts(node: gast.AST) -> Counter[str]:
+    return Counter(n.id for n in syntax.walk(node)
+                   if type(n) is gast.Name and type(n.ctx) is gast.Load)
+
+
+def _scaled(body: list[gast.stmt], k: int, facts: _Facts, total: Counter[str]
+            ) -> list[gast.stmt] | None:
+    """``body`` with ``body[k]``, ``a_bar = v_bar * s``, moved into its readers
+    (``scaled_adjoints``), or ``None`` where it stays."""
+    adjoints, wide, floats, linear = facts
+    stmt = body[k]
+    if type(stmt) is not gast.Assign or len(stmt.targets) != 1 \
+            or type(stmt.targets[0]) is not gast.Name or stmt.targets[0].id not in adjoints:
+        return None
+    name, value = stmt.targets[0].id, stmt.value
+    if type(value) is not gast.BinOp or type(value.op) is not gast.Mult:
+        return None
+    pair = (value.left, value.right) if _wide(value.right, wide) else \
+        (value.right, value.left) if _wide(value.left, wide) else None
+    if pair is None or type(pair[0]) is not gast.Name or pair[0].id == name:
+        return None
+    array, scale = pair
+    fixed = {array.id} | syntax.name_ids(scale)
+    found: list[int] = []
+    seen, rebound, ended = 0, False, False
+    for j in range(k + 1, len(body)):
+        later = body[j]
+        count = _load_counts(later)[name]
+        if count:
+            if type(later) not in (gast.Assign, gast.Expr) or rebound:
+                return None
+            found.append(j)
+            seen += count
+        bound = _bound(later)
+        if name in bound:
+            # bound again by a statement of this block: the reads after it are of another value
+            if type(later) is not gast.Assign or len(later.targets) != 1 \
+                    or type(later.targets[0]) is not gast.Name:
+                return None
+            ended = True
+            break
+        rebound = rebound or bool(fixed & bound)
+    # every read of this value is one of these
+    if not found or not ended and seen != total[name]:
+        return None
+    new = list(body)
+    for j in found:
+        rewritten = _rescaled(body[j], name, array, scale, wide, floats, linear)
+        if rewritten is None:
+            return None
+        new[j] = rewritten
+    total[name] -= seen
+    total[array.id] += seen - 1
+    del new[k]
+    # the line's comment, where nothing of its block is left under it
+    if k > 0 and syntax.comment_text(new[k - 1]) is not None \
+            and (k == len(new) or syntax.comment_text(new[k]) is not None):
+        del new[k - 1]
+    return new
+
+
+def _rescaled(stmt: gast.stmt, name: str, array: gast.Name, scale: gast.expr,
+              wide: frozenset[str], floats: frozenset[str],
+              linear: Callable[[gast.Call], frozenset[int]]) -> gast.stmt | None:
+    """``stmt`` with each read of ``name`` (``array * scale``) moved: ``name * t`` as ``array *
+    (scale * t)``, a linear call of ``name`` as ``scale`` times the call of ``array``; ``None``
+    where a read is neither."""
+    failed = False
+
+    def moved(node: Any) -> Any:
+        nonlocal failed
+        kind = type(node)
+        if kind is gast.Name and node.id == name and type(node.ctx) is gast.Load:
+            failed = True  # a read of another form
+            return node
+        if kind is gast.BinOp and type(node.op) is gast.Mult:
+            for mine, other in ((node.left, node.right), (node.right, node.left)):
+                if type(mine) is gast.Name and mine.id == name and _wide(other, wide) \
+                        and (_float(scale, floats) or _float(other, floats)):
+                    factor = gast.BinOp(left=scale, op=gast.Mult(), right=other)
+                    return gast.BinOp(left=syntax.name(array.id), op=gast.Mult(), right=factor)
+        if kind is gast.Call:
+            places = linear(node)
+            spots = [i for i, a in enumerate(node.args)
+                     if type(a) is gast.Name and a.id == name]
+            if len(spots) == 1 and spots[0] in places and not node.keywords \
+                    and not any(name in syntax.name_ids(a) for i, a in enumerate(node.args)
+                                if i != spots[0]):
+                args = list(node.args)
+                args[spots[0]] = syntax.name(array.id)
+                call = syntax.new(gast.Call, {**node.__dict__, "args": args})
+                return gast.BinOp(left=scale, op=gast.Mult(), right=call)
+        fields = {}
+        for field, old in gast.iter_fields(node):
+            if isinstance(old, list):
+                new = [moved(v) if isinstance(v, gast.AST) else v for v in old]
+                if any(a is not b for a, b in zip(new, old, strict=True)):
+                    fields[field] = new
+            elif isinstance(old, gast.AST):
+                new_node = moved(old)
+                if new_node is not old:
+                    fields[field] = new_node
+        return syntax.new(kind, {**node.__dict__, **fields}) if fields else node
+
+    out = moved(stmt)
+    return None if failed else out
+
+
+def _bound(stmt: gast.stmt) -> set[str]:
+    """The names ``stmt`` binds (its targets, at any depth)."""
+    return {n.id for n in syntax.walk(stmt) if type(n) is gast.Name
+            and type(n.ctx) in (gast.Store, gast.Del)}
+
+
+def _wide(node: gast.expr, wide: frozenset[str]) -> bool:
+    """A real number of 64 bits or more: a name ``kinds.wide_numbers`` found, or a Python int or
+    float written in the code."""
+    if type(node) is gast.Constant:
+        return type(node.value) in (int, float)
+    return type(node) is gast.Name and node.id in wide
+
+
+def _float(node: gast.expr, floats: frozenset[str]) -> bool:
+    if type(node) is gast.Constant:
+        return type(node.value) is float
+    return type(node) is gast.Name and node.id in floats
+
+
+def linear_calls(refs: syntax.RefTable) -> Callable[[gast.Call], frozenset[int]]:
+    """The positions in which a call of generated code is linear (``registry.linear_in``), for a
+    registered function with no effect; none for any other."""
+    def linear(call: gast.Call) -> frozenset[int]:
+        obj = _called(call, refs)
+        if obj is None or not registry.is_pure(obj):
+            return frozenset()
+        return registry.linear_in(obj)
+    return linear
+
+
 _FLIPPED = {gast.Add: gast.Sub, gast.Sub: gast.Add}
 
 
