@@ -689,8 +689,8 @@ def dot_cumsum_and_clip_given_their_output_by_position(x):
     return np.sum(y * x) + np.sum(c * x) + np.sum(k * x)
 
 
-# A view whose entries are not its base's entries (the imaginary parts of a complex array), or a
-# read-only one: refused at the write (Python's ``np.diag`` write raises)
+# A view whose entries are a part of its base's (the real or imaginary parts of a complex array):
+# the base is made again with the written part (``runtime.unreal``, ``runtime.unimag``)
 def written_through_the_imaginary_parts(x):
     z = x * (1 + 2j)
     y = np.imag(z)
@@ -705,12 +705,44 @@ def written_through_an_imag_attribute(x):
     return np.sum(np.abs(z) ** 2)
 
 
-UNFOLLOWED_VIEWS = [written_through_the_imaginary_parts, written_through_an_imag_attribute]
+def written_through_the_real_parts(x):
+    z = x * (1 - 0.5j)
+    r = np.real(z)
+    r[1:3] = np.sin(x[:2]) * x[3]
+    return np.sum(np.abs(z * z))
+
+
+def written_through_a_real_attribute_in_a_loop(x):
+    z = x * (0.5 + 1j)
+    r = z.real
+    for i in range(1, 4):
+        r[i] = r[i - 1] * x[i]
+    return np.sum(np.abs(z) ** 2) + np.sum(r)
+
+
+def written_through_the_real_parts_of_a_real_array(x):
+    y = x * 2.0
+    r = np.real(y)  # ``y`` itself
+    r[0] = x[2] * 7.0
+    return np.sum(y * y)
+
+
+# Of a real array, ``np.imag`` gives a new read-only array: the write raises, as Python's does
+def written_through_the_imaginary_parts_of_a_real_array(x):
+    y = x * 2.0
+    v = np.imag(y)
+    v[0] = 1.0
+    return np.sum(y)
 
 
 # Python's value and its gradient: the names, views and items that see the changed array are made
 # again from it
 FOLLOWED = [
+    written_through_the_imaginary_parts,
+    written_through_an_imag_attribute,
+    written_through_the_real_parts,
+    written_through_a_real_attribute_in_a_loop,
+    written_through_the_real_parts_of_a_real_array,
     a_ufunc_given_its_output_by_position,
     a_ufunc_of_two_inputs_given_its_output_by_position,
     dot_cumsum_and_clip_given_their_output_by_position,

@@ -1271,6 +1271,11 @@ def _spectral() -> dict:
         ),
         runtime.real_like: case(complex_arrays((3,)), arrays((3,)))
         | case(complex_arrays((3,)), complex_arrays((3,))),
+        # a written ``z.real`` put back into ``z``, for a real ``z`` (``z.real`` is ``z`` itself:
+        # the complex ones are ``test_complex.COMPLEX_CASES``'s); ``z.imag``, for a complex one
+        # (of a real one, it raises, as numpy's write does)
+        runtime.unreal: case(arrays((3,)), arrays((3,))),
+        runtime.unimag: case(complex_arrays((3,)), arrays((3,))),
         cmath.exp: case(complex_numbers()) | case(floats()),
         cmath.log: case(complex_numbers("pos")),
         cmath.log10: case(complex_numbers("pos")),

@@ -25,12 +25,16 @@ from ast_ad.testing import tracer
 from tests import complex_functions as cf
 from tests.oracles import assert_fd
 from tests.rule_cases import CASES, complex_arrays, complex_numbers
+from tests.strategies import arrays
 from tests.test_rules import canonical, paired, pairing, projection_error, random_like
 
 # what the rules of complex arguments are checked with: each function's real case, its float
 # arguments moved off the real line, or a case of its own below
 COMPLEX_CASES = {
     np.imag: st.tuples(st.tuples(complex_arrays((3,))), st.just({})),
+    # a written ``z.real`` or ``z.imag`` put back into a complex ``z``: the part written is real
+    runtime.unreal: st.tuples(st.tuples(complex_arrays((3,)), arrays((3,))), st.just({})),
+    runtime.unimag: st.tuples(st.tuples(complex_arrays((3,)), arrays((3,))), st.just({})),
     np.conj: st.tuples(st.tuples(complex_arrays((2, 3))), st.just({})),
     np.angle: st.tuples(st.tuples(complex_arrays((3,), "away")), st.just({}))
     | st.tuples(st.tuples(complex_arrays((2,), "away")), st.just({"deg": True})),

@@ -24,6 +24,7 @@ from ast_ad.core.registry import (
     def_nondiff,
     def_real_result,
     def_view,
+    def_view_inverse,
     defjvp,
     defvjp,
     lookup,
@@ -47,6 +48,24 @@ def_view(np.complex128)  # of a complex128 array, the array itself: a write thro
 # ---- the parts of a complex value ----------------------------------------------------------------
 # real: its real rule (g) holds, g being real
 def_complex(np.real)
+# a write through ``np.real(z)`` or ``np.imag(z)`` reaches ``z``: these give ``z`` after it, its
+# other parts as they were (``aliasing`` asks ``registry.view_inverse``). ``unreal(z, v)``: the real
+# parts ``v`` (real: its adjoint the real part of ``g``), the imaginary parts ``z``'s (``dL/dy`` of
+# ``z`` is the result's: ``i Im g``); ``unimag(z, v)``: the real parts ``z``'s (``Re g``), the
+# imaginary ones ``v`` (``-Im g``, the real part of ``i g``)
+def_view_inverse(np.real, rt.unreal, takes_base=True)
+def_view_inverse(np.imag, rt.unimag, takes_base=True)
+defvjp(rt.unreal, zero, lambda g, ans, base, view: g)
+defjvp(rt.unreal, zero, lambda u, ans, base, view: u)
+def_complex(rt.unreal, lambda g, ans, base, view: 1j * np.imag(g),
+            lambda g, ans, base, view: g,
+            jvps=(lambda u, ans, base, view: 1j * np.imag(u), lambda u, ans, base, view: u))
+# (``unimag`` of a real array raises, as numpy's write does: its rules are a complex array's, which
+# hold where ast_ad cannot tell whether the array is complex)
+defvjp(rt.unimag, lambda g, ans, base, view: np.real(g), lambda g, ans, base, view: 1j * g)
+defjvp(rt.unimag, lambda u, ans, base, view: np.real(u) + 0j, lambda u, ans, base, view: 1j * u)
+def_complex(rt.unimag, lambda g, ans, base, view: np.real(g), lambda g, ans, base, view: 1j * g,
+            jvps=(lambda u, ans, base, view: np.real(u) + 0j, lambda u, ans, base, view: 1j * u))
 # imag: flat for a real number; -i g for a complex one (dL/dx - i dL/dy, with dL/dy = g)
 ew(np.imag, lambda g, ans, x: 0.0 * g)
 def_linear(np.imag, 0)

@@ -84,13 +84,17 @@ def assign_item(x: Any, index: Any, value: Any) -> Any:
     integer array is truncated (and takes no gradient, see ``assign_item_vjp_value``); and its
     layout (``order="K"``), as a write in place does, so that what is read of it later (a sum, in
     the order of its memory) adds in Python's order: a write through ``m.T`` copied C-ordered made
-    ``m`` Fortran-ordered again, and its sum one bit off Python's.
+    ``m`` Fortran-ordered again, and its sum one bit off Python's. A numpy array Python could not
+    write (read-only) raises numpy's error.
     """
     # ``params[1][0] = v`` writes the new item back into a tuple it reads: a new tuple
     if isinstance(x, tuple):
         items = list(x)
         items[index] = value
         return type(x)(*items) if hasattr(x, "_fields") else tuple(items)
+    if type(x) is np.ndarray and not x.flags.writeable:
+        # (``np.imag`` of a real array, ``np.broadcast_to``...: numpy's write raises, and so this)
+        raise ValueError("assignment destination is read-only")
     out: Any = (
         type(x)(x) if isinstance(x, (list, dict))
         else x.copy(order="K") if type(x) is np.ndarray
@@ -279,6 +283,29 @@ def unreshaped(base: Any, view: Any, *args: Any) -> Any:
     """The array ``base`` once a view of it in another shape (``np.reshape``, ``np.ravel``...) was
     written: the view's entries in ``base``'s shape, in the order both read them."""
     return np.reshape(view, np.shape(base))
+
+
+def unreal(base: Any, view: Any) -> Any:
+    """The array a written ``np.real(z)`` (``z.real``) is a view of: ``z`` with the view as its
+    real parts, its imaginary parts as they were (of a real array, the view is the array itself).
+    Written part by part, as numpy's write is: ``view + 1j * imag`` would turn an infinite
+    imaginary part's real part into nan."""
+    if not np.iscomplexobj(base):
+        return view
+    out = np.array(base, copy=True)
+    out.real = view
+    return out
+
+
+def unimag(base: Any, view: Any) -> Any:
+    """The array a written ``np.imag(z)`` (``z.imag``) is a view of: ``z`` with the view as its
+    imaginary parts. Of a real array, ``np.imag`` gives a read-only array: the write raises, as
+    numpy's does."""
+    if not np.iscomplexobj(base):
+        raise ValueError("assignment destination is read-only")
+    out = np.array(base, copy=True)
+    out.imag = view
+    return out
 
 
 def unrotated(view: Any, k: Any = 1, axes: Any = (0, 1)) -> Any:
