@@ -128,3 +128,15 @@ def wavy_curvature_forward(x):
     """wavy''(x) x: forward mode over a body that itself calls forward mode (the tangent of a
     tangent)."""
     return ast_ad.jvp(wavy_slope_forward, (x,), (x,))[1]
+
+
+SCALE = 2.0  # a global a test changes between calls
+
+
+def scaled_potential(x, y):
+    return SCALE * np.sum(np.sin(x) * y)
+
+
+def squared_slope(x, y):
+    """Reverse mode over ``ast_ad.jvp`` of a function that reads a global (``SCALE``)."""
+    return ast_ad.jvp(scaled_potential, (x, y), (np.ones_like(x), None))[1] ** 2

@@ -490,7 +490,7 @@ def test_a_call_like_the_last_one_with_arrays_runs_the_code_directly(monkeypatch
 
 def test_grad_written_in_a_loop_is_made_once_and_follows_a_changed_function(monkeypatch) -> None:
     """``grad(f)(x)`` written where it runs many times (a loop, a function that is differentiated)
-    gives the gradient made the first time (``gradient._made``: counted, ``inspect.signature`` is
+    gives the gradient made the first time (``gradient.made``: counted, ``inspect.signature`` is
     not read again), so each later call takes the direct path. A function given other code (as
     IPython's autoreload does) or other defaults gets a new one, which differentiates what now
     runs."""

@@ -1876,3 +1876,73 @@ def test_a_backward_pass_that_fails_falls_back_or_says_why(monkeypatch) -> None:
     _, vjp_fn = ast_ad.vjp(ast_ad.value_and_grad(_sum_of_pair), pair)
     with pytest.raises(ast_ad.errors.GradientFailedError, match="separate arguments"):
         vjp_fn((1.0, (np.ones(2), np.ones(2))))
+
+
+def test_a_gradient_called_in_a_body_gives_all_its_arguments_adjoints_in_one_pass() -> None:
+    """Reverse mode over ``grad(potential)(x, y)`` with both ``x`` and ``y`` differentiated: the
+    adjoints of both are one forward pass over the gradient in both (``Rule.joint``,
+    ``Gradient.joint_adjoints``), not one pass each: the code calls it once. Against autograd, and
+    the Hessian over it (a third derivative, forward mode over the joint rule) too."""
+    import autograd
+    import autograd.numpy as anp
+
+    from tests import compose_nested as nested
+
+    def pot(a, b):
+        return anp.sum(anp.sin(a) * b) + anp.sum(a ** 3)
+
+    def theirs(a, b):
+        return anp.sum(autograd.grad(pot)(a, b) ** 2)
+
+    x, y = np.array([0.3, -0.5, 0.9]), 1.5
+    gradient = ast_ad.grad(nested.force_norm, (0, 1))
+    got = gradient(x, y)
+    source = ast_ad.source(gradient)
+    assert source.count("_vjps(") == 1 and "_parts[0]" in source and "_parts[1]" in source
+    for a, b in zip(got, autograd.grad(theirs, (0, 1))(x, y), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    # one argument differentiated: its own rule, no joint call
+    assert "_vjps(" not in ast_ad.source(ast_ad.grad(nested.force_norm, 0), x, y)
+    # (a tuple's tangents add element by element: ``+`` joined them, and the block was wrong)
+    hessian = ast_ad.hessian(nested.force_norm, (0, 1))(x, y)
+    for i, j in ((0, 0), (0, 1), (1, 1)):
+        np.testing.assert_allclose(hessian[i][j],
+                                   autograd.jacobian(autograd.grad(theirs, i), j)(x, y),
+                                   rtol=1e-9, atol=1e-11)
+
+
+def test_reverse_over_a_jvp_reads_a_changed_global_again(monkeypatch) -> None:
+    """Reverse mode over ``ast_ad.jvp`` in a body: the adjoints of the jvp's arguments come from
+    the forward-mode code's pair, made once for the arguments' layout and called directly
+    (``JvpCotangent.direct``); a global the function reads, changed between calls, makes that code
+    again (``Loaded.refresh``), as the general path does. Against the closed form, with a numpy
+    float64 as the second argument (one layout with a float's)."""
+    from tests import compose_nested as nested
+
+    x, y = np.array([0.3, -0.5, 0.9]), np.float64(1.5)
+
+    def expected(scale):
+        slope = scale * np.sum(np.cos(x) * y)
+        return 2 * slope * scale * -np.sin(x) * y, 2 * slope * scale * np.sum(np.cos(x))
+
+    gradient = ast_ad.grad(nested.squared_slope, (0, 1))
+    for scale in (2.0, 2.0, 3.0):
+        monkeypatch.setattr(nested, "SCALE", scale)
+        gx, gy = gradient(x, y)
+        ex, ey = expected(scale)
+        np.testing.assert_allclose(gx, ex, rtol=1e-12)
+        assert math.isclose(gy, ey, rel_tol=1e-12)
+
+
+def test_a_jvp_called_again_with_a_float64_takes_the_direct_path(monkeypatch) -> None:
+    """``jvp`` of a function called as last time, a numpy float64 among the arguments (as
+    ``w[0]`` of an array is): the module of last time, run directly, not lowered again."""
+    from ast_ad.api import directional
+    from tests import compose_nested as nested
+
+    x, y = np.array([0.3, -0.5, 0.9]), np.float64(1.5)
+    first = ast_ad.jvp(nested.potential, (x, y), (np.ones(3), None))
+    lowered = []
+    monkeypatch.setattr(directional, "lower", lambda *a: lowered.append(a) or None)
+    again = ast_ad.jvp(nested.potential, (x, y), (np.ones(3), None))
+    assert lowered == [] and again == first

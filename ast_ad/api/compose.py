@@ -38,8 +38,8 @@ from ast_ad.api.arguments import (
     _like,
     shape_labels,
 )
-from ast_ad.api.directional import Fixed, _along, _pair_up, jvp, moves_of, placed
-from ast_ad.api.gradient import Gradient, grad
+from ast_ad.api.directional import Fixed, _along, _layout, _pair_up, jvp, moves_of, placed
+from ast_ad.api.gradient import Gradient, grad, made
 from ast_ad.api.lowering import (
     Lowered,
     _inner,
@@ -57,6 +57,7 @@ from ast_ad.api.lowering import (
     lower,
     run_code,
 )
+from ast_ad.backend.load import MISSING
 from ast_ad.core import logs, registry
 from ast_ad.errors import (
     ArgnumsError,
@@ -157,9 +158,8 @@ def vjp(fun: Callable[..., V], *primals: Any,
                 "forward mode over it, which tapes nothing"
             )
         return _vjp_of_transformed(fun, primals, argnums)
-    gradient: Gradient[..., Any] = Gradient(
-        fun, argnums or (0,), with_value=True, checkpoints=checkpoints
-    )
+    # (made once for a plain function: a rule of a derivative calls vjp at each step)
+    gradient: Gradient[..., Any] = made(fun, argnums or (0,), True, None, checkpoints)
     if not argnums:
         return fun(*primals), lambda out_bar: (None,) * len(primals)
     args = (gradient.bound_self, *primals) if gradient.bound_self is not None else tuple(primals)
@@ -806,6 +806,16 @@ class Permuted:
         return self._rule
 
 
+def _current(loaded: Any) -> bool:
+    """Whether the generated module ``loaded`` is still the code for what it was made from: not
+    replaced, the functions and modules it reads the same, its data globals read again
+    (``Loaded.refresh``)."""
+    if loaded.replaced or any(scope.get(name, MISSING) is not value
+                              for scope, name, value in loaded.same):
+        return False
+    return not loaded.others or loaded.refresh()
+
+
 def _moved(
     slot: int, move: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]
 ) -> tuple[Any, ...]:
@@ -832,11 +842,16 @@ class JvpCotangent:
         self.of, self.wrt, self.path = of, wrt, path
         self.__name__ = f"{of.__name__}_{'pt'[wrt]}_vjp" + "".join(f"_{'pt'[s]}_dot" for s in path)
         self._rule: Any = None
+        self._direct: dict[Any, tuple[Any, Any, Any, Any, tuple[int, ...]]] = {}
         registry.def_sequence(self)  # a tuple of adjoints
 
     def __call__(self, *call: Any) -> Any:
         m = len(self.path)
         moves, (g, _, primals, tangents) = moves_of(call, m)
+        if not m:
+            direct = self.direct(primals, tangents)
+            if direct is not None:
+                return direct(g, primals, tangents)
         fun, given, active = self.of.fixed(primals, tangents, self.path, moves)
         lowered = lower(fun, given)
         out, vjp_fn = vjp(lowered.fn, *lowered.args)
@@ -850,6 +865,55 @@ class JvpCotangent:
         for k, bar in zip(active, flat[len(primals):], strict=True):
             adjoints[k] = _zero_if_none(bar, tangents[k])
         return tuple(adjoints)
+
+    def direct(self, primals: Any, tangents: Any) -> Callable[..., Any] | None:
+        """The adjoints of a call whose primals and tangents are floats and numpy arrays of the
+        kinds, shapes and dtypes of an earlier call's, found as that call found them, without
+        lowering, pairing and copying again: the forward-mode code's forward and backward
+        functions (``transform.pair``), made once for that layout, called once each. ``None``
+        where the call is another, or made again where either module is no longer current (a
+        function it reads changed: ``Loaded.refresh``, which reads data globals again).
+
+        The facts it relies on: the forward-mode module, and so its pair, is fixed by the
+        arguments' kinds, shapes and dtypes and by which tangents are given (``_layout``, as
+        ``directional._direct`` checks for ``jvp``); a backward function called once pops a tape
+        no other call reads (this rule's own call of it)."""
+        if type(primals) is not tuple or type(tangents) is not tuple \
+                or len(primals) != len(tangents):
+            return None
+        layout = _layout(primals, tangents)
+        if layout is None:
+            return None
+        found = self._direct.get(layout)
+        # (both modules current: the forward-mode code's, and its pair's, which read the same
+        # globals again)
+        if found is not None and not (_current(found[0]) and _current(found[1])):
+            found = None
+        if found is None:
+            pair_up = _pair_up(primals, tangents)
+            active = tuple(k for k, t in enumerate(pair_up[1]) if t is not None)
+            lowered = lower(self.of.fun, pair_up[0])
+            if lowered.fn is not self.of.fun or lowered.args is not pair_up[0]:
+                return None
+            loaded = jvp_code(lowered, active)
+            given = (*primals, *(tangents[k] for k in active))
+            forward, backward, pair = transform.pair(loaded.fn, tuple(range(len(given))),
+                                                     shape_labels(given))
+            found = self._direct[layout] = (loaded, pair, forward, backward, active)
+        _, pair, forward, backward, active = found
+        wrt = self.wrt
+
+        def adjoints(g: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> Any:
+            out, saved = run_code(pair, forward, *primals, *(tangents[k] for k in active))
+            bars = run_code(pair, backward, saved, _seeded(out, g, 0))
+            if wrt == 0:
+                return tuple(_like(b, p) for b, p in zip(bars[: len(primals)], primals,
+                                                          strict=True))
+            found: list[Any] = [None if t is None else 0.0 * as_array(t) for t in tangents]
+            for k, bar in zip(active, bars[len(primals):], strict=True):
+                found[k] = _like(bar, tangents[k])
+            return tuple(found)
+        return adjoints
 
     def ast_ad_rule(self) -> Any:
 

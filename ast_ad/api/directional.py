@@ -67,10 +67,14 @@ def jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tuple[Any, ..
 _ARRAY_JVPS: dict[Any, tuple[tuple[Any, ...], tuple[int, ...], Loaded]] = {}
 
 
+_FLOATS = (float, np.float64)
+
+
 def _layout(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, ...] | None:
     """For each argument, ``(shape, dtype, moving)`` of a numpy array (``moving``: its tangent an
     array of its shape and dtype; else ``None``) or ``(None, None, moving)`` of a float (its
-    tangent a float or ``None``); ``None`` where an argument or tangent is anything else."""
+    tangent a float or ``None``; numpy's float64 is a float here); ``None`` where an argument or
+    tangent is anything else."""
     layout = []
     for a, t in zip(primals, tangents, strict=True):
         if type(a) is np.ndarray:
@@ -78,7 +82,8 @@ def _layout(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, .
                                       and t.dtype is a.dtype):
                 return None
             layout.append((a.shape, a.dtype, t is not None))
-        elif type(a) is float and (t is None or type(t) is float):
+        elif type(a) in _FLOATS and (t is None or type(t) in _FLOATS):
+            # (a float and numpy's float64 have one label: ``shape_labels``)
             layout.append((None, None, t is not None))
         else:
             return None

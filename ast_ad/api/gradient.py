@@ -137,9 +137,9 @@ def grad(
     """
     if fun is None:
         def decorate(fun: Callable[P, Any]) -> Gradient[P, Any]:
-            return _made(fun, argnums, False, jit, checkpoints, holomorphic)
+            return made(fun, argnums, False, jit, checkpoints, holomorphic)
         return decorate
-    return _made(fun, argnums, False, jit, checkpoints, holomorphic)
+    return made(fun, argnums, False, jit, checkpoints, holomorphic)
 
 
 # The gradients ``grad`` and ``value_and_grad`` made of plain functions, by function and options,
@@ -149,7 +149,7 @@ _MADE: weakref.WeakKeyDictionary[Any, dict[Any, tuple[Any, Any, Any, Gradient[An
     weakref.WeakKeyDictionary()
 
 
-def _made(fun: Any, argnums: Any, with_value: bool, jit: Jit, checkpoints: Any,
+def made(fun: Any, argnums: Any, with_value: bool, jit: Jit, checkpoints: Any,
           holomorphic: bool = False) -> Gradient[Any, Any]:
     """``Gradient(fun, ...)``: the one made before for this plain function and these options,
     where the function still has the code and defaults it had then (``grad(f)(x)`` written in a
@@ -212,9 +212,9 @@ def value_and_grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int
     """Like :func:`grad`, but the function returns ``(value, gradient)`` from one forward pass."""
     if fun is None:
         def decorate(fun: Callable[P, Any]) -> Gradient[P, Any]:
-            return _made(fun, argnums, True, jit, checkpoints)
+            return made(fun, argnums, True, jit, checkpoints)
         return decorate
-    return _made(fun, argnums, True, jit, checkpoints)
+    return made(fun, argnums, True, jit, checkpoints)
 
 
 
@@ -272,6 +272,7 @@ class Gradient(Generic[P, R]):
         self._rule: registry.Rule | None = None
         # the gradients its reverse rule runs (``gradient_adjoints``)
         self._partials: dict[Any, Gradient[Any, Any]] = {}
+        self._joints: dict[tuple[int, ...], Directional] = {}
         self.signature: inspect.Signature = getattr(self.fun, "signature") if self.transformed \
             else inspect.signature(self.fun)  # noqa: B009 -- a transformed function has one
         self.nparams = len(self.signature.parameters)
@@ -577,8 +578,23 @@ class Gradient(Generic[P, R]):
                 tuple(Directional(p, (mine,), n) for p in partials),
                 origin="ast_ad.api.gradient",
                 jvps=tuple(Directional(self, (((j,), True),), n) for j in range(n)),
+                joint=self.joint_adjoints,
             )
         return rule
+
+    def joint_adjoints(self, positions: tuple[int, ...]) -> Directional:
+        """The reverse rules of arguments ``positions`` at once: the forward pass over the gradient
+        in all of them, along the adjoint placed in this gradient's arguments (each rule alone is
+        that pass over the gradient in its one argument: for two arguments, twice the passes the
+        mathematics needs)."""
+        found = self._joints.get(positions)
+        if found is None:
+            found = self._joints[positions] = Directional(
+                self.partial(positions), ((self.argnums, self.single),), self.nparams
+            )
+            # (a tuple: forward mode adds its tangents element by element, as ``+`` would not)
+            registry.def_sequence(found)
+        return found
 
     def partial(self, positions: int | tuple[int, ...]) -> Gradient[Any, Any]:
         """The gradient of the same function in ``positions``, made once (its rules run inside

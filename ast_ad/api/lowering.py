@@ -176,6 +176,9 @@ def located(exc: LocatedError, loaded: Any) -> LocatedError:
     return exc
 
 
+_KEPT = frozenset({float, int, bool, complex, str, type(None), np.float64, np.int64})
+
+
 def fresh(saved: Any, copies: dict[int, Any] | None = None) -> Any:
     """``saved`` with every list and array in it copied, each once (what is shared stays shared): a
     backward pass pops its tapes, and writes back the arrays its loops wrote in place
@@ -184,9 +187,10 @@ def fresh(saved: Any, copies: dict[int, Any] | None = None) -> Any:
     if id(saved) in copies:
         return copies[id(saved)]
     if isinstance(saved, list):
-        made: Any = [fresh(item, copies) for item in saved]
+        made: Any = [item if type(item) in _KEPT else fresh(item, copies) for item in saved]
     elif isinstance(saved, tuple) and not hasattr(saved, "_fields"):
-        made = tuple(fresh(item, copies) for item in saved)
+        # (a number, a string or None needs no copy, and no call to say so)
+        made = tuple(item if type(item) in _KEPT else fresh(item, copies) for item in saved)
     elif isinstance(saved, np.ndarray):
         made = saved.copy()
     else:

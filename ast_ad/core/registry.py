@@ -57,6 +57,10 @@ class Rule:
     origin: str = ""  # the module that registered the rule (``ast_ad.rules.numpy``, or the user's)
     # forward rules written out (``defjvp``); the rest follow from facts
     jvps: tuple[VJP | None, ...] = ()
+    # where the reverse rules of several arguments share their work (a gradient's: one forward pass
+    # over it gives them all), ``joint(positions)``: a primitive called as a rule is, ``(g, ans,
+    # *args)``, that gives the adjoints of those positional arguments, a tuple in their order
+    joint: Any = None
 
     def vjp(self, argnum: int) -> VJP | None:
         """The rule for positional argument ``argnum``, or ``None``."""

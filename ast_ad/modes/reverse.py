@@ -803,6 +803,10 @@ class Reverser:
             add = syntax.call(self.refs.marker(runtime.add_into, "add_into"),
                               [syntax.name(bar), syntax.atom(entry, self.refs), syntax.name(g)])
             return out + [syntax.kept(gast.Expr(value=add), self.refs)]
+        if rule.joint is not None and not real_parts:
+            joint = self.joint_contributions(stmt, rule, g, ans)
+            if joint is not None:
+                return out + joint
         for k, atom in enumerate(call.args):
             if atom_active(atom, self.active):
                 vjp = rule.vjp(k)
@@ -832,6 +836,31 @@ class Reverser:
                 if real_parts:
                     contribution = self.adjoints.real_of(atom, contribution)
                 out += self.adjoints.accumulate(atom.name, contribution)
+        return out
+
+    def joint_contributions(self, stmt: ir.Assign, rule: registry.Rule, g: str,
+                            ans: str) -> list[ir.Stmt] | None:
+        """The contributions of a call whose rule gives several arguments' adjoints at once
+        (``Rule.joint``: a gradient's, one forward pass over it for all of them), where two or more
+        of its arguments are differentiated: ``parts = joint(g, ans, *args)``, then each
+        argument's part added to its adjoint. ``None`` where it does not apply (one argument, or
+        a keyword)."""
+        call = ir.call_of(stmt)
+        positions = tuple(k for k, atom in enumerate(call.args) if atom_active(atom, self.active)
+                          and rule.vjp(k) not in (None, registry.zero))
+        if len(positions) < 2 or call.kwargs:
+            return None
+        joint = rule.joint(positions)
+        name = f"{call.fn.hint.rsplit('.', 1)[-1]}_vjps"
+        parts = self.namer.fresh(f"{stmt.target}_parts")
+        out: list[ir.Stmt] = [ir.Assign(
+            parts, ir.Call(ir.Ref(joint, name), (ir.Var(g), ir.Var(ans), *call.args)), ir.NOWHERE
+        )]
+        for i, k in enumerate(positions):
+            atom = call.args[k]
+            assert isinstance(atom, ir.Var)  # (active)
+            part = self.adjoints.part(ir.Call(_ITEM, (ir.Var(parts), ir.Const(i))))
+            out += self.adjoints.accumulate(atom.name, part)
         return out
 
     def summed_product(self, g: str, contribution: Made) -> ir.Call | None:

@@ -309,6 +309,12 @@ def dot_vjp_b(g: Any, a: Any, b: Any) -> Any:
 
 def getitem_vjp(g: Any, x: Any, index: Any) -> Any:
     """Adjoint of ``x`` in ``x[index]``: ``g`` scattered into zeros (repeated indices add)."""
+    # the most common case first: a float entry of a vector of floats (a quarter of the time)
+    if type(x) is np.ndarray and type(index) is int and x.dtype.type is np.float64 \
+            and type(g) in (float, np.float64):
+        out = np.zeros(x.shape)
+        out[index] = g
+        return out
     if isinstance(x, dict):
         return {key: g if key == index else zeros_like(item) for key, item in x.items()}
     if isinstance(x, (tuple, list)):
