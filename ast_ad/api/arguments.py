@@ -63,7 +63,15 @@ def shape_labels(args: tuple[Any, ...]) -> tuple[int, ...]:
     labels = []
     first: dict[tuple[Any, ...], int] = {}  # an array's shape and kind -> the first such argument
     for k, a in enumerate(args):
-        if type(a) in COMPLEX_SCALARS:
+        kind = type(a)
+        # the most common arguments first: a numpy array of numbers, a 64-bit number
+        if kind is np.ndarray and a.dtype.kind in "biufc":
+            labels.append(labelled(first.setdefault((a.shape, a.dtype.kind), k), a))
+            continue
+        if kind is float or kind is np.float64 or kind is int:
+            labels.append(-1)
+            continue
+        if kind in COMPLEX_SCALARS:
             labels.append(COMPLEX_NUMBER)
             continue
         if isinstance(a, (tuple, list, dict)) and holds_complex(a):

@@ -654,6 +654,9 @@ class JvpOf:
         self.fun = fun
         self.__name__ = self.__qualname__ = f"jvp_{getattr(fun, '__name__', 'f')}"
         self._rule: Any = None
+        # the forward-mode module made for a layout of floats and numpy arrays, and which
+        # arguments have tangents (``code``)
+        self._codes: dict[Any, tuple[Any, tuple[int, ...]]] = {}
 
     def __call__(self, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
         return jvp(self.fun, primals, tangents)
@@ -662,7 +665,14 @@ class JvpOf:
         self, primals: tuple[Any, ...], tangents: tuple[Any, ...]
     ) -> tuple[Callable[..., Any], tuple[int, ...]]:
         """The forward-mode function ``f_jvp(*primals, *active tangents) -> (out, out_dot)``, and
-        which arguments have tangents."""
+        which arguments have tangents: for floats and numpy arrays, the module made for their
+        layout before, while it is current (``_current``; the fact relied on is ``_direct``'s:
+        the module is fixed by the layout), found without pairing and lowering again."""
+        layout = _layout(primals, tangents) if type(primals) is tuple \
+            and type(tangents) is tuple and len(primals) == len(tangents) else None
+        found = self._codes.get(layout) if layout is not None else None
+        if found is not None and _current(found[0]):
+            return found[0].fn, found[1]
         primals, tangents = _pair_up(tuple(primals), tuple(tangents))
         active = tuple(k for k, t in enumerate(tangents) if t is not None)
         lowered = lower(self.fun, primals)
@@ -671,7 +681,10 @@ class JvpOf:
                 f"ast_ad.jvp of {self.__qualname__[4:]} inside a differentiated function needs a "
                 "plain function of your own"
             )
-        return jvp_code(lowered, active).fn, active
+        loaded = jvp_code(lowered, active)
+        if layout is not None:
+            self._codes[layout] = loaded, active
+        return loaded.fn, active
 
     def ast_ad_rule(self) -> Any:
         """Reverse: the adjoints of the primals' and the tangents' tuples (``JvpCotangent``);
