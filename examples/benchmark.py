@@ -1078,6 +1078,118 @@ def ordinary(repeat: int) -> None:
               f"{hand / primal:.2f}x (ast_ad / by hand: {mine / hand:.2f})")
 
 
+def _gradbench():
+    """The GradBench tool's modules (``benchmarks/gradbench``), whose ``particle`` and ``saddle``
+    are these workloads."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"
+                           / "gradbench"))
+    from ast_ad_gradbench import particle, saddle, solver
+
+    return particle, saddle, solver
+
+
+def particle_force_by_hand(x, w):
+    """Minus the gradient of ``particle.potential`` at ``x``, and its derivatives in ``x`` (a
+    symmetric 2 x 2 matrix) and in ``w``, written by hand: a unit charge at ``c`` pushes with ``d /
+    |d|^3``, ``d = x - c``."""
+    force, jacobian, by_w = np.zeros(2), np.zeros((2, 2)), np.zeros(2)
+    for k, c in enumerate((np.array([10.0, 10.0 - w]), np.array([10.0, 0.0]))):
+        d = x - c
+        r2 = d @ d
+        r3 = r2 * np.sqrt(r2)
+        force += d / r3
+        block = np.eye(2) / r3 - 3.0 * np.outer(d, d) / (r3 * r2)
+        jacobian += block
+        if k == 0:
+            by_w += block[:, 1]  # d moves by (0, 1) as w does
+    return force, jacobian, by_w
+
+
+def particle_miss_by_hand(w):
+    """``particle.miss`` with its force by hand."""
+    x, xdot = np.array([0.0, 8.0]), np.array([0.75, 0.0])
+    while True:
+        xddot = particle_force_by_hand(x, w[0])[0]
+        x_new = x + 0.1 * xdot
+        if x_new[1] <= 0.0:
+            break
+        x, xdot = x_new, xdot + 0.1 * xddot
+    t_f = -x[1] / xdot[1]
+    return (x[0] + t_f * xdot[0]) ** 2
+
+
+def particle_gradient_by_hand(w):
+    """The gradient of ``particle_miss_by_hand`` in ``w``, by hand: the path kept, then its adjoint
+    stepped back (each step's force derivatives from ``particle_force_by_hand``)."""
+    x, xdot = np.array([0.0, 8.0]), np.array([0.75, 0.0])
+    steps = []
+    while True:
+        force, jacobian, by_w = particle_force_by_hand(x, w[0])
+        x_new = x + 0.1 * xdot
+        if x_new[1] <= 0.0:
+            break
+        steps.append((jacobian, by_w))
+        x, xdot = x_new, xdot + 0.1 * force
+    t_f = -x[1] / xdot[1]
+    u = x[0] + t_f * xdot[0]
+    x_bar = np.array([2.0 * u, -2.0 * u * xdot[0] / xdot[1]])
+    xdot_bar = np.array([2.0 * u * t_f, 2.0 * u * xdot[0] * x[1] / xdot[1] ** 2])
+    w_bar = 0.0
+    for jacobian, by_w in reversed(steps):
+        w_bar += 0.1 * (by_w @ xdot_bar)
+        x_bar, xdot_bar = x_bar + 0.1 * (jacobian @ xdot_bar), xdot_bar + 0.1 * x_bar
+    return np.array([w_bar])
+
+
+def nested(repeat: int) -> None:
+    """GradBench's nested-derivative evals (issue 40), each solve in its four nestings of forward
+    and reverse mode, beside the same solve with its derivatives written by hand, interleaved
+    (one solve each a round: a solve takes seconds)."""
+    particle, saddle, solver = _gradbench()
+    w0 = np.array([0.0])
+    start = np.array([1.0, 1.0])
+    by_hand = {
+        "particle": lambda: solver.argmin(particle_miss_by_hand, particle_gradient_by_hand, w0),
+        # the inner ascent's result does not move with p (the cost is a sum of a part in p and one
+        # in q): the outer gradient is 2 p, and the inner loop runs for the value alone
+        "saddle": lambda: _saddle_by_hand(saddle, solver, start),
+    }
+    solves = {
+        "particle": {m: (lambda m=m: particle._solve(particle.miss_r if m[1] == "r"
+                                                     else particle.miss_f, m[0])(0.0))
+                     for m in ("rr", "rf", "fr", "ff")},
+        "saddle": {m: _run_at(saddle._solve(m), start) for m in ("rr", "rf", "fr", "ff")},
+    }
+    print("\nnested derivatives (GradBench's particle and saddle), each solve against the same "
+          "solve written by hand:")
+    for name in ("particle", "saddle"):
+        runs = [by_hand[name], *solves[name].values()]
+        for run in runs:
+            run()  # transformed before timing
+        times: list[list[float]] = [[] for _ in runs]
+        for _ in range(max(1, repeat // 3)):
+            for k, run in enumerate(runs):
+                start_time = time.perf_counter()
+                run()
+                times[k].append(time.perf_counter() - start_time)
+        hand = statistics.median(times[0])
+        cells = ", ".join(f"{m} {statistics.median(t):.2f} s ({statistics.median(t) / hand:.2f}x)"
+                          for m, t in zip(solves[name], times[1:], strict=True))
+        print(f"  {name}: by hand {hand:.2f} s; {cells}")
+
+
+def _run_at(solve, start):
+    return lambda: solve(start)
+
+
+def _saddle_by_hand(saddle, solver, start):
+    def reply(p):
+        return saddle.best_reply(p, start, lambda x, y: -2.0 * y)
+    x = solver.argmin(reply, lambda p: 2.0 * p, start)
+    y = solver.argmin(lambda q: -saddle.cost(x, q), lambda q: 2.0 * q, start)
+    return np.concatenate([x, y])
+
+
 def _fmt(seconds: float | None) -> str:
     if seconds is None:
         return "n/a"
@@ -1102,6 +1214,8 @@ if __name__ == "__main__":
         solvers(repeat)
     elif "ordinary" in sys.argv:
         ordinary(repeat)
+    elif "nested" in sys.argv:
+        nested(repeat)
     elif "startup" in sys.argv:
         startup()
         transform_times()

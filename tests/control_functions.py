@@ -242,3 +242,64 @@ def shape_and_value_in_a_loop(x, c):
         s = c * h[0]
         h = np.tanh(h + s) * s
     return np.sum(h)
+
+
+# an adjoint zero before a loop's backward pass is zero at the top of its first step only: a name
+# bound in a loop inside it that runs no step (found by a long random run) kept the sum of every
+# step's contribution but the last
+def bound_in_a_loop_of_no_step(x0):
+    v0 = 0.5
+    n1 = 0
+    while n1 < 2:
+        n1 += 1
+        v0 = np.sum(x0 * x0)
+        for _i4 in range(0):
+            x0 = 0.5 * np.tanh(0.5)
+    return v0
+
+
+def bound_in_a_loop_of_k_steps(x0, k):
+    s = 0.0
+    for _t in range(3):
+        s = s + np.sum(x0 * x0)
+        for _i in range(k):
+            x0 = x0 * 0.0 + 1.0
+    return s
+
+
+def written_through_a_view_made_on_two_paths(x0):
+    v0 = 0.5
+    n1 = 0
+    while n1 < 2:
+        n1 += 1
+        v2 = np.ones(3) * x0
+        if np.sum(0.5) > 0.0:
+            v3 = v2[:]
+        else:
+            v3 = v2[:]
+        v3[0] = np.tanh(np.sum(0.5))
+        v0 = np.sum(v3) * v2
+        for i4 in range(0):
+            v0 += 0.1 * i4 * np.sin(0.5)
+            x0 = 0.5 * np.tanh(0.5)
+    return np.sum(v0)
+
+
+def bound_in_a_while_of_no_step(x0):
+    v1 = np.tanh(x0)
+    for _i3 in range(2):
+        x0 = 0.5 * np.tanh(((0.5 + v1) + 0.5) + 0.5)
+        n4 = 0
+        while n4 < 0:
+            n4 += 1
+            v1 = 0.5 * np.tanh(0.5)
+    return x0
+
+
+def taped_in_a_loop_of_no_step(x0, x1):
+    # the backward loop over the tape has nothing else to do: it binds the name alone
+    for i0 in range(0):
+        x1 += 0.1 * i0 * np.sin(0.5)
+        x0 = 0.5 * np.tanh(0.5)
+    x0 = 0.5
+    return x0 + x1 * 0.0

@@ -1946,3 +1946,39 @@ def test_a_jvp_called_again_with_a_float64_takes_the_direct_path(monkeypatch) ->
     monkeypatch.setattr(directional, "lower", lambda *a: lowered.append(a) or None)
     again = ast_ad.jvp(nested.potential, (x, y), (np.ones(3), None))
     assert lowered == [] and again == first
+
+
+def test_forward_mode_over_a_gradient_in_a_body_moves_all_its_arguments_in_one_pass() -> None:
+    """Forward mode over ``grad(potential)(x, y)`` with both ``x`` and ``y`` moving: one forward
+    pass over the gradient with both tangents (``Rule.joint_tangent``,
+    ``Gradient.joint_tangent``), not one pass each. Against autograd's directional derivative, and
+    reverse mode over it (a third derivative) against autograd's."""
+    import autograd
+    import autograd.numpy as anp
+
+    from tests import compose_nested as nested
+
+    def pot(a, b):
+        return anp.sum(anp.sin(a) * b) + anp.sum(a ** 3)
+
+    def theirs(a, b):
+        return anp.sum(autograd.grad(pot)(a, b) ** 2)
+
+    x, y = np.array([0.3, -0.5, 0.9]), 1.5
+    u, v = np.array([0.2, 1.0, -0.7]), 0.4
+    source = ast_ad.source(nested.force_norm, x, y, stage="jvp")
+    assert source.count("_jvps(") == 1
+    _, dot = ast_ad.jvp(nested.force_norm, (x, y), (u, v))
+    gx, gy = autograd.grad(theirs, (0, 1))(x, y)
+    assert math.isclose(dot, float(gx @ u + gy * v), rel_tol=1e-11)
+
+    def along(a, b):
+        return ast_ad.jvp(nested.force_norm, (a, b), (u, v))[1]
+
+    ours = ast_ad.grad(along, (0, 1))(x, y)
+    def their_along(a, b):
+        return anp.sum(autograd.grad(theirs, 0)(a, b) * u) + autograd.grad(theirs, 1)(a, b) * v
+
+    expected = autograd.grad(their_along, (0, 1))(x, y)
+    for a, b in zip(ours, expected, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-11)

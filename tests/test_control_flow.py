@@ -176,3 +176,26 @@ def test_an_array_a_loop_reads_back_only_for_its_shape_is_taped_as_its_shape(
             and f"{kept}_shape_tape.append({kept}_shape)" in text
         )
         assert f"{kept}_tape" not in text
+
+
+@pytest.mark.parametrize(("fn", "args"), [
+    (cf.bound_in_a_loop_of_no_step, (np.array([0.3, 0.4]),)),
+    (cf.bound_in_a_loop_of_k_steps, (np.array([0.3, 0.4]), 0)),
+    (cf.bound_in_a_loop_of_k_steps, (np.array([0.3, 0.4]), 2)),
+    (cf.written_through_a_view_made_on_two_paths, (np.zeros(3),)),
+    (cf.written_through_a_view_made_on_two_paths, (np.array([0.2, -0.4, 0.9]),)),
+    (cf.bound_in_a_while_of_no_step, (1.0,)),
+    (cf.taped_in_a_loop_of_no_step, (0.3, 0.7)),
+])
+def test_an_adjoint_a_loop_adds_to_is_not_zero_at_the_top_of_its_next_step(fn, args) -> None:
+    """A loop's backward pass is built once for every step: an adjoint zero where it starts, or
+    with no name yet where an inner loop's comes first, is zero at the top of the first step only
+    (``Reverser.step_backward``); an inner loop that binds the name and runs no step does not
+    reset it. Against the tracer and finite differences."""
+    from tests.oracles import assert_fd
+
+    value, grad = ast_ad.value_and_grad(fn)(*[np.copy(a) for a in args])
+    assert value == fn(*[np.copy(a) for a in args])
+    np.testing.assert_allclose(grad, ast_ad.tracer.grad(fn)(*[np.copy(a) for a in args]),
+                               rtol=1e-12, atol=1e-14)
+    assert_fd(lambda *a: fn(*[np.copy(v) for v in a]), args, (0,), (grad,))

@@ -272,7 +272,7 @@ class Gradient(Generic[P, R]):
         self._rule: registry.Rule | None = None
         # the gradients its reverse rule runs (``gradient_adjoints``)
         self._partials: dict[Any, Gradient[Any, Any]] = {}
-        self._joints: dict[tuple[int, ...], Directional] = {}
+        self._joints: dict[tuple[Any, ...], Directional] = {}
         self.signature: inspect.Signature = getattr(self.fun, "signature") if self.transformed \
             else inspect.signature(self.fun)  # noqa: B009 -- a transformed function has one
         self.nparams = len(self.signature.parameters)
@@ -579,8 +579,18 @@ class Gradient(Generic[P, R]):
                 origin="ast_ad.api.gradient",
                 jvps=tuple(Directional(self, (((j,), True),), n) for j in range(n)),
                 joint=self.joint_adjoints,
+                joint_tangent=self.joint_tangent,
             )
         return rule
+
+    def joint_tangent(self, positions: tuple[int, ...]) -> Directional:
+        """The forward rules of arguments ``positions`` at once: one forward pass over the gradient
+        with all their tangents (each rule alone is a pass with its one)."""
+        key = ("tangent", *positions)
+        found = self._joints.get(key)
+        if found is None:
+            found = self._joints[key] = Directional(self, ((positions, False),), self.nparams)
+        return found
 
     def joint_adjoints(self, positions: tuple[int, ...]) -> Directional:
         """The reverse rules of arguments ``positions`` at once: the forward pass over the gradient

@@ -59,8 +59,11 @@ class Rule:
     jvps: tuple[VJP | None, ...] = ()
     # where the reverse rules of several arguments share their work (a gradient's: one forward pass
     # over it gives them all), ``joint(positions)``: a primitive called as a rule is, ``(g, ans,
-    # *args)``, that gives the adjoints of those positional arguments, a tuple in their order
+    # *args)``, that gives the adjoints of those positional arguments, a tuple in their order;
+    # and ``joint_tangent(positions)``, a primitive called as a forward rule is, ``(u, ans,
+    # *args)`` with ``u`` the tuple of those arguments' tangents, that gives the result's tangent
     joint: Any = None
+    joint_tangent: Any = None
 
     def vjp(self, argnum: int) -> VJP | None:
         """The rule for positional argument ``argnum``, or ``None``."""

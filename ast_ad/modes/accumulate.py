@@ -61,6 +61,9 @@ class Accumulation:
         self.live: set[str] = set()  # adjoints something has flowed into since they were reset
         self.pending: set[str] = set()  # adjoints reset to zero: the next contribution assigns
         self.flushed: set[str] = set()  # the adjoints the last ``flush`` wrote the zero of
+        # adjoints a loop being built may have added to in an earlier step (what follows in the
+        # code built comes before in the step that runs next): not zero for having no name yet
+        self.carried: frozenset[str] = frozenset()
         # The backward pass's opening: the statements after the function's last loop or branch. An
         # adjoint (of a name bound more than once) whose first contribution comes there is assigned
         # it; the others start at zero, at the top (``initial_adjoints``).
@@ -86,7 +89,7 @@ class Accumulation:
         flowed into it yet and it starts at zero (``initial_adjoints``)."""
         return var in self.flushed or var in self.pending or (
             var not in self.bars and var not in self.local and var not in self.started
-            and var not in self.structured
+            and var not in self.structured and var not in self.carried
         )
 
     def bound_again(self, name: str, stmt: ir.Stmt) -> None:

@@ -531,7 +531,15 @@ class Forwarder:
         exact = True
         container = stmt.target in self.structured or call.fn.obj is runtime.add_adjoints
         covered: set[int] = set()  # the arguments whose tangents the terms carry
+        joint = self.joint_term(stmt, rule, ans) if rule.joint_tangent is not None \
+            and not complex_args else None
+        if joint is not None:  # one forward pass for several arguments (``Rule.joint_tangent``)
+            out += joint[0]
+            terms.append(joint[1])
+            covered.update(joint[2])
         for k, atom in enumerate(call.args):
+            if k in covered:
+                continue
             if not self.is_active(atom):
                 continue
             jvp = rule.jvp(k)
@@ -580,6 +588,30 @@ class Forwarder:
         if not exact and not registry.returns_sequence(call.fn.obj):
             total = self.emit(out, self.call(runtime.fit, "fit", total, ir.Var(ans)), dot)
         return out, total
+
+    def joint_term(self, stmt: ir.Assign, rule: registry.Rule, ans: str
+                   ) -> tuple[list[ir.Stmt], ir.Atom, tuple[int, ...]] | None:
+        """The tangent a call gets from two or more of its arguments at once, where its rule says
+        how (``Rule.joint_tangent``: a gradient's, one forward pass over it with all their
+        tangents): ``joint((x_dot, w_dot), ans, *args)``; with the arguments it covers. ``None``
+        where it does not apply (one argument, a keyword)."""
+        call = ir.call_of(stmt)
+        positions = tuple(k for k, atom in enumerate(call.args) if self.is_active(atom)
+                          and rule.jvp(k) not in (None, registry.zero))
+        if len(positions) < 2 or call.kwargs:
+            return None
+        out: list[ir.Stmt] = []
+        moves = []
+        for k in positions:
+            atom = call.args[k]
+            assert isinstance(atom, ir.Var)  # (active)
+            moves.append(ir.Var(self.dot(atom.name)))
+        packed = self.emit(out, ir.Pack(tuple(moves), "tuple"), f"{self.dot(stmt.target)}_moves")
+        joint = rule.joint_tangent(positions)
+        name = f"{call.fn.hint.rsplit('.', 1)[-1]}_jvps"
+        term = self.emit(out, ir.Call(ir.Ref(joint, name), (packed, ir.Var(ans), *call.args)),
+                         f"{self.dot(stmt.target)}_from_all")
+        return out, term, positions
 
     def term(self, stmt: ir.Assign, rule: registry.Rule, jvp: Any, k: int, ans: str) -> Made:
         """The tangent the statement's value gets from its argument ``k``."""

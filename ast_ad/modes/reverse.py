@@ -641,9 +641,22 @@ class Reverser:
         top and end (``owned``: adjoints the loop writes into, which it has copied)."""
         zeros = self.step_zeros(loop, {v for v in self.useful if self.adjoints.zero_now(v)} -
                                 set(owned))
+        # an adjoint zero where the loop's backward pass starts is zero at the top of its first
+        # step only, but for those each step binds first (``zeros``); after the loop, which may run
+        # no step, it is zero where it was before and at the end of each step
+        before, carried = set(self.adjoints.flushed), self.adjoints.carried
+        self.adjoints.flushed = before & zeros
+        # (and one a step adds to is not zero at the top of the next for having no name yet)
+        self.adjoints.carried = carried | frozenset(
+            n for s in ir.walk(loop.body) for n in (*ir.reads_of(s), *ir.defined(s))
+            if n in self.useful and n not in zeros)
         self.adjoints.pending |= zeros
-        body = self.backward_block(loop.body, zeros)
+        try:
+            body = self.backward_block(loop.body, zeros)
+        finally:
+            self.adjoints.carried = carried
         self.adjoints.pending |= zeros
+        self.adjoints.flushed &= before
         return body
 
     def step_zeros(self, loop: ir.For | ir.While, zero: set[str]) -> frozenset[str]:

@@ -186,7 +186,9 @@ def _iterated(body: list[gast.stmt], refs: syntax.RefTable) -> list[gast.stmt]:
                 **loop.__dict__,
                 "target": pop.targets[0],
                 "iter": syntax.new(gast.Call, {**loop.iter.__dict__, "args": [syntax.name(tape)]}),
-                "body": filled([stmt for stmt in loop.body if stmt is not pop]),
+                # (the pop the loop's one statement: the loop only binds the name, as the pops
+                # did)
+                "body": filled([stmt for stmt in loop.body if stmt is not pop]) or [gast.Pass()],
             },
         )
     return out

@@ -667,9 +667,11 @@ def _scaled_block(body: list[gast.stmt], facts: _Facts, total: Counter[str]) -> 
     for stmt in body:
         kind = type(stmt)
         if kind is gast.If or kind is gast.For or kind is gast.While:
+            # (a block left with comments alone, or none, gets ``pass``)
             stmt = syntax.new(kind, {**stmt.__dict__,
-                                     "body": _scaled_block(stmt.body, facts, total),
-                                     "orelse": _scaled_block(stmt.orelse, facts, total)})
+                                     "body": filled(_scaled_block(stmt.body, facts, total))
+                                     or [gast.Pass()],
+                                     "orelse": filled(_scaled_block(stmt.orelse, facts, total))})
         out.append(stmt)
     k = 0
     while k < len(out):
