@@ -303,3 +303,14 @@ def taped_in_a_loop_of_no_step(x0, x1):
         x0 = 0.5 * np.tanh(0.5)
     x0 = 0.5
     return x0 + x1 * 0.0
+
+
+def read_from_a_list_then_scaled(x0):
+    # ``getitem_vjp`` of a list is linear in the adjoint but gives a list, which a float cannot
+    # scale (found by a long random run): the factor stays inside
+    items0 = []
+    for j1, (v3, v4) in enumerate(zip([-0.25, 0.5], [np.tanh(x0), x0], strict=True)):
+        items0.append(np.sum(np.tanh(v3) * v4) * (j1 + 1))
+    v2 = items0[-1]
+    x0, v2 = v2, np.tanh(-(v2 * x0))
+    return np.tanh(np.cos(v2))

@@ -186,6 +186,8 @@ def test_an_array_a_loop_reads_back_only_for_its_shape_is_taped_as_its_shape(
     (cf.written_through_a_view_made_on_two_paths, (np.array([0.2, -0.4, 0.9]),)),
     (cf.bound_in_a_while_of_no_step, (1.0,)),
     (cf.taped_in_a_loop_of_no_step, (0.3, 0.7)),
+    (cf.read_from_a_list_then_scaled, (0.0,)),
+    (cf.read_from_a_list_then_scaled, (0.4,)),
 ])
 def test_an_adjoint_a_loop_adds_to_is_not_zero_at_the_top_of_its_next_step(fn, args) -> None:
     """A loop's backward pass is built once for every step: an adjoint zero where it starts, or

@@ -185,6 +185,7 @@ _FACTS: dict[str, dict[Any, Any]] = {
     "new_list": {},
     "identity_read": {},
     "number_result": {},
+    "scalar_result": {},
     "guard": {},
     "container_test": {},
     "view_inverse": {},
@@ -461,6 +462,18 @@ def def_number_result(*fns: Any) -> None:
 
 def gives_number(fn: Any) -> bool:
     return bool(_fact("number_result", fn))
+
+
+def def_scalar_result(*fns: Any) -> None:
+    """Declare functions whose result has no axes (a Python or numpy number, or another library's
+    0-d array), never a list, tuple or dict: a number times the result is the result scaled
+    (``fold.scaled_adjoints`` moves a factor out of a call linear in an argument only then: a list
+    times a float is no scaling)."""
+    _declare("scalar_result", fns)
+
+
+def gives_scalar(fn: Any) -> bool:
+    return bool(_fact("scalar_result", fn)) or gives_number(fn)
 
 
 def def_identity_read(fn: Any, k: int) -> None:

@@ -813,10 +813,12 @@ def _float(node: gast.expr, floats: frozenset[str]) -> bool:
 
 def linear_calls(refs: syntax.RefTable) -> Callable[[gast.Call], frozenset[int]]:
     """The positions in which a call of generated code is linear (``registry.linear_in``), for a
-    registered function with no effect; none for any other."""
+    registered function with no effect whose result has no axes (``registry.gives_scalar``: a
+    number times it is it scaled; ``getitem_vjp`` of a list gives a list, which a float cannot
+    scale); none for any other."""
     def linear(call: gast.Call) -> frozenset[int]:
         obj = _called(call, refs)
-        if obj is None or not registry.is_pure(obj):
+        if obj is None or not registry.is_pure(obj) or not registry.gives_scalar(obj):
             return frozenset()
         return registry.linear_in(obj)
     return linear

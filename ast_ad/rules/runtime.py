@@ -26,6 +26,7 @@ from ast_ad.core.registry import (
     def_nondiff,
     def_read_as,
     def_same_kind,
+    def_scalar_result,
     def_sequence,
     def_shape_read,
     def_summed,
@@ -102,6 +103,7 @@ def_linear(rt.vecdot_vjp, 0, 1)
 defvjp(rt.summed_product, lambda g, ans, a, b: rt.unbroadcast(g * b, a),
                           lambda g, ans, a, b: rt.unbroadcast(g * a, b))
 def_linear(rt.summed_product, 0, 1)
+def_scalar_result(rt.summed_product)  # a number (``np.vdot``, or the sum of all products)
 def_linear(rt.trapezoid_vjp, 0, 2)  # the weights are dx/2, dx, ..., dx/2: linear in dx too
 defjvp(rt.trapezoid_vjp, None, zero, None, zero, None)  # (the sample points: fixed)
 def_linear(rt.linspace_vjp, 1)
