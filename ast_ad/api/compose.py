@@ -864,7 +864,7 @@ class JvpCotangent:
         if not m:
             direct = self.direct(primals, tangents)
             if direct is not None:
-                return direct(g, primals, tangents)
+                return self.run_direct(direct, g, primals, tangents)
         fun, given, active = self.of.fixed(primals, tangents, self.path, moves)
         lowered = lower(fun, given)
         out, vjp_fn = vjp(lowered.fn, *lowered.args)
@@ -879,13 +879,15 @@ class JvpCotangent:
             adjoints[k] = _zero_if_none(bar, tangents[k])
         return tuple(adjoints)
 
-    def direct(self, primals: Any, tangents: Any) -> Callable[..., Any] | None:
-        """The adjoints of a call whose primals and tangents are floats and numpy arrays of the
-        kinds, shapes and dtypes of an earlier call's, found as that call found them, without
-        lowering, pairing and copying again: the forward-mode code's forward and backward
-        functions (``transform.pair``), made once for that layout, called once each. ``None``
-        where the call is another, or made again where either module is no longer current (a
-        function it reads changed: ``Loaded.refresh``, which reads data globals again).
+    def direct(self, primals: Any, tangents: Any
+               ) -> tuple[Any, Any, Any, Any, tuple[int, ...]] | None:
+        """For a call whose primals and tangents are floats and numpy arrays of the kinds, shapes
+        and dtypes of an earlier call's, what that call found, without lowering, pairing and
+        copying again: the forward-mode module, and its forward and backward functions
+        (``transform.pair``) with their module, made once for that layout, each called once by
+        ``run_direct``. ``None`` where the call is another; made again where either module is no
+        longer current (a function it reads changed: ``Loaded.refresh``, which reads data globals
+        again).
 
         The facts it relies on: the forward-mode module, and so its pair, is fixed by the
         arguments' kinds, shapes and dtypes and by which tangents are given (``_layout``, as
@@ -913,20 +915,21 @@ class JvpCotangent:
             forward, backward, pair = transform.pair(loaded.fn, tuple(range(len(given))),
                                                      shape_labels(given))
             found = self._direct[layout] = (loaded, pair, forward, backward, active)
-        _, pair, forward, backward, active = found
-        wrt = self.wrt
+        return found
 
-        def adjoints(g: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> Any:
-            out, saved = run_code(pair, forward, *primals, *(tangents[k] for k in active))
-            bars = run_code(pair, backward, saved, _seeded(out, g, 0))
-            if wrt == 0:
-                return tuple(_like(b, p) for b, p in zip(bars[: len(primals)], primals,
-                                                          strict=True))
-            found: list[Any] = [None if t is None else 0.0 * as_array(t) for t in tangents]
-            for k, bar in zip(active, bars[len(primals):], strict=True):
-                found[k] = _like(bar, tangents[k])
-            return tuple(found)
-        return adjoints
+    def run_direct(self, found: tuple[Any, Any, Any, Any, tuple[int, ...]], g: Any,
+                   primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The adjoints of this rule's slot by the pair ``direct`` found: its forward function,
+        then its backward one, seeded with ``g``; each adjoint shaped as its argument."""
+        _, pair, forward, backward, active = found
+        out, saved = run_code(pair, forward, *primals, *(tangents[k] for k in active))
+        bars = run_code(pair, backward, saved, _seeded(out, g, 0))
+        if self.wrt == 0:
+            return tuple(_like(b, p) for b, p in zip(bars[: len(primals)], primals, strict=True))
+        adjoints: list[Any] = [None if t is None else 0.0 * as_array(t) for t in tangents]
+        for k, bar in zip(active, bars[len(primals):], strict=True):
+            adjoints[k] = _like(bar, tangents[k])
+        return tuple(adjoints)
 
     def ast_ad_rule(self) -> Any:
 

@@ -272,7 +272,8 @@ class Gradient(Generic[P, R]):
         self._rule: registry.Rule | None = None
         # the gradients its reverse rule runs (``gradient_adjoints``)
         self._partials: dict[Any, Gradient[Any, Any]] = {}
-        self._joints: dict[tuple[Any, ...], Directional] = {}
+        # the joint rules made (``joint_adjoints``, ``joint_tangent``), by kind and positions
+        self._joints: dict[tuple[str, tuple[int, ...]], Directional] = {}
         self.signature: inspect.Signature = getattr(self.fun, "signature") if self.transformed \
             else inspect.signature(self.fun)  # noqa: B009 -- a transformed function has one
         self.nparams = len(self.signature.parameters)
@@ -586,7 +587,7 @@ class Gradient(Generic[P, R]):
     def joint_tangent(self, positions: tuple[int, ...]) -> Directional:
         """The forward rules of arguments ``positions`` at once: one forward pass over the gradient
         with all their tangents (each rule alone is a pass with its one)."""
-        key = ("tangent", *positions)
+        key = ("tangents", positions)
         found = self._joints.get(key)
         if found is None:
             found = self._joints[key] = Directional(self, ((positions, False),), self.nparams)
@@ -597,9 +598,10 @@ class Gradient(Generic[P, R]):
         in all of them, along the adjoint placed in this gradient's arguments (each rule alone is
         that pass over the gradient in its one argument: for two arguments, twice the passes the
         mathematics needs)."""
-        found = self._joints.get(positions)
+        key = ("adjoints", positions)
+        found = self._joints.get(key)
         if found is None:
-            found = self._joints[positions] = Directional(
+            found = self._joints[key] = Directional(
                 self.partial(positions), ((self.argnums, self.single),), self.nparams
             )
             # (a tuple: forward mode adds its tangents element by element, as ``+`` would not)

@@ -156,6 +156,19 @@ def name_ids(node: gast.AST, loads: bool = False) -> set[str]:
     return found
 
 
+def load_counts(node: gast.AST, counts: dict[str, int]) -> dict[str, int]:
+    """``counts`` with each read of a name under ``node`` added (as ``name_ids`` walks)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if type(current) is gast.Name:
+            if type(current.ctx) is gast.Load:
+                counts[current.id] = counts.get(current.id, 0) + 1
+            continue
+        stack.extend(children(current))
+    return counts
+
+
 # Python's parser shares one instance of each context among all the names of a tree; so does
 # ``to_ast``
 _CONTEXTS: dict[type, ast.expr_context] = {

@@ -653,8 +653,9 @@ def scaled_adjoints(body: list[gast.stmt], adjoints: frozenset[str], wide: froze
     differs only in rounding; and ``v_bar``, ``s`` and ``t`` are not bound again before the last
     read moved.
     """
-    total = Counter(n for stmt in body for node in syntax.walk(stmt)
-                    if type(node) is gast.Name and type(node.ctx) is gast.Load for n in [node.id])
+    total: Counter[str] = Counter()
+    for stmt in body:
+        syntax.load_counts(stmt, total)
     return _scaled_block(body, (adjoints, wide, floats, linear), total)
 
 
@@ -683,11 +684,6 @@ def _scaled_block(body: list[gast.stmt], facts: _Facts, total: Counter[str]) -> 
     return out
 
 
-def _load_counts(node: gast.AST) -> Counter[str]:
-    return Counter(n.id for n in syntax.walk(node)
-                   if type(n) is gast.Name and type(n.ctx) is gast.Load)
-
-
 def _scaled(body: list[gast.stmt], k: int, facts: _Facts, total: Counter[str]
             ) -> list[gast.stmt] | None:
     """``body`` with ``body[k]``, ``a_bar = v_bar * s``, moved into its readers
@@ -710,12 +706,14 @@ def _scaled(body: list[gast.stmt], k: int, facts: _Facts, total: Counter[str]
     seen, rebound, ended = 0, False, False
     for j in range(k + 1, len(body)):
         later = body[j]
-        count = _load_counts(later)[name]
+        count = syntax.load_counts(later, {}).get(name, 0)
         if count:
             if type(later) not in (gast.Assign, gast.Expr) or rebound:
                 return None
             found.append(j)
             seen += count
+            if seen == total[name]:
+                break  # (every read of the name is found: what follows cannot read this value)
         bound = _bound(later)
         if name in bound:
             # bound again by a statement of this block: the reads after it are of another value
