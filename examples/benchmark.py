@@ -1,7 +1,7 @@
 """Time the primal, ast_ad's gradient and autograd's gradient on the same functions, interleaved.
 
     python examples/benchmark.py [--quick] [gradients | spectral | second-order | compiled |
-    checkpointing | startup]
+    checkpointing | solvers | ordinary | nested | batched | startup]
 
 (any of those: that table alone; ``startup`` includes the
 transform's time against length.)
@@ -1078,6 +1078,144 @@ def ordinary(repeat: int) -> None:
               f"{hand / primal:.2f}x (ast_ad / by hand: {mine / hand:.2f})")
 
 
+def chained(x):
+    """An element loop from 100 numbers to 100: each entry from the one before (issue 40's dense
+    Jacobian of a loop)."""
+    y = np.zeros(x.size)
+    y[0] = x[0]
+    for i in range(1, x.size):
+        y[i] = 0.5 * y[i - 1] * np.sin(x[i]) + x[i - 1] ** 2
+    return y
+
+
+def chained_jacobian_by_hand(x):
+    """The Jacobian of ``chained`` as one batched pass written by hand: each row from the one
+    before."""
+    n = x.size
+    y, jac = np.zeros(n), np.zeros((n, n))
+    y[0], jac[0, 0] = x[0], 1.0
+    for i in range(1, n):
+        s = np.sin(x[i])
+        y[i] = 0.5 * y[i - 1] * s + x[i - 1] ** 2
+        jac[i] = 0.5 * s * jac[i - 1]
+        jac[i, i] += 0.5 * y[i - 1] * np.cos(x[i])
+        jac[i, i - 1] += 2.0 * x[i - 1]
+    return jac
+
+
+X_LOGISTIC = rng.standard_normal((1000, 200))
+T_LOGISTIC = (rng.random(1000) > 0.5) * 1.0
+
+
+def logistic_loss(w):
+    """A 200-parameter logistic loss over 1,000 samples, with a ridge term."""
+    z = X_LOGISTIC @ w
+    return np.sum(np.logaddexp(0.0, z) - T_LOGISTIC * z) / 1000 + 0.01 * np.sum(w * w)
+
+
+def logistic_hessian_by_hand(w):
+    """Its Hessian written by hand: ``X^T diag(s (1 - s)) X / n`` plus the ridge's."""
+    s = 1.0 / (1.0 + np.exp(-(X_LOGISTIC @ w)))
+    return X_LOGISTIC.T @ (X_LOGISTIC * (s * (1.0 - s))[:, None]) / 1000 + 0.02 * np.eye(w.size)
+
+
+def batched(repeat: int) -> None:
+    """Jacobians and Hessians from one batched pass (issue 40), beside one pass a column (what
+    ``jacfwd`` and ``hessian`` did before) and the same written by hand: a dense Jacobian of an
+    element loop, the Hessian of a logistic loss (against its gradient), and GradBench's ``ba`` and
+    ``ht`` Jacobians on generated problems (against their objectives)."""
+    from ast_ad.api import lowering
+
+    def one_pass_a_column(fn, *args):
+        saved = lowering.batched_columns
+
+        def refused(*_):
+            raise lowering.BatchRefused("one pass a column, for the comparison")
+        lowering.batched_columns = refused
+        try:
+            return fn(*args)
+        finally:
+            lowering.batched_columns = saved
+
+    x100, w200 = rng.standard_normal(100) * 0.5, rng.standard_normal(200) * 0.1
+    jac, hess = ast_ad.jacfwd(chained), ast_ad.hessian(logistic_loss)
+    assert np.allclose(jac(x100), chained_jacobian_by_hand(x100))
+    assert np.allclose(hess(w200), logistic_hessian_by_hand(w200))
+    rounds = max(2, repeat // 2)
+    print("\nJacobians and Hessians in one batched pass, against one pass a column and by hand:")
+    primal, ours, columns, hand = side_by_side(
+        [chained, jac, lambda x: one_pass_a_column(jac, x), chained_jacobian_by_hand], (x100,),
+        rounds=rounds)
+    print(f"  Jacobian 100 -> 100 of an element loop: function {_fmt(primal)}; jacfwd "
+          f"{ours / primal:.0f}x it, one pass a column {columns / primal:.0f}x, by hand "
+          f"{hand / primal:.0f}x")
+    gradient = ast_ad.grad(logistic_loss)
+    grad_time, ours, columns, hand = side_by_side(
+        [gradient, hess, lambda w: one_pass_a_column(hess, w), logistic_hessian_by_hand],
+        (w200,), rounds=rounds)
+    print(f"  Hessian of a logistic loss, 200 parameters: gradient {_fmt(grad_time)}; hessian "
+          f"{ours / grad_time:.0f}x it, one pass a column {columns / grad_time:.0f}x, by hand "
+          f"{hand / grad_time:.0f}x")
+    sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "benchmarks" / "gradbench"))
+    from ast_ad_gradbench import ba, ht
+    problem = ba.Problem({"n": 20, "m": 2000, "p": 20000, "cam": [0.1, -0.2, 0.3, 1.0, 2.0, 3.0,
+                          400.0, 5.0, -8.0, 0.08, 0.002], "x": [7.2, 0.4, 3.0], "w": 0.41,
+                          "feat": [271.7, 834.2]})
+    problem.cams += rng.normal(size=problem.cams.shape) * 0.01
+    problem.X += rng.normal(size=problem.X.shape) * 0.01
+
+    def fifteen_passes(problem):
+        cams, X, w, feats = problem.inputs()
+        columns = []
+        for k in range(ba.CAMERA + 4):
+            moved = [np.zeros_like(cams), np.zeros_like(X), np.zeros_like(w)]
+            if k < ba.CAMERA:
+                moved[0][:, k] = 1.0
+            elif k < ba.CAMERA + 3:
+                moved[1][:, k - ba.CAMERA] = 1.0
+            else:
+                moved[2][:] = 1.0
+            columns.append(ast_ad.jvp(ba.reproj_err, (cams, X, w, feats), (*moved, None))[1])
+        return np.stack(columns, axis=2)
+    assert np.allclose(ba.blocks(problem)[0], fifteen_passes(problem))
+    objective, ours, columns = side_by_side(
+        [ba.objective, ba.blocks, fifteen_passes], (problem,), rounds=rounds)
+    print(f"  GradBench ba, p = 20,000 observations: objective {_fmt(objective)}; its 15 columns "
+          f"in one batched jvp {ours / objective:.0f}x it, 15 jvps {columns / objective:.0f}x")
+    hand_problem = ht.Problem(_generated_hand(10_000))
+    objective, ours, columns = side_by_side(
+        [ht.objective, ht.jacobian, lambda p: one_pass_a_column(ht.jacobian, p)],
+        (hand_problem,), rounds=rounds)
+    print(f"  GradBench ht (complicated), 10,000 points, a generated hand of 12 vertices: "
+          f"objective {_fmt(objective)}; Jacobian {ours / objective:.0f}x it, one pass a column "
+          f"{columns / objective:.0f}x")
+
+
+def _generated_hand(points: int) -> dict:
+    """A random hand in ``ht``'s input format (ADBench's 22 bones, 12 vertices), the complicated
+    variant."""
+    bones, vertices = 22, 12
+    parents = [-1, 0, 1, 2, 3, 0, 5, 6, 7, 0, 9, 10, 11, 0, 13, 14, 15, 0, 17, 18, 19, 0]
+
+    def transforms():
+        t = np.tile(np.eye(4), (bones, 1, 1))
+        t[:, :3, :] += rng.normal(size=(bones, 3, 4)) * 0.3
+        return t.tolist()
+    weights = rng.random((vertices, bones))
+    model = {
+        "bone_count": bones, "bone_names": [f"b{i}" for i in range(bones)], "parents": parents,
+        "base_relatives": transforms(), "inverse_base_absolutes": transforms(),
+        "base_positions": np.hstack([rng.normal(size=(vertices, 3)),
+                                     np.ones((vertices, 1))]).tolist(),
+        "weights": (weights / weights.sum(axis=1, keepdims=True)).tolist(),
+        "triangles": rng.integers(0, vertices, size=(8, 3)).tolist(), "is_mirrored": False,
+    }
+    return {"theta": (rng.normal(size=26) * 0.5).tolist(),
+            "us": rng.random((points, 2)).tolist(),
+            "data": {"model": model, "correspondences": rng.integers(0, 8, size=points).tolist(),
+                     "points": rng.normal(size=(points, 3)).tolist()}}
+
+
 def _gradbench():
     """The GradBench tool's modules (``benchmarks/gradbench``), whose ``particle`` and ``saddle``
     are these workloads."""
@@ -1216,6 +1354,8 @@ if __name__ == "__main__":
         ordinary(repeat)
     elif "nested" in sys.argv:
         nested(repeat)
+    elif "batched" in sys.argv:
+        batched(repeat)
     elif "startup" in sys.argv:
         startup()
         transform_times()

@@ -85,6 +85,17 @@ def test_the_benchmark_times_correct_gradients() -> None:
             for a, b, c in zip(ours, gradient, theirs, strict=True):
                 np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
                 np.testing.assert_allclose(a, c, rtol=1e-10, atol=1e-12)
+    # the Jacobian and Hessian written by hand that ``batched`` measures against: the tracer's
+    x, w = rng.standard_normal(12) * 0.5, rng.standard_normal(200) * 0.1
+    traced = np.stack([ast_ad.tracer.jvp(benchmark.chained, (x,), (e,))[1] for e in np.eye(12)],
+                      axis=1)
+    np.testing.assert_allclose(benchmark.chained_jacobian_by_hand(x), traced, rtol=1e-10,
+                               atol=1e-12)
+    gradient = ast_ad.tracer.grad(benchmark.logistic_loss)
+    differences = np.stack([(gradient(w + 1e-6 * e) - gradient(w - 1e-6 * e)) / 2e-6
+                            for e in np.eye(200)[:5]])
+    np.testing.assert_allclose(benchmark.logistic_hessian_by_hand(w)[:5], differences, rtol=1e-5,
+                               atol=1e-7)
     # tangent-ad's element loop, written with len(x), is the same function
     assert benchmark.element_loop_len(benchmark.X_ELEMENTS) == benchmark.element_loop(
         benchmark.X_ELEMENTS

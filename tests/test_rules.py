@@ -619,6 +619,7 @@ def _new_list_cases() -> dict:
         runtime.spread: (1.0, [a, b]),
         runtime.detached: ([a, [1.0]],),
         runtime.zeros_like: ([a, [1.0]],),
+        runtime.zero_tangent: ([a, [1.0]],),
         runtime.unstack: (np.ones((2, 3)), [a, b]),
         runtime.getitem_vjp: (1.0, [a, b], 0),
         runtime.list_item_vjp: (1.0, [a, b], 1, 2),

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import inspect
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
@@ -68,6 +68,7 @@ from ast_ad.errors import (
 from ast_ad.frontend import nested
 from ast_ad.ir.naming import identifier
 from ast_ad.runtime import as_array, size_of
+from ast_ad.runtime.batched import Batch, batched_pass
 
 P = ParamSpec("P")  # a function's parameters, which its Jacobian and Hessian take too
 V = TypeVar("V")  # what a function returns: a tangent or cotangent of its output has its type
@@ -321,7 +322,7 @@ def _vjp_by_forward_mode(lowered: Lowered, primals: tuple[Any, ...],
         else run_code(lowered.loaded, lowered.fn, *lowered.args)
     )
     out = lowered.finish(raw)
-    columns: dict[int, list[Any]] = {}
+    columns: dict[int, Sequence[Any]] = {}
 
     def vjp_fn(out_bar: Any) -> tuple[Any, ...]:
         found = {}
@@ -584,6 +585,10 @@ class Jacobian:
         out, vjp_fn = vjp(fun, *args)
         x_shape = np.shape(args[k])
         leaves = _leaves(out)
+        if not getattr(fun, "composable", False):
+            batched = _batched_rows(vjp_fn, out, leaves, k, x_shape)
+            if batched is not None:
+                return batched
         blocks = []
         for i, leaf in enumerate(leaves):
             rows = []
@@ -602,6 +607,41 @@ class Jacobian:
             stacked = np.stack(rows) if rows else np.zeros((0,) + x_shape)
             blocks.append(stacked.reshape(np.shape(leaf) + x_shape))
         return tuple(blocks) if isinstance(out, tuple) else blocks[0]
+
+
+def _batched_rows(vjp_fn: Any, out: Any, leaves: list[Any], k: int,
+                  x_shape: tuple[int, ...]) -> Any:
+    """The Jacobian's rows for argument ``k`` from one backward pass a leaf of the output, its
+    unit cotangents seeded as one batch (``runtime.batched``): the backward code is linear in them,
+    and its tapes and branches are the forward pass's, the same for each. ``None`` where the
+    backward code does something a batch does not take (a loop's adjoint written entry by entry
+    into zeros, say), or an array is not numpy's: then one pass a row."""
+    if not all(type(leaf) is np.ndarray or type(leaf) in (float, np.float64) for leaf in leaves):
+        return None
+    blocks = []
+    for i, leaf in enumerate(leaves):
+        rows = size_of(leaf)
+        if rows < 2 or np.iscomplexobj(leaf):
+            return None
+        bars: list[Any] = [np.zeros(np.shape(other)) if np.ndim(other) else 0.0
+                           for other in leaves]
+        bars[i] = Batch(np.eye(rows).reshape((rows, *np.shape(leaf))))
+        try:
+            with batched_pass(rows):
+                found = vjp_fn(_rebuild(out, bars))[k]
+        except Exception as failure:  # noqa: BLE001 (the passes one by one say what is wrong)
+            logs.info("the Jacobian's rows one pass each: the batched pass stopped (%s: %s)",
+                      type(failure).__name__, str(failure).splitlines()[0] if str(failure) else "")
+            return None
+        if type(found) is Batch and found.shape == x_shape:
+            data = found.data
+        elif found is None or (not isinstance(found, (Batch, tuple, list, dict))
+                               and np.ndim(found) == 0 and found == 0):
+            data = np.zeros((rows, *x_shape))  # (the leaf does not depend on the argument)
+        else:
+            return None
+        blocks.append(data.astype(float, copy=False).reshape(np.shape(leaf) + x_shape))
+    return tuple(blocks) if isinstance(out, tuple) else blocks[0]
 
 
 class JacobianVjp:

@@ -13,23 +13,32 @@ from ast_ad.api.arguments import _check_differentiable
 from ast_ad.api.lowering import Lowered, forward_at, jvp_code, located, lower, raw_zeros
 from ast_ad.backend.load import MISSING, Loaded
 from ast_ad.backend.scalar_calls import NOT_SCALARS, jvp_caller
-from ast_ad.core import registry
+from ast_ad.core import logs, registry
 from ast_ad.errors import (
     ASTADError,
     LocatedError,
 )
 from ast_ad.runtime import is_array, of_type, refuse_missing_tangents
+from ast_ad.runtime.batched import Batch, BatchRefused, batched_pass, is_batch, unstacked
 
 V = TypeVar("V")  # what a function returns: its tangent has its type
 
 
 # ---- forward mode --------------------------------------------------------------------------------
-def jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[V, V]:
+def jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tuple[Any, ...], *,
+        batched: bool = False) -> tuple[V, V]:
     """``(fun(*primals), J tangents)``: forward mode, one pass, no tape.
 
     ``tangents`` matches ``primals`` one for one (containers as containers); ``None``
     marks an argument that is not differentiated (integers, flags).
+
+    ``batched=True``: each tangent holds many directions along a first axis of its own (``(B,)``
+    for a float, ``(B, *x.shape)`` for an array ``x``), and the result's tangent has that axis
+    first too: ``J`` along each of the ``B`` directions, from one pass that carries them all
+    (``runtime.batched``), or one pass each where the code does something a batch does not take.
     """
+    if batched:
+        return batched_jvp(fun, primals, tangents)
     plain = type(fun) is FUNCTION and type(primals) is tuple and type(tangents) is tuple \
         and len(primals) == len(tangents)
     if plain:  # floats only, as last time: the module of then, if still current (``scalar_calls``)
@@ -59,6 +68,69 @@ def jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tuple[Any, ..
         if layout is not None:
             _ARRAY_JVPS[fun] = layout, active, jvp_code(lowered, active)
     return forward_at(lowered, active, tuple(tangents[k] for k in active))
+
+
+def batched_jvp(fun: Callable[..., V], primals: tuple[Any, ...],
+                tangents: tuple[Any, ...]) -> tuple[V, V]:
+    """``jvp(..., batched=True)``: the directions stacked on a first axis, carried as one batch
+    each."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ASTADError(f"jvp takes one tangent per argument: {len(primals)} arguments, "
+                         f"{len(tangents)} tangents")
+    active = tuple(k for k, t in enumerate(tangents) if t is not None)
+    sizes = set()
+    for k in active:
+        _check_differentiable(primals[k], f"argument {k}")
+        t, p = tangents[k], primals[k]
+        if isinstance(p, (tuple, list, dict)) or type(t) is not np.ndarray \
+                or t.shape[1:] != np.shape(p) or t.ndim != np.ndim(p) + 1:
+            raise ASTADError(
+                f"jvp(..., batched=True) takes, for argument {k}, an array of directions shaped "
+                f"(B, *{np.shape(p)}) (B directions of a float or an array); got "
+                f"{type(t).__name__} of shape {np.shape(t)}"
+            )
+        sizes.add(t.shape[0])
+    if len(sizes) != 1:
+        raise ASTADError("jvp(..., batched=True) takes the same number of directions for every "
+                         f"argument; got {sorted(sizes)}")
+    size = sizes.pop()
+    lowered = lower(fun, primals)
+    seeds = tuple(tangents[k] for k in active)
+    if all(type(leaf) is np.ndarray or not is_array(leaf) for leaf in _flat(lowered.args)):
+        try:
+            with batched_pass(size):
+                out, out_dot = forward_at(lowered, active, tuple(Batch(t) for t in seeds))
+            if not any(is_batch(leaf) for leaf in _flat(out)):
+                return out, unstacked(out_dot, size)
+            raise BatchRefused("the value came out as a batch")
+        except Exception as failure:  # noqa: BLE001 (the passes one by one say what is wrong)
+            logs.info("jvp(batched=True) one pass a direction: the batched pass stopped (%s: %s)",
+                      type(failure).__name__, str(failure).splitlines()[0] if str(failure) else "")
+    dots = []
+    for j in range(size):
+        out, out_dot = forward_at(lowered, active, tuple(t[j] if t.ndim > 1 else float(t[j])
+                                                         for t in seeds))
+        dots.append(out_dot)
+    return out, _stacked_dots(dots)
+
+
+def _flat(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _flat(item)]
+    if isinstance(value, (tuple, list)):
+        return [leaf for item in value for leaf in _flat(item)]
+    return [value]
+
+
+def _stacked_dots(dots: list[Any]) -> Any:
+    """Tangents of one structure stacked leaf by leaf on a first axis."""
+    first = dots[0]
+    if isinstance(first, dict):
+        return {key: _stacked_dots([d[key] for d in dots]) for key in first}
+    if isinstance(first, (tuple, list)):
+        return type(first)(_stacked_dots([d[i] for d in dots]) for i in range(len(first)))
+    return np.stack([np.asarray(d) for d in dots])
 
 
 # the forward-mode module of a plain function last called with floats and numpy arrays (and

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,12 +13,14 @@ import numpy as np
 from ast_ad import transform
 from ast_ad.api.arguments import _unbind, shape_labels
 from ast_ad.backend.load import Loaded
+from ast_ad.core import logs
 from ast_ad.core.records import record
 from ast_ad.errors import (
     ASTADError,
     LocatedError,
 )
-from ast_ad.runtime import as_array, refuse_missing_tangents, size_of, zeros_like
+from ast_ad.runtime import as_array, is_array, refuse_missing_tangents, size_of, zeros_like
+from ast_ad.runtime.batched import Batch, BatchRefused, batched_pass, is_batch
 
 
 def _cotangent(raw: Any, g: Any) -> Any:
@@ -206,14 +208,29 @@ def _inner(a: Any, b: Any) -> float:
     return float(np.sum(as_array(a) * as_array(b)))
 
 
-def forward_columns(lowered: Lowered, k: int) -> tuple[Any, list[Any]]:
+def forward_columns(lowered: Lowered, k: int) -> tuple[Any, Sequence[Any]]:
     """The callable's value, and its tangents along each unit vector of its argument ``k`` (the
-    columns of its Jacobian), one forward pass each; the value is ``None`` for an empty argument."""
+    columns of its Jacobian); the value is ``None`` for an empty argument.
+
+    The unit vectors go through the forward-mode code together, as batches (``batched_columns``:
+    one pass for up to ``BATCH_ENTRIES // size`` of them, the primal computed once for all);
+    where the code does something a batch does not take, or the arguments hold arrays of another
+    library than numpy, one pass each."""
     loaded = jvp_code(lowered, (k,))
     x = lowered.args[lowered.positions[k]]
+    n = size_of(x)
+    if n > 1 and all(not is_array(leaf) or type(leaf) is np.ndarray
+                     for leaf in _all_leaves(lowered.args)):
+        # (numpy's arrays: a batch is of numpy's, and another library's arrays, dask's, would be
+        # made numpy's by it, where their Jacobian stays of their type one pass a column)
+        try:
+            return batched_columns(loaded, lowered, x, n)
+        except Exception as failure:  # noqa: BLE001 (the passes one by one say what is wrong)
+            logs.info("the Jacobian's columns one pass each: the batched pass stopped (%s: %s)",
+                      type(failure).__name__, str(failure).splitlines()[0] if str(failure) else "")
     out, columns = None, []
-    for j in range(size_of(x)):
-        e = np.zeros(size_of(x))
+    for j in range(n):
+        e = np.zeros(n)
         e[j] = 1.0
         raw, raw_dot = run(
             loaded, *lowered.args, float(e[0]) if np.ndim(x) == 0 else e.reshape(np.shape(x))
@@ -224,6 +241,95 @@ def forward_columns(lowered: Lowered, k: int) -> tuple[Any, list[Any]]:
     return out, columns
 
 
+# how many entries the unit vectors of one batched pass hold together, at most
+BATCH_ENTRIES = 1 << 21
+
+
+def batched_columns(loaded: Any, lowered: Lowered, x: Any, n: int) -> tuple[Any, Sequence[Any]]:
+    """``forward_columns`` by batched passes (``runtime.batched``): the unit vectors of ``x``, as
+    many as ``BATCH_ENTRIES`` allows, seeded as one ``Batch``; the primal must come out as one
+    value (a batch there is refused: it would stand for as many equal values)."""
+    per_pass = max(1, min(n, BATCH_ENTRIES // n))
+    out, columns = None, BatchedColumns()
+    for start in range(0, n, per_pass):
+        stop = min(n, start + per_pass)
+        seed = np.zeros((stop - start, n))
+        seed[np.arange(stop - start), np.arange(start, stop)] = 1.0
+        with batched_pass(stop - start):
+            raw, raw_dot = run(loaded, *lowered.args,
+                               Batch(seed.reshape((stop - start, *np.shape(x)))))
+        if any(is_batch(leaf) for leaf in _all_leaves(raw)):
+            raise BatchRefused("the value came out as a batch")
+        refuse_missing_tangents(raw_dot)
+        out = lowered.finish(raw)
+        columns.add(lowered, raw, raw_dot, stop - start)
+    return out, columns
+
+
+class BatchedColumns(Sequence[Any]):
+    """The columns of a Jacobian from batched passes, read one at a time or (``stacked``) all at
+    once. A pass's tangents are finished (``Lowered.finish_dot``) as one batch where that runs (a
+    finish is a cast or a choice of parts, the same for each tangent), else one by one."""
+
+    def __init__(self) -> None:
+        self.chunks: list[tuple[Any, int]] = []  # (a pass's finished tangents, how many)
+        self.starts: list[int] = []
+
+    def add(self, lowered: Lowered, raw: Any, raw_dot: Any, count: int) -> None:
+        self.starts.append(len(self))
+        try:
+            finished = lowered.finish_dot(raw, raw_dot)
+            whole = all(is_batch(leaf) or np.ndim(leaf) == 0 for leaf in _all_leaves(finished))
+        except Exception:  # noqa: BLE001 (finished one by one instead)
+            whole = False
+        if whole:
+            self.chunks.append((finished, count))
+        else:
+            self.chunks.append(([lowered.finish_dot(raw, _one_of(raw_dot, j))
+                                 for j in range(count)], -count))
+
+    def __len__(self) -> int:
+        return sum(abs(count) for _, count in self.chunks)
+
+    def __getitem__(self, j: Any) -> Any:
+        if isinstance(j, slice):
+            return [self[k] for k in range(len(self))[j]]
+        j = range(len(self))[j]
+        chunk = max(k for k, start in enumerate(self.starts) if start <= j)
+        finished, count = self.chunks[chunk]
+        at = j - self.starts[chunk]
+        return finished[at] if count < 0 else _one_of(finished, at)
+
+    def stacked(self) -> Any:
+        """Every column at once, the column axis first, where each pass finished as one batch;
+        else ``None``."""
+        if not all(count > 0 and is_batch(finished) for finished, count in self.chunks):
+            return None
+        return np.concatenate([finished.data for finished, _ in self.chunks])
+
+
+def _all_leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _all_leaves(item)]
+    if isinstance(value, (tuple, list)):
+        return [leaf for item in value for leaf in _all_leaves(item)]
+    return [value]
+
+
+def _one_of(value: Any, j: int) -> Any:
+    """The ``j``-th tangent in ``value``: of each batch in it, its ``j``-th value; the rest, the
+    same for every tangent, as it is."""
+    if is_batch(value):
+        return value.data[j]
+    if isinstance(value, dict):
+        return {key: _one_of(item, j) for key, item in value.items()}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*(_one_of(item, j) for item in value))
+    if isinstance(value, (tuple, list)):
+        return type(value)(_one_of(item, j) for item in value)
+    return value
+
+
 def _leaves(out: Any) -> list[Any]:
     return list(out) if isinstance(out, tuple) else [out]
 
@@ -232,7 +338,7 @@ def _rebuild(out: Any, bars: list[Any]) -> Any:
     return tuple(bars) if isinstance(out, tuple) else bars[0]
 
 
-def _stack_columns(columns: list[Any], out: Any, x_shape: tuple[int, ...]) -> Any:
+def _stack_columns(columns: Sequence[Any], out: Any, x_shape: tuple[int, ...]) -> Any:
     """Columns ``J e_j`` stacked into ``out.shape + x.shape`` (leaf by leaf for tuple outputs)."""
     if isinstance(out, tuple):
         return tuple(
@@ -241,6 +347,9 @@ def _stack_columns(columns: list[Any], out: Any, x_shape: tuple[int, ...]) -> An
     shape = np.shape(out)
     if not columns:
         return np.zeros(shape + x_shape)
+    whole = columns.stacked() if isinstance(columns, BatchedColumns) else None
+    if whole is not None and whole.shape[1:] == shape:
+        return np.moveaxis(whole.astype(float, copy=False), 0, -1).reshape(shape + x_shape)
     stacked = np.stack(
         [np.broadcast_to(as_array(c).astype(float, copy=False), shape) for c in columns], axis=-1
     )

@@ -193,6 +193,7 @@ _FACTS: dict[str, dict[Any, Any]] = {
     "complex": {},
     "makes_complex": {},
     "real_result": {},
+    "batched": {},
 }
 
 
@@ -217,6 +218,22 @@ def def_in_place(fn: Any, twin: Any) -> None:
 def in_place(fn: Any) -> Any:
     """The functional twin of an in-place ``fn``, or ``None``."""
     return _fact("in_place", fn)
+
+
+def def_batched(fn: Any, form: Callable[..., Any]) -> None:
+    """Declare how ``fn`` runs on a batch of tangents (``runtime.batched.Batch``: ``B`` values of
+    one shape, stacked on a leading axis): ``form`` takes ``fn``'s arguments, some of them batches,
+    and returns what ``fn`` returns for each of the ``B`` values, batched (``np.sum`` of a batch
+    along ``axis`` is the sum of its stacked data along ``axis + 1``). A numpy function with no
+    form refuses a batch, and the batched pass gives way to one pass a tangent."""
+    _note("batched", fn)
+    _FACTS["batched"][fn] = form
+
+
+def batched_form(fn: Any) -> Callable[..., Any] | None:
+    """How ``fn`` runs on a batch of tangents (``def_batched``), or ``None``."""
+    found: Callable[..., Any] | None = _fact("batched", fn)
+    return found
 
 
 def def_linear(fn: Any, *argnums: int) -> None:

@@ -335,7 +335,7 @@ class Forwarder:
     def zero_of(self, atom: ir.Atom) -> Made:
         out: list[ir.Stmt] = []
         hint = f"{atom.name}_dot" if isinstance(atom, ir.Var) else "zeros"
-        return out, self.emit(out, self.call(runtime.zeros_like, "zeros_like", atom), hint)
+        return out, self.emit(out, self.call(runtime.zero_tangent, "zero_tangent", atom), hint)
 
     @staticmethod
     def call(fn: Any, hint: str, *args: ir.Atom, **kwargs: ir.Atom) -> ir.Call:
@@ -449,7 +449,7 @@ class Forwarder:
                 # can differentiate this again
                 return [stmt, ir.Assign(dot, ir.Const([]), stmt.line)]
             if isinstance(value, ir.Const) and type(value.value) in (int, float):
-                # (``zeros_like`` of a number: ``0.0``)
+                # (``zero_tangent`` of a number: ``0.0``)
                 return [stmt, ir.Assign(dot, ir.Const(0.0), stmt.line)]
             return [stmt, *self.bound(self.zero_of(ir.Var(target)), dot)]
         tangent = self.bound(made, dot)

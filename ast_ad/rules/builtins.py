@@ -63,7 +63,7 @@ from ast_ad.runtime import (
     tuple_jvp,
     view_of,
     view_probe,
-    zeros_like,
+    zero_tangent,
 )
 
 
@@ -133,8 +133,8 @@ defjvp(
 defjvp(builtins.max,    *_registered(builtins.min).jvps)
 defjvp(
     concat,
-    lambda u, ans, a, b: concat(u, zeros_like(b)),
-    lambda u, ans, a, b: concat(zeros_like(a), u),
+    lambda u, ans, a, b: concat(u, zero_tangent(b)),
+    lambda u, ans, a, b: concat(zero_tangent(a), u),
 )
 for _fn in (repeat_seq, list_item, sorted_by):
     def_linear(_fn, 0)
@@ -163,12 +163,12 @@ def_nondiff(slots_holding, slots_changed)
 # ``xs[k] += v``: the item itself changed where it is an array (its shape and dtype), else the new
 # value
 defvjp(augmented, zero, lambda g, ans, old, new: augmented_vjp(g, ans, old, new))
-defjvp(augmented, zero, lambda u, ans, old, new: augmented(zeros_like(ans), u))
+defjvp(augmented, zero, lambda u, ans, old, new: augmented(zero_tangent(ans), u))
 def_linear(augmented_vjp, 0)
 def_same_kind(augmented, argnums=(1,))  # (``xs[k] += [v]`` on a list in a list: the list it makes)
 def_same_kind(augmented_vjp, argnums=(3,))
 defvjp(
-    augmented_vjp, lambda w, a, g, ans, old, new: augmented(zeros_like(ans), w), zero, zero, zero
+    augmented_vjp, lambda w, a, g, ans, old, new: augmented(zero_tangent(ans), w), zero, zero, zero
 )
 def_same_kind(replaced)  # a list, tuple or dict, as its container
 # the entries a branch of np.where is selected at: the derivative flows there, and is zero elsewhere

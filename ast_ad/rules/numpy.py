@@ -107,7 +107,7 @@ from ast_ad.runtime import (
     var_vjp,
     vecdot_vjp,
     vstack_vjp,
-    zeros_like,
+    zero_tangent,
     zeros_of,
 )
 
@@ -517,8 +517,8 @@ defjvp(np.linspace,   lambda u, ans, start, stop, num=50, endpoint=True, *args, 
                       np.linspace(0.0 * u, u, num, endpoint))
 defjvp(assign_item,   lambda u, ans, x, index, value: assign_item(u, index, 0.0),
                       lambda u, ans, x, index, value: key_tangent(index, ans),
-                      lambda u, ans, x, index, value: assign_item(zeros_like(x), index, u))
+                      lambda u, ans, x, index, value: assign_item(zero_tangent(x), index, u))
 defjvp(add_at,        lambda u, ans, x, index, value: u, zero,
-                      lambda u, ans, x, index, value: add_at(zeros_like(x), index, u))
+                      lambda u, ans, x, index, value: add_at(zero_tangent(x), index, u))
 defjvp(np.take,       None, zero)  # indices are integers (see operator.getitem)
-defjvp(copied,        zero, lambda u, ans, dst, src: copied(zeros_like(dst), u))
+defjvp(copied,        zero, lambda u, ans, dst, src: copied(zero_tangent(dst), u))

@@ -141,8 +141,9 @@ defjvp(
 # the tangent terms are themselves differentiated at third order: each (g_dot, b) and (g, b_dot)
 # pair moves with the tangent in one part and the terms in the other (not the whole list: the lists
 # add pair by pair)
-defjvp(rt.product_terms_jvp, lambda v, ans, u, terms: rt.product_terms_jvp(v, rt.zeros_like(terms)),
-                             lambda v, ans, u, terms: rt.product_terms_jvp(rt.zeros_like(u), v))
+defjvp(rt.product_terms_jvp,
+       lambda v, ans, u, terms: rt.product_terms_jvp(v, rt.zero_tangent(terms)),
+       lambda v, ans, u, terms: rt.product_terms_jvp(rt.zero_tangent(u), v))
 defjvp(rt.index_terms_jvp, None, zero)  # the indices come from the terms: an index does not move
 def_linear(rt.index_terms_jvp, 0)
 def_sequence(rt.product_terms_jvp, rt.index_terms_jvp)
@@ -217,7 +218,7 @@ defvjp(
     zero,
 )
 # the list's
-defjvp(rt.unpopped, lambda u, ans, xs_bar, entry, xs: rt.unpopped(u, rt.zeros_like(entry), xs),
+defjvp(rt.unpopped, lambda u, ans, xs_bar, entry, xs: rt.unpopped(u, rt.zero_tangent(entry), xs),
        # two parts; xs gives the length
        lambda u, ans, xs_bar, entry, xs: rt.unpopped(None, u, xs), zero)
 def_sequence(rt.unpopped)
@@ -251,10 +252,11 @@ def_same_kind(
 )
 def_same_kind(rt.add_adjoints, rt.dense_adjoint, rt.assign_item_vjp_x, argnums=(0, 1))
 def_same_kind(rt.concat_vjp_a, rt.concat_vjp_b, argnums=(0, 1, 2))
-def_same_kind(rt.zeros_like, rt.fit)
+def_same_kind(rt.zeros_like, rt.zero_tangent, rt.fit)
 # where they return a list, it is one of their own making (or an argument, as it is): a function may
 # pop it
-def_new_list(rt.unpopped, rt.spread, rt.detached, rt.zeros_like, rt.fit, rt.unstack,
+def_new_list(rt.unpopped, rt.spread, rt.detached, rt.zeros_like, rt.zero_tangent, rt.fit,
+             rt.unstack,
              rt.getitem_vjp, rt.list_item_vjp, rt.sorted_by_vjp, rt.concat_vjp_a, rt.concat_vjp_b,
              rt.repeat_seq_vjp, rt.sequence_vjp, rt.part_vjp)
 def_new_list(rt.add_adjoints, passes=(0, 1))
@@ -278,7 +280,8 @@ defjvp(rt.safe_log,      lambda u, ans, x: np.where(x == 0, 0.0, u / np.where(x 
 def_effect(rt.refuse_unless)
 # (``y = x.copy()`` shares ``x``'s items only where this says ``x`` is a list, tuple or dict)
 def_container_test(rt.is_container)
-def_nondiff(rt.balanced_eq, rt.clip_mask, rt.reduced_count, rt.zeros_like, rt.zeros_of,
+def_nondiff(rt.balanced_eq, rt.clip_mask, rt.reduced_count, rt.zeros_like, rt.zero_tangent,
+            rt.zeros_of,
             rt.tensordot_spec, rt.inverse_axes, rt.zip_length, rt.field_position, rt.is_container,
             rt.loop_length)
 

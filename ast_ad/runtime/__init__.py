@@ -144,6 +144,7 @@ from ast_ad.runtime.arrays import (
     zeros_like,
     zeros_of,
 )
+from ast_ad.runtime.batched import zero_tangent
 from ast_ad.runtime.checks import (
     NoTangent,
     _may_share_memory,
@@ -329,7 +330,7 @@ __all__ = [  # every helper, for ``from ast_ad.runtime import ...`` and ``runtim
     "var_vjp",
     "vecdot_vjp", "view_of",
     "view_probe",
-    "vstack_vjp", "zeros_like", "zeros_of", "zip_length",
+    "vstack_vjp", "zero_tangent", "zeros_like", "zeros_of", "zip_length",
 ]
 
 registry.def_helpers(*(value for value in list(globals().values())

@@ -188,7 +188,11 @@ def summed_getitem_vjp(terms: Any, x: Any) -> Any:
         return zeros_like(x) if total is None else total
     # a few, where a loop gave thousands of terms
     kinds = {g.dtype if is_array(g) else type(g) for g, _ in terms}
-    out = zeros_of(x, dtype=np.result_type(x, 1.0, *kinds))
+    # zeros of ``x``'s shape, of the terms' array type where ``x`` is numpy's and they are not (a
+    # batch of tangents: its zeros are a batch too)
+    other = [g for g, _ in terms if is_array(g) and not isinstance(g, np.ndarray)]
+    like = other[0] if other and isinstance(x, np.ndarray) else x
+    out = zeros_of(like, np.shape(x), dtype=np.result_type(x, 1.0, *kinds))
     # x[i] read entry by entry in a loop
     if type(out) is np.ndarray and out.ndim == 1 and len(terms) > 8:
         parts, indices = zip(*terms, strict=True)
@@ -268,7 +272,8 @@ def summed_products(terms: Any, fixed: Any, vjp: Any, fixed_first: Any) -> Any:
         other_rows: Any = None
         try:
             g_rows, other_rows = np.array(vectors), np.array(operands)
-        except ValueError:
+        # (a TypeError: arrays of another type than numpy's, a batch of tangents, stacked below)
+        except (ValueError, TypeError):
             pass
         if g_rows is not None and other_rows is not None and g_rows.ndim == 2 and \
                 other_rows.ndim == 2 and {g_rows.dtype.kind, other_rows.dtype.kind} <= set("biufc"):
@@ -321,7 +326,10 @@ def getitem_vjp(g: Any, x: Any, index: Any) -> Any:
         parts = [zeros_like(item) for item in x]
         parts[index] = g
         return parts if isinstance(x, list) else tuple(parts)
-    out = zeros_of(x, dtype=np.result_type(x, g, 1.0))
+    # zeros of ``x``'s shape, of ``g``'s array type where ``x`` is numpy's and ``g`` is not (a
+    # batch of tangents: its zeros are a batch too)
+    like = g if isinstance(x, np.ndarray) and is_array(g) and not isinstance(g, np.ndarray) else x
+    out = zeros_of(like, np.shape(x), dtype=np.result_type(x, g, 1.0))
     if _fancy(index):
         scatter_add(out, index, g)
     # each entry named once: a plain write is the same sum, faster than np.add.at

@@ -26,6 +26,7 @@ from ast_ad.runtime.arrays import (
     average_weights_shape,
     expand_reduced,
     from_last,
+    is_array,
     lower_only,
     reciprocal_or_zero,
     to_last,
@@ -40,7 +41,20 @@ def cast_jvp(u: Any, ans: Any) -> Any:
     (truncated)."""
     if np.result_type(ans).kind in "biu":
         return zeros_like(ans)
-    return as_array(u).astype(np.result_type(ans), copy=False)
+    return as_array(stacked_parts(u)).astype(np.result_type(ans), copy=False)
+
+
+def stacked_parts(u: Any) -> Any:
+    """``u``, the tangent of a list or tuple ``np.array`` reads, with the parts that are arrays of
+    another type than numpy's (a batch of tangents) stacked by ``np.stack``, which hands the call to
+    their type, where ``np.asarray`` would make one numpy array of them; ``u`` as it is where all
+    are numpy's."""
+    if not isinstance(u, (list, tuple)):
+        return u
+    parts = [stacked_parts(p) for p in u]
+    if any(is_array(p) and not isinstance(p, np.ndarray) for p in parts):
+        return np.stack(parts)
+    return u
 
 
 def sort_jvp(u: Any, x: Any, axis: Any = -1) -> Any:

@@ -1,0 +1,566 @@
+"""How numpy's functions run on a batch of tangents (``runtime.batched.Batch``), recorded with
+``registry.def_batched``: the forms that forward-mode code and the helpers it calls meet.
+
+Each form computes, for every one of the batch's ``B`` values at once, what the function computes
+for one: an axis of a value is the axis after it in the stacked data (``item_axes``); an operand
+that is not a batch, the same for every value, broadcasts over the batch axis; an index keeps the
+batch axis whole (``item_key``). A function not here refuses a batch (``BatchRefused``), and the
+caller runs one pass a tangent. ``tests/test_batched.py`` checks every form against the function
+applied to each value alone, and every forward rule in the registry the same way.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+import numpy as np
+
+from ast_ad.core.registry import def_batched
+from ast_ad.runtime.batched import (
+    Batch,
+    BatchRefused,
+    aligned,
+    dot,
+    elementwise,
+    is_batch,
+    item_axes,
+    item_axis,
+    matmul,
+    rank,
+    sizes_of,
+)
+
+
+def _size(*values: Any) -> int:
+    found = sizes_of(values)
+    if len(found) != 1:
+        raise BatchRefused("a batch of tangents does not take batches of different sizes together")
+    return found.pop()
+
+
+def _stacked(x: Any, size: int) -> Any:
+    """The data of ``x`` with the batch axis first: a value that is not a batch, repeated (a
+    view)."""
+    if is_batch(x):
+        return x.data
+    value = np.asarray(x)
+    return np.broadcast_to(value, (size, *value.shape))
+
+
+# ---- what is read of one value -------------------------------------------------------------------
+def_batched(np.shape, lambda a: a.shape)
+def_batched(np.ndim, lambda a: a.ndim)
+def_batched(np.size, lambda a, axis=None: a.size if axis is None else a.shape[axis])
+def_batched(np.iscomplexobj, lambda x: bool(np.iscomplexobj(x.data)))
+def_batched(np.isrealobj, lambda x: not np.iscomplexobj(x.data))
+def_batched(np.result_type, lambda *xs: np.result_type(
+    *(x.dtype if is_batch(x) else x for x in xs)))
+def_batched(np.may_share_memory, lambda a, b, *rest: bool(np.may_share_memory(
+    a.data if is_batch(a) else a, b.data if is_batch(b) else b)))
+def_batched(np.shares_memory, lambda a, b, *rest: bool(np.shares_memory(
+    a.data if is_batch(a) else a, b.data if is_batch(b) else b)))
+
+
+def _like(fill: float) -> Any:
+    def form(a: Any, dtype: Any = None, order: str = "K", subok: bool = True,
+             shape: Any = None) -> Batch:
+        item = a.shape if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
+        return Batch(np.full((a.data.shape[0], *item), fill, dtype=dtype or a.dtype))
+    return form
+
+
+def_batched(np.zeros_like, _like(0.0))
+def_batched(np.empty_like, _like(0.0))
+def_batched(np.ones_like, _like(1.0))
+def_batched(np.copy, lambda a, order="K", subok=False: a.copy())
+def_batched(np.real, lambda val: val.real if is_batch(val) else np.real(val))
+def_batched(np.imag, lambda val: val.imag if is_batch(val) else np.imag(val))
+
+
+# ---- broadcasting functions ----------------------------------------------------------------------
+def _where(condition: Any, *branches: Any) -> Any:
+    if not branches:
+        raise BatchRefused("a batch of tangents does not take np.where of a condition alone")
+    return elementwise(np.where, condition, *branches)
+
+
+def_batched(np.where, _where)
+def_batched(np.clip, lambda a, a_min=None, a_max=None, **kw: elementwise(
+    np.clip, a, a_min, a_max, **kw))
+
+
+def _broadcast_to(array: Any, shape: Any, subok: bool = False) -> Batch:
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return Batch(np.broadcast_to(aligned(array, len(shape)), (array.data.shape[0], *shape)))
+
+
+def_batched(np.broadcast_to, _broadcast_to)
+
+
+# ---- reductions and scans along axes -------------------------------------------------------------
+def _along(fn: Any) -> Any:
+    def form(a: Any, axis: Any = None, *args: Any, **kwargs: Any) -> Batch:
+        if kwargs.get("out") is not None or kwargs.get("where", True) is not True or args:
+            raise BatchRefused(f"a batch of tangents does not take np.{fn.__name__} with these "
+                               "arguments")
+        kwargs = {k: v for k, v in kwargs.items() if k not in ("out", "where")}
+        return Batch(fn(a.data, axis=item_axes(axis, a.ndim), **kwargs))
+    return form
+
+
+for _fn in (np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.nansum, np.var,
+            np.std, np.all, np.any):
+    def_batched(_fn, _along(_fn))
+
+
+def _scan(fn: Any) -> Any:
+    def form(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Batch:
+        if out is not None:
+            raise BatchRefused(f"a batch of tangents does not take np.{fn.__name__} with out=")
+        if axis is None:
+            return Batch(fn(a.data.reshape(a.data.shape[0], -1), axis=1, dtype=dtype))
+        return Batch(fn(a.data, axis=item_axis(axis, a.ndim), dtype=dtype))
+    return form
+
+
+def_batched(np.cumsum, _scan(np.cumsum))
+def_batched(np.cumprod, _scan(np.cumprod))
+
+
+def _diff(a: Any, n: int = 1, axis: int = -1, **kwargs: Any) -> Batch:
+    if kwargs:
+        raise BatchRefused("a batch of tangents does not take np.diff with prepend or append")
+    return Batch(np.diff(a.data, n, axis=item_axis(axis, a.ndim)))
+
+
+def_batched(np.diff, _diff)
+
+
+def _average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False,
+             keepdims: bool = False) -> Any:
+    if is_batch(weights) or returned:
+        raise BatchRefused("a batch of tangents does not take np.average of batched weights")
+    if weights is None:
+        return Batch(np.mean(a.data, axis=item_axes(axis, a.ndim), keepdims=keepdims))
+    w = np.asarray(weights)
+    if axis is None or w.ndim == a.ndim:
+        total = np.sum(a.data * w, axis=item_axes(axis, a.ndim), keepdims=keepdims)
+        return Batch(total / np.sum(w, axis=axis, keepdims=keepdims))
+    raise BatchRefused("a batch of tangents does not take np.average with one-axis weights")
+
+
+def_batched(np.average, _average)
+
+
+# ---- shapes --------------------------------------------------------------------------------------
+def_batched(np.reshape, lambda a, *shape, **kw: a.reshape(
+    *(shape or (kw.pop("shape", None) or kw.pop("newshape"),)), order=kw.pop("order", "C")))
+def_batched(np.ravel, lambda a, order="C": a.reshape(-1, order=order))
+def_batched(np.transpose, lambda a, axes=None: a.transpose(axes))
+def_batched(np.squeeze, lambda a, axis=None: a.squeeze(axis))
+
+
+def _swapaxes(a: Any, axis1: int, axis2: int) -> Batch:
+    r = a.ndim
+    return Batch(np.swapaxes(a.data, item_axis(axis1, r), item_axis(axis2, r)))
+
+
+def _moveaxis(a: Any, source: Any, destination: Any) -> Batch:
+    r = a.ndim
+    return Batch(np.moveaxis(a.data, item_axes(source, r), item_axes(destination, r)))
+
+
+def _expand_dims(a: Any, axis: Any) -> Batch:
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return Batch(np.expand_dims(a.data, item_axes(tuple(axes), a.ndim + len(axes))))
+
+
+def_batched(np.swapaxes, _swapaxes)
+def_batched(np.moveaxis, _moveaxis)
+def_batched(np.expand_dims, _expand_dims)
+
+
+def _flip(m: Any, axis: Any = None) -> Batch:
+    return Batch(np.flip(m.data, item_axes(axis, m.ndim)))
+
+
+def_batched(np.flip, _flip)
+def_batched(np.fliplr, lambda m: _flip(m, 1))
+def_batched(np.flipud, lambda m: _flip(m, 0))
+
+
+def _roll(a: Any, shift: Any, axis: Any = None) -> Batch:
+    if axis is None:
+        flat = a.data.reshape(a.data.shape[0], -1)
+        return Batch(np.roll(flat, shift, axis=1).reshape(a.data.shape))
+    return Batch(np.roll(a.data, shift, axis=item_axes(axis, a.ndim)))
+
+
+def_batched(np.roll, _roll)
+
+
+def _atleast(n: int) -> Any:
+    def form(*arys: Any) -> Any:
+        out = [a.reshape((1,) * (n - a.ndim) + a.shape) if is_batch(a) and a.ndim < n
+               else a if is_batch(a) else getattr(np, f"atleast_{n}d")(a) for a in arys]
+        return out[0] if len(out) == 1 else out
+    return form
+
+
+def_batched(np.atleast_1d, _atleast(1))
+def_batched(np.atleast_2d, _atleast(2))
+
+
+# ---- joining -------------------------------------------------------------------------------------
+def _concatenate(arrays: Any, axis: Any = 0, **kwargs: Any) -> Batch:
+    if kwargs.get("out") is not None:
+        raise BatchRefused("a batch of tangents does not take np.concatenate with out=")
+    arrays = list(arrays)
+    size = _size(*arrays)
+    if axis is None:
+        return Batch(np.concatenate([_stacked(a, size).reshape(size, -1) for a in arrays], axis=1))
+    r = max(rank(a) for a in arrays)
+    return Batch(np.concatenate([_stacked(a, size) for a in arrays], axis=item_axis(axis, r)))
+
+
+def _stack(arrays: Any, axis: int = 0, **kwargs: Any) -> Batch:
+    if kwargs.get("out") is not None:
+        raise BatchRefused("a batch of tangents does not take np.stack with out=")
+    arrays = list(arrays)
+    size = _size(*arrays)
+    r = max(rank(a) for a in arrays)
+    return Batch(np.stack([_stacked(a, size) for a in arrays], axis=item_axis(axis, r + 1)))
+
+
+def _hstack(tup: Any, **kwargs: Any) -> Batch:
+    arrays = [_atleast(1)(a) for a in tup]
+    return _concatenate(arrays, axis=0 if rank(arrays[0]) == 1 else 1)
+
+
+def _vstack(tup: Any, **kwargs: Any) -> Batch:
+    return _concatenate([_atleast(2)(a) for a in tup], axis=0)
+
+
+def_batched(np.concatenate, _concatenate)
+def_batched(np.stack, _stack)
+def_batched(np.hstack, _hstack)
+def_batched(np.vstack, _vstack)
+
+
+# ---- products ------------------------------------------------------------------------------------
+def_batched(np.matmul, matmul)
+def_batched(np.dot, dot)
+
+
+def _outer(a: Any, b: Any, out: Any = None) -> Batch:
+    size = _size(a, b)
+    da = _stacked(a, size).reshape(size, -1)
+    db = _stacked(b, size).reshape(size, -1)
+    return Batch(da[:, :, None] * db[:, None, :])
+
+
+def_batched(np.outer, _outer)
+
+
+def _inner(a: Any, b: Any) -> Any:
+    if rank(a) > 1 or rank(b) > 1:
+        raise BatchRefused("a batch of tangents does not take np.inner of more than one axis")
+    if rank(a) == 0 or rank(b) == 0:
+        return elementwise(np.multiply, a, b)
+    return Batch(np.sum(elementwise(np.multiply, a, b).data, axis=-1))
+
+
+def_batched(np.inner, _inner)
+
+
+def _tensordot(a: Any, b: Any, axes: Any = 2) -> Batch:
+    if is_batch(a) and is_batch(b):
+        raise BatchRefused("a batch of tangents does not take np.tensordot of two batches")
+    ra, rb = rank(a), rank(b)
+    if isinstance(axes, int):
+        axes_a, axes_b = list(range(ra - axes, ra)), list(range(axes))
+    else:
+        axes_a, axes_b = axes
+        axes_a = [axes_a] if isinstance(axes_a, int) else list(axes_a)
+        axes_b = [axes_b] if isinstance(axes_b, int) else list(axes_b)
+    if is_batch(a):
+        return Batch(np.tensordot(a.data, b, axes=([item_axis(k, ra) for k in axes_a], axes_b)))
+    out = np.tensordot(a, b.data, axes=(axes_a, [item_axis(k, rb) for k in axes_b]))
+    return Batch(np.moveaxis(out, ra - len(axes_a), 0))
+
+
+def_batched(np.tensordot, _tensordot)
+
+
+def _einsum(subscripts: Any, *operands: Any, **kwargs: Any) -> Batch:
+    if not isinstance(subscripts, str) or "..." in subscripts or kwargs.get("out") is not None:
+        raise BatchRefused("a batch of tangents takes np.einsum with written subscripts only")
+    spec = subscripts.replace(" ", "")
+    inputs, arrow, output = spec.partition("->")
+    terms = inputs.split(",")
+    if not arrow:  # numpy's implicit output: the letters written once, in order
+        letters = "".join(terms)
+        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    free = next(c for c in string.ascii_letters if c not in spec)
+    terms = [free + t if is_batch(op) else t for t, op in zip(terms, operands, strict=True)]
+    data = [op.data if is_batch(op) else op for op in operands]
+    _size(*operands)
+    return Batch(np.einsum(",".join(terms) + "->" + free + output, *data,
+                           **{k: v for k, v in kwargs.items() if k != "out"}))
+
+
+def_batched(np.einsum, _einsum)
+
+
+def _trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, **kwargs: Any) -> Batch:
+    r = a.ndim
+    return Batch(np.trace(a.data, offset, item_axis(axis1, r), item_axis(axis2, r), **kwargs))
+
+
+def _diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Batch:
+    r = a.ndim
+    return Batch(np.diagonal(a.data, offset, item_axis(axis1, r), item_axis(axis2, r)))
+
+
+def _diag(v: Any, k: int = 0) -> Batch:
+    if v.ndim == 2:
+        return _diagonal(v, k)
+    if v.ndim != 1:
+        raise ValueError("Input must be 1- or 2-d.")
+    n = v.shape[0]
+    out = np.zeros((v.data.shape[0], n + abs(k), n + abs(k)), dtype=v.dtype)
+    at = np.arange(n)
+    out[:, at + max(-k, 0), at + max(k, 0)] = v.data
+    return Batch(out)
+
+
+def _triangle(fn: Any) -> Any:
+    def form(m: Any, k: int = 0) -> Batch:
+        if m.ndim < 2:
+            raise BatchRefused(f"a batch of tangents does not take np.{fn.__name__} of a vector")
+        return Batch(fn(m.data, k))
+    return form
+
+
+def_batched(np.trace, _trace)
+def_batched(np.diagonal, _diagonal)
+def_batched(np.diag, _diag)
+def_batched(np.tril, _triangle(np.tril))
+def_batched(np.triu, _triangle(np.triu))
+
+
+# ---- picking entries ----------------------------------------------------------------------------
+def _take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: Any = "raise") -> Batch:
+    if out is not None or is_batch(indices):
+        raise BatchRefused("a batch of tangents does not take np.take with out= or batched indices")
+    if axis is None:
+        return Batch(np.take(a.data.reshape(a.data.shape[0], -1), indices, axis=1, mode=mode))
+    return Batch(np.take(a.data, indices, axis=item_axis(axis, a.ndim), mode=mode))
+
+
+def _take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Batch:
+    if is_batch(indices):
+        raise BatchRefused("a batch of tangents does not take batched indices")
+    indices = np.asarray(indices)
+    if axis is None:
+        flat = arr.data.reshape(arr.data.shape[0], -1)
+        return Batch(np.take_along_axis(flat, indices.reshape(1, -1), axis=1))
+    return Batch(np.take_along_axis(arr.data, indices[None], axis=item_axis(axis, arr.ndim)))
+
+
+def_batched(np.take, _take)
+def_batched(np.take_along_axis, _take_along_axis)
+
+
+def _linalg_solve(a: Any, b: Any) -> Batch:
+    if is_batch(a) or not is_batch(b):
+        raise BatchRefused("a batch of tangents does not take np.linalg.solve of a batched matrix")
+    a = np.asarray(a)
+    if b.ndim == 1:
+        return Batch(np.linalg.solve(a, b.data.T).T)
+    if b.ndim == 2 and a.ndim == 2:
+        return Batch(np.linalg.solve(a[None], b.data))
+    raise BatchRefused("a batch of tangents does not take np.linalg.solve of stacked matrices")
+
+
+def_batched(np.linalg.solve, _linalg_solve)
+
+
+# ---- splitting, repeating, padding --------------------------------------------------------------
+def _split(fn: Any, default_axis: int = 0) -> Any:
+    def form(ary: Any, indices_or_sections: Any, axis: int = default_axis) -> list[Batch]:
+        parts = fn(ary.data, indices_or_sections, axis=item_axis(axis, ary.ndim))
+        return [Batch(part) for part in parts]
+    return form
+
+
+def_batched(np.split, _split(np.split))
+def_batched(np.array_split, _split(np.array_split))
+def_batched(np.hsplit, lambda ary, sections: _split(np.split)(
+    ary, sections, axis=0 if ary.ndim == 1 else 1))
+def_batched(np.vsplit, lambda ary, sections: _split(np.split)(ary, sections, axis=0))
+def_batched(np.dsplit, lambda ary, sections: _split(np.split)(ary, sections, axis=2))
+
+
+def _repeat(a: Any, repeats: Any, axis: Any = None) -> Batch:
+    if is_batch(repeats):
+        raise BatchRefused("a batch of tangents does not take batched repeats")
+    if axis is None:
+        return Batch(np.repeat(a.data.reshape(a.data.shape[0], -1), repeats, axis=1))
+    return Batch(np.repeat(a.data, repeats, axis=item_axis(axis, a.ndim)))
+
+
+def _tile(a: Any, reps: Any) -> Batch:
+    reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    r = max(a.ndim, len(reps))
+    data = aligned(a, r)
+    return Batch(np.tile(data, (1,) + (1,) * (r - len(reps)) + reps))
+
+
+def _pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> Batch:
+    if mode != "constant" or kwargs.get("constant_values", 0) != 0:
+        # (other modes read the values near the edge: the same for each tangent, but not here yet)
+        if mode not in ("reflect", "symmetric", "edge", "wrap") or kwargs:
+            raise BatchRefused(f"a batch of tangents does not take np.pad in mode {mode!r}")
+    widths = np.broadcast_to(np.asarray(pad_width), (array.ndim, 2))
+    return Batch(np.pad(array.data, ((0, 0), *map(tuple, widths)), mode=mode, **kwargs))
+
+
+def _select(condlist: Any, choicelist: Any, default: Any = 0) -> Batch:
+    if any(is_batch(c) for c in condlist):
+        raise BatchRefused("a batch of tangents does not take batched conditions")
+    choices = list(choicelist)
+    size = _size(*choices, default)
+    r = max(rank(c) for c in (*condlist, *choices, default))
+    result = aligned(Batch(_stacked(default, size)), r)
+    for condition, choice in reversed(list(zip(condlist, choices, strict=True))):
+        result = np.where(condition, aligned(Batch(_stacked(choice, size)), r), result)
+    return Batch(result)
+
+
+def_batched(np.repeat, _repeat)
+def_batched(np.tile, _tile)
+def_batched(np.pad, _pad)
+def_batched(np.select, _select)
+
+
+def _rollaxis(a: Any, axis: int, start: int = 0) -> Batch:
+    r = a.ndim
+    start = start + r if start < 0 else start
+    return Batch(np.rollaxis(a.data, item_axis(axis, r), start + 1))
+
+
+def _rot90(m: Any, k: int = 1, axes: Any = (0, 1)) -> Batch:
+    first, second = axes
+    return Batch(np.rot90(m.data, k, axes=(item_axis(first, m.ndim), item_axis(second, m.ndim))))
+
+
+def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+    if not is_batch(dst) or where is not True:
+        raise BatchRefused("a batch of tangents does not take np.copyto into a plain array")
+    dst[...] = src
+
+
+def_batched(np.rollaxis, _rollaxis)
+def_batched(np.rot90, _rot90)
+def_batched(np.copyto, _copyto)
+def_batched(np.full_like, lambda a, fill_value, dtype=None, **kw: Batch(np.full(
+    (a.data.shape[0], *(kw.get("shape") or a.shape)), fill_value, dtype=dtype or a.dtype)))
+def _cumulative_sum(x: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                    include_initial: bool = False) -> Batch:
+    if axis is None and x.ndim > 1:
+        raise ValueError("axis must be specified for multi-dimensional arrays")
+    return Batch(np.cumulative_sum(x.data, axis=item_axis(0 if axis is None else axis, x.ndim),
+                                   dtype=dtype, include_initial=include_initial))
+
+
+def_batched(np.cumulative_sum, _cumulative_sum)
+def_batched(np.atleast_3d, lambda *arys: _refuse_many("np.atleast_3d"))
+
+
+def _refuse_many(name: str) -> Any:
+    raise BatchRefused(f"a batch of tangents does not take {name}")
+
+
+def _column_stack(tup: Any) -> Batch:
+    arrays = [a.reshape(-1, 1) if rank(a) == 1 and is_batch(a) else
+              (np.asarray(a).reshape(-1, 1) if rank(a) == 1 else a) for a in tup]
+    return _concatenate(arrays, axis=1)
+
+
+def_batched(np.column_stack, _column_stack)
+def_batched(np.matrix_transpose, lambda x: _swapaxes(x, -1, -2))
+def_batched(np.linalg.matrix_transpose, lambda x: _swapaxes(x, -1, -2))
+def_batched(np.linalg.matmul, matmul)
+def_batched(np.linalg.outer, _outer)
+def_batched(np.linalg.trace, lambda x, offset=0, dtype=None: _trace(
+    x, offset, -2, -1, dtype=dtype))
+def_batched(np.linalg.diagonal, lambda x, offset=0: _diagonal(x, offset, -2, -1))
+
+
+def _vdot(a: Any, b: Any) -> Batch:
+    size = _size(a, b)
+    da = _stacked(a, size).reshape(size, -1)
+    db = _stacked(b, size).reshape(size, -1)
+    return Batch(np.sum(np.conj(da) * db, axis=1))
+
+
+def _inner_any(a: Any, b: Any) -> Any:
+    if rank(a) == 0 or rank(b) == 0:
+        return elementwise(np.multiply, a, b)
+    if is_batch(a) and is_batch(b):
+        return _inner(a, b)
+    return _tensordot(a, b, axes=([-1], [-1]))
+
+
+def _vecdot(x1: Any, x2: Any, axis: int = -1) -> Batch:
+    r = max(rank(x1), rank(x2))
+    product = elementwise(np.multiply, elementwise(np.conj, x1) if is_batch(x1)
+                          else np.conj(x1), x2)
+    return Batch(np.sum(product.data, axis=item_axis(axis, r)))
+
+
+def _cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+           axis: Any = None) -> Batch:
+    if axis is not None or (axisa, axisb, axisc) != (-1, -1, -1):
+        raise BatchRefused("a batch of tangents takes np.cross along the last axis only")
+    r = max(rank(a), rank(b))
+    return Batch(np.cross(aligned(a, r), aligned(b, r)))
+
+
+def_batched(np.vdot, _vdot)
+def_batched(np.inner, _inner_any)
+def_batched(np.vecdot, _vecdot)
+def_batched(np.linalg.vecdot, _vecdot)
+def_batched(np.cross, _cross)
+def_batched(np.linalg.cross, lambda x1, x2, axis=-1: _cross(x1, x2) if axis == -1 else
+            _refuse_many("np.linalg.cross along another axis"))
+
+
+# ---- Fourier transforms along axes ---------------------------------------------------------------
+def _fft_one(fn: Any) -> Any:
+    def form(a: Any, n: Any = None, axis: int = -1, norm: Any = None, out: Any = None) -> Batch:
+        return Batch(fn(a.data, n, axis=item_axis(axis, a.ndim), norm=norm))
+    return form
+
+
+def _fft_many(fn: Any, last_two: bool) -> Any:
+    def form(a: Any, s: Any = None, axes: Any = None, norm: Any = None, out: Any = None) -> Batch:
+        if axes is None:
+            axes = (-2, -1) if last_two else (tuple(range(-len(s), 0)) if s is not None
+                                              else tuple(range(a.ndim)))
+        return Batch(fn(a.data, s, axes=tuple(item_axis(x, a.ndim) for x in axes), norm=norm))
+    return form
+
+
+for _name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"):
+    def_batched(getattr(np.fft, _name), _fft_one(getattr(np.fft, _name)))
+for _name in ("fft2", "ifft2", "rfft2", "irfft2"):
+    def_batched(getattr(np.fft, _name), _fft_many(getattr(np.fft, _name), True))
+for _name in ("fftn", "ifftn", "rfftn", "irfftn"):
+    def_batched(getattr(np.fft, _name), _fft_many(getattr(np.fft, _name), False))
+def_batched(np.fft.fftshift, lambda x, axes=None: Batch(np.fft.fftshift(
+    x.data, axes=item_axes(axes, x.ndim))))
+def_batched(np.fft.ifftshift, lambda x, axes=None: Batch(np.fft.ifftshift(
+    x.data, axes=item_axes(axes, x.ndim))))
