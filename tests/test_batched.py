@@ -228,7 +228,6 @@ def _columns_one_by_one(fn, args, k):
     return columns
 
 
-@settings(max_examples=30, suppress_health_check=[HealthCheck.too_slow])
 @given(programs(arrays=True), st.data())
 def test_a_batched_pass_over_a_program_gives_each_column_s_own_pass(program, data) -> None:
     """The Jacobian's columns of a random program from one batched pass: the value Python's own,
@@ -236,7 +235,6 @@ def test_a_batched_pass_over_a_program_gives_each_column_s_own_pass(program, dat
     _batched_against_one_by_one(program, data)
 
 
-@settings(max_examples=30, suppress_health_check=[HealthCheck.too_slow])
 @given(programs(arrays=True, mutation=True), st.data())
 def test_a_batched_pass_over_a_mutating_program_gives_each_column_s_own_pass(program,
                                                                             data) -> None:
@@ -265,7 +263,6 @@ def _batched_against_one_by_one(program, data) -> None:
             np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
 
 
-@settings(max_examples=25, suppress_health_check=[HealthCheck.too_slow])
 @given(programs(arrays=True, branches=False), st.data())
 def test_the_hessian_of_a_program_in_one_pass_is_symmetric_and_matches_its_rows(program,
                                                                                 data) -> None:
@@ -395,7 +392,6 @@ def _rows_one_by_one(fn, args, k):
     return np.stack([np.asarray(vjp_fn(row)[k], dtype=float) for row in np.eye(out.size)])
 
 
-@settings(max_examples=30, suppress_health_check=[HealthCheck.too_slow])
 @given(programs(arrays=True, mutation=True), st.data())
 def test_a_batched_backward_pass_over_a_program_gives_each_row_s_own_pass(program, data) -> None:
     """The rows of a two-output function of a random program (its value and the value's square)
