@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ bel
     from ast_ad.api.compose import hessian, hvp, jacfwd, jacobian, jacrev, vjp
     from ast_ad.api.directional import jvp
     from ast_ad.api.export import export
+    from ast_ad.api.sparse import sparsity
     from ast_ad.backend.load import cache_clear
     from ast_ad.show.explain import explain
     from ast_ad.show.graph import graph
@@ -35,6 +36,7 @@ _LAZY = {
     "jacfwd": "api.compose",
     "jacobian": "api.compose",
     "jacrev": "api.compose",
+    "sparsity": "api.sparse",
     "jvp": "api.directional",
     "vjp": "api.compose",
     "explain": "show.explain",
@@ -54,6 +56,7 @@ __all__ = [
     "jacobian",
     "hessian",
     "hvp",
+    "sparsity",
     "source",
     "check_grads",
     "cache_clear",

@@ -1107,6 +1107,19 @@ X_LOGISTIC = rng.standard_normal((1000, 200))
 T_LOGISTIC = (rng.random(1000) > 0.5) * 1.0
 
 
+def banded(x):
+    """A tridiagonal map of n numbers to n (issue 40's banded Jacobian)."""
+    y = x ** 2
+    y[1:] = y[1:] - x[:-1] * 3.0
+    y[:-1] = y[:-1] + np.sin(x[1:])
+    return y
+
+
+def extended_rosenbrock(x):
+    """The extended Rosenbrock function of n variables, written with slices."""
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
 def logistic_loss(w):
     """A 200-parameter logistic loss over 1,000 samples, with a ridge term."""
     z = X_LOGISTIC @ w
@@ -1182,6 +1195,23 @@ def batched(repeat: int) -> None:
         [ba.objective, ba.blocks, fifteen_passes], (problem,), rounds=rounds)
     print(f"  GradBench ba, p = 20,000 observations: objective {_fmt(objective)}; its 15 columns "
           f"in one batched jvp {ours / objective:.0f}x it, 15 jvps {columns / objective:.0f}x")
+    x10k = np.linspace(-1.0, 1.5, 10_000)
+    sparse_jac = ast_ad.jacobian(banded, sparse=True)
+    sparse_hess = ast_ad.hessian(extended_rosenbrock, sparse=True)
+    rosen_grad = ast_ad.grad(extended_rosenbrock)
+    assert np.array_equal(sparse_jac(x10k[:50]).toarray(), ast_ad.jacfwd(banded)(x10k[:50]))
+    assert np.allclose(sparse_hess(x10k[:50]).toarray(),
+                       ast_ad.hessian(extended_rosenbrock)(x10k[:50]))
+    primal, ours = side_by_side([banded, sparse_jac], (x10k,), rounds=rounds)
+    start = time.perf_counter()
+    found = ast_ad.sparsity(banded)(x10k)
+    pattern_time = time.perf_counter() - start
+    print(f"  banded Jacobian, n = 10,000, sparse=True: function {_fmt(primal)}; Jacobian "
+          f"{ours / primal:.0f}x it ({found.nnz} entries; its pattern, found once and kept, "
+          f"{_fmt(pattern_time)})")
+    grad_time, ours = side_by_side([rosen_grad, sparse_hess], (x10k,), rounds=rounds)
+    print(f"  extended Rosenbrock Hessian, n = 10,000, sparse=True: gradient {_fmt(grad_time)}; "
+          f"Hessian {ours / grad_time:.0f}x it")
     hand_problem = ht.Problem(_generated_hand(10_000))
     objective, ours, columns = side_by_side(
         [ht.objective, ht.jacobian, lambda p: one_pass_a_column(ht.jacobian, p)],

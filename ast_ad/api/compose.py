@@ -68,7 +68,7 @@ from ast_ad.errors import (
 from ast_ad.frontend import nested
 from ast_ad.ir.naming import identifier
 from ast_ad.runtime import as_array, size_of
-from ast_ad.runtime.batched import Batch, batched_pass
+from ast_ad.runtime.batched import Batch, BatchRefused, batched_pass, unstacked
 
 P = ParamSpec("P")  # a function's parameters, which its Jacobian and Hessian take too
 V = TypeVar("V")  # what a function returns: a tangent or cotangent of its output has its type
@@ -144,7 +144,8 @@ V = TypeVar("V")  # what a function returns: a tangent or cotangent of its outpu
 def vjp(fun: Callable[..., V], *primals: Any,
         checkpoints: int | None = None) -> tuple[V, Callable[[V], tuple[Any, ...]]]:
     """``(fun(*primals), vjp_fn)``, where ``vjp_fn(out_bar)`` is the tuple of every argument's
-    adjoint.
+    adjoint; for a plain function, ``vjp_fn(out_bars, batched=True)`` takes many cotangents stacked
+    on a first axis and gives the adjoints stacked the same way, from one backward pass.
 
     Works for any output: an array, a tuple or dict of them. An argument that cannot be
     differentiated (an integer, a flag) gets ``None``. ``vjp_fn`` may be called many times.
@@ -169,7 +170,9 @@ def vjp(fun: Callable[..., V], *primals: Any,
     )
     out, saved = run_code(loaded, fwd, *args)
 
-    def vjp_fn(out_bar: Any) -> tuple[Any, ...]:
+    def vjp_fn(out_bar: Any, batched: bool = False) -> tuple[Any, ...]:
+        if batched:
+            return batched_vjp(vjp_fn, out, out_bar, len(primals))
         # its tapes are popped: each call gets its own
         grads = run_code(loaded, bwd, fresh(saved), out_bar)
         shaped = [
@@ -178,6 +181,38 @@ def vjp(fun: Callable[..., V], *primals: Any,
         found = dict(zip(argnums, shaped, strict=True))
         return tuple(found.get(k) for k in range(len(primals)))
     return out, vjp_fn
+
+
+def batched_vjp(vjp_fn: Callable[..., tuple[Any, ...]], out: Any, out_bars: Any,
+                count: int) -> tuple[Any, ...]:
+    """``vjp_fn(out_bars, batched=True)``: cotangents stacked on a first axis (a tuple of such
+    for a tuple result), the adjoints stacked the same way; one backward pass carrying them all
+    as a batch (``runtime.batched``), or one pass a cotangent where the code does something a
+    batch does not take (an adjoint added into entry by entry)."""
+    leaves, bars = _leaves(out), _leaves(out_bars)
+    if len(leaves) != len(bars):
+        raise ASTADError(f"vjp_fn(..., batched=True) takes one stack of cotangents per output: "
+                         f"{len(leaves)} outputs, {len(bars)} stacks")
+    sizes = set()
+    for leaf, bar in zip(leaves, bars, strict=True):
+        if type(bar) is not np.ndarray or bar.shape[1:] != np.shape(leaf):
+            raise ASTADError(
+                f"vjp_fn(..., batched=True) takes cotangents shaped (B, *{np.shape(leaf)}); got "
+                f"{type(bar).__name__} of shape {np.shape(bar)}")
+        sizes.add(bar.shape[0])
+    if len(sizes) != 1:
+        raise ASTADError("vjp_fn(..., batched=True) takes the same number of cotangents for every "
+                         f"output; got {sorted(sizes)}")
+    size = sizes.pop()
+    try:
+        return _stacked_adjoints(vjp_fn, out, bars, size)
+    except Exception as failure:  # noqa: BLE001 (the passes one by one say what is wrong)
+        logs.info("vjp_fn(batched=True) one pass a cotangent: the batched pass stopped (%s: %s)",
+                  type(failure).__name__, str(failure).splitlines()[0] if str(failure) else "")
+    rows = [vjp_fn(_rebuild(out, [bar[j] if bar.ndim > 1 else float(bar[j]) for bar in bars]))
+            for j in range(size)]
+    return tuple(None if rows[0][k] is None else np.stack([np.asarray(r[k]) for r in rows])
+                 for k in range(count))
 
 
 
@@ -341,10 +376,14 @@ def _vjp_by_forward_mode(lowered: Lowered, primals: tuple[Any, ...],
 
 
 # ---- Jacobians and Hessians ----------------------------------------------------------------------
-def jacfwd(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Callable[P, Any]:
-    """The Jacobian by forward mode: one ``jvp`` per entry of the argument; shape ``out.shape +
-    arg.shape``."""
-    return Jacobian(fun, argnums, "forward")
+def jacfwd(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0,
+           sparse: Any = False) -> Callable[P, Any]:
+    """The Jacobian by forward mode: the unit tangents of the argument's entries, in one batched
+    pass; shape ``out.shape + arg.shape``. ``sparse=True``: a ``scipy.sparse.csr_array`` of shape
+    ``(out.size, arg.size)``, from its pattern, a colouring and one compressed pass
+    (``api.sparse``); ``sparse=P``, the same from the pattern ``P`` (a scipy sparse matrix or an
+    array: its nonzero entries), found once (``ast_ad.sparsity``) and given at every call."""
+    return Jacobian(fun, argnums, "forward", sparse=sparse)
 
 
 def jacrev(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Callable[P, Any]:
@@ -353,17 +392,20 @@ def jacrev(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Callabl
     return Jacobian(fun, argnums, "reverse")
 
 
-def jacobian(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Callable[P, Any]:
+def jacobian(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0,
+             sparse: Any = False) -> Callable[P, Any]:
     """The Jacobian, by forward mode when the arguments have fewer entries than the output, else by
-    reverse."""
-    return Jacobian(fun, argnums, "auto")
+    reverse. ``sparse=True`` or ``sparse=P``: as ``jacfwd``'s."""
+    return Jacobian(fun, argnums, "auto" if sparse is False else "forward", sparse=sparse)
 
 
-def hessian(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0) -> Callable[P, Any]:
+def hessian(fun: Callable[P, Any], argnums: int | tuple[int, ...] = 0,
+            sparse: Any = False) -> Callable[P, Any]:
     """The Hessian of scalar ``fun``: forward mode over the reverse-mode gradient (a tuple of tuples
-    for tuple ``argnums``)."""
+    for tuple ``argnums``). ``sparse=True`` or ``sparse=P``: a ``scipy.sparse.csr_array``, the
+    sparse Jacobian of the gradient."""
 
-    return Jacobian(grad(fun, argnums), argnums, "forward", "hessian")
+    return Jacobian(grad(fun, argnums), argnums, "forward", "hessian", sparse=sparse)
 
 
 def hvp(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
@@ -459,6 +501,7 @@ class Jacobian:
         mode: str,
         name: str = "jacobian",
         directions: tuple[tuple[tuple[int, ...], bool], ...] = (),
+        sparse: Any = False,
     ):
         self.fun, self.mode, self.given, self.kind, self.directions = (
             fun,
@@ -469,6 +512,12 @@ class Jacobian:
         )
         self.single = isinstance(argnums, numbers.Integral)
         self.argnums = _argnums(argnums)
+        self.sparse = None
+        if sparse is not False and sparse is not None:
+            if not self.single:
+                raise ASTADError("sparse= takes one argument: argnums an int")
+            from ast_ad.api.sparse import SparseJacobian
+            self.sparse = SparseJacobian(None if sparse is True else sparse)
         self.__name__ = self.__qualname__ = (
             f"{name}_{getattr(fun, '__name__', 'f')}" + "_dot" * len(directions)
         )
@@ -509,6 +558,10 @@ class Jacobian:
                     f"the Jacobian with respect to a {type(args[k]).__name__} argument is not "
                     "supported: pass its arrays as separate arguments, or one stacked array"
                 )
+        if self.sparse is not None:
+            if np.ndim(args[self.argnums[0]]) == 0:
+                raise ASTADError("sparse=True takes an array argument")
+            return self.sparse(lower(fun, args), self.argnums[0])
         sizes = sum(size_of(args[k]) for k in self.argnums)
         mode = self.mode
         if isinstance(fun, Jacobian):
@@ -551,6 +604,9 @@ class Jacobian:
     def lowered(self, args: tuple[Any, ...]) -> Lowered:
         """A function that calls this Jacobian as a primitive: what a transformation over it
         transforms."""
+        if self.sparse is not None:
+            raise ASTADError("a sparse Jacobian (a scipy.sparse matrix) is not differentiated "
+                             "again: differentiate the dense one (sparse=False)")
         n = len(args)
         if n not in self._calls:
             from ast_ad.backend.load import load
@@ -609,6 +665,23 @@ class Jacobian:
         return tuple(blocks) if isinstance(out, tuple) else blocks[0]
 
 
+def _stacked_adjoints(vjp_fn: Callable[..., tuple[Any, ...]], out: Any, bars: list[Any],
+                      size: int) -> tuple[Any, ...]:
+    """The adjoints of ``size`` cotangents (``bars``: one stack per output leaf) from one backward
+    pass that carries them as batches, stacked on a first axis. The backward code is linear in
+    its cotangents: an adjoint that comes out as no batch must be zero (it depends on none), else
+    the pass is refused."""
+    with batched_pass(size):
+        found = vjp_fn(_rebuild(out, [Batch(bar) for bar in bars]))
+    stacked = []
+    for g in found:
+        if g is not None and not isinstance(g, Batch) and \
+                (isinstance(g, (tuple, list, dict)) or np.any(g)):
+            raise BatchRefused("an adjoint came out as no batch")
+        stacked.append(None if g is None else unstacked(g, size))
+    return tuple(stacked)
+
+
 def _batched_rows(vjp_fn: Any, out: Any, leaves: list[Any], k: int,
                   x_shape: tuple[int, ...]) -> Any:
     """The Jacobian's rows for argument ``k`` from one backward pass a leaf of the output, its
@@ -623,22 +696,16 @@ def _batched_rows(vjp_fn: Any, out: Any, leaves: list[Any], k: int,
         rows = size_of(leaf)
         if rows < 2 or np.iscomplexobj(leaf):
             return None
-        bars: list[Any] = [np.zeros(np.shape(other)) if np.ndim(other) else 0.0
-                           for other in leaves]
-        bars[i] = Batch(np.eye(rows).reshape((rows, *np.shape(leaf))))
+        bars = [np.zeros((rows, *np.shape(other))) for other in leaves]
+        bars[i] = np.eye(rows).reshape((rows, *np.shape(leaf)))
         try:
-            with batched_pass(rows):
-                found = vjp_fn(_rebuild(out, bars))[k]
+            found = _stacked_adjoints(vjp_fn, out, bars, rows)[k]
         except Exception as failure:  # noqa: BLE001 (the passes one by one say what is wrong)
             logs.info("the Jacobian's rows one pass each: the batched pass stopped (%s: %s)",
                       type(failure).__name__, str(failure).splitlines()[0] if str(failure) else "")
             return None
-        if type(found) is Batch and found.shape == x_shape:
-            data = found.data
-        elif found is None or (not isinstance(found, (Batch, tuple, list, dict))
-                               and np.ndim(found) == 0 and found == 0):
-            data = np.zeros((rows, *x_shape))  # (the leaf does not depend on the argument)
-        else:
+        data = np.zeros((rows, *x_shape)) if found is None else found
+        if data.shape != (rows, *x_shape):
             return None
         blocks.append(data.astype(float, copy=False).reshape(np.shape(leaf) + x_shape))
     return tuple(blocks) if isinstance(out, tuple) else blocks[0]

@@ -194,6 +194,8 @@ _FACTS: dict[str, dict[Any, Any]] = {
     "makes_complex": {},
     "real_result": {},
     "batched": {},
+    "pattern": {},
+    "value_pattern": {},
 }
 
 
@@ -220,20 +222,59 @@ def in_place(fn: Any) -> Any:
     return _fact("in_place", fn)
 
 
-def def_batched(fn: Any, form: Callable[..., Any]) -> None:
+def def_batched(fn: Any, form: Callable[..., Any], structural: bool = False) -> None:
     """Declare how ``fn`` runs on a batch of tangents (``runtime.batched.Batch``: ``B`` values of
     one shape, stacked on a leading axis): ``form`` takes ``fn``'s arguments, some of them batches,
     and returns what ``fn`` returns for each of the ``B`` values, batched (``np.sum`` of a batch
     along ``axis`` is the sum of its stacked data along ``axis + 1``). A numpy function with no
-    form refuses a batch, and the batched pass gives way to one pass a tangent."""
+    form refuses a batch, and the batched pass gives way to one pass a tangent.
+
+    ``structural``: the form only moves, copies or picks entries of its batches (a reshape, an
+    index, a join), never computes with them, so it serves a sparsity pattern
+    (``runtime.batched.Pattern``) as it serves tangents."""
     _note("batched", fn)
-    _FACTS["batched"][fn] = form
+    _FACTS["batched"][fn] = (form, structural)
 
 
 def batched_form(fn: Any) -> Callable[..., Any] | None:
     """How ``fn`` runs on a batch of tangents (``def_batched``), or ``None``."""
-    found: Callable[..., Any] | None = _fact("batched", fn)
-    return found
+    found: tuple[Callable[..., Any], bool] | None = _fact("batched", fn)
+    return None if found is None else found[0]
+
+
+def structural_form(fn: Any) -> Callable[..., Any] | None:
+    """``fn``'s batched form where it only moves entries (``def_batched(structural=True)``)."""
+    found: tuple[Callable[..., Any], bool] | None = _fact("batched", fn)
+    return found[0] if found is not None and found[1] else None
+
+
+def def_pattern(fn: Any, form: Callable[..., Any]) -> None:
+    """Declare how ``fn`` maps sparsity patterns (``runtime.batched.Pattern``: for each entry of a
+    tangent, the inputs it may depend on): ``form`` returns, for each entry of ``fn``'s result, the
+    union of the patterns of the entries of the arguments it is computed from (``np.sum``: of the
+    entries summed), whatever their values, so that the pattern holds wherever the code takes the
+    same branches."""
+    _note("pattern", fn)
+    _FACTS["pattern"][fn] = form
+
+
+def pattern_form(fn: Any) -> Callable[..., Any] | None:
+    """How ``fn`` maps sparsity patterns: its ``def_pattern`` form, else its structural batched
+    form, else ``None``."""
+    found: Callable[..., Any] | None = _fact("pattern", fn)
+    return found if found is not None else structural_form(fn)
+
+
+def def_value_pattern(*fns: Any) -> None:
+    """Declare functions whose derivative's sparsity depends on their arguments' values, not only
+    on their shapes (``np.sort``: which entry of the result each entry of the argument moves is
+    the order of the values): a sparsity pattern found where the code calls one holds at that
+    point alone (``api.sparse.holds_everywhere``)."""
+    _declare("value_pattern", fns)
+
+
+def has_value_pattern(fn: Any) -> bool:
+    return bool(_fact("value_pattern", fn))
 
 
 def def_linear(fn: Any, *argnums: int) -> None:

@@ -11,25 +11,39 @@ applied to each value alone, and every forward rule in the registry the same way
 
 from __future__ import annotations
 
+import builtins
 import string
 from typing import Any
 
 import numpy as np
 
-from ast_ad.core.registry import def_batched
+from ast_ad.core import registry
+from ast_ad.core.registry import def_batched, def_pattern
+from ast_ad.runtime.adjoints import sort_vjp
 from ast_ad.runtime.batched import (
     Batch,
     BatchRefused,
+    Pattern,
     aligned,
     dot,
+    either,
     elementwise,
     is_batch,
     item_axes,
     item_axis,
     matmul,
+    pattern_matmul,
     rank,
     sizes_of,
+    united,
 )
+from ast_ad.runtime.containers import chosen_vjp, sorted_by
+from ast_ad.runtime.tangents import chosen_jvp, sort_jvp
+
+
+def _kind(*values: Any) -> Any:
+    """The class of the batches among ``values`` (a ``Batch``, or a ``Pattern``)."""
+    return next(type(v) for v in values if is_batch(v))
 
 
 def _size(*values: Any) -> int:
@@ -39,13 +53,12 @@ def _size(*values: Any) -> int:
     return found.pop()
 
 
-def _stacked(x: Any, size: int) -> Any:
-    """The data of ``x`` with the batch axis first: a value that is not a batch, repeated (a
-    view)."""
+def _stacked(x: Any, size: int, kind: Any = Batch) -> Any:
+    """The data of ``x`` with the batch axis first: a value that is not a batch, the same for every
+    tangent (``kind.constant``: repeated for a ``Batch``, no inputs for a ``Pattern``)."""
     if is_batch(x):
         return x.data
-    value = np.asarray(x)
-    return np.broadcast_to(value, (size, *value.shape))
+    return kind.constant(x, size)
 
 
 # ---- what is read of one value -------------------------------------------------------------------
@@ -213,32 +226,33 @@ def_batched(np.atleast_2d, _atleast(2))
 
 
 # ---- joining -------------------------------------------------------------------------------------
-def _concatenate(arrays: Any, axis: Any = 0, **kwargs: Any) -> Batch:
+def _concatenate(arrays: Any, axis: Any = 0, **kwargs: Any) -> Any:
     if kwargs.get("out") is not None:
         raise BatchRefused("a batch of tangents does not take np.concatenate with out=")
     arrays = list(arrays)
-    size = _size(*arrays)
+    size, kind = _size(*arrays), _kind(*arrays)
     if axis is None:
-        return Batch(np.concatenate([_stacked(a, size).reshape(size, -1) for a in arrays], axis=1))
+        return kind(np.concatenate([_stacked(a, size, kind).reshape(size, -1) for a in arrays],
+                                   axis=1))
     r = max(rank(a) for a in arrays)
-    return Batch(np.concatenate([_stacked(a, size) for a in arrays], axis=item_axis(axis, r)))
+    return kind(np.concatenate([_stacked(a, size, kind) for a in arrays], axis=item_axis(axis, r)))
 
 
-def _stack(arrays: Any, axis: int = 0, **kwargs: Any) -> Batch:
+def _stack(arrays: Any, axis: int = 0, **kwargs: Any) -> Any:
     if kwargs.get("out") is not None:
         raise BatchRefused("a batch of tangents does not take np.stack with out=")
     arrays = list(arrays)
-    size = _size(*arrays)
+    size, kind = _size(*arrays), _kind(*arrays)
     r = max(rank(a) for a in arrays)
-    return Batch(np.stack([_stacked(a, size) for a in arrays], axis=item_axis(axis, r + 1)))
+    return kind(np.stack([_stacked(a, size, kind) for a in arrays], axis=item_axis(axis, r + 1)))
 
 
-def _hstack(tup: Any, **kwargs: Any) -> Batch:
+def _hstack(tup: Any, **kwargs: Any) -> Any:
     arrays = [_atleast(1)(a) for a in tup]
     return _concatenate(arrays, axis=0 if rank(arrays[0]) == 1 else 1)
 
 
-def _vstack(tup: Any, **kwargs: Any) -> Batch:
+def _vstack(tup: Any, **kwargs: Any) -> Any:
     return _concatenate([_atleast(2)(a) for a in tup], axis=0)
 
 
@@ -483,7 +497,7 @@ def _refuse_many(name: str) -> Any:
     raise BatchRefused(f"a batch of tangents does not take {name}")
 
 
-def _column_stack(tup: Any) -> Batch:
+def _column_stack(tup: Any) -> Any:
     arrays = [a.reshape(-1, 1) if rank(a) == 1 and is_batch(a) else
               (np.asarray(a).reshape(-1, 1) if rank(a) == 1 else a) for a in tup]
     return _concatenate(arrays, axis=1)
@@ -564,3 +578,197 @@ def_batched(np.fft.fftshift, lambda x, axes=None: Batch(np.fft.fftshift(
     x.data, axes=item_axes(axes, x.ndim))))
 def_batched(np.fft.ifftshift, lambda x, axes=None: Batch(np.fft.ifftshift(
     x.data, axes=item_axes(axes, x.ndim))))
+
+
+# ---- sparsity patterns (``runtime.batched.Pattern``) ---------------------------------------------
+# the forms above that only move entries serve a pattern as they are
+_MOVING: tuple[Any, ...] = (
+            np.shape, np.ndim, np.size, np.iscomplexobj, np.isrealobj, np.result_type,
+            np.may_share_memory, np.shares_memory, np.copy, np.real, np.imag, np.broadcast_to,
+            np.reshape, np.ravel, np.transpose, np.squeeze, np.swapaxes, np.moveaxis,
+            np.expand_dims, np.flip, np.fliplr, np.flipud, np.roll, np.atleast_1d, np.atleast_2d,
+            np.diagonal, np.linalg.diagonal, np.tril, np.triu, np.take, np.take_along_axis,
+            np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.repeat, np.tile,
+            np.rollaxis, np.rot90, np.copyto, np.matrix_transpose, np.linalg.matrix_transpose,
+            np.fft.fftshift, np.fft.ifftshift, np.concatenate, np.stack, np.hstack, np.vstack,
+            np.column_stack)
+for _moving in _MOVING:
+    _form = registry.batched_form(_moving)
+    assert _form is not None
+    def_batched(_moving, _form, structural=True)
+
+
+def _no_inputs(a: Any, *args: Any, **kwargs: Any) -> Pattern:
+    shape = kwargs.get("shape")
+    item = a.shape if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
+    return Pattern.zeros(a.data.shape[0], item)
+
+
+for _made in (np.zeros_like, np.empty_like, np.ones_like, np.full_like):
+    def_pattern(_made, _no_inputs)
+
+
+def _united(a: Any, axis: Any = None, *args: Any, **kwargs: Any) -> Pattern:
+    """A reduction's pattern: the union of the entries it reduces."""
+    return Pattern(united(a.data, item_axes(axis, a.ndim), bool(kwargs.get("keepdims"))))
+
+
+for _reducing in (np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.nansum, np.var,
+                  np.std, np.average):
+    def_pattern(_reducing, _united)
+
+
+def _scanned(a: Any, axis: Any = None, *args: Any, **kwargs: Any) -> Pattern:
+    if axis is None:
+        return Pattern(np.bitwise_or.accumulate(a.data.reshape(a.data.shape[0], -1), axis=1))
+    return Pattern(np.bitwise_or.accumulate(a.data, axis=item_axis(axis, a.ndim)))
+
+
+def _differenced(a: Any, n: int = 1, axis: int = -1) -> Pattern:
+    data, at = a.data, item_axis(axis, a.ndim)
+    for _ in range(n):
+        head = np.take(data, np.arange(1, data.shape[at]), axis=at)
+        data = head | np.take(data, np.arange(data.shape[at] - 1), axis=at)
+    return Pattern(data)
+
+
+def _traced(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, **kwargs: Any) -> Pattern:
+    r = a.ndim
+    diagonal = np.diagonal(a.data, offset, item_axis(axis1, r), item_axis(axis2, r))
+    return Pattern(np.bitwise_or.reduce(diagonal, axis=-1))
+
+
+def _pattern_diag(v: Any, k: int = 0) -> Pattern:
+    if v.ndim == 2:
+        return Pattern(np.diagonal(v.data, k, 1, 2))
+    n = v.shape[0]
+    out = np.zeros((v.data.shape[0], n + abs(k), n + abs(k)), dtype=np.uint64)
+    at = np.arange(n)
+    out[:, at + max(-k, 0), at + max(k, 0)] = v.data
+    return Pattern(out)
+
+
+def_pattern(np.cumsum, _scanned)
+def_pattern(np.cumprod, _scanned)
+def_pattern(np.diff, _differenced)
+def_pattern(np.trace, _traced)
+def_pattern(np.diag, _pattern_diag)
+# (the tests and bounds count for the result's shape alone: they carry no inputs)
+def_pattern(np.where, lambda condition, *branches: either(condition, *branches))
+def_pattern(np.clip, lambda a, *bounds, **kw: either(a, *bounds, *kw.values()))
+def_pattern(np.select, lambda condlist, choicelist, default=0: either(*condlist, *choicelist,
+                                                                      default))
+def_pattern(np.matmul, pattern_matmul)
+def_pattern(np.linalg.matmul, pattern_matmul)
+def_pattern(np.dot, lambda a, b: either(a, b) if rank(a) == 0 or rank(b) == 0
+            else pattern_matmul(a, b))
+
+
+def _pattern_outer(a: Any, b: Any, out: Any = None) -> Pattern:
+    size = _size(a, b)
+    da = _stacked(a, size, Pattern).reshape(size, -1)
+    db = _stacked(b, size, Pattern).reshape(size, -1)
+    return Pattern(da[:, :, None] | db[:, None, :])
+
+
+def _whole(x: Any, *rest: Any, **kwargs: Any) -> Pattern:
+    """The union of every entry of every pattern among the arguments, as one number's."""
+    size = _size(x, *rest)
+    out = np.zeros(size, dtype=np.uint64)
+    for v in (x, *rest):
+        if is_batch(v):
+            out |= np.bitwise_or.reduce(v.data.reshape(size, -1), axis=1)
+    return Pattern(out)
+
+
+def _solved(a: Any, b: Any) -> Pattern:
+    """``np.linalg.solve(a, b)`` for a pattern ``b``: each entry of a column of the solution may
+    depend on every entry of that column of ``b``."""
+    if is_batch(a):
+        raise BatchRefused("a sparsity pattern of np.linalg.solve's matrix is not followed")
+    column = np.bitwise_or.reduce(b.data, axis=1, keepdims=True)
+    return Pattern(np.broadcast_to(column, b.data.shape).copy())
+
+
+def_pattern(np.outer, _pattern_outer)
+def_pattern(np.linalg.outer, _pattern_outer)
+def_pattern(np.vdot, _whole)
+def_pattern(np.inner, lambda a, b: either(a, b) if rank(a) == 0 or rank(b) == 0 else
+            (_whole(a, b) if rank(a) == 1 and rank(b) == 1 else
+             _refuse_many("np.inner of more than one axis (for a sparsity pattern)")))
+def_pattern(np.linalg.solve, _solved)
+
+
+# the derivatives whose pattern is an order of the values: found at one point, it holds there alone
+registry.def_value_pattern(np.sort, np.ndarray.sort, builtins.sorted, builtins.max, builtins.min,
+                           sorted_by, chosen_jvp, chosen_vjp, sort_jvp, sort_vjp)
+
+
+def _pattern_einsum(subscripts: Any, *operands: Any, **kwargs: Any) -> Pattern:
+    """``np.einsum``'s pattern: for each pattern among the operands, the union over the letters
+    summed away, spread over the result's other letters (each letter once in its term)."""
+    if not isinstance(subscripts, str) or "..." in subscripts or kwargs.get("out") is not None:
+        raise BatchRefused("a sparsity pattern takes np.einsum with written subscripts only")
+    spec = subscripts.replace(" ", "")
+    inputs, arrow, output = spec.partition("->")
+    terms = inputs.split(",")
+    if not arrow:
+        letters = "".join(terms)
+        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    sizes: dict[str, int] = {}
+    for term, op in zip(terms, operands, strict=True):
+        sizes.update(zip(term, op.shape if is_batch(op) else np.shape(op), strict=True))
+    size = _size(*operands)
+    out = np.zeros((size, *(sizes[c] for c in output)), dtype=np.uint64)
+    for term, op in zip(terms, operands, strict=True):
+        if not is_batch(op):
+            continue
+        if len(set(term)) != len(term):
+            raise BatchRefused("a sparsity pattern takes np.einsum with each letter once a term")
+        summed = tuple(1 + i for i, c in enumerate(term) if c not in output)
+        data = np.bitwise_or.reduce(op.data, axis=summed) if summed else op.data
+        kept = [c for c in term if c in output]
+        order = sorted(range(len(kept)), key=lambda i: output.index(kept[i]))
+        data = data.transpose((0, *(1 + i for i in order)))
+        shape = (size, *(sizes[c] if c in kept else 1 for c in output))
+        np.bitwise_or(out, data.reshape(shape), out=out)
+    return Pattern(out)
+
+
+def _pattern_tensordot(a: Any, b: Any, axes: Any = 2) -> Pattern:
+    """``np.tensordot``'s pattern: the union over the contracted axes, spread over the other
+    operand's free axes."""
+    ra, rb = rank(a), rank(b)
+    if isinstance(axes, int):
+        axes_a, axes_b = list(range(ra - axes, ra)), list(range(axes))
+    else:
+        axes_a, axes_b = ([x] if isinstance(x, int) else list(x) for x in axes)
+    shape_a = a.shape if is_batch(a) else np.shape(a)
+    shape_b = b.shape if is_batch(b) else np.shape(b)
+    free_a = [i for i in range(ra) if i % ra not in {x % ra for x in axes_a}]
+    free_b = [i for i in range(rb) if i % rb not in {x % rb for x in axes_b}]
+    size = _size(a, b)
+    out_shape = tuple(shape_a[i] for i in free_a) + tuple(shape_b[i] for i in free_b)
+    out = np.zeros((size, *out_shape), dtype=np.uint64)
+    if is_batch(a):
+        summed = tuple(item_axis(x, ra) for x in axes_a)
+        part = np.bitwise_or.reduce(a.data, axis=summed) if summed else a.data
+        np.bitwise_or(out, part.reshape((size, *part.shape[1:], *(1,) * len(free_b))), out=out)
+    if is_batch(b):
+        summed = tuple(item_axis(x, rb) for x in axes_b)
+        part = np.bitwise_or.reduce(b.data, axis=summed) if summed else b.data
+        np.bitwise_or(out, part.reshape((size, *(1,) * len(free_a), *part.shape[1:])), out=out)
+    return Pattern(out)
+
+
+def_pattern(np.einsum, _pattern_einsum)
+def_pattern(np.tensordot, _pattern_tensordot)
+def_pattern(np.linalg.trace, lambda x, offset=0, dtype=None: _traced(x, offset, -2, -1))
+def_pattern(np.cumulative_sum, lambda x, axis=None, **kw: _scanned(x, 0 if axis is None else axis))
+def_pattern(np.pad, lambda array, pad_width, mode="constant", **kw: as_pattern_of(
+    _pad(array, pad_width, mode, **kw)) if mode == "constant" and not kw else
+    _refuse_many("np.pad in another mode (for a sparsity pattern)"))
+
+
+def as_pattern_of(batch: Any) -> Pattern:
+    return Pattern(batch.data)

@@ -45,8 +45,9 @@ import numpy as np
 from ast_ad.core import registry
 from ast_ad.runtime.arrays import zeros_like
 
-# how many tangents the forward pass running now carries, or ``None`` for one
-batch_size: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+# how many tangents the forward pass running now carries, and of which kind (``Batch``, or
+# ``Pattern`` for a sparsity pattern), or ``None`` for one
+batch_size: contextvars.ContextVar[tuple[int, type[Batch]] | None] = contextvars.ContextVar(
     "ast_ad_batch_size", default=None
 )
 
@@ -57,9 +58,10 @@ class BatchRefused(TypeError):
 
 
 @contextlib.contextmanager
-def batched_pass(size: int) -> Iterator[None]:
-    """While the block runs, the zero tangents that generated code makes are batches of ``size``."""
-    token = batch_size.set(size)
+def batched_pass(size: int, kind: type[Batch] | None = None) -> Iterator[None]:
+    """While the block runs, the zero tangents that generated code makes are batches of ``size``
+    (of ``kind``: ``Batch``, or ``Pattern``, whose ``size`` is its number of 64-bit words)."""
+    token = batch_size.set((size, kind or Batch))
     try:
         yield
     finally:
@@ -69,8 +71,8 @@ def batched_pass(size: int) -> Iterator[None]:
 def zero_tangent(x: Any) -> Any:
     """The zero tangent of ``x`` that forward-mode code starts from: ``zeros_like(x)``, and where a
     batched pass runs (``batched_pass``), a batch of such zeros for each array in ``x``."""
-    size = batch_size.get()
-    if size is None:
+    found = batch_size.get()
+    if found is None:
         return zeros_like(x)
     if isinstance(x, dict):
         return {key: zero_tangent(item) for key, item in x.items()}
@@ -80,12 +82,12 @@ def zero_tangent(x: Any) -> Any:
         return [zero_tangent(item) for item in x]
     if np.ndim(x) == 0:
         return 0.0
-    dtype = complex if np.iscomplexobj(x) else float
-    return Batch(np.zeros((size, *np.shape(x)), dtype=dtype))
+    size, kind = found
+    return kind.zeros(size, np.shape(x), complex if np.iscomplexobj(x) else float)
 
 
 def is_batch(x: Any) -> bool:
-    return type(x) is Batch
+    return isinstance(x, Batch)
 
 
 def unstacked(x: Any, size: int) -> Any:
@@ -203,6 +205,17 @@ class Batch:
     def __init__(self, data: Any):
         self.data = data
 
+    @classmethod
+    def zeros(cls, size: int, shape: tuple[int, ...], dtype: Any = float) -> Batch:
+        """``size`` zero tangents of ``shape``."""
+        return cls(np.zeros((size, *shape), dtype=dtype))
+
+    @classmethod
+    def constant(cls, x: Any, size: int) -> Any:
+        """The stacked data of ``x``, a value the same for every tangent (a view)."""
+        value = np.asarray(x)
+        return np.broadcast_to(value, (size, *value.shape))
+
     # ---- what the code reads of one value --------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
@@ -225,11 +238,11 @@ class Batch:
 
     @property
     def real(self) -> Batch:
-        return Batch(self.data.real)
+        return type(self)(self.data.real)
 
     @property
     def imag(self) -> Batch:
-        return Batch(self.data.imag)
+        return type(self)(self.data.imag)
 
     @property
     def T(self) -> Batch:  # noqa: N802 (numpy's name)
@@ -274,12 +287,12 @@ class Batch:
         (numpy gives a number, a copy), a copy, so that a later write into this batch leaves it
         as it was."""
         out = self.data[:, key] if type(key) is int else self.data[item_key(key)]
-        return Batch(out.copy() if out.ndim == 1 else out)
+        return type(self)(out.copy() if out.ndim == 1 else out)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         if type(key) is int and self.data.ndim == 2:
             # an element loop's ``y[i] = v``: one entry of each tangent
-            if type(value) is Batch:
+            if isinstance(value, Batch):
                 if value.data.shape != self.data.shape[:1]:
                     raise _refuse("a batch of another size or shape written into one entry")
                 self.data[:, key] = value.data
@@ -373,7 +386,7 @@ class Batch:
         return matmul(other, self)
 
     def __neg__(self) -> Batch:
-        return Batch(-self.data)
+        return type(self)(-self.data)
 
     def __pos__(self) -> Batch:
         return self
@@ -399,13 +412,13 @@ class Batch:
 
     # ---- methods ---------------------------------------------------------------------------------
     def copy(self) -> Batch:
-        return Batch(self.data.copy())
+        return type(self)(self.data.copy())
 
     def astype(self, dtype: Any, copy: bool = True) -> Batch:
-        return Batch(self.data.astype(dtype, copy=copy))
+        return type(self)(self.data.astype(dtype, copy=copy))
 
     def conj(self) -> Batch:
-        return Batch(self.data.conj())
+        return type(self)(self.data.conj())
 
     conjugate = conj
 
@@ -414,7 +427,7 @@ class Batch:
             raise _refuse("reshape in an order but C's")
         if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
             shape = tuple(shape[0])
-        return Batch(self.data.reshape((self.data.shape[0], *shape)))
+        return type(self)(self.data.reshape((self.data.shape[0], *shape)))
 
     def ravel(self) -> Batch:
         return self.reshape(-1)
@@ -426,19 +439,19 @@ class Batch:
             axes = tuple(axes[0]) if axes[0] is not None else ()
         r = self.ndim
         order = tuple(range(r))[::-1] if not axes else tuple(item_axis(int(a), r) - 1 for a in axes)
-        return Batch(self.data.transpose((0, *(a + 1 for a in order))))
+        return type(self)(self.data.transpose((0, *(a + 1 for a in order))))
 
     def sum(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Batch:
-        return Batch(self.data.sum(axis=item_axes(axis, self.ndim), dtype=dtype,
+        return type(self)(self.data.sum(axis=item_axes(axis, self.ndim), dtype=dtype,
                                    keepdims=keepdims))
 
     def mean(self, axis: Any = None, keepdims: bool = False) -> Batch:
-        return Batch(self.data.mean(axis=item_axes(axis, self.ndim), keepdims=keepdims))
+        return type(self)(self.data.mean(axis=item_axes(axis, self.ndim), keepdims=keepdims))
 
     def squeeze(self, axis: Any = None) -> Batch:
         if axis is None:
             return self.reshape(tuple(n for n in self.shape if n != 1))
-        return Batch(self.data.squeeze(axis=item_axes(axis, self.ndim)))
+        return type(self)(self.data.squeeze(axis=item_axes(axis, self.ndim)))
 
     def dot(self, other: Any) -> Any:
         return dot(self, other)
@@ -503,3 +516,175 @@ def dot(a: Any, b: Any) -> Any:
     if ra > 2 or rb > 2:
         raise _refuse("np.dot of more than two axes")
     return matmul(a, b)
+
+
+# ---- sparsity patterns ---------------------------------------------------------------------------
+class Pattern(Batch):
+    """For each entry of a tangent, which of ``n`` inputs it may depend on: bit ``j % 64`` of word
+    ``j // 64`` of ``data[:, entry]`` is set where it may depend on input ``j`` (``data`` holds
+    ``ceil(n / 64)`` words of 64 bits, stacked as a batch's tangents are).
+
+    The forward-mode code is linear in its tangents: each entry of a tangent is a sum of entries of
+    other tangents times numbers of the primal. Run with a pattern seeded for each input, it
+    carries for each entry the union of the patterns of the entries it is a sum of, whatever those
+    numbers are (``either``: a product or a sum of patterns is their union; a reduction, the union
+    of what it reduces; a matrix product, of the whole contracted axis). The Jacobian's entries
+    outside the pattern are zero wherever the code takes the branches it took. A numpy function's
+    form is its ``registry.pattern_form`` (structural batched forms serve as they are); with none,
+    the pattern is refused, as a batch is.
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def zeros(cls, size: int, shape: tuple[int, ...], dtype: Any = float) -> Pattern:
+        return cls(np.zeros((size, *shape), dtype=np.uint64))
+
+    @classmethod
+    def constant(cls, x: Any, size: int) -> Any:
+        """A value the same for every input depends on none: no bits."""
+        return np.zeros((size, *np.shape(x)), dtype=np.uint64)
+
+    @classmethod
+    def seeded(cls, n: int, shape: tuple[int, ...]) -> Pattern:
+        """Input ``j`` (of ``n``, laid out in ``shape``) depends on itself alone."""
+        data = np.zeros(((n + 63) // 64, n), dtype=np.uint64)
+        j = np.arange(n)
+        data[j // 64, j] = np.left_shift(np.uint64(1), (j % 64).astype(np.uint64))
+        return cls(data.reshape((data.shape[0], *shape)))
+
+    @property
+    def dtype(self) -> Any:
+        return np.dtype(float)  # (what the code reads: a tangent of floats)
+
+    @property
+    def real(self) -> Pattern:
+        return Pattern(self.data)
+
+    @property
+    def imag(self) -> Pattern:
+        return Pattern(self.data)
+
+    def __repr__(self) -> str:
+        return f"Pattern(of {64 * self.data.shape[0]} inputs, shape {self.shape})"
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if kwargs.get("out") is not None or kwargs.get("where", True) is not True:
+            raise _refuse(f"{ufunc.__name__} with out= or where=")
+        if method == "__call__":
+            if ufunc is np.matmul:
+                return pattern_matmul(*inputs)
+            if ufunc.signature is not None:
+                raise _refuse(f"the generalized ufunc {ufunc.__name__}")
+            out = either(*inputs)
+            return tuple(out.copy() for _ in range(ufunc.nout)) if ufunc.nout > 1 else out
+        if method in ("reduce", "accumulate") and len(inputs) == 1 and is_batch(inputs[0]):
+            x = inputs[0]
+            axis = kwargs.get("axis", 0)
+            if method == "reduce":
+                return Pattern(united(x.data, item_axes(axis, x.ndim),
+                                      bool(kwargs.get("keepdims"))))
+            if axis is None:
+                raise _refuse(f"{ufunc.__name__}.accumulate over no axis")
+            return Pattern(np.bitwise_or.accumulate(x.data, axis=item_axis(axis, x.ndim)))
+        if method == "at" and is_batch(inputs[0]):
+            x, index, *value = inputs
+            if value and is_batch(value[0]):
+                full = item_key(index)
+                target = np.broadcast_to(np.empty(()), x.shape)[full[1:]]
+                np.bitwise_or.at(x.data, full, aligned(value[0], target.ndim))
+            return None
+        raise _refuse(f"{ufunc.__name__}.{method}")
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        form = registry.pattern_form(func)
+        if form is None:
+            raise _refuse(f"np.{getattr(func, '__name__', func)} (for a sparsity pattern)")
+        return as_patterns(form(*args, **kwargs))
+
+    def __add__(self, other: Any) -> Any:
+        return either(self, other)
+
+    __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __add__
+    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __add__
+
+    def __matmul__(self, other: Any) -> Any:
+        return pattern_matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return pattern_matmul(other, self)
+
+    def __neg__(self) -> Pattern:
+        return Pattern(self.data.copy())
+
+    def __abs__(self) -> Pattern:
+        return Pattern(self.data.copy())
+
+    def astype(self, dtype: Any, copy: bool = True) -> Pattern:
+        return Pattern(self.data.copy() if copy else self.data)
+
+    def conj(self) -> Pattern:
+        return Pattern(self.data)
+
+    conjugate = conj
+
+    def sum(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Pattern:
+        return Pattern(united(self.data, item_axes(axis, self.ndim), keepdims))
+
+    def mean(self, axis: Any = None, keepdims: bool = False) -> Pattern:
+        return self.sum(axis, keepdims=keepdims)
+
+
+def united(data: Any, axis: Any, keepdims: bool = False) -> Any:
+    """The union (bitwise or) of the words of ``data`` along ``axis``."""
+    if keepdims:
+        return np.bitwise_or.reduce(data, axis=axis, keepdims=True)
+    return np.bitwise_or.reduce(data, axis=axis)
+
+
+def as_patterns(value: Any) -> Any:
+    """``value`` with each batch in it a pattern (a structural form of a pattern moves its words:
+    what it gives back is a pattern, whatever class the form wrote)."""
+    if type(value) is Batch:
+        return Pattern(value.data)
+    if isinstance(value, (list, tuple)):
+        return type(value)(as_patterns(item) for item in value)
+    return value
+
+
+def either(*operands: Any) -> Pattern:
+    """The pattern of an elementwise function of ``operands`` (patterns, and values the same for
+    every input): each entry the union of the patterns of the entries it is computed from, as
+    numpy broadcasts them."""
+    found = sizes_of(operands)
+    if len(found) != 1:
+        raise _refuse("patterns of different sizes together")
+    size = found.pop()
+    shape = np.broadcast_shapes(*(x.shape if is_batch(x) else np.shape(x) for x in operands))
+    out = np.zeros((size, *shape), dtype=np.uint64)
+    for x in operands:
+        if is_batch(x):
+            np.bitwise_or(out, aligned(x, len(shape)), out=out)
+    return Pattern(out)
+
+
+def pattern_matmul(a: Any, b: Any) -> Pattern:
+    """The pattern of ``a @ b`` (one or two axes each): an entry of the product sums a row of ``a``
+    by a column of ``b``, so it has the union of that row's patterns and that column's; every
+    entry of a matrix of the primal counts (its zeros are not relied on)."""
+    ra, rb = rank(a), rank(b)
+    if not (1 <= ra <= 2 and 1 <= rb <= 2):
+        raise _refuse("a matrix product of more than two axes (for a sparsity pattern)")
+    rows = (1 if ra == 1 else (a.shape if is_batch(a) else np.shape(a))[0],)
+    columns = (1 if rb == 1 else (b.shape if is_batch(b) else np.shape(b))[1],)
+    size = sizes_of((a, b)).pop()
+    out = np.zeros((size, *rows, *columns), dtype=np.uint64)
+    if is_batch(a):  # a row's union, the same for every column
+        row = np.bitwise_or.reduce(a.data, axis=-1)
+        np.bitwise_or(out, row.reshape(size, *rows, 1), out=out)
+    if is_batch(b):  # a column's union, the same for every row
+        column = np.bitwise_or.reduce(b.data, axis=1)
+        np.bitwise_or(out, column.reshape(size, 1, *columns), out=out)
+    shape = (() if ra == 1 else rows) + (() if rb == 1 else columns)
+    return Pattern(out.reshape((size, *shape)))
+

@@ -1,0 +1,245 @@
+"""Sparse Jacobians and Hessians (``api.sparse``): against the dense ones, on written cases and on
+random programs; every forward rule's sparsity pattern against the nonzero entries of its Jacobian;
+the colouring; the patterns kept, and those found again because the code's path moves."""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+import ast_ad
+from ast_ad.api import lowering, sparse
+from ast_ad.core import registry
+from ast_ad.runtime.batched import Batch, Pattern, batched_pass, is_batch
+from ast_ad.testing import tracer
+from ast_ad.testing.random_programs import programs
+from tests.rule_cases import CASES
+from tests.test_batched import _value_and_square
+from tests.test_rules import FORWARD, _name, is_float, observed
+
+DIRECTORY = tempfile.mkdtemp(prefix="ast_ad_sparse_")
+
+
+def banded(x):
+    y = x ** 2
+    y[1:] = y[1:] - x[:-1] * 3.0
+    y[:-1] = y[:-1] + np.sin(x[1:])
+    return y
+
+
+def stencil(x):
+    y = np.zeros(x.size)
+    for i in range(1, x.size - 1):
+        y[i] = x[i - 1] * x[i + 1] - np.cos(x[i])
+    return y
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def mixed(x, W):
+    head = W @ x[:3]  # dense in x[:3]
+    tail = np.cumsum(x[3:]) * np.diff(np.concatenate([x[:1], x[3:]]))
+    return np.concatenate([head, tail, np.where(x > 0.0, x, 0.0) * x[::-1]])
+
+
+def branching(x):
+    if x[0] > 0.0:
+        return x[1:] * x[:-1]
+    return x[1:] * 2.0
+
+
+def sorting(x):
+    return np.sort(x) * np.arange(x.size)
+
+
+def counted(x, n):
+    y = x * 1.0
+    for i in range(n):
+        y[i + 1] = y[i + 1] + y[i] * x[i]
+    return y
+
+
+X = np.linspace(-0.9, 1.2, 9)
+W = np.arange(12.0).reshape(4, 3) / 10
+
+
+@pytest.mark.parametrize("fn, args", [
+    (banded, (X,)), (stencil, (X,)), (mixed, (X, W)), (branching, (X,)), (branching, (-X,)),
+    (sorting, (X,)), (counted, (X, 4)),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_a_sparse_jacobian_is_the_dense_one(fn, args) -> None:
+    jac = ast_ad.jacobian(fn, sparse=True)(*args)
+    dense = ast_ad.jacfwd(fn)(*args)
+    assert type(jac).__name__ == "csr_array" and jac.shape == dense.shape
+    np.testing.assert_array_equal(jac.toarray(), dense)
+    # the entries it keeps: the pattern, a superset of the nonzero ones
+    assert np.all(jac.toarray()[dense != 0] != 0)
+
+
+def test_a_banded_jacobian_has_three_colours_and_its_pattern() -> None:
+    x = np.linspace(0.1, 1.0, 200)
+    pattern = ast_ad.sparsity(banded)(x)
+    assert pattern.nnz == 3 * 200 - 2
+    rows, columns, _ = sparse.given_pattern(pattern)
+    assert sparse.coloured(rows, columns, 200).max() + 1 == 3
+    given = ast_ad.jacobian(banded, sparse=pattern)(x)
+    np.testing.assert_array_equal(given.toarray(), ast_ad.jacfwd(banded)(x))
+
+
+def test_a_sparse_hessian_is_the_dense_one() -> None:
+    x = np.linspace(-1.0, 1.5, 30)
+    hess = ast_ad.hessian(rosenbrock, sparse=True)(x)
+    np.testing.assert_allclose(hess.toarray(), ast_ad.hessian(rosenbrock)(x), rtol=1e-13)
+    assert hess.nnz == 3 * 30 - 2
+
+
+@pytest.mark.parametrize("fn, args, holds", [
+    (banded, (X,), True), (stencil, (X,), True), (counted, (X, 4), True),
+    (branching, (X,), False), (sorting, (X,), False),
+    (mixed, (X, W), False),  # (np.where's test reads x's values)
+], ids=lambda v: getattr(v, "__name__", str(v)))
+def test_a_pattern_is_kept_only_where_it_holds_everywhere(fn, args, holds) -> None:
+    assert sparse.holds_everywhere(lowering.lower(fn, args), 0) is holds
+
+
+def test_a_pattern_found_where_the_path_moves_is_found_again() -> None:
+    """``branching`` takes the other branch at ``-X``: one sparse Jacobian object, called at both
+    points, gives each its own (a kept pattern would give the first's entries at the second)."""
+    jac = ast_ad.jacobian(branching, sparse=True)
+    for x in (X, -X, X):
+        np.testing.assert_array_equal(jac(x).toarray(), ast_ad.jacfwd(branching)(x))
+    counts = ast_ad.jacobian(counted, sparse=True)
+    for n in (2, 5, 2):  # kept for each bound of the loop apart
+        np.testing.assert_array_equal(counts(X, n).toarray(), ast_ad.jacfwd(counted)(X, n))
+
+
+def test_sparse_refusals_say_what_to_write() -> None:
+    with pytest.raises(ast_ad.errors.ASTADError, match="argnums an int"):
+        ast_ad.jacobian(mixed, (0, 1), sparse=True)
+    with pytest.raises(ast_ad.errors.ASTADError, match="array argument"):
+        ast_ad.jacobian(lambda s: np.array([s, s * 2]), sparse=True)(0.5)
+    with pytest.raises(ast_ad.errors.ASTADError, match="columns"):
+        ast_ad.jacobian(banded, sparse=np.eye(4))(X)
+    with pytest.raises(ast_ad.errors.ASTADError, match="scipy sparse matrix or a 2-d array"):
+        ast_ad.jacobian(banded, sparse="banded")(X)
+    with pytest.raises(ast_ad.errors.ASTADError, match="not differentiated again"):
+        ast_ad.jacfwd(ast_ad.jacobian(banded, sparse=True))(X)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 40), st.data())
+def test_a_colouring_never_gives_two_columns_of_a_row_one_colour(n, data) -> None:
+    entries = data.draw(st.lists(st.tuples(st.integers(0, 30), st.integers(0, n - 1)),
+                                 max_size=120, unique=True))
+    rows = np.array([r for r, _ in entries], dtype=np.intp)
+    columns = np.array([c for _, c in entries], dtype=np.intp)
+    colour = sparse.coloured(rows, columns, n)
+    assert colour.min() >= 0
+    for r in set(rows.tolist()):
+        seen = colour[columns[rows == r]]
+        assert len(set(seen.tolist())) == len(seen)
+
+
+# ---- every forward rule: its pattern holds its Jacobian's nonzero entries ----------------------
+def _dense_columns(rule, k, arg, ans, args, kwargs):
+    """The rule's Jacobian in argument ``k`` (a float or an array of floats), column by column."""
+    n = np.size(arg)
+    eye = np.eye(n).reshape((n, *np.shape(arg)))
+    with batched_pass(n):
+        return observed(tracer.tangent(rule, k, Batch(eye), ans, args, kwargs), ans, rule.fn)
+
+
+def _bits(pattern, n):
+    """The pattern's words as a boolean matrix: entries by inputs."""
+    data = pattern.data.reshape(pattern.data.shape[0], -1)
+    bits = np.unpackbits(np.ascontiguousarray(data.T).astype("<u8").view(np.uint8).reshape(
+        data.shape[1], -1), axis=1, bitorder="little")
+    return bits[:, :n].astype(bool)
+
+
+@pytest.mark.parametrize("rule", FORWARD, ids=_name)
+@settings(max_examples=3, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_forward_rule_s_pattern_holds_its_nonzero_entries(rule: registry.Rule, data) -> None:
+    """Every forward rule in the registry, given a pattern for an array (or float) argument: each
+    entry of its tangent's pattern holds every input its Jacobian's entry is nonzero for (or the
+    pattern is refused)."""
+    args, kwargs = data.draw(CASES[rule.fn])
+    ans = rule.fn(*args, **kwargs)
+    for k, arg in enumerate(args):
+        if rule.jvp(k) is None or not is_float(arg) or np.iscomplexobj(arg) or np.size(arg) == 0:
+            continue
+        n = int(np.size(arg))
+        try:
+            dense = _dense_columns(rule, k, arg, ans, args, kwargs)
+            seed = Pattern.seeded(n, np.shape(arg))
+            with batched_pass(seed.data.shape[0], Pattern):
+                found = observed(tracer.tangent(rule, k, seed, ans, args, kwargs), ans, rule.fn)
+        except (TypeError, ValueError):  # a batch or a pattern refused (numpy's words, in places)
+            continue
+        for got, columns in zip(leaves_of(found), leaves_of(dense), strict=True):
+            if not is_batch(columns):
+                assert not np.any(np.asarray(columns)), "a tangent with no batch must be zero"
+                continue
+            nonzero = np.moveaxis(columns.data, 0, -1).reshape(-1, n) != 0
+            if not is_batch(got):
+                assert not nonzero.any(), "a nonzero Jacobian with no pattern"
+                continue
+            held = _bits(got, n)
+            assert held.shape == nonzero.shape
+            assert not np.any(nonzero & ~held), "an entry of the Jacobian outside the pattern"
+
+
+def leaves_of(value):
+    if isinstance(value, dict):
+        return [leaf for key in value for leaf in leaves_of(value[key])]
+    if isinstance(value, (tuple, list)):
+        return [leaf for item in value for leaf in leaves_of(item)]
+    return [value]
+
+
+# ---- random programs ----------------------------------------------------------------------------
+@given(programs(arrays=True, mutation=True), st.data())
+def test_the_sparse_jacobian_of_a_program_is_its_dense_one(program, data) -> None:
+    """A random program (its value and the value's square, two rows), mutation and branches
+    included: the sparse Jacobian, at the point and at a second one (where the path may move),
+    against the dense one."""
+    note(program.source)
+    args = tuple(program.arguments(data))
+    fn = _value_and_square(program.load(DIRECTORY), len(args))
+    for k, x in enumerate(args):
+        if np.ndim(x) == 0:
+            continue
+        jac = ast_ad.jacobian(fn, k, sparse=True)
+        for scale in (1.0, -0.7):
+            moved = tuple(a * scale if i == k else a for i, a in enumerate(args))
+            try:
+                dense = ast_ad.jacfwd(fn, k)(*copy.deepcopy(moved))
+            except (ast_ad.errors.ASTADError, ValueError, TypeError, FloatingPointError):
+                return
+            found = jac(*copy.deepcopy(moved))
+            np.testing.assert_allclose(found.toarray(), dense.reshape(found.shape), rtol=1e-12,
+                                       atol=0)
+
+
+@given(programs(arrays=True, branches=False), st.data())
+def test_the_sparse_hessian_of_a_program_is_its_dense_one(program, data) -> None:
+    note(program.source)
+    args = tuple(program.arguments(data))
+    fn = program.load(DIRECTORY)
+    if np.ndim(args[0]) == 0:
+        return
+    try:
+        dense = ast_ad.hessian(fn)(*copy.deepcopy(args))
+    except (ast_ad.errors.ASTADError, ValueError, TypeError, FloatingPointError):
+        return
+    found = ast_ad.hessian(fn, sparse=True)(*copy.deepcopy(args))
+    np.testing.assert_allclose(found.toarray(), dense.reshape(found.shape), rtol=1e-12, atol=0)
+
