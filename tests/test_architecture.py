@@ -47,7 +47,7 @@ def test_an_upward_import_inside_a_function_breaks_them(tmp_path):
 # ---- parts, not mixins ---------------------------------------------------------------------------
 # A class of ast_ad built on another of ast_ad's classes: the errors (a hierarchy users catch) and
 # three that are what their base is (the reverse mode's scratch names are a Namer; the tracer's dual
-# number is a Box; a sparsity pattern is a batch, of words, that moves as a batch of tangents moves).
+# number is a Box; a sparsity pattern is a batch, of words, that moves as a batch of tangents does).
 # The lowerer and the reverser are made of parts they hold, not of base classes.
 _IS_A = {("ast_ad.modes.templates", "Scratch"), ("ast_ad.testing.tracer", "Dual"),
          ("ast_ad.runtime.batched", "Pattern")}

@@ -147,6 +147,43 @@ def test_a_colouring_never_gives_two_columns_of_a_row_one_colour(n, data) -> Non
         assert len(set(seen.tolist())) == len(seen)
 
 
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 30), st.data())
+def test_a_star_colouring_recovers_every_symmetric_matrix_of_its_pattern(n, data) -> None:
+    """Any symmetric matrix with this pattern, compressed by the star colouring's columns, gives
+    back each of its entries (from its row, or mirrored from its column)."""
+    entries = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
+                                 max_size=80))
+    rows = np.array([r for r, _ in entries] + list(range(n)), dtype=np.intp)
+    columns = np.array([c for _, c in entries] + list(range(n)), dtype=np.intp)
+    rows, columns = sparse._symmetric(rows, columns, n)
+    colour = sparse.star_coloured(rows, columns, n)
+    rng = np.random.default_rng(n)
+    matrix = np.zeros((n, n))
+    matrix[rows, columns] = rng.standard_normal(len(rows))
+    matrix = matrix + matrix.T
+    seeds = np.zeros((colour.max() + 1, n))
+    seeds[colour, np.arange(n)] = 1.0
+    compressed = seeds @ matrix  # (row k: the sum of the columns of colour k, as a row)
+    np.testing.assert_array_equal(sparse.star_entries(rows, columns, colour, compressed),
+                                  matrix[rows, columns])
+
+
+def test_an_arrow_shaped_hessian_takes_two_colours() -> None:
+    """One variable coupled to all, the rest to themselves: a column colouring needs a colour a
+    column, a star colouring two."""
+
+    def arrow(x):
+        return x[0] * np.sum(x[1:] ** 2) + np.sum(np.sin(x))
+
+    x = np.linspace(0.1, 1.0, 40)
+    hess = ast_ad.hessian(arrow, sparse=True)(x)
+    np.testing.assert_allclose(hess.toarray(), ast_ad.hessian(arrow)(x), rtol=1e-13)
+    rows, columns, _ = sparse.given_pattern(hess)
+    assert sparse.star_coloured(rows, columns, 40).max() + 1 == 2
+    assert sparse.coloured(rows, columns, 40).max() + 1 == 40
+
+
 # ---- every forward rule: its pattern holds its Jacobian's nonzero entries ----------------------
 def _dense_columns(rule, k, arg, ans, args, kwargs):
     """The rule's Jacobian in argument ``k`` (a float or an array of floats), column by column."""

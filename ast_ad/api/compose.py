@@ -517,7 +517,8 @@ class Jacobian:
             if not self.single:
                 raise ASTADError("sparse= takes one argument: argnums an int")
             from ast_ad.api.sparse import SparseJacobian
-            self.sparse = SparseJacobian(None if sparse is True else sparse)
+            self.sparse = SparseJacobian(None if sparse is True else sparse,
+                                         symmetric=name == "hessian")
         self.__name__ = self.__qualname__ = (
             f"{name}_{getattr(fun, '__name__', 'f')}" + "_dot" * len(directions)
         )

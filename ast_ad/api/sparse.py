@@ -12,9 +12,9 @@ Three steps, each a pass over the code ast_ad wrote:
    steers the code is computed from the values differentiated); else it is found again at each
    call, so that it always holds at the point asked about.
 2. **The colouring.** Columns that share no row get one colour (greedy, in order): a tangent that
-   moves all the inputs of one colour at once gives each of their columns in its own rows. For a
-   Hessian, the Jacobian of the gradient, the same colouring of its columns (a star colouring,
-   which reads the symmetry too, would need fewer colours; not yet).
+   moves all the inputs of one colour at once gives each of their columns in its own rows. A
+   Hessian's pattern is made symmetric and star-coloured (``star_coloured``), which reads the
+   symmetry too: an entry comes from its row or, mirrored, from its column.
 3. **The compressed matrix.** One batched forward pass (``runtime.batched.Batch``) carries one
    tangent per colour; each entry of the pattern is read back from its column's colour.
 
@@ -114,6 +114,60 @@ def coloured(rows: np.ndarray, columns: np.ndarray, n: int) -> np.ndarray:
     return colour
 
 
+def _symmetric(rows: np.ndarray, columns: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A pattern with each entry's mirror image in it too, in row order."""
+    both = np.unique(np.concatenate([rows * n + columns, columns * n + rows]))
+    return both // n, both % n
+
+
+def star_coloured(rows: np.ndarray, columns: np.ndarray, n: int) -> np.ndarray:
+    """A star colouring of the symmetric pattern of ``n`` columns (greedy, in order; Gebremedhin,
+    Manne and Pothen's simple algorithm): neighbours differ, and every path of four columns has
+    three colours at least, so each entry is read either from its own column's colour in its row
+    or, by symmetry, from its row's colour in its column (``star_entries``). An arrow-shaped
+    Hessian (a row and column full, and the diagonal) takes two colours where ``coloured`` takes
+    ``n``."""
+    neighbours: dict[int, set[int]] = {}
+    for r, c in zip(rows.tolist(), columns.tolist(), strict=True):
+        if r != c:
+            neighbours.setdefault(r, set()).add(c)
+            neighbours.setdefault(c, set()).add(r)
+    colour = np.full(n, -1, dtype=np.intp)
+    for v in range(n):
+        taken: set[int] = set()
+        for w in neighbours.get(v, ()):
+            if colour[w] >= 0:
+                taken.add(int(colour[w]))
+            for x in neighbours.get(w, ()):
+                if x == v or colour[x] < 0:
+                    continue
+                if colour[w] < 0:
+                    taken.add(int(colour[x]))  # (two steps away, through an uncoloured one)
+                elif any(colour[y] == colour[w] for y in neighbours.get(x, ()) if y != w):
+                    taken.add(int(colour[x]))  # (else a path of four in two colours)
+        colour[v] = next(k for k in range(len(taken) + 1) if k not in taken)
+    return colour
+
+
+def star_entries(rows: np.ndarray, columns: np.ndarray, colour: np.ndarray,
+                 compressed: np.ndarray) -> np.ndarray:
+    """The entries of a symmetric matrix from its compressed columns (``compressed[k]``: the sum of
+    its columns of colour ``k``) under a star colouring: an entry is its row's value at its
+    column's colour where no other entry of its row has that colour, else (by symmetry) its
+    column's value at its row's colour."""
+    count = int(colour.max()) + 1
+    size = (int(max(rows.max(), columns.max())) + 1) * count
+    seen = np.bincount(rows * count + colour[columns], minlength=size)
+    alone = seen[rows * count + colour[columns]] == 1
+    swapped = seen[columns * count + colour[rows]] == 1
+    if not np.all(alone | swapped):
+        raise ASTADError("the colouring does not separate every entry of the Hessian (ast_ad's "
+                         "error): take it dense")
+    entries: np.ndarray = np.where(alone, compressed[colour[columns], rows],
+                                   compressed[colour[rows], columns])
+    return entries
+
+
 def _floats(value: Any) -> bool:
     return type(value) in (float, np.float64) or (type(value) is np.ndarray
                                                   and value.dtype.kind in "fc")
@@ -190,8 +244,10 @@ class SparseJacobian:
     """The sparse Jacobian of one argument: its pattern found at each call (or the one given), its
     colouring kept for each pattern met (``colourings``, by the pattern's entries)."""
 
-    def __init__(self, given: Any = None) -> None:
+    def __init__(self, given: Any = None, symmetric: bool = False) -> None:
         self.colourings: dict[tuple[tuple[int, ...], bytes, bytes], np.ndarray] = {}
+        # a Hessian: its pattern made symmetric, star-coloured (``star_coloured``)
+        self.symmetric = symmetric
         self.given = None if given is None else given_pattern(given)
         # the patterns that hold everywhere (``holds_everywhere``), by ``kept_under``
         self.kept: dict[Any, tuple[np.ndarray, np.ndarray, tuple[int, ...]]] = {}
@@ -225,10 +281,14 @@ class SparseJacobian:
         m = int(np.prod(out_shape, dtype=np.intp))
         if not len(rows):
             return csr((np.zeros(0), (rows, columns)), shape=(m, n))
+        if self.symmetric and m == n:
+            rows, columns = _symmetric(rows, columns, n)
         key = (np.shape(x), rows.tobytes(), columns.tobytes())
         colour = self.colourings.get(key)
         if colour is None:
-            colour = self.colourings[key] = coloured(rows, columns, n)
+            colour = self.colourings[key] = (
+                star_coloured(rows, columns, n) if self.symmetric and m == n
+                else coloured(rows, columns, n))
             if len(self.colourings) > 8:  # (patterns met at other branches: the first go)
                 self.colourings.pop(next(iter(self.colourings)))
         colours = int(colour.max()) + 1
@@ -244,7 +304,8 @@ class SparseJacobian:
                              f"{size_of(lowered.finish(raw))} entries")
         compressed = dot.data.reshape(colours, m) if is_batch(dot) else \
             np.broadcast_to(np.asarray(dot, dtype=float), (colours, m))
-        values = compressed[colour[columns], rows].astype(float, copy=False)
+        values = (star_entries(rows, columns, colour, compressed) if self.symmetric and m == n
+                  else compressed[colour[columns], rows]).astype(float, copy=False)
         # (rows in order: the compressed rows' layout, without a sort)
         indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=m))])
         return csr((values, columns, indptr), shape=(m, n))
