@@ -347,8 +347,9 @@ def test_a_batched_jvp_gives_way_to_one_pass_a_direction(caplog) -> None:
 
 
 def test_jacrev_takes_its_rows_from_one_batched_backward_pass(caplog) -> None:
-    """``jacrev`` of vectorized code: one backward pass for every row (no log of giving way), the
-    rows of ``jacfwd``; of a loop that adds into an adjoint entry by entry, one pass a row."""
+    """``jacrev`` of vectorized code, and of a loop whose backward pass adds into an adjoint entry
+    by entry (its zeros a batch, ``writes.owned_adjoint``): one backward pass for every row (no log
+    of giving way), the rows of ``jacfwd``."""
 
     def vectorized(x, W):
         return np.tanh(W @ x) * np.sum(x ** 2)
@@ -364,11 +365,11 @@ def test_jacrev_takes_its_rows_from_one_batched_backward_pass(caplog) -> None:
     with caplog.at_level("INFO", logger="ast_ad"):
         rows = ast_ad.jacrev(vectorized)(x, W)
         by_w = ast_ad.jacrev(vectorized, 1)(x, W)
+        loop_rows = ast_ad.jacrev(element_loop)(x)
     assert "one pass each" not in caplog.text
     np.testing.assert_allclose(rows, ast_ad.jacfwd(vectorized)(x, W), rtol=1e-12)
     np.testing.assert_allclose(by_w, ast_ad.jacfwd(vectorized, 1)(x, W), rtol=1e-12)
-    np.testing.assert_allclose(ast_ad.jacrev(element_loop)(x), ast_ad.jacfwd(element_loop)(x),
-                               rtol=1e-12)
+    np.testing.assert_allclose(loop_rows, ast_ad.jacfwd(element_loop)(x), rtol=1e-12)
 
 
 def _value_and_square(fn, arity):
@@ -417,8 +418,8 @@ def test_a_batched_backward_pass_over_a_program_gives_each_row_s_own_pass(progra
 
 def test_vjp_takes_a_batch_of_cotangents() -> None:
     """``vjp_fn(out_bars, batched=True)``: cotangents stacked on a first axis (a stack per output of
-    a tuple result), the adjoints stacked the same way, as many single calls give; where a batch is
-    refused (an adjoint added into entry by entry), one pass a cotangent, the same numbers."""
+    a tuple result), the adjoints stacked the same way, as many single calls give (a loop's
+    backward pass that adds into an adjoint entry by entry too)."""
 
     def f(x, W):
         return np.tanh(W @ x), np.sum(x ** 3)

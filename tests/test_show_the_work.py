@@ -302,7 +302,8 @@ BLOCK_AST_AD = "import sys; sys.modules['ast_ad'] = None\n"
 
 @pytest.mark.parametrize("name, args, argnums", [("f", (2.0, 3.0), (0, 1)),
                                                  ("model", ([0.1, -0.2, 0.3], 0.05), (0, 1)),
-                                                 ("loop", (0.5,), 0)])
+                                                 ("loop", (0.5,), 0),
+                                                 ("neighbours", ([0.5, 1.5, 2.0, 3.0],), 0)])
 def test_export_runs_without_ast_ad(tmp_path, name, args, argnums) -> None:
     fn = getattr(cli_model, name)
     values = [np.array(a) if isinstance(a, list) else a for a in args]

@@ -68,7 +68,13 @@ from ast_ad.errors import (
 from ast_ad.frontend import nested
 from ast_ad.ir.naming import identifier
 from ast_ad.runtime import as_array, size_of
-from ast_ad.runtime.batched import Batch, BatchRefused, batched_pass, unstacked
+from ast_ad.runtime.batched import (
+    Batch,
+    BatchRefused,
+    batched_backward,
+    batched_pass,
+    unstacked,
+)
 
 P = ParamSpec("P")  # a function's parameters, which its Jacobian and Hessian take too
 V = TypeVar("V")  # what a function returns: a tangent or cotangent of its output has its type
@@ -672,7 +678,7 @@ def _stacked_adjoints(vjp_fn: Callable[..., tuple[Any, ...]], out: Any, bars: li
     pass that carries them as batches, stacked on a first axis. The backward code is linear in
     its cotangents: an adjoint that comes out as no batch must be zero (it depends on none), else
     the pass is refused."""
-    with batched_pass(size):
+    with batched_pass(size), batched_backward(size):
         found = vjp_fn(_rebuild(out, [Batch(bar) for bar in bars]))
     stacked = []
     for g in found:

@@ -52,6 +52,26 @@ batch_size: contextvars.ContextVar[tuple[int, type[Batch]] | None] = contextvars
 )
 
 
+# how many cotangents the backward pass running now carries (``vjp_fn(..., batched=True)``), or
+# ``None``: the adjoints a loop adds into entry by entry start as batches of zeros
+# (``writes.owned_adjoint``). Apart from ``batch_size``: in forward mode over a gradient, the
+# gradient's adjoints are its primal values, which a batch of tangents must leave as they are.
+cotangent_size: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "ast_ad_cotangent_size", default=None
+)
+
+
+@contextlib.contextmanager
+def batched_backward(size: int) -> Iterator[None]:
+    """While the block runs, the adjoints that a backward pass adds into entry by entry start as
+    batches of ``size`` zeros."""
+    token = cotangent_size.set(size)
+    try:
+        yield
+    finally:
+        cotangent_size.reset(token)
+
+
 class BatchRefused(TypeError):
     """An operation that a batch of tangents does not take (``Batch``): the batched pass gives way
     to one pass a tangent."""

@@ -120,7 +120,25 @@ def owned_adjoint(g: Any, x: Any) -> Any:
         return [owned[k] for k in keys] if isinstance(x, list) else owned
     if not is_array(x):
         return g
+    if not is_array(g):  # the float zero an adjoint starts as: a batch of zeros, in a batched pass
+        zeros = cotangent_zeros(x, np.result_type(x, g, 1.0))
+        if zeros is not None:
+            return zeros
     return zeros_of(x, dtype=np.result_type(x, g, 1.0)) + g
+
+
+def cotangent_zeros(x: Any, dtype: Any) -> Any:
+    """Zeros of ``x``'s shape for an adjoint a loop adds into, where a backward pass carries a batch
+    of cotangents (``runtime.batched.cotangent_size``, set by ``vjp_fn(..., batched=True)``): a
+    batch of them; else ``None``. (An exported module, which runs without ast_ad, has no such
+    pass: ``None``.)"""
+    import sys  # (here: an exported module copies this function alone)
+
+    batched = sys.modules.get("ast_ad.runtime.batched")
+    if batched is None:
+        return None
+    size = batched.cotangent_size.get()
+    return None if size is None else batched.Batch.zeros(size, np.shape(x), dtype)
 
 
 def add_into(x: Any, index: Any, value: Any) -> None:

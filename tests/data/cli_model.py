@@ -38,3 +38,12 @@ def repeated(x, n):
     for _ in range(n):
         x = x * 0.5
     return x
+
+
+def neighbours(x):
+    """A loop that reads entries of an array argument: its adjoint starts as the float zero and is
+    added into entry by entry (``owned_adjoint``)."""
+    total = 0.0
+    for i in range(1, 4):
+        total = total + x[i] * x[i - 1]
+    return total
