@@ -66,7 +66,7 @@ def assert_each(batched, singles, rtol=1e-10, atol=1e-12):
 
 
 @pytest.mark.parametrize("rule", FORWARD, ids=_name)
-@settings(max_examples=3, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=2, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_forward_rule_runs_on_a_batch_as_on_each_tangent(rule: registry.Rule, data) -> None:
     """Every forward rule in the registry: its tangent along a batch of three directions is, for

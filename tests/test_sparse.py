@@ -202,7 +202,7 @@ def _bits(pattern, n):
 
 
 @pytest.mark.parametrize("rule", FORWARD, ids=_name)
-@settings(max_examples=3, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=2, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_forward_rule_s_pattern_holds_its_nonzero_entries(rule: registry.Rule, data) -> None:
     """Every forward rule in the registry, given a pattern for an array (or float) argument: each
