@@ -1212,38 +1212,13 @@ def batched(repeat: int) -> None:
     grad_time, ours = side_by_side([rosen_grad, sparse_hess], (x10k,), rounds=rounds)
     print(f"  extended Rosenbrock Hessian, n = 10,000, sparse=True: gradient {_fmt(grad_time)}; "
           f"Hessian {ours / grad_time:.0f}x it")
-    hand_problem = ht.Problem(_generated_hand(10_000))
+    hand_problem = ht.Problem(ht.random_input(rng, 10_000, complicated=True))
     objective, ours, columns = side_by_side(
         [ht.objective, ht.jacobian, lambda p: one_pass_a_column(ht.jacobian, p)],
         (hand_problem,), rounds=rounds)
     print(f"  GradBench ht (complicated), 10,000 points, a generated hand of 12 vertices: "
           f"objective {_fmt(objective)}; Jacobian {ours / objective:.0f}x it, one pass a column "
           f"{columns / objective:.0f}x")
-
-
-def _generated_hand(points: int) -> dict:
-    """A random hand in ``ht``'s input format (ADBench's 22 bones, 12 vertices), the complicated
-    variant."""
-    bones, vertices = 22, 12
-    parents = [-1, 0, 1, 2, 3, 0, 5, 6, 7, 0, 9, 10, 11, 0, 13, 14, 15, 0, 17, 18, 19, 0]
-
-    def transforms():
-        t = np.tile(np.eye(4), (bones, 1, 1))
-        t[:, :3, :] += rng.normal(size=(bones, 3, 4)) * 0.3
-        return t.tolist()
-    weights = rng.random((vertices, bones))
-    model = {
-        "bone_count": bones, "bone_names": [f"b{i}" for i in range(bones)], "parents": parents,
-        "base_relatives": transforms(), "inverse_base_absolutes": transforms(),
-        "base_positions": np.hstack([rng.normal(size=(vertices, 3)),
-                                     np.ones((vertices, 1))]).tolist(),
-        "weights": (weights / weights.sum(axis=1, keepdims=True)).tolist(),
-        "triangles": rng.integers(0, vertices, size=(8, 3)).tolist(), "is_mirrored": False,
-    }
-    return {"theta": (rng.normal(size=26) * 0.5).tolist(),
-            "us": rng.random((points, 2)).tolist(),
-            "data": {"model": model, "correspondences": rng.integers(0, 8, size=points).tolist(),
-                     "points": rng.normal(size=(points, 3)).tolist()}}
 
 
 def _gradbench():

@@ -346,6 +346,13 @@ def test_a_batched_jvp_gives_way_to_one_pass_a_direction(caplog) -> None:
     np.testing.assert_allclose(dots, ast_ad.jacfwd(f)(x).T)
 
 
+def element_loop(x):
+    y = x * 1.0
+    for i in range(1, x.size):
+        y[i] = y[i] * y[i - 1]
+    return y
+
+
 def test_jacrev_takes_its_rows_from_one_batched_backward_pass(caplog) -> None:
     """``jacrev`` of vectorized code, and of a loop whose backward pass adds into an adjoint entry
     by entry (its zeros a batch, ``writes.owned_adjoint``): one backward pass for every row (no log
@@ -353,12 +360,6 @@ def test_jacrev_takes_its_rows_from_one_batched_backward_pass(caplog) -> None:
 
     def vectorized(x, W):
         return np.tanh(W @ x) * np.sum(x ** 2)
-
-    def element_loop(x):
-        y = x * 1.0
-        for i in range(1, x.size):
-            y[i] = y[i] * y[i - 1]
-        return y
 
     rng = np.random.default_rng(5)
     x, W = rng.standard_normal(4), rng.standard_normal((3, 4))
@@ -423,12 +424,6 @@ def test_vjp_takes_a_batch_of_cotangents() -> None:
 
     def f(x, W):
         return np.tanh(W @ x), np.sum(x ** 3)
-
-    def element_loop(x):
-        y = x * 1.0
-        for i in range(1, x.size):
-            y[i] = y[i] * y[i - 1]
-        return y
 
     rng = np.random.default_rng(6)
     x, W = rng.standard_normal(4), rng.standard_normal((3, 4))

@@ -119,39 +119,7 @@ def test_ba() -> None:
 
 
 def _hand(points: int, complicated: bool) -> dict:
-    """A small random hand in the eval's input format: ADBench's 22 bones and their parents, 12
-    vertices."""
-    bones, vertices = 22, 12
-    parents = [-1, 0, 1, 2, 3, 0, 5, 6, 7, 0, 9, 10, 11, 0, 13, 14, 15, 0, 17, 18, 19, 0]
-
-    def transforms():
-        t = np.tile(np.eye(4), (bones, 1, 1))
-        t[:, :3, :] += rng.normal(size=(bones, 3, 4)) * 0.3
-        return t.tolist()
-    weights = rng.random((vertices, bones))
-    model = {
-        "bone_count": bones,
-        "bone_names": [f"b{i}" for i in range(bones)],
-        "parents": parents,
-        "base_relatives": transforms(),
-        "inverse_base_absolutes": transforms(),
-        "base_positions": np.hstack(
-            [rng.normal(size=(vertices, 3)), np.ones((vertices, 1))]
-        ).tolist(),
-        "weights": (weights / weights.sum(axis=1, keepdims=True)).tolist(),
-        "triangles": rng.integers(0, vertices, size=(8, 3)).tolist(),
-        "is_mirrored": False,
-    }
-    correspondences = rng.integers(0, 8 if complicated else vertices, size=points).tolist()
-    return {
-        "theta": (rng.normal(size=26) * 0.5).tolist(),
-        "us": rng.random((points, 2)).tolist() if complicated else [],
-        "data": {
-            "model": model,
-            "correspondences": correspondences,
-            "points": rng.normal(size=(points, 3)).tolist(),
-        },
-    }
+    return ht.random_input(rng, points, complicated)
 
 
 @pytest.mark.parametrize("complicated", [False, True], ids=["simple", "complicated"])

@@ -19,7 +19,7 @@ from ast_ad.runtime.batched import Batch, Pattern, batched_pass, is_batch
 from ast_ad.testing import tracer
 from ast_ad.testing.random_programs import programs
 from tests.rule_cases import CASES
-from tests.test_batched import _value_and_square
+from tests.test_batched import _value_and_square, flat
 from tests.test_rules import FORWARD, _name, is_float, observed
 
 DIRECTORY = tempfile.mkdtemp(prefix="ast_ad_sparse_")
@@ -221,7 +221,7 @@ def test_a_forward_rule_s_pattern_holds_its_nonzero_entries(rule: registry.Rule,
                 found = observed(tracer.tangent(rule, k, seed, ans, args, kwargs), ans, rule.fn)
         except (TypeError, ValueError):  # a batch or a pattern refused (numpy's words, in places)
             continue
-        for got, columns in zip(leaves_of(found), leaves_of(dense), strict=True):
+        for got, columns in zip(flat(found), flat(dense), strict=True):
             if not is_batch(columns):
                 assert not np.any(np.asarray(columns)), "a tangent with no batch must be zero"
                 continue
@@ -232,14 +232,6 @@ def test_a_forward_rule_s_pattern_holds_its_nonzero_entries(rule: registry.Rule,
             held = _bits(got, n)
             assert held.shape == nonzero.shape
             assert not np.any(nonzero & ~held), "an entry of the Jacobian outside the pattern"
-
-
-def leaves_of(value):
-    if isinstance(value, dict):
-        return [leaf for key in value for leaf in leaves_of(value[key])]
-    if isinstance(value, (tuple, list)):
-        return [leaf for item in value for leaf in leaves_of(item)]
-    return [value]
 
 
 # ---- random programs ----------------------------------------------------------------------------
@@ -279,4 +271,3 @@ def test_the_sparse_hessian_of_a_program_is_its_dense_one(program, data) -> None
         return
     found = ast_ad.hessian(fn, sparse=True)(*copy.deepcopy(args))
     np.testing.assert_allclose(found.toarray(), dense.reshape(found.shape), rtol=1e-12, atol=0)
-

@@ -57,6 +57,7 @@ from ast_ad.api.lowering import (
     lower,
     run_code,
 )
+from ast_ad.api.sparse import SparseJacobian
 from ast_ad.backend.load import MISSING
 from ast_ad.core import logs, registry
 from ast_ad.errors import (
@@ -522,7 +523,6 @@ class Jacobian:
         if sparse is not False and sparse is not None:
             if not self.single:
                 raise ASTADError("sparse= takes one argument: argnums an int")
-            from ast_ad.api.sparse import SparseJacobian
             self.sparse = SparseJacobian(None if sparse is True else sparse,
                                          symmetric=name == "hessian")
         self.__name__ = self.__qualname__ = (

@@ -10,7 +10,15 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ast_ad.api.arguments import _check_differentiable
-from ast_ad.api.lowering import Lowered, forward_at, jvp_code, located, lower, raw_zeros
+from ast_ad.api.lowering import (
+    Lowered,
+    _all_leaves,
+    forward_at,
+    jvp_code,
+    located,
+    lower,
+    raw_zeros,
+)
 from ast_ad.backend.load import MISSING, Loaded
 from ast_ad.backend.scalar_calls import NOT_SCALARS, jvp_caller
 from ast_ad.core import logs, registry
@@ -97,11 +105,11 @@ def batched_jvp(fun: Callable[..., V], primals: tuple[Any, ...],
     size = sizes.pop()
     lowered = lower(fun, primals)
     seeds = tuple(tangents[k] for k in active)
-    if all(type(leaf) is np.ndarray or not is_array(leaf) for leaf in _flat(lowered.args)):
+    if all(type(leaf) is np.ndarray or not is_array(leaf) for leaf in _all_leaves(lowered.args)):
         try:
             with batched_pass(size):
                 out, out_dot = forward_at(lowered, active, tuple(Batch(t) for t in seeds))
-            if not any(is_batch(leaf) for leaf in _flat(out)):
+            if not any(is_batch(leaf) for leaf in _all_leaves(out)):
                 return out, unstacked(out_dot, size)
             raise BatchRefused("the value came out as a batch")
         except Exception as failure:  # noqa: BLE001 (the passes one by one say what is wrong)
@@ -113,14 +121,6 @@ def batched_jvp(fun: Callable[..., V], primals: tuple[Any, ...],
                                                          for t in seeds))
         dots.append(out_dot)
     return out, _stacked_dots(dots)
-
-
-def _flat(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        return [leaf for item in value.values() for leaf in _flat(item)]
-    if isinstance(value, (tuple, list)):
-        return [leaf for item in value for leaf in _flat(item)]
-    return [value]
 
 
 def _stacked_dots(dots: list[Any]) -> Any:

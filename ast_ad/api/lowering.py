@@ -3,6 +3,7 @@ mode over it: what every composition of transformations stands on."""
 
 from __future__ import annotations
 
+import bisect
 import inspect
 import types
 from collections.abc import Callable, Sequence
@@ -272,38 +273,42 @@ class BatchedColumns(Sequence[Any]):
     finish is a cast or a choice of parts, the same for each tangent), else one by one."""
 
     def __init__(self) -> None:
-        self.chunks: list[tuple[Any, int]] = []  # (a pass's finished tangents, how many)
-        self.starts: list[int] = []
+        # each pass's tangents: finished as one batch (a value holding batches), or one by one (a
+        # list of finished columns)
+        self.chunks: list[tuple[Any, bool]] = []
+        self.starts: list[int] = []  # the first column of each pass
+        self.total = 0
 
     def add(self, lowered: Lowered, raw: Any, raw_dot: Any, count: int) -> None:
-        self.starts.append(len(self))
+        self.starts.append(self.total)
+        self.total += count
         try:
             finished = lowered.finish_dot(raw, raw_dot)
             whole = all(is_batch(leaf) or np.ndim(leaf) == 0 for leaf in _all_leaves(finished))
         except Exception:  # noqa: BLE001 (finished one by one instead)
             whole = False
         if whole:
-            self.chunks.append((finished, count))
+            self.chunks.append((finished, True))
         else:
             self.chunks.append(([lowered.finish_dot(raw, _one_of(raw_dot, j))
-                                 for j in range(count)], -count))
+                                 for j in range(count)], False))
 
     def __len__(self) -> int:
-        return sum(abs(count) for _, count in self.chunks)
+        return self.total
 
     def __getitem__(self, j: Any) -> Any:
         if isinstance(j, slice):
             return [self[k] for k in range(len(self))[j]]
         j = range(len(self))[j]
-        chunk = max(k for k, start in enumerate(self.starts) if start <= j)
-        finished, count = self.chunks[chunk]
+        chunk = bisect.bisect_right(self.starts, j) - 1
+        finished, whole = self.chunks[chunk]
         at = j - self.starts[chunk]
-        return finished[at] if count < 0 else _one_of(finished, at)
+        return _one_of(finished, at) if whole else finished[at]
 
     def stacked(self) -> Any:
         """Every column at once, the column axis first, where each pass finished as one batch;
         else ``None``."""
-        if not all(count > 0 and is_batch(finished) for finished, count in self.chunks):
+        if not all(whole and is_batch(finished) for finished, whole in self.chunks):
             return None
         return np.concatenate([finished.data for finished, _ in self.chunks])
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from ast_ad.api.lowering import Lowered, forward_columns, jvp_code, run
 from ast_ad.core import logs, registry
+from ast_ad.core.records import record
 from ast_ad.errors import ASTADError
 from ast_ad.runtime import refuse_missing_tangents, size_of
 from ast_ad.runtime.batched import Batch, Pattern, batched_pass, is_batch
@@ -149,12 +150,12 @@ def star_coloured(rows: np.ndarray, columns: np.ndarray, n: int) -> np.ndarray:
     return colour
 
 
-def star_entries(rows: np.ndarray, columns: np.ndarray, colour: np.ndarray,
-                 compressed: np.ndarray) -> np.ndarray:
-    """The entries of a symmetric matrix from its compressed columns (``compressed[k]``: the sum of
-    its columns of colour ``k``) under a star colouring: an entry is its row's value at its
-    column's colour where no other entry of its row has that colour, else (by symmetry) its
-    column's value at its row's colour."""
+def star_reading(rows: np.ndarray, columns: np.ndarray,
+                 colour: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each entry of a symmetric matrix is read in its compressed columns (``compressed[k]``:
+    the sum of its columns of colour ``k``) under a star colouring: its row's value at its column's
+    colour where no other entry of its row has that colour, else (by symmetry) its column's value
+    at its row's colour. The entries are ``compressed[at, within]``."""
     count = int(colour.max()) + 1
     size = (int(max(rows.max(), columns.max())) + 1) * count
     seen = np.bincount(rows * count + colour[columns], minlength=size)
@@ -163,9 +164,44 @@ def star_entries(rows: np.ndarray, columns: np.ndarray, colour: np.ndarray,
     if not np.all(alone | swapped):
         raise ASTADError("the colouring does not separate every entry of the Hessian (ast_ad's "
                          "error): take it dense")
-    entries: np.ndarray = np.where(alone, compressed[colour[columns], rows],
-                                   compressed[colour[rows], columns])
+    return np.where(alone, colour[columns], colour[rows]), np.where(alone, rows, columns)
+
+
+def star_entries(rows: np.ndarray, columns: np.ndarray, colour: np.ndarray,
+                 compressed: np.ndarray) -> np.ndarray:
+    """The entries of a symmetric matrix from its compressed columns (``star_reading``)."""
+    at, within = star_reading(rows, columns, colour)
+    entries: np.ndarray = compressed[at, within]
     return entries
+
+
+@record
+class Plan:
+    """What a pattern fixes, made once for it: its entries (in row order; a Hessian's made
+    symmetric), a colour for each column, where each entry is read in the compressed matrix
+    (``compressed[at, within]``), and the CSR rows' pointers."""
+
+    rows: np.ndarray
+    columns: np.ndarray
+    shape: tuple[int, int]
+    colour: np.ndarray
+    at: np.ndarray
+    within: np.ndarray
+    indptr: np.ndarray
+
+
+def plan_for(rows: np.ndarray, columns: np.ndarray, m: int, n: int, symmetric: bool) -> Plan:
+    """The ``Plan`` of a pattern that has entries: column-coloured, or, for a Hessian, made
+    symmetric and star-coloured."""
+    if symmetric and m == n:
+        rows, columns = _symmetric(rows, columns, n)
+        colour = star_coloured(rows, columns, n)
+        at, within = star_reading(rows, columns, colour)
+    else:
+        colour = coloured(rows, columns, n)
+        at, within = colour[columns], rows
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=m))])
+    return Plan(rows, columns, (m, n), colour, at, within, indptr)
 
 
 def _floats(value: Any) -> bool:
@@ -196,13 +232,13 @@ def holds_everywhere(lowered: Lowered, k: int) -> bool:
 
     The fact relied on: the pattern follows the code's path and the entries it reads, which change
     with the values of the arguments of floats only through values computed from them that steer
-    the code (a
-    branch's test, a loop's bound, an index, a count: none carries a derivative) or through a
-    primitive whose derivative's pattern is an order of the values (``registry.def_value_pattern``:
-    ``np.sort``). So every name whose value depends on the argument's values must carry its
-    derivative (``activity``: the same fixpoint, once following the derivative, once every value),
-    no primitive of the second kind is called, and nothing is called that is not read here (a
-    function of the user's, read on its own, or a statement ast_ad runs as it is). Where that is not
+    the code (a branch's test, a loop's bound, an index, a count: none carries a derivative) or
+    through a primitive whose derivative's pattern is an order of the values
+    (``registry.def_value_pattern``: ``np.sort``). So every name whose value depends on the
+    argument's values must carry its derivative (``activity``: the same fixpoint, once following
+    the derivative, once every value), no primitive of the second kind is called, and nothing is
+    called that is not read here (a function of the user's, read on its own, or a statement ast_ad
+    runs as it is). Where that is not
     shown, the pattern is found again at each call."""
     from ast_ad import transform
     from ast_ad.analysis.activity import activity, inputs_of, is_user_function
@@ -241,59 +277,54 @@ def holds_everywhere(lowered: Lowered, k: int) -> bool:
 
 
 class SparseJacobian:
-    """The sparse Jacobian of one argument: its pattern found at each call (or the one given), its
-    colouring kept for each pattern met (``colourings``, by the pattern's entries)."""
+    """The sparse Jacobian of one argument: its pattern found at each call (or the one given, or
+    kept where it holds everywhere), and what each pattern met fixes (``Plan``: the colouring,
+    where each entry is read) made once for it."""
 
     def __init__(self, given: Any = None, symmetric: bool = False) -> None:
-        self.colourings: dict[tuple[tuple[int, ...], bytes, bytes], np.ndarray] = {}
         # a Hessian: its pattern made symmetric, star-coloured (``star_coloured``)
         self.symmetric = symmetric
         self.given = None if given is None else given_pattern(given)
-        # the patterns that hold everywhere (``holds_everywhere``), by ``kept_under``
-        self.kept: dict[Any, tuple[np.ndarray, np.ndarray, tuple[int, ...]]] = {}
+        # the plans of the patterns met, by their entries; of those that hold everywhere
+        # (``holds_everywhere``), by ``kept_under``
+        self.plans: dict[tuple[int, int, bytes, bytes], Plan] = {}
+        self.kept: dict[Any, Plan] = {}
 
     def __call__(self, lowered: Lowered, k: int) -> Any:
         csr = csr_class()
         x = lowered.args[lowered.positions[k]]
         n = size_of(x)
-        if self.given is not None:
-            rows, columns, shape = self.given
-            if shape[1] != n:
-                raise ASTADError(f"the sparsity pattern given has {shape[1]} columns; the "
-                                 f"argument has {n} entries")
-            out_shape: tuple[int, ...] = (shape[0],)
-        elif (found := kept_under(lowered, k)) is not None and found in self.kept:
-            rows, columns, out_shape = self.kept[found]
-        else:
-            try:
-                rows, columns, out_shape = pattern_of(lowered, k)
-                if found is not None and holds_everywhere(lowered, k):
-                    self.kept[found] = rows, columns, out_shape
-                    if len(self.kept) > 8:
-                        self.kept.pop(next(iter(self.kept)))
-            except ASTADError:
-                raise
-            except Exception as failure:  # noqa: BLE001 (the dense Jacobian says what is wrong)
-                logs.info("sparse=True: no pattern (%s: %s); the Jacobian is taken dense",
-                          type(failure).__name__,
-                          str(failure).splitlines()[0] if str(failure) else "")
-                return self.dense(lowered, k, csr)
-        m = int(np.prod(out_shape, dtype=np.intp))
-        if not len(rows):
-            return csr((np.zeros(0), (rows, columns)), shape=(m, n))
-        if self.symmetric and m == n:
-            rows, columns = _symmetric(rows, columns, n)
-        key = (np.shape(x), rows.tobytes(), columns.tobytes())
-        colour = self.colourings.get(key)
-        if colour is None:
-            colour = self.colourings[key] = (
-                star_coloured(rows, columns, n) if self.symmetric and m == n
-                else coloured(rows, columns, n))
-            if len(self.colourings) > 8:  # (patterns met at other branches: the first go)
-                self.colourings.pop(next(iter(self.colourings)))
-        colours = int(colour.max()) + 1
+        found = None if self.given is not None else kept_under(lowered, k)
+        plan = self.kept.get(found) if found is not None else None
+        if plan is None:
+            if self.given is not None:
+                rows, columns, shape = self.given
+                if shape[1] != n:
+                    raise ASTADError(f"the sparsity pattern given has {shape[1]} columns; the "
+                                     f"argument has {n} entries")
+                m = shape[0]
+            else:
+                try:
+                    rows, columns, out_shape = pattern_of(lowered, k)
+                except ASTADError:
+                    raise
+                except Exception as failure:  # noqa: BLE001 (the dense Jacobian says what is wrong)
+                    logs.info("sparse=True: no pattern (%s: %s); the Jacobian is taken dense",
+                              type(failure).__name__,
+                              str(failure).splitlines()[0] if str(failure) else "")
+                    return self.dense(lowered, k, csr)
+                m = int(np.prod(out_shape, dtype=np.intp))
+            if not len(rows):
+                return csr((np.zeros(0), (rows, columns)), shape=(m, n))
+            plan = self.planned(rows, columns, m, n)
+            if found is not None and holds_everywhere(lowered, k):
+                self.kept[found] = plan
+                if len(self.kept) > 8:
+                    self.kept.pop(next(iter(self.kept)))
+        m = plan.shape[0]
+        colours = int(plan.colour.max()) + 1
         seeds = np.zeros((colours, n))
-        seeds[colour, np.arange(n)] = 1.0
+        seeds[plan.colour, np.arange(n)] = 1.0
         loaded = jvp_code(lowered, (k,))
         with batched_pass(colours):
             raw, raw_dot = run(loaded, *lowered.args, Batch(seeds.reshape((colours, *np.shape(x)))))
@@ -304,11 +335,19 @@ class SparseJacobian:
                              f"{size_of(lowered.finish(raw))} entries")
         compressed = dot.data.reshape(colours, m) if is_batch(dot) else \
             np.broadcast_to(np.asarray(dot, dtype=float), (colours, m))
-        values = (star_entries(rows, columns, colour, compressed) if self.symmetric and m == n
-                  else compressed[colour[columns], rows]).astype(float, copy=False)
-        # (rows in order: the compressed rows' layout, without a sort)
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=m))])
-        return csr((values, columns, indptr), shape=(m, n))
+        values = compressed[plan.at, plan.within].astype(float, copy=False)
+        return csr((values, plan.columns, plan.indptr), shape=plan.shape)
+
+    def planned(self, rows: np.ndarray, columns: np.ndarray, m: int, n: int) -> Plan:
+        """The plan of a pattern, made the first time it is met (patterns met at other branches:
+        eight kept, the first go)."""
+        key = (m, n, rows.tobytes(), columns.tobytes())
+        plan = self.plans.get(key)
+        if plan is None:
+            plan = self.plans[key] = plan_for(rows, columns, m, n, self.symmetric)
+            if len(self.plans) > 8:
+                self.plans.pop(next(iter(self.plans)))
+        return plan
 
     @staticmethod
     def dense(lowered: Lowered, k: int, csr: Any) -> Any:

@@ -285,19 +285,11 @@ def _inner(a: Any, b: Any) -> Any:
     return Batch(np.sum(elementwise(np.multiply, a, b).data, axis=-1))
 
 
-def_batched(np.inner, _inner)
-
-
 def _tensordot(a: Any, b: Any, axes: Any = 2) -> Batch:
     if is_batch(a) and is_batch(b):
         raise BatchRefused("a batch of tangents does not take np.tensordot of two batches")
     ra, rb = rank(a), rank(b)
-    if isinstance(axes, int):
-        axes_a, axes_b = list(range(ra - axes, ra)), list(range(axes))
-    else:
-        axes_a, axes_b = axes
-        axes_a = [axes_a] if isinstance(axes_a, int) else list(axes_a)
-        axes_b = [axes_b] if isinstance(axes_b, int) else list(axes_b)
+    axes_a, axes_b = _contracted(axes, ra)
     if is_batch(a):
         return Batch(np.tensordot(a.data, b, axes=([item_axis(k, ra) for k in axes_a], axes_b)))
     out = np.tensordot(a, b.data, axes=(axes_a, [item_axis(k, rb) for k in axes_b]))
@@ -307,15 +299,33 @@ def _tensordot(a: Any, b: Any, axes: Any = 2) -> Batch:
 def_batched(np.tensordot, _tensordot)
 
 
-def _einsum(subscripts: Any, *operands: Any, **kwargs: Any) -> Batch:
+def _einsum_terms(subscripts: Any, kwargs: dict[str, Any]) -> tuple[str, list[str], str]:
+    """``np.einsum``'s subscripts written out: the whole spec, each operand's term, and the result's
+    letters (numpy's implicit output: the letters written once, in alphabetical order); a spec
+    with ``...`` or an ``out=`` is refused."""
     if not isinstance(subscripts, str) or "..." in subscripts or kwargs.get("out") is not None:
         raise BatchRefused("a batch of tangents takes np.einsum with written subscripts only")
     spec = subscripts.replace(" ", "")
     inputs, arrow, output = spec.partition("->")
     terms = inputs.split(",")
-    if not arrow:  # numpy's implicit output: the letters written once, in order
+    if not arrow:
         letters = "".join(terms)
         output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    return spec, terms, output
+
+
+def _contracted(axes: Any, ra: int) -> tuple[list[int], list[int]]:
+    """``np.tensordot``'s ``axes`` as two lists, the first operand's (of rank ``ra``) and the
+    second's."""
+    if isinstance(axes, int):
+        return list(range(ra - axes, ra)), list(range(axes))
+    first, second = axes
+    return ([first] if isinstance(first, int) else list(first),
+            [second] if isinstance(second, int) else list(second))
+
+
+def _einsum(subscripts: Any, *operands: Any, **kwargs: Any) -> Batch:
+    spec, terms, output = _einsum_terms(subscripts, kwargs)
     free = next(c for c in string.ascii_letters if c not in spec)
     terms = [free + t if is_batch(op) else t for t, op in zip(terms, operands, strict=True)]
     data = [op.data if is_batch(op) else op for op in operands]
@@ -337,16 +347,16 @@ def _diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Batch:
     return Batch(np.diagonal(a.data, offset, item_axis(axis1, r), item_axis(axis2, r)))
 
 
-def _diag(v: Any, k: int = 0) -> Batch:
+def _diag(v: Any, k: int = 0) -> Any:
     if v.ndim == 2:
         return _diagonal(v, k)
     if v.ndim != 1:
         raise ValueError("Input must be 1- or 2-d.")
     n = v.shape[0]
-    out = np.zeros((v.data.shape[0], n + abs(k), n + abs(k)), dtype=v.dtype)
+    out = np.zeros((v.data.shape[0], n + abs(k), n + abs(k)), dtype=v.data.dtype)
     at = np.arange(n)
     out[:, at + max(-k, 0), at + max(k, 0)] = v.data
-    return Batch(out)
+    return type(v)(out)
 
 
 def _triangle(fn: Any) -> Any:
@@ -481,6 +491,8 @@ def_batched(np.rot90, _rot90)
 def_batched(np.copyto, _copyto)
 def_batched(np.full_like, lambda a, fill_value, dtype=None, **kw: Batch(np.full(
     (a.data.shape[0], *(kw.get("shape") or a.shape)), fill_value, dtype=dtype or a.dtype)))
+
+
 def _cumulative_sum(x: Any, axis: Any = None, dtype: Any = None, out: Any = None,
                     include_initial: bool = False) -> Batch:
     if axis is None and x.ndim > 1:
@@ -587,7 +599,8 @@ _MOVING: tuple[Any, ...] = (
             np.may_share_memory, np.shares_memory, np.copy, np.real, np.imag, np.broadcast_to,
             np.reshape, np.ravel, np.transpose, np.squeeze, np.swapaxes, np.moveaxis,
             np.expand_dims, np.flip, np.fliplr, np.flipud, np.roll, np.atleast_1d, np.atleast_2d,
-            np.diagonal, np.linalg.diagonal, np.tril, np.triu, np.take, np.take_along_axis,
+            np.diagonal, np.linalg.diagonal, np.diag, np.pad, np.tril, np.triu, np.take,
+            np.take_along_axis,
             np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.repeat, np.tile,
             np.rollaxis, np.rot90, np.copyto, np.matrix_transpose, np.linalg.matrix_transpose,
             np.fft.fftshift, np.fft.ifftshift, np.concatenate, np.stack, np.hstack, np.vstack,
@@ -610,6 +623,8 @@ for _made in (np.zeros_like, np.empty_like, np.ones_like, np.full_like):
 
 def _united(a: Any, axis: Any = None, *args: Any, **kwargs: Any) -> Pattern:
     """A reduction's pattern: the union of the entries it reduces."""
+    if args or kwargs.get("out") is not None or kwargs.get("returned"):
+        raise BatchRefused("a sparsity pattern takes a reduction with no out= or returned=")
     return Pattern(united(a.data, item_axes(axis, a.ndim), bool(kwargs.get("keepdims"))))
 
 
@@ -638,21 +653,10 @@ def _traced(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, **kwargs: A
     return Pattern(np.bitwise_or.reduce(diagonal, axis=-1))
 
 
-def _pattern_diag(v: Any, k: int = 0) -> Pattern:
-    if v.ndim == 2:
-        return Pattern(np.diagonal(v.data, k, 1, 2))
-    n = v.shape[0]
-    out = np.zeros((v.data.shape[0], n + abs(k), n + abs(k)), dtype=np.uint64)
-    at = np.arange(n)
-    out[:, at + max(-k, 0), at + max(k, 0)] = v.data
-    return Pattern(out)
-
-
 def_pattern(np.cumsum, _scanned)
 def_pattern(np.cumprod, _scanned)
 def_pattern(np.diff, _differenced)
 def_pattern(np.trace, _traced)
-def_pattern(np.diag, _pattern_diag)
 # (the tests and bounds count for the result's shape alone: they carry no inputs)
 def_pattern(np.where, lambda condition, *branches: either(condition, *branches))
 def_pattern(np.clip, lambda a, *bounds, **kw: either(a, *bounds, *kw.values()))
@@ -707,14 +711,7 @@ registry.def_value_pattern(np.sort, np.ndarray.sort, builtins.sorted, builtins.m
 def _pattern_einsum(subscripts: Any, *operands: Any, **kwargs: Any) -> Pattern:
     """``np.einsum``'s pattern: for each pattern among the operands, the union over the letters
     summed away, spread over the result's other letters (each letter once in its term)."""
-    if not isinstance(subscripts, str) or "..." in subscripts or kwargs.get("out") is not None:
-        raise BatchRefused("a sparsity pattern takes np.einsum with written subscripts only")
-    spec = subscripts.replace(" ", "")
-    inputs, arrow, output = spec.partition("->")
-    terms = inputs.split(",")
-    if not arrow:
-        letters = "".join(terms)
-        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    _, terms, output = _einsum_terms(subscripts, kwargs)
     sizes: dict[str, int] = {}
     for term, op in zip(terms, operands, strict=True):
         sizes.update(zip(term, op.shape if is_batch(op) else np.shape(op), strict=True))
@@ -739,10 +736,7 @@ def _pattern_tensordot(a: Any, b: Any, axes: Any = 2) -> Pattern:
     """``np.tensordot``'s pattern: the union over the contracted axes, spread over the other
     operand's free axes."""
     ra, rb = rank(a), rank(b)
-    if isinstance(axes, int):
-        axes_a, axes_b = list(range(ra - axes, ra)), list(range(axes))
-    else:
-        axes_a, axes_b = ([x] if isinstance(x, int) else list(x) for x in axes)
+    axes_a, axes_b = _contracted(axes, ra)
     shape_a = a.shape if is_batch(a) else np.shape(a)
     shape_b = b.shape if is_batch(b) else np.shape(b)
     free_a = [i for i in range(ra) if i % ra not in {x % ra for x in axes_a}]
@@ -764,11 +758,7 @@ def _pattern_tensordot(a: Any, b: Any, axes: Any = 2) -> Pattern:
 def_pattern(np.einsum, _pattern_einsum)
 def_pattern(np.tensordot, _pattern_tensordot)
 def_pattern(np.linalg.trace, lambda x, offset=0, dtype=None: _traced(x, offset, -2, -1))
-def_pattern(np.cumulative_sum, lambda x, axis=None, **kw: _scanned(x, 0 if axis is None else axis))
-def_pattern(np.pad, lambda array, pad_width, mode="constant", **kw: as_pattern_of(
-    _pad(array, pad_width, mode, **kw)) if mode == "constant" and not kw else
-    _refuse_many("np.pad in another mode (for a sparsity pattern)"))
+def_pattern(np.cumulative_sum, lambda x, axis=None, dtype=None, out=None, include_initial=False:
+            _refuse_many("np.cumulative_sum with include_initial (for a sparsity pattern)")
+            if include_initial or out is not None else _scanned(x, 0 if axis is None else axis))
 
-
-def as_pattern_of(batch: Any) -> Pattern:
-    return Pattern(batch.data)

@@ -588,6 +588,12 @@ class Pattern(Batch):
     def __repr__(self) -> str:
         return f"Pattern(of {64 * self.data.shape[0]} inputs, shape {self.shape})"
 
+    def __setitem__(self, key: Any, value: Any) -> None:
+        # a value the same for every input (a zero written into a tangent) depends on none: its
+        # number is not a pattern's words
+        super().__setitem__(key, value if is_batch(value)
+                            else np.zeros(np.shape(value), dtype=np.uint64))
+
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         if kwargs.get("out") is not None or kwargs.get("where", True) is not True:
             raise _refuse(f"{ufunc.__name__} with out= or where=")
