@@ -1088,3 +1088,29 @@ FOUND_REFUSED = {
     written_through_a_split: ("y", False),
     written_through_an_unknown_functions_result: ("m", True),
 }
+
+
+def cancelling_adjoints(x0, x1, x2):
+    """Found by a long random run: the value reaches 1e15, and ``0.5 * (v7 - v7)`` gives ``v7`` the
+    adjoints 0.5 and -0.5 on top of one of 1e-16, so reverse mode's float sum keeps one digit of
+    it. The gradient is exact in exact arithmetic (extended precision shows it: ``test_programs``'s
+    oracle)."""
+    for i0 in range(3):
+        x2 += 0.1 * i0 * np.sin(x0)
+        v1 = {
+            1: ((x2 / (1.0 + x0 * x0)) - x1),
+            0: np.sqrt(1.0 + x1 * x1),
+            2: ((x2 / (1.0 + x0 * x0)) - x1) * np.sqrt(1.0 + x1 * x1),
+        }
+        x0 = 0.0
+        for k in v1:
+            x0 = x0 * 0.5 + (k + 1.0) * v1[k]
+        v3 = np.ones(3) * x0
+        v4 = v3
+        v3[0], v3[1] = v3[1], v3[0]  # write
+        x2 = np.sum(v4) * v3
+    v5 = np.ones(3) * x2
+    v6 = v5
+    v5[0], v5[1] = v5[1], v5[0]  # write
+    v7 = np.sum(v6) * v5
+    return np.sum((0.5 * (v7 - v7)) + (np.tanh(x1) * np.log(1.0 + v7 * v7)))

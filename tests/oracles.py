@@ -27,7 +27,12 @@ def assert_fd(
 
 
 def assert_fd_or_complex_step(
-    fun: Callable[..., Any], args: tuple, argnums: tuple[int, ...], grads: tuple, seed: int = 0
+    fun: Callable[..., Any],
+    args: tuple,
+    argnums: tuple[int, ...],
+    grads: tuple,
+    seed: int = 0,
+    extended: Callable[[tuple], tuple] | None = None,
 ) -> None:
     """``assert_fd``, and where central differences disagree, the complex step along the same
     direction as the oracle, if the function runs on complex numbers: ``f(x + i h d)``'s imaginary
@@ -35,16 +40,28 @@ def assert_fd_or_complex_step(
     difference of two values to lose digits in (a program whose value is 1e29 has central
     differences off by a fifth of a percent at every step; the complex step and the gradient agree
     to the last digit). A function that does not run on complex numbers (a comparison, ``abs``)
-    keeps the differences' verdict."""
+    keeps the differences' verdict.
+
+    ``extended``, if given, computes the same gradient from the arguments in numpy's extended
+    precision (``np.longdouble``: 64 bits of mantissa on x86, 11 more than a float's). Reverse mode
+    adds each value's adjoint contributions in one order; where they cancel (``0.5 * (v - v)`` of a
+    ``v`` of 1e15 adds 0.5 and takes it away again from an adjoint of 1e-16) the float gradient
+    is the exact one's rounding, amplified by what follows, and no oracle of the function can
+    agree with it. Such a gradient is accepted only when it is shown to be that: the extended
+    gradient moves away from the float one by more than the tolerance, and the extended
+    gradient itself agrees with the complex step (to 1e-6). A gradient that is wrong in exact
+    arithmetic is wrong in extended precision too."""
     try:
         assert_fd(fun, args, argnums, grads, seed)
         return
     except AssertionError:
         rng = np.random.default_rng(seed)
-        steps = []
-        for k, g in zip(argnums, grads, strict=True):
+        directions, steps = [], []
+        for k in argnums:
             direction = rng.standard_normal(np.shape(args[k]))
-            moved = list(args)
+            # every float argument complex (an in-place ``x += y`` of a real ``x`` refuses a
+            # complex ``y``), only the one along ``direction`` moved off the real line
+            moved = [_complex(a) for a in args]
             moved[k] = np.asarray(args[k], dtype=complex) + 1e-30j * direction
             if np.ndim(args[k]) == 0:
                 moved[k] = complex(moved[k])
@@ -52,9 +69,48 @@ def assert_fd_or_complex_step(
                 out = fun(*moved)
             except (TypeError, ValueError):
                 raise AssertionError("differences disagree, and no complex step runs") from None
-            steps.append((float(np.sum(np.asarray(g) * direction)), float(np.imag(out)) / 1e-30))
-    for analytic, stepped in steps:
-        assert math.isclose(analytic, stepped, rel_tol=1e-9, abs_tol=1e-9), (analytic, stepped)
+            directions.append(direction)
+            steps.append(float(np.imag(out)) / 1e-30)
+    analytic = [float(np.sum(np.asarray(g) * d)) for g, d in zip(grads, directions, strict=True)]
+    agree = all(
+        math.isclose(a, s, rel_tol=1e-9, abs_tol=1e-9) for a, s in zip(analytic, steps, strict=True)
+    )
+    if agree or extended is None or np.finfo(np.longdouble).nmant <= np.finfo(float).nmant:
+        for a, s in zip(analytic, steps, strict=True):
+            assert math.isclose(a, s, rel_tol=1e-9, abs_tol=1e-9), (a, s)
+        return
+    finer = extended(tuple(_longdouble(a) for a in args))
+    refined = [
+        float(np.sum(np.asarray(g, dtype=np.longdouble) * d))
+        for g, d in zip(finer, directions, strict=True)
+    ]
+    rounded = any(
+        not math.isclose(a, r, rel_tol=1e-9, abs_tol=1e-9)
+        for a, r in zip(analytic, refined, strict=True)
+    )
+    assert rounded, ("the gradient disagrees with the complex step", analytic, steps)
+    for r, s in zip(refined, steps, strict=True):
+        assert math.isclose(r, s, rel_tol=1e-6, abs_tol=1e-9), ("extended precision", r, s)
+
+
+def _complex(value: Any) -> Any:
+    """``value`` with its float arrays complex (a number, a container or anything else as it is)."""
+    if isinstance(value, np.ndarray) and value.dtype == float:
+        return value.astype(complex)
+    return value
+
+
+def _longdouble(value: Any) -> Any:
+    """``value`` with its floats in numpy's extended precision (containers followed)."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_longdouble(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _longdouble(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray) and value.dtype == float:
+        return value.astype(np.longdouble)
+    if type(value) is float:
+        return np.longdouble(value)
+    return value
 
 
 def fd_settled(

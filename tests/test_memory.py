@@ -7,6 +7,7 @@ Python is the first oracle: the value of every function here is compared with Py
 
 from __future__ import annotations
 
+import copy
 import re
 
 import numpy as np
@@ -16,7 +17,7 @@ import ast_ad
 from ast_ad import errors
 from ast_ad.errors import InPlaceAliasError
 from tests import memory_functions as mf
-from tests.oracles import assert_fd, assert_same, marked_line
+from tests.oracles import assert_fd, assert_fd_or_complex_step, assert_same, marked_line
 
 X = np.array([1.1, 0.7, 1.3, 0.9])
 T = np.array([0.3, -1.2, 0.5, 2.0])
@@ -509,3 +510,35 @@ def test_a_method_given_an_output_array_is_refused_with_the_function_to_write() 
     value, grads = ast_ad.value_and_grad(by_function)(X.copy())
     assert value == by_method(X.copy())
     assert_fd(lambda v: by_function(np.copy(v)), (X,), (0,), (grads,))
+
+
+CANCELLING = (
+    np.array([-0.0, -1.0, 1.27717522]),
+    np.array([-3.29405826e-190, 1 / 3, -1.04391532]),
+    np.array([-4.29179912e-111, 1.77074651, 3.00703579e-80]),
+)
+
+
+@pytest.mark.skipif(
+    np.finfo(np.longdouble).nmant <= np.finfo(float).nmant, reason="no extended precision here"
+)
+def test_a_gradient_that_rounding_dominates_is_told_from_a_wrong_one() -> None:
+    """The long run's program whose adjoints cancel: ast_ad and the tracer agree, the complex step
+    does not, and extended precision shows the gap is rounding. The same oracle still fails a
+    gradient whose extended run is wrong too."""
+    fun, argnums = mf.cancelling_adjoints, (0, 1, 2)
+    grads = ast_ad.grad(fun, argnums)(*copy.deepcopy(CANCELLING))
+    traced = ast_ad.tracer.value_and_grad(fun, argnums)(*copy.deepcopy(CANCELLING))[1]
+    assert_same(grads, traced)
+    python = lambda *a: fun(*copy.deepcopy(a))  # noqa: E731
+    with pytest.raises(AssertionError):  # without the extended run: a gap no oracle explains
+        assert_fd_or_complex_step(python, CANCELLING, argnums, grads)
+
+    def extended(args):
+        return ast_ad.grad(fun, argnums)(*copy.deepcopy(args))
+
+    assert_fd_or_complex_step(python, CANCELLING, argnums, grads, extended=extended)
+    with pytest.raises(AssertionError):  # a gradient wrong in exact arithmetic is wrong there too
+        assert_fd_or_complex_step(
+            python, CANCELLING, argnums, grads, extended=lambda a: (grads[0] * 1.01, *grads[1:])
+        )
