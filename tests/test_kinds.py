@@ -11,6 +11,7 @@ import pytest
 
 import ast_ad
 from ast_ad import transform
+from ast_ad.analysis.activity import callee_results
 from ast_ad.analysis.kinds import RANKED, kinds_of, label_fact, labelled
 from ast_ad.api.arguments import shape_labels
 from ast_ad.core import registry
@@ -461,3 +462,57 @@ def copies_its_list(x):
 def test_a_copied_list_is_no_tape() -> None:
     from ast_ad.analysis.kinds import _tapes
     assert _tapes(transform.normalized(copies_its_list)) == set()
+
+
+# ---- what a helper returns, and what a join makes ------------------------------------------------
+def shifted(x, y):
+    rolled = np.concatenate([np.zeros(1), y[:-1]])
+    return np.concatenate([x[:1], x[1:] * rolled[1:]])
+
+
+def stepped(x, s):
+    y = np.zeros(x.shape[0])
+    for _ in range(s):
+        k = shifted(x, y)
+        y = y + 0.5 * k
+    return y[-1]
+
+
+def stacked(x):
+    pair = [x, x * 2.0]
+    rows = np.stack(pair)
+    return np.sum(rows * rows)
+
+
+def joined_then_changed(x):
+    parts = [x, x * 2.0]
+    both = np.concatenate(parts)
+    parts.append(x)
+    return np.sum(both) + len(parts)
+
+
+def test_a_helper_s_result_and_a_join_have_the_facts_of_what_they_make() -> None:
+    results = callee_results(transform.normalized)
+    known = kinds_of(transform.normalized(shifted), shape_labels((V, V)))
+    assert known.rank("rolled") == 1 and known.rank("out") == 1 and known.float_array("t1")
+    known = kinds_of(transform.normalized(stepped), shape_labels((V, 3)), results)
+    assert known.rank("y_1") == 1 and known.float_array("t1")  # (0.5 * k: a call's result)
+    assert kinds_of(transform.normalized(stepped), shape_labels((V, 3))).rank("t1") is None
+    assert facts(stacked, V).rank("rows") == 2
+    # a list read again after its join: not followed
+    assert facts(joined_then_changed, V).rank("parts") is None
+
+
+@pytest.mark.parametrize("fun", [stepped, stacked, joined_then_changed])
+def test_gradients_through_helpers_and_joins_match_the_oracles(fun) -> None:
+    args = (V, 3) if fun is stepped else (V,)
+    grad = ast_ad.grad(fun)(*args)
+    assert_same((grad,), (ast_ad.tracer.grad(fun)(*args),))
+    assert_fd(fun, args, (0,), (grad,))
+
+
+def test_a_loop_keeps_the_shapes_of_a_helper_s_results_not_the_arrays() -> None:
+    """``k = shifted(x, y)`` is an array of one axis: the loop's backward pass reads ``0.5 * k`` for
+    its shape only, so the forward pass tapes its shape."""
+    text = ast_ad.source(ast_ad.grad(stepped), V, 3)
+    assert "t1_shape_tape" in text and "t1_tape" not in text

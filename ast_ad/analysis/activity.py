@@ -28,7 +28,16 @@ from typing import Any, TypeGuard, TypeVar
 import gast
 
 from ast_ad import runtime
-from ast_ad.analysis.kinds import MAPPING, NARROW_NUMBER, Kinds, checked_only
+from ast_ad.analysis.kinds import (
+    MAPPING,
+    NARROW_NUMBER,
+    UNKNOWN,
+    Fact,
+    Kinds,
+    checked_only,
+    fact_label,
+    kinds_of,
+)
 from ast_ad.core import registry
 from ast_ad.core.records import field, record
 from ast_ad.errors import LocatedError, MissingRuleError
@@ -463,6 +472,50 @@ def call_labels(args: list[ir.Atom], classes: dict[str, int | None], structured:
             )
             labels.append(number + kind)
     return tuple(labels)
+
+
+class callee_results:  # noqa: N801 -- used as a function: ``kinds_of(f, labels, callee_results(..))``
+    """What a call of one of the user's functions gives, for ``kinds.kinds_of``: the fact of the
+    callee's result, found by ``kinds_of`` on its IR (``normalized``) with its parameters labelled
+    by the arguments' facts (``kinds.fact_label``: a parameter is claimed what its argument is, no
+    more). So ``k = field(x, y)`` is known to be an array of floats of one axis where ``field``'s
+    result is, given arrays of one axis: its reverse pass can keep a shape where it reads only one
+    (``saving.shape_only``). A call that binds keywords or defaults, a function outside the user's
+    code, one that calls itself on the way, or one ast_ad cannot read gives nothing (``UNKNOWN``).
+
+    (An object, not a closure: a closure that passes itself on is a cycle, left to the collector.)
+    """
+
+    def __init__(self, normalized: Callable[[Any], ir.Function]):
+        self.normalized = normalized
+        self.made: dict[tuple[Any, tuple[Fact, ...]], Fact] = {}
+        self.under_way: set[Any] = set()
+        self.functions: dict[Any, ir.Function | None] = {}
+
+    def __call__(self, fn: Any, args: list[Fact]) -> Fact:
+        if not is_user_function(fn) or is_library(fn) or fn in self.under_way:
+            return UNKNOWN
+        key = (fn, tuple(args))
+        if key in self.made:
+            return self.made[key]
+        if fn not in self.functions:
+            try:
+                self.functions[fn] = self.normalized(fn)
+            except Exception:  # noqa: BLE001 -- its own transform reports it where it is derived
+                self.functions[fn] = None
+        function = self.functions[fn]
+        if function is None or len(function.params) != len(args) \
+                or not isinstance(function.result, ir.Var):
+            self.made[key] = UNKNOWN
+            return UNKNOWN
+        self.under_way.add(fn)
+        try:
+            labels = tuple(fact_label(k, a) for k, a in enumerate(args))
+            found = kinds_of(function, labels, self).facts.get(function.result.name, UNKNOWN)
+        finally:
+            self.under_way.discard(fn)
+        self.made[key] = found
+        return found
 
 
 def is_user_function(fn: Any) -> bool:

@@ -28,6 +28,7 @@ code stays general there.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import gast
@@ -106,6 +107,16 @@ SET = -6
 # added to a callee parameter's label of an array of which nothing more is known, where the
 # caller's array may be complex (``complexness.complex_labels``)
 COMPLEX_UNKNOWN = RANKED // 2
+
+
+def fact_label(position: int, fact: Fact) -> int:
+    """A callee parameter's label that claims ``fact`` of its argument and no more (``kinds_of``
+    reads it back as ``fact``): a numpy array's axes and kind, a number, or nothing."""
+    if fact[0] == "num" and fact[1] >= 1:
+        return _encoded(position, fact[1], fact[2])
+    if fact == INT or fact[0] == "num" and fact[1] == 0 and not fact[2]:
+        return NARROW_NUMBER  # a number, no more (a float is not claimed: ``label_fact``)
+    return position
 
 
 def label_fact(label: int) -> Fact:
@@ -219,12 +230,22 @@ class Kinds:
         return fact[0] == "num" and bool(fact[2]) and _indexed(fact, self.of(index, at)) == 0
 
 
-def kinds_of(function: ir.Function, shapes: tuple[int, ...]) -> Kinds:
-    """The facts every binding of each name agrees on, given the parameters' labels (a fixpoint)."""
+# a call's result fact, given its function and its positional arguments' facts (``kinds_of``'s
+# ``results``: ``activity.callee_results``), or ``UNKNOWN``
+Results = Callable[[Any, list[Fact]], Fact]
+
+
+def kinds_of(function: ir.Function, shapes: tuple[int, ...],
+             results: Results | None = None) -> Kinds:
+    """The facts every binding of each name agrees on, given the parameters' labels (a fixpoint).
+
+    ``results``, if given, says what a call of a function with no fact here gives (the user's
+    helpers: their own facts, found from the arguments' by the same analysis)."""
     facts: dict[str, Fact] = {
         p: label_fact(label) for p, label in zip(function.params, shapes, strict=True)
     }
-    found = _Pass({p: f for p, f in facts.items() if f != UNKNOWN}, _tapes(function))
+    found = _Pass({p: f for p, f in facts.items() if f != UNKNOWN}, _tapes(function), results)
+    found.joined = _joined(function)
     found.changed, once = True, ir.loop_free(function.body)
     while found.changed:
         found.changed = False
@@ -291,8 +312,9 @@ def wide_numbers(function: ir.Function, shapes: tuple[int, ...]) -> frozenset[st
 class _Pass:
     """One pass of ``kinds_of`` over the statements in order, and what the passes found so far."""
 
-    def __init__(self, facts: dict[str, Fact], tapes: set[str]):
-        self.facts, self.tapes = facts, tapes
+    def __init__(self, facts: dict[str, Fact], tapes: set[str], results: Results | None = None):
+        self.facts, self.tapes, self.results = facts, tapes, results
+        self.joined: set[str] = set()  # lists and tuples only joined into one array (``_joined``)
         self.inside: dict[int, dict[str, Fact]] = {}
         self.made: dict[int, Fact] = {}
         self.bound_in: dict[int, set[str]] = {}
@@ -329,7 +351,11 @@ class _Pass:
                 for name in names:
                     scope.pop(name, None)
             elif isinstance(stmt, ir.Assign):
-                fact = self.made[id(stmt)] = _value_fact(stmt.value, facts, scope)
+                fact = self.made[id(stmt)] = (
+                    _arrays_fact([_atom_fact(a, facts, scope) for a in stmt.value.elts])
+                    if stmt.target in self.joined and isinstance(stmt.value, ir.Pack)
+                    else _value_fact(stmt.value, facts, scope, self.results)
+                )
                 self.bind(stmt.target, fact)
                 scope[stmt.target] = fact
             elif isinstance(stmt, ir.Append) and stmt.target in self.tapes:
@@ -401,6 +427,52 @@ def checked_only(function: ir.Function) -> set[str]:
     if isinstance(function.result, ir.Var):
         packed.discard(function.result.name)
     return packed
+
+
+# what joins a list or tuple of arrays into one: the number of axes it adds (``_joined``)
+_JOINS = {np.concatenate: 0, np.stack: 1}
+
+
+def _joined(function: ir.Function) -> set[str]:
+    """Lists and tuples written out (``[a, b]``), bound once, that nothing reads but one join
+    (``np.concatenate(pack)``, ``np.stack(pack)``) as its only argument: no statement can change
+    them between, so their arrays' facts are what the join reads (``_arrays_fact``)."""
+    packs = {
+        s.target
+        for s in ir.walk(function.body)
+        if isinstance(s, ir.Assign) and isinstance(s.value, ir.Pack) and s.value.kind in (
+            "list", "tuple")
+    }
+    if not packs:
+        return set()
+    bindings: dict[str, int] = {}
+    reads: dict[str, int] = {}
+    joins: set[str] = set()
+    for stmt in ir.walk(function.body):
+        for name in ir.defined(stmt):
+            bindings[name] = bindings.get(name, 0) + 1
+        for name in _reads(stmt) + list(_kept_names(stmt)):
+            reads[name] = reads.get(name, 0) + 1
+        value = stmt.value if isinstance(stmt, ir.Assign) else None
+        if isinstance(value, ir.Call) and value.fn.obj in _JOINS and not value.kwargs \
+                and len(value.args) == 1 and isinstance(value.args[0], ir.Var):
+            joins.add(value.args[0].name)
+    result = function.result.name if isinstance(function.result, ir.Var) else None
+    return {
+        name
+        for name in packs & joins
+        if bindings.get(name) == 1 and reads.get(name) == 1 and name != result
+        and name not in function.params and name not in function.mutable
+    }
+
+
+def _arrays_fact(elts: list[Fact]) -> Fact:
+    """A list or tuple of numpy arrays of one number of axes (``_joined``): ("arrays", rank,
+    inexact)."""
+    if not elts or any(e[0] != "num" or e[1] < 1 for e in elts) \
+            or len({e[1] for e in elts}) != 1:
+        return UNKNOWN
+    return ("arrays", elts[0][1], any(e[2] for e in elts))
 
 
 def _tapes(function: ir.Function) -> set[str]:
@@ -517,7 +589,8 @@ def _indexed(array: Fact, index: Fact) -> int | None:
     return int(array[1]) - k
 
 
-def _value_fact(value: ir.Expr, facts: dict[str, Fact], scope: dict[str, Fact]) -> Fact:
+def _value_fact(value: ir.Expr, facts: dict[str, Fact], scope: dict[str, Fact],
+                results: Results | None = None) -> Fact:
     if isinstance(value, (ir.Var, ir.Const)):
         return _atom_fact(value, facts, scope)
     if isinstance(value, ir.Attr):
@@ -540,7 +613,11 @@ def _value_fact(value: ir.Expr, facts: dict[str, Fact], scope: dict[str, Fact]) 
         return ("num", 0, False) if _decides(value.node, value.refs) else UNKNOWN
     if not isinstance(value, ir.Call) or value.kwargs:
         return UNKNOWN
-    return _call_fact(value.fn.obj, [_atom_fact(a, facts, scope) for a in value.args])
+    args = [_atom_fact(a, facts, scope) for a in value.args]
+    fact = _call_fact(value.fn.obj, args)
+    if fact == UNKNOWN and results is not None:
+        return results(value.fn.obj, args)
+    return fact
 
 
 def _decides(node: Any, refs: tuple[ir.Ref, ...]) -> bool:
@@ -584,6 +661,8 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
     if fn is runtime.owned_adjoint and len(args) == 2 and args[1][0] == "num" and args[1][1] >= 1 \
             and _rank(args[0]) is not None and _rank(args[0]) <= args[1][1]:
         return ("num", args[1][1], True)  # zeros of x's shape, in floats at least, plus g
+    if fn in _JOINS and len(args) == 1 and args[0][0] == "arrays":
+        return ("num", args[0][1] + _JOINS[fn], args[0][2])
     if fn in _ALLOCATE and len(args) == 1:
         shape = args[0]
         rank = 1 if shape == INT else shape[1] if shape[0] in ("shape", "ints") else None

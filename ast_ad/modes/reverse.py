@@ -47,6 +47,7 @@ from ast_ad.analysis.activity import (
     activity,
     at_line,
     atom_active,
+    callee_results,
     carries_structure,
     first_definitions,
     in_place_writes,
@@ -166,7 +167,11 @@ class Reverser:
         self.scratch = templates.Scratch()
         self.active = activity(function, argnums)
         self.useful = usefulness(function, self.active)
-        self.kinds = kinds_of(function, shapes)
+        # (a callee's result known from its own facts, where the driver gives callees' IR)
+        callees_ir = getattr(derive, "normalized", None)
+        self.kinds = kinds_of(
+            function, shapes, callee_results(callees_ir) if callees_ir is not None else None
+        )
         self.complexes = complex_names(function, shapes, self.kinds)
         self.sure_complex = surely_complex(function, self.complexes)
         check_complex(function, self.complexes, self.active)

@@ -102,10 +102,15 @@ class WriteAdjoints:
             or stmt.target in self.adjoints.pending
             or from_caller
         ):
-            # (an adjoint reset since its last use starts from its zero, not from what it held)
+            # (an adjoint reset since its last use starts from its zero, not from what it held; so
+            # does a local one nothing has flowed into: no zero was bound for it at the top, as
+            # where the list is read before the append and not after: ``parts.append(x)`` after
+            # ``np.concatenate(parts)``)
             current = (
                 self.adjoints.zero(stmt.target)
                 if stmt.target in self.adjoints.pending
+                or stmt.target in self.adjoints.local and stmt.target not in self.adjoints.live
+                and not from_caller
                 else ir.Var(bar)
             )
             self.adjoints.pending.discard(stmt.target)
