@@ -1,7 +1,7 @@
 """Time the primal, ast_ad's gradient and autograd's gradient on the same functions, interleaved.
 
     python examples/benchmark.py [--quick] [gradients | spectral | second-order | compiled |
-    checkpointing | solvers | ordinary | nested | batched | startup]
+    checkpointing | solvers | ordinary | nested | batched | arrays | startup]
 
 (any of those: that table alone; ``startup`` includes the
 transform's time against length.)
@@ -26,6 +26,7 @@ that row has no autograd column.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import pathlib
@@ -429,7 +430,13 @@ def _table(header: str) -> None:
 
 
 def with_namespace(fn, namespace):
+    """A copy of ``fn`` that sees ``namespace`` (jax.numpy, say) as ``np``, as do the copies of the
+    functions of its module that it calls."""
     scope = dict(fn.__globals__, np=namespace)
+    for key, value in fn.__globals__.items():
+        if isinstance(value, types.FunctionType) and value.__module__ == fn.__module__:
+            scope[key] = types.FunctionType(value.__code__, scope, value.__name__,
+                                            value.__defaults__)
     return types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__)
 
 
@@ -1321,6 +1328,138 @@ def nested(repeat: int) -> None:
         print(f"  {name}: by hand {hand:.2f} s; {cells}")
 
 
+def gmm_in_jax(jnp, jax):
+    """GradBench's ``gmm`` objective (``ast_ad_gradbench.gmm.log_posterior``) for ``jax.jit``: the
+    same lines, the triangular factors filled by ``.at[...].set`` where numpy writes in place."""
+    def lse(v, axis):
+        top = jnp.max(v, axis=axis, keepdims=True)
+        return jnp.squeeze(top, axis=axis) + jnp.log(jnp.sum(jnp.exp(v - top), axis=axis))
+
+    def log_posterior(alpha, mu, q, lower, x, gamma, m, rows, cols, constant):
+        n, d = x.shape
+        tri = jnp.zeros((alpha.shape[0], d, d)).at[:, rows, cols].set(lower)
+        tri = tri + jnp.exp(q)[:, :, None] * jnp.eye(d)
+        centred = x[:, None, :] - mu[None, :, :]
+        mahalanobis = jnp.einsum("kab,nkb->nka", tri, centred)
+        beta = (alpha[None, :] - 0.5 * jnp.sum(mahalanobis ** 2, axis=2)
+                + jnp.sum(q, axis=1)[None, :])
+        likelihood = jnp.sum(lse(beta, 1)) - n * lse(alpha, 0)
+        frobenius = jnp.sum(jnp.exp(q) ** 2) + jnp.sum(lower ** 2)
+        return likelihood - 0.5 * gamma ** 2 * frobenius + m * jnp.sum(q) + constant
+
+    return log_posterior
+
+
+def ode_in_jax(jnp, jax):
+    """GradBench's ``ode`` objective (``ast_ad_gradbench.ode.last``) for ``jax.jit``: the same
+    Runge-Kutta steps, the loop a ``lax.fori_loop`` (unrolled, its hundred steps take XLA minutes to
+    compile)."""
+    from ast_ad_gradbench import ode
+
+    field = with_namespace(ode.field, jnp)
+
+    def last(x, s):
+        h = 2.0 / s
+
+        def step(_, y):
+            k1 = field(x, y)
+            k2 = field(x, y + h / 2 * k1)
+            k3 = field(x, y + h / 2 * k2)
+            k4 = field(x, y + h * k3)
+            return y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+        return jax.lax.fori_loop(0, s, step, jnp.zeros(x.shape[0]))[-1]
+
+    return last
+
+
+def array_evals():
+    """GradBench's array evals at their largest default workloads (``ode`` at the issue's n =
+    10,000 too): (name, the objective, ast_ad's derivative, JAX's objective and derivative of the
+    same code (given jax and jax.numpy), the arguments)."""
+    from ast_ad_gradbench import gmm, kmeans, llsq, lse, ode
+    raw = {"d": 64, "k": 100, "n": 1000, "m": 0, "gamma": 1.0,
+           "alpha": rng.standard_normal(100), "mu": rng.random((100, 64)),
+           "q": 0.1 * rng.standard_normal((100, 64)),
+           "l": 0.1 * rng.standard_normal((100, 64 * 63 // 2)),
+           "x": rng.standard_normal((1000, 64))}
+    given = gmm._input(raw)
+
+    def kmeans_in_jax(jax, cost):
+        def direction(points, centroids):
+            gradient = jax.grad(cost, argnums=1)
+            g, h = jax.jvp(lambda c: gradient(points, c), (centroids,),
+                           (jax.numpy.ones_like(centroids),))
+            return g / h
+        return direction
+
+    def gmm_pair(jax, jnp):
+        fn = gmm_in_jax(jnp, jax)
+        return (jax.jit(fn, static_argnums=(6,)),
+                jax.jit(jax.grad(fn, argnums=(0, 1, 2, 3)), static_argnums=(6,)))
+
+    cases = [
+        ("lse, n = 1,280,000", lse.logsumexp, lse.gradient_of_lse,
+         lambda jax, jnp: (jax.jit(with_namespace(lse.logsumexp, jnp)),
+                           jax.jit(jax.grad(with_namespace(lse.logsumexp, jnp)))),
+         (rng.random(1_280_000),)),
+        ("llsq, n = 16,392, m = 128", llsq.llsq, llsq.gradient_of_llsq,
+         lambda jax, jnp: (jax.jit(with_namespace(llsq.llsq, jnp), static_argnums=1),
+                           jax.jit(jax.grad(with_namespace(llsq.llsq, jnp)), static_argnums=1)),
+         (rng.standard_normal(128), 16392)),
+        ("gmm, d = 64, k = 100, n = 1,000", gmm.log_posterior, gmm.gradient, gmm_pair, given),
+        ("kmeans, k = 1,000, n = 10,000, d = 16", kmeans.cost,
+         lambda p, c: kmeans.direction((p, c)),
+         lambda jax, jnp: (jax.jit(with_namespace(kmeans.cost, jnp)),
+                           jax.jit(kmeans_in_jax(jax, with_namespace(kmeans.cost, jnp)))),
+         (rng.random((10_000, 16)), rng.random((1_000, 16)))),
+    ]
+    for n in (10_000, 100_000):
+        cases.append((f"ode, n = {n:,}, s = 100", ode.last, ode.gradient_of_last,
+                      lambda jax, jnp: (jax.jit(ode_in_jax(jnp, jax), static_argnums=1),
+                                        jax.jit(jax.grad(ode_in_jax(jnp, jax)),
+                                                static_argnums=1)),
+                      (rng.random(n), 100)))
+    return cases
+
+
+def arrays(repeat: int) -> None:
+    """GradBench's array evals (issue 41): each objective and derivative, ast_ad's against
+    ``jax.jit``'s of the same code, side by side (JAX's times stop at ``block_until_ready``, its
+    compile excluded). The two derivatives are checked against each other first."""
+    jax, jnp = _jax()
+    _gradbench()
+    print("\nGradBench's array evals: ast_ad (numpy) against jax.jit, the same code")
+    only = [a for a in sys.argv[2:] if not a.startswith("--")]
+    for name, objective, derivative, jax_of, args in array_evals():
+        if only and not any(name.startswith(o) for o in only):
+            continue
+        if jax is None:
+            ours = side_by_side([objective, derivative], args, rounds=repeat)
+            print(f"  {name}: objective {_fmt(ours[0])}, derivative {_fmt(ours[1])} (no JAX)")
+            continue
+        jit_objective, jit_derivative = jax_of(jax, jnp)
+        theirs = [jnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+        mine, their = derivative(*args), jit_derivative(*theirs)
+        for a, b in zip(mine if isinstance(mine, tuple) else (mine,),
+                        their if isinstance(their, tuple) else (their,), strict=True):
+            # the same derivative (nan where both divide zero by zero: a centroid no point is
+            # nearest)
+            assert np.allclose(a, np.asarray(b), rtol=1e-7, atol=1e-9, equal_nan=True), name
+        times = side_by_side(
+            [functools.partial(objective, *args), functools.partial(derivative, *args),
+             functools.partial(_blocked, jax, jit_objective, theirs),
+             functools.partial(_blocked, jax, jit_derivative, theirs)], (), rounds=repeat)
+        print(f"  {name}: objective {_fmt(times[0])} (jax.jit {_fmt(times[2])}), derivative "
+              f"{_fmt(times[1])} ({times[1] / times[0]:.1f}x it; jax.jit {_fmt(times[3])}): "
+              f"ast_ad / jax.jit {times[1] / times[3]:.2f}")
+
+
+def _blocked(jax, fn, args):
+    """``fn(*args)``, JAX's asynchronous dispatch finished."""
+    return jax.block_until_ready(fn(*args))
+
+
 def _run_at(solve, start):
     return lambda: solve(start)
 
@@ -1361,6 +1500,8 @@ if __name__ == "__main__":
         nested(repeat)
     elif "batched" in sys.argv:
         batched(repeat)
+    elif "arrays" in sys.argv:
+        arrays(repeat)
     elif "startup" in sys.argv:
         startup()
         transform_times()
