@@ -154,6 +154,7 @@ HELPER_CASES = {
     # (where the flag is down, both raise: tests/test_unbound.py)
     runtime.check_bound: [(True, "y", "f.py:3")],
     runtime.copy_of: [(A,), (M,)],
+    runtime.stand_in: [(A,), (M,), (2.5,)],
     runtime.loop_length: [(A, "f.py:3"), (M, "f.py:3"), ((1.0, A), "f.py:3"),
                           ([1.0, 2.0], "f.py:3")],
     runtime.real_like: [(A * 1j + A, A), (A * 1j, A * 1j), (2.0 + 1j, 1.5), (M + 0j, M)],

@@ -259,3 +259,79 @@ def test_the_element_loops_memory_is_at_most_twice_the_hand_written_gradients() 
     assert by_hand >= 16 and ours <= 2 * by_hand, (ours, by_hand)
     x = np.linspace(0.9, 1.1, 50)
     np.testing.assert_allclose(gradient(x), benchmark.element_loop_by_hand(x)[1], rtol=1e-13)
+
+
+# ---- what a helper's backward pass keeps ---------------------------------------------------------
+def shifted(x, y):
+    rolled = np.concatenate([np.zeros(1), y[:-1]])
+    return np.concatenate([x[:1], x[1:] * rolled[1:]])
+
+
+def stepped(x, steps):
+    """GradBench's ode, in short: a helper called at every step of a loop."""
+    y = np.zeros(x.shape[0])
+    for _ in range(steps):
+        y = y + 0.5 * shifted(x, y)
+    return y[-1]
+
+
+def test_a_helper_keeps_stand_ins_for_what_its_backward_pass_reads_only_the_shape_of() -> None:
+    """``shifted``'s backward pass reads ``y`` and the two lists it joins only for their shapes
+    (``getitem_vjp``, ``concatenate_vjp``): it keeps stand-ins of them, one zero each, so a step of
+    the caller's loop keeps one array of the helper's (``rolled``, whose view ``rolled[1:]`` the
+    backward pass multiplies by), not three. Counted by ``tracemalloc`` at two lengths of the loop,
+    per step and entry; before the stand-ins (and the callee's result's kind, which lets the loop
+    tape shapes) it was 23 floats an entry a step."""
+    import tracemalloc
+
+    text = ast_ad.source(ast_ad.grad(stepped), np.ones(5), 3)
+    assert "y_like = stand_in(y)" in text and "pack_like = stand_in(pack)" in text
+    gradient = ast_ad.grad(stepped)
+    x = np.linspace(0.5, 1.5, 20_000)
+    peaks = []
+    for steps in (10, 30):
+        gradient(x, steps)  # transformed before measuring
+        tracemalloc.start()
+        try:
+            gradient(x, steps)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    per_step = (peaks[1] - peaks[0]) / 20 / (8 * x.size)
+    assert per_step <= 1.5, per_step
+    small = np.linspace(0.5, 1.5, 7)
+    grad = gradient(small, 4)
+    assert_fd(stepped, (small, 4), (0,), (grad,))
+    np.testing.assert_allclose(grad, ast_ad.tracer.grad(stepped)(small, 4), rtol=1e-12)
+
+
+def test_every_helper_that_reads_only_shapes_gives_the_same_with_a_stand_in() -> None:
+    """``registry.def_meta_read``: each helper so declared, called with an array and with its
+    stand-in (``runtime.stand_in``: one zero broadcast to its shape, for more than 4,096 entries),
+    gives the same; the stand-in has the array's shape and dtype and holds one entry."""
+    from ast_ad import runtime
+    from ast_ad.core import registry
+
+    big = np.arange(5000.0).reshape(50, 100) * (1 + 0.5j)
+    like = runtime.stand_in(big)
+    assert like.shape == big.shape and like.dtype == big.dtype and like.base.size == 1
+    small = np.ones(3, dtype=np.float32)
+    assert runtime.stand_in(small).dtype == np.float32 and not runtime.stand_in(small).any()
+    assert runtime.stand_in(2.0) == 0.0 and type(runtime.stand_in(np.float32(2.0))) is np.float32
+    pair = runtime.stand_in([big, big.real])
+    assert type(pair) is list and pair[1].dtype == float and pair[1].shape == big.shape
+    g = np.ones((50, 100)) * 0.5
+    calls = {
+        runtime.unbroadcast: (lambda x: runtime.unbroadcast(g, x), big[:1]),
+        runtime.expand_reduced: (lambda x: runtime.expand_reduced(np.ones(100), x, 0), big),
+        runtime.getitem_vjp: (lambda x: runtime.getitem_vjp(g[1:3], x, slice(1, 3)), big),
+        runtime.concatenate_vjp: (
+            lambda xs: runtime.concatenate_vjp(g, xs), [big[:20].real, big[20:].real]),
+    }
+    assert set(registry.with_fact("meta_read")) == set(calls), "a declared helper untested"
+    for call, x in calls.values():
+        with_array, with_stand_in = call(x), call(runtime.stand_in(x))
+        for a, b in zip(*(r if isinstance(r, list) else [r] for r in (with_array, with_stand_in)),
+                        strict=True):
+            assert np.asarray(a).dtype == np.asarray(b).dtype
+            np.testing.assert_array_equal(a, b)

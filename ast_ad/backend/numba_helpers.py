@@ -39,6 +39,7 @@ COMPILED = (
     runtime.check_bound,
     runtime.loop_length,
     runtime.copy_of,
+    runtime.stand_in,
     runtime.real_like,
     runtime.unit,
     runtime.inverse_or_zero,
@@ -268,6 +269,15 @@ def register(numba: Any) -> None:
     def _copy_of(x):
         if array(x):
             return lambda x: x.copy()
+        return None
+
+    @overload(runtime.stand_in)
+    def _stand_in(x):
+        # zeros of its shape and dtype (the Python helper's, as it makes them up to 4,096 entries)
+        if array(x):
+            return lambda x: np.zeros(x.shape, x.dtype)
+        if number(x):
+            return lambda x: x * 0
         return None
 
     @overload(runtime.loop_length)

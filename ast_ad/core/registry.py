@@ -181,6 +181,7 @@ _FACTS: dict[str, dict[Any, Any]] = {
     "read_as": {},
     "holds_items": {},
     "shape_read": {},
+    "meta_read": {},
     "result_axes": {},
     "new_list": {},
     "identity_read": {},
@@ -377,6 +378,22 @@ def shape_read(fn: Any) -> tuple[int, Any] | None:
     """``(the argument read for its shape, what takes the shape in its place)`` for ``fn``, or
     ``None``."""
     found: tuple[int, Any] | None = _fact("shape_read", fn)
+    return found
+
+
+def def_meta_read(fn: Any, *ks: int) -> None:
+    """Declare that ``fn`` reads of each of its positional arguments ``ks`` (an array, or a list or
+    tuple of arrays) only its shape, dtype and array type: ``runtime.stand_in`` of it may take its
+    place. Reverse mode then keeps a stand-in, not the array, for a helper's backward pass that
+    reads nothing else of it (``saving.Saving.meta_only``)."""
+    _note("meta_read", fn, ks)
+    _FACTS["meta_read"][fn] = frozenset(ks)
+
+
+def meta_read(fn: Any) -> frozenset[int]:
+    """The positional arguments ``fn`` reads only for their shapes, dtypes and types
+    (``def_meta_read``)."""
+    found: frozenset[int] = _fact("meta_read", fn) or frozenset()
     return found
 
 

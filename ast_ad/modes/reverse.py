@@ -84,7 +84,15 @@ from ast_ad.modes.adjoint import Adjoint, Derive
 from ast_ad.modes.calls import Calls
 from ast_ad.modes.checkpointing import Checkpointed, Checkpointing
 from ast_ad.modes.reverse_writes import WriteAdjoints, named_pops
-from ast_ad.modes.saving import ANS, Saving, restore_mark, restored, with_shapes
+from ast_ad.modes.saving import (
+    ANS,
+    Saving,
+    read_metas,
+    restore_mark,
+    restored,
+    with_metas,
+    with_shapes,
+)
 from ast_ad.modes.sweep import ForwardSweep
 from ast_ad.modes.zeros import FloatZeros
 from ast_ad.optimize.batching import Term, batch_products
@@ -154,6 +162,7 @@ class Reverser:
         in_place: bool = True,
         checkpoints: int | None = None,
         kept_shapes: dict[str, str] | None = None,
+        kept_metas: dict[str, str] | None = None,
     ):
         # a pop's value, dropped: named, so that the backward pass puts it back
         function = named_pops(function)
@@ -161,6 +170,7 @@ class Reverser:
         # (for a second pass: ``shape_only``)
         self.labels_in, self.writes_in_place = shapes, in_place
         self.shapes = kept_shapes or {}
+        self.metas = kept_metas or {}  # (for a second pass: ``meta_only``)
         self.refs = RefTable()
         self.namer = Namer(used=function.names())
         # (the names of a rule's statements, which are written as one expression)
@@ -349,19 +359,35 @@ class Reverser:
         self.checkpointing.plan_checkpoints()
         self.saving.plan_recomputed()
         backward_ir = self.backward_block(self.function.body)
-        if kept_shapes := not self.shapes and self.saving.shape_only(backward_ir):
-            # a second pass, over the function with those arrays' shapes kept
-            # (``saving.Saving.shape_only``)
+        first = not self.shapes and not self.metas
+        if kept_shapes := first and self.saving.shape_only(backward_ir):
+            # a second pass, over the function with those arrays' shapes kept, or stand-ins of
+            # them where the backward pass reads their dtypes too (``saving.Saving.shape_only``)
+            liked = {n: kept_shapes.pop(n) for n in sorted(self.saving.liked)}
             return Reverser(
-                with_shapes(self.function, kept_shapes, self.kinds, self.namer),
+                with_metas(with_shapes(self.function, kept_shapes, self.kinds, self.namer), liked),
                 self.argnums,
                 self.labels_in,
                 self.derive,
                 self.writes_in_place,
                 self.checkpoints,
                 kept_shapes,
+                liked,
             ).run(shell)
-        backward_ir = self.saving.read_shapes(backward_ir)
+        if kept_metas := first and not self.writes_in_place \
+                and self.saving.meta_only(backward_ir):
+            # a callee's: a second pass, over the function with stand-ins of those arrays kept
+            # (``saving.Saving.meta_only``)
+            return Reverser(
+                with_metas(self.function, kept_metas),
+                self.argnums,
+                self.labels_in,
+                self.derive,
+                self.writes_in_place,
+                self.checkpoints,
+                kept_metas=kept_metas,
+            ).run(shell)
+        backward_ir = read_metas(self.saving.read_shapes(backward_ir), self.metas)
         grads = [self.adjoints.grad(self.function.params[i], backward_ir) for i in self.argnums]
         backward_ir = self.adjoints.initial_adjoints(seed) + backward_ir
         if (

@@ -25,6 +25,7 @@ from typing import Any
 import gast
 import numpy as np
 
+from ast_ad import runtime
 from ast_ad.analysis.activity import InPlace
 from ast_ad.analysis.kinds import RANGE, Kinds
 from ast_ad.core import registry
@@ -103,6 +104,8 @@ class Saving:
         self.needed = needed  # the names the backward pass reads
         # arrays whose shapes the forward pass keeps for the backward pass (``shape_only``)
         self.shapes = shapes
+        # of those, the ones kept as stand-ins (``runtime.stand_in``): read for their dtypes too
+        self.liked: set[str] = set()
         self.adjoints, self.needs_adjoint = adjoints, needs_adjoint
         # (name, statement) whose old value is saved and restored
         self.kept: set[tuple[str, int]] = set()
@@ -133,6 +136,12 @@ class Saving:
         if not self.looped:
             return {}
         shapes, others = shape_reads(backward)
+        # (and those read otherwise only where their shape, dtype and type are: kept as stand-ins,
+        # ``liked``)
+        metas, not_metas = meta_reads(backward)
+        self.liked = {n for n in metas - not_metas if n in others}
+        shapes |= self.liked
+        others -= self.liked
         bindings: dict[str, list[ir.Stmt]] = {}
         for stmt in ir.walk(self.function.body):
             for name in ir.defined(stmt):
@@ -146,7 +155,48 @@ class Saving:
                     or not all(isinstance(s, ir.Assign) and self.kinds.array_made(s)
                                and id(s) not in self.recomputed_ids for s in found):
                 continue
-            chosen[name] = self.namer.fresh(f"{name}_shape")
+            kept = f"{name}_like" if name in self.liked else f"{name}_shape"
+            chosen[name] = self.namer.fresh(kept)
+        self.liked &= set(chosen)
+        return chosen
+
+    def meta_only(self, backward: list[ir.Stmt]) -> dict[str, str]:
+        """The names a function with no loop binds once (or takes as parameters and never binds)
+        whose values its backward pass reads only for their shapes, dtypes and types
+        (``registry.def_meta_read``, ``registry.def_shape_read``), each with a new name for a
+        stand-in of it (``runtime.stand_in``: one zero broadcast to its shape).
+
+        For a callee: its backward pass is called later, from its caller's, with what the forward
+        pass saved; an array saved for its shape alone stays alive until then (in a loop of the
+        caller, every step's). Saving a stand-in (``with_metas``) lets the array go when the
+        forward pass is done with it. A name bound once holds one value wherever the backward pass
+        reads it, and writes into an array keep its shape and dtype: the stand-in answers every
+        such read as the array would. The reads are turned to the stand-ins by ``read_metas``.
+        """
+        if self.looped:
+            return {}
+        metas, others = meta_reads(backward)
+        bindings: dict[str, int] = {}
+        for stmt in ir.walk(self.function.body):
+            for name in ir.defined(stmt):
+                if not ir.binds_none(stmt):
+                    bindings[name] = bindings.get(name, 0) + (
+                        1 if isinstance(stmt, ir.Assign) else 2
+                    )
+        # a view the backward pass reads keeps its base's memory: no stand-in frees the base
+        viewed = {
+            stmt.value.args[0].name
+            for stmt in ir.walk(self.function.body)
+            if isinstance(stmt, ir.Assign) and type(stmt.value) is ir.Call
+            and stmt.target in others and stmt.value.args
+            and isinstance(stmt.value.args[0], ir.Var) and registry.returns_view(stmt.value.fn.obj)
+        }
+        chosen: dict[str, str] = {}
+        for name in sorted(metas - others - viewed):
+            once = bindings.get(name, 0) == 1 and name not in self.function.params
+            unbound_param = name in self.function.params and name not in bindings
+            if (once or unbound_param) and name not in self.function.mutable:
+                chosen[name] = self.namer.fresh(f"{name}_like")
         return chosen
 
     def read_shapes(self, backward: list[ir.Stmt]) -> list[ir.Stmt]:
@@ -637,6 +687,77 @@ def _shape_read(value: ir.Expr) -> tuple[int, Any] | None:
     if fact is None or len(value.args) <= fact[0] or type(value.args[fact[0]]) is not ir.Var:
         return None
     return fact
+
+
+def meta_reads(body: list[ir.Stmt]) -> tuple[set[str], set[str]]:
+    """The names ``body`` reads only for their shapes, dtypes and types (``registry.meta_read``,
+    ``registry.shape_read``), and the names it reads otherwise (a name may be in both)."""
+    metas: set[str] = set()
+    others: set[str] = set()
+    for stmt in ir.walk(tuple(body)):
+        value = stmt.value if isinstance(stmt, ir.Assign) else None
+        if type(value) is ir.Call and not value.kwargs:
+            positions = registry.meta_read(value.fn.obj)
+            shape = registry.shape_read(value.fn.obj)
+            if shape is not None:
+                positions = positions | {shape[0]}
+            for k, atom in enumerate(value.args):
+                if isinstance(atom, ir.Var):
+                    (metas if k in positions else others).add(atom.name)
+            others.update(a.name for _, a in value.kwargs if isinstance(a, ir.Var))
+        else:
+            others.update(ir.reads_of(stmt))
+    return metas, others
+
+
+def with_metas(function: ir.Function, metas: dict[str, str]) -> ir.Function:
+    """``function`` with ``x_like = stand_in(x)`` after each assignment of an ``x`` of ``metas``
+    (``Saving.meta_only``, ``Saving.shape_only``'s ``liked``), and at its top for a parameter."""
+    def kept(stmt: ir.Stmt) -> list[ir.Stmt]:
+        if isinstance(stmt, ir.Assign) and stmt.target in metas and not ir.binds_none(stmt):
+            return [stmt, _stand_in(stmt.target, metas, stmt.line)]
+        return [stmt]
+
+    line = function.body[0].line if function.body else ir.NOWHERE
+    top = [_stand_in(p, metas, line) for p in function.params if p in metas]
+    bound = {n for stmt in ir.walk(function.body) for n in ir.defined(stmt)}
+    return ir.with_body(
+        function,
+        (*top, *ir.mapped(function.body, kept)),
+        function.mutable | frozenset(metas[n] for n in metas if n in bound),
+    )
+
+
+def _stand_in(name: str, metas: dict[str, str], line: ir.Line) -> ir.Assign:
+    return ir.Assign(metas[name], ir.Call(_STAND_IN, (ir.Var(name),)), line)
+
+
+_STAND_IN = ir.Ref(runtime.stand_in, "stand_in")
+
+
+def read_metas(body: list[ir.Stmt], metas: dict[str, str]) -> list[ir.Stmt]:
+    """``body`` with each argument that a call reads only for its shape, dtype and type
+    (``meta_reads``) read from the stand-in of ``metas`` kept for it."""
+    def read(stmt: ir.Stmt) -> list[ir.Stmt]:
+        value = stmt.value if isinstance(stmt, ir.Assign) else None
+        if type(value) is not ir.Call or value.kwargs:
+            return [stmt]
+        assert isinstance(stmt, ir.Assign)
+        positions = registry.meta_read(value.fn.obj)
+        shape = registry.shape_read(value.fn.obj)
+        if shape is not None:
+            positions = positions | {shape[0]}
+        args = tuple(
+            ir.Var(metas[a.name]) if k in positions and isinstance(a, ir.Var) and a.name in metas
+            else a
+            for k, a in enumerate(value.args)
+        )
+        if args == value.args:
+            return [stmt]
+        return [ir.Assign(stmt.target, ir.Call(value.fn, args, value.kwargs, value.moved,
+                                               value.attribute), stmt.line)]
+
+    return list(ir.mapped(tuple(body), read))
 
 
 def shapes_read(body: list[ir.Stmt] | tuple[ir.Stmt, ...], shapes: dict[str, str]) -> list[ir.Stmt]:

@@ -22,6 +22,7 @@ from ast_ad.core.registry import (
     def_effect,
     def_in_place,
     def_linear,
+    def_meta_read,
     def_new_list,
     def_nondiff,
     def_read_as,
@@ -210,6 +211,14 @@ defvjp(rt.unbroadcast_to, lambda g, ans, d, shape: rt.fit_adjoint(g, d), zero)
 # its own transpose, the roles swapped
 defvjp(rt.fit_adjoint,   lambda g, ans, d, like: rt.fit_adjoint(g, d), zero)
 def_shape_read(rt.unbroadcast, 1, rt.unbroadcast_to)  # reverse mode may keep a shape for it
+# of the array (or arrays) they scatter into, spread over or cut to, these read only its shape,
+# dtype and type: a helper's backward pass may keep a stand-in of it (``saving.meta_only``)
+def_meta_read(rt.unbroadcast, 1)
+def_meta_read(rt.expand_reduced, 1)
+def_meta_read(rt.getitem_vjp, 1)
+def_meta_read(rt.concatenate_vjp, 1)
+# a stand-in is read for its shape and dtype only: it carries no derivative
+def_nondiff(rt.stand_in)
 defvjp(rt.add_adjoints,  lambda g, ans, a, b: g, lambda g, ans, a, b: g)
 defvjp(
     rt.unpopped,

@@ -96,6 +96,24 @@ def size_of(x: Any) -> int:
     return int(x.size) if is_array(x) else int(np.size(x))
 
 
+def stand_in(x: Any) -> Any:
+    """What reverse mode keeps of an array whose backward pass reads only its shape, dtype and type
+    (``registry.def_meta_read``): zeros of ``x``'s shape and dtype, as a read-only view of one zero
+    broadcast to its shape where it has more than 4,096 entries (one entry of memory, where ``x``
+    may be large; below that, ``np.broadcast_to``'s microseconds cost more than the memory it
+    saves); a list or tuple of them for a list or tuple, a zero of its type for a number. Anything
+    else (another library's array) is kept as it is: its values are never read."""
+    if type(x) is np.ndarray:
+        if x.size <= 4096:  # (a literal: an exported module copies this function)
+            return np.zeros(x.shape, x.dtype)
+        return np.broadcast_to(np.zeros((), x.dtype), x.shape)
+    if type(x) in (list, tuple):
+        return type(x)(stand_in(item) for item in x)
+    if type(x) in (int, float, complex) or isinstance(x, np.generic):
+        return type(x)(0)
+    return x
+
+
 def zeros_of(like: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Zeros of ``like``'s shape (or of ``shape``), of ``like``'s array type: numpy's for numbers
     and lists; floats (``dtype`` ``None``), complex where ``like`` is complex."""
