@@ -335,3 +335,21 @@ def test_every_helper_that_reads_only_shapes_gives_the_same_with_a_stand_in() ->
                         strict=True):
             assert np.asarray(a).dtype == np.asarray(b).dtype
             np.testing.assert_array_equal(a, b)
+
+
+def test_the_adjoint_of_a_whole_arrays_extremum_is_the_general_paths() -> None:
+    """``extremum_vjp``'s path for ``np.max(x)`` of a float array and a float adjoint (one
+    comparison, the share written where it ties) gives what its general path gives: ties shared,
+    nan where no entry is the extremum, the same dtype."""
+    from ast_ad import runtime
+
+    rng = np.random.default_rng(3)
+    cases = [rng.random(50), np.array([1.0, 3.0, 3.0, 2.0]), np.array([np.nan, 1.0]),
+             rng.random((4, 5)).astype(np.float32), np.array([2.0, 2.0])]
+    for x in cases:
+        for reduce in (np.max, np.min):
+            ans = reduce(x)
+            fast = runtime.extremum_vjp(0.7, ans, x)
+            general = runtime.extremum_vjp(np.array(0.7), ans, x)  # (not a float: the general path)
+            assert fast.dtype == general.dtype and fast.shape == x.shape
+            np.testing.assert_array_equal(fast, general)

@@ -82,6 +82,18 @@ def sequence_vjp(g: Any, x: Any) -> Any:
 
 def extremum_vjp(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: Any = False) -> Any:
     """Adjoint of ``x`` in a max or min over ``axis``: shared equally among the entries that tie."""
+    if axis is None and type(x) is np.ndarray and type(g) in (float, np.float64) \
+            and x.dtype.kind == "f":
+        # the whole array's extremum, a float adjoint (``np.max(x)`` of a vector: logsumexp's):
+        # one comparison, and the share written where it ties, into zeros the system gives lazily
+        # (the general path below makes four passes over x's size)
+        where = np.flatnonzero(x == ans)
+        out = np.zeros(x.shape)  # (floats, as the general path's share is, whatever x's floats)
+        # (no entry is the extremum, a nan: nan, as below)
+        out.flat[where] = g / where.size if where.size else np.nan
+        if not where.size:
+            out.fill(np.nan)
+        return out
     hits = x == expand_reduced(ans, x, axis, keepdims)
     count = np.sum(hits, axis=axis, keepdims=True)
     # (no entry is the extremum, a nan: nan, and no warning)

@@ -9,8 +9,9 @@ from .wrap import timed
 
 
 def field(x, y):
-    rolled = np.concatenate([np.zeros(1), y[:-1]])
-    return np.concatenate([x[:1], x[1:] * rolled[1:]])
+    """f(y)_0 = x_0, f(y)_i = x_i y_(i-1): the product of two shifted views, the first entry put
+    before it (written before as a join of ``y`` shifted, then sliced: one more array a call)."""
+    return np.concatenate([x[:1], x[1:] * y[:-1]])
 
 
 def ode(x, s):
