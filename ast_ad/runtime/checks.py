@@ -124,9 +124,13 @@ def check_in_place(target: Any, others: Any, where: Any, names: Any = None) -> A
     if found:
         error = error_class("InPlaceAliasError", ValueError)
         who = f"another variable ({names})" if names else "another variable"
+        other = (names if "," not in names else f"the one of {names} that holds it") if names \
+            else "the other variable"
         raise error(f"{where}: this in-place update changes an object that {who} also refers to "
-                    "(Python would change both; ast_ad computes a new value): copy it first, "
-                    "y = x.copy(), or write x = x + ... instead of x += ...")
+                    "in a way ast_ad does not follow here (Python changes both): write into "
+                    f"{other} itself, or, if {other} should keep its value, make the object this "
+                    "line changes a copy where it is made (.copy()), or write the update as a new "
+                    "value (v = v + ... for v += ...)")
 
 
 def check_item_apart(root: Any, keys: Any, where: Any, names: Any = None) -> Any:
