@@ -353,3 +353,23 @@ def test_the_adjoint_of_a_whole_arrays_extremum_is_the_general_paths() -> None:
             general = runtime.extremum_vjp(np.array(0.7), ans, x)  # (not a float: the general path)
             assert fast.dtype == general.dtype and fast.shape == x.shape
             np.testing.assert_array_equal(fast, general)
+
+
+def logsumexp(x):
+    a = np.max(x)
+    return np.log(np.sum(np.exp(x - a))) + a
+
+
+def test_a_numbers_adjoint_from_a_difference_is_summed_then_negated() -> None:
+    """``x - a``, ``a`` a number (an extremum is one: ``registry.def_full_reduction``): ``a``'s
+    adjoint is ``-np.sum(g)``, one pass over ``g``, not ``np.sum(-g)``, two; the same bits (negation
+    is exact and rounding to nearest symmetric)."""
+    x = np.random.default_rng(4).standard_normal(1000)
+    text = ast_ad.source(ast_ad.grad(logsumexp), x)
+    assert "- np.sum(x_minus_a_bar)" in text and "np.sum(-" not in text
+    assert "unbroadcast" not in text
+    grad = ast_ad.grad(logsumexp)(x)
+    np.testing.assert_allclose(grad, ast_ad.tracer.grad(logsumexp)(x), rtol=1e-13, atol=1e-16)
+    assert_fd(logsumexp, (x,), (0,), (grad,))
+    w = np.random.default_rng(5).standard_normal(100_001)
+    assert -np.sum(w) == np.sum(-w)  # (the fact it relies on, at a length numpy sums pairwise)

@@ -674,8 +674,9 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
         rank = 1 if args[1] == INT else args[1][1] if args[1][0] in ("shape", "ints") else 0
         # (no axes: an array still, not a number)
         return ("num", rank, args[0][2]) if rank >= 1 else UNKNOWN
-    if fn in (np.sum, np.mean) and len(args) == 1 and args[0][0] == "num":
-        return ("num", 0, fn is np.mean or args[0][2])
+    if registry.is_full_reduction(fn) and len(args) == 1 and args[0][0] == "num":
+        # (a mean, a deviation, a variance: floats; a sum, a product, an extremum: of its kind)
+        return ("num", 0, fn in (np.mean, np.std, np.var) or args[0][2])
     # (``np.dot`` is the same product where neither operand has more than two axes)
     if (fn is operator.matmul or fn is np.matmul
             or fn is np.dot and all(a[0] == "num" and a[1] <= 2 for a in args)) \

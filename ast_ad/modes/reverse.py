@@ -105,6 +105,7 @@ _PART, _ITEM = ir.Ref(runtime.part, "part"), ir.Ref(operator.getitem, "operator.
 _UNBROADCAST = ir.Ref(runtime.unbroadcast, "unbroadcast")
 # a number's adjoint from an array's: every entry's summed (``unbroadcast`` to no axes)
 _SUMMED = ir.Ref(np.sum, "np.sum")
+_NEGATED = ir.Ref(operator.neg, "operator.neg")
 _SUMMED_PRODUCT = ir.Ref(runtime.summed_product, "summed_product")
 _DENSE = ir.Ref(runtime.dense_adjoint, "dense_adjoint")
 _OWNED = ir.Ref(runtime.owned_adjoint, "owned_adjoint")
@@ -869,13 +870,22 @@ class Reverser:
                         if self.kinds.is_number(atom, stmt) and stmt.target not in self.complexes
                         else None
                     )
+                    negated = (
+                        self.summed_negation(contribution)
+                        if dot is None and self.kinds.is_number(atom, stmt) else None
+                    )
                     spread = (
                         dot if dot is not None
+                        else negated[1] if negated is not None
                         else ir.Call(_SUMMED, (contribution[1],))
                         if self.kinds.is_number(atom, stmt)
                         else ir.Call(_UNBROADCAST, (contribution[1], atom))
                     )
-                    made = contribution[0][:-1] if dot is not None else contribution[0]
+                    made = (
+                        contribution[0][:-1] if dot is not None
+                        else negated[0] if negated is not None
+                        else contribution[0]
+                    )
                     contribution = self.adjoints.part(spread, *made)
                 if real_parts:
                     contribution = self.adjoints.real_of(atom, contribution)
@@ -926,6 +936,23 @@ class Reverser:
                 others[0].name in self.complexes:
             return None
         return ir.Call(_SUMMED_PRODUCT, (ir.Var(g), others[0]))
+
+    def summed_negation(self, contribution: Made) -> tuple[list[ir.Stmt], ir.Call] | None:
+        """For a number's contribution ``np.sum(-w)`` (``a - x``, ``a`` a number): ``-np.sum(w)``,
+        one pass over ``w`` where there were two. The same bits: negation is exact, and rounding to
+        nearest is symmetric, so every partial sum of the negated entries is the negated partial
+        sum."""
+        made, value = contribution
+        if not made or not isinstance(value, ir.Var):
+            return None
+        last = made[-1]
+        if not (isinstance(last, ir.Assign) and last.target == value.name
+                and type(last.value) is ir.Call and last.value.fn.obj is operator.neg
+                and not last.value.kwargs and len(last.value.args) == 1
+                and isinstance(last.value.args[0], ir.Var)):
+            return None
+        total = ir.Assign(last.target, ir.Call(_SUMMED, (last.value.args[0],)), last.line)
+        return [*made[:-1], total], ir.Call(_NEGATED, (ir.Var(last.target),))
 
     def ranked(self, stmt: ir.Assign, call: ir.Call, k: int) -> registry.VJP | None:
         """The rule for argument ``k`` at its operands' known numbers of axes

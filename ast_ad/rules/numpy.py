@@ -362,7 +362,8 @@ defvjp(unreshaped, zero, lambda g, ans, base, view, *args: np.reshape(g, np.shap
 def_linear(unreshaped, 1)
 defvjp(untransposed, lambda g, ans, view, axes=None: np.transpose(g, axes))
 def_linear(untransposed, 0)
-def_full_reduction(np.sum, np.mean)  # of one argument alone: a number
+# of one argument alone: a number
+def_full_reduction(np.sum, np.mean, np.max, np.min, np.prod, np.std, np.var)
 def_same_kind(assign_item)  # ``L[0] = v`` on a list gives a list
 
 # ---- functions and methods that change their first argument in place, and their functional twins -

@@ -86,13 +86,14 @@ def extremum_vjp(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: Any = Fal
             and x.dtype.kind == "f":
         # the whole array's extremum, a float adjoint (``np.max(x)`` of a vector: logsumexp's):
         # one comparison, and the share written where it ties, into zeros the system gives lazily
-        # (the general path below makes four passes over x's size)
-        where = np.flatnonzero(x == ans)
-        out = np.zeros(x.shape)  # (floats, as the general path's share is, whatever x's floats)
-        # (no entry is the extremum, a nan: nan, as below)
-        out.flat[where] = g / where.size if where.size else np.nan
-        if not where.size:
-            out.fill(np.nan)
+        # (the general path below makes four passes over x's size); floats, as the general path's
+        # share is, whatever x's floats
+        ties = x == ans
+        count = np.count_nonzero(ties)
+        if count == 0:  # no entry is the extremum, a nan: nan, as below
+            return np.full(x.shape, np.nan)
+        out = np.zeros(x.shape)
+        out[ties] = g / count
         return out
     hits = x == expand_reduced(ans, x, axis, keepdims)
     count = np.sum(hits, axis=axis, keepdims=True)
