@@ -222,3 +222,52 @@ def test_a_number_computed_twice_is_computed_once() -> None:
     assert_same(grads, ast_ad.tracer.grad(half_steps, (0, 1))(x, 0.7))
     text = ast_ad.source(ast_ad.grad(leapfrog, (0, 1, 2, 3)), x, x, 1.3, 0.1)
     assert text.count("= 0.5 * dt") == 1  # (and the user's line, in comments)
+
+
+def identity_matters(x0, x1, x2):
+    """Found by a long random run (seed 9903): ``np.tanh(x2)`` is loop-invariant in value, but each
+    step makes a new array, and the next step's ``x1 += ...`` writes into the one made two steps
+    before, through the names the swap passes it along. Computed once before the loop, the steps
+    would share one array and the write would reach the name returned: 0.2877 where Python gives
+    0."""
+    for i0 in range(3):
+        x1 += 0.1 * i0 * np.sin(0.5)
+        x1, x0 = x0, np.tanh(x2)
+    return np.sum(x1)
+
+
+def test_an_array_stays_in_its_loop_where_a_name_s_object_is_asked_about() -> None:
+    args = (np.zeros(3), np.zeros(3), np.zeros(3))
+    function = transform.normalized(identity_matters)
+    moved = hoisted(function, shape_labels(args))
+    loop = next(s for s in moved.body if isinstance(s, ir.For))
+    assert any(isinstance(s, ir.Assign) and isinstance(s.value, ir.Call)
+               and s.value.fn.obj is np.tanh for s in loop.body)  # (not moved)
+    value, grads = ast_ad.value_and_grad(identity_matters, (0, 1, 2))(*args)
+    assert value == identity_matters(*(np.zeros(3) for _ in range(3))) == 0.0
+    out, _ = ast_ad.jvp(identity_matters, args, args)
+    assert out == 0.0
+    x = tuple(np.random.default_rng(k).standard_normal(3) for k in range(3))
+    value, grads = ast_ad.value_and_grad(identity_matters, (0, 1, 2))(*x)
+    assert value == identity_matters(*(a.copy() for a in x))
+    assert_same(grads, ast_ad.tracer.grad(identity_matters, (0, 1, 2))(*(a.copy() for a in x)))
+    assert_fd(lambda *a: identity_matters(*(b.copy() for b in a)), x, (0, 1, 2), grads)
+
+
+def asks_is(w):
+    prev = None
+    total = 0.0
+    for _i in range(3):
+        t = np.exp(w)
+        if prev is t:  # never, in Python: each step makes a new array
+            total = total + 100.0
+        prev = t
+        total = total + np.sum(t)
+    return total
+
+
+def test_an_array_stays_in_its_loop_where_the_code_asks_is() -> None:
+    w = np.array([0.1, -0.2])
+    value, grad = ast_ad.value_and_grad(asks_is)(w)
+    assert value == asks_is(w)
+    np.testing.assert_allclose(grad, 3 * np.exp(w), rtol=1e-14)

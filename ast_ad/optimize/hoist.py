@@ -22,13 +22,19 @@ computes. The names it reads are bound nowhere in the loop (``ir.defined``, ever
 an item write binds its array again in the IR, and the loops that write an array in place do so only
 where no other name sees it, ``analysis.in_place_writes``); its own name is bound by it alone, read
 by nothing in the loop before it, and by nothing outside the loop (so a loop that runs no step
-leaves no value Python would not have). Anything else stays where it is.
+leaves no value Python would not have). An array, unlike a number, has an identity: computed once,
+every step's name holds the one array where Python made a new one a step, so it moves only where
+nothing in the function asks which object a name holds (no guard of a write: ``registry.def_guard``,
+``view_of``, ``check_in_place``, ``is_same``... which the memory model writes wherever an object may
+be changed in place or seen through another name; with one, a step's ``x += ...`` on the array
+another step made, through an alias, would reach the others). Anything else stays where it is.
 """
 
 from __future__ import annotations
 
 import operator
 
+import gast
 import numpy as np
 
 from ast_ad.analysis.kinds import kinds_of
@@ -57,7 +63,8 @@ def hoisted(function: ir.Function, shapes: tuple[int, ...]) -> ir.Function:
 def _hoisted_once(function: ir.Function, shapes: tuple[int, ...]) -> ir.Function:
     kinds = kinds_of(function, shapes)
     numbers = kinds.numbers()
-    arrays = frozenset(
+    # (an array moves only where no statement asks which object a name holds: see above)
+    arrays = frozenset() if _asks_identity(function) else frozenset(
         name for name in kinds.facts if (kinds.rank(name) or 0) >= 1 and name not in numbers
     )
     reads: dict[str, int] = {}  # how often each name is read in the whole function
@@ -136,6 +143,32 @@ def _out_of(loop: ir.For, known: Known,
     if not moved:
         return [], loop
     return moved, ir.For(loop.target, loop.iter, tuple(kept), loop.line)
+
+
+def _asks_identity(function: ir.Function) -> bool:
+    """Whether a statement of ``function`` asks which object a name holds: a guard of a write
+    (``registry.guarded_argument``), written by the memory model where an object may change in place
+    or be seen through another name, or the user's own ``is``, ``is not`` or ``id(...)``."""
+    for stmt in ir.walk(function.body):
+        value = stmt.value if isinstance(stmt, ir.Assign) else None
+        if type(value) is ir.Call and (registry.guarded_argument(value.fn.obj) is not None
+                                       or _identity(value.fn.obj)):
+            return True
+        raw = (value if isinstance(value, ir.Raw)
+               else stmt.test if isinstance(stmt, ir.While)
+               else stmt if isinstance(stmt, ir.Effect) else None)
+        if raw is not None and (
+            any(isinstance(node, (gast.Is, gast.IsNot)) for node in gast.walk(raw.node))
+            or any(_identity(ref.obj) for ref in raw.refs)
+        ):
+            return True
+    return False
+
+
+def _identity(obj: object) -> bool:
+    """Whether ``obj`` is a function that asks which object a name holds (``is``, ``is not``,
+    ``id``); compared by identity, since a reference may be any object (an array, unhashable)."""
+    return obj is operator.is_ or obj is operator.is_not or obj is id
 
 
 def _raises_nothing(call: ir.Call, known: Known) -> bool:
