@@ -14,6 +14,7 @@ import numpy as np
 
 import ast_ad
 from tests.oracles import assert_fd
+from tests.test_kinds import stepped  # (GradBench's ode, in short: a helper called every step)
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
@@ -262,19 +263,6 @@ def test_the_element_loops_memory_is_at_most_twice_the_hand_written_gradients() 
 
 
 # ---- what a helper's backward pass keeps ---------------------------------------------------------
-def shifted(x, y):
-    rolled = np.concatenate([np.zeros(1), y[:-1]])
-    return np.concatenate([x[:1], x[1:] * rolled[1:]])
-
-
-def stepped(x, steps):
-    """GradBench's ode, in short: a helper called at every step of a loop."""
-    y = np.zeros(x.shape[0])
-    for _ in range(steps):
-        y = y + 0.5 * shifted(x, y)
-    return y[-1]
-
-
 def test_a_helper_keeps_stand_ins_for_what_its_backward_pass_reads_only_the_shape_of() -> None:
     """``shifted``'s backward pass reads ``y`` and the two lists it joins only for their shapes
     (``getitem_vjp``, ``concatenate_vjp``): it keeps stand-ins of them, one zero each, so a step of

@@ -865,28 +865,7 @@ class Reverser:
                     continue
                 contribution = self.contribution(stmt, self.ranked(stmt, call, k) or vjp, g, ans)
                 if rule.elementwise and not self.exact(call, k):
-                    dot = (
-                        self.summed_product(g, contribution)
-                        if self.kinds.is_number(atom, stmt) and stmt.target not in self.complexes
-                        else None
-                    )
-                    negated = (
-                        self.summed_negation(contribution)
-                        if dot is None and self.kinds.is_number(atom, stmt) else None
-                    )
-                    spread = (
-                        dot if dot is not None
-                        else negated[1] if negated is not None
-                        else ir.Call(_SUMMED, (contribution[1],))
-                        if self.kinds.is_number(atom, stmt)
-                        else ir.Call(_UNBROADCAST, (contribution[1], atom))
-                    )
-                    made = (
-                        contribution[0][:-1] if dot is not None
-                        else negated[0] if negated is not None
-                        else contribution[0]
-                    )
-                    contribution = self.adjoints.part(spread, *made)
+                    contribution = self.to_operand_shape(stmt, atom, g, contribution)
                 if real_parts:
                     contribution = self.adjoints.real_of(atom, contribution)
                 out += self.adjoints.accumulate(atom.name, contribution)
@@ -917,42 +896,42 @@ class Reverser:
             out += self.adjoints.accumulate(atom.name, part)
         return out
 
-    def summed_product(self, g: str, contribution: Made) -> ir.Call | None:
-        """``summed_product(g, y)`` for a number's contribution ``np.sum(g * y)`` (``x * y``, ``x``
-        a number): ``np.vdot`` where both are real float arrays of one shape, when it runs (no
-        array of products), else that sum (``runtime.summed_product``). Not where ``y`` may be
-        complex, whose rules take the other path (``complexness``)."""
+    def to_operand_shape(self, stmt: ir.Assign, atom: ir.Atom, g: str,
+                         contribution: Made) -> Made:
+        """An elementwise rule's contribution to ``atom`` brought back to its shape: ``unbroadcast``
+        for an array, every entry's sum for a number, written as a person writes it where the
+        contribution's last statement allows (``np.sum(g * y)`` as ``summed_product(g, y)``,
+        ``np.sum(-w)`` as ``-np.sum(w)``)."""
         made, value = contribution
-        if not made or not isinstance(value, ir.Var):
-            return None
-        last = made[-1]
-        if not (isinstance(last, ir.Assign) and last.target == value.name
-                and type(last.value) is ir.Call and last.value.fn.obj is operator.mul
-                and not last.value.kwargs and len(last.value.args) == 2):
-            return None
-        pair = last.value.args
-        others = [a for a in pair if not (isinstance(a, ir.Var) and a.name == g)]
-        if len(others) != 1 or not isinstance(others[0], ir.Var) or \
-                others[0].name in self.complexes:
-            return None
-        return ir.Call(_SUMMED_PRODUCT, (ir.Var(g), others[0]))
-
-    def summed_negation(self, contribution: Made) -> tuple[list[ir.Stmt], ir.Call] | None:
-        """For a number's contribution ``np.sum(-w)`` (``a - x``, ``a`` a number): ``-np.sum(w)``,
-        one pass over ``w`` where there were two. The same bits: negation is exact, and rounding to
-        nearest is symmetric, so every partial sum of the negated entries is the negated partial
-        sum."""
-        made, value = contribution
-        if not made or not isinstance(value, ir.Var):
-            return None
-        last = made[-1]
-        if not (isinstance(last, ir.Assign) and last.target == value.name
-                and type(last.value) is ir.Call and last.value.fn.obj is operator.neg
-                and not last.value.kwargs and len(last.value.args) == 1
-                and isinstance(last.value.args[0], ir.Var)):
-            return None
-        total = ir.Assign(last.target, ir.Call(_SUMMED, (last.value.args[0],)), last.line)
-        return [*made[:-1], total], ir.Call(_NEGATED, (ir.Var(last.target),))
+        if not self.kinds.is_number(atom, stmt):
+            return self.adjoints.part(ir.Call(_UNBROADCAST, (value, atom)), *made)
+        # the call that made the contribution, where it is its last statement's
+        last = made[-1] if made else None
+        call = (last.value if isinstance(last, ir.Assign) and isinstance(value, ir.Var)
+                and last.target == value.name and type(last.value) is ir.Call
+                and not last.value.kwargs else None)
+        if call is not None and call.fn.obj is operator.mul and len(call.args) == 2 \
+                and stmt.target not in self.complexes:
+            # ``np.vdot`` where both are real float arrays of one shape, when it runs (no array
+            # of products), else that sum (``runtime.summed_product``); not where ``y`` may be
+            # complex, whose rules take the other path (``complexness``)
+            others = [a for a in call.args if not (isinstance(a, ir.Var) and a.name == g)]
+            if len(others) == 1 and isinstance(others[0], ir.Var) \
+                    and others[0].name not in self.complexes:
+                return self.adjoints.part(
+                    ir.Call(_SUMMED_PRODUCT, (ir.Var(g), others[0])), *made[:-1]
+                )
+        if call is not None and call.fn.obj is operator.neg and len(call.args) == 1 \
+                and isinstance(call.args[0], ir.Var):
+            assert isinstance(last, ir.Assign)  # (``call`` is its value)
+            # one pass over ``w`` where there were two; the same bits: negation is exact, and
+            # rounding to nearest is symmetric, so every partial sum of the negated entries is
+            # the negated partial sum
+            total = ir.Assign(last.target, ir.Call(_SUMMED, (call.args[0],)), last.line)
+            return self.adjoints.part(
+                ir.Call(_NEGATED, (ir.Var(last.target),)), *made[:-1], total
+            )
+        return self.adjoints.part(ir.Call(_SUMMED, (value,)), *made)
 
     def ranked(self, stmt: ir.Assign, call: ir.Call, k: int) -> registry.VJP | None:
         """The rule for argument ``k`` at its operands' known numbers of axes

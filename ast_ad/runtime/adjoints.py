@@ -327,15 +327,12 @@ def dot_vjp_b(g: Any, a: Any, b: Any) -> Any:
 
 def getitem_vjp(g: Any, x: Any, index: Any) -> Any:
     """Adjoint of ``x`` in ``x[index]``: ``g`` scattered into zeros (repeated indices add)."""
-    # the most common case first: a float entry of a vector of floats (a quarter of the time)
-    if type(x) is np.ndarray and type(index) is int and x.dtype.type is np.float64 \
-            and type(g) in (float, np.float64):
-        out = np.zeros(x.shape)
-        out[index] = g
-        return out
-    # and a slice of floats (``x[1:]``): each entry named once, the write the sum
-    if type(x) is np.ndarray and type(index) is slice and type(g) is np.ndarray \
-            and x.dtype.type is np.float64 and g.dtype.type is np.float64:
+    # the most common cases first: a float entry of a vector of floats (a quarter of the time), and
+    # a slice of floats (``x[1:]``): each entry named once, the write the sum
+    if type(x) is np.ndarray and x.dtype.type is np.float64 and (
+        type(index) is int and type(g) in (float, np.float64)
+        or type(index) is slice and type(g) is np.ndarray and g.dtype.type is np.float64
+    ):
         out = np.zeros(x.shape)
         out[index] = g
         return out
