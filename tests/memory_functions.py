@@ -1114,3 +1114,39 @@ def cancelling_adjoints(x0, x1, x2):
     v5[0], v5[1] = v5[1], v5[0]  # write
     v7 = np.sum(v6) * v5
     return np.sum((0.5 * (v7 - v7)) + (np.tanh(x1) * np.log(1.0 + v7 * v7)))
+
+
+# ---- what a loop binds late: a new array, or a view ----------------------------------------------
+# A name bound late in a loop to what a registered function makes shares nothing with another name
+# if the registry says the function makes a new object (``np.stack``: ``registry.makes_new_object``,
+# asked by ``aliasing.loop_shared``), and its writes early in the next step need no guard; a view
+# (``np.reshape``) sees the write, and is made again from the written array.
+def scaled(row, w):
+    return row * w
+
+
+def stacked_each_step(x):
+    state = np.stack([x, x * 2.0])
+    total = 0.0
+    for _ in range(3):
+        rows = []
+        for i in range(2):
+            h = scaled(np.sin(state[i]), x)  # (a helper's result may be anything it was given)
+            rows.append(h)  # append
+        state = np.stack(rows)
+        state[0, 1] += 0.5  # write: a new array no other name holds
+        total = total + np.sum(state[1] * state[0])
+    return total
+
+
+def reshaped_each_step(x):
+    y = x * 1.0
+    v = y * 2.0
+    for _ in range(3):
+        y[0] += np.sum(v)  # write: from the second step on, v is a view of y and sees it
+        v = np.reshape(y, (2, -1))
+    return np.sum(v * v)
+
+
+APART.append(stacked_each_step)
+FOLLOWED.append(reshaped_each_step)

@@ -206,6 +206,9 @@ def test_compiled_helper_matches_python(helper) -> None:
         got = call(*compiled_args)
         if expected is None:  # a helper that writes in place: compare what it wrote
             assert np.array_equal(compiled_args[0], python_args[0]), (helper.__name__, args)
+        elif helper is runtime.stand_in:  # (what it gives is read for its shape and dtype only)
+            assert np.shape(got) == np.shape(expected), args
+            assert np.asarray(got).dtype == np.asarray(expected).dtype, args
         else:
             assert np.shape(got) == np.shape(expected) and np.allclose(got, expected), (
                 helper.__name__,

@@ -516,3 +516,97 @@ def test_a_loop_keeps_the_shapes_of_a_helper_s_results_not_the_arrays() -> None:
     its shape only, so the forward pass tapes its shape."""
     text = ast_ad.source(ast_ad.grad(stepped), V, 3)
     assert "t1_shape_tape" in text and "t1_tape" not in text
+
+
+# ---- a recurrent network's state: a helper's pair, rows appended then stacked, names bound first
+# in a loop ---------------------------------------------------------------------------------------
+def gate(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def cell(w, h, x):
+    """A layer's step: both halves of one product read by slices (``both[:n]``, ``both[n:]``)."""
+    both = np.concatenate([x, h]) * w
+    n = h.shape[0]
+    a = gate(both[:n])
+    b = np.tanh(both[n:])
+    return a * b, b
+
+
+def layers(w, state, xs):
+    total = 0.0
+    for t in range(xs.shape[0]):
+        x = xs[t]
+        rows = []
+        for i in range(state.shape[0]):
+            h, c = cell(w[i], state[i], x)
+            rows.append(h)
+            x = c
+        state = np.stack(rows)
+        total = total + np.sum(x * state[0])
+    return total
+
+
+def layers_counted(w, state, xs):
+    total = 0.0
+    for t in range(xs.shape[0]):
+        x = xs[t]
+        rows = []
+        for i in range(state.shape[0]):
+            h, c = cell(w[i], state[i], x)
+            rows.append(h)
+            x = c
+        total = total + len(rows)  # (the list read otherwise: it may hold anything)
+        state = np.stack(rows)
+        total = total + np.sum(x * state[0])
+    return total
+
+
+def bound_to_none_by_the_user(x):
+    y = None
+    for t in range(3):
+        y = x * (t + 1.0)
+    return np.sum(y)
+
+
+W, S = rng.uniform(0.6, 1.4, (2, 6)), rng.uniform(0.6, 1.4, (2, 3))
+XS = rng.uniform(0.6, 1.4, (4, 3))
+
+
+def test_a_recurrent_state_s_facts_through_a_helper_s_pair_and_a_stack() -> None:
+    """A helper's ``return a * b, b`` is a pair of arrays of one axis (``("items", ...)``), which
+    ``h, c = cell(...)`` unpacks; ``rows``, made empty and only appended to, then stacked, stacks
+    what was appended (``kinds._grown``); ``x``, ``h``, ``c``, bound to ``None`` by the lowering
+    before the loops that bind them and read only after (``ir.Function.inits``), hold what the
+    loops bind; ``both[:n]`` is a slice (``slice(None, n)``'s fact). Each of these was not known."""
+    results = callee_results(transform.normalized)
+    known = kinds_of(transform.normalized(layers), shape_labels((W, S, XS)), results)
+    assert known.facts["cell"] == ("items", (("num", 1, True), ("num", 1, True)))
+    assert [known.rank(n) for n in ("state", "x", "h", "c")] == [2, 1, 1, 1]
+    inner = kinds_of(transform.normalized(cell), shape_labels((W[0], S[0], XS[0])), results)
+    assert inner.float_array("a") and inner.float_array("both")
+    # a list read otherwise is not followed; nor a name the user binds to None
+    counted = kinds_of(transform.normalized(layers_counted), shape_labels((W, S, XS)), results)
+    assert counted.rank("state") is None
+    assert facts(bound_to_none_by_the_user, V).rank("y") is None
+
+
+def test_a_recurrent_state_s_gradient_adds_into_arrays_of_its_own() -> None:
+    """With those facts, the backward pass adds each read's adjoint into an array it owns: the
+    helper's slices of one product (``both_bar[index] += ...``: one array where each slice made a
+    whole one and the sum added them), the loop's rows of ``w`` and ``state`` (``state_bar[i] +=
+    ...``, where each step's row was kept to be summed after the loop); and adds adjoints with
+    ``+``, not ``add_adjoints``. Against the tracer and finite differences, both arguments."""
+    text = ast_ad.source(ast_ad.grad(layers, argnums=(0, 1)), W, S, XS)
+    # (``both`` read for its shape and dtype only: a stand-in of it kept, ``def_meta_read``)
+    assert "both_bar = owned_adjoint(0.0, both_like)" in text and "both_bar[index] +=" in text
+    assert "state_bar[i] +=" in text and "w_bar[i] +=" in text and "summed_getitem_vjp" not in text
+    assert text.count("add_adjoints(") == 1  # (the list's: ``rows_bar``)
+    grads = ast_ad.grad(layers, argnums=(0, 1))(W, S, XS)
+    assert_same(grads, ast_ad.tracer.grad(layers, (0, 1))(W, S, XS))
+    assert_fd(layers, (W, S, XS), (0, 1), grads)
+    for fun in (layers_counted, bound_to_none_by_the_user):
+        args = (W, S, XS) if fun is layers_counted else (V,)
+        grad = ast_ad.grad(fun)(*args)
+        assert_same((grad,), (ast_ad.tracer.grad(fun)(*args),))
+        assert_fd(fun, args, (0,), (grad,))

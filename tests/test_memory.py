@@ -166,6 +166,18 @@ def test_a_loop_carried_alias_bound_after_the_writes_is_exact() -> None:
     assert_same((grads,), ast_ad.tracer.grad(fun, (0,))(X.copy()))
 
 
+def test_a_list_made_each_step_and_joined_is_no_other_names() -> None:
+    """``rows = []`` and ``state = np.stack(rows)`` in a loop each bind a new object (a list of
+    constants; a registered function that makes one, ``registry.makes_new_object``, asked by
+    ``aliasing.loop_shared``): the appends need no guard (an LSTM's two appends a step each paid
+    one); a view bound late in a loop still sees the next step's write (``reshaped_each_step``,
+    followed)."""
+    text = ast_ad.source(ast_ad.grad(mf.stacked_each_step), X)
+    append = marked_line(mf.stacked_each_step, "# append")
+    assert f"memory_functions.py:{append}'" not in text
+    assert "check_in_place(" in text  # (the write's: a helper's result may be what it was given)
+
+
 def test_a_write_into_a_tuple_of_arrays_of_two_shapes() -> None:
     """It raised numpy's "setting an array element with a sequence" from a helper."""
     fun = mf.tuple_of_arrays_of_two_shapes

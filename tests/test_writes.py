@@ -99,6 +99,24 @@ def test_the_loops_write_in_place() -> None:
     assert "m[i] = m_before[i]" in text and "assign_item_vjp_value(m_bar, m, i, " in text
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.complex128,
+                                   np.complex64, np.bool_])
+def test_an_adjoint_made_its_own_from_the_float_zero_has_the_general_paths_dtype(dtype) -> None:
+    """``owned_adjoint(0.0, x)``, the most common start of an adjoint added into in place, takes a
+    short path: zeros of ``x``'s shape in the dtype the general path gives (``zeros + 0.0``), a
+    new array, and a batch of zeros in a batched backward pass."""
+    from ast_ad import runtime
+    from ast_ad.runtime import batched
+
+    x = np.ones((2, 3), dtype=dtype)
+    made = runtime.owned_adjoint(0.0, x)
+    general = runtime.zeros_of(x, dtype=np.result_type(x, 0.0, 1.0)) + 0.0
+    assert made.dtype == general.dtype and made.shape == x.shape and not made.any()
+    assert made is not x and made.flags.writeable
+    with batched.batched_backward(4):
+        assert isinstance(runtime.owned_adjoint(0.0, x), batched.Batch)
+
+
 @pytest.mark.parametrize(("fun", "written_once", "kept"), [
     (wf.chain, True, []),
     (wf.reads_ahead, True, []),  # y[i + 1], computed again: no later step is undone yet

@@ -665,6 +665,10 @@ class InPlace:
     # arrays a loop only reads entry by entry (``accumulated_reads``): loop -> arrays, read -> array
     accumulated: dict[int, tuple[str, ...]] = field(default_factory=dict)
     adds: dict[int, str] = field(default_factory=dict)
+    # reads at the function's own level of arrays it reads through several indices, whose adjoints
+    # add into one array (``accumulated_reads``), made where the backward pass first adds into it:
+    # read -> array
+    straight: dict[int, str] = field(default_factory=dict)
 
 
 def _item_read(stmt: ir.Stmt) -> tuple[str, ir.Atom] | None:
@@ -767,17 +771,54 @@ def guarded(body: tuple[ir.Stmt, ...]) -> frozenset[str]:
 
 
 def accumulated_reads(function: ir.Function, useful: set[str], structured: set[str], known: Kinds,
-                      in_place: InPlace) -> InPlace:
+                      in_place: InPlace, complexes: frozenset[str] = frozenset(),
+                      loops: bool = True) -> InPlace:
     """``in_place`` with the arrays a loop only reads, entry by entry, whose adjoints it adds into
-    in place.
+    in place; and those the function's own level reads through several indices.
 
-    ``x[i]`` of a numpy array of floats (``ast_ad.analysis.kinds``), in a loop that binds no ``x``:
-    the backward pass adds each read's adjoint into the entry (``x_bar[i] += g``) of an adjoint
-    array that the loop owns (made before it, as a written array's is), rather than keep the step's
-    adjoint and index to sum after the loop.
+    ``x[i]`` (an entry, a row, a slice: a basic index) of a numpy array of floats
+    (``ast_ad.analysis.kinds``), in a loop that binds no ``x``: the backward pass adds each read's
+    adjoint into those entries (``x_bar[i] += g``) of an adjoint array that the loop owns (made
+    before it, as a written array's is), rather than keep the step's adjoint and index to sum after
+    the loop.
+
+    ``x[:h]``, ``x[h:2 * h]``... at the function's own level (no loop or branch around them), two
+    or more reads of a real array of floats bound once (or a parameter never bound): the backward
+    pass makes ``x``'s adjoint an array of its own at the first read it adds from (the last read
+    whose value has an adjoint), and adds each read's adjoint into its entries (``x_bar[index] +=
+    g``), where each read made a whole array of zeros and the sum added them. The facts this
+    relies on: nothing binds ``x`` again, so no contribution after the first assigns its adjoint
+    anew (each adds, to a new array or in place), and the array made there is held by nothing
+    else. ``loops``: the loops' reads too (not in a callee's backward pass, which keeps a loop's
+    arrays as new arrays).
     """
     accumulated: dict[int, tuple[str, ...]] = {}
     adds: dict[int, str] = {}
+    straight: dict[int, str] = {}
+    bindings: dict[str, int] = {}
+    for stmt in ir.walk(function.body):
+        for name in ir.defined(stmt):
+            bindings[name] = bindings.get(name, 0) + 1
+    level: dict[str, list[ir.Stmt]] = {}
+    for stmt in function.body:
+        read = _item_read(stmt)
+        if read is not None and isinstance(stmt, ir.Assign) and stmt.target not in complexes:
+            level.setdefault(read[0], []).append(stmt)
+    for name, reads in level.items():
+        fact = known.of(ir.Var(name), reads[0])
+        once = bindings.get(name, 0) == (0 if name in function.params else 1)
+        if (
+            len(reads) >= 2
+            and once
+            and name in useful
+            and name not in structured
+            and name not in complexes
+            and fact[0] == "num"
+            and fact[1] >= 1
+            and fact[2]
+        ):
+            adds.update((id(s), name) for s in reads)
+            straight.update((id(s), name) for s in reads)
 
     def claim(loop: ir.For | ir.While, owned: frozenset[str]) -> frozenset[str]:
         inner = list(ir.walk(loop.body))
@@ -785,15 +826,16 @@ def accumulated_reads(function: ir.Function, useful: set[str], structured: set[s
         reads = [(s, read) for s in inner if (read := _item_read(s)) is not None]
         mine = in_place.loops.get(id(loop), ())
         names = {name for _, (name, _) in reads} - bound - owned - set(mine) - structured
-        ok = tuple(sorted(n for n in names if n in useful and all(
-            known.entry_of(ir.Var(name), index, s) for s, (name, index) in reads if name == n)))
+        ok = tuple(sorted(n for n in names if n in useful and n not in complexes and all(
+            known.basic_read(ir.Var(name), index, s) for s, (name, index) in reads if name == n)))
         if ok:
             accumulated[id(loop)] = ok
             adds.update({id(s): name for s, (name, _) in reads if name in ok})
         return frozenset(ok) | frozenset(mine)
 
-    _claim_loops(function.body, claim)
-    return InPlace(in_place.loops, in_place.writes, in_place.reads, accumulated, adds)
+    if loops:
+        _claim_loops(function.body, claim)
+    return InPlace(in_place.loops, in_place.writes, in_place.reads, accumulated, adds, straight)
 
 
 # ---- binomial checkpointing ----------------------------------------------------------------------

@@ -46,7 +46,8 @@ RANKED = 1 << 24
 # the facts, as small tuples: ("int",) an integer (not a bool); ("num", rank, inexact) a number
 # (rank 0) or a numpy array of numbers with ``rank`` axes, of floats where ``inexact``; ("shape",
 # rank) an array's shape; ("ints", k) a tuple of k integers; ("index", k) a tuple of integers and
-# slices, k of them integers (as an index it takes k axes away); ("range",) a range
+# slices, k of them integers (as an index it takes k axes away); ("range",) a range; ("items",
+# facts) a tuple of numbers and numpy arrays, each with its fact
 Fact = tuple[Any, ...]
 INT: Fact = ("int",)
 RANGE: Fact = ("range",)
@@ -218,10 +219,23 @@ class Kinds:
         """Whether ``atom`` is certainly a number (an immutable value with no axes)."""
         return _rank(self.of(atom, at)) == 0
 
+    def basic_index(self, atom: ir.Expr, at: ir.Stmt | None = None) -> bool:
+        """Whether ``atom`` is certainly an integer, a slice, or a tuple of those: an index that
+        names each entry once (numpy's basic indexing)."""
+        fact = self.of(atom, at)
+        return fact == INT or fact[0] in ("index", "ints")
+
     def indexed(self, array: ir.Atom, index: ir.Atom, at: ir.Stmt) -> int | None:
         """The number of axes of ``array[index]``, where ``array`` is a numpy array of numbers (0:
         one entry, a number)."""
         return _indexed(self.of(array, at), self.of(index, at))
+
+    def basic_read(self, array: ir.Atom, index: ir.Atom, at: ir.Stmt) -> bool:
+        """Whether ``array[index]`` reads a numpy array of floats through a basic index (integers
+        and slices: each entry named once): its adjoint can be added into ``array_bar[index]``."""
+        fact = self.of(array, at)
+        return fact[0] == "num" and fact[1] >= 1 and bool(fact[2]) \
+            and _indexed(fact, self.of(index, at)) is not None
 
     def entry_of(self, array: ir.Atom, index: ir.Atom, at: ir.Stmt) -> bool:
         """Whether ``array[index]`` is one entry of a numpy array of floats: its adjoint is
@@ -245,7 +259,7 @@ def kinds_of(function: ir.Function, shapes: tuple[int, ...],
         p: label_fact(label) for p, label in zip(function.params, shapes, strict=True)
     }
     found = _Pass({p: f for p, f in facts.items() if f != UNKNOWN}, _tapes(function), results)
-    found.joined = _joined(function)
+    found.joined, found.grown, found.inits = _joined(function), _grown(function), function.inits
     found.changed, once = True, ir.loop_free(function.body)
     while found.changed:
         found.changed = False
@@ -315,6 +329,8 @@ class _Pass:
     def __init__(self, facts: dict[str, Fact], tapes: set[str], results: Results | None = None):
         self.facts, self.tapes, self.results = facts, tapes, results
         self.joined: set[str] = set()  # lists and tuples only joined into one array (``_joined``)
+        self.grown: set[str] = set()  # lists only appended to, then joined (``_grown``)
+        self.inits: frozenset[str] = frozenset()  # (``ir.Function.inits``)
         self.inside: dict[int, dict[str, Fact]] = {}
         self.made: dict[int, Fact] = {}
         self.bound_in: dict[int, set[str]] = {}
@@ -350,6 +366,18 @@ class _Pass:
                     self.visit(block, inner)
                 for name in names:
                     scope.pop(name, None)
+            elif isinstance(stmt, ir.Assign) and self.grown and _grown_join(stmt, self.grown):
+                # a join of a list only appended to: of what was appended, once an append was seen
+                # (a later pass binds it: the list was empty before)
+                assert isinstance(stmt.value, ir.Call) and isinstance(stmt.value.args[0], ir.Var)
+                pushed = elements.get(stmt.value.args[0].name)
+                if pushed is not None:
+                    fact = self.made[id(stmt)] = _join_fact(stmt.value.fn.obj, pushed)
+                    self.bind(stmt.target, fact)
+                scope[stmt.target] = self.made.get(id(stmt), UNKNOWN)
+            elif isinstance(stmt, ir.Assign) and stmt.target in self.inits \
+                    and ir.binds_none(stmt):
+                continue  # (no value read is that None: ``ir.Function.inits``)
             elif isinstance(stmt, ir.Assign):
                 fact = self.made[id(stmt)] = (
                     _arrays_fact([_atom_fact(a, facts, scope) for a in stmt.value.elts])
@@ -358,11 +386,20 @@ class _Pass:
                 )
                 self.bind(stmt.target, fact)
                 scope[stmt.target] = fact
-            elif isinstance(stmt, ir.Append) and stmt.target in self.tapes:
+            elif isinstance(stmt, ir.Append) and (
+                stmt.target in self.tapes or stmt.target in self.grown
+            ):
                 fact = _atom_fact(stmt.value, facts, scope)
                 new = fact if stmt.target not in elements else _merge(elements[stmt.target], fact)
                 if elements.get(stmt.target) != new:
                     elements[stmt.target], self.changed = new, True
+            elif isinstance(stmt, ir.Unpack) and (
+                (items := _atom_fact(stmt.value, facts, scope))[0] == "items"
+                and len(items[1]) == len(stmt.targets)
+            ):
+                for name, fact in zip(stmt.targets, items[1], strict=True):
+                    self.bind(name, fact)
+                    scope[name] = fact
             elif isinstance(stmt, ir.Pop) and stmt.target is not None and stmt.source in self.tapes:
                 if stmt.source in elements:  # else nothing was pushed (yet: a later pass binds it)
                     self.bind(stmt.target, elements[stmt.source])
@@ -451,9 +488,14 @@ def _joined(function: ir.Function) -> set[str]:
     for stmt in ir.walk(function.body):
         for name in ir.defined(stmt):
             bindings[name] = bindings.get(name, 0) + 1
-        for name in _reads(stmt) + list(_kept_names(stmt)):
-            reads[name] = reads.get(name, 0) + 1
         value = stmt.value if isinstance(stmt, ir.Assign) else None
+        metas = registry.meta_read(value.fn.obj) if isinstance(value, ir.Call) else frozenset()
+        # (a read of only its shapes and dtypes, a stand-in's, changes nothing and keeps nothing)
+        for name in _reads(stmt) + list(_kept_names(stmt)):
+            if not (metas and isinstance(value, ir.Call) and all(
+                    k in metas for k, a in enumerate(value.args)
+                    if isinstance(a, ir.Var) and a.name == name)):
+                reads[name] = reads.get(name, 0) + 1
         if isinstance(value, ir.Call) and value.fn.obj in _JOINS and not value.kwargs \
                 and len(value.args) == 1 and isinstance(value.args[0], ir.Var):
             joins.add(value.args[0].name)
@@ -464,6 +506,53 @@ def _joined(function: ir.Function) -> set[str]:
         if bindings.get(name) == 1 and reads.get(name) == 1 and name != result
         and name not in function.params and name not in function.mutable
     }
+
+
+def _grown(function: ir.Function) -> set[str]:
+    """Lists made empty (``rows = []``), then only appended to, that nothing reads but a join
+    (``np.stack(rows)``) as its only argument: what the join reads is what was appended (a join of
+    an empty list raises). A list read in any other way (passed, copied, popped) may hold
+    anything."""
+    appended = {s.target for s in ir.walk(function.body) if isinstance(s, ir.Append)}
+    if not appended:
+        return set()
+    made: set[str] = set()
+    other = set(function.params)
+    joins: set[str] = set()
+    for stmt in ir.walk(function.body):
+        if ir.binds_none(stmt):
+            continue  # (the normalizer's binding before the loop that binds it: a join raises)
+        value = stmt.value if isinstance(stmt, ir.Assign) else None
+        if isinstance(value, ir.Call) and value.fn.obj in _JOINS and not value.kwargs \
+                and len(value.args) == 1 and isinstance(value.args[0], ir.Var):
+            joins.add(value.args[0].name)
+            other.update(ir.defined(stmt))
+            continue
+        if isinstance(stmt, ir.Assign) and _empty_list(stmt.value):
+            made.add(stmt.target)
+            continue
+        if isinstance(stmt, ir.Append):
+            other.update(_reads(stmt))  # (the value appended: the list is not read)
+            continue
+        other.update(ir.defined(stmt))
+        other.update(ir.reads_of(stmt))  # (a pop's list too, and an expression kept as written)
+    if isinstance(function.result, ir.Var):
+        other.add(function.result.name)
+    return (made & appended & joins) - other
+
+
+def _grown_join(stmt: ir.Assign, grown: set[str]) -> bool:
+    """Whether ``stmt`` joins a list of ``grown`` (``np.stack(rows)``)."""
+    value = stmt.value
+    return isinstance(value, ir.Call) and value.fn.obj in _JOINS and len(value.args) == 1 \
+        and isinstance(value.args[0], ir.Var) and value.args[0].name in grown
+
+
+def _join_fact(fn: Any, item: Fact) -> Fact:
+    """What the join ``fn`` of a list of arrays each of fact ``item`` gives."""
+    if item[0] != "num" or item[1] < 1 - _JOINS[fn]:  # (numbers stack, but do not join)
+        return UNKNOWN
+    return ("num", item[1] + _JOINS[fn], item[2])
 
 
 def _arrays_fact(elts: list[Fact]) -> Fact:
@@ -608,7 +697,14 @@ def _value_fact(value: ir.Expr, facts: dict[str, Fact], scope: dict[str, Fact],
         if value.kind != "tuple":
             return UNKNOWN
         elts = [_atom_fact(a, facts, scope) for a in value.elts]
-        return ("ints", len(elts)) if elts and all(f == INT for f in elts) else _index_fact(elts)
+        if elts and all(f == INT for f in elts):
+            return ("ints", len(elts))
+        index = _index_fact(elts)
+        if index == UNKNOWN and elts and all(f[0] == "num" for f in elts):
+            # a tuple of numbers and arrays (a helper's ``return h, c``): each item's, for the
+            # names an unpacking binds (a tuple cannot change, nor an array's axes)
+            return ("items", tuple(elts))
+        return index
     if isinstance(value, ir.Raw):
         return ("num", 0, False) if _decides(value.node, value.refs) else UNKNOWN
     if not isinstance(value, ir.Call) or value.kwargs:
@@ -642,6 +738,8 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
         return RANGE
     if fn is len or fn is int:
         return INT
+    if fn is slice:  # (``x[h:2 * h]``: its index; or indexing raises)
+        return SLICE
     if fn is bool or fn is float:  # (or they raise)
         return ("num", 0, fn is float)
     if fn in _INTEGER_OPS and args and all(a == INT for a in args):

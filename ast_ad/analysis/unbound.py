@@ -142,6 +142,22 @@ def checked(function: ir.Function, inits: dict[int, str], namer: Namer) -> ir.Fu
     return ir.with_body(function, body, function.mutable | frozenset(flags.values()))
 
 
+def inits(function: ir.Function, inits: dict[int, str]) -> frozenset[str]:
+    """The names of ``function`` (after ``checked``) every binding of which to ``None`` is one of
+    the lowering's ``inits``: a read that may see that ``None`` has a check before it, which raises,
+    so no value these names hold where anything but a check reads them is that ``None``
+    (``ir.Function.inits``, for ``kinds``)."""
+    if not inits:
+        return frozenset()
+    made: set[str] = set()
+    other: set[str] = set()
+    for stmt in ir.walk(function.body):
+        if ir.binds_none(stmt):
+            assert isinstance(stmt, ir.Assign)
+            (made if id(stmt) in inits else other).add(stmt.target)
+    return frozenset(made - other - set(function.params))
+
+
 def _flagged(
     body: tuple[ir.Stmt, ...],
     found: dict[int, list[str]],

@@ -273,11 +273,12 @@ def register(numba: Any) -> None:
 
     @overload(runtime.stand_in)
     def _stand_in(x):
-        # zeros of its shape and dtype (the Python helper's, as it makes them up to 4,096 entries)
+        # zeros of its shape and dtype: one type whatever the size (the Python helper keeps a small
+        # array as it is, whose layout may differ); its values are never read
         if array(x):
             return lambda x: np.zeros(x.shape, x.dtype)
         if number(x):
-            return lambda x: x * 0
+            return lambda x: x
         return None
 
     @overload(runtime.loop_length)

@@ -873,6 +873,17 @@ def is_pure(fn: Any) -> bool:
     )
 
 
+def makes_new_object(fn: Any) -> bool:
+    """Whether a call of ``fn`` gives an object no other name holds, sharing no memory with its
+    arguments: a pure function of ast_ad's (``is_pure``) that returns no view of an argument
+    (``def_view``) and no container of its arguments' objects (``def_holds_items``). The memory
+    model reads ``y = np.stack(rows)`` so in straight-line code (``aliasing.Memory.note_views``:
+    only views and held items share), and a loop's names so (``aliasing.loop_shared``); that
+    every registered function's result shares memory with its argument only where declared is
+    tested against numpy's answer (``tests/test_rules.py``)."""
+    return is_pure(fn) and not returns_view(fn) and holds_items(fn) is None
+
+
 # Rules for optional libraries, registered when the user's code first names the library: importing
 # scipy.special alone costs more than all the rest of ast_ad.
 _LAZY: dict[str, list[str]] = {

@@ -351,7 +351,12 @@ class Lowerer:
             frozenset(self.at.namer.users),
         )
         # (Python's UnboundLocalError, kept)
-        return unbound.checked(function, self.at.unbound, self.at.namer)
+        function = unbound.checked(function, self.at.unbound, self.at.namer)
+        return ir.Function(
+            function.name, function.params, function.body, function.result, function.result_line,
+            function.fn, function.mutable, function.users,
+            unbound.inits(function, self.at.unbound),
+        )
 
     # ---- statements ------------------------------------------------------------------------------
     def stmt(self, node: gast.stmt) -> None:

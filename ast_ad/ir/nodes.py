@@ -292,6 +292,7 @@ def with_body(function: Function, body: tuple[Stmt, ...] | list[Stmt],
         function.fn,
         function.mutable if mutable is None else mutable,
         function.users,
+        function.inits,
     )
 
 
@@ -483,6 +484,10 @@ class Function:
     mutable: frozenset[str] = frozenset()
     # the names of the user's own variables (generated code keeps them)
     users: frozenset[str] = frozenset()
+    # names every binding of which to None is the lowering's, before the branch or loop that binds
+    # them, which nothing but a check reads (``analysis.unbound``: a read that may come first raises
+    # Python's UnboundLocalError): no value they hold is that None
+    inits: frozenset[str] = frozenset()
 
     def names(self) -> set[str]:
         """Every local name the function binds."""

@@ -221,10 +221,13 @@ class Reverser:
             else InPlace({}, {}, {})
         )
         # (a checkpointed loop's backward pass makes no adjoint of its own)
-        if in_place and checkpoints is None:
+        if checkpoints is None:
             self.in_place = accumulated_reads(
-                function, self.useful, self.structured, self.kinds, self.in_place
+                function, self.useful, self.structured, self.kinds, self.in_place,
+                frozenset(self.complexes), loops=in_place,
             )
+        # the arrays of ``in_place.straight`` whose adjoint the backward pass has made its own
+        self.opened: set[str] = set()
         self.checkpoints = checkpoints
         self.checkpointed: dict[int, Checkpointed] = {}
         self.not_checkpointed: dict[int, str] = {}  # why a loop is not, said in a comment above it
@@ -478,10 +481,11 @@ class Reverser:
                 ):
                     # the items of a tuple a call of the user's returns, and theirs, may be
                     # containers, of kinds not known here (the adjoints a gradient's pair gives its
-                    # caller's list arguments, say)
-                    self.structured.update(stmt.targets)
-                    self.items.update(stmt.targets)
-                    returned.update(stmt.targets)
+                    # caller's list arguments, say); not those kinds knows are numbers or arrays
+                    unknown = [t for t in stmt.targets if self.kinds.rank(t) is None]
+                    self.structured.update(unknown)
+                    self.items.update(unknown)
+                    returned.update(unknown)
                 elif isinstance(stmt, ir.Append) and isinstance(stmt.value, ir.Var) \
                         and stmt.value.name in self.structured:
                     # a list of containers (a tape of a callee's saved tuples, say)
@@ -622,18 +626,7 @@ class Reverser:
             id(stmt), ()
         ):
             # adjoints this loop writes into: its own copies
-            current = (
-                ir.Var(self.adjoints.bar(name))
-                if name in self.adjoints.live or name not in self.local
-                else self.adjoints.zero(name)
-            )
-            owned.append(
-                ir.Assign(
-                    self.adjoints.bar(name), ir.Call(_OWNED, (current, ir.Var(name))), ir.NOWHERE
-                )
-            )
-            self.adjoints.live.add(name)
-            self.adjoints.pending.discard(name)
+            owned += self.owned_adjoint(name)
         # no adjoint yet: nothing flowed into them
         untouched = {v for v in self.useful if v not in self.adjoints.bars}
         live = set(self.adjoints.live)
@@ -666,6 +659,20 @@ class Reverser:
         made, steps = self.adjoints.part(ir.Call(_REVERSED, (steps,)), *made)
         loop = ir.For(stmt.target, steps, tuple(body), ir.NOWHERE)
         return [*before, *made, loop, *after, restore_mark(stmt.target, id(stmt))]
+
+    def owned_adjoint(self, name: str) -> list[ir.Stmt]:
+        """``name``'s adjoint made an array of its own (``runtime.owned_adjoint``), which the
+        statements after write into in place: what has flowed into it, or its zero."""
+        current = (
+            ir.Var(self.adjoints.bar(name))
+            if name in self.adjoints.live or name not in self.local
+            else self.adjoints.zero(name)
+        )
+        self.adjoints.live.add(name)
+        self.adjoints.pending.discard(name)
+        return [
+            ir.Assign(self.adjoints.bar(name), ir.Call(_OWNED, (current, ir.Var(name))), ir.NOWHERE)
+        ]
 
     def step_backward(self, loop: ir.For | ir.While, owned: frozenset[str] | set[str] = frozenset()
                       ) -> list[ir.Stmt]:
@@ -831,14 +838,23 @@ class Reverser:
         unknown = (
             rule.elementwise and stmt.target in self.structured and stmt.target not in self.items
         )
-        out = self.densify(stmt, g, ans, always=unknown) if zero or unknown else []
         added = self.in_place.reads.get(id(stmt)) or self.in_place.adds.get(id(stmt))
+        if added is not None and not atom_active(call.args[0], self.active):
+            added = None
+        # (a float zero adds in place as it is)
+        out = self.densify(stmt, g, ans, always=unknown) if zero and added is None or unknown \
+            else []
         # y[i] read, its adjoint added in place
-        if added is not None and atom_active(call.args[0], self.active):
+        if added is not None:
+            if id(stmt) in self.in_place.straight and added not in self.opened:
+                # (the first such read at the function's own level: the adjoint made its own)
+                self.opened.add(added)
+                out += self.owned_adjoint(added)
             bar, entry = self.adjoints.bar(added), call.args[1]
-            if self.kinds.is_number(entry, stmt):  # one entry (or a scalar's broadcast): not fancy
+            # one entry, a scalar's broadcast, or a basic index: each entry named once, not fancy
+            if self.kinds.is_number(entry, stmt) or self.kinds.basic_index(entry, stmt):
                 item = gast.Subscript(
-                    value=syntax.name(bar), slice=syntax.atom(entry, self.refs), ctx=gast.Store()
+                    value=syntax.name(bar), slice=syntax.index(entry, self.refs), ctx=gast.Store()
                 )
                 return out + [
                     syntax.kept(

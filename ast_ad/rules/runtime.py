@@ -217,6 +217,8 @@ def_meta_read(rt.unbroadcast, 1)
 def_meta_read(rt.expand_reduced, 1)
 def_meta_read(rt.getitem_vjp, 1)
 def_meta_read(rt.concatenate_vjp, 1)
+def_meta_read(rt.stand_in, 0)  # (what it keeps is read for no more)
+def_meta_read(rt.owned_adjoint, 1)  # (zeros of its shape, dtype and type, plus the adjoint)
 # a stand-in is read for its shape and dtype only: it carries no derivative
 def_nondiff(rt.stand_in)
 defvjp(rt.add_adjoints,  lambda g, ans, a, b: g, lambda g, ans, a, b: g)

@@ -98,19 +98,20 @@ def size_of(x: Any) -> int:
 
 def stand_in(x: Any) -> Any:
     """What reverse mode keeps of an array whose backward pass reads only its shape, dtype and type
-    (``registry.def_meta_read``): zeros of ``x``'s shape and dtype, as a read-only view of one zero
-    broadcast to its shape where it has more than 4,096 entries (one entry of memory, where ``x``
-    may be large; below that, ``np.broadcast_to``'s microseconds cost more than the memory it
-    saves); a list or tuple of them for a list or tuple, a zero of its type for a number. Anything
-    else (another library's array) is kept as it is: its values are never read."""
+    (``registry.def_meta_read``): where ``x`` has more than 4,096 entries, a read-only view of one
+    zero of its dtype broadcast to its shape (one entry of memory, where ``x`` may be large); a
+    smaller array as it is (zeros of it would take as much memory as keeping it, and its shape and
+    dtype do not change when its entries are written); a list or tuple of stand-ins for a list or
+    tuple (a new one: the list itself may grow later); anything else as it is (a number cannot
+    change; another library's array has its values never read)."""
     if type(x) is np.ndarray:
         if x.size <= 4096:  # (a literal: an exported module copies this function)
-            return np.zeros(x.shape, x.dtype)
+            return x
         return np.broadcast_to(np.zeros((), x.dtype), x.shape)
-    if type(x) in (list, tuple):
-        return type(x)(stand_in(item) for item in x)
-    if type(x) in (int, float, complex) or isinstance(x, np.generic):
-        return type(x)(0)
+    if type(x) is list:
+        return [stand_in(item) for item in x]
+    if type(x) is tuple:
+        return tuple([stand_in(item) for item in x])
     return x
 
 
@@ -234,6 +235,8 @@ def unpopped(xs_bar: Any, entry: Any, xs: Any) -> Any:
 
 def add_adjoints(a: Any, b: Any) -> Any:
     """Sum two adjoints, element by element for tuples and lists; ``None`` is zero."""
+    if type(a) is np.ndarray and type(b) is np.ndarray:  # (the common case, first)
+        return a + b
     if a is None or b is None:
         return b if a is None else a
     if isinstance(a, float) and a == 0.0 and isinstance(b, (tuple, list, dict)):

@@ -118,6 +118,11 @@ def owned_adjoint(g: Any, x: Any) -> Any:
         }
         owned = {k: owned_adjoint(parts[k], x[k]) for k in keys}
         return [owned[k] for k in keys] if isinstance(x, list) else owned
+    if type(x) is np.ndarray and type(g) is float and g == 0.0:
+        # (the most common: an adjoint nothing has flowed into yet)
+        dtype = x.dtype if x.dtype.kind in "fc" else np.dtype(float)
+        zeros = cotangent_zeros(x, dtype)
+        return np.zeros(x.shape, dtype) if zeros is None else zeros
     if not is_array(x):
         return g
     if not is_array(g):  # the float zero an adjoint starts as: a batch of zeros, in a batched pass
