@@ -1,7 +1,7 @@
 """Time the primal, ast_ad's gradient and autograd's gradient on the same functions, interleaved.
 
     python examples/benchmark.py [--quick] [gradients | spectral | second-order | compiled |
-    checkpointing | solvers | ordinary | nested | batched | arrays | startup]
+    checkpointing | solvers | ordinary | nested | batched | arrays | sequences | startup]
 
 (any of those: that table alone; ``startup`` includes the
 transform's time against length.)
@@ -1455,6 +1455,56 @@ def arrays(repeat: int) -> None:
               f"ast_ad / jax.jit {times[1] / times[3]:.2f}")
 
 
+def det_lstm_evals():
+    """GradBench's ``det`` (expansion by minors, l = 8) and ``lstm`` (its eval's sizes: l = 2 and 4
+    layers, c = 1,024 characters of b bits each, b = ceil(log2 of the largest code), parameters
+    uniform in [0, 1) as its generator draws them): (name, objective, derivative, arguments, the
+    derivative checked, the issue's target ratio, the C++ tools' ratios). The text is this file's
+    ASCII characters (the eval's own text file is not in the repository; ASCII gives its b = 7)."""
+    _gradbench()
+    from ast_ad_gradbench import det, lstm
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((8, 8))
+    tables = det.minors(8)
+
+    def det_checked(g):
+        return np.allclose(g, np.linalg.det(a) * np.linalg.inv(a).T, rtol=1e-8)
+
+    cases = [("det, l = 8", det.det, det.gradient_of_det, (a, tables), det_checked, 8.0,
+              "ad-hpp 2.9x, manual 8x")]
+    text = "".join(c for c in pathlib.Path(__file__).read_text() if 32 <= ord(c) < 127)[:1024]
+    bits = math.ceil(math.log2(max(ord(c) for c in text)))
+    sequence = np.array([[float(d) for d in format(ord(c), f"0{bits}b")] for c in text])
+    for layers in (2, 4):
+        main = rng.random((2 * layers, 4 * bits))
+        extra, state = rng.random((3, bits)), rng.random((2 * layers, bits))
+        args = (main, extra, state, sequence)
+
+        def lstm_checked(g, args=args):
+            # along one random direction of both parameters, against central differences
+            du, de = rng.standard_normal(args[0].shape), rng.standard_normal(args[1].shape)
+            h = 1e-6
+            ahead = lstm.loss(args[0] + h * du, args[1] + h * de, *args[2:])
+            behind = lstm.loss(args[0] - h * du, args[1] - h * de, *args[2:])
+            return math.isclose(np.sum(g[0] * du) + np.sum(g[1] * de), (ahead - behind) / (2 * h),
+                                rel_tol=1e-5)
+        cases.append((f"lstm, l = {layers}, c = 1,024, b = {bits}", lstm.loss, lstm.gradient,
+                      args, lstm_checked, 4.0, "CoDiPack 2.1x"))
+    return cases
+
+
+def sequences(repeat: int) -> None:
+    """GradBench's ``det`` and ``lstm`` (issue 41): the derivative against its objective, side by
+    side, beside the issue's targets and the C++ tools' figures on GradBench's site."""
+    print("\nGradBench's det and lstm: derivative / objective")
+    for name, objective, derivative, args, checked, target, theirs in det_lstm_evals():
+        assert checked(derivative(*args)), name
+        times = side_by_side([objective, derivative], args, rounds=repeat)
+        print(f"  {name}: objective {_fmt(times[0])}, derivative {_fmt(times[1])}: "
+              f"{times[1] / times[0]:.2f}x (target {target:g}x; {theirs})")
+
+
 def _blocked(jax, fn, args):
     """``fn(*args)``, JAX's asynchronous dispatch finished."""
     return jax.block_until_ready(fn(*args))
@@ -1502,6 +1552,8 @@ if __name__ == "__main__":
         batched(repeat)
     elif "arrays" in sys.argv:
         arrays(repeat)
+    elif "sequences" in sys.argv:
+        sequences(repeat)
     elif "startup" in sys.argv:
         startup()
         transform_times()

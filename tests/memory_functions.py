@@ -1150,3 +1150,17 @@ def reshaped_each_step(x):
 
 APART.append(stacked_each_step)
 FOLLOWED.append(reshaped_each_step)
+
+
+# Found by a long run (seed 10001, test_batched), wrong on main before: the write made ``x0`` a
+# mutable name of its own and ``v0`` another name for that very name, so binding ``x0`` again
+# changed what ``v0`` held (Python 1.438, ast_ad 0.462 at zeros).
+def another_name_kept_when_the_owner_is_bound_again(x0):
+    v0 = x0
+    v1 = x0
+    v1 += np.sin(0.5)  # write: v0, v1 and x0 see it
+    v1, x0 = x0, np.tanh(0.5)
+    return np.sum(v0) + np.sum(v1 * x0)
+
+
+FOLLOWED.append(another_name_kept_when_the_owner_is_bound_again)

@@ -104,6 +104,21 @@ def test_the_benchmark_times_correct_gradients() -> None:
                                   ast_ad.grad(benchmark.element_loop)(benchmark.X_ELEMENTS))
 
 
+def test_the_benchmark_s_det_and_lstm_rows_time_correct_derivatives() -> None:
+    """``benchmark.py sequences``: GradBench's ``det`` gradient is det(a) inv(a)^T, and each
+    ``lstm`` gradient agrees with central differences along a random direction (the checks the
+    table runs before it times)."""
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import benchmark
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    cases = benchmark.det_lstm_evals()
+    assert [name.split(",")[0] for name, *_ in cases] == ["det", "lstm", "lstm"]
+    for name, _, derivative, args, checked, _, _ in cases:
+        assert checked(derivative(*args)), name
+
+
 def test_tangent_ad_in_the_benchmark_computes_the_gradients_ast_ad_computes() -> None:
     """Where tangent-ad is installed (not a dependency: ``pip install tangent-ad`` to time it), each
     gradient of its that the first table times is ast_ad's; the rows it cannot differentiate are the

@@ -578,12 +578,22 @@ class Memory:
                 continue
             self.follow_one(up, changed)
             for name in up.names:  # its other names: the same object, made again the same
-                value = self.at.env[up.user]
-                if self.is_mutable(name):
-                    self.at.body.append(ir.Assign(self.local(name).name, value, self.at.line))
-                else:
-                    self.at.env[name] = value
-                    self.carry(name)
+                self.rebind_name(name, self.at.env[up.user])
+
+    def rebind_name(self, name: str, value: ir.Atom) -> None:
+        """``name``, another variable of an object a write changed, bound to ``value``, the object's
+        new value: under its own mutable name where it has one; under a new one of its own where
+        ``value`` is another variable's own mutable name, which a later binding of that variable
+        changes (``v0 = x0; v1 = x0; v1 += c; x0 = 2.0``: ``v0`` is the written array still, not
+        ``2.0``); else as ``value`` itself."""
+        if self.is_mutable(name):
+            self.at.body.append(ir.Assign(self.local(name).name, value, self.at.line))
+        elif isinstance(value, ir.Var) and value.name in self.at.mutable \
+                and self.at.owner.get(value.name) not in (None, name):
+            self.own_name(name, value)
+        else:
+            self.at.env[name] = value
+            self.carry(name)
 
     def follow_one(self, up: FollowUp, changed: ir.Var) -> None:
         """``up.user`` made again after ``changed``, the new value of the object ``up.owner``
@@ -728,10 +738,7 @@ class Memory:
         for item in {*self.holds.get(up.before.name, set()), changed.name}:
             self.contain(target.name, item)
         for name in up.names:  # its other names: the same object
-            if self.is_mutable(name):
-                self.at.body.append(ir.Assign(self.local(name).name, target, self.at.line))
-            else:
-                self.at.env[name] = target
+            self.rebind_name(name, target)
         # (the same object where it held none of it)
         self.share(target.name, up.before.name, alias=True)
 
