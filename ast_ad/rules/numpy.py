@@ -164,7 +164,7 @@ defvjp(np.min,  lambda g, ans, x, axis=None, out=None, keepdims=False, *args, **
                 extremum_vjp(g, ans, x, axis, keepdims))
 
 # ---- lists of arrays -----------------------------------------------------------------------------
-defvjp(np.stack,   lambda g, ans, xs, axis=0, *args, **kwargs: unstack(np.moveaxis(g, axis, 0), xs))
+defvjp(np.stack,   lambda g, ans, xs, axis=0, *args, **kwargs: unstack(g, xs, axis))
 defvjp(np.array,   lambda g, ans, x, *args, **kwargs: cast_vjp(g, ans, x))
 defvjp(np.asarray, lambda g, ans, x, *args, **kwargs: cast_vjp(g, ans, x))
 

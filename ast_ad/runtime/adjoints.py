@@ -628,7 +628,7 @@ def concatenate_vjp(g: Any, arrays: Any, axis: Any = 0) -> Any:
         # along the first axis, by slicing (the views ``np.split`` makes, without its few µs)
         parts, start = [], 0
         for a in arrays:
-            stop = start + np.shape(a)[0]
+            stop = start + (a.shape[0] if type(a) is np.ndarray else np.shape(a)[0])
             parts.append(g[start:stop])
             start = stop
         return parts

@@ -108,10 +108,13 @@ def stand_in(x: Any) -> Any:
         if x.size <= 4096:  # (a literal: an exported module copies this function)
             return x
         return np.broadcast_to(np.zeros((), x.dtype), x.shape)
-    if type(x) is list:
-        return [stand_in(item) for item in x]
-    if type(x) is tuple:
-        return tuple([stand_in(item) for item in x])
+    if type(x) is list or type(x) is tuple:
+        # (a small array kept as it is without a call: a helper's pack, each call)
+        items = [
+            item if type(item) is np.ndarray and item.size <= 4096 else stand_in(item)
+            for item in x
+        ]
+        return items if type(x) is list else tuple(items)
     return x
 
 
@@ -254,10 +257,15 @@ def spread(g: Any, xs: Any) -> Any:
     return [unbroadcast(g, x) for x in xs]
 
 
-def unstack(g: Any, x: Any) -> Any:
-    """The adjoint of the list ``x`` that numpy stacked into an array with adjoint ``g``."""
+def unstack(g: Any, x: Any, axis: Any = 0) -> Any:
+    """The adjoint of the list ``x`` that numpy stacked along ``axis`` into an array with adjoint
+    ``g``: ``g``'s slices along that axis (each has its array's shape: ``np.stack`` takes arrays of
+    one shape), a list of them for each list inside."""
+    if axis != 0:
+        g = np.moveaxis(g, axis, 0)
     if isinstance(x, (list, tuple)):
-        return [unstack(g[i], item) for i, item in enumerate(x)]
+        return [g[i] if type(item) is np.ndarray else unstack(g[i], item)
+                for i, item in enumerate(x)]
     return unbroadcast(g, x)
 
 
