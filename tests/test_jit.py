@@ -154,7 +154,7 @@ HELPER_CASES = {
     # (where the flag is down, both raise: tests/test_unbound.py)
     runtime.check_bound: [(True, "y", "f.py:3")],
     runtime.copy_of: [(A,), (M,)],
-    runtime.stand_in: [(A,), (M,), (2.5,)],
+    runtime.stand_in: [(A,), (M,), (2.5,), ([A, A * 2.0],), ((A, A * 2.0),)],
     runtime.loop_length: [(A, "f.py:3"), (M, "f.py:3"), ((1.0, A), "f.py:3"),
                           ([1.0, 2.0], "f.py:3")],
     runtime.real_like: [(A * 1j + A, A), (A * 1j, A * 1j), (2.0 + 1j, 1.5), (M + 0j, M)],
@@ -168,6 +168,9 @@ HELPER_CASES = {
     runtime.abs_vjp: [(A, A * (1 + 1j), np.abs(A * (1 + 1j))), (2.0, 3 + 4j, 5.0)],
     runtime.roll_vjp: [(A, 2), (A, -7), (A, 1, 0)],
     runtime.summed_product: [(A, A), (0.0, A), (M, M)],
+    # (a list or tuple of arrays joined along the first axis: ``g``'s slices)
+    runtime.concatenate_vjp: [(A, [A[:3], A[3:]]), (M, (M[:1], M[1:])),
+                              (A, [A[:2], A[2:4], A[4:]])],
 }
 
 

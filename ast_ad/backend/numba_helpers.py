@@ -46,6 +46,7 @@ COMPILED = (
     runtime.abs_vjp,
     runtime.roll_vjp,
     runtime.summed_product,
+    runtime.concatenate_vjp,
 )
 
 
@@ -279,6 +280,28 @@ def register(numba: Any) -> None:
             return lambda x: np.zeros(x.shape, x.dtype)
         if number(x):
             return lambda x: x
+        # a list of arrays (a helper's pack): a list of their stand-ins (the list may grow later)
+        if isinstance(plain(x), (types.List, types.ListType)) and array(plain(x).dtype):
+            return lambda x: [np.zeros(a.shape, a.dtype) for a in x]
+        # a tuple of arrays cannot change: as it is
+        if isinstance(plain(x), types.UniTuple) and array(plain(x).dtype):
+            return lambda x: x
+        return None
+
+    @overload(runtime.concatenate_vjp)
+    def _concatenate_vjp(g, arrays, axis=0):
+        # along the first axis (``axis`` left out), a list of arrays: ``g``'s slices, as in Python
+        if array(g) and isinstance(plain(arrays), (types.List, types.ListType, types.UniTuple)) \
+                and array(plain(arrays).dtype) and isinstance(axis, (int, types.Omitted)):
+            def impl(g, arrays, axis=0):
+                parts = []
+                start = 0
+                for a in arrays:
+                    stop = start + a.shape[0]
+                    parts.append(g[start:stop])
+                    start = stop
+                return parts
+            return impl
         return None
 
     @overload(runtime.loop_length)
