@@ -140,3 +140,31 @@ def scaled_potential(x, y):
 def squared_slope(x, y):
     """Reverse mode over ``ast_ad.jvp`` of a function that reads a global (``SCALE``)."""
     return ast_ad.jvp(scaled_potential, (x, y), (np.ones_like(x), None))[1] ** 2
+
+
+# The classic perturbation-confusion pair (Siskind and Pearlmutter), with the inner function at
+# module level and the outer variable passed in: d/dx [x * d/dy (x + y) at y = 1] = 1, and d/dx
+# [x * d/dy (x * y) at y = 1] = d/dx [x * x] = 2 x. A tool that mixes up the two derivatives'
+# tangents gives 2 for the first.
+def plus(x, y):
+    return x + y
+
+
+def times(x, y):
+    return x * y
+
+
+def outer_plus(x):
+    return x * ast_ad.grad(plus, argnums=1)(x, 1.0)
+
+
+def outer_times(x):
+    return x * ast_ad.grad(times, argnums=1)(x, 1.0)
+
+
+def outer_plus_forward(x):
+    return x * ast_ad.jvp(plus, (x, 1.0), (0.0, 1.0))[1]
+
+
+def outer_times_forward(x):
+    return x * ast_ad.jvp(times, (x, 1.0), (0.0, 1.0))[1]

@@ -814,6 +814,27 @@ def test_jvp_in_the_body_differentiates_in_both_modes(outer) -> None:
         )
 
 
+@pytest.mark.parametrize("x", [1.0, 3.0, -0.5])
+def test_perturbations_of_two_levels_are_not_confused(x) -> None:
+    """The classic pair: d/dx [x * d/dy (x + y)] = 1 and d/dx [x * d/dy (x * y)] = 2 x, the inner
+    derivative a gradient or a jvp, the outer one reverse mode, forward mode, and reverse over
+    reverse (0 and 2). Each level's names are its own (``_bar``, ``_dot`` and fresh names per
+    level), so a tangent of one level cannot reach the other's."""
+    from tests import compose_nested as nested
+
+    for fn, slope, curvature in (
+        (nested.outer_plus, 1.0, 0.0),
+        (nested.outer_times, 2 * x, 2.0),
+        (nested.outer_plus_forward, 1.0, 0.0),
+        (nested.outer_times_forward, 2 * x, 2.0),
+    ):
+        assert ast_ad.grad(fn)(x) == slope, fn.__name__
+        assert ast_ad.jvp(fn, (x,), (1.0,)) == (fn(x), slope), fn.__name__
+        assert ast_ad.grad(ast_ad.grad(fn))(x) == curvature, fn.__name__
+        # (and central differences of the function itself)
+        assert math.isclose((fn(x + 1e-6) - fn(x - 1e-6)) / 2e-6, slope, rel_tol=1e-7)
+
+
 def test_jvp_in_the_body_needs_a_module_function_and_two_tuples() -> None:
     from tests import compose_nested as nested
 
