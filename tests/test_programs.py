@@ -55,7 +55,7 @@ def test_programs_match_the_tracer_and_their_own_value(
     fn, args, argnums, value, grads = run(program, data)
     # the primal is bit for bit the function's own (which may write into its arguments: each run
     # gets copies)
-    assert value == fn(*copy.deepcopy(args))
+    assert np.array_equal(value, fn(*copy.deepcopy(args)), equal_nan=True)  # (nan is nan)
     _, traced = traced_or_reject(
         lambda: ast_ad.tracer.value_and_grad(fn, argnums)(*copy.deepcopy(args)), value
     )
@@ -322,12 +322,19 @@ def test_forward_mode_of_mutating_programs_is_exact_or_refused(
     program: Program, data: st.DataObject
 ) -> None:
     """The mutation family in forward mode: Python's value bit for bit, the tangent against finite
-    differences of Python's own run."""
+    differences of Python's own run; where those do not settle, or settle on what rounding decides,
+    against the forward tracer and reverse mode at the same point.
+
+    (Seed 10004 found both: a program whose loop makes a constant of 2.6e14 and returns ``cos(x1 +
+    c)``, whose float steps at that size are wider than any difference's, so that differences
+    settle on the other term alone, -0.019 where the derivative, ast_ad's, the tracer's and the
+    closed form's alike, is -0.911; and this test comparing the tangent with reverse mode at
+    arguments drawn again, not the same ones.)"""
     note(program.source)
     fn = program.load(DIRECTORY)
     args = program.arguments(data)
     tangents, out, out_dot = forward(fn, args, seed=1)
-    assert out == fn(*copy.deepcopy(args))
+    assert np.array_equal(out, fn(*copy.deepcopy(args)), equal_nan=True)  # (nan is nan)
     if not (program.smooth and np.all(np.isfinite(out_dot))):
         return
 
@@ -336,12 +343,24 @@ def test_forward_mode_of_mutating_programs_is_exact_or_refused(
         return float(fn(*copy.deepcopy(moved[0])) - fn(*copy.deepcopy(moved[1]))) / (2 * eps)
 
     coarse = numeric(1e-6)
-    if math.isclose(coarse, numeric(1e-7), rel_tol=1e-4, abs_tol=1e-5):
-        assert math.isclose(float(out_dot), coarse, rel_tol=1e-4, abs_tol=1e-5)
+    if math.isclose(coarse, numeric(1e-7), rel_tol=1e-4, abs_tol=1e-5) and math.isclose(
+        float(out_dot), coarse, rel_tol=1e-4, abs_tol=1e-5
+    ):
         return
-    # finite differences have not settled (the function turns faster than their step): reverse
-    # mode is the oracle then, by the dot-product identity with the tangent
-    _, _, argnums, value, grads = run(program, data)
+    # finite differences have not settled (the function turns faster than their step), or settled
+    # where rounding decides: the forward tracer (numpy's own memory, not the generated code) and
+    # reverse mode by the dot-product identity, both at this point, are the oracles then (the
+    # rules both share are checked against finite differences one by one: test_rules.py)
+    _, traced = traced_or_reject(
+        lambda: ast_ad.tracer.jvp(fn, copy.deepcopy(args), tangents), out
+    )
+    assert math.isclose(float(out_dot), float(traced), rel_tol=1e-9, abs_tol=1e-9), (
+        out_dot, traced)
+    argnums = tuple(range(program.arity))
+    try:
+        _, grads = ast_ad.value_and_grad(fn, argnums)(*copy.deepcopy(args))
+    except ast_ad.errors.InPlaceAliasError:
+        reject()
     dot = sum(
         float(np.sum(np.asarray(g) * tangents[k])) for k, g in zip(argnums, grads, strict=True)
     )
