@@ -602,6 +602,11 @@ def test_a_recurrent_state_s_gradient_adds_into_arrays_of_its_own() -> None:
     assert "both_bar = owned_adjoint(0.0, both_like)" in text and "both_bar[index] +=" in text
     assert "state_bar[i] +=" in text and "w_bar[i] +=" in text and "summed_getitem_vjp" not in text
     assert text.count("add_adjoints(") == 1  # (the list's: ``rows_bar``)
+    # ``h`` and ``c``, which each step of the inner loop binds and nothing else mentions, are zero
+    # at the top of every step of both loops (``Reverser.step_zeros``): assigned, not reset to 0.0
+    # and added to
+    assert "c_bar = x_bar" in text and "h_bar = rows_bar.pop()" in text
+    assert "c_bar = 0.0" not in text and "h_bar = 0.0" not in text
     grads = ast_ad.grad(layers, argnums=(0, 1))(W, S, XS)
     assert_same(grads, ast_ad.tracer.grad(layers, (0, 1))(W, S, XS))
     assert_fd(layers, (W, S, XS), (0, 1), grads)

@@ -570,9 +570,14 @@ class Reverser:
             if not self.needs_adjoint(stmt):
                 out += self.saving.restores(stmt)
                 continue
-            if ir.blocks(stmt) or isinstance(stmt, (ir.Unpack, ir.Append, ir.Pop)):
+            if ir.blocks(stmt) or isinstance(stmt, (ir.Unpack, ir.Pop)):
                 self.adjoints.opening = False
                 out += self.adjoints.flush()
+            elif isinstance(stmt, ir.Append):
+                # (an append's backward pass reads only the list's adjoint, whose pending zero it
+                # takes itself, and adds to the value's, which its accumulation starts: the others
+                # stay pending)
+                self.adjoints.opening = False
             adjoint = self.adjoint(stmt)
             if ir.blocks(stmt):
                 line = None
@@ -703,11 +708,20 @@ class Reverser:
         that each step of the loop binds before anything else in it reads or binds them: their
         adjoints are zero at the top of every step's backward pass too (the binding resets them,
         and nothing in the step adds to them before it), so the step's first contribution assigns
-        and no zero is written at its end (they stay pending after the loop)."""
+        and no zero is written at its end (they stay pending after the loop).
+
+        And the names a loop inside the step finds so (of those zero where it starts), which nothing
+        else in the step mentions: each inner step leaves them zero, and the inner loop, if it runs
+        no step, leaves them as they were, zero; so they are zero at the top of every step of this
+        loop too (an LSTM's ``h`` and ``c``, bound by each layer's step: ``h_bar = x_bar``, not
+        ``h_bar = h_bar + x_bar`` after a reset to ``0.0`` at the end of each step)."""
         seen: set[str] = set()
         found: set[str] = set()
+        nested: list[tuple[ir.Stmt, frozenset[str]]] = []
         for stmt in loop.body:
             if ir.blocks(stmt):
+                if isinstance(stmt, (ir.For, ir.While)) and id(stmt) not in self.checkpointed:
+                    nested.append((stmt, self.step_zeros(stmt, zero - seen)))
                 seen.update(n for s in ir.walk((stmt,)) for n in (*ir.reads_of(s), *ir.defined(s)))
                 continue
             reads = set(ir.reads_of(stmt))
@@ -724,6 +738,12 @@ class Reverser:
                 ):
                     found.add(name)
             seen.update(reads, ir.defined(stmt))
+        for inner, names in nested:
+            elsewhere = {
+                n for other in loop.body if other is not inner
+                for s in ir.walk((other,)) for n in (*ir.reads_of(s), *ir.defined(s))
+            }
+            found.update(names - elsewhere)
         return frozenset(found)
 
     def adjoint_assign(self, stmt: ir.Assign) -> list[ir.Stmt]:
