@@ -489,12 +489,13 @@ def _joined(function: ir.Function) -> set[str]:
         for name in ir.defined(stmt):
             bindings[name] = bindings.get(name, 0) + 1
         value = stmt.value if isinstance(stmt, ir.Assign) else None
-        metas = registry.meta_read(value.fn.obj) if isinstance(value, ir.Call) else frozenset()
         # (a read of only its shapes and dtypes, a stand-in's, changes nothing and keeps nothing)
+        metas: set[str] = set()
+        if isinstance(value, ir.Call) and (positions := registry.meta_positions(value.fn.obj)):
+            named = [(k, a.name) for k, a in enumerate(value.args) if isinstance(a, ir.Var)]
+            metas = {n for _, n in named} - {n for k, n in named if k not in positions}
         for name in _reads(stmt) + list(_kept_names(stmt)):
-            if not (metas and isinstance(value, ir.Call) and all(
-                    k in metas for k, a in enumerate(value.args)
-                    if isinstance(a, ir.Var) and a.name == name)):
+            if name not in metas:
                 reads[name] = reads.get(name, 0) + 1
         if isinstance(value, ir.Call) and value.fn.obj in _JOINS and not value.kwargs \
                 and len(value.args) == 1 and isinstance(value.args[0], ir.Var):

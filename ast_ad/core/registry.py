@@ -397,6 +397,15 @@ def meta_read(fn: Any) -> frozenset[int]:
     return found
 
 
+def meta_positions(fn: Any) -> frozenset[int]:
+    """The positional arguments ``fn`` reads only for their shapes, dtypes and types: those it
+    declares so (``def_meta_read``), and the one it reads for its shape alone (``def_shape_read``).
+    """
+    positions = meta_read(fn)
+    shape = shape_read(fn)
+    return positions | {shape[0]} if shape is not None else positions
+
+
 def def_result_axes(fn: Any, axes: Callable[[tuple[int, ...]], Any]) -> None:
     """Declare where the axes of ``fn``'s result come from: ``axes(ranks)``, given its positional
     arguments' numbers of axes, gives for each axis of the result the pair ``(argument, axis)``

@@ -30,9 +30,9 @@ array no guard names, so that the questions above are asked of the objects Pytho
 
 from __future__ import annotations
 
-import builtins
 import inspect
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import gast
@@ -1141,7 +1141,7 @@ def _live_block(statements: list[gast.stmt], after: set[str], always: frozenset[
 
 
 def loop_shared(
-    loop: gast.For | gast.While, checked_only: set[str], fn: Any = None
+    loop: gast.For | gast.While, checked_only: set[str], static: Callable[[gast.expr], Any]
 ) -> set[str]:
     """The names a loop's body may bind to an object that another name also holds, and those other
     names.
@@ -1149,40 +1149,21 @@ def loop_shared(
     ``x = v`` (or ``x, v = v, w``, ``x = v[1:]``, ``x = f(v)``, ``for x in xs``) late in a loop's
     body makes ``x`` and ``v`` share an object from the next step on: an in-place change of either,
     earlier in the body, is then seen through both. A value that is certainly new shares nothing:
-    arithmetic, a constant, a list or dict of constants (``rows = []``), a call of a function of
-    ``fn``'s module that the registry says makes a new object (``registry.makes_new_object``:
-    ``state = np.stack(rows)``); nor does a tuple that only checks read (``checked_only``: see
-    ``Memory.checked``).
+    arithmetic, a constant, a list or dict of constants (``rows = []``), a call of a function the
+    registry says makes a new object (``registry.makes_new_object``: ``state = np.stack(rows)``;
+    ``static`` says which object a dotted name is, as the lowering reads it, ``None`` for a local);
+    nor does a tuple that only checks read (``checked_only``: see ``Memory.checked``).
     """
     names: set[str] = set()
     for node in gast.walk(loop):
         if isinstance(node, gast.Assign):
             for target in node.targets:
-                _sharing(target, node.value, names, fn)
+                _sharing(target, node.value, names, static)
         elif isinstance(node, (gast.For, gast.comprehension)) and not _over_range(node.iter):
             # (a loop over a range binds integers, which share nothing)
-            _sharing(node.target, None, names, fn)
+            _sharing(node.target, None, names, static)
             names.update(n.id for n in gast.walk(node.iter) if isinstance(n, gast.Name))
     return names - checked_only
-
-
-def _module_function(node: gast.expr, fn: Any) -> Any:
-    """The object the dotted name ``node`` (``np.stack``, ``stack``) is in ``fn``'s module, where
-    its first name is no local, parameter or closure variable of ``fn`` (which could hold anything
-    when the loop runs); ``None`` otherwise."""
-    if isinstance(node, gast.Attribute):
-        base = _module_function(node.value, fn)
-        return getattr(base, node.attr, None) if isinstance(base, type(np)) else None
-    code = getattr(fn, "__code__", None)
-    if not isinstance(node, gast.Name) or code is None or node.id in (
-        *code.co_varnames, *code.co_cellvars, *code.co_freevars
-    ):
-        return None
-    found = fn.__globals__.get(node.id, _NOT_FOUND)
-    return getattr(builtins, node.id, None) if found is _NOT_FOUND else found
-
-
-_NOT_FOUND = object()
 
 
 def _over_range(iterated: gast.expr) -> bool:
@@ -1217,13 +1198,14 @@ def _rebinding(target: gast.expr, value: gast.expr, names: set[str]) -> None:
         names.update((target.id, value.id))
 
 
-def _sharing(target: gast.expr, value: gast.expr | None, names: set[str], fn: Any) -> None:
+def _sharing(target: gast.expr, value: gast.expr | None, names: set[str],
+             static: Callable[[gast.expr], Any]) -> None:
     """Add to ``names`` those that ``target = value`` may leave holding one object
-    (``loop_shared``; ``fn`` the function, whose module names the functions it calls)."""
+    (``loop_shared``)."""
     if isinstance(target, (gast.Tuple, gast.List)) and isinstance(value, (gast.Tuple, gast.List)) \
             and len(target.elts) == len(value.elts):
         for t, v in zip(target.elts, value.elts, strict=True):
-            _sharing(t, v, names, fn)
+            _sharing(t, v, names, static)
         return
     if value is not None and isinstance(
         value, (gast.Constant, gast.BinOp, gast.UnaryOp, gast.Compare)
@@ -1234,9 +1216,7 @@ def _sharing(target: gast.expr, value: gast.expr | None, names: set[str], fn: An
     ):
         # a new container of constants (``rows = []``): no other name holds it, nor what it holds
         return
-    if isinstance(value, gast.Call) and registry.makes_new_object(
-        _module_function(value.func, fn)
-    ):
+    if isinstance(value, gast.Call) and registry.makes_new_object(static(value.func)):
         return
     # ``y[i] = v``: y holds v, stays y's
     if not isinstance(target, (gast.Subscript, gast.Attribute)):

@@ -55,7 +55,9 @@ class ControlFlow:
         self.lowering.prepare(node)
         test = self.raw(node.test)
         self.at.loops.append(bindings(node)[1])
-        self.at.loop_shared.append(loop_shared(node, self.memory.checked_only, self.at.source.fn))
+        self.at.loop_shared.append(
+            loop_shared(node, self.memory.checked_only, self.lowering.static)
+        )
         self.at.loop_rebinds.append(loop_rebinds(node))
         kinds = self.unknown_kinds(bound_names(node.body))
         try:
@@ -115,7 +117,9 @@ class ControlFlow:
             self.unrolled(node, listed)
             return
         self.at.loops.append(bindings(node)[1])
-        self.at.loop_shared.append(loop_shared(node, self.memory.checked_only, self.at.source.fn))
+        self.at.loop_shared.append(
+            loop_shared(node, self.memory.checked_only, self.lowering.static)
+        )
         self.at.loop_rebinds.append(loop_rebinds(node))
         try:
             self.lower_for(node)

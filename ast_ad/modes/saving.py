@@ -697,22 +697,13 @@ def meta_reads(body: list[ir.Stmt]) -> tuple[set[str], set[str]]:
     for stmt in ir.walk(tuple(body)):
         value = stmt.value if isinstance(stmt, ir.Assign) else None
         if type(value) is ir.Call and not value.kwargs:
-            positions = _meta_positions(value.fn.obj)
+            positions = registry.meta_positions(value.fn.obj)
             for k, atom in enumerate(value.args):
                 if isinstance(atom, ir.Var):
                     (metas if k in positions else others).add(atom.name)
         else:
             others.update(ir.reads_of(stmt))
     return metas, others
-
-
-def _meta_positions(fn: Any) -> frozenset[int]:
-    """The positional arguments ``fn`` reads only for their shapes, dtypes and types: those it
-    declares so (``registry.meta_read``), and the one it reads for its shape alone
-    (``registry.shape_read``)."""
-    positions = registry.meta_read(fn)
-    shape = registry.shape_read(fn)
-    return positions | {shape[0]} if shape is not None else positions
 
 
 def with_metas(function: ir.Function, metas: dict[str, str]) -> ir.Function:
@@ -748,7 +739,7 @@ def read_metas(body: list[ir.Stmt], metas: dict[str, str]) -> list[ir.Stmt]:
         if type(value) is not ir.Call or value.kwargs:
             return [stmt]
         assert isinstance(stmt, ir.Assign)
-        positions = _meta_positions(value.fn.obj)
+        positions = registry.meta_positions(value.fn.obj)
         args = tuple(
             ir.Var(metas[a.name]) if k in positions and isinstance(a, ir.Var) and a.name in metas
             else a
