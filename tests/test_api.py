@@ -17,7 +17,7 @@ import pytest
 
 import ast_ad
 from ast_ad import transform
-from ast_ad.analysis.kinds import labelled
+from ast_ad.analysis.kinds import axis_id, labelled
 from ast_ad.backend import load
 from ast_ad.errors import NonDifferentiableArgumentError
 from tests import api_functions as fx
@@ -150,7 +150,7 @@ def test_the_scalar_fast_path_rereads_globals_and_follows_the_last_call(
     arrays = df(np.array([1.5, 2.0]), 0.5)
     np.testing.assert_allclose(arrays[0], 3.0 * 3 * np.array([1.5, 2.0]) ** 2 * 0.5)
     # ast_ad.source(df) shows this last call's code
-    assert df.last_shapes == (labelled(0, np.zeros(2)), -1)
+    assert df.last_shapes == (labelled(0, np.zeros(2), (axis_id(0, 0),)), -1)
     assert df(1.5, 0.5)[0] == 3.0 * 3 * 1.5 ** 2 * 0.5  # floats again: the general path, once
     assert df.last_shapes == (-1, -1)
     assert df(1.5, 0.5)[0] == 3.0 * 3 * 1.5 ** 2 * 0.5

@@ -404,3 +404,29 @@ def test_without_graphviz_a_notebook_is_told_once(monkeypatch) -> None:
         warnings.simplefilter("always")
         assert picture._repr_svg_() is None and picture._repr_svg_() is None
     assert len(said) == 1 and "apt-get install graphviz" in str(said[0].message)
+
+
+def test_an_exported_module_takes_axes_of_other_lengths_than_its_examples(tmp_path) -> None:
+    """In a process, code is made for which axes of the arguments have one length
+    (``kinds.labelled``: two products with as many rows need no ``unbroadcast``); an exported
+    module is made without that, so a call whose lengths differ from the examples' (a second
+    weight of one row, whose product broadcasts) gets its gradient, not a refusal."""
+    import importlib.util
+
+    rng = np.random.default_rng(3)
+    w, u, x, y = rng.standard_normal((3, 2)), rng.standard_normal((3, 4)), rng.standard_normal(2), \
+        rng.standard_normal(4)
+    gradient = ast_ad.grad(cli_model.two_products, (0, 1))
+    gradient(w, u, x, y)
+    assert "unbroadcast_to" not in ast_ad.source(gradient)
+    path = tmp_path / "two_products_export.py"
+    ast_ad.export(gradient, str(path), w, u, x, y)
+    spec = importlib.util.spec_from_file_location("two_products_export", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    row = u[:1].copy()
+    _, exported = module.two_products_vjp(w, row, x, y)
+    for got, want in zip(exported, gradient(w, row, x, y), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert exported[1].shape == (1, 4)

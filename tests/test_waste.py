@@ -217,19 +217,52 @@ def test_the_leapfrog_gradient_keeps_no_shape_and_has_no_dead_store() -> None:
 
 
 def test_the_rnn_gradient_computes_its_products_shapes_once() -> None:
-    """``np.dot(w, h)`` has ``w``'s rows whatever ``h`` is (``registry.result_axes``): its shape,
-    which the backward pass needs to undo a broadcast, is computed once from ``w``'s, not kept for
-    each of the 50 steps (``saving.invariant_shapes``)."""
+    """``np.dot(w, h)`` has ``w``'s rows whatever ``h`` is (``registry.result_axes``), and ``w``
+    and ``u`` have as many rows (their labels say so: ``kinds.labelled``), so the two products have
+    one shape and their sum's adjoint is each one's, with nothing to undo (``activity._Lengths``).
+    Given a ``u`` of one row, whose product broadcasts, the code undoes that broadcast, from a
+    shape computed once from ``u``'s, not kept for each of the 50 steps
+    (``saving.invariant_shapes``)."""
     benchmark = _benchmark()
     rng = np.random.default_rng(2)
     w, u, xs = benchmark.W_RNN, benchmark.U_RNN, rng.standard_normal((50, 32))
     gradient = ast_ad.grad(benchmark.rnn_dot, argnums=(0, 1))
     got = gradient(w, u, xs)
     source = ast_ad.source(gradient)
-    assert taped_shapes(source) == []
+    assert taped_shapes(source) == [] and "unbroadcast_to" not in source
     assert invariant_in_loops(source) == []
     assert dead_stores(source) == [] and zero_starts(source) == []
     assert_fd(lambda *a: benchmark.rnn_dot(*a, xs), (w, u), (0, 1), got)
+    # one row of ``u``: another call, other labels, the general code
+    row = u[:1].copy()
+    got = gradient(w, row, xs)
+    source = ast_ad.source(gradient)
+    assert "unbroadcast_to(dot_plus_dot_1_bar, dot_1_shape)" in source
+    assert taped_shapes(source) == [] and invariant_in_loops(source) == []
+    assert_fd(lambda *a: benchmark.rnn_dot(*a, xs), (w, row), (0, 1), got)
+
+
+def test_a_state_made_like_an_argument_has_its_shape() -> None:
+    """``v = np.zeros_like(x)`` has ``x``'s shape (``registry.result_axes``), so a leapfrog loop
+    that makes its velocity so keeps no shape and undoes no broadcast, and, linear in ``x`` and
+    ``v``, tapes nothing at all."""
+
+    gradient = ast_ad.grad(_made_like)
+    x = np.linspace(0.5, 1.5, 6)
+    got = gradient(x, 0.1)
+    source = ast_ad.source(gradient)
+    assert taped_shapes(source) == [] and "unbroadcast" not in source and "_tape" not in source
+    assert invariant_in_loops(source) == [] and dead_stores(source) == []
+    assert_fd(lambda x: _made_like(x, 0.1), (x,), (0,), (got,))
+
+
+def _made_like(x, dt):
+    v = np.zeros_like(x)
+    for _ in range(10):
+        a = -x
+        v = v + dt * a
+        x = x + dt * v
+    return np.sum(x * x)
 
 
 def test_the_element_loops_memory_is_at_most_twice_the_hand_written_gradients() -> None:

@@ -37,6 +37,7 @@ from ast_ad.analysis.kinds import (
     checked_only,
     fact_label,
     kinds_of,
+    label_axes,
 )
 from ast_ad.core import registry
 from ast_ad.core.records import field, record
@@ -118,9 +119,13 @@ def shape_classes(
     assigned in several places with different classes gets ``None`` (unknown).
     A name ``known`` to hold a number is ``SCALAR`` (``ast_ad.analysis.kinds``).
     """
-    # (a number of any width is a scalar: ``kinds.NARROW_NUMBER``)
-    classes: dict[str, int | None] = {p: SCALAR if label == NARROW_NUMBER else label
-                                      for p, label in zip(function.params, shapes, strict=True)}
+    # (a number of any width is a scalar: ``kinds.NARROW_NUMBER``; an array whose label says the
+    # lengths of its axes, the class of those lengths: ``_Lengths``)
+    lengths = _Lengths()
+    classes: dict[str, int | None] = {
+        p: SCALAR if label == NARROW_NUMBER else lengths.of_label(label)
+        for p, label in zip(function.params, shapes, strict=True)
+    }
     numbers = {name for name in known.facts if known.no_axes(name)} if known is not None else set()
     fresh: dict[int, int] = {}
     # ``x = None`` where ``x`` is bound to something else too (the normalizer's binding before a
@@ -137,7 +142,8 @@ def shape_classes(
         for stmt in ir.walk(function.body):
             if id(stmt) in skipped:
                 continue
-            for target, label in _labels(stmt, classes, fresh, max(shapes, default=0) + 1, numbers):
+            for target, label in _labels(stmt, classes, fresh, max(shapes, default=0) + 1, numbers,
+                                         known, lengths):
                 new = (
                     label
                     if target not in classes
@@ -151,7 +157,8 @@ def shape_classes(
 
 
 def _labels(stmt: ir.Stmt, classes: dict[str, int | None], fresh: dict[int, int],
-            base: int, numbers: set[str]) -> list[tuple[str, int | None]]:
+            base: int, numbers: set[str], known: Kinds | None,
+            lengths: _Lengths) -> list[tuple[str, int | None]]:
     if isinstance(stmt, ir.For):
         return [(stmt.target, SCALAR if _is_range(stmt.iter) else None)]
     if isinstance(stmt, ir.Unpack):
@@ -175,7 +182,71 @@ def _labels(stmt: ir.Stmt, classes: dict[str, int | None], fresh: dict[int, int]
             if len(operands) == 1 and None not in operands:
                 return [(stmt.target, operands.pop())]
             return [(stmt.target, None)]
+        if known is not None and (like := _shaped_as(value, stmt, known)) is not None:
+            # every axis that of one argument (``registry.result_axes``: ``np.zeros_like(x)``)
+            return [(stmt.target, shape_class(like, classes))]
+        if known is not None and (made := lengths.of_call(value, stmt, known, classes)) is not None:
+            # axes whose lengths the arguments' labels give (``np.dot(w, h)``: ``w``'s rows)
+            return [(stmt.target, made)]
     return [(stmt.target, fresh.setdefault(id(stmt), base + len(fresh)))]
+
+
+class _Lengths:
+    """Shape classes made of axis lengths: an array parameter whose label says which axes of the
+    arguments have the length of each of its axes (``kinds.label_axes``) has the class of that
+    tuple of axes, and so has a call's result whose axes the registry ties to axes of arguments of
+    such classes (``registry.result_axes``: ``np.dot(w, h)`` has ``w``'s rows). Two values of one
+    class have one shape: their lengths are those of the same axes of the arguments, as the labels
+    are checked at every call. (The classes are negative numbers below every other label.)"""
+
+    def __init__(self) -> None:
+        self.classes: dict[tuple[int, ...], int] = {}
+        self.axes: dict[int, tuple[int, ...]] = {}
+
+    def of_axes(self, axes: tuple[int, ...]) -> int:
+        found = self.classes.get(axes)
+        if found is None:
+            found = self.classes[axes] = _LENGTH_CLASSES - len(self.classes)
+            self.axes[found] = axes
+        return found
+
+    def of_label(self, label: int) -> int:
+        axes = label_axes(label)
+        return label if axes is None else self.of_axes(axes)
+
+    def of_call(self, call: ir.Call, stmt: ir.Stmt, known: Kinds,
+                classes: dict[str, int | None]) -> int | None:
+        """The class of ``call``'s result, where the registry ties each of its axes to an axis of
+        an argument whose class is made of lengths; else ``None``."""
+        if not self.axes:
+            return None
+        ties = registry.result_axes(call.fn.obj, known.ranks(call.args, stmt))
+        if ties is None:
+            return None
+        out = []
+        for k, axis in ties:
+            own = self.axes.get(shape_class(call.args[k], classes))  # type: ignore[arg-type]
+            if own is None or axis >= len(own):
+                return None
+            out.append(own[axis])
+        return self.of_axes(tuple(out))
+
+
+# the first class ``_Lengths`` gives (the others count down from it)
+_LENGTH_CLASSES = -(1 << 40)
+
+
+def _shaped_as(call: ir.Call, stmt: ir.Stmt, known: Kinds) -> ir.Atom | None:
+    """The argument whose shape ``call``'s result has, axis for axis (``registry.result_axes``), if
+    the registry ties every axis of the result to it for the arguments' known numbers of axes."""
+    ranks = known.ranks(call.args, stmt)
+    axes = registry.result_axes(call.fn.obj, ranks)
+    if not axes:
+        return None
+    owner = axes[0][0]
+    if ranks[owner] != len(axes) or axes != tuple((owner, k) for k in range(len(axes))):
+        return None
+    return call.args[owner]
 
 
 def _is_range(atom: ir.Atom) -> bool:

@@ -42,6 +42,13 @@ from ast_ad.ir import syntax
 
 # a parameter label at or above this one names a numpy array of numbers (``labelled``)
 RANKED = 1 << 24
+# a numpy array's label carries, at and above this one, which of all the arguments' axes have the
+# length of each of its axes (``labelled``; a multiple of ``3 * RANKED``, so that the rank and kind
+# read below it stay as they are)
+AXES = 3 * RANKED << 12
+# each axis of such a label, in a field of this many values: the first (argument, axis) of all the
+# arguments, in order, with its length (``axis_id``), 0 for none
+_AXIS_FIELD = 1 << 20
 
 # the facts, as small tuples: ("int",) an integer (not a bool); ("num", rank, inexact) a number
 # (rank 0) or a numpy array of numbers with ``rank`` axes, of floats where ``inexact``; ("shape",
@@ -82,13 +89,45 @@ _ARITHMETIC = {
 }
 
 
-def labelled(position: int, value: Any) -> int:
+def labelled(position: int, value: Any, axes: tuple[int, ...] = ()) -> int:
     """The shape label of a parameter at ``position``: its position, with a numpy array of numbers'
     number of axes and kind (float or not) encoded above ``RANKED``, so that generated code can rely
-    on them."""
+    on them, and above ``AXES`` the ``axes``: for each of its axes, the first axis of all the
+    arguments' with that length (``axis_id``; ``api.arguments.shape_labels``), so that generated
+    code can rely on equal lengths (``np.dot(w, h) + np.dot(u, x)`` needs no ``unbroadcast`` where
+    ``w`` and ``u`` have as many rows)."""
     if type(value) is np.ndarray and value.dtype.kind in "biufc":
-        return _encoded(position, value.ndim, value.dtype.kind in "fc", value.dtype.kind == "c")
+        code = 0
+        for axis in reversed(axes):
+            code = code * _AXIS_FIELD + axis
+        return _encoded(position, value.ndim, value.dtype.kind in "fc",
+                        value.dtype.kind == "c") + AXES * code
     return position
+
+
+def axis_id(position: int, axis: int) -> int:
+    """The number an axis of an argument has in array labels (``labelled``): each axis of each
+    argument its own, from 1."""
+    return position * 64 + axis + 1  # (numpy's arrays have at most 64 axes)
+
+
+def without_axes(label: int) -> int:
+    """``label`` without what it says of the lengths of its axes (``labelled``)."""
+    return label % AXES if label >= AXES else label
+
+
+def label_axes(label: int) -> tuple[int, ...] | None:
+    """The axes a parameter's label says the lengths of its axes are (``labelled``), or ``None``
+    where it says nothing of them."""
+    if label < AXES:
+        return None
+    rank = label_fact(label)[1]
+    code = label // AXES
+    out = []
+    for _ in range(rank):
+        code, axis = divmod(code, _AXIS_FIELD)
+        out.append(axis)
+    return tuple(out)
 
 
 def _encoded(position: int, rank: int, inexact: bool, complex_: bool = False) -> int:
@@ -126,7 +165,7 @@ def label_fact(label: int) -> Fact:
         return ("num", 0, label == COMPLEX_NUMBER)
     if label < RANKED:
         return UNKNOWN
-    rank, kind = divmod(label // RANKED - 1, 3)
+    rank, kind = divmod(label % AXES // RANKED - 1, 3)
     return ("num", rank, bool(kind))
 
 

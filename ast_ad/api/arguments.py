@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ast_ad.analysis.complexness import holds_complex
-from ast_ad.analysis.kinds import COMPLEX_NUMBER, MAPPING, NARROW_NUMBER, SET, labelled
+from ast_ad.analysis.kinds import COMPLEX_NUMBER, MAPPING, NARROW_NUMBER, SET, axis_id, labelled
 from ast_ad.errors import (
     ArgnumsError,
     ASTADError,
@@ -56,17 +56,19 @@ CONTAINER = -2  # the shape label of a tuple or list argument (a dict's: ``kinds
 def shape_labels(args: tuple[Any, ...]) -> tuple[int, ...]:
     """``-1`` for each scalar argument, ``-2`` for tuples and lists, ``kinds.MAPPING`` for dicts
     and ``kinds.SET`` for sets, the argument's position for anything else (with a numpy array's
-    number of axes and kind: ``kinds.labelled``). Numpy arrays of one
-    shape and kind share the label of the first of them: equal labels say equal shapes
-    (``activity.shape_classes``), so that arithmetic between them needs no ``unbroadcast``; a call
-    with other shapes has other labels, and code made for them."""
+    number of axes and kind, and which axes of the arrays have equal lengths: ``kinds.labelled``).
+    Numpy arrays of one shape and kind share the label of the first of them: equal labels say equal
+    shapes (``activity.shape_classes``), so that arithmetic between them needs no ``unbroadcast``;
+    a call with other shapes, or other equal lengths, has other labels, and code made for them."""
     labels = []
     first: dict[tuple[Any, ...], int] = {}  # an array's shape and kind -> the first such argument
+    lengths: dict[int, int] = {}  # an axis length -> the first axis of the arrays with it
     for k, a in enumerate(args):
         kind = type(a)
         # the most common arguments first: a numpy array of numbers, a 64-bit number
         if kind is np.ndarray and a.dtype.kind in "biufc":
-            labels.append(labelled(first.setdefault((a.shape, a.dtype.kind), k), a))
+            axes = tuple(lengths.setdefault(n, axis_id(k, i)) for i, n in enumerate(a.shape))
+            labels.append(labelled(first.setdefault((a.shape, a.dtype.kind), k), a, axes))
             continue
         if kind is float or kind is np.float64 or kind is int:
             labels.append(-1)

@@ -26,6 +26,7 @@ from ast_ad.analysis.kinds import (
     SET,
     label_fact,
     label_is_complex,
+    without_axes,
 )
 from ast_ad.api.arguments import NARROW_TYPES, SCALAR_TYPES, shape_labels
 from ast_ad.api.gradient import Gradient
@@ -56,7 +57,9 @@ def export(gradient: Gradient[..., Any], path: str, *example_args: Any) -> str:
             if gradient.bound_self is not None
             else example_args
         )
-        labels = shape_labels(args)
+        # (code that relies on no equal lengths of axes: a module exported with examples whose
+        # lengths happen to be equal takes calls whose lengths are not)
+        labels = tuple(without_axes(label) for label in shape_labels(args))
         loaded = gradient.loaded(labels)
     # code for arguments of any kind, as the guard then checks none (not the last call's,
     # specialized)

@@ -406,18 +406,21 @@ def meta_positions(fn: Any) -> frozenset[int]:
     return positions | {shape[0]} if shape is not None else positions
 
 
-def def_result_axes(fn: Any, axes: Callable[[tuple[int, ...]], Any]) -> None:
+def def_result_axes(fn: Any, axes: Callable[[tuple[int | None, ...]], Any]) -> None:
     """Declare where the axes of ``fn``'s result come from: ``axes(ranks)``, given its positional
     arguments' numbers of axes, gives for each axis of the result the pair ``(argument, axis)``
     whose length it has, or ``None`` where the ranks do not decide that (``np.dot`` of a matrix and
-    a vector: ``((0, 0),)``). Reverse mode then computes such a result's shape once, from the
-    arguments' shapes, where no statement binds those arguments again, instead of keeping it for
-    every step of a loop (``saving.invariant_shapes``)."""
+    a vector: ``((0, 0),)``; a rank is ``None`` for an argument that is no array of known axes).
+    Reverse mode then computes such a result's shape once, from the arguments' shapes, where no
+    statement binds those arguments again, instead of keeping it for every step of a loop
+    (``saving.invariant_shapes``); and a result so made has the shape class of those axes
+    (``activity.shape_classes``: ``np.zeros_like(x)`` has ``x``'s, ``np.dot(w, h)`` and
+    ``np.dot(u, x)`` one class where ``w`` and ``u`` have as many rows)."""
     _note("result_axes", fn, axes)
     _FACTS["result_axes"][fn] = axes
 
 
-def result_axes(fn: Any, ranks: tuple[int, ...]) -> tuple[tuple[int, int], ...] | None:
+def result_axes(fn: Any, ranks: tuple[int | None, ...]) -> tuple[tuple[int, int], ...] | None:
     """The ``(argument, axis)`` each axis of ``fn``'s result has the length of, for arguments of
     ``ranks`` (``def_result_axes``), or ``None``."""
     axes = _fact("result_axes", fn)

@@ -997,9 +997,10 @@ class Reverser:
         """Whether an elementwise rule's contribution to argument ``k`` already has that argument's
         shape.
 
-        It does when no other operand can broadcast it up: when each is a scalar or shares its
-        class. (Asked for each argument by ``float_zeros`` and again by its rule: the answer is
-        kept.)
+        It does when no other operand can broadcast it up: when each is a scalar, shares its
+        class, or is the very same variable known to hold numbers (``x * x``: one value has one
+        shape, whatever is known of it). (Asked for each argument by ``float_zeros`` and again by
+        its rule: the answer is kept.)
         """
         key = (id(call), k)
         found = self.exacts.get(key)
@@ -1008,10 +1009,14 @@ class Reverser:
         return found
 
     def exact_now(self, call: ir.Call, k: int) -> bool:
-        mine = shape_class(call.args[k], self.classes)
-        others = [shape_class(a, self.classes) for j, a in enumerate(call.args) if j != k]
+        own = call.args[k]
+        mine = shape_class(own, self.classes)
         if mine in CONTAINERS:
             return False  # ``unbroadcast`` refuses lists that ``+`` joined
+        # (the very variable: where it is known to hold numbers, ``+`` joining no lists)
+        itself = type(own) is ir.Var and self.kinds.rank(own.name) is not None
+        others = [shape_class(a, self.classes) for j, a in enumerate(call.args)
+                  if j != k and not (itself and a == own)]
         return all(c == SCALAR or (c is not None and c == mine) for c in others)
 
     def contribution(self, stmt: ir.Assign, vjp: registry.VJP, g: str, ans_name: str) -> Made:

@@ -14,6 +14,7 @@ from ast_ad.core.registry import (
     def_nondiff,
     def_reads_in_order,
     def_reduction,
+    def_result_axes,
     def_same_kind,
     def_scaled_by_initial,
     def_sequence,
@@ -408,6 +409,25 @@ def_nondiff(np.broadcast_shapes, np.sign, np.floor, np.ceil, np.round, np.rint, 
             np.lcm, np.heaviside, np.unravel_index)
 # its value is the shape (reverse mode may keep that in place of an array)
 def_shape_read(np.shape, 0)
+
+
+def _axes_of_first(positional: int) -> Any:
+    """The axes of a result shaped as its first argument, for calls of at most ``positional``
+    positional arguments (``def_result_axes``; a further one may give the shape: ``np.zeros_like``'s
+    fifth, ``np.full_like``'s sixth)."""
+    def axes(ranks: tuple[int | None, ...]) -> tuple[tuple[int, int], ...] | None:
+        if not ranks or len(ranks) > positional or ranks[0] is None:
+            return None
+        return tuple((0, axis) for axis in range(ranks[0]))
+    return axes
+
+
+# shaped as the array they are made like, or copy (a dtype, order or subok changes no axis)
+for _like in (np.zeros_like, np.ones_like, np.empty_like):
+    def_result_axes(_like, _axes_of_first(4))
+def_result_axes(np.full_like, _axes_of_first(5))
+def_result_axes(copy_of, _axes_of_first(1))
+def_result_axes(np.copy, _axes_of_first(2))
 
 # ---- more of numpy: differences, stacking, nan-aware reductions, convolution, polynomials --------
 defvjp(np.diff,         lambda g, ans, x, n=1, axis=-1, *args, **kwargs: diff_vjp(g, x, n, axis))

@@ -51,12 +51,12 @@ defvjp(
 )
 def_linear(operator.matmul, 0, 1)
 def_view(operator.getitem)  # x[1:] shares x's memory
-def _product_axes(ranks: tuple[int, ...]) -> tuple[tuple[int, int], ...] | None:
+def _product_axes(ranks: tuple[int | None, ...]) -> tuple[tuple[int, int], ...] | None:
     """Where the axes of a product of operands of one or two axes come from (``def_result_axes``):
     a matrix's rows, the other matrix's columns."""
-    found: dict[tuple[int, ...], tuple[tuple[int, int], ...]] = {
+    found: dict[tuple[int | None, ...], tuple[tuple[int, int], ...]] = {
         (1, 1): (), (2, 1): ((0, 0),), (1, 2): ((1, 1),), (2, 2): ((0, 0), (1, 1))}
-    return found.get(tuple(ranks))
+    return found.get(ranks)
 
 
 # where both operands' numbers of axes are known (a matrix and a vector...), the helpers' branches,

@@ -47,3 +47,7 @@ def neighbours(x):
     for i in range(1, 4):
         total = total + x[i] * x[i - 1]
     return total
+
+
+def two_products(w, u, x, y):
+    return np.sum(np.tanh(np.dot(w, x) + np.dot(u, y)))
