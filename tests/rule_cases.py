@@ -979,6 +979,21 @@ def _terms(fixed_first: bool, rank: int) -> st.SearchStrategy:
     return case(st.lists(pair, min_size=1, max_size=3), fixed)
 
 
+def _steps(fixed_first: bool, rank: int) -> st.SearchStrategy:
+    """The same as ``_terms``, kept by columns: the steps' ``g`` stacked (``stacked_steps``), the
+    other operands' list, the matrix (``summed_steps``)."""
+    return _terms(fixed_first, rank).map(
+        lambda made: (
+            (
+                runtime.stacked_steps([g for g, _ in made[0][0]]),
+                [other for _, other in made[0][0]],
+                made[0][1],
+            ),
+            {},
+        )
+    )
+
+
 def _helpers() -> dict:
     rt = runtime
     lists3 = st.lists(floats(), min_size=3, max_size=3)
@@ -1084,6 +1099,11 @@ def _helpers() -> dict:
         rt.summed_matmul_vjp_b: _terms(False, 1) | _terms(False, 2),
         rt.summed_dot_vjp_a: _terms(True, 1),
         rt.summed_dot_vjp_b: _terms(False, 1),
+        rt.summed_matmul_vjp_a_steps: _steps(True, 1) | _steps(True, 2),
+        rt.summed_matmul_vjp_b_steps: _steps(False, 1) | _steps(False, 2),
+        rt.summed_dot_vjp_a_steps: _steps(True, 1),
+        rt.summed_dot_vjp_b_steps: _steps(False, 1),
+        rt.stacked_steps: case(st.lists(arrays((3,)), min_size=1, max_size=3)),
         rt.summed_getitem_vjp: case(
             st.lists(st.tuples(floats(), st.sampled_from([0, 2, -1])), min_size=1, max_size=4),
             np.zeros(4),

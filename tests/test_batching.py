@@ -59,6 +59,13 @@ def test_summed_products_are_the_sum_of_the_steps(fixed_first, step, summing, da
     )
     for summed in summing:
         np.testing.assert_allclose(summed(terms, fixed), expected, rtol=1e-12, atol=1e-12)
+    # the same kept by columns: the steps' ``g`` stacked (where they stack) and the others' list
+    gs = runtime.stacked_steps([g for g, _ in terms])
+    for rule in (runtime.matmul_vjp_a, runtime.dot_vjp_a) if fixed_first else \
+            (runtime.matmul_vjp_b, runtime.dot_vjp_b):
+        by_columns = registry.summed_by_columns(rule)
+        np.testing.assert_allclose(by_columns(gs, [other for _, other in terms], fixed), expected,
+                                   rtol=1e-12, atol=1e-12)
 
 
 def test_summed_dot_keeps_dot_rules_for_scalars() -> None:
@@ -127,18 +134,39 @@ def test_an_adjoint_the_loop_reads_is_not_batched() -> None:
         *_w_bar(scratch, terms),
         ir.Assign("g", ir.Call(MUL, (ir.Var("g"), ir.Var("W_bar"))), LINE),
     ]
-    assert terms and batch_products(body, set(), terms, scratch, Namer()) == ([], body, [])
+    assert terms and batch_products(body, set(), terms, scratch, Namer()) == ([], body, [], [])
 
 
 def test_an_operand_the_loop_binds_is_not_batched() -> None:
     scratch, terms = Scratch(), {}
     body = _w_bar(scratch, terms)
-    assert batch_products(body, {"W"}, terms, scratch, Namer()) == ([], body, [])
-    before, rewritten, after = batch_products(body, set(), terms, scratch, Namer())
-    assert len(before) == 1 and len(after) == 1 and after[0][0] == "W_bar"
+    assert batch_products(body, {"W"}, terms, scratch, Namer()) == ([], body, [], [])
+    before, rewritten, stacked, after = batch_products(body, set(), terms, scratch, Namer())
+    assert len(after) == 1 and after[0][0] == "W_bar"
+    # ``g`` and ``h``, which the step does not bind, kept by columns: a list each, ``g``'s stacked
+    # after the loop, and the call made there
+    assert [s.target for s in before] == ["g_steps", "h_steps"]
+    assert rewritten == [ir.Append("g_steps", ir.Var("g"), ir.NOWHERE),
+                         ir.Append("h_steps", ir.Var("h"), ir.NOWHERE)]
+    assert [s.target for s in stacked] == ["g_stacked"]
+    assert after[0][1].fn.obj is runtime.summed_matmul_vjp_a_steps
+    assert after[0][1].args == (ir.Var("g_stacked"), ir.Var("h_steps"), ir.Var("W"))
+
+
+def test_a_name_bound_twice_in_a_step_keeps_pairs() -> None:
+    """Lists kept by columns stay aligned only where each is appended once a step with the value
+    its term read: ``g`` bound twice in the step (before and after the term) keeps the pair."""
+    scratch, terms = Scratch(), {}
+    body = [
+        ir.Assign("g", ir.Call(MUL, (ir.Var("g"), ir.Const(2.0))), LINE),
+        *_w_bar(scratch, terms),
+        ir.Assign("g", ir.Call(MUL, (ir.Var("g"), ir.Var("h"))), LINE),
+    ]
+    before, rewritten, stacked, after = batch_products(body, set(), terms, scratch, Namer())
+    assert len(before) == 1 and stacked == [] and after[0][1].fn.obj is runtime.summed_matmul_vjp_a
     # the pair, kept: the call is made after the loop
-    assert [type(s) for s in rewritten] == [ir.Assign, ir.Append]
-    assert rewritten[0].value == ir.Pack((ir.Var("g"), ir.Var("h")))
+    assert [type(s) for s in rewritten] == [ir.Assign, ir.Assign, ir.Append, ir.Assign]
+    assert rewritten[1].value == ir.Pack((ir.Var("g"), ir.Var("h")))
 
 
 def test_a_statement_not_recorded_is_not_batched() -> None:
@@ -147,7 +175,7 @@ def test_a_statement_not_recorded_is_not_batched() -> None:
     scratch, terms = Scratch(), {}
     body = _w_bar(scratch, terms)
     copied = [body[0], ir.Assign(body[1].target, body[1].value, body[1].line)]
-    assert batch_products(copied, set(), terms, scratch, Namer()) == ([], copied, [])
+    assert batch_products(copied, set(), terms, scratch, Namer()) == ([], copied, [], [])
 
 
 def test_each_side_of_each_product_is_summed_after_the_loop() -> None:
@@ -155,9 +183,9 @@ def test_each_side_of_each_product_is_summed_after_the_loop() -> None:
         ast_ad.grad(corpus_control.shared_weights, (0, 1, 2)), np.eye(3), np.eye(3), np.ones(3)
     )
     # A @ h, h @ A, np.dot(h, C), np.dot(C, h)
-    for rule, (helper, _) in registry.fact_table("summed").items():
+    for rule in registry.fact_table("summed"):
         if rule is not runtime.getitem_vjp:
-            assert f"{helper.__name__}(" in source
+            assert f"{registry.summed_by_columns(rule).__name__}(" in source
 
 
 def element_reads(x, w):

@@ -562,7 +562,8 @@ def test_reverse_mode_over_an_exported_gradient(fn, x, tmp_path, monkeypatch) ->
     objects, ``EinsumTerm``: their class, then each made again, under a name no copied helper has);
     a copy with the code of ast_ad's helper takes that helper's rules (``normalize.helper_twin``:
     unbroadcast's source is outside the language). A loop's matrix products are summed after it
-    (``summed_matmul_vjp_a``); reverse mode reads that sum step by step (``registry.def_read_as``).
+    (``summed_matmul_vjp_a_steps``); reverse mode reads that sum step by step
+    (``registry.def_read_as``).
     The module's check of the arguments' kinds (which takes *args) is read as the function it
     checks."""
     import importlib
@@ -571,7 +572,7 @@ def test_reverse_mode_over_an_exported_gradient(fn, x, tmp_path, monkeypatch) ->
     name = fn.__name__.lstrip("_")
     ast_ad.export(ast_ad.grad(fn), str(tmp_path / f"exported_{name}.py"), x)
     if fn is _rnn_step_loss:
-        assert "def summed_matmul_vjp_a(" in (tmp_path / f"exported_{name}.py").read_text()
+        assert "def summed_matmul_vjp_a_steps(" in (tmp_path / f"exported_{name}.py").read_text()
     monkeypatch.syspath_prepend(str(tmp_path))
     exported = importlib.import_module(f"exported_{name}")
     monkeypatch.setattr(

@@ -41,6 +41,16 @@ def phases(x):
     return np.sum(np.angle(z) * np.real(z) + np.abs(z + 0.3))
 
 
+def rnn(w, u, xs):
+    """A recurrent loop: its weights' adjoints are summed after the loop from the steps kept by
+    columns (``stacked_steps``, ``summed_dot_vjp_a_steps``), compiled too."""
+    h = np.zeros(w.shape[0])
+    for t in range(xs.shape[0]):
+        h = np.tanh(np.dot(w, h) + np.dot(u, xs[t]))
+    return np.sum(h * h)
+
+
+_RNN = np.random.default_rng(4)
 CASES = [
     (loop_math, (0,), (0.5,)),
     (loop_numpy, (0,), (0.5,)),
@@ -53,6 +63,8 @@ CASES = [
     # ordinary item-write loops: into a copy of an argument, and 2-d writes in nested loops
     (writes_functions.chain_on_a_copy, (0,), (1.0 + np.linspace(-0.01, 0.01, 40),)),
     (writes_functions.outer_grid, (0,), (np.linspace(0.5, 1.0, 5),)),
+    (rnn, (0, 1), (_RNN.standard_normal((4, 4)) * 0.5, _RNN.standard_normal((4, 3)) * 0.5,
+                   _RNN.standard_normal((6, 3)))),
 ]
 # the corpus's functions of numbers whose gradients Numba compiles
 SCALAR_CORPUS = [
@@ -171,6 +183,13 @@ HELPER_CASES = {
     # (a list or tuple of arrays joined along the first axis: ``g``'s slices)
     runtime.concatenate_vjp: [(A, [A[:3], A[3:]]), (M, (M[:1], M[1:])),
                               (A, [A[:2], A[2:4], A[4:]])],
+    # (a loop's steps kept by columns: vectors stacked, and the products of a fixed matrix summed)
+    runtime.stacked_steps: [([A, A * 2.0, A - 1.0],)],
+    runtime.summed_dot_vjp_a_steps: [(np.array([[1.0, 2.0], [3.0, -1.0]]), [A[:3], A[3:]], M)],
+    runtime.summed_matmul_vjp_a_steps: [(np.array([[1.0, 2.0]]), [A[:3]], M)],
+    runtime.summed_dot_vjp_b_steps: [(np.array([[1.0, 2.0, 0.5]]), [A[:2]], M)],
+    runtime.summed_matmul_vjp_b_steps: [(np.array([[1.0, 2.0, 0.5], [0.0, 1.0, 2.0]]),
+                                         [A[:2], A[2:4]], M)],
 }
 
 

@@ -47,6 +47,11 @@ COMPILED = (
     runtime.roll_vjp,
     runtime.summed_product,
     runtime.concatenate_vjp,
+    runtime.stacked_steps,
+    runtime.summed_dot_vjp_a_steps,
+    runtime.summed_dot_vjp_b_steps,
+    runtime.summed_matmul_vjp_a_steps,
+    runtime.summed_matmul_vjp_b_steps,
 )
 
 
@@ -303,6 +308,52 @@ def register(numba: Any) -> None:
                 return parts
             return impl
         return None
+
+    def vectors(t: Any) -> bool:  # a list of vectors of floats (a loop's steps, kept by columns)
+        t = plain(t)
+        return isinstance(t, (types.List, types.ListType)) and array(t.dtype) \
+            and t.dtype.ndim == 1 and t.dtype.dtype == types.float64
+
+    @overload(runtime.stacked_steps)
+    def _stacked_steps(values):
+        # the steps' vectors as the rows of a matrix (of vectors of one length: another raises)
+        if vectors(values):
+            def impl(values):
+                n = len(values)
+                if n == 0:
+                    return np.empty((0, 0))
+                out = np.empty((n, values[0].shape[0]))
+                for i in range(n):
+                    out[i] = values[i]
+                return out
+            return impl
+        return None
+
+    def by_columns(fixed_first: bool) -> Any:
+        # a loop's products of a fixed matrix and a vector a step, summed: one product of the
+        # stacked ``g`` (rows) and the stacked other operands
+        def typing(gs, others, fixed):
+            if not (array(gs) and gs.ndim == 2 and vectors(others) and array(fixed)
+                    and fixed.ndim == 2):
+                return None
+
+            def impl(gs, others, fixed):
+                n = len(others)
+                if n == 0:
+                    return np.zeros(fixed.shape)
+                rows = np.empty((n, others[0].shape[0]))
+                for i in range(n):
+                    rows[i] = others[i]
+                if fixed_first:
+                    return np.ascontiguousarray(gs.T) @ rows
+                return np.ascontiguousarray(rows.T) @ gs
+            return impl
+        return typing
+
+    overload(runtime.summed_dot_vjp_a_steps)(by_columns(True))
+    overload(runtime.summed_matmul_vjp_a_steps)(by_columns(True))
+    overload(runtime.summed_dot_vjp_b_steps)(by_columns(False))
+    overload(runtime.summed_matmul_vjp_b_steps)(by_columns(False))
 
     @overload(runtime.loop_length)
     def _loop_length(xs, where):

@@ -173,6 +173,7 @@ _FACTS: dict[str, dict[Any, Any]] = {
     "method": {},
     "ranked": {},
     "summed": {},
+    "summed_steps": {},
     "view": {},
     "full_reduction": {},
     "casts": {},
@@ -347,14 +348,19 @@ def ranked_rules() -> list[tuple[Any, tuple[int, ...], tuple[VJP | None, ...]]]:
     ]
 
 
-def def_summed(fn: Any, summed: Any, fixed: int) -> None:
+def def_summed(fn: Any, summed: Any, fixed: int, steps: Any = None) -> None:
     """Declare that a loop's contributions ``fn(g, ...)`` to an operand that stays fixed through the
     loop (argument ``fixed`` of ``fn``) can wait until after it: ``summed(terms, fixed operand)``
     adds them all at once, where ``terms`` holds each step's ``g`` and the one other argument
     (``matmul_vjp_a``: the outer products of a matrix applied to a new vector each step, as one
-    product of the stacked vectors; see ``ast_ad.optimize.batching``)."""
-    _note("summed", fn, summed, fixed)
+    product of the stacked vectors; see ``ast_ad.optimize.batching``). ``steps``, if given, adds
+    the same from the steps' ``g`` stacked (``runtime.stacked_steps``) and the list of the other
+    arguments, ``steps(gs, others, fixed operand)``: one stack of a ``g`` serves every product it is
+    summed in."""
+    _note("summed", fn, summed, fixed, steps)
     _FACTS["summed"][fn] = (summed, fixed)
+    if steps is not None:
+        _FACTS["summed_steps"][fn] = steps
 
 
 def summed_over_steps(fn: Any) -> tuple[Any, int] | None:
@@ -362,6 +368,12 @@ def summed_over_steps(fn: Any) -> tuple[Any, int] | None:
     ``None``."""
     found: tuple[Any, int] | None = _fact("summed", fn)
     return found
+
+
+def summed_by_columns(fn: Any) -> Any:
+    """The helper that sums a loop's contributions ``fn(g, ...)`` from the stacked ``g`` and the
+    list of the other operands (``def_summed``'s ``steps``), or ``None``."""
+    return _fact("summed_steps", fn)
 
 
 def def_shape_read(fn: Any, k: int, by_shape: Any = None) -> None:

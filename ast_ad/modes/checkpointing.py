@@ -176,8 +176,9 @@ class Checkpointing:
         until the forward pass is built), or keep, restore or drop a snapshot."""
         steps = self.step_backward(stmt)
         bound = {n for s in ir.walk((stmt,)) for n in self.saving.defined(s)}
-        before, steps, sums = batch_products(steps, bound, self.terms, self.scratch, self.namer)
-        after = self.adjoints.summed_after(sums, steps, set())
+        before, steps, stacked, sums = batch_products(steps, bound, self.terms, self.scratch,
+                                                      self.namer)
+        after = stacked + self.adjoints.summed_after(sums, steps, set())
         steps = [*self.saving.computed_again(stmt, steps), *steps]
         action, start, stop = (
             self.namer.fresh("action"),

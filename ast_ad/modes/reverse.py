@@ -638,9 +638,10 @@ class Reverser:
         body = self.step_backward(stmt, {s.target for s in owned if isinstance(s, ir.Assign)})
         self.adjoints.live = live  # (the loop may run no step)
         bound = {n for s in ir.walk((stmt,)) for n in self.saving.defined(s)}
-        before, body, sums = batch_products(body, bound, self.terms, self.scratch, self.namer)
+        before, body, stacked, sums = batch_products(body, bound, self.terms, self.scratch,
+                                                     self.namer)
         # a loop of the function's own body runs once: an adjoint may start from its sum
-        after = self.adjoints.summed_after(
+        after = stacked + self.adjoints.summed_after(
             sums, body, untouched if any(s is stmt for s in self.function.body) else set()
         )
         body[:0] = self.saving.computed_again(stmt, body)

@@ -22,6 +22,26 @@ fraction of the time of fifty small ones::
 
 The rewrite applies to an accumulation whose fixed operand the loop never binds,
 into an adjoint that the loop only ever adds to.
+
+Where the rule also sums from columns (``registry.def_summed``'s ``steps``) and the step's adjoint
+and operand are names each step binds once, outside any branch, the loop keeps a list per name
+instead of a list of pairs, and the adjoint's list is stacked once after the loop for every product
+it is summed in (an RNN's ``g`` for both weights: ``np.dot(w, h) + np.dot(u, x)``)::
+
+    g_steps = []
+    h_steps = []
+    x_steps = []
+    for t in reversed(r):
+        ...
+        g_steps.append(g)
+        h_steps.append(h)
+        x_steps.append(x)
+    g_stacked = stacked_steps(g_steps)
+    w_bar = summed_dot_vjp_a_steps(g_stacked, h_steps, w)
+    u_bar = summed_dot_vjp_a_steps(g_stacked, x_steps, u)
+
+The fact this relies on: each list is appended once a step, in the same statement order, so the
+lists stay aligned step by step (a name bound twice in a step, or a term in a branch, keeps pairs).
 """
 
 from __future__ import annotations
@@ -29,6 +49,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+from ast_ad import runtime
 from ast_ad.core import registry
 from ast_ad.core.records import record
 from ast_ad.ir import nodes as ir
@@ -49,6 +70,7 @@ class Term:
     helper: Any  # what sums the loop's steps at once
     fixed: str  # the operand that must stay the same through the loop
     pair: tuple[ir.Atom, ir.Atom]  # what each step keeps: ``g`` and the other operand
+    columns: Any = None  # what sums them from the stacked ``g`` and the other operands' list
 
 
 def term_of(accumulation: ir.Assign, stmts: list[ir.Stmt]) -> Term | None:
@@ -81,17 +103,19 @@ def term_of(accumulation: ir.Assign, stmts: list[ir.Stmt]) -> Term | None:
         helper,
         fixed.name,
         (call.args[0], call.args[3 - position]),
+        registry.summed_by_columns(call.fn.obj),
     )
 
 
-def batch_products(body: list[ir.Stmt], bound: set[str], terms: dict[int, Term], scratch: Namer,
-                   namer: Namer) -> tuple[list[ir.Stmt], list[ir.Stmt], list[tuple[str, ir.Call]]]:
+def batch_products(
+    body: list[ir.Stmt], bound: set[str], terms: dict[int, Term], scratch: Namer, namer: Namer
+) -> tuple[list[ir.Stmt], list[ir.Stmt], list[ir.Stmt], list[tuple[str, ir.Call]]]:
     """Rewrite the accumulations in a backward loop's ``body`` that can wait until after the loop.
 
     ``bound`` holds the names the forward loop binds, ``terms`` the accumulations that may wait, by
-    statement. Returns the statements to put before the loop (empty lists), the body rewritten, and
-    the sums for after it: ``(adjoint, sum)``, which the caller adds to the adjoint, or starts it
-    from.
+    statement. Returns the statements to put before the loop (empty lists), the body rewritten, the
+    statements to put after it (the stacks of the adjoints kept by columns), and the sums for after
+    those: ``(adjoint, sum)``, which the caller adds to the adjoint, or starts it from.
     """
     # the accumulations that wait, and the list each keeps its pairs in
     kept: dict[int, tuple[Term, str]] = {}
@@ -118,8 +142,68 @@ def batch_products(body: list[ir.Stmt], bound: set[str], terms: dict[int, Term],
             )
         kept[id(stmt)] = term, sums[key][0]
     if not kept:
-        return [], body, []
+        return [], body, [], []
     calls = {id(term.call) for term, _ in kept.values()}
+    # the terms kept by columns: one list a name, each appended once a step (see above)
+    by_key: dict[tuple[str, str, str], list[Term]] = {}
+    for term, _ in kept.values():
+        by_key.setdefault((term.bar, term.helper.__name__, term.fixed), []).append(term)
+    once = _bound_once(body)
+    place = {id(stmt): k for k, stmt in enumerate(body)}
+    # where each name is bound in a step, by the statement of ``body`` that binds it (a name bound
+    # after a term reads it would give that term the last step's value, and a later term this one's)
+    binds = {name: k for k, stmt in enumerate(body) for inner in ir.walk((stmt,))
+             for name in ir.defined(inner)}
+    # (a part of one expression, a scratch name, is printed into its reader: not kept)
+    copies = {stmt.target: stmt.value.name for stmt in body
+              if type(stmt) is ir.Assign and type(stmt.value) is ir.Var
+              and not stmt.value.name.startswith(syntax.SCRATCH)}
+
+    def kept_as(atom: ir.Atom, at: int) -> str | None:
+        """The name whose value ``atom`` has at ``body``'s statement ``at`` in every step, through
+        copies (``dot_bar = g``: ``g``), bound once, before it; ``None`` where there is none."""
+        if type(atom) is not ir.Var or atom.name.startswith(syntax.SCRATCH):
+            return None
+        name = atom.name
+        while name in binds:
+            if name not in once or binds[name] >= at:
+                return None
+            if name not in copies:
+                return name
+            at, name = binds[name], copies[name]
+        return name  # (a name the step does not bind)
+
+    columns = {
+        id(term.stmt) for key, found in by_key.items() for term in found
+        if len(found) == 1 and term.columns is not None and id(term.stmt) in place
+        and all(kept_as(a, place[id(term.stmt)]) is not None for a in term.pair)
+    }
+    steps: dict[str, str] = {}  # a name kept by columns -> its list
+    stacks: dict[str, str] = {}  # an adjoint's list -> its stack
+    after: list[ir.Stmt] = []
+    for stmt in body:  # (in the order of the steps' appends)
+        if id(stmt) not in columns:
+            continue
+        term, _ = kept[id(stmt)]
+        names = [kept_as(a, place[id(stmt)]) for a in term.pair]
+        for name in names:
+            assert name is not None  # (``columns``)
+            if name not in steps:
+                steps[name] = namer.fresh(f"{name}_steps")
+        gs = steps[names[0] or ""]
+        if gs not in stacks:
+            stacks[gs] = namer.fresh(f"{names[0]}_stacked")
+            after.append(ir.Assign(stacks[gs], ir.Call(_STACKED, (ir.Var(gs),)), ir.NOWHERE))
+        key = (term.bar, term.helper.__name__, term.fixed)
+        sums[key] = (sums[key][0], ir.Call(
+            ir.Ref(term.columns, term.columns.__name__),
+            (ir.Var(stacks[gs]), ir.Var(steps[names[1] or ""]), ir.Var(term.fixed)),
+        ))
+    # (the lists of pairs the columns replace: not made)
+    replaced = {kept[k][1] for k in columns}
+    before = [stmt for stmt in before if not (type(stmt) is ir.Assign and stmt.target in replaced)]
+    before += [ir.Assign(name, ir.Pack((), "list"), ir.NOWHERE) for name in steps.values()]
+    appended: set[str] = set()
 
     def waiting(stmt: ir.Stmt) -> list[ir.Stmt]:
         if id(stmt) in calls:
@@ -127,6 +211,15 @@ def batch_products(body: list[ir.Stmt], bound: set[str], terms: dict[int, Term],
         if id(stmt) not in kept:
             return [stmt]
         term, pairs = kept[id(stmt)]
+        if id(stmt) in columns:
+            out: list[ir.Stmt] = []
+            for atom in term.pair:
+                name = kept_as(atom, place[id(stmt)])
+                assert name is not None  # (``columns``)
+                if name not in appended:
+                    appended.add(name)
+                    out.append(ir.Append(steps[name], ir.Var(name), ir.NOWHERE))
+            return out
         pair = scratch.fresh("")
         return [
             ir.Assign(pair, ir.Pack(term.pair), ir.NOWHERE),
@@ -134,7 +227,20 @@ def batch_products(body: list[ir.Stmt], bound: set[str], terms: dict[int, Term],
         ]
 
     rewritten = list(ir.mapped(tuple(body), waiting))
-    return before, rewritten, [(bar, total) for (bar, _, _), (_, total) in sums.items()]
+    return before, rewritten, after, [(bar, total) for (bar, _, _), (_, total) in sums.items()]
+
+
+_STACKED = ir.Ref(runtime.stacked_steps, "stacked_steps")
+
+
+def _bound_once(body: list[ir.Stmt]) -> set[str]:
+    """The names bound once in a loop's ``body`` (a step), nested blocks included: each has one
+    value a step after its binding."""
+    counts: dict[str, int] = {}
+    for stmt in ir.walk(tuple(body)):
+        for name in ir.defined(stmt):
+            counts[name] = counts.get(name, 0) + 1
+    return {name for name, n in counts.items() if n == 1}
 
 
 def _only_accumulated(body: list[ir.Stmt], bar: str) -> bool:

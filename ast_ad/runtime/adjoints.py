@@ -253,6 +253,28 @@ def summed_by_steps(vjp: Any, fixed_first: bool) -> Any:
     return summed_by_steps
 
 
+def summed_steps_by_steps(vjp: Any, fixed_first: bool) -> Any:
+    """The stand-in, in ast_ad's language, that reverse mode reads for ``summed_steps`` of ``vjp``
+    (``registry.def_read_as``): the same sum, one step at a time."""
+
+    def summed_steps_by_steps(gs: Any, others: Any, fixed: Any) -> Any:
+        total = 0.0
+        # (in the language ast_ad reads: two lists of one length, one a step)
+        for g, other in zip(gs, others):  # noqa: B905
+            total = total + (vjp(g, fixed, other) if fixed_first else vjp(g, other, fixed))
+        return total
+
+    summed_steps_by_steps.__name__ = summed_steps_by_steps.__qualname__ = \
+        f"summed_{vjp.__name__}_steps_by_steps"
+    return summed_steps_by_steps
+
+
+def stacked_steps_by_steps(values: Any) -> Any:
+    """The stand-in reverse mode reads for ``stacked_steps``: the steps as they are, which the sums
+    read by steps take one by one."""
+    return list(values)
+
+
 def summed_getitem_vjp_by_steps(terms: Any, x: Any) -> Any:
     total = zeros_like(x)
     for g, index in terms:
@@ -264,6 +286,57 @@ def index_terms_jvp(u: Any, terms: Any) -> Any:
     """Tangent terms of ``summed_getitem_vjp``: each step's ``(g, index)`` gives ``(g_dot,
     index)``."""
     return [(g_dot, index) for (g_dot, _), (_, index) in zip(u, terms, strict=True)]
+
+
+def stacked_steps(values: Any) -> Any:
+    """A loop's values kept one a step (``optimize.batching``), stacked on a first axis where they
+    are numpy arrays of numbers of one shape; else the list as it is. Stacked once, a loop's
+    adjoint ``g`` serves each product it is summed in (``summed_dot_vjp_a_steps``...)."""
+    if not values or not is_array(values[0]):
+        return values
+    try:
+        # (``np.stack``: the arrays' own type's, a duck array's or a batch of tangents')
+        stacked = np.stack(values)
+    except (ValueError, TypeError):  # (of several shapes, or of arrays and numbers)
+        return values
+    return stacked if type(stacked) is not np.ndarray or stacked.dtype.kind in "biufc" else values
+
+
+def summed_steps(gs: Any, others: Any, fixed: Any, vjp: Any, fixed_first: Any) -> Any:
+    """``summed_products`` of the pairs ``zip(gs, others)``, where ``gs`` may be the steps' ``g``
+    stacked (``stacked_steps``): with vectors, one product of that and the other operands
+    stacked."""
+    if type(gs) is np.ndarray and gs.ndim == 2 and type(fixed) is np.ndarray and fixed.ndim == 2:
+        try:
+            rows: Any = np.array(others)
+        except (ValueError, TypeError):
+            rows = None
+        if rows is not None and rows.ndim == 2 and rows.dtype.kind in "biufc" and \
+                len(rows) == len(gs) and gs.dtype.kind in "biufc":
+            return gs.T @ rows if fixed_first else rows.T @ gs
+    # (stacked as another type of array: its steps read back one by one)
+    steps = gs if isinstance(gs, list) else [gs[i] for i in range(len(others))]
+    return summed_products(list(zip(steps, others, strict=True)), fixed, vjp, fixed_first)
+
+
+def summed_matmul_vjp_a_steps(gs: Any, others: Any, a: Any) -> Any:
+    """``sum(matmul_vjp_a(g, a, b) for g, b in zip(gs, others))``, ``gs`` stacked or not."""
+    return summed_steps(gs, others, a, matmul_vjp_a, fixed_first=True)
+
+
+def summed_matmul_vjp_b_steps(gs: Any, others: Any, b: Any) -> Any:
+    """``sum(matmul_vjp_b(g, a, b) for g, a in zip(gs, others))``, ``gs`` stacked or not."""
+    return summed_steps(gs, others, b, matmul_vjp_b, fixed_first=False)
+
+
+def summed_dot_vjp_a_steps(gs: Any, others: Any, a: Any) -> Any:
+    """``sum(dot_vjp_a(g, a, b) for g, b in zip(gs, others))``, ``gs`` stacked or not."""
+    return summed_steps(gs, others, a, dot_vjp_a, fixed_first=True)
+
+
+def summed_dot_vjp_b_steps(gs: Any, others: Any, b: Any) -> Any:
+    """``sum(dot_vjp_b(g, a, b) for g, a in zip(gs, others))``, ``gs`` stacked or not."""
+    return summed_steps(gs, others, b, dot_vjp_b, fixed_first=False)
 
 
 def summed_products(terms: Any, fixed: Any, vjp: Any, fixed_first: Any) -> Any:
