@@ -50,6 +50,16 @@ def rnn(w, u, xs):
     return np.sum(h * h)
 
 
+def velocity_made_like(x, dt):
+    """A loop whose array adjoint starts as its argument's zeros (``np.zeros_like(x)``), one type
+    in every step, as Numba needs: ``0.0`` there would be a number one step, an array the next."""
+    v = np.zeros_like(x)
+    for _ in range(10):
+        v = v - dt * x
+        x = x + dt * v
+    return np.sum(x * x)
+
+
 _RNN = np.random.default_rng(4)
 CASES = [
     (loop_math, (0,), (0.5,)),
@@ -63,6 +73,7 @@ CASES = [
     # ordinary item-write loops: into a copy of an argument, and 2-d writes in nested loops
     (writes_functions.chain_on_a_copy, (0,), (1.0 + np.linspace(-0.01, 0.01, 40),)),
     (writes_functions.outer_grid, (0,), (np.linspace(0.5, 1.0, 5),)),
+    (velocity_made_like, (0, 1), (np.linspace(0.5, 1.5, 5), 0.1)),
     (rnn, (0, 1), (_RNN.standard_normal((4, 4)) * 0.5, _RNN.standard_normal((4, 3)) * 0.5,
                    _RNN.standard_normal((6, 3)))),
 ]

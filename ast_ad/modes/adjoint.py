@@ -37,6 +37,9 @@ class Adjoint:
     # floats (``kinds.wide_numbers``: ``fold.scaled_adjoints`` moves them)
     wide: frozenset[str] = frozenset()
     wide_floats: frozenset[str] = frozenset()
+    # adjoints of arrays of real floats of a parameter's shape class, each with that parameter:
+    # where one starts at zero, it starts as that parameter's zeros (``reverse_code._combined``)
+    shaped_as: dict[str, str] = field(default_factory=dict)
 
     @property
     def params(self) -> tuple[str, ...]:

@@ -70,7 +70,7 @@ from ast_ad.analysis.complexness import (
     rule_for,
     surely_complex,
 )
-from ast_ad.analysis.kinds import kinds_of
+from ast_ad.analysis.kinds import SET, kinds_of
 from ast_ad.core import registry
 from ast_ad.errors import LocatedError, MissingRuleError
 from ast_ad.ir import nodes as ir
@@ -457,7 +457,29 @@ class Reverser:
             for var, bar in self.adjoints.bars.items()
             if isinstance(var, str) and shape_class(ir.Var(var), self.classes) != SCALAR
         )
+        adjoint.shaped_as = self.shaped_as()
         return adjoint
+
+    def shaped_as(self) -> dict[str, str]:
+        """The adjoints of names that hold arrays of real floats of a parameter's shape class (an
+        array parameter of real floats, never bound to another shape), each with that parameter:
+        ``np.zeros_like(x)`` is such an adjoint's zero, one array type and one shape wherever it is
+        bound (``reverse_code._combined``; Numba needs the one type)."""
+        of_class: dict[int, str] = {}
+        for p in self.function.params:
+            found = self.classes.get(p)
+            if found is not None and found not in (SCALAR, *CONTAINERS, SET) \
+                    and self.kinds.float_array(p) and p not in self.complexes:
+                of_class.setdefault(found, p)
+        return {
+            bar: of_class[found]
+            for var, bar in self.adjoints.bars.items()
+            if isinstance(var, str)
+            and (found := self.classes.get(var)) in of_class
+            and self.kinds.float_array(var)
+            and var not in self.complexes
+            and var not in self.structured
+        }
 
     def spread_structure(self) -> None:
         """Names that hold lists, tuples or dicts: copies of such names, and results of calls that

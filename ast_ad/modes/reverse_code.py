@@ -11,6 +11,7 @@ from collections import Counter
 from typing import Any
 
 import gast
+import numpy as np
 
 from ast_ad.backend.emit import local_names
 from ast_ad.ir import syntax
@@ -28,7 +29,8 @@ from ast_ad.optimize.fold import (
     scaled_adjoints,
     shared_factor,
 )
-from ast_ad.optimize.release import released, sunk_zero_starts, without_dead_constants
+from ast_ad.optimize.release import released, sunk_zero_starts, without_dead_constants, zero_start
+from ast_ad.runtime import owned_adjoint
 
 # (the adjoint it belongs to, "vjp", "fwd" or "bwd", the function)
 Unit = tuple[Any, str, gast.FunctionDef]
@@ -81,10 +83,43 @@ def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
     releasable = a.releasable - inliner.folded
     backward, live = without_dead_constants(backward, keep | syntax.name_ids(ret, loads=True))
     forward, _ = without_dead_constants(forward, live)
+    backward = _zeros_shaped(backward, a.shaped_as, a.refs)
     body = _iterated(
         forward + released(backward, releasable, a.array_adjoints, keep, a.refs) + [ret], a.refs
     )
     return syntax.function(f"{a.function.name}_vjp", [*a.params, a.seed], body, [syntax.const(1.0)])
+
+
+def _zeros_shaped(backward: list[gast.stmt], shaped_as: dict[str, str],
+                  refs: syntax.RefTable) -> list[gast.stmt]:
+    """``backward`` with each start at zero of an array's adjoint that is still a statement of its
+    own, before the loop or branch that adds to it (``x_bar = 0.0``), made its parameter's zeros
+    (``x_bar = np.zeros_like(x)``, ``Adjoint.shaped_as``), as a person starts an array's sum: the
+    adjoint is then an array of one shape wherever it is bound, as Numba needs (``jit="numba"``).
+
+    The fact it relies on: ``zeros_like(x) + e`` is ``0.0 + e``, the adjoint of an array of reals
+    of ``x``'s shape, of ``x``'s dtype, as ``0.0 + e`` keeps ``e``'s (an adjoint of ``x``'s shape
+    class has ``x``'s shape, ``activity.shape_classes``), and makes a new object as it does."""
+    if not shaped_as:
+        return backward
+    # (an adjoint a loop writes into in place starts as its own array already: ``owned_adjoint``,
+    # which makes the zeros a batch of cotangents needs)
+    owned = {
+        node.args[0].id
+        for stmt in backward
+        for node in syntax.walk(stmt)
+        if type(node) is gast.Call and type(node.func) is gast.Name and node.args
+        and type(node.args[0]) is gast.Name and refs.lookup(node.func.id) is owned_adjoint
+    }
+    out = []
+    for stmt in backward:
+        name = zero_start(stmt)
+        if name is not None and name in shaped_as and name not in owned:
+            zeros = syntax.call(refs.marker(np.zeros_like, "np.zeros_like"),
+                                [syntax.name(shaped_as[name])])
+            stmt = syntax.assign(name, zeros)
+        out.append(stmt)
+    return out
 
 
 def _iterated(body: list[gast.stmt], refs: syntax.RefTable) -> list[gast.stmt]:

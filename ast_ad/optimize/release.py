@@ -204,7 +204,7 @@ def _sunk(body: list[gast.stmt]) -> list[gast.stmt]:
     out: list[gast.stmt] = []
     body = [_sunk_within(stmt) for stmt in body]
     for k, stmt in enumerate(body):
-        name = _zero_start(stmt)
+        name = zero_start(stmt)
         if name is not None:
             later = next(
                 (j for j in range(k + 1, len(body)) if name in syntax.name_ids(body[j])), None
@@ -237,7 +237,7 @@ def _sunk_within(stmt: gast.stmt) -> gast.stmt:
     return gast.copy_location(kind(**{**fields, "body": body, "orelse": orelse}), stmt)
 
 
-def _zero_start(stmt: gast.stmt) -> str | None:
+def zero_start(stmt: gast.stmt) -> str | None:
     """The name ``stmt`` starts at the float zero (``x_bar = 0.0``), if it does."""
     if (
         type(stmt) is gast.Assign
