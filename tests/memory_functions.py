@@ -1164,3 +1164,45 @@ def another_name_kept_when_the_owner_is_bound_again(x0):
 
 
 FOLLOWED.append(another_name_kept_when_the_owner_is_bound_again)
+
+
+# Found this stop, a failure of the gradient before (its value was right): the list a dict holds,
+# written through, put back into the dict; its adjoint summed the slots' adjoints with ``+``,
+# which joined the two lists (``replaced_vjp_new``).
+def written_through_a_list_a_dict_holds(x):
+    y = x * 1.0
+    d = {"a": [y, x]}
+    d["a"][0][0] = x[1] ** 2
+    return np.sum(d["a"][0] * x)
+
+
+FOLLOWED.append(written_through_a_list_a_dict_holds)
+
+
+# Found this stop, wrong on main before (value and gradient): a write into an array a tuple holds,
+# the tuple held by a list or a dict. The tuple is the same object after the write, holding the
+# changed array, but ``slots_holding`` took a tuple for an object no write changes and put the new
+# tuple in no slot (Python 73.0 at x = [1, 2, 3, 4], ast_ad 60.0).
+def written_through_a_tuple_a_list_holds(x):
+    pairs = [(x * 1.0, x * 2.0)]
+    pairs[0][1][0] = x[2] * 5.0
+    return np.sum(pairs[0][1] * x)
+
+
+def written_through_a_tuple_a_dict_holds(x):
+    d = {"p": (x * 1.0, x * 2.0)}
+    d["p"][1][0] = x[2] * 5.0
+    return np.sum(d["p"][1] * x)
+
+
+def written_through_a_tuple_in_a_tuple_a_list_holds(x):
+    nested = [((x * 1.0,), x * 2.0)]
+    nested[0][0][0][1] = x[3] * 5.0
+    return np.sum(nested[0][0][0] * x)
+
+
+FOLLOWED += [
+    written_through_a_tuple_a_list_holds,
+    written_through_a_tuple_a_dict_holds,
+    written_through_a_tuple_in_a_tuple_a_list_holds,
+]

@@ -10,6 +10,7 @@ import numpy as np
 
 from ast_ad.errors import UnsupportedDerivativeError
 from ast_ad.runtime.arrays import (
+    add_adjoints,
     as_array,
     copy_as,
     inverse_axes,
@@ -349,14 +350,16 @@ def slots_holding(container: Any, old: Any, where: Any, name: Any = None) -> Any
     memory), which entries that one sees is not known here: refused, naming the container (``name``;
     no gradient: positions). A name that holds no container (yet: ``None``) holds it nowhere, and an
     object no write changes in place (a number: ``xs[0] += v`` puts a new one in one slot) is in
-    none."""
+    none. A tuple is such an object too: a write into an item it holds leaves it the same tuple,
+    holding the changed item, in every slot that holds it (``pairs[0][1][0] = v`` on ``pairs =
+    [(a, b)]``)."""
     if is_array(container) and is_array(old):
         # ``a, b = m`` of an array: ``b`` is a view of ``m``'s row, whose write Python's ``m``
         # sees (no slot of a list to put it back into): refused, naming ``m``
         check_in_place(old, [container], where, name)
         return ()
     if not isinstance(container, (list, tuple, dict)) or not (
-        is_array(old) or isinstance(old, (list, dict))
+        is_array(old) or isinstance(old, (list, dict, tuple))
     ):
         return ()
     slots = _slots(container)
@@ -426,7 +429,8 @@ def replaced_vjp_new(g: Any, new: Any, slots: Any) -> Any:
     total: Any = zeros_like(new)
     for k in slots:
         if g[k] is not None:
-            total = total + g[k]
+            # (element by element: ``+`` would join two lists, the adjoints of a list put back)
+            total = add_adjoints(total, g[k])
     return total
 
 

@@ -356,7 +356,7 @@ class _Writer:
         family = self.draw(
             st.sampled_from(
                 ["name", "view", "container", "carried", "through", "swap", "rows", "sibling",
-                 "nested", "paths"]
+                 "nested", "paths", "held"]
             )
         )
         self.features.add(f"shared {family}")
@@ -394,7 +394,13 @@ class _Writer:
                 ]
             )
         )
+        # a container holding the array, inside a tuple or not, written through: its path to it
+        held, path = self.draw(st.sampled_from([
+            ("[({b}, 1.0)]", "[0][0]"), ('{{"k": (2.0, {b})}}', '["k"][1]'),
+            ("({b}, [1.0])", "[0]"), ("[(({b},), 1.0)]", "[0][0][0]"),
+        ])) if family == "held" else ("", "")
         made = {
+            "held": held,
             "name": "{b}",
             "view": view,
             "container": self.draw(st.sampled_from(["[{b}]", '{{"k": {b}}}', "({b}, 1.0)"])),
@@ -409,7 +415,12 @@ class _Writer:
             ),
         }[family].format(b=base)
         lines = [f"{indent}{base} = np.ones(3) * {name}", f"{indent}{other} = {made}"]
-        written = other if family == "through" else base
+        if family == "held" and self.draw(st.booleans()):
+            # the array no name holds but the container (a write lost there once: the tuple in
+            # the list was not put back)
+            lines = [f"{indent}{other} = {held.format(b=f'(np.ones(3) * {name})')}"]
+            base = name
+        written = other if family == "through" else other + path if family == "held" else base
         if family == "paths":  # a view of the array on each of two paths, written through
             first, second = (
                 self.draw(st.sampled_from(["[:]", "[1:]", "[::-1]", "[::2]", "[:2]"]))
@@ -445,7 +456,8 @@ class _Writer:
                 f"{indent}{write.format(w=written, i=index.replace('i', '1'), v=self.scalar())}"
             )
         read = {
-            "container": f"{other}[{chr(34) + 'k' + chr(34) if made.startswith('{') else 0}]"
+            "container": f"{other}[{chr(34) + 'k' + chr(34) if made.startswith('{') else 0}]",
+            "held": other + path,
         }.get(family, other)
         target = self.fresh() if depth == 0 else self.draw(st.sampled_from(self.names))
         lines.append(f"{indent}{target} = np.sum({read}) * {base}")
