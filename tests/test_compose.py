@@ -1588,7 +1588,9 @@ def test_reverse_mode_over_forward_mode_names_each_helper_one_way() -> None:
 
 
 def _sine_sum(x):
-    return np.sum(np.sin(x) * x)
+    # (a mean: its adjoint is spread by ``expand_reduced``, whose forward rule reads
+    # ``unbroadcast``; a sum of this product takes the sum's adjoint as it is)
+    return np.mean(np.sin(x) * x)
 
 
 def test_reverse_mode_undoes_the_pops_of_the_lists_a_gradient_makes(caplog) -> None:

@@ -219,10 +219,10 @@ def test_the_leapfrog_gradient_keeps_no_shape_and_has_no_dead_store() -> None:
 def test_the_rnn_gradient_computes_its_products_shapes_once() -> None:
     """``np.dot(w, h)`` has ``w``'s rows whatever ``h`` is (``registry.result_axes``), and ``w``
     and ``u`` have as many rows (their labels say so: ``kinds.labelled``), so the two products have
-    one shape and their sum's adjoint is each one's, with nothing to undo (``activity._Lengths``).
-    Given a ``u`` of one row, whose product broadcasts, the code undoes that broadcast, from a
-    shape computed once from ``u``'s, not kept for each of the 50 steps
-    (``saving.invariant_shapes``)."""
+    one shape and their sum's adjoint is each one's, with nothing to undo
+    (``activity.LengthClasses``). Given a ``u`` of one row, whose product broadcasts, the code
+    undoes that broadcast, from a shape computed once from ``u``'s, not kept for each of the 50
+    steps (``saving.invariant_shapes``)."""
     benchmark = _benchmark()
     rng = np.random.default_rng(2)
     w, u, xs = benchmark.W_RNN, benchmark.U_RNN, rng.standard_normal((50, 32))

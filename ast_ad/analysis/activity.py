@@ -120,8 +120,8 @@ def shape_classes(
     A name ``known`` to hold a number is ``SCALAR`` (``ast_ad.analysis.kinds``).
     """
     # (a number of any width is a scalar: ``kinds.NARROW_NUMBER``; an array whose label says the
-    # lengths of its axes, the class of those lengths: ``_Lengths``)
-    lengths = _Lengths()
+    # lengths of its axes, the class of those lengths: ``LengthClasses``)
+    lengths = LengthClasses()
     classes: dict[str, int | None] = {
         p: SCALAR if label == NARROW_NUMBER else lengths.of_label(label)
         for p, label in zip(function.params, shapes, strict=True)
@@ -158,7 +158,7 @@ def shape_classes(
 
 def _labels(stmt: ir.Stmt, classes: dict[str, int | None], fresh: dict[int, int],
             base: int, numbers: set[str], known: Kinds | None,
-            lengths: _Lengths) -> list[tuple[str, int | None]]:
+            lengths: LengthClasses) -> list[tuple[str, int | None]]:
     if isinstance(stmt, ir.For):
         return [(stmt.target, SCALAR if _is_range(stmt.iter) else None)]
     if isinstance(stmt, ir.Unpack):
@@ -191,7 +191,7 @@ def _labels(stmt: ir.Stmt, classes: dict[str, int | None], fresh: dict[int, int]
     return [(stmt.target, fresh.setdefault(id(stmt), base + len(fresh)))]
 
 
-class _Lengths:
+class LengthClasses:
     """Shape classes made of axis lengths: an array parameter whose label says which axes of the
     arguments have the length of each of its axes (``kinds.label_axes``) has the class of that
     tuple of axes, and so has a call's result whose axes the registry ties to axes of arguments of
@@ -225,14 +225,15 @@ class _Lengths:
             return None
         out = []
         for k, axis in ties:
-            own = self.axes.get(shape_class(call.args[k], classes))  # type: ignore[arg-type]
+            found = shape_class(call.args[k], classes)
+            own = self.axes.get(found) if found is not None else None
             if own is None or axis >= len(own):
                 return None
             out.append(own[axis])
         return self.of_axes(tuple(out))
 
 
-# the first class ``_Lengths`` gives (the others count down from it)
+# the first class ``LengthClasses`` gives (the others count down from it)
 _LENGTH_CLASSES = -(1 << 40)
 
 

@@ -33,6 +33,7 @@ its derivation (``self.calling``, ``calls``); which adjoints may still be a floa
 from __future__ import annotations
 
 import operator
+from collections import Counter
 from typing import Any
 
 import gast
@@ -187,6 +188,7 @@ class Reverser:
         self.sure_complex = surely_complex(function, self.complexes)
         check_complex(function, self.complexes, self.active)
         self.classes = shape_classes(function, shapes, self.kinds)
+        self._products: dict[str, ir.Call] | None = None  # (``read_once_products``)
         # a list that is popped adds to its adjoint wherever it is read, from None at the top
         # (``adjoint_pop``)
         self.local = local_names(function) - {
@@ -907,6 +909,10 @@ class Reverser:
             add = syntax.call(self.refs.marker(runtime.add_into, "add_into"),
                               [syntax.name(bar), syntax.atom(entry, self.refs), syntax.name(g)])
             return out + [syntax.kept(gast.Expr(value=add), self.refs)]
+        spread = None if real_parts else self.spread_by_broadcasting(call)
+        if spread is not None:
+            # (the sum's adjoint, a number, is its operand's: its one reader broadcasts it)
+            return out + self.adjoints.accumulate(spread, ([], ir.Var(g)))
         if rule.joint is not None and not real_parts:
             joint = self.joint_contributions(stmt, rule, g, ans)
             if joint is not None:
@@ -929,6 +935,52 @@ class Reverser:
                     contribution = self.adjoints.real_of(atom, contribution)
                 out += self.adjoints.accumulate(atom.name, contribution)
         return out
+
+    def spread_by_broadcasting(self, call: ir.Call) -> str | None:
+        """The operand of ``np.sum(t)`` (all entries) whose adjoint can be the sum's own, a number,
+        rather than that number spread to ``t``'s shape (``expand_reduced``): where ``t = a * b`` is
+        read by this sum alone, ``a`` and ``b`` are arrays of ``t``'s shape (one shape class, or
+        one variable), so the product's rule takes ``g * b`` and ``g * a``, which broadcasting
+        gives ``t``'s shape, as a person writes the adjoint of ``np.sum(h * h)``: ``2 * g * h``.
+
+        The fact it relies on: ``g * b`` with ``g`` a number has the entries, shape and dtype of
+        ``expand_reduced(g, t) * b`` where ``b`` has ``t``'s shape (each entry one product of the
+        same two numbers), and the rule adds nothing else of ``t``'s adjoint."""
+        if call.fn.obj is not np.sum or len(call.args) != 1 or call.kwargs:
+            return None
+        operand = call.args[0]
+        if type(operand) is not ir.Var or operand.name in self.complexes:
+            return None
+        made = self.read_once_products().get(operand.name)
+        if made is None:
+            return None
+        factors = made.args
+        if not all(type(f) is ir.Var and (self.kinds.rank(f.name) or 0) >= 1 for f in factors) \
+                or not (self.exact(made, 0) and self.exact(made, 1)):
+            return None
+        return operand.name
+
+    def read_once_products(self) -> dict[str, ir.Call]:
+        """The names the function binds once, to a product of two operands (``a * b``), and reads
+        once (``spread_by_broadcasting``), each with that product; made once."""
+        if self._products is None:
+            reads: Counter[str] = Counter()
+            binds: Counter[str] = Counter(self.function.params)
+            products: dict[str, ir.Call] = {}
+            for stmt in ir.walk(self.function.body):
+                reads.update(ir.reads_of(stmt))
+                binds.update(ir.defined(stmt))
+                value = stmt.value if isinstance(stmt, ir.Assign) else None
+                if type(value) is ir.Call and value.fn.obj is operator.mul \
+                        and len(value.args) == 2 and not value.kwargs:
+                    assert isinstance(stmt, ir.Assign)  # (its value is the product)
+                    products[stmt.target] = value
+            if isinstance(self.function.result, ir.Var):
+                reads[self.function.result.name] += 1
+            self._products = {name: made for name, made in products.items()
+                              if binds[name] == 1 and reads[name] == 1
+                              and name not in self.function.mutable}
+        return self._products
 
     def joint_contributions(self, stmt: ir.Assign, rule: registry.Rule, g: str,
                             ans: str) -> list[ir.Stmt] | None:

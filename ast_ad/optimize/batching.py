@@ -185,19 +185,19 @@ def batch_products(
         if id(stmt) not in columns:
             continue
         term, _ = kept[id(stmt)]
-        names = [kept_as(a, place[id(stmt)]) for a in term.pair]
-        for name in names:
-            assert name is not None  # (``columns``)
+        g, other = (kept_as(a, place[id(stmt)]) for a in term.pair)
+        assert g is not None and other is not None  # (``columns``)
+        for name in (g, other):
             if name not in steps:
                 steps[name] = namer.fresh(f"{name}_steps")
-        gs = steps[names[0] or ""]
-        if gs not in stacks:
-            stacks[gs] = namer.fresh(f"{names[0]}_stacked")
-            after.append(ir.Assign(stacks[gs], ir.Call(_STACKED, (ir.Var(gs),)), ir.NOWHERE))
+        if steps[g] not in stacks:
+            stacks[steps[g]] = namer.fresh(f"{g}_stacked")
+            after.append(ir.Assign(stacks[steps[g]], ir.Call(_STACKED, (ir.Var(steps[g]),)),
+                                   ir.NOWHERE))
         key = (term.bar, term.helper.__name__, term.fixed)
         sums[key] = (sums[key][0], ir.Call(
             ir.Ref(term.columns, term.columns.__name__),
-            (ir.Var(stacks[gs]), ir.Var(steps[names[1] or ""]), ir.Var(term.fixed)),
+            (ir.Var(stacks[steps[g]]), ir.Var(steps[other]), ir.Var(term.fixed)),
         ))
     # (the lists of pairs the columns replace: not made)
     replaced = {kept[k][1] for k in columns}
