@@ -370,9 +370,9 @@ def test_forward_mode_of_mutating_programs_is_exact_or_refused(
 def test_the_mutation_family_covers_its_constructs() -> None:
     seen: set[str] = set()
 
-    # (the writes and the shared arrays are drawn with arrays; nine families of shared arrays, each
-    # drawn at least once in 600 programs whatever the seed)
-    @settings(max_examples=600, database=None)
+    # (the writes and the shared arrays are drawn with arrays; eleven families of shared arrays,
+    # each drawn at least once in 900 programs whatever the seed)
+    @settings(max_examples=900, database=None)
     @given(programs(mutation=True, arrays=True))
     def collect(program: Program) -> None:
         seen.update(program.features)
@@ -394,6 +394,7 @@ def test_the_mutation_family_covers_its_constructs() -> None:
         "shared rows",
         "shared sibling",
         "shared nested",
+        "shared held",
     }
 
 
