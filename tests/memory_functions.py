@@ -1206,3 +1206,35 @@ FOLLOWED += [
     written_through_a_tuple_a_dict_holds,
     written_through_a_tuple_in_a_tuple_a_list_holds,
 ]
+
+
+# The same put back in a loop and in branches (each wrong on main before, with the tuple taken for
+# an object no write changes).
+def written_through_a_tuple_in_a_loop(x):
+    boxes = [(x * 1.0,)]
+    for i in range(2):
+        boxes[0][0][i] = boxes[0][0][i + 1] * x[i]
+    return np.sum(boxes[0][0] * x)
+
+
+def written_through_a_tuple_in_branches(x):
+    d = {"t": (x * 1.0, 1.0)}
+    if x[0] > 0:
+        d["t"][0][0] = x[1] * 4.0
+    else:
+        d["t"][0][1] = 0.0
+    return np.sum(d["t"][0] * x)
+
+
+def written_through_each_tuple_of_a_list(x):
+    pairs = [(x * 1.0, x * 2.0), (x * 3.0, x * 4.0)]
+    for k in range(2):
+        pairs[k][1][k] = x[k] * 5.0
+    return np.sum(pairs[0][1] * pairs[1][1])
+
+
+FOLLOWED += [
+    written_through_a_tuple_in_a_loop,
+    written_through_a_tuple_in_branches,
+    written_through_each_tuple_of_a_list,
+]
