@@ -399,3 +399,18 @@ def test_a_numbers_adjoint_from_a_difference_is_summed_then_negated() -> None:
     assert_fd(logsumexp, (x,), (0,), (grad,))
     w = np.random.default_rng(5).standard_normal(100_001)
     assert -np.sum(w) == np.sum(-w)  # (the fact it relies on, at a length numpy sums pairwise)
+
+
+def test_a_product_has_its_matrix_rows_not_its_matrix_shape() -> None:
+    """``np.dot(w, h)`` takes ``w``'s rows, a vector: its shape class is that length's, never
+    ``w``'s own (whose every axis the registry does not tie to it), so a sum with ``w`` that
+    broadcasts it is undone."""
+    rng = np.random.default_rng(5)
+    w, h = rng.standard_normal((3, 3)), rng.standard_normal(3)
+    got = ast_ad.grad(_broadcast_product, (0, 1))(w, h)
+    assert np.shape(got[1]) == (3,)
+    assert_fd(_broadcast_product, (w, h), (0, 1), got)
+
+
+def _broadcast_product(w, h):
+    return np.sum((np.dot(w, h) + w) ** 2)

@@ -182,12 +182,15 @@ def _labels(stmt: ir.Stmt, classes: dict[str, int | None], fresh: dict[int, int]
             if len(operands) == 1 and None not in operands:
                 return [(stmt.target, operands.pop())]
             return [(stmt.target, None)]
-        if known is not None and (like := _shaped_as(value, stmt, known)) is not None:
-            # every axis that of one argument (``registry.result_axes``: ``np.zeros_like(x)``)
-            return [(stmt.target, shape_class(like, classes))]
-        if known is not None and (made := lengths.of_call(value, stmt, known, classes)) is not None:
-            # axes whose lengths the arguments' labels give (``np.dot(w, h)``: ``w``'s rows)
-            return [(stmt.target, made)]
+        if known is not None and registry.declares_result_axes(value.fn.obj):
+            ranks = known.ranks(value.args, stmt)
+            ties = registry.result_axes(value.fn.obj, ranks)
+            if (like := _shaped_as(value, ties, ranks)) is not None:
+                # every axis that of one argument (``registry.result_axes``: ``np.zeros_like(x)``)
+                return [(stmt.target, shape_class(like, classes))]
+            if (made := lengths.of_call(value, ties, classes)) is not None:
+                # axes whose lengths the arguments' labels give (``np.dot(w, h)``: ``w``'s rows)
+                return [(stmt.target, made)]
     return [(stmt.target, fresh.setdefault(id(stmt), base + len(fresh)))]
 
 
@@ -214,14 +217,12 @@ class LengthClasses:
         axes = label_axes(label)
         return label if axes is None else self.of_axes(axes)
 
-    def of_call(self, call: ir.Call, stmt: ir.Stmt, known: Kinds,
+    def of_call(self, call: ir.Call, ties: tuple[tuple[int, int], ...] | None,
                 classes: dict[str, int | None]) -> int | None:
         """The class of ``call``'s result, where the registry ties each of its axes to an axis of
-        an argument whose class is made of lengths; else ``None``."""
-        if not self.axes:
-            return None
-        ties = registry.result_axes(call.fn.obj, known.ranks(call.args, stmt))
-        if ties is None:
+        an argument whose class is made of lengths (``ties``: ``registry.result_axes``); else
+        ``None``."""
+        if not self.axes or ties is None:
             return None
         out = []
         for k, axis in ties:
@@ -237,11 +238,12 @@ class LengthClasses:
 _LENGTH_CLASSES = -(1 << 40)
 
 
-def _shaped_as(call: ir.Call, stmt: ir.Stmt, known: Kinds) -> ir.Atom | None:
-    """The argument whose shape ``call``'s result has, axis for axis (``registry.result_axes``), if
-    the registry ties every axis of the result to it for the arguments' known numbers of axes."""
-    ranks = known.ranks(call.args, stmt)
-    axes = registry.result_axes(call.fn.obj, ranks)
+def _shaped_as(call: ir.Call, axes: tuple[tuple[int, int], ...] | None,
+               ranks: tuple[int | None, ...]) -> ir.Atom | None:
+    """The argument whose shape ``call``'s result has, axis for axis, if the registry ties every
+    axis of the result to it (``axes``: ``registry.result_axes`` for the arguments' known numbers
+    of axes ``ranks``), and the result has as many axes as it (``np.dot(w, h)`` has ``w``'s rows,
+    not ``w``'s shape)."""
     if not axes:
         return None
     owner = axes[0][0]

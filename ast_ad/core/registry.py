@@ -432,6 +432,11 @@ def def_result_axes(fn: Any, axes: Callable[[tuple[int | None, ...]], Any]) -> N
     _FACTS["result_axes"][fn] = axes
 
 
+def declares_result_axes(fn: Any) -> bool:
+    """Whether ``fn`` declares where its result's axes come from (``def_result_axes``)."""
+    return _fact("result_axes", fn) is not None
+
+
 def result_axes(fn: Any, ranks: tuple[int | None, ...]) -> tuple[tuple[int, int], ...] | None:
     """The ``(argument, axis)`` each axis of ``fn``'s result has the length of, for arguments of
     ``ranks`` (``def_result_axes``), or ``None``."""
