@@ -47,6 +47,7 @@ lists stay aligned step by step (a name bound twice in a step, or a term in a br
 from __future__ import annotations
 
 import operator
+from collections import Counter
 from typing import Any
 
 from ast_ad import runtime
@@ -145,15 +146,17 @@ def batch_products(
         return [], body, [], []
     calls = {id(term.call) for term, _ in kept.values()}
     # the terms kept by columns: one list a name, each appended once a step (see above)
-    by_key: dict[tuple[str, str, str], list[Term]] = {}
-    for term, _ in kept.values():
-        by_key.setdefault((term.bar, term.helper.__name__, term.fixed), []).append(term)
-    once = _bound_once(body)
-    place = {id(stmt): k for k, stmt in enumerate(body)}
-    # where each name is bound in a step, by the statement of ``body`` that binds it (a name bound
-    # after a term reads it would give that term the last step's value, and a later term this one's)
-    binds = {name: k for k, stmt in enumerate(body) for inner in ir.walk((stmt,))
-             for name in ir.defined(inner)}
+    terms_in = Counter(pairs for _, pairs in kept.values())  # (a list of pairs kept by one term)
+    # where each name is bound in a step, by the statement of ``body`` that binds it, and how often
+    # (a name bound after a term reads it would give that term the last step's value, and a later
+    # term this one's)
+    binds: dict[str, int] = {}
+    bound_times: Counter[str] = Counter()
+    for k, stmt in enumerate(body):
+        for inner in ir.walk((stmt,)):
+            for name in ir.defined(inner):
+                binds[name] = k
+                bound_times[name] += 1
     # (a part of one expression, a scratch name, is printed into its reader: not kept)
     copies = {stmt.target: stmt.value.name for stmt in body
               if type(stmt) is ir.Assign and type(stmt.value) is ir.Var
@@ -166,27 +169,28 @@ def batch_products(
             return None
         name = atom.name
         while name in binds:
-            if name not in once or binds[name] >= at:
+            if bound_times[name] != 1 or binds[name] >= at:
                 return None
             if name not in copies:
                 return name
             at, name = binds[name], copies[name]
         return name  # (a name the step does not bind)
 
-    columns = {
-        id(term.stmt) for key, found in by_key.items() for term in found
-        if len(found) == 1 and term.columns is not None and id(term.stmt) in place
-        and all(kept_as(a, place[id(term.stmt)]) is not None for a in term.pair)
-    }
+    # each term kept by columns (at the top of the step, the one term of its list, its rule summing
+    # by columns), with the names its pair's values have; in the order of the steps' appends
+    columns: dict[int, tuple[str, str]] = {}
     steps: dict[str, str] = {}  # a name kept by columns -> its list
     stacks: dict[str, str] = {}  # an adjoint's list -> its stack
     after: list[ir.Stmt] = []
-    for stmt in body:  # (in the order of the steps' appends)
-        if id(stmt) not in columns:
+    for k, stmt in enumerate(body):
+        found = kept.get(id(stmt))
+        if found is None or terms_in[found[1]] != 1 or found[0].columns is None:
             continue
-        term, _ = kept[id(stmt)]
-        g, other = (kept_as(a, place[id(stmt)]) for a in term.pair)
-        assert g is not None and other is not None  # (``columns``)
+        term = found[0]
+        g, other = (kept_as(atom, k) for atom in term.pair)
+        if g is None or other is None:
+            continue
+        columns[id(stmt)] = g, other
         for name in (g, other):
             if name not in steps:
                 steps[name] = namer.fresh(f"{name}_steps")
@@ -213,9 +217,7 @@ def batch_products(
         term, pairs = kept[id(stmt)]
         if id(stmt) in columns:
             out: list[ir.Stmt] = []
-            for atom in term.pair:
-                name = kept_as(atom, place[id(stmt)])
-                assert name is not None  # (``columns``)
+            for name in columns[id(stmt)]:
                 if name not in appended:
                     appended.add(name)
                     out.append(ir.Append(steps[name], ir.Var(name), ir.NOWHERE))
@@ -232,15 +234,6 @@ def batch_products(
 
 _STACKED = ir.Ref(runtime.stacked_steps, "stacked_steps")
 
-
-def _bound_once(body: list[ir.Stmt]) -> set[str]:
-    """The names bound once in a loop's ``body`` (a step), nested blocks included: each has one
-    value a step after its binding."""
-    counts: dict[str, int] = {}
-    for stmt in ir.walk(tuple(body)):
-        for name in ir.defined(stmt):
-            counts[name] = counts.get(name, 0) + 1
-    return {name for name, n in counts.items() if n == 1}
 
 
 def _only_accumulated(body: list[ir.Stmt], bar: str) -> bool:

@@ -130,12 +130,6 @@ def _summed_product_jvp(summed: Any) -> Any:
     return lambda u, ans, terms, other: summed(rt.product_terms_jvp(u, terms), other)
 
 
-for _summed in (
-    rt.summed_matmul_vjp_a, rt.summed_matmul_vjp_b, rt.summed_dot_vjp_a, rt.summed_dot_vjp_b
-):
-    defjvp(_summed, _summed_product_jvp(_summed), zero)
-
-
 def _summed_steps_jvps(summed: Any) -> tuple[Any, Any, Any]:
     """The tangent rules of ``summed``, a sum over a loop's steps from the stacked ``g`` and the
     other operands' list: bilinear in the two, and blind to the fixed operand's values."""
@@ -144,6 +138,8 @@ def _summed_steps_jvps(summed: Any) -> tuple[Any, Any, Any]:
         lambda u, ans, gs, others, fixed: summed(gs, u, fixed),
         zero,
     )
+
+
 defjvp(
     rt.summed_getitem_vjp,
     lambda u, ans, terms, x: rt.summed_getitem_vjp(rt.index_terms_jvp(u, terms), x),
@@ -159,32 +155,23 @@ defjvp(rt.index_terms_jvp, None, zero)  # the indices come from the terms: an in
 def_linear(rt.index_terms_jvp, 0)
 def_sequence(rt.product_terms_jvp, rt.index_terms_jvp)
 # a loop's contributions to an operand it keeps fixed, summed once after it
-# (``ast_ad.optimize.batching``)
-def_summed(rt.matmul_vjp_a, rt.summed_matmul_vjp_a, 1, steps=rt.summed_matmul_vjp_a_steps)
-def_summed(rt.matmul_vjp_b, rt.summed_matmul_vjp_b, 2, steps=rt.summed_matmul_vjp_b_steps)
-def_summed(rt.dot_vjp_a, rt.summed_dot_vjp_a, 1, steps=rt.summed_dot_vjp_a_steps)
-def_summed(rt.dot_vjp_b, rt.summed_dot_vjp_b, 2, steps=rt.summed_dot_vjp_b_steps)
+# (``ast_ad.optimize.batching``): from the steps' pairs, and from the steps' ``g`` stacked once and
+# the other operands' list; tangents linear in the pairs (bilinear in the two lists), blind to the
+# fixed operand's values; reverse mode over them reads their sums step by step
+for _vjp, _fixed, _pairs, _columns in (
+    (rt.matmul_vjp_a, 1, rt.summed_matmul_vjp_a, rt.summed_matmul_vjp_a_steps),
+    (rt.matmul_vjp_b, 2, rt.summed_matmul_vjp_b, rt.summed_matmul_vjp_b_steps),
+    (rt.dot_vjp_a, 1, rt.summed_dot_vjp_a, rt.summed_dot_vjp_a_steps),
+    (rt.dot_vjp_b, 2, rt.summed_dot_vjp_b, rt.summed_dot_vjp_b_steps),
+):
+    def_summed(_vjp, _pairs, _fixed, steps=_columns)
+    defjvp(_pairs, _summed_product_jvp(_pairs), zero)
+    defjvp(_columns, *_summed_steps_jvps(_columns))
+    def_read_as(_pairs, rt.summed_by_steps(_vjp, _fixed == 1))
+    def_read_as(_columns, rt.summed_steps_by_steps(_vjp, _fixed == 1))
 # x_bar = x_bar + getitem_vjp(g, x, i): terms (g, i)
 def_summed(rt.getitem_vjp, rt.summed_getitem_vjp, 1)
-# reverse mode over them reads their sums step by step
-for _summed, _vjp, _first in (
-    (rt.summed_matmul_vjp_a, rt.matmul_vjp_a, True),
-    (rt.summed_matmul_vjp_b, rt.matmul_vjp_b, False),
-    (rt.summed_dot_vjp_a, rt.dot_vjp_a, True),
-    (rt.summed_dot_vjp_b, rt.dot_vjp_b, False),
-):
-    def_read_as(_summed, rt.summed_by_steps(_vjp, _first))
 def_read_as(rt.summed_getitem_vjp, rt.summed_getitem_vjp_by_steps)
-# the same sums from the steps' ``g`` stacked once and the other operands' list: bilinear in the
-# two, blind to the fixed operand's values; read step by step as those above
-for _by_columns, _vjp, _first in (
-    (rt.summed_matmul_vjp_a_steps, rt.matmul_vjp_a, True),
-    (rt.summed_matmul_vjp_b_steps, rt.matmul_vjp_b, False),
-    (rt.summed_dot_vjp_a_steps, rt.dot_vjp_a, True),
-    (rt.summed_dot_vjp_b_steps, rt.dot_vjp_b, False),
-):
-    def_read_as(_by_columns, rt.summed_steps_by_steps(_vjp, _first))
-    defjvp(_by_columns, *_summed_steps_jvps(_by_columns))
 def_read_as(rt.stacked_steps, rt.stacked_steps_by_steps)
 defjvp(rt.stacked_steps, lambda u, ans, values: rt.stacked_steps(u))
 def_linear(rt.stacked_steps, 0)
