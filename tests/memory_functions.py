@@ -1070,8 +1070,8 @@ def written_through_a_split(x):
 
 
 def written_through_an_unknown_functions_result(x):
-    """``np.unstack`` (no rule: run on values the derivative does not follow) gives views of
-    ``m``'s rows; the write through one was lost."""
+    """``np.unstack`` gives views of ``m``'s rows; the write through one was lost (it had no rule
+    then: it ran on values the derivative did not follow)."""
     m = np.outer(x, x)
     rows = np.unstack(m)
     rows[1][0] = 3.0 * x[1]  # write
@@ -1079,15 +1079,19 @@ def written_through_an_unknown_functions_result(x):
 
 
 FOLLOWED.append(a_view_of_what_a_loop_made_a_number)
+# once refused at the write: a slot of a list of views (``np.split``'s, ``np.unstack``'s) written;
+# the other views of the base, and the base, made again from where their entries lie
+# (``runtime.shared``)
+FOLLOWED += [written_through_a_split, written_through_an_unknown_functions_result]
 
 # refused at the write (``# write``), each naming the other variable; and whether the tracer follows
-# the write (it does not follow the items of a list of views, ``np.split``'s: left)
+# the write
 FOUND_REFUSED = {
     shared_through_a_third_name_across_steps: ("v2", True),
-    rows_unpacked_then_written: ("m", True),
-    written_through_a_split: ("y", False),
-    written_through_an_unknown_functions_result: ("m", True),
 }
+# (exact since: the unpacked rows of a matrix, ``m`` and its other rows made again from where
+# their entries lie)
+FOLLOWED.append(rows_unpacked_then_written)
 
 
 def cancelling_adjoints(x0, x1, x2):
@@ -1238,3 +1242,162 @@ FOLLOWED += [
     written_through_a_tuple_in_branches,
     written_through_each_tuple_of_a_list,
 ]
+
+
+# Refused before this stop, exact now. An array a tuple in a list holds, written through the list
+# while another name holds it too: the name is asked whether it is the written array (the
+# containers the written tuple was read from hold it, ``aliasing.held_within``).
+def written_through_a_tuple_another_name_holds(x):
+    v0 = x * 1.0
+    v1 = [(v0, 1.0)]
+    v1[0][0][1] = x[0] * 3.0
+    return np.sum(v0 * x) + np.sum(v1[0][0])
+
+
+def written_through_a_list_in_a_list_another_name_holds(x):
+    y = x * 1.0
+    nested = [[y], [x * 2.0]]
+    nested[0][0][1] = x[2] * 5.0
+    return np.sum(y * x) + np.sum(nested[0][0] * nested[1][0])
+
+
+# A list of views no recipe relates to the written slot: the base and every slot made again from
+# where their entries lie (``runtime.shared``), so that they share memory afterwards as in Python.
+def written_through_a_list_of_slices(x):
+    y = x * 1.0
+    parts = [y[:2], y[2:]]
+    parts[1][0] = x[0] * 4.0
+    parts[0][1] = parts[1][0] * x[3]  # (the slots are views of y again: y sees this write too)
+    return np.sum(y * x) + np.sum(parts[0] * parts[1])
+
+
+def one_view_in_two_slots(x):
+    y = x * 1.0
+    v = y[1:]
+    pair = [v, v]
+    pair[0][0] = x[3] * 2.0
+    return np.sum(pair[1] * x[:3]) + np.sum(y)
+
+
+def written_through_a_split_list(x):
+    y = np.concatenate([x, x[::-1]]) * 1.0
+    parts = np.split(y, 4)
+    parts[2][1] = x[1] * 3.0
+    return np.sum(y * y) + np.sum(parts[2] * parts[3])
+
+
+def written_through_reversed_views(x):
+    y = x * 1.0
+    views = [y[::-1], y[1::2]]
+    views[0][0] = x[0] * x[1]
+    return np.sum(views[1] * x[:2]) + np.sum(y * x)
+
+
+FOLLOWED += [
+    written_through_a_tuple_another_name_holds,
+    written_through_a_list_in_a_list_another_name_holds,
+    written_through_a_list_of_slices,
+    one_view_in_two_slots,
+    written_through_a_split_list,
+    written_through_reversed_views,
+]
+
+
+def written_into_the_base_of_a_list_of_slices(x):
+    y = x * 1.0
+    parts = [y[:2], y[2:]]
+    y[1] = x[3] * 2.0  # write: parts[0] sees it
+    return np.sum(parts[0] * x[:2]) + np.sum(y * x)
+
+
+def written_into_the_base_then_through_a_split(x):
+    y = x * 1.0
+    parts = np.split(y, 2)
+    y[3] = x[0] * x[1]
+    parts[0][0] = y[3] * 2.0
+    return np.sum(parts[1] * parts[0]) + np.sum(y * x)
+
+
+def base_and_slot_written_in_a_loop(x):
+    y = x * 1.0
+    parts = [y[:2], y[2:]]
+    for i in range(2):
+        y[i] = y[i + 2] * 2.0
+        parts[1][i] = x[i] * 3.0
+    return np.sum(parts[0] * x[:2]) + np.sum(y * x)
+
+
+def slots_of_a_list_another_name_holds(x):
+    y = x * 1.0
+    parts = [y[:2], y[2:]]
+    same = parts
+    parts[0][0] = x[1] * 2.0
+    return np.sum(same[0] * same[1]) + np.sum(y * x)
+
+
+def a_slot_read_into_a_name_before_the_write(x):
+    y = x * 1.0
+    parts = [y[:2], y[2:]]
+    w = parts[1]
+    parts[1][0] = x[0] * 3.0
+    return np.sum(w * x[:2]) + np.sum(y)
+
+
+def a_row_and_a_column_that_cross(x):
+    m = np.outer(x, x) * 1.0
+    lines = [m[0], m[:, 1]]
+    lines[1][0] = x[2] * 2.0  # m[0, 1]: the row sees it
+    return np.sum(lines[0] * x) + np.sum(m * m)
+
+
+def overlapping_views_under_dict_keys(x):
+    y = x * 1.0
+    d = {"a": y[:2], "b": y[1:]}
+    d["b"][0] = x[3] * 5.0
+    return np.sum(d["a"] * x[:2]) + np.sum(y * y)
+
+
+def split_of_a_reversed_view(x):
+    y = x * 1.0
+    parts = np.split(y[::-1], 2)
+    parts[1][1] = x[2] * 7.0
+    return np.sum(parts[0] * parts[1]) + np.sum(y * x)
+
+
+def slots_written_and_appended_in_a_loop(x):
+    y = x * 1.0
+    parts = [y[:2], y[2:]]
+    for i in range(3):
+        parts[i % 2][1] = parts[(i + 1) % 2][0] * x[i]
+        parts.append(y[1:3])
+    return np.sum(parts[-1] * x[:2]) + np.sum(y * x) + len(parts)
+
+
+def views_of_two_arrays_in_one_list(x):
+    a = x * 1.0
+    b = x * 2.0
+    parts = [a[:2], b[2:]]
+    parts[1][0] = x[0] * 9.0
+    return np.sum(a * b) + np.sum(parts[0] * parts[1])
+
+
+FOLLOWED += [
+    written_into_the_base_of_a_list_of_slices,
+    written_into_the_base_then_through_a_split,
+    base_and_slot_written_in_a_loop,
+    slots_of_a_list_another_name_holds,
+    a_slot_read_into_a_name_before_the_write,
+    a_row_and_a_column_that_cross,
+    overlapping_views_under_dict_keys,
+    split_of_a_reversed_view,
+    slots_written_and_appended_in_a_loop,
+    views_of_two_arrays_in_one_list,
+]
+
+
+def written_through_views_of_an_array_no_name_holds(x):
+    w = x * 1.0
+    parts = [w[:3], w[1:]]
+    w = x[0] * 2.0
+    parts[0][1] = x[2]  # write: parts[1] sees it, a view of an array no variable holds now
+    return np.sum(parts[1] * x[1:]) + w

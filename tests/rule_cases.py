@@ -480,6 +480,70 @@ def stacks_of(shape: tuple[int, ...]) -> st.SearchStrategy:
     return case(st.lists(arrays(shape), min_size=1, max_size=3))
 
 
+def _shared_plan(y: np.ndarray, which: str) -> tuple:
+    """A plan of ``runtime.shared_family`` over views of ``y`` (six entries), and the old objects
+    its variables held (fresh copies: the rules move entries by position, not by memory)."""
+    parts = [y[:3], y[3:]]
+    if which == "slot":  # a slot of a list of slices written; y the root
+        plan = runtime.shared_family(parts[1], (y, parts), "rule_cases", "y, parts")
+        return plan, (y.copy(), [p.copy() for p in parts])
+    if which == "self":  # y itself written; a strided view of it another variable holds
+        plan = runtime.shared_family(y, (y[::2],), "rule_cases", "w")
+        return plan, (y[::2].copy(),)
+    plan = runtime.shared_family(parts[0], (np.zeros(2),), "rule_cases", "z")  # apart
+    return plan, (np.zeros(2),)
+
+
+def memory_roots() -> st.SearchStrategy:
+    def build(y, which):
+        plan, olds = _shared_plan(y, which)
+        new = y[3:] * 2.0 if which == "slot" else y * 2.0 if which == "self" else y[:3] * 2.0
+        family = olds[:1]
+        return case(plan, new, family)
+    return st.tuples(arrays((6,)), st.sampled_from(["slot", "self"])).flatmap(
+        lambda t: build(*t)
+    )
+
+
+def memory_views() -> st.SearchStrategy:
+    def build(y, which, key):
+        plan, olds = _shared_plan(y, which)
+        root = 0.0 if which == "apart" else arrays((6,))
+        return case(plan, key, root, olds[key])
+    choices = st.sampled_from([("slot", 0), ("slot", 1), ("self", 0), ("apart", 0)])
+    return st.tuples(arrays((6,)), choices).flatmap(lambda t: build(t[0], *t[1]))
+
+
+def memory_helpers(name: str) -> st.SearchStrategy:
+    """Cases of the adjoint and tangent helpers of ``runtime.shared`` (linear in their first
+    argument, shaped as the rule that calls them shapes it)."""
+    def build(y, which, key):
+        plan, olds = _shared_plan(y, which)
+        n_new = 3 if which in ("slot", "apart") else 6
+        root_like = 0.0 if which == "apart" else arrays((6,))
+        old = olds[key]
+        like_old = (
+            st.tuples(arrays((3,)), arrays((3,))).map(list) if isinstance(old, list)
+            else arrays(np.shape(old))
+        )
+        return {
+            "memory_root_vjp_new": case(root_like, plan, arrays((n_new,))),
+            "memory_root_vjp_new_t": case(arrays((n_new,)), plan, root_like),
+            "memory_root_vjp_family": case(root_like, plan, olds[:1]),
+            "memory_root_jvp_new": case(arrays((n_new,)), plan, olds[:1]),
+            "memory_root_jvp_family": case(st.tuples(arrays(np.shape(olds[0]))), plan,
+                                           arrays((n_new,))),
+            "memory_view_vjp_root": case(like_old, plan, key, arrays((6,))),
+            "memory_view_vjp_old": case(like_old, plan, key, old),
+            "memory_view_jvp_root": case(root_like, plan, key, old),
+            "memory_view_jvp_old": case(like_old, plan, key, old),
+        }[name]
+    choices = st.sampled_from([("slot", 0), ("slot", 1), ("self", 0), ("apart", 0)])
+    if name.startswith("memory_root"):
+        choices = st.sampled_from([("slot", 0), ("self", 0), ("apart", 0)])
+    return st.tuples(arrays((6,)), choices).flatmap(lambda t: build(t[0], *t[1]))
+
+
 def splits() -> st.SearchStrategy:
     return case(arrays((4, 2)), st.sampled_from([2, [1, 3]]), axis=0) | case(
         arrays((2, 4)), 2, axis=1
@@ -578,6 +642,14 @@ MORE_NUMPY = {
     np.hstack: stacks_of((2, 3)) | stacks_of((3,)),
     np.vstack: stacks_of((3,)),
     np.split: splits(),
+    runtime.memory_root: memory_roots(),
+    runtime.memory_view: memory_views(),
+    **{getattr(runtime, name): memory_helpers(name) for name in (
+        "memory_root_vjp_new", "memory_root_vjp_new_t", "memory_root_vjp_family",
+        "memory_root_jvp_new", "memory_root_jvp_family", "memory_view_vjp_root",
+        "memory_view_vjp_old", "memory_view_jvp_root", "memory_view_jvp_old",
+    )},
+    np.unstack: case(arrays((3, 2))) | case(arrays((2, 3)), axis=1),
     np.array_split: array_splits(),
     np.select: selects(),
     np.real: one(),

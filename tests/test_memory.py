@@ -554,3 +554,51 @@ def test_a_gradient_that_rounding_dominates_is_told_from_a_wrong_one() -> None:
         assert_fd_or_complex_step(
             python, CANCELLING, argnums, grads, extended=lambda a: (grads[0] * 1.01, *grads[1:])
         )
+
+
+# ---- views a container holds, followed by where their entries lie (``runtime.shared``) -----------
+SLOTS = [mf.written_through_a_split_list, mf.base_and_slot_written_in_a_loop,
+         mf.a_row_and_a_column_that_cross, mf.rows_unpacked_then_written]
+
+
+@pytest.mark.parametrize("fun", SLOTS, ids=[f.__name__ for f in SLOTS])
+def test_a_hessian_through_views_a_container_holds(fun) -> None:
+    """Forward mode over the gradient: the helpers that move entries between the root and its
+    views have rules of their own (each the other's transpose), so the Hessian is their
+    derivative too, equal to finite differences of the gradient."""
+    hessian = ast_ad.hessian(fun)(X.copy())
+    gradient = ast_ad.grad(fun)
+    step = 1e-6
+    columns = [(gradient(X + step * e) - gradient(X - step * e)) / (2 * step) for e in np.eye(4)]
+    np.testing.assert_allclose(hessian, np.array(columns), rtol=1e-6, atol=1e-6)
+
+
+def test_an_exported_gradient_through_a_list_of_views_runs_without_ast_ad(tmp_path) -> None:
+    """The module copies ``shared_family``, its plan's class and what they call: it runs with
+    numpy alone, and gives the gradient ast_ad gives."""
+    import json
+    import subprocess
+    import sys
+
+    fun = mf.written_through_a_split_list
+    value, grads = ast_ad.value_and_grad(fun)(X.copy())
+    ast_ad.export(ast_ad.value_and_grad(fun), str(tmp_path / "slots_export.py"), X.copy())
+    script = (
+        "import sys, json; sys.modules['ast_ad'] = None\nimport numpy as np\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\nimport slots_export as m\n"
+        f"out, x_bar = m.{fun.__name__}_vjp(np.array({X.tolist()!r}))\n"
+        "print(json.dumps([float(out), x_bar.tolist()]))\n"
+    )
+    done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    out, exported = json.loads(done.stdout)
+    assert out == value and np.array_equal(exported, grads)
+
+
+def test_views_no_one_array_holds_are_refused_naming_the_others() -> None:
+    """Views that overlap, of an array no variable holds any more: no root to make them again
+    from, refused at the write."""
+    fun = mf.written_through_views_of_an_array_no_name_holds
+    with pytest.raises(InPlaceAliasError, match=r"another variable") as caught:
+        _grad(fun)
+    assert f"memory_functions.py:{marked_line(fun, '# write')}:" in str(caught.value)

@@ -370,7 +370,7 @@ def test_forward_mode_of_mutating_programs_is_exact_or_refused(
 def test_the_mutation_family_covers_its_constructs() -> None:
     seen: set[str] = set()
 
-    # (the writes and the shared arrays are drawn with arrays; eleven families of shared arrays,
+    # (the writes and the shared arrays are drawn with arrays; twelve families of shared arrays,
     # each drawn at least once in 900 programs whatever the seed)
     @settings(max_examples=900, database=None)
     @given(programs(mutation=True, arrays=True))
@@ -395,6 +395,7 @@ def test_the_mutation_family_covers_its_constructs() -> None:
         "shared sibling",
         "shared nested",
         "shared held",
+        "shared slots",
     }
 
 

@@ -337,6 +337,7 @@ def test_nondiff_rules_stop_the_gradient(rule: registry.Rule) -> None:
         runtime.slots_holding: ([box(np.ones(2)), np.zeros(2)], np.ones(3), "here"),
         runtime.slots_changed: ([box(np.ones(2)), np.zeros(2)], 0, 0.5, "here"),
         runtime.is_same: (box(np.ones(2)), np.ones(2)),
+        runtime.shared_family: (box(np.ones(2)), (np.zeros(2),), "here"),
         runtime.view_probe: (box(np.ones(3)), __import__("operator").getitem, slice(1, None)),
         check_bound: (box(True), "y", "here"),
         runtime.balanced_eq: (box(np.array([1.0, 2.0])), np.array([1.0, 3.0]), 0.5),
@@ -429,7 +430,7 @@ def test_a_view_fact_is_one_python_has(fn) -> None:
                   np.dsplit: (3,)})
     out = fn(x, *extra.get(fn, ()))
     # (a list of views: each item)
-    assert all(np.shares_memory(o, x) for o in (out if isinstance(out, list) else [out]))
+    assert all(np.shares_memory(o, x) for o in (out if isinstance(out, (list, tuple)) else [out]))
 
 
 def test_every_function_that_returns_a_view_is_declared_one() -> None:

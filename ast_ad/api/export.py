@@ -254,7 +254,7 @@ def _add_helper(fn: Any, alias: str, helpers: dict[str, str]) -> None:
 def _add_called_helpers(source: str, helpers: dict[str, str]) -> None:
     for name in sorted(set(re.findall(r"\b([A-Za-z_][A-Za-z0-9_]*)\(", source))):
         other = registry.helper_named(name)
-        if inspect.isfunction(other):
+        if inspect.isfunction(other) or inspect.isclass(other):  # (a class it makes: ``Plan``)
             _add_helper(other, name, helpers)
 
 

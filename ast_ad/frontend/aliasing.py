@@ -85,6 +85,9 @@ class Memory:
         self.follow_ups: list[FollowUp] = []
         # an item's object after a write (``Memory.follow``)
         self.changed_objects: dict[str, ir.Var] = {}
+        # writes whose other variables are made again from where their entries lie
+        # (``Memory.by_memory``)
+        self.memory_ups: list[ByMemory] = []
         # IR name -> names of the same object (``Memory.share``)
         self.aliased: dict[str, set[str]] = {}
         # a literal container's IR name -> what it packed (``Memory.slot_of``)
@@ -148,6 +151,7 @@ class Memory:
                         related = related | self.reaching(shared.name, container)
         # (each object once: two names of it are one variable to follow)
         others = list(dict.fromkeys(self.variables_in(related, owner)))
+        every, start, ups = list(others), len(self.at.body), len(self.follow_ups)
         followed: list[ir.Var] = []
         # the variables that can be made again from the changed object are followed, not refused
         if follow:
@@ -164,7 +168,10 @@ class Memory:
                 for other in others
                 if not (other == atom and self.followed(atom, owner, other, changed or owner, True))
             ]
-        if others:
+        if others and not (
+            follow and not container
+            and self.by_memory(atom, owner, every, changed, item, start, ups)
+        ):
             self.check_apart(atom, others)
         if container:
             # a change of a shallow copy itself (an append, a pop) leaves its source as it was
@@ -202,6 +209,15 @@ class Memory:
             # an attribute of an object made here: a variable the lowering may assign
             users = [other.name]
         if not users:
+            return False
+        if item and self.unpacked.get(atom.name) == other.name and other.name not in self.packs \
+                and self.at.kinds.get(other.name) is None and other.name not in self.copied_from:
+            # (``a, b = m`` of what may be an array: ``b`` a view of its row, made again with ``m``
+            # and its other rows from where their entries lie, ``by_memory``)
+            return False
+        if item and self.holds_views_of(other, atom):
+            # (its slots may be views of the written array, which ``slots_holding`` cannot put
+            # back: made again from where their entries lie, ``by_memory``)
             return False
         if (
             item
@@ -322,7 +338,7 @@ class Memory:
                 and mine.args
                 and isinstance(mine.args[0], ir.Var)
                 and (changed != owner or mine.fn.obj in (operator.getitem, runtime.list_item))
-                and other.name in self.holds.get(mine.args[0].name, set())
+                and other.name in self.held_within(mine.args[0])
             )
             and not any(
                 owner in names and other.name in self.loop_reach(names)
@@ -348,6 +364,91 @@ class Memory:
                      names=names)
         )
         return True
+
+    def by_memory(self, atom: ir.Var, owner: str, others: list[ir.Var], changed: str | None,
+                  item: bool, start: int, ups: int) -> bool:
+        """Before a write into ``atom``, an array that ``others`` may see in a way no recipe says
+        (the items of a list of views, ``np.split``'s; a view in two slots; rows an unpacking
+        read): instead of the follow-ups just written for them (the statements from ``start``,
+        the follow-ups from ``ups``, dropped), ask at run time which of them share memory with it
+        (``runtime.shared_family``), and after the write make each again from the array that
+        holds them all (``memory_root``, ``memory_view``: ``follow``). ``False`` where that cannot
+        be done here (another variable is an attribute, or a name the block cannot bind again):
+        the write is then checked as before.
+
+        The fact this relies on: an entry of an array is one place in memory, so what a write
+        changes in each of them, and which of them are views of which, is read off where their
+        entries lie; each is made again as a view of the new root at the same places, so that
+        they share memory afterwards as in Python."""
+        if not (item and self.array_like(atom)) or self.container_like(atom) \
+                or owner not in self.at.env \
+                or owner not in self.at.locals:
+            return False
+        # a write through a slot of the container ``owner`` (``parts[0][1] = v``), or into a name
+        # an unpacking bound (``first, second = np.split(y, 2); second[0] = v``)
+        mine = self.at.env[owner]
+        direct = changed in (None, owner)
+        if (
+            not isinstance(mine, ir.Var)
+            or mine.name in self.at.params
+            or atom.name in self.at.params
+            or direct
+            and atom.name not in self.unpacked
+            and not any(self.holds_views_of(o, atom) for o in others)
+        ):
+            return False
+        entries: list[tuple[ir.Var, list[str]]] = [] if direct else [(mine, [owner])]
+        for other in others:
+            users = [name for name, held in self.at.env.items() if held == other
+                     and name != owner and name in self.at.locals
+                     and name not in self.at.local_functions]
+            if not users or other.name in self.at.field_labels or other.name in self.at.params:
+                return False  # (a caller's object: Python's caller would see the write)
+            entries.append((other, users))
+        if not self.mutable_or_top([owner, *(u for _, us in entries for u in us)]):
+            return False
+        del self.at.body[start:]
+        del self.follow_ups[ups:]
+        pack = self.lowering.bind(ir.Pack(tuple(v for v, _ in entries)), "shared", holds=False)
+        names = ", ".join(dict.fromkeys(_shown(us[0]) for _, us in entries))
+        plan = self.lowering.bind(
+            ir.Call(ir.Ref(runtime.shared_family, "shared_family"),
+                    (atom, pack, ir.Const(self.at.line.where()), ir.Const(names))),
+            "plan",
+        )
+        self.memory_ups.append(ByMemory(
+            changed or owner, owner if direct else None, plan, pack,
+            tuple((k, tuple(us)) for k, (_, us) in enumerate(entries)),
+        ))
+        return True
+
+    def follow_by_memory(self, up: ByMemory, new: ir.Var) -> None:
+        """After the write: the root of the arrays that share memory with the written one, and
+        each variable of ``up`` made again from it (``by_memory``)."""
+        root = self.lowering.bind(
+            ir.Call(ir.Ref(runtime.memory_root, "memory_root"), (up.plan, new, up.pack)), "root"
+        )
+        made = [(ir.Const(key), users) for key, users in up.entries]
+        if up.direct is not None:
+            made.append((ir.Const(-1), (up.direct,)))
+        for key, users in made:
+            old = self.at.env[users[0]]
+            value = ir.Call(ir.Ref(runtime.memory_view, "memory_view"), (up.plan, key, root, old))
+            if self.is_mutable(users[0]):
+                target = self.local(users[0])
+                self.at.body.append(ir.Assign(target.name, value, self.at.line))
+            else:
+                target = self.lowering.bind(value, users[0], user=True)
+                self.at.env[users[0]] = target
+                self.carry(users[0])
+            # (a view of the root, or the root itself; what it held, it may hold still)
+            self.share(target.name, root.name)
+            if isinstance(old, ir.Var):
+                self.share(target.name, old.name)
+                for item in self.holds.get(old.name, set()):
+                    self.contain(target.name, item)
+            for name in users[1:]:
+                self.rebind_name(name, target)
 
     def put_back(self, recipe: ir.Call, old: ir.Atom, new: ir.Atom) -> ir.Call:
         """``old`` (a base before a write), with ``new`` (its view ``recipe`` made, then written)
@@ -469,6 +570,44 @@ class Memory:
             objects = objects | self.holds.get(read.args[0].name, set())
         return bool(held & objects)
 
+    def holds_views_of(self, container: ir.Var, atom: ir.Var) -> bool:
+        """Whether the list, tuple or dict ``container`` may hold views of the array ``atom`` (a
+        name of its object): the function that made it returns views of it (``np.split(y, 2)``),
+        or an object it holds was made as one (``[y[:2], y[2:]]``)."""
+        same = self.aliases(atom.name)
+        made = self.recipes.get(container.name)
+        if made is not None and registry.returns_sequence(made.fn.obj) \
+                and self.views_between(made, same) is not None:
+            return True  # (a list of views: ``np.split``'s)
+        if not self.container_like(container):
+            return False
+        for name in self.held_within(container):
+            recipe = self.recipes.get(name)
+            if recipe is not None and recipe.args and (
+                recipe.fn.obj is operator.getitem or registry.returns_view(recipe.fn.obj)
+            ) and self.views_between(recipe, same) is not None:
+                return True
+        return False
+
+    def held_within(self, container: ir.Var) -> set[str]:
+        """The IR names of the objects the list, tuple or dict ``container`` may hold, at any depth,
+        where it is an item read from another (``t = L[0]``, ``L[0][0]``): what the containers it
+        was read from hold too, as the slot read may be any of theirs. An item written may be one
+        of these; ``view_of`` tells at run time whether it is."""
+        roots, name = [container.name], container.name
+        while (read := self.recipes.get(name)) is not None and read.args \
+                and read.fn.obj in (operator.getitem, runtime.list_item) \
+                and isinstance(read.args[0], ir.Var) and read.args[0].name not in roots:
+            name = read.args[0].name
+            roots.append(name)
+        held: set[str] = set()
+        stack = list(roots)
+        while stack:
+            for item in self.holds.get(stack.pop(), set()) - held:
+                held.add(item)
+                stack.append(item)
+        return held
+
     def mutable_or_top(self, users: list[str]) -> bool:
         """Whether the variables ``users`` can be bound again here: at the top level, or prepared
         for this block."""
@@ -568,6 +707,10 @@ class Memory:
             for up in follow_ups
             if up.owner in self.changed_objects
         }
+        memory_ups, self.memory_ups = self.memory_ups, []
+        for mem in memory_ups:
+            if mem.changed in self.changed_objects:
+                news[mem.changed] = self.changed_objects.pop(mem.changed)
         for up in follow_ups:
             changed = news.get(up.owner) or self.at.env.get(up.owner)
             if not isinstance(changed, ir.Var):
@@ -579,6 +722,10 @@ class Memory:
             self.follow_one(up, changed)
             for name in up.names:  # its other names: the same object, made again the same
                 self.rebind_name(name, self.at.env[up.user])
+        for mem in memory_ups:
+            new = news.get(mem.changed) or self.at.env.get(mem.changed)
+            if isinstance(new, ir.Var):
+                self.follow_by_memory(mem, new)
 
     def rebind_name(self, name: str, value: ir.Atom) -> None:
         """``name``, another variable of an object a write changed, bound to ``value``, the object's
@@ -1073,6 +1220,21 @@ class FollowUp:
     chained: bool = False
     # the views between the changed object and ``form``'s base (``w = y.T[1:]``: ``y.T``)
     via: tuple[ir.Call, ...] = ()
+
+
+@record
+class ByMemory:
+    """A write whose other variables are made again from where their entries lie
+    (``Memory.by_memory``): ``changed``, the written variable or the key of its item's new object
+    in ``changed_objects``; ``direct``, the written variable where it is the array itself (made
+    again too, as a view of the root); ``plan``, what ``shared_family`` found; ``pack``, the
+    other variables' old objects; ``entries``, each one's place in ``pack`` and its names."""
+
+    changed: str
+    direct: str | None
+    plan: ir.Var
+    pack: ir.Var
+    entries: tuple[tuple[int, tuple[str, ...]], ...]
 
 
 def _var(atom: ir.Expr) -> ir.Var:

@@ -161,9 +161,12 @@ class WriteLowering:
         self.memory.guard_in_place(root)
         where = ir.Const(self.at.line.where())
         container = self.lowering.expr(root)
+        # (where the other slots are made again from where their entries lie, ``by_memory``, a
+        # slot that shares memory with the written one is no refusal: its plan)
+        plans = tuple(up.plan for up in self.memory.memory_ups if up.changed == key)
         slots = self.lowering.bind(
             ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"),
-                    (container, inner, where, ir.Const(root.id))),
+                    (container, inner, where, ir.Const(root.id), *plans)),
             "slots",
         )
         self.rebind(root.id, ir.Call(ir.Ref(runtime.replaced, "replaced"), (container, slots, new)))

@@ -370,7 +370,7 @@ class Lowerer:
         rebinding, self.at.rebinding = self.at.rebinding, _rebound(node)
         try:
             handler(node)
-            if self.memory.follow_ups:
+            if self.memory.follow_ups or self.memory.memory_ups:
                 self.memory.follow()
         finally:
             self.at.live, self.at.rebinding = outer, rebinding

@@ -55,6 +55,7 @@ from ast_ad.runtime import (
     replaced_vjp_container,
     replaced_vjp_new,
     sequence_vjp,
+    shared,
     slots_changed,
     slots_holding,
     sorted_by,
@@ -193,5 +194,39 @@ def_guard(view_of, 0)
 def_guard(slots_holding, 1)
 def_guard(slots_changed, 2)
 def_view(list_item)  # xs[i] of a list: the very object the list holds
+
+# arrays that share memory as no recipe says, followed through a write by their entries' places
+# (``runtime.shared``): which share what is asked before the write, the root written and each made
+# again from it after; linear in the arrays they take
+def_nondiff(shared.shared_family)
+def_guard(shared.shared_family, 0)
+def_identity_read(shared.shared_family, 1)
+defvjp(
+    shared.memory_root,
+    zero,
+    lambda g, ans, plan, new, family: shared.memory_root_vjp_new(g, plan, new),
+    lambda g, ans, plan, new, family: shared.memory_root_vjp_family(g, plan, family),
+)
+defjvp(
+    shared.memory_root,
+    zero,
+    lambda u, ans, plan, new, family: shared.memory_root_jvp_new(u, plan, family),
+    lambda u, ans, plan, new, family: shared.memory_root_jvp_family(u, plan, new),
+)
+defvjp(
+    shared.memory_view,
+    zero,
+    zero,
+    lambda g, ans, plan, key, root, old: shared.memory_view_vjp_root(g, plan, key, root),
+    lambda g, ans, plan, key, root, old: shared.memory_view_vjp_old(g, plan, key, old),
+)
+defjvp(
+    shared.memory_view,
+    zero,
+    zero,
+    lambda u, ans, plan, key, root, old: shared.memory_view_jvp_root(u, plan, key, old),
+    lambda u, ans, plan, key, root, old: shared.memory_view_jvp_old(u, plan, key, old),
+)
+def_same_kind(shared.memory_view, argnums=(3,))  # a container where the old value is one
 def_nondiff(builtins.len, builtins.int, builtins.bool, builtins.round, builtins.range,
             builtins.slice, builtins.isinstance, builtins.type)

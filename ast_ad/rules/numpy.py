@@ -104,6 +104,7 @@ from ast_ad.runtime import (
     unreshaped,
     unrotated,
     unstack,
+    unstack_vjp,
     untransposed,
     var_vjp,
     vecdot_vjp,
@@ -331,6 +332,11 @@ defvjp(add_at,          lambda g, ans, x, index, value: g,
 
 # they return lists of arrays
 def_sequence(np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit)
+# ``np.unstack(x, axis=k)``: the slices along ``axis``, views of ``x``; their adjoints stacked back
+defvjp(np.unstack, lambda g, ans, x, axis=0: unstack_vjp(g, ans, axis))
+def_linear(np.unstack, 0)
+def_sequence(np.unstack)
+def_view(np.unstack)
 # may share memory
 def_view(np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.swapaxes, np.moveaxis,
          np.broadcast_to, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.diagonal, np.real,

@@ -695,6 +695,13 @@ def split_vjp(g: Any, ans: Any, x: Any, axis: Any = 0) -> Any:
     return np.concatenate(parts, axis=axis)
 
 
+def unstack_vjp(g: Any, ans: Any, axis: Any = 0) -> Any:
+    """Adjoint of ``x`` in ``np.unstack``: the slices' adjoints stacked back along ``axis``."""
+    parts = [bar if bar is not None else zeros_of(part) for bar, part in zip(g, ans, strict=True)]
+    return np.stack([np.broadcast_to(p, np.shape(a)) for p, a in zip(parts, ans, strict=True)],
+                    axis=axis)
+
+
 def concatenate_vjp(g: Any, arrays: Any, axis: Any = 0) -> Any:
     """Adjoints of the arrays ``np.concatenate`` joined: ``g`` cut back into their sizes."""
     if axis is None:

@@ -343,12 +343,13 @@ def untransposed(view: Any, axes: Any = None) -> Any:
     return np.transpose(view, inverse_axes(axes))
 
 
-def slots_holding(container: Any, old: Any, where: Any, name: Any = None) -> Any:
+def slots_holding(container: Any, old: Any, where: Any, name: Any = None, plan: Any = None) -> Any:
     """The slots of ``container`` (a list, tuple or dict) that hold the object ``old``, which a
     write changes: after ``pair[0][1] = v`` on ``pair = [y, y]`` both hold the changed array
     (``replaced``). Where ``old`` is also inside another slot (deeper, or an array sharing its
     memory), which entries that one sees is not known here: refused, naming the container (``name``;
-    no gradient: positions). A name that holds no container (yet: ``None``) holds it nowhere, and an
+    no gradient: positions), unless ``plan`` (``runtime.shared``'s) makes those slots again. A
+    name that holds no container (yet: ``None``) holds it nowhere, and an
     object no write changes in place (a number: ``xs[0] += v`` puts a new one in one slot) is in
     none. A tuple is such an object too: a write into an item it holds leaves it the same tuple,
     holding the changed item, in every slot that holds it (``pairs[0][1][0] = v`` on ``pairs =
@@ -364,7 +365,11 @@ def slots_holding(container: Any, old: Any, where: Any, name: Any = None) -> Any
         return ()
     slots = _slots(container)
     deeper = f"{name}, in a slot inside it" if name else None
-    check_in_place(old, [container[k] for k in slots if container[k] is not old], where, deeper)
+    if plan is None or plan.root is None:
+        # (with a ``runtime.shared`` plan, the slots that share memory with ``old`` are made
+        # again from where their entries lie, after the write)
+        check_in_place(old, [container[k] for k in slots if container[k] is not old], where,
+                       deeper)
     return tuple(k for k in slots if container[k] is old)
 
 

@@ -356,7 +356,7 @@ class _Writer:
         family = self.draw(
             st.sampled_from(
                 ["name", "view", "container", "carried", "through", "swap", "rows", "sibling",
-                 "nested", "paths", "held"]
+                 "nested", "paths", "held", "slots"]
             )
         )
         self.features.add(f"shared {family}")
@@ -399,8 +399,16 @@ class _Writer:
             ("[({b}, 1.0)]", "[0][0]"), ('{{"k": (2.0, {b})}}', '["k"][1]'),
             ("({b}, [1.0])", "[0]"), ("[(({b},), 1.0)]", "[0][0][0]"),
         ])) if family == "held" else ("", "")
+        # a list or tuple of views of the array (``np.split``'s, slices that overlap, one view in
+        # two slots), written through a slot: the array and every slot see it
+        slots, slot = self.draw(st.sampled_from([
+            ("np.split({b}, [1])", "[1]"), ("[{b}[:2], {b}[1:]]", "[1]"),
+            ("[{b}[::-1], {b}[::2]]", "[0]"), ("({b}[:1], {b}[1:])", "[1]"),
+            ("[{b}[1:], {b}[1:]]", "[0]"),
+        ])) if family == "slots" else ("", "")
         made = {
             "held": held,
+            "slots": slots,
             "name": "{b}",
             "view": view,
             "container": self.draw(st.sampled_from(["[{b}]", '{{"k": {b}}}', "({b}, 1.0)"])),
@@ -420,7 +428,8 @@ class _Writer:
             # the list was not put back)
             lines = [f"{indent}{other} = {held.format(b=f'(np.ones(3) * {name})')}"]
             base = name
-        written = other if family == "through" else other + path if family == "held" else base
+        written = (other if family == "through" else other + path if family == "held"
+                   else other + slot if family == "slots" else base)
         if family == "paths":  # a view of the array on each of two paths, written through
             first, second = (
                 self.draw(st.sampled_from(["[:]", "[1:]", "[::-1]", "[::2]", "[:2]"]))
@@ -458,6 +467,7 @@ class _Writer:
         read = {
             "container": f"{other}[{chr(34) + 'k' + chr(34) if made.startswith('{') else 0}]",
             "held": other + path,
+            "slots": f"{other}[0]",
         }.get(family, other)
         target = self.fresh() if depth == 0 else self.draw(st.sampled_from(self.names))
         lines.append(f"{indent}{target} = np.sum({read}) * {base}")

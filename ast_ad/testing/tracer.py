@@ -327,7 +327,8 @@ def _reread(base: Box) -> None:
         if view is None or view.__dict__.get("view_of", (None,))[0] is not base:
             continue
         _, fn, rest, kwargs, _ = view.__dict__["view_of"]
-        _replace(view, _apply(fn, base, *rest, **kwargs))
+        _replace(view, fn(base, *rest, **kwargs) if isinstance(fn, _Part)
+                 else _apply(fn, base, *rest, **kwargs))
         _reread(view)
     base.__dict__["views"] = [ref for ref in base.__dict__.get("views", ()) if ref() is not None]
 
@@ -366,7 +367,31 @@ def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     ans = _apply(fn, *args, **kwargs)
     if args and isinstance(args[0], Box) and isinstance(ans, Box) and ans is not args[0]:
         _note_view(ans, args[0], fn, args[1:], kwargs)
+    if args and isinstance(args[0], Box) and isinstance(ans, Box) \
+            and isinstance(_deepest(ans), (list, tuple)) \
+            and isinstance(_deepest(args[0]), np.ndarray):
+        # ``np.split(y, 2)``: a list of views of ``y``; each part read from it is noted as that
+        # part of ``y`` (below), read again so after a write
+        ans.__dict__["parts_of"] = (args[0], fn, args[1:], kwargs)
+        # (and the list itself read again after a write into ``y``; a write into the list's
+        # slots is no write into ``y``: not followed, ``None``)
+        ans.__dict__["view_of"] = (args[0], fn, args[1:], kwargs, None)
+        args[0].__dict__.setdefault("views", []).append(weakref.ref(ans))
+    elif len(args) == 2 and isinstance(args[0], Box) and "parts_of" in args[0].__dict__ \
+            and isinstance(args[1], int) and isinstance(ans, Box):
+        base, made, rest, options = args[0].__dict__["parts_of"]
+        _note_view(ans, base, _Part(made, args[1]), rest, options)
     return ans
+
+
+class _Part:
+    """The ``k``-th of the arrays ``fn`` gives (``np.split``'s parts), as a view's recipe."""
+
+    def __init__(self, fn: Callable[..., Any], k: int) -> None:
+        self.fn, self.k, self.__name__ = fn, k, getattr(fn, "__name__", "part")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return apply(operator.getitem, _apply(self.fn, *args, **kwargs), self.k)
 
 
 def _apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
