@@ -807,7 +807,9 @@ FOLLOWED = [
     a_closure_writes_its_argument,
 ]
 # refused at the write: an object another slot holds deeper
-SHARED = [one_array_deep_in_another_slot, one_array_written_deep_held_in_another_slot]
+# (refused at the write until this stop; one array in a slot and deeper in another, made again from
+# where its entries lie, ``runtime.shared``)
+FOLLOWED += [one_array_deep_in_another_slot, one_array_written_deep_held_in_another_slot]
 APART = [swap_entries, two_arrays_in_a_list, view_not_read_after, tuple_of_arrays_of_two_shapes]
 
 
@@ -1401,3 +1403,43 @@ def written_through_views_of_an_array_no_name_holds(x):
     w = x[0] * 2.0
     parts[0][1] = x[2]  # write: parts[1] sees it, a view of an array no variable holds now
     return np.sum(parts[1] * x[1:]) + w
+
+
+# A tuple's name written through, where a list or dict holds that tuple too; an array a tuple in
+# another slot holds, among views: refused before this stop, made again from where their entries
+# lie (a written list or tuple is held again by every slot that held it: ``runtime.shared``).
+def written_through_a_tuple_a_list_holds_by_its_name(x):
+    t = (x * 1.0, 1.0)
+    held = [t]
+    t[0][0] = x[1] * 3.0
+    return np.sum(held[0][0] * x)
+
+
+def written_through_a_tuple_a_dict_holds_by_its_name(x):
+    t = (x * 1.0, 1.0)
+    d = {"k": t}
+    t[0][0] = x[1] * 3.0
+    return np.sum(d["k"][0] * x)
+
+
+def written_through_a_tuple_read_from_a_list(x):
+    a = x * 1.0
+    pairs = [(1.0, a)]
+    t = pairs[0]
+    t[1][0] = x[1] * 2.0
+    return np.sum(pairs[0][1] * a) + np.sum(t[1])
+
+
+def a_view_in_a_tuple_in_another_slot(x):
+    y = x * 1.0
+    box = [y[:2], (y[1:], 1.0)]
+    box[1][0][0] = x[0] * 5.0
+    return np.sum(box[0] * x[:2]) + np.sum(y * x)
+
+
+FOLLOWED += [
+    written_through_a_tuple_a_list_holds_by_its_name,
+    written_through_a_tuple_a_dict_holds_by_its_name,
+    written_through_a_tuple_read_from_a_list,
+    a_view_in_a_tuple_in_another_slot,
+]

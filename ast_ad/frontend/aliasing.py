@@ -168,11 +168,19 @@ class Memory:
                 for other in others
                 if not (other == atom and self.followed(atom, owner, other, changed or owner, True))
             ]
-        if others and not (
+        # (a container that holds containers may hold the written object twice, or deeper than
+        # its slot: ``box = [y, [y]]``, which ``slots_holding`` refuses; made again from where the
+        # entries lie instead)
+        nested = follow and not container and changed not in (None, owner) and (
+            self.holds_containers(self.at.env.get(owner))
+            or any(self.holds_containers(other) for other in every)
+        )
+        if (others or nested) and not (
             follow and not container
             and self.by_memory(atom, owner, every, changed, item, start, ups)
         ):
-            self.check_apart(atom, others)
+            if others:
+                self.check_apart(atom, others)
         if container:
             # a change of a shallow copy itself (an append, a pop) leaves its source as it was
             return
@@ -569,6 +577,13 @@ class Memory:
                 and isinstance(read.args[0], ir.Var):
             objects = objects | self.holds.get(read.args[0].name, set())
         return bool(held & objects)
+
+    def holds_containers(self, container: ir.Atom | None) -> bool:
+        """Whether ``container`` may hold lists, tuples or dicts that hold objects in turn
+        (``[y, [y]]``, ``[(a, b)]``)."""
+        return isinstance(container, ir.Var) and any(
+            self.holds.get(name) for name in self.held_within(container)
+        )
 
     def holds_views_of(self, container: ir.Var, atom: ir.Var) -> bool:
         """Whether the list, tuple or dict ``container`` may hold views of the array ``atom`` (a

@@ -142,7 +142,9 @@ class WriteLowering:
         in_slot = isinstance(inner, ir.Var) and outer.value is root
         if isinstance(inner, ir.Var):
             self.memory.guard_object(inner, root.id, follow=True, changed=key, item=True)
-            if not in_slot:
+            # (where the other slots are made again from where their entries lie, no slot on the
+            # way that holds it too is a refusal: ``Memory.by_memory``)
+            if not in_slot and not any(up.changed == key for up in self.memory.memory_ups):
                 self.guard_slot(outer)
         index = self.exprs.index(target.slice)
         new = self.lowering.bind(

@@ -172,6 +172,10 @@ defvjp(
     augmented_vjp, lambda w, a, g, ans, old, new: augmented(zero_tangent(ans), w), zero, zero, zero
 )
 def_same_kind(replaced)  # a list, tuple or dict, as its container
+# (and so its tangents: ``+`` of the two would join two tuples, where the kind of the container is
+# not known, a tuple read from a list)
+def_same_kind(replaced_vjp_container, argnums=(0, 1))
+def_same_kind(replaced_jvp_new, argnums=(1,))
 # the entries a branch of np.where is selected at: the derivative flows there, and is zero elsewhere
 ew(
     chosen,
@@ -228,5 +232,6 @@ defjvp(
     lambda u, ans, plan, key, root, old: shared.memory_view_jvp_old(u, plan, key, old),
 )
 def_same_kind(shared.memory_view, argnums=(3,))  # a container where the old value is one
+def_same_kind(shared.memory_root, argnums=(1,))  # (a list written into: the new list)
 def_nondiff(builtins.len, builtins.int, builtins.bool, builtins.round, builtins.range,
             builtins.slice, builtins.isinstance, builtins.type)

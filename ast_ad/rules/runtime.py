@@ -414,6 +414,10 @@ for _helper in (rt.memory_root_vjp_new, rt.memory_root_vjp_family,
 def_same_kind(rt.memory_view_vjp_old, rt.memory_view_jvp_old, argnums=(0,))
 def_same_kind(rt.memory_root_vjp_family, argnums=(2,))
 def_same_kind(rt.memory_view_jvp_root, argnums=(3,))
+# (a list written into, as the root: its tangents and adjoints are lists)
+def_same_kind(rt.memory_root_jvp_new, rt.memory_root_vjp_new_t, argnums=(0,))
+def_same_kind(rt.memory_root_jvp_family, argnums=(2,))
+def_same_kind(rt.memory_root_vjp_new, argnums=(0, 2))
 
 # Their arguments other than the adjoint give shapes, indices or choices: zero. The adjoint's own
 # rule is the helper's transpose, where written (the rest have forward rules only: reverse over

@@ -196,17 +196,20 @@ from ast_ad.runtime.containers import (
 )
 from ast_ad.runtime.shared import (
     Plan,
+    _again,
+    _emptied,
     _entry_of,
     _is_strided,
     _memory_addresses,
     _memory_positions,
     _no_adjoint,
     _no_repeated_entries,
+    _paired,
     _place_of,
     _position_steps,
     _refuse_shared,
-    _slot_again,
     _slots_of,
+    _taken,
     _with_slots,
     _written_view,
     memory_root,
@@ -323,7 +326,8 @@ from ast_ad.runtime.writes import (
 
 __all__ = [  # every helper, for ``from ast_ad.runtime import ...`` and ``runtime.<name>``
     "_entry_of", "_is_strided", "_memory_addresses", "_memory_positions", "_no_adjoint",
-    "_no_repeated_entries", "_place_of", "_position_steps", "_refuse_shared", "_slot_again",
+    "_no_repeated_entries", "_place_of", "_position_steps", "_refuse_shared", "_again", "_emptied",
+    "_paired", "_taken",
     "_slots_of", "_with_slots", "_written_view", "Plan",
     "memory_root", "memory_root_jvp_family", "memory_root_jvp_new", "memory_root_vjp_family",
     "memory_root_vjp_new", "memory_root_vjp_new_t", "memory_view", "memory_view_jvp_old",

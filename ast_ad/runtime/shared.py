@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ast_ad.runtime.arrays import add_adjoints, zeros_like
+from ast_ad.runtime.arrays import add_adjoints, is_array, zeros_like
 from ast_ad.runtime.checks import check_in_place
 from ast_ad.runtime.writes import scatter_add
 
@@ -45,6 +45,7 @@ class Plan:
     positions where it is a view of it, or for a container a dict of its slots' positions)."""
 
     __slots__ = ("root", "atom", "entries", "made")
+    DEPTH = 4  # (containers inside containers followed: ``box = [y, [y]]``)
 
     def __init__(self, root: int | None, atom: Any, entries: tuple[Any, ...]) -> None:
         self.root, self.atom, self.entries = root, atom, entries
@@ -129,23 +130,28 @@ def shared_family(atom: Any, others: Any, where: Any, names: Any = None) -> Any:
     hold: arrays, and lists, tuples and dicts whose slots may hold views) shares its memory (a
     ``Plan``). Refused where a write through ``atom`` would change what cannot be made again from
     one array holding them all (``names``: the other variables, for the message)."""
+    if isinstance(atom, (list, dict, tuple)):
+        return _holders(atom, others)
     if not isinstance(atom, np.ndarray) or not atom.size or not atom.flags.writeable:
         # (a write numpy refuses, or nothing to follow: checked as before)
         check_in_place(atom, others, where, names)
         return Plan(None, None, ())
     candidates: list[np.ndarray] = [atom]
-    for obj in others:
+
+    def collect(obj: Any, depth: int) -> None:
         if isinstance(obj, np.ndarray):
             candidates.append(obj)
         elif isinstance(obj, (list, tuple, dict)):
+            if depth == Plan.DEPTH:
+                check_in_place(atom, [obj], where, names)  # (deeper still: not followed here)
+                return
             for _, item in _slots_of(obj):
-                if isinstance(item, np.ndarray):
-                    candidates.append(item)
-                elif isinstance(item, (list, tuple, dict)):
-                    # (an array deeper in a slot: not followed here)
-                    check_in_place(atom, [item], where, names)
-        else:
+                collect(item, depth + 1)
+        elif is_array(obj):
             check_in_place(atom, [obj], where, names)  # (another library's array: refused)
+
+    for obj in others:
+        collect(obj, 0)
     # the arrays that share memory with the written one, through each other
     members = [atom]
     rest = [c for c in candidates[1:] if c is not atom]
@@ -179,13 +185,14 @@ def shared_family(atom: Any, others: Any, where: Any, names: Any = None) -> Any:
             return placed.get(id(obj)) if any(obj is m for m in members) else None
         return None
 
-    entries: list[Any] = []
-    for obj in others:
+    def entry_in(obj: Any) -> Any:
+        """``entry`` of an array; of a container, its slots' that are not ``None``, or ``None``."""
         if isinstance(obj, (list, tuple, dict)):
-            slots = {k: entry(item) for k, item in _slots_of(obj)}
-            entries.append({k: p for k, p in slots.items() if p is not None} or None)
-        else:
-            entries.append(entry(obj))
+            slots = {k: entry_in(item) for k, item in _slots_of(obj)}
+            return {k: p for k, p in slots.items() if p is not None} or None
+        return entry(obj)
+
+    entries = [entry_in(obj) for obj in others]
     index = -1 if root is atom else next(
         (k for k, obj in enumerate(others) if obj is root), None
     )
@@ -193,6 +200,23 @@ def shared_family(atom: Any, others: Any, where: Any, names: Any = None) -> Any:
         # the array holding them all is held by no variable but in a slot: not followed here
         _refuse_shared(atom, where, names)
     return Plan(index, placed[id(atom)], tuple(entries))
+
+
+def _holders(atom: Any, others: Any) -> Any:
+    """The plan of a write into a list, tuple or dict (``box[1][0] = v``, the list ``box[1]``
+    changed): it shares no memory, and every slot that holds it holds it after the write too (the
+    root: the new object)."""
+    def entry_in(obj: Any, depth: int) -> Any:
+        if obj is atom:
+            return "root"
+        if isinstance(obj, (list, tuple, dict)) and depth < Plan.DEPTH:
+            slots = {k: entry_in(item, depth + 1) for k, item in _slots_of(obj)}
+            return {k: e for k, e in slots.items() if e is not None} or None
+        return None
+    entries = tuple(entry_in(obj, 0) for obj in others)
+    if not any(e is not None for e in entries):
+        return Plan(None, None, tuple(None for _ in others))
+    return Plan(-1, "root", entries)
 
 
 def _refuse_shared(atom: Any, where: Any, names: Any) -> None:
@@ -208,7 +232,7 @@ def memory_root(plan: Any, new: Any, family: Any) -> Any:
     if plan.root is None:
         return 0.0  # (read by no ``memory_view``)
     if plan.root == -1:
-        return np.ascontiguousarray(new)
+        return np.ascontiguousarray(new) if isinstance(new, np.ndarray) else new
     out = np.array(family[plan.root], order="C", copy=True)
     out.reshape(-1)[np.ravel(plan.atom)] = np.ravel(new)
     return out
@@ -225,11 +249,19 @@ def memory_view(plan: Any, key: int, root: Any, old: Any) -> Any:
         return old
     if isinstance(entry, str):
         return root if entry == "root" or plan.root == -1 else _written_view(plan, root)
+    return _again(plan, root, entry, old)
+
+
+def _again(plan: Any, root: Any, entry: Any, old: Any) -> Any:
+    """``old`` made again from ``root`` as ``entry`` says: the root, the written array, a view of
+    the root, or a container with its slots so (one object for one old object: ``Plan.made``)."""
+    if isinstance(entry, str):
+        return root if entry == "root" or plan.root == -1 else _written_view(plan, root)
     made = plan.made.get(id(old))
     if made is not None and made[0] is old and made[1] is root:
         return made[2]
     if isinstance(entry, dict):
-        new = _with_slots(old, {k: _slot_again(plan, root, p) for k, p in entry.items()})
+        new = _with_slots(old, {k: _again(plan, root, e, old[k]) for k, e in entry.items()})
     else:
         new = view_at(root, entry)
     plan.made[id(old)] = (old, root, new)
@@ -245,13 +277,6 @@ def _written_view(plan: Any, root: Any) -> Any:
     if made is None or made[1] is not root:
         made = plan.made[-1] = (None, root, view_at(root, plan.atom))
     return made[2]
-
-
-def _slot_again(plan: Any, root: Any, entry: Any) -> Any:
-    """What a slot holds after the write: the root, the written array, or a view of the root."""
-    if isinstance(entry, str):
-        return root if entry == "root" else _written_view(plan, root)
-    return view_at(root, entry)
 
 
 def _with_slots(container: Any, slots: dict[Any, Any]) -> Any:
@@ -339,28 +364,48 @@ def memory_view_vjp_root(g: Any, plan: Any, key: int, root: Any) -> Any:
     total: Any = zeros_like(root)
     if _no_adjoint(g) or entry is None:
         return total
-    slots = entry.items() if isinstance(entry, dict) else [(None, entry)]
-    for k, e in slots:
-        part = g if k is None else g[k]
+    for part, e in _paired(g, entry):
         where = _place_of(plan, e)
-        if _no_adjoint(part):
-            continue
         spread = part if isinstance(where, str) else scatter_at(part, where, root)
         total = add_adjoints(total, spread)
     return total
 
 
+def _paired(g: Any, entry: Any) -> list[tuple[Any, Any]]:
+    """The parts of the adjoint or tangent ``g`` (shaped as the variable) at the arrays ``entry``
+    makes again, each with its own entry (a container's slots, in turn)."""
+    if _no_adjoint(g) or entry is None:
+        return []
+    if isinstance(entry, dict):
+        return [pair for k, e in entry.items() for pair in _paired(g[k], e)]
+    return [(g, entry)]
+
+
+def _emptied(g: Any, entry: Any, old: Any) -> Any:
+    """``g`` (shaped as ``old``) with zeros at the arrays ``entry`` makes again."""
+    if entry is None or _no_adjoint(g):
+        return g
+    if isinstance(entry, dict):
+        return _with_slots(g, {k: _emptied(g[k], e, old[k]) for k, e in entry.items()})
+    return zeros_like(old)
+
+
+def _taken(u: Any, plan: Any, entry: Any, old: Any) -> Any:
+    """Zeros shaped as ``old`` but at the arrays ``entry`` makes again, there the root's tangent
+    ``u`` at their places."""
+    if entry is None:
+        return zeros_like(old)
+    if isinstance(entry, dict):
+        return _with_slots(zeros_like(old),
+                           {k: _taken(u, plan, e, old[k]) for k, e in entry.items()})
+    where = _place_of(plan, entry)
+    return u if isinstance(where, str) else take_at(u, where)
+
+
 def memory_view_vjp_old(g: Any, plan: Any, key: int, old: Any) -> Any:
     """The adjoint of ``memory_view`` along the old value: all of it where nothing is shared, none
     where it is made again from the root, a container's slots made again taking none."""
-    entry = _entry_of(plan, key)
-    if entry is None:
-        return g
-    if isinstance(entry, dict):
-        if _no_adjoint(g):
-            return g
-        return _with_slots(g, {k: zeros_like(old[k]) for k in entry})
-    return zeros_like(old)
+    return _emptied(g, _entry_of(plan, key), old)
 
 
 def memory_root_jvp_new(u: Any, plan: Any, family: Any) -> Any:
@@ -388,17 +433,7 @@ def memory_root_jvp_family(u: Any, plan: Any, new: Any) -> Any:
 def memory_view_jvp_root(u: Any, plan: Any, key: int, old: Any) -> Any:
     """The tangent of ``memory_view`` along the root: its entries at the view's positions (new
     arrays: a tangent shares no memory)."""
-    entry = _entry_of(plan, key)
-    if entry is None:
-        return zeros_like(old)
-    if isinstance(entry, dict):
-        slots = {}
-        for k, e in entry.items():
-            where = _place_of(plan, e)
-            slots[k] = u if isinstance(where, str) else take_at(u, where)
-        return _with_slots(zeros_like(old), slots)
-    where = _place_of(plan, entry)
-    return u if isinstance(where, str) else take_at(u, where)
+    return _taken(u, plan, _entry_of(plan, key), old)
 
 
 def memory_view_jvp_old(u: Any, plan: Any, key: int, old: Any) -> Any:

@@ -400,11 +400,13 @@ class _Writer:
             ("({b}, [1.0])", "[0]"), ("[(({b},), 1.0)]", "[0][0][0]"),
         ])) if family == "held" else ("", "")
         # a list or tuple of views of the array (``np.split``'s, slices that overlap, one view in
-        # two slots), written through a slot: the array and every slot see it
+        # two slots, the array in a slot and deeper in another), written through a slot: the array
+        # and every slot see it
         slots, slot = self.draw(st.sampled_from([
             ("np.split({b}, [1])", "[1]"), ("[{b}[:2], {b}[1:]]", "[1]"),
             ("[{b}[::-1], {b}[::2]]", "[0]"), ("({b}[:1], {b}[1:])", "[1]"),
-            ("[{b}[1:], {b}[1:]]", "[0]"),
+            ("[{b}[1:], {b}[1:]]", "[0]"), ("[{b}, [{b}]]", "[1][0]"),
+            ("[{b}[:2], ({b}[1:], 1.0)]", "[1][0]"),
         ])) if family == "slots" else ("", "")
         made = {
             "held": held,
