@@ -1027,7 +1027,8 @@ def floats_swapped_in_a_loop(x0, x1, x2):
 def shared_through_a_third_name_across_steps(x):
     """``v3`` and ``x0`` one array before the loop; ``v2 = x0`` late in a step: the next step's
     ``v3 += c`` changes what ``v2`` holds (ast_ad read ``v2`` as it was: a value Python never
-    computes). Refused at the write, naming ``v2``."""
+    computes). Refused at the write, naming ``v2`` (a name the loop binds later is not made again
+    from where the entries lie: it may not be bound yet)."""
     x0 = 0.5 + np.sin(x)
     v3 = x0
     v2 = 0.5
@@ -1443,3 +1444,8 @@ FOLLOWED += [
     written_through_a_tuple_read_from_a_list,
     a_view_in_a_tuple_in_another_slot,
 ]
+
+
+# Views made otherwise on two paths: refused where the path's view was not the recipe's, until this
+# stop; made again from where their entries lie, whichever array each path's view is of.
+FOLLOWED += [a_closure_view_on_two_paths, a_view_of_one_of_two_arrays]

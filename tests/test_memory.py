@@ -93,32 +93,6 @@ def test_a_write_into_a_read_only_diagonal_is_refused() -> None:
         ast_ad.grad(f)(X.copy())
 
 
-def test_a_view_made_on_two_paths_with_an_index_of_its_own_is_refused_naming_it() -> None:
-    """A closure's view ``y[k:]`` lowered on two paths (after an early return), each path's index a
-    name of its own: the write through another view refuses at its line, naming the view, where it
-    once read the other path's index, not bound (an UnboundLocalError from the generated code; a
-    long run of the random programs found it)."""
-    fun = mf.a_closure_view_on_two_paths
-    fun(X.copy())
-    with pytest.raises(InPlaceAliasError, match=r"another variable \(w\)") as caught:
-        _grad(fun)
-    assert f"memory_functions.py:{marked_line(fun, '# write')}:" in str(caught.value)
-
-
-def test_a_view_made_otherwise_on_another_path_is_refused_naming_the_other_variable() -> None:
-    """``w`` a view of ``y`` on one path and of ``z`` on the other: the one recipe, ``z``'s (the
-    last path lowered), is not the view the first path made, which ``view_of`` finds at run time
-    before the write: refused there, naming ``y``; the other path is exact. (Views of one array on
-    both paths are followed: ``a_view_made_on_two_paths``.)"""
-    fun = mf.a_view_of_one_of_two_arrays
-    value, grads = _grad(fun, -X)
-    assert value == fun(-X.copy())
-    assert_fd(lambda v: fun(np.copy(v)), (-X,), (0,), (grads,))
-    with pytest.raises(InPlaceAliasError, match=r"another variable \(y\)") as caught:
-        _grad(fun)
-    assert f"memory_functions.py:{marked_line(fun, '# write')}:" in str(caught.value)
-
-
 @pytest.mark.parametrize("fun", mf.APART, ids=[f.__name__ for f in mf.APART])
 def test_writes_nothing_else_sees_are_exact(fun) -> None:
     value, grads = _grad(fun)

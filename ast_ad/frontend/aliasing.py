@@ -139,6 +139,7 @@ class Memory:
         # that such a binding of the loop may reach is checked too. So where another name that
         # reaches the object is one such (``v3 = x0`` before the loop, ``v2 = x0`` late in it: the
         # next step's ``v3 += c`` changes what ``v2`` holds)
+        first = set(related)  # (what it reaches now, before the loop's later bindings)
         reached = {owner} | {
             user for user, value in self.at.env.items()
             if isinstance(value, ir.Var) and value.name in related
@@ -175,9 +176,10 @@ class Memory:
             self.holds_containers(self.at.env.get(owner))
             or any(self.holds_containers(other) for other in every)
         )
+        # (not where a name the loop binds later may see it: not bound yet, it is not made again)
         if (others or nested) and not (
-            follow and not container
-            and self.by_memory(atom, owner, every, changed, item, start, ups)
+            follow and not container and all(other.name in first for other in every)
+            and self.by_memory(atom, owner, every, changed, start, ups)
         ):
             if others:
                 self.check_apart(atom, others)
@@ -374,36 +376,33 @@ class Memory:
         return True
 
     def by_memory(self, atom: ir.Var, owner: str, others: list[ir.Var], changed: str | None,
-                  item: bool, start: int, ups: int) -> bool:
+                  start: int, ups: int) -> bool:
         """Before a write into ``atom``, an array that ``others`` may see in a way no recipe says
-        (the items of a list of views, ``np.split``'s; a view in two slots; rows an unpacking
-        read): instead of the follow-ups just written for them (the statements from ``start``,
-        the follow-ups from ``ups``, dropped), ask at run time which of them share memory with it
-        (``runtime.shared_family``), and after the write make each again from the array that
-        holds them all (``memory_root``, ``memory_view``: ``follow``). ``False`` where that cannot
-        be done here (another variable is an attribute, or a name the block cannot bind again):
-        the write is then checked as before.
+        (the items of a list of views, ``np.split``'s; a view in two slots or deeper in another;
+        rows an unpacking read; views made otherwise on two paths; a name a loop binds late to
+        the written array): instead of the follow-ups just written for them (the statements from
+        ``start``, the follow-ups from ``ups``, dropped), ask at run time which of them share
+        memory with it (``runtime.shared_family``), and after the write make each again from the
+        array that holds them all (``memory_root``, ``memory_view``: ``follow``). ``False`` where
+        that cannot be done here (another variable is an attribute, a parameter, a name only its
+        loop binds, or a name the block cannot bind again): the write is then checked as before.
 
         The fact this relies on: an entry of an array is one place in memory, so what a write
         changes in each of them, and which of them are views of which, is read off where their
         entries lie; each is made again as a view of the new root at the same places, so that
-        they share memory afterwards as in Python."""
-        if not (item and self.array_like(atom)) or self.container_like(atom) \
+        they share memory afterwards as in Python; a list, tuple or dict that held the written
+        object holds the new one in the same slots."""
+        if not self.array_like(atom) or self.container_like(atom) \
                 or owner not in self.at.env \
-                or owner not in self.at.locals:
+                or owner not in self.at.locals \
+                or any(owner in targets for targets in self.at.loop_targets):
             return False
-        # a write through a slot of the container ``owner`` (``parts[0][1] = v``), or into a name
-        # an unpacking bound (``first, second = np.split(y, 2); second[0] = v``)
+        # a write through a slot of the container ``owner`` (``parts[0][1] = v``), or into the
+        # array ``owner`` holds (``second[0] = v``, ``v3 += c``: ``direct``)
         mine = self.at.env[owner]
         direct = changed in (None, owner)
-        if (
-            not isinstance(mine, ir.Var)
-            or mine.name in self.at.params
-            or atom.name in self.at.params
-            or direct
-            and atom.name not in self.unpacked
-            and not any(self.holds_views_of(o, atom) for o in others)
-        ):
+        if not isinstance(mine, ir.Var) or mine.name in self.at.params \
+                or atom.name in self.at.params:
             return False
         entries: list[tuple[ir.Var, list[str]]] = [] if direct else [(mine, [owner])]
         for other in others:
@@ -412,6 +411,8 @@ class Memory:
                      and name not in self.at.local_functions]
             if not users or other.name in self.at.field_labels or other.name in self.at.params:
                 return False  # (a caller's object: Python's caller would see the write)
+            if any(u in targets for u in users for targets in self.at.loop_targets):
+                return False  # (a name only its loop binds: ``for row in m``)
             entries.append((other, users))
         if not self.mutable_or_top([owner, *(u for _, us in entries for u in us)]):
             return False

@@ -63,6 +63,8 @@ class Frame:
         self.params: dict[str, str] = {}  # IR name -> parameter, for the parameters' own values
         self.appends_left: dict[str, int] = {}  # user name -> appends to it not lowered yet
         self.loops: list[set[str]] = []  # per enclosing loop, the names it appends to
+        # per enclosing ``for`` loop, the names its target binds (bound by the loop alone)
+        self.loop_targets: list[set[str]] = []
         # per enclosing loop, the names it may bind to a shared object
         self.loop_shared: list[set[str]] = []
         # per enclosing loop, the names it binds to another's object

@@ -121,12 +121,16 @@ class ControlFlow:
             loop_shared(node, self.memory.checked_only, self.lowering.static)
         )
         self.at.loop_rebinds.append(loop_rebinds(node))
+        self.at.loop_targets.append(
+            {n.id for n in syntax.walk(node.target) if isinstance(n, gast.Name)}
+        )
         try:
             self.lower_for(node)
         finally:
             self.at.loops.pop()
             self.at.loop_shared.pop()
             self.at.loop_rebinds.pop()
+            self.at.loop_targets.pop()
 
     def object_positions(self, node: gast.For) -> list[tuple[Any, ...]] | None:
         """The values of a loop's names, step by step, where the loop goes over the positions of a

@@ -199,6 +199,7 @@ from ast_ad.runtime.shared import (
     _again,
     _emptied,
     _entry_of,
+    _holders,
     _is_strided,
     _memory_addresses,
     _memory_positions,
@@ -327,6 +328,7 @@ from ast_ad.runtime.writes import (
 __all__ = [  # every helper, for ``from ast_ad.runtime import ...`` and ``runtime.<name>``
     "_entry_of", "_is_strided", "_memory_addresses", "_memory_positions", "_no_adjoint",
     "_no_repeated_entries", "_place_of", "_position_steps", "_refuse_shared", "_again", "_emptied",
+    "_holders",
     "_paired", "_taken",
     "_slots_of", "_with_slots", "_written_view", "Plan",
     "memory_root", "memory_root_jvp_family", "memory_root_jvp_new", "memory_root_vjp_family",
