@@ -392,7 +392,9 @@ class Memory:
         entries lie; each is made again as a view of the new root at the same places, so that
         they share memory afterwards as in Python; a list, tuple or dict that held the written
         object holds the new one in the same slots."""
+        made = self.recipes.get(atom.name)
         if not self.array_like(atom) or self.container_like(atom) \
+                or made is not None and registry.returns_sequence(made.fn.obj) \
                 or owner not in self.at.env \
                 or owner not in self.at.locals \
                 or any(owner in targets for targets in self.at.loop_targets):
