@@ -1027,8 +1027,7 @@ def floats_swapped_in_a_loop(x0, x1, x2):
 def shared_through_a_third_name_across_steps(x):
     """``v3`` and ``x0`` one array before the loop; ``v2 = x0`` late in a step: the next step's
     ``v3 += c`` changes what ``v2`` holds (ast_ad read ``v2`` as it was: a value Python never
-    computes). Refused at the write, naming ``v2`` (a name the loop binds later is not made again
-    from where the entries lie: it may not be bound yet)."""
+    computes), then refused at the write; now made again from where the entries lie."""
     x0 = 0.5 + np.sin(x)
     v3 = x0
     v2 = 0.5
@@ -1087,11 +1086,9 @@ FOLLOWED.append(a_view_of_what_a_loop_made_a_number)
 # (``runtime.shared``)
 FOLLOWED += [written_through_a_split, written_through_an_unknown_functions_result]
 
-# refused at the write (``# write``), each naming the other variable; and whether the tracer follows
-# the write
-FOUND_REFUSED = {
-    shared_through_a_third_name_across_steps: ("v2", True),
-}
+# (refused at the write until this stop: ``v2``, which the loop binds later, made again from where
+# the entries lie; on the first step it is bound to a number, which shares nothing)
+FOLLOWED.append(shared_through_a_third_name_across_steps)
 # (exact since: the unpacked rows of a matrix, ``m`` and its other rows made again from where
 # their entries lie)
 FOLLOWED.append(rows_unpacked_then_written)
@@ -1449,3 +1446,15 @@ FOLLOWED += [
 # Views made otherwise on two paths: refused where the path's view was not the recipe's, until this
 # stop; made again from where their entries lie, whichever array each path's view is of.
 FOLLOWED += [a_closure_view_on_two_paths, a_view_of_one_of_two_arrays]
+
+
+def a_name_bound_in_a_loop_of_no_steps_made_again(x, n):
+    """``w`` is bound only by a loop that may run no step; the write through ``parts`` makes it
+    again (``memory_view``), which binds nothing: where the loop ran no step, the read of ``w``
+    raises Python's ``UnboundLocalError``, as the function itself does."""
+    y = x * 1.0
+    for _ in range(n):
+        w = y[::-1]
+    parts = [y[:2], y[2:]]
+    parts[0][0] = 3.0 * x[1]
+    return np.sum(w * x) + np.sum(y)

@@ -189,6 +189,7 @@ _FACTS: dict[str, dict[Any, Any]] = {
     "number_result": {},
     "scalar_result": {},
     "guard": {},
+    "remakes": {},
     "container_test": {},
     "view_inverse": {},
     "helper": {},
@@ -615,6 +616,22 @@ def guarded_argument(fn: Any) -> int | None:
     """The position of the argument whose object ``fn`` guards before a write (``def_guard``), or
     ``None``."""
     found: int | None = _fact("guard", fn)
+    return found
+
+
+def def_remakes(fn: Any, k: int, others: int | None = None) -> None:
+    """Declare that ``fn`` makes a variable again after a write in place, from its old value, its
+    positional argument ``k`` (``memory_view(plan, key, root, old)``, assigned to the variable
+    ``old`` is), and reads the tuple at ``others`` (if any) only to find the memory it shares: a
+    name not bound yet (the lowering's ``None``) sees nothing, and is no more bound after it
+    (``analysis.unbound`` neither checks these reads nor counts the assignment as a binding)."""
+    _note("remakes", fn, k, others)
+    _FACTS["remakes"][fn] = (k, others)
+
+
+def remade_argument(fn: Any) -> tuple[int, int | None] | None:
+    """``(k, others)`` of ``def_remakes``, or ``None``."""
+    found: tuple[int, int | None] | None = _fact("remakes", fn)
     return found
 
 

@@ -139,7 +139,6 @@ class Memory:
         # that such a binding of the loop may reach is checked too. So where another name that
         # reaches the object is one such (``v3 = x0`` before the loop, ``v2 = x0`` late in it: the
         # next step's ``v3 += c`` changes what ``v2`` holds)
-        first = set(related)  # (what it reaches now, before the loop's later bindings)
         reached = {owner} | {
             user for user, value in self.at.env.items()
             if isinstance(value, ir.Var) and value.name in related
@@ -176,9 +175,8 @@ class Memory:
             self.holds_containers(self.at.env.get(owner))
             or any(self.holds_containers(other) for other in every)
         )
-        # (not where a name the loop binds later may see it: not bound yet, it is not made again)
         if (others or nested) and not (
-            follow and not container and all(other.name in first for other in every)
+            follow and not container
             and self.by_memory(atom, owner, every, changed, start, ups)
         ):
             if others:

@@ -15,6 +15,7 @@ from ast_ad.core.registry import (
     def_linear,
     def_new_list,
     def_nondiff,
+    def_remakes,
     def_same_kind,
     def_sequence,
     def_view,
@@ -232,6 +233,10 @@ defjvp(
     lambda u, ans, plan, key, root, old: shared.memory_view_jvp_old(u, plan, key, old),
 )
 def_same_kind(shared.memory_view, argnums=(3,))  # a container where the old value is one
+# (a name not bound yet, ``None``, is in no plan: it stays as it was, not bound)
+def_remakes(shared.memory_view, 3)
+def_remakes(shared.memory_root, -1, others=2)
+def_remakes(shared.shared_family, -1, others=1)
 def_same_kind(shared.memory_root, argnums=(1,))  # (a list written into: the new list)
 def_nondiff(builtins.len, builtins.int, builtins.bool, builtins.round, builtins.range,
             builtins.slice, builtins.isinstance, builtins.type)
