@@ -171,12 +171,16 @@ class Memory:
         # (a container that holds containers may hold the written object twice, or deeper than
         # its slot: ``box = [y, [y]]``, which ``slots_holding`` refuses; made again from where the
         # entries lie instead)
-        nested = follow and not container and changed not in (None, owner) and (
-            self.holds_containers(self.at.env.get(owner))
-            or any(self.holds_containers(other) for other in every)
+        deep = any(self.holds_containers(other) for other in every)
+        nested = follow and not container and (
+            changed not in (None, owner) and (self.holds_containers(self.at.env.get(owner)) or deep)
+            # (a list or dict changed in its slot, which a container holds deeper: ``inner[0] =
+            # v`` where ``deep = [[inner]]``)
+            or self.container_like(atom) and deep
         )
         if (others or nested) and not (
             follow and not container
+            and (not self.container_like(atom) or nested)
             and self.by_memory(atom, owner, every, changed, start, ups)
         ):
             if others:
@@ -391,8 +395,7 @@ class Memory:
         they share memory afterwards as in Python; a list, tuple or dict that held the written
         object holds the new one in the same slots."""
         made = self.recipes.get(atom.name)
-        if not self.array_like(atom) or self.container_like(atom) \
-                or made is not None and registry.returns_sequence(made.fn.obj) \
+        if made is not None and registry.returns_sequence(made.fn.obj) \
                 or owner not in self.at.env \
                 or owner not in self.at.locals \
                 or any(owner in targets for targets in self.at.loop_targets):

@@ -45,7 +45,6 @@ class Plan:
     positions where it is a view of it, or for a container a dict of its slots' positions)."""
 
     __slots__ = ("root", "atom", "entries", "made")
-    DEPTH = 4  # (containers inside containers followed: ``box = [y, [y]]``)
 
     def __init__(self, root: int | None, atom: Any, entries: tuple[Any, ...]) -> None:
         self.root, self.atom, self.entries = root, atom, entries
@@ -131,27 +130,26 @@ def shared_family(atom: Any, others: Any, where: Any, names: Any = None) -> Any:
     ``Plan``). Refused where a write through ``atom`` would change what cannot be made again from
     one array holding them all (``names``: the other variables, for the message)."""
     if isinstance(atom, (list, dict, tuple)):
-        return _holders(atom, others)
+        return _holders(atom, others, where, names)
     if not isinstance(atom, np.ndarray) or not atom.size or not atom.flags.writeable:
         # (a write numpy refuses, or nothing to follow: checked as before)
         check_in_place(atom, others, where, names)
         return Plan(None, None, ())
     candidates: list[np.ndarray] = [atom]
 
-    def collect(obj: Any, depth: int) -> None:
+    def collect(obj: Any, path: tuple[int, ...]) -> None:
         if isinstance(obj, np.ndarray):
             candidates.append(obj)
         elif isinstance(obj, (list, tuple, dict)):
-            if depth == Plan.DEPTH:
-                check_in_place(atom, [obj], where, names)  # (deeper still: not followed here)
-                return
+            if id(obj) in path:  # (a container that holds itself: not followed)
+                _refuse_shared(atom, where, names)
             for _, item in _slots_of(obj):
-                collect(item, depth + 1)
+                collect(item, (*path, id(obj)))
         elif is_array(obj):
             check_in_place(atom, [obj], where, names)  # (another library's array: refused)
 
     for obj in others:
-        collect(obj, 0)
+        collect(obj, ())
     # the arrays that share memory with the written one, through each other
     members = [atom]
     rest = [c for c in candidates[1:] if c is not atom]
@@ -186,7 +184,8 @@ def shared_family(atom: Any, others: Any, where: Any, names: Any = None) -> Any:
         return None
 
     def entry_in(obj: Any) -> Any:
-        """``entry`` of an array; of a container, its slots' that are not ``None``, or ``None``."""
+        """``entry`` of an array; of a container, its slots' that are not ``None``, or ``None``
+        (``collect`` refused a container that holds itself)."""
         if isinstance(obj, (list, tuple, dict)):
             slots = {k: entry_in(item) for k, item in _slots_of(obj)}
             return {k: p for k, p in slots.items() if p is not None} or None
@@ -202,18 +201,20 @@ def shared_family(atom: Any, others: Any, where: Any, names: Any = None) -> Any:
     return Plan(index, placed[id(atom)], tuple(entries))
 
 
-def _holders(atom: Any, others: Any) -> Any:
+def _holders(atom: Any, others: Any, where: Any, names: Any) -> Any:
     """The plan of a write into a list, tuple or dict (``box[1][0] = v``, the list ``box[1]``
-    changed): it shares no memory, and every slot that holds it holds it after the write too (the
-    root: the new object)."""
-    def entry_in(obj: Any, depth: int) -> Any:
+    changed): it shares no memory, and every slot that holds it, at any depth, holds it after the
+    write too (the root: the new object)."""
+    def entry_in(obj: Any, path: tuple[int, ...]) -> Any:
         if obj is atom:
             return "root"
-        if isinstance(obj, (list, tuple, dict)) and depth < Plan.DEPTH:
-            slots = {k: entry_in(item, depth + 1) for k, item in _slots_of(obj)}
+        if isinstance(obj, (list, tuple, dict)):
+            if id(obj) in path:  # (a container that holds itself: not followed)
+                _refuse_shared(atom, where, names)
+            slots = {k: entry_in(item, (*path, id(obj))) for k, item in _slots_of(obj)}
             return {k: e for k, e in slots.items() if e is not None} or None
         return None
-    entries = tuple(entry_in(obj, 0) for obj in others)
+    entries = tuple(entry_in(obj, ()) for obj in others)
     if not any(e is not None for e in entries):
         return Plan(None, None, tuple(None for _ in others))
     return Plan(-1, "root", entries)
