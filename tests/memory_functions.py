@@ -1458,3 +1458,23 @@ def a_name_bound_in_a_loop_of_no_steps_made_again(x, n):
     parts = [y[:2], y[2:]]
     parts[0][0] = 3.0 * x[1]
     return np.sum(w * x) + np.sum(y)
+
+
+# Containers at any depth: the array six lists deep in one slot, written through another's view; a
+# list written into that a list of lists holds deeper (refused before this stop).
+def written_beside_an_array_six_lists_deep(x):
+    y = x * 1.0
+    deep = [[[[[[y]]]]], y[1:]]
+    deep[1][0] = x[0] * 2.0
+    return np.sum(deep[0][0][0][0][0][0] * x) + np.sum(y)
+
+
+def a_list_written_that_lists_hold_deeper(x):
+    y = x * 1.0
+    inner = [y]
+    deep = [[[[[inner]]]]]
+    inner[0][1] = x[2] * 2.0
+    return np.sum(deep[0][0][0][0][0][0] * x)
+
+
+FOLLOWED += [written_beside_an_array_six_lists_deep, a_list_written_that_lists_hold_deeper]
