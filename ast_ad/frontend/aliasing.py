@@ -20,12 +20,16 @@ What may share memory is decided here, once, by ``Memory``, a part of the normal
 object (``share(..., alias=True)``), views (``registry.def_view``, with the call that made each,
 ``recipes``), the lists, tuples and dicts that hold an object (``holds``, ``packs``), the names a
 loop binds again (``loop_shared``), a helper's arguments (``lower_calls.param_writes``) and the
-attributes of the objects made here (``objects``). Where the model cannot make the other variable
-again (an overlap of another layout, a value an unpacking read before its write), the guard refuses
-at run time, naming it (``check_in_place``). Every pass that moves where a value lives asks the
-model through the guards it writes (``registry.def_guard``, read by ``analysis.guarded``): a loop
-writes its own copy of an array in place (``analysis.in_place_writes``, both modes) only for an
-array no guard names, so that the questions above are asked of the objects Python's run has.
+attributes of the objects made here (``objects``). Where no call it knows relates the other variable
+to the written array (a list of views, ``np.split``'s; a view in two slots; views made otherwise on
+two paths), it asks where their entries lie in memory instead (``Memory.by_memory``,
+``runtime.shared``): the one array that holds them all is written, and each variable made again as a
+real view of it. Where neither can make the other variable again (a view of an array no variable
+holds, a caller's list), the guard refuses at run time, naming it (``check_in_place``). Every pass
+that moves where a value lives asks the model through the guards it writes (``registry.def_guard``,
+read by ``analysis.guarded``): a loop writes its own copy of an array in place
+(``analysis.in_place_writes``, both modes) only for an array no guard names, so that the questions
+above are asked of the objects Python's run has.
 """
 
 from __future__ import annotations
@@ -173,7 +177,8 @@ class Memory:
         # entries lie instead)
         deep = any(self.holds_containers(other) for other in every)
         nested = follow and not container and (
-            changed not in (None, owner) and (self.holds_containers(self.at.env.get(owner)) or deep)
+            changed not in (None, owner)
+            and (self.holds_containers(self.at.env.get(owner)) or deep)
             # (a list or dict changed in its slot, which a container holds deeper: ``inner[0] =
             # v`` where ``deep = [[inner]]``)
             or self.container_like(atom) and deep
