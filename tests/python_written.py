@@ -388,3 +388,35 @@ def loops_over_the_list_of_a_list_or_a_dict(x):
     for v in list(table):
         total = total + v * x[1]
     return total
+
+
+def reads_a_dicts_views_whole(x):
+    # a dict's values, items and keys read whole, at once: lists of them, in Python's order
+    d = {"a": x[0] * 2.0, "b": np.sin(x[1]), "c": x * 1.0}
+    total = sum(np.sum(v) for v in d.values())
+    pairs = list(d.items())
+    best = max(np.sum(v) for k, v in d.items() if k != "c")
+    return total + np.sum(pairs[2][1]) * best + len(d.keys()) + sum([np.sum(v) for v in d.values()])
+
+
+def sums_a_dicts_values(x):
+    d = {"a": x[0] * 2.0, "b": x[1] * 3.0}
+    d["a"] = d["a"] * x[2]
+    return sum(d.values()) * max(d.values()) + len(list(d.keys()))
+
+
+def keeps_a_dicts_view(x):
+    d = {"a": x[0] * 2.0, "b": x[1] * 3.0}
+    values = d.values()  # refused here: the view would show later changes
+    d["a"] = x[2]
+    return sum(values)
+
+
+def _bump(d):
+    d["b"] = d["b"] * 2.0
+    return 1.0
+
+
+def changes_the_dict_as_its_view_is_read(x):
+    d = {"a": x[0] * 2.0, "b": x[1] * 3.0}
+    return sum([_bump(d) * v for v in d.values()])  # refused here: a function of yours runs

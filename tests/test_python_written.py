@@ -23,7 +23,8 @@ EXACT = [pw.checks_its_argument, pw.constant_call, pw.starred, pw.starred_betwee
          pw.loops_over_a_list_it_binds_again, pw.loops_over_an_array_it_binds_again,
          pw.steps_through_the_name_it_binds, pw.enumerates_a_list_it_binds_again,
          pw.writes_an_item_of_the_array_it_loops_over, pw.lists_the_keys_of_a_dict, pw.float_keys,
-         pw.lists_a_dict_a_helper_returns, pw.loops_over_the_list_of_a_list_or_a_dict]
+         pw.lists_a_dict_a_helper_returns, pw.loops_over_the_list_of_a_list_or_a_dict,
+         pw.reads_a_dicts_views_whole, pw.sums_a_dicts_values]
 
 
 @pytest.mark.parametrize("fun", EXACT, ids=[f.__name__ for f in EXACT])
@@ -281,3 +282,13 @@ def test_an_exported_gradient_refuses_a_dict_loop_as_ast_ad_does(tmp_path) -> No
     assert namespace["loop_length"]([1.0, 2.0], "here.py:3") == 2
     with pytest.raises((TypeError, errors.UnsupportedDerivativeError), match=r"here\.py:3.*a dict"):
         namespace["loop_length"]({1: 2.0}, "here.py:3")
+
+
+@pytest.mark.parametrize("fun", [pw.keeps_a_dicts_view, pw.changes_the_dict_as_its_view_is_read])
+def test_a_dicts_view_read_later_or_while_it_changes_is_refused(fun) -> None:
+    """A view kept, or read while a function of the user's may change the dict, would show what a
+    list made at once does not: refused at its line, saying where a view is read."""
+    fun(X.copy())
+    with pytest.raises(errors.UnsupportedSyntaxError, match=r"taken whole at once") as caught:
+        ast_ad.grad(fun)(X.copy())
+    assert f"python_written.py, line {marked_line(fun, '# refused here')}" in str(caught.value)

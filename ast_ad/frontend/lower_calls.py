@@ -665,6 +665,11 @@ class CallLowering:
             hint = (
                 f"call the numpy function, np.{attr}(x, ...), instead"
                 if callable(twin) and registry.lookup(twin) is not None and not attr.startswith("_")
+                # (a dict's view kept, or read where the dict may change as it is read)
+                else f"read a dict's .{attr}() where it is taken whole at once (sum(d.{attr}()), "
+                     f"list(d.{attr}()), a comprehension over it that calls no function of yours) "
+                     f"or in a for loop (for ... in d.{attr}():)"
+                if attr in ("items", "values", "keys") and not node.args
                 else "ast_ad knows the methods of numpy arrays and of your own classes; compute it "
                      "with a function"
             )

@@ -955,6 +955,7 @@ def _dict_loops(
     in list(d): v = d[k]``)."""
     out: list[gast.stmt] = []
     for stmt in body:
+        _dict_views(stmt, namer, made, keys_of)
         if isinstance(stmt, (gast.For, gast.While, gast.If)):
             fields = {"body": _dict_loops(stmt.body, namer, made, keys_of),
                       "orelse": _dict_loops(stmt.orelse, namer, made, keys_of)}
@@ -1017,6 +1018,74 @@ def _dict_loops(
             )
         out.append(stmt)
     return out
+
+
+# what reads a dict's view whole, at once: a list of its items is the same to it
+_CONSUMERS = frozenset({"sum", "list", "tuple", "sorted", "max", "min", "len", "any", "all"})
+
+
+def _dict_views(node: gast.AST, namer: Namer, made: set[str], keys_of: str) -> None:
+    """``d.values()``, ``d.items()`` and ``d.keys()`` of a name, in ``node``, where what reads them
+    takes them whole at once (an argument of ``sum``, ``list``, ``max``..., a comprehension's
+    iterable), rewritten in place as a list of the values (``[d[k] for k in keys_of(d)]``), of
+    ``(k, d[k])`` pairs, or the keys, in Python's order. (Where the view is kept and read later,
+    after the dict changed, a list made now would differ: not rewritten, and refused where it is
+    read.) A function or lambda defined here is lowered on its own."""
+    for child in gast.iter_child_nodes(node):
+        if not isinstance(child, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
+            _dict_views(child, namer, made, keys_of)
+    if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
+            and node.func.id in _CONSUMERS:
+        node.args = [_listed(arg, namer, made, keys_of) for arg in node.args]
+    elif isinstance(node, (gast.ListComp, gast.SetComp, gast.GeneratorExp, gast.DictComp)):
+        # (only where nothing the comprehension computes may change the dict as it steps: it
+        # names no dict it reads a view of, and calls no function of the user's)
+        calls = [n for n in gast.walk(node) if isinstance(n, gast.Call)]
+        for generator in node.generators:
+            view = generator.iter
+            owner = (view.func.value.id if isinstance(view, gast.Call)
+                     and isinstance(view.func, gast.Attribute)
+                     and isinstance(view.func.value, gast.Name) else None)
+            others = [n for n in gast.walk(node) if isinstance(n, gast.Name) and n.id == owner
+                      and n is not getattr(getattr(view, "func", None), "value", None)]
+            if owner is not None and not others and all(
+                not isinstance(c.func, gast.Name) or c.func.id in _CONSUMERS
+                or c.func.id == keys_of for c in calls if c is not view
+            ):
+                generator.iter = _listed(view, namer, made, keys_of)
+
+
+def _listed(node: gast.expr, namer: Namer, made: set[str], keys_of: str) -> gast.expr:
+    """``node`` as a list where it is a view of a named dict (``_dict_views``), else ``node``."""
+    if not (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
+            and not node.args and not node.keywords
+            and node.func.attr in ("items", "values", "keys")
+            and isinstance(node.func.value, gast.Name)):
+        return node
+    owner = node.func.value.id
+    made.add(keys_of)
+
+    def name(id_: str, ctx: gast.expr_context) -> gast.Name:
+        return gast.Name(id=id_, ctx=ctx, annotation=None, type_comment=None)
+
+    keys = gast.Call(func=name(keys_of, gast.Load()), args=[name(owner, gast.Load())],
+                     keywords=[])
+    if node.func.attr == "keys":
+        listed: gast.expr = keys
+    else:
+        key = namer.fresh("key")
+        made.add(key)
+        value = gast.Subscript(value=name(owner, gast.Load()), slice=name(key, gast.Load()),
+                               ctx=gast.Load())
+        element = value if node.func.attr == "values" else gast.Tuple(
+            elts=[name(key, gast.Load()), value], ctx=gast.Load())
+        listed = gast.ListComp(
+            elt=element,
+            generators=[gast.comprehension(target=name(key, gast.Store()), iter=keys, ifs=[],
+                                           is_async=0)],
+        )
+    _located_all(listed, node)
+    return listed
 
 
 def _located_all(node: gast.AST, like: gast.AST) -> gast.AST:
