@@ -420,3 +420,17 @@ def _bump(d):
 def changes_the_dict_as_its_view_is_read(x):
     d = {"a": x[0] * 2.0, "b": x[1] * 3.0}
     return sum([_bump(d) * v for v in d.values()])  # refused here: a function of yours runs
+
+
+class _Scores:
+    def __init__(self, a):
+        self.a = a
+
+    def values(self):
+        return [self.a, self.a * 2.0]
+
+
+def sums_the_values_of_its_own_object(x):
+    # (an object of the user's class with a method ``values``: its own, not a dict's view)
+    scores = _Scores(x * 1.0)
+    return np.sum(sum(scores.values()))

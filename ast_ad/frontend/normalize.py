@@ -954,8 +954,9 @@ def _dict_loops(
     loop over its keys that reads each value where the step starts, as Python's view does (``for k
     in list(d): v = d[k]``)."""
     out: list[gast.stmt] = []
+    others = _not_dicts(body)
     for stmt in body:
-        _dict_views(stmt, namer, made, keys_of)
+        _dict_views(stmt, namer, made, keys_of, others)
         if isinstance(stmt, (gast.For, gast.While, gast.If)):
             fields = {"body": _dict_loops(stmt.body, namer, made, keys_of),
                       "orelse": _dict_loops(stmt.orelse, namer, made, keys_of)}
@@ -1024,7 +1025,36 @@ def _dict_loops(
 _CONSUMERS = frozenset({"sum", "list", "tuple", "sorted", "max", "min", "len", "any", "all"})
 
 
-def _dict_views(node: gast.AST, namer: Namer, made: set[str], keys_of: str) -> None:
+def _not_dicts(body: list[gast.stmt]) -> set[str]:
+    """The names ``body`` binds to anything but a dict it makes (a display, a comprehension,
+    ``dict(...)``): an object of the user's class may have a ``.values()`` of its own."""
+    def bound(target: gast.expr) -> set[str]:
+        if isinstance(target, gast.Name):
+            return {target.id}
+        if isinstance(target, (gast.Tuple, gast.List)):
+            return {name for elt in target.elts for name in bound(elt)}
+        if isinstance(target, gast.Starred):
+            return bound(target.value)
+        return set()  # (``d["a"] = v`` binds no name)
+
+    found: set[str] = set()
+    for node in (n for stmt in body for n in gast.walk(stmt)):
+        if isinstance(node, gast.Assign):
+            made = isinstance(node.value, (gast.Dict, gast.DictComp)) or (
+                isinstance(node.value, gast.Call) and isinstance(node.value.func, gast.Name)
+                and node.value.func.id == "dict"
+            )
+            if not made:
+                found |= {name for t in node.targets for name in bound(t)}
+        elif isinstance(node, (gast.AugAssign, gast.AnnAssign, gast.For)):
+            found |= bound(node.target)
+        elif isinstance(node, gast.withitem) and node.optional_vars is not None:
+            found |= bound(node.optional_vars)
+    return found
+
+
+def _dict_views(node: gast.AST, namer: Namer, made: set[str], keys_of: str,
+                others: set[str]) -> None:
     """``d.values()``, ``d.items()`` and ``d.keys()`` of a name, in ``node``, where what reads them
     takes them whole at once (an argument of ``sum``, ``list``, ``max``..., a comprehension's
     iterable), rewritten in place as a list of the values (``[d[k] for k in keys_of(d)]``), of
@@ -1033,10 +1063,10 @@ def _dict_views(node: gast.AST, namer: Namer, made: set[str], keys_of: str) -> N
     read.) A function or lambda defined here is lowered on its own."""
     for child in gast.iter_child_nodes(node):
         if not isinstance(child, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
-            _dict_views(child, namer, made, keys_of)
+            _dict_views(child, namer, made, keys_of, others)
     if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
             and node.func.id in _CONSUMERS:
-        node.args = [_listed(arg, namer, made, keys_of) for arg in node.args]
+        node.args = [_listed(arg, namer, made, keys_of, others) for arg in node.args]
     elif isinstance(node, (gast.ListComp, gast.SetComp, gast.GeneratorExp, gast.DictComp)):
         # (only where nothing the comprehension computes may change the dict as it steps: it
         # names no dict it reads a view of, and calls no function of the user's)
@@ -1046,21 +1076,24 @@ def _dict_views(node: gast.AST, namer: Namer, made: set[str], keys_of: str) -> N
             owner = (view.func.value.id if isinstance(view, gast.Call)
                      and isinstance(view.func, gast.Attribute)
                      and isinstance(view.func.value, gast.Name) else None)
-            others = [n for n in gast.walk(node) if isinstance(n, gast.Name) and n.id == owner
-                      and n is not getattr(getattr(view, "func", None), "value", None)]
-            if owner is not None and not others and all(
+            mentions = [n for n in gast.walk(node) if isinstance(n, gast.Name) and n.id == owner
+                        and n is not getattr(getattr(view, "func", None), "value", None)]
+            if owner is not None and not mentions and all(
                 not isinstance(c.func, gast.Name) or c.func.id in _CONSUMERS
                 or c.func.id == keys_of for c in calls if c is not view
             ):
-                generator.iter = _listed(view, namer, made, keys_of)
+                generator.iter = _listed(view, namer, made, keys_of, others)
 
 
-def _listed(node: gast.expr, namer: Namer, made: set[str], keys_of: str) -> gast.expr:
-    """``node`` as a list where it is a view of a named dict (``_dict_views``), else ``node``."""
+def _listed(node: gast.expr, namer: Namer, made: set[str], keys_of: str,
+            others: set[str]) -> gast.expr:
+    """``node`` as a list where it is a view of a named dict (``_dict_views``: a name the function
+    binds to dicts only, or a parameter, which ``keys_of`` checks is one), else ``node``."""
     if not (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
             and not node.args and not node.keywords
             and node.func.attr in ("items", "values", "keys")
-            and isinstance(node.func.value, gast.Name)):
+            and isinstance(node.func.value, gast.Name)
+            and node.func.value.id not in others):
         return node
     owner = node.func.value.id
     made.add(keys_of)
