@@ -41,8 +41,9 @@ class Plan:
     """What ``shared_family`` found: ``root`` (the index of the array that holds the others'
     entries among the family, ``-1`` for the written array itself, ``None`` where nothing is
     shared), ``atom`` (the written array's positions in the root) and ``entries`` (for each other
-    variable: ``None`` where it shares nothing, ``"root"`` where it is the root, an array of
-    positions where it is a view of it, or for a container a dict of its slots' positions)."""
+    variable: ``None`` where it shares nothing, ``"root"`` where it is the root, ``"atom"`` where it
+    is the written array itself, an array of positions where it is a view of the root, or for a
+    container a dict of its slots' entries, in turn)."""
 
     __slots__ = ("root", "atom", "entries", "made")
 
@@ -111,8 +112,12 @@ def _position_steps(positions: Any) -> tuple[int, ...]:
 
 
 def _no_repeated_entries(a: np.ndarray) -> bool:
-    """Whether no two entries of ``a`` lie at one address (``np.broadcast_to``'s do)."""
-    return all(stride != 0 or size < 2 for stride, size in zip(a.strides, a.shape, strict=True))
+    """Whether no two entries of ``a`` lie at one address (``np.broadcast_to``'s do, and windows
+    ``as_strided`` makes that overlap)."""
+    if any(stride == 0 and size > 1 for stride, size in zip(a.strides, a.shape, strict=True)):
+        return False
+    addresses = np.sort(np.ravel(_memory_addresses(a)))
+    return not bool(np.any(addresses[1:] == addresses[:-1]))
 
 
 def _slots_of(container: Any) -> list[tuple[Any, Any]]:
@@ -165,7 +170,7 @@ def shared_family(atom: Any, others: Any, where: Any, names: Any = None) -> Any:
     if len(members) == 1 and not held:
         return Plan(None, None, tuple(None for _ in others))
     root = max(members, key=lambda m: m.size)
-    if not _no_repeated_entries(root):
+    if not (_no_repeated_entries(root) and _no_repeated_entries(atom)):
         _refuse_shared(atom, where, names)
     placed: dict[int, Any] = {}
     for m in members:
