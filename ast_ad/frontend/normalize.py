@@ -1028,15 +1028,6 @@ _CONSUMERS = frozenset({"sum", "list", "tuple", "sorted", "max", "min", "len", "
 def _not_dicts(body: list[gast.stmt]) -> set[str]:
     """The names ``body`` binds to anything but a dict it makes (a display, a comprehension,
     ``dict(...)``): an object of the user's class may have a ``.values()`` of its own."""
-    def bound(target: gast.expr) -> set[str]:
-        if isinstance(target, gast.Name):
-            return {target.id}
-        if isinstance(target, (gast.Tuple, gast.List)):
-            return {name for elt in target.elts for name in bound(elt)}
-        if isinstance(target, gast.Starred):
-            return bound(target.value)
-        return set()  # (``d["a"] = v`` binds no name)
-
     found: set[str] = set()
     for node in (n for stmt in body for n in gast.walk(stmt)):
         if isinstance(node, gast.Assign):
@@ -1045,12 +1036,23 @@ def _not_dicts(body: list[gast.stmt]) -> set[str]:
                 and node.value.func.id == "dict"
             )
             if not made:
-                found |= {name for t in node.targets for name in bound(t)}
+                found |= {name for t in node.targets for name in _target_names(t)}
         elif isinstance(node, (gast.AugAssign, gast.AnnAssign, gast.For)):
-            found |= bound(node.target)
+            found |= _target_names(node.target)
         elif isinstance(node, gast.withitem) and node.optional_vars is not None:
-            found |= bound(node.optional_vars)
+            found |= _target_names(node.optional_vars)
     return found
+
+
+def _target_names(target: gast.expr) -> set[str]:
+    """The names an assignment's target binds (``d["a"] = v`` binds none)."""
+    if isinstance(target, gast.Name):
+        return {target.id}
+    if isinstance(target, (gast.Tuple, gast.List)):
+        return {name for elt in target.elts for name in _target_names(elt)}
+    if isinstance(target, gast.Starred):
+        return _target_names(target.value)
+    return set()
 
 
 def _dict_views(node: gast.AST, namer: Namer, made: set[str], keys_of: str,

@@ -197,8 +197,11 @@ from ast_ad.runtime.containers import (
 from ast_ad.runtime.shared import (
     Plan,
     _again,
+    _collect,
     _emptied,
+    _entry_in,
     _entry_of,
+    _holder_entry,
     _holders,
     _is_strided,
     _memory_addresses,
@@ -327,7 +330,8 @@ from ast_ad.runtime.writes import (
 
 __all__ = [  # every helper, for ``from ast_ad.runtime import ...`` and ``runtime.<name>``
     "_entry_of", "_is_strided", "_memory_addresses", "_memory_positions", "_no_adjoint",
-    "_no_repeated_entries", "_place_of", "_position_steps", "_refuse_shared", "_again", "_emptied",
+    "_no_repeated_entries", "_place_of", "_position_steps", "_refuse_shared", "_again", "_collect",
+    "_emptied", "_entry_in", "_holder_entry",
     "_holders",
     "_paired", "_taken",
     "_slots_of", "_with_slots", "_written_view", "Plan",

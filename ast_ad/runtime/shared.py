@@ -141,20 +141,8 @@ def shared_family(atom: Any, others: Any, where: Any, names: Any = None) -> Any:
         check_in_place(atom, others, where, names)
         return Plan(None, None, ())
     candidates: list[np.ndarray] = [atom]
-
-    def collect(obj: Any, path: tuple[int, ...]) -> None:
-        if isinstance(obj, np.ndarray):
-            candidates.append(obj)
-        elif isinstance(obj, (list, tuple, dict)):
-            if id(obj) in path:  # (a container that holds itself: not followed)
-                _refuse_shared(atom, where, names)
-            for _, item in _slots_of(obj):
-                collect(item, (*path, id(obj)))
-        elif is_array(obj):
-            check_in_place(atom, [obj], where, names)  # (another library's array: refused)
-
     for obj in others:
-        collect(obj, ())
+        _collect(obj, (), candidates, atom, where, names)
     # the arrays that share memory with the written one, through each other
     members = [atom]
     rest = [c for c in candidates[1:] if c is not atom]
@@ -179,24 +167,7 @@ def shared_family(atom: Any, others: Any, where: Any, names: Any = None) -> Any:
     if any(p is None for p in placed.values()):
         _refuse_shared(atom, where, names)
 
-    def entry(obj: Any) -> Any:
-        if obj is root:
-            return "root"
-        if obj is atom:
-            return "atom"  # (the written array itself: one object again after the write)
-        if isinstance(obj, np.ndarray):
-            return placed.get(id(obj)) if any(obj is m for m in members) else None
-        return None
-
-    def entry_in(obj: Any) -> Any:
-        """``entry`` of an array; of a container, its slots' that are not ``None``, or ``None``
-        (``collect`` refused a container that holds itself)."""
-        if isinstance(obj, (list, tuple, dict)):
-            slots = {k: entry_in(item) for k, item in _slots_of(obj)}
-            return {k: p for k, p in slots.items() if p is not None} or None
-        return entry(obj)
-
-    entries = [entry_in(obj) for obj in others]
+    entries = [_entry_in(obj, root, atom, placed, members) for obj in others]
     index = -1 if root is atom else next(
         (k for k, obj in enumerate(others) if obj is root), None
     )
@@ -206,23 +177,59 @@ def shared_family(atom: Any, others: Any, where: Any, names: Any = None) -> Any:
     return Plan(index, placed[id(atom)], tuple(entries))
 
 
+def _collect(obj: Any, path: tuple[int, ...], candidates: list[np.ndarray], atom: Any, where: Any,
+             names: Any) -> None:
+    """The arrays in ``obj`` (itself, or in its slots at any depth) added to ``candidates``; a
+    container that holds itself, or another library's array, refused."""
+    if isinstance(obj, np.ndarray):
+        candidates.append(obj)
+    elif isinstance(obj, (list, tuple, dict)):
+        if id(obj) in path:
+            _refuse_shared(atom, where, names)
+        for _, item in _slots_of(obj):
+            _collect(item, (*path, id(obj)), candidates, atom, where, names)
+    elif is_array(obj):
+        check_in_place(atom, [obj], where, names)
+
+
+def _entry_in(obj: Any, root: Any, atom: Any, placed: dict[int, Any], members: list[Any]) -> Any:
+    """The plan's entry of ``obj``: ``"root"``, ``"atom"``, its positions in the root, or
+    ``None`` (an array that shares nothing, or not an array); of a container, its slots' entries
+    that are not ``None``, or ``None`` (``_collect`` refused a container that holds itself)."""
+    if isinstance(obj, (list, tuple, dict)):
+        slots = {k: _entry_in(item, root, atom, placed, members) for k, item in _slots_of(obj)}
+        return {k: e for k, e in slots.items() if e is not None} or None
+    if obj is root:
+        return "root"
+    if obj is atom:
+        return "atom"  # (the written array itself: one object again after the write)
+    if isinstance(obj, np.ndarray) and any(obj is m for m in members):
+        return placed.get(id(obj))
+    return None
+
+
 def _holders(atom: Any, others: Any, where: Any, names: Any) -> Any:
     """The plan of a write into a list, tuple or dict (``box[1][0] = v``, the list ``box[1]``
     changed): it shares no memory, and every slot that holds it, at any depth, holds it after the
     write too (the root: the new object)."""
-    def entry_in(obj: Any, path: tuple[int, ...]) -> Any:
-        if obj is atom:
-            return "root"
-        if isinstance(obj, (list, tuple, dict)):
-            if id(obj) in path:  # (a container that holds itself: not followed)
-                _refuse_shared(atom, where, names)
-            slots = {k: entry_in(item, (*path, id(obj))) for k, item in _slots_of(obj)}
-            return {k: e for k, e in slots.items() if e is not None} or None
-        return None
-    entries = tuple(entry_in(obj, ()) for obj in others)
+    entries = tuple(_holder_entry(obj, (), atom, where, names) for obj in others)
     if not any(e is not None for e in entries):
         return Plan(None, None, tuple(None for _ in others))
     return Plan(-1, "root", entries)
+
+
+def _holder_entry(obj: Any, path: tuple[int, ...], atom: Any, where: Any, names: Any) -> Any:
+    """``"root"`` where ``obj`` is the written container; of a container, its slots' entries that
+    are not ``None``, or ``None``; a container that holds itself refused."""
+    if obj is atom:
+        return "root"
+    if isinstance(obj, (list, tuple, dict)):
+        if id(obj) in path:
+            _refuse_shared(atom, where, names)
+        slots = {k: _holder_entry(item, (*path, id(obj)), atom, where, names)
+                 for k, item in _slots_of(obj)}
+        return {k: e for k, e in slots.items() if e is not None} or None
+    return None
 
 
 def _refuse_shared(atom: Any, where: Any, names: Any) -> None:
