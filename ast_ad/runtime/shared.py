@@ -142,7 +142,7 @@ def shared_family(atom: Any, others: Any, where: Any, names: Any = None) -> Any:
         return Plan(None, None, ())
     candidates: list[np.ndarray] = [atom]
     for obj in others:
-        _collect(obj, (), candidates, atom, where, names)
+        candidates += _collect(obj, (), atom, where, names)
     # the arrays that share memory with the written one, through each other
     members = [atom]
     rest = [c for c in candidates[1:] if c is not atom]
@@ -177,19 +177,19 @@ def shared_family(atom: Any, others: Any, where: Any, names: Any = None) -> Any:
     return Plan(index, placed[id(atom)], tuple(entries))
 
 
-def _collect(obj: Any, path: tuple[int, ...], candidates: list[np.ndarray], atom: Any, where: Any,
-             names: Any) -> None:
-    """The arrays in ``obj`` (itself, or in its slots at any depth) added to ``candidates``; a
-    container that holds itself, or another library's array, refused."""
+def _collect(obj: Any, path: tuple[int, ...], atom: Any, where: Any, names: Any) -> list[Any]:
+    """The arrays in ``obj`` (itself, or in its slots at any depth); a container that holds
+    itself, or another library's array, refused."""
     if isinstance(obj, np.ndarray):
-        candidates.append(obj)
-    elif isinstance(obj, (list, tuple, dict)):
+        return [obj]
+    if isinstance(obj, (list, tuple, dict)):
         if id(obj) in path:
             _refuse_shared(atom, where, names)
-        for _, item in _slots_of(obj):
-            _collect(item, (*path, id(obj)), candidates, atom, where, names)
-    elif is_array(obj):
+        return [found for _, item in _slots_of(obj)
+                for found in _collect(item, (*path, id(obj)), atom, where, names)]
+    if is_array(obj):
         check_in_place(atom, [obj], where, names)
+    return []
 
 
 def _entry_in(obj: Any, root: Any, atom: Any, placed: dict[int, Any], members: list[Any]) -> Any:
