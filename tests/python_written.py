@@ -434,3 +434,12 @@ def sums_the_values_of_its_own_object(x):
     # (an object of the user's class with a method ``values``: its own, not a dict's view)
     scores = _Scores(x * 1.0)
     return np.sum(sum(scores.values()))
+
+
+def sums_the_values_of_its_own_object_in_a_loop(x):
+    # (the same inside a loop: the names bound to anything but a dict are the whole function's)
+    scores = _Scores(x * 1.0)
+    total = 0.0
+    for i in range(2):
+        total = total + np.sum(sum(scores.values())) * (i + 1.0)
+    return total

@@ -528,15 +528,13 @@ def memory_helpers(name: str) -> st.SearchStrategy:
         )
         return {
             "memory_root_vjp_new": case(root_like, plan, arrays((n_new,))),
-            "memory_root_vjp_new_t": case(arrays((n_new,)), plan, root_like),
             "memory_root_vjp_family": case(root_like, plan, olds[:1]),
-            "memory_root_jvp_new": case(arrays((n_new,)), plan, olds[:1]),
+            "memory_root_jvp_new": case(arrays((n_new,)), plan, root_like),
             "memory_root_jvp_family": case(st.tuples(arrays(np.shape(olds[0]))), plan,
                                            arrays((n_new,))),
             "memory_view_vjp_root": case(like_old, plan, key, arrays((6,))),
             "memory_view_vjp_old": case(like_old, plan, key, old),
             "memory_view_jvp_root": case(root_like, plan, key, old),
-            "memory_view_jvp_old": case(like_old, plan, key, old),
         }[name]
     choices = st.sampled_from([("slot", 0), ("slot", 1), ("self", 0), ("apart", 0)])
     if name.startswith("memory_root"):
@@ -645,9 +643,9 @@ MORE_NUMPY = {
     runtime.memory_root: memory_roots(),
     runtime.memory_view: memory_views(),
     **{getattr(runtime, name): memory_helpers(name) for name in (
-        "memory_root_vjp_new", "memory_root_vjp_new_t", "memory_root_vjp_family",
-        "memory_root_jvp_new", "memory_root_jvp_family", "memory_view_vjp_root",
-        "memory_view_vjp_old", "memory_view_jvp_root", "memory_view_jvp_old",
+        "memory_root_vjp_new", "memory_root_vjp_family", "memory_root_jvp_new",
+        "memory_root_jvp_family", "memory_view_vjp_root", "memory_view_vjp_old",
+        "memory_view_jvp_root",
     )},
     np.unstack: case(arrays((3, 2))) | case(arrays((2, 3)), axis=1),
     np.array_split: array_splits(),

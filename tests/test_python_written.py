@@ -25,7 +25,7 @@ EXACT = [pw.checks_its_argument, pw.constant_call, pw.starred, pw.starred_betwee
          pw.writes_an_item_of_the_array_it_loops_over, pw.lists_the_keys_of_a_dict, pw.float_keys,
          pw.lists_a_dict_a_helper_returns, pw.loops_over_the_list_of_a_list_or_a_dict,
          pw.reads_a_dicts_views_whole, pw.sums_a_dicts_values,
-         pw.sums_the_values_of_its_own_object]
+         pw.sums_the_values_of_its_own_object, pw.sums_the_values_of_its_own_object_in_a_loop]
 
 
 @pytest.mark.parametrize("fun", EXACT, ids=[f.__name__ for f in EXACT])

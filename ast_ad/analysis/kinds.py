@@ -478,9 +478,11 @@ def _kept_names(stmt: ir.Stmt) -> set[str]:
     return syntax.name_ids(raw) if raw is not None else set()
 
 
-def checked_only(function: ir.Function) -> set[str]:
+def checked_only(function: ir.Function, remade: bool = False) -> set[str]:
     """Tuples that nothing but a check reads (``runtime.check_in_place``'s second argument:
-    ``def_identity_read``)."""
+    ``def_identity_read``); with ``remade``, or the memory model's remaking of other variables
+    (``def_remakes``' ``others``: ``shared_family``, ``memory_root``), which a name not bound yet
+    in them does not reach."""
     packed = {
         s.target
         for s in ir.walk(function.body)
@@ -488,15 +490,17 @@ def checked_only(function: ir.Function) -> set[str]:
     }
     for stmt in ir.walk(function.body):
         value = stmt.value if isinstance(stmt, ir.Assign) else None
-        read = (
-            registry.identity_read(value.fn.obj)
-            if isinstance(value, ir.Call) and not value.kwargs
-            else None
-        )
-        if isinstance(value, ir.Call) and read is not None and read < len(value.args) \
-                and isinstance(value.args[read], ir.Var):
+        allowed: set[int] = set()
+        if isinstance(value, ir.Call) and not value.kwargs:
+            read = registry.identity_read(value.fn.obj)
+            others = registry.remade_argument(value.fn.obj) if remade else None
+            allowed = {k for k in (read, others[1] if others else None)
+                       if k is not None and k < len(value.args)
+                       and isinstance(value.args[k], ir.Var)}
+        if isinstance(value, ir.Call) and allowed:
             packed -= {
-                a.name for k, a in enumerate(value.args) if k != read and isinstance(a, ir.Var)
+                a.name for k, a in enumerate(value.args)
+                if k not in allowed and isinstance(a, ir.Var)
             }
         else:
             packed -= set(_reads(stmt)) | _kept_names(stmt)

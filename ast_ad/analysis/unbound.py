@@ -56,7 +56,6 @@ class _Flow:
         self.function = function
         self._ranges: dict[str, ir.Expr] | None = None
         self._checks: set[str] | None = None
-        self._packs: set[str] | None = None
 
     def block(
         self, body: tuple[ir.Stmt, ...], state: set[str], record: bool, breaks: list[set[str]]
@@ -66,8 +65,7 @@ class _Flow:
         for stmt in body:
             hits = [n for n in dict.fromkeys(ir.reads_of(stmt)) if n in state]
             if hits and record and not (type(stmt) is ir.Assign and stmt.target in self.checks()) \
-                    and not _guard(stmt) and not _remaking(stmt) \
-                    and not (type(stmt) is ir.Assign and stmt.target in self.memory_packs()):
+                    and not _guard(stmt) and not _remaking(stmt):
                 self.found[id(stmt)] = hits
             if type(stmt) is ir.If:
                 state = self.block(stmt.body, set(state), record, breaks) | \
@@ -97,19 +95,12 @@ class _Flow:
         after_step = self.block(stmt.body, head - bound, record, breaks)
         return (after_step if type(stmt) is ir.For and self.runs(stmt) else head).union(*breaks)
 
-    def memory_packs(self) -> set[str]:
-        """The tuples of other variables that only the memory model's questions read
-        (``registry.def_remakes``' ``others``, ``def_identity_read``): a name not bound yet in one
-        is ``None``, which shares no memory."""
-        if self._packs is None:
-            self._packs = _memory_packs(self.function)
-        return self._packs
-
     def checks(self) -> set[str]:
-        """The tuples of an aliasing check (``kinds.checked_only``): the lowering reads them, not
-        the user."""
+        """The tuples of an aliasing check or of the memory model's remaking of other variables
+        (``kinds.checked_only``): the lowering reads them, not the user, and a name not bound yet
+        in one (``None``) shares no memory."""
         if self._checks is None:
-            self._checks = checked_only(self.function)
+            self._checks = checked_only(self.function, remade=True)
         return self._checks
 
     def runs(self, loop: ir.For) -> bool:
@@ -220,9 +211,10 @@ def _remade(stmt: ir.Stmt) -> str | None:
     if type(stmt) is not ir.Assign or type(stmt.value) is not ir.Call:
         return None
     remade = registry.remade_argument(stmt.value.fn.obj)
-    if remade is None or remade[0] < 0 or remade[0] >= len(stmt.value.args):
+    k = remade[0] if remade is not None else None
+    if k is None or k >= len(stmt.value.args):
         return None
-    old = stmt.value.args[remade[0]]
+    old = stmt.value.args[k]
     return stmt.target if type(old) is ir.Var and old.name == stmt.target else None
 
 
@@ -231,30 +223,3 @@ def _remaking(stmt: ir.Stmt) -> bool:
     the names it makes again, or a tuple of them, only for the memory they share."""
     return type(stmt) is ir.Assign and type(stmt.value) is ir.Call \
         and registry.remade_argument(stmt.value.fn.obj) is not None
-
-
-def _memory_packs(function: ir.Function) -> set[str]:
-    """Tuples that only the memory model's questions read: at a call's ``others`` position
-    (``def_remakes``) or identity-read position (``def_identity_read``)."""
-    packed = {
-        s.target for s in ir.walk(function.body)
-        if type(s) is ir.Assign and type(s.value) is ir.Pack and s.value.kind == "tuple"
-    }
-    for stmt in ir.walk(function.body):
-        value = stmt.value if type(stmt) is ir.Assign else None
-        allowed: set[int] = set()
-        if type(value) is ir.Call:
-            remade = registry.remade_argument(value.fn.obj)
-            if remade is not None and remade[1] is not None:
-                allowed.add(remade[1])
-            read = registry.identity_read(value.fn.obj)
-            if read is not None:
-                allowed.add(read)
-            packed -= {a.name for k, a in enumerate(value.args)
-                       if k not in allowed and type(a) is ir.Var}
-            packed -= {a.name for _, a in value.kwargs if type(a) is ir.Var}
-        else:
-            packed -= set(ir.reads_of(stmt))
-    if type(function.result) is ir.Var:
-        packed.discard(function.result.name)
-    return packed

@@ -619,19 +619,20 @@ def guarded_argument(fn: Any) -> int | None:
     return found
 
 
-def def_remakes(fn: Any, k: int, others: int | None = None) -> None:
+def def_remakes(fn: Any, k: int | None, others: int | None = None) -> None:
     """Declare that ``fn`` makes a variable again after a write in place, from its old value, its
-    positional argument ``k`` (``memory_view(plan, key, root, old)``, assigned to the variable
-    ``old`` is), and reads the tuple at ``others`` (if any) only to find the memory it shares: a
-    name not bound yet (the lowering's ``None``) sees nothing, and is no more bound after it
-    (``analysis.unbound`` neither checks these reads nor counts the assignment as a binding)."""
+    positional argument ``k`` (if any: ``memory_view(plan, key, root, old)``, assigned to the
+    variable ``old`` is), and reads the tuple at ``others`` (if any) only to find the memory it
+    shares (``shared_family``, ``memory_root``): a name not bound yet (the lowering's ``None``)
+    sees nothing, and is no more bound after it (``analysis.unbound`` neither checks these reads
+    nor counts the assignment as a binding)."""
     _note("remakes", fn, k, others)
     _FACTS["remakes"][fn] = (k, others)
 
 
-def remade_argument(fn: Any) -> tuple[int, int | None] | None:
+def remade_argument(fn: Any) -> tuple[int | None, int | None] | None:
     """``(k, others)`` of ``def_remakes``, or ``None``."""
-    found: tuple[int, int | None] | None = _fact("remakes", fn)
+    found: tuple[int | None, int | None] | None = _fact("remakes", fn)
     return found
 
 

@@ -175,21 +175,19 @@ class Memory:
         # (a container that holds containers may hold the written object twice, or deeper than
         # its slot: ``box = [y, [y]]``, which ``slots_holding`` refuses; made again from where the
         # entries lie instead)
-        deep = any(self.holds_containers(other) for other in every)
-        nested = follow and not container and (
-            changed not in (None, owner)
-            and (self.holds_containers(self.at.env.get(owner)) or deep)
-            # (a list or dict changed in its slot, which a container holds deeper: ``inner[0] =
-            # v`` where ``deep = [[inner]]``)
-            or self.container_like(atom) and deep
-        )
-        if (others or nested) and not (
-            follow and not container
-            and (not self.container_like(atom) or nested)
-            and self.by_memory(atom, owner, every, changed, start, ups)
-        ):
-            if others:
-                self.check_apart(atom, others)
+        by_memory = False
+        if follow and not container:
+            deep = any(self.holds_containers(other) for other in every)
+            through_slot = changed not in (None, owner)
+            nested = through_slot and (deep or self.holds_containers(self.at.env.get(owner))) \
+                or self.container_like(atom) and deep
+            # (and a list or dict changed in its slot, which a container holds deeper:
+            # ``inner[0] = v`` where ``deep = [[inner]]``)
+            by_memory = (bool(others) or nested) \
+                and (nested or not self.container_like(atom)) \
+                and self.by_memory(atom, owner, every, changed, start, ups)
+        if others and not by_memory:
+            self.check_apart(atom, others)
         if container:
             # a change of a shallow copy itself (an append, a pop) leaves its source as it was
             return
@@ -220,8 +218,7 @@ class Memory:
         The fact this relies on: a view read again from the changed array is the view Python's write
         leaves, as ``view_of`` proves at run time that the variable is that very view (same memory,
         same layout)."""
-        users = [name for name, held in self.at.env.items() if held == other and name != owner
-                 and name in self.at.locals and name not in self.at.local_functions]
+        users = self.users_of(other, owner)
         if other.name in self.at.field_labels and not users:
             # an attribute of an object made here: a variable the lowering may assign
             users = [other.name]
@@ -414,9 +411,7 @@ class Memory:
             return False
         entries: list[tuple[ir.Var, list[str]]] = [] if direct else [(mine, [owner])]
         for other in others:
-            users = [name for name, held in self.at.env.items() if held == other
-                     and name != owner and name in self.at.locals
-                     and name not in self.at.local_functions]
+            users = self.users_of(other, owner)
             if not users or other.name in self.at.field_labels or other.name in self.at.params:
                 return False  # (a caller's object: Python's caller would see the write)
             if any(u in targets for u in users for targets in self.at.loop_targets):
@@ -438,6 +433,18 @@ class Memory:
             tuple((k, tuple(us)) for k, (_, us) in enumerate(entries)),
         ))
         return True
+
+    def users_of(self, other: ir.Var, owner: str) -> list[str]:
+        """The user's variables, but ``owner``, that hold ``other`` (not a function defined
+        here)."""
+        return [name for name, held in self.at.env.items() if held == other and name != owner
+                and name in self.at.locals and name not in self.at.local_functions]
+
+    def plan_of(self, changed: str) -> ir.Var | None:
+        """The plan ``runtime.shared`` gave before the write that changes ``changed`` (an item's
+        key), where that write is followed by where the entries lie (``by_memory``); else
+        ``None``."""
+        return next((up.plan for up in self.memory_ups if up.changed == changed), None)
 
     def follow_by_memory(self, up: ByMemory, new: ir.Var) -> None:
         """After the write: the root of the arrays that share memory with the written one, and

@@ -144,7 +144,7 @@ class WriteLowering:
             self.memory.guard_object(inner, root.id, follow=True, changed=key, item=True)
             # (where the other slots are made again from where their entries lie, no slot on the
             # way that holds it too is a refusal: ``Memory.by_memory``)
-            if not in_slot and not any(up.changed == key for up in self.memory.memory_ups):
+            if not in_slot and self.memory.plan_of(key) is None:
                 self.guard_slot(outer)
         index = self.exprs.index(target.slice)
         new = self.lowering.bind(
@@ -165,10 +165,10 @@ class WriteLowering:
         container = self.lowering.expr(root)
         # (where the other slots are made again from where their entries lie, ``by_memory``, a
         # slot that shares memory with the written one is no refusal: its plan)
-        plans = tuple(up.plan for up in self.memory.memory_ups if up.changed == key)
+        plan = self.memory.plan_of(key)
         slots = self.lowering.bind(
             ir.Call(ir.Ref(runtime.slots_holding, "slots_holding"),
-                    (container, inner, where, ir.Const(root.id), *plans)),
+                    (container, inner, where, ir.Const(root.id), *([plan] if plan else []))),
             "slots",
         )
         self.rebind(root.id, ir.Call(ir.Ref(runtime.replaced, "replaced"), (container, slots, new)))

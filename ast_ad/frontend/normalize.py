@@ -296,6 +296,11 @@ class Lowerer:
         made: set[str] = set()
         # (a loop over a dict's items reads its keys, which carry no gradient)
         keys = self.at.namer.fresh("keys_of")
+        # (and a dict's views read whole, as lists: judged over the whole function, whose names
+        # bound to anything but a dict keep their own ``.values()``)
+        not_dicts = _not_dicts(statements)
+        for stmt in statements:
+            _dict_views(stmt, self.at.namer, made, keys, not_dicts)
         statements = _dict_loops(statements, self.at.namer, made, keys)
         if made:
             self.at.env[keys] = ir.Ref(runtime.keys_of, "keys_of")
@@ -954,9 +959,7 @@ def _dict_loops(
     loop over its keys that reads each value where the step starts, as Python's view does (``for k
     in list(d): v = d[k]``)."""
     out: list[gast.stmt] = []
-    others = _not_dicts(body)
     for stmt in body:
-        _dict_views(stmt, namer, made, keys_of, others)
         if isinstance(stmt, (gast.For, gast.While, gast.If)):
             fields = {"body": _dict_loops(stmt.body, namer, made, keys_of),
                       "orelse": _dict_loops(stmt.orelse, namer, made, keys_of)}

@@ -215,7 +215,7 @@ defvjp(
 defjvp(
     shared.memory_root,
     zero,
-    lambda u, ans, plan, new, family: shared.memory_root_jvp_new(u, plan, family),
+    lambda u, ans, plan, new, family: shared.memory_root_jvp_new(u, plan, ans),
     lambda u, ans, plan, new, family: shared.memory_root_jvp_family(u, plan, new),
 )
 defvjp(
@@ -230,13 +230,14 @@ defjvp(
     zero,
     zero,
     lambda u, ans, plan, key, root, old: shared.memory_view_jvp_root(u, plan, key, old),
-    lambda u, ans, plan, key, root, old: shared.memory_view_jvp_old(u, plan, key, old),
+    # (its own transpose: the same entries kept)
+    lambda u, ans, plan, key, root, old: shared.memory_view_vjp_old(u, plan, key, old),
 )
 def_same_kind(shared.memory_view, argnums=(3,))  # a container where the old value is one
 # (a name not bound yet, ``None``, is in no plan: it stays as it was, not bound)
 def_remakes(shared.memory_view, 3)
-def_remakes(shared.memory_root, -1, others=2)
-def_remakes(shared.shared_family, -1, others=1)
+def_remakes(shared.memory_root, None, others=2)
+def_remakes(shared.shared_family, None, others=1)
 def_same_kind(shared.memory_root, argnums=(1,))  # (a list written into: the new list)
 def_nondiff(builtins.len, builtins.int, builtins.bool, builtins.round, builtins.range,
             builtins.slice, builtins.isinstance, builtins.type)

@@ -384,38 +384,31 @@ for _operand in (rt.kron_vjp, rt.convolve_vjp, rt.correlate_vjp):
 # a Hessian through such a write is forward mode over them, and reverse mode over a jvp reverses
 # them)
 defvjp(rt.memory_root_vjp_new,
-       lambda w, ans, g, plan, new: rt.memory_root_vjp_new_t(w, plan, g), zero, zero)
+       lambda w, ans, g, plan, new: rt.memory_root_jvp_new(w, plan, g), zero, zero)
+defvjp(rt.memory_root_jvp_new,
+       lambda w, ans, u, plan, like: rt.memory_root_vjp_new(w, plan, u), zero, zero)
 defvjp(rt.memory_root_vjp_family,
        lambda w, ans, g, plan, family: rt.memory_root_jvp_family(w, plan, g), zero, zero)
+defvjp(rt.memory_root_jvp_family,
+       lambda w, ans, u, plan, new: rt.memory_root_vjp_family(w, plan, u), zero, zero)
 defvjp(rt.memory_view_vjp_root,
        lambda w, ans, g, plan, key, root: rt.memory_view_jvp_root(w, plan, key, g), zero, zero,
        zero)
-defvjp(rt.memory_view_vjp_old,
-       lambda w, ans, g, plan, key, old: rt.memory_view_vjp_old(w, plan, key, old), zero, zero,
-       zero)
-defvjp(rt.memory_root_jvp_new,
-       lambda w, ans, u, plan, family: rt.memory_root_vjp_new(w, plan, u), zero, zero)
-defvjp(rt.memory_root_jvp_family,
-       lambda w, ans, u, plan, new: rt.memory_root_vjp_family(w, plan, u), zero, zero)
 defvjp(rt.memory_view_jvp_root,
        lambda w, ans, u, plan, key, old: rt.memory_view_vjp_root(w, plan, key, u), zero, zero,
        zero)
-defvjp(rt.memory_view_jvp_old,
-       lambda w, ans, u, plan, key, old: rt.memory_view_vjp_old(w, plan, key, old), zero, zero,
+defvjp(rt.memory_view_vjp_old,  # (its own transpose)
+       lambda w, ans, g, plan, key, old: rt.memory_view_vjp_old(w, plan, key, old), zero, zero,
        zero)
-defvjp(rt.memory_root_vjp_new_t,
-       lambda w, ans, u, plan, like: rt.memory_root_vjp_new(w, plan, u), zero, zero)
-for _helper in (rt.memory_root_vjp_new, rt.memory_root_vjp_family,
-                rt.memory_view_vjp_root, rt.memory_view_vjp_old,
-                rt.memory_root_jvp_new, rt.memory_root_jvp_family,
-                rt.memory_view_jvp_root, rt.memory_view_jvp_old,
-                rt.memory_root_vjp_new_t):
+for _helper in (rt.memory_root_vjp_new, rt.memory_root_jvp_new, rt.memory_root_vjp_family,
+                rt.memory_root_jvp_family, rt.memory_view_vjp_root, rt.memory_view_jvp_root,
+                rt.memory_view_vjp_old):
     def_linear(_helper, 0)
-def_same_kind(rt.memory_view_vjp_old, rt.memory_view_jvp_old, argnums=(0,))
+def_same_kind(rt.memory_view_vjp_old, argnums=(0,))
 def_same_kind(rt.memory_root_vjp_family, argnums=(2,))
 def_same_kind(rt.memory_view_jvp_root, argnums=(3,))
 # (a list written into, as the root: its tangents and adjoints are lists)
-def_same_kind(rt.memory_root_jvp_new, rt.memory_root_vjp_new_t, argnums=(0,))
+def_same_kind(rt.memory_root_jvp_new, argnums=(0,))
 def_same_kind(rt.memory_root_jvp_family, argnums=(2,))
 def_same_kind(rt.memory_root_vjp_new, argnums=(0, 2))
 

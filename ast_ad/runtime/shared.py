@@ -34,7 +34,7 @@ import numpy as np
 
 from ast_ad.runtime.arrays import add_adjoints, is_array, zeros_like
 from ast_ad.runtime.checks import check_in_place
-from ast_ad.runtime.writes import scatter_add
+from ast_ad.runtime.writes import _slots, scatter_add
 
 
 class Plan:
@@ -57,27 +57,43 @@ class Plan:
         return f"Plan(root={self.root})"
 
 
-def _memory_addresses(a: np.ndarray) -> Any:
-    """The address in memory of each entry of ``a``, in ``a``'s shape."""
-    start = a.__array_interface__["data"][0]
-    total = np.full(a.shape, start, dtype=np.int64)
-    for axis, stride in enumerate(a.strides):
-        shape = [1] * a.ndim
-        shape[axis] = a.shape[axis]
-        total = total + np.arange(a.shape[axis], dtype=np.int64).reshape(shape) * stride
+def _strided_grid(shape: tuple[int, ...], start: int, steps: tuple[int, ...]) -> Any:
+    """``start + Σ i_k steps_k`` at each index of ``shape``: the addresses of an array's entries
+    (its strides for steps), or a strided layout of positions."""
+    total = np.full(shape, start, dtype=np.int64)
+    for axis, step in enumerate(steps):
+        along = [1] * len(shape)
+        along[axis] = shape[axis]
+        total = total + np.arange(shape[axis], dtype=np.int64).reshape(along) * step
     return total
 
 
-def _memory_positions(view: np.ndarray, root: np.ndarray) -> Any:
+def _memory_addresses(a: np.ndarray) -> Any:
+    """The address in memory of each entry of ``a``, in ``a``'s shape."""
+    return _strided_grid(a.shape, a.__array_interface__["data"][0], a.strides)
+
+
+def _root_index(root: np.ndarray) -> tuple[Any, Any] | None:
+    """The root's entries' addresses (flat, C order) and the order that sorts them, found once
+    for every array placed in it; ``None`` where two entries lie at one address
+    (``np.broadcast_to``'s, windows ``as_strided`` makes that overlap)."""
+    addresses = np.ravel(_memory_addresses(root))
+    order = np.argsort(addresses, kind="stable")
+    ordered = addresses[order]
+    return None if bool(np.any(ordered[1:] == ordered[:-1])) else (addresses, order)
+
+
+def _memory_positions(view: np.ndarray, root: np.ndarray, index: tuple[Any, Any]) -> Any:
     """The flat position (C order) in ``root`` of each entry of ``view``, in ``view``'s shape, or
     ``None`` where an entry of ``view`` is not an entry of ``root`` or the layout is not a strided
-    one of the root's positions (no view could be made again from them)."""
+    one of the root's positions (no view could be made again from them). ``index``: the root's
+    ``_root_index``."""
     if view.dtype != root.dtype:
         return None
-    mine, theirs = _memory_addresses(view), np.ravel(_memory_addresses(root))
     if view.size == 0:
         return np.zeros(view.shape, dtype=np.int64)
-    order = np.argsort(theirs, kind="stable")
+    mine = _memory_addresses(view)
+    theirs, order = index
     found = np.minimum(np.searchsorted(theirs, mine, sorter=order), theirs.size - 1)
     where = order[found]
     if not np.array_equal(theirs[where], mine):
@@ -87,13 +103,7 @@ def _memory_positions(view: np.ndarray, root: np.ndarray) -> Any:
 
 def _is_strided(positions: Any) -> bool:
     """Whether ``positions`` are ``start + Σ i_k s_k``: a view's layout over a C-order array."""
-    steps = _position_steps(positions)
-    start = positions.flat[0]
-    layout = np.full(positions.shape, start, dtype=np.int64)
-    for axis, step in enumerate(steps):
-        shape = [1] * positions.ndim
-        shape[axis] = positions.shape[axis]
-        layout = layout + np.arange(positions.shape[axis], dtype=np.int64).reshape(shape) * step
+    layout = _strided_grid(positions.shape, positions.flat[0], _position_steps(positions))
     return bool(np.array_equal(layout, positions))
 
 
@@ -109,24 +119,6 @@ def _position_steps(positions: Any) -> tuple[int, ...]:
         after[axis] = 1
         steps.append(int(positions[tuple(after)] - positions[tuple(at)]))
     return tuple(steps)
-
-
-def _no_repeated_entries(a: np.ndarray) -> bool:
-    """Whether no two entries of ``a`` lie at one address (``np.broadcast_to``'s do, and windows
-    ``as_strided`` makes that overlap)."""
-    if any(stride == 0 and size > 1 for stride, size in zip(a.strides, a.shape, strict=True)):
-        return False
-    addresses = np.sort(np.ravel(_memory_addresses(a)))
-    return not bool(np.any(addresses[1:] == addresses[:-1]))
-
-
-def _slots_of(container: Any) -> list[tuple[Any, Any]]:
-    """The slots of a list, tuple or dict with the object in each."""
-    if isinstance(container, dict):
-        return list(container.items())
-    if isinstance(container, (list, tuple)):
-        return list(enumerate(container))
-    return []
 
 
 def shared_family(atom: Any, others: Any, where: Any, names: Any = None) -> Any:
@@ -158,15 +150,18 @@ def shared_family(atom: Any, others: Any, where: Any, names: Any = None) -> Any:
     if len(members) == 1 and not held:
         return Plan(None, None, tuple(None for _ in others))
     root = max(members, key=lambda m: m.size)
-    if not (_no_repeated_entries(root) and _no_repeated_entries(atom)):
-        _refuse_shared(atom, where, names)
+    found = _root_index(root)
     placed: dict[int, Any] = {}
-    for m in members:
-        if id(m) not in placed:
-            placed[id(m)] = _memory_positions(m, root)
-    if any(p is None for p in placed.values()):
+    if found is not None:
+        for m in members:
+            if id(m) not in placed:
+                placed[id(m)] = _memory_positions(m, root, found)
+    atom_positions = placed.get(id(atom))
+    # (no entry of the root at two addresses, every entry placed, and the written array's each at
+    # a place of its own)
+    if atom_positions is None or any(p is None for p in placed.values()) \
+            or np.unique(atom_positions).size != atom_positions.size:
         _refuse_shared(atom, where, names)
-
     entries = [_entry_in(obj, root, atom, placed, members) for obj in others]
     index = -1 if root is atom else next(
         (k for k, obj in enumerate(others) if obj is root), None
@@ -174,7 +169,7 @@ def shared_family(atom: Any, others: Any, where: Any, names: Any = None) -> Any:
     if index is None:
         # the array holding them all is held by no variable but in a slot: not followed here
         _refuse_shared(atom, where, names)
-    return Plan(index, placed[id(atom)], tuple(entries))
+    return Plan(index, atom_positions, tuple(entries))
 
 
 def _collect(obj: Any, path: tuple[int, ...], atom: Any, where: Any, names: Any) -> list[Any]:
@@ -185,8 +180,8 @@ def _collect(obj: Any, path: tuple[int, ...], atom: Any, where: Any, names: Any)
     if isinstance(obj, (list, tuple, dict)):
         if id(obj) in path:
             _refuse_shared(atom, where, names)
-        return [found for _, item in _slots_of(obj)
-                for found in _collect(item, (*path, id(obj)), atom, where, names)]
+        return [found for k in _slots(obj)
+                for found in _collect(obj[k], (*path, id(obj)), atom, where, names)]
     if is_array(obj):
         check_in_place(atom, [obj], where, names)
     return []
@@ -197,7 +192,7 @@ def _entry_in(obj: Any, root: Any, atom: Any, placed: dict[int, Any], members: l
     ``None`` (an array that shares nothing, or not an array); of a container, its slots' entries
     that are not ``None``, or ``None`` (``_collect`` refused a container that holds itself)."""
     if isinstance(obj, (list, tuple, dict)):
-        slots = {k: _entry_in(item, root, atom, placed, members) for k, item in _slots_of(obj)}
+        slots = {k: _entry_in(obj[k], root, atom, placed, members) for k in _slots(obj)}
         return {k: e for k, e in slots.items() if e is not None} or None
     if obj is root:
         return "root"
@@ -226,8 +221,8 @@ def _holder_entry(obj: Any, path: tuple[int, ...], atom: Any, where: Any, names:
     if isinstance(obj, (list, tuple, dict)):
         if id(obj) in path:
             _refuse_shared(atom, where, names)
-        slots = {k: _holder_entry(item, (*path, id(obj)), atom, where, names)
-                 for k, item in _slots_of(obj)}
+        slots = {k: _holder_entry(obj[k], (*path, id(obj)), atom, where, names)
+                 for k in _slots(obj)}
         return {k: e for k, e in slots.items() if e is not None} or None
     return None
 
@@ -235,7 +230,8 @@ def _holder_entry(obj: Any, path: tuple[int, ...], atom: Any, where: Any, names:
 def _refuse_shared(atom: Any, where: Any, names: Any) -> None:
     """Refuse the write as ``check_in_place`` does, naming the other variables: what they see of
     it cannot be made again from one array that holds them all."""
-    check_in_place(atom, [atom], where, names)
+    check_in_place(atom, [atom], where, names)  # (raises: ``atom`` is among the others)
+    raise AssertionError("check_in_place refuses an object among the others")
 
 
 def memory_root(plan: Any, new: Any, family: Any) -> Any:
@@ -421,14 +417,14 @@ def memory_view_vjp_old(g: Any, plan: Any, key: int, old: Any) -> Any:
     return _emptied(g, _entry_of(plan, key), old)
 
 
-def memory_root_jvp_new(u: Any, plan: Any, family: Any) -> Any:
-    """The tangent of ``memory_root`` along ``new``: ``u`` at the written entries, zeros
-    elsewhere."""
+def memory_root_jvp_new(u: Any, plan: Any, like: Any) -> Any:
+    """The tangent of ``memory_root`` along ``new`` (and the transpose of ``memory_root_vjp_new``):
+    ``u`` at the written entries of zeros shaped like the root (``like``)."""
     if plan.root is None:
         return 0.0
     if plan.root == -1:
         return u
-    return scatter_at(u, plan.atom, family[plan.root])
+    return scatter_at(u, plan.atom, like)
 
 
 def memory_root_jvp_family(u: Any, plan: Any, new: Any) -> Any:
@@ -447,18 +443,3 @@ def memory_view_jvp_root(u: Any, plan: Any, key: int, old: Any) -> Any:
     """The tangent of ``memory_view`` along the root: its entries at the view's positions (new
     arrays: a tangent shares no memory)."""
     return _taken(u, plan, _entry_of(plan, key), old)
-
-
-def memory_view_jvp_old(u: Any, plan: Any, key: int, old: Any) -> Any:
-    """The tangent of ``memory_view`` along the old value (as its adjoint: the same entries)."""
-    return memory_view_vjp_old(u, plan, key, old)
-
-
-def memory_root_vjp_new_t(w: Any, plan: Any, like: Any) -> Any:
-    """The transpose of ``memory_root_vjp_new`` (``w`` shaped like the written array): ``w`` at the
-    written entries of zeros shaped like the root's adjoint ``like``."""
-    if plan.root is None:
-        return 0.0
-    if plan.root == -1:
-        return w
-    return scatter_at(w, plan.atom, like)
