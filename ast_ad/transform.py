@@ -27,6 +27,7 @@ from ast_ad.frontend.parse import parse
 from ast_ad.ir import nodes as ir
 from ast_ad.ir.syntax import RefTable
 from ast_ad.modes.adjoint import Adjoint
+from ast_ad.modes.batch import stacked_tangent
 from ast_ad.modes.forward import Tangent, forward, jvp_units
 from ast_ad.modes.reverse import reverse
 from ast_ad.modes.reverse_code import gradient_units, pair_units
@@ -223,10 +224,25 @@ def tangent(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
         shell = Tangent(function, argnums)
         _tangents[key] = shell
         try:
-            return forward(function, argnums, shapes, tangent, shell, needed)
+            return forward(function, argnums, shapes, TANGENTS, shell, needed)
         except BaseException:
             _tangents.pop(key, None)
             raise
+
+
+class _Tangents:
+    """Forward mode's view of the driver (``modes.forward.Derive``): a callee's forward-mode code,
+    and its IR (what its result is, for the caller's facts: ``activity.callee_results``)."""
+
+    def __call__(self, fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
+                 needed: tuple[bool, ...] | None = None) -> Tangent:
+        return tangent(fn, argnums, shapes, needed)
+
+    def normalized(self, fn: Any) -> ir.Function:
+        return normalized(fn)
+
+
+TANGENTS = _Tangents()
 
 
 def jvp_key(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
@@ -244,6 +260,23 @@ def jvp_function(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
         "forward mode",
         "parse, normalize, forward",
         lambda: tangent(fn, argnums, shapes, needed),
+        lambda derived: emit_units(jvp_units(derived)),
+        _tangents,
+    )
+
+
+def stacked_jvp_function(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
+                         needed: tuple[bool, ...] | None = None) -> Loaded:
+    """The loaded forward-mode function for a stack of tangents (``modes.batch``): ``f_jvp(*args,
+    *stacks)`` with each tangent argument ``B`` tangents on a leading axis; its result's tangents
+    are ``runtime.batched.Batch``es. Raises ``modes.batch.NotStacked`` where the code cannot be
+    written so."""
+    return _built(
+        ("jvp stacked", fn, argnums, shapes, needed),
+        fn,
+        "forward mode for stacked tangents",
+        "parse, normalize, forward, stack",
+        lambda: stacked_tangent(tangent(fn, argnums, shapes, needed)),
         lambda derived: emit_units(jvp_units(derived)),
         _tangents,
     )

@@ -253,8 +253,7 @@ def _batched_against_one_by_one(program, data) -> None:
             continue
         lowered = lowering.lower(fn, copy.deepcopy(args))
         try:
-            loaded = lowering.jvp_code(lowered, (k,))
-            out, columns = lowering.batched_columns(loaded, lowered, x, x.size)
+            out, columns = lowering.batched_columns(lowered, x, x.size, k)
         except ast_ad.errors.ASTADError:
             return  # refused in forward mode (one pass a column refuses the same)
         except (BatchRefused, ValueError, TypeError):

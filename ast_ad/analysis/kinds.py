@@ -65,6 +65,10 @@ NONE: Fact = ("none",)
 MAYBE: Fact = ("number or None",)
 
 _ALLOCATE = {np.ones, np.zeros, np.empty}
+_COMPARISONS = {operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge}
+# reductions along an ``axis`` given second
+_ALONG_AXIS = {np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.var, np.std,
+               np.nansum, np.nanmean}
 _LIKE = {np.ones_like, np.zeros_like, np.empty_like}
 _INTEGER_OPS = {
     operator.add,
@@ -515,8 +519,8 @@ _JOINS = {np.concatenate: 0, np.stack: 1}
 
 def _joined(function: ir.Function) -> set[str]:
     """Lists and tuples written out (``[a, b]``), bound once, that nothing reads but one join
-    (``np.concatenate(pack)``, ``np.stack(pack)``) as its only argument: no statement can change
-    them between, so their arrays' facts are what the join reads (``_arrays_fact``)."""
+    (``np.concatenate(pack)``, ``np.stack(pack, axis=1)``) as its only argument: no statement can
+    change them between, so their arrays' facts are what the join reads (``_arrays_fact``)."""
     packs = {
         s.target
         for s in ir.walk(function.body)
@@ -540,7 +544,8 @@ def _joined(function: ir.Function) -> set[str]:
         for name in _reads(stmt) + list(_kept_names(stmt)):
             if name not in metas:
                 reads[name] = reads.get(name, 0) + 1
-        if isinstance(value, ir.Call) and value.fn.obj in _JOINS and not value.kwargs \
+        if isinstance(value, ir.Call) and value.fn.obj in _JOINS \
+                and all(k == "axis" for k, _ in value.kwargs) \
                 and len(value.args) == 1 and isinstance(value.args[0], ir.Var):
             joins.add(value.args[0].name)
     result = function.result.name if isinstance(function.result, ir.Var) else None
@@ -649,6 +654,8 @@ def _reads(stmt: ir.Stmt) -> list[str]:
         )
     elif isinstance(stmt, (ir.Unpack, ir.Append)):
         atoms = (stmt.value,)
+    elif isinstance(stmt, ir.SetItem):
+        atoms = (ir.Var(stmt.target), stmt.index, stmt.value)
     elif isinstance(stmt, ir.For):
         atoms = (stmt.iter,)
     elif isinstance(stmt, ir.If):
@@ -694,9 +701,10 @@ def _const_fact(value: Any) -> Fact:
 
 
 def _index_fact(parts: list[Fact]) -> Fact:
-    """A tuple of integers and slices, as an index: ("index", how many axes it takes away)."""
-    if parts and all(p in (INT, SLICE) for p in parts):
-        return ("index", sum(p == INT for p in parts))
+    """A tuple of integers, slices and ``None``s (new axes of one), as an index: ("index", how
+    many axes it takes away: one an integer, less one a ``None``)."""
+    if parts and all(p in (INT, SLICE, NONE) for p in parts) and any(p != NONE for p in parts):
+        return ("index", sum(p == INT for p in parts) - sum(p == NONE for p in parts))
     return UNKNOWN
 
 
@@ -751,8 +759,24 @@ def _value_fact(value: ir.Expr, facts: dict[str, Fact], scope: dict[str, Fact],
         return index
     if isinstance(value, ir.Raw):
         return ("num", 0, False) if _decides(value.node, value.refs) else UNKNOWN
-    if not isinstance(value, ir.Call) or value.kwargs:
+    if not isinstance(value, ir.Call):
         return UNKNOWN
+    if value.kwargs:
+        # ``np.sum(x, axis=1)``, ``np.mean(x, axis=(0, 1), keepdims=True)``: an axis by keyword,
+        # as given second, and axes kept; any other keyword unknown
+        given = dict(value.kwargs)
+        if value.fn.obj in _JOINS and set(given) == {"axis"} and len(value.args) == 1:
+            # ``np.stack(xs, axis=1)``: the axis moves no count of axes
+            return _call_fact(value.fn.obj, [_atom_fact(value.args[0], facts, scope)])
+        keep = given.pop("keepdims", ir.Const(False))
+        if not (value.fn.obj in _ALONG_AXIS and len(value.args) == 1 and set(given) == {"axis"}
+                and isinstance(keep, ir.Const) and type(keep.value) is bool):
+            return UNKNOWN
+        array = _atom_fact(value.args[0], facts, scope)
+        fact = _call_fact(value.fn.obj, [array, _atom_fact(given["axis"], facts, scope)])
+        if keep.value and fact[0] == "num":
+            return ("num", array[1], fact[2])
+        return fact
     args = [_atom_fact(a, facts, scope) for a in value.args]
     fact = _call_fact(value.fn.obj, args)
     if fact == UNKNOWN and results is not None:
@@ -795,6 +819,12 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
         return UNKNOWN if rank is None else ("num", rank, args[0][2])
     if fn is runtime.assign_item and len(args) == 3 and args[0][0] == "num" and args[0][1] >= 1:
         return args[0]  # a write into a numpy array keeps its shape and dtype
+    if fn in (runtime.unbroadcast, runtime.fit, runtime.expand_reduced) and len(args) >= 2 \
+            and args[1][0] == "num" and (args[0][0] == "num" or args[0] == INT):
+        # an adjoint summed down to, or a tangent spread up to, the shape of its second argument
+        return ("num", args[1][1], True)
+    if fn is runtime.zero_tangent and len(args) == 1 and args[0][0] == "num":
+        return ("num", args[0][1], True)  # zeros of x's shape, in floats
     if fn is runtime.detached and len(args) == 1 and args[0][0] == "num":
         return args[0]  # a copy
     if fn in (runtime.copy_of, np.copy) and len(args) == 1 and args[0][0] == "num" \
@@ -816,6 +846,34 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
         rank = 1 if args[1] == INT else args[1][1] if args[1][0] in ("shape", "ints") else 0
         # (no axes: an array still, not a number)
         return ("num", rank, args[0][2]) if rank >= 1 else UNKNOWN
+    if fn in _ALONG_AXIS and len(args) == 2 and args[0][0] == "num" and args[0][1] >= 1 \
+            and (args[1] == INT or args[1][0] == "ints" and args[1][1] <= args[0][1]):
+        # over one axis, or a tuple of them: as many axes fewer (a mean, a deviation, a
+        # variance: floats)
+        fewer = 1 if args[1] == INT else int(args[1][1])
+        return ("num", args[0][1] - fewer, fn in (np.mean, np.std, np.var) or args[0][2])
+    if fn is runtime.stand_in and len(args) == 1 and args[0][0] == "num":
+        return args[0]  # (zeros of one entry broadcast to the shape, of the dtype)
+    if (fn is runtime.T or fn is np.transpose) and len(args) == 1 and args[0][0] == "num" \
+            and args[0][1] >= 1:
+        return args[0]  # (the same axes, in another order)
+    if fn is runtime.getitem_vjp and len(args) == 3 and args[1][0] == "num":
+        return ("num", args[1][1], True)  # (an adjoint of ``x``: ``x``'s shape)
+    if fn in (runtime.matmul_vjp_a, runtime.matmul_vjp_b) and len(args) == 3:
+        operand = args[1] if fn is runtime.matmul_vjp_a else args[2]
+        return ("num", operand[1], True) if operand[0] == "num" else UNKNOWN
+    if fn is runtime.chosen and len(args) == 3 and args[1][0] == "num" \
+            and _rank(args[0]) is not None:
+        return ("num", max(int(_rank(args[0]) or 0), int(args[1][1])), args[1][2])
+    if fn is np.outer and len(args) == 2 and all(a[0] == "num" for a in args):
+        return ("num", 2, bool(args[0][2] or args[1][2]))
+    if fn is np.cross and len(args) == 2 and all(a[0] == "num" and a[1] >= 1 for a in args):
+        return ("num", max(int(a[1]) for a in args), bool(args[0][2] or args[1][2]))
+    if fn in _COMPARISONS and len(args) == 2 and all(_rank(a) is not None for a in args):
+        return ("num", max(int(_rank(a) or 0) for a in args), False)  # (booleans)
+    if fn is np.where and len(args) == 3 and all(_rank(a) is not None for a in args):
+        # broadcast, as arithmetic: the branches' kind, of the most axes
+        return ("num", max(int(_rank(a) or 0) for a in args), bool(args[1][2] or args[2][2]))
     if registry.is_full_reduction(fn) and len(args) == 1 and args[0][0] == "num":
         # (a mean, a deviation, a variance: floats; a sum, a product, an extremum: of its kind)
         return ("num", 0, fn in (np.mean, np.std, np.var) or args[0][2])

@@ -14,6 +14,7 @@ from ast_ad.api.lowering import (
     Lowered,
     _all_leaves,
     forward_at,
+    forward_stacked,
     jvp_code,
     located,
     lower,
@@ -27,7 +28,7 @@ from ast_ad.errors import (
     LocatedError,
 )
 from ast_ad.runtime import is_array, of_type, refuse_missing_tangents
-from ast_ad.runtime.batched import Batch, BatchRefused, batched_pass, is_batch, unstacked
+from ast_ad.runtime.batched import BatchRefused, is_batch, unstacked
 
 V = TypeVar("V")  # what a function returns: its tangent has its type
 
@@ -107,8 +108,7 @@ def batched_jvp(fun: Callable[..., V], primals: tuple[Any, ...],
     seeds = tuple(tangents[k] for k in active)
     if all(type(leaf) is np.ndarray or not is_array(leaf) for leaf in _all_leaves(lowered.args)):
         try:
-            with batched_pass(size):
-                out, out_dot = forward_at(lowered, active, tuple(Batch(t) for t in seeds))
+            out, out_dot = forward_stacked(lowered, active, seeds)
             if not any(is_batch(leaf) for leaf in _all_leaves(out)):
                 return out, unstacked(out_dot, size)
             raise BatchRefused("the value came out as a batch")

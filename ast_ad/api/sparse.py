@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from ast_ad.api.lowering import Lowered, forward_columns, jvp_code, run
+from ast_ad.api.lowering import Lowered, forward_columns, jvp_code, run, stacked_pass
 from ast_ad.core import logs, registry
 from ast_ad.core.records import record
 from ast_ad.errors import ASTADError
 from ast_ad.runtime import refuse_missing_tangents, size_of
-from ast_ad.runtime.batched import Batch, Pattern, batched_pass, is_batch
+from ast_ad.runtime.batched import Pattern, batched_pass, is_batch
 
 
 def csr_class() -> Any:
@@ -325,9 +325,7 @@ class SparseJacobian:
         colours = int(plan.colour.max()) + 1
         seeds = np.zeros((colours, n))
         seeds[plan.colour, np.arange(n)] = 1.0
-        loaded = jvp_code(lowered, (k,))
-        with batched_pass(colours):
-            raw, raw_dot = run(loaded, *lowered.args, Batch(seeds.reshape((colours, *np.shape(x)))))
+        raw, raw_dot = stacked_pass(lowered, (k,), (seeds.reshape((colours, *np.shape(x))),))
         refuse_missing_tangents(raw_dot)
         dot = lowered.finish_dot(raw, raw_dot)
         if self.given is not None and size_of(lowered.finish(raw)) != m:

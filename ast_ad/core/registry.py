@@ -197,6 +197,7 @@ _FACTS: dict[str, dict[Any, Any]] = {
     "makes_complex": {},
     "real_result": {},
     "batched": {},
+    "stacked": {},
     "pattern": {},
     "value_pattern": {},
 }
@@ -249,6 +250,40 @@ def structural_form(fn: Any) -> Callable[..., Any] | None:
     """``fn``'s batched form where it only moves entries (``def_batched(structural=True)``)."""
     found: tuple[Callable[..., Any], bool] | None = _fact("batched", fn)
     return found[0] if found is not None and found[1] else None
+
+
+def def_stacked(fn: Any, how: str, *, twin: Any = None, batched: tuple[int, ...] = (),
+                sized: bool = False, axis: int | None = None, told: bool = False) -> None:
+    """Declare how forward-mode code written for a batch of tangents (``modes.batch``: every
+    tangent one array, ``B`` tangents stacked on a leading axis) calls ``fn`` where some of its
+    arguments are such stacks. ``how`` is one of:
+
+    - ``"elementwise"``: ``fn`` broadcasts its arguments as numpy does; a stack of fewer axes than
+      the result takes ones behind its batch axis, the rest broadcast as they are (ufuncs need no
+      declaration);
+    - ``"index"``: ``fn(array, key, ...)`` reads or writes ``array[key]``; a stacked array's key
+      keeps the batch axis whole (``(slice(None), *key)``), a value written is aligned so;
+    - ``"reduce"``: ``fn(array, axis, ...)`` reduces over ``axis`` (positional ``axis`` or the
+      keyword), moved one axis on, or over every axis but the batch's where it is ``None``;
+    - ``"product"``: a matrix product, ``np.matmul``'s (``np.dot`` where neither operand has more
+      than two axes);
+    - ``"twin"``: call ``twin``, a function of the runtime written for stacks, where exactly the
+      arguments at ``batched`` are stacks (``sized``: the batch's size is passed as ``size=``);
+      ``batched`` empty: always, as ``zero_tangent``, whose argument is a value, makes tangents;
+      ``told``: where any of the arguments at ``batched`` are stacks, which ones passed as
+      ``stacks=`` (a tuple of bools, one per argument).
+
+    A call with stacks for which nothing is declared, or that its declaration does not cover, runs
+    the function on ``runtime.batched.Batch``es (as the generated code for one tangent runs in a
+    batched pass), which is exact and slower."""
+    _note("stacked", fn)
+    _FACTS["stacked"][fn] = (how, twin, batched, sized, axis, told)
+
+
+def stacked_form(fn: Any) -> tuple[str, Any, tuple[int, ...], bool, int | None, bool] | None:
+    """How forward-mode code for a batch calls ``fn`` (``def_stacked``), or ``None``."""
+    found: tuple[str, Any, tuple[int, ...], bool, int | None, bool] | None = _fact("stacked", fn)
+    return found
 
 
 def def_pattern(fn: Any, form: Callable[..., Any]) -> None:

@@ -42,6 +42,7 @@ from ast_ad.analysis.activity import (
     at_line,
     bind_call,
     call_labels,
+    callee_results,
     forward_activity,
     in_place_writes,
     inputs_of,
@@ -113,6 +114,8 @@ class Tangent:
     again: dict[Any, Tangent] = field(default_factory=dict)
     # the pieces of tangents' expressions, printed whole (``syntax.function_of``)
     parts: frozenset[str] = frozenset()
+    # the labels of the parameters it was made for (``api.arguments.shape_labels``)
+    labels: tuple[int, ...] = ()
 
 
 Derive = Callable[[Any, tuple[int, ...], tuple[int, ...]], Tangent]
@@ -169,7 +172,9 @@ def forward(
     # computed again from the same operands, once: ``optimize.common``)
     function = keyed_loops(without_false_guards(function, shapes), shapes)
     function = shared_numbers(hoisted(ir.functional(function), shapes), shapes)
-    return Forwarder(function, argnums, shapes, derive, needed).run(shell)
+    made = Forwarder(function, argnums, shapes, derive, needed).run(shell)
+    made.labels = shapes
+    return made
 
 
 def by_source(fn: Any) -> bool:
@@ -211,7 +216,11 @@ class Forwarder:
             else None
         )
         self.active = usefulness(function, active, seeds) | {function.params[k] for k in argnums}
-        self.kinds = kinds_of(function, shapes)
+        # (a callee's result known from its own facts, where the driver gives callees' IR)
+        callees_ir = getattr(derive, "normalized", None)
+        self.kinds = kinds_of(
+            function, shapes, callee_results(callees_ir) if callees_ir is not None else None
+        )
         self.complexes = complex_names(function, shapes, self.kinds)
         check_complex(function, self.complexes, self.active)
         self.classes = shape_classes(function, shapes, self.kinds)

@@ -12,14 +12,24 @@ applied to each value alone, and every forward rule in the registry the same way
 from __future__ import annotations
 
 import builtins
+import operator
 import string
 from typing import Any
 
 import numpy as np
 
 from ast_ad.core import registry
-from ast_ad.core.registry import def_batched, def_pattern
-from ast_ad.runtime.adjoints import sort_vjp
+from ast_ad.core.registry import def_batched, def_pattern, def_stacked
+from ast_ad.runtime.adjoints import (
+    getitem_vjp,
+    matmul_vjp_a,
+    matmul_vjp_b,
+    outer_vjp_a,
+    outer_vjp_b,
+    sort_vjp,
+    summed_product,
+)
+from ast_ad.runtime.arrays import T, add_adjoints, expand_reduced, fit, unbroadcast
 from ast_ad.runtime.batched import (
     Batch,
     BatchRefused,
@@ -35,10 +45,36 @@ from ast_ad.runtime.batched import (
     pattern_matmul,
     rank,
     sizes_of,
+    stacked_added,
+    stacked_cast,
+    stacked_cross,
+    stacked_dot,
+    stacked_expand_reduced,
+    stacked_fit,
+    stacked_getitem_vjp,
+    stacked_joined,
+    stacked_matmul,
+    stacked_matmul_vjp_a,
+    stacked_matmul_vjp_b,
+    stacked_mean,
+    stacked_outer,
+    stacked_outer_vjp_a,
+    stacked_outer_vjp_b,
+    stacked_owned,
+    stacked_reshape,
+    stacked_stack,
+    stacked_sum,
+    stacked_summed_product,
+    stacked_transpose,
+    stacked_unbroadcast,
+    stacked_unreshaped,
+    stacked_zeros,
     united,
+    zero_tangent,
 )
 from ast_ad.runtime.containers import chosen_vjp, sorted_by
-from ast_ad.runtime.tangents import chosen_jvp, sort_jvp
+from ast_ad.runtime.tangents import cast_jvp, chosen_jvp, sort_jvp
+from ast_ad.runtime.writes import assign_item, owned_adjoint, unreshaped
 
 
 def _kind(*values: Any) -> Any:
@@ -762,3 +798,43 @@ def_pattern(np.cumulative_sum, lambda x, axis=None, dtype=None, out=None, includ
             _refuse_many("np.cumulative_sum with include_initial (for a sparsity pattern)")
             if include_initial or out is not None else _scanned(x, 0 if axis is None else axis))
 
+
+
+# ---- forward-mode code written for the stack (``modes.batch``) ------------------------------
+for _op in (operator.add, operator.sub, operator.mul, operator.truediv, operator.neg,
+            operator.pos, np.where):
+    def_stacked(_op, "elementwise")
+def_stacked(operator.getitem, "index")
+def_stacked(assign_item, "index")
+def_stacked(np.sum, "reduce", axis=1, twin=stacked_sum)
+def_stacked(np.mean, "reduce", axis=1, twin=stacked_mean)
+def_stacked(operator.matmul, "product", twin=stacked_matmul)
+def_stacked(np.matmul, "product", twin=stacked_matmul)
+def_stacked(np.dot, "product", twin=stacked_dot)
+def_stacked(zero_tangent, "twin", twin=stacked_zeros, sized=True)
+def_stacked(fit, "twin", twin=stacked_fit, batched=(0,), sized=True)
+def_stacked(expand_reduced, "twin", twin=stacked_expand_reduced, batched=(0,), sized=True)
+def_stacked(owned_adjoint, "twin", twin=stacked_owned, batched=(0,), sized=True)
+def_stacked(np.cross, "twin", twin=stacked_cross, batched=(0, 1), sized=True, told=True)
+def_stacked(np.copy, "elementwise")
+def_stacked(cast_jvp, "twin", twin=stacked_cast, batched=(0,), sized=True)
+def_stacked(np.reshape, "twin", twin=stacked_reshape, batched=(0,), sized=True)
+def_stacked(unreshaped, "twin", twin=stacked_unreshaped, batched=(0, 1), sized=True, told=True)
+def_stacked(np.transpose, "twin", twin=stacked_transpose, batched=(0,), sized=True)
+def_stacked(T, "twin", twin=stacked_transpose, batched=(0,), sized=True)
+def_stacked(unbroadcast, "twin", twin=stacked_unbroadcast, batched=(0,), sized=True)
+def_stacked(summed_product, "twin", twin=stacked_summed_product, batched=(0, 1), sized=True,
+            told=True)
+def_stacked(np.outer, "twin", twin=stacked_outer, batched=(0, 1), sized=True, told=True)
+def_stacked(np.concatenate, "twin", twin=stacked_joined, batched=(0,), sized=True)
+def_stacked(np.stack, "twin", twin=stacked_stack, batched=(0,), sized=True)
+def_stacked(add_adjoints, "twin", twin=stacked_added, batched=(0, 1), sized=True, told=True)
+def_stacked(getitem_vjp, "twin", twin=stacked_getitem_vjp, batched=(0,), sized=True)
+def_stacked(matmul_vjp_a, "twin", twin=stacked_matmul_vjp_a, batched=(0, 2), sized=True,
+            told=True)
+def_stacked(matmul_vjp_b, "twin", twin=stacked_matmul_vjp_b, batched=(0, 1), sized=True,
+            told=True)
+def_stacked(outer_vjp_a, "twin", twin=stacked_outer_vjp_a, batched=(0, 2), sized=True,
+            told=True)
+def_stacked(outer_vjp_b, "twin", twin=stacked_outer_vjp_b, batched=(0, 1), sized=True,
+            told=True)

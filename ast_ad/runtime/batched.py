@@ -43,7 +43,10 @@ from typing import Any
 import numpy as np
 
 from ast_ad.core import registry
-from ast_ad.runtime.arrays import zeros_like
+from ast_ad.runtime.adjoints import getitem_vjp
+from ast_ad.runtime.arrays import add_adjoints, expand_reduced, fit, unbroadcast, zeros_like
+from ast_ad.runtime.tangents import cast_jvp
+from ast_ad.runtime.writes import owned_adjoint
 
 # how many tangents the forward pass running now carries, and of which kind (``Batch``, or
 # ``Pattern`` for a sparsity pattern), or ``None`` for one
@@ -714,3 +717,410 @@ def pattern_matmul(a: Any, b: Any) -> Pattern:
     shape = (() if ra == 1 else rows) + (() if rb == 1 else columns)
     return Pattern(out.reshape((size, *shape)))
 
+
+
+# ---- the helpers of forward-mode code written for stacks (``modes.batch``) -----------------------
+# There every tangent is one numpy array holding ``B`` tangents on a last axis of its own (a
+# tangent of shape ``s``: an array of shape ``(*s, B)``), not a ``Batch``: what the code does to one
+# tangent, written for the stack. These are what it calls where the stack needs more than numpy's
+# own broadcasting; each gives way to the ``Batch`` form of the helper it stands for (``as_batch``,
+# then ``stacked``) where its fast case does not hold.
+
+
+def batch_size_of(*tangents: Any) -> int:
+    """How many tangents the stacks among ``tangents`` (in containers too) carry."""
+    for t in tangents:
+        if isinstance(t, np.ndarray):
+            return int(t.shape[-1])
+        if isinstance(t, (tuple, list)):
+            found = [batch_size_of(item) for item in t if item is not None]
+            if found:
+                return found[0]
+        if isinstance(t, dict) and t:
+            return batch_size_of(*t.values())
+    raise _refuse("tangents with no stacked array to count them by")
+
+
+def as_batch(x: Any, size: int) -> Any:
+    """The stacks ``x`` as ``Batch``es of ``size`` (the batch axis moved first: a view), in
+    containers as they are: what a helper with no form for stacks takes (it runs on the batch as
+    on one tangent). A zero tangent may still be the number ``0.0`` (an adjoint's start), or an
+    array made from it whose batch axis is 1: it is the same for every tangent, and spread so."""
+    if type(x) is np.ndarray:
+        if x.shape[-1] != size:
+            x = np.broadcast_to(x, (*x.shape[:-1], size))
+        return Batch(np.moveaxis(x, -1, 0))
+    if isinstance(x, dict):
+        return {key: as_batch(item, size) for key, item in x.items()}
+    if isinstance(x, (tuple, list)):
+        return type(x)(as_batch(item, size) for item in x)
+    return x
+
+
+def stacked(x: Any, size: int) -> Any:
+    """The tangents ``x`` that a helper gave (``Batch``es, or zeros: a tangent that is not a batch
+    is the same for every one of them, and only a zero can be) as stacks, in containers as they
+    are; a number zero stays one. A tangent that is neither is refused: nothing is ever stacked as
+    if it held ``size`` equal tangents that it does not."""
+    if type(x) is Batch:
+        return np.moveaxis(x.data, 0, -1)
+    if x is None:
+        return None
+    if isinstance(x, dict):
+        return {key: stacked(item, size) for key, item in x.items()}
+    if isinstance(x, (tuple, list)):
+        return type(x)(stacked(item, size) for item in x)
+    if isinstance(x, Batch):
+        raise _refuse("a sparsity pattern where tangents are stacked")
+    value = np.asarray(x)
+    if value.dtype.kind not in "biufc" or np.any(value):
+        raise _refuse("a tangent that is not a batch and not zero")
+    if value.ndim == 0 and not isinstance(x, np.ndarray):
+        return x  # (a number zero broadcasts as a stack of zeros does: kept, as the code has it)
+    return np.zeros((*value.shape, size), dtype=np.result_type(value, float))
+
+
+def stacked_zeros(x: Any, *, size: int) -> Any:
+    """``size`` zero tangents of ``x``, stacked (``zero_tangent``'s form): an array of ``x``'s
+    shape and the batch axis, each array in a container so."""
+    if isinstance(x, dict):
+        return {key: stacked_zeros(item, size=size) for key, item in x.items()}
+    if isinstance(x, (tuple, list)):
+        return type(x)(stacked_zeros(item, size=size) for item in x)
+    if isinstance(x, (np.ndarray, int, float, complex, np.generic)):
+        value = np.asarray(x)
+        return np.zeros((*value.shape, size), complex if value.dtype.kind == "c" else float)
+    return 0.0  # (``None``, or another object: the zero ``zero_tangent`` gives)
+
+
+def stacked_key(key: Any) -> Any:
+    """The index of a stack for the index ``key`` of one tangent: the same, but where it holds an
+    ``...``, which would take the batch axis in: then the batch axis is kept whole after it."""
+    parts = key if isinstance(key, tuple) else (key,)
+    if any(p is Ellipsis for p in parts):
+        return (*parts, slice(None))
+    return key
+
+
+def stacked_fit(dot: Any, ans: Any, *, size: int) -> Any:
+    """``fit(dot, ans)`` for the stack ``dot`` of tangents of an array ``ans``: the same where the
+    shapes agree, else broadcast up to ``ans``'s shape (and the batch axis)."""
+    if type(dot) is np.ndarray and type(ans) is np.ndarray and dot.shape[-1] == size:
+        if dot.shape[:-1] == ans.shape:
+            return dot
+        return np.broadcast_to(dot, (*ans.shape, size))
+    return stacked(fit(as_batch(dot, size), ans), size)
+
+
+def stacked_expand_reduced(g: Any, x: Any, axis: Any = None, keepdims: Any = False, *,
+                           size: int) -> Any:
+    """``expand_reduced(g, x, axis, keepdims)`` for the stack ``g`` of tangents of a reduction of
+    the array ``x``: the reduced axes put back, then broadcast to ``x``'s shape."""
+    if type(g) is not np.ndarray or type(x) is not np.ndarray or g.shape[-1] != size:
+        return stacked(expand_reduced(as_batch(g, size), x, axis, keepdims), size)
+    if axis is None:
+        g = g.reshape((1,) * x.ndim + (g.shape[-1],)) if g.ndim == 1 else g
+    elif not keepdims:
+        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+        g = np.expand_dims(g, tuple(a % x.ndim for a in axes))
+    return np.broadcast_to(g, (*x.shape, g.shape[-1]))
+
+
+def stacked_owned(g: Any, x: Any, *, size: int) -> Any:
+    """``owned_adjoint(g, x)`` for the stack ``g`` of ``size`` tangents of the array ``x``: a new
+    stack of ``x``'s shape, in floats at least, that a loop can write into."""
+    if type(x) is np.ndarray and (type(g) is np.ndarray and g.ndim - 1 <= x.ndim
+                                  or type(g) is float):
+        out = np.empty((*x.shape, size), dtype=np.result_type(x, g, 1.0))
+        out[...] = g
+        return out
+    return stacked(owned_adjoint(as_batch(g, size), x), size)
+
+
+def stacked_cross(a: Any, b: Any, *, stacks: tuple[bool, ...], size: int) -> Any:
+    """``np.cross(a, b)`` of vectors of three (on the last axis of one tangent) where ``stacks``
+    says which of ``a`` and ``b`` are stacks: their batch axes moved first and aligned with the
+    other's axes (``aligned``), the product as a stack of the result's shape."""
+    r = max(np.ndim(a) - stacks[0], np.ndim(b) - stacks[1])
+
+    def front(x: Any, stack: bool) -> Any:
+        if not stack:
+            return x
+        return aligned(Batch(np.moveaxis(np.broadcast_to(x, (*np.shape(x)[:-1], size)), -1, 0)),
+                       r)
+
+    return np.moveaxis(np.cross(front(a, stacks[0]), front(b, stacks[1])), 0, -1)
+
+
+def stacked_cast(u: Any, ans: Any, *, size: int) -> Any:
+    """``cast_jvp(u, ans)`` for the stack ``u``: in the result's dtype, zeros where the result is
+    integers."""
+    if np.result_type(ans).kind in "biu":
+        return np.zeros((*np.shape(ans), size))
+    if type(u) is np.ndarray:
+        return u.astype(np.result_type(ans), copy=False)
+    return stacked(cast_jvp(as_batch(u, size), ans), size)
+
+
+def stacked_reshape(x: Any, *shape: Any, size: int) -> Any:
+    """``np.reshape(x, shape)`` for the stack ``x`` (in C's order, as each tangent's): the batch
+    axis kept last."""
+    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+        shape = tuple(shape[0])
+    return np.reshape(x, (*shape, size))
+
+
+def stacked_unreshaped(base: Any, view: Any, *args: Any, stacks: tuple[bool, ...],
+                       size: int) -> Any:
+    """``unreshaped(base, view)`` where ``view`` is a stack: its entries in ``base``'s shape (a
+    stack's, where ``base`` is one too)."""
+    if not stacks[1]:
+        raise _refuse("a tangent reshaped from a value")
+    return np.reshape(view, np.shape(base) if stacks[0] else (*np.shape(base), size))
+
+
+def stacked_transpose(x: Any, axes: Any = None, *, size: int) -> Any:
+    """``np.transpose(x, axes)`` for the stack ``x``: each tangent's axes moved, the batch axis
+    kept last."""
+    r = np.ndim(x) - 1
+    order = tuple(range(r))[::-1] if axes is None else tuple(int(a) % r for a in axes)
+    return np.transpose(x, (*order, r))
+
+
+def stacked_unbroadcast(g: Any, x: Any, *, size: int) -> Any:
+    """``unbroadcast(g, x)`` for the stack ``g``: summed down to ``x``'s shape over the axes that
+    broadcasting added or spread, the batch axis kept."""
+    shape = np.shape(x)
+    if type(g) is not np.ndarray or g.shape[-1] != size or g.ndim - 1 < len(shape):
+        return stacked(unbroadcast(as_batch(g, size), x), size)
+    lead = g.ndim - 1 - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + k for k, n in enumerate(shape)
+                                     if n == 1 and g.shape[lead + k] != 1)
+    if axes:
+        g = g.sum(axis=axes, keepdims=True)
+    return g.reshape((*shape, size)) if lead else g
+
+
+def stacked_summed_product(g: Any, y: Any, *, stacks: tuple[bool, ...], size: int) -> Any:
+    """``summed_product(g, y)``, ``np.sum(g * y)``, where one of ``g`` and ``y`` is a stack: one
+    number for each tangent; for a stack of ``y``'s shape, one product of a vector by a
+    matrix."""
+    a, v = (g, y) if stacks[0] else (y, g)
+    if type(a) is np.ndarray and type(v) is np.ndarray and a.shape[:-1] == v.shape \
+            and a.dtype.kind == "f" and v.dtype.kind == "f":
+        return np.reshape(v, -1) @ np.reshape(a, (-1, size))
+    product = a * (v[..., None] if np.ndim(v) else v)
+    return np.sum(product, axis=tuple(range(np.ndim(product) - 1)))
+
+
+def stacked_outer(a: Any, b: Any, *, stacks: tuple[bool, ...], size: int) -> Any:
+    """``np.outer(a, b)`` where ``stacks`` says which of ``a`` and ``b`` are stacks: each
+    flattened, their products for each tangent."""
+    left = np.reshape(a, (-1, size)) if stacks[0] else np.ravel(a)[:, None]
+    right = np.reshape(b, (-1, size)) if stacks[1] else np.ravel(b)[:, None]
+    return left[:, None, :] * right[None, :, :]
+
+
+def stacked_matmul(a: Any, b: Any, *, stacks: tuple[bool, ...], size: int) -> Any:
+    """``a @ b`` where one of them is a stack: with the batch axis moved first, numpy's
+    broadcasting of the stacks of matrices does each tangent's product, where the value has at
+    most two axes (more would be paired with the batch axis); a value by a stack of vectors is
+    one product of matrices."""
+    if stacks[0] == stacks[1] or np.ndim(b if stacks[0] else a) > 2:
+        raise _refuse("this matrix product of a stack")
+    if stacks[1] and np.ndim(b) == 2:
+        return np.matmul(a, b)  # (a value by the columns of the stack, its tangents)
+    left = np.moveaxis(a, -1, 0) if stacks[0] else a
+    right = np.moveaxis(b, -1, 0) if stacks[1] else b
+    return np.moveaxis(np.matmul(left, right), 0, -1)
+
+
+def stacked_joined(arrays: Any, axis: Any = 0, *, size: int) -> Any:
+    """``np.concatenate(arrays, axis)`` of stacks: each tangent's arrays joined, the batch axis
+    kept last."""
+    arrays = list(arrays)
+    if axis is None:
+        return np.concatenate([np.reshape(a, (-1, size)) for a in arrays], axis=0)
+    r = np.ndim(arrays[0]) - 1
+    return np.concatenate(arrays, axis=int(axis) % r)
+
+
+def stacked_stack(arrays: Any, axis: Any = 0, *, size: int) -> Any:
+    """``np.stack(arrays, axis)`` of stacks: a new axis for each tangent, the batch axis kept
+    last."""
+    arrays = list(arrays)
+    r = np.ndim(arrays[0]) - 1
+    return np.stack(arrays, axis=int(axis) % (r + 1))
+
+
+def stacked_added(a: Any, b: Any, *, stacks: tuple[bool, ...], size: int) -> Any:
+    """``add_adjoints(a, b)`` of two tangents, stacks or a zero that is the same for every
+    tangent (spread over the batch axis), in containers as they are."""
+    return add_adjoints(a if stacks[0] else _spread(a), b if stacks[1] else _spread(b))
+
+
+def _spread(x: Any) -> Any:
+    if type(x) is np.ndarray:
+        return x[..., None]
+    if isinstance(x, dict):
+        return {key: _spread(item) for key, item in x.items()}
+    if isinstance(x, (tuple, list)):
+        return type(x)(_spread(item) for item in x)
+    return x
+
+
+def spread_value(v: Any) -> Any:
+    """A value the same for every tangent, ready to broadcast with stacks: an axis of one last,
+    where the batch axis stands (a number as it is)."""
+    if type(v) is np.ndarray:
+        return v[..., None]
+    if isinstance(v, (int, float, complex, np.generic)):
+        return v
+    value = np.asarray(v)
+    return value[..., None] if value.ndim else value
+
+
+def seeded_product(a: Any, seeds: Any) -> Any:
+    """``a @ seeds`` for the matrix ``a`` and the stack ``seeds`` of vectors that a Jacobian seeds
+    its argument with: where they are unit vectors, ``e_j`` to ``e_(j+B-1)`` (a block of columns
+    of the identity, as ``jacfwd`` and ``hessian`` give), the columns of ``a`` they pick, copied,
+    which is what the product gives for a finite ``a``; else the product. Checking costs a pass
+    over the seeds, the product one over ``a`` for each of them."""
+    if type(a) is np.ndarray and type(seeds) is np.ndarray and a.ndim == 2 \
+            and seeds.ndim == 2 and a.shape[1] == seeds.shape[0] and seeds.shape[1] \
+            and a.dtype.kind == "f" and seeds.dtype.kind == "f":
+        size = seeds.shape[1]
+        j = int(np.argmax(seeds[:, 0]))
+        if j + size <= seeds.shape[0] and np.count_nonzero(seeds) == size \
+                and np.all(np.diagonal(seeds[j:j + size]) == 1.0) and np.isfinite(a).all():
+            return a[:, j:j + size].copy()
+    return a @ seeds
+
+
+def stacked_getitem_vjp(g: Any, x: Any, index: Any, *, size: int) -> Any:
+    """``getitem_vjp(g, x, index)`` for the stack ``g`` of tangents of ``x[index]``, ``x`` an
+    array: scattered into zeros of ``x``'s shape (and the batch axis), repeated entries added."""
+    if type(x) is not np.ndarray or type(g) is not np.ndarray or g.shape[-1] != size:
+        return stacked(getitem_vjp(as_batch(g, size), x, index), size)
+    out = np.zeros((*x.shape, size), dtype=np.result_type(x, g, 1.0))
+    key = stacked_key(index)
+    parts = key if isinstance(key, tuple) else (key,)
+    if any(isinstance(p, (np.ndarray, list)) for p in parts):
+        np.add.at(out, key, g)
+    else:
+        out[key] = g
+    return out
+
+
+# each adjoint of ``a @ b`` for one tangent, by the numbers of axes of ``a`` and ``b``: the
+# subscripts of ``np.einsum`` over (``g``, the other operand)
+_MATMUL_VJPS = {
+    ("a", 2, 2): "mk,nk->mn", ("a", 1, 2): "k,nk->n", ("a", 1, 1): ",n->n", ("a", 2, 1): "m,n->mn",
+    ("b", 2, 1): "m,mn->n", ("b", 2, 2): "mk,mn->nk", ("b", 1, 1): ",n->n", ("b", 1, 2): "k,m->mk",
+}
+
+
+def _stacked_matmul_vjp(which: str, g: Any, a: Any, b: Any, stacks: tuple[bool, ...],
+                        size: int) -> Any:
+    """The adjoint of ``a`` (``which``) or ``b`` in ``a @ b`` where one of ``g`` and the other
+    operand is a stack: the one-tangent product written with ``np.einsum``, the stack's batch
+    axis a subscript of its own, kept last."""
+    other, stacked_other = (b, stacks[2]) if which == "a" else (a, stacks[1])
+    if stacks[0] == stacked_other:
+        raise _refuse("an adjoint of a matrix product with no stack, or two")
+    spec = _MATMUL_VJPS.get((which, np.ndim(a) - stacks[1], np.ndim(b) - stacks[2]))
+    if spec is None:
+        raise _refuse("an adjoint of a matrix product of more than two axes")
+    left, out = spec.split("->")
+    g_sub, o_sub = left.split(",")
+    g_sub, o_sub = (g_sub + "z", o_sub) if stacks[0] else (g_sub, o_sub + "z")
+    return np.einsum(f"{g_sub},{o_sub}->{out}z", g, other)
+
+
+def stacked_matmul_vjp_a(g: Any, a: Any, b: Any, *, stacks: tuple[bool, ...],
+                         size: int) -> Any:
+    """``matmul_vjp_a(g, a, b)`` where ``g`` or ``b`` is a stack (``a`` is read for its
+    axes)."""
+    return _stacked_matmul_vjp("a", g, a, b, stacks, size)
+
+
+def stacked_matmul_vjp_b(g: Any, a: Any, b: Any, *, stacks: tuple[bool, ...],
+                         size: int) -> Any:
+    """``matmul_vjp_b(g, a, b)`` where ``g`` or ``a`` is a stack (``b`` is read for its
+    axes)."""
+    return _stacked_matmul_vjp("b", g, a, b, stacks, size)
+
+
+def stacked_outer_vjp_a(g: Any, a: Any, b: Any, *, stacks: tuple[bool, ...],
+                        size: int) -> Any:
+    """``outer_vjp_a(g, a, b)``, ``g @ ravel(b)`` in ``a``'s shape, where ``g`` or ``b`` is a
+    stack."""
+    if stacks[0] == stacks[2]:
+        raise _refuse("an adjoint of an outer product with no stack, or two")
+    m, n = np.size(a) // (size if stacks[1] else 1), np.size(b) // (size if stacks[2] else 1)
+    shape = np.shape(a)[:-1] if stacks[1] else np.shape(a)
+    if stacks[0]:
+        out = np.einsum("mnz,n->mz", np.reshape(g, (m, n, size)), np.ravel(b))
+    else:
+        out = np.reshape(g, (m, n)) @ np.reshape(b, (n, size))
+    return np.reshape(out, (*shape, size))
+
+
+def stacked_outer_vjp_b(g: Any, a: Any, b: Any, *, stacks: tuple[bool, ...],
+                        size: int) -> Any:
+    """``outer_vjp_b(g, a, b)``, ``ravel(a) @ g`` in ``b``'s shape, where ``g`` or ``a`` is a
+    stack."""
+    if stacks[0] == stacks[1]:
+        raise _refuse("an adjoint of an outer product with no stack, or two")
+    m, n = np.size(a) // (size if stacks[1] else 1), np.size(b) // (size if stacks[2] else 1)
+    shape = np.shape(b)[:-1] if stacks[2] else np.shape(b)
+    if stacks[0]:
+        out = np.einsum("m,mnz->nz", np.ravel(a), np.reshape(g, (m, n, size)))
+    else:
+        out = np.reshape(g, (m, n)).T @ np.reshape(a, (m, size))
+    return np.reshape(out, (*shape, size))
+
+
+def _stacked_reduction(fn: Any) -> Any:
+    def reduced(x: Any, axis: Any = None, *args: Any, size: int, **kwargs: Any) -> Any:
+        r = np.ndim(x) - 1
+        if r < 0:
+            return fn(x)  # (a number zero: what one tangent's reduction gives)
+        if axis is None:
+            axes: Any = tuple(range(r))
+        elif isinstance(axis, tuple):
+            axes = tuple(int(a) % r for a in axis)
+        else:
+            axes = int(axis) % r
+        return fn(x, axes, *args, **kwargs)
+    reduced.__name__ = reduced.__qualname__ = f"stacked_{fn.__name__}"
+    reduced.__doc__ = (f"``np.{fn.__name__}(x, axis)`` for the stack ``x`` whose axes are known "
+                       "when it runs: over each tangent's axes, never the batch axis.")
+    return reduced
+
+
+stacked_sum = _stacked_reduction(np.sum)
+stacked_mean = _stacked_reduction(np.mean)
+
+
+def stacked_dot(a: Any, b: Any, *, stacks: tuple[bool, ...], size: int) -> Any:
+    """``np.dot(a, b)`` where one is a stack and the axes are known when it runs: a product with
+    a number, or ``stacked_matmul`` where neither has more than two axes."""
+    ra, rb = np.ndim(a) - stacks[0], np.ndim(b) - stacks[1]
+    if ra <= 0 or rb <= 0:
+        return (a if stacks[0] else spread_value(a)) * (b if stacks[1] else spread_value(b))
+    if ra > 2 or rb > 2:
+        raise _refuse("np.dot of more than two axes")
+    return stacked_matmul(a, b, stacks=stacks, size=size)
+
+
+def as_batches(value: Any, tree: Any, size: int) -> Any:
+    """``value``, the result of forward-mode code for stacks, with its stacks as ``Batch``es of
+    ``size``: ``tree`` says where they are (``True``: all of it, ``False``: none, a tuple: part
+    by part)."""
+    if tree is True:
+        return as_batch(value, size)
+    if tree is False or value is None:
+        return value
+    return type(value)(as_batches(item, part, size)
+                       for item, part in zip(value, tree, strict=True))
