@@ -144,6 +144,22 @@ def listed_matrices(w):
     return np.sum(np.tanh(h)) + np.sum(np.sin(k))
 
 
+def grown(x):
+    """A list read while it still grows (``list_item``), then stacked."""
+    acc = [x[0]]
+    for i in range(1, x.size):
+        acc.append(acc[i - 1] * np.sin(x[i]) + x[i])
+    return np.stack(acc)
+
+
+def stacked_up(x):
+    return np.sum(np.stack([x * x, np.sin(x)]) ** 2)
+
+
+def summed_up(x):
+    return np.einsum("ij,j->i", M34, x) * x[:3]
+
+
 def containers(x):
     pair = (x * 2.0, x[1] * x)
     items = [pair[0], pair[1] * 3.0]
@@ -168,6 +184,9 @@ CASES = {
     "summed": (summed, V4, "hessian"),
     "viewed": (viewed, V4, "jacfwd"),
     "listed_matrices": (listed_matrices, V4, "hessian"),
+    "grown": (grown, V4, "jacfwd"),
+    "summed_up": (summed_up, V4, "jacfwd"),
+    "stacked_up": (stacked_up, V4, "hessian"),
 }
 
 
@@ -357,3 +376,39 @@ def test_products_by_several_numbers_are_regrouped_in_order() -> None:
     got = ast_ad.jacfwd(three_scalings)(x)
     assert lowering.passes["stacked"] > before
     np.testing.assert_allclose(got, _one_pass_a_column(three_scalings, x, "jacfwd"), rtol=1e-12)
+
+
+def test_a_stack_read_once_is_written_into_only_where_it_fits() -> None:
+    """``stacked_into`` writes the result into its operand only where that operand is an array of
+    its own memory of the result's shape and dtype; a view, a broadcast or another dtype gets a
+    new array; the numbers are the ufunc's either way."""
+    from ast_ad.runtime.batched import stacked_into
+    a = RNG.standard_normal((4, 3))
+    b = RNG.standard_normal(3)
+    want = a * b
+    got = stacked_into(np.multiply, 0, a, b)
+    assert got is a and np.array_equal(got, want)
+    wide = RNG.standard_normal((4, 1))
+    assert stacked_into(np.add, 0, wide, a).shape == (4, 3)  # (would not fit: a new array)
+    view = a[1:]
+    assert stacked_into(np.negative, 0, view) is not view
+    ints = np.arange(3)
+    assert stacked_into(np.multiply, 0, ints, 0.5).dtype == float
+    text = _stacked_source(seeded, (V4,), "hessian")
+    assert "stacked_into(" in text
+
+
+def recursive_power(x, n):
+    if n == 0:
+        return x * 0.0 + 1.0
+    return x * recursive_power(x, n - 1)
+
+
+def test_a_function_that_calls_itself_is_written_for_stacks_or_gives_way() -> None:
+    """A callee that calls itself: its result's facts are not looked for forever; the Jacobian is
+    each column's own pass."""
+    x = np.linspace(0.5, 1.5, 3)
+    got = ast_ad.jacfwd(recursive_power)(x, 3)
+    want = np.stack([ast_ad.jvp(recursive_power, (x, 3), (e, None))[1] for e in np.eye(3)],
+                    axis=-1)
+    np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -49,6 +49,7 @@ from ast_ad.runtime.batched import (
     batch_size_of,
     seeded_product,
     spread_value,
+    stacked_into,
     stacked_key,
 )
 
@@ -68,9 +69,9 @@ class NotStacked(Exception):
 
 
 def stacked_tangent(t: Tangent, made: dict[int, Tangent] | None = None) -> Tangent:
-    """``t``'s forward-mode code with every tangent a stack (``Stacker``), and the callees' with
-    it, each once (``made``: by the id of the callee's ``Tangent``; ``None`` where a callee's code
-    could not be, and its calls run on ``Batch``es). The outermost (``made`` not given) returns
+    """``t``'s forward-mode code with every tangent a stack (``Stacker``), and its callees' with
+    it, each once (``made``: by the id of the callee's ``Tangent``; a callee that cannot be
+    written so raises ``NotStacked`` for the whole). The outermost (``made`` not given) returns
     its stacks as ``runtime.batched.Batch``es, as the code for one tangent run on a batch does."""
     top = made is None
     made = {} if made is None else made
@@ -84,6 +85,11 @@ def stacked_tangent(t: Tangent, made: dict[int, Tangent] | None = None) -> Tange
     return shell
 
 
+# the ufuncs of Python's arithmetic on arrays
+_UFUNCS = {operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply,
+           operator.truediv: np.true_divide, operator.neg: np.negative}
+
+
 def _callee_results(fn: Any, args: list[Any]) -> Any:
     """What a call of a callee's forward-mode code gives: the fact of its returned pair, from the
     kinds of its own code (``kinds_of``'s ``results``)."""
@@ -93,9 +99,17 @@ def _callee_results(fn: Any, args: list[Any]) -> Any:
     t = fn.adjoint
     assert t.code is not None
     labels = t.labels + tuple(t.labels[k] for k in t.argnums)
-    if len(labels) != len(t.code.params):
-        return UNKNOWN
-    return kinds_of(t.code, labels, _callee_results).of(t.code.result)
+    if len(labels) != len(t.code.params) or id(t) in _UNDER_WAY:
+        return UNKNOWN  # (a function that calls itself: nothing known of its result on the way)
+    _UNDER_WAY.add(id(t))
+    try:
+        return kinds_of(t.code, labels, _callee_results).of(t.code.result)
+    finally:
+        _UNDER_WAY.discard(id(t))
+
+
+# the callees whose results ``_callee_results`` is finding (the transform holds the driver's lock)
+_UNDER_WAY: set[int] = set()
 
 
 def _written(body: tuple[ir.Stmt, ...]) -> frozenset[str]:
@@ -187,6 +201,10 @@ class Stacker:
         if isinstance(self.code.result, ir.Var):
             self.reads[self.code.result.name] += 1
         self.rest: tuple[ir.Stmt, ...] = ()
+        # the names of stacks an elementwise statement made (its own memory), and how many
+        # statements bind each name (``_reused``)
+        self.fresh: set[str] = set()
+        self.bindings = Counter(n for st in ir.walk(self.code.body) for n in ir.defined(st))
         # each name made to spread a value over the batch axis: the value (``_value``)
         self.spread_of: dict[str, ir.Atom] = {}
 
@@ -285,7 +303,44 @@ class Stacker:
         for k, stmt in enumerate(body):
             self.rest = body[k + 1:]
             out.extend(self._stmt(stmt))
-        return self._scaled_once(out)
+        return self._reused(self._scaled_once(out))
+
+    def _reused(self, block: list[ir.Stmt]) -> list[ir.Stmt]:
+        """An elementwise statement whose operand is a stack this code made by an elementwise
+        statement, bound once and read only here, of a tangent with axes: written into that
+        operand (``runtime.batched.stacked_into``, which checks its shape and dtype at run
+        time). The fact relied on: an array a ufunc returned is its own memory, and a name
+        bound once and read once is the only holder of it at that read (a view of it, a list
+        holding it, would be reads too); so writing into it changes nothing any later statement
+        reads."""
+        out = []
+        for stmt in block:
+            ufunc = self._ufunc_of(stmt)
+            if ufunc is not None:
+                assert isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call)
+                taken = next((k for k, a in enumerate(stmt.value.args)
+                              if isinstance(a, ir.Var) and a.name in self.fresh
+                              and self.reads.get(a.name) == 1
+                              and self.bindings.get(a.name) == 1), None)
+                if taken is not None:
+                    args = (ir.Ref(ufunc, f"np.{ufunc.__name__}", ("global", "np"), np),
+                            ir.Const(taken), *stmt.value.args)
+                    stmt = ir.Assign(stmt.target, self._call(stacked_into, "stacked_into",
+                                                             *args), stmt.line)
+            out.append(stmt)
+        return out
+
+    def _ufunc_of(self, stmt: ir.Stmt) -> Any:
+        """The ufunc of an elementwise statement on stacks of tangents with axes, or ``None``."""
+        if not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call)
+                and not stmt.value.kwargs and self.trees.get(stmt.target) is True):
+            return None
+        fn = stmt.value.fn.obj
+        ufunc = _UFUNCS.get(fn) if registry.hashable(fn) else None
+        if ufunc is None and isinstance(fn, np.ufunc) and fn.nout == 1 and fn.signature is None:
+            ufunc = fn
+        rank = self.kinds.rank(stmt.target)
+        return ufunc if rank is not None and rank >= 1 else None
 
     def _scaled_once(self, block: list[ir.Stmt]) -> list[ir.Stmt]:
         """``(s * a) * b``, a stack times two values the same for every tangent (numbers, or
@@ -456,6 +511,9 @@ class Stacker:
             made = self._elementwise(out, stmt, call, batched, form)
         if made is None:
             return self._general(stmt, call)
+        if isinstance(made, ir.Call) and self._ufunc_of(ir.Assign(stmt.target, made,
+                                                                  stmt.line)) is not None:
+            self.fresh.add(stmt.target)  # (a new array: what a ufunc returns)
         return [*out, ir.Assign(stmt.target, made, stmt.line)]
 
     def _rank(self, a: ir.Expr, at: ir.Stmt | None) -> int | None:
@@ -515,13 +573,21 @@ class Stacker:
             return None  # (an index that is a tangent)
         fact = self.kinds.of(array, stmt)
         if not (fact[0] == "num" and fact[1] >= 1):
-            if batched[0] and not rest and self._key(out, key, stmt) is key \
-                    and not (isinstance(array, ir.Var) and array.name in self.written):
-                # an item of a tuple or list of stacks, or of a stack whose axes the kinds do not
-                # know: an index with no ``...`` reads the same either way (and a written array's
-                # entry, which a stack would read as a view, is not read here)
-                return call
-            return None
+            if not batched[0]:
+                return None
+            # an item of a tuple or list of stacks, or of a stack whose axes the kinds do not
+            # know: an index with no ``...`` reads and writes the same either way, and one with
+            # an ``...`` keeps the batch axis after it (``stacked_key`` looks at run time); but a
+            # written array's entry, which a stack would read as a view, is not read so
+            new_key = self._key(out, key, stmt)
+            if rest:  # assign_item(x, key, value)
+                value = rest[0]
+                if not _some(self.tree(value)):
+                    value = self._value(out, value, self._rank(value, stmt), stmt.line)
+                return replace(call, args=(array, new_key, value))
+            if isinstance(array, ir.Var) and array.name in self.written:
+                return None
+            return replace(call, args=(array, new_key))
         if not batched[0]:
             return None  # (a tangent written into a value's array)
         new_key = self._key(out, key, stmt)
@@ -648,17 +714,14 @@ class Stacker:
             if _some(value_tree):
                 raise NotStacked("a tangent written into a value")
             return [stmt]
-        fact = self.kinds.of(ir.Var(stmt.target), stmt)
-        if not (fact[0] == "num" and fact[1] >= 1):
-            raise NotStacked("a tangent written into a container")
         out: list[ir.Stmt] = []
         key = self._key(out, stmt.index, stmt)
+        fact = self.kinds.of(ir.Var(stmt.target), stmt)
+        if not (fact[0] == "num" and fact[1] >= 1) and key is not stmt.index:
+            raise NotStacked("a tangent written at an index with ... into a container")
         value = stmt.value
         if not _some(value_tree):  # (a zero: the same for every tangent)
-            rank = self._rank(value, stmt)
-            if rank is None:
-                raise NotStacked("a value of unknown axes written into a tangent")
-            value = self._value(out, value, rank, stmt.line)
+            value = self._value(out, value, self._rank(value, stmt), stmt.line)
         return [*out, ir.SetItem(stmt.target, key, value, stmt.line)]
 
     # ---- small makers ---------------------------------------------------------------------------

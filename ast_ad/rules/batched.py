@@ -29,7 +29,14 @@ from ast_ad.runtime.adjoints import (
     sort_vjp,
     summed_product,
 )
-from ast_ad.runtime.arrays import T, add_adjoints, expand_reduced, fit, unbroadcast
+from ast_ad.runtime.arrays import (
+    T,
+    add_adjoints,
+    expand_reduced,
+    fit,
+    unbroadcast,
+    unstack,
+)
 from ast_ad.runtime.batched import (
     Batch,
     BatchRefused,
@@ -49,6 +56,7 @@ from ast_ad.runtime.batched import (
     stacked_cast,
     stacked_cross,
     stacked_dot,
+    stacked_einsum,
     stacked_expand_reduced,
     stacked_fit,
     stacked_getitem_vjp,
@@ -68,13 +76,14 @@ from ast_ad.runtime.batched import (
     stacked_transpose,
     stacked_unbroadcast,
     stacked_unreshaped,
+    stacked_unstack,
     stacked_zeros,
     united,
     zero_tangent,
 )
-from ast_ad.runtime.containers import chosen_vjp, sorted_by
+from ast_ad.runtime.containers import chosen_vjp, list_item, sorted_by
 from ast_ad.runtime.tangents import cast_jvp, chosen_jvp, sort_jvp
-from ast_ad.runtime.writes import assign_item, owned_adjoint, unreshaped
+from ast_ad.runtime.writes import assign_item, detached, owned_adjoint, unreshaped
 
 
 def _kind(*values: Any) -> Any:
@@ -830,6 +839,11 @@ def_stacked(np.concatenate, "twin", twin=stacked_joined, batched=(0,), sized=Tru
 def_stacked(np.stack, "twin", twin=stacked_stack, batched=(0,), sized=True)
 def_stacked(add_adjoints, "twin", twin=stacked_added, batched=(0, 1), sized=True, told=True)
 def_stacked(getitem_vjp, "twin", twin=stacked_getitem_vjp, batched=(0,), sized=True)
+def_stacked(list_item, "twin", twin=list_item, batched=(0,))  # (a list's item: its stack)
+def_stacked(detached, "twin", twin=detached, batched=(0,))  # (each array copied: each stack)
+def_stacked(unstack, "twin", twin=stacked_unstack, batched=(0,), sized=True)
+def_stacked(np.einsum, "twin", twin=stacked_einsum, batched=tuple(range(1, 9)), sized=True,
+            told=True)
 def_stacked(matmul_vjp_a, "twin", twin=stacked_matmul_vjp_a, batched=(0, 2), sized=True,
             told=True)
 def_stacked(matmul_vjp_b, "twin", twin=stacked_matmul_vjp_b, batched=(0, 1), sized=True,

@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import numbers
+import string
 from collections.abc import Iterator
 from typing import Any
 
@@ -44,7 +45,14 @@ import numpy as np
 
 from ast_ad.core import registry
 from ast_ad.runtime.adjoints import getitem_vjp
-from ast_ad.runtime.arrays import add_adjoints, expand_reduced, fit, unbroadcast, zeros_like
+from ast_ad.runtime.arrays import (
+    add_adjoints,
+    expand_reduced,
+    fit,
+    unbroadcast,
+    unstack,
+    zeros_like,
+)
 from ast_ad.runtime.tangents import cast_jvp
 from ast_ad.runtime.writes import owned_adjoint
 
@@ -922,17 +930,16 @@ def stacked_outer(a: Any, b: Any, *, stacks: tuple[bool, ...], size: int) -> Any
 
 
 def stacked_matmul(a: Any, b: Any, *, stacks: tuple[bool, ...], size: int) -> Any:
-    """``a @ b`` where one of them is a stack: with the batch axis moved first, numpy's
-    broadcasting of the stacks of matrices does each tangent's product, where the value has at
-    most two axes (more would be paired with the batch axis); a value by a stack of vectors is
-    one product of matrices."""
-    if stacks[0] == stacks[1] or np.ndim(b if stacks[0] else a) > 2:
-        raise _refuse("this matrix product of a stack")
+    """``a @ b`` where one of them is a stack: a value by a stack of vectors is one product of
+    matrices (the stack's columns are its tangents); anything else is ``matmul``'s for a
+    ``Batch`` (the batch axis moved first and aligned with the other's stack axes)."""
+    if stacks[0] == stacks[1]:
+        raise _refuse("a matrix product of two stacks, or none")
     if stacks[1] and np.ndim(b) == 2:
         return np.matmul(a, b)  # (a value by the columns of the stack, its tangents)
-    left = np.moveaxis(a, -1, 0) if stacks[0] else a
-    right = np.moveaxis(b, -1, 0) if stacks[1] else b
-    return np.moveaxis(np.matmul(left, right), 0, -1)
+    left = Batch(np.moveaxis(a, -1, 0)) if stacks[0] else a
+    right = Batch(np.moveaxis(b, -1, 0)) if stacks[1] else b
+    return np.moveaxis(matmul(left, right).data, 0, -1)
 
 
 def stacked_joined(arrays: Any, axis: Any = 0, *, size: int) -> Any:
@@ -1112,6 +1119,52 @@ def stacked_dot(a: Any, b: Any, *, stacks: tuple[bool, ...], size: int) -> Any:
     if ra > 2 or rb > 2:
         raise _refuse("np.dot of more than two axes")
     return stacked_matmul(a, b, stacks=stacks, size=size)
+
+
+def stacked_einsum(subscripts: Any, *operands: Any, stacks: tuple[bool, ...], size: int,
+                   **kwargs: Any) -> Any:
+    """``np.einsum(subscripts, *operands)`` where one operand is a stack: its batch axis a letter
+    of its own, last in that operand's subscripts and in the result's."""
+    if not isinstance(subscripts, str) or sum(stacks) != 1 or kwargs:
+        raise _refuse("np.einsum with these operands for stacks")
+    inputs, _, output = subscripts.replace(" ", "").partition("->")
+    parts = inputs.split(",")
+    if not _:
+        letters = [c for c in inputs if c.isalpha()]
+        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+        output = ("..." if "..." in inputs else "") + output
+    free = next(c for c in string.ascii_letters if c not in subscripts)
+    k = stacks.index(True) - 1
+    parts[k] += free
+    return np.einsum(",".join(parts) + "->" + output + free, *operands)
+
+
+def stacked_into(ufunc: Any, k: int, *args: Any) -> Any:
+    """``ufunc(*args)``, written into ``args[k]``, a stack that the code for stacks made and reads
+    only here (``modes.batch``: it passes one here only then), where it is an array of its own
+    memory of the result's shape and dtype; else a new array, as ``ufunc(*args)`` gives. A stack
+    of a tangent with axes is large (``B`` times the value): its memory taken again, not a new
+    one faulted in."""
+    target = args[k]
+    if type(target) is np.ndarray and target.base is None and target.flags.writeable \
+            and np.broadcast_shapes(*(np.shape(a) for a in args)) == target.shape \
+            and np.result_type(*args) == target.dtype:
+        return ufunc(*args, out=target)
+    return ufunc(*args)
+
+
+def stacked_unstack(g: Any, x: Any, axis: Any = 0, *, size: int) -> Any:
+    """``unstack(g, x, axis)`` for the stack ``g`` of tangents of ``np.stack(x, axis)``: its
+    slices along that axis of each tangent, a list of them for each list inside."""
+    r = np.ndim(g) - 1
+    if r < 1 or type(g) is not np.ndarray:
+        return stacked(unstack(as_batch(g, size), x, axis), size)
+    if axis != 0:
+        g = np.moveaxis(g, int(axis) % r, 0)
+    if isinstance(x, (list, tuple)):
+        return [g[i] if type(item) is np.ndarray else stacked_unstack(g[i], item, size=size)
+                for i, item in enumerate(x)]
+    return stacked_unbroadcast(g, x, size=size)
 
 
 def as_batches(value: Any, tree: Any, size: int) -> Any:
