@@ -109,6 +109,26 @@ def test_a_pattern_is_kept_only_where_it_holds_everywhere(fn, args, holds) -> No
     assert sparse.holds_everywhere(lowering.lower(fn, args), 0) is holds
 
 
+def test_a_hessian_s_pattern_is_kept_where_its_adjoint_starts_from_the_argument_s_zeros() -> None:
+    """The gradient's code starts ``x``'s adjoint as zeros of ``x``'s shape (``owned_adjoint(0.0,
+    x)``), which reads ``x`` only for its shape and dtype (``registry.def_meta_read``): the
+    Hessian's pattern still holds everywhere, and is found once."""
+    x = np.linspace(-1.0, 1.5, 30)
+    gradient = ast_ad.grad(rosenbrock)
+    assert sparse.holds_everywhere(lowering.lower(gradient, (x,)), 0)
+    hess = ast_ad.hessian(rosenbrock, sparse=True)
+    found = []
+    original = sparse.pattern_of
+    sparse.pattern_of = lambda *a: found.append(1) or original(*a)
+    try:
+        first, second = hess(x), hess(x * 0.5)
+    finally:
+        sparse.pattern_of = original
+    assert len(found) == 1
+    np.testing.assert_allclose(second.toarray(), ast_ad.hessian(rosenbrock)(x * 0.5), rtol=1e-13)
+    np.testing.assert_allclose(first.toarray(), ast_ad.hessian(rosenbrock)(x), rtol=1e-13)
+
+
 def test_a_pattern_found_where_the_path_moves_is_found_again() -> None:
     """``branching`` takes the other branch at ``-X``: one sparse Jacobian object, called at both
     points, gives each its own (a kept pattern would give the first's entries at the second)."""

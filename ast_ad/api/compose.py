@@ -50,6 +50,7 @@ from ast_ad.api.lowering import (
     _stack_columns,
     _tangent,
     _zero_if_none,
+    columns_code,
     forward_columns,
     fresh,
     jvp_code,
@@ -630,7 +631,7 @@ class Jacobian:
 
     def source(self, args: tuple[Any, ...]) -> str:
         """The generated code this Jacobian runs for ``args``: forward mode over ``fun`` (or its
-        gradient)."""
+        gradient), written for the stack of its columns where it runs so (``columns_code``)."""
         if not args:
             raise ASTADError(
                 "source of a Jacobian or Hessian needs example arguments: source(jac, x, ...)"
@@ -638,7 +639,7 @@ class Jacobian:
         if self.mode == "reverse" and not getattr(self.fun, "composable", False):
 
             return Gradient(self.fun, self.argnums[0], with_value=False).loaded().text
-        return jvp_code(lower(self.fun, args), (self.argnums[0],)).text
+        return columns_code(lower(self.fun, args), self.argnums[0]).text
 
     def forward(self, fun: Any, args: tuple[Any, ...], k: int) -> Any:
         out, columns = forward_columns(lower(fun, args), k)

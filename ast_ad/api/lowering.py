@@ -221,10 +221,7 @@ def forward_columns(lowered: Lowered, k: int) -> tuple[Any, Sequence[Any]]:
     library than numpy, one pass each."""
     x = lowered.args[lowered.positions[k]]
     n = size_of(x)
-    if n > 1 and all(not is_array(leaf) or type(leaf) is np.ndarray
-                     for leaf in _all_leaves(lowered.args)):
-        # (numpy's arrays: a batch is of numpy's, and another library's arrays, dask's, would be
-        # made numpy's by it, where their Jacobian stays of their type one pass a column)
+    if _in_one_pass(lowered, k):
         try:
             return batched_columns(lowered, x, n, k)
         except Exception as failure:  # noqa: BLE001 (the passes one by one say what is wrong)
@@ -241,6 +238,22 @@ def forward_columns(lowered: Lowered, k: int) -> tuple[Any, Sequence[Any]]:
         refuse_missing_tangents(raw_dot)
         columns.append(lowered.finish_dot(raw, raw_dot))
     return out, columns
+
+
+def _in_one_pass(lowered: Lowered, k: int) -> bool:
+    """Whether ``forward_columns`` carries the columns together: more than one, and every array
+    numpy's (a batch is of numpy's, and another library's arrays, dask's, would be made numpy's by
+    it, where their Jacobian stays of their type one pass a column)."""
+    return size_of(lowered.args[lowered.positions[k]]) > 1 and all(
+        not is_array(leaf) or type(leaf) is np.ndarray for leaf in _all_leaves(lowered.args))
+
+
+def columns_code(lowered: Lowered, k: int) -> Loaded:
+    """The generated code ``forward_columns`` runs for the callable's argument ``k``: the code for
+    a stack of tangents where the columns go together and it can be made, else the code for one
+    tangent (what ``source`` of a Jacobian or Hessian shows)."""
+    code = stacked_code(lowered, (k,)) if _in_one_pass(lowered, k) else None
+    return code if code is not None else jvp_code(lowered, (k,))
 
 
 # how many entries the unit vectors of one batched pass hold together, at most

@@ -258,6 +258,13 @@ def holds_everywhere(lowered: Lowered, k: int) -> bool:
             return False
         if isinstance(value, ir.Call) and value.fn.obj in (np.shape, np.ndim, np.size, len):
             return False
+        if isinstance(value, ir.Call) and registry.hashable(value.fn.obj):
+            # (what a call reads only for its shape and dtype, ``registry.def_meta_read``: the
+            # zeros an adjoint starts as, ``owned_adjoint(0.0, x)``)
+            metas = registry.meta_positions(value.fn.obj)
+            return any(isinstance(a, ir.Var) and a.name in names
+                       for k, a in enumerate(value.args) if k not in metas) or any(
+                isinstance(a, ir.Var) and a.name in names for _, a in value.kwargs)
         return any(v.name in names for v in inputs_of(value))
     depends = activity(function, positions, carries=reads_values)
     if depends - carried:
