@@ -236,9 +236,10 @@ class Stacker:
                 self._bind(stmt.target, self._value_tree(stmt.value))
             elif isinstance(stmt, ir.Unpack):
                 tree = self.tree(stmt.value)
+                if isinstance(tree, tuple) and len(tree) != len(stmt.targets):
+                    raise NotStacked("values and tangents unpacked into other names")
                 for k, target in enumerate(stmt.targets):
-                    part = tree[k] if isinstance(tree, tuple) and k < len(tree) else tree
-                    self._bind(target, part)
+                    self._bind(target, tree[k] if isinstance(tree, tuple) else tree)
             elif isinstance(stmt, ir.Append):
                 self._bind(stmt.target, self.tree(stmt.value))
             elif isinstance(stmt, ir.Pop) and stmt.target is not None:
@@ -271,7 +272,10 @@ class Stacker:
                         and -len(trees[0]) <= key.value < len(trees[0]):
                     part: Tree = trees[0][key.value]
                     return part
-                return True
+                if all(t == trees[0][0] for t in trees[0]):
+                    same: Tree = trees[0][0]
+                    return same
+                raise NotStacked("an item of values and tangents, at an index not known here")
             return True
         return False
 
