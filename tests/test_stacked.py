@@ -160,6 +160,34 @@ def summed_up(x):
     return np.einsum("ij,j->i", M34, x) * x[:3]
 
 
+A44 = RNG.standard_normal((4, 4)) + 4.0 * np.eye(4)
+
+
+def linear_algebra(x):
+    """A solve, a diagonal made and read, a trace, new axes, tiles, repeats, running sums and
+    differences."""
+    s = np.linalg.solve(A44, x * x) + np.linalg.solve(A44 + np.diag(x), V4)
+    m = np.outer(x, x)
+    t = np.trace(m) + np.sum(np.diag(m)) + np.sum(np.expand_dims(x, 0) * M34)
+    r = np.sum(np.tile(x, 2) * np.repeat(x, 2))
+    c = np.cumsum(x) + np.diff(np.concatenate([[0.0], x]))
+    return s * t + r + c
+
+
+def softmax_loss(x):
+    z = M34 @ x
+    e = np.exp(z - np.max(z))
+    return np.log(np.sum(e)) - z[0]
+
+
+def sorted_times(x):
+    return np.sort(x) * x + np.sort(np.outer(x, V4), axis=0)[1]
+
+
+def repeated(x):
+    return np.sum(np.repeat(x, 2) ** 3) + np.sum(np.repeat(np.outer(x, x), 2, axis=1) ** 2)
+
+
 def containers(x):
     pair = (x * 2.0, x[1] * x)
     items = [pair[0], pair[1] * 3.0]
@@ -186,6 +214,10 @@ CASES = {
     "listed_matrices": (listed_matrices, V4, "hessian"),
     "grown": (grown, V4, "jacfwd"),
     "summed_up": (summed_up, V4, "jacfwd"),
+    "linear_algebra": (linear_algebra, V4, "jacfwd"),
+    "softmax_loss": (softmax_loss, V4, "hessian"),
+    "sorted_times": (sorted_times, V4, "jacfwd"),
+    "repeated": (repeated, V4, "hessian"),
     "stacked_up": (stacked_up, V4, "hessian"),
 }
 

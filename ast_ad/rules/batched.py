@@ -21,11 +21,13 @@ import numpy as np
 from ast_ad.core import registry
 from ast_ad.core.registry import def_batched, def_pattern, def_stacked
 from ast_ad.runtime.adjoints import (
+    extremum_vjp,
     getitem_vjp,
     matmul_vjp_a,
     matmul_vjp_b,
     outer_vjp_a,
     outer_vjp_b,
+    repeat_vjp,
     sort_vjp,
     summed_product,
 )
@@ -55,9 +57,14 @@ from ast_ad.runtime.batched import (
     stacked_added,
     stacked_cast,
     stacked_cross,
+    stacked_cumsum,
+    stacked_diag,
+    stacked_diff,
     stacked_dot,
     stacked_einsum,
+    stacked_expand_dims,
     stacked_expand_reduced,
+    stacked_extremum_vjp,
     stacked_fit,
     stacked_getitem_vjp,
     stacked_joined,
@@ -69,10 +76,16 @@ from ast_ad.runtime.batched import (
     stacked_outer_vjp_a,
     stacked_outer_vjp_b,
     stacked_owned,
+    stacked_repeat,
+    stacked_repeat_vjp,
     stacked_reshape,
+    stacked_solve,
+    stacked_sort_jvp,
     stacked_stack,
     stacked_sum,
     stacked_summed_product,
+    stacked_tile,
+    stacked_trace,
     stacked_transpose,
     stacked_unbroadcast,
     stacked_unreshaped,
@@ -842,6 +855,17 @@ def_stacked(getitem_vjp, "twin", twin=stacked_getitem_vjp, batched=(0,), sized=T
 def_stacked(list_item, "twin", twin=list_item, batched=(0,))  # (a list's item: its stack)
 def_stacked(detached, "twin", twin=detached, batched=(0,))  # (each array copied: each stack)
 def_stacked(unstack, "twin", twin=stacked_unstack, batched=(0,), sized=True)
+def_stacked(np.cumsum, "twin", twin=stacked_cumsum, batched=(0,), sized=True)
+def_stacked(np.diff, "twin", twin=stacked_diff, batched=(0,), sized=True)
+def_stacked(extremum_vjp, "twin", twin=stacked_extremum_vjp, batched=(0,), sized=True)
+def_stacked(sort_jvp, "twin", twin=stacked_sort_jvp, batched=(0,), sized=True)
+def_stacked(repeat_vjp, "twin", twin=stacked_repeat_vjp, batched=(0,), sized=True)
+def_stacked(np.trace, "twin", twin=stacked_trace, batched=(0,), sized=True)
+def_stacked(np.diag, "twin", twin=stacked_diag, batched=(0,), sized=True)
+def_stacked(np.expand_dims, "twin", twin=stacked_expand_dims, batched=(0,), sized=True)
+def_stacked(np.tile, "twin", twin=stacked_tile, batched=(0,), sized=True)
+def_stacked(np.repeat, "twin", twin=stacked_repeat, batched=(0,), sized=True)
+def_stacked(np.linalg.solve, "twin", twin=stacked_solve, batched=(0, 1), sized=True, told=True)
 def_stacked(np.einsum, "twin", twin=stacked_einsum, batched=tuple(range(1, 9)), sized=True,
             told=True)
 def_stacked(matmul_vjp_a, "twin", twin=stacked_matmul_vjp_a, batched=(0, 2), sized=True,

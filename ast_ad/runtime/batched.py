@@ -1167,6 +1167,111 @@ def stacked_unstack(g: Any, x: Any, axis: Any = 0, *, size: int) -> Any:
     return stacked_unbroadcast(g, x, size=size)
 
 
+def stacked_cumsum(x: Any, axis: Any = None, *, size: int) -> Any:
+    """``np.cumsum(x, axis)`` for the stack ``x``: along each tangent's flattened entries, or its
+    axis ``axis``."""
+    if axis is None:
+        return np.cumsum(np.reshape(x, (-1, size)), axis=0)
+    return np.cumsum(x, axis=int(axis) % (np.ndim(x) - 1))
+
+
+def stacked_trace(x: Any, *, size: int) -> Any:
+    """``np.trace(x)`` for the stack ``x`` of matrices: each tangent's."""
+    if np.ndim(x) != 3:
+        raise _refuse("np.trace of a stack of other than matrices")
+    return np.trace(x, axis1=0, axis2=1)
+
+
+def stacked_diag(v: Any, k: Any = 0, *, size: int) -> Any:
+    """``np.diag(v)`` for the stack ``v``: each tangent's vector on a diagonal, or each tangent's
+    diagonal (``k`` 0 only)."""
+    if k != 0 or np.ndim(v) not in (2, 3):
+        raise _refuse("np.diag of this stack")
+    if np.ndim(v) == 3:
+        return np.moveaxis(np.diagonal(v, axis1=0, axis2=1), -1, 0).copy()
+    n = v.shape[0]
+    out = np.zeros((n, n, size), dtype=v.dtype)
+    out[np.arange(n), np.arange(n)] = v
+    return out
+
+
+def stacked_expand_dims(x: Any, axis: Any, *, size: int) -> Any:
+    """``np.expand_dims(x, axis)`` for the stack ``x``: the new axes among each tangent's, the
+    batch axis kept last."""
+    r = np.ndim(x) - 1
+    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+    out_rank = r + len(axes)
+    return np.expand_dims(x, tuple(int(a) % out_rank for a in axes))
+
+
+def stacked_tile(x: Any, reps: Any, *, size: int) -> Any:
+    """``np.tile(x, reps)`` for the stack ``x``: each tangent tiled (made of as many axes as
+    ``reps`` first, as numpy does), the batch axis not."""
+    reps = (int(reps),) if np.ndim(reps) == 0 else tuple(int(n) for n in reps)
+    r = np.ndim(x) - 1
+    d = max(r, len(reps))
+    x = np.reshape(x, (1,) * (d - r) + np.shape(x))
+    return np.tile(x, (1,) * (d - len(reps)) + reps + (1,))
+
+
+def stacked_repeat(x: Any, repeats: Any, axis: Any = None, *, size: int) -> Any:
+    """``np.repeat(x, repeats, axis)`` for the stack ``x``: each tangent's entries (flattened
+    where ``axis`` is ``None``) repeated."""
+    if axis is None:
+        return np.repeat(np.reshape(x, (-1, size)), repeats, axis=0)
+    return np.repeat(x, repeats, axis=int(axis) % (np.ndim(x) - 1))
+
+
+def stacked_solve(a: Any, b: Any, *, stacks: tuple[bool, ...], size: int) -> Any:
+    """``np.linalg.solve(a, b)`` of a matrix ``a`` and the stack ``b``: one solve for every
+    tangent's right-hand side (each tangent's columns side by side)."""
+    if stacks != (False, True) or np.ndim(a) != 2 or np.ndim(b) not in (2, 3):
+        raise _refuse("np.linalg.solve with this stack")
+    return np.reshape(np.linalg.solve(a, np.reshape(b, (b.shape[0], -1))), np.shape(b))
+
+
+def stacked_diff(x: Any, n: Any = 1, axis: Any = -1, *, size: int) -> Any:
+    """``np.diff(x, n, axis)`` for the stack ``x``: along each tangent's axis."""
+    return np.diff(x, n, axis=int(axis) % (np.ndim(x) - 1))
+
+
+def stacked_extremum_vjp(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: Any = False, *,
+                         size: int) -> Any:
+    """``extremum_vjp(g, ans, x, axis, keepdims)`` for the stack ``g``: each tangent's adjoint
+    shared equally among the entries of the value ``x`` that tie for the extremum ``ans``."""
+    hits = x == expand_reduced(ans, x, axis, keepdims)
+    count = np.sum(hits, axis=axis, keepdims=True)
+    share = hits / np.where(count == 0, np.nan, count)
+    return stacked_expand_reduced(g, x, axis, keepdims, size=size) * share[..., None]
+
+
+def stacked_sort_jvp(u: Any, x: Any, axis: Any = -1, *, size: int) -> Any:
+    """``sort_jvp(u, x, axis)`` for the stack ``u``: each tangent taken in the order the sort put
+    the value ``x`` in."""
+    if axis is None:
+        return np.reshape(u, (-1, size))[np.argsort(np.ravel(x), kind="stable")]
+    order = np.argsort(x, axis=axis, kind="stable")[..., None]
+    return np.take_along_axis(u, order, axis=int(axis) % np.ndim(x))
+
+
+def stacked_repeat_vjp(g: Any, x: Any, repeats: Any, axis: Any = None, *, size: int) -> Any:
+    """``repeat_vjp(g, x, repeats, axis)`` for the stack ``g``: each entry's copies summed, for
+    every tangent."""
+    shape = np.shape(x)
+    if axis is None:
+        entries = int(np.prod(shape, dtype=int))
+        source = np.repeat(np.arange(entries), repeats)
+        out = np.zeros((entries, size))
+        np.add.at(out, source, np.reshape(g, (-1, size)))
+        return np.reshape(out, (*shape, size))
+    a = int(axis) % len(shape)
+    source = np.repeat(np.arange(shape[a]), repeats)
+    moved = np.moveaxis(g, a, 0)
+    out = np.zeros((shape[a], *moved.shape[1:]))
+    np.add.at(out, source, moved)
+    return np.moveaxis(out, 0, a)
+
+
 def as_batches(value: Any, tree: Any, size: int) -> Any:
     """``value``, the result of forward-mode code for stacks, with its stacks as ``Batch``es of
     ``size``: ``tree`` says where they are (``True``: all of it, ``False``: none, a tuple: part
