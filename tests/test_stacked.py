@@ -444,3 +444,21 @@ def test_a_function_that_calls_itself_is_written_for_stacks_or_gives_way() -> No
     want = np.stack([ast_ad.jvp(recursive_power, (x, 3), (e, None))[1] for e in np.eye(3)],
                     axis=-1)
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def hoisted_tangent(x0, x1):
+    for i0 in range(2):
+        x1 += 0.1 * i0 * np.sin(x0)
+    return np.sum(x1)
+
+
+def test_a_stack_made_before_a_loop_and_read_in_it_is_not_written_into() -> None:
+    """``sin_x0_dot`` is made once, before the loop (``optimize.hoist``), and read by one statement
+    in it, at every step: written into at the first step, the second would read the product
+    (found by the long profile of the random programs: a wrong Jacobian, 0 for 0.1)."""
+    x0, x1 = np.zeros(3), np.zeros(3)
+    text = _stacked_source(hoisted_tangent, (x0, x1))
+    assert "stacked_into(np.multiply, 0, sin_x0_dot" not in text
+    got = ast_ad.jacfwd(hoisted_tangent)(x0.copy(), x1.copy())
+    want = [ast_ad.jvp(hoisted_tangent, (x0.copy(), x1.copy()), (e, None))[1] for e in np.eye(3)]
+    np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -311,20 +311,22 @@ class Stacker:
 
     def _reused(self, block: list[ir.Stmt]) -> list[ir.Stmt]:
         """An elementwise statement whose operand is a stack this code made by an elementwise
-        statement, bound once and read only here, of a tangent with axes: written into that
-        operand (``runtime.batched.stacked_into``, which checks its shape and dtype at run
-        time). The fact relied on: an array a ufunc returned is its own memory, and a name
-        bound once and read once is the only holder of it at that read (a view of it, a list
-        holding it, would be reads too); so writing into it changes nothing any later statement
-        reads."""
+        statement, bound once, earlier in the same block, and read only here, of a tangent with
+        axes: written into that operand (``runtime.batched.stacked_into``, which checks its shape
+        and dtype at run time). The fact relied on: an array a ufunc returned is its own memory,
+        and a name bound once and read once, both in one block, is the only holder of it at that
+        read each time the block runs (a view of it, a list holding it, would be reads too; a
+        name bound before a loop and read in it is read at every step, which is why the binding
+        must be in the block); so writing into it changes nothing any later statement reads."""
         out = []
+        bound: set[str] = set()  # (by the statements before, in this block)
         for stmt in block:
             ufunc = self._ufunc_of(stmt)
             if ufunc is not None:
                 assert isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call)
                 taken = next((k for k, a in enumerate(stmt.value.args)
                               if isinstance(a, ir.Var) and a.name in self.fresh
-                              and self.reads.get(a.name) == 1
+                              and a.name in bound and self.reads.get(a.name) == 1
                               and self.bindings.get(a.name) == 1), None)
                 if taken is not None:
                     args = (ir.Ref(ufunc, f"np.{ufunc.__name__}", ("global", "np"), np),
@@ -332,6 +334,7 @@ class Stacker:
                     stmt = ir.Assign(stmt.target, self._call(stacked_into, "stacked_into",
                                                              *args), stmt.line)
             out.append(stmt)
+            bound.update(ir.defined(stmt))
         return out
 
     def _ufunc_of(self, stmt: ir.Stmt) -> Any:
