@@ -462,3 +462,12 @@ def test_a_stack_made_before_a_loop_and_read_in_it_is_not_written_into() -> None
     got = ast_ad.jacfwd(hoisted_tangent)(x0.copy(), x1.copy())
     want = [ast_ad.jvp(hoisted_tangent, (x0.copy(), x1.copy()), (e, None))[1] for e in np.eye(3)]
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.long  # (a few minutes: CI's ``-m long`` step)
+@settings(max_examples=300, deadline=None)
+@given(programs(arrays=True, mutation=True), st.data())
+def test_many_programs_written_for_stacks_give_each_column_s_own_pass(program, data) -> None:
+    """More random programs, with mutation and loops, than the default run draws: the long
+    profile's draws found the wrong Jacobian of ``hoisted_tangent`` above, where forty did not."""
+    _jacobians(program, data)
