@@ -1478,3 +1478,27 @@ def a_list_written_that_lists_hold_deeper(x):
 
 
 FOLLOWED += [written_beside_an_array_six_lists_deep, a_list_written_that_lists_hold_deeper]
+
+
+# A view a tuple holds, in a list, written twice through the path: the tuple's new object, which
+# holds the written array as a new one, was put in the list's slot after the view had been made
+# again, so the second write saw an array of its own (Python's value 1.0, ast_ad's 0.5 before this
+# stop; found by the long profile of the random programs).
+def a_view_in_a_tuple_in_a_list_written_twice(x):
+    y = x * 1.0
+    box = [(y[1:], 1.0)]
+    box[0][0][0] += x[0] * 0.5
+    box[0][0][0] += x[1] * 0.5
+    return np.sum(y * x) + np.sum(box[0][0])
+
+
+def a_view_in_a_tuple_in_a_list_written_in_a_loop(x):
+    y = x * 1.0
+    box = [y[:2], (y[1:], 1.0)]
+    for i in range(2):
+        box[1][0][0] += x[i] * 0.5
+    return np.sum(box[0]) * np.sum(y)
+
+
+FOLLOWED += [a_view_in_a_tuple_in_a_list_written_twice,
+             a_view_in_a_tuple_in_a_list_written_in_a_loop]

@@ -753,7 +753,11 @@ class Memory:
             self.follow_one(up, changed)
             for name in up.names:  # its other names: the same object, made again the same
                 self.rebind_name(name, self.at.env[up.user])
-        for mem in memory_ups:
+        # the outermost first: a container written (its slot holding the new object) before the
+        # array written inside it, whose views are then made again in the new container's slots;
+        # the other way, the container's new object, which holds the written array as a new one,
+        # would replace those views (``[(y[1:], 1.0)]`` written twice through ``[0][0][0]``)
+        for mem in reversed(memory_ups):
             new = news.get(mem.changed) or self.at.env.get(mem.changed)
             if isinstance(new, ir.Var):
                 self.follow_by_memory(mem, new)
