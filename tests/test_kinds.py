@@ -50,6 +50,28 @@ def test_ranks_follow_indexing_reductions_and_products() -> None:
     assert known.is_int("n") and known.is_int("k")
 
 
+def along_axes(x, m):
+    rows = np.sum(m, axis=1)
+    kept = np.mean(m, axis=(0, 1), keepdims=True)
+    big = m > 1.0
+    chosen = np.where(big, 1, m)
+    spread = x[:, None]
+    crossed = np.cross(m[:, :3], m[:, 1:])
+    grid = np.stack([x, x], axis=1)
+    return np.sum(rows) + np.sum(kept) + np.sum(chosen) + np.sum(spread) + np.sum(crossed) \
+        + np.sum(grid) + np.sum(np.outer(x, x))
+
+
+def test_ranks_follow_reductions_along_axes_comparisons_and_new_axes() -> None:
+    """What the code for stacks of tangents asks (``modes.batch``), and every pass reads: an
+    ``np.where`` with an integer branch is floats where the other branch is (it once raised)."""
+    known = facts(along_axes, V, M)
+    assert [known.rank(n) for n in ("rows", "kept", "big", "chosen", "spread", "crossed",
+                                     "grid")] == [1, 2, 2, 2, 2, 2, 2]
+    assert known.float_array("chosen") and not known.float_array("big")
+    assert ast_ad.grad(along_axes)(V, M).shape == V.shape
+
+
 def branches(x, flag):
     if flag > 0:
         y = x * 2.0

@@ -873,7 +873,8 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
         return ("num", max(int(_rank(a) or 0) for a in args), False)  # (booleans)
     if fn is np.where and len(args) == 3 and all(_rank(a) is not None for a in args):
         # broadcast, as arithmetic: the branches' kind, of the most axes
-        return ("num", max(int(_rank(a) or 0) for a in args), bool(args[1][2] or args[2][2]))
+        return ("num", max(int(_rank(a) or 0) for a in args),
+                any(a[0] == "num" and bool(a[2]) for a in args[1:]))
     if registry.is_full_reduction(fn) and len(args) == 1 and args[0][0] == "num":
         # (a mean, a deviation, a variance: floats; a sum, a product, an extremum: of its kind)
         return ("num", 0, fn in (np.mean, np.std, np.var) or args[0][2])

@@ -336,6 +336,8 @@ def stacked_code(lowered: Lowered, active: tuple[int, ...]) -> Loaded | None:
         return transform.stacked_jvp_function(*key)
     except NotStacked as refused:
         logs.info("forward mode for stacked tangents not made (%s)", refused)
+        if len(_not_stacked) >= 256:  # (it holds the functions: not kept for ever)
+            _not_stacked.clear()
         _not_stacked.add(memo)
         return None
 

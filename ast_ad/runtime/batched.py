@@ -1058,34 +1058,38 @@ def stacked_matmul_vjp_b(g: Any, a: Any, b: Any, *, stacks: tuple[bool, ...],
     return _stacked_matmul_vjp("b", g, a, b, stacks, size)
 
 
+def _stacked_outer_vjp(which: str, g: Any, a: Any, b: Any, stacks: tuple[bool, ...],
+                       size: int) -> Any:
+    """The adjoint of ``a`` (``which``) or ``b`` in ``np.outer(a, b)`` where one of ``g`` and the
+    other operand is a stack: ``g @ ravel(b)`` or ``ravel(a) @ g``, in the operand's shape, the
+    batch axis kept last."""
+    mine, other = (1, 2) if which == "a" else (2, 1)
+    if stacks[0] == stacks[other]:
+        raise _refuse("an adjoint of an outer product with no stack, or two")
+    m = np.size(a) // (size if stacks[1] else 1)
+    n = np.size(b) // (size if stacks[2] else 1)
+    operand = (a, b)[mine - 1]
+    shape = np.shape(operand)[:-1] if stacks[mine] else np.shape(operand)
+    matrix = np.reshape(g, (m, n, size) if stacks[0] else (m, n))
+    if which == "b":
+        matrix = np.swapaxes(matrix, 0, 1)  # (``ravel(a) @ g`` is ``g.T @ ravel(a)``)
+    if stacks[0]:
+        out = np.einsum("pqz,q->pz", matrix, np.ravel((a, b)[other - 1]))
+    else:
+        out = matrix @ np.reshape((a, b)[other - 1], (-1, size))
+    return np.reshape(out, (*shape, size))
+
+
 def stacked_outer_vjp_a(g: Any, a: Any, b: Any, *, stacks: tuple[bool, ...],
                         size: int) -> Any:
-    """``outer_vjp_a(g, a, b)``, ``g @ ravel(b)`` in ``a``'s shape, where ``g`` or ``b`` is a
-    stack."""
-    if stacks[0] == stacks[2]:
-        raise _refuse("an adjoint of an outer product with no stack, or two")
-    m, n = np.size(a) // (size if stacks[1] else 1), np.size(b) // (size if stacks[2] else 1)
-    shape = np.shape(a)[:-1] if stacks[1] else np.shape(a)
-    if stacks[0]:
-        out = np.einsum("mnz,n->mz", np.reshape(g, (m, n, size)), np.ravel(b))
-    else:
-        out = np.reshape(g, (m, n)) @ np.reshape(b, (n, size))
-    return np.reshape(out, (*shape, size))
+    """``outer_vjp_a(g, a, b)`` where ``g`` or ``b`` is a stack (``a`` is read for its shape)."""
+    return _stacked_outer_vjp("a", g, a, b, stacks, size)
 
 
 def stacked_outer_vjp_b(g: Any, a: Any, b: Any, *, stacks: tuple[bool, ...],
                         size: int) -> Any:
-    """``outer_vjp_b(g, a, b)``, ``ravel(a) @ g`` in ``b``'s shape, where ``g`` or ``a`` is a
-    stack."""
-    if stacks[0] == stacks[1]:
-        raise _refuse("an adjoint of an outer product with no stack, or two")
-    m, n = np.size(a) // (size if stacks[1] else 1), np.size(b) // (size if stacks[2] else 1)
-    shape = np.shape(b)[:-1] if stacks[2] else np.shape(b)
-    if stacks[0]:
-        out = np.einsum("m,mnz->nz", np.ravel(a), np.reshape(g, (m, n, size)))
-    else:
-        out = np.reshape(g, (m, n)).T @ np.reshape(a, (m, size))
-    return np.reshape(out, (*shape, size))
+    """``outer_vjp_b(g, a, b)`` where ``g`` or ``a`` is a stack (``b`` is read for its shape)."""
+    return _stacked_outer_vjp("b", g, a, b, stacks, size)
 
 
 def _stacked_reduction(fn: Any) -> Any:
