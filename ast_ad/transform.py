@@ -55,7 +55,7 @@ def normalized(fn: Any) -> ir.Function:
 
 
 def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place: bool = True,
-            checkpoints: int | None = None) -> Adjoint:
+            checkpoints: int | str | None = None) -> Adjoint:
     """parse -> check -> normalize -> reverse, cached (while a build is under way: ``_building``)
     per function, argnums, parameter shapes, whether its loops write arrays in place (``reverse``'s
     ``in_place``: not for callees) and how many snapshots its checkpointed loops keep (``reverse``'s
@@ -83,7 +83,7 @@ class _Callees:
     IR."""
 
     def __call__(self, fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place: bool,
-                 checkpoints: int | None) -> Adjoint:
+                 checkpoints: int | str | None) -> Adjoint:
         return adjoint(fn, argnums, shapes, in_place, checkpoints)
 
     def normalized(self, fn: Any) -> ir.Function:
@@ -94,13 +94,13 @@ CALLEES = _Callees()
 
 
 def gradient_key(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int, ...],
-                 checkpoints: int | None = None) -> tuple[Any, ...]:
+                 checkpoints: int | str | None = None) -> tuple[Any, ...]:
     """What :func:`gradient` caches its module under (``shapes`` fourth)."""
     return (fn, argnums, single, shapes, checkpoints)
 
 
 def gradient(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int, ...],
-             checkpoints: int | None = None) -> Loaded:
+             checkpoints: int | str | None = None) -> Loaded:
     """The loaded gradient function, transformed again when a function or module it reads has
     changed."""
     return _built(
@@ -194,7 +194,7 @@ def _keep(key: Any, loaded: Loaded) -> None:
 
 
 def pair(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
-         checkpoints: int | None = None) -> tuple[Any, Any, Loaded]:
+         checkpoints: int | str | None = None) -> tuple[Any, Any, Loaded]:
     """The loaded ``(f_fwd, f_bwd)``: ``f_fwd(*args) -> (out, saved)``, ``f_bwd(saved, out_bar) ->
     adjoints``."""
     loaded = _built(

@@ -281,7 +281,9 @@ def checkpointing(repeat: int, steps: int = 10_000) -> None:
 
     u0 = np.linspace(0.0, 1.0, 1000)
     rows = [("no checkpointing", ast_ad.grad(simulation)), *[
-        (f"checkpoints={c}", ast_ad.grad(simulation, checkpoints=c)) for c in (10, 31, 100)]]
+        (f"checkpoints={c}", ast_ad.grad(simulation, checkpoints=c)) for c in (10, 31, 100)],
+        # (as many snapshots as fit in 64 MiB: ``ast_ad.runtime.revolve.AUTO_BYTES``)
+        ('checkpoints="auto"', ast_ad.grad(simulation, checkpoints="auto"))]
     try:
         import autograd
         import autograd.numpy as anp
@@ -322,7 +324,10 @@ def checkpointing(repeat: int, steps: int = 10_000) -> None:
         fn(u0, steps)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        snapshots = int(name.split("=")[1]) if name.startswith("checkpoints=") else None
+        snapshots = (
+            ast_ad.revolve.auto_snapshots(steps, (u0,)) if name.endswith('"auto"')
+            else int(name.split("=")[1]) if name.startswith("checkpoints=") else None
+        )
         untaped = ast_ad.revolve.forward_steps(steps, snapshots) if snapshots else 0
         run = (
             f"{steps:,} + {untaped:,} ({untaped / steps:.2f} sweeps)"
@@ -1410,6 +1415,47 @@ def ode_in_jax(jnp, jax):
     return last
 
 
+def ode_by_hand(x, s):
+    """The gradient of GradBench's ``ode`` (the last component), written by hand in numpy as a
+    careful person would: the four stages' inputs kept a step, the backward pass in place on slices.
+    The limit for code that runs numpy's calls one by one, as ast_ad's does."""
+    h = 2.0 / s
+    n = x.shape[0]
+    x1 = x[1:]
+    y = np.zeros(n)
+    tape = []
+    for _ in range(s):
+        k1 = np.concatenate([x[:1], x1 * y[:-1]])
+        a2 = y + h / 2 * k1
+        k2 = np.concatenate([x[:1], x1 * a2[:-1]])
+        a3 = y + h / 2 * k2
+        k3 = np.concatenate([x[:1], x1 * a3[:-1]])
+        a4 = y + h * k3
+        k4 = np.concatenate([x[:1], x1 * a4[:-1]])
+        tape.append((y, a2, a3, a4))
+        y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    y_bar = np.zeros(n)
+    y_bar[-1] = 1.0
+    x_bar = np.zeros(n)
+    for y, a2, a3, a4 in reversed(tape):
+        k_bar = y_bar * (h / 6)  # k1's and k4's adjoint from the step; k2's and k3's twice it
+        before = y_bar.copy()
+        for a, k_next, scale in ((a4, 2 * k_bar, h), (a3, 2 * k_bar, h / 2),
+                                 (a2, k_bar.copy(), h / 2)):
+            # (the stage's field read ``a``; its adjoint ``k_bar``, then the next stage's)
+            x_bar[0] += k_bar[0]
+            x_bar[1:] += k_bar[1:] * a[:-1]
+            a_bar = k_bar[1:] * x1
+            before[:-1] += a_bar
+            k_next[:-1] += scale * a_bar
+            k_bar = k_next
+        x_bar[0] += k_bar[0]
+        x_bar[1:] += k_bar[1:] * y[:-1]
+        before[:-1] += k_bar[1:] * x1
+        y_bar = before
+    return x_bar
+
+
 def array_evals():
     """GradBench's array evals at their largest default workloads (``ode`` at the issue's n =
     10,000 too): (name, the objective, ast_ad's derivative, JAX's objective and derivative of the
@@ -1483,13 +1529,20 @@ def arrays(repeat: int) -> None:
             # the same derivative (nan where both divide zero by zero: a centroid no point is
             # nearest)
             assert np.allclose(a, np.asarray(b), rtol=1e-7, atol=1e-9, equal_nan=True), name
+        # (``ode``'s gradient written by hand in numpy too: the limit of numpy's calls one by one)
+        by_hand = [functools.partial(ode_by_hand, *args)] if name.startswith("ode") else []
+        if by_hand:
+            assert np.allclose(by_hand[0](), mine, rtol=1e-12, atol=1e-14), name
         times = side_by_side(
             [functools.partial(objective, *args), functools.partial(derivative, *args),
              functools.partial(_blocked, jax, jit_objective, theirs),
-             functools.partial(_blocked, jax, jit_derivative, theirs)], (), rounds=repeat)
+             functools.partial(_blocked, jax, jit_derivative, theirs), *by_hand], (),
+            rounds=repeat)
+        hand = (f"; by hand in numpy {_fmt(times[4])}, {times[4] / times[3]:.2f}x jax.jit"
+                if by_hand else "")
         print(f"  {name}: objective {_fmt(times[0])} (jax.jit {_fmt(times[2])}), derivative "
               f"{_fmt(times[1])} ({times[1] / times[0]:.1f}x it; jax.jit {_fmt(times[3])}): "
-              f"ast_ad / jax.jit {times[1] / times[3]:.2f}")
+              f"ast_ad / jax.jit {times[1] / times[3]:.2f}{hand}")
 
 
 def det_lstm_evals():

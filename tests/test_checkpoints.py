@@ -179,6 +179,57 @@ def test_peak_memory_is_the_snapshots_and_one_step() -> None:
         assert used < (snapshots + 16) * state, (snapshots, used / state)
 
 
+# ---- checkpoints="auto": as many snapshots as fit, chosen when the loop starts -------------------
+def test_auto_keeps_as_many_snapshots_as_fit_in_its_budget() -> None:
+    state = np.zeros(1000)  # 8,000 bytes a snapshot
+    assert revolve.size_of(state) == 8000 and revolve.size_of((state, 2.0, [state])) == 16008
+    assert revolve.size_of({"w": state}) == 8000 and revolve.size_of(None) == 8
+    assert revolve.auto_snapshots(1000, state, budget=80_000) == 10
+    # never fewer than one, never more than the steps - 1 that compute each step again once
+    assert revolve.auto_snapshots(1000, state, budget=100) == 1
+    assert revolve.auto_snapshots(7, state, budget=10**9) == 6
+    assert revolve.auto_snapshots(1, state, budget=10**9) == 1
+
+
+@pytest.mark.parametrize("budget, snapshots", [(400, 10), (40, 1), (10**9, 999)])
+def test_auto_runs_revolves_count_of_steps_for_what_fits(budget, snapshots, monkeypatch) -> None:
+    """``simulate``'s state is ``u``, five floats (40 bytes): the budget decides the snapshots, and
+    the gradient runs the steps revolve's schedule with that many runs, to the same bits."""
+    monkeypatch.setattr(revolve, "AUTO_BYTES", budget)
+    u0 = np.linspace(0.0, 1.0, 5)
+    want = ast_ad.grad(simulate)(u0, 1000)
+    STEPS_RUN[0] = 0
+    got = ast_ad.grad(simulate, checkpoints="auto")(u0, 1000)
+    assert STEPS_RUN[0] == revolve.forward_steps(1000, snapshots) + 1000
+    assert np.array_equal(got, want)
+
+
+def test_auto_keeps_its_memory_within_the_budget(monkeypatch) -> None:
+    u0 = np.linspace(0.0, 1.0, 1000)
+    state = u0.nbytes
+    monkeypatch.setattr(revolve, "AUTO_BYTES", 8 * state)
+    gradient = ast_ad.grad(simulate, checkpoints="auto")
+    gradient(u0, 3)
+    tracemalloc.start()
+    try:
+        gradient(u0, 400)
+        used = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert used < (8 + 16) * state, used / state
+
+
+def test_auto_says_so_above_the_loop_and_stands_alone_when_exported(tmp_path) -> None:
+    u0 = np.linspace(0.0, 1.0, 4)
+    gradient = ast_ad.grad(loss, checkpoints="auto")
+    text = ast_ad.source(gradient, u0, 30)
+    assert "checkpointed, as many snapshots of" in text and "as fit in revolve.AUTO_BYTES" in text
+    assert "revolve(r, 'auto', " in text
+    path = ast_ad.export(gradient, str(tmp_path / "exported_auto.py"), u0, 30)
+    namespace = runpy.run_path(path)
+    assert np.array_equal(namespace["loss_vjp"](u0, 30)[1], ast_ad.grad(loss)(u0, 30))
+
+
 # ---- the same gradient, to the bit ---------------------------------------------------------------
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.fn.__name__}-{i}" for i, c in enumerate(CASES)])
 @settings(max_examples=few(3), deadline=None)
@@ -186,7 +237,7 @@ def test_peak_memory_is_the_snapshots_and_one_step() -> None:
 def test_corpus_gradients_are_bit_identical(case, data) -> None:
     args = data.draw(case.args)
     value, want = ast_ad.value_and_grad(case.fn, case.argnums)(*args)
-    for snapshots in (1, 2, 3):
+    for snapshots in (1, 2, 3, "auto"):
         got_value, got = ast_ad.value_and_grad(case.fn, case.argnums, checkpoints=snapshots)(*args)
         assert got_value == value
         for g, w in zip(got, want, strict=True):
@@ -263,6 +314,8 @@ def test_forward_mode_over_a_checkpointed_gradient() -> None:
     g_ckpt, hv_ckpt = ast_ad.jvp(ast_ad.grad(loss, checkpoints=3), (h0, 30), (v, None))
     g, hv = ast_ad.jvp(ast_ad.grad(loss), (h0, 30), (v, None))
     assert np.array_equal(g_ckpt, g)
+    g_auto, hv_auto = ast_ad.jvp(ast_ad.grad(loss, checkpoints="auto"), (h0, 30), (v, None))
+    assert np.array_equal(g_auto, g) and np.allclose(hv_auto, hv, rtol=1e-12)
     np.testing.assert_allclose(hv_ckpt, hv, rtol=1e-12, atol=1e-14)
     eps = 1e-6  # against finite differences of the gradient
     fd = (ast_ad.grad(loss)(h0 + eps * v, 30) - ast_ad.grad(loss)(h0 - eps * v, 30)) / (2 * eps)

@@ -85,6 +85,15 @@ def test_the_benchmark_times_correct_gradients() -> None:
             for a, b, c in zip(ours, gradient, theirs, strict=True):
                 np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
                 np.testing.assert_allclose(a, c, rtol=1e-10, atol=1e-12)
+    # GradBench's ``ode`` gradient by hand (``arrays``), against the tracer's of the eval's code
+    sys.path.insert(0, str(EXAMPLES.parent / "benchmarks" / "gradbench"))
+    try:
+        from ast_ad_gradbench import ode
+    finally:
+        sys.path.pop(0)
+    x_ode = rng.random(7)
+    np.testing.assert_allclose(benchmark.ode_by_hand(x_ode, 6),
+                               ast_ad.tracer.grad(ode.last)(x_ode, 6), rtol=1e-12, atol=1e-14)
     # the Jacobian and Hessian written by hand that ``batched`` measures against: the tracer's
     x, w = rng.standard_normal(12) * 0.5, rng.standard_normal(200) * 0.1
     traced = np.stack([ast_ad.tracer.jvp(benchmark.chained, (x,), (e,))[1] for e in np.eye(12)],

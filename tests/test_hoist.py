@@ -271,3 +271,29 @@ def test_an_array_stays_in_its_loop_where_the_code_asks_is() -> None:
     value, grad = ast_ad.value_and_grad(asks_is)(w)
     assert value == asks_is(w)
     np.testing.assert_allclose(grad, 3 * np.exp(w), rtol=1e-14)
+
+
+def halves(x, m, n):
+    h = 1.0 / (n + 1)  # a float (a parameter's label says a number, not which)
+    total = 0.0
+    for i in range(n):
+        a = h / 2  # a float divided by a number that is not zero: raises nothing, moves
+        b = m / 2  # an integer divided: 10 ** 400 / 2 raises OverflowError, so it stays
+        c = a  # a copy of what moves: moves too
+        total = total + c * x[i] + b * x[i]
+    return total
+
+
+def test_a_float_divided_by_a_constant_moves_and_an_integer_divided_stays() -> None:
+    x = np.array([1.0, 2.0, 3.0])
+    function = transform.normalized(halves)
+    moved = hoisted(function, shape_labels((x, 4, 3)))
+    [before], [after] = _loops(function), _loops(moved)
+    assert len(before.body) - len(after.body) == 2  # ``h / 2`` and its copy
+    assert [s.value.args[0].name for s in ir.walk(after.body) if type(s) is ir.Assign
+            and type(s.value) is ir.Call and s.value.fn.hint == "operator.truediv"] == ["m"]
+    value, grad = ast_ad.value_and_grad(halves)(x, 4, 3)
+    assert value == halves(x, 4, 3)
+    assert_same((grad,), (ast_ad.tracer.grad(halves)(x, 4, 3),))
+    # with no step, Python never divides the integer too large for a float: nor does the gradient
+    assert ast_ad.value_and_grad(halves)(x, 10**400, 0)[0] == 0.0

@@ -60,6 +60,28 @@ def velocity_made_like(x, dt):
     return np.sum(x * x)
 
 
+def shifted_field(x, y):
+    """The right-hand side of GradBench's ``ode``: a join of a list (Numba joins tuples)."""
+    return np.concatenate([x[:1], x[1:] * y[:-1]])
+
+
+def stepped(x, s):
+    """A helper whose loop calls another and adds into its argument's adjoint: that adjoint starts
+    as the argument's zeros in the helper's backward pass too (one type in every step), and the
+    helper's saved pack, a list, is kept in the loop's tape."""
+    h = 1.0 / s
+    y = np.zeros(x.shape[0])
+    for _ in range(s):
+        k1 = shifted_field(x, y)
+        k2 = shifted_field(x, y + h / 2 * k1)
+        y = y + h * (k1 + k2) / 2
+    return y
+
+
+def stepped_last(x):
+    return stepped(x, 4)[-1] + np.sum(np.concatenate([x, x[::2] * x[::2]]))
+
+
 _RNN = np.random.default_rng(4)
 CASES = [
     (loop_math, (0,), (0.5,)),
@@ -74,6 +96,7 @@ CASES = [
     (writes_functions.chain_on_a_copy, (0,), (1.0 + np.linspace(-0.01, 0.01, 40),)),
     (writes_functions.outer_grid, (0,), (np.linspace(0.5, 1.0, 5),)),
     (velocity_made_like, (0, 1), (np.linspace(0.5, 1.5, 5), 0.1)),
+    (stepped_last, (0,), (np.linspace(0.5, 1.5, 6),)),
     (rnn, (0, 1), (_RNN.standard_normal((4, 4)) * 0.5, _RNN.standard_normal((4, 3)) * 0.5,
                    _RNN.standard_normal((6, 3)))),
 ]
@@ -297,3 +320,16 @@ def test_a_compiled_gradient_of_floats_is_called_by_the_scalar_path() -> None:
 def runtime_not_scalars() -> object:
     from ast_ad.backend.scalar_calls import NOT_SCALARS
     return NOT_SCALARS
+
+
+def test_a_list_is_joined_as_numpy_joins_it() -> None:
+    """Numba's ``np.concatenate`` takes a tuple; ast_ad's overload takes the list Python code
+    writes, along the first axis, and raises where numpy raises."""
+    from ast_ad.backend import jit
+
+    jit._install(numba)
+    join = numba.njit(lambda parts: np.concatenate(parts))
+    for parts in ([A[:1], A[1:] * 2.0], [M, M[:1] + 1.0, M], [A]):
+        assert np.array_equal(join(numba.typed.List(parts)), np.concatenate(parts))
+    with pytest.raises(ValueError, match="dimensions"):
+        join(numba.typed.List([M, np.ones((2, 2))]))

@@ -414,3 +414,20 @@ def test_a_product_has_its_matrix_rows_not_its_matrix_shape() -> None:
 
 def _broadcast_product(w, h):
     return np.sum((np.dot(w, h) + w) ** 2)
+
+
+def test_gradbenchs_ode_computes_its_step_sizes_once() -> None:
+    """GradBench's ``ode``: ``h / 2`` and ``h / 6`` of a float ``h`` (a division by a number that
+    is not zero raises nothing) move before the Runge-Kutta loop with ``t3 = t1``, a copy of one of
+    them, and are not kept a step; the helper's adjoint of ``x`` starts as ``x``'s zeros."""
+    sys.path.insert(0, str(EXAMPLES.parent / "benchmarks" / "gradbench"))
+    try:
+        from ast_ad_gradbench import ode
+    finally:
+        sys.path.pop(0)
+    x = np.linspace(0.5, 1.5, 6)
+    text = ast_ad.source(ast_ad.grad(ode.last), x, 5)
+    assert invariant_in_loops(text) == [], invariant_in_loops(text)
+    assert "t1 = h / 2" in text and "t1_tape" not in text and "t6_tape" not in text
+    assert "x_bar = np.zeros_like(x)" in text
+    assert_fd(ode.last, (x, 5), (0,), (ast_ad.grad(ode.last)(x, 5),))

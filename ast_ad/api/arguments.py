@@ -8,7 +8,7 @@ import inspect
 import numbers
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -34,10 +34,14 @@ NARROW_TYPES = frozenset({np.float32, np.float16})
 COMPLEX_SCALARS = frozenset({complex, np.complex128, np.complex64})
 
 
-def check_checkpoints(checkpoints: Any) -> int | None:
-    """``checkpoints=``, checked: ``None`` or a positive integer."""
-    if checkpoints is None:
-        return None
+# what ``checkpoints=`` takes: a number of snapshots, "auto", or None (no checkpointing)
+Checkpoints = int | Literal["auto"] | None
+
+
+def check_checkpoints(checkpoints: Any) -> Checkpoints:
+    """``checkpoints=``, checked: ``None``, a positive integer, or ``"auto"``."""
+    if checkpoints is None or checkpoints == "auto" and isinstance(checkpoints, str):
+        return "auto" if checkpoints is not None else None
     if (
         isinstance(checkpoints, bool)
         or not isinstance(checkpoints, numbers.Integral)
@@ -45,7 +49,9 @@ def check_checkpoints(checkpoints: Any) -> int | None:
     ):
         raise ASTADError(
             f"checkpoints={checkpoints!r}: give the number of snapshots each checkpointed loop may "
-            "keep, a positive integer (checkpoints=10), or leave checkpoints out"
+            "keep, a positive integer (checkpoints=10), \"auto\" (as many as fit in "
+            "ast_ad.runtime.revolve.AUTO_BYTES, chosen when each loop starts), or leave "
+            "checkpoints out"
         )
     return int(checkpoints)
 

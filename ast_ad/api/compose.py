@@ -32,6 +32,7 @@ import numpy as np
 
 from ast_ad import transform
 from ast_ad.api.arguments import (
+    Checkpoints,
     _check_argnums,
     _check_differentiable,
     _differentiable,
@@ -150,7 +151,7 @@ V = TypeVar("V")  # what a function returns: a tangent or cotangent of its outpu
 
 # ---- reverse mode --------------------------------------------------------------------------------
 def vjp(fun: Callable[..., V], *primals: Any,
-        checkpoints: int | None = None) -> tuple[V, Callable[[V], tuple[Any, ...]]]:
+        checkpoints: Checkpoints = None) -> tuple[V, Callable[[V], tuple[Any, ...]]]:
     """``(fun(*primals), vjp_fn)``, where ``vjp_fn(out_bar)`` is the tuple of every argument's
     adjoint; for a plain function, ``vjp_fn(out_bars, batched=True)`` takes many cotangents stacked
     on a first axis and gives the adjoints stacked the same way, from one backward pass.

@@ -27,6 +27,7 @@ import numpy as np
 from ast_ad import transform
 from ast_ad.api.arguments import (
     PLAIN_FLOATS,
+    Checkpoints,
     _check_argnums,
     _check_differentiable,
     _distinct,
@@ -69,11 +70,11 @@ Jit = Literal["numba"] | None
 # otherwise ``Any``.
 @overload
 def grad(fun: Callable[Concatenate[A, P], Any], argnums: Literal[0] = 0, *, jit: Jit = None,
-         checkpoints: int | None = None,
+         checkpoints: Checkpoints = None,
          holomorphic: bool = False) -> Gradient[Concatenate[A, P], A]: ...
 @overload
 def grad(fun: Callable[Concatenate[A0, A, P], Any], argnums: Literal[1], *, jit: Jit = None,
-         checkpoints: int | None = None,
+         checkpoints: Checkpoints = None,
          holomorphic: bool = False) -> Gradient[Concatenate[A0, A, P], A]: ...
 @overload
 def grad(
@@ -81,24 +82,24 @@ def grad(
     argnums: tuple[Literal[0], Literal[1]],
     *,
     jit: Jit = None,
-    checkpoints: int | None = None,
+    checkpoints: Checkpoints = None,
     holomorphic: bool = False,
 ) -> Gradient[Concatenate[A, B, P], tuple[A, B]]: ...
 @overload
 def grad(fun: Callable[P, Any], argnums: int = 0, *, jit: Jit = None,
-         checkpoints: int | None = None, holomorphic: bool = False) -> Gradient[P, Any]: ...
+         checkpoints: Checkpoints = None, holomorphic: bool = False) -> Gradient[P, Any]: ...
 @overload
 def grad(fun: Callable[P, Any], argnums: tuple[int, ...], *, jit: Jit = None,
-         checkpoints: int | None = None,
+         checkpoints: Checkpoints = None,
          holomorphic: bool = False) -> Gradient[P, tuple[Any, ...]]: ...
 @overload
 def grad(
-    fun: None = None, argnums: Literal[0] = 0, *, jit: Jit = None, checkpoints: int | None = None,
+    fun: None = None, argnums: Literal[0] = 0, *, jit: Jit = None, checkpoints: Checkpoints = None,
     holomorphic: bool = False,
 ) -> Callable[[Callable[Concatenate[A, P], Any]], Gradient[Concatenate[A, P], A]]: ...
 @overload
 def grad(fun: None = None, argnums: int | tuple[int, ...] = 0, *, jit: Jit = None,
-         checkpoints: int | None = None,
+         checkpoints: Checkpoints = None,
          holomorphic: bool = False) -> Callable[[Callable[P, Any]], Gradient[P, Any]]: ...
 
 
@@ -107,7 +108,7 @@ def grad(
     argnums: int | tuple[int, ...] = 0,
     *,
     jit: Jit = None,
-    checkpoints: int | None = None,
+    checkpoints: Checkpoints = None,
     holomorphic: bool = False,
 ) -> Any:
     """The gradient of scalar-valued ``fun`` with respect to the argument(s) at ``argnums``.
@@ -128,7 +129,10 @@ def grad(
     the backward pass computes the other steps again, by revolve's optimal schedule, instead of
     taping every step. The gradient is the same, to the bit. The generated code says above each loop
     whether it is checkpointed, and if not, why (a ``while`` loop, a ``break``, a ``print``, an
-    in-place write, a call without a rule).
+    in-place write, a call without a rule). ``checkpoints="auto"`` chooses the number when each
+    loop starts, from its number of steps and the size of its state then: as many snapshots as fit
+    in ``ast_ad.runtime.revolve.AUTO_BYTES`` (64 MiB), at most one a step
+    (``ast_ad.revolve.auto_snapshots``).
 
     ``holomorphic=True`` takes the complex derivative ``f'(z)`` of a function that returns a complex
     number (JAX's spelling): the adjoint pass seeded with 1, and checked at the point against a
@@ -173,14 +177,14 @@ def made(fun: Any, argnums: Any, with_value: bool, jit: Jit, checkpoints: Any,
 
 @overload
 def value_and_grad(fun: Callable[Concatenate[A, P], V], argnums: Literal[0] = 0, *, jit: Jit = None,
-                   checkpoints: int | None = None) -> Gradient[Concatenate[A, P], tuple[V, A]]: ...
+                   checkpoints: Checkpoints = None) -> Gradient[Concatenate[A, P], tuple[V, A]]: ...
 @overload
 def value_and_grad(
     fun: Callable[Concatenate[A0, A, P], V],
     argnums: Literal[1],
     *,
     jit: Jit = None,
-    checkpoints: int | None = None,
+    checkpoints: Checkpoints = None,
 ) -> Gradient[Concatenate[A0, A, P], tuple[V, A]]: ...
 @overload
 def value_and_grad(
@@ -188,14 +192,14 @@ def value_and_grad(
     argnums: tuple[Literal[0], Literal[1]],
     *,
     jit: Jit = None,
-    checkpoints: int | None = None,
+    checkpoints: Checkpoints = None,
 ) -> Gradient[Concatenate[A, B, P], tuple[V, tuple[A, B]]]: ...
 @overload
 def value_and_grad(fun: Callable[P, V], argnums: int | tuple[int, ...] = 0, *, jit: Jit = None,
-                   checkpoints: int | None = None) -> Gradient[P, tuple[V, Any]]: ...
+                   checkpoints: Checkpoints = None) -> Gradient[P, tuple[V, Any]]: ...
 @overload
 def value_and_grad(
-    fun: None = None, argnums: Literal[0] = 0, *, jit: Jit = None, checkpoints: int | None = None
+    fun: None = None, argnums: Literal[0] = 0, *, jit: Jit = None, checkpoints: Checkpoints = None
 ) -> Callable[[Callable[Concatenate[A, P], V]], Gradient[Concatenate[A, P], tuple[V, A]]]: ...
 @overload
 def value_and_grad(
@@ -203,12 +207,12 @@ def value_and_grad(
     argnums: int | tuple[int, ...] = 0,
     *,
     jit: Jit = None,
-    checkpoints: int | None = None,
+    checkpoints: Checkpoints = None,
 ) -> Callable[[Callable[P, V]], Gradient[P, tuple[V, Any]]]: ...
 
 
 def value_and_grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int, ...] = 0, *,
-                   jit: Jit = None, checkpoints: int | None = None) -> Any:
+                   jit: Jit = None, checkpoints: Checkpoints = None) -> Any:
     """Like :func:`grad`, but the function returns ``(value, gradient)`` from one forward pass."""
     if fun is None:
         def decorate(fun: Callable[P, Any]) -> Gradient[P, Any]:
@@ -222,7 +226,8 @@ def value_and_grad(fun: Callable[P, Any] | None = None, argnums: int | tuple[int
 # The shape labels of the last call, per function, argnums and form: ``source(grad(f))`` shows that
 # version. Each is a one-item list that every gradient of that key holds (a call stores into it
 # without hashing a key)
-_LAST_SHAPES: dict[tuple[Any, tuple[int, ...], bool, int | None], list[tuple[int, ...] | None]] = {}
+_LAST_SHAPES: dict[tuple[Any, tuple[int, ...], bool, Checkpoints],
+                   list[tuple[int, ...] | None]] = {}
 
 
 
@@ -238,7 +243,7 @@ class Gradient(Generic[P, R]):
     __qualname__: str  # the function's own, as are __name__, __doc__ and __module__
 
     def __init__(self, fun: Callable[P, Any], argnums: int | tuple[int, ...], with_value: bool,
-                 jit: Jit = None, checkpoints: int | None = None, holomorphic: bool = False):
+                 jit: Jit = None, checkpoints: Checkpoints = None, holomorphic: bool = False):
         if jit not in (None, "numba"):
             raise ASTADError(
                 f'jit={jit!r}: the compiler ast_ad knows is jit="numba" (or leave jit out)'

@@ -56,7 +56,7 @@ COMPILED = (
 
 
 def register(numba: Any) -> None:
-    from numba import types
+    from numba import typed, types
     from numba.extending import overload
 
     # a value that may still be None (a saved value before the loop sets it)
@@ -286,8 +286,15 @@ def register(numba: Any) -> None:
         if number(x):
             return lambda x: x
         # a list of arrays (a helper's pack): a list of their stand-ins (the list may grow later)
+        # (a typed list, which Numba can keep in the tuples a loop's tape lists hold: a list as
+        # Python's, a reflected list, cannot be held in another)
         if isinstance(plain(x), (types.List, types.ListType)) and array(plain(x).dtype):
-            return lambda x: [np.zeros(a.shape, a.dtype) for a in x]
+            def impl(x):
+                like = typed.List()
+                for a in x:
+                    like.append(np.zeros(a.shape, a.dtype))
+                return like
+            return impl
         # a tuple of arrays cannot change: as it is
         if isinstance(plain(x), types.UniTuple) and array(plain(x).dtype):
             return lambda x: x
@@ -306,6 +313,31 @@ def register(numba: Any) -> None:
                     parts.append(g[start:stop])
                     start = stop
                 return parts
+            return impl
+        return None
+
+    @overload(np.concatenate)
+    def _concatenate(arrays, axis=0):
+        # Numba joins a tuple of arrays; Python code joins a list as often (``np.concatenate([a,
+        # b])``, a helper's pack): along the first axis, arrays of one number of axes, as numpy
+        if isinstance(plain(arrays), (types.List, types.ListType)) and array(plain(arrays).dtype) \
+                and (axis == 0 or isinstance(axis, types.Omitted)):
+            def impl(arrays, axis=0):
+                if len(arrays) == 0:
+                    raise ValueError("need at least one array to concatenate")
+                first = arrays[0]
+                rows = 0
+                for a in arrays:
+                    if a.shape[1:] != first.shape[1:]:
+                        raise ValueError("all the input array dimensions except for the "
+                                         "concatenation axis must match exactly")
+                    rows += a.shape[0]
+                out = np.empty((rows,) + first.shape[1:], first.dtype)
+                start = 0
+                for a in arrays:
+                    out[start:start + a.shape[0]] = a
+                    start += a.shape[0]
+                return out
             return impl
         return None
 

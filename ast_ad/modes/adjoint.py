@@ -45,12 +45,13 @@ class Adjoint:
     def params(self) -> tuple[str, ...]:
         return self.function.params
 
-    def saved(self) -> list[str]:
-        """Forward names the backward statements read, in order of first use."""
+    def saved(self, backward: list[gast.stmt] | None = None) -> list[str]:
+        """Forward names the backward statements (``backward``, else this adjoint's) read, in order
+        of first use."""
         forward = set(self.params) | {n.id for s in self.forward for n in gast.walk(s)
                                       if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         seen: dict[str, None] = {}
-        for s in self.backward:
+        for s in self.backward if backward is None else backward:
             for n in gast.walk(s):
                 if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id in forward:
                     seen.setdefault(n.id)
@@ -63,6 +64,6 @@ class Derive(Protocol):
     body)."""
 
     def __call__(self, fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place: bool,
-                 checkpoints: int | None) -> Adjoint: ...
+                 checkpoints: int | str | None) -> Adjoint: ...
 
     def normalized(self, fn: Any) -> ir.Function: ...

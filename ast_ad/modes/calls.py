@@ -50,7 +50,7 @@ class Calls:
         refs: RefTable,
         namer: Namer,
         derive: Derive,
-        checkpoints: int | None,
+        checkpoints: int | str | None,
         needs_adjoint: Callable[[ir.Stmt], bool],
         error: Callable[[ir.Stmt, str], LocatedError],
         derived_again: Callable[[Any, tuple[int, ...], tuple[int, ...]], Adjoint],

@@ -72,7 +72,7 @@ class Checkpointing:
         self,
         function: ir.Function,
         facts: tuple[InPlace, dict[int, Checkpointed], dict[int, str], dict[int, Term]],
-        checkpoints: int | None,
+        checkpoints: int | str | None,
         derive: Derive,
         names: tuple[Namer, Scratch],
         parts: tuple[Saving, Accumulation],
@@ -122,9 +122,17 @@ class Checkpointing:
     def forward_checkpointed(self, stmt: ir.For, plan: Checkpointed) -> list[ir.Stmt]:
         """The first sweep of a checkpointed loop: each segment starts with a snapshot, and runs
         untaped; then the last step, taped. ``revolve`` picks the segments."""
-        made, schedule = self.adjoints.part(
-            ir.Call(_REVOLVE, (stmt.iter, ir.Const(self.checkpoints)))
-        )
+        if self.checkpoints == "auto":
+            # (the number of snapshots chosen when the loop starts, from its length and the size
+            # of its state then: ``revolve.auto_snapshots``)
+            packed, carried = self.adjoints.part(ir.Pack(tuple(ir.Var(n) for n in plan.state)))
+            made, schedule = self.adjoints.part(
+                ir.Call(_REVOLVE, (stmt.iter, ir.Const("auto"), carried)), *packed
+            )
+        else:
+            made, schedule = self.adjoints.part(
+                ir.Call(_REVOLVE, (stmt.iter, ir.Const(self.checkpoints)))
+            )
         start, stop = self.namer.fresh("start"), self.namer.fresh("stop")
         plan.untaped = tuple(self.forward_block(stmt.body, False))
         segment = self.over(
@@ -135,8 +143,13 @@ class Checkpointing:
         plan.taped = tuple(self.forward_block(stmt.body, True))
         last, steps = self.adjoints.part(ir.Call(_ITEM, (stmt.iter, ir.Const(slice(-1, None)))))
         state = ", ".join(plan.state) or "nothing"
-        kept = f"{self.checkpoints} snapshot" + ("s" if self.checkpoints != 1 else "")
-        comment = ir.Comment(f"line {stmt.line.lineno}: checkpointed, at most {kept} of {state}")
+        if self.checkpoints == "auto":
+            # (the budget is read when the loop starts: ``revolve.AUTO_BYTES``)
+            kept = f"as many snapshots of {state} as fit in revolve.AUTO_BYTES"
+        else:
+            kept = (f"at most {self.checkpoints} snapshot" + ("s" if self.checkpoints != 1 else "")
+                    + f" of {state}")
+        comment = ir.Comment(f"line {stmt.line.lineno}: checkpointed, {kept}")
         return [comment, *made, ir.Unpack((plan.sweep, plan.reversal), schedule, ir.NOWHERE),
                 ir.Assign(plan.stack, ir.Pack((), "list"), ir.NOWHERE), segment,
                 *last, ir.For(stmt.target, steps, plan.taped, ir.NOWHERE)]

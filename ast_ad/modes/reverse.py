@@ -125,7 +125,7 @@ def reverse(
     derive: Derive,
     shell: Adjoint | None = None,
     in_place: bool = True,
-    checkpoints: int | None = None,
+    checkpoints: int | str | None = None,
 ) -> Adjoint:
     """Build the adjoint of ``function`` with respect to the parameters at ``argnums``.
 
@@ -162,7 +162,7 @@ class Reverser:
         shapes: tuple[int, ...],
         derive: Derive,
         in_place: bool = True,
-        checkpoints: int | None = None,
+        checkpoints: int | str | None = None,
         kept_shapes: dict[str, str] | None = None,
         kept_metas: dict[str, str] | None = None,
     ):

@@ -247,8 +247,10 @@ def _inliner(a: Adjoint) -> Inliner:
 
 def _pair(a: Adjoint) -> list[gast.FunctionDef]:
     """``f_fwd(*params) -> (out, saved)`` and ``f_bwd(saved, out_bar) -> grads``: the forward pass
-    returns what the backward pass reads, which may run many times after it."""
-    saved = a.saved()
+    returns what the backward pass reads, which may run many times after it (an array adjoint
+    started at its parameter's zeros, as in the gradient's one function: ``_zeros_shaped``)."""
+    zeroed = _zeros_shaped(a.backward, a.shaped_as, a.refs)
+    saved = a.saved(zeroed)
     local = Namer(
         used=local_names([syntax.function("f", list(a.params), a.forward + a.backward)]) | {a.seed}
     )
@@ -263,7 +265,7 @@ def _pair(a: Adjoint) -> list[gast.FunctionDef]:
     fwd = syntax.function(f"{a.function.name}_fwd", list(a.params), forward + [ret])
     unpack = [syntax.assign(saved, syntax.name(pack))] if saved else []
     ret = syntax.ret(syntax.tuple_([syntax.name(g) for g in a.grads]))
-    (backward,) = _inlined(a, [folded(a.backward, {*a.grads, a.seed})], [*unpack, ret])
+    (backward,) = _inlined(a, [folded(zeroed, {*a.grads, a.seed})], [*unpack, ret])
     backward = scaled_adjoints(backward, a.adjoints, a.wide, a.wide_floats, linear_calls(a.refs))
     backward = shared_factor(backward, a.adjoints, number_calls(a.refs))
     backward = sunk_zero_starts(backward)

@@ -12,7 +12,9 @@ k`` inside the loop; both read only names the loop never binds, so they move bef
         ...                                      ...
 
 The facts this relies on, each asked of the one place that decides it: the statement is ``+``,
-``-``, ``*`` or a sign of numbers and at most one numpy array, or a numpy function of one array
+``-``, ``*`` or a sign of numbers and at most one numpy array, a division of a float or of a numpy
+array by a number written in the code that is not zero (``h / 2``; an integer divided may be too
+large for a float, and raise), a copy of a name (``t3 = t1``), or a numpy function of one array
 applied entry by entry (``np.exp(w)``; a ufunc the registry holds rules for, so it only computes its
 value), its operands' kinds known (``kinds``: numbers, and arrays of known axes). Such a statement
 computes the same value wherever it runs and raises nothing (a number and an array broadcast
@@ -63,6 +65,9 @@ def hoisted(function: ir.Function, shapes: tuple[int, ...]) -> ir.Function:
 def _hoisted_once(function: ir.Function, shapes: tuple[int, ...]) -> ir.Function:
     kinds = kinds_of(function, shapes)
     numbers = kinds.numbers()
+    # (numbers of floats or complex numbers: ``("num", 0, True)``)
+    inexact = frozenset(name for name, fact in kinds.facts.items()
+                        if fact[0] == "num" and fact[1] == 0 and fact[2])
     # (an array moves only where no statement asks which object a name holds: see above)
     arrays = frozenset() if _asks_identity(function) else frozenset(
         name for name in kinds.facts if (kinds.rank(name) or 0) >= 1 and name not in numbers
@@ -73,13 +78,14 @@ def _hoisted_once(function: ir.Function, shapes: tuple[int, ...]) -> ir.Function
             reads[name] = reads.get(name, 0) + 1
     if isinstance(function.result, ir.Var):
         reads[function.result.name] = reads.get(function.result.name, 0) + 1
-    body = _block(function.body, (numbers, arrays), reads)
+    body = _block(function.body, (numbers, arrays, inexact), reads)
     if body is function.body:
         return function
     return ir.with_body(function, body)
 
 
-Known = tuple[frozenset[str], frozenset[str]]  # the names holding numbers, and numpy arrays
+# the names holding numbers, numpy arrays, and floats or complex numbers
+Known = tuple[frozenset[str], frozenset[str], frozenset[str]]
 
 
 def _block(body: tuple[ir.Stmt, ...], known: Known,
@@ -125,14 +131,18 @@ def _out_of(loop: ir.For, known: Known,
     for stmt in loop.body:
         if (
             type(stmt) is ir.Assign
-            and type(stmt.value) is ir.Call
-            and not stmt.value.kwargs
             and bound.get(stmt.target) == 1
             and stmt.target not in read_before
             # read in the loop only: a loop that runs no step leaves it as Python does
             and reads.get(stmt.target, 0) == read_in_loop.get(stmt.target, 0)
-            and _raises_nothing(stmt.value, known)
-            and all(_invariant(a, bound, invariant) for a in stmt.value.args)
+            and (
+                # a copy of what the loop does not change: the same object in every step
+                type(stmt.value) is ir.Var and _invariant(stmt.value, bound, invariant)
+                or type(stmt.value) is ir.Call
+                and not stmt.value.kwargs
+                and _raises_nothing(stmt.value, known)
+                and all(_invariant(a, bound, invariant) for a in stmt.value.args)
+            )
         ):
             moved.append(stmt)
             invariant.add(stmt.target)
@@ -172,9 +182,17 @@ def _identity(obj: object) -> bool:
 
 
 def _raises_nothing(call: ir.Call, known: Known) -> bool:
-    """Whether ``call`` is arithmetic of numbers and at most one numpy array, or a numpy function of
-    one array entry by entry, its operands' kinds known (``known``)."""
-    numbers, arrays = known
+    """Whether ``call`` is arithmetic of numbers and at most one numpy array, a division of a float
+    or an array by a constant that is not zero, or a numpy function of one array entry by entry, its
+    operands' kinds known (``known``)."""
+    numbers, arrays, inexact = known
+    if call.fn.obj is operator.truediv and len(call.args) == 2:
+        top, bottom = call.args
+        return (
+            type(bottom) is ir.Const and type(bottom.value) in (int, float) and bottom.value != 0
+            and (type(top) is ir.Const and type(top.value) is float
+                 or type(top) is ir.Var and (top.name in arrays or top.name in inexact))
+        )
     kinds = [
         "number" if type(a) is ir.Const and type(a.value) in (int, float)
         else "number" if type(a) is ir.Var and a.name in numbers

@@ -134,12 +134,40 @@ class Reversal:
         return f"Reversal(steps={self.steps}, snapshots={self.snapshots})"
 
 
-def revolve(iterable: Any, snapshots: int) -> tuple[list[tuple[int, int]], Reversal]:
+# ``checkpoints="auto"``: the memory a checkpointed loop's snapshots may take, in bytes
+AUTO_BYTES = 64 * 2**20
+
+
+def size_of(value: Any) -> int:
+    """The bytes a snapshot of ``value`` keeps: an array's entries, the items of a list, tuple or
+    dict, and 8 for anything else (a number, None); at least 1."""
+    if hasattr(value, "nbytes") and hasattr(value, "shape"):
+        return max(int(value.nbytes), 1)
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return max(sum(size_of(item) for item in value), 1)
+    return 8
+
+
+def auto_snapshots(steps: int, state: Any, budget: int | None = None) -> int:
+    """How many snapshots ``checkpoints="auto"`` keeps for a loop of ``steps`` steps whose
+    loop-carried state is ``state``, when the loop starts: as many as fit in ``budget`` bytes, the
+    state's size each, so that a small state costs few steps computed again and a large one little
+    memory; never more than the ``steps - 1`` with which each step is computed again once (the
+    fewest any schedule allows), never fewer than one. ``budget``: ``AUTO_BYTES`` unless given."""
+    budget = AUTO_BYTES if budget is None else budget
+    return max(1, min(budget // size_of(state), steps - 1))
+
+
+def revolve(iterable: Any, snapshots: int | str,
+            state: Any = None) -> tuple[list[tuple[int, int]], Reversal]:
     """``(sweep, reversal)`` for a loop over ``iterable`` (see the module's docstring).
 
     ``sweep`` lists the forward pass's segments ``(start, stop)``, each begun with a snapshot (at
     most ``snapshots`` of them); ``reversal`` the backward pass's actions, from the backward pass of
-    the last step on.
+    the last step on. ``snapshots="auto"``: ``auto_snapshots`` of the loop's length and its state
+    at the start, ``state``.
     """
     try:
         steps = len(iterable)
@@ -152,6 +180,8 @@ def revolve(iterable: Any, snapshots: int) -> tuple[list[tuple[int, int]], Rever
             f"a checkpointed loop runs over a {type(iterable).__name__}, whose length is not known "
             "when it starts: loop over a range, list, tuple or array, or leave checkpoints= out"
         ) from None
+    if isinstance(snapshots, str):  # "auto" (``check_checkpoints`` takes no other word)
+        snapshots = auto_snapshots(steps, state)
     sweep = []
     for kind, a, b in schedule(steps, snapshots):
         if kind == "tape":
