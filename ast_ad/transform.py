@@ -266,17 +266,18 @@ def jvp_function(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
 
 
 def stacked_jvp_function(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
-                         needed: tuple[bool, ...] | None = None) -> Loaded:
+                         needed: tuple[bool, ...] | None = None, units: bool = False) -> Loaded:
     """The loaded forward-mode function for a stack of tangents (``modes.batch``): ``f_jvp(*args,
     *stacks)`` with each tangent argument ``B`` tangents on a leading axis; its result's tangents
     are ``runtime.batched.Batch``es. Raises ``modes.batch.NotStacked`` where the code cannot be
-    written so."""
+    written so. ``units``: written for seeds that are unit vectors (a dense Jacobian's columns),
+    which it checks when it starts."""
     return _built(
-        ("jvp stacked", fn, argnums, shapes, needed),
+        ("jvp stacked", fn, argnums, shapes, needed) + (("units",) if units else ()),
         fn,
         "forward mode for stacked tangents",
         "parse, normalize, forward, stack",
-        lambda: stacked_tangent(tangent(fn, argnums, shapes, needed)),
+        lambda: stacked_tangent(tangent(fn, argnums, shapes, needed), units=units),
         lambda derived: emit_units(jvp_units(derived)),
         _tangents,
     )

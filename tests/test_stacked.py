@@ -21,6 +21,7 @@ import ast_ad
 from ast_ad.api import lowering
 from ast_ad.core import registry
 from ast_ad.modes.batch import NotStacked
+from ast_ad.runtime import batched
 from ast_ad.runtime.batched import BatchRefused, batched_pass
 from ast_ad.testing.random_programs import programs
 from tests.test_batched import _columns_one_by_one
@@ -303,6 +304,50 @@ def test_an_element_loop_keeps_its_statements_for_stacks() -> None:
         assert absent not in loop, absent
 
 
+def test_the_unit_seeds_of_an_element_loop_are_added_as_numbers() -> None:
+    """A dense Jacobian's seeds are unit vectors: ``s + x_dot[i] * c``, the seeds' row ``i``
+    times a number, is ``c`` added at one entry of ``s`` (``unit_added``), checked when the code
+    starts (``unit_seeds``); the same matrix as one pass a column, and with other seeds the pass
+    gives way to the general code, with the same numbers."""
+    x = np.linspace(0.1, 1.0, 6)
+    text = ast_ad.source(ast_ad.jacfwd(chained), x)
+    loop = text[text.index("for i in"):text.index("returned")]
+    assert "units = unit_seeds(x_dot)" in text and loop.count("unit_added(") == 2
+    assert "x_dot[" not in loop  # (the rows are not read: nothing is multiplied by them)
+    np.testing.assert_allclose(ast_ad.jacfwd(chained)(x), _one_pass_a_column(chained, x, "jacfwd"),
+                               rtol=1e-13)
+    lowered = lowering.lower(chained, (x,))
+    seeds = RNG.standard_normal((4, 6))
+    stopped = lowering.passes["stopped"]
+    with_units = lowering.stacked_pass(lowered, (0,), (seeds,), units=True)
+    assert lowering.passes["stopped"] == stopped + 1  # (``NotUnitSeeds``: the general pass)
+    general = lowering.stacked_pass(lowered, (0,), (seeds,))
+    assert np.array_equal(with_units[1].data, general[1].data)
+
+
+@pytest.mark.parametrize("owned", [False, True])
+def test_a_unit_row_times_a_number_added_is_the_product_and_the_sum(owned) -> None:
+    """``unit_added`` against what it stands for, ``s + seeds[index] * scale``: every index of a
+    block of unit vectors that holds some of them, numbers of each kind, and what it leaves to the
+    expression (a slice, a scale that is not finite or not real, a zero standing for a stack)."""
+    seeds = np.eye(7)[:, 2:6]
+    units = batched.unit_seeds(seeds)
+    assert units == (2, 7, 4)
+    with pytest.raises(batched.NotUnitSeeds):
+        batched.unit_seeds(seeds * 2.0)
+    for index in [*range(-7, 7), np.int64(3), slice(1, 4), [0, 3]]:
+        for scale in (2.5, np.float64(-1.5), 3, np.inf, 1j, np.float32(0.5)):
+            s = np.linspace(-1.0, 1.0, 4)
+            with np.errstate(invalid="ignore"):  # (inf times the zeros: nan, as numpy says)
+                want = s + seeds[index] * scale
+                got = batched.unit_added(s, seeds, index, scale, units, owned)
+            assert np.array_equal(got, want, equal_nan=True) and got.dtype == want.dtype, \
+                (index, scale)
+    assert np.array_equal(batched.unit_added(0.0, seeds, 4, 2.0, units), seeds[4] * 2.0)
+    with pytest.raises(IndexError):
+        batched.unit_added(np.zeros(4), seeds, 7, 1.0, units)
+
+
 def test_the_seeds_of_a_jacobian_pick_columns_of_a_matrix() -> None:
     """``A @ x_dot`` where ``x_dot`` is the identity's columns: ``A``'s columns, not a product;
     with other directions (``jvp(..., batched=True)``), the product."""
@@ -355,32 +400,34 @@ def _jacobians(program, data):
     for k, x in enumerate(args):
         if np.ndim(x) == 0 or np.size(x) < 2:
             continue
-        lowered = lowering.lower(fn, copy.deepcopy(args))
-        code = lowering.stacked_code(lowered, (k,))
-        if code is None:
-            continue
-        n = np.size(x)
-        seed = np.eye(n).reshape((n, *np.shape(x)))
-        try:
-            with batched_pass(n):
-                raw, raw_dot = lowering.run(code, *lowered.args,
-                                            np.ascontiguousarray(np.moveaxis(seed, 0, -1)))
-        except BatchRefused:
-            continue  # (a helper's check at run time: the caller gives way to Batches)
-        except Exception as failure:  # noqa: BLE001 (the program's own error: Python raises too)
-            with pytest.raises(type(failure)):
-                fn(*copy.deepcopy(args))
-            continue
-        assert np.array_equal(lowered.finish(raw),
-                              fn(*copy.deepcopy(args)), equal_nan=True)
-        finished = lowered.finish_dot(raw, raw_dot)
-        try:
-            want = _columns_one_by_one(fn, args, k)
-        except ast_ad.errors.ASTADError:
-            return
-        for j, column in enumerate(want):
-            np.testing.assert_allclose(lowering._one_of(finished, j), column, rtol=1e-9,
-                                       atol=1e-12)
+        # (the seeds are the unit vectors: the code for them, ``units``, and the general code)
+        for units in (False, True):
+            lowered = lowering.lower(fn, copy.deepcopy(args))
+            code = lowering.stacked_code(lowered, (k,), units)
+            if code is None:
+                continue
+            n = np.size(x)
+            seed = np.eye(n).reshape((n, *np.shape(x)))
+            try:
+                with batched_pass(n):
+                    raw, raw_dot = lowering.run(code, *lowered.args,
+                                                np.ascontiguousarray(np.moveaxis(seed, 0, -1)))
+            except BatchRefused:
+                continue  # (a helper's check at run time: the caller gives way to Batches)
+            except Exception as failure:  # noqa: BLE001 (the program's error: Python raises too)
+                with pytest.raises(type(failure)):
+                    fn(*copy.deepcopy(args))
+                continue
+            assert np.array_equal(lowered.finish(raw),
+                                  fn(*copy.deepcopy(args)), equal_nan=True)
+            finished = lowered.finish_dot(raw, raw_dot)
+            try:
+                want = _columns_one_by_one(fn, args, k)
+            except ast_ad.errors.ASTADError:
+                return
+            for j, column in enumerate(want):
+                np.testing.assert_allclose(lowering._one_of(finished, j), column, rtol=1e-9,
+                                           atol=1e-12)
 
 
 @settings(max_examples=40)

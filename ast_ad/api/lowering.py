@@ -252,7 +252,7 @@ def columns_code(lowered: Lowered, k: int) -> Loaded:
     """The generated code ``forward_columns`` runs for the callable's argument ``k``: the code for
     a stack of tangents where the columns go together and it can be made, else the code for one
     tangent (what ``source`` of a Jacobian or Hessian shows)."""
-    code = stacked_code(lowered, (k,)) if _in_one_pass(lowered, k) else None
+    code = stacked_code(lowered, (k,), units=True) if _in_one_pass(lowered, k) else None
     return code if code is not None else jvp_code(lowered, (k,))
 
 
@@ -271,7 +271,7 @@ def batched_columns(lowered: Lowered, x: Any, n: int, k: int) -> tuple[Any, Sequ
         seed = np.zeros((stop - start, n))
         seed[np.arange(stop - start), np.arange(start, stop)] = 1.0
         raw, raw_dot = stacked_pass(lowered, (k,), (seed.reshape((stop - start,
-                                                                   *np.shape(x))),))
+                                                                   *np.shape(x))),), units=True)
         if any(is_batch(leaf) for leaf in _all_leaves(raw)):
             raise BatchRefused("the value came out as a batch")
         refuse_missing_tangents(raw_dot)
@@ -281,14 +281,15 @@ def batched_columns(lowered: Lowered, x: Any, n: int, k: int) -> tuple[Any, Sequ
 
 
 def stacked_pass(lowered: Lowered, active: tuple[int, ...],
-                 seeds: tuple[Any, ...]) -> tuple[Any, Any]:
+                 seeds: tuple[Any, ...], units: bool = False) -> tuple[Any, Any]:
     """One forward pass of ``B`` tangents of the callable's arguments ``active`` (``seeds``: for
     each, an array of its ``B`` tangents stacked on a first axis): the raw value, and its tangents
     as ``Batch``es. It runs the code written for stacks (``modes.batch``) where that can be made,
     else the code for one tangent on ``Batch``es: the same numbers, at a few microseconds more for
-    each numpy call."""
+    each numpy call. ``units``: the seeds are unit vectors (``batched_columns``), for which the
+    code for stacks is written so (``Stacker._unit_rows``)."""
     size = seeds[0].shape[0]
-    code = stacked_code(lowered, active)
+    code = stacked_code(lowered, active, units)
     if code is not None:
         try:
             with batched_pass(size):
@@ -325,15 +326,17 @@ passes: Counter[str] = Counter()
 _not_stacked: set[Any] = set()
 
 
-def stacked_code(lowered: Lowered, active: tuple[int, ...]) -> Loaded | None:
+def stacked_code(lowered: Lowered, active: tuple[int, ...],
+                 units: bool = False) -> Loaded | None:
     """The forward-mode code of ``lowered`` in its arguments ``active`` written for stacks of
-    tangents, or ``None`` where it cannot be (``modes.batch.NotStacked``)."""
+    tangents (``units``: for seeds that are unit vectors), or ``None`` where it cannot be
+    (``modes.batch.NotStacked``)."""
     key = _jvp_of(lowered, active)
     memo = (*key, getattr(key[0], "__code__", None))
     if memo in _not_stacked:
         return None
     try:
-        return transform.stacked_jvp_function(*key)
+        return transform.stacked_jvp_function(*key, units=units)
     except NotStacked as refused:
         logs.info("forward mode for stacked tangents not made (%s)", refused)
         if len(_not_stacked) >= 256:  # (it holds the functions: not kept for ever)

@@ -51,6 +51,8 @@ from ast_ad.runtime.batched import (
     spread_value,
     stacked_into,
     stacked_key,
+    unit_added,
+    unit_seeds,
 )
 
 # a name's tree: False (no tangent in it), True (a stack, or a container of nothing but stacks), or
@@ -68,17 +70,19 @@ class NotStacked(Exception):
     tangent runs on ``Batch``es instead."""
 
 
-def stacked_tangent(t: Tangent, made: dict[int, Tangent] | None = None) -> Tangent:
+def stacked_tangent(t: Tangent, made: dict[int, Tangent] | None = None,
+                    units: bool = False) -> Tangent:
     """``t``'s forward-mode code with every tangent a stack (``Stacker``), and its callees' with
     it, each once (``made``: by the id of the callee's ``Tangent``; a callee that cannot be
     written so raises ``NotStacked`` for the whole). The outermost (``made`` not given) returns
-    its stacks as ``runtime.batched.Batch``es, as the code for one tangent run on a batch does."""
+    its stacks as ``runtime.batched.Batch``es, as the code for one tangent run on a batch does.
+    ``units``: the outermost is given unit seeds (``Stacker._unit_rows``)."""
     top = made is None
     made = {} if made is None else made
     shell = replace(t, callees=[], code=None)
     made[id(t)] = shell
     assert t.code is not None
-    stacker = Stacker(t, made)
+    stacker = Stacker(t, made, units and top)
     shell.code = stacker.run(top)
     shell.callees = stacker.callees
     shell.arrays = t.arrays | frozenset(n for n, tree in stacker.trees.items() if tree is True)
@@ -178,7 +182,7 @@ def _packed(trees: tuple[Tree, ...]) -> Tree:
 class Stacker:
     """One function's statements, written for stacks of tangents (``run``)."""
 
-    def __init__(self, t: Tangent, made: dict[int, Tangent]):
+    def __init__(self, t: Tangent, made: dict[int, Tangent], units: bool = False):
         assert t.code is not None
         self.t, self.code, self.made = t, t.code, made
         params = self.code.params
@@ -207,6 +211,14 @@ class Stacker:
         self.bindings = Counter(n for st in ir.walk(self.code.body) for n in ir.defined(st))
         # each name made to spread a value over the batch axis: the value (``_value``)
         self.spread_of: dict[str, ir.Atom] = {}
+        # where the seeds are unit vectors of a vector (``units``): the seeds' name and the name
+        # of what ``unit_seeds`` says of them, which ``_unit_rows`` reads; whether it did
+        self.unit: tuple[str, str] | None = None
+        if units and len(self.given) == 1 and self.given[0] in self.seeds \
+                and self.kinds.float_array(self.values.get(self.given[0], "")) \
+                and self.kinds.rank(self.values[self.given[0]]) == 1:
+            self.unit = (self.given[0], self.namer.fresh("units"))
+        self.unit_used = False
 
     # ---- which names hold stacks ----------------------------------------------------------------
     def tree(self, a: ir.Expr) -> Tree:
@@ -292,6 +304,10 @@ class Stacker:
                 raise NotStacked("no tangent is given")
             count = self._call(batch_size_of, "batch_size_of", ir.Var(first))
             body.insert(0, ir.Assign(self.size, count, ir.NOWHERE))
+            if self.unit is not None and self.unit_used:
+                seed, units = self.unit
+                body.insert(1, ir.Assign(units, self._call(unit_seeds, "unit_seeds",
+                                                           ir.Var(seed)), ir.NOWHERE))
             tree = self.tree(result)
             returned = self.namer.fresh("returned")
             body.append(ir.Assign(returned, self._call(as_batches, "as_batches", result,
@@ -307,7 +323,81 @@ class Stacker:
         for k, stmt in enumerate(body):
             self.rest = body[k + 1:]
             out.extend(self._stmt(stmt))
-        return self._reused(self._scaled_once(out))
+        return self._reused(self._unit_rows(self._scaled_once(out)))
+
+    def _unit_rows(self, block: list[ir.Stmt]) -> list[ir.Stmt]:
+        """Where the seeds are unit vectors ``e_j`` to ``e_(j+B-1)`` of a vector ``x`` (the
+        columns of a dense Jacobian or Hessian, ``units``): ``s + x_dot[i] * c``, a number's
+        stack plus the seeds' row ``i`` times a number, as ``unit_added(s, i, c, units)``: ``c``
+        added to the one entry of ``s`` that row holds a one in, where the product and the sum
+        were each a pass over the stack (an element loop's tangent of ``x[i]``). The facts relied
+        on: the code is given the unit seeds (``unit_seeds`` checks them when it starts, and the
+        pass gives way to the general one where they are not), so row ``i`` of them is ``e_(i-j)``
+        or zeros; and the row and its product are read by that sum alone (each read once in the
+        whole code, in this block), so they go. ``s`` is added into in place where it is an array
+        this block made, read there alone (as ``_reused``)."""
+        if self.unit is None:
+            return block
+        seed, units = self.unit
+        rows: dict[str, tuple[ir.Atom, ir.Atom]] = {}  # a row, or its product: (index, number)
+        numbers: set[str] = set()  # names bound in this block to a product of numbers
+        before = Counter(n for st in block for inner in ir.walk((st,)) for n in ir.reads_of(inner))
+        owned: set[str] = set()  # what ``unit_added`` made here
+        bound: set[str] = set()
+        out: list[ir.Stmt] = []
+        for stmt in block:
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) \
+                    and not stmt.value.kwargs and len(stmt.value.args) == 2:
+                fn, (a, b) = stmt.value.fn.obj, stmt.value.args
+                if fn is operator.getitem and a == ir.Var(seed) and (
+                        isinstance(b, ir.Const) and type(b.value) is int
+                        or isinstance(b, ir.Var) and self.kinds.of(b, stmt) in (INT, UNKNOWN)):
+                    # (an index the kinds do not know, a loop's variable bound to None before
+                    # the loop, say: ``unit_added`` looks whether it is an integer)
+                    rows[stmt.target] = (b, ir.Const(1.0))
+                elif fn is operator.mul:
+                    if self._number(a, numbers) and self._number(b, numbers):
+                        numbers.add(stmt.target)
+                    for row, scale in ((a, b), (b, a)):
+                        if isinstance(row, ir.Var) and rows.get(row.name, (None, None))[1] \
+                                == ir.Const(1.0) and self._number(scale, numbers) \
+                                and self._local(row.name, before):
+                            rows[stmt.target] = (rows[row.name][0], scale)
+                            break
+                elif fn is operator.add:
+                    for row, other in ((b, a), (a, b)):
+                        if isinstance(row, ir.Var) and row.name in rows \
+                                and self._local(row.name, before) \
+                                and isinstance(other, ir.Var) and self.tree(other) is True:
+                            key, scale = rows[row.name]
+                            into = (other.name in owned or other.name in self.fresh) \
+                                and other.name in bound and self._local(other.name, before) \
+                                and self.bindings.get(other.name, 1) == 1
+                            stmt = ir.Assign(stmt.target, self._call(
+                                unit_added, "unit_added", other, ir.Var(seed), key, scale,
+                                ir.Var(units), ir.Const(into)), stmt.line)
+                            owned.add(stmt.target)
+                            self.unit_used = True
+                            break
+            out.append(stmt)
+            bound.update(ir.defined(stmt))
+        while True:  # (the rows and products nothing reads now)
+            read = Counter(n for st in out for inner in ir.walk((st,)) for n in ir.reads_of(inner))
+            dead = [st for st in out if isinstance(st, ir.Assign) and st.target in rows
+                    and not read[st.target] and self._local(st.target, before)]
+            if not dead:
+                return out
+            out = [st for st in out if not any(st is d for d in dead)]
+
+    def _local(self, name: str, before: Counter[str]) -> bool:
+        """Whether every read of ``name`` in the whole code is in this block, and there is one."""
+        return before[name] == 1 and self.reads.get(name, 1) == 1
+
+    def _number(self, a: ir.Atom, numbers: set[str]) -> bool:
+        """Whether ``a`` is a number the same for every tangent."""
+        if _some(self.tree(a)):
+            return False
+        return isinstance(a, ir.Var) and a.name in numbers or self._rank(a, None) == 0
 
     def _reused(self, block: list[ir.Stmt]) -> list[ir.Stmt]:
         """An elementwise statement whose operand is a stack this code made by an elementwise

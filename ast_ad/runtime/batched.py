@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 import numbers
 import string
 from collections.abc import Iterator
@@ -987,21 +988,78 @@ def spread_value(v: Any) -> Any:
     return value[..., None] if value.ndim else value
 
 
+def _unit_block(seeds: Any) -> int | None:
+    """``j`` where the stack ``seeds`` of vectors (``(n, B)``, the batch axis last) is the unit
+    vectors ``e_j`` to ``e_(j+B-1)`` (a block of columns of the identity, as ``jacfwd`` and
+    ``hessian`` seed their argument with), else ``None``: a pass over the seeds."""
+    if not (type(seeds) is np.ndarray and seeds.ndim == 2 and seeds.shape[1]
+            and seeds.dtype.kind == "f"):
+        return None
+    size = seeds.shape[1]
+    j = int(np.argmax(seeds[:, 0]))
+    if j + size <= seeds.shape[0] and np.count_nonzero(seeds) == size \
+            and np.all(np.diagonal(seeds[j:j + size]) == 1.0):
+        return j
+    return None
+
+
 def seeded_product(a: Any, seeds: Any) -> Any:
     """``a @ seeds`` for the matrix ``a`` and the stack ``seeds`` of vectors that a Jacobian seeds
-    its argument with: where they are unit vectors, ``e_j`` to ``e_(j+B-1)`` (a block of columns
-    of the identity, as ``jacfwd`` and ``hessian`` give), the columns of ``a`` they pick, copied,
-    which is what the product gives for a finite ``a``; else the product. Checking costs a pass
-    over the seeds, the product one over ``a`` for each of them."""
-    if type(a) is np.ndarray and type(seeds) is np.ndarray and a.ndim == 2 \
-            and seeds.ndim == 2 and a.shape[1] == seeds.shape[0] and seeds.shape[1] \
-            and a.dtype.kind == "f" and seeds.dtype.kind == "f":
-        size = seeds.shape[1]
-        j = int(np.argmax(seeds[:, 0]))
-        if j + size <= seeds.shape[0] and np.count_nonzero(seeds) == size \
-                and np.all(np.diagonal(seeds[j:j + size]) == 1.0) and np.isfinite(a).all():
-            return a[:, j:j + size].copy()
+    its argument with: where they are unit vectors (``_unit_block``), the columns of ``a`` they
+    pick, copied, which is what the product gives for a finite ``a``; else the product. Checking
+    costs a pass over the seeds, the product one over ``a`` for each of them."""
+    if type(a) is np.ndarray and a.ndim == 2 and a.dtype.kind == "f" \
+            and type(seeds) is np.ndarray and seeds.ndim == 2 and a.shape[1] == seeds.shape[0]:
+        j = _unit_block(seeds)
+        if j is not None and np.isfinite(a).all():
+            return a[:, j:j + seeds.shape[1]].copy()
     return a @ seeds
+
+
+_FLOAT64 = np.dtype(np.float64)
+_REALS = frozenset({float, np.float64})
+_INTEGERS = frozenset({int, np.int64, np.intp})
+
+
+class NotUnitSeeds(ValueError):
+    """The code written for unit seeds was given others: the pass gives way to the general one
+    (``api.lowering.stacked_pass``), which computes the same numbers."""
+
+
+def unit_seeds(seeds: Any) -> tuple[int, int, int]:
+    """``(j, n, B)`` for the seeds ``e_j`` to ``e_(j+B-1)`` of a vector of ``n`` entries
+    (``_unit_block``), which code written for unit seeds reads (``unit_added``); raises
+    ``NotUnitSeeds`` for any other seeds."""
+    j = _unit_block(seeds)
+    if j is None:
+        raise NotUnitSeeds("the seeds are not a block of unit vectors")
+    return j, int(seeds.shape[0]), int(seeds.shape[1])
+
+
+def unit_added(s: Any, seeds: Any, index: Any, scale: Any, units: tuple[int, int, int],
+               owned: bool = False) -> Any:
+    """``s + seeds[index] * scale`` for the stack ``s`` of a number's tangents, the seeds a block
+    of unit vectors (``units``: ``unit_seeds``) and ``scale`` a number: for an integer ``index``,
+    ``seeds[index]`` is ``e_k`` on the batch axis, ``k = index - j``, or zeros where the block does
+    not hold it, so the sum is ``s`` with ``scale`` added at ``k``: one number added, where the
+    product and the sum are each a pass over the stack. The same numbers (up to the sign of a
+    zero: ``-0.0 + 0.0``). Anything else (an index that is not an integer, a scale that is not a
+    finite number, whose product with the zeros is nan, an ``s`` that is not a stack of numbers,
+    such as a zero standing for one): the product and the sum as written. ``owned``: ``s`` is an
+    array this code made that nothing reads after (``modes.batch.Stacker._unit_rows``), added into
+    in place."""
+    j, n, size = units
+    # (the checks a few hundred nanoseconds at most: a product or a sum of the stack costs about a
+    # microsecond)
+    if not (type(s) is np.ndarray and s.shape == (size,) and s.dtype == _FLOAT64
+            and type(scale) in _REALS and math.isfinite(scale)
+            and type(index) in _INTEGERS and -n <= index < n):
+        return s + seeds[index] * scale
+    out = s if owned else s.copy()
+    k = index % n - j
+    if 0 <= k < size:
+        out[k] += scale
+    return out
 
 
 def stacked_getitem_vjp(g: Any, x: Any, index: Any, *, size: int) -> Any:
