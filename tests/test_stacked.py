@@ -313,6 +313,8 @@ def test_the_unit_seeds_of_an_element_loop_are_added_as_numbers() -> None:
     text = ast_ad.source(ast_ad.jacfwd(chained), x)
     loop = text[text.index("for i in"):text.index("returned")]
     assert "units = unit_seeds(x_dot)" in text and loop.count("unit_added(") == 2
+    # (the second adds into the first's result, and the first into the product it alone reads)
+    assert loop.count("units, True)") == 2
     assert "x_dot[" not in loop  # (the rows are not read: nothing is multiplied by them)
     np.testing.assert_allclose(ast_ad.jacfwd(chained)(x), _one_pass_a_column(chained, x, "jacfwd"),
                                rtol=1e-13)

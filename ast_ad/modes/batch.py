@@ -343,9 +343,15 @@ class Stacker:
         numbers: set[str] = set()  # names bound in this block to a product of numbers
         before = Counter(n for st in block for inner in ir.walk((st,)) for n in ir.reads_of(inner))
         owned: set[str] = set()  # what ``unit_added`` made here
+        arithmetic: set[str] = set()  # stacks numpy's arithmetic made here (new arrays)
         bound: set[str] = set()
         out: list[ir.Stmt] = []
         for stmt in block:
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) \
+                    and registry.hashable(stmt.value.fn.obj) \
+                    and stmt.value.fn.obj in _UFUNCS and self.tree(ir.Var(stmt.target)) is True \
+                    and any(self.tree(a) is True for a in stmt.value.args):
+                arithmetic.add(stmt.target)
             if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) \
                     and not stmt.value.kwargs and len(stmt.value.args) == 2:
                 fn, (a, b) = stmt.value.fn.obj, stmt.value.args
@@ -370,7 +376,8 @@ class Stacker:
                                 and self._local(row.name, before) \
                                 and isinstance(other, ir.Var) and self.tree(other) is True:
                             key, scale = rows[row.name]
-                            into = (other.name in owned or other.name in self.fresh) \
+                            into = (other.name in owned or other.name in self.fresh
+                                    or other.name in arithmetic) \
                                 and other.name in bound and self._local(other.name, before) \
                                 and self.bindings.get(other.name, 1) == 1
                             stmt = ir.Assign(stmt.target, self._call(
