@@ -701,6 +701,52 @@ def test_every_helper_forward_mode_code_calls_has_rules(case: Case, data: st.Dat
     )
 
 
+def straight_arrays(x, w):
+    """No loop: its backward pass reads what the forward pass saved and changes none of it."""
+    h = np.tanh(w @ x)
+    y = x * 1.0
+    y[0] = h[1]  # (an item write outside a loop: a new array, ``assign_item``)
+    return h * y + np.sin(x)
+
+
+def test_vjp_hands_what_it_saved_to_each_backward_pass_uncopied_where_nothing_changes_it(
+        monkeypatch) -> None:
+    """A module whose backward pass changes nothing it is given (``lowering.reads_only``: no loop,
+    no ``pop``, writes into adjoints only) gets the forward pass's saved values themselves, each
+    call; one with a loop gets fresh copies (tapes are popped), and both give the same adjoints at
+    every call."""
+    from ast_ad.api import compose, lowering
+
+    copied = []
+    monkeypatch.setattr(compose, "fresh", lambda saved: copied.append(1) or lowering.fresh(saved))
+    x, w = np.array([0.3, -0.7, 1.1]), np.array([[0.5, 1.0, -0.2], [0.1, 0.3, 0.9],
+                                                 [1.2, -0.4, 0.6]])
+    out, vjp_fn = ast_ad.vjp(straight_arrays, x, w)
+    cotangents = [np.array([1.0, 0.0, 0.0]), np.array([0.2, -1.0, 0.5]), np.ones(3)]
+    got = [vjp_fn(g) for g in cotangents]
+    assert not copied
+    for g, (x_bar, w_bar) in zip(cotangents, got, strict=True):
+        _, again = ast_ad.vjp(straight_arrays, x, w)
+        want = again(g)
+        np.testing.assert_array_equal(x_bar, want[0])
+        np.testing.assert_array_equal(w_bar, want[1])
+    _, vjp_fn = ast_ad.vjp(calls_a_helper, 1.3)
+    vjp_fn(1.0), vjp_fn(2.0)
+    assert len(copied) == 2  # (a helper's loop: its tapes are copied for each call)
+    # the fact is read from the module's text: what a loop, a pop or a write into a value makes
+    for code, expected in [("def f_bwd(saved, g):\n    a, b = saved\n    a_bar = g * b\n"
+                            "    a_bar[0] += 1.0\n    return a_bar,\n", True),
+                           ("def f_bwd(saved, g):\n    a, b = saved\n    b[0] = g\n", False),
+                           ("def f_bwd(saved, g):\n    for t in saved:\n        g = g * t\n",
+                            False),
+                           ("def f_bwd(saved, g):\n    t = saved.pop()\n", False),
+                           ("def f_bwd(saved, g):\n    add_into(saved, 0, g)\n", False),
+                           ("def f_bwd(saved, g):\n    np.add.at(saved, 0, g)\n", False),
+                           ("def f_bwd(saved, g):\n    np.add(g, g, out=saved)\n", False)]:
+        module = type("Module", (), {"text": code})()
+        assert lowering.reads_only(module) is expected, code
+
+
 def test_vjp_runs_the_forward_pass_once_and_its_backward_pass_again_and_again() -> None:
     """vjp_fn reuses one forward pass: each call gets fresh copies of the tapes (here nested, in a
     helper)."""
@@ -1896,6 +1942,7 @@ def test_a_backward_pass_that_fails_falls_back_or_says_why(monkeypatch) -> None:
     def failing(saved, copies=None):
         raise TypeError("unsupported operand type(s) for +: 'float' and 'list'")
     monkeypatch.setattr(compose, "fresh", failing)
+    monkeypatch.setattr(compose, "reads_only", lambda loaded: False)  # (so ``fresh`` is called)
     _, vjp_fn = ast_ad.vjp(fun, *args)
     np.testing.assert_allclose(vjp_fn(w)[0], expected[0], rtol=1e-10, atol=1e-12)
     pair = (np.array([0.3, 0.5]), np.array([1.5, -0.5]))

@@ -57,6 +57,7 @@ from ast_ad.api.lowering import (
     jvp_code,
     located,
     lower,
+    reads_only,
     run_code,
 )
 from ast_ad.api.sparse import SparseJacobian
@@ -183,7 +184,7 @@ def vjp(fun: Callable[..., V], *primals: Any,
         if batched:
             return batched_vjp(vjp_fn, out, out_bar, len(primals))
         # its tapes are popped: each call gets its own
-        grads = run_code(loaded, bwd, fresh(saved), out_bar)
+        grads = run_code(loaded, bwd, saved if reads_only(loaded) else fresh(saved), out_bar)
         shaped = [
             gradient.shaped(g, args[k]) for g, k in zip(grads, gradient.positions, strict=True)
         ]
@@ -328,7 +329,8 @@ def _vjp_of_transformed(fun: Any, primals: tuple[Any, ...],
         _check_like(out_bar, out)
         if not instead:
             try:
-                bars = run_code(loaded, bwd, fresh(saved), lowered.finish_bar(raw, out_bar))
+                given = saved if reads_only(loaded) else fresh(saved)
+                bars = run_code(loaded, bwd, given, lowered.finish_bar(raw, out_bar))
                 found = {k: _like(bar, primals[k]) for k, bar in zip(argnums, bars, strict=True)}
                 return tuple(found.get(k) for k in range(len(primals)))
             except (TypeError, AttributeError, ValueError, IndexError) as failure:

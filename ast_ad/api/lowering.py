@@ -3,6 +3,7 @@ mode over it: what every composition of transformations stands on."""
 
 from __future__ import annotations
 
+import ast
 import bisect
 import inspect
 import types
@@ -182,6 +183,64 @@ def located(exc: LocatedError, loaded: Any) -> LocatedError:
 
 
 _KEPT = frozenset({float, int, bool, complex, str, type(None), np.float64, np.int64})
+
+
+# the modules whose backward passes change nothing they are given (``reads_only``), by id
+_READ_ONLY: dict[int, tuple[Any, bool]] = {}
+
+
+def reads_only(loaded: Any) -> bool:
+    """Whether the backward passes of the generated pair module ``loaded`` leave what the forward
+    pass saved as it was, so that ``vjp_fn`` may hand it to them again without copies (``fresh``).
+
+    The fact relied on: a backward pass changes what it was given only in loops, where it pops the
+    tapes and writes back the arrays a loop wrote in place (``analysis.in_place_writes``): straight
+    code's item writes are new arrays (``assign_item``), and what a backward pass writes into in
+    place is an adjoint it made (``owned_adjoint``). So a module with no loop, no ``pop``, and no
+    write into an item of anything but an adjoint (a name with ``_bar`` in it) reads only; anything
+    else is copied as before. Read once for each module, from its text."""
+    found = _READ_ONLY.get(id(loaded))
+    if found is not None and found[0] is loaded:
+        return found[1]
+    answer = True
+    for node in ast.walk(ast.parse(loaded.text)):
+        if isinstance(node, (ast.For, ast.While, ast.AsyncFor, ast.ListComp, ast.GeneratorExp,
+                             ast.DictComp, ast.SetComp)):
+            answer = False
+        elif isinstance(node, ast.Attribute) and node.attr in ("pop", "append", "extend",
+                                                               "insert", "remove", "clear"):
+            answer = False
+        elif isinstance(node, ast.Call) and (
+                any(k.arg == "out" for k in node.keywords)
+                or _writes_first(node.func) and not (
+                    node.args and isinstance(node.args[0], ast.Name)
+                    and "_bar" in node.args[0].id)):
+            # (a helper that writes into its first argument: into an adjoint only)
+            answer = False
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for inner in ast.walk(target):
+                    if isinstance(inner, ast.Subscript) and not (
+                            isinstance(inner.value, ast.Name) and "_bar" in inner.value.id):
+                        answer = False
+        if not answer:
+            break
+    if len(_READ_ONLY) > 256:
+        _READ_ONLY.clear()
+    _READ_ONLY[id(loaded)] = (loaded, answer)
+    return answer
+
+
+# the runtime helpers that write into their first argument (``x[index] += value``)
+_WRITING = frozenset({"add_into", "scatter_add", "add_at"})
+
+
+def _writes_first(func: ast.expr) -> bool:
+    """Whether a call of ``func`` writes into its first argument: a helper that does, or a
+    ufunc's ``at``."""
+    return isinstance(func, ast.Name) and func.id in _WRITING or \
+        isinstance(func, ast.Attribute) and func.attr == "at"
 
 
 def fresh(saved: Any, copies: dict[int, Any] | None = None) -> Any:

@@ -2,11 +2,13 @@
 
 The objective is ADBench's, written over all observations at once: row ``j`` of each array is
 observation ``j`` (its camera's 11 parameters, its point, its weight, its feature). Observation
-``j``'s two residuals depend on its own 15 inputs only, so the Jacobian is block-sparse, and 15
-tangents give every block at once: the tangent that moves input ``k`` of every observation by one
-gives column ``k`` of every block (column compression, as ADBench's fast tools do). The 15 go
-through one batched forward pass. The blocks are then laid out in the eval's compressed-row
-format.
+``j``'s two residuals depend on its own 15 inputs only, so the Jacobian is block-sparse, and no
+two observations' residuals share an input: the cotangent that weighs residual ``c`` of every
+observation by one gives row ``c`` of every block (row compression), so two backward passes after
+one forward pass give every block (``blocks``). Column compression, 15 tangents each moving input
+``k`` of every observation through one batched forward pass, gives the same blocks
+(``blocks_by_columns``, which ``examples/benchmark.py batched`` times beside it). The blocks are
+then laid out in the eval's compressed-row format.
 """
 
 import numpy as np
@@ -74,9 +76,25 @@ def objective(problem):
 
 def blocks(problem):
     """Every observation's 2 x 15 block of the Jacobian of its residuals (camera, point, weight),
-    and the derivative of each weight error: the 15 columns of a block are 15 directions, each
-    moving one parameter of every observation at once (column compression), carried through one
-    batched forward pass (``jvp(..., batched=True)``: the objective is computed once for all)."""
+    and the derivative of each weight error: one forward pass (``ast_ad.vjp``) and two backward
+    passes, each weighing one of the two residuals of every observation (row compression: the
+    adjoints of observation ``j``'s inputs are row ``c`` of its block)."""
+    cams, X, w, feats = problem.inputs()
+    errors, backward = ast_ad.vjp(reproj_err, cams, X, w, feats)
+    rows = []
+    for c in range(2):
+        weighed = np.zeros_like(errors)
+        weighed[:, c] = 1.0
+        cams_bar, X_bar, w_bar, _ = backward(weighed)
+        rows.append(np.concatenate([cams_bar, X_bar, w_bar[:, None]], axis=1))
+    _, w_slope = ast_ad.jvp(w_err, (w,), (np.ones_like(w),))
+    return np.stack(rows, axis=1), w_slope  # (p, 2, 15), (p,)
+
+
+def blocks_by_columns(problem):
+    """``blocks`` by columns: the 15 columns of a block are 15 directions, each moving one
+    parameter of every observation at once (column compression), carried through one batched
+    forward pass (``jvp(..., batched=True)``: the objective is computed once for all)."""
     cams, X, w, feats = problem.inputs()
     primals = (cams, X, w, feats)
     columns = CAMERA + 3 + 1
