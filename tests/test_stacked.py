@@ -508,6 +508,34 @@ def hoisted_tangent(x0, x1):
     return np.sum(x1)
 
 
+def items_of_the_seeds(x):
+    """Items of the seeds' stack read once by a product: a slice is a view of the seeds (never
+    written into), a list of indices a new array (written into)."""
+    sliced = x[1:] * 2.0
+    picked = x[[0, 2, 1, 3, 0]] * 3.0
+    return np.concatenate([sliced, picked, x[:2] + 1.0])
+
+
+def test_an_item_of_a_stack_is_written_into_only_where_it_is_an_array_of_its_own() -> None:
+    """The product of the items at a list of indices (a new array, read once) is written into
+    that array (``stacked_into``, which checks at run time that it is one of its own); the slice,
+    a view of the seeds, which the later columns still read, is not."""
+    x = np.linspace(0.5, 2.0, 4)
+    text = _stacked_source(items_of_the_seeds, (x,))
+    assert text.count("stacked_into(np.multiply") == 1, text
+    assert "picked_dot = stacked_into(np.multiply, 0, " in text, text
+    np.testing.assert_array_equal(ast_ad.jacfwd(items_of_the_seeds)(x),
+                                  _one_pass_a_column(items_of_the_seeds, x, "jacfwd"))
+    seeds = np.eye(4)
+    # (a fancy index along the first axis is a new array; along another, numpy may give a view
+    # of one it made, which is refused as any view is)
+    view, own, other = seeds[1:], seeds[[0, 2]], seeds[:, [0, 2]]
+    assert batched.stacked_into(np.multiply, 0, view, 2.0) is not view
+    assert batched.stacked_into(np.multiply, 0, other, 2.0) is not other
+    assert np.array_equal(seeds, np.eye(4))
+    assert batched.stacked_into(np.multiply, 0, own, 2.0) is own
+
+
 def test_a_stack_made_before_a_loop_and_read_in_it_is_not_written_into() -> None:
     """``sin_x0_dot`` is made once, before the loop (``optimize.hoist``), and read by one statement
     in it, at every step: written into at the first step, the second would read the product

@@ -49,6 +49,7 @@ from ast_ad.runtime.batched import (
     batch_size_of,
     seeded_product,
     spread_value,
+    stacked_fit,
     stacked_into,
     stacked_key,
     unit_added,
@@ -417,12 +418,33 @@ class Stacker:
         must be in the block); so writing into it changes nothing any later statement reads."""
         out = []
         bound: set[str] = set()  # (by the statements before, in this block)
+        # what else is an array of its own: a stack's items at an array of indices (a list or
+        # tuple takes no such index, so the stack is an array, and numpy's fancy index makes a new
+        # one; ``stacked_into`` still refuses one it made as a view of another), and
+        # ``stacked_fit`` of such an array that it alone reads (that array, or a broadcast view,
+        # which ``stacked_into`` refuses)
+        own = set(self.fresh)
+        for stmt in block:
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) \
+                    and self.trees.get(stmt.target) is True and len(stmt.value.args) == 2 \
+                    and isinstance(stmt.value.args[0], ir.Var):
+                fn, (array, key) = stmt.value.fn.obj, stmt.value.args
+                assert isinstance(array, ir.Var)
+                index = self.kinds.of(key, stmt)
+                fancy = index[0] == "num" and index[1] >= 1 and not index[2] or isinstance(
+                    key, ir.Const) and type(key.value) is list and all(
+                    type(k) is int for k in key.value)
+                if fn is operator.getitem and self.trees.get(array.name) is True and fancy \
+                        or fn is stacked_fit and array.name in own \
+                        and self.reads.get(array.name) == 1 \
+                        and self.bindings.get(array.name) == 1:
+                    own.add(stmt.target)
         for stmt in block:
             ufunc = self._ufunc_of(stmt)
             if ufunc is not None:
                 assert isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call)
                 taken = next((k for k, a in enumerate(stmt.value.args)
-                              if isinstance(a, ir.Var) and a.name in self.fresh
+                              if isinstance(a, ir.Var) and a.name in own
                               and a.name in bound and self.reads.get(a.name) == 1
                               and self.bindings.get(a.name) == 1), None)
                 if taken is not None:
@@ -443,8 +465,9 @@ class Stacker:
         ufunc = _UFUNCS.get(fn) if registry.hashable(fn) else None
         if ufunc is None and isinstance(fn, np.ufunc) and fn.nout == 1 and fn.signature is None:
             ufunc = fn
-        rank = self.kinds.rank(stmt.target)
-        return ufunc if rank is not None and rank >= 1 else None
+        # (a tangent whose axes the kinds do not know may have some: ``stacked_into`` looks)
+        rank = self._rank(ir.Var(stmt.target), None)
+        return ufunc if rank is None or rank >= 1 else None
 
     def _scaled_once(self, block: list[ir.Stmt]) -> list[ir.Stmt]:
         """``(s * a) * b``, a stack times two values the same for every tangent (numbers, or
