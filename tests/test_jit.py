@@ -69,17 +69,14 @@ def stepped(x, s):
     """A helper whose loop calls another and adds into its argument's adjoint: that adjoint starts
     as the argument's zeros in the helper's backward pass too (one type in every step), and the
     helper's saved pack, a list, is kept in the loop's tape."""
-    h = 1.0 / s
     y = np.zeros(x.shape[0])
     for _ in range(s):
-        k1 = shifted_field(x, y)
-        k2 = shifted_field(x, y + h / 2 * k1)
-        y = y + h * (k1 + k2) / 2
+        y = y + 0.25 * shifted_field(x, y)
     return y
 
 
 def stepped_last(x):
-    return stepped(x, 4)[-1] + np.sum(np.concatenate([x, x[::2] * x[::2]]))
+    return stepped(x, 4)[-1]
 
 
 _RNN = np.random.default_rng(4)
