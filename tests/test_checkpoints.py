@@ -410,7 +410,7 @@ def test_only_loops_at_the_top_level_are_checkpointed() -> None:
     assert ast_ad.grad(in_a_branch, checkpoints=2)(0.5, 3) == ast_ad.grad(in_a_branch)(0.5, 3)
 
 
-@pytest.mark.parametrize("bad", [0, -3, 2.5, True, "10"])
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True, "10", np.array(["auto"])])
 def test_checkpoints_must_be_a_positive_integer(bad) -> None:
     with pytest.raises(ASTADError, match="positive integer"):
         ast_ad.grad(simulate, checkpoints=bad)

@@ -536,6 +536,23 @@ def test_an_item_of_a_stack_is_written_into_only_where_it_is_an_array_of_its_own
     assert batched.stacked_into(np.multiply, 0, own, 2.0) is own
 
 
+def test_the_quick_check_of_a_write_into_a_stack_agrees_with_numpys_rules() -> None:
+    """``stacked_into`` first compares shapes and dtypes itself (``_fits``), then asks numpy: where
+    the quick check says the result fits, numpy's broadcasting and promotion say so too, and the
+    result is the ufunc's either way."""
+    for target, other in [(np.ones(4), 0.5), (np.ones((3, 4)), np.ones(4)),
+                          (np.ones((3, 4)), np.ones((3, 1))), (np.ones(4), np.ones((2, 4))),
+                          (np.ones(4, np.float32), 0.5), (np.ones(4, np.float32), np.ones(4)),
+                          (np.ones(4), 1j), (np.ones(4), np.float32(2.0)), (np.ones(4), 2),
+                          (np.ones(4, complex), 0.5)]:
+        want = np.multiply(target, other)
+        if batched._fits(target, (target, other)):
+            assert np.broadcast_shapes(target.shape, np.shape(other)) == target.shape
+            assert np.result_type(target, other) == target.dtype
+        got = batched.stacked_into(np.multiply, 0, target.copy(), other)
+        assert got.shape == want.shape and got.dtype == want.dtype and np.array_equal(got, want)
+
+
 def test_a_stack_made_before_a_loop_and_read_in_it_is_not_written_into() -> None:
     """``sin_x0_dot`` is made once, before the loop (``optimize.hoist``), and read by one statement
     in it, at every step: written into at the first step, the second would read the product

@@ -40,8 +40,10 @@ Checkpoints = int | Literal["auto"] | None
 
 def check_checkpoints(checkpoints: Any) -> Checkpoints:
     """``checkpoints=``, checked: ``None``, a positive integer, or ``"auto"``."""
-    if checkpoints is None or checkpoints == "auto" and isinstance(checkpoints, str):
-        return "auto" if checkpoints is not None else None
+    if checkpoints is None:
+        return None
+    if isinstance(checkpoints, str) and checkpoints == "auto":
+        return "auto"
     if (
         isinstance(checkpoints, bool)
         or not isinstance(checkpoints, numbers.Integral)

@@ -329,7 +329,8 @@ class Stacker:
     def _unit_rows(self, block: list[ir.Stmt]) -> list[ir.Stmt]:
         """Where the seeds are unit vectors ``e_j`` to ``e_(j+B-1)`` of a vector ``x`` (the
         columns of a dense Jacobian or Hessian, ``units``): ``s + x_dot[i] * c``, a number's
-        stack plus the seeds' row ``i`` times a number, as ``unit_added(s, i, c, units)``: ``c``
+        stack plus the seeds' row ``i`` times a number, as ``unit_added(s, x_dot, i, c, units,
+        owned)``: ``c``
         added to the one entry of ``s`` that row holds a one in, where the product and the sum
         were each a pass over the stack (an element loop's tangent of ``x[i]``). The facts relied
         on: the code is given the unit seeds (``unit_seeds`` checks them when it starts, and the

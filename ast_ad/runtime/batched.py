@@ -1208,11 +1208,31 @@ def stacked_into(ufunc: Any, k: int, *args: Any) -> Any:
     of a tangent with axes is large (``B`` times the value): its memory taken again, not a new
     one faulted in."""
     target = args[k]
-    if type(target) is np.ndarray and target.base is None and target.flags.writeable \
-            and np.broadcast_shapes(*(np.shape(a) for a in args)) == target.shape \
+    if not (type(target) is np.ndarray and target.base is None and target.flags.writeable):
+        return ufunc(*args)
+    if _fits(target, args) or np.broadcast_shapes(*(np.shape(a) for a in args)) == target.shape \
             and np.result_type(*args) == target.dtype:
         return ufunc(*args, out=target)
     return ufunc(*args)
+
+
+def _fits(target: np.ndarray, args: tuple[Any, ...]) -> bool:
+    """Whether ``ufunc(*args)`` surely has ``target``'s shape and dtype, by a few comparisons (the
+    general check, ``np.broadcast_shapes`` and ``np.result_type``, costs microseconds, which a
+    small stack in a loop pays at every step): arrays of its dtype that broadcast to its shape, and
+    Python numbers of its kind, which numpy takes at the array's precision."""
+    shape, dtype = target.shape, target.dtype
+    for a in args:
+        if a is target:
+            continue
+        kind = type(a)
+        if kind is np.ndarray:
+            if a.dtype != dtype or a.ndim > target.ndim or any(
+                    m != 1 and m != n for m, n in zip(a.shape[::-1], shape[::-1], strict=False)):
+                return False
+        elif not (kind is float and dtype.kind in "fc" or kind is complex and dtype.kind == "c"):
+            return False
+    return True
 
 
 def stacked_unstack(g: Any, x: Any, axis: Any = 0, *, size: int) -> Any:
