@@ -142,6 +142,12 @@ def squared_slope(x, y):
     return ast_ad.jvp(scaled_potential, (x, y), (np.ones_like(x), None))[1] ** 2
 
 
+def squared_force(x, y):
+    """Reverse mode over ``ast_ad.grad`` of a function that reads a global (``SCALE``): its
+    reverse rule a Hessian-vector product."""
+    return np.sum(ast_ad.grad(scaled_potential)(x, y) ** 2)
+
+
 # The classic perturbation-confusion pair (Siskind and Pearlmutter), with the inner function at
 # module level and the outer variable passed in: d/dx [x * d/dy (x + y) at y = 1] = 1, and d/dx
 # [x * d/dy (x * y) at y = 1] = d/dx [x * x] = 2 x. A tool that mixes up the two derivatives'

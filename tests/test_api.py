@@ -561,6 +561,47 @@ def test_jvp_called_like_last_time_with_arrays_runs_the_module_directly(monkeypa
                                                                             rel=1e-12)
 
 
+_VALUES = [np.zeros(2), np.ones(2), np.zeros(3), np.zeros((2, 1)), np.zeros(2, np.float32),
+           np.zeros(2, np.int64), 1.5, np.float64(2.0), np.float32(1.0), 3, [1.0, 2.0], None]
+
+
+def test_the_layout_check_agrees_with_the_layout() -> None:
+    """``scalar_calls.layout_caller``'s inline check of a call (``jvp`` of a function, or of a
+    gradient, called as last time) holds exactly where ``directional._layout`` of the call equals
+    the layout it was made for: every pair of calls of two arguments from a pool of arrays (of
+    other shapes and dtypes), floats, numpy's float64 and float32, an integer and a list, with
+    tangents given, absent or of another kind; and ``run`` gets the arguments, the seeds and the
+    moving tangents."""
+    from itertools import product
+
+    from ast_ad.api.directional import _layout
+    from ast_ad.backend.scalar_calls import NOT_SCALARS, layout_caller
+
+    calls = [((a, b), (s, t)) for a, b in product(_VALUES[:-1], repeat=2)
+             for s in (None, a, _VALUES[0], 1.0) for t in (None, b, 2.0)]
+    layouts = {}
+    for primals, tangents in calls:
+        layout = _layout(primals, tangents)
+        if layout is not None:
+            layouts.setdefault(layout, (primals, tangents))
+    assert len(layouts) > 20
+    for layout in layouts:
+        check = layout_caller(layout, (), None)
+        run = layout_caller(layout, (), lambda *a: a, seeds=1)
+        for primals, tangents in calls:
+            same = _layout(primals, tangents) == layout
+            assert (check(primals, tangents) is True) == same, (layout, primals, tangents)
+            if same:
+                moving = tuple(t for t in tangents if t is not None)
+                given = run(primals, tangents)
+                assert given[2] == 1.0 and type(given[2]) is float
+                assert all(a is b for a, b in zip(given[:2] + given[3:], (*primals, *moving),
+                                                   strict=True))
+            else:
+                assert run(primals, tangents) is NOT_SCALARS
+        assert check((np.zeros(2),), (None,)) is NOT_SCALARS  # another number of arguments
+
+
 def _leaves(x) -> list:
     return [y for item in x for y in _leaves(item)] if type(x) is tuple else [x]
 

@@ -2007,6 +2007,80 @@ def test_reverse_over_a_jvp_reads_a_changed_global_again(monkeypatch) -> None:
         assert math.isclose(gy, ey, rel_tol=1e-12)
 
 
+def test_reverse_over_a_gradient_runs_its_hessian_vector_product_directly(monkeypatch) -> None:
+    """Reverse mode over ``ast_ad.grad`` in a body: the gradient's reverse rule, a Hessian-vector
+    product, runs the forward-mode module over the gradient's code directly once a call of the same
+    layout has found it (``directional._gradient_direct``: nothing lowered again, counted); a
+    global the function reads, changed between calls, makes the code again; arrays of another
+    length find their own. Against the closed form."""
+    from ast_ad.api import directional
+    from tests import compose_nested as nested
+
+    lowered = {"n": 0}
+    real = directional.lower
+
+    def counted(fun, args):
+        lowered["n"] += 1
+        return real(fun, args)
+
+    monkeypatch.setattr(directional, "lower", counted)
+
+    def expected(x, y, scale):
+        # f = SCALE * sum(sin(x) y), grad_x f = SCALE cos(x) y, its squared sum's gradient
+        force = scale * np.cos(x) * y
+        return 2 * force * scale * -np.sin(x) * y, 2 * np.sum(force * scale * np.cos(x))
+
+    gradient = ast_ad.grad(nested.squared_force, (0, 1))
+    x = np.array([0.3, -0.5, 0.9])
+    for scale, n, counts in ((2.0, 3, None), (2.0, 3, 0), (3.0, 3, None), (3.0, 5, None),
+                             (3.0, 5, 0)):
+        monkeypatch.setattr(nested, "SCALE", scale)
+        x, y = np.linspace(-1.0, 1.0, n), np.float64(1.5)
+        lowered["n"] = 0
+        gx, gy = gradient(x, y)
+        if counts is not None:
+            assert lowered["n"] == counts
+        ex, ey = expected(x, y, scale)
+        np.testing.assert_allclose(gx, ex, rtol=1e-12)
+        assert math.isclose(gy, ey, rel_tol=1e-12)
+
+
+def test_jvp_of_a_gradient_called_like_last_time_runs_its_module_directly(monkeypatch) -> None:
+    """``jvp(grad(f), ...)`` (a Hessian-vector product) called as last time with floats and
+    numpy arrays runs the forward-mode module over the gradient's code directly, with the general
+    path's value and tangent; a moving argument more, or another dtype, takes the general path;
+    an argument of the wrong kind is refused there as before."""
+    from ast_ad.api import directional
+    from tests import compose_nested as nested
+
+    lowered = {"n": 0}
+    real = directional.lower
+
+    def counted(fun, args):
+        lowered["n"] += 1
+        return real(fun, args)
+
+    monkeypatch.setattr(directional, "lower", counted)
+    monkeypatch.setattr(nested, "SCALE", 2.0)
+    gradient = ast_ad.grad(nested.scaled_potential)
+    x, v, y = np.array([0.3, -0.5, 0.9]), np.array([1.0, 2.0, -1.0]), 1.5
+    first = ast_ad.jvp(gradient, (x, y), (v, None))
+    assert gradient.tangent_module is not None
+    lowered["n"] = 0
+    again = ast_ad.jvp(gradient, (x, y), (v, None))
+    assert lowered["n"] == 0
+    np.testing.assert_array_equal(again[0], first[0])
+    np.testing.assert_array_equal(again[1], first[1])
+    np.testing.assert_allclose(again[1], 2.0 * -np.sin(x) * y * v, rtol=1e-12)
+    both = ast_ad.jvp(gradient, (x, y), (v, 1.0))  # y moves too: another module
+    assert lowered["n"] == 1
+    np.testing.assert_allclose(both[1], 2.0 * (-np.sin(x) * y * v + np.cos(x)), rtol=1e-12)
+    narrow = ast_ad.jvp(gradient, (x.astype(np.float32), y), (v.astype(np.float32), None))
+    assert lowered["n"] == 2 and narrow[1].dtype == np.float32
+    with pytest.raises(ASTADError, match="tangent of argument 0 has shape"):
+        ast_ad.jvp(gradient, (x, y), (v[:2], None))
+
+
 def test_a_jvp_called_again_with_a_float64_takes_the_direct_path(monkeypatch) -> None:
     """``jvp`` of a function called as last time, a numpy float64 among the arguments (as
     ``w[0]`` of an array is): the module of last time, run directly, not lowered again."""

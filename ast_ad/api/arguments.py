@@ -216,6 +216,11 @@ def _like(bar: Any, x: Any) -> Any:
     by leaf)."""
     if type(x) is float and type(bar) in PLAIN_FLOATS:
         return float(bar)
+    if type(x) is np.ndarray and type(bar) is np.ndarray and bar.shape == x.shape \
+            and bar.dtype == x.dtype and bar.flags.owndata and bar.flags.writeable:
+        return bar  # (what the path for numpy arrays below gives, first: the common case)
+    if type(x) is np.float64 and type(bar) in PLAIN_FLOATS:
+        return np.float64(bar)  # (and for numpy's floats)
     if isinstance(x, dict):
         return {key: _like(None if bar is None else bar[key], item) for key, item in x.items()}
     if isinstance(x, (tuple, list)):

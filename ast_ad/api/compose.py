@@ -39,7 +39,16 @@ from ast_ad.api.arguments import (
     _like,
     shape_labels,
 )
-from ast_ad.api.directional import Fixed, _along, _layout, _pair_up, jvp, moves_of, placed
+from ast_ad.api.directional import (
+    Fixed,
+    _along,
+    _current,
+    _layout,
+    _pair_up,
+    jvp,
+    moves_of,
+    placed,
+)
 from ast_ad.api.gradient import Gradient, grad, made
 from ast_ad.api.lowering import (
     Lowered,
@@ -61,7 +70,7 @@ from ast_ad.api.lowering import (
     run_code,
 )
 from ast_ad.api.sparse import SparseJacobian
-from ast_ad.backend.load import MISSING
+from ast_ad.backend.scalar_calls import layout_caller
 from ast_ad.core import logs, registry
 from ast_ad.errors import (
     ArgnumsError,
@@ -937,16 +946,6 @@ class Permuted:
         return self._rule
 
 
-def _current(loaded: Any) -> bool:
-    """Whether the generated module ``loaded`` is still the code for what it was made from: not
-    replaced, the functions and modules it reads the same, its data globals read again
-    (``Loaded.refresh``)."""
-    if loaded.replaced or any(scope.get(name, MISSING) is not value
-                              for scope, name, value in loaded.same):
-        return False
-    return not loaded.others or loaded.refresh()
-
-
 def _moved(
     slot: int, move: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]
 ) -> tuple[Any, ...]:
@@ -974,6 +973,8 @@ class JvpCotangent:
         self.__name__ = f"{of.__name__}_{'pt'[wrt]}_vjp" + "".join(f"_{'pt'[s]}_dot" for s in path)
         self._rule: Any = None
         self._direct: dict[Any, tuple[Any, Any, Any, Any, tuple[int, ...]]] = {}
+        # the last call's: the check of its layout (``layout_caller``), and what it found
+        self._last: tuple[Callable[..., Any], Any] | None = None
         registry.def_sequence(self)  # a tuple of adjoints
 
     def __call__(self, *call: Any) -> Any:
@@ -1014,6 +1015,9 @@ class JvpCotangent:
         if type(primals) is not tuple or type(tangents) is not tuple \
                 or len(primals) != len(tangents):
             return None
+        last = self._last
+        if last is not None and last[0](primals, tangents) is True:
+            return last[1]  # (as the last call: its layout, both modules current)
         layout = _layout(primals, tangents)
         if layout is None:
             return None
@@ -1030,9 +1034,12 @@ class JvpCotangent:
                 return None
             loaded = jvp_code(lowered, active)
             given = (*primals, *(tangents[k] for k in active))
-            forward, backward, pair = transform.pair(loaded.fn, tuple(range(len(given))),
+            # the adjoints of this rule's slot alone: the primals', or the moving tangents'
+            wanted = range(len(primals)) if self.wrt == 0 else range(len(primals), len(given))
+            forward, backward, pair = transform.pair(loaded.fn, tuple(wanted),
                                                      shape_labels(given))
             found = self._direct[layout] = (loaded, pair, forward, backward, active)
+        self._last = layout_caller(layout, (found[0], found[1]), None), found
         return found
 
     def run_direct(self, found: tuple[Any, Any, Any, Any, tuple[int, ...]], g: Any,
@@ -1040,12 +1047,18 @@ class JvpCotangent:
         """The adjoints of this rule's slot by the pair ``direct`` found: its forward function,
         then its backward one, seeded with ``g``; each adjoint shaped as its argument."""
         _, pair, forward, backward, active = found
-        out, saved = run_code(pair, forward, *primals, *(tangents[k] for k in active))
-        bars = run_code(pair, backward, saved, _seeded(out, g, 0))
+        try:
+            out, saved = forward(*primals, *[tangents[k] for k in active])
+            # (the seed: ``g``, its parts that are ``None`` zeros)
+            seed = g if type(g) is tuple and len(g) == 2 and g[0] is not None \
+                and g[1] is not None else _seeded(out, g, 0)
+            bars = backward(saved, seed)
+        except LocatedError as exc:
+            raise located(exc, pair) from None
         if self.wrt == 0:
-            return tuple(_like(b, p) for b, p in zip(bars[: len(primals)], primals, strict=True))
+            return tuple([_like(b, p) for b, p in zip(bars, primals, strict=True)])
         adjoints: list[Any] = [None if t is None else 0.0 * as_array(t) for t in tangents]
-        for k, bar in zip(active, bars[len(primals):], strict=True):
+        for k, bar in zip(active, bars, strict=True):
             adjoints[k] = _like(bar, tangents[k])
         return tuple(adjoints)
 

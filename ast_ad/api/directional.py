@@ -21,7 +21,7 @@ from ast_ad.api.lowering import (
     raw_zeros,
 )
 from ast_ad.backend.load import MISSING, Loaded
-from ast_ad.backend.scalar_calls import NOT_SCALARS, jvp_caller
+from ast_ad.backend.scalar_calls import NOT_SCALARS, jvp_caller, layout_caller
 from ast_ad.core import logs, registry
 from ast_ad.errors import (
     ASTADError,
@@ -64,6 +64,13 @@ def jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tuple[Any, ..
         direct = _direct(fun, primals, tangents)
         if direct is not NOT_SCALARS:
             return direct  # type: ignore[no-any-return]
+    # a gradient called as last time (``_gradient_direct``): a Hessian-vector product
+    by_gradient = getattr(fun, "direct_tangents", False) and type(primals) is tuple \
+        and type(tangents) is tuple and len(primals) == len(tangents) == fun.nparams
+    if by_gradient:
+        direct = _gradient_direct(fun, primals, tangents, True)
+        if direct is not NOT_SCALARS:
+            return direct  # type: ignore[no-any-return]
     scalar = plain and all(type(a) is float for a in (*primals, *tangents))
     given = primals, tangents
     primals, tangents = _pair_up(primals, tangents)
@@ -75,7 +82,15 @@ def jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tuple[Any, ..
     elif plain and lowered.fn is fun and lowered.args is primals:
         layout = _layout(*given)
         if layout is not None:
-            _ARRAY_JVPS[fun] = layout, active, jvp_code(lowered, active)
+            loaded = jvp_code(lowered, active)
+            _ARRAY_JVPS[fun] = layout_caller(layout, (loaded,), loaded.fn), loaded
+    elif by_gradient:
+        layout = _layout(*given)
+        if layout is not None:
+            loaded = jvp_code(lowered, active)
+            fun.tangent_module = (
+                layout_caller(layout, (lowered.loaded, loaded), loaded.fn, seeds=1), loaded
+            )
     return forward_at(lowered, active, tuple(tangents[k] for k in active))
 
 
@@ -134,9 +149,9 @@ def _stacked_dots(dots: list[Any]) -> Any:
 
 
 # the forward-mode module of a plain function last called with floats and numpy arrays (and
-# tangents of their kinds, shapes and dtypes, or None): the layout of that call, its active
-# arguments, the module (``_direct``)
-_ARRAY_JVPS: dict[Any, tuple[tuple[Any, ...], tuple[int, ...], Loaded]] = {}
+# tangents of their kinds, shapes and dtypes, or None): its call (``layout_caller``: that layout
+# checked, the module run) and the module (``_direct``)
+_ARRAY_JVPS: dict[Any, tuple[Callable[..., Any], Loaded]] = {}
 
 
 _FLOATS = (float, np.float64)
@@ -169,23 +184,61 @@ def _direct(fun: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> An
     the module is no longer current (a global it reads changed: ``Loaded.refresh``).
 
     The fact it relies on: the module chosen for a call is fixed by its arguments' kinds, shapes
-    and dtypes and which are moving (``lowering._jvp_of``), which this checks."""
+    and dtypes and which are moving (``lowering._jvp_of``), which its call (``layout_caller``)
+    checks."""
     found = _ARRAY_JVPS.get(fun)
     if found is None:
         return NOT_SCALARS
-    layout, active, loaded = found
-    if _layout(primals, tangents) != layout or loaded.replaced:
-        return NOT_SCALARS
-    if any(scope.get(name, MISSING) is not value for scope, name, value in loaded.same) or (
-        loaded.others and not loaded.refresh()
-    ):
-        return NOT_SCALARS
+    call, loaded = found
     try:
-        raw, raw_dot = loaded.fn(*primals, *(tangents[k] for k in active))
+        done = call(primals, tangents)
     except LocatedError as exc:
         raise located(exc, loaded) from None
+    if done is not NOT_SCALARS:
+        dot = done[1]
+        if type(dot) is not np.ndarray and type(dot) not in _FLOATS:
+            refuse_missing_tangents(dot)
+    return done
+
+
+def _gradient_direct(gradient: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...],
+                     both: bool) -> Any:
+    """``jvp`` of ``gradient`` (a ``Gradient`` whose ``direct_tangents`` is true) called as last
+    time with floats and numpy arrays, by the forward-mode module of its code directly: ``(value,
+    tangent)`` (``both``) or the tangent; ``NOT_SCALARS`` where the call is another or a module is
+    no longer current. A Hessian-vector product inside generated code (a gradient's reverse rule,
+    ``Gradient.joint_adjoints``) runs this way, without lowering, pairing and choosing modules
+    again on every call.
+
+    The facts it relies on: the gradient's module and the forward-mode module over it are fixed
+    by the arguments' kinds, shapes and dtypes and which are moving (``Gradient.lowered`` chooses by
+    ``shape_labels``, ``lowering._jvp_of`` by those of its arguments), which its call
+    (``layout_caller``, both modules current) checks; and ``Gradient.lowered`` calls the code with
+    the arguments followed by the seed ``1.0``."""
+    found = gradient.tangent_module
+    if found is None:
+        return NOT_SCALARS
+    call, loaded = found
+    try:
+        done = call(primals, tangents)
+    except LocatedError as exc:
+        raise located(exc, loaded) from None
+    if done is NOT_SCALARS:
+        return NOT_SCALARS
+    raw, raw_dot = done
     refuse_missing_tangents(raw_dot)
-    return raw, raw_dot
+    dot = gradient.shape(raw_dot[0], raw_dot[1], primals)
+    return (gradient.finish(raw[0], raw[1], primals), dot) if both else dot
+
+
+def _current(loaded: Loaded) -> bool:
+    """Whether the generated module ``loaded`` is still the code for what it was made from: not
+    replaced, the functions and modules it reads the same, its data globals read again
+    (``Loaded.refresh``)."""
+    if loaded.replaced or any(scope.get(name, MISSING) is not value
+                              for scope, name, value in loaded.same):
+        return False
+    return not loaded.others or loaded.refresh()
 
 
 # the forward-mode module of a plain function last called with floats only: how many, its call
@@ -200,22 +253,6 @@ def moves_of(call: tuple[Any, ...], m: int) -> tuple[tuple[Any, ...], tuple[Any,
     """A call laid out as the rules of rules are, ``(v_m, ans_m, ..., v_1, ans_1, *rest)``: the
     moves ``v_1 ... v_m`` (the first is the last given), and ``rest``."""
     return (call[2 * m - 2::-2] if m else ()), call[2 * m:]
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 class Directional:
@@ -248,6 +285,13 @@ class Directional:
         m = len(self.directions)
         vs, args = moves_of(call, m)
         fun = self.fun
+        if m == 1 and getattr(fun, "direct_tangents", False) and len(args) == fun.nparams:
+            # a gradient's Hessian-vector product, as last time: its module directly
+            tangents = placed(self.directions[0], vs[0], len(args))
+            done = _gradient_direct(fun, args, tangents, False)
+            if done is not NOT_SCALARS:
+                return done
+            return jvp(fun, args, tangents)[1]
         for direction, v in zip(self.directions[:-1], vs[:-1], strict=True):
             fun = Fixed(fun, direction, v)
         return jvp(fun, args, placed(self.directions[-1], vs[-1], len(args)))[1]

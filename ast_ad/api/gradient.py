@@ -230,8 +230,6 @@ _LAST_SHAPES: dict[tuple[Any, tuple[int, ...], bool, Checkpoints],
                    list[tuple[int, ...] | None]] = {}
 
 
-
-
 class Gradient(Generic[P, R]):
     """A gradient function: binds the call's arguments, runs the generated code, shapes the result.
 
@@ -304,6 +302,12 @@ class Gradient(Generic[P, R]):
         self._scalars: Callable[..., Any] | None = None
         self.loaded_scalars: Loaded | None = None
         self.scalar_labels: tuple[int, ...] = ()
+        # ``jvp`` over this gradient may run the forward-mode module of its last call with floats
+        # and arrays directly (``directional._gradient_direct``): that call's check and call
+        # (``layout_caller``), and the module
+        self.direct_tangents = self.bound_self is None and not self.transformed \
+            and not self.holomorphic and self.plain
+        self.tangent_module: tuple[Callable[..., Any], Loaded] | None = None
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             setattr(self, attr, getattr(self.fun, attr, None))
 

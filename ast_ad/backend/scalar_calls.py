@@ -231,3 +231,86 @@ def _array_factory(kind: str, spec: str, nguards: int, positions: tuple[int, ...
              "        return NOT_SCALARS",
              "    return arrays"]
     return _compiled(lines, f"<ast_ad {kind} call>")
+
+
+def layout_caller(
+    layout: tuple[Any, ...], modules: tuple[Loaded, ...], run: Callable[..., Any] | None,
+    seeds: int = 0
+) -> Callable[[tuple[Any, ...], tuple[Any, ...]], Any]:
+    """A check of a call ``(primals, tangents)`` (two tuples) against ``layout`` (for each argument
+    ``(shape, dtype, moving)`` of a numpy array, ``(None, None, moving)`` of a float: ``directional
+    ._layout``) and of ``modules`` still current, inline (in their order: a module made from
+    another's code reads its data globals from that one's namespace, which ``Loaded.refresh`` reads
+    again, so the one it was made from comes first): where both hold, ``run(*primals, 1.0
+    ... (seeds of them), *moving tangents)`` (``True`` where ``run`` is ``None``); else
+    ``NOT_SCALARS``. Forward mode over a function, or over a gradient's code (whose seed follows
+    the arguments), called as last time runs this way: for two arrays ``x`` (moving) and a float::
+
+        def direct(primals, tangents):
+            if len(primals) == 2 and len(tangents) == 2:
+                a0, a1 = primals
+                t0, t1 = tangents
+                if type(a0) is ARRAY and a0.shape == shape0 and a0.dtype is dtype0 \\
+                        and type(t0) is ARRAY and t0.shape == shape0 and t0.dtype is dtype0 \\
+                        and (type(a1) is float or type(a1) is FLOAT64) and t1 is None \\
+                        and (the modules current):
+                    return run(a0, a1, t0)
+            return NOT_SCALARS
+    """
+    spec = "".join(("a" if shape is not None else "f") + ("m" if moving else "s")
+                   for shape, _, moving in layout)
+    nguards = tuple(len(m.same) for m in modules)
+    key = ("layout", spec, nguards, run is None, seeds)
+    factory = _FACTORIES.get(key)
+    if factory is None:
+        factory = _FACTORIES[key] = _layout_factory(spec, nguards, run is None, seeds)
+    shapes = [part for shape, dtype, _ in layout if shape is not None for part in (shape, dtype)]
+    guards = [part for m in modules for guard in m.same for part in guard]
+    made: Callable[[tuple[Any, ...], tuple[Any, ...]], Any] = factory(
+        run, *[part for m in modules for part in (m, m.others)], *shapes, *guards
+    )
+    return made
+
+
+def _layout_factory(spec: str, nguards: tuple[int, ...], check_only: bool,
+                    seeds: int) -> Callable[..., Any]:
+    """The function that makes ``layout_caller``'s check, for calls of this shape: its text
+    written, compiled."""
+    n = len(spec) // 2
+    kinds = [(spec[2 * k], spec[2 * k + 1] == "m") for k in range(n)]
+    args = [f"a{k}" for k in range(n)]
+    dots = [f"t{k}" for k in range(n)]
+    tests = []
+    for k, (kind, moving) in enumerate(kinds):
+        if kind == "a":
+            tests.append(f"type(a{k}) is ARRAY and a{k}.shape == shape{k} and a{k}.dtype is "
+                         f"dtype{k}")
+            tests.append(f"type(t{k}) is ARRAY and t{k}.shape == shape{k} and t{k}.dtype is "
+                         f"dtype{k}" if moving else f"t{k} is None")
+        else:
+            tests.append(f"(type(a{k}) is float or type(a{k}) is FLOAT64)")
+            tests.append(f"(type(t{k}) is float or type(t{k}) is FLOAT64)" if moving
+                         else f"t{k} is None")
+    params = ["run"]
+    for j, count in enumerate(nguards):
+        params += [f"module{j}", f"others{j}"]
+        tests += [f"scope{j}_{g}.get(name{j}_{g}, MISSING) is value{j}_{g}" for g in range(count)]
+        tests += [f"not module{j}.replaced", f"(not others{j} or module{j}.refresh())"]
+    params += [f"shape{k}, dtype{k}" for k, (kind, _) in enumerate(kinds) if kind == "a"]
+    params += [f"scope{j}_{g}, name{j}_{g}, value{j}_{g}" for j, count in enumerate(nguards)
+               for g in range(count)]
+    called = [*args, *(["1.0"] * seeds), *(f"t{k}" for k, (_, moving) in enumerate(kinds)
+                                           if moving)]
+    unpack = (", ".join(args) + ("," if n == 1 else "")) if n else "()"
+    unpack_dots = (", ".join(dots) + ("," if n == 1 else "")) if n else "()"
+    lines = [f"def factory({', '.join(params)}):",
+             "    def direct(primals, tangents):",
+             f"        if len(primals) == {n} and len(tangents) == {n}:",
+             f"            {unpack} = primals",
+             f"            {unpack_dots} = tangents",
+             f"            if {' and '.join(tests) or 'True'}:",
+             "                return True" if check_only else
+             f"                return run({', '.join(called)})",
+             "        return NOT_SCALARS",
+             "    return direct"]
+    return _compiled(lines, "<ast_ad layout call>")

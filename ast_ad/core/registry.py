@@ -169,6 +169,7 @@ _FACTS: dict[str, dict[Any, Any]] = {
     "same_kind": {},
     "effect": {},
     "linear": {},
+    "jointly_linear": {},
     "reduction": {},
     "method": {},
     "ranked": {},
@@ -326,6 +327,20 @@ def def_linear(fn: Any, *argnums: int) -> None:
 
 def linear_in(fn: Any) -> frozenset[int]:
     return _fact("linear", fn) or frozenset()
+
+
+def def_jointly_linear(fn: Any, *argnums: int) -> None:
+    """Declare ``fn`` linear in these positional arguments taken together, the others fixed:
+    ``fn(a + b, i, c + d) == fn(a, i, c) + fn(b, i, d)`` (``assign_item`` in the array and the value
+    written: the array with one entry replaced). Where all of them move, forward mode's tangent is
+    ``fn`` of their tangents, one call, rather than each argument's rule summed."""
+    _note("jointly_linear", fn, *argnums)
+    _FACTS["jointly_linear"][fn] = tuple(sorted(argnums))
+
+
+def jointly_linear(fn: Any) -> tuple[int, ...]:
+    found: tuple[int, ...] = _fact("jointly_linear", fn) or ()
+    return found
 
 
 def def_reduction(fn: Any, axes: tuple[int, ...] | None = None) -> None:

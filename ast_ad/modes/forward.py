@@ -541,7 +541,7 @@ class Forwarder:
         container = stmt.target in self.structured or call.fn.obj is runtime.add_adjoints
         covered: set[int] = set()  # the arguments whose tangents the terms carry
         joint = self.joint_term(stmt, rule, ans) if rule.joint_tangent is not None \
-            and not complex_args else None
+            and not complex_args else self.linear_term(stmt)
         if joint is not None:  # one forward pass for several arguments (``Rule.joint_tangent``)
             out += joint[0]
             terms.append(joint[1])
@@ -620,6 +620,25 @@ class Forwarder:
         name = f"{call.fn.hint.rsplit('.', 1)[-1]}_jvps"
         term = self.emit(out, ir.Call(ir.Ref(joint, name), (packed, ir.Var(ans), *call.args)),
                          f"{self.dot(stmt.target)}_from_all")
+        return out, term, positions
+
+    def linear_term(self, stmt: ir.Assign) -> tuple[list[ir.Stmt], ir.Atom, tuple[int, ...]] | None:
+        """The tangent of a call linear in several arguments taken together
+        (``registry.def_jointly_linear``) where all of them move and no other does: the call
+        itself with their tangents in their places (``assign_item(x_dot, i, v_dot)``, where each
+        argument's rule gave ``assign_item(x_dot, i, 0.0) + assign_item(zeros, i, v_dot)``), with the
+        arguments it covers; ``None`` where it does not apply."""
+        call = ir.call_of(stmt)
+        positions = registry.jointly_linear(call.fn.obj)
+        if not positions or call.kwargs or len(call.args) <= positions[-1]:
+            return None
+        moving = tuple(k for k, atom in enumerate(call.args) if self.is_active(atom))
+        if moving != positions:
+            return None
+        args = tuple(ir.Var(self.dot(a.name)) if k in positions and isinstance(a, ir.Var) else a
+                     for k, a in enumerate(call.args))
+        out: list[ir.Stmt] = []
+        term = self.emit(out, ir.Call(call.fn, args), f"{self.dot(stmt.target)}_from_all")
         return out, term, positions
 
     def term(self, stmt: ir.Assign, rule: registry.Rule, jvp: Any, k: int, ans: str) -> Made:

@@ -9,6 +9,7 @@ from ast_ad.core.registry import (
     def_full_reduction,
     def_holds_items,
     def_in_place,
+    def_jointly_linear,
     def_linear,
     def_method,
     def_nondiff,
@@ -545,6 +546,9 @@ defjvp(np.linspace,   lambda u, ans, start, stop, num=50, endpoint=True, *args, 
 defjvp(assign_item,   lambda u, ans, x, index, value: assign_item(u, index, 0.0),
                       lambda u, ans, x, index, value: key_tangent(index, ans),
                       lambda u, ans, x, index, value: assign_item(zero_tangent(x), index, u))
+# (the array with entries replaced, or added to: linear in the array and the value together)
+def_jointly_linear(assign_item, 0, 2)
+def_jointly_linear(add_at, 0, 2)
 defjvp(add_at,        lambda u, ans, x, index, value: u, zero,
                       lambda u, ans, x, index, value: add_at(zero_tangent(x), index, u))
 defjvp(np.take,       None, zero)  # indices are integers (see operator.getitem)
