@@ -1017,7 +1017,8 @@ class JvpCotangent:
             return None
         last = self._last
         if last is not None and last[0](primals, tangents) is True:
-            return last[1]  # (as the last call: its layout, both modules current)
+            kept: tuple[Any, Any, Any, Any, tuple[int, ...]] = last[1]
+            return kept  # (as the last call: its layout, both modules current)
         layout = _layout(primals, tangents)
         if layout is None:
             return None

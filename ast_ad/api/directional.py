@@ -65,10 +65,11 @@ def jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tuple[Any, ..
         if direct is not NOT_SCALARS:
             return direct  # type: ignore[no-any-return]
     # a gradient called as last time (``_gradient_direct``): a Hessian-vector product
-    by_gradient = getattr(fun, "direct_tangents", False) and type(primals) is tuple \
-        and type(tangents) is tuple and len(primals) == len(tangents) == fun.nparams
+    gradient: Any = fun  # (a ``Gradient``, where it has ``direct_tangents``)
+    by_gradient = getattr(gradient, "direct_tangents", False) and type(primals) is tuple \
+        and type(tangents) is tuple and len(primals) == len(tangents) == gradient.nparams
     if by_gradient:
-        direct = _gradient_direct(fun, primals, tangents, True)
+        direct = _gradient_direct(gradient, primals, tangents, True)
         if direct is not NOT_SCALARS:
             return direct  # type: ignore[no-any-return]
     scalar = plain and all(type(a) is float for a in (*primals, *tangents))
@@ -88,7 +89,7 @@ def jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tuple[Any, ..
         layout = _layout(*given)
         if layout is not None:
             loaded = jvp_code(lowered, active)
-            fun.tangent_module = (
+            gradient.tangent_module = (
                 layout_caller(layout, (lowered.loaded, loaded), loaded.fn, seeds=1), loaded
             )
     return forward_at(lowered, active, tuple(tangents[k] for k in active))

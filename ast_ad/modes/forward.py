@@ -626,8 +626,8 @@ class Forwarder:
         """The tangent of a call linear in several arguments taken together
         (``registry.def_jointly_linear``) where all of them move and no other does: the call
         itself with their tangents in their places (``assign_item(x_dot, i, v_dot)``, where each
-        argument's rule gave ``assign_item(x_dot, i, 0.0) + assign_item(zeros, i, v_dot)``), with the
-        arguments it covers; ``None`` where it does not apply."""
+        argument's rule gave ``assign_item(x_dot, i, 0.0) + assign_item(zeros, i, v_dot)``), with
+        the arguments it covers; ``None`` where it does not apply."""
         call = ir.call_of(stmt)
         positions = registry.jointly_linear(call.fn.obj)
         if not positions or call.kwargs or len(call.args) <= positions[-1]:
