@@ -170,6 +170,58 @@ def test_second_derivatives_through_in_place_writes() -> None:
     np.testing.assert_allclose(hessian, numeric, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("fun, written", [
+    (wf.chained_writes, 2),
+    (wf.chained_writes_seen_by_another_name, 2),
+    (wf.chained_writes_seen_through_a_view, 0),
+])
+def test_writes_at_the_functions_level_are_made_in_place_by_forward_mode(fun, written) -> None:
+    """Forward mode writes an item into an array nothing else reaches in place, with its tangent
+    (``analysis.straight_writes``): the first write copies the array ``x * 2.0`` (made by a
+    product, which the registry does not call fresh), the others write into that copy. Where a
+    view of the array was made before the writes, the memory model guards them and each stays a
+    new array. The value is Python's, bit for bit; the tangent is reverse mode's along the
+    direction, and central differences'."""
+    from ast_ad.api.lowering import jvp_code, lower
+
+    x, v = np.array([0.3, -0.7, 1.1]), np.array([1.0, 0.5, -2.0])
+    text = jvp_code(lower(fun, (x,)), (0,)).text
+    in_place = re.findall(r"^ +y_\d+(?:_dot)?\[\d\] = ", text, re.M)
+    assert len(in_place) == 2 * written, text
+    assert len(re.findall(r"assign_item\(", text)) == 2 * (3 - written), text
+    given = x.copy()
+    out, dot = ast_ad.jvp(fun, (given,), (v,))
+    assert out == fun(x.copy())
+    np.testing.assert_array_equal(given, x)
+    assert dot == pytest.approx(ast_ad.grad(fun)(x) @ v, rel=1e-12)
+    h = 1e-6
+    assert dot == pytest.approx((fun(x + h * v) - fun(x - h * v)) / (2 * h), rel=1e-7)
+
+
+def test_a_hessian_vector_product_adds_into_the_adjoints_items_in_place() -> None:
+    """Forward mode over a gradient whose code adds into ``x_bar``'s items (``x_bar[1] += ...``,
+    lowered as writes into copies): each written in place, with its tangent, which starts as a copy
+    of zeros (``x_bar`` has no tangent), one copy where each write made one; the Hessian against
+    autograd's."""
+    import autograd
+    import autograd.numpy as anp
+
+    from ast_ad.api.lowering import jvp_code, lower
+
+    x, w = np.array([0.4, -0.3]), 0.7
+    gradient = ast_ad.grad(wf.two_charges)
+    text = jvp_code(lower(gradient, (x, w)), (0,)).text
+    # (one: the tangent of x_bar starts as zeros with one entry written, x_bar's own tangent zero)
+    assert text.split("x_bar = ")[-1].count("assign_item(") == 1, text
+    assert re.search(r"^ +x_bar(_\d+)?\[1\] = ", text, re.M), text
+
+    def theirs(a):
+        return 1.0 / anp.sqrt((a[0] - 1.0) ** 2 + (a[1] + w) ** 2) + a[0] * a[1] * w
+
+    np.testing.assert_allclose(ast_ad.hessian(wf.two_charges)(x, w), autograd.hessian(theirs)(x),
+                               rtol=1e-12)
+
+
 def _peak(n: int) -> int:
     x = np.full(n, 1.0001)
     gradient = ast_ad.grad(wf.chain)

@@ -231,3 +231,38 @@ def reads_what_it_wrote(x):
         y[i] = y[i - 1] * x[i]
         s = s + np.sin(y[i])
     return s + np.sum(y)
+
+
+# Writes at the function's own level, each read back before the next (forward mode writes all but
+# the first in place: ``analysis.straight_writes``), and the same seen by another name or through a
+# view, which Python's write changes too.
+def chained_writes(x):
+    y = x * 2.0
+    y[0] = np.sin(x[1]) + y[0]
+    y[1] = y[0] * x[2]
+    y[2] = y[1] + y[0] ** 2
+    return np.sum(y * y)
+
+
+def chained_writes_seen_by_another_name(x):
+    y = x * 2.0
+    y[0] = np.sin(x[1])
+    z = y
+    y[1] = y[0] * x[2]
+    y[2] = y[1] * 3.0
+    return np.sum(z * x) + y[2]
+
+
+def chained_writes_seen_through_a_view(x):
+    y = x * 2.0
+    y[0] = np.sin(x[1])
+    v = y[1:]
+    y[1] = y[0] * x[2]
+    y[2] = y[1] * 3.0
+    return np.sum(v * x[1:])
+
+
+def two_charges(x, w):
+    """Item reads only: its gradient's code adds into ``x_bar``'s items, which a Hessian-vector
+    product (forward mode over that code) writes in place."""
+    return 1.0 / np.sqrt((x[0] - 1.0) ** 2 + (x[1] + w) ** 2) + x[0] * x[1] * w

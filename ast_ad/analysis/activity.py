@@ -814,6 +814,72 @@ def in_place_writes(function: ir.Function, useful: set[str], structured: set[str
     return InPlace(loops, writes, reads)
 
 
+def straight_writes(function: ir.Function, kinds: Kinds) -> dict[int, str]:
+    """The item writes at the function's own level (no loop or branch around them), ``new =
+    assign_item(old, i, v)``, that can write into ``old`` in place rather than into a copy: by
+    statement (``id``), ``old``. Forward mode writes them so (``old[i] = v``, then ``new = old``):
+    a chain of writes into an array it made, or into an adjoint that code it made again writes
+    item by item (``x_bar[1] += ...`` of a gradient, lowered), costs no copy a write.
+
+    The facts this relies on: ``old`` is a numpy array of floats (``kinds``) bound once, at the
+    function's level before the write, by a call the registry says returns an array nothing else
+    holds (``registry.returns_fresh``: ``assign_item`` copies, ``owned_adjoint`` makes one); it is
+    no parameter, no name the memory model guards (``guarded``: one another name may reach) and not
+    the function's result; and nothing reads it but this write (as the array written, not in its
+    index or value) and, before it, reads of one item that give a number (a copy, no view). So no
+    name reaches ``old``'s object after the write but ``new``, which is that object: the write
+    changes nothing any other statement reads."""
+    position = {id(stmt): k for k, stmt in enumerate(function.body)}
+    binds: Counter[str] = Counter(function.params)
+    readers: dict[str, list[ir.Stmt]] = {}
+    for stmt in ir.walk(function.body):
+        binds.update(ir.defined(stmt))
+        for name in set(ir.reads_of(stmt)):
+            readers.setdefault(name, []).append(stmt)
+    made: dict[str, ir.Stmt] = {}
+    for stmt in function.body:
+        if isinstance(stmt, ir.Assign) and type(stmt.value) is ir.Call \
+                and registry.returns_fresh(stmt.value.fn.obj):
+            made[stmt.target] = stmt
+    result = function.result.name if isinstance(function.result, ir.Var) else None
+    shared = guarded(function.body) | set(function.params) | set(function.mutable)
+    found: dict[int, str] = {}
+    for k, stmt in enumerate(function.body):
+        value = stmt.value if isinstance(stmt, ir.Assign) else None
+        if not (type(value) is ir.Call and value.fn.obj is runtime.assign_item
+                and len(value.args) == 3 and not value.kwargs
+                and type(value.args[0]) is ir.Var):
+            continue
+        assert isinstance(stmt, ir.Assign)  # (its value is the write)
+        old = value.args[0].name
+        maker = made.get(old)
+        if (
+            maker is None
+            or old == stmt.target
+            or old == result
+            or old in shared
+            or binds[old] != 1
+            or position[id(maker)] >= k
+            or not kinds.float_array(old)
+            or any(type(a) is ir.Var and a.name == old for a in value.args[1:])
+        ):
+            continue
+        if all(
+            reader is stmt
+            or (
+                id(reader) in position
+                and position[id(reader)] < k
+                and (read := _item_read(reader)) is not None
+                and read[0] == old
+                and isinstance(reader, ir.Assign)
+                and kinds.is_number(ir.Var(reader.target), reader)
+            )
+            for reader in readers.get(old, [])
+        ):
+            found[id(stmt)] = old
+    return found
+
+
 def _claim_loops(body: tuple[ir.Stmt, ...],
                  claim: Callable[[ir.For | ir.While, frozenset[str]], frozenset[str]]) -> None:
     """Visit every loop of ``body``, outer loops first, with the arrays the loops around it own

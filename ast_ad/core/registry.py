@@ -170,6 +170,7 @@ _FACTS: dict[str, dict[Any, Any]] = {
     "effect": {},
     "linear": {},
     "jointly_linear": {},
+    "fresh": {},
     "reduction": {},
     "method": {},
     "ranked": {},
@@ -341,6 +342,18 @@ def def_jointly_linear(fn: Any, *argnums: int) -> None:
 def jointly_linear(fn: Any) -> tuple[int, ...]:
     found: tuple[int, ...] = _fact("jointly_linear", fn) or ()
     return found
+
+
+def def_fresh(*fns: Any) -> None:
+    """Declare that each of ``fns`` returns, where its result is an array, a new array that no
+    other object holds or shares memory with (``assign_item`` copies before it writes;
+    ``owned_adjoint`` makes one): a name bound to its result, and read by nothing else, may be
+    written in place (``analysis.straight_writes``)."""
+    _declare("fresh", fns)
+
+
+def returns_fresh(fn: Any) -> bool:
+    return bool(_fact("fresh", fn))
 
 
 def def_reduction(fn: Any, axes: tuple[int, ...] | None = None) -> None:

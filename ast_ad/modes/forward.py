@@ -53,6 +53,7 @@ from ast_ad.analysis.activity import (
     packed_result,
     shape_class,
     shape_classes,
+    straight_writes,
     structured_names,
     unfollowed,
     usefulness,
@@ -241,6 +242,11 @@ class Forwarder:
                             if (kept := tuple(n for n in names if self.kinds.float_array(n)))}
         copied = {n for names in self.loop_copies.values() for n in names}
         self.writes_in_place = {stmt: name for stmt, name in found.writes.items() if name in copied}
+        # the item writes at the function's own level into an array nothing else reaches
+        # (``analysis.straight_writes``): made in place, and their tangents too where the old
+        # tangent is an array this code made (``fresh_dots``: bound to a new ``assign_item``'s)
+        self.straight = straight_writes(function, self.kinds)
+        self.fresh_dots: set[str] = set()
 
     def run(self, shell: Tangent | None) -> Tangent:
         params = self.function.params + tuple(
@@ -434,6 +440,8 @@ class Forwarder:
     def assign(self, stmt: ir.Assign) -> list[ir.Stmt]:
         """The primal statement and its tangent's; the old value kept where the tangent reads it."""
         target = stmt.target
+        if id(stmt) in self.straight:
+            return self.straight_write(stmt)
         if target not in self.active:
             return [stmt]
         value = stmt.value
@@ -462,6 +470,7 @@ class Forwarder:
                 return [stmt, ir.Assign(dot, ir.Const(0.0), stmt.line)]
             return [stmt, *self.bound(self.zero_of(ir.Var(target)), dot)]
         tangent = self.bound(made, dot)
+        self.note_fresh(tangent, dot)
         # (a run-time test's names too)
         reads_ans = any(ans in ir.reads_of(s) for s in ir.walk(tuple(tangent)))
         if not reads_itself:
@@ -483,6 +492,46 @@ class Forwarder:
             *tangent,
             ir.Assign(target, ir.Var(ans), stmt.line),
         ]
+
+    def straight_write(self, stmt: ir.Assign) -> list[ir.Stmt]:
+        """``new = assign_item(old, i, v)`` at the function's level, where nothing reaches ``old``
+        but this write (``analysis.straight_writes``): ``old[i] = v`` then ``new = old``. Its
+        tangent likewise, into ``old``'s tangent, where that is an array this code made and read
+        by nothing else (``fresh_dots``: ``old``'s reads are this write and item reads before it,
+        whose tangents are item reads of the tangent before it); else the tangent's rule, a new
+        array. The rules read ``old`` for its shape and dtype alone (``zero_tangent(old)``), which
+        the write keeps."""
+        call = ir.call_of(stmt)
+        old, index, item = call.args
+        assert isinstance(old, ir.Var)  # (``straight_writes``' writes)
+        target = stmt.target
+        out: list[ir.Stmt] = [ir.SetItem(old.name, index, item, stmt.line),
+                              ir.Assign(target, old, stmt.line)]
+        if target not in self.active:
+            return out
+        dot = self.dot(target)
+        old_dot = self.dots.get(old.name)
+        if self.is_active(old) and old_dot in self.fresh_dots:
+            stmts, item_dot = self.tangent_of(item)
+            self.fresh_dots.add(dot)
+            return [*out, *self.pieces(stmts), ir.SetItem(old_dot, index, item_dot, stmt.line),
+                    ir.Assign(dot, ir.Var(old_dot), stmt.line)]
+        made = self.tangent(stmt, target)
+        if made is None:
+            return [*out, *self.bound(self.zero_of(ir.Var(target)), dot)]
+        tangent = self.bound(made, dot)
+        self.note_fresh(tangent, dot)
+        return [*out, *tangent]
+
+    def note_fresh(self, tangent: list[ir.Stmt], dot: str) -> None:
+        """``dot`` among ``fresh_dots`` where its statements end binding it to a new array
+        (``registry.returns_fresh``: ``assign_item``'s copy), which nothing else holds."""
+        last = tangent[-1] if tangent else None
+        if isinstance(last, ir.Assign) and last.target == dot and type(last.value) is ir.Call \
+                and registry.returns_fresh(last.value.fn.obj):
+            self.fresh_dots.add(dot)
+        else:
+            self.fresh_dots.discard(dot)
 
     def tangent(self, stmt: ir.Assign, ans: str) -> Made | None:
         """The tangent of the statement's value, or ``None`` where it is zero."""

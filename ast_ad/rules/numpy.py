@@ -6,6 +6,7 @@ import numpy as np
 
 from ast_ad.core.registry import (
     def_casts,
+    def_fresh,
     def_full_reduction,
     def_holds_items,
     def_in_place,
@@ -549,6 +550,7 @@ defjvp(assign_item,   lambda u, ans, x, index, value: assign_item(u, index, 0.0)
 # (the array with entries replaced, or added to: linear in the array and the value together)
 def_jointly_linear(assign_item, 0, 2)
 def_jointly_linear(add_at, 0, 2)
+def_fresh(assign_item, add_at)  # (each a copy, written into)
 defjvp(add_at,        lambda u, ans, x, index, value: u, zero,
                       lambda u, ans, x, index, value: add_at(zero_tangent(x), index, u))
 defjvp(np.take,       None, zero)  # indices are integers (see operator.getitem)
