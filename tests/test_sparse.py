@@ -291,3 +291,73 @@ def test_the_sparse_hessian_of_a_program_is_its_dense_one(program, data) -> None
         return
     found = ast_ad.hessian(fn, sparse=True)(*copy.deepcopy(args))
     np.testing.assert_allclose(found.toarray(), dense.reshape(found.shape), rtol=1e-12, atol=0)
+
+
+def arrow(x):
+    """A row of every entry beside a diagonal: its columns take one colour each, its rows two."""
+    y = x * x
+    y[0] = np.sum(np.sin(x))
+    return y
+
+
+def test_an_arrow_shaped_jacobian_is_taken_by_its_rows() -> None:
+    """The rows of ``arrow``'s Jacobian take two colours where its columns take one each: one
+    forward pass and one backward pass carrying two cotangents (``Plan.by_rows``) give it, equal
+    to the dense one; a pattern given with too few rows is refused by name."""
+    x = np.linspace(0.1, 1.0, 40)
+    rows, columns, _ = sparse.given_pattern(ast_ad.sparsity(arrow)(x))
+    plan = sparse.plan_for(rows, columns, 40, 40, False, rows_allowed=True)
+    assert plan.by_rows and plan.colour.max() + 1 == 2
+    assert not sparse.plan_for(rows, columns, 40, 40, False).by_rows  # (not for code by columns)
+    jac = ast_ad.jacobian(arrow, sparse=True)
+    np.testing.assert_array_equal(jac(x).toarray(), ast_ad.jacfwd(arrow)(x))
+    np.testing.assert_array_equal(jac(x * 2.0).toarray(), ast_ad.jacfwd(arrow)(x * 2.0))
+    fewer = np.ones((39, 40))
+    with pytest.raises(ast_ad.errors.ASTADError, match="39 rows; the result has 40 entries"):
+        ast_ad.jacobian(arrow, sparse=fewer)(x)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 30), st.integers(1, 30), st.data())
+def test_a_matrix_is_read_back_from_its_rows_compressed_by_colour(m, n, data) -> None:
+    """For a random pattern and random values on it, the row colouring's plan (forced where it
+    would not be chosen) reads every entry back from the sums of the rows of each colour."""
+    entries = data.draw(st.lists(st.tuples(st.integers(0, m - 1), st.integers(0, n - 1)),
+                                 min_size=1, max_size=120, unique=True))
+    entries.sort()
+    rows = np.array([r for r, _ in entries], dtype=np.intp)
+    columns = np.array([c for _, c in entries], dtype=np.intp)
+    colour = sparse.coloured(columns, rows, m)
+    matrix = np.zeros((m, n))
+    matrix[rows, columns] = data.draw(st.lists(st.floats(-10, 10).filter(lambda v: v != 0),
+                                               min_size=len(rows), max_size=len(rows)))
+    compressed = np.zeros((colour.max() + 1, m))
+    compressed[colour, np.arange(m)] = 1.0
+    compressed = compressed @ matrix
+    np.testing.assert_array_equal(compressed[colour[rows], columns], matrix[rows, columns])
+
+
+@given(programs(arrays=True, mutation=True), st.data())
+def test_the_sparse_jacobian_of_a_program_by_rows_is_its_dense_one(program, data) -> None:
+    """A random program (its value and the value's square), its sparse Jacobian taken by rows
+    whatever the colours (``ROWS_BELOW`` raised: one forward pass, one backward pass carrying a
+    cotangent a colour), against the dense one, at the point and at a second one."""
+    from unittest import mock
+
+    note(program.source)
+    args = tuple(program.arguments(data))
+    fn = _value_and_square(program.load(DIRECTORY), len(args))
+    for k, x in enumerate(args):
+        if np.ndim(x) == 0:
+            continue
+        jac = ast_ad.jacobian(fn, k, sparse=True)
+        for scale in (1.0, -0.7):
+            moved = tuple(a * scale if i == k else a for i, a in enumerate(args))
+            try:
+                dense = ast_ad.jacfwd(fn, k)(*copy.deepcopy(moved))
+            except (ast_ad.errors.ASTADError, ValueError, TypeError, FloatingPointError):
+                return
+            with mock.patch.object(sparse, "ROWS_BELOW", np.inf):
+                found = jac(*copy.deepcopy(moved))
+            np.testing.assert_allclose(found.toarray(), dense.reshape(found.shape), rtol=1e-12,
+                                       atol=0)

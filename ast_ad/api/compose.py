@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import inspect
 import numbers
+import types
 from collections.abc import Callable, Sequence
 from typing import Any, ParamSpec, TypeVar
 
@@ -234,6 +235,20 @@ def batched_vjp(vjp_fn: Callable[..., tuple[Any, ...]], out: Any, out_bars: Any,
                  for k in range(count))
 
 
+
+
+def _pullback(lowered: Lowered, k: int) -> Callable[[np.ndarray], Any]:
+    """For a sparse Jacobian by rows (``SparseJacobian``): argument ``k``'s adjoints of the plain
+    function ``lowered`` for cotangents of its flattened result stacked on a first axis, from one
+    forward pass and one backward pass carrying them all (``vjp_fn(..., batched=True)``)."""
+    def pullback(bars: np.ndarray) -> Any:
+        out, vjp_fn_typed = vjp(lowered.fn, *lowered.args)
+        vjp_fn: Any = vjp_fn_typed  # (it takes ``batched=``)
+        if size_of(out) != bars.shape[1]:
+            raise ASTADError(f"the sparsity pattern given has {bars.shape[1]} rows; the result "
+                             f"has {size_of(out)} entries")
+        return vjp_fn(bars.reshape((len(bars), *np.shape(out))), batched=True)[lowered.positions[k]]
+    return pullback
 
 
 def pullback_code(fun: Callable[..., Any], primals: tuple[Any, ...], argnums: tuple[int, ...]
@@ -581,7 +596,9 @@ class Jacobian:
         if self.sparse is not None:
             if np.ndim(args[self.argnums[0]]) == 0:
                 raise ASTADError("sparse=True takes an array argument")
-            return self.sparse(lower(fun, args), self.argnums[0])
+            lowered, k = lower(fun, args), self.argnums[0]
+            plain = type(fun) is types.FunctionType and not self.sparse.symmetric
+            return self.sparse(lowered, k, _pullback(lowered, k) if plain else None)
         sizes = sum(size_of(args[k]) for k in self.argnums)
         mode = self.mode
         if isinstance(fun, Jacobian):

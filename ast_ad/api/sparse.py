@@ -14,9 +14,14 @@ Three steps, each a pass over the code ast_ad wrote:
 2. **The colouring.** Columns that share no row get one colour (greedy, in order): a tangent that
    moves all the inputs of one colour at once gives each of their columns in its own rows. A
    Hessian's pattern is made symmetric and star-coloured (``star_coloured``), which reads the
-   symmetry too: an entry comes from its row or, mirrored, from its column.
+   symmetry too: an entry comes from its row or, mirrored, from its column. The rows are coloured
+   too, those that share no column alike: where they take fewer than half the columns' colours (a
+   row full of entries beside a diagonal: two colours for the rows, one a column for the
+   columns), the rows' colouring is used, for a plain function.
 3. **The compressed matrix.** One batched forward pass (``runtime.batched.Batch``) carries one
-   tangent per colour; each entry of the pattern is read back from its column's colour.
+   tangent per colour; each entry of the pattern is read back from its column's colour. By rows:
+   one forward pass and one backward pass carrying one cotangent per colour (``vjp_fn(...,
+   batched=True)``), each entry read back from its row's colour.
 
 The result is a ``scipy.sparse.csr_array`` of shape ``(out.size, x.size)``; scipy is needed for it
 (``pip install ast_ad[sparse]``). Where the code does something a pattern does not take, the
@@ -188,20 +193,34 @@ class Plan:
     at: np.ndarray
     within: np.ndarray
     indptr: np.ndarray
+    # ``colour`` is the rows': the compressed matrix is ``J``'s rows of each colour summed, read by
+    # reverse mode
+    by_rows: bool = False
 
 
-def plan_for(rows: np.ndarray, columns: np.ndarray, m: int, n: int, symmetric: bool) -> Plan:
+# the rows' colouring is used where it takes fewer colours than this share of the columns'
+ROWS_BELOW = 0.5
+
+
+def plan_for(rows: np.ndarray, columns: np.ndarray, m: int, n: int, symmetric: bool,
+             rows_allowed: bool = False) -> Plan:
     """The ``Plan`` of a pattern that has entries: column-coloured, or, for a Hessian, made
-    symmetric and star-coloured."""
+    symmetric and star-coloured; or, where ``rows_allowed`` and the rows take fewer than half the
+    columns' colours, row-coloured (each backward pass of a batch costs about what two or three
+    forward passes do: rows pay where they are clearly fewer)."""
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=m))])
     if symmetric and m == n:
         rows, columns = _symmetric(rows, columns, n)
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=m))])
         colour = star_coloured(rows, columns, n)
         at, within = star_reading(rows, columns, colour)
-    else:
-        colour = coloured(rows, columns, n)
-        at, within = colour[columns], rows
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=m))])
-    return Plan(rows, columns, (m, n), colour, at, within, indptr)
+        return Plan(rows, columns, (m, n), colour, at, within, indptr)
+    colour = coloured(rows, columns, n)
+    if rows_allowed:
+        by_rows = coloured(columns, rows, m)  # (the transposed pattern's columns)
+        if int(by_rows.max()) + 1 < ROWS_BELOW * (int(colour.max()) + 1):
+            return Plan(rows, columns, (m, n), by_rows, by_rows[rows], columns, indptr, True)
+    return Plan(rows, columns, (m, n), colour, colour[columns], rows, indptr)
 
 
 def _floats(value: Any) -> bool:
@@ -294,10 +313,14 @@ class SparseJacobian:
         self.given = None if given is None else given_pattern(given)
         # the plans of the patterns met, by their entries; of those that hold everywhere
         # (``holds_everywhere``), by ``kept_under``
-        self.plans: dict[tuple[int, int, bytes, bytes], Plan] = {}
+        self.plans: dict[tuple[int, int, bytes, bytes, bool], Plan] = {}
         self.kept: dict[Any, Plan] = {}
 
-    def __call__(self, lowered: Lowered, k: int) -> Any:
+    def __call__(self, lowered: Lowered, k: int, pullback: Any = None) -> Any:
+        """The sparse Jacobian of ``lowered`` in its argument ``k``. ``pullback``, where the caller
+        gives one (a plain function), makes a colouring of the rows possible: ``pullback(bars)``
+        takes cotangents of the result stacked on a first axis and gives argument ``k``'s adjoints
+        stacked alike (one forward pass, one backward pass carrying them all)."""
         csr = csr_class()
         x = lowered.args[lowered.positions[k]]
         n = size_of(x)
@@ -323,13 +346,19 @@ class SparseJacobian:
                 m = int(np.prod(out_shape, dtype=np.intp))
             if not len(rows):
                 return csr((np.zeros(0), (rows, columns)), shape=(m, n))
-            plan = self.planned(rows, columns, m, n)
+            plan = self.planned(rows, columns, m, n, pullback is not None)
             if found is not None and holds_everywhere(lowered, k):
                 self.kept[found] = plan
                 if len(self.kept) > 8:
                     self.kept.pop(next(iter(self.kept)))
         m = plan.shape[0]
         colours = int(plan.colour.max()) + 1
+        if plan.by_rows and pullback is not None:
+            bars = np.zeros((colours, m))
+            bars[plan.colour, np.arange(m)] = 1.0
+            adjoints = np.asarray(pullback(bars), dtype=float).reshape(colours, n)
+            values = adjoints[plan.at, plan.within]
+            return csr((values, plan.columns, plan.indptr), shape=plan.shape)
         seeds = np.zeros((colours, n))
         seeds[plan.colour, np.arange(n)] = 1.0
         raw, raw_dot = stacked_pass(lowered, (k,), (seeds.reshape((colours, *np.shape(x))),))
@@ -343,13 +372,14 @@ class SparseJacobian:
         values = compressed[plan.at, plan.within].astype(float, copy=False)
         return csr((values, plan.columns, plan.indptr), shape=plan.shape)
 
-    def planned(self, rows: np.ndarray, columns: np.ndarray, m: int, n: int) -> Plan:
+    def planned(self, rows: np.ndarray, columns: np.ndarray, m: int, n: int,
+                rows_allowed: bool = False) -> Plan:
         """The plan of a pattern, made the first time it is met (patterns met at other branches:
         eight kept, the first go)."""
-        key = (m, n, rows.tobytes(), columns.tobytes())
+        key = (m, n, rows.tobytes(), columns.tobytes(), rows_allowed)
         plan = self.plans.get(key)
         if plan is None:
-            plan = self.plans[key] = plan_for(rows, columns, m, n, self.symmetric)
+            plan = self.plans[key] = plan_for(rows, columns, m, n, self.symmetric, rows_allowed)
             if len(self.plans) > 8:
                 self.plans.pop(next(iter(self.plans)))
         return plan
