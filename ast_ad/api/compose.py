@@ -799,8 +799,10 @@ class JvpOf:
         self.__name__ = self.__qualname__ = f"jvp_{getattr(fun, '__name__', 'f')}"
         self._rule: Any = None
         # the forward-mode module made for a layout of floats and numpy arrays, and which
-        # arguments have tangents (``code``)
+        # arguments have tangents (``code``); the last call's check and what it found
         self._codes: dict[Any, tuple[Any, tuple[int, ...]]] = {}
+        self._last: tuple[Callable[..., Any], tuple[Callable[..., Any], tuple[int, ...]]] | None \
+            = None
 
     def __call__(self, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
         return jvp(self.fun, primals, tangents)
@@ -812,10 +814,15 @@ class JvpOf:
         which arguments have tangents: for floats and numpy arrays, the module made for their
         layout before, while it is current (``_current``; the fact relied on is ``_direct``'s:
         the module is fixed by the layout), found without pairing and lowering again."""
+        last = self._last
+        if last is not None and type(primals) is tuple and type(tangents) is tuple \
+                and last[0](primals, tangents) is True:
+            return last[1]  # (the last call's layout, its module current: ``layout_caller``)
         layout = _layout(primals, tangents) if type(primals) is tuple \
             and type(tangents) is tuple and len(primals) == len(tangents) else None
         found = self._codes.get(layout) if layout is not None else None
-        if found is not None and _current(found[0]):
+        if found is not None and layout is not None and _current(found[0]):
+            self._last = layout_caller(layout, (found[0],), None), (found[0].fn, found[1])
             return found[0].fn, found[1]
         primals, tangents = _pair_up(tuple(primals), tuple(tangents))
         active = tuple(k for k, t in enumerate(tangents) if t is not None)

@@ -219,14 +219,21 @@ class NoTangent:
     __float__ = __array__ = __array_ufunc__ = __array_function__ = refuse
 
 
+# what is never a ``NoTangent`` nor holds one (checked first: most tangents are these)
+_PLAIN_TANGENTS = frozenset({np.ndarray, float, np.float64, int, type(None)})
+
+
 def refuse_missing_tangents(value: Any) -> None:
     """Raise where a tangent a function returns (or a part of one) is a ``NoTangent``: what it
     returns has no derivative, even where nothing added to it."""
+    if type(value) in _PLAIN_TANGENTS:
+        return
     if isinstance(value, NoTangent):
         value.refuse()
     if isinstance(value, (tuple, list)):
         for part in value:
-            refuse_missing_tangents(part)
+            if type(part) not in _PLAIN_TANGENTS:
+                refuse_missing_tangents(part)
     elif isinstance(value, dict):
         for part in value.values():
             refuse_missing_tangents(part)
