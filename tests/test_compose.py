@@ -2007,6 +2007,49 @@ def test_reverse_over_a_jvp_reads_a_changed_global_again(monkeypatch) -> None:
         assert math.isclose(gy, ey, rel_tol=1e-12)
 
 
+def test_reverse_over_a_jvp_runs_the_backward_function_on_the_tape_its_forward_kept(
+    monkeypatch,
+) -> None:
+    """Reverse mode over ``ast_ad.jvp`` in a body, once the pair of its forward-mode code is made:
+    the jvp's forward runs the pair's forward function and keeps its tape on the result
+    (``compose.Taped``), and the reverse rule runs the backward function on it alone (spied);
+    its adjoints are the same to the bit as where the rule runs the forward function again, and
+    the gradient is the closed form's; a backward pass run twice on one forward pass gives it
+    twice; a copy of the result is a plain tuple."""
+    import copy
+
+    from ast_ad.api import compose
+    from tests import compose_nested as nested
+
+    seen: list[bool] = []
+    real = compose.JvpCotangent.run_direct
+
+    def spied(self, found, g, primals, tangents, ans=None):
+        seen.append(type(ans) is compose.Taped and ans.pair is found[1])
+        kept = real(self, found, g, primals, tangents, ans)
+        again = real(self, found, g, primals, tangents, None)  # (the forward function again)
+        for a, b in zip(kept, again, strict=True):
+            np.testing.assert_array_equal(a, b)
+        return kept
+
+    monkeypatch.setattr(compose.JvpCotangent, "run_direct", spied)
+    monkeypatch.setattr(nested, "SCALE", 2.0)
+    x, y = np.array([0.3, -0.5, 0.9]), 1.5
+    gradient = ast_ad.grad(nested.squared_slope, (0, 1))
+    gradient(x, y)  # (the pair is made by the first such call: its forward ran again)
+    again = gradient(x, y)
+    assert seen[-1] is True
+    slope = 2.0 * np.sum(np.cos(x) * y)
+    np.testing.assert_allclose(again[0], 2 * slope * 2.0 * -np.sin(x) * y, rtol=1e-12)
+    out, vjp_fn = ast_ad.vjp(nested.squared_slope, x, y)
+    once, twice = vjp_fn(1.0), vjp_fn(1.0)
+    np.testing.assert_array_equal(once[0], twice[0])
+    np.testing.assert_array_equal(once[0], again[0])
+    taped = compose.jvp_of(nested.scaled_potential)((x, y), (np.ones(3), None))
+    assert type(taped) is compose.Taped
+    assert type(copy.deepcopy(taped)) is tuple and copy.deepcopy(taped) == tuple(taped)
+
+
 def test_reverse_over_a_gradient_runs_its_hessian_vector_product_directly(monkeypatch) -> None:
     """Reverse mode over ``ast_ad.grad`` in a body: the gradient's reverse rule, a Hessian-vector
     product, runs the forward-mode module over the gradient's code directly once a call of the same

@@ -81,7 +81,7 @@ from ast_ad.errors import (
 )
 from ast_ad.frontend import nested
 from ast_ad.ir.naming import identifier
-from ast_ad.runtime import as_array, size_of
+from ast_ad.runtime import as_array, refuse_missing_tangents, size_of
 from ast_ad.runtime.batched import (
     Batch,
     BatchRefused,
@@ -805,7 +805,27 @@ class JvpOf:
             = None
 
     def __call__(self, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
-        return jvp(self.fun, primals, tangents)
+        """``jvp(fun, primals, tangents)``; where the adjoints of the primals have a pair of forward
+        and backward functions made for this call's layout (``JvpCotangent.direct``) whose
+        backward pass changes nothing it is given (``lowering.reads_only``), by that pair's forward
+        function, its tape kept on the result (``Taped``): reverse mode over this call then runs
+        the backward function alone, where it ran the forward one again.
+
+        The fact relied on: the forward function of a pair computes the code's own value, bit for
+        bit (the value every generated forward pass is checked to give: Python's)."""
+        adjoints = self.ast_ad_rule().vjps[0]
+        found = adjoints.direct(primals, tangents) if adjoints._last is not None else None
+        if found is None or not found[5]:
+            return jvp(self.fun, primals, tangents)
+        _, pair, forward, _, active, _ = found
+        try:
+            out, saved = forward(*primals, *[tangents[k] for k in active])
+        except LocatedError as exc:
+            raise located(exc, pair) from None
+        refuse_missing_tangents(out[1])
+        taped = Taped(out)
+        taped.saved, taped.pair = saved, pair
+        return taped
 
     def code(
         self, primals: tuple[Any, ...], tangents: tuple[Any, ...]
@@ -981,6 +1001,20 @@ def _moved(
     return (*[None] * len(primals), *(move[k] for k in active))
 
 
+class Taped(tuple):  # type: ignore[type-arg]
+    """``JvpOf``'s result ``(out, out_dot)``, with the tape of the forward function that computed
+    it (``saved``) and that function's pair module (``pair``): its reverse rule for the primals
+    runs the backward function on it (``JvpCotangent.run_direct``)."""
+
+    saved: Any
+    pair: Any
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # copied or pickled, a plain tuple: the tape stays with the result it was made for (its
+        # rule then runs the forward function again)
+        return tuple, (tuple(self),)
+
+
 class JvpCotangent:
     """A reverse rule of ``JvpOf`` (the adjoints of slot ``wrt``: 0, the primals; 1, the tangents),
     and the forward rules of that rule: ``(w_m, ans_m, ..., w_1, ans_1, g, ans, primals, tangents)``
@@ -996,18 +1030,18 @@ class JvpCotangent:
         self.of, self.wrt, self.path = of, wrt, path
         self.__name__ = f"{of.__name__}_{'pt'[wrt]}_vjp" + "".join(f"_{'pt'[s]}_dot" for s in path)
         self._rule: Any = None
-        self._direct: dict[Any, tuple[Any, Any, Any, Any, tuple[int, ...]]] = {}
+        self._direct: dict[Any, tuple[Any, Any, Any, Any, tuple[int, ...], bool]] = {}
         # the last call's: the check of its layout (``layout_caller``), and what it found
         self._last: tuple[Callable[..., Any], Any] | None = None
         registry.def_sequence(self)  # a tuple of adjoints
 
     def __call__(self, *call: Any) -> Any:
         m = len(self.path)
-        moves, (g, _, primals, tangents) = moves_of(call, m)
+        moves, (g, ans, primals, tangents) = moves_of(call, m)
         if not m:
             direct = self.direct(primals, tangents)
             if direct is not None:
-                return self.run_direct(direct, g, primals, tangents)
+                return self.run_direct(direct, g, primals, tangents, ans)
         fun, given, active = self.of.fixed(primals, tangents, self.path, moves)
         lowered = lower(fun, given)
         out, vjp_fn = vjp(lowered.fn, *lowered.args)
@@ -1023,12 +1057,14 @@ class JvpCotangent:
         return tuple(adjoints)
 
     def direct(self, primals: Any, tangents: Any
-               ) -> tuple[Any, Any, Any, Any, tuple[int, ...]] | None:
+               ) -> tuple[Any, Any, Any, Any, tuple[int, ...], bool] | None:
         """For a call whose primals and tangents are floats and numpy arrays of the kinds, shapes
         and dtypes of an earlier call's, what that call found, without lowering, pairing and
         copying again: the forward-mode module, and its forward and backward functions
         (``transform.pair``) with their module, made once for that layout, each called once by
-        ``run_direct``. ``None`` where the call is another; made again where either module is no
+        ``run_direct``, and whether its backward pass changes nothing it is given
+        (``lowering.reads_only``: ``JvpOf`` may then keep the forward function's tape on its
+        result). ``None`` where the call is another; made again where either module is no
         longer current (a function it reads changed: ``Loaded.refresh``, which reads data globals
         again).
 
@@ -1041,7 +1077,7 @@ class JvpCotangent:
             return None
         last = self._last
         if last is not None and last[0](primals, tangents) is True:
-            kept: tuple[Any, Any, Any, Any, tuple[int, ...]] = last[1]
+            kept: tuple[Any, Any, Any, Any, tuple[int, ...], bool] = last[1]
             return kept  # (as the last call: its layout, both modules current)
         layout = _layout(primals, tangents)
         if layout is None:
@@ -1063,17 +1099,24 @@ class JvpCotangent:
             wanted = range(len(primals)) if self.wrt == 0 else range(len(primals), len(given))
             forward, backward, pair = transform.pair(loaded.fn, tuple(wanted),
                                                      shape_labels(given))
-            found = self._direct[layout] = (loaded, pair, forward, backward, active)
+            found = self._direct[layout] = (loaded, pair, forward, backward, active,
+                                            reads_only(pair))
         self._last = layout_caller(layout, (found[0], found[1]), None), found
         return found
 
-    def run_direct(self, found: tuple[Any, Any, Any, Any, tuple[int, ...]], g: Any,
-                   primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, ...]:
+    def run_direct(self, found: tuple[Any, Any, Any, Any, tuple[int, ...], bool], g: Any,
+                   primals: tuple[Any, ...], tangents: tuple[Any, ...],
+                   ans: Any = None) -> tuple[Any, ...]:
         """The adjoints of this rule's slot by the pair ``direct`` found: its forward function,
-        then its backward one, seeded with ``g``; each adjoint shaped as its argument."""
-        _, pair, forward, backward, active = found
+        then its backward one, seeded with ``g``; each adjoint shaped as its argument. The forward
+        function's tape is the one ``ans`` keeps where ``JvpOf`` ran this pair's forward function
+        for it (``Taped``: the same module, whose backward pass changes nothing it is given)."""
+        _, pair, forward, backward, active, _ = found
         try:
-            out, saved = forward(*primals, *[tangents[k] for k in active])
+            if type(ans) is Taped and ans.pair is pair:
+                out, saved = ans, ans.saved
+            else:
+                out, saved = forward(*primals, *[tangents[k] for k in active])
             # (the seed: ``g``, its parts that are ``None`` zeros)
             seed = g if type(g) is tuple and len(g) == 2 and g[0] is not None \
                 and g[1] is not None else _seeded(out, g, 0)
