@@ -814,7 +814,14 @@ class JvpOf:
         The fact relied on: the forward function of a pair computes the code's own value, bit for
         bit (the value every generated forward pass is checked to give: Python's)."""
         adjoints = self.ast_ad_rule().vjps[0]
-        found = adjoints.direct(primals, tangents) if adjoints._last is not None else None
+        found = None
+        if adjoints._last is not None:  # (reverse mode has run over this jvp)
+            try:
+                found = adjoints.direct(primals, tangents)
+            except Exception as failure:  # noqa: BLE001 (the value needs no pair: jvp gives it)
+                logs.info("jvp in a body: no pair for this call's layout (%s: %s)",
+                          type(failure).__name__,
+                          str(failure).splitlines()[0] if str(failure) else "")
         if found is None or not found[5]:
             return jvp(self.fun, primals, tangents)
         _, pair, forward, _, active, _ = found

@@ -23,7 +23,10 @@ runs. For ``grad(f, (0, 1))`` of a function of two floats, reading one global::
         return NOT_SCALARS
 
 The text is written once for each such shape of call, and compiled once (``_factory``); each
-module's function is then a closure over its own objects.
+module's function is then a closure over its own objects. Calls with floats and numpy arrays get the
+same: ``array_caller`` for a gradient, and ``layout_caller`` for forward mode (``jvp`` of a function
+or of a gradient, a Hessian-vector product inside generated code) and for the checks of the rules of
+derivatives that generated code calls, each argument's kind, shape and dtype checked inline.
 """
 
 from __future__ import annotations
