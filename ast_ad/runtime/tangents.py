@@ -39,9 +39,14 @@ from ast_ad.runtime.checks import refuse_unless
 def cast_jvp(u: Any, ans: Any) -> Any:
     """Tangent of a cast: ``u`` in the result's dtype, zero where the result is integers
     (truncated)."""
-    if np.result_type(ans).kind in "biu":
+    dtype = ans.dtype if type(ans) is np.ndarray else np.result_type(ans)
+    if dtype.kind in "biu":
         return zeros_like(ans)
-    return as_array(stacked_parts(u)).astype(np.result_type(ans), copy=False)
+    return as_array(stacked_parts(u)).astype(dtype, copy=False)
+
+
+# tangents that are numbers: nothing in a list of them to stack (``stacked_parts``)
+_NUMBERS = frozenset({float, np.float64, int})
 
 
 def stacked_parts(u: Any) -> Any:
@@ -50,6 +55,8 @@ def stacked_parts(u: Any) -> Any:
     their type, where ``np.asarray`` would make one numpy array of them; ``u`` as it is where all
     are numpy's."""
     if not isinstance(u, (list, tuple)):
+        return u
+    if all(type(p) in _NUMBERS for p in u):
         return u
     parts = [stacked_parts(p) for p in u]
     if any(is_array(p) and not isinstance(p, np.ndarray) for p in parts):
