@@ -5,6 +5,7 @@ import os
 import shutil
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True,
@@ -22,3 +23,20 @@ if "AST_AD_CACHE_DIR" not in os.environ:
 
     def pytest_sessionfinish(session: object, exitstatus: int) -> None:
         shutil.rmtree(_CACHE, ignore_errors=True)
+
+
+@pytest.fixture
+def lowerings(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """How often ``jvp`` lowers a function (``directional.lower``, counted in ``["n"]``): a call
+    that runs its module directly lowers nothing."""
+    from ast_ad.api import directional
+
+    counted = {"n": 0}
+    real = directional.lower
+
+    def lower(fun, args):
+        counted["n"] += 1
+        return real(fun, args)
+
+    monkeypatch.setattr(directional, "lower", lower)
+    return counted

@@ -2050,23 +2050,16 @@ def test_reverse_over_a_jvp_runs_the_backward_function_on_the_tape_its_forward_k
     assert type(copy.deepcopy(taped)) is tuple and copy.deepcopy(taped) == tuple(taped)
 
 
-def test_reverse_over_a_gradient_runs_its_hessian_vector_product_directly(monkeypatch) -> None:
+def test_reverse_over_a_gradient_runs_its_hessian_vector_product_directly(
+    monkeypatch, lowerings
+) -> None:
     """Reverse mode over ``ast_ad.grad`` in a body: the gradient's reverse rule, a Hessian-vector
     product, runs the forward-mode module over the gradient's code directly once a call of the same
     layout has found it (``directional._gradient_direct``: nothing lowered again, counted); a
     global the function reads, changed between calls, makes the code again; arrays of another
     length find their own. Against the closed form."""
-    from ast_ad.api import directional
     from tests import compose_nested as nested
 
-    lowered = {"n": 0}
-    real = directional.lower
-
-    def counted(fun, args):
-        lowered["n"] += 1
-        return real(fun, args)
-
-    monkeypatch.setattr(directional, "lower", counted)
 
     def expected(x, y, scale):
         # f = SCALE * sum(sin(x) y), grad_x f = SCALE cos(x) y, its squared sum's gradient
@@ -2079,47 +2072,40 @@ def test_reverse_over_a_gradient_runs_its_hessian_vector_product_directly(monkey
                              (3.0, 5, 0)):
         monkeypatch.setattr(nested, "SCALE", scale)
         x, y = np.linspace(-1.0, 1.0, n), np.float64(1.5)
-        lowered["n"] = 0
+        lowerings["n"] = 0
         gx, gy = gradient(x, y)
         if counts is not None:
-            assert lowered["n"] == counts
+            assert lowerings["n"] == counts
         ex, ey = expected(x, y, scale)
         np.testing.assert_allclose(gx, ex, rtol=1e-12)
         assert math.isclose(gy, ey, rel_tol=1e-12)
 
 
-def test_jvp_of_a_gradient_called_like_last_time_runs_its_module_directly(monkeypatch) -> None:
+def test_jvp_of_a_gradient_called_like_last_time_runs_its_module_directly(
+    monkeypatch, lowerings
+) -> None:
     """``jvp(grad(f), ...)`` (a Hessian-vector product) called as last time with floats and
     numpy arrays runs the forward-mode module over the gradient's code directly, with the general
     path's value and tangent; a moving argument more, or another dtype, takes the general path;
     an argument of the wrong kind is refused there as before."""
-    from ast_ad.api import directional
     from tests import compose_nested as nested
 
-    lowered = {"n": 0}
-    real = directional.lower
-
-    def counted(fun, args):
-        lowered["n"] += 1
-        return real(fun, args)
-
-    monkeypatch.setattr(directional, "lower", counted)
     monkeypatch.setattr(nested, "SCALE", 2.0)
     gradient = ast_ad.grad(nested.scaled_potential)
     x, v, y = np.array([0.3, -0.5, 0.9]), np.array([1.0, 2.0, -1.0]), 1.5
     first = ast_ad.jvp(gradient, (x, y), (v, None))
     assert gradient.tangent_module is not None
-    lowered["n"] = 0
+    lowerings["n"] = 0
     again = ast_ad.jvp(gradient, (x, y), (v, None))
-    assert lowered["n"] == 0
+    assert lowerings["n"] == 0
     np.testing.assert_array_equal(again[0], first[0])
     np.testing.assert_array_equal(again[1], first[1])
     np.testing.assert_allclose(again[1], 2.0 * -np.sin(x) * y * v, rtol=1e-12)
     both = ast_ad.jvp(gradient, (x, y), (v, 1.0))  # y moves too: another module
-    assert lowered["n"] == 1
+    assert lowerings["n"] == 1
     np.testing.assert_allclose(both[1], 2.0 * (-np.sin(x) * y * v + np.cos(x)), rtol=1e-12)
     narrow = ast_ad.jvp(gradient, (x.astype(np.float32), y), (v.astype(np.float32), None))
-    assert lowered["n"] == 2 and narrow[1].dtype == np.float32
+    assert lowerings["n"] == 2 and narrow[1].dtype == np.float32
     with pytest.raises(ASTADError, match="tangent of argument 0 has shape"):
         ast_ad.jvp(gradient, (x, y), (v[:2], None))
 

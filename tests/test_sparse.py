@@ -255,11 +255,12 @@ def test_a_forward_rule_s_pattern_holds_its_nonzero_entries(rule: registry.Rule,
 
 
 # ---- random programs ----------------------------------------------------------------------------
-@given(programs(arrays=True, mutation=True), st.data())
-def test_the_sparse_jacobian_of_a_program_is_its_dense_one(program, data) -> None:
-    """A random program (its value and the value's square, two rows), mutation and branches
-    included: the sparse Jacobian, at the point and at a second one (where the path may move),
-    against the dense one."""
+def _sparse_against_dense(program, data, by_rows: bool) -> None:
+    """A random program's value and the value's square (two rows): the sparse Jacobian in each
+    array argument, at the point and at a second one (where the path may move), against the dense
+    one; ``by_rows``, taken by rows whatever the colours (``ROWS_BELOW`` raised)."""
+    from unittest import mock
+
     note(program.source)
     args = tuple(program.arguments(data))
     fn = _value_and_square(program.load(DIRECTORY), len(args))
@@ -273,9 +274,26 @@ def test_the_sparse_jacobian_of_a_program_is_its_dense_one(program, data) -> Non
                 dense = ast_ad.jacfwd(fn, k)(*copy.deepcopy(moved))
             except (ast_ad.errors.ASTADError, ValueError, TypeError, FloatingPointError):
                 return
-            found = jac(*copy.deepcopy(moved))
-            np.testing.assert_allclose(found.toarray(), dense.reshape(found.shape), rtol=1e-12,
-                                       atol=0)
+            if not by_rows:  # (forward mode against forward mode: the same numbers)
+                found = jac(*copy.deepcopy(moved))
+                np.testing.assert_allclose(found.toarray(), dense.reshape(found.shape),
+                                           rtol=1e-12, atol=0)
+                continue
+            with mock.patch.object(sparse, "ROWS_BELOW", np.inf):
+                found = jac(*copy.deepcopy(moved))
+            if not np.all(np.isfinite(dense)):
+                return  # (an overflow: inf in one mode's order of products is nan in the other's)
+            # reverse mode against forward mode: sums and products taken in another order, as the
+            # dot-product identity between the two modes allows them (tests/test_programs.py)
+            np.testing.assert_allclose(found.toarray(), dense.reshape(found.shape), rtol=1e-8,
+                                       atol=1e-9)
+
+
+@given(programs(arrays=True, mutation=True), st.data())
+def test_the_sparse_jacobian_of_a_program_is_its_dense_one(program, data) -> None:
+    """A random program, mutation and branches included: its sparse Jacobian is the dense one
+    (``_sparse_against_dense``)."""
+    _sparse_against_dense(program, data, by_rows=False)
 
 
 @given(programs(arrays=True, branches=False), st.data())
@@ -339,29 +357,6 @@ def test_a_matrix_is_read_back_from_its_rows_compressed_by_colour(m, n, data) ->
 
 @given(programs(arrays=True, mutation=True), st.data())
 def test_the_sparse_jacobian_of_a_program_by_rows_is_its_dense_one(program, data) -> None:
-    """A random program (its value and the value's square), its sparse Jacobian taken by rows
-    whatever the colours (``ROWS_BELOW`` raised: one forward pass, one backward pass carrying a
-    cotangent a colour), against the dense one, at the point and at a second one."""
-    from unittest import mock
-
-    note(program.source)
-    args = tuple(program.arguments(data))
-    fn = _value_and_square(program.load(DIRECTORY), len(args))
-    for k, x in enumerate(args):
-        if np.ndim(x) == 0:
-            continue
-        jac = ast_ad.jacobian(fn, k, sparse=True)
-        for scale in (1.0, -0.7):
-            moved = tuple(a * scale if i == k else a for i, a in enumerate(args))
-            try:
-                dense = ast_ad.jacfwd(fn, k)(*copy.deepcopy(moved))
-            except (ast_ad.errors.ASTADError, ValueError, TypeError, FloatingPointError):
-                return
-            with mock.patch.object(sparse, "ROWS_BELOW", np.inf):
-                found = jac(*copy.deepcopy(moved))
-            if not np.all(np.isfinite(dense)):
-                return  # (an overflow: inf in one mode's order of products is nan in the other's)
-            # reverse mode against forward mode: sums and products taken in another order, as the
-            # dot-product identity between the two modes allows them (tests/test_programs.py)
-            np.testing.assert_allclose(found.toarray(), dense.reshape(found.shape), rtol=1e-8,
-                                       atol=1e-9)
+    """A random program's sparse Jacobian taken by rows whatever the colours (one forward pass,
+    one backward pass carrying a cotangent a colour), against the dense one."""
+    _sparse_against_dense(program, data, by_rows=True)

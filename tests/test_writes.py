@@ -198,6 +198,30 @@ def test_writes_at_the_functions_level_are_made_in_place_by_forward_mode(fun, wr
     assert dot == pytest.approx((fun(x + h * v) - fun(x - h * v)) / (2 * h), rel=1e-7)
 
 
+def test_only_a_call_that_makes_an_array_of_its_own_starts_writes_in_place() -> None:
+    """``analysis.makes_fresh_array`` reads the registry's ``def_fresh``: ``assign_item`` always
+    copies; ``owned_adjoint(g, x)`` makes an array for an array ``x`` but gives ``g`` itself for a
+    number (writing into it would change ``g``), or where ``x``'s kind is not known; a function
+    the registry says nothing of does not count."""
+    from ast_ad import transform
+    from ast_ad.analysis.activity import makes_fresh_array
+    from ast_ad.analysis.kinds import kinds_of
+    from ast_ad.api.arguments import shape_labels
+    from ast_ad.ir import nodes as ir
+
+    kinds = kinds_of(transform.normalized(wf.scaled), shape_labels((X4, 2.0)))
+
+    def call(fn, *names):
+        return ir.Call(ir.Ref(fn, fn.__name__), tuple(ir.Var(n) for n in names))
+
+    assert makes_fresh_array(call(runtime.assign_item, "x", "s", "s"), kinds)
+    assert makes_fresh_array(call(runtime.owned_adjoint, "s", "x"), kinds)
+    assert not makes_fresh_array(call(runtime.owned_adjoint, "x", "s"), kinds)
+    assert not makes_fresh_array(call(runtime.owned_adjoint, "x", "unknown"), kinds)
+    assert not makes_fresh_array(call(np.sin, "x"), kinds)
+    assert not makes_fresh_array(ir.Var("x"), kinds)
+
+
 def test_a_hessian_vector_product_adds_into_the_adjoints_items_in_place() -> None:
     """Forward mode over a gradient whose code adds into ``x_bar``'s items (``x_bar[1] += ...``,
     lowered as writes into copies): each written in place, with its tangent, which starts as a copy

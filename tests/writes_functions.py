@@ -266,3 +266,8 @@ def two_charges(x, w):
     """Item reads only: its gradient's code adds into ``x_bar``'s items, which a Hessian-vector
     product (forward mode over that code) writes in place."""
     return 1.0 / np.sqrt((x[0] - 1.0) ** 2 + (x[1] + w) ** 2) + x[0] * x[1] * w
+
+
+def scaled(x, s):
+    """An array and a number, for the kinds of ``analysis.makes_fresh_array``'s arguments."""
+    return x * s

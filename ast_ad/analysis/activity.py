@@ -823,7 +823,7 @@ def straight_writes(function: ir.Function, kinds: Kinds) -> dict[int, str]:
 
     The facts this relies on: ``old`` is a numpy array of floats (``kinds``) bound once, at the
     function's level before the write, by a call the registry says returns an array nothing else
-    holds (``registry.returns_fresh``: ``assign_item`` copies, ``owned_adjoint`` makes one); it is
+    holds (``makes_fresh_array``: ``assign_item`` copies, ``owned_adjoint`` makes one); it is
     no parameter, no name the memory model guards (``guarded``: one another name may reach) and not
     the function's result; and nothing reads it but this write (as the array written, not in its
     index or value) and, before it, reads of one item that give a number (a copy, no view). So no
@@ -838,8 +838,7 @@ def straight_writes(function: ir.Function, kinds: Kinds) -> dict[int, str]:
             readers.setdefault(name, []).append(stmt)
     made: dict[str, ir.Stmt] = {}
     for stmt in function.body:
-        if isinstance(stmt, ir.Assign) and type(stmt.value) is ir.Call \
-                and registry.returns_fresh(stmt.value.fn.obj):
+        if isinstance(stmt, ir.Assign) and makes_fresh_array(stmt.value, kinds):
             made[stmt.target] = stmt
     result = function.result.name if isinstance(function.result, ir.Var) else None
     shared = guarded(function.body) | set(function.params) | set(function.mutable)
@@ -878,6 +877,21 @@ def straight_writes(function: ir.Function, kinds: Kinds) -> dict[int, str]:
         ):
             found[id(stmt)] = old
     return found
+
+
+def makes_fresh_array(value: ir.Expr, kinds: Kinds) -> bool:
+    """Whether ``value`` is a call the registry says returns a new array that nothing else holds
+    (``registry.def_fresh``), where the argument that fact names is an array (``kinds``)."""
+    if type(value) is not ir.Call:
+        return False
+    found = registry.fresh_result(value.fn.obj)
+    if found is None:
+        return False
+    k = found[0]
+    if k is None:
+        return True
+    arg = value.args[k] if k < len(value.args) else None
+    return type(arg) is ir.Var and (kinds.rank(arg.name) or 0) >= 1
 
 
 def _claim_loops(body: tuple[ir.Stmt, ...],

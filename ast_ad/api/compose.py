@@ -815,7 +815,7 @@ class JvpOf:
         bit (the value every generated forward pass is checked to give: Python's)."""
         adjoints = self.ast_ad_rule().vjps[0]
         found = None
-        if adjoints._last is not None:  # (reverse mode has run over this jvp)
+        if adjoints.has_run():
             try:
                 found = adjoints.direct(primals, tangents)
             except Exception as failure:  # noqa: BLE001 (the value needs no pair: jvp gives it)
@@ -1062,6 +1062,10 @@ class JvpCotangent:
         for k, bar in zip(active, flat[len(primals):], strict=True):
             adjoints[k] = _zero_if_none(bar, tangents[k])
         return tuple(adjoints)
+
+    def has_run(self) -> bool:
+        """Whether a call has found the pair for its layout (reverse mode has run over the jvp)."""
+        return self._last is not None
 
     def direct(self, primals: Any, tangents: Any
                ) -> tuple[Any, Any, Any, Any, tuple[int, ...], bool] | None:

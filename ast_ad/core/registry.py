@@ -344,16 +344,21 @@ def jointly_linear(fn: Any) -> tuple[int, ...]:
     return found
 
 
-def def_fresh(*fns: Any) -> None:
-    """Declare that each of ``fns`` returns, where its result is an array, a new array that no
-    other object holds or shares memory with (``assign_item`` copies before it writes;
-    ``owned_adjoint`` makes one): a name bound to its result, and read by nothing else, may be
-    written in place (``analysis.straight_writes``)."""
-    _declare("fresh", fns)
+def def_fresh(*fns: Any, array_at: int | None = None) -> None:
+    """Declare that each of ``fns`` returns a new array that no other object holds or shares memory
+    with (``assign_item`` copies before it writes), or does so where its argument ``array_at`` is
+    an array (``owned_adjoint(g, x)`` makes one for an array ``x``, and gives ``g`` itself for a
+    number): a name bound to its result, and read by nothing else, may be written in place
+    (``analysis.straight_writes``)."""
+    _note("fresh", *fns, array_at)
+    _FACTS["fresh"].update(dict.fromkeys(fns, (array_at,)))
 
 
-def returns_fresh(fn: Any) -> bool:
-    return bool(_fact("fresh", fn))
+def fresh_result(fn: Any) -> tuple[int | None] | None:
+    """``(array_at,)`` for a function declared by ``def_fresh`` (``array_at``: ``None`` where its
+    result is always new), else ``None``."""
+    found: tuple[int | None] | None = _fact("fresh", fn)
+    return found
 
 
 def def_reduction(fn: Any, axes: tuple[int, ...] | None = None) -> None:

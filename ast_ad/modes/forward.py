@@ -49,6 +49,7 @@ from ast_ad.analysis.activity import (
     is_library,
     is_user_function,
     library_call,
+    makes_fresh_array,
     missing_rule,
     packed_result,
     shape_class,
@@ -525,10 +526,10 @@ class Forwarder:
 
     def note_fresh(self, tangent: list[ir.Stmt], dot: str) -> None:
         """``dot`` among ``fresh_dots`` where its statements end binding it to a new array
-        (``registry.returns_fresh``: ``assign_item``'s copy), which nothing else holds."""
+        (``analysis.makes_fresh_array``: ``assign_item``'s copy), which nothing else holds."""
         last = tangent[-1] if tangent else None
-        if isinstance(last, ir.Assign) and last.target == dot and type(last.value) is ir.Call \
-                and registry.returns_fresh(last.value.fn.obj):
+        if isinstance(last, ir.Assign) and last.target == dot \
+                and makes_fresh_array(last.value, self.kinds):
             self.fresh_dots.add(dot)
         else:
             self.fresh_dots.discard(dot)

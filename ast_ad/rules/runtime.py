@@ -229,7 +229,7 @@ def_meta_read(rt.expand_reduced, 1)
 def_meta_read(rt.getitem_vjp, 1)
 def_meta_read(rt.concatenate_vjp, 1)
 def_meta_read(rt.stand_in, 0)  # (what it keeps is read for no more)
-def_fresh(rt.owned_adjoint)  # (an array of its own, for an array)
+def_fresh(rt.owned_adjoint, array_at=1)  # (an array of its own for an array x; g for a number)
 def_meta_read(rt.owned_adjoint, 1)  # (zeros of its shape, dtype and type, plus the adjoint)
 # a stand-in is read for its shape and dtype only: it carries no derivative
 def_nondiff(rt.stand_in)
