@@ -28,7 +28,7 @@ from ast_ad.ir import nodes as ir
 from ast_ad.ir.syntax import RefTable
 from ast_ad.modes.adjoint import Adjoint
 from ast_ad.modes.batch import stacked_tangent
-from ast_ad.modes.forward import Tangent, forward, jvp_units
+from ast_ad.modes.forward import Tangent, forward, jvp_units, tangent_only
 from ast_ad.modes.reverse import reverse
 from ast_ad.modes.reverse_code import gradient_units, pair_units
 
@@ -246,20 +246,24 @@ TANGENTS = _Tangents()
 
 
 def jvp_key(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
-            needed: tuple[bool, ...] | None = None) -> tuple[Any, ...]:
+            needed: tuple[bool, ...] | None = None,
+            tangent_alone: bool = False) -> tuple[Any, ...]:
     """What :func:`jvp_function` caches its module under."""
-    return ("jvp", fn, argnums, shapes, needed)
+    return ("jvp tangent" if tangent_alone else "jvp", fn, argnums, shapes, needed)
 
 
 def jvp_function(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...],
-                 needed: tuple[bool, ...] | None = None) -> Loaded:
-    """The loaded forward-mode function ``f_jvp(*args, *tangents) -> (out, out_dot)``."""
+                 needed: tuple[bool, ...] | None = None, tangent_alone: bool = False) -> Loaded:
+    """The loaded forward-mode function ``f_jvp(*args, *tangents) -> (out, out_dot)``;
+    ``tangent_alone``: ``-> out_dot``, without what only ``out`` needs (``forward.tangent_only``,
+    for a caller that has computed ``out`` at these arguments)."""
     return _built(
-        jvp_key(fn, argnums, shapes, needed),
+        jvp_key(fn, argnums, shapes, needed, tangent_alone),
         fn,
         "forward mode",
-        "parse, normalize, forward",
-        lambda: tangent(fn, argnums, shapes, needed),
+        "parse, normalize, forward" + (", tangent alone" if tangent_alone else ""),
+        (lambda: tangent_only(tangent(fn, argnums, shapes, needed))) if tangent_alone
+        else lambda: tangent(fn, argnums, shapes, needed),
         lambda derived: emit_units(jvp_units(derived)),
         _tangents,
     )

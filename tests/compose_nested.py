@@ -174,3 +174,16 @@ def outer_plus_forward(x):
 
 def outer_times_forward(x):
     return x * ast_ad.jvp(times, (x, 1.0), (0.0, 1.0))[1]
+
+
+def bowl(p, q):
+    """``saddle``'s cost with a term that couples its arguments: its gradient in ``q`` moves with
+    ``p`` too."""
+    return (p[0] ** 2 + p[1] ** 2) - (q[0] ** 2 + q[1] ** 2) + np.sin(p[0]) * q[1] * q[0]
+
+
+def bowl_slope_norm(p, q):
+    """The squared gradient of ``bowl`` in ``q``: reverse mode over it runs a Hessian-vector product
+    of ``bowl`` in its gradient's reverse rule."""
+    g = ast_ad.grad(bowl, argnums=1)(p, q)
+    return np.sum(g * g)

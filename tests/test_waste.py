@@ -353,6 +353,7 @@ def test_every_helper_that_reads_only_shapes_gives_the_same_with_a_stand_in() ->
             lambda xs: runtime.concatenate_vjp(g, xs), [big[:20].real, big[20:].real]),
         runtime.stand_in: (runtime.stand_in, big),
         runtime.owned_adjoint: (lambda x: runtime.owned_adjoint(g, x), big.real),
+        runtime.zero_tangent: (runtime.zero_tangent, big),
     }
     assert set(registry.with_fact("meta_read")) == set(calls), "a declared helper untested"
     for call, x in calls.values():
@@ -431,3 +432,84 @@ def test_gradbenchs_ode_computes_its_step_sizes_once() -> None:
     assert "t1 = h / 2" in text and "t1_tape" not in text and "t6_tape" not in text
     assert "x_bar = np.zeros_like(x)" in text
     assert_fd(ode.last, (x, 5), (0,), (ast_ad.grad(ode.last)(x, 5),))
+
+
+def test_a_hessian_vector_product_in_a_reverse_rule_computes_the_tangent_alone(lowerings) -> None:
+    """Reverse mode over ``ast_ad.grad`` in a body: the gradient's reverse rule reads the tangent of
+    the gradient, not the gradient, so from its second call it runs a module of the tangent alone
+    (``forward.tangent_only``, ``optimize.dead``): nothing lowered, the same numbers to the bit, no
+    dead store, and none of the gradient's own item writes (only the tangents' are left). Against
+    the closed form."""
+    from ast_ad import transform
+    from tests import compose_nested as nested
+
+    outer = ast_ad.grad(nested.bowl_slope_norm, argnums=(0, 1))
+    p, q = np.array([0.3, -0.7]), np.array([1.1, 0.4])
+    first = outer(p, q)
+    # (the modules over the code of ``bowl``'s gradient in both arguments, the rule's)
+    made = {key[0]: loaded for key, loaded in transform._loaded.items()
+            if key[0] in ("jvp", "jvp tangent") and "bowl" in getattr(key[1], "__name__", "")}
+    assert set(made) == {"jvp", "jvp tangent"}, made
+    lowerings["n"] = 0
+    again = outer(p, q)
+    assert lowerings["n"] == 0
+    for a, b in zip(first, again, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # g = (-2 q0 + s q1, -2 q1 + s q0), s = sin(p0); the gradient of |g|^2
+    s, c = np.sin(p[0]), np.cos(p[0])
+    g = np.array([-2 * q[0] + s * q[1], -2 * q[1] + s * q[0]])
+    expected_p = np.array([2 * g[0] * c * q[1] + 2 * g[1] * c * q[0], 0.0])
+    expected_q = np.array([2 * g[0] * -2 + 2 * g[1] * s, 2 * g[0] * s + 2 * g[1] * -2])
+    np.testing.assert_allclose(again[0], expected_p, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(again[1], expected_q, rtol=1e-12)
+    alone = made["jvp tangent"].text
+    entry = alone[alone.rindex("\ndef ") + 1:] if "\ndef " in alone else alone
+    assert dead_stores(entry) == []
+    written = [line.split("[")[0].strip() for line in entry.splitlines()
+               if "] = " in line and not line.strip().startswith("#")]
+    assert written and all(name.endswith("_dot") for name in written), written
+    whole = made["jvp"].text
+    assert any("] = " in line and not line.split("[")[0].strip().endswith("_dot")
+               for line in whole.splitlines())  # (the module of both writes the gradient's too)
+
+
+def test_the_dead_code_pass_leaves_out_only_what_nothing_reads() -> None:
+    """``optimize.dead``: a pure call nothing reads goes, a call with an effect stays; an item write
+    into an array only its names reach goes where nothing reads the array's entries after it (a
+    zero tangent of it reads its shape alone: ``registry.meta_positions``), and stays where a name
+    of it is read, or where the array is not known to be the write's own; a loop stays whole, and
+    what it reads is computed."""
+    from ast_ad import runtime
+    from ast_ad.ir import nodes as ir
+    from ast_ad.optimize.dead import dead_code_dropped
+
+    here = ir.NOWHERE
+
+    def call(fn, *args):
+        return ir.Call(ir.Ref(fn, getattr(fn, "__name__", "f")),
+                       tuple(ir.Var(a) if isinstance(a, str) else ir.Const(a) for a in args))
+
+    body = (
+        ir.Assign("a", call(runtime.owned_adjoint, 0.0, "x"), here),
+        ir.Assign("s", call(np.sin, "x"), here),  # read by the write only
+        ir.SetItem("a", ir.Const(0), ir.Var("s"), here),
+        ir.Assign("b", ir.Var("a"), here),
+        ir.Assign("t", call(np.cos, "x"), here),  # read by nothing
+        ir.Assign("u", call(print, "x"), here),  # an effect
+        ir.Assign("z", call(runtime.zero_tangent, "b"), here),
+    )
+
+    def kept(live, owned):
+        return [type(s).__name__ + ":" + (s.target if hasattr(s, "target") else "")
+                for s in dead_code_dropped(body, set(live), frozenset(owned))]
+
+    assert kept({"z"}, {"a"}) == ["Assign:a", "Assign:b", "Assign:u", "Assign:z"]
+    # (the array not known to be the write's own: another name may read the entry)
+    assert kept({"z"}, set()) == ["Assign:a", "Assign:s", "SetItem:a", "Assign:b", "Assign:u",
+                                  "Assign:z"]
+    # (its entries read after the write, through its copy)
+    assert kept({"b"}, {"a"}) == ["Assign:a", "Assign:s", "SetItem:a", "Assign:b", "Assign:u"]
+    assert kept(set(), {"a"}) == ["Assign:u"]
+    loop = ir.For("i", ir.Var("r"), (ir.Assign("w", call(np.sin, "t"), here),), here)
+    assert [type(s).__name__ for s in dead_code_dropped(
+        (ir.Assign("t", call(np.cos, "x"), here), loop), set(), frozenset())] == ["Assign", "For"]

@@ -214,7 +214,7 @@ def _gradient_direct(gradient: Any, primals: tuple[Any, ...], tangents: tuple[An
     ``shape_labels``, ``lowering._jvp_of`` by those of its arguments), which its call
     (``layout_caller``, both modules current) checks; and ``Gradient.lowered`` calls the code with
     the arguments followed by the seed ``1.0``."""
-    found = gradient.tangent_module
+    found = gradient.tangent_module if both else gradient.tangent_alone
     if found is None:
         return NOT_SCALARS
     call, loaded = found
@@ -224,10 +224,28 @@ def _gradient_direct(gradient: Any, primals: tuple[Any, ...], tangents: tuple[An
         raise located(exc, loaded) from None
     if done is NOT_SCALARS:
         return NOT_SCALARS
-    raw, raw_dot = done
+    raw_dot = done[1] if both else done
     refuse_missing_tangents(raw_dot)
     dot = gradient.shape(raw_dot[0], raw_dot[1], primals)
-    return (gradient.finish(raw[0], raw[1], primals), dot) if both else dot
+    return (gradient.finish(done[0][0], done[0][1], primals), dot) if both else dot
+
+
+def _arm_tangent_alone(gradient: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> None:
+    """After a gradient's reverse rule ran its Hessian-vector product by ``jvp``: the module of the
+    tangent alone for the next call like it (``forward.tangent_only``), which ``_gradient_direct``
+    runs with ``both`` false. The fact it relies on: the rule's caller computed the gradient at
+    these arguments (its value is the rule's operand), so what the module leaves out has run there
+    and raised nothing."""
+    layout = _layout(primals, tangents)
+    if layout is None:
+        return
+    paired, paired_tangents = _pair_up(primals, tangents)
+    active = tuple(k for k, t in enumerate(paired_tangents) if t is not None)
+    lowered = lower(gradient, paired)
+    loaded = jvp_code(lowered, active, tangent_alone=True)
+    gradient.tangent_alone = (
+        layout_caller(layout, (lowered.loaded, loaded), loaded.fn, seeds=1), loaded
+    )
 
 
 def _current(loaded: Loaded) -> bool:
@@ -290,7 +308,9 @@ class Directional:
             done = _gradient_direct(fun, args, tangents, False)
             if done is not NOT_SCALARS:
                 return done
-            return jvp(fun, args, tangents)[1]
+            dot = jvp(fun, args, tangents)[1]
+            _arm_tangent_alone(fun, args, tangents)
+            return dot
         for direction, v in zip(self.directions[:-1], vs[:-1], strict=True):
             fun = Fixed(fun, direction, v)
         return jvp(fun, args, placed(self.directions[-1], vs[-1], len(args)))[1]

@@ -211,6 +211,7 @@ STANDARD_NAMES = {
     "Any": "from typing import Any",
     "Mapping": "from collections.abc import Mapping",
     "AbstractSet": "from collections.abc import Set as AbstractSet",
+    "sys": "import sys",
     # (the modules the rules of scipy.linalg and scipy.integrate name their calls by)
     "sl": "import scipy.linalg as sl",
     "si": "import scipy.integrate as si",

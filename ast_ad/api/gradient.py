@@ -163,8 +163,11 @@ def made(fun: Any, argnums: Any, with_value: bool, jit: Jit, checkpoints: Any,
     everything else (the generated code's currency, the globals it reads) it checks at each call."""
     if type(fun) is not types.FunctionType:
         return Gradient(fun, argnums, with_value, jit, checkpoints, holomorphic)
-    # (by what each option is written as: ``checkpoints=True``, which is refused, equals 1)
-    key = repr((argnums, with_value, jit, checkpoints, holomorphic))
+    # (by what each option is written as: ``checkpoints=True``, which is refused, equals 1; the
+    # common options, an integer ``argnums`` and no others, by a tuple, which costs less to make)
+    key: Any = (argnums, with_value, holomorphic) \
+        if type(argnums) is int and jit is None and checkpoints is None \
+        else repr((argnums, with_value, jit, checkpoints, holomorphic))
     kept = _MADE.setdefault(fun, {})
     found = kept.get(key)
     if found is not None and found[0] is fun.__code__ and found[1] is fun.__defaults__ \
@@ -308,6 +311,9 @@ class Gradient(Generic[P, R]):
         self.direct_tangents = self.bound_self is None and not self.transformed \
             and not self.holomorphic and self.plain
         self.tangent_module: tuple[Callable[..., Any], Loaded] | None = None
+        # and the module of the tangent alone, for a reverse rule's Hessian-vector product, where
+        # the gradient ran at the same point (``directional._arm_tangent_alone``)
+        self.tangent_alone: tuple[Callable[..., Any], Loaded] | None = None
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             setattr(self, attr, getattr(self.fun, attr, None))
 

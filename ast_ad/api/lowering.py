@@ -142,8 +142,11 @@ def forward_at(
     return lowered.finish(raw), lowered.finish_dot(raw, raw_dot)
 
 
-def jvp_code(lowered: Lowered, active: tuple[int, ...]) -> Loaded:
-    return transform.jvp_function(*_jvp_of(lowered, active))
+def jvp_code(lowered: Lowered, active: tuple[int, ...], tangent_alone: bool = False) -> Loaded:
+    """The forward-mode module of ``lowered`` for tangents of the caller's arguments ``active``:
+    its function returns ``(out, out_dot)``, or ``out_dot`` alone (``tangent_alone``: for a caller
+    that has computed ``out`` at the same arguments, ``transform.jvp_function``)."""
+    return transform.jvp_function(*_jvp_of(lowered, active), tangent_alone=tangent_alone)
 
 
 def _jvp_of(

@@ -79,6 +79,7 @@ from ast_ad.ir.syntax import RefTable
 from ast_ad.modes import templates
 from ast_ad.modes.calls import callees_in_order
 from ast_ad.optimize.common import shared_numbers
+from ast_ad.optimize.dead import dead_code_dropped
 from ast_ad.optimize.fold import Inliner, number_calls, pure_calls, shared_factor
 from ast_ad.optimize.guards import without_false_guards
 from ast_ad.optimize.hoist import hoisted
@@ -118,6 +119,9 @@ class Tangent:
     parts: frozenset[str] = frozenset()
     # the labels of the parameters it was made for (``api.arguments.shape_labels``)
     labels: tuple[int, ...] = ()
+    # the arrays it writes in place at its own level that only the write and the names it copies
+    # them into reach (``straight_write``): ``optimize.dead`` leaves out writes nothing reads
+    owned: frozenset[str] = frozenset()
 
 
 Derive = Callable[[Any, tuple[int, ...], tuple[int, ...]], Tangent]
@@ -152,6 +156,39 @@ def _jvp_tree(t: Tangent) -> gast.FunctionDef:
     kept = syntax.name_ids(returned, loads=True) | set(t.code.params)
     tree.body = released(body, frozenset(), t.arrays - inliner.folded, kept, t.refs) + [returned]
     return tree
+
+
+def tangent_only(t: Tangent) -> Tangent:
+    """``t``'s forward-mode code returning its result's tangent alone, without what only the
+    result's value needed (``optimize.dead``): a Hessian-vector product reads the tangent of a
+    gradient, not the gradient. A number's zero tangent is the float zero (``zero_tangent`` of any
+    number gives it), so a value read only for its zero tangent is not computed either. The facts
+    the pass relies on are its own docstring's; its callers run it where the code's value was
+    computed at the same arguments (``api.directional``: a gradient's reverse rule, at the point
+    where the gradient ran)."""
+    code = t.code
+    assert code is not None and isinstance(code.result, ir.Var)
+    *body, returned = code.body
+    assert isinstance(returned, ir.Assign) and returned.target == code.result.name \
+        and isinstance(returned.value, ir.Pack) and len(returned.value.elts) == 2
+    dots = returned.value.elts[1]
+    body = [
+        ir.Assign(stmt.target, ir.Const(0.0), stmt.line)
+        if type(stmt) is ir.Assign and type(stmt.value) is ir.Call
+        and stmt.value.fn.obj is runtime.zero_tangent and len(stmt.value.args) == 1
+        and type(arg := stmt.value.args[0]) is ir.Var and arg.name in t.numbers
+        else stmt
+        for stmt in body
+    ]
+    live = {dots.name} if isinstance(dots, ir.Var) else set()
+    kept = dead_code_dropped(tuple(body), live, t.owned)
+    shell = Tangent(t.function, t.argnums)
+    for name in Tangent.__match_args__:
+        setattr(shell, name, getattr(t, name))
+    shell.code = ir.Function(code.name, code.params, kept, dots, code.result_line, code.fn,
+                             code.mutable, code.users, code.inits)
+    shell.refs, shell.again = RefTable(), {}
+    return shell
 
 
 def forward(
@@ -248,6 +285,7 @@ class Forwarder:
         # tangent is an array this code made (``fresh_dots``: bound to a new ``assign_item``'s)
         self.straight = straight_writes(function, self.kinds)
         self.fresh_dots: set[str] = set()
+        self.owned: set[str] = set()  # the arrays those writes change (``Tangent.owned``)
 
     def run(self, shell: Tangent | None) -> Tangent:
         params = self.function.params + tuple(
@@ -289,7 +327,7 @@ class Forwarder:
         )
         tangent = shell or Tangent(self.function, self.argnums)
         tangent.code, tangent.callees, tangent.watched = code, self.callees, tuple(self.watched)
-        tangent.parts = frozenset(self.parts)
+        tangent.parts, tangent.owned = frozenset(self.parts), frozenset(self.owned)
         tangent.numbers, tangent.dots, tangent.arrays = (
             self.kinds.numbers(),
             dict(self.dots),
@@ -508,6 +546,7 @@ class Forwarder:
         target = stmt.target
         out: list[ir.Stmt] = [ir.SetItem(old.name, index, item, stmt.line),
                               ir.Assign(target, old, stmt.line)]
+        self.owned.add(old.name)
         if target not in self.active:
             return out
         dot = self.dot(target)
@@ -515,6 +554,7 @@ class Forwarder:
         if self.is_active(old) and old_dot in self.fresh_dots:
             stmts, item_dot = self.tangent_of(item)
             self.fresh_dots.add(dot)
+            self.owned.add(old_dot)
             return [*out, *self.pieces(stmts), ir.SetItem(old_dot, index, item_dot, stmt.line),
                     ir.Assign(dot, ir.Var(old_dot), stmt.line)]
         made = self.tangent(stmt, target)

@@ -231,6 +231,7 @@ def_meta_read(rt.concatenate_vjp, 1)
 def_meta_read(rt.stand_in, 0)  # (what it keeps is read for no more)
 def_fresh(rt.owned_adjoint, array_at=1)  # (an array of its own for an array x; g for a number)
 def_meta_read(rt.owned_adjoint, 1)  # (zeros of its shape, dtype and type, plus the adjoint)
+def_meta_read(rt.zero_tangent, 0)  # (zeros of its shape and kind: an item written changes neither)
 # a stand-in is read for its shape and dtype only: it carries no derivative
 def_nondiff(rt.stand_in)
 defvjp(rt.add_adjoints,  lambda g, ans, a, b: g, lambda g, ans, a, b: g)

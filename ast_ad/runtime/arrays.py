@@ -202,6 +202,12 @@ def _summed_to_shape(g: Any, x: Any, shape: Any) -> Any:
 
 def zeros_like(x: Any) -> Any:
     """A zero adjoint for ``x``: a float for scalars, a tuple or list for tuples and lists."""
+    if type(x) is np.ndarray:  # (the most common, and what the general path gives it)
+        if x.ndim == 0:
+            return 0.0
+        return np.zeros(x.shape, complex if x.dtype.kind == "c" else float)
+    if type(x) is float:
+        return 0.0
     if isinstance(x, dict):
         return {key: zeros_like(item) for key, item in x.items()}
     if isinstance(x, tuple):

@@ -4,6 +4,7 @@ hold an array."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -112,6 +113,11 @@ def owned_adjoint(g: Any, x: Any) -> Any:
     holds it, so writing into it changes no other adjoint. A list's (or dict's) adjoint is a list
     (dict) of owned adjoints of its items; a number's is the number (nothing can write into it).
     """
+    if type(x) is np.ndarray and type(g) is float and g == 0.0:
+        # (the most common: an adjoint nothing has flowed into yet)
+        dtype = x.dtype if x.dtype.kind in "fc" else np.dtype(float)
+        zeros = cotangent_zeros(x, dtype)
+        return np.zeros(x.shape, dtype) if zeros is None else zeros
     if isinstance(x, (list, dict)):
         keys = range(len(x)) if isinstance(x, list) else list(x)
         parts = {
@@ -119,11 +125,6 @@ def owned_adjoint(g: Any, x: Any) -> Any:
         }
         owned = {k: owned_adjoint(parts[k], x[k]) for k in keys}
         return [owned[k] for k in keys] if isinstance(x, list) else owned
-    if type(x) is np.ndarray and type(g) is float and g == 0.0:
-        # (the most common: an adjoint nothing has flowed into yet)
-        dtype = x.dtype if x.dtype.kind in "fc" else np.dtype(float)
-        zeros = cotangent_zeros(x, dtype)
-        return np.zeros(x.shape, dtype) if zeros is None else zeros
     if not is_array(x):
         return g
     if not is_array(g):  # the float zero an adjoint starts as: a batch of zeros, in a batched pass
@@ -137,9 +138,8 @@ def cotangent_zeros(x: Any, dtype: Any) -> Any:
     """Zeros of ``x``'s shape for an adjoint a loop adds into, where a backward pass carries a batch
     of cotangents (``runtime.batched.cotangent_size``, set by ``vjp_fn(..., batched=True)``): a
     batch of them; else ``None``. (An exported module, which runs without ast_ad, has no such
-    pass: ``None``.)"""
-    import sys  # (here: an exported module copies this function alone)
-
+    pass: ``None``. It reads ``sys`` from the module, as an exported one imports it too
+    (``export.STANDARD_NAMES``): an ``import`` statement here cost more than the rest.)"""
     batched = sys.modules.get("ast_ad.runtime.batched")
     if batched is None:
         return None
