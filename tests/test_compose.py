@@ -2158,3 +2158,44 @@ def test_forward_mode_over_a_gradient_in_a_body_moves_all_its_arguments_in_one_p
     expected = autograd.grad(their_along, (0, 1))(x, y)
     for a, b in zip(ours, expected, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-11)
+
+
+def test_forward_mode_over_a_jvp_in_a_body_runs_its_module_directly(monkeypatch) -> None:
+    """Forward mode over ``ast_ad.jvp`` in a body: the jvp's forward rule (``JvpTangent``), called
+    again with the layout of its last call, checks that layout and both modules inline and runs the
+    forward-mode module over the jvp's code, without finding the code again (``JvpOf.fixed``,
+    counted): the same numbers as the first call, to the bit; a global the function reads, changed
+    between calls, is read again; a vector of another length finds its own. Against the closed
+    form."""
+    from ast_ad.api import compose
+    from tests import compose_nested as nested
+
+    found = {"n": 0}
+    real = compose.JvpOf.fixed
+
+    def fixed(self, *args):
+        found["n"] += 1
+        return real(self, *args)
+
+    monkeypatch.setattr(compose.JvpOf, "fixed", fixed)
+
+    def expected(x, y, u, scale):
+        slope = scale * np.sum(np.cos(x) * y)
+        return slope ** 2, 2 * slope * scale * np.sum(-np.sin(x) * y * u)
+
+    before = None
+    # (lengths no other test calls it with: its last call is this test's; the global changed, the
+    # modules read it again, ``Loaded.refresh``, and the value says whether they did)
+    for scale, n, finds in ((2.0, 7, 1), (2.0, 7, 0), (3.0, 7, None), (3.0, 9, 1), (3.0, 9, 0)):
+        monkeypatch.setattr(nested, "SCALE", scale)
+        x, y = np.linspace(-1.0, 1.0, n), 1.5
+        u = np.linspace(0.5, 2.0, n)
+        found["n"] = 0
+        out, out_dot = ast_ad.jvp(nested.squared_slope, (x, y), (u, None))
+        assert finds is None or found["n"] == finds
+        value, slope = expected(x, y, u, scale)
+        assert math.isclose(out, value, rel_tol=1e-12)
+        assert math.isclose(out_dot, slope, rel_tol=1e-12)
+        if finds == 0:
+            assert out_dot == before  # (the direct call: the general path's number, to the bit)
+        before = out_dot

@@ -7,12 +7,16 @@ code that has the fault, so that none passes by reading nothing."""
 from __future__ import annotations
 
 import ast
+import copy
 import pathlib
 import sys
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ast_ad
+from ast_ad.testing.random_programs import programs
 from tests.oracles import assert_fd
 from tests.test_kinds import stepped  # (GradBench's ode, in short: a helper called every step)
 
@@ -510,6 +514,55 @@ def test_the_dead_code_pass_leaves_out_only_what_nothing_reads() -> None:
     # (its entries read after the write, through its copy)
     assert kept({"b"}, {"a"}) == ["Assign:a", "Assign:s", "SetItem:a", "Assign:b", "Assign:u"]
     assert kept(set(), {"a"}) == ["Assign:u"]
+    # (an append changes its list: the list's binding stays)
+    listed = (ir.Assign("ys", ir.Pack((), "list"), here), ir.Append("ys", ir.Var("x"), here))
+    assert [type(s).__name__ for s in dead_code_dropped(listed, set(), frozenset())] == [
+        "Assign", "Append"]
     loop = ir.For("i", ir.Var("r"), (ir.Assign("w", call(np.sin, "t"), here),), here)
     assert [type(s).__name__ for s in dead_code_dropped(
         (ir.Assign("t", call(np.cos, "x"), here), loop), set(), frozenset())] == ["Assign", "For"]
+
+
+_HVP_DIRECTORY = None
+
+
+# (half the profile's examples: each transforms a program three ways, a third of a second)
+@settings(max_examples=max(10, settings.default.max_examples // 2))
+@given(programs(arrays=True, mutation=True), st.data())
+def test_a_random_programs_hessian_vector_product_in_a_reverse_rule(program, data) -> None:
+    """A random program ``f`` (mutation, containers and branches included), its gradient in ``x0``
+    taken in a body whose reverse mode runs the gradient's reverse rule (a Hessian-vector product):
+    the second call, by the module of the tangent alone (``forward.tangent_only``), gives the first
+    call's numbers to the bit, and both are the Hessian-vector product that ``jvp`` over the
+    gradient gives (the module of both), within the rounding of sums taken in another order."""
+    import tempfile
+
+    from hypothesis import note
+
+    global _HVP_DIRECTORY  # noqa: PLW0603 (one directory for the run's programs)
+    if _HVP_DIRECTORY is None:
+        _HVP_DIRECTORY = tempfile.mkdtemp(prefix="ast_ad_hvp_")
+    params = ", ".join(f"x{k}" for k in range(program.arity))
+    source = program.source + (
+        "\n\nimport ast_ad\n\nW = np.array([0.7, -1.3, 0.4])\n\n\n"
+        f"def outer({params}):\n"
+        f"    g = ast_ad.grad(f)({params})\n"
+        "    return np.sum(g * W)\n"
+    )
+    note(source)
+    args = program.arguments(data)
+    module = type(program)(source, program.arity, program.arrays, program.smooth)
+    f = module.load(_HVP_DIRECTORY)
+    outer = f.__globals__["outer"]
+    direction = f.__globals__["W"]
+    try:
+        with np.errstate(all="raise", under="ignore"):
+            first = ast_ad.grad(outer)(*copy.deepcopy(args))
+            expected = ast_ad.jvp(ast_ad.grad(f), copy.deepcopy(args),
+                                  (direction, *[None] * (len(args) - 1)))[1]
+    except (ast_ad.errors.ASTADError, ValueError, TypeError, FloatingPointError,
+            ZeroDivisionError, OverflowError):
+        return  # (a refusal, or a value Python cannot compute here: no number to compare)
+    again = ast_ad.grad(outer)(*copy.deepcopy(args))
+    np.testing.assert_array_equal(again, first)
+    np.testing.assert_allclose(first, expected, rtol=1e-9, atol=1e-12)

@@ -41,6 +41,7 @@ from ast_ad.api.arguments import (
     shape_labels,
 )
 from ast_ad.api.directional import (
+    _ARRAY_JVPS,
     Fixed,
     _along,
     _current,
@@ -71,7 +72,8 @@ from ast_ad.api.lowering import (
     run_code,
 )
 from ast_ad.api.sparse import SparseJacobian
-from ast_ad.backend.scalar_calls import layout_caller
+from ast_ad.backend.load import Loaded
+from ast_ad.backend.scalar_calls import NOT_SCALARS, layout_caller
 from ast_ad.core import logs, registry
 from ast_ad.errors import (
     ArgnumsError,
@@ -906,12 +908,53 @@ class JvpTangent:
         self.__name__ = f"{of.__name__}_{'_'.join('pt'[s] for s in path)}_dot"
         self._rule: Any = None
         registry.def_sequence(self)  # a pair: its tangents add element by element
+        # one move, called as last time with floats and numpy arrays: which tangents were given,
+        # and the call (``layout_caller``) that checks the layout and both modules and runs the
+        # forward-mode module over the code of ``of`` (``_direct_once``)
+        self._last: tuple[tuple[int, ...], Callable[..., Any], Loaded] | None = None
 
     def __call__(self, *call: Any) -> Any:
         m = len(self.path)
         moves, (primals, tangents) = moves_of(call, m)
-        fun, given, _ = self.of.fixed(primals, tangents, self.path[:-1], moves[:-1])
-        return jvp(fun, given, _moved(self.path[-1], moves[-1], primals, tangents))[1]
+        last = self._last
+        if last is not None and type(primals) is tuple and type(tangents) is tuple:
+            active = tuple(k for k, t in enumerate(tangents) if t is not None)
+            if active == last[0]:
+                given = (*primals, *(tangents[k] for k in active))
+                try:
+                    done = last[1](given, _moved(self.path[0], moves[0], primals, tangents))
+                except LocatedError as exc:
+                    raise located(exc, last[2]) from None
+                if done is not NOT_SCALARS:
+                    refuse_missing_tangents(done[1])
+                    return done[1]
+        fun, given, active = self.of.fixed(primals, tangents, self.path[:-1], moves[:-1])
+        moved = _moved(self.path[-1], moves[-1], primals, tangents)
+        out = jvp(fun, given, moved)[1]
+        if m == 1:
+            self._direct_once(primals, tangents, fun, given, moved, active)
+        return out
+
+    def _direct_once(self, primals: tuple[Any, ...], tangents: tuple[Any, ...], fun: Any,
+                     given: tuple[Any, ...], moved: tuple[Any, ...],
+                     active: tuple[int, ...]) -> None:
+        """After a call with one move: the next call like it (the same layout of floats and numpy
+        arrays, the same tangents given) checks that layout and both modules (the code of ``of``
+        for this layout, then the forward-mode module over it, which reads its data globals from
+        the first's namespace: ``layout_caller``'s order) and runs the second directly, without
+        finding the code and pairing and checking the arguments again. The facts relied on are
+        ``JvpOf.code``'s and ``directional._direct``'s: each module is fixed by the layout and
+        which arguments move."""
+        self._last = None
+        layout = _layout(primals, tangents) if type(primals) is tuple \
+            and type(tangents) is tuple and len(primals) == len(tangents) else None
+        code = self.of._codes.get(layout) if layout is not None else None
+        forward = _ARRAY_JVPS.get(fun)
+        flat = _layout(given, moved)
+        if code is None or forward is None or flat is None or code[0].fn is not fun:
+            return
+        loaded = forward[1]
+        self._last = active, layout_caller(flat, (code[0], loaded), loaded.fn), loaded
 
     def ast_ad_rule(self) -> Any:
         """Forward: linear in each move, one more move in each slot. Reverse, called ``(g, ans,

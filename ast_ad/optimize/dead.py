@@ -26,8 +26,8 @@ The facts this relies on, each asked of the one place that decides it:
   needs the statement that binds it, not the entries item writes put in it, which change none of
   those;
 - anything else (a call of the user's code or of a function with an effect, an attribute, a raw
-  expression, a loop, a branch, an unpacking) stays, and every name in it is read: the names found
-  live are a superset of those that are.
+  expression, a loop, a branch, an unpacking, an append) stays, and every name in it is read (an
+  append's list too, which it changes): the names found live are a superset of those that are.
 
 What is left out may have raised: a registered function refuses arguments it cannot take, numpy
 raises on shapes that do not broadcast. So the pass serves code whose left-out part has already run
@@ -75,12 +75,19 @@ def dead_code_dropped(body: tuple[ir.Stmt, ...], live: set[str],
             if stmt.target in owned and stmt.target not in live:
                 continue  # (nothing reads the entries it writes; the shape it keeps)
             live.update(ir.reads_of(stmt))
-        else:  # (kept whole: every name it reads, at any depth, live)
+        else:  # (kept whole: every name it reads or changes, at any depth, live)
             for inner in ir.walk((stmt,)):
-                live.update(ir.reads_of(inner))
+                live.update(_used(inner))
         out.append(stmt)
     out.reverse()
     return tuple(out)
+
+
+def _used(stmt: ir.Stmt) -> list[str]:
+    """The names ``stmt`` itself reads, and the list an append changes in place (which
+    ``ir.reads_of`` does not count as read: the statement that binds the list must stay)."""
+    names = ir.reads_of(stmt)
+    return [*names, stmt.target] if type(stmt) is ir.Append else names
 
 
 def _only_computes(value: ir.Expr) -> bool:
