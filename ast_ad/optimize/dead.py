@@ -5,12 +5,17 @@ tangent_only``: a Hessian-vector product reads the tangent of a gradient, not th
 A Hessian-vector product by forward mode over the gradient of ``cost(p, q)`` computes the gradient
 too, and its tangent; where only the tangent is returned, the gradient's own statements go::
 
+    q_item_1 = q[1]                            q_bar = owned_adjoint(0.0, q)
     q_bar = owned_adjoint(0.0, q)              t5 = t3_plus_t4_bar * 2
     t5 = t3_plus_t4_bar * 2                    t7_dot = q_item_1_dot * t5
-    t7_dot = q_item_1_dot * t5                 q_bar_1_dot = assign_item(zero_tangent(q), ...)
-    q_bar[1] = q_bar[1] + t5 * q_item_1  ->    ...
-    q_bar_1 = q_bar                            return pack_dot
+    t7_dot = q_item_1_dot * t5           ->    q_bar_1_dot = assign_item(zero_tangent(q_bar), 1,
+    q_bar[1] = q_bar[1] + t5 * q_item_1                                  t7_dot)
+    q_bar_1 = q_bar                            ...
+    q_bar_1_dot = assign_item(zero_tangent(q_bar), 1, t7_dot)
     ...
+
+(``zero_tangent`` reads ``q_bar``'s shape and kind alone, so the array is made, and the write that
+fills it goes.)
 
 The facts this relies on, each asked of the one place that decides it:
 
