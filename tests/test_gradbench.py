@@ -92,6 +92,10 @@ def test_ba() -> None:
     problem.X += rng.normal(size=problem.X.shape) * 0.01
     problem.w += rng.normal(size=problem.w.shape) * 0.01
     rows, cols, vals = ba.sparse(problem, *ba.blocks(problem))
+    # (the eval's arrays built in place: the same, to the bit)
+    for made, laid in zip(ba.jacobian(problem), (rows, cols, vals), strict=True):
+        assert made.dtype == laid.dtype
+        np.testing.assert_array_equal(made, laid)
     # (by rows, two backward passes, and by columns, one batched forward pass: the same blocks)
     np.testing.assert_allclose(ba.blocks(problem)[0], ba.blocks_by_columns(problem)[0],
                                rtol=1e-12, atol=1e-12)
