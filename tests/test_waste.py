@@ -514,6 +514,9 @@ def test_the_dead_code_pass_leaves_out_only_what_nothing_reads() -> None:
     # (its entries read after the write, through its copy)
     assert kept({"b"}, {"a"}) == ["Assign:a", "Assign:s", "SetItem:a", "Assign:b", "Assign:u"]
     assert kept(set(), {"a"}) == ["Assign:u"]
+    # (a check raises where the code cannot go on: it stays, whatever reads its value)
+    checked = (ir.Assign("k", call(runtime.check_kept, "x", "message"), here),)
+    assert [type(s).__name__ for s in dead_code_dropped(checked, set(), frozenset())] == ["Assign"]
     # (an append changes its list: the list's binding stays)
     listed = (ir.Assign("ys", ir.Pack((), "list"), here), ir.Append("ys", ir.Var("x"), here))
     assert [type(s).__name__ for s in dead_code_dropped(listed, set(), frozenset())] == [
@@ -566,3 +569,19 @@ def test_a_random_programs_hessian_vector_product_in_a_reverse_rule(program, dat
     again = ast_ad.grad(outer)(*copy.deepcopy(args))
     np.testing.assert_array_equal(again, first)
     np.testing.assert_allclose(first, expected, rtol=1e-9, atol=1e-12)
+
+
+def test_every_check_of_the_runtime_is_declared_one() -> None:
+    """``registry.def_check``: each function of ``runtime.checks`` that has rules (so a pass would
+    take it for one that only computes its value) is declared a check, which ``optimize.dead``
+    keeps; a new check without the declaration fails here."""
+    import inspect
+
+    from ast_ad.core import registry
+    from ast_ad.runtime import checks
+
+    ruled = [fn for _, fn in inspect.getmembers(checks, inspect.isfunction)
+             if fn.__module__ == checks.__name__ and registry.lookup(fn) is not None]
+    assert ruled  # (the check_in_place family: guards of the memory model)
+    assert [fn.__name__ for fn in ruled if not registry.is_check(fn)
+            and not registry.is_effect(fn)] == []

@@ -168,6 +168,7 @@ _FACTS: dict[str, dict[Any, Any]] = {
     "sequence": {},
     "same_kind": {},
     "effect": {},
+    "check": {},
     "linear": {},
     "jointly_linear": {},
     "fresh": {},
@@ -973,6 +974,18 @@ def def_effect(*fns: Any) -> None:
 
 def is_effect(fn: Any) -> bool:
     return bool(_fact("effect", fn))
+
+
+def def_check(*fns: Any) -> None:
+    """Declare functions the generated code calls to refuse what it cannot compute as Python does
+    (an in-place write another name sees, a name not bound yet, lengths that differ): each raises
+    there, and otherwise gives its argument back or nothing. A pass that leaves out what nothing
+    reads keeps them (``optimize.dead``)."""
+    _declare("check", fns)
+
+
+def is_check(fn: Any) -> bool:
+    return bool(_fact("check", fn))
 
 
 def is_pure(fn: Any) -> bool:

@@ -21,7 +21,9 @@ The facts this relies on, each asked of the one place that decides it:
 
 - a call of a function ast_ad registered rules for, that changes nothing in place and has no other
   effect (``registry.is_pure``), a copy of a name, a constant and a tuple of names only compute
-  their values, so leaving one out that nothing reads changes nothing else;
+  their values, so leaving one out that nothing reads changes nothing else; a check of the memory
+  model or the language (``registry.is_check``: ``check_in_place``, ``check_bound``...) is called
+  to raise, and stays;
 - an item write changes its array in place, which other names may hold; it is left out only where
   the array is one of ``owned``: arrays written where nothing but the write and the names it is
   copied into reaches them (``analysis.straight_writes``, which forward mode writes in place), and
@@ -100,5 +102,7 @@ def _only_computes(value: ir.Expr) -> bool:
     atoms, or a call of a registered function without effects (``registry.is_pure``)."""
     if isinstance(value, (ir.Var, ir.Const, ir.Ref, ir.Pack)):
         return True
-    # (a call of generated code, ``ir.CalleeRef``, is the user's: no rules of ast_ad's)
-    return isinstance(value, ir.Call) and registry.is_pure(value.fn.obj)
+    # (a call of generated code, ``ir.CalleeRef``, is the user's: no rules of ast_ad's; a check
+    # raises where the code cannot go on, which is what it is there for)
+    return isinstance(value, ir.Call) and registry.is_pure(value.fn.obj) \
+        and not registry.is_check(value.fn.obj)

@@ -7,6 +7,7 @@ import numpy as np
 
 from ast_ad.core.registry import (
     Rule,
+    def_check,
     def_effect,
     def_full_reduction,
     def_guard,
@@ -148,6 +149,8 @@ def_full_reduction(builtins.float)  # float(x): a number
 # guards before writes: no gradient
 def_nondiff(absent, check_in_place, check_item_apart, check_kept, view_of)
 def_nondiff(check_bound)  # a read of a name no assignment may have bound yet (``unbound``)
+# (each raises where the code cannot go on as Python does: never left out as unread)
+def_check(check_in_place, check_item_apart, check_kept, check_bound, key_tangent)
 def_nondiff(keys_of)  # a dict's keys, which a loop over its items steps through
 def_nondiff(key_tangent)  # zeros, or a refusal of a float key
 # whether two names are one object, a view to compare (the memory model's)

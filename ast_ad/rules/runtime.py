@@ -18,6 +18,7 @@ import numpy as np
 
 from ast_ad import runtime as rt
 from ast_ad.core.registry import (
+    def_check,
     def_container_test,
     def_effect,
     def_fresh,
@@ -308,6 +309,7 @@ def_nondiff(rt.balanced_eq, rt.clip_mask, rt.reduced_count, rt.zeros_like, rt.ze
             rt.zeros_of,
             rt.tensordot_spec, rt.inverse_axes, rt.zip_length, rt.field_position, rt.is_container,
             rt.loop_length)
+def_check(rt.zip_length, rt.loop_length)  # (lengths that differ, a loop over what has none)
 
 # ---- reductions, statistics, products and factorizations: linear in the adjoint; the rest by their
 for _adjoint in (rt.prod_vjp, rt.cumprod_vjp, rt.average_vjp, rt.average_weights_vjp,
