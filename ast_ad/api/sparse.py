@@ -208,10 +208,11 @@ def plan_for(rows: np.ndarray, columns: np.ndarray, m: int, n: int, symmetric: b
     symmetric and star-coloured; or, where ``rows_allowed`` and the rows take fewer than half the
     columns' colours, row-coloured (each backward pass of a batch costs about what two or three
     forward passes do: rows pay where they are clearly fewer)."""
-    if symmetric and m == n:
+    symmetric = symmetric and m == n
+    if symmetric:
         rows, columns = _symmetric(rows, columns, n)
     indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=m))])
-    if symmetric and m == n:
+    if symmetric:
         colour = star_coloured(rows, columns, n)
         at, within = star_reading(rows, columns, colour)
         return Plan(rows, columns, (m, n), colour, at, within, indptr)

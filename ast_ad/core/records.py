@@ -119,3 +119,13 @@ def record(cls: Any = None, /, *, frozen: bool = True, eq: bool = True) -> Any:
     if cls is None:
         return lambda c: _make(c, frozen, eq)
     return _make(cls, frozen, eq)
+
+
+R = TypeVar("R")
+
+
+def replace(obj: R, **changes: Any) -> R:
+    """A record like ``obj`` with ``changes`` (a new one; ``obj`` is left as it is)."""
+    names = getattr(type(obj), "__match_args__")  # noqa: B009 (a record's fields)
+    made: R = type(obj)(**{n: changes.get(n, getattr(obj, n)) for n in names})
+    return made

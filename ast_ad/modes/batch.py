@@ -35,12 +35,13 @@ from __future__ import annotations
 
 import operator
 from collections import Counter
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from ast_ad.analysis.kinds import INT, SLICE, UNKNOWN, Kinds, kinds_of
 from ast_ad.core import registry
+from ast_ad.core.records import replace
 from ast_ad.ir import nodes as ir
 from ast_ad.ir.naming import Namer
 from ast_ad.modes.forward import Tangent
@@ -63,7 +64,6 @@ Tree = bool | tuple[Any, ...]
 # the attributes of a tangent that say what one tangent is, not its numbers (read of a ``Batch``)
 _META = frozenset({"shape", "ndim", "size", "dtype"})
 _ALL = slice(None)
-_R = TypeVar("_R")
 
 
 class NotStacked(Exception):
@@ -866,9 +866,3 @@ class Stacker:
         out.append(ir.Assign(name, value, line))
         return ir.Var(name)
 
-
-def replace(obj: _R, **changes: Any) -> _R:
-    """A record like ``obj`` with ``changes``."""
-    names = getattr(type(obj), "__match_args__")  # noqa: B009 (a record's fields)
-    made: _R = type(obj)(**{n: changes.get(n, getattr(obj, n)) for n in names})
-    return made

@@ -69,7 +69,7 @@ from ast_ad.analysis.complexness import (
 )
 from ast_ad.analysis.kinds import SET, kinds_of
 from ast_ad.core import registry
-from ast_ad.core.records import field, record
+from ast_ad.core.records import field, record, replace
 from ast_ad.errors import LocatedError, MissingRuleError, UnsupportedSyntaxError
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
@@ -182,13 +182,7 @@ def tangent_only(t: Tangent) -> Tangent:
     ]
     live = {dots.name} if isinstance(dots, ir.Var) else set()
     kept = dead_code_dropped(tuple(body), live, t.owned)
-    shell = Tangent(t.function, t.argnums)
-    for name in Tangent.__match_args__:
-        setattr(shell, name, getattr(t, name))
-    shell.code = ir.Function(code.name, code.params, kept, dots, code.result_line, code.fn,
-                             code.mutable, code.users, code.inits)
-    shell.refs, shell.again = RefTable(), {}
-    return shell
+    return replace(t, code=replace(code, body=kept, result=dots), refs=RefTable(), again={})
 
 
 def forward(
