@@ -14,6 +14,13 @@ import numpy as np
 from ast_ad.testing.checking import directional
 
 
+class NoVerdict(Exception):
+    """An oracle that cannot judge at this point: central differences disagree with the gradient
+    and the complex step is not finite there (complex arithmetic overflows where real arithmetic
+    does not: ``(a + bi)(c + di)`` forms ``ac`` and ``bd`` apart, so a product near the largest
+    float gives ``inf - inf``). The caller chooses another oracle."""
+
+
 def assert_fd(
     fun: Callable[..., Any], args: tuple, argnums: tuple[int, ...], grads: tuple, seed: int = 0
 ) -> None:
@@ -71,6 +78,8 @@ def assert_fd_or_complex_step(
                 raise AssertionError("differences disagree, and no complex step runs") from None
             directions.append(direction)
             steps.append(float(np.imag(out)) / 1e-30)
+        if not all(math.isfinite(s) for s in steps):
+            raise NoVerdict(("the complex step is not finite", steps)) from None
     analytic = [float(np.sum(np.asarray(g) * d)) for g, d in zip(grads, directions, strict=True)]
     agree = all(
         math.isclose(a, s, rel_tol=1e-9, abs_tol=1e-9) for a, s in zip(analytic, steps, strict=True)

@@ -62,7 +62,7 @@ def has_duck(value) -> bool:
 @pytest.mark.parametrize(
     "rule", [r for r in DIFFERENTIABLE if r.origin != "ast_ad.api.solvers"], ids=_name
 )
-@settings(max_examples=few(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=few(4), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_every_rule_keeps_the_array_type(rule: registry.Rule, data: st.DataObject) -> None:
     """Each reverse and forward rule, given duck arrays, gives duck arrays with numpy's values."""

@@ -112,8 +112,16 @@ SCALAR_CORPUS = [
 ]
 
 
+# the programs whose compile takes Numba 5 to 14 s: in the long step (.ci/run), to keep the default
+# run within its five minutes
+_SLOW_TO_COMPILE = {"stepped_last", "rnn", "phases"}
+
+
 @pytest.mark.parametrize(
-    ("fn", "argnums", "args"), CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)]
+    ("fn", "argnums", "args"),
+    [pytest.param(*c, marks=[pytest.mark.long] if c[0].__name__ in _SLOW_TO_COMPILE else [])
+     for c in CASES],
+    ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)],
 )
 def test_compiled_gradient_is_the_interpreted_one(fn, argnums, args) -> None:
     value, grads = ast_ad.value_and_grad(fn, argnums, jit="numba")(*args)

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import ast_ad
 from ast_ad.testing.random_programs import Program, programs
 from tests.oracles import (
+    NoVerdict,
     assert_fd,
     assert_fd_or_complex_step,
     assert_same,
@@ -303,12 +304,16 @@ def test_mutating_programs_are_exact_or_refused(program: Program, data: st.DataO
         return
     python = lambda *a: fn(*copy.deepcopy(a))  # noqa: E731
     if fd_settled(python, args, argnums):
-        assert_fd_or_complex_step(
-            python, args, argnums, grads, extended=lambda a: ast_ad.grad(fn, argnums)(*a)
-        )
-        return
-    # finite differences have not settled (the function turns faster than their step): forward
-    # mode is the oracle then, by the dot-product identity with the gradient
+        try:
+            assert_fd_or_complex_step(
+                python, args, argnums, grads, extended=lambda a: ast_ad.grad(fn, argnums)(*a)
+            )
+            return
+        except NoVerdict:
+            pass  # (seed 50001: gradients of 1e103 to 1e128, complex products overflowing to nan)
+    # finite differences have not settled (the function turns faster than their step), or
+    # disagree where the complex step is not finite: forward mode is the oracle then, by the
+    # dot-product identity with the gradient
     tangents, out, out_dot = forward(fn, args, seed=3)
     assert np.array_equal(out, value, equal_nan=True)
     dot = sum(
