@@ -24,6 +24,7 @@ from ast_ad.runtime.batched import Batch, BatchRefused, batched_pass, is_batch, 
 from ast_ad.testing import tracer
 from ast_ad.testing.random_programs import programs
 from tests.rule_cases import CASES
+from tests.strategies import half
 from tests.test_rules import FORWARD, _name, direction_like, is_float, leaves, observed
 
 B = 3  # as many tangents as a vector in the cases has entries, now and then: a misaligned batch
@@ -229,6 +230,7 @@ def _columns_one_by_one(fn, args, k):
     return columns
 
 
+@half()
 @given(programs(arrays=True), st.data())
 def test_a_batched_pass_over_a_program_gives_each_column_s_own_pass(program, data) -> None:
     """The Jacobian's columns of a random program from one batched pass: the value Python's own,
@@ -236,6 +238,7 @@ def test_a_batched_pass_over_a_program_gives_each_column_s_own_pass(program, dat
     _batched_against_one_by_one(program, data)
 
 
+@half()
 @given(programs(arrays=True, mutation=True), st.data())
 def test_a_batched_pass_over_a_mutating_program_gives_each_column_s_own_pass(program,
                                                                             data) -> None:
@@ -263,6 +266,7 @@ def _batched_against_one_by_one(program, data) -> None:
             np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
 
 
+@half()
 @given(programs(arrays=True, branches=False), st.data())
 def test_the_hessian_of_a_program_in_one_pass_is_symmetric_and_matches_its_rows(program,
                                                                                 data) -> None:
@@ -394,6 +398,7 @@ def _rows_one_by_one(fn, args, k):
     return np.stack([np.asarray(vjp_fn(row)[k], dtype=float) for row in np.eye(out.size)])
 
 
+@half()
 @given(programs(arrays=True, mutation=True), st.data())
 def test_a_batched_backward_pass_over_a_program_gives_each_row_s_own_pass(program, data) -> None:
     """The rows of a two-output function of a random program (its value and the value's square)

@@ -172,7 +172,8 @@ def test_random_programs_twice_in_ir_against_the_tracer(program, data) -> None:
     assert _close(want[1][0], out_dot2) and _close(want[1][1], out_dot_dot)
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=max(10, settings.default.max_examples // 4), deadline=None,
+          suppress_health_check=list(HealthCheck))
 @given(programs(lists=True), st.data())
 def test_random_programs_reverse_over_forward_in_ir_against_the_tracer(program, data) -> None:
     """Reverse mode of forward mode's IR, against the tracer's gradient of its own forward mode."""

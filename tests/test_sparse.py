@@ -19,6 +19,7 @@ from ast_ad.runtime.batched import Batch, Pattern, batched_pass, is_batch
 from ast_ad.testing import tracer
 from ast_ad.testing.random_programs import programs
 from tests.rule_cases import CASES
+from tests.strategies import half
 from tests.test_batched import _value_and_square, flat
 from tests.test_rules import FORWARD, _name, is_float, observed
 
@@ -289,12 +290,7 @@ def _sparse_against_dense(program, data, by_rows: bool) -> None:
                                        atol=1e-9)
 
 
-# (half the profile's examples: each program's derivative is taken two or three ways, a third of a
-# second, and the default run keeps to its five minutes; the long profile still runs a thousand)
-_HALF = settings(max_examples=max(10, settings.default.max_examples // 2))
-
-
-@_HALF
+@half()
 @given(programs(arrays=True, mutation=True), st.data())
 def test_the_sparse_jacobian_of_a_program_is_its_dense_one(program, data) -> None:
     """A random program, mutation and branches included: its sparse Jacobian is the dense one
@@ -302,7 +298,7 @@ def test_the_sparse_jacobian_of_a_program_is_its_dense_one(program, data) -> Non
     _sparse_against_dense(program, data, by_rows=False)
 
 
-@_HALF
+@half()
 @given(programs(arrays=True, branches=False), st.data())
 def test_the_sparse_hessian_of_a_program_is_its_dense_one(program, data) -> None:
     note(program.source)
@@ -362,7 +358,7 @@ def test_a_matrix_is_read_back_from_its_rows_compressed_by_colour(m, n, data) ->
     np.testing.assert_array_equal(compressed[colour[rows], columns], matrix[rows, columns])
 
 
-@_HALF
+@half()
 @given(programs(arrays=True, mutation=True), st.data())
 def test_the_sparse_jacobian_of_a_program_by_rows_is_its_dense_one(program, data) -> None:
     """A random program's sparse Jacobian taken by rows whatever the colours (one forward pass,

@@ -24,6 +24,7 @@ from ast_ad.modes.batch import NotStacked
 from ast_ad.runtime import batched
 from ast_ad.runtime.batched import BatchRefused, batched_pass
 from ast_ad.testing.random_programs import programs
+from tests.strategies import half
 from tests.test_batched import _columns_one_by_one
 
 DIRECTORY = tempfile.mkdtemp(prefix="ast_ad_stacked_")
@@ -432,14 +433,14 @@ def _jacobians(program, data):
                                            atol=1e-12)
 
 
-@settings(max_examples=40)
+@half()
 @given(programs(arrays=True), st.data())
 def test_the_code_for_stacks_of_a_program_gives_each_column_s_own_pass(program, data) -> None:
     """Random programs: the value bit for bit, each column of the Jacobian its own pass's."""
     _jacobians(program, data)
 
 
-@settings(max_examples=40)
+@half()
 @given(programs(arrays=True, mutation=True), st.data())
 def test_the_code_for_stacks_of_a_mutating_program_gives_each_column_s_own_pass(program,
                                                                                 data) -> None:

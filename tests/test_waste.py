@@ -12,12 +12,13 @@ import pathlib
 import sys
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import ast_ad
 from ast_ad.testing.random_programs import programs
 from tests.oracles import assert_fd
+from tests.strategies import half
 from tests.test_kinds import stepped  # (GradBench's ode, in short: a helper called every step)
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
@@ -530,7 +531,7 @@ _HVP_DIRECTORY = None
 
 
 # (half the profile's examples: each transforms a program three ways, a third of a second)
-@settings(max_examples=max(10, settings.default.max_examples // 2))
+@half()
 @given(programs(arrays=True, mutation=True), st.data())
 def test_a_random_programs_hessian_vector_product_in_a_reverse_rule(program, data) -> None:
     """A random program ``f`` (mutation, containers and branches included), its gradient in ``x0``

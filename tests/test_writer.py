@@ -231,7 +231,7 @@ def _without_comments(body: list) -> list:
     return out
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(_statements(EXPRESSIONS), min_size=1, max_size=4), st.lists(CONSTANTS, max_size=1))
 def test_the_writer_prints_what_astor_prints_and_it_parses_back(body, defaults) -> None:
     body = [*body, gast.Return(syntax.name("out_bar"))]  # as a generated function ends
