@@ -101,6 +101,25 @@ def test_a_reshape_has_an_axis_per_entry_of_its_shape() -> None:
     assert known.rank("scalar") is None  # an array of no axes is not a number: nothing is claimed
 
 
+def arrays_written_out(x):
+    start = np.array([0.0, 8.0])
+    counts = np.array([1, 2, 3])
+    flags = np.array([True, False])
+    grid = np.array([[1.0, 2.0], [3.0, 4.0]])
+    return np.sum(start * x[:2]) + np.sum(counts) + np.sum(flags) + np.sum(grid)
+
+
+def test_an_array_written_out_as_a_list_of_numbers_has_one_axis() -> None:
+    """``np.array([0.0, 8.0])``: one axis, of floats where an entry is a float, of integers where
+    all are ints; a list of bools or of lists is not claimed."""
+    known = facts(arrays_written_out, V)
+    assert (known.rank("start"), known.float_array("start")) == (1, True)
+    assert (known.rank("counts"), known.float_array("counts")) == (1, False)
+    assert known.rank("flags") is None and known.rank("grid") is None
+    x = np.linspace(0.5, 1.5, 4)
+    assert ast_ad.grad(arrays_written_out)(x).tolist() == [0.0, 8.0, 0.0, 0.0]
+
+
 def test_a_name_bound_to_different_kinds_is_not_known() -> None:
     known = facts(branches, V, 1.0)
     assert known.rank("y") is None and known.rank("z") is None

@@ -777,6 +777,12 @@ def _value_fact(value: ir.Expr, facts: dict[str, Fact], scope: dict[str, Fact],
         if keep.value and fact[0] == "num":
             return ("num", array[1], fact[2])
         return fact
+    if value.fn.obj is np.array and len(value.args) == 1 and isinstance(value.args[0], ir.Const) \
+            and type(value.args[0].value) in (list, tuple) and value.args[0].value \
+            and all(type(v) in (float, int) for v in value.args[0].value):
+        # ``np.array([0.0, 8.0])``: a numpy array of one axis, of floats where one entry is a float
+        # (of the platform's integers where all are ints; never bools: ``type(True)`` is bool)
+        return ("num", 1, any(type(v) is float for v in value.args[0].value))
     args = [_atom_fact(a, facts, scope) for a in value.args]
     fact = _call_fact(value.fn.obj, args)
     if fact == UNKNOWN and results is not None:

@@ -426,8 +426,13 @@ def fit(dot: Any, ans: Any) -> Any:
     """The tangent ``dot`` of an elementwise result ``ans``, broadcast up to ``ans``'s shape where
     it is smaller (leaf by leaf, where ``ans`` is a list, tuple or dict: ``add_adjoints``'
     tangent)."""
-    # the common case, first
+    # the common cases, first: arrays of one shape, and two numbers (forward mode over code made
+    # for any shapes, ``jvp`` written in a body: a number's tangent is a number)
     if type(dot) is np.ndarray and type(ans) is np.ndarray and dot.shape == ans.shape:
+        return dot
+    if (type(dot) is float or type(dot) is np.float64) and (
+        type(ans) is float or type(ans) is np.float64
+    ):
         return dot
     # a new list (tuple, dict) of its own, as ``add_adjoints`` makes
     if isinstance(dot, (tuple, list, dict)):
