@@ -137,9 +137,48 @@ def scaled_potential(x, y):
     return SCALE * np.sum(np.sin(x) * y)
 
 
+def linear_potential(x, y):
+    """What ``scaled_potential`` is redefined as, in a test that the code made of it follows."""
+    return SCALE * np.sum(x * y)
+
+
 def squared_slope(x, y):
     """Reverse mode over ``ast_ad.jvp`` of a function that reads a global (``SCALE``)."""
     return ast_ad.jvp(scaled_potential, (x, y), (np.ones_like(x), None))[1] ** 2
+
+
+def squared_slope_by_name(x, y):
+    """``squared_slope`` with its tangents held in a name, not written out: ``ast_ad.jvp`` stays a
+    call of the primitive ``compose.JvpOf``, whose rules run ``scaled_potential``'s forward-mode
+    code as a module of its own."""
+    tangents = (np.ones_like(x), None)
+    return ast_ad.jvp(scaled_potential, (x, y), tangents)[1] ** 2
+
+
+def squared_slope_along_too_few(x, y):
+    """A tangent of two entries for an argument of three: refused, as the API's ``jvp`` refuses
+    it."""
+    return ast_ad.jvp(scaled_potential, (x, y), (np.ones(2), None))[1] ** 2
+
+
+def slope_of_a_list(xs, y):
+    """``ast_ad.jvp`` of a list, its tangent a list: what the API takes, and the code lowered in
+    place does not."""
+    return ast_ad.jvp(scaled_potential, (xs, y), ([1.0, 1.0, 1.0], None))[1]
+
+
+def slope_of_a_list_by_name(xs, y):
+    tangents = ([1.0, 1.0, 1.0], None)
+    return ast_ad.jvp(scaled_potential, (xs, y), tangents)[1]
+
+
+def potential_through_a_helper(x, y):
+    """A function that calls one of its module's: its forward-mode code is two functions."""
+    return scaled_potential(x, y) * 0.5
+
+
+def squared_slope_through_a_helper(x, y):
+    return ast_ad.jvp(potential_through_a_helper, (x, y), (np.ones_like(x), None))[1] ** 2
 
 
 def squared_force(x, y):
@@ -187,3 +226,4 @@ def bowl_slope_norm(p, q):
     of ``bowl`` in its gradient's reverse rule."""
     g = ast_ad.grad(bowl, argnums=1)(p, q)
     return np.sum(g * g)
+

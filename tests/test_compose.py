@@ -7,6 +7,7 @@ Oracles: finite differences of the function's own run; reverse mode by the dot-p
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 import warnings
@@ -21,12 +22,15 @@ from ast_ad.errors import ASTADError, MissingRuleError
 from ast_ad.modes.checkpointing import CheckpointWarning
 from ast_ad.runtime import check_in_place
 from ast_ad.testing.checking import directional
+from ast_ad.testing.random_programs import programs
 from tests import compose_functions as cf
+from tests import compose_nested as nested_functions
 from tests import corpus_control
 from tests.compose_functions import branchy, reductions, rnn_loss, solves
 from tests.corpus import CASES as STRAIGHT
 from tests.corpus import Case
 from tests.oracles import with_autograd_numpy
+from tests.strategies import half
 
 CASES = STRAIGHT + corpus_control.CASES
 IDS = [f"{case.fn.__name__}-{i}" for i, case in enumerate(CASES)]
@@ -2035,13 +2039,13 @@ def test_reverse_over_a_jvp_runs_the_backward_function_on_the_tape_its_forward_k
     monkeypatch.setattr(compose.JvpCotangent, "run_direct", spied)
     monkeypatch.setattr(nested, "SCALE", 2.0)
     x, y = np.array([0.3, -0.5, 0.9]), 1.5
-    gradient = ast_ad.grad(nested.squared_slope, (0, 1))
+    gradient = ast_ad.grad(nested.squared_slope_by_name, (0, 1))
     gradient(x, y)  # (the pair is made by the first such call: its forward ran again)
     again = gradient(x, y)
     assert seen[-1] is True
     slope = 2.0 * np.sum(np.cos(x) * y)
     np.testing.assert_allclose(again[0], 2 * slope * 2.0 * -np.sin(x) * y, rtol=1e-12)
-    out, vjp_fn = ast_ad.vjp(nested.squared_slope, x, y)
+    out, vjp_fn = ast_ad.vjp(nested.squared_slope_by_name, x, y)
     once, twice = vjp_fn(1.0), vjp_fn(1.0)
     np.testing.assert_array_equal(once[0], twice[0])
     np.testing.assert_array_equal(once[0], again[0])
@@ -2161,7 +2165,8 @@ def test_forward_mode_over_a_gradient_in_a_body_moves_all_its_arguments_in_one_p
 
 
 def test_forward_mode_over_a_jvp_in_a_body_runs_its_module_directly(monkeypatch) -> None:
-    """Forward mode over ``ast_ad.jvp`` in a body: the jvp's forward rule (``JvpTangent``), called
+    """Forward mode over ``ast_ad.jvp`` in a body, its tangents held in a name (a call of the
+    primitive ``JvpOf``, not lowered in place): the jvp's forward rule (``JvpTangent``), called
     again with the layout of its last call, checks that layout and both modules inline and runs the
     forward-mode module over the jvp's code, without finding the code again (``JvpOf.fixed``,
     counted): the same numbers as the first call, to the bit; a global the function reads, changed
@@ -2191,7 +2196,7 @@ def test_forward_mode_over_a_jvp_in_a_body_runs_its_module_directly(monkeypatch)
         x, y = np.linspace(-1.0, 1.0, n), 1.5
         u = np.linspace(0.5, 2.0, n)
         found["n"] = 0
-        out, out_dot = ast_ad.jvp(nested.squared_slope, (x, y), (u, None))
+        out, out_dot = ast_ad.jvp(nested.squared_slope_by_name, (x, y), (u, None))
         assert finds is None or found["n"] == finds
         value, slope = expected(x, y, u, scale)
         assert math.isclose(out, value, rel_tol=1e-12)
@@ -2199,3 +2204,167 @@ def test_forward_mode_over_a_jvp_in_a_body_runs_its_module_directly(monkeypatch)
         if finds == 0:
             assert out_dot == before  # (the direct call: the general path's number, to the bit)
         before = out_dot
+
+
+def _squared_slope_elsewhere(x, y):
+    """``compose_nested.squared_slope`` written in another module than the function it takes the
+    jvp of: the global that function reads (``SCALE``) is its module's, not this one's."""
+    return ast_ad.jvp(nested_functions.scaled_potential, (x, y), (np.ones_like(x), None))[1] ** 2
+
+
+def test_a_jvp_written_in_a_body_is_its_forward_code_lowered_in_place(monkeypatch) -> None:
+    """``ast_ad.jvp(f, (x, y), (v, None))`` written out in a body: ``f``'s forward-mode code, made
+    for any floats and arrays, is lowered where the call is (``Nesting.forward_mode_inlined``), so
+    the outer derivative differentiates it as it differentiates the user's code: no derivative
+    object is called (``jvp_scaled_potential`` is not in the code), in reverse mode and in forward
+    mode over it. Its values are those of the primitive ``JvpOf`` (tangents held in a name) and of
+    the closed form; the global it reads (``SCALE``) is watched, as the outer function's own are:
+    bound again, the next gradient follows it; and so is the function itself, defined again."""
+    from tests import compose_nested as nested
+
+    x, y = np.array([0.3, -0.5, 0.9]), 1.5
+    for scale in (2.0, 3.0):
+        monkeypatch.setattr(nested, "SCALE", scale)
+        slope = scale * np.sum(np.cos(x) * y)
+        closed = (2 * slope * scale * -np.sin(x) * y, 2 * slope * scale * np.sum(np.cos(x)))
+        for fn in (nested.squared_slope, nested.squared_slope_by_name,
+                   nested.squared_slope_through_a_helper, _squared_slope_elsewhere):
+            expected = closed if fn is not nested.squared_slope_through_a_helper else tuple(
+                0.25 * c for c in closed)
+            got = ast_ad.grad(fn, (0, 1))(x, y)
+            np.testing.assert_allclose(got[0], expected[0], rtol=1e-12)
+            assert math.isclose(got[1], expected[1], rel_tol=1e-12)
+            # forward mode over it: the tangent along (u, 1) is the gradient's product with it
+            u = np.array([0.2, 0.1, -0.4])
+            _, along = ast_ad.jvp(fn, (x, y), (u, 1.0))
+            assert math.isclose(along, float(np.dot(expected[0], u)) + expected[1],
+                                rel_tol=1e-12)
+    text = ast_ad.source(ast_ad.grad(nested.squared_slope, (0, 1)))
+    assert "jvp_scaled_potential" not in text and "scaled_potential_jvp" in text
+    assert "jvp_scaled_potential" in ast_ad.source(ast_ad.grad(nested.squared_slope_by_name))
+    # (a function whose forward-mode code is more than one function stays the primitive)
+    assert "jvp_potential_through_a_helper" in ast_ad.source(
+        ast_ad.grad(nested.squared_slope_through_a_helper))
+    # the inner function defined again: the outer gradient follows it (SCALE is 3.0 here)
+    monkeypatch.setattr(nested, "scaled_potential", nested.linear_potential)
+    got = ast_ad.grad(nested.squared_slope, (0, 1))(x, y)
+    np.testing.assert_array_equal(got[0], np.zeros(3))
+    assert math.isclose(got[1], 2 * (3 * 3.0 * y) * (3 * 3.0), rel_tol=1e-12)
+
+
+def test_a_jvp_lowered_in_place_refuses_what_the_api_refuses() -> None:
+    """The code a ``jvp`` in a body is lowered to was made for floats and arrays of floats; its
+    arguments are checked first (``check_jvp_layout``): a tangent of another shape than its
+    argument is refused, as ``ast_ad.jvp`` refuses it (the function run again by Python raises the
+    API's error at the user's line), where the code would have broadcast it into a number; a list,
+    which the code was not made for, is refused with what to write instead."""
+    import traceback
+
+    from tests import compose_nested as nested
+
+    x, y = np.array([0.3, -0.5, 0.9]), 1.5
+    with pytest.raises(ast_ad.errors.ASTADError, match="shape"):
+        ast_ad.jvp(nested.scaled_potential, (x, y), (np.ones(2), None))
+    for mode in (lambda: ast_ad.grad(nested.squared_slope_along_too_few)(x, y),
+                 lambda: ast_ad.jvp(nested.squared_slope_along_too_few, (x, y), (x, 0.0))):
+        # the user's line: in the message, or (reverse mode runs the function again in Python where
+        # its code fails, and Python raises the API's error at that line) in the traceback
+        with pytest.raises(ast_ad.errors.ASTADError, match="has shape") as refused:
+            mode()
+        frames = traceback.extract_tb(refused.value.__traceback__)
+        assert "compose_nested.py:" in str(refused.value) or any(
+            frame.filename.endswith("compose_nested.py") for frame in frames)
+    xs = [0.3, -0.5, 0.9]
+    with pytest.raises(ast_ad.errors.ASTADError, match="hold the tangents in a name") as refused:
+        ast_ad.grad(nested.slope_of_a_list, 1)(xs, y)
+    assert "compose_nested.py:" in str(refused.value)
+    # written so, the general path takes it
+    slope = ast_ad.grad(nested.slope_of_a_list_by_name, 1)(xs, y)
+    assert math.isclose(slope, nested.SCALE * float(np.sum(np.cos(xs))), rel_tol=1e-12)
+
+
+def test_a_gradient_over_a_jvp_in_its_body_exports_as_code_alone(tmp_path) -> None:
+    """With the jvp lowered in place, the gradient of a function that takes a jvp in its body is
+    code alone: exported, it runs in a process without ast_ad (an import of it fails there) and
+    gives the function's value and the gradient ast_ad gives, to the bit."""
+    import subprocess
+    import sys
+
+    from tests import compose_nested as nested
+
+    x, y = np.array([0.3, -0.5, 0.9]), 1.5
+    gradient = ast_ad.grad(nested.squared_slope, (0, 1))
+    path = tmp_path / "squared_slope_gradient.py"
+    ast_ad.export(gradient, str(path), x, y)
+    script = (
+        "import sys, runpy, numpy as np\n"
+        "sys.modules['ast_ad'] = None  # (no ast_ad: importing it raises)\n"
+        f"g = runpy.run_path({str(path)!r})['squared_slope_vjp']\n"
+        "out, (gx, gy) = g(np.array([0.3, -0.5, 0.9]), 1.5)\n"
+        "print(repr(float(out)), repr(float(gy)), *map(repr, gx.tolist()))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    expected = gradient(x, y)
+    got = [float(v) for v in done.stdout.split()]
+    assert got[0] == nested.squared_slope(x, y) and got[1] == expected[1]
+    assert got[2:] == expected[0].tolist()
+
+
+_INLINED_DIRECTORY = None
+
+
+@half()
+@given(programs(arrays=True, mutation=True), st.data())
+def test_a_random_programs_jvp_lowered_in_place(program, data) -> None:
+    """A random program ``f`` (mutation, containers and branches included) whose ``jvp`` along
+    ``x0`` is written in a body, ``outer``: lowered in place, its value is Python's (``outer`` run
+    by Python calls the API's ``jvp``), to the bit where ``f`` takes floats and arrays of floats,
+    and its gradient is the Hessian-vector product that ``jvp`` over ``grad(f)`` gives, within the
+    rounding of sums taken in another order; forward mode over it agrees with that gradient by the
+    dot-product identity. Where the code it was made for does not take the arguments (a list), the
+    refusal says what to write."""
+    import tempfile
+
+    from hypothesis import note
+
+    global _INLINED_DIRECTORY  # noqa: PLW0603 (one directory for the run's programs)
+    if _INLINED_DIRECTORY is None:
+        _INLINED_DIRECTORY = tempfile.mkdtemp(prefix="ast_ad_inlined_")
+    params = ", ".join(f"x{k}" for k in range(program.arity))
+    nones = " None," * (program.arity - 1)
+    source = program.source + (
+        "\n\nimport ast_ad\n\n\n"
+        f"def outer({params}):\n"
+        f"    return ast_ad.jvp(f, ({params},), (np.ones_like(x0),{nones}))[1]\n"
+    )
+    note(source)
+    args = program.arguments(data)
+    module = type(program)(source, program.arity, program.arrays, program.smooth)
+    f = module.load(_INLINED_DIRECTORY)
+    outer = f.__globals__["outer"]
+    if "jvp_f" in ast_ad.source(ast_ad.grad(outer), *copy.deepcopy(args)):
+        return  # (f's forward-mode code is more than one function: the primitive, tested above)
+    try:
+        with np.errstate(all="raise", under="ignore"):
+            python = outer(*copy.deepcopy(args))
+            value, grads = ast_ad.value_and_grad(outer)(*copy.deepcopy(args))
+            direction = np.ones_like(args[0])
+            expected = ast_ad.jvp(ast_ad.grad(f), copy.deepcopy(args),
+                                  (direction, *[None] * (len(args) - 1)))[1]
+    except ast_ad.errors.ASTADError as refused:
+        if "hold the tangents in a name" in str(refused):
+            assert not (type(args[0]) is float or type(args[0]) is np.ndarray
+                        and args[0].dtype.kind == "f")
+        return
+    except (ValueError, TypeError, FloatingPointError, ZeroDivisionError, OverflowError):
+        return  # (a value Python cannot compute here: no number to compare)
+    assert np.array_equal(value, python, equal_nan=True)
+    np.testing.assert_allclose(grads, expected, rtol=1e-9, atol=1e-12)
+    u = np.linspace(0.5, 1.5, np.size(args[0])).reshape(np.shape(args[0]))
+    u = float(u) if np.ndim(args[0]) == 0 else u
+    _, along = ast_ad.jvp(outer, tuple(copy.deepcopy(args)),
+                          (u, *[None] * (len(args) - 1)))
+    assert math.isclose(float(along), float(np.sum(np.asarray(grads) * u)), rel_tol=1e-9,
+                        abs_tol=1e-9)
+

@@ -678,3 +678,35 @@ def test_second_derivatives_through_a_helper_s_reads_into_one_adjoint() -> None:
     v = np.linspace(-1.0, 1.0, 6)
     np.testing.assert_allclose(ast_ad.vjp(gradient, x)[1](v)[0], hessian.T @ v, rtol=1e-12,
                                atol=1e-12)
+
+
+def scaled_by(v, c):
+    return v * c
+
+
+def pairs_and_packs(x):
+    c = x[0] * 2.0  # a float number
+    y = scaled_by(x, c)
+    pair = (y, c)
+    first = pair[0]
+    last = pair[-1]
+    row = [c, x[1]]
+    stacked = np.array(row)
+    rows = [x, y]
+    grid = np.array(rows)
+    joined = np.concatenate([c, c])  # (numbers do not join: it raises, and nothing is claimed)
+    return np.sum(first) + last + np.sum(stacked) + np.sum(grid) + np.sum(joined)
+
+
+def test_facts_through_a_helper_of_a_float_a_tuple_item_and_an_array_of_a_list() -> None:
+    """A helper given a float number: its result's rank is known (a float argument is claimed a
+    number, not inexact: ``fact_label``); an item of a tuple at an index written out has its
+    item's fact; ``np.array`` of a list written out and read by it alone stacks its items (numbers:
+    one axis; arrays of one axis: two); ``np.concatenate`` of numbers claims nothing."""
+    known = kinds_of(transform.normalized(pairs_and_packs), shape_labels((V,)),
+                     callee_results(transform.normalized))
+    assert (known.rank("y"), known.rank("first"), known.rank("last")) == (1, 1, 0)
+    assert (known.rank("stacked"), known.rank("grid")) == (1, 2)
+    assert known.rank("joined") is None
+    # (without the helper's facts, its result is not known)
+    assert kinds_of(transform.normalized(pairs_and_packs), shape_labels((V,))).rank("y") is None

@@ -340,6 +340,7 @@ def test_nondiff_rules_stop_the_gradient(rule: registry.Rule) -> None:
         runtime.shared_family: (box(np.ones(2)), (np.zeros(2),), "here"),
         runtime.view_probe: (box(np.ones(3)), __import__("operator").getitem, slice(1, None)),
         check_bound: (box(True), "y", "here"),
+        runtime.check_jvp_layout: ("here", box(np.ones(2)), np.zeros(2)),
         runtime.balanced_eq: (box(np.array([1.0, 2.0])), np.array([1.0, 3.0]), 0.5),
         runtime.clip_mask: (box(np.array([1.0, -2.0])), -0.5, 0.7),
         runtime.tensordot_spec: (box(np.ones((2, 3))), np.ones((3, 2)), 1),

@@ -158,8 +158,11 @@ def fact_label(position: int, fact: Fact) -> int:
     reads it back as ``fact``): a numpy array's axes and kind, a number, or nothing."""
     if fact[0] == "num" and fact[1] >= 1:
         return _encoded(position, fact[1], fact[2])
-    if fact == INT or fact[0] == "num" and fact[1] == 0 and not fact[2]:
-        return NARROW_NUMBER  # a number, no more (a float is not claimed: ``label_fact``)
+    if fact == INT or fact[0] == "num" and fact[1] == 0:
+        # a number, no more: read back, a number not claimed inexact (``label_fact``), which
+        # withholds what only a float allows (``float_array``, ``wide_float``) and claims its
+        # rank, which is what decides an ``unbroadcast``
+        return NARROW_NUMBER
     return position
 
 
@@ -514,7 +517,9 @@ def checked_only(function: ir.Function, remade: bool = False) -> set[str]:
 
 
 # what joins a list or tuple of arrays into one: the number of axes it adds (``_joined``)
-_JOINS = {np.concatenate: 0, np.stack: 1}
+# joins of a list of arrays of one shape (or of numbers, for the two that stack them): the axes they
+# add (``np.array`` of arrays of one shape stacks them, as ``np.stack`` does; of others it raises)
+_JOINS = {np.concatenate: 0, np.stack: 1, np.array: 1}
 
 
 def _joined(function: ir.Function) -> set[str]:
@@ -605,10 +610,10 @@ def _join_fact(fn: Any, item: Fact) -> Fact:
 
 
 def _arrays_fact(elts: list[Fact]) -> Fact:
-    """A list or tuple of numpy arrays of one number of axes (``_joined``): ("arrays", rank,
-    inexact)."""
-    if not elts or any(e[0] != "num" or e[1] < 1 for e in elts) \
-            or len({e[1] for e in elts}) != 1:
+    """A list or tuple of numpy arrays of one number of axes, or of numbers (``_joined``):
+    ("arrays", rank, inexact); a join that cannot take numbers (``np.concatenate``) claims
+    nothing of them (``_call_fact``)."""
+    if not elts or any(e[0] != "num" for e in elts) or len({e[1] for e in elts}) != 1:
         return UNKNOWN
     return ("arrays", elts[0][1], any(e[2] for e in elts))
 
@@ -784,6 +789,11 @@ def _value_fact(value: ir.Expr, facts: dict[str, Fact], scope: dict[str, Fact],
         # (of the platform's integers where all are ints; never bools: ``type(True)`` is bool)
         return ("num", 1, any(type(v) is float for v in value.args[0].value))
     args = [_atom_fact(a, facts, scope) for a in value.args]
+    if value.fn.obj is operator.getitem and len(args) == 2 and args[0][0] == "items" \
+            and isinstance(value.args[1], ir.Const) and type(value.args[1].value) is int \
+            and -len(args[0][1]) <= value.args[1].value < len(args[0][1]):
+        # an item of a tuple of numbers and arrays, at an index written out (``pack[1]``)
+        return args[0][1][value.args[1].value]  # type: ignore[no-any-return]
     fact = _call_fact(value.fn.obj, args)
     if fact == UNKNOWN and results is not None:
         return results(value.fn.obj, args)
@@ -839,7 +849,8 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
     if fn is runtime.owned_adjoint and len(args) == 2 and args[1][0] == "num" and args[1][1] >= 1 \
             and _rank(args[0]) is not None and _rank(args[0]) <= args[1][1]:
         return ("num", args[1][1], True)  # zeros of x's shape, in floats at least, plus g
-    if fn in _JOINS and len(args) == 1 and args[0][0] == "arrays":
+    if fn in _JOINS and len(args) == 1 and args[0][0] == "arrays" \
+            and args[0][1] >= 1 - _JOINS[fn]:
         return ("num", args[0][1] + _JOINS[fn], args[0][2])
     if fn in _ALLOCATE and len(args) == 1:
         shape = args[0]

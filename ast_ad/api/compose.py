@@ -1227,6 +1227,29 @@ def jvp_of(fun: Callable[..., Any]) -> JvpOf:
     return _JVPS[fun]
 
 
+def jvp_source(fun: Callable[..., Any], nparams: int, active: tuple[int, ...]) -> Any:
+    """The forward-mode code of ``fun`` for tangents of its arguments ``active``, made for any
+    floats and arrays (each argument its own shape label: ``unbroadcast`` wherever shapes may
+    differ), for ``ast_ad.jvp(fun, ...)`` written in a body to be lowered in place
+    (``frontend.nested.Nesting.forward_mode_inlined``): ``(text, entry, namespace, watches)``,
+    where ``watches`` are the user's globals the code was made from (their module's dict, the
+    name, the object), each to be watched by the code the body becomes. ``None`` where the code is
+    more than one function (``fun`` calls helpers, whose code would be read from a generated
+    module's copy of their globals) or reads a closure's cell."""
+    from ast_ad import transform
+
+    loaded = transform.jvp_function(fun, active, tuple(range(nparams)), None)
+    if loaded.text.count("\ndef ") or not loaded.text.startswith("def "):
+        return None
+    watches = []
+    for binding in loaded.bindings:
+        kind, name = binding.origin
+        if kind != "global":
+            return None
+        watches.append((binding.fn.__globals__, name, binding.value))
+    return loaded.text, loaded.fn.__name__, loaded.namespace, tuple(watches)
+
+
 STAGES = ("normalized", "adjoint", "jvp")
 
 
@@ -1311,4 +1334,5 @@ nested.provide(
     jacobian=jacobian,
     hessian=hessian,
     jvp_of=jvp_of,
+    jvp_source=jvp_source,
 )  # a body that calls one is lowered to a call of what it makes

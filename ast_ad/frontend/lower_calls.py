@@ -198,6 +198,9 @@ class CallLowering:
         made = self.nested.transformation(node)
         if made is not None:
             return made
+        inlined = self.nested.forward_mode_inlined(node, name, user)
+        if inlined is not None:
+            return inlined
         forward = self.nested.forward_mode(node)
         if forward is not None:
             return self.lowering.bind(

@@ -13,6 +13,7 @@ calls of known primitives::
 
 from __future__ import annotations
 
+import ast
 import inspect
 import operator
 from typing import Any
@@ -25,7 +26,7 @@ from ast_ad.errors import ASTADError, LocatedError
 from ast_ad.frontend.aliasing import Memory
 from ast_ad.frontend.check import refuse
 from ast_ad.frontend.frame import ClosureScope, Frame, Lowering
-from ast_ad.frontend.parse import parse
+from ast_ad.frontend.parse import parse, to_gast
 from ast_ad.frontend.structure import held_iterables, structure
 from ast_ad.ir import nodes as ir
 from ast_ad.ir import syntax
@@ -183,6 +184,76 @@ class Nesting:
         )
         try:
             return self.lowering.expr(_locate_all(pair, node), name, user)
+        finally:
+            for key in hidden:
+                del self.at.env[key]
+
+    def forward_mode_inlined(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom | None:
+        """``ast_ad.jvp(f, (a, b), (None, t))`` written in the body, ``f`` a module-level function
+        of floats and arrays: ``f``'s forward-mode code, made now for any floats and arrays
+        (``compose.jvp_source``), lowered in place like a helper of the user's, so that the mode
+        differentiating the body differentiates that code as it differentiates the user's: no
+        derivative object is called when it runs. ``None`` (the primitive ``JvpOf``, below) where
+        the primals and tangents are not tuples written out with one entry per parameter of ``f``,
+        a tangent left out is not a literal ``None``, or ``f``'s code is not one function."""
+        if "jvp_source" not in TRANSFORMATIONS or not _is(self.lowering.static(node.func), "jvp"):
+            return None
+        if len(node.args) != 3 or node.keywords:
+            return None
+        primals, tangents = node.args[1], node.args[2]
+        if not (isinstance(primals, gast.Tuple) and isinstance(tangents, gast.Tuple)) or len(
+            primals.elts
+        ) != len(tangents.elts) or any(
+            isinstance(e, gast.Starred) for e in (*primals.elts, *tangents.elts)
+        ):
+            return None
+        fn = self.lowering.static(node.args[0])
+        if not inspect.isfunction(fn) or fn.__closure__ or registry.lookup(fn) is not None \
+                or (fn.__module__ or "").startswith("ast_ad.") or getattr(fn, "composable", False):
+            return None
+        parameters = list(inspect.signature(fn).parameters.values())
+        if len(parameters) != len(primals.elts) or any(
+            p.kind is not p.POSITIONAL_OR_KEYWORD for p in parameters
+        ):
+            return None
+        active = tuple(
+            k for k, t in enumerate(tangents.elts)
+            if not (isinstance(t, gast.Constant) and t.value is None)
+        )
+        if not active:
+            return None
+        made = TRANSFORMATIONS["jvp_source"](fn, len(parameters), active)
+        if made is None:
+            return None
+        text, entry, namespace, watches = made
+        tree = next(
+            stmt for stmt in to_gast(ast.parse(text)).body
+            if isinstance(stmt, gast.FunctionDef) and stmt.name == entry
+        )
+        for n in syntax.walk(tree):  # (each line of it the user's line that wrote the jvp)
+            if "lineno" in getattr(n, "_attributes", ()):
+                gast.copy_location(n, node)
+        source = self.lowering.expr(node.args[0])  # recorded: redefining ``f`` transforms again
+        if not isinstance(source, ir.Ref):
+            return None
+        self.at.inlined.append(fn)  # (its code watched)
+        self.at.foreign_reads.extend(watches)
+        # the arguments evaluated once, in order, as Python evaluates the call's two tuples; the
+        # differentiated ones and their tangents checked to be what the code was made for
+        hidden = []
+        for arg in (*primals.elts, *(tangents.elts[k] for k in active)):
+            hidden.append(self.lowering.hidden("argument"))
+            self.at.env[hidden[-1]] = self.lowering.expr(arg)
+        pairs = [self.at.env[hidden[k if j == 0 else len(parameters) + i]]
+                 for i, k in enumerate(active) for j in (0, 1)]
+        self.lowering.bind(
+            ir.Call(ir.Ref(runtime.check_jvp_layout, "check_jvp_layout"),
+                    (ir.Const(self.at.line.where()), *pairs)),
+            "checked",
+        )
+        call = gast.Call(func=_load(entry), args=[_load(h) for h in hidden], keywords=[])
+        try:
+            return self.inline(tree, _locate_all(call, node), name, user, scope=namespace)
         finally:
             for key in hidden:
                 del self.at.env[key]

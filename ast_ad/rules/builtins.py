@@ -33,6 +33,7 @@ from ast_ad.runtime import (
     check_bound,
     check_in_place,
     check_item_apart,
+    check_jvp_layout,
     check_kept,
     chosen,
     chosen_jvp,
@@ -151,6 +152,8 @@ def_nondiff(absent, check_in_place, check_item_apart, check_kept, view_of)
 def_nondiff(check_bound)  # a read of a name no assignment may have bound yet (``unbound``)
 # (each raises where the code cannot go on as Python does: never left out as unread)
 def_check(check_in_place, check_item_apart, check_kept, check_bound, key_tangent)
+def_nondiff(check_jvp_layout)  # (a jvp lowered in place: its arguments what its code was made for)
+def_check(check_jvp_layout)
 def_nondiff(keys_of)  # a dict's keys, which a loop over its items steps through
 def_nondiff(key_tangent)  # zeros, or a refusal of a float key
 # whether two names are one object, a view to compare (the memory model's)

@@ -179,6 +179,42 @@ def check_kept(value: Any, message: Any) -> Any:
         raise error(message)
 
 
+def check_jvp_layout(where: Any, primal: Any, tangent: Any, *more: Any) -> None:
+    """``ast_ad.jvp(f, primals, tangents)`` written in a body and lowered in place (the forward-mode
+    code of ``f`` made for any numbers and arrays): each differentiated primal, paired with its
+    tangent, a float or a numpy array of 64-bit floats (where ``jvp`` of float32 gives float32, the
+    code, made for 64-bit floats, would not), and the tangent a number or an array of its
+    primal's shape, as the API's ``jvp`` asks; else an error that says how to keep the general path
+    (``compose.JvpOf``, which takes lists, dicts and complex numbers too), since that code, given a
+    list or a tangent of another shape, would not compute what ``jvp`` computes (``t * 2`` of a
+    list repeats it). ``where``: the user's line that wrote the jvp; then each primal and its
+    tangent."""
+    error = error_class("ASTADError", ValueError)
+    pairs = (primal, tangent, *more)
+    for k in range(0, len(pairs), 2):
+        p, t = pairs[k], pairs[k + 1]
+        for value, what in ((p, "argument"), (t, "tangent")):
+            kind = type(value)
+            if kind is float or kind is np.float64:
+                continue
+            if kind is np.ndarray and value.dtype == np.float64:
+                continue
+            if kind is int and what == "tangent":
+                continue
+            raise error(
+                f"{where}: ast_ad.jvp written in a differentiated function takes floats and numpy "
+                f"arrays of 64-bit floats here, not a {kind.__name__}"
+                + (f" of {value.dtype}" if kind is np.ndarray else "")
+                + f" {what}: for lists, dicts, complex numbers, integers or other dtypes, hold "
+                "the tangents in a name (t = (...); ast_ad.jvp(f, primals, t))"
+            )
+        if np.shape(t) != np.shape(p):
+            raise error(
+                f"{where}: the tangent has shape {np.shape(t)}, but its argument has shape "
+                f"{np.shape(p)}: a tangent has its primal's shape"
+            )
+
+
 def check_bound(bound: Any, name: Any, where: Any) -> None:
     """Python's error where a local name is read before any assignment of it ran (``unbound``): the
     loop that binds it ran no step, or the branch that does was not taken."""
