@@ -41,14 +41,14 @@ def broadcast_pair(domain_a: str = "real", domain_b: str = "real") -> st.SearchS
 
 
 def half() -> settings:
-    """Half the profile's examples (20 under CI's, a thousand under the long one): for property
+    """Half the profile's examples (15 under CI's, a thousand under the long one): for property
     tests whose every example takes a random program's derivative two or three ways, a third of a
     second each, so that the default run keeps to its five minutes."""
     return settings(max_examples=max(10, settings.default.max_examples // 2))
 
 
 def few(examples: int) -> int:
-    """``examples`` under the CI profile (40 examples a test), proportionally more under a longer
+    """``examples`` under the CI profile (30 examples a test), proportionally more under a longer
     one (``HYPOTHESIS_PROFILE=long``): for tests that run every rule or every corpus function, each
     with few."""
-    return max(examples, examples * settings.default.max_examples // 40)
+    return max(examples, examples * settings.default.max_examples // 30)
