@@ -1236,8 +1236,6 @@ def jvp_source(fun: Callable[..., Any], nparams: int, active: tuple[int, ...]) -
     name, the object), each to be watched by the code the body becomes. ``None`` where the code is
     more than one function (``fun`` calls helpers, whose code would be read from a generated
     module's copy of their globals) or reads a closure's cell."""
-    from ast_ad import transform
-
     loaded = transform.jvp_function(fun, active, tuple(range(nparams)), None)
     if loaded.text.count("\ndef ") or not loaded.text.startswith("def "):
         return None

@@ -188,31 +188,39 @@ def check_jvp_layout(where: Any, primal: Any, tangent: Any, *more: Any) -> None:
     (``compose.JvpOf``, which takes lists, dicts and complex numbers too), since that code, given a
     list or a tangent of another shape, would not compute what ``jvp`` computes (``t * 2`` of a
     list repeats it). ``where``: the user's line that wrote the jvp; then each primal and its
-    tangent."""
-    error = error_class("ASTADError", ValueError)
+    tangent. It runs on every call of the code it guards: the common cases (floats, arrays of one
+    shape) are decided first, and the error class is looked up only to raise."""
     pairs = (primal, tangent, *more)
     for k in range(0, len(pairs), 2):
         p, t = pairs[k], pairs[k + 1]
-        for value, what in ((p, "argument"), (t, "tangent")):
-            kind = type(value)
-            if kind is float or kind is np.float64:
+        if type(p) is float or type(p) is np.float64:
+            if type(t) is float or type(t) is np.float64 or type(t) is int:
                 continue
-            if kind is np.ndarray and value.dtype == np.float64:
-                continue
-            if kind is int and what == "tangent":
-                continue
-            raise error(
-                f"{where}: ast_ad.jvp written in a differentiated function takes floats and numpy "
-                f"arrays of 64-bit floats here, not a {kind.__name__}"
-                + (f" of {value.dtype}" if kind is np.ndarray else "")
-                + f" {what}: for lists, dicts, complex numbers, integers or other dtypes, hold "
-                "the tangents in a name (t = (...); ast_ad.jvp(f, primals, t))"
-            )
-        if np.shape(t) != np.shape(p):
-            raise error(
-                f"{where}: the tangent has shape {np.shape(t)}, but its argument has shape "
-                f"{np.shape(p)}: a tangent has its primal's shape"
-            )
+        elif type(p) is np.ndarray and p.dtype == np.float64 and type(t) is np.ndarray \
+                and t.dtype == np.float64 and t.shape == p.shape:
+            continue
+        _refuse_jvp_layout(where, p, t)
+
+
+def _refuse_jvp_layout(where: Any, p: Any, t: Any) -> None:
+    """``check_jvp_layout``'s error for a primal ``p`` and tangent ``t`` it does not take."""
+    error = error_class("ASTADError", ValueError)
+    for value, what in ((p, "argument"), (t, "tangent")):
+        kind = type(value)
+        if kind is float or kind is np.float64 or kind is np.ndarray and value.dtype == np.float64 \
+                or kind is int and what == "tangent":
+            continue
+        raise error(
+            f"{where}: ast_ad.jvp written in a differentiated function takes floats and numpy "
+            f"arrays of 64-bit floats here, not a {kind.__name__}"
+            + (f" of {value.dtype}" if kind is np.ndarray else "")
+            + f" {what}: for lists, dicts, complex numbers, integers or other dtypes, hold "
+            "the tangents in a name (t = (...); ast_ad.jvp(f, primals, t))"
+        )
+    raise error(
+        f"{where}: the tangent has shape {np.shape(t)}, but its argument has shape "
+        f"{np.shape(p)}: a tangent has its primal's shape"
+    )
 
 
 def check_bound(bound: Any, name: Any, where: Any) -> None:
