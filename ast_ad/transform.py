@@ -55,7 +55,8 @@ def normalized(fn: Any) -> ir.Function:
 
 
 def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place: bool = True,
-            checkpoints: int | str | None = None) -> Adjoint:
+            checkpoints: int | str | None = None,
+            lengths: tuple[tuple[int, ...] | None, ...] | None = None) -> Adjoint:
     """parse -> check -> normalize -> reverse, cached (while a build is under way: ``_building``)
     per function, argnums, parameter shapes, whether its loops write arrays in place (``reverse``'s
     ``in_place``: not for callees) and how many snapshots its checkpointed loops keep (``reverse``'s
@@ -64,7 +65,7 @@ def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place
     A function that calls itself (directly or through others) gets the adjoint
     under construction: its generated ``_fwd``/``_bwd`` pair calls itself too.
     """
-    key = (fn, argnums, shapes, in_place, checkpoints)
+    key = (fn, argnums, shapes, in_place, checkpoints) + ((lengths,) if lengths else ())
     with _lock:
         if key in _adjoints:
             return _adjoints[key]
@@ -72,7 +73,8 @@ def adjoint(fn: Any, argnums: tuple[int, ...], shapes: tuple[int, ...], in_place
         shell = Adjoint(function, argnums, [], [], None, "", [], RefTable())
         _adjoints[key] = shell
         try:
-            return reverse(function, argnums, shapes, CALLEES, shell, in_place, checkpoints)
+            return reverse(function, argnums, shapes, CALLEES, shell, in_place, checkpoints,
+                           lengths)
         except BaseException:
             _adjoints.pop(key, None)
             raise
@@ -94,22 +96,27 @@ CALLEES = _Callees()
 
 
 def gradient_key(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int, ...],
-                 checkpoints: int | str | None = None) -> tuple[Any, ...]:
+                 checkpoints: int | str | None = None,
+                 typed: tuple[tuple[int, ...] | None, ...] | None = None) -> tuple[Any, ...]:
     """What :func:`gradient` caches its module under (``shapes`` fourth)."""
-    return (fn, argnums, single, shapes, checkpoints)
+    key = (fn, argnums, single, shapes, checkpoints)
+    return (*key, "typed", typed) if typed is not None else key
 
 
 def gradient(fn: Any, argnums: tuple[int, ...], single: bool, shapes: tuple[int, ...],
-             checkpoints: int | str | None = None) -> Loaded:
+             checkpoints: int | str | None = None,
+             typed: tuple[tuple[int, ...] | None, ...] | None = None) -> Loaded:
     """The loaded gradient function, transformed again when a function or module it reads has
-    changed."""
+    changed. ``typed``: made for Numba (``jit="numba"``), for arguments of these shapes alone
+    (``None`` for a number; its call checks them), each name one type wherever it is bound
+    (``reverse_code._typed``)."""
     return _built(
-        gradient_key(fn, argnums, single, shapes, checkpoints),
+        gradient_key(fn, argnums, single, shapes, checkpoints, typed),
         fn,
         "gradient",
         "parse, normalize, reverse",
-        lambda: adjoint(fn, argnums, shapes, checkpoints=checkpoints),
-        lambda derived: emit_units(gradient_units(derived, single)),
+        lambda: adjoint(fn, argnums, shapes, checkpoints=checkpoints, lengths=typed),
+        lambda derived: emit_units(gradient_units(derived, single, typed is not None)),
         _adjoints,
     )
 

@@ -10,11 +10,14 @@ from ast_ad.analysis.activity import (
     CONTAINER,
     SCALAR,
     activity,
+    callee_results,
+    constant_shapes,
     forward_activity,
     shape_classes,
     structured_names,
     usefulness,
 )
+from ast_ad.analysis.kinds import kinds_of
 from ast_ad.ir import nodes as ir
 from ast_ad.runtime import expand_reduced
 
@@ -63,6 +66,64 @@ def test_shape_classes_carry_through_elementwise_operations() -> None:
     assert classes["out"] != 0
     different = shape_classes(transform.normalized(elementwise), (0, 1, SCALAR))
     assert different["c"] is None  # a and b may differ: c's shape is not known
+
+
+def shot(w):
+    x = np.array([0.0, 8.0])
+    v = np.array([0.75, 0.0])
+    three = np.array([1.0, 2.0, 3.0])
+    for _ in range(5):
+        a = pushed(x, w)
+        x = x + 0.1 * v
+        v = v + 0.1 * a
+    return x[0] * v[1] + np.sum(three)
+
+
+def pushed(x, w):
+    """Its result has the shape written in it, whatever ``x``'s."""
+    return -np.array([w * x[0], x[1] - w])
+
+
+def regrown(w):
+    items = [w, 2.0]
+    items.append(3.0)  # (a list that changes: np.array of it has three entries)
+    grown = np.array(items)
+    y = np.array([1.0, 2.0])
+    for _ in range(3):
+        y = np.array([1.0, 2.0, 3.0]) * w  # (bound to another shape in the loop)
+    return np.sum(grown) + np.sum(y)
+
+
+def test_arrays_written_out_have_their_shape_as_facts() -> None:
+    """``np.array`` of numbers written out has their number of entries, and so have elementwise
+    results of such arrays, a loop's values that every binding gives that shape, and a helper's
+    result built so (``constant_shapes``): names of one such shape are one shape class, where
+    each literal had a class of its own before (``x + 0.1 * v`` was of no known class)."""
+    function = transform.normalized(shot)
+    callees = callee_results(transform.normalized)
+    kinds = kinds_of(function, (SCALAR,), callees)
+    shapes = constant_shapes(
+        function, kinds,
+        lambda fn, call, at: callees.shape(fn, [kinds.of(a, at) for a in call.args]),
+    )
+    loop_x = ["x", "x_1", "v", "v_1"]  # (the normalizer's names of the loop's ``x`` and ``v``)
+    assert {shapes[name] for name in loop_x} == {(2,)}
+    assert shapes["three"] == (3,)
+    assert "w" not in shapes
+    classes = shape_classes(function, (SCALAR,), kinds, shapes)
+    assert len({classes[name] for name in loop_x}) == 1
+    assert classes["three"] not in (None, classes["v"])
+    assert classes["a"] == classes["v"]  # (the helper's result: two entries)
+    # without the helper's result known, its result has no shape, nor has ``v``, which adds it
+    alone = constant_shapes(function, kinds)
+    assert "a" not in alone and "v_1" not in alone and alone["three"] == (3,)
+
+
+def test_a_list_that_changes_or_a_name_bound_to_two_shapes_has_no_shape() -> None:
+    function = transform.normalized(regrown)
+    shapes = constant_shapes(function, kinds_of(function, (SCALAR,)))
+    assert "grown" not in shapes and "y_1" not in shapes  # (the loop's ``y``)
+    assert shapes["y"] == (2,)  # (the first ``y``, bound once)
 
 
 def containers(xs, y):

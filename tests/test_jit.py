@@ -9,6 +9,7 @@ code Numba cannot compile is refused at the user's line, never run in Python ins
 from __future__ import annotations
 
 import pathlib
+import re
 import sys
 
 import numpy as np
@@ -20,6 +21,7 @@ import ast_ad
 from ast_ad import runtime
 from ast_ad.backend.jit import JitError
 from tests import corpus_control, writes_functions
+from tests.oracles import assert_fd
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "examples"))
 try:
@@ -201,11 +203,19 @@ HELPER_CASES = {
     runtime.entries: [(A, 2), (A, slice(1, 4)), (M, 1), (M, (1, 2))],
     runtime.detached: [(A,), (2.0,)],
     runtime.owned_adjoint: [(0.0, A), (A * 3, A), (1.5, M)],
+    runtime.dense_adjoint: [(0.0, A), (A * 2.0, A), (2.5, 1.5), (0.0, M)],
+    runtime.fit: [(2.0, 1.5), (A * 2.0, A), (0.5, A), (M * 3.0, M)],
+    # (``np.array`` of a list of numbers, of a tuple of them, and of an array)
+    runtime.cast_vjp: [(A[:2], A[:2], [1.0, 2.0]), (A[:3], A[:3], (1.0, 2.0, 3.0)), (A, A, A)],
+    # (a check: it gives None, and raises where a tangent has another shape)
+    runtime.check_jvp_layout: [("f.py:3", A, A * 2.0), ("f.py:3", 1.5, 2.0),
+                               ("f.py:3", A, A, 1.5, 1), ("f.py:3", M, M, A, A)],
     runtime.pow_minus_one: [(2.0, 3.0), (0.0, 0.0), (0.0, 0.5), (-2.0, 3.0), (1.5, 2)],
     # (where the flag is down, both raise: tests/test_unbound.py)
     runtime.check_bound: [(True, "y", "f.py:3")],
     runtime.copy_of: [(A,), (M,)],
-    runtime.stand_in: [(A,), (M,), (2.5,), ([A, A * 2.0],), ((A, A * 2.0),)],
+    runtime.stand_in: [(A,), (M,), (2.5,), ([A, A * 2.0],), ((A, A * 2.0),),
+                       ((1.5, 2.5),)],
     runtime.loop_length: [(A, "f.py:3"), (M, "f.py:3"), ((1.0, A), "f.py:3"),
                           ([1.0, 2.0], "f.py:3")],
     runtime.real_like: [(A * 1j + A, A), (A * 1j, A * 1j), (2.0 + 1j, 1.5), (M + 0j, M)],
@@ -275,6 +285,118 @@ def test_compiled_helper_matches_python(helper) -> None:
                 helper.__name__,
                 args,
             )
+
+
+def test_compiled_jvp_check_refuses_a_tangent_of_another_shape() -> None:
+    """A tangent of another shape than its primal would broadcast into a wrong number in the code a
+    jvp written in a body becomes: the compiled check raises, as the Python one does."""
+    from ast_ad.backend import jit
+
+    jit._install(numba)
+    check = numba.njit(lambda p, t: runtime.check_jvp_layout("f.py:3", p, t))
+    check(A, A)
+    with pytest.raises(ValueError, match="shape"):
+        check(A, A[:2])
+    with pytest.raises(ast_ad.errors.ASTADError, match="shape"):
+        runtime.check_jvp_layout("f.py:3", A, A[:2])
+
+
+def test_an_item_of_a_tuple_of_numbers_adjoint_is_compiled() -> None:
+    """``pack[1]`` of a pair of numbers (what a jvp written in a body returns): its adjoint is the
+    pair with the item's adjoint at the index written out, zero at the other, as in Python."""
+    from ast_ad.backend import jit
+
+    jit._install(numba)
+    at_one = numba.njit(lambda g, pair: runtime.getitem_vjp(g, pair, 1))
+    at_last = numba.njit(lambda g, pair: runtime.getitem_vjp(g, pair, -1))
+    pair = (1.5, 2.5)
+    for call, index in ((at_one, 1), (at_last, -1)):
+        assert call(3.0, pair) == runtime.getitem_vjp(3.0, pair, index) == (0.0, 3.0)
+
+
+UP, ACROSS = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+
+
+def _charge(x, w):
+    return 1.0 / np.sqrt((x[0] - 3.0) ** 2 + (x[1] - w) ** 2)
+
+
+def _pushed(x, w):
+    """Minus the charge's gradient, one jvp a coordinate: written in the body, so lowered in place
+    (``Nesting.forward_mode_inlined``)."""
+    return -np.array([ast_ad.jvp(_charge, (x, w), (UP, None))[1],
+                      ast_ad.jvp(_charge, (x, w), (ACROSS, None))[1]])
+
+
+def _fall(w):
+    """GradBench's ``particle`` in short: a path stepped until it crosses the axis, its arrays
+    written out (two entries each), the step's force a helper that takes two jvps."""
+    x = np.array([0.0, 2.0])
+    v = np.array([0.5, 0.0])
+    while True:
+        a = _pushed(x, w[0])
+        x_new = x + 0.1 * v
+        if x_new[1] > 0.0:
+            x = x_new
+            v = v + 0.1 * a
+        else:
+            break
+    return x[0] ** 2 + v[1]
+
+
+def test_a_nested_derivative_is_compiled_whole() -> None:
+    """Reverse mode over jvps written in a helper the loop calls, compiled by Numba: the gradient
+    of the whole loop, its inner derivatives included, is the interpreted one's and the
+    differences'. What it takes: the arrays written out have their shapes as facts
+    (``activity.constant_shapes``), so an adjoint that starts at zero in a step starts as zeros of
+    its shape in the code made for Numba (``reverse_code._typed``); the pair a jvp returns is a
+    tuple of numbers whose item's adjoint has a compiled version; the list ``np.array`` reads, which
+    the step's saved values hold, is a tuple (``jit._fixed_lists``)."""
+    w = np.array([3.0])
+    compiled = ast_ad.grad(_fall, jit="numba")
+    assert np.allclose(compiled(w), ast_ad.grad(_fall)(w), rtol=1e-12, atol=0.0)
+    assert_fd(_fall, (w,), (0,), (ast_ad.grad(_fall)(w),))
+    text = compiled.loaded().text
+    step = text[text.index("for t in"):]  # (the backward loop)
+    assert "np.zeros_like(" in step and not re.search(r"_bar = 0\.0\n", step)
+    # (the Python code keeps the float zero, which costs nothing to add)
+    assert re.search(r"_bar = 0\.0\n", ast_ad.grad(_fall).loaded().text)
+
+
+def test_a_derivative_object_in_a_compiled_body_is_refused_at_its_line() -> None:
+    """``ast_ad.grad(f)(x)`` written in a body is a call of a derivative object, not code Numba can
+    compile: refused, naming the user's line."""
+    def tilted(x):
+        return np.sum(ast_ad.grad(_charge)(x, 1.0) * x)  # object
+
+    with pytest.raises(JitError, match="derivative object") as refusal:
+        ast_ad.grad(tilted, jit="numba")(np.array([0.5, 0.25]))
+    assert refusal.value.filename == __file__ and "# object" in refusal.value.line
+    assert "ast_ad.jvp" in str(refusal.value)
+
+
+def _grown_pair(x, w):
+    pair = [x[0] * w, x[1]]
+    pair.append(w)  # (a list that changes stays a list: the step's saved values hold it)
+    return np.array(pair)
+
+
+def _grown_pairs(w):
+    x = np.array([0.5, 1.0])
+    s = 0.0
+    for _ in range(3):
+        a = _grown_pair(x, w[0])
+        s = s + np.sum(a * a)
+    return s
+
+
+def test_numbas_own_failure_is_a_jit_error_at_the_function() -> None:
+    """Where Numba fails inside its compiler (a list held in the tuples a loop's tape holds: an
+    LLVM error, not a typing error), the error is still a ``JitError``, at the user's function,
+    not Numba's ``RuntimeError``."""
+    with pytest.raises(JitError, match="Numba could not compile") as refusal:
+        ast_ad.grad(_grown_pairs, jit="numba")(np.array([0.3]))
+    assert refusal.value.filename == __file__ and "def _grown_pairs" in refusal.value.line
 
 
 def _sine_weighted(x):

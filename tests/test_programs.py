@@ -29,6 +29,7 @@ from tests.oracles import (
     shares_a_written_array,
     with_autograd_numpy,
 )
+from tests.strategies import half
 
 DIRECTORY = tempfile.mkdtemp(prefix="ast_ad_programs_")
 
@@ -152,6 +153,30 @@ def test_forward_mode_of_programs_matches_the_tracer_and_reverse_mode(
     reverse = sum(float(np.sum(np.asarray(g) * t)) for g, t in zip(grads, tangents, strict=True))
     if np.isfinite(reverse):
         assert math.isclose(float(out_dot), reverse, rel_tol=1e-8, abs_tol=1e-9)
+
+
+@half()
+@given(programs(arrays=True, written=True), st.data())
+def test_programs_with_arrays_written_out_match_python_and_the_tracer_both_ways(
+    program: Program, data: st.DataObject
+) -> None:
+    """Arrays written out (``np.array([0.5, 2.0, 1])``, some entries computed) have their shapes as
+    facts (``activity.constant_shapes``): names of one such shape share a shape class, so their
+    adjoints and tangents meet with no ``unbroadcast`` or ``fit``. A fact claimed wrongly (a name
+    rebound to another shape in a loop, a list that grows) would show here: the value bit for bit
+    Python's, the gradient the tracer's, forward mode the tracer's and reverse mode's transpose."""
+    fn, args, argnums, value, grads = run(program, data)
+    assert np.array_equal(value, fn(*copy.deepcopy(args)), equal_nan=True)
+    _, traced = traced_or_reject(
+        lambda: ast_ad.tracer.value_and_grad(fn, argnums)(*copy.deepcopy(args)), value
+    )
+    assert_same(grads, traced)
+    tangents, out, out_dot = forward(fn, args, seed=1)
+    assert np.array_equal(out, value, equal_nan=True)
+    _, traced_dot = traced_or_reject(
+        lambda: ast_ad.tracer.jvp(fn, copy.deepcopy(args), tangents), value
+    )
+    np.testing.assert_allclose(out_dot, traced_dot, rtol=1e-9, atol=1e-12)
 
 
 @settings(max_examples=int(os.environ.get("AST_AD_THIRD_ORDER_EXAMPLES", "12")))

@@ -216,7 +216,10 @@ def test_a_hessian_through_a_solver_matches_differences_of_its_gradient(fun, at)
     scale = np.max(np.abs(numeric))
     noise = 1e-6 if fun in STEPS else 1e-7  # (what the optimizer's own noise leaves in them)
     assert np.allclose(hessian, numeric, rtol=1e-4, atol=1e-5 * scale + noise)
-    assert np.allclose(hessian, hessian.T, rtol=1e-8, atol=1e-12 * scale)
+    # (a fit's Hessian is symmetric to its optimizer's noise too: its off-diagonal entries,
+    # 1e-7 of the largest, differ by 1e-12 of it on some machines' BLAS)
+    symmetric = 1e-10 if fun is sf.fitted else 1e-12
+    assert np.allclose(hessian, hessian.T, rtol=1e-8, atol=symmetric * scale)
 
 
 def test_a_second_derivative_through_an_integral_or_an_ode_is_refused() -> None:

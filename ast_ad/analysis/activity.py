@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any, TypeGuard, TypeVar
 
 import gast
+import numpy as np
 
 from ast_ad import runtime
 from ast_ad.analysis.kinds import (
@@ -110,14 +111,17 @@ def usefulness(function: ir.Function, active: set[str], seeds: set[str] | None =
 
 
 def shape_classes(
-    function: ir.Function, shapes: tuple[int, ...], known: Kinds | None = None
+    function: ir.Function, shapes: tuple[int, ...], known: Kinds | None = None,
+    constants: dict[str, tuple[int, ...]] | None = None,
 ) -> dict[str, int | None]:
     """Label every name with a shape class: names with equal labels are known to have equal shapes.
 
     Elementwise operations keep their operands' class when all non-scalar
     operands share one; anything else starts a class of its own; a name
     assigned in several places with different classes gets ``None`` (unknown).
-    A name ``known`` to hold a number is ``SCALAR`` (``ast_ad.analysis.kinds``).
+    A name ``known`` to hold a number is ``SCALAR`` (``ast_ad.analysis.kinds``); one that holds
+    arrays of one shape written in the code (``constants``: ``constant_shapes``) has the class of
+    that shape.
     """
     # (a number of any width is a scalar: ``kinds.NARROW_NUMBER``; an array whose label says the
     # lengths of its axes, the class of those lengths: ``LengthClasses``)
@@ -136,14 +140,22 @@ def shape_classes(
              for name in ir.defined(stmt)}
     skipped = {id(stmt) for stmt in ir.walk(function.body)
                if isinstance(stmt, ir.Assign) and ir.binds_none(stmt) and stmt.target in bound}
+    # (a class for each shape written in the code, above every other label)
+    written = {shape: max(shapes, default=0) + 1 + k for k, shape in
+               enumerate(sorted(set((constants or {}).values())))}
+    base = max(shapes, default=0) + 1 + len(written)
     changed, once = True, ir.loop_free(function.body)
     while changed:
         changed = False
         for stmt in ir.walk(function.body):
             if id(stmt) in skipped:
                 continue
-            for target, label in _labels(stmt, classes, fresh, max(shapes, default=0) + 1, numbers,
-                                         known, lengths):
+            labelled = (
+                [(stmt.target, written[constants[stmt.target]])]
+                if constants and isinstance(stmt, ir.Assign) and stmt.target in constants
+                else _labels(stmt, classes, fresh, base, numbers, known, lengths)
+            )
+            for target, label in labelled:
                 new = (
                     label
                     if target not in classes
@@ -154,6 +166,156 @@ def shape_classes(
         if once:  # no loop: one pass
             break
     return classes
+
+
+def classes_of(function: ir.Function, shapes: tuple[int, ...], known: Kinds,
+               callees: callee_results | None,
+               lengths: tuple[tuple[int, ...] | None, ...] | None = None
+               ) -> dict[str, int | None]:
+    """``shape_classes`` with the shapes written in the code (``constant_shapes``), a helper's
+    result's found from its own code (``callees``: the driver's ``callee_results``, if it gives
+    callees' IR), and the parameters' own where the code is made for them (``lengths``): what
+    both modes read."""
+    return shape_classes(function, shapes, known, constant_shapes(
+        function, known,
+        None if callees is None else
+        lambda fn, call, at: callees.shape(fn, [known.of(a, at) for a in call.args]),
+        lengths,
+    ))
+
+
+# a name that holds arrays of more than one shape, or of a shape not written in the code
+_VARIES = ()
+
+
+def constant_shapes(function: ir.Function, known: Kinds | None,
+                    results: Callable[[Any, ir.Call, ir.Stmt], Any] | None = None,
+                    lengths: tuple[tuple[int, ...] | None, ...] | None = None,
+                    ) -> dict[str, tuple[int, ...]]:
+    """The names that hold, wherever they are bound (the normalizer's ``x = None`` aside), a numpy
+    array of one shape written in the code: ``np.array([0.0, 8.0])`` (a list or tuple of numbers
+    written out, or a name bound once to such a list, ``pack = [a, b]``, read by nothing but
+    ``np.array``, where ``known`` says each item is a number: one axis of as many entries), the
+    results of elementwise functions whose operands are numbers or arrays of one such shape (the
+    shape they broadcast to is theirs), copies of them, and a call of one of the user's functions
+    whose result ``results`` says has one (``callee_results.shape``).
+
+    ``lengths``, where given, are the parameters' own shapes (``None`` for a number): code made for
+    those shapes alone, whose call checks them (``jit="numba"``), so a parameter meets the arrays
+    written out in one class.
+
+    A greatest fixpoint, as ``kinds.wide_numbers``: every binding is first taken to give what the
+    others do, then a binding that gives another shape, or one not known, takes its name out, until
+    nothing changes. Names of one such shape are of one shape class (``shape_classes``): their
+    adjoints and tangents need no ``unbroadcast`` between them, and a zero of one is zeros of that
+    shape (``reverse_code._typed``)."""
+    if known is None:
+        return {}
+    numbers = {name for name in known.facts if known.no_axes(name)}
+    packs: dict[str, ir.Pack] = {}
+    bindings: Counter[str] = Counter()
+    reads: Counter[str] = Counter()
+    joined: Counter[str] = Counter()
+    for stmt in ir.walk(function.body):
+        for name in ir.defined(stmt):
+            bindings[name] += 1
+        if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Pack) \
+                and stmt.value.kind in ("list", "tuple"):
+            packs[stmt.target] = stmt.value
+        for name in ir.reads_of(stmt):
+            reads[name] += 1
+        value = stmt.value if isinstance(stmt, ir.Assign) else None
+        if isinstance(value, ir.Call) and value.fn.obj is np.array and len(value.args) == 1 \
+                and not value.kwargs and isinstance(value.args[0], ir.Var):
+            joined[value.args[0].name] += 1
+        if isinstance(stmt, (ir.Append, ir.SetItem)):  # (a list that changes: no pack)
+            joined[stmt.target] = -1
+        elif isinstance(stmt, ir.Pop):
+            joined[stmt.source] = -1
+
+    def number(atom: ir.Atom) -> bool:
+        if isinstance(atom, ir.Const):
+            return type(atom.value) in (int, float, bool)
+        return isinstance(atom, ir.Var) and atom.name in numbers
+
+    def written(atom: ir.Atom) -> tuple[int, ...] | None:
+        """The shape ``np.array(atom)`` has where ``atom`` is numbers written out."""
+        if isinstance(atom, ir.Const) and isinstance(atom.value, (list, tuple)) and atom.value \
+                and all(type(v) in (int, float) for v in atom.value):
+            return (len(atom.value),)
+        if isinstance(atom, ir.Var) and atom.name in packs and bindings[atom.name] == 1 \
+                and reads[atom.name] == joined[atom.name] == 1 \
+                and atom.name not in function.mutable and atom.name not in function.params:
+            elts = packs[atom.name].elts
+            if elts and all(number(e) for e in elts):
+                return (len(elts),)
+        return None
+
+    # (a parameter of a shape the code is made for, and checked at its call: ``lengths``)
+    fixed = {p: tuple(shape) for p, shape in zip(function.params, lengths or (), strict=False)
+             if shape is not None and len(shape) >= 1}
+    shapes: dict[str, tuple[int, ...]] = dict(fixed)
+
+    def shape_of(atom: ir.Var, sure: bool) -> tuple[int, ...] | None:
+        found = shapes.get(atom.name)
+        if found is None:  # (not yet bound: any shape, in the hopeful pass)
+            return None if sure else _ANY
+        return None if found == _VARIES else found
+
+    def given(stmt: ir.Assign, sure: bool) -> tuple[int, ...] | None:
+        """The shape ``stmt`` binds, ``_ANY`` where it is what names not yet seen are (the
+        hopeful pass), ``None`` where it may be another."""
+        value = stmt.value
+        if isinstance(value, ir.Var):
+            return shape_of(value, sure)
+        if not isinstance(value, ir.Call) or value.kwargs:
+            return None
+        if value.fn.obj is np.array and len(value.args) == 1:
+            return written(value.args[0])
+        rule = registry.lookup(value.fn.obj)
+        if rule is not None and rule.elementwise:
+            operands = [a for a in value.args if not number(a)]
+            if not operands:
+                return None  # (a number)
+            seen = set()
+            for a in operands:
+                found = shape_of(a, sure) if isinstance(a, ir.Var) else None
+                if found is None:
+                    return None
+                seen.add(found)
+            seen.discard(_ANY)
+            return _ANY if not seen else seen.pop() if len(seen) == 1 else None
+        if results is not None and is_user_function(value.fn.obj):
+            made = results(value.fn.obj, value, stmt)
+            return made if isinstance(made, tuple) and made else None
+        return None
+
+    # (the normalizer's ``x = None`` before the loop or branch that binds ``x``: no array it meets)
+    elsewhere = {name for stmt in ir.walk(function.body) if not ir.binds_none(stmt)
+                 for name in ir.defined(stmt)}
+    bound = [stmt for stmt in ir.walk(function.body) if ir.defined(stmt)
+             and not (ir.binds_none(stmt) and ir.defined(stmt)[0] in elsewhere)]
+    for sure in (False, True):
+        changed = True
+        while changed:
+            changed = False
+            for stmt in bound:
+                found = given(stmt, sure) if isinstance(stmt, ir.Assign) else None
+                if found == _ANY:
+                    continue
+                for name in ir.defined(stmt):
+                    old = shapes.get(name)
+                    agrees = old == found or old is None and not sure
+                    new = found if found is not None and agrees else _VARIES
+                    if new != old:
+                        shapes[name], changed = new, True
+    return {
+        name: shape for name, shape in shapes.items()
+        if shape != _VARIES and (name not in function.params or name in fixed)
+    }
+
+
+_ANY = (-1,)  # (a shape not yet known, in the hopeful pass of ``constant_shapes``)
 
 
 def _labels(stmt: ir.Stmt, classes: dict[str, int | None], fresh: dict[int, int],
@@ -565,6 +727,7 @@ class callee_results:  # noqa: N801 -- used as a function: ``kinds_of(f, labels,
         self.made: dict[tuple[Any, tuple[Fact, ...]], Fact] = {}
         self.under_way: set[Any] = set()
         self.functions: dict[Any, ir.Function | None] = {}
+        self.shapes: dict[tuple[Any, tuple[Fact, ...]], tuple[int, ...] | None] = {}
 
     def __call__(self, fn: Any, args: list[Fact]) -> Fact:
         if not is_user_function(fn) or is_library(fn) or fn in self.under_way:
@@ -589,6 +752,32 @@ class callee_results:  # noqa: N801 -- used as a function: ``kinds_of(f, labels,
         finally:
             self.under_way.discard(fn)
         self.made[key] = found
+        return found
+
+    def shape(self, fn: Any, args: list[Fact]) -> tuple[int, ...] | None:
+        """The shape written in ``fn``'s code that its result has, given arguments of facts
+        ``args`` (``constant_shapes`` of its IR), if it has one."""
+        if not is_user_function(fn) or is_library(fn) or fn in self.under_way:
+            return None
+        key = (fn, tuple(args))
+        if key in self.shapes:
+            return self.shapes[key]
+        self(fn, args)  # (its IR read, or found unreadable)
+        function = self.functions.get(fn)
+        found = None
+        if function is not None and len(function.params) == len(args) \
+                and isinstance(function.result, ir.Var):
+            self.under_way.add(fn)
+            try:
+                labels = tuple(fact_label(k, a) for k, a in enumerate(args))
+                kinds = kinds_of(function, labels, self)
+                found = constant_shapes(
+                    function, kinds,
+                    lambda f, call, at: self.shape(f, [kinds.of(a, at) for a in call.args]),
+                ).get(function.result.name)
+            finally:
+                self.under_way.discard(fn)
+        self.shapes[key] = found
         return found
 
 

@@ -296,6 +296,8 @@ class Gradient(Generic[P, R]):
                 )
         self.shift = 1 if self.bound_self is not None else 0
         self.last_shapes: tuple[int, ...] | None = None
+        # (with ``jit``: the array arguments' shapes its last call's code was made for)
+        self.last_lengths: tuple[tuple[int, ...] | None, ...] | None = None
         self.positions = tuple(k + self.shift for k in self.argnums)
         self._last = _LAST_SHAPES.setdefault(
             (self.fun, self.positions, self.single, self.checkpoints), [None]
@@ -317,18 +319,24 @@ class Gradient(Generic[P, R]):
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             setattr(self, attr, getattr(self.fun, attr, None))
 
-    def loaded(self, shapes: tuple[int, ...] | None = None) -> Loaded:
+    def loaded(self, shapes: tuple[int, ...] | None = None,
+               lengths: tuple[tuple[int, ...] | None, ...] | None = None) -> Loaded:
         """The generated code for arguments of these shape labels (default: those of the last
-        call)."""
+        call); with ``jit``, for arguments of these shapes (``lengths``; default: the last
+        call's), which its call checks."""
         if shapes is None:  # this gradient's last call, or the last call of any gradient like it
             shapes = self.last_shapes or self._last[0] or tuple(range(self.nparams))
+        if self.jit is not None:
+            lengths = self.last_lengths = lengths or self.last_lengths or \
+                tuple(None for _ in range(self.nparams))
         if self._scalars is not None and shapes != self.scalar_labels:
             # its last call is no longer one with floats only: the next one arms it again
             self._scalars = None
         self.last_shapes = self._last[0] = shapes
         try:
             return transform.gradient(
-                self.fun, self.positions, self.single, shapes, self.checkpoints
+                self.fun, self.positions, self.single, shapes, self.checkpoints,
+                typed=lengths if self.jit is not None else None,
             )
         except RecursionError:
             raise ASTADError(
@@ -384,7 +392,8 @@ class Gradient(Generic[P, R]):
             if type(args[k]) not in PLAIN_FLOATS:
                 _check_differentiable(args[k], self.parameter_name(k))
         labels = shape_labels(args)
-        loaded = self.loaded(labels)
+        loaded = self.loaded(labels, None if self.jit is None else tuple(
+            a.shape if type(a) is np.ndarray else None for a in args))
         run = loaded.fn if self.jit is None else self.compiled(loaded)
         if self.bound_self is None and self.plain and all(label == -1 for label in labels):
             self._scalars = scalar_caller(

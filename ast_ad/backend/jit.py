@@ -22,6 +22,7 @@ import re
 import threading
 from typing import Any
 
+from ast_ad.analysis.activity import is_library, is_user_function
 from ast_ad.backend.load import Loaded
 from ast_ad.errors import LocatedError
 
@@ -42,6 +43,7 @@ def compiled(loaded: Loaded, fun: Any) -> Any:
         return found[1]
     with _lock:
         numba = _numba()
+        _refuse_derivative_objects(loaded, fun)
         _install(numba)
         namespace = dict(loaded.namespace)
         # The same code, with each ``del`` (which frees memory early in Python) a ``pass``: Numba
@@ -54,6 +56,12 @@ def compiled(loaded: Loaded, fun: Any) -> Any:
             if name.startswith("<file "):
                 continue  # (the file of a helper inlined from elsewhere, which comments name)
             namespace[name] = numba.njit(namespace[name])
+        # and each function of the user's that the code calls as it is (where its result carries
+        # no derivative: ``cost(x, y)`` read only by a comparison), compiled as Numba compiles it
+        # (its refusal names the user's line that calls it)
+        for name, value in list(namespace.items()):
+            if name not in loaded.files and is_user_function(value) and not is_library(value):
+                namespace[name] = numba.njit(value)
         # where a failure in the forward pass (which has no line comments) is reported
         code = fun.__code__
         origin = (
@@ -79,6 +87,19 @@ class _Compiled:
         except (self.numba.core.errors.TypingError, self.numba.core.errors.UnsupportedError,
                 self.numba.core.errors.LoweringError) as exc:
             raise self.explain(exc) from None
+        except Exception as exc:
+            if not self.compiled_for(args):  # (Numba failed in compiling, not the code running)
+                raise self.explain(exc) from None
+            raise
+
+    def compiled_for(self, args: tuple[Any, ...]) -> bool:
+        """Whether Numba holds compiled code for arguments of these types (an error raised
+        without it is Numba's own, while it compiled)."""
+        try:
+            given = tuple(self.numba.typeof(a) for a in args)
+        except Exception:  # noqa: BLE001 -- a value Numba cannot type: nothing compiled for it
+            return False
+        return any(tuple(key[: len(given)]) == given for key in self.entry.overloads)
 
     def explain(self, exc: Exception) -> JitError:
         message = str(exc)
@@ -99,8 +120,9 @@ class _Compiled:
             "variable one type (a number everywhere, or an array everywhere), or leave out jit= to "
             "run the gradient in Python"
         )
-        if not places:
-            return JitError(f"Numba could not compile the gradient ({reason}). {hint}")
+        if not places:  # (Numba's own failure, which names no line: the function's)
+            return JitError(f"Numba could not compile the gradient ({reason}). {hint}",
+                            self.origin[0], self.origin[1], self.origin[2].strip())
         lineno = places[-1]
         function = next(
             (
@@ -122,6 +144,49 @@ class _Compiled:
         )
 
 
+def _refuse_derivative_objects(loaded: Loaded, fun: Any) -> None:
+    """A derivative object the generated code calls (``ast_ad.grad(f)(x)`` written in a body, a
+    gradient held in a name) runs Python at each call, which Numba cannot compile: refused at the
+    user's line that calls it, saying what compiles (a jvp with its tangents written out, which is
+    lowered in place into the code), before Numba reports a line that is only where it stopped."""
+    objects = {
+        name
+        for name, value in loaded.namespace.items()
+        if not isinstance(value, type)
+        and (getattr(value, "composable", False)
+             or (type(value).__module__ or "").startswith("ast_ad.api."))
+    }
+    if not objects:
+        return
+    lines = loaded.text.splitlines()
+    function = ""
+    for lineno, line in enumerate(lines, 1):
+        if line.startswith("def "):
+            function = line.split("def ", 1)[1].split("(", 1)[0]
+        called = {n for n in re.findall(r"\b(\w+)\(", line) if n in objects}
+        if not called:
+            continue
+        where = loaded.line_at(lineno, function)
+        if where is None:
+            continue  # (a forward pass has no line comments: its backward pass calls it too)
+        raise JitError(
+            "Numba cannot compile this line: the derivative in it runs as a derivative object, "
+            "Python at each call. To compile the whole "
+            "computation, write the inner derivative as ast_ad.jvp(f, (x, ...), (v, None, ...)) "
+            "with its tangents written out, which is lowered into the code; or leave out jit= to "
+            "run the gradient in Python",
+            *where,
+        )
+    code = fun.__code__
+    raise JitError(
+        "Numba cannot compile this gradient: it calls a derivative object, which runs Python at "
+        "each call; write the inner derivative as ast_ad.jvp(f, (x, ...), (v, None, ...)) with "
+        "its tangents written out, or leave out jit=",
+        code.co_filename, code.co_firstlineno, linecache.getline(code.co_filename,
+                                                                 code.co_firstlineno).strip(),
+    )
+
+
 class _Undelete(ast.NodeTransformer):
     """Each ``del`` a ``pass``; each loop over a list read backwards, ``for x in reversed(x_tape)``,
     a loop over its reversed copy, ``x_tape[::-1]`` (Numba has no ``reversed`` of a list)."""
@@ -136,6 +201,7 @@ class _Undelete(ast.NodeTransformer):
             for t in n.targets
             if isinstance(t, ast.Name)
         }
+        _fixed_lists(node)
         self.generic_visit(node)
         return node
 
@@ -161,6 +227,60 @@ class _Undelete(ast.NodeTransformer):
             )
             ast.fix_missing_locations(node)
         return node
+
+
+# what may read a list that ``_fixed_lists`` makes a tuple: calls that read their arguments' items
+_ITEM_READERS = frozenset({"len", "cast_vjp"})
+_ARRAY_MAKERS = frozenset({"array", "asarray"})
+
+
+def _fixed_lists(function: ast.FunctionDef) -> None:
+    """Each list display of ``function`` that nothing changes made a tuple: a list bound once
+    (``pack = [a, b]``) and read only by ``np.array`` or ``np.asarray``, ``len``, ``cast_vjp``
+    (which reads its items' shapes), an item read (``pack[0]``) or as an item of a tuple (the
+    values a forward pass saves for its backward pass, which reads them so). Numba cannot hold a
+    list in a tuple that a list holds (a loop's tape of saved values); a tuple it can, and every
+    one of those readers computes from a tuple what it computes from the list of the same items.
+    A list read any other way (a method, an item written, passed to anything else) stays a
+    list."""
+    parents: dict[int, ast.AST] = {}
+    for above in ast.walk(function):
+        for child in ast.iter_child_nodes(above):
+            parents[id(child)] = above
+    bound: dict[str, list[ast.Assign]] = {}
+    stores: dict[str, int] = {}
+    fixed: dict[str, bool] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Load):
+                stores[node.id] = stores.get(node.id, 0) + 1
+                continue
+            parent = parents.get(id(node))
+            top = parent
+            while isinstance(top, ast.Tuple):
+                top = parents.get(id(top))
+            fixed[node.id] = fixed.get(node.id, True) and (
+                isinstance(parent, ast.Tuple) and isinstance(top, (ast.Return, ast.Assign))
+                or isinstance(parent, ast.Subscript) and parent.value is node
+                and isinstance(parent.ctx, ast.Load)
+                or isinstance(parent, ast.Call) and node in parent.args and (
+                    isinstance(parent.func, ast.Name) and parent.func.id in _ITEM_READERS
+                    or isinstance(parent.func, ast.Attribute) and parent.func.attr in _ARRAY_MAKERS
+                    and isinstance(parent.func.value, ast.Name) and parent.func.value.id == "np"
+                )
+            )
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.List) \
+                and node.value.elts:
+            bound.setdefault(node.targets[0].id, []).append(node)
+        elif isinstance(node, ast.arg):
+            stores[node.arg] = stores.get(node.arg, 0) + 1
+    for name, assigns in bound.items():
+        display = assigns[0].value
+        if len(assigns) == 1 and stores.get(name) == 1 and fixed.get(name, True) \
+                and isinstance(display, ast.List):
+            assigns[0].value = ast.copy_location(ast.Tuple(elts=display.elts, ctx=ast.Load()),
+                                                 display)
 
 
 def _numba() -> Any:

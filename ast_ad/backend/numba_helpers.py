@@ -35,6 +35,10 @@ COMPILED = (
     runtime.entries,
     runtime.detached,
     runtime.owned_adjoint,
+    runtime.dense_adjoint,
+    runtime.fit,
+    runtime.cast_vjp,
+    runtime.check_jvp_layout,
     runtime.pow_minus_one,
     runtime.check_bound,
     runtime.loop_length,
@@ -53,6 +57,14 @@ COMPILED = (
     runtime.summed_matmul_vjp_a_steps,
     runtime.summed_matmul_vjp_b_steps,
 )
+
+
+def _made(text: str) -> Any:
+    """The function ``impl`` that ``text`` defines (an overload whose code depends on a length
+    Numba knows only when it types the call: a tuple's)."""
+    namespace: dict[str, Any] = {"np": np}
+    exec(text, namespace)  # noqa: S102 -- our own code, made from a length and an index
+    return namespace["impl"]
 
 
 def register(numba: Any) -> None:
@@ -281,6 +293,10 @@ def register(numba: Any) -> None:
     def _stand_in(x):
         # zeros of its shape and dtype: one type whatever the size (the Python helper keeps a small
         # array as it is, whose layout may differ); its values are never read
+        if array(x) and plain(x).layout == "C":
+            # (itself: only its shape and dtype are read, which do not change, and it has the type
+            # zeros of it would have)
+            return lambda x: x
         if array(x):
             return lambda x: np.zeros(x.shape, x.dtype)
         if number(x):
@@ -295,8 +311,11 @@ def register(numba: Any) -> None:
                     like.append(np.zeros(a.shape, a.dtype))
                 return like
             return impl
-        # a tuple of arrays cannot change: as it is
-        if isinstance(plain(x), types.UniTuple) and array(plain(x).dtype):
+        # a tuple of numbers and arrays cannot change (and its arrays' shapes and dtypes do not):
+        # as it is
+        if isinstance(plain(x), types.BaseTuple) and all(
+            number(item) or array(item) for item in plain(x)
+        ):
             return lambda x: x
         return None
 
@@ -365,8 +384,8 @@ def register(numba: Any) -> None:
         # a loop's products of a fixed matrix and a vector a step, summed: one product of the
         # stacked ``g`` (rows) and the stacked other operands
         def typing(gs, others, fixed):
-            if not (array(gs) and gs.ndim == 2 and vectors(others) and array(fixed)
-                    and fixed.ndim == 2):
+            if not (array(gs) and plain(gs).ndim == 2 and vectors(others) and array(fixed)
+                    and plain(fixed).ndim == 2):
                 return None
 
             def impl(gs, others, fixed):
@@ -404,6 +423,18 @@ def register(numba: Any) -> None:
                 out[index] = g
                 return out
             return impl
+        # an item of a tuple of numbers at an index written out (a pair a helper or a jvp
+        # returned): the tuple of its items' adjoints, ``g`` at the index, zeros elsewhere
+        held = plain(x)
+        if (
+            isinstance(held, types.BaseTuple)
+            and all(number(item) for item in held)
+            and number(g)
+            and isinstance(index, types.IntegerLiteral)
+        ):
+            at = index.literal_value % len(held)
+            items = ", ".join("g * 1.0" if k == at else "0.0" for k in range(len(held)))
+            return _made(f"def impl(g, x, index):\n    return ({items},)\n")
         return None
 
     @overload(runtime.summed_getitem_vjp)
@@ -457,7 +488,7 @@ def register(numba: Any) -> None:
         if not (array(g) and array(ans) and basic(index)):
             return None
         # written into integers: truncated, no gradient
-        if isinstance(ans.dtype, (types.Integer, types.Boolean)):
+        if isinstance(plain(ans).dtype, (types.Integer, types.Boolean)):
             return (lambda g, ans, index, value: 0.0) if number(value) else \
                 (lambda g, ans, index, value: np.zeros_like(value, dtype=np.float64))
         if number(value):
@@ -487,3 +518,86 @@ def register(numba: Any) -> None:
         if array(x) and array(g):
             return lambda g, x: g.astype(np.float64)
         return None
+
+    @overload(runtime.dense_adjoint)
+    def _dense_adjoint(g, x):
+        # the float zero an adjoint starts as, for an array: zeros of its shape
+        if array(x) and number(g):
+            def impl(g, x):
+                if g != 0.0:
+                    raise ValueError("jit='numba': a number's adjoint for an array")
+                return np.zeros(x.shape)
+            return impl
+        if (array(x) and array(g)) or (number(x) and number(g)):
+            return lambda g, x: g
+        return None
+
+    @overload(runtime.fit)
+    def _fit(dot, ans):
+        # a tangent of an elementwise result: as it is where it has the result's shape
+        if number(dot) and number(ans):
+            return lambda dot, ans: dot
+        if number(dot) and array(ans):
+            return lambda dot, ans: np.full(ans.shape, dot)
+        if array(dot) and array(ans) and plain(dot).ndim == plain(ans).ndim:
+            def impl(dot, ans):
+                if dot.shape != ans.shape:
+                    raise ValueError("jit='numba' fits tangents of equal shapes and numbers")
+                return dot
+            return impl
+        return None
+
+    @overload(runtime.cast_vjp)
+    def _cast_vjp(g, ans, x):
+        # np.array of a list of numbers: the list's adjoint, the entries of g
+        if (
+            array(g)
+            and array(ans)
+            and isinstance(plain(ans).dtype, types.Float)
+            and isinstance(plain(x), (types.List, types.ListType))
+            and number(plain(x).dtype)
+        ):
+            def impl(g, ans, x):
+                out = [g[0] * 1.0 for _ in range(0)]
+                for k in range(len(x)):
+                    out.append(g[k] * 1.0)
+                return out
+            return impl
+        held = plain(x)
+        if (
+            array(g)
+            and isinstance(held, types.BaseTuple)
+            and all(number(item) for item in held)
+            and array(ans)
+            and isinstance(plain(ans).dtype, types.Float)
+        ):
+            items = ", ".join(f"g[{k}]" for k in range(len(held)))
+            return _made(f"def impl(g, ans, x):\n    return [{items}]\n")
+        if array(g) and array(x) and array(ans) and isinstance(plain(ans).dtype, types.Float):
+            return lambda g, ans, x: g
+        return None
+
+    @overload(runtime.check_jvp_layout)
+    def _check_jvp_layout(where, primal, tangent, *more):
+        # each differentiated primal a 64-bit float or an array of them, its tangent a number or
+        # an array of its shape (checked as it runs); anything else has no compiled version, and
+        # Numba names the line that wrote the jvp
+        pairs = (primal, tangent, *(more[0] if len(more) == 1 and isinstance(
+            more[0], types.BaseTuple) else more))
+        checks = []
+        for k in range(0, len(pairs), 2):
+            p, t = plain(pairs[k]), plain(pairs[k + 1])
+            if isinstance(p, types.Float) and p.bitwidth == 64 and isinstance(
+                    t, (types.Float, types.Integer)) and not isinstance(t, types.Boolean):
+                continue
+            if not (isinstance(p, types.Array) and p.dtype == types.float64
+                    and isinstance(t, types.Array) and t.dtype == types.float64
+                    and t.ndim == p.ndim):
+                return None
+            first = "primal" if k == 0 else f"more[{k - 2}]"
+            second = "tangent" if k == 0 else f"more[{k - 1}]"
+            checks.append(f"    if {first}.shape != {second}.shape:\n        raise ValueError("
+                          f"'ast_ad.jvp written in a differentiated function: a tangent has its "
+                          f"primal\\'s shape')\n")
+        return _made("def impl(where, primal, tangent, *more):\n" + "".join(checks)
+                     + "    return None\n")

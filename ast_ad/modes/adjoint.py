@@ -40,15 +40,20 @@ class Adjoint:
     # adjoints of arrays of real floats of a parameter's shape class, each with that parameter:
     # where one starts at zero, it starts as that parameter's zeros (``reverse_code._combined``)
     shaped_as: dict[str, str] = field(default_factory=dict)
+    # the other adjoints of arrays of real floats of one shape class, each with the names of its
+    # class that hold such arrays (``reverse_code._typed``)
+    class_of: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def params(self) -> tuple[str, ...]:
         return self.function.params
 
-    def saved(self, backward: list[gast.stmt] | None = None) -> list[str]:
+    def saved(self, backward: list[gast.stmt] | None = None,
+              forward_pass: list[gast.stmt] | None = None) -> list[str]:
         """Forward names the backward statements (``backward``, else this adjoint's) read, in order
-        of first use."""
-        forward = set(self.params) | {n.id for s in self.forward for n in gast.walk(s)
+        of first use (``forward_pass``: the forward statements, else this adjoint's)."""
+        statements = self.forward if forward_pass is None else forward_pass
+        forward = set(self.params) | {n.id for s in statements for n in gast.walk(s)
                                       if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         seen: dict[str, None] = {}
         for s in self.backward if backward is None else backward:

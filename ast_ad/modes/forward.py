@@ -43,6 +43,7 @@ from ast_ad.analysis.activity import (
     bind_call,
     call_labels,
     callee_results,
+    classes_of,
     forward_activity,
     in_place_writes,
     inputs_of,
@@ -53,7 +54,6 @@ from ast_ad.analysis.activity import (
     missing_rule,
     packed_result,
     shape_class,
-    shape_classes,
     straight_writes,
     structured_names,
     unfollowed,
@@ -251,12 +251,11 @@ class Forwarder:
         self.active = usefulness(function, active, seeds) | {function.params[k] for k in argnums}
         # (a callee's result known from its own facts, where the driver gives callees' IR)
         callees_ir = getattr(derive, "normalized", None)
-        self.kinds = kinds_of(
-            function, shapes, callee_results(callees_ir) if callees_ir is not None else None
-        )
+        callees = callee_results(callees_ir) if callees_ir is not None else None
+        self.kinds = kinds_of(function, shapes, callees)
         self.complexes = complex_names(function, shapes, self.kinds)
         check_complex(function, self.complexes, self.active)
-        self.classes = shape_classes(function, shapes, self.kinds)
+        self.classes = classes_of(function, shapes, self.kinds, callees)
         self.structured = structured_names(function, shapes)
         self.dots: dict[str, str] = {}
         self.callees: list[Tangent] = []

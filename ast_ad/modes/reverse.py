@@ -50,6 +50,7 @@ from ast_ad.analysis.activity import (
     atom_active,
     callee_results,
     carries_structure,
+    classes_of,
     first_definitions,
     in_place_writes,
     inputs_of,
@@ -58,7 +59,6 @@ from ast_ad.analysis.activity import (
     missing_rule,
     owned_lists,
     shape_class,
-    shape_classes,
     structured_names,
     unfollowed,
     usefulness,
@@ -126,6 +126,7 @@ def reverse(
     shell: Adjoint | None = None,
     in_place: bool = True,
     checkpoints: int | str | None = None,
+    lengths: tuple[tuple[int, ...] | None, ...] | None = None,
 ) -> Adjoint:
     """Build the adjoint of ``function`` with respect to the parameters at ``argnums``.
 
@@ -138,13 +139,17 @@ def reverse(
     backward pass, which a caller's derivative may transform again, keeps them as new arrays.
     ``checkpoints``: the loops at the top level of the function and of its callees that can be are
     checkpointed (``ast_ad.revolve``), each keeping at most this many snapshots of its state
-    (``analysis.checkpoint_state`` says which loops can be).
+    (``analysis.checkpoint_state`` says which loops can be). ``lengths``: each array
+    parameter's shape, where the code is made for those shapes alone (``jit="numba"``: its call
+    checks them), so that arrays written out meet the parameters in one shape class
+    (``activity.constant_shapes``).
     """
     # (loop-invariant arithmetic computed once, before its loop: ``optimize.hoist``; a number
     # computed again from the same operands, once: ``optimize.common``)
     function = keyed_loops(without_false_guards(function, shapes), shapes)
     function = shared_numbers(hoisted(ir.functional(function), shapes), shapes)
-    return Reverser(function, argnums, shapes, derive, in_place, checkpoints).run(shell)
+    return Reverser(function, argnums, shapes, derive, in_place, checkpoints,
+                    lengths=lengths).run(shell)
 
 
 # what a missing rule's error tells the user to write
@@ -165,6 +170,7 @@ class Reverser:
         checkpoints: int | str | None = None,
         kept_shapes: dict[str, str] | None = None,
         kept_metas: dict[str, str] | None = None,
+        lengths: tuple[tuple[int, ...] | None, ...] | None = None,
     ):
         # a pop's value, dropped: named, so that the backward pass puts it back
         function = named_pops(function)
@@ -181,13 +187,13 @@ class Reverser:
         self.useful = usefulness(function, self.active)
         # (a callee's result known from its own facts, where the driver gives callees' IR)
         callees_ir = getattr(derive, "normalized", None)
-        self.kinds = kinds_of(
-            function, shapes, callee_results(callees_ir) if callees_ir is not None else None
-        )
+        callees = callee_results(callees_ir) if callees_ir is not None else None
+        self.kinds = kinds_of(function, shapes, callees)
         self.complexes = complex_names(function, shapes, self.kinds)
         self.sure_complex = surely_complex(function, self.complexes)
         check_complex(function, self.complexes, self.active)
-        self.classes = shape_classes(function, shapes, self.kinds)
+        self.lengths = lengths
+        self.classes = classes_of(function, shapes, self.kinds, callees, lengths)
         self._products: dict[str, ir.Call] | None = None  # (``read_once_products``)
         # a list that is popped adds to its adjoint wherever it is read, from None at the top
         # (``adjoint_pop``)
@@ -379,6 +385,7 @@ class Reverser:
                 self.checkpoints,
                 kept_shapes,
                 liked,
+                self.lengths,
             ).run(shell)
         if kept_metas := first and not self.writes_in_place \
                 and self.saving.meta_only(backward_ir):
@@ -392,6 +399,7 @@ class Reverser:
                 self.writes_in_place,
                 self.checkpoints,
                 kept_metas=kept_metas,
+                lengths=self.lengths,
             ).run(shell)
         backward_ir = read_metas(self.saving.read_shapes(backward_ir), self.metas)
         grads = [self.adjoints.grad(self.function.params[i], backward_ir) for i in self.argnums]
@@ -460,7 +468,29 @@ class Reverser:
             if isinstance(var, str) and shape_class(ir.Var(var), self.classes) != SCALAR
         )
         adjoint.shaped_as = self.shaped_as()
+        adjoint.class_of = self.class_members(adjoint.shaped_as)
         return adjoint
+
+    def class_members(self, shaped_as: dict[str, str]) -> dict[str, tuple[str, ...]]:
+        """The adjoints of names that hold arrays of real floats of a shape class no parameter
+        has, each with the names of its class that hold such arrays: any of them, bound, has the
+        adjoint's shape (``reverse_code._typed``: where Numba compiles the code, such an adjoint
+        starts as zeros of one of them)."""
+        members: dict[int, list[str]] = {}
+        for name, found in self.classes.items():
+            if isinstance(name, str) and found is not None \
+                    and found not in (SCALAR, *CONTAINERS, SET) \
+                    and self.kinds.float_array(name) and name not in self.complexes \
+                    and name not in self.structured:
+                members.setdefault(found, []).append(name)
+        return {
+            bar: tuple(members[found])
+            for var, bar in self.adjoints.bars.items()
+            if isinstance(var, str)
+            and bar not in shaped_as
+            and (found := self.classes.get(var)) in members
+            and var in members[found]
+        }
 
     def shaped_as(self) -> dict[str, str]:
         """The adjoints of names that hold arrays of real floats of a parameter's shape class (an

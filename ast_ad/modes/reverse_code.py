@@ -30,17 +30,18 @@ from ast_ad.optimize.fold import (
     shared_factor,
 )
 from ast_ad.optimize.release import released, sunk_zero_starts, without_dead_constants, zero_start
-from ast_ad.runtime import owned_adjoint
+from ast_ad.runtime import owned_adjoint, stand_in
 
 # (the adjoint it belongs to, "vjp", "fwd" or "bwd", the function)
 Unit = tuple[Any, str, gast.FunctionDef]
 
 
-def gradient_units(top: Adjoint, single: bool) -> list[Unit]:
-    """Every callee's ``_fwd``/``_bwd`` pair, then the gradient function."""
+def gradient_units(top: Adjoint, single: bool, typed: bool = False) -> list[Unit]:
+    """Every callee's ``_fwd``/``_bwd`` pair, then the gradient function; ``typed``: each name
+    of one type wherever it is bound, as Numba compiles it (``_typed``)."""
     units = [(a, part, tree) for a in callees_in_order(top)
-             for part, tree in zip(("fwd", "bwd"), _pair(a), strict=True)]
-    return units + [(top, "vjp", _combined(top, single))]
+             for part, tree in zip(("fwd", "bwd"), _pair(a, typed), strict=True)]
+    return units + [(top, "vjp", _combined(top, single, typed))]
 
 
 def pair_units(top: Adjoint) -> list[Unit]:
@@ -55,7 +56,7 @@ def pair_units(top: Adjoint) -> list[Unit]:
     ]
 
 
-def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
+def _combined(a: Adjoint, single: bool, typed: bool = False) -> gast.FunctionDef:
     """The gradient as one function, ``f_vjp(*params, out_bar=1.0) -> (out, grads)``: the forward
     sweep, then the backward pass, its copies folded, its temporaries written into their readers,
     its shared factors taken out, and its arrays let go after their last reads (one gradient where
@@ -84,6 +85,8 @@ def _combined(a: Adjoint, single: bool) -> gast.FunctionDef:
     backward, live = without_dead_constants(backward, keep | syntax.name_ids(ret, loads=True))
     forward, _ = without_dead_constants(forward, live)
     backward = _zeros_shaped(backward, a.shaped_as, a.refs)
+    if typed:
+        forward, backward = _typed(forward, backward, a, [ret])
     body = _iterated(
         forward + released(backward, releasable, a.array_adjoints, keep, a.refs) + [ret], a.refs
     )
@@ -120,6 +123,78 @@ def _zeros_shaped(backward: list[gast.stmt], shaped_as: dict[str, str],
             stmt = syntax.assign(name, zeros)
         out.append(stmt)
     return out
+
+
+def _typed(forward: list[gast.stmt], backward: list[gast.stmt], a: Adjoint,
+           rest: list[gast.stmt]) -> tuple[list[gast.stmt], list[gast.stmt]]:
+    """``forward`` and ``backward`` with every start at zero of an array's adjoint, in a loop or
+    branch too (``x_bar = 0.0``, in the step that has nothing to add to it, or after its value was
+    passed on), made zeros of its shape, so that the adjoint is an array of one type wherever it
+    is bound, as Numba needs (``jit="numba"``; the Python gradient keeps the float zero, which
+    costs nothing to add).
+
+    An adjoint of a parameter's shape class starts as that parameter's zeros (``Adjoint.shaped_as``,
+    as ``_zeros_shaped`` does at the top level). One of another class of arrays of real floats
+    (``Adjoint.class_of``) starts as zeros like a name of its class that the forward pass binds at
+    its top level, to something other than ``None``: its stand-in, taken there (``like =
+    stand_in(x)``: its shape and dtype, one entry of memory where it is large), is read when the
+    backward pass runs, after the whole forward pass. The fact it relies on is the class's: every
+    name of it holds, wherever it is bound, an array of one shape (``activity.shape_classes``),
+    and ``zeros + e`` is ``0.0 + e`` for an adjoint ``e`` of that shape. An adjoint of a class with
+    no such name keeps its float zero (Numba then names the line it cannot type)."""
+    owned = {
+        node.args[0].id
+        for stmt in backward
+        for node in syntax.walk(stmt)
+        if type(node) is gast.Call and type(node.func) is gast.Name and node.args
+        and type(node.args[0]) is gast.Name and a.refs.lookup(node.func.id) is owned_adjoint
+    }
+    starts = {
+        name
+        for stmt in backward
+        for node in syntax.walk(stmt)
+        if isinstance(node, gast.stmt) and (name := zero_start(node)) is not None
+        and name not in owned and (name in a.shaped_as or name in a.class_of)
+    }
+    if not starts:
+        return forward, backward
+    namer = Namer(used=local_names([syntax.function("f", list(a.params),
+                                                    forward + backward + rest)]))
+    bound_at: dict[str, int] = {}  # a name the forward pass binds at its top level, and where
+    for k, stmt in enumerate(forward):
+        if type(stmt) is gast.Assign and len(stmt.targets) == 1 \
+                and type(stmt.targets[0]) is gast.Name \
+                and not (type(stmt.value) is gast.Constant and stmt.value.value is None):
+            bound_at.setdefault(str(stmt.targets[0].id), k)
+    zeros_of: dict[str, str] = {bar: param for bar, param in a.shaped_as.items() if bar in starts}
+    taken: dict[int, list[gast.stmt]] = {}  # after which forward statement, the stand-ins taken
+    like_of: dict[str, str] = {}
+    for bar in sorted(starts - set(zeros_of)):
+        found = [(bound_at[n], n) for n in a.class_of[bar] if n in bound_at]
+        if not found:
+            continue
+        at, witness = min(found)
+        if witness not in like_of:
+            like_of[witness] = namer.fresh(f"{witness}_like")
+            taken.setdefault(at, []).append(syntax.assign(like_of[witness], syntax.call(
+                a.refs.marker(stand_in, "stand_in"), [syntax.name(witness)])))
+        zeros_of[bar] = like_of[witness]
+    if taken:
+        forward = [s for k, stmt in enumerate(forward) for s in [stmt, *taken.get(k, [])]]
+
+    def zeroed(stmt: gast.stmt) -> gast.stmt:
+        name = zero_start(stmt)
+        if name is not None and name in zeros_of:
+            return syntax.assign(name, syntax.call(refs.marker(np.zeros_like, "np.zeros_like"),
+                                                   [syntax.name(zeros_of[name])]))
+        for field_name in ("body", "orelse"):
+            block = getattr(stmt, field_name, None)
+            if isinstance(block, list) and block and isinstance(block[0], gast.stmt):
+                setattr(stmt, field_name, [zeroed(s) for s in block])
+        return stmt
+
+    refs = a.refs
+    return forward, [zeroed(stmt) for stmt in backward]
 
 
 def _iterated(body: list[gast.stmt], refs: syntax.RefTable) -> list[gast.stmt]:
@@ -245,23 +320,26 @@ def _inliner(a: Adjoint) -> Inliner:
     return Inliner(pure_calls(a.refs), a.function.users, a.numbers)
 
 
-def _pair(a: Adjoint) -> list[gast.FunctionDef]:
+def _pair(a: Adjoint, typed: bool = False) -> list[gast.FunctionDef]:
     """``f_fwd(*params) -> (out, saved)`` and ``f_bwd(saved, out_bar) -> grads``: the forward pass
     returns what the backward pass reads, which may run many times after it (an array adjoint
     started at its parameter's zeros, as in the gradient's one function: ``_zeros_shaped``)."""
     zeroed = _zeros_shaped(a.backward, a.shaped_as, a.refs)
-    saved = a.saved(zeroed)
+    forward = a.forward
+    if typed:
+        forward, zeroed = _typed(forward, zeroed, a, [])
+    saved = a.saved(zeroed, forward)
     local = Namer(
         used=local_names([syntax.function("f", list(a.params), a.forward + a.backward)]) | {a.seed}
     )
     pack = local.fresh("saved")
-    top = {n.id for s in a.forward if isinstance(s, gast.Assign) for n in gast.walk(s.targets[0])
+    top = {n.id for s in forward if isinstance(s, gast.Assign) for n in gast.walk(s.targets[0])
            if isinstance(n, gast.Name)}
     unbound = [
         syntax.assign(s, syntax.const(None)) for s in saved if s not in top and s not in a.params
     ]
     ret = syntax.ret(syntax.tuple_([a.result, syntax.tuple_([syntax.name(s) for s in saved])]))
-    (forward,) = _inlined(a, [unbound + a.forward], [ret])
+    (forward,) = _inlined(a, [unbound + forward], [ret])
     fwd = syntax.function(f"{a.function.name}_fwd", list(a.params), forward + [ret])
     unpack = [syntax.assign(saved, syntax.name(pack))] if saved else []
     ret = syntax.ret(syntax.tuple_([syntax.name(g) for g in a.grads]))

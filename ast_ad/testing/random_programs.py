@@ -167,6 +167,8 @@ class _Writer:
                 ["write", "write", "alias", "shared", "shared"] if self.options["arrays"] else []
             )
             kinds += ["damp"] if self.damp else []
+        if self.options.get("written") and self.options["arrays"]:
+            kinds += ["written", "written"]
         if in_loop and self.options["branches"]:
             kinds += ["jump"]
         if self.options["returns"] and depth > 0 and self.options["branches"]:
@@ -188,6 +190,25 @@ class _Writer:
             return [f"{indent}{self.draw(st.sampled_from(self.names))} = {value}"]
         carried = f"0.5 * np.tanh({value})" if in_loop else value
         return [f"{indent}{name} = {carried}"]
+
+    def stmt_written(self, indent: str, in_loop: bool, depth: int) -> list[str]:
+        """An array written out (``written=True``): numbers, or numbers with one computed from the
+        program's values (``np.array`` of a list), of the inputs' three entries, so that it meets
+        them in arithmetic; bound to a new name, or rebinding one (a name whose arrays are then
+        written out in one place and computed in another)."""
+        self.features.add("array written out")
+        numbers = [self.draw(st.sampled_from(["0.5", "-1.0", "2.0", "0.25", "1"]))
+                   for _ in range(3)]
+        if self.draw(st.booleans()):
+            numbers[self.draw(st.integers(0, 2))] = f"np.tanh(np.sum({self.expr(1)}))"
+        value = f"np.array([{', '.join(numbers)}])"
+        if self.draw(st.booleans()):
+            value = f"{value} * {self.expr(1)}"
+        if depth == 0 and not in_loop and self.draw(st.booleans()):
+            name = self.fresh()
+            self.names.append(name)
+            return [f"{indent}{name} = {value}"]
+        return [f"{indent}{self.draw(st.sampled_from(self.names))} = {value}"]
 
     def stmt_augment(self, indent: str, in_loop: bool, depth: int) -> list[str]:
         self.features.add("augmented assignment")
@@ -609,14 +630,16 @@ class _Writer:
 @st.composite
 def programs(draw: Any, arrays: bool | None = None, branches: bool = True, loops: bool = True,
              lists: bool = True, helpers: bool = True, returns: bool = True, matrices: bool = True,
-             mutation: bool = False, max_statements: int = 6) -> Program:
+             mutation: bool = False, max_statements: int = 6, written: bool = False) -> Program:
     """A random function ``f`` (and its helpers) in the language ast_ad differentiates.
 
     Each keyword turns a family of constructs on or off; ``arrays`` picks float or array inputs
     (drawn when ``None``); ``matrices``, with arrays, may start ``f`` with a matrix ``m`` of its
     inputs that expressions multiply by; ``mutation`` adds item writes (repeated and fancy indices,
     ``np.add.at``, ``out=``), writes through aliases and views, containers, ``and``/``or`` values,
-    complex intermediates and a helper that changes its argument in place.
+    complex intermediates and a helper that changes its argument in place; ``written``, with
+    arrays, arrays written out (``np.array([0.5, 2.0, 1])``, of numbers some of which are
+    computed), whose shapes the analyses know (``activity.constant_shapes``).
     """
     use_arrays = draw(st.booleans()) if arrays is None else arrays
     options = {
@@ -626,6 +649,7 @@ def programs(draw: Any, arrays: bool | None = None, branches: bool = True, loops
         "lists": lists,
         "returns": returns,
         "mutation": mutation,
+        "written": written,
     }
     arity = draw(st.integers(1, 3))
     params = [f"x{k}" for k in range(arity)]

@@ -37,3 +37,22 @@ def gradient_by_forward_mode(fun):
     def gradient(x):
         return np.array([ast_ad.jvp(fun, (x,), (e,))[1] for e in np.eye(x.shape[0])])
     return gradient
+
+
+def one_pass(both):
+    """``f`` and ``gradient`` for ``argmin`` from one function ``both(x) -> (f(x), gradient)``
+    (``ast_ad.value_and_grad``): the solver asks for the gradient only at a point whose value it
+    asked for just before, so that call is the one ``both`` made (a compiled gradient computes the
+    value on its way: ``jit="numba"``)."""
+    last = []
+
+    def f(x):
+        value, gradient = both(x)
+        last[:] = [x.copy(), gradient]
+        return value
+
+    def gradient(x):
+        if last and np.array_equal(last[0], x):
+            return last[1]
+        return both(x)[1]
+    return f, gradient
