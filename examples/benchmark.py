@@ -1,7 +1,8 @@
 """Time the primal, ast_ad's gradient and autograd's gradient on the same functions, interleaved.
 
     python examples/benchmark.py [--quick] [gradients | spectral | second-order | compiled |
-    checkpointing | solvers | ordinary | nested | batched | arrays | sequences | startup]
+    checkpointing | solvers | ordinary | nested | nested-compiled | batched | arrays | sequences |
+    startup]
 
 (any of those: that table alone; ``startup`` includes the
 transform's time against length.)
@@ -1395,6 +1396,40 @@ def nested(repeat: int) -> None:
         print(f"  {name}: by hand {hand:.2f} s{told}; {cells}")
 
 
+def nested_compiled(repeat: int) -> None:
+    """GradBench's ``particle`` and ``saddle`` with the whole nested derivative compiled by Numba
+    (issue 40): the ``rf`` solves of the GradBench tool (``solve_compiled``: the outer gradient,
+    the jvps written in the bodies lowered into it, one compiled function for the value and the
+    gradient), each solve timed alone, its median over rounds; the first call's compile apart,
+    and the interpreted ``rf`` solve for scale."""
+    particle, saddle, _ = _gradbench()
+    start = np.array([1.0, 1.0])
+    runs = {
+        "particle": (lambda: particle.solve_compiled(0.0),
+                     lambda: particle._solve(particle.miss_f, "r")(0.0)),
+        "saddle": (lambda: saddle.solve_compiled(start), lambda: saddle._solve("rf")(start)),
+    }
+    print("\nnested derivatives compiled whole (jit=\"numba\", the rf solves):")
+    for name, (compiled_solve, interpreted) in runs.items():
+        begin = time.perf_counter()
+        compiled_solve()  # (compiled at the first call)
+        first = time.perf_counter() - begin
+        interpreted()
+        times: list[float] = []
+        plain: list[float] = []
+        for _ in range(max(1, repeat // 2)):
+            for _ in range(10):
+                begin = time.perf_counter()
+                compiled_solve()
+                times.append(time.perf_counter() - begin)
+            begin = time.perf_counter()
+            interpreted()
+            plain.append(time.perf_counter() - begin)
+        print(f"  {name}: compiled {_fmt(statistics.median(times))} a solve (fastest "
+              f"{_fmt(min(times))}; its first call, compiling, {first:.2f} s); interpreted "
+              f"{statistics.median(plain):.2f} s")
+
+
 def gmm_in_jax(jnp, jax):
     """GradBench's ``gmm`` objective (``ast_ad_gradbench.gmm.log_posterior``) for ``jax.jit``: the
     same lines, the triangular factors filled by ``.at[...].set`` where numpy writes in place."""
@@ -1700,6 +1735,8 @@ if __name__ == "__main__":
         ordinary(repeat)
     elif "nested" in sys.argv:
         nested(repeat)
+    elif "nested-compiled" in sys.argv:
+        nested_compiled(repeat)
     elif "calls" in sys.argv:
         calls(repeat)
     elif "batched" in sys.argv:

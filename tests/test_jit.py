@@ -8,18 +8,21 @@ code Numba cannot compile is refused at the user's line, never run in Python ins
 
 from __future__ import annotations
 
+import os
 import pathlib
 import re
 import sys
+import tempfile
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 import ast_ad
 from ast_ad import runtime
 from ast_ad.backend.jit import JitError
+from ast_ad.testing.random_programs import programs
 from tests import corpus_control, writes_functions
 from tests.oracles import assert_fd
 
@@ -117,6 +120,7 @@ SCALAR_CORPUS = [
 # the programs whose compile takes Numba 5 to 14 s: in the long step (.ci/run), to keep the default
 # run within its five minutes
 _SLOW_TO_COMPILE = {"stepped_last", "rnn", "phases"}
+PROGRAMS = tempfile.mkdtemp(prefix="ast_ad_jit_programs_")
 
 
 @pytest.mark.parametrize(
@@ -149,6 +153,30 @@ def test_corpus_scalar_functions_compile(case, data: st.DataObject) -> None:
     compiled = ast_ad.grad(case.fn, case.argnums, jit="numba")(*args)
     interpreted = ast_ad.grad(case.fn, case.argnums)(*args)
     assert np.allclose(compiled, interpreted, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.long  # (a Numba compile of one to three seconds a program: CI's long step)
+@settings(max_examples=int(os.environ.get("AST_AD_JIT_PROGRAMS", "25")), deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(programs(arrays=True, written=True, lists=False, helpers=True, returns=False), st.data())
+def test_random_programs_compiled_are_the_interpreted_gradient_or_refused(program, data) -> None:
+    """Random programs of arrays, some written out, with loops and branches, compiled: the code made
+    for Numba (zeros of an array's shape where its adjoint restarts in a step, made for the
+    arguments' shapes) gives the interpreted gradient, or Numba refuses it (``JitError``), never
+    another number."""
+    fn = program.load(PROGRAMS)
+    args = program.arguments(data)
+    argnums = tuple(range(program.arity))
+    try:
+        expected = ast_ad.grad(fn, argnums)(*[np.copy(a) for a in args])
+    except ast_ad.errors.ASTADError:
+        reject()
+    try:
+        compiled = ast_ad.grad(fn, argnums, jit="numba")(*[np.copy(a) for a in args])
+    except JitError:
+        return
+    for ours, theirs in zip(compiled, expected, strict=True):
+        assert np.allclose(ours, theirs, rtol=1e-11, atol=1e-13, equal_nan=True)
 
 
 def test_unsupported_code_is_refused_at_the_users_line() -> None:
@@ -204,6 +232,14 @@ HELPER_CASES = {
     runtime.detached: [(A,), (2.0,)],
     runtime.owned_adjoint: [(0.0, A), (A * 3, A), (1.5, M)],
     runtime.dense_adjoint: [(0.0, A), (A * 2.0, A), (2.5, 1.5), (0.0, M)],
+    runtime.zeros_like: [(A,), (M,), (2.5,), (A * 1j,)],
+    # (vectors and matrices, each way: ``g`` has the product's shape)
+    runtime.matmul_vjp_a: [(np.ones((2, 2)), M, M.T), (np.ones(3), A[:2], M), (2.0, A[:3], A[3:]),
+                           (np.ones(2), M, A[:3])],
+    runtime.matmul_vjp_b: [(np.ones(2), M, A[:3]), (np.ones((2, 2)), M, M.T), (2.0, A[:3], A[3:]),
+                           (np.ones(3), A[:2], M)],
+    runtime.outer_vjp_a: [(np.ones((2, 3)) * 2.0, A[:2], A[3:]), (M, A[4:], A[:3])],
+    runtime.outer_vjp_b: [(np.ones((2, 3)) * 2.0, A[:2], A[3:]), (M, A[4:], A[:3])],
     runtime.fit: [(2.0, 1.5), (A * 2.0, A), (0.5, A), (M * 3.0, M)],
     # (``np.array`` of a list of numbers, of a tuple of them, and of an array)
     runtime.cast_vjp: [(A[:2], A[:2], [1.0, 2.0]), (A[:3], A[:3], (1.0, 2.0, 3.0)), (A, A, A)],
@@ -285,6 +321,16 @@ def test_compiled_helper_matches_python(helper) -> None:
                 helper.__name__,
                 args,
             )
+
+
+def test_abs_of_an_array_is_compiled_as_numpy_takes_it() -> None:
+    """Python's ``abs`` of an array, which generated code writes where the user did: Numba's takes
+    numbers only; the compiled one is ``np.abs``."""
+    from ast_ad.backend import jit
+
+    jit._install(numba)
+    for x in (np.array([-1.5, 0.0, 2.0]), np.array([3 + 4j, -1j])):
+        assert np.array_equal(numba.njit(lambda v: abs(v))(x), abs(x))
 
 
 def test_compiled_jvp_check_refuses_a_tangent_of_another_shape() -> None:
@@ -373,6 +419,23 @@ def test_a_derivative_object_in_a_compiled_body_is_refused_at_its_line() -> None
         ast_ad.grad(tilted, jit="numba")(np.array([0.5, 0.25]))
     assert refusal.value.filename == __file__ and "# object" in refusal.value.line
     assert "ast_ad.jvp" in str(refusal.value)
+
+
+def _settled(x):
+    y = x
+    for _ in range(3):
+        y = y * 0.5 + np.tanh(y)
+    return np.sum(y * np.array([1.0, 2.0])[0])
+
+
+def test_code_made_for_the_arguments_shapes_is_made_again_for_others() -> None:
+    """The code Numba compiles is made for the arguments' shapes (a parameter then meets arrays
+    written out in one shape class: ``activity.constant_shapes``); a call with other shapes gets
+    code of its own, not the code for the first."""
+    compiled = ast_ad.grad(_settled, jit="numba")
+    for x in (np.array([0.25, -0.5]), np.array([0.25, -0.5, 1.0, 2.0]), np.array([0.5, 1.5])):
+        np.testing.assert_allclose(compiled(x), ast_ad.grad(_settled)(x), rtol=1e-13)
+    assert compiled.last_lengths == ((2,),)
 
 
 def _grown_pair(x, w):

@@ -413,6 +413,27 @@ def test_the_tracer_changes_an_array_in_place_and_a_number_never(fun) -> None:
     assert np.allclose(traced[0], grads, rtol=1e-12)
 
 
+def _a_constant_written_after_a_product_read_it(x):
+    c = np.array([0.5, 0.5, 0.5, 0.5])
+    total = 0.0
+    for k in range(2):
+        c += 0.1 * k  # (a plain array: numpy writes it in place)
+        total = total + np.sum(np.sin(c * x))
+    return total
+
+
+def test_the_tracer_keeps_what_a_rule_reads_from_a_plain_array_written_later() -> None:
+    """The product read ``c`` as it was; ``c += ...`` then changes it in place. The tracer's rule
+    reads the array it kept, not the changed one (it read the changed one, and its gradient was
+    wrong where ast_ad's and the differences' agreed: found by the random programs with arrays
+    written out)."""
+    fun = _a_constant_written_after_a_product_read_it
+    grads = ast_ad.grad(fun)(X.copy())
+    traced = ast_ad.tracer.value_and_grad(fun, (0,))(X.copy())[1][0]
+    assert np.allclose(traced, grads, rtol=1e-12)
+    assert_fd(fun, (X.copy(),), (0,), (grads,))
+
+
 def _writes_a_broadcast(x):
     b = np.broadcast_to(x * 1.0, (2, 4))
     b[0, 0] = 1.0

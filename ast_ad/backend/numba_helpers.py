@@ -36,6 +36,11 @@ COMPILED = (
     runtime.detached,
     runtime.owned_adjoint,
     runtime.dense_adjoint,
+    runtime.zeros_like,
+    runtime.matmul_vjp_a,
+    runtime.matmul_vjp_b,
+    runtime.outer_vjp_a,
+    runtime.outer_vjp_b,
     runtime.fit,
     runtime.cast_vjp,
     runtime.check_jvp_layout,
@@ -104,6 +109,13 @@ def register(numba: Any) -> None:
                 n = len(seq)
                 return range(seq.start + (n - 1) * seq.step, seq.start - seq.step, -seq.step)
             return impl
+        return None
+
+    # ---- abs of an array (Python's ``abs(x)``: numpy's absolute value); Numba's takes numbers ----
+    @overload(abs)
+    def _abs(x):
+        if array(x):
+            return lambda x: np.abs(x)
         return None
 
     @overload(operator.getitem)
@@ -601,3 +613,62 @@ def register(numba: Any) -> None:
                           f"primal\\'s shape')\n")
         return _made("def impl(where, primal, tangent, *more):\n" + "".join(checks)
                      + "    return None\n")
+
+    @overload(runtime.zeros_like)
+    def _zeros_like(x):
+        # a zero adjoint: a float for a number, zeros of an array's shape (complex for complex)
+        held = plain(x)
+        if number(x) or isinstance(held, types.Array) and held.ndim == 0:
+            return lambda x: 0.0
+        if isinstance(held, types.Array) and isinstance(held.dtype, types.Complex):
+            return lambda x: np.zeros(x.shape, np.complex128)
+        if isinstance(held, types.Array):
+            return lambda x: np.zeros(x.shape)
+        return None
+
+    # ---- the adjoints of ``a @ b`` for vectors and matrices --------------------------------------
+    def real_arrays(*ts: Any) -> bool:
+        return all(array(t) and isinstance(plain(t).dtype, types.Float) for t in ts)
+
+    @overload(runtime.matmul_vjp_a)
+    def _matmul_vjp_a(g, a, b):
+        if not real_arrays(a, b):
+            return None
+        na, nb = plain(a).ndim, plain(b).ndim
+        if nb == 2 and na == 2 and array(g):
+            return lambda g, a, b: g @ np.ascontiguousarray(b.T)
+        if nb == 2 and na == 1 and array(g):
+            return lambda g, a, b: np.ascontiguousarray(b) @ g
+        if nb == 1 and na == 1 and number(g):
+            return lambda g, a, b: g * b
+        if nb == 1 and na == 2 and array(g):
+            return lambda g, a, b: np.outer(g, b)
+        return None
+
+    @overload(runtime.matmul_vjp_b)
+    def _matmul_vjp_b(g, a, b):
+        if not real_arrays(a, b):
+            return None
+        na, nb = plain(a).ndim, plain(b).ndim
+        if na == 2 and nb == 1 and array(g):
+            return lambda g, a, b: g @ np.ascontiguousarray(a)
+        if na == 2 and nb == 2 and array(g):
+            return lambda g, a, b: np.ascontiguousarray(a.T) @ g
+        if na == 1 and nb == 1 and number(g):
+            return lambda g, a, b: g * a
+        if na == 1 and nb == 2 and array(g):
+            return lambda g, a, b: np.outer(a, g)
+        return None
+
+    # ``np.outer(a, b)`` of two vectors: ``g`` (a matrix) times the other vector
+    @overload(runtime.outer_vjp_a)
+    def _outer_vjp_a(g, a, b):
+        if real_arrays(g, a, b) and plain(g).ndim == 2 and plain(a).ndim == plain(b).ndim == 1:
+            return lambda g, a, b: np.ascontiguousarray(g) @ np.ascontiguousarray(b)
+        return None
+
+    @overload(runtime.outer_vjp_b)
+    def _outer_vjp_b(g, a, b):
+        if real_arrays(g, a, b) and plain(g).ndim == 2 and plain(a).ndim == plain(b).ndim == 1:
+            return lambda g, a, b: np.ascontiguousarray(a) @ np.ascontiguousarray(g)
+        return None

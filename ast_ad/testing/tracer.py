@@ -431,8 +431,11 @@ def _apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return _forward(fn, rule, args, values, kwargs, ans, level)
     if rule is None or any(rule.vjp(k) is None for k, _, _ in inputs):
         raise MissingRuleError(f"no gradient rule for {getattr(fn, '__name__', fn)}")
+    # the arguments as they are now, kept: an array the program writes into later (``x0 += c`` on a
+    # plain array this product read) must not change what its rule reads
+    kept = [_snapshot(v) for v in values]
     parents = [
-        (box.node, _vjp(_written(rule.vjp(k)), ans, values, kwargs, j)) for k, j, box in inputs
+        (box.node, _vjp(_written(rule.vjp(k)), ans, kept, kwargs, j)) for k, j, box in inputs
     ]
     if complex_call or _complex(ans):
         # a real argument takes the real part of its adjoint
@@ -442,6 +445,15 @@ def _apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             )
         ]
     return Box(ans, Node(ans, parents), level)
+
+
+def _snapshot(value: Any) -> Any:
+    """``value`` with each numpy array in it (in a list or tuple too) a copy of its own."""
+    if type(value) is np.ndarray:
+        return value.copy()
+    if type(value) in (list, tuple):
+        return type(value)(_snapshot(v) for v in value)
+    return value
 
 
 def _untraced(value: Any) -> Any:
