@@ -1398,36 +1398,39 @@ def nested(repeat: int) -> None:
 
 def nested_compiled(repeat: int) -> None:
     """GradBench's ``particle`` and ``saddle`` with the whole nested derivative compiled by Numba
-    (issue 40): the ``rf`` solves of the GradBench tool (``solve_compiled``: the outer gradient,
-    the jvps written in the bodies lowered into it, one compiled function for the value and the
-    gradient), each solve timed alone, its median over rounds; the first call's compile apart,
-    and the interpreted ``rf`` solve for scale."""
+    (issue 40): the GradBench tool's ``rf`` and ``ff`` solves (``solve_compiled``: the outer
+    gradient or jvps, the jvps written in the bodies lowered into them, compiled), each solve timed
+    alone, its median over rounds; the first call's compile apart, and the interpreted solve of the
+    same nesting for scale."""
     particle, saddle, _ = _gradbench()
     start = np.array([1.0, 1.0])
-    runs = {
-        "particle": (lambda: particle.solve_compiled(0.0),
-                     lambda: particle._solve(particle.miss_f, "r")(0.0)),
-        "saddle": (lambda: saddle.solve_compiled(start), lambda: saddle._solve("rf")(start)),
-    }
-    print("\nnested derivatives compiled whole (jit=\"numba\", the rf solves):")
-    for name, (compiled_solve, interpreted) in runs.items():
-        begin = time.perf_counter()
-        compiled_solve()  # (compiled at the first call)
-        first = time.perf_counter() - begin
-        interpreted()
-        times: list[float] = []
-        plain: list[float] = []
-        for _ in range(max(1, repeat // 2)):
-            for _ in range(10):
-                begin = time.perf_counter()
-                compiled_solve()
-                times.append(time.perf_counter() - begin)
+    print("\nnested derivatives compiled whole (jit=\"numba\"):")
+    for mode in ("rf", "ff"):
+        runs = {
+            "particle": (lambda m=mode: particle.solve_compiled(0.0, m),
+                         lambda m=mode: particle._solve(
+                             particle.miss_r if m[1] == "r" else particle.miss_f, m[0])(0.0)),
+            "saddle": (lambda m=mode: saddle.solve_compiled(start, m),
+                       lambda m=mode: saddle._solve(m)(start)),
+        }
+        for name, (compiled_solve, interpreted) in runs.items():
             begin = time.perf_counter()
+            compiled_solve()  # (compiled at the first call)
+            first = time.perf_counter() - begin
             interpreted()
-            plain.append(time.perf_counter() - begin)
-        print(f"  {name}: compiled {_fmt(statistics.median(times))} a solve (fastest "
-              f"{_fmt(min(times))}; its first call, compiling, {first:.2f} s); interpreted "
-              f"{statistics.median(plain):.2f} s")
+            times: list[float] = []
+            plain: list[float] = []
+            for _ in range(max(1, repeat // 2)):
+                for _ in range(10):
+                    begin = time.perf_counter()
+                    compiled_solve()
+                    times.append(time.perf_counter() - begin)
+                begin = time.perf_counter()
+                interpreted()
+                plain.append(time.perf_counter() - begin)
+            print(f"  {name} {mode}: compiled {_fmt(statistics.median(times))} a solve (fastest "
+                  f"{_fmt(min(times))}; its first call, compiling, {first:.2f} s); interpreted "
+                  f"{statistics.median(plain):.2f} s")
 
 
 def gmm_in_jax(jnp, jax):

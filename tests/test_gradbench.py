@@ -255,15 +255,16 @@ def test_saddle_in_each_mode(mode) -> None:
     )
 
 
-@pytest.mark.long  # (two Numba compiles of 3 s each: CI's long step)
+@pytest.mark.long  # (four Numba compiles of 1 to 3 s each: CI's long step)
 def test_the_compiled_nested_solves_give_the_evals_answers() -> None:
-    """``rf`` with the whole nested derivative compiled (``jit="numba"``, the jvps written in the
-    bodies lowered into the code, which ``AST_AD_GRADBENCH_JIT=numba`` runs for ``rf``): the
-    answers the evals expect, and ``particle``'s the interpreted solve's to the last bit."""
+    """``rf`` and ``ff`` with the whole nested derivative compiled (``jit="numba"``, the jvps
+    written in the bodies lowered into the code, which ``AST_AD_GRADBENCH_JIT=numba`` runs): the
+    answers the evals expect, and ``particle``'s ``rf`` the interpreted solve's to the last bit."""
     pytest.importorskip("numba")
-    assert math.isclose(particle.solve_compiled(0.0), 0.2071918746486116, rel_tol=1e-9)
-    np.testing.assert_allclose(saddle.solve_compiled(np.array([1.0, 1.0])),
-                               [8.246324826140356e-06] * 4, rtol=1e-9)
+    for mode in ("rf", "ff"):
+        assert math.isclose(particle.solve_compiled(0.0, mode), 0.2071918746486116, rel_tol=1e-9)
+        np.testing.assert_allclose(saddle.solve_compiled(np.array([1.0, 1.0]), mode),
+                                   [8.246324826140356e-06] * 4, rtol=1e-9)
     assert particle.solve_compiled(0.0) == evaluate(particle, "rf", {"w": 0.0})
 
 

@@ -233,6 +233,9 @@ HELPER_CASES = {
     runtime.owned_adjoint: [(0.0, A), (A * 3, A), (1.5, M)],
     runtime.dense_adjoint: [(0.0, A), (A * 2.0, A), (2.5, 1.5), (0.0, M)],
     runtime.zeros_like: [(A,), (M,), (2.5,), (A * 1j,)],
+    runtime.zero_tangent: [(A,), (M,), (2.5,)],
+    # (``np.array`` of a list or tuple of numbers' tangent, and of an array's)
+    runtime.cast_jvp: [([1.0, 2.0], A[:2]), ((1.0, 2.5, 3.0), A[:3]), (A * 2.0, A)],
     # (vectors and matrices, each way: ``g`` has the product's shape)
     runtime.matmul_vjp_a: [(np.ones((2, 2)), M, M.T), (np.ones(3), A[:2], M), (2.0, A[:3], A[3:]),
                            (np.ones(2), M, A[:3])],
@@ -407,6 +410,41 @@ def test_a_nested_derivative_is_compiled_whole() -> None:
     assert "np.zeros_like(" in step and not re.search(r"_bar = 0\.0\n", step)
     # (the Python code keeps the float zero, which costs nothing to add)
     assert re.search(r"_bar = 0\.0\n", ast_ad.grad(_fall).loaded().text)
+
+
+def test_a_jvp_compiled_is_the_interpreted_one() -> None:
+    """``jvp(..., jit="numba")``: forward mode over the jvps written in a helper the loop calls,
+    compiled whole, is the interpreted jvp (the lowering's ``x = None`` before the loop that binds
+    ``x`` has the tangent ``None``, one type with the arrays the loop binds, as Numba takes it);
+    and by the dot-product identity, the compiled reverse mode's transpose."""
+    w, v = np.array([3.0]), np.array([0.7])
+    value, tangent = ast_ad.jvp(_fall, (w,), (v,), jit="numba")
+    expected = ast_ad.jvp(_fall, (w,), (v,))
+    assert value == pytest.approx(float(expected[0]), rel=1e-15)
+    assert tangent == pytest.approx(float(expected[1]), rel=1e-12)
+    gradient = ast_ad.grad(_fall, jit="numba")(w)
+    assert tangent == pytest.approx(float(gradient @ v), rel=1e-10)
+    # called again as last time (the layout checked inline: its compiled code directly), then with
+    # another layout (made again)
+    assert ast_ad.jvp(_fall, (w,), (v,), jit="numba") == (value, tangent)
+    longer, along = np.array([3.0, 1.0]), np.array([0.7, 5.0])
+    assert ast_ad.jvp(_fall, (longer,), (along,), jit="numba")[1] == pytest.approx(
+        float(ast_ad.jvp(_fall, (longer,), (along,))[1]), rel=1e-12)
+    # a function of two arguments, one moving; floats
+    assert ast_ad.jvp(_charge, (UP, 2.0), (ACROSS, None), jit="numba")[1] == pytest.approx(
+        ast_ad.jvp(_charge, (UP, 2.0), (ACROSS, None))[1], rel=1e-14)
+    assert ast_ad.jvp(loop_math, (0.3,), (1.0,), jit="numba")[1] == pytest.approx(
+        ast_ad.grad(loop_math)(0.3), rel=1e-12)
+
+
+def test_a_jvp_compiled_refuses_what_it_does_not_compile() -> None:
+    with pytest.raises(ast_ad.errors.ASTADError, match="numba"):
+        ast_ad.jvp(_fall, (np.array([3.0]),), (np.ones(1),), jit="cython")
+    with pytest.raises(ast_ad.errors.ASTADError, match="batched"):
+        ast_ad.jvp(_fall, (np.array([3.0]),), (np.ones((2, 1)),), jit="numba", batched=True)
+    with pytest.raises(JitError) as refusal:
+        ast_ad.jvp(with_a_dict, ({"w": 2.0}, 3.0), (None, 1.0), jit="numba")
+    assert refusal.value.filename == __file__
 
 
 def test_a_derivative_object_in_a_compiled_body_is_refused_at_its_line() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -35,7 +35,7 @@ V = TypeVar("V")  # what a function returns: its tangent has its type
 
 # ---- forward mode --------------------------------------------------------------------------------
 def jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tuple[Any, ...], *,
-        batched: bool = False) -> tuple[V, V]:
+        batched: bool = False, jit: Literal["numba"] | None = None) -> tuple[V, V]:
     """``(fun(*primals), J tangents)``: forward mode, one pass, no tape.
 
     ``tangents`` matches ``primals`` one for one (containers as containers); ``None``
@@ -45,7 +45,13 @@ def jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tuple[Any, ..
     for a float, ``(B, *x.shape)`` for an array ``x``), and the result's tangent has that axis
     first too: ``J`` along each of the ``B`` directions, from one pass that carries them all
     (``runtime.batched``), or one pass each where the code does something a batch does not take.
+
+    ``jit="numba"``: the forward-mode code compiled by Numba, as ``grad(f, jit="numba")`` compiles
+    the gradient (``ast_ad.backend.jit``: made once for each kind of argument; what it cannot
+    compile is refused at the line, never run as Python silently).
     """
+    if jit is not None:
+        return compiled_jvp(fun, primals, tangents, jit, batched)
     if batched:
         return batched_jvp(fun, primals, tangents)
     plain = type(fun) is FUNCTION and type(primals) is tuple and type(tangents) is tuple \
@@ -93,6 +99,56 @@ def jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tuple[Any, ..
                 layout_caller(layout, (lowered.loaded, loaded), loaded.fn, seeds=1), loaded
             )
     return forward_at(lowered, active, tuple(tangents[k] for k in active))
+
+
+def compiled_jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tuple[Any, ...],
+                 jit: str, batched: bool) -> tuple[V, V]:
+    """``jvp(..., jit="numba")``: the forward-mode module of ``fun`` for these arguments' kinds,
+    compiled by Numba (once a module), run on the arguments and the tangents of those that move."""
+    if jit != "numba":
+        raise ASTADError(
+            f'jit={jit!r}: the compiler ast_ad knows is jit="numba" (or leave jit out)'
+        )
+    if batched or type(fun) is not FUNCTION:
+        raise ASTADError(
+            "jvp(..., jit=\"numba\") compiles the forward mode of a function of yours, one "
+            "direction a call: leave out batched=, and pass the function itself (not a derivative "
+            "of it)"
+        )
+    plain = type(primals) is tuple and type(tangents) is tuple and len(primals) == len(tangents)
+    found = _COMPILED_JVPS.get(fun) if plain else None
+    if found is not None:  # floats and numpy arrays, as last time: its compiled code, directly
+        call, made = found
+        try:
+            done = call(primals, tangents)
+        except LocatedError as exc:
+            raise located(exc, made) from None
+        if done is not NOT_SCALARS:
+            refuse_missing_tangents(done[1])
+            return done  # type: ignore[no-any-return]
+    given = primals, tangents
+    primals, tangents = _pair_up(primals, tangents)
+    active = tuple(k for k, t in enumerate(tangents) if t is not None)
+    lowered = lower(fun, primals)
+    loaded = jvp_code(lowered, active)
+    from ast_ad.backend import jit as compiler
+
+    run = compiler.compiled(loaded, fun)
+    try:
+        raw, raw_dot = run(*lowered.args, *(tangents[k] for k in active))
+    except LocatedError as exc:
+        raise located(exc, loaded) from None
+    refuse_missing_tangents(raw_dot)
+    if plain and lowered.fn is fun and lowered.args is primals:
+        layout = _layout(*given)
+        if layout is not None:  # (the next call like this one: checked inline, then run)
+            _COMPILED_JVPS[fun] = layout_caller(layout, (loaded,), run), loaded
+    return lowered.finish(raw), lowered.finish_dot(raw, raw_dot)
+
+
+# the compiled forward-mode code of a function last called with floats and numpy arrays through
+# ``jvp(..., jit="numba")``: its call (``layout_caller``) and its module
+_COMPILED_JVPS: dict[Any, tuple[Callable[..., Any], Loaded]] = {}
 
 
 def batched_jvp(fun: Callable[..., V], primals: tuple[Any, ...],

@@ -37,6 +37,8 @@ COMPILED = (
     runtime.owned_adjoint,
     runtime.dense_adjoint,
     runtime.zeros_like,
+    runtime.zero_tangent,
+    runtime.cast_jvp,
     runtime.matmul_vjp_a,
     runtime.matmul_vjp_b,
     runtime.outer_vjp_a,
@@ -671,4 +673,32 @@ def register(numba: Any) -> None:
     def _outer_vjp_b(g, a, b):
         if real_arrays(g, a, b) and plain(g).ndim == 2 and plain(a).ndim == plain(b).ndim == 1:
             return lambda g, a, b: np.ascontiguousarray(a) @ np.ascontiguousarray(g)
+        return None
+
+    @overload(runtime.zero_tangent)
+    def _zero_tangent(x):
+        # forward mode's zero tangent: ``zeros_like``'s (compiled code runs no batched pass)
+        if number(x) or array(x):
+            return lambda x: runtime.zeros_like(x)
+        return None
+
+    @overload(runtime.cast_jvp)
+    def _cast_jvp(u, ans):
+        # ``np.array`` of a list or tuple of numbers, or of an array, into floats: the tangents
+        # as an array of floats
+        if not (array(ans) and isinstance(plain(ans).dtype, types.Float)):
+            return None
+        held = plain(u)
+        if isinstance(held, (types.List, types.ListType)) and number(held.dtype):
+            def impl(u, ans):
+                out = np.empty(len(u))
+                for k in range(len(u)):
+                    out[k] = u[k]
+                return out
+            return impl
+        if isinstance(held, types.BaseTuple) and all(number(item) for item in held):
+            items = ", ".join(f"u[{k}]" for k in range(len(held)))
+            return _made(f"def impl(u, ans):\n    return np.array([{items}], np.float64)\n")
+        if array(u) and isinstance(held.dtype, types.Float):
+            return lambda u, ans: u.astype(np.float64)
         return None

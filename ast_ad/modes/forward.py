@@ -500,6 +500,12 @@ class Forwarder:
             if isinstance(value, ir.Const) and type(value.value) in (int, float):
                 # (``zero_tangent`` of a number: ``0.0``)
                 return [stmt, ir.Assign(dot, ir.Const(0.0), stmt.line)]
+            if ir.binds_none(stmt) and target in self.function.inits:
+                # the lowering's ``x = None`` before the loop or branch that binds ``x``, which
+                # nothing but a check reads: its tangent is declared so too, ``x_dot = None`` (a
+                # name of one type, or None, as Numba takes it; ``zero_tangent`` gave the float
+                # zero, where ``x`` is then an array)
+                return [stmt, ir.Assign(dot, ir.Const(None), stmt.line)]
             return [stmt, *self.bound(self.zero_of(ir.Var(target)), dot)]
         tangent = self.bound(made, dot)
         self.note_fresh(tangent, dot)

@@ -7,6 +7,7 @@ person writes it (``fold``) and with its tape loops written as loops over the ta
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from typing import Any
 
@@ -187,11 +188,16 @@ def _typed(forward: list[gast.stmt], backward: list[gast.stmt], a: Adjoint,
         if name is not None and name in zeros_of:
             return syntax.assign(name, syntax.call(refs.marker(np.zeros_like, "np.zeros_like"),
                                                    [syntax.name(zeros_of[name])]))
-        for field_name in ("body", "orelse"):
-            block = getattr(stmt, field_name, None)
-            if isinstance(block, list) and block and isinstance(block[0], gast.stmt):
-                setattr(stmt, field_name, [zeroed(s) for s in block])
-        return stmt
+        blocks = {field_name: block for field_name in ("body", "orelse")
+                  if isinstance(block := getattr(stmt, field_name, None), list) and block
+                  and isinstance(block[0], gast.stmt)}
+        if not blocks:
+            return stmt
+        # (a new statement: the adjoint's own may be emitted again, for Python)
+        made = copy.copy(stmt)
+        for field_name, block in blocks.items():
+            setattr(made, field_name, [zeroed(s) for s in block])
+        return made
 
     refs = a.refs
     return forward, [zeroed(stmt) for stmt in backward]

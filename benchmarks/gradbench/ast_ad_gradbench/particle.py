@@ -68,21 +68,31 @@ def _solve(miss, outer):
     return lambda w: float(argmin(miss, gradient, np.array([w]))[0])
 
 
-def solve_compiled(w):
-    """The ``rf`` solve with the whole nested derivative compiled by Numba: the outer gradient of
+def solve_compiled(w, mode="rf"):
+    """A solve with the whole nested derivative compiled by Numba: ``rf``, the outer gradient of
     the path, whose steps' forces are the jvps lowered into it, one compiled function that gives
-    the miss and its gradient (``jit="numba"``; the minimiser itself is the eval's Python)."""
-    f, gradient = one_pass(_MISS_AND_GRADIENT)
+    the miss and its gradient (``value_and_grad(..., jit="numba")``); ``ff``, the outer jvp of the
+    path over the same inner jvps (``jvp(..., jit="numba")``). The minimiser itself is the eval's
+    Python."""
+    f, gradient = one_pass(_MISS_AND_GRADIENT if mode == "rf" else _miss_and_slope)
     return float(argmin(f, gradient, np.array([w]))[0])
 
 
 _MISS_AND_GRADIENT = ast_ad.value_and_grad(miss_f, jit="numba")
+_ONE = np.array([1.0])
 
-# ``AST_AD_GRADBENCH_JIT=numba`` runs ``rf`` compiled (the others run as Python: rr and fr hold
-# derivative objects, and ff takes jvps of the whole path, which ``jit`` does not compile)
+
+def _miss_and_slope(w):
+    value, slope = ast_ad.jvp(miss_f, (w,), (_ONE,), jit="numba")
+    return value, np.array([slope])
+
+
+# ``AST_AD_GRADBENCH_JIT=numba`` runs ``rf`` and ``ff`` compiled (rr and fr call a gradient in a
+# body, a derivative object Numba cannot compile: they run as Python)
+_COMPILED = ("rf", "ff") if os.environ.get("AST_AD_GRADBENCH_JIT") == "numba" else ()
 FUNCTIONS = {
     mode: timed(pre=lambda raw: raw["w"], post=float)(
-        solve_compiled if mode == "rf" and os.environ.get("AST_AD_GRADBENCH_JIT") == "numba"
+        (lambda w, mode=mode: solve_compiled(w, mode)) if mode in _COMPILED
         else _solve(miss_r if mode[1] == "r" else miss_f, mode[0])
     )
     for mode in ("rr", "rf", "fr", "ff")
