@@ -116,15 +116,9 @@ def compiled_jvp(fun: Callable[..., V], primals: tuple[Any, ...], tangents: tupl
             "of it)"
         )
     plain = type(primals) is tuple and type(tangents) is tuple and len(primals) == len(tangents)
-    found = _COMPILED_JVPS.get(fun) if plain else None
-    if found is not None:  # floats and numpy arrays, as last time: its compiled code, directly
-        call, made = found
-        try:
-            done = call(primals, tangents)
-        except LocatedError as exc:
-            raise located(exc, made) from None
+    if plain:  # floats and numpy arrays, as last time: its compiled code, directly
+        done = _direct(fun, primals, tangents, _COMPILED_JVPS)
         if done is not NOT_SCALARS:
-            refuse_missing_tangents(done[1])
             return done  # type: ignore[no-any-return]
     given = primals, tangents
     primals, tangents = _pair_up(primals, tangents)
@@ -234,7 +228,8 @@ def _layout(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, .
     return tuple(layout)
 
 
-def _direct(fun: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> Any:
+def _direct(fun: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...],
+            calls: dict[Any, tuple[Callable[..., Any], Loaded]] | None = None) -> Any:
     """``jvp`` of a plain function called as last time with floats and numpy arrays (each
     argument's kind, shape and dtype, and which have tangents), by its module directly, without
     pairing, lowering and choosing the module again; ``NOT_SCALARS`` where the call is another or
@@ -242,8 +237,9 @@ def _direct(fun: Any, primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> An
 
     The fact it relies on: the module chosen for a call is fixed by its arguments' kinds, shapes
     and dtypes and which are moving (``lowering._jvp_of``), which its call (``layout_caller``)
-    checks."""
-    found = _ARRAY_JVPS.get(fun)
+    checks. ``calls``: where the calls are kept (``_ARRAY_JVPS``, or ``_COMPILED_JVPS`` for
+    ``jit="numba"``)."""
+    found = (_ARRAY_JVPS if calls is None else calls).get(fun)
     if found is None:
         return NOT_SCALARS
     call, loaded = found
