@@ -493,11 +493,17 @@ def _grown_pairs(w):
 
 def test_numbas_own_failure_is_a_jit_error_at_the_function() -> None:
     """Where Numba fails inside its compiler (a list held in the tuples a loop's tape holds: an
-    LLVM error, not a typing error), the error is still a ``JitError``, at the user's function,
-    not Numba's ``RuntimeError``."""
-    with pytest.raises(JitError, match="Numba could not compile") as refusal:
-        ast_ad.grad(_grown_pairs, jit="numba")(np.array([0.3]))
-    assert refusal.value.filename == __file__ and "def _grown_pairs" in refusal.value.line
+    LLVM error in Numba 0.68, not a typing error), the error is still a ``JitError``, at the user's
+    function, not Numba's ``RuntimeError``; where a later Numba compiles it, the interpreted
+    gradient."""
+    w = np.array([0.3])
+    try:
+        compiled = ast_ad.grad(_grown_pairs, jit="numba")(w)
+    except JitError as refusal:
+        assert "Numba could not compile" in str(refusal)
+        assert refusal.filename == __file__ and "def _grown_pairs" in (refusal.line or "")
+    else:
+        np.testing.assert_allclose(compiled, ast_ad.grad(_grown_pairs)(w), rtol=1e-13)
 
 
 def _sine_weighted(x):
