@@ -596,8 +596,9 @@ def register(numba: Any) -> None:
         # each differentiated primal a 64-bit float or an array of them, its tangent a number or
         # an array of its shape (checked as it runs); anything else has no compiled version, and
         # Numba names the line that wrote the jvp
+        # (the pairs after the first: Numba hands them over as one star-argument tuple)
         pairs = (primal, tangent, *(more[0] if len(more) == 1 and isinstance(
-            more[0], types.BaseTuple) else more))
+            more[0], (types.StarArgTuple, types.StarArgUniTuple)) else more))
         checks = []
         for k in range(0, len(pairs), 2):
             p, t = plain(pairs[k]), plain(pairs[k + 1])

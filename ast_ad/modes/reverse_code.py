@@ -106,24 +106,32 @@ def _zeros_shaped(backward: list[gast.stmt], shaped_as: dict[str, str],
     class has ``x``'s shape, ``activity.shape_classes``), and makes a new object as it does."""
     if not shaped_as:
         return backward
-    # (an adjoint a loop writes into in place starts as its own array already: ``owned_adjoint``,
-    # which makes the zeros a batch of cotangents needs)
-    owned = {
+    owned = _owned(backward, refs)
+    out = []
+    for stmt in backward:
+        name = zero_start(stmt)
+        if name is not None and name in shaped_as and name not in owned:
+            stmt = _zeros_like(name, shaped_as[name], refs)
+        out.append(stmt)
+    return out
+
+
+def _owned(backward: list[gast.stmt], refs: syntax.RefTable) -> set[str]:
+    """The adjoints a loop writes into in place: each starts as its own array already
+    (``owned_adjoint``, which makes the zeros a batch of cotangents needs)."""
+    return {
         node.args[0].id
         for stmt in backward
         for node in syntax.walk(stmt)
         if type(node) is gast.Call and type(node.func) is gast.Name and node.args
         and type(node.args[0]) is gast.Name and refs.lookup(node.func.id) is owned_adjoint
     }
-    out = []
-    for stmt in backward:
-        name = zero_start(stmt)
-        if name is not None and name in shaped_as and name not in owned:
-            zeros = syntax.call(refs.marker(np.zeros_like, "np.zeros_like"),
-                                [syntax.name(shaped_as[name])])
-            stmt = syntax.assign(name, zeros)
-        out.append(stmt)
-    return out
+
+
+def _zeros_like(name: str, like: str, refs: syntax.RefTable) -> gast.stmt:
+    """``name = np.zeros_like(like)``: an array adjoint's start at zero."""
+    return syntax.assign(name, syntax.call(refs.marker(np.zeros_like, "np.zeros_like"),
+                                           [syntax.name(like)]))
 
 
 def _typed(forward: list[gast.stmt], backward: list[gast.stmt], a: Adjoint,
@@ -143,13 +151,7 @@ def _typed(forward: list[gast.stmt], backward: list[gast.stmt], a: Adjoint,
     name of it holds, wherever it is bound, an array of one shape (``activity.shape_classes``),
     and ``zeros + e`` is ``0.0 + e`` for an adjoint ``e`` of that shape. An adjoint of a class with
     no such name keeps its float zero (Numba then names the line it cannot type)."""
-    owned = {
-        node.args[0].id
-        for stmt in backward
-        for node in syntax.walk(stmt)
-        if type(node) is gast.Call and type(node.func) is gast.Name and node.args
-        and type(node.args[0]) is gast.Name and a.refs.lookup(node.func.id) is owned_adjoint
-    }
+    owned = _owned(backward, a.refs)
     starts = {
         name
         for stmt in backward
@@ -186,8 +188,7 @@ def _typed(forward: list[gast.stmt], backward: list[gast.stmt], a: Adjoint,
     def zeroed(stmt: gast.stmt) -> gast.stmt:
         name = zero_start(stmt)
         if name is not None and name in zeros_of:
-            return syntax.assign(name, syntax.call(refs.marker(np.zeros_like, "np.zeros_like"),
-                                                   [syntax.name(zeros_of[name])]))
+            return _zeros_like(name, zeros_of[name], a.refs)
         blocks = {field_name: block for field_name in ("body", "orelse")
                   if isinstance(block := getattr(stmt, field_name, None), list) and block
                   and isinstance(block[0], gast.stmt)}
@@ -199,7 +200,6 @@ def _typed(forward: list[gast.stmt], backward: list[gast.stmt], a: Adjoint,
             setattr(made, field_name, [zeroed(s) for s in block])
         return made
 
-    refs = a.refs
     return forward, [zeroed(stmt) for stmt in backward]
 
 
