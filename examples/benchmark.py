@@ -1398,14 +1398,15 @@ def nested(repeat: int) -> None:
 
 def nested_compiled(repeat: int) -> None:
     """GradBench's ``particle`` and ``saddle`` with the whole nested derivative compiled by Numba
-    (issue 40): the GradBench tool's ``rf`` and ``ff`` solves (``solve_compiled``: the outer
-    gradient or jvps, the jvps written in the bodies lowered into them, compiled), each solve timed
+    (issue 40): the GradBench tool's solves in each mode (``solve_compiled``: the outer gradient
+    or jvps, the inner gradients or jvps written in the bodies lowered into them, compiled), each
+    solve timed
     alone, its median over rounds; the first call's compile apart, and the interpreted solve of the
     same nesting for scale."""
     particle, saddle, _ = _gradbench()
     start = np.array([1.0, 1.0])
     print("\nnested derivatives compiled whole (jit=\"numba\"):")
-    for mode in ("rf", "ff"):
+    for mode in ("rr", "rf", "fr", "ff"):
         runs = {
             "particle": (lambda m=mode: particle.solve_compiled(0.0, m),
                          lambda m=mode: particle._solve(

@@ -222,8 +222,54 @@ def bowl(p, q):
 
 
 def bowl_slope_norm(p, q):
-    """The squared gradient of ``bowl`` in ``q``: reverse mode over it runs a Hessian-vector product
-    of ``bowl`` in its gradient's reverse rule."""
+    """The squared gradient of ``bowl`` in ``q``, the gradient held in a name (a derivative object):
+    reverse mode over it runs a Hessian-vector product of ``bowl`` in its gradient's reverse
+    rule."""
+    slope = ast_ad.grad(bowl, argnums=1)
+    g = slope(p, q)
+    return np.sum(g * g)
+
+
+def bowl_slope_norm_inlined(p, q):
+    """The same, the gradient called where it is written: its code lowered into this function's."""
     g = ast_ad.grad(bowl, argnums=1)(p, q)
     return np.sum(g * g)
 
+
+
+def gradient_of_a_list(xs, y):
+    """``ast_ad.grad`` of a list written in a body: what the API takes (a list of gradients), and
+    the code lowered in place does not."""
+    return np.sum(ast_ad.grad(scaled_potential)(xs, y))
+
+
+def gradient_of_an_integer(n, y):
+    return ast_ad.grad(scaled_potential)(n, y) * y
+
+
+def squared_gradient_scaled(x, y):
+    """The squared gradient of ``scaled_potential``, which reads the global ``SCALE``."""
+    return np.sum(ast_ad.grad(scaled_potential)(x, y) ** 2)
+
+
+def gradient_of_a_vector_function(x):
+    """``grad`` of a function whose value is an array: refused, as the API refuses it."""
+    return np.sum(ast_ad.grad(vector_valued)(x))
+
+
+def vector_valued(x):
+    return np.sin(x) * 2.0
+
+
+def written_into(x, y):
+    """The gradient written into after it is taken: it is an array of its own, as ``grad``
+    returns it, so the write changes nothing else (``x``, ``y``)."""
+    g = ast_ad.grad(potential)(x, y)
+    g[0] = 0.5 * g[0] + y
+    return np.sum(g * x) + y * x[0]
+
+
+def gradient_of_a_float(x, y):
+    """``grad`` in a float argument: a float, as the API gives it."""
+    slope = ast_ad.grad(potential, argnums=1)(x, y)
+    return slope * slope + np.sum(x) * slope

@@ -940,6 +940,11 @@ def _more() -> dict:
             st.lists(arrays((2,)), min_size=3, max_size=3), st.just((0, 2)), arrays((2,))
         )
         | case(st.lists(floats(), min_size=2, max_size=2), st.just((1,)), floats()),
+        # (a gradient lowered in place, as ``grad`` returns it: of a float or a float64 array)
+        runtime.gradient_like: case(arrays((3,)), arrays((3,))) | case(floats(), floats())
+        | case(floats(), arrays((2,))),
+        runtime.gradients_like: case(st.tuples(arrays((2,)), floats()),
+                                     st.tuples(arrays((2,)), floats())),
         runtime.augmented: case(arrays((3,)), arrays((3,)))
         | case(arrays((2, 3)), arrays((3,)))
         | case(floats(), floats()),

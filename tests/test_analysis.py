@@ -104,7 +104,8 @@ def test_arrays_written_out_have_their_shape_as_facts() -> None:
     kinds = kinds_of(function, (SCALAR,), callees)
     shapes = constant_shapes(
         function, kinds,
-        lambda fn, call, at: callees.shape(fn, [kinds.of(a, at) for a in call.args]),
+        lambda fn, call, at, passed: callees.shape(fn, [kinds.of(a, at) for a in call.args],
+                                                   passed),
     )
     loop_x = ["x", "x_1", "v", "v_1"]  # (the normalizer's names of the loop's ``x`` and ``v``)
     assert {shapes[name] for name in loop_x} == {(2,)}

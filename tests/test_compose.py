@@ -29,7 +29,7 @@ from tests import corpus_control
 from tests.compose_functions import branchy, reductions, rnn_loss, solves
 from tests.corpus import CASES as STRAIGHT
 from tests.corpus import Case
-from tests.oracles import with_autograd_numpy
+from tests.oracles import assert_fd, with_autograd_numpy
 from tests.strategies import half
 
 CASES = STRAIGHT + corpus_control.CASES
@@ -2283,32 +2283,102 @@ def test_a_jvp_lowered_in_place_refuses_what_the_api_refuses() -> None:
     assert math.isclose(slope, nested.SCALE * float(np.sum(np.cos(xs))), rel_tol=1e-12)
 
 
-def test_a_gradient_over_a_jvp_in_its_body_exports_as_code_alone(tmp_path) -> None:
-    """With the jvp lowered in place, the gradient of a function that takes a jvp in its body is
-    code alone: exported, it runs in a process without ast_ad (an import of it fails there) and
-    gives the function's value and the gradient ast_ad gives, to the bit."""
+@pytest.mark.parametrize("name", ["squared_slope", "force_norm_inline"])
+def test_a_gradient_over_a_jvp_in_its_body_exports_as_code_alone(tmp_path, name) -> None:
+    """With the jvp (or the gradient) lowered in place, the gradient of a function that takes a
+    jvp (a gradient) in its body is code alone: exported, it runs in a process without ast_ad (an
+    import of it fails there) and gives the function's value and the gradient ast_ad gives, to the
+    bit."""
     import subprocess
     import sys
 
     from tests import compose_nested as nested
 
+    fn = getattr(nested, name)
     x, y = np.array([0.3, -0.5, 0.9]), 1.5
-    gradient = ast_ad.grad(nested.squared_slope, (0, 1))
-    path = tmp_path / "squared_slope_gradient.py"
+    gradient = ast_ad.grad(fn, (0, 1))
+    path = tmp_path / f"{name}_gradient.py"
     ast_ad.export(gradient, str(path), x, y)
     script = (
         "import sys, runpy, numpy as np\n"
         "sys.modules['ast_ad'] = None  # (no ast_ad: importing it raises)\n"
-        f"g = runpy.run_path({str(path)!r})['squared_slope_vjp']\n"
+        f"g = runpy.run_path({str(path)!r})['{name}_vjp']\n"
         "out, (gx, gy) = g(np.array([0.3, -0.5, 0.9]), 1.5)\n"
         "print(repr(float(out)), repr(float(gy)), *map(repr, gx.tolist()))\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    expected = gradient(x, y)
+    expected = ast_ad.value_and_grad(fn, (0, 1))(x, y)
     got = [float(v) for v in done.stdout.split()]
-    assert got[0] == nested.squared_slope(x, y) and got[1] == expected[1]
-    assert got[2:] == expected[0].tolist()
+    assert got[0] == expected[0] and got[1] == expected[1][1]
+    assert got[2:] == expected[1][0].tolist()
+    if name == "squared_slope":
+        assert got[0] == fn(x, y)  # (Python's value: the jvp's code is the API's, to the bit)
+
+
+def test_a_gradient_written_in_a_body_is_its_reverse_code_lowered_in_place(monkeypatch) -> None:
+    """``ast_ad.grad(f, argnums)(x, y)`` called where it is written: ``f``'s gradient code, made for
+    any floats and arrays, is lowered where the call is (``Nesting.gradient_inlined``), so the
+    outer derivative differentiates it (forward over reverse: one pass): no derivative object is
+    called. Its value is Python's (which calls the API's ``grad``), its gradient that of the
+    gradient held in a name (the primitive ``Gradient``) and of finite differences, forward mode
+    over it agrees by the dot-product identity, and what it returns is what ``grad`` returns: a
+    float for a float, an array of its own that a write changes alone."""
+    from tests import compose_nested as nested
+
+    x, y = np.array([0.3, -0.5, 0.9]), 1.5
+    for fn in (nested.force_norm_inline, nested.both_gradients, nested.step,
+               nested.bowl_slope_norm_inlined, nested.written_into, nested.gradient_of_a_float):
+        args = (x[:2], np.array([1.1, 0.4])) if fn is nested.bowl_slope_norm_inlined else \
+            (x,) if fn is nested.step else (x, y)
+        argnums = tuple(range(len(args)))
+        value, grads = ast_ad.value_and_grad(fn, argnums)(*args)
+        assert value == fn(*args), fn.__name__
+        assert_fd(fn, args, argnums, grads)
+        text = ast_ad.source(ast_ad.grad(fn, argnums), *args)
+        assert "check_gradient_layout" in text and "grad_potential(" not in text, fn.__name__
+        tangents = tuple(np.linspace(0.5, 1.5, np.size(a)).reshape(np.shape(a))
+                         if isinstance(a, np.ndarray) else 0.75 for a in args)
+        _, along = ast_ad.jvp(fn, args, tangents)
+        assert math.isclose(along, sum(float(np.sum(g * t)) for g, t in
+                                       zip(grads, tangents, strict=True)), rel_tol=1e-12)
+    # against the gradient held in a name (the primitive), the same numbers
+    by_object = ast_ad.grad(nested.force_norm, (0, 1))(x, y)
+    inlined = ast_ad.grad(nested.force_norm_inline, (0, 1))(x, y)
+    np.testing.assert_allclose(inlined[0], by_object[0], rtol=1e-13)
+    assert math.isclose(inlined[1], by_object[1], rel_tol=1e-13)
+    # the global the inner function reads is watched: bound again, the next gradient follows it
+    for scale in (2.0, 3.0):
+        monkeypatch.setattr(nested, "SCALE", scale)
+        got = ast_ad.grad(nested.squared_gradient_scaled, (0, 1))(x, y)
+        np.testing.assert_allclose(got[0], scale ** 2 * y ** 2 * 2 * np.cos(x) * -np.sin(x),
+                                   rtol=1e-12)
+        assert math.isclose(got[1], 2 * scale ** 2 * y * float(np.sum(np.cos(x) ** 2)),
+                            rel_tol=1e-12)
+    # ... and so is the function itself, defined again
+    monkeypatch.setattr(nested, "scaled_potential", nested.linear_potential)
+    got = ast_ad.grad(nested.squared_gradient_scaled, (0, 1))(x, y)
+    expected = ast_ad.grad(lambda a, b: np.sum(ast_ad.grad(nested.linear_potential)(a, b) ** 2),
+                           (0, 1))(x, y)
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-12)
+
+
+def test_a_gradient_lowered_in_place_refuses_what_the_api_refuses() -> None:
+    """The code a ``grad`` in a body is lowered to was made for floats and arrays of floats, and
+    for a function whose value is a number: a list or an integer argument, and a function whose
+    value is an array, are refused at the user's line, with what to write instead (an array's
+    gradient would otherwise be its entries' gradients summed)."""
+    from tests import compose_nested as nested
+
+    with pytest.raises(ast_ad.errors.ASTADError, match="hold the gradient in a name") as refused:
+        ast_ad.grad(nested.gradient_of_a_list, 1)([0.3, -0.5, 0.9], 1.5)
+    assert "compose_nested.py:" in str(refused.value)
+    with pytest.raises(ast_ad.errors.ASTADError, match="not an int") as refused:
+        ast_ad.grad(nested.gradient_of_an_integer, 1)(2, 1.5)
+    assert "compose_nested.py:" in str(refused.value)
+    with pytest.raises(ast_ad.errors.NonScalarOutputError, match="scalar|real number") as refused:
+        ast_ad.grad(nested.gradient_of_a_vector_function)(np.array([0.3, 0.5]))
+    assert "compose_nested.py:" in str(refused.value)
 
 
 _INLINED_DIRECTORY = None
@@ -2368,3 +2438,58 @@ def test_a_random_programs_jvp_lowered_in_place(program, data) -> None:
     assert math.isclose(float(along), float(np.sum(np.asarray(grads) * u)), rel_tol=1e-9,
                         abs_tol=1e-9)
 
+
+
+@half()
+@given(programs(arrays=True, mutation=True), st.data())
+def test_a_random_programs_gradient_lowered_in_place(program, data) -> None:
+    """A random program ``f`` (mutation, containers and branches included) whose gradient in
+    ``x0`` is written in a body, ``outer``, which weighs its entries: lowered in place, its value is
+    Python's (``outer`` run by Python calls the API's ``grad``) within rounding (the code lowered in
+    place is the gradient made for any shapes, the API's the one made for the call's shapes, and
+    the two may sum in another order: one ulp, seen), and its gradient is the Hessian-vector
+    product that ``jvp`` over ``grad(f)`` gives, within the rounding of sums taken in another
+    order; forward mode over it agrees with that gradient by the dot-product identity. Where the
+    code it was made for does not take the arguments, the refusal says what to write."""
+    import tempfile
+
+    from hypothesis import note
+
+    global _INLINED_DIRECTORY  # noqa: PLW0603 (one directory for the run's programs)
+    if _INLINED_DIRECTORY is None:
+        _INLINED_DIRECTORY = tempfile.mkdtemp(prefix="ast_ad_inlined_")
+    params = ", ".join(f"x{k}" for k in range(program.arity))
+    source = program.source + (
+        "\n\nimport ast_ad\n\n\n"
+        f"def outer({params}):\n"
+        f"    return np.sum(ast_ad.grad(f)({params}) * 0.75)\n"
+    )
+    note(source)
+    args = program.arguments(data)
+    module = type(program)(source, program.arity, program.arrays, program.smooth)
+    f = module.load(_INLINED_DIRECTORY)
+    outer = f.__globals__["outer"]
+    try:
+        with np.errstate(all="raise", under="ignore"):
+            python = outer(*copy.deepcopy(args))
+            value, grads = ast_ad.value_and_grad(outer)(*copy.deepcopy(args))
+            direction = np.full_like(args[0], 0.75) if isinstance(args[0], np.ndarray) else 0.75
+            expected = ast_ad.jvp(ast_ad.grad(f), copy.deepcopy(args),
+                                  (direction, *[None] * (len(args) - 1)))[1]
+    except ast_ad.errors.ASTADError as refused:
+        if "hold the gradient in a name" in str(refused):
+            assert not (type(args[0]) is float or type(args[0]) is np.ndarray
+                        and args[0].dtype.kind == "f")
+        return
+    except (ValueError, TypeError, FloatingPointError, ZeroDivisionError, OverflowError):
+        return  # (a value Python cannot compute here: no number to compare)
+    if "grad_f(" in ast_ad.source(ast_ad.grad(outer), *copy.deepcopy(args)):
+        return  # (f's gradient code is more than one function: the primitive, tested above)
+    np.testing.assert_allclose(value, python, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(grads, expected, rtol=1e-9, atol=1e-12)
+    u = np.linspace(0.5, 1.5, np.size(args[0])).reshape(np.shape(args[0]))
+    u = float(u) if np.ndim(args[0]) == 0 else u
+    _, along = ast_ad.jvp(outer, tuple(copy.deepcopy(args)),
+                          (u, *[None] * (len(args) - 1)))
+    assert math.isclose(float(along), float(np.sum(np.asarray(grads) * u)), rel_tol=1e-9,
+                        abs_tol=1e-9)

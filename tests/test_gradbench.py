@@ -255,17 +255,19 @@ def test_saddle_in_each_mode(mode) -> None:
     )
 
 
-@pytest.mark.long  # (four Numba compiles of 1 to 3 s each: CI's long step)
+@pytest.mark.long  # (eight Numba compiles of 1 to 5 s each: CI's long step)
 def test_the_compiled_nested_solves_give_the_evals_answers() -> None:
-    """``rf`` and ``ff`` with the whole nested derivative compiled (``jit="numba"``, the jvps
-    written in the bodies lowered into the code, which ``AST_AD_GRADBENCH_JIT=numba`` runs): the
-    answers the evals expect, and ``particle``'s ``rf`` the interpreted solve's to the last bit."""
+    """Every nesting with the whole nested derivative compiled (``jit="numba"``, the gradients and
+    jvps written in the bodies lowered into the code, which ``AST_AD_GRADBENCH_JIT=numba`` runs):
+    the answers the evals expect, and ``particle``'s ``rf`` and ``rr`` the interpreted solves' to
+    the last bit."""
     pytest.importorskip("numba")
-    for mode in ("rf", "ff"):
+    for mode in ("rr", "rf", "fr", "ff"):
         assert math.isclose(particle.solve_compiled(0.0, mode), 0.2071918746486116, rel_tol=1e-9)
         np.testing.assert_allclose(saddle.solve_compiled(np.array([1.0, 1.0]), mode),
                                    [8.246324826140356e-06] * 4, rtol=1e-9)
     assert particle.solve_compiled(0.0) == evaluate(particle, "rf", {"w": 0.0})
+    assert particle.solve_compiled(0.0, "rr") == evaluate(particle, "rr", {"w": 0.0})
 
 
 def test_the_protocol_on_a_scripted_exchange() -> None:

@@ -249,6 +249,13 @@ HELPER_CASES = {
     # (a check: it gives None, and raises where a tangent has another shape)
     runtime.check_jvp_layout: [("f.py:3", A, A * 2.0), ("f.py:3", 1.5, 2.0),
                                ("f.py:3", A, A, 1.5, 1), ("f.py:3", M, M, A, A)],
+    # (a gradient lowered in place: its checks, and its result as ``grad`` gives it)
+    runtime.check_gradient_layout: [("f.py:3", A), ("f.py:3", 1.5, M)],
+    runtime.check_gradient_value: [("f.py:3", 1.5), ("f.py:3", np.float64(2.0))],
+    runtime.gradient_like: [(A * 2.0, A), (2.5, 1.5), (0.5, A), (M * 3.0, M)],
+    runtime.gradients_like: [((A * 2.0, 1.5), (A, 0.5)), ((M, A), (M, A))],
+    runtime.add_adjoints: [(A, A * 2.0), (1.5, 2.0), (0.5, A), ((A, 1.0), (A, 2.0))],
+    runtime.fit_adjoint: [(A, 1.5), (2.0, 1.5), (A * 2.0, A), (0.5, A)],
     runtime.pow_minus_one: [(2.0, 3.0), (0.0, 0.0), (0.0, 0.5), (-2.0, 3.0), (1.5, 2)],
     # (where the flag is down, both raise: tests/test_unbound.py)
     runtime.check_bound: [(True, "y", "f.py:3")],
@@ -320,10 +327,10 @@ def test_compiled_helper_matches_python(helper) -> None:
             assert np.shape(got) == np.shape(expected), args
             assert np.asarray(got).dtype == np.asarray(expected).dtype, args
         else:
-            assert np.shape(got) == np.shape(expected) and np.allclose(got, expected), (
-                helper.__name__,
-                args,
-            )
+            pairs = zip(got, expected, strict=True) if isinstance(expected, tuple) \
+                else [(got, expected)]
+            for g, e in pairs:  # (a tuple item by item: ``add_adjoints`` of two tuples)
+                assert np.shape(g) == np.shape(e) and np.allclose(g, e), (helper.__name__, args)
 
 
 def test_abs_of_an_array_is_compiled_as_numpy_takes_it() -> None:
@@ -448,15 +455,48 @@ def test_a_jvp_compiled_refuses_what_it_does_not_compile() -> None:
 
 
 def test_a_derivative_object_in_a_compiled_body_is_refused_at_its_line() -> None:
-    """``ast_ad.grad(f)(x)`` written in a body is a call of a derivative object, not code Numba can
-    compile: refused, naming the user's line."""
+    """A gradient held in a name and called in a body is a call of a derivative object, not code
+    Numba can compile: refused, naming the user's line and what compiles."""
     def tilted(x):
-        return np.sum(ast_ad.grad(_charge)(x, 1.0) * x)  # object
+        slope = ast_ad.grad(_charge)
+        return np.sum(slope(x, 1.0) * x)  # object
 
     with pytest.raises(JitError, match="derivative object") as refusal:
         ast_ad.grad(tilted, jit="numba")(np.array([0.5, 0.25]))
     assert refusal.value.filename == __file__ and "# object" in refusal.value.line
-    assert "ast_ad.jvp" in str(refusal.value)
+    assert "ast_ad.grad(f, argnums)(x, ...)" in str(refusal.value)
+
+
+def _tilted(x):
+    return np.sum(ast_ad.grad(_charge)(x, 1.0) * x)
+
+
+def _slope_norm(x, y):
+    gx, gy = ast_ad.grad(_charge, argnums=(0, 1))(x, y)
+    return np.sum(gx * gx) + gy * x[0]
+
+
+def test_a_gradient_written_in_a_body_compiles_with_it() -> None:
+    """``ast_ad.grad(f, argnums)(x, ...)`` called where it is written is lowered into the code
+    (``Nesting.gradient_inlined``), so reverse over reverse and forward over reverse compile whole:
+    the interpreted numbers to rounding, and finite differences."""
+    x = np.array([0.5, 0.25])
+    for fn, args in ((_tilted, (x,)), (_slope_norm, (x, 0.75))):
+        argnums = tuple(range(len(args)))
+        compiled = ast_ad.value_and_grad(fn, argnums, jit="numba")(*args)
+        interpreted = ast_ad.value_and_grad(fn, argnums)(*args)
+        assert compiled[0] == pytest.approx(interpreted[0], rel=1e-14)
+        for a, b in zip(compiled[1], interpreted[1], strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-13)
+        assert_fd(fn, args, argnums, interpreted[1])
+        tangents = tuple(np.ones_like(a) if isinstance(a, np.ndarray) else 1.0 for a in args)
+        value, slope = ast_ad.jvp(fn, args, tangents, jit="numba")
+        assert slope == pytest.approx(ast_ad.jvp(fn, args, tangents)[1], rel=1e-13)
+        # (the dot-product identity between the compiled modes)
+        assert slope == pytest.approx(sum(float(np.sum(g * t)) for g, t in
+                                          zip(compiled[1], tangents, strict=True)), rel=1e-12)
+    source = ast_ad.source(ast_ad.grad(_tilted, jit="numba"))
+    assert "check_gradient_layout" in source and "grad__charge(" not in source
 
 
 def _settled(x):

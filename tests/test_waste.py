@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ast_ad
+from ast_ad.runtime import unbroadcast
 from ast_ad.testing.random_programs import programs
 from tests.oracles import assert_fd
 from tests.strategies import half
@@ -586,3 +587,40 @@ def test_every_check_of_the_runtime_is_declared_one() -> None:
     assert ruled  # (the check_in_place family: guards of the memory model)
     assert [fn.__name__ for fn in ruled if not registry.is_check(fn)
             and not registry.is_effect(fn)] == []
+
+
+def _charge(x, w):
+    return 1.0 / np.sqrt((x[0] - 2.0) ** 2 + (x[1] + w) ** 2)
+
+
+def _pushed(w):
+    x = np.array([0.5, 1.0])
+    for _ in range(3):
+        x = x - 0.1 * ast_ad.grad(_charge)(x, w[0])
+    return x[0] * x[1]
+
+
+def _fitted(a, b):
+    return np.sum(unbroadcast(a * b, a))
+
+
+def test_a_gradient_lowered_in_place_keeps_no_fitting_of_numbers() -> None:
+    """The gradient code lowered into a body (``ast_ad.grad(f)(x, w)`` written there) is made for
+    any shapes, so it fits each adjoint to its value's shape (``unbroadcast``); where the kinds
+    analysis proves both numbers, the fitting is a copy (``optimize.guards.numbers_passed``,
+    ``registry.def_numbers_pass``), and an entry's adjoint scattered into zeros has its array's
+    shape class (``getitem_vjp``'s ``registry.def_result_axes``): reverse and forward mode over it
+    keep no ``unbroadcast``, ``fit_adjoint`` or per-step stand-in of it. A fitting of an array
+    stays. Against finite differences."""
+    w = np.array([0.3])
+    for text in (ast_ad.source(ast_ad.grad(_pushed), w),
+                 ast_ad.source(_pushed, w, stage="jvp")):
+        assert "unbroadcast(" not in text and "fit_adjoint(" not in text, text
+        assert "stand_in(getitem_vjp" not in text and "getitem_vjp_1_like" not in text, text
+        assert dead_stores(text) == [], dead_stores(text)
+    assert_fd(_pushed, (w,), (0,), (ast_ad.grad(_pushed)(w),))
+    a, b = np.array([0.5, -1.0]), 2.0
+    assert "unbroadcast(" in ast_ad.source(ast_ad.grad(_fitted, (0, 1)), a, b)
+    got = ast_ad.grad(_fitted, (0, 1))(a, b)
+    np.testing.assert_allclose(got[0], [2.0, 2.0])
+    assert np.isclose(got[1], np.sum(a), rtol=1e-15)

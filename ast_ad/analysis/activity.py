@@ -179,7 +179,8 @@ def classes_of(function: ir.Function, shapes: tuple[int, ...], known: Kinds,
     return shape_classes(function, shapes, known, constant_shapes(
         function, known,
         None if callees is None else
-        lambda fn, call, at: callees.shape(fn, [known.of(a, at) for a in call.args]),
+        lambda fn, call, at, passed: callees.shape(fn, [known.of(a, at) for a in call.args],
+                                                   passed),
         lengths,
     ))
 
@@ -189,7 +190,7 @@ _VARIES = ()
 
 
 def constant_shapes(function: ir.Function, known: Kinds | None,
-                    results: Callable[[Any, ir.Call, ir.Stmt], Any] | None = None,
+                    results: Callable[[Any, ir.Call, ir.Stmt, Any], Any] | None = None,
                     lengths: tuple[tuple[int, ...] | None, ...] | None = None,
                     ) -> dict[str, tuple[int, ...]]:
     """The names that hold, wherever they are bound (the normalizer's ``x = None`` aside), a numpy
@@ -285,8 +286,28 @@ def constant_shapes(function: ir.Function, known: Kinds | None,
                 seen.add(found)
             seen.discard(_ANY)
             return _ANY if not seen else seen.pop() if len(seen) == 1 else None
+        if registry.declares_result_axes(value.fn.obj):
+            # each axis of the result that of an argument of a shape known here
+            # (``registry.result_axes``: ``gradient_like(g, x)`` has ``x``'s)
+            held = [shape_of(a, sure) if isinstance(a, ir.Var) and not number(a) and (
+                a.name not in function.params or a.name in fixed) else None for a in value.args]
+            if any(h == _ANY for h in held):
+                return _ANY
+            ranks = tuple(0 if number(a) else None if h is None else len(h)
+                          for a, h in zip(value.args, held, strict=True))
+            ties = registry.result_axes(value.fn.obj, ranks)
+            if not ties or any(held[k] is None or not 0 <= axis < len(held[k] or ())
+                               for k, axis in ties):
+                return None
+            return tuple((held[k] or ())[axis] for k, axis in ties)
         if results is not None and is_user_function(value.fn.obj):
-            made = results(value.fn.obj, value, stmt)
+            # (its arguments' shapes known here are its parameters' at this call)
+            # (a number, or a parameter of no shape made for: none, in either pass)
+            passed = [shape_of(a, sure) if isinstance(a, ir.Var) and not number(a) and (
+                a.name not in function.params or a.name in fixed) else None for a in value.args]
+            if any(h == _ANY for h in passed):
+                return _ANY
+            made = results(value.fn.obj, value, stmt, tuple(passed))
             return made if isinstance(made, tuple) and made else None
         return None
 
@@ -727,7 +748,7 @@ class callee_results:  # noqa: N801 -- used as a function: ``kinds_of(f, labels,
         self.made: dict[tuple[Any, tuple[Fact, ...]], Fact] = {}
         self.under_way: set[Any] = set()
         self.functions: dict[Any, ir.Function | None] = {}
-        self.shapes: dict[tuple[Any, tuple[Fact, ...]], tuple[int, ...] | None] = {}
+        self.shapes: dict[tuple[Any, tuple[Fact, ...], Any], tuple[int, ...] | None] = {}
 
     def __call__(self, fn: Any, args: list[Fact]) -> Fact:
         if not is_user_function(fn) or is_library(fn) or fn in self.under_way:
@@ -754,12 +775,14 @@ class callee_results:  # noqa: N801 -- used as a function: ``kinds_of(f, labels,
         self.made[key] = found
         return found
 
-    def shape(self, fn: Any, args: list[Fact]) -> tuple[int, ...] | None:
+    def shape(self, fn: Any, args: list[Fact],
+              passed: tuple[tuple[int, ...] | None, ...] = ()) -> tuple[int, ...] | None:
         """The shape written in ``fn``'s code that its result has, given arguments of facts
-        ``args`` (``constant_shapes`` of its IR), if it has one."""
+        ``args`` and, where the caller knows them, of shapes ``passed`` (``constant_shapes`` of its
+        IR, the parameters of those shapes at this call), if it has one."""
         if not is_user_function(fn) or is_library(fn) or fn in self.under_way:
             return None
-        key = (fn, tuple(args))
+        key = (fn, tuple(args), passed)
         if key in self.shapes:
             return self.shapes[key]
         self(fn, args)  # (its IR read, or found unreadable)
@@ -773,7 +796,9 @@ class callee_results:  # noqa: N801 -- used as a function: ``kinds_of(f, labels,
                 kinds = kinds_of(function, labels, self)
                 found = constant_shapes(
                     function, kinds,
-                    lambda f, call, at: self.shape(f, [kinds.of(a, at) for a in call.args]),
+                    lambda f, call, at, given: self.shape(
+                        f, [kinds.of(a, at) for a in call.args], given),
+                    passed if len(passed) == len(function.params) else None,
                 ).get(function.result.name)
             finally:
                 self.under_way.discard(fn)

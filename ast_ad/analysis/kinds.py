@@ -214,6 +214,10 @@ class Kinds:
             atom, self.facts, self.inside.get(id(at), _NONE) if at is not None else _NONE
         )
 
+    def rank_of(self, atom: ir.Expr, at: ir.Stmt | None = None) -> int | None:
+        """The number of axes of ``atom`` where ``at`` reads it (0 for a number), if known."""
+        return _rank(self.of(atom, at))
+
     def rank(self, name: str) -> int | None:
         """The number of axes of what ``name`` holds (0 for a number), if known."""
         return _rank(self.facts.get(name, UNKNOWN))
@@ -874,6 +878,8 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
     if (fn is runtime.T or fn is np.transpose) and len(args) == 1 and args[0][0] == "num" \
             and args[0][1] >= 1:
         return args[0]  # (the same axes, in another order)
+    if fn is runtime.gradient_like and len(args) == 2 and args[1][0] == "num":
+        return ("num", args[1][1], True)  # (a gradient lowered in place: its argument's shape)
     if fn is runtime.getitem_vjp and len(args) == 3 and args[1][0] == "num":
         return ("num", args[1][1], True)  # (an adjoint of ``x``: ``x``'s shape)
     if fn in (runtime.matmul_vjp_a, runtime.matmul_vjp_b) and len(args) == 3:

@@ -1236,7 +1236,24 @@ def jvp_source(fun: Callable[..., Any], nparams: int, active: tuple[int, ...]) -
     name, the object), each to be watched by the code the body becomes. ``None`` where the code is
     more than one function (``fun`` calls helpers, whose code would be read from a generated
     module's copy of their globals) or reads a closure's cell."""
-    loaded = transform.jvp_function(fun, active, tuple(range(nparams)), None)
+    return _one_function(transform.jvp_function(fun, active, tuple(range(nparams)), None))
+
+
+def grad_source(fun: Callable[..., Any], nparams: int, argnums: tuple[int, ...],
+                single: bool) -> Any:
+    """The reverse-mode gradient code of ``fun`` in its arguments ``argnums`` (``single``: one,
+    its gradient alone; else a tuple of them), made for any floats and arrays (each argument its
+    own shape label), for ``ast_ad.grad(fun, argnums)(...)`` written in a body to be lowered in
+    place (``frontend.nested.Nesting.gradient_inlined``), as ``jvp_source`` is for ``jvp``: the
+    same ``(text, entry, namespace, watches)``, or ``None`` where the code is more than one
+    function or reads a closure's cell. Its entry function takes the arguments and returns
+    ``(out, grads)``."""
+    loaded = transform.gradient(fun, argnums, single, tuple(range(nparams)))
+    return _one_function(loaded)
+
+
+def _one_function(loaded: Loaded) -> Any:
+    """``loaded``'s ``(text, entry, namespace, watches)`` (``jvp_source``), or ``None``."""
     if loaded.text.count("\ndef ") or not loaded.text.startswith("def "):
         return None
     watches = []
@@ -1332,5 +1349,6 @@ nested.provide(
     jacobian=jacobian,
     hessian=hessian,
     jvp_of=jvp_of,
+    grad_source=grad_source,
     jvp_source=jvp_source,
 )  # a body that calls one is lowered to a call of what it makes

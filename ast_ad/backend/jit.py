@@ -145,10 +145,12 @@ class _Compiled:
 
 
 def _refuse_derivative_objects(loaded: Loaded, fun: Any) -> None:
-    """A derivative object the generated code calls (``ast_ad.grad(f)(x)`` written in a body, a
-    gradient held in a name) runs Python at each call, which Numba cannot compile: refused at the
-    user's line that calls it, saying what compiles (a jvp with its tangents written out, which is
-    lowered in place into the code), before Numba reports a line that is only where it stopped."""
+    """A derivative object the generated code calls (a gradient held in a name, ``g =
+    ast_ad.grad(f)``, a Jacobian, a jvp whose tangents are not written out) runs Python at each
+    call, which Numba cannot compile: refused at the user's line that calls it, saying what
+    compiles (``ast_ad.grad(f, argnums)(x, ...)`` called where it is written, or a jvp with its
+    tangents written out, each lowered in place into the code), before Numba reports a line that
+    is only where it stopped."""
     objects = {
         name
         for name, value in loaded.namespace.items()
@@ -171,17 +173,18 @@ def _refuse_derivative_objects(loaded: Loaded, fun: Any) -> None:
             continue  # (a forward pass has no line comments: its backward pass calls it too)
         raise JitError(
             "Numba cannot compile this line: the derivative in it runs as a derivative object, "
-            "Python at each call. To compile the whole "
-            "computation, write the inner derivative as ast_ad.jvp(f, (x, ...), (v, None, ...)) "
-            "with its tangents written out, which is lowered into the code; or leave out jit= to "
-            "run the gradient in Python",
+            "Python at each call. To compile the whole computation, call the inner derivative "
+            "where it is written, ast_ad.grad(f, argnums)(x, ...) or ast_ad.jvp(f, (x, ...), (v, "
+            "None, ...)) with its tangents written out, which is lowered into the code; or leave "
+            "out jit= to run the gradient in Python",
             *where,
         )
     code = fun.__code__
     raise JitError(
         "Numba cannot compile this gradient: it calls a derivative object, which runs Python at "
-        "each call; write the inner derivative as ast_ad.jvp(f, (x, ...), (v, None, ...)) with "
-        "its tangents written out, or leave out jit=",
+        "each call; call the inner derivative where it is written, ast_ad.grad(f, argnums)(x, "
+        "...) or ast_ad.jvp(f, (x, ...), (v, None, ...)) with its tangents written out, or leave "
+        "out jit=",
         code.co_filename, code.co_firstlineno, linecache.getline(code.co_filename,
                                                                  code.co_firstlineno).strip(),
     )

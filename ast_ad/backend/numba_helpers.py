@@ -44,8 +44,14 @@ COMPILED = (
     runtime.outer_vjp_a,
     runtime.outer_vjp_b,
     runtime.fit,
+    runtime.fit_adjoint,
+    runtime.add_adjoints,
     runtime.cast_vjp,
     runtime.check_jvp_layout,
+    runtime.check_gradient_layout,
+    runtime.check_gradient_value,
+    runtime.gradient_like,
+    runtime.gradients_like,
     runtime.pow_minus_one,
     runtime.check_bound,
     runtime.loop_length,
@@ -69,7 +75,7 @@ COMPILED = (
 def _made(text: str) -> Any:
     """The function ``impl`` that ``text`` defines (an overload whose code depends on a length
     Numba knows only when it types the call: a tuple's)."""
-    namespace: dict[str, Any] = {"np": np}
+    namespace: dict[str, Any] = {"np": np, "runtime": runtime}
     exec(text, namespace)  # noqa: S102 -- our own code, made from a length and an index
     return namespace["impl"]
 
@@ -561,6 +567,30 @@ def register(numba: Any) -> None:
             return impl
         return None
 
+    @overload(runtime.fit_adjoint)
+    def _fit_adjoint(g, d):
+        # ``unbroadcast``'s transpose: summed down to a number, spread up to an array, else ``fit``
+        if array(g) and number(d):
+            return lambda g, d: np.sum(g)
+        if number(g) or array(g) and array(d) and plain(g).ndim == plain(d).ndim:
+            return lambda g, d: runtime.fit(g, d)
+        return None
+
+    @overload(runtime.add_adjoints)
+    def _add_adjoints(a, b):
+        # two adjoints summed: numbers and arrays as ``+``, ``None`` as zero, tuples item by item
+        if (number(a) or array(a)) and (number(b) or array(b)):
+            return lambda a, b: a + b
+        if none(a):
+            return lambda a, b: b
+        if none(b):
+            return lambda a, b: a
+        if isinstance(a, types.BaseTuple) and isinstance(b, types.BaseTuple) \
+                and len(a) == len(b):
+            items = ", ".join(f"runtime.add_adjoints(a[{k}], b[{k}])" for k in range(len(a)))
+            return _made(f"def impl(a, b):\n    return ({items},)\n")
+        return None
+
     @overload(runtime.cast_vjp)
     def _cast_vjp(g, ans, x):
         # np.array of a list of numbers: the list's adjoint, the entries of g
@@ -616,6 +646,53 @@ def register(numba: Any) -> None:
                           f"primal\\'s shape')\n")
         return _made("def impl(where, primal, tangent, *more):\n" + "".join(checks)
                      + "    return None\n")
+
+    # ``ast_ad.grad(f)(...)`` written in a body and lowered in place: its checks and its gradient
+    # as ``grad`` returns it
+    def float64(t: Any) -> bool:
+        held = plain(t)
+        return isinstance(held, types.Float) and held.bitwidth == 64 or isinstance(
+            held, types.Array) and held.dtype == types.float64
+
+    @overload(runtime.check_gradient_layout)
+    def _check_gradient_layout(where, *args):
+        # each differentiated argument a 64-bit float or an array of them (decided by type); else
+        # no compiled version, and Numba names the line that wrote the gradient
+        held = args[0] if len(args) == 1 and isinstance(
+            args[0], (types.StarArgTuple, types.StarArgUniTuple)) else args
+        if all(float64(a) for a in held):
+            return lambda where, *args: None
+        return None
+
+    @overload(runtime.check_gradient_value)
+    def _check_gradient_value(where, out):
+        if number(out) or array(out) and plain(out).ndim == 0:
+            return lambda where, out: None
+        if array(out):
+            def impl(where, out):
+                raise ValueError("ast_ad.grad(f) needs f to return a real number")
+            return impl
+        return None
+
+    @overload(runtime.gradient_like)
+    def _gradient_like(g, x):
+        # a number for a number; for an array, an array of its own (compiled code copies: it cannot
+        # ask whether an array is shared)
+        if number(x) and number(g):
+            return lambda g, x: g
+        if array(x) and array(g) and plain(g).ndim == plain(x).ndim:
+            return lambda g, x: np.copy(g)
+        if array(x) and number(g):
+            return lambda g, x: np.full(x.shape, g)
+        return None
+
+    @overload(runtime.gradients_like)
+    def _gradients_like(gs, xs):
+        if isinstance(gs, types.BaseTuple) and isinstance(xs, types.BaseTuple) \
+                and len(gs) == len(xs):
+            items = ", ".join(f"runtime.gradient_like(gs[{k}], xs[{k}])" for k in range(len(gs)))
+            return _made(f"def impl(gs, xs):\n    return ({items},)\n")
+        return None
 
     @overload(runtime.zeros_like)
     def _zeros_like(x):

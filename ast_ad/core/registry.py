@@ -191,6 +191,7 @@ _FACTS: dict[str, dict[Any, Any]] = {
     "identity_read": {},
     "number_result": {},
     "scalar_result": {},
+    "numbers_pass": {},
     "guard": {},
     "remakes": {},
     "container_test": {},
@@ -648,6 +649,19 @@ def def_scalar_result(*fns: Any) -> None:
 
 def gives_scalar(fn: Any) -> bool:
     return bool(_fact("scalar_result", fn)) or gives_number(fn)
+
+
+def def_numbers_pass(*fns: Any) -> None:
+    """Declare functions that, given numbers alone (a Python or numpy number for each argument, no
+    axes), give their first argument back (``unbroadcast(g, x)``, ``fit(dot, ans)``: there is no
+    shape to bring a number to). Where the kinds analysis proves each argument a number, the call
+    is a copy of its first argument (``optimize.guards.numbers_passed``): code for any shapes,
+    lowered into code that knows more (a gradient or a jvp written in a body), sheds them."""
+    _declare("numbers_pass", fns)
+
+
+def passes_numbers(fn: Any) -> bool:
+    return bool(_fact("numbers_pass", fn))
 
 
 def def_identity_read(fn: Any, k: int) -> None:

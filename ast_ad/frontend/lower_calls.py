@@ -192,6 +192,9 @@ class CallLowering:
         ):
             # list(map(f, xs)): map is lowered to a list already
             return self.lowering.expr(node.args[0], name, user)
+        gradient = self.nested.gradient_inlined(node, name, user)
+        if gradient is not None:
+            return gradient
         paired = self.nested.value_and_gradient(node, name, user)
         if paired is not None:
             return paired

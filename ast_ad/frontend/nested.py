@@ -244,16 +244,110 @@ class Nesting:
         for arg in (*primals.elts, *(tangents.elts[k] for k in active)):
             hidden.append(self.lowering.hidden("argument"))
             self.at.env[hidden[-1]] = self.lowering.expr(arg)
-        pairs = [self.at.env[hidden[k if j == 0 else len(parameters) + i]]
+        names = [a.id for a in tree.args.args]
+        pairs = [_load(names[k if j == 0 else len(parameters) + i])
                  for i, k in enumerate(active) for j in (0, 1)]
-        self.lowering.bind(
-            ir.Call(ir.Ref(runtime.check_jvp_layout, "check_jvp_layout"),
-                    (ir.Const(self.at.line.where()), *pairs)),
-            "checked",
-        )
+        tree.body.insert(0, _checked("check_jvp_layout", self.at.line.where(), pairs, node))
+        scope = {**namespace, "check_jvp_layout": runtime.check_jvp_layout}
         call = gast.Call(func=_load(entry), args=[_load(h) for h in hidden], keywords=[])
         try:
-            return self.inline(tree, _locate_all(call, node), name, user, scope=namespace)
+            return self.inline(tree, _locate_all(call, node), name, user, scope=scope)
+        finally:
+            for key in hidden:
+                del self.at.env[key]
+
+    def gradient_inlined(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom | None:
+        """``ast_ad.grad(f, argnums)(a, b)`` written in the body, ``f`` a module-level function of
+        plain parameters: ``f``'s reverse-mode code, made now for any floats and arrays
+        (``compose.grad_source``), lowered in place as ``forward_mode_inlined`` lowers a jvp's, so
+        that the mode differentiating the body differentiates that code (forward over reverse: one
+        pass, the Hessian-vector product the mathematics needs) and no derivative object is
+        called when it runs. The differentiated arguments are checked to be floats or arrays of
+        64-bit floats, and the value a real number (``runtime.check_gradient_layout``,
+        ``check_gradient_value``), as the API's ``grad`` asks; the gradient is what the API
+        returns (``runtime.gradient_like``). ``None`` (the primitive ``api.gradient.Gradient``)
+        where the call passes keywords or unpacks, ``grad`` is given more than ``argnums``, or
+        ``f``'s code is not one function."""
+        maker = node.func
+        if "grad_source" not in TRANSFORMATIONS or not isinstance(maker, gast.Call) \
+                or not _is(self.lowering.static(maker.func), "grad") or not maker.args:
+            return None
+        if node.keywords or any(isinstance(a, gast.Starred) for a in node.args) \
+                or any(kw.arg != "argnums" for kw in maker.keywords) or len(maker.args) > 2:
+            return None
+        fn = self.lowering.static(maker.args[0])
+        if not inspect.isfunction(fn) or fn.__closure__ or registry.lookup(fn) is not None \
+                or (fn.__module__ or "").startswith("ast_ad.") or getattr(fn, "composable", False):
+            return None
+        parameters = list(inspect.signature(fn).parameters.values())
+        if len(parameters) != len(node.args) or any(
+            p.kind is not p.POSITIONAL_OR_KEYWORD for p in parameters
+        ):
+            return None
+        values = [_literal(a) for a in (*maker.args[1:], *(kw.value for kw in maker.keywords))]
+        argnums = values[0] if values else 0
+        positions: tuple[int, ...]
+        if isinstance(argnums, int) and not isinstance(argnums, bool):
+            positions, single = (argnums,), True
+        elif isinstance(argnums, tuple) and argnums and all(
+            isinstance(k, int) and not isinstance(k, bool) for k in argnums
+        ):
+            positions, single = argnums, False
+        else:
+            return None
+        if len(set(positions)) != len(positions) or any(
+            not -len(parameters) <= k < len(parameters) for k in positions
+        ):
+            return None
+        positions = tuple(k % len(parameters) for k in positions)
+        made = TRANSFORMATIONS["grad_source"](fn, len(parameters), positions, single)
+        if made is None:
+            return None
+        text, entry, namespace, watches = made
+        tree = next(
+            stmt for stmt in to_gast(ast.parse(text)).body
+            if isinstance(stmt, gast.FunctionDef) and stmt.name == entry
+        )
+        tree = _seeded(tree, len(parameters))  # (its seed ``out_bar=1.0``: the literal)
+        for n in syntax.walk(tree):  # (each line of it the user's line that wrote the gradient)
+            if "lineno" in getattr(n, "_attributes", ()):
+                gast.copy_location(n, node)
+        source = self.lowering.expr(maker.args[0])  # recorded: redefining ``f`` transforms again
+        if not isinstance(source, ir.Ref):
+            return None
+        self.at.inlined.append(fn)  # (its code watched)
+        self.at.foreign_reads.extend(watches)
+        hidden = []
+        for arg in node.args:  # evaluated once, in order
+            hidden.append(self.lowering.hidden("argument"))
+            self.at.env[hidden[-1]] = self.lowering.expr(arg)
+        where = self.at.line.where()
+        names = [a.id for a in tree.args.args]
+        # its arguments checked first; its value checked where it returns, and its gradients alone
+        # returned (not the pair, which the body's mode would pack and take apart)
+        last = tree.body[-1]
+        assert isinstance(last, gast.Return) and isinstance(last.value, gast.Tuple)
+        out, returned = last.value.elts
+        tree.body[-1:] = [_checked("check_gradient_value", where, [out], node),
+                          gast.Return(value=returned)]
+        tree.body.insert(0, _checked("check_gradient_layout", where,
+                                     [_load(names[k]) for k in positions], node))
+        scope = {**namespace, "check_gradient_layout": runtime.check_gradient_layout,
+                 "check_gradient_value": runtime.check_gradient_value}
+        call = gast.Call(func=_load(entry), args=[_load(h) for h in hidden], keywords=[])
+        try:
+            grads = self.inline(_locate_all(tree, node), _locate_all(call, node), None, False,
+                                scope=scope)
+            if single:
+                shaped = ir.Call(ir.Ref(runtime.gradient_like, "gradient_like"),
+                                 (grads, self.at.env[hidden[positions[0]]]))
+            else:
+                hidden.append(self.lowering.hidden("arguments"))
+                self.at.env[hidden[-1]] = self.lowering.expr(_locate_all(gast.Tuple(
+                    elts=[_load(hidden[k]) for k in positions], ctx=gast.Load()), node))
+                shaped = ir.Call(ir.Ref(runtime.gradients_like, "gradients_like"),
+                                 (grads, self.at.env[hidden[-1]]))
+            return self.lowering.bind(shaped, name or f"grad_{fn.__name__}", user)
         finally:
             for key in hidden:
                 del self.at.env[key]
@@ -642,6 +736,32 @@ def _free_names(fn: gast.FunctionDef | gast.Lambda) -> set[str]:
     bound |= {n.name for n in gast.walk(fn) if isinstance(n, (gast.FunctionDef, gast.ClassDef))}
     return {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)
             and isinstance(n.ctx, gast.Load) and n.id not in bound}
+
+
+def _checked(check: str, where: str, args: list[gast.expr], like: gast.AST) -> gast.stmt:
+    """The statement ``check(where, *args)``: a check of ``runtime`` that code lowered in place
+    makes (its name put in the scope it is lowered in)."""
+    call = gast.Call(func=_load(check), args=[gast.Constant(value=where, kind=None), *args],
+                     keywords=[])
+    done: gast.stmt = _locate_all(gast.Expr(value=call), like)
+    return done
+
+
+def _seeded(tree: gast.FunctionDef, nparams: int) -> gast.FunctionDef:
+    """A gradient's entry function with its seed (the parameter after the function's own, which
+    defaults to ``1.0``) read as that literal."""
+    seed = tree.args.args[nparams].id
+    value = tree.args.defaults[-1]
+    tree.args.args, tree.args.defaults = tree.args.args[:nparams], []
+
+    class Seed(gast.NodeTransformer):  # type: ignore[misc]
+        def visit_Name(self, n: gast.Name) -> gast.expr:
+            if n.id == seed and isinstance(n.ctx, gast.Load):
+                return gast.copy_location(syntax.clone(value), n)
+            return n
+
+    done: gast.FunctionDef = Seed().visit(tree)
+    return done
 
 
 def _load(name: str) -> gast.Name:

@@ -81,7 +81,7 @@ from ast_ad.modes.calls import callees_in_order
 from ast_ad.optimize.common import shared_numbers
 from ast_ad.optimize.dead import dead_code_dropped
 from ast_ad.optimize.fold import Inliner, number_calls, pure_calls, shared_factor
-from ast_ad.optimize.guards import without_false_guards
+from ast_ad.optimize.guards import numbers_passed, without_false_guards
 from ast_ad.optimize.hoist import hoisted
 from ast_ad.optimize.keyed import keyed_loops
 from ast_ad.optimize.release import released
@@ -203,7 +203,7 @@ def forward(
     """
     # (loop-invariant arithmetic computed once, before its loop: ``optimize.hoist``; a number
     # computed again from the same operands, once: ``optimize.common``)
-    function = keyed_loops(without_false_guards(function, shapes), shapes)
+    function = keyed_loops(numbers_passed(without_false_guards(function, shapes), shapes), shapes)
     function = shared_numbers(hoisted(ir.functional(function), shapes), shapes)
     made = Forwarder(function, argnums, shapes, derive, needed).run(shell)
     made.labels = shapes

@@ -98,7 +98,7 @@ from ast_ad.modes.sweep import ForwardSweep
 from ast_ad.modes.zeros import FloatZeros
 from ast_ad.optimize.batching import Term, batch_products
 from ast_ad.optimize.common import shared_numbers
-from ast_ad.optimize.guards import without_false_guards
+from ast_ad.optimize.guards import numbers_passed, without_false_guards
 from ast_ad.optimize.hoist import hoisted
 from ast_ad.optimize.keyed import keyed_loops
 
@@ -146,7 +146,7 @@ def reverse(
     """
     # (loop-invariant arithmetic computed once, before its loop: ``optimize.hoist``; a number
     # computed again from the same operands, once: ``optimize.common``)
-    function = keyed_loops(without_false_guards(function, shapes), shapes)
+    function = keyed_loops(numbers_passed(without_false_guards(function, shapes), shapes), shapes)
     function = shared_numbers(hoisted(ir.functional(function), shapes), shapes)
     return Reverser(function, argnums, shapes, derive, in_place, checkpoints,
                     lengths=lengths).run(shell)

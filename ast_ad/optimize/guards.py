@@ -1,4 +1,5 @@
-"""Guards that never run, left out: the memory model's checks under a flag that kinds prove false.
+"""Guards that never run, left out: the memory model's checks under a flag that kinds prove false;
+and shape fittings of numbers, which do nothing (``numbers_passed``).
 
 Where ``y = x.copy()`` might copy a list (whose copy holds the same arrays), the memory model asks
 at run time, ``x_container = is_container(x)``, and guards the writes into ``y`` under it (``if
@@ -68,3 +69,31 @@ def _false_flags(body: tuple[ir.Stmt, ...], known: Kinds) -> frozenset[str]:
             else:
                 other.add(name)
     return frozenset(tested - other)
+
+
+def numbers_passed(function: ir.Function, shapes: tuple[int, ...]) -> ir.Function:
+    """``function`` with each call of a function declared ``registry.def_numbers_pass`` whose
+    arguments the kinds analysis proves numbers (``unbroadcast(t, u)`` of two numbers) made a copy
+    of its first argument, which it gives back: code for any shapes lowered into this function (a
+    gradient or a jvp written in a body, ``frontend.nested``) keeps no fitting its arguments make
+    needless here, nor does the mode that differentiates it (no ``fit_adjoint`` of it, no shape kept
+    for it). The fact relied on: such a function, given numbers, returns its first argument
+    (``registry.def_numbers_pass``); a call with any argument not proven a number stays."""
+    calls = [(s, s.value) for s in ir.walk(function.body) if isinstance(s, ir.Assign)
+             and isinstance(s.value, ir.Call) and not s.value.kwargs
+             and registry.passes_numbers(s.value.fn.obj)]
+    if not calls:
+        return function  # (no such call: one scan)
+    known = kinds_of(function, shapes)
+    passed = {id(s) for s, call in calls if call.args and all(
+        known.rank_of(a, s) == 0 for a in call.args)}
+    if not passed:
+        return function
+
+    def kept(stmt: ir.Stmt) -> list[ir.Stmt]:
+        if id(stmt) in passed:
+            assert isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call)
+            return [ir.Assign(stmt.target, stmt.value.args[0], stmt.line)]
+        return [stmt]
+
+    return ir.with_body(function, ir.mapped(function.body, kept), function.mutable)

@@ -17,6 +17,7 @@ from ast_ad.core.registry import (
     def_new_list,
     def_nondiff,
     def_remakes,
+    def_result_axes,
     def_same_kind,
     def_sequence,
     def_view,
@@ -31,6 +32,8 @@ from ast_ad.runtime import (
     augmented,
     augmented_vjp,
     check_bound,
+    check_gradient_layout,
+    check_gradient_value,
     check_in_place,
     check_item_apart,
     check_jvp_layout,
@@ -44,6 +47,8 @@ from ast_ad.runtime import (
     field,
     field_vjp,
     first_best,
+    gradient_like,
+    gradients_like,
     is_same,
     key_tangent,
     keys_of,
@@ -65,6 +70,7 @@ from ast_ad.runtime import (
     sorted_by_vjp,
     spread,
     tuple_jvp,
+    unbroadcast,
     view_of,
     view_probe,
     zero_tangent,
@@ -154,6 +160,17 @@ def_nondiff(check_bound)  # a read of a name no assignment may have bound yet (`
 def_check(check_in_place, check_item_apart, check_kept, check_bound, key_tangent)
 def_nondiff(check_jvp_layout)  # (a jvp lowered in place: its arguments what its code was made for)
 def_check(check_jvp_layout)
+# (a gradient lowered in place: its arguments what its code was made for, its value a number)
+def_nondiff(check_gradient_layout, check_gradient_value)
+def_check(check_gradient_layout, check_gradient_value)
+# ... and its gradient as ``grad`` returns it: the same numbers, a float or an array of its own
+defvjp(gradient_like, lambda g, ans, grads, x: unbroadcast(g, grads), zero)
+def_linear(gradient_like, 0)
+def_result_axes(gradient_like, lambda ranks: None if ranks[1] is None
+                else tuple((1, axis) for axis in range(ranks[1])))
+defvjp(gradients_like, lambda g, ans, grads, xs: g, zero)
+def_linear(gradients_like, 0)
+def_sequence(gradients_like)
 def_nondiff(keys_of)  # a dict's keys, which a loop over its items steps through
 def_nondiff(key_tangent)  # zeros, or a refusal of a float key
 # whether two names are one object, a view to compare (the memory model's)

@@ -27,7 +27,9 @@ from ast_ad.core.registry import (
     def_meta_read,
     def_new_list,
     def_nondiff,
+    def_numbers_pass,
     def_read_as,
+    def_result_axes,
     def_same_kind,
     def_scalar_result,
     def_sequence,
@@ -87,6 +89,12 @@ _LINEAR_IN_THE_ADJOINT = (
 for _fn in _LINEAR_IN_THE_ADJOINT:
     def_linear(_fn, 0)
     defjvp(_fn, None, *[zero] * 5)
+
+# an entry's adjoint scattered into zeros of its array's shape: that array's axes
+def_result_axes(rt.getitem_vjp, lambda ranks: None if len(ranks) != 3 or ranks[1] is None
+                else tuple((1, axis) for axis in range(ranks[1])))
+# numbers given, numbers back: the first argument (no shape to fit a number to)
+def_numbers_pass(rt.unbroadcast, rt.fit, rt.fit_adjoint)
 
 # ---- products: linear in the adjoint and in the other operand ------------------------------------
 for _fn, _shape_only in (

@@ -258,6 +258,32 @@ def add_adjoints(a: Any, b: Any) -> Any:
     return a + b
 
 
+def gradient_like(g: Any, x: Any) -> Any:
+    """A gradient lowered in place (``ast_ad.grad(f)(...)`` written in a body: its arguments checked
+    by ``checks.check_gradient_layout``) as ``ast_ad.grad`` returns it for the argument ``x``, a
+    float or a numpy array of 64-bit floats: a float for a float, and for an array a new array of
+    its shape that nothing else holds (``api.arguments._like``)."""
+    if type(x) is np.ndarray:
+        if type(g) is np.ndarray and g.shape == x.shape and g.dtype == x.dtype \
+                and g.flags.owndata and g.flags.writeable:
+            return g
+        return np.array(np.broadcast_to(g, x.shape), dtype=x.dtype)
+    if type(x) is float or type(x) is np.float64:
+        return type(x)(g)
+    return g  # (no other kind passes the check; a tangent of another library's stays as it is)
+
+
+def gradients_like(gs: Any, xs: Any) -> Any:
+    """``gradient_like`` of each gradient of a tuple, each its own array where two are one."""
+    done: list[Any] = []
+    for g, x in zip(gs, xs, strict=True):
+        g = gradient_like(g, x)
+        if type(g) is np.ndarray and any(g is other for other in done):
+            g = g.copy()
+        done.append(g)
+    return tuple(done)
+
+
 def spread(g: Any, xs: Any) -> Any:
     """The adjoints of the terms of ``sum(xs)``: ``g`` for each, summed down to its term's shape."""
     return [unbroadcast(g, x) for x in xs]

@@ -202,6 +202,40 @@ def check_jvp_layout(where: Any, primal: Any, tangent: Any, *more: Any) -> None:
         _refuse_jvp_layout(where, p, t)
 
 
+def check_gradient_layout(where: Any, arg: Any, *more: Any) -> None:
+    """``ast_ad.grad(f, argnums)(...)`` written in a body and lowered in place (the gradient code
+    of ``f`` made for any numbers and arrays): each differentiated argument a float or a numpy array
+    of 64-bit floats, what that code was made for; else an error that says how to keep the general
+    path (a gradient held in a name is the primitive ``api.gradient.Gradient``, which takes lists,
+    dicts and other dtypes too). ``where``: the user's line that wrote the call."""
+    for a in (arg, *more):
+        if type(a) is float or type(a) is np.float64 \
+                or type(a) is np.ndarray and a.dtype == np.float64:
+            continue
+        kind = type(a).__name__ + (f" of {a.dtype}" if type(a) is np.ndarray else "")
+        kind = ("an " if kind[0] in "aeiou" else "a ") + kind
+        raise error_class("ASTADError", ValueError)(
+            f"{where}: ast_ad.grad(f)(...) written in a differentiated function differentiates "
+            f"floats and numpy arrays of 64-bit floats here, not {kind}: for lists, dicts, "
+            "integers or other dtypes, hold the gradient in a name (g = ast_ad.grad(f); g(...))"
+        )
+
+
+def check_gradient_value(where: Any, out: Any) -> None:
+    """The value of a gradient lowered in place (``check_gradient_layout``) a real number, as
+    ``ast_ad.grad`` asks: the code's seed, ``1.0``, would otherwise broadcast over an array and
+    sum its entries' gradients."""
+    if type(out) is float or type(out) is np.float64 or type(out) is int:
+        return
+    if np.ndim(out) == 0 and np.isrealobj(out) and not isinstance(out, (str, bytes)):
+        return
+    raise error_class("NonScalarOutputError", ValueError)(
+        f"{where}: ast_ad.grad(f) needs f to return a real number, but it returned "
+        f"{type(out).__name__}" + (f" of shape {np.shape(out)}" if is_array(out) else "")
+        + ": take ast_ad.jacobian(f) for a vector, or reduce it (np.sum) first"
+    )
+
+
 def _refuse_jvp_layout(where: Any, p: Any, t: Any) -> None:
     """``check_jvp_layout``'s error for a primal ``p`` and tangent ``t`` it does not take."""
     error = error_class("ASTADError", ValueError)

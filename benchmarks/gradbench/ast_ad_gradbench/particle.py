@@ -69,27 +69,35 @@ def _solve(miss, outer):
 
 
 def solve_compiled(w, mode="rf"):
-    """A solve with the whole nested derivative compiled by Numba: ``rf``, the outer gradient of
-    the path, whose steps' forces are the jvps lowered into it, one compiled function that gives
-    the miss and its gradient (``value_and_grad(..., jit="numba")``); ``ff``, the outer jvp of the
-    path over the same inner jvps (``jvp(..., jit="numba")``). The minimiser itself is the eval's
-    Python."""
-    f, gradient = one_pass(_MISS_AND_GRADIENT if mode == "rf" else _miss_and_slope)
+    """A solve with the whole nested derivative compiled by Numba: the outer gradient of the path
+    (``mode[0] == "r"``: one compiled function that gives the miss and its gradient,
+    ``value_and_grad(..., jit="numba")``) or its outer jvp (``"f"``: ``jvp(..., jit="numba")``),
+    whose steps' forces are the inner derivatives written in the bodies, each lowered into the
+    code (``grad`` for ``mode[1] == "r"``, the jvps for ``"f"``). The minimiser itself is the
+    eval's Python."""
+    f, gradient = one_pass(_COMPILED_BOTH[mode])
     return float(argmin(f, gradient, np.array([w]))[0])
 
 
-_MISS_AND_GRADIENT = ast_ad.value_and_grad(miss_f, jit="numba")
 _ONE = np.array([1.0])
 
 
-def _miss_and_slope(w):
-    value, slope = ast_ad.jvp(miss_f, (w,), (_ONE,), jit="numba")
-    return value, np.array([slope])
+def _slope_of(miss):
+    def both(w):
+        value, slope = ast_ad.jvp(miss, (w,), (_ONE,), jit="numba")
+        return value, np.array([slope])
+    return both
 
 
-# ``AST_AD_GRADBENCH_JIT=numba`` runs ``rf`` and ``ff`` compiled (rr and fr call a gradient in a
-# body, a derivative object Numba cannot compile: they run as Python)
-_COMPILED = ("rf", "ff") if os.environ.get("AST_AD_GRADBENCH_JIT") == "numba" else ()
+_COMPILED_BOTH = {
+    "rr": ast_ad.value_and_grad(miss_r, jit="numba"),
+    "rf": ast_ad.value_and_grad(miss_f, jit="numba"),
+    "fr": _slope_of(miss_r),
+    "ff": _slope_of(miss_f),
+}
+
+# ``AST_AD_GRADBENCH_JIT=numba`` runs every mode compiled
+_COMPILED = ("rr", "rf", "fr", "ff") if os.environ.get("AST_AD_GRADBENCH_JIT") == "numba" else ()
 FUNCTIONS = {
     mode: timed(pre=lambda raw: raw["w"], post=float)(
         (lambda w, mode=mode: solve_compiled(w, mode)) if mode in _COMPILED

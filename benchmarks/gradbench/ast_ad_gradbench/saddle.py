@@ -97,10 +97,6 @@ def _solve(mode):
     return saddle
 
 
-_REPLY_AND_SLOPE = ast_ad.value_and_grad(best_reply_f, argnums=0, jit="numba")
-_COST_AND_SLOPE = ast_ad.value_and_grad(cost, argnums=1, jit="numba")
-
-
 def _by_compiled_jvps(fun, k):
     """``fun``'s value and its gradient in argument ``k``, one compiled jvp per coordinate."""
     def both(*args):
@@ -110,13 +106,26 @@ def _by_compiled_jvps(fun, k):
     return both
 
 
+def _compiled(mode):
+    """The reply and its gradient in ``x``, and the cost and its gradient in ``y``, compiled for
+    ``mode``: by reverse mode outside (``mode[0] == "r"``, one compiled function each) or a
+    compiled jvp per coordinate (``"f"``), the ascent's slopes by ``grad`` or the jvps inside."""
+    reply = best_reply_r if mode[1] == "r" else best_reply_f
+    if mode[0] == "r":
+        return (ast_ad.value_and_grad(reply, argnums=0, jit="numba"),
+                ast_ad.value_and_grad(cost, argnums=1, jit="numba"))
+    return _by_compiled_jvps(reply, 0), _by_compiled_jvps(cost, 1)
+
+
+_COMPILED_BOTH = {mode: _compiled(mode) for mode in ("rr", "rf", "fr", "ff")}
+
+
 def solve_compiled(start, mode="rf"):
     """A solve with the whole nested derivative compiled by Numba: the outer derivative through
-    the inner ascent, whose slopes are the jvps lowered into it, by reverse mode (``rf``: one
-    compiled function that gives the reply and its gradient) or by a compiled jvp per coordinate
-    (``ff``), and the last ascent's the same way."""
-    reply = _REPLY_AND_SLOPE if mode == "rf" else _by_compiled_jvps(best_reply_f, 0)
-    slope = _COST_AND_SLOPE if mode == "rf" else _by_compiled_jvps(cost, 1)
+    the inner ascent, whose slopes are the inner derivatives lowered into it (``grad`` or the
+    jvps), by reverse mode (one compiled function that gives the reply and its gradient) or by a
+    compiled jvp per coordinate, and the last ascent's the same way."""
+    reply, slope = _COMPILED_BOTH[mode]
     f, gradient = one_pass(lambda p: reply(p, start))
     x = argmin(f, gradient, start)
 
@@ -127,9 +136,8 @@ def solve_compiled(start, mode="rf"):
     return np.concatenate([x, y])
 
 
-# ``AST_AD_GRADBENCH_JIT=numba`` runs ``rf`` and ``ff`` compiled (``particle`` says why the others
-# are not)
-_COMPILED = ("rf", "ff") if os.environ.get("AST_AD_GRADBENCH_JIT") == "numba" else ()
+# ``AST_AD_GRADBENCH_JIT=numba`` runs every mode compiled
+_COMPILED = ("rr", "rf", "fr", "ff") if os.environ.get("AST_AD_GRADBENCH_JIT") == "numba" else ()
 FUNCTIONS = {
     mode: timed(pre=lambda raw: np.array(raw["start"], dtype=float), post=lambda v: v.tolist())(
         (lambda start, mode=mode: solve_compiled(start, mode)) if mode in _COMPILED
