@@ -11,6 +11,7 @@ from ast_ad.analysis.activity import (
     SCALAR,
     activity,
     callee_results,
+    classes_of,
     constant_shapes,
     forward_activity,
     shape_classes,
@@ -177,3 +178,61 @@ def test_float_zeros_are_made_dense_only_where_a_branch_may_leave_one() -> None:
     np.testing.assert_allclose(
         ast_ad.grad(reshaped_in_a_branch)(x, 1.0), 2 * x + [1.0, 0.0, 0.0, 0.0]
     )
+
+
+def _stepped(x, v):
+    """Its result has ``x``'s shape, whatever it is."""
+    return x + 0.1 * v * np.tanh(x)
+
+
+def _cut(x):
+    return x[1:] * 2.0
+
+
+def _rebinding(x):
+    x = np.concatenate([x, x])
+    return x * 2.0
+
+
+def _walked(x, v):
+    y = x
+    for _ in range(4):
+        y = _stepped(y, v)
+        z = _cut(y)
+        w = _rebinding(y)
+    return np.sum(y) + np.sum(z) + np.sum(w)
+
+
+def test_a_helper_that_returns_its_arguments_shape_gives_its_class() -> None:
+    """A call of a helper of the user's whose own shape classes give its result a parameter's class
+    (``callee_results.shaped_as``) has its argument's class in the caller: ``y = _stepped(y, v)``
+    keeps ``y`` one class through the loop where ``v`` has ``x``'s shape (``v`` of another shape
+    could broadcast the result past it), where its result had a class of its own; a helper
+    whose result is a slice, or that binds its parameter again, gives none. The gradient of the
+    loop keeps no shape a step, and is finite differences'."""
+    from ast_ad.api.arguments import shape_labels
+    from tests.oracles import assert_fd
+
+    x, v = np.array([0.3, -0.2, 0.5]), np.array([1.0, 2.0, -1.0])
+    function = transform.normalized(_walked)
+    callees = callee_results(transform.normalized)
+    shapes = shape_labels((x, v))  # (of one shape: ``v`` broadcasts into ``x``, not past it)
+    kinds = kinds_of(function, shapes, callees)
+    classes = classes_of(function, shapes, kinds, callees)
+    stepped = [s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
+               and isinstance(s.value, ir.Call) and s.value.fn.obj is _stepped]
+    assert stepped and all(classes[name] == classes["x"] for name in stepped)
+    for fn in (_cut, _rebinding):
+        made = [s.target for s in ir.walk(function.body) if isinstance(s, ir.Assign)
+                and isinstance(s.value, ir.Call) and s.value.fn.obj is fn]
+        assert made and all(classes[name] != classes["x"] for name in made)
+    array = ("num", 1, True)
+    assert callees.shaped_as(_stepped, [array, array], (0, 0)) == 0
+    assert callees.shaped_as(_stepped, [array, array], (0, 1)) is None  # (v may broadcast x)
+    assert callees.shaped_as(_cut, [array]) is None
+    assert callees.shaped_as(_rebinding, [array]) is None
+    import ast_ad
+
+    text = ast_ad.source(ast_ad.grad(_walked), x, v)
+    assert "y_1_shape" not in text and "stepped_shape" not in text, text
+    assert_fd(_walked, (x, v), (0, 1), ast_ad.grad(_walked, (0, 1))(x, v))

@@ -113,6 +113,7 @@ def usefulness(function: ir.Function, active: set[str], seeds: set[str] | None =
 def shape_classes(
     function: ir.Function, shapes: tuple[int, ...], known: Kinds | None = None,
     constants: dict[str, tuple[int, ...]] | None = None,
+    callees: callee_results | None = None,
 ) -> dict[str, int | None]:
     """Label every name with a shape class: names with equal labels are known to have equal shapes.
 
@@ -153,7 +154,7 @@ def shape_classes(
             labelled = (
                 [(stmt.target, written[constants[stmt.target]])]
                 if constants and isinstance(stmt, ir.Assign) and stmt.target in constants
-                else _labels(stmt, classes, fresh, base, numbers, known, lengths)
+                else _labels(stmt, classes, fresh, base, numbers, known, lengths, callees)
             )
             for target, label in labelled:
                 new = (
@@ -182,7 +183,7 @@ def classes_of(function: ir.Function, shapes: tuple[int, ...], known: Kinds,
         lambda fn, call, at, passed: callees.shape(fn, [known.of(a, at) for a in call.args],
                                                    passed),
         lengths,
-    ))
+    ), callees)
 
 
 # a name that holds arrays of more than one shape, or of a shape not written in the code
@@ -341,7 +342,8 @@ _ANY = (-1,)  # (a shape not yet known, in the hopeful pass of ``constant_shapes
 
 def _labels(stmt: ir.Stmt, classes: dict[str, int | None], fresh: dict[int, int],
             base: int, numbers: set[str], known: Kinds | None,
-            lengths: LengthClasses) -> list[tuple[str, int | None]]:
+            lengths: LengthClasses,
+            callees: callee_results | None = None) -> list[tuple[str, int | None]]:
     if isinstance(stmt, ir.For):
         return [(stmt.target, SCALAR if _is_range(stmt.iter) else None)]
     if isinstance(stmt, ir.Unpack):
@@ -374,6 +376,14 @@ def _labels(stmt: ir.Stmt, classes: dict[str, int | None], fresh: dict[int, int]
             if (made := lengths.of_call(value, ties, classes)) is not None:
                 # axes whose lengths the arguments' labels give (``np.dot(w, h)``: ``w``'s rows)
                 return [(stmt.target, made)]
+        if known is not None and callees is not None and is_user_function(value.fn.obj):
+            passed = [shape_class(a, classes) for a in value.args]
+            alike = tuple(passed.index(c) if c is not None and c != SCALAR else k
+                          for k, c in enumerate(passed))
+            owner = callees.shaped_as(value.fn.obj, [known.of(a, stmt) for a in value.args],
+                                      alike)
+            if owner is not None:  # (a helper of yours that returns its argument's shape)
+                return [(stmt.target, shape_class(value.args[owner], classes))]
     return [(stmt.target, fresh.setdefault(id(stmt), base + len(fresh)))]
 
 
@@ -749,6 +759,7 @@ class callee_results:  # noqa: N801 -- used as a function: ``kinds_of(f, labels,
         self.under_way: set[Any] = set()
         self.functions: dict[Any, ir.Function | None] = {}
         self.shapes: dict[tuple[Any, tuple[Fact, ...], Any], tuple[int, ...] | None] = {}
+        self.shaped: dict[tuple[Any, tuple[Fact, ...], tuple[int, ...]], int | None] = {}
 
     def __call__(self, fn: Any, args: list[Fact]) -> Fact:
         if not is_user_function(fn) or is_library(fn) or fn in self.under_way:
@@ -803,6 +814,42 @@ class callee_results:  # noqa: N801 -- used as a function: ``kinds_of(f, labels,
             finally:
                 self.under_way.discard(fn)
         self.shapes[key] = found
+        return found
+
+
+    def shaped_as(self, fn: Any, args: list[Fact], alike: tuple[int, ...] = ()) -> int | None:
+        """The position of the parameter whose shape ``fn``'s result has, given arguments of facts
+        ``args`` where ``alike`` gives, for each, the first argument known to have its shape (the
+        caller's shape classes), where its own code says so: its shape classes (``classes_of``,
+        its parameters labelled by their arguments' facts, ``kinds.fact_label``, those of one
+        shape alike) give its result the class of that parameter, which no statement binds
+        again. ``step(x, v)`` returning ``x + 0.1 * v`` has ``x``'s shape where ``v`` has it too:
+        the caller's result of it is of its argument's class. ``None`` where nothing says so."""
+        if not is_user_function(fn) or is_library(fn) or fn in self.under_way:
+            return None
+        alike = alike or tuple(range(len(args)))
+        key = (fn, tuple(args), alike)
+        if key in self.shaped:
+            return self.shaped[key]
+        self(fn, args)  # (its IR read, or found unreadable)
+        function = self.functions.get(fn)
+        found = None
+        if function is not None and len(function.params) == len(args) \
+                and isinstance(function.result, ir.Var):
+            self.under_way.add(fn)
+            try:
+                labels = tuple(fact_label(alike[k], a) for k, a in enumerate(args))
+                kinds = kinds_of(function, labels, self)
+                classes = classes_of(function, labels, kinds, self)
+                rebound = {name for stmt in ir.walk(function.body) for name in ir.defined(stmt)}
+                result = classes.get(function.result.name)
+                owners = [k for k, p in enumerate(function.params)
+                          if result is not None and result != SCALAR and p not in rebound
+                          and classes.get(p) == result]
+                found = owners[0] if owners else None  # (several: of one shape at this call)
+            finally:
+                self.under_way.discard(fn)
+        self.shaped[key] = found
         return found
 
 
