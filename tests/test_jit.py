@@ -179,6 +179,48 @@ def test_random_programs_compiled_are_the_interpreted_gradient_or_refused(progra
         assert np.allclose(ours, theirs, rtol=1e-11, atol=1e-13, equal_nan=True)
 
 
+@pytest.mark.long  # (two Numba compiles of one to five seconds a program: CI's long step)
+@settings(max_examples=int(os.environ.get("AST_AD_JIT_PROGRAMS", "25")) // 2, deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(programs(arrays=True, written=True, lists=False, helpers=False, returns=False), st.data())
+def test_random_nested_programs_compiled_are_the_interpreted_ones_or_refused(program,
+                                                                              data) -> None:
+    """A random program's gradient called in a body (``ast_ad.grad(f)(x0, ...)``, lowered into
+    the code), differentiated again by reverse mode and by forward mode, compiled whole: the
+    interpreted numbers, or Numba's refusal (``JitError``), never another number."""
+    params = ", ".join(f"x{k}" for k in range(program.arity))
+    source = program.source + (
+        "\n\nimport ast_ad\n\n\n"
+        f"def outer({params}):\n"
+        f"    return np.sum(ast_ad.grad(f)({params}) * 0.75)\n"
+    )
+    outer = type(program)(source, program.arity, program.arrays, program.smooth).load(
+        PROGRAMS).__globals__["outer"]
+    args = program.arguments(data)
+    argnums = tuple(range(program.arity))
+    tangents = tuple(np.full_like(a, 0.5) if isinstance(a, np.ndarray) else 0.5 for a in args)
+    try:
+        with np.errstate(all="raise", under="ignore"):
+            expected = ast_ad.grad(outer, argnums)(*[np.copy(a) for a in args])
+            slope = ast_ad.jvp(outer, tuple(np.copy(a) for a in args), tangents)[1]
+    except (ast_ad.errors.ASTADError, ValueError, TypeError, FloatingPointError,
+            ZeroDivisionError, OverflowError):
+        reject()
+    try:
+        compiled = ast_ad.grad(outer, argnums, jit="numba")(*[np.copy(a) for a in args])
+    except JitError:
+        compiled = None
+    if compiled is not None:
+        for ours, theirs in zip(compiled, expected, strict=True):
+            assert np.allclose(ours, theirs, rtol=1e-11, atol=1e-13, equal_nan=True)
+    try:
+        _, compiled_slope = ast_ad.jvp(outer, tuple(np.copy(a) for a in args), tangents,
+                                       jit="numba")
+    except JitError:
+        return
+    assert np.allclose(compiled_slope, slope, rtol=1e-11, atol=1e-13, equal_nan=True)
+
+
 def test_unsupported_code_is_refused_at_the_users_line() -> None:
     with pytest.raises(JitError) as refusal:
         ast_ad.grad(with_a_dict, 1, jit="numba")({"w": 2.0}, 3.0)
