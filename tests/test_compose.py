@@ -2440,7 +2440,8 @@ def test_a_random_programs_jvp_lowered_in_place(program, data) -> None:
 
 
 
-@half()
+# (a quarter of the profile's examples: each takes three derivatives of a nested program)
+@settings(max_examples=max(6, settings.default.max_examples // 4))
 @given(programs(arrays=True, mutation=True), st.data())
 def test_a_random_programs_gradient_lowered_in_place(program, data) -> None:
     """A random program ``f`` (mutation, containers and branches included) whose gradient in
