@@ -624,3 +624,31 @@ def test_a_gradient_lowered_in_place_keeps_no_fitting_of_numbers() -> None:
     got = ast_ad.grad(_fitted, (0, 1))(a, b)
     np.testing.assert_allclose(got[0], [2.0, 2.0])
     assert np.isclose(got[1], np.sum(a), rtol=1e-15)
+
+
+def _pair_read(x, y):
+    pair = (np.sin(x) * y, np.cos(x))
+    return np.sum(pair[0] * 2.0) + np.sum(pair[-1])
+
+
+def test_an_item_of_a_tuple_written_in_the_code_is_read_through_it() -> None:
+    """``pair[0]`` of ``pair = (a, b)`` is ``a`` itself (``optimize.packs.items_read_through``: a
+    tuple cannot change and holds the objects its display names), so neither mode differentiates
+    the pair: no zero pair scattered into, no tangents' pair built to take one of them; and a jvp
+    written in a body, whose pair the body indexes, computes no tangent of the value it drops.
+    Against finite differences and the dot-product identity."""
+    from tests import compose_nested as nested
+
+    x, y = np.array([0.3, 0.7]), 1.5
+    grads = ast_ad.grad(_pair_read, (0, 1))(x, y)
+    assert_fd(_pair_read, (x, y), (0, 1), grads)
+    for text in (ast_ad.source(ast_ad.grad(_pair_read, (0, 1)), x, y),
+                 ast_ad.source(_pair_read, x, y, stage="jvp")):
+        assert "getitem_vjp(" not in text and "pair_bar" not in text and "pair_dot" not in text
+    u = (np.array([0.5, -1.0]), 2.0)
+    _, along = ast_ad.jvp(_pair_read, (x, y), u)
+    assert np.isclose(along, float(np.sum(grads[0] * u[0])) + grads[1] * u[1], rtol=1e-13)
+    x3 = np.array([0.3, -0.5, 0.9])
+    text = ast_ad.source(ast_ad.grad(nested.squared_slope, (0, 1)), x3, y)
+    assert "pack_bar" not in text and "getitem_vjp(" not in text, text
+    assert dead_stores(text) == [], dead_stores(text)

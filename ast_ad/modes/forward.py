@@ -84,6 +84,7 @@ from ast_ad.optimize.fold import Inliner, number_calls, pure_calls, shared_facto
 from ast_ad.optimize.guards import numbers_passed, without_false_guards
 from ast_ad.optimize.hoist import hoisted
 from ast_ad.optimize.keyed import keyed_loops
+from ast_ad.optimize.packs import items_read_through
 from ast_ad.optimize.release import released
 
 # what a missing rule's error tells the user to write
@@ -203,7 +204,8 @@ def forward(
     """
     # (loop-invariant arithmetic computed once, before its loop: ``optimize.hoist``; a number
     # computed again from the same operands, once: ``optimize.common``)
-    function = keyed_loops(numbers_passed(without_false_guards(function, shapes), shapes), shapes)
+    function = items_read_through(without_false_guards(function, shapes))
+    function = keyed_loops(numbers_passed(function, shapes), shapes)
     function = shared_numbers(hoisted(ir.functional(function), shapes), shapes)
     made = Forwarder(function, argnums, shapes, derive, needed).run(shell)
     made.labels = shapes

@@ -101,6 +101,7 @@ from ast_ad.optimize.common import shared_numbers
 from ast_ad.optimize.guards import numbers_passed, without_false_guards
 from ast_ad.optimize.hoist import hoisted
 from ast_ad.optimize.keyed import keyed_loops
+from ast_ad.optimize.packs import items_read_through
 
 _PART, _ITEM = ir.Ref(runtime.part, "part"), ir.Ref(operator.getitem, "operator.getitem")
 _UNBROADCAST = ir.Ref(runtime.unbroadcast, "unbroadcast")
@@ -146,7 +147,8 @@ def reverse(
     """
     # (loop-invariant arithmetic computed once, before its loop: ``optimize.hoist``; a number
     # computed again from the same operands, once: ``optimize.common``)
-    function = keyed_loops(numbers_passed(without_false_guards(function, shapes), shapes), shapes)
+    function = items_read_through(without_false_guards(function, shapes))
+    function = keyed_loops(numbers_passed(function, shapes), shapes)
     function = shared_numbers(hoisted(ir.functional(function), shapes), shapes)
     return Reverser(function, argnums, shapes, derive, in_place, checkpoints,
                     lengths=lengths).run(shell)
