@@ -264,6 +264,12 @@ def constant_shapes(function: ir.Function, known: Kinds | None,
             return None if sure else _ANY
         return None if found == _VARIES else found
 
+    def arguments(call: ir.Call, sure: bool) -> list[tuple[int, ...] | None]:
+        """The shapes of ``call``'s arguments known here (``_ANY`` for a name not bound yet, in
+        the hopeful pass); none for a number, or a parameter of no shape the code is made for."""
+        return [shape_of(a, sure) if isinstance(a, ir.Var) and not number(a) and (
+            a.name not in function.params or a.name in fixed) else None for a in call.args]
+
     def given(stmt: ir.Assign, sure: bool) -> tuple[int, ...] | None:
         """The shape ``stmt`` binds, ``_ANY`` where it is what names not yet seen are (the
         hopeful pass), ``None`` where it may be another."""
@@ -290,8 +296,7 @@ def constant_shapes(function: ir.Function, known: Kinds | None,
         if registry.declares_result_axes(value.fn.obj):
             # each axis of the result that of an argument of a shape known here
             # (``registry.result_axes``: ``gradient_like(g, x)`` has ``x``'s)
-            held = [shape_of(a, sure) if isinstance(a, ir.Var) and not number(a) and (
-                a.name not in function.params or a.name in fixed) else None for a in value.args]
+            held = arguments(value, sure)
             if any(h == _ANY for h in held):
                 return _ANY
             ranks = tuple(0 if number(a) else None if h is None else len(h)
@@ -303,9 +308,7 @@ def constant_shapes(function: ir.Function, known: Kinds | None,
             return tuple((held[k] or ())[axis] for k, axis in ties)
         if results is not None and is_user_function(value.fn.obj):
             # (its arguments' shapes known here are its parameters' at this call)
-            # (a number, or a parameter of no shape made for: none, in either pass)
-            passed = [shape_of(a, sure) if isinstance(a, ir.Var) and not number(a) and (
-                a.name not in function.params or a.name in fixed) else None for a in value.args]
+            passed = arguments(value, sure)
             if any(h == _ANY for h in passed):
                 return _ANY
             made = results(value.fn.obj, value, stmt, tuple(passed))
@@ -815,7 +818,6 @@ class callee_results:  # noqa: N801 -- used as a function: ``kinds_of(f, labels,
                 self.under_way.discard(fn)
         self.shapes[key] = found
         return found
-
 
     def shaped_as(self, fn: Any, args: list[Fact], alike: tuple[int, ...] = ()) -> int | None:
         """The position of the parameter whose shape ``fn``'s result has, given arguments of facts

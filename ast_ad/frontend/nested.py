@@ -208,14 +208,9 @@ class Nesting:
         ):
             return None
         fn = self.lowering.static(node.args[0])
-        if not inspect.isfunction(fn) or fn.__closure__ or registry.lookup(fn) is not None \
-                or (fn.__module__ or "").startswith("ast_ad.") or getattr(fn, "composable", False):
+        if not _plain_function(fn, len(primals.elts)):
             return None
         parameters = list(inspect.signature(fn).parameters.values())
-        if len(parameters) != len(primals.elts) or any(
-            p.kind is not p.POSITIONAL_OR_KEYWORD for p in parameters
-        ):
-            return None
         active = tuple(
             k for k, t in enumerate(tangents.elts)
             if not (isinstance(t, gast.Constant) and t.value is None)
@@ -276,14 +271,9 @@ class Nesting:
                 or any(kw.arg != "argnums" for kw in maker.keywords) or len(maker.args) > 2:
             return None
         fn = self.lowering.static(maker.args[0])
-        if not inspect.isfunction(fn) or fn.__closure__ or registry.lookup(fn) is not None \
-                or (fn.__module__ or "").startswith("ast_ad.") or getattr(fn, "composable", False):
+        if not _plain_function(fn, len(node.args)):
             return None
         parameters = list(inspect.signature(fn).parameters.values())
-        if len(parameters) != len(node.args) or any(
-            p.kind is not p.POSITIONAL_OR_KEYWORD for p in parameters
-        ):
-            return None
         values = [_literal(a) for a in (*maker.args[1:], *(kw.value for kw in maker.keywords))]
         argnums = values[0] if values else 0
         positions: tuple[int, ...]
@@ -736,6 +726,17 @@ def _free_names(fn: gast.FunctionDef | gast.Lambda) -> set[str]:
     bound |= {n.name for n in gast.walk(fn) if isinstance(n, (gast.FunctionDef, gast.ClassDef))}
     return {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)
             and isinstance(n.ctx, gast.Load) and n.id not in bound}
+
+
+def _plain_function(fn: Any, count: int) -> bool:
+    """Whether ``fn`` is a function of the user's, with no closure and no rule, of ``count`` plain
+    parameters: one whose derivative code, made for it alone, a body can have lowered in place."""
+    if not inspect.isfunction(fn) or fn.__closure__ or registry.lookup(fn) is not None \
+            or (fn.__module__ or "").startswith("ast_ad.") or getattr(fn, "composable", False):
+        return False
+    parameters = list(inspect.signature(fn).parameters.values())
+    return len(parameters) == count and all(
+        p.kind is p.POSITIONAL_OR_KEYWORD for p in parameters)
 
 
 def _checked(check: str, where: str, args: list[gast.expr], like: gast.AST) -> gast.stmt:

@@ -166,7 +166,7 @@ def_check(check_gradient_layout, check_gradient_value)
 # ... and its gradient as ``grad`` returns it: the same numbers, a float or an array of its own
 defvjp(gradient_like, lambda g, ans, grads, x: unbroadcast(g, grads), zero)
 def_linear(gradient_like, 0)
-def_result_axes(gradient_like, lambda ranks: None if ranks[1] is None
+def_result_axes(gradient_like, lambda ranks: None if len(ranks) != 2 or ranks[1] is None
                 else tuple((1, axis) for axis in range(ranks[1])))
 defvjp(gradients_like, lambda g, ans, grads, xs: g, zero)
 def_linear(gradients_like, 0)
