@@ -2384,6 +2384,28 @@ def test_a_gradient_lowered_in_place_refuses_what_the_api_refuses() -> None:
 _INLINED_DIRECTORY = None
 
 
+def _with_outer(program, returned: str):
+    """The random program ``f`` and a function ``outer`` of its parameters, in its module, that
+    returns ``returned`` (a derivative of ``f`` written in a body)."""
+    import tempfile
+
+    from hypothesis import note
+
+    global _INLINED_DIRECTORY  # noqa: PLW0603 (one directory for the run's programs)
+    if _INLINED_DIRECTORY is None:
+        _INLINED_DIRECTORY = tempfile.mkdtemp(prefix="ast_ad_inlined_")
+    params = ", ".join(f"x{k}" for k in range(program.arity))
+    source = program.source + (
+        "\n\nimport ast_ad\n\n\n"
+        f"def outer({params}):\n"
+        f"    return {returned}\n"
+    )
+    note(source)
+    f = type(program)(source, program.arity, program.arrays, program.smooth).load(
+        _INLINED_DIRECTORY)
+    return f, f.__globals__["outer"]
+
+
 @half()
 @given(programs(arrays=True, mutation=True), st.data())
 def test_a_random_programs_jvp_lowered_in_place(program, data) -> None:
@@ -2394,49 +2416,15 @@ def test_a_random_programs_jvp_lowered_in_place(program, data) -> None:
     rounding of sums taken in another order; forward mode over it agrees with that gradient by the
     dot-product identity. Where the code it was made for does not take the arguments (a list), the
     refusal says what to write."""
-    import tempfile
-
-    from hypothesis import note
-
-    global _INLINED_DIRECTORY  # noqa: PLW0603 (one directory for the run's programs)
-    if _INLINED_DIRECTORY is None:
-        _INLINED_DIRECTORY = tempfile.mkdtemp(prefix="ast_ad_inlined_")
     params = ", ".join(f"x{k}" for k in range(program.arity))
     nones = " None," * (program.arity - 1)
-    source = program.source + (
-        "\n\nimport ast_ad\n\n\n"
-        f"def outer({params}):\n"
-        f"    return ast_ad.jvp(f, ({params},), (np.ones_like(x0),{nones}))[1]\n"
-    )
-    note(source)
+    f, outer = _with_outer(
+        program, f"ast_ad.jvp(f, ({params},), (np.ones_like(x0),{nones}))[1]")
     args = program.arguments(data)
-    module = type(program)(source, program.arity, program.arrays, program.smooth)
-    f = module.load(_INLINED_DIRECTORY)
-    outer = f.__globals__["outer"]
     if "jvp_f" in ast_ad.source(ast_ad.grad(outer), *copy.deepcopy(args)):
         return  # (f's forward-mode code is more than one function: the primitive, tested above)
-    try:
-        with np.errstate(all="raise", under="ignore"):
-            python = outer(*copy.deepcopy(args))
-            value, grads = ast_ad.value_and_grad(outer)(*copy.deepcopy(args))
-            direction = np.ones_like(args[0])
-            expected = ast_ad.jvp(ast_ad.grad(f), copy.deepcopy(args),
-                                  (direction, *[None] * (len(args) - 1)))[1]
-    except ast_ad.errors.ASTADError as refused:
-        if "hold the tangents in a name" in str(refused):
-            assert not (type(args[0]) is float or type(args[0]) is np.ndarray
-                        and args[0].dtype.kind == "f")
-        return
-    except (ValueError, TypeError, FloatingPointError, ZeroDivisionError, OverflowError):
-        return  # (a value Python cannot compute here: no number to compare)
-    assert np.array_equal(value, python, equal_nan=True)
-    np.testing.assert_allclose(grads, expected, rtol=1e-9, atol=1e-12)
-    u = np.linspace(0.5, 1.5, np.size(args[0])).reshape(np.shape(args[0]))
-    u = float(u) if np.ndim(args[0]) == 0 else u
-    _, along = ast_ad.jvp(outer, tuple(copy.deepcopy(args)),
-                          (u, *[None] * (len(args) - 1)))
-    assert math.isclose(float(along), float(np.sum(np.asarray(grads) * u)), rel_tol=1e-9,
-                        abs_tol=1e-9)
+    _against_jvp_of_grad(f, outer, args, np.ones_like(args[0]), "hold the tangents in a name",
+                         exact=True)
 
 
 
@@ -2452,33 +2440,27 @@ def test_a_random_programs_gradient_lowered_in_place(program, data) -> None:
     product that ``jvp`` over ``grad(f)`` gives, within the rounding of sums taken in another
     order; forward mode over it agrees with that gradient by the dot-product identity. Where the
     code it was made for does not take the arguments, the refusal says what to write."""
-    import tempfile
-
-    from hypothesis import note
-
-    global _INLINED_DIRECTORY  # noqa: PLW0603 (one directory for the run's programs)
-    if _INLINED_DIRECTORY is None:
-        _INLINED_DIRECTORY = tempfile.mkdtemp(prefix="ast_ad_inlined_")
     params = ", ".join(f"x{k}" for k in range(program.arity))
-    source = program.source + (
-        "\n\nimport ast_ad\n\n\n"
-        f"def outer({params}):\n"
-        f"    return np.sum(ast_ad.grad(f)({params}) * 0.75)\n"
-    )
-    note(source)
+    f, outer = _with_outer(program, f"np.sum(ast_ad.grad(f)({params}) * 0.75)")
     args = program.arguments(data)
-    module = type(program)(source, program.arity, program.arrays, program.smooth)
-    f = module.load(_INLINED_DIRECTORY)
-    outer = f.__globals__["outer"]
+    direction = np.full_like(args[0], 0.75) if isinstance(args[0], np.ndarray) else 0.75
+    _against_jvp_of_grad(f, outer, args, direction, "hold the gradient in a name", exact=False)
+
+
+def _against_jvp_of_grad(f, outer, args, direction, refusal: str, exact: bool) -> None:
+    """``outer``, a derivative of the random program ``f`` written in a body: its value is
+    Python's (to the bit where ``exact``, else within rounding), its gradient in ``x0`` the
+    Hessian-vector product ``jvp`` over ``grad(f)`` gives along ``direction``, and forward mode over
+    it agrees with that gradient by the dot-product identity; a refusal that says ``refusal`` is
+    met only where ``x0`` is not a float or an array of floats."""
     try:
         with np.errstate(all="raise", under="ignore"):
             python = outer(*copy.deepcopy(args))
             value, grads = ast_ad.value_and_grad(outer)(*copy.deepcopy(args))
-            direction = np.full_like(args[0], 0.75) if isinstance(args[0], np.ndarray) else 0.75
             expected = ast_ad.jvp(ast_ad.grad(f), copy.deepcopy(args),
                                   (direction, *[None] * (len(args) - 1)))[1]
     except ast_ad.errors.ASTADError as refused:
-        if "hold the gradient in a name" in str(refused):
+        if refusal in str(refused):
             assert not (type(args[0]) is float or type(args[0]) is np.ndarray
                         and args[0].dtype.kind == "f")
         return
@@ -2486,7 +2468,10 @@ def test_a_random_programs_gradient_lowered_in_place(program, data) -> None:
         return  # (a value Python cannot compute here: no number to compare)
     if "grad_f(" in ast_ad.source(ast_ad.grad(outer), *copy.deepcopy(args)):
         return  # (f's gradient code is more than one function: the primitive, tested above)
-    np.testing.assert_allclose(value, python, rtol=1e-13, atol=1e-15)
+    if exact:
+        assert np.array_equal(value, python, equal_nan=True)
+    else:
+        np.testing.assert_allclose(value, python, rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(grads, expected, rtol=1e-9, atol=1e-12)
     u = np.linspace(0.5, 1.5, np.size(args[0])).reshape(np.shape(args[0]))
     u = float(u) if np.ndim(args[0]) == 0 else u

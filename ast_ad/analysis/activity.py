@@ -794,11 +794,29 @@ class callee_results:  # noqa: N801 -- used as a function: ``kinds_of(f, labels,
         """The shape written in ``fn``'s code that its result has, given arguments of facts
         ``args`` and, where the caller knows them, of shapes ``passed`` (``constant_shapes`` of its
         IR, the parameters of those shapes at this call), if it has one."""
+        def found(function: ir.Function) -> tuple[int, ...] | None:
+            assert isinstance(function.result, ir.Var)
+            labels = tuple(fact_label(k, a) for k, a in enumerate(args))
+            kinds = kinds_of(function, labels, self)
+            return constant_shapes(
+                function, kinds,
+                lambda f, call, at, given: self.shape(
+                    f, [kinds.of(a, at) for a in call.args], given),
+                passed if len(passed) == len(function.params) else None,
+            ).get(function.result.name)
+        shape: tuple[int, ...] | None = self._of_its_code(
+            self.shapes, (fn, tuple(args), passed), fn, args, found)
+        return shape
+
+    def _of_its_code(self, table: dict[Any, Any], key: Any, fn: Any, args: list[Fact],
+                     compute: Callable[[ir.Function], Any]) -> Any:
+        """``compute`` of ``fn``'s IR, cached in ``table`` under ``key``: ``None`` for a function
+        outside the user's code, one under way (a call of itself on the way), one ast_ad cannot
+        read, or one whose parameters the arguments ``args`` do not fit one for one."""
         if not is_user_function(fn) or is_library(fn) or fn in self.under_way:
             return None
-        key = (fn, tuple(args), passed)
-        if key in self.shapes:
-            return self.shapes[key]
+        if key in table:
+            return table[key]
         self(fn, args)  # (its IR read, or found unreadable)
         function = self.functions.get(fn)
         found = None
@@ -806,17 +824,10 @@ class callee_results:  # noqa: N801 -- used as a function: ``kinds_of(f, labels,
                 and isinstance(function.result, ir.Var):
             self.under_way.add(fn)
             try:
-                labels = tuple(fact_label(k, a) for k, a in enumerate(args))
-                kinds = kinds_of(function, labels, self)
-                found = constant_shapes(
-                    function, kinds,
-                    lambda f, call, at, given: self.shape(
-                        f, [kinds.of(a, at) for a in call.args], given),
-                    passed if len(passed) == len(function.params) else None,
-                ).get(function.result.name)
+                found = compute(function)
             finally:
                 self.under_way.discard(fn)
-        self.shapes[key] = found
+        table[key] = found
         return found
 
     def shaped_as(self, fn: Any, args: list[Fact], alike: tuple[int, ...] = ()) -> int | None:
@@ -827,32 +838,22 @@ class callee_results:  # noqa: N801 -- used as a function: ``kinds_of(f, labels,
         shape alike) give its result the class of that parameter, which no statement binds
         again. ``step(x, v)`` returning ``x + 0.1 * v`` has ``x``'s shape where ``v`` has it too:
         the caller's result of it is of its argument's class. ``None`` where nothing says so."""
-        if not is_user_function(fn) or is_library(fn) or fn in self.under_way:
-            return None
         alike = alike or tuple(range(len(args)))
-        key = (fn, tuple(args), alike)
-        if key in self.shaped:
-            return self.shaped[key]
-        self(fn, args)  # (its IR read, or found unreadable)
-        function = self.functions.get(fn)
-        found = None
-        if function is not None and len(function.params) == len(args) \
-                and isinstance(function.result, ir.Var):
-            self.under_way.add(fn)
-            try:
-                labels = tuple(fact_label(alike[k], a) for k, a in enumerate(args))
-                kinds = kinds_of(function, labels, self)
-                classes = classes_of(function, labels, kinds, self)
-                rebound = {name for stmt in ir.walk(function.body) for name in ir.defined(stmt)}
-                result = classes.get(function.result.name)
-                owners = [k for k, p in enumerate(function.params)
-                          if result is not None and result != SCALAR and p not in rebound
-                          and classes.get(p) == result]
-                found = owners[0] if owners else None  # (several: of one shape at this call)
-            finally:
-                self.under_way.discard(fn)
-        self.shaped[key] = found
-        return found
+
+        def found(function: ir.Function) -> int | None:
+            assert isinstance(function.result, ir.Var)
+            labels = tuple(fact_label(alike[k], a) for k, a in enumerate(args))
+            kinds = kinds_of(function, labels, self)
+            classes = classes_of(function, labels, kinds, self)
+            rebound = {name for stmt in ir.walk(function.body) for name in ir.defined(stmt)}
+            result = classes.get(function.result.name)
+            owners = [k for k, p in enumerate(function.params)
+                      if result is not None and result != SCALAR and p not in rebound
+                      and classes.get(p) == result]
+            return owners[0] if owners else None  # (several: of one shape at this call)
+        owner: int | None = self._of_its_code(self.shaped, (fn, tuple(args), alike), fn, args,
+                                              found)
+        return owner
 
 
 def is_user_function(fn: Any) -> bool:

@@ -221,18 +221,9 @@ class Nesting:
         if made is None:
             return None
         text, entry, namespace, watches = made
-        tree = next(
-            stmt for stmt in to_gast(ast.parse(text)).body
-            if isinstance(stmt, gast.FunctionDef) and stmt.name == entry
-        )
-        for n in syntax.walk(tree):  # (each line of it the user's line that wrote the jvp)
-            if "lineno" in getattr(n, "_attributes", ()):
-                gast.copy_location(n, node)
-        source = self.lowering.expr(node.args[0])  # recorded: redefining ``f`` transforms again
-        if not isinstance(source, ir.Ref):
+        tree = _entry_tree(text, entry, node)
+        if not self.watched(node.args[0], fn, watches):
             return None
-        self.at.inlined.append(fn)  # (its code watched)
-        self.at.foreign_reads.extend(watches)
         # the arguments evaluated once, in order, as Python evaluates the call's two tuples; the
         # differentiated ones and their tangents checked to be what the code was made for
         hidden = []
@@ -250,6 +241,17 @@ class Nesting:
         finally:
             for key in hidden:
                 del self.at.env[key]
+
+    def watched(self, target: gast.expr, fn: Any, watches: Any) -> bool:
+        """Record ``fn``, named by ``target`` in the body, and the globals its derivative code was
+        made from (``watches``), so that the body is transformed again where either changes;
+        ``False`` where ``target`` is not a name of a module-level function."""
+        source = self.lowering.expr(target)  # recorded: redefining ``f`` transforms again
+        if not isinstance(source, ir.Ref):
+            return False
+        self.at.inlined.append(fn)  # (its code watched)
+        self.at.foreign_reads.extend(watches)
+        return True
 
     def gradient_inlined(self, node: gast.Call, name: str | None, user: bool) -> ir.Atom | None:
         """``ast_ad.grad(f, argnums)(a, b)`` written in the body, ``f`` a module-level function of
@@ -294,19 +296,10 @@ class Nesting:
         if made is None:
             return None
         text, entry, namespace, watches = made
-        tree = next(
-            stmt for stmt in to_gast(ast.parse(text)).body
-            if isinstance(stmt, gast.FunctionDef) and stmt.name == entry
-        )
-        tree = _seeded(tree, len(parameters))  # (its seed ``out_bar=1.0``: the literal)
-        for n in syntax.walk(tree):  # (each line of it the user's line that wrote the gradient)
-            if "lineno" in getattr(n, "_attributes", ()):
-                gast.copy_location(n, node)
-        source = self.lowering.expr(maker.args[0])  # recorded: redefining ``f`` transforms again
-        if not isinstance(source, ir.Ref):
+        # (its seed ``out_bar=1.0``: the literal)
+        tree = _seeded(_entry_tree(text, entry, node), len(parameters))
+        if not self.watched(maker.args[0], fn, watches):
             return None
-        self.at.inlined.append(fn)  # (its code watched)
-        self.at.foreign_reads.extend(watches)
         hidden = []
         for arg in node.args:  # evaluated once, in order
             hidden.append(self.lowering.hidden("argument"))
@@ -737,6 +730,19 @@ def _plain_function(fn: Any, count: int) -> bool:
     parameters = list(inspect.signature(fn).parameters.values())
     return len(parameters) == count and all(
         p.kind is p.POSITIONAL_OR_KEYWORD for p in parameters)
+
+
+def _entry_tree(text: str, entry: str, node: gast.AST) -> gast.FunctionDef:
+    """The function ``entry`` of the generated ``text``, each line of it at the user's line that
+    wrote the derivative (``node``)."""
+    tree: gast.FunctionDef = next(
+        stmt for stmt in to_gast(ast.parse(text)).body
+        if isinstance(stmt, gast.FunctionDef) and stmt.name == entry
+    )
+    for n in syntax.walk(tree):
+        if "lineno" in getattr(n, "_attributes", ()):
+            gast.copy_location(n, node)
+    return tree
 
 
 def _checked(check: str, where: str, args: list[gast.expr], like: gast.AST) -> gast.stmt:
