@@ -375,6 +375,27 @@ def test_compiled_helper_matches_python(helper) -> None:
                 assert np.shape(g) == np.shape(e) and np.allclose(g, e), (helper.__name__, args)
 
 
+def test_the_compiled_checks_of_a_gradient_in_a_body_refuse_what_python_refuses() -> None:
+    """The compiled twins of a gradient lowered in place refuse where Python's do, or do not
+    compile (Numba then names the user's line): a value that is an array, an argument that is not
+    of 64-bit floats; and ``gradient_like`` refuses a gradient of another shape than its
+    argument, which Python's would broadcast."""
+    from ast_ad.backend import jit
+
+    jit._install(numba)
+    value = numba.njit(lambda where, out: runtime.check_gradient_value(where, out))
+    with pytest.raises(ValueError, match="real number"):
+        value("f.py:3", A)
+    assert value("f.py:3", 2.5) is None
+    layout = numba.njit(lambda where, x, y: runtime.check_gradient_layout(where, x, y))
+    assert layout("f.py:3", A, 1.5) is None
+    with pytest.raises(numba.core.errors.TypingError):
+        layout("f.py:3", np.arange(3), 1.5)
+    like = numba.njit(lambda g, x: runtime.gradient_like(g, x))
+    with pytest.raises(ValueError, match="shape"):
+        like(A[:2], A)
+
+
 def test_abs_of_an_array_is_compiled_as_numpy_takes_it() -> None:
     """Python's ``abs`` of an array, which generated code writes where the user did: Numba's takes
     numbers only; the compiled one is ``np.abs``."""

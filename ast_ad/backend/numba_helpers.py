@@ -655,13 +655,14 @@ def register(numba: Any) -> None:
             held, types.Array) and held.dtype == types.float64
 
     @overload(runtime.check_gradient_layout)
-    def _check_gradient_layout(where, *args):
+    def _check_gradient_layout(where, arg, *more):
         # each differentiated argument a 64-bit float or an array of them (decided by type); else
         # no compiled version, and Numba names the line that wrote the gradient
-        held = args[0] if len(args) == 1 and isinstance(
-            args[0], (types.StarArgTuple, types.StarArgUniTuple)) else args
-        if all(float64(a) for a in held):
-            return lambda where, *args: None
+        # (the arguments after the first: Numba hands them over as one star-argument tuple)
+        rest = more[0] if len(more) == 1 and isinstance(
+            more[0], (types.StarArgTuple, types.StarArgUniTuple)) else more
+        if all(float64(a) for a in (arg, *rest)):
+            return lambda where, arg, *more: None
         return None
 
     @overload(runtime.check_gradient_value)
@@ -679,9 +680,14 @@ def register(numba: Any) -> None:
         # a number for a number; for an array, an array of its own (compiled code copies: it cannot
         # ask whether an array is shared)
         if number(x) and number(g):
-            return lambda g, x: g
+            return lambda g, x: float(g)
         if array(x) and array(g) and plain(g).ndim == plain(x).ndim:
-            return lambda g, x: np.copy(g)
+            def impl(g, x):
+                # (Python's broadcasts a gradient of another shape; none is made here: refused)
+                if g.shape != x.shape:
+                    raise ValueError("jit='numba' takes a gradient of its argument's shape")
+                return np.copy(g)
+            return impl
         if array(x) and number(g):
             return lambda g, x: np.full(x.shape, g)
         return None
