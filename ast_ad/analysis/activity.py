@@ -29,6 +29,7 @@ import gast
 import numpy as np
 
 from ast_ad import runtime
+from ast_ad.analysis import lengths as axis_lengths
 from ast_ad.analysis.kinds import (
     MAPPING,
     NARROW_NUMBER,
@@ -126,7 +127,7 @@ def shape_classes(
     """
     # (a number of any width is a scalar: ``kinds.NARROW_NUMBER``; an array whose label says the
     # lengths of its axes, the class of those lengths: ``LengthClasses``)
-    lengths = LengthClasses()
+    lengths = LengthClasses(function)
     classes: dict[str, int | None] = {
         p: SCALAR if label == NARROW_NUMBER else lengths.of_label(label)
         for p, label in zip(function.params, shapes, strict=True)
@@ -353,8 +354,12 @@ def _labels(stmt: ir.Stmt, classes: dict[str, int | None], fresh: dict[int, int]
         return [(t, None) for t in stmt.targets]
     if not isinstance(stmt, ir.Assign):
         return []
+    # (what lengths say: it notes the shapes and lengths a statement binds, numbers too)
+    made = lengths.of_statement(stmt, classes, known) if known is not None else None
     if stmt.target in numbers:
         return [(stmt.target, SCALAR)]
+    if made is not None:
+        return [(stmt.target, made)]
     value = stmt.value
     if isinstance(value, (ir.Var, ir.Const)):
         return [(stmt.target, shape_class(value, classes))]
@@ -396,13 +401,27 @@ class LengthClasses:
     tuple of axes, and so has a call's result whose axes the registry ties to axes of arguments of
     such classes (``registry.result_axes``: ``np.dot(w, h)`` has ``w``'s rows). Two values of one
     class have one shape: their lengths are those of the same axes of the arguments, as the labels
-    are checked at every call. (The classes are negative numbers below every other label.)"""
+    are checked at every call. (The classes are negative numbers below every other label.)
 
-    def __init__(self) -> None:
-        self.classes: dict[tuple[int, ...], int] = {}
-        self.axes: dict[int, tuple[int, ...]] = {}
+    A length may also be an expression of one (``analysis.lengths``): a slice written in the code
+    (``x[1:]``), arrays of such lengths joined (``np.concatenate([x[:1], x[1:] * y[:-1]])``, which
+    has ``x``'s length where ``y`` has it too), an array made of a shape or a length read off an
+    array (``np.zeros(x.shape[0])``, ``np.zeros(len(x))``). Any other class of a known number of
+    axes gets a length for each of its axes, ``("of", class, axis, rank)``, whose tuple is that
+    class itself (``lengths_of``)."""
 
-    def of_axes(self, axes: tuple[int, ...]) -> int:
+    def __init__(self, function: ir.Function | None = None) -> None:
+        self.classes: dict[tuple[Any, ...], int] = {}
+        self.axes: dict[int, tuple[Any, ...]] = {}
+        # names bound once to an array's shape, or to one of its lengths (``x.shape[0]``)
+        self.shapes: dict[str, tuple[Any, ...] | None] = {}
+        self.sizes: dict[str, Any] = {}
+        self.packs = _joined_packs(function) if function is not None else {}
+        bindings = Counter(name for stmt in ir.walk(function.body) for name in ir.defined(stmt)) \
+            if function is not None else Counter()
+        self.once = {name for name, count in bindings.items() if count == 1}
+
+    def of_axes(self, axes: tuple[Any, ...]) -> int:
         found = self.classes.get(axes)
         if found is None:
             found = self.classes[axes] = _LENGTH_CLASSES - len(self.classes)
@@ -412,6 +431,17 @@ class LengthClasses:
     def of_label(self, label: int) -> int:
         axes = label_axes(label)
         return label if axes is None else self.of_axes(axes)
+
+    def lengths_of(self, found: int | None, rank: int | None) -> tuple[Any, ...] | None:
+        """The lengths of the axes of the values of class ``found``, which have ``rank`` axes: those
+        it is made of, or one of its own for each axis."""
+        if found is None or found == SCALAR or not rank or rank < 1:
+            return None
+        own = self.axes.get(found)
+        if own is None:
+            own = tuple(("of", found, k, rank) for k in range(rank))
+            self.classes[own], self.axes[found] = found, own
+        return own if len(own) == rank else None
 
     def of_call(self, call: ir.Call, ties: tuple[tuple[int, int], ...] | None,
                 classes: dict[str, int | None]) -> int | None:
@@ -428,6 +458,99 @@ class LengthClasses:
                 return None
             out.append(own[axis])
         return self.of_axes(tuple(out))
+
+    def of_statement(self, stmt: ir.Assign, classes: dict[str, int | None],
+                     known: Kinds) -> int | None:
+        """The class of what ``stmt`` binds where lengths say it (the class's docstring), and the
+        shapes and lengths it binds, noted; else ``None``."""
+        value, target = stmt.value, stmt.target
+        if isinstance(value, ir.Attr) and value.attr == "shape" and isinstance(value.value, ir.Var):
+            if target in self.once:
+                self.shapes[target] = self._lengths(value.value, classes, known, stmt)
+            return None
+        if not isinstance(value, ir.Call) or value.kwargs:
+            return None
+        fn, args = value.fn.obj, value.args
+        if fn is len and len(args) == 1:
+            own = self._lengths(args[0], classes, known, stmt)
+            if target in self.once:
+                self.sizes[target] = own[0] if own else None
+            return None
+        if fn is operator.getitem and len(args) == 2 and isinstance(args[1], ir.Const):
+            array, index = args[0], args[1].value
+            if isinstance(array, ir.Var) and array.name in self.shapes:
+                held = self.shapes[array.name]
+                if target not in self.once:
+                    return None
+                self.sizes[target] = held[index] if held and type(index) is int \
+                    and -len(held) <= index < len(held) else None
+                return None
+            own = self._lengths(array, classes, known, stmt)
+            cut = axis_lengths.indexed(own, index) if own else None
+            return self.of_axes(cut) if cut else None
+        if fn is np.concatenate and len(args) in (1, 2) and isinstance(args[0], ir.Var) \
+                and args[0].name in self.packs and (len(args) == 1 or isinstance(args[1], ir.Const)
+                                                    and type(args[1].value) is int
+                                                    and args[1].value == 0):
+            parts = [self._lengths(e, classes, known, stmt) for e in self.packs[args[0].name]]
+            if not parts or any(p is None for p in parts) \
+                    or len({(len(p), p[1:]) for p in parts if p is not None}) != 1:
+                return None
+            joined = axis_lengths.summed([p[0] for p in parts if p is not None])
+            return None if joined is None else self.of_axes((joined, *(parts[0] or ())[1:]))
+        if fn in _MADE_OF_SHAPE and args and isinstance(args[0], ir.Var):
+            made = self._shape_given(args[0].name)
+            return self.of_axes(made) if made else None
+        return None
+
+    def _lengths(self, atom: ir.Atom, classes: dict[str, int | None], known: Kinds,
+                 at: ir.Stmt) -> tuple[Any, ...] | None:
+        if not isinstance(atom, ir.Var):
+            return None
+        return self.lengths_of(classes.get(atom.name), known.rank_of(atom, at))
+
+    def _shape_given(self, name: str) -> tuple[Any, ...] | None:
+        """The lengths of a shape held by ``name``: a shape, a length, or a tuple of lengths."""
+        if name in self.shapes:
+            return self.shapes[name]
+        if name in self.sizes:
+            size = self.sizes[name]
+            return None if size is None else (size,)
+        if name in self.packs:
+            sizes = [self.sizes.get(e.name) if isinstance(e, ir.Var) else None
+                     for e in self.packs[name]]
+            return None if not sizes or any(s is None for s in sizes) else tuple(sizes)
+        return None
+
+
+# numpy's functions whose result's shape is their first argument (a length, or a tuple of them)
+_MADE_OF_SHAPE: frozenset[Any] = frozenset({np.zeros, np.ones, np.empty, np.full})
+
+
+def _joined_packs(function: ir.Function) -> dict[str, tuple[ir.Atom, ...]]:
+    """The lists and tuples written in ``function`` (``[a, b]``), bound once, that nothing reads
+    but calls of ``np.concatenate`` (or of ``np.zeros`` and the others of ``_MADE_OF_SHAPE``) as
+    their first argument: what each holds where it is read is what it was made of."""
+    packs: dict[str, tuple[ir.Atom, ...]] = {}
+    bindings: Counter[str] = Counter()
+    reads: Counter[str] = Counter()
+    joined: Counter[str] = Counter()
+    for stmt in ir.walk(function.body):
+        for name in ir.defined(stmt):
+            bindings[name] += 1
+        for name in ir.reads_of(stmt):
+            reads[name] += 1
+        if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Pack) \
+                and stmt.value.kind in ("list", "tuple"):
+            packs[stmt.target] = stmt.value.elts
+        value = stmt.value if isinstance(stmt, ir.Assign) else None
+        if isinstance(value, ir.Call) and (value.fn.obj is np.concatenate
+                                           or value.fn.obj in _MADE_OF_SHAPE) \
+                and value.args and isinstance(value.args[0], ir.Var) \
+                and value.args[0] not in value.args[1:]:
+            joined[value.args[0].name] += 1
+    return {name: elts for name, elts in packs.items() if bindings[name] == 1
+            and name not in function.params and reads[name] == joined[name]}
 
 
 # the first class ``LengthClasses`` gives (the others count down from it)

@@ -328,15 +328,24 @@ def _inliner(a: Adjoint) -> Inliner:
 
 def _pair(a: Adjoint, typed: bool = False) -> list[gast.FunctionDef]:
     """``f_fwd(*params) -> (out, saved)`` and ``f_bwd(saved, out_bar) -> grads``: the forward pass
-    returns what the backward pass reads, which may run many times after it (an array adjoint
-    started at its parameter's zeros, as in the gradient's one function: ``_zeros_shaped``)."""
-    zeroed = _zeros_shaped(a.backward, a.shaped_as, a.refs)
+    returns what the backward pass reads, which may run many times after it. The backward pass is
+    made as the gradient's one function's is (``_combined``): folded, its zero starts sunk into
+    their first additions and the dead ones left out, then an array adjoint's start made its
+    parameter's zeros (``_zeros_shaped``), and every start zeros of its shape for Numba
+    (``_typed``); what it reads then is what the forward pass saves."""
+    ret = syntax.ret(syntax.tuple_([syntax.name(g) for g in a.grads]))
+    (backward,) = _inlined(a, [folded(a.backward, {*a.grads, a.seed})], [ret])
+    backward = scaled_adjoints(backward, a.adjoints, a.wide, a.wide_floats, linear_calls(a.refs))
+    backward = shared_factor(backward, a.adjoints, number_calls(a.refs))
+    backward = sunk_zero_starts(backward)
+    backward, _ = without_dead_constants(backward, syntax.name_ids(ret, loads=True))
+    backward = _zeros_shaped(backward, a.shaped_as, a.refs)
     forward = a.forward
     if typed:
-        forward, zeroed = _typed(forward, zeroed, a, [])
-    saved = a.saved(zeroed, forward)
+        forward, backward = _typed(forward, backward, a, [ret])
+    saved = a.saved(backward, forward)
     local = Namer(
-        used=local_names([syntax.function("f", list(a.params), a.forward + a.backward)]) | {a.seed}
+        used=local_names([syntax.function("f", list(a.params), forward + backward)]) | {a.seed}
     )
     pack = local.fresh("saved")
     top = {n.id for s in forward if isinstance(s, gast.Assign) for n in gast.walk(s.targets[0])
@@ -344,15 +353,9 @@ def _pair(a: Adjoint, typed: bool = False) -> list[gast.FunctionDef]:
     unbound = [
         syntax.assign(s, syntax.const(None)) for s in saved if s not in top and s not in a.params
     ]
-    ret = syntax.ret(syntax.tuple_([a.result, syntax.tuple_([syntax.name(s) for s in saved])]))
-    (forward,) = _inlined(a, [unbound + forward], [ret])
-    fwd = syntax.function(f"{a.function.name}_fwd", list(a.params), forward + [ret])
+    kept = syntax.ret(syntax.tuple_([a.result, syntax.tuple_([syntax.name(s) for s in saved])]))
+    (forward,) = _inlined(a, [unbound + forward], [kept])
+    fwd = syntax.function(f"{a.function.name}_fwd", list(a.params), forward + [kept])
     unpack = [syntax.assign(saved, syntax.name(pack))] if saved else []
-    ret = syntax.ret(syntax.tuple_([syntax.name(g) for g in a.grads]))
-    (backward,) = _inlined(a, [folded(zeroed, {*a.grads, a.seed})], [*unpack, ret])
-    backward = scaled_adjoints(backward, a.adjoints, a.wide, a.wide_floats, linear_calls(a.refs))
-    backward = shared_factor(backward, a.adjoints, number_calls(a.refs))
-    backward = sunk_zero_starts(backward)
-    backward, _ = without_dead_constants(backward, syntax.name_ids(ret, loads=True))
     bwd = syntax.function(f"{a.function.name}_bwd", [pack, a.seed], unpack + backward + [ret])
     return [fwd, bwd]

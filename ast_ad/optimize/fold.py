@@ -786,6 +786,7 @@ def _rescaled(stmt: gast.stmt, name: str, array: gast.Name, scale: gast.expr,
         return syntax.new(kind, {**node.__dict__, **fields}) if fields else node
 
     out = moved(stmt)
+    moved = None  # type: ignore[assignment]  # (its cell held it: no cycle left to the collector)
     return None if failed else out
 
 
