@@ -1069,6 +1069,13 @@ def _steps(fixed_first: bool, rank: int) -> st.SearchStrategy:
     )
 
 
+def _taken(fixed_first: bool) -> st.SearchStrategy:
+    """``_steps`` of vectors with the other operands' rows taken at once, a matrix
+    (``rows_of``)."""
+    return _steps(fixed_first, 1).map(
+        lambda made: ((made[0][0], np.array(made[0][1]), made[0][2]), {}))
+
+
 def _helpers() -> dict:
     rt = runtime
     lists3 = st.lists(floats(), min_size=3, max_size=3)
@@ -1174,11 +1181,14 @@ def _helpers() -> dict:
         rt.summed_matmul_vjp_b: _terms(False, 1) | _terms(False, 2),
         rt.summed_dot_vjp_a: _terms(True, 1),
         rt.summed_dot_vjp_b: _terms(False, 1),
-        rt.summed_matmul_vjp_a_steps: _steps(True, 1) | _steps(True, 2),
-        rt.summed_matmul_vjp_b_steps: _steps(False, 1) | _steps(False, 2),
-        rt.summed_dot_vjp_a_steps: _steps(True, 1),
-        rt.summed_dot_vjp_b_steps: _steps(False, 1),
+        rt.summed_matmul_vjp_a_steps: _steps(True, 1) | _steps(True, 2) | _taken(True),
+        rt.summed_matmul_vjp_b_steps: _steps(False, 1) | _steps(False, 2) | _taken(False),
+        rt.summed_dot_vjp_a_steps: _steps(True, 1) | _taken(True),
+        rt.summed_dot_vjp_b_steps: _steps(False, 1) | _taken(False),
         rt.stacked_steps: case(st.lists(arrays((3,)), min_size=1, max_size=3)),
+        # (a loop's reads of rows of a fixed matrix, last step first)
+        rt.rows_of: case(arrays((3, 2)), st.sampled_from(
+            [range(3), range(-1, 2), range(2, 0, -1), range(1, 3)])),
         rt.summed_getitem_vjp: case(
             st.lists(st.tuples(floats(), st.sampled_from([0, 2, -1])), min_size=1, max_size=4),
             np.zeros(4),

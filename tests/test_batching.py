@@ -247,3 +247,88 @@ def test_a_loop_s_vector_products_are_summed_in_one_product() -> None:
     np.testing.assert_allclose(
         runtime.summed_matmul_vjp_b(terms_b, W), sum(np.outer(a, g) for g, a in terms_b), rtol=1e-12
     )
+
+
+def rnn_reads(w, u, xs):
+    """An RNN that reads a row of its inputs a step (``rows_of``)."""
+    h = np.zeros(w.shape[0])
+    for t in range(xs.shape[0]):
+        h = np.tanh(np.dot(w, h) + np.dot(u, xs[t]))
+    return np.sum(h * h)
+
+
+def rnn_reads_written(w, u, xs):
+    """The same, its inputs written in the loop: their rows after it are not the steps'."""
+    xs = xs.copy()
+    h = np.zeros(w.shape[0])
+    for t in range(xs.shape[0]):
+        h = np.tanh(np.dot(w, h) + np.dot(u, xs[t]))
+        xs[t] = xs[t] * 0.5
+    return np.sum(h * h) + np.sum(xs)
+
+
+def rnn_reads_stopped(w, u, xs):
+    """The same, stopped early: its steps are not the range's."""
+    h = np.zeros(w.shape[0])
+    for t in range(xs.shape[0]):
+        h = np.tanh(np.dot(w, h) + np.dot(u, xs[t]))
+        if np.sum(h) > 1.5:
+            break
+    return np.sum(h * h)
+
+
+def rnn_reads_shifted(w, u, xs):
+    """The same, reading the row after the loop's variable."""
+    h = np.zeros(w.shape[0])
+    for t in range(xs.shape[0] - 1):
+        h = np.tanh(np.dot(w, h) + np.dot(u, xs[t + 1]))
+    return np.sum(h * h)
+
+
+def test_a_loop_s_rows_of_a_fixed_array_are_taken_after_it() -> None:
+    """Where a loop's other operand kept by columns is its read ``xs[t]`` of an argument nothing
+    rebinds or writes, at its variable over a range whose steps all run, the rows are taken after
+    the loop at once (``rows_of(xs, r)``: no append a step, no read again in the backward pass),
+    the same rows in the same order (the sum the same to the bit), and the gradient is finite
+    differences'. An array the loop writes, a loop that may stop early, a read at another
+    index keep their appends; each gradient is finite differences'; compiled by Numba too."""
+    from tests.oracles import assert_fd
+
+    rng = np.random.default_rng(5)
+    w, u, xs = rng.standard_normal((4, 4)) * 0.4, rng.standard_normal((4, 3)), \
+        rng.standard_normal((6, 3))
+    text = ast_ad.source(ast_ad.grad(rnn_reads, (0, 1, 2)), w, u, xs)
+    assert "rows_of(xs, r)" in text and "xs_item_steps" not in text, text
+    grads = ast_ad.grad(rnn_reads, (0, 1, 2))(w, u, xs)
+    assert_fd(rnn_reads, (w, u, xs), (0, 1, 2), grads)
+    # the same sum as the steps kept one by one
+    kept = runtime.summed_dot_vjp_a_steps(runtime.stacked_steps([xs[0] * 0 + 1.0] * 6),
+                                          list(xs[::-1]), u)
+    taken = runtime.summed_dot_vjp_a_steps(runtime.stacked_steps([xs[0] * 0 + 1.0] * 6),
+                                           runtime.rows_of(xs, range(6)), u)
+    np.testing.assert_array_equal(kept, taken)
+    for fn in (rnn_reads_written, rnn_reads_stopped, rnn_reads_shifted):
+        text = ast_ad.source(ast_ad.grad(fn, (0, 1, 2)), w, u, xs)
+        assert "rows_of" not in text, (fn.__name__, text)
+        assert_fd(fn, (w, u, xs), (0, 1, 2), ast_ad.grad(fn, (0, 1, 2))(w, u, xs))
+    pytest.importorskip("numba")
+    compiled = ast_ad.grad(rnn_reads, (0, 1, 2), jit="numba")(w, u, xs)
+    for a, b in zip(compiled, grads, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_rows_of_is_the_steps_reads() -> None:
+    """``rows_of(x, r)`` is the reads ``x[t]`` for ``t`` in ``reversed(r)`` stacked as a loop's
+    steps are (``stacked_steps``), taken at once where ``x`` is a numpy array of rows and ``r`` a
+    range (negative indices and steps included); its stand-in (``rows_of_by_steps``) reads the
+    same."""
+    x = np.arange(12.0).reshape(4, 3)
+    for r in (range(4), range(-2, 2), range(3, 0, -1), range(0, 4, 2)):
+        expected = np.array([x[t] for t in reversed(r)])
+        np.testing.assert_array_equal(runtime.rows_of(x, r), expected)
+        np.testing.assert_array_equal(runtime.rows_of_by_steps(x, r), expected)
+    assert runtime.rows_of(x, range(2, 2)).shape == (0, 3)  # (no step: no row)
+    # not a numpy array of rows: the reads stacked as a loop's steps are (``stacked_steps``)
+    rows = [np.array([1.0, 2.0]), np.array([3.0, 4.0])]
+    np.testing.assert_array_equal(runtime.rows_of(rows, range(2)), [[3.0, 4.0], [1.0, 2.0]])
+    assert runtime.rows_of(np.arange(3.0), range(3)) == [2.0, 1.0, 0.0]  # (numbers: a list)

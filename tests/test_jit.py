@@ -322,7 +322,11 @@ HELPER_CASES = {
                               (A, [A[:2], A[2:4], A[4:]])],
     # (a loop's steps kept by columns: vectors stacked, and the products of a fixed matrix summed)
     runtime.stacked_steps: [([A, A * 2.0, A - 1.0],)],
-    runtime.summed_dot_vjp_a_steps: [(np.array([[1.0, 2.0], [3.0, -1.0]]), [A[:3], A[3:]], M)],
+    # (a loop's reads of a matrix's rows, taken after it: last step first; none for no step)
+    runtime.rows_of: [(M, range(2)), (M, range(-1, 1)), (M, range(1, 0)),
+                      (np.arange(6).reshape(3, 2), range(0, 3, 2))],
+    runtime.summed_dot_vjp_a_steps: [(np.array([[1.0, 2.0], [3.0, -1.0]]), [A[:3], A[3:]], M),
+                                     (np.array([[1.0, 2.0], [3.0, -1.0]]), A.reshape(2, 3), M)],
     runtime.summed_matmul_vjp_a_steps: [(np.array([[1.0, 2.0]]), [A[:3]], M)],
     runtime.summed_dot_vjp_b_steps: [(np.array([[1.0, 2.0, 0.5]]), [A[:2]], M)],
     runtime.summed_matmul_vjp_b_steps: [(np.array([[1.0, 2.0, 0.5], [0.0, 1.0, 2.0]]),
@@ -354,15 +358,26 @@ def test_compiled_helper_matches_python(helper) -> None:
         ]
         with np.errstate(divide="ignore"):  # 0.0 to a negative power: inf, as the helper says
             expected = helper(*python_args)
-        n = len(args)
+        # (a range is made in the compiled code, as generated code makes its loops' ranges:
+        # Numba takes none from Python)
+        params: list[str] = []
+        passed: list = []
+        given: list[str] = []
+        for i, a in enumerate(compiled_args):
+            if isinstance(a, range):
+                params += [f"a{i}_start", f"a{i}_stop", f"a{i}_step"]
+                passed += [a.start, a.stop, a.step]
+                given.append(f"range(a{i}_start, a{i}_stop, a{i}_step)")
+            else:
+                params.append(f"a{i}")
+                passed.append(a)
+                given.append(f"a{i}")
         call = numba.njit(
-            eval(
-                f"lambda {', '.join(f'a{i}' for i in range(n))}: helper("  # noqa: S307
-                f"{', '.join(f'a{i}' for i in range(n))})",
-                {"helper": helper},
+            eval(  # noqa: S307
+                f"lambda {', '.join(params)}: helper({', '.join(given)})", {"helper": helper},
             )
         )
-        got = call(*compiled_args)
+        got = call(*passed)
         if expected is None:  # a helper that writes in place: compare what it wrote
             assert np.array_equal(compiled_args[0], python_args[0]), (helper.__name__, args)
         elif helper is runtime.stand_in:  # (what it gives is read for its shape and dtype only)

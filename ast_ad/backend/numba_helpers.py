@@ -65,6 +65,7 @@ COMPILED = (
     runtime.summed_product,
     runtime.concatenate_vjp,
     runtime.stacked_steps,
+    runtime.rows_of,
     runtime.summed_dot_vjp_a_steps,
     runtime.summed_dot_vjp_b_steps,
     runtime.summed_matmul_vjp_a_steps,
@@ -385,6 +386,19 @@ def register(numba: Any) -> None:
         return isinstance(t, (types.List, types.ListType)) and array(t.dtype) \
             and t.dtype.ndim == 1 and t.dtype.dtype == types.float64
 
+    @overload(runtime.rows_of)
+    def _rows_of(x, order):
+        # the rows of a matrix at a range's entries, last first (a loop's reads of it, one a step)
+        if array(x) and plain(x).ndim == 2 and isinstance(plain(order), types.RangeType):
+            def impl(x, order):
+                n = len(order)
+                out = np.empty((n, x.shape[1]), x.dtype)
+                for k in range(n):
+                    out[k] = x[order.start + (n - 1 - k) * order.step]
+                return out
+            return impl
+        return None
+
     @overload(runtime.stacked_steps)
     def _stacked_steps(values):
         # the steps' vectors as the rows of a matrix (of vectors of one length: another raises)
@@ -404,8 +418,17 @@ def register(numba: Any) -> None:
         # a loop's products of a fixed matrix and a vector a step, summed: one product of the
         # stacked ``g`` (rows) and the stacked other operands
         def typing(gs, others, fixed):
-            if not (array(gs) and plain(gs).ndim == 2 and vectors(others) and array(fixed)
-                    and plain(fixed).ndim == 2):
+            if not (array(gs) and plain(gs).ndim == 2 and array(fixed) and plain(fixed).ndim == 2):
+                return None
+            if array(others) and plain(others).ndim == 2:  # (the rows taken at once: ``rows_of``)
+                def taken(gs, others, fixed):
+                    if others.shape[0] == 0:
+                        return np.zeros(fixed.shape)
+                    if fixed_first:
+                        return np.ascontiguousarray(gs.T) @ np.ascontiguousarray(others)
+                    return np.ascontiguousarray(others.T) @ gs
+                return taken
+            if not vectors(others):
                 return None
 
             def impl(gs, others, fixed):

@@ -71,7 +71,7 @@ from ast_ad.analysis.complexness import (
     rule_for,
     surely_complex,
 )
-from ast_ad.analysis.kinds import SET, kinds_of
+from ast_ad.analysis.kinds import RANGE, SET, kinds_of
 from ast_ad.core import registry
 from ast_ad.errors import LocatedError, MissingRuleError
 from ast_ad.ir import nodes as ir
@@ -695,7 +695,7 @@ class Reverser:
         self.adjoints.live = live  # (the loop may run no step)
         bound = {n for s in ir.walk((stmt,)) for n in self.saving.defined(s)}
         before, body, stacked, sums = batch_products(body, bound, self.terms, self.scratch,
-                                                     self.namer)
+                                                     self.namer, self.fixed_rows(stmt))
         # a loop of the function's own body runs once: an adjoint may start from its sum
         after = stacked + self.adjoints.summed_after(
             sums, body, untouched if any(s is stmt for s in self.function.body) else set()
@@ -721,6 +721,25 @@ class Reverser:
         made, steps = self.adjoints.part(ir.Call(_REVERSED, (steps,)), *made)
         loop = ir.For(stmt.target, steps, tuple(body), ir.NOWHERE)
         return [*before, *made, loop, *after, restore_mark(stmt.target, id(stmt))]
+
+    def fixed_rows(self, loop: ir.For | ir.While) -> dict[str, tuple[str, ir.Atom]]:
+        """The reads ``x_item = x[t]`` at the variable of ``loop``, a ``for`` loop over a range
+        whose trips are not counted, of a parameter nothing rebinds or writes, that its backward
+        pass computes again (``Saving.plan_recomputed``), each with ``x`` and the range: after the
+        loop ``x`` holds what it held at every step, so the steps' reads are its rows in the loop's
+        order (``optimize.batching``'s ``rows``)."""
+        if not isinstance(loop, ir.For) or self.kinds.of(loop.iter) != RANGE \
+                or self.saving.counts(loop):
+            return {}
+        fixed = set(self.function.params) - self.saving.rebound - set(self.function.mutable)
+        return {
+            read.target: (read.value.args[0].name, loop.iter)
+            for read in self.saving.recomputed.get(id(loop), ())
+            if isinstance(read.value, ir.Call) and read.value.fn.obj is operator.getitem
+            and not read.value.kwargs and len(read.value.args) == 2
+            and isinstance(read.value.args[0], ir.Var) and read.value.args[0].name in fixed
+            and read.value.args[1] == ir.Var(loop.target)
+        }
 
     def owned_adjoint(self, name: str) -> list[ir.Stmt]:
         """``name``'s adjoint made an array of its own (``runtime.owned_adjoint``), which the

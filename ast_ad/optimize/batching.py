@@ -109,7 +109,8 @@ def term_of(accumulation: ir.Assign, stmts: list[ir.Stmt]) -> Term | None:
 
 
 def batch_products(
-    body: list[ir.Stmt], bound: set[str], terms: dict[int, Term], scratch: Namer, namer: Namer
+    body: list[ir.Stmt], bound: set[str], terms: dict[int, Term], scratch: Namer, namer: Namer,
+    rows: dict[str, tuple[str, ir.Atom]] | None = None,
 ) -> tuple[list[ir.Stmt], list[ir.Stmt], list[ir.Stmt], list[tuple[str, ir.Call]]]:
     """Rewrite the accumulations in a backward loop's ``body`` that can wait until after the loop.
 
@@ -117,7 +118,13 @@ def batch_products(
     statement. Returns the statements to put before the loop (empty lists), the body rewritten, the
     statements to put after it (the stacks of the adjoints kept by columns), and the sums for after
     those: ``(adjoint, sum)``, which the caller adds to the adjoint, or starts it from.
+
+    ``rows``: the names each step binds to a read ``x[t]`` of an array nothing writes, at the loop's
+    variable over a range (``Saving.plan_recomputed``'s reads), with ``x`` and the range: an
+    operand kept by columns that is one is not appended a step but taken after the loop at once,
+    ``x_item_steps = rows_of(x, r)``, the same rows in the same order (``runtime.rows_of``).
     """
+    rows = rows or {}
     # the accumulations that wait, and the list each keeps its pairs in
     kept: dict[int, tuple[Term, str]] = {}
     before: list[ir.Stmt] = []
@@ -206,8 +213,14 @@ def batch_products(
     # (the lists of pairs the columns replace: not made)
     replaced = {kept[k][1] for k in columns}
     before = [stmt for stmt in before if not (type(stmt) is ir.Assign and stmt.target in replaced)]
-    before += [ir.Assign(name, ir.Pack((), "list"), ir.NOWHERE) for name in steps.values()]
-    appended: set[str] = set()
+    # (an operand that is a read of a fixed array: its rows taken after the loop, not appended)
+    adjoints = {g for g, _ in columns.values()}
+    taken = sorted({other for _, other in columns.values() if other in rows} - adjoints)
+    after += [ir.Assign(steps[name], ir.Call(_ROWS, (ir.Var(rows[name][0]), rows[name][1])),
+                        ir.NOWHERE) for name in taken]
+    before += [ir.Assign(steps[name], ir.Pack((), "list"), ir.NOWHERE) for name in steps
+               if name not in taken]
+    appended: set[str] = set(taken)
 
     def waiting(stmt: ir.Stmt) -> list[ir.Stmt]:
         if id(stmt) in calls:
@@ -233,6 +246,7 @@ def batch_products(
 
 
 _STACKED = ir.Ref(runtime.stacked_steps, "stacked_steps")
+_ROWS = ir.Ref(runtime.rows_of, "rows_of")
 
 
 

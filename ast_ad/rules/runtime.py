@@ -185,6 +185,10 @@ def_read_as(rt.summed_getitem_vjp, rt.summed_getitem_vjp_by_steps)
 def_read_as(rt.stacked_steps, rt.stacked_steps_by_steps)
 defjvp(rt.stacked_steps, lambda u, ans, values: rt.stacked_steps(u))
 def_linear(rt.stacked_steps, 0)
+# a loop's reads of an array nothing writes, taken at once after it (``optimize.batching``)
+def_read_as(rt.rows_of, rt.rows_of_by_steps)
+defjvp(rt.rows_of, lambda u, ans, x, order: rt.rows_of(u, order), None)
+def_linear(rt.rows_of, 0)
 def_nondiff(revolve.revolve)  # a checkpointed loop's schedule: indices, no gradient
 
 # ---- linear algebra and statistics ---------------------------------------------------------------

@@ -308,13 +308,33 @@ def stacked_steps(values: Any) -> Any:
     return stacked if type(stacked) is not np.ndarray or stacked.dtype.kind in "biufc" else values
 
 
+def rows_of(x: Any, order: Any) -> Any:
+    """The reads ``x[t]`` for ``t`` in ``reversed(order)``, stacked as ``stacked_steps`` stacks a
+    loop's steps: what a backward loop over ``reversed(order)`` keeps of its reads of an array
+    nothing writes, one a step, for the sums after it (``optimize.batching``). Taken at once where
+    ``x`` is a numpy array of numbers with rows (one copy of them, in C) and ``order`` a range."""
+    if type(x) is np.ndarray and x.ndim >= 2 and x.dtype.kind in "biufc" and type(order) is range:
+        return x[np.arange(order.start, order.stop, order.step)[::-1]]
+    return stacked_steps([x[t] for t in reversed(order)])
+
+
+def rows_of_by_steps(x: Any, order: Any) -> Any:
+    """The stand-in reverse mode reads for ``rows_of``: the reads one a step, as the loop made
+    them, stacked."""
+    rows = []
+    for t in reversed(order):
+        rows.append(x[t])
+    return stacked_steps(rows)
+
+
 def summed_steps(gs: Any, others: Any, fixed: Any, vjp: Any, fixed_first: Any) -> Any:
     """``summed_products`` of the pairs ``zip(gs, others)``, where ``gs`` may be the steps' ``g``
     stacked (``stacked_steps``): with vectors, one product of that and the other operands
     stacked."""
     if type(gs) is np.ndarray and gs.ndim == 2 and type(fixed) is np.ndarray and fixed.ndim == 2:
         try:
-            rows: Any = np.array(others)
+            # (the other operands' rows, taken at once: ``rows_of``; else a list of them)
+            rows: Any = others if type(others) is np.ndarray else np.array(others)
         except (ValueError, TypeError):
             rows = None
         if rows is not None and rows.ndim == 2 and rows.dtype.kind in "biufc" and \

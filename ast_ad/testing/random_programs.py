@@ -51,9 +51,12 @@ BINARY = [
     "{0} / (1.0 + {1} * {1})",
     "0.5 * {0} * np.sin({1})",
 ]
-# With arrays: a matrix ``m`` (built from the inputs at the top of ``f``) times vectors, and
-# reversals (``ONES *`` makes a number a vector too).
-MATRIX = ["(m @ (ONES * {}))", "((ONES * {}) @ m)", "np.dot(m, ONES * {})", "(ONES * {})[::-1]"]
+# With arrays: a matrix ``m`` (built from the inputs at the top of ``f``) times vectors,
+# reversals, and joins of slices whose lengths are the vector's (``analysis.lengths``: a rotation,
+# and GradBench ``ode``'s field) (``ONES *`` makes a number a vector too).
+MATRIX = ["(m @ (ONES * {}))", "((ONES * {}) @ m)", "np.dot(m, ONES * {})", "(ONES * {})[::-1]",
+          "np.concatenate([(ONES * {0})[1:], (ONES * {0})[:1]])",
+          "np.concatenate([(ONES * {0})[:1], (ONES * {0})[1:] * (ONES * {0})[:-1]])"]
 _serial = itertools.count()
 
 
