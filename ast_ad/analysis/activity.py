@@ -416,10 +416,10 @@ class LengthClasses:
         # names bound once to an array's shape, or to one of its lengths (``x.shape[0]``)
         self.shapes: dict[str, tuple[Any, ...] | None] = {}
         self.sizes: dict[str, Any] = {}
-        self.packs = _joined_packs(function) if function is not None else {}
         bindings = Counter(name for stmt in ir.walk(function.body) for name in ir.defined(stmt)) \
             if function is not None else Counter()
         self.once = {name for name, count in bindings.items() if count == 1}
+        self.packs = _joined_packs(function, self.once) if function is not None else {}
 
     def of_axes(self, axes: tuple[Any, ...]) -> int:
         found = self.classes.get(axes)
@@ -527,17 +527,15 @@ class LengthClasses:
 _MADE_OF_SHAPE: frozenset[Any] = frozenset({np.zeros, np.ones, np.empty, np.full})
 
 
-def _joined_packs(function: ir.Function) -> dict[str, tuple[ir.Atom, ...]]:
-    """The lists and tuples written in ``function`` (``[a, b]``), bound once, that nothing reads
-    but calls of ``np.concatenate`` (or of ``np.zeros`` and the others of ``_MADE_OF_SHAPE``) as
-    their first argument: what each holds where it is read is what it was made of."""
+def _joined_packs(function: ir.Function, once: set[str]) -> dict[str, tuple[ir.Atom, ...]]:
+    """The lists and tuples written in ``function`` (``[a, b]``), bound once (``once``), that
+    nothing reads but calls of ``np.concatenate`` (or of ``np.zeros`` and the others of
+    ``_MADE_OF_SHAPE``) as their first argument: what each holds where it is read is what it was
+    made of."""
     packs: dict[str, tuple[ir.Atom, ...]] = {}
-    bindings: Counter[str] = Counter()
     reads: Counter[str] = Counter()
     joined: Counter[str] = Counter()
     for stmt in ir.walk(function.body):
-        for name in ir.defined(stmt):
-            bindings[name] += 1
         for name in ir.reads_of(stmt):
             reads[name] += 1
         if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Pack) \
@@ -549,7 +547,7 @@ def _joined_packs(function: ir.Function) -> dict[str, tuple[ir.Atom, ...]]:
                 and value.args and isinstance(value.args[0], ir.Var) \
                 and value.args[0] not in value.args[1:]:
             joined[value.args[0].name] += 1
-    return {name: elts for name, elts in packs.items() if bindings[name] == 1
+    return {name: elts for name, elts in packs.items() if name in once
             and name not in function.params and reads[name] == joined[name]}
 
 
