@@ -124,7 +124,31 @@ def shape_classes(
     A name ``known`` to hold a number is ``SCALAR`` (``ast_ad.analysis.kinds``); one that holds
     arrays of one shape written in the code (``constants``: ``constant_shapes``) has the class of
     that shape.
+
+    A class a statement inside a loop starts (``np.ones(i + 1)``, ``x[:i]``, a call whose result's
+    shape nothing says) is one shape within a step, and may be another in the next: a name of such
+    a class whose value outlives its step (read after the loop, read in the loop before the step
+    binds it, or bound in a branch, so that a later step may read an earlier step's value:
+    ``_outliving``) has no class, and the classes are found again with it so (the names that meet
+    it then meet an unknown shape, and undo a broadcast).
     """
+    outliving = _outliving(function)
+    pinned: set[str] = set()
+    while True:
+        classes, varying = _shape_classes_with(function, shapes, known, constants, callees, pinned)
+        found = {name for name in outliving - pinned if classes.get(name) in varying}
+        if not found:
+            return classes
+        pinned |= found
+
+
+def _shape_classes_with(
+    function: ir.Function, shapes: tuple[int, ...], known: Kinds | None,
+    constants: dict[str, tuple[int, ...]] | None, callees: callee_results | None,
+    pinned: set[str],
+) -> tuple[dict[str, int | None], set[int]]:
+    """``shape_classes`` with the names ``pinned`` of no class, and the classes that may be another
+    shape at each step of a loop (those its statements start, and those made of their lengths)."""
     # (a number of any width is a scalar: ``kinds.NARROW_NUMBER``; an array whose label says the
     # lengths of its axes, the class of those lengths: ``LengthClasses``)
     lengths = LengthClasses(function)
@@ -158,6 +182,8 @@ def shape_classes(
                 else _labels(stmt, classes, fresh, base, numbers, known, lengths, callees)
             )
             for target, label in labelled:
+                if target in pinned:
+                    label = None
                 new = (
                     label
                     if target not in classes
@@ -167,7 +193,36 @@ def shape_classes(
                     classes[target], changed = new, True
         if once:  # no loop: one pass
             break
-    return classes
+    looped = {id(s) for loop in ir.walk(function.body) if isinstance(loop, (ir.For, ir.While))
+              for s in ir.walk(loop.body)}
+    varying = {label for at, label in fresh.items() if at in looped}
+    return classes, varying | lengths.made_of(varying)
+
+
+def _outliving(function: ir.Function) -> set[str]:
+    """The names bound inside a loop whose value may outlive the step that bound it: read outside
+    the loop (after it), read in the loop before the step binds it (the ``while`` test included),
+    or bound in a branch inside the loop."""
+    found: set[str] = set()
+    for loop in ir.walk(function.body):
+        if not isinstance(loop, (ir.For, ir.While)):
+            continue
+        inside = list(ir.walk(loop.body))
+        ids = {id(s) for s in inside}
+        names = {name for s in inside for name in ir.defined(s)}
+        if not names:
+            continue
+        found |= {name for s in ir.walk(function.body) if id(s) not in ids and s is not loop
+                  for name in ir.reads_of(s)} & names
+        if isinstance(loop, ir.While):
+            found |= set(ir.reads_of(loop)) & names
+        seen: set[str] = set()
+        for s in inside:
+            found |= (set(ir.reads_of(s)) & names) - seen
+            seen |= set(ir.defined(s))
+        found |= {name for branch in inside if isinstance(branch, ir.If)
+                  for s in ir.walk(branch.body + branch.orelse) for name in ir.defined(s)}
+    return found
 
 
 def classes_of(function: ir.Function, shapes: tuple[int, ...], known: Kinds,
@@ -443,6 +498,16 @@ class LengthClasses:
             self.classes[own], self.axes[found] = found, own
         return own if len(own) == rank else None
 
+    def made_of(self, classes: set[int]) -> set[int]:
+        """The classes made of lengths of ``classes`` (a slice of one, a join...), and of those."""
+        found = set(classes)
+        while True:
+            more = {made for made, axes in self.axes.items()
+                    if made not in found and any(_class_of(length) in found for length in axes)}
+            if not more:
+                return found - classes
+            found |= more
+
     def of_call(self, call: ir.Call, ties: tuple[tuple[int, int], ...] | None,
                 classes: dict[str, int | None]) -> int | None:
         """The class of ``call``'s result, where the registry ties each of its axes to an axis of
@@ -521,6 +586,14 @@ class LengthClasses:
                      for e in self.packs[name]]
             return None if not sizes or any(s is None for s in sizes) else tuple(sizes)
         return None
+
+
+def _class_of(length: Any) -> int | None:
+    """The shape class a length is of (``("of", class, axis, rank)``, or a function of one), or
+    ``None`` (an argument's axis)."""
+    if isinstance(length, tuple) and length[0] == "f":
+        length = length[1]
+    return length[1] if isinstance(length, tuple) and length[0] == "of" else None
 
 
 # numpy's functions whose result's shape is their first argument (a length, or a tuple of them)
