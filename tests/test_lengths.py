@@ -88,6 +88,12 @@ def rolled(x):
     return np.concatenate([x[1:], x[:1]])
 
 
+def appended(x):
+    parts = [x[:1]]
+    parts.append(x[1:] * 2.0)  # (a list that changes: what it holds is not what it was made of)
+    return np.concatenate(parts) * x
+
+
 def made_of_lengths(x, y):
     a = np.zeros(x.shape[0]) + x
     b = np.ones(len(x)) * y
@@ -119,6 +125,14 @@ def test_slices_joins_and_shapes_read_off_an_array_have_its_class() -> None:
     assert a == b == c == joined == turned == classes["x"] == classes["y"]
     assert d is not None and d != e and e is not None
     assert grown not in (classes["x"], d, e)
+    # a list appended to before it is joined holds more than its display
+    function, classes = _classes(appended, x)
+    joined = next(st.target for st in ir.walk(function.body) if isinstance(st, ir.Assign)
+                  and isinstance(st.value, ir.Call) and st.value.fn.obj is np.concatenate)
+    assert classes[joined] != classes["x"]
+    value, g = ast_ad.value_and_grad(lambda v: np.sum(appended(v)))(x)
+    assert value == np.sum(appended(x))
+    assert_fd(lambda v: np.sum(appended(v)), (x,), (0,), (g,))
     # where ``y`` has another length, the join is of no class of ``x``'s
     _, other = _classes(made_of_lengths, x, np.linspace(-1.0, 1.0, 4))
     assert other["x"] != other["y"]

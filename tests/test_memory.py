@@ -584,3 +584,48 @@ def test_a_name_made_again_is_bound_as_it_was(n) -> None:
     value, grads = ast_ad.value_and_grad(fun)(X.copy(), n)
     assert value == fun(X.copy(), n)
     assert_fd(lambda v: fun(np.copy(v), n), (X,), (0,), (grads,))
+
+
+def _joined_after_appends(x):
+    parts = [x[:1], x[1:2]]
+    parts.append(x[2:] * 2.0)  # (the list is longer when it is joined than when it was made)
+    return np.concatenate(parts) * x
+
+
+def _popped_before_joined(x):
+    parts = [x[:1], x[1:] * 3.0, x * 0.5]
+    parts.pop()
+    return np.concatenate(parts) * x
+
+
+def _written_before_joined(x):
+    parts = [x[:1] * 1.0, x[1:2] * 1.0]
+    parts[1] = x[1:] * 2.0  # (an item of another shape)
+    return np.concatenate(parts) * x
+
+
+def _sum_after_appends(x):
+    return np.sum(_joined_after_appends(x) ** 2)
+
+
+def _sum_after_a_pop(x):
+    return np.sum(_popped_before_joined(x) ** 2)
+
+
+def _sum_after_a_write(x):
+    return np.sum(_written_before_joined(x) ** 2)
+
+
+def test_a_list_changed_after_its_binding_keeps_no_stand_in() -> None:
+    """A helper's backward pass reads the list ``np.concatenate`` joined for its items' lengths
+    alone; a stand-in taken where the list was bound missed what an append, a pop or an item
+    write did to it before the join (the gradient split the adjoint by the list's first lengths:
+    an IndexError, or pieces of the wrong lengths). Such a list keeps no stand-in: each gradient
+    is finite differences', and the value Python's."""
+    x = np.linspace(0.1, 0.9, 6)
+    for outer in (_sum_after_appends, _sum_after_a_pop, _sum_after_a_write):
+        value, g = ast_ad.value_and_grad(outer)(x)
+        assert value == outer(x)
+        numeric = np.array([(outer(x + 1e-6 * e) - outer(x - 1e-6 * e)) / 2e-6
+                            for e in np.eye(6)])
+        np.testing.assert_allclose(g, numeric, rtol=1e-6, atol=1e-8)

@@ -270,26 +270,9 @@ def constant_shapes(function: ir.Function, known: Kinds | None,
     if known is None:
         return {}
     numbers = {name for name in known.facts if known.no_axes(name)}
-    packs: dict[str, ir.Pack] = {}
-    bindings: Counter[str] = Counter()
-    reads: Counter[str] = Counter()
-    joined: Counter[str] = Counter()
-    for stmt in ir.walk(function.body):
-        for name in ir.defined(stmt):
-            bindings[name] += 1
-        if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Pack) \
-                and stmt.value.kind in ("list", "tuple"):
-            packs[stmt.target] = stmt.value
-        for name in ir.reads_of(stmt):
-            reads[name] += 1
-        value = stmt.value if isinstance(stmt, ir.Assign) else None
-        if isinstance(value, ir.Call) and value.fn.obj is np.array and len(value.args) == 1 \
-                and not value.kwargs and isinstance(value.args[0], ir.Var):
-            joined[value.args[0].name] += 1
-        if isinstance(stmt, (ir.Append, ir.SetItem)):  # (a list that changes: no pack)
-            joined[stmt.target] = -1
-        elif isinstance(stmt, ir.Pop):
-            joined[stmt.source] = -1
+    # (a list or tuple of numbers written out, read by nothing but one ``np.array`` of it)
+    packs = displays_read_by(function, lambda call: call.fn.obj is np.array
+                             and len(call.args) == 1 and not call.kwargs)
 
     def number(atom: ir.Atom) -> bool:
         if isinstance(atom, ir.Const):
@@ -301,10 +284,8 @@ def constant_shapes(function: ir.Function, known: Kinds | None,
         if isinstance(atom, ir.Const) and isinstance(atom.value, (list, tuple)) and atom.value \
                 and all(type(v) in (int, float) for v in atom.value):
             return (len(atom.value),)
-        if isinstance(atom, ir.Var) and atom.name in packs and bindings[atom.name] == 1 \
-                and reads[atom.name] == joined[atom.name] == 1 \
-                and atom.name not in function.mutable and atom.name not in function.params:
-            elts = packs[atom.name].elts
+        if isinstance(atom, ir.Var) and atom.name in packs and packs[atom.name][0] == 1:
+            elts = packs[atom.name][1]
             if elts and all(number(e) for e in elts):
                 return (len(elts),)
         return None
@@ -474,7 +455,11 @@ class LengthClasses:
         bindings = Counter(name for stmt in ir.walk(function.body) for name in ir.defined(stmt)) \
             if function is not None else Counter()
         self.once = {name for name, count in bindings.items() if count == 1}
-        self.packs = _joined_packs(function, self.once) if function is not None else {}
+        # (a list or tuple display that only ``np.concatenate`` and the makers of arrays of a
+        # shape read: what it was made of)
+        self.packs = {name: elts for name, (_, elts) in displays_read_by(
+            function, lambda call: call.fn.obj is np.concatenate
+            or call.fn.obj in _MADE_OF_SHAPE).items()} if function is not None else {}
 
     def of_axes(self, axes: tuple[Any, ...]) -> int:
         found = self.classes.get(axes)
@@ -600,28 +585,36 @@ def _class_of(length: Any) -> int | None:
 _MADE_OF_SHAPE: frozenset[Any] = frozenset({np.zeros, np.ones, np.empty, np.full})
 
 
-def _joined_packs(function: ir.Function, once: set[str]) -> dict[str, tuple[ir.Atom, ...]]:
-    """The lists and tuples written in ``function`` (``[a, b]``), bound once (``once``), that
-    nothing reads but calls of ``np.concatenate`` (or of ``np.zeros`` and the others of
-    ``_MADE_OF_SHAPE``) as their first argument: what each holds where it is read is what it was
-    made of."""
+def displays_read_by(function: ir.Function, reader: Callable[[ir.Call], bool]
+                     ) -> dict[str, tuple[int, tuple[ir.Atom, ...]]]:
+    """The lists and tuples written in ``function`` (``pack = [a, b]``), bound once, not a
+    parameter, never changed in place (no append, item write or pop), whose every read is as the
+    first argument of a call ``reader`` accepts (and not again in that call): what each holds where
+    it is read is what it was made of. Each with how many such reads there are, and its items."""
     packs: dict[str, tuple[ir.Atom, ...]] = {}
+    bindings: Counter[str] = Counter()
     reads: Counter[str] = Counter()
     joined: Counter[str] = Counter()
+    changed: set[str] = set()
     for stmt in ir.walk(function.body):
+        for name in ir.defined(stmt):
+            bindings[name] += 1
         for name in ir.reads_of(stmt):
             reads[name] += 1
         if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Pack) \
                 and stmt.value.kind in ("list", "tuple"):
             packs[stmt.target] = stmt.value.elts
         value = stmt.value if isinstance(stmt, ir.Assign) else None
-        if isinstance(value, ir.Call) and (value.fn.obj is np.concatenate
-                                           or value.fn.obj in _MADE_OF_SHAPE) \
-                and value.args and isinstance(value.args[0], ir.Var) \
-                and value.args[0] not in value.args[1:]:
+        if isinstance(value, ir.Call) and value.args and isinstance(value.args[0], ir.Var) \
+                and value.args[0] not in value.args[1:] and reader(value):
             joined[value.args[0].name] += 1
-    return {name: elts for name, elts in packs.items() if name in once
-            and name not in function.params and reads[name] == joined[name]}
+        if isinstance(stmt, (ir.Append, ir.SetItem)):  # (a list that changes)
+            changed.add(stmt.target)
+        elif isinstance(stmt, ir.Pop):
+            changed.add(stmt.source)
+    return {name: (joined[name], elts) for name, elts in packs.items()
+            if bindings[name] == 1 and name not in function.params and name not in changed
+            and name not in function.mutable and reads[name] == joined[name]}
 
 
 # the first class ``LengthClasses`` gives (the others count down from it)

@@ -171,7 +171,8 @@ class Saving:
         caller, every step's). Saving a stand-in (``with_metas``) lets the array go when the
         forward pass is done with it. A name bound once holds one value wherever the backward pass
         reads it, and writes into an array keep its shape and dtype: the stand-in answers every
-        such read as the array would. The reads are turned to the stand-ins by ``read_metas``.
+        such read as the array would (a list that an append, a pop or an item write changes after
+        its binding keeps no stand-in). The reads are turned to the stand-ins by ``read_metas``.
         """
         if self.looped:
             return {}
@@ -191,8 +192,17 @@ class Saving:
             and stmt.target in others and stmt.value.args
             and isinstance(stmt.value.args[0], ir.Var) and registry.returns_view(stmt.value.fn.obj)
         }
+        # a list appended to, popped from or written item by item changes its length, or its
+        # items' shapes, after its binding: its stand-in is taken where it is bound, so not for it
+        # (a numpy array written item by item keeps its shape and dtype)
+        changed = {
+            name for stmt in ir.walk(self.function.body)
+            for name in ((stmt.target,) if isinstance(stmt, ir.Append)
+                         or isinstance(stmt, ir.SetItem) and not (self.kinds.rank(stmt.target) or 0)
+                         else (stmt.source,) if isinstance(stmt, ir.Pop) else ())
+        }
         chosen: dict[str, str] = {}
-        for name in sorted(metas - others - viewed):
+        for name in sorted(metas - others - viewed - changed):
             once = bindings.get(name, 0) == 1 and name not in self.function.params
             unbound_param = name in self.function.params and name not in bindings
             if (once or unbound_param) and name not in self.function.mutable:
