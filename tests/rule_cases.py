@@ -1101,7 +1101,14 @@ def _helpers() -> dict:
         rt.column_stack_vjp: case(arrays((3, 2)), [np.zeros(3), np.zeros(3)]),
         rt.concat_vjp_a: case(lists3, [0.0, 0.0], [0.0]),
         rt.concat_vjp_b: case(lists3, [0.0, 0.0], [0.0]),
-        rt.concatenate_vjp: case(arrays((5,)), [np.zeros(2), np.zeros(3)], 0),
+        rt.concatenate_vjp: case(arrays((5,)), [np.zeros(2), np.zeros(3)], 0)
+        | case(arrays((2, 5)), [np.zeros((2, 2)), np.zeros((2, 3))], 1)
+        | case(arrays((6,)), [np.zeros((2, 1)), np.zeros(4)], None),
+        # (its transpose: the pieces' adjoints joined back)
+        rt.joined_adjoints: case(st.tuples(arrays((2,)), arrays((3,))).map(list),
+                                 [np.zeros(2), np.zeros(3)], 0)
+        | case(st.tuples(arrays((2, 2)), arrays((2, 3))).map(list),
+               [np.zeros((2, 2)), np.zeros((2, 3))], 1),
         rt.cumsum_vjp: case(arrays((2, 3)), arrays((2, 3)), 1)
         | case(arrays((4,)), arrays((4,)), None),
         rt.diag_vjp: case(arrays((3, 3)), arrays((3,)), 0),

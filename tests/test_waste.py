@@ -357,6 +357,8 @@ def test_every_helper_that_reads_only_shapes_gives_the_same_with_a_stand_in() ->
         runtime.getitem_vjp: (lambda x: runtime.getitem_vjp(g[1:3], x, slice(1, 3)), big),
         runtime.concatenate_vjp: (
             lambda xs: runtime.concatenate_vjp(g, xs), [big[:20].real, big[20:].real]),
+        runtime.joined_adjoints: (
+            lambda xs: runtime.joined_adjoints([g[:20], 0.0], xs), [big[:20].real, big[20:].real]),
         runtime.stand_in: (runtime.stand_in, big),
         runtime.owned_adjoint: (lambda x: runtime.owned_adjoint(g, x), big.real),
         runtime.zero_tangent: (runtime.zero_tangent, big),

@@ -185,6 +185,16 @@ def_read_as(rt.summed_getitem_vjp, rt.summed_getitem_vjp_by_steps)
 def_read_as(rt.stacked_steps, rt.stacked_steps_by_steps)
 defjvp(rt.stacked_steps, lambda u, ans, values: rt.stacked_steps(u))
 def_linear(rt.stacked_steps, 0)
+# ``np.concatenate``'s adjoint cut into its arrays' pieces, and back: each the other's transpose
+# (linear in the adjoint; the arrays read for their shapes alone), so that reverse mode over code
+# that joins arrays follows rules, not the helpers' sources
+defvjp(rt.concatenate_vjp,
+       lambda parts, ans, g, arrays, axis=0: rt.joined_adjoints(parts, arrays, axis), zero, zero)
+defvjp(rt.joined_adjoints,
+       lambda g, ans, parts, arrays, axis=0: rt.concatenate_vjp(g, arrays, axis), zero, zero)
+def_linear(rt.joined_adjoints, 0)
+defjvp(rt.joined_adjoints, None, zero, zero)
+def_meta_read(rt.joined_adjoints, 1)
 # a loop's reads of an array nothing writes, taken at once after it (``optimize.batching``)
 def_read_as(rt.rows_of, rt.rows_of_by_steps)
 defjvp(rt.rows_of, lambda u, ans, x, order: rt.rows_of(u, order), None)

@@ -16,6 +16,7 @@ from ast_ad.runtime.arrays import (
     add_adjoints,
     as_array,
     average_weights_shape,
+    dense_adjoint,
     expand_reduced,
     from_last,
     is_array,
@@ -740,6 +741,16 @@ def concatenate_vjp(g: Any, arrays: Any, axis: Any = 0) -> Any:
         return parts
     sizes = np.cumsum([np.shape(a)[axis] for a in arrays])[:-1]
     return [part for part in np.split(g, sizes, axis=axis)]  # a list, whatever sequence split gives
+
+
+def joined_adjoints(parts: Any, arrays: Any, axis: Any = 0) -> Any:
+    """The adjoint of ``g`` in ``concatenate_vjp(g, arrays, axis)``, which is linear in it: the
+    parts' adjoints joined as ``np.concatenate`` joined the arrays (a part's adjoint still the
+    float zero it started as, zeros of its array's shape)."""
+    dense = [dense_adjoint(p, a) for p, a in zip(parts, arrays, strict=True)]
+    if axis is None:
+        return np.concatenate([np.ravel(d) for d in dense])
+    return np.concatenate(dense, axis=axis)
 
 
 def hstack_vjp(g: Any, arrays: Any) -> Any:
