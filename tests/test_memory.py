@@ -629,3 +629,50 @@ def test_a_list_changed_after_its_binding_keeps_no_stand_in() -> None:
         numeric = np.array([(outer(x + 1e-6 * e) - outer(x - 1e-6 * e)) / 2e-6
                             for e in np.eye(6)])
         np.testing.assert_allclose(g, numeric, rtol=1e-6, atol=1e-8)
+
+
+def _slot_written_then_item_changed(x):
+    y = x * 1.0
+    parts = [y, x * 3.0]
+    parts[1] = x * 5.0  # (a new object in slot 1; slot 0 still holds y)
+    y *= 2.0  # (seen through parts[0])
+    return np.sum(parts[0] * parts[1])
+
+
+def _slot_replaced_of_two_names(x):
+    y = x * 1.0
+    parts = [y, y]
+    parts[0] = x * 5.0  # (slot 1 still holds y)
+    y *= 2.0
+    return np.sum(parts[0] * parts[1])
+
+
+def _slot_seen_through_an_alias(x):
+    parts = [x * 1.0, x * 2.0]
+    alias = parts
+    parts[1] = x * 3.0  # (the same list: alias[1] is the new object)
+    return np.sum(alias[1] * parts[0])
+
+
+def _slot_of_views_replaced(x):
+    parts = [x[:1], x[1:2]]
+    parts[1] = x[1:] * 2.0  # (the view of x in slot 1 is replaced, not written: x is unchanged)
+    return np.concatenate(parts)
+
+
+def _sum_of_slot_of_views_replaced(x):
+    return np.sum(_slot_of_views_replaced(x) ** 2)
+
+
+@pytest.mark.parametrize("fun", [_slot_written_then_item_changed, _slot_replaced_of_two_names,
+                                 _slot_seen_through_an_alias, _sum_of_slot_of_views_replaced])
+def test_a_slot_written_anew_keeps_what_the_container_holds(fun) -> None:
+    """``parts[k] = v`` on a list puts a new object in one slot of the same list: the list still
+    holds its other objects (a later ``y *= 2`` of one of them is seen through it: the value was
+    Python's with the old ``y`` before, a wrong number), every name of the list sees the new slot,
+    and the objects it held are not written (a view of the helper's argument in the replaced slot
+    was refused as a write into the argument)."""
+    x = np.linspace(0.1, 0.9, 4)
+    value, g = ast_ad.value_and_grad(fun)(x)
+    assert value == fun(x)
+    assert_fd(fun, (x,), (0,), (g,))

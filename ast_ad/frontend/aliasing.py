@@ -107,7 +107,16 @@ class Memory:
         """
         base = target.value if isinstance(target, gast.Subscript) else target
         if isinstance(base, gast.Name) and isinstance(self.at.env.get(base.id), ir.Var):
-            self.guard_object(self.local(base.id), base.id, container, follow=not container,
+            local = self.local(base.id)
+            pack = self.packs.get(local.name)
+            if isinstance(target, gast.Subscript) and pack is not None \
+                    and pack.kind in ("list", "dict"):
+                # ``parts[1] = v`` on a list or dict written in the code puts a new object in the
+                # slot: the list changes (the names that hold it follow), the objects it held
+                # do not (a view of an argument in the old slot is not written)
+                self.guard_object(local, base.id, container=True, follow=True, item=True)
+                return
+            self.guard_object(local, base.id, container, follow=not container,
                               item=isinstance(target, gast.Subscript))
 
     def guard_object(self, atom: ir.Var, owner: str, container: bool = False, follow: bool = False,
@@ -1146,6 +1155,22 @@ class Memory:
             # (a container's copy holds what it holds)
             for item in sorted(self.holds.get(source.name, ())):
                 self.contain(atom.name, item)
+        elif (
+            call is not None
+            and call.fn.obj is runtime.assign_item
+            and len(call.args) == 3
+            and isinstance(call.args[0], ir.Var)
+            and self.holds.get(call.args[0].name)
+        ):
+            # a list, tuple or dict with a slot written anew (``parts[1] = v``): the same
+            # container to Python, so it holds what the old one held (the replaced object taken
+            # as still held: a write into it is then guarded, never missed) and the new value; a
+            # later write into one of those objects reaches it (``y *= 2`` where ``parts[0]`` is
+            # ``y``)
+            for item in sorted(self.holds.get(call.args[0].name, ())):
+                self.contain(atom.name, item)
+            if isinstance(call.args[2], ir.Var):
+                self.contain(atom.name, call.args[2].name)
         elif (
             call is not None
             and registry.lookup(call.fn.obj) is None
