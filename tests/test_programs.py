@@ -426,6 +426,7 @@ def test_the_mutation_family_covers_its_constructs() -> None:
         "shared nested",
         "shared held",
         "shared slots",
+        "slot written anew",
     }
 
 

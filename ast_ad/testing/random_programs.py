@@ -558,6 +558,24 @@ class _Writer:
             if depth == 0:
                 self.names.append(name)
             return lines
+        if self.draw(st.integers(0, 5)) == 0:
+            # a slot written anew, then an in-place write of an object another slot (or a name of
+            # the list) still sees: Python's list is the same object, its other slots the same
+            # arrays
+            self.features.add("slot written anew")
+            held, alias = self.fresh(), self.fresh()
+            target = name if depth == 0 else self.draw(st.sampled_from(self.names))
+            first = self.draw(st.sampled_from(["{h}", "{b}"])).format(h=held, b=b)
+            slot = self.draw(st.sampled_from([0, 1]))
+            lines = [f"{indent}{held} = np.ones(3) * {a}",
+                     f"{indent}{box} = [{held}, {first}]",
+                     f"{indent}{alias} = {box}",
+                     f"{indent}{box}[{slot}] = np.ones(3) * {b} * 2.0",
+                     f"{indent}{held} *= {self.scalar()}",
+                     f"{indent}{target} = np.sum({alias}[0] * {box}[1])"]
+            if depth == 0:
+                self.names.append(name)
+            return lines
         build, read = self.draw(
             st.sampled_from(
                 [
