@@ -204,16 +204,21 @@ def _outliving(function: ir.Function) -> set[str]:
     the loop (after it), read in the loop before the step binds it (the ``while`` test included),
     or bound in a branch inside the loop."""
     found: set[str] = set()
+    # (each statement's reads, scanned once: the statements that read each name)
+    readers: dict[str, list[int]] = {}
+    for stmt in ir.walk(function.body):
+        for name in ir.reads_of(stmt):
+            readers.setdefault(name, []).append(id(stmt))
     for loop in ir.walk(function.body):
         if not isinstance(loop, (ir.For, ir.While)):
             continue
         inside = list(ir.walk(loop.body))
-        ids = {id(s) for s in inside}
+        ids = {id(s) for s in inside} | {id(loop)}
         names = {name for s in inside for name in ir.defined(s)}
         if not names:
             continue
-        found |= {name for s in ir.walk(function.body) if id(s) not in ids and s is not loop
-                  for name in ir.reads_of(s)} & names
+        found |= {name for name in names - found
+                  if any(at not in ids for at in readers.get(name, ()))}
         if isinstance(loop, ir.While):
             found |= set(ir.reads_of(loop)) & names
         seen: set[str] = set()

@@ -195,12 +195,13 @@ class Saving:
         # a list appended to, popped from or written item by item changes its length, or its
         # items' shapes, after its binding: its stand-in is taken where it is bound, so not for it
         # (a numpy array written item by item keeps its shape and dtype)
-        changed = {
-            name for stmt in ir.walk(self.function.body)
-            for name in ((stmt.target,) if isinstance(stmt, ir.Append)
-                         or isinstance(stmt, ir.SetItem) and not (self.kinds.rank(stmt.target) or 0)
-                         else (stmt.source,) if isinstance(stmt, ir.Pop) else ())
-        }
+        changed: set[str] = set()
+        for stmt in ir.walk(self.function.body):
+            if isinstance(stmt, ir.Append) or isinstance(stmt, ir.SetItem) \
+                    and not self.kinds.rank(stmt.target):
+                changed.add(stmt.target)
+            elif isinstance(stmt, ir.Pop):
+                changed.add(stmt.source)
         chosen: dict[str, str] = {}
         for name in sorted(metas - others - viewed - changed):
             once = bindings.get(name, 0) == 1 and name not in self.function.params

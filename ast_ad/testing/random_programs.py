@@ -150,6 +150,18 @@ class _Writer:
         return name
 
     # ---- statements ------------------------------------------------------------------------------
+    def target(self, name: str, depth: int) -> str:
+        """The name a statement's result goes to: ``name``, new, at ``f``'s top level (``scoped``
+        puts it in scope after the statement); inside a block, one in scope already (a name a
+        block binds first would not be bound on every path)."""
+        return name if depth == 0 else str(self.draw(st.sampled_from(self.names)))
+
+    def scoped(self, lines: list[str], name: str, depth: int) -> list[str]:
+        """``lines``, with ``name`` in scope after them where the statement is at the top level."""
+        if depth == 0:
+            self.names.append(name)
+        return lines
+
     def block(self, indent: str, size: int, in_loop: bool, depth: int) -> list[str]:
         lines: list[str] = []
         for _ in range(size):
@@ -387,17 +399,15 @@ class _Writer:
         # a matrix under two names, its rows written through a row view in nested loops
         if family == "rows":
             row, inner = self.fresh(), indent + "    "
-            target = self.fresh() if depth == 0 else self.draw(st.sampled_from(self.names))
-            lines = [f"{indent}{base} = np.outer(np.ones(3) * {name}, np.ones(3)) * 1.0",
-                     f"{indent}{other} = {base}",
-                     f"{indent}for i in range(2):",
-                     f"{inner}{row} = {other}[i]",
-                     f"{inner}for j in range(3):",
-                     f"{inner}    {row}[j] = {row}[j] * 0.5 + {self.scalar()}",
-                     f"{indent}{target} = np.sum({base} * {base}, axis=0)"]
-            if depth == 0:
-                self.names.append(target)
-            return lines
+            target = self.target(self.fresh(), depth)
+            return self.scoped([
+                f"{indent}{base} = np.outer(np.ones(3) * {name}, np.ones(3)) * 1.0",
+                f"{indent}{other} = {base}",
+                f"{indent}for i in range(2):",
+                f"{inner}{row} = {other}[i]",
+                f"{inner}for j in range(3):",
+                f"{inner}    {row}[j] = {row}[j] * 0.5 + {self.scalar()}",
+                f"{indent}{target} = np.sum({base} * {base}, axis=0)"], target, depth)
         view = self.draw(
             st.sampled_from(
                 [
@@ -495,11 +505,9 @@ class _Writer:
             "held": other + path,
             "slots": f"{other}[0]",
         }.get(family, other)
-        target = self.fresh() if depth == 0 else self.draw(st.sampled_from(self.names))
+        target = self.target(self.fresh(), depth)
         lines.append(f"{indent}{target} = np.sum({read}) * {base}")
-        if depth == 0:
-            self.names.append(target)
-        return lines
+        return self.scoped(lines, target, depth)
 
     def stmt_container(self, indent: str, in_loop: bool, depth: int) -> list[str]:
         """Lists, tuples and dicts of values: built, joined, repeated and indexed."""
@@ -526,18 +534,16 @@ class _Writer:
                 "dict": (f"{{1: {a}, 0: {b}, 2: {a} * {b}}}", f"{box}[k]"),
                 "set": ("{2, 0, 1}", f"[{a}, {b}, {a} - {b}][k]"),
             }[looped]
-            target = name if depth == 0 else self.draw(st.sampled_from(self.names))
-            lines = [f"{indent}{box} = {over}",
-                     f"{indent}{target} = 0.0",
-                     f"{indent}for k in {box}:",
-                     f"{indent}    {target} = {target} * 0.5 + (k + 1.0) * {term}"]
-            if depth == 0:
-                self.names.append(name)
-            return lines
+            target = self.target(name, depth)
+            return self.scoped([f"{indent}{box} = {over}",
+                                f"{indent}{target} = 0.0",
+                                f"{indent}for k in {box}:",
+                                f"{indent}    {target} = {target} * 0.5 + (k + 1.0) * {term}"],
+                               name, depth)
         if self.draw(st.integers(0, 5)) == 0:
             # a loop whose body binds the list it steps through again (Python steps on through the
             # list it started with), or over the list of a name that is a dict on one path
-            target = name if depth == 0 else self.draw(st.sampled_from(self.names))
+            target = self.target(name, depth)
             if self.draw(st.sampled_from(["bound again", "a dict on one path"])) == "bound again":
                 self.features.add("loop over a list it binds again")
                 again = self.draw(st.sampled_from(["[item * 0.5] + {box}", "{box}[1:] + [item]"]))
@@ -555,27 +561,22 @@ class _Writer:
                          f"{indent}{target} = 0.0",
                          f"{indent}for item in list({box}):",
                          f"{indent}    {target} = {target} * 0.5 + (item + 1.0) * {a}"]
-            if depth == 0:
-                self.names.append(name)
-            return lines
+            return self.scoped(lines, name, depth)
         if self.draw(st.integers(0, 5)) == 0:
             # a slot written anew, then an in-place write of an object another slot (or a name of
             # the list) still sees: Python's list is the same object, its other slots the same
             # arrays
             self.features.add("slot written anew")
             held, alias = self.fresh(), self.fresh()
-            target = name if depth == 0 else self.draw(st.sampled_from(self.names))
+            target = self.target(name, depth)
             first = self.draw(st.sampled_from(["{h}", "{b}"])).format(h=held, b=b)
             slot = self.draw(st.sampled_from([0, 1]))
-            lines = [f"{indent}{held} = np.ones(3) * {a}",
-                     f"{indent}{box} = [{held}, {first}]",
-                     f"{indent}{alias} = {box}",
-                     f"{indent}{box}[{slot}] = np.ones(3) * {b} * 2.0",
-                     f"{indent}{held} *= {self.scalar()}",
-                     f"{indent}{target} = np.sum({alias}[0] * {box}[1])"]
-            if depth == 0:
-                self.names.append(name)
-            return lines
+            return self.scoped([f"{indent}{held} = np.ones(3) * {a}",
+                                f"{indent}{box} = [{held}, {first}]",
+                                f"{indent}{alias} = {box}",
+                                f"{indent}{box}[{slot}] = np.ones(3) * {b} * 2.0",
+                                f"{indent}{held} *= {self.scalar()}",
+                                f"{indent}{target} = np.sum({alias}[0] * {box}[1])"], name, depth)
         build, read = self.draw(
             st.sampled_from(
                 [
