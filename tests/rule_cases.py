@@ -945,11 +945,20 @@ def _more() -> dict:
         | case(floats(), arrays((2,))),
         runtime.gradients_like: case(st.tuples(arrays((2,)), floats()),
                                      st.tuples(arrays((2,)), floats())),
+        # (``xs[k] += v``: the new value has the array's shape, or numpy raises)
         runtime.augmented: case(arrays((3,)), arrays((3,)))
-        | case(arrays((2, 3)), arrays((3,)))
+        | case(arrays((2, 3)), arrays((2, 3)))
         | case(floats(), floats()),
-        runtime.augmented_vjp: case(arrays((2, 3)), arrays((2, 3)), arrays((2, 3)), arrays((3,)))
+        # (``y op= v``: the new value in the array's shape; a number rebound)
+        runtime.augmented_value: case(arrays((3,)), arrays((3,)))
+        | case(arrays((2, 3)), floats())
+        | case(floats(), floats()),
+        runtime.augmented_vjp: case(arrays((2, 3)), arrays((2, 3)), arrays((2, 3)), arrays((2, 3)))
         | case(floats(), floats(), floats(), floats()),
+        # (a value's tangent written into floats, and into integers, which truncate it)
+        runtime.written_tangent: case(arrays((3,)), arrays((3,)))
+        | case(floats(), arrays((2,)))
+        | case(arrays((2,)), st.just(np.array([1, 2, 3]))),
         runtime.chosen: case(st.just(np.array([True, False, True])), arrays((3,)), st.booleans())
         | case(st.just(np.array([[True], [False]])), arrays((3,)), st.booleans()),
         np.vecdot: same_shape_pair(),

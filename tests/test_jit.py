@@ -286,6 +286,9 @@ HELPER_CASES = {
     runtime.outer_vjp_a: [(np.ones((2, 3)) * 2.0, A[:2], A[3:]), (M, A[4:], A[:3])],
     runtime.outer_vjp_b: [(np.ones((2, 3)) * 2.0, A[:2], A[3:]), (M, A[4:], A[:3])],
     runtime.fit: [(2.0, 1.5), (A * 2.0, A), (0.5, A), (M * 3.0, M)],
+    # (``y op= v``: a number rebound; an array's own dtype kept, float32 and int32 included)
+    runtime.augmented_value: [(2.5, 1.5), (A * 2.0, A), (A * 2.0, A.astype(np.float32)),
+                              (M + 1.0, M), (A.astype(np.int64), A.astype(np.int32)), (A, 0.5)],
     # (``np.array`` of a list of numbers, of a tuple of them, and of an array)
     runtime.cast_vjp: [(A[:2], A[:2], [1.0, 2.0]), (A[:3], A[:3], (1.0, 2.0, 3.0)), (A, A, A)],
     # (a check: it gives None, and raises where a tangent has another shape)

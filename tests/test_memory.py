@@ -8,15 +8,19 @@ Python is the first oracle: the value of every function here is compared with Py
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
 
 import ast_ad
 from ast_ad import errors
 from ast_ad.errors import InPlaceAliasError
 from tests import memory_functions as mf
 from tests.oracles import assert_fd, assert_fd_or_complex_step, assert_same, marked_line
+from tests.strategies import few
 
 X = np.array([1.1, 0.7, 1.3, 0.9])
 T = np.array([0.3, -1.2, 0.5, 2.0])
@@ -676,3 +680,112 @@ def test_a_slot_written_anew_keeps_what_the_container_holds(fun) -> None:
     value, g = ast_ad.value_and_grad(fun)(x)
     assert value == fun(x)
     assert_fd(fun, (x,), (0,), (g,))
+
+
+# ---- ``y op= v`` writes into a numpy array: its dtype, its shape ---------------------------------
+
+_DTYPES = {"float64": "(x * 3.0)", "float32": "(x * 3.0).astype(np.float32)",
+           "int64": "np.floor(x * 3.0).astype(np.int64)",
+           "int32": "np.floor(x * 3.0).astype(np.int32)",
+           "complex128": "(x * (1.0 + 0.5j))", "bool": "(x > 1.0)"}
+# the value: an array of y's shape, a Python float or int, float32 entries, an array of more
+# entries (numpy raises), one whose shape has a leading one (numpy writes it in); each as it is
+# written for the whole of ``y``, for ``y[1:]`` and for ``y[1]``
+_VALUES = {
+    "array": ("v", "v[1:]", "v[0]"),
+    "float": ("float(v[0])", "float(v[0])", "float(v[0])"),
+    "int": ("2", "2", "2"),
+    "float32": ("v.astype(np.float32)", "v[1:].astype(np.float32)", "v.astype(np.float32)[0]"),
+    "more": ("np.stack([v, v])", "np.stack([v[1:], v[1:]])", "v[:2]"),
+    "leading one": ("v[np.newaxis]", "v[np.newaxis, 1:]", "v[np.newaxis, 0]"),
+}
+# where the write goes: a name, a slice of it, an entry, a list's slot, a field of an object
+_PLACES = {
+    "name": ("    y {op} {value}\n", 0),
+    "slice": ("    y[1:] {op} {value}\n", 1),
+    "entry": ("    y[1] {op} {value}\n", 2),
+    "slot": ("    ys = [y, 1.0]\n    ys[0] {op} {value}\n    y = ys[0]\n", 0),
+    "field": ("    box = Box(y)\n    box.y {op} {value}\n    y = box.y\n", 0),
+}
+_AUGMENTED = {}
+
+
+def _augmented_module(dtype: str, value: str, place: str, op: str):
+    """A module whose ``f(x, v)`` writes ``v`` into ``y`` of ``dtype`` at ``place`` and returns a
+    number of it, and whose ``y_of(x, v)`` returns ``y``."""
+    import importlib.util
+    import tempfile
+
+    key = (dtype, value, place, op)
+    if key in _AUGMENTED:
+        return _AUGMENTED[key]
+    folder = _AUGMENTED.setdefault("folder", tempfile.mkdtemp(prefix="ast_ad_augmented_"))
+    line, which = _PLACES[place]
+    body = f"    y = {_DTYPES[dtype]}\n" + line.format(op=op, value=_VALUES[value][which])
+    source = (
+        "import numpy as np\n\n\nclass Box:\n    def __init__(self, y):\n        self.y = y\n\n\n"
+        f"def f(x, v):\n{body}    return np.sum(np.real(y * v))\n\n\n"
+        f"def y_of(x, v):\n{body}    return y\n"
+    )
+    name = f"ast_ad_augmented_{len(_AUGMENTED)}"
+    path = f"{folder}/{name}.py"
+    with open(path, "w") as out:
+        out.write(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.source = source
+    _AUGMENTED[key] = module
+    return module
+
+
+def _outcome(call):
+    try:
+        return call(), None
+    except (TypeError, ValueError, ZeroDivisionError, FloatingPointError) as error:
+        return None, type(error)
+
+
+@settings(max_examples=few(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dtype=st.sampled_from(sorted(_DTYPES)), value=st.sampled_from(sorted(_VALUES)),
+       place=st.sampled_from(sorted(_PLACES)), op=st.sampled_from(["+=", "-=", "*=", "/="]),
+       seed=st.integers(0, 2**16))
+def test_an_augmented_assignment_writes_into_the_array_as_python_does(dtype, value, place, op,
+                                                                      seed) -> None:
+    """Python's ``y op= v`` writes into a numpy array ``y``: the result keeps ``y``'s dtype (numpy's
+    ``same_kind`` cast: a float32 ``y`` rounds to float32) and shape (a ``v`` of more entries
+    raises, a leading one is written in), and an integer ``y`` given floats raises. ast_ad once
+    computed ``y = y op v``: a float64 array where Python keeps float32 (a silent wrong number),
+    numbers where Python raises. At each place a write goes, against Python: the same value and
+    dtype, bit for bit, or the same kind of error; where it runs, the gradient is the tracer's and
+    forward mode's."""
+    module = _augmented_module(dtype, value, place, op)
+    note(module.source)
+    rng = np.random.default_rng(seed)
+    x, v = rng.uniform(0.5, 2.0, 3), rng.uniform(0.5, 2.0, 3)
+    expected, raised = _outcome(lambda: (module.f(x.copy(), v.copy()),
+                                         module.y_of(x.copy(), v.copy())))
+    got, ours = _outcome(lambda: ast_ad.value_and_grad(module.f, 1)(x, v))
+    # (numpy's own class of a failed cast is private: ours is the public class it derives from)
+    assert (ours is None) == (raised is None) and (ours is None or issubclass(raised, ours)), (
+        ours, raised)
+    if raised is not None:
+        return
+    assert got[0] == expected[0]  # bit for bit: float32 rounding and all
+    y, _ = ast_ad.jvp(module.y_of, (x, v), (np.zeros(3), np.ones(3)))
+    assert type(y) is type(expected[1]) and np.shape(y) == np.shape(expected[1])
+    assert np.result_type(y) == np.result_type(expected[1])
+    np.testing.assert_array_equal(y, expected[1])
+    grads = got[1]
+    # (a tangent cast to float32 rounds there: forward mode's and the tracer's, not reverse mode's)
+    rtol, atol = (1e-4, 1e-5) if "float32" in (dtype, value) else (1e-6, 1e-9)
+    try:
+        traced = ast_ad.tracer.grad(module.f, 1)(x, v)
+    except (TypeError, ValueError):
+        traced = None  # (the tracer follows no write of a traced number into a complex array)
+    if traced is not None:
+        np.testing.assert_allclose(grads, traced, rtol=rtol, atol=atol)
+    elif dtype in ("float64", "complex128") and value != "float32":  # (no rounding to float32)
+        assert_fd(module.f, (x, v), (1,), (grads,))
+    _, tangent = ast_ad.jvp(module.f, (x, v), (np.zeros(3), np.ones(3)))
+    assert math.isclose(tangent, float(np.sum(grads)), rel_tol=rtol, abs_tol=atol)

@@ -418,6 +418,7 @@ def test_a_view_fact_is_one_python_has(fn) -> None:
         np.expand_dims: (0,),
         __import__("operator").getitem: ((0,),),
         runtime.astype_view: (np.float64,),
+        runtime.augmented_value: (x - 1.0,),  # (``x`` itself, where it fits ``y``)
     }
     if fn is runtime.list_item:  # an item of a list: the very object the list holds
         xs = [x, x + 1.0]

@@ -418,3 +418,26 @@ def test_the_index_of_a_nested_loops_write_is_computed_again_not_taped() -> None
     assert not {"index_tape", "x_item_tape", "j_tape"} & tapes, tapes
     backward = text[text.index("for j in reversed("):]
     assert "index = i, j" in backward and "x_item = x[i]" in backward
+
+
+@pytest.mark.parametrize("fun", [wf.into_integers, wf.into_integers_in_a_loop,
+                                 wf.into_an_argument_cast], ids=lambda f: f.__name__)
+def test_a_value_written_into_integers_carries_no_tangent(fun) -> None:
+    """numpy truncates a value written into integers: forward mode once carried its tangent into
+    the array all the same (the array's tangent, of floats, took it), so that ``jvp`` disagreed
+    with ``grad`` (a silent wrong number). The value's tangent is now passed through
+    ``written_tangent``, a zero for integers (``registry.def_truncates``): forward mode agrees with
+    reverse mode, which agrees with the tracer."""
+    x, v = np.array([1.1, 2.3, 3.7]), np.array([0.4, 0.7, 0.3])
+    args = (x, v)[:fun.__code__.co_argcount]
+    argnums = tuple(range(len(args)))
+    value, grads = ast_ad.value_and_grad(fun, argnums)(*args)
+    assert value == fun(*[a.copy() for a in args])
+    assert_same(grads, ast_ad.tracer.grad(fun, argnums)(*args))
+    rng = np.random.default_rng(3)
+    directions = tuple(rng.standard_normal(3) for _ in args)
+    _, tangent = ast_ad.jvp(fun, args, directions)
+    expected = sum(float(np.dot(g, d)) for g, d in zip(grads, directions, strict=True))
+    assert tangent == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    _, traced = ast_ad.tracer.jvp(fun, args, directions)
+    assert traced == pytest.approx(expected, rel=1e-12, abs=1e-12)

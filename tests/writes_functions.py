@@ -271,3 +271,25 @@ def two_charges(x, w):
 def scaled(x, s):
     """An array and a number, for the kinds of ``analysis.makes_fresh_array``'s arguments."""
     return x * s
+
+
+def into_integers(x, v):
+    """A value written into an array of integers is truncated: it carries no derivative."""
+    y = np.floor(x * 3.0).astype(np.int64)
+    y[1] = v[0] * 2.0
+    return np.sum(y * v)
+
+
+def into_integers_in_a_loop(x, v):
+    """The same write in a loop, where the array's tangent and the value's move together."""
+    y = np.floor(x * 3.0).astype(np.int64)
+    for i in range(3):
+        y[i] = v[i] * 2.0 + x[i]
+    return np.sum(y * v)
+
+
+def into_an_argument_cast(x):
+    """Integers made from the argument itself, then a value from it written in."""
+    y = (x * 3.0).astype(np.int64)
+    y[1] = x[0] * 2.0
+    return np.sum(y * x)

@@ -234,6 +234,12 @@ class Kinds:
         fact = self.facts.get(name, UNKNOWN)
         return fact[0] == "num" and fact[1] >= 1 and bool(fact[2])
 
+    def holds_floats(self, atom: ir.Expr | str, at: ir.Stmt | None = None) -> bool:
+        """Whether ``atom`` (or the name ``atom``, wherever it is bound) certainly holds a float or
+        complex number, or a numpy array of them: a value written into it is not truncated."""
+        fact = self.facts.get(atom, UNKNOWN) if isinstance(atom, str) else self.of(atom, at)
+        return fact[0] == "num" and bool(fact[2])
+
     def may_be_array(self, name: str) -> bool:
         """Whether ``name`` may hold an array (what is not known may): not a number, range, shape or
         index."""
@@ -839,6 +845,12 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
         return UNKNOWN if rank is None else ("num", rank, args[0][2])
     if fn is runtime.assign_item and len(args) == 3 and args[0][0] == "num" and args[0][1] >= 1:
         return args[0]  # a write into a numpy array keeps its shape and dtype
+    if fn is runtime.augmented_value and len(args) == 2:
+        old = args[1]
+        if old[0] == "num" and old[1] >= 1:
+            return old  # ``y += v`` writes into a numpy array: its shape and dtype
+        # (a number is rebound to the new value; None would have raised)
+        return args[0] if old in (INT, MAYBE) or old[0] == "num" else UNKNOWN
     if fn in (runtime.unbroadcast, runtime.fit, runtime.expand_reduced) and len(args) >= 2 \
             and args[1][0] == "num" and (args[0][0] == "num" or args[0] == INT):
         # an adjoint summed down to, or a tangent spread up to, the shape of its second argument

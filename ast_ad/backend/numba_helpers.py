@@ -30,6 +30,7 @@ COMPILED = (
     runtime.summed_getitem_vjp,
     runtime.add_into,
     runtime.assign_item,
+    runtime.augmented_value,
     runtime.assign_item_vjp_x,
     runtime.assign_item_vjp_value,
     runtime.entries,
@@ -515,6 +516,35 @@ def register(numba: Any) -> None:
                 return out
             return impl
         return None
+
+    @overload(runtime.augmented_value)
+    def _augmented_value(new, old):
+        # ``y op= v``: a number is rebound to the new value; a numpy array is written into, in its
+        # own dtype (numpy's ``same_kind`` cast) and shape (as many axes here: the same shape)
+        if number(old) and (number(new) or array(new)):
+            return lambda new, old: new
+        if not (array(new) and array(old) and plain(new).ndim == plain(old).ndim
+                and plain(old).mutable):
+            return None
+        from numba.np.numpy_support import as_dtype
+
+        if plain(new).dtype == plain(old).dtype:
+            def impl(new, old):
+                if new.shape != old.shape:
+                    raise ValueError("non-broadcastable output operand")
+                return new
+            return impl
+        if not np.can_cast(as_dtype(plain(new).dtype), as_dtype(plain(old).dtype), "same_kind"):
+            def refused(new, old):
+                raise TypeError("Cannot cast the new value to the array's dtype with casting "
+                                "rule 'same_kind'")
+            return refused
+
+        def cast(new, old):
+            if new.shape != old.shape:
+                raise ValueError("non-broadcastable output operand")
+            return new.astype(old.dtype)
+        return cast
 
     @overload(runtime.assign_item_vjp_x)
     def _assign_item_vjp_x(g, x, index):

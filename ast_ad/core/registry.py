@@ -192,6 +192,8 @@ _FACTS: dict[str, dict[Any, Any]] = {
     "number_result": {},
     "scalar_result": {},
     "numbers_pass": {},
+    "floats_pass": {},
+    "truncates": {},
     "guard": {},
     "remakes": {},
     "container_test": {},
@@ -662,6 +664,38 @@ def def_numbers_pass(*fns: Any) -> None:
 
 def passes_numbers(fn: Any) -> bool:
     return bool(_fact("numbers_pass", fn))
+
+
+def def_truncates(fn: Any, array: int, value: int) -> None:
+    """Declare that ``fn`` writes its argument ``value`` into a copy of its argument ``array``, of
+    that array's dtype (``assign_item(x, index, v)``): into integers or booleans the value is
+    truncated and carries no tangent. Forward mode (and the tracer) pass the value's tangent
+    through ``written_tangent(u, x)`` before its forward rule, or before the call itself where the
+    tangent is linear in the array and the value together (``def_jointly_linear``), where the array
+    is not proven to hold floats."""
+    _note("truncates", fn, array, value)
+    _FACTS["truncates"][fn] = (array, value)
+
+
+def truncated(fn: Any) -> tuple[int, int] | None:
+    """``(array, value)`` of ``def_truncates``, or ``None``."""
+    found: tuple[int, int] | None = _fact("truncates", fn)
+    return found
+
+
+def def_floats_pass(fn: Any, k: int) -> None:
+    """Declare that ``fn`` gives its first argument back where its argument ``k`` is a number or a
+    numpy array of floats (``written_tangent(u, ans)``: only a write into integers truncates).
+    Where the kinds analysis proves it so, the call is a copy of its first argument
+    (``optimize.guards.numbers_passed``)."""
+    _note("floats_pass", fn, k)
+    _FACTS["floats_pass"][fn] = k
+
+
+def floats_pass(fn: Any) -> int | None:
+    """The argument of ``def_floats_pass``, or ``None``."""
+    found: int | None = _fact("floats_pass", fn)
+    return found
 
 
 def def_identity_read(fn: Any, k: int) -> None:

@@ -68,7 +68,12 @@ class WriteLowering:
             load = gast.copy_location(gast.Attribute(value=node.target.value, attr=node.target.attr,
                                                      ctx=gast.Load()), node.target)
             value = gast.copy_location(gast.BinOp(left=load, op=node.op, right=node.value), node)
-            self.objects.set_field(made, attr, self.lowering.expr(value), node)
+            # (an array field keeps its dtype and shape, as ``y += v`` on a name)
+            old = self.lowering.expr(load)
+            computed = self.lowering.expr(value)
+            self.objects.set_field(made, attr, self.lowering.bind(
+                ir.Call(ir.Ref(runtime.augmented_value, "augmented_value"), (computed, old)),
+                node.target.attr), node)
             if key:
                 self.memory.changed_objects[key] = ir.Var(made.fields[attr])
             return
@@ -78,12 +83,23 @@ class WriteLowering:
                 "augmented assignment to this target is not supported: use a local variable",
                 self.locate,
             )
-        load = gast.Name(id=node.target.id, ctx=gast.Load(), annotation=None, type_comment=None)
-        value = gast.copy_location(
-            gast.BinOp(left=gast.copy_location(load, node.target), op=node.op, right=node.value),
-            node,
+        load = gast.copy_location(
+            gast.Name(id=node.target.id, ctx=gast.Load(), annotation=None, type_comment=None),
+            node.target,
         )
-        self.lowering.assign(node.target, value)
+        value = gast.copy_location(
+            gast.BinOp(left=load, op=node.op, right=node.value), node
+        )
+        # Python's ``y += v`` writes into ``y`` where it is a numpy array: the sum in ``y``'s own
+        # dtype and shape (numpy's ``same_kind`` cast, or its error), which
+        # ``runtime.augmented_value`` gives; a number is rebound to the sum
+        # (``optimize.guards.numbers_passed`` drops the call where both are proven numbers)
+        old = self.lowering.expr(load)
+        computed = self.lowering.expr(value, node.target.id, user=True)
+        self.rebind(
+            node.target.id,
+            ir.Call(ir.Ref(runtime.augmented_value, "augmented_value"), (computed, old)),
+        )
 
     def assign_item(
         self, target: gast.Subscript, value: ir.Atom, index: ir.Atom | None = None
@@ -247,8 +263,13 @@ class WriteLowering:
         # Python's ``+=`` changes the item itself where it is an array (a list's): another name that
         # holds it would see the change, which ast_ad computes as a new array
         self.memory.guard_object(old, target.value.id)
-        new = self.lowering.bind(
+        computed = self.lowering.bind(
             ir.Call(self.lowering.operator(fn), (old, self.lowering.expr(node.value))), "t"
+        )
+        # (``y[1:] += v`` writes into the view ``y[1:]`` first: numpy's ``same_kind`` cast, or its
+        # error, as ``y += v``; an entry, a number, is rebound: ``numbers_passed``)
+        new = self.lowering.bind(
+            ir.Call(ir.Ref(runtime.augmented_value, "augmented_value"), (computed, old)), "t"
         )
         self.assign_item(target, new, index)
 

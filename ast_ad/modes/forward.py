@@ -729,6 +729,15 @@ class Forwarder:
         args = tuple(ir.Var(self.dot(a.name)) if k in positions and isinstance(a, ir.Var) else a
                      for k, a in enumerate(call.args))
         out: list[ir.Stmt] = []
+        cut = registry.truncated(call.fn.obj)
+        if cut is not None and not self.kinds.holds_floats(call.args[cut[0]], stmt):
+            # a value written into an array that may hold integers: its tangent, or a zero where
+            # the write truncates it (``registry.def_truncates``)
+            array, value = cut
+            written = self.emit(out, self.call(runtime.written_tangent, "written_tangent",
+                                               args[value], call.args[array]),
+                                f"{self.dot(stmt.target)}_written")
+            args = args[:value] + (written,) + args[value + 1:]
         term = self.emit(out, ir.Call(call.fn, args), f"{self.dot(stmt.target)}_from_all")
         return out, term, positions
 
@@ -737,27 +746,36 @@ class Forwarder:
         call = ir.call_of(stmt)
         argument = call.args[k]
         assert isinstance(argument, ir.Var)  # an active argument
-        u = ir.Var(self.dot(argument.name))
+        u: ir.Var = ir.Var(self.dot(argument.name))
         out: list[ir.Stmt] = []
         hint = f"{self.dot(stmt.target)}_from_{argument.name}"
+        cut = registry.truncated(call.fn.obj)
+        if cut is not None and k == cut[1] and cut[0] < len(call.args) \
+                and not self.kinds.holds_floats(call.args[cut[0]], stmt):
+            # a value written into an array that may hold integers: its tangent, or a zero where
+            # the write truncates it (``registry.def_truncates``)
+            u = self.emit(out, self.call(runtime.written_tangent, "written_tangent", u,
+                                         call.args[cut[0]]), f"{u.name}_written")
         if jvp is registry.LINEAR:
             return out, self.emit(
                 out, ir.Call(call.fn, call.args[:k] + (u,) + call.args[k + 1 :], call.kwargs), hint
             )
         kwargs = dict(call.kwargs)
         if jvp is registry.REDUCTION:
-            return self.reduction(stmt, rule, k, u, ans, hint)
+            made, term = self.reduction(stmt, rule, k, u, ans, hint)
+            return out + made, term
         if not templates.bindable(jvp, len(call.args), list(kwargs)):
             raise self.error(
                 stmt, f"the call to {call.fn.hint} does not match the arguments of its forward rule"
             )
-        return self.applied(
+        made, term = self.applied(
             jvp,
             [u, ir.Var(ans), *call.args],
             kwargs,
             f"{call.fn.hint.rsplit('.', 1)[-1]}_jvp",
             hint,
         )
+        return out + made, term
 
     def applied(
         self, rule: Any, args: list[ir.Atom], kwargs: dict[str, ir.Atom], rule_name: str, hint: str

@@ -81,19 +81,60 @@ def numbers_passed(function: ir.Function, shapes: tuple[int, ...]) -> ir.Functio
     (``registry.def_numbers_pass``); a call with any argument not proven a number stays."""
     calls = [(s, s.value) for s in ir.walk(function.body) if isinstance(s, ir.Assign)
              and isinstance(s.value, ir.Call) and not s.value.kwargs
-             and registry.passes_numbers(s.value.fn.obj)]
+             and (registry.passes_numbers(s.value.fn.obj)
+                  or registry.floats_pass(s.value.fn.obj) is not None)]
     if not calls:
         return function  # (no such call: one scan)
     known = kinds_of(function, shapes)
-    passed = {id(s) for s, call in calls if call.args and all(
-        known.rank_of(a, s) == 0 for a in call.args)}
+
+    def passes(stmt: ir.Assign, call: ir.Call) -> bool:
+        if not call.args:
+            return False
+        if registry.passes_numbers(call.fn.obj) and all(
+                known.rank_of(a, stmt) == 0 for a in call.args):
+            return True
+        # (``written_tangent(u, ans)`` where ``ans`` holds floats: ``registry.def_floats_pass``)
+        k = registry.floats_pass(call.fn.obj)
+        return k is not None and k < len(call.args) and known.holds_floats(call.args[k], stmt)
+
+    passed = {id(s) for s, call in calls if passes(s, call)}
     if not passed:
         return function
+    # ``s_1 = s + v`` just before ``s = augmented_value(s_1, s)``, ``s_1`` read nowhere else: one
+    # statement, ``s = s + v`` (the first argument is computed where it is passed on)
+    reads: dict[str, int] = {}
+    for stmt in ir.walk(function.body):
+        for name in ir.reads_of(stmt):
+            reads[name] = reads.get(name, 0) + 1
+    if isinstance(function.result, ir.Var):
+        reads[function.result.name] = reads.get(function.result.name, 0) + 1
+    bindings: dict[str, int] = {}
+    for stmt in ir.walk(function.body):
+        for name in ir.defined(stmt):
+            bindings[name] = bindings.get(name, 0) + 1
+    merged: dict[int, ir.Assign] = {}  # the passing statement's id: the binding it takes in
+    blocks = [function.body]
+    while blocks:
+        block = blocks.pop()
+        for before, stmt in zip(block, block[1:], strict=False):
+            if id(stmt) in passed and isinstance(before, ir.Assign) \
+                    and type(before.value) is ir.Call and isinstance(stmt, ir.Assign) \
+                    and isinstance(stmt.value, ir.Call) \
+                    and stmt.value.args[0] == ir.Var(before.target) \
+                    and reads.get(before.target) == 1 and bindings.get(before.target) == 1 \
+                    and before.target not in function.mutable:
+                merged[id(stmt)] = before
+        blocks += [b for s in block for b in ir.blocks(s)]
+    taken = {id(before) for before in merged.values()}
 
     def kept(stmt: ir.Stmt) -> list[ir.Stmt]:
+        if id(stmt) in taken:
+            return []
         if id(stmt) in passed:
             assert isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call)
-            return [ir.Assign(stmt.target, stmt.value.args[0], stmt.line)]
+            before = merged.get(id(stmt))
+            value = stmt.value.args[0] if before is None else before.value
+            return [ir.Assign(stmt.target, value, stmt.line)]
         return [stmt]
 
     return ir.with_body(function, ir.mapped(function.body, kept), function.mutable)

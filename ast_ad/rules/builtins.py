@@ -16,6 +16,7 @@ from ast_ad.core.registry import (
     def_linear,
     def_new_list,
     def_nondiff,
+    def_numbers_pass,
     def_remakes,
     def_result_axes,
     def_same_kind,
@@ -30,6 +31,7 @@ from ast_ad.core.registry import defvjp_elementwise as ew
 from ast_ad.runtime import (
     absent,
     augmented,
+    augmented_value,
     augmented_vjp,
     check_bound,
     check_gradient_layout,
@@ -195,6 +197,16 @@ def_same_kind(augmented_vjp, argnums=(3,))
 defvjp(
     augmented_vjp, lambda w, a, g, ans, old, new: augmented(zero_tangent(ans), w), zero, zero, zero
 )
+# ``y += v`` on a name: ``new``'s entries in ``y``'s dtype where ``y`` is a numpy array (Python's
+# ``+=`` writes into it; numpy raises unless ``new`` has ``y``'s very shape), else ``new`` itself:
+# of ``new``'s shape either way, so its rules are ``g`` and ``u``; ``old`` gives its dtype alone;
+# given numbers, ``new``; its result may be ``new`` itself
+defvjp(augmented_value, lambda g, ans, new, old: g, zero)
+defjvp(augmented_value, lambda u, ans, new, old: u, zero)
+def_numbers_pass(augmented_value)
+def_view(augmented_value)
+def_result_axes(augmented_value, lambda ranks: None if not ranks or ranks[0] is None
+                else tuple((0, axis) for axis in range(ranks[0])))
 def_same_kind(replaced)  # a list, tuple or dict, as its container
 # (and so its tangents: ``+`` of the two would join two tuples, where the kind of the container is
 # not known, a tuple read from a list)

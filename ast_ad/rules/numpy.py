@@ -21,6 +21,7 @@ from ast_ad.core.registry import (
     def_scaled_by_initial,
     def_sequence,
     def_shape_read,
+    def_truncates,
     def_view,
     def_view_inverse,
     defjvp,
@@ -547,8 +548,11 @@ defjvp(np.linspace,   lambda u, ans, start, stop, num=50, endpoint=True, *args, 
 defjvp(assign_item,   lambda u, ans, x, index, value: assign_item(u, index, 0.0),
                       lambda u, ans, x, index, value: key_tangent(index, ans),
                       lambda u, ans, x, index, value: assign_item(zero_tangent(x), index, u))
-# (the array with entries replaced, or added to: linear in the array and the value together)
+# (the array with entries replaced, or added to: linear in the array and the value together; a
+# value written into integers is truncated, its tangent zero: each engine passes the value's
+# tangent through ``written_tangent`` first, where the array may hold integers)
 def_jointly_linear(assign_item, 0, 2)
+def_truncates(assign_item, 0, 2)
 def_jointly_linear(add_at, 0, 2)
 def_fresh(assign_item, add_at)  # (each a copy, written into)
 defjvp(add_at,        lambda u, ans, x, index, value: u, zero,

@@ -21,6 +21,7 @@ from ast_ad.core.registry import (
     def_check,
     def_container_test,
     def_effect,
+    def_floats_pass,
     def_fresh,
     def_in_place,
     def_linear,
@@ -94,7 +95,7 @@ for _fn in _LINEAR_IN_THE_ADJOINT:
 def_result_axes(rt.getitem_vjp, lambda ranks: None if len(ranks) != 3 or ranks[1] is None
                 else tuple((1, axis) for axis in range(ranks[1])))
 # numbers given, numbers back: the first argument (no shape to fit a number to)
-def_numbers_pass(rt.unbroadcast, rt.fit, rt.fit_adjoint)
+def_numbers_pass(rt.unbroadcast, rt.fit, rt.fit_adjoint, rt.written_tangent)
 
 # ---- products: linear in the adjoint and in the other operand ------------------------------------
 for _fn, _shape_only in (
@@ -127,6 +128,10 @@ defjvp(rt.chosen_jvp, None, None, zero, zero)
 def_linear(rt.chosen_jvp, 1)                     # which argument is chosen does not move
 defjvp(rt.cast_jvp, None, zero)  # a cast's tangent is the tangent cast: linear in it
 def_linear(rt.cast_jvp, 0)
+# a value's tangent written into an array: itself, or zeros where the array holds integers
+defjvp(rt.written_tangent, None, zero)
+def_linear(rt.written_tangent, 0)
+def_floats_pass(rt.written_tangent, 1)
 # a tuple's missing parts as zeros: linear in the parts, ``like`` gives shapes
 defjvp(rt.filled, None, zero)
 def_linear(rt.filled, 0)
@@ -470,6 +475,7 @@ defvjp(
 defvjp(rt.sort_vjp, lambda w, ans, g, x, axis=-1: rt.sort_jvp(w, x, axis), zero, zero)
 # back to the tangent's shape or list
 defvjp(rt.cast_jvp, lambda w, ans2, u, ans: rt.cast_vjp(w, ans2, u), zero)
+defvjp(rt.written_tangent, lambda w, ans, u, x: rt.written_tangent(w, x), zero)
 # each is the other's
 defvjp(rt.chosen_jvp, zero, lambda w, ans2, k, u, ans, xs: rt.chosen_vjp(k, w, ans, xs), zero, zero)
 defvjp(rt.chosen_vjp, zero, lambda w, ans2, k, g, ans, xs: rt.chosen_jvp(k, w, ans, xs), zero, zero)

@@ -45,6 +45,15 @@ def cast_jvp(u: Any, ans: Any) -> Any:
     return as_array(stacked_parts(u)).astype(dtype, copy=False)
 
 
+def written_tangent(u: Any, x: Any) -> Any:
+    """The tangent a value written into the array ``x`` carries in (``assign_item``): ``u``, or a
+    zero where ``x`` holds integers or booleans, whose write truncated it (one number, which any
+    entries it is written into take, as numpy takes a value of one entry)."""
+    if isinstance(x, np.ndarray) and x.dtype.kind in "biu":
+        return 0.0
+    return u
+
+
 # tangents that are numbers: nothing in a list of them to stack (``stacked_parts``)
 _NUMBERS = frozenset({float, np.float64, int})
 

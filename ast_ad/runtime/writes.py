@@ -387,9 +387,40 @@ def slots_changed(container: Any, key: Any, old: Any, where: Any, name: Any = No
 
 def augmented(old: Any, new: Any) -> Any:
     """What ``xs[k] += v`` leaves in the slot (and wherever else its object is): an array changed in
-    place, with ``new``'s entries in its own shape and dtype (``assign_item(old, ..., new)``);
-    anything else (a number, a list extended), ``new``."""
+    place, with ``new``'s entries in its own shape and dtype (``augmented_value``); anything else (a
+    number, a list extended), ``new``. (Another library's array: its entries written in, by
+    ``assign_item``.)"""
+    if isinstance(old, np.ndarray):
+        return augmented_value(new, old)
     return assign_item(old, Ellipsis, new) if is_array(old) else new
+
+
+def augmented_value(new: Any, old: Any) -> Any:
+    """What ``y op= v`` leaves in ``y``, given ``new = y op v``: where ``old`` is a numpy array,
+    which Python's ``op=`` changes in place, ``new``'s entries in ``old``'s shape and dtype, cast as
+    numpy's ``same_kind`` rule allows (``y += 0.5`` on integers raises numpy's ``TypeError``, a
+    float32 ``y`` keeps float32; ``new`` of another shape raises numpy's ``ValueError``, leading
+    ones too, as a read-only ``y`` does); anything else (a number, which ``op=`` rebinds), ``new``
+    itself.
+
+    Where ``new`` already has ``old``'s dtype, shape and layout, and ``old`` may be written,
+    that is ``new`` itself (an operator's result, which nothing else holds), with no copy."""
+    if not isinstance(old, np.ndarray):
+        return new
+    if type(new) is type(old) and new.dtype == old.dtype and new.shape == old.shape \
+            and new.strides == old.strides and old.flags.writeable:
+        return new
+    if not np.can_cast(np.result_type(new), old.dtype, casting="same_kind"):
+        raise TypeError(f"Cannot cast ufunc output from {np.result_type(new)!r} to {old.dtype!r} "
+                        "with casting rule 'same_kind'")
+    if not old.flags.writeable:
+        raise ValueError("output array is read-only")
+    if np.shape(new) != old.shape:
+        raise ValueError(f"non-broadcastable output operand with shape {old.shape} doesn't match "
+                         f"the broadcast shape {np.shape(new)}")
+    out = np.empty_like(old)
+    out[...] = new
+    return out
 
 
 def augmented_vjp(g: Any, ans: Any, old: Any, new: Any) -> Any:

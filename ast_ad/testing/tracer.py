@@ -118,6 +118,10 @@ class Box:
     def __float__(self) -> float:
         raise TypeError("the tracer cannot follow a differentiated value into a plain float here")
 
+    def __int__(self) -> int:
+        # (numpy's write of a value into integers, ``int(x)``: truncated, no derivative to follow)
+        return int(self.value)
+
     def __iter__(self) -> Iterator[Any]:
         # each row read when the loop steps to it, as numpy's iterator does: a write into the
         # array during the loop is seen by the steps after it
@@ -556,6 +560,9 @@ def tangent(
         )
     if jvp is registry.zero:
         return runtime.zeros_like(ans)
+    cut = registry.truncated(rule.fn)
+    if cut is not None and k == cut[1] and cut[0] < len(args):
+        u = runtime.written_tangent(u, args[cut[0]])  # (written into integers: truncated)
     if jvp is registry.LINEAR:
         return apply(rule.fn, *args[:k], u, *args[k + 1:], **kwargs)
     if jvp is registry.REDUCTION:
