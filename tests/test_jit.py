@@ -286,6 +286,9 @@ HELPER_CASES = {
     runtime.outer_vjp_a: [(np.ones((2, 3)) * 2.0, A[:2], A[3:]), (M, A[4:], A[:3])],
     runtime.outer_vjp_b: [(np.ones((2, 3)) * 2.0, A[:2], A[3:]), (M, A[4:], A[:3])],
     runtime.fit: [(2.0, 1.5), (A * 2.0, A), (0.5, A), (M * 3.0, M)],
+    # (a value's tangent written into floats, into integers (a zero), into a number's place)
+    runtime.written_tangent: [(A, M), (2.5, A), (2.5, np.arange(3)), (A, np.arange(3) > 1),
+                              (1.5, 2.0)],
     # (``y op= v``: a number rebound; an array's own dtype kept, float32 and int32 included)
     runtime.augmented_value: [(2.5, 1.5), (A * 2.0, A), (A * 2.0, A.astype(np.float32)),
                               (M + 1.0, M), (A.astype(np.int64), A.astype(np.int32)), (A, 0.5)],

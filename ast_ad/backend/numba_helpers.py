@@ -40,6 +40,7 @@ COMPILED = (
     runtime.zeros_like,
     runtime.zero_tangent,
     runtime.cast_jvp,
+    runtime.written_tangent,
     runtime.matmul_vjp_a,
     runtime.matmul_vjp_b,
     runtime.outer_vjp_a,
@@ -515,6 +516,15 @@ def register(numba: Any) -> None:
                 out[index] = value
                 return out
             return impl
+        return None
+
+    @overload(runtime.written_tangent)
+    def _written_tangent(u, x):
+        # a value's tangent written into ``x``: a zero where ``x`` holds integers or booleans
+        if array(x) and isinstance(plain(x).dtype, (types.Integer, types.Boolean)):
+            return lambda u, x: 0.0
+        if array(x) or number(x):
+            return lambda u, x: u
         return None
 
     @overload(runtime.augmented_value)
