@@ -748,7 +748,8 @@ def _outcome(call):
 
 @settings(max_examples=few(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(dtype=st.sampled_from(sorted(_DTYPES)), value=st.sampled_from(sorted(_VALUES)),
-       place=st.sampled_from(sorted(_PLACES)), op=st.sampled_from(["+=", "-=", "*=", "/="]),
+       place=st.sampled_from(sorted(_PLACES)),
+       op=st.sampled_from(["+=", "-=", "*=", "/=", "**=", "//=", "%="]),
        seed=st.integers(0, 2**16))
 def test_an_augmented_assignment_writes_into_the_array_as_python_does(dtype, value, place, op,
                                                                       seed) -> None:
@@ -765,7 +766,12 @@ def test_an_augmented_assignment_writes_into_the_array_as_python_does(dtype, val
     x, v = rng.uniform(0.5, 2.0, 3), rng.uniform(0.5, 2.0, 3)
     expected, raised = _outcome(lambda: (module.f(x.copy(), v.copy()),
                                          module.y_of(x.copy(), v.copy())))
-    got, ours = _outcome(lambda: ast_ad.value_and_grad(module.f, 1)(x, v))
+    try:
+        got, ours = _outcome(lambda: ast_ad.value_and_grad(module.f, 1)(x, v))
+    except errors.MissingRuleError:
+        # (``%`` of complex numbers, which numpy does not define: refused at the user's line)
+        assert raised is not None
+        return
     # (numpy's own class of a failed cast is private: ours is the public class it derives from)
     assert (ours is None) == (raised is None) and (ours is None or issubclass(raised, ours)), (
         ours, raised)
