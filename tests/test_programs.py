@@ -29,7 +29,7 @@ from tests.oracles import (
     shares_a_written_array,
     with_autograd_numpy,
 )
-from tests.strategies import half
+from tests.strategies import few, half
 
 DIRECTORY = tempfile.mkdtemp(prefix="ast_ad_programs_")
 
@@ -108,6 +108,52 @@ def test_programs_match_autograd(program: Program, data: st.DataObject) -> None:
             raise
         reject()
     assert_same(grads, tuple(np.asarray(t, dtype=float) for t in theirs), rtol=1e-7, atol=1e-10)
+
+
+@settings(max_examples=few(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(arrays=True), st.data(), st.sampled_from(["float32", "int64"]))
+def test_programs_of_float32_or_integer_arrays_keep_pythons_dtypes(
+    program: Program, data: st.DataObject, dtype: str
+) -> None:
+    """A random array program whose first line casts one parameter to float32, or to integers:
+    every operator, ``+=`` and write then meets numpy's dtype rules (a float32 ``y`` stays float32
+    through ``y += v``, integers given floats raise). Python's value and its dtype, bit for bit, or
+    Python's kind of error; forward mode against reverse mode where it runs (the dot-product
+    identity with a direction of ones)."""
+    lines = program.source.split("\n")
+    at = next(k for k, line in enumerate(lines) if line.startswith("def f("))
+    params = lines[at][len("def f("):-len("):")].split(", ")
+    name = params[data.draw(st.integers(0, len(params) - 1))]
+    cast = (f"{name}.astype(np.float32)" if dtype == "float32"
+            else f"np.floor({name} * 3.0).astype(np.int64)")
+    lines.insert(at + 1, f"    {name} = {cast}")
+    cast_program = Program("\n".join(lines), program.arity, program.arrays, program.smooth)
+    note(cast_program.source)
+    fn = cast_program.load(DIRECTORY)
+    args = cast_program.arguments(data)
+    argnums = tuple(range(program.arity))
+    try:
+        with np.errstate(all="ignore"):
+            expected = fn(*copy.deepcopy(args))
+    except (TypeError, ValueError) as error:
+        with pytest.raises((TypeError, ValueError, ast_ad.errors.ASTADError)) as ours:
+            ast_ad.value_and_grad(fn, argnums)(*copy.deepcopy(args))
+        # (numpy's private subclass of a failed cast, or it; or refused at the user's line)
+        assert isinstance(ours.value, ast_ad.errors.ASTADError) or isinstance(error, ours.type)
+        return
+    try:
+        with np.errstate(all="ignore"):
+            value, grads = ast_ad.value_and_grad(fn, argnums)(*copy.deepcopy(args))
+    except ast_ad.errors.InPlaceAliasError:
+        reject()
+    assert np.array_equal(value, expected, equal_nan=True)
+    assert np.result_type(value) == np.result_type(expected)
+    with np.errstate(all="ignore"):
+        _, tangent = ast_ad.jvp(fn, tuple(copy.deepcopy(args)),
+                                tuple(np.ones_like(a) for a in args))
+    total = sum(float(np.sum(g)) for g in grads)
+    if np.isfinite(total):
+        assert math.isclose(tangent, total, rel_tol=1e-3, abs_tol=1e-4), (tangent, total)
 
 
 def _subnormal(value) -> bool:
