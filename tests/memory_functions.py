@@ -1502,3 +1502,35 @@ def a_view_in_a_tuple_in_a_list_written_in_a_loop(x):
 
 FOLLOWED += [a_view_in_a_tuple_in_a_list_written_twice,
              a_view_in_a_tuple_in_a_list_written_in_a_loop]
+
+
+def list_extended_by_a_tuple(x):
+    """``ys += (a, b)``: a list extends by any iterable, and another name of it sees the items."""
+    ys = [x]
+    zs = ys
+    ys += (x * 2.0, np.sin(x))
+    ys += [x * 3.0]
+    total = 0.0
+    for y in zs:
+        total = total + np.sum(y * y)
+    return total + len(zs)
+
+
+def list_extended_by_a_generator(x):
+    """``ys += (f(v) for v in xs)``: the items the generator gives, in order."""
+    ys = [x]
+    ys += (v * 2.0 for v in [x, np.cos(x)])
+    return np.sum(ys[2] * ys[1]) + len(ys)
+
+
+def list_extended_twice_under_two_names(x):
+    """``ys += [a]`` twice while another name holds the list: the second's adjoint of that name, a
+    zero once passed on, meets the list's adjoint."""
+    ys = [x]
+    zs = ys
+    ys += [x * 2.0]
+    ys += [x * 3.0]
+    total = 0.0
+    for y in zs:
+        total = total + np.sum(y * y)
+    return total

@@ -795,3 +795,18 @@ def test_an_augmented_assignment_writes_into_the_array_as_python_does(dtype, val
         assert_fd(module.f, (x, v), (1,), (grads,))
     _, tangent = ast_ad.jvp(module.f, (x, v), (np.zeros(3), np.ones(3)))
     assert math.isclose(tangent, float(np.sum(grads)), rel_tol=rtol, abs_tol=atol)
+
+
+@pytest.mark.parametrize("fun", [mf.list_extended_by_a_tuple, mf.list_extended_by_a_generator,
+                                 mf.list_extended_twice_under_two_names],
+                         ids=lambda f: f.__name__)
+def test_a_list_extended_by_any_iterable(fun) -> None:
+    """``ys += v`` on a list extends it by any iterable (``+`` joins lists alone): the generated
+    code once raised Python's "can only concatenate list" where Python runs; and a list extended
+    twice under two names once failed in its gradient (a zero adjoint added to a list's). Python's
+    value to the bit, every name of the list seeing the items, and the gradient of the tracer and
+    of finite differences."""
+    value, grads = _grad(fun)
+    assert value == fun(X.copy())
+    assert_same((grads,), (ast_ad.tracer.grad(fun)(X.copy()),))
+    assert_fd(fun, (X.copy(),), (0,), (grads,))

@@ -22,7 +22,7 @@ from ast_ad import runtime
 from ast_ad.core import registry
 from ast_ad.frontend.aliasing import Memory, _var
 from ast_ad.frontend.check import refuse
-from ast_ad.frontend.frame import Frame, Lowering
+from ast_ad.frontend.frame import Frame, Lowering, container_kind
 from ast_ad.frontend.lower_control import ControlFlow, _atom_name
 from ast_ad.frontend.lower_exprs import BINARY, ExpressionLowering
 from ast_ad.frontend.nested import _load
@@ -87,8 +87,17 @@ class WriteLowering:
             gast.Name(id=node.target.id, ctx=gast.Load(), annotation=None, type_comment=None),
             node.target,
         )
+        added = node.value
+        if isinstance(node.op, gast.Add) and not isinstance(added, gast.List) \
+                and "list" not in self.at.locals and "list" not in self.at.env \
+                and container_kind(self.at, self.lowering.expr(load)) == "list":
+            # ``ys += (a, b)`` extends a list by any iterable (``+`` joins lists alone): the
+            # items as a list of their own
+            added = gast.copy_location(gast.Call(
+                func=gast.Name(id="list", ctx=gast.Load(), annotation=None, type_comment=None),
+                args=[node.value], keywords=[]), node.value)
         value = gast.copy_location(
-            gast.BinOp(left=load, op=node.op, right=node.value), node
+            gast.BinOp(left=load, op=node.op, right=added), node
         )
         # Python's ``y += v`` writes into ``y`` where it is a numpy array: the sum in ``y``'s own
         # dtype and shape (numpy's ``same_kind`` cast, or its error), which

@@ -250,6 +250,8 @@ def add_adjoints(a: Any, b: Any) -> Any:
         return b if a is None else a
     if isinstance(a, float) and a == 0.0 and isinstance(b, (tuple, list, dict)):
         return b  # the float zero an item's adjoint starts as, meeting a container's adjoint
+    if isinstance(b, float) and b == 0.0 and isinstance(a, (tuple, list, dict)):
+        return a  # (and the other way round: a name's adjoint reset after it was passed on)
     if isinstance(a, dict):
         return {key: add_adjoints(a[key], b[key]) for key in a}
     if isinstance(a, (tuple, list)):
