@@ -473,6 +473,7 @@ def test_the_mutation_family_covers_its_constructs() -> None:
         "shared held",
         "shared slots",
         "slot written anew",
+        "list extended in place",
     }
 
 

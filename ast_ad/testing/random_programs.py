@@ -577,6 +577,19 @@ class _Writer:
                                 f"{indent}{box}[{slot}] = np.ones(3) * {b} * 2.0",
                                 f"{indent}{held} *= {self.scalar()}",
                                 f"{indent}{target} = np.sum({alias}[0] * {box}[1])"], name, depth)
+        if self.draw(st.integers(0, 5)) == 0:
+            # a list extended in place by ``+=`` (by any iterable), another name of it seeing the
+            # new items
+            self.features.add("list extended in place")
+            alias = self.fresh()
+            target = self.target(name, depth)
+            extra = self.draw(st.sampled_from(["[{b}]", "({b}, {a} * {b})",
+                                               "(v * 0.5 for v in [{a}, {b}])"]))
+            return self.scoped([f"{indent}{box} = [{a}]",
+                                f"{indent}{alias} = {box}",
+                                f"{indent}{box} += {extra.format(a=a, b=b)}",
+                                f"{indent}{target} = {alias}[-1] * {box}[0] + len({alias})"],
+                               name, depth)
         build, read = self.draw(
             st.sampled_from(
                 [
