@@ -46,6 +46,19 @@ def phases(x):
     return np.sum(np.angle(z) * np.real(z) + np.abs(z + 0.3))
 
 
+def augmented_arrays(x, w):
+    """``acc += v`` on an array in a loop and ``y[i] += v`` on entries: ``augmented_value``
+    compiled, or dropped where the entry is a number."""
+    acc = np.zeros(3)
+    for i in range(4):
+        acc += w * x[i]
+    acc *= 2.0
+    y = x.copy()
+    for i in range(1, 4):
+        y[i] += y[i - 1] * w[0]
+    return np.sum(acc * acc) + np.sum(y)
+
+
 def rnn(w, u, xs):
     """A recurrent loop: its weights' adjoints are summed after the loop from the steps kept by
     columns (``stacked_steps``, ``summed_dot_vjp_a_steps``), compiled too."""
@@ -101,6 +114,7 @@ CASES = [
     (stepped_last, (0,), (np.linspace(0.5, 1.5, 6),)),
     (rnn, (0, 1), (_RNN.standard_normal((4, 4)) * 0.5, _RNN.standard_normal((4, 3)) * 0.5,
                    _RNN.standard_normal((6, 3)))),
+    (augmented_arrays, (0, 1), (np.linspace(0.1, 1.0, 4), np.linspace(0.5, 1.5, 3))),
 ]
 # the corpus's functions of numbers whose gradients Numba compiles
 SCALAR_CORPUS = [
