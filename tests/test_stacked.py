@@ -61,6 +61,21 @@ def assigned(x):
     return y
 
 
+def _made(n):
+    return np.zeros((n + 2, 2))
+
+
+def written_into_made(x):
+    """Writes into an array a helper makes, which the kinds analysis does not prove floats: each
+    value's tangent passes through ``written_tangent`` (integers would truncate it), a twin for
+    stacks."""
+    y = _made(x.size)
+    y[0, :] = x[:2]
+    for i in range(1, 4):
+        y[i, 0] = y[i - 1, 0] * x[i]
+    return y[:, 0] * 2.0
+
+
 def read_after_write(x):
     """An entry read, then its array written at that entry, then the entry read again: the read
     must be the old value (numpy's read of one entry is a number, a copy)."""
@@ -203,6 +218,7 @@ CASES = {
     "elementwise": (elementwise, V4, "jacfwd"),
     "indexed": (indexed, V4, "jacfwd"),
     "assigned": (assigned, V4, "jacfwd"),
+    "written_into_made": (written_into_made, V4, "jacfwd"),
     "read_after_write": (read_after_write, V4, "jacfwd"),
     "reduced": (reduced, V4, "jacfwd"),
     "products": (products, V4, "jacfwd"),
