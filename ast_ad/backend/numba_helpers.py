@@ -86,6 +86,7 @@ def _made(text: str) -> Any:
 def register(numba: Any) -> None:
     from numba import typed, types
     from numba.extending import overload
+    from numba.np.numpy_support import as_dtype
 
     # a value that may still be None (a saved value before the loop sets it)
     def plain(t: Any) -> Any:
@@ -536,8 +537,6 @@ def register(numba: Any) -> None:
         if not (array(new) and array(old) and plain(new).ndim == plain(old).ndim
                 and plain(old).mutable):
             return None
-        from numba.np.numpy_support import as_dtype
-
         if plain(new).dtype == plain(old).dtype:
             def impl(new, old):
                 if new.shape != old.shape:

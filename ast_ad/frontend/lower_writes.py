@@ -70,10 +70,8 @@ class WriteLowering:
             value = gast.copy_location(gast.BinOp(left=load, op=node.op, right=node.value), node)
             # (an array field keeps its dtype and shape, as ``y += v`` on a name)
             old = self.lowering.expr(load)
-            computed = self.lowering.expr(value)
             self.objects.set_field(made, attr, self.lowering.bind(
-                ir.Call(ir.Ref(runtime.augmented_value, "augmented_value"), (computed, old)),
-                node.target.attr), node)
+                _augmented(self.lowering.expr(value), old), node.target.attr), node)
             if key:
                 self.memory.changed_objects[key] = ir.Var(made.fields[attr])
             return
@@ -87,10 +85,11 @@ class WriteLowering:
             gast.Name(id=node.target.id, ctx=gast.Load(), annotation=None, type_comment=None),
             node.target,
         )
+        old = self.lowering.expr(load)
         added = node.value
         if isinstance(node.op, gast.Add) and not isinstance(added, gast.List) \
                 and "list" not in self.at.locals and "list" not in self.at.env \
-                and container_kind(self.at, self.lowering.expr(load)) == "list":
+                and container_kind(self.at, old) == "list":
             # ``ys += (a, b)`` extends a list by any iterable (``+`` joins lists alone): the
             # items as a list of their own
             added = gast.copy_location(gast.Call(
@@ -103,12 +102,8 @@ class WriteLowering:
         # dtype and shape (numpy's ``same_kind`` cast, or its error), which
         # ``runtime.augmented_value`` gives; a number is rebound to the sum
         # (``optimize.guards.numbers_passed`` drops the call where both are proven numbers)
-        old = self.lowering.expr(load)
         computed = self.lowering.expr(value, node.target.id, user=True)
-        self.rebind(
-            node.target.id,
-            ir.Call(ir.Ref(runtime.augmented_value, "augmented_value"), (computed, old)),
-        )
+        self.rebind(node.target.id, _augmented(computed, old))
 
     def assign_item(
         self, target: gast.Subscript, value: ir.Atom, index: ir.Atom | None = None
@@ -277,10 +272,7 @@ class WriteLowering:
         )
         # (``y[1:] += v`` writes into the view ``y[1:]`` first: numpy's ``same_kind`` cast, or its
         # error, as ``y += v``; an entry, a number, is rebound: ``numbers_passed``)
-        new = self.lowering.bind(
-            ir.Call(ir.Ref(runtime.augmented_value, "augmented_value"), (computed, old)), "t"
-        )
-        self.assign_item(target, new, index)
+        self.assign_item(target, self.lowering.bind(_augmented(computed, old), "t"), index)
 
     def augment_slot(self, target: gast.Subscript, container: ir.Var, index: ir.Atom, old: ir.Var,
                      value: ir.Call) -> None:
@@ -485,3 +477,9 @@ class WriteLowering:
 
     def reads_locals(self, node: gast.AST) -> bool:
         return any(isinstance(n, gast.Name) and n.id in self.at.env for n in syntax.walk(node))
+
+
+def _augmented(computed: ir.Atom, old: ir.Atom) -> ir.Call:
+    """``augmented_value(computed, old)``: what ``op=`` leaves where ``old`` held the value before
+    it and ``computed`` is ``old op v`` (``runtime.augmented_value``)."""
+    return ir.Call(ir.Ref(runtime.augmented_value, "augmented_value"), (computed, old))

@@ -729,15 +729,10 @@ class Forwarder:
         args = tuple(ir.Var(self.dot(a.name)) if k in positions and isinstance(a, ir.Var) else a
                      for k, a in enumerate(call.args))
         out: list[ir.Stmt] = []
-        cut = registry.truncated(call.fn.obj)
-        if cut is not None and not self.kinds.holds_floats(call.args[cut[0]], stmt):
-            # a value written into an array that may hold integers: its tangent, or a zero where
-            # the write truncates it (``registry.def_truncates``)
-            array, value = cut
-            written = self.emit(out, self.call(runtime.written_tangent, "written_tangent",
-                                               args[value], call.args[array]),
-                                f"{self.dot(stmt.target)}_written")
-            args = args[:value] + (written,) + args[value + 1:]
+        value = (registry.truncated(call.fn.obj) or (None, None))[1]
+        carried = args[value] if value is not None else None
+        if value is not None and isinstance(carried, ir.Var):  # (the value's tangent)
+            args = (*args[:value], self.written(out, stmt, value, carried), *args[value + 1:])
         term = self.emit(out, ir.Call(call.fn, args), f"{self.dot(stmt.target)}_from_all")
         return out, term, positions
 
@@ -746,16 +741,9 @@ class Forwarder:
         call = ir.call_of(stmt)
         argument = call.args[k]
         assert isinstance(argument, ir.Var)  # an active argument
-        u: ir.Var = ir.Var(self.dot(argument.name))
         out: list[ir.Stmt] = []
         hint = f"{self.dot(stmt.target)}_from_{argument.name}"
-        cut = registry.truncated(call.fn.obj)
-        if cut is not None and k == cut[1] and cut[0] < len(call.args) \
-                and not self.kinds.holds_floats(call.args[cut[0]], stmt):
-            # a value written into an array that may hold integers: its tangent, or a zero where
-            # the write truncates it (``registry.def_truncates``)
-            u = self.emit(out, self.call(runtime.written_tangent, "written_tangent", u,
-                                         call.args[cut[0]]), f"{u.name}_written")
+        u = self.written(out, stmt, k, ir.Var(self.dot(argument.name)))
         if jvp is registry.LINEAR:
             return out, self.emit(
                 out, ir.Call(call.fn, call.args[:k] + (u,) + call.args[k + 1 :], call.kwargs), hint
@@ -776,6 +764,19 @@ class Forwarder:
             hint,
         )
         return out + made, term
+
+    def written(self, out: list[ir.Stmt], stmt: ir.Assign, k: int, u: ir.Var) -> ir.Var:
+        """``u``, the tangent of argument ``k`` of ``stmt``'s call, as the call carries it in: where
+        ``k`` is the value a write puts into an array that may hold integers
+        (``registry.def_truncates``), ``written_tangent(u, array)``, a zero where the write
+        truncates it, appended to ``out``; elsewhere ``u`` itself."""
+        call = ir.call_of(stmt)
+        cut = registry.truncated(call.fn.obj)
+        if cut is None or k != cut[1] or cut[0] >= len(call.args) \
+                or self.kinds.holds_floats(call.args[cut[0]], stmt):
+            return u
+        return self.emit(out, self.call(runtime.written_tangent, "written_tangent", u,
+                                        call.args[cut[0]]), f"{u.name}_written")
 
     def applied(
         self, rule: Any, args: list[ir.Atom], kwargs: dict[str, ir.Atom], rule_name: str, hint: str

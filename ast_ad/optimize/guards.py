@@ -18,6 +18,8 @@ paths skipping the test start with) keeps its branch.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from ast_ad.analysis.kinds import Kinds, kinds_of
 from ast_ad.core import registry
 from ast_ad.ir import nodes as ir
@@ -78,7 +80,14 @@ def numbers_passed(function: ir.Function, shapes: tuple[int, ...]) -> ir.Functio
     gradient or a jvp written in a body, ``frontend.nested``) keeps no fitting its arguments make
     needless here, nor does the mode that differentiates it (no ``fit_adjoint`` of it, no shape kept
     for it). The fact relied on: such a function, given numbers, returns its first argument
-    (``registry.def_numbers_pass``); a call with any argument not proven a number stays."""
+    (``registry.def_numbers_pass``); a call with any argument not proven a number stays. Likewise a
+    function declared ``registry.def_floats_pass`` where the argument it names is proven to hold
+    floats (``written_tangent(u, x)``).
+
+    Where the argument passed on is bound by the statement just before, in the same block, and
+    read nowhere else (``s_1 = s + v``, then ``s = augmented_value(s_1, s)``), the two are one
+    statement, ``s = s + v``: the value is computed one statement later, where nothing between
+    could change what it reads, under the one name that reads it."""
     calls = [(s, s.value) for s in ir.walk(function.body) if isinstance(s, ir.Assign)
              and isinstance(s.value, ir.Call) and not s.value.kwargs
              and (registry.passes_numbers(s.value.fn.obj)
@@ -100,18 +109,14 @@ def numbers_passed(function: ir.Function, shapes: tuple[int, ...]) -> ir.Functio
     passed = {id(s) for s, call in calls if passes(s, call)}
     if not passed:
         return function
-    # ``s_1 = s + v`` just before ``s = augmented_value(s_1, s)``, ``s_1`` read nowhere else: one
-    # statement, ``s = s + v`` (the first argument is computed where it is passed on)
-    reads: dict[str, int] = {}
+    # (the binding the passing statement takes in, where it is the one just before it)
+    reads: Counter[str] = Counter()
+    bindings: Counter[str] = Counter()
     for stmt in ir.walk(function.body):
-        for name in ir.reads_of(stmt):
-            reads[name] = reads.get(name, 0) + 1
+        reads.update(ir.reads_of(stmt))
+        bindings.update(ir.defined(stmt))
     if isinstance(function.result, ir.Var):
-        reads[function.result.name] = reads.get(function.result.name, 0) + 1
-    bindings: dict[str, int] = {}
-    for stmt in ir.walk(function.body):
-        for name in ir.defined(stmt):
-            bindings[name] = bindings.get(name, 0) + 1
+        reads[function.result.name] += 1
     merged: dict[int, ir.Assign] = {}  # the passing statement's id: the binding it takes in
     blocks = [function.body]
     while blocks:
@@ -121,7 +126,7 @@ def numbers_passed(function: ir.Function, shapes: tuple[int, ...]) -> ir.Functio
                     and type(before.value) is ir.Call and isinstance(stmt, ir.Assign) \
                     and isinstance(stmt.value, ir.Call) \
                     and stmt.value.args[0] == ir.Var(before.target) \
-                    and reads.get(before.target) == 1 and bindings.get(before.target) == 1 \
+                    and reads[before.target] == 1 and bindings[before.target] == 1 \
                     and before.target not in function.mutable:
                 merged[id(stmt)] = before
         blocks += [b for s in block for b in ir.blocks(s)]

@@ -90,7 +90,6 @@ from ast_ad.runtime.batched import (
     stacked_unbroadcast,
     stacked_unreshaped,
     stacked_unstack,
-    stacked_written,
     stacked_zeros,
     united,
     zero_tangent,
@@ -841,7 +840,8 @@ def_stacked(owned_adjoint, "twin", twin=stacked_owned, batched=(0,), sized=True)
 def_stacked(np.cross, "twin", twin=stacked_cross, batched=(0, 1), sized=True, told=True)
 def_stacked(np.copy, "elementwise")
 def_stacked(cast_jvp, "twin", twin=stacked_cast, batched=(0,), sized=True)
-def_stacked(written_tangent, "twin", twin=stacked_written, batched=(0,))
+# (a stack, or one zero every tangent's entries take: the function itself serves for stacks)
+def_stacked(written_tangent, "twin", twin=written_tangent, batched=(0,))
 def_stacked(np.reshape, "twin", twin=stacked_reshape, batched=(0,), sized=True)
 def_stacked(unreshaped, "twin", twin=stacked_unreshaped, batched=(0, 1), sized=True, told=True)
 def_stacked(np.transpose, "twin", twin=stacked_transpose, batched=(0,), sized=True)

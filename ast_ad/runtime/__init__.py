@@ -353,7 +353,6 @@ __all__ = [  # every helper, for ``from ast_ad.runtime import ...`` and ``runtim
     "average_vjp_jvp", "average_weights_jvp",
     "average_weights_shape", "average_weights_vjp", "average_weights_vjp_jvp", "balanced_eq",
     "broadcast_like", "cast_jvp", "cast_vjp", "check_bound", "check_dot_rank", "check_in_place",
-    "written_tangent",
     "check_item_apart", "check_jvp_layout", "check_gradient_layout", "check_gradient_value",
     "gradient_like", "gradients_like", "check_kept", "cholesky_jvp", "cholesky_vjp",
     "cholesky_vjp_jvp", "chosen",
@@ -404,7 +403,7 @@ __all__ = [  # every helper, for ``from ast_ad.runtime import ...`` and ``runtim
     "var_vjp",
     "vecdot_vjp", "view_of",
     "view_probe",
-    "vstack_vjp", "zero_tangent", "zeros_like", "zeros_of", "zip_length",
+    "vstack_vjp", "written_tangent", "zero_tangent", "zeros_like", "zeros_of", "zip_length",
 ]
 
 registry.def_helpers(*(value for value in list(globals().values())

@@ -54,7 +54,7 @@ from ast_ad.runtime.arrays import (
     unstack,
     zeros_like,
 )
-from ast_ad.runtime.tangents import cast_jvp, written_tangent
+from ast_ad.runtime.tangents import cast_jvp
 from ast_ad.runtime.writes import owned_adjoint
 
 # how many tangents the forward pass running now carries, and of which kind (``Batch``, or
@@ -869,12 +869,6 @@ def stacked_cast(u: Any, ans: Any, *, size: int) -> Any:
     if type(u) is np.ndarray:
         return u.astype(np.result_type(ans), copy=False)
     return stacked(cast_jvp(as_batch(u, size), ans), size)
-
-
-def stacked_written(u: Any, x: Any) -> Any:
-    """``written_tangent(u, x)`` for the stack ``u``: the stack, or one zero, which every tangent's
-    entries it is written into take, where ``x`` holds integers."""
-    return written_tangent(u, x)
 
 
 def stacked_reshape(x: Any, *shape: Any, size: int) -> Any:
