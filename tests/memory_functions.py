@@ -1534,3 +1534,33 @@ def list_extended_twice_under_two_names(x):
     for y in zs:
         total = total + np.sum(y * y)
     return total
+
+
+# Found by the review of this stop's change, wrong on main before (value and gradient): the check
+# before ``y += v`` came before ``v`` was lowered, and the loop a comprehension in ``v`` is lowered
+# to made the write's follow-ups inside it, ahead of the write: another name of ``y`` kept the old
+# array. A statement's follow-ups are now made after it alone (``Lowerer.stmt``).
+def augmented_by_a_comprehension_under_two_names(x):
+    y = x * 1.0
+    z = y
+    y += np.array([v * 2.0 for v in [1.0, 2.0, 3.0, 4.0]]) * x
+    return np.sum(z * x)
+
+
+def entry_augmented_by_a_generator_under_two_names(x):
+    y = x * 1.0
+    z = y
+    y[0] += sum(v * x[1] for v in [1.0, 2.0])
+    return np.sum(z * x)
+
+
+def list_extended_by_a_generator_under_two_names(x):
+    ys = [x[0]]
+    zs = ys
+    ys += (x[1] * v for v in [0.5, 2.0])
+    return zs[-1] * ys[0] + len(zs)
+
+
+FOLLOWED += [augmented_by_a_comprehension_under_two_names,
+             entry_augmented_by_a_generator_under_two_names,
+             list_extended_by_a_generator_under_two_names]

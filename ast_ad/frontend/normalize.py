@@ -373,12 +373,19 @@ class Lowerer:
         # (a statement made while lowering: not known)
         outer, self.at.live = self.at.live, self.at.liveness.get(id(node))
         rebinding, self.at.rebinding = self.at.rebinding, _rebound(node)
+        # a write's follow-ups are made after its own statement: one lowered inside it (the loop
+        # of a comprehension in ``y += np.array([...])``, checked before the write) makes only its
+        # own, not the outer statement's ahead of its write
+        pending = self.memory.follow_ups, self.memory.memory_ups
+        self.memory.follow_ups, self.memory.memory_ups = [], []
         try:
             handler(node)
             if self.memory.follow_ups or self.memory.memory_ups:
                 self.memory.follow()
         finally:
             self.at.live, self.at.rebinding = outer, rebinding
+            self.memory.follow_ups = pending[0] + self.memory.follow_ups
+            self.memory.memory_ups = pending[1] + self.memory.memory_ups
 
     def expr(
         self, node: gast.expr, name: str | None = None, user: bool = False, exact: bool = False
