@@ -495,6 +495,28 @@ def test_a_shape_read_fact_holds(fn, data: st.DataObject) -> None:
         assert np.shape(by_shape(*given_shape)) == np.shape(fn(*args))
 
 
+@pytest.mark.parametrize("fn", list(registry.fact_table("result_axes")),
+                         ids=lambda fn: getattr(fn, "__name__", str(fn)))
+@settings(max_examples=15)
+@given(data=st.data())
+def test_a_result_axes_fact_holds(fn, data: st.DataObject) -> None:
+    """Each function declared to have its result's axes from its arguments' (``registry.
+    def_result_axes``; shape classes and shapes computed once rest on it) gives a result of those
+    lengths, and one declared to have an argument's shape whatever its rank (``def_shape_of``) has
+    that argument's shape."""
+    args, kwargs = data.draw(CASES[fn]) if fn in CASES else \
+        ((data.draw(arrays((2, 3)) | arrays((3,)) | arrays((2, 1, 2)))[()],), {})
+    args = list(args)
+    result = fn(*args, **kwargs)
+    ranks = tuple(a.ndim if isinstance(a, np.ndarray) and a.ndim >= 1 else None for a in args)
+    axes = registry.result_axes(fn, ranks)
+    if not kwargs and axes is not None:
+        assert np.shape(result) == tuple(np.shape(args[a])[axis] for a, axis in axes)
+    owner = registry.shape_of(fn, len(args))
+    if not kwargs and owner is not None:
+        assert np.shape(result) == np.shape(args[owner])
+
+
 def _writes_into_a_parameter(fn: ast.FunctionDef) -> bool:
     """Whether ``fn`` writes into an argument: ``x[i] = ...``, ``x[i] += ...``, ``np.add.at(x,
     ...)``, ``x.sort()``, ``xs.append(...)`` and the like, on a parameter's name (conservatively:

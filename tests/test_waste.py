@@ -654,3 +654,35 @@ def test_an_item_of_a_tuple_written_in_the_code_is_read_through_it() -> None:
     text = ast_ad.source(ast_ad.grad(nested.squared_slope, (0, 1)), x3, y)
     assert "pack_bar" not in text and "getitem_vjp(" not in text, text
     assert dead_stores(text) == [], dead_stores(text)
+
+
+def test_a_helper_gives_no_adjoint_to_an_argument_its_result_does_not_depend_on() -> None:
+    """GradBench's ``saddle`` in short: an ascent whose slope a helper takes, by a gradient written
+    in it, of a cost whose gradient in ``q`` does not move with ``p``. The helper's backward pass
+    gives ``q`` its adjoint and nothing to ``p`` (``Adjoint.zero_grads``: the callee is derived in
+    ``q`` alone, so no zeros are made, saved for, or added a step); the inner gradient's value is
+    proven a real number, so its check goes (``registry.def_passes_on_numbers``); the gradient
+    has ``q``'s shape class (``registry.def_shape_of``), so it is not fitted back, nor kept a step
+    for its shape. Against finite differences, and forward mode by the dot-product identity."""
+    from tests import compose_nested as nested
+
+    p, start = np.array([0.5, -0.3]), np.array([1.0, 0.7])
+    text = ast_ad.source(ast_ad.grad(nested.ascent), p, start)
+    helper = text[text.index("def separable_slope_bwd"):]
+    helper = helper[:helper.index("\n\n\n")]
+    assert "p_bar" not in helper and "return q_bar," in helper, helper
+    assert "p_bar_separable_slope" not in text, text
+    assert "check_gradient_value" not in text and "unbroadcast(" not in text, text
+    assert "stand_in(separable_vjp_q_bar" not in text, text
+    # (the inner value, which nothing reads now, is still computed: Python computes it, and a
+    # read past an array's end raises there)
+    assert dead_stores(text) == [
+        "separable_vjp_out_1 = p[0] ** 2 + p[1] ** 2 - separable_vjp_t3_plus_t4_1"], text
+    grads = ast_ad.grad(nested.ascent, (0, 1))(p, start)
+    assert_fd(nested.ascent, (p, start), (0, 1), grads)
+    u = (np.array([0.2, -0.6]), np.array([0.4, 0.1]))
+    _, along = ast_ad.jvp(nested.ascent, (p, start), u)
+    assert np.isclose(along, float(np.dot(grads[0], u[0]) + np.dot(grads[1], u[1])), rtol=1e-12)
+    # where the value is not proven a number, the check stays, and refuses as ``grad`` does
+    assert "check_gradient_value" in ast_ad.source(
+        ast_ad.grad(nested.gradient_of_a_vector_function), np.array([0.1, 0.2]))

@@ -80,9 +80,11 @@ def activity(function: ir.Function, argnums: tuple[int, ...], carries: Any = Non
     return active
 
 
-def usefulness(function: ir.Function, active: set[str], seeds: set[str] | None = None) -> set[str]:
+def usefulness(function: ir.Function, active: set[str], seeds: set[str] | None = None,
+               ignored: dict[int, frozenset[str]] | None = None) -> set[str]:
     """The active names the result (or the names ``seeds``, parts of it) depends on (a fixpoint, for
-    loops)."""
+    loops). ``ignored``: by statement, names it reads that its value does not depend on (a call of
+    a function whose result does not: ``modes.calls``)."""
     if seeds is not None:
         useful = seeds & active
     else:
@@ -94,7 +96,9 @@ def usefulness(function: ir.Function, active: set[str], seeds: set[str] | None =
         size = len(useful)
         for stmt in reversed(statements):
             if isinstance(stmt, ir.Assign) and stmt.target in useful:
-                useful.update(v.name for v in _flowing(stmt.value) if v.name in active)
+                skip = ignored.get(id(stmt), frozenset()) if ignored else frozenset()
+                useful.update(v.name for v in _flowing(stmt.value)
+                              if v.name in active and v.name not in skip)
             elif isinstance(stmt, ir.Unpack) and useful.intersection(stmt.targets) and \
                     atom_active(stmt.value, active):
                 useful.add(stmt.value.name)
@@ -416,6 +420,11 @@ def _labels(stmt: ir.Stmt, classes: dict[str, int | None], fresh: dict[int, int]
             if len(operands) == 1 and None not in operands:
                 return [(stmt.target, operands.pop())]
             return [(stmt.target, None)]
+        owner = registry.shape_of(value.fn.obj, len(value.args))
+        if owner is not None and shape_class(value.args[owner], classes) not in (SCALAR, None):
+            # the shape of an array argument, whatever its rank (``registry.def_shape_of``:
+            # ``getitem_vjp(g, x, i)``, in code made for any shapes)
+            return [(stmt.target, shape_class(value.args[owner], classes))]
         if known is not None and registry.declares_result_axes(value.fn.obj):
             ranks = known.ranks(value.args, stmt)
             ties = registry.result_axes(value.fn.obj, ranks)

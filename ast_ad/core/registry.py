@@ -187,12 +187,14 @@ _FACTS: dict[str, dict[Any, Any]] = {
     "shape_read": {},
     "meta_read": {},
     "result_axes": {},
+    "shape_of": {},
     "new_list": {},
     "identity_read": {},
     "number_result": {},
     "scalar_result": {},
     "numbers_pass": {},
     "floats_pass": {},
+    "passes_on_numbers": {},
     "truncates": {},
     "guard": {},
     "remakes": {},
@@ -505,6 +507,33 @@ def def_result_axes(fn: Any, axes: Callable[[tuple[int | None, ...]], Any]) -> N
     _FACTS["result_axes"][fn] = axes
 
 
+def def_shape_of(fn: Any, k: int, positional: int | None = None) -> None:
+    """Declare that ``fn``'s result has the shape of its argument ``k``, whatever that argument's
+    number of axes, in calls of at most ``positional`` positional arguments (a further one may
+    give another shape: ``np.zeros_like``'s fifth). ``np.zeros_like(x)`` and an entry's adjoint
+    scattered into zeros of its array's shape (``getitem_vjp(g, x, i)``) are so: the result has
+    the shape class of that argument even where its rank is unknown (code made for any shapes,
+    ``activity.shape_classes``), and the axes of it where the rank is known (``def_result_axes``,
+    declared with it)."""
+    def axes(ranks: tuple[int | None, ...]) -> tuple[tuple[int, int], ...] | None:
+        rank = ranks[k] if len(ranks) > k else None
+        if rank is None or positional is not None and len(ranks) > positional:
+            return None
+        return tuple((k, axis) for axis in range(rank))
+    def_result_axes(fn, axes)
+    _FACTS["shape_of"][fn] = (k, positional)
+
+
+def shape_of(fn: Any, count: int) -> int | None:
+    """The argument whose shape the result of ``fn`` called with ``count`` positional arguments
+    has, whatever its rank (``def_shape_of``), or ``None``."""
+    found = _fact("shape_of", fn)
+    if found is None or count <= found[0] or found[1] is not None and count > found[1]:
+        return None
+    k: int = found[0]
+    return k
+
+
 def declares_result_axes(fn: Any) -> bool:
     """Whether ``fn`` declares where its result's axes come from (``def_result_axes``)."""
     return _fact("result_axes", fn) is not None
@@ -680,6 +709,21 @@ def def_truncates(fn: Any, array: int, value: int) -> None:
 def truncated(fn: Any) -> tuple[int, int] | None:
     """``(array, value)`` of ``def_truncates``, or ``None``."""
     found: tuple[int, int] | None = _fact("truncates", fn)
+    return found
+
+
+def def_passes_on_numbers(fn: Any, k: int) -> None:
+    """Declare a check (``def_check``) that raises nothing where its positional argument ``k`` is
+    a real number (``check_gradient_value(where, out)``: a gradient's value must be one). Where
+    the kinds analysis proves it a number and the complex analysis real, the call is left out
+    (``optimize.guards.numbers_passed``)."""
+    _note("passes_on_numbers", fn, k)
+    _FACTS["passes_on_numbers"][fn] = k
+
+
+def passes_on_numbers(fn: Any) -> int | None:
+    """The argument of ``def_passes_on_numbers``, or ``None``."""
+    found: int | None = _fact("passes_on_numbers", fn)
     return found
 
 

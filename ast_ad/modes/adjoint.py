@@ -43,6 +43,9 @@ class Adjoint:
     # the other adjoints of arrays of real floats of one shape class, each with the names of its
     # class that hold such arrays (``reverse_code._typed``)
     class_of: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # the differentiated parameters (their positions) that nothing flows back to: the backward
+    # pass gives each of them zeros (``np.zeros_like(x)``), whatever the adjoint it is given
+    zero_grads: frozenset[int] = frozenset()
 
     @property
     def params(self) -> tuple[str, ...]:

@@ -62,6 +62,9 @@ class Calls:
         self.needs_adjoint, self.error, self.derived_again = needs_adjoint, error, derived_again
         # the names that may hold complex values (``complexness``), set by the reverser
         self.complexes: frozenset[str] = frozenset()
+        # by statement, the names a call passes that take no adjoint from it (its callee's
+        # result does not depend on them)
+        self.ignored: dict[int, frozenset[str]] = {}
 
     def plan_calls(self) -> None:
         """Derive the adjoint of every call to a user function whose result needs an adjoint."""
@@ -83,6 +86,21 @@ class Calls:
                 active = tuple(p for p, a in enumerate(args) if atom_active(a, self.active))
                 callee = self.derive_callee(stmt, active, args) if made is None else \
                     self.derived_again(made, active, self.labels(args, stmt))
+                flowing = tuple(p for p in active if p not in callee.zero_grads)
+                if flowing and flowing != active:
+                    # an argument the callee's result does not depend on takes no adjoint from
+                    # the call (its backward pass gives it zeros): the callee is derived in the
+                    # others alone, so that nothing is saved for it, made, or added (and the
+                    # reverser finds again which names the result needs adjoints of: ``ignored``)
+                    taking = {a.name for p, a in enumerate(args)
+                              if p in flowing and isinstance(a, ir.Var)}
+                    self.ignored[id(stmt)] = frozenset(
+                        a.name for p, a in enumerate(args)
+                        if p in active and p not in flowing and isinstance(a, ir.Var)
+                        and a.name not in taking)
+                    active = flowing
+                    callee = self.derive_callee(stmt, active, args) if made is None else \
+                        self.derived_again(made, active, self.labels(args, stmt))
                 self.callees.append(callee)
                 if made is None:
                     # recorded so that redefining the callee is noticed
@@ -94,7 +112,7 @@ class Calls:
                     callee,
                     saved,
                     args,
-                    [a for a in args if atom_active(a, self.active)],
+                    [a for p, a in enumerate(args) if p in active],
                 )
 
     def derive_callee(

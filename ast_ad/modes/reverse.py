@@ -359,6 +359,12 @@ class Reverser:
         # before the calls are planned: their container arguments are labelled so
         self.spread_structure()
         self.calling.plan_calls()
+        if self.calling.ignored:
+            # (names a call passes whose adjoints its callee does not give: needed no more where
+            # nothing else reads them; the set is shared with the reverser's parts, so it shrinks
+            # in place)
+            self.useful.intersection_update(
+                usefulness(self.function, self.active, ignored=self.calling.ignored))
         if self.calls:
             self.spread_structure()  # and after: what the callees return
         result = self.function.result
@@ -404,6 +410,8 @@ class Reverser:
                 lengths=self.lengths,
             ).run(shell)
         backward_ir = read_metas(self.saving.read_shapes(backward_ir), self.metas)
+        zero_grads = frozenset(i for i in self.argnums
+                               if self.function.params[i] not in self.adjoints.bars)
         grads = [self.adjoints.grad(self.function.params[i], backward_ir) for i in self.argnums]
         backward_ir = self.adjoints.initial_adjoints(seed) + backward_ir
         if (
@@ -454,6 +462,7 @@ class Reverser:
         adjoint.function, adjoint.argnums, adjoint.forward, adjoint.backward = \
             self.function, self.argnums, forward, backward
         adjoint.result, adjoint.seed, adjoint.grads = result_expr, seed, grads
+        adjoint.zero_grads = zero_grads
         adjoint.refs, adjoint.callees = self.refs, self.callees
         adjoint.releasable = self.releasable()
         adjoint.structured_result = isinstance(result, ir.Var) and result.name in self.structured
@@ -1157,10 +1166,29 @@ class Reverser:
             )
         put = (ir.Var(g), ir.Var(ans_name), *call.args)
         made = templates.applied(vjp, list(put), dict(call.kwargs), self.scratch, stmt.line)
+        if made is not None and id(stmt) not in self.zero_in:
+            made = self.shaped_already(stmt, g, made)
         if made is not None and one_expression(*made):
             return made
         rule_name = f"{call.fn.hint.rsplit('.', 1)[-1]}_vjp"
         return self.adjoints.part(ir.Call(ir.Ref(vjp, rule_name), put, call.kwargs))
+
+    def shaped_already(self, stmt: ir.Assign, g: str, made: Made) -> Made:
+        """A rule's body ``made`` with ``unbroadcast(g, x)`` as ``g`` where ``x`` has the shape
+        class of the statement's result (``gradient_like``'s rule, where the gradient has its
+        argument's shape). The facts relied on: the adjoint ``g`` of an array's statement that
+        is not a float zero when its rule runs (``zeros.FloatZeros``: not in ``zero_in``) has
+        that array's shape, and ``unbroadcast`` of an array of ``x``'s shape gives it back."""
+        mine = shape_class(ir.Var(stmt.target), self.classes)
+        if mine is None or mine == SCALAR or mine in CONTAINERS:
+            return made
+        before, value = made
+        kept = [ir.Assign(s.target, ir.Var(g), s.line)
+                if isinstance(s, ir.Assign) and type(s.value) is ir.Call
+                and s.value.fn.obj is runtime.unbroadcast and not s.value.kwargs
+                and s.value.args[0] == ir.Var(g)
+                and shape_class(s.value.args[1], self.classes) == mine else s for s in before]
+        return kept, value
 
     def callee_contributions(
         self,

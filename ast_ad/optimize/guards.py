@@ -1,5 +1,5 @@
 """Guards that never run, left out: the memory model's checks under a flag that kinds prove false;
-and shape fittings of numbers, which do nothing (``numbers_passed``).
+shape fittings of numbers, which do nothing; and checks of numbers that pass (``numbers_passed``).
 
 Where ``y = x.copy()`` might copy a list (whose copy holds the same arrays), the memory model asks
 at run time, ``x_container = is_container(x)``, and guards the writes into ``y`` under it (``if
@@ -20,9 +20,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+import gast
+
+from ast_ad.analysis.complexness import complex_names
 from ast_ad.analysis.kinds import Kinds, kinds_of
 from ast_ad.core import registry
 from ast_ad.ir import nodes as ir
+from ast_ad.ir.syntax import MARK
 
 
 def without_false_guards(function: ir.Function, shapes: tuple[int, ...]) -> ir.Function:
@@ -82,19 +86,40 @@ def numbers_passed(function: ir.Function, shapes: tuple[int, ...]) -> ir.Functio
     for it). The fact relied on: such a function, given numbers, returns its first argument
     (``registry.def_numbers_pass``); a call with any argument not proven a number stays. Likewise a
     function declared ``registry.def_floats_pass`` where the argument it names is proven to hold
-    floats (``written_tangent(u, x)``).
+    floats (``written_tangent(u, x)``). And a check declared ``registry.def_passes_on_numbers``
+    whose argument kinds prove a number and the complex analysis real (``check_gradient_value``
+    of a gradient written in a body, whose value is one) is left out: it raises nothing there.
 
     Where the argument passed on is bound by the statement just before, in the same block, and
     read nowhere else (``s_1 = s + v``, then ``s = augmented_value(s_1, s)``), the two are one
     statement, ``s = s + v``: the value is computed one statement later, where nothing between
     could change what it reads, under the one name that reads it."""
-    calls = [(s, s.value) for s in ir.walk(function.body) if isinstance(s, ir.Assign)
-             and isinstance(s.value, ir.Call) and not s.value.kwargs
-             and (registry.passes_numbers(s.value.fn.obj)
-                  or registry.floats_pass(s.value.fn.obj) is not None)]
-    if not calls:
+    calls = []
+    checks = []  # (a check of a number's, ``registry.def_passes_on_numbers``, and its argument)
+    for s in ir.walk(function.body):
+        if isinstance(s, ir.Assign) and isinstance(s.value, ir.Call) and not s.value.kwargs \
+                and (registry.passes_numbers(s.value.fn.obj)
+                     or registry.floats_pass(s.value.fn.obj) is not None):
+            calls.append((s, s.value))
+        elif isinstance(s, ir.Effect) and (argument := _checked_number(s)) is not None:
+            checks.append((s, argument))
+    if not calls and not checks:
         return function  # (no such call: one scan)
     known = kinds_of(function, shapes)
+    if checks:
+        complexes = complex_names(function, shapes, known)
+        dropped = {id(s) for s, a in checks if known.is_number(a, s) and a.name not in complexes}
+        if dropped:
+            function = ir.with_body(function, ir.mapped(
+                function.body, lambda stmt: [] if id(stmt) in dropped else [stmt]),
+                function.mutable)
+            if not calls:
+                return function
+            known = kinds_of(function, shapes)
+            calls = [(s, s.value) for s in ir.walk(function.body) if isinstance(s, ir.Assign)
+                     and isinstance(s.value, ir.Call) and not s.value.kwargs
+                     and (registry.passes_numbers(s.value.fn.obj)
+                          or registry.floats_pass(s.value.fn.obj) is not None)]
 
     def passes(stmt: ir.Assign, call: ir.Call) -> bool:
         if not call.args:
@@ -143,3 +168,21 @@ def numbers_passed(function: ir.Function, shapes: tuple[int, ...]) -> ir.Functio
         return [stmt]
 
     return ir.with_body(function, ir.mapped(function.body, kept), function.mutable)
+
+
+def _checked_number(stmt: ir.Effect) -> ir.Var | None:
+    """The name ``stmt`` checks, where it is a call of a check that passes on a real number
+    (``registry.def_passes_on_numbers``: ``check_gradient_value(where, out)``), else ``None``."""
+    node = stmt.node
+    if not (isinstance(node, gast.Expr) and isinstance(node.value, gast.Call)
+            and isinstance(node.value.func, gast.Name) and not node.value.keywords):
+        return None
+    marker = node.value.func.id  # (``§k``: the effect's ``k``-th outside object)
+    if not marker.startswith(MARK) or not marker[len(MARK):].isdigit() \
+            or int(marker[len(MARK):]) >= len(stmt.refs):
+        return None
+    k = registry.passes_on_numbers(stmt.refs[int(marker[len(MARK):])].obj)
+    args = node.value.args
+    if k is None or k >= len(args) or not isinstance(args[k], gast.Name):
+        return None
+    return ir.Var(args[k].id)

@@ -17,10 +17,12 @@ from ast_ad.core.registry import (
     def_new_list,
     def_nondiff,
     def_numbers_pass,
+    def_passes_on_numbers,
     def_remakes,
     def_result_axes,
     def_same_kind,
     def_sequence,
+    def_shape_of,
     def_view,
     defjvp,
     defvjp,
@@ -165,11 +167,11 @@ def_check(check_jvp_layout)
 # (a gradient lowered in place: its arguments what its code was made for, its value a number)
 def_nondiff(check_gradient_layout, check_gradient_value)
 def_check(check_gradient_layout, check_gradient_value)
+def_passes_on_numbers(check_gradient_value, 1)
 # ... and its gradient as ``grad`` returns it: the same numbers, a float or an array of its own
 defvjp(gradient_like, lambda g, ans, grads, x: unbroadcast(g, grads), zero)
 def_linear(gradient_like, 0)
-def_result_axes(gradient_like, lambda ranks: None if len(ranks) != 2 or ranks[1] is None
-                else tuple((1, axis) for axis in range(ranks[1])))
+def_shape_of(gradient_like, 1, positional=2)
 defvjp(gradients_like, lambda g, ans, grads, xs: g, zero)
 def_linear(gradients_like, 0)
 def_sequence(gradients_like)

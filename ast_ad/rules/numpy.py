@@ -16,10 +16,10 @@ from ast_ad.core.registry import (
     def_nondiff,
     def_reads_in_order,
     def_reduction,
-    def_result_axes,
     def_same_kind,
     def_scaled_by_initial,
     def_sequence,
+    def_shape_of,
     def_shape_read,
     def_truncates,
     def_view,
@@ -420,23 +420,14 @@ def_nondiff(np.broadcast_shapes, np.sign, np.floor, np.ceil, np.round, np.rint, 
 def_shape_read(np.shape, 0)
 
 
-def _axes_of_first(positional: int) -> Any:
-    """The axes of a result shaped as its first argument, for calls of at most ``positional``
-    positional arguments (``def_result_axes``; a further one may give the shape: ``np.zeros_like``'s
-    fifth, ``np.full_like``'s sixth)."""
-    def axes(ranks: tuple[int | None, ...]) -> tuple[tuple[int, int], ...] | None:
-        if not ranks or len(ranks) > positional or ranks[0] is None:
-            return None
-        return tuple((0, axis) for axis in range(ranks[0]))
-    return axes
-
-
 # shaped as the array they are made like, or copy (a dtype, order or subok changes no axis)
+# (a further positional argument may give the shape: ``np.zeros_like``'s fifth, ``np.full_like``'s
+# sixth)
 for _like in (np.zeros_like, np.ones_like, np.empty_like):
-    def_result_axes(_like, _axes_of_first(4))
-def_result_axes(np.full_like, _axes_of_first(5))
-def_result_axes(copy_of, _axes_of_first(1))
-def_result_axes(np.copy, _axes_of_first(2))
+    def_shape_of(_like, 0, positional=4)
+def_shape_of(np.full_like, 0, positional=5)
+def_shape_of(copy_of, 0, positional=1)
+def_shape_of(np.copy, 0, positional=2)
 
 # ---- more of numpy: differences, stacking, nan-aware reductions, convolution, polynomials --------
 defvjp(np.diff,         lambda g, ans, x, n=1, axis=-1, *args, **kwargs: diff_vjp(g, x, n, axis))

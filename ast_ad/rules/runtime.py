@@ -30,10 +30,10 @@ from ast_ad.core.registry import (
     def_nondiff,
     def_numbers_pass,
     def_read_as,
-    def_result_axes,
     def_same_kind,
     def_scalar_result,
     def_sequence,
+    def_shape_of,
     def_shape_read,
     def_summed,
     defjvp,
@@ -92,8 +92,7 @@ for _fn in _LINEAR_IN_THE_ADJOINT:
     defjvp(_fn, None, *[zero] * 5)
 
 # an entry's adjoint scattered into zeros of its array's shape: that array's axes
-def_result_axes(rt.getitem_vjp, lambda ranks: None if len(ranks) != 3 or ranks[1] is None
-                else tuple((1, axis) for axis in range(ranks[1])))
+def_shape_of(rt.getitem_vjp, 1, positional=3)
 # numbers given, numbers back: the first argument (no shape to fit a number to)
 def_numbers_pass(rt.unbroadcast, rt.fit, rt.fit_adjoint, rt.written_tangent)
 
