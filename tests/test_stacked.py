@@ -626,3 +626,29 @@ def test_the_adjoints_of_products_for_stacks_are_each_tangent_s(which, stacked) 
         for j in range(size):
             each = [o[..., j] if s else o for o, s in zip(operands, stacks, strict=True)]
             np.testing.assert_allclose(got[..., j], one(*each), rtol=1e-12, atol=1e-14)
+
+
+_LEFT = [(3,), (2, 3), (4, 2, 3), (1, 2, 3)]
+_RIGHT = [(3,), (3, 2), (4, 3, 2), (1, 3, 2), (2, 1, 3, 2)]
+
+
+@pytest.mark.parametrize("stacks", [(True, False), (False, True)])
+@pytest.mark.parametrize("left", _LEFT, ids=str)
+@pytest.mark.parametrize("right", _RIGHT, ids=str)
+def test_a_matrix_product_of_a_stack_is_each_columns_product(left, right, stacks) -> None:
+    """``stacked_matmul`` of a numpy array and a stack of tangents (the batch axis last), one
+    product numpy makes for all of them, is ``a @ b`` for each tangent on its own, whatever the
+    operands' numbers of axes and broadcast batch axes; shapes ``a @ b`` refuses are refused."""
+    size = 5
+    a = RNG.standard_normal(left + ((size,) if stacks[0] else ()))
+    b = RNG.standard_normal(right + ((size,) if stacks[1] else ()))
+    try:
+        want = np.stack([np.matmul(a[..., t] if stacks[0] else a, b[..., t] if stacks[1] else b)
+                         for t in range(size)], axis=-1)
+    except ValueError:
+        with pytest.raises(ValueError):
+            batched.stacked_matmul(a, b, stacks=stacks, size=size)
+        return
+    got = batched.stacked_matmul(a, b, stacks=stacks, size=size)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-14)

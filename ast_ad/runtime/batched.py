@@ -938,6 +938,22 @@ def stacked_matmul(a: Any, b: Any, *, stacks: tuple[bool, ...], size: int) -> An
         raise _refuse("a matrix product of two stacks, or none")
     if stacks[1] and np.ndim(b) == 2:
         return np.matmul(a, b)  # (a value by the columns of the stack, its tangents)
+    # one product, its stack axes numpy's own, where a numpy array meets a stack of its tangents'
+    # matrices (each tangent's product is the one ``matmul`` makes of it, its batch axes
+    # broadcast as they would be)
+    if stacks[1] and type(b) is np.ndarray and type(a) is np.ndarray and a.ndim >= 1:
+        # ``a @ b_t`` for every ``t``: the tangents' columns side by side, ``(..., m, k * B)``
+        *outer, m, k, _ = b.shape
+        product = np.matmul(a, b.reshape(*outer, m, k * size))
+        return product.reshape(*product.shape[:-1], k, size)
+    if stacks[0] and type(a) is np.ndarray and type(b) is np.ndarray and b.ndim >= 1:
+        if a.ndim == 2:  # (vectors: ``a_t @ b`` is ``b.T @ a_t``, each a column of the stack)
+            return np.matmul(np.swapaxes(b, -1, -2), a) if b.ndim >= 2 else np.matmul(b, a)
+        # ``a_t @ b``: the batch axis a row axis of each matrix, ``(..., p, B, m) @ (..., 1, m,
+        # k)``, then put last again
+        if b.ndim == 1:
+            return np.matmul(np.swapaxes(a, -1, -2), b)
+        return np.swapaxes(np.matmul(np.swapaxes(a, -1, -2), b[..., None, :, :]), -1, -2)
     left = Batch(np.moveaxis(a, -1, 0)) if stacks[0] else a
     right = Batch(np.moveaxis(b, -1, 0)) if stacks[1] else b
     return np.moveaxis(matmul(left, right).data, 0, -1)

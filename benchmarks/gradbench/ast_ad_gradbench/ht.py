@@ -6,9 +6,9 @@ Euler angles, the bones' absolute transforms down the skeleton, the skinned vert
 rotation, scale and translation, and the distance of each point to its vertex (or, in the
 complicated variant, to a point of its triangle given by two barycentric coordinates ``us``). The
 bones are handled together as stacks of matrices. The Jacobian in the angles is ``ast_ad.jacfwd``
-(26 forward passes); in the complicated variant each point's error depends on its own two
-coordinates only, so two more forward passes, moving every point's first (second) coordinate at
-once, give the two columns the eval asks for.
+(one batched pass); in the complicated variant each point's error depends on its own two
+coordinates only, so one more batched pass of two directions, moving every point's first (second)
+coordinate at once, gives the two columns the eval asks for.
 """
 
 import numpy as np
@@ -167,16 +167,13 @@ def jacobian(problem):
         return np.reshape(J, (-1, len(problem.theta)))
     given = (problem.theta, problem.us, problem.model, problem.points, problem.corners)
     J = _theta_jacobians[True](*given)
-    columns = []
-    for k in range(2):  # every point's k-th coordinate moved at once: its own error's column
-        moved = np.zeros_like(problem.us)
-        moved[:, k] = 1.0
-        columns.append(
-            ast_ad.jvp(complicated_objective, given, (None, moved, None, None, None))[1].reshape(
-                -1, 1
-            )
-        )
-    return np.concatenate(columns + [np.reshape(J, (-1, len(problem.theta)))], axis=1)
+    # every point's k-th coordinate moved at once (its own error's column), both in one pass
+    moved = np.zeros((2, *problem.us.shape))
+    moved[0, :, 0] = moved[1, :, 1] = 1.0
+    columns = ast_ad.jvp(complicated_objective, given, (None, moved, None, None, None),
+                         batched=True)[1]
+    return np.concatenate([np.reshape(columns, (2, -1)).T, np.reshape(J, (-1, len(problem.theta)))],
+                          axis=1)
 
 
 def random_input(rng, points, complicated):
