@@ -213,8 +213,28 @@ def containers(x):
     return np.sum(items[0] * items[1]) + np.sum(x * x)
 
 
+E0, E1 = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+
+
+def _bowl(p, q):
+    return np.sum(p * p) * q[0] - q[1] ** 2 * p[0]
+
+
+def inner_derivatives(x):
+    """A gradient and jvps written in the body, lowered into it: the gradient as ``grad`` gives
+    it (``gradient_like`` of a stack), and an array of the jvps' values (``np.array`` of a list
+    of stacks)."""
+    q = x[:2] * 1.0
+    for _ in range(2):
+        q = q + 0.1 * ast_ad.grad(_bowl, argnums=1)(x, q)
+    s = np.array([ast_ad.jvp(_bowl, (x, q), (None, E0))[1],
+                  ast_ad.jvp(_bowl, (x, q), (None, E1))[1]])
+    return q * s[0] + s
+
+
 # (function, argument, how: "jacfwd" or "hessian"); the forms each reaches
 CASES = {
+    "inner_derivatives": (inner_derivatives, V4, "jacfwd"),
     "elementwise": (elementwise, V4, "jacfwd"),
     "indexed": (indexed, V4, "jacfwd"),
     "assigned": (assigned, V4, "jacfwd"),

@@ -36,6 +36,7 @@ from ast_ad.runtime.arrays import (
     add_adjoints,
     expand_reduced,
     fit,
+    gradient_like,
     unbroadcast,
     unstack,
 )
@@ -67,6 +68,7 @@ from ast_ad.runtime.batched import (
     stacked_extremum_vjp,
     stacked_fit,
     stacked_getitem_vjp,
+    stacked_gradient_like,
     stacked_joined,
     stacked_matmul,
     stacked_matmul_vjp_a,
@@ -854,6 +856,7 @@ def_stacked(np.concatenate, "twin", twin=stacked_joined, batched=(0,), sized=Tru
 def_stacked(np.stack, "twin", twin=stacked_stack, batched=(0,), sized=True)
 def_stacked(add_adjoints, "twin", twin=stacked_added, batched=(0, 1), sized=True, told=True)
 def_stacked(getitem_vjp, "twin", twin=stacked_getitem_vjp, batched=(0,), sized=True)
+def_stacked(gradient_like, "twin", twin=stacked_gradient_like, batched=(0,), sized=True)
 def_stacked(list_item, "twin", twin=list_item, batched=(0,))  # (a list's item: its stack)
 def_stacked(detached, "twin", twin=detached, batched=(0,))  # (each array copied: each stack)
 def_stacked(unstack, "twin", twin=stacked_unstack, batched=(0,), sized=True)

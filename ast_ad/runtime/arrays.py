@@ -269,9 +269,11 @@ def gradient_like(g: Any, x: Any) -> Any:
         if type(g) is np.ndarray and g.shape == x.shape and g.dtype == x.dtype \
                 and g.flags.owndata and g.flags.writeable:
             return g
+        if is_array(g) and not isinstance(g, np.ndarray) and np.shape(g) == x.shape:
+            return g.copy()  # (tangents of it, a batch: a copy of their own, as numpy's is)
         return np.array(np.broadcast_to(g, x.shape), dtype=x.dtype)
     if type(x) is float or type(x) is np.float64:
-        return type(x)(g)
+        return type(x)(g) if isinstance(g, np.ndarray) or not is_array(g) else g
     return g  # (no other kind passes the check; a tangent of another library's stays as it is)
 
 

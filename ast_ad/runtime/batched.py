@@ -50,6 +50,7 @@ from ast_ad.runtime.arrays import (
     add_adjoints,
     expand_reduced,
     fit,
+    gradient_like,
     unbroadcast,
     unstack,
     zeros_like,
@@ -868,6 +869,12 @@ def stacked_cast(u: Any, ans: Any, *, size: int) -> Any:
         return np.zeros((*np.shape(ans), size))
     if type(u) is np.ndarray:
         return u.astype(np.result_type(ans), copy=False)
+    if type(u) in (list, tuple) and u and all(
+            type(p) is np.ndarray and p.shape == u[0].shape for p in u) \
+            and u[0].shape[-1:] == (size,) and np.shape(ans) == (len(u), *u[0].shape[:-1]):
+        # (``np.array([a, b])`` of stacks of one shape: each tangent's array of its parts is
+        # the stacks stacked first, the batch axis still last)
+        return np.array(u, dtype=np.result_type(ans))
     return stacked(cast_jvp(as_batch(u, size), ans), size)
 
 
@@ -1076,6 +1083,18 @@ def unit_added(s: Any, seeds: Any, index: Any, scale: Any, units: tuple[int, int
     if 0 <= k < size:
         out[k] += scale
     return out
+
+
+def stacked_gradient_like(g: Any, x: Any, *, size: int) -> Any:
+    """``gradient_like(g, x)`` for the stack ``g`` of tangents of a gradient in ``x`` (a float, or
+    a numpy array of 64-bit floats, which its check let through): the stack itself where it is an
+    array of its own of ``x``'s dtype, else a copy in that dtype."""
+    dtype = x.dtype if type(x) is np.ndarray else np.dtype(float)
+    if type(g) is np.ndarray and g.shape == (*np.shape(x), size):
+        if g.dtype == dtype and g.flags.owndata and g.flags.writeable:
+            return g
+        return np.array(g, dtype=dtype)
+    return stacked(gradient_like(as_batch(g, size), x), size)
 
 
 def stacked_getitem_vjp(g: Any, x: Any, index: Any, *, size: int) -> Any:

@@ -70,18 +70,15 @@ def best_reply_f(x, start):
 
 
 def _gradient_in(fun, k, mode):
-    """The gradient of ``fun`` in its argument ``k``: ``grad`` (mode ``r``), or one ``jvp`` per
-    coordinate."""
+    """The gradient of ``fun`` in its argument ``k``: ``grad`` (mode ``r``), or by forward mode,
+    both coordinates' directions carried by one pass (a batched ``jvp``)."""
     if mode == "r":
         return ast_ad.grad(fun, argnums=k)
+    directions = np.stack([E0, E1])
 
     def by_forward_mode(*args):
-        return np.array(
-            [
-                ast_ad.jvp(fun, args, tuple(e if j == k else None for j in range(len(args))))[1]
-                for e in (E0, E1)
-            ]
-        )
+        moves = tuple(directions if j == k else None for j in range(len(args)))
+        return ast_ad.jvp(fun, args, moves, batched=True)[1]
     return by_forward_mode
 
 
