@@ -8,7 +8,6 @@ import numbers
 import re
 import sys
 import types
-import weakref
 from collections.abc import Callable
 from typing import (
     TYPE_CHECKING,
@@ -148,9 +147,9 @@ def grad(
 
 # The gradients ``grad`` and ``value_and_grad`` made of plain functions, by function and options,
 # each with the code, defaults and keyword defaults it was made for (each gradient holds its
-# function, as ``_LAST_SHAPES`` does: a function once differentiated stays)
-_MADE: weakref.WeakKeyDictionary[Any, dict[Any, tuple[Any, Any, Any, Gradient[Any, Any]]]] = \
-    weakref.WeakKeyDictionary()
+# function, as ``_LAST_SHAPES`` does: a function once differentiated stays, so a dictionary of weak
+# keys would free nothing more, and it costs a weak reference a lookup)
+_MADE: dict[Any, dict[Any, tuple[Any, Any, Any, Gradient[Any, Any]]]] = {}
 
 
 def made(fun: Any, argnums: Any, with_value: bool, jit: Jit, checkpoints: Any,
@@ -168,7 +167,9 @@ def made(fun: Any, argnums: Any, with_value: bool, jit: Jit, checkpoints: Any,
     key: Any = (argnums, with_value, holomorphic) \
         if type(argnums) is int and jit is None and checkpoints is None \
         else repr((argnums, with_value, jit, checkpoints, holomorphic))
-    kept = _MADE.setdefault(fun, {})
+    kept = _MADE.get(fun)
+    if kept is None:
+        kept = _MADE[fun] = {}
     found = kept.get(key)
     if found is not None and found[0] is fun.__code__ and found[1] is fun.__defaults__ \
             and found[2] is fun.__kwdefaults__:
