@@ -2479,3 +2479,25 @@ def _against_jvp_of_grad(f, outer, args, direction, refusal: str, exact: bool) -
                           (u, *[None] * (len(args) - 1)))
     assert math.isclose(float(along), float(np.sum(np.asarray(grads) * u)), rel_tol=1e-9,
                         abs_tol=1e-9)
+
+
+def test_vjp_takes_a_number_for_an_array_output_as_that_number_at_every_entry() -> None:
+    """``vjp_fn(c)`` of a vector function is ``vjp_fn(np.full(shape, c))``, leaf by leaf in a tuple
+    of outputs: the backward pass is made for cotangents of the output's shapes, so a number is
+    spread first (a gradient lowered in a body reads its adjoint's entries, which a number has
+    not). Against the array cotangent, and that against forward mode."""
+    from tests import compose_nested as nested
+
+    p, q = np.array([0.5, 0.3]), np.array([0.2, 0.7])
+    out, vjp_fn = ast_ad.vjp(nested.separable_slope, p, q)
+    spread = vjp_fn(np.full(out.shape, 1.5))
+    for got, want in zip(vjp_fn(1.5), spread, strict=True):
+        np.testing.assert_array_equal(got, want)
+    _, along = ast_ad.jvp(nested.separable_slope, (p, q), (np.zeros(2), np.array([1.0, -2.0])))
+    assert np.isclose(float(np.sum(along * 1.5)), float(spread[1] @ np.array([1.0, -2.0])))
+
+    def pair(x):
+        return x * 2.0, np.sum(x)
+    x = np.array([1.0, 2.0, 3.0])
+    _, pair_vjp = ast_ad.vjp(pair, x)
+    np.testing.assert_array_equal(pair_vjp((1.0, 1.0))[0], pair_vjp((np.ones(3), 1.0))[0])

@@ -196,13 +196,32 @@ def vjp(fun: Callable[..., V], *primals: Any,
         if batched:
             return batched_vjp(vjp_fn, out, out_bar, len(primals))
         # its tapes are popped: each call gets its own
-        grads = run_code(loaded, bwd, saved if reads_only(loaded) else fresh(saved), out_bar)
+        grads = run_code(loaded, bwd, saved if reads_only(loaded) else fresh(saved),
+                         _spread_numbers(out_bar, out))
         shaped = [
             gradient.shaped(g, args[k]) for g, k in zip(grads, gradient.positions, strict=True)
         ]
         found = dict(zip(argnums, shaped, strict=True))
         return tuple(found.get(k) for k in range(len(primals)))
     return out, vjp_fn
+
+
+def _spread_numbers(bar: Any, out: Any) -> Any:
+    """The cotangent ``bar`` of the output ``out`` with a number given for an array of the output
+    spread over its entries (``vjp_fn(1.0)`` of a vector function: every entry's cotangent 1.0),
+    leaf by leaf in tuples, lists and dicts: the backward pass is made for cotangents of the
+    output's shapes (an adjoint of an array is an array of its shape)."""
+    if type(out) is np.ndarray and out.ndim and (
+            isinstance(bar, (int, float, complex, np.number)) and not isinstance(bar, bool)
+            or type(bar) is np.ndarray and bar.ndim == 0):
+        return np.full(out.shape, bar, dtype=np.result_type(out, bar, 1.0))
+    if isinstance(out, dict) and isinstance(bar, dict):
+        return {key: _spread_numbers(bar[key], out[key]) if key in out else bar[key]
+                for key in bar}
+    if isinstance(out, (tuple, list)) and type(bar) is type(out) and len(bar) == len(out):
+        parts = [_spread_numbers(b, o) for b, o in zip(bar, out, strict=True)]
+        return type(bar)(parts) if not hasattr(bar, "_fields") else type(bar)(*parts)
+    return bar
 
 
 def batched_vjp(vjp_fn: Callable[..., tuple[Any, ...]], out: Any, out_bars: Any,
