@@ -293,3 +293,21 @@ def ascent(p, start):
     for _ in range(3):
         q = q + 0.25 * separable_slope(p, q)
     return separable(p, q) * p[0]
+
+
+def written_through_a_dict(x0, x1):
+    """An array written through a dict that holds it in a tuple (``v2["k"][1][1] = ...``): the
+    gradient's backward pass calls ``replaced_vjp_container`` of the dict, a helper that steps
+    through its keys, which a second derivative differentiates by its source."""
+    v1 = np.ones(3) * x0
+    v2 = {"k": (2.0, v1)}
+    for _ in range(2):
+        v2["k"][1][1] = np.tanh(np.sum(x0 + x0)) * x1[0]
+    return np.sum(np.sum(v2["k"][1]) * v1)
+
+
+SPREAD = np.array([0.7, -1.3, 0.4])
+
+
+def slope_through_a_dict(x0, x1):
+    return np.sum(ast_ad.grad(written_through_a_dict)(x0, x1) * SPREAD)

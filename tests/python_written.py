@@ -443,3 +443,21 @@ def sums_the_values_of_its_own_object_in_a_loop(x):
     for i in range(2):
         total = total + np.sum(sum(scores.values())) * (i + 1.0)
     return total
+
+
+
+def _weighted_by_key(table, x):
+    total = 0.0
+    for k in table:
+        total = total + (k + 1.0) * x[k] ** 2 + table[k] * x[0]
+    return total
+
+
+def passes_a_dict_it_made_to_a_helper(x):
+    """A helper of yours that steps through a dict this function made: its keys are not its
+    positions (``{1: 0, 0: 0, 2: 1}``: read by position, ``k`` would be the values), so the
+    helper is made for a dict argument (``kinds.DICT``, labelled ``kinds.MAPPING`` for it) and
+    steps through its keys."""
+    table = {1: 0, 0: 0, 2: 0}
+    table[2] = 1
+    return _weighted_by_key(table, x)

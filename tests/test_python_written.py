@@ -175,6 +175,21 @@ def test_loops_over_dict_and_set_arguments_step_through_their_keys() -> None:
     assert tangent == pytest.approx(np.dot(grads["b"], T) + np.dot(grads["a"], T))
 
 
+def test_a_helper_given_a_dict_the_caller_made_steps_through_its_keys() -> None:
+    """A dict the function makes and passes to a helper of its own that loops over it: the helper
+    was made for a tuple or a list (every container argument was labelled one), so it read the
+    dict by position, and ``k`` took the values 0, 0, 1 for the keys 1, 0, 2 (a wrong number, on
+    main before: 1.16 for Python's 5.0, and its gradient). A name every binding of which makes a
+    dict (a display, a write into it, ``kinds.DICT``) is labelled a dict for the helper. Python's
+    value to the bit, the gradient against the tracer, forward mode against it."""
+    fun = pw.passes_a_dict_it_made_to_a_helper
+    value, grads = ast_ad.value_and_grad(fun)(X)
+    assert value == fun(X)
+    assert_same((grads,), ast_ad.tracer.grad(fun, (0,))(X))
+    value_f, tangent = ast_ad.jvp(fun, (X,), (T,))
+    assert value_f == value and tangent == pytest.approx(grads @ T)
+
+
 def test_a_dict_arguments_keys_replace_only_the_loops_own_reads() -> None:
     """``table[i]`` with ``i`` the user's (an ``enumerate`` count, a ``range`` loop's variable) is
     a read by key: only the loop's read of its item by its own position steps through the keys (a

@@ -31,6 +31,7 @@ import numpy as np
 from ast_ad import runtime
 from ast_ad.analysis import lengths as axis_lengths
 from ast_ad.analysis.kinds import (
+    DICT,
     MAPPING,
     NARROW_NUMBER,
     UNKNOWN,
@@ -928,7 +929,10 @@ def call_labels(args: list[ir.Atom], classes: dict[str, int | None], structured:
     for k, a in enumerate(args):
         label = shape_class(a, classes)
         if isinstance(a, ir.Var) and a.name in structured:
-            labels.append(CONTAINER)
+            # a dict where every binding of it makes one (its loops step through its keys), else a
+            # tuple or a list
+            labels.append(MAPPING if known is not None and known.of(a, at) == DICT
+                          else CONTAINER)
         elif label == SCALAR:
             # a number the caller knows is 64 bits wide (``kinds.wide_numbers``), or one that may
             # be narrower

@@ -54,7 +54,7 @@ _AXIS_FIELD = 1 << 20
 # (rank 0) or a numpy array of numbers with ``rank`` axes, of floats where ``inexact``; ("shape",
 # rank) an array's shape; ("ints", k) a tuple of k integers; ("index", k) a tuple of integers and
 # slices, k of them integers (as an index it takes k axes away); ("range",) a range; ("items",
-# facts) a tuple of numbers and numpy arrays, each with its fact
+# facts) a tuple of numbers and numpy arrays, each with its fact; ("dict",) a dict
 Fact = tuple[Any, ...]
 INT: Fact = ("int",)
 RANGE: Fact = ("range",)
@@ -63,6 +63,7 @@ UNKNOWN: Fact = ("?",)
 NONE: Fact = ("none",)
 # a name normalize binds to None before the loop that binds it to numbers
 MAYBE: Fact = ("number or None",)
+DICT: Fact = ("dict",)
 
 _ALLOCATE = {np.ones, np.zeros, np.empty}
 _COMPARISONS = {operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge}
@@ -761,6 +762,8 @@ def _value_fact(value: ir.Expr, facts: dict[str, Fact], scope: dict[str, Fact],
             else UNKNOWN
         )
     if isinstance(value, ir.Pack):
+        if value.kind == "dict":
+            return DICT
         if value.kind != "tuple":
             return UNKNOWN
         elts = [_atom_fact(a, facts, scope) for a in value.elts]
@@ -827,6 +830,13 @@ def _decides(node: Any, refs: tuple[ir.Ref, ...]) -> bool:
     return False
 
 
+# what gives a dict where its argument at this position is one (a new one, or the same: a write,
+# a slot replaced, a copy, the variable made again after a write through memory it shares, which
+# keeps its object's type)
+_KEEPS_A_DICT = {runtime.assign_item: 0, runtime.replaced: 0, runtime.copy_of: 0,
+                 runtime.detached: 0, runtime.memory_view: 3}
+
+
 def _call_fact(fn: Any, args: list[Fact]) -> Fact:
     if fn is range:
         return RANGE
@@ -845,6 +855,9 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
         return UNKNOWN if rank is None else ("num", rank, args[0][2])
     if fn is runtime.assign_item and len(args) == 3 and args[0][0] == "num" and args[0][1] >= 1:
         return args[0]  # a write into a numpy array keeps its shape and dtype
+    if fn in _KEEPS_A_DICT and len(args) > _KEEPS_A_DICT[fn] and args[_KEEPS_A_DICT[fn]] == DICT \
+            or fn is dict and not args:
+        return DICT  # (a dict written into, an item of it replaced, copied: a new dict)
     if fn is runtime.augmented_value and len(args) == 2:
         old = args[1]
         if old[0] == "num" and old[1] >= 1:
