@@ -461,3 +461,10 @@ def passes_a_dict_it_made_to_a_helper(x):
     table = {1: 0, 0: 0, 2: 0}
     table[2] = 1
     return _weighted_by_key(table, x)
+
+
+def passes_a_dict_from_a_list_to_a_helper(x, tables):
+    """The same helper given a dict out of a list argument: what ``tables[0]`` holds is known only
+    when it runs, so the helper is made for a list, a tuple or a dict (``kinds.ANY_CONTAINER``),
+    and its loop is refused if it is a dict (``loop_length``) where it was read by position."""
+    return _weighted_by_key(tables[0], x)  # a dict

@@ -190,6 +190,21 @@ def test_a_helper_given_a_dict_the_caller_made_steps_through_its_keys() -> None:
     assert value_f == value and tangent == pytest.approx(grads @ T)
 
 
+def test_a_helper_given_a_container_of_a_kind_not_known_refuses_a_dict_at_its_loop() -> None:
+    """A dict out of a list argument, passed to a helper that loops over it: the helper is made
+    for a list, a tuple or a dict, and refuses a dict at its loop's line, saying what to write
+    (it was made for a list, and read the dict by position: 0.27 for Python's 4.7, on main
+    before); given a list there, it is exact."""
+    fun = pw.passes_a_dict_from_a_list_to_a_helper
+    line = marked_line(pw._weighted_by_key, "for k in table")
+    with pytest.raises(errors.UnsupportedDerivativeError, match=r"list\(\.\.\.\)") as info:
+        ast_ad.grad(fun)(X, [{1: 0, 0: 0, 2: 0}])
+    assert info.value.lineno == line
+    value, grads = ast_ad.value_and_grad(fun)(X, [[0, 1, 2]])
+    assert value == fun(X, [[0, 1, 2]])
+    assert_same((grads,), ast_ad.tracer.grad(fun, (0,))(X, [[0, 1, 2]]))
+
+
 def test_a_dict_arguments_keys_replace_only_the_loops_own_reads() -> None:
     """``table[i]`` with ``i`` the user's (an ``enumerate`` count, a ``range`` loop's variable) is
     a read by key: only the loop's read of its item by its own position steps through the keys (a

@@ -31,6 +31,7 @@ import numpy as np
 from ast_ad import runtime
 from ast_ad.analysis import lengths as axis_lengths
 from ast_ad.analysis.kinds import (
+    ANY_CONTAINER,
     DICT,
     MAPPING,
     NARROW_NUMBER,
@@ -51,7 +52,7 @@ from ast_ad.ir import syntax
 SCALAR = -1
 CONTAINER = -2  # a tuple or list argument: its adjoint has the same structure
 # the labels of arguments whose adjoints have their structure (a dict's: ``kinds.MAPPING``)
-CONTAINERS = (CONTAINER, MAPPING)
+CONTAINERS = (CONTAINER, MAPPING, ANY_CONTAINER)
 
 E = TypeVar("E", bound=LocatedError)
 
@@ -929,10 +930,11 @@ def call_labels(args: list[ir.Atom], classes: dict[str, int | None], structured:
     for k, a in enumerate(args):
         label = shape_class(a, classes)
         if isinstance(a, ir.Var) and a.name in structured:
-            # a dict where every binding of it makes one (its loops step through its keys), else a
-            # tuple or a list
-            labels.append(MAPPING if known is not None and known.of(a, at) == DICT
-                          else CONTAINER)
+            # a dict where every binding of it makes one (its loops step through its keys), a
+            # list or a tuple where every binding does (read by position), else either
+            labels.append(ANY_CONTAINER if known is None
+                          else MAPPING if known.of(a, at) == DICT
+                          else CONTAINER if known.sequence(a, at) else ANY_CONTAINER)
         elif label == SCALAR:
             # a number the caller knows is 64 bits wide (``kinds.wide_numbers``), or one that may
             # be narrower

@@ -54,7 +54,8 @@ _AXIS_FIELD = 1 << 20
 # (rank 0) or a numpy array of numbers with ``rank`` axes, of floats where ``inexact``; ("shape",
 # rank) an array's shape; ("ints", k) a tuple of k integers; ("index", k) a tuple of integers and
 # slices, k of them integers (as an index it takes k axes away); ("range",) a range; ("items",
-# facts) a tuple of numbers and numpy arrays, each with its fact; ("dict",) a dict
+# facts) a tuple of numbers and numpy arrays, each with its fact; ("dict",) a dict; ("sequence",)
+# a list or a tuple (of which nothing more is known)
 Fact = tuple[Any, ...]
 INT: Fact = ("int",)
 RANGE: Fact = ("range",)
@@ -64,6 +65,7 @@ NONE: Fact = ("none",)
 # a name normalize binds to None before the loop that binds it to numbers
 MAYBE: Fact = ("number or None",)
 DICT: Fact = ("dict",)
+SEQUENCE: Fact = ("sequence",)
 
 _ALLOCATE = {np.ones, np.zeros, np.empty}
 _COMPARISONS = {operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge}
@@ -149,6 +151,9 @@ NARROW_NUMBER = -7
 # a loop over either steps through its keys or members (``optimize.keyed``)
 MAPPING = -5
 SET = -6
+# a callee parameter's label for a list, a tuple or a dict, where the caller cannot say which (a
+# loop over it is refused at run time if it is a dict: ``runtime.loop_length``)
+ANY_CONTAINER = -8
 # added to a callee parameter's label of an array of which nothing more is known, where the
 # caller's array may be complex (``complexness.complex_labels``)
 COMPLEX_UNKNOWN = RANKED // 2
@@ -171,6 +176,10 @@ def label_fact(label: int) -> Fact:
     """The fact a parameter's label carries (``labelled``)."""
     if label in (-1, COMPLEX_NUMBER, NARROW_NUMBER):  # a number (``shape_labels``)
         return ("num", 0, label == COMPLEX_NUMBER)
+    if label == -2:  # a list or a tuple (``shape_labels``, ``activity.call_labels``)
+        return SEQUENCE
+    if label == MAPPING:
+        return DICT
     if label < RANKED:
         return UNKNOWN
     rank, kind = divmod(label % AXES // RANKED - 1, 3)
@@ -271,6 +280,12 @@ class Kinds:
         (``labelled``), or 0."""
         fact = self.of(atom, at)
         return _encoded(0, fact[1], fact[2]) if fact[0] == "num" and fact[1] >= 1 else 0
+
+    def sequence(self, atom: ir.Expr, at: ir.Stmt | None = None) -> bool:
+        """Whether ``atom`` is certainly a list or a tuple (read by position in Python's order)."""
+        fact = self.of(atom, at)
+        return fact == SEQUENCE or fact[0] in ("ints", "items", "arrays") \
+            or fact[0] == "index" and fact != SLICE
 
     def is_number(self, atom: ir.Expr, at: ir.Stmt | None = None) -> bool:
         """Whether ``atom`` is certainly a number (an immutable value with no axes)."""
@@ -764,6 +779,8 @@ def _value_fact(value: ir.Expr, facts: dict[str, Fact], scope: dict[str, Fact],
     if isinstance(value, ir.Pack):
         if value.kind == "dict":
             return DICT
+        if value.kind == "list":
+            return SEQUENCE
         if value.kind != "tuple":
             return UNKNOWN
         elts = [_atom_fact(a, facts, scope) for a in value.elts]
@@ -774,7 +791,7 @@ def _value_fact(value: ir.Expr, facts: dict[str, Fact], scope: dict[str, Fact],
             # a tuple of numbers and arrays (a helper's ``return h, c``): each item's, for the
             # names an unpacking binds (a tuple cannot change, nor an array's axes)
             return ("items", tuple(elts))
-        return index
+        return SEQUENCE if index == UNKNOWN else index
     if isinstance(value, ir.Raw):
         return ("num", 0, False) if _decides(value.node, value.refs) else UNKNOWN
     if not isinstance(value, ir.Call):
@@ -830,11 +847,11 @@ def _decides(node: Any, refs: tuple[ir.Ref, ...]) -> bool:
     return False
 
 
-# what gives a dict where its argument at this position is one (a new one, or the same: a write,
-# a slot replaced, a copy, the variable made again after a write through memory it shares, which
-# keeps its object's type)
-_KEEPS_A_DICT = {runtime.assign_item: 0, runtime.replaced: 0, runtime.copy_of: 0,
-                 runtime.detached: 0, runtime.memory_view: 3}
+# what gives a dict (a list or a tuple) where its argument at this position is one (a new one, or
+# the same: a write, a slot replaced, a copy, the variable made again after a write through memory
+# it shares, which keeps its object's type)
+_KEEPS_ITS_KIND = {runtime.assign_item: 0, runtime.replaced: 0, runtime.copy_of: 0,
+                   runtime.detached: 0, runtime.memory_view: 3}
 
 
 def _call_fact(fn: Any, args: list[Fact]) -> Fact:
@@ -855,9 +872,13 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
         return UNKNOWN if rank is None else ("num", rank, args[0][2])
     if fn is runtime.assign_item and len(args) == 3 and args[0][0] == "num" and args[0][1] >= 1:
         return args[0]  # a write into a numpy array keeps its shape and dtype
-    if fn in _KEEPS_A_DICT and len(args) > _KEEPS_A_DICT[fn] and args[_KEEPS_A_DICT[fn]] == DICT \
-            or fn is dict and not args:
-        return DICT  # (a dict written into, an item of it replaced, copied: a new dict)
+    if fn in _KEEPS_ITS_KIND and len(args) > _KEEPS_ITS_KIND[fn] \
+            and args[_KEEPS_ITS_KIND[fn]] in (DICT, SEQUENCE):
+        return args[_KEEPS_ITS_KIND[fn]]  # (written into, an item replaced, copied: the same kind)
+    if fn is dict and not args:
+        return DICT
+    if fn is list or fn is tuple:
+        return SEQUENCE
     if fn is runtime.augmented_value and len(args) == 2:
         old = args[1]
         if old[0] == "num" and old[1] >= 1:

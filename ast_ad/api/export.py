@@ -20,6 +20,7 @@ import numpy as np
 from ast_ad import transform
 from ast_ad.analysis.activity import is_library
 from ast_ad.analysis.kinds import (
+    ANY_CONTAINER,
     COMPLEX_NUMBER,
     MAPPING,
     NARROW_NUMBER,
@@ -220,7 +221,7 @@ STANDARD_NAMES = {
 
 def _kind_of_label(label: int) -> str:
     """What the guard's ``_kind`` says of an argument of this shape label (``kinds.labelled``)."""
-    if label in (-1, -2):
+    if label in (-1, -2, ANY_CONTAINER):
         return "scalar" if label == -1 else "container"
     if label == NARROW_NUMBER:
         return "narrow scalar"
