@@ -468,3 +468,16 @@ def passes_a_dict_from_a_list_to_a_helper(x, tables):
     when it runs, so the helper is made for a list, a tuple or a dict (``kinds.ANY_CONTAINER``),
     and its loop is refused if it is a dict (``loop_length``) where it was read by position."""
     return _weighted_by_key(tables[0], x)  # a dict
+
+
+def _squares_at(members, x):
+    total = 0.0
+    for k in members:
+        total = total + (k + 1.0) * x[k] ** 2
+    return total
+
+
+def passes_a_set_it_made_to_a_helper(x):
+    """A set made here, given to a helper that loops over it: made for a set (``kinds.A_SET``,
+    labelled ``kinds.SET``), its loop steps through its members (it was refused when it ran)."""
+    return _squares_at({2, 0}, x) + _squares_at(set([1]), x)

@@ -31,10 +31,12 @@ import numpy as np
 from ast_ad import runtime
 from ast_ad.analysis import lengths as axis_lengths
 from ast_ad.analysis.kinds import (
+    A_SET,
     ANY_CONTAINER,
     DICT,
     MAPPING,
     NARROW_NUMBER,
+    SET,
     UNKNOWN,
     Fact,
     Kinds,
@@ -929,12 +931,16 @@ def call_labels(args: list[ir.Atom], classes: dict[str, int | None], structured:
     labels = []
     for k, a in enumerate(args):
         label = shape_class(a, classes)
-        if isinstance(a, ir.Var) and a.name in structured:
-            # a dict where every binding of it makes one (its loops step through its keys), a
-            # list or a tuple where every binding does (read by position), else either
-            labels.append(ANY_CONTAINER if known is None
-                          else MAPPING if known.of(a, at) == DICT
-                          else CONTAINER if known.sequence(a, at) else ANY_CONTAINER)
+        fact = known.of(a, at) if known is not None and isinstance(a, ir.Var) else None
+        if fact == DICT or fact == A_SET:
+            # a dict (a set) where every binding of it makes one: its loops step through its keys
+            # (members)
+            labels.append(MAPPING if fact == DICT else SET)
+        elif isinstance(a, ir.Var) and a.name in structured:
+            # a list or a tuple where every binding makes one (read by position), else any
+            # container
+            labels.append(CONTAINER if known is not None and known.sequence(a, at)
+                          else ANY_CONTAINER)
         elif label == SCALAR:
             # a number the caller knows is 64 bits wide (``kinds.wide_numbers``), or one that may
             # be narrower

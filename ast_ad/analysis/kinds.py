@@ -55,7 +55,7 @@ _AXIS_FIELD = 1 << 20
 # rank) an array's shape; ("ints", k) a tuple of k integers; ("index", k) a tuple of integers and
 # slices, k of them integers (as an index it takes k axes away); ("range",) a range; ("items",
 # facts) a tuple of numbers and numpy arrays, each with its fact; ("dict",) a dict; ("sequence",)
-# a list or a tuple (of which nothing more is known)
+# a list or a tuple (of which nothing more is known); ("set",) a set
 Fact = tuple[Any, ...]
 INT: Fact = ("int",)
 RANGE: Fact = ("range",)
@@ -66,6 +66,7 @@ NONE: Fact = ("none",)
 MAYBE: Fact = ("number or None",)
 DICT: Fact = ("dict",)
 SEQUENCE: Fact = ("sequence",)
+A_SET: Fact = ("set",)
 
 _ALLOCATE = {np.ones, np.zeros, np.empty}
 _COMPARISONS = {operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge}
@@ -180,6 +181,8 @@ def label_fact(label: int) -> Fact:
         return SEQUENCE
     if label == MAPPING:
         return DICT
+    if label == SET:
+        return A_SET
     if label < RANKED:
         return UNKNOWN
     rank, kind = divmod(label % AXES // RANKED - 1, 3)
@@ -873,10 +876,12 @@ def _call_fact(fn: Any, args: list[Fact]) -> Fact:
     if fn is runtime.assign_item and len(args) == 3 and args[0][0] == "num" and args[0][1] >= 1:
         return args[0]  # a write into a numpy array keeps its shape and dtype
     if fn in _KEEPS_ITS_KIND and len(args) > _KEEPS_ITS_KIND[fn] \
-            and args[_KEEPS_ITS_KIND[fn]] in (DICT, SEQUENCE):
+            and args[_KEEPS_ITS_KIND[fn]] in (DICT, SEQUENCE, A_SET):
         return args[_KEEPS_ITS_KIND[fn]]  # (written into, an item replaced, copied: the same kind)
     if fn is dict and not args:
         return DICT
+    if fn is set or fn is frozenset:
+        return A_SET
     if fn is list or fn is tuple:
         return SEQUENCE
     if fn is runtime.augmented_value and len(args) == 2:
