@@ -481,3 +481,19 @@ def passes_a_set_it_made_to_a_helper(x):
     """A set made here, given to a helper that loops over it: made for a set (``kinds.A_SET``,
     labelled ``kinds.SET``), its loop steps through its members (it was refused when it ran)."""
     return _squares_at({2, 0}, x) + _squares_at(set([1]), x)
+
+
+def _adds_a_key(table, x):
+    table[7] = x[2] * 3.0
+
+
+def loops_over_a_dict_a_helper_wrote_into(x):
+    """A dict made here, written into by a helper (a key added), then looped over: the name the
+    write binds holds a dict (``kinds.DICT``), and the loop steps through its keys (it was refused
+    when it ran)."""
+    table = {1: x[0], 0: x[1]}
+    _adds_a_key(table, x)
+    total = 0.0
+    for k in table:
+        total = total + table[k] * (k + 1.0)
+    return total

@@ -188,10 +188,11 @@ def test_a_helper_given_a_dict_the_caller_made_steps_through_its_keys() -> None:
     assert_same((grads,), ast_ad.tracer.grad(fun, (0,))(X))
     value_f, tangent = ast_ad.jvp(fun, (X,), (T,))
     assert value_f == value and tangent == pytest.approx(grads @ T)
-    fun = pw.passes_a_set_it_made_to_a_helper
-    value, grads = ast_ad.value_and_grad(fun)(X)
-    assert value == fun(X)
-    assert_same((grads,), ast_ad.tracer.grad(fun, (0,))(X))
+    for fun in (pw.passes_a_set_it_made_to_a_helper, pw.loops_over_a_dict_a_helper_wrote_into):
+        value, grads = ast_ad.value_and_grad(fun)(X)
+        assert value == fun(X)
+        assert_same((grads,), ast_ad.tracer.grad(fun, (0,))(X))
+        assert ast_ad.jvp(fun, (X,), (T,))[1] == pytest.approx(grads @ T)
 
 
 def test_a_helper_given_a_container_of_a_kind_not_known_refuses_a_dict_at_its_loop() -> None:

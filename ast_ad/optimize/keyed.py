@@ -10,8 +10,13 @@ keys instead, ``keys_of_d = keys_of(d)`` (Python's order; no gradient) and ``k =
 where it says a tuple, a list or a numpy array, the loop counts its steps by ``len``, as a person
 writes it.
 
-The facts this relies on: the parameter is bound nowhere in the function (a write into it binds it
-again in the IR), so its keys are what they were when the loop began wherever it is read; and a read
+A name bound once to a dict or a set that the function makes (``kinds.DICT``, ``kinds.A_SET``: a
+display, a write into one, a helper's write into one, which the IR binds to a new name) steps so
+too.
+
+The facts this relies on: the parameter (the name) is bound nowhere else in the function (a write
+into it binds it again in the IR, and a dict's write copies it), so its keys are what they were when
+the loop began wherever it is read; and a read
 ``d[k_1]`` by the counter of the very loop over ``range(n_d)`` (or by ``-1 - k_1``, ``reversed``)
 is the lowering's read of that loop's item, since the counter is a name of ast_ad's that the user's
 code never reads (a loop of the user's over a range, ``for i in range(2): d[i]``, reads by key and
@@ -22,10 +27,11 @@ time.
 from __future__ import annotations
 
 import operator
+from collections import Counter
 
 from ast_ad import runtime
 from ast_ad.analysis.activity import CONTAINER
-from ast_ad.analysis.kinds import MAPPING, RANKED, SET
+from ast_ad.analysis.kinds import A_SET, DICT, MAPPING, RANKED, SET, kinds_of
 from ast_ad.ir import nodes as ir
 from ast_ad.ir.naming import Namer
 
@@ -40,11 +46,22 @@ def keyed_loops(function: ir.Function, shapes: tuple[int, ...]) -> ir.Function:
     ):
         return function  # (no loop whose iterable the lowering could not know: one scan)
     statements = list(ir.walk(function.body))
-    bound = {name for s in statements for name in ir.defined(s)} | set(function.mutable)
+    bindings = Counter(name for s in statements for name in ir.defined(s))
+    bound = set(bindings) | set(function.mutable)
     keyed = {
         p for p, label in zip(function.params, shapes, strict=True)
         if label in (MAPPING, SET) and p not in bound
     }
+    # and a name bound once to a dict or a set (``kinds.DICT``, ``kinds.A_SET``: a display, a
+    # write into one, which binds a new name, a copy), whose keys nothing changes after
+    looped = {s.value.args[0].name for s in statements if isinstance(s, ir.Assign)
+              and isinstance(s.value, ir.Call) and s.value.fn.obj is runtime.loop_length
+              and isinstance(s.value.args[0], ir.Var)}
+    local = {n for n in looped if bindings[n] == 1 and n not in function.mutable
+             and n not in function.params}
+    if local:
+        known = kinds_of(function, shapes)
+        keyed |= {n for n in local if known.facts.get(n) in (DICT, A_SET)}
     # parameters that are sequences (a tuple, a list, a numpy array): their loops count by ``len``
     sequences = {
         p for p, label in zip(function.params, shapes, strict=True)

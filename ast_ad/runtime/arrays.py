@@ -274,6 +274,8 @@ def gradient_like(g: Any, x: Any) -> Any:
         return np.array(np.broadcast_to(g, x.shape), dtype=x.dtype)
     if type(x) is float or type(x) is np.float64:
         return type(x)(g) if isinstance(g, np.ndarray) or not is_array(g) else g
+    if is_array(x) and np.shape(g) != np.shape(x):
+        return broadcast_like(g, x, np.shape(x))  # (another library's array: of its shape too)
     return g  # (no other kind passes the check; a tangent of another library's stays as it is)
 
 
