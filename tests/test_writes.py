@@ -441,3 +441,20 @@ def test_a_value_written_into_integers_carries_no_tangent(fun) -> None:
     assert tangent == pytest.approx(expected, rel=1e-12, abs=1e-12)
     _, traced = ast_ad.tracer.jvp(fun, args, directions)
     assert traced == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+def test_an_augmented_write_nothing_reads_leaves_its_old_adjoint_a_float_zero() -> None:
+    """The float-zero analysis (``modes.zeros``) took every active argument of a statement for one
+    its rule writes an array into, so after ``x = augmented_value(x_1, x)`` (whose rule for the old
+    ``x`` is zero, and whose backward pass resets that adjoint to ``0.0``) it took ``x``'s adjoint
+    for an array, and ``np.dot``'s rule read the float (a ValueError from the generated code, on
+    main since ``y op= v`` became ``augmented_value``; found by a fresh seed of the float32
+    programs). Both branches, against the tracer, and forward mode."""
+    fun = wf.scaled_where_nothing_reads_it
+    x1 = np.array([0.1, 0.4, -0.6])
+    for x0 in (np.array([0.3, -0.2, 0.5]), np.array([300.0, 200.0, 500.0])):
+        grads = ast_ad.grad(fun, (0, 1))(x0, x1)
+        assert_same(grads, ast_ad.tracer.grad(fun, (0, 1))(x0, x1))
+        u = (np.array([0.5, -1.0, 0.2]), np.array([1.0, 0.3, -0.4]))
+        _, along = ast_ad.jvp(fun, (x0, x1), u)
+        assert np.isclose(along, grads[0] @ u[0] + grads[1] @ u[1], rtol=1e-10)

@@ -293,3 +293,15 @@ def into_an_argument_cast(x):
     y = (x * 3.0).astype(np.int64)
     y[1] = x[0] * 2.0
     return np.sum(y * x)
+
+
+def scaled_where_nothing_reads_it(x0, x1):
+    """``x0 *= ...`` in a branch whose return does not read ``x0``: the older ``x0``'s adjoint is
+    reset there, and nothing is added to it (``augmented_value``'s rule for the old array is
+    zero), so it may still be the float zero where ``np.dot``'s rule reads it."""
+    m = np.outer(x0, x1)
+    x0 = np.dot(m, x1)
+    if np.sum(x0) > 100.0:
+        return np.sum(x0)
+    x0 *= np.tanh(x0)
+    return np.sum(np.sin(x1))

@@ -87,10 +87,14 @@ class FloatZeros:
             # not read
             return
         value = stmt.value
+        rule = registry.lookup(value.fn.obj) if isinstance(value, ir.Call) else None
         for k, atom in enumerate(value.args if isinstance(value, ir.Call) else inputs_of(value)):
             if not atom_active(atom, self.active):
                 continue
-            rule = registry.lookup(value.fn.obj) if isinstance(value, ir.Call) else None
+            if rule is not None and (rule.nondiff or rule.vjp(k) is registry.zero):
+                # nothing flows into it here, so its adjoint is what it was (``x = augmented_value(
+                # x_1, x)`` resets the older ``x``'s adjoint, to the float zero, and adds nothing)
+                continue
             broadcast = isinstance(value, ir.Call) and rule is not None and rule.elementwise and \
                 not self.exact(value, k)
             if not passes or broadcast:  # unbroadcast makes an array of the argument's shape
