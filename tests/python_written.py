@@ -497,3 +497,19 @@ def loops_over_a_dict_a_helper_wrote_into(x):
     for k in table:
         total = total + table[k] * (k + 1.0)
     return total
+
+
+def _with_a_key(table, x):
+    table[7] = x[2] * 3.0
+    return table
+
+
+def loops_over_a_dict_a_helper_returned(x):
+    """A dict a helper of yours was given, wrote into and returned: the helper's result is a dict
+    (its own kinds, given a dict: ``kinds.fact_label``), and the loop steps through its keys (it was
+    refused when it ran)."""
+    table = _with_a_key({1: x[0], 0: x[1]}, x)
+    total = 0.0
+    for k in table:
+        total = total + table[k] * (k + 1.0)
+    return total

@@ -188,7 +188,8 @@ def test_a_helper_given_a_dict_the_caller_made_steps_through_its_keys() -> None:
     assert_same((grads,), ast_ad.tracer.grad(fun, (0,))(X))
     value_f, tangent = ast_ad.jvp(fun, (X,), (T,))
     assert value_f == value and tangent == pytest.approx(grads @ T)
-    for fun in (pw.passes_a_set_it_made_to_a_helper, pw.loops_over_a_dict_a_helper_wrote_into):
+    for fun in (pw.passes_a_set_it_made_to_a_helper, pw.loops_over_a_dict_a_helper_wrote_into,
+                pw.loops_over_a_dict_a_helper_returned):
         value, grads = ast_ad.value_and_grad(fun)(X)
         assert value == fun(X)
         assert_same((grads,), ast_ad.tracer.grad(fun, (0,))(X))

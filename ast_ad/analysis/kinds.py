@@ -162,7 +162,8 @@ COMPLEX_UNKNOWN = RANKED // 2
 
 def fact_label(position: int, fact: Fact) -> int:
     """A callee parameter's label that claims ``fact`` of its argument and no more (``kinds_of``
-    reads it back as ``fact``): a numpy array's axes and kind, a number, or nothing."""
+    reads it back as ``fact``): a numpy array's axes and kind, a number, a dict, a set, or
+    nothing."""
     if fact[0] == "num" and fact[1] >= 1:
         return _encoded(position, fact[1], fact[2])
     if fact == INT or fact[0] == "num" and fact[1] == 0:
@@ -170,6 +171,8 @@ def fact_label(position: int, fact: Fact) -> int:
         # withholds what only a float allows (``float_array``, ``wide_float``) and claims its
         # rank, which is what decides an ``unbroadcast``
         return NARROW_NUMBER
+    if fact == DICT or fact == A_SET:
+        return MAPPING if fact == DICT else SET  # (read back as the fact itself)
     return position
 
 
