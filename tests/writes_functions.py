@@ -305,3 +305,33 @@ def scaled_where_nothing_reads_it(x0, x1):
         return np.sum(x0)
     x0 *= np.tanh(x0)
     return np.sum(np.sin(x1))
+
+
+
+def _damped(a):
+    a *= 0.5
+    return a
+
+
+def written_after_a_comprehension_that_never_ran(x0):
+    """A random program's (fresh seed 93223): an array written in place by a helper after a loop
+    that never runs, whose comprehension names objects that may be that array: the
+    comprehension's name is its own, unbound after it, and no check of the memory model asks
+    about it (it read the unbound name: an UnboundLocalError from the generated code)."""
+    x0 = np.real(np.conj(x0 - 2j) * (x0 + 0.5j * x0))
+    x0 -= 0.5 * (x0 + np.sqrt(1.0 + x0 * x0))
+    v0 = (np.sin(np.sin(x0)), np.log(1.0 + np.sin(1.5) * np.sin(1.5)))
+    v1 = v0[1] - v0[0]
+    x0, v1 = v1, np.tanh(x0)
+    n2 = 0
+    while n2 < 2:
+        n2 += 1
+        n3 = 0
+        while n3 < 0:
+            n3 += 1
+            v4 = [x0]
+            v6 = v4
+            v4 += (v * 0.5 for v in [x0, x0])
+            x0 = v6[-1] * v4[0] + len(v6)
+        v1 = _damped(v1)
+    return -v1

@@ -258,6 +258,10 @@ class ExpressionLowering:
                 target=gen.target, iter=gen.iter, body=[inner], orelse=[], type_comment=None
             )
         self.lowering.stmt(_locate_all(inner, node))
+        for own in renames.values():
+            # (a comprehension's names are its own: after it, nothing can read them, so no check
+            # of the memory model asks about them, which a loop that never ran left unbound)
+            self.at.env.pop(own, None)
         return self.at.env.pop(acc)
 
     def expr_SetComp(self, node: gast.SetComp, name: str | None, user: bool) -> ir.Atom:
