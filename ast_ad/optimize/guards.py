@@ -106,20 +106,10 @@ def numbers_passed(function: ir.Function, shapes: tuple[int, ...]) -> ir.Functio
     if not calls and not checks:
         return function  # (no such call: one scan)
     known = kinds_of(function, shapes)
+    dropped: set[int] = set()  # (the checks left out: an effect binds nothing, so no fact moves)
     if checks:
         complexes = complex_names(function, shapes, known)
         dropped = {id(s) for s, a in checks if known.is_number(a, s) and a.name not in complexes}
-        if dropped:
-            function = ir.with_body(function, ir.mapped(
-                function.body, lambda stmt: [] if id(stmt) in dropped else [stmt]),
-                function.mutable)
-            if not calls:
-                return function
-            known = kinds_of(function, shapes)
-            calls = [(s, s.value) for s in ir.walk(function.body) if isinstance(s, ir.Assign)
-                     and isinstance(s.value, ir.Call) and not s.value.kwargs
-                     and (registry.passes_numbers(s.value.fn.obj)
-                          or registry.floats_pass(s.value.fn.obj) is not None)]
 
     def passes(stmt: ir.Assign, call: ir.Call) -> bool:
         if not call.args:
@@ -132,7 +122,7 @@ def numbers_passed(function: ir.Function, shapes: tuple[int, ...]) -> ir.Functio
         return k is not None and k < len(call.args) and known.holds_floats(call.args[k], stmt)
 
     passed = {id(s) for s, call in calls if passes(s, call)}
-    if not passed:
+    if not passed and not dropped:
         return function
     # (the binding the passing statement takes in, where it is the one just before it)
     reads: Counter[str] = Counter()
@@ -158,7 +148,7 @@ def numbers_passed(function: ir.Function, shapes: tuple[int, ...]) -> ir.Functio
     taken = {id(before) for before in merged.values()}
 
     def kept(stmt: ir.Stmt) -> list[ir.Stmt]:
-        if id(stmt) in taken:
+        if id(stmt) in taken or id(stmt) in dropped:
             return []
         if id(stmt) in passed:
             assert isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call)
